@@ -181,8 +181,17 @@ class TrackerCycleModel:
         self.model = TrackerModel(params)
         self.params = self.model.params
         self.queue = deque()
-        self.s1 = None          # ("write", fields) / ("prog", fields) / None
-        self.busy = False       # set True to model the reset sweep
+        self.s1 = None          # ("write" | "stale" | "prog", fields) or None
+        self.sweep_left = 0     # cycles of the reset sweep still to run
+
+    def reset(self):
+        """``rst`` was just released: the table clear takes ``tracker_entries`` cycles."""
+        self.sweep_left = self.params.tracker_entries
+
+    @property
+    def busy(self):
+        """The ``busy`` output during this cycle."""
+        return self.sweep_left > 0
 
     def expected(self, write_valid):
         """Outputs during this cycle: (program_ready, trigger_valid, trigger_payload or None)."""
@@ -209,9 +218,9 @@ class TrackerCycleModel:
         popped = None
         if self.queue and trigger_ready:
             popped = self.queue.popleft()
-        # S1 of the request accepted last cycle; the push uses the queue level at the start
-        # of the cycle (a full queue does not accept a push in the cycle it is read).
-        level = len(self.queue) + (popped is not None)
+        # S1 of the request accepted last cycle; a full queue takes a push in a cycle in
+        # which its head leaves.
+        level = len(self.queue)
         if self.s1 is not None:
             what, fields = self.s1
             if what == "stale":
@@ -234,4 +243,6 @@ class TrackerCycleModel:
             self.s1 = ("prog", program)
         else:
             self.s1 = None
+        if self.sweep_left:
+            self.sweep_left -= 1
         return popped

@@ -81,24 +81,43 @@ def build(block, params: EngineParams, *, waves=False, root=None, verbose=False)
     return runner, module, bdir
 
 
-def run(runner, module, bdir, test_module, *, test_dir, extra_env=None, waves=False,
+def run(runner, module, bdir, test_module, *, test_dir, extra_env=None, trace_file=None,
         testcase=None, seed=None):
     """Run the cocotb ``test_module`` on a built design and return the results file path.
+
+    ``trace_file`` (needs a design built with ``waves=True``) writes the FST dump there.
 
     Raises :exc:`AssertionError` naming the failed tests when any cocotb test failed (the
     runner itself does not raise outside pytest).
     """
     from cocotb_tools.runner import get_results
     env = dict(extra_env or {})
-    results = runner.test(test_module=test_module, hdl_toplevel=module, build_dir=bdir,
-                          test_dir=test_dir, extra_env=env, waves=waves, testcase=testcase,
-                          seed=seed, results_xml=str(Path(bdir) / f"{test_module}.xml"),
-                          log_file=Path(bdir) / f"{test_module}.log")
+    waves = trace_file is not None
+    test_args = ["--trace-file", str(trace_file)] if waves else []
+    results = Path(bdir) / f"{test_module}.xml"
+    log = Path(bdir) / f"{test_module}.log"
+    try:
+        runner.test(test_module=test_module, hdl_toplevel=module, build_dir=bdir,
+                    test_dir=test_dir, extra_env=env, waves=waves, testcase=testcase,
+                    test_args=test_args, seed=seed, results_xml=str(results), log_file=log)
+    except SystemExit:
+        pass                # inside pytest the runner exits on failures: report them below
+    if not results.is_file():
+        raise AssertionError(f"{test_module} produced no results; see {log}")
     total, failed = get_results(results)
     if failed:
-        raise AssertionError(f"{failed} of {total} cocotb tests of {test_module} failed; "
-                             f"see {Path(bdir) / (test_module + '.log')}")
+        raise AssertionError(f"{failed} of {total} cocotb tests of {test_module} failed "
+                             f"({', '.join(_failures(results))}); see {log}")
     return results
+
+
+def _failures(results):
+    import xml.etree.ElementTree as ET
+    names = []
+    for case in ET.parse(results).iter("testcase"):
+        for bad in list(case.iter("failure")) + list(case.iter("error")):
+            names.append(f"{case.get('name')}: {(bad.get('message') or '').splitlines()[0][:200]}")
+    return names
 
 
 def lint(sources, *, waivers=None):

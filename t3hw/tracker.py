@@ -35,8 +35,9 @@ register, so back-to-back writes to one entry count exactly.
 * **Throughput**: one observed write per cycle, every cycle. ``write`` has no ready signal.
 * **Programming** is accepted only in cycles with no observed write (``program.ready`` is low
   while ``write.valid`` is high), so it never delays an observation.
-* **Back-pressure** on ``trigger`` is absorbed by a ``trigger_depth`` queue. A trigger that
-  finds it full is lost: the ``overflow`` error bit is set and ``dropped`` counts it. With
+* **Back-pressure** on ``trigger`` is absorbed by a ``trigger_depth`` queue
+  (:class:`t3hw.queue.Queue`), which passes one trigger per cycle while ``trigger.ready`` is
+  high, at any depth. A trigger that finds it full (and not being read) is lost: the ``overflow`` error bit is set and ``dropped`` counts it. With
   one-shot entries at most ``tracker_entries`` triggers can be outstanding, so a queue that
   deep can never overflow.
 * **Reset**: block RAM has no reset, so after ``rst`` the tracker spends ``tracker_entries``
@@ -52,12 +53,13 @@ sets ``overcount``. Otherwise the count becomes ``new``.
 """
 
 from amaranth import *
-from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .layouts import (TrackOp, WriteSource, entry_layout, program_layout, trigger_layout,
                       tracker_errors_layout, tracker_stats_layout, write_layout)
 from .params import EngineParams
+from .queue import Queue
 
 
 __all__ = ["Tracker"]
@@ -118,9 +120,8 @@ class Tracker(wiring.Component):
         rd = table.read_port(domain="sync")
         wr = table.write_port()
 
-        m.submodules.queue = queue = fifo.SyncFIFO(width=trigger_layout(p).size,
-                                                   depth=p.trigger_depth)
-        wiring.connect(m, queue.r_stream, wiring.flipped(self.trigger))
+        m.submodules.queue = queue = Queue(trigger_layout(p), depth=p.trigger_depth)
+        wiring.connect(m, queue.o, wiring.flipped(self.trigger))
 
         # Reset sweep: clear every entry, one per cycle.
         sweep = Signal(range(p.tracker_entries))
@@ -174,42 +175,43 @@ class Tracker(wiring.Component):
         push = Signal()
         set_err = Signal(tracker_errors_layout(p))
 
-        with m.If(self.busy):
-            m.d.comb += [wr.addr.eq(sweep), we.eq(1), nxt.eq(0)]
-        with m.Else():
-            m.d.comb += wr.addr.eq(s1_index)
-            with m.If(s1_valid):
-                with m.If(~hit):
-                    m.d.comb += set_err.unprogrammed.eq(1)
-                with m.Elif(done):
+        m.d.comb += wr.addr.eq(s1_index)
+        with m.If(s1_valid):
+            with m.If(~hit):
+                m.d.comb += set_err.unprogrammed.eq(1)
+            with m.Elif(done):
+                m.d.comb += [
+                    we.eq(1),
+                    nxt.count.eq(0),
+                    nxt.valid.eq(cur.rearm),
+                    push.eq(1),
+                    set_err.overcount.eq(new_count > cur.threshold),
+                ]
+            with m.Else():
+                m.d.comb += [we.eq(1), nxt.count.eq(new_count)]
+        with m.Elif(s1_prog):
+            with m.If(s1_req.op == TrackOp.ARM):
+                with m.If(s1_req.threshold == 0):
+                    m.d.comb += set_err.bad_threshold.eq(1)
+                with m.Elif(cur.valid):
+                    m.d.comb += set_err.reprogram.eq(1)
+                with m.Else():
                     m.d.comb += [
                         we.eq(1),
+                        nxt.valid.eq(1),
+                        nxt.rearm.eq(s1_req.rearm),
+                        nxt.tag.eq(s1_tag),
+                        nxt.threshold.eq(s1_req.threshold),
                         nxt.count.eq(0),
-                        nxt.valid.eq(cur.rearm),
-                        push.eq(1),
-                        set_err.overcount.eq(new_count > cur.threshold),
+                        nxt.cmd.eq(s1_req.cmd),
                     ]
-                with m.Else():
-                    m.d.comb += [we.eq(1), nxt.count.eq(new_count)]
-            with m.Elif(s1_prog):
-                with m.If(s1_req.op == TrackOp.ARM):
-                    with m.If(s1_req.threshold == 0):
-                        m.d.comb += set_err.bad_threshold.eq(1)
-                    with m.Elif(cur.valid):
-                        m.d.comb += set_err.reprogram.eq(1)
-                    with m.Else():
-                        m.d.comb += [
-                            we.eq(1),
-                            nxt.valid.eq(1),
-                            nxt.rearm.eq(s1_req.rearm),
-                            nxt.tag.eq(s1_tag),
-                            nxt.threshold.eq(s1_req.threshold),
-                            nxt.count.eq(0),
-                            nxt.cmd.eq(s1_req.cmd),
-                        ]
-                with m.Else():                   # DISARM
-                    with m.If(cur.valid & (cur.tag == s1_tag)):
-                        m.d.comb += [we.eq(1), nxt.valid.eq(0)]
+            with m.Else():                       # DISARM
+                with m.If(cur.valid & (cur.tag == s1_tag)):
+                    m.d.comb += [we.eq(1), nxt.valid.eq(0)]
+        # The reset sweep owns the write port. No request can update the table meanwhile:
+        # programming is not accepted, and a write seen during the sweep is stale (no hit).
+        with m.If(self.busy):
+            m.d.comb += [wr.addr.eq(sweep), we.eq(1), nxt.eq(0)]
 
         m.d.comb += [wr.en.eq(Mux(we, -1, 0)), wr.data.eq(nxt)]
         m.d.sync += [fwd_valid.eq(we), fwd_index.eq(wr.addr), fwd_entry.eq(nxt)]
@@ -219,10 +221,10 @@ class Tracker(wiring.Component):
         m.d.comb += [
             trig.cmd.eq(cur.cmd),
             trig.tile.eq(s1_tile),
-            queue.w_data.eq(trig),
-            queue.w_en.eq(push),
+            queue.data.eq(trig),
+            queue.push.eq(push),
         ]
-        lost = push & ~queue.w_rdy
+        lost = push & ~queue.accept
         m.d.comb += set_err.overflow.eq(lost)
 
         # Sticky errors: a bit set in the same cycle as its clear stays set.
@@ -241,7 +243,7 @@ class Tracker(wiring.Component):
                     m.d.sync += st.writes_remote.eq(st.writes_remote + 1)
         with m.If(set_err.unprogrammed):
             m.d.sync += st.unprogrammed.eq(st.unprogrammed + 1)
-        with m.If(push & queue.w_rdy):
+        with m.If(push & queue.accept):
             m.d.sync += st.triggers.eq(st.triggers + 1)
         with m.If(lost):
             m.d.sync += st.dropped.eq(st.dropped + 1)
