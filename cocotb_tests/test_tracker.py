@@ -2,7 +2,8 @@
 """Build the generated tracker Verilog with Verilator and run ``tb_tracker`` on it.
 
 Three parameter sets (tiny tables, the paper's, large), each with 100,000 random writes
-(``T3HW_EVENTS`` overrides), scored cycle by cycle against the reference model.
+(``T3HW_EVENTS`` overrides), scored cycle by cycle against the reference model. With
+``--waves`` (or ``WAVES=1``) every run also writes a VCD and a ``.gtkw``.
 """
 
 import json
@@ -26,19 +27,32 @@ PARAMS = {
 HERE = Path(__file__).resolve().parent
 
 
-@pytest.mark.parametrize("name", list(PARAMS))
-def test_tracker(name, seed, waves):
-    params = PARAMS[name]
+def _run(params, seed, *, waves, events, testcase=None):
     runner, module, bdir = harness.build("tracker", params, waves=waves)
     env = {
         "T3HW_PARAMS": json.dumps(params.to_dict()),
         "T3HW_SEED": str(seed),
-        "T3HW_EVENTS": os.environ.get("T3HW_EVENTS", "100000"),
+        "T3HW_EVENTS": str(events),
     }
-    trace = None
+    trace = gtkw = None
     if waves:
-        trace = bdir / "tracker.fst"
-        waves_mod.write_tracker_gtkw(trace, module, params, bdir / "tracker.gtkw")
-        print(f"waves: {trace} (open with: gtkwave {bdir / 'tracker.gtkw'})")
+        trace, gtkw = bdir / "tracker.vcd", bdir / "tracker.gtkw"
+        waves_mod.write_tracker_gtkw(trace, module, params, gtkw)
+        print(f"waves: {trace} (open with: gtkwave {gtkw})")
     harness.run(runner, module, bdir, "tb_tracker", test_dir=HERE, extra_env=env,
-                trace_file=trace, seed=seed)
+                trace_file=trace, seed=seed, testcase=testcase)
+    return trace, gtkw
+
+
+@pytest.mark.parametrize("name", list(PARAMS))
+def test_tracker(name, seed, waves):
+    _run(PARAMS[name], seed, waves=waves, events=int(os.environ.get("T3HW_EVENTS", "100000")))
+
+
+def test_waves_open_on_the_trigger_path(seed):
+    """A waves run writes a VCD, and every signal its .gtkw traces is in that VCD."""
+    trace, gtkw = _run(PARAMS["tiny"], seed, waves=True, events=200, testcase="test_directed")
+    traced = waves_mod.gtkw_traces(gtkw)
+    in_dump = waves_mod.dump_names(trace)
+    assert {"t3hw_tracker.trigger__valid", "t3hw_tracker.hit"} <= set(traced)
+    assert [t for t in traced if t not in in_dump] == []

@@ -65,7 +65,9 @@ def generate_for(block, params: EngineParams, out_dir):
 def build(block, params: EngineParams, *, waves=False, root=None, verbose=False):
     """Generate and Verilate ``block`` for ``params``; returns (runner, module, build dir).
 
-    ``waves`` builds with FST tracing (a separate build folder).
+    ``waves`` builds with VCD tracing (a separate build folder). VCD, not FST: Verilator's
+    FST writer needs the system's lz4 headers, VCD needs nothing, and the generator's renaming
+    of Yosys' ``$auto$`` registers keeps the VCD readable by GTKWave.
     """
     toolchain_env()
     from cocotb_tools.runner import get_runner
@@ -73,8 +75,6 @@ def build(block, params: EngineParams, *, waves=False, root=None, verbose=False)
     module, source = generate_for(block, params, bdir / "rtl")
     runner = get_runner("verilator")
     build_args = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast"]
-    if waves:
-        build_args += ["--trace-fst", "--trace-structs"]
     runner.build(sources=[source], hdl_toplevel=module, build_dir=bdir, always=False,
                  build_args=build_args, waves=waves, verbose=verbose,
                  log_file=bdir / "build.log")
@@ -85,7 +85,7 @@ def run(runner, module, bdir, test_module, *, test_dir, extra_env=None, trace_fi
         testcase=None, seed=None):
     """Run the cocotb ``test_module`` on a built design and return the results file path.
 
-    ``trace_file`` (needs a design built with ``waves=True``) writes the FST dump there.
+    ``trace_file`` (needs a design built with ``waves=True``) writes the VCD dump there.
 
     Raises :exc:`AssertionError` naming the failed tests when any cocotb test failed (the
     runner itself does not raise outside pytest).

@@ -94,6 +94,7 @@ class Tracker(wiring.Component):
 
     def __init__(self, params: EngineParams = EngineParams()):
         if not isinstance(params, EngineParams):
+            self._MustUse__silence = True          # not a design: no "unused" warning
             raise TypeError(f"params must be an EngineParams, not {params!r}")
         self._p = params
         super().__init__({

@@ -1,66 +1,86 @@
 # SPDX-License-Identifier: Apache-2.0
-"""GTKWave save files that open on the trigger path.
+"""GTKWave save files that open on the trigger path, and reading dumps back.
 
-The dumps come from Verilator (FST). Struct ports are flat vectors in the dump; the save file
-shows each field as a separate trace cut out of its vector, with the field name as alias, so
-the layout (from :mod:`t3hw.layouts`) is the only source of the bit positions.
+Dumps come from Verilator (VCD), whose top scope is the generated module. Amaranth emits one
+named wire per struct field (``write__payload__tile``), so the save file traces every field
+of a payload under its own name; the widths come from the layouts in :mod:`t3hw.layouts`.
 """
+
+import re
 
 from vcd.gtkw import GTKWSave
 
-from .layouts import (program_layout, trigger_layout, tracker_errors_layout, write_layout)
+from .layouts import (entry_layout, program_layout, trigger_layout, tracker_errors_layout,
+                      write_layout)
 from .params import EngineParams
 
 
-__all__ = ["write_tracker_gtkw"]
+__all__ = ["write_tracker_gtkw", "gtkw_traces", "dump_names"]
 
 
-def _vector(scope, name, width):
+def _name(scope, name, width):
     return f"{scope}.{name}[{width - 1}:0]" if width > 1 else f"{scope}.{name}"
 
 
-def _fields(g, scope, port, layout, datafmt="hex"):
-    """One trace per field of a struct port, aliased ``port.field``."""
-    full = _vector(scope, port, layout.size)
+def _fields(g, scope, port, layout, datafmt="dec"):
+    """One trace per (non-empty) field of the struct signal ``port``."""
     for name, field in layout:
-        lo, hi = field.offset, field.offset + field.width - 1
-        if field.width == 0:
-            continue
-        sel = f"{full}[{hi}:{lo}]" if field.width > 1 else f"{full}[{lo}]"
-        g.trace(sel, alias=f"{port}.{name}", datafmt=datafmt)
+        if field.width:
+            g.trace(_name(scope, f"{port}__{name}", field.width), datafmt=datafmt)
 
 
 def write_tracker_gtkw(dump, module, params: EngineParams, path):
-    """Write ``path``, a ``.gtkw`` for ``dump`` grouping the tracker's streams.
+    """Write ``path``, a ``.gtkw`` for the tracker ``dump`` grouping its streams.
 
-    Groups: the observed ``write`` stream, ``program``, the pipeline (``s1_*``, the
-    forwarded entry, ``hit``/``done``), the ``trigger`` stream, and the sticky errors.
+    Groups: the observed ``write`` stream, ``program``, the S1 pipeline stage (the entry as
+    read and forwarded, hit, new count, completion, push), the ``trigger`` stream, the sticky
+    errors and the counters.
     """
-    scope = f"TOP.{module}"
+    s = module
     with open(path, "w") as f:
         g = GTKWSave(f)
         g.dumpfile(str(dump))
-        g.treeopen(f"TOP.{module}.")
-        g.signals_width(280)
-        g.trace(f"{scope}.clk")
-        g.trace(f"{scope}.rst")
-        g.trace(f"{scope}.busy")
+        g.treeopen(f"{s}.")
+        g.signals_width(300)
+        g.zoom_markers(-6.0)
+        g.trace(f"{s}.clk")
+        g.trace(f"{s}.rst")
+        g.trace(f"{s}.busy")
         with g.group("write (observed)"):
-            g.trace(f"{scope}.write__valid")
-            _fields(g, scope, "write__payload", write_layout(params), datafmt="dec")
+            g.trace(f"{s}.write__valid")
+            _fields(g, s, "write__payload", write_layout(params))
         with g.group("program"):
-            g.trace(f"{scope}.program__valid")
-            g.trace(f"{scope}.program__ready")
-            _fields(g, scope, "program__payload", program_layout(params), datafmt="dec")
-        with g.group("pipeline"):
-            g.trace(f"{scope}.hit")
-            g.trace(f"{scope}.done")
-            g.trace(_vector(scope, "new_count", params.count_width + 1), datafmt="dec")
-            g.trace(f"{scope}.fwd_valid")
-            g.trace(f"{scope}.push")
+            g.trace(f"{s}.program__valid")
+            g.trace(f"{s}.program__ready")
+            _fields(g, s, "program__payload", program_layout(params))
+        with g.group("S1: lookup and count"):
+            g.trace(f"{s}.s1_valid")
+            g.trace(f"{s}.s1_prog")
+            g.trace(f"{s}.fwd_valid")
+            _fields(g, s, "cur", entry_layout(params))
+            g.trace(f"{s}.hit")
+            g.trace(_name(s, "new_count", params.count_width + 1), datafmt="dec")
+            g.trace(f"{s}.done")
+            g.trace(f"{s}.push")
         with g.group("trigger"):
-            g.trace(f"{scope}.trigger__valid")
-            g.trace(f"{scope}.trigger__ready")
-            _fields(g, scope, "trigger__payload", trigger_layout(params), datafmt="dec")
+            g.trace(f"{s}.trigger__valid")
+            g.trace(f"{s}.trigger__ready")
+            _fields(g, s, "trigger__payload", trigger_layout(params))
         with g.group("errors (sticky)"):
-            _fields(g, scope, "errors", tracker_errors_layout(params), datafmt="bin")
+            _fields(g, s, "errors", tracker_errors_layout(params), datafmt="bin")
+
+
+def gtkw_traces(path):
+    """Signal names (without bit ranges) traced by a ``.gtkw`` file."""
+    names = []
+    for line in open(path):
+        line = line.strip()
+        if line and not line[0] in "[@-*+":
+            names.append(re.sub(r"\[\d+:\d+\]$", "", line))
+    return names
+
+
+def dump_names(path):
+    """Full names of every variable in a VCD or FST dump (read with pywellen)."""
+    from pywellen import Waveform
+    return {v.full_name for v in Waveform(path=str(path)).all_vars()}

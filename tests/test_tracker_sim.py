@@ -1,14 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Fast amaranth.sim tests of the tracker against its cycle model (no Verilog, no Verilator)."""
 
-import os
 import random
 
 import pytest
-from amaranth.sim import Simulator
 
 from sim_models.stimulus import TrackerTraffic
-from sim_models.tracker import Trigger, TrackerCycleModel
+from sim_models.tracker import Trigger
+from t3hw.amsim import run_tracker
 from t3hw.layouts import TrackOp
 from t3hw.params import EngineParams
 from t3hw.tracker import Tracker
@@ -21,85 +20,68 @@ PARAMS = {
 }
 
 
-def _run(params, body):
-    dut = Tracker(params)
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-
-    async def testbench(ctx):
-        while ctx.get(dut.busy):
-            await ctx.tick()
-        await body(ctx, dut)
-
-    sim.add_testbench(testbench)
-    sim.run()
-
-
-async def _cycle(ctx, dut, model, write=None, program=None, ready=True):
-    """Drive one cycle, check every output against the model, advance both."""
-    ctx.set(dut.write.valid, write is not None)
-    if write is not None:
-        ctx.set(dut.write.payload, write)
-    ctx.set(dut.program.valid, program is not None)
-    if program is not None:
-        ctx.set(dut.program.payload, program)
-    ctx.set(dut.trigger.ready, ready)
-    exp_ready, exp_valid, exp_trig = model.expected(write is not None)
-    assert ctx.get(dut.program.ready) == exp_ready
-    assert ctx.get(dut.trigger.valid) == exp_valid
-    if exp_valid:
-        got = ctx.get(dut.trigger.payload)
-        assert Trigger(cmd=got.cmd, tile=got.tile) == exp_trig
-    took = program is not None and exp_ready
-    popped = model.step(write=write, program=program if took else None, trigger_ready=ready)
-    await ctx.tick()
-    return took, popped
-
-
-async def _drain(ctx, dut, model):
-    for _ in range(model.params.trigger_depth + 4):
-        await _cycle(ctx, dut, model)
-    assert ctx.get(dut.errors).as_value().value == model.model.error_bits()
-    stats = ctx.get(dut.stats)
-    for name, value in model.model.stats.items():
-        assert getattr(stats, name) == value, name
-
-
 @pytest.mark.parametrize("name", sorted(PARAMS))
-def test_random_against_model(name):
-    params = PARAMS[name]
-    seed = int(os.environ.get("T3HW_SEED", random.randrange(1 << 32)))
-    print(f"seed={seed} params={name}")
+def test_random_against_model(name, seed):
     rng = random.Random(seed)
 
-    async def body(ctx, dut):
-        model = TrackerCycleModel(params)
-        traffic = TrackerTraffic(model, rng, stall=0.1)
+    async def body(tb):
+        traffic = TrackerTraffic(tb.model, rng, stall=0.1)
         for _ in range(3000):
             write, program, ready = traffic.cycle()
-            took, _ = await _cycle(ctx, dut, model, write, program, ready)
+            took, _ = await tb.cycle(write, program, ready)
             if took:
                 traffic.accepted()
-        await _drain(ctx, dut, model)
-        assert model.model.stats["triggers"] > 0
+        await tb.drain()
+        assert tb.model.model.stats["triggers"] > 0
 
-    _run(params, body)
+    run_tracker(PARAMS[name], body)
 
 
 def test_back_to_back_same_tile_counts_every_write():
-    params = PARAMS["default"]
-
-    async def body(ctx, dut):
-        model = TrackerCycleModel(params)
-        await _cycle(ctx, dut, model, program=dict(op=TrackOp.ARM, tile=7, threshold=12, cmd=3))
+    async def body(tb):
+        await tb.cycle(program=dict(op=TrackOp.ARM, tile=7, threshold=12, cmd=3))
         got = []
         for _ in range(12):
-            _, t = await _cycle(ctx, dut, model, write=dict(tile=7, beats=1, kind=0, source=0))
-            got.append(t)
+            got.append((await tb.cycle(write=dict(tile=7, beats=1, kind=0, source=0)))[1])
         for _ in range(4):
-            _, t = await _cycle(ctx, dut, model)
-            got.append(t)
+            got.append((await tb.cycle())[1])
         assert [t for t in got if t] == [Trigger(cmd=3, tile=7)]
-        assert not any(model.model.errors.values())
+        assert not any(tb.model.model.errors.values())
 
-    _run(params, body)
+    run_tracker(PARAMS["default"], body)
+
+
+def test_depth_one_queue_passes_a_trigger_every_cycle():
+    """Threshold-1 writes to distinct tiles, every cycle, through a depth-1 queue: no loss."""
+    params = PARAMS["tiny"]
+
+    async def body(tb):
+        for tile in range(4):
+            await tb.cycle(program=dict(op=TrackOp.ARM, tile=tile, threshold=1, cmd=tile))
+        got = []
+        for tile in range(4):
+            got.append((await tb.cycle(write=dict(tile=tile, beats=1, kind=0, source=0)))[1])
+        for _ in range(3):
+            got.append((await tb.cycle())[1])
+        assert [t.tile for t in got if t] == [0, 1, 2, 3]
+        await tb.drain()
+        assert tb.model.model.stats["dropped"] == 0
+
+    run_tracker(params, body)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(tracker_entries=100), "tracker_entries must be a power of two in [2, 65536], not 100"),
+    (dict(tracker_entries=256, tile_width=7), "tile_width must be in [8, 32]"),
+    (dict(count_width=0), "count_width must be an integer in [1, 24], not 0"),
+    (dict(trigger_depth=True), "trigger_depth must be an integer in [1, 4096], not True"),
+    (dict(beats_width=5, count_width=4), "beats_width must be in [1, 4]"),
+])
+def test_bad_parameters_raise_with_value_and_range(kwargs, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        EngineParams(**kwargs)
+
+
+def test_tracker_rejects_non_params():
+    with pytest.raises(TypeError, match="params must be an EngineParams"):
+        Tracker({"tracker_entries": 4})

@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: Apache-2.0
+# Every target creates .venv from the pinned versions in pyproject.toml when it is missing.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+T3HW   := $(VENV)/bin/t3hw
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup demo test verilog check-rtl lint bench paper clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	touch $(STAMP)
+
+demo: $(STAMP) verilog
+	$(T3HW) demo --out out/demo
+
+test: $(STAMP) check-rtl lint
+	$(PY) -m pytest
+
+verilog: $(STAMP)
+	$(T3HW) generate --out rtl
+
+check-rtl: $(STAMP)
+	$(T3HW) check-rtl --rtl rtl
+
+lint: $(STAMP)
+	$(T3HW) lint --rtl rtl
+
+bench: $(STAMP)
+	$(T3HW) bench --json bench/results.json
+
+clean:
+	rm -rf build out .pytest_cache

@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Shared pytest options and fixtures: ``--seed`` (random tests) and ``--waves`` (cocotb runs).
+
+One seed per session, chosen at random unless given, printed in the report header and in
+the captured output of every test that uses it: rerun a failure with ``--seed N``.
+"""
+
+import os
+import random
+
+import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption("--waves", action="store_true", default=bool(os.environ.get("WAVES")),
+                     help="write a VCD dump and a .gtkw per cocotb run (also: WAVES=1)")
+    parser.addoption("--seed", type=int, default=None,
+                     help="seed of the random tests (default: T3HW_SEED, else random)")
+
+
+def pytest_configure(config):
+    value = config.getoption("--seed")
+    if value is None:
+        value = int(os.environ.get("T3HW_SEED", random.randrange(1 << 31)))
+    config.t3hw_seed = value
+
+
+def pytest_report_header(config):
+    return f"t3hw seed: {config.t3hw_seed} (rerun with --seed {config.t3hw_seed})"
+
+
+@pytest.fixture
+def seed(request):
+    value = request.config.t3hw_seed
+    print(f"seed={value} (rerun with --seed {value})")
+    return value
+
+
+@pytest.fixture
+def waves(request):
+    return request.config.getoption("--waves")

@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The ``t3hw`` command line.
+
+::
+
+    t3hw generate [--tracker-entries N ...] [--block B ...] --out DIR
+    t3hw check-rtl [--rtl DIR]
+    t3hw lint [--rtl DIR]
+    t3hw demo [--out DIR] [--seed N]
+    t3hw bench [--json FILE] [--events N]
+
+Errors print one line saying what to fix, and exit with status 2 (1 for a failed check).
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from .params import EngineParams, PARAM_RANGES
+
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+class CliError(Exception):
+    """An error to report as one line, without a traceback."""
+
+
+def _add_param_options(parser):
+    defaults = EngineParams()
+    group = parser.add_argument_group("engine parameters")
+    for name in EngineParams.fields():
+        low, high = PARAM_RANGES[name]
+        group.add_argument(f"--{name.replace('_', '-')}", type=int, metavar="N",
+                           default=getattr(defaults, name),
+                           help=f"in [{low}, {high}] (default {getattr(defaults, name)})")
+
+
+def _params_from(args):
+    return EngineParams(**{name: getattr(args, name) for name in EngineParams.fields()})
+
+
+def _cmd_generate(args):
+    from .generate import generate
+    files = generate(_params_from(args), args.out, blocks=args.block or None)
+    for path in files:
+        print(path)
+
+
+def _cmd_check_rtl(args):
+    from .generate import check
+    problems = check(args.rtl)
+    for line in problems:
+        print(line)
+    if problems:
+        print(f"{args.rtl} does not match the generator: run `make verilog` and commit rtl/",
+              file=sys.stderr)
+        return 1
+    print(f"{args.rtl}: every file matches the generator byte for byte")
+
+
+def _cmd_lint(args):
+    from .harness import lint
+    sources = sorted(Path(args.rtl).glob("*.v"))
+    if not sources:
+        raise CliError(f"no Verilog files in {args.rtl}; run `make verilog` first")
+    waivers = Path(__file__).with_name("lint_waivers.vlt")
+    rc, out = lint(sources, waivers=waivers)
+    if rc:
+        print(out)
+        print(f"lint failed on {args.rtl}", file=sys.stderr)
+        return 1
+    print(f"lint clean: {len(sources)} file(s), waivers in {waivers.name}")
+
+
+def _cmd_demo(args):
+    from .demo import run_demo
+    return run_demo(out=Path(args.out), seed=args.seed)
+
+
+def _cmd_bench(args):
+    from .bench import run_bench
+    run_bench(json_path=Path(args.json), events=args.events)
+
+
+def _parser():
+    parser = _Parser(prog="t3hw", description="T3 track-and-trigger hardware kit")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("generate", help="write Verilog for a parameter set")
+    _add_param_options(p)
+    p.add_argument("--block", action="append", metavar="B",
+                   help="block to generate (repeatable; default: all)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    p.set_defaults(func=_cmd_generate)
+
+    p = sub.add_parser("check-rtl", help="regenerate rtl/ and fail on any byte of difference")
+    p.add_argument("--rtl", default="rtl", metavar="DIR")
+    p.set_defaults(func=_cmd_check_rtl)
+
+    p = sub.add_parser("lint", help="verilator --lint-only -Wall on rtl/, with the waivers")
+    p.add_argument("--rtl", default="rtl", metavar="DIR")
+    p.set_defaults(func=_cmd_lint)
+
+    p = sub.add_parser("demo", help="run a tracker scenario in Verilator and print triggers")
+    p.add_argument("--out", default="out/demo", metavar="DIR", help="where waves go")
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("bench", help="measure co-simulation throughput and build time")
+    p.add_argument("--json", default="bench/results.json", metavar="FILE")
+    p.add_argument("--events", type=int, default=100000, metavar="N")
+    p.set_defaults(func=_cmd_bench)
+    return parser
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except (CliError, ValueError, FileNotFoundError) as exc:
+        print(f"t3hw {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"t3hw {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
