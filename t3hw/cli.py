@@ -8,6 +8,7 @@
     t3hw lint [--rtl DIR]
     t3hw demo [--out DIR] [--seed N]
     t3hw bench [--json FILE] [--events N]
+    t3hw paper --json FILE [--plot DIR] [--sweep]
 
 Errors print one line saying what to fix, and exit with status 2 (1 for a failed check).
 """
@@ -88,6 +89,25 @@ def _cmd_bench(args):
     run_bench(json_path=Path(args.json), events=args.events)
 
 
+def _cmd_paper(args):
+    from sim_models.perf import run_paper, run_token_sweep
+    progress = sys.stderr.isatty()
+    result = run_paper(args.json, args.plot, progress=progress)
+    for name, key in (("Mega-GPT-2 / T-NLG, TP 8 and 16", "summary"),
+                      ("GPT-3 / PaLM / MT-NLG, TP 32", "summary_tp32")):
+        s = result[key]
+        print(f"{name}: speedup over Sequential, geomean (max): "
+              + ", ".join(f"{k} {100 * s['speedup_geomean'][k]:.1f}% "
+                          f"({100 * s['speedup_max'][k]:.1f}%)" for k in s["speedup_geomean"])
+              + f"; DRAM traffic -{100 * s['dram_reduction_geomean']:.1f}% "
+                f"(max -{100 * s['dram_reduction_max']:.1f}%)")
+    if args.sweep:
+        sweep = Path(args.json).with_name(Path(args.json).stem + "_sweep.json")
+        run_token_sweep(sweep, args.plot, progress=progress)
+        print(f"token sweep: {sweep}")
+    print(f"written: {args.json}" + (f", plots in {args.plot}" if args.plot else ""))
+
+
 def _parser():
     parser = _Parser(prog="t3hw", description="T3 track-and-trigger hardware kit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -116,6 +136,12 @@ def _parser():
     p.add_argument("--json", default="bench/results.json", metavar="FILE")
     p.add_argument("--events", type=int, default=100000, metavar="N")
     p.set_defaults(func=_cmd_bench)
+
+    p = sub.add_parser("paper", help="run the performance model over the paper's table")
+    p.add_argument("--json", required=True, metavar="FILE")
+    p.add_argument("--plot", metavar="DIR", help="also write PNG bar charts there")
+    p.add_argument("--sweep", action="store_true", help="also run the sweep over T")
+    p.set_defaults(func=_cmd_paper)
     return parser
 
 

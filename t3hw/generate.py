@@ -30,9 +30,21 @@ def _tracker(p):
     return Tracker(p)
 
 
+def _dma(p):
+    from .dma import Dma
+    return Dma(p)
+
+
+def _addrmap(p):
+    from .addrmap import AddrMap
+    return AddrMap(p)
+
+
 #: Generated blocks: ``name: (Verilog module name, factory(params) -> Component)``.
 BLOCKS = {
     "tracker": ("t3hw_tracker", _tracker),
+    "dma":     ("t3hw_dma",     _dma),
+    "addrmap": ("t3hw_addrmap", _addrmap),
 }
 
 #: Packages whose versions determine the generated text (recorded in the manifest).

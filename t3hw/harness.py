@@ -121,10 +121,15 @@ def _failures(results):
 
 
 def lint(sources, *, waivers=None):
-    """``verilator --lint-only -Wall`` on ``sources``; returns (returncode, output text)."""
+    """``verilator --lint-only -Wall`` on each file of ``sources`` (each generated file is an
+    independent top); returns (worst return code, output text of every run)."""
     cmd = [verilator_bin(), "--lint-only", "-Wall"]
     if waivers:
         cmd.append(str(waivers))
-    proc = subprocess.run(cmd + [str(s) for s in sources], capture_output=True, text=True,
-                          env=toolchain_env())
-    return proc.returncode, proc.stdout + proc.stderr
+    rc, out = 0, []
+    for source in sources:
+        proc = subprocess.run(cmd + [str(source)], capture_output=True, text=True,
+                              env=toolchain_env())
+        rc = max(rc, proc.returncode)
+        out.append(proc.stdout + proc.stderr)
+    return rc, "".join(out)

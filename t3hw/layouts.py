@@ -161,3 +161,168 @@ class Codec:
         bits = int(bits)
         return {name: (bits >> offset) & ((1 << width) - 1)
                 for name, offset, width in self.fields}
+
+
+# --- DMA queue and engine (t3hw/dma.py) and address map (t3hw/addrmap.py) -------------------
+
+__all__ += [
+    "RegionMode",
+    "dma_descriptor_layout", "dma_program_layout", "read_request_layout",
+    "read_response_layout", "net_packet_layout", "dma_errors_layout", "dma_stats_layout",
+    "store_layout", "mem_store_layout", "region_layout", "region_program_layout",
+    "addrmap_errors_layout", "addrmap_stats_layout",
+]
+
+
+class RegionMode(enum.Enum, shape=2):
+    """What the address map does with a producer store that falls in a region."""
+    #: Local memory, not tracked.
+    LOCAL   = 0
+    #: A peer GPU: the store leaves on the network as an update, with a translated address.
+    REMOTE  = 1
+    #: Local memory, and the tracker counts it (the memory port's ``tracked`` flag is set).
+    TRACKED = 2
+
+
+def dma_descriptor_layout(p: EngineParams):
+    """One DMA descriptor, as stored in the descriptor table.
+
+    The tile is ``rows`` rows of ``row_bytes`` bytes; row ``r`` starts at ``src + r * pitch``
+    and lands at ``dst + r * pitch`` on ``device`` (the destination buffer has the source's
+    layout). ``op`` is what the destination memory does with each packet (``STORE`` = copy,
+    ``UPDATE`` = near-memory add); ``tile`` is the id the destination's tracker counts.
+    ``rows`` and ``row_bytes`` of a valid descriptor are at least 1.
+    """
+    return data.StructLayout({
+        "valid":     1,
+        "op":        WriteKind,
+        "device":    p.device_width,
+        "tile":      p.tile_width,
+        "rows":      p.rows_width,
+        "row_bytes": p.row_bytes_width,
+        "pitch":     p.pitch_width,
+        "src":       p.addr_width,
+        "dst":       p.addr_width,
+    })
+
+
+def dma_program_layout(p: EngineParams):
+    """A descriptor table write (from the register block): the index, then the descriptor's
+    fields. ``valid = 0`` invalidates the entry."""
+    return data.StructLayout({"index": p.cmd_width, **dma_descriptor_layout(p).members})
+
+
+def read_request_layout(p: EngineParams):
+    """A comm-stream read of one burst: ``bytes`` (1 .. ``burst_bytes``) from ``addr``.
+
+    ``tag`` counts the requests modulo ``2**read_tag_width``; the memory returns it.
+    """
+    return data.StructLayout({
+        "addr":  p.addr_width,
+        "bytes": p.burst_width,
+        "tag":   p.read_tag_width,
+    })
+
+
+def read_response_layout(p: EngineParams):
+    """The return of a comm-stream read, in request order, with the request's tag."""
+    return data.StructLayout({
+        "tag": p.read_tag_width,
+    })
+
+
+def net_packet_layout(p: EngineParams):
+    """A network packet: ``bytes`` (1 .. ``burst_bytes``) for ``addr`` on ``device``.
+
+    ``kind`` is what the destination memory does with it; ``tile`` is the id its tracker
+    counts.
+    """
+    return data.StructLayout({
+        "device": p.device_width,
+        "addr":   p.addr_width,
+        "kind":   WriteKind,
+        "tile":   p.tile_width,
+        "bytes":  p.burst_width,
+    })
+
+
+def dma_errors_layout(p: EngineParams):
+    """Sticky error bits of the DMA (bit order = register bit order)."""
+    return data.StructLayout({
+        #: A trigger, or the start of a queued descriptor, found the descriptor invalid.
+        "bad_descriptor": 1,
+        #: A descriptor write with ``valid = 1`` and 0 rows or 0 bytes per row (rejected).
+        "bad_program":    1,
+        #: A read response with no read outstanding (dropped) or with an unexpected tag.
+        "bad_response":   1,
+    })
+
+
+def dma_stats_layout(p: EngineParams):
+    """Statistics counters of the DMA (all ``counter_width`` bits, wrapping)."""
+    w = p.counter_width
+    return data.StructLayout({
+        "triggers": w,   # triggers whose descriptor index entered the ready queue
+        "rejected": w,   # triggers and starts that found the descriptor invalid
+        "reads":    w,   # comm-stream read requests transferred
+        "packets":  w,   # network packets transferred
+    })
+
+
+def store_layout(p: EngineParams):
+    """A producer (GPU core) store of ``bytes`` (1 .. ``burst_bytes``) to ``addr``.
+
+    ``tile`` is the tile (workgroup) id it carries; ``kind`` is what local memory does.
+    """
+    return data.StructLayout({
+        "addr":  p.addr_width,
+        "tile":  p.tile_width,
+        "bytes": p.burst_width,
+        "kind":  WriteKind,
+    })
+
+
+def mem_store_layout(p: EngineParams):
+    """A store to the local memory controller; ``tracked`` asks the tracker to count it."""
+    return data.StructLayout({**store_layout(p).members, "tracked": 1})
+
+
+def region_layout(p: EngineParams):
+    """One address-map region: ``[base, base + size)``; ``REMOTE`` regions send the store
+    to ``device`` at ``remote_base + (addr - base)``."""
+    return data.StructLayout({
+        "valid":       1,
+        "mode":        RegionMode,
+        "device":      p.device_width,
+        "base":        p.addr_width,
+        "size":        p.addr_width,
+        "remote_base": p.addr_width,
+    })
+
+
+def region_program_layout(p: EngineParams):
+    """A region table write (from the register block): the index, then the region's fields.
+    ``valid = 0`` removes the region (always accepted)."""
+    return data.StructLayout({"index": p.region_index_width, **region_layout(p).members})
+
+
+def addrmap_errors_layout(p: EngineParams):
+    """Sticky error bits of the address map (bit order = register bit order)."""
+    return data.StructLayout({
+        #: A region write with size 0, an end past the top of the address space, or an
+        #: unknown mode (rejected).
+        "bad_region": 1,
+        #: A region write overlapping another valid region (rejected).
+        "overlap":    1,
+    })
+
+
+def addrmap_stats_layout(p: EngineParams):
+    """Statistics counters of the address map (all ``counter_width`` bits, wrapping)."""
+    w = p.counter_width
+    return data.StructLayout({
+        "local":    w,   # stores to LOCAL regions
+        "tracked":  w,   # stores to TRACKED regions
+        "remote":   w,   # stores to REMOTE regions (sent as update packets)
+        "unmapped": w,   # stores matching no region (sent to local memory, untracked)
+    })

@@ -22,10 +22,19 @@ PARAM_RANGES = {
     "cmd_width":       (1, 16),
     "trigger_depth":   (1, 4096),
     "counter_width":   (8, 64),
+    "addr_width":      (8, 64),
+    "device_width":    (1, 16),
+    "dma_ready_depth": (1, 4096),
+    "burst_bytes":     (1, 4096),
+    "max_outstanding": (1, 256),
+    "rows_width":      (1, 24),
+    "row_bytes_width": (1, 32),
+    "pitch_width":     (1, 64),
+    "regions":         (2, 64),
 }
 
 #: Parameters that must also be a power of two (direct-mapped tables).
-_POW2 = ("tracker_entries",)
+_POW2 = ("tracker_entries", "burst_bytes", "regions")
 
 
 @dataclass(frozen=True)
@@ -51,11 +60,33 @@ class EngineParams:
     beats_width : int
         Width of the beat count of one observed write (1 .. ``2**beats_width - 1`` beats).
     cmd_width : int
-        Width of the DMA command index that a trigger carries.
+        Width of the DMA command index that a trigger carries. It is also the index width of
+        the DMA descriptor table, which has ``dma_descriptors = 2**cmd_width`` entries, so
+        every trigger names a descriptor.
     trigger_depth : int
         Depth of the trigger queue that absorbs back-pressure on the trigger output.
     counter_width : int
         Width of the statistics counters (they wrap).
+    addr_width : int
+        Width of a byte address (producer stores, DMA source and destination, remote memory).
+    device_width : int
+        Width of a destination device (GPU) number on the network.
+    dma_ready_depth : int
+        Depth of the DMA ready queue of triggered descriptor indices. When it is full the DMA
+        deasserts ``trigger.ready``; a trigger is never dropped.
+    burst_bytes : int
+        Bytes of one memory request / network packet, a power of two (64 for exactness,
+        larger for simulation speed). Requests carry ``1 .. burst_bytes`` bytes.
+    max_outstanding : int
+        Comm-stream reads the DMA engine may have issued and not yet seen return.
+    rows_width : int
+        Width of a DMA descriptor's row count (1 .. ``2**rows_width - 1`` rows).
+    row_bytes_width : int
+        Width of a DMA descriptor's bytes per row (1 .. ``2**row_bytes_width - 1``).
+    pitch_width : int
+        Width of a DMA descriptor's row pitch in bytes, at most ``addr_width``.
+    regions : int
+        Regions in the address map, a power of two.
     """
 
     tracker_entries: int = 256
@@ -65,6 +96,15 @@ class EngineParams:
     cmd_width:       int = 8
     trigger_depth:   int = 16
     counter_width:   int = 32
+    addr_width:      int = 48
+    device_width:    int = 5
+    dma_ready_depth: int = 16
+    burst_bytes:     int = 64
+    max_outstanding: int = 8
+    rows_width:      int = 12
+    row_bytes_width: int = 16
+    pitch_width:     int = 24
+    regions:         int = 8
 
     def __post_init__(self):
         for name, (low, high) in PARAM_RANGES.items():
@@ -83,6 +123,9 @@ class EngineParams:
         if self.beats_width > self.count_width:
             raise ValueError(f"beats_width must be in [1, {self.count_width}] (count_width), "
                              f"not {self.beats_width!r}")
+        if self.pitch_width > self.addr_width:
+            raise ValueError(f"pitch_width must be in [1, {self.addr_width}] (addr_width), "
+                             f"not {self.pitch_width!r}")
 
     @property
     def index_width(self):
@@ -98,6 +141,26 @@ class EngineParams:
     def max_threshold(self):
         """Largest programmable threshold, in beats."""
         return (1 << self.count_width) - 1
+
+    @property
+    def dma_descriptors(self):
+        """Entries in the DMA descriptor table, ``2**cmd_width`` (one per trigger command)."""
+        return 1 << self.cmd_width
+
+    @property
+    def burst_width(self):
+        """Width of a request's byte count, which holds ``1 .. burst_bytes``."""
+        return self.burst_bytes.bit_length()
+
+    @property
+    def read_tag_width(self):
+        """Width of a comm-stream read tag: ``max_outstanding`` tags in flight are distinct."""
+        return max(1, (self.max_outstanding - 1).bit_length())
+
+    @property
+    def region_index_width(self):
+        """Width of an address-map region index, ``log2(regions)``."""
+        return (self.regions - 1).bit_length()
 
     def to_dict(self):
         """The parameters as a plain ``{name: value}`` dict, in declaration order."""

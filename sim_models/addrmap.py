@@ -1,0 +1,347 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Reference model of the address map (:mod:`t3hw.addrmap`), and the cycle-exact
+environment that drives and scores the RTL against it.
+
+* :class:`AddrMapModel`: the transaction semantics: region programming with its checks and
+  sticky errors, and the classification of one store into a network packet or a memory
+  store, with the counters.
+* :class:`AddrMapEnv`: seeded random region writes (including overlapping, empty,
+  wrapping and unknown-mode ones) and stores aimed at region boundaries (``base - 1``,
+  ``base``, ``base + size - 1``, ``base + size``), with back-pressure on both outputs. The
+  address map is small enough to score cycle by cycle: ``store.ready``, and ``valid`` and
+  every payload field of ``net`` and ``mem``, every cycle.
+
+Field names come from :mod:`t3hw.layouts` through :class:`~t3hw.layouts.Codec`.
+"""
+
+from t3hw.layouts import (Codec, RegionMode, WriteKind, addrmap_errors_layout,
+                          addrmap_stats_layout, mem_store_layout, net_packet_layout,
+                          region_layout, region_program_layout, store_layout)
+from t3hw.params import EngineParams
+
+from .dma import Stall, StreamEnv
+
+
+__all__ = ["AddrMapModel", "AddrMapEnv", "drain", "boundaries", "provoke_errors"]
+
+_MODES = {m.value for m in RegionMode}
+
+
+class AddrMapModel:
+    """Transaction-level address map.
+
+    Parameters
+    ----------
+    params : EngineParams, optional
+
+    Attributes
+    ----------
+    regions : list of dict or None
+        The region table (fields of :func:`t3hw.layouts.region_layout`); ``None`` = invalid.
+    errors : dict of str to bool
+        Sticky error bits, keyed by the RTL's field names.
+    stats : dict of str to int
+        Counters, keyed by the RTL's field names (wrapping at ``counter_width``).
+    """
+
+    def __init__(self, params: EngineParams = None):
+        self.params = params if params is not None else EngineParams()
+        self.errors_codec = Codec(addrmap_errors_layout(self.params))
+        self.stats_codec  = Codec(addrmap_stats_layout(self.params))
+        self.fields = list(region_layout(self.params).members)
+        self.regions = [None] * self.params.regions
+        self.errors = {name: False for name in self.errors_codec.names}
+        self.stats  = {name: 0 for name in self.stats_codec.names}
+
+    def clear_errors(self):
+        """Clear every sticky error."""
+        for name in self.errors:
+            self.errors[name] = False
+
+    def overlaps(self, index, base, size):
+        """Whether ``[base, base + size)`` overlaps a valid region other than ``index``."""
+        return any(r is not None and i != index and base < r["base"] + r["size"]
+                   and r["base"] < base + size for i, r in enumerate(self.regions))
+
+    def program(self, index, **region):
+        """Write region ``index``; returns False (and sets an error) when rejected."""
+        if not 0 <= index < self.params.regions:
+            raise ValueError(f"index must be in [0, {self.params.regions - 1}], not {index!r}")
+        region = {k: int(getattr(v, "value", v)) for k, v in region.items()}
+        if not region.get("valid", 0):
+            self.regions[index] = None
+            return True
+        base, size = region.get("base", 0), region.get("size", 0)
+        if size == 0 or base + size > (1 << self.params.addr_width) \
+                or region.get("mode", 0) not in _MODES:
+            self.errors["bad_region"] = True
+            return False
+        if self.overlaps(index, base, size):
+            self.errors["overlap"] = True
+            return False
+        self.regions[index] = {name: region.get(name, 0) for name in self.fields}
+        return True
+
+    def lookup(self, addr):
+        """The region holding ``addr``, or ``None``."""
+        for r in self.regions:
+            if r is not None and r["base"] <= addr < r["base"] + r["size"]:
+                return r
+        return None
+
+    def classify(self, addr, tile, bytes, kind=WriteKind.STORE):
+        """One store: returns ``("net", packet fields)`` or ``("mem", store fields)``."""
+        kind = int(getattr(kind, "value", kind))
+        r = self.lookup(addr)
+        mask = (1 << self.params.counter_width) - 1
+        mode = None if r is None else RegionMode(r["mode"])
+        name = {None: "unmapped", RegionMode.LOCAL: "local", RegionMode.TRACKED: "tracked",
+                RegionMode.REMOTE: "remote"}[mode]
+        self.stats[name] = (self.stats[name] + 1) & mask
+        if mode == RegionMode.REMOTE:
+            amask = (1 << self.params.addr_width) - 1
+            return "net", dict(device=r["device"], addr=(r["remote_base"] + addr - r["base"])
+                               & amask, kind=WriteKind.UPDATE.value, tile=tile, bytes=bytes)
+        return "mem", dict(addr=addr, tile=tile, bytes=bytes, kind=kind,
+                           tracked=int(mode == RegionMode.TRACKED))
+
+
+class AddrMapEnv(StreamEnv):
+    """Random stimulus and cycle-exact scoreboard for :class:`t3hw.addrmap.AddrMap`.
+
+    Parameters
+    ----------
+    params : EngineParams
+    rng : random.Random
+        Seeded source of randomness.
+    stores : int
+        Random stores to send (0 for directed use only).
+    errors : float
+        Rate of deliberately bad region writes, in [0, 1).
+    stall : float
+        Probability per cycle that a back-pressure burst starts on ``net`` and on ``mem``
+        (each), in [0, 1).
+
+    Scoring, every cycle: ``store.ready`` is high exactly when neither output holds a store
+    that is not being taken; ``net`` and ``mem`` show exactly the store accepted last (held
+    while not taken), field by field, as :class:`AddrMapModel` classified it. Region writes
+    apply after the store accepted in the same cycle, as in the RTL.
+    """
+
+    in_streams  = ("store", "program")
+    out_streams = ("net", "mem")
+    in_flags    = ("clear",)
+    out_flags   = ("errors", "stats")
+    always_ready = ("program",)
+
+    def __init__(self, params, rng, *, stores=0, errors=0.05, stall=0.1):
+        super().__init__()
+        for name, value in (("errors", errors), ("stall", stall)):
+            if not 0 <= value < 1:
+                raise ValueError(f"{name} must be in [0, 1), not {value!r}")
+        self.p, self.rng = params, rng
+        self.model = AddrMapModel(params)
+        self.stores, self.error_rate = stores, errors
+        self.store_c   = Codec(store_layout(params))
+        self.program_c = Codec(region_program_layout(params))
+        self.net_c     = Codec(net_packet_layout(params))
+        self.mem_c     = Codec(mem_store_layout(params))
+        self.net_stall = Stall(rng, stall, 12)
+        self.mem_stall = Stall(rng, stall, 12)
+        self.store = None           # fields presented on `store`
+        self.prog = None            # (index, fields) presented on `program` this cycle
+        self.scripted = []          # ("store", fields) / ("program", index, fields), in order
+        self.out = {"net": None, "mem": None}   # expected output registers (fields)
+        self.sent = 0               # stores accepted
+        self.taken = {"net": 0, "mem": 0}
+        self.rejected = 0           # region writes rejected
+        self.clear = 0
+
+    # -- stimulus --------------------------------------------------------------------------
+    def send(self, addr, tile=0, bytes=1, kind=WriteKind.STORE):
+        """Directed: present a store (after the requests already scripted)."""
+        self.scripted.append(("store", dict(addr=addr, tile=tile, bytes=bytes,
+                                            kind=int(getattr(kind, "value", kind)))))
+
+    def write(self, index, **region):
+        """Directed: present a region write (after the requests already scripted)."""
+        self.scripted.append(("program", index, region))
+
+    def _region(self):
+        p, rng = self.p, self.rng
+        top = 1 << p.addr_width
+        size = rng.choice([1, rng.randint(1, 64), rng.randint(1, max(1, top >> 4)),
+                           rng.randint(1, top - 1)])
+        base = rng.choice([0, top - size, rng.randint(0, top - size)])
+        r = rng.random()
+        if r < self.error_rate:
+            size = 0
+        elif r < 2 * self.error_rate:
+            base = rng.randint(top - size + 1, top - 1) if size > 1 else top - 1
+            size = max(size, 2)
+        mode = rng.choice(list(RegionMode)).value
+        if rng.random() < self.error_rate:
+            mode = 3
+        region = dict(valid=int(rng.random() > 0.1), mode=mode,
+                      device=rng.getrandbits(p.device_width), base=base, size=size,
+                      remote_base=rng.getrandbits(p.addr_width))
+        if region["valid"] and mode != 3 and size and base + size <= top \
+                and rng.random() > self.error_rate:
+            for _ in range(8):                  # mostly well formed: avoid overlaps
+                if not self.model.overlaps(-1, base, size):
+                    break
+                size = max(1, size // 4)
+                base = rng.randint(0, top - size)
+            region.update(base=base, size=size)
+        return region
+
+    def _address(self):
+        p, rng = self.p, self.rng
+        mask = (1 << p.addr_width) - 1
+        valid = [r for r in self.model.regions if r is not None]
+        if not valid or rng.random() < 0.1:
+            return rng.getrandbits(p.addr_width)
+        r = rng.choice(valid)
+        return rng.choice([r["base"] - 1, r["base"], r["base"] + r["size"] - 1,
+                           r["base"] + r["size"],
+                           r["base"] + rng.randint(0, r["size"] - 1)]) & mask
+
+    def inputs(self):
+        p, rng = self.p, self.rng
+        self.prog = None
+        if self.store is None and self.scripted and self.scripted[0][0] == "store":
+            self.store = self.scripted.pop(0)[1]
+        elif self.store is None and self.scripted:
+            self.prog = self.scripted.pop(0)[1:]
+        if self.sent < self.stores:
+            if self.store is None and rng.random() < 0.8:
+                self.store = dict(addr=self._address(), tile=rng.getrandbits(p.tile_width),
+                                  bytes=rng.randint(1, p.burst_bytes),
+                                  kind=rng.choice(list(WriteKind)).value)
+            if self.prog is None and rng.random() < 0.03:
+                self.prog = (rng.randrange(p.regions), self._region())
+        return {
+            "store":   None if self.store is None else self.store_c.pack(**self.store),
+            "program": None if self.prog is None
+            else self.program_c.pack(index=self.prog[0], **self.prog[1]),
+            "net":     self.net_stall.ready(),
+            "mem":     self.mem_stall.ready(),
+            "clear":   self.clear,
+        }
+
+    # -- scoring ---------------------------------------------------------------------------
+    def check(self, outs):
+        ins, cyc = self._ins, self.cycle
+        codecs = {"net": self.net_c, "mem": self.mem_c}
+        for name in ("net", "mem"):
+            got = None if outs[name] is None else codecs[name].unpack(outs[name])
+            assert got == self.out[name], f"cycle {cyc}: {name} {got}, model {self.out[name]}"
+        free = all(self.out[n] is None or ins[n] for n in ("net", "mem"))
+        assert outs["store"] == free, f"cycle {cyc}: store.ready {outs['store']}, model {free}"
+        for name in ("net", "mem"):
+            if self.out[name] is not None and ins[name]:
+                self.out[name] = None
+                self.taken[name] += 1
+        if self.store is not None and free:
+            where, fields = self.model.classify(**self.store)
+            self.out[where] = fields
+            self.store = None
+            self.sent += 1
+        if self.prog is not None:
+            self.rejected += not self.model.program(self.prog[0], **self.prog[1])
+        self._outs = outs
+
+    def done(self):
+        """All stores sent and taken, nothing scripted."""
+        return (self.sent >= self.stores and self.store is None and not self.scripted
+                and self.out["net"] is None and self.out["mem"] is None)
+
+    def check_state(self):
+        """Compare the sticky errors and every counter."""
+        got_err = self.model.errors_codec.unpack(self._outs["errors"])
+        exp_err = {k: int(v) for k, v in self.model.errors.items()}
+        assert got_err == exp_err, f"errors {got_err}, model {exp_err}"
+        got_stats = self.model.stats_codec.unpack(self._outs["stats"])
+        assert got_stats == self.model.stats, f"stats {got_stats}, model {self.model.stats}"
+
+
+# --- scenarios, shared by the amaranth.sim tests and the cocotb testbench ---------------------
+
+async def drain(env, cycle, *, limit=1_000_000):
+    """Run until the stimulus is done, then one more cycle, and compare errors and counters."""
+    for _ in range(limit):
+        await cycle()
+        if env.done():
+            await cycle()
+            env.check_state()
+            return
+    raise AssertionError(f"not done after {limit} cycles (cycle {env.cycle})")
+
+
+async def boundaries(env, cycle):
+    """Regions of every mode, adjacent and at both ends of the address space; stores at
+    ``base - 1``, ``base``, ``base + size - 1`` and ``base + size`` of each. The expected
+    class of every store is written out here, independently of the model."""
+    p = env.p
+    top = 1 << p.addr_width
+    s = 16
+    layout = [                                  # (index, mode, base, size)
+        (0, RegionMode.LOCAL,   0,          s),
+        (1, RegionMode.REMOTE,  s,          s),    # adjacent to region 0
+        (2, RegionMode.TRACKED, 4 * s,      s),
+        (3, RegionMode.REMOTE,  top - s,    s),    # ends at the top of the address space
+    ]
+    for index, mode, base, size in layout:
+        env.write(index, valid=1, mode=mode, device=1, base=base, size=size,
+                  remote_base=0x40 + index)
+    expect = {                                  # address -> (output, tracked)
+        0: ("mem", 0), s - 1: ("mem", 0),                       # region 0
+        s: ("net", None), 2 * s - 1: ("net", None),             # region 1
+        2 * s: ("mem", 0),                                      # unmapped
+        4 * s - 1: ("mem", 0), 4 * s: ("mem", 1), 5 * s - 1: ("mem", 1),
+        5 * s: ("mem", 0),                                      # unmapped
+        top - s - 1: ("mem", 0), top - s: ("net", None), top - 1: ("net", None),
+    }
+    for addr in expect:
+        env.send(addr, tile=3, bytes=1)
+    await drain(env, cycle)
+    net = sum(1 for where, _ in expect.values() if where == "net")
+    st = env.model.stats
+    assert env.taken["net"] == net and env.taken["mem"] == len(expect) - net
+    assert (st["local"], st["tracked"], st["remote"], st["unmapped"]) == (2, 2, 4, 4), st
+    assert not any(env.model.errors.values())
+
+
+async def provoke_errors(env, cycle):
+    """Each error bit alone (rejected writes leave the table unchanged), then cleared."""
+    top = 1 << env.p.addr_width
+
+    async def expect(name):
+        await drain(env, cycle)
+        set_bits = {k for k, v in env.model.errors.items() if v}
+        assert set_bits == {name}, f"expected only {name}, model has {set_bits}"
+        env.clear = (1 << env.model.errors_codec.width) - 1
+        await cycle()
+        env.clear = 0
+        env.model.clear_errors()
+        await drain(env, cycle)
+        assert not any(env.model.errors.values())
+
+    good = dict(valid=1, mode=RegionMode.REMOTE, device=1, base=0x20, size=0x20, remote_base=0)
+    env.write(0, **good)
+    await drain(env, cycle)
+    for bad in (dict(base=0x80, size=0), dict(base=top - 0x10), dict(base=0x80, mode=3)):
+        env.write(1, **dict(good, **bad))
+        env.send(top - 0x8)                     # where the wrapping region would have been
+        await expect("bad_region")
+    for base, size in ((0x10, 0x11), (0x3f, 1), (0, top - 1)):
+        env.write(1, **dict(good, base=base, size=size))
+        env.send(0x10)
+        await expect("overlap")
+    assert env.model.regions[1] is None and env.model.stats["remote"] == 0
+    # Rewriting a region over itself is not an overlap; removing it always works.
+    env.write(0, **dict(good, size=0x40))
+    env.write(0, valid=0)
+    env.send(0x30)
+    await drain(env, cycle)
+    assert not any(env.model.errors.values()) and env.model.stats["remote"] == 0

@@ -1,0 +1,734 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Reference model of the DMA (:mod:`t3hw.dma`), and the cycle-level environment that drives
+and scores the RTL against it.
+
+* :func:`walk`: the bursts of one descriptor, in the RTL's order.
+* :class:`DmaModel`: the transaction semantics: descriptor table, trigger check, ready queue,
+  the reads each descriptor issues (with their tags), the packet of each returned read, the
+  sticky errors and the counters. Descriptors are read when they start, as in the RTL.
+* :class:`StreamEnv` and :class:`DmaEnv`: seeded random stimulus for every input stream
+  (descriptor writes, triggers, read returns with random latency, back-pressure on every
+  output) and a scoreboard that checks every read and every packet field by field against
+  :class:`DmaModel`, the stream rules (``valid`` and ``payload`` held until the transfer),
+  the outstanding-read limit and ``idle``. It is simulator-agnostic: the amaranth.sim test and
+  the cocotb testbench only move its values to and from the ports.
+
+Field names come from :mod:`t3hw.layouts` through :class:`~t3hw.layouts.Codec`.
+"""
+
+from collections import deque
+from dataclasses import asdict, dataclass
+
+from t3hw.layouts import (Codec, WriteKind, dma_descriptor_layout, dma_errors_layout,
+                          dma_program_layout, dma_stats_layout, net_packet_layout,
+                          read_request_layout, read_response_layout, trigger_layout)
+from t3hw.params import EngineParams
+
+
+__all__ = ["Read", "Packet", "walk", "DmaModel", "StreamEnv", "Stall", "DmaEnv",
+           "reset_sweep", "drain", "provoke_errors", "coincident_rejects", "full_queue",
+           "back_to_back"]
+
+
+@dataclass(frozen=True)
+class Read:
+    """A comm-stream read request (fields of :func:`t3hw.layouts.read_request_layout`)."""
+    addr:  int
+    bytes: int
+    tag:   int
+
+
+@dataclass(frozen=True)
+class Packet:
+    """A network packet (fields of :func:`t3hw.layouts.net_packet_layout`)."""
+    device: int
+    addr:   int
+    kind:   int
+    tile:   int
+    bytes:  int
+
+
+def walk(params: EngineParams, desc):
+    """The bursts of descriptor ``desc`` (a dict of descriptor fields), in order.
+
+    Yields ``(src_addr, dst_addr, bytes)``: row by row, each row from its start upward in
+    steps of ``burst_bytes``, the last burst of a row short when it does not divide the row.
+    Addresses wrap modulo ``2**addr_width``.
+    """
+    mask, burst = (1 << params.addr_width) - 1, params.burst_bytes
+    for r in range(desc["rows"]):
+        for c in range(0, desc["row_bytes"], burst):
+            off = r * desc["pitch"] + c
+            yield ((desc["src"] + off) & mask, (desc["dst"] + off) & mask,
+                   min(burst, desc["row_bytes"] - c))
+
+
+class DmaModel:
+    """Transaction-level DMA.
+
+    Parameters
+    ----------
+    params : EngineParams, optional
+
+    Attributes
+    ----------
+    table : dict of int to dict
+        Valid descriptors by index (fields of :func:`t3hw.layouts.dma_descriptor_layout`);
+        after reset every descriptor is invalid.
+    queue : deque of int
+        Ready queue: indices of accepted triggers not started yet.
+    bursts_left : deque of (int, Packet, int)
+        Source address, packet and index of the running descriptor's reads not requested yet.
+    outstanding : deque of (Read, Packet, int)
+        Reads requested and not returned, oldest first, with their packet and index.
+    errors : dict of str to bool
+        Sticky error bits, keyed by the RTL's field names.
+    stats : dict of str to int
+        Counters, keyed by the RTL's field names (wrapping at ``counter_width``).
+    """
+
+    def __init__(self, params: EngineParams = None):
+        self.params = params if params is not None else EngineParams()
+        self.errors_codec = Codec(dma_errors_layout(self.params))
+        self.stats_codec  = Codec(dma_stats_layout(self.params))
+        self.fields = list(dma_descriptor_layout(self.params).members)
+        self.table  = {}
+        self.queue  = deque()
+        self.errors = {name: False for name in self.errors_codec.names}
+        self.stats  = {name: 0 for name in self.stats_codec.names}
+        self.bursts_left = deque()  # (src, Packet, index) of the running descriptor
+        self._tag = 0
+        self.outstanding = deque()  # (Read, Packet, index) requested, not returned
+
+    def _bump(self, name, by=1):
+        self.stats[name] = (self.stats[name] + by) & ((1 << self.params.counter_width) - 1)
+
+    def error_bits(self):
+        """The sticky errors packed as the RTL's ``errors`` port."""
+        return self.errors_codec.pack(**{k: int(v) for k, v in self.errors.items()})
+
+    def clear_errors(self):
+        """Clear every sticky error."""
+        for name in self.errors:
+            self.errors[name] = False
+
+    # -- requests ------------------------------------------------------------------------
+    def program(self, index, **desc):
+        """Write descriptor ``index``. Returns False (and sets ``bad_program``) when the
+        write is rejected: ``valid`` with 0 rows or 0 bytes per row."""
+        if not 0 <= index < self.params.dma_descriptors:
+            raise ValueError(f"index must be in [0, {self.params.dma_descriptors - 1}], "
+                             f"not {index!r}")
+        if desc.get("valid", 0):
+            if desc.get("rows", 0) == 0 or desc.get("row_bytes", 0) == 0:
+                self.errors["bad_program"] = True
+                return False
+            self.table[index] = {name: int(getattr(desc.get(name, 0), "value", desc.get(name, 0)))
+                                 for name in self.fields}
+        else:
+            self.table.pop(index, None)
+        return True
+
+    def trigger(self, cmd):
+        """A trigger for descriptor ``cmd``: queue it, or reject it when it is invalid."""
+        if cmd not in self.table:
+            self.errors["bad_descriptor"] = True
+            self._bump("rejected")
+            return False
+        self.queue.append(cmd)
+        self._bump("triggers")
+        return True
+
+    def _start(self):
+        """Start queued descriptors until one is valid; False when the queue is empty."""
+        while self.queue:
+            index = self.queue.popleft()
+            desc = self.table.get(index)
+            if desc is None:
+                self.errors["bad_descriptor"] = True
+                self._bump("rejected")
+                continue
+            for src, dst, nbytes in walk(self.params, desc):
+                pkt = Packet(device=desc["device"], addr=dst, kind=desc["op"],
+                             tile=desc["tile"], bytes=nbytes)
+                self.bursts_left.append((src, pkt, index))
+            return True
+        return False
+
+    def next_read(self):
+        """The next read the DMA requests, starting queued descriptors as needed.
+
+        Returns ``(Read, Packet, index)``: the read, the packet its return produces and the
+        descriptor index; ``None`` when no work is queued. The read counts as requested
+        (``reads``) and outstanding.
+        """
+        if not self.bursts_left and not self._start():
+            return None
+        src, pkt, index = self.bursts_left.popleft()
+        read = Read(addr=src, bytes=pkt.bytes, tag=self._tag)
+        self._tag = (self._tag + 1) % (1 << self.params.read_tag_width)
+        self._bump("reads")
+        item = (read, pkt, index)
+        self.outstanding.append(item)
+        return item
+
+    def response(self, tag):
+        """A read returns. Returns ``(Packet, index)`` of the oldest outstanding read, or
+        ``None`` (and ``bad_response``) when none is outstanding; a tag other than that
+        read's also sets ``bad_response``."""
+        if not self.outstanding:
+            self.errors["bad_response"] = True
+            return None
+        read, pkt, index = self.outstanding.popleft()
+        if tag != read.tag:
+            self.errors["bad_response"] = True
+        return pkt, index
+
+    def packet_sent(self):
+        """A packet left (counted in ``packets``)."""
+        self._bump("packets")
+
+    def finish(self):
+        """Start whatever is left queued (the RTL has gone idle): only invalid descriptors
+        may remain, and they set their errors. Returns False if a valid one was found."""
+        return not self.bursts_left and not self._start()
+
+
+class StreamEnv:
+    """Base of the cycle-level environments: names the ports and moves values to them.
+
+    A subclass lists its input streams (driven here: ``valid`` and ``payload``, its
+    ``ready`` sampled), output streams (``ready`` driven, ``valid`` and ``payload`` sampled),
+    scalar inputs and sampled flags (and the input streams that are always ready), and
+    implements :meth:`inputs` and :meth:`check`.
+    Port members are named as in the generated Verilog (``read__valid``); an amaranth.sim
+    driver splits the names at ``__``.
+
+    Each cycle a driver calls :meth:`apply` with a setter, settles the design, calls
+    :meth:`sample` with a getter, and clocks.
+    """
+
+    in_streams   = ()
+    out_streams  = ()
+    in_flags     = ()
+    out_flags    = ()
+    #: Input streams without a ``ready`` port (``always_ready``): sampled as ready.
+    always_ready = ()
+
+    def __init__(self):
+        self.cycle = 0
+        self._held = {}             # output stream -> payload it showed with ready low
+
+    def inputs(self):
+        """This cycle's inputs: ``{in_stream: payload int or None, out_stream: ready bool,
+        in_flag: int}``."""
+        raise NotImplementedError
+
+    def check(self, outs):
+        """Score this cycle's outputs ``{in_stream: ready, out_stream: payload or None,
+        out_flag: int}`` and advance."""
+        raise NotImplementedError
+
+    def apply(self, setter):
+        """Drive this cycle's inputs through ``setter(name, int)``."""
+        ins = self._ins = self.inputs()
+        for name in self.in_streams:
+            payload = ins[name]
+            setter(f"{name}__valid", int(payload is not None))
+            if payload is not None:
+                setter(f"{name}__payload", payload)
+        for name in self.out_streams:
+            setter(f"{name}__ready", int(ins[name]))
+        for name in self.in_flags:
+            setter(name, ins[name])
+
+    def sample(self, getter):
+        """Read this cycle's outputs through ``getter(name) -> int``, check the stream rules
+        on every output stream, and :meth:`check` them."""
+        ins, outs = self._ins, {}
+        for name in self.in_streams:
+            outs[name] = name in self.always_ready or bool(getter(f"{name}__ready"))
+        for name in self.out_streams:
+            outs[name] = getter(f"{name}__payload") if getter(f"{name}__valid") else None
+            if name in self._held:
+                assert outs[name] == self._held[name], \
+                    f"cycle {self.cycle}: {name} changed from {self._held[name]:#x} to " \
+                    f"{outs[name]!r} before it was taken"
+                del self._held[name]
+            if outs[name] is not None and not ins[name]:
+                self._held[name] = outs[name]
+        for name in self.out_flags:
+            outs[name] = getter(name)
+        self.check(outs)
+        self.cycle += 1
+
+
+class Stall:
+    """Back-pressure in bursts: ``ready`` low for 1 .. ``longest`` cycles, starting with
+    probability ``rate`` per cycle."""
+
+    def __init__(self, rng, rate, longest):
+        self.rng, self.rate, self.longest = rng, rate, longest
+        self.left = 0
+        self.hold = False       # forced low (directed tests)
+
+    def ready(self):
+        if self.hold:
+            return False
+        if self.left:
+            self.left -= 1
+            return False
+        if self.rate and self.rng.random() < self.rate:
+            self.left = self.rng.randint(1, self.longest) - 1
+            return False
+        return True
+
+
+class DmaEnv(StreamEnv):
+    """Random stimulus and scoreboard for :class:`t3hw.dma.Dma`.
+
+    Parameters
+    ----------
+    params : EngineParams
+    rng : random.Random
+        Seeded source of randomness.
+    jobs : int
+        Valid triggers to issue (descriptors run); 0 for directed use only.
+    errors : float
+        Rate of deliberately bad requests (triggers of invalid descriptors, descriptor writes
+        with 0 rows or bytes), in [0, 1).
+    stall : float
+        Probability per cycle that a back-pressure burst starts on ``read`` and on
+        ``packet`` (each), in [0, 1).
+    max_latency : int
+        Longest read-return latency in cycles (at least 1); returns stay in order.
+    max_bursts : int
+        Largest descriptor (in bursts) the random shapes may produce; when the maximal shape
+        of the parameters (all rows, all bytes) fits, 3% of the descriptors have it.
+
+    Scoring
+    -------
+    Every read is compared with :meth:`DmaModel.next_read`, every packet with the packet of
+    the response that produced it; ``valid``/``payload`` of ``read`` and ``packet`` must hold
+    until the transfer; requested-and-unreturned reads never exceed ``max_outstanding``;
+    ``idle`` is never high while work is pending. :meth:`check_state` compares the sticky
+    errors and the counters. Stimulus rule: a descriptor is never rewritten while a trigger
+    for it is presented or any of its triggered runs is unfinished (the RTL reads a descriptor
+    when it starts), except through the directed :meth:`write`.
+    """
+
+    in_streams  = ("program", "trigger", "response")
+    out_streams = ("read", "packet")
+    in_flags    = ("clear",)
+    out_flags   = ("idle", "busy", "errors", "stats")
+
+    def __init__(self, params, rng, *, jobs=0, errors=0.02, stall=0.05, max_latency=12,
+                 max_bursts=256):
+        super().__init__()
+        for name, value in (("errors", errors), ("stall", stall)):
+            if not 0 <= value < 1:
+                raise ValueError(f"{name} must be in [0, 1), not {value!r}")
+        for name, value in (("max_latency", max_latency), ("max_bursts", max_bursts)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        self.p, self.rng = params, rng
+        self.model = DmaModel(params)
+        self.jobs, self.error_rate = jobs, errors
+        self.max_latency, self.max_bursts = max_latency, max_bursts
+        self.program_c  = Codec(dma_program_layout(params))
+        self.trigger_c  = Codec(trigger_layout(params))
+        self.read_c     = Codec(read_request_layout(params))
+        self.response_c = Codec(read_response_layout(params))
+        self.packet_c   = Codec(net_packet_layout(params))
+        self.read_stall   = Stall(rng, stall, 24)
+        self.packet_stall = Stall(rng, stall, 24)
+        self.prog = None            # (index, fields) presented on `program`
+        self.trig = None            # (cmd, tile) presented on `trigger`
+        self.scripted = deque()     # ("program", index, fields) / ("trigger", cmd), in order
+        self.returns = deque()      # [due cycle, tag] of requested reads, in order
+        self.spurious = 0           # directed: responses to send with nothing requested
+        self.corrupt = 0            # directed: returns to send with a wrong tag
+        self.expected = deque()     # (Packet, index) whose response has been taken
+        self.triggered = 0          # valid triggers accepted
+        self.refused = 0            # cycles a presented trigger was not accepted
+        self.read_cycles = []       # cycle of every read transfer
+        self.started = 0            # valid triggers issued by the random stimulus
+        self.bursts = 0             # packets checked
+        self.shapes = {}            # shape kind -> descriptors written
+        self.clear = 0
+        self.in_flight = 0          # reads transferred, responses not yet taken
+        self.max_in_flight = 0
+        self.latency = None         # fixed read-return latency, else random
+
+    # -- stimulus --------------------------------------------------------------------------
+    def write(self, index, **fields):
+        """Directed: present a descriptor write (after the ones already scripted)."""
+        self.scripted.append(("program", index, fields))
+
+    def fire(self, cmd):
+        """Directed: present a trigger (after the requests already scripted)."""
+        self.scripted.append(("trigger", cmd))
+
+    def _shape(self):
+        p, rng = self.p, self.rng
+        max_rows, max_rb, b = (1 << p.rows_width) - 1, (1 << p.row_bytes_width) - 1, \
+            p.burst_bytes
+        per_row = -(-max_rb // b)
+        kind = rng.choice(["one_burst", "one_row", "ragged", "even", "random"])
+        if max_rows * per_row <= self.max_bursts and rng.random() < 0.03:
+            kind = "max"
+        rows_cap = max(1, min(max_rows, 8))
+        rb_cap = min(max_rb, 4 * b - 1)
+        if kind == "one_burst":
+            rows, row_bytes = 1, rng.randint(1, min(b, max_rb))
+        elif kind == "one_row":
+            rows, row_bytes = 1, rng.randint(1, min(max_rb, b * 4 + b - 1))
+        elif kind == "max":
+            rows, row_bytes = max_rows, max_rb
+        elif kind == "ragged" and rb_cap > b:
+            rows = rng.randint(1, rows_cap)
+            whole = rng.randint(1, rb_cap // b)
+            row_bytes = min(rb_cap, whole * b + rng.randint(1, b - 1)) if b > 1 \
+                else rng.randint(2, rb_cap)
+        elif kind == "even" and rb_cap >= b:
+            rows, row_bytes = rng.randint(1, rows_cap), b * rng.randint(1, rb_cap // b)
+        else:
+            kind = "random"
+            rows, row_bytes = rng.randint(1, rows_cap), rng.randint(1, rb_cap)
+        self.shapes[kind] = self.shapes.get(kind, 0) + 1
+        return rows, row_bytes
+
+    def _descriptor(self):
+        p, rng = self.p, self.rng
+        rows, row_bytes = self._shape()
+        amask = (1 << p.addr_width) - 1
+        r = rng.random()
+        if r < 0.3:
+            pitch = row_bytes
+        elif r < 0.4:
+            pitch = 0 if rng.random() < 0.5 else rng.randint(0, row_bytes)
+        else:
+            pitch = rng.getrandbits(p.pitch_width)
+        pitch &= (1 << p.pitch_width) - 1
+        return dict(valid=1, op=rng.choice(list(WriteKind)).value,
+                    device=rng.getrandbits(p.device_width),
+                    tile=rng.getrandbits(p.tile_width), rows=rows, row_bytes=row_bytes,
+                    pitch=pitch, src=rng.getrandbits(p.addr_width),
+                    dst=(amask - rng.randint(0, 255)) if rng.random() < 0.1
+                    else rng.getrandbits(p.addr_width))
+
+    def _new_program(self):
+        p, rng = self.p, self.rng
+        busy = self.busy_indices()
+        if self.trig is not None:
+            busy.add(self.trig[0])
+        free = [i for i in range(p.dma_descriptors) if i not in busy]
+        if not free:
+            return None
+        index = rng.choice(free)
+        r = rng.random()
+        if r < self.error_rate:                     # rejected: 0 rows or 0 bytes per row
+            fields = self._descriptor()
+            fields["rows" if rng.random() < 0.5 else "row_bytes"] = 0
+        elif r < self.error_rate + 0.1:             # invalidate
+            fields = dict(valid=0)
+        else:
+            fields = self._descriptor()
+        return index, fields
+
+    def _new_trigger(self):
+        p, rng = self.p, self.rng
+        busy = self.prog[0] if self.prog is not None else None
+        if rng.random() < self.error_rate:
+            bad = [i for i in range(p.dma_descriptors) if i not in self.model.table and i != busy]
+            if bad:
+                return rng.choice(bad)
+            if self.prog is None:                   # make one invalid, trigger it later
+                free = set(range(p.dma_descriptors)) - self.busy_indices()
+                if free:
+                    self.prog = (rng.choice(sorted(free)), dict(valid=0))
+                return None
+        good = [i for i in self.model.table if i != busy]
+        if not good:
+            return None
+        self.started += 1
+        return rng.choice(good)
+
+    def inputs(self):
+        rng, p = self.rng, self.p
+        if self.prog is None and self.trig is None and self.scripted:
+            what, *args = self.scripted.popleft()
+            if what == "program":
+                self.prog = (args[0], args[1])
+            else:
+                self.trig = (args[0], rng.getrandbits(p.tile_width))
+        if self.started < self.jobs:
+            valid = len(self.model.table)
+            if self.prog is None and rng.random() < (0.5 if valid < 2 else 0.05):
+                self.prog = self._new_program()
+            if self.trig is None and rng.random() < 0.3:
+                cmd = self._new_trigger()
+                if cmd is not None:
+                    self.trig = (cmd, rng.getrandbits(p.tile_width))
+        ins = {
+            "program":  None if self.prog is None
+            else self.program_c.pack(index=self.prog[0], **self.prog[1]),
+            "trigger":  None if self.trig is None
+            else self.trigger_c.pack(cmd=self.trig[0], tile=self.trig[1]),
+            "read":     self.read_stall.ready(),
+            "packet":   self.packet_stall.ready(),
+            "clear":    self.clear,
+        }
+        if self.returns and self.returns[0][0] <= self.cycle:
+            tag = self.returns[0][1]
+            if self.corrupt:
+                tag ^= 1
+            ins["response"] = self.response_c.pack(tag=tag)
+        elif self.spurious and not self.returns:
+            ins["response"] = self.response_c.pack(tag=0)
+        else:
+            ins["response"] = None
+        return ins
+
+    # -- scoring ---------------------------------------------------------------------------
+    def check(self, outs):
+        p, model, cyc = self.p, self.model, self.cycle
+        ins = self._ins
+        if outs["idle"]:
+            assert model.finish() and not self.pending(), f"cycle {cyc}: idle with work pending"
+        if outs["busy"]:
+            assert not outs["program"] and not outs["trigger"], \
+                f"cycle {cyc}: program/trigger ready during the reset sweep"
+        # Same-cycle order of the RTL: a trigger's check reads the table before this
+        # cycle's descriptor write lands.
+        if ins["trigger"] is not None and outs["trigger"]:
+            self.triggered += model.trigger(self.trig[0])
+            self.trig = None
+        elif ins["trigger"] is not None:
+            self.refused += 1
+        if ins["program"] is not None and outs["program"]:
+            model.program(self.prog[0], **self.prog[1])
+            self.prog = None
+        if outs["read"] is not None and ins["read"]:
+            got = self.read_c.unpack(outs["read"])
+            item = model.next_read()
+            assert item is not None, f"cycle {cyc}: unexpected read {got}"
+            exp = asdict(item[0])
+            assert got == exp, f"cycle {cyc}: read {got}, model {exp}"
+            latency = self.latency or self.rng.choice((1, 1, 2,
+                                                       self.rng.randint(1, self.max_latency)))
+            due = max(cyc + latency, self.returns[-1][0] if self.returns else 0)
+            self.read_cycles.append(cyc)
+            self.returns.append([due, got["tag"]])
+            self.in_flight += 1
+        if ins["response"] is not None and outs["response"]:
+            if self.returns and self.returns[0][0] <= cyc:
+                self.returns.popleft()
+                self.corrupt = max(0, self.corrupt - 1)
+                self.in_flight -= 1
+            else:
+                self.spurious -= 1
+            got = self.response_c.unpack(ins["response"])["tag"]
+            item = model.response(got)
+            if item is not None:
+                self.expected.append(item)
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        assert self.in_flight <= p.max_outstanding, \
+            f"cycle {cyc}: {self.in_flight} reads outstanding, limit {p.max_outstanding}"
+        if outs["packet"] is not None and ins["packet"]:
+            got = self.packet_c.unpack(outs["packet"])
+            assert self.expected, f"cycle {cyc}: unexpected packet {got}"
+            pkt, _index = self.expected.popleft()
+            assert got == asdict(pkt), f"cycle {cyc}: packet {got}, model {asdict(pkt)}"
+            model.packet_sent()
+            self.bursts += 1
+        self._outs = outs
+
+    def last(self, name):
+        """The value ``name`` had at the last sampled cycle."""
+        return self._outs[name]
+
+    def busy_indices(self):
+        """Descriptors that an accepted trigger still needs: queued, being read, or with
+        packets not sent yet. The random stimulus does not rewrite them."""
+        m = self.model
+        return (set(m.queue) | {b[2] for b in m.bursts_left} | {o[2] for o in m.outstanding}
+                | {e[1] for e in self.expected})
+
+    def pending(self):
+        """Whether accepted work is left: queued or unfinished runs, reads or packets."""
+        m = self.model
+        return bool(m.queue or m.bursts_left or m.outstanding or self.expected or self.returns)
+
+    def done(self):
+        """All random jobs issued and nothing presented or pending."""
+        return (self.started >= self.jobs and self.prog is None and self.trig is None
+                and not self.scripted and not self.spurious and not self.pending())
+
+    def check_state(self):
+        """Compare the sticky errors and every counter (after the RTL went idle)."""
+        assert self._outs["idle"], f"cycle {self.cycle}: not idle"
+        assert self.model.finish(), "the model has a valid descriptor the RTL did not run"
+        errors_c, stats_c = self.model.errors_codec, self.model.stats_codec
+        got_err = errors_c.unpack(self._outs["errors"])
+        exp_err = {k: int(v) for k, v in self.model.errors.items()}
+        assert got_err == exp_err, f"errors {got_err}, model {exp_err}"
+        got_stats = stats_c.unpack(self._outs["stats"])
+        assert got_stats == self.model.stats, f"stats {got_stats}, model {self.model.stats}"
+
+
+# --- scenarios, shared by the amaranth.sim tests and the cocotb testbench ---------------------
+# Each takes the environment and ``cycle``, an async function that runs one clock of it on the
+# design under test (``env.apply``, settle, ``env.sample``, clock edge).
+
+async def reset_sweep(env, cycle):
+    """Run idle cycles until ``busy`` falls; return how many cycles it was high."""
+    high = 0
+    while True:
+        await cycle()
+        if not env.last("busy"):
+            return high
+        high += 1
+
+
+async def drain(env, cycle, *, limit=100_000):
+    """Run until the stimulus is done and the DMA has been idle for two cycles (errors and
+    counters show an event the cycle after it), then compare errors and counters."""
+    quiet = 0
+    for _ in range(limit):
+        await cycle()
+        quiet = quiet + 1 if env.done() and env.last("idle") else 0
+        if quiet == 2:
+            env.check_state()
+            return
+    raise AssertionError(f"not idle after {limit} cycles (cycle {env.cycle})")
+
+
+async def provoke_errors(env, cycle):
+    """Provoke every error bit alone, compare every bit and counter, clear it."""
+    p = env.p
+    b = p.burst_bytes
+    big = dict(valid=1, op=1, device=1, tile=1, rows=min(3, (1 << p.rows_width) - 1),
+               row_bytes=min(2 * b, (1 << p.row_bytes_width) - 1), pitch=0, src=0, dst=0)
+    n = p.dma_descriptors
+
+    async def expect(name):
+        await drain(env, cycle)
+        set_bits = {k for k, v in env.model.errors.items() if v}
+        assert set_bits == {name}, f"expected only {name}, model has {set_bits}"
+        env.clear = (1 << env.model.errors_codec.width) - 1
+        await cycle()
+        env.clear = 0
+        env.model.clear_errors()
+        await drain(env, cycle)
+        assert not any(env.model.errors.values())
+
+    # bad_descriptor, at the trigger: nothing was ever written to the last index.
+    env.fire(n - 1)
+    await expect("bad_descriptor")
+    # bad_descriptor, at the start: invalidated while its index waits in the ready queue
+    # (reads held, so the first run holds the engine and the second the descriptor register).
+    env.read_stall.hold = True
+    for i in range(min(3, n)):
+        env.write(i, **big)
+    for i in range(min(3, n)):
+        env.fire(i % n)
+    for _ in range(40):
+        await cycle()
+    env.write(min(2, n - 1), valid=0)
+    for _ in range(4):
+        await cycle()
+    env.read_stall.hold = False
+    await expect("bad_descriptor")
+    assert env.model.stats["rejected"] == 2
+    # bad_program: 0 rows, then 0 bytes per row; the table keeps the old descriptor.
+    env.write(0, **dict(big, rows=0))
+    env.write(0, **dict(big, row_bytes=0))
+    env.fire(0)
+    await expect("bad_program")
+    # bad_response: a return with the wrong tag (its packet still leaves) ...
+    env.corrupt = 1
+    env.write(0, **dict(big, rows=1, row_bytes=1))
+    env.fire(0)
+    await expect("bad_response")
+    # ... and a return with no read requested (dropped).
+    env.spurious = 1
+    await expect("bad_response")
+
+
+async def coincident_rejects(env, cycle, *, offsets=16):
+    """A trigger of an invalid descriptor presented 0 .. ``offsets - 1`` cycles after the
+    start of an invalidated one is released: at some offset both are rejected in the same
+    cycle, and ``rejected`` must count both."""
+    p = env.p
+    n = p.dma_descriptors
+    big = dict(valid=1, op=0, device=1, tile=1, rows=min(2, (1 << p.rows_width) - 1),
+               row_bytes=min(2 * p.burst_bytes, (1 << p.row_bytes_width) - 1), pitch=0,
+               src=0, dst=0)
+    for offset in range(offsets):
+        env.read_stall.hold = True
+        for i in range(3):
+            env.write(i, **big)
+        for i in range(3):
+            env.fire(i)
+        for _ in range(30):
+            await cycle()
+        env.write(2, valid=0)
+        for _ in range(3):
+            await cycle()
+        env.read_stall.hold = False
+        for _ in range(offset):
+            await cycle()
+        env.fire(n - 1)                         # never written: rejected at the check
+        await drain(env, cycle)                 # compares `rejected` with the model
+    assert env.model.stats["rejected"] == 2 * offsets
+
+
+async def full_queue(env, cycle):
+    """With reads held, triggers fill the engine, the descriptor register and the ready
+    queue, then wait on ``ready``; none is lost. Returns how many were accepted held."""
+    p = env.p
+    desc = dict(valid=1, op=0, device=1, tile=1, rows=1,
+                row_bytes=min(2 * p.burst_bytes, (1 << p.row_bytes_width) - 1),
+                pitch=0, src=64, dst=128)
+    extra = 3
+    env.read_stall.hold = True
+    env.write(0, **desc)
+    for _ in range(p.dma_ready_depth + 2 + extra):
+        env.fire(0)
+    for _ in range(4 * p.dma_ready_depth + 40):
+        await cycle()
+    held = env.triggered
+    assert held == p.dma_ready_depth + 2, f"{held} triggers accepted with reads held"
+    assert env.refused > 0, "trigger.ready never fell with the ready queue full"
+    env.read_stall.hold = False
+    await drain(env, cycle)
+    assert env.triggered == p.dma_ready_depth + 2 + extra
+    return held
+
+
+async def back_to_back(env, cycle, *, runs=3):
+    """With no back-pressure and 1-cycle returns, ``runs`` queued descriptors read one burst
+    per cycle with no gap, when ``max_outstanding`` covers the return loop (3 reads)."""
+    p = env.p
+    env.latency = 1
+    env.read_stall.rate = env.packet_stall.rate = 0
+    rows = min(2, (1 << p.rows_width) - 1)
+    row_bytes = min(3 * p.burst_bytes, (1 << p.row_bytes_width) - 1)
+    desc = dict(valid=1, op=1, device=0, tile=1, rows=rows, row_bytes=row_bytes,
+                pitch=min(4096, (1 << p.pitch_width) - 1), src=0, dst=0)
+    for i in range(runs):
+        env.write(i % p.dma_descriptors, **desc)
+    env.read_stall.hold = True                  # queue every run before the first read
+    for i in range(runs):
+        env.fire(i % p.dma_descriptors)
+    for _ in range(3 * runs + 8):
+        await cycle()
+    first = len(env.read_cycles)
+    env.read_stall.hold = False
+    await drain(env, cycle)
+    got = env.read_cycles[first:]
+    assert len(got) == runs * len(list(walk(p, desc)))
+    if p.max_outstanding >= 3:
+        assert got == list(range(got[0], got[0] + len(got))), f"gaps in read cycles {got}"
+    return got

@@ -1,0 +1,307 @@
+# SPDX-License-Identifier: Apache-2.0
+"""GPU-core model: a tiled GEMM producer ``[T, K] x [K, H] -> [T, H]`` on C compute units.
+
+Documented choices
+------------------
+* **Peak throughput.** ``flops_per_cu_cycle = 1024`` FP16 FLOP per CU per cycle (dense
+  matrix FP16). That is MI210's 181 TFLOP/s peak over 104 CUs at 1.7 GHz, and also V100's
+  (8 tensor cores x 64 FMA per SM per cycle). With the paper's 80 CUs at 1.4 GHz:
+  ``80 * 1.4e9 * 1024 = 114.7`` TFLOP/s.
+* **Tiles.** Each workgroup computes one ``tile_m x tile_n`` output macro-tile (default
+  256 x 128, a common FP16 macro-tile of rocBLAS/Tensile and CUTLASS kernels) over the whole
+  K. Edge tiles cost a full tile of compute (the kernel runs whole MFMA blocks) and store only
+  their valid part. Tiles are issued to the C CUs in order; a CU takes the next tile as soon
+  as it retires one, so tiles run in waves of C.
+* **Tile time.** A tile's compute is ``2 * tile_m * tile_n * K / flops_per_cu_cycle`` cycles;
+  its DRAM reads (the A and B panels that miss in L2) stream evenly over that compute, so the
+  tile runs at ``min(compute rate, delivered bytes / needed bytes)``: a per-tile roofline under
+  whatever DRAM bandwidth the tile gets. The tile ends with the stores of its output, tagged
+  with its tile id.
+* **L2 reuse** (:class:`L2Model`), at panel granularity. A tile reads the A row-panel of its
+  tile row (``tile_m x K``) and the B column-panel of its tile column (``K x tile_n``). A panel
+  already used by a running tile is shared (concurrent tiles stream the same K-slices, so
+  the lines are fetched once). When its last user retires, the panel stays in L2 and ages in
+  LRU order; a later tile that needs it hits if it was not evicted. Live and retained panels
+  together fill at most ``l2_bytes``. If ``cache_outputs`` is set (the baseline: output
+  stores are write-back L2 traffic), each retired tile's output also enters the LRU and
+  pushes panels out; T3's output stores are updates that bypass the L2 and leave it to the
+  inputs.
+* **Staggered order.** With ``n_gpus = N`` the output is cut into N chunks of consecutive
+  tiles (row-major tile order, sizes as equal as possible) and GPU ``i`` issues chunk
+  ``(i + 1 + s) % N`` at stage ``s``.
+"""
+
+import heapq
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+
+__all__ = ["GpuConfig", "GemmShape", "Tile", "TileEvent", "L2Model", "GemmProducer"]
+
+
+def _check_int(name, value, low):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer in [{low}, inf), not {value!r}")
+
+
+@dataclass(frozen=True)
+class GpuConfig:
+    """The simulated GPU (defaults: the paper's, plus the documented peak and tile shape).
+
+    Attributes
+    ----------
+    cus : int
+        Compute units (paper: 80).
+    freq_ghz : float
+        Clock in GHz (paper: 1.4). The models count cycles of this clock.
+    l2_bytes : int
+        L2 capacity (paper: 16 MB).
+    flops_per_cu_cycle : int
+        Peak FP16 matrix FLOP per CU per cycle (1024, see the module docstring).
+    tile_m, tile_n : int
+        Output macro-tile of one workgroup (256 x 128).
+    elem_bytes : int
+        Bytes per element (2: FP16).
+    """
+
+    cus:                int = 80
+    freq_ghz:           float = 1.4
+    l2_bytes:           int = 16 * 2**20
+    flops_per_cu_cycle: int = 1024
+    tile_m:             int = 256
+    tile_n:             int = 128
+    elem_bytes:         int = 2
+
+    def __post_init__(self):
+        for name in ("cus", "l2_bytes", "flops_per_cu_cycle", "tile_m", "tile_n", "elem_bytes"):
+            _check_int(name, getattr(self, name), 1)
+        if not self.freq_ghz > 0:
+            raise ValueError(f"freq_ghz must be in (0, inf), not {self.freq_ghz!r}")
+
+    @property
+    def peak_flops(self):
+        """Peak FP16 FLOP/s of the whole GPU."""
+        return self.cus * self.freq_ghz * 1e9 * self.flops_per_cu_cycle
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """``[m, k] x [k, n]``: m = tokens T, k = the sliced reduction dim, n = hidden H."""
+    m: int
+    k: int
+    n: int
+
+    def __post_init__(self):
+        for name in ("m", "k", "n"):
+            _check_int(name, getattr(self, name), 1)
+
+    @property
+    def flops(self):
+        """Multiply-adds counted as 2 FLOP."""
+        return 2 * self.m * self.k * self.n
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One output macro-tile: id ``row * n_cols + col``; ``rows x cols`` valid elements."""
+    id:    int
+    row:   int
+    col:   int
+    rows:  int
+    cols:  int
+    chunk: int
+
+
+@dataclass(frozen=True)
+class TileEvent:
+    """One tile of an isolated GEMM run (see :meth:`GemmProducer.events`).
+
+    ``store_addr`` is the address of the tile's first output element; its stores are
+    ``store_rows`` rows of ``store_row_bytes`` bytes, ``store_pitch`` bytes apart, each
+    tagged with ``tile``.
+    """
+    order:           int
+    tile:            int
+    cu:              int
+    start:           float
+    end:             float
+    read_bytes:      int
+    store_addr:      int
+    store_rows:      int
+    store_row_bytes: int
+    store_pitch:     int
+
+
+class L2Model:
+    """Panel-granular L2 with sharing among running tiles and LRU retention.
+
+    Parameters
+    ----------
+    capacity : int
+        Bytes of L2.
+    cache_outputs : bool
+        Whether retired tiles' outputs are inserted (write-back baseline) or bypass (T3).
+    """
+
+    def __init__(self, *, capacity, cache_outputs):
+        _check_int("capacity", capacity, 1)
+        self.capacity = capacity
+        self.cache_outputs = bool(cache_outputs)
+        self.live = {}              # key -> [users, nbytes]
+        self.lru = OrderedDict()    # key -> nbytes, oldest first
+        self.used = 0
+
+    def _evict(self):
+        while self.used > self.capacity and self.lru:
+            _, nbytes = self.lru.popitem(last=False)
+            self.used -= nbytes
+
+    def acquire(self, key, nbytes):
+        """A starting tile needs panel ``key``; return the bytes it must read from DRAM."""
+        if key in self.live:
+            self.live[key][0] += 1
+            return 0
+        cached = self.lru.pop(key, None)
+        if cached is None:
+            self.used += nbytes
+        self.live[key] = [1, nbytes]
+        self._evict()
+        return 0 if cached is not None else nbytes
+
+    def release(self, key):
+        """A retiring tile is done with panel ``key``."""
+        entry = self.live[key]
+        entry[0] -= 1
+        if entry[0] == 0:
+            del self.live[key]
+            self.lru[key] = entry[1]
+            self._evict()
+
+    def store_output(self, key, nbytes):
+        """A retiring tile's output: inserted if ``cache_outputs``, else bypasses."""
+        if self.cache_outputs:
+            self.lru[key] = nbytes
+            self.used += nbytes
+            self._evict()
+
+
+class GemmProducer:
+    """The GEMM of one GPU: its tiles, issue order, per-tile compute and DRAM reads.
+
+    Parameters
+    ----------
+    shape : GemmShape
+    gpu : GpuConfig
+    n_gpus : int
+        Ring size N (1: no staggering, one chunk).
+    gpu_index : int
+        This GPU's index i in ``[0, N)``; sets the rotation of the chunk order.
+    cache_outputs : bool
+        L2 write-back of the output (baseline) or bypass (T3).
+    output_base : int
+        Address of the ``[m, n]`` output (row-major, ``n * elem_bytes`` pitch).
+    """
+
+    def __init__(self, *, shape, gpu=GpuConfig(), n_gpus=1, gpu_index=0, cache_outputs=True,
+                 output_base=0):
+        if not isinstance(shape, GemmShape):
+            raise ValueError(f"shape must be a GemmShape, not {shape!r}")
+        if not isinstance(gpu, GpuConfig):
+            raise ValueError(f"gpu must be a GpuConfig, not {gpu!r}")
+        _check_int("n_gpus", n_gpus, 1)
+        if not 0 <= gpu_index < n_gpus:
+            raise ValueError(f"gpu_index must be in [0, {n_gpus - 1}], not {gpu_index!r}")
+        _check_int("output_base", output_base, 0)
+        self.shape, self.gpu = shape, gpu
+        self.n_gpus, self.gpu_index = n_gpus, gpu_index
+        self.output_base = output_base
+        self.n_rows = -(-shape.m // gpu.tile_m)
+        self.n_cols = -(-shape.n // gpu.tile_n)
+        n_tiles = self.n_rows * self.n_cols
+        if n_tiles < n_gpus:
+            raise ValueError(f"n_gpus must be in [1, {n_tiles}] (one tile per chunk at least) "
+                             f"for {shape}, not {n_gpus!r}")
+        self.chunks = [list(map(int, c)) for c in np.array_split(np.arange(n_tiles), n_gpus)]
+        chunk_of = np.empty(n_tiles, dtype=int)
+        for c, ids in enumerate(self.chunks):
+            chunk_of[ids] = c
+        self.tiles = []
+        for t in range(n_tiles):
+            r, c = divmod(t, self.n_cols)
+            self.tiles.append(Tile(t, r, c, min(gpu.tile_m, shape.m - r * gpu.tile_m),
+                                   min(gpu.tile_n, shape.n - c * gpu.tile_n), int(chunk_of[t])))
+        self.compute_cycles = math.ceil(2 * gpu.tile_m * gpu.tile_n * shape.k
+                                        / gpu.flops_per_cu_cycle)
+        self.l2 = L2Model(capacity=gpu.l2_bytes, cache_outputs=cache_outputs)
+
+    def stage_chunk(self, stage):
+        """The chunk this GPU produces at ring stage ``stage``: ``(i + 1 + s) % N``."""
+        if self.n_gpus == 1:
+            return 0
+        return (self.gpu_index + 1 + stage) % self.n_gpus
+
+    def order(self):
+        """Tile ids in issue order: chunk by chunk in the staggered order, row-major inside."""
+        return [t for s in range(self.n_gpus) for t in self.chunks[self.stage_chunk(s)]]
+
+    def store_bytes(self, tile):
+        """Bytes of the valid output of ``tile`` (an id)."""
+        t = self.tiles[tile]
+        return t.rows * t.cols * self.gpu.elem_bytes
+
+    def store_region(self, tile):
+        """``(addr, rows, row_bytes, pitch)`` of the output of ``tile`` (an id)."""
+        t, g = self.tiles[tile], self.gpu
+        pitch = self.shape.n * g.elem_bytes
+        addr = self.output_base + t.row * g.tile_m * pitch + t.col * g.tile_n * g.elem_bytes
+        return addr, t.rows, t.cols * g.elem_bytes, pitch
+
+    def _panels(self, tile):
+        t, g, k = self.tiles[tile], self.gpu, self.shape.k
+        return ((("A", t.row), t.rows * k * g.elem_bytes),
+                (("B", t.col), k * t.cols * g.elem_bytes))
+
+    def dispatch(self, tile):
+        """``tile`` starts on a CU; returns its DRAM read bytes (its panels' L2 misses)."""
+        return sum(self.l2.acquire(key, nbytes) for key, nbytes in self._panels(tile))
+
+    def retire(self, tile):
+        """``tile`` finished: release its panels and pass its output through the L2."""
+        for key, _ in self._panels(tile):
+            self.l2.release(key)
+        self.l2.store_output(("C", tile), self.store_bytes(tile))
+
+    def min_read_bytes(self):
+        """Compulsory DRAM reads: every element of A and B once."""
+        s = self.shape
+        return (s.m * s.k + s.k * s.n) * self.gpu.elem_bytes
+
+    def events(self, *, dram_bytes_per_cycle):
+        """Yield :class:`TileEvent` for an isolated run of the GEMM (no other traffic).
+
+        Each running tile gets ``1/C`` of ``dram_bytes_per_cycle``, for its reads and stores;
+        its time is ``max(compute, (read + store bytes) / share)``. This is the API that a
+        co-simulation drives the RTL from; the performance model instead shares the DRAM
+        among tiles and communication step by step.
+        """
+        if not dram_bytes_per_cycle > 0:
+            raise ValueError(f"dram_bytes_per_cycle must be in (0, inf), "
+                             f"not {dram_bytes_per_cycle!r}")
+        share = dram_bytes_per_cycle / self.gpu.cus
+        free = [(0.0, cu) for cu in range(self.gpu.cus)]
+        running = []                                  # (end, tile) heap
+        for n, tile in enumerate(self.order()):
+            start, cu = heapq.heappop(free)
+            while running and running[0][0] <= start:
+                self.retire(heapq.heappop(running)[1])
+            read = self.dispatch(tile)
+            end = start + max(self.compute_cycles, (read + self.store_bytes(tile)) / share)
+            heapq.heappush(running, (end, tile))
+            heapq.heappush(free, (end, cu))
+            addr, rows, row_bytes, pitch = self.store_region(tile)
+            yield TileEvent(n, tile, cu, start, end, read, addr, rows, row_bytes, pitch)
+        while running:
+            self.retire(heapq.heappop(running)[1])

@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Ring network of N GPUs: per-direction links with bandwidth, latency and packets.
+
+Interpretation of the paper's "150 GB/s bidirectional per link": 150 GB/s is the sum of the
+two directions, so each direction of a link carries ``link_gbs = 75`` GB/s. The ring
+reduce-scatter of T3 is unidirectional (GPU ``i`` sends to GPU ``i - 1``), so it uses one
+direction of each link. (``docs/paper.md`` also reports the table with 150 GB/s per
+direction, the other reading.)
+
+A :class:`Link` is one direction of one link: a FIFO of packets, each serialized at
+``bytes_per_cycle`` once the link is free and the packet is ready, and delivered
+``latency_cycles`` after its last byte left. A started packet always completes (no
+preemption), so stepping :meth:`Link.transmit` in chunks of time gives the same deliveries as
+one call.
+"""
+
+from collections import deque
+from dataclasses import dataclass
+
+
+__all__ = ["Delivery", "Link", "RingNetwork"]
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A packet that arrived: at ``arrival`` (cycle), ``nbytes`` long, from ``src`` to ``dst``.
+
+    ``tag`` is whatever the sender attached (the model's payload: tile id, data, address).
+    """
+    arrival: float
+    src:     int
+    dst:     int
+    nbytes:  int
+    tag:     object
+
+
+class Link:
+    """One direction of one link.
+
+    Parameters
+    ----------
+    src, dst : int
+        End points (GPU indices).
+    bytes_per_cycle : float
+        Serialization bandwidth in bytes per cycle.
+    latency_cycles : float
+        Time from a packet's last byte leaving to its arrival.
+    """
+
+    def __init__(self, *, src, dst, bytes_per_cycle, latency_cycles):
+        if not bytes_per_cycle > 0:
+            raise ValueError(f"bytes_per_cycle must be in (0, inf), not {bytes_per_cycle!r}")
+        if not latency_cycles >= 0:
+            raise ValueError(f"latency_cycles must be in [0, inf), not {latency_cycles!r}")
+        self.src, self.dst = src, dst
+        self.bytes_per_cycle = float(bytes_per_cycle)
+        self.latency_cycles = float(latency_cycles)
+        self.queue = deque()
+        self.free_at = 0.0
+        self.queued_bytes = 0
+        self.sent_bytes = 0
+
+    def enqueue(self, nbytes, tag=None, ready=0.0):
+        """Queue one packet of ``nbytes``, ready to leave at cycle ``ready``."""
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes <= 0:
+            raise ValueError(f"nbytes must be a positive integer, not {nbytes!r}")
+        self.queue.append((nbytes, tag, ready))
+        self.queued_bytes += nbytes
+
+    def transmit(self, until):
+        """Start every queued packet that can start before cycle ``until``; return deliveries."""
+        out = []
+        while self.queue:
+            nbytes, tag, ready = self.queue[0]
+            start = max(self.free_at, ready)
+            if start >= until:
+                break
+            self.queue.popleft()
+            self.free_at = start + nbytes / self.bytes_per_cycle
+            self.queued_bytes -= nbytes
+            self.sent_bytes += nbytes
+            out.append(Delivery(self.free_at + self.latency_cycles, self.src, self.dst, nbytes,
+                                tag))
+        return out
+
+
+class RingNetwork:
+    """N GPUs in a ring; GPU ``i`` sends to GPU ``(i - 1) % N``.
+
+    Parameters
+    ----------
+    n_gpus : int
+        Ring size, at least 2.
+    link_gbs : float
+        Bandwidth of one direction of a link in GB/s (default 75: 150 GB/s bidirectional).
+    latency_ns : float
+        Link latency in ns (paper: 500).
+    packet_bytes : int
+        Largest packet; messages are cut into packets of this size (the last may be shorter).
+    freq_ghz : float
+        Clock that defines a cycle (the memory controller's, 1.4 GHz).
+    """
+
+    def __init__(self, *, n_gpus, link_gbs=75.0, latency_ns=500.0, packet_bytes=4096,
+                 freq_ghz=1.4):
+        if isinstance(n_gpus, bool) or not isinstance(n_gpus, int) or n_gpus < 2:
+            raise ValueError(f"n_gpus must be an integer in [2, inf), not {n_gpus!r}")
+        for name, value in (("link_gbs", link_gbs), ("freq_ghz", freq_ghz)):
+            if not value > 0:
+                raise ValueError(f"{name} must be in (0, inf), not {value!r}")
+        if not latency_ns >= 0:
+            raise ValueError(f"latency_ns must be in [0, inf), not {latency_ns!r}")
+        if isinstance(packet_bytes, bool) or not isinstance(packet_bytes, int) or packet_bytes <= 0:
+            raise ValueError(f"packet_bytes must be a positive integer, not {packet_bytes!r}")
+        self.n_gpus = n_gpus
+        self.link_gbs = float(link_gbs)
+        self.latency_ns = float(latency_ns)
+        self.packet_bytes = packet_bytes
+        self.freq_ghz = float(freq_ghz)
+        self.links = [Link(src=i, dst=self.next_hop(i), bytes_per_cycle=self.bytes_per_cycle,
+                           latency_cycles=self.latency_cycles) for i in range(n_gpus)]
+
+    @property
+    def bytes_per_cycle(self):
+        """Bytes per cycle of one direction of a link."""
+        return self.link_gbs / self.freq_ghz
+
+    @property
+    def latency_cycles(self):
+        """Link latency in cycles."""
+        return self.latency_ns * self.freq_ghz
+
+    def next_hop(self, src):
+        """The GPU that ``src`` sends to."""
+        return (src - 1) % self.n_gpus
+
+    def packets(self, nbytes):
+        """Sizes of the packets that carry a message of ``nbytes``."""
+        full, rest = divmod(nbytes, self.packet_bytes)
+        return [self.packet_bytes] * full + ([rest] if rest else [])
+
+    def send(self, src, nbytes, tag=None, ready=0.0):
+        """Queue a message from ``src`` to its next hop, cut into packets."""
+        for size in self.packets(nbytes):
+            self.links[src].enqueue(size, tag, ready)
+
+    def transmit(self, until):
+        """Advance every link to ``until``; return the deliveries, by arrival time."""
+        out = [d for link in self.links for d in link.transmit(until)]
+        out.sort(key=lambda d: d.arrival)
+        return out
+
+    def ring_step_cycles(self, chunk_bytes):
+        """Closed form of one ring step: serialize one chunk, then one link latency."""
+        return chunk_bytes / self.bytes_per_cycle + self.latency_cycles
+
+    def reduce_scatter_cycles(self, total_bytes):
+        """Closed form of a ring reduce-scatter of ``total_bytes`` per GPU.
+
+        ``(N-1)/N * total_bytes / link bandwidth + (N-1) * latency``: N-1 steps, each one
+        chunk of ``total_bytes / N`` and one latency. The ring all-gather takes the same.
+        """
+        n = self.n_gpus
+        return (n - 1) * self.ring_step_cycles(total_bytes / n)

@@ -1,0 +1,656 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Performance model: Sequential, T3, T3-MCA and Ideal for the paper's sub-layers.
+
+A chunked-time simulation (steps of ``step_cycles``) of one GPU of the ring, built from the
+behavioral models: :class:`~sim_models.gpu.GemmProducer` (tiles, L2 reuse),
+:class:`~sim_models.dram.DramModel` (bandwidth-limited queue, traffic classes),
+:class:`~sim_models.network.RingNetwork` (serialization, latency, packets),
+:class:`~sim_models.engine_model.Arbiter` and the RTL's reference tracker
+(:class:`~sim_models.tracker.TrackerModel`).
+
+Scenarios
+---------
+* **Sequential.** The GEMM alone (output stores are write-back L2 traffic), then a ring
+  reduce-scatter in N-1 synchronous steps: each step the DMA reads one chunk and sends it; the
+  received chunk is written to a buffer, and a reduction kernel reads the local and the
+  received chunk and writes the sum. Then a ring all-gather (read, send, write) in N-1 steps.
+* **T3.** The GEMM issues its tiles in the staggered order; stage-0 tiles are stored straight
+  to the next GPU (``remote`` region, through the TX buffer: a CU whose store finds the TX
+  buffer full waits); later stages' stores are NMC updates to local DRAM. The tracker counts
+  each tracked unit's local and incoming update bytes; the trigger makes the DMA read the
+  unit (in packets, as TX buffer room allows) and send it as an update. The last stage's
+  units hold the reduced chunk. The compute stream (tile reads, output stores) and the
+  communication stream (DMA reads, incoming updates) share the DRAM under the round-robin
+  arbiter. Then the same all-gather as Sequential.
+* **T3-MCA.** The same, with the ``t3_mca`` arbiter (``engine_model`` documents its rule).
+* **Ideal.** ``max(GEMM, RS) + AG`` with the Sequential run's own phase times.
+
+DRAM contention is the only thing that separates T3 from a perfect overlap besides the ring's
+fill and drain: the GEMM's tiles slow down when their reads are not served, and communication
+is delayed when the arbiter favours the GEMM.
+
+Symmetry
+--------
+All N GPUs run the same schedule rotated by one chunk, so their timelines are identical. The
+model simulates GPU 0 and takes what it receives from GPU 1 to be what it sends itself, one
+link away: GPU 1's unit ``j`` of stage ``s`` is GPU 0's unit ``j`` of stage ``s + 1``. This
+requires every chunk to split into the same tracked units (checked; ValueError otherwise).
+
+Tracked units
+-------------
+The tracker is direct-mapped with ``tracker_entries`` entries, and the ids of units live at
+the same time must differ modulo that. When the ring is slower than the GEMM (OP layers) the
+GEMM runs several stages ahead of the communication, so units of all N-1 tracked stages can be
+live at once. A unit is therefore a run of at most ``g`` consecutive tiles of one tile row of
+a chunk (a rectangle, so one DMA descriptor), with ``g`` the smallest that leaves at most
+``U <= tracker_entries / (N - 1)`` units per chunk; unit ``j`` of stage ``s`` carries id
+``s * U + j``, so the ids of stages 1 .. N-1 are all distinct modulo ``tracker_entries``.
+A unit's threshold is its local plus its incoming bytes in beats; the beat (the tracker's
+counting unit) is ``burst_bytes``, doubled until the threshold fits ``count_width``.
+"""
+
+import heapq
+import json
+import math
+import os
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim_models.dram import TRAFFIC_CLASSES, DramModel
+from sim_models.engine_model import Arbiter, DmaDescriptor, observe_bytes
+from sim_models.gpu import GemmProducer, GpuConfig
+from sim_models.network import RingNetwork
+from sim_models.tracker import TrackerModel
+from sim_models.workloads import paper_workloads, token_sweep
+from t3hw.layouts import WriteKind, WriteSource
+from t3hw.params import EngineParams
+
+
+__all__ = ["SystemConfig", "PhaseResult", "simulate_sequential", "simulate_t3", "run_workload",
+           "summarize", "run_paper", "run_token_sweep", "plot_results", "PAPER"]
+
+
+#: The paper's published figures (T3.md), for comparison in reports and docs.
+PAPER = {
+    "summary": {"speedup_geomean": {"t3": 0.20, "t3_mca": 0.30, "ideal": 0.35},
+                "speedup_max": {"t3": 0.39, "t3_mca": 0.47, "ideal": 0.50},
+                "dram_reduction_geomean": 0.22, "dram_reduction_max": 0.36},
+    "summary_tp32": {"speedup_geomean": {"t3_mca": 0.29}, "speedup_max": {"t3_mca": 0.35}},
+}
+
+
+@dataclass(frozen=True)
+class SystemConfig:
+    """Hardware and model parameters (defaults: the paper's hardware, documented choices).
+
+    Attributes
+    ----------
+    gpu : GpuConfig
+        Compute units, clock, L2, peak, tile shape.
+    dram_gbs : float
+        DRAM bandwidth, GB/s (paper: 1000).
+    dram_latency_cycles : int
+        Unloaded DRAM latency (350 cycles, 250 ns).
+    link_gbs : float
+        One direction of a ring link, GB/s (75: half of 150 GB/s bidirectional).
+    link_latency_ns : float
+        Link latency (paper: 500 ns).
+    packet_bytes : int
+        Network packet and DMA request size of this model.
+    burst_bytes : int
+        DRAM request size and tracker beat (256 B here for speed; thresholds must fit the
+        tracker's ``count_width``).
+    step_cycles : int
+        Time step of the GEMM and fused phases (the ring phases use a quarter of it).
+    tx_buffer_bytes : int
+        Network transmit staging per GPU: DMA reads and remote stores wait when it is full.
+    starvation_limit, mca_window : int
+        T3-MCA parameters (cycles).
+    mca_threshold : int or None
+        Programmed T3-MCA threshold, or None to derive it.
+    tracker : EngineParams
+        Tracker geometry.
+    """
+
+    gpu:                 GpuConfig = field(default_factory=GpuConfig)
+    dram_gbs:            float = 1000.0
+    dram_latency_cycles: int = 350
+    link_gbs:            float = 75.0
+    link_latency_ns:     float = 500.0
+    packet_bytes:        int = 4096
+    burst_bytes:         int = 256
+    step_cycles:         int = 512
+    tx_buffer_bytes:     int = 256 * 1024
+    starvation_limit:    int = 1024
+    mca_window:          int = 16384
+    mca_threshold:       int = None
+    tracker:             EngineParams = field(default_factory=EngineParams)
+
+    def __post_init__(self):
+        for name in ("dram_latency_cycles", "packet_bytes", "burst_bytes", "step_cycles",
+                     "tx_buffer_bytes", "starvation_limit", "mca_window"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an integer in [1, inf), not {v!r}")
+        for name in ("dram_gbs", "link_gbs"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be in (0, inf), not {getattr(self, name)!r}")
+        if not self.link_latency_ns >= 0:
+            raise ValueError(f"link_latency_ns must be in [0, inf), not {self.link_latency_ns!r}")
+        if self.packet_bytes % self.burst_bytes:
+            raise ValueError(f"packet_bytes must be a multiple of burst_bytes="
+                             f"{self.burst_bytes}, not {self.packet_bytes!r}")
+        if self.tx_buffer_bytes < self.packet_bytes:
+            raise ValueError(f"tx_buffer_bytes must be in [{self.packet_bytes}, inf), "
+                             f"not {self.tx_buffer_bytes!r}")
+
+    def dram(self):
+        """A fresh timing-only :class:`DramModel`."""
+        return DramModel(bandwidth_gbs=self.dram_gbs, freq_ghz=self.gpu.freq_ghz,
+                         latency_cycles=self.dram_latency_cycles, burst_bytes=self.burst_bytes)
+
+    def ring(self, n_gpus):
+        """A :class:`RingNetwork` of ``n_gpus`` with these link parameters."""
+        return RingNetwork(n_gpus=n_gpus, link_gbs=self.link_gbs,
+                           latency_ns=self.link_latency_ns, packet_bytes=self.packet_bytes,
+                           freq_ghz=self.gpu.freq_ghz)
+
+
+@dataclass
+class PhaseResult:
+    """Cycles per phase and DRAM bytes per traffic class of one scenario.
+
+    ``mca_threshold`` is the T3-MCA threshold used (programmed or derived), else None.
+    """
+    cycles: dict
+    traffic: dict
+    mca_threshold: int = None
+
+    @property
+    def total(self):
+        """End-to-end cycles."""
+        return self.cycles["total"]
+
+
+class _Fifo:
+    """A stream's requests at the DRAM, served in order: ``[bytes_left, kind, key, arr]``."""
+
+    def __init__(self):
+        self.q = deque()
+
+    def push(self, kind, key, nbytes, arr=None):
+        self.q.append([float(nbytes), kind, key, nbytes, arr])
+
+    def serve(self, amount, deliver=None):
+        """Consume ``amount`` bytes from the head; return the entries completed."""
+        done = []
+        while self.q and amount > 1e-9:
+            e = self.q[0]
+            take = min(amount, e[0])
+            if e[4] is not None:                     # aggregated tile reads: per-CU array
+                part = e[4] * (take / e[0])
+                e[4] -= part
+                deliver(part)
+            e[0] -= take
+            amount -= take
+            if e[0] <= 1e-6:
+                self.q.popleft()
+                if e[4] is None:
+                    done.append((e[1], e[2], e[3]))
+        return done
+
+    def __bool__(self):
+        return bool(self.q)
+
+
+class _Gemm:
+    """The CUs running one GEMM, stepped: per-tile roofline under delivered DRAM bytes."""
+
+    def __init__(self, producer, lookahead_steps=2):
+        self.p = producer
+        cus = producer.gpu.cus
+        self.queue = deque(producer.order())
+        self.tile = np.full(cus, -1)
+        self.need = np.zeros(cus)
+        self.req = np.zeros(cus)
+        self.got = np.zeros(cus)
+        self.frac = np.zeros(cus)
+        self.held = np.zeros(cus, dtype=bool)
+        self.tc = float(producer.compute_cycles)
+        self.lookahead = lookahead_steps
+
+    @property
+    def done(self):
+        return not self.queue and not (self.tile >= 0).any()
+
+    def dispatch(self):
+        for cu in np.flatnonzero(self.tile < 0):
+            if not self.queue:
+                break
+            t = self.queue.popleft()
+            self.tile[cu] = t
+            self.need[cu] = self.p.dispatch(t)
+            self.req[cu] = self.got[cu] = self.frac[cu] = 0.0
+
+    def requests(self, dt):
+        """Read bytes the CUs issue this step (a per-CU array): up to a few steps ahead."""
+        target = np.minimum(self.need, (self.frac + self.lookahead * dt / self.tc) * self.need)
+        new = np.where(self.tile >= 0, np.maximum(target - self.req, 0.0), 0.0)
+        self.req += new
+        return new
+
+    def deliver(self, part):
+        self.got += part
+
+    def advance(self, dt):
+        """Advance the running tiles by ``dt``; return the CUs whose tile just finished."""
+        running = (self.tile >= 0) & ~self.held
+        have = np.where(self.need - self.got < 1.0, 1.0,
+                        self.got / np.maximum(self.need, 1.0))
+        self.frac = np.where(running, np.minimum(self.frac + dt / self.tc, have), self.frac)
+        fin = np.flatnonzero(running & (self.frac >= 1.0 - 1e-9))
+        self.held[fin] = True
+        return fin
+
+    def free(self, cu):
+        self.p.retire(int(self.tile[cu]))
+        self.tile[cu] = -1
+        self.held[cu] = False
+
+
+def _units(producer, n, max_units, burst_bytes, packet_bytes, max_threshold):
+    """Tracked units per stage (lists of tile ids), their bytes, and the tracker beat."""
+    per_chunk = max(len(c) for c in producer.chunks)
+    g = max(1, math.ceil(per_chunk / max_units))
+    while True:
+        stages = []
+        for s in range(n):
+            units, run = [], []
+            for t in producer.chunks[producer.stage_chunk(s)]:
+                if run and (len(run) == g or producer.tiles[t].row != producer.tiles[run[0]].row):
+                    units.append(run)
+                    run = []
+                run.append(t)
+            units.append(run)
+            stages.append(units)
+        if max(len(u) for u in stages) <= max_units:
+            break
+        g += 1
+    sizes = [[sum(producer.store_bytes(t) for t in u) for u in units] for units in stages]
+    if any(sz != sizes[0] for sz in sizes):
+        raise ValueError(f"tokens x hidden must split into {n} chunks of identical tracked units "
+                         f"for the symmetric ring model; {producer.shape} does not")
+    beat = burst_bytes
+    while 2 * max(sizes[0]) // beat > max_threshold and beat < packet_bytes:
+        beat *= 2
+    if 2 * max(sizes[0]) // beat > max_threshold:
+        raise ValueError(f"a tracked unit's threshold must be at most {max_threshold} beats of "
+                         f"at most packet_bytes={packet_bytes}; {producer.shape} needs "
+                         f"{2 * max(sizes[0]) // beat}")
+    if any(producer.store_bytes(t) % beat for u in stages[0] for t in u) or packet_bytes % beat:
+        raise ValueError(f"the tracker beat must divide every tile's output bytes and the "
+                         f"packet; {beat} does not for {producer.shape}")
+    return stages, sizes[0], beat
+
+
+def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
+    """The GEMM phase: alone (``fused=False``) or fused with the ring RS (T3)."""
+    n, dt = work.tp, cfg.step_cycles
+    prod = GemmProducer(shape=work.shape, gpu=cfg.gpu, n_gpus=n if fused else 1,
+                        cache_outputs=not fused)
+    dram = cfg.dram()
+    arb = Arbiter(policy=policy, threshold=cfg.mca_threshold,
+                  starvation_limit=cfg.starvation_limit, window=cfg.mca_window,
+                  saturation=dram.saturation)
+    gemm = _Gemm(prod)
+    cfifo, mfifo = _Fifo(), _Fifo()
+    now = 0.0
+    if not fused:
+        while not (gemm.done and not cfifo):
+            gemm.dispatch()
+            new = gemm.requests(dt)
+            if new.sum() > 0:
+                cfifo.push("read", None, new.sum(), new)
+                dram.request("compute", new.sum(), "gemm_reads")
+            gc, _ = dram.step(dt, arb)
+            cfifo.serve(gc, gemm.deliver)
+            for cu in gemm.advance(dt):
+                nb = prod.store_bytes(int(gemm.tile[cu]))
+                cfifo.push("store", None, nb)
+                dram.request("compute", nb, "gemm_writes")
+                gemm.free(cu)
+            now += dt
+        return now, dram.traffic, arb
+
+    stages, ubytes, beat = _units(prod, n, max(1, cfg.tracker.tracker_entries // (n - 1)),
+                                  cfg.burst_bytes, cfg.packet_bytes, cfg.tracker.max_threshold)
+    n_units = len(ubytes)
+    unit_of = {t: (s, j) for s, units in enumerate(stages) for j, u in enumerate(units) for t in u}
+    ring = cfg.ring(n)
+    link = ring.links[0]
+    tracker = TrackerModel(cfg.tracker)
+    cmd_mask = (1 << cfg.tracker.cmd_width) - 1
+    descriptors, armed = {}, set()
+    dma, dma_out = deque(), 0
+    arrivals, seq = [], 0
+    done_units = 0
+
+    def descriptor(s, j):
+        tiles = stages[s][j]
+        addr, rows, _, pitch = prod.store_region(tiles[0])
+        row_bytes = sum(prod.store_region(t)[2] for t in tiles)
+        return DmaDescriptor(src=addr, rows=rows, row_bytes=row_bytes, pitch=pitch,
+                             dest_device=n - 1, dest_addr=addr, op=WriteKind.UPDATE,
+                             dest_tile=(s + 1) * n_units + j)
+
+    def observe(s, j, nbytes, source):
+        nonlocal done_units
+        uid = s * n_units + j
+        if uid not in armed:
+            if not tracker.arm(uid, 2 * ubytes[j] // beat, uid & cmd_mask):
+                raise RuntimeError(f"tracker entry of unit {uid} is still armed: "
+                                   f"tracker errors {tracker.errors}")
+            armed.add(uid)
+            if s < n - 1:
+                descriptors[uid] = descriptor(s, j)
+        for trig in observe_bytes(tracker, uid, nbytes, burst_bytes=beat,
+                                  source=source):
+            armed.discard(trig.tile)
+            if s == n - 1:
+                done_units += 1
+            else:
+                dma.append([(s, j), descriptors.pop(trig.tile).nbytes])
+
+    held = deque()
+    while done_units < n_units:
+        end = now + dt
+        while arrivals and arrivals[0][0] <= now:
+            _, _, (s, j), nb = heapq.heappop(arrivals)
+            mfifo.push("rx", (s + 1, j), nb)
+            dram.request("comm", nb, "rs_writes")
+        while held:                       # stage-0 tiles waiting for TX buffer room
+            cu = held[0]
+            t = int(gemm.tile[cu])
+            nb = prod.store_bytes(t)
+            if link.queued_bytes + dma_out + nb > cfg.tx_buffer_bytes:
+                break
+            held.popleft()
+            for size in ring.packets(nb):
+                link.enqueue(size, unit_of[t], ready=now)
+            gemm.free(cu)
+        gemm.dispatch()
+        new = gemm.requests(dt)
+        if new.sum() > 0:
+            cfifo.push("read", None, new.sum(), new)
+            dram.request("compute", new.sum(), "gemm_reads")
+        while dma and link.queued_bytes + dma_out + cfg.packet_bytes <= cfg.tx_buffer_bytes:
+            nb = min(cfg.packet_bytes, dma[0][1])
+            mfifo.push("dma", dma[0][0], nb)
+            dram.request("comm", nb, "rs_reads")
+            dma_out += nb
+            dma[0][1] -= nb
+            if not dma[0][1]:
+                dma.popleft()
+        if not gemm.done:
+            arb.measure(dt, dram.compute_occupancy)
+        gc, gm = dram.step(dt, arb)
+        for _, (s, j), nb in cfifo.serve(gc, gemm.deliver):
+            observe(s, j, nb, WriteSource.COMPUTE)
+        for kind, (s, j), nb in mfifo.serve(gm):
+            if kind == "dma":
+                dma_out -= nb
+                link.enqueue(nb, (s, j), ready=end + cfg.dram_latency_cycles)
+            else:
+                observe(s, j, nb, WriteSource.REMOTE)
+        for cu in gemm.advance(dt):
+            t = int(gemm.tile[cu])
+            s, j = unit_of[t]
+            if s == 0:
+                held.append(cu)
+            else:
+                nb = prod.store_bytes(t)
+                cfifo.push("store", (s, j), nb)
+                dram.request("compute", nb, "gemm_writes")
+                gemm.free(cu)
+        for d in link.transmit(end):
+            seq += 1
+            heapq.heappush(arrivals, (d.arrival, seq, d.tag, d.nbytes))
+        now = end
+    if any(tracker.errors.values()):
+        raise RuntimeError(f"tracker errors in the fused run: {tracker.errors}")
+    return now, dram.traffic, arb
+
+
+def _ring_sim(work, cfg, kind):
+    """A sequential ring reduce-scatter (``kind="rs"``) or all-gather (``"ag"``) of the output.
+
+    N-1 synchronous steps of one chunk each; GPU 0 receives what it sends (symmetry).
+    RS: DMA read, send, write into a buffer, kernel reads local + received and writes the sum.
+    AG: DMA read, send, write.
+    """
+    n = work.tp
+    dt = max(1, cfg.step_cycles // 4)
+    shape = work.shape
+    total = shape.m * shape.n * cfg.gpu.elem_bytes
+    chunk = -(-total // n // cfg.burst_bytes) * cfg.burst_bytes
+    dram = cfg.dram()
+    arb = Arbiter(policy="compute_first")
+    link = cfg.ring(n).links[0]
+    rd, wr = ("rs_reads", "rs_writes") if kind == "rs" else ("ag_reads", "ag_writes")
+    now = 0.0
+    for _ in range(n - 1):
+        cfifo, mfifo = _Fifo(), _Fifo()
+        to_read, dma_out, pending, arrivals = chunk, 0, chunk, deque()
+        while pending > 0:
+            end = now + dt
+            while arrivals and arrivals[0].arrival <= now:
+                d = arrivals.popleft()
+                mfifo.push("rx", None, d.nbytes)
+                dram.request("comm", d.nbytes, wr)
+            while to_read and link.queued_bytes + dma_out + cfg.packet_bytes <= cfg.tx_buffer_bytes:
+                nb = min(cfg.packet_bytes, to_read)
+                mfifo.push("dma", None, nb)
+                dram.request("comm", nb, rd)
+                dma_out += nb
+                to_read -= nb
+            gc, gm = dram.step(dt, arb)
+            for _, _, nb in cfifo.serve(gc):
+                pending -= nb // 3
+            for what, _, nb in mfifo.serve(gm):
+                if what == "dma":
+                    dma_out -= nb
+                    link.enqueue(nb, None, ready=end + cfg.dram_latency_cycles)
+                elif kind == "rs":
+                    cfifo.push("reduce", None, 3 * nb)
+                    dram.request("compute", 2 * nb, rd)
+                    dram.request("compute", nb, wr)
+                else:
+                    pending -= nb
+            arrivals.extend(link.transmit(end))
+            now = end
+    return now, dram.traffic
+
+
+def simulate_sequential(work, cfg=None):
+    """Sequential: GEMM, then ring RS, then ring AG. Returns a :class:`PhaseResult`."""
+    cfg = cfg or SystemConfig()
+    g, g_traffic, _ = _gemm_sim(work, cfg, fused=False)
+    rs, rs_traffic = _ring_sim(work, cfg, "rs")
+    ag, ag_traffic = _ring_sim(work, cfg, "ag")
+    traffic = {c: g_traffic[c] + rs_traffic[c] + ag_traffic[c] for c in TRAFFIC_CLASSES}
+    return PhaseResult({"gemm": g, "rs": rs, "ag": ag, "total": g + rs + ag}, traffic)
+
+
+def simulate_t3(work, cfg=None, *, policy="round_robin", ag=None):
+    """T3 (``policy="round_robin"``) or T3-MCA (``"t3_mca"``): fused GEMM+RS, then AG.
+
+    ``ag`` is ``(cycles, traffic)`` of the all-gather if already simulated (it is the same
+    phase as Sequential's).
+    """
+    cfg = cfg or SystemConfig()
+    fused, f_traffic, arb = _gemm_sim(work, cfg, fused=True, policy=policy)
+    ag_cycles, ag_traffic = ag if ag is not None else _ring_sim(work, cfg, "ag")
+    traffic = {c: f_traffic[c] + ag_traffic[c] for c in TRAFFIC_CLASSES}
+    return PhaseResult({"gemm_rs": fused, "ag": ag_cycles, "total": fused + ag_cycles}, traffic,
+                       arb.threshold if policy == "t3_mca" else None)
+
+
+def run_workload(work, cfg=None):
+    """All four scenarios of one workload: an entry of the ``configs`` list, plus ``phases``
+    (cycles per phase of each scenario), which the JSON report leaves out."""
+    cfg = cfg or SystemConfig()
+    seq = simulate_sequential(work, cfg)
+    ag = (seq.cycles["ag"], {c: (v if c.startswith("ag") else 0) for c, v in seq.traffic.items()})
+    t3 = simulate_t3(work, cfg, policy="round_robin", ag=ag)
+    mca = simulate_t3(work, cfg, policy="t3_mca", ag=ag)
+    ideal = max(seq.cycles["gemm"], seq.cycles["rs"]) + seq.cycles["ag"]
+    return {"model": work.model, "tp": work.tp, "sublayer": work.sublayer, "tokens": work.tokens,
+            "cycles": {"sequential": seq.total, "t3": t3.total, "t3_mca": mca.total,
+                       "ideal": ideal},
+            "dram_bytes": {"sequential": seq.traffic, "t3": t3.traffic, "t3_mca": mca.traffic},
+            "phases": {"sequential": seq.cycles, "t3": t3.cycles, "t3_mca": mca.cycles}}
+
+
+def _geomean(xs):
+    return float(np.exp(np.mean(np.log(xs))))
+
+
+def summarize(configs):
+    """Speedups (``sequential / x - 1``) and DRAM reductions (``1 - t3_mca / sequential``).
+
+    Geomeans are taken over ``1 + speedup`` and over the traffic ratios, then shifted back.
+    """
+    if not configs:
+        raise ValueError("configs must be a non-empty list")
+    out = {"speedup_geomean": {}, "speedup_max": {}}
+    for key in ("t3", "t3_mca", "ideal"):
+        ratios = [c["cycles"]["sequential"] / c["cycles"][key] for c in configs]
+        out["speedup_geomean"][key] = _geomean(ratios) - 1
+        out["speedup_max"][key] = max(ratios) - 1
+    kept = [sum(c["dram_bytes"]["t3_mca"].values()) / sum(c["dram_bytes"]["sequential"].values())
+            for c in configs]
+    out["dram_reduction_geomean"] = 1 - _geomean(kept)
+    out["dram_reduction_max"] = 1 - min(kept)
+    return out
+
+
+class _Progress:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
+    def __init__(self, total, enabled):
+        self.total, self.n, self.t0 = total, 0, time.monotonic()
+        self.enabled = enabled and sys.stderr.isatty()
+
+    def step(self, label):
+        self.n += 1
+        if self.enabled:
+            width = 30
+            fill = width * self.n // self.total
+            sys.stderr.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {self.n}/{self.total} "
+                             f"{time.monotonic() - self.t0:5.1f}s {label:<28}")
+            if self.n == self.total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _run_all(workloads, cfg, progress):
+    bar = _Progress(len(workloads), progress)
+    out = []
+    for w in workloads:
+        entry = run_workload(w, cfg)
+        del entry["phases"]
+        out.append(entry)
+        bar.step(f"{w.model} TP{w.tp} {w.sublayer}")
+    return out
+
+
+def _write(result, json_path):
+    if json_path:
+        os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+        with open(json_path, "w") as f:
+            json.dump(result, f, indent=1, sort_keys=False)
+            f.write("\n")
+
+
+def run_paper(json_path=None, plot_dir=None, progress=True, *, cfg=None):
+    """The paper's table: every workload of :func:`~sim_models.workloads.paper_workloads`.
+
+    Returns ``{"configs": [...], "summary": {...}, "summary_tp32": {...}}`` (``summary``
+    over the 16 Mega-GPT-2/T-NLG configs, ``summary_tp32`` over GPT-3/PaLM/MT-NLG), writes it
+    to ``json_path`` if given and PNG plots to ``plot_dir`` if given.
+    """
+    configs = _run_all(paper_workloads(), cfg or SystemConfig(), progress)
+    small = [c for c in configs if c["tp"] != 32]
+    large = [c for c in configs if c["tp"] == 32]
+    result = {"configs": configs, "summary": summarize(small), "summary_tp32": summarize(large)}
+    _write(result, json_path)
+    if plot_dir:
+        plot_results(result, plot_dir, prefix="paper")
+    return result
+
+
+def run_token_sweep(json_path=None, plot_dir=None, progress=True, *, model="T-NLG", tp=8,
+                    tokens=(2048, 4096, 8192, 16384), cfg=None):
+    """Every sub-layer of ``model`` at ``tp`` for each T in ``tokens``; same JSON shape
+    as :func:`run_paper` with ``summary`` per token count (``{"T": summary}``)."""
+    configs = _run_all(token_sweep(model=model, tp=tp, tokens=tokens), cfg or SystemConfig(),
+                       progress)
+    result = {"configs": configs,
+              "summary": {str(t): summarize([c for c in configs if c["tokens"] == t])
+                          for t in tokens}}
+    _write(result, json_path)
+    if plot_dir:
+        plot_results(result, plot_dir, prefix="paper_sweep")
+    return result
+
+
+def plot_results(result, plot_dir, *, prefix="paper"):
+    """Write ``{prefix}_speedup.png`` and ``{prefix}_dram.png`` into ``plot_dir``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(plot_dir, exist_ok=True)
+    configs = result["configs"]
+    labels = [f"{c['model']}\nTP{c['tp']} {c['sublayer']}" + (f"\nT={c['tokens']}"
+              if prefix != "paper" else "") for c in configs]
+    x = np.arange(len(configs))
+    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(configs)), 4.5))
+    for i, (key, name) in enumerate((("t3", "T3"), ("t3_mca", "T3-MCA"), ("ideal", "Ideal"))):
+        y = [100 * (c["cycles"]["sequential"] / c["cycles"][key] - 1) for c in configs]
+        ax.bar(x + (i - 1) * 0.27, y, 0.27, label=name)
+    if prefix == "paper":
+        for (key, name), color in zip((("t3", "T3"), ("t3_mca", "T3-MCA"), ("ideal", "Ideal")),
+                                      plt.get_cmap("tab10").colors):
+            ax.axhline(100 * PAPER["summary"]["speedup_geomean"][key], color=color, ls="--",
+                       lw=1, label=f"paper geomean {name}")
+    ax.set_xticks(x, labels, fontsize=6, rotation=90)
+    ax.set_ylabel("speedup over Sequential (%)")
+    ax.set_title("Sub-layer speedup (model: sim_models.perf)")
+    ax.axhline(0, color="k", lw=0.5)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(os.path.join(plot_dir, f"{prefix}_speedup.png"), dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(configs)), 4.5))
+    colors = plt.get_cmap("tab10").colors
+    for off, scen, hatch in ((-0.2, "sequential", ""), (0.2, "t3_mca", "//")):
+        bottom = np.zeros(len(configs))
+        for k, cls in enumerate(TRAFFIC_CLASSES):
+            y = np.array([c["dram_bytes"][scen][cls] / sum(c["dram_bytes"]["sequential"].values())
+                          for c in configs])
+            ax.bar(x + off, y, 0.4, bottom=bottom, color=colors[k], hatch=hatch,
+                   label=cls if scen == "sequential" else None, edgecolor="k", lw=0.2)
+            bottom += y
+    ax.set_xticks(x, labels, fontsize=6, rotation=90)
+    ax.set_ylabel("DRAM bytes / Sequential total")
+    ax.set_title("DRAM traffic: Sequential (left, plain) vs T3-MCA (right, hatched)")
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(plot_dir, f"{prefix}_dram.png"), dpi=120)
+    plt.close(fig)

@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The address map: classifies every producer store by a small region table.
+
+This is T3's "producer output address space configuration". Each of ``regions`` regions is
+``[base, base + size)`` with a mode:
+
+* ``LOCAL``: the store goes to the local memory controller, untracked;
+* ``TRACKED``: the store goes to the local memory controller with ``tracked`` set, so the
+  tracker counts it;
+* ``REMOTE``: the store leaves on the network as an *update* packet to ``device``, at the
+  translated address ``remote_base + (addr - base)``, carrying its tile id.
+
+A store that matches no region goes to local memory, untracked, and counts in ``unmapped``.
+A store is classified by its address alone (a store that crosses a region end is sent where
+its first byte belongs). The programming logic keeps the table well formed: regions never
+overlap and are never empty, so at most one region matches.
+"""
+
+from amaranth import *
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .layouts import (RegionMode, WriteKind, addrmap_errors_layout, addrmap_stats_layout,
+                      mem_store_layout, net_packet_layout, region_layout,
+                      region_program_layout, store_layout)
+from .params import EngineParams
+
+
+__all__ = ["AddrMap"]
+
+
+class AddrMap(wiring.Component):
+    """Region table and store classifier.
+
+    Parameters
+    ----------
+    params : EngineParams
+        Uses ``regions``, ``addr_width``, ``device_width``, ``tile_width``, ``burst_bytes``
+        and ``counter_width``.
+
+    Members
+    -------
+    store : In(stream.Signature(store_layout))
+        Producer stores. Ready when both output registers are empty or being taken (so a
+        stalled output holds every store, in order).
+    program : In(stream.Signature(region_program_layout, always_ready=True))
+        Region writes (from the register block), one per cycle. ``valid = 0`` removes region
+        ``index``. A write with ``valid = 1`` replaces region ``index`` unless it is rejected:
+        size 0, ``base + size > 2**addr_width`` or an unknown mode sets ``bad_region``;
+        overlapping another valid region sets ``overlap``. A rejected write leaves the table
+        unchanged. A write applies to stores accepted from the next cycle on.
+    net : Out(stream.Signature(net_packet_layout))
+        Stores to ``REMOTE`` regions, as ``UPDATE`` packets. ``valid`` is a register.
+    mem : Out(stream.Signature(mem_store_layout))
+        Every other store, with ``tracked`` set for ``TRACKED`` regions. ``valid`` is a
+        register.
+    errors : Out(addrmap_errors_layout)
+        Sticky error bits; each stays set until the same bit of ``clear`` is pulsed (a bit set
+        in the same cycle as its clear stays set).
+    clear : In(addrmap_errors_layout)
+        Write-one-to-clear strobe for ``errors``.
+    stats : Out(addrmap_stats_layout)
+        Wrapping counters of the stores accepted, by class.
+
+    Latency 1 cycle (a store accepted in cycle t is valid at its output in t + 1);
+    throughput one store per cycle while the outputs are ready. The classification is one
+    subtract-and-compare per region in parallel, so its path grows with ``addr_width`` and,
+    through the one-hot select, with ``log2(regions)``. The program check compares the new
+    region with every other region in the same cycle. All registers are reset (regions to
+    invalid).
+    """
+
+    def __init__(self, params: EngineParams = EngineParams()):
+        if not isinstance(params, EngineParams):
+            raise TypeError(f"params must be an EngineParams, not {params!r}")
+        self._p = params
+        super().__init__({
+            "store":   In(stream.Signature(store_layout(params))),
+            "program": In(stream.Signature(region_program_layout(params), always_ready=True)),
+            "net":     Out(stream.Signature(net_packet_layout(params))),
+            "mem":     Out(stream.Signature(mem_store_layout(params))),
+            "errors":  Out(addrmap_errors_layout(params)),
+            "clear":   In(addrmap_errors_layout(params)),
+            "stats":   Out(addrmap_stats_layout(params)),
+        })
+
+    @property
+    def params(self):
+        return self._p
+
+    def elaborate(self, platform):
+        p = self._p
+        m = Module()
+        aw = p.addr_width
+        regions = [Signal(region_layout(p), name=f"region{i}") for i in range(p.regions)]
+
+        # --- classify: one subtract-and-compare per region, one-hot select ------------------
+        st = self.store.payload
+        hits = Signal(p.regions)
+        for i, r in enumerate(regions):
+            m.d.comb += hits[i].eq(r.valid & ((st.addr - r.base)[:aw] < r.size))
+        mode   = Signal(RegionMode)                 # LOCAL (0) when no region hits
+        device = Signal(p.device_width)
+        delta  = Signal(aw)                         # remote_base - base of the hit region
+        for i, r in enumerate(regions):
+            with m.If(hits[i]):
+                m.d.comb += [
+                    mode.eq(r.mode),
+                    device.eq(r.device),
+                    delta.eq(r.remote_base - r.base),
+                ]
+        hit = hits.any()
+
+        net, mem = self.net, self.mem
+        m.d.comb += self.store.ready.eq((~net.valid | net.ready) & (~mem.valid | mem.ready))
+        take = self.store.valid & self.store.ready
+        remote = mode == RegionMode.REMOTE
+
+        with m.If(net.ready):
+            m.d.sync += net.valid.eq(0)
+        with m.If(mem.ready):
+            m.d.sync += mem.valid.eq(0)
+        with m.If(take & remote):
+            m.d.sync += [
+                net.valid.eq(1),
+                net.payload.device.eq(device),
+                net.payload.addr.eq(st.addr + delta),
+                net.payload.kind.eq(WriteKind.UPDATE),
+                net.payload.tile.eq(st.tile),
+                net.payload.bytes.eq(st.bytes),
+            ]
+        with m.If(take & ~remote):
+            m.d.sync += [
+                mem.valid.eq(1),
+                mem.payload.addr.eq(st.addr),
+                mem.payload.tile.eq(st.tile),
+                mem.payload.bytes.eq(st.bytes),
+                mem.payload.kind.eq(st.kind),
+                mem.payload.tracked.eq(mode == RegionMode.TRACKED),
+            ]
+
+        s = self.stats
+        with m.If(take):
+            with m.If(~hit):
+                m.d.sync += s.unmapped.eq(s.unmapped + 1)
+            with m.Elif(mode == RegionMode.LOCAL):
+                m.d.sync += s.local.eq(s.local + 1)
+            with m.Elif(mode == RegionMode.TRACKED):
+                m.d.sync += s.tracked.eq(s.tracked + 1)
+            with m.Else():
+                m.d.sync += s.remote.eq(s.remote + 1)
+
+        # --- program: check the new region against every other one, write it -----------------
+        req = self.program.payload
+        end = Signal(aw + 1)
+        m.d.comb += end.eq(req.base + req.size)
+        bad = ((req.size == 0) | (end > (1 << aw)) |
+               (req.mode.as_value() > RegionMode.TRACKED.value))
+        clash = Signal(p.regions)
+        for i, r in enumerate(regions):
+            m.d.comb += clash[i].eq((req.index != i) & r.valid &
+                                    (req.base < r.base + r.size) & (r.base < end))
+        set_err = Signal(addrmap_errors_layout(p))
+        m.d.comb += [
+            set_err.bad_region.eq(self.program.valid & req.valid & bad),
+            set_err.overlap.eq(self.program.valid & req.valid & ~bad & clash.any()),
+        ]
+        write = self.program.valid & (~req.valid | (~bad & ~clash.any()))
+        for i, r in enumerate(regions):
+            with m.If(write & (req.index == i)):
+                for name in region_layout(p).members:
+                    m.d.sync += r[name].eq(req[name])
+
+        m.d.sync += self.errors.eq((self.errors.as_value() & ~self.clear.as_value())
+                                   | set_err.as_value())
+        return m

@@ -1,0 +1,234 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Performance model: closed forms, byte counts, arbiter policies, numerics, JSON shape."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import sim_models.perf as perf
+from sim_models.engine_model import AddressMap, Arbiter, DmaDescriptor, Region
+from sim_models.functional import ring_reduce_scatter_check
+from sim_models.perf import SystemConfig, simulate_sequential, simulate_t3, summarize
+from sim_models.workloads import Workload, paper_workloads
+from t3hw.layouts import WriteKind
+
+SMALL = Workload(model="Mega-GPT-2", tp=8, sublayer="OP", tokens=1024)
+SMALL_FC = Workload(model="Mega-GPT-2", tp=4, sublayer="FC-2", tokens=1024)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    cfg = SystemConfig()
+    out = {}
+    for w in (SMALL, SMALL_FC):
+        seq = simulate_sequential(w, cfg)
+        out[w] = (seq, simulate_t3(w, cfg), simulate_t3(w, cfg, policy="t3_mca"))
+    return cfg, out
+
+
+# -- closed forms and byte counts ---------------------------------------------------------
+@pytest.mark.parametrize("w", [SMALL, SMALL_FC])
+def test_sequential_ring_matches_closed_form(runs, w):
+    cfg, out = runs
+    seq = out[w][0]
+    n, total = w.tp, w.tokens * w.hidden * 2
+    closed = cfg.ring(n).reduce_scatter_cycles(total)
+    # extra per ring step: the first DMA read's latency, and one model step (step_cycles / 4)
+    # each for the read, the arrival, the buffer write and the reduction
+    slack = (n - 1) * (cfg.dram_latency_cycles + 4 * (cfg.step_cycles // 4))
+    for phase in ("rs", "ag"):
+        assert closed <= seq.cycles[phase] <= closed + slack
+
+
+@pytest.mark.parametrize("w", [SMALL, SMALL_FC])
+def test_gemm_phase_obeys_roofline(runs, w):
+    cfg, out = runs
+    seq = out[w][0]
+    g = cfg.gpu
+    compute = w.shape.flops / (g.cus * g.flops_per_cu_cycle)
+    memory = (seq.traffic["gemm_reads"] + seq.traffic["gemm_writes"]) / cfg.dram().bytes_per_cycle
+    assert seq.cycles["gemm"] >= max(compute, memory)
+    tiles = math.ceil(w.tokens / g.tile_m) * math.ceil(w.hidden / g.tile_n)
+    waves = math.ceil(tiles / g.cus)
+    assert seq.cycles["gemm"] <= waves * 2 * g.tile_m * g.tile_n * w.shape.k / g.flops_per_cu_cycle \
+        + memory + 4 * cfg.step_cycles
+
+
+@pytest.mark.parametrize("w", [SMALL, SMALL_FC])
+def test_byte_counts_per_class(runs, w):
+    _, out = runs
+    seq, t3, mca = out[w]
+    n, total = w.tp, w.tokens * w.hidden * 2
+    chunk = total // n
+    assert seq.traffic["gemm_writes"] == total
+    assert seq.traffic["rs_reads"] == 3 * (n - 1) * chunk       # send + local + received
+    assert seq.traffic["rs_writes"] == 2 * (n - 1) * chunk      # receive buffer + sum
+    for r in (seq, t3, mca):
+        assert r.traffic["ag_reads"] == r.traffic["ag_writes"] == (n - 1) * chunk
+    for r in (t3, mca):
+        assert r.traffic["gemm_writes"] == (n - 1) * chunk      # stage 0 leaves as remote
+        assert r.traffic["rs_reads"] == (n - 2) * chunk         # DMA reads, stages 1..N-2
+        assert r.traffic["rs_writes"] == (n - 1) * chunk        # incoming NMC updates
+        assert r.traffic["gemm_reads"] <= seq.traffic["gemm_reads"]
+
+
+@pytest.mark.parametrize("w", [SMALL, SMALL_FC])
+def test_t3_bounds(runs, w):
+    cfg, out = runs
+    seq, t3, mca = out[w]
+    n, total = w.tp, w.tokens * w.hidden * 2
+    link_bound = (n - 1) * (total // n) / cfg.ring(n).bytes_per_cycle
+    ideal = max(seq.cycles["gemm"], seq.cycles["rs"]) + seq.cycles["ag"]
+    assert ideal < seq.total
+    for r in (t3, mca):
+        assert r.cycles["ag"] == seq.cycles["ag"]
+        assert r.cycles["gemm_rs"] >= link_bound
+        assert r.total < seq.total
+
+
+# -- arbiter policies ---------------------------------------------------------------------
+def test_mca_grant_respects_threshold_and_starvation():
+    rng = np.random.default_rng(7)
+    arb = Arbiter(policy="t3_mca", threshold=5, starvation_limit=8)
+    for _ in range(5000):
+        occ = int(rng.integers(0, 10))
+        compute, comm = bool(rng.random() < 0.7), bool(rng.random() < 0.8)
+        waited = arb.wait
+        g = arb.grant(compute_ready=compute, comm_ready=comm, occupancy=occ)
+        if g == "comm":
+            assert occ < 5 and not compute or waited >= 8
+        if compute and waited < 8:
+            assert g == "compute"
+        assert arb.wait <= 8
+    assert arb.forced > 0
+
+
+def test_mca_split_blocks_comm_above_threshold():
+    arb = Arbiter(policy="t3_mca", threshold=100, starvation_limit=1000)
+    gc, gm = arb.split(capacity=1e5, cycles=500, compute=0, comm=1e5, occupancy=100,
+                       burst_bytes=256, latency=350)
+    assert (gc, gm) == (0, 0)
+    gc, gm = arb.split(capacity=1e5, cycles=500, compute=0, comm=1e5, occupancy=100,
+                       burst_bytes=256, latency=350)
+    assert gm == 256                               # waited 1000 cycles: one forced request
+    gc, gm = arb.split(capacity=1e5, cycles=500, compute=0, comm=1e5, occupancy=50,
+                       burst_bytes=256, latency=350)
+    assert gm == pytest.approx(50 * 256 * 500 / 350)   # fills the queue up to the threshold
+
+
+@pytest.mark.parametrize("policy", ["compute_first", "round_robin"])
+@pytest.mark.parametrize("compute, comm", [(3, 40), (40, 3), (30, 30), (0, 12)])
+def test_split_equals_per_request_grants(policy, compute, comm):
+    slots, burst = 32, 64
+    arb = Arbiter(policy=policy)
+    pending = {"compute": compute, "comm": comm}
+    for _ in range(slots):
+        g = arb.grant(compute_ready=pending["compute"] > 0, comm_ready=pending["comm"] > 0,
+                      occupancy=0)
+        if g:
+            pending[g] -= 1
+    gc, gm = Arbiter(policy=policy).split(capacity=slots * burst, cycles=slots,
+                                          compute=compute * burst, comm=comm * burst,
+                                          occupancy=0, burst_bytes=burst)
+    assert (gc / burst, gm / burst) == pytest.approx(
+        (compute - pending["compute"], comm - pending["comm"]), abs=1)
+
+
+def test_derived_threshold_rule():
+    arb = Arbiter(policy="t3_mca", window=1000, saturation=900)
+    assert arb.measuring
+    arb.measure(500, 100)
+    arb.measure(500, 300)
+    assert not arb.measuring and arb.threshold == math.ceil((200 + 900) / 2)
+
+
+def test_mca_with_tight_threshold_delays_comm(runs):
+    cfg, out = runs
+    strict = simulate_t3(SMALL, SystemConfig(mca_threshold=1), policy="t3_mca")
+    assert strict.cycles["gemm_rs"] > out[SMALL][1].cycles["gemm_rs"]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"policy": "fifo"}, "policy"), ({"policy": "t3_mca", "threshold": 0}, "threshold"),
+    ({"policy": "t3_mca", "starvation_limit": 0}, "starvation_limit"),
+])
+def test_bad_arbiter(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Arbiter(**kwargs)
+
+
+# -- address map and DMA ------------------------------------------------------------------
+def test_address_map_routes_and_counts_unmatched():
+    m = AddressMap()
+    m.add(Region(0, 100, "remote", device=3, remote_base=1000))
+    m.add(Region(100, 100, "tracked"))
+    assert m.route(10) == ("remote", 3, 1010)
+    assert m.route(150) == ("tracked", -1, 150)
+    assert m.route(500) == ("local", -1, 500) and m.unmatched == 1
+    with pytest.raises(ValueError, match="overlaps"):
+        m.add(Region(50, 100, "local"))
+
+
+def test_dma_walk_in_order_never_crossing_rows():
+    d = DmaDescriptor(src=1000, rows=2, row_bytes=160, pitch=512, dest_device=1, dest_addr=0,
+                      op=WriteKind.UPDATE, dest_tile=5)
+    bursts = [(b.src, b.dest, b.nbytes) for b in d.walk(64)]
+    assert bursts == [(1000, 0, 64), (1064, 64, 64), (1128, 128, 32),
+                      (1512, 512, 64), (1576, 576, 64), (1640, 640, 32)]
+    with pytest.raises(ValueError, match="pitch"):
+        DmaDescriptor(src=0, rows=2, row_bytes=64, pitch=32, dest_device=0, dest_addr=0,
+                      op=WriteKind.STORE, dest_tile=0)
+
+
+# -- numerics -----------------------------------------------------------------------------
+@pytest.mark.parametrize("scheme", ["t3", "sequential"])
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_ring_reduce_scatter_numerics(n, scheme):
+    r = ring_reduce_scatter_check(n_gpus=n, scheme=scheme, seed=n)
+    assert r["ok"], r
+    assert r["max_abs_err"] <= r["max_bound"]
+
+
+# -- workloads, JSON and summary ----------------------------------------------------------
+def test_paper_workloads():
+    ws = paper_workloads()
+    assert len([w for w in ws if w.tp != 32]) == 16 and len([w for w in ws if w.tp == 32]) == 12
+    w = Workload(model="T-NLG", tp=16, sublayer="IP", tokens=8192)
+    assert (w.shape.m, w.shape.k, w.shape.n) == (8192, 3 * 4256 // 16, 4256)
+    with pytest.raises(ValueError, match="sublayer"):
+        Workload(model="T-NLG", tp=8, sublayer="QK", tokens=1)
+
+
+def test_summary_arithmetic():
+    def cfg(seq, t3, mca, ideal, b_seq, b_mca):
+        return {"cycles": {"sequential": seq, "t3": t3, "t3_mca": mca, "ideal": ideal},
+                "dram_bytes": {"sequential": {"gemm_reads": b_seq}, "t3": {"gemm_reads": b_mca},
+                               "t3_mca": {"gemm_reads": b_mca}}}
+    s = summarize([cfg(200, 100, 100, 100, 100, 50), cfg(200, 200, 160, 125, 100, 80)])
+    assert s["speedup_geomean"]["t3"] == pytest.approx(math.sqrt(2 * 1) - 1)
+    assert s["speedup_geomean"]["t3_mca"] == pytest.approx(math.sqrt(2 * 1.25) - 1)
+    assert s["speedup_max"]["ideal"] == pytest.approx(1.0)
+    assert s["dram_reduction_geomean"] == pytest.approx(1 - math.sqrt(0.5 * 0.8))
+    assert s["dram_reduction_max"] == pytest.approx(0.5)
+
+
+def test_run_paper_json_shape(tmp_path, monkeypatch):
+    small = [SMALL, Workload(model="GPT-3", tp=32, sublayer="OP", tokens=256)]
+    monkeypatch.setattr(perf, "paper_workloads", lambda: small)
+    res = perf.run_paper(str(tmp_path / "p.json"), str(tmp_path / "img"), progress=False)
+    assert set(res) == {"configs", "summary", "summary_tp32"}
+    assert json.loads((tmp_path / "p.json").read_text())["summary"] == res["summary"]
+    for c in res["configs"]:
+        assert set(c) == {"model", "tp", "sublayer", "tokens", "cycles", "dram_bytes"}
+        assert set(c["cycles"]) == {"sequential", "t3", "t3_mca", "ideal"}
+        assert set(c["dram_bytes"]) == {"sequential", "t3", "t3_mca"}
+        assert set(c["dram_bytes"]["t3"]) == set(perf.TRAFFIC_CLASSES)
+    for key in ("summary", "summary_tp32"):
+        s = res[key]
+        assert set(s["speedup_geomean"]) == set(s["speedup_max"]) == {"t3", "t3_mca", "ideal"}
+        assert {"dram_reduction_geomean", "dram_reduction_max"} <= set(s)
+    assert res["summary"] == summarize(res["configs"][:1])
+    assert (tmp_path / "img" / "paper_speedup.png").exists()
+    assert (tmp_path / "img" / "paper_dram.png").exists()
