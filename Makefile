@@ -36,3 +36,6 @@ bench: $(STAMP)
 
 clean:
 	rm -rf build out .pytest_cache
+
+paper: $(STAMP)
+	$(T3HW) paper --json bench/paper.json --plot docs/img --sweep
