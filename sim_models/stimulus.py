@@ -53,10 +53,10 @@ class TrackerTraffic:
 
     def _threshold(self):
         r = self.rng.random()
-        if r < 0.3:
+        if r < 0.3 or self.p.max_threshold == 1:
             return 1
         if r < 0.8:
-            return self.rng.randint(2, min(16, self.p.max_threshold) or 1)
+            return self.rng.randint(2, min(16, self.p.max_threshold))
         if r < 0.98:
             return self.rng.randint(1, min(256, self.p.max_threshold))
         return self.p.max_threshold
