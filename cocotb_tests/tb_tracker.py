@@ -90,7 +90,7 @@ async def test_directed(dut):
     await tb.cycle(write=_write(1))
     # Back-to-back writes to one entry, re-armed: fires every `threshold` beats.
     thr = min(3, p.max_threshold)
-    await tb.cycle(program=_arm(top_tile, thr, 2, rearm=1))
+    await tb.cycle(program=_arm(top_tile, thr, 2 % (cmd + 1), rearm=1))
     for _ in range(thr * 3):
         await tb.cycle(write=_write(top_tile))
     await tb.drain()
@@ -115,11 +115,13 @@ async def test_directed(dut):
         assert not any(tb.model.model.errors.values())
     # Overflow: hold the trigger output, complete depth + 1 tiles.
     await tb.cycle(program=disarm(top_tile))
-    for i in range(p.trigger_depth + 1):
-        while not (await tb.cycle(program=_arm(i + 2, 1, 0), ready=False))[0]:
+    tiles = [(i + 2) % (top_tile + 1) for i in range(p.trigger_depth + 1)]
+    assert len(set(t % p.tracker_entries for t in tiles)) == len(tiles)
+    for tile in tiles:
+        while not (await tb.cycle(program=_arm(tile, 1, 0), ready=False))[0]:
             pass
-    for i in range(p.trigger_depth + 1):
-        await tb.cycle(write=_write(i + 2), ready=False)
+    for tile in tiles:
+        await tb.cycle(write=_write(tile), ready=False)
     await tb.cycle(ready=False)
     await tb.cycle(ready=False)
     tb.check_state()

@@ -17,6 +17,9 @@ from t3hw.params import EngineParams
 
 
 PARAMS = {
+    # Degenerate: no tag bits, 1-bit counts and beats, one-entry queue (directed tests only).
+    "minimal": EngineParams(tracker_entries=2, tile_width=1, count_width=1, beats_width=1,
+                            cmd_width=1, trigger_depth=1, counter_width=8),
     "tiny":  EngineParams(tracker_entries=4, tile_width=4, count_width=4, beats_width=2,
                           cmd_width=2, trigger_depth=1, counter_width=16),
     "paper": EngineParams(),
@@ -44,9 +47,14 @@ def _run(params, seed, *, waves, events, testcase=None):
     return trace, gtkw
 
 
-@pytest.mark.parametrize("name", list(PARAMS))
+@pytest.mark.parametrize("name", [n for n in PARAMS if n != "minimal"])
 def test_tracker(name, seed, waves):
     _run(PARAMS[name], seed, waves=waves, events=int(os.environ.get("T3HW_EVENTS", "100000")))
+
+
+def test_tracker_minimal(seed, waves):
+    """The degenerate set: a short random run and every directed test."""
+    _run(PARAMS["minimal"], seed, waves=waves, events=5000)
 
 
 def test_waves_open_on_the_trigger_path(seed):

@@ -643,10 +643,10 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
         end else begin
           nxt[0] = 1'h1;
           nxt[1] = s1_req[37];
-          nxt[9:2] = \$16 [15:8];
           nxt[21:10] = s1_req[28:17];
           nxt[33:22] = 12'h000;
           nxt[41:34] = s1_req[36:29];
+          nxt[9:2] = \$16 [15:8];
         end
       end else begin
         if (\$19 ) begin

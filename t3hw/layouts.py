@@ -82,17 +82,15 @@ def trigger_layout(p: EngineParams):
 def entry_layout(p: EngineParams):
     """One tracker table entry, as stored in the table memory.
 
-    ``tag`` holds the tile id bits above the table index; ``count`` is always below
-    ``threshold`` while the entry is armed.
+    ``tag`` holds the tile id bits above the table index (absent when ``tile_width`` equals
+    ``log2(tracker_entries)``); ``count`` is always below ``threshold`` while the entry is
+    armed.
     """
-    return data.StructLayout({
-        "valid":     1,
-        "rearm":     1,
-        "tag":       p.tag_width,
-        "threshold": p.count_width,
-        "count":     p.count_width,
-        "cmd":       p.cmd_width,
-    })
+    fields = {"valid": 1, "rearm": 1, "tag": p.tag_width, "threshold": p.count_width,
+              "count": p.count_width, "cmd": p.cmd_width}
+    if not p.tag_width:
+        del fields["tag"]       # tile ids index the table directly: no tag (no 0-bit wires)
+    return data.StructLayout(fields)
 
 
 def tracker_errors_layout(p: EngineParams):

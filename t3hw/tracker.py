@@ -162,8 +162,11 @@ class Tracker(wiring.Component):
 
         cur = Signal(elayout)
         m.d.comb += cur.eq(Mux(fwd_valid & (fwd_index == s1_index), fwd_entry, rd.data))
+        # With no tag bits (tile_width == log2(entries)) every armed entry matches its tiles.
+        cur_tag = cur.tag if p.tag_width else C(0, 0)
+        tag_match = cur_tag == s1_tag
         hit = Signal()
-        m.d.comb += hit.eq(cur.valid & (cur.tag == s1_tag) & ~s1_stale)
+        m.d.comb += hit.eq(cur.valid & tag_match & ~s1_stale)
 
         new_count = Signal(p.count_width + 1)
         m.d.comb += new_count.eq(cur.count + s1_write.beats)
@@ -201,13 +204,14 @@ class Tracker(wiring.Component):
                         we.eq(1),
                         nxt.valid.eq(1),
                         nxt.rearm.eq(s1_req.rearm),
-                        nxt.tag.eq(s1_tag),
                         nxt.threshold.eq(s1_req.threshold),
                         nxt.count.eq(0),
                         nxt.cmd.eq(s1_req.cmd),
                     ]
+                    if p.tag_width:
+                        m.d.comb += nxt.tag.eq(s1_tag)
             with m.Else():                       # DISARM
-                with m.If(cur.valid & (cur.tag == s1_tag)):
+                with m.If(cur.valid & tag_match):
                     m.d.comb += [we.eq(1), nxt.valid.eq(0)]
         # The reset sweep owns the write port. No request can update the table meanwhile:
         # programming is not accepted, and a write seen during the sweep is stale (no hit).

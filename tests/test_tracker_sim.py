@@ -14,6 +14,9 @@ from t3hw.tracker import Tracker
 
 
 PARAMS = {
+    # Degenerate: no tag bits, 1-bit counts and beats, one-entry queue.
+    "minimal": EngineParams(tracker_entries=2, tile_width=1, count_width=1, beats_width=1,
+                            cmd_width=1, trigger_depth=1, counter_width=8),
     "tiny":    EngineParams(tracker_entries=4, tile_width=4, count_width=4, beats_width=2,
                             cmd_width=2, trigger_depth=1, counter_width=16),
     "default": EngineParams(),
