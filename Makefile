@@ -23,10 +23,10 @@ test: $(STAMP) check-rtl lint
 	$(PY) -m pytest
 
 verilog: $(STAMP)
-	$(T3HW) generate --out rtl
+	$(T3HW) generate --out rtl --docs docs/registers.md
 
 check-rtl: $(STAMP)
-	$(T3HW) check-rtl --rtl rtl
+	$(T3HW) check-rtl --rtl rtl --docs docs/registers.md
 
 lint: $(STAMP)
 	$(T3HW) lint --rtl rtl

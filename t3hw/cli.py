@@ -3,8 +3,8 @@
 
 ::
 
-    t3hw generate [--tracker-entries N ...] [--block B ...] --out DIR
-    t3hw check-rtl [--rtl DIR]
+    t3hw generate [--tracker-entries N ...] [--block B ...] --out DIR [--docs FILE]
+    t3hw check-rtl [--rtl DIR] [--docs FILE]
     t3hw lint [--rtl DIR]
     t3hw demo [--out DIR] [--seed N]
     t3hw bench [--json FILE] [--events N]
@@ -48,14 +48,14 @@ def _params_from(args):
 
 def _cmd_generate(args):
     from .generate import generate
-    files = generate(_params_from(args), args.out, blocks=args.block or None)
+    files = generate(_params_from(args), args.out, blocks=args.block or None, docs=args.docs)
     for path in files:
         print(path)
 
 
 def _cmd_check_rtl(args):
     from .generate import check
-    problems = check(args.rtl)
+    problems = check(args.rtl, docs=args.docs)
     for line in problems:
         print(line)
     if problems:
@@ -117,10 +117,12 @@ def _parser():
     p.add_argument("--block", action="append", metavar="B",
                    help="block to generate (repeatable; default: all)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    p.add_argument("--docs", metavar="FILE", help="also write the register map document there")
     p.set_defaults(func=_cmd_generate)
 
     p = sub.add_parser("check-rtl", help="regenerate rtl/ and fail on any byte of difference")
     p.add_argument("--rtl", default="rtl", metavar="DIR")
+    p.add_argument("--docs", metavar="FILE", help="also check the register map document")
     p.set_defaults(func=_cmd_check_rtl)
 
     p = sub.add_parser("lint", help="verilator --lint-only -Wall on rtl/, with the waivers")

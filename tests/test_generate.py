@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from t3hw import cli, harness
-from t3hw.generate import BLOCKS, check, generate
+from t3hw.generate import BLOCKS, HEADER, check, generate
 from t3hw.params import DEFAULT, EngineParams
 
 
@@ -27,7 +27,7 @@ def test_committed_rtl_matches_generator():
     assert check(RTL) == []
     manifest = json.loads((RTL / "manifest.json").read_text())
     assert manifest["params"] == DEFAULT.to_dict()
-    assert set(manifest["files"]) == {f"{module}.v" for module, _ in BLOCKS.values()}
+    assert set(manifest["files"]) == {f"{module}.v" for module, _ in BLOCKS.values()} | {HEADER}
 
 
 def test_one_changed_byte_fails_the_check(tmp_path, capsys):

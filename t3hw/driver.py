@@ -1,0 +1,355 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Python driver of the register block (:mod:`t3hw.csr`): the software side of T3.
+
+:class:`Driver` programs one engine through any *bus*: an object with
+``async write(addr, value)`` and ``async read(addr) -> int`` (byte addresses, 32-bit data):
+
+* :class:`CocotbBus` drives the ``bus__*`` ports of a simulated ``t3hw_csr`` from cocotb;
+* :class:`sim_models.csr.ModelBus` needs no RTL: it runs the register-file model over the
+  reference models of the address map, DMA and tracker.
+
+The API follows T3's two calls (``T3.md``): :meth:`Driver.remote_map` (stores to a range go
+to a peer GPU as remote updates) and :meth:`Driver.dma_map` (a tile is tracked; when it is
+complete, a pre-programmed DMA sends it on), over the register-level calls
+(:meth:`~Driver.program_region`, :meth:`~Driver.program_descriptor`, :meth:`~Driver.arm`,
+their read-backs, :meth:`~Driver.errors`, :meth:`~Driver.stats`).
+:func:`program_ring_reduce_scatter` programs one GPU of a fused GEMM + ring reduce-scatter.
+
+Every register address and field comes from :class:`t3hw.regmap.RegisterMap`.
+"""
+
+from .layouts import CsrCommand, RegionMode, TrackOp, WriteKind
+from .params import EngineParams
+from .regmap import MAGIC, RegisterMap
+
+
+__all__ = ["CocotbBus", "Driver", "ring_reduce_scatter_plan", "program_ring_reduce_scatter"]
+
+
+class CocotbBus:
+    """A bus over the ``bus__*`` ports of a ``t3hw_csr`` design simulated by cocotb.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+        The design (``bus__addr``, ``bus__w_data``, ``bus__w_stb``, ``bus__r_stb``,
+        ``bus__r_data``), clocked by ``clk``, which must be running.
+
+    A write takes one cycle. A read takes two: the strobe, then a cycle with the bus idle in
+    which ``r_data`` is sampled (the block's fixed read latency is one cycle). Every access
+    starts right after a clock edge, so a monitor that samples the bus in the read-only phase
+    of each cycle sees every access.
+    """
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.accesses = 0
+
+    async def write(self, addr, value):
+        from cocotb.triggers import RisingEdge
+        d = self.dut
+        d.bus__addr.value = addr
+        d.bus__w_data.value = value
+        d.bus__w_stb.value = 1
+        await RisingEdge(d.clk)
+        d.bus__w_stb.value = 0
+        self.accesses += 1
+
+    async def read(self, addr):
+        from cocotb.triggers import ReadOnly, RisingEdge
+        d = self.dut
+        d.bus__addr.value = addr
+        d.bus__r_stb.value = 1
+        await RisingEdge(d.clk)
+        d.bus__r_stb.value = 0
+        await ReadOnly()
+        value = d.bus__r_data.value.to_unsigned()
+        await RisingEdge(d.clk)
+        self.accesses += 1
+        return value
+
+
+class Driver:
+    """Programs one engine through its register block.
+
+    Parameters
+    ----------
+    bus : object
+        ``async write(addr, value)`` and ``async read(addr) -> int``.
+    params : EngineParams
+        The engine's parameters (:meth:`check` compares them with the hardware's).
+    poll_limit : int
+        Reads of ``STATUS`` before a wait for a busy target gives up (RuntimeError).
+
+    Commands are issued only when their group is not pending (the driver polls ``STATUS``
+    first), so a driver never provokes the block's ``busy`` error. Errors of the targets
+    (a rejected region, descriptor or arm) are sticky in the error registers: read them with
+    :meth:`errors`.
+    """
+
+    def __init__(self, bus, params: EngineParams = EngineParams(), *, poll_limit=10_000):
+        if not isinstance(params, EngineParams):
+            raise TypeError(f"params must be an EngineParams, not {params!r}")
+        if isinstance(poll_limit, bool) or not isinstance(poll_limit, int) or poll_limit < 1:
+            raise ValueError(f"poll_limit must be a positive integer, not {poll_limit!r}")
+        self.bus, self.params, self.poll_limit = bus, params, poll_limit
+        self.map = RegisterMap(params)
+        self.regions_used = set()       # region indices this driver has mapped
+
+    # -- registers -------------------------------------------------------------------------
+    async def write(self, addr, value):
+        """Write ``value`` to byte address ``addr``."""
+        await self.bus.write(addr, value)
+
+    async def read(self, addr):
+        """Read byte address ``addr``."""
+        return await self.bus.read(addr)
+
+    async def read_group(self, group):
+        """Read every register of ``group``; return its fields."""
+        regs = self.map.groups[group].registers
+        return self.map.decode(group, {r.name: await self.read(r.addr) for r in regs})
+
+    async def write_group(self, group, **fields):
+        """Write every register of ``group`` with ``fields`` (missing fields 0)."""
+        for reg, word in self.map.encode(group, **fields):
+            await self.write(reg.addr, word)
+
+    async def status(self):
+        """The ``STATUS`` fields."""
+        return await self.read_group("STATUS")
+
+    async def wait(self, *names):
+        """Poll ``STATUS`` until the named fields (default: every busy and pending flag)
+        are 0."""
+        names = names or ("tracker_busy", "dma_busy", "sweep", "region_pending",
+                          "desc_pending", "track_pending")
+        for _ in range(self.poll_limit):
+            status = await self.status()
+            if not any(status[n] for n in names):
+                return
+        raise RuntimeError(f"STATUS still has {[n for n in names if status[n]]} after "
+                           f"{self.poll_limit} reads")
+
+    async def check(self):
+        """Wait for the reset sweeps; check ``ID`` and that ``CONFIG`` matches the params."""
+        await self.wait()
+        magic = (await self.read_group("ID"))["magic"]
+        if magic != MAGIC:
+            raise RuntimeError(f"ID.magic must be {MAGIC:#010x}, not {magic:#010x}")
+        config, expect = await self.read_group("CONFIG"), self.map.constant("CONFIG")
+        if config != expect:
+            raise RuntimeError(f"CONFIG {config} does not match the driver's parameters "
+                               f"{expect}")
+
+    async def _command(self, group, command, fields):
+        busy = {"REGION": ("sweep",), "DESC": ("sweep", "dma_busy"),
+                "TRACK": ("tracker_busy",)}[group]
+        await self.wait(f"{group.lower()}_pending", *busy)
+        await self.write_group(group, **fields)
+        await self.write_group("COMMAND", command=command)
+
+    async def _load(self, group, command, index):
+        await self._command(group, command, {"index": index})
+        fields = await self.read_group(group)
+        del fields["index"]
+        return fields
+
+    # -- the address map -------------------------------------------------------------------
+    async def program_region(self, index, *, mode, base, size, device=0, remote_base=0):
+        """Region ``index`` = ``[base, base + size)`` in ``mode`` (a ``RegionMode``)."""
+        await self._command("REGION", CsrCommand.REGION_WRITE, dict(
+            index=index, valid=1, mode=mode, device=device, base=base, size=size,
+            remote_base=remote_base))
+        self.regions_used.add(index)
+
+    async def clear_region(self, index):
+        """Remove region ``index``."""
+        await self._command("REGION", CsrCommand.REGION_WRITE, dict(index=index, valid=0))
+        self.regions_used.discard(index)
+
+    async def read_region(self, index):
+        """Region ``index`` as the address map stores it (fields of ``region_layout``)."""
+        return await self._load("REGION", CsrCommand.REGION_READ, index)
+
+    def _free_region(self):
+        free = [i for i in range(self.params.regions) if i not in self.regions_used]
+        if not free:
+            raise RuntimeError(f"all {self.params.regions} regions are mapped; clear one")
+        return free[0]
+
+    async def remote_map(self, base, size, device, remote_base, *, index=None):
+        """Stores to ``[base, base + size)`` go to ``device`` at ``remote_base + (addr -
+        base)`` as remote updates. Returns the region index (the lowest free by default)."""
+        index = self._free_region() if index is None else index
+        await self.program_region(index, mode=RegionMode.REMOTE, base=base, size=size,
+                                  device=device, remote_base=remote_base)
+        return index
+
+    async def track_map(self, base, size, *, index=None):
+        """Stores to ``[base, base + size)`` stay local and are tracked. Returns the index."""
+        index = self._free_region() if index is None else index
+        await self.program_region(index, mode=RegionMode.TRACKED, base=base, size=size)
+        return index
+
+    # -- the DMA and the tracker -----------------------------------------------------------
+    async def program_descriptor(self, index, *, src, rows, row_bytes, pitch, device, dst,
+                                 tile, op=WriteKind.UPDATE):
+        """DMA descriptor ``index``: ``rows`` x ``row_bytes`` from ``src`` (rows ``pitch``
+        apart) to ``dst`` on ``device``, as ``op``, counted there under ``tile``."""
+        await self._command("DESC", CsrCommand.DESC_WRITE, dict(
+            index=index, valid=1, op=op, device=device, tile=tile, rows=rows,
+            row_bytes=row_bytes, pitch=pitch, src=src, dst=dst))
+
+    async def clear_descriptor(self, index):
+        """Invalidate descriptor ``index``."""
+        await self._command("DESC", CsrCommand.DESC_WRITE, dict(index=index, valid=0))
+
+    async def read_descriptor(self, index):
+        """Descriptor ``index`` as the DMA stores it (fields of ``dma_descriptor_layout``)."""
+        return await self._load("DESC", CsrCommand.DESC_READ, index)
+
+    async def arm(self, tile, threshold, cmd, *, rearm=False):
+        """Arm the tracker entry of ``tile``: ``threshold`` beats fire DMA command ``cmd``."""
+        await self._command("TRACK", CsrCommand.TRACK_WRITE, dict(
+            op=TrackOp.ARM, tile=tile, threshold=threshold, cmd=cmd, rearm=int(rearm)))
+
+    async def disarm(self, tile):
+        """Disarm the tracker entry of ``tile`` (if it is armed for it)."""
+        await self._command("TRACK", CsrCommand.TRACK_WRITE, dict(op=TrackOp.DISARM, tile=tile))
+
+    async def dma_map(self, tile, threshold, *, src, rows, row_bytes, pitch, device, dst,
+                      op=WriteKind.UPDATE, dst_tile=None, cmd=None, rearm=False):
+        """Track ``tile``: when ``threshold`` beats have been written to it, send it with a
+        DMA (the descriptor fields, ``dst_tile`` defaulting to ``tile``). The descriptor index
+        ``cmd`` defaults to ``tile mod 2**cmd_width``, so tiles that share the tracker table
+        (consecutive ids) never share a descriptor. Returns ``cmd``."""
+        cmd = tile % self.params.dma_descriptors if cmd is None else cmd
+        await self.program_descriptor(cmd, src=src, rows=rows, row_bytes=row_bytes,
+                                      pitch=pitch, device=device, dst=dst, op=op,
+                                      tile=tile if dst_tile is None else dst_tile)
+        await self.arm(tile, threshold, cmd, rearm=rearm)
+        return cmd
+
+    # -- errors and counters ---------------------------------------------------------------
+    _ERRORS = {"csr": "CSR_ERRORS", "tracker": "TRACKER_ERRORS", "dma": "DMA_ERRORS",
+               "addrmap": "ADDRMAP_ERRORS"}
+
+    async def errors(self):
+        """Every sticky error bit, after the commands in flight are done:
+        ``{block: {bit: 0 or 1}}`` for ``csr``, ``tracker``, ``dma`` and ``addrmap``."""
+        await self.wait("region_pending", "desc_pending", "track_pending")
+        return {block: await self.read_group(group) for block, group in self._ERRORS.items()}
+
+    async def clear_errors(self):
+        """Clear every sticky error bit (write 1s to every error register)."""
+        for group in self._ERRORS.values():
+            for reg in self.map.groups[group].registers:
+                await self.write(reg.addr, reg.mask)
+
+    async def stats(self):
+        """Every counter: ``{block: {counter: int}}`` for ``tracker``, ``dma``, ``addrmap``.
+        A counter wider than 32 bits is read low word first, not atomically."""
+        return {block: await self.read_group(block.upper())
+                for block in ("tracker", "dma", "addrmap")}
+
+
+def ring_reduce_scatter_plan(producer, params: EngineParams = EngineParams(), *, gather=True):
+    """What :func:`program_ring_reduce_scatter` programs for one GPU.
+
+    Parameters
+    ----------
+    producer : sim_models.gpu.GemmProducer
+        The GPU's GEMM (``n_gpus``, ``gpu_index``, ``chunks``, ``stage_chunk``,
+        ``store_region``); every chunk must be whole rows of tiles (one address range).
+    params : EngineParams
+        ``burst_bytes`` is the tracker's beat; thresholds must fit ``count_width``.
+    gather : bool
+        The own chunk (the last stage's) is tracked too, and each of its tiles, once fully
+        reduced, is copied (``STORE``) to GPU i-1: the first step of the all-gather. Without
+        it the own chunk is a ``LOCAL`` region and is not tracked.
+
+    Returns
+    -------
+    dict
+        ``regions``: ``{index: region fields}`` (region ``c`` is chunk ``c``);
+        ``entries``: ``{tile: (threshold, cmd)}``; ``descriptors``: ``{cmd: fields}``.
+
+    GPU i's stage-0 chunk goes to GPU i-1 as remote updates at the same addresses; every
+    other chunk is tracked locally. Each tile of stages 1 .. N-1 is armed with a threshold of
+    its local stores plus the neighbour's update of it, in beats of ``burst_bytes`` (both
+    walk the tile row by row in bursts); its trigger runs descriptor ``tile mod 2**cmd_width``,
+    which sends the tile to GPU i-1 as an update (stages 1 .. N-2) or a copy (the own chunk).
+    """
+    n, i = producer.n_gpus, producer.gpu_index
+    if n > params.regions:
+        raise ValueError(f"n_gpus must be in [1, {params.regions}] (one region per chunk), "
+                         f"not {n!r}")
+    prev = (i - 1) % n
+    spans = []
+    for c, tiles in enumerate(producer.chunks):
+        ends = []
+        for t in tiles:
+            addr, rows, row_bytes, pitch = producer.store_region(t)
+            ends.append((addr, addr + (rows - 1) * pitch + row_bytes))
+        spans.append((min(a for a, _ in ends), max(e for _, e in ends)))
+    for c, (lo, hi) in enumerate(spans):
+        if any(lo < h and l < hi for d, (l, h) in enumerate(spans) if d != c):
+            raise ValueError(f"chunk {c} must be whole rows of tiles (its range overlaps "
+                             f"another chunk's)")
+    first, own = producer.stage_chunk(0), producer.stage_chunk(n - 1)
+    regions = {}
+    for c, (lo, hi) in enumerate(spans):
+        if c == first:
+            regions[c] = dict(mode=RegionMode.REMOTE, base=lo, size=hi - lo, device=prev,
+                              remote_base=lo)
+        else:
+            mode = RegionMode.LOCAL if c == own and not gather else RegionMode.TRACKED
+            regions[c] = dict(mode=mode, base=lo, size=hi - lo, device=0, remote_base=0)
+    entries, descriptors = {}, {}
+    tracked = [t for s in range(1, n if gather else n - 1)
+               for t in producer.chunks[producer.stage_chunk(s)]]
+    depth = min(params.tracker_entries, params.dma_descriptors)
+    if max(tracked, default=0) - min(tracked, default=0) >= depth:
+        raise ValueError(f"tracked tile ids must span at most {depth} (tracker entries and "
+                         f"descriptors), not {max(tracked) - min(tracked) + 1}")
+    for t in tracked:
+        addr, rows, row_bytes, pitch = producer.store_region(t)
+        beats = 2 * rows * -(-row_bytes // params.burst_bytes)
+        if beats > params.max_threshold:
+            raise ValueError(f"tile {t} needs a threshold of {beats} beats; count_width must "
+                             f"hold it (at most {params.max_threshold})")
+        cmd = t % params.dma_descriptors
+        entries[t] = (beats, cmd)
+        op = WriteKind.STORE if t in producer.chunks[own] else WriteKind.UPDATE
+        descriptors[cmd] = dict(src=addr, rows=rows, row_bytes=row_bytes, pitch=pitch,
+                                device=prev, dst=addr, op=op, tile=t)
+    return {"regions": regions, "entries": entries, "descriptors": descriptors}
+
+
+async def program_ring_reduce_scatter(driver, producer, *, gather=True):
+    """Program GPU ``producer.gpu_index`` of a fused GEMM + ring reduce-scatter through
+    ``driver``: regions, descriptors and tracker entries of :func:`ring_reduce_scatter_plan`
+    (descriptors before the entries that trigger them). Returns the plan.
+
+    Raises :exc:`RuntimeError` if any error bit is set afterwards.
+    """
+    plan = ring_reduce_scatter_plan(producer, driver.params, gather=gather)
+    await driver.check()
+    for index, r in plan["regions"].items():
+        if r["mode"] == RegionMode.REMOTE:
+            await driver.remote_map(r["base"], r["size"], r["device"], r["remote_base"],
+                                    index=index)
+        elif r["mode"] == RegionMode.TRACKED:
+            await driver.track_map(r["base"], r["size"], index=index)
+        else:
+            await driver.program_region(index, **r)
+    for tile, (threshold, cmd) in plan["entries"].items():
+        desc = plan["descriptors"][cmd]
+        await driver.dma_map(tile, threshold, cmd=cmd, dst_tile=desc["tile"],
+                             **{k: v for k, v in desc.items() if k != "tile"})
+    errors = await driver.errors()
+    bad = {block: [k for k, v in bits.items() if v] for block, bits in errors.items()}
+    if any(bad.values()):
+        raise RuntimeError(f"errors after programming the ring: {bad}")
+    return plan
