@@ -19,7 +19,7 @@ from t3hw.layouts import (Codec, RegionMode, WriteKind, addrmap_errors_layout,
                           region_layout, region_program_layout, store_layout)
 from t3hw.params import EngineParams
 
-from .dma import Stall, StreamEnv
+from .env import BlockModel, Stall, StreamEnv
 
 
 __all__ = ["AddrMapModel", "AddrMapEnv", "drain", "boundaries", "provoke_errors"]
@@ -27,7 +27,7 @@ __all__ = ["AddrMapModel", "AddrMapEnv", "drain", "boundaries", "provoke_errors"
 _MODES = {m.value for m in RegionMode}
 
 
-class AddrMapModel:
+class AddrMapModel(BlockModel):
     """Transaction-level address map.
 
     Parameters
@@ -45,18 +45,9 @@ class AddrMapModel:
     """
 
     def __init__(self, params: EngineParams = None):
-        self.params = params if params is not None else EngineParams()
-        self.errors_codec = Codec(addrmap_errors_layout(self.params))
-        self.stats_codec  = Codec(addrmap_stats_layout(self.params))
+        super().__init__(params, addrmap_errors_layout, addrmap_stats_layout)
         self.fields = list(region_layout(self.params).members)
         self.regions = [None] * self.params.regions
-        self.errors = {name: False for name in self.errors_codec.names}
-        self.stats  = {name: 0 for name in self.stats_codec.names}
-
-    def clear_errors(self):
-        """Clear every sticky error."""
-        for name in self.errors:
-            self.errors[name] = False
 
     def overlaps(self, index, base, size):
         """Whether ``[base, base + size)`` overlaps a valid region other than ``index``."""
@@ -93,11 +84,10 @@ class AddrMapModel:
         """One store: returns ``("net", packet fields)`` or ``("mem", store fields)``."""
         kind = int(getattr(kind, "value", kind))
         r = self.lookup(addr)
-        mask = (1 << self.params.counter_width) - 1
         mode = None if r is None else RegionMode(r["mode"])
         name = {None: "unmapped", RegionMode.LOCAL: "local", RegionMode.TRACKED: "tracked",
                 RegionMode.REMOTE: "remote"}[mode]
-        self.stats[name] = (self.stats[name] + 1) & mask
+        self._bump(name)
         if mode == RegionMode.REMOTE:
             amask = (1 << self.params.addr_width) - 1
             return "net", dict(device=r["device"], addr=(r["remote_base"] + addr - r["base"])

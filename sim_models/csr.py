@@ -29,7 +29,8 @@ from t3hw.params import EngineParams
 from t3hw.regmap import MAGIC, Access, RegisterMap
 
 from sim_models.addrmap import AddrMapModel
-from sim_models.dma import StreamEnv, Stall, DmaModel
+from sim_models.dma import DmaModel
+from sim_models.env import Stall, StreamEnv
 from sim_models.tracker import TrackerModel
 
 
@@ -180,7 +181,7 @@ class CsrModel:
         dict of str to int
             The staging groups whose request the target took this cycle, with its payload.
         """
-        p, rm = self.params, self.map
+        rm = self.map
         ready = {"REGION": True, "DESC": bool(ins.dma_ready), "TRACK": bool(ins.tracker_ready)}
         taken = {g: self.staging[g] for g in STAGING if self.valid[g] and ready[g]}
         errs = set()
@@ -352,7 +353,7 @@ class CsrEnv(StreamEnv):
     with random traffic, in occasional later bursts; the counters change at random.
 
     Scoring, every cycle: ``r_data``, ``errors``, ``valid`` and payload of the three program
-    streams (held until taken: :class:`~sim_models.dma.StreamEnv`), and the clears (all
+    streams (held until taken: :class:`~sim_models.env.StreamEnv`), and the clears (all
     ones) against :class:`CsrModel`.
     """
 

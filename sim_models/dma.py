@@ -6,7 +6,7 @@ and scores the RTL against it.
 * :class:`DmaModel`: the transaction semantics: descriptor table, trigger check, ready queue,
   the reads each descriptor issues (with their tags), the packet of each returned read, the
   sticky errors and the counters. Descriptors are read when they start, as in the RTL.
-* :class:`StreamEnv` and :class:`DmaEnv`: seeded random stimulus for every input stream
+* :class:`DmaEnv` (a :class:`~sim_models.env.StreamEnv`): seeded random stimulus for every input stream
   (descriptor writes, triggers, read returns with random latency, back-pressure on every
   output) and a scoreboard that checks every read and every packet field by field against
   :class:`DmaModel`, the stream rules (``valid`` and ``payload`` held until the transfer),
@@ -24,8 +24,10 @@ from t3hw.layouts import (Codec, WriteKind, dma_descriptor_layout, dma_errors_la
                           read_request_layout, read_response_layout, trigger_layout)
 from t3hw.params import EngineParams
 
+from .env import BlockModel, Stall, StreamEnv
 
-__all__ = ["Read", "Packet", "walk", "DmaModel", "StreamEnv", "Stall", "DmaEnv",
+
+__all__ = ["Read", "Packet", "walk", "DmaModel", "DmaEnv",
            "reset_sweep", "drain", "provoke_errors", "coincident_rejects", "full_queue",
            "back_to_back"]
 
@@ -63,7 +65,7 @@ def walk(params: EngineParams, desc):
                    min(burst, desc["row_bytes"] - c))
 
 
-class DmaModel:
+class DmaModel(BlockModel):
     """Transaction-level DMA.
 
     Parameters
@@ -88,29 +90,13 @@ class DmaModel:
     """
 
     def __init__(self, params: EngineParams = None):
-        self.params = params if params is not None else EngineParams()
-        self.errors_codec = Codec(dma_errors_layout(self.params))
-        self.stats_codec  = Codec(dma_stats_layout(self.params))
+        super().__init__(params, dma_errors_layout, dma_stats_layout)
         self.fields = list(dma_descriptor_layout(self.params).members)
         self.table  = {}
         self.queue  = deque()
-        self.errors = {name: False for name in self.errors_codec.names}
-        self.stats  = {name: 0 for name in self.stats_codec.names}
         self.bursts_left = deque()  # (src, Packet, index) of the running descriptor
         self._tag = 0
         self.outstanding = deque()  # (Read, Packet, index) requested, not returned
-
-    def _bump(self, name, by=1):
-        self.stats[name] = (self.stats[name] + by) & ((1 << self.params.counter_width) - 1)
-
-    def error_bits(self):
-        """The sticky errors packed as the RTL's ``errors`` port."""
-        return self.errors_codec.pack(**{k: int(v) for k, v in self.errors.items()})
-
-    def clear_errors(self):
-        """Clear every sticky error."""
-        for name in self.errors:
-            self.errors[name] = False
 
     # -- requests ------------------------------------------------------------------------
     def program(self, index, **desc):
@@ -192,96 +178,6 @@ class DmaModel:
         """Start whatever is left queued (the RTL has gone idle): only invalid descriptors
         may remain, and they set their errors. Returns False if a valid one was found."""
         return not self.bursts_left and not self._start()
-
-
-class StreamEnv:
-    """Base of the cycle-level environments: names the ports and moves values to them.
-
-    A subclass lists its input streams (driven here: ``valid`` and ``payload``, its
-    ``ready`` sampled), output streams (``ready`` driven, ``valid`` and ``payload`` sampled),
-    scalar inputs and sampled flags (and the input streams that are always ready), and
-    implements :meth:`inputs` and :meth:`check`.
-    Port members are named as in the generated Verilog (``read__valid``); an amaranth.sim
-    driver splits the names at ``__``.
-
-    Each cycle a driver calls :meth:`apply` with a setter, settles the design, calls
-    :meth:`sample` with a getter, and clocks.
-    """
-
-    in_streams   = ()
-    out_streams  = ()
-    in_flags     = ()
-    out_flags    = ()
-    #: Input streams without a ``ready`` port (``always_ready``): sampled as ready.
-    always_ready = ()
-
-    def __init__(self):
-        self.cycle = 0
-        self._held = {}             # output stream -> payload it showed with ready low
-
-    def inputs(self):
-        """This cycle's inputs: ``{in_stream: payload int or None, out_stream: ready bool,
-        in_flag: int}``."""
-        raise NotImplementedError
-
-    def check(self, outs):
-        """Score this cycle's outputs ``{in_stream: ready, out_stream: payload or None,
-        out_flag: int}`` and advance."""
-        raise NotImplementedError
-
-    def apply(self, setter):
-        """Drive this cycle's inputs through ``setter(name, int)``."""
-        ins = self._ins = self.inputs()
-        for name in self.in_streams:
-            payload = ins[name]
-            setter(f"{name}__valid", int(payload is not None))
-            if payload is not None:
-                setter(f"{name}__payload", payload)
-        for name in self.out_streams:
-            setter(f"{name}__ready", int(ins[name]))
-        for name in self.in_flags:
-            setter(name, ins[name])
-
-    def sample(self, getter):
-        """Read this cycle's outputs through ``getter(name) -> int``, check the stream rules
-        on every output stream, and :meth:`check` them."""
-        ins, outs = self._ins, {}
-        for name in self.in_streams:
-            outs[name] = name in self.always_ready or bool(getter(f"{name}__ready"))
-        for name in self.out_streams:
-            outs[name] = getter(f"{name}__payload") if getter(f"{name}__valid") else None
-            if name in self._held:
-                assert outs[name] == self._held[name], \
-                    f"cycle {self.cycle}: {name} changed from {self._held[name]:#x} to " \
-                    f"{outs[name]!r} before it was taken"
-                del self._held[name]
-            if outs[name] is not None and not ins[name]:
-                self._held[name] = outs[name]
-        for name in self.out_flags:
-            outs[name] = getter(name)
-        self.check(outs)
-        self.cycle += 1
-
-
-class Stall:
-    """Back-pressure in bursts: ``ready`` low for 1 .. ``longest`` cycles, starting with
-    probability ``rate`` per cycle."""
-
-    def __init__(self, rng, rate, longest):
-        self.rng, self.rate, self.longest = rng, rate, longest
-        self.left = 0
-        self.hold = False       # forced low (directed tests)
-
-    def ready(self):
-        if self.hold:
-            return False
-        if self.left:
-            self.left -= 1
-            return False
-        if self.rate and self.rng.random() < self.rate:
-            self.left = self.rng.randint(1, self.longest) - 1
-            return False
-        return True
 
 
 class DmaEnv(StreamEnv):

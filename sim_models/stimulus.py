@@ -9,9 +9,10 @@ a threshold, re-arming a live entry, threshold 0). It steers by the reference mo
 but never predicts outcomes: scoring is the model's job.
 """
 
-import random
 
 from t3hw.layouts import TrackOp, WriteKind, WriteSource
+
+from .env import Stall
 
 
 __all__ = ["TrackerTraffic"]
@@ -45,9 +46,9 @@ class TrackerTraffic:
             raise ValueError(f"max_stall must be a positive integer, not {max_stall!r}")
         self.model, self.rng = model, rng
         self.p = model.params
-        self.idle, self.stall, self.errors, self.max_stall = idle, stall, errors, max_stall
+        self.idle, self.errors = idle, errors
         self.pending = None        # programming request held until accepted
-        self.stall_left = 0
+        self.trigger_stall = Stall(rng, stall, max_stall)
         self.hot = None            # tile of the current back-to-back run
         self.max_beats = (1 << self.p.beats_width) - 1
 
@@ -112,14 +113,7 @@ class TrackerTraffic:
         when it was accepted (valid and ready).
         """
         rng = self.rng
-        if self.stall_left:
-            self.stall_left -= 1
-            ready = False
-        elif rng.random() < self.stall:
-            self.stall_left = rng.randint(1, self.max_stall) - 1
-            ready = False
-        else:
-            ready = True
+        ready = self.trigger_stall.ready()
         if self.pending is None and (rng.random() < 0.08 or not self.model.model.table):
             self.pending = self._new_program()
         write = None if rng.random() < self.idle else self._new_write()

@@ -17,9 +17,10 @@ Field names of errors and counters come from :func:`t3hw.layouts.tracker_errors_
 from collections import deque
 from dataclasses import dataclass
 
-from t3hw.layouts import (Codec, TrackOp, WriteSource, tracker_errors_layout,
-                          tracker_stats_layout)
+from t3hw.layouts import TrackOp, WriteSource, tracker_errors_layout, tracker_stats_layout
 from t3hw.params import EngineParams
+
+from .env import BlockModel
 
 
 __all__ = ["Trigger", "Entry", "TrackerModel", "TrackerCycleModel"]
@@ -49,7 +50,7 @@ _SOURCE_STAT = {
 }
 
 
-class TrackerModel:
+class TrackerModel(BlockModel):
     """Transaction-level tracker: a direct-mapped table of :class:`Entry`.
 
     Parameters
@@ -66,12 +67,8 @@ class TrackerModel:
     """
 
     def __init__(self, params: EngineParams = None):
-        self.params = params if params is not None else EngineParams()
-        self.errors_codec = Codec(tracker_errors_layout(self.params))
-        self.stats_codec  = Codec(tracker_stats_layout(self.params))
-        self.table  = {}
-        self.errors = {name: False for name in self.errors_codec.names}
-        self.stats  = {name: 0 for name in self.stats_codec.names}
+        super().__init__(params, tracker_errors_layout, tracker_stats_layout)
+        self.table = {}
 
     # -- helpers -------------------------------------------------------------------------
     def _split(self, tile):
@@ -80,23 +77,11 @@ class TrackerModel:
             raise ValueError(f"tile must be in [0, {(1 << p.tile_width) - 1}], not {tile!r}")
         return tile & (p.tracker_entries - 1), tile >> p.index_width
 
-    def _bump(self, name, by=1):
-        self.stats[name] = (self.stats[name] + by) & ((1 << self.params.counter_width) - 1)
-
     def entry(self, tile):
         """The armed :class:`Entry` of ``tile``, or ``None``."""
         index, tag = self._split(tile)
         e = self.table.get(index)
         return e if e is not None and e.tag == tag else None
-
-    def error_bits(self):
-        """The sticky errors packed as the RTL's ``errors`` port."""
-        return self.errors_codec.pack(**{k: int(v) for k, v in self.errors.items()})
-
-    def clear_errors(self, names=None):
-        """Clear the named sticky errors (all by default)."""
-        for name in (self.errors if names is None else names):
-            self.errors[name] = False
 
     # -- requests ------------------------------------------------------------------------
     def arm(self, tile, threshold, cmd, rearm=False):
