@@ -22,7 +22,7 @@ from sim_models import csr as csr_model
 from sim_models.csr import CsrEnv
 from sim_models.gpu import GemmProducer, GemmShape, GpuConfig
 from t3hw.driver import CocotbBus, Driver, program_ring_reduce_scatter
-from tb_dma import EnvTB
+from t3hw.tb import EnvTB
 
 
 class CsrTB(EnvTB):

@@ -10,71 +10,13 @@ Run-time settings come from the environment that ``test_dma.py`` sets: ``T3HW_PA
 of EngineParams), ``T3HW_SEED``, ``T3HW_DMA_JOBS`` (random descriptors run by ``test_random``).
 """
 
-import json
 import os
-import random
 
 import cocotb
-from cocotb.clock import Clock
-from cocotb.triggers import ReadOnly, RisingEdge
 
 from sim_models import dma as dma_model
 from sim_models.dma import DmaEnv
-from t3hw.params import EngineParams
-
-
-class EnvTB:
-    """Clock and cycle-by-cycle driving of a design through a
-    :class:`sim_models.dma.StreamEnv` (also used by ``tb_addrmap``).
-
-    Parameters
-    ----------
-    dut : cocotb handle
-        The design's top level (ports named as in the generated Verilog).
-    make_env : callable
-        ``make_env(params, rng)`` returns the environment.
-    """
-
-    def __init__(self, dut, make_env):
-        self.dut = dut
-        self.params = EngineParams(**json.loads(os.environ["T3HW_PARAMS"]))
-        self.seed = int(os.environ.get("T3HW_SEED", "1"))
-        self.env = make_env(self.params, random.Random(self.seed))
-        self._handles = {}
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-        dut._log.info("seed=%d params=%s", self.seed, self.params.to_dict())
-
-    def _handle(self, name):
-        handle = self._handles.get(name)
-        if handle is None:
-            handle = self._handles[name] = getattr(self.dut, name)
-        return handle
-
-    def _set(self, name, value):
-        self._handle(name).value = value
-
-    def _get(self, name):
-        value = self._handle(name).value
-        return value.to_unsigned() if hasattr(value, "to_unsigned") else int(value)
-
-    async def cycle(self):
-        """One clock: drive the environment's inputs, settle, score the outputs."""
-        self.env.apply(self._set)
-        await ReadOnly()
-        self.env.sample(self._get)
-        await RisingEdge(self.dut.clk)
-
-    async def hold_reset(self):
-        """Hold ``rst`` 2 cycles with every ``valid``, ``ready`` and input flag low."""
-        env = self.env
-        self.dut.rst.value = 1
-        names = ([f"{n}__valid" for n in env.in_streams] + [f"{n}__ready" for n in env.out_streams]
-                 + list(env.in_flags))
-        for name in names:
-            self._set(name, 0)
-        for _ in range(2):
-            await RisingEdge(self.dut.clk)
-        self.dut.rst.value = 0
+from t3hw.tb import EnvTB
 
 
 class DmaTB(EnvTB):

@@ -1,15 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
 """amaranth.sim drivers of the blocks, scored against the same cycle models as the cocotb
 testbenches (:mod:`t3hw.tb`). Fast unit tests and benchmarks use them: no Verilog, no C++.
+
+* :func:`run_tracker`: the tracker against :class:`~sim_models.tracker.TrackerCycleModel`.
+* :func:`run_env`: any block driven by a :class:`~sim_models.env.StreamEnv`.
 """
 
+from amaranth.hdl import ValueCastable
 from amaranth.sim import Simulator
 
 from sim_models.tracker import Trigger, TrackerCycleModel
 from .tracker import Tracker
 
 
-__all__ = ["run_tracker"]
+__all__ = ["run_tracker", "run_env"]
 
 
 class _TrackerDriver:
@@ -71,3 +75,33 @@ def run_tracker(params, body):
 
     sim.add_testbench(testbench)
     sim.run()
+
+
+def _port(dut, name):
+    """The member of ``dut`` named as in the generated Verilog (``read__payload``)."""
+    value = dut
+    for part in name.split("__"):
+        value = getattr(value, part)
+    return value.as_value() if isinstance(value, ValueCastable) else value
+
+
+def run_env(dut, env, body):
+    """Simulate ``dut`` from reset under ``body(env, cycle)``.
+
+    ``cycle()`` drives ``env``'s inputs, lets the design settle, scores its outputs through
+    ``env`` and clocks: the same steps the cocotb testbenches take (:class:`t3hw.tb.EnvTB`).
+    """
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+
+    async def testbench(ctx):
+        async def cycle():
+            env.apply(lambda name, value: ctx.set(_port(dut, name), value))
+            env.sample(lambda name: ctx.get(_port(dut, name)))
+            await ctx.tick()
+
+        await body(env, cycle)
+
+    sim.add_testbench(testbench)
+    sim.run()
+    return env

@@ -5,7 +5,9 @@
 :class:`TrackerTB` drives the tracker's ports cycle by cycle and compares ``busy``,
 ``program.ready``, ``trigger.valid`` and every trigger with
 :class:`sim_models.tracker.TrackerCycleModel` in every cycle, and every sticky error bit and
-counter when asked (:meth:`TrackerTB.check_state`). Run-time settings come from the
+counter when asked (:meth:`TrackerTB.check_state`). :class:`EnvTB` drives any block through
+a :class:`sim_models.env.StreamEnv` (DMA, address map, register block): the same environment
+the amaranth.sim tests run (:func:`t3hw.amsim.run_env`). Run-time settings come from the
 environment: ``T3HW_PARAMS`` (JSON of :class:`~t3hw.params.EngineParams`) and ``T3HW_SEED``.
 """
 
@@ -23,7 +25,16 @@ from .layouts import (Codec, TrackOp, WriteKind, WriteSource, program_layout, tr
 from .params import EngineParams
 
 
-__all__ = ["TrackerTB", "write", "arm", "disarm"]
+__all__ = ["TrackerTB", "EnvTB", "write", "arm", "disarm"]
+
+
+def _start(dut):
+    """Parameters and seed from the environment the runner set; start the clock."""
+    params = EngineParams(**json.loads(os.environ["T3HW_PARAMS"]))
+    seed = int(os.environ.get("T3HW_SEED", "1"))
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    dut._log.info("seed=%d params=%s", seed, params.to_dict())
+    return params, seed
 
 
 def write(tile, beats=1, source=WriteSource.COMPUTE, kind=WriteKind.STORE):
@@ -46,8 +57,7 @@ class TrackerTB:
 
     def __init__(self, dut):
         self.dut = dut
-        self.params = EngineParams(**json.loads(os.environ["T3HW_PARAMS"]))
-        self.seed = int(os.environ.get("T3HW_SEED", "1"))
+        self.params, self.seed = _start(dut)
         self.rng = random.Random(self.seed)
         self.write_c   = Codec(write_layout(self.params))
         self.program_c = Codec(program_layout(self.params))
@@ -58,8 +68,6 @@ class TrackerTB:
         self.cycles = 0
         self.transfers = 0
         self.log = []           # (cycle, Trigger) of every trigger transferred
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-        dut._log.info("seed=%d params=%s", self.seed, self.params.to_dict())
 
     async def reset(self, *, wait=True):
         """Hold ``rst`` 2 cycles; then (``wait``) run idle cycles through the reset sweep.
@@ -135,3 +143,54 @@ class TrackerTB:
         await self.cycle()
         self.dut.clear.value = 0
         self.model.model.clear_errors()
+
+
+class EnvTB:
+    """Clock and cycle-by-cycle driving of a design through a
+    :class:`sim_models.env.StreamEnv` (the DMA, address map and register block testbenches).
+
+    Parameters
+    ----------
+    dut : cocotb handle
+        The design's top level (ports named as in the generated Verilog).
+    make_env : callable
+        ``make_env(params, rng)`` returns the environment.
+    """
+
+    def __init__(self, dut, make_env):
+        self.dut = dut
+        self.params, self.seed = _start(dut)
+        self.env = make_env(self.params, random.Random(self.seed))
+        self._handles = {}
+
+    def _handle(self, name):
+        handle = self._handles.get(name)
+        if handle is None:
+            handle = self._handles[name] = getattr(self.dut, name)
+        return handle
+
+    def _set(self, name, value):
+        self._handle(name).value = value
+
+    def _get(self, name):
+        value = self._handle(name).value
+        return value.to_unsigned() if hasattr(value, "to_unsigned") else int(value)
+
+    async def cycle(self):
+        """One clock: drive the environment's inputs, settle, score the outputs."""
+        self.env.apply(self._set)
+        await ReadOnly()
+        self.env.sample(self._get)
+        await RisingEdge(self.dut.clk)
+
+    async def hold_reset(self):
+        """Hold ``rst`` 2 cycles with every ``valid``, ``ready`` and input flag low."""
+        env = self.env
+        self.dut.rst.value = 1
+        names = ([f"{n}__valid" for n in env.in_streams] + [f"{n}__ready" for n in env.out_streams]
+                 + list(env.in_flags))
+        for name in names:
+            self._set(name, 0)
+        for _ in range(2):
+            await RisingEdge(self.dut.clk)
+        self.dut.rst.value = 0

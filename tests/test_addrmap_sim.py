@@ -5,17 +5,15 @@ The stimulus, the scoreboard and the scenarios are the cocotb testbench's
 (:mod:`sim_models.addrmap`); only the port access differs.
 """
 
-import os
 import random
 
 import pytest
-from amaranth.hdl import ValueCastable
-from amaranth.sim import Simulator
 
 from sim_models import addrmap as addrmap_model
 from sim_models.addrmap import AddrMapEnv, AddrMapModel
 from t3hw.addrmap import AddrMap
 from t3hw.layouts import RegionMode, WriteKind
+from t3hw.amsim import run_env
 from t3hw.params import EngineParams
 
 
@@ -28,39 +26,15 @@ PARAMS = {
 }
 
 
-def _port(dut, name):
-    value = dut
-    for part in name.split("__"):
-        value = getattr(value, part)
-    return value.as_value() if isinstance(value, ValueCastable) else value
-
-
 def _simulate(params, body, *, seed=1, **env_args):
     """Run ``body(env, cycle)`` on a fresh :class:`~t3hw.addrmap.AddrMap` from reset."""
-    dut = AddrMap(params)
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    env = AddrMapEnv(params, random.Random(seed), **env_args)
-
-    async def testbench(ctx):
-        async def cycle():
-            env.apply(lambda name, value: ctx.set(_port(dut, name), value))
-            env.sample(lambda name: ctx.get(_port(dut, name)))
-            await ctx.tick()
-
-        await body(env, cycle)
-
-    sim.add_testbench(testbench)
-    sim.run()
-    return env
+    return run_env(AddrMap(params), AddrMapEnv(params, random.Random(seed), **env_args), body)
 
 
 @pytest.mark.parametrize("name", sorted(PARAMS))
-def test_random_against_model(name):
+def test_random_against_model(name, seed):
     """Random regions (some rejected) and boundary stores with back-pressure, every output
     field compared every cycle."""
-    seed = int(os.environ.get("T3HW_SEED", random.randrange(1 << 31)))
-    print(f"seed={seed}")
     env = _simulate(PARAMS[name], addrmap_model.drain, seed=seed, stores=1500)
     assert env.sent == 1500 and env.taken["net"] > 0 and env.taken["mem"] > 0
     assert env.rejected > 0

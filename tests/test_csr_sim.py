@@ -10,13 +10,12 @@ errors, the clears and every field of the three program streams are compared wit
 import random
 
 import pytest
-from amaranth.hdl import ValueCastable
-from amaranth.sim import Simulator
 
 from sim_models import csr as csr_model
 from sim_models.csr import CsrEnv
 from t3hw.csr import BusSignature, Csr
 from t3hw.layouts import CsrCommand
+from t3hw.amsim import run_env
 from t3hw.params import EngineParams
 from t3hw.regmap import RegisterMap
 
@@ -35,31 +34,10 @@ PARAMS = {
 }
 
 
-def _port(dut, name):
-    value = dut
-    for part in name.split("__"):
-        value = getattr(value, part)
-    return value.as_value() if isinstance(value, ValueCastable) else value
-
-
 def _simulate(params, body, *, seed=1, stall=0.0, **env_args):
     """Run ``body(env, cycle)`` on a fresh :class:`~t3hw.csr.Csr` from reset."""
-    dut = Csr(params)
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
     env = CsrEnv(params, random.Random(seed), stall=stall, **env_args)
-
-    async def testbench(ctx):
-        async def cycle():
-            env.apply(lambda name, value: ctx.set(_port(dut, name), value))
-            env.sample(lambda name: ctx.get(_port(dut, name)))
-            await ctx.tick()
-
-        await body(env, cycle)
-
-    sim.add_testbench(testbench)
-    sim.run()
-    return env
+    return run_env(Csr(params), env, body)
 
 
 @pytest.mark.parametrize("name", sorted(PARAMS))

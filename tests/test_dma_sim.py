@@ -5,16 +5,14 @@ The stimulus, the scoreboard and the scenarios are the cocotb testbench's
 (:mod:`sim_models.dma`); only the port access differs.
 """
 
-import os
 import random
 
 import pytest
-from amaranth.hdl import ValueCastable
-from amaranth.sim import Simulator
 
 from sim_models import dma as dma_model
 from sim_models.dma import DmaEnv, DmaModel, walk
 from t3hw.dma import Dma
+from t3hw.amsim import run_env
 from t3hw.params import EngineParams
 
 
@@ -28,46 +26,22 @@ PARAMS = {
 }
 
 
-def _port(dut, name):
-    value = dut
-    for part in name.split("__"):
-        value = getattr(value, part)
-    return value.as_value() if isinstance(value, ValueCastable) else value
-
-
 def _simulate(params, body, *, seed=1, **env_args):
-    """Run ``body(env, cycle)`` on a fresh :class:`~t3hw.dma.Dma` from reset."""
-    dut = Dma(params)
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    env = DmaEnv(params, random.Random(seed), **env_args)
-
-    async def testbench(ctx):
-        async def cycle():
-            env.apply(lambda name, value: ctx.set(_port(dut, name), value))
-            env.sample(lambda name: ctx.get(_port(dut, name)))
-            await ctx.tick()
-
+    """Run ``body(env, cycle)`` on a fresh :class:`~t3hw.dma.Dma` from reset, after checking
+    that the table's reset sweep lasts one cycle per descriptor."""
+    async def after_sweep(env, cycle):
         sweep = await dma_model.reset_sweep(env, cycle)
         assert sweep == params.dma_descriptors
         await body(env, cycle)
 
-    sim.add_testbench(testbench)
-    sim.run()
-    return env
-
-
-def _seed():
-    seed = int(os.environ.get("T3HW_SEED", random.randrange(1 << 31)))
-    print(f"seed={seed}")
-    return seed
+    return run_env(Dma(params), DmaEnv(params, random.Random(seed), **env_args), after_sweep)
 
 
 @pytest.mark.parametrize("name", sorted(PARAMS))
-def test_random_against_model(name):
+def test_random_against_model(name, seed):
     """Random descriptors, triggers, errors, back-pressure and latency; every read and packet
     matches the model field by field."""
-    env = _simulate(PARAMS[name], dma_model.drain, seed=_seed(), jobs=120, errors=0.08)
+    env = _simulate(PARAMS[name], dma_model.drain, seed=seed, jobs=120, errors=0.08)
     assert env.triggered >= 120 * 0.9 and env.bursts > 120
     assert env.max_in_flight == PARAMS[name].max_outstanding
 
