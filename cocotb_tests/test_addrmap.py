@@ -7,7 +7,6 @@ often; 4 regions; the paper's defaults), each with ``STORES`` random stores
 error tests.
 """
 
-import json
 import os
 from pathlib import Path
 
@@ -36,19 +35,17 @@ def test_addrmap(name, seed):
     params = PARAMS[name]
     runner, module, bdir = harness.build("addrmap", params)
     env = {
-        "T3HW_PARAMS": json.dumps(params.to_dict()),
-        "T3HW_SEED": str(seed),
         "T3HW_ADDRMAP_STORES": os.environ.get("T3HW_ADDRMAP_STORES", str(STORES)),
     }
     # The "pair" set has 2 regions; the boundary scenario needs 4.
     testcase = ["test_random", "test_every_error_bit"] if params.regions < 4 else None
-    harness.run(runner, module, bdir, "tb_addrmap", test_dir=HERE, extra_env=env, seed=seed,
-                testcase=testcase)
+    harness.run(runner, module, bdir, "tb_addrmap", params=params, seed=seed, test_dir=HERE,
+                extra_env=env, testcase=testcase)
 
 
 def test_lint_clean(tmp_path):
     """The generated Verilog passes ``verilator --lint-only -Wall`` with the project waivers."""
     for name, params in PARAMS.items():
         _, source = harness.generate_for("addrmap", params, tmp_path / name)
-        rc, out = harness.lint([source], waivers=harness.ROOT / "t3hw" / "lint_waivers.vlt")
+        rc, out = harness.lint([source])
         assert rc == 0, out

@@ -8,7 +8,6 @@ read-back tests, and the driver programming one GPU of a 4-GPU ring reduce-scatt
 is drawn from the seed).
 """
 
-import json
 import os
 from pathlib import Path
 
@@ -36,17 +35,16 @@ def test_csr(name, seed):
     params = PARAMS[name]
     runner, module, bdir = harness.build("csr", params)
     env = {
-        "T3HW_PARAMS": json.dumps(params.to_dict()),
-        "T3HW_SEED": str(seed),
         "T3HW_CSR_OPS": os.environ.get("T3HW_CSR_OPS", str(OPS)),
         "T3HW_CSR_GPU": str(seed % 4),
     }
-    harness.run(runner, module, bdir, "tb_csr", test_dir=HERE, extra_env=env, seed=seed)
+    harness.run(runner, module, bdir, "tb_csr", params=params, seed=seed, test_dir=HERE,
+                extra_env=env)
 
 
 def test_lint_clean(tmp_path):
     """The generated Verilog passes ``verilator --lint-only -Wall`` with the project waivers."""
     for name, params in PARAMS.items():
         _, source = harness.generate_for("csr", params, tmp_path / name)
-        rc, out = harness.lint([source], waivers=harness.ROOT / "t3hw" / "lint_waivers.vlt")
+        rc, out = harness.lint([source])
         assert rc == 0, out

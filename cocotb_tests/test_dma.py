@@ -7,7 +7,6 @@ read and packet scored against the reference model, plus the directed error, ful
 back-to-back tests.
 """
 
-import json
 import os
 from pathlib import Path
 
@@ -37,16 +36,15 @@ def test_dma(name, seed):
     params = PARAMS[name]
     runner, module, bdir = harness.build("dma", params)
     env = {
-        "T3HW_PARAMS": json.dumps(params.to_dict()),
-        "T3HW_SEED": str(seed),
         "T3HW_DMA_JOBS": os.environ.get("T3HW_DMA_JOBS", str(JOBS)),
     }
-    harness.run(runner, module, bdir, "tb_dma", test_dir=HERE, extra_env=env, seed=seed)
+    harness.run(runner, module, bdir, "tb_dma", params=params, seed=seed, test_dir=HERE,
+                extra_env=env)
 
 
 def test_lint_clean(tmp_path):
     """The generated Verilog passes ``verilator --lint-only -Wall`` with the project waivers."""
     for name, params in PARAMS.items():
         _, source = harness.generate_for("dma", params, tmp_path / name)
-        rc, out = harness.lint([source], waivers=harness.ROOT / "t3hw" / "lint_waivers.vlt")
+        rc, out = harness.lint([source])
         assert rc == 0, out

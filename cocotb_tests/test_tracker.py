@@ -6,7 +6,6 @@ Three parameter sets (tiny tables, the paper's, large), each with 100,000 random
 ``--waves`` (or ``WAVES=1``) every run also writes a VCD and a ``.gtkw``.
 """
 
-import json
 import os
 from pathlib import Path
 
@@ -32,18 +31,13 @@ HERE = Path(__file__).resolve().parent
 
 def _run(params, seed, *, waves, events, testcase=None):
     runner, module, bdir = harness.build("tracker", params, waves=waves)
-    env = {
-        "T3HW_PARAMS": json.dumps(params.to_dict()),
-        "T3HW_SEED": str(seed),
-        "T3HW_EVENTS": str(events),
-    }
     trace = gtkw = None
     if waves:
         trace, gtkw = bdir / "tracker.vcd", bdir / "tracker.gtkw"
         waves_mod.write_tracker_gtkw(trace, module, params, gtkw)
         print(f"waves: {trace} (open with: gtkwave {gtkw})")
-    harness.run(runner, module, bdir, "tb_tracker", test_dir=HERE, extra_env=env,
-                trace_file=trace, seed=seed, testcase=testcase)
+    harness.run(runner, module, bdir, "tb_tracker", params=params, seed=seed, test_dir=HERE,
+                extra_env={"T3HW_EVENTS": str(events)}, trace_file=trace, testcase=testcase)
     return trace, gtkw
 
 

@@ -35,10 +35,8 @@ def _verilator_run(params, events, seed):
     report = bdir / "bench.json"
     t0 = time.perf_counter()
     harness.run(runner, module, bdir, "tb_tracker", test_dir=harness.ROOT / "cocotb_tests",
-                testcase="test_random", seed=seed,
-                extra_env={"T3HW_PARAMS": json.dumps(params.to_dict()),
-                           "T3HW_SEED": str(seed), "T3HW_EVENTS": str(events),
-                           "T3HW_REPORT": str(report)})
+                testcase="test_random", params=params, seed=seed,
+                extra_env={"T3HW_EVENTS": str(events), "T3HW_REPORT": str(report)})
     total = time.perf_counter() - t0
     r = json.loads(report.read_text())
     return {"events": r["events"], "cycles": r["cycles"], "loop_wall_s": round(r["wall_s"], 3),

@@ -2,7 +2,6 @@
 """``make demo``: generate the Verilog, run :mod:`t3hw.tb_demo` in Verilator, print triggers."""
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -27,9 +26,8 @@ def run_demo(*, out: Path, seed=1):
     print("[2/3] running GPU 0 of a 4-GPU fused GEMM + ring reduce-scatter...", flush=True)
     t0 = time.perf_counter()
     harness.run(runner, module, bdir, "t3hw.tb_demo", test_dir=out,
-                extra_env={"T3HW_PARAMS": json.dumps(params.to_dict()),
-                           "T3HW_SEED": str(seed), "T3HW_DEMO_OUT": str(report)},
-                trace_file=trace, seed=seed)
+                params=params, seed=seed, extra_env={"T3HW_DEMO_OUT": str(report)},
+                trace_file=trace)
     wall = time.perf_counter() - t0
     r = json.loads(report.read_text())
     tiles = r["tiles_per_chunk"]

@@ -10,7 +10,6 @@ source files, so :func:`build_dir` gives every (block, parameter set) its own fo
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,11 +17,14 @@ from pathlib import Path
 from .params import EngineParams
 
 
-__all__ = ["ROOT", "toolchain_env", "verilator_bin", "build_dir", "generate_for",
+__all__ = ["ROOT", "WAIVERS", "toolchain_env", "verilator_bin", "build_dir", "generate_for",
            "build", "run", "lint"]
 
 #: The repository (or installed tree) root: the folder holding ``t3hw/`` and ``rtl/``.
 ROOT = Path(__file__).resolve().parent.parent
+
+#: The project's lint waivers (one reason per line).
+WAIVERS = Path(__file__).resolve().with_name("lint_waivers.vlt")
 
 
 def toolchain_env():
@@ -85,9 +87,12 @@ def build(block, params: EngineParams, *, waves=False, root=None, verbose=False)
     return runner, module, bdir
 
 
-def run(runner, module, bdir, test_module, *, test_dir, extra_env=None, trace_file=None,
-        testcase=None, seed=None):
+def run(runner, module, bdir, test_module, *, params: EngineParams, seed, test_dir,
+        extra_env=None, trace_file=None, testcase=None):
     """Run the cocotb ``test_module`` on a built design and return the results file path.
+
+    The testbench finds ``params`` and ``seed`` in ``T3HW_PARAMS`` (JSON) and ``T3HW_SEED``
+    (read by :mod:`t3hw.tb`); ``extra_env`` adds the testbench's own settings.
 
     ``trace_file`` (needs a design built with ``waves=True``) writes the VCD dump there.
 
@@ -95,7 +100,8 @@ def run(runner, module, bdir, test_module, *, test_dir, extra_env=None, trace_fi
     runner itself does not raise outside pytest).
     """
     from cocotb_tools.runner import get_results
-    env = dict(extra_env or {})
+    env = {"T3HW_PARAMS": json.dumps(params.to_dict()), "T3HW_SEED": str(seed),
+           **(extra_env or {})}
     waves = trace_file is not None
     test_args = ["--trace-file", str(trace_file)] if waves else []
     results = Path(bdir) / f"{test_module}.xml"
@@ -124,7 +130,7 @@ def _failures(results):
     return names
 
 
-def lint(sources, *, waivers=None):
+def lint(sources, *, waivers=WAIVERS):
     """``verilator --lint-only -Wall`` on each file of ``sources`` (each generated file is an
     independent top); returns (worst return code, output text of every run)."""
     cmd = [verilator_bin(), "--lint-only", "-Wall"]

@@ -16,7 +16,6 @@ from t3hw.params import DEFAULT, EngineParams
 
 ROOT = Path(__file__).resolve().parent.parent
 RTL = ROOT / "rtl"
-WAIVERS = ROOT / "t3hw" / "lint_waivers.vlt"
 TINY = EngineParams(tracker_entries=4, tile_width=4, count_width=4, beats_width=2,
                     cmd_width=2, trigger_depth=1, counter_width=16)
 MINIMAL = EngineParams(tracker_entries=2, tile_width=1, count_width=1, beats_width=1,
@@ -66,7 +65,7 @@ def test_output_is_independent_of_path_and_has_no_tool_names(tmp_path):
 @pytest.mark.parametrize("params", [DEFAULT, TINY, MINIMAL], ids=["paper", "tiny", "minimal"])
 def test_generated_verilog_is_lint_clean(tmp_path, params):
     files = generate(params, tmp_path)
-    rc, out = harness.lint([f for f in files if f.suffix == ".v"], waivers=WAIVERS)
+    rc, out = harness.lint([f for f in files if f.suffix == ".v"])
     assert rc == 0, out
 
 
@@ -74,7 +73,7 @@ def test_lint_still_catches_real_problems(tmp_path):
     bad = tmp_path / "bad.v"
     bad.write_text("module bad(input clk, output [3:0] q);\n  wire [3:0] w;\n"
                    "  assign q = w;\nendmodule\n")
-    rc, out = harness.lint([bad], waivers=WAIVERS)
+    rc, out = harness.lint([bad])
     assert rc != 0 and "UNDRIVEN" in out
 
 
