@@ -51,7 +51,6 @@ def _partials(n, shape, rng):
 
 
 def _t3(engines, producers, partials, rng):
-    n = len(engines)
     inflight = []
 
     def flush():

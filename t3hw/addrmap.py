@@ -23,7 +23,7 @@ from amaranth.lib.wiring import In, Out
 from .layouts import (RegionMode, WriteKind, addrmap_errors_layout, addrmap_stats_layout,
                       mem_store_layout, net_packet_layout, region_layout,
                       region_program_layout, store_layout)
-from .params import EngineParams
+from .params import EngineParams, check_params
 
 
 __all__ = ["AddrMap"]
@@ -71,9 +71,7 @@ class AddrMap(wiring.Component):
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
-        if not isinstance(params, EngineParams):
-            raise TypeError(f"params must be an EngineParams, not {params!r}")
-        self._p = params
+        self._p = check_params(params, self)
         super().__init__({
             "store":   In(stream.Signature(store_layout(params))),
             "program": In(stream.Signature(region_program_layout(params), always_ready=True)),

@@ -53,7 +53,7 @@ from .layouts import (CsrCommand, addrmap_errors_layout, addrmap_stats_layout,
                       dma_errors_layout, dma_program_layout, dma_stats_layout, program_layout,
                       region_layout, region_program_layout, tracker_errors_layout,
                       tracker_stats_layout)
-from .params import EngineParams
+from .params import EngineParams, check_params
 from .regmap import WORD_BITS, Access, RegisterMap
 
 
@@ -151,10 +151,7 @@ class Csr(wiring.Component):
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
-        if not isinstance(params, EngineParams):
-            self._MustUse__silence = True          # not a design: no "unused" warning
-            raise TypeError(f"params must be an EngineParams, not {params!r}")
-        self._p = params
+        self._p = check_params(params, self)
         self._map = RegisterMap(params)
         super().__init__({
             "bus":             In(BusSignature(self._map.addr_width)),

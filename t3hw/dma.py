@@ -34,17 +34,11 @@ from amaranth.lib.wiring import In, Out
 from .layouts import (dma_descriptor_layout, dma_errors_layout, dma_program_layout,
                       dma_stats_layout, net_packet_layout, read_request_layout,
                       read_response_layout, trigger_layout)
-from .params import EngineParams
+from .params import EngineParams, check_params
 from .queue import Queue
 
 
 __all__ = ["DmaQueue", "DmaEngine", "Dma"]
-
-
-def _check_params(params):
-    if not isinstance(params, EngineParams):
-        raise TypeError(f"params must be an EngineParams, not {params!r}")
-    return params
 
 
 class DmaQueue(wiring.Component):
@@ -92,7 +86,7 @@ class DmaQueue(wiring.Component):
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
-        self._p = _check_params(params)
+        self._p = check_params(params, self)
         super().__init__({
             "program":        In(stream.Signature(dma_program_layout(params))),
             "trigger":        In(stream.Signature(trigger_layout(params))),
@@ -216,7 +210,7 @@ class DmaEngine(wiring.Component):
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
-        self._p = _check_params(params)
+        self._p = check_params(params, self)
         super().__init__({
             "descriptor":   In(stream.Signature(dma_descriptor_layout(params))),
             "read":         Out(stream.Signature(read_request_layout(params))),
@@ -365,7 +359,7 @@ class Dma(wiring.Component):
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
-        self._p = _check_params(params)
+        self._p = check_params(params, self)
         super().__init__({
             "program":  In(stream.Signature(dma_program_layout(params))),
             "trigger":  In(stream.Signature(trigger_layout(params))),

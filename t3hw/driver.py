@@ -19,7 +19,7 @@ Every register address and field comes from :class:`t3hw.regmap.RegisterMap`.
 """
 
 from .layouts import CsrCommand, RegionMode, TrackOp, WriteKind
-from .params import EngineParams
+from .params import EngineParams, check_params
 from .regmap import MAGIC, RegisterMap
 
 
@@ -88,8 +88,7 @@ class Driver:
     """
 
     def __init__(self, bus, params: EngineParams = EngineParams(), *, poll_limit=10_000):
-        if not isinstance(params, EngineParams):
-            raise TypeError(f"params must be an EngineParams, not {params!r}")
+        check_params(params)
         if isinstance(poll_limit, bool) or not isinstance(poll_limit, int) or poll_limit < 1:
             raise ValueError(f"poll_limit must be a positive integer, not {poll_limit!r}")
         self.bus, self.params, self.poll_limit = bus, params, poll_limit

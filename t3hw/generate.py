@@ -23,7 +23,7 @@ from pathlib import Path
 from amaranth.back import verilog
 from amaranth.hdl import Const, ValueCastable
 
-from .params import EngineParams
+from .params import EngineParams, check_params
 
 
 __all__ = ["BLOCKS", "TOOLS", "HEADER", "convert", "generate", "register_docs", "check"]
@@ -115,8 +115,7 @@ def generate(params: EngineParams, out_dir, *, blocks=None, docs=None):
     list of Path
         The files written into ``out_dir``, manifest last.
     """
-    if not isinstance(params, EngineParams):
-        raise TypeError(f"params must be an EngineParams, not {params!r}")
+    check_params(params)
     names = list(BLOCKS) if blocks is None else list(blocks)
     for name in names:
         if name not in BLOCKS:

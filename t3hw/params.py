@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 
 
-__all__ = ["EngineParams", "DEFAULT", "PARAM_RANGES"]
+__all__ = ["EngineParams", "DEFAULT", "PARAM_RANGES", "check_params"]
 
 
 #: Allowed range of every integer parameter, inclusive: ``name: (low, high)``.
@@ -178,3 +178,16 @@ class EngineParams:
 
 #: The paper's parameter set, used for ``rtl/``.
 DEFAULT = EngineParams()
+
+
+def check_params(params, owner=None):
+    """Return ``params`` if it is an :class:`EngineParams`, else raise :exc:`TypeError`.
+
+    ``owner`` is the object being constructed; an Amaranth elaboratable that fails here is
+    marked so that Amaranth does not also warn that it was created and never used.
+    """
+    if not isinstance(params, EngineParams):
+        if owner is not None:
+            owner._MustUse__silence = True
+        raise TypeError(f"params must be an EngineParams, not {params!r}")
+    return params

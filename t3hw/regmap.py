@@ -30,7 +30,7 @@ from .layouts import (Codec, addrmap_errors_layout, addrmap_stats_layout, csr_co
                       csr_config_layout, csr_errors_layout, csr_id_layout, csr_status_layout,
                       dma_errors_layout, dma_program_layout, dma_stats_layout, program_layout,
                       region_program_layout, tracker_errors_layout, tracker_stats_layout)
-from .params import EngineParams
+from .params import EngineParams, check_params
 
 
 __all__ = ["Access", "Field", "Register", "Group", "RegisterMap", "SECTIONS", "SECTION_BYTES",
@@ -207,8 +207,7 @@ class RegisterMap:
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
-        if not isinstance(params, EngineParams):
-            raise TypeError(f"params must be an EngineParams, not {params!r}")
+        check_params(params)
         self.params = params
         self.groups, self.registers = {}, []
         for s, (section, groups) in enumerate(SECTIONS):
@@ -272,7 +271,7 @@ class RegisterMap:
         def macro(name, value):
             return f"#define T3HW_{name:<44} {value}\n"
 
-        out = [first_line, f"/* Register map of t3hw_csr for: "
+        out = [first_line, "/* Register map of t3hw_csr for: "
                + ", ".join(f"{k}={v}" for k, v in p.to_dict().items()) + ". */\n",
                "/* 32-bit registers at byte addresses; see docs/registers.md. */\n",
                "#ifndef T3HW_REGS_H\n#define T3HW_REGS_H\n\n"]

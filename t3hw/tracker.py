@@ -58,7 +58,7 @@ from amaranth.lib.wiring import In, Out
 
 from .layouts import (TrackOp, WriteSource, entry_layout, program_layout, trigger_layout,
                       tracker_errors_layout, tracker_stats_layout, write_layout)
-from .params import EngineParams
+from .params import EngineParams, check_params
 from .queue import Queue
 
 
@@ -93,10 +93,7 @@ class Tracker(wiring.Component):
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
-        if not isinstance(params, EngineParams):
-            self._MustUse__silence = True          # not a design: no "unused" warning
-            raise TypeError(f"params must be an EngineParams, not {params!r}")
-        self._p = params
+        self._p = check_params(params, self)
         super().__init__({
             "write":   In(stream.Signature(write_layout(params), always_ready=True)),
             "program": In(stream.Signature(program_layout(params))),
