@@ -31,6 +31,14 @@ PARAM_RANGES = {
     "row_bytes_width": (1, 32),
     "pitch_width":     (1, 64),
     "regions":         (2, 64),
+    "load_tag_width":  (1, 16),
+    "occupancy_width": (1, 16),
+    "arbiter_policy":  (0, 2),
+    "mca_threshold":   (0, 65535),
+    "mca_saturation":  (1, 65535),
+    "mca_window_log2": (0, 24),
+    "starvation_width": (1, 24),
+    "starvation_limit": (1, (1 << 24) - 1),
 }
 
 #: Parameters that must also be a power of two (direct-mapped tables).
@@ -87,6 +95,27 @@ class EngineParams:
         Width of a DMA descriptor's row pitch in bytes, at most ``addr_width``.
     regions : int
         Regions in the address map, a power of two.
+    load_tag_width : int
+        Width of the tag of a compute (GEMM) read, returned with its response.
+    occupancy_width : int
+        Width of the DRAM queue occupancy input of the arbiter, and of the T3-MCA threshold
+        and saturation occupancy (requests).
+    arbiter_policy : int
+        Arbitration policy after reset, an :class:`~t3hw.layouts.ArbPolicy` value
+        (0 round-robin, 1 compute-first, 2 T3-MCA); software may change it at run time.
+    mca_threshold : int
+        T3-MCA occupancy threshold after reset; 0 derives it in hardware from the compute
+        request rate (see :mod:`t3hw.arbiter`). Below ``2**occupancy_width``.
+    mca_saturation : int
+        Occupancy at which the DRAM saturates (its bandwidth-delay product, in requests),
+        after reset; the derivation's upper end. Below ``2**occupancy_width``.
+    mca_window_log2 : int
+        log2 of the window, in cycles, over which the compute request rate is measured.
+    starvation_width : int
+        Width of the starvation limit and of the arbiter's wait counter.
+    starvation_limit : int
+        T3-MCA: issue slots a pending communication request may wait before one is forced,
+        after reset. Below ``2**starvation_width``.
     """
 
     tracker_entries: int = 256
@@ -105,6 +134,14 @@ class EngineParams:
     row_bytes_width: int = 16
     pitch_width:     int = 24
     regions:         int = 8
+    load_tag_width:  int = 8
+    occupancy_width: int = 8
+    arbiter_policy:  int = 2
+    mca_threshold:   int = 0
+    mca_saturation:  int = 32
+    mca_window_log2: int = 14
+    starvation_width: int = 16
+    starvation_limit: int = 1024
 
     def __post_init__(self):
         for name, (low, high) in PARAM_RANGES.items():
@@ -123,6 +160,13 @@ class EngineParams:
         if self.beats_width > self.count_width:
             raise ValueError(f"beats_width must be in [1, {self.count_width}] (count_width), "
                              f"not {self.beats_width!r}")
+        for name, width in (("mca_threshold", "occupancy_width"),
+                            ("mca_saturation", "occupancy_width"),
+                            ("starvation_limit", "starvation_width")):
+            value, top = getattr(self, name), (1 << getattr(self, width)) - 1
+            if value > top:
+                raise ValueError(f"{name} must be in [{PARAM_RANGES[name][0]}, {top}] "
+                                 f"({width}={getattr(self, width)}), not {value!r}")
         if self.pitch_width > self.addr_width:
             raise ValueError(f"pitch_width must be in [1, {self.addr_width}] (addr_width), "
                              f"not {self.pitch_width!r}")
@@ -156,6 +200,11 @@ class EngineParams:
     def read_tag_width(self):
         """Width of a comm-stream read tag: ``max_outstanding`` tags in flight are distinct."""
         return max(1, (self.max_outstanding - 1).bit_length())
+
+    @property
+    def mem_tag_width(self):
+        """Width of a DRAM request's tag: a compute read's or a comm-stream read's."""
+        return max(self.load_tag_width, self.read_tag_width)
 
     @property
     def region_index_width(self):
