@@ -71,7 +71,8 @@ class StreamEnv:
     out_streams  = ()
     in_flags     = ()
     out_flags    = ()
-    #: Input streams without a ``ready`` port (``always_ready``): sampled as ready.
+    #: Streams without a ``ready`` port (``always_ready``): an input is sampled as ready; an
+    #: output's ready is not driven (:meth:`inputs` gives True for it).
     always_ready = ()
 
     def __init__(self):
@@ -97,7 +98,8 @@ class StreamEnv:
             if payload is not None:
                 setter(f"{name}__payload", payload)
         for name in self.out_streams:
-            setter(f"{name}__ready", int(ins[name]))
+            if name not in self.always_ready:
+                setter(f"{name}__ready", int(ins[name]))
         for name in self.in_flags:
             setter(name, ins[name])
 

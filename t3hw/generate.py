@@ -49,12 +49,18 @@ def _csr(p):
     return Csr(p)
 
 
+def _arbiter(p):
+    from .arbiter import Arbiter
+    return Arbiter(p)
+
+
 #: Generated blocks: ``name: (Verilog module name, factory(params) -> Component)``.
 BLOCKS = {
     "tracker": ("t3hw_tracker", _tracker),
     "dma":     ("t3hw_dma",     _dma),
     "addrmap": ("t3hw_addrmap", _addrmap),
     "csr":     ("t3hw_csr",     _csr),
+    "arbiter": ("t3hw_arbiter", _arbiter),
 }
 
 #: The C header of the register map, written with the ``csr`` block.

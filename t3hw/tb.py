@@ -187,7 +187,8 @@ class EnvTB:
         """Hold ``rst`` 2 cycles with every ``valid``, ``ready`` and input flag low."""
         env = self.env
         self.dut.rst.value = 1
-        names = ([f"{n}__valid" for n in env.in_streams] + [f"{n}__ready" for n in env.out_streams]
+        names = ([f"{n}__valid" for n in env.in_streams]
+                 + [f"{n}__ready" for n in env.out_streams if n not in env.always_ready]
                  + list(env.in_flags))
         for name in names:
             self._set(name, 0)

@@ -1,0 +1,344 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The memory-controller arbiter: shares the DRAM between the compute and the communication
+streams, and shows the tracker every write it issues.
+
+Streams
+-------
+Four request inputs in two classes, one request stream out to the DRAM:
+
+* **compute**: ``load`` (GEMM reads) and ``store`` (producer stores, from the address map);
+* **communication**: ``dma`` (the DMA's comm-stream reads) and ``remote`` (updates that
+  arrived from a peer GPU).
+
+Each cycle in which the output register is free or being emptied (an *issue slot*) the
+policy picks a class, and a round-robin pointer inside the class picks the input when both
+of its inputs request. The granted request is registered: it shows on ``dram`` the next
+cycle and stays there, unchanged, until the DRAM takes it. One request per cycle while
+``dram.ready`` stays high.
+
+Policies (``ArbPolicy``, chosen by the parameter ``arbiter_policy`` and by the ``ARB``
+registers at run time)
+---------------------------------------------------------------------------------------------
+* ``ROUND_ROBIN`` (plain T3): when both classes request, the one not granted last goes.
+* ``COMPUTE_FIRST``: compute whenever it requests; communication only in the other slots.
+* ``T3_MCA``: in each issue slot, in this order:
+
+  1. if communication has waited ``wait >= starvation_limit`` slots, it is granted
+     (*forced*; counted in ``starved``);
+  2. else compute, if it requests;
+  3. else communication, if it requests and the DRAM ``occupancy`` is below ``threshold``;
+  4. else nothing.
+
+  ``wait`` counts the issue slots in which communication requested and was not granted; it
+  is cleared by a communication grant and in any cycle without a communication request,
+  and saturates at ``starvation_limit``.
+
+Starvation bounds, in issue slots in which a communication request is pending:
+``ROUND_ROBIN`` grants communication within 2 slots and ``T3_MCA`` within
+``starvation_limit + 1`` (once its threshold is set; while it is being derived, T3-MCA is
+compute-first); ``COMPUTE_FIRST`` has no bound. Inside a class the two inputs alternate, so
+one input of a class waits at most twice its class's bound. No input is ever granted
+without a request.
+
+Threshold derivation (T3-MCA with ``threshold = 0``)
+-------------------------------------------------
+The threshold is derived from the compute request rate at the start of the GEMM. After
+reset (with ``mca_threshold = 0``) or after a configuration with ``threshold = 0`` is
+written, the arbiter waits for the first compute grant; the window is the ``W =
+2**window_log2`` cycles starting with that cycle, and ``C`` the compute grants in it. In the
+cycle after the window the threshold becomes::
+
+    threshold = ceil(saturation * (W + C) / (2 * W))       (= ceil(q_sat * (1 + rate) / 2))
+
+where ``saturation`` (q_sat) is the occupancy at which the DRAM saturates, its
+bandwidth-delay product in requests, and ``rate = C / W`` the compute share of the issue
+slots. By Little's law the GEMM alone keeps ``n_gemm = rate * q_sat`` requests in the DRAM,
+so this is ``ceil((n_gemm + q_sat) / 2)``: communication may fill the queue halfway from the
+GEMM's own level to saturation. The derivation runs whatever the policy, and T3-MCA is
+compute-first until it ends (``status.measuring``). The hardware accumulates
+``saturation`` per compute grant (no multiplier) and divides by shifting.
+
+Configuration
+-------------
+``config`` (from the register block) replaces the whole configuration in one cycle, or is
+rejected with the ``bad_config`` event when its policy code is 3, ``starvation_limit`` is 0,
+``window_log2`` is above 24, or ``threshold`` and ``saturation`` are both 0. An accepted one
+with ``threshold = 0`` restarts the derivation.
+
+Writes and the tracker
+----------------------
+When the DRAM takes a write (``STORE`` or ``UPDATE``) that is tracked (a producer store in a
+``TRACKED`` region, or any remote update), ``track`` presents it to the tracker the next
+cycle: its tile, one beat, its kind and its source. The tracker takes one write per cycle,
+so this never stalls.
+
+Responses
+---------
+``response`` carries the DRAM's read returns; each goes to ``load_response`` or
+``dma_response`` by its ``source`` (passed through, with its ready). A response whose source
+issues no reads is dropped with the ``bad_response`` event.
+"""
+
+from amaranth import *
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .layouts import (ArbPolicy, MemOp, WriteKind, WriteSource, arbiter_config_layout,
+                      arbiter_errors_layout, arbiter_stats_layout, arbiter_status_layout,
+                      load_layout, load_response_layout, mem_request_layout,
+                      mem_response_layout, mem_store_layout, net_packet_layout,
+                      read_request_layout, read_response_layout, write_layout)
+from .params import EngineParams, check_params
+
+
+__all__ = ["Arbiter", "MAX_WINDOW_LOG2"]
+
+#: Largest ``window_log2`` the arbiter accepts (a window of 2**24 cycles).
+MAX_WINDOW_LOG2 = 24
+
+
+class Arbiter(wiring.Component):
+    """Compute / communication arbiter in front of the DRAM.
+
+    Parameters
+    ----------
+    params : EngineParams
+        Field widths; ``occupancy_width``, ``starvation_width``, and the configuration after
+        reset (``arbiter_policy``, ``mca_threshold``, ``mca_saturation``, ``mca_window_log2``,
+        ``starvation_limit``).
+
+    Members
+    -------
+    load : In(stream.Signature(load_layout))
+        Compute reads.
+    store : In(stream.Signature(mem_store_layout))
+        Producer stores to local memory (the address map's ``mem``).
+    dma : In(stream.Signature(read_request_layout))
+        The DMA's comm-stream reads.
+    remote : In(stream.Signature(net_packet_layout))
+        Packets from the network: stores or updates to this GPU's memory (``device`` is not
+        checked).
+    dram : Out(stream.Signature(mem_request_layout))
+        The requests, registered.
+    occupancy : In(occupancy_width)
+        Requests in the DRAM's queue (waiting and in service).
+    response : In(stream.Signature(mem_response_layout))
+        Read returns from the DRAM.
+    load_response : Out(stream.Signature(load_response_layout))
+        Returns of ``load`` requests.
+    dma_response : Out(stream.Signature(read_response_layout))
+        Returns of ``dma`` requests (to the DMA's ``response``).
+    track : Out(stream.Signature(write_layout, always_ready=True))
+        Tracked writes the DRAM took, one cycle later (to the tracker's ``write``).
+    config : In(stream.Signature(arbiter_config_layout, always_ready=True))
+        A new configuration (from the register block).
+    status : Out(arbiter_status_layout)
+        Policy and threshold in effect; whether the threshold is being derived.
+    errors : Out(arbiter_errors_layout)
+        Sticky error bits (set the cycle after the event).
+    clear : In(arbiter_errors_layout)
+        Clears the error bits that are 1.
+    stats : Out(arbiter_stats_layout)
+        Wrapping counters.
+    """
+
+    def __init__(self, params: EngineParams = EngineParams()):
+        self._p = check_params(params, self)
+        p = params
+        super().__init__({
+            "load":          In(stream.Signature(load_layout(p))),
+            "store":         In(stream.Signature(mem_store_layout(p))),
+            "dma":           In(stream.Signature(read_request_layout(p))),
+            "remote":        In(stream.Signature(net_packet_layout(p))),
+            "dram":          Out(stream.Signature(mem_request_layout(p))),
+            "occupancy":     In(p.occupancy_width),
+            "response":      In(stream.Signature(mem_response_layout(p))),
+            "load_response": Out(stream.Signature(load_response_layout(p))),
+            "dma_response":  Out(stream.Signature(read_response_layout(p))),
+            "track":         Out(stream.Signature(write_layout(p), always_ready=True)),
+            "config":        In(stream.Signature(arbiter_config_layout(p), always_ready=True)),
+            "status":        Out(arbiter_status_layout(p)),
+            "errors":        Out(arbiter_errors_layout(p)),
+            "clear":         In(arbiter_errors_layout(p)),
+            "stats":         Out(arbiter_stats_layout(p)),
+        })
+
+    @property
+    def params(self):
+        return self._p
+
+    def reset_config(self):
+        """The configuration after reset, as a dict of :func:`arbiter_config_layout` fields."""
+        p = self._p
+        return {"policy": p.arbiter_policy, "threshold": p.mca_threshold,
+                "saturation": p.mca_saturation, "window_log2": p.mca_window_log2,
+                "starvation_limit": p.starvation_limit}
+
+    def elaborate(self, platform):
+        p = self._p
+        m = Module()
+        rst_cfg = self.reset_config()
+        cfg = Signal(arbiter_config_layout(p), init=rst_cfg)
+        set_err = Signal(arbiter_errors_layout(p))
+
+        # --- threshold derivation state ---------------------------------------------------
+        # ``armed``: waiting for the first compute grant; ``window``: inside the window;
+        # ``finish``: the cycle after it, when the threshold is computed.
+        derive = rst_cfg["threshold"] == 0
+        armed  = Signal(init=derive)
+        window = Signal()
+        finish = Signal()
+        thr    = Signal(p.occupancy_width, init=rst_cfg["threshold"])
+        cw     = MAX_WINDOW_LOG2 + 1
+        count  = Signal(cw)                                 # window cycles elapsed
+        acc    = Signal(p.occupancy_width + cw)             # saturation * compute grants
+        measuring = armed | window | finish
+
+        # --- the class decision -----------------------------------------------------------
+        slot = ~self.dram.valid | self.dram.ready
+        cp = self.load.valid | self.store.valid
+        mp = self.dma.valid | self.remote.valid
+        wait = Signal(p.starvation_width)
+        last_comm = Signal()                               # round robin: comm went last
+        starving = mp & (wait >= cfg.starvation_limit)
+        pick_c, pick_m, forced = Signal(), Signal(), Signal()
+        with m.Switch(cfg.policy):
+            with m.Case(ArbPolicy.ROUND_ROBIN):
+                m.d.comb += [pick_c.eq(cp & (~mp | last_comm)),
+                             pick_m.eq(mp & (~cp | ~last_comm))]
+            with m.Case(ArbPolicy.T3_MCA):
+                with m.If(measuring):
+                    m.d.comb += [pick_c.eq(cp), pick_m.eq(~cp & mp)]
+                with m.Elif(starving):
+                    m.d.comb += [pick_m.eq(1), forced.eq(1)]
+                with m.Else():
+                    m.d.comb += [pick_c.eq(cp),
+                                 pick_m.eq(~cp & mp & (self.occupancy < thr))]
+            with m.Default():                              # COMPUTE_FIRST
+                m.d.comb += [pick_c.eq(cp), pick_m.eq(~cp & mp)]
+        grant_c = slot & pick_c
+        grant_m = slot & pick_m
+
+        # --- inside each class: alternate when both inputs request --------------------------
+        last_store  = Signal()                             # compute: the store went last
+        last_remote = Signal()                             # comm: the remote went last
+        sel_store  = self.store.valid & (~self.load.valid | ~last_store)
+        sel_remote = self.remote.valid & (~self.dma.valid | ~last_remote)
+        m.d.comb += [
+            self.load.ready.eq(grant_c & ~sel_store),
+            self.store.ready.eq(grant_c & sel_store),
+            self.dma.ready.eq(grant_m & ~sel_remote),
+            self.remote.ready.eq(grant_m & sel_remote),
+        ]
+        with m.If(grant_c):
+            m.d.sync += last_store.eq(sel_store)
+        with m.If(grant_m):
+            m.d.sync += last_remote.eq(sel_remote)
+        with m.If(grant_c | grant_m):
+            m.d.sync += last_comm.eq(grant_m)
+        with m.If(~mp | grant_m):
+            m.d.sync += wait.eq(0)
+        with m.Elif(slot & (wait < cfg.starvation_limit)):
+            m.d.sync += wait.eq(wait + 1)
+
+        # --- the output register ----------------------------------------------------------
+        req = Signal(mem_request_layout(p))
+        tracked = Signal()
+        ld, st, dm, rm = (self.load.payload, self.store.payload, self.dma.payload,
+                          self.remote.payload)
+        with m.If(grant_c & ~sel_store):
+            m.d.comb += [req.op.eq(MemOp.READ), req.source.eq(WriteSource.COMPUTE),
+                         req.addr.eq(ld.addr), req.bytes.eq(ld.bytes), req.tag.eq(ld.tag)]
+        with m.Elif(grant_c):
+            m.d.comb += [req.op.eq(Mux(st.kind == WriteKind.UPDATE, MemOp.UPDATE, MemOp.STORE)),
+                         req.source.eq(WriteSource.COMPUTE), req.addr.eq(st.addr),
+                         req.bytes.eq(st.bytes), req.tile.eq(st.tile), tracked.eq(st.tracked)]
+        with m.Elif(~sel_remote):
+            m.d.comb += [req.op.eq(MemOp.READ), req.source.eq(WriteSource.DMA),
+                         req.addr.eq(dm.addr), req.bytes.eq(dm.bytes), req.tag.eq(dm.tag)]
+        with m.Else():
+            m.d.comb += [req.op.eq(Mux(rm.kind == WriteKind.UPDATE, MemOp.UPDATE, MemOp.STORE)),
+                         req.source.eq(WriteSource.REMOTE), req.addr.eq(rm.addr),
+                         req.bytes.eq(rm.bytes), req.tile.eq(rm.tile), tracked.eq(1)]
+        out_tracked = Signal()
+        with m.If(slot):
+            m.d.sync += [self.dram.valid.eq(grant_c | grant_m), out_tracked.eq(tracked)]
+            with m.If(grant_c | grant_m):
+                m.d.sync += self.dram.payload.eq(req)
+
+        # --- the tracker sees each tracked write the DRAM takes, one cycle later ------------
+        out = self.dram.payload
+        m.d.sync += [
+            self.track.valid.eq(self.dram.valid & self.dram.ready & out_tracked
+                                & (out.op != MemOp.READ)),
+            self.track.payload.tile.eq(out.tile),
+            self.track.payload.beats.eq(1),
+            self.track.payload.kind.eq(Mux(out.op == MemOp.UPDATE, WriteKind.UPDATE,
+                                           WriteKind.STORE)),
+            self.track.payload.source.eq(out.source),
+        ]
+
+        # --- responses ----------------------------------------------------------------------
+        rs = self.response.payload
+        to_load = rs.source == WriteSource.COMPUTE
+        to_dma  = rs.source == WriteSource.DMA
+        m.d.comb += [
+            self.load_response.valid.eq(self.response.valid & to_load),
+            self.load_response.payload.tag.eq(rs.tag),
+            self.dma_response.valid.eq(self.response.valid & to_dma),
+            self.dma_response.payload.tag.eq(rs.tag),
+            self.response.ready.eq(Mux(to_load, self.load_response.ready,
+                                       Mux(to_dma, self.dma_response.ready, 1))),
+            set_err.bad_response.eq(self.response.valid & ~to_load & ~to_dma),
+        ]
+
+        # --- configuration and threshold derivation ------------------------------------------
+        new = self.config.payload
+        ok = ((new.policy.as_value() != 3) & (new.starvation_limit != 0)
+              & (new.window_log2 <= MAX_WINDOW_LOG2)
+              & ((new.threshold != 0) | (new.saturation != 0)))
+        m.d.comb += set_err.bad_config.eq(self.config.valid & ~ok)
+
+        last_cycle = count == (C(1, 1) << cfg.window_log2) - 1
+        # ceil(saturation * (W + C) / (2 W)) with acc = saturation * C:
+        num = Signal(p.occupancy_width + cw + 2)
+        m.d.comb += num.eq((cfg.saturation << cfg.window_log2) + acc
+                           + (C(2, 2) << cfg.window_log2) - 1)
+        with m.If(self.config.valid & ok):
+            m.d.sync += [cfg.eq(new), thr.eq(new.threshold), armed.eq(new.threshold == 0),
+                         window.eq(0), finish.eq(0)]
+        with m.Elif(armed & grant_c):
+            m.d.sync += [armed.eq(0), count.eq(0), acc.eq(cfg.saturation)]
+            with m.If(cfg.window_log2 == 0):
+                m.d.sync += finish.eq(1)
+            with m.Else():
+                m.d.sync += [window.eq(1), count.eq(1)]
+        with m.Elif(window):
+            m.d.sync += count.eq(count + 1)
+            with m.If(grant_c):
+                m.d.sync += acc.eq(acc + cfg.saturation)
+            with m.If(last_cycle):
+                m.d.sync += [window.eq(0), finish.eq(1)]
+        with m.Elif(finish):
+            m.d.sync += [finish.eq(0), thr.eq(num >> (cfg.window_log2 + 1))]
+
+        m.d.comb += [
+            self.status.policy.eq(cfg.policy),
+            self.status.threshold.eq(thr),
+            self.status.measuring.eq(measuring),
+        ]
+
+        # --- counters and errors ------------------------------------------------------------
+        s = self.stats
+        for name, port in (("load", self.load), ("store", self.store), ("dma", self.dma),
+                           ("remote", self.remote)):
+            grants, stalls = s[f"grants_{name}"], s[f"stalls_{name}"]
+            with m.If(port.valid & port.ready):
+                m.d.sync += grants.eq(grants + 1)
+            with m.If(port.valid & ~port.ready):
+                m.d.sync += stalls.eq(stalls + 1)
+        with m.If(slot & forced):
+            m.d.sync += s.starved.eq(s.starved + 1)
+        m.d.sync += self.errors.eq((self.errors.as_value() & ~self.clear.as_value())
+                                   | set_err.as_value())
+        return m
