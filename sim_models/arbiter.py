@@ -22,6 +22,7 @@ from t3hw.layouts import (WINDOW_LOG2_WIDTH, ArbPolicy, Codec, MemOp, WriteKind,
                           mem_request_layout, mem_response_layout, mem_store_layout,
                           net_packet_layout, read_request_layout, read_response_layout,
                           write_layout)
+from t3hw.arbiter import MAX_WINDOW_LOG2, reset_config
 from t3hw.params import EngineParams
 
 from .env import BlockModel, Stall, StreamEnv
@@ -30,9 +31,6 @@ from .env import BlockModel, Stall, StreamEnv
 __all__ = ["MAX_WINDOW_LOG2", "INPUTS", "config_ok", "reset_config", "ArbiterModel",
            "ArbiterEnv", "run", "starvation_bound"]
 
-#: Largest ``window_log2`` the arbiter accepts (a window of 2**24 cycles).
-MAX_WINDOW_LOG2 = 24
-assert MAX_WINDOW_LOG2 < 1 << WINDOW_LOG2_WIDTH
 
 #: The request inputs: compute (load, store), then communication (dma, remote).
 INPUTS = ("load", "store", "dma", "remote")
@@ -46,13 +44,6 @@ def config_ok(cfg):
             and cfg["starvation_limit"] >= 1
             and cfg["window_log2"] <= MAX_WINDOW_LOG2
             and (cfg["threshold"] > 0 or cfg["saturation"] > 0))
-
-
-def reset_config(params):
-    """The arbiter's configuration after reset (from the parameters)."""
-    return {"policy": params.arbiter_policy, "threshold": params.mca_threshold,
-            "saturation": params.mca_saturation, "window_log2": params.mca_window_log2,
-            "starvation_limit": params.starvation_limit}
 
 
 def derived_threshold(saturation, window_log2, grants):

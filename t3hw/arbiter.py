@@ -91,10 +91,17 @@ from .layouts import (ArbPolicy, MemOp, WriteKind, WriteSource, arbiter_config_l
 from .params import EngineParams, check_params
 
 
-__all__ = ["Arbiter", "MAX_WINDOW_LOG2"]
+__all__ = ["Arbiter", "MAX_WINDOW_LOG2", "reset_config"]
 
 #: Largest ``window_log2`` the arbiter accepts (a window of 2**24 cycles).
 MAX_WINDOW_LOG2 = 24
+
+
+def reset_config(params: EngineParams):
+    """The configuration after reset, as a dict of :func:`arbiter_config_layout` fields."""
+    return {"policy": params.arbiter_policy, "threshold": params.mca_threshold,
+            "saturation": params.mca_saturation, "window_log2": params.mca_window_log2,
+            "starvation_limit": params.starvation_limit}
 
 
 class Arbiter(wiring.Component):
@@ -167,17 +174,10 @@ class Arbiter(wiring.Component):
     def params(self):
         return self._p
 
-    def reset_config(self):
-        """The configuration after reset, as a dict of :func:`arbiter_config_layout` fields."""
-        p = self._p
-        return {"policy": p.arbiter_policy, "threshold": p.mca_threshold,
-                "saturation": p.mca_saturation, "window_log2": p.mca_window_log2,
-                "starvation_limit": p.starvation_limit}
-
     def elaborate(self, platform):
         p = self._p
         m = Module()
-        rst_cfg = self.reset_config()
+        rst_cfg = reset_config(p)
         cfg = Signal(arbiter_config_layout(p), init=rst_cfg)
         set_err = Signal(arbiter_errors_layout(p))
 

@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Fast amaranth.sim tests of the arbiter against its reference model, cycle by cycle, and
+tests of the model's rules themselves.
+
+The stimulus, the scoreboard and the scenarios are the cocotb testbench's
+(:mod:`sim_models.arbiter`); only the port access differs.
+"""
+
+import random
+
+import pytest
+
+from sim_models import arbiter as arbiter_model
+from sim_models.arbiter import ArbiterEnv, ArbiterModel, config_ok, derived_threshold
+from t3hw.amsim import run_env
+from t3hw.arbiter import MAX_WINDOW_LOG2, Arbiter, reset_config
+from t3hw.layouts import ArbPolicy
+from t3hw.params import EngineParams
+
+
+SMALL = dict(addr_width=12, pitch_width=12, tile_width=8, burst_bytes=4, occupancy_width=4,
+             starvation_width=4, starvation_limit=6, mca_saturation=8, mca_window_log2=3)
+
+
+def _simulate(params, body, *, seed=1, **env_args):
+    return run_env(Arbiter(params), ArbiterEnv(params, random.Random(seed), **env_args), body)
+
+
+@pytest.mark.parametrize("policy", list(ArbPolicy), ids=lambda p: p.name.lower())
+def test_random_against_model(policy, seed):
+    """Random traffic under one policy; every output compared every cycle."""
+    params = EngineParams(**SMALL, arbiter_policy=policy.value)
+    env = _simulate(params, arbiter_model.run, seed=seed, cycles=2500)
+    assert all(env.grants.values())
+    if policy == ArbPolicy.T3_MCA:
+        assert env.forced > 0
+
+
+def test_switching_policies_paper_params(seed):
+    env = _simulate(EngineParams(), arbiter_model.run, seed=seed, cycles=2500,
+                    policies=list(ArbPolicy), config_rate=0.01)
+    assert all(env.grants.values())
+
+
+def test_directed():
+    async def body(env, cycle):
+        for limit in (1, 3):
+            await arbiter_model.starvation_is_tight(env, cycle, limit=limit)
+        await arbiter_model.compute_first_starves(env, cycle, cycles=100)
+        await arbiter_model.round_robin_alternates(env, cycle)
+        await arbiter_model.threshold_gates_comm(env, cycle)
+        await arbiter_model.derives_threshold(env, cycle, saturation=11, window_log2=4, duty=3)
+        await arbiter_model.derives_threshold(env, cycle, saturation=15, window_log2=0, duty=1)
+        await arbiter_model.rejects_bad_config(env, cycle)
+        await arbiter_model.drops_bad_response(env, cycle)
+    _simulate(EngineParams(**SMALL), body, stall=0)
+
+
+def test_reset_configuration_matches_parameters():
+    p = EngineParams(arbiter_policy=0, mca_threshold=7, mca_saturation=9, mca_window_log2=5,
+                     starvation_limit=33)
+    assert reset_config(p) == {
+        "policy": 0, "threshold": 7, "saturation": 9, "window_log2": 5, "starvation_limit": 33}
+    m = ArbiterModel(p)
+    assert m.status() == {"policy": 0, "threshold": 7, "measuring": 0}
+    assert ArbiterModel(EngineParams()).status()["measuring"] == 1
+
+
+@pytest.mark.parametrize("bad", [dict(policy=3), dict(starvation_limit=0),
+                                 dict(window_log2=MAX_WINDOW_LOG2 + 1),
+                                 dict(threshold=0, saturation=0)])
+def test_config_check(bad):
+    good = reset_config(EngineParams())
+    assert config_ok(good) and not config_ok({**good, **bad})
+
+
+@pytest.mark.parametrize("sat, log2, grants, expect", [
+    (32, 4, 0, 16), (32, 4, 16, 32), (32, 4, 8, 24), (7, 0, 1, 7), (7, 0, 0, 4), (1, 10, 0, 1)])
+def test_derived_threshold_closed_form(sat, log2, grants, expect):
+    """ceil(q_sat * (1 + rate) / 2): half the saturation for an idle GEMM, all of it for one
+    that uses every slot."""
+    assert derived_threshold(sat, log2, grants) == expect
+
+
+@pytest.mark.parametrize("name, value", [("arbiter_policy", 3), ("mca_window_log2", 25),
+                                         ("starvation_limit", 0), ("mca_saturation", 0)])
+def test_bad_parameters_raise_with_range(name, value):
+    with pytest.raises(ValueError, match=rf"{name} must be .*not {value}"):
+        EngineParams(**{name: value})
