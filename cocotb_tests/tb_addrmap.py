@@ -27,8 +27,9 @@ class AddrMapTB(EnvTB):
 
 @cocotb.test()
 async def test_random(dut):
-    """Random region writes (some overlapping, empty, wrapping or of unknown mode) and stores
-    at region boundaries, with back-pressure on ``net`` and ``mem``."""
+    """Random region writes (some overlapping, empty, wrapping or of unknown mode), stores
+    and received packets at region boundaries, with back-pressure on ``net``, ``mem`` and
+    ``rx_mem``."""
     stores = int(os.environ.get("T3HW_ADDRMAP_STORES", "20000"))
     tb = AddrMapTB(dut, stores=stores)
     await tb.hold_reset()
@@ -38,6 +39,7 @@ async def test_random(dut):
                   "rejected, errors %s", tb.seed, env.sent, env.cycle, env.taken,
                   env.model.stats, env.rejected, {k for k, v in env.model.errors.items() if v})
     assert all(env.model.stats.values()) and all(env.model.errors.values())
+    assert 0 < env.rx_tracked < env.received == env.taken["rx_mem"]
 
 
 @cocotb.test()

@@ -5,7 +5,7 @@ environment that drives and scores the RTL against it.
 * :class:`AddrMapModel`: the transaction semantics: region programming with its checks and
   sticky errors, and the classification of one store into a network packet or a memory
   store, with the counters.
-* :class:`AddrMapEnv`: seeded random region writes (including overlapping, empty,
+* :class:`AddrMapEnv`: seeded random packets from the network, region writes (including overlapping, empty,
   wrapping and unknown-mode ones) and stores aimed at region boundaries (``base - 1``,
   ``base``, ``base + size - 1``, ``base + size``), with back-pressure on both outputs. The
   address map is small enough to score cycle by cycle: ``store.ready``, and ``valid`` and
@@ -96,6 +96,14 @@ class AddrMapModel(BlockModel):
                            tracked=int(mode == RegionMode.TRACKED))
 
 
+    def receive(self, addr, tile, bytes, kind=WriteKind.UPDATE, device=0):
+        """A packet from the network: the local store it becomes (``tracked`` when ``addr``
+        lies in a ``TRACKED`` region)."""
+        r = self.lookup(addr)
+        return dict(addr=addr, tile=tile, bytes=bytes, kind=int(getattr(kind, "value", kind)),
+                    tracked=int(r is not None and r["mode"] == RegionMode.TRACKED.value))
+
+
 class AddrMapEnv(StreamEnv):
     """Random stimulus and cycle-exact scoreboard for :class:`t3hw.addrmap.AddrMap`.
 
@@ -114,12 +122,14 @@ class AddrMapEnv(StreamEnv):
 
     Scoring, every cycle: ``store.ready`` is high exactly when neither output holds a store
     that is not being taken; ``net`` and ``mem`` show exactly the store accepted last (held
-    while not taken), field by field, as :class:`AddrMapModel` classified it. Region writes
-    apply after the store accepted in the same cycle, as in the RTL.
+    while not taken), field by field, as :class:`AddrMapModel` classified it; ``rx.ready`` is
+    high exactly when ``rx_mem`` is free, and ``rx_mem`` shows the packet accepted last, with
+    ``tracked`` from the model. Region writes apply after the store and the packet accepted
+    in the same cycle, as in the RTL.
     """
 
-    in_streams  = ("store", "program")
-    out_streams = ("net", "mem")
+    in_streams  = ("store", "program", "rx")
+    out_streams = ("net", "mem", "rx_mem")
     in_flags    = ("clear",)
     out_flags   = ("errors", "stats")
     always_ready = ("program",)
@@ -138,12 +148,16 @@ class AddrMapEnv(StreamEnv):
         self.mem_c     = Codec(mem_store_layout(params))
         self.net_stall = Stall(rng, stall, 12)
         self.mem_stall = Stall(rng, stall, 12)
+        self.rx_stall  = Stall(rng, stall, 12)
         self.store = None           # fields presented on `store`
+        self.rx = None              # fields presented on `rx`
+        self.received = 0           # packets accepted on `rx`
+        self.rx_tracked = 0         # ... of which tracked
         self.prog = None            # (index, fields) presented on `program` this cycle
         self.scripted = []          # ("store", fields) / ("program", index, fields), in order
-        self.out = {"net": None, "mem": None}   # expected output registers (fields)
+        self.out = {"net": None, "mem": None, "rx_mem": None}   # expected output registers
         self.sent = 0               # stores accepted
-        self.taken = {"net": 0, "mem": 0}
+        self.taken = {"net": 0, "mem": 0, "rx_mem": 0}
         self.rejected = 0           # region writes rejected
         self.clear = 0
 
@@ -210,7 +224,14 @@ class AddrMapEnv(StreamEnv):
                                   kind=rng.choice(list(WriteKind)).value)
             if self.prog is None and rng.random() < 0.03:
                 self.prog = (rng.randrange(p.regions), self._region())
+            if self.rx is None and rng.random() < 0.5:
+                self.rx = dict(device=rng.getrandbits(p.device_width), addr=self._address(),
+                               kind=rng.choice(list(WriteKind)).value,
+                               tile=rng.getrandbits(p.tile_width),
+                               bytes=rng.randint(1, p.burst_bytes))
         return {
+            "rx":      None if self.rx is None else self.net_c.pack(**self.rx),
+            "rx_mem":  self.rx_stall.ready(),
             "store":   None if self.store is None else self.store_c.pack(**self.store),
             "program": None if self.prog is None
             else self.program_c.pack(index=self.prog[0], **self.prog[1]),
@@ -222,16 +243,23 @@ class AddrMapEnv(StreamEnv):
     # -- scoring ---------------------------------------------------------------------------
     def check(self, outs):
         ins, cyc = self._ins, self.cycle
-        codecs = {"net": self.net_c, "mem": self.mem_c}
-        for name in ("net", "mem"):
+        codecs = {"net": self.net_c, "mem": self.mem_c, "rx_mem": self.mem_c}
+        for name in ("net", "mem", "rx_mem"):
             got = None if outs[name] is None else codecs[name].unpack(outs[name])
             assert got == self.out[name], f"cycle {cyc}: {name} {got}, model {self.out[name]}"
         free = all(self.out[n] is None or ins[n] for n in ("net", "mem"))
         assert outs["store"] == free, f"cycle {cyc}: store.ready {outs['store']}, model {free}"
-        for name in ("net", "mem"):
+        rx_free = self.out["rx_mem"] is None or ins["rx_mem"]
+        assert outs["rx"] == rx_free, f"cycle {cyc}: rx.ready {outs['rx']}, model {rx_free}"
+        for name in ("net", "mem", "rx_mem"):
             if self.out[name] is not None and ins[name]:
                 self.out[name] = None
                 self.taken[name] += 1
+        if self.rx is not None and rx_free:
+            self.out["rx_mem"] = self.model.receive(**self.rx)
+            self.rx_tracked += self.out["rx_mem"]["tracked"]
+            self.rx = None
+            self.received += 1
         if self.store is not None and free:
             where, fields = self.model.classify(**self.store)
             self.out[where] = fields
@@ -244,7 +272,7 @@ class AddrMapEnv(StreamEnv):
     def done(self):
         """All stores sent and taken, nothing scripted."""
         return (self.sent >= self.stores and self.store is None and not self.scripted
-                and self.out["net"] is None and self.out["mem"] is None)
+                and self.rx is None and all(v is None for v in self.out.values()))
 
     def check_state(self):
         """Compare the sticky errors and every counter."""

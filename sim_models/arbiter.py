@@ -20,8 +20,7 @@ from t3hw.layouts import (WINDOW_LOG2_WIDTH, ArbPolicy, Codec, MemOp, WriteKind,
                           arbiter_config_layout, arbiter_errors_layout, arbiter_stats_layout,
                           arbiter_status_layout, load_layout, load_response_layout,
                           mem_request_layout, mem_response_layout, mem_store_layout,
-                          net_packet_layout, read_request_layout, read_response_layout,
-                          write_layout)
+                          read_request_layout, read_response_layout, write_layout)
 from t3hw.arbiter import MAX_WINDOW_LOG2, reset_config
 from t3hw.params import EngineParams
 
@@ -147,7 +146,7 @@ class ArbiterModel(BlockModel):
             req.update(source=WriteSource.DMA.value, tag=fields["tag"])
             return req, False
         req.update(op=op, source=WriteSource.REMOTE.value, tile=fields["tile"])
-        return req, True
+        return req, bool(fields["tracked"])
 
     def step(self, *, requests, dram_ready, occupancy, response=None, config=None, clear=0):
         """Clock once. ``requests`` is ``{input: fields or None}``; returns the input granted
@@ -264,7 +263,7 @@ class ArbiterEnv(StreamEnv):
         self.cycles, self.policies, self.config_rate = cycles, policies, config_rate
         self.codecs = {
             "load": Codec(load_layout(params)), "store": Codec(mem_store_layout(params)),
-            "dma": Codec(read_request_layout(params)), "remote": Codec(net_packet_layout(params)),
+            "dma": Codec(read_request_layout(params)), "remote": Codec(mem_store_layout(params)),
             "response": Codec(mem_response_layout(params)),
             "config": Codec(arbiter_config_layout(params)),
             "dram": Codec(mem_request_layout(params)),
@@ -298,14 +297,11 @@ class ArbiterEnv(StreamEnv):
         f = {"addr": rng.getrandbits(p.addr_width), "bytes": rng.randint(1, p.burst_bytes)}
         if name == "load":
             f["tag"] = rng.getrandbits(p.load_tag_width)
-        elif name == "store":
-            f.update(tile=rng.getrandbits(p.tile_width), kind=rng.randint(0, 1),
-                     tracked=rng.randint(0, 1))
         elif name == "dma":
             f["tag"] = rng.getrandbits(p.read_tag_width)
         else:
-            f.update(device=rng.getrandbits(p.device_width), tile=rng.getrandbits(p.tile_width),
-                     kind=rng.randint(0, 1))
+            f.update(tile=rng.getrandbits(p.tile_width), kind=rng.randint(0, 1),
+                     tracked=rng.randint(0, 1))
         return f
 
     def _config(self):

@@ -11,6 +11,12 @@ This is T3's "producer output address space configuration". Each of ``regions`` 
   translated address ``remote_base + (addr - base)``, carrying its tile id.
 
 A store that matches no region goes to local memory, untracked, and counts in ``unmapped``.
+
+The same table classifies what arrives from the network (``rx``): a packet whose address
+lies in a ``TRACKED`` region is written with ``tracked`` set, every other one untracked. So
+the receiving GPU, which arms its tracker, also decides which arrivals it counts; the
+sender does not. This second lookup has its own comparators and output register, and never
+waits for the store path.
 A store is classified by its address alone (a store that crosses a region end is sent where
 its first byte belongs). The programming logic keeps the table well formed: regions never
 overlap and are never empty, so at most one region matches.
@@ -54,6 +60,12 @@ class AddrMap(wiring.Component):
     mem : Out(stream.Signature(mem_store_layout))
         Every other store, with ``tracked`` set for ``TRACKED`` regions. ``valid`` is a
         register.
+    rx : In(stream.Signature(net_packet_layout))
+        Packets from the network for this GPU (``device`` is not looked at). Ready when
+        ``rx_mem`` is empty or being taken.
+    rx_mem : Out(stream.Signature(mem_store_layout))
+        Each packet as a local store (its ``kind``, ``tile`` and ``bytes``), ``tracked`` when
+        its address lies in a ``TRACKED`` region. ``valid`` is a register (latency 1).
     errors : Out(addrmap_errors_layout)
         Sticky error bits; each stays set until the same bit of ``clear`` is pulsed (a bit set
         in the same cycle as its clear stays set).
@@ -77,6 +89,8 @@ class AddrMap(wiring.Component):
             "program": In(stream.Signature(region_program_layout(params), always_ready=True)),
             "net":     Out(stream.Signature(net_packet_layout(params))),
             "mem":     Out(stream.Signature(mem_store_layout(params))),
+            "rx":      In(stream.Signature(net_packet_layout(params))),
+            "rx_mem":  Out(stream.Signature(mem_store_layout(params))),
             "errors":  Out(addrmap_errors_layout(params)),
             "clear":   In(addrmap_errors_layout(params)),
             "stats":   Out(addrmap_stats_layout(params)),
@@ -147,6 +161,25 @@ class AddrMap(wiring.Component):
                 m.d.sync += s.tracked.eq(s.tracked + 1)
             with m.Else():
                 m.d.sync += s.remote.eq(s.remote + 1)
+
+        # --- rx: the same table, its own comparators, tracked or not ----------------------
+        rx, rx_mem = self.rx.payload, self.rx_mem
+        rx_hit = Signal(p.regions)
+        for i, r in enumerate(regions):
+            m.d.comb += rx_hit[i].eq(r.valid & (r.mode == RegionMode.TRACKED)
+                                     & ((rx.addr - r.base)[:aw] < r.size))
+        m.d.comb += self.rx.ready.eq(~rx_mem.valid | rx_mem.ready)
+        with m.If(rx_mem.ready):
+            m.d.sync += rx_mem.valid.eq(0)
+        with m.If(self.rx.valid & self.rx.ready):
+            m.d.sync += [
+                rx_mem.valid.eq(1),
+                rx_mem.payload.addr.eq(rx.addr),
+                rx_mem.payload.tile.eq(rx.tile),
+                rx_mem.payload.bytes.eq(rx.bytes),
+                rx_mem.payload.kind.eq(rx.kind),
+                rx_mem.payload.tracked.eq(rx_hit.any()),
+            ]
 
         # --- program: check the new region against every other one, write it -----------------
         req = self.program.payload

@@ -7,8 +7,8 @@ Streams
 Four request inputs in two classes, one request stream out to the DRAM:
 
 * **compute**: ``load`` (GEMM reads) and ``store`` (producer stores, from the address map);
-* **communication**: ``dma`` (the DMA's comm-stream reads) and ``remote`` (updates that
-  arrived from a peer GPU).
+* **communication**: ``dma`` (the DMA's comm-stream reads) and ``remote`` (stores and
+  updates that arrived from a peer GPU, classified by the address map's ``rx`` lookup).
 
 Each cycle in which the output register is free or being emptied (an *issue slot*) the
 policy picks a class, and a round-robin pointer inside the class picks the input when both
@@ -67,8 +67,8 @@ with ``threshold = 0`` restarts the derivation.
 
 Writes and the tracker
 ----------------------
-When the DRAM takes a write (``STORE`` or ``UPDATE``) that is tracked (a producer store in a
-``TRACKED`` region, or any remote update), ``track`` presents it to the tracker the next
+When the DRAM takes a write (``STORE`` or ``UPDATE``) that is tracked (a producer store or a
+received packet in a ``TRACKED`` region), ``track`` presents it to the tracker the next
 cycle: its tile, one beat, its kind and its source. The tracker takes one write per cycle,
 so this never stalls.
 
@@ -86,7 +86,7 @@ from amaranth.lib.wiring import In, Out
 from .layouts import (ArbPolicy, MemOp, WriteKind, WriteSource, arbiter_config_layout,
                       arbiter_errors_layout, arbiter_stats_layout, arbiter_status_layout,
                       load_layout, load_response_layout, mem_request_layout,
-                      mem_response_layout, mem_store_layout, net_packet_layout,
+                      mem_response_layout, mem_store_layout,
                       read_request_layout, read_response_layout, write_layout)
 from .params import EngineParams, check_params
 
@@ -122,9 +122,8 @@ class Arbiter(wiring.Component):
         Producer stores to local memory (the address map's ``mem``).
     dma : In(stream.Signature(read_request_layout))
         The DMA's comm-stream reads.
-    remote : In(stream.Signature(net_packet_layout))
-        Packets from the network: stores or updates to this GPU's memory (``device`` is not
-        checked).
+    remote : In(stream.Signature(mem_store_layout))
+        Packets from the network, as local stores or updates (the address map's ``rx_mem``).
     dram : Out(stream.Signature(mem_request_layout))
         The requests, registered.
     occupancy : In(occupancy_width)
@@ -156,7 +155,7 @@ class Arbiter(wiring.Component):
             "load":          In(stream.Signature(load_layout(p))),
             "store":         In(stream.Signature(mem_store_layout(p))),
             "dma":           In(stream.Signature(read_request_layout(p))),
-            "remote":        In(stream.Signature(net_packet_layout(p))),
+            "remote":        In(stream.Signature(mem_store_layout(p))),
             "dram":          Out(stream.Signature(mem_request_layout(p))),
             "occupancy":     In(p.occupancy_width),
             "response":      In(stream.Signature(mem_response_layout(p))),
@@ -259,7 +258,7 @@ class Arbiter(wiring.Component):
         with m.Else():
             m.d.comb += [req.op.eq(Mux(rm.kind == WriteKind.UPDATE, MemOp.UPDATE, MemOp.STORE)),
                          req.source.eq(WriteSource.REMOTE), req.addr.eq(rm.addr),
-                         req.bytes.eq(rm.bytes), req.tile.eq(rm.tile), tracked.eq(1)]
+                         req.bytes.eq(rm.bytes), req.tile.eq(rm.tile), tracked.eq(rm.tracked)]
         out_tracked = Signal()
         with m.If(slot):
             m.d.sync += [self.dram.valid.eq(grant_c | grant_m), out_tracked.eq(tracked)]

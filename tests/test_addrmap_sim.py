@@ -37,6 +37,7 @@ def test_random_against_model(name, seed):
     field compared every cycle."""
     env = _simulate(PARAMS[name], addrmap_model.drain, seed=seed, stores=1500)
     assert env.sent == 1500 and env.taken["net"] > 0 and env.taken["mem"] > 0
+    assert 0 < env.rx_tracked < env.received == env.taken["rx_mem"]
     assert env.rejected > 0
 
 
