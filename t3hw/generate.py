@@ -54,6 +54,20 @@ def _arbiter(p):
     return Arbiter(p)
 
 
+def _engine(p):
+    from .engine import Engine
+    return Engine(p)
+
+
+#: Engines in the generated system top.
+SYSTEM_ENGINES = 4
+
+
+def _system(p):
+    from .system import System
+    return System(p, n=SYSTEM_ENGINES)
+
+
 #: Generated blocks: ``name: (Verilog module name, factory(params) -> Component)``.
 BLOCKS = {
     "tracker": ("t3hw_tracker", _tracker),
@@ -61,6 +75,8 @@ BLOCKS = {
     "addrmap": ("t3hw_addrmap", _addrmap),
     "csr":     ("t3hw_csr",     _csr),
     "arbiter": ("t3hw_arbiter", _arbiter),
+    "engine":  ("t3hw_engine",  _engine),
+    "system":  ("t3hw_system",  _system),
 }
 
 #: The C header of the register map, written with the ``csr`` block.
