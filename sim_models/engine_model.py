@@ -24,17 +24,27 @@ T3-MCA rule (policy ``"t3_mca"``)
 Compute requests always go first. A communication request issues only while the DRAM queue
 occupancy (requests waiting plus in service, both streams) is below ``threshold``; once
 communication has waited ``starvation_limit`` cycles, one request is forced through.
-If ``threshold`` is not programmed it is derived: over the first ``window`` cycles of the
-GEMM the arbiter behaves as compute-first and records the compute stream's occupancy; then
+If ``threshold`` is not programmed it is derived from the compute stream's request rate,
+which is what the hardware can count. The measurement window starts with the first compute
+grant after configuration and lasts ``window`` cycles; during it the arbiter behaves as
+compute-first. At its end
+
+    rate      = compute requests granted in the window / window cycles
+    threshold = max(1, ceil(q_sat * (1 + rate) / 2))
+
+where ``rate`` (0 .. 1) is the compute stream's share of the DRAM's peak request rate (the
+DRAM takes at most one request per memory-controller cycle; the performance model, whose
+steps serve bytes, uses compute bytes granted / bytes the DRAM could have served) and
+``q_sat = dram bytes/cycle * latency / burst`` (``saturation``) the occupancy at which the
+DRAM saturates (bandwidth-delay product, in requests). By Little's law the compute stream
+keeps ``n_gemm = rate * q_sat`` requests in flight, so this is
 
     threshold = ceil((n_gemm + q_sat) / 2)
 
-where ``n_gemm`` is the mean compute occupancy seen in the window (the GEMM's memory
-intensity, in requests in flight) and ``q_sat = dram bytes/cycle * latency / burst`` the
-occupancy at which the DRAM saturates (bandwidth-delay product). Communication may thus fill
-the queue halfway from the GEMM's typical level to saturation, and is held back when the GEMM
-itself bursts above that. A memory-intensive GEMM gets a threshold close to saturation
-(little room left for comm), a compute-bound one a low threshold with plenty of room.
+expressed in the measurable rate instead of the occupancy: communication may fill the queue
+halfway from the GEMM's typical level to saturation, and is held back when the GEMM itself
+bursts above that. A memory-intensive GEMM (rate near 1) gets a threshold close to saturation
+(little room left for comm), a compute-bound one (rate near 0) about half of saturation.
 """
 
 import math
@@ -197,8 +207,8 @@ class Arbiter:
         self.saturation = float(saturation)
         self.wait = 0.0          # cycles the comm stream has waited since its last issue
         self.last = "comm"       # round-robin pointer: who was granted last
-        self._seen = 0.0         # cycles measured so far (derived threshold)
-        self._occ_sum = 0.0
+        self._seen = 0.0         # cycles of the window measured so far (derived threshold)
+        self._granted = 0.0      # sum of cycles x compute rate: compute grants in the window
         self.forced = 0          # comm requests forced by the starvation limit
 
     # -- threshold derivation ------------------------------------------------------------
@@ -207,15 +217,24 @@ class Arbiter:
         """True while a T3-MCA arbiter is still deriving its threshold."""
         return self.policy == "t3_mca" and self.threshold is None
 
-    def measure(self, cycles, compute_occupancy):
-        """Record ``cycles`` of the GEMM at compute occupancy ``compute_occupancy``."""
-        if not self.measuring:
+    def measure(self, cycles, compute_rate):
+        """Record ``cycles`` of the GEMM in which compute used ``compute_rate`` of the DRAM.
+
+        ``compute_rate`` (in [0, 1]) is the compute requests granted per cycle over the DRAM's
+        peak of one per cycle (equivalently compute bytes served / bytes the DRAM could have
+        served). The window starts with the first call with a nonzero rate (the first compute
+        grant); once it has covered ``window`` cycles the threshold is derived from the mean
+        rate (module docstring).
+        """
+        if not 0.0 <= compute_rate <= 1.0:
+            raise ValueError(f"compute_rate must be in [0, 1], not {compute_rate!r}")
+        if not self.measuring or (self._seen == 0 and compute_rate == 0):
             return
         self._seen += cycles
-        self._occ_sum += cycles * compute_occupancy
+        self._granted += cycles * compute_rate
         if self._seen >= self.window:
-            n_gemm = self._occ_sum / self._seen
-            self.threshold = max(1, math.ceil((n_gemm + self.saturation) / 2))
+            rate = self._granted / self._seen
+            self.threshold = max(1, math.ceil(self.saturation * (1 + rate) / 2 - 1e-9))
 
     def _open(self, occupancy):
         return self.threshold is None or occupancy < self.threshold

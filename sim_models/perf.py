@@ -395,9 +395,10 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
             dma[0][1] -= nb
             if not dma[0][1]:
                 dma.popleft()
-        if not gemm.done:
-            arb.measure(dt, dram.compute_occupancy)
+        running = not gemm.done
         gc, gm = dram.step(dt, arb)
+        if running:                       # T3-MCA: compute's share of this step's capacity
+            arb.measure(dt, gc / (dram.bytes_per_cycle * dt))
         for _, (s, j), nb in cfifo.serve(gc, gemm.deliver):
             observe(s, j, nb, WriteSource.COMPUTE)
         for kind, (s, j), nb in mfifo.serve(gm):

@@ -137,11 +137,45 @@ def test_split_equals_per_request_grants(policy, compute, comm):
 
 
 def test_derived_threshold_rule():
+    # threshold = max(1, ceil(q_sat * (1 + rate) / 2)), rate = compute grants / window cycles,
+    # the window starting with the first compute grant
     arb = Arbiter(policy="t3_mca", window=1000, saturation=900)
     assert arb.measuring
-    arb.measure(500, 100)
-    arb.measure(500, 300)
-    assert not arb.measuring and arb.threshold == math.ceil((200 + 900) / 2)
+    arb.measure(300, 0.0)                 # no compute grant yet: the window has not started
+    arb.measure(500, 0.1)
+    assert arb.measuring and arb.threshold is None
+    arb.measure(500, 0.3)
+    assert not arb.measuring and arb.threshold == 540 == math.ceil(900 * (1 + 0.2) / 2)
+    # Little's law: n_gemm = rate * q_sat = 180 requests in flight, ceil((180 + 900) / 2)
+    assert arb.threshold == math.ceil((0.2 * 900 + 900) / 2)
+    arb.measure(500, 1.0)                 # the window is over: no further effect
+    assert arb.threshold == 540
+
+
+@pytest.mark.parametrize("rates, threshold", [
+    ((1.0,), 900), ((0.5,), 675), ((1.0, 0.0, 0.0, 0.0), 563), ((0.0, 0.0), None)])
+def test_derived_threshold_bounds(rates, threshold):
+    # rate 1 (compute uses every request slot): saturation; a window of only idle cycles never
+    # starts, so the arbiter stays compute-first
+    arb = Arbiter(policy="t3_mca", window=512 * len(rates), saturation=900)
+    for r in rates:
+        arb.measure(512, r)
+    assert arb.threshold == threshold
+    assert arb.measuring == (threshold is None)
+
+
+@pytest.mark.parametrize("rate", [-0.1, 1.5])
+def test_measure_rejects_rate_outside_unit_interval(rate):
+    with pytest.raises(ValueError, match="compute_rate"):
+        Arbiter(policy="t3_mca").measure(100, rate)
+
+
+def test_derived_threshold_in_simulation(runs):
+    cfg, out = runs
+    q_sat = cfg.dram().saturation
+    for w in (SMALL, SMALL_FC):
+        mca = out[w][2]
+        assert math.ceil(q_sat / 2) <= mca.mca_threshold <= math.ceil(q_sat)
 
 
 def test_mca_with_tight_threshold_delays_comm(runs):
