@@ -35,6 +35,7 @@ class Merge(wiring.Component):
 
     def __init__(self, shape, n):
         if not isinstance(n, int) or isinstance(n, bool) or n < 2:
+            self._MustUse__silence = True
             raise ValueError(f"n must be an integer in [2, inf), not {n!r}")
         self._n = n
         super().__init__({
