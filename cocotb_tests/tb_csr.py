@@ -3,25 +3,30 @@
 
 The stimulus, the scoreboard and the directed scenarios are :mod:`sim_models.csr`'s (the
 amaranth.sim tests run the same ones): every cycle, ``r_data``, the sticky errors, the
-clears and every field of the three program streams are compared with
+clears and every field of the four program streams are compared with
 :class:`sim_models.csr.CsrModel`; the targets are their reference models
 (:class:`sim_models.csr.Targets`). ``test_driver_ring`` programs one GPU of a 4-GPU fused
 GEMM + ring reduce-scatter with :class:`t3hw.driver.Driver` over
-:class:`t3hw.driver.CocotbBus` and reads it all back, while the environment keeps scoring
-every cycle. Run-time settings come from the environment that ``test_csr.py`` sets:
+:class:`t3hw.driver.CocotbBus` and reads it all back, and ``test_driver_arbiter`` configures
+the arbiter, while the environment keeps scoring every cycle. Run-time settings come from
+the environment that ``test_csr.py`` sets:
 ``T3HW_PARAMS``, ``T3HW_SEED``, ``T3HW_CSR_OPS`` (random bus cycles of ``test_random``),
 ``T3HW_CSR_GPU`` (the GPU of ``test_driver_ring``).
 """
 
 import os
+import random
 
 import cocotb
+import pytest
 from cocotb.triggers import RisingEdge
 
 from sim_models import csr as csr_model
+from sim_models.arbiter import MAX_WINDOW_LOG2, config_ok
 from sim_models.csr import CsrEnv
 from sim_models.gpu import GemmProducer, GemmShape, GpuConfig
 from t3hw.driver import CocotbBus, Driver, program_ring_reduce_scatter
+from t3hw.layouts import ArbPolicy
 from t3hw.tb import EnvTB
 
 
@@ -30,6 +35,28 @@ class CsrTB(EnvTB):
 
     def __init__(self, dut, **env_args):
         super().__init__(dut, lambda params, rng: CsrEnv(params, rng, **env_args))
+
+    async def start_driver(self):
+        """Out of reset with the bus driven by a :class:`Driver` over :class:`CocotbBus`
+        (the environment samples it, ``external_bus``) and scored every cycle until
+        :meth:`stop_driver`; returns the driver."""
+        dut = self.dut
+        for name in ("bus__addr", "bus__w_data", "bus__w_stb", "bus__r_stb"):
+            getattr(dut, name).value = 0
+        await self.hold_reset()
+        self._running = True
+
+        async def score():
+            while self._running:
+                await self.cycle()
+
+        self._monitor = cocotb.start_soon(score())
+        await RisingEdge(dut.clk)
+        return Driver(CocotbBus(dut), self.params)
+
+    async def stop_driver(self):
+        self._running = False
+        await self._monitor
 
 
 @cocotb.test()
@@ -46,7 +73,8 @@ async def test_random(dut):
                   len(env.targets.log))
     assert env.seen["errors"] == {"unmapped", "read_only", "bad_command", "busy"}
     assert set(env.seen["reads"]) == set(env.map.by_name)
-    assert {g for g, _ in env.targets.log} == {"REGION", "DESC", "TRACK"}
+    assert {g for g, _ in env.targets.log} == {"REGION", "DESC", "TRACK", "ARB"}
+    assert {config_ok(f) for g, f in env.targets.log if g == "ARB"} == {True, False}
 
 
 @cocotb.test()
@@ -67,7 +95,8 @@ async def test_every_error_bit(dut):
 
 @cocotb.test()
 async def test_readback(dut):
-    """Regions and descriptors written and read back through the read commands."""
+    """Regions and descriptors written and read back through the read commands; arbiter
+    configurations written and read back, and seen in ARB_STATUS."""
     tb = CsrTB(dut, stall=0)
     await tb.hold_reset()
     await csr_model.readback(tb.env, tb.cycle)
@@ -80,19 +109,8 @@ async def test_driver_ring(dut):
     requests that left on ``tracker_program`` (the tracker's table has no read port)."""
     gpus, gpu = 4, int(os.environ.get("T3HW_CSR_GPU", "1"))
     tb = CsrTB(dut, stall=0.3, external_bus=True)
-    for name in ("bus__addr", "bus__w_data", "bus__w_stb", "bus__r_stb"):
-        getattr(dut, name).value = 0
-    await tb.hold_reset()
-    running = True
-
-    async def score():
-        while running:
-            await tb.cycle()
-
-    monitor = cocotb.start_soon(score())
-    await RisingEdge(dut.clk)
+    driver = await tb.start_driver()
     params = tb.params
-    driver = Driver(CocotbBus(dut), params)
     producer = GemmProducer(shape=GemmShape(m=gpus * 32, k=48, n=128),
                             gpu=GpuConfig(cus=4, tile_m=16, tile_n=32), n_gpus=gpus,
                             gpu_index=gpu, output_base=0x10000)
@@ -113,9 +131,43 @@ async def test_driver_ring(dut):
     for tile, (threshold, cmd) in plan["entries"].items():
         e = tb.env.targets.tracker.entry(tile)
         assert (e.threshold, e.cmd) == (threshold, cmd)
-    running = False
-    await monitor
+    await tb.stop_driver()
     dut._log.info("seed=%d GPU %d: %d regions, %d tracker entries, %d descriptors programmed "
                   "and read back in %d bus accesses, %d cycles", tb.seed, gpu,
                   len(plan["regions"]), len(plan["entries"]), len(plan["descriptors"]),
                   driver.bus.accesses, tb.env.cycle)
+
+
+@cocotb.test()
+async def test_driver_arbiter(dut):
+    """The driver configures the arbiter: ARB reads the parameters' configuration after
+    reset; a random configuration per policy (by name) leaves on ``arbiter_program`` (scored
+    every cycle) and shows in ARB_STATUS; a bad one raises, keeps the configuration in effect
+    and leaves ``ARBITER_ERRORS.bad_config`` set until :meth:`Driver.clear_errors`."""
+    tb = CsrTB(dut, stall=0.3, external_bus=True)
+    driver = await tb.start_driver()
+    p, rng, arbiter = tb.params, random.Random(tb.seed), tb.env.targets.arbiter
+    await driver.check()
+    assert await driver.read_group("ARB") == dict(
+        policy=p.arbiter_policy, threshold=p.mca_threshold, saturation=p.mca_saturation,
+        window_log2=p.mca_window_log2, starvation_limit=p.starvation_limit)
+    top = (1 << p.occupancy_width) - 1
+    for policy in ArbPolicy:
+        cfg = dict(threshold=rng.choice((0, rng.randint(1, top))), saturation=rng.randint(1, top),
+                   window_log2=rng.randint(0, MAX_WINDOW_LOG2),
+                   starvation_limit=rng.randint(1, (1 << p.starvation_width) - 1))
+        await driver.program_arbiter(policy=policy.name.lower(), **cfg)
+        assert arbiter.config == {"policy": policy.value, **cfg}
+        assert await driver.arbiter_status() == dict(
+            policy=policy.value, threshold=cfg["threshold"],
+            measuring=int(policy == ArbPolicy.T3_MCA and cfg["threshold"] == 0))
+    good = dict(arbiter.config)
+    with pytest.raises(RuntimeError, match="the arbiter rejected the configuration"):
+        await driver.program_arbiter(policy="t3_mca", window_log2=MAX_WINDOW_LOG2 + 1)
+    assert arbiter.config == good
+    assert (await driver.errors())["arbiter"] == {"bad_config": 1, "bad_response": 0}
+    await driver.clear_errors()
+    assert not any(v for bits in (await driver.errors()).values() for v in bits.values())
+    sent = [fields for group, fields in tb.env.targets.log if group == "ARB"]
+    assert len(sent) == len(ArbPolicy) + 1 and not config_ok(sent[-1])
+    await tb.stop_driver()

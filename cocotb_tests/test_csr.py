@@ -2,10 +2,10 @@
 """Build the generated register block Verilog with Verilator and run ``tb_csr`` on it.
 
 Two parameter sets (the paper's; a wide one with 64-bit addresses and counters and 32-bit
-tiles, where fields span two registers), each with ``OPS`` random bus cycles
-(``T3HW_CSR_OPS`` overrides) scored cycle by cycle, the directed register, error and
-read-back tests, and the driver programming one GPU of a 4-GPU ring reduce-scatter (the GPU
-is drawn from the seed).
+tiles, where fields span two registers, and the arbiter configuration spans three), each with
+``OPS`` random bus cycles (``T3HW_CSR_OPS`` overrides) scored cycle by cycle, the directed
+register, error and read-back tests, the driver programming one GPU of a 4-GPU ring
+reduce-scatter (the GPU is drawn from the seed) and the driver configuring the arbiter.
 """
 
 import os
@@ -21,7 +21,10 @@ PARAMS = {
     "paper": EngineParams(),
     "wide":  EngineParams(tracker_entries=64, tile_width=32, count_width=24, cmd_width=6,
                           counter_width=64, addr_width=64, pitch_width=64, regions=16,
-                          device_width=16, rows_width=24, row_bytes_width=32),
+                          device_width=16, rows_width=24, row_bytes_width=32,
+                          occupancy_width=16, arbiter_policy=1, mca_threshold=1234,
+                          mca_saturation=40000, mca_window_log2=24, starvation_width=24,
+                          starvation_limit=(1 << 24) - 1),
 }
 
 #: Random bus cycles per parameter set.

@@ -5,15 +5,16 @@ environments that drive it.
 * :class:`CsrModel`: the register file with the RTL's cycle timing (staging groups, pending
   commands, read-back tables, sticky errors, ``r_data``), stepped once per clock.
 * :class:`Targets`: the address map, DMA and tracker behind the block, as their reference
-  models (:mod:`sim_models.addrmap`, :mod:`sim_models.dma`, :mod:`sim_models.tracker`):
-  every request the block transfers is applied to its model, and the errors the models raise
-  come back as error events the next cycle (the RTL targets' ``clear`` is held high, so their
-  ``errors`` ports carry events).
+  models (:mod:`sim_models.addrmap`, :mod:`sim_models.dma`, :mod:`sim_models.tracker`), and
+  the arbiter's configuration (:class:`ArbiterConfig`, with the arbiter's check
+  :func:`sim_models.arbiter.config_ok`): every request the block transfers is applied to its
+  model, and the errors the models raise come back as error events the next cycle (the RTL
+  targets' ``clear`` is held high, so their ``errors`` ports carry events).
 * :class:`ModelBus`: a bus for :class:`t3hw.driver.Driver` with no RTL: each access is one
   cycle of :class:`CsrModel` over :class:`Targets`.
 * :class:`CsrEnv`: seeded random register traffic (and scripted accesses) for the RTL, with a
   scoreboard that compares ``r_data``, the sticky errors, the clears and every field of the
-  three program streams with :class:`CsrModel` every cycle.
+  four program streams with :class:`CsrModel` every cycle.
 * Scenarios shared by the amaranth.sim tests and the cocotb testbench: :func:`drain`,
   :func:`every_register`, :func:`provoke_errors`, :func:`readback`.
 
@@ -23,23 +24,31 @@ Register names, addresses and fields come from :class:`t3hw.regmap.RegisterMap`.
 from collections import deque
 from dataclasses import dataclass, fields as dc_fields
 
-from t3hw.layouts import (Codec, CsrCommand, addrmap_errors_layout, csr_status_layout,
-                          dma_descriptor_layout, dma_errors_layout, region_layout)
+from t3hw.layouts import (ArbPolicy, Codec, CsrCommand, addrmap_errors_layout,
+                          arbiter_errors_layout, arbiter_stats_layout, arbiter_status_layout,
+                          csr_status_layout, dma_descriptor_layout, dma_errors_layout,
+                          region_layout)
 from t3hw.params import EngineParams
 from t3hw.regmap import MAGIC, Access, RegisterMap
 
 from sim_models.addrmap import AddrMapModel
+from sim_models.arbiter import MAX_WINDOW_LOG2, config_ok
 from sim_models.dma import DmaModel
-from sim_models.env import Stall, StreamEnv
+from sim_models.env import BlockModel, Stall, StreamEnv
 from sim_models.tracker import TrackerModel
 
 
-__all__ = ["STAGING", "COMMANDS", "CsrInputs", "CsrModel", "Targets", "ModelBus", "CsrEnv",
-           "drain", "run_script", "every_register", "provoke_errors", "readback"]
+__all__ = ["STAGING", "COMMANDS", "CsrInputs", "CsrModel", "ArbiterConfig", "Targets",
+           "ModelBus", "CsrEnv", "drain", "run_script", "every_register", "provoke_errors",
+           "readback"]
 
 
 #: Staging groups, and the stream port each one feeds.
-STAGING = {"REGION": "region_program", "DESC": "dma_program", "TRACK": "tracker_program"}
+STAGING = {"REGION": "region_program", "DESC": "dma_program", "TRACK": "tracker_program",
+           "ARB": "arbiter_program"}
+
+#: Staging groups whose target is always ready (their stream has no ``ready`` port).
+_ALWAYS_READY = ("REGION", "ARB")
 
 #: Command -> (staging group, whether it loads the group from its read-back table).
 COMMANDS = {
@@ -48,14 +57,17 @@ COMMANDS = {
     CsrCommand.DESC_WRITE:   ("DESC",   False),
     CsrCommand.DESC_READ:    ("DESC",   True),
     CsrCommand.TRACK_WRITE:  ("TRACK",  False),
+    CsrCommand.ARB_WRITE:    ("ARB",    False),
 }
 
+#: The targets behind the block, named as in its ports (``<target>_errors``, ...).
+_TARGETS = ("tracker", "dma", "addrmap", "arbiter")
+
 #: Sticky error groups -> the input that carries their events (None: the block's own).
-_STICKY = {"CSR_ERRORS": None, "TRACKER_ERRORS": "tracker_errors",
-           "DMA_ERRORS": "dma_errors", "ADDRMAP_ERRORS": "addrmap_errors"}
+_STICKY = {"CSR_ERRORS": None, **{f"{t.upper()}_ERRORS": f"{t}_errors" for t in _TARGETS}}
 
 #: Counter groups -> the input that carries them.
-_STATS = {"TRACKER": "tracker_stats", "DMA": "dma_stats", "ADDRMAP": "addrmap_stats"}
+_STATS = {t.upper(): f"{t}_stats" for t in _TARGETS}
 
 
 @dataclass
@@ -70,9 +82,12 @@ class CsrInputs:
     tracker_errors: int = 0
     dma_errors:     int = 0
     addrmap_errors: int = 0
+    arbiter_errors: int = 0
     tracker_stats:  int = 0
     dma_stats:      int = 0
     addrmap_stats:  int = 0
+    arbiter_stats:  int = 0
+    arbiter_status: int = 0
     tracker_busy:   int = 0
     dma_busy:       int = 0
     dma_idle:       int = 1
@@ -93,7 +108,7 @@ class CsrModel:
     ----------
     map : RegisterMap
     staging : dict of str to int
-        Packed value of each staging group (``REGION``, ``DESC``, ``TRACK``).
+        Packed value of each staging group (``REGION``, ``DESC``, ``TRACK``, ``ARB``).
     tables : dict of str to list of dict
         The read-back tables (``REGION``, ``DESC``): fields of every entry.
     sticky : dict of str to int
@@ -113,7 +128,7 @@ class CsrModel:
         self.status_codec = Codec(csr_status_layout(p))
         self.r_data = 0
         self.sticky = dict.fromkeys(_STICKY, 0)
-        self.staging = dict.fromkeys(STAGING, 0)
+        self.staging = {g: self.codec[g].pack(**self.map.reset(g)) for g in STAGING}
         self.valid = dict.fromkeys(STAGING, False)
         self.verdict = dict.fromkeys(self.tables, False)
         self.load = dict.fromkeys(self.tables)        # entry to load this cycle, or None
@@ -145,7 +160,8 @@ class CsrModel:
         return self.status_codec.pack(
             tracker_busy=ins.tracker_busy, dma_busy=ins.dma_busy, dma_idle=ins.dma_idle,
             sweep=int(self.sweeping), region_pending=int(self.locked("REGION")),
-            desc_pending=int(self.locked("DESC")), track_pending=int(self.locked("TRACK")))
+            desc_pending=int(self.locked("DESC")), track_pending=int(self.locked("TRACK")),
+            arb_pending=int(self.locked("ARB")))
 
     def value(self, group, ins):
         """A group's packed layout value as the bus reads it this cycle."""
@@ -155,6 +171,8 @@ class CsrModel:
             return self.status(ins)
         if group == "COMMAND":
             return 0
+        if group == "ARB_STATUS":
+            return ins.arbiter_status
         if group in _STICKY:
             return self.sticky[group]
         if group in STAGING:
@@ -169,6 +187,8 @@ class CsrModel:
 
     # -- one clock -------------------------------------------------------------------------
     def _busy(self, group, is_read, ins):
+        if group == "ARB":
+            return False
         if group == "TRACK":
             return bool(ins.tracker_busy)
         return self.sweeping or (group == "DESC" and not is_read and bool(ins.dma_busy))
@@ -182,7 +202,8 @@ class CsrModel:
             The staging groups whose request the target took this cycle, with its payload.
         """
         rm = self.map
-        ready = {"REGION": True, "DESC": bool(ins.dma_ready), "TRACK": bool(ins.tracker_ready)}
+        ready = {**dict.fromkeys(_ALWAYS_READY, True), "DESC": bool(ins.dma_ready),
+                 "TRACK": bool(ins.tracker_ready)}
         taken = {g: self.staging[g] for g in STAGING if self.valid[g] and ready[g]}
         errs = set()
         reg = None
@@ -241,14 +262,53 @@ class CsrModel:
         return taken
 
 
+class ArbiterConfig(BlockModel):
+    """The arbiter as the register block sees it: the configuration in effect, the check of a
+    new one (:func:`sim_models.arbiter.config_ok`), its error bits, counters and status.
+
+    Parameters
+    ----------
+    params : EngineParams, optional
+
+    Attributes
+    ----------
+    config : dict
+        The configuration in effect (fields of :func:`~t3hw.layouts.arbiter_config_layout`);
+        after reset the parameters' (:meth:`t3hw.regmap.RegisterMap.reset`).
+    """
+
+    def __init__(self, params: EngineParams = None):
+        super().__init__(params, arbiter_errors_layout, arbiter_stats_layout)
+        self.config = RegisterMap(self.params).reset("ARB")
+        self.status_codec = Codec(arbiter_status_layout(self.params))
+
+    def program(self, **config):
+        """Use ``config`` if the arbiter accepts it; else raise ``bad_config`` and keep the
+        configuration in effect."""
+        if config_ok(config):
+            self.config = dict(config)
+        else:
+            self.errors["bad_config"] = True
+
+    def status(self):
+        """The packed ``status`` port: the policy and the programmed threshold; ``measuring``
+        while T3-MCA derives its threshold (threshold 0), simplified to "always then"."""
+        cfg = self.config
+        return self.status_codec.pack(
+            policy=cfg["policy"], threshold=cfg["threshold"],
+            measuring=int(cfg["policy"] == ArbPolicy.T3_MCA.value and cfg["threshold"] == 0))
+
+
 class Targets:
-    """The address map, DMA and tracker behind the register block, as reference models.
+    """The address map, DMA, tracker and arbiter behind the register block, as reference
+    models.
 
     Parameters
     ----------
     params : EngineParams
-    tracker, dma, addrmap : optional
-        The models to program (new ones by default).
+    tracker, dma, addrmap, arbiter : optional
+        The models to program (new ones by default; ``arbiter`` is an
+        :class:`ArbiterConfig`).
 
     :meth:`step` applies the requests the block transferred in a cycle to the models; the
     errors the models raise (from those requests or from anything else done to the models)
@@ -256,22 +316,27 @@ class Targets:
     cleared, as the RTL targets' are by their ``clear`` held high.
     """
 
-    def __init__(self, params, *, tracker=None, dma=None, addrmap=None):
+    def __init__(self, params, *, tracker=None, dma=None, addrmap=None, arbiter=None):
         self.tracker = tracker if tracker is not None else TrackerModel(params)
         self.dma = dma if dma is not None else DmaModel(params)
         self.addrmap = addrmap if addrmap is not None else AddrMapModel(params)
+        self.arbiter = arbiter if arbiter is not None else ArbiterConfig(params)
         self.map = RegisterMap(params)
-        self.models = {"tracker": self.tracker, "dma": self.dma, "addrmap": self.addrmap}
+        self.models = {"tracker": self.tracker, "dma": self.dma, "addrmap": self.addrmap,
+                       "arbiter": self.arbiter}
+        assert tuple(self.models) == _TARGETS
         self.events = dict.fromkeys(self.models, 0)
         self.log = []               # (group, fields) of every request transferred
 
     def inputs(self):
-        """Error events, counters and DMA idleness as :class:`CsrInputs` fields."""
+        """Error events, counters, DMA idleness and the arbiter's status as
+        :class:`CsrInputs` fields."""
         ins = {f"{name}_errors": bits for name, bits in self.events.items()}
         for name, model in self.models.items():
             ins[f"{name}_stats"] = model.stats_codec.pack(**model.stats)
         d = self.dma
         ins["dma_idle"] = int(not (d.queue or d.bursts_left or d.outstanding))
+        ins["arbiter_status"] = self.arbiter.status()
         return ins
 
     def quiet(self):
@@ -281,7 +346,7 @@ class Targets:
     def step(self, taken):
         """Apply the requests taken this cycle (``{staging group: packed payload}``)."""
         apply = {"REGION": self.addrmap.program, "DESC": self.dma.program,
-                 "TRACK": self.tracker.program}
+                 "TRACK": self.tracker.program, "ARB": self.arbiter.program}
         for g, payload in taken.items():
             fields = self.map.groups[g].codec.unpack(payload)
             self.log.append((g, fields))
@@ -303,7 +368,7 @@ class ModelBus:
     Parameters
     ----------
     params : EngineParams, optional
-    tracker, dma, addrmap : optional
+    tracker, dma, addrmap, arbiter : optional
         Reference models to program (see :class:`Targets`).
     """
 
@@ -350,20 +415,21 @@ class CsrEnv(StreamEnv):
 
     The targets are :class:`Targets`; ``tracker_busy`` and ``dma_busy`` are high for the
     first ``tracker_entries`` and ``2**cmd_width`` cycles (the real blocks' reset sweeps) and,
-    with random traffic, in occasional later bursts; the counters change at random.
+    with random traffic, in occasional later bursts; the counters change at random, and so,
+    now and then, does ``arbiter_status`` (otherwise it is the :class:`ArbiterConfig`'s).
 
-    Scoring, every cycle: ``r_data``, ``errors``, ``valid`` and payload of the three program
+    Scoring, every cycle: ``r_data``, ``errors``, ``valid`` and payload of the four program
     streams (held until taken: :class:`~sim_models.env.StreamEnv`), and the clears (all
     ones) against :class:`CsrModel`.
     """
 
     out_streams = ("dma_program", "tracker_program")
     in_flags    = ("bus__addr", "bus__w_data", "bus__w_stb", "bus__r_stb",
-                   "tracker_errors", "dma_errors", "addrmap_errors",
-                   "tracker_stats", "dma_stats", "addrmap_stats",
-                   "tracker_busy", "dma_busy", "dma_idle")
-    out_flags   = ("bus__r_data", "errors", "region_program__valid",
-                   "region_program__payload", "tracker_clear", "dma_clear", "addrmap_clear")
+                   *(f"{t}_errors" for t in _TARGETS), *(f"{t}_stats" for t in _TARGETS),
+                   "arbiter_status", "tracker_busy", "dma_busy", "dma_idle")
+    out_flags   = ("bus__r_data", "errors",
+                   *(f"{STAGING[g]}__{m}" for g in _ALWAYS_READY for m in ("valid", "payload")),
+                   *(f"{t}_clear" for t in _TARGETS))
 
     def __init__(self, params, rng, *, ops=0, stall=0.1, events=0.01, external_bus=False):
         super().__init__()
@@ -388,6 +454,7 @@ class CsrEnv(StreamEnv):
         self.force_busy = {"tracker": False, "dma": False}      # directed tests
         self.pulse = dict.fromkeys(self.targets.models, 0)      # directed: one event
         self.stats = dict.fromkeys(_STATS.values(), 0)          # counter inputs
+        self.arb_status = None      # arbiter_status input, or None: the ArbiterConfig's
         self.dma_idle = 1
         self.scripted = deque()     # (addr, w_data or None, read?) or None (idle), in order
         self.results = []           # data of every scripted read, in order
@@ -469,6 +536,10 @@ class CsrEnv(StreamEnv):
             self.stats = {f"{name}_stats": rng.getrandbits(model.stats_codec.width)
                           for name, model in self.targets.models.items()}
             self.dma_idle = rng.getrandbits(1)
+            self.arb_status = rng.choice(
+                (None, rng.getrandbits(self.targets.arbiter.status_codec.width)))
+        if self.arb_status is not None:
+            ins["arbiter_status"] = self.arb_status
         busy = {}
         for name in self.busy:
             if self.busy[name]:
@@ -491,10 +562,12 @@ class CsrEnv(StreamEnv):
             f"cycle {cyc}: r_data {outs['bus__r_data']:#x}, model {exp['r_data']:#x}"
         assert outs["errors"] == exp["errors"], \
             f"cycle {cyc}: errors {outs['errors']:#x}, model {exp['errors']:#x}"
-        region = outs["region_program__payload"] if outs["region_program__valid"] else None
-        for g, got in (("REGION", region), ("DESC", outs["dma_program"]),
-                       ("TRACK", outs["tracker_program"])):
-            assert got == exp[g], f"cycle {cyc}: {STAGING[g]} {got!r}, model {exp[g]!r}"
+        for g, port in STAGING.items():
+            if g in _ALWAYS_READY:
+                got = outs[f"{port}__payload"] if outs[f"{port}__valid"] else None
+            else:
+                got = outs[port]
+            assert got == exp[g], f"cycle {cyc}: {port} {got!r}, model {exp[g]!r}"
         for port, ones in self._clear_all.items():
             name = port.replace("errors", "clear")
             assert outs[name] == ones, f"cycle {cyc}: {name} {outs[name]:#x}"
@@ -572,10 +645,19 @@ async def _reset(env, cycle):
         await cycle()
 
 
+def _arb_status(rm, cfg):
+    """The ``ARB_STATUS`` words of an arbiter in configuration ``cfg`` (:class:`ArbiterConfig`
+    written out)."""
+    measuring = cfg["policy"] == ArbPolicy.T3_MCA.value and cfg["threshold"] == 0
+    return [w for _, w in rm.encode("ARB_STATUS", policy=cfg["policy"],
+                                    threshold=cfg["threshold"], measuring=int(measuring))]
+
+
 async def every_register(env, cycle):
-    """Every register after reset, with the expected values written out here; every RW
-    register written with ones and zeros and read back; every target error bit set by an
-    event and cleared one at a time (W1C); every counter read field by field."""
+    """Every register after reset, with the expected values written out here (``ARB_*``: the
+    arbiter's configuration after reset, from the parameters); every RW register written with
+    ones and zeros and read back; every target error bit set by an event and cleared one at a
+    time (W1C); every counter and ``ARB_STATUS`` read field by field."""
     p, rm = env.p, env.map
     await _reset(env, cycle)
     for reg in rm.registers:
@@ -586,6 +668,10 @@ async def every_register(env, cycle):
     expect["ID"] = MAGIC
     expect["STATUS"] = _bit(rm, "STATUS", "dma_idle")
     expect["CONFIG"] = sum(config[f.name] << f.offset for f in rm.by_name["CONFIG"].fields)
+    arb = dict(policy=p.arbiter_policy, threshold=p.mca_threshold, saturation=p.mca_saturation,
+               window_log2=p.mca_window_log2, starvation_limit=p.starvation_limit)
+    expect.update((r.name, w) for r, w in rm.encode("ARB", **arb))
+    expect.update(zip((r.name for r in rm.groups["ARB_STATUS"].registers), _arb_status(rm, arb)))
     assert got == expect, {k: (hex(got[k]), hex(v)) for k, v in expect.items() if got[k] != v}
     assert (config["index_width"], config["region_index_width"], config["cmd_width"],
             config["addr_width"]) == (p.index_width, p.region_index_width, p.cmd_width,
@@ -619,6 +705,14 @@ async def every_register(env, cycle):
         for reg, _ in rm.split(group, value):
             env.read(reg.name)
         assert await run_script(env, cycle) == [w for _, w in rm.split(group, value)], group
+    # ARB_STATUS: the input.
+    value = env.rng.getrandbits(rm.groups["ARB_STATUS"].codec.width)
+    env.arb_status = value
+    env.idle(1)
+    for reg, _ in rm.split("ARB_STATUS", value):
+        env.read(reg.name)
+    assert await run_script(env, cycle) == [w for _, w in rm.split("ARB_STATUS", value)]
+    env.arb_status = None
 
 
 async def _expect_error(env, cycle, name, *, settle=True):
@@ -632,11 +726,16 @@ async def _expect_error(env, cycle, name, *, settle=True):
 
 async def provoke_errors(env, cycle):
     """Every error bit of the block provoked alone, read back and cleared (W1C); the targets'
-    rejections reported in their error registers and kept out of the read-back tables."""
+    rejections reported in their error registers and kept out of the read-back tables; the
+    arbiter's rejections of bad configurations (``ARBITER_ERRORS.bad_config``), which leave
+    its configuration in effect."""
     rm = env.map
-    # Right out of reset the read-back tables are being cleared: commands are refused.
+    # Right out of reset the read-back tables are being cleared (for at least 2 cycles):
+    # commands are refused, but not ARB_WRITE, which sends the reset configuration.
     env.command(CsrCommand.REGION_READ)
+    env.command(CsrCommand.ARB_WRITE)
     await _expect_error(env, cycle, "busy")
+    assert env.targets.log == [("ARB", rm.reset("ARB"))], env.targets.log
     await _reset(env, cycle)
     unmapped = next(a for a in range(0, 1 << rm.addr_width, 4) if a not in rm.by_addr)
     for access in ((unmapped, None, True), (unmapped, 5, False), (1, None, True),
@@ -652,12 +751,62 @@ async def provoke_errors(env, cycle):
         if code not in known:
             env.write("COMMAND", code)
             await _expect_error(env, cycle, "bad_command")
-    # Busy targets.
+    # Busy targets; the arbiter is never busy.
     for target, command in (("dma", CsrCommand.DESC_WRITE), ("tracker", CsrCommand.TRACK_WRITE)):
         env.force_busy[target] = True
         env.command(command)
         await _expect_error(env, cycle, "busy")
         env.force_busy[target] = False
+    env.force_busy = dict.fromkeys(env.force_busy, True)
+    env.commit(CsrCommand.ARB_WRITE)
+    env.read("CSR_ERRORS")
+    assert await run_script(env, cycle) == [0]
+    env.force_busy = dict.fromkeys(env.force_busy, False)
+    # ARB is locked in the cycle its request is on arbiter_program: a second ARB_WRITE or a
+    # write of an ARB register then is refused (the register keeps its value).
+    arb = rm.encode("ARB", **rm.reset("ARB"))
+    env.command(CsrCommand.ARB_WRITE)
+    env.read("STATUS")
+    env.read("STATUS")
+    assert await run_script(env, cycle) == \
+        [_bit(rm, "STATUS", "arb_pending") | _bit(rm, "STATUS", "dma_idle"),
+         _bit(rm, "STATUS", "dma_idle")]
+    seconds = [lambda: env.command(CsrCommand.ARB_WRITE)]
+    seconds += [lambda reg=reg, word=word: env.write(reg.name, ~word & 0xffffffff)
+                for reg, word in arb]
+    for second in seconds:
+        env.command(CsrCommand.ARB_WRITE)
+        second()
+        await _expect_error(env, cycle, "busy")
+    for reg, _ in arb:
+        env.read(reg.name)
+    assert await run_script(env, cycle) == [w for _, w in arb]
+    # Bad arbiter configurations: rejected, the configuration in effect stays.
+    good = dict(policy=ArbPolicy.COMPUTE_FIRST.value, threshold=1, saturation=1,
+                window_log2=MAX_WINDOW_LOG2, starvation_limit=1)
+    env.stage("ARB", **good)
+    env.commit(CsrCommand.ARB_WRITE)
+    env.read("ARBITER_ERRORS")
+    env.read("ARB_STATUS")
+    assert await run_script(env, cycle) == [0] + _arb_status(rm, good)
+    bad_config, in_effect = _bit(rm, "ARBITER_ERRORS", "bad_config"), _arb_status(rm, good)
+    for bad in (dict(good, policy=3), dict(good, starvation_limit=0),
+                dict(good, window_log2=MAX_WINDOW_LOG2 + 1),
+                dict(good, threshold=0, saturation=0)):
+        assert not config_ok(bad), bad
+        env.stage("ARB", **bad)
+        env.commit(CsrCommand.ARB_WRITE)
+        env.read("ARBITER_ERRORS")
+        env.read("ARB_STATUS")
+        env.write("ARBITER_ERRORS", bad_config)
+        env.read("ARBITER_ERRORS")
+        for reg in rm.groups["ARB"].registers:
+            env.read(reg.name)
+        got = await run_script(env, cycle)
+        n = len(in_effect) + 2
+        assert got[:n] == [bad_config, *in_effect, 0], (bad, got)
+        assert got[n:] == [w for _, w in rm.encode("ARB", **bad)], (bad, got)   # as staged
+        assert env.targets.arbiter.config == good
     # A pending command locks its group: a second command, a staging write, a read command.
     desc = dict(index=1, valid=1, op=1, device=1, tile=1, rows=1, row_bytes=1, pitch=1, src=1,
                 dst=1)
@@ -708,7 +857,9 @@ async def provoke_errors(env, cycle):
 
 async def readback(env, cycle):
     """Regions and descriptors written, then each read back by staging its index and a read
-    command, the group read in the very next cycles."""
+    command, the group read in the very next cycles. Arbiter configurations (no read-back
+    table) written, each read back from the ``ARB_*`` registers and, as the arbiter uses it,
+    from ``ARB_STATUS``."""
     p, rm, rng = env.p, env.map, env.rng
     await _reset(env, cycle)
     written = {"REGION": {}, "DESC": {}}
@@ -740,3 +891,19 @@ async def readback(env, cycle):
         for k, fields in enumerate(entries.values()):
             words = dict(zip((r.name for r in regs), got[k * len(regs):(k + 1) * len(regs)]))
             assert rm.decode(group, words) == fields, (group, rm.decode(group, words), fields)
+    arb, status = rm.groups["ARB"].registers, rm.groups["ARB_STATUS"].registers
+    for policy in ArbPolicy:
+        top = (1 << p.occupancy_width) - 1
+        cfg = dict(policy=policy.value, threshold=rng.choice((0, rng.randint(1, top))),
+                   saturation=rng.randint(1, top),
+                   window_log2=rng.randint(0, MAX_WINDOW_LOG2),
+                   starvation_limit=rng.randint(1, (1 << p.starvation_width) - 1))
+        env.stage("ARB", **cfg)
+        env.commit(CsrCommand.ARB_WRITE)
+        for r in arb + status:
+            env.read(r.name)
+        got = await run_script(env, cycle)
+        words = dict(zip((r.name for r in arb), got))
+        assert rm.decode("ARB", words) == cfg, (rm.decode("ARB", words), cfg)
+        assert got[len(arb):] == _arb_status(rm, cfg), (got, cfg)
+        assert env.targets.arbiter.config == cfg

@@ -1,21 +1,23 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The register block: a 32-bit register bus that programs the address map, the tracker and
-the DMA, and reads their errors, counters and status.
+"""The register block: a 32-bit register bus that programs the address map, the tracker, the
+DMA and the memory-controller arbiter, and reads their errors, counters and status.
 
 The registers, their addresses and their fields are :class:`t3hw.regmap.RegisterMap`'s; this
 module only says what each group does (see ``docs/csr.md`` and ``docs/registers.md``).
 
 Staging and commands
 --------------------
-A region, a descriptor or a tracker request is wider than a register, so it is written into
-its staging group (``REGION_*``, ``DESC_*``, ``TRACK_*``: registers that are the payload of
-the block's output stream to the target) and committed by writing a
-:class:`~t3hw.layouts.CsrCommand` to ``COMMAND``:
+A region, a descriptor, a tracker request or an arbiter configuration is wider than a
+register, so it is written into its staging group (``REGION_*``, ``DESC_*``, ``TRACK_*``,
+``ARB_*``: registers that are the payload of the block's output stream to the target) and
+committed by writing a :class:`~t3hw.layouts.CsrCommand` to ``COMMAND``:
 
-* ``REGION_WRITE``, ``DESC_WRITE``, ``TRACK_WRITE`` raise ``valid`` of the target's stream the
-  next cycle. Until the target has taken the request (and, for regions and descriptors, until
-  the cycle after that, when the target's verdict arrives) the group is *pending*
-  (``STATUS``): its registers are locked.
+* ``REGION_WRITE``, ``DESC_WRITE``, ``TRACK_WRITE``, ``ARB_WRITE`` raise ``valid`` of the
+  target's stream the next cycle. Until the target has taken the request (and, for regions
+  and descriptors, until the cycle after that, when the target's verdict arrives) the group
+  is *pending* (``STATUS``): its registers are locked. The address map and the arbiter take
+  every request at once (``region_program`` and ``arbiter_program`` are always ready), so
+  ``REGION`` stays pending for two cycles and ``ARB`` for one.
 * ``REGION_READ``, ``DESC_READ`` load the region or descriptor ``index`` (the staged one)
   from the block's read-back tables into the staging group (``index`` is kept). A read of
   the group in the cycle after the command already returns the loaded fields, and a write
@@ -27,6 +29,14 @@ read port) and writes it with exactly what the target stored: a write that the t
 rejects (the target's error event in the cycle after it took the write) is not copied. After
 reset both copies are cleared, one entry per cycle, over ``max(regions, 2**cmd_width)``
 cycles (``STATUS.sweep``).
+
+The arbiter configuration has no read-back table: the ``ARB_*`` registers reset to the
+configuration the arbiter starts with (the parameters ``arbiter_policy``, ``mca_threshold``,
+``mca_saturation``, ``mca_window_log2``, ``starvation_limit``; see
+:meth:`RegisterMap.reset <t3hw.regmap.RegisterMap.reset>`), so that reading them after
+reset shows the configuration in effect; afterwards they hold what software staged, which
+the arbiter may have rejected. ``ARB_STATUS`` (the ``arbiter_status`` input) shows what the
+arbiter actually uses.
 
 Errors
 ------
@@ -41,7 +51,11 @@ descriptor write from an accepted one. Its own errors are:
 * ``bad_command``: an unknown command code (ignored);
 * ``busy``: a command whose group is pending, or whose target is busy (``REGION_*`` and the
   reads: the read-back sweep; ``DESC_WRITE``: also the DMA's reset sweep; ``TRACK_WRITE``: the
-  tracker's), or a write to a locked staging register; the command or write is ignored.
+  tracker's; ``ARB_WRITE`` has no busy target), or a write to a locked staging register; the
+  command or write is ignored.
+
+The arbiter's rejection of a configuration (``ARBITER_ERRORS.bad_config``) is collected like
+the other targets' errors.
 """
 
 from amaranth import *
@@ -49,10 +63,11 @@ from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .layouts import (CsrCommand, addrmap_errors_layout, addrmap_stats_layout,
-                      csr_errors_layout, csr_status_layout, dma_descriptor_layout,
-                      dma_errors_layout, dma_program_layout, dma_stats_layout, program_layout,
-                      region_layout, region_program_layout, tracker_errors_layout,
-                      tracker_stats_layout)
+                      arbiter_config_layout, arbiter_errors_layout, arbiter_stats_layout,
+                      arbiter_status_layout, csr_errors_layout, csr_status_layout,
+                      dma_descriptor_layout, dma_errors_layout, dma_program_layout,
+                      dma_stats_layout, program_layout, region_layout, region_program_layout,
+                      tracker_errors_layout, tracker_stats_layout)
 from .params import EngineParams, check_params
 from .regmap import WORD_BITS, Access, RegisterMap
 
@@ -130,12 +145,19 @@ class Csr(wiring.Component):
         To :attr:`t3hw.dma.Dma.program`. ``valid`` is a register, held until taken.
     tracker_program : Out(stream.Signature(program_layout))
         To :attr:`t3hw.tracker.Tracker.program`. ``valid`` is a register, held until taken.
-    tracker_errors, dma_errors, addrmap_errors : In(the target's errors layout)
+    arbiter_program : Out(stream.Signature(arbiter_config_layout, always_ready=True))
+        To the arbiter's configuration input. ``valid`` for one cycle per ARB_WRITE (the
+        ``ARB_*`` registers are locked meanwhile); the payload is the ``ARB_*`` registers,
+        which reset to the parameters' configuration.
+    tracker_errors, dma_errors, addrmap_errors, arbiter_errors : In(the target's errors layout)
         The targets' ``errors`` ports: error events, one cycle late (see ``*_clear``).
-    tracker_clear, dma_clear, addrmap_clear : Out(the target's errors layout)
+    tracker_clear, dma_clear, addrmap_clear, arbiter_clear : Out(the target's errors layout)
         To the targets' ``clear`` ports: all ones, always.
-    tracker_stats, dma_stats, addrmap_stats : In(the target's stats layout)
+    tracker_stats, dma_stats, addrmap_stats, arbiter_stats : In(the target's stats layout)
         The targets' counters, read through the bus.
+    arbiter_status : In(arbiter_status_layout)
+        The arbiter's ``status`` (the policy and T3-MCA threshold in effect), read as
+        ``ARB_STATUS``.
     tracker_busy, dma_busy : In(1)
         The targets' ``busy`` (reset sweeps).
     dma_idle : In(1)
@@ -147,7 +169,9 @@ class Csr(wiring.Component):
     staging registers) is locked until the transfer. Back-pressure from the DMA or the
     tracker holds the request and locks its group; nothing is dropped. Registers reset:
     the stream ``valid`` bits, the pending and loading flags, the sweep, the sticky errors
-    and ``r_data``; the staging registers reset to 0.
+    and ``r_data``; the staging registers reset to 0, except the ``ARB_*`` registers, which
+    reset to the arbiter's configuration after reset (:meth:`RegisterMap.reset
+    <t3hw.regmap.RegisterMap.reset>`).
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
@@ -171,6 +195,13 @@ class Csr(wiring.Component):
             "addrmap_errors":  In(addrmap_errors_layout(params)),
             "addrmap_clear":   Out(addrmap_errors_layout(params)),
             "addrmap_stats":   In(addrmap_stats_layout(params)),
+            "arbiter_program": Out(stream.Signature(arbiter_config_layout(params),
+                                                    payload_init=self._map.reset("ARB"),
+                                                    always_ready=True)),
+            "arbiter_errors":  In(arbiter_errors_layout(params)),
+            "arbiter_clear":   Out(arbiter_errors_layout(params)),
+            "arbiter_stats":   In(arbiter_stats_layout(params)),
+            "arbiter_status":  In(arbiter_status_layout(params)),
             "errors":          Out(csr_errors_layout(params)),
         })
 
@@ -182,11 +213,11 @@ class Csr(wiring.Component):
         # Everything is generated from the register map: one select per register, and for
         # each register field a slice of its group's value (``Field.bit``) tied to a slice of
         # the bus data (``Field.offset``). A group's value is a staging register (the stream
-        # payload), a sticky error register, an input (counters) or a constant. Per staging
-        # group with a read-back table: ``verdict`` is the cycle after the target took a
-        # write (its error event decides whether the table copies it) and ``loading`` the
-        # cycle after a read command (the table's data replaces the fields, and is what the
-        # bus reads in that cycle).
+        # payload), a sticky error register, an input (counters, the arbiter's status) or a
+        # constant. Per staging group with a read-back table: ``verdict`` is the cycle after
+        # the target took a write (its error event decides whether the table copies it) and
+        # ``loading`` the cycle after a read command (the table's data replaces the fields,
+        # and is what the bus reads in that cycle).
         p, rm = self._p, self._map
         m = Module()
         bus = self.bus
@@ -221,14 +252,14 @@ class Csr(wiring.Component):
 
         # --- staging groups: the stream payloads -------------------------------------------
         stage = {"REGION": self.region_program, "DESC": self.dma_program,
-                 "TRACK": self.tracker_program}
+                 "TRACK": self.tracker_program, "ARB": self.arbiter_program}
         tables = {"REGION": (rtab, region_layout(p),
                              self.addrmap_errors.bad_region | self.addrmap_errors.overlap),
                   "DESC":   (dtab, dma_descriptor_layout(p), self.dma_errors.bad_program)}
         verdict = {g: Signal(name=f"{g.lower()}_verdict") for g in tables}
         loading = {g: Signal(name=f"{g.lower()}_loading") for g in tables}
         locked  = {g: s.valid | verdict.get(g, 0) for g, s in stage.items()}
-        view    = {"TRACK": self.tracker_program.payload.as_value()}
+        view    = {g: s.payload.as_value() for g, s in stage.items() if g not in tables}
 
         for g, port in stage.items():
             with m.If(port.valid & port.ready):
@@ -281,6 +312,7 @@ class Csr(wiring.Component):
             CsrCommand.DESC_WRITE:   ("DESC",   sweep | self.dma_busy),
             CsrCommand.DESC_READ:    ("DESC",   sweep),
             CsrCommand.TRACK_WRITE:  ("TRACK",  self.tracker_busy),
+            CsrCommand.ARB_WRITE:    ("ARB",    Const(0, 1)),
         }
         reads = (CsrCommand.REGION_READ, CsrCommand.DESC_READ)
         with m.If(wr["COMMAND"]):
@@ -296,17 +328,13 @@ class Csr(wiring.Component):
                     m.d.comb += set_err.bad_command.eq(1)
 
         # --- sticky errors (W1C); the targets' clears are held high -------------------------
-        for name in ("tracker", "dma", "addrmap"):
+        targets = ("tracker", "dma", "addrmap", "arbiter")
+        sticky = {"CSR_ERRORS": (self.errors, set_err)}
+        for name in targets:
+            events = getattr(self, f"{name}_errors")
             m.d.comb += getattr(self, f"{name}_clear").as_value().eq(-1)
-        sticky = {
-            "CSR_ERRORS":     (self.errors, set_err),
-            "TRACKER_ERRORS": (Signal(tracker_errors_layout(p), name="tracker_sticky"),
-                               self.tracker_errors),
-            "DMA_ERRORS":     (Signal(dma_errors_layout(p), name="dma_sticky"),
-                               self.dma_errors),
-            "ADDRMAP_ERRORS": (Signal(addrmap_errors_layout(p), name="addrmap_sticky"),
-                               self.addrmap_errors),
-        }
+            sticky[f"{name.upper()}_ERRORS"] = (Signal(events.shape(), name=f"{name}_sticky"),
+                                                events)
         for g, (bits, events) in sticky.items():
             clear = Signal(bits.shape().size, name=f"{g.lower()}_clear")
             for r in rm.groups[g].registers:
@@ -325,6 +353,7 @@ class Csr(wiring.Component):
             status.region_pending.eq(locked["REGION"]),
             status.desc_pending.eq(locked["DESC"]),
             status.track_pending.eq(locked["TRACK"]),
+            status.arb_pending.eq(locked["ARB"]),
         ]
         value = {
             "ID":      Const(rm.groups["ID"].codec.pack(**rm.constant("ID")),
@@ -333,9 +362,8 @@ class Csr(wiring.Component):
                              rm.groups["CONFIG"].codec.width),
             "STATUS":  status.as_value(),
             "COMMAND": Const(0, field.width),
-            "TRACKER": self.tracker_stats.as_value(),
-            "DMA":     self.dma_stats.as_value(),
-            "ADDRMAP": self.addrmap_stats.as_value(),
+            "ARB_STATUS": self.arbiter_status.as_value(),
+            **{name.upper(): getattr(self, f"{name}_stats").as_value() for name in targets},
             **view,
             **{g: bits.as_value() for g, (bits, _) in sticky.items()},
         }

@@ -6,19 +6,21 @@
 
 * :class:`CocotbBus` drives the ``bus__*`` ports of a simulated ``t3hw_csr`` from cocotb;
 * :class:`sim_models.csr.ModelBus` needs no RTL: it runs the register-file model over the
-  reference models of the address map, DMA and tracker.
+  reference models of the address map, DMA and tracker and the arbiter's configuration.
 
 The API follows T3's two calls (``T3.md``): :meth:`Driver.remote_map` (stores to a range go
 to a peer GPU as remote updates) and :meth:`Driver.dma_map` (a tile is tracked; when it is
 complete, a pre-programmed DMA sends it on), over the register-level calls
 (:meth:`~Driver.program_region`, :meth:`~Driver.program_descriptor`, :meth:`~Driver.arm`,
-their read-backs, :meth:`~Driver.errors`, :meth:`~Driver.stats`).
+their read-backs, :meth:`~Driver.errors`, :meth:`~Driver.stats`), and the memory-controller
+arbiter's configuration (:meth:`~Driver.program_arbiter`, :meth:`~Driver.arbiter_status`).
 :func:`program_ring_reduce_scatter` programs one GPU of a fused GEMM + ring reduce-scatter.
 
 Every register address and field comes from :class:`t3hw.regmap.RegisterMap`.
 """
 
-from .layouts import CsrCommand, RegionMode, TrackOp, WriteKind
+from .arbiter import MAX_WINDOW_LOG2
+from .layouts import ArbPolicy, CsrCommand, RegionMode, TrackOp, WriteKind
 from .params import EngineParams, check_params
 from .regmap import MAGIC, RegisterMap
 
@@ -84,7 +86,8 @@ class Driver:
     Commands are issued only when their group is not pending (the driver polls ``STATUS``
     first), so a driver never provokes the block's ``busy`` error. Errors of the targets
     (a rejected region, descriptor or arm) are sticky in the error registers: read them with
-    :meth:`errors`.
+    :meth:`errors`. A rejected arbiter configuration raises at once
+    (:meth:`program_arbiter`).
     """
 
     def __init__(self, bus, params: EngineParams = EngineParams(), *, poll_limit=10_000):
@@ -119,10 +122,10 @@ class Driver:
         return await self.read_group("STATUS")
 
     async def wait(self, *names):
-        """Poll ``STATUS`` until the named fields (default: every busy and pending flag)
-        are 0."""
-        names = names or ("tracker_busy", "dma_busy", "sweep", "region_pending",
-                          "desc_pending", "track_pending")
+        """Poll ``STATUS`` until the named fields (default: every busy and pending flag,
+        that is every field but ``dma_idle``) are 0."""
+        names = names or tuple(n for n in self.map.groups["STATUS"].codec.names
+                               if n != "dma_idle")
         for _ in range(self.poll_limit):
             status = await self.status()
             if not any(status[n] for n in names):
@@ -143,7 +146,7 @@ class Driver:
 
     async def _command(self, group, command, fields):
         busy = {"REGION": ("sweep",), "DESC": ("sweep", "dma_busy"),
-                "TRACK": ("tracker_busy",)}[group]
+                "TRACK": ("tracker_busy",), "ARB": ()}[group]
         await self.wait(f"{group.lower()}_pending", *busy)
         await self.write_group(group, **fields)
         await self.write_group("COMMAND", command=command)
@@ -230,14 +233,73 @@ class Driver:
         await self.arm(tile, threshold, cmd, rearm=rearm)
         return cmd
 
+    # -- the arbiter -----------------------------------------------------------------------
+    async def program_arbiter(self, *, policy, threshold=0, saturation=None, window_log2=None,
+                              starvation_limit=None):
+        """Configure the memory-controller arbiter (the ``ARB_*`` registers, then ARB_WRITE).
+
+        Parameters
+        ----------
+        policy : ArbPolicy, str or int
+            The policy, its name in any case (``"t3_mca"``) or its code.
+        threshold : int
+            T3-MCA: communication issues only while the DRAM occupancy is below it; 0 (the
+            default) derives it from the compute request rate.
+        saturation, window_log2, starvation_limit : int, optional
+            The derivation's saturation occupancy and window (``2**window_log2`` cycles), and
+            the issue slots communication may wait under T3-MCA. By default the parameters'
+            values after reset (``mca_saturation``, ``mca_window_log2``,
+            ``starvation_limit``).
+
+        The driver waits until no ARB_WRITE is pending, clears ``ARBITER_ERRORS.bad_config``,
+        writes the configuration, waits until it has been sent and reads ``bad_config``.
+
+        Raises
+        ------
+        ValueError
+            An unknown policy name, or a field out of its range (nothing is written).
+        RuntimeError
+            The arbiter rejected the configuration (``ARBITER_ERRORS.bad_config``, left set):
+            the one in effect stays.
+        """
+        if isinstance(policy, str):
+            try:
+                policy = ArbPolicy[policy.upper()]
+            except KeyError:
+                raise ValueError(f"policy must be one of "
+                                 f"{[p.name.lower() for p in ArbPolicy]}, not {policy!r}") \
+                    from None
+        given = dict(saturation=saturation, window_log2=window_log2,
+                     starvation_limit=starvation_limit)
+        config = {**self.map.reset("ARB"), "policy": policy, "threshold": threshold,
+                  **{k: v for k, v in given.items() if v is not None}}
+        self.map.encode("ARB", **config)                # range check before any access
+        await self.wait("arb_pending")
+        await self.write_group("ARBITER_ERRORS", bad_config=1)      # W1C: an older rejection
+        await self._command("ARB", CsrCommand.ARB_WRITE, config)
+        await self.wait("arb_pending")
+        if (await self.read_group("ARBITER_ERRORS"))["bad_config"]:
+            shown = {k: getattr(v, "name", v) for k, v in config.items()}
+            raise RuntimeError(f"the arbiter rejected the configuration {shown} "
+                               f"(ARBITER_ERRORS.bad_config: policy code 3, starvation_limit "
+                               f"0, window_log2 above {MAX_WINDOW_LOG2}, or threshold and "
+                               f"saturation both 0); the previous configuration stays in effect")
+
+    async def arbiter_status(self):
+        """What the arbiter uses (``ARB_STATUS``): ``policy`` (its code), the T3-MCA
+        ``threshold`` in effect (0 while it is derived) and ``measuring``."""
+        return await self.read_group("ARB_STATUS")
+
     # -- errors and counters ---------------------------------------------------------------
     _ERRORS = {"csr": "CSR_ERRORS", "tracker": "TRACKER_ERRORS", "dma": "DMA_ERRORS",
-               "addrmap": "ADDRMAP_ERRORS"}
+               "addrmap": "ADDRMAP_ERRORS", "arbiter": "ARBITER_ERRORS"}
 
     async def errors(self):
         """Every sticky error bit, after the commands in flight are done:
-        ``{block: {bit: 0 or 1}}`` for ``csr``, ``tracker``, ``dma`` and ``addrmap``."""
-        await self.wait("region_pending", "desc_pending", "track_pending")
+        ``{block: {bit: 0 or 1}}`` for ``csr``, ``tracker``, ``dma``, ``addrmap`` and
+        ``arbiter``."""
+        await self.wait(*(n for n in self.map.groups["STATUS"].codec.names
+                          if n.endswith("_pending")))
         return {block: await self.read_group(group) for block, group in self._ERRORS.items()}
 
     async def clear_errors(self):
@@ -247,10 +309,10 @@ class Driver:
                 await self.write(reg.addr, reg.mask)
 
     async def stats(self):
-        """Every counter: ``{block: {counter: int}}`` for ``tracker``, ``dma``, ``addrmap``.
-        A counter wider than 32 bits is read low word first, not atomically."""
+        """Every counter: ``{block: {counter: int}}`` for ``tracker``, ``dma``, ``addrmap``,
+        ``arbiter``. A counter wider than 32 bits is read low word first, not atomically."""
         return {block: await self.read_group(block.upper())
-                for block in ("tracker", "dma", "addrmap")}
+                for block in self._ERRORS if block != "csr"}
 
 
 def ring_reduce_scatter_plan(producer, params: EngineParams = EngineParams(), *, gather=True):

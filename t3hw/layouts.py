@@ -335,8 +335,8 @@ __all__ += [
 
 
 class CsrCommand(enum.Enum, shape=3):
-    """A command written to the register block's ``COMMAND`` register. Other codes (0, 6,
-    7) are rejected with the ``bad_command`` error."""
+    """A command written to the register block's ``COMMAND`` register. Other codes (0, 7)
+    are rejected with the ``bad_command`` error."""
     #: Send the staged region (the ``REGION_*`` registers) to the address map.
     REGION_WRITE = 1
     #: Load region ``index`` (staged) from the read-back table into the ``REGION_*`` registers.
@@ -347,6 +347,9 @@ class CsrCommand(enum.Enum, shape=3):
     DESC_READ    = 4
     #: Send the staged tracker request (the ``TRACK_*`` registers: ARM or DISARM).
     TRACK_WRITE  = 5
+    #: Send the staged arbiter configuration (the ``ARB_*`` registers) to the arbiter, which
+    #: applies it or rejects it (``ARBITER_ERRORS.bad_config``; the old one stays).
+    ARB_WRITE    = 6
 
 
 def csr_id_layout(p: EngineParams):
@@ -385,7 +388,7 @@ def csr_status_layout(p: EngineParams):
         #: The DMA has no trigger, descriptor, read or packet in progress.
         "dma_idle":       1,
         #: The register block clears its read-back tables after reset (every command but
-        #: TRACK_WRITE is refused).
+        #: TRACK_WRITE and ARB_WRITE is refused).
         "sweep":          1,
         #: A REGION_WRITE is in progress (the ``REGION_*`` registers are locked).
         "region_pending": 1,
@@ -393,6 +396,8 @@ def csr_status_layout(p: EngineParams):
         "desc_pending":   1,
         #: A TRACK_WRITE waits for the tracker (the ``TRACK_*`` registers are locked).
         "track_pending":  1,
+        #: An ARB_WRITE is in progress (the ``ARB_*`` registers are locked).
+        "arb_pending":    1,
     })
 
 

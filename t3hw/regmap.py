@@ -10,31 +10,41 @@ layouts of :mod:`t3hw.layouts`: the RTL's decoder (:class:`t3hw.csr.Csr`), the P
 Rules
 -----
 * Registers are 32 bits wide, at byte addresses that are multiples of 4.
-* Each section starts at a multiple of :data:`SECTION_BYTES`, so a section's registers keep
-  their addresses when the parameters change the size of another section.
+* Each section starts at a multiple of :data:`SECTION_BYTES` and spans as many windows of
+  :data:`SECTION_BYTES` as its groups need with the widest parameters (every parameter at the
+  top of :data:`~t3hw.params.PARAM_RANGES`): one, except ``arbiter_stats`` (nine counters,
+  18 registers when they are 64 bits wide). So every section has the same base address for
+  every parameter set, and a section's registers keep their addresses when the parameters
+  change the size of another section.
 * A group is one layout. Its fields are placed, in layout order, into consecutive registers:
   a field of at most 32 bits goes into the current register if it fits there, else it starts
   the next one; a wider field takes whole registers of its own (low bits first, the
   registers named ``..._LO`` and ``..._HI``). A group of one register is named after the
   group; otherwise each register is named ``<group>_<its first field>``.
 * Bits of a register outside its fields read as 0 and are ignored on write.
+* Staging registers reset to 0, except those of :data:`STAGING_RESET` (``ARB``: the
+  arbiter's configuration after reset), which reset to parameters (:meth:`RegisterMap.reset`).
 """
 
 import enum
+import functools
 import re
 from dataclasses import dataclass, field
 
 from amaranth.lib import enum as am_enum
 
-from .layouts import (Codec, addrmap_errors_layout, addrmap_stats_layout, csr_command_layout,
-                      csr_config_layout, csr_errors_layout, csr_id_layout, csr_status_layout,
-                      dma_errors_layout, dma_program_layout, dma_stats_layout, program_layout,
-                      region_program_layout, tracker_errors_layout, tracker_stats_layout)
-from .params import EngineParams, check_params
+from .arbiter import reset_config as arbiter_reset_config
+from .layouts import (Codec, addrmap_errors_layout, addrmap_stats_layout, arbiter_config_layout,
+                      arbiter_errors_layout, arbiter_stats_layout, arbiter_status_layout,
+                      csr_command_layout, csr_config_layout, csr_errors_layout, csr_id_layout,
+                      csr_status_layout, dma_errors_layout, dma_program_layout, dma_stats_layout,
+                      program_layout, region_program_layout, tracker_errors_layout,
+                      tracker_stats_layout)
+from .params import PARAM_RANGES, EngineParams, check_params
 
 
 __all__ = ["Access", "Field", "Register", "Group", "RegisterMap", "SECTIONS", "SECTION_BYTES",
-           "MAGIC", "WORD_BITS"]
+           "STAGING_RESET", "MAGIC", "WORD_BITS"]
 
 
 #: Bits of a register (and of the bus data).
@@ -86,6 +96,7 @@ SECTIONS = (
         ("DMA_ERRORS",     dma_errors_layout,     Access.W1C, "Sticky errors of the DMA."),
         ("ADDRMAP_ERRORS", addrmap_errors_layout, Access.W1C,
          "Sticky errors of the address map."),
+        ("ARBITER_ERRORS", arbiter_errors_layout, Access.W1C, "Sticky errors of the arbiter."),
     )),
     ("region", (
         ("REGION", region_program_layout, Access.RW,
@@ -107,7 +118,22 @@ SECTIONS = (
     ("addrmap_stats", (
         ("ADDRMAP", addrmap_stats_layout, Access.RO, "Address-map counters (wrapping)."),
     )),
+    ("arbiter", (
+        ("ARB",        arbiter_config_layout, Access.RW,
+         "Staged arbiter configuration (ARB_WRITE)."),
+        ("ARB_STATUS", arbiter_status_layout, Access.RO,
+         "What the arbiter uses: its policy and T3-MCA threshold in effect."),
+    )),
+    ("arbiter_stats", (
+        ("ARBITER", arbiter_stats_layout, Access.RO, "Arbiter counters (wrapping)."),
+    )),
 )
+
+#: Staging groups whose fields reset to parameters instead of 0: ``{group: function of the
+#: EngineParams giving the fields}``. ``ARB`` resets to the arbiter's configuration after
+#: reset (:func:`t3hw.arbiter.reset_config`), so that it reads the configuration in effect
+#: until software changes it.
+STAGING_RESET = {"ARB": arbiter_reset_config}
 
 
 @dataclass(frozen=True)
@@ -187,6 +213,16 @@ def _place(name, layout, access, base):
             for n, (suffix, chunks) in enumerate(words)]
 
 
+@functools.cache
+def _section_windows():
+    """Windows of :data:`SECTION_BYTES` of each section of :data:`SECTIONS`: as many as its
+    groups need with every parameter at the top of its range (every layout is widest there)."""
+    widest = EngineParams().replace(**{name: high for name, (_, high) in PARAM_RANGES.items()})
+    return tuple(-(-sum(4 * len(_place(name, factory(widest), access, 0))
+                        for name, factory, access, _ in groups) // SECTION_BYTES)
+                 for _, groups in SECTIONS)
+
+
 class RegisterMap:
     """The register map for one parameter set.
 
@@ -210,20 +246,22 @@ class RegisterMap:
         check_params(params)
         self.params = params
         self.groups, self.registers = {}, []
-        for s, (section, groups) in enumerate(SECTIONS):
-            addr = s * SECTION_BYTES
+        base = 0
+        for (section, groups), windows in zip(SECTIONS, _section_windows()):
+            addr, end = base, base + windows * SECTION_BYTES
             for name, factory, access, doc in groups:
                 layout = factory(params)
                 regs = _place(name, layout, access, addr)
                 addr += 4 * len(regs)
-                if addr > (s + 1) * SECTION_BYTES:
-                    raise ValueError(f"section {section!r} must fit in {SECTION_BYTES} bytes; "
-                                     f"{params} needs {addr - s * SECTION_BYTES}")
+                if addr > end:
+                    raise ValueError(f"section {section!r} must fit in {end - base} bytes; "
+                                     f"{params} needs {addr - base}")
                 self.groups[name] = Group(name, layout, access, doc, tuple(regs), Codec(layout))
                 self.registers.extend(regs)
+            base = end
         self.by_name = {r.name: r for r in self.registers}
         self.by_addr = {r.addr: r for r in self.registers}
-        self.addr_width = (len(SECTIONS) * SECTION_BYTES - 1).bit_length()
+        self.addr_width = (base - 1).bit_length()
 
     # -- values ----------------------------------------------------------------------------
     def constant(self, group):
@@ -234,6 +272,15 @@ class RegisterMap:
         if group == "CONFIG":
             return {name: getattr(self.params, name) for name in self.groups[group].codec.names}
         raise ValueError(f"group must be 'ID' or 'CONFIG', not {group!r}")
+
+    def reset(self, group):
+        """Fields of the staging group ``group`` after reset: 0, or what
+        :data:`STAGING_RESET` gives (``ARB``: the arbiter's configuration after reset)."""
+        staging = [name for name, g in self.groups.items() if g.access == Access.RW]
+        if group not in staging:
+            raise ValueError(f"group must be one of {staging}, not {group!r}")
+        fields = STAGING_RESET[group](self.params) if group in STAGING_RESET else {}
+        return {name: fields.get(name, 0) for name in self.groups[group].codec.names}
 
     def split(self, group, value):
         """A group's packed layout value to ``[(Register, word)]``, one per register."""

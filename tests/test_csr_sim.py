@@ -3,7 +3,7 @@
 
 The stimulus, the scoreboard and the scenarios are the cocotb testbench's
 (:mod:`sim_models.csr`); only the port access differs. Every cycle, ``r_data``, the sticky
-errors, the clears and every field of the three program streams are compared with
+errors, the clears and every field of the four program streams are compared with
 :class:`sim_models.csr.CsrModel`.
 """
 
@@ -12,26 +12,38 @@ import random
 import pytest
 
 from sim_models import csr as csr_model
+from sim_models.arbiter import config_ok
 from sim_models.csr import CsrEnv
 from t3hw.csr import BusSignature, Csr
 from t3hw.layouts import CsrCommand
 from t3hw.amsim import run_env
-from t3hw.params import EngineParams
+from t3hw.params import PARAM_RANGES, EngineParams
 from t3hw.regmap import RegisterMap
 
 
 PARAMS = {
-    # Degenerate: 2 regions, 2 descriptors, 2 tracker entries, 8-bit addresses.
+    # Degenerate: 2 regions, 2 descriptors, 2 tracker entries, 8-bit addresses; 1-bit
+    # arbiter occupancy and starvation limit, round robin after reset.
     "minimal": EngineParams(tracker_entries=2, tile_width=1, count_width=1, beats_width=1,
                             cmd_width=1, trigger_depth=1, counter_width=8, addr_width=8,
                             pitch_width=8, regions=2, device_width=1, rows_width=1,
-                            row_bytes_width=1, burst_bytes=1),
-    # Wide: 64-bit addresses and counters (two registers each), 32-bit tiles.
+                            row_bytes_width=1, burst_bytes=1, occupancy_width=1,
+                            arbiter_policy=0, mca_threshold=1, mca_saturation=1,
+                            mca_window_log2=0, starvation_width=1, starvation_limit=1),
+    # Wide: 64-bit addresses and counters (two registers each), 32-bit tiles; the arbiter
+    # configuration in three registers, compute-first after reset.
     "wide":    EngineParams(tracker_entries=16, tile_width=32, count_width=24, cmd_width=4,
                             counter_width=64, addr_width=64, pitch_width=64, regions=64,
-                            device_width=16, rows_width=24, row_bytes_width=32),
+                            device_width=16, rows_width=24, row_bytes_width=32,
+                            occupancy_width=16, arbiter_policy=1, mca_threshold=1234,
+                            mca_saturation=40000, mca_window_log2=24, starvation_width=24,
+                            starvation_limit=(1 << 24) - 1),
+    # The paper's: T3-MCA deriving its threshold after reset.
     "default": EngineParams(),
 }
+
+#: Every parameter at the top of its range: the most registers in every section.
+WIDEST = EngineParams(**{name: high for name, (_, high) in PARAM_RANGES.items()})
 
 
 def _simulate(params, body, *, seed=1, stall=0.0, **env_args):
@@ -63,18 +75,28 @@ def test_random_against_model(name, seed):
     assert set(env.seen["errors"]) == {"unmapped", "read_only", "bad_command", "busy"}
     assert {c.value for c in CsrCommand} <= set(env.seen["commands"])
     assert env.seen["reads"] == env.seen["writes"] == set(env.map.by_name)
-    assert {g for g, _ in env.targets.log} == {"REGION", "DESC", "TRACK"}
+    assert {g for g, _ in env.targets.log} == {"REGION", "DESC", "TRACK", "ARB"}
+    # Arbiter configurations both accepted and rejected (bad_config events).
+    assert {config_ok(f) for g, f in env.targets.log if g == "ARB"} == {True, False}
+
+
+#: Base address of the first register of every group (the same for every parameter set).
+BASES = {"ID": 0x000, "CSR_ERRORS": 0x040, "ARBITER_ERRORS": 0x050, "REGION": 0x080,
+         "DESC": 0x0c0, "TRACK": 0x100, "TRACKER": 0x140, "DMA": 0x180, "ADDRMAP": 0x1c0,
+         "ARB": 0x200, "ARBITER": 0x240}
 
 
 def test_map_placement_rules():
-    """Sections at fixed addresses; fields never straddle registers; wide fields in _LO/_HI."""
-    for params in PARAMS.values():
+    """Sections at fixed addresses for every parameter set (the arbiter's after the older
+    ones, which keep theirs); fields never straddle registers; wide fields in _LO/_HI."""
+    for params in (*PARAMS.values(), WIDEST):
         rm = RegisterMap(params)
         assert [r.addr for r in rm.registers] == sorted(r.addr for r in rm.registers)
         assert len(rm.by_name) == len(rm.registers)
-        assert rm.by_name["ID"].addr == 0 and rm.by_name["CSR_ERRORS"].addr == 0x40
-        assert [rm.groups[g].registers[0].addr for g in ("REGION", "DESC", "TRACK")] == \
-            [0x80, 0xc0, 0x100]
+        assert {g: rm.groups[g].registers[0].addr for g in BASES} == BASES
+        assert rm.groups["ARB_STATUS"].registers[0].addr == \
+            rm.groups["ARB"].registers[-1].addr + 4
+        assert rm.addr_width == 10
         for group in rm.groups.values():
             covered = sorted((f.bit, f.width) for r in group.registers for f in r.fields)
             assert sum(w for _, w in covered) == group.layout.size
@@ -83,6 +105,24 @@ def test_map_placement_rules():
     wide = RegisterMap(PARAMS["wide"])
     assert [f.width for f in wide.by_name["REGION_BASE_HI"].fields] == [32]
     assert "TRACKER_TRIGGERS_HI" in wide.by_name and "DESC_TILE" in wide.by_name
+    # Nine 64-bit arbiter counters take two windows of 0x40 bytes.
+    assert wide.by_name["ARBITER_STARVED_HI"].addr == 0x240 + 17 * 4
+    assert [r.name for r in wide.groups["ARB"].registers] == \
+        ["ARB_POLICY", "ARB_SATURATION", "ARB_STARVATION_LIMIT"]
+
+
+def test_arb_resets_to_the_parameters():
+    """The ARB staging group resets to the arbiter's configuration after reset; the others
+    to 0."""
+    for params in PARAMS.values():
+        rm = RegisterMap(params)
+        assert rm.reset("ARB") == dict(
+            policy=params.arbiter_policy, threshold=params.mca_threshold,
+            saturation=params.mca_saturation, window_log2=params.mca_window_log2,
+            starvation_limit=params.starvation_limit)
+        assert config_ok(rm.reset("ARB"))
+        for group in ("REGION", "DESC", "TRACK"):
+            assert set(rm.reset(group).values()) == {0}
 
 
 def test_bad_arguments():
@@ -92,3 +132,6 @@ def test_bad_arguments():
         BusSignature(2)
     with pytest.raises(ValueError, match=r"ops must be a non-negative integer, not -1"):
         CsrEnv(EngineParams(), random.Random(1), ops=-1)
+    with pytest.raises(ValueError, match=r"group must be one of \['REGION', 'DESC', 'TRACK', "
+                                         r"'ARB'\], not 'ARB_STATUS'"):
+        RegisterMap().reset("ARB_STATUS")

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The driver (:mod:`t3hw.driver`) over the register-file model (:class:`sim_models.csr.ModelBus`),
-which applies every request to the reference models of the address map, DMA and tracker.
+which applies every request to the reference models of the address map, DMA and tracker and
+to the arbiter's configuration (:class:`sim_models.csr.ArbiterConfig`).
 
 The main test programs one GPU of a 4-GPU fused GEMM + ring reduce-scatter, reads every
 region and descriptor back through the registers, compares the reference models' state with
@@ -17,7 +18,7 @@ from sim_models.csr import ModelBus
 from sim_models.dma import walk
 from sim_models.gpu import GemmProducer, GemmShape, GpuConfig
 from t3hw.driver import Driver, program_ring_reduce_scatter, ring_reduce_scatter_plan
-from t3hw.layouts import RegionMode, WriteKind, WriteSource
+from t3hw.layouts import ArbPolicy, RegionMode, WriteKind, WriteSource
 from t3hw.params import EngineParams
 
 
@@ -185,6 +186,66 @@ def test_remote_map_dma_map_and_errors():
         assert stats["addrmap"]["tracked"] == 1 and stats["tracker"]["writes_compute"] == 1
         await driver.disarm(300)
         assert bus.targets.tracker.entry(300) is None
+
+    _run(body())
+
+
+def test_program_arbiter():
+    """ARB reads the parameters' configuration after reset; configurations given by policy
+    member, name and code reach the arbiter and show in ARB_STATUS; each kind of bad one
+    raises, sets ARBITER_ERRORS.bad_config and leaves the configuration in effect, and does
+    not fail the next good one; errors(), clear_errors() and stats() include the arbiter."""
+    params = PARAMS.replace(arbiter_policy=ArbPolicy.T3_MCA.value, mca_threshold=0,
+                            mca_saturation=20, mca_window_log2=6, starvation_limit=100)
+    bus = ModelBus(params)
+    driver = Driver(bus, params)
+    arb = bus.targets.arbiter
+    rest = dict(saturation=20, window_log2=6, starvation_limit=100)
+
+    async def body():
+        await driver.check()
+        assert await driver.read_group("ARB") == dict(policy=2, threshold=0, **rest)
+        assert await driver.arbiter_status() == dict(policy=2, threshold=0, measuring=1)
+        for policy, threshold, more, code in ((ArbPolicy.COMPUTE_FIRST, 5, {}, 1),
+                                              ("Round_Robin", 0, dict(starvation_limit=1), 0),
+                                              (2, 0, dict(saturation=255, window_log2=24), 2),
+                                              ("t3_mca", 17, {}, 2)):
+            await driver.program_arbiter(policy=policy, threshold=threshold, **more)
+            want = dict(policy=code, threshold=threshold, **{**rest, **more})
+            assert arb.config == want and await driver.read_group("ARB") == want
+            assert await driver.arbiter_status() == dict(policy=code, threshold=threshold,
+                                                         measuring=int(code == 2 and not threshold))
+        good = dict(arb.config)
+        for bad in (dict(policy=3), dict(policy="compute_first", starvation_limit=0),
+                    dict(policy="t3_mca", window_log2=25),
+                    dict(policy="round_robin", threshold=0, saturation=0)):
+            with pytest.raises(RuntimeError, match=r"the arbiter rejected the configuration .*"
+                                                   r"the previous configuration stays"):
+                await driver.program_arbiter(**bad)
+            assert arb.config == good
+            assert (await driver.arbiter_status())["threshold"] == good["threshold"]
+            errors = await driver.errors()
+            assert errors["arbiter"] == {"bad_config": 1, "bad_response": 0}
+            assert not any(v for block, bits in errors.items() if block != "arbiter"
+                           for v in bits.values())
+        await driver.program_arbiter(policy="compute_first", threshold=9)      # bad_config set
+        assert arb.config["threshold"] == 9 and not any((await driver.errors())["arbiter"].values())
+        # Arguments checked before any access.
+        log = len(bus.targets.log)
+        with pytest.raises(ValueError, match=r"policy must be one of \['round_robin', "
+                                             r"'compute_first', 't3_mca'\], not 'fifo'"):
+            await driver.program_arbiter(policy="fifo")
+        with pytest.raises(ValueError, match=r"field 'threshold' must be in \[0, 255\], not 256"):
+            await driver.program_arbiter(policy="t3_mca", threshold=256)
+        assert len(bus.targets.log) == log
+        # The arbiter's own errors and counters.
+        arb.errors["bad_response"] = True
+        arb.stats["starved"] = 12
+        assert (await driver.errors())["arbiter"] == {"bad_config": 0, "bad_response": 1}
+        await driver.clear_errors()
+        assert not any(v for bits in (await driver.errors()).values() for v in bits.values())
+        stats = await driver.stats()
+        assert stats["arbiter"] == {**dict.fromkeys(arb.stats, 0), "starved": 12}
 
     _run(body())
 
