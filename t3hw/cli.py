@@ -9,6 +9,7 @@
     t3hw demo [--out DIR] [--seed N]
     t3hw bench [--json FILE] [--events N]
     t3hw paper --json FILE [--plot DIR] [--sweep]
+    t3hw arbiter-plot --out PNG [--json FILE] [--cycles N]
 
 Errors print one line saying what to fix, and exit with status 2 (1 for a failed check).
 """
@@ -107,6 +108,39 @@ def _cmd_paper(args):
     print(f"written: {args.json}" + (f", plots in {args.plot}" if args.plot else ""))
 
 
+def _cmd_arbiter_plot(args):
+    from sim_models import arbiter_scenario as scenario
+    out = Path(args.out)
+    if out.suffix.lower() != ".png":
+        raise CliError(f"--out must name a .png file, not {args.out!r}")
+    if not scenario.MIN_CYCLES <= args.cycles <= scenario.MAX_CYCLES:
+        raise CliError(f"--cycles must be in [{scenario.MIN_CYCLES}, {scenario.MAX_CYCLES}], "
+                       f"not {args.cycles}")
+    try:                                       # fail before the runs, not after
+        for path in (out, Path(args.json or out)):
+            path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot write {exc.filename}: {exc.strerror or exc}") from None
+    traffic = scenario.Traffic.for_cycles(args.cycles)
+    try:
+        runs = scenario.run_scenario(args.cycles, traffic)
+    except AssertionError as exc:
+        print(f"t3hw arbiter-plot: the RTL disagrees with the model: "
+              f"{str(exc).splitlines()[0] if str(exc) else exc!r}", file=sys.stderr)
+        return 1
+    print(f"{args.cycles} cycles per policy (`-`: not finished within them, or no threshold)")
+    print(scenario.table(runs))
+    written = [str(out)]
+    try:
+        scenario.plot(runs, out, traffic, args.cycles)
+        if args.json:
+            scenario.write_json(runs, args.json, traffic, args.cycles)
+            written.append(args.json)
+    except OSError as exc:
+        raise CliError(f"cannot write {exc.filename or out}: {exc.strerror or exc}") from None
+    print("written: " + ", ".join(written))
+
+
 def _parser():
     parser = _Parser(prog="t3hw", description="T3 track-and-trigger hardware kit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -143,6 +177,14 @@ def _parser():
     p.add_argument("--plot", metavar="DIR", help="also write PNG bar charts there")
     p.add_argument("--sweep", action="store_true", help="also run the sweep over T")
     p.set_defaults(func=_cmd_paper)
+
+    p = sub.add_parser("arbiter-plot",
+                       help="run the arbiter RTL under each policy on the same traffic, plot it")
+    p.add_argument("--out", required=True, metavar="PNG", help="the plot to write")
+    p.add_argument("--json", metavar="FILE", help="also write the numbers and grants there")
+    p.add_argument("--cycles", type=int, default=4000, metavar="N",
+                   help="cycles per policy; the traffic scales with it (default 4000)")
+    p.set_defaults(func=_cmd_arbiter_plot)
     return parser
 
 
