@@ -16,6 +16,8 @@ cycle-exact environment that drives and scores the RTL against it.
 Field names come from :mod:`t3hw.layouts` through :class:`~t3hw.layouts.Codec`.
 """
 
+from collections import deque
+
 from t3hw.layouts import (WINDOW_LOG2_WIDTH, ArbPolicy, Codec, MemOp, WriteKind, WriteSource,
                           arbiter_config_layout, arbiter_errors_layout, arbiter_stats_layout,
                           arbiter_status_layout, load_layout, load_response_layout,
@@ -26,6 +28,9 @@ from t3hw.params import EngineParams
 
 from .env import BlockModel, Stall, StreamEnv
 
+
+#: Cycles of history :class:`ArbiterEnv` keeps for the directed scenarios.
+LOG_CYCLES = 4096
 
 __all__ = ["MAX_WINDOW_LOG2", "INPUTS", "config_ok", "reset_config", "ArbiterModel",
            "ArbiterEnv", "run", "starvation_bound"]
@@ -81,11 +86,10 @@ class ArbiterModel(BlockModel):
         self.armed = self.cfg["threshold"] == 0
         self.window = self.finish = False
         self.thr = self.cfg["threshold"]
-        self.count = self.acc = 0
+        self.count = self.window_grants = 0          # window cycles, compute grants in it
         self.wait = 0
         self.last_comm = self.last_store = self.last_remote = False
         self.out, self.out_tracked, self.track = None, False, None
-        self._events = set()
 
     @property
     def measuring(self):
@@ -197,7 +201,7 @@ class ArbiterModel(BlockModel):
             self.thr = config["threshold"]
             self.armed, self.window, self.finish = config["threshold"] == 0, False, False
         elif self.armed and grant_c:
-            self.armed, self.acc = False, self.cfg["saturation"]
+            self.armed, self.window_grants = False, 1
             if self.cfg["window_log2"] == 0:
                 self.finish, self.count = True, 0
             else:
@@ -206,14 +210,13 @@ class ArbiterModel(BlockModel):
             last = self.count == (1 << self.cfg["window_log2"]) - 1
             self.count += 1
             if grant_c:
-                self.acc += self.cfg["saturation"]
+                self.window_grants += 1
             if last:
                 self.window, self.finish = False, True
         elif self.finish:
             self.finish = False
-            w = self.cfg["window_log2"]
-            self.thr = derived_threshold(self.cfg["saturation"], w,
-                                         self.acc // self.cfg["saturation"])
+            self.thr = derived_threshold(self.cfg["saturation"], self.cfg["window_log2"],
+                                         self.window_grants)
         # sticky errors
         for name in self.errors:
             if clear >> self.errors_codec.names.index(name) & 1:
@@ -284,7 +287,8 @@ class ArbiterEnv(StreamEnv):
         self.always = set()                            # directed: inputs that always request
         self.hold_occupancy = None                     # directed: a fixed occupancy
         self.response = None                           # directed: a response to present
-        self.log = []                                  # (cycle, input granted, status) seen
+        #: (cycle, input granted, status) of the last LOG_CYCLES cycles, for the scenarios
+        self.log = deque(maxlen=LOG_CYCLES)
         self.grants = {n: 0 for n in INPUTS}
         self.forced = 0
         self.worst = {"comm": 0, "dma": 0, "remote": 0}   # longest observed waits (slots)
@@ -562,7 +566,7 @@ async def threshold_gates_comm(env, cycle, *, threshold=5):
     env.hold_occupancy = threshold - 1
     start = env.cycle
     await _cycles(env, cycle, 10)
-    assert _granted(env, "dma", start) == list(range(start, start + 10)), (start, env.log[-12:])
+    assert _granted(env, "dma", start) == list(range(start, start + 10)), (start, list(env.log)[-12:])
     env.always, env.hold_occupancy = set(), None
 
 

@@ -215,11 +215,12 @@ class EngineEnv(StreamEnv):
         self.dma_order = {}                  # tile -> destination addresses in arrival order
         self.served = {"read": 0, "store": 0, "update": 0}
         self._dma_dst = {d["tile"]: d for _, _, d in scenario.descriptors()}
+        self._regions = scenario.regions()
 
     # -- helpers ---------------------------------------------------------------------------
     def _local(self, addr):
         """Whether a producer store to ``addr`` stays local (by the scenario's regions)."""
-        for mode, base, size, _, _ in self.sc.regions():
+        for mode, base, size, _, _ in self._regions:
             if base <= addr < base + size:
                 return mode != RegionMode.REMOTE
         return True
@@ -256,8 +257,7 @@ class EngineEnv(StreamEnv):
 
     # -- the models around the engine, and the scoreboard ----------------------------------
     def check(self, outs):
-        ins, cyc, p = self._ins, self.cycle, self.p
-        n = p.burst_bytes // _DTYPE.itemsize
+        ins, cyc = self._ins, self.cycle
         if self.store is not None and outs["store"]:
             fields, data = self.store
             (self.local_data if self._local(fields["addr"]) else self.remote_data).append(data)
@@ -292,10 +292,10 @@ class EngineEnv(StreamEnv):
                 self.responses.append({"source": req["source"], "tag": req["tag"]})
             elif req["op"] == MemOp.STORE.value:
                 self.served["store"] += 1
-                self.mem[e:e + n] = data
+                self.mem[e:e + data.size] = data
             else:
                 self.served["update"] += 1
-                self.mem[e:e + n] += data
+                self.mem[e:e + data.size] += data
         # load responses: each tag once per read
         if outs["load_response"] is not None and ins["load_response"]:
             tag = self.codec["load_response"].unpack(outs["load_response"])["tag"]
