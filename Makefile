@@ -6,12 +6,16 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 T3HW   := $(VENV)/bin/t3hw
 STAMP  := $(VENV)/.installed
+SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: setup demo test verilog check-rtl lint bench paper clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@command -v iverilog >/dev/null 2>&1 || { echo "installing Icarus Verilog (Debian iverilog) for the second-simulator runs"; \
+	  $(SUDO) apt-get install -y -qq iverilog >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq iverilog; }; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e .
 	touch $(STAMP)
