@@ -36,6 +36,8 @@ class CocotbBus:
     dut : cocotb handle
         The design (``bus__addr``, ``bus__w_data``, ``bus__w_stb``, ``bus__r_stb``,
         ``bus__r_data``), clocked by ``clk``, which must be running.
+    prefix : str
+        Prepended to the port names: ``"e2__"`` is engine 2's bus in the system top.
 
     A write takes one cycle. A read takes two: the strobe, then a cycle with the bus idle in
     which ``r_data`` is sampled (the block's fixed read latency is one cycle). Every access
@@ -43,30 +45,32 @@ class CocotbBus:
     of each cycle sees every access.
     """
 
-    def __init__(self, dut):
+    def __init__(self, dut, prefix=""):
         self.dut = dut
+        self.clk = dut.clk
+        self.addr, self.w_data, self.w_stb, self.r_stb, self.r_data = (
+            getattr(dut, f"{prefix}bus__{name}")
+            for name in ("addr", "w_data", "w_stb", "r_stb", "r_data"))
         self.accesses = 0
 
     async def write(self, addr, value):
         from cocotb.triggers import RisingEdge
-        d = self.dut
-        d.bus__addr.value = addr
-        d.bus__w_data.value = value
-        d.bus__w_stb.value = 1
-        await RisingEdge(d.clk)
-        d.bus__w_stb.value = 0
+        self.addr.value = addr
+        self.w_data.value = value
+        self.w_stb.value = 1
+        await RisingEdge(self.clk)
+        self.w_stb.value = 0
         self.accesses += 1
 
     async def read(self, addr):
         from cocotb.triggers import ReadOnly, RisingEdge
-        d = self.dut
-        d.bus__addr.value = addr
-        d.bus__r_stb.value = 1
-        await RisingEdge(d.clk)
-        d.bus__r_stb.value = 0
+        self.addr.value = addr
+        self.r_stb.value = 1
+        await RisingEdge(self.clk)
+        self.r_stb.value = 0
         await ReadOnly()
-        value = d.bus__r_data.value.to_unsigned()
-        await RisingEdge(d.clk)
+        value = self.r_data.value.to_unsigned()
+        await RisingEdge(self.clk)
         self.accesses += 1
         return value
 

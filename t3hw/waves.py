@@ -84,3 +84,155 @@ def dump_names(path):
     """Full names of every variable in a VCD or FST dump (read with pywellen)."""
     from pywellen import Waveform
     return {v.full_name for v in Waveform(path=str(path)).all_vars()}
+
+
+# -- the system top (co-simulation) --------------------------------------------------------------
+#: Per engine: (group, [(signal path inside the engine scope or top port, display format)]).
+_TRIGGER_PATH = (
+    ("write observed by the tracker", [("tracker.write__valid", None),
+                                       ("tracker.write__payload__tile", "dec"),
+                                       ("tracker.write__payload__source", "dec")]),
+    ("tracker: hit, count, trigger", [("tracker.hit", None), ("tracker.new_count", "dec"),
+                                      ("tracker.done", None), ("tracker.trigger__valid", None),
+                                      ("tracker.trigger__ready", None),
+                                      ("tracker.trigger__payload__tile", "dec"),
+                                      ("tracker.trigger__payload__cmd", "dec")]),
+    ("DMA descriptor and reads", [("dma.trigger__valid", None), ("dma.trigger__ready", None),
+                                  ("dma.queue.descriptor__valid", None),
+                                  ("dma.queue.descriptor__ready", None),
+                                  ("dma.read__valid", None), ("dma.read__ready", None),
+                                  ("dma.read__payload__addr", "hex")]),
+    ("packets", [("@net_tx__valid", None), ("@net_tx__ready", None),
+                 ("@net_tx__payload", "hex"), ("@net_rx__valid", None),
+                 ("@net_rx__ready", None)]),
+)
+
+
+def _var_widths(dump):
+    from pywellen import Waveform
+    return {v.full_name: v.bitwidth() for v in Waveform(path=str(dump)).all_vars()}
+
+
+def write_system_gtkw(dump, n, params: EngineParams, path, *, module="t3hw_system"):
+    """Write ``path``, a ``.gtkw`` for a system ``dump`` that opens on every engine's trigger
+    path: the writes the tracker observes, its hit, new count and completion, the trigger, the
+    DMA's descriptor and reads, and the packets on the engine's network ports. Signals the
+    dump does not hold (a shallower trace) are left out."""
+    widths = _var_widths(dump)
+    with open(path, "w") as f:
+        g = GTKWSave(f)
+        g.dumpfile(str(dump))
+        g.treeopen(f"{module}.")
+        g.signals_width(320)
+        g.zoom_markers(-14.0)
+        g.trace(f"{module}.clk")
+        for i in range(n):
+            with g.group(f"GPU {i}", closed=i > 0):
+                for title, sigs in _TRIGGER_PATH:
+                    with g.group(title):
+                        for sig, fmt in sigs:
+                            name = (f"{module}.e{i}__{sig[1:]}" if sig[0] == "@"
+                                    else f"{module}.e{i}.{sig}")
+                            if name not in widths:
+                                continue
+                            g.trace(_name("", name, widths[name])[1:],
+                                    **({"datafmt": fmt} if fmt else {}))
+
+
+class SystemDump:
+    """Transfers on a system dump's streams, by clock cycle, read with pywellen.
+
+    A stream transfers at a rising clock edge when its ``valid`` and ``ready`` were both high
+    just before the edge; :meth:`transfers` gives those cycles (counted from the first
+    rising edge) and the payload values then.
+    """
+
+    def __init__(self, dump, module="t3hw_system"):
+        from pywellen import Waveform
+        self.module = module
+        self.w = Waveform(path=str(dump))
+        self.vars = {v.full_name: v for v in self.w.all_vars()}
+        clk = [t for t, v in self.vars[f"{module}.clk"].tv if v == 1]
+        self.e0, self.period = clk[0], clk[1] - clk[0]
+
+    def has(self, name):
+        return f"{self.module}.{name}" in self.vars
+
+    def _steps(self, name):
+        return self.vars[f"{self.module}.{name}"].tv
+
+    def transfers(self, valid, ready=None, payload=()):
+        """``[(cycle, {payload name: value})]`` of every transfer of ``valid``/``ready``."""
+        changes = {}
+        names = [valid] + ([ready] if ready else [])
+        for k, name in enumerate(names):
+            for t, v in self._steps(name):
+                changes.setdefault(t, {})[k] = v
+        state = [0] * len(names)
+        out = []
+        times = sorted(changes)
+        sigs = [self.vars[f"{self.module}.{p}"].signal for p in payload]
+        for idx, t in enumerate(times):
+            for k, v in changes[t].items():
+                state[k] = v
+            if all(state):
+                end = times[idx + 1] if idx + 1 < len(times) else t + self.period
+                # edges E with t < E <= end sample this interval
+                first = self.e0 + (max(0, (t - self.e0) // self.period + 1)) * self.period
+                for edge in range(first, end + 1, self.period):
+                    vals = {p: s.value_at(edge - 1) for p, s in zip(payload, sigs)}
+                    out.append(((edge - self.e0) // self.period, vals))
+        return out
+
+
+def system_events(dump, n, module="t3hw_system"):
+    """Per engine: ``triggers`` ``[(cycle, tile, cmd)]``, ``packets`` (cycles of net_tx
+    transfers), ``stores`` and ``loads`` (cycles of GPU store and load transfers)."""
+    d = SystemDump(dump, module)
+    out = []
+    for i in range(n):
+        trig = d.transfers(f"e{i}.tracker.trigger__valid", f"e{i}.tracker.trigger__ready",
+                           (f"e{i}.tracker.trigger__payload__tile",
+                            f"e{i}.tracker.trigger__payload__cmd"))
+        out.append({
+            "triggers": [(c, v[f"e{i}.tracker.trigger__payload__tile"],
+                          v[f"e{i}.tracker.trigger__payload__cmd"]) for c, v in trig],
+            "packets": [c for c, _ in d.transfers(f"e{i}__net_tx__valid",
+                                                  f"e{i}__net_tx__ready")],
+            "stores": [c for c, _ in d.transfers(f"e{i}__store__valid", f"e{i}__store__ready")],
+            "loads": [c for c, _ in d.transfers(f"e{i}__load__valid", f"e{i}__load__ready")],
+        })
+    return out
+
+
+def plot_timeline(events, path, *, title="trigger timeline", bins=400):
+    """A PNG timeline: per GPU, its compute traffic (loads and stores per cycle), its DMA
+    and remote packets, and a marker at every trigger."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    n = len(events)
+    end = max([1] + [max(e[k][-1] if k != "triggers" else e[k][-1][0], 1)
+                     for e in events for k in e if e[k]])
+    edges = np.linspace(0, end, bins + 1)
+    width = edges[1] - edges[0]
+    fig, axes = plt.subplots(n, 1, figsize=(11, 1.3 * n + 0.8), sharex=True, squeeze=False)
+    for i, (ax, e) in enumerate(zip(axes[:, 0], events)):
+        comp = np.histogram(e["loads"] + e["stores"], edges)[0] / width
+        pk = np.histogram(e["packets"], edges)[0] / width
+        ax.fill_between(edges[:-1], comp, step="post", color="0.6", label="compute (loads + stores)")
+        ax.fill_between(edges[:-1], pk, step="post", color="tab:blue", alpha=0.7,
+                        label="packets sent")
+        for c, _, _ in e["triggers"]:
+            ax.axvline(c, color="tab:red", lw=0.6, alpha=0.8)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel(f"GPU {i}", rotation=0, ha="right", va="center")
+        ax.set_yticks([])
+    axes[0, 0].plot([], [], color="tab:red", lw=1, label="trigger")
+    axes[0, 0].legend(loc="upper right", fontsize=7, ncol=3)
+    axes[-1, 0].set_xlabel("cycle (memory-controller clock)")
+    axes[0, 0].set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
