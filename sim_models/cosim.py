@@ -62,7 +62,7 @@ from t3hw.layouts import MemOp, RegionMode, WriteKind, WriteSource
 from t3hw.params import EngineParams
 
 from .gpu import GemmProducer, GemmShape, GpuConfig
-from .workloads import MODELS, SUBLAYERS, Workload
+from .workloads import SUBLAYERS, Workload
 
 
 __all__ = ["POLICIES", "COLLECTIVES", "CosimConfig", "Plan", "GpuCores", "NmcDram", "Ring",
@@ -109,6 +109,9 @@ class CosimConfig:
         The workload (:class:`~sim_models.workloads.Workload`): the per-GPU GEMM is
         ``[tokens, K] x [K, H]`` with ``K`` from the model's ``H``, the sub-layer and ``tp``.
         ``tokens`` must be a multiple of ``gpus * tile_m`` (chunks of whole tile rows).
+    hidden : int or None
+        Overrides the model's ``H`` (a narrower layer of the same shape, for short
+        regression runs); a multiple of ``tile_n``.
     policy : str
         One of :data:`POLICIES`.
     collective : str
@@ -130,6 +133,7 @@ class CosimConfig:
     tp:                   int = 16
     sublayer:             str = "OP"
     tokens:               int = 128
+    hidden:               int = None
     policy:               str = "t3_mca"
     collective:           str = "rs"
     seed:                 int = 1
@@ -171,6 +175,12 @@ class CosimConfig:
             raise ValueError(f"tile_n * 2 bytes must be a multiple of burst_bytes="
                              f"{self.params.burst_bytes}, not tile_n={self.tile_n!r}")
         Workload(model=self.model, tp=self.tp, sublayer=self.sublayer, tokens=self.tokens)
+        if self.hidden is not None:
+            _int("hidden", self.hidden, self.tile_n)
+            if self.hidden % self.tile_n or SUBLAYERS[self.sublayer] * self.hidden % self.tp:
+                raise ValueError(f"hidden must be a multiple of tile_n={self.tile_n} with "
+                                 f"{SUBLAYERS[self.sublayer]} * hidden divisible by "
+                                 f"tp={self.tp}, not {self.hidden!r}")
         step = self.gpus * self.tile_m
         if self.tokens % step:
             raise ValueError(f"tokens must be a multiple of gpus * tile_m = {step} (chunks of "
@@ -183,7 +193,10 @@ class CosimConfig:
 
     @property
     def shape(self):
-        return self.workload.shape
+        if self.hidden is None:
+            return self.workload.shape
+        return GemmShape(m=self.tokens, k=SUBLAYERS[self.sublayer] * self.hidden // self.tp,
+                         n=self.hidden)
 
     @property
     def gpu(self):
@@ -838,7 +851,9 @@ class SystemEnv:
 
 def model_cycles(cfg: CosimConfig):
     """The performance model's cycles for the same scenario on the same scaled hardware:
-    ``{"t3": fused GEMM + RS (+ the all-gather after it), "sequential": GEMM, RS (+ AG)}``.
+    ``{"t3": fused GEMM + RS (+ the all-gather after it), "sequential": GEMM, RS (+ AG)}``,
+    the phases, and the DRAM bytes of one GPU in both (``t3_dram_bytes``,
+    ``sequential_dram_bytes``).
 
     The performance model runs the all-gather as a separate ring phase after the fused
     reduce-scatter, as the paper does; the co-simulation fuses it (module docstring).
@@ -851,12 +866,13 @@ def model_cycles(cfg: CosimConfig):
 
     sc = cfg.system_config()
     seq = simulate_sequential(_Work, sc)
-    t3 = simulate_t3(_Work, sc, policy=cfg.policy, ag=(seq.cycles["ag"], seq.traffic))
-    if cfg.collective == "rs":
-        return {"t3": t3.cycles["gemm_rs"],
-                "sequential": seq.cycles["gemm"] + seq.cycles["rs"],
-                "phases": {"t3": t3.cycles, "sequential": seq.cycles},
-                "mca_threshold": t3.mca_threshold}
-    return {"t3": t3.cycles["total"], "sequential": seq.cycles["total"],
+    ag = {c: (v if c.startswith("ag") else 0) for c, v in seq.traffic.items()}
+    t3 = simulate_t3(_Work, sc, policy=cfg.policy, ag=(seq.cycles["ag"], ag))
+    rs = cfg.collective == "rs"
+    keep = (lambda c: not c.startswith("ag")) if rs else (lambda c: True)
+    return {"t3": t3.cycles["gemm_rs"] if rs else t3.cycles["total"],
+            "sequential": seq.cycles["gemm"] + seq.cycles["rs"] if rs else seq.cycles["total"],
             "phases": {"t3": t3.cycles, "sequential": seq.cycles},
+            "t3_dram_bytes": sum(v for c, v in t3.traffic.items() if keep(c)),
+            "sequential_dram_bytes": sum(v for c, v in seq.traffic.items() if keep(c)),
             "mca_threshold": t3.mca_threshold}

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``make bench``: co-simulation throughput and build time, written to ``bench/results.json``
+"""``make bench``: co-simulation throughput and build time (the tracker alone, and the whole
+system at N = 4 and 8 with its gap to the performance model), written to ``bench/results.json``
 and into the generated table of ``docs/benchmarks.md``.
 
 Figures are measured in one run on one machine and should be read as ratios between them;
@@ -68,9 +69,46 @@ def _amaranth_sim_run(params, cycles, seed):
     return result
 
 
+def _cosim_runs():
+    """Whole-system co-simulation: throughput at N = 4 and 8, and the RTL's cycles against
+    the performance model's for the same scenario (the default ``t3hw cosim`` layer, fused
+    reduce-scatter under T3-MCA)."""
+    from sim_models.cosim import CosimConfig
+    from . import cosim
+    out = {}
+    for n in (4, 8):
+        cfg = CosimConfig(gpus=n, tokens=32 * n)
+        t0 = time.perf_counter()
+        cosim.build(cfg)
+        build_s = time.perf_counter() - t0
+        r = cosim.run(cfg)
+        out[f"n{n}"] = {
+            "config": {k: r["config"][k] for k in ("gpus", "model", "tp", "sublayer", "tokens",
+                                                   "policy", "collective")},
+            "build_s": round(build_s, 1), "rtl_cycles": r["cycles"]["rtl"],
+            "model_cycles": round(r["cycles"]["model"]), "gap": round(r["cycles"]["gap"], 4),
+            "sequential_cycles": round(r["cycles"]["sequential"]),
+            "numerics_ok": r["numerics_ok"], "run_wall_s": round(r["run_wall_s"], 1),
+            "rtl_cycles_per_s": round(r["rtl_cycles_per_s"]),
+            "skipped_fraction": round(r["cycles"]["skipped"]
+                                      / max(1, r["cycles"]["skipped"] + r["cycles"]["stepped"]),
+                                      3)}
+        print(f"  {cosim.result_line(r)}", flush=True)
+    return out
+
+
 def _table(results):
     t = results["tracker"]
     v, a = t["verilator"], t["amaranth_sim"]
+    cos = results.get("cosim", {})
+    rows = [f"| co-sim, {c['config']['gpus']} engines ({c['config']['model']} "
+            f"{c['config']['sublayer']} TP {c['config']['tp']}, {c['config']['tokens']} tokens, "
+            f"{c['config']['collective']}, {c['config']['policy']}) | "
+            f"{c['rtl_cycles_per_s']:,} RTL cycles/s ({c['rtl_cycles']:,} cycles in "
+            f"{c['run_wall_s']} s, {100 * c['skipped_fraction']:.0f}% skipped; build "
+            f"{c['build_s']} s); model {c['model_cycles']:,} cycles, gap "
+            f"{100 * c['gap']:+.1f}%; numerics {'exact' if c['numerics_ok'] else 'WRONG'} |"
+            for c in cos.values()]
     return "\n".join([
         "| figure | value |",
         "|---|---|",
@@ -80,6 +118,7 @@ def _table(results):
         f"| tracker, amaranth.sim, same stimulus and scoring | {a['events_per_s']:,} events/s "
         f"({a['cycles_per_s']:,} cycles/s; {a['events']:,} events) |",
         f"| ratio Verilator / amaranth.sim (same run) | {t['speedup_vs_amaranth_sim']:.1f}x |",
+        *rows,
         "",
         f"Machine: {results['machine']}.",
     ])
@@ -96,6 +135,8 @@ def run_bench(*, json_path: Path, events=100000, seed=1, docs=None):
     ver = _verilator_run(params, events, seed)
     print("running the same stimulus in amaranth.sim...", flush=True)
     am = _amaranth_sim_run(params, 20000, seed)
+    print("running the whole-system co-simulation at N = 4 and 8...", flush=True)
+    cos = _cosim_runs()
     path = Path(json_path)
     results = json.loads(path.read_text()) if path.is_file() else {}
     results["machine"] = f"{platform.machine()}, {platform.python_implementation()} " \
@@ -107,6 +148,7 @@ def run_bench(*, json_path: Path, events=100000, seed=1, docs=None):
         "amaranth_sim": am,
         "speedup_vs_amaranth_sim": round(ver["events_per_s"] / am["events_per_s"], 2),
     }
+    results["cosim"] = cos
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n")
     docs = Path(docs) if docs else harness.ROOT / "docs" / "benchmarks.md"

@@ -10,6 +10,10 @@
     t3hw bench [--json FILE] [--events N]
     t3hw paper --json FILE [--plot DIR] [--sweep]
     t3hw arbiter-plot --out PNG [--json FILE] [--cycles N]
+    t3hw cosim [--gpus N] [--model M] [--tp P] [--sublayer S] [--tokens T] [--hidden H]
+               [--policy X]
+               [--collective rs|allreduce] --json FILE [--waves DIR]
+    t3hw waves DIR
 
 Errors print one line saying what to fix, and exit with status 2 (1 for a failed check).
 """
@@ -81,7 +85,7 @@ def _cmd_lint(args):
 
 def _cmd_demo(args):
     from .demo import run_demo
-    return run_demo(out=Path(args.out), seed=args.seed)
+    return run_demo(out=Path(args.out), seed=args.seed, progress=sys.stderr.isatty())
 
 
 def _cmd_bench(args):
@@ -141,6 +145,28 @@ def _cmd_arbiter_plot(args):
     print("written: " + ", ".join(written))
 
 
+def _cmd_cosim(args):
+    from sim_models.cosim import CosimConfig
+    from .cosim import result_line, run
+    cfg = CosimConfig(gpus=args.gpus, model=args.model, tp=args.tp, sublayer=args.sublayer,
+                      tokens=args.tokens, hidden=args.hidden, policy=args.policy,
+                      collective=args.collective,
+                      seed=args.seed, net_jitter=args.net_jitter, reorder=args.reorder,
+                      dram_stall=args.dram_stall)
+    r = run(cfg, json_path=args.json, waves_dir=args.waves, progress=sys.stderr.isatty())
+    print(result_line(r))
+    print(f"written: {args.json}" + (f", {r['waves']['dump']}, {r['waves']['gtkw']}"
+                                     if args.waves else ""))
+    if r["failure"] or not r["numerics_ok"]:
+        raise CliError(f"the co-simulation failed its checks: "
+                       f"{(r['failure'] or 'numerics differ from numpy').splitlines()[0][:300]}")
+
+
+def _cmd_waves(args):
+    from .waves import timeline
+    timeline(Path(args.dir))
+
+
 def _parser():
     parser = _Parser(prog="t3hw", description="T3 track-and-trigger hardware kit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -162,7 +188,8 @@ def _parser():
     p.add_argument("--rtl", default="rtl", metavar="DIR")
     p.set_defaults(func=_cmd_lint)
 
-    p = sub.add_parser("demo", help="run a tracker scenario in Verilator and print triggers")
+    p = sub.add_parser("demo", help="co-simulate a 4-GPU fused GEMM + reduce-scatter on the "
+                                    "RTL; print speedup, traffic, numerics, waves")
     p.add_argument("--out", default="out/demo", metavar="DIR", help="where waves go")
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=_cmd_demo)
@@ -185,6 +212,38 @@ def _parser():
     p.add_argument("--cycles", type=int, default=4000, metavar="N",
                    help="cycles per policy; the traffic scales with it (default 4000)")
     p.set_defaults(func=_cmd_arbiter_plot)
+
+    from sim_models.cosim import COLLECTIVES, POLICIES, CosimConfig
+    from sim_models.workloads import MODELS, SUBLAYERS
+    d = CosimConfig()
+    p = sub.add_parser("cosim", help="co-simulate N engines of generated Verilog in the GPU, "
+                                     "DRAM and network models")
+    p.add_argument("--gpus", type=int, default=d.gpus, metavar="N", help="ring size (2 .. 8)")
+    p.add_argument("--model", default=d.model, choices=list(MODELS))
+    p.add_argument("--tp", type=int, default=d.tp, metavar="P",
+                   help="tensor-parallel degree that slices the GEMM")
+    p.add_argument("--sublayer", default=d.sublayer, choices=list(SUBLAYERS))
+    p.add_argument("--tokens", type=int, default=d.tokens, metavar="T",
+                   help="a multiple of 32 * N")
+    p.add_argument("--hidden", type=int, default=None, metavar="H",
+                   help="narrow the layer to H columns (default: the model's hidden size)")
+    p.add_argument("--policy", default=d.policy, choices=POLICIES)
+    p.add_argument("--collective", default=d.collective, choices=COLLECTIVES,
+                   help="fused reduce-scatter, or fused all-reduce (all-gather triggered too)")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--net-jitter", type=int, default=0, metavar="CYCLES",
+                   help="random extra flight time per packet")
+    p.add_argument("--reorder", action="store_true", help="let packets overtake each other")
+    p.add_argument("--dram-stall", type=float, default=0.0, metavar="P",
+                   help="probability per cycle that the DRAM starts a refusal burst")
+    p.add_argument("--json", required=True, metavar="FILE")
+    p.add_argument("--waves", metavar="DIR", help="also dump waves and a .gtkw there")
+    p.set_defaults(func=_cmd_cosim)
+
+    p = sub.add_parser("waves", help="print the trigger timeline of a co-simulation's waves "
+                                     "and render it as a PNG")
+    p.add_argument("dir", metavar="DIR", help="the --waves folder of a `t3hw cosim` run")
+    p.set_defaults(func=_cmd_waves)
     return parser
 
 

@@ -22,10 +22,13 @@ from . import harness
 __all__ = ["build", "run", "result_line"]
 
 MODULE = "t3hw_system"
+#: Which scopes ``--waves`` traces (a Verilator configuration file).
+TRACE_SCOPE = Path(__file__).resolve().with_name("trace_scope.vlt")
 
 
 def _key(cfg, waves):
-    text = json.dumps({"n": cfg.gpus, "params": cfg.params.to_dict(), "waves": waves},
+    text = json.dumps({"n": cfg.gpus, "params": cfg.params.to_dict(), "waves": waves,
+                       "scope": TRACE_SCOPE.read_text() if waves else ""},
                       sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -33,8 +36,8 @@ def _key(cfg, waves):
 def build(cfg: CosimConfig, *, waves=False, root=None):
     """Generate and Verilate the ``cfg.gpus``-engine system; returns (runner, build dir).
 
-    With ``waves``, the build traces the system top, each engine's ports and the ports of
-    the blocks inside each engine (``--trace-depth 3``): the trigger path, not every wire.
+    With ``waves``, the build traces the system top, each engine's nets and the trigger path
+    inside its tracker and DMA queue (:data:`TRACE_SCOPE`), not every wire.
     """
     harness.toolchain_env()
     from cocotb_tools.runner import get_runner
@@ -51,7 +54,7 @@ def build(cfg: CosimConfig, *, waves=False, root=None):
     args = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
             "--output-split", "0"]
     if waves:
-        args += ["--trace-depth", "3"]
+        args += ["--trace-depth", "4", str(TRACE_SCOPE)]
     runner.build(sources=[src], hdl_toplevel=MODULE, build_dir=bdir, always=False,
                  build_args=args, waves=waves, log_file=bdir / "build.log")
     return runner, bdir

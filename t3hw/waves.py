@@ -110,7 +110,7 @@ _TRIGGER_PATH = (
 
 def _var_widths(dump):
     from pywellen import Waveform
-    return {v.full_name: v.bitwidth() for v in Waveform(path=str(dump)).all_vars()}
+    return {v.full_name: v.bitwidth for v in Waveform(path=str(dump)).all_vars()}
 
 
 def write_system_gtkw(dump, n, params: EngineParams, path, *, module="t3hw_system"):
@@ -236,3 +236,45 @@ def plot_timeline(events, path, *, title="trigger timeline", bins=400):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def timeline(wdir, *, out=None, limit=40):
+    """``t3hw waves DIR``: read ``DIR/system.vcd`` back, print its trigger timeline (per
+    trigger: cycle, GPU, tile id and what it was: a reduce-scatter hop or an all-gather copy
+    of chunk ``c``, unit ``u``) and render ``DIR/timeline.png``; returns the PNG path."""
+    import json
+    from pathlib import Path
+    wdir = Path(wdir)
+    dump, info = wdir / "system.vcd", wdir / "cosim.json"
+    for f in (dump, info):
+        if not f.is_file():
+            raise FileNotFoundError(f"{f} does not exist; run `t3hw cosim --waves {wdir} ...` "
+                                    f"first")
+    r = json.loads(info.read_text())
+    n, units = r["config"]["gpus"], r["units"]["per_chunk"]
+    events = system_events(dump, n)
+    rows = sorted((c, i, tile, cmd) for i, e in enumerate(events) for c, tile, cmd in e["triggers"])
+
+    def what(tile):
+        phase, rest = ("RS", tile) if tile < n * units else ("AG", tile - n * units)
+        return f"{phase} chunk {rest // units} unit {rest % units}"
+
+    print(f"{len(rows)} triggers in {dump} ({n} GPUs, {units} units per chunk)")
+    print(f"  {'cycle':>8}  {'GPU':>3}  {'tile':>5}  {'cmd':>4}  unit")
+    shown = rows if len(rows) <= limit else rows[:limit // 2] + [None] + rows[-limit // 2:]
+    for row in shown:
+        if row is None:
+            print(f"  {'...':>8}")
+            continue
+        c, i, tile, cmd = row
+        print(f"  {c:>8}  {i:>3}  {tile:>5}  {cmd:>4}  {what(tile)}")
+    for i, e in enumerate(events):
+        t = [c for c, _, _ in e["triggers"]]
+        span = f"cycles {t[0]} .. {t[-1]}" if t else "none"
+        print(f"  GPU {i}: {len(t)} triggers ({span}), {len(e['packets'])} packets sent, "
+              f"{len(e['loads'])} loads and {len(e['stores'])} stores")
+    png = Path(out) if out else wdir / "timeline.png"
+    plot_timeline(events, png, title=f"{n}-GPU {r['config']['collective']} under "
+                                     f"{r['config']['policy']}: triggers over time")
+    print(f"timeline: {png}")
+    return png

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Whole-system co-simulation in the regression: N = 2, 4 and 8 engines of generated Verilog
+inside the GPU, NMC-DRAM and network models (:mod:`t3hw.tb_cosim`), at small sizes.
+
+Each scenario must be numerically exact (every GPU's reduced chunk, and for the all-reduce
+every GPU's whole result, equals numpy's sum of the partials), leave every error bit clear,
+fire exactly the triggers it armed, and finish within :data:`TOLERANCE` of the performance
+model's cycles for the same scenario on the same scaled hardware. Fault tests add network
+jitter with reordering and DRAM back-pressure; a threshold one too low must be caught by the
+numerics check.
+
+The sizes are a narrow layer (``hidden`` 256, so a GPU's output is ``32 N x 256``) on links
+of 16 bytes per cycle, so that the whole matrix runs in a few minutes; ``t3hw cosim`` runs
+the paper's layer widths.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sim_models.cosim import CosimConfig
+from t3hw import cosim
+
+
+#: Allowed relative gap between the RTL's cycles and the performance model's at these sizes
+#: (docs/cosim.md explains where the two differ).
+TOLERANCE = 0.25
+
+
+def small(gpus, **kw):
+    return CosimConfig(gpus=gpus, model="Mega-GPT-2", tp=8, sublayer="FC-2", tokens=32 * gpus,
+                       hidden=256, link_bytes_per_cycle=16.0, link_latency=200, **kw)
+
+
+def check(r, cfg):
+    assert not r["failure"], r["failure"]
+    assert r["numerics_ok"] and r["max_abs_err"] == 0.0
+    assert not any(any(e.values()) for e in r["errors"]), r["errors"]
+    assert r["triggers_per_gpu"] == r["armed"], (r["triggers_per_gpu"], r["armed"])
+    for s in r["stats"]:
+        assert s["tracker"]["dropped"] == 0 and s["tracker"]["unprogrammed"] == 0
+        assert s["dma"]["packets"] == s["dma"]["reads"]
+
+
+@pytest.mark.parametrize("policy", ["round_robin", "compute_first", "t3_mca"])
+@pytest.mark.parametrize("collective", ["rs", "allreduce"])
+@pytest.mark.parametrize("gpus", [2, 4, 8])
+def test_scenario(gpus, collective, policy, seed):
+    cfg = small(gpus, collective=collective, policy=policy, seed=seed % 1000)
+    r = cosim.run(cfg)
+    print(cosim.result_line(r))
+    check(r, cfg)
+    c = r["cycles"]
+    if collective == "rs":
+        assert abs(c["gap"]) <= TOLERANCE, c
+    else:
+        # the model runs the all-gather after the reduce-scatter; the RTL overlaps them
+        assert c["rtl"] <= c["model"] * (1 + TOLERANCE), c
+    assert c["sequential"] > 0
+
+
+@pytest.mark.parametrize("fault", ["jitter_reorder", "dram_backpressure"])
+def test_faults_keep_numerics_exact(fault, seed):
+    kw = dict(net_jitter=300, reorder=True) if fault == "jitter_reorder" else \
+        dict(dram_stall=0.05)
+    cfg = small(4, collective="allreduce", policy="t3_mca", seed=seed % 1000, **kw)
+    r = cosim.run(cfg, model=False)
+    print(cosim.result_line(r))
+    check(r, cfg)
+
+
+def test_threshold_one_too_low_is_caught(seed):
+    """Every threshold one below the unit's writes: triggers fire one write early and send
+    a unit missing a contribution, which the numerics check must see."""
+    cfg = small(4, collective="allreduce", policy="t3_mca", seed=seed % 1000,
+                threshold_error=-1)
+    r = cosim.run(cfg, model=False)
+    print(cosim.result_line(r))
+    assert not r["numerics_ok"] and r["max_abs_err"] > 0
+
+
+def test_cli_waves_and_timeline(tmp_path):
+    """``t3hw cosim --waves`` dumps the trigger path of every engine and a .gtkw that names
+    only signals of the dump; ``t3hw waves`` prints the triggers it reads back and renders
+    the PNG."""
+    from t3hw.waves import dump_names, gtkw_traces
+    out, wdir = tmp_path / "r.json", tmp_path / "w"
+    cmd = [sys.executable, "-m", "t3hw.cli", "cosim", "--gpus", "2", "--tp", "8",
+           "--sublayer", "FC-2", "--tokens", "64", "--hidden", "256",
+           "--collective", "allreduce", "--json", str(out), "--waves", str(wdir)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    assert r["numerics_ok"]
+    names = dump_names(wdir / "system.vcd")
+    traced = gtkw_traces(wdir / "system.gtkw")
+    for i in range(2):
+        assert f"t3hw_system.e{i}.tracker.trigger__valid" in traced
+    assert set(traced) <= names
+    p = subprocess.run([sys.executable, "-m", "t3hw.cli", "waves", str(wdir)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert f"{r['triggers']} triggers" in p.stdout
+    assert (wdir / "timeline.png").stat().st_size > 10_000
+
+
+def test_cli_bad_tokens_one_line():
+    p = subprocess.run([sys.executable, "-m", "t3hw.cli", "cosim", "--gpus", "4", "--tokens",
+                        "100", "--json", "/dev/null"], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "tokens must be a multiple of" in p.stderr
