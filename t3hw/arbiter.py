@@ -80,6 +80,7 @@ issues no reads is dropped with the ``bad_response`` event.
 """
 
 from amaranth import *
+from amaranth.hdl import Assume, Cover
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -91,7 +92,7 @@ from .layouts import (ArbPolicy, MemOp, WriteKind, WriteSource, arbiter_config_l
 from .params import EngineParams, check_params
 
 
-__all__ = ["Arbiter", "MAX_WINDOW_LOG2", "reset_config"]
+__all__ = ["Arbiter", "MAX_WINDOW_LOG2", "reset_config", "formal_spec"]
 
 #: Largest ``window_log2`` the arbiter accepts (a window of 2**24 cycles).
 MAX_WINDOW_LOG2 = 24
@@ -341,3 +342,102 @@ class Arbiter(wiring.Component):
         m.d.sync += self.errors.eq((self.errors.as_value() & ~self.clear.as_value())
                                    | set_err.as_value())
         return m
+
+
+# --- formal properties (docs/formal.md); never part of the generated Verilog ---------------
+
+def formal_spec(params: EngineParams, *, bug=None):
+    """The formal spec top of an :class:`Arbiter` with ``params`` (small ones: see
+    :data:`t3hw.formal.ARBITER_PARAMS`). It looks at the ports only.
+
+    Every input is free in every cycle. Assumed: the request streams and ``response`` obey
+    the stream rules, and every configuration write carries the parameter's
+    ``starvation_limit`` (its policy, threshold, saturation and window are free, so the
+    policy may change at any cycle and bad configurations are tried). Asserted, in every
+    cycle:
+
+    * **grants**: at most one of ``load``, ``store``, ``dma``, ``remote`` is ready (one-hot
+      or zero); an input is ready only when it requests, and only in an issue slot
+      (``~dram.valid | dram.ready``); a granted request is on ``dram`` the next cycle with its
+      source and address, and ``dram`` holds a request only if one was granted or it stalled;
+    * **starvation bounds** (this module's docstring): while the configuration is not being
+      written and no threshold is being derived, the communication class waits at most
+      ``L`` issue slots with a request pending and no communication grant, and each of
+      ``dma`` and ``remote`` at most ``2 L + 1``; ``L`` is 1 under ``ROUND_ROBIN`` and
+      ``starvation_limit`` under ``T3_MCA`` (``COMPUTE_FIRST`` has no bound);
+    * ``dram``, ``load_response`` and ``dma_response`` obey the stream rules.
+
+    Covers: under T3-MCA a communication request is forced through after exactly ``L``
+    slots, and ``dma`` is granted after exactly ``2 L + 1``; the bounds are reached.
+
+    ``bug="tight_bound"`` asserts the T3-MCA class bound one slot tighter than documented
+    (``starvation_limit - 1``): a mutated property that the proof must catch, with a trace in
+    which a request is forced through after exactly ``starvation_limit`` slots.
+    """
+    from .formal import Spec, drive_inputs, past, stream_rules
+    p = check_params(params)
+    if bug not in (None, "tight_bound"):
+        raise ValueError(f"bug must be None or 'tight_bound', not {bug!r}")
+    tight = 1 if bug == "tight_bound" else 0
+
+    def body(m, platform):
+        m.submodules.dut = dut = Arbiter(p)
+        drive_inputs(m, dut)
+        for name in ("load", "store", "dma", "remote", "response"):
+            stream_rules(m, getattr(dut, name), Assume, name)
+        for name in ("dram", "load_response", "dma_response"):
+            stream_rules(m, getattr(dut, name), Assert, name)
+        with m.If(dut.config.valid):
+            m.d.comb += Assume(dut.config.payload.starvation_limit == p.starvation_limit)
+
+        # --- grants -------------------------------------------------------------------------
+        inputs = {"load":   (dut.load,   WriteSource.COMPUTE),
+                  "store":  (dut.store,  WriteSource.COMPUTE),
+                  "dma":    (dut.dma,    WriteSource.DMA),
+                  "remote": (dut.remote, WriteSource.REMOTE)}
+        slot = ~dut.dram.valid | dut.dram.ready
+        readies = Cat(port.ready for port, _ in inputs.values())
+        m.d.comb += [
+            Assert((readies & (readies - 1)) == 0, "arbiter: more than one grant"),
+            Assert(dut.dram.valid == past(m, readies.any() | (dut.dram.valid & ~dut.dram.ready),
+                                          name="dram_next"),
+                   "arbiter: dram request without a grant"),
+        ]
+        for name, (port, source) in inputs.items():
+            m.d.comb += Assert(~port.ready | (port.valid & slot),
+                               f"arbiter: {name} granted without a request or a slot")
+            with m.If(past(m, port.ready, name=f"{name}_granted")):
+                m.d.comb += [
+                    Assert(dut.dram.payload.source == source,
+                           f"arbiter: {name} grant not on dram"),
+                    Assert(dut.dram.payload.addr == past(m, port.payload.addr,
+                                                         name=f"{name}_addr"),
+                           f"arbiter: {name} grant with another address"),
+                ]
+
+        # --- starvation bounds ---------------------------------------------------------------
+        policy = dut.status.policy
+        rr = policy == ArbPolicy.ROUND_ROBIN
+        bound = Mux(rr, 1, p.starvation_limit)                      # L
+        steady = ~dut.config.valid & ~dut.status.measuring & (rr | (policy == ArbPolicy.T3_MCA))
+        comm_granted = dut.dma.ready | dut.remote.ready
+        waits = {}
+        for key, pending, granted, limit in (
+                ("comm", dut.dma.valid | dut.remote.valid, comm_granted,
+                 Mux(rr, 1, p.starvation_limit - tight)),
+                ("dma", dut.dma.valid, dut.dma.ready, 2 * bound + 1),
+                ("remote", dut.remote.valid, dut.remote.ready, 2 * bound + 1)):
+            wait = waits[key] = Signal(range(2 * p.starvation_limit + 3), name=f"{key}_wait")
+            with m.If(~pending | granted | ~steady):
+                m.d.sync += wait.eq(0)
+            with m.Elif(slot):
+                m.d.sync += wait.eq(wait + 1)
+                m.d.comb += Assert(wait + 1 <= limit,
+                                   f"arbiter: {key} waited more than its bound")
+        mca = steady & (policy == ArbPolicy.T3_MCA)
+        m.d.comb += [
+            Cover(mca & (waits["comm"] == p.starvation_limit) & comm_granted),
+            Cover(mca & (waits["dma"] == 2 * p.starvation_limit + 1) & dut.dma.ready),
+            Cover(dut.track.valid),
+        ]
+    return Spec(body)

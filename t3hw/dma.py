@@ -27,7 +27,10 @@ Ordering
   is complete at its destination when the next one starts reading.
 """
 
+from types import SimpleNamespace
+
 from amaranth import *
+from amaranth.hdl import Assume, Cover
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -38,7 +41,7 @@ from .params import EngineParams, check_params
 from .queue import Queue
 
 
-__all__ = ["DmaQueue", "DmaEngine", "Dma"]
+__all__ = ["DmaQueue", "DmaEngine", "Dma", "formal_spec"]
 
 
 class DmaQueue(wiring.Component):
@@ -167,6 +170,9 @@ class DmaQueue(wiring.Component):
             self.bad_descriptor.eq((s1_valid & ~rd_check.data.valid) + fetch_bad),
             self.idle.eq(~s1_valid & ~rq.o.valid & ~fetching & ~out.valid),
         ]
+        if platform == "formal":
+            # Formal only (never in rtl/): what formal_spec() checks inside.
+            self.formal_view = SimpleNamespace(ready_queue=rq)
         return m
 
 
@@ -316,6 +322,9 @@ class DmaEngine(wiring.Component):
             self.bad_response.eq(take_resp & (~pending.o.valid | (head.tag != resp.payload.tag))),
             self.idle.eq(~active & ~pending.o.valid & ~pkt.valid),
         ]
+        if platform == "formal":
+            # Formal only (never in rtl/): what formal_spec() checks inside.
+            self.formal_view = SimpleNamespace(pending=pending)
         return m
 
 
@@ -409,4 +418,67 @@ class Dma(wiring.Component):
             st.reads.eq(st.reads + (self.read.valid & self.read.ready)),
             st.packets.eq(st.packets + (self.packet.valid & self.packet.ready)),
         ]
+        if platform == "formal":
+            # Formal only (never in rtl/): what formal_spec() checks inside.
+            self.formal_view = SimpleNamespace(queue=queue, engine=engine)
         return m
+
+
+# --- formal properties (docs/formal.md); never part of the generated Verilog ---------------
+
+def formal_spec(params: EngineParams):
+    """The formal spec top of a :class:`Dma` with ``params`` (small ones: see
+    :data:`t3hw.formal.DMA_PARAMS`).
+
+    Every input is free in every cycle; ``program``, ``trigger`` and ``response`` are assumed
+    to obey the stream rules. Asserted, in every cycle:
+
+    * ``read``, ``packet`` and the internal ``descriptor`` stream (:class:`DmaQueue` to
+      :class:`DmaEngine`) obey the stream rules;
+    * the ready queue and the queue of outstanding reads keep their
+      :meth:`~t3hw.queue.Queue.properties` (never above their depth, so never more than
+      ``max_outstanding`` reads outstanding; stalled head unchanged; first in first out);
+    * **a trigger is never dropped**: every checked trigger whose descriptor is valid is
+      taken by the ready queue (``trigger.ready`` reserved its room);
+    * ``program`` and ``trigger`` are not ready during the reset sweep;
+    * a packet leaves only for a response that found a read outstanding, the cycle after it.
+
+    Covers: a packet is sent; the ready queue and the outstanding reads are full; the engine
+    takes the next descriptor while it is still busy with the previous one.
+    """
+    from .formal import Spec, drive_inputs, past, stream_rules
+    p = check_params(params)
+
+    def body(m, platform):
+        dut = Dma(p)
+        m.submodules.dut = Fragment.get(dut, platform)
+        drive_inputs(m, dut)
+        for name in ("program", "trigger", "response"):
+            stream_rules(m, getattr(dut, name), Assume, name)
+        for name in ("read", "packet"):
+            stream_rules(m, getattr(dut, name), Assert, name)
+        queue, engine = dut.formal_view.queue, dut.formal_view.engine
+        rq, pending = queue.formal_view.ready_queue, engine.formal_view.pending
+        stream_rules(m, queue.descriptor, Assert, "descriptor")
+        rq.properties(m)
+        pending.properties(m)
+
+        m.d.comb += [
+            Assert(~rq.push | rq.accept, "dma: a checked trigger found the ready queue full"),
+            Assert(~(dut.busy & (dut.program.ready | dut.trigger.ready)),
+                   "dma: program or trigger ready during the reset sweep"),
+        ]
+        resp = dut.response
+        returned = resp.valid & resp.ready & pending.o.valid
+        pkt = dut.packet
+        m.d.comb += Assert(
+            pkt.valid == past(m, returned | (pkt.valid & ~pkt.ready), name="packet_next"),
+            "dma: a packet without a response to an outstanding read")
+        desc = queue.descriptor
+        m.d.comb += [
+            Cover(pkt.valid & pkt.ready),
+            Cover(rq.level == p.dma_ready_depth),
+            Cover(pending.level == p.max_outstanding),
+            Cover(desc.valid & desc.ready & ~engine.idle),
+        ]
+    return Spec(body)

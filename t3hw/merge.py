@@ -3,11 +3,12 @@
 where address-map packets and DMA packets meet)."""
 
 from amaranth import *
+from amaranth.hdl import Assume, Cover
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 
-__all__ = ["Merge"]
+__all__ = ["Merge", "formal_spec"]
 
 
 class Merge(wiring.Component):
@@ -64,3 +65,59 @@ class Merge(wiring.Component):
                                              self.o.payload.eq(self.i[idx].payload),
                                              last.eq(idx)]
         return m
+
+
+# --- formal properties (docs/formal.md); never part of the generated Verilog ---------------
+
+def formal_spec(*, n=3, width=2):
+    """The formal spec top of a :class:`Merge` of ``n`` streams of ``width``-bit payloads.
+
+    Every input is free in every cycle; the inputs are assumed to obey the stream rules.
+    Asserted, in every cycle:
+
+    * ``o`` obeys the stream rules (its register never changes while stalled);
+    * at most one input is ready, only a valid one, and only in a cycle in which ``o`` is
+      empty or being taken (a *slot*);
+    * ``o`` holds an item in a cycle exactly when one was taken in the cycle before or it was
+      stalled, and an item taken from input ``k`` is on ``o`` the next cycle, unchanged;
+    * fairness: a valid input waits at most ``n - 1`` slots before it is taken.
+
+    Covers: each input is taken after waiting exactly ``n - 1`` slots (the bound is reached).
+    """
+    from .formal import Spec, drive_inputs, past, stream_rules
+
+    def body(m, platform):
+        m.submodules.dut = dut = Merge(width, n)
+        drive_inputs(m, dut)
+        for k in range(n):
+            stream_rules(m, dut.i[k], Assume, f"i{k}")
+        stream_rules(m, dut.o, Assert, "o")
+
+        o = dut.o
+        slot = ~o.valid | o.ready
+        readies = Cat(dut.i[k].ready for k in range(n))
+        taken = Signal(width)
+        for k in range(n):
+            with m.If(dut.i[k].ready):
+                m.d.comb += taken.eq(dut.i[k].payload)
+        m.d.comb += [
+            Assert((readies & (readies - 1)) == 0, "merge: more than one input ready"),
+            Assert(o.valid == past(m, readies.any() | (o.valid & ~o.ready), name="o_next"),
+                   "merge: o.valid without a transfer"),
+        ]
+        with m.If(past(m, readies.any(), name="took")):
+            m.d.comb += Assert(o.payload == past(m, taken, name="taken_was"),
+                               "merge: o.payload is not the item taken")
+        for k in range(n):
+            i = dut.i[k]
+            m.d.comb += Assert(~i.ready | (i.valid & slot), f"merge: i{k} ready out of turn")
+            wait = Signal(range(n + 1), name=f"wait{k}")
+            with m.If(~i.valid | i.ready):
+                m.d.sync += wait.eq(0)
+            with m.Elif(slot):
+                m.d.sync += wait.eq(wait + 1)
+            m.d.comb += [
+                Assert(wait <= n - 1, f"merge: i{k} waited more than {n - 1} slots"),
+                Cover((wait == n - 1) & i.ready),
+            ]
+    return Spec(body)

@@ -7,11 +7,13 @@ its reader is ready.
 """
 
 from amaranth import *
+from amaranth.asserts import AnySeq
+from amaranth.hdl import Cover
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 
-__all__ = ["Queue"]
+__all__ = ["Queue", "formal_spec"]
 
 
 class Queue(wiring.Component):
@@ -85,3 +87,69 @@ class Queue(wiring.Component):
                 m.d.sync += head.eq(Mux(head == depth - 1, 0, head + 1))
         m.d.sync += self.level.eq(self.level + do_push - pop)
         return m
+
+    # --- formal properties (docs/formal.md); never part of the generated Verilog -----------
+
+    def properties(self, m):
+        """Add this queue's formal properties to ``m``, a spec module that contains the queue.
+
+        They hold whatever the queue's inputs do (no assumption), so a spec can add them for
+        any queue it reaches: the queue alone (:func:`formal_spec`), the tracker's trigger
+        queue, the DMA's ready and pending queues.
+
+        * ``level`` never exceeds ``depth``; it changes by exactly the accepted pushes and the
+          pops; ``accept`` is "not full, or the head leaves"; ``o.valid`` is "not empty".
+        * ``o`` obeys the stream rules: a stalled head keeps ``valid`` and its payload.
+        * It is a FIFO: any one accepted item (the solver picks which) reaches the head when
+          exactly the items pushed before it have left, with its data unchanged, and leaves
+          once.
+        """
+        from .formal import past, stream_rules
+        depth = self._depth
+        pop = self.o.valid & self.o.ready
+        do_push = self.push & self.accept
+        level_was = past(m, self.level)
+        m.d.comb += [
+            Assert(self.level <= depth, "queue: level above depth"),
+            Assert(self.o.valid == (self.level != 0), "queue: o.valid is not level != 0"),
+            Assert(self.accept == ((self.level != depth) | pop),
+                   "queue: accept is not (not full, or popping)"),
+            Assert(self.level == level_was + past(m, do_push) - past(m, pop),
+                   "queue: level is not pushes - pops"),
+        ]
+        stream_rules(m, self.o, Assert, "queue.o")
+
+        # One tracked item: `ahead` items were pushed before it and have not left yet.
+        held  = Signal(name="queue_held")
+        ahead = Signal(range(depth), name="queue_ahead")
+        item  = Signal(self._shape, name="queue_item")
+        with m.If(held & pop):
+            m.d.sync += [held.eq(ahead != 0), ahead.eq(ahead - 1)]
+        with m.If(~held & do_push & AnySeq(1)):
+            m.d.sync += [held.eq(1), item.eq(self.data), ahead.eq(self.level - pop)]
+        with m.If(held):
+            m.d.comb += Assert(ahead < self.level, "queue: a held item is not inside")
+            with m.If(ahead == 0):
+                m.d.comb += Assert(Value.cast(self.o.payload) == Value.cast(item),
+                                   "queue: the head is not the oldest item")
+
+
+def formal_spec(*, depth, width=2):
+    """The formal spec top of one :class:`Queue` of ``width``-bit items: every input free in
+    every cycle, :meth:`Queue.properties` asserted, and covers that it fills, passes an item
+    through while full, and drains."""
+    from .formal import Spec, drive_inputs
+
+    def body(m, platform):
+        m.submodules.dut = dut = Queue(width, depth=depth)
+        drive_inputs(m, dut)
+        dut.properties(m)
+        full = dut.level == depth
+        was_full = Signal()
+        with m.If(full):
+            m.d.sync += was_full.eq(1)
+        m.d.comb += [
+            Cover(full & dut.push & dut.o.ready),
+            Cover(was_full & (dut.level == 0)),
+        ]
+    return Spec(body)

@@ -52,7 +52,11 @@ An armed entry has ``count < threshold``. A write of ``beats`` to it makes
 sets ``overcount``. Otherwise the count becomes ``new``.
 """
 
+from types import SimpleNamespace
+
 from amaranth import *
+from amaranth.asserts import AnyConst, AnySeq
+from amaranth.hdl import Assume, Cover
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -62,7 +66,7 @@ from .params import EngineParams, check_params
 from .queue import Queue
 
 
-__all__ = ["Tracker"]
+__all__ = ["Tracker", "formal_spec"]
 
 
 class Tracker(wiring.Component):
@@ -250,4 +254,159 @@ class Tracker(wiring.Component):
         with m.If(lost):
             m.d.sync += st.dropped.eq(st.dropped + 1)
 
+        if platform == "formal":
+            # Formal only (`t3hw generate` elaborates with no platform, so never in rtl/): the
+            # internals that formal_spec() checks. `probe` is an extra asynchronous read port.
+            self.formal_view = SimpleNamespace(probe=table.read_port(domain="comb"), cur=cur,
+                                               queue=queue)
         return m
+
+
+# --- formal properties (docs/formal.md); never part of the generated Verilog ---------------
+
+def formal_spec(params: EngineParams, *, bug=None):
+    """The formal spec top of a :class:`Tracker` with ``params`` (small ones: see
+    :data:`t3hw.formal.TRACKER_PARAMS`).
+
+    Every input is free in every cycle; ``program`` is assumed to obey the stream rules (the
+    tracker does not need it). The solver picks one table entry ``I`` (``AnyConst``), and the
+    spec keeps a *shadow* of it, written from the entry semantics in this module's docstring
+    and updated in the order the tracker takes requests (S0). Asserted, in every cycle:
+
+    * **no write is lost or counted twice**: after the reset sweep, entry ``I`` of the table
+      equals the shadow as it was two cycles earlier (the pipeline latency), and the entry
+      that S1 works on (table or forwarding register) equals it whenever S1 holds a request
+      for ``I``. Compared: ``valid``, and while valid ``rearm``, ``tag``, ``threshold``,
+      ``count`` and ``cmd``;
+    * **one trigger per completion**: a trigger for entry ``I`` enters the trigger queue in
+      exactly the cycles in which S1 completes it in the shadow, with the entry's ``cmd`` and
+      the completing write's tile; a trigger that the full queue cannot take sets
+      ``errors.overflow``; and whenever the trigger queue is empty, the triggers for ``I``
+      that left on ``trigger`` plus those lost equal its completions;
+    * ``program.ready`` is low in every cycle with a write or during the reset sweep;
+    * ``trigger`` obeys the stream rules, and the trigger queue its
+      :meth:`~t3hw.queue.Queue.properties` (never above its depth, stalled head unchanged,
+      first in first out).
+
+    Covers: entry ``I`` sends two triggers (re-armed), completes on a write right behind
+    another request to it (the forwarding path), and loses a trigger to a full queue.
+
+    ``bug="drop_write"`` hides writes to the armed entry ``I`` (the solver picks which) from
+    the tracker while the shadow counts them: a tracker that loses writes, which the proof
+    must catch.
+    """
+    from .formal import Spec, drive_inputs, past, stream_rules
+    p = check_params(params)
+    if bug not in (None, "drop_write"):
+        raise ValueError(f"bug must be None or 'drop_write', not {bug!r}")
+    iw, elayout = p.index_width, entry_layout(p)
+
+    def same(a, b):
+        """Entries equal in every field that matters (all of them while valid)."""
+        fields = [a[name] == b[name] for name in elayout.members if name != "valid"]
+        return (a.valid == b.valid) & (~a.valid | Cat(fields).all())
+
+    def body(m, platform):
+        dut = Tracker(p)
+        m.submodules.dut = Fragment.get(dut, platform)
+        view = dut.formal_view
+        drive_inputs(m, dut)
+        stream_rules(m, dut.program, Assume, "program")
+        stream_rules(m, dut.trigger, Assert, "trigger")
+        view.queue.properties(m)
+
+        seen = Signal()                       # a write, as the shadow sees it
+        drop = Signal()                       # bug="drop_write": the tracker misses it
+        if bug == "drop_write":
+            m.d.comb += [seen.eq(AnySeq(1)), drop.eq(AnySeq(1)),
+                         dut.write.valid.eq(seen & ~drop)]
+        else:
+            m.d.comb += seen.eq(dut.write.valid)
+
+        index = Signal(iw)
+        m.d.comb += index.eq(AnyConst(iw))
+        w, q = dut.write.payload, dut.program.payload
+
+        def mine(tile):
+            return tile[:iw] == index
+
+        def tag_of(tile):
+            return tile[iw:]
+
+        # --- the shadow of entry `index`, updated in S0 order ----------------------------------
+        sh, nxt = Signal(elayout), Signal(elayout)
+        sh_tag = sh.tag if p.tag_width else C(0, 0)
+        total = Signal(p.count_width + 1)
+        done = Signal()
+        take_write = seen & ~dut.busy & mine(w.tile)
+        take_prog = dut.program.valid & dut.program.ready & mine(q.tile)
+        m.d.comb += [nxt.eq(sh), total.eq(sh.count + w.beats)]
+        with m.If(seen):
+            with m.If(take_write & sh.valid & (sh_tag == tag_of(w.tile))):
+                with m.If(total >= sh.threshold):
+                    m.d.comb += [done.eq(1), nxt.count.eq(0), nxt.valid.eq(sh.rearm)]
+                with m.Else():
+                    m.d.comb += nxt.count.eq(total)
+        with m.Elif(take_prog):
+            with m.If(q.op == TrackOp.ARM):
+                with m.If((q.threshold != 0) & ~sh.valid):
+                    m.d.comb += [nxt.valid.eq(1), nxt.rearm.eq(q.rearm),
+                                 nxt.threshold.eq(q.threshold), nxt.count.eq(0),
+                                 nxt.cmd.eq(q.cmd)]
+                    if p.tag_width:
+                        m.d.comb += nxt.tag.eq(tag_of(q.tile))
+            with m.Elif(sh.valid & (sh_tag == tag_of(q.tile))):
+                m.d.comb += nxt.valid.eq(0)
+        m.d.sync += sh.eq(nxt)
+        # The missed writes count (they hit the armed entry I), and no programming request
+        # arrives instead of them.
+        with m.If(drop):
+            m.d.comb += Assume(take_write & sh.valid & (sh_tag == tag_of(w.tile))
+                               & ~dut.program.valid)
+
+        # --- the table and S1 against the shadow ----------------------------------------------
+        before  = past(m, sh, name="before")                 # entry I before S1's request
+        s1_mine = past(m, take_write | take_prog, name="s1_mine")
+        s1_done = past(m, done, name="s1_done")
+        s1_tile = past(m, w.tile, name="s1_tile")
+        m.d.comb += view.probe.addr.eq(index)
+        with m.If(~dut.busy):
+            m.d.comb += Assert(same(view.probe.data, before),
+                               "tracker: table entry differs from the shadow")
+        with m.If(s1_mine):
+            m.d.comb += Assert(same(view.cur, before),
+                               "tracker: entry in S1 differs from the shadow")
+
+        # --- triggers ---------------------------------------------------------------------
+        queue = view.queue
+        push_mine = queue.push & mine(queue.data.tile)
+        lost = queue.push & ~queue.accept
+        m.d.comb += Assert(push_mine == s1_done,
+                           "tracker: trigger pushed without a completion, or not pushed")
+        with m.If(s1_done):
+            m.d.comb += [
+                Assert(queue.data.cmd == before.cmd, "tracker: trigger with the wrong cmd"),
+                Assert(queue.data.tile == s1_tile, "tracker: trigger with the wrong tile"),
+            ]
+        with m.If(past(m, lost, name="lost_was")):
+            m.d.comb += Assert(dut.errors.overflow, "tracker: lost trigger not reported")
+        completed, sent, dropped = (Signal(4, name=n) for n in ("completed", "sent", "dropped"))
+        out = dut.trigger
+        m.d.sync += [
+            completed.eq(completed + s1_done),
+            dropped.eq(dropped + (push_mine & ~queue.accept)),
+            sent.eq(sent + (out.valid & out.ready & mine(out.payload.tile))),
+        ]
+        with m.If(queue.level == 0):
+            m.d.comb += Assert((sent + dropped)[:4] == completed,
+                               "tracker: triggers sent + lost differ from completions")
+
+        m.d.comb += Assert(~(dut.program.ready & (dut.write.valid | dut.busy)),
+                           "tracker: programming accepted with a write or while busy")
+
+        m.d.comb += [
+            Cover(sent == 2),
+            Cover(s1_done & past(m, s1_mine, name="s1_mine_was")),
+            Cover(dropped != 0),
+        ]
+    return Spec(body)
