@@ -8,7 +8,7 @@ T3HW   := $(VENV)/bin/t3hw
 STAMP  := $(VENV)/.installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup demo test verilog check-rtl lint bench paper clean
+.PHONY: setup demo test verilog check-rtl lint bench paper formal clean
 
 setup: $(STAMP)
 
@@ -37,6 +37,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(T3HW) bench --json bench/results.json
+
+formal: $(STAMP)
+	$(T3HW) formal tracker queue_depth1 queue_depth3 merge arbiter dma
 
 clean:
 	rm -rf build out .pytest_cache

@@ -14,6 +14,7 @@
                [--policy X]
                [--collective rs|allreduce] --json FILE [--waves DIR]
     t3hw waves DIR
+    t3hw formal [NAME ...] [--task bmc|prove|cover]
 
 Errors print one line saying what to fix, and exit with status 2 (1 for a failed check).
 """
@@ -167,6 +168,11 @@ def _cmd_waves(args):
     timeline(Path(args.dir))
 
 
+def _cmd_formal(args):
+    from .formal import main as formal_main
+    return formal_main(args.rest)
+
+
 def _parser():
     parser = _Parser(prog="t3hw", description="T3 track-and-trigger hardware kit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -239,6 +245,11 @@ def _parser():
     p.add_argument("--json", required=True, metavar="FILE")
     p.add_argument("--waves", metavar="DIR", help="also dump waves and a .gtkw there")
     p.set_defaults(func=_cmd_cosim)
+
+    p = sub.add_parser("formal", help="run the formal proofs (docs/formal.md); "
+                                      "`t3hw formal` lists them", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=_cmd_formal)
 
     p = sub.add_parser("waves", help="print the trigger timeline of a co-simulation's waves "
                                      "and render it as a PNG")
