@@ -23,8 +23,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP) verilog
 	$(T3HW) demo --out out/demo
 
+# Two workers, one per core; each test file runs whole on one worker (build folders are
+# per file, and no two workers may build the same design at once).
 test: $(STAMP) check-rtl lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 verilog: $(STAMP)
 	$(T3HW) generate --out rtl --docs docs/registers.md

@@ -28,6 +28,8 @@ def pytest_configure(config):
     if value is None:
         value = int(os.environ.get("T3HW_SEED", random.randrange(1 << 31)))
     config.t3hw_seed = value
+    # pytest-xdist workers start after this and inherit the environment: one seed for all
+    os.environ["T3HW_SEED"] = str(value)
 
 
 def _simulators():

@@ -126,6 +126,13 @@ class CosimConfig:
         Probability per cycle that the DRAM starts refusing requests for 1 .. 16 cycles.
     threshold_error : int
         Added to every tracker threshold (a test of the checks: -1 triggers one write early).
+    params : EngineParams
+        The engines' parameters: the paper's, except the T3-MCA derivation (saturation at
+        the DRAM's 64-request bandwidth-delay product, a 4096-cycle window), a trigger queue
+        as deep as the tracker (``trigger_depth = 256``: no completion can find it full) and
+        64 DMA reads in flight (``max_outstanding``: one read per cycle over the DRAM's
+        latency; 8 would cap each DMA at 8 bytes per cycle). ``docs/cosim.md`` explains
+        both.
     """
 
     gpus:                 int = 4
@@ -151,7 +158,8 @@ class CosimConfig:
     dram_stall:           float = 0.0
     threshold_error:      int = 0
     params:               EngineParams = field(default_factory=lambda: EngineParams(
-                              mca_saturation=64, mca_window_log2=12, trigger_depth=256))
+                              mca_saturation=64, mca_window_log2=12, trigger_depth=256,
+                              max_outstanding=64))
 
     def __post_init__(self):
         top = min(1 << self.params.device_width, 64)
@@ -398,8 +406,8 @@ class Plan:
                 b = self.unit_bursts(u)
                 desc = dict(rows=rows, row_bytes=row_bytes, pitch=self.pitch, device=prev)
                 if s == 0:
-                    continue                                     # stored remotely
-                if c != i:                                       # reduce-scatter hop
+                    pass                                         # stored remotely
+                elif c != i:                                     # reduce-scatter hop
                     nxt = self.buffer(prev, c)
                     out.append((ids.rs(c, u), 2 * b + e, dict(
                         desc, src=self.o_base + off, dst=nxt + off, op=WriteKind.UPDATE,
@@ -699,6 +707,7 @@ class SystemEnv:
         self.ready = [dict(dram=True, load_response=True, net_tx=True) for _ in range(n)]
         self.remote_chunk = [(i + 1) % n for i in range(n)]
         self.packets = [0] * n
+        self.store_wait = [0] * n          # cycles a GPU store was offered and not taken
         self.regions = [plan.regions(i) for i in range(n)]
         want = plan.chunk_bytes * (2 if not plan.gather else 2 + (n - 1))
         self.r_expected = want                 # bytes written into R at every GPU
@@ -733,6 +742,8 @@ class SystemEnv:
         transferred this cycle (``{name: fields}``, already unpacked)."""
         g, d, port, cyc = self.gpus[i], self.drams[i], self.ports[i], self.cycle
         active = False
+        if port.store is not None and not took.get("store"):
+            self.store_wait[i] += 1
         if took.get("store"):
             addr, tile, data = g.stores.popleft()
             (self.remote_data if self._remote(i, addr) else self.local_data)[i].append(data)

@@ -224,6 +224,7 @@ async def cosim(dut):
         "triggers": [s["tracker"]["triggers"] for s in stats],
         "armed": triggers_armed,
         "packets": env.packets,
+        "store_wait_cycles": env.store_wait,
         "dram_bytes": env.traffic(),
         "errors": bad,
         "stats": stats,
