@@ -24,9 +24,12 @@ from sim_models.cosim import CosimConfig
 from t3hw import cosim
 
 
-#: Allowed relative gap between the RTL's cycles and the performance model's at these sizes
-#: (docs/cosim.md explains where the two differ).
-TOLERANCE = 0.25
+#: Allowed relative gap between the RTL's cycles and the performance model's for the fused
+#: reduce-scatter at these sizes; the fused all-reduce must beat the model, which runs the
+#: all-gather after the reduce-scatter, by at most ALLREDUCE_LEAD. docs/cosim.md gives the
+#: measured gaps and where the two differ.
+TOLERANCE = 0.20
+ALLREDUCE_LEAD = 0.30
 
 
 def small(gpus, **kw):
@@ -57,7 +60,7 @@ def test_scenario(gpus, collective, policy, seed):
         assert abs(c["gap"]) <= TOLERANCE, c
     else:
         # the model runs the all-gather after the reduce-scatter; the RTL overlaps them
-        assert c["rtl"] <= c["model"] * (1 + TOLERANCE), c
+        assert -ALLREDUCE_LEAD <= c["gap"] <= 0.0, c
     assert c["sequential"] > 0
 
 
@@ -72,13 +75,18 @@ def test_faults_keep_numerics_exact(fault, seed):
 
 
 def test_threshold_one_too_low_is_caught(seed):
-    """Every threshold one below the unit's writes: triggers fire one write early and send
-    a unit missing a contribution, which the numerics check must see."""
+    """Every threshold one below the unit's writes: each trigger fires one write early, and
+    its DMA sends the unit before the last contribution has landed, which the numerics
+    check must see. On an in-order network the DMA, which walks a unit in the order its
+    writes arrive, mostly reads each burst after that write anyway (the race is benign);
+    network jitter makes the last write late, as a real network would."""
     cfg = small(4, collective="allreduce", policy="t3_mca", seed=seed % 1000,
-                threshold_error=-1)
+                threshold_error=-1, net_jitter=300, reorder=True)
     r = cosim.run(cfg, model=False)
     print(cosim.result_line(r))
     assert not r["numerics_ok"] and r["max_abs_err"] > 0
+    # each late write then finds its entry disarmed: the tracker flags it as well
+    assert all("unprogrammed" in e["tracker"] for e in r["errors"])
 
 
 def test_cli_waves_and_timeline(tmp_path):

@@ -119,7 +119,8 @@ class CosimConfig:
     seed : int
         Data, stimulus and fault randomness.
     net_jitter : int
-        Extra random flight time per packet, 0 .. ``net_jitter`` cycles.
+        Mean extra flight time per packet (cycles), exponentially distributed as a queueing
+        delay is: a few packets straggle far behind the others.
     reorder : bool
         Packets may overtake each other (jittered arrivals are not re-sorted per link).
     dram_stall : float
@@ -220,7 +221,7 @@ class CosimConfig:
             gpu=g, dram_gbs=p.burst_bytes * g.freq_ghz, dram_latency_cycles=self.dram_latency,
             link_gbs=self.link_bytes_per_cycle * g.freq_ghz,
             link_latency_ns=self.link_latency / g.freq_ghz, packet_bytes=p.burst_bytes,
-            burst_bytes=p.burst_bytes, step_cycles=64, tx_buffer_bytes=self.tx_buffer_bytes,
+            burst_bytes=p.burst_bytes, step_cycles=8, tx_buffer_bytes=self.tx_buffer_bytes,
             starvation_limit=p.starvation_limit, mca_window=1 << p.mca_window_log2,
             mca_threshold=p.mca_threshold or None, tracker=p)
 
@@ -519,8 +520,8 @@ class Ring:
     """Unidirectional ring: GPU ``i`` sends to GPU ``i - 1`` over its own link.
 
     A packet taken from ``net_tx`` at cycle ``t`` waits in the transmit buffer for the link,
-    is serialized at ``bytes_per_cycle`` and arrives ``latency`` (+ jitter) cycles after its
-    last byte left. Without ``reorder`` the arrivals of a link keep their sending order.
+    is serialized at ``bytes_per_cycle`` and arrives ``latency`` cycles (plus, with
+    ``jitter``, an exponential delay of that mean) after its last byte left. Without ``reorder`` the arrivals of a link keep their sending order.
     """
 
     def __init__(self, n, rng, *, bytes_per_cycle, latency, tx_bytes, jitter, reorder):
@@ -554,8 +555,8 @@ class Ring:
         self.free_at[i] = start + nbytes / self.bpc
         self.departures[i].append((self.free_at[i], nbytes))
         arrival = math.ceil(self.free_at[i]) + self.latency
-        if self.jitter:
-            arrival += self.rng.randint(0, self.jitter)
+        if self.jitter:                      # queueing delay: exponential, mean `jitter`
+            arrival += int(self.rng.expovariate(1.0 / self.jitter))
         if not self.reorder:
             arrival = max(arrival, self.last_arrival[i])
             self.last_arrival[i] = arrival

@@ -238,7 +238,7 @@ def _parser():
                    help="fused reduce-scatter, or fused all-reduce (all-gather triggered too)")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--net-jitter", type=int, default=0, metavar="CYCLES",
-                   help="random extra flight time per packet")
+                   help="mean random extra flight time per packet (exponential)")
     p.add_argument("--reorder", action="store_true", help="let packets overtake each other")
     p.add_argument("--dram-stall", type=float, default=0.0, metavar="P",
                    help="probability per cycle that the DRAM starts a refusal burst")
