@@ -28,7 +28,7 @@ TRACE_SCOPE = Path(__file__).resolve().with_name("trace_scope.vlt")
 
 def _key(cfg, waves):
     text = json.dumps({"n": cfg.gpus, "params": cfg.params.to_dict(), "waves": waves,
-                       "scope": TRACE_SCOPE.read_text() if waves else ""},
+                       "scope": TRACE_SCOPE.read_text() if waves else "", "max_width": 64},
                       sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -37,7 +37,8 @@ def build(cfg: CosimConfig, *, waves=False, root=None):
     """Generate and Verilate the ``cfg.gpus``-engine system; returns (runner, build dir).
 
     With ``waves``, the build traces the system top, each engine's nets and the trigger path
-    inside its tracker and DMA queue (:data:`TRACE_SCOPE`), not every wire.
+    inside its tracker and DMA queue (:data:`TRACE_SCOPE`), not every wire, and no vector
+    wider than 64 bits (whole payloads and counter banks: their fields are traced).
     """
     harness.toolchain_env()
     from cocotb_tools.runner import get_runner
@@ -54,7 +55,7 @@ def build(cfg: CosimConfig, *, waves=False, root=None):
     args = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
             "--output-split", "0"]
     if waves:
-        args += ["--trace-depth", "4", str(TRACE_SCOPE)]
+        args += ["--trace-depth", "4", "--trace-max-width", "64", str(TRACE_SCOPE)]
     runner.build(sources=[src], hdl_toplevel=MODULE, build_dir=bdir, always=False,
                  build_args=args, waves=waves, log_file=bdir / "build.log")
     return runner, bdir
