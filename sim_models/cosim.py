@@ -54,7 +54,7 @@ triggers the all-gather of that unit.
 import heapq
 import math
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -352,13 +352,14 @@ class Plan:
 
     def unit_region(self, c, u):
         """``(offset, rows, row_bytes)`` of unit ``u`` of chunk ``c`` in a buffer."""
-        r, c0, nc = self.units[u]
+        r, c0, _ = self.units[u]
         g = self.cfg.gpu
         row = c * self.chunk_rows + r * g.tile_m
         return row * self.pitch + c0 * g.tile_n * g.elem_bytes, g.tile_m, \
             self.unit_cols(u) * g.elem_bytes
 
     def unit_cols(self, u):
+        """Output columns of unit ``u`` (the last tile of a row may be narrower)."""
         _, c0, nc = self.units[u]
         g = self.cfg.gpu
         return min(nc * g.tile_n, self.shape.n - c0 * g.tile_n)

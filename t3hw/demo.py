@@ -35,7 +35,7 @@ def run_demo(*, out: Path, seed=1, progress=True):
     c = r["cycles"]
     seq = r["model"]["sequential_dram_bytes"]
     t3 = sum(r["dram_bytes"].values()) / cfg.gpus
-    print(f"[3/3] trigger timeline from the waves")
+    print("[3/3] trigger timeline from the waves")
     png = waves.timeline(out, limit=12)
     print()
     print(f"  RTL cycles (GEMM + reduce-scatter):  {c['rtl']:>9,}   "
