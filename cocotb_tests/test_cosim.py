@@ -22,6 +22,7 @@ import pytest
 
 from sim_models.cosim import CosimConfig
 from t3hw import cosim
+from t3hw.params import EngineParams
 
 
 #: Allowed relative gap between the RTL's cycles and the performance model's for the fused
@@ -32,9 +33,20 @@ TOLERANCE = 0.20
 ALLREDUCE_LEAD = 0.30
 
 
+#: Engines sized for these runs (64 tracker entries and descriptors, narrower addresses and
+#: counters): the same RTL, a smaller system top to build. The co-simulation's own settings
+#: (CosimConfig.params) are kept: T3-MCA saturation and window, a trigger queue as deep as
+#: the tracker, 64 DMA reads in flight.
+PARAMS = EngineParams(tracker_entries=64, tile_width=8, cmd_width=6, count_width=10,
+                      addr_width=36, device_width=3, counter_width=20, trigger_depth=64,
+                      rows_width=8, row_bytes_width=12, pitch_width=16, max_outstanding=64,
+                      mca_saturation=64, mca_window_log2=12)
+
+
 def small(gpus, **kw):
     return CosimConfig(gpus=gpus, model="Mega-GPT-2", tp=8, sublayer="FC-2", tokens=32 * gpus,
-                       hidden=256, link_bytes_per_cycle=16.0, link_latency=200, **kw)
+                       hidden=256, link_bytes_per_cycle=16.0, link_latency=200, params=PARAMS,
+                       **kw)
 
 
 def check(r, cfg):
