@@ -8,7 +8,7 @@ T3HW   := $(VENV)/bin/t3hw
 STAMP  := $(VENV)/.installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup demo test verilog check-rtl lint bench paper formal clean
+.PHONY: setup demo test verilog check-rtl lint bench paper formal synth bitstream clean
 
 setup: $(STAMP)
 
@@ -42,6 +42,12 @@ bench: $(STAMP)
 
 formal: $(STAMP)
 	$(T3HW) formal tracker queue_depth1 queue_depth3 merge arbiter dma
+
+synth: $(STAMP)
+	$(T3HW) synth --json synth/results.json --docs docs/synthesis.md
+
+bitstream: $(STAMP)
+	$(T3HW) bitstream --out build/ulx3s
 
 clean:
 	rm -rf build out .pytest_cache

@@ -15,6 +15,8 @@
                [--collective rs|allreduce] --json FILE [--waves DIR]
     t3hw waves DIR
     t3hw formal [NAME ...] [--task bmc|prove|cover]
+    t3hw synth --json FILE [--blocks B,..] [--params SET,..] [--seed N,..] [--docs FILE]
+    t3hw bitstream --out DIR [--seed N]
 
 Errors print one line saying what to fix, and exit with status 2 (1 for a failed check).
 """
@@ -245,6 +247,17 @@ def _parser():
     p.add_argument("--json", required=True, metavar="FILE")
     p.add_argument("--waves", metavar="DIR", help="also dump waves and a .gtkw there")
     p.set_defaults(func=_cmd_cosim)
+
+    from . import board, synth
+    p = sub.add_parser("synth", help="synthesize the blocks (Yosys generic, ECP5, iCE40) and "
+                                     "place and route them on an ECP5-85F for Fmax")
+    synth.add_arguments(p)
+    p.set_defaults(func=synth.cmd)
+
+    p = sub.add_parser("bitstream", help="build the engine for the ULX3S-85F with its "
+                                         "registers on the UART")
+    board.add_arguments(p)
+    p.set_defaults(func=board.cmd)
 
     p = sub.add_parser("formal", help="run the formal proofs (docs/formal.md); "
                                       "`t3hw formal` lists them", add_help=False)

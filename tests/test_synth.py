@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``t3hw synth`` end to end on one small block (the tracker at the ``small`` parameter set:
+generic, ECP5 with nextpnr, iCE40), its parsers on the real tool outputs of that run, the
+timing wrapper's claim that Yosys strips nothing, and the bad-input paths."""
+
+import argparse
+import json
+import subprocess
+
+import pytest
+
+from t3hw import synth
+from t3hw.layouts import entry_layout, trigger_layout
+from t3hw.params import DEFAULT
+
+
+BLOCK, SET = "tracker", "small"
+
+
+@pytest.fixture(scope="module")
+def flow(tmp_path_factory):
+    """One run of the whole flow; returns (results dict, its JSON path, the job's folder)."""
+    tmp = tmp_path_factory.mktemp("synth")
+    path = tmp / "results.json"
+    path.write_text(json.dumps({"blocks": {"arbiter": {"kept": True}}}))
+    results = synth.run(path, blocks=[BLOCK], param_sets=[SET], seeds=[1], jobs=2,
+                        workdir=tmp / "work", log=None, command="test")
+    return results, path, tmp / "work" / synth.entry_name(BLOCK, SET)
+
+
+def test_results_shape(flow):
+    results, path, _ = flow
+    assert json.loads(path.read_text()) == results
+    entry = results["blocks"]["tracker@small"]
+    assert entry["params"] == synth.PARAM_SETS[SET].to_dict()
+    assert entry["generic"]["cells"] > 0 and entry["generic"]["ff"] > 0
+    ecp5 = entry["ecp5"]
+    for key in ("lut4", "ff", "bram", "dsp", "fmax_mhz"):
+        assert key in ecp5
+    assert ecp5["lut4"] > 0 and ecp5["ff"] > 0 and ecp5["dsp"] == 0
+    assert 0 < ecp5["fmax_mhz"] < 1000
+    assert ecp5["fmax_seeds"] == {"1": ecp5["fmax_mhz"]}
+    assert entry["ice40"]["lc"] >= max(entry["ice40"]["lut4"], entry["ice40"]["ff"]) > 0
+    assert results["tracker_storage_bits"] == synth.tracker_storage_bits(DEFAULT)
+    assert results["ecp5"]["speed"] == 6 and results["ecp5"]["device"] == "LFE5U-85F"
+    table = synth.markdown_table({"blocks": {"tracker@small": entry}})
+    assert "| tracker | small |" in table and f"{ecp5['fmax_mhz']:.1f}" in table
+
+
+def test_merge_keeps_other_entries(flow):
+    """A run of one block keeps the other entries of an existing file (block order, then
+    parameter-set order)."""
+    results, _, _ = flow
+    assert list(results["blocks"]) == ["tracker@small", "arbiter"]
+    assert results["blocks"]["arbiter"] == {"kept": True}
+
+
+def test_memories_match_the_layouts(flow):
+    """The generic run keeps memories as memory cells; their bits are the tracker table and
+    the trigger queue, as derived from the layouts."""
+    results, _, _ = flow
+    p = synth.PARAM_SETS[SET]
+    storage = synth.tracker_storage(p)
+    assert storage["table_bits"] == entry_layout(p).size * p.tracker_entries
+    assert storage["trigger_queue_bits"] == trigger_layout(p).size * p.trigger_depth
+    generic = results["blocks"]["tracker@small"]["generic"]
+    assert generic["memories"] == 2
+    assert generic["memory_bits"] == storage["table_bits"] + storage["trigger_queue_bits"]
+
+
+def test_tracker_storage_paper():
+    """The figure in docs/tracker.md: 42 bits x 256 entries."""
+    assert synth.tracker_storage_bits(DEFAULT) == 10752
+    assert synth.tracker_storage(DEFAULT)["entry_bits"] == 42
+
+
+def test_parse_stat_real(flow):
+    _, _, job = flow
+    text = (job / "ecp5_stat.json").read_text()
+    block = synth.parse_stat(text, "t3hw_tracker")
+    whole = synth.parse_stat(text)
+    assert block["LUT4"] > 0 and block["TRELLIS_FF"] > 0
+    assert "$scopeinfo" not in whole and not any(k.startswith("t3hw_") for k in whole)
+    # The wrapper adds a flip-flop per input bit and two per output bit, nothing else.
+    ports = synth.verilog_ports((job / "t3hw_tracker.v").read_text(), "t3hw_tracker")
+    in_bits = sum(w for d, n, w in ports if d == "input" and n != "clk")
+    out_bits = sum(w for d, n, w in ports if d == "output")
+    assert whole["TRELLIS_FF"] == block["TRELLIS_FF"] + in_bits + 2 * out_bits
+    with pytest.raises(ValueError, match="t3hw_nothing"):
+        synth.parse_stat(text, "t3hw_nothing")
+
+
+def test_wrapper_strips_nothing(flow):
+    """The block inside the wrapper maps to exactly the cells of the bare block."""
+    results, _, job = flow
+    script = ("read_verilog t3hw_tracker.v; synth_ecp5 -top t3hw_tracker; "
+              "tee -q -o bare_stat.json stat -json")
+    exe = synth._tool("yosys")
+    subprocess.run([exe, "-q", "-p", script], cwd=job, check=True, timeout=600)
+    bare = synth.parse_stat((job / "bare_stat.json").read_text())
+    assert bare == results["blocks"]["tracker@small"]["ecp5"]["by_type"]
+
+
+def test_parse_nextpnr_report_real(flow):
+    results, _, job = flow
+    rep = synth.parse_nextpnr_report((job / "nextpnr_seed1.json").read_text())
+    assert rep["fmax_mhz"] == results["blocks"]["tracker@small"]["ecp5"]["fmax_mhz"] > 0
+    assert rep["target_mhz"] == synth.DEFAULT_FREQ_MHZ
+    assert rep["utilization"]["TRELLIS_IO"] == 3            # clk, si, so: the wrapper's pins
+    path = rep["critical_path"]
+    assert path["delay_ns"] == pytest.approx(1000 / rep["fmax_mhz"], rel=0.02)
+    assert path["logic_ns"] > 0 and path["routing_ns"] >= 0
+    assert path["from_cell"] and path["to_cell"]
+    # The log states the same figure (the last "Max frequency" line is post-route).
+    log = (job / "nextpnr_seed1.log").read_text()
+    last = [ln for ln in log.splitlines() if "Max frequency for clock" in ln][-1]
+    assert f"{rep['fmax_mhz']:.2f} MHz" in last
+    lines = synth.source_lines(path["sources"], job)
+    assert all(ln.startswith("t3hw_tracker.v:") for ln in lines)
+
+
+def test_parse_ice40_pack_real(flow):
+    results, _, job = flow
+    util = synth.parse_utilization((job / "nextpnr_ice40_pack.json").read_text())
+    assert util["ICESTORM_LC"] == results["blocks"]["tracker@small"]["ice40"]["lc"]
+
+
+def test_parse_memories_real(flow):
+    _, _, job = flow
+    mems = dict((n, (w, d)) for n, w, d in
+                synth.parse_memories((job / "generic_mem.json").read_text()))
+    p = synth.PARAM_SETS[SET]
+    assert mems["entries"] == (entry_layout(p).size, p.tracker_entries)
+
+
+def test_signal_of():
+    assert synth.signal_of("dut.fwd_entry_TRELLIS_FF_Q_32") == "fwd_entry[32]"
+    assert synth.signal_of("dut.entries.0.0") == "entries.0.0"
+    assert synth.signal_of("dut.thr_LUT4_Z") == "thr"
+    assert synth.signal_of("in_sr_TRELLIS_FF_Q_2") is None
+    assert synth.signal_of("$nextpnr_CCU2C_15$CCU2_COMB0") is None
+
+
+def test_verilog_ports_and_wrapper():
+    text = ("module m(a, clk, b, y);\n  input [3:0] a;\n  input clk;\n  input b;\n"
+            "  output [1:0] y;\nendmodule\n")
+    ports = synth.verilog_ports(text, "m")
+    assert ports == [("input", "a", 4), ("input", "clk", 1), ("input", "b", 1),
+                     ("output", "y", 2)]
+    wrapper, in_bits, out_bits = synth.wrapper_verilog("m", ports)
+    assert (in_bits, out_bits) == (5, 2)
+    assert ".a(in_sr[3:0])" in wrapper and ".b(in_sr[4:4])" in wrapper
+    assert ".clk(clk)" in wrapper and ".y(out[1:0])" in wrapper
+    # One output bit: no shift expression with an empty range.
+    wrapper, _, _ = synth.wrapper_verilog("m", [("input", "clk", 1), ("output", "y", 1)])
+    assert "[-1" not in wrapper and "out_sr <= out_r;" in wrapper
+    with pytest.raises(ValueError, match="'n' not found"):
+        synth.verilog_ports(text, "n")
+    with pytest.raises(ValueError, match="no output"):
+        synth.wrapper_verilog("m", [("input", "a", 1)])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"blocks": ["trackr"]}, "unknown block 'trackr'; blocks are tracker, dma, addrmap, "
+                             "arbiter, engine"),
+    ({"param_sets": ["huge"]}, "unknown parameter set 'huge'; parameter sets are small, "
+                               "default, large"),
+    ({"blocks": []}, "no block given"),
+    ({"seeds": [1, 1]}, "seeds must be distinct"),
+    ({"freq": 0}, r"freq must be a frequency in MHz in \[1, 1000\], not 0"),
+    ({"jobs": 0}, r"jobs must be an integer in \[1, 16\], not 0"),
+])
+def test_bad_input(tmp_path, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        synth.run(tmp_path / "r.json", workdir=tmp_path, log=None, **kwargs)
+    assert not (tmp_path / "r.json").exists()
+
+
+def _args(*argv):
+    parser = argparse.ArgumentParser()
+    synth.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_cli_bad_block(tmp_path):
+    with pytest.raises(ValueError, match="unknown block 'nope'; blocks are tracker"):
+        synth.cmd(_args("--json", str(tmp_path / "r.json"), "--blocks", "tracker,nope"))
+
+
+def test_cli_bad_seed(tmp_path):
+    from t3hw.cli import CliError
+    with pytest.raises(CliError, match="--seed takes integers"):
+        synth.cmd(_args("--json", str(tmp_path / "r.json"), "--seed", "1,x"))
+
+
+def test_cli_lists(tmp_path):
+    args = _args("--json", "r.json", "--blocks", "arbiter", "--blocks", "tracker,dma",
+                 "--params", "small,large", "--seed", "4", "--seed", "5,6")
+    assert args.blocks == ["arbiter", "tracker,dma"] and args.params == ["small,large"]
+    assert args.seed == ["4", "5,6"] and args.freq == synth.DEFAULT_FREQ_MHZ
