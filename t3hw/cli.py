@@ -16,7 +16,7 @@
     t3hw waves DIR
     t3hw formal [NAME ...] [--task bmc|prove|cover]
     t3hw synth --json FILE [--blocks B,..] [--params SET,..] [--seed N,..] [--docs FILE]
-    t3hw bitstream --out DIR [--seed N]
+    t3hw bitstream --out DIR [--seed N] [--baud N]
 
 Errors print one line saying what to fix, and exit with status 2 (1 for a failed check).
 """

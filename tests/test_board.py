@@ -11,7 +11,7 @@
   (generator stores, tracker, DMA, ring link, DRAM model), checked in the board and engine
   counters and in the DRAM model's lines.
 * ``test_build_bitstream_place_and_route`` runs the real Yosys / nextpnr / ecppack flow
-  (about a minute with the parameters used here; see ``docs/fpga.md``). Skip it with
+  (about 2 minutes with the parameters used here; see ``docs/fpga.md``). Skip it with
   ``T3HW_SKIP_PNR=1``.
 """
 
@@ -40,7 +40,7 @@ PARAMS = EngineParams()
 DIVISOR = 4
 
 #: The parameters of the build test: the paper's with smaller tables and widths, so that the
-#: real flow takes a minute or two here instead of about 15 for the paper's (``make
+#: real flow takes a minute or two here instead of about 10 for the paper's (``make
 #: bitstream``; ``docs/fpga.md`` has both).
 BUILD_PARAMS = EngineParams(tracker_entries=16, tile_width=8, count_width=8, cmd_width=4,
                             counter_width=16, addr_width=24, pitch_width=16, regions=4,
