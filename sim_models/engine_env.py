@@ -320,10 +320,14 @@ class EngineEnv(StreamEnv):
             self.wire.append((cyc + self.rng.randint(lo, hi), pkt, data))
 
     def done(self):
+        """Every stimulus given and drained: a store or packet the engine has taken but not
+        yet written to DRAM still holds its data in ``local_data``/``remote_data``/``rx_data``
+        (a packet accepted on ``net_rx`` can sit in the engine's queues for a while)."""
         return (not self.stores and self.store is None and not self.loads_left
                 and self.load is None and not self.queue and not self.responses
                 and not self.wire and self.rx is None
-                and sum(self.expected.values()) == 0)
+                and not self.local_data and not self.remote_data and not self.rx_data
+                and not self.dma_data and sum(self.expected.values()) == 0)
 
     def check_end(self):
         """Every expected packet seen, each descriptor's in walk order; ``Z`` reduced."""
