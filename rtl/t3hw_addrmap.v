@@ -5,17 +5,17 @@
 module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, mem__ready, rx__payload, rx__valid, rx_mem__ready, clear, clk, rst, store__ready, net__payload, net__valid, mem__payload, mem__valid, rx__ready, rx_mem__payload, rx_mem__valid, errors, stats
 , store__payload);
   reg _init_strobe_1  = 0;
-  wire [48:0] \$1 ;
-  wire [48:0] \$10 ;
+  wire \$1 ;
+  wire \$10 ;
   wire \$100 ;
-  wire [48:0] \$101 ;
+  wire \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [48:0] \$108 ;
+  wire \$108 ;
   wire \$109 ;
   wire \$11 ;
   wire \$110 ;
@@ -23,7 +23,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
-  wire [48:0] \$115 ;
+  wire \$115 ;
   wire \$116 ;
   wire \$117 ;
   wire \$118 ;
@@ -31,15 +31,15 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [48:0] \$122 ;
+  wire \$122 ;
   wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire [48:0] \$129 ;
-  wire [48:0] \$13 ;
+  wire \$129 ;
+  wire \$13 ;
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
@@ -66,22 +66,22 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$151 ;
   wire \$152 ;
   wire \$153 ;
-  wire [48:0] \$154 ;
+  wire \$154 ;
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
-  wire [48:0] \$16 ;
+  wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire \$162 ;
-  wire \$163 ;
-  wire \$164 ;
+  wire [32:0] \$162 ;
+  wire [32:0] \$163 ;
+  wire [32:0] \$164 ;
   wire [32:0] \$165 ;
-  wire [32:0] \$166 ;
-  wire [32:0] \$167 ;
-  wire [32:0] \$168 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire [48:0] \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -105,7 +105,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
-  wire [48:0] \$19 ;
+  wire \$19 ;
   wire \$190 ;
   wire \$191 ;
   wire \$192 ;
@@ -139,7 +139,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$217 ;
   wire \$218 ;
   wire \$219 ;
-  wire [48:0] \$22 ;
+  wire \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
@@ -168,131 +168,111 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$243 ;
   wire \$244 ;
   wire \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire \$248 ;
-  wire \$249 ;
-  wire [48:0] \$25 ;
-  wire \$250 ;
-  wire \$251 ;
-  wire \$252 ;
-  wire \$253 ;
-  wire \$254 ;
-  wire \$255 ;
-  wire \$256 ;
-  wire \$257 ;
-  wire \$258 ;
-  wire \$259 ;
-  wire [48:0] \$26 ;
-  wire \$260 ;
-  wire \$261 ;
-  wire \$262 ;
-  wire \$263 ;
-  wire \$264 ;
-  wire \$265 ;
-  wire \$266 ;
-  wire \$267 ;
-  wire \$268 ;
-  wire \$269 ;
-  wire [48:0] \$27 ;
-  wire \$270 ;
-  wire \$271 ;
-  wire \$272 ;
-  wire \$273 ;
-  wire \$274 ;
-  wire \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
-  wire [48:0] \$28 ;
-  wire \$280 ;
-  wire \$281 ;
-  wire \$282 ;
-  wire [1:0] \$283 ;
-  wire [1:0] \$284 ;
-  wire [1:0] \$285 ;
-  reg \$286 ;
-  reg \$287 ;
-  reg [76:0] \$288 ;
-  reg [72:0] \$289 ;
-  wire [48:0] \$29 ;
-  reg [127:0] \$290 ;
-  reg \$291 ;
-  reg [72:0] \$292 ;
-  reg [151:0] \$293 ;
-  reg [151:0] \$294 ;
-  reg [151:0] \$295 ;
-  reg [151:0] \$296 ;
-  reg [151:0] \$297 ;
-  reg [151:0] \$298 ;
-  reg [151:0] \$299 ;
+  wire [1:0] \$246 ;
+  wire [1:0] \$247 ;
+  wire [1:0] \$248 ;
+  reg \$249 ;
+  wire \$25 ;
+  reg \$250 ;
+  reg [76:0] \$251 ;
+  reg [72:0] \$252 ;
+  reg [127:0] \$253 ;
+  reg \$254 ;
+  reg [72:0] \$255 ;
+  reg \$256 ;
+  reg [151:0] \$257 ;
+  reg [48:0] \$258 ;
+  reg [47:0] \$259 ;
+  wire \$26 ;
+  reg [151:0] \$260 ;
+  reg [48:0] \$261 ;
+  reg [47:0] \$262 ;
+  reg [151:0] \$263 ;
+  reg [48:0] \$264 ;
+  reg [47:0] \$265 ;
+  reg [151:0] \$266 ;
+  reg [48:0] \$267 ;
+  reg [47:0] \$268 ;
+  reg [151:0] \$269 ;
+  wire \$27 ;
+  reg [48:0] \$270 ;
+  reg [47:0] \$271 ;
+  reg [151:0] \$272 ;
+  reg [48:0] \$273 ;
+  reg [47:0] \$274 ;
+  reg [151:0] \$275 ;
+  reg [48:0] \$276 ;
+  reg [47:0] \$277 ;
+  reg [151:0] \$278 ;
+  reg [48:0] \$279 ;
+  wire \$28 ;
+  reg [47:0] \$280 ;
+  reg [1:0] \$281 ;
+  wire \$29 ;
   wire \$3 ;
-  wire [48:0] \$30 ;
-  reg [151:0] \$300 ;
-  reg [1:0] \$301 ;
-  wire [48:0] \$31 ;
-  wire [48:0] \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [48:0] \$33 ;
+  wire [48:0] \$34 ;
+  wire [48:0] \$35 ;
+  wire [48:0] \$36 ;
+  wire [48:0] \$37 ;
+  wire [48:0] \$38 ;
   wire [48:0] \$39 ;
-  wire [48:0] \$4 ;
-  wire \$40 ;
+  wire \$4 ;
+  wire [48:0] \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire [48:0] \$44 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire [48:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
-  wire [48:0] \$54 ;
+  wire \$54 ;
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
   wire \$58 ;
-  wire [48:0] \$59 ;
+  wire \$59 ;
   wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
-  wire [48:0] \$64 ;
+  wire \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [48:0] \$69 ;
-  wire [48:0] \$7 ;
+  wire \$69 ;
+  wire \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire [48:0] \$74 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire [48:0] \$80 ;
+  wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
-  wire [48:0] \$87 ;
+  wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire \$9 ;
@@ -300,7 +280,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire [48:0] \$94 ;
+  wire \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
@@ -313,7 +293,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire clear__overlap ;
   input clk;
   wire clk;
-  reg [47:0] delta;
   reg [4:0] device;
   wire [48:0] \end ;
   output [1:0] errors;
@@ -354,6 +333,22 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire net__ready;
   output net__valid;
   reg net__valid = 1'h0;
+  reg p2_bad = 1'h0;
+  reg [47:0] p2_delta = 48'h000000000000;
+  reg [48:0] p2_end = 49'h0000000000000;
+  reg [154:0] p2_req = 155'h000000000000000000000000000000000000000;
+  wire [47:0] p2_req__base ;
+  wire [4:0] p2_req__device ;
+  wire [2:0] p2_req__index ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] p2_req__mode ;
+  wire [47:0] p2_req__remote_base ;
+  wire [47:0] p2_req__size ;
+  wire p2_req__valid ;
+  reg p2_valid = 1'h0;
   input [154:0] program__payload;
   wire [154:0] program__payload;
   wire [47:0] program__payload__base ;
@@ -380,6 +375,8 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [47:0] region0__remote_base ;
   wire [47:0] region0__size ;
   wire region0__valid ;
+  reg [47:0] region0_delta = 48'h000000000000;
+  reg [48:0] region0_end = 49'h0000000000000;
   reg [151:0] region1 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region1__base ;
   wire [4:0] region1__device ;
@@ -391,6 +388,8 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [47:0] region1__remote_base ;
   wire [47:0] region1__size ;
   wire region1__valid ;
+  reg [47:0] region1_delta = 48'h000000000000;
+  reg [48:0] region1_end = 49'h0000000000000;
   reg [151:0] region2 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region2__base ;
   wire [4:0] region2__device ;
@@ -402,6 +401,8 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [47:0] region2__remote_base ;
   wire [47:0] region2__size ;
   wire region2__valid ;
+  reg [47:0] region2_delta = 48'h000000000000;
+  reg [48:0] region2_end = 49'h0000000000000;
   reg [151:0] region3 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region3__base ;
   wire [4:0] region3__device ;
@@ -413,6 +414,8 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [47:0] region3__remote_base ;
   wire [47:0] region3__size ;
   wire region3__valid ;
+  reg [47:0] region3_delta = 48'h000000000000;
+  reg [48:0] region3_end = 49'h0000000000000;
   reg [151:0] region4 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region4__base ;
   wire [4:0] region4__device ;
@@ -424,6 +427,8 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [47:0] region4__remote_base ;
   wire [47:0] region4__size ;
   wire region4__valid ;
+  reg [47:0] region4_delta = 48'h000000000000;
+  reg [48:0] region4_end = 49'h0000000000000;
   reg [151:0] region5 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region5__base ;
   wire [4:0] region5__device ;
@@ -435,6 +440,8 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [47:0] region5__remote_base ;
   wire [47:0] region5__size ;
   wire region5__valid ;
+  reg [47:0] region5_delta = 48'h000000000000;
+  reg [48:0] region5_end = 49'h0000000000000;
   reg [151:0] region6 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region6__base ;
   wire [4:0] region6__device ;
@@ -446,6 +453,8 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [47:0] region6__remote_base ;
   wire [47:0] region6__size ;
   wire region6__valid ;
+  reg [47:0] region6_delta = 48'h000000000000;
+  reg [48:0] region6_end = 49'h0000000000000;
   reg [151:0] region7 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region7__base ;
   wire [4:0] region7__device ;
@@ -457,6 +466,8 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [47:0] region7__remote_base ;
   wire [47:0] region7__size ;
   wire region7__valid ;
+  reg [47:0] region7_delta = 48'h000000000000;
+  reg [48:0] region7_end = 49'h0000000000000;
   input rst;
   wire rst;
   input [76:0] rx__payload;
@@ -510,326 +521,332 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire store__ready;
   input store__valid;
   wire store__valid;
-  assign \$1  = store__payload[47:0] - region0[55:8];
-  assign \$2  = \$1 [47:0] < region0[103:56];
-  assign \$3  = region0[0] & \$2 ;
-  assign \$4  = store__payload[47:0] - region1[55:8];
-  assign \$5  = \$4 [47:0] < region1[103:56];
+  reg [47:0] target;
+  assign \$1  = store__payload[47:0] >= region0[55:8];
+  assign \$2  = region0[0] & \$1 ;
+  assign \$3  = store__payload[47:0] < region0_end;
+  assign \$4  = \$2  & \$3 ;
+  assign \$5  = store__payload[47:0] >= region1[55:8];
   assign \$6  = region1[0] & \$5 ;
-  assign \$7  = store__payload[47:0] - region2[55:8];
-  assign \$8  = \$7 [47:0] < region2[103:56];
-  assign \$9  = region2[0] & \$8 ;
-  assign \$10  = store__payload[47:0] - region3[55:8];
-  assign \$11  = \$10 [47:0] < region3[103:56];
-  assign \$12  = region3[0] & \$11 ;
-  assign \$13  = store__payload[47:0] - region4[55:8];
-  assign \$14  = \$13 [47:0] < region4[103:56];
-  assign \$15  = region4[0] & \$14 ;
-  assign \$16  = store__payload[47:0] - region5[55:8];
-  assign \$17  = \$16 [47:0] < region5[103:56];
-  assign \$18  = region5[0] & \$17 ;
-  assign \$19  = store__payload[47:0] - region6[55:8];
-  assign \$20  = \$19 [47:0] < region6[103:56];
-  assign \$21  = region6[0] & \$20 ;
-  assign \$22  = store__payload[47:0] - region7[55:8];
-  assign \$23  = \$22 [47:0] < region7[103:56];
-  assign \$24  = region7[0] & \$23 ;
-  assign \$25  = region0[151:104] - region0[55:8];
-  assign \$26  = region1[151:104] - region1[55:8];
-  assign \$27  = region2[151:104] - region2[55:8];
-  assign \$28  = region3[151:104] - region3[55:8];
-  assign \$29  = region4[151:104] - region4[55:8];
-  assign \$30  = region5[151:104] - region5[55:8];
-  assign \$31  = region6[151:104] - region6[55:8];
-  assign \$32  = region7[151:104] - region7[55:8];
-  assign \$33  = ~ net__valid;
-  assign \$34  = \$33  | net__ready;
-  assign \$35  = ~ mem__valid;
-  assign \$36  = \$35  | mem__ready;
-  assign store__ready = \$34  & \$36 ;
-  assign \$37  = region0[2:1] == 2'h2;
-  assign \$38  = region0[0] & \$37 ;
-  assign \$39  = rx__payload[52:5] - region0[55:8];
-  assign \$40  = \$39 [47:0] < region0[103:56];
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = region1[2:1] == 2'h2;
-  assign \$43  = region1[0] & \$42 ;
-  assign \$44  = rx__payload[52:5] - region1[55:8];
-  assign \$45  = \$44 [47:0] < region1[103:56];
-  assign \$46  = \$43  & \$45 ;
-  assign \$47  = region2[2:1] == 2'h2;
-  assign \$48  = region2[0] & \$47 ;
-  assign \$49  = rx__payload[52:5] - region2[55:8];
-  assign \$50  = \$49 [47:0] < region2[103:56];
-  assign \$51  = \$48  & \$50 ;
-  assign \$52  = region3[2:1] == 2'h2;
-  assign \$53  = region3[0] & \$52 ;
-  assign \$54  = rx__payload[52:5] - region3[55:8];
-  assign \$55  = \$54 [47:0] < region3[103:56];
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = region4[2:1] == 2'h2;
-  assign \$58  = region4[0] & \$57 ;
-  assign \$59  = rx__payload[52:5] - region4[55:8];
-  assign \$60  = \$59 [47:0] < region4[103:56];
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = region5[2:1] == 2'h2;
-  assign \$63  = region5[0] & \$62 ;
-  assign \$64  = rx__payload[52:5] - region5[55:8];
-  assign \$65  = \$64 [47:0] < region5[103:56];
-  assign \$66  = \$63  & \$65 ;
-  assign \$67  = region6[2:1] == 2'h2;
-  assign \$68  = region6[0] & \$67 ;
-  assign \$69  = rx__payload[52:5] - region6[55:8];
-  assign \$70  = \$69 [47:0] < region6[103:56];
-  assign \$71  = \$68  & \$70 ;
-  assign \$72  = region7[2:1] == 2'h2;
-  assign \$73  = region7[0] & \$72 ;
-  assign \$74  = rx__payload[52:5] - region7[55:8];
-  assign \$75  = \$74 [47:0] < region7[103:56];
-  assign \$76  = \$73  & \$75 ;
-  assign \$77  = ~ rx_mem__valid;
-  assign rx__ready = \$77  | rx_mem__ready;
-  assign \end  = program__payload[58:11] + program__payload[106:59];
-  assign \$78  = | program__payload[2:0];
-  assign \$79  = \$78  & region0[0];
-  assign \$80  = region0[55:8] + region0[103:56];
-  assign \$81  = program__payload[58:11] < \$80 ;
-  assign \$82  = \$79  & \$81 ;
-  assign \$83  = region0[55:8] < \end ;
+  assign \$7  = store__payload[47:0] < region1_end;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = store__payload[47:0] >= region2[55:8];
+  assign \$10  = region2[0] & \$9 ;
+  assign \$11  = store__payload[47:0] < region2_end;
+  assign \$12  = \$10  & \$11 ;
+  assign \$13  = store__payload[47:0] >= region3[55:8];
+  assign \$14  = region3[0] & \$13 ;
+  assign \$15  = store__payload[47:0] < region3_end;
+  assign \$16  = \$14  & \$15 ;
+  assign \$17  = store__payload[47:0] >= region4[55:8];
+  assign \$18  = region4[0] & \$17 ;
+  assign \$19  = store__payload[47:0] < region4_end;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = store__payload[47:0] >= region5[55:8];
+  assign \$22  = region5[0] & \$21 ;
+  assign \$23  = store__payload[47:0] < region5_end;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = store__payload[47:0] >= region6[55:8];
+  assign \$26  = region6[0] & \$25 ;
+  assign \$27  = store__payload[47:0] < region6_end;
+  assign \$28  = \$26  & \$27 ;
+  assign \$29  = store__payload[47:0] >= region7[55:8];
+  assign \$30  = region7[0] & \$29 ;
+  assign \$31  = store__payload[47:0] < region7_end;
+  assign \$32  = \$30  & \$31 ;
+  assign \$33  = store__payload[47:0] + region0_delta;
+  assign \$34  = store__payload[47:0] + region1_delta;
+  assign \$35  = store__payload[47:0] + region2_delta;
+  assign \$36  = store__payload[47:0] + region3_delta;
+  assign \$37  = store__payload[47:0] + region4_delta;
+  assign \$38  = store__payload[47:0] + region5_delta;
+  assign \$39  = store__payload[47:0] + region6_delta;
+  assign \$40  = store__payload[47:0] + region7_delta;
+  assign \$41  = ~ net__valid;
+  assign \$42  = \$41  | net__ready;
+  assign \$43  = ~ mem__valid;
+  assign \$44  = \$43  | mem__ready;
+  assign store__ready = \$42  & \$44 ;
+  assign \$45  = region0[2:1] == 2'h2;
+  assign \$46  = region0[0] & \$45 ;
+  assign \$47  = rx__payload[52:5] >= region0[55:8];
+  assign \$48  = \$46  & \$47 ;
+  assign \$49  = rx__payload[52:5] < region0_end;
+  assign \$50  = \$48  & \$49 ;
+  assign \$51  = region1[2:1] == 2'h2;
+  assign \$52  = region1[0] & \$51 ;
+  assign \$53  = rx__payload[52:5] >= region1[55:8];
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = rx__payload[52:5] < region1_end;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = region2[2:1] == 2'h2;
+  assign \$58  = region2[0] & \$57 ;
+  assign \$59  = rx__payload[52:5] >= region2[55:8];
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = rx__payload[52:5] < region2_end;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = region3[2:1] == 2'h2;
+  assign \$64  = region3[0] & \$63 ;
+  assign \$65  = rx__payload[52:5] >= region3[55:8];
+  assign \$66  = \$64  & \$65 ;
+  assign \$67  = rx__payload[52:5] < region3_end;
+  assign \$68  = \$66  & \$67 ;
+  assign \$69  = region4[2:1] == 2'h2;
+  assign \$70  = region4[0] & \$69 ;
+  assign \$71  = rx__payload[52:5] >= region4[55:8];
+  assign \$72  = \$70  & \$71 ;
+  assign \$73  = rx__payload[52:5] < region4_end;
+  assign \$74  = \$72  & \$73 ;
+  assign \$75  = region5[2:1] == 2'h2;
+  assign \$76  = region5[0] & \$75 ;
+  assign \$77  = rx__payload[52:5] >= region5[55:8];
+  assign \$78  = \$76  & \$77 ;
+  assign \$79  = rx__payload[52:5] < region5_end;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = region6[2:1] == 2'h2;
+  assign \$82  = region6[0] & \$81 ;
+  assign \$83  = rx__payload[52:5] >= region6[55:8];
   assign \$84  = \$82  & \$83 ;
-  assign \$85  = program__payload[2:0] != 1'h1;
-  assign \$86  = \$85  & region1[0];
-  assign \$87  = region1[55:8] + region1[103:56];
-  assign \$88  = program__payload[58:11] < \$87 ;
-  assign \$89  = \$86  & \$88 ;
-  assign \$90  = region1[55:8] < \end ;
-  assign \$91  = \$89  & \$90 ;
-  assign \$92  = program__payload[2:0] != 2'h2;
-  assign \$93  = \$92  & region2[0];
-  assign \$94  = region2[55:8] + region2[103:56];
-  assign \$95  = program__payload[58:11] < \$94 ;
-  assign \$96  = \$93  & \$95 ;
-  assign \$97  = region2[55:8] < \end ;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = program__payload[2:0] != 2'h3;
-  assign \$100  = \$99  & region3[0];
-  assign \$101  = region3[55:8] + region3[103:56];
-  assign \$102  = program__payload[58:11] < \$101 ;
-  assign \$103  = \$100  & \$102 ;
-  assign \$104  = region3[55:8] < \end ;
+  assign \$85  = rx__payload[52:5] < region6_end;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = region7[2:1] == 2'h2;
+  assign \$88  = region7[0] & \$87 ;
+  assign \$89  = rx__payload[52:5] >= region7[55:8];
+  assign \$90  = \$88  & \$89 ;
+  assign \$91  = rx__payload[52:5] < region7_end;
+  assign \$92  = \$90  & \$91 ;
+  assign \$93  = ~ rx_mem__valid;
+  assign rx__ready = \$93  | rx_mem__ready;
+  assign \end  = program__payload[58:11] + program__payload[106:59];
+  assign \$94  = | p2_req[2:0];
+  assign \$95  = \$94  & region0[0];
+  assign \$96  = p2_req[58:11] < region0_end;
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = region0[55:8] < p2_end;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = p2_req[2:0] != 1'h1;
+  assign \$101  = \$100  & region1[0];
+  assign \$102  = p2_req[58:11] < region1_end;
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = region1[55:8] < p2_end;
   assign \$105  = \$103  & \$104 ;
-  assign \$106  = program__payload[2:0] != 3'h4;
-  assign \$107  = \$106  & region4[0];
-  assign \$108  = region4[55:8] + region4[103:56];
-  assign \$109  = program__payload[58:11] < \$108 ;
-  assign \$110  = \$107  & \$109 ;
-  assign \$111  = region4[55:8] < \end ;
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = program__payload[2:0] != 3'h5;
-  assign \$114  = \$113  & region5[0];
-  assign \$115  = region5[55:8] + region5[103:56];
-  assign \$116  = program__payload[58:11] < \$115 ;
-  assign \$117  = \$114  & \$116 ;
-  assign \$118  = region5[55:8] < \end ;
-  assign \$119  = \$117  & \$118 ;
-  assign \$120  = program__payload[2:0] != 3'h6;
-  assign \$121  = \$120  & region6[0];
-  assign \$122  = region6[55:8] + region6[103:56];
-  assign \$123  = program__payload[58:11] < \$122 ;
-  assign \$124  = \$121  & \$123 ;
-  assign \$125  = region6[55:8] < \end ;
-  assign \$126  = \$124  & \$125 ;
-  assign \$127  = program__payload[2:0] != 3'h7;
-  assign \$128  = \$127  & region7[0];
-  assign \$129  = region7[55:8] + region7[103:56];
-  assign \$130  = program__payload[58:11] < \$129 ;
-  assign \$131  = \$128  & \$130 ;
-  assign \$132  = region7[55:8] < \end ;
+  assign \$106  = p2_req[2:0] != 2'h2;
+  assign \$107  = \$106  & region2[0];
+  assign \$108  = p2_req[58:11] < region2_end;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = region2[55:8] < p2_end;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = p2_req[2:0] != 2'h3;
+  assign \$113  = \$112  & region3[0];
+  assign \$114  = p2_req[58:11] < region3_end;
+  assign \$115  = \$113  & \$114 ;
+  assign \$116  = region3[55:8] < p2_end;
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = p2_req[2:0] != 3'h4;
+  assign \$119  = \$118  & region4[0];
+  assign \$120  = p2_req[58:11] < region4_end;
+  assign \$121  = \$119  & \$120 ;
+  assign \$122  = region4[55:8] < p2_end;
+  assign \$123  = \$121  & \$122 ;
+  assign \$124  = p2_req[2:0] != 3'h5;
+  assign \$125  = \$124  & region5[0];
+  assign \$126  = p2_req[58:11] < region5_end;
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = region5[55:8] < p2_end;
+  assign \$129  = \$127  & \$128 ;
+  assign \$130  = p2_req[2:0] != 3'h6;
+  assign \$131  = \$130  & region6[0];
+  assign \$132  = p2_req[58:11] < region6_end;
   assign \$133  = \$131  & \$132 ;
-  assign \$134  = program__valid & program__payload[3];
-  assign \$135  = ! program__payload[106:59];
-  assign \$136  = \end  > 49'h1000000000000;
-  assign \$137  = \$135  | \$136 ;
-  assign \$138  = program__payload[5:4] > 2'h2;
-  assign \$139  = \$137  | \$138 ;
-  assign \$140  = \$134  & \$139 ;
-  assign \$141  = program__valid & program__payload[3];
-  assign \$142  = ! program__payload[106:59];
-  assign \$143  = \end  > 49'h1000000000000;
-  assign \$144  = \$142  | \$143 ;
-  assign \$145  = program__payload[5:4] > 2'h2;
-  assign \$146  = \$144  | \$145 ;
-  assign \$147  = ~ \$146 ;
-  assign \$148  = \$141  & \$147 ;
-  assign \$149  = | clash;
-  assign \$150  = \$148  & \$149 ;
-  assign \$151  = store__valid & store__ready;
-  assign \$152  = mode == 1'h1;
-  assign \$153  = \$151  & \$152 ;
-  assign \$154  = store__payload[47:0] + delta;
-  assign \$155  = store__valid & store__ready;
-  assign \$156  = mode == 1'h1;
-  assign \$157  = ~ \$156 ;
-  assign \$158  = \$155  & \$157 ;
-  assign \$159  = mode == 2'h2;
-  assign \$160  = store__valid & store__ready;
-  assign \$161  = | hits;
-  assign \$162  = ~ \$161 ;
-  assign \$163  = ! mode;
-  assign \$164  = mode == 2'h2;
-  assign \$165  = stats[127:96] + 1'h1;
-  assign \$166  = stats[31:0] + 1'h1;
-  assign \$167  = stats[63:32] + 1'h1;
-  assign \$168  = stats[95:64] + 1'h1;
-  assign \$169  = rx__valid & rx__ready;
-  assign \$170  = | rx_hit;
-  assign \$171  = ~ program__payload[3];
-  assign \$172  = ! program__payload[106:59];
-  assign \$173  = \end  > 49'h1000000000000;
-  assign \$174  = \$172  | \$173 ;
-  assign \$175  = program__payload[5:4] > 2'h2;
-  assign \$176  = \$174  | \$175 ;
+  assign \$134  = region6[55:8] < p2_end;
+  assign \$135  = \$133  & \$134 ;
+  assign \$136  = p2_req[2:0] != 3'h7;
+  assign \$137  = \$136  & region7[0];
+  assign \$138  = p2_req[58:11] < region7_end;
+  assign \$139  = \$137  & \$138 ;
+  assign \$140  = region7[55:8] < p2_end;
+  assign \$141  = \$139  & \$140 ;
+  assign \$142  = p2_valid & p2_req[3];
+  assign \$143  = \$142  & p2_bad;
+  assign \$144  = p2_valid & p2_req[3];
+  assign \$145  = ~ p2_bad;
+  assign \$146  = \$144  & \$145 ;
+  assign \$147  = | clash;
+  assign \$148  = \$146  & \$147 ;
+  assign \$149  = store__valid & store__ready;
+  assign \$150  = mode == 1'h1;
+  assign \$151  = \$149  & \$150 ;
+  assign \$152  = store__valid & store__ready;
+  assign \$153  = mode == 1'h1;
+  assign \$154  = ~ \$153 ;
+  assign \$155  = \$152  & \$154 ;
+  assign \$156  = mode == 2'h2;
+  assign \$157  = store__valid & store__ready;
+  assign \$158  = | hits;
+  assign \$159  = ~ \$158 ;
+  assign \$160  = ! mode;
+  assign \$161  = mode == 2'h2;
+  assign \$162  = stats[127:96] + 1'h1;
+  assign \$163  = stats[31:0] + 1'h1;
+  assign \$164  = stats[63:32] + 1'h1;
+  assign \$165  = stats[95:64] + 1'h1;
+  assign \$166  = rx__valid & rx__ready;
+  assign \$167  = | rx_hit;
+  assign \$168  = program__payload[154:107] - program__payload[58:11];
+  assign \$169  = ! program__payload[106:59];
+  assign \$170  = \end  > 49'h1000000000000;
+  assign \$171  = \$169  | \$170 ;
+  assign \$172  = program__payload[5:4] > 2'h2;
+  assign \$173  = \$171  | \$172 ;
+  assign \$174  = ~ p2_req[3];
+  assign \$175  = ~ p2_bad;
+  assign \$176  = | clash;
   assign \$177  = ~ \$176 ;
-  assign \$178  = | clash;
-  assign \$179  = ~ \$178 ;
-  assign \$180  = \$177  & \$179 ;
-  assign \$181  = \$171  | \$180 ;
-  assign \$182  = program__valid & \$181 ;
-  assign \$183  = ! program__payload[2:0];
-  assign \$184  = \$182  & \$183 ;
-  assign \$185  = ~ program__payload[3];
-  assign \$186  = ! program__payload[106:59];
-  assign \$187  = \end  > 49'h1000000000000;
-  assign \$188  = \$186  | \$187 ;
-  assign \$189  = program__payload[5:4] > 2'h2;
-  assign \$190  = \$188  | \$189 ;
-  assign \$191  = ~ \$190 ;
-  assign \$192  = | clash;
-  assign \$193  = ~ \$192 ;
-  assign \$194  = \$191  & \$193 ;
-  assign \$195  = \$185  | \$194 ;
-  assign \$196  = program__valid & \$195 ;
-  assign \$197  = program__payload[2:0] == 1'h1;
-  assign \$198  = \$196  & \$197 ;
-  assign \$199  = ~ program__payload[3];
-  assign \$200  = ! program__payload[106:59];
-  assign \$201  = \end  > 49'h1000000000000;
-  assign \$202  = \$200  | \$201 ;
-  assign \$203  = program__payload[5:4] > 2'h2;
-  assign \$204  = \$202  | \$203 ;
-  assign \$205  = ~ \$204 ;
-  assign \$206  = | clash;
-  assign \$207  = ~ \$206 ;
-  assign \$208  = \$205  & \$207 ;
-  assign \$209  = \$199  | \$208 ;
-  assign \$210  = program__valid & \$209 ;
-  assign \$211  = program__payload[2:0] == 2'h2;
-  assign \$212  = \$210  & \$211 ;
-  assign \$213  = ~ program__payload[3];
-  assign \$214  = ! program__payload[106:59];
-  assign \$215  = \end  > 49'h1000000000000;
-  assign \$216  = \$214  | \$215 ;
-  assign \$217  = program__payload[5:4] > 2'h2;
-  assign \$218  = \$216  | \$217 ;
-  assign \$219  = ~ \$218 ;
-  assign \$220  = | clash;
-  assign \$221  = ~ \$220 ;
-  assign \$222  = \$219  & \$221 ;
-  assign \$223  = \$213  | \$222 ;
-  assign \$224  = program__valid & \$223 ;
-  assign \$225  = program__payload[2:0] == 2'h3;
-  assign \$226  = \$224  & \$225 ;
-  assign \$227  = ~ program__payload[3];
-  assign \$228  = ! program__payload[106:59];
-  assign \$229  = \end  > 49'h1000000000000;
-  assign \$230  = \$228  | \$229 ;
-  assign \$231  = program__payload[5:4] > 2'h2;
-  assign \$232  = \$230  | \$231 ;
-  assign \$233  = ~ \$232 ;
-  assign \$234  = | clash;
-  assign \$235  = ~ \$234 ;
-  assign \$236  = \$233  & \$235 ;
-  assign \$237  = \$227  | \$236 ;
-  assign \$238  = program__valid & \$237 ;
-  assign \$239  = program__payload[2:0] == 3'h4;
-  assign \$240  = \$238  & \$239 ;
-  assign \$241  = ~ program__payload[3];
-  assign \$242  = ! program__payload[106:59];
-  assign \$243  = \end  > 49'h1000000000000;
-  assign \$244  = \$242  | \$243 ;
-  assign \$245  = program__payload[5:4] > 2'h2;
-  assign \$246  = \$244  | \$245 ;
-  assign \$247  = ~ \$246 ;
-  assign \$248  = | clash;
-  assign \$249  = ~ \$248 ;
-  assign \$250  = \$247  & \$249 ;
-  assign \$251  = \$241  | \$250 ;
-  assign \$252  = program__valid & \$251 ;
-  assign \$253  = program__payload[2:0] == 3'h5;
-  assign \$254  = \$252  & \$253 ;
-  assign \$255  = ~ program__payload[3];
-  assign \$256  = ! program__payload[106:59];
-  assign \$257  = \end  > 49'h1000000000000;
-  assign \$258  = \$256  | \$257 ;
-  assign \$259  = program__payload[5:4] > 2'h2;
-  assign \$260  = \$258  | \$259 ;
-  assign \$261  = ~ \$260 ;
-  assign \$262  = | clash;
-  assign \$263  = ~ \$262 ;
-  assign \$264  = \$261  & \$263 ;
-  assign \$265  = \$255  | \$264 ;
-  assign \$266  = program__valid & \$265 ;
-  assign \$267  = program__payload[2:0] == 3'h6;
-  assign \$268  = \$266  & \$267 ;
-  assign \$269  = ~ program__payload[3];
-  assign \$270  = ! program__payload[106:59];
-  assign \$271  = \end  > 49'h1000000000000;
-  assign \$272  = \$270  | \$271 ;
-  assign \$273  = program__payload[5:4] > 2'h2;
-  assign \$274  = \$272  | \$273 ;
-  assign \$275  = ~ \$274 ;
-  assign \$276  = | clash;
-  assign \$277  = ~ \$276 ;
-  assign \$278  = \$275  & \$277 ;
-  assign \$279  = \$269  | \$278 ;
-  assign \$280  = program__valid & \$279 ;
-  assign \$281  = program__payload[2:0] == 3'h7;
-  assign \$282  = \$280  & \$281 ;
-  assign \$283  = ~ clear;
-  assign \$284  = errors & \$283 ;
-  assign \$285  = \$284  | set_err;
+  assign \$178  = \$175  & \$177 ;
+  assign \$179  = \$174  | \$178 ;
+  assign \$180  = p2_valid & \$179 ;
+  assign \$181  = ! p2_req[2:0];
+  assign \$182  = \$180  & \$181 ;
+  assign \$183  = ~ p2_req[3];
+  assign \$184  = ~ p2_bad;
+  assign \$185  = | clash;
+  assign \$186  = ~ \$185 ;
+  assign \$187  = \$184  & \$186 ;
+  assign \$188  = \$183  | \$187 ;
+  assign \$189  = p2_valid & \$188 ;
+  assign \$190  = p2_req[2:0] == 1'h1;
+  assign \$191  = \$189  & \$190 ;
+  assign \$192  = ~ p2_req[3];
+  assign \$193  = ~ p2_bad;
+  assign \$194  = | clash;
+  assign \$195  = ~ \$194 ;
+  assign \$196  = \$193  & \$195 ;
+  assign \$197  = \$192  | \$196 ;
+  assign \$198  = p2_valid & \$197 ;
+  assign \$199  = p2_req[2:0] == 2'h2;
+  assign \$200  = \$198  & \$199 ;
+  assign \$201  = ~ p2_req[3];
+  assign \$202  = ~ p2_bad;
+  assign \$203  = | clash;
+  assign \$204  = ~ \$203 ;
+  assign \$205  = \$202  & \$204 ;
+  assign \$206  = \$201  | \$205 ;
+  assign \$207  = p2_valid & \$206 ;
+  assign \$208  = p2_req[2:0] == 2'h3;
+  assign \$209  = \$207  & \$208 ;
+  assign \$210  = ~ p2_req[3];
+  assign \$211  = ~ p2_bad;
+  assign \$212  = | clash;
+  assign \$213  = ~ \$212 ;
+  assign \$214  = \$211  & \$213 ;
+  assign \$215  = \$210  | \$214 ;
+  assign \$216  = p2_valid & \$215 ;
+  assign \$217  = p2_req[2:0] == 3'h4;
+  assign \$218  = \$216  & \$217 ;
+  assign \$219  = ~ p2_req[3];
+  assign \$220  = ~ p2_bad;
+  assign \$221  = | clash;
+  assign \$222  = ~ \$221 ;
+  assign \$223  = \$220  & \$222 ;
+  assign \$224  = \$219  | \$223 ;
+  assign \$225  = p2_valid & \$224 ;
+  assign \$226  = p2_req[2:0] == 3'h5;
+  assign \$227  = \$225  & \$226 ;
+  assign \$228  = ~ p2_req[3];
+  assign \$229  = ~ p2_bad;
+  assign \$230  = | clash;
+  assign \$231  = ~ \$230 ;
+  assign \$232  = \$229  & \$231 ;
+  assign \$233  = \$228  | \$232 ;
+  assign \$234  = p2_valid & \$233 ;
+  assign \$235  = p2_req[2:0] == 3'h6;
+  assign \$236  = \$234  & \$235 ;
+  assign \$237  = ~ p2_req[3];
+  assign \$238  = ~ p2_bad;
+  assign \$239  = | clash;
+  assign \$240  = ~ \$239 ;
+  assign \$241  = \$238  & \$240 ;
+  assign \$242  = \$237  | \$241 ;
+  assign \$243  = p2_valid & \$242 ;
+  assign \$244  = p2_req[2:0] == 3'h7;
+  assign \$245  = \$243  & \$244 ;
+  assign \$246  = ~ clear;
+  assign \$247  = errors & \$246 ;
+  assign \$248  = \$247  | set_err;
   always @(posedge clk)
-    net__valid <= \$286 ;
+    net__valid <= \$249 ;
   always @(posedge clk)
-    mem__valid <= \$287 ;
+    mem__valid <= \$250 ;
   always @(posedge clk)
-    net__payload <= \$288 ;
+    net__payload <= \$251 ;
   always @(posedge clk)
-    mem__payload <= \$289 ;
+    mem__payload <= \$252 ;
   always @(posedge clk)
-    stats <= \$290 ;
+    stats <= \$253 ;
   always @(posedge clk)
-    rx_mem__valid <= \$291 ;
+    rx_mem__valid <= \$254 ;
   always @(posedge clk)
-    rx_mem__payload <= \$292 ;
+    rx_mem__payload <= \$255 ;
   always @(posedge clk)
-    region0 <= \$293 ;
+    p2_valid <= \$256 ;
   always @(posedge clk)
-    region1 <= \$294 ;
+    p2_req <= program__payload;
   always @(posedge clk)
-    region2 <= \$295 ;
+    p2_end <= \end ;
   always @(posedge clk)
-    region3 <= \$296 ;
+    p2_delta <= \$168 [47:0];
   always @(posedge clk)
-    region4 <= \$297 ;
+    p2_bad <= \$173 ;
   always @(posedge clk)
-    region5 <= \$298 ;
+    region0 <= \$257 ;
   always @(posedge clk)
-    region6 <= \$299 ;
+    region0_end <= \$258 ;
   always @(posedge clk)
-    region7 <= \$300 ;
+    region0_delta <= \$259 ;
   always @(posedge clk)
-    errors <= \$301 ;
+    region1 <= \$260 ;
+  always @(posedge clk)
+    region1_end <= \$261 ;
+  always @(posedge clk)
+    region1_delta <= \$262 ;
+  always @(posedge clk)
+    region2 <= \$263 ;
+  always @(posedge clk)
+    region2_end <= \$264 ;
+  always @(posedge clk)
+    region2_delta <= \$265 ;
+  always @(posedge clk)
+    region3 <= \$266 ;
+  always @(posedge clk)
+    region3_end <= \$267 ;
+  always @(posedge clk)
+    region3_delta <= \$268 ;
+  always @(posedge clk)
+    region4 <= \$269 ;
+  always @(posedge clk)
+    region4_end <= \$270 ;
+  always @(posedge clk)
+    region4_delta <= \$271 ;
+  always @(posedge clk)
+    region5 <= \$272 ;
+  always @(posedge clk)
+    region5_end <= \$273 ;
+  always @(posedge clk)
+    region5_delta <= \$274 ;
+  always @(posedge clk)
+    region6 <= \$275 ;
+  always @(posedge clk)
+    region6_end <= \$276 ;
+  always @(posedge clk)
+    region6_delta <= \$277 ;
+  always @(posedge clk)
+    region7 <= \$278 ;
+  always @(posedge clk)
+    region7_end <= \$279 ;
+  always @(posedge clk)
+    region7_delta <= \$280 ;
+  always @(posedge clk)
+    errors <= \$281 ;
   always @* begin
     if (_init_strobe_1 ) begin end
     mode = 2'h0;
@@ -888,257 +905,376 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    delta = 48'h000000000000;
+    target = 48'h000000000000;
     if (hits[0]) begin
-      delta = \$25 [47:0];
+      target = \$33 [47:0];
     end
     if (hits[1]) begin
-      delta = \$26 [47:0];
+      target = \$34 [47:0];
     end
     if (hits[2]) begin
-      delta = \$27 [47:0];
+      target = \$35 [47:0];
     end
     if (hits[3]) begin
-      delta = \$28 [47:0];
+      target = \$36 [47:0];
     end
     if (hits[4]) begin
-      delta = \$29 [47:0];
+      target = \$37 [47:0];
     end
     if (hits[5]) begin
-      delta = \$30 [47:0];
+      target = \$38 [47:0];
     end
     if (hits[6]) begin
-      delta = \$31 [47:0];
+      target = \$39 [47:0];
     end
     if (hits[7]) begin
-      delta = \$32 [47:0];
+      target = \$40 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$286  = net__valid;
+    \$249  = net__valid;
     if (net__ready) begin
-      \$286  = 1'h0;
+      \$249  = 1'h0;
     end
-    if (\$153 ) begin
-      \$286  = 1'h1;
+    if (\$151 ) begin
+      \$249  = 1'h1;
     end
     if (rst) begin
-      \$286  = 1'h0;
+      \$249  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$287  = mem__valid;
+    \$250  = mem__valid;
     if (mem__ready) begin
-      \$287  = 1'h0;
+      \$250  = 1'h0;
     end
-    if (\$158 ) begin
-      \$287  = 1'h1;
+    if (\$155 ) begin
+      \$250  = 1'h1;
     end
     if (rst) begin
-      \$287  = 1'h0;
+      \$250  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$288  = net__payload;
-    if (\$153 ) begin
-      \$288 [4:0] = device;
-      \$288 [52:5] = \$154 [47:0];
-      \$288 [53] = 1'h1;
-      \$288 [69:54] = store__payload[63:48];
-      \$288 [76:70] = store__payload[70:64];
+    \$251  = net__payload;
+    if (\$151 ) begin
+      \$251 [4:0] = device;
+      \$251 [52:5] = target;
+      \$251 [53] = 1'h1;
+      \$251 [69:54] = store__payload[63:48];
+      \$251 [76:70] = store__payload[70:64];
     end
     if (rst) begin
-      \$288  = 77'h00000000000000000000;
+      \$251  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$289  = mem__payload;
-    if (\$158 ) begin
-      \$289 [47:0] = store__payload[47:0];
-      \$289 [63:48] = store__payload[63:48];
-      \$289 [70:64] = store__payload[70:64];
-      \$289 [71] = store__payload[71];
-      \$289 [72] = \$159 ;
+    \$252  = mem__payload;
+    if (\$155 ) begin
+      \$252 [47:0] = store__payload[47:0];
+      \$252 [63:48] = store__payload[63:48];
+      \$252 [70:64] = store__payload[70:64];
+      \$252 [71] = store__payload[71];
+      \$252 [72] = \$156 ;
     end
     if (rst) begin
-      \$289  = 73'h0000000000000000000;
+      \$252  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$290  = stats;
-    if (\$160 ) begin
+    \$253  = stats;
+    if (\$157 ) begin
       (* full_case = 32'd1 *)
-      if (\$162 ) begin
-        \$290 [127:96] = \$165 [31:0];
-      end else if (\$163 ) begin
-        \$290 [31:0] = \$166 [31:0];
-      end else if (\$164 ) begin
-        \$290 [63:32] = \$167 [31:0];
+      if (\$159 ) begin
+        \$253 [127:96] = \$162 [31:0];
+      end else if (\$160 ) begin
+        \$253 [31:0] = \$163 [31:0];
+      end else if (\$161 ) begin
+        \$253 [63:32] = \$164 [31:0];
       end else begin
-        \$290 [95:64] = \$168 [31:0];
+        \$253 [95:64] = \$165 [31:0];
       end
     end
     if (rst) begin
-      \$290  = 128'h00000000000000000000000000000000;
+      \$253  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$291  = rx_mem__valid;
+    \$254  = rx_mem__valid;
     if (rx_mem__ready) begin
-      \$291  = 1'h0;
+      \$254  = 1'h0;
     end
-    if (\$169 ) begin
-      \$291  = 1'h1;
+    if (\$166 ) begin
+      \$254  = 1'h1;
     end
     if (rst) begin
-      \$291  = 1'h0;
+      \$254  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$292  = rx_mem__payload;
-    if (\$169 ) begin
-      \$292 [47:0] = rx__payload[52:5];
-      \$292 [63:48] = rx__payload[69:54];
-      \$292 [70:64] = rx__payload[76:70];
-      \$292 [71] = rx__payload[53];
-      \$292 [72] = \$170 ;
+    \$255  = rx_mem__payload;
+    if (\$166 ) begin
+      \$255 [47:0] = rx__payload[52:5];
+      \$255 [63:48] = rx__payload[69:54];
+      \$255 [70:64] = rx__payload[76:70];
+      \$255 [71] = rx__payload[53];
+      \$255 [72] = \$167 ;
     end
     if (rst) begin
-      \$292  = 73'h0000000000000000000;
+      \$255  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$293  = region0;
-    if (\$184 ) begin
-      \$293 [0] = program__payload[3];
-      \$293 [2:1] = program__payload[5:4];
-      \$293 [7:3] = program__payload[10:6];
-      \$293 [55:8] = program__payload[58:11];
-      \$293 [103:56] = program__payload[106:59];
-      \$293 [151:104] = program__payload[154:107];
-    end
+    \$256  = program__valid;
     if (rst) begin
-      \$293  = 152'h00000000000000000000000000000000000000;
+      \$256  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$294  = region1;
-    if (\$198 ) begin
-      \$294 [0] = program__payload[3];
-      \$294 [2:1] = program__payload[5:4];
-      \$294 [7:3] = program__payload[10:6];
-      \$294 [55:8] = program__payload[58:11];
-      \$294 [103:56] = program__payload[106:59];
-      \$294 [151:104] = program__payload[154:107];
+    \$257  = region0;
+    if (\$182 ) begin
+      \$257 [0] = p2_req[3];
+      \$257 [2:1] = p2_req[5:4];
+      \$257 [7:3] = p2_req[10:6];
+      \$257 [55:8] = p2_req[58:11];
+      \$257 [103:56] = p2_req[106:59];
+      \$257 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$294  = 152'h00000000000000000000000000000000000000;
+      \$257  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$295  = region2;
-    if (\$212 ) begin
-      \$295 [0] = program__payload[3];
-      \$295 [2:1] = program__payload[5:4];
-      \$295 [7:3] = program__payload[10:6];
-      \$295 [55:8] = program__payload[58:11];
-      \$295 [103:56] = program__payload[106:59];
-      \$295 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$295  = 152'h00000000000000000000000000000000000000;
+    \$258  = region0_end;
+    if (\$182 ) begin
+      \$258  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$296  = region3;
-    if (\$226 ) begin
-      \$296 [0] = program__payload[3];
-      \$296 [2:1] = program__payload[5:4];
-      \$296 [7:3] = program__payload[10:6];
-      \$296 [55:8] = program__payload[58:11];
-      \$296 [103:56] = program__payload[106:59];
-      \$296 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$296  = 152'h00000000000000000000000000000000000000;
+    \$259  = region0_delta;
+    if (\$182 ) begin
+      \$259  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$297  = region4;
-    if (\$240 ) begin
-      \$297 [0] = program__payload[3];
-      \$297 [2:1] = program__payload[5:4];
-      \$297 [7:3] = program__payload[10:6];
-      \$297 [55:8] = program__payload[58:11];
-      \$297 [103:56] = program__payload[106:59];
-      \$297 [151:104] = program__payload[154:107];
+    \$260  = region1;
+    if (\$191 ) begin
+      \$260 [0] = p2_req[3];
+      \$260 [2:1] = p2_req[5:4];
+      \$260 [7:3] = p2_req[10:6];
+      \$260 [55:8] = p2_req[58:11];
+      \$260 [103:56] = p2_req[106:59];
+      \$260 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$297  = 152'h00000000000000000000000000000000000000;
+      \$260  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$298  = region5;
-    if (\$254 ) begin
-      \$298 [0] = program__payload[3];
-      \$298 [2:1] = program__payload[5:4];
-      \$298 [7:3] = program__payload[10:6];
-      \$298 [55:8] = program__payload[58:11];
-      \$298 [103:56] = program__payload[106:59];
-      \$298 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$298  = 152'h00000000000000000000000000000000000000;
+    \$261  = region1_end;
+    if (\$191 ) begin
+      \$261  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$299  = region6;
-    if (\$268 ) begin
-      \$299 [0] = program__payload[3];
-      \$299 [2:1] = program__payload[5:4];
-      \$299 [7:3] = program__payload[10:6];
-      \$299 [55:8] = program__payload[58:11];
-      \$299 [103:56] = program__payload[106:59];
-      \$299 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$299  = 152'h00000000000000000000000000000000000000;
+    \$262  = region1_delta;
+    if (\$191 ) begin
+      \$262  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$300  = region7;
-    if (\$282 ) begin
-      \$300 [0] = program__payload[3];
-      \$300 [2:1] = program__payload[5:4];
-      \$300 [7:3] = program__payload[10:6];
-      \$300 [55:8] = program__payload[58:11];
-      \$300 [103:56] = program__payload[106:59];
-      \$300 [151:104] = program__payload[154:107];
+    \$263  = region2;
+    if (\$200 ) begin
+      \$263 [0] = p2_req[3];
+      \$263 [2:1] = p2_req[5:4];
+      \$263 [7:3] = p2_req[10:6];
+      \$263 [55:8] = p2_req[58:11];
+      \$263 [103:56] = p2_req[106:59];
+      \$263 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$300  = 152'h00000000000000000000000000000000000000;
+      \$263  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$301  = \$285 ;
+    \$264  = region2_end;
+    if (\$200 ) begin
+      \$264  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$265  = region2_delta;
+    if (\$200 ) begin
+      \$265  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$266  = region3;
+    if (\$209 ) begin
+      \$266 [0] = p2_req[3];
+      \$266 [2:1] = p2_req[5:4];
+      \$266 [7:3] = p2_req[10:6];
+      \$266 [55:8] = p2_req[58:11];
+      \$266 [103:56] = p2_req[106:59];
+      \$266 [151:104] = p2_req[154:107];
+    end
     if (rst) begin
-      \$301  = 2'h0;
+      \$266  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$267  = region3_end;
+    if (\$209 ) begin
+      \$267  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$268  = region3_delta;
+    if (\$209 ) begin
+      \$268  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$269  = region4;
+    if (\$218 ) begin
+      \$269 [0] = p2_req[3];
+      \$269 [2:1] = p2_req[5:4];
+      \$269 [7:3] = p2_req[10:6];
+      \$269 [55:8] = p2_req[58:11];
+      \$269 [103:56] = p2_req[106:59];
+      \$269 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$269  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$270  = region4_end;
+    if (\$218 ) begin
+      \$270  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$271  = region4_delta;
+    if (\$218 ) begin
+      \$271  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$272  = region5;
+    if (\$227 ) begin
+      \$272 [0] = p2_req[3];
+      \$272 [2:1] = p2_req[5:4];
+      \$272 [7:3] = p2_req[10:6];
+      \$272 [55:8] = p2_req[58:11];
+      \$272 [103:56] = p2_req[106:59];
+      \$272 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$272  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$273  = region5_end;
+    if (\$227 ) begin
+      \$273  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$274  = region5_delta;
+    if (\$227 ) begin
+      \$274  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$275  = region6;
+    if (\$236 ) begin
+      \$275 [0] = p2_req[3];
+      \$275 [2:1] = p2_req[5:4];
+      \$275 [7:3] = p2_req[10:6];
+      \$275 [55:8] = p2_req[58:11];
+      \$275 [103:56] = p2_req[106:59];
+      \$275 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$275  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$276  = region6_end;
+    if (\$236 ) begin
+      \$276  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$277  = region6_delta;
+    if (\$236 ) begin
+      \$277  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$278  = region7;
+    if (\$245 ) begin
+      \$278 [0] = p2_req[3];
+      \$278 [2:1] = p2_req[5:4];
+      \$278 [7:3] = p2_req[10:6];
+      \$278 [55:8] = p2_req[58:11];
+      \$278 [103:56] = p2_req[106:59];
+      \$278 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$278  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$279  = region7_end;
+    if (\$245 ) begin
+      \$279  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$280  = region7_delta;
+    if (\$245 ) begin
+      \$280  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$281  = \$248 ;
+    if (rst) begin
+      \$281  = 2'h0;
     end
   end
   assign store__payload__addr  = store__payload[47:0];
@@ -1228,32 +1364,39 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign region7__base  = region7[55:8];
   assign region7__size  = region7[103:56];
   assign region7__remote_base  = region7[151:104];
+  assign p2_req__index  = p2_req[2:0];
+  assign p2_req__valid  = p2_req[3];
+  assign p2_req__mode  = p2_req[5:4];
+  assign p2_req__device  = p2_req[10:6];
+  assign p2_req__base  = p2_req[58:11];
+  assign p2_req__size  = p2_req[106:59];
+  assign p2_req__remote_base  = p2_req[154:107];
   assign set_err__bad_region  = set_err[0];
   assign set_err__overlap  = set_err[1];
-  assign set_err[1] = \$150 ;
-  assign set_err[0] = \$140 ;
-  assign clash[7] = \$133 ;
-  assign clash[6] = \$126 ;
-  assign clash[5] = \$119 ;
-  assign clash[4] = \$112 ;
-  assign clash[3] = \$105 ;
-  assign clash[2] = \$98 ;
-  assign clash[1] = \$91 ;
-  assign clash[0] = \$84 ;
-  assign rx_hit[7] = \$76 ;
-  assign rx_hit[6] = \$71 ;
-  assign rx_hit[5] = \$66 ;
-  assign rx_hit[4] = \$61 ;
-  assign rx_hit[3] = \$56 ;
-  assign rx_hit[2] = \$51 ;
-  assign rx_hit[1] = \$46 ;
-  assign rx_hit[0] = \$41 ;
-  assign hits[7] = \$24 ;
-  assign hits[6] = \$21 ;
-  assign hits[5] = \$18 ;
-  assign hits[4] = \$15 ;
-  assign hits[3] = \$12 ;
-  assign hits[2] = \$9 ;
-  assign hits[1] = \$6 ;
-  assign hits[0] = \$3 ;
+  assign set_err[1] = \$148 ;
+  assign set_err[0] = \$143 ;
+  assign clash[7] = \$141 ;
+  assign clash[6] = \$135 ;
+  assign clash[5] = \$129 ;
+  assign clash[4] = \$123 ;
+  assign clash[3] = \$117 ;
+  assign clash[2] = \$111 ;
+  assign clash[1] = \$105 ;
+  assign clash[0] = \$99 ;
+  assign rx_hit[7] = \$92 ;
+  assign rx_hit[6] = \$86 ;
+  assign rx_hit[5] = \$80 ;
+  assign rx_hit[4] = \$74 ;
+  assign rx_hit[3] = \$68 ;
+  assign rx_hit[2] = \$62 ;
+  assign rx_hit[1] = \$56 ;
+  assign rx_hit[0] = \$50 ;
+  assign hits[7] = \$32 ;
+  assign hits[6] = \$28 ;
+  assign hits[5] = \$24 ;
+  assign hits[4] = \$20 ;
+  assign hits[3] = \$16 ;
+  assign hits[2] = \$12 ;
+  assign hits[1] = \$8 ;
+  assign hits[0] = \$4 ;
 endmodule

@@ -65,58 +65,163 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   wire \$150 ;
   wire \$151 ;
   wire \$152 ;
-  wire \$153 ;
+  wire [8:0] \$153 ;
   wire \$154 ;
-  wire [3:0] \$155 ;
-  wire [3:0] \$156 ;
-  wire [3:0] \$157 ;
-  wire [4:0] \$158 ;
-  wire [4:0] \$159 ;
+  wire \$155 ;
+  wire \$156 ;
+  wire \$157 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
-  wire [4:0] \$160 ;
-  wire [2:0] \$161 ;
-  wire [2:0] \$162 ;
-  wire [2:0] \$163 ;
-  wire [1:0] \$164 ;
-  wire [1:0] \$165 ;
-  wire [1:0] \$166 ;
-  wire [1:0] \$167 ;
-  wire [1:0] \$168 ;
-  wire [1:0] \$169 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire \$168 ;
+  wire \$169 ;
   wire \$17 ;
-  reg [7:0] \$170 ;
-  reg \$171 ;
-  reg \$172 ;
-  reg \$173 ;
-  reg \$174 ;
-  reg \$175 ;
-  reg \$176 ;
-  reg \$177 ;
-  reg [154:0] \$178 ;
-  reg \$179 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
+  wire \$173 ;
+  wire \$174 ;
+  wire \$175 ;
+  wire \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire \$179 ;
   wire \$18 ;
-  reg \$180 ;
-  reg [178:0] \$181 ;
-  reg [37:0] \$182 ;
-  reg [38:0] \$183 ;
-  reg [3:0] \$184 ;
-  reg [4:0] \$185 ;
-  reg [2:0] \$186 ;
-  reg [1:0] \$187 ;
-  reg [1:0] \$188 ;
-  reg [31:0] \$189 ;
+  wire \$180 ;
+  wire \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire \$187 ;
+  wire \$188 ;
+  wire \$189 ;
   wire \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
   wire \$21 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
   wire \$22 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire \$224 ;
+  wire \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire \$228 ;
+  wire \$229 ;
   wire \$23 ;
+  wire \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire \$234 ;
+  wire \$235 ;
+  wire \$236 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
   wire \$24 ;
+  wire \$240 ;
+  wire \$241 ;
+  wire \$242 ;
+  wire \$243 ;
+  wire \$244 ;
+  wire \$245 ;
+  wire \$246 ;
+  wire \$247 ;
+  wire \$248 ;
+  wire \$249 ;
   wire \$25 ;
+  wire \$250 ;
+  wire \$251 ;
+  wire \$252 ;
+  wire \$253 ;
+  wire \$254 ;
+  wire \$255 ;
+  wire \$256 ;
+  wire \$257 ;
+  wire \$258 ;
+  wire [3:0] \$259 ;
   wire \$26 ;
+  wire [3:0] \$260 ;
+  wire [3:0] \$261 ;
+  wire [4:0] \$262 ;
+  wire [4:0] \$263 ;
+  wire [4:0] \$264 ;
+  wire [2:0] \$265 ;
+  wire [2:0] \$266 ;
+  wire [2:0] \$267 ;
+  wire [1:0] \$268 ;
+  wire [1:0] \$269 ;
   wire \$27 ;
+  wire [1:0] \$270 ;
+  wire [1:0] \$271 ;
+  wire [1:0] \$272 ;
+  wire [1:0] \$273 ;
+  reg [7:0] \$274 ;
+  reg \$275 ;
+  reg \$276 ;
+  reg \$277 ;
+  reg \$278 ;
+  reg \$279 ;
   wire \$28 ;
+  reg \$280 ;
+  reg \$281 ;
+  reg \$282 ;
+  reg [154:0] \$283 ;
+  reg \$284 ;
+  reg \$285 ;
+  reg [178:0] \$286 ;
+  reg [37:0] \$287 ;
+  reg [38:0] \$288 ;
+  reg [3:0] \$289 ;
   wire \$29 ;
+  reg [4:0] \$290 ;
+  reg [2:0] \$291 ;
+  reg [1:0] \$292 ;
+  reg [1:0] \$293 ;
+  reg [31:0] \$294 ;
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
@@ -191,7 +296,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire [8:0] \$97 ;
+  wire \$97 ;
   wire \$98 ;
   wire \$99 ;
   output [1:0] addrmap_clear;
@@ -366,6 +471,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   wire [47:0] region_view__remote_base ;
   wire [47:0] region_view__size ;
   wire region_view__valid ;
+  reg region_waiting0 = 1'h0;
   wire [2:0] rp__addr;
   wire [7:0] \rp__addr$101 ;
   wire [151:0] rp__data;
@@ -861,157 +967,178 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign \$37  = desc_verdict & \$36 ;
   assign \$38  = bus__w_stb & sel_region_index;
   assign \$39  = region_program__valid | region_verdict;
-  assign \$40  = bus__w_stb & sel_region_base_lo;
-  assign \$41  = region_program__valid | region_verdict;
-  assign \$42  = bus__w_stb & sel_region_base_hi;
+  assign \$41  = \$39  | \$40 ;
+  assign \$42  = bus__w_stb & sel_region_base_lo;
   assign \$43  = region_program__valid | region_verdict;
-  assign \$44  = bus__w_stb & sel_region_size_lo;
-  assign \$45  = region_program__valid | region_verdict;
-  assign \$46  = bus__w_stb & sel_region_size_hi;
+  assign \$45  = \$43  | \$44 ;
+  assign \$46  = bus__w_stb & sel_region_base_hi;
   assign \$47  = region_program__valid | region_verdict;
-  assign \$48  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$49  = region_program__valid | region_verdict;
-  assign \$50  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$49  = \$47  | \$48 ;
+  assign \$50  = bus__w_stb & sel_region_size_lo;
   assign \$51  = region_program__valid | region_verdict;
-  assign \$52  = bus__w_stb & sel_desc_index;
-  assign \$53  = dma_program__valid | desc_verdict;
-  assign \$54  = bus__w_stb & sel_desc_rows;
-  assign \$55  = dma_program__valid | desc_verdict;
-  assign \$56  = bus__w_stb & sel_desc_pitch;
-  assign \$57  = dma_program__valid | desc_verdict;
-  assign \$58  = bus__w_stb & sel_desc_src_lo;
-  assign \$59  = dma_program__valid | desc_verdict;
-  assign \$60  = bus__w_stb & sel_desc_src_hi;
-  assign \$61  = dma_program__valid | desc_verdict;
-  assign \$62  = bus__w_stb & sel_desc_dst_lo;
-  assign \$63  = dma_program__valid | desc_verdict;
-  assign \$64  = bus__w_stb & sel_desc_dst_hi;
-  assign \$65  = dma_program__valid | desc_verdict;
-  assign \$66  = bus__w_stb & sel_track_op;
-  assign \$68  = bus__w_stb & sel_track_cmd;
-  assign \$70  = bus__w_stb & sel_arb_policy;
-  assign \$72  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$74  = bus__w_stb & sel_command;
-  assign \$75  = region_program__valid | region_verdict;
-  assign \$76  = \$75  | sweep;
-  assign \$77  = region_program__valid | region_verdict;
-  assign \$78  = \$77  | sweep;
+  assign \$53  = \$51  | \$52 ;
+  assign \$54  = bus__w_stb & sel_region_size_hi;
+  assign \$55  = region_program__valid | region_verdict;
+  assign \$57  = \$55  | \$56 ;
+  assign \$58  = bus__w_stb & sel_region_remote_base_lo;
+  assign \$59  = region_program__valid | region_verdict;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$63  = region_program__valid | region_verdict;
+  assign \$65  = \$63  | \$64 ;
+  assign \$66  = bus__w_stb & sel_desc_index;
+  assign \$67  = dma_program__valid | desc_verdict;
+  assign \$70  = bus__w_stb & sel_desc_rows;
+  assign \$71  = dma_program__valid | desc_verdict;
+  assign \$74  = bus__w_stb & sel_desc_pitch;
+  assign \$75  = dma_program__valid | desc_verdict;
+  assign \$78  = bus__w_stb & sel_desc_src_lo;
   assign \$79  = dma_program__valid | desc_verdict;
-  assign \$80  = sweep | dma_busy;
-  assign \$81  = \$79  | \$80 ;
-  assign \$82  = dma_program__valid | desc_verdict;
-  assign \$83  = \$82  | sweep;
-  assign \$85  = \$84  | tracker_busy;
-  assign \$88  = bus__w_stb & sel_csr_errors;
-  assign \$89  = bus__w_stb & sel_tracker_errors;
-  assign \$90  = bus__w_stb & sel_dma_errors;
-  assign \$91  = bus__w_stb & sel_addrmap_errors;
-  assign \$92  = bus__w_stb & sel_arbiter_errors;
-  assign \$93  = region_program__valid | region_verdict;
-  assign \$94  = dma_program__valid | desc_verdict;
-  assign \$97  = sweep_at + 1'h1;
-  assign \$98  = sweep_at == 8'hff;
-  assign \$100  = dma_program__valid & dma_program__ready;
-  assign \$101  = tracker_program__valid & tracker_program__ready;
-  assign \$104  = dma_program__valid & dma_program__ready;
-  assign \$105  = bus__w_stb & sel_region_index;
-  assign \$106  = region_program__valid | region_verdict;
-  assign \$107  = bus__w_stb & sel_region_base_lo;
-  assign \$108  = region_program__valid | region_verdict;
-  assign \$109  = bus__w_stb & sel_region_base_hi;
-  assign \$110  = region_program__valid | region_verdict;
-  assign \$111  = bus__w_stb & sel_region_size_lo;
-  assign \$112  = region_program__valid | region_verdict;
-  assign \$113  = bus__w_stb & sel_region_size_hi;
-  assign \$114  = region_program__valid | region_verdict;
-  assign \$115  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$116  = region_program__valid | region_verdict;
-  assign \$117  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$118  = region_program__valid | region_verdict;
-  assign \$119  = bus__w_stb & sel_desc_index;
-  assign \$120  = dma_program__valid | desc_verdict;
-  assign \$121  = bus__w_stb & sel_desc_rows;
-  assign \$122  = dma_program__valid | desc_verdict;
-  assign \$123  = bus__w_stb & sel_desc_pitch;
+  assign \$82  = bus__w_stb & sel_desc_src_hi;
+  assign \$83  = dma_program__valid | desc_verdict;
+  assign \$86  = bus__w_stb & sel_desc_dst_lo;
+  assign \$87  = dma_program__valid | desc_verdict;
+  assign \$90  = bus__w_stb & sel_desc_dst_hi;
+  assign \$91  = dma_program__valid | desc_verdict;
+  assign \$94  = bus__w_stb & sel_track_op;
+  assign \$98  = bus__w_stb & sel_track_cmd;
+  assign \$102  = bus__w_stb & sel_arb_policy;
+  assign \$106  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$110  = bus__w_stb & sel_command;
+  assign \$111  = region_program__valid | region_verdict;
+  assign \$113  = \$111  | \$112 ;
+  assign \$114  = \$113  | sweep;
+  assign \$115  = region_program__valid | region_verdict;
+  assign \$117  = \$115  | \$116 ;
+  assign \$118  = \$117  | sweep;
+  assign \$119  = dma_program__valid | desc_verdict;
+  assign \$122  = sweep | dma_busy;
+  assign \$123  = \$121  | \$122 ;
   assign \$124  = dma_program__valid | desc_verdict;
-  assign \$125  = bus__w_stb & sel_desc_src_lo;
-  assign \$126  = dma_program__valid | desc_verdict;
-  assign \$127  = bus__w_stb & sel_desc_src_hi;
-  assign \$128  = dma_program__valid | desc_verdict;
-  assign \$129  = bus__w_stb & sel_desc_dst_lo;
-  assign \$130  = dma_program__valid | desc_verdict;
-  assign \$131  = bus__w_stb & sel_desc_dst_hi;
-  assign \$132  = dma_program__valid | desc_verdict;
-  assign \$133  = bus__w_stb & sel_track_op;
-  assign \$135  = bus__w_stb & sel_track_cmd;
-  assign \$137  = bus__w_stb & sel_arb_policy;
-  assign \$139  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$141  = bus__w_stb & sel_command;
-  assign \$142  = region_program__valid | region_verdict;
-  assign \$143  = \$142  | sweep;
-  assign \$144  = region_program__valid | region_verdict;
-  assign \$145  = \$144  | sweep;
-  assign \$146  = dma_program__valid | desc_verdict;
-  assign \$147  = sweep | dma_busy;
-  assign \$148  = \$146  | \$147 ;
-  assign \$149  = dma_program__valid | desc_verdict;
-  assign \$150  = \$149  | sweep;
-  assign \$152  = \$151  | tracker_busy;
-  assign \$155  = ~ csr_errors_clear;
-  assign \$156  = errors & \$155 ;
-  assign \$157  = \$156  | set_err;
-  assign \$158  = ~ tracker_errors_clear;
-  assign \$159  = tracker_sticky & \$158 ;
-  assign \$160  = \$159  | tracker_errors;
-  assign \$161  = ~ dma_errors_clear;
-  assign \$162  = dma_sticky & \$161 ;
-  assign \$163  = \$162  | dma_errors;
-  assign \$164  = ~ addrmap_errors_clear;
-  assign \$165  = addrmap_sticky & \$164 ;
-  assign \$166  = \$165  | addrmap_errors;
-  assign \$167  = ~ arbiter_errors_clear;
-  assign \$168  = arbiter_sticky & \$167 ;
-  assign \$169  = \$168  | arbiter_errors;
+  assign \$127  = \$126  | sweep;
+  assign \$131  = \$130  | tracker_busy;
+  assign \$136  = bus__w_stb & sel_csr_errors;
+  assign \$137  = bus__w_stb & sel_tracker_errors;
+  assign \$138  = bus__w_stb & sel_dma_errors;
+  assign \$139  = bus__w_stb & sel_addrmap_errors;
+  assign \$140  = bus__w_stb & sel_arbiter_errors;
+  assign \$141  = region_program__valid | region_verdict;
+  assign \$143  = \$141  | \$142 ;
+  assign \$144  = dma_program__valid | desc_verdict;
+  assign \$153  = sweep_at + 1'h1;
+  assign \$154  = sweep_at == 8'hff;
+  assign \$156  = dma_program__valid & dma_program__ready;
+  assign \$157  = tracker_program__valid & tracker_program__ready;
+  assign \$160  = dma_program__valid & dma_program__ready;
+  assign \$161  = bus__w_stb & sel_region_index;
+  assign \$162  = region_program__valid | region_verdict;
+  assign \$164  = \$162  | \$163 ;
+  assign \$165  = bus__w_stb & sel_region_base_lo;
+  assign \$166  = region_program__valid | region_verdict;
+  assign \$168  = \$166  | \$167 ;
+  assign \$169  = bus__w_stb & sel_region_base_hi;
+  assign \$170  = region_program__valid | region_verdict;
+  assign \$172  = \$170  | \$171 ;
+  assign \$173  = bus__w_stb & sel_region_size_lo;
+  assign \$174  = region_program__valid | region_verdict;
+  assign \$176  = \$174  | \$175 ;
+  assign \$177  = bus__w_stb & sel_region_size_hi;
+  assign \$178  = region_program__valid | region_verdict;
+  assign \$180  = \$178  | \$179 ;
+  assign \$181  = bus__w_stb & sel_region_remote_base_lo;
+  assign \$182  = region_program__valid | region_verdict;
+  assign \$184  = \$182  | \$183 ;
+  assign \$185  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$186  = region_program__valid | region_verdict;
+  assign \$188  = \$186  | \$187 ;
+  assign \$189  = bus__w_stb & sel_desc_index;
+  assign \$190  = dma_program__valid | desc_verdict;
+  assign \$193  = bus__w_stb & sel_desc_rows;
+  assign \$194  = dma_program__valid | desc_verdict;
+  assign \$197  = bus__w_stb & sel_desc_pitch;
+  assign \$198  = dma_program__valid | desc_verdict;
+  assign \$201  = bus__w_stb & sel_desc_src_lo;
+  assign \$202  = dma_program__valid | desc_verdict;
+  assign \$205  = bus__w_stb & sel_desc_src_hi;
+  assign \$206  = dma_program__valid | desc_verdict;
+  assign \$209  = bus__w_stb & sel_desc_dst_lo;
+  assign \$210  = dma_program__valid | desc_verdict;
+  assign \$213  = bus__w_stb & sel_desc_dst_hi;
+  assign \$214  = dma_program__valid | desc_verdict;
+  assign \$217  = bus__w_stb & sel_track_op;
+  assign \$221  = bus__w_stb & sel_track_cmd;
+  assign \$225  = bus__w_stb & sel_arb_policy;
+  assign \$229  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$233  = bus__w_stb & sel_command;
+  assign \$234  = region_program__valid | region_verdict;
+  assign \$236  = \$234  | \$235 ;
+  assign \$237  = \$236  | sweep;
+  assign \$238  = region_program__valid | region_verdict;
+  assign \$240  = \$238  | \$239 ;
+  assign \$241  = \$240  | sweep;
+  assign \$242  = dma_program__valid | desc_verdict;
+  assign \$245  = sweep | dma_busy;
+  assign \$246  = \$244  | \$245 ;
+  assign \$247  = dma_program__valid | desc_verdict;
+  assign \$250  = \$249  | sweep;
+  assign \$254  = \$253  | tracker_busy;
+  assign \$259  = ~ csr_errors_clear;
+  assign \$260  = errors & \$259 ;
+  assign \$261  = \$260  | set_err;
+  assign \$262  = ~ tracker_errors_clear;
+  assign \$263  = tracker_sticky & \$262 ;
+  assign \$264  = \$263  | tracker_errors;
+  assign \$265  = ~ dma_errors_clear;
+  assign \$266  = dma_sticky & \$265 ;
+  assign \$267  = \$266  | dma_errors;
+  assign \$268  = ~ addrmap_errors_clear;
+  assign \$269  = addrmap_sticky & \$268 ;
+  assign \$270  = \$269  | addrmap_errors;
+  assign \$271  = ~ arbiter_errors_clear;
+  assign \$272  = arbiter_sticky & \$271 ;
+  assign \$273  = \$272  | arbiter_errors;
   always @(posedge clk)
-    sweep_at <= \$170 ;
+    sweep_at <= \$274 ;
   always @(posedge clk)
-    sweep <= \$171 ;
+    sweep <= \$275 ;
   always @(posedge clk)
-    region_program__valid <= \$172 ;
+    region_program__valid <= \$276 ;
   always @(posedge clk)
-    dma_program__valid <= \$173 ;
+    dma_program__valid <= \$277 ;
   always @(posedge clk)
-    tracker_program__valid <= \$174 ;
+    tracker_program__valid <= \$278 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$175 ;
+    arbiter_program__valid <= \$279 ;
   always @(posedge clk)
-    region_verdict <= \$176 ;
+    region_waiting0 <= \$280 ;
   always @(posedge clk)
-    region_loading <= \$177 ;
+    region_verdict <= \$281 ;
   always @(posedge clk)
-    region_program__payload <= \$178 ;
+    region_loading <= \$282 ;
   always @(posedge clk)
-    desc_verdict <= \$179 ;
+    region_program__payload <= \$283 ;
   always @(posedge clk)
-    desc_loading <= \$180 ;
+    desc_verdict <= \$284 ;
   always @(posedge clk)
-    dma_program__payload <= \$181 ;
+    desc_loading <= \$285 ;
   always @(posedge clk)
-    tracker_program__payload <= \$182 ;
+    dma_program__payload <= \$286 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$183 ;
+    tracker_program__payload <= \$287 ;
   always @(posedge clk)
-    errors <= \$184 ;
+    arbiter_program__payload <= \$288 ;
   always @(posedge clk)
-    tracker_sticky <= \$185 ;
+    errors <= \$289 ;
   always @(posedge clk)
-    dma_sticky <= \$186 ;
+    tracker_sticky <= \$290 ;
   always @(posedge clk)
-    addrmap_sticky <= \$187 ;
+    dma_sticky <= \$291 ;
   always @(posedge clk)
-    arbiter_sticky <= \$188 ;
+    addrmap_sticky <= \$292 ;
   always @(posedge clk)
-    bus__r_data <= \$189 ;
+    arbiter_sticky <= \$293 ;
+  always @(posedge clk)
+    bus__r_data <= \$294 ;
   always @* begin
     if (_init_strobe_1 ) begin end
     sel_id = 1'h0;
@@ -4082,120 +4209,120 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
     if (_init_strobe_1 ) begin end
     set_err[3:2] = 2'h0;
     if (\$38 ) begin
-      if (\$39 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$40 ) begin
       if (\$41 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$42 ) begin
-      if (\$43 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$44 ) begin
       if (\$45 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$46 ) begin
-      if (\$47 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$48 ) begin
       if (\$49 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$50 ) begin
-      if (\$51 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$52 ) begin
       if (\$53 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$54 ) begin
-      if (\$55 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$56 ) begin
       if (\$57 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$58 ) begin
-      if (\$59 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$60 ) begin
       if (\$61 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$62 ) begin
-      if (\$63 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$64 ) begin
       if (\$65 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$66 ) begin
-      if (\$67 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$68 ) begin
       if (\$69 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$70 ) begin
-      if (\$71 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$72 ) begin
       if (\$73 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$74 ) begin
+      if (\$77 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$78 ) begin
+      if (\$81 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$82 ) begin
+      if (\$85 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$86 ) begin
+      if (\$89 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$90 ) begin
+      if (\$93 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$94 ) begin
+      if (\$97 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$98 ) begin
+      if (\$101 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$102 ) begin
+      if (\$105 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$106 ) begin
+      if (\$109 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$110 ) begin
       (* full_case = 32'd1 *)
       casez (bus__w_data[2:0])
         3'h1:
-            if (\$76 ) begin
+            if (\$114 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$78 ) begin
+            if (\$118 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$81 ) begin
+            if (\$123 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$83 ) begin
+            if (\$127 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$85 ) begin
+            if (\$131 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$87 ) begin
+            if (\$135 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -4300,7 +4427,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   always @* begin
     if (_init_strobe_1 ) begin end
     csr_errors_clear = 4'h0;
-    if (\$88 ) begin
+    if (\$136 ) begin
       csr_errors_clear[0] = bus__w_data[0];
       csr_errors_clear[1] = bus__w_data[1];
       csr_errors_clear[2] = bus__w_data[2];
@@ -4310,7 +4437,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   always @* begin
     if (_init_strobe_1 ) begin end
     tracker_errors_clear = 5'h00;
-    if (\$89 ) begin
+    if (\$137 ) begin
       tracker_errors_clear[0] = bus__w_data[0];
       tracker_errors_clear[1] = bus__w_data[1];
       tracker_errors_clear[2] = bus__w_data[2];
@@ -4321,7 +4448,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   always @* begin
     if (_init_strobe_1 ) begin end
     dma_errors_clear = 3'h0;
-    if (\$90 ) begin
+    if (\$138 ) begin
       dma_errors_clear[0] = bus__w_data[0];
       dma_errors_clear[1] = bus__w_data[1];
       dma_errors_clear[2] = bus__w_data[2];
@@ -4330,7 +4457,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   always @* begin
     if (_init_strobe_1 ) begin end
     addrmap_errors_clear = 2'h0;
-    if (\$91 ) begin
+    if (\$139 ) begin
       addrmap_errors_clear[0] = bus__w_data[0];
       addrmap_errors_clear[1] = bus__w_data[1];
     end
@@ -4338,60 +4465,60 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   always @* begin
     if (_init_strobe_1 ) begin end
     arbiter_errors_clear = 2'h0;
-    if (\$92 ) begin
+    if (\$140 ) begin
       arbiter_errors_clear[0] = bus__w_data[0];
       arbiter_errors_clear[1] = bus__w_data[1];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$170  = sweep_at;
+    \$274  = sweep_at;
     if (sweep) begin
-      \$170  = \$97 [7:0];
+      \$274  = \$153 [7:0];
     end
     if (rst) begin
-      \$170  = 8'h00;
+      \$274  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$171  = sweep;
+    \$275  = sweep;
     if (sweep) begin
-      if (\$98 ) begin
-        \$171  = 1'h0;
+      if (\$154 ) begin
+        \$275  = 1'h0;
       end
     end
     if (rst) begin
-      \$171  = 1'h1;
+      \$275  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$172  = region_program__valid;
-    if (\$99 ) begin
-      \$172  = 1'h0;
+    \$276  = region_program__valid;
+    if (\$155 ) begin
+      \$276  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$143 ) begin
+            if (\$237 ) begin
             end else begin
-              \$172  = 1'h1;
+              \$276  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$172  = 1'h0;
+      \$276  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$173  = dma_program__valid;
-    if (\$100 ) begin
-      \$173  = 1'h0;
+    \$277  = dma_program__valid;
+    if (\$156 ) begin
+      \$277  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -4399,23 +4526,23 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$148 ) begin
+            if (\$246 ) begin
             end else begin
-              \$173  = 1'h1;
+              \$277  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$173  = 1'h0;
+      \$277  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$174  = tracker_program__valid;
-    if (\$101 ) begin
-      \$174  = 1'h0;
+    \$278  = tracker_program__valid;
+    if (\$157 ) begin
+      \$278  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -4427,23 +4554,23 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
             /* empty */;
         3'h5:
             (* full_case = 32'd1 *)
-            if (\$152 ) begin
+            if (\$254 ) begin
             end else begin
-              \$174  = 1'h1;
+              \$278  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$174  = 1'h0;
+      \$278  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$175  = arbiter_program__valid;
-    if (\$102 ) begin
-      \$175  = 1'h0;
+    \$279  = arbiter_program__valid;
+    if (\$158 ) begin
+      \$279  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -4457,115 +4584,122 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
             /* empty */;
         3'h6:
             (* full_case = 32'd1 *)
-            if (\$154 ) begin
+            if (\$258 ) begin
             end else begin
-              \$175  = 1'h1;
+              \$279  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$175  = 1'h0;
+      \$279  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$176  = \$103 ;
+    \$280  = \$159 ;
     if (rst) begin
-      \$176  = 1'h0;
+      \$280  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$177  = 1'h0;
-    if (\$141 ) begin
+    \$281  = region_waiting0;
+    if (rst) begin
+      \$281  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$282  = 1'h0;
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$145 ) begin
+            if (\$241 ) begin
             end else begin
-              \$177  = 1'h1;
+              \$282  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$177  = 1'h0;
+      \$282  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$178  = region_program__payload;
+    \$283  = region_program__payload;
     if (region_loading) begin
-      \$178  = region_view;
+      \$283  = region_view;
     end
-    if (\$105 ) begin
+    if (\$161 ) begin
       (* full_case = 32'd1 *)
-      if (\$106 ) begin
+      if (\$164 ) begin
       end else begin
-        \$178 [2:0] = bus__w_data[2:0];
-        \$178 [3] = bus__w_data[3];
-        \$178 [5:4] = bus__w_data[5:4];
-        \$178 [10:6] = bus__w_data[10:6];
+        \$283 [2:0] = bus__w_data[2:0];
+        \$283 [3] = bus__w_data[3];
+        \$283 [5:4] = bus__w_data[5:4];
+        \$283 [10:6] = bus__w_data[10:6];
       end
     end
-    if (\$107 ) begin
+    if (\$165 ) begin
       (* full_case = 32'd1 *)
-      if (\$108 ) begin
+      if (\$168 ) begin
       end else begin
-        \$178 [42:11] = bus__w_data;
+        \$283 [42:11] = bus__w_data;
       end
     end
-    if (\$109 ) begin
+    if (\$169 ) begin
       (* full_case = 32'd1 *)
-      if (\$110 ) begin
+      if (\$172 ) begin
       end else begin
-        \$178 [58:43] = bus__w_data[15:0];
+        \$283 [58:43] = bus__w_data[15:0];
       end
     end
-    if (\$111 ) begin
+    if (\$173 ) begin
       (* full_case = 32'd1 *)
-      if (\$112 ) begin
+      if (\$176 ) begin
       end else begin
-        \$178 [90:59] = bus__w_data;
+        \$283 [90:59] = bus__w_data;
       end
     end
-    if (\$113 ) begin
+    if (\$177 ) begin
       (* full_case = 32'd1 *)
-      if (\$114 ) begin
+      if (\$180 ) begin
       end else begin
-        \$178 [106:91] = bus__w_data[15:0];
+        \$283 [106:91] = bus__w_data[15:0];
       end
     end
-    if (\$115 ) begin
+    if (\$181 ) begin
       (* full_case = 32'd1 *)
-      if (\$116 ) begin
+      if (\$184 ) begin
       end else begin
-        \$178 [138:107] = bus__w_data;
+        \$283 [138:107] = bus__w_data;
       end
     end
-    if (\$117 ) begin
+    if (\$185 ) begin
       (* full_case = 32'd1 *)
-      if (\$118 ) begin
+      if (\$188 ) begin
       end else begin
-        \$178 [154:139] = bus__w_data[15:0];
+        \$283 [154:139] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$178  = 155'h000000000000000000000000000000000000000;
+      \$283  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$179  = \$104 ;
+    \$284  = \$160 ;
     if (rst) begin
-      \$179  = 1'h0;
+      \$284  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$180  = 1'h0;
-    if (\$141 ) begin
+    \$285  = 1'h0;
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -4575,277 +4709,277 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
             /* empty */;
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$150 ) begin
+            if (\$250 ) begin
             end else begin
-              \$180  = 1'h1;
+              \$285  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$180  = 1'h0;
+      \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$181  = dma_program__payload;
+    \$286  = dma_program__payload;
     if (desc_loading) begin
-      \$181  = desc_view;
+      \$286  = desc_view;
     end
-    if (\$119 ) begin
+    if (\$189 ) begin
       (* full_case = 32'd1 *)
-      if (\$120 ) begin
+      if (\$192 ) begin
       end else begin
-        \$181 [7:0] = bus__w_data[7:0];
-        \$181 [8] = bus__w_data[8];
-        \$181 [9] = bus__w_data[9];
-        \$181 [14:10] = bus__w_data[14:10];
-        \$181 [30:15] = bus__w_data[30:15];
+        \$286 [7:0] = bus__w_data[7:0];
+        \$286 [8] = bus__w_data[8];
+        \$286 [9] = bus__w_data[9];
+        \$286 [14:10] = bus__w_data[14:10];
+        \$286 [30:15] = bus__w_data[30:15];
       end
     end
-    if (\$121 ) begin
+    if (\$193 ) begin
       (* full_case = 32'd1 *)
-      if (\$122 ) begin
+      if (\$196 ) begin
       end else begin
-        \$181 [42:31] = bus__w_data[11:0];
-        \$181 [58:43] = bus__w_data[27:12];
+        \$286 [42:31] = bus__w_data[11:0];
+        \$286 [58:43] = bus__w_data[27:12];
       end
     end
-    if (\$123 ) begin
+    if (\$197 ) begin
       (* full_case = 32'd1 *)
-      if (\$124 ) begin
+      if (\$200 ) begin
       end else begin
-        \$181 [82:59] = bus__w_data[23:0];
+        \$286 [82:59] = bus__w_data[23:0];
       end
     end
-    if (\$125 ) begin
+    if (\$201 ) begin
       (* full_case = 32'd1 *)
-      if (\$126 ) begin
+      if (\$204 ) begin
       end else begin
-        \$181 [114:83] = bus__w_data;
+        \$286 [114:83] = bus__w_data;
       end
     end
-    if (\$127 ) begin
+    if (\$205 ) begin
       (* full_case = 32'd1 *)
-      if (\$128 ) begin
+      if (\$208 ) begin
       end else begin
-        \$181 [130:115] = bus__w_data[15:0];
+        \$286 [130:115] = bus__w_data[15:0];
       end
     end
-    if (\$129 ) begin
+    if (\$209 ) begin
       (* full_case = 32'd1 *)
-      if (\$130 ) begin
+      if (\$212 ) begin
       end else begin
-        \$181 [162:131] = bus__w_data;
+        \$286 [162:131] = bus__w_data;
       end
     end
-    if (\$131 ) begin
+    if (\$213 ) begin
       (* full_case = 32'd1 *)
-      if (\$132 ) begin
+      if (\$216 ) begin
       end else begin
-        \$181 [178:163] = bus__w_data[15:0];
+        \$286 [178:163] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$181  = 179'h000000000000000000000000000000000000000000000;
+      \$286  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$182  = tracker_program__payload;
-    if (\$133 ) begin
+    \$287  = tracker_program__payload;
+    if (\$217 ) begin
       (* full_case = 32'd1 *)
-      if (\$134 ) begin
+      if (\$220 ) begin
       end else begin
-        \$182 [0] = bus__w_data[0];
-        \$182 [16:1] = bus__w_data[16:1];
-        \$182 [28:17] = bus__w_data[28:17];
+        \$287 [0] = bus__w_data[0];
+        \$287 [16:1] = bus__w_data[16:1];
+        \$287 [28:17] = bus__w_data[28:17];
       end
     end
-    if (\$135 ) begin
+    if (\$221 ) begin
       (* full_case = 32'd1 *)
-      if (\$136 ) begin
+      if (\$224 ) begin
       end else begin
-        \$182 [36:29] = bus__w_data[7:0];
-        \$182 [37] = bus__w_data[8];
-      end
-    end
-    if (rst) begin
-      \$182  = 38'h0000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$183  = arbiter_program__payload;
-    if (\$137 ) begin
-      (* full_case = 32'd1 *)
-      if (\$138 ) begin
-      end else begin
-        \$183 [1:0] = bus__w_data[1:0];
-        \$183 [9:2] = bus__w_data[9:2];
-        \$183 [17:10] = bus__w_data[17:10];
-        \$183 [22:18] = bus__w_data[22:18];
-      end
-    end
-    if (\$139 ) begin
-      (* full_case = 32'd1 *)
-      if (\$140 ) begin
-      end else begin
-        \$183 [38:23] = bus__w_data[15:0];
+        \$287 [36:29] = bus__w_data[7:0];
+        \$287 [37] = bus__w_data[8];
       end
     end
     if (rst) begin
-      \$183  = 39'h0200388002;
+      \$287  = 38'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$184  = \$157 ;
+    \$288  = arbiter_program__payload;
+    if (\$225 ) begin
+      (* full_case = 32'd1 *)
+      if (\$228 ) begin
+      end else begin
+        \$288 [1:0] = bus__w_data[1:0];
+        \$288 [9:2] = bus__w_data[9:2];
+        \$288 [17:10] = bus__w_data[17:10];
+        \$288 [22:18] = bus__w_data[22:18];
+      end
+    end
+    if (\$229 ) begin
+      (* full_case = 32'd1 *)
+      if (\$232 ) begin
+      end else begin
+        \$288 [38:23] = bus__w_data[15:0];
+      end
+    end
     if (rst) begin
-      \$184  = 4'h0;
+      \$288  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$185  = \$160 ;
+    \$289  = \$261 ;
     if (rst) begin
-      \$185  = 5'h00;
+      \$289  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$186  = \$163 ;
+    \$290  = \$264 ;
     if (rst) begin
-      \$186  = 3'h0;
+      \$290  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$187  = \$166 ;
+    \$291  = \$267 ;
     if (rst) begin
-      \$187  = 2'h0;
+      \$291  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$188  = \$169 ;
+    \$292  = \$270 ;
     if (rst) begin
-      \$188  = 2'h0;
+      \$292  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$189  = bus__r_data;
+    \$293  = \$273 ;
+    if (rst) begin
+      \$293  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$294  = bus__r_data;
     if (bus__r_stb) begin
       (* full_case = 32'd1 *)
       casez (bus__addr)
         10'h000:
-            \$189  = 32'd1412646999;
+            \$294  = 32'd1412646999;
         10'h004:
-            \$189  = 32'd811731048;
+            \$294  = 32'd811731048;
         10'h008:
-            \$189  = { 24'h000000, status };
+            \$294  = { 24'h000000, status };
         10'h00c:
-            \$189  = 32'd0;
+            \$294  = 32'd0;
         10'h040:
-            \$189  = { 28'h0000000, errors };
+            \$294  = { 28'h0000000, errors };
         10'h044:
-            \$189  = { 27'h0000000, tracker_sticky };
+            \$294  = { 27'h0000000, tracker_sticky };
         10'h048:
-            \$189  = { 29'h00000000, dma_sticky };
+            \$294  = { 29'h00000000, dma_sticky };
         10'h04c:
-            \$189  = { 30'h00000000, addrmap_sticky };
+            \$294  = { 30'h00000000, addrmap_sticky };
         10'h050:
-            \$189  = { 30'h00000000, arbiter_sticky };
+            \$294  = { 30'h00000000, arbiter_sticky };
         10'h080:
-            \$189  = { 21'h000000, region_view[10:0] };
+            \$294  = { 21'h000000, region_view[10:0] };
         10'h084:
-            \$189  = region_view[42:11];
+            \$294  = region_view[42:11];
         10'h088:
-            \$189  = { 16'h0000, region_view[58:43] };
+            \$294  = { 16'h0000, region_view[58:43] };
         10'h08c:
-            \$189  = region_view[90:59];
+            \$294  = region_view[90:59];
         10'h090:
-            \$189  = { 16'h0000, region_view[106:91] };
+            \$294  = { 16'h0000, region_view[106:91] };
         10'h094:
-            \$189  = region_view[138:107];
+            \$294  = region_view[138:107];
         10'h098:
-            \$189  = { 16'h0000, region_view[154:139] };
+            \$294  = { 16'h0000, region_view[154:139] };
         10'h0c0:
-            \$189  = { 1'h0, desc_view[30:0] };
+            \$294  = { 1'h0, desc_view[30:0] };
         10'h0c4:
-            \$189  = { 4'h0, desc_view[58:31] };
+            \$294  = { 4'h0, desc_view[58:31] };
         10'h0c8:
-            \$189  = { 8'h00, desc_view[82:59] };
+            \$294  = { 8'h00, desc_view[82:59] };
         10'h0cc:
-            \$189  = desc_view[114:83];
+            \$294  = desc_view[114:83];
         10'h0d0:
-            \$189  = { 16'h0000, desc_view[130:115] };
+            \$294  = { 16'h0000, desc_view[130:115] };
         10'h0d4:
-            \$189  = desc_view[162:131];
+            \$294  = desc_view[162:131];
         10'h0d8:
-            \$189  = { 16'h0000, desc_view[178:163] };
+            \$294  = { 16'h0000, desc_view[178:163] };
         10'h100:
-            \$189  = { 3'h0, tracker_program__payload[28:0] };
+            \$294  = { 3'h0, tracker_program__payload[28:0] };
         10'h104:
-            \$189  = { 23'h000000, tracker_program__payload[37:29] };
+            \$294  = { 23'h000000, tracker_program__payload[37:29] };
         10'h140:
-            \$189  = tracker_stats[31:0];
+            \$294  = tracker_stats[31:0];
         10'h144:
-            \$189  = tracker_stats[63:32];
+            \$294  = tracker_stats[63:32];
         10'h148:
-            \$189  = tracker_stats[95:64];
+            \$294  = tracker_stats[95:64];
         10'h14c:
-            \$189  = tracker_stats[127:96];
+            \$294  = tracker_stats[127:96];
         10'h150:
-            \$189  = tracker_stats[159:128];
+            \$294  = tracker_stats[159:128];
         10'h154:
-            \$189  = tracker_stats[191:160];
+            \$294  = tracker_stats[191:160];
         10'h180:
-            \$189  = dma_stats[31:0];
+            \$294  = dma_stats[31:0];
         10'h184:
-            \$189  = dma_stats[63:32];
+            \$294  = dma_stats[63:32];
         10'h188:
-            \$189  = dma_stats[95:64];
+            \$294  = dma_stats[95:64];
         10'h18c:
-            \$189  = dma_stats[127:96];
+            \$294  = dma_stats[127:96];
         10'h1c0:
-            \$189  = addrmap_stats[31:0];
+            \$294  = addrmap_stats[31:0];
         10'h1c4:
-            \$189  = addrmap_stats[63:32];
+            \$294  = addrmap_stats[63:32];
         10'h1c8:
-            \$189  = addrmap_stats[95:64];
+            \$294  = addrmap_stats[95:64];
         10'h1cc:
-            \$189  = addrmap_stats[127:96];
+            \$294  = addrmap_stats[127:96];
         10'h200:
-            \$189  = { 9'h000, arbiter_program__payload[22:0] };
+            \$294  = { 9'h000, arbiter_program__payload[22:0] };
         10'h204:
-            \$189  = { 16'h0000, arbiter_program__payload[38:23] };
+            \$294  = { 16'h0000, arbiter_program__payload[38:23] };
         10'h208:
-            \$189  = { 21'h000000, arbiter_status };
+            \$294  = { 21'h000000, arbiter_status };
         10'h240:
-            \$189  = arbiter_stats[31:0];
+            \$294  = arbiter_stats[31:0];
         10'h244:
-            \$189  = arbiter_stats[63:32];
+            \$294  = arbiter_stats[63:32];
         10'h248:
-            \$189  = arbiter_stats[95:64];
+            \$294  = arbiter_stats[95:64];
         10'h24c:
-            \$189  = arbiter_stats[127:96];
+            \$294  = arbiter_stats[127:96];
         10'h250:
-            \$189  = arbiter_stats[159:128];
+            \$294  = arbiter_stats[159:128];
         10'h254:
-            \$189  = arbiter_stats[191:160];
+            \$294  = arbiter_stats[191:160];
         10'h258:
-            \$189  = arbiter_stats[223:192];
+            \$294  = arbiter_stats[223:192];
         10'h25c:
-            \$189  = arbiter_stats[255:224];
+            \$294  = arbiter_stats[255:224];
         10'h260:
-            \$189  = arbiter_stats[287:256];
+            \$294  = arbiter_stats[287:256];
         default:
-            \$189  = 32'd0;
+            \$294  = 32'd0;
       endcase
     end
     if (rst) begin
-      \$189  = 32'd0;
+      \$294  = 32'd0;
     end
   end
   assign rp__addr = region_program__payload[2:0];
@@ -5006,10 +5140,10 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign addrmap_sticky__overlap  = addrmap_sticky[1];
   assign arbiter_sticky__bad_config  = arbiter_sticky[0];
   assign arbiter_sticky__bad_response  = arbiter_sticky[1];
-  assign status[7] = \$96 ;
-  assign status[6] = \$95 ;
-  assign status[5] = \$94 ;
-  assign status[4] = \$93 ;
+  assign status[7] = \$152 ;
+  assign status[6] = \$149 ;
+  assign status[5] = \$146 ;
+  assign status[4] = \$143 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
@@ -5022,23 +5156,108 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
     set_err[1] = \$31 ;
   always @*
     set_err[0] = \$3 ;
-  assign \$67  = tracker_program__valid;
-  assign \$69  = tracker_program__valid;
-  assign \$71  = arbiter_program__valid;
-  assign \$73  = arbiter_program__valid;
-  assign \$84  = tracker_program__valid;
-  assign \$86  = arbiter_program__valid;
-  assign \$87  = arbiter_program__valid;
+  assign \$40  = region_waiting0;
+  assign \$44  = region_waiting0;
+  assign \$48  = region_waiting0;
+  assign \$52  = region_waiting0;
+  assign \$56  = region_waiting0;
+  assign \$60  = region_waiting0;
+  assign \$64  = region_waiting0;
+  assign \$68  = 1'h0;
+  assign \$69  = \$67 ;
+  assign \$72  = 1'h0;
+  assign \$73  = \$71 ;
+  assign \$76  = 1'h0;
+  assign \$77  = \$75 ;
+  assign \$80  = 1'h0;
+  assign \$81  = \$79 ;
+  assign \$84  = 1'h0;
+  assign \$85  = \$83 ;
+  assign \$88  = 1'h0;
+  assign \$89  = \$87 ;
+  assign \$92  = 1'h0;
+  assign \$93  = \$91 ;
   assign \$95  = tracker_program__valid;
-  assign \$96  = arbiter_program__valid;
-  assign \$99  = region_program__valid;
-  assign \$102  = arbiter_program__valid;
-  assign \$103  = region_program__valid;
-  assign \$134  = tracker_program__valid;
-  assign \$136  = tracker_program__valid;
-  assign \$138  = arbiter_program__valid;
-  assign \$140  = arbiter_program__valid;
-  assign \$151  = tracker_program__valid;
-  assign \$153  = arbiter_program__valid;
-  assign \$154  = arbiter_program__valid;
+  assign \$96  = 1'h0;
+  assign \$97  = tracker_program__valid;
+  assign \$99  = tracker_program__valid;
+  assign \$100  = 1'h0;
+  assign \$101  = tracker_program__valid;
+  assign \$103  = arbiter_program__valid;
+  assign \$104  = 1'h0;
+  assign \$105  = arbiter_program__valid;
+  assign \$107  = arbiter_program__valid;
+  assign \$108  = 1'h0;
+  assign \$109  = arbiter_program__valid;
+  assign \$112  = region_waiting0;
+  assign \$116  = region_waiting0;
+  assign \$120  = 1'h0;
+  assign \$121  = \$119 ;
+  assign \$125  = 1'h0;
+  assign \$126  = \$124 ;
+  assign \$128  = tracker_program__valid;
+  assign \$129  = 1'h0;
+  assign \$130  = tracker_program__valid;
+  assign \$132  = arbiter_program__valid;
+  assign \$133  = 1'h0;
+  assign \$134  = arbiter_program__valid;
+  assign \$135  = arbiter_program__valid;
+  assign \$142  = region_waiting0;
+  assign \$145  = 1'h0;
+  assign \$146  = \$144 ;
+  assign \$147  = tracker_program__valid;
+  assign \$148  = 1'h0;
+  assign \$149  = tracker_program__valid;
+  assign \$150  = arbiter_program__valid;
+  assign \$151  = 1'h0;
+  assign \$152  = arbiter_program__valid;
+  assign \$155  = region_program__valid;
+  assign \$158  = arbiter_program__valid;
+  assign \$159  = region_program__valid;
+  assign \$163  = region_waiting0;
+  assign \$167  = region_waiting0;
+  assign \$171  = region_waiting0;
+  assign \$175  = region_waiting0;
+  assign \$179  = region_waiting0;
+  assign \$183  = region_waiting0;
+  assign \$187  = region_waiting0;
+  assign \$191  = 1'h0;
+  assign \$192  = \$190 ;
+  assign \$195  = 1'h0;
+  assign \$196  = \$194 ;
+  assign \$199  = 1'h0;
+  assign \$200  = \$198 ;
+  assign \$203  = 1'h0;
+  assign \$204  = \$202 ;
+  assign \$207  = 1'h0;
+  assign \$208  = \$206 ;
+  assign \$211  = 1'h0;
+  assign \$212  = \$210 ;
+  assign \$215  = 1'h0;
+  assign \$216  = \$214 ;
+  assign \$218  = tracker_program__valid;
+  assign \$219  = 1'h0;
+  assign \$220  = tracker_program__valid;
+  assign \$222  = tracker_program__valid;
+  assign \$223  = 1'h0;
+  assign \$224  = tracker_program__valid;
+  assign \$226  = arbiter_program__valid;
+  assign \$227  = 1'h0;
+  assign \$228  = arbiter_program__valid;
+  assign \$230  = arbiter_program__valid;
+  assign \$231  = 1'h0;
+  assign \$232  = arbiter_program__valid;
+  assign \$235  = region_waiting0;
+  assign \$239  = region_waiting0;
+  assign \$243  = 1'h0;
+  assign \$244  = \$242 ;
+  assign \$248  = 1'h0;
+  assign \$249  = \$247 ;
+  assign \$251  = tracker_program__valid;
+  assign \$252  = 1'h0;
+  assign \$253  = tracker_program__valid;
+  assign \$255  = arbiter_program__valid;
+  assign \$256  = 1'h0;
+  assign \$257  = arbiter_program__valid;
+  assign \$258  = arbiter_program__valid;
 endmodule

@@ -2212,17 +2212,17 @@ endmodule
 module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, rx__ready, mem__ready, rx_mem__ready, program__valid, program__payload, net__valid, mem__valid, net__payload, mem__payload, stats, rx_mem__valid, rx_mem__payload, errors, net__ready, store__payload
 );
   reg _init_strobe_1  = 0;
-  wire [48:0] \$1 ;
-  wire [48:0] \$10 ;
+  wire \$1 ;
+  wire \$10 ;
   wire \$100 ;
-  wire [48:0] \$101 ;
+  wire \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [48:0] \$108 ;
+  wire \$108 ;
   wire \$109 ;
   wire \$11 ;
   wire \$110 ;
@@ -2230,7 +2230,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
-  wire [48:0] \$115 ;
+  wire \$115 ;
   wire \$116 ;
   wire \$117 ;
   wire \$118 ;
@@ -2238,15 +2238,15 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [48:0] \$122 ;
+  wire \$122 ;
   wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire [48:0] \$129 ;
-  wire [48:0] \$13 ;
+  wire \$129 ;
+  wire \$13 ;
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
@@ -2273,22 +2273,22 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$151 ;
   wire \$152 ;
   wire \$153 ;
-  wire [48:0] \$154 ;
+  wire \$154 ;
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
-  wire [48:0] \$16 ;
+  wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire \$162 ;
-  wire \$163 ;
-  wire \$164 ;
+  wire [32:0] \$162 ;
+  wire [32:0] \$163 ;
+  wire [32:0] \$164 ;
   wire [32:0] \$165 ;
-  wire [32:0] \$166 ;
-  wire [32:0] \$167 ;
-  wire [32:0] \$168 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire [48:0] \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -2312,7 +2312,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
-  wire [48:0] \$19 ;
+  wire \$19 ;
   wire \$190 ;
   wire \$191 ;
   wire \$192 ;
@@ -2346,7 +2346,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$217 ;
   wire \$218 ;
   wire \$219 ;
-  wire [48:0] \$22 ;
+  wire \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
@@ -2375,131 +2375,111 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$243 ;
   wire \$244 ;
   wire \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire \$248 ;
-  wire \$249 ;
-  wire [48:0] \$25 ;
-  wire \$250 ;
-  wire \$251 ;
-  wire \$252 ;
-  wire \$253 ;
-  wire \$254 ;
-  wire \$255 ;
-  wire \$256 ;
-  wire \$257 ;
-  wire \$258 ;
-  wire \$259 ;
-  wire [48:0] \$26 ;
-  wire \$260 ;
-  wire \$261 ;
-  wire \$262 ;
-  wire \$263 ;
-  wire \$264 ;
-  wire \$265 ;
-  wire \$266 ;
-  wire \$267 ;
-  wire \$268 ;
-  wire \$269 ;
-  wire [48:0] \$27 ;
-  wire \$270 ;
-  wire \$271 ;
-  wire \$272 ;
-  wire \$273 ;
-  wire \$274 ;
-  wire \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
-  wire [48:0] \$28 ;
-  wire \$280 ;
-  wire \$281 ;
-  wire \$282 ;
-  wire [1:0] \$283 ;
-  wire [1:0] \$284 ;
-  wire [1:0] \$285 ;
-  reg \$286 ;
-  reg \$287 ;
-  reg [76:0] \$288 ;
-  reg [72:0] \$289 ;
-  wire [48:0] \$29 ;
-  reg [127:0] \$290 ;
-  reg \$291 ;
-  reg [72:0] \$292 ;
-  reg [151:0] \$293 ;
-  reg [151:0] \$294 ;
-  reg [151:0] \$295 ;
-  reg [151:0] \$296 ;
-  reg [151:0] \$297 ;
-  reg [151:0] \$298 ;
-  reg [151:0] \$299 ;
+  wire [1:0] \$246 ;
+  wire [1:0] \$247 ;
+  wire [1:0] \$248 ;
+  reg \$249 ;
+  wire \$25 ;
+  reg \$250 ;
+  reg [76:0] \$251 ;
+  reg [72:0] \$252 ;
+  reg [127:0] \$253 ;
+  reg \$254 ;
+  reg [72:0] \$255 ;
+  reg \$256 ;
+  reg [151:0] \$257 ;
+  reg [48:0] \$258 ;
+  reg [47:0] \$259 ;
+  wire \$26 ;
+  reg [151:0] \$260 ;
+  reg [48:0] \$261 ;
+  reg [47:0] \$262 ;
+  reg [151:0] \$263 ;
+  reg [48:0] \$264 ;
+  reg [47:0] \$265 ;
+  reg [151:0] \$266 ;
+  reg [48:0] \$267 ;
+  reg [47:0] \$268 ;
+  reg [151:0] \$269 ;
+  wire \$27 ;
+  reg [48:0] \$270 ;
+  reg [47:0] \$271 ;
+  reg [151:0] \$272 ;
+  reg [48:0] \$273 ;
+  reg [47:0] \$274 ;
+  reg [151:0] \$275 ;
+  reg [48:0] \$276 ;
+  reg [47:0] \$277 ;
+  reg [151:0] \$278 ;
+  reg [48:0] \$279 ;
+  wire \$28 ;
+  reg [47:0] \$280 ;
+  reg [1:0] \$281 ;
+  wire \$29 ;
   wire \$3 ;
-  wire [48:0] \$30 ;
-  reg [151:0] \$300 ;
-  reg [1:0] \$301 ;
-  wire [48:0] \$31 ;
-  wire [48:0] \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [48:0] \$33 ;
+  wire [48:0] \$34 ;
+  wire [48:0] \$35 ;
+  wire [48:0] \$36 ;
+  wire [48:0] \$37 ;
+  wire [48:0] \$38 ;
   wire [48:0] \$39 ;
-  wire [48:0] \$4 ;
-  wire \$40 ;
+  wire \$4 ;
+  wire [48:0] \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire [48:0] \$44 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire [48:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
-  wire [48:0] \$54 ;
+  wire \$54 ;
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
   wire \$58 ;
-  wire [48:0] \$59 ;
+  wire \$59 ;
   wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
-  wire [48:0] \$64 ;
+  wire \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [48:0] \$69 ;
-  wire [48:0] \$7 ;
+  wire \$69 ;
+  wire \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire [48:0] \$74 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire [48:0] \$80 ;
+  wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
-  wire [48:0] \$87 ;
+  wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire \$9 ;
@@ -2507,7 +2487,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire [48:0] \$94 ;
+  wire \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
@@ -2519,7 +2499,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire clear__overlap ;
   input clk;
   wire clk;
-  reg [47:0] delta;
   reg [4:0] device;
   wire [48:0] \end ;
   output [1:0] errors;
@@ -2560,6 +2539,22 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire net__ready;
   output net__valid;
   reg net__valid = 1'h0;
+  reg p2_bad = 1'h0;
+  reg [47:0] p2_delta = 48'h000000000000;
+  reg [48:0] p2_end = 49'h0000000000000;
+  reg [154:0] p2_req = 155'h000000000000000000000000000000000000000;
+  wire [47:0] p2_req__base ;
+  wire [4:0] p2_req__device ;
+  wire [2:0] p2_req__index ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] p2_req__mode ;
+  wire [47:0] p2_req__remote_base ;
+  wire [47:0] p2_req__size ;
+  wire p2_req__valid ;
+  reg p2_valid = 1'h0;
   input [154:0] program__payload;
   wire [154:0] program__payload;
   wire [47:0] program__payload__base ;
@@ -2586,6 +2581,8 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region0__remote_base ;
   wire [47:0] region0__size ;
   wire region0__valid ;
+  reg [47:0] region0_delta = 48'h000000000000;
+  reg [48:0] region0_end = 49'h0000000000000;
   reg [151:0] region1 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region1__base ;
   wire [4:0] region1__device ;
@@ -2597,6 +2594,8 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region1__remote_base ;
   wire [47:0] region1__size ;
   wire region1__valid ;
+  reg [47:0] region1_delta = 48'h000000000000;
+  reg [48:0] region1_end = 49'h0000000000000;
   reg [151:0] region2 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region2__base ;
   wire [4:0] region2__device ;
@@ -2608,6 +2607,8 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region2__remote_base ;
   wire [47:0] region2__size ;
   wire region2__valid ;
+  reg [47:0] region2_delta = 48'h000000000000;
+  reg [48:0] region2_end = 49'h0000000000000;
   reg [151:0] region3 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region3__base ;
   wire [4:0] region3__device ;
@@ -2619,6 +2620,8 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region3__remote_base ;
   wire [47:0] region3__size ;
   wire region3__valid ;
+  reg [47:0] region3_delta = 48'h000000000000;
+  reg [48:0] region3_end = 49'h0000000000000;
   reg [151:0] region4 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region4__base ;
   wire [4:0] region4__device ;
@@ -2630,6 +2633,8 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region4__remote_base ;
   wire [47:0] region4__size ;
   wire region4__valid ;
+  reg [47:0] region4_delta = 48'h000000000000;
+  reg [48:0] region4_end = 49'h0000000000000;
   reg [151:0] region5 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region5__base ;
   wire [4:0] region5__device ;
@@ -2641,6 +2646,8 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region5__remote_base ;
   wire [47:0] region5__size ;
   wire region5__valid ;
+  reg [47:0] region5_delta = 48'h000000000000;
+  reg [48:0] region5_end = 49'h0000000000000;
   reg [151:0] region6 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region6__base ;
   wire [4:0] region6__device ;
@@ -2652,6 +2659,8 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region6__remote_base ;
   wire [47:0] region6__size ;
   wire region6__valid ;
+  reg [47:0] region6_delta = 48'h000000000000;
+  reg [48:0] region6_end = 49'h0000000000000;
   reg [151:0] region7 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region7__base ;
   wire [4:0] region7__device ;
@@ -2663,6 +2672,8 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region7__remote_base ;
   wire [47:0] region7__size ;
   wire region7__valid ;
+  reg [47:0] region7_delta = 48'h000000000000;
+  reg [48:0] region7_end = 49'h0000000000000;
   input rst;
   wire rst;
   input [76:0] rx__payload;
@@ -2716,323 +2727,329 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire store__ready;
   input store__valid;
   wire store__valid;
-  assign \$1  = store__payload[47:0] - region0[55:8];
-  assign \$2  = \$1 [47:0] < region0[103:56];
-  assign \$3  = region0[0] & \$2 ;
-  assign \$4  = store__payload[47:0] - region1[55:8];
-  assign \$5  = \$4 [47:0] < region1[103:56];
+  reg [47:0] target;
+  assign \$1  = store__payload[47:0] >= region0[55:8];
+  assign \$2  = region0[0] & \$1 ;
+  assign \$3  = store__payload[47:0] < region0_end;
+  assign \$4  = \$2  & \$3 ;
+  assign \$5  = store__payload[47:0] >= region1[55:8];
   assign \$6  = region1[0] & \$5 ;
-  assign \$7  = store__payload[47:0] - region2[55:8];
-  assign \$8  = \$7 [47:0] < region2[103:56];
-  assign \$9  = region2[0] & \$8 ;
-  assign \$10  = store__payload[47:0] - region3[55:8];
-  assign \$11  = \$10 [47:0] < region3[103:56];
-  assign \$12  = region3[0] & \$11 ;
-  assign \$13  = store__payload[47:0] - region4[55:8];
-  assign \$14  = \$13 [47:0] < region4[103:56];
-  assign \$15  = region4[0] & \$14 ;
-  assign \$16  = store__payload[47:0] - region5[55:8];
-  assign \$17  = \$16 [47:0] < region5[103:56];
-  assign \$18  = region5[0] & \$17 ;
-  assign \$19  = store__payload[47:0] - region6[55:8];
-  assign \$20  = \$19 [47:0] < region6[103:56];
-  assign \$21  = region6[0] & \$20 ;
-  assign \$22  = store__payload[47:0] - region7[55:8];
-  assign \$23  = \$22 [47:0] < region7[103:56];
-  assign \$24  = region7[0] & \$23 ;
-  assign \$25  = region0[151:104] - region0[55:8];
-  assign \$26  = region1[151:104] - region1[55:8];
-  assign \$27  = region2[151:104] - region2[55:8];
-  assign \$28  = region3[151:104] - region3[55:8];
-  assign \$29  = region4[151:104] - region4[55:8];
-  assign \$30  = region5[151:104] - region5[55:8];
-  assign \$31  = region6[151:104] - region6[55:8];
-  assign \$32  = region7[151:104] - region7[55:8];
-  assign \$33  = ~ net__valid;
-  assign \$34  = \$33  | net__ready;
-  assign \$35  = ~ mem__valid;
-  assign \$36  = \$35  | mem__ready;
-  assign store__ready = \$34  & \$36 ;
-  assign \$37  = region0[2:1] == 2'h2;
-  assign \$38  = region0[0] & \$37 ;
-  assign \$39  = rx__payload[52:5] - region0[55:8];
-  assign \$40  = \$39 [47:0] < region0[103:56];
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = region1[2:1] == 2'h2;
-  assign \$43  = region1[0] & \$42 ;
-  assign \$44  = rx__payload[52:5] - region1[55:8];
-  assign \$45  = \$44 [47:0] < region1[103:56];
-  assign \$46  = \$43  & \$45 ;
-  assign \$47  = region2[2:1] == 2'h2;
-  assign \$48  = region2[0] & \$47 ;
-  assign \$49  = rx__payload[52:5] - region2[55:8];
-  assign \$50  = \$49 [47:0] < region2[103:56];
-  assign \$51  = \$48  & \$50 ;
-  assign \$52  = region3[2:1] == 2'h2;
-  assign \$53  = region3[0] & \$52 ;
-  assign \$54  = rx__payload[52:5] - region3[55:8];
-  assign \$55  = \$54 [47:0] < region3[103:56];
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = region4[2:1] == 2'h2;
-  assign \$58  = region4[0] & \$57 ;
-  assign \$59  = rx__payload[52:5] - region4[55:8];
-  assign \$60  = \$59 [47:0] < region4[103:56];
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = region5[2:1] == 2'h2;
-  assign \$63  = region5[0] & \$62 ;
-  assign \$64  = rx__payload[52:5] - region5[55:8];
-  assign \$65  = \$64 [47:0] < region5[103:56];
-  assign \$66  = \$63  & \$65 ;
-  assign \$67  = region6[2:1] == 2'h2;
-  assign \$68  = region6[0] & \$67 ;
-  assign \$69  = rx__payload[52:5] - region6[55:8];
-  assign \$70  = \$69 [47:0] < region6[103:56];
-  assign \$71  = \$68  & \$70 ;
-  assign \$72  = region7[2:1] == 2'h2;
-  assign \$73  = region7[0] & \$72 ;
-  assign \$74  = rx__payload[52:5] - region7[55:8];
-  assign \$75  = \$74 [47:0] < region7[103:56];
-  assign \$76  = \$73  & \$75 ;
-  assign \$77  = ~ rx_mem__valid;
-  assign rx__ready = \$77  | rx_mem__ready;
-  assign \end  = program__payload[58:11] + program__payload[106:59];
-  assign \$78  = | program__payload[2:0];
-  assign \$79  = \$78  & region0[0];
-  assign \$80  = region0[55:8] + region0[103:56];
-  assign \$81  = program__payload[58:11] < \$80 ;
-  assign \$82  = \$79  & \$81 ;
-  assign \$83  = region0[55:8] < \end ;
+  assign \$7  = store__payload[47:0] < region1_end;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = store__payload[47:0] >= region2[55:8];
+  assign \$10  = region2[0] & \$9 ;
+  assign \$11  = store__payload[47:0] < region2_end;
+  assign \$12  = \$10  & \$11 ;
+  assign \$13  = store__payload[47:0] >= region3[55:8];
+  assign \$14  = region3[0] & \$13 ;
+  assign \$15  = store__payload[47:0] < region3_end;
+  assign \$16  = \$14  & \$15 ;
+  assign \$17  = store__payload[47:0] >= region4[55:8];
+  assign \$18  = region4[0] & \$17 ;
+  assign \$19  = store__payload[47:0] < region4_end;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = store__payload[47:0] >= region5[55:8];
+  assign \$22  = region5[0] & \$21 ;
+  assign \$23  = store__payload[47:0] < region5_end;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = store__payload[47:0] >= region6[55:8];
+  assign \$26  = region6[0] & \$25 ;
+  assign \$27  = store__payload[47:0] < region6_end;
+  assign \$28  = \$26  & \$27 ;
+  assign \$29  = store__payload[47:0] >= region7[55:8];
+  assign \$30  = region7[0] & \$29 ;
+  assign \$31  = store__payload[47:0] < region7_end;
+  assign \$32  = \$30  & \$31 ;
+  assign \$33  = store__payload[47:0] + region0_delta;
+  assign \$34  = store__payload[47:0] + region1_delta;
+  assign \$35  = store__payload[47:0] + region2_delta;
+  assign \$36  = store__payload[47:0] + region3_delta;
+  assign \$37  = store__payload[47:0] + region4_delta;
+  assign \$38  = store__payload[47:0] + region5_delta;
+  assign \$39  = store__payload[47:0] + region6_delta;
+  assign \$40  = store__payload[47:0] + region7_delta;
+  assign \$41  = ~ net__valid;
+  assign \$42  = \$41  | net__ready;
+  assign \$43  = ~ mem__valid;
+  assign \$44  = \$43  | mem__ready;
+  assign store__ready = \$42  & \$44 ;
+  assign \$45  = region0[2:1] == 2'h2;
+  assign \$46  = region0[0] & \$45 ;
+  assign \$47  = rx__payload[52:5] >= region0[55:8];
+  assign \$48  = \$46  & \$47 ;
+  assign \$49  = rx__payload[52:5] < region0_end;
+  assign \$50  = \$48  & \$49 ;
+  assign \$51  = region1[2:1] == 2'h2;
+  assign \$52  = region1[0] & \$51 ;
+  assign \$53  = rx__payload[52:5] >= region1[55:8];
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = rx__payload[52:5] < region1_end;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = region2[2:1] == 2'h2;
+  assign \$58  = region2[0] & \$57 ;
+  assign \$59  = rx__payload[52:5] >= region2[55:8];
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = rx__payload[52:5] < region2_end;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = region3[2:1] == 2'h2;
+  assign \$64  = region3[0] & \$63 ;
+  assign \$65  = rx__payload[52:5] >= region3[55:8];
+  assign \$66  = \$64  & \$65 ;
+  assign \$67  = rx__payload[52:5] < region3_end;
+  assign \$68  = \$66  & \$67 ;
+  assign \$69  = region4[2:1] == 2'h2;
+  assign \$70  = region4[0] & \$69 ;
+  assign \$71  = rx__payload[52:5] >= region4[55:8];
+  assign \$72  = \$70  & \$71 ;
+  assign \$73  = rx__payload[52:5] < region4_end;
+  assign \$74  = \$72  & \$73 ;
+  assign \$75  = region5[2:1] == 2'h2;
+  assign \$76  = region5[0] & \$75 ;
+  assign \$77  = rx__payload[52:5] >= region5[55:8];
+  assign \$78  = \$76  & \$77 ;
+  assign \$79  = rx__payload[52:5] < region5_end;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = region6[2:1] == 2'h2;
+  assign \$82  = region6[0] & \$81 ;
+  assign \$83  = rx__payload[52:5] >= region6[55:8];
   assign \$84  = \$82  & \$83 ;
-  assign \$85  = program__payload[2:0] != 1'h1;
-  assign \$86  = \$85  & region1[0];
-  assign \$87  = region1[55:8] + region1[103:56];
-  assign \$88  = program__payload[58:11] < \$87 ;
-  assign \$89  = \$86  & \$88 ;
-  assign \$90  = region1[55:8] < \end ;
-  assign \$91  = \$89  & \$90 ;
-  assign \$92  = program__payload[2:0] != 2'h2;
-  assign \$93  = \$92  & region2[0];
-  assign \$94  = region2[55:8] + region2[103:56];
-  assign \$95  = program__payload[58:11] < \$94 ;
-  assign \$96  = \$93  & \$95 ;
-  assign \$97  = region2[55:8] < \end ;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = program__payload[2:0] != 2'h3;
-  assign \$100  = \$99  & region3[0];
-  assign \$101  = region3[55:8] + region3[103:56];
-  assign \$102  = program__payload[58:11] < \$101 ;
-  assign \$103  = \$100  & \$102 ;
-  assign \$104  = region3[55:8] < \end ;
+  assign \$85  = rx__payload[52:5] < region6_end;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = region7[2:1] == 2'h2;
+  assign \$88  = region7[0] & \$87 ;
+  assign \$89  = rx__payload[52:5] >= region7[55:8];
+  assign \$90  = \$88  & \$89 ;
+  assign \$91  = rx__payload[52:5] < region7_end;
+  assign \$92  = \$90  & \$91 ;
+  assign \$93  = ~ rx_mem__valid;
+  assign rx__ready = \$93  | rx_mem__ready;
+  assign \end  = program__payload[58:11] + program__payload[106:59];
+  assign \$94  = | p2_req[2:0];
+  assign \$95  = \$94  & region0[0];
+  assign \$96  = p2_req[58:11] < region0_end;
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = region0[55:8] < p2_end;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = p2_req[2:0] != 1'h1;
+  assign \$101  = \$100  & region1[0];
+  assign \$102  = p2_req[58:11] < region1_end;
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = region1[55:8] < p2_end;
   assign \$105  = \$103  & \$104 ;
-  assign \$106  = program__payload[2:0] != 3'h4;
-  assign \$107  = \$106  & region4[0];
-  assign \$108  = region4[55:8] + region4[103:56];
-  assign \$109  = program__payload[58:11] < \$108 ;
-  assign \$110  = \$107  & \$109 ;
-  assign \$111  = region4[55:8] < \end ;
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = program__payload[2:0] != 3'h5;
-  assign \$114  = \$113  & region5[0];
-  assign \$115  = region5[55:8] + region5[103:56];
-  assign \$116  = program__payload[58:11] < \$115 ;
-  assign \$117  = \$114  & \$116 ;
-  assign \$118  = region5[55:8] < \end ;
-  assign \$119  = \$117  & \$118 ;
-  assign \$120  = program__payload[2:0] != 3'h6;
-  assign \$121  = \$120  & region6[0];
-  assign \$122  = region6[55:8] + region6[103:56];
-  assign \$123  = program__payload[58:11] < \$122 ;
-  assign \$124  = \$121  & \$123 ;
-  assign \$125  = region6[55:8] < \end ;
-  assign \$126  = \$124  & \$125 ;
-  assign \$127  = program__payload[2:0] != 3'h7;
-  assign \$128  = \$127  & region7[0];
-  assign \$129  = region7[55:8] + region7[103:56];
-  assign \$130  = program__payload[58:11] < \$129 ;
-  assign \$131  = \$128  & \$130 ;
-  assign \$132  = region7[55:8] < \end ;
+  assign \$106  = p2_req[2:0] != 2'h2;
+  assign \$107  = \$106  & region2[0];
+  assign \$108  = p2_req[58:11] < region2_end;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = region2[55:8] < p2_end;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = p2_req[2:0] != 2'h3;
+  assign \$113  = \$112  & region3[0];
+  assign \$114  = p2_req[58:11] < region3_end;
+  assign \$115  = \$113  & \$114 ;
+  assign \$116  = region3[55:8] < p2_end;
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = p2_req[2:0] != 3'h4;
+  assign \$119  = \$118  & region4[0];
+  assign \$120  = p2_req[58:11] < region4_end;
+  assign \$121  = \$119  & \$120 ;
+  assign \$122  = region4[55:8] < p2_end;
+  assign \$123  = \$121  & \$122 ;
+  assign \$124  = p2_req[2:0] != 3'h5;
+  assign \$125  = \$124  & region5[0];
+  assign \$126  = p2_req[58:11] < region5_end;
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = region5[55:8] < p2_end;
+  assign \$129  = \$127  & \$128 ;
+  assign \$130  = p2_req[2:0] != 3'h6;
+  assign \$131  = \$130  & region6[0];
+  assign \$132  = p2_req[58:11] < region6_end;
   assign \$133  = \$131  & \$132 ;
-  assign \$134  = program__valid & program__payload[3];
-  assign \$135  = ! program__payload[106:59];
-  assign \$136  = \end  > 49'h1000000000000;
-  assign \$137  = \$135  | \$136 ;
-  assign \$138  = program__payload[5:4] > 2'h2;
-  assign \$139  = \$137  | \$138 ;
-  assign \$140  = \$134  & \$139 ;
-  assign \$141  = program__valid & program__payload[3];
-  assign \$142  = ! program__payload[106:59];
-  assign \$143  = \end  > 49'h1000000000000;
-  assign \$144  = \$142  | \$143 ;
-  assign \$145  = program__payload[5:4] > 2'h2;
-  assign \$146  = \$144  | \$145 ;
-  assign \$147  = ~ \$146 ;
-  assign \$148  = \$141  & \$147 ;
-  assign \$149  = | clash;
-  assign \$150  = \$148  & \$149 ;
-  assign \$151  = store__valid & store__ready;
-  assign \$152  = mode == 1'h1;
-  assign \$153  = \$151  & \$152 ;
-  assign \$154  = store__payload[47:0] + delta;
-  assign \$155  = store__valid & store__ready;
-  assign \$156  = mode == 1'h1;
-  assign \$157  = ~ \$156 ;
-  assign \$158  = \$155  & \$157 ;
-  assign \$159  = mode == 2'h2;
-  assign \$160  = store__valid & store__ready;
-  assign \$161  = | hits;
-  assign \$162  = ~ \$161 ;
-  assign \$163  = ! mode;
-  assign \$164  = mode == 2'h2;
-  assign \$165  = stats[127:96] + 1'h1;
-  assign \$166  = stats[31:0] + 1'h1;
-  assign \$167  = stats[63:32] + 1'h1;
-  assign \$168  = stats[95:64] + 1'h1;
-  assign \$169  = rx__valid & rx__ready;
-  assign \$170  = | rx_hit;
-  assign \$171  = ~ program__payload[3];
-  assign \$172  = ! program__payload[106:59];
-  assign \$173  = \end  > 49'h1000000000000;
-  assign \$174  = \$172  | \$173 ;
-  assign \$175  = program__payload[5:4] > 2'h2;
-  assign \$176  = \$174  | \$175 ;
+  assign \$134  = region6[55:8] < p2_end;
+  assign \$135  = \$133  & \$134 ;
+  assign \$136  = p2_req[2:0] != 3'h7;
+  assign \$137  = \$136  & region7[0];
+  assign \$138  = p2_req[58:11] < region7_end;
+  assign \$139  = \$137  & \$138 ;
+  assign \$140  = region7[55:8] < p2_end;
+  assign \$141  = \$139  & \$140 ;
+  assign \$142  = p2_valid & p2_req[3];
+  assign \$143  = \$142  & p2_bad;
+  assign \$144  = p2_valid & p2_req[3];
+  assign \$145  = ~ p2_bad;
+  assign \$146  = \$144  & \$145 ;
+  assign \$147  = | clash;
+  assign \$148  = \$146  & \$147 ;
+  assign \$149  = store__valid & store__ready;
+  assign \$150  = mode == 1'h1;
+  assign \$151  = \$149  & \$150 ;
+  assign \$152  = store__valid & store__ready;
+  assign \$153  = mode == 1'h1;
+  assign \$154  = ~ \$153 ;
+  assign \$155  = \$152  & \$154 ;
+  assign \$156  = mode == 2'h2;
+  assign \$157  = store__valid & store__ready;
+  assign \$158  = | hits;
+  assign \$159  = ~ \$158 ;
+  assign \$160  = ! mode;
+  assign \$161  = mode == 2'h2;
+  assign \$162  = stats[127:96] + 1'h1;
+  assign \$163  = stats[31:0] + 1'h1;
+  assign \$164  = stats[63:32] + 1'h1;
+  assign \$165  = stats[95:64] + 1'h1;
+  assign \$166  = rx__valid & rx__ready;
+  assign \$167  = | rx_hit;
+  assign \$168  = program__payload[154:107] - program__payload[58:11];
+  assign \$169  = ! program__payload[106:59];
+  assign \$170  = \end  > 49'h1000000000000;
+  assign \$171  = \$169  | \$170 ;
+  assign \$172  = program__payload[5:4] > 2'h2;
+  assign \$173  = \$171  | \$172 ;
+  assign \$174  = ~ p2_req[3];
+  assign \$175  = ~ p2_bad;
+  assign \$176  = | clash;
   assign \$177  = ~ \$176 ;
-  assign \$178  = | clash;
-  assign \$179  = ~ \$178 ;
-  assign \$180  = \$177  & \$179 ;
-  assign \$181  = \$171  | \$180 ;
-  assign \$182  = program__valid & \$181 ;
-  assign \$183  = ! program__payload[2:0];
-  assign \$184  = \$182  & \$183 ;
-  assign \$185  = ~ program__payload[3];
-  assign \$186  = ! program__payload[106:59];
-  assign \$187  = \end  > 49'h1000000000000;
-  assign \$188  = \$186  | \$187 ;
-  assign \$189  = program__payload[5:4] > 2'h2;
-  assign \$190  = \$188  | \$189 ;
-  assign \$191  = ~ \$190 ;
-  assign \$192  = | clash;
-  assign \$193  = ~ \$192 ;
-  assign \$194  = \$191  & \$193 ;
-  assign \$195  = \$185  | \$194 ;
-  assign \$196  = program__valid & \$195 ;
-  assign \$197  = program__payload[2:0] == 1'h1;
-  assign \$198  = \$196  & \$197 ;
-  assign \$199  = ~ program__payload[3];
-  assign \$200  = ! program__payload[106:59];
-  assign \$201  = \end  > 49'h1000000000000;
-  assign \$202  = \$200  | \$201 ;
-  assign \$203  = program__payload[5:4] > 2'h2;
-  assign \$204  = \$202  | \$203 ;
-  assign \$205  = ~ \$204 ;
-  assign \$206  = | clash;
-  assign \$207  = ~ \$206 ;
-  assign \$208  = \$205  & \$207 ;
-  assign \$209  = \$199  | \$208 ;
-  assign \$210  = program__valid & \$209 ;
-  assign \$211  = program__payload[2:0] == 2'h2;
-  assign \$212  = \$210  & \$211 ;
-  assign \$213  = ~ program__payload[3];
-  assign \$214  = ! program__payload[106:59];
-  assign \$215  = \end  > 49'h1000000000000;
-  assign \$216  = \$214  | \$215 ;
-  assign \$217  = program__payload[5:4] > 2'h2;
-  assign \$218  = \$216  | \$217 ;
-  assign \$219  = ~ \$218 ;
-  assign \$220  = | clash;
-  assign \$221  = ~ \$220 ;
-  assign \$222  = \$219  & \$221 ;
-  assign \$223  = \$213  | \$222 ;
-  assign \$224  = program__valid & \$223 ;
-  assign \$225  = program__payload[2:0] == 2'h3;
-  assign \$226  = \$224  & \$225 ;
-  assign \$227  = ~ program__payload[3];
-  assign \$228  = ! program__payload[106:59];
-  assign \$229  = \end  > 49'h1000000000000;
-  assign \$230  = \$228  | \$229 ;
-  assign \$231  = program__payload[5:4] > 2'h2;
-  assign \$232  = \$230  | \$231 ;
-  assign \$233  = ~ \$232 ;
-  assign \$234  = | clash;
-  assign \$235  = ~ \$234 ;
-  assign \$236  = \$233  & \$235 ;
-  assign \$237  = \$227  | \$236 ;
-  assign \$238  = program__valid & \$237 ;
-  assign \$239  = program__payload[2:0] == 3'h4;
-  assign \$240  = \$238  & \$239 ;
-  assign \$241  = ~ program__payload[3];
-  assign \$242  = ! program__payload[106:59];
-  assign \$243  = \end  > 49'h1000000000000;
-  assign \$244  = \$242  | \$243 ;
-  assign \$245  = program__payload[5:4] > 2'h2;
-  assign \$246  = \$244  | \$245 ;
-  assign \$247  = ~ \$246 ;
-  assign \$248  = | clash;
-  assign \$249  = ~ \$248 ;
-  assign \$250  = \$247  & \$249 ;
-  assign \$251  = \$241  | \$250 ;
-  assign \$252  = program__valid & \$251 ;
-  assign \$253  = program__payload[2:0] == 3'h5;
-  assign \$254  = \$252  & \$253 ;
-  assign \$255  = ~ program__payload[3];
-  assign \$256  = ! program__payload[106:59];
-  assign \$257  = \end  > 49'h1000000000000;
-  assign \$258  = \$256  | \$257 ;
-  assign \$259  = program__payload[5:4] > 2'h2;
-  assign \$260  = \$258  | \$259 ;
-  assign \$261  = ~ \$260 ;
-  assign \$262  = | clash;
-  assign \$263  = ~ \$262 ;
-  assign \$264  = \$261  & \$263 ;
-  assign \$265  = \$255  | \$264 ;
-  assign \$266  = program__valid & \$265 ;
-  assign \$267  = program__payload[2:0] == 3'h6;
-  assign \$268  = \$266  & \$267 ;
-  assign \$269  = ~ program__payload[3];
-  assign \$270  = ! program__payload[106:59];
-  assign \$271  = \end  > 49'h1000000000000;
-  assign \$272  = \$270  | \$271 ;
-  assign \$273  = program__payload[5:4] > 2'h2;
-  assign \$274  = \$272  | \$273 ;
-  assign \$275  = ~ \$274 ;
-  assign \$276  = | clash;
-  assign \$277  = ~ \$276 ;
-  assign \$278  = \$275  & \$277 ;
-  assign \$279  = \$269  | \$278 ;
-  assign \$280  = program__valid & \$279 ;
-  assign \$281  = program__payload[2:0] == 3'h7;
-  assign \$282  = \$280  & \$281 ;
+  assign \$178  = \$175  & \$177 ;
+  assign \$179  = \$174  | \$178 ;
+  assign \$180  = p2_valid & \$179 ;
+  assign \$181  = ! p2_req[2:0];
+  assign \$182  = \$180  & \$181 ;
+  assign \$183  = ~ p2_req[3];
+  assign \$184  = ~ p2_bad;
+  assign \$185  = | clash;
+  assign \$186  = ~ \$185 ;
+  assign \$187  = \$184  & \$186 ;
+  assign \$188  = \$183  | \$187 ;
+  assign \$189  = p2_valid & \$188 ;
+  assign \$190  = p2_req[2:0] == 1'h1;
+  assign \$191  = \$189  & \$190 ;
+  assign \$192  = ~ p2_req[3];
+  assign \$193  = ~ p2_bad;
+  assign \$194  = | clash;
+  assign \$195  = ~ \$194 ;
+  assign \$196  = \$193  & \$195 ;
+  assign \$197  = \$192  | \$196 ;
+  assign \$198  = p2_valid & \$197 ;
+  assign \$199  = p2_req[2:0] == 2'h2;
+  assign \$200  = \$198  & \$199 ;
+  assign \$201  = ~ p2_req[3];
+  assign \$202  = ~ p2_bad;
+  assign \$203  = | clash;
+  assign \$204  = ~ \$203 ;
+  assign \$205  = \$202  & \$204 ;
+  assign \$206  = \$201  | \$205 ;
+  assign \$207  = p2_valid & \$206 ;
+  assign \$208  = p2_req[2:0] == 2'h3;
+  assign \$209  = \$207  & \$208 ;
+  assign \$210  = ~ p2_req[3];
+  assign \$211  = ~ p2_bad;
+  assign \$212  = | clash;
+  assign \$213  = ~ \$212 ;
+  assign \$214  = \$211  & \$213 ;
+  assign \$215  = \$210  | \$214 ;
+  assign \$216  = p2_valid & \$215 ;
+  assign \$217  = p2_req[2:0] == 3'h4;
+  assign \$218  = \$216  & \$217 ;
+  assign \$219  = ~ p2_req[3];
+  assign \$220  = ~ p2_bad;
+  assign \$221  = | clash;
+  assign \$222  = ~ \$221 ;
+  assign \$223  = \$220  & \$222 ;
+  assign \$224  = \$219  | \$223 ;
+  assign \$225  = p2_valid & \$224 ;
+  assign \$226  = p2_req[2:0] == 3'h5;
+  assign \$227  = \$225  & \$226 ;
+  assign \$228  = ~ p2_req[3];
+  assign \$229  = ~ p2_bad;
+  assign \$230  = | clash;
+  assign \$231  = ~ \$230 ;
+  assign \$232  = \$229  & \$231 ;
+  assign \$233  = \$228  | \$232 ;
+  assign \$234  = p2_valid & \$233 ;
+  assign \$235  = p2_req[2:0] == 3'h6;
+  assign \$236  = \$234  & \$235 ;
+  assign \$237  = ~ p2_req[3];
+  assign \$238  = ~ p2_bad;
+  assign \$239  = | clash;
+  assign \$240  = ~ \$239 ;
+  assign \$241  = \$238  & \$240 ;
+  assign \$242  = \$237  | \$241 ;
+  assign \$243  = p2_valid & \$242 ;
+  assign \$244  = p2_req[2:0] == 3'h7;
+  assign \$245  = \$243  & \$244 ;
   always @(posedge clk)
-    net__valid <= \$286 ;
+    net__valid <= \$249 ;
   always @(posedge clk)
-    mem__valid <= \$287 ;
+    mem__valid <= \$250 ;
   always @(posedge clk)
-    net__payload <= \$288 ;
+    net__payload <= \$251 ;
   always @(posedge clk)
-    mem__payload <= \$289 ;
+    mem__payload <= \$252 ;
   always @(posedge clk)
-    stats <= \$290 ;
+    stats <= \$253 ;
   always @(posedge clk)
-    rx_mem__valid <= \$291 ;
+    rx_mem__valid <= \$254 ;
   always @(posedge clk)
-    rx_mem__payload <= \$292 ;
+    rx_mem__payload <= \$255 ;
   always @(posedge clk)
-    region0 <= \$293 ;
+    p2_valid <= \$256 ;
   always @(posedge clk)
-    region1 <= \$294 ;
+    p2_req <= program__payload;
   always @(posedge clk)
-    region2 <= \$295 ;
+    p2_end <= \end ;
   always @(posedge clk)
-    region3 <= \$296 ;
+    p2_delta <= \$168 [47:0];
   always @(posedge clk)
-    region4 <= \$297 ;
+    p2_bad <= \$173 ;
   always @(posedge clk)
-    region5 <= \$298 ;
+    region0 <= \$257 ;
   always @(posedge clk)
-    region6 <= \$299 ;
+    region0_end <= \$258 ;
   always @(posedge clk)
-    region7 <= \$300 ;
+    region0_delta <= \$259 ;
   always @(posedge clk)
-    errors <= \$301 ;
+    region1 <= \$260 ;
+  always @(posedge clk)
+    region1_end <= \$261 ;
+  always @(posedge clk)
+    region1_delta <= \$262 ;
+  always @(posedge clk)
+    region2 <= \$263 ;
+  always @(posedge clk)
+    region2_end <= \$264 ;
+  always @(posedge clk)
+    region2_delta <= \$265 ;
+  always @(posedge clk)
+    region3 <= \$266 ;
+  always @(posedge clk)
+    region3_end <= \$267 ;
+  always @(posedge clk)
+    region3_delta <= \$268 ;
+  always @(posedge clk)
+    region4 <= \$269 ;
+  always @(posedge clk)
+    region4_end <= \$270 ;
+  always @(posedge clk)
+    region4_delta <= \$271 ;
+  always @(posedge clk)
+    region5 <= \$272 ;
+  always @(posedge clk)
+    region5_end <= \$273 ;
+  always @(posedge clk)
+    region5_delta <= \$274 ;
+  always @(posedge clk)
+    region6 <= \$275 ;
+  always @(posedge clk)
+    region6_end <= \$276 ;
+  always @(posedge clk)
+    region6_delta <= \$277 ;
+  always @(posedge clk)
+    region7 <= \$278 ;
+  always @(posedge clk)
+    region7_end <= \$279 ;
+  always @(posedge clk)
+    region7_delta <= \$280 ;
+  always @(posedge clk)
+    errors <= \$281 ;
   always @* begin
     if (_init_strobe_1 ) begin end
     mode = 2'h0;
@@ -3091,257 +3108,376 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    delta = 48'h000000000000;
+    target = 48'h000000000000;
     if (hits[0]) begin
-      delta = \$25 [47:0];
+      target = \$33 [47:0];
     end
     if (hits[1]) begin
-      delta = \$26 [47:0];
+      target = \$34 [47:0];
     end
     if (hits[2]) begin
-      delta = \$27 [47:0];
+      target = \$35 [47:0];
     end
     if (hits[3]) begin
-      delta = \$28 [47:0];
+      target = \$36 [47:0];
     end
     if (hits[4]) begin
-      delta = \$29 [47:0];
+      target = \$37 [47:0];
     end
     if (hits[5]) begin
-      delta = \$30 [47:0];
+      target = \$38 [47:0];
     end
     if (hits[6]) begin
-      delta = \$31 [47:0];
+      target = \$39 [47:0];
     end
     if (hits[7]) begin
-      delta = \$32 [47:0];
+      target = \$40 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$286  = net__valid;
+    \$249  = net__valid;
     if (net__ready) begin
-      \$286  = 1'h0;
+      \$249  = 1'h0;
     end
-    if (\$153 ) begin
-      \$286  = 1'h1;
+    if (\$151 ) begin
+      \$249  = 1'h1;
     end
     if (rst) begin
-      \$286  = 1'h0;
+      \$249  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$287  = mem__valid;
+    \$250  = mem__valid;
     if (mem__ready) begin
-      \$287  = 1'h0;
+      \$250  = 1'h0;
     end
-    if (\$158 ) begin
-      \$287  = 1'h1;
+    if (\$155 ) begin
+      \$250  = 1'h1;
     end
     if (rst) begin
-      \$287  = 1'h0;
+      \$250  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$288  = net__payload;
-    if (\$153 ) begin
-      \$288 [4:0] = device;
-      \$288 [52:5] = \$154 [47:0];
-      \$288 [53] = 1'h1;
-      \$288 [69:54] = store__payload[63:48];
-      \$288 [76:70] = store__payload[70:64];
+    \$251  = net__payload;
+    if (\$151 ) begin
+      \$251 [4:0] = device;
+      \$251 [52:5] = target;
+      \$251 [53] = 1'h1;
+      \$251 [69:54] = store__payload[63:48];
+      \$251 [76:70] = store__payload[70:64];
     end
     if (rst) begin
-      \$288  = 77'h00000000000000000000;
+      \$251  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$289  = mem__payload;
-    if (\$158 ) begin
-      \$289 [47:0] = store__payload[47:0];
-      \$289 [63:48] = store__payload[63:48];
-      \$289 [70:64] = store__payload[70:64];
-      \$289 [71] = store__payload[71];
-      \$289 [72] = \$159 ;
+    \$252  = mem__payload;
+    if (\$155 ) begin
+      \$252 [47:0] = store__payload[47:0];
+      \$252 [63:48] = store__payload[63:48];
+      \$252 [70:64] = store__payload[70:64];
+      \$252 [71] = store__payload[71];
+      \$252 [72] = \$156 ;
     end
     if (rst) begin
-      \$289  = 73'h0000000000000000000;
+      \$252  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$290  = stats;
-    if (\$160 ) begin
+    \$253  = stats;
+    if (\$157 ) begin
       (* full_case = 32'd1 *)
-      if (\$162 ) begin
-        \$290 [127:96] = \$165 [31:0];
-      end else if (\$163 ) begin
-        \$290 [31:0] = \$166 [31:0];
-      end else if (\$164 ) begin
-        \$290 [63:32] = \$167 [31:0];
+      if (\$159 ) begin
+        \$253 [127:96] = \$162 [31:0];
+      end else if (\$160 ) begin
+        \$253 [31:0] = \$163 [31:0];
+      end else if (\$161 ) begin
+        \$253 [63:32] = \$164 [31:0];
       end else begin
-        \$290 [95:64] = \$168 [31:0];
+        \$253 [95:64] = \$165 [31:0];
       end
     end
     if (rst) begin
-      \$290  = 128'h00000000000000000000000000000000;
+      \$253  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$291  = rx_mem__valid;
+    \$254  = rx_mem__valid;
     if (rx_mem__ready) begin
-      \$291  = 1'h0;
+      \$254  = 1'h0;
     end
-    if (\$169 ) begin
-      \$291  = 1'h1;
+    if (\$166 ) begin
+      \$254  = 1'h1;
     end
     if (rst) begin
-      \$291  = 1'h0;
+      \$254  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$292  = rx_mem__payload;
-    if (\$169 ) begin
-      \$292 [47:0] = rx__payload[52:5];
-      \$292 [63:48] = rx__payload[69:54];
-      \$292 [70:64] = rx__payload[76:70];
-      \$292 [71] = rx__payload[53];
-      \$292 [72] = \$170 ;
+    \$255  = rx_mem__payload;
+    if (\$166 ) begin
+      \$255 [47:0] = rx__payload[52:5];
+      \$255 [63:48] = rx__payload[69:54];
+      \$255 [70:64] = rx__payload[76:70];
+      \$255 [71] = rx__payload[53];
+      \$255 [72] = \$167 ;
     end
     if (rst) begin
-      \$292  = 73'h0000000000000000000;
+      \$255  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$293  = region0;
-    if (\$184 ) begin
-      \$293 [0] = program__payload[3];
-      \$293 [2:1] = program__payload[5:4];
-      \$293 [7:3] = program__payload[10:6];
-      \$293 [55:8] = program__payload[58:11];
-      \$293 [103:56] = program__payload[106:59];
-      \$293 [151:104] = program__payload[154:107];
-    end
+    \$256  = program__valid;
     if (rst) begin
-      \$293  = 152'h00000000000000000000000000000000000000;
+      \$256  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$294  = region1;
-    if (\$198 ) begin
-      \$294 [0] = program__payload[3];
-      \$294 [2:1] = program__payload[5:4];
-      \$294 [7:3] = program__payload[10:6];
-      \$294 [55:8] = program__payload[58:11];
-      \$294 [103:56] = program__payload[106:59];
-      \$294 [151:104] = program__payload[154:107];
+    \$257  = region0;
+    if (\$182 ) begin
+      \$257 [0] = p2_req[3];
+      \$257 [2:1] = p2_req[5:4];
+      \$257 [7:3] = p2_req[10:6];
+      \$257 [55:8] = p2_req[58:11];
+      \$257 [103:56] = p2_req[106:59];
+      \$257 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$294  = 152'h00000000000000000000000000000000000000;
+      \$257  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$295  = region2;
-    if (\$212 ) begin
-      \$295 [0] = program__payload[3];
-      \$295 [2:1] = program__payload[5:4];
-      \$295 [7:3] = program__payload[10:6];
-      \$295 [55:8] = program__payload[58:11];
-      \$295 [103:56] = program__payload[106:59];
-      \$295 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$295  = 152'h00000000000000000000000000000000000000;
+    \$258  = region0_end;
+    if (\$182 ) begin
+      \$258  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$296  = region3;
-    if (\$226 ) begin
-      \$296 [0] = program__payload[3];
-      \$296 [2:1] = program__payload[5:4];
-      \$296 [7:3] = program__payload[10:6];
-      \$296 [55:8] = program__payload[58:11];
-      \$296 [103:56] = program__payload[106:59];
-      \$296 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$296  = 152'h00000000000000000000000000000000000000;
+    \$259  = region0_delta;
+    if (\$182 ) begin
+      \$259  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$297  = region4;
-    if (\$240 ) begin
-      \$297 [0] = program__payload[3];
-      \$297 [2:1] = program__payload[5:4];
-      \$297 [7:3] = program__payload[10:6];
-      \$297 [55:8] = program__payload[58:11];
-      \$297 [103:56] = program__payload[106:59];
-      \$297 [151:104] = program__payload[154:107];
+    \$260  = region1;
+    if (\$191 ) begin
+      \$260 [0] = p2_req[3];
+      \$260 [2:1] = p2_req[5:4];
+      \$260 [7:3] = p2_req[10:6];
+      \$260 [55:8] = p2_req[58:11];
+      \$260 [103:56] = p2_req[106:59];
+      \$260 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$297  = 152'h00000000000000000000000000000000000000;
+      \$260  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$298  = region5;
-    if (\$254 ) begin
-      \$298 [0] = program__payload[3];
-      \$298 [2:1] = program__payload[5:4];
-      \$298 [7:3] = program__payload[10:6];
-      \$298 [55:8] = program__payload[58:11];
-      \$298 [103:56] = program__payload[106:59];
-      \$298 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$298  = 152'h00000000000000000000000000000000000000;
+    \$261  = region1_end;
+    if (\$191 ) begin
+      \$261  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$299  = region6;
-    if (\$268 ) begin
-      \$299 [0] = program__payload[3];
-      \$299 [2:1] = program__payload[5:4];
-      \$299 [7:3] = program__payload[10:6];
-      \$299 [55:8] = program__payload[58:11];
-      \$299 [103:56] = program__payload[106:59];
-      \$299 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$299  = 152'h00000000000000000000000000000000000000;
+    \$262  = region1_delta;
+    if (\$191 ) begin
+      \$262  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$300  = region7;
-    if (\$282 ) begin
-      \$300 [0] = program__payload[3];
-      \$300 [2:1] = program__payload[5:4];
-      \$300 [7:3] = program__payload[10:6];
-      \$300 [55:8] = program__payload[58:11];
-      \$300 [103:56] = program__payload[106:59];
-      \$300 [151:104] = program__payload[154:107];
+    \$263  = region2;
+    if (\$200 ) begin
+      \$263 [0] = p2_req[3];
+      \$263 [2:1] = p2_req[5:4];
+      \$263 [7:3] = p2_req[10:6];
+      \$263 [55:8] = p2_req[58:11];
+      \$263 [103:56] = p2_req[106:59];
+      \$263 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$300  = 152'h00000000000000000000000000000000000000;
+      \$263  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$301  = \$285 ;
+    \$264  = region2_end;
+    if (\$200 ) begin
+      \$264  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$265  = region2_delta;
+    if (\$200 ) begin
+      \$265  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$266  = region3;
+    if (\$209 ) begin
+      \$266 [0] = p2_req[3];
+      \$266 [2:1] = p2_req[5:4];
+      \$266 [7:3] = p2_req[10:6];
+      \$266 [55:8] = p2_req[58:11];
+      \$266 [103:56] = p2_req[106:59];
+      \$266 [151:104] = p2_req[154:107];
+    end
     if (rst) begin
-      \$301  = 2'h0;
+      \$266  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$267  = region3_end;
+    if (\$209 ) begin
+      \$267  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$268  = region3_delta;
+    if (\$209 ) begin
+      \$268  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$269  = region4;
+    if (\$218 ) begin
+      \$269 [0] = p2_req[3];
+      \$269 [2:1] = p2_req[5:4];
+      \$269 [7:3] = p2_req[10:6];
+      \$269 [55:8] = p2_req[58:11];
+      \$269 [103:56] = p2_req[106:59];
+      \$269 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$269  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$270  = region4_end;
+    if (\$218 ) begin
+      \$270  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$271  = region4_delta;
+    if (\$218 ) begin
+      \$271  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$272  = region5;
+    if (\$227 ) begin
+      \$272 [0] = p2_req[3];
+      \$272 [2:1] = p2_req[5:4];
+      \$272 [7:3] = p2_req[10:6];
+      \$272 [55:8] = p2_req[58:11];
+      \$272 [103:56] = p2_req[106:59];
+      \$272 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$272  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$273  = region5_end;
+    if (\$227 ) begin
+      \$273  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$274  = region5_delta;
+    if (\$227 ) begin
+      \$274  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$275  = region6;
+    if (\$236 ) begin
+      \$275 [0] = p2_req[3];
+      \$275 [2:1] = p2_req[5:4];
+      \$275 [7:3] = p2_req[10:6];
+      \$275 [55:8] = p2_req[58:11];
+      \$275 [103:56] = p2_req[106:59];
+      \$275 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$275  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$276  = region6_end;
+    if (\$236 ) begin
+      \$276  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$277  = region6_delta;
+    if (\$236 ) begin
+      \$277  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$278  = region7;
+    if (\$245 ) begin
+      \$278 [0] = p2_req[3];
+      \$278 [2:1] = p2_req[5:4];
+      \$278 [7:3] = p2_req[10:6];
+      \$278 [55:8] = p2_req[58:11];
+      \$278 [103:56] = p2_req[106:59];
+      \$278 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$278  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$279  = region7_end;
+    if (\$245 ) begin
+      \$279  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$280  = region7_delta;
+    if (\$245 ) begin
+      \$280  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$281  = \$248 ;
+    if (rst) begin
+      \$281  = 2'h0;
     end
   end
   assign clear = 2'h3;
@@ -3409,6 +3545,13 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign program__payload__base  = program__payload[58:11];
   assign program__payload__size  = program__payload[106:59];
   assign program__payload__remote_base  = program__payload[154:107];
+  assign p2_req__index  = p2_req[2:0];
+  assign p2_req__valid  = p2_req[3];
+  assign p2_req__mode  = p2_req[5:4];
+  assign p2_req__device  = p2_req[10:6];
+  assign p2_req__base  = p2_req[58:11];
+  assign p2_req__size  = p2_req[106:59];
+  assign p2_req__remote_base  = p2_req[154:107];
   assign set_err__bad_region  = set_err[0];
   assign set_err__overlap  = set_err[1];
   assign net__payload__device  = net__payload[4:0];
@@ -3434,35 +3577,35 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign errors__overlap  = errors[1];
   assign clear__bad_region  = 1'h1;
   assign clear__overlap  = 1'h1;
-  assign set_err[1] = \$150 ;
-  assign set_err[0] = \$140 ;
-  assign clash[7] = \$133 ;
-  assign clash[6] = \$126 ;
-  assign clash[5] = \$119 ;
-  assign clash[4] = \$112 ;
-  assign clash[3] = \$105 ;
-  assign clash[2] = \$98 ;
-  assign clash[1] = \$91 ;
-  assign clash[0] = \$84 ;
-  assign rx_hit[7] = \$76 ;
-  assign rx_hit[6] = \$71 ;
-  assign rx_hit[5] = \$66 ;
-  assign rx_hit[4] = \$61 ;
-  assign rx_hit[3] = \$56 ;
-  assign rx_hit[2] = \$51 ;
-  assign rx_hit[1] = \$46 ;
-  assign rx_hit[0] = \$41 ;
-  assign hits[7] = \$24 ;
-  assign hits[6] = \$21 ;
-  assign hits[5] = \$18 ;
-  assign hits[4] = \$15 ;
-  assign hits[3] = \$12 ;
-  assign hits[2] = \$9 ;
-  assign hits[1] = \$6 ;
-  assign hits[0] = \$3 ;
-  assign \$283  = 2'h0;
-  assign \$284  = 2'h0;
-  assign \$285  = { \$150 , \$140  };
+  assign set_err[1] = \$148 ;
+  assign set_err[0] = \$143 ;
+  assign clash[7] = \$141 ;
+  assign clash[6] = \$135 ;
+  assign clash[5] = \$129 ;
+  assign clash[4] = \$123 ;
+  assign clash[3] = \$117 ;
+  assign clash[2] = \$111 ;
+  assign clash[1] = \$105 ;
+  assign clash[0] = \$99 ;
+  assign rx_hit[7] = \$92 ;
+  assign rx_hit[6] = \$86 ;
+  assign rx_hit[5] = \$80 ;
+  assign rx_hit[4] = \$74 ;
+  assign rx_hit[3] = \$68 ;
+  assign rx_hit[2] = \$62 ;
+  assign rx_hit[1] = \$56 ;
+  assign rx_hit[0] = \$50 ;
+  assign hits[7] = \$32 ;
+  assign hits[6] = \$28 ;
+  assign hits[5] = \$24 ;
+  assign hits[4] = \$20 ;
+  assign hits[3] = \$16 ;
+  assign hits[2] = \$12 ;
+  assign hits[1] = \$8 ;
+  assign hits[0] = \$4 ;
+  assign \$246  = 2'h0;
+  assign \$247  = 2'h0;
+  assign \$248  = { \$148 , \$143  };
 endmodule
 
 module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, store__valid, store__payload, remote__valid
@@ -4642,58 +4785,163 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$150 ;
   wire \$151 ;
   wire \$152 ;
-  wire \$153 ;
+  wire [8:0] \$153 ;
   wire \$154 ;
-  wire [3:0] \$155 ;
-  wire [3:0] \$156 ;
-  wire [3:0] \$157 ;
-  wire [4:0] \$158 ;
-  wire [4:0] \$159 ;
+  wire \$155 ;
+  wire \$156 ;
+  wire \$157 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
-  wire [4:0] \$160 ;
-  wire [2:0] \$161 ;
-  wire [2:0] \$162 ;
-  wire [2:0] \$163 ;
-  wire [1:0] \$164 ;
-  wire [1:0] \$165 ;
-  wire [1:0] \$166 ;
-  wire [1:0] \$167 ;
-  wire [1:0] \$168 ;
-  wire [1:0] \$169 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire \$168 ;
+  wire \$169 ;
   wire \$17 ;
-  reg [7:0] \$170 ;
-  reg \$171 ;
-  reg \$172 ;
-  reg \$173 ;
-  reg \$174 ;
-  reg \$175 ;
-  reg \$176 ;
-  reg \$177 ;
-  reg [154:0] \$178 ;
-  reg \$179 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
+  wire \$173 ;
+  wire \$174 ;
+  wire \$175 ;
+  wire \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire \$179 ;
   wire \$18 ;
-  reg \$180 ;
-  reg [178:0] \$181 ;
-  reg [37:0] \$182 ;
-  reg [38:0] \$183 ;
-  reg [3:0] \$184 ;
-  reg [4:0] \$185 ;
-  reg [2:0] \$186 ;
-  reg [1:0] \$187 ;
-  reg [1:0] \$188 ;
-  reg [31:0] \$189 ;
+  wire \$180 ;
+  wire \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire \$187 ;
+  wire \$188 ;
+  wire \$189 ;
   wire \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
   wire \$21 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
   wire \$22 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire \$224 ;
+  wire \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire \$228 ;
+  wire \$229 ;
   wire \$23 ;
+  wire \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire \$234 ;
+  wire \$235 ;
+  wire \$236 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
   wire \$24 ;
+  wire \$240 ;
+  wire \$241 ;
+  wire \$242 ;
+  wire \$243 ;
+  wire \$244 ;
+  wire \$245 ;
+  wire \$246 ;
+  wire \$247 ;
+  wire \$248 ;
+  wire \$249 ;
   wire \$25 ;
+  wire \$250 ;
+  wire \$251 ;
+  wire \$252 ;
+  wire \$253 ;
+  wire \$254 ;
+  wire \$255 ;
+  wire \$256 ;
+  wire \$257 ;
+  wire \$258 ;
+  wire [3:0] \$259 ;
   wire \$26 ;
+  wire [3:0] \$260 ;
+  wire [3:0] \$261 ;
+  wire [4:0] \$262 ;
+  wire [4:0] \$263 ;
+  wire [4:0] \$264 ;
+  wire [2:0] \$265 ;
+  wire [2:0] \$266 ;
+  wire [2:0] \$267 ;
+  wire [1:0] \$268 ;
+  wire [1:0] \$269 ;
   wire \$27 ;
+  wire [1:0] \$270 ;
+  wire [1:0] \$271 ;
+  wire [1:0] \$272 ;
+  wire [1:0] \$273 ;
+  reg [7:0] \$274 ;
+  reg \$275 ;
+  reg \$276 ;
+  reg \$277 ;
+  reg \$278 ;
+  reg \$279 ;
   wire \$28 ;
+  reg \$280 ;
+  reg \$281 ;
+  reg \$282 ;
+  reg [154:0] \$283 ;
+  reg \$284 ;
+  reg \$285 ;
+  reg [178:0] \$286 ;
+  reg [37:0] \$287 ;
+  reg [38:0] \$288 ;
+  reg [3:0] \$289 ;
   wire \$29 ;
+  reg [4:0] \$290 ;
+  reg [2:0] \$291 ;
+  reg [1:0] \$292 ;
+  reg [1:0] \$293 ;
+  reg [31:0] \$294 ;
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
@@ -4768,7 +5016,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire [8:0] \$97 ;
+  wire \$97 ;
   wire \$98 ;
   wire \$99 ;
   wire [1:0] addrmap_clear;
@@ -4939,6 +5187,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] region_view__remote_base ;
   wire [47:0] region_view__size ;
   wire region_view__valid ;
+  reg region_waiting0 = 1'h0;
   wire [2:0] rp__addr;
   wire [7:0] \rp__addr$74 ;
   wire [151:0] rp__data;
@@ -5433,157 +5682,178 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$37  = desc_verdict & \$36 ;
   assign \$38  = bus__w_stb & sel_region_index;
   assign \$39  = region_program__valid | region_verdict;
-  assign \$40  = bus__w_stb & sel_region_base_lo;
-  assign \$41  = region_program__valid | region_verdict;
-  assign \$42  = bus__w_stb & sel_region_base_hi;
+  assign \$41  = \$39  | \$40 ;
+  assign \$42  = bus__w_stb & sel_region_base_lo;
   assign \$43  = region_program__valid | region_verdict;
-  assign \$44  = bus__w_stb & sel_region_size_lo;
-  assign \$45  = region_program__valid | region_verdict;
-  assign \$46  = bus__w_stb & sel_region_size_hi;
+  assign \$45  = \$43  | \$44 ;
+  assign \$46  = bus__w_stb & sel_region_base_hi;
   assign \$47  = region_program__valid | region_verdict;
-  assign \$48  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$49  = region_program__valid | region_verdict;
-  assign \$50  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$49  = \$47  | \$48 ;
+  assign \$50  = bus__w_stb & sel_region_size_lo;
   assign \$51  = region_program__valid | region_verdict;
-  assign \$52  = bus__w_stb & sel_desc_index;
-  assign \$53  = dma_program__valid | desc_verdict;
-  assign \$54  = bus__w_stb & sel_desc_rows;
-  assign \$55  = dma_program__valid | desc_verdict;
-  assign \$56  = bus__w_stb & sel_desc_pitch;
-  assign \$57  = dma_program__valid | desc_verdict;
-  assign \$58  = bus__w_stb & sel_desc_src_lo;
-  assign \$59  = dma_program__valid | desc_verdict;
-  assign \$60  = bus__w_stb & sel_desc_src_hi;
-  assign \$61  = dma_program__valid | desc_verdict;
-  assign \$62  = bus__w_stb & sel_desc_dst_lo;
-  assign \$63  = dma_program__valid | desc_verdict;
-  assign \$64  = bus__w_stb & sel_desc_dst_hi;
-  assign \$65  = dma_program__valid | desc_verdict;
-  assign \$66  = bus__w_stb & sel_track_op;
-  assign \$68  = bus__w_stb & sel_track_cmd;
-  assign \$70  = bus__w_stb & sel_arb_policy;
-  assign \$72  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$74  = bus__w_stb & sel_command;
-  assign \$75  = region_program__valid | region_verdict;
-  assign \$76  = \$75  | sweep;
-  assign \$77  = region_program__valid | region_verdict;
-  assign \$78  = \$77  | sweep;
+  assign \$53  = \$51  | \$52 ;
+  assign \$54  = bus__w_stb & sel_region_size_hi;
+  assign \$55  = region_program__valid | region_verdict;
+  assign \$57  = \$55  | \$56 ;
+  assign \$58  = bus__w_stb & sel_region_remote_base_lo;
+  assign \$59  = region_program__valid | region_verdict;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$63  = region_program__valid | region_verdict;
+  assign \$65  = \$63  | \$64 ;
+  assign \$66  = bus__w_stb & sel_desc_index;
+  assign \$67  = dma_program__valid | desc_verdict;
+  assign \$70  = bus__w_stb & sel_desc_rows;
+  assign \$71  = dma_program__valid | desc_verdict;
+  assign \$74  = bus__w_stb & sel_desc_pitch;
+  assign \$75  = dma_program__valid | desc_verdict;
+  assign \$78  = bus__w_stb & sel_desc_src_lo;
   assign \$79  = dma_program__valid | desc_verdict;
-  assign \$80  = sweep | dma_busy;
-  assign \$81  = \$79  | \$80 ;
-  assign \$82  = dma_program__valid | desc_verdict;
-  assign \$83  = \$82  | sweep;
-  assign \$85  = \$84  | tracker_busy;
-  assign \$88  = bus__w_stb & sel_csr_errors;
-  assign \$89  = bus__w_stb & sel_tracker_errors;
-  assign \$90  = bus__w_stb & sel_dma_errors;
-  assign \$91  = bus__w_stb & sel_addrmap_errors;
-  assign \$92  = bus__w_stb & sel_arbiter_errors;
-  assign \$93  = region_program__valid | region_verdict;
-  assign \$94  = dma_program__valid | desc_verdict;
-  assign \$97  = sweep_at + 1'h1;
-  assign \$98  = sweep_at == 8'hff;
-  assign \$100  = dma_program__valid & dma_program__ready;
-  assign \$101  = tracker_program__valid & tracker_program__ready;
-  assign \$104  = dma_program__valid & dma_program__ready;
-  assign \$105  = bus__w_stb & sel_region_index;
-  assign \$106  = region_program__valid | region_verdict;
-  assign \$107  = bus__w_stb & sel_region_base_lo;
-  assign \$108  = region_program__valid | region_verdict;
-  assign \$109  = bus__w_stb & sel_region_base_hi;
-  assign \$110  = region_program__valid | region_verdict;
-  assign \$111  = bus__w_stb & sel_region_size_lo;
-  assign \$112  = region_program__valid | region_verdict;
-  assign \$113  = bus__w_stb & sel_region_size_hi;
-  assign \$114  = region_program__valid | region_verdict;
-  assign \$115  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$116  = region_program__valid | region_verdict;
-  assign \$117  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$118  = region_program__valid | region_verdict;
-  assign \$119  = bus__w_stb & sel_desc_index;
-  assign \$120  = dma_program__valid | desc_verdict;
-  assign \$121  = bus__w_stb & sel_desc_rows;
-  assign \$122  = dma_program__valid | desc_verdict;
-  assign \$123  = bus__w_stb & sel_desc_pitch;
+  assign \$82  = bus__w_stb & sel_desc_src_hi;
+  assign \$83  = dma_program__valid | desc_verdict;
+  assign \$86  = bus__w_stb & sel_desc_dst_lo;
+  assign \$87  = dma_program__valid | desc_verdict;
+  assign \$90  = bus__w_stb & sel_desc_dst_hi;
+  assign \$91  = dma_program__valid | desc_verdict;
+  assign \$94  = bus__w_stb & sel_track_op;
+  assign \$98  = bus__w_stb & sel_track_cmd;
+  assign \$102  = bus__w_stb & sel_arb_policy;
+  assign \$106  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$110  = bus__w_stb & sel_command;
+  assign \$111  = region_program__valid | region_verdict;
+  assign \$113  = \$111  | \$112 ;
+  assign \$114  = \$113  | sweep;
+  assign \$115  = region_program__valid | region_verdict;
+  assign \$117  = \$115  | \$116 ;
+  assign \$118  = \$117  | sweep;
+  assign \$119  = dma_program__valid | desc_verdict;
+  assign \$122  = sweep | dma_busy;
+  assign \$123  = \$121  | \$122 ;
   assign \$124  = dma_program__valid | desc_verdict;
-  assign \$125  = bus__w_stb & sel_desc_src_lo;
-  assign \$126  = dma_program__valid | desc_verdict;
-  assign \$127  = bus__w_stb & sel_desc_src_hi;
-  assign \$128  = dma_program__valid | desc_verdict;
-  assign \$129  = bus__w_stb & sel_desc_dst_lo;
-  assign \$130  = dma_program__valid | desc_verdict;
-  assign \$131  = bus__w_stb & sel_desc_dst_hi;
-  assign \$132  = dma_program__valid | desc_verdict;
-  assign \$133  = bus__w_stb & sel_track_op;
-  assign \$135  = bus__w_stb & sel_track_cmd;
-  assign \$137  = bus__w_stb & sel_arb_policy;
-  assign \$139  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$141  = bus__w_stb & sel_command;
-  assign \$142  = region_program__valid | region_verdict;
-  assign \$143  = \$142  | sweep;
-  assign \$144  = region_program__valid | region_verdict;
-  assign \$145  = \$144  | sweep;
-  assign \$146  = dma_program__valid | desc_verdict;
-  assign \$147  = sweep | dma_busy;
-  assign \$148  = \$146  | \$147 ;
-  assign \$149  = dma_program__valid | desc_verdict;
-  assign \$150  = \$149  | sweep;
-  assign \$152  = \$151  | tracker_busy;
-  assign \$155  = ~ csr_errors_clear;
-  assign \$156  = errors & \$155 ;
-  assign \$157  = \$156  | set_err;
-  assign \$158  = ~ tracker_errors_clear;
-  assign \$159  = tracker_sticky & \$158 ;
-  assign \$160  = \$159  | tracker_errors;
-  assign \$161  = ~ dma_errors_clear;
-  assign \$162  = dma_sticky & \$161 ;
-  assign \$163  = \$162  | dma_errors;
-  assign \$164  = ~ addrmap_errors_clear;
-  assign \$165  = addrmap_sticky & \$164 ;
-  assign \$166  = \$165  | addrmap_errors;
-  assign \$167  = ~ arbiter_errors_clear;
-  assign \$168  = arbiter_sticky & \$167 ;
-  assign \$169  = \$168  | arbiter_errors;
+  assign \$127  = \$126  | sweep;
+  assign \$131  = \$130  | tracker_busy;
+  assign \$136  = bus__w_stb & sel_csr_errors;
+  assign \$137  = bus__w_stb & sel_tracker_errors;
+  assign \$138  = bus__w_stb & sel_dma_errors;
+  assign \$139  = bus__w_stb & sel_addrmap_errors;
+  assign \$140  = bus__w_stb & sel_arbiter_errors;
+  assign \$141  = region_program__valid | region_verdict;
+  assign \$143  = \$141  | \$142 ;
+  assign \$144  = dma_program__valid | desc_verdict;
+  assign \$153  = sweep_at + 1'h1;
+  assign \$154  = sweep_at == 8'hff;
+  assign \$156  = dma_program__valid & dma_program__ready;
+  assign \$157  = tracker_program__valid & tracker_program__ready;
+  assign \$160  = dma_program__valid & dma_program__ready;
+  assign \$161  = bus__w_stb & sel_region_index;
+  assign \$162  = region_program__valid | region_verdict;
+  assign \$164  = \$162  | \$163 ;
+  assign \$165  = bus__w_stb & sel_region_base_lo;
+  assign \$166  = region_program__valid | region_verdict;
+  assign \$168  = \$166  | \$167 ;
+  assign \$169  = bus__w_stb & sel_region_base_hi;
+  assign \$170  = region_program__valid | region_verdict;
+  assign \$172  = \$170  | \$171 ;
+  assign \$173  = bus__w_stb & sel_region_size_lo;
+  assign \$174  = region_program__valid | region_verdict;
+  assign \$176  = \$174  | \$175 ;
+  assign \$177  = bus__w_stb & sel_region_size_hi;
+  assign \$178  = region_program__valid | region_verdict;
+  assign \$180  = \$178  | \$179 ;
+  assign \$181  = bus__w_stb & sel_region_remote_base_lo;
+  assign \$182  = region_program__valid | region_verdict;
+  assign \$184  = \$182  | \$183 ;
+  assign \$185  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$186  = region_program__valid | region_verdict;
+  assign \$188  = \$186  | \$187 ;
+  assign \$189  = bus__w_stb & sel_desc_index;
+  assign \$190  = dma_program__valid | desc_verdict;
+  assign \$193  = bus__w_stb & sel_desc_rows;
+  assign \$194  = dma_program__valid | desc_verdict;
+  assign \$197  = bus__w_stb & sel_desc_pitch;
+  assign \$198  = dma_program__valid | desc_verdict;
+  assign \$201  = bus__w_stb & sel_desc_src_lo;
+  assign \$202  = dma_program__valid | desc_verdict;
+  assign \$205  = bus__w_stb & sel_desc_src_hi;
+  assign \$206  = dma_program__valid | desc_verdict;
+  assign \$209  = bus__w_stb & sel_desc_dst_lo;
+  assign \$210  = dma_program__valid | desc_verdict;
+  assign \$213  = bus__w_stb & sel_desc_dst_hi;
+  assign \$214  = dma_program__valid | desc_verdict;
+  assign \$217  = bus__w_stb & sel_track_op;
+  assign \$221  = bus__w_stb & sel_track_cmd;
+  assign \$225  = bus__w_stb & sel_arb_policy;
+  assign \$229  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$233  = bus__w_stb & sel_command;
+  assign \$234  = region_program__valid | region_verdict;
+  assign \$236  = \$234  | \$235 ;
+  assign \$237  = \$236  | sweep;
+  assign \$238  = region_program__valid | region_verdict;
+  assign \$240  = \$238  | \$239 ;
+  assign \$241  = \$240  | sweep;
+  assign \$242  = dma_program__valid | desc_verdict;
+  assign \$245  = sweep | dma_busy;
+  assign \$246  = \$244  | \$245 ;
+  assign \$247  = dma_program__valid | desc_verdict;
+  assign \$250  = \$249  | sweep;
+  assign \$254  = \$253  | tracker_busy;
+  assign \$259  = ~ csr_errors_clear;
+  assign \$260  = errors & \$259 ;
+  assign \$261  = \$260  | set_err;
+  assign \$262  = ~ tracker_errors_clear;
+  assign \$263  = tracker_sticky & \$262 ;
+  assign \$264  = \$263  | tracker_errors;
+  assign \$265  = ~ dma_errors_clear;
+  assign \$266  = dma_sticky & \$265 ;
+  assign \$267  = \$266  | dma_errors;
+  assign \$268  = ~ addrmap_errors_clear;
+  assign \$269  = addrmap_sticky & \$268 ;
+  assign \$270  = \$269  | addrmap_errors;
+  assign \$271  = ~ arbiter_errors_clear;
+  assign \$272  = arbiter_sticky & \$271 ;
+  assign \$273  = \$272  | arbiter_errors;
   always @(posedge clk)
-    sweep_at <= \$170 ;
+    sweep_at <= \$274 ;
   always @(posedge clk)
-    sweep <= \$171 ;
+    sweep <= \$275 ;
   always @(posedge clk)
-    region_program__valid <= \$172 ;
+    region_program__valid <= \$276 ;
   always @(posedge clk)
-    dma_program__valid <= \$173 ;
+    dma_program__valid <= \$277 ;
   always @(posedge clk)
-    tracker_program__valid <= \$174 ;
+    tracker_program__valid <= \$278 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$175 ;
+    arbiter_program__valid <= \$279 ;
   always @(posedge clk)
-    region_verdict <= \$176 ;
+    region_waiting0 <= \$280 ;
   always @(posedge clk)
-    region_loading <= \$177 ;
+    region_verdict <= \$281 ;
   always @(posedge clk)
-    region_program__payload <= \$178 ;
+    region_loading <= \$282 ;
   always @(posedge clk)
-    desc_verdict <= \$179 ;
+    region_program__payload <= \$283 ;
   always @(posedge clk)
-    desc_loading <= \$180 ;
+    desc_verdict <= \$284 ;
   always @(posedge clk)
-    dma_program__payload <= \$181 ;
+    desc_loading <= \$285 ;
   always @(posedge clk)
-    tracker_program__payload <= \$182 ;
+    dma_program__payload <= \$286 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$183 ;
+    tracker_program__payload <= \$287 ;
   always @(posedge clk)
-    errors <= \$184 ;
+    arbiter_program__payload <= \$288 ;
   always @(posedge clk)
-    tracker_sticky <= \$185 ;
+    errors <= \$289 ;
   always @(posedge clk)
-    dma_sticky <= \$186 ;
+    tracker_sticky <= \$290 ;
   always @(posedge clk)
-    addrmap_sticky <= \$187 ;
+    dma_sticky <= \$291 ;
   always @(posedge clk)
-    arbiter_sticky <= \$188 ;
+    addrmap_sticky <= \$292 ;
   always @(posedge clk)
-    bus__r_data <= \$189 ;
+    arbiter_sticky <= \$293 ;
+  always @(posedge clk)
+    bus__r_data <= \$294 ;
   always @* begin
     if (_init_strobe_3 ) begin end
     sel_id = 1'h0;
@@ -8654,120 +8924,120 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (_init_strobe_3 ) begin end
     set_err[3:2] = 2'h0;
     if (\$38 ) begin
-      if (\$39 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$40 ) begin
       if (\$41 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$42 ) begin
-      if (\$43 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$44 ) begin
       if (\$45 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$46 ) begin
-      if (\$47 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$48 ) begin
       if (\$49 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$50 ) begin
-      if (\$51 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$52 ) begin
       if (\$53 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$54 ) begin
-      if (\$55 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$56 ) begin
       if (\$57 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$58 ) begin
-      if (\$59 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$60 ) begin
       if (\$61 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$62 ) begin
-      if (\$63 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$64 ) begin
       if (\$65 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$66 ) begin
-      if (\$67 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$68 ) begin
       if (\$69 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$70 ) begin
-      if (\$71 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$72 ) begin
       if (\$73 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$74 ) begin
+      if (\$77 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$78 ) begin
+      if (\$81 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$82 ) begin
+      if (\$85 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$86 ) begin
+      if (\$89 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$90 ) begin
+      if (\$93 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$94 ) begin
+      if (\$97 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$98 ) begin
+      if (\$101 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$102 ) begin
+      if (\$105 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$106 ) begin
+      if (\$109 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$110 ) begin
       (* full_case = 32'd1 *)
       casez (bus__w_data[2:0])
         3'h1:
-            if (\$76 ) begin
+            if (\$114 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$78 ) begin
+            if (\$118 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$81 ) begin
+            if (\$123 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$83 ) begin
+            if (\$127 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$85 ) begin
+            if (\$131 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$87 ) begin
+            if (\$135 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -8872,7 +9142,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_3 ) begin end
     csr_errors_clear = 4'h0;
-    if (\$88 ) begin
+    if (\$136 ) begin
       csr_errors_clear[0] = bus__w_data[0];
       csr_errors_clear[1] = bus__w_data[1];
       csr_errors_clear[2] = bus__w_data[2];
@@ -8882,7 +9152,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_3 ) begin end
     tracker_errors_clear = 5'h00;
-    if (\$89 ) begin
+    if (\$137 ) begin
       tracker_errors_clear[0] = bus__w_data[0];
       tracker_errors_clear[1] = bus__w_data[1];
       tracker_errors_clear[2] = bus__w_data[2];
@@ -8893,7 +9163,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_3 ) begin end
     dma_errors_clear = 3'h0;
-    if (\$90 ) begin
+    if (\$138 ) begin
       dma_errors_clear[0] = bus__w_data[0];
       dma_errors_clear[1] = bus__w_data[1];
       dma_errors_clear[2] = bus__w_data[2];
@@ -8902,7 +9172,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_3 ) begin end
     addrmap_errors_clear = 2'h0;
-    if (\$91 ) begin
+    if (\$139 ) begin
       addrmap_errors_clear[0] = bus__w_data[0];
       addrmap_errors_clear[1] = bus__w_data[1];
     end
@@ -8910,60 +9180,60 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_3 ) begin end
     arbiter_errors_clear = 2'h0;
-    if (\$92 ) begin
+    if (\$140 ) begin
       arbiter_errors_clear[0] = bus__w_data[0];
       arbiter_errors_clear[1] = bus__w_data[1];
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$170  = sweep_at;
+    \$274  = sweep_at;
     if (sweep) begin
-      \$170  = \$97 [7:0];
+      \$274  = \$153 [7:0];
     end
     if (rst) begin
-      \$170  = 8'h00;
+      \$274  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$171  = sweep;
+    \$275  = sweep;
     if (sweep) begin
-      if (\$98 ) begin
-        \$171  = 1'h0;
+      if (\$154 ) begin
+        \$275  = 1'h0;
       end
     end
     if (rst) begin
-      \$171  = 1'h1;
+      \$275  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$172  = region_program__valid;
-    if (\$99 ) begin
-      \$172  = 1'h0;
+    \$276  = region_program__valid;
+    if (\$155 ) begin
+      \$276  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$143 ) begin
+            if (\$237 ) begin
             end else begin
-              \$172  = 1'h1;
+              \$276  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$172  = 1'h0;
+      \$276  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$173  = dma_program__valid;
-    if (\$100 ) begin
-      \$173  = 1'h0;
+    \$277  = dma_program__valid;
+    if (\$156 ) begin
+      \$277  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -8971,23 +9241,23 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$148 ) begin
+            if (\$246 ) begin
             end else begin
-              \$173  = 1'h1;
+              \$277  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$173  = 1'h0;
+      \$277  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$174  = tracker_program__valid;
-    if (\$101 ) begin
-      \$174  = 1'h0;
+    \$278  = tracker_program__valid;
+    if (\$157 ) begin
+      \$278  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -8999,23 +9269,23 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h5:
             (* full_case = 32'd1 *)
-            if (\$152 ) begin
+            if (\$254 ) begin
             end else begin
-              \$174  = 1'h1;
+              \$278  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$174  = 1'h0;
+      \$278  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$175  = arbiter_program__valid;
-    if (\$102 ) begin
-      \$175  = 1'h0;
+    \$279  = arbiter_program__valid;
+    if (\$158 ) begin
+      \$279  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -9029,115 +9299,122 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h6:
             (* full_case = 32'd1 *)
-            if (\$154 ) begin
+            if (\$258 ) begin
             end else begin
-              \$175  = 1'h1;
+              \$279  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$175  = 1'h0;
+      \$279  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$176  = \$103 ;
+    \$280  = \$159 ;
     if (rst) begin
-      \$176  = 1'h0;
+      \$280  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$177  = 1'h0;
-    if (\$141 ) begin
+    \$281  = region_waiting0;
+    if (rst) begin
+      \$281  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$282  = 1'h0;
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$145 ) begin
+            if (\$241 ) begin
             end else begin
-              \$177  = 1'h1;
+              \$282  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$177  = 1'h0;
+      \$282  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$178  = region_program__payload;
+    \$283  = region_program__payload;
     if (region_loading) begin
-      \$178  = region_view;
+      \$283  = region_view;
     end
-    if (\$105 ) begin
+    if (\$161 ) begin
       (* full_case = 32'd1 *)
-      if (\$106 ) begin
+      if (\$164 ) begin
       end else begin
-        \$178 [2:0] = bus__w_data[2:0];
-        \$178 [3] = bus__w_data[3];
-        \$178 [5:4] = bus__w_data[5:4];
-        \$178 [10:6] = bus__w_data[10:6];
+        \$283 [2:0] = bus__w_data[2:0];
+        \$283 [3] = bus__w_data[3];
+        \$283 [5:4] = bus__w_data[5:4];
+        \$283 [10:6] = bus__w_data[10:6];
       end
     end
-    if (\$107 ) begin
+    if (\$165 ) begin
       (* full_case = 32'd1 *)
-      if (\$108 ) begin
+      if (\$168 ) begin
       end else begin
-        \$178 [42:11] = bus__w_data;
+        \$283 [42:11] = bus__w_data;
       end
     end
-    if (\$109 ) begin
+    if (\$169 ) begin
       (* full_case = 32'd1 *)
-      if (\$110 ) begin
+      if (\$172 ) begin
       end else begin
-        \$178 [58:43] = bus__w_data[15:0];
+        \$283 [58:43] = bus__w_data[15:0];
       end
     end
-    if (\$111 ) begin
+    if (\$173 ) begin
       (* full_case = 32'd1 *)
-      if (\$112 ) begin
+      if (\$176 ) begin
       end else begin
-        \$178 [90:59] = bus__w_data;
+        \$283 [90:59] = bus__w_data;
       end
     end
-    if (\$113 ) begin
+    if (\$177 ) begin
       (* full_case = 32'd1 *)
-      if (\$114 ) begin
+      if (\$180 ) begin
       end else begin
-        \$178 [106:91] = bus__w_data[15:0];
+        \$283 [106:91] = bus__w_data[15:0];
       end
     end
-    if (\$115 ) begin
+    if (\$181 ) begin
       (* full_case = 32'd1 *)
-      if (\$116 ) begin
+      if (\$184 ) begin
       end else begin
-        \$178 [138:107] = bus__w_data;
+        \$283 [138:107] = bus__w_data;
       end
     end
-    if (\$117 ) begin
+    if (\$185 ) begin
       (* full_case = 32'd1 *)
-      if (\$118 ) begin
+      if (\$188 ) begin
       end else begin
-        \$178 [154:139] = bus__w_data[15:0];
+        \$283 [154:139] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$178  = 155'h000000000000000000000000000000000000000;
+      \$283  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$179  = \$104 ;
+    \$284  = \$160 ;
     if (rst) begin
-      \$179  = 1'h0;
+      \$284  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$180  = 1'h0;
-    if (\$141 ) begin
+    \$285  = 1'h0;
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -9147,277 +9424,277 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$150 ) begin
+            if (\$250 ) begin
             end else begin
-              \$180  = 1'h1;
+              \$285  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$180  = 1'h0;
+      \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$181  = dma_program__payload;
+    \$286  = dma_program__payload;
     if (desc_loading) begin
-      \$181  = desc_view;
+      \$286  = desc_view;
     end
-    if (\$119 ) begin
+    if (\$189 ) begin
       (* full_case = 32'd1 *)
-      if (\$120 ) begin
+      if (\$192 ) begin
       end else begin
-        \$181 [7:0] = bus__w_data[7:0];
-        \$181 [8] = bus__w_data[8];
-        \$181 [9] = bus__w_data[9];
-        \$181 [14:10] = bus__w_data[14:10];
-        \$181 [30:15] = bus__w_data[30:15];
+        \$286 [7:0] = bus__w_data[7:0];
+        \$286 [8] = bus__w_data[8];
+        \$286 [9] = bus__w_data[9];
+        \$286 [14:10] = bus__w_data[14:10];
+        \$286 [30:15] = bus__w_data[30:15];
       end
     end
-    if (\$121 ) begin
+    if (\$193 ) begin
       (* full_case = 32'd1 *)
-      if (\$122 ) begin
+      if (\$196 ) begin
       end else begin
-        \$181 [42:31] = bus__w_data[11:0];
-        \$181 [58:43] = bus__w_data[27:12];
+        \$286 [42:31] = bus__w_data[11:0];
+        \$286 [58:43] = bus__w_data[27:12];
       end
     end
-    if (\$123 ) begin
+    if (\$197 ) begin
       (* full_case = 32'd1 *)
-      if (\$124 ) begin
+      if (\$200 ) begin
       end else begin
-        \$181 [82:59] = bus__w_data[23:0];
+        \$286 [82:59] = bus__w_data[23:0];
       end
     end
-    if (\$125 ) begin
+    if (\$201 ) begin
       (* full_case = 32'd1 *)
-      if (\$126 ) begin
+      if (\$204 ) begin
       end else begin
-        \$181 [114:83] = bus__w_data;
+        \$286 [114:83] = bus__w_data;
       end
     end
-    if (\$127 ) begin
+    if (\$205 ) begin
       (* full_case = 32'd1 *)
-      if (\$128 ) begin
+      if (\$208 ) begin
       end else begin
-        \$181 [130:115] = bus__w_data[15:0];
+        \$286 [130:115] = bus__w_data[15:0];
       end
     end
-    if (\$129 ) begin
+    if (\$209 ) begin
       (* full_case = 32'd1 *)
-      if (\$130 ) begin
+      if (\$212 ) begin
       end else begin
-        \$181 [162:131] = bus__w_data;
+        \$286 [162:131] = bus__w_data;
       end
     end
-    if (\$131 ) begin
+    if (\$213 ) begin
       (* full_case = 32'd1 *)
-      if (\$132 ) begin
+      if (\$216 ) begin
       end else begin
-        \$181 [178:163] = bus__w_data[15:0];
+        \$286 [178:163] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$181  = 179'h000000000000000000000000000000000000000000000;
+      \$286  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$182  = tracker_program__payload;
-    if (\$133 ) begin
+    \$287  = tracker_program__payload;
+    if (\$217 ) begin
       (* full_case = 32'd1 *)
-      if (\$134 ) begin
+      if (\$220 ) begin
       end else begin
-        \$182 [0] = bus__w_data[0];
-        \$182 [16:1] = bus__w_data[16:1];
-        \$182 [28:17] = bus__w_data[28:17];
+        \$287 [0] = bus__w_data[0];
+        \$287 [16:1] = bus__w_data[16:1];
+        \$287 [28:17] = bus__w_data[28:17];
       end
     end
-    if (\$135 ) begin
+    if (\$221 ) begin
       (* full_case = 32'd1 *)
-      if (\$136 ) begin
+      if (\$224 ) begin
       end else begin
-        \$182 [36:29] = bus__w_data[7:0];
-        \$182 [37] = bus__w_data[8];
-      end
-    end
-    if (rst) begin
-      \$182  = 38'h0000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$183  = arbiter_program__payload;
-    if (\$137 ) begin
-      (* full_case = 32'd1 *)
-      if (\$138 ) begin
-      end else begin
-        \$183 [1:0] = bus__w_data[1:0];
-        \$183 [9:2] = bus__w_data[9:2];
-        \$183 [17:10] = bus__w_data[17:10];
-        \$183 [22:18] = bus__w_data[22:18];
-      end
-    end
-    if (\$139 ) begin
-      (* full_case = 32'd1 *)
-      if (\$140 ) begin
-      end else begin
-        \$183 [38:23] = bus__w_data[15:0];
+        \$287 [36:29] = bus__w_data[7:0];
+        \$287 [37] = bus__w_data[8];
       end
     end
     if (rst) begin
-      \$183  = 39'h0200388002;
+      \$287  = 38'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$184  = \$157 ;
+    \$288  = arbiter_program__payload;
+    if (\$225 ) begin
+      (* full_case = 32'd1 *)
+      if (\$228 ) begin
+      end else begin
+        \$288 [1:0] = bus__w_data[1:0];
+        \$288 [9:2] = bus__w_data[9:2];
+        \$288 [17:10] = bus__w_data[17:10];
+        \$288 [22:18] = bus__w_data[22:18];
+      end
+    end
+    if (\$229 ) begin
+      (* full_case = 32'd1 *)
+      if (\$232 ) begin
+      end else begin
+        \$288 [38:23] = bus__w_data[15:0];
+      end
+    end
     if (rst) begin
-      \$184  = 4'h0;
+      \$288  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$185  = \$160 ;
+    \$289  = \$261 ;
     if (rst) begin
-      \$185  = 5'h00;
+      \$289  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$186  = \$163 ;
+    \$290  = \$264 ;
     if (rst) begin
-      \$186  = 3'h0;
+      \$290  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$187  = \$166 ;
+    \$291  = \$267 ;
     if (rst) begin
-      \$187  = 2'h0;
+      \$291  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$188  = \$169 ;
+    \$292  = \$270 ;
     if (rst) begin
-      \$188  = 2'h0;
+      \$292  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$189  = bus__r_data;
+    \$293  = \$273 ;
+    if (rst) begin
+      \$293  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$294  = bus__r_data;
     if (bus__r_stb) begin
       (* full_case = 32'd1 *)
       casez (bus__addr)
         10'h000:
-            \$189  = 32'd1412646999;
+            \$294  = 32'd1412646999;
         10'h004:
-            \$189  = 32'd811731048;
+            \$294  = 32'd811731048;
         10'h008:
-            \$189  = { 24'h000000, status };
+            \$294  = { 24'h000000, status };
         10'h00c:
-            \$189  = 32'd0;
+            \$294  = 32'd0;
         10'h040:
-            \$189  = { 28'h0000000, errors };
+            \$294  = { 28'h0000000, errors };
         10'h044:
-            \$189  = { 27'h0000000, tracker_sticky };
+            \$294  = { 27'h0000000, tracker_sticky };
         10'h048:
-            \$189  = { 29'h00000000, dma_sticky };
+            \$294  = { 29'h00000000, dma_sticky };
         10'h04c:
-            \$189  = { 30'h00000000, addrmap_sticky };
+            \$294  = { 30'h00000000, addrmap_sticky };
         10'h050:
-            \$189  = { 30'h00000000, arbiter_sticky };
+            \$294  = { 30'h00000000, arbiter_sticky };
         10'h080:
-            \$189  = { 21'h000000, region_view[10:0] };
+            \$294  = { 21'h000000, region_view[10:0] };
         10'h084:
-            \$189  = region_view[42:11];
+            \$294  = region_view[42:11];
         10'h088:
-            \$189  = { 16'h0000, region_view[58:43] };
+            \$294  = { 16'h0000, region_view[58:43] };
         10'h08c:
-            \$189  = region_view[90:59];
+            \$294  = region_view[90:59];
         10'h090:
-            \$189  = { 16'h0000, region_view[106:91] };
+            \$294  = { 16'h0000, region_view[106:91] };
         10'h094:
-            \$189  = region_view[138:107];
+            \$294  = region_view[138:107];
         10'h098:
-            \$189  = { 16'h0000, region_view[154:139] };
+            \$294  = { 16'h0000, region_view[154:139] };
         10'h0c0:
-            \$189  = { 1'h0, desc_view[30:0] };
+            \$294  = { 1'h0, desc_view[30:0] };
         10'h0c4:
-            \$189  = { 4'h0, desc_view[58:31] };
+            \$294  = { 4'h0, desc_view[58:31] };
         10'h0c8:
-            \$189  = { 8'h00, desc_view[82:59] };
+            \$294  = { 8'h00, desc_view[82:59] };
         10'h0cc:
-            \$189  = desc_view[114:83];
+            \$294  = desc_view[114:83];
         10'h0d0:
-            \$189  = { 16'h0000, desc_view[130:115] };
+            \$294  = { 16'h0000, desc_view[130:115] };
         10'h0d4:
-            \$189  = desc_view[162:131];
+            \$294  = desc_view[162:131];
         10'h0d8:
-            \$189  = { 16'h0000, desc_view[178:163] };
+            \$294  = { 16'h0000, desc_view[178:163] };
         10'h100:
-            \$189  = { 3'h0, tracker_program__payload[28:0] };
+            \$294  = { 3'h0, tracker_program__payload[28:0] };
         10'h104:
-            \$189  = { 23'h000000, tracker_program__payload[37:29] };
+            \$294  = { 23'h000000, tracker_program__payload[37:29] };
         10'h140:
-            \$189  = tracker_stats[31:0];
+            \$294  = tracker_stats[31:0];
         10'h144:
-            \$189  = tracker_stats[63:32];
+            \$294  = tracker_stats[63:32];
         10'h148:
-            \$189  = tracker_stats[95:64];
+            \$294  = tracker_stats[95:64];
         10'h14c:
-            \$189  = tracker_stats[127:96];
+            \$294  = tracker_stats[127:96];
         10'h150:
-            \$189  = tracker_stats[159:128];
+            \$294  = tracker_stats[159:128];
         10'h154:
-            \$189  = tracker_stats[191:160];
+            \$294  = tracker_stats[191:160];
         10'h180:
-            \$189  = dma_stats[31:0];
+            \$294  = dma_stats[31:0];
         10'h184:
-            \$189  = dma_stats[63:32];
+            \$294  = dma_stats[63:32];
         10'h188:
-            \$189  = dma_stats[95:64];
+            \$294  = dma_stats[95:64];
         10'h18c:
-            \$189  = dma_stats[127:96];
+            \$294  = dma_stats[127:96];
         10'h1c0:
-            \$189  = addrmap_stats[31:0];
+            \$294  = addrmap_stats[31:0];
         10'h1c4:
-            \$189  = addrmap_stats[63:32];
+            \$294  = addrmap_stats[63:32];
         10'h1c8:
-            \$189  = addrmap_stats[95:64];
+            \$294  = addrmap_stats[95:64];
         10'h1cc:
-            \$189  = addrmap_stats[127:96];
+            \$294  = addrmap_stats[127:96];
         10'h200:
-            \$189  = { 9'h000, arbiter_program__payload[22:0] };
+            \$294  = { 9'h000, arbiter_program__payload[22:0] };
         10'h204:
-            \$189  = { 16'h0000, arbiter_program__payload[38:23] };
+            \$294  = { 16'h0000, arbiter_program__payload[38:23] };
         10'h208:
-            \$189  = { 21'h000000, arbiter_status };
+            \$294  = { 21'h000000, arbiter_status };
         10'h240:
-            \$189  = arbiter_stats[31:0];
+            \$294  = arbiter_stats[31:0];
         10'h244:
-            \$189  = arbiter_stats[63:32];
+            \$294  = arbiter_stats[63:32];
         10'h248:
-            \$189  = arbiter_stats[95:64];
+            \$294  = arbiter_stats[95:64];
         10'h24c:
-            \$189  = arbiter_stats[127:96];
+            \$294  = arbiter_stats[127:96];
         10'h250:
-            \$189  = arbiter_stats[159:128];
+            \$294  = arbiter_stats[159:128];
         10'h254:
-            \$189  = arbiter_stats[191:160];
+            \$294  = arbiter_stats[191:160];
         10'h258:
-            \$189  = arbiter_stats[223:192];
+            \$294  = arbiter_stats[223:192];
         10'h25c:
-            \$189  = arbiter_stats[255:224];
+            \$294  = arbiter_stats[255:224];
         10'h260:
-            \$189  = arbiter_stats[287:256];
+            \$294  = arbiter_stats[287:256];
         default:
-            \$189  = 32'd0;
+            \$294  = 32'd0;
       endcase
     end
     if (rst) begin
-      \$189  = 32'd0;
+      \$294  = 32'd0;
     end
   end
   assign rp__addr = region_program__payload[2:0];
@@ -9578,10 +9855,10 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign arbiter_stats__stalls_dma  = arbiter_stats[223:192];
   assign arbiter_stats__stalls_remote  = arbiter_stats[255:224];
   assign arbiter_stats__starved  = arbiter_stats[287:256];
-  assign status[7] = \$96 ;
-  assign status[6] = \$95 ;
-  assign status[5] = \$94 ;
-  assign status[4] = \$93 ;
+  assign status[7] = \$152 ;
+  assign status[6] = \$149 ;
+  assign status[5] = \$146 ;
+  assign status[4] = \$143 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
@@ -9594,25 +9871,110 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     set_err[1] = \$31 ;
   always @*
     set_err[0] = \$3 ;
-  assign \$67  = tracker_program__valid;
-  assign \$69  = tracker_program__valid;
-  assign \$71  = arbiter_program__valid;
-  assign \$73  = arbiter_program__valid;
-  assign \$84  = tracker_program__valid;
-  assign \$86  = arbiter_program__valid;
-  assign \$87  = arbiter_program__valid;
+  assign \$40  = region_waiting0;
+  assign \$44  = region_waiting0;
+  assign \$48  = region_waiting0;
+  assign \$52  = region_waiting0;
+  assign \$56  = region_waiting0;
+  assign \$60  = region_waiting0;
+  assign \$64  = region_waiting0;
+  assign \$68  = 1'h0;
+  assign \$69  = \$67 ;
+  assign \$72  = 1'h0;
+  assign \$73  = \$71 ;
+  assign \$76  = 1'h0;
+  assign \$77  = \$75 ;
+  assign \$80  = 1'h0;
+  assign \$81  = \$79 ;
+  assign \$84  = 1'h0;
+  assign \$85  = \$83 ;
+  assign \$88  = 1'h0;
+  assign \$89  = \$87 ;
+  assign \$92  = 1'h0;
+  assign \$93  = \$91 ;
   assign \$95  = tracker_program__valid;
-  assign \$96  = arbiter_program__valid;
-  assign \$99  = region_program__valid;
-  assign \$102  = arbiter_program__valid;
-  assign \$103  = region_program__valid;
-  assign \$134  = tracker_program__valid;
-  assign \$136  = tracker_program__valid;
-  assign \$138  = arbiter_program__valid;
-  assign \$140  = arbiter_program__valid;
-  assign \$151  = tracker_program__valid;
-  assign \$153  = arbiter_program__valid;
-  assign \$154  = arbiter_program__valid;
+  assign \$96  = 1'h0;
+  assign \$97  = tracker_program__valid;
+  assign \$99  = tracker_program__valid;
+  assign \$100  = 1'h0;
+  assign \$101  = tracker_program__valid;
+  assign \$103  = arbiter_program__valid;
+  assign \$104  = 1'h0;
+  assign \$105  = arbiter_program__valid;
+  assign \$107  = arbiter_program__valid;
+  assign \$108  = 1'h0;
+  assign \$109  = arbiter_program__valid;
+  assign \$112  = region_waiting0;
+  assign \$116  = region_waiting0;
+  assign \$120  = 1'h0;
+  assign \$121  = \$119 ;
+  assign \$125  = 1'h0;
+  assign \$126  = \$124 ;
+  assign \$128  = tracker_program__valid;
+  assign \$129  = 1'h0;
+  assign \$130  = tracker_program__valid;
+  assign \$132  = arbiter_program__valid;
+  assign \$133  = 1'h0;
+  assign \$134  = arbiter_program__valid;
+  assign \$135  = arbiter_program__valid;
+  assign \$142  = region_waiting0;
+  assign \$145  = 1'h0;
+  assign \$146  = \$144 ;
+  assign \$147  = tracker_program__valid;
+  assign \$148  = 1'h0;
+  assign \$149  = tracker_program__valid;
+  assign \$150  = arbiter_program__valid;
+  assign \$151  = 1'h0;
+  assign \$152  = arbiter_program__valid;
+  assign \$155  = region_program__valid;
+  assign \$158  = arbiter_program__valid;
+  assign \$159  = region_program__valid;
+  assign \$163  = region_waiting0;
+  assign \$167  = region_waiting0;
+  assign \$171  = region_waiting0;
+  assign \$175  = region_waiting0;
+  assign \$179  = region_waiting0;
+  assign \$183  = region_waiting0;
+  assign \$187  = region_waiting0;
+  assign \$191  = 1'h0;
+  assign \$192  = \$190 ;
+  assign \$195  = 1'h0;
+  assign \$196  = \$194 ;
+  assign \$199  = 1'h0;
+  assign \$200  = \$198 ;
+  assign \$203  = 1'h0;
+  assign \$204  = \$202 ;
+  assign \$207  = 1'h0;
+  assign \$208  = \$206 ;
+  assign \$211  = 1'h0;
+  assign \$212  = \$210 ;
+  assign \$215  = 1'h0;
+  assign \$216  = \$214 ;
+  assign \$218  = tracker_program__valid;
+  assign \$219  = 1'h0;
+  assign \$220  = tracker_program__valid;
+  assign \$222  = tracker_program__valid;
+  assign \$223  = 1'h0;
+  assign \$224  = tracker_program__valid;
+  assign \$226  = arbiter_program__valid;
+  assign \$227  = 1'h0;
+  assign \$228  = arbiter_program__valid;
+  assign \$230  = arbiter_program__valid;
+  assign \$231  = 1'h0;
+  assign \$232  = arbiter_program__valid;
+  assign \$235  = region_waiting0;
+  assign \$239  = region_waiting0;
+  assign \$243  = 1'h0;
+  assign \$244  = \$242 ;
+  assign \$248  = 1'h0;
+  assign \$249  = \$247 ;
+  assign \$251  = tracker_program__valid;
+  assign \$252  = 1'h0;
+  assign \$253  = tracker_program__valid;
+  assign \$255  = arbiter_program__valid;
+  assign \$256  = 1'h0;
+  assign \$257  = arbiter_program__valid;
+  assign \$258  = arbiter_program__valid;
 endmodule
 
 module t3hw_system__e0__dma (clk, rst, read__ready, response__valid, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, program__valid, program__payload, errors, stats, busy, read__valid, read__payload, packet__valid, packet__payload, packet__ready, response__payload
@@ -11329,50 +11691,65 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   reg _init_strobe_9  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [15:0] \$11 ;
+  wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire [15:0] \$16 ;
-  wire [15:0] \$17 ;
-  wire \$18 ;
+  wire [15:0] \$14 ;
+  wire [15:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire [1:0] \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire [1:0] \$20 ;
-  wire [15:0] \$21 ;
+  wire \$20 ;
+  wire [8:0] \$21 ;
   wire \$22 ;
   wire \$23 ;
-  wire [8:0] \$24 ;
+  wire \$24 ;
   wire \$25 ;
-  wire \$26 ;
-  wire [4:0] \$27 ;
-  wire [4:0] \$28 ;
-  wire [4:0] \$29 ;
+  wire [15:0] \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire [15:0] \$29 ;
   wire [15:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire [32:0] \$32 ;
-  wire [32:0] \$33 ;
-  wire \$34 ;
-  wire [32:0] \$35 ;
-  wire \$36 ;
-  wire \$37 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire [15:0] \$34 ;
+  wire [4:0] \$35 ;
+  wire [4:0] \$36 ;
+  wire [4:0] \$37 ;
   wire [32:0] \$38 ;
-  reg [7:0] \$39 ;
+  wire [32:0] \$39 ;
   wire [15:0] \$4 ;
-  reg \$40 ;
-  reg \$41 ;
-  reg \$42 ;
-  reg \$43 ;
-  reg \$44 ;
-  reg [4:0] \$45 ;
-  reg [191:0] \$46 ;
-  wire \$5 ;
+  wire [32:0] \$40 ;
+  wire [32:0] \$41 ;
+  wire \$42 ;
+  wire [32:0] \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire [32:0] \$46 ;
+  reg [7:0] \$47 ;
+  reg \$48 ;
+  reg \$49 ;
+  wire [15:0] \$5 ;
+  reg \$50 ;
+  reg \$51 ;
+  reg \$52 ;
+  reg \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  wire [23:0] \$58 ;
+  reg \$59 ;
   wire \$6 ;
-  wire [15:0] \$7 ;
+  reg [4:0] \$60 ;
+  reg [191:0] \$61 ;
+  wire \$7 ;
   wire \$8 ;
-  wire \$9 ;
+  wire [12:0] \$9 ;
   wire accept;
   output busy;
   reg busy = 1'h1;
@@ -11384,14 +11761,14 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   wire clear__unprogrammed ;
   input clk;
   wire clk;
-  wire [41:0] cur;
+  reg [41:0] cur;
   wire [7:0] cur__cmd ;
-  wire [11:0] cur__count ;
+  wire [11:0] cur__left ;
   wire cur__rearm ;
   wire [7:0] cur__tag ;
   wire [11:0] cur__threshold ;
   wire cur__valid ;
-  wire [23:0] data;
+  reg [23:0] data = 24'h000000;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
   wire done;
@@ -11402,20 +11779,29 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   wire errors__overflow ;
   wire errors__reprogram ;
   wire errors__unprogrammed ;
-  reg [41:0] fwd_entry = 42'h00000000000;
-  wire [7:0] fwd_entry__cmd ;
-  wire [11:0] fwd_entry__count ;
-  wire fwd_entry__rearm ;
-  wire [7:0] fwd_entry__tag ;
-  wire [11:0] fwd_entry__threshold ;
-  wire fwd_entry__valid ;
-  reg [7:0] fwd_index = 8'h00;
-  reg fwd_valid = 1'h0;
+  reg [41:0] fwd_last = 42'h00000000000;
+  wire [7:0] fwd_last__cmd ;
+  wire [11:0] fwd_last__left ;
+  wire fwd_last__rearm ;
+  wire [7:0] fwd_last__tag ;
+  wire [11:0] fwd_last__threshold ;
+  wire fwd_last__valid ;
+  reg [7:0] fwd_last_index = 8'h00;
+  reg fwd_last_valid = 1'h0;
+  reg [41:0] fwd_prev = 42'h00000000000;
+  wire [7:0] fwd_prev__cmd ;
+  wire [11:0] fwd_prev__left ;
+  wire fwd_prev__rearm ;
+  wire [7:0] fwd_prev__tag ;
+  wire [11:0] fwd_prev__threshold ;
+  wire fwd_prev__valid ;
   wire hit;
-  wire [12:0] new_count;
+  reg hit_last = 1'h0;
+  reg hit_prev = 1'h0;
+  wire [11:0] new_left;
   reg [41:0] nxt;
   wire [7:0] nxt__cmd ;
-  wire [11:0] nxt__count ;
+  wire [11:0] nxt__left ;
   wire nxt__rearm ;
   wire [7:0] nxt__tag ;
   wire [11:0] nxt__threshold ;
@@ -11441,15 +11827,22 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   input program__valid;
   wire program__valid;
   reg push;
-  wire \push$35 ;
+  reg \push$37  = 1'h0;
   wire [7:0] rd__addr;
   wire [41:0] rd__data;
   wire [7:0] rd__data__cmd ;
-  wire [11:0] rd__data__count ;
+  wire [11:0] rd__data__left ;
   wire rd__data__rearm ;
   wire [7:0] rd__data__tag ;
   wire [11:0] rd__data__threshold ;
   wire rd__data__valid ;
+  reg [41:0] rdata = 42'h00000000000;
+  wire [7:0] rdata__cmd ;
+  wire [11:0] rdata__left ;
+  wire rdata__rearm ;
+  wire [7:0] rdata__tag ;
+  wire [11:0] rdata__threshold ;
+  wire rdata__valid ;
   input rst;
   wire rst;
   reg s1_prog = 1'h0;
@@ -11476,6 +11869,33 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   (* enum_value_10 = "REMOTE" *)
   wire [1:0] s1_write__source ;
   wire [15:0] s1_write__tile ;
+  wire [7:0] s2_index;
+  reg s2_prog = 1'h0;
+  reg [37:0] s2_req = 38'h0000000000;
+  wire [7:0] s2_req__cmd ;
+  (* enum_base_type = "TrackOp" *)
+  (* enum_value_0 = "ARM" *)
+  (* enum_value_1 = "DISARM" *)
+  wire s2_req__op ;
+  wire s2_req__rearm ;
+  wire [11:0] s2_req__threshold ;
+  wire [15:0] s2_req__tile ;
+  reg s2_stale = 1'h0;
+  reg s2_valid = 1'h0;
+  reg [22:0] s2_write = 23'h000000;
+  wire [3:0] s2_write__beats ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire s2_write__kind ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] s2_write__source ;
+  wire [15:0] s2_write__tile ;
+  (* init = 1'h0 *)
+  wire s3_push;
   reg [4:0] set_err;
   wire set_err__bad_threshold ;
   wire set_err__overcount ;
@@ -11491,6 +11911,7 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   wire [31:0] stats__writes_dma ;
   wire [31:0] stats__writes_remote ;
   reg [7:0] sweep = 8'h00;
+  (* init = 24'h000000 *)
   wire [23:0] trig;
   wire [7:0] trig__cmd ;
   wire [15:0] trig__tile ;
@@ -11505,7 +11926,7 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   reg [7:0] wr__addr;
   wire [41:0] wr__data;
   wire [7:0] wr__data__cmd ;
-  wire [11:0] wr__data__count ;
+  wire [11:0] wr__data__left ;
   wire wr__data__rearm ;
   wire [7:0] wr__data__tag ;
   wire [11:0] wr__data__threshold ;
@@ -11786,7 +12207,7 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
     entries[255] = 42'h00000000000;
   end
   always @(posedge clk) begin
-    if (\$20 [0])
+    if (\$18 [0])
       entries[wr__addr] <= nxt;
   end
   reg [41:0] _0_;
@@ -11794,181 +12215,147 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
     _0_ <= entries[\$3 [7:0]];
   end
   assign rd__data = _0_;
+  assign \$38  = stats[31:0] + 1'h1;
+  assign \$39  = stats[63:32] + 1'h1;
+  assign \$40  = stats[95:64] + 1'h1;
+  assign \$41  = stats[127:96] + 1'h1;
+  assign \$42  = \push$37  & accept;
+  assign \$43  = stats[159:128] + 1'h1;
+  assign \$44  = ~ accept;
+  assign \$45  = \push$37  & \$44 ;
+  assign \$46  = stats[191:160] + 1'h1;
   always @(posedge clk)
-    sweep <= \$39 ;
+    sweep <= \$47 ;
   always @(posedge clk)
-    busy <= \$40 ;
+    busy <= \$48 ;
   always @(posedge clk)
-    s1_valid <= \$41 ;
+    s1_valid <= \$49 ;
   always @(posedge clk)
-    s1_stale <= \$42 ;
+    s1_stale <= \$50 ;
   always @(posedge clk)
-    s1_prog <= \$43 ;
+    s1_prog <= \$51 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    fwd_valid <= \$44 ;
+    s2_valid <= \$52 ;
   always @(posedge clk)
-    fwd_index <= wr__addr;
+    s2_stale <= \$53 ;
   always @(posedge clk)
-    fwd_entry <= nxt;
+    s2_prog <= \$54 ;
   always @(posedge clk)
-    errors <= \$45 ;
+    s2_write <= s1_write;
   always @(posedge clk)
-    stats <= \$46 ;
+    s2_req <= s1_req;
+  always @(posedge clk)
+    rdata <= rd__data;
+  always @(posedge clk)
+    hit_last <= \$55 ;
+  always @(posedge clk)
+    hit_prev <= \$56 ;
+  always @(posedge clk)
+    fwd_last_valid <= \$57 ;
+  always @(posedge clk)
+    fwd_last_index <= wr__addr;
+  always @(posedge clk)
+    fwd_last <= nxt;
+  always @(posedge clk)
+    fwd_prev <= fwd_last;
+  always @(posedge clk)
+    data <= \$58 ;
+  always @(posedge clk)
+    \push$37  <= \$59 ;
+  always @(posedge clk)
+    errors <= \$60 ;
+  always @(posedge clk)
+    stats <= \$61 ;
   assign \$1  = ~ write__valid;
   assign \$2  = ~ busy;
   assign program__ready = \$1  & \$2 ;
   assign \$3  = write__valid ? write__payload[15:0] : program__payload[16:1];
-  assign \$4  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$5  = fwd_index == \$4 [7:0];
-  assign \$6  = fwd_valid & \$5 ;
-  assign cur = \$6  ? fwd_entry : rd__data;
-  assign \$7  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$8  = cur[9:2] == \$7 [15:8];
-  assign \$9  = cur[0] & \$8 ;
-  assign \$10  = ~ s1_stale;
-  assign hit = \$9  & \$10 ;
-  assign new_count = cur[33:22] + s1_write[19:16];
-  assign done = new_count >= cur[21:10];
-  assign \$11  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$12  = ~ hit;
-  assign \$13  = new_count > cur[21:10];
-  assign \$14  = ! s1_req[0];
-  assign \$15  = ! s1_req[28:17];
-  assign \$16  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$17  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$18  = cur[9:2] == \$17 [15:8];
-  assign \$19  = cur[0] & \$18 ;
-  assign \$20  = we ? 2'h3 : 2'h0;
-  assign \$21  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$22  = ~ accept;
-  assign \$23  = push & \$22 ;
-  assign \$24  = sweep + 1'h1;
-  assign \$25  = sweep == 8'hff;
-  assign \$26  = program__valid & program__ready;
-  assign \$30  = stats[31:0] + 1'h1;
-  assign \$31  = stats[63:32] + 1'h1;
-  assign \$32  = stats[95:64] + 1'h1;
-  assign \$33  = stats[127:96] + 1'h1;
-  assign \$34  = push & accept;
-  assign \$35  = stats[159:128] + 1'h1;
-  assign \$36  = ~ accept;
-  assign \$37  = push & \$36 ;
-  assign \$38  = stats[191:160] + 1'h1;
+  assign \$4  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$5  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$6  = cur[9:2] == \$5 [15:8];
+  assign \$7  = cur[0] & \$6 ;
+  assign \$8  = ~ s2_stale;
+  assign hit = \$7  & \$8 ;
+  assign done = cur[33:22] <= s2_write[19:16];
+  assign \$9  = cur[33:22] - s2_write[19:16];
+  assign \$10  = ~ hit;
+  assign \$11  = cur[33:22] < s2_write[19:16];
+  assign \$12  = ! s2_req[0];
+  assign \$13  = ! s2_req[28:17];
+  assign \$14  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$15  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$16  = cur[9:2] == \$15 [15:8];
+  assign \$17  = cur[0] & \$16 ;
+  assign \$18  = we ? 2'h3 : 2'h0;
+  assign \$19  = ~ accept;
+  assign \$20  = \push$37  & \$19 ;
+  assign \$21  = sweep + 1'h1;
+  assign \$22  = sweep == 8'hff;
+  assign \$23  = program__valid & program__ready;
+  assign \$24  = busy | s2_valid;
+  assign \$25  = \$24  | s2_prog;
+  assign \$26  = s1_valid ? s1_write[15:0] : s1_req[16:1];
+  assign \$27  = wr__addr == \$26 [7:0];
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = s1_valid ? s1_write[15:0] : s1_req[16:1];
+  assign \$30  = fwd_last_index == \$29 [7:0];
+  assign \$31  = fwd_last_valid & \$30 ;
+  assign \$32  = busy | s2_valid;
+  assign \$33  = \$32  | s2_prog;
+  assign \$34  = s2_valid ? s2_write[15:0] : s2_req[16:1];
   t3hw_system__e0__tracker__queue  queue (
     .accept(accept),
     .clk(clk),
     .o__payload(trigger__payload),
     .o__ready(o__ready),
     .o__valid(trigger__valid),
-    .push(push),
+    .push(\push$37 ),
     .rst(rst),
-    .wr__data(trig)
+    .wr__data(data)
   );
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$40  = busy;
-    if (busy) begin
-      if (\$25 ) begin
-        \$40  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$40  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$41  = write__valid;
-    if (rst) begin
-      \$41  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$42  = busy;
-    if (rst) begin
-      \$42  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$43  = \$26 ;
-    if (rst) begin
-      \$43  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$44  = we;
-    if (rst) begin
-      \$44  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$45  = \$29 ;
-    if (rst) begin
-      \$45  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$46  = stats;
-    if (write__valid) begin
-      casez (write__payload[22:21])
-        2'h0:
-            \$46 [31:0] = \$30 [31:0];
-        2'h1:
-            \$46 [63:32] = \$31 [31:0];
-        2'h2:
-            \$46 [95:64] = \$32 [31:0];
-      endcase
-    end
-    if (set_err[0]) begin
-      \$46 [127:96] = \$33 [31:0];
-    end
-    if (\$34 ) begin
-      \$46 [159:128] = \$35 [31:0];
-    end
-    if (\$37 ) begin
-      \$46 [191:160] = \$38 [31:0];
-    end
-    if (rst) begin
-      \$46  = 192'h000000000000000000000000000000000000000000000000;
+    (* full_case = 32'd1 *)
+    if (hit_last) begin
+      cur = fwd_last;
+    end else if (hit_prev) begin
+      cur = fwd_prev;
+    end else begin
+      cur = rdata;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     nxt = cur;
-    if (s1_valid) begin
+    if (s2_valid) begin
       (* full_case = 32'd1 *)
-      if (\$12 ) begin
+      if (\$10 ) begin
       end else if (done) begin
-        nxt[33:22] = 12'h000;
+        nxt[33:22] = cur[21:10];
         nxt[0] = cur[1];
       end else begin
-        nxt[33:22] = new_count[11:0];
+        nxt[33:22] = \$9 [11:0];
       end
-    end else if (s1_prog) begin
+    end else if (s2_prog) begin
       (* full_case = 32'd1 *)
-      if (\$14 ) begin
+      if (\$12 ) begin
         (* full_case = 32'd1 *)
-        if (\$15 ) begin
+        if (\$13 ) begin
         end else if (cur[0]) begin
         end else begin
           nxt[0] = 1'h1;
-          nxt[1] = s1_req[37];
-          nxt[21:10] = s1_req[28:17];
-          nxt[33:22] = 12'h000;
-          nxt[41:34] = s1_req[36:29];
-          nxt[9:2] = \$16 [15:8];
+          nxt[1] = s2_req[37];
+          nxt[21:10] = s2_req[28:17];
+          nxt[33:22] = s2_req[28:17];
+          nxt[41:34] = s2_req[36:29];
+          nxt[9:2] = \$14 [15:8];
         end
       end else begin
-        if (\$19 ) begin
+        if (\$17 ) begin
           nxt[0] = 1'h0;
         end
       end
@@ -11979,7 +12366,7 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    wr__addr = \$11 [7:0];
+    wr__addr = \$4 [7:0];
     if (busy) begin
       wr__addr = sweep;
     end
@@ -11987,15 +12374,15 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   always @* begin
     if (_init_strobe_9 ) begin end
     set_err[3:0] = 4'h0;
-    if (s1_valid) begin
-      if (\$12 ) begin
+    if (s2_valid) begin
+      if (\$10 ) begin
         set_err[0] = 1'h1;
       end else if (done) begin
-        set_err[1] = \$13 ;
+        set_err[1] = \$11 ;
       end
-    end else if (s1_prog) begin
-      if (\$14 ) begin
-        if (\$15 ) begin
+    end else if (s2_prog) begin
+      if (\$12 ) begin
+        if (\$13 ) begin
           set_err[3] = 1'h1;
         end else if (cur[0]) begin
           set_err[2] = 1'h1;
@@ -12003,31 +12390,31 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
       end
     end
     begin
-        set_err[4] = \$23 ;
+        set_err[4] = \$20 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     we = 1'h0;
-    if (s1_valid) begin
+    if (s2_valid) begin
       (* full_case = 32'd1 *)
-      if (\$12 ) begin
+      if (\$10 ) begin
       end else if (done) begin
         we = 1'h1;
       end else begin
         we = 1'h1;
       end
-    end else if (s1_prog) begin
+    end else if (s2_prog) begin
       (* full_case = 32'd1 *)
-      if (\$14 ) begin
+      if (\$12 ) begin
         (* full_case = 32'd1 *)
-        if (\$15 ) begin
+        if (\$13 ) begin
         end else if (cur[0]) begin
         end else begin
           we = 1'h1;
         end
       end else begin
-        if (\$19 ) begin
+        if (\$17 ) begin
           we = 1'h1;
         end
       end
@@ -12039,8 +12426,8 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   always @* begin
     if (_init_strobe_9 ) begin end
     push = 1'h0;
-    if (s1_valid) begin
-      if (\$12 ) begin
+    if (s2_valid) begin
+      if (\$10 ) begin
       end else if (done) begin
         push = 1'h1;
       end
@@ -12048,22 +12435,139 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$39  = sweep;
+    \$47  = sweep;
     if (busy) begin
-      \$39  = \$24 [7:0];
+      \$47  = \$21 [7:0];
     end
     if (rst) begin
-      \$39  = 8'h00;
+      \$47  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$48  = busy;
+    if (busy) begin
+      if (\$22 ) begin
+        \$48  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$48  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$49  = write__valid;
+    if (rst) begin
+      \$49  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$50  = busy;
+    if (rst) begin
+      \$50  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$51  = \$23 ;
+    if (rst) begin
+      \$51  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$52  = s1_valid;
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$53  = s1_stale;
+    if (rst) begin
+      \$53  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$54  = s1_prog;
+    if (rst) begin
+      \$54  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$55  = \$28 ;
+    if (rst) begin
+      \$55  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$56  = \$31 ;
+    if (rst) begin
+      \$56  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$57  = \$33 ;
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$59  = push;
+    if (rst) begin
+      \$59  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$60  = \$37 ;
+    if (rst) begin
+      \$60  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$61  = stats;
+    if (write__valid) begin
+      casez (write__payload[22:21])
+        2'h0:
+            \$61 [31:0] = \$38 [31:0];
+        2'h1:
+            \$61 [63:32] = \$39 [31:0];
+        2'h2:
+            \$61 [95:64] = \$40 [31:0];
+      endcase
+    end
+    if (set_err[0]) begin
+      \$61 [127:96] = \$41 [31:0];
+    end
+    if (\$42 ) begin
+      \$61 [159:128] = \$43 [31:0];
+    end
+    if (\$45 ) begin
+      \$61 [191:160] = \$46 [31:0];
+    end
+    if (rst) begin
+      \$61  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign o__payload = trigger__payload;
   assign trigger__ready = o__ready;
   assign o__valid = trigger__valid;
   assign rd__addr = \$3 [7:0];
-  assign wr__en = \$20 [0];
+  assign s2_index = \$4 [7:0];
+  assign new_left = \$9 [11:0];
+  assign wr__en = \$18 [0];
   assign wr__data = nxt;
-  assign data = trig;
-  assign \push$35  = push;
+  assign trig = data;
+  assign s3_push = \push$37 ;
   assign clear = 5'h1f;
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
@@ -12078,38 +12582,44 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   assign write__payload__beats  = write__payload[19:16];
   assign write__payload__kind  = write__payload[20];
   assign write__payload__source  = write__payload[22:21];
+  assign s2_req__op  = s2_req[0];
+  assign s2_req__tile  = s2_req[16:1];
+  assign s2_req__threshold  = s2_req[28:17];
+  assign s2_req__cmd  = s2_req[36:29];
+  assign s2_req__rearm  = s2_req[37];
+  assign s2_write__tile  = s2_write[15:0];
+  assign s2_write__beats  = s2_write[19:16];
+  assign s2_write__kind  = s2_write[20];
+  assign s2_write__source  = s2_write[22:21];
   assign cur__valid  = cur[0];
   assign cur__rearm  = cur[1];
   assign cur__tag  = cur[9:2];
   assign cur__threshold  = cur[21:10];
-  assign cur__count  = cur[33:22];
+  assign cur__left  = cur[33:22];
   assign cur__cmd  = cur[41:34];
-  assign s1_req__op  = s1_req[0];
-  assign s1_req__tile  = s1_req[16:1];
-  assign s1_req__threshold  = s1_req[28:17];
-  assign s1_req__cmd  = s1_req[36:29];
-  assign s1_req__rearm  = s1_req[37];
-  assign s1_write__tile  = s1_write[15:0];
-  assign s1_write__beats  = s1_write[19:16];
-  assign s1_write__kind  = s1_write[20];
-  assign s1_write__source  = s1_write[22:21];
-  assign rd__data__valid  = rd__data[0];
-  assign rd__data__rearm  = rd__data[1];
-  assign rd__data__tag  = rd__data[9:2];
-  assign rd__data__threshold  = rd__data[21:10];
-  assign rd__data__count  = rd__data[33:22];
-  assign rd__data__cmd  = rd__data[41:34];
-  assign fwd_entry__valid  = fwd_entry[0];
-  assign fwd_entry__rearm  = fwd_entry[1];
-  assign fwd_entry__tag  = fwd_entry[9:2];
-  assign fwd_entry__threshold  = fwd_entry[21:10];
-  assign fwd_entry__count  = fwd_entry[33:22];
-  assign fwd_entry__cmd  = fwd_entry[41:34];
+  assign fwd_last__valid  = fwd_last[0];
+  assign fwd_last__rearm  = fwd_last[1];
+  assign fwd_last__tag  = fwd_last[9:2];
+  assign fwd_last__threshold  = fwd_last[21:10];
+  assign fwd_last__left  = fwd_last[33:22];
+  assign fwd_last__cmd  = fwd_last[41:34];
+  assign fwd_prev__valid  = fwd_prev[0];
+  assign fwd_prev__rearm  = fwd_prev[1];
+  assign fwd_prev__tag  = fwd_prev[9:2];
+  assign fwd_prev__threshold  = fwd_prev[21:10];
+  assign fwd_prev__left  = fwd_prev[33:22];
+  assign fwd_prev__cmd  = fwd_prev[41:34];
+  assign rdata__valid  = rdata[0];
+  assign rdata__rearm  = rdata[1];
+  assign rdata__tag  = rdata[9:2];
+  assign rdata__threshold  = rdata[21:10];
+  assign rdata__left  = rdata[33:22];
+  assign rdata__cmd  = rdata[41:34];
   assign nxt__valid  = nxt[0];
   assign nxt__rearm  = nxt[1];
   assign nxt__tag  = nxt[9:2];
   assign nxt__threshold  = nxt[21:10];
-  assign nxt__count  = nxt[33:22];
+  assign nxt__left  = nxt[33:22];
   assign nxt__cmd  = nxt[41:34];
   assign set_err__unprogrammed  = set_err[0];
   assign set_err__overcount  = set_err[1];
@@ -12120,12 +12630,27 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   assign wr__data__rearm  = nxt[1];
   assign wr__data__tag  = nxt[9:2];
   assign wr__data__threshold  = nxt[21:10];
-  assign wr__data__count  = nxt[33:22];
+  assign wr__data__left  = nxt[33:22];
   assign wr__data__cmd  = nxt[41:34];
-  assign trig__cmd  = trig[7:0];
-  assign trig__tile  = trig[23:8];
-  assign data__cmd  = trig[7:0];
-  assign data__tile  = trig[23:8];
+  assign data__cmd  = data[7:0];
+  assign data__tile  = data[23:8];
+  assign trig__cmd  = data[7:0];
+  assign trig__tile  = data[23:8];
+  assign s1_write__tile  = s1_write[15:0];
+  assign s1_write__beats  = s1_write[19:16];
+  assign s1_write__kind  = s1_write[20];
+  assign s1_write__source  = s1_write[22:21];
+  assign s1_req__op  = s1_req[0];
+  assign s1_req__tile  = s1_req[16:1];
+  assign s1_req__threshold  = s1_req[28:17];
+  assign s1_req__cmd  = s1_req[36:29];
+  assign s1_req__rearm  = s1_req[37];
+  assign rd__data__valid  = rd__data[0];
+  assign rd__data__rearm  = rd__data[1];
+  assign rd__data__tag  = rd__data[9:2];
+  assign rd__data__threshold  = rd__data[21:10];
+  assign rd__data__left  = rd__data[33:22];
+  assign rd__data__cmd  = rd__data[41:34];
   assign errors__unprogrammed  = errors[0];
   assign errors__overcount  = errors[1];
   assign errors__reprogram  = errors[2];
@@ -12142,14 +12667,14 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign trig[23:8] = \$21 ;
-  assign trig[7:0] = cur[41:34];
-  assign \$27  = 5'h00;
-  assign \$28  = 5'h00;
-  assign \$29  = set_err;
+  assign \$58 [23:8] = \$34 ;
+  assign \$58 [7:0] = cur[41:34];
+  assign \$35  = 5'h00;
+  assign \$36  = 5'h00;
+  assign \$37  = set_err;
 endmodule
 
-module t3hw_system__e0__tracker__queue (rst, accept, o__valid, o__payload, o__ready, push, wr__data, clk);
+module t3hw_system__e0__tracker__queue (rst, accept, o__valid, o__payload, o__ready, wr__data, push, clk);
   reg _init_strobe_10  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
@@ -13560,17 +14085,17 @@ endmodule
 module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, rx__ready, mem__ready, rx_mem__ready, program__valid, program__payload, net__valid, mem__valid, net__payload, mem__payload, stats, rx_mem__valid, rx_mem__payload, errors, net__ready, store__payload
 );
   reg _init_strobe_12  = 0;
-  wire [48:0] \$1 ;
-  wire [48:0] \$10 ;
+  wire \$1 ;
+  wire \$10 ;
   wire \$100 ;
-  wire [48:0] \$101 ;
+  wire \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [48:0] \$108 ;
+  wire \$108 ;
   wire \$109 ;
   wire \$11 ;
   wire \$110 ;
@@ -13578,7 +14103,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
-  wire [48:0] \$115 ;
+  wire \$115 ;
   wire \$116 ;
   wire \$117 ;
   wire \$118 ;
@@ -13586,15 +14111,15 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [48:0] \$122 ;
+  wire \$122 ;
   wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire [48:0] \$129 ;
-  wire [48:0] \$13 ;
+  wire \$129 ;
+  wire \$13 ;
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
@@ -13621,22 +14146,22 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$151 ;
   wire \$152 ;
   wire \$153 ;
-  wire [48:0] \$154 ;
+  wire \$154 ;
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
-  wire [48:0] \$16 ;
+  wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire \$162 ;
-  wire \$163 ;
-  wire \$164 ;
+  wire [32:0] \$162 ;
+  wire [32:0] \$163 ;
+  wire [32:0] \$164 ;
   wire [32:0] \$165 ;
-  wire [32:0] \$166 ;
-  wire [32:0] \$167 ;
-  wire [32:0] \$168 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire [48:0] \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -13660,7 +14185,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
-  wire [48:0] \$19 ;
+  wire \$19 ;
   wire \$190 ;
   wire \$191 ;
   wire \$192 ;
@@ -13694,7 +14219,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$217 ;
   wire \$218 ;
   wire \$219 ;
-  wire [48:0] \$22 ;
+  wire \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
@@ -13723,131 +14248,111 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$243 ;
   wire \$244 ;
   wire \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire \$248 ;
-  wire \$249 ;
-  wire [48:0] \$25 ;
-  wire \$250 ;
-  wire \$251 ;
-  wire \$252 ;
-  wire \$253 ;
-  wire \$254 ;
-  wire \$255 ;
-  wire \$256 ;
-  wire \$257 ;
-  wire \$258 ;
-  wire \$259 ;
-  wire [48:0] \$26 ;
-  wire \$260 ;
-  wire \$261 ;
-  wire \$262 ;
-  wire \$263 ;
-  wire \$264 ;
-  wire \$265 ;
-  wire \$266 ;
-  wire \$267 ;
-  wire \$268 ;
-  wire \$269 ;
-  wire [48:0] \$27 ;
-  wire \$270 ;
-  wire \$271 ;
-  wire \$272 ;
-  wire \$273 ;
-  wire \$274 ;
-  wire \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
-  wire [48:0] \$28 ;
-  wire \$280 ;
-  wire \$281 ;
-  wire \$282 ;
-  wire [1:0] \$283 ;
-  wire [1:0] \$284 ;
-  wire [1:0] \$285 ;
-  reg \$286 ;
-  reg \$287 ;
-  reg [76:0] \$288 ;
-  reg [72:0] \$289 ;
-  wire [48:0] \$29 ;
-  reg [127:0] \$290 ;
-  reg \$291 ;
-  reg [72:0] \$292 ;
-  reg [151:0] \$293 ;
-  reg [151:0] \$294 ;
-  reg [151:0] \$295 ;
-  reg [151:0] \$296 ;
-  reg [151:0] \$297 ;
-  reg [151:0] \$298 ;
-  reg [151:0] \$299 ;
+  wire [1:0] \$246 ;
+  wire [1:0] \$247 ;
+  wire [1:0] \$248 ;
+  reg \$249 ;
+  wire \$25 ;
+  reg \$250 ;
+  reg [76:0] \$251 ;
+  reg [72:0] \$252 ;
+  reg [127:0] \$253 ;
+  reg \$254 ;
+  reg [72:0] \$255 ;
+  reg \$256 ;
+  reg [151:0] \$257 ;
+  reg [48:0] \$258 ;
+  reg [47:0] \$259 ;
+  wire \$26 ;
+  reg [151:0] \$260 ;
+  reg [48:0] \$261 ;
+  reg [47:0] \$262 ;
+  reg [151:0] \$263 ;
+  reg [48:0] \$264 ;
+  reg [47:0] \$265 ;
+  reg [151:0] \$266 ;
+  reg [48:0] \$267 ;
+  reg [47:0] \$268 ;
+  reg [151:0] \$269 ;
+  wire \$27 ;
+  reg [48:0] \$270 ;
+  reg [47:0] \$271 ;
+  reg [151:0] \$272 ;
+  reg [48:0] \$273 ;
+  reg [47:0] \$274 ;
+  reg [151:0] \$275 ;
+  reg [48:0] \$276 ;
+  reg [47:0] \$277 ;
+  reg [151:0] \$278 ;
+  reg [48:0] \$279 ;
+  wire \$28 ;
+  reg [47:0] \$280 ;
+  reg [1:0] \$281 ;
+  wire \$29 ;
   wire \$3 ;
-  wire [48:0] \$30 ;
-  reg [151:0] \$300 ;
-  reg [1:0] \$301 ;
-  wire [48:0] \$31 ;
-  wire [48:0] \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [48:0] \$33 ;
+  wire [48:0] \$34 ;
+  wire [48:0] \$35 ;
+  wire [48:0] \$36 ;
+  wire [48:0] \$37 ;
+  wire [48:0] \$38 ;
   wire [48:0] \$39 ;
-  wire [48:0] \$4 ;
-  wire \$40 ;
+  wire \$4 ;
+  wire [48:0] \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire [48:0] \$44 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire [48:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
-  wire [48:0] \$54 ;
+  wire \$54 ;
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
   wire \$58 ;
-  wire [48:0] \$59 ;
+  wire \$59 ;
   wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
-  wire [48:0] \$64 ;
+  wire \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [48:0] \$69 ;
-  wire [48:0] \$7 ;
+  wire \$69 ;
+  wire \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire [48:0] \$74 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire [48:0] \$80 ;
+  wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
-  wire [48:0] \$87 ;
+  wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire \$9 ;
@@ -13855,7 +14360,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire [48:0] \$94 ;
+  wire \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
@@ -13867,7 +14372,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire clear__overlap ;
   input clk;
   wire clk;
-  reg [47:0] delta;
   reg [4:0] device;
   wire [48:0] \end ;
   output [1:0] errors;
@@ -13908,6 +14412,22 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire net__ready;
   output net__valid;
   reg net__valid = 1'h0;
+  reg p2_bad = 1'h0;
+  reg [47:0] p2_delta = 48'h000000000000;
+  reg [48:0] p2_end = 49'h0000000000000;
+  reg [154:0] p2_req = 155'h000000000000000000000000000000000000000;
+  wire [47:0] p2_req__base ;
+  wire [4:0] p2_req__device ;
+  wire [2:0] p2_req__index ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] p2_req__mode ;
+  wire [47:0] p2_req__remote_base ;
+  wire [47:0] p2_req__size ;
+  wire p2_req__valid ;
+  reg p2_valid = 1'h0;
   input [154:0] program__payload;
   wire [154:0] program__payload;
   wire [47:0] program__payload__base ;
@@ -13934,6 +14454,8 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region0__remote_base ;
   wire [47:0] region0__size ;
   wire region0__valid ;
+  reg [47:0] region0_delta = 48'h000000000000;
+  reg [48:0] region0_end = 49'h0000000000000;
   reg [151:0] region1 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region1__base ;
   wire [4:0] region1__device ;
@@ -13945,6 +14467,8 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region1__remote_base ;
   wire [47:0] region1__size ;
   wire region1__valid ;
+  reg [47:0] region1_delta = 48'h000000000000;
+  reg [48:0] region1_end = 49'h0000000000000;
   reg [151:0] region2 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region2__base ;
   wire [4:0] region2__device ;
@@ -13956,6 +14480,8 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region2__remote_base ;
   wire [47:0] region2__size ;
   wire region2__valid ;
+  reg [47:0] region2_delta = 48'h000000000000;
+  reg [48:0] region2_end = 49'h0000000000000;
   reg [151:0] region3 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region3__base ;
   wire [4:0] region3__device ;
@@ -13967,6 +14493,8 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region3__remote_base ;
   wire [47:0] region3__size ;
   wire region3__valid ;
+  reg [47:0] region3_delta = 48'h000000000000;
+  reg [48:0] region3_end = 49'h0000000000000;
   reg [151:0] region4 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region4__base ;
   wire [4:0] region4__device ;
@@ -13978,6 +14506,8 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region4__remote_base ;
   wire [47:0] region4__size ;
   wire region4__valid ;
+  reg [47:0] region4_delta = 48'h000000000000;
+  reg [48:0] region4_end = 49'h0000000000000;
   reg [151:0] region5 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region5__base ;
   wire [4:0] region5__device ;
@@ -13989,6 +14519,8 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region5__remote_base ;
   wire [47:0] region5__size ;
   wire region5__valid ;
+  reg [47:0] region5_delta = 48'h000000000000;
+  reg [48:0] region5_end = 49'h0000000000000;
   reg [151:0] region6 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region6__base ;
   wire [4:0] region6__device ;
@@ -14000,6 +14532,8 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region6__remote_base ;
   wire [47:0] region6__size ;
   wire region6__valid ;
+  reg [47:0] region6_delta = 48'h000000000000;
+  reg [48:0] region6_end = 49'h0000000000000;
   reg [151:0] region7 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region7__base ;
   wire [4:0] region7__device ;
@@ -14011,6 +14545,8 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region7__remote_base ;
   wire [47:0] region7__size ;
   wire region7__valid ;
+  reg [47:0] region7_delta = 48'h000000000000;
+  reg [48:0] region7_end = 49'h0000000000000;
   input rst;
   wire rst;
   input [76:0] rx__payload;
@@ -14064,323 +14600,329 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire store__ready;
   input store__valid;
   wire store__valid;
-  assign \$1  = store__payload[47:0] - region0[55:8];
-  assign \$2  = \$1 [47:0] < region0[103:56];
-  assign \$3  = region0[0] & \$2 ;
-  assign \$4  = store__payload[47:0] - region1[55:8];
-  assign \$5  = \$4 [47:0] < region1[103:56];
+  reg [47:0] target;
+  assign \$1  = store__payload[47:0] >= region0[55:8];
+  assign \$2  = region0[0] & \$1 ;
+  assign \$3  = store__payload[47:0] < region0_end;
+  assign \$4  = \$2  & \$3 ;
+  assign \$5  = store__payload[47:0] >= region1[55:8];
   assign \$6  = region1[0] & \$5 ;
-  assign \$7  = store__payload[47:0] - region2[55:8];
-  assign \$8  = \$7 [47:0] < region2[103:56];
-  assign \$9  = region2[0] & \$8 ;
-  assign \$10  = store__payload[47:0] - region3[55:8];
-  assign \$11  = \$10 [47:0] < region3[103:56];
-  assign \$12  = region3[0] & \$11 ;
-  assign \$13  = store__payload[47:0] - region4[55:8];
-  assign \$14  = \$13 [47:0] < region4[103:56];
-  assign \$15  = region4[0] & \$14 ;
-  assign \$16  = store__payload[47:0] - region5[55:8];
-  assign \$17  = \$16 [47:0] < region5[103:56];
-  assign \$18  = region5[0] & \$17 ;
-  assign \$19  = store__payload[47:0] - region6[55:8];
-  assign \$20  = \$19 [47:0] < region6[103:56];
-  assign \$21  = region6[0] & \$20 ;
-  assign \$22  = store__payload[47:0] - region7[55:8];
-  assign \$23  = \$22 [47:0] < region7[103:56];
-  assign \$24  = region7[0] & \$23 ;
-  assign \$25  = region0[151:104] - region0[55:8];
-  assign \$26  = region1[151:104] - region1[55:8];
-  assign \$27  = region2[151:104] - region2[55:8];
-  assign \$28  = region3[151:104] - region3[55:8];
-  assign \$29  = region4[151:104] - region4[55:8];
-  assign \$30  = region5[151:104] - region5[55:8];
-  assign \$31  = region6[151:104] - region6[55:8];
-  assign \$32  = region7[151:104] - region7[55:8];
-  assign \$33  = ~ net__valid;
-  assign \$34  = \$33  | net__ready;
-  assign \$35  = ~ mem__valid;
-  assign \$36  = \$35  | mem__ready;
-  assign store__ready = \$34  & \$36 ;
-  assign \$37  = region0[2:1] == 2'h2;
-  assign \$38  = region0[0] & \$37 ;
-  assign \$39  = rx__payload[52:5] - region0[55:8];
-  assign \$40  = \$39 [47:0] < region0[103:56];
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = region1[2:1] == 2'h2;
-  assign \$43  = region1[0] & \$42 ;
-  assign \$44  = rx__payload[52:5] - region1[55:8];
-  assign \$45  = \$44 [47:0] < region1[103:56];
-  assign \$46  = \$43  & \$45 ;
-  assign \$47  = region2[2:1] == 2'h2;
-  assign \$48  = region2[0] & \$47 ;
-  assign \$49  = rx__payload[52:5] - region2[55:8];
-  assign \$50  = \$49 [47:0] < region2[103:56];
-  assign \$51  = \$48  & \$50 ;
-  assign \$52  = region3[2:1] == 2'h2;
-  assign \$53  = region3[0] & \$52 ;
-  assign \$54  = rx__payload[52:5] - region3[55:8];
-  assign \$55  = \$54 [47:0] < region3[103:56];
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = region4[2:1] == 2'h2;
-  assign \$58  = region4[0] & \$57 ;
-  assign \$59  = rx__payload[52:5] - region4[55:8];
-  assign \$60  = \$59 [47:0] < region4[103:56];
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = region5[2:1] == 2'h2;
-  assign \$63  = region5[0] & \$62 ;
-  assign \$64  = rx__payload[52:5] - region5[55:8];
-  assign \$65  = \$64 [47:0] < region5[103:56];
-  assign \$66  = \$63  & \$65 ;
-  assign \$67  = region6[2:1] == 2'h2;
-  assign \$68  = region6[0] & \$67 ;
-  assign \$69  = rx__payload[52:5] - region6[55:8];
-  assign \$70  = \$69 [47:0] < region6[103:56];
-  assign \$71  = \$68  & \$70 ;
-  assign \$72  = region7[2:1] == 2'h2;
-  assign \$73  = region7[0] & \$72 ;
-  assign \$74  = rx__payload[52:5] - region7[55:8];
-  assign \$75  = \$74 [47:0] < region7[103:56];
-  assign \$76  = \$73  & \$75 ;
-  assign \$77  = ~ rx_mem__valid;
-  assign rx__ready = \$77  | rx_mem__ready;
-  assign \end  = program__payload[58:11] + program__payload[106:59];
-  assign \$78  = | program__payload[2:0];
-  assign \$79  = \$78  & region0[0];
-  assign \$80  = region0[55:8] + region0[103:56];
-  assign \$81  = program__payload[58:11] < \$80 ;
-  assign \$82  = \$79  & \$81 ;
-  assign \$83  = region0[55:8] < \end ;
+  assign \$7  = store__payload[47:0] < region1_end;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = store__payload[47:0] >= region2[55:8];
+  assign \$10  = region2[0] & \$9 ;
+  assign \$11  = store__payload[47:0] < region2_end;
+  assign \$12  = \$10  & \$11 ;
+  assign \$13  = store__payload[47:0] >= region3[55:8];
+  assign \$14  = region3[0] & \$13 ;
+  assign \$15  = store__payload[47:0] < region3_end;
+  assign \$16  = \$14  & \$15 ;
+  assign \$17  = store__payload[47:0] >= region4[55:8];
+  assign \$18  = region4[0] & \$17 ;
+  assign \$19  = store__payload[47:0] < region4_end;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = store__payload[47:0] >= region5[55:8];
+  assign \$22  = region5[0] & \$21 ;
+  assign \$23  = store__payload[47:0] < region5_end;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = store__payload[47:0] >= region6[55:8];
+  assign \$26  = region6[0] & \$25 ;
+  assign \$27  = store__payload[47:0] < region6_end;
+  assign \$28  = \$26  & \$27 ;
+  assign \$29  = store__payload[47:0] >= region7[55:8];
+  assign \$30  = region7[0] & \$29 ;
+  assign \$31  = store__payload[47:0] < region7_end;
+  assign \$32  = \$30  & \$31 ;
+  assign \$33  = store__payload[47:0] + region0_delta;
+  assign \$34  = store__payload[47:0] + region1_delta;
+  assign \$35  = store__payload[47:0] + region2_delta;
+  assign \$36  = store__payload[47:0] + region3_delta;
+  assign \$37  = store__payload[47:0] + region4_delta;
+  assign \$38  = store__payload[47:0] + region5_delta;
+  assign \$39  = store__payload[47:0] + region6_delta;
+  assign \$40  = store__payload[47:0] + region7_delta;
+  assign \$41  = ~ net__valid;
+  assign \$42  = \$41  | net__ready;
+  assign \$43  = ~ mem__valid;
+  assign \$44  = \$43  | mem__ready;
+  assign store__ready = \$42  & \$44 ;
+  assign \$45  = region0[2:1] == 2'h2;
+  assign \$46  = region0[0] & \$45 ;
+  assign \$47  = rx__payload[52:5] >= region0[55:8];
+  assign \$48  = \$46  & \$47 ;
+  assign \$49  = rx__payload[52:5] < region0_end;
+  assign \$50  = \$48  & \$49 ;
+  assign \$51  = region1[2:1] == 2'h2;
+  assign \$52  = region1[0] & \$51 ;
+  assign \$53  = rx__payload[52:5] >= region1[55:8];
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = rx__payload[52:5] < region1_end;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = region2[2:1] == 2'h2;
+  assign \$58  = region2[0] & \$57 ;
+  assign \$59  = rx__payload[52:5] >= region2[55:8];
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = rx__payload[52:5] < region2_end;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = region3[2:1] == 2'h2;
+  assign \$64  = region3[0] & \$63 ;
+  assign \$65  = rx__payload[52:5] >= region3[55:8];
+  assign \$66  = \$64  & \$65 ;
+  assign \$67  = rx__payload[52:5] < region3_end;
+  assign \$68  = \$66  & \$67 ;
+  assign \$69  = region4[2:1] == 2'h2;
+  assign \$70  = region4[0] & \$69 ;
+  assign \$71  = rx__payload[52:5] >= region4[55:8];
+  assign \$72  = \$70  & \$71 ;
+  assign \$73  = rx__payload[52:5] < region4_end;
+  assign \$74  = \$72  & \$73 ;
+  assign \$75  = region5[2:1] == 2'h2;
+  assign \$76  = region5[0] & \$75 ;
+  assign \$77  = rx__payload[52:5] >= region5[55:8];
+  assign \$78  = \$76  & \$77 ;
+  assign \$79  = rx__payload[52:5] < region5_end;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = region6[2:1] == 2'h2;
+  assign \$82  = region6[0] & \$81 ;
+  assign \$83  = rx__payload[52:5] >= region6[55:8];
   assign \$84  = \$82  & \$83 ;
-  assign \$85  = program__payload[2:0] != 1'h1;
-  assign \$86  = \$85  & region1[0];
-  assign \$87  = region1[55:8] + region1[103:56];
-  assign \$88  = program__payload[58:11] < \$87 ;
-  assign \$89  = \$86  & \$88 ;
-  assign \$90  = region1[55:8] < \end ;
-  assign \$91  = \$89  & \$90 ;
-  assign \$92  = program__payload[2:0] != 2'h2;
-  assign \$93  = \$92  & region2[0];
-  assign \$94  = region2[55:8] + region2[103:56];
-  assign \$95  = program__payload[58:11] < \$94 ;
-  assign \$96  = \$93  & \$95 ;
-  assign \$97  = region2[55:8] < \end ;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = program__payload[2:0] != 2'h3;
-  assign \$100  = \$99  & region3[0];
-  assign \$101  = region3[55:8] + region3[103:56];
-  assign \$102  = program__payload[58:11] < \$101 ;
-  assign \$103  = \$100  & \$102 ;
-  assign \$104  = region3[55:8] < \end ;
+  assign \$85  = rx__payload[52:5] < region6_end;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = region7[2:1] == 2'h2;
+  assign \$88  = region7[0] & \$87 ;
+  assign \$89  = rx__payload[52:5] >= region7[55:8];
+  assign \$90  = \$88  & \$89 ;
+  assign \$91  = rx__payload[52:5] < region7_end;
+  assign \$92  = \$90  & \$91 ;
+  assign \$93  = ~ rx_mem__valid;
+  assign rx__ready = \$93  | rx_mem__ready;
+  assign \end  = program__payload[58:11] + program__payload[106:59];
+  assign \$94  = | p2_req[2:0];
+  assign \$95  = \$94  & region0[0];
+  assign \$96  = p2_req[58:11] < region0_end;
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = region0[55:8] < p2_end;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = p2_req[2:0] != 1'h1;
+  assign \$101  = \$100  & region1[0];
+  assign \$102  = p2_req[58:11] < region1_end;
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = region1[55:8] < p2_end;
   assign \$105  = \$103  & \$104 ;
-  assign \$106  = program__payload[2:0] != 3'h4;
-  assign \$107  = \$106  & region4[0];
-  assign \$108  = region4[55:8] + region4[103:56];
-  assign \$109  = program__payload[58:11] < \$108 ;
-  assign \$110  = \$107  & \$109 ;
-  assign \$111  = region4[55:8] < \end ;
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = program__payload[2:0] != 3'h5;
-  assign \$114  = \$113  & region5[0];
-  assign \$115  = region5[55:8] + region5[103:56];
-  assign \$116  = program__payload[58:11] < \$115 ;
-  assign \$117  = \$114  & \$116 ;
-  assign \$118  = region5[55:8] < \end ;
-  assign \$119  = \$117  & \$118 ;
-  assign \$120  = program__payload[2:0] != 3'h6;
-  assign \$121  = \$120  & region6[0];
-  assign \$122  = region6[55:8] + region6[103:56];
-  assign \$123  = program__payload[58:11] < \$122 ;
-  assign \$124  = \$121  & \$123 ;
-  assign \$125  = region6[55:8] < \end ;
-  assign \$126  = \$124  & \$125 ;
-  assign \$127  = program__payload[2:0] != 3'h7;
-  assign \$128  = \$127  & region7[0];
-  assign \$129  = region7[55:8] + region7[103:56];
-  assign \$130  = program__payload[58:11] < \$129 ;
-  assign \$131  = \$128  & \$130 ;
-  assign \$132  = region7[55:8] < \end ;
+  assign \$106  = p2_req[2:0] != 2'h2;
+  assign \$107  = \$106  & region2[0];
+  assign \$108  = p2_req[58:11] < region2_end;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = region2[55:8] < p2_end;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = p2_req[2:0] != 2'h3;
+  assign \$113  = \$112  & region3[0];
+  assign \$114  = p2_req[58:11] < region3_end;
+  assign \$115  = \$113  & \$114 ;
+  assign \$116  = region3[55:8] < p2_end;
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = p2_req[2:0] != 3'h4;
+  assign \$119  = \$118  & region4[0];
+  assign \$120  = p2_req[58:11] < region4_end;
+  assign \$121  = \$119  & \$120 ;
+  assign \$122  = region4[55:8] < p2_end;
+  assign \$123  = \$121  & \$122 ;
+  assign \$124  = p2_req[2:0] != 3'h5;
+  assign \$125  = \$124  & region5[0];
+  assign \$126  = p2_req[58:11] < region5_end;
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = region5[55:8] < p2_end;
+  assign \$129  = \$127  & \$128 ;
+  assign \$130  = p2_req[2:0] != 3'h6;
+  assign \$131  = \$130  & region6[0];
+  assign \$132  = p2_req[58:11] < region6_end;
   assign \$133  = \$131  & \$132 ;
-  assign \$134  = program__valid & program__payload[3];
-  assign \$135  = ! program__payload[106:59];
-  assign \$136  = \end  > 49'h1000000000000;
-  assign \$137  = \$135  | \$136 ;
-  assign \$138  = program__payload[5:4] > 2'h2;
-  assign \$139  = \$137  | \$138 ;
-  assign \$140  = \$134  & \$139 ;
-  assign \$141  = program__valid & program__payload[3];
-  assign \$142  = ! program__payload[106:59];
-  assign \$143  = \end  > 49'h1000000000000;
-  assign \$144  = \$142  | \$143 ;
-  assign \$145  = program__payload[5:4] > 2'h2;
-  assign \$146  = \$144  | \$145 ;
-  assign \$147  = ~ \$146 ;
-  assign \$148  = \$141  & \$147 ;
-  assign \$149  = | clash;
-  assign \$150  = \$148  & \$149 ;
-  assign \$151  = store__valid & store__ready;
-  assign \$152  = mode == 1'h1;
-  assign \$153  = \$151  & \$152 ;
-  assign \$154  = store__payload[47:0] + delta;
-  assign \$155  = store__valid & store__ready;
-  assign \$156  = mode == 1'h1;
-  assign \$157  = ~ \$156 ;
-  assign \$158  = \$155  & \$157 ;
-  assign \$159  = mode == 2'h2;
-  assign \$160  = store__valid & store__ready;
-  assign \$161  = | hits;
-  assign \$162  = ~ \$161 ;
-  assign \$163  = ! mode;
-  assign \$164  = mode == 2'h2;
-  assign \$165  = stats[127:96] + 1'h1;
-  assign \$166  = stats[31:0] + 1'h1;
-  assign \$167  = stats[63:32] + 1'h1;
-  assign \$168  = stats[95:64] + 1'h1;
-  assign \$169  = rx__valid & rx__ready;
-  assign \$170  = | rx_hit;
-  assign \$171  = ~ program__payload[3];
-  assign \$172  = ! program__payload[106:59];
-  assign \$173  = \end  > 49'h1000000000000;
-  assign \$174  = \$172  | \$173 ;
-  assign \$175  = program__payload[5:4] > 2'h2;
-  assign \$176  = \$174  | \$175 ;
+  assign \$134  = region6[55:8] < p2_end;
+  assign \$135  = \$133  & \$134 ;
+  assign \$136  = p2_req[2:0] != 3'h7;
+  assign \$137  = \$136  & region7[0];
+  assign \$138  = p2_req[58:11] < region7_end;
+  assign \$139  = \$137  & \$138 ;
+  assign \$140  = region7[55:8] < p2_end;
+  assign \$141  = \$139  & \$140 ;
+  assign \$142  = p2_valid & p2_req[3];
+  assign \$143  = \$142  & p2_bad;
+  assign \$144  = p2_valid & p2_req[3];
+  assign \$145  = ~ p2_bad;
+  assign \$146  = \$144  & \$145 ;
+  assign \$147  = | clash;
+  assign \$148  = \$146  & \$147 ;
+  assign \$149  = store__valid & store__ready;
+  assign \$150  = mode == 1'h1;
+  assign \$151  = \$149  & \$150 ;
+  assign \$152  = store__valid & store__ready;
+  assign \$153  = mode == 1'h1;
+  assign \$154  = ~ \$153 ;
+  assign \$155  = \$152  & \$154 ;
+  assign \$156  = mode == 2'h2;
+  assign \$157  = store__valid & store__ready;
+  assign \$158  = | hits;
+  assign \$159  = ~ \$158 ;
+  assign \$160  = ! mode;
+  assign \$161  = mode == 2'h2;
+  assign \$162  = stats[127:96] + 1'h1;
+  assign \$163  = stats[31:0] + 1'h1;
+  assign \$164  = stats[63:32] + 1'h1;
+  assign \$165  = stats[95:64] + 1'h1;
+  assign \$166  = rx__valid & rx__ready;
+  assign \$167  = | rx_hit;
+  assign \$168  = program__payload[154:107] - program__payload[58:11];
+  assign \$169  = ! program__payload[106:59];
+  assign \$170  = \end  > 49'h1000000000000;
+  assign \$171  = \$169  | \$170 ;
+  assign \$172  = program__payload[5:4] > 2'h2;
+  assign \$173  = \$171  | \$172 ;
+  assign \$174  = ~ p2_req[3];
+  assign \$175  = ~ p2_bad;
+  assign \$176  = | clash;
   assign \$177  = ~ \$176 ;
-  assign \$178  = | clash;
-  assign \$179  = ~ \$178 ;
-  assign \$180  = \$177  & \$179 ;
-  assign \$181  = \$171  | \$180 ;
-  assign \$182  = program__valid & \$181 ;
-  assign \$183  = ! program__payload[2:0];
-  assign \$184  = \$182  & \$183 ;
-  assign \$185  = ~ program__payload[3];
-  assign \$186  = ! program__payload[106:59];
-  assign \$187  = \end  > 49'h1000000000000;
-  assign \$188  = \$186  | \$187 ;
-  assign \$189  = program__payload[5:4] > 2'h2;
-  assign \$190  = \$188  | \$189 ;
-  assign \$191  = ~ \$190 ;
-  assign \$192  = | clash;
-  assign \$193  = ~ \$192 ;
-  assign \$194  = \$191  & \$193 ;
-  assign \$195  = \$185  | \$194 ;
-  assign \$196  = program__valid & \$195 ;
-  assign \$197  = program__payload[2:0] == 1'h1;
-  assign \$198  = \$196  & \$197 ;
-  assign \$199  = ~ program__payload[3];
-  assign \$200  = ! program__payload[106:59];
-  assign \$201  = \end  > 49'h1000000000000;
-  assign \$202  = \$200  | \$201 ;
-  assign \$203  = program__payload[5:4] > 2'h2;
-  assign \$204  = \$202  | \$203 ;
-  assign \$205  = ~ \$204 ;
-  assign \$206  = | clash;
-  assign \$207  = ~ \$206 ;
-  assign \$208  = \$205  & \$207 ;
-  assign \$209  = \$199  | \$208 ;
-  assign \$210  = program__valid & \$209 ;
-  assign \$211  = program__payload[2:0] == 2'h2;
-  assign \$212  = \$210  & \$211 ;
-  assign \$213  = ~ program__payload[3];
-  assign \$214  = ! program__payload[106:59];
-  assign \$215  = \end  > 49'h1000000000000;
-  assign \$216  = \$214  | \$215 ;
-  assign \$217  = program__payload[5:4] > 2'h2;
-  assign \$218  = \$216  | \$217 ;
-  assign \$219  = ~ \$218 ;
-  assign \$220  = | clash;
-  assign \$221  = ~ \$220 ;
-  assign \$222  = \$219  & \$221 ;
-  assign \$223  = \$213  | \$222 ;
-  assign \$224  = program__valid & \$223 ;
-  assign \$225  = program__payload[2:0] == 2'h3;
-  assign \$226  = \$224  & \$225 ;
-  assign \$227  = ~ program__payload[3];
-  assign \$228  = ! program__payload[106:59];
-  assign \$229  = \end  > 49'h1000000000000;
-  assign \$230  = \$228  | \$229 ;
-  assign \$231  = program__payload[5:4] > 2'h2;
-  assign \$232  = \$230  | \$231 ;
-  assign \$233  = ~ \$232 ;
-  assign \$234  = | clash;
-  assign \$235  = ~ \$234 ;
-  assign \$236  = \$233  & \$235 ;
-  assign \$237  = \$227  | \$236 ;
-  assign \$238  = program__valid & \$237 ;
-  assign \$239  = program__payload[2:0] == 3'h4;
-  assign \$240  = \$238  & \$239 ;
-  assign \$241  = ~ program__payload[3];
-  assign \$242  = ! program__payload[106:59];
-  assign \$243  = \end  > 49'h1000000000000;
-  assign \$244  = \$242  | \$243 ;
-  assign \$245  = program__payload[5:4] > 2'h2;
-  assign \$246  = \$244  | \$245 ;
-  assign \$247  = ~ \$246 ;
-  assign \$248  = | clash;
-  assign \$249  = ~ \$248 ;
-  assign \$250  = \$247  & \$249 ;
-  assign \$251  = \$241  | \$250 ;
-  assign \$252  = program__valid & \$251 ;
-  assign \$253  = program__payload[2:0] == 3'h5;
-  assign \$254  = \$252  & \$253 ;
-  assign \$255  = ~ program__payload[3];
-  assign \$256  = ! program__payload[106:59];
-  assign \$257  = \end  > 49'h1000000000000;
-  assign \$258  = \$256  | \$257 ;
-  assign \$259  = program__payload[5:4] > 2'h2;
-  assign \$260  = \$258  | \$259 ;
-  assign \$261  = ~ \$260 ;
-  assign \$262  = | clash;
-  assign \$263  = ~ \$262 ;
-  assign \$264  = \$261  & \$263 ;
-  assign \$265  = \$255  | \$264 ;
-  assign \$266  = program__valid & \$265 ;
-  assign \$267  = program__payload[2:0] == 3'h6;
-  assign \$268  = \$266  & \$267 ;
-  assign \$269  = ~ program__payload[3];
-  assign \$270  = ! program__payload[106:59];
-  assign \$271  = \end  > 49'h1000000000000;
-  assign \$272  = \$270  | \$271 ;
-  assign \$273  = program__payload[5:4] > 2'h2;
-  assign \$274  = \$272  | \$273 ;
-  assign \$275  = ~ \$274 ;
-  assign \$276  = | clash;
-  assign \$277  = ~ \$276 ;
-  assign \$278  = \$275  & \$277 ;
-  assign \$279  = \$269  | \$278 ;
-  assign \$280  = program__valid & \$279 ;
-  assign \$281  = program__payload[2:0] == 3'h7;
-  assign \$282  = \$280  & \$281 ;
+  assign \$178  = \$175  & \$177 ;
+  assign \$179  = \$174  | \$178 ;
+  assign \$180  = p2_valid & \$179 ;
+  assign \$181  = ! p2_req[2:0];
+  assign \$182  = \$180  & \$181 ;
+  assign \$183  = ~ p2_req[3];
+  assign \$184  = ~ p2_bad;
+  assign \$185  = | clash;
+  assign \$186  = ~ \$185 ;
+  assign \$187  = \$184  & \$186 ;
+  assign \$188  = \$183  | \$187 ;
+  assign \$189  = p2_valid & \$188 ;
+  assign \$190  = p2_req[2:0] == 1'h1;
+  assign \$191  = \$189  & \$190 ;
+  assign \$192  = ~ p2_req[3];
+  assign \$193  = ~ p2_bad;
+  assign \$194  = | clash;
+  assign \$195  = ~ \$194 ;
+  assign \$196  = \$193  & \$195 ;
+  assign \$197  = \$192  | \$196 ;
+  assign \$198  = p2_valid & \$197 ;
+  assign \$199  = p2_req[2:0] == 2'h2;
+  assign \$200  = \$198  & \$199 ;
+  assign \$201  = ~ p2_req[3];
+  assign \$202  = ~ p2_bad;
+  assign \$203  = | clash;
+  assign \$204  = ~ \$203 ;
+  assign \$205  = \$202  & \$204 ;
+  assign \$206  = \$201  | \$205 ;
+  assign \$207  = p2_valid & \$206 ;
+  assign \$208  = p2_req[2:0] == 2'h3;
+  assign \$209  = \$207  & \$208 ;
+  assign \$210  = ~ p2_req[3];
+  assign \$211  = ~ p2_bad;
+  assign \$212  = | clash;
+  assign \$213  = ~ \$212 ;
+  assign \$214  = \$211  & \$213 ;
+  assign \$215  = \$210  | \$214 ;
+  assign \$216  = p2_valid & \$215 ;
+  assign \$217  = p2_req[2:0] == 3'h4;
+  assign \$218  = \$216  & \$217 ;
+  assign \$219  = ~ p2_req[3];
+  assign \$220  = ~ p2_bad;
+  assign \$221  = | clash;
+  assign \$222  = ~ \$221 ;
+  assign \$223  = \$220  & \$222 ;
+  assign \$224  = \$219  | \$223 ;
+  assign \$225  = p2_valid & \$224 ;
+  assign \$226  = p2_req[2:0] == 3'h5;
+  assign \$227  = \$225  & \$226 ;
+  assign \$228  = ~ p2_req[3];
+  assign \$229  = ~ p2_bad;
+  assign \$230  = | clash;
+  assign \$231  = ~ \$230 ;
+  assign \$232  = \$229  & \$231 ;
+  assign \$233  = \$228  | \$232 ;
+  assign \$234  = p2_valid & \$233 ;
+  assign \$235  = p2_req[2:0] == 3'h6;
+  assign \$236  = \$234  & \$235 ;
+  assign \$237  = ~ p2_req[3];
+  assign \$238  = ~ p2_bad;
+  assign \$239  = | clash;
+  assign \$240  = ~ \$239 ;
+  assign \$241  = \$238  & \$240 ;
+  assign \$242  = \$237  | \$241 ;
+  assign \$243  = p2_valid & \$242 ;
+  assign \$244  = p2_req[2:0] == 3'h7;
+  assign \$245  = \$243  & \$244 ;
   always @(posedge clk)
-    net__valid <= \$286 ;
+    net__valid <= \$249 ;
   always @(posedge clk)
-    mem__valid <= \$287 ;
+    mem__valid <= \$250 ;
   always @(posedge clk)
-    net__payload <= \$288 ;
+    net__payload <= \$251 ;
   always @(posedge clk)
-    mem__payload <= \$289 ;
+    mem__payload <= \$252 ;
   always @(posedge clk)
-    stats <= \$290 ;
+    stats <= \$253 ;
   always @(posedge clk)
-    rx_mem__valid <= \$291 ;
+    rx_mem__valid <= \$254 ;
   always @(posedge clk)
-    rx_mem__payload <= \$292 ;
+    rx_mem__payload <= \$255 ;
   always @(posedge clk)
-    region0 <= \$293 ;
+    p2_valid <= \$256 ;
   always @(posedge clk)
-    region1 <= \$294 ;
+    p2_req <= program__payload;
   always @(posedge clk)
-    region2 <= \$295 ;
+    p2_end <= \end ;
   always @(posedge clk)
-    region3 <= \$296 ;
+    p2_delta <= \$168 [47:0];
   always @(posedge clk)
-    region4 <= \$297 ;
+    p2_bad <= \$173 ;
   always @(posedge clk)
-    region5 <= \$298 ;
+    region0 <= \$257 ;
   always @(posedge clk)
-    region6 <= \$299 ;
+    region0_end <= \$258 ;
   always @(posedge clk)
-    region7 <= \$300 ;
+    region0_delta <= \$259 ;
   always @(posedge clk)
-    errors <= \$301 ;
+    region1 <= \$260 ;
+  always @(posedge clk)
+    region1_end <= \$261 ;
+  always @(posedge clk)
+    region1_delta <= \$262 ;
+  always @(posedge clk)
+    region2 <= \$263 ;
+  always @(posedge clk)
+    region2_end <= \$264 ;
+  always @(posedge clk)
+    region2_delta <= \$265 ;
+  always @(posedge clk)
+    region3 <= \$266 ;
+  always @(posedge clk)
+    region3_end <= \$267 ;
+  always @(posedge clk)
+    region3_delta <= \$268 ;
+  always @(posedge clk)
+    region4 <= \$269 ;
+  always @(posedge clk)
+    region4_end <= \$270 ;
+  always @(posedge clk)
+    region4_delta <= \$271 ;
+  always @(posedge clk)
+    region5 <= \$272 ;
+  always @(posedge clk)
+    region5_end <= \$273 ;
+  always @(posedge clk)
+    region5_delta <= \$274 ;
+  always @(posedge clk)
+    region6 <= \$275 ;
+  always @(posedge clk)
+    region6_end <= \$276 ;
+  always @(posedge clk)
+    region6_delta <= \$277 ;
+  always @(posedge clk)
+    region7 <= \$278 ;
+  always @(posedge clk)
+    region7_end <= \$279 ;
+  always @(posedge clk)
+    region7_delta <= \$280 ;
+  always @(posedge clk)
+    errors <= \$281 ;
   always @* begin
     if (_init_strobe_12 ) begin end
     mode = 2'h0;
@@ -14439,257 +14981,376 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    delta = 48'h000000000000;
+    target = 48'h000000000000;
     if (hits[0]) begin
-      delta = \$25 [47:0];
+      target = \$33 [47:0];
     end
     if (hits[1]) begin
-      delta = \$26 [47:0];
+      target = \$34 [47:0];
     end
     if (hits[2]) begin
-      delta = \$27 [47:0];
+      target = \$35 [47:0];
     end
     if (hits[3]) begin
-      delta = \$28 [47:0];
+      target = \$36 [47:0];
     end
     if (hits[4]) begin
-      delta = \$29 [47:0];
+      target = \$37 [47:0];
     end
     if (hits[5]) begin
-      delta = \$30 [47:0];
+      target = \$38 [47:0];
     end
     if (hits[6]) begin
-      delta = \$31 [47:0];
+      target = \$39 [47:0];
     end
     if (hits[7]) begin
-      delta = \$32 [47:0];
+      target = \$40 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$286  = net__valid;
+    \$249  = net__valid;
     if (net__ready) begin
-      \$286  = 1'h0;
+      \$249  = 1'h0;
     end
-    if (\$153 ) begin
-      \$286  = 1'h1;
+    if (\$151 ) begin
+      \$249  = 1'h1;
     end
     if (rst) begin
-      \$286  = 1'h0;
+      \$249  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$287  = mem__valid;
+    \$250  = mem__valid;
     if (mem__ready) begin
-      \$287  = 1'h0;
+      \$250  = 1'h0;
     end
-    if (\$158 ) begin
-      \$287  = 1'h1;
+    if (\$155 ) begin
+      \$250  = 1'h1;
     end
     if (rst) begin
-      \$287  = 1'h0;
+      \$250  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$288  = net__payload;
-    if (\$153 ) begin
-      \$288 [4:0] = device;
-      \$288 [52:5] = \$154 [47:0];
-      \$288 [53] = 1'h1;
-      \$288 [69:54] = store__payload[63:48];
-      \$288 [76:70] = store__payload[70:64];
+    \$251  = net__payload;
+    if (\$151 ) begin
+      \$251 [4:0] = device;
+      \$251 [52:5] = target;
+      \$251 [53] = 1'h1;
+      \$251 [69:54] = store__payload[63:48];
+      \$251 [76:70] = store__payload[70:64];
     end
     if (rst) begin
-      \$288  = 77'h00000000000000000000;
+      \$251  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$289  = mem__payload;
-    if (\$158 ) begin
-      \$289 [47:0] = store__payload[47:0];
-      \$289 [63:48] = store__payload[63:48];
-      \$289 [70:64] = store__payload[70:64];
-      \$289 [71] = store__payload[71];
-      \$289 [72] = \$159 ;
+    \$252  = mem__payload;
+    if (\$155 ) begin
+      \$252 [47:0] = store__payload[47:0];
+      \$252 [63:48] = store__payload[63:48];
+      \$252 [70:64] = store__payload[70:64];
+      \$252 [71] = store__payload[71];
+      \$252 [72] = \$156 ;
     end
     if (rst) begin
-      \$289  = 73'h0000000000000000000;
+      \$252  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$290  = stats;
-    if (\$160 ) begin
+    \$253  = stats;
+    if (\$157 ) begin
       (* full_case = 32'd1 *)
-      if (\$162 ) begin
-        \$290 [127:96] = \$165 [31:0];
-      end else if (\$163 ) begin
-        \$290 [31:0] = \$166 [31:0];
-      end else if (\$164 ) begin
-        \$290 [63:32] = \$167 [31:0];
+      if (\$159 ) begin
+        \$253 [127:96] = \$162 [31:0];
+      end else if (\$160 ) begin
+        \$253 [31:0] = \$163 [31:0];
+      end else if (\$161 ) begin
+        \$253 [63:32] = \$164 [31:0];
       end else begin
-        \$290 [95:64] = \$168 [31:0];
+        \$253 [95:64] = \$165 [31:0];
       end
     end
     if (rst) begin
-      \$290  = 128'h00000000000000000000000000000000;
+      \$253  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$291  = rx_mem__valid;
+    \$254  = rx_mem__valid;
     if (rx_mem__ready) begin
-      \$291  = 1'h0;
+      \$254  = 1'h0;
     end
-    if (\$169 ) begin
-      \$291  = 1'h1;
+    if (\$166 ) begin
+      \$254  = 1'h1;
     end
     if (rst) begin
-      \$291  = 1'h0;
+      \$254  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$292  = rx_mem__payload;
-    if (\$169 ) begin
-      \$292 [47:0] = rx__payload[52:5];
-      \$292 [63:48] = rx__payload[69:54];
-      \$292 [70:64] = rx__payload[76:70];
-      \$292 [71] = rx__payload[53];
-      \$292 [72] = \$170 ;
+    \$255  = rx_mem__payload;
+    if (\$166 ) begin
+      \$255 [47:0] = rx__payload[52:5];
+      \$255 [63:48] = rx__payload[69:54];
+      \$255 [70:64] = rx__payload[76:70];
+      \$255 [71] = rx__payload[53];
+      \$255 [72] = \$167 ;
     end
     if (rst) begin
-      \$292  = 73'h0000000000000000000;
+      \$255  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$293  = region0;
-    if (\$184 ) begin
-      \$293 [0] = program__payload[3];
-      \$293 [2:1] = program__payload[5:4];
-      \$293 [7:3] = program__payload[10:6];
-      \$293 [55:8] = program__payload[58:11];
-      \$293 [103:56] = program__payload[106:59];
-      \$293 [151:104] = program__payload[154:107];
-    end
+    \$256  = program__valid;
     if (rst) begin
-      \$293  = 152'h00000000000000000000000000000000000000;
+      \$256  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$294  = region1;
-    if (\$198 ) begin
-      \$294 [0] = program__payload[3];
-      \$294 [2:1] = program__payload[5:4];
-      \$294 [7:3] = program__payload[10:6];
-      \$294 [55:8] = program__payload[58:11];
-      \$294 [103:56] = program__payload[106:59];
-      \$294 [151:104] = program__payload[154:107];
+    \$257  = region0;
+    if (\$182 ) begin
+      \$257 [0] = p2_req[3];
+      \$257 [2:1] = p2_req[5:4];
+      \$257 [7:3] = p2_req[10:6];
+      \$257 [55:8] = p2_req[58:11];
+      \$257 [103:56] = p2_req[106:59];
+      \$257 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$294  = 152'h00000000000000000000000000000000000000;
+      \$257  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$295  = region2;
-    if (\$212 ) begin
-      \$295 [0] = program__payload[3];
-      \$295 [2:1] = program__payload[5:4];
-      \$295 [7:3] = program__payload[10:6];
-      \$295 [55:8] = program__payload[58:11];
-      \$295 [103:56] = program__payload[106:59];
-      \$295 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$295  = 152'h00000000000000000000000000000000000000;
+    \$258  = region0_end;
+    if (\$182 ) begin
+      \$258  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$296  = region3;
-    if (\$226 ) begin
-      \$296 [0] = program__payload[3];
-      \$296 [2:1] = program__payload[5:4];
-      \$296 [7:3] = program__payload[10:6];
-      \$296 [55:8] = program__payload[58:11];
-      \$296 [103:56] = program__payload[106:59];
-      \$296 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$296  = 152'h00000000000000000000000000000000000000;
+    \$259  = region0_delta;
+    if (\$182 ) begin
+      \$259  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$297  = region4;
-    if (\$240 ) begin
-      \$297 [0] = program__payload[3];
-      \$297 [2:1] = program__payload[5:4];
-      \$297 [7:3] = program__payload[10:6];
-      \$297 [55:8] = program__payload[58:11];
-      \$297 [103:56] = program__payload[106:59];
-      \$297 [151:104] = program__payload[154:107];
+    \$260  = region1;
+    if (\$191 ) begin
+      \$260 [0] = p2_req[3];
+      \$260 [2:1] = p2_req[5:4];
+      \$260 [7:3] = p2_req[10:6];
+      \$260 [55:8] = p2_req[58:11];
+      \$260 [103:56] = p2_req[106:59];
+      \$260 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$297  = 152'h00000000000000000000000000000000000000;
+      \$260  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$298  = region5;
-    if (\$254 ) begin
-      \$298 [0] = program__payload[3];
-      \$298 [2:1] = program__payload[5:4];
-      \$298 [7:3] = program__payload[10:6];
-      \$298 [55:8] = program__payload[58:11];
-      \$298 [103:56] = program__payload[106:59];
-      \$298 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$298  = 152'h00000000000000000000000000000000000000;
+    \$261  = region1_end;
+    if (\$191 ) begin
+      \$261  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$299  = region6;
-    if (\$268 ) begin
-      \$299 [0] = program__payload[3];
-      \$299 [2:1] = program__payload[5:4];
-      \$299 [7:3] = program__payload[10:6];
-      \$299 [55:8] = program__payload[58:11];
-      \$299 [103:56] = program__payload[106:59];
-      \$299 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$299  = 152'h00000000000000000000000000000000000000;
+    \$262  = region1_delta;
+    if (\$191 ) begin
+      \$262  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$300  = region7;
-    if (\$282 ) begin
-      \$300 [0] = program__payload[3];
-      \$300 [2:1] = program__payload[5:4];
-      \$300 [7:3] = program__payload[10:6];
-      \$300 [55:8] = program__payload[58:11];
-      \$300 [103:56] = program__payload[106:59];
-      \$300 [151:104] = program__payload[154:107];
+    \$263  = region2;
+    if (\$200 ) begin
+      \$263 [0] = p2_req[3];
+      \$263 [2:1] = p2_req[5:4];
+      \$263 [7:3] = p2_req[10:6];
+      \$263 [55:8] = p2_req[58:11];
+      \$263 [103:56] = p2_req[106:59];
+      \$263 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$300  = 152'h00000000000000000000000000000000000000;
+      \$263  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$301  = \$285 ;
+    \$264  = region2_end;
+    if (\$200 ) begin
+      \$264  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$265  = region2_delta;
+    if (\$200 ) begin
+      \$265  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$266  = region3;
+    if (\$209 ) begin
+      \$266 [0] = p2_req[3];
+      \$266 [2:1] = p2_req[5:4];
+      \$266 [7:3] = p2_req[10:6];
+      \$266 [55:8] = p2_req[58:11];
+      \$266 [103:56] = p2_req[106:59];
+      \$266 [151:104] = p2_req[154:107];
+    end
     if (rst) begin
-      \$301  = 2'h0;
+      \$266  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$267  = region3_end;
+    if (\$209 ) begin
+      \$267  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$268  = region3_delta;
+    if (\$209 ) begin
+      \$268  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$269  = region4;
+    if (\$218 ) begin
+      \$269 [0] = p2_req[3];
+      \$269 [2:1] = p2_req[5:4];
+      \$269 [7:3] = p2_req[10:6];
+      \$269 [55:8] = p2_req[58:11];
+      \$269 [103:56] = p2_req[106:59];
+      \$269 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$269  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$270  = region4_end;
+    if (\$218 ) begin
+      \$270  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$271  = region4_delta;
+    if (\$218 ) begin
+      \$271  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$272  = region5;
+    if (\$227 ) begin
+      \$272 [0] = p2_req[3];
+      \$272 [2:1] = p2_req[5:4];
+      \$272 [7:3] = p2_req[10:6];
+      \$272 [55:8] = p2_req[58:11];
+      \$272 [103:56] = p2_req[106:59];
+      \$272 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$272  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$273  = region5_end;
+    if (\$227 ) begin
+      \$273  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$274  = region5_delta;
+    if (\$227 ) begin
+      \$274  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$275  = region6;
+    if (\$236 ) begin
+      \$275 [0] = p2_req[3];
+      \$275 [2:1] = p2_req[5:4];
+      \$275 [7:3] = p2_req[10:6];
+      \$275 [55:8] = p2_req[58:11];
+      \$275 [103:56] = p2_req[106:59];
+      \$275 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$275  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$276  = region6_end;
+    if (\$236 ) begin
+      \$276  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$277  = region6_delta;
+    if (\$236 ) begin
+      \$277  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$278  = region7;
+    if (\$245 ) begin
+      \$278 [0] = p2_req[3];
+      \$278 [2:1] = p2_req[5:4];
+      \$278 [7:3] = p2_req[10:6];
+      \$278 [55:8] = p2_req[58:11];
+      \$278 [103:56] = p2_req[106:59];
+      \$278 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$278  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$279  = region7_end;
+    if (\$245 ) begin
+      \$279  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$280  = region7_delta;
+    if (\$245 ) begin
+      \$280  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$281  = \$248 ;
+    if (rst) begin
+      \$281  = 2'h0;
     end
   end
   assign clear = 2'h3;
@@ -14757,6 +15418,13 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign program__payload__base  = program__payload[58:11];
   assign program__payload__size  = program__payload[106:59];
   assign program__payload__remote_base  = program__payload[154:107];
+  assign p2_req__index  = p2_req[2:0];
+  assign p2_req__valid  = p2_req[3];
+  assign p2_req__mode  = p2_req[5:4];
+  assign p2_req__device  = p2_req[10:6];
+  assign p2_req__base  = p2_req[58:11];
+  assign p2_req__size  = p2_req[106:59];
+  assign p2_req__remote_base  = p2_req[154:107];
   assign set_err__bad_region  = set_err[0];
   assign set_err__overlap  = set_err[1];
   assign net__payload__device  = net__payload[4:0];
@@ -14782,35 +15450,35 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign errors__overlap  = errors[1];
   assign clear__bad_region  = 1'h1;
   assign clear__overlap  = 1'h1;
-  assign set_err[1] = \$150 ;
-  assign set_err[0] = \$140 ;
-  assign clash[7] = \$133 ;
-  assign clash[6] = \$126 ;
-  assign clash[5] = \$119 ;
-  assign clash[4] = \$112 ;
-  assign clash[3] = \$105 ;
-  assign clash[2] = \$98 ;
-  assign clash[1] = \$91 ;
-  assign clash[0] = \$84 ;
-  assign rx_hit[7] = \$76 ;
-  assign rx_hit[6] = \$71 ;
-  assign rx_hit[5] = \$66 ;
-  assign rx_hit[4] = \$61 ;
-  assign rx_hit[3] = \$56 ;
-  assign rx_hit[2] = \$51 ;
-  assign rx_hit[1] = \$46 ;
-  assign rx_hit[0] = \$41 ;
-  assign hits[7] = \$24 ;
-  assign hits[6] = \$21 ;
-  assign hits[5] = \$18 ;
-  assign hits[4] = \$15 ;
-  assign hits[3] = \$12 ;
-  assign hits[2] = \$9 ;
-  assign hits[1] = \$6 ;
-  assign hits[0] = \$3 ;
-  assign \$283  = 2'h0;
-  assign \$284  = 2'h0;
-  assign \$285  = { \$150 , \$140  };
+  assign set_err[1] = \$148 ;
+  assign set_err[0] = \$143 ;
+  assign clash[7] = \$141 ;
+  assign clash[6] = \$135 ;
+  assign clash[5] = \$129 ;
+  assign clash[4] = \$123 ;
+  assign clash[3] = \$117 ;
+  assign clash[2] = \$111 ;
+  assign clash[1] = \$105 ;
+  assign clash[0] = \$99 ;
+  assign rx_hit[7] = \$92 ;
+  assign rx_hit[6] = \$86 ;
+  assign rx_hit[5] = \$80 ;
+  assign rx_hit[4] = \$74 ;
+  assign rx_hit[3] = \$68 ;
+  assign rx_hit[2] = \$62 ;
+  assign rx_hit[1] = \$56 ;
+  assign rx_hit[0] = \$50 ;
+  assign hits[7] = \$32 ;
+  assign hits[6] = \$28 ;
+  assign hits[5] = \$24 ;
+  assign hits[4] = \$20 ;
+  assign hits[3] = \$16 ;
+  assign hits[2] = \$12 ;
+  assign hits[1] = \$8 ;
+  assign hits[0] = \$4 ;
+  assign \$246  = 2'h0;
+  assign \$247  = 2'h0;
+  assign \$248  = { \$148 , \$143  };
 endmodule
 
 module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, store__valid, store__payload, remote__valid
@@ -15990,58 +16658,163 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$150 ;
   wire \$151 ;
   wire \$152 ;
-  wire \$153 ;
+  wire [8:0] \$153 ;
   wire \$154 ;
-  wire [3:0] \$155 ;
-  wire [3:0] \$156 ;
-  wire [3:0] \$157 ;
-  wire [4:0] \$158 ;
-  wire [4:0] \$159 ;
+  wire \$155 ;
+  wire \$156 ;
+  wire \$157 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
-  wire [4:0] \$160 ;
-  wire [2:0] \$161 ;
-  wire [2:0] \$162 ;
-  wire [2:0] \$163 ;
-  wire [1:0] \$164 ;
-  wire [1:0] \$165 ;
-  wire [1:0] \$166 ;
-  wire [1:0] \$167 ;
-  wire [1:0] \$168 ;
-  wire [1:0] \$169 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire \$168 ;
+  wire \$169 ;
   wire \$17 ;
-  reg [7:0] \$170 ;
-  reg \$171 ;
-  reg \$172 ;
-  reg \$173 ;
-  reg \$174 ;
-  reg \$175 ;
-  reg \$176 ;
-  reg \$177 ;
-  reg [154:0] \$178 ;
-  reg \$179 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
+  wire \$173 ;
+  wire \$174 ;
+  wire \$175 ;
+  wire \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire \$179 ;
   wire \$18 ;
-  reg \$180 ;
-  reg [178:0] \$181 ;
-  reg [37:0] \$182 ;
-  reg [38:0] \$183 ;
-  reg [3:0] \$184 ;
-  reg [4:0] \$185 ;
-  reg [2:0] \$186 ;
-  reg [1:0] \$187 ;
-  reg [1:0] \$188 ;
-  reg [31:0] \$189 ;
+  wire \$180 ;
+  wire \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire \$187 ;
+  wire \$188 ;
+  wire \$189 ;
   wire \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
   wire \$21 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
   wire \$22 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire \$224 ;
+  wire \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire \$228 ;
+  wire \$229 ;
   wire \$23 ;
+  wire \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire \$234 ;
+  wire \$235 ;
+  wire \$236 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
   wire \$24 ;
+  wire \$240 ;
+  wire \$241 ;
+  wire \$242 ;
+  wire \$243 ;
+  wire \$244 ;
+  wire \$245 ;
+  wire \$246 ;
+  wire \$247 ;
+  wire \$248 ;
+  wire \$249 ;
   wire \$25 ;
+  wire \$250 ;
+  wire \$251 ;
+  wire \$252 ;
+  wire \$253 ;
+  wire \$254 ;
+  wire \$255 ;
+  wire \$256 ;
+  wire \$257 ;
+  wire \$258 ;
+  wire [3:0] \$259 ;
   wire \$26 ;
+  wire [3:0] \$260 ;
+  wire [3:0] \$261 ;
+  wire [4:0] \$262 ;
+  wire [4:0] \$263 ;
+  wire [4:0] \$264 ;
+  wire [2:0] \$265 ;
+  wire [2:0] \$266 ;
+  wire [2:0] \$267 ;
+  wire [1:0] \$268 ;
+  wire [1:0] \$269 ;
   wire \$27 ;
+  wire [1:0] \$270 ;
+  wire [1:0] \$271 ;
+  wire [1:0] \$272 ;
+  wire [1:0] \$273 ;
+  reg [7:0] \$274 ;
+  reg \$275 ;
+  reg \$276 ;
+  reg \$277 ;
+  reg \$278 ;
+  reg \$279 ;
   wire \$28 ;
+  reg \$280 ;
+  reg \$281 ;
+  reg \$282 ;
+  reg [154:0] \$283 ;
+  reg \$284 ;
+  reg \$285 ;
+  reg [178:0] \$286 ;
+  reg [37:0] \$287 ;
+  reg [38:0] \$288 ;
+  reg [3:0] \$289 ;
   wire \$29 ;
+  reg [4:0] \$290 ;
+  reg [2:0] \$291 ;
+  reg [1:0] \$292 ;
+  reg [1:0] \$293 ;
+  reg [31:0] \$294 ;
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
@@ -16116,7 +16889,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire [8:0] \$97 ;
+  wire \$97 ;
   wire \$98 ;
   wire \$99 ;
   wire [1:0] addrmap_clear;
@@ -16287,6 +17060,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] region_view__remote_base ;
   wire [47:0] region_view__size ;
   wire region_view__valid ;
+  reg region_waiting0 = 1'h0;
   wire [2:0] rp__addr;
   wire [7:0] \rp__addr$74 ;
   wire [151:0] rp__data;
@@ -16781,157 +17555,178 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$37  = desc_verdict & \$36 ;
   assign \$38  = bus__w_stb & sel_region_index;
   assign \$39  = region_program__valid | region_verdict;
-  assign \$40  = bus__w_stb & sel_region_base_lo;
-  assign \$41  = region_program__valid | region_verdict;
-  assign \$42  = bus__w_stb & sel_region_base_hi;
+  assign \$41  = \$39  | \$40 ;
+  assign \$42  = bus__w_stb & sel_region_base_lo;
   assign \$43  = region_program__valid | region_verdict;
-  assign \$44  = bus__w_stb & sel_region_size_lo;
-  assign \$45  = region_program__valid | region_verdict;
-  assign \$46  = bus__w_stb & sel_region_size_hi;
+  assign \$45  = \$43  | \$44 ;
+  assign \$46  = bus__w_stb & sel_region_base_hi;
   assign \$47  = region_program__valid | region_verdict;
-  assign \$48  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$49  = region_program__valid | region_verdict;
-  assign \$50  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$49  = \$47  | \$48 ;
+  assign \$50  = bus__w_stb & sel_region_size_lo;
   assign \$51  = region_program__valid | region_verdict;
-  assign \$52  = bus__w_stb & sel_desc_index;
-  assign \$53  = dma_program__valid | desc_verdict;
-  assign \$54  = bus__w_stb & sel_desc_rows;
-  assign \$55  = dma_program__valid | desc_verdict;
-  assign \$56  = bus__w_stb & sel_desc_pitch;
-  assign \$57  = dma_program__valid | desc_verdict;
-  assign \$58  = bus__w_stb & sel_desc_src_lo;
-  assign \$59  = dma_program__valid | desc_verdict;
-  assign \$60  = bus__w_stb & sel_desc_src_hi;
-  assign \$61  = dma_program__valid | desc_verdict;
-  assign \$62  = bus__w_stb & sel_desc_dst_lo;
-  assign \$63  = dma_program__valid | desc_verdict;
-  assign \$64  = bus__w_stb & sel_desc_dst_hi;
-  assign \$65  = dma_program__valid | desc_verdict;
-  assign \$66  = bus__w_stb & sel_track_op;
-  assign \$68  = bus__w_stb & sel_track_cmd;
-  assign \$70  = bus__w_stb & sel_arb_policy;
-  assign \$72  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$74  = bus__w_stb & sel_command;
-  assign \$75  = region_program__valid | region_verdict;
-  assign \$76  = \$75  | sweep;
-  assign \$77  = region_program__valid | region_verdict;
-  assign \$78  = \$77  | sweep;
+  assign \$53  = \$51  | \$52 ;
+  assign \$54  = bus__w_stb & sel_region_size_hi;
+  assign \$55  = region_program__valid | region_verdict;
+  assign \$57  = \$55  | \$56 ;
+  assign \$58  = bus__w_stb & sel_region_remote_base_lo;
+  assign \$59  = region_program__valid | region_verdict;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$63  = region_program__valid | region_verdict;
+  assign \$65  = \$63  | \$64 ;
+  assign \$66  = bus__w_stb & sel_desc_index;
+  assign \$67  = dma_program__valid | desc_verdict;
+  assign \$70  = bus__w_stb & sel_desc_rows;
+  assign \$71  = dma_program__valid | desc_verdict;
+  assign \$74  = bus__w_stb & sel_desc_pitch;
+  assign \$75  = dma_program__valid | desc_verdict;
+  assign \$78  = bus__w_stb & sel_desc_src_lo;
   assign \$79  = dma_program__valid | desc_verdict;
-  assign \$80  = sweep | dma_busy;
-  assign \$81  = \$79  | \$80 ;
-  assign \$82  = dma_program__valid | desc_verdict;
-  assign \$83  = \$82  | sweep;
-  assign \$85  = \$84  | tracker_busy;
-  assign \$88  = bus__w_stb & sel_csr_errors;
-  assign \$89  = bus__w_stb & sel_tracker_errors;
-  assign \$90  = bus__w_stb & sel_dma_errors;
-  assign \$91  = bus__w_stb & sel_addrmap_errors;
-  assign \$92  = bus__w_stb & sel_arbiter_errors;
-  assign \$93  = region_program__valid | region_verdict;
-  assign \$94  = dma_program__valid | desc_verdict;
-  assign \$97  = sweep_at + 1'h1;
-  assign \$98  = sweep_at == 8'hff;
-  assign \$100  = dma_program__valid & dma_program__ready;
-  assign \$101  = tracker_program__valid & tracker_program__ready;
-  assign \$104  = dma_program__valid & dma_program__ready;
-  assign \$105  = bus__w_stb & sel_region_index;
-  assign \$106  = region_program__valid | region_verdict;
-  assign \$107  = bus__w_stb & sel_region_base_lo;
-  assign \$108  = region_program__valid | region_verdict;
-  assign \$109  = bus__w_stb & sel_region_base_hi;
-  assign \$110  = region_program__valid | region_verdict;
-  assign \$111  = bus__w_stb & sel_region_size_lo;
-  assign \$112  = region_program__valid | region_verdict;
-  assign \$113  = bus__w_stb & sel_region_size_hi;
-  assign \$114  = region_program__valid | region_verdict;
-  assign \$115  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$116  = region_program__valid | region_verdict;
-  assign \$117  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$118  = region_program__valid | region_verdict;
-  assign \$119  = bus__w_stb & sel_desc_index;
-  assign \$120  = dma_program__valid | desc_verdict;
-  assign \$121  = bus__w_stb & sel_desc_rows;
-  assign \$122  = dma_program__valid | desc_verdict;
-  assign \$123  = bus__w_stb & sel_desc_pitch;
+  assign \$82  = bus__w_stb & sel_desc_src_hi;
+  assign \$83  = dma_program__valid | desc_verdict;
+  assign \$86  = bus__w_stb & sel_desc_dst_lo;
+  assign \$87  = dma_program__valid | desc_verdict;
+  assign \$90  = bus__w_stb & sel_desc_dst_hi;
+  assign \$91  = dma_program__valid | desc_verdict;
+  assign \$94  = bus__w_stb & sel_track_op;
+  assign \$98  = bus__w_stb & sel_track_cmd;
+  assign \$102  = bus__w_stb & sel_arb_policy;
+  assign \$106  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$110  = bus__w_stb & sel_command;
+  assign \$111  = region_program__valid | region_verdict;
+  assign \$113  = \$111  | \$112 ;
+  assign \$114  = \$113  | sweep;
+  assign \$115  = region_program__valid | region_verdict;
+  assign \$117  = \$115  | \$116 ;
+  assign \$118  = \$117  | sweep;
+  assign \$119  = dma_program__valid | desc_verdict;
+  assign \$122  = sweep | dma_busy;
+  assign \$123  = \$121  | \$122 ;
   assign \$124  = dma_program__valid | desc_verdict;
-  assign \$125  = bus__w_stb & sel_desc_src_lo;
-  assign \$126  = dma_program__valid | desc_verdict;
-  assign \$127  = bus__w_stb & sel_desc_src_hi;
-  assign \$128  = dma_program__valid | desc_verdict;
-  assign \$129  = bus__w_stb & sel_desc_dst_lo;
-  assign \$130  = dma_program__valid | desc_verdict;
-  assign \$131  = bus__w_stb & sel_desc_dst_hi;
-  assign \$132  = dma_program__valid | desc_verdict;
-  assign \$133  = bus__w_stb & sel_track_op;
-  assign \$135  = bus__w_stb & sel_track_cmd;
-  assign \$137  = bus__w_stb & sel_arb_policy;
-  assign \$139  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$141  = bus__w_stb & sel_command;
-  assign \$142  = region_program__valid | region_verdict;
-  assign \$143  = \$142  | sweep;
-  assign \$144  = region_program__valid | region_verdict;
-  assign \$145  = \$144  | sweep;
-  assign \$146  = dma_program__valid | desc_verdict;
-  assign \$147  = sweep | dma_busy;
-  assign \$148  = \$146  | \$147 ;
-  assign \$149  = dma_program__valid | desc_verdict;
-  assign \$150  = \$149  | sweep;
-  assign \$152  = \$151  | tracker_busy;
-  assign \$155  = ~ csr_errors_clear;
-  assign \$156  = errors & \$155 ;
-  assign \$157  = \$156  | set_err;
-  assign \$158  = ~ tracker_errors_clear;
-  assign \$159  = tracker_sticky & \$158 ;
-  assign \$160  = \$159  | tracker_errors;
-  assign \$161  = ~ dma_errors_clear;
-  assign \$162  = dma_sticky & \$161 ;
-  assign \$163  = \$162  | dma_errors;
-  assign \$164  = ~ addrmap_errors_clear;
-  assign \$165  = addrmap_sticky & \$164 ;
-  assign \$166  = \$165  | addrmap_errors;
-  assign \$167  = ~ arbiter_errors_clear;
-  assign \$168  = arbiter_sticky & \$167 ;
-  assign \$169  = \$168  | arbiter_errors;
+  assign \$127  = \$126  | sweep;
+  assign \$131  = \$130  | tracker_busy;
+  assign \$136  = bus__w_stb & sel_csr_errors;
+  assign \$137  = bus__w_stb & sel_tracker_errors;
+  assign \$138  = bus__w_stb & sel_dma_errors;
+  assign \$139  = bus__w_stb & sel_addrmap_errors;
+  assign \$140  = bus__w_stb & sel_arbiter_errors;
+  assign \$141  = region_program__valid | region_verdict;
+  assign \$143  = \$141  | \$142 ;
+  assign \$144  = dma_program__valid | desc_verdict;
+  assign \$153  = sweep_at + 1'h1;
+  assign \$154  = sweep_at == 8'hff;
+  assign \$156  = dma_program__valid & dma_program__ready;
+  assign \$157  = tracker_program__valid & tracker_program__ready;
+  assign \$160  = dma_program__valid & dma_program__ready;
+  assign \$161  = bus__w_stb & sel_region_index;
+  assign \$162  = region_program__valid | region_verdict;
+  assign \$164  = \$162  | \$163 ;
+  assign \$165  = bus__w_stb & sel_region_base_lo;
+  assign \$166  = region_program__valid | region_verdict;
+  assign \$168  = \$166  | \$167 ;
+  assign \$169  = bus__w_stb & sel_region_base_hi;
+  assign \$170  = region_program__valid | region_verdict;
+  assign \$172  = \$170  | \$171 ;
+  assign \$173  = bus__w_stb & sel_region_size_lo;
+  assign \$174  = region_program__valid | region_verdict;
+  assign \$176  = \$174  | \$175 ;
+  assign \$177  = bus__w_stb & sel_region_size_hi;
+  assign \$178  = region_program__valid | region_verdict;
+  assign \$180  = \$178  | \$179 ;
+  assign \$181  = bus__w_stb & sel_region_remote_base_lo;
+  assign \$182  = region_program__valid | region_verdict;
+  assign \$184  = \$182  | \$183 ;
+  assign \$185  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$186  = region_program__valid | region_verdict;
+  assign \$188  = \$186  | \$187 ;
+  assign \$189  = bus__w_stb & sel_desc_index;
+  assign \$190  = dma_program__valid | desc_verdict;
+  assign \$193  = bus__w_stb & sel_desc_rows;
+  assign \$194  = dma_program__valid | desc_verdict;
+  assign \$197  = bus__w_stb & sel_desc_pitch;
+  assign \$198  = dma_program__valid | desc_verdict;
+  assign \$201  = bus__w_stb & sel_desc_src_lo;
+  assign \$202  = dma_program__valid | desc_verdict;
+  assign \$205  = bus__w_stb & sel_desc_src_hi;
+  assign \$206  = dma_program__valid | desc_verdict;
+  assign \$209  = bus__w_stb & sel_desc_dst_lo;
+  assign \$210  = dma_program__valid | desc_verdict;
+  assign \$213  = bus__w_stb & sel_desc_dst_hi;
+  assign \$214  = dma_program__valid | desc_verdict;
+  assign \$217  = bus__w_stb & sel_track_op;
+  assign \$221  = bus__w_stb & sel_track_cmd;
+  assign \$225  = bus__w_stb & sel_arb_policy;
+  assign \$229  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$233  = bus__w_stb & sel_command;
+  assign \$234  = region_program__valid | region_verdict;
+  assign \$236  = \$234  | \$235 ;
+  assign \$237  = \$236  | sweep;
+  assign \$238  = region_program__valid | region_verdict;
+  assign \$240  = \$238  | \$239 ;
+  assign \$241  = \$240  | sweep;
+  assign \$242  = dma_program__valid | desc_verdict;
+  assign \$245  = sweep | dma_busy;
+  assign \$246  = \$244  | \$245 ;
+  assign \$247  = dma_program__valid | desc_verdict;
+  assign \$250  = \$249  | sweep;
+  assign \$254  = \$253  | tracker_busy;
+  assign \$259  = ~ csr_errors_clear;
+  assign \$260  = errors & \$259 ;
+  assign \$261  = \$260  | set_err;
+  assign \$262  = ~ tracker_errors_clear;
+  assign \$263  = tracker_sticky & \$262 ;
+  assign \$264  = \$263  | tracker_errors;
+  assign \$265  = ~ dma_errors_clear;
+  assign \$266  = dma_sticky & \$265 ;
+  assign \$267  = \$266  | dma_errors;
+  assign \$268  = ~ addrmap_errors_clear;
+  assign \$269  = addrmap_sticky & \$268 ;
+  assign \$270  = \$269  | addrmap_errors;
+  assign \$271  = ~ arbiter_errors_clear;
+  assign \$272  = arbiter_sticky & \$271 ;
+  assign \$273  = \$272  | arbiter_errors;
   always @(posedge clk)
-    sweep_at <= \$170 ;
+    sweep_at <= \$274 ;
   always @(posedge clk)
-    sweep <= \$171 ;
+    sweep <= \$275 ;
   always @(posedge clk)
-    region_program__valid <= \$172 ;
+    region_program__valid <= \$276 ;
   always @(posedge clk)
-    dma_program__valid <= \$173 ;
+    dma_program__valid <= \$277 ;
   always @(posedge clk)
-    tracker_program__valid <= \$174 ;
+    tracker_program__valid <= \$278 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$175 ;
+    arbiter_program__valid <= \$279 ;
   always @(posedge clk)
-    region_verdict <= \$176 ;
+    region_waiting0 <= \$280 ;
   always @(posedge clk)
-    region_loading <= \$177 ;
+    region_verdict <= \$281 ;
   always @(posedge clk)
-    region_program__payload <= \$178 ;
+    region_loading <= \$282 ;
   always @(posedge clk)
-    desc_verdict <= \$179 ;
+    region_program__payload <= \$283 ;
   always @(posedge clk)
-    desc_loading <= \$180 ;
+    desc_verdict <= \$284 ;
   always @(posedge clk)
-    dma_program__payload <= \$181 ;
+    desc_loading <= \$285 ;
   always @(posedge clk)
-    tracker_program__payload <= \$182 ;
+    dma_program__payload <= \$286 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$183 ;
+    tracker_program__payload <= \$287 ;
   always @(posedge clk)
-    errors <= \$184 ;
+    arbiter_program__payload <= \$288 ;
   always @(posedge clk)
-    tracker_sticky <= \$185 ;
+    errors <= \$289 ;
   always @(posedge clk)
-    dma_sticky <= \$186 ;
+    tracker_sticky <= \$290 ;
   always @(posedge clk)
-    addrmap_sticky <= \$187 ;
+    dma_sticky <= \$291 ;
   always @(posedge clk)
-    arbiter_sticky <= \$188 ;
+    addrmap_sticky <= \$292 ;
   always @(posedge clk)
-    bus__r_data <= \$189 ;
+    arbiter_sticky <= \$293 ;
+  always @(posedge clk)
+    bus__r_data <= \$294 ;
   always @* begin
     if (_init_strobe_14 ) begin end
     sel_id = 1'h0;
@@ -20002,120 +20797,120 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (_init_strobe_14 ) begin end
     set_err[3:2] = 2'h0;
     if (\$38 ) begin
-      if (\$39 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$40 ) begin
       if (\$41 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$42 ) begin
-      if (\$43 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$44 ) begin
       if (\$45 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$46 ) begin
-      if (\$47 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$48 ) begin
       if (\$49 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$50 ) begin
-      if (\$51 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$52 ) begin
       if (\$53 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$54 ) begin
-      if (\$55 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$56 ) begin
       if (\$57 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$58 ) begin
-      if (\$59 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$60 ) begin
       if (\$61 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$62 ) begin
-      if (\$63 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$64 ) begin
       if (\$65 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$66 ) begin
-      if (\$67 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$68 ) begin
       if (\$69 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$70 ) begin
-      if (\$71 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$72 ) begin
       if (\$73 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$74 ) begin
+      if (\$77 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$78 ) begin
+      if (\$81 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$82 ) begin
+      if (\$85 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$86 ) begin
+      if (\$89 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$90 ) begin
+      if (\$93 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$94 ) begin
+      if (\$97 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$98 ) begin
+      if (\$101 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$102 ) begin
+      if (\$105 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$106 ) begin
+      if (\$109 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$110 ) begin
       (* full_case = 32'd1 *)
       casez (bus__w_data[2:0])
         3'h1:
-            if (\$76 ) begin
+            if (\$114 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$78 ) begin
+            if (\$118 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$81 ) begin
+            if (\$123 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$83 ) begin
+            if (\$127 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$85 ) begin
+            if (\$131 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$87 ) begin
+            if (\$135 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -20220,7 +21015,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_14 ) begin end
     csr_errors_clear = 4'h0;
-    if (\$88 ) begin
+    if (\$136 ) begin
       csr_errors_clear[0] = bus__w_data[0];
       csr_errors_clear[1] = bus__w_data[1];
       csr_errors_clear[2] = bus__w_data[2];
@@ -20230,7 +21025,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_14 ) begin end
     tracker_errors_clear = 5'h00;
-    if (\$89 ) begin
+    if (\$137 ) begin
       tracker_errors_clear[0] = bus__w_data[0];
       tracker_errors_clear[1] = bus__w_data[1];
       tracker_errors_clear[2] = bus__w_data[2];
@@ -20241,7 +21036,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_14 ) begin end
     dma_errors_clear = 3'h0;
-    if (\$90 ) begin
+    if (\$138 ) begin
       dma_errors_clear[0] = bus__w_data[0];
       dma_errors_clear[1] = bus__w_data[1];
       dma_errors_clear[2] = bus__w_data[2];
@@ -20250,7 +21045,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_14 ) begin end
     addrmap_errors_clear = 2'h0;
-    if (\$91 ) begin
+    if (\$139 ) begin
       addrmap_errors_clear[0] = bus__w_data[0];
       addrmap_errors_clear[1] = bus__w_data[1];
     end
@@ -20258,60 +21053,60 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_14 ) begin end
     arbiter_errors_clear = 2'h0;
-    if (\$92 ) begin
+    if (\$140 ) begin
       arbiter_errors_clear[0] = bus__w_data[0];
       arbiter_errors_clear[1] = bus__w_data[1];
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$170  = sweep_at;
+    \$274  = sweep_at;
     if (sweep) begin
-      \$170  = \$97 [7:0];
+      \$274  = \$153 [7:0];
     end
     if (rst) begin
-      \$170  = 8'h00;
+      \$274  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$171  = sweep;
+    \$275  = sweep;
     if (sweep) begin
-      if (\$98 ) begin
-        \$171  = 1'h0;
+      if (\$154 ) begin
+        \$275  = 1'h0;
       end
     end
     if (rst) begin
-      \$171  = 1'h1;
+      \$275  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$172  = region_program__valid;
-    if (\$99 ) begin
-      \$172  = 1'h0;
+    \$276  = region_program__valid;
+    if (\$155 ) begin
+      \$276  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$143 ) begin
+            if (\$237 ) begin
             end else begin
-              \$172  = 1'h1;
+              \$276  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$172  = 1'h0;
+      \$276  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$173  = dma_program__valid;
-    if (\$100 ) begin
-      \$173  = 1'h0;
+    \$277  = dma_program__valid;
+    if (\$156 ) begin
+      \$277  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -20319,23 +21114,23 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$148 ) begin
+            if (\$246 ) begin
             end else begin
-              \$173  = 1'h1;
+              \$277  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$173  = 1'h0;
+      \$277  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$174  = tracker_program__valid;
-    if (\$101 ) begin
-      \$174  = 1'h0;
+    \$278  = tracker_program__valid;
+    if (\$157 ) begin
+      \$278  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -20347,23 +21142,23 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h5:
             (* full_case = 32'd1 *)
-            if (\$152 ) begin
+            if (\$254 ) begin
             end else begin
-              \$174  = 1'h1;
+              \$278  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$174  = 1'h0;
+      \$278  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$175  = arbiter_program__valid;
-    if (\$102 ) begin
-      \$175  = 1'h0;
+    \$279  = arbiter_program__valid;
+    if (\$158 ) begin
+      \$279  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -20377,115 +21172,122 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h6:
             (* full_case = 32'd1 *)
-            if (\$154 ) begin
+            if (\$258 ) begin
             end else begin
-              \$175  = 1'h1;
+              \$279  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$175  = 1'h0;
+      \$279  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$176  = \$103 ;
+    \$280  = \$159 ;
     if (rst) begin
-      \$176  = 1'h0;
+      \$280  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$177  = 1'h0;
-    if (\$141 ) begin
+    \$281  = region_waiting0;
+    if (rst) begin
+      \$281  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$282  = 1'h0;
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$145 ) begin
+            if (\$241 ) begin
             end else begin
-              \$177  = 1'h1;
+              \$282  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$177  = 1'h0;
+      \$282  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$178  = region_program__payload;
+    \$283  = region_program__payload;
     if (region_loading) begin
-      \$178  = region_view;
+      \$283  = region_view;
     end
-    if (\$105 ) begin
+    if (\$161 ) begin
       (* full_case = 32'd1 *)
-      if (\$106 ) begin
+      if (\$164 ) begin
       end else begin
-        \$178 [2:0] = bus__w_data[2:0];
-        \$178 [3] = bus__w_data[3];
-        \$178 [5:4] = bus__w_data[5:4];
-        \$178 [10:6] = bus__w_data[10:6];
+        \$283 [2:0] = bus__w_data[2:0];
+        \$283 [3] = bus__w_data[3];
+        \$283 [5:4] = bus__w_data[5:4];
+        \$283 [10:6] = bus__w_data[10:6];
       end
     end
-    if (\$107 ) begin
+    if (\$165 ) begin
       (* full_case = 32'd1 *)
-      if (\$108 ) begin
+      if (\$168 ) begin
       end else begin
-        \$178 [42:11] = bus__w_data;
+        \$283 [42:11] = bus__w_data;
       end
     end
-    if (\$109 ) begin
+    if (\$169 ) begin
       (* full_case = 32'd1 *)
-      if (\$110 ) begin
+      if (\$172 ) begin
       end else begin
-        \$178 [58:43] = bus__w_data[15:0];
+        \$283 [58:43] = bus__w_data[15:0];
       end
     end
-    if (\$111 ) begin
+    if (\$173 ) begin
       (* full_case = 32'd1 *)
-      if (\$112 ) begin
+      if (\$176 ) begin
       end else begin
-        \$178 [90:59] = bus__w_data;
+        \$283 [90:59] = bus__w_data;
       end
     end
-    if (\$113 ) begin
+    if (\$177 ) begin
       (* full_case = 32'd1 *)
-      if (\$114 ) begin
+      if (\$180 ) begin
       end else begin
-        \$178 [106:91] = bus__w_data[15:0];
+        \$283 [106:91] = bus__w_data[15:0];
       end
     end
-    if (\$115 ) begin
+    if (\$181 ) begin
       (* full_case = 32'd1 *)
-      if (\$116 ) begin
+      if (\$184 ) begin
       end else begin
-        \$178 [138:107] = bus__w_data;
+        \$283 [138:107] = bus__w_data;
       end
     end
-    if (\$117 ) begin
+    if (\$185 ) begin
       (* full_case = 32'd1 *)
-      if (\$118 ) begin
+      if (\$188 ) begin
       end else begin
-        \$178 [154:139] = bus__w_data[15:0];
+        \$283 [154:139] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$178  = 155'h000000000000000000000000000000000000000;
+      \$283  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$179  = \$104 ;
+    \$284  = \$160 ;
     if (rst) begin
-      \$179  = 1'h0;
+      \$284  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$180  = 1'h0;
-    if (\$141 ) begin
+    \$285  = 1'h0;
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -20495,277 +21297,277 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$150 ) begin
+            if (\$250 ) begin
             end else begin
-              \$180  = 1'h1;
+              \$285  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$180  = 1'h0;
+      \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$181  = dma_program__payload;
+    \$286  = dma_program__payload;
     if (desc_loading) begin
-      \$181  = desc_view;
+      \$286  = desc_view;
     end
-    if (\$119 ) begin
+    if (\$189 ) begin
       (* full_case = 32'd1 *)
-      if (\$120 ) begin
+      if (\$192 ) begin
       end else begin
-        \$181 [7:0] = bus__w_data[7:0];
-        \$181 [8] = bus__w_data[8];
-        \$181 [9] = bus__w_data[9];
-        \$181 [14:10] = bus__w_data[14:10];
-        \$181 [30:15] = bus__w_data[30:15];
+        \$286 [7:0] = bus__w_data[7:0];
+        \$286 [8] = bus__w_data[8];
+        \$286 [9] = bus__w_data[9];
+        \$286 [14:10] = bus__w_data[14:10];
+        \$286 [30:15] = bus__w_data[30:15];
       end
     end
-    if (\$121 ) begin
+    if (\$193 ) begin
       (* full_case = 32'd1 *)
-      if (\$122 ) begin
+      if (\$196 ) begin
       end else begin
-        \$181 [42:31] = bus__w_data[11:0];
-        \$181 [58:43] = bus__w_data[27:12];
+        \$286 [42:31] = bus__w_data[11:0];
+        \$286 [58:43] = bus__w_data[27:12];
       end
     end
-    if (\$123 ) begin
+    if (\$197 ) begin
       (* full_case = 32'd1 *)
-      if (\$124 ) begin
+      if (\$200 ) begin
       end else begin
-        \$181 [82:59] = bus__w_data[23:0];
+        \$286 [82:59] = bus__w_data[23:0];
       end
     end
-    if (\$125 ) begin
+    if (\$201 ) begin
       (* full_case = 32'd1 *)
-      if (\$126 ) begin
+      if (\$204 ) begin
       end else begin
-        \$181 [114:83] = bus__w_data;
+        \$286 [114:83] = bus__w_data;
       end
     end
-    if (\$127 ) begin
+    if (\$205 ) begin
       (* full_case = 32'd1 *)
-      if (\$128 ) begin
+      if (\$208 ) begin
       end else begin
-        \$181 [130:115] = bus__w_data[15:0];
+        \$286 [130:115] = bus__w_data[15:0];
       end
     end
-    if (\$129 ) begin
+    if (\$209 ) begin
       (* full_case = 32'd1 *)
-      if (\$130 ) begin
+      if (\$212 ) begin
       end else begin
-        \$181 [162:131] = bus__w_data;
+        \$286 [162:131] = bus__w_data;
       end
     end
-    if (\$131 ) begin
+    if (\$213 ) begin
       (* full_case = 32'd1 *)
-      if (\$132 ) begin
+      if (\$216 ) begin
       end else begin
-        \$181 [178:163] = bus__w_data[15:0];
+        \$286 [178:163] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$181  = 179'h000000000000000000000000000000000000000000000;
+      \$286  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$182  = tracker_program__payload;
-    if (\$133 ) begin
+    \$287  = tracker_program__payload;
+    if (\$217 ) begin
       (* full_case = 32'd1 *)
-      if (\$134 ) begin
+      if (\$220 ) begin
       end else begin
-        \$182 [0] = bus__w_data[0];
-        \$182 [16:1] = bus__w_data[16:1];
-        \$182 [28:17] = bus__w_data[28:17];
+        \$287 [0] = bus__w_data[0];
+        \$287 [16:1] = bus__w_data[16:1];
+        \$287 [28:17] = bus__w_data[28:17];
       end
     end
-    if (\$135 ) begin
+    if (\$221 ) begin
       (* full_case = 32'd1 *)
-      if (\$136 ) begin
+      if (\$224 ) begin
       end else begin
-        \$182 [36:29] = bus__w_data[7:0];
-        \$182 [37] = bus__w_data[8];
-      end
-    end
-    if (rst) begin
-      \$182  = 38'h0000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_14 ) begin end
-    \$183  = arbiter_program__payload;
-    if (\$137 ) begin
-      (* full_case = 32'd1 *)
-      if (\$138 ) begin
-      end else begin
-        \$183 [1:0] = bus__w_data[1:0];
-        \$183 [9:2] = bus__w_data[9:2];
-        \$183 [17:10] = bus__w_data[17:10];
-        \$183 [22:18] = bus__w_data[22:18];
-      end
-    end
-    if (\$139 ) begin
-      (* full_case = 32'd1 *)
-      if (\$140 ) begin
-      end else begin
-        \$183 [38:23] = bus__w_data[15:0];
+        \$287 [36:29] = bus__w_data[7:0];
+        \$287 [37] = bus__w_data[8];
       end
     end
     if (rst) begin
-      \$183  = 39'h0200388002;
+      \$287  = 38'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$184  = \$157 ;
+    \$288  = arbiter_program__payload;
+    if (\$225 ) begin
+      (* full_case = 32'd1 *)
+      if (\$228 ) begin
+      end else begin
+        \$288 [1:0] = bus__w_data[1:0];
+        \$288 [9:2] = bus__w_data[9:2];
+        \$288 [17:10] = bus__w_data[17:10];
+        \$288 [22:18] = bus__w_data[22:18];
+      end
+    end
+    if (\$229 ) begin
+      (* full_case = 32'd1 *)
+      if (\$232 ) begin
+      end else begin
+        \$288 [38:23] = bus__w_data[15:0];
+      end
+    end
     if (rst) begin
-      \$184  = 4'h0;
+      \$288  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$185  = \$160 ;
+    \$289  = \$261 ;
     if (rst) begin
-      \$185  = 5'h00;
+      \$289  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$186  = \$163 ;
+    \$290  = \$264 ;
     if (rst) begin
-      \$186  = 3'h0;
+      \$290  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$187  = \$166 ;
+    \$291  = \$267 ;
     if (rst) begin
-      \$187  = 2'h0;
+      \$291  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$188  = \$169 ;
+    \$292  = \$270 ;
     if (rst) begin
-      \$188  = 2'h0;
+      \$292  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$189  = bus__r_data;
+    \$293  = \$273 ;
+    if (rst) begin
+      \$293  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$294  = bus__r_data;
     if (bus__r_stb) begin
       (* full_case = 32'd1 *)
       casez (bus__addr)
         10'h000:
-            \$189  = 32'd1412646999;
+            \$294  = 32'd1412646999;
         10'h004:
-            \$189  = 32'd811731048;
+            \$294  = 32'd811731048;
         10'h008:
-            \$189  = { 24'h000000, status };
+            \$294  = { 24'h000000, status };
         10'h00c:
-            \$189  = 32'd0;
+            \$294  = 32'd0;
         10'h040:
-            \$189  = { 28'h0000000, errors };
+            \$294  = { 28'h0000000, errors };
         10'h044:
-            \$189  = { 27'h0000000, tracker_sticky };
+            \$294  = { 27'h0000000, tracker_sticky };
         10'h048:
-            \$189  = { 29'h00000000, dma_sticky };
+            \$294  = { 29'h00000000, dma_sticky };
         10'h04c:
-            \$189  = { 30'h00000000, addrmap_sticky };
+            \$294  = { 30'h00000000, addrmap_sticky };
         10'h050:
-            \$189  = { 30'h00000000, arbiter_sticky };
+            \$294  = { 30'h00000000, arbiter_sticky };
         10'h080:
-            \$189  = { 21'h000000, region_view[10:0] };
+            \$294  = { 21'h000000, region_view[10:0] };
         10'h084:
-            \$189  = region_view[42:11];
+            \$294  = region_view[42:11];
         10'h088:
-            \$189  = { 16'h0000, region_view[58:43] };
+            \$294  = { 16'h0000, region_view[58:43] };
         10'h08c:
-            \$189  = region_view[90:59];
+            \$294  = region_view[90:59];
         10'h090:
-            \$189  = { 16'h0000, region_view[106:91] };
+            \$294  = { 16'h0000, region_view[106:91] };
         10'h094:
-            \$189  = region_view[138:107];
+            \$294  = region_view[138:107];
         10'h098:
-            \$189  = { 16'h0000, region_view[154:139] };
+            \$294  = { 16'h0000, region_view[154:139] };
         10'h0c0:
-            \$189  = { 1'h0, desc_view[30:0] };
+            \$294  = { 1'h0, desc_view[30:0] };
         10'h0c4:
-            \$189  = { 4'h0, desc_view[58:31] };
+            \$294  = { 4'h0, desc_view[58:31] };
         10'h0c8:
-            \$189  = { 8'h00, desc_view[82:59] };
+            \$294  = { 8'h00, desc_view[82:59] };
         10'h0cc:
-            \$189  = desc_view[114:83];
+            \$294  = desc_view[114:83];
         10'h0d0:
-            \$189  = { 16'h0000, desc_view[130:115] };
+            \$294  = { 16'h0000, desc_view[130:115] };
         10'h0d4:
-            \$189  = desc_view[162:131];
+            \$294  = desc_view[162:131];
         10'h0d8:
-            \$189  = { 16'h0000, desc_view[178:163] };
+            \$294  = { 16'h0000, desc_view[178:163] };
         10'h100:
-            \$189  = { 3'h0, tracker_program__payload[28:0] };
+            \$294  = { 3'h0, tracker_program__payload[28:0] };
         10'h104:
-            \$189  = { 23'h000000, tracker_program__payload[37:29] };
+            \$294  = { 23'h000000, tracker_program__payload[37:29] };
         10'h140:
-            \$189  = tracker_stats[31:0];
+            \$294  = tracker_stats[31:0];
         10'h144:
-            \$189  = tracker_stats[63:32];
+            \$294  = tracker_stats[63:32];
         10'h148:
-            \$189  = tracker_stats[95:64];
+            \$294  = tracker_stats[95:64];
         10'h14c:
-            \$189  = tracker_stats[127:96];
+            \$294  = tracker_stats[127:96];
         10'h150:
-            \$189  = tracker_stats[159:128];
+            \$294  = tracker_stats[159:128];
         10'h154:
-            \$189  = tracker_stats[191:160];
+            \$294  = tracker_stats[191:160];
         10'h180:
-            \$189  = dma_stats[31:0];
+            \$294  = dma_stats[31:0];
         10'h184:
-            \$189  = dma_stats[63:32];
+            \$294  = dma_stats[63:32];
         10'h188:
-            \$189  = dma_stats[95:64];
+            \$294  = dma_stats[95:64];
         10'h18c:
-            \$189  = dma_stats[127:96];
+            \$294  = dma_stats[127:96];
         10'h1c0:
-            \$189  = addrmap_stats[31:0];
+            \$294  = addrmap_stats[31:0];
         10'h1c4:
-            \$189  = addrmap_stats[63:32];
+            \$294  = addrmap_stats[63:32];
         10'h1c8:
-            \$189  = addrmap_stats[95:64];
+            \$294  = addrmap_stats[95:64];
         10'h1cc:
-            \$189  = addrmap_stats[127:96];
+            \$294  = addrmap_stats[127:96];
         10'h200:
-            \$189  = { 9'h000, arbiter_program__payload[22:0] };
+            \$294  = { 9'h000, arbiter_program__payload[22:0] };
         10'h204:
-            \$189  = { 16'h0000, arbiter_program__payload[38:23] };
+            \$294  = { 16'h0000, arbiter_program__payload[38:23] };
         10'h208:
-            \$189  = { 21'h000000, arbiter_status };
+            \$294  = { 21'h000000, arbiter_status };
         10'h240:
-            \$189  = arbiter_stats[31:0];
+            \$294  = arbiter_stats[31:0];
         10'h244:
-            \$189  = arbiter_stats[63:32];
+            \$294  = arbiter_stats[63:32];
         10'h248:
-            \$189  = arbiter_stats[95:64];
+            \$294  = arbiter_stats[95:64];
         10'h24c:
-            \$189  = arbiter_stats[127:96];
+            \$294  = arbiter_stats[127:96];
         10'h250:
-            \$189  = arbiter_stats[159:128];
+            \$294  = arbiter_stats[159:128];
         10'h254:
-            \$189  = arbiter_stats[191:160];
+            \$294  = arbiter_stats[191:160];
         10'h258:
-            \$189  = arbiter_stats[223:192];
+            \$294  = arbiter_stats[223:192];
         10'h25c:
-            \$189  = arbiter_stats[255:224];
+            \$294  = arbiter_stats[255:224];
         10'h260:
-            \$189  = arbiter_stats[287:256];
+            \$294  = arbiter_stats[287:256];
         default:
-            \$189  = 32'd0;
+            \$294  = 32'd0;
       endcase
     end
     if (rst) begin
-      \$189  = 32'd0;
+      \$294  = 32'd0;
     end
   end
   assign rp__addr = region_program__payload[2:0];
@@ -20926,10 +21728,10 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign arbiter_stats__stalls_dma  = arbiter_stats[223:192];
   assign arbiter_stats__stalls_remote  = arbiter_stats[255:224];
   assign arbiter_stats__starved  = arbiter_stats[287:256];
-  assign status[7] = \$96 ;
-  assign status[6] = \$95 ;
-  assign status[5] = \$94 ;
-  assign status[4] = \$93 ;
+  assign status[7] = \$152 ;
+  assign status[6] = \$149 ;
+  assign status[5] = \$146 ;
+  assign status[4] = \$143 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
@@ -20942,25 +21744,110 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     set_err[1] = \$31 ;
   always @*
     set_err[0] = \$3 ;
-  assign \$67  = tracker_program__valid;
-  assign \$69  = tracker_program__valid;
-  assign \$71  = arbiter_program__valid;
-  assign \$73  = arbiter_program__valid;
-  assign \$84  = tracker_program__valid;
-  assign \$86  = arbiter_program__valid;
-  assign \$87  = arbiter_program__valid;
+  assign \$40  = region_waiting0;
+  assign \$44  = region_waiting0;
+  assign \$48  = region_waiting0;
+  assign \$52  = region_waiting0;
+  assign \$56  = region_waiting0;
+  assign \$60  = region_waiting0;
+  assign \$64  = region_waiting0;
+  assign \$68  = 1'h0;
+  assign \$69  = \$67 ;
+  assign \$72  = 1'h0;
+  assign \$73  = \$71 ;
+  assign \$76  = 1'h0;
+  assign \$77  = \$75 ;
+  assign \$80  = 1'h0;
+  assign \$81  = \$79 ;
+  assign \$84  = 1'h0;
+  assign \$85  = \$83 ;
+  assign \$88  = 1'h0;
+  assign \$89  = \$87 ;
+  assign \$92  = 1'h0;
+  assign \$93  = \$91 ;
   assign \$95  = tracker_program__valid;
-  assign \$96  = arbiter_program__valid;
-  assign \$99  = region_program__valid;
-  assign \$102  = arbiter_program__valid;
-  assign \$103  = region_program__valid;
-  assign \$134  = tracker_program__valid;
-  assign \$136  = tracker_program__valid;
-  assign \$138  = arbiter_program__valid;
-  assign \$140  = arbiter_program__valid;
-  assign \$151  = tracker_program__valid;
-  assign \$153  = arbiter_program__valid;
-  assign \$154  = arbiter_program__valid;
+  assign \$96  = 1'h0;
+  assign \$97  = tracker_program__valid;
+  assign \$99  = tracker_program__valid;
+  assign \$100  = 1'h0;
+  assign \$101  = tracker_program__valid;
+  assign \$103  = arbiter_program__valid;
+  assign \$104  = 1'h0;
+  assign \$105  = arbiter_program__valid;
+  assign \$107  = arbiter_program__valid;
+  assign \$108  = 1'h0;
+  assign \$109  = arbiter_program__valid;
+  assign \$112  = region_waiting0;
+  assign \$116  = region_waiting0;
+  assign \$120  = 1'h0;
+  assign \$121  = \$119 ;
+  assign \$125  = 1'h0;
+  assign \$126  = \$124 ;
+  assign \$128  = tracker_program__valid;
+  assign \$129  = 1'h0;
+  assign \$130  = tracker_program__valid;
+  assign \$132  = arbiter_program__valid;
+  assign \$133  = 1'h0;
+  assign \$134  = arbiter_program__valid;
+  assign \$135  = arbiter_program__valid;
+  assign \$142  = region_waiting0;
+  assign \$145  = 1'h0;
+  assign \$146  = \$144 ;
+  assign \$147  = tracker_program__valid;
+  assign \$148  = 1'h0;
+  assign \$149  = tracker_program__valid;
+  assign \$150  = arbiter_program__valid;
+  assign \$151  = 1'h0;
+  assign \$152  = arbiter_program__valid;
+  assign \$155  = region_program__valid;
+  assign \$158  = arbiter_program__valid;
+  assign \$159  = region_program__valid;
+  assign \$163  = region_waiting0;
+  assign \$167  = region_waiting0;
+  assign \$171  = region_waiting0;
+  assign \$175  = region_waiting0;
+  assign \$179  = region_waiting0;
+  assign \$183  = region_waiting0;
+  assign \$187  = region_waiting0;
+  assign \$191  = 1'h0;
+  assign \$192  = \$190 ;
+  assign \$195  = 1'h0;
+  assign \$196  = \$194 ;
+  assign \$199  = 1'h0;
+  assign \$200  = \$198 ;
+  assign \$203  = 1'h0;
+  assign \$204  = \$202 ;
+  assign \$207  = 1'h0;
+  assign \$208  = \$206 ;
+  assign \$211  = 1'h0;
+  assign \$212  = \$210 ;
+  assign \$215  = 1'h0;
+  assign \$216  = \$214 ;
+  assign \$218  = tracker_program__valid;
+  assign \$219  = 1'h0;
+  assign \$220  = tracker_program__valid;
+  assign \$222  = tracker_program__valid;
+  assign \$223  = 1'h0;
+  assign \$224  = tracker_program__valid;
+  assign \$226  = arbiter_program__valid;
+  assign \$227  = 1'h0;
+  assign \$228  = arbiter_program__valid;
+  assign \$230  = arbiter_program__valid;
+  assign \$231  = 1'h0;
+  assign \$232  = arbiter_program__valid;
+  assign \$235  = region_waiting0;
+  assign \$239  = region_waiting0;
+  assign \$243  = 1'h0;
+  assign \$244  = \$242 ;
+  assign \$248  = 1'h0;
+  assign \$249  = \$247 ;
+  assign \$251  = tracker_program__valid;
+  assign \$252  = 1'h0;
+  assign \$253  = tracker_program__valid;
+  assign \$255  = arbiter_program__valid;
+  assign \$256  = 1'h0;
+  assign \$257  = arbiter_program__valid;
+  assign \$258  = arbiter_program__valid;
 endmodule
 
 module t3hw_system__e1__dma (clk, rst, read__ready, response__valid, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, program__valid, program__payload, errors, stats, busy, read__valid, read__payload, packet__valid, packet__payload, packet__ready, response__payload
@@ -22677,50 +23564,65 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   reg _init_strobe_20  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [15:0] \$11 ;
+  wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire [15:0] \$16 ;
-  wire [15:0] \$17 ;
-  wire \$18 ;
+  wire [15:0] \$14 ;
+  wire [15:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire [1:0] \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire [1:0] \$20 ;
-  wire [15:0] \$21 ;
+  wire \$20 ;
+  wire [8:0] \$21 ;
   wire \$22 ;
   wire \$23 ;
-  wire [8:0] \$24 ;
+  wire \$24 ;
   wire \$25 ;
-  wire \$26 ;
-  wire [4:0] \$27 ;
-  wire [4:0] \$28 ;
-  wire [4:0] \$29 ;
+  wire [15:0] \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire [15:0] \$29 ;
   wire [15:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire [32:0] \$32 ;
-  wire [32:0] \$33 ;
-  wire \$34 ;
-  wire [32:0] \$35 ;
-  wire \$36 ;
-  wire \$37 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire [15:0] \$34 ;
+  wire [4:0] \$35 ;
+  wire [4:0] \$36 ;
+  wire [4:0] \$37 ;
   wire [32:0] \$38 ;
-  reg [7:0] \$39 ;
+  wire [32:0] \$39 ;
   wire [15:0] \$4 ;
-  reg \$40 ;
-  reg \$41 ;
-  reg \$42 ;
-  reg \$43 ;
-  reg \$44 ;
-  reg [4:0] \$45 ;
-  reg [191:0] \$46 ;
-  wire \$5 ;
+  wire [32:0] \$40 ;
+  wire [32:0] \$41 ;
+  wire \$42 ;
+  wire [32:0] \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire [32:0] \$46 ;
+  reg [7:0] \$47 ;
+  reg \$48 ;
+  reg \$49 ;
+  wire [15:0] \$5 ;
+  reg \$50 ;
+  reg \$51 ;
+  reg \$52 ;
+  reg \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  wire [23:0] \$58 ;
+  reg \$59 ;
   wire \$6 ;
-  wire [15:0] \$7 ;
+  reg [4:0] \$60 ;
+  reg [191:0] \$61 ;
+  wire \$7 ;
   wire \$8 ;
-  wire \$9 ;
+  wire [12:0] \$9 ;
   wire accept;
   output busy;
   reg busy = 1'h1;
@@ -22732,14 +23634,14 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   wire clear__unprogrammed ;
   input clk;
   wire clk;
-  wire [41:0] cur;
+  reg [41:0] cur;
   wire [7:0] cur__cmd ;
-  wire [11:0] cur__count ;
+  wire [11:0] cur__left ;
   wire cur__rearm ;
   wire [7:0] cur__tag ;
   wire [11:0] cur__threshold ;
   wire cur__valid ;
-  wire [23:0] data;
+  reg [23:0] data = 24'h000000;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
   wire done;
@@ -22750,20 +23652,29 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   wire errors__overflow ;
   wire errors__reprogram ;
   wire errors__unprogrammed ;
-  reg [41:0] fwd_entry = 42'h00000000000;
-  wire [7:0] fwd_entry__cmd ;
-  wire [11:0] fwd_entry__count ;
-  wire fwd_entry__rearm ;
-  wire [7:0] fwd_entry__tag ;
-  wire [11:0] fwd_entry__threshold ;
-  wire fwd_entry__valid ;
-  reg [7:0] fwd_index = 8'h00;
-  reg fwd_valid = 1'h0;
+  reg [41:0] fwd_last = 42'h00000000000;
+  wire [7:0] fwd_last__cmd ;
+  wire [11:0] fwd_last__left ;
+  wire fwd_last__rearm ;
+  wire [7:0] fwd_last__tag ;
+  wire [11:0] fwd_last__threshold ;
+  wire fwd_last__valid ;
+  reg [7:0] fwd_last_index = 8'h00;
+  reg fwd_last_valid = 1'h0;
+  reg [41:0] fwd_prev = 42'h00000000000;
+  wire [7:0] fwd_prev__cmd ;
+  wire [11:0] fwd_prev__left ;
+  wire fwd_prev__rearm ;
+  wire [7:0] fwd_prev__tag ;
+  wire [11:0] fwd_prev__threshold ;
+  wire fwd_prev__valid ;
   wire hit;
-  wire [12:0] new_count;
+  reg hit_last = 1'h0;
+  reg hit_prev = 1'h0;
+  wire [11:0] new_left;
   reg [41:0] nxt;
   wire [7:0] nxt__cmd ;
-  wire [11:0] nxt__count ;
+  wire [11:0] nxt__left ;
   wire nxt__rearm ;
   wire [7:0] nxt__tag ;
   wire [11:0] nxt__threshold ;
@@ -22789,15 +23700,22 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   input program__valid;
   wire program__valid;
   reg push;
-  wire \push$35 ;
+  reg \push$37  = 1'h0;
   wire [7:0] rd__addr;
   wire [41:0] rd__data;
   wire [7:0] rd__data__cmd ;
-  wire [11:0] rd__data__count ;
+  wire [11:0] rd__data__left ;
   wire rd__data__rearm ;
   wire [7:0] rd__data__tag ;
   wire [11:0] rd__data__threshold ;
   wire rd__data__valid ;
+  reg [41:0] rdata = 42'h00000000000;
+  wire [7:0] rdata__cmd ;
+  wire [11:0] rdata__left ;
+  wire rdata__rearm ;
+  wire [7:0] rdata__tag ;
+  wire [11:0] rdata__threshold ;
+  wire rdata__valid ;
   input rst;
   wire rst;
   reg s1_prog = 1'h0;
@@ -22824,6 +23742,33 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   (* enum_value_10 = "REMOTE" *)
   wire [1:0] s1_write__source ;
   wire [15:0] s1_write__tile ;
+  wire [7:0] s2_index;
+  reg s2_prog = 1'h0;
+  reg [37:0] s2_req = 38'h0000000000;
+  wire [7:0] s2_req__cmd ;
+  (* enum_base_type = "TrackOp" *)
+  (* enum_value_0 = "ARM" *)
+  (* enum_value_1 = "DISARM" *)
+  wire s2_req__op ;
+  wire s2_req__rearm ;
+  wire [11:0] s2_req__threshold ;
+  wire [15:0] s2_req__tile ;
+  reg s2_stale = 1'h0;
+  reg s2_valid = 1'h0;
+  reg [22:0] s2_write = 23'h000000;
+  wire [3:0] s2_write__beats ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire s2_write__kind ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] s2_write__source ;
+  wire [15:0] s2_write__tile ;
+  (* init = 1'h0 *)
+  wire s3_push;
   reg [4:0] set_err;
   wire set_err__bad_threshold ;
   wire set_err__overcount ;
@@ -22839,6 +23784,7 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   wire [31:0] stats__writes_dma ;
   wire [31:0] stats__writes_remote ;
   reg [7:0] sweep = 8'h00;
+  (* init = 24'h000000 *)
   wire [23:0] trig;
   wire [7:0] trig__cmd ;
   wire [15:0] trig__tile ;
@@ -22853,7 +23799,7 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   reg [7:0] wr__addr;
   wire [41:0] wr__data;
   wire [7:0] wr__data__cmd ;
-  wire [11:0] wr__data__count ;
+  wire [11:0] wr__data__left ;
   wire wr__data__rearm ;
   wire [7:0] wr__data__tag ;
   wire [11:0] wr__data__threshold ;
@@ -23134,7 +24080,7 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
     entries[255] = 42'h00000000000;
   end
   always @(posedge clk) begin
-    if (\$20 [0])
+    if (\$18 [0])
       entries[wr__addr] <= nxt;
   end
   reg [41:0] _0_;
@@ -23142,181 +24088,147 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
     _0_ <= entries[\$3 [7:0]];
   end
   assign rd__data = _0_;
+  assign \$38  = stats[31:0] + 1'h1;
+  assign \$39  = stats[63:32] + 1'h1;
+  assign \$40  = stats[95:64] + 1'h1;
+  assign \$41  = stats[127:96] + 1'h1;
+  assign \$42  = \push$37  & accept;
+  assign \$43  = stats[159:128] + 1'h1;
+  assign \$44  = ~ accept;
+  assign \$45  = \push$37  & \$44 ;
+  assign \$46  = stats[191:160] + 1'h1;
   always @(posedge clk)
-    sweep <= \$39 ;
+    sweep <= \$47 ;
   always @(posedge clk)
-    busy <= \$40 ;
+    busy <= \$48 ;
   always @(posedge clk)
-    s1_valid <= \$41 ;
+    s1_valid <= \$49 ;
   always @(posedge clk)
-    s1_stale <= \$42 ;
+    s1_stale <= \$50 ;
   always @(posedge clk)
-    s1_prog <= \$43 ;
+    s1_prog <= \$51 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    fwd_valid <= \$44 ;
+    s2_valid <= \$52 ;
   always @(posedge clk)
-    fwd_index <= wr__addr;
+    s2_stale <= \$53 ;
   always @(posedge clk)
-    fwd_entry <= nxt;
+    s2_prog <= \$54 ;
   always @(posedge clk)
-    errors <= \$45 ;
+    s2_write <= s1_write;
   always @(posedge clk)
-    stats <= \$46 ;
+    s2_req <= s1_req;
+  always @(posedge clk)
+    rdata <= rd__data;
+  always @(posedge clk)
+    hit_last <= \$55 ;
+  always @(posedge clk)
+    hit_prev <= \$56 ;
+  always @(posedge clk)
+    fwd_last_valid <= \$57 ;
+  always @(posedge clk)
+    fwd_last_index <= wr__addr;
+  always @(posedge clk)
+    fwd_last <= nxt;
+  always @(posedge clk)
+    fwd_prev <= fwd_last;
+  always @(posedge clk)
+    data <= \$58 ;
+  always @(posedge clk)
+    \push$37  <= \$59 ;
+  always @(posedge clk)
+    errors <= \$60 ;
+  always @(posedge clk)
+    stats <= \$61 ;
   assign \$1  = ~ write__valid;
   assign \$2  = ~ busy;
   assign program__ready = \$1  & \$2 ;
   assign \$3  = write__valid ? write__payload[15:0] : program__payload[16:1];
-  assign \$4  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$5  = fwd_index == \$4 [7:0];
-  assign \$6  = fwd_valid & \$5 ;
-  assign cur = \$6  ? fwd_entry : rd__data;
-  assign \$7  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$8  = cur[9:2] == \$7 [15:8];
-  assign \$9  = cur[0] & \$8 ;
-  assign \$10  = ~ s1_stale;
-  assign hit = \$9  & \$10 ;
-  assign new_count = cur[33:22] + s1_write[19:16];
-  assign done = new_count >= cur[21:10];
-  assign \$11  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$12  = ~ hit;
-  assign \$13  = new_count > cur[21:10];
-  assign \$14  = ! s1_req[0];
-  assign \$15  = ! s1_req[28:17];
-  assign \$16  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$17  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$18  = cur[9:2] == \$17 [15:8];
-  assign \$19  = cur[0] & \$18 ;
-  assign \$20  = we ? 2'h3 : 2'h0;
-  assign \$21  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$22  = ~ accept;
-  assign \$23  = push & \$22 ;
-  assign \$24  = sweep + 1'h1;
-  assign \$25  = sweep == 8'hff;
-  assign \$26  = program__valid & program__ready;
-  assign \$30  = stats[31:0] + 1'h1;
-  assign \$31  = stats[63:32] + 1'h1;
-  assign \$32  = stats[95:64] + 1'h1;
-  assign \$33  = stats[127:96] + 1'h1;
-  assign \$34  = push & accept;
-  assign \$35  = stats[159:128] + 1'h1;
-  assign \$36  = ~ accept;
-  assign \$37  = push & \$36 ;
-  assign \$38  = stats[191:160] + 1'h1;
+  assign \$4  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$5  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$6  = cur[9:2] == \$5 [15:8];
+  assign \$7  = cur[0] & \$6 ;
+  assign \$8  = ~ s2_stale;
+  assign hit = \$7  & \$8 ;
+  assign done = cur[33:22] <= s2_write[19:16];
+  assign \$9  = cur[33:22] - s2_write[19:16];
+  assign \$10  = ~ hit;
+  assign \$11  = cur[33:22] < s2_write[19:16];
+  assign \$12  = ! s2_req[0];
+  assign \$13  = ! s2_req[28:17];
+  assign \$14  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$15  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$16  = cur[9:2] == \$15 [15:8];
+  assign \$17  = cur[0] & \$16 ;
+  assign \$18  = we ? 2'h3 : 2'h0;
+  assign \$19  = ~ accept;
+  assign \$20  = \push$37  & \$19 ;
+  assign \$21  = sweep + 1'h1;
+  assign \$22  = sweep == 8'hff;
+  assign \$23  = program__valid & program__ready;
+  assign \$24  = busy | s2_valid;
+  assign \$25  = \$24  | s2_prog;
+  assign \$26  = s1_valid ? s1_write[15:0] : s1_req[16:1];
+  assign \$27  = wr__addr == \$26 [7:0];
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = s1_valid ? s1_write[15:0] : s1_req[16:1];
+  assign \$30  = fwd_last_index == \$29 [7:0];
+  assign \$31  = fwd_last_valid & \$30 ;
+  assign \$32  = busy | s2_valid;
+  assign \$33  = \$32  | s2_prog;
+  assign \$34  = s2_valid ? s2_write[15:0] : s2_req[16:1];
   t3hw_system__e1__tracker__queue  queue (
     .accept(accept),
     .clk(clk),
     .o__payload(trigger__payload),
     .o__ready(o__ready),
     .o__valid(trigger__valid),
-    .push(push),
+    .push(\push$37 ),
     .rst(rst),
-    .wr__data(trig)
+    .wr__data(data)
   );
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$40  = busy;
-    if (busy) begin
-      if (\$25 ) begin
-        \$40  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$40  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_20 ) begin end
-    \$41  = write__valid;
-    if (rst) begin
-      \$41  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_20 ) begin end
-    \$42  = busy;
-    if (rst) begin
-      \$42  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_20 ) begin end
-    \$43  = \$26 ;
-    if (rst) begin
-      \$43  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_20 ) begin end
-    \$44  = we;
-    if (rst) begin
-      \$44  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_20 ) begin end
-    \$45  = \$29 ;
-    if (rst) begin
-      \$45  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_20 ) begin end
-    \$46  = stats;
-    if (write__valid) begin
-      casez (write__payload[22:21])
-        2'h0:
-            \$46 [31:0] = \$30 [31:0];
-        2'h1:
-            \$46 [63:32] = \$31 [31:0];
-        2'h2:
-            \$46 [95:64] = \$32 [31:0];
-      endcase
-    end
-    if (set_err[0]) begin
-      \$46 [127:96] = \$33 [31:0];
-    end
-    if (\$34 ) begin
-      \$46 [159:128] = \$35 [31:0];
-    end
-    if (\$37 ) begin
-      \$46 [191:160] = \$38 [31:0];
-    end
-    if (rst) begin
-      \$46  = 192'h000000000000000000000000000000000000000000000000;
+    (* full_case = 32'd1 *)
+    if (hit_last) begin
+      cur = fwd_last;
+    end else if (hit_prev) begin
+      cur = fwd_prev;
+    end else begin
+      cur = rdata;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
     nxt = cur;
-    if (s1_valid) begin
+    if (s2_valid) begin
       (* full_case = 32'd1 *)
-      if (\$12 ) begin
+      if (\$10 ) begin
       end else if (done) begin
-        nxt[33:22] = 12'h000;
+        nxt[33:22] = cur[21:10];
         nxt[0] = cur[1];
       end else begin
-        nxt[33:22] = new_count[11:0];
+        nxt[33:22] = \$9 [11:0];
       end
-    end else if (s1_prog) begin
+    end else if (s2_prog) begin
       (* full_case = 32'd1 *)
-      if (\$14 ) begin
+      if (\$12 ) begin
         (* full_case = 32'd1 *)
-        if (\$15 ) begin
+        if (\$13 ) begin
         end else if (cur[0]) begin
         end else begin
           nxt[0] = 1'h1;
-          nxt[1] = s1_req[37];
-          nxt[21:10] = s1_req[28:17];
-          nxt[33:22] = 12'h000;
-          nxt[41:34] = s1_req[36:29];
-          nxt[9:2] = \$16 [15:8];
+          nxt[1] = s2_req[37];
+          nxt[21:10] = s2_req[28:17];
+          nxt[33:22] = s2_req[28:17];
+          nxt[41:34] = s2_req[36:29];
+          nxt[9:2] = \$14 [15:8];
         end
       end else begin
-        if (\$19 ) begin
+        if (\$17 ) begin
           nxt[0] = 1'h0;
         end
       end
@@ -23327,7 +24239,7 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    wr__addr = \$11 [7:0];
+    wr__addr = \$4 [7:0];
     if (busy) begin
       wr__addr = sweep;
     end
@@ -23335,15 +24247,15 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   always @* begin
     if (_init_strobe_20 ) begin end
     set_err[3:0] = 4'h0;
-    if (s1_valid) begin
-      if (\$12 ) begin
+    if (s2_valid) begin
+      if (\$10 ) begin
         set_err[0] = 1'h1;
       end else if (done) begin
-        set_err[1] = \$13 ;
+        set_err[1] = \$11 ;
       end
-    end else if (s1_prog) begin
-      if (\$14 ) begin
-        if (\$15 ) begin
+    end else if (s2_prog) begin
+      if (\$12 ) begin
+        if (\$13 ) begin
           set_err[3] = 1'h1;
         end else if (cur[0]) begin
           set_err[2] = 1'h1;
@@ -23351,31 +24263,31 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
       end
     end
     begin
-        set_err[4] = \$23 ;
+        set_err[4] = \$20 ;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
     we = 1'h0;
-    if (s1_valid) begin
+    if (s2_valid) begin
       (* full_case = 32'd1 *)
-      if (\$12 ) begin
+      if (\$10 ) begin
       end else if (done) begin
         we = 1'h1;
       end else begin
         we = 1'h1;
       end
-    end else if (s1_prog) begin
+    end else if (s2_prog) begin
       (* full_case = 32'd1 *)
-      if (\$14 ) begin
+      if (\$12 ) begin
         (* full_case = 32'd1 *)
-        if (\$15 ) begin
+        if (\$13 ) begin
         end else if (cur[0]) begin
         end else begin
           we = 1'h1;
         end
       end else begin
-        if (\$19 ) begin
+        if (\$17 ) begin
           we = 1'h1;
         end
       end
@@ -23387,8 +24299,8 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   always @* begin
     if (_init_strobe_20 ) begin end
     push = 1'h0;
-    if (s1_valid) begin
-      if (\$12 ) begin
+    if (s2_valid) begin
+      if (\$10 ) begin
       end else if (done) begin
         push = 1'h1;
       end
@@ -23396,22 +24308,139 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$39  = sweep;
+    \$47  = sweep;
     if (busy) begin
-      \$39  = \$24 [7:0];
+      \$47  = \$21 [7:0];
     end
     if (rst) begin
-      \$39  = 8'h00;
+      \$47  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$48  = busy;
+    if (busy) begin
+      if (\$22 ) begin
+        \$48  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$48  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$49  = write__valid;
+    if (rst) begin
+      \$49  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$50  = busy;
+    if (rst) begin
+      \$50  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$51  = \$23 ;
+    if (rst) begin
+      \$51  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$52  = s1_valid;
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$53  = s1_stale;
+    if (rst) begin
+      \$53  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$54  = s1_prog;
+    if (rst) begin
+      \$54  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$55  = \$28 ;
+    if (rst) begin
+      \$55  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$56  = \$31 ;
+    if (rst) begin
+      \$56  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$57  = \$33 ;
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$59  = push;
+    if (rst) begin
+      \$59  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$60  = \$37 ;
+    if (rst) begin
+      \$60  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$61  = stats;
+    if (write__valid) begin
+      casez (write__payload[22:21])
+        2'h0:
+            \$61 [31:0] = \$38 [31:0];
+        2'h1:
+            \$61 [63:32] = \$39 [31:0];
+        2'h2:
+            \$61 [95:64] = \$40 [31:0];
+      endcase
+    end
+    if (set_err[0]) begin
+      \$61 [127:96] = \$41 [31:0];
+    end
+    if (\$42 ) begin
+      \$61 [159:128] = \$43 [31:0];
+    end
+    if (\$45 ) begin
+      \$61 [191:160] = \$46 [31:0];
+    end
+    if (rst) begin
+      \$61  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign o__payload = trigger__payload;
   assign trigger__ready = o__ready;
   assign o__valid = trigger__valid;
   assign rd__addr = \$3 [7:0];
-  assign wr__en = \$20 [0];
+  assign s2_index = \$4 [7:0];
+  assign new_left = \$9 [11:0];
+  assign wr__en = \$18 [0];
   assign wr__data = nxt;
-  assign data = trig;
-  assign \push$35  = push;
+  assign trig = data;
+  assign s3_push = \push$37 ;
   assign clear = 5'h1f;
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
@@ -23426,38 +24455,44 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   assign write__payload__beats  = write__payload[19:16];
   assign write__payload__kind  = write__payload[20];
   assign write__payload__source  = write__payload[22:21];
+  assign s2_req__op  = s2_req[0];
+  assign s2_req__tile  = s2_req[16:1];
+  assign s2_req__threshold  = s2_req[28:17];
+  assign s2_req__cmd  = s2_req[36:29];
+  assign s2_req__rearm  = s2_req[37];
+  assign s2_write__tile  = s2_write[15:0];
+  assign s2_write__beats  = s2_write[19:16];
+  assign s2_write__kind  = s2_write[20];
+  assign s2_write__source  = s2_write[22:21];
   assign cur__valid  = cur[0];
   assign cur__rearm  = cur[1];
   assign cur__tag  = cur[9:2];
   assign cur__threshold  = cur[21:10];
-  assign cur__count  = cur[33:22];
+  assign cur__left  = cur[33:22];
   assign cur__cmd  = cur[41:34];
-  assign s1_req__op  = s1_req[0];
-  assign s1_req__tile  = s1_req[16:1];
-  assign s1_req__threshold  = s1_req[28:17];
-  assign s1_req__cmd  = s1_req[36:29];
-  assign s1_req__rearm  = s1_req[37];
-  assign s1_write__tile  = s1_write[15:0];
-  assign s1_write__beats  = s1_write[19:16];
-  assign s1_write__kind  = s1_write[20];
-  assign s1_write__source  = s1_write[22:21];
-  assign rd__data__valid  = rd__data[0];
-  assign rd__data__rearm  = rd__data[1];
-  assign rd__data__tag  = rd__data[9:2];
-  assign rd__data__threshold  = rd__data[21:10];
-  assign rd__data__count  = rd__data[33:22];
-  assign rd__data__cmd  = rd__data[41:34];
-  assign fwd_entry__valid  = fwd_entry[0];
-  assign fwd_entry__rearm  = fwd_entry[1];
-  assign fwd_entry__tag  = fwd_entry[9:2];
-  assign fwd_entry__threshold  = fwd_entry[21:10];
-  assign fwd_entry__count  = fwd_entry[33:22];
-  assign fwd_entry__cmd  = fwd_entry[41:34];
+  assign fwd_last__valid  = fwd_last[0];
+  assign fwd_last__rearm  = fwd_last[1];
+  assign fwd_last__tag  = fwd_last[9:2];
+  assign fwd_last__threshold  = fwd_last[21:10];
+  assign fwd_last__left  = fwd_last[33:22];
+  assign fwd_last__cmd  = fwd_last[41:34];
+  assign fwd_prev__valid  = fwd_prev[0];
+  assign fwd_prev__rearm  = fwd_prev[1];
+  assign fwd_prev__tag  = fwd_prev[9:2];
+  assign fwd_prev__threshold  = fwd_prev[21:10];
+  assign fwd_prev__left  = fwd_prev[33:22];
+  assign fwd_prev__cmd  = fwd_prev[41:34];
+  assign rdata__valid  = rdata[0];
+  assign rdata__rearm  = rdata[1];
+  assign rdata__tag  = rdata[9:2];
+  assign rdata__threshold  = rdata[21:10];
+  assign rdata__left  = rdata[33:22];
+  assign rdata__cmd  = rdata[41:34];
   assign nxt__valid  = nxt[0];
   assign nxt__rearm  = nxt[1];
   assign nxt__tag  = nxt[9:2];
   assign nxt__threshold  = nxt[21:10];
-  assign nxt__count  = nxt[33:22];
+  assign nxt__left  = nxt[33:22];
   assign nxt__cmd  = nxt[41:34];
   assign set_err__unprogrammed  = set_err[0];
   assign set_err__overcount  = set_err[1];
@@ -23468,12 +24503,27 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   assign wr__data__rearm  = nxt[1];
   assign wr__data__tag  = nxt[9:2];
   assign wr__data__threshold  = nxt[21:10];
-  assign wr__data__count  = nxt[33:22];
+  assign wr__data__left  = nxt[33:22];
   assign wr__data__cmd  = nxt[41:34];
-  assign trig__cmd  = trig[7:0];
-  assign trig__tile  = trig[23:8];
-  assign data__cmd  = trig[7:0];
-  assign data__tile  = trig[23:8];
+  assign data__cmd  = data[7:0];
+  assign data__tile  = data[23:8];
+  assign trig__cmd  = data[7:0];
+  assign trig__tile  = data[23:8];
+  assign s1_write__tile  = s1_write[15:0];
+  assign s1_write__beats  = s1_write[19:16];
+  assign s1_write__kind  = s1_write[20];
+  assign s1_write__source  = s1_write[22:21];
+  assign s1_req__op  = s1_req[0];
+  assign s1_req__tile  = s1_req[16:1];
+  assign s1_req__threshold  = s1_req[28:17];
+  assign s1_req__cmd  = s1_req[36:29];
+  assign s1_req__rearm  = s1_req[37];
+  assign rd__data__valid  = rd__data[0];
+  assign rd__data__rearm  = rd__data[1];
+  assign rd__data__tag  = rd__data[9:2];
+  assign rd__data__threshold  = rd__data[21:10];
+  assign rd__data__left  = rd__data[33:22];
+  assign rd__data__cmd  = rd__data[41:34];
   assign errors__unprogrammed  = errors[0];
   assign errors__overcount  = errors[1];
   assign errors__reprogram  = errors[2];
@@ -23490,14 +24540,14 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign trig[23:8] = \$21 ;
-  assign trig[7:0] = cur[41:34];
-  assign \$27  = 5'h00;
-  assign \$28  = 5'h00;
-  assign \$29  = set_err;
+  assign \$58 [23:8] = \$34 ;
+  assign \$58 [7:0] = cur[41:34];
+  assign \$35  = 5'h00;
+  assign \$36  = 5'h00;
+  assign \$37  = set_err;
 endmodule
 
-module t3hw_system__e1__tracker__queue (rst, accept, o__valid, o__payload, o__ready, push, wr__data, clk);
+module t3hw_system__e1__tracker__queue (rst, accept, o__valid, o__payload, o__ready, wr__data, push, clk);
   reg _init_strobe_21  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
@@ -24908,17 +25958,17 @@ endmodule
 module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, rx__ready, mem__ready, rx_mem__ready, program__valid, program__payload, net__valid, mem__valid, net__payload, mem__payload, stats, rx_mem__valid, rx_mem__payload, errors, net__ready, store__payload
 );
   reg _init_strobe_23  = 0;
-  wire [48:0] \$1 ;
-  wire [48:0] \$10 ;
+  wire \$1 ;
+  wire \$10 ;
   wire \$100 ;
-  wire [48:0] \$101 ;
+  wire \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [48:0] \$108 ;
+  wire \$108 ;
   wire \$109 ;
   wire \$11 ;
   wire \$110 ;
@@ -24926,7 +25976,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
-  wire [48:0] \$115 ;
+  wire \$115 ;
   wire \$116 ;
   wire \$117 ;
   wire \$118 ;
@@ -24934,15 +25984,15 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [48:0] \$122 ;
+  wire \$122 ;
   wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire [48:0] \$129 ;
-  wire [48:0] \$13 ;
+  wire \$129 ;
+  wire \$13 ;
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
@@ -24969,22 +26019,22 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$151 ;
   wire \$152 ;
   wire \$153 ;
-  wire [48:0] \$154 ;
+  wire \$154 ;
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
-  wire [48:0] \$16 ;
+  wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire \$162 ;
-  wire \$163 ;
-  wire \$164 ;
+  wire [32:0] \$162 ;
+  wire [32:0] \$163 ;
+  wire [32:0] \$164 ;
   wire [32:0] \$165 ;
-  wire [32:0] \$166 ;
-  wire [32:0] \$167 ;
-  wire [32:0] \$168 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire [48:0] \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -25008,7 +26058,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
-  wire [48:0] \$19 ;
+  wire \$19 ;
   wire \$190 ;
   wire \$191 ;
   wire \$192 ;
@@ -25042,7 +26092,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$217 ;
   wire \$218 ;
   wire \$219 ;
-  wire [48:0] \$22 ;
+  wire \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
@@ -25071,131 +26121,111 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$243 ;
   wire \$244 ;
   wire \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire \$248 ;
-  wire \$249 ;
-  wire [48:0] \$25 ;
-  wire \$250 ;
-  wire \$251 ;
-  wire \$252 ;
-  wire \$253 ;
-  wire \$254 ;
-  wire \$255 ;
-  wire \$256 ;
-  wire \$257 ;
-  wire \$258 ;
-  wire \$259 ;
-  wire [48:0] \$26 ;
-  wire \$260 ;
-  wire \$261 ;
-  wire \$262 ;
-  wire \$263 ;
-  wire \$264 ;
-  wire \$265 ;
-  wire \$266 ;
-  wire \$267 ;
-  wire \$268 ;
-  wire \$269 ;
-  wire [48:0] \$27 ;
-  wire \$270 ;
-  wire \$271 ;
-  wire \$272 ;
-  wire \$273 ;
-  wire \$274 ;
-  wire \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
-  wire [48:0] \$28 ;
-  wire \$280 ;
-  wire \$281 ;
-  wire \$282 ;
-  wire [1:0] \$283 ;
-  wire [1:0] \$284 ;
-  wire [1:0] \$285 ;
-  reg \$286 ;
-  reg \$287 ;
-  reg [76:0] \$288 ;
-  reg [72:0] \$289 ;
-  wire [48:0] \$29 ;
-  reg [127:0] \$290 ;
-  reg \$291 ;
-  reg [72:0] \$292 ;
-  reg [151:0] \$293 ;
-  reg [151:0] \$294 ;
-  reg [151:0] \$295 ;
-  reg [151:0] \$296 ;
-  reg [151:0] \$297 ;
-  reg [151:0] \$298 ;
-  reg [151:0] \$299 ;
+  wire [1:0] \$246 ;
+  wire [1:0] \$247 ;
+  wire [1:0] \$248 ;
+  reg \$249 ;
+  wire \$25 ;
+  reg \$250 ;
+  reg [76:0] \$251 ;
+  reg [72:0] \$252 ;
+  reg [127:0] \$253 ;
+  reg \$254 ;
+  reg [72:0] \$255 ;
+  reg \$256 ;
+  reg [151:0] \$257 ;
+  reg [48:0] \$258 ;
+  reg [47:0] \$259 ;
+  wire \$26 ;
+  reg [151:0] \$260 ;
+  reg [48:0] \$261 ;
+  reg [47:0] \$262 ;
+  reg [151:0] \$263 ;
+  reg [48:0] \$264 ;
+  reg [47:0] \$265 ;
+  reg [151:0] \$266 ;
+  reg [48:0] \$267 ;
+  reg [47:0] \$268 ;
+  reg [151:0] \$269 ;
+  wire \$27 ;
+  reg [48:0] \$270 ;
+  reg [47:0] \$271 ;
+  reg [151:0] \$272 ;
+  reg [48:0] \$273 ;
+  reg [47:0] \$274 ;
+  reg [151:0] \$275 ;
+  reg [48:0] \$276 ;
+  reg [47:0] \$277 ;
+  reg [151:0] \$278 ;
+  reg [48:0] \$279 ;
+  wire \$28 ;
+  reg [47:0] \$280 ;
+  reg [1:0] \$281 ;
+  wire \$29 ;
   wire \$3 ;
-  wire [48:0] \$30 ;
-  reg [151:0] \$300 ;
-  reg [1:0] \$301 ;
-  wire [48:0] \$31 ;
-  wire [48:0] \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [48:0] \$33 ;
+  wire [48:0] \$34 ;
+  wire [48:0] \$35 ;
+  wire [48:0] \$36 ;
+  wire [48:0] \$37 ;
+  wire [48:0] \$38 ;
   wire [48:0] \$39 ;
-  wire [48:0] \$4 ;
-  wire \$40 ;
+  wire \$4 ;
+  wire [48:0] \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire [48:0] \$44 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire [48:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
-  wire [48:0] \$54 ;
+  wire \$54 ;
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
   wire \$58 ;
-  wire [48:0] \$59 ;
+  wire \$59 ;
   wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
-  wire [48:0] \$64 ;
+  wire \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [48:0] \$69 ;
-  wire [48:0] \$7 ;
+  wire \$69 ;
+  wire \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire [48:0] \$74 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire [48:0] \$80 ;
+  wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
-  wire [48:0] \$87 ;
+  wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire \$9 ;
@@ -25203,7 +26233,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire [48:0] \$94 ;
+  wire \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
@@ -25215,7 +26245,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire clear__overlap ;
   input clk;
   wire clk;
-  reg [47:0] delta;
   reg [4:0] device;
   wire [48:0] \end ;
   output [1:0] errors;
@@ -25256,6 +26285,22 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire net__ready;
   output net__valid;
   reg net__valid = 1'h0;
+  reg p2_bad = 1'h0;
+  reg [47:0] p2_delta = 48'h000000000000;
+  reg [48:0] p2_end = 49'h0000000000000;
+  reg [154:0] p2_req = 155'h000000000000000000000000000000000000000;
+  wire [47:0] p2_req__base ;
+  wire [4:0] p2_req__device ;
+  wire [2:0] p2_req__index ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] p2_req__mode ;
+  wire [47:0] p2_req__remote_base ;
+  wire [47:0] p2_req__size ;
+  wire p2_req__valid ;
+  reg p2_valid = 1'h0;
   input [154:0] program__payload;
   wire [154:0] program__payload;
   wire [47:0] program__payload__base ;
@@ -25282,6 +26327,8 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region0__remote_base ;
   wire [47:0] region0__size ;
   wire region0__valid ;
+  reg [47:0] region0_delta = 48'h000000000000;
+  reg [48:0] region0_end = 49'h0000000000000;
   reg [151:0] region1 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region1__base ;
   wire [4:0] region1__device ;
@@ -25293,6 +26340,8 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region1__remote_base ;
   wire [47:0] region1__size ;
   wire region1__valid ;
+  reg [47:0] region1_delta = 48'h000000000000;
+  reg [48:0] region1_end = 49'h0000000000000;
   reg [151:0] region2 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region2__base ;
   wire [4:0] region2__device ;
@@ -25304,6 +26353,8 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region2__remote_base ;
   wire [47:0] region2__size ;
   wire region2__valid ;
+  reg [47:0] region2_delta = 48'h000000000000;
+  reg [48:0] region2_end = 49'h0000000000000;
   reg [151:0] region3 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region3__base ;
   wire [4:0] region3__device ;
@@ -25315,6 +26366,8 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region3__remote_base ;
   wire [47:0] region3__size ;
   wire region3__valid ;
+  reg [47:0] region3_delta = 48'h000000000000;
+  reg [48:0] region3_end = 49'h0000000000000;
   reg [151:0] region4 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region4__base ;
   wire [4:0] region4__device ;
@@ -25326,6 +26379,8 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region4__remote_base ;
   wire [47:0] region4__size ;
   wire region4__valid ;
+  reg [47:0] region4_delta = 48'h000000000000;
+  reg [48:0] region4_end = 49'h0000000000000;
   reg [151:0] region5 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region5__base ;
   wire [4:0] region5__device ;
@@ -25337,6 +26392,8 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region5__remote_base ;
   wire [47:0] region5__size ;
   wire region5__valid ;
+  reg [47:0] region5_delta = 48'h000000000000;
+  reg [48:0] region5_end = 49'h0000000000000;
   reg [151:0] region6 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region6__base ;
   wire [4:0] region6__device ;
@@ -25348,6 +26405,8 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region6__remote_base ;
   wire [47:0] region6__size ;
   wire region6__valid ;
+  reg [47:0] region6_delta = 48'h000000000000;
+  reg [48:0] region6_end = 49'h0000000000000;
   reg [151:0] region7 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region7__base ;
   wire [4:0] region7__device ;
@@ -25359,6 +26418,8 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region7__remote_base ;
   wire [47:0] region7__size ;
   wire region7__valid ;
+  reg [47:0] region7_delta = 48'h000000000000;
+  reg [48:0] region7_end = 49'h0000000000000;
   input rst;
   wire rst;
   input [76:0] rx__payload;
@@ -25412,323 +26473,329 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire store__ready;
   input store__valid;
   wire store__valid;
-  assign \$1  = store__payload[47:0] - region0[55:8];
-  assign \$2  = \$1 [47:0] < region0[103:56];
-  assign \$3  = region0[0] & \$2 ;
-  assign \$4  = store__payload[47:0] - region1[55:8];
-  assign \$5  = \$4 [47:0] < region1[103:56];
+  reg [47:0] target;
+  assign \$1  = store__payload[47:0] >= region0[55:8];
+  assign \$2  = region0[0] & \$1 ;
+  assign \$3  = store__payload[47:0] < region0_end;
+  assign \$4  = \$2  & \$3 ;
+  assign \$5  = store__payload[47:0] >= region1[55:8];
   assign \$6  = region1[0] & \$5 ;
-  assign \$7  = store__payload[47:0] - region2[55:8];
-  assign \$8  = \$7 [47:0] < region2[103:56];
-  assign \$9  = region2[0] & \$8 ;
-  assign \$10  = store__payload[47:0] - region3[55:8];
-  assign \$11  = \$10 [47:0] < region3[103:56];
-  assign \$12  = region3[0] & \$11 ;
-  assign \$13  = store__payload[47:0] - region4[55:8];
-  assign \$14  = \$13 [47:0] < region4[103:56];
-  assign \$15  = region4[0] & \$14 ;
-  assign \$16  = store__payload[47:0] - region5[55:8];
-  assign \$17  = \$16 [47:0] < region5[103:56];
-  assign \$18  = region5[0] & \$17 ;
-  assign \$19  = store__payload[47:0] - region6[55:8];
-  assign \$20  = \$19 [47:0] < region6[103:56];
-  assign \$21  = region6[0] & \$20 ;
-  assign \$22  = store__payload[47:0] - region7[55:8];
-  assign \$23  = \$22 [47:0] < region7[103:56];
-  assign \$24  = region7[0] & \$23 ;
-  assign \$25  = region0[151:104] - region0[55:8];
-  assign \$26  = region1[151:104] - region1[55:8];
-  assign \$27  = region2[151:104] - region2[55:8];
-  assign \$28  = region3[151:104] - region3[55:8];
-  assign \$29  = region4[151:104] - region4[55:8];
-  assign \$30  = region5[151:104] - region5[55:8];
-  assign \$31  = region6[151:104] - region6[55:8];
-  assign \$32  = region7[151:104] - region7[55:8];
-  assign \$33  = ~ net__valid;
-  assign \$34  = \$33  | net__ready;
-  assign \$35  = ~ mem__valid;
-  assign \$36  = \$35  | mem__ready;
-  assign store__ready = \$34  & \$36 ;
-  assign \$37  = region0[2:1] == 2'h2;
-  assign \$38  = region0[0] & \$37 ;
-  assign \$39  = rx__payload[52:5] - region0[55:8];
-  assign \$40  = \$39 [47:0] < region0[103:56];
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = region1[2:1] == 2'h2;
-  assign \$43  = region1[0] & \$42 ;
-  assign \$44  = rx__payload[52:5] - region1[55:8];
-  assign \$45  = \$44 [47:0] < region1[103:56];
-  assign \$46  = \$43  & \$45 ;
-  assign \$47  = region2[2:1] == 2'h2;
-  assign \$48  = region2[0] & \$47 ;
-  assign \$49  = rx__payload[52:5] - region2[55:8];
-  assign \$50  = \$49 [47:0] < region2[103:56];
-  assign \$51  = \$48  & \$50 ;
-  assign \$52  = region3[2:1] == 2'h2;
-  assign \$53  = region3[0] & \$52 ;
-  assign \$54  = rx__payload[52:5] - region3[55:8];
-  assign \$55  = \$54 [47:0] < region3[103:56];
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = region4[2:1] == 2'h2;
-  assign \$58  = region4[0] & \$57 ;
-  assign \$59  = rx__payload[52:5] - region4[55:8];
-  assign \$60  = \$59 [47:0] < region4[103:56];
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = region5[2:1] == 2'h2;
-  assign \$63  = region5[0] & \$62 ;
-  assign \$64  = rx__payload[52:5] - region5[55:8];
-  assign \$65  = \$64 [47:0] < region5[103:56];
-  assign \$66  = \$63  & \$65 ;
-  assign \$67  = region6[2:1] == 2'h2;
-  assign \$68  = region6[0] & \$67 ;
-  assign \$69  = rx__payload[52:5] - region6[55:8];
-  assign \$70  = \$69 [47:0] < region6[103:56];
-  assign \$71  = \$68  & \$70 ;
-  assign \$72  = region7[2:1] == 2'h2;
-  assign \$73  = region7[0] & \$72 ;
-  assign \$74  = rx__payload[52:5] - region7[55:8];
-  assign \$75  = \$74 [47:0] < region7[103:56];
-  assign \$76  = \$73  & \$75 ;
-  assign \$77  = ~ rx_mem__valid;
-  assign rx__ready = \$77  | rx_mem__ready;
-  assign \end  = program__payload[58:11] + program__payload[106:59];
-  assign \$78  = | program__payload[2:0];
-  assign \$79  = \$78  & region0[0];
-  assign \$80  = region0[55:8] + region0[103:56];
-  assign \$81  = program__payload[58:11] < \$80 ;
-  assign \$82  = \$79  & \$81 ;
-  assign \$83  = region0[55:8] < \end ;
+  assign \$7  = store__payload[47:0] < region1_end;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = store__payload[47:0] >= region2[55:8];
+  assign \$10  = region2[0] & \$9 ;
+  assign \$11  = store__payload[47:0] < region2_end;
+  assign \$12  = \$10  & \$11 ;
+  assign \$13  = store__payload[47:0] >= region3[55:8];
+  assign \$14  = region3[0] & \$13 ;
+  assign \$15  = store__payload[47:0] < region3_end;
+  assign \$16  = \$14  & \$15 ;
+  assign \$17  = store__payload[47:0] >= region4[55:8];
+  assign \$18  = region4[0] & \$17 ;
+  assign \$19  = store__payload[47:0] < region4_end;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = store__payload[47:0] >= region5[55:8];
+  assign \$22  = region5[0] & \$21 ;
+  assign \$23  = store__payload[47:0] < region5_end;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = store__payload[47:0] >= region6[55:8];
+  assign \$26  = region6[0] & \$25 ;
+  assign \$27  = store__payload[47:0] < region6_end;
+  assign \$28  = \$26  & \$27 ;
+  assign \$29  = store__payload[47:0] >= region7[55:8];
+  assign \$30  = region7[0] & \$29 ;
+  assign \$31  = store__payload[47:0] < region7_end;
+  assign \$32  = \$30  & \$31 ;
+  assign \$33  = store__payload[47:0] + region0_delta;
+  assign \$34  = store__payload[47:0] + region1_delta;
+  assign \$35  = store__payload[47:0] + region2_delta;
+  assign \$36  = store__payload[47:0] + region3_delta;
+  assign \$37  = store__payload[47:0] + region4_delta;
+  assign \$38  = store__payload[47:0] + region5_delta;
+  assign \$39  = store__payload[47:0] + region6_delta;
+  assign \$40  = store__payload[47:0] + region7_delta;
+  assign \$41  = ~ net__valid;
+  assign \$42  = \$41  | net__ready;
+  assign \$43  = ~ mem__valid;
+  assign \$44  = \$43  | mem__ready;
+  assign store__ready = \$42  & \$44 ;
+  assign \$45  = region0[2:1] == 2'h2;
+  assign \$46  = region0[0] & \$45 ;
+  assign \$47  = rx__payload[52:5] >= region0[55:8];
+  assign \$48  = \$46  & \$47 ;
+  assign \$49  = rx__payload[52:5] < region0_end;
+  assign \$50  = \$48  & \$49 ;
+  assign \$51  = region1[2:1] == 2'h2;
+  assign \$52  = region1[0] & \$51 ;
+  assign \$53  = rx__payload[52:5] >= region1[55:8];
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = rx__payload[52:5] < region1_end;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = region2[2:1] == 2'h2;
+  assign \$58  = region2[0] & \$57 ;
+  assign \$59  = rx__payload[52:5] >= region2[55:8];
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = rx__payload[52:5] < region2_end;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = region3[2:1] == 2'h2;
+  assign \$64  = region3[0] & \$63 ;
+  assign \$65  = rx__payload[52:5] >= region3[55:8];
+  assign \$66  = \$64  & \$65 ;
+  assign \$67  = rx__payload[52:5] < region3_end;
+  assign \$68  = \$66  & \$67 ;
+  assign \$69  = region4[2:1] == 2'h2;
+  assign \$70  = region4[0] & \$69 ;
+  assign \$71  = rx__payload[52:5] >= region4[55:8];
+  assign \$72  = \$70  & \$71 ;
+  assign \$73  = rx__payload[52:5] < region4_end;
+  assign \$74  = \$72  & \$73 ;
+  assign \$75  = region5[2:1] == 2'h2;
+  assign \$76  = region5[0] & \$75 ;
+  assign \$77  = rx__payload[52:5] >= region5[55:8];
+  assign \$78  = \$76  & \$77 ;
+  assign \$79  = rx__payload[52:5] < region5_end;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = region6[2:1] == 2'h2;
+  assign \$82  = region6[0] & \$81 ;
+  assign \$83  = rx__payload[52:5] >= region6[55:8];
   assign \$84  = \$82  & \$83 ;
-  assign \$85  = program__payload[2:0] != 1'h1;
-  assign \$86  = \$85  & region1[0];
-  assign \$87  = region1[55:8] + region1[103:56];
-  assign \$88  = program__payload[58:11] < \$87 ;
-  assign \$89  = \$86  & \$88 ;
-  assign \$90  = region1[55:8] < \end ;
-  assign \$91  = \$89  & \$90 ;
-  assign \$92  = program__payload[2:0] != 2'h2;
-  assign \$93  = \$92  & region2[0];
-  assign \$94  = region2[55:8] + region2[103:56];
-  assign \$95  = program__payload[58:11] < \$94 ;
-  assign \$96  = \$93  & \$95 ;
-  assign \$97  = region2[55:8] < \end ;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = program__payload[2:0] != 2'h3;
-  assign \$100  = \$99  & region3[0];
-  assign \$101  = region3[55:8] + region3[103:56];
-  assign \$102  = program__payload[58:11] < \$101 ;
-  assign \$103  = \$100  & \$102 ;
-  assign \$104  = region3[55:8] < \end ;
+  assign \$85  = rx__payload[52:5] < region6_end;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = region7[2:1] == 2'h2;
+  assign \$88  = region7[0] & \$87 ;
+  assign \$89  = rx__payload[52:5] >= region7[55:8];
+  assign \$90  = \$88  & \$89 ;
+  assign \$91  = rx__payload[52:5] < region7_end;
+  assign \$92  = \$90  & \$91 ;
+  assign \$93  = ~ rx_mem__valid;
+  assign rx__ready = \$93  | rx_mem__ready;
+  assign \end  = program__payload[58:11] + program__payload[106:59];
+  assign \$94  = | p2_req[2:0];
+  assign \$95  = \$94  & region0[0];
+  assign \$96  = p2_req[58:11] < region0_end;
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = region0[55:8] < p2_end;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = p2_req[2:0] != 1'h1;
+  assign \$101  = \$100  & region1[0];
+  assign \$102  = p2_req[58:11] < region1_end;
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = region1[55:8] < p2_end;
   assign \$105  = \$103  & \$104 ;
-  assign \$106  = program__payload[2:0] != 3'h4;
-  assign \$107  = \$106  & region4[0];
-  assign \$108  = region4[55:8] + region4[103:56];
-  assign \$109  = program__payload[58:11] < \$108 ;
-  assign \$110  = \$107  & \$109 ;
-  assign \$111  = region4[55:8] < \end ;
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = program__payload[2:0] != 3'h5;
-  assign \$114  = \$113  & region5[0];
-  assign \$115  = region5[55:8] + region5[103:56];
-  assign \$116  = program__payload[58:11] < \$115 ;
-  assign \$117  = \$114  & \$116 ;
-  assign \$118  = region5[55:8] < \end ;
-  assign \$119  = \$117  & \$118 ;
-  assign \$120  = program__payload[2:0] != 3'h6;
-  assign \$121  = \$120  & region6[0];
-  assign \$122  = region6[55:8] + region6[103:56];
-  assign \$123  = program__payload[58:11] < \$122 ;
-  assign \$124  = \$121  & \$123 ;
-  assign \$125  = region6[55:8] < \end ;
-  assign \$126  = \$124  & \$125 ;
-  assign \$127  = program__payload[2:0] != 3'h7;
-  assign \$128  = \$127  & region7[0];
-  assign \$129  = region7[55:8] + region7[103:56];
-  assign \$130  = program__payload[58:11] < \$129 ;
-  assign \$131  = \$128  & \$130 ;
-  assign \$132  = region7[55:8] < \end ;
+  assign \$106  = p2_req[2:0] != 2'h2;
+  assign \$107  = \$106  & region2[0];
+  assign \$108  = p2_req[58:11] < region2_end;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = region2[55:8] < p2_end;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = p2_req[2:0] != 2'h3;
+  assign \$113  = \$112  & region3[0];
+  assign \$114  = p2_req[58:11] < region3_end;
+  assign \$115  = \$113  & \$114 ;
+  assign \$116  = region3[55:8] < p2_end;
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = p2_req[2:0] != 3'h4;
+  assign \$119  = \$118  & region4[0];
+  assign \$120  = p2_req[58:11] < region4_end;
+  assign \$121  = \$119  & \$120 ;
+  assign \$122  = region4[55:8] < p2_end;
+  assign \$123  = \$121  & \$122 ;
+  assign \$124  = p2_req[2:0] != 3'h5;
+  assign \$125  = \$124  & region5[0];
+  assign \$126  = p2_req[58:11] < region5_end;
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = region5[55:8] < p2_end;
+  assign \$129  = \$127  & \$128 ;
+  assign \$130  = p2_req[2:0] != 3'h6;
+  assign \$131  = \$130  & region6[0];
+  assign \$132  = p2_req[58:11] < region6_end;
   assign \$133  = \$131  & \$132 ;
-  assign \$134  = program__valid & program__payload[3];
-  assign \$135  = ! program__payload[106:59];
-  assign \$136  = \end  > 49'h1000000000000;
-  assign \$137  = \$135  | \$136 ;
-  assign \$138  = program__payload[5:4] > 2'h2;
-  assign \$139  = \$137  | \$138 ;
-  assign \$140  = \$134  & \$139 ;
-  assign \$141  = program__valid & program__payload[3];
-  assign \$142  = ! program__payload[106:59];
-  assign \$143  = \end  > 49'h1000000000000;
-  assign \$144  = \$142  | \$143 ;
-  assign \$145  = program__payload[5:4] > 2'h2;
-  assign \$146  = \$144  | \$145 ;
-  assign \$147  = ~ \$146 ;
-  assign \$148  = \$141  & \$147 ;
-  assign \$149  = | clash;
-  assign \$150  = \$148  & \$149 ;
-  assign \$151  = store__valid & store__ready;
-  assign \$152  = mode == 1'h1;
-  assign \$153  = \$151  & \$152 ;
-  assign \$154  = store__payload[47:0] + delta;
-  assign \$155  = store__valid & store__ready;
-  assign \$156  = mode == 1'h1;
-  assign \$157  = ~ \$156 ;
-  assign \$158  = \$155  & \$157 ;
-  assign \$159  = mode == 2'h2;
-  assign \$160  = store__valid & store__ready;
-  assign \$161  = | hits;
-  assign \$162  = ~ \$161 ;
-  assign \$163  = ! mode;
-  assign \$164  = mode == 2'h2;
-  assign \$165  = stats[127:96] + 1'h1;
-  assign \$166  = stats[31:0] + 1'h1;
-  assign \$167  = stats[63:32] + 1'h1;
-  assign \$168  = stats[95:64] + 1'h1;
-  assign \$169  = rx__valid & rx__ready;
-  assign \$170  = | rx_hit;
-  assign \$171  = ~ program__payload[3];
-  assign \$172  = ! program__payload[106:59];
-  assign \$173  = \end  > 49'h1000000000000;
-  assign \$174  = \$172  | \$173 ;
-  assign \$175  = program__payload[5:4] > 2'h2;
-  assign \$176  = \$174  | \$175 ;
+  assign \$134  = region6[55:8] < p2_end;
+  assign \$135  = \$133  & \$134 ;
+  assign \$136  = p2_req[2:0] != 3'h7;
+  assign \$137  = \$136  & region7[0];
+  assign \$138  = p2_req[58:11] < region7_end;
+  assign \$139  = \$137  & \$138 ;
+  assign \$140  = region7[55:8] < p2_end;
+  assign \$141  = \$139  & \$140 ;
+  assign \$142  = p2_valid & p2_req[3];
+  assign \$143  = \$142  & p2_bad;
+  assign \$144  = p2_valid & p2_req[3];
+  assign \$145  = ~ p2_bad;
+  assign \$146  = \$144  & \$145 ;
+  assign \$147  = | clash;
+  assign \$148  = \$146  & \$147 ;
+  assign \$149  = store__valid & store__ready;
+  assign \$150  = mode == 1'h1;
+  assign \$151  = \$149  & \$150 ;
+  assign \$152  = store__valid & store__ready;
+  assign \$153  = mode == 1'h1;
+  assign \$154  = ~ \$153 ;
+  assign \$155  = \$152  & \$154 ;
+  assign \$156  = mode == 2'h2;
+  assign \$157  = store__valid & store__ready;
+  assign \$158  = | hits;
+  assign \$159  = ~ \$158 ;
+  assign \$160  = ! mode;
+  assign \$161  = mode == 2'h2;
+  assign \$162  = stats[127:96] + 1'h1;
+  assign \$163  = stats[31:0] + 1'h1;
+  assign \$164  = stats[63:32] + 1'h1;
+  assign \$165  = stats[95:64] + 1'h1;
+  assign \$166  = rx__valid & rx__ready;
+  assign \$167  = | rx_hit;
+  assign \$168  = program__payload[154:107] - program__payload[58:11];
+  assign \$169  = ! program__payload[106:59];
+  assign \$170  = \end  > 49'h1000000000000;
+  assign \$171  = \$169  | \$170 ;
+  assign \$172  = program__payload[5:4] > 2'h2;
+  assign \$173  = \$171  | \$172 ;
+  assign \$174  = ~ p2_req[3];
+  assign \$175  = ~ p2_bad;
+  assign \$176  = | clash;
   assign \$177  = ~ \$176 ;
-  assign \$178  = | clash;
-  assign \$179  = ~ \$178 ;
-  assign \$180  = \$177  & \$179 ;
-  assign \$181  = \$171  | \$180 ;
-  assign \$182  = program__valid & \$181 ;
-  assign \$183  = ! program__payload[2:0];
-  assign \$184  = \$182  & \$183 ;
-  assign \$185  = ~ program__payload[3];
-  assign \$186  = ! program__payload[106:59];
-  assign \$187  = \end  > 49'h1000000000000;
-  assign \$188  = \$186  | \$187 ;
-  assign \$189  = program__payload[5:4] > 2'h2;
-  assign \$190  = \$188  | \$189 ;
-  assign \$191  = ~ \$190 ;
-  assign \$192  = | clash;
-  assign \$193  = ~ \$192 ;
-  assign \$194  = \$191  & \$193 ;
-  assign \$195  = \$185  | \$194 ;
-  assign \$196  = program__valid & \$195 ;
-  assign \$197  = program__payload[2:0] == 1'h1;
-  assign \$198  = \$196  & \$197 ;
-  assign \$199  = ~ program__payload[3];
-  assign \$200  = ! program__payload[106:59];
-  assign \$201  = \end  > 49'h1000000000000;
-  assign \$202  = \$200  | \$201 ;
-  assign \$203  = program__payload[5:4] > 2'h2;
-  assign \$204  = \$202  | \$203 ;
-  assign \$205  = ~ \$204 ;
-  assign \$206  = | clash;
-  assign \$207  = ~ \$206 ;
-  assign \$208  = \$205  & \$207 ;
-  assign \$209  = \$199  | \$208 ;
-  assign \$210  = program__valid & \$209 ;
-  assign \$211  = program__payload[2:0] == 2'h2;
-  assign \$212  = \$210  & \$211 ;
-  assign \$213  = ~ program__payload[3];
-  assign \$214  = ! program__payload[106:59];
-  assign \$215  = \end  > 49'h1000000000000;
-  assign \$216  = \$214  | \$215 ;
-  assign \$217  = program__payload[5:4] > 2'h2;
-  assign \$218  = \$216  | \$217 ;
-  assign \$219  = ~ \$218 ;
-  assign \$220  = | clash;
-  assign \$221  = ~ \$220 ;
-  assign \$222  = \$219  & \$221 ;
-  assign \$223  = \$213  | \$222 ;
-  assign \$224  = program__valid & \$223 ;
-  assign \$225  = program__payload[2:0] == 2'h3;
-  assign \$226  = \$224  & \$225 ;
-  assign \$227  = ~ program__payload[3];
-  assign \$228  = ! program__payload[106:59];
-  assign \$229  = \end  > 49'h1000000000000;
-  assign \$230  = \$228  | \$229 ;
-  assign \$231  = program__payload[5:4] > 2'h2;
-  assign \$232  = \$230  | \$231 ;
-  assign \$233  = ~ \$232 ;
-  assign \$234  = | clash;
-  assign \$235  = ~ \$234 ;
-  assign \$236  = \$233  & \$235 ;
-  assign \$237  = \$227  | \$236 ;
-  assign \$238  = program__valid & \$237 ;
-  assign \$239  = program__payload[2:0] == 3'h4;
-  assign \$240  = \$238  & \$239 ;
-  assign \$241  = ~ program__payload[3];
-  assign \$242  = ! program__payload[106:59];
-  assign \$243  = \end  > 49'h1000000000000;
-  assign \$244  = \$242  | \$243 ;
-  assign \$245  = program__payload[5:4] > 2'h2;
-  assign \$246  = \$244  | \$245 ;
-  assign \$247  = ~ \$246 ;
-  assign \$248  = | clash;
-  assign \$249  = ~ \$248 ;
-  assign \$250  = \$247  & \$249 ;
-  assign \$251  = \$241  | \$250 ;
-  assign \$252  = program__valid & \$251 ;
-  assign \$253  = program__payload[2:0] == 3'h5;
-  assign \$254  = \$252  & \$253 ;
-  assign \$255  = ~ program__payload[3];
-  assign \$256  = ! program__payload[106:59];
-  assign \$257  = \end  > 49'h1000000000000;
-  assign \$258  = \$256  | \$257 ;
-  assign \$259  = program__payload[5:4] > 2'h2;
-  assign \$260  = \$258  | \$259 ;
-  assign \$261  = ~ \$260 ;
-  assign \$262  = | clash;
-  assign \$263  = ~ \$262 ;
-  assign \$264  = \$261  & \$263 ;
-  assign \$265  = \$255  | \$264 ;
-  assign \$266  = program__valid & \$265 ;
-  assign \$267  = program__payload[2:0] == 3'h6;
-  assign \$268  = \$266  & \$267 ;
-  assign \$269  = ~ program__payload[3];
-  assign \$270  = ! program__payload[106:59];
-  assign \$271  = \end  > 49'h1000000000000;
-  assign \$272  = \$270  | \$271 ;
-  assign \$273  = program__payload[5:4] > 2'h2;
-  assign \$274  = \$272  | \$273 ;
-  assign \$275  = ~ \$274 ;
-  assign \$276  = | clash;
-  assign \$277  = ~ \$276 ;
-  assign \$278  = \$275  & \$277 ;
-  assign \$279  = \$269  | \$278 ;
-  assign \$280  = program__valid & \$279 ;
-  assign \$281  = program__payload[2:0] == 3'h7;
-  assign \$282  = \$280  & \$281 ;
+  assign \$178  = \$175  & \$177 ;
+  assign \$179  = \$174  | \$178 ;
+  assign \$180  = p2_valid & \$179 ;
+  assign \$181  = ! p2_req[2:0];
+  assign \$182  = \$180  & \$181 ;
+  assign \$183  = ~ p2_req[3];
+  assign \$184  = ~ p2_bad;
+  assign \$185  = | clash;
+  assign \$186  = ~ \$185 ;
+  assign \$187  = \$184  & \$186 ;
+  assign \$188  = \$183  | \$187 ;
+  assign \$189  = p2_valid & \$188 ;
+  assign \$190  = p2_req[2:0] == 1'h1;
+  assign \$191  = \$189  & \$190 ;
+  assign \$192  = ~ p2_req[3];
+  assign \$193  = ~ p2_bad;
+  assign \$194  = | clash;
+  assign \$195  = ~ \$194 ;
+  assign \$196  = \$193  & \$195 ;
+  assign \$197  = \$192  | \$196 ;
+  assign \$198  = p2_valid & \$197 ;
+  assign \$199  = p2_req[2:0] == 2'h2;
+  assign \$200  = \$198  & \$199 ;
+  assign \$201  = ~ p2_req[3];
+  assign \$202  = ~ p2_bad;
+  assign \$203  = | clash;
+  assign \$204  = ~ \$203 ;
+  assign \$205  = \$202  & \$204 ;
+  assign \$206  = \$201  | \$205 ;
+  assign \$207  = p2_valid & \$206 ;
+  assign \$208  = p2_req[2:0] == 2'h3;
+  assign \$209  = \$207  & \$208 ;
+  assign \$210  = ~ p2_req[3];
+  assign \$211  = ~ p2_bad;
+  assign \$212  = | clash;
+  assign \$213  = ~ \$212 ;
+  assign \$214  = \$211  & \$213 ;
+  assign \$215  = \$210  | \$214 ;
+  assign \$216  = p2_valid & \$215 ;
+  assign \$217  = p2_req[2:0] == 3'h4;
+  assign \$218  = \$216  & \$217 ;
+  assign \$219  = ~ p2_req[3];
+  assign \$220  = ~ p2_bad;
+  assign \$221  = | clash;
+  assign \$222  = ~ \$221 ;
+  assign \$223  = \$220  & \$222 ;
+  assign \$224  = \$219  | \$223 ;
+  assign \$225  = p2_valid & \$224 ;
+  assign \$226  = p2_req[2:0] == 3'h5;
+  assign \$227  = \$225  & \$226 ;
+  assign \$228  = ~ p2_req[3];
+  assign \$229  = ~ p2_bad;
+  assign \$230  = | clash;
+  assign \$231  = ~ \$230 ;
+  assign \$232  = \$229  & \$231 ;
+  assign \$233  = \$228  | \$232 ;
+  assign \$234  = p2_valid & \$233 ;
+  assign \$235  = p2_req[2:0] == 3'h6;
+  assign \$236  = \$234  & \$235 ;
+  assign \$237  = ~ p2_req[3];
+  assign \$238  = ~ p2_bad;
+  assign \$239  = | clash;
+  assign \$240  = ~ \$239 ;
+  assign \$241  = \$238  & \$240 ;
+  assign \$242  = \$237  | \$241 ;
+  assign \$243  = p2_valid & \$242 ;
+  assign \$244  = p2_req[2:0] == 3'h7;
+  assign \$245  = \$243  & \$244 ;
   always @(posedge clk)
-    net__valid <= \$286 ;
+    net__valid <= \$249 ;
   always @(posedge clk)
-    mem__valid <= \$287 ;
+    mem__valid <= \$250 ;
   always @(posedge clk)
-    net__payload <= \$288 ;
+    net__payload <= \$251 ;
   always @(posedge clk)
-    mem__payload <= \$289 ;
+    mem__payload <= \$252 ;
   always @(posedge clk)
-    stats <= \$290 ;
+    stats <= \$253 ;
   always @(posedge clk)
-    rx_mem__valid <= \$291 ;
+    rx_mem__valid <= \$254 ;
   always @(posedge clk)
-    rx_mem__payload <= \$292 ;
+    rx_mem__payload <= \$255 ;
   always @(posedge clk)
-    region0 <= \$293 ;
+    p2_valid <= \$256 ;
   always @(posedge clk)
-    region1 <= \$294 ;
+    p2_req <= program__payload;
   always @(posedge clk)
-    region2 <= \$295 ;
+    p2_end <= \end ;
   always @(posedge clk)
-    region3 <= \$296 ;
+    p2_delta <= \$168 [47:0];
   always @(posedge clk)
-    region4 <= \$297 ;
+    p2_bad <= \$173 ;
   always @(posedge clk)
-    region5 <= \$298 ;
+    region0 <= \$257 ;
   always @(posedge clk)
-    region6 <= \$299 ;
+    region0_end <= \$258 ;
   always @(posedge clk)
-    region7 <= \$300 ;
+    region0_delta <= \$259 ;
   always @(posedge clk)
-    errors <= \$301 ;
+    region1 <= \$260 ;
+  always @(posedge clk)
+    region1_end <= \$261 ;
+  always @(posedge clk)
+    region1_delta <= \$262 ;
+  always @(posedge clk)
+    region2 <= \$263 ;
+  always @(posedge clk)
+    region2_end <= \$264 ;
+  always @(posedge clk)
+    region2_delta <= \$265 ;
+  always @(posedge clk)
+    region3 <= \$266 ;
+  always @(posedge clk)
+    region3_end <= \$267 ;
+  always @(posedge clk)
+    region3_delta <= \$268 ;
+  always @(posedge clk)
+    region4 <= \$269 ;
+  always @(posedge clk)
+    region4_end <= \$270 ;
+  always @(posedge clk)
+    region4_delta <= \$271 ;
+  always @(posedge clk)
+    region5 <= \$272 ;
+  always @(posedge clk)
+    region5_end <= \$273 ;
+  always @(posedge clk)
+    region5_delta <= \$274 ;
+  always @(posedge clk)
+    region6 <= \$275 ;
+  always @(posedge clk)
+    region6_end <= \$276 ;
+  always @(posedge clk)
+    region6_delta <= \$277 ;
+  always @(posedge clk)
+    region7 <= \$278 ;
+  always @(posedge clk)
+    region7_end <= \$279 ;
+  always @(posedge clk)
+    region7_delta <= \$280 ;
+  always @(posedge clk)
+    errors <= \$281 ;
   always @* begin
     if (_init_strobe_23 ) begin end
     mode = 2'h0;
@@ -25787,257 +26854,376 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    delta = 48'h000000000000;
+    target = 48'h000000000000;
     if (hits[0]) begin
-      delta = \$25 [47:0];
+      target = \$33 [47:0];
     end
     if (hits[1]) begin
-      delta = \$26 [47:0];
+      target = \$34 [47:0];
     end
     if (hits[2]) begin
-      delta = \$27 [47:0];
+      target = \$35 [47:0];
     end
     if (hits[3]) begin
-      delta = \$28 [47:0];
+      target = \$36 [47:0];
     end
     if (hits[4]) begin
-      delta = \$29 [47:0];
+      target = \$37 [47:0];
     end
     if (hits[5]) begin
-      delta = \$30 [47:0];
+      target = \$38 [47:0];
     end
     if (hits[6]) begin
-      delta = \$31 [47:0];
+      target = \$39 [47:0];
     end
     if (hits[7]) begin
-      delta = \$32 [47:0];
+      target = \$40 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$286  = net__valid;
+    \$249  = net__valid;
     if (net__ready) begin
-      \$286  = 1'h0;
+      \$249  = 1'h0;
     end
-    if (\$153 ) begin
-      \$286  = 1'h1;
+    if (\$151 ) begin
+      \$249  = 1'h1;
     end
     if (rst) begin
-      \$286  = 1'h0;
+      \$249  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$287  = mem__valid;
+    \$250  = mem__valid;
     if (mem__ready) begin
-      \$287  = 1'h0;
+      \$250  = 1'h0;
     end
-    if (\$158 ) begin
-      \$287  = 1'h1;
+    if (\$155 ) begin
+      \$250  = 1'h1;
     end
     if (rst) begin
-      \$287  = 1'h0;
+      \$250  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$288  = net__payload;
-    if (\$153 ) begin
-      \$288 [4:0] = device;
-      \$288 [52:5] = \$154 [47:0];
-      \$288 [53] = 1'h1;
-      \$288 [69:54] = store__payload[63:48];
-      \$288 [76:70] = store__payload[70:64];
+    \$251  = net__payload;
+    if (\$151 ) begin
+      \$251 [4:0] = device;
+      \$251 [52:5] = target;
+      \$251 [53] = 1'h1;
+      \$251 [69:54] = store__payload[63:48];
+      \$251 [76:70] = store__payload[70:64];
     end
     if (rst) begin
-      \$288  = 77'h00000000000000000000;
+      \$251  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$289  = mem__payload;
-    if (\$158 ) begin
-      \$289 [47:0] = store__payload[47:0];
-      \$289 [63:48] = store__payload[63:48];
-      \$289 [70:64] = store__payload[70:64];
-      \$289 [71] = store__payload[71];
-      \$289 [72] = \$159 ;
+    \$252  = mem__payload;
+    if (\$155 ) begin
+      \$252 [47:0] = store__payload[47:0];
+      \$252 [63:48] = store__payload[63:48];
+      \$252 [70:64] = store__payload[70:64];
+      \$252 [71] = store__payload[71];
+      \$252 [72] = \$156 ;
     end
     if (rst) begin
-      \$289  = 73'h0000000000000000000;
+      \$252  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$290  = stats;
-    if (\$160 ) begin
+    \$253  = stats;
+    if (\$157 ) begin
       (* full_case = 32'd1 *)
-      if (\$162 ) begin
-        \$290 [127:96] = \$165 [31:0];
-      end else if (\$163 ) begin
-        \$290 [31:0] = \$166 [31:0];
-      end else if (\$164 ) begin
-        \$290 [63:32] = \$167 [31:0];
+      if (\$159 ) begin
+        \$253 [127:96] = \$162 [31:0];
+      end else if (\$160 ) begin
+        \$253 [31:0] = \$163 [31:0];
+      end else if (\$161 ) begin
+        \$253 [63:32] = \$164 [31:0];
       end else begin
-        \$290 [95:64] = \$168 [31:0];
+        \$253 [95:64] = \$165 [31:0];
       end
     end
     if (rst) begin
-      \$290  = 128'h00000000000000000000000000000000;
+      \$253  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$291  = rx_mem__valid;
+    \$254  = rx_mem__valid;
     if (rx_mem__ready) begin
-      \$291  = 1'h0;
+      \$254  = 1'h0;
     end
-    if (\$169 ) begin
-      \$291  = 1'h1;
+    if (\$166 ) begin
+      \$254  = 1'h1;
     end
     if (rst) begin
-      \$291  = 1'h0;
+      \$254  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$292  = rx_mem__payload;
-    if (\$169 ) begin
-      \$292 [47:0] = rx__payload[52:5];
-      \$292 [63:48] = rx__payload[69:54];
-      \$292 [70:64] = rx__payload[76:70];
-      \$292 [71] = rx__payload[53];
-      \$292 [72] = \$170 ;
+    \$255  = rx_mem__payload;
+    if (\$166 ) begin
+      \$255 [47:0] = rx__payload[52:5];
+      \$255 [63:48] = rx__payload[69:54];
+      \$255 [70:64] = rx__payload[76:70];
+      \$255 [71] = rx__payload[53];
+      \$255 [72] = \$167 ;
     end
     if (rst) begin
-      \$292  = 73'h0000000000000000000;
+      \$255  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$293  = region0;
-    if (\$184 ) begin
-      \$293 [0] = program__payload[3];
-      \$293 [2:1] = program__payload[5:4];
-      \$293 [7:3] = program__payload[10:6];
-      \$293 [55:8] = program__payload[58:11];
-      \$293 [103:56] = program__payload[106:59];
-      \$293 [151:104] = program__payload[154:107];
-    end
+    \$256  = program__valid;
     if (rst) begin
-      \$293  = 152'h00000000000000000000000000000000000000;
+      \$256  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$294  = region1;
-    if (\$198 ) begin
-      \$294 [0] = program__payload[3];
-      \$294 [2:1] = program__payload[5:4];
-      \$294 [7:3] = program__payload[10:6];
-      \$294 [55:8] = program__payload[58:11];
-      \$294 [103:56] = program__payload[106:59];
-      \$294 [151:104] = program__payload[154:107];
+    \$257  = region0;
+    if (\$182 ) begin
+      \$257 [0] = p2_req[3];
+      \$257 [2:1] = p2_req[5:4];
+      \$257 [7:3] = p2_req[10:6];
+      \$257 [55:8] = p2_req[58:11];
+      \$257 [103:56] = p2_req[106:59];
+      \$257 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$294  = 152'h00000000000000000000000000000000000000;
+      \$257  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$295  = region2;
-    if (\$212 ) begin
-      \$295 [0] = program__payload[3];
-      \$295 [2:1] = program__payload[5:4];
-      \$295 [7:3] = program__payload[10:6];
-      \$295 [55:8] = program__payload[58:11];
-      \$295 [103:56] = program__payload[106:59];
-      \$295 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$295  = 152'h00000000000000000000000000000000000000;
+    \$258  = region0_end;
+    if (\$182 ) begin
+      \$258  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$296  = region3;
-    if (\$226 ) begin
-      \$296 [0] = program__payload[3];
-      \$296 [2:1] = program__payload[5:4];
-      \$296 [7:3] = program__payload[10:6];
-      \$296 [55:8] = program__payload[58:11];
-      \$296 [103:56] = program__payload[106:59];
-      \$296 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$296  = 152'h00000000000000000000000000000000000000;
+    \$259  = region0_delta;
+    if (\$182 ) begin
+      \$259  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$297  = region4;
-    if (\$240 ) begin
-      \$297 [0] = program__payload[3];
-      \$297 [2:1] = program__payload[5:4];
-      \$297 [7:3] = program__payload[10:6];
-      \$297 [55:8] = program__payload[58:11];
-      \$297 [103:56] = program__payload[106:59];
-      \$297 [151:104] = program__payload[154:107];
+    \$260  = region1;
+    if (\$191 ) begin
+      \$260 [0] = p2_req[3];
+      \$260 [2:1] = p2_req[5:4];
+      \$260 [7:3] = p2_req[10:6];
+      \$260 [55:8] = p2_req[58:11];
+      \$260 [103:56] = p2_req[106:59];
+      \$260 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$297  = 152'h00000000000000000000000000000000000000;
+      \$260  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$298  = region5;
-    if (\$254 ) begin
-      \$298 [0] = program__payload[3];
-      \$298 [2:1] = program__payload[5:4];
-      \$298 [7:3] = program__payload[10:6];
-      \$298 [55:8] = program__payload[58:11];
-      \$298 [103:56] = program__payload[106:59];
-      \$298 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$298  = 152'h00000000000000000000000000000000000000;
+    \$261  = region1_end;
+    if (\$191 ) begin
+      \$261  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$299  = region6;
-    if (\$268 ) begin
-      \$299 [0] = program__payload[3];
-      \$299 [2:1] = program__payload[5:4];
-      \$299 [7:3] = program__payload[10:6];
-      \$299 [55:8] = program__payload[58:11];
-      \$299 [103:56] = program__payload[106:59];
-      \$299 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$299  = 152'h00000000000000000000000000000000000000;
+    \$262  = region1_delta;
+    if (\$191 ) begin
+      \$262  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$300  = region7;
-    if (\$282 ) begin
-      \$300 [0] = program__payload[3];
-      \$300 [2:1] = program__payload[5:4];
-      \$300 [7:3] = program__payload[10:6];
-      \$300 [55:8] = program__payload[58:11];
-      \$300 [103:56] = program__payload[106:59];
-      \$300 [151:104] = program__payload[154:107];
+    \$263  = region2;
+    if (\$200 ) begin
+      \$263 [0] = p2_req[3];
+      \$263 [2:1] = p2_req[5:4];
+      \$263 [7:3] = p2_req[10:6];
+      \$263 [55:8] = p2_req[58:11];
+      \$263 [103:56] = p2_req[106:59];
+      \$263 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$300  = 152'h00000000000000000000000000000000000000;
+      \$263  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$301  = \$285 ;
+    \$264  = region2_end;
+    if (\$200 ) begin
+      \$264  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$265  = region2_delta;
+    if (\$200 ) begin
+      \$265  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$266  = region3;
+    if (\$209 ) begin
+      \$266 [0] = p2_req[3];
+      \$266 [2:1] = p2_req[5:4];
+      \$266 [7:3] = p2_req[10:6];
+      \$266 [55:8] = p2_req[58:11];
+      \$266 [103:56] = p2_req[106:59];
+      \$266 [151:104] = p2_req[154:107];
+    end
     if (rst) begin
-      \$301  = 2'h0;
+      \$266  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$267  = region3_end;
+    if (\$209 ) begin
+      \$267  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$268  = region3_delta;
+    if (\$209 ) begin
+      \$268  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$269  = region4;
+    if (\$218 ) begin
+      \$269 [0] = p2_req[3];
+      \$269 [2:1] = p2_req[5:4];
+      \$269 [7:3] = p2_req[10:6];
+      \$269 [55:8] = p2_req[58:11];
+      \$269 [103:56] = p2_req[106:59];
+      \$269 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$269  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$270  = region4_end;
+    if (\$218 ) begin
+      \$270  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$271  = region4_delta;
+    if (\$218 ) begin
+      \$271  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$272  = region5;
+    if (\$227 ) begin
+      \$272 [0] = p2_req[3];
+      \$272 [2:1] = p2_req[5:4];
+      \$272 [7:3] = p2_req[10:6];
+      \$272 [55:8] = p2_req[58:11];
+      \$272 [103:56] = p2_req[106:59];
+      \$272 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$272  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$273  = region5_end;
+    if (\$227 ) begin
+      \$273  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$274  = region5_delta;
+    if (\$227 ) begin
+      \$274  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$275  = region6;
+    if (\$236 ) begin
+      \$275 [0] = p2_req[3];
+      \$275 [2:1] = p2_req[5:4];
+      \$275 [7:3] = p2_req[10:6];
+      \$275 [55:8] = p2_req[58:11];
+      \$275 [103:56] = p2_req[106:59];
+      \$275 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$275  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$276  = region6_end;
+    if (\$236 ) begin
+      \$276  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$277  = region6_delta;
+    if (\$236 ) begin
+      \$277  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$278  = region7;
+    if (\$245 ) begin
+      \$278 [0] = p2_req[3];
+      \$278 [2:1] = p2_req[5:4];
+      \$278 [7:3] = p2_req[10:6];
+      \$278 [55:8] = p2_req[58:11];
+      \$278 [103:56] = p2_req[106:59];
+      \$278 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$278  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$279  = region7_end;
+    if (\$245 ) begin
+      \$279  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$280  = region7_delta;
+    if (\$245 ) begin
+      \$280  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$281  = \$248 ;
+    if (rst) begin
+      \$281  = 2'h0;
     end
   end
   assign clear = 2'h3;
@@ -26105,6 +27291,13 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign program__payload__base  = program__payload[58:11];
   assign program__payload__size  = program__payload[106:59];
   assign program__payload__remote_base  = program__payload[154:107];
+  assign p2_req__index  = p2_req[2:0];
+  assign p2_req__valid  = p2_req[3];
+  assign p2_req__mode  = p2_req[5:4];
+  assign p2_req__device  = p2_req[10:6];
+  assign p2_req__base  = p2_req[58:11];
+  assign p2_req__size  = p2_req[106:59];
+  assign p2_req__remote_base  = p2_req[154:107];
   assign set_err__bad_region  = set_err[0];
   assign set_err__overlap  = set_err[1];
   assign net__payload__device  = net__payload[4:0];
@@ -26130,35 +27323,35 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign errors__overlap  = errors[1];
   assign clear__bad_region  = 1'h1;
   assign clear__overlap  = 1'h1;
-  assign set_err[1] = \$150 ;
-  assign set_err[0] = \$140 ;
-  assign clash[7] = \$133 ;
-  assign clash[6] = \$126 ;
-  assign clash[5] = \$119 ;
-  assign clash[4] = \$112 ;
-  assign clash[3] = \$105 ;
-  assign clash[2] = \$98 ;
-  assign clash[1] = \$91 ;
-  assign clash[0] = \$84 ;
-  assign rx_hit[7] = \$76 ;
-  assign rx_hit[6] = \$71 ;
-  assign rx_hit[5] = \$66 ;
-  assign rx_hit[4] = \$61 ;
-  assign rx_hit[3] = \$56 ;
-  assign rx_hit[2] = \$51 ;
-  assign rx_hit[1] = \$46 ;
-  assign rx_hit[0] = \$41 ;
-  assign hits[7] = \$24 ;
-  assign hits[6] = \$21 ;
-  assign hits[5] = \$18 ;
-  assign hits[4] = \$15 ;
-  assign hits[3] = \$12 ;
-  assign hits[2] = \$9 ;
-  assign hits[1] = \$6 ;
-  assign hits[0] = \$3 ;
-  assign \$283  = 2'h0;
-  assign \$284  = 2'h0;
-  assign \$285  = { \$150 , \$140  };
+  assign set_err[1] = \$148 ;
+  assign set_err[0] = \$143 ;
+  assign clash[7] = \$141 ;
+  assign clash[6] = \$135 ;
+  assign clash[5] = \$129 ;
+  assign clash[4] = \$123 ;
+  assign clash[3] = \$117 ;
+  assign clash[2] = \$111 ;
+  assign clash[1] = \$105 ;
+  assign clash[0] = \$99 ;
+  assign rx_hit[7] = \$92 ;
+  assign rx_hit[6] = \$86 ;
+  assign rx_hit[5] = \$80 ;
+  assign rx_hit[4] = \$74 ;
+  assign rx_hit[3] = \$68 ;
+  assign rx_hit[2] = \$62 ;
+  assign rx_hit[1] = \$56 ;
+  assign rx_hit[0] = \$50 ;
+  assign hits[7] = \$32 ;
+  assign hits[6] = \$28 ;
+  assign hits[5] = \$24 ;
+  assign hits[4] = \$20 ;
+  assign hits[3] = \$16 ;
+  assign hits[2] = \$12 ;
+  assign hits[1] = \$8 ;
+  assign hits[0] = \$4 ;
+  assign \$246  = 2'h0;
+  assign \$247  = 2'h0;
+  assign \$248  = { \$148 , \$143  };
 endmodule
 
 module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, store__valid, store__payload, remote__valid
@@ -27338,58 +28531,163 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$150 ;
   wire \$151 ;
   wire \$152 ;
-  wire \$153 ;
+  wire [8:0] \$153 ;
   wire \$154 ;
-  wire [3:0] \$155 ;
-  wire [3:0] \$156 ;
-  wire [3:0] \$157 ;
-  wire [4:0] \$158 ;
-  wire [4:0] \$159 ;
+  wire \$155 ;
+  wire \$156 ;
+  wire \$157 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
-  wire [4:0] \$160 ;
-  wire [2:0] \$161 ;
-  wire [2:0] \$162 ;
-  wire [2:0] \$163 ;
-  wire [1:0] \$164 ;
-  wire [1:0] \$165 ;
-  wire [1:0] \$166 ;
-  wire [1:0] \$167 ;
-  wire [1:0] \$168 ;
-  wire [1:0] \$169 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire \$168 ;
+  wire \$169 ;
   wire \$17 ;
-  reg [7:0] \$170 ;
-  reg \$171 ;
-  reg \$172 ;
-  reg \$173 ;
-  reg \$174 ;
-  reg \$175 ;
-  reg \$176 ;
-  reg \$177 ;
-  reg [154:0] \$178 ;
-  reg \$179 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
+  wire \$173 ;
+  wire \$174 ;
+  wire \$175 ;
+  wire \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire \$179 ;
   wire \$18 ;
-  reg \$180 ;
-  reg [178:0] \$181 ;
-  reg [37:0] \$182 ;
-  reg [38:0] \$183 ;
-  reg [3:0] \$184 ;
-  reg [4:0] \$185 ;
-  reg [2:0] \$186 ;
-  reg [1:0] \$187 ;
-  reg [1:0] \$188 ;
-  reg [31:0] \$189 ;
+  wire \$180 ;
+  wire \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire \$187 ;
+  wire \$188 ;
+  wire \$189 ;
   wire \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
   wire \$21 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
   wire \$22 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire \$224 ;
+  wire \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire \$228 ;
+  wire \$229 ;
   wire \$23 ;
+  wire \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire \$234 ;
+  wire \$235 ;
+  wire \$236 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
   wire \$24 ;
+  wire \$240 ;
+  wire \$241 ;
+  wire \$242 ;
+  wire \$243 ;
+  wire \$244 ;
+  wire \$245 ;
+  wire \$246 ;
+  wire \$247 ;
+  wire \$248 ;
+  wire \$249 ;
   wire \$25 ;
+  wire \$250 ;
+  wire \$251 ;
+  wire \$252 ;
+  wire \$253 ;
+  wire \$254 ;
+  wire \$255 ;
+  wire \$256 ;
+  wire \$257 ;
+  wire \$258 ;
+  wire [3:0] \$259 ;
   wire \$26 ;
+  wire [3:0] \$260 ;
+  wire [3:0] \$261 ;
+  wire [4:0] \$262 ;
+  wire [4:0] \$263 ;
+  wire [4:0] \$264 ;
+  wire [2:0] \$265 ;
+  wire [2:0] \$266 ;
+  wire [2:0] \$267 ;
+  wire [1:0] \$268 ;
+  wire [1:0] \$269 ;
   wire \$27 ;
+  wire [1:0] \$270 ;
+  wire [1:0] \$271 ;
+  wire [1:0] \$272 ;
+  wire [1:0] \$273 ;
+  reg [7:0] \$274 ;
+  reg \$275 ;
+  reg \$276 ;
+  reg \$277 ;
+  reg \$278 ;
+  reg \$279 ;
   wire \$28 ;
+  reg \$280 ;
+  reg \$281 ;
+  reg \$282 ;
+  reg [154:0] \$283 ;
+  reg \$284 ;
+  reg \$285 ;
+  reg [178:0] \$286 ;
+  reg [37:0] \$287 ;
+  reg [38:0] \$288 ;
+  reg [3:0] \$289 ;
   wire \$29 ;
+  reg [4:0] \$290 ;
+  reg [2:0] \$291 ;
+  reg [1:0] \$292 ;
+  reg [1:0] \$293 ;
+  reg [31:0] \$294 ;
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
@@ -27464,7 +28762,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire [8:0] \$97 ;
+  wire \$97 ;
   wire \$98 ;
   wire \$99 ;
   wire [1:0] addrmap_clear;
@@ -27635,6 +28933,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] region_view__remote_base ;
   wire [47:0] region_view__size ;
   wire region_view__valid ;
+  reg region_waiting0 = 1'h0;
   wire [2:0] rp__addr;
   wire [7:0] \rp__addr$74 ;
   wire [151:0] rp__data;
@@ -28129,157 +29428,178 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$37  = desc_verdict & \$36 ;
   assign \$38  = bus__w_stb & sel_region_index;
   assign \$39  = region_program__valid | region_verdict;
-  assign \$40  = bus__w_stb & sel_region_base_lo;
-  assign \$41  = region_program__valid | region_verdict;
-  assign \$42  = bus__w_stb & sel_region_base_hi;
+  assign \$41  = \$39  | \$40 ;
+  assign \$42  = bus__w_stb & sel_region_base_lo;
   assign \$43  = region_program__valid | region_verdict;
-  assign \$44  = bus__w_stb & sel_region_size_lo;
-  assign \$45  = region_program__valid | region_verdict;
-  assign \$46  = bus__w_stb & sel_region_size_hi;
+  assign \$45  = \$43  | \$44 ;
+  assign \$46  = bus__w_stb & sel_region_base_hi;
   assign \$47  = region_program__valid | region_verdict;
-  assign \$48  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$49  = region_program__valid | region_verdict;
-  assign \$50  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$49  = \$47  | \$48 ;
+  assign \$50  = bus__w_stb & sel_region_size_lo;
   assign \$51  = region_program__valid | region_verdict;
-  assign \$52  = bus__w_stb & sel_desc_index;
-  assign \$53  = dma_program__valid | desc_verdict;
-  assign \$54  = bus__w_stb & sel_desc_rows;
-  assign \$55  = dma_program__valid | desc_verdict;
-  assign \$56  = bus__w_stb & sel_desc_pitch;
-  assign \$57  = dma_program__valid | desc_verdict;
-  assign \$58  = bus__w_stb & sel_desc_src_lo;
-  assign \$59  = dma_program__valid | desc_verdict;
-  assign \$60  = bus__w_stb & sel_desc_src_hi;
-  assign \$61  = dma_program__valid | desc_verdict;
-  assign \$62  = bus__w_stb & sel_desc_dst_lo;
-  assign \$63  = dma_program__valid | desc_verdict;
-  assign \$64  = bus__w_stb & sel_desc_dst_hi;
-  assign \$65  = dma_program__valid | desc_verdict;
-  assign \$66  = bus__w_stb & sel_track_op;
-  assign \$68  = bus__w_stb & sel_track_cmd;
-  assign \$70  = bus__w_stb & sel_arb_policy;
-  assign \$72  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$74  = bus__w_stb & sel_command;
-  assign \$75  = region_program__valid | region_verdict;
-  assign \$76  = \$75  | sweep;
-  assign \$77  = region_program__valid | region_verdict;
-  assign \$78  = \$77  | sweep;
+  assign \$53  = \$51  | \$52 ;
+  assign \$54  = bus__w_stb & sel_region_size_hi;
+  assign \$55  = region_program__valid | region_verdict;
+  assign \$57  = \$55  | \$56 ;
+  assign \$58  = bus__w_stb & sel_region_remote_base_lo;
+  assign \$59  = region_program__valid | region_verdict;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$63  = region_program__valid | region_verdict;
+  assign \$65  = \$63  | \$64 ;
+  assign \$66  = bus__w_stb & sel_desc_index;
+  assign \$67  = dma_program__valid | desc_verdict;
+  assign \$70  = bus__w_stb & sel_desc_rows;
+  assign \$71  = dma_program__valid | desc_verdict;
+  assign \$74  = bus__w_stb & sel_desc_pitch;
+  assign \$75  = dma_program__valid | desc_verdict;
+  assign \$78  = bus__w_stb & sel_desc_src_lo;
   assign \$79  = dma_program__valid | desc_verdict;
-  assign \$80  = sweep | dma_busy;
-  assign \$81  = \$79  | \$80 ;
-  assign \$82  = dma_program__valid | desc_verdict;
-  assign \$83  = \$82  | sweep;
-  assign \$85  = \$84  | tracker_busy;
-  assign \$88  = bus__w_stb & sel_csr_errors;
-  assign \$89  = bus__w_stb & sel_tracker_errors;
-  assign \$90  = bus__w_stb & sel_dma_errors;
-  assign \$91  = bus__w_stb & sel_addrmap_errors;
-  assign \$92  = bus__w_stb & sel_arbiter_errors;
-  assign \$93  = region_program__valid | region_verdict;
-  assign \$94  = dma_program__valid | desc_verdict;
-  assign \$97  = sweep_at + 1'h1;
-  assign \$98  = sweep_at == 8'hff;
-  assign \$100  = dma_program__valid & dma_program__ready;
-  assign \$101  = tracker_program__valid & tracker_program__ready;
-  assign \$104  = dma_program__valid & dma_program__ready;
-  assign \$105  = bus__w_stb & sel_region_index;
-  assign \$106  = region_program__valid | region_verdict;
-  assign \$107  = bus__w_stb & sel_region_base_lo;
-  assign \$108  = region_program__valid | region_verdict;
-  assign \$109  = bus__w_stb & sel_region_base_hi;
-  assign \$110  = region_program__valid | region_verdict;
-  assign \$111  = bus__w_stb & sel_region_size_lo;
-  assign \$112  = region_program__valid | region_verdict;
-  assign \$113  = bus__w_stb & sel_region_size_hi;
-  assign \$114  = region_program__valid | region_verdict;
-  assign \$115  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$116  = region_program__valid | region_verdict;
-  assign \$117  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$118  = region_program__valid | region_verdict;
-  assign \$119  = bus__w_stb & sel_desc_index;
-  assign \$120  = dma_program__valid | desc_verdict;
-  assign \$121  = bus__w_stb & sel_desc_rows;
-  assign \$122  = dma_program__valid | desc_verdict;
-  assign \$123  = bus__w_stb & sel_desc_pitch;
+  assign \$82  = bus__w_stb & sel_desc_src_hi;
+  assign \$83  = dma_program__valid | desc_verdict;
+  assign \$86  = bus__w_stb & sel_desc_dst_lo;
+  assign \$87  = dma_program__valid | desc_verdict;
+  assign \$90  = bus__w_stb & sel_desc_dst_hi;
+  assign \$91  = dma_program__valid | desc_verdict;
+  assign \$94  = bus__w_stb & sel_track_op;
+  assign \$98  = bus__w_stb & sel_track_cmd;
+  assign \$102  = bus__w_stb & sel_arb_policy;
+  assign \$106  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$110  = bus__w_stb & sel_command;
+  assign \$111  = region_program__valid | region_verdict;
+  assign \$113  = \$111  | \$112 ;
+  assign \$114  = \$113  | sweep;
+  assign \$115  = region_program__valid | region_verdict;
+  assign \$117  = \$115  | \$116 ;
+  assign \$118  = \$117  | sweep;
+  assign \$119  = dma_program__valid | desc_verdict;
+  assign \$122  = sweep | dma_busy;
+  assign \$123  = \$121  | \$122 ;
   assign \$124  = dma_program__valid | desc_verdict;
-  assign \$125  = bus__w_stb & sel_desc_src_lo;
-  assign \$126  = dma_program__valid | desc_verdict;
-  assign \$127  = bus__w_stb & sel_desc_src_hi;
-  assign \$128  = dma_program__valid | desc_verdict;
-  assign \$129  = bus__w_stb & sel_desc_dst_lo;
-  assign \$130  = dma_program__valid | desc_verdict;
-  assign \$131  = bus__w_stb & sel_desc_dst_hi;
-  assign \$132  = dma_program__valid | desc_verdict;
-  assign \$133  = bus__w_stb & sel_track_op;
-  assign \$135  = bus__w_stb & sel_track_cmd;
-  assign \$137  = bus__w_stb & sel_arb_policy;
-  assign \$139  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$141  = bus__w_stb & sel_command;
-  assign \$142  = region_program__valid | region_verdict;
-  assign \$143  = \$142  | sweep;
-  assign \$144  = region_program__valid | region_verdict;
-  assign \$145  = \$144  | sweep;
-  assign \$146  = dma_program__valid | desc_verdict;
-  assign \$147  = sweep | dma_busy;
-  assign \$148  = \$146  | \$147 ;
-  assign \$149  = dma_program__valid | desc_verdict;
-  assign \$150  = \$149  | sweep;
-  assign \$152  = \$151  | tracker_busy;
-  assign \$155  = ~ csr_errors_clear;
-  assign \$156  = errors & \$155 ;
-  assign \$157  = \$156  | set_err;
-  assign \$158  = ~ tracker_errors_clear;
-  assign \$159  = tracker_sticky & \$158 ;
-  assign \$160  = \$159  | tracker_errors;
-  assign \$161  = ~ dma_errors_clear;
-  assign \$162  = dma_sticky & \$161 ;
-  assign \$163  = \$162  | dma_errors;
-  assign \$164  = ~ addrmap_errors_clear;
-  assign \$165  = addrmap_sticky & \$164 ;
-  assign \$166  = \$165  | addrmap_errors;
-  assign \$167  = ~ arbiter_errors_clear;
-  assign \$168  = arbiter_sticky & \$167 ;
-  assign \$169  = \$168  | arbiter_errors;
+  assign \$127  = \$126  | sweep;
+  assign \$131  = \$130  | tracker_busy;
+  assign \$136  = bus__w_stb & sel_csr_errors;
+  assign \$137  = bus__w_stb & sel_tracker_errors;
+  assign \$138  = bus__w_stb & sel_dma_errors;
+  assign \$139  = bus__w_stb & sel_addrmap_errors;
+  assign \$140  = bus__w_stb & sel_arbiter_errors;
+  assign \$141  = region_program__valid | region_verdict;
+  assign \$143  = \$141  | \$142 ;
+  assign \$144  = dma_program__valid | desc_verdict;
+  assign \$153  = sweep_at + 1'h1;
+  assign \$154  = sweep_at == 8'hff;
+  assign \$156  = dma_program__valid & dma_program__ready;
+  assign \$157  = tracker_program__valid & tracker_program__ready;
+  assign \$160  = dma_program__valid & dma_program__ready;
+  assign \$161  = bus__w_stb & sel_region_index;
+  assign \$162  = region_program__valid | region_verdict;
+  assign \$164  = \$162  | \$163 ;
+  assign \$165  = bus__w_stb & sel_region_base_lo;
+  assign \$166  = region_program__valid | region_verdict;
+  assign \$168  = \$166  | \$167 ;
+  assign \$169  = bus__w_stb & sel_region_base_hi;
+  assign \$170  = region_program__valid | region_verdict;
+  assign \$172  = \$170  | \$171 ;
+  assign \$173  = bus__w_stb & sel_region_size_lo;
+  assign \$174  = region_program__valid | region_verdict;
+  assign \$176  = \$174  | \$175 ;
+  assign \$177  = bus__w_stb & sel_region_size_hi;
+  assign \$178  = region_program__valid | region_verdict;
+  assign \$180  = \$178  | \$179 ;
+  assign \$181  = bus__w_stb & sel_region_remote_base_lo;
+  assign \$182  = region_program__valid | region_verdict;
+  assign \$184  = \$182  | \$183 ;
+  assign \$185  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$186  = region_program__valid | region_verdict;
+  assign \$188  = \$186  | \$187 ;
+  assign \$189  = bus__w_stb & sel_desc_index;
+  assign \$190  = dma_program__valid | desc_verdict;
+  assign \$193  = bus__w_stb & sel_desc_rows;
+  assign \$194  = dma_program__valid | desc_verdict;
+  assign \$197  = bus__w_stb & sel_desc_pitch;
+  assign \$198  = dma_program__valid | desc_verdict;
+  assign \$201  = bus__w_stb & sel_desc_src_lo;
+  assign \$202  = dma_program__valid | desc_verdict;
+  assign \$205  = bus__w_stb & sel_desc_src_hi;
+  assign \$206  = dma_program__valid | desc_verdict;
+  assign \$209  = bus__w_stb & sel_desc_dst_lo;
+  assign \$210  = dma_program__valid | desc_verdict;
+  assign \$213  = bus__w_stb & sel_desc_dst_hi;
+  assign \$214  = dma_program__valid | desc_verdict;
+  assign \$217  = bus__w_stb & sel_track_op;
+  assign \$221  = bus__w_stb & sel_track_cmd;
+  assign \$225  = bus__w_stb & sel_arb_policy;
+  assign \$229  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$233  = bus__w_stb & sel_command;
+  assign \$234  = region_program__valid | region_verdict;
+  assign \$236  = \$234  | \$235 ;
+  assign \$237  = \$236  | sweep;
+  assign \$238  = region_program__valid | region_verdict;
+  assign \$240  = \$238  | \$239 ;
+  assign \$241  = \$240  | sweep;
+  assign \$242  = dma_program__valid | desc_verdict;
+  assign \$245  = sweep | dma_busy;
+  assign \$246  = \$244  | \$245 ;
+  assign \$247  = dma_program__valid | desc_verdict;
+  assign \$250  = \$249  | sweep;
+  assign \$254  = \$253  | tracker_busy;
+  assign \$259  = ~ csr_errors_clear;
+  assign \$260  = errors & \$259 ;
+  assign \$261  = \$260  | set_err;
+  assign \$262  = ~ tracker_errors_clear;
+  assign \$263  = tracker_sticky & \$262 ;
+  assign \$264  = \$263  | tracker_errors;
+  assign \$265  = ~ dma_errors_clear;
+  assign \$266  = dma_sticky & \$265 ;
+  assign \$267  = \$266  | dma_errors;
+  assign \$268  = ~ addrmap_errors_clear;
+  assign \$269  = addrmap_sticky & \$268 ;
+  assign \$270  = \$269  | addrmap_errors;
+  assign \$271  = ~ arbiter_errors_clear;
+  assign \$272  = arbiter_sticky & \$271 ;
+  assign \$273  = \$272  | arbiter_errors;
   always @(posedge clk)
-    sweep_at <= \$170 ;
+    sweep_at <= \$274 ;
   always @(posedge clk)
-    sweep <= \$171 ;
+    sweep <= \$275 ;
   always @(posedge clk)
-    region_program__valid <= \$172 ;
+    region_program__valid <= \$276 ;
   always @(posedge clk)
-    dma_program__valid <= \$173 ;
+    dma_program__valid <= \$277 ;
   always @(posedge clk)
-    tracker_program__valid <= \$174 ;
+    tracker_program__valid <= \$278 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$175 ;
+    arbiter_program__valid <= \$279 ;
   always @(posedge clk)
-    region_verdict <= \$176 ;
+    region_waiting0 <= \$280 ;
   always @(posedge clk)
-    region_loading <= \$177 ;
+    region_verdict <= \$281 ;
   always @(posedge clk)
-    region_program__payload <= \$178 ;
+    region_loading <= \$282 ;
   always @(posedge clk)
-    desc_verdict <= \$179 ;
+    region_program__payload <= \$283 ;
   always @(posedge clk)
-    desc_loading <= \$180 ;
+    desc_verdict <= \$284 ;
   always @(posedge clk)
-    dma_program__payload <= \$181 ;
+    desc_loading <= \$285 ;
   always @(posedge clk)
-    tracker_program__payload <= \$182 ;
+    dma_program__payload <= \$286 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$183 ;
+    tracker_program__payload <= \$287 ;
   always @(posedge clk)
-    errors <= \$184 ;
+    arbiter_program__payload <= \$288 ;
   always @(posedge clk)
-    tracker_sticky <= \$185 ;
+    errors <= \$289 ;
   always @(posedge clk)
-    dma_sticky <= \$186 ;
+    tracker_sticky <= \$290 ;
   always @(posedge clk)
-    addrmap_sticky <= \$187 ;
+    dma_sticky <= \$291 ;
   always @(posedge clk)
-    arbiter_sticky <= \$188 ;
+    addrmap_sticky <= \$292 ;
   always @(posedge clk)
-    bus__r_data <= \$189 ;
+    arbiter_sticky <= \$293 ;
+  always @(posedge clk)
+    bus__r_data <= \$294 ;
   always @* begin
     if (_init_strobe_25 ) begin end
     sel_id = 1'h0;
@@ -31350,120 +32670,120 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (_init_strobe_25 ) begin end
     set_err[3:2] = 2'h0;
     if (\$38 ) begin
-      if (\$39 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$40 ) begin
       if (\$41 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$42 ) begin
-      if (\$43 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$44 ) begin
       if (\$45 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$46 ) begin
-      if (\$47 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$48 ) begin
       if (\$49 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$50 ) begin
-      if (\$51 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$52 ) begin
       if (\$53 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$54 ) begin
-      if (\$55 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$56 ) begin
       if (\$57 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$58 ) begin
-      if (\$59 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$60 ) begin
       if (\$61 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$62 ) begin
-      if (\$63 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$64 ) begin
       if (\$65 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$66 ) begin
-      if (\$67 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$68 ) begin
       if (\$69 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$70 ) begin
-      if (\$71 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$72 ) begin
       if (\$73 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$74 ) begin
+      if (\$77 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$78 ) begin
+      if (\$81 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$82 ) begin
+      if (\$85 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$86 ) begin
+      if (\$89 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$90 ) begin
+      if (\$93 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$94 ) begin
+      if (\$97 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$98 ) begin
+      if (\$101 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$102 ) begin
+      if (\$105 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$106 ) begin
+      if (\$109 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$110 ) begin
       (* full_case = 32'd1 *)
       casez (bus__w_data[2:0])
         3'h1:
-            if (\$76 ) begin
+            if (\$114 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$78 ) begin
+            if (\$118 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$81 ) begin
+            if (\$123 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$83 ) begin
+            if (\$127 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$85 ) begin
+            if (\$131 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$87 ) begin
+            if (\$135 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -31568,7 +32888,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_25 ) begin end
     csr_errors_clear = 4'h0;
-    if (\$88 ) begin
+    if (\$136 ) begin
       csr_errors_clear[0] = bus__w_data[0];
       csr_errors_clear[1] = bus__w_data[1];
       csr_errors_clear[2] = bus__w_data[2];
@@ -31578,7 +32898,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_25 ) begin end
     tracker_errors_clear = 5'h00;
-    if (\$89 ) begin
+    if (\$137 ) begin
       tracker_errors_clear[0] = bus__w_data[0];
       tracker_errors_clear[1] = bus__w_data[1];
       tracker_errors_clear[2] = bus__w_data[2];
@@ -31589,7 +32909,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_25 ) begin end
     dma_errors_clear = 3'h0;
-    if (\$90 ) begin
+    if (\$138 ) begin
       dma_errors_clear[0] = bus__w_data[0];
       dma_errors_clear[1] = bus__w_data[1];
       dma_errors_clear[2] = bus__w_data[2];
@@ -31598,7 +32918,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_25 ) begin end
     addrmap_errors_clear = 2'h0;
-    if (\$91 ) begin
+    if (\$139 ) begin
       addrmap_errors_clear[0] = bus__w_data[0];
       addrmap_errors_clear[1] = bus__w_data[1];
     end
@@ -31606,60 +32926,60 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_25 ) begin end
     arbiter_errors_clear = 2'h0;
-    if (\$92 ) begin
+    if (\$140 ) begin
       arbiter_errors_clear[0] = bus__w_data[0];
       arbiter_errors_clear[1] = bus__w_data[1];
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$170  = sweep_at;
+    \$274  = sweep_at;
     if (sweep) begin
-      \$170  = \$97 [7:0];
+      \$274  = \$153 [7:0];
     end
     if (rst) begin
-      \$170  = 8'h00;
+      \$274  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$171  = sweep;
+    \$275  = sweep;
     if (sweep) begin
-      if (\$98 ) begin
-        \$171  = 1'h0;
+      if (\$154 ) begin
+        \$275  = 1'h0;
       end
     end
     if (rst) begin
-      \$171  = 1'h1;
+      \$275  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$172  = region_program__valid;
-    if (\$99 ) begin
-      \$172  = 1'h0;
+    \$276  = region_program__valid;
+    if (\$155 ) begin
+      \$276  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$143 ) begin
+            if (\$237 ) begin
             end else begin
-              \$172  = 1'h1;
+              \$276  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$172  = 1'h0;
+      \$276  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$173  = dma_program__valid;
-    if (\$100 ) begin
-      \$173  = 1'h0;
+    \$277  = dma_program__valid;
+    if (\$156 ) begin
+      \$277  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -31667,23 +32987,23 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$148 ) begin
+            if (\$246 ) begin
             end else begin
-              \$173  = 1'h1;
+              \$277  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$173  = 1'h0;
+      \$277  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$174  = tracker_program__valid;
-    if (\$101 ) begin
-      \$174  = 1'h0;
+    \$278  = tracker_program__valid;
+    if (\$157 ) begin
+      \$278  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -31695,23 +33015,23 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h5:
             (* full_case = 32'd1 *)
-            if (\$152 ) begin
+            if (\$254 ) begin
             end else begin
-              \$174  = 1'h1;
+              \$278  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$174  = 1'h0;
+      \$278  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$175  = arbiter_program__valid;
-    if (\$102 ) begin
-      \$175  = 1'h0;
+    \$279  = arbiter_program__valid;
+    if (\$158 ) begin
+      \$279  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -31725,115 +33045,122 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h6:
             (* full_case = 32'd1 *)
-            if (\$154 ) begin
+            if (\$258 ) begin
             end else begin
-              \$175  = 1'h1;
+              \$279  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$175  = 1'h0;
+      \$279  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$176  = \$103 ;
+    \$280  = \$159 ;
     if (rst) begin
-      \$176  = 1'h0;
+      \$280  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$177  = 1'h0;
-    if (\$141 ) begin
+    \$281  = region_waiting0;
+    if (rst) begin
+      \$281  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$282  = 1'h0;
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$145 ) begin
+            if (\$241 ) begin
             end else begin
-              \$177  = 1'h1;
+              \$282  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$177  = 1'h0;
+      \$282  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$178  = region_program__payload;
+    \$283  = region_program__payload;
     if (region_loading) begin
-      \$178  = region_view;
+      \$283  = region_view;
     end
-    if (\$105 ) begin
+    if (\$161 ) begin
       (* full_case = 32'd1 *)
-      if (\$106 ) begin
+      if (\$164 ) begin
       end else begin
-        \$178 [2:0] = bus__w_data[2:0];
-        \$178 [3] = bus__w_data[3];
-        \$178 [5:4] = bus__w_data[5:4];
-        \$178 [10:6] = bus__w_data[10:6];
+        \$283 [2:0] = bus__w_data[2:0];
+        \$283 [3] = bus__w_data[3];
+        \$283 [5:4] = bus__w_data[5:4];
+        \$283 [10:6] = bus__w_data[10:6];
       end
     end
-    if (\$107 ) begin
+    if (\$165 ) begin
       (* full_case = 32'd1 *)
-      if (\$108 ) begin
+      if (\$168 ) begin
       end else begin
-        \$178 [42:11] = bus__w_data;
+        \$283 [42:11] = bus__w_data;
       end
     end
-    if (\$109 ) begin
+    if (\$169 ) begin
       (* full_case = 32'd1 *)
-      if (\$110 ) begin
+      if (\$172 ) begin
       end else begin
-        \$178 [58:43] = bus__w_data[15:0];
+        \$283 [58:43] = bus__w_data[15:0];
       end
     end
-    if (\$111 ) begin
+    if (\$173 ) begin
       (* full_case = 32'd1 *)
-      if (\$112 ) begin
+      if (\$176 ) begin
       end else begin
-        \$178 [90:59] = bus__w_data;
+        \$283 [90:59] = bus__w_data;
       end
     end
-    if (\$113 ) begin
+    if (\$177 ) begin
       (* full_case = 32'd1 *)
-      if (\$114 ) begin
+      if (\$180 ) begin
       end else begin
-        \$178 [106:91] = bus__w_data[15:0];
+        \$283 [106:91] = bus__w_data[15:0];
       end
     end
-    if (\$115 ) begin
+    if (\$181 ) begin
       (* full_case = 32'd1 *)
-      if (\$116 ) begin
+      if (\$184 ) begin
       end else begin
-        \$178 [138:107] = bus__w_data;
+        \$283 [138:107] = bus__w_data;
       end
     end
-    if (\$117 ) begin
+    if (\$185 ) begin
       (* full_case = 32'd1 *)
-      if (\$118 ) begin
+      if (\$188 ) begin
       end else begin
-        \$178 [154:139] = bus__w_data[15:0];
+        \$283 [154:139] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$178  = 155'h000000000000000000000000000000000000000;
+      \$283  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$179  = \$104 ;
+    \$284  = \$160 ;
     if (rst) begin
-      \$179  = 1'h0;
+      \$284  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$180  = 1'h0;
-    if (\$141 ) begin
+    \$285  = 1'h0;
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -31843,277 +33170,277 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$150 ) begin
+            if (\$250 ) begin
             end else begin
-              \$180  = 1'h1;
+              \$285  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$180  = 1'h0;
+      \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$181  = dma_program__payload;
+    \$286  = dma_program__payload;
     if (desc_loading) begin
-      \$181  = desc_view;
+      \$286  = desc_view;
     end
-    if (\$119 ) begin
+    if (\$189 ) begin
       (* full_case = 32'd1 *)
-      if (\$120 ) begin
+      if (\$192 ) begin
       end else begin
-        \$181 [7:0] = bus__w_data[7:0];
-        \$181 [8] = bus__w_data[8];
-        \$181 [9] = bus__w_data[9];
-        \$181 [14:10] = bus__w_data[14:10];
-        \$181 [30:15] = bus__w_data[30:15];
+        \$286 [7:0] = bus__w_data[7:0];
+        \$286 [8] = bus__w_data[8];
+        \$286 [9] = bus__w_data[9];
+        \$286 [14:10] = bus__w_data[14:10];
+        \$286 [30:15] = bus__w_data[30:15];
       end
     end
-    if (\$121 ) begin
+    if (\$193 ) begin
       (* full_case = 32'd1 *)
-      if (\$122 ) begin
+      if (\$196 ) begin
       end else begin
-        \$181 [42:31] = bus__w_data[11:0];
-        \$181 [58:43] = bus__w_data[27:12];
+        \$286 [42:31] = bus__w_data[11:0];
+        \$286 [58:43] = bus__w_data[27:12];
       end
     end
-    if (\$123 ) begin
+    if (\$197 ) begin
       (* full_case = 32'd1 *)
-      if (\$124 ) begin
+      if (\$200 ) begin
       end else begin
-        \$181 [82:59] = bus__w_data[23:0];
+        \$286 [82:59] = bus__w_data[23:0];
       end
     end
-    if (\$125 ) begin
+    if (\$201 ) begin
       (* full_case = 32'd1 *)
-      if (\$126 ) begin
+      if (\$204 ) begin
       end else begin
-        \$181 [114:83] = bus__w_data;
+        \$286 [114:83] = bus__w_data;
       end
     end
-    if (\$127 ) begin
+    if (\$205 ) begin
       (* full_case = 32'd1 *)
-      if (\$128 ) begin
+      if (\$208 ) begin
       end else begin
-        \$181 [130:115] = bus__w_data[15:0];
+        \$286 [130:115] = bus__w_data[15:0];
       end
     end
-    if (\$129 ) begin
+    if (\$209 ) begin
       (* full_case = 32'd1 *)
-      if (\$130 ) begin
+      if (\$212 ) begin
       end else begin
-        \$181 [162:131] = bus__w_data;
+        \$286 [162:131] = bus__w_data;
       end
     end
-    if (\$131 ) begin
+    if (\$213 ) begin
       (* full_case = 32'd1 *)
-      if (\$132 ) begin
+      if (\$216 ) begin
       end else begin
-        \$181 [178:163] = bus__w_data[15:0];
+        \$286 [178:163] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$181  = 179'h000000000000000000000000000000000000000000000;
+      \$286  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$182  = tracker_program__payload;
-    if (\$133 ) begin
+    \$287  = tracker_program__payload;
+    if (\$217 ) begin
       (* full_case = 32'd1 *)
-      if (\$134 ) begin
+      if (\$220 ) begin
       end else begin
-        \$182 [0] = bus__w_data[0];
-        \$182 [16:1] = bus__w_data[16:1];
-        \$182 [28:17] = bus__w_data[28:17];
+        \$287 [0] = bus__w_data[0];
+        \$287 [16:1] = bus__w_data[16:1];
+        \$287 [28:17] = bus__w_data[28:17];
       end
     end
-    if (\$135 ) begin
+    if (\$221 ) begin
       (* full_case = 32'd1 *)
-      if (\$136 ) begin
+      if (\$224 ) begin
       end else begin
-        \$182 [36:29] = bus__w_data[7:0];
-        \$182 [37] = bus__w_data[8];
-      end
-    end
-    if (rst) begin
-      \$182  = 38'h0000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$183  = arbiter_program__payload;
-    if (\$137 ) begin
-      (* full_case = 32'd1 *)
-      if (\$138 ) begin
-      end else begin
-        \$183 [1:0] = bus__w_data[1:0];
-        \$183 [9:2] = bus__w_data[9:2];
-        \$183 [17:10] = bus__w_data[17:10];
-        \$183 [22:18] = bus__w_data[22:18];
-      end
-    end
-    if (\$139 ) begin
-      (* full_case = 32'd1 *)
-      if (\$140 ) begin
-      end else begin
-        \$183 [38:23] = bus__w_data[15:0];
+        \$287 [36:29] = bus__w_data[7:0];
+        \$287 [37] = bus__w_data[8];
       end
     end
     if (rst) begin
-      \$183  = 39'h0200388002;
+      \$287  = 38'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$184  = \$157 ;
+    \$288  = arbiter_program__payload;
+    if (\$225 ) begin
+      (* full_case = 32'd1 *)
+      if (\$228 ) begin
+      end else begin
+        \$288 [1:0] = bus__w_data[1:0];
+        \$288 [9:2] = bus__w_data[9:2];
+        \$288 [17:10] = bus__w_data[17:10];
+        \$288 [22:18] = bus__w_data[22:18];
+      end
+    end
+    if (\$229 ) begin
+      (* full_case = 32'd1 *)
+      if (\$232 ) begin
+      end else begin
+        \$288 [38:23] = bus__w_data[15:0];
+      end
+    end
     if (rst) begin
-      \$184  = 4'h0;
+      \$288  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$185  = \$160 ;
+    \$289  = \$261 ;
     if (rst) begin
-      \$185  = 5'h00;
+      \$289  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$186  = \$163 ;
+    \$290  = \$264 ;
     if (rst) begin
-      \$186  = 3'h0;
+      \$290  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$187  = \$166 ;
+    \$291  = \$267 ;
     if (rst) begin
-      \$187  = 2'h0;
+      \$291  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$188  = \$169 ;
+    \$292  = \$270 ;
     if (rst) begin
-      \$188  = 2'h0;
+      \$292  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$189  = bus__r_data;
+    \$293  = \$273 ;
+    if (rst) begin
+      \$293  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$294  = bus__r_data;
     if (bus__r_stb) begin
       (* full_case = 32'd1 *)
       casez (bus__addr)
         10'h000:
-            \$189  = 32'd1412646999;
+            \$294  = 32'd1412646999;
         10'h004:
-            \$189  = 32'd811731048;
+            \$294  = 32'd811731048;
         10'h008:
-            \$189  = { 24'h000000, status };
+            \$294  = { 24'h000000, status };
         10'h00c:
-            \$189  = 32'd0;
+            \$294  = 32'd0;
         10'h040:
-            \$189  = { 28'h0000000, errors };
+            \$294  = { 28'h0000000, errors };
         10'h044:
-            \$189  = { 27'h0000000, tracker_sticky };
+            \$294  = { 27'h0000000, tracker_sticky };
         10'h048:
-            \$189  = { 29'h00000000, dma_sticky };
+            \$294  = { 29'h00000000, dma_sticky };
         10'h04c:
-            \$189  = { 30'h00000000, addrmap_sticky };
+            \$294  = { 30'h00000000, addrmap_sticky };
         10'h050:
-            \$189  = { 30'h00000000, arbiter_sticky };
+            \$294  = { 30'h00000000, arbiter_sticky };
         10'h080:
-            \$189  = { 21'h000000, region_view[10:0] };
+            \$294  = { 21'h000000, region_view[10:0] };
         10'h084:
-            \$189  = region_view[42:11];
+            \$294  = region_view[42:11];
         10'h088:
-            \$189  = { 16'h0000, region_view[58:43] };
+            \$294  = { 16'h0000, region_view[58:43] };
         10'h08c:
-            \$189  = region_view[90:59];
+            \$294  = region_view[90:59];
         10'h090:
-            \$189  = { 16'h0000, region_view[106:91] };
+            \$294  = { 16'h0000, region_view[106:91] };
         10'h094:
-            \$189  = region_view[138:107];
+            \$294  = region_view[138:107];
         10'h098:
-            \$189  = { 16'h0000, region_view[154:139] };
+            \$294  = { 16'h0000, region_view[154:139] };
         10'h0c0:
-            \$189  = { 1'h0, desc_view[30:0] };
+            \$294  = { 1'h0, desc_view[30:0] };
         10'h0c4:
-            \$189  = { 4'h0, desc_view[58:31] };
+            \$294  = { 4'h0, desc_view[58:31] };
         10'h0c8:
-            \$189  = { 8'h00, desc_view[82:59] };
+            \$294  = { 8'h00, desc_view[82:59] };
         10'h0cc:
-            \$189  = desc_view[114:83];
+            \$294  = desc_view[114:83];
         10'h0d0:
-            \$189  = { 16'h0000, desc_view[130:115] };
+            \$294  = { 16'h0000, desc_view[130:115] };
         10'h0d4:
-            \$189  = desc_view[162:131];
+            \$294  = desc_view[162:131];
         10'h0d8:
-            \$189  = { 16'h0000, desc_view[178:163] };
+            \$294  = { 16'h0000, desc_view[178:163] };
         10'h100:
-            \$189  = { 3'h0, tracker_program__payload[28:0] };
+            \$294  = { 3'h0, tracker_program__payload[28:0] };
         10'h104:
-            \$189  = { 23'h000000, tracker_program__payload[37:29] };
+            \$294  = { 23'h000000, tracker_program__payload[37:29] };
         10'h140:
-            \$189  = tracker_stats[31:0];
+            \$294  = tracker_stats[31:0];
         10'h144:
-            \$189  = tracker_stats[63:32];
+            \$294  = tracker_stats[63:32];
         10'h148:
-            \$189  = tracker_stats[95:64];
+            \$294  = tracker_stats[95:64];
         10'h14c:
-            \$189  = tracker_stats[127:96];
+            \$294  = tracker_stats[127:96];
         10'h150:
-            \$189  = tracker_stats[159:128];
+            \$294  = tracker_stats[159:128];
         10'h154:
-            \$189  = tracker_stats[191:160];
+            \$294  = tracker_stats[191:160];
         10'h180:
-            \$189  = dma_stats[31:0];
+            \$294  = dma_stats[31:0];
         10'h184:
-            \$189  = dma_stats[63:32];
+            \$294  = dma_stats[63:32];
         10'h188:
-            \$189  = dma_stats[95:64];
+            \$294  = dma_stats[95:64];
         10'h18c:
-            \$189  = dma_stats[127:96];
+            \$294  = dma_stats[127:96];
         10'h1c0:
-            \$189  = addrmap_stats[31:0];
+            \$294  = addrmap_stats[31:0];
         10'h1c4:
-            \$189  = addrmap_stats[63:32];
+            \$294  = addrmap_stats[63:32];
         10'h1c8:
-            \$189  = addrmap_stats[95:64];
+            \$294  = addrmap_stats[95:64];
         10'h1cc:
-            \$189  = addrmap_stats[127:96];
+            \$294  = addrmap_stats[127:96];
         10'h200:
-            \$189  = { 9'h000, arbiter_program__payload[22:0] };
+            \$294  = { 9'h000, arbiter_program__payload[22:0] };
         10'h204:
-            \$189  = { 16'h0000, arbiter_program__payload[38:23] };
+            \$294  = { 16'h0000, arbiter_program__payload[38:23] };
         10'h208:
-            \$189  = { 21'h000000, arbiter_status };
+            \$294  = { 21'h000000, arbiter_status };
         10'h240:
-            \$189  = arbiter_stats[31:0];
+            \$294  = arbiter_stats[31:0];
         10'h244:
-            \$189  = arbiter_stats[63:32];
+            \$294  = arbiter_stats[63:32];
         10'h248:
-            \$189  = arbiter_stats[95:64];
+            \$294  = arbiter_stats[95:64];
         10'h24c:
-            \$189  = arbiter_stats[127:96];
+            \$294  = arbiter_stats[127:96];
         10'h250:
-            \$189  = arbiter_stats[159:128];
+            \$294  = arbiter_stats[159:128];
         10'h254:
-            \$189  = arbiter_stats[191:160];
+            \$294  = arbiter_stats[191:160];
         10'h258:
-            \$189  = arbiter_stats[223:192];
+            \$294  = arbiter_stats[223:192];
         10'h25c:
-            \$189  = arbiter_stats[255:224];
+            \$294  = arbiter_stats[255:224];
         10'h260:
-            \$189  = arbiter_stats[287:256];
+            \$294  = arbiter_stats[287:256];
         default:
-            \$189  = 32'd0;
+            \$294  = 32'd0;
       endcase
     end
     if (rst) begin
-      \$189  = 32'd0;
+      \$294  = 32'd0;
     end
   end
   assign rp__addr = region_program__payload[2:0];
@@ -32274,10 +33601,10 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign arbiter_stats__stalls_dma  = arbiter_stats[223:192];
   assign arbiter_stats__stalls_remote  = arbiter_stats[255:224];
   assign arbiter_stats__starved  = arbiter_stats[287:256];
-  assign status[7] = \$96 ;
-  assign status[6] = \$95 ;
-  assign status[5] = \$94 ;
-  assign status[4] = \$93 ;
+  assign status[7] = \$152 ;
+  assign status[6] = \$149 ;
+  assign status[5] = \$146 ;
+  assign status[4] = \$143 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
@@ -32290,25 +33617,110 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     set_err[1] = \$31 ;
   always @*
     set_err[0] = \$3 ;
-  assign \$67  = tracker_program__valid;
-  assign \$69  = tracker_program__valid;
-  assign \$71  = arbiter_program__valid;
-  assign \$73  = arbiter_program__valid;
-  assign \$84  = tracker_program__valid;
-  assign \$86  = arbiter_program__valid;
-  assign \$87  = arbiter_program__valid;
+  assign \$40  = region_waiting0;
+  assign \$44  = region_waiting0;
+  assign \$48  = region_waiting0;
+  assign \$52  = region_waiting0;
+  assign \$56  = region_waiting0;
+  assign \$60  = region_waiting0;
+  assign \$64  = region_waiting0;
+  assign \$68  = 1'h0;
+  assign \$69  = \$67 ;
+  assign \$72  = 1'h0;
+  assign \$73  = \$71 ;
+  assign \$76  = 1'h0;
+  assign \$77  = \$75 ;
+  assign \$80  = 1'h0;
+  assign \$81  = \$79 ;
+  assign \$84  = 1'h0;
+  assign \$85  = \$83 ;
+  assign \$88  = 1'h0;
+  assign \$89  = \$87 ;
+  assign \$92  = 1'h0;
+  assign \$93  = \$91 ;
   assign \$95  = tracker_program__valid;
-  assign \$96  = arbiter_program__valid;
-  assign \$99  = region_program__valid;
-  assign \$102  = arbiter_program__valid;
-  assign \$103  = region_program__valid;
-  assign \$134  = tracker_program__valid;
-  assign \$136  = tracker_program__valid;
-  assign \$138  = arbiter_program__valid;
-  assign \$140  = arbiter_program__valid;
-  assign \$151  = tracker_program__valid;
-  assign \$153  = arbiter_program__valid;
-  assign \$154  = arbiter_program__valid;
+  assign \$96  = 1'h0;
+  assign \$97  = tracker_program__valid;
+  assign \$99  = tracker_program__valid;
+  assign \$100  = 1'h0;
+  assign \$101  = tracker_program__valid;
+  assign \$103  = arbiter_program__valid;
+  assign \$104  = 1'h0;
+  assign \$105  = arbiter_program__valid;
+  assign \$107  = arbiter_program__valid;
+  assign \$108  = 1'h0;
+  assign \$109  = arbiter_program__valid;
+  assign \$112  = region_waiting0;
+  assign \$116  = region_waiting0;
+  assign \$120  = 1'h0;
+  assign \$121  = \$119 ;
+  assign \$125  = 1'h0;
+  assign \$126  = \$124 ;
+  assign \$128  = tracker_program__valid;
+  assign \$129  = 1'h0;
+  assign \$130  = tracker_program__valid;
+  assign \$132  = arbiter_program__valid;
+  assign \$133  = 1'h0;
+  assign \$134  = arbiter_program__valid;
+  assign \$135  = arbiter_program__valid;
+  assign \$142  = region_waiting0;
+  assign \$145  = 1'h0;
+  assign \$146  = \$144 ;
+  assign \$147  = tracker_program__valid;
+  assign \$148  = 1'h0;
+  assign \$149  = tracker_program__valid;
+  assign \$150  = arbiter_program__valid;
+  assign \$151  = 1'h0;
+  assign \$152  = arbiter_program__valid;
+  assign \$155  = region_program__valid;
+  assign \$158  = arbiter_program__valid;
+  assign \$159  = region_program__valid;
+  assign \$163  = region_waiting0;
+  assign \$167  = region_waiting0;
+  assign \$171  = region_waiting0;
+  assign \$175  = region_waiting0;
+  assign \$179  = region_waiting0;
+  assign \$183  = region_waiting0;
+  assign \$187  = region_waiting0;
+  assign \$191  = 1'h0;
+  assign \$192  = \$190 ;
+  assign \$195  = 1'h0;
+  assign \$196  = \$194 ;
+  assign \$199  = 1'h0;
+  assign \$200  = \$198 ;
+  assign \$203  = 1'h0;
+  assign \$204  = \$202 ;
+  assign \$207  = 1'h0;
+  assign \$208  = \$206 ;
+  assign \$211  = 1'h0;
+  assign \$212  = \$210 ;
+  assign \$215  = 1'h0;
+  assign \$216  = \$214 ;
+  assign \$218  = tracker_program__valid;
+  assign \$219  = 1'h0;
+  assign \$220  = tracker_program__valid;
+  assign \$222  = tracker_program__valid;
+  assign \$223  = 1'h0;
+  assign \$224  = tracker_program__valid;
+  assign \$226  = arbiter_program__valid;
+  assign \$227  = 1'h0;
+  assign \$228  = arbiter_program__valid;
+  assign \$230  = arbiter_program__valid;
+  assign \$231  = 1'h0;
+  assign \$232  = arbiter_program__valid;
+  assign \$235  = region_waiting0;
+  assign \$239  = region_waiting0;
+  assign \$243  = 1'h0;
+  assign \$244  = \$242 ;
+  assign \$248  = 1'h0;
+  assign \$249  = \$247 ;
+  assign \$251  = tracker_program__valid;
+  assign \$252  = 1'h0;
+  assign \$253  = tracker_program__valid;
+  assign \$255  = arbiter_program__valid;
+  assign \$256  = 1'h0;
+  assign \$257  = arbiter_program__valid;
+  assign \$258  = arbiter_program__valid;
 endmodule
 
 module t3hw_system__e2__dma (clk, rst, read__ready, response__valid, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, program__valid, program__payload, errors, stats, busy, read__valid, read__payload, packet__valid, packet__payload, packet__ready, response__payload
@@ -34025,50 +35437,65 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   reg _init_strobe_31  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [15:0] \$11 ;
+  wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire [15:0] \$16 ;
-  wire [15:0] \$17 ;
-  wire \$18 ;
+  wire [15:0] \$14 ;
+  wire [15:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire [1:0] \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire [1:0] \$20 ;
-  wire [15:0] \$21 ;
+  wire \$20 ;
+  wire [8:0] \$21 ;
   wire \$22 ;
   wire \$23 ;
-  wire [8:0] \$24 ;
+  wire \$24 ;
   wire \$25 ;
-  wire \$26 ;
-  wire [4:0] \$27 ;
-  wire [4:0] \$28 ;
-  wire [4:0] \$29 ;
+  wire [15:0] \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire [15:0] \$29 ;
   wire [15:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire [32:0] \$32 ;
-  wire [32:0] \$33 ;
-  wire \$34 ;
-  wire [32:0] \$35 ;
-  wire \$36 ;
-  wire \$37 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire [15:0] \$34 ;
+  wire [4:0] \$35 ;
+  wire [4:0] \$36 ;
+  wire [4:0] \$37 ;
   wire [32:0] \$38 ;
-  reg [7:0] \$39 ;
+  wire [32:0] \$39 ;
   wire [15:0] \$4 ;
-  reg \$40 ;
-  reg \$41 ;
-  reg \$42 ;
-  reg \$43 ;
-  reg \$44 ;
-  reg [4:0] \$45 ;
-  reg [191:0] \$46 ;
-  wire \$5 ;
+  wire [32:0] \$40 ;
+  wire [32:0] \$41 ;
+  wire \$42 ;
+  wire [32:0] \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire [32:0] \$46 ;
+  reg [7:0] \$47 ;
+  reg \$48 ;
+  reg \$49 ;
+  wire [15:0] \$5 ;
+  reg \$50 ;
+  reg \$51 ;
+  reg \$52 ;
+  reg \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  wire [23:0] \$58 ;
+  reg \$59 ;
   wire \$6 ;
-  wire [15:0] \$7 ;
+  reg [4:0] \$60 ;
+  reg [191:0] \$61 ;
+  wire \$7 ;
   wire \$8 ;
-  wire \$9 ;
+  wire [12:0] \$9 ;
   wire accept;
   output busy;
   reg busy = 1'h1;
@@ -34080,14 +35507,14 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   wire clear__unprogrammed ;
   input clk;
   wire clk;
-  wire [41:0] cur;
+  reg [41:0] cur;
   wire [7:0] cur__cmd ;
-  wire [11:0] cur__count ;
+  wire [11:0] cur__left ;
   wire cur__rearm ;
   wire [7:0] cur__tag ;
   wire [11:0] cur__threshold ;
   wire cur__valid ;
-  wire [23:0] data;
+  reg [23:0] data = 24'h000000;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
   wire done;
@@ -34098,20 +35525,29 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   wire errors__overflow ;
   wire errors__reprogram ;
   wire errors__unprogrammed ;
-  reg [41:0] fwd_entry = 42'h00000000000;
-  wire [7:0] fwd_entry__cmd ;
-  wire [11:0] fwd_entry__count ;
-  wire fwd_entry__rearm ;
-  wire [7:0] fwd_entry__tag ;
-  wire [11:0] fwd_entry__threshold ;
-  wire fwd_entry__valid ;
-  reg [7:0] fwd_index = 8'h00;
-  reg fwd_valid = 1'h0;
+  reg [41:0] fwd_last = 42'h00000000000;
+  wire [7:0] fwd_last__cmd ;
+  wire [11:0] fwd_last__left ;
+  wire fwd_last__rearm ;
+  wire [7:0] fwd_last__tag ;
+  wire [11:0] fwd_last__threshold ;
+  wire fwd_last__valid ;
+  reg [7:0] fwd_last_index = 8'h00;
+  reg fwd_last_valid = 1'h0;
+  reg [41:0] fwd_prev = 42'h00000000000;
+  wire [7:0] fwd_prev__cmd ;
+  wire [11:0] fwd_prev__left ;
+  wire fwd_prev__rearm ;
+  wire [7:0] fwd_prev__tag ;
+  wire [11:0] fwd_prev__threshold ;
+  wire fwd_prev__valid ;
   wire hit;
-  wire [12:0] new_count;
+  reg hit_last = 1'h0;
+  reg hit_prev = 1'h0;
+  wire [11:0] new_left;
   reg [41:0] nxt;
   wire [7:0] nxt__cmd ;
-  wire [11:0] nxt__count ;
+  wire [11:0] nxt__left ;
   wire nxt__rearm ;
   wire [7:0] nxt__tag ;
   wire [11:0] nxt__threshold ;
@@ -34137,15 +35573,22 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   input program__valid;
   wire program__valid;
   reg push;
-  wire \push$35 ;
+  reg \push$37  = 1'h0;
   wire [7:0] rd__addr;
   wire [41:0] rd__data;
   wire [7:0] rd__data__cmd ;
-  wire [11:0] rd__data__count ;
+  wire [11:0] rd__data__left ;
   wire rd__data__rearm ;
   wire [7:0] rd__data__tag ;
   wire [11:0] rd__data__threshold ;
   wire rd__data__valid ;
+  reg [41:0] rdata = 42'h00000000000;
+  wire [7:0] rdata__cmd ;
+  wire [11:0] rdata__left ;
+  wire rdata__rearm ;
+  wire [7:0] rdata__tag ;
+  wire [11:0] rdata__threshold ;
+  wire rdata__valid ;
   input rst;
   wire rst;
   reg s1_prog = 1'h0;
@@ -34172,6 +35615,33 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   (* enum_value_10 = "REMOTE" *)
   wire [1:0] s1_write__source ;
   wire [15:0] s1_write__tile ;
+  wire [7:0] s2_index;
+  reg s2_prog = 1'h0;
+  reg [37:0] s2_req = 38'h0000000000;
+  wire [7:0] s2_req__cmd ;
+  (* enum_base_type = "TrackOp" *)
+  (* enum_value_0 = "ARM" *)
+  (* enum_value_1 = "DISARM" *)
+  wire s2_req__op ;
+  wire s2_req__rearm ;
+  wire [11:0] s2_req__threshold ;
+  wire [15:0] s2_req__tile ;
+  reg s2_stale = 1'h0;
+  reg s2_valid = 1'h0;
+  reg [22:0] s2_write = 23'h000000;
+  wire [3:0] s2_write__beats ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire s2_write__kind ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] s2_write__source ;
+  wire [15:0] s2_write__tile ;
+  (* init = 1'h0 *)
+  wire s3_push;
   reg [4:0] set_err;
   wire set_err__bad_threshold ;
   wire set_err__overcount ;
@@ -34187,6 +35657,7 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   wire [31:0] stats__writes_dma ;
   wire [31:0] stats__writes_remote ;
   reg [7:0] sweep = 8'h00;
+  (* init = 24'h000000 *)
   wire [23:0] trig;
   wire [7:0] trig__cmd ;
   wire [15:0] trig__tile ;
@@ -34201,7 +35672,7 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   reg [7:0] wr__addr;
   wire [41:0] wr__data;
   wire [7:0] wr__data__cmd ;
-  wire [11:0] wr__data__count ;
+  wire [11:0] wr__data__left ;
   wire wr__data__rearm ;
   wire [7:0] wr__data__tag ;
   wire [11:0] wr__data__threshold ;
@@ -34482,7 +35953,7 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
     entries[255] = 42'h00000000000;
   end
   always @(posedge clk) begin
-    if (\$20 [0])
+    if (\$18 [0])
       entries[wr__addr] <= nxt;
   end
   reg [41:0] _0_;
@@ -34490,181 +35961,147 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
     _0_ <= entries[\$3 [7:0]];
   end
   assign rd__data = _0_;
+  assign \$38  = stats[31:0] + 1'h1;
+  assign \$39  = stats[63:32] + 1'h1;
+  assign \$40  = stats[95:64] + 1'h1;
+  assign \$41  = stats[127:96] + 1'h1;
+  assign \$42  = \push$37  & accept;
+  assign \$43  = stats[159:128] + 1'h1;
+  assign \$44  = ~ accept;
+  assign \$45  = \push$37  & \$44 ;
+  assign \$46  = stats[191:160] + 1'h1;
   always @(posedge clk)
-    sweep <= \$39 ;
+    sweep <= \$47 ;
   always @(posedge clk)
-    busy <= \$40 ;
+    busy <= \$48 ;
   always @(posedge clk)
-    s1_valid <= \$41 ;
+    s1_valid <= \$49 ;
   always @(posedge clk)
-    s1_stale <= \$42 ;
+    s1_stale <= \$50 ;
   always @(posedge clk)
-    s1_prog <= \$43 ;
+    s1_prog <= \$51 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    fwd_valid <= \$44 ;
+    s2_valid <= \$52 ;
   always @(posedge clk)
-    fwd_index <= wr__addr;
+    s2_stale <= \$53 ;
   always @(posedge clk)
-    fwd_entry <= nxt;
+    s2_prog <= \$54 ;
   always @(posedge clk)
-    errors <= \$45 ;
+    s2_write <= s1_write;
   always @(posedge clk)
-    stats <= \$46 ;
+    s2_req <= s1_req;
+  always @(posedge clk)
+    rdata <= rd__data;
+  always @(posedge clk)
+    hit_last <= \$55 ;
+  always @(posedge clk)
+    hit_prev <= \$56 ;
+  always @(posedge clk)
+    fwd_last_valid <= \$57 ;
+  always @(posedge clk)
+    fwd_last_index <= wr__addr;
+  always @(posedge clk)
+    fwd_last <= nxt;
+  always @(posedge clk)
+    fwd_prev <= fwd_last;
+  always @(posedge clk)
+    data <= \$58 ;
+  always @(posedge clk)
+    \push$37  <= \$59 ;
+  always @(posedge clk)
+    errors <= \$60 ;
+  always @(posedge clk)
+    stats <= \$61 ;
   assign \$1  = ~ write__valid;
   assign \$2  = ~ busy;
   assign program__ready = \$1  & \$2 ;
   assign \$3  = write__valid ? write__payload[15:0] : program__payload[16:1];
-  assign \$4  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$5  = fwd_index == \$4 [7:0];
-  assign \$6  = fwd_valid & \$5 ;
-  assign cur = \$6  ? fwd_entry : rd__data;
-  assign \$7  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$8  = cur[9:2] == \$7 [15:8];
-  assign \$9  = cur[0] & \$8 ;
-  assign \$10  = ~ s1_stale;
-  assign hit = \$9  & \$10 ;
-  assign new_count = cur[33:22] + s1_write[19:16];
-  assign done = new_count >= cur[21:10];
-  assign \$11  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$12  = ~ hit;
-  assign \$13  = new_count > cur[21:10];
-  assign \$14  = ! s1_req[0];
-  assign \$15  = ! s1_req[28:17];
-  assign \$16  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$17  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$18  = cur[9:2] == \$17 [15:8];
-  assign \$19  = cur[0] & \$18 ;
-  assign \$20  = we ? 2'h3 : 2'h0;
-  assign \$21  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$22  = ~ accept;
-  assign \$23  = push & \$22 ;
-  assign \$24  = sweep + 1'h1;
-  assign \$25  = sweep == 8'hff;
-  assign \$26  = program__valid & program__ready;
-  assign \$30  = stats[31:0] + 1'h1;
-  assign \$31  = stats[63:32] + 1'h1;
-  assign \$32  = stats[95:64] + 1'h1;
-  assign \$33  = stats[127:96] + 1'h1;
-  assign \$34  = push & accept;
-  assign \$35  = stats[159:128] + 1'h1;
-  assign \$36  = ~ accept;
-  assign \$37  = push & \$36 ;
-  assign \$38  = stats[191:160] + 1'h1;
+  assign \$4  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$5  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$6  = cur[9:2] == \$5 [15:8];
+  assign \$7  = cur[0] & \$6 ;
+  assign \$8  = ~ s2_stale;
+  assign hit = \$7  & \$8 ;
+  assign done = cur[33:22] <= s2_write[19:16];
+  assign \$9  = cur[33:22] - s2_write[19:16];
+  assign \$10  = ~ hit;
+  assign \$11  = cur[33:22] < s2_write[19:16];
+  assign \$12  = ! s2_req[0];
+  assign \$13  = ! s2_req[28:17];
+  assign \$14  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$15  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$16  = cur[9:2] == \$15 [15:8];
+  assign \$17  = cur[0] & \$16 ;
+  assign \$18  = we ? 2'h3 : 2'h0;
+  assign \$19  = ~ accept;
+  assign \$20  = \push$37  & \$19 ;
+  assign \$21  = sweep + 1'h1;
+  assign \$22  = sweep == 8'hff;
+  assign \$23  = program__valid & program__ready;
+  assign \$24  = busy | s2_valid;
+  assign \$25  = \$24  | s2_prog;
+  assign \$26  = s1_valid ? s1_write[15:0] : s1_req[16:1];
+  assign \$27  = wr__addr == \$26 [7:0];
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = s1_valid ? s1_write[15:0] : s1_req[16:1];
+  assign \$30  = fwd_last_index == \$29 [7:0];
+  assign \$31  = fwd_last_valid & \$30 ;
+  assign \$32  = busy | s2_valid;
+  assign \$33  = \$32  | s2_prog;
+  assign \$34  = s2_valid ? s2_write[15:0] : s2_req[16:1];
   t3hw_system__e2__tracker__queue  queue (
     .accept(accept),
     .clk(clk),
     .o__payload(trigger__payload),
     .o__ready(o__ready),
     .o__valid(trigger__valid),
-    .push(push),
+    .push(\push$37 ),
     .rst(rst),
-    .wr__data(trig)
+    .wr__data(data)
   );
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$40  = busy;
-    if (busy) begin
-      if (\$25 ) begin
-        \$40  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$40  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_31 ) begin end
-    \$41  = write__valid;
-    if (rst) begin
-      \$41  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_31 ) begin end
-    \$42  = busy;
-    if (rst) begin
-      \$42  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_31 ) begin end
-    \$43  = \$26 ;
-    if (rst) begin
-      \$43  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_31 ) begin end
-    \$44  = we;
-    if (rst) begin
-      \$44  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_31 ) begin end
-    \$45  = \$29 ;
-    if (rst) begin
-      \$45  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_31 ) begin end
-    \$46  = stats;
-    if (write__valid) begin
-      casez (write__payload[22:21])
-        2'h0:
-            \$46 [31:0] = \$30 [31:0];
-        2'h1:
-            \$46 [63:32] = \$31 [31:0];
-        2'h2:
-            \$46 [95:64] = \$32 [31:0];
-      endcase
-    end
-    if (set_err[0]) begin
-      \$46 [127:96] = \$33 [31:0];
-    end
-    if (\$34 ) begin
-      \$46 [159:128] = \$35 [31:0];
-    end
-    if (\$37 ) begin
-      \$46 [191:160] = \$38 [31:0];
-    end
-    if (rst) begin
-      \$46  = 192'h000000000000000000000000000000000000000000000000;
+    (* full_case = 32'd1 *)
+    if (hit_last) begin
+      cur = fwd_last;
+    end else if (hit_prev) begin
+      cur = fwd_prev;
+    end else begin
+      cur = rdata;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
     nxt = cur;
-    if (s1_valid) begin
+    if (s2_valid) begin
       (* full_case = 32'd1 *)
-      if (\$12 ) begin
+      if (\$10 ) begin
       end else if (done) begin
-        nxt[33:22] = 12'h000;
+        nxt[33:22] = cur[21:10];
         nxt[0] = cur[1];
       end else begin
-        nxt[33:22] = new_count[11:0];
+        nxt[33:22] = \$9 [11:0];
       end
-    end else if (s1_prog) begin
+    end else if (s2_prog) begin
       (* full_case = 32'd1 *)
-      if (\$14 ) begin
+      if (\$12 ) begin
         (* full_case = 32'd1 *)
-        if (\$15 ) begin
+        if (\$13 ) begin
         end else if (cur[0]) begin
         end else begin
           nxt[0] = 1'h1;
-          nxt[1] = s1_req[37];
-          nxt[21:10] = s1_req[28:17];
-          nxt[33:22] = 12'h000;
-          nxt[41:34] = s1_req[36:29];
-          nxt[9:2] = \$16 [15:8];
+          nxt[1] = s2_req[37];
+          nxt[21:10] = s2_req[28:17];
+          nxt[33:22] = s2_req[28:17];
+          nxt[41:34] = s2_req[36:29];
+          nxt[9:2] = \$14 [15:8];
         end
       end else begin
-        if (\$19 ) begin
+        if (\$17 ) begin
           nxt[0] = 1'h0;
         end
       end
@@ -34675,7 +36112,7 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    wr__addr = \$11 [7:0];
+    wr__addr = \$4 [7:0];
     if (busy) begin
       wr__addr = sweep;
     end
@@ -34683,15 +36120,15 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   always @* begin
     if (_init_strobe_31 ) begin end
     set_err[3:0] = 4'h0;
-    if (s1_valid) begin
-      if (\$12 ) begin
+    if (s2_valid) begin
+      if (\$10 ) begin
         set_err[0] = 1'h1;
       end else if (done) begin
-        set_err[1] = \$13 ;
+        set_err[1] = \$11 ;
       end
-    end else if (s1_prog) begin
-      if (\$14 ) begin
-        if (\$15 ) begin
+    end else if (s2_prog) begin
+      if (\$12 ) begin
+        if (\$13 ) begin
           set_err[3] = 1'h1;
         end else if (cur[0]) begin
           set_err[2] = 1'h1;
@@ -34699,31 +36136,31 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
       end
     end
     begin
-        set_err[4] = \$23 ;
+        set_err[4] = \$20 ;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
     we = 1'h0;
-    if (s1_valid) begin
+    if (s2_valid) begin
       (* full_case = 32'd1 *)
-      if (\$12 ) begin
+      if (\$10 ) begin
       end else if (done) begin
         we = 1'h1;
       end else begin
         we = 1'h1;
       end
-    end else if (s1_prog) begin
+    end else if (s2_prog) begin
       (* full_case = 32'd1 *)
-      if (\$14 ) begin
+      if (\$12 ) begin
         (* full_case = 32'd1 *)
-        if (\$15 ) begin
+        if (\$13 ) begin
         end else if (cur[0]) begin
         end else begin
           we = 1'h1;
         end
       end else begin
-        if (\$19 ) begin
+        if (\$17 ) begin
           we = 1'h1;
         end
       end
@@ -34735,8 +36172,8 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   always @* begin
     if (_init_strobe_31 ) begin end
     push = 1'h0;
-    if (s1_valid) begin
-      if (\$12 ) begin
+    if (s2_valid) begin
+      if (\$10 ) begin
       end else if (done) begin
         push = 1'h1;
       end
@@ -34744,22 +36181,139 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$39  = sweep;
+    \$47  = sweep;
     if (busy) begin
-      \$39  = \$24 [7:0];
+      \$47  = \$21 [7:0];
     end
     if (rst) begin
-      \$39  = 8'h00;
+      \$47  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$48  = busy;
+    if (busy) begin
+      if (\$22 ) begin
+        \$48  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$48  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$49  = write__valid;
+    if (rst) begin
+      \$49  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$50  = busy;
+    if (rst) begin
+      \$50  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$51  = \$23 ;
+    if (rst) begin
+      \$51  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$52  = s1_valid;
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$53  = s1_stale;
+    if (rst) begin
+      \$53  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$54  = s1_prog;
+    if (rst) begin
+      \$54  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$55  = \$28 ;
+    if (rst) begin
+      \$55  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$56  = \$31 ;
+    if (rst) begin
+      \$56  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$57  = \$33 ;
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$59  = push;
+    if (rst) begin
+      \$59  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$60  = \$37 ;
+    if (rst) begin
+      \$60  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$61  = stats;
+    if (write__valid) begin
+      casez (write__payload[22:21])
+        2'h0:
+            \$61 [31:0] = \$38 [31:0];
+        2'h1:
+            \$61 [63:32] = \$39 [31:0];
+        2'h2:
+            \$61 [95:64] = \$40 [31:0];
+      endcase
+    end
+    if (set_err[0]) begin
+      \$61 [127:96] = \$41 [31:0];
+    end
+    if (\$42 ) begin
+      \$61 [159:128] = \$43 [31:0];
+    end
+    if (\$45 ) begin
+      \$61 [191:160] = \$46 [31:0];
+    end
+    if (rst) begin
+      \$61  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign o__payload = trigger__payload;
   assign trigger__ready = o__ready;
   assign o__valid = trigger__valid;
   assign rd__addr = \$3 [7:0];
-  assign wr__en = \$20 [0];
+  assign s2_index = \$4 [7:0];
+  assign new_left = \$9 [11:0];
+  assign wr__en = \$18 [0];
   assign wr__data = nxt;
-  assign data = trig;
-  assign \push$35  = push;
+  assign trig = data;
+  assign s3_push = \push$37 ;
   assign clear = 5'h1f;
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
@@ -34774,38 +36328,44 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   assign write__payload__beats  = write__payload[19:16];
   assign write__payload__kind  = write__payload[20];
   assign write__payload__source  = write__payload[22:21];
+  assign s2_req__op  = s2_req[0];
+  assign s2_req__tile  = s2_req[16:1];
+  assign s2_req__threshold  = s2_req[28:17];
+  assign s2_req__cmd  = s2_req[36:29];
+  assign s2_req__rearm  = s2_req[37];
+  assign s2_write__tile  = s2_write[15:0];
+  assign s2_write__beats  = s2_write[19:16];
+  assign s2_write__kind  = s2_write[20];
+  assign s2_write__source  = s2_write[22:21];
   assign cur__valid  = cur[0];
   assign cur__rearm  = cur[1];
   assign cur__tag  = cur[9:2];
   assign cur__threshold  = cur[21:10];
-  assign cur__count  = cur[33:22];
+  assign cur__left  = cur[33:22];
   assign cur__cmd  = cur[41:34];
-  assign s1_req__op  = s1_req[0];
-  assign s1_req__tile  = s1_req[16:1];
-  assign s1_req__threshold  = s1_req[28:17];
-  assign s1_req__cmd  = s1_req[36:29];
-  assign s1_req__rearm  = s1_req[37];
-  assign s1_write__tile  = s1_write[15:0];
-  assign s1_write__beats  = s1_write[19:16];
-  assign s1_write__kind  = s1_write[20];
-  assign s1_write__source  = s1_write[22:21];
-  assign rd__data__valid  = rd__data[0];
-  assign rd__data__rearm  = rd__data[1];
-  assign rd__data__tag  = rd__data[9:2];
-  assign rd__data__threshold  = rd__data[21:10];
-  assign rd__data__count  = rd__data[33:22];
-  assign rd__data__cmd  = rd__data[41:34];
-  assign fwd_entry__valid  = fwd_entry[0];
-  assign fwd_entry__rearm  = fwd_entry[1];
-  assign fwd_entry__tag  = fwd_entry[9:2];
-  assign fwd_entry__threshold  = fwd_entry[21:10];
-  assign fwd_entry__count  = fwd_entry[33:22];
-  assign fwd_entry__cmd  = fwd_entry[41:34];
+  assign fwd_last__valid  = fwd_last[0];
+  assign fwd_last__rearm  = fwd_last[1];
+  assign fwd_last__tag  = fwd_last[9:2];
+  assign fwd_last__threshold  = fwd_last[21:10];
+  assign fwd_last__left  = fwd_last[33:22];
+  assign fwd_last__cmd  = fwd_last[41:34];
+  assign fwd_prev__valid  = fwd_prev[0];
+  assign fwd_prev__rearm  = fwd_prev[1];
+  assign fwd_prev__tag  = fwd_prev[9:2];
+  assign fwd_prev__threshold  = fwd_prev[21:10];
+  assign fwd_prev__left  = fwd_prev[33:22];
+  assign fwd_prev__cmd  = fwd_prev[41:34];
+  assign rdata__valid  = rdata[0];
+  assign rdata__rearm  = rdata[1];
+  assign rdata__tag  = rdata[9:2];
+  assign rdata__threshold  = rdata[21:10];
+  assign rdata__left  = rdata[33:22];
+  assign rdata__cmd  = rdata[41:34];
   assign nxt__valid  = nxt[0];
   assign nxt__rearm  = nxt[1];
   assign nxt__tag  = nxt[9:2];
   assign nxt__threshold  = nxt[21:10];
-  assign nxt__count  = nxt[33:22];
+  assign nxt__left  = nxt[33:22];
   assign nxt__cmd  = nxt[41:34];
   assign set_err__unprogrammed  = set_err[0];
   assign set_err__overcount  = set_err[1];
@@ -34816,12 +36376,27 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   assign wr__data__rearm  = nxt[1];
   assign wr__data__tag  = nxt[9:2];
   assign wr__data__threshold  = nxt[21:10];
-  assign wr__data__count  = nxt[33:22];
+  assign wr__data__left  = nxt[33:22];
   assign wr__data__cmd  = nxt[41:34];
-  assign trig__cmd  = trig[7:0];
-  assign trig__tile  = trig[23:8];
-  assign data__cmd  = trig[7:0];
-  assign data__tile  = trig[23:8];
+  assign data__cmd  = data[7:0];
+  assign data__tile  = data[23:8];
+  assign trig__cmd  = data[7:0];
+  assign trig__tile  = data[23:8];
+  assign s1_write__tile  = s1_write[15:0];
+  assign s1_write__beats  = s1_write[19:16];
+  assign s1_write__kind  = s1_write[20];
+  assign s1_write__source  = s1_write[22:21];
+  assign s1_req__op  = s1_req[0];
+  assign s1_req__tile  = s1_req[16:1];
+  assign s1_req__threshold  = s1_req[28:17];
+  assign s1_req__cmd  = s1_req[36:29];
+  assign s1_req__rearm  = s1_req[37];
+  assign rd__data__valid  = rd__data[0];
+  assign rd__data__rearm  = rd__data[1];
+  assign rd__data__tag  = rd__data[9:2];
+  assign rd__data__threshold  = rd__data[21:10];
+  assign rd__data__left  = rd__data[33:22];
+  assign rd__data__cmd  = rd__data[41:34];
   assign errors__unprogrammed  = errors[0];
   assign errors__overcount  = errors[1];
   assign errors__reprogram  = errors[2];
@@ -34838,14 +36413,14 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign trig[23:8] = \$21 ;
-  assign trig[7:0] = cur[41:34];
-  assign \$27  = 5'h00;
-  assign \$28  = 5'h00;
-  assign \$29  = set_err;
+  assign \$58 [23:8] = \$34 ;
+  assign \$58 [7:0] = cur[41:34];
+  assign \$35  = 5'h00;
+  assign \$36  = 5'h00;
+  assign \$37  = set_err;
 endmodule
 
-module t3hw_system__e2__tracker__queue (rst, accept, o__valid, o__payload, o__ready, push, wr__data, clk);
+module t3hw_system__e2__tracker__queue (rst, accept, o__valid, o__payload, o__ready, wr__data, push, clk);
   reg _init_strobe_32  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
@@ -36256,17 +37831,17 @@ endmodule
 module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, rx__ready, mem__ready, rx_mem__ready, program__valid, program__payload, net__valid, mem__valid, net__payload, mem__payload, stats, rx_mem__valid, rx_mem__payload, errors, net__ready, store__payload
 );
   reg _init_strobe_34  = 0;
-  wire [48:0] \$1 ;
-  wire [48:0] \$10 ;
+  wire \$1 ;
+  wire \$10 ;
   wire \$100 ;
-  wire [48:0] \$101 ;
+  wire \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [48:0] \$108 ;
+  wire \$108 ;
   wire \$109 ;
   wire \$11 ;
   wire \$110 ;
@@ -36274,7 +37849,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
-  wire [48:0] \$115 ;
+  wire \$115 ;
   wire \$116 ;
   wire \$117 ;
   wire \$118 ;
@@ -36282,15 +37857,15 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [48:0] \$122 ;
+  wire \$122 ;
   wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire [48:0] \$129 ;
-  wire [48:0] \$13 ;
+  wire \$129 ;
+  wire \$13 ;
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
@@ -36317,22 +37892,22 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$151 ;
   wire \$152 ;
   wire \$153 ;
-  wire [48:0] \$154 ;
+  wire \$154 ;
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
-  wire [48:0] \$16 ;
+  wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire \$162 ;
-  wire \$163 ;
-  wire \$164 ;
+  wire [32:0] \$162 ;
+  wire [32:0] \$163 ;
+  wire [32:0] \$164 ;
   wire [32:0] \$165 ;
-  wire [32:0] \$166 ;
-  wire [32:0] \$167 ;
-  wire [32:0] \$168 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire [48:0] \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -36356,7 +37931,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
-  wire [48:0] \$19 ;
+  wire \$19 ;
   wire \$190 ;
   wire \$191 ;
   wire \$192 ;
@@ -36390,7 +37965,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$217 ;
   wire \$218 ;
   wire \$219 ;
-  wire [48:0] \$22 ;
+  wire \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
@@ -36419,131 +37994,111 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$243 ;
   wire \$244 ;
   wire \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire \$248 ;
-  wire \$249 ;
-  wire [48:0] \$25 ;
-  wire \$250 ;
-  wire \$251 ;
-  wire \$252 ;
-  wire \$253 ;
-  wire \$254 ;
-  wire \$255 ;
-  wire \$256 ;
-  wire \$257 ;
-  wire \$258 ;
-  wire \$259 ;
-  wire [48:0] \$26 ;
-  wire \$260 ;
-  wire \$261 ;
-  wire \$262 ;
-  wire \$263 ;
-  wire \$264 ;
-  wire \$265 ;
-  wire \$266 ;
-  wire \$267 ;
-  wire \$268 ;
-  wire \$269 ;
-  wire [48:0] \$27 ;
-  wire \$270 ;
-  wire \$271 ;
-  wire \$272 ;
-  wire \$273 ;
-  wire \$274 ;
-  wire \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
-  wire [48:0] \$28 ;
-  wire \$280 ;
-  wire \$281 ;
-  wire \$282 ;
-  wire [1:0] \$283 ;
-  wire [1:0] \$284 ;
-  wire [1:0] \$285 ;
-  reg \$286 ;
-  reg \$287 ;
-  reg [76:0] \$288 ;
-  reg [72:0] \$289 ;
-  wire [48:0] \$29 ;
-  reg [127:0] \$290 ;
-  reg \$291 ;
-  reg [72:0] \$292 ;
-  reg [151:0] \$293 ;
-  reg [151:0] \$294 ;
-  reg [151:0] \$295 ;
-  reg [151:0] \$296 ;
-  reg [151:0] \$297 ;
-  reg [151:0] \$298 ;
-  reg [151:0] \$299 ;
+  wire [1:0] \$246 ;
+  wire [1:0] \$247 ;
+  wire [1:0] \$248 ;
+  reg \$249 ;
+  wire \$25 ;
+  reg \$250 ;
+  reg [76:0] \$251 ;
+  reg [72:0] \$252 ;
+  reg [127:0] \$253 ;
+  reg \$254 ;
+  reg [72:0] \$255 ;
+  reg \$256 ;
+  reg [151:0] \$257 ;
+  reg [48:0] \$258 ;
+  reg [47:0] \$259 ;
+  wire \$26 ;
+  reg [151:0] \$260 ;
+  reg [48:0] \$261 ;
+  reg [47:0] \$262 ;
+  reg [151:0] \$263 ;
+  reg [48:0] \$264 ;
+  reg [47:0] \$265 ;
+  reg [151:0] \$266 ;
+  reg [48:0] \$267 ;
+  reg [47:0] \$268 ;
+  reg [151:0] \$269 ;
+  wire \$27 ;
+  reg [48:0] \$270 ;
+  reg [47:0] \$271 ;
+  reg [151:0] \$272 ;
+  reg [48:0] \$273 ;
+  reg [47:0] \$274 ;
+  reg [151:0] \$275 ;
+  reg [48:0] \$276 ;
+  reg [47:0] \$277 ;
+  reg [151:0] \$278 ;
+  reg [48:0] \$279 ;
+  wire \$28 ;
+  reg [47:0] \$280 ;
+  reg [1:0] \$281 ;
+  wire \$29 ;
   wire \$3 ;
-  wire [48:0] \$30 ;
-  reg [151:0] \$300 ;
-  reg [1:0] \$301 ;
-  wire [48:0] \$31 ;
-  wire [48:0] \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [48:0] \$33 ;
+  wire [48:0] \$34 ;
+  wire [48:0] \$35 ;
+  wire [48:0] \$36 ;
+  wire [48:0] \$37 ;
+  wire [48:0] \$38 ;
   wire [48:0] \$39 ;
-  wire [48:0] \$4 ;
-  wire \$40 ;
+  wire \$4 ;
+  wire [48:0] \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire [48:0] \$44 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire [48:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
-  wire [48:0] \$54 ;
+  wire \$54 ;
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
   wire \$58 ;
-  wire [48:0] \$59 ;
+  wire \$59 ;
   wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
-  wire [48:0] \$64 ;
+  wire \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [48:0] \$69 ;
-  wire [48:0] \$7 ;
+  wire \$69 ;
+  wire \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire [48:0] \$74 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire [48:0] \$80 ;
+  wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
-  wire [48:0] \$87 ;
+  wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire \$9 ;
@@ -36551,7 +38106,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire [48:0] \$94 ;
+  wire \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
@@ -36563,7 +38118,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire clear__overlap ;
   input clk;
   wire clk;
-  reg [47:0] delta;
   reg [4:0] device;
   wire [48:0] \end ;
   output [1:0] errors;
@@ -36604,6 +38158,22 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire net__ready;
   output net__valid;
   reg net__valid = 1'h0;
+  reg p2_bad = 1'h0;
+  reg [47:0] p2_delta = 48'h000000000000;
+  reg [48:0] p2_end = 49'h0000000000000;
+  reg [154:0] p2_req = 155'h000000000000000000000000000000000000000;
+  wire [47:0] p2_req__base ;
+  wire [4:0] p2_req__device ;
+  wire [2:0] p2_req__index ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] p2_req__mode ;
+  wire [47:0] p2_req__remote_base ;
+  wire [47:0] p2_req__size ;
+  wire p2_req__valid ;
+  reg p2_valid = 1'h0;
   input [154:0] program__payload;
   wire [154:0] program__payload;
   wire [47:0] program__payload__base ;
@@ -36630,6 +38200,8 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region0__remote_base ;
   wire [47:0] region0__size ;
   wire region0__valid ;
+  reg [47:0] region0_delta = 48'h000000000000;
+  reg [48:0] region0_end = 49'h0000000000000;
   reg [151:0] region1 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region1__base ;
   wire [4:0] region1__device ;
@@ -36641,6 +38213,8 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region1__remote_base ;
   wire [47:0] region1__size ;
   wire region1__valid ;
+  reg [47:0] region1_delta = 48'h000000000000;
+  reg [48:0] region1_end = 49'h0000000000000;
   reg [151:0] region2 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region2__base ;
   wire [4:0] region2__device ;
@@ -36652,6 +38226,8 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region2__remote_base ;
   wire [47:0] region2__size ;
   wire region2__valid ;
+  reg [47:0] region2_delta = 48'h000000000000;
+  reg [48:0] region2_end = 49'h0000000000000;
   reg [151:0] region3 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region3__base ;
   wire [4:0] region3__device ;
@@ -36663,6 +38239,8 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region3__remote_base ;
   wire [47:0] region3__size ;
   wire region3__valid ;
+  reg [47:0] region3_delta = 48'h000000000000;
+  reg [48:0] region3_end = 49'h0000000000000;
   reg [151:0] region4 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region4__base ;
   wire [4:0] region4__device ;
@@ -36674,6 +38252,8 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region4__remote_base ;
   wire [47:0] region4__size ;
   wire region4__valid ;
+  reg [47:0] region4_delta = 48'h000000000000;
+  reg [48:0] region4_end = 49'h0000000000000;
   reg [151:0] region5 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region5__base ;
   wire [4:0] region5__device ;
@@ -36685,6 +38265,8 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region5__remote_base ;
   wire [47:0] region5__size ;
   wire region5__valid ;
+  reg [47:0] region5_delta = 48'h000000000000;
+  reg [48:0] region5_end = 49'h0000000000000;
   reg [151:0] region6 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region6__base ;
   wire [4:0] region6__device ;
@@ -36696,6 +38278,8 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region6__remote_base ;
   wire [47:0] region6__size ;
   wire region6__valid ;
+  reg [47:0] region6_delta = 48'h000000000000;
+  reg [48:0] region6_end = 49'h0000000000000;
   reg [151:0] region7 = 152'h00000000000000000000000000000000000000;
   wire [47:0] region7__base ;
   wire [4:0] region7__device ;
@@ -36707,6 +38291,8 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] region7__remote_base ;
   wire [47:0] region7__size ;
   wire region7__valid ;
+  reg [47:0] region7_delta = 48'h000000000000;
+  reg [48:0] region7_end = 49'h0000000000000;
   input rst;
   wire rst;
   input [76:0] rx__payload;
@@ -36760,323 +38346,329 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire store__ready;
   input store__valid;
   wire store__valid;
-  assign \$1  = store__payload[47:0] - region0[55:8];
-  assign \$2  = \$1 [47:0] < region0[103:56];
-  assign \$3  = region0[0] & \$2 ;
-  assign \$4  = store__payload[47:0] - region1[55:8];
-  assign \$5  = \$4 [47:0] < region1[103:56];
+  reg [47:0] target;
+  assign \$1  = store__payload[47:0] >= region0[55:8];
+  assign \$2  = region0[0] & \$1 ;
+  assign \$3  = store__payload[47:0] < region0_end;
+  assign \$4  = \$2  & \$3 ;
+  assign \$5  = store__payload[47:0] >= region1[55:8];
   assign \$6  = region1[0] & \$5 ;
-  assign \$7  = store__payload[47:0] - region2[55:8];
-  assign \$8  = \$7 [47:0] < region2[103:56];
-  assign \$9  = region2[0] & \$8 ;
-  assign \$10  = store__payload[47:0] - region3[55:8];
-  assign \$11  = \$10 [47:0] < region3[103:56];
-  assign \$12  = region3[0] & \$11 ;
-  assign \$13  = store__payload[47:0] - region4[55:8];
-  assign \$14  = \$13 [47:0] < region4[103:56];
-  assign \$15  = region4[0] & \$14 ;
-  assign \$16  = store__payload[47:0] - region5[55:8];
-  assign \$17  = \$16 [47:0] < region5[103:56];
-  assign \$18  = region5[0] & \$17 ;
-  assign \$19  = store__payload[47:0] - region6[55:8];
-  assign \$20  = \$19 [47:0] < region6[103:56];
-  assign \$21  = region6[0] & \$20 ;
-  assign \$22  = store__payload[47:0] - region7[55:8];
-  assign \$23  = \$22 [47:0] < region7[103:56];
-  assign \$24  = region7[0] & \$23 ;
-  assign \$25  = region0[151:104] - region0[55:8];
-  assign \$26  = region1[151:104] - region1[55:8];
-  assign \$27  = region2[151:104] - region2[55:8];
-  assign \$28  = region3[151:104] - region3[55:8];
-  assign \$29  = region4[151:104] - region4[55:8];
-  assign \$30  = region5[151:104] - region5[55:8];
-  assign \$31  = region6[151:104] - region6[55:8];
-  assign \$32  = region7[151:104] - region7[55:8];
-  assign \$33  = ~ net__valid;
-  assign \$34  = \$33  | net__ready;
-  assign \$35  = ~ mem__valid;
-  assign \$36  = \$35  | mem__ready;
-  assign store__ready = \$34  & \$36 ;
-  assign \$37  = region0[2:1] == 2'h2;
-  assign \$38  = region0[0] & \$37 ;
-  assign \$39  = rx__payload[52:5] - region0[55:8];
-  assign \$40  = \$39 [47:0] < region0[103:56];
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = region1[2:1] == 2'h2;
-  assign \$43  = region1[0] & \$42 ;
-  assign \$44  = rx__payload[52:5] - region1[55:8];
-  assign \$45  = \$44 [47:0] < region1[103:56];
-  assign \$46  = \$43  & \$45 ;
-  assign \$47  = region2[2:1] == 2'h2;
-  assign \$48  = region2[0] & \$47 ;
-  assign \$49  = rx__payload[52:5] - region2[55:8];
-  assign \$50  = \$49 [47:0] < region2[103:56];
-  assign \$51  = \$48  & \$50 ;
-  assign \$52  = region3[2:1] == 2'h2;
-  assign \$53  = region3[0] & \$52 ;
-  assign \$54  = rx__payload[52:5] - region3[55:8];
-  assign \$55  = \$54 [47:0] < region3[103:56];
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = region4[2:1] == 2'h2;
-  assign \$58  = region4[0] & \$57 ;
-  assign \$59  = rx__payload[52:5] - region4[55:8];
-  assign \$60  = \$59 [47:0] < region4[103:56];
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = region5[2:1] == 2'h2;
-  assign \$63  = region5[0] & \$62 ;
-  assign \$64  = rx__payload[52:5] - region5[55:8];
-  assign \$65  = \$64 [47:0] < region5[103:56];
-  assign \$66  = \$63  & \$65 ;
-  assign \$67  = region6[2:1] == 2'h2;
-  assign \$68  = region6[0] & \$67 ;
-  assign \$69  = rx__payload[52:5] - region6[55:8];
-  assign \$70  = \$69 [47:0] < region6[103:56];
-  assign \$71  = \$68  & \$70 ;
-  assign \$72  = region7[2:1] == 2'h2;
-  assign \$73  = region7[0] & \$72 ;
-  assign \$74  = rx__payload[52:5] - region7[55:8];
-  assign \$75  = \$74 [47:0] < region7[103:56];
-  assign \$76  = \$73  & \$75 ;
-  assign \$77  = ~ rx_mem__valid;
-  assign rx__ready = \$77  | rx_mem__ready;
-  assign \end  = program__payload[58:11] + program__payload[106:59];
-  assign \$78  = | program__payload[2:0];
-  assign \$79  = \$78  & region0[0];
-  assign \$80  = region0[55:8] + region0[103:56];
-  assign \$81  = program__payload[58:11] < \$80 ;
-  assign \$82  = \$79  & \$81 ;
-  assign \$83  = region0[55:8] < \end ;
+  assign \$7  = store__payload[47:0] < region1_end;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = store__payload[47:0] >= region2[55:8];
+  assign \$10  = region2[0] & \$9 ;
+  assign \$11  = store__payload[47:0] < region2_end;
+  assign \$12  = \$10  & \$11 ;
+  assign \$13  = store__payload[47:0] >= region3[55:8];
+  assign \$14  = region3[0] & \$13 ;
+  assign \$15  = store__payload[47:0] < region3_end;
+  assign \$16  = \$14  & \$15 ;
+  assign \$17  = store__payload[47:0] >= region4[55:8];
+  assign \$18  = region4[0] & \$17 ;
+  assign \$19  = store__payload[47:0] < region4_end;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = store__payload[47:0] >= region5[55:8];
+  assign \$22  = region5[0] & \$21 ;
+  assign \$23  = store__payload[47:0] < region5_end;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = store__payload[47:0] >= region6[55:8];
+  assign \$26  = region6[0] & \$25 ;
+  assign \$27  = store__payload[47:0] < region6_end;
+  assign \$28  = \$26  & \$27 ;
+  assign \$29  = store__payload[47:0] >= region7[55:8];
+  assign \$30  = region7[0] & \$29 ;
+  assign \$31  = store__payload[47:0] < region7_end;
+  assign \$32  = \$30  & \$31 ;
+  assign \$33  = store__payload[47:0] + region0_delta;
+  assign \$34  = store__payload[47:0] + region1_delta;
+  assign \$35  = store__payload[47:0] + region2_delta;
+  assign \$36  = store__payload[47:0] + region3_delta;
+  assign \$37  = store__payload[47:0] + region4_delta;
+  assign \$38  = store__payload[47:0] + region5_delta;
+  assign \$39  = store__payload[47:0] + region6_delta;
+  assign \$40  = store__payload[47:0] + region7_delta;
+  assign \$41  = ~ net__valid;
+  assign \$42  = \$41  | net__ready;
+  assign \$43  = ~ mem__valid;
+  assign \$44  = \$43  | mem__ready;
+  assign store__ready = \$42  & \$44 ;
+  assign \$45  = region0[2:1] == 2'h2;
+  assign \$46  = region0[0] & \$45 ;
+  assign \$47  = rx__payload[52:5] >= region0[55:8];
+  assign \$48  = \$46  & \$47 ;
+  assign \$49  = rx__payload[52:5] < region0_end;
+  assign \$50  = \$48  & \$49 ;
+  assign \$51  = region1[2:1] == 2'h2;
+  assign \$52  = region1[0] & \$51 ;
+  assign \$53  = rx__payload[52:5] >= region1[55:8];
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = rx__payload[52:5] < region1_end;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = region2[2:1] == 2'h2;
+  assign \$58  = region2[0] & \$57 ;
+  assign \$59  = rx__payload[52:5] >= region2[55:8];
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = rx__payload[52:5] < region2_end;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = region3[2:1] == 2'h2;
+  assign \$64  = region3[0] & \$63 ;
+  assign \$65  = rx__payload[52:5] >= region3[55:8];
+  assign \$66  = \$64  & \$65 ;
+  assign \$67  = rx__payload[52:5] < region3_end;
+  assign \$68  = \$66  & \$67 ;
+  assign \$69  = region4[2:1] == 2'h2;
+  assign \$70  = region4[0] & \$69 ;
+  assign \$71  = rx__payload[52:5] >= region4[55:8];
+  assign \$72  = \$70  & \$71 ;
+  assign \$73  = rx__payload[52:5] < region4_end;
+  assign \$74  = \$72  & \$73 ;
+  assign \$75  = region5[2:1] == 2'h2;
+  assign \$76  = region5[0] & \$75 ;
+  assign \$77  = rx__payload[52:5] >= region5[55:8];
+  assign \$78  = \$76  & \$77 ;
+  assign \$79  = rx__payload[52:5] < region5_end;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = region6[2:1] == 2'h2;
+  assign \$82  = region6[0] & \$81 ;
+  assign \$83  = rx__payload[52:5] >= region6[55:8];
   assign \$84  = \$82  & \$83 ;
-  assign \$85  = program__payload[2:0] != 1'h1;
-  assign \$86  = \$85  & region1[0];
-  assign \$87  = region1[55:8] + region1[103:56];
-  assign \$88  = program__payload[58:11] < \$87 ;
-  assign \$89  = \$86  & \$88 ;
-  assign \$90  = region1[55:8] < \end ;
-  assign \$91  = \$89  & \$90 ;
-  assign \$92  = program__payload[2:0] != 2'h2;
-  assign \$93  = \$92  & region2[0];
-  assign \$94  = region2[55:8] + region2[103:56];
-  assign \$95  = program__payload[58:11] < \$94 ;
-  assign \$96  = \$93  & \$95 ;
-  assign \$97  = region2[55:8] < \end ;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = program__payload[2:0] != 2'h3;
-  assign \$100  = \$99  & region3[0];
-  assign \$101  = region3[55:8] + region3[103:56];
-  assign \$102  = program__payload[58:11] < \$101 ;
-  assign \$103  = \$100  & \$102 ;
-  assign \$104  = region3[55:8] < \end ;
+  assign \$85  = rx__payload[52:5] < region6_end;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = region7[2:1] == 2'h2;
+  assign \$88  = region7[0] & \$87 ;
+  assign \$89  = rx__payload[52:5] >= region7[55:8];
+  assign \$90  = \$88  & \$89 ;
+  assign \$91  = rx__payload[52:5] < region7_end;
+  assign \$92  = \$90  & \$91 ;
+  assign \$93  = ~ rx_mem__valid;
+  assign rx__ready = \$93  | rx_mem__ready;
+  assign \end  = program__payload[58:11] + program__payload[106:59];
+  assign \$94  = | p2_req[2:0];
+  assign \$95  = \$94  & region0[0];
+  assign \$96  = p2_req[58:11] < region0_end;
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = region0[55:8] < p2_end;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = p2_req[2:0] != 1'h1;
+  assign \$101  = \$100  & region1[0];
+  assign \$102  = p2_req[58:11] < region1_end;
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = region1[55:8] < p2_end;
   assign \$105  = \$103  & \$104 ;
-  assign \$106  = program__payload[2:0] != 3'h4;
-  assign \$107  = \$106  & region4[0];
-  assign \$108  = region4[55:8] + region4[103:56];
-  assign \$109  = program__payload[58:11] < \$108 ;
-  assign \$110  = \$107  & \$109 ;
-  assign \$111  = region4[55:8] < \end ;
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = program__payload[2:0] != 3'h5;
-  assign \$114  = \$113  & region5[0];
-  assign \$115  = region5[55:8] + region5[103:56];
-  assign \$116  = program__payload[58:11] < \$115 ;
-  assign \$117  = \$114  & \$116 ;
-  assign \$118  = region5[55:8] < \end ;
-  assign \$119  = \$117  & \$118 ;
-  assign \$120  = program__payload[2:0] != 3'h6;
-  assign \$121  = \$120  & region6[0];
-  assign \$122  = region6[55:8] + region6[103:56];
-  assign \$123  = program__payload[58:11] < \$122 ;
-  assign \$124  = \$121  & \$123 ;
-  assign \$125  = region6[55:8] < \end ;
-  assign \$126  = \$124  & \$125 ;
-  assign \$127  = program__payload[2:0] != 3'h7;
-  assign \$128  = \$127  & region7[0];
-  assign \$129  = region7[55:8] + region7[103:56];
-  assign \$130  = program__payload[58:11] < \$129 ;
-  assign \$131  = \$128  & \$130 ;
-  assign \$132  = region7[55:8] < \end ;
+  assign \$106  = p2_req[2:0] != 2'h2;
+  assign \$107  = \$106  & region2[0];
+  assign \$108  = p2_req[58:11] < region2_end;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = region2[55:8] < p2_end;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = p2_req[2:0] != 2'h3;
+  assign \$113  = \$112  & region3[0];
+  assign \$114  = p2_req[58:11] < region3_end;
+  assign \$115  = \$113  & \$114 ;
+  assign \$116  = region3[55:8] < p2_end;
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = p2_req[2:0] != 3'h4;
+  assign \$119  = \$118  & region4[0];
+  assign \$120  = p2_req[58:11] < region4_end;
+  assign \$121  = \$119  & \$120 ;
+  assign \$122  = region4[55:8] < p2_end;
+  assign \$123  = \$121  & \$122 ;
+  assign \$124  = p2_req[2:0] != 3'h5;
+  assign \$125  = \$124  & region5[0];
+  assign \$126  = p2_req[58:11] < region5_end;
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = region5[55:8] < p2_end;
+  assign \$129  = \$127  & \$128 ;
+  assign \$130  = p2_req[2:0] != 3'h6;
+  assign \$131  = \$130  & region6[0];
+  assign \$132  = p2_req[58:11] < region6_end;
   assign \$133  = \$131  & \$132 ;
-  assign \$134  = program__valid & program__payload[3];
-  assign \$135  = ! program__payload[106:59];
-  assign \$136  = \end  > 49'h1000000000000;
-  assign \$137  = \$135  | \$136 ;
-  assign \$138  = program__payload[5:4] > 2'h2;
-  assign \$139  = \$137  | \$138 ;
-  assign \$140  = \$134  & \$139 ;
-  assign \$141  = program__valid & program__payload[3];
-  assign \$142  = ! program__payload[106:59];
-  assign \$143  = \end  > 49'h1000000000000;
-  assign \$144  = \$142  | \$143 ;
-  assign \$145  = program__payload[5:4] > 2'h2;
-  assign \$146  = \$144  | \$145 ;
-  assign \$147  = ~ \$146 ;
-  assign \$148  = \$141  & \$147 ;
-  assign \$149  = | clash;
-  assign \$150  = \$148  & \$149 ;
-  assign \$151  = store__valid & store__ready;
-  assign \$152  = mode == 1'h1;
-  assign \$153  = \$151  & \$152 ;
-  assign \$154  = store__payload[47:0] + delta;
-  assign \$155  = store__valid & store__ready;
-  assign \$156  = mode == 1'h1;
-  assign \$157  = ~ \$156 ;
-  assign \$158  = \$155  & \$157 ;
-  assign \$159  = mode == 2'h2;
-  assign \$160  = store__valid & store__ready;
-  assign \$161  = | hits;
-  assign \$162  = ~ \$161 ;
-  assign \$163  = ! mode;
-  assign \$164  = mode == 2'h2;
-  assign \$165  = stats[127:96] + 1'h1;
-  assign \$166  = stats[31:0] + 1'h1;
-  assign \$167  = stats[63:32] + 1'h1;
-  assign \$168  = stats[95:64] + 1'h1;
-  assign \$169  = rx__valid & rx__ready;
-  assign \$170  = | rx_hit;
-  assign \$171  = ~ program__payload[3];
-  assign \$172  = ! program__payload[106:59];
-  assign \$173  = \end  > 49'h1000000000000;
-  assign \$174  = \$172  | \$173 ;
-  assign \$175  = program__payload[5:4] > 2'h2;
-  assign \$176  = \$174  | \$175 ;
+  assign \$134  = region6[55:8] < p2_end;
+  assign \$135  = \$133  & \$134 ;
+  assign \$136  = p2_req[2:0] != 3'h7;
+  assign \$137  = \$136  & region7[0];
+  assign \$138  = p2_req[58:11] < region7_end;
+  assign \$139  = \$137  & \$138 ;
+  assign \$140  = region7[55:8] < p2_end;
+  assign \$141  = \$139  & \$140 ;
+  assign \$142  = p2_valid & p2_req[3];
+  assign \$143  = \$142  & p2_bad;
+  assign \$144  = p2_valid & p2_req[3];
+  assign \$145  = ~ p2_bad;
+  assign \$146  = \$144  & \$145 ;
+  assign \$147  = | clash;
+  assign \$148  = \$146  & \$147 ;
+  assign \$149  = store__valid & store__ready;
+  assign \$150  = mode == 1'h1;
+  assign \$151  = \$149  & \$150 ;
+  assign \$152  = store__valid & store__ready;
+  assign \$153  = mode == 1'h1;
+  assign \$154  = ~ \$153 ;
+  assign \$155  = \$152  & \$154 ;
+  assign \$156  = mode == 2'h2;
+  assign \$157  = store__valid & store__ready;
+  assign \$158  = | hits;
+  assign \$159  = ~ \$158 ;
+  assign \$160  = ! mode;
+  assign \$161  = mode == 2'h2;
+  assign \$162  = stats[127:96] + 1'h1;
+  assign \$163  = stats[31:0] + 1'h1;
+  assign \$164  = stats[63:32] + 1'h1;
+  assign \$165  = stats[95:64] + 1'h1;
+  assign \$166  = rx__valid & rx__ready;
+  assign \$167  = | rx_hit;
+  assign \$168  = program__payload[154:107] - program__payload[58:11];
+  assign \$169  = ! program__payload[106:59];
+  assign \$170  = \end  > 49'h1000000000000;
+  assign \$171  = \$169  | \$170 ;
+  assign \$172  = program__payload[5:4] > 2'h2;
+  assign \$173  = \$171  | \$172 ;
+  assign \$174  = ~ p2_req[3];
+  assign \$175  = ~ p2_bad;
+  assign \$176  = | clash;
   assign \$177  = ~ \$176 ;
-  assign \$178  = | clash;
-  assign \$179  = ~ \$178 ;
-  assign \$180  = \$177  & \$179 ;
-  assign \$181  = \$171  | \$180 ;
-  assign \$182  = program__valid & \$181 ;
-  assign \$183  = ! program__payload[2:0];
-  assign \$184  = \$182  & \$183 ;
-  assign \$185  = ~ program__payload[3];
-  assign \$186  = ! program__payload[106:59];
-  assign \$187  = \end  > 49'h1000000000000;
-  assign \$188  = \$186  | \$187 ;
-  assign \$189  = program__payload[5:4] > 2'h2;
-  assign \$190  = \$188  | \$189 ;
-  assign \$191  = ~ \$190 ;
-  assign \$192  = | clash;
-  assign \$193  = ~ \$192 ;
-  assign \$194  = \$191  & \$193 ;
-  assign \$195  = \$185  | \$194 ;
-  assign \$196  = program__valid & \$195 ;
-  assign \$197  = program__payload[2:0] == 1'h1;
-  assign \$198  = \$196  & \$197 ;
-  assign \$199  = ~ program__payload[3];
-  assign \$200  = ! program__payload[106:59];
-  assign \$201  = \end  > 49'h1000000000000;
-  assign \$202  = \$200  | \$201 ;
-  assign \$203  = program__payload[5:4] > 2'h2;
-  assign \$204  = \$202  | \$203 ;
-  assign \$205  = ~ \$204 ;
-  assign \$206  = | clash;
-  assign \$207  = ~ \$206 ;
-  assign \$208  = \$205  & \$207 ;
-  assign \$209  = \$199  | \$208 ;
-  assign \$210  = program__valid & \$209 ;
-  assign \$211  = program__payload[2:0] == 2'h2;
-  assign \$212  = \$210  & \$211 ;
-  assign \$213  = ~ program__payload[3];
-  assign \$214  = ! program__payload[106:59];
-  assign \$215  = \end  > 49'h1000000000000;
-  assign \$216  = \$214  | \$215 ;
-  assign \$217  = program__payload[5:4] > 2'h2;
-  assign \$218  = \$216  | \$217 ;
-  assign \$219  = ~ \$218 ;
-  assign \$220  = | clash;
-  assign \$221  = ~ \$220 ;
-  assign \$222  = \$219  & \$221 ;
-  assign \$223  = \$213  | \$222 ;
-  assign \$224  = program__valid & \$223 ;
-  assign \$225  = program__payload[2:0] == 2'h3;
-  assign \$226  = \$224  & \$225 ;
-  assign \$227  = ~ program__payload[3];
-  assign \$228  = ! program__payload[106:59];
-  assign \$229  = \end  > 49'h1000000000000;
-  assign \$230  = \$228  | \$229 ;
-  assign \$231  = program__payload[5:4] > 2'h2;
-  assign \$232  = \$230  | \$231 ;
-  assign \$233  = ~ \$232 ;
-  assign \$234  = | clash;
-  assign \$235  = ~ \$234 ;
-  assign \$236  = \$233  & \$235 ;
-  assign \$237  = \$227  | \$236 ;
-  assign \$238  = program__valid & \$237 ;
-  assign \$239  = program__payload[2:0] == 3'h4;
-  assign \$240  = \$238  & \$239 ;
-  assign \$241  = ~ program__payload[3];
-  assign \$242  = ! program__payload[106:59];
-  assign \$243  = \end  > 49'h1000000000000;
-  assign \$244  = \$242  | \$243 ;
-  assign \$245  = program__payload[5:4] > 2'h2;
-  assign \$246  = \$244  | \$245 ;
-  assign \$247  = ~ \$246 ;
-  assign \$248  = | clash;
-  assign \$249  = ~ \$248 ;
-  assign \$250  = \$247  & \$249 ;
-  assign \$251  = \$241  | \$250 ;
-  assign \$252  = program__valid & \$251 ;
-  assign \$253  = program__payload[2:0] == 3'h5;
-  assign \$254  = \$252  & \$253 ;
-  assign \$255  = ~ program__payload[3];
-  assign \$256  = ! program__payload[106:59];
-  assign \$257  = \end  > 49'h1000000000000;
-  assign \$258  = \$256  | \$257 ;
-  assign \$259  = program__payload[5:4] > 2'h2;
-  assign \$260  = \$258  | \$259 ;
-  assign \$261  = ~ \$260 ;
-  assign \$262  = | clash;
-  assign \$263  = ~ \$262 ;
-  assign \$264  = \$261  & \$263 ;
-  assign \$265  = \$255  | \$264 ;
-  assign \$266  = program__valid & \$265 ;
-  assign \$267  = program__payload[2:0] == 3'h6;
-  assign \$268  = \$266  & \$267 ;
-  assign \$269  = ~ program__payload[3];
-  assign \$270  = ! program__payload[106:59];
-  assign \$271  = \end  > 49'h1000000000000;
-  assign \$272  = \$270  | \$271 ;
-  assign \$273  = program__payload[5:4] > 2'h2;
-  assign \$274  = \$272  | \$273 ;
-  assign \$275  = ~ \$274 ;
-  assign \$276  = | clash;
-  assign \$277  = ~ \$276 ;
-  assign \$278  = \$275  & \$277 ;
-  assign \$279  = \$269  | \$278 ;
-  assign \$280  = program__valid & \$279 ;
-  assign \$281  = program__payload[2:0] == 3'h7;
-  assign \$282  = \$280  & \$281 ;
+  assign \$178  = \$175  & \$177 ;
+  assign \$179  = \$174  | \$178 ;
+  assign \$180  = p2_valid & \$179 ;
+  assign \$181  = ! p2_req[2:0];
+  assign \$182  = \$180  & \$181 ;
+  assign \$183  = ~ p2_req[3];
+  assign \$184  = ~ p2_bad;
+  assign \$185  = | clash;
+  assign \$186  = ~ \$185 ;
+  assign \$187  = \$184  & \$186 ;
+  assign \$188  = \$183  | \$187 ;
+  assign \$189  = p2_valid & \$188 ;
+  assign \$190  = p2_req[2:0] == 1'h1;
+  assign \$191  = \$189  & \$190 ;
+  assign \$192  = ~ p2_req[3];
+  assign \$193  = ~ p2_bad;
+  assign \$194  = | clash;
+  assign \$195  = ~ \$194 ;
+  assign \$196  = \$193  & \$195 ;
+  assign \$197  = \$192  | \$196 ;
+  assign \$198  = p2_valid & \$197 ;
+  assign \$199  = p2_req[2:0] == 2'h2;
+  assign \$200  = \$198  & \$199 ;
+  assign \$201  = ~ p2_req[3];
+  assign \$202  = ~ p2_bad;
+  assign \$203  = | clash;
+  assign \$204  = ~ \$203 ;
+  assign \$205  = \$202  & \$204 ;
+  assign \$206  = \$201  | \$205 ;
+  assign \$207  = p2_valid & \$206 ;
+  assign \$208  = p2_req[2:0] == 2'h3;
+  assign \$209  = \$207  & \$208 ;
+  assign \$210  = ~ p2_req[3];
+  assign \$211  = ~ p2_bad;
+  assign \$212  = | clash;
+  assign \$213  = ~ \$212 ;
+  assign \$214  = \$211  & \$213 ;
+  assign \$215  = \$210  | \$214 ;
+  assign \$216  = p2_valid & \$215 ;
+  assign \$217  = p2_req[2:0] == 3'h4;
+  assign \$218  = \$216  & \$217 ;
+  assign \$219  = ~ p2_req[3];
+  assign \$220  = ~ p2_bad;
+  assign \$221  = | clash;
+  assign \$222  = ~ \$221 ;
+  assign \$223  = \$220  & \$222 ;
+  assign \$224  = \$219  | \$223 ;
+  assign \$225  = p2_valid & \$224 ;
+  assign \$226  = p2_req[2:0] == 3'h5;
+  assign \$227  = \$225  & \$226 ;
+  assign \$228  = ~ p2_req[3];
+  assign \$229  = ~ p2_bad;
+  assign \$230  = | clash;
+  assign \$231  = ~ \$230 ;
+  assign \$232  = \$229  & \$231 ;
+  assign \$233  = \$228  | \$232 ;
+  assign \$234  = p2_valid & \$233 ;
+  assign \$235  = p2_req[2:0] == 3'h6;
+  assign \$236  = \$234  & \$235 ;
+  assign \$237  = ~ p2_req[3];
+  assign \$238  = ~ p2_bad;
+  assign \$239  = | clash;
+  assign \$240  = ~ \$239 ;
+  assign \$241  = \$238  & \$240 ;
+  assign \$242  = \$237  | \$241 ;
+  assign \$243  = p2_valid & \$242 ;
+  assign \$244  = p2_req[2:0] == 3'h7;
+  assign \$245  = \$243  & \$244 ;
   always @(posedge clk)
-    net__valid <= \$286 ;
+    net__valid <= \$249 ;
   always @(posedge clk)
-    mem__valid <= \$287 ;
+    mem__valid <= \$250 ;
   always @(posedge clk)
-    net__payload <= \$288 ;
+    net__payload <= \$251 ;
   always @(posedge clk)
-    mem__payload <= \$289 ;
+    mem__payload <= \$252 ;
   always @(posedge clk)
-    stats <= \$290 ;
+    stats <= \$253 ;
   always @(posedge clk)
-    rx_mem__valid <= \$291 ;
+    rx_mem__valid <= \$254 ;
   always @(posedge clk)
-    rx_mem__payload <= \$292 ;
+    rx_mem__payload <= \$255 ;
   always @(posedge clk)
-    region0 <= \$293 ;
+    p2_valid <= \$256 ;
   always @(posedge clk)
-    region1 <= \$294 ;
+    p2_req <= program__payload;
   always @(posedge clk)
-    region2 <= \$295 ;
+    p2_end <= \end ;
   always @(posedge clk)
-    region3 <= \$296 ;
+    p2_delta <= \$168 [47:0];
   always @(posedge clk)
-    region4 <= \$297 ;
+    p2_bad <= \$173 ;
   always @(posedge clk)
-    region5 <= \$298 ;
+    region0 <= \$257 ;
   always @(posedge clk)
-    region6 <= \$299 ;
+    region0_end <= \$258 ;
   always @(posedge clk)
-    region7 <= \$300 ;
+    region0_delta <= \$259 ;
   always @(posedge clk)
-    errors <= \$301 ;
+    region1 <= \$260 ;
+  always @(posedge clk)
+    region1_end <= \$261 ;
+  always @(posedge clk)
+    region1_delta <= \$262 ;
+  always @(posedge clk)
+    region2 <= \$263 ;
+  always @(posedge clk)
+    region2_end <= \$264 ;
+  always @(posedge clk)
+    region2_delta <= \$265 ;
+  always @(posedge clk)
+    region3 <= \$266 ;
+  always @(posedge clk)
+    region3_end <= \$267 ;
+  always @(posedge clk)
+    region3_delta <= \$268 ;
+  always @(posedge clk)
+    region4 <= \$269 ;
+  always @(posedge clk)
+    region4_end <= \$270 ;
+  always @(posedge clk)
+    region4_delta <= \$271 ;
+  always @(posedge clk)
+    region5 <= \$272 ;
+  always @(posedge clk)
+    region5_end <= \$273 ;
+  always @(posedge clk)
+    region5_delta <= \$274 ;
+  always @(posedge clk)
+    region6 <= \$275 ;
+  always @(posedge clk)
+    region6_end <= \$276 ;
+  always @(posedge clk)
+    region6_delta <= \$277 ;
+  always @(posedge clk)
+    region7 <= \$278 ;
+  always @(posedge clk)
+    region7_end <= \$279 ;
+  always @(posedge clk)
+    region7_delta <= \$280 ;
+  always @(posedge clk)
+    errors <= \$281 ;
   always @* begin
     if (_init_strobe_34 ) begin end
     mode = 2'h0;
@@ -37135,257 +38727,376 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    delta = 48'h000000000000;
+    target = 48'h000000000000;
     if (hits[0]) begin
-      delta = \$25 [47:0];
+      target = \$33 [47:0];
     end
     if (hits[1]) begin
-      delta = \$26 [47:0];
+      target = \$34 [47:0];
     end
     if (hits[2]) begin
-      delta = \$27 [47:0];
+      target = \$35 [47:0];
     end
     if (hits[3]) begin
-      delta = \$28 [47:0];
+      target = \$36 [47:0];
     end
     if (hits[4]) begin
-      delta = \$29 [47:0];
+      target = \$37 [47:0];
     end
     if (hits[5]) begin
-      delta = \$30 [47:0];
+      target = \$38 [47:0];
     end
     if (hits[6]) begin
-      delta = \$31 [47:0];
+      target = \$39 [47:0];
     end
     if (hits[7]) begin
-      delta = \$32 [47:0];
+      target = \$40 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$286  = net__valid;
+    \$249  = net__valid;
     if (net__ready) begin
-      \$286  = 1'h0;
+      \$249  = 1'h0;
     end
-    if (\$153 ) begin
-      \$286  = 1'h1;
+    if (\$151 ) begin
+      \$249  = 1'h1;
     end
     if (rst) begin
-      \$286  = 1'h0;
+      \$249  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$287  = mem__valid;
+    \$250  = mem__valid;
     if (mem__ready) begin
-      \$287  = 1'h0;
+      \$250  = 1'h0;
     end
-    if (\$158 ) begin
-      \$287  = 1'h1;
+    if (\$155 ) begin
+      \$250  = 1'h1;
     end
     if (rst) begin
-      \$287  = 1'h0;
+      \$250  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$288  = net__payload;
-    if (\$153 ) begin
-      \$288 [4:0] = device;
-      \$288 [52:5] = \$154 [47:0];
-      \$288 [53] = 1'h1;
-      \$288 [69:54] = store__payload[63:48];
-      \$288 [76:70] = store__payload[70:64];
+    \$251  = net__payload;
+    if (\$151 ) begin
+      \$251 [4:0] = device;
+      \$251 [52:5] = target;
+      \$251 [53] = 1'h1;
+      \$251 [69:54] = store__payload[63:48];
+      \$251 [76:70] = store__payload[70:64];
     end
     if (rst) begin
-      \$288  = 77'h00000000000000000000;
+      \$251  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$289  = mem__payload;
-    if (\$158 ) begin
-      \$289 [47:0] = store__payload[47:0];
-      \$289 [63:48] = store__payload[63:48];
-      \$289 [70:64] = store__payload[70:64];
-      \$289 [71] = store__payload[71];
-      \$289 [72] = \$159 ;
+    \$252  = mem__payload;
+    if (\$155 ) begin
+      \$252 [47:0] = store__payload[47:0];
+      \$252 [63:48] = store__payload[63:48];
+      \$252 [70:64] = store__payload[70:64];
+      \$252 [71] = store__payload[71];
+      \$252 [72] = \$156 ;
     end
     if (rst) begin
-      \$289  = 73'h0000000000000000000;
+      \$252  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$290  = stats;
-    if (\$160 ) begin
+    \$253  = stats;
+    if (\$157 ) begin
       (* full_case = 32'd1 *)
-      if (\$162 ) begin
-        \$290 [127:96] = \$165 [31:0];
-      end else if (\$163 ) begin
-        \$290 [31:0] = \$166 [31:0];
-      end else if (\$164 ) begin
-        \$290 [63:32] = \$167 [31:0];
+      if (\$159 ) begin
+        \$253 [127:96] = \$162 [31:0];
+      end else if (\$160 ) begin
+        \$253 [31:0] = \$163 [31:0];
+      end else if (\$161 ) begin
+        \$253 [63:32] = \$164 [31:0];
       end else begin
-        \$290 [95:64] = \$168 [31:0];
+        \$253 [95:64] = \$165 [31:0];
       end
     end
     if (rst) begin
-      \$290  = 128'h00000000000000000000000000000000;
+      \$253  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$291  = rx_mem__valid;
+    \$254  = rx_mem__valid;
     if (rx_mem__ready) begin
-      \$291  = 1'h0;
+      \$254  = 1'h0;
     end
-    if (\$169 ) begin
-      \$291  = 1'h1;
+    if (\$166 ) begin
+      \$254  = 1'h1;
     end
     if (rst) begin
-      \$291  = 1'h0;
+      \$254  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$292  = rx_mem__payload;
-    if (\$169 ) begin
-      \$292 [47:0] = rx__payload[52:5];
-      \$292 [63:48] = rx__payload[69:54];
-      \$292 [70:64] = rx__payload[76:70];
-      \$292 [71] = rx__payload[53];
-      \$292 [72] = \$170 ;
+    \$255  = rx_mem__payload;
+    if (\$166 ) begin
+      \$255 [47:0] = rx__payload[52:5];
+      \$255 [63:48] = rx__payload[69:54];
+      \$255 [70:64] = rx__payload[76:70];
+      \$255 [71] = rx__payload[53];
+      \$255 [72] = \$167 ;
     end
     if (rst) begin
-      \$292  = 73'h0000000000000000000;
+      \$255  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$293  = region0;
-    if (\$184 ) begin
-      \$293 [0] = program__payload[3];
-      \$293 [2:1] = program__payload[5:4];
-      \$293 [7:3] = program__payload[10:6];
-      \$293 [55:8] = program__payload[58:11];
-      \$293 [103:56] = program__payload[106:59];
-      \$293 [151:104] = program__payload[154:107];
-    end
+    \$256  = program__valid;
     if (rst) begin
-      \$293  = 152'h00000000000000000000000000000000000000;
+      \$256  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$294  = region1;
-    if (\$198 ) begin
-      \$294 [0] = program__payload[3];
-      \$294 [2:1] = program__payload[5:4];
-      \$294 [7:3] = program__payload[10:6];
-      \$294 [55:8] = program__payload[58:11];
-      \$294 [103:56] = program__payload[106:59];
-      \$294 [151:104] = program__payload[154:107];
+    \$257  = region0;
+    if (\$182 ) begin
+      \$257 [0] = p2_req[3];
+      \$257 [2:1] = p2_req[5:4];
+      \$257 [7:3] = p2_req[10:6];
+      \$257 [55:8] = p2_req[58:11];
+      \$257 [103:56] = p2_req[106:59];
+      \$257 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$294  = 152'h00000000000000000000000000000000000000;
+      \$257  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$295  = region2;
-    if (\$212 ) begin
-      \$295 [0] = program__payload[3];
-      \$295 [2:1] = program__payload[5:4];
-      \$295 [7:3] = program__payload[10:6];
-      \$295 [55:8] = program__payload[58:11];
-      \$295 [103:56] = program__payload[106:59];
-      \$295 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$295  = 152'h00000000000000000000000000000000000000;
+    \$258  = region0_end;
+    if (\$182 ) begin
+      \$258  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$296  = region3;
-    if (\$226 ) begin
-      \$296 [0] = program__payload[3];
-      \$296 [2:1] = program__payload[5:4];
-      \$296 [7:3] = program__payload[10:6];
-      \$296 [55:8] = program__payload[58:11];
-      \$296 [103:56] = program__payload[106:59];
-      \$296 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$296  = 152'h00000000000000000000000000000000000000;
+    \$259  = region0_delta;
+    if (\$182 ) begin
+      \$259  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$297  = region4;
-    if (\$240 ) begin
-      \$297 [0] = program__payload[3];
-      \$297 [2:1] = program__payload[5:4];
-      \$297 [7:3] = program__payload[10:6];
-      \$297 [55:8] = program__payload[58:11];
-      \$297 [103:56] = program__payload[106:59];
-      \$297 [151:104] = program__payload[154:107];
+    \$260  = region1;
+    if (\$191 ) begin
+      \$260 [0] = p2_req[3];
+      \$260 [2:1] = p2_req[5:4];
+      \$260 [7:3] = p2_req[10:6];
+      \$260 [55:8] = p2_req[58:11];
+      \$260 [103:56] = p2_req[106:59];
+      \$260 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$297  = 152'h00000000000000000000000000000000000000;
+      \$260  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$298  = region5;
-    if (\$254 ) begin
-      \$298 [0] = program__payload[3];
-      \$298 [2:1] = program__payload[5:4];
-      \$298 [7:3] = program__payload[10:6];
-      \$298 [55:8] = program__payload[58:11];
-      \$298 [103:56] = program__payload[106:59];
-      \$298 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$298  = 152'h00000000000000000000000000000000000000;
+    \$261  = region1_end;
+    if (\$191 ) begin
+      \$261  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$299  = region6;
-    if (\$268 ) begin
-      \$299 [0] = program__payload[3];
-      \$299 [2:1] = program__payload[5:4];
-      \$299 [7:3] = program__payload[10:6];
-      \$299 [55:8] = program__payload[58:11];
-      \$299 [103:56] = program__payload[106:59];
-      \$299 [151:104] = program__payload[154:107];
-    end
-    if (rst) begin
-      \$299  = 152'h00000000000000000000000000000000000000;
+    \$262  = region1_delta;
+    if (\$191 ) begin
+      \$262  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$300  = region7;
-    if (\$282 ) begin
-      \$300 [0] = program__payload[3];
-      \$300 [2:1] = program__payload[5:4];
-      \$300 [7:3] = program__payload[10:6];
-      \$300 [55:8] = program__payload[58:11];
-      \$300 [103:56] = program__payload[106:59];
-      \$300 [151:104] = program__payload[154:107];
+    \$263  = region2;
+    if (\$200 ) begin
+      \$263 [0] = p2_req[3];
+      \$263 [2:1] = p2_req[5:4];
+      \$263 [7:3] = p2_req[10:6];
+      \$263 [55:8] = p2_req[58:11];
+      \$263 [103:56] = p2_req[106:59];
+      \$263 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$300  = 152'h00000000000000000000000000000000000000;
+      \$263  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$301  = \$285 ;
+    \$264  = region2_end;
+    if (\$200 ) begin
+      \$264  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$265  = region2_delta;
+    if (\$200 ) begin
+      \$265  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$266  = region3;
+    if (\$209 ) begin
+      \$266 [0] = p2_req[3];
+      \$266 [2:1] = p2_req[5:4];
+      \$266 [7:3] = p2_req[10:6];
+      \$266 [55:8] = p2_req[58:11];
+      \$266 [103:56] = p2_req[106:59];
+      \$266 [151:104] = p2_req[154:107];
+    end
     if (rst) begin
-      \$301  = 2'h0;
+      \$266  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$267  = region3_end;
+    if (\$209 ) begin
+      \$267  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$268  = region3_delta;
+    if (\$209 ) begin
+      \$268  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$269  = region4;
+    if (\$218 ) begin
+      \$269 [0] = p2_req[3];
+      \$269 [2:1] = p2_req[5:4];
+      \$269 [7:3] = p2_req[10:6];
+      \$269 [55:8] = p2_req[58:11];
+      \$269 [103:56] = p2_req[106:59];
+      \$269 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$269  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$270  = region4_end;
+    if (\$218 ) begin
+      \$270  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$271  = region4_delta;
+    if (\$218 ) begin
+      \$271  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$272  = region5;
+    if (\$227 ) begin
+      \$272 [0] = p2_req[3];
+      \$272 [2:1] = p2_req[5:4];
+      \$272 [7:3] = p2_req[10:6];
+      \$272 [55:8] = p2_req[58:11];
+      \$272 [103:56] = p2_req[106:59];
+      \$272 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$272  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$273  = region5_end;
+    if (\$227 ) begin
+      \$273  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$274  = region5_delta;
+    if (\$227 ) begin
+      \$274  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$275  = region6;
+    if (\$236 ) begin
+      \$275 [0] = p2_req[3];
+      \$275 [2:1] = p2_req[5:4];
+      \$275 [7:3] = p2_req[10:6];
+      \$275 [55:8] = p2_req[58:11];
+      \$275 [103:56] = p2_req[106:59];
+      \$275 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$275  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$276  = region6_end;
+    if (\$236 ) begin
+      \$276  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$277  = region6_delta;
+    if (\$236 ) begin
+      \$277  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$278  = region7;
+    if (\$245 ) begin
+      \$278 [0] = p2_req[3];
+      \$278 [2:1] = p2_req[5:4];
+      \$278 [7:3] = p2_req[10:6];
+      \$278 [55:8] = p2_req[58:11];
+      \$278 [103:56] = p2_req[106:59];
+      \$278 [151:104] = p2_req[154:107];
+    end
+    if (rst) begin
+      \$278  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$279  = region7_end;
+    if (\$245 ) begin
+      \$279  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$280  = region7_delta;
+    if (\$245 ) begin
+      \$280  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$281  = \$248 ;
+    if (rst) begin
+      \$281  = 2'h0;
     end
   end
   assign clear = 2'h3;
@@ -37453,6 +39164,13 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign program__payload__base  = program__payload[58:11];
   assign program__payload__size  = program__payload[106:59];
   assign program__payload__remote_base  = program__payload[154:107];
+  assign p2_req__index  = p2_req[2:0];
+  assign p2_req__valid  = p2_req[3];
+  assign p2_req__mode  = p2_req[5:4];
+  assign p2_req__device  = p2_req[10:6];
+  assign p2_req__base  = p2_req[58:11];
+  assign p2_req__size  = p2_req[106:59];
+  assign p2_req__remote_base  = p2_req[154:107];
   assign set_err__bad_region  = set_err[0];
   assign set_err__overlap  = set_err[1];
   assign net__payload__device  = net__payload[4:0];
@@ -37478,35 +39196,35 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign errors__overlap  = errors[1];
   assign clear__bad_region  = 1'h1;
   assign clear__overlap  = 1'h1;
-  assign set_err[1] = \$150 ;
-  assign set_err[0] = \$140 ;
-  assign clash[7] = \$133 ;
-  assign clash[6] = \$126 ;
-  assign clash[5] = \$119 ;
-  assign clash[4] = \$112 ;
-  assign clash[3] = \$105 ;
-  assign clash[2] = \$98 ;
-  assign clash[1] = \$91 ;
-  assign clash[0] = \$84 ;
-  assign rx_hit[7] = \$76 ;
-  assign rx_hit[6] = \$71 ;
-  assign rx_hit[5] = \$66 ;
-  assign rx_hit[4] = \$61 ;
-  assign rx_hit[3] = \$56 ;
-  assign rx_hit[2] = \$51 ;
-  assign rx_hit[1] = \$46 ;
-  assign rx_hit[0] = \$41 ;
-  assign hits[7] = \$24 ;
-  assign hits[6] = \$21 ;
-  assign hits[5] = \$18 ;
-  assign hits[4] = \$15 ;
-  assign hits[3] = \$12 ;
-  assign hits[2] = \$9 ;
-  assign hits[1] = \$6 ;
-  assign hits[0] = \$3 ;
-  assign \$283  = 2'h0;
-  assign \$284  = 2'h0;
-  assign \$285  = { \$150 , \$140  };
+  assign set_err[1] = \$148 ;
+  assign set_err[0] = \$143 ;
+  assign clash[7] = \$141 ;
+  assign clash[6] = \$135 ;
+  assign clash[5] = \$129 ;
+  assign clash[4] = \$123 ;
+  assign clash[3] = \$117 ;
+  assign clash[2] = \$111 ;
+  assign clash[1] = \$105 ;
+  assign clash[0] = \$99 ;
+  assign rx_hit[7] = \$92 ;
+  assign rx_hit[6] = \$86 ;
+  assign rx_hit[5] = \$80 ;
+  assign rx_hit[4] = \$74 ;
+  assign rx_hit[3] = \$68 ;
+  assign rx_hit[2] = \$62 ;
+  assign rx_hit[1] = \$56 ;
+  assign rx_hit[0] = \$50 ;
+  assign hits[7] = \$32 ;
+  assign hits[6] = \$28 ;
+  assign hits[5] = \$24 ;
+  assign hits[4] = \$20 ;
+  assign hits[3] = \$16 ;
+  assign hits[2] = \$12 ;
+  assign hits[1] = \$8 ;
+  assign hits[0] = \$4 ;
+  assign \$246  = 2'h0;
+  assign \$247  = 2'h0;
+  assign \$248  = { \$148 , \$143  };
 endmodule
 
 module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, store__valid, store__payload, remote__valid
@@ -38686,58 +40404,163 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$150 ;
   wire \$151 ;
   wire \$152 ;
-  wire \$153 ;
+  wire [8:0] \$153 ;
   wire \$154 ;
-  wire [3:0] \$155 ;
-  wire [3:0] \$156 ;
-  wire [3:0] \$157 ;
-  wire [4:0] \$158 ;
-  wire [4:0] \$159 ;
+  wire \$155 ;
+  wire \$156 ;
+  wire \$157 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
-  wire [4:0] \$160 ;
-  wire [2:0] \$161 ;
-  wire [2:0] \$162 ;
-  wire [2:0] \$163 ;
-  wire [1:0] \$164 ;
-  wire [1:0] \$165 ;
-  wire [1:0] \$166 ;
-  wire [1:0] \$167 ;
-  wire [1:0] \$168 ;
-  wire [1:0] \$169 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire \$168 ;
+  wire \$169 ;
   wire \$17 ;
-  reg [7:0] \$170 ;
-  reg \$171 ;
-  reg \$172 ;
-  reg \$173 ;
-  reg \$174 ;
-  reg \$175 ;
-  reg \$176 ;
-  reg \$177 ;
-  reg [154:0] \$178 ;
-  reg \$179 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
+  wire \$173 ;
+  wire \$174 ;
+  wire \$175 ;
+  wire \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire \$179 ;
   wire \$18 ;
-  reg \$180 ;
-  reg [178:0] \$181 ;
-  reg [37:0] \$182 ;
-  reg [38:0] \$183 ;
-  reg [3:0] \$184 ;
-  reg [4:0] \$185 ;
-  reg [2:0] \$186 ;
-  reg [1:0] \$187 ;
-  reg [1:0] \$188 ;
-  reg [31:0] \$189 ;
+  wire \$180 ;
+  wire \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire \$187 ;
+  wire \$188 ;
+  wire \$189 ;
   wire \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
   wire \$21 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
   wire \$22 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire \$224 ;
+  wire \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire \$228 ;
+  wire \$229 ;
   wire \$23 ;
+  wire \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire \$234 ;
+  wire \$235 ;
+  wire \$236 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
   wire \$24 ;
+  wire \$240 ;
+  wire \$241 ;
+  wire \$242 ;
+  wire \$243 ;
+  wire \$244 ;
+  wire \$245 ;
+  wire \$246 ;
+  wire \$247 ;
+  wire \$248 ;
+  wire \$249 ;
   wire \$25 ;
+  wire \$250 ;
+  wire \$251 ;
+  wire \$252 ;
+  wire \$253 ;
+  wire \$254 ;
+  wire \$255 ;
+  wire \$256 ;
+  wire \$257 ;
+  wire \$258 ;
+  wire [3:0] \$259 ;
   wire \$26 ;
+  wire [3:0] \$260 ;
+  wire [3:0] \$261 ;
+  wire [4:0] \$262 ;
+  wire [4:0] \$263 ;
+  wire [4:0] \$264 ;
+  wire [2:0] \$265 ;
+  wire [2:0] \$266 ;
+  wire [2:0] \$267 ;
+  wire [1:0] \$268 ;
+  wire [1:0] \$269 ;
   wire \$27 ;
+  wire [1:0] \$270 ;
+  wire [1:0] \$271 ;
+  wire [1:0] \$272 ;
+  wire [1:0] \$273 ;
+  reg [7:0] \$274 ;
+  reg \$275 ;
+  reg \$276 ;
+  reg \$277 ;
+  reg \$278 ;
+  reg \$279 ;
   wire \$28 ;
+  reg \$280 ;
+  reg \$281 ;
+  reg \$282 ;
+  reg [154:0] \$283 ;
+  reg \$284 ;
+  reg \$285 ;
+  reg [178:0] \$286 ;
+  reg [37:0] \$287 ;
+  reg [38:0] \$288 ;
+  reg [3:0] \$289 ;
   wire \$29 ;
+  reg [4:0] \$290 ;
+  reg [2:0] \$291 ;
+  reg [1:0] \$292 ;
+  reg [1:0] \$293 ;
+  reg [31:0] \$294 ;
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
@@ -38812,7 +40635,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire [8:0] \$97 ;
+  wire \$97 ;
   wire \$98 ;
   wire \$99 ;
   wire [1:0] addrmap_clear;
@@ -38983,6 +40806,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] region_view__remote_base ;
   wire [47:0] region_view__size ;
   wire region_view__valid ;
+  reg region_waiting0 = 1'h0;
   wire [2:0] rp__addr;
   wire [7:0] \rp__addr$74 ;
   wire [151:0] rp__data;
@@ -39477,157 +41301,178 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$37  = desc_verdict & \$36 ;
   assign \$38  = bus__w_stb & sel_region_index;
   assign \$39  = region_program__valid | region_verdict;
-  assign \$40  = bus__w_stb & sel_region_base_lo;
-  assign \$41  = region_program__valid | region_verdict;
-  assign \$42  = bus__w_stb & sel_region_base_hi;
+  assign \$41  = \$39  | \$40 ;
+  assign \$42  = bus__w_stb & sel_region_base_lo;
   assign \$43  = region_program__valid | region_verdict;
-  assign \$44  = bus__w_stb & sel_region_size_lo;
-  assign \$45  = region_program__valid | region_verdict;
-  assign \$46  = bus__w_stb & sel_region_size_hi;
+  assign \$45  = \$43  | \$44 ;
+  assign \$46  = bus__w_stb & sel_region_base_hi;
   assign \$47  = region_program__valid | region_verdict;
-  assign \$48  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$49  = region_program__valid | region_verdict;
-  assign \$50  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$49  = \$47  | \$48 ;
+  assign \$50  = bus__w_stb & sel_region_size_lo;
   assign \$51  = region_program__valid | region_verdict;
-  assign \$52  = bus__w_stb & sel_desc_index;
-  assign \$53  = dma_program__valid | desc_verdict;
-  assign \$54  = bus__w_stb & sel_desc_rows;
-  assign \$55  = dma_program__valid | desc_verdict;
-  assign \$56  = bus__w_stb & sel_desc_pitch;
-  assign \$57  = dma_program__valid | desc_verdict;
-  assign \$58  = bus__w_stb & sel_desc_src_lo;
-  assign \$59  = dma_program__valid | desc_verdict;
-  assign \$60  = bus__w_stb & sel_desc_src_hi;
-  assign \$61  = dma_program__valid | desc_verdict;
-  assign \$62  = bus__w_stb & sel_desc_dst_lo;
-  assign \$63  = dma_program__valid | desc_verdict;
-  assign \$64  = bus__w_stb & sel_desc_dst_hi;
-  assign \$65  = dma_program__valid | desc_verdict;
-  assign \$66  = bus__w_stb & sel_track_op;
-  assign \$68  = bus__w_stb & sel_track_cmd;
-  assign \$70  = bus__w_stb & sel_arb_policy;
-  assign \$72  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$74  = bus__w_stb & sel_command;
-  assign \$75  = region_program__valid | region_verdict;
-  assign \$76  = \$75  | sweep;
-  assign \$77  = region_program__valid | region_verdict;
-  assign \$78  = \$77  | sweep;
+  assign \$53  = \$51  | \$52 ;
+  assign \$54  = bus__w_stb & sel_region_size_hi;
+  assign \$55  = region_program__valid | region_verdict;
+  assign \$57  = \$55  | \$56 ;
+  assign \$58  = bus__w_stb & sel_region_remote_base_lo;
+  assign \$59  = region_program__valid | region_verdict;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$63  = region_program__valid | region_verdict;
+  assign \$65  = \$63  | \$64 ;
+  assign \$66  = bus__w_stb & sel_desc_index;
+  assign \$67  = dma_program__valid | desc_verdict;
+  assign \$70  = bus__w_stb & sel_desc_rows;
+  assign \$71  = dma_program__valid | desc_verdict;
+  assign \$74  = bus__w_stb & sel_desc_pitch;
+  assign \$75  = dma_program__valid | desc_verdict;
+  assign \$78  = bus__w_stb & sel_desc_src_lo;
   assign \$79  = dma_program__valid | desc_verdict;
-  assign \$80  = sweep | dma_busy;
-  assign \$81  = \$79  | \$80 ;
-  assign \$82  = dma_program__valid | desc_verdict;
-  assign \$83  = \$82  | sweep;
-  assign \$85  = \$84  | tracker_busy;
-  assign \$88  = bus__w_stb & sel_csr_errors;
-  assign \$89  = bus__w_stb & sel_tracker_errors;
-  assign \$90  = bus__w_stb & sel_dma_errors;
-  assign \$91  = bus__w_stb & sel_addrmap_errors;
-  assign \$92  = bus__w_stb & sel_arbiter_errors;
-  assign \$93  = region_program__valid | region_verdict;
-  assign \$94  = dma_program__valid | desc_verdict;
-  assign \$97  = sweep_at + 1'h1;
-  assign \$98  = sweep_at == 8'hff;
-  assign \$100  = dma_program__valid & dma_program__ready;
-  assign \$101  = tracker_program__valid & tracker_program__ready;
-  assign \$104  = dma_program__valid & dma_program__ready;
-  assign \$105  = bus__w_stb & sel_region_index;
-  assign \$106  = region_program__valid | region_verdict;
-  assign \$107  = bus__w_stb & sel_region_base_lo;
-  assign \$108  = region_program__valid | region_verdict;
-  assign \$109  = bus__w_stb & sel_region_base_hi;
-  assign \$110  = region_program__valid | region_verdict;
-  assign \$111  = bus__w_stb & sel_region_size_lo;
-  assign \$112  = region_program__valid | region_verdict;
-  assign \$113  = bus__w_stb & sel_region_size_hi;
-  assign \$114  = region_program__valid | region_verdict;
-  assign \$115  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$116  = region_program__valid | region_verdict;
-  assign \$117  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$118  = region_program__valid | region_verdict;
-  assign \$119  = bus__w_stb & sel_desc_index;
-  assign \$120  = dma_program__valid | desc_verdict;
-  assign \$121  = bus__w_stb & sel_desc_rows;
-  assign \$122  = dma_program__valid | desc_verdict;
-  assign \$123  = bus__w_stb & sel_desc_pitch;
+  assign \$82  = bus__w_stb & sel_desc_src_hi;
+  assign \$83  = dma_program__valid | desc_verdict;
+  assign \$86  = bus__w_stb & sel_desc_dst_lo;
+  assign \$87  = dma_program__valid | desc_verdict;
+  assign \$90  = bus__w_stb & sel_desc_dst_hi;
+  assign \$91  = dma_program__valid | desc_verdict;
+  assign \$94  = bus__w_stb & sel_track_op;
+  assign \$98  = bus__w_stb & sel_track_cmd;
+  assign \$102  = bus__w_stb & sel_arb_policy;
+  assign \$106  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$110  = bus__w_stb & sel_command;
+  assign \$111  = region_program__valid | region_verdict;
+  assign \$113  = \$111  | \$112 ;
+  assign \$114  = \$113  | sweep;
+  assign \$115  = region_program__valid | region_verdict;
+  assign \$117  = \$115  | \$116 ;
+  assign \$118  = \$117  | sweep;
+  assign \$119  = dma_program__valid | desc_verdict;
+  assign \$122  = sweep | dma_busy;
+  assign \$123  = \$121  | \$122 ;
   assign \$124  = dma_program__valid | desc_verdict;
-  assign \$125  = bus__w_stb & sel_desc_src_lo;
-  assign \$126  = dma_program__valid | desc_verdict;
-  assign \$127  = bus__w_stb & sel_desc_src_hi;
-  assign \$128  = dma_program__valid | desc_verdict;
-  assign \$129  = bus__w_stb & sel_desc_dst_lo;
-  assign \$130  = dma_program__valid | desc_verdict;
-  assign \$131  = bus__w_stb & sel_desc_dst_hi;
-  assign \$132  = dma_program__valid | desc_verdict;
-  assign \$133  = bus__w_stb & sel_track_op;
-  assign \$135  = bus__w_stb & sel_track_cmd;
-  assign \$137  = bus__w_stb & sel_arb_policy;
-  assign \$139  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$141  = bus__w_stb & sel_command;
-  assign \$142  = region_program__valid | region_verdict;
-  assign \$143  = \$142  | sweep;
-  assign \$144  = region_program__valid | region_verdict;
-  assign \$145  = \$144  | sweep;
-  assign \$146  = dma_program__valid | desc_verdict;
-  assign \$147  = sweep | dma_busy;
-  assign \$148  = \$146  | \$147 ;
-  assign \$149  = dma_program__valid | desc_verdict;
-  assign \$150  = \$149  | sweep;
-  assign \$152  = \$151  | tracker_busy;
-  assign \$155  = ~ csr_errors_clear;
-  assign \$156  = errors & \$155 ;
-  assign \$157  = \$156  | set_err;
-  assign \$158  = ~ tracker_errors_clear;
-  assign \$159  = tracker_sticky & \$158 ;
-  assign \$160  = \$159  | tracker_errors;
-  assign \$161  = ~ dma_errors_clear;
-  assign \$162  = dma_sticky & \$161 ;
-  assign \$163  = \$162  | dma_errors;
-  assign \$164  = ~ addrmap_errors_clear;
-  assign \$165  = addrmap_sticky & \$164 ;
-  assign \$166  = \$165  | addrmap_errors;
-  assign \$167  = ~ arbiter_errors_clear;
-  assign \$168  = arbiter_sticky & \$167 ;
-  assign \$169  = \$168  | arbiter_errors;
+  assign \$127  = \$126  | sweep;
+  assign \$131  = \$130  | tracker_busy;
+  assign \$136  = bus__w_stb & sel_csr_errors;
+  assign \$137  = bus__w_stb & sel_tracker_errors;
+  assign \$138  = bus__w_stb & sel_dma_errors;
+  assign \$139  = bus__w_stb & sel_addrmap_errors;
+  assign \$140  = bus__w_stb & sel_arbiter_errors;
+  assign \$141  = region_program__valid | region_verdict;
+  assign \$143  = \$141  | \$142 ;
+  assign \$144  = dma_program__valid | desc_verdict;
+  assign \$153  = sweep_at + 1'h1;
+  assign \$154  = sweep_at == 8'hff;
+  assign \$156  = dma_program__valid & dma_program__ready;
+  assign \$157  = tracker_program__valid & tracker_program__ready;
+  assign \$160  = dma_program__valid & dma_program__ready;
+  assign \$161  = bus__w_stb & sel_region_index;
+  assign \$162  = region_program__valid | region_verdict;
+  assign \$164  = \$162  | \$163 ;
+  assign \$165  = bus__w_stb & sel_region_base_lo;
+  assign \$166  = region_program__valid | region_verdict;
+  assign \$168  = \$166  | \$167 ;
+  assign \$169  = bus__w_stb & sel_region_base_hi;
+  assign \$170  = region_program__valid | region_verdict;
+  assign \$172  = \$170  | \$171 ;
+  assign \$173  = bus__w_stb & sel_region_size_lo;
+  assign \$174  = region_program__valid | region_verdict;
+  assign \$176  = \$174  | \$175 ;
+  assign \$177  = bus__w_stb & sel_region_size_hi;
+  assign \$178  = region_program__valid | region_verdict;
+  assign \$180  = \$178  | \$179 ;
+  assign \$181  = bus__w_stb & sel_region_remote_base_lo;
+  assign \$182  = region_program__valid | region_verdict;
+  assign \$184  = \$182  | \$183 ;
+  assign \$185  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$186  = region_program__valid | region_verdict;
+  assign \$188  = \$186  | \$187 ;
+  assign \$189  = bus__w_stb & sel_desc_index;
+  assign \$190  = dma_program__valid | desc_verdict;
+  assign \$193  = bus__w_stb & sel_desc_rows;
+  assign \$194  = dma_program__valid | desc_verdict;
+  assign \$197  = bus__w_stb & sel_desc_pitch;
+  assign \$198  = dma_program__valid | desc_verdict;
+  assign \$201  = bus__w_stb & sel_desc_src_lo;
+  assign \$202  = dma_program__valid | desc_verdict;
+  assign \$205  = bus__w_stb & sel_desc_src_hi;
+  assign \$206  = dma_program__valid | desc_verdict;
+  assign \$209  = bus__w_stb & sel_desc_dst_lo;
+  assign \$210  = dma_program__valid | desc_verdict;
+  assign \$213  = bus__w_stb & sel_desc_dst_hi;
+  assign \$214  = dma_program__valid | desc_verdict;
+  assign \$217  = bus__w_stb & sel_track_op;
+  assign \$221  = bus__w_stb & sel_track_cmd;
+  assign \$225  = bus__w_stb & sel_arb_policy;
+  assign \$229  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$233  = bus__w_stb & sel_command;
+  assign \$234  = region_program__valid | region_verdict;
+  assign \$236  = \$234  | \$235 ;
+  assign \$237  = \$236  | sweep;
+  assign \$238  = region_program__valid | region_verdict;
+  assign \$240  = \$238  | \$239 ;
+  assign \$241  = \$240  | sweep;
+  assign \$242  = dma_program__valid | desc_verdict;
+  assign \$245  = sweep | dma_busy;
+  assign \$246  = \$244  | \$245 ;
+  assign \$247  = dma_program__valid | desc_verdict;
+  assign \$250  = \$249  | sweep;
+  assign \$254  = \$253  | tracker_busy;
+  assign \$259  = ~ csr_errors_clear;
+  assign \$260  = errors & \$259 ;
+  assign \$261  = \$260  | set_err;
+  assign \$262  = ~ tracker_errors_clear;
+  assign \$263  = tracker_sticky & \$262 ;
+  assign \$264  = \$263  | tracker_errors;
+  assign \$265  = ~ dma_errors_clear;
+  assign \$266  = dma_sticky & \$265 ;
+  assign \$267  = \$266  | dma_errors;
+  assign \$268  = ~ addrmap_errors_clear;
+  assign \$269  = addrmap_sticky & \$268 ;
+  assign \$270  = \$269  | addrmap_errors;
+  assign \$271  = ~ arbiter_errors_clear;
+  assign \$272  = arbiter_sticky & \$271 ;
+  assign \$273  = \$272  | arbiter_errors;
   always @(posedge clk)
-    sweep_at <= \$170 ;
+    sweep_at <= \$274 ;
   always @(posedge clk)
-    sweep <= \$171 ;
+    sweep <= \$275 ;
   always @(posedge clk)
-    region_program__valid <= \$172 ;
+    region_program__valid <= \$276 ;
   always @(posedge clk)
-    dma_program__valid <= \$173 ;
+    dma_program__valid <= \$277 ;
   always @(posedge clk)
-    tracker_program__valid <= \$174 ;
+    tracker_program__valid <= \$278 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$175 ;
+    arbiter_program__valid <= \$279 ;
   always @(posedge clk)
-    region_verdict <= \$176 ;
+    region_waiting0 <= \$280 ;
   always @(posedge clk)
-    region_loading <= \$177 ;
+    region_verdict <= \$281 ;
   always @(posedge clk)
-    region_program__payload <= \$178 ;
+    region_loading <= \$282 ;
   always @(posedge clk)
-    desc_verdict <= \$179 ;
+    region_program__payload <= \$283 ;
   always @(posedge clk)
-    desc_loading <= \$180 ;
+    desc_verdict <= \$284 ;
   always @(posedge clk)
-    dma_program__payload <= \$181 ;
+    desc_loading <= \$285 ;
   always @(posedge clk)
-    tracker_program__payload <= \$182 ;
+    dma_program__payload <= \$286 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$183 ;
+    tracker_program__payload <= \$287 ;
   always @(posedge clk)
-    errors <= \$184 ;
+    arbiter_program__payload <= \$288 ;
   always @(posedge clk)
-    tracker_sticky <= \$185 ;
+    errors <= \$289 ;
   always @(posedge clk)
-    dma_sticky <= \$186 ;
+    tracker_sticky <= \$290 ;
   always @(posedge clk)
-    addrmap_sticky <= \$187 ;
+    dma_sticky <= \$291 ;
   always @(posedge clk)
-    arbiter_sticky <= \$188 ;
+    addrmap_sticky <= \$292 ;
   always @(posedge clk)
-    bus__r_data <= \$189 ;
+    arbiter_sticky <= \$293 ;
+  always @(posedge clk)
+    bus__r_data <= \$294 ;
   always @* begin
     if (_init_strobe_36 ) begin end
     sel_id = 1'h0;
@@ -42698,120 +44543,120 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (_init_strobe_36 ) begin end
     set_err[3:2] = 2'h0;
     if (\$38 ) begin
-      if (\$39 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$40 ) begin
       if (\$41 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$42 ) begin
-      if (\$43 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$44 ) begin
       if (\$45 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$46 ) begin
-      if (\$47 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$48 ) begin
       if (\$49 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$50 ) begin
-      if (\$51 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$52 ) begin
       if (\$53 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$54 ) begin
-      if (\$55 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$56 ) begin
       if (\$57 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$58 ) begin
-      if (\$59 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$60 ) begin
       if (\$61 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$62 ) begin
-      if (\$63 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$64 ) begin
       if (\$65 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$66 ) begin
-      if (\$67 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$68 ) begin
       if (\$69 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$70 ) begin
-      if (\$71 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$72 ) begin
       if (\$73 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$74 ) begin
+      if (\$77 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$78 ) begin
+      if (\$81 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$82 ) begin
+      if (\$85 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$86 ) begin
+      if (\$89 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$90 ) begin
+      if (\$93 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$94 ) begin
+      if (\$97 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$98 ) begin
+      if (\$101 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$102 ) begin
+      if (\$105 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$106 ) begin
+      if (\$109 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$110 ) begin
       (* full_case = 32'd1 *)
       casez (bus__w_data[2:0])
         3'h1:
-            if (\$76 ) begin
+            if (\$114 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$78 ) begin
+            if (\$118 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$81 ) begin
+            if (\$123 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$83 ) begin
+            if (\$127 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$85 ) begin
+            if (\$131 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$87 ) begin
+            if (\$135 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -42916,7 +44761,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_36 ) begin end
     csr_errors_clear = 4'h0;
-    if (\$88 ) begin
+    if (\$136 ) begin
       csr_errors_clear[0] = bus__w_data[0];
       csr_errors_clear[1] = bus__w_data[1];
       csr_errors_clear[2] = bus__w_data[2];
@@ -42926,7 +44771,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_36 ) begin end
     tracker_errors_clear = 5'h00;
-    if (\$89 ) begin
+    if (\$137 ) begin
       tracker_errors_clear[0] = bus__w_data[0];
       tracker_errors_clear[1] = bus__w_data[1];
       tracker_errors_clear[2] = bus__w_data[2];
@@ -42937,7 +44782,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_36 ) begin end
     dma_errors_clear = 3'h0;
-    if (\$90 ) begin
+    if (\$138 ) begin
       dma_errors_clear[0] = bus__w_data[0];
       dma_errors_clear[1] = bus__w_data[1];
       dma_errors_clear[2] = bus__w_data[2];
@@ -42946,7 +44791,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_36 ) begin end
     addrmap_errors_clear = 2'h0;
-    if (\$91 ) begin
+    if (\$139 ) begin
       addrmap_errors_clear[0] = bus__w_data[0];
       addrmap_errors_clear[1] = bus__w_data[1];
     end
@@ -42954,60 +44799,60 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_36 ) begin end
     arbiter_errors_clear = 2'h0;
-    if (\$92 ) begin
+    if (\$140 ) begin
       arbiter_errors_clear[0] = bus__w_data[0];
       arbiter_errors_clear[1] = bus__w_data[1];
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$170  = sweep_at;
+    \$274  = sweep_at;
     if (sweep) begin
-      \$170  = \$97 [7:0];
+      \$274  = \$153 [7:0];
     end
     if (rst) begin
-      \$170  = 8'h00;
+      \$274  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$171  = sweep;
+    \$275  = sweep;
     if (sweep) begin
-      if (\$98 ) begin
-        \$171  = 1'h0;
+      if (\$154 ) begin
+        \$275  = 1'h0;
       end
     end
     if (rst) begin
-      \$171  = 1'h1;
+      \$275  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$172  = region_program__valid;
-    if (\$99 ) begin
-      \$172  = 1'h0;
+    \$276  = region_program__valid;
+    if (\$155 ) begin
+      \$276  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$143 ) begin
+            if (\$237 ) begin
             end else begin
-              \$172  = 1'h1;
+              \$276  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$172  = 1'h0;
+      \$276  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$173  = dma_program__valid;
-    if (\$100 ) begin
-      \$173  = 1'h0;
+    \$277  = dma_program__valid;
+    if (\$156 ) begin
+      \$277  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -43015,23 +44860,23 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$148 ) begin
+            if (\$246 ) begin
             end else begin
-              \$173  = 1'h1;
+              \$277  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$173  = 1'h0;
+      \$277  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$174  = tracker_program__valid;
-    if (\$101 ) begin
-      \$174  = 1'h0;
+    \$278  = tracker_program__valid;
+    if (\$157 ) begin
+      \$278  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -43043,23 +44888,23 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h5:
             (* full_case = 32'd1 *)
-            if (\$152 ) begin
+            if (\$254 ) begin
             end else begin
-              \$174  = 1'h1;
+              \$278  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$174  = 1'h0;
+      \$278  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$175  = arbiter_program__valid;
-    if (\$102 ) begin
-      \$175  = 1'h0;
+    \$279  = arbiter_program__valid;
+    if (\$158 ) begin
+      \$279  = 1'h0;
     end
-    if (\$141 ) begin
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -43073,115 +44918,122 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h6:
             (* full_case = 32'd1 *)
-            if (\$154 ) begin
+            if (\$258 ) begin
             end else begin
-              \$175  = 1'h1;
+              \$279  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$175  = 1'h0;
+      \$279  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$176  = \$103 ;
+    \$280  = \$159 ;
     if (rst) begin
-      \$176  = 1'h0;
+      \$280  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$177  = 1'h0;
-    if (\$141 ) begin
+    \$281  = region_waiting0;
+    if (rst) begin
+      \$281  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_36 ) begin end
+    \$282  = 1'h0;
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$145 ) begin
+            if (\$241 ) begin
             end else begin
-              \$177  = 1'h1;
+              \$282  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$177  = 1'h0;
+      \$282  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$178  = region_program__payload;
+    \$283  = region_program__payload;
     if (region_loading) begin
-      \$178  = region_view;
+      \$283  = region_view;
     end
-    if (\$105 ) begin
+    if (\$161 ) begin
       (* full_case = 32'd1 *)
-      if (\$106 ) begin
+      if (\$164 ) begin
       end else begin
-        \$178 [2:0] = bus__w_data[2:0];
-        \$178 [3] = bus__w_data[3];
-        \$178 [5:4] = bus__w_data[5:4];
-        \$178 [10:6] = bus__w_data[10:6];
+        \$283 [2:0] = bus__w_data[2:0];
+        \$283 [3] = bus__w_data[3];
+        \$283 [5:4] = bus__w_data[5:4];
+        \$283 [10:6] = bus__w_data[10:6];
       end
     end
-    if (\$107 ) begin
+    if (\$165 ) begin
       (* full_case = 32'd1 *)
-      if (\$108 ) begin
+      if (\$168 ) begin
       end else begin
-        \$178 [42:11] = bus__w_data;
+        \$283 [42:11] = bus__w_data;
       end
     end
-    if (\$109 ) begin
+    if (\$169 ) begin
       (* full_case = 32'd1 *)
-      if (\$110 ) begin
+      if (\$172 ) begin
       end else begin
-        \$178 [58:43] = bus__w_data[15:0];
+        \$283 [58:43] = bus__w_data[15:0];
       end
     end
-    if (\$111 ) begin
+    if (\$173 ) begin
       (* full_case = 32'd1 *)
-      if (\$112 ) begin
+      if (\$176 ) begin
       end else begin
-        \$178 [90:59] = bus__w_data;
+        \$283 [90:59] = bus__w_data;
       end
     end
-    if (\$113 ) begin
+    if (\$177 ) begin
       (* full_case = 32'd1 *)
-      if (\$114 ) begin
+      if (\$180 ) begin
       end else begin
-        \$178 [106:91] = bus__w_data[15:0];
+        \$283 [106:91] = bus__w_data[15:0];
       end
     end
-    if (\$115 ) begin
+    if (\$181 ) begin
       (* full_case = 32'd1 *)
-      if (\$116 ) begin
+      if (\$184 ) begin
       end else begin
-        \$178 [138:107] = bus__w_data;
+        \$283 [138:107] = bus__w_data;
       end
     end
-    if (\$117 ) begin
+    if (\$185 ) begin
       (* full_case = 32'd1 *)
-      if (\$118 ) begin
+      if (\$188 ) begin
       end else begin
-        \$178 [154:139] = bus__w_data[15:0];
+        \$283 [154:139] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$178  = 155'h000000000000000000000000000000000000000;
+      \$283  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$179  = \$104 ;
+    \$284  = \$160 ;
     if (rst) begin
-      \$179  = 1'h0;
+      \$284  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$180  = 1'h0;
-    if (\$141 ) begin
+    \$285  = 1'h0;
+    if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -43191,277 +45043,277 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$150 ) begin
+            if (\$250 ) begin
             end else begin
-              \$180  = 1'h1;
+              \$285  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$180  = 1'h0;
+      \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$181  = dma_program__payload;
+    \$286  = dma_program__payload;
     if (desc_loading) begin
-      \$181  = desc_view;
+      \$286  = desc_view;
     end
-    if (\$119 ) begin
+    if (\$189 ) begin
       (* full_case = 32'd1 *)
-      if (\$120 ) begin
+      if (\$192 ) begin
       end else begin
-        \$181 [7:0] = bus__w_data[7:0];
-        \$181 [8] = bus__w_data[8];
-        \$181 [9] = bus__w_data[9];
-        \$181 [14:10] = bus__w_data[14:10];
-        \$181 [30:15] = bus__w_data[30:15];
+        \$286 [7:0] = bus__w_data[7:0];
+        \$286 [8] = bus__w_data[8];
+        \$286 [9] = bus__w_data[9];
+        \$286 [14:10] = bus__w_data[14:10];
+        \$286 [30:15] = bus__w_data[30:15];
       end
     end
-    if (\$121 ) begin
+    if (\$193 ) begin
       (* full_case = 32'd1 *)
-      if (\$122 ) begin
+      if (\$196 ) begin
       end else begin
-        \$181 [42:31] = bus__w_data[11:0];
-        \$181 [58:43] = bus__w_data[27:12];
+        \$286 [42:31] = bus__w_data[11:0];
+        \$286 [58:43] = bus__w_data[27:12];
       end
     end
-    if (\$123 ) begin
+    if (\$197 ) begin
       (* full_case = 32'd1 *)
-      if (\$124 ) begin
+      if (\$200 ) begin
       end else begin
-        \$181 [82:59] = bus__w_data[23:0];
+        \$286 [82:59] = bus__w_data[23:0];
       end
     end
-    if (\$125 ) begin
+    if (\$201 ) begin
       (* full_case = 32'd1 *)
-      if (\$126 ) begin
+      if (\$204 ) begin
       end else begin
-        \$181 [114:83] = bus__w_data;
+        \$286 [114:83] = bus__w_data;
       end
     end
-    if (\$127 ) begin
+    if (\$205 ) begin
       (* full_case = 32'd1 *)
-      if (\$128 ) begin
+      if (\$208 ) begin
       end else begin
-        \$181 [130:115] = bus__w_data[15:0];
+        \$286 [130:115] = bus__w_data[15:0];
       end
     end
-    if (\$129 ) begin
+    if (\$209 ) begin
       (* full_case = 32'd1 *)
-      if (\$130 ) begin
+      if (\$212 ) begin
       end else begin
-        \$181 [162:131] = bus__w_data;
+        \$286 [162:131] = bus__w_data;
       end
     end
-    if (\$131 ) begin
+    if (\$213 ) begin
       (* full_case = 32'd1 *)
-      if (\$132 ) begin
+      if (\$216 ) begin
       end else begin
-        \$181 [178:163] = bus__w_data[15:0];
+        \$286 [178:163] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$181  = 179'h000000000000000000000000000000000000000000000;
+      \$286  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$182  = tracker_program__payload;
-    if (\$133 ) begin
+    \$287  = tracker_program__payload;
+    if (\$217 ) begin
       (* full_case = 32'd1 *)
-      if (\$134 ) begin
+      if (\$220 ) begin
       end else begin
-        \$182 [0] = bus__w_data[0];
-        \$182 [16:1] = bus__w_data[16:1];
-        \$182 [28:17] = bus__w_data[28:17];
+        \$287 [0] = bus__w_data[0];
+        \$287 [16:1] = bus__w_data[16:1];
+        \$287 [28:17] = bus__w_data[28:17];
       end
     end
-    if (\$135 ) begin
+    if (\$221 ) begin
       (* full_case = 32'd1 *)
-      if (\$136 ) begin
+      if (\$224 ) begin
       end else begin
-        \$182 [36:29] = bus__w_data[7:0];
-        \$182 [37] = bus__w_data[8];
-      end
-    end
-    if (rst) begin
-      \$182  = 38'h0000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_36 ) begin end
-    \$183  = arbiter_program__payload;
-    if (\$137 ) begin
-      (* full_case = 32'd1 *)
-      if (\$138 ) begin
-      end else begin
-        \$183 [1:0] = bus__w_data[1:0];
-        \$183 [9:2] = bus__w_data[9:2];
-        \$183 [17:10] = bus__w_data[17:10];
-        \$183 [22:18] = bus__w_data[22:18];
-      end
-    end
-    if (\$139 ) begin
-      (* full_case = 32'd1 *)
-      if (\$140 ) begin
-      end else begin
-        \$183 [38:23] = bus__w_data[15:0];
+        \$287 [36:29] = bus__w_data[7:0];
+        \$287 [37] = bus__w_data[8];
       end
     end
     if (rst) begin
-      \$183  = 39'h0200388002;
+      \$287  = 38'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$184  = \$157 ;
+    \$288  = arbiter_program__payload;
+    if (\$225 ) begin
+      (* full_case = 32'd1 *)
+      if (\$228 ) begin
+      end else begin
+        \$288 [1:0] = bus__w_data[1:0];
+        \$288 [9:2] = bus__w_data[9:2];
+        \$288 [17:10] = bus__w_data[17:10];
+        \$288 [22:18] = bus__w_data[22:18];
+      end
+    end
+    if (\$229 ) begin
+      (* full_case = 32'd1 *)
+      if (\$232 ) begin
+      end else begin
+        \$288 [38:23] = bus__w_data[15:0];
+      end
+    end
     if (rst) begin
-      \$184  = 4'h0;
+      \$288  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$185  = \$160 ;
+    \$289  = \$261 ;
     if (rst) begin
-      \$185  = 5'h00;
+      \$289  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$186  = \$163 ;
+    \$290  = \$264 ;
     if (rst) begin
-      \$186  = 3'h0;
+      \$290  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$187  = \$166 ;
+    \$291  = \$267 ;
     if (rst) begin
-      \$187  = 2'h0;
+      \$291  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$188  = \$169 ;
+    \$292  = \$270 ;
     if (rst) begin
-      \$188  = 2'h0;
+      \$292  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$189  = bus__r_data;
+    \$293  = \$273 ;
+    if (rst) begin
+      \$293  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_36 ) begin end
+    \$294  = bus__r_data;
     if (bus__r_stb) begin
       (* full_case = 32'd1 *)
       casez (bus__addr)
         10'h000:
-            \$189  = 32'd1412646999;
+            \$294  = 32'd1412646999;
         10'h004:
-            \$189  = 32'd811731048;
+            \$294  = 32'd811731048;
         10'h008:
-            \$189  = { 24'h000000, status };
+            \$294  = { 24'h000000, status };
         10'h00c:
-            \$189  = 32'd0;
+            \$294  = 32'd0;
         10'h040:
-            \$189  = { 28'h0000000, errors };
+            \$294  = { 28'h0000000, errors };
         10'h044:
-            \$189  = { 27'h0000000, tracker_sticky };
+            \$294  = { 27'h0000000, tracker_sticky };
         10'h048:
-            \$189  = { 29'h00000000, dma_sticky };
+            \$294  = { 29'h00000000, dma_sticky };
         10'h04c:
-            \$189  = { 30'h00000000, addrmap_sticky };
+            \$294  = { 30'h00000000, addrmap_sticky };
         10'h050:
-            \$189  = { 30'h00000000, arbiter_sticky };
+            \$294  = { 30'h00000000, arbiter_sticky };
         10'h080:
-            \$189  = { 21'h000000, region_view[10:0] };
+            \$294  = { 21'h000000, region_view[10:0] };
         10'h084:
-            \$189  = region_view[42:11];
+            \$294  = region_view[42:11];
         10'h088:
-            \$189  = { 16'h0000, region_view[58:43] };
+            \$294  = { 16'h0000, region_view[58:43] };
         10'h08c:
-            \$189  = region_view[90:59];
+            \$294  = region_view[90:59];
         10'h090:
-            \$189  = { 16'h0000, region_view[106:91] };
+            \$294  = { 16'h0000, region_view[106:91] };
         10'h094:
-            \$189  = region_view[138:107];
+            \$294  = region_view[138:107];
         10'h098:
-            \$189  = { 16'h0000, region_view[154:139] };
+            \$294  = { 16'h0000, region_view[154:139] };
         10'h0c0:
-            \$189  = { 1'h0, desc_view[30:0] };
+            \$294  = { 1'h0, desc_view[30:0] };
         10'h0c4:
-            \$189  = { 4'h0, desc_view[58:31] };
+            \$294  = { 4'h0, desc_view[58:31] };
         10'h0c8:
-            \$189  = { 8'h00, desc_view[82:59] };
+            \$294  = { 8'h00, desc_view[82:59] };
         10'h0cc:
-            \$189  = desc_view[114:83];
+            \$294  = desc_view[114:83];
         10'h0d0:
-            \$189  = { 16'h0000, desc_view[130:115] };
+            \$294  = { 16'h0000, desc_view[130:115] };
         10'h0d4:
-            \$189  = desc_view[162:131];
+            \$294  = desc_view[162:131];
         10'h0d8:
-            \$189  = { 16'h0000, desc_view[178:163] };
+            \$294  = { 16'h0000, desc_view[178:163] };
         10'h100:
-            \$189  = { 3'h0, tracker_program__payload[28:0] };
+            \$294  = { 3'h0, tracker_program__payload[28:0] };
         10'h104:
-            \$189  = { 23'h000000, tracker_program__payload[37:29] };
+            \$294  = { 23'h000000, tracker_program__payload[37:29] };
         10'h140:
-            \$189  = tracker_stats[31:0];
+            \$294  = tracker_stats[31:0];
         10'h144:
-            \$189  = tracker_stats[63:32];
+            \$294  = tracker_stats[63:32];
         10'h148:
-            \$189  = tracker_stats[95:64];
+            \$294  = tracker_stats[95:64];
         10'h14c:
-            \$189  = tracker_stats[127:96];
+            \$294  = tracker_stats[127:96];
         10'h150:
-            \$189  = tracker_stats[159:128];
+            \$294  = tracker_stats[159:128];
         10'h154:
-            \$189  = tracker_stats[191:160];
+            \$294  = tracker_stats[191:160];
         10'h180:
-            \$189  = dma_stats[31:0];
+            \$294  = dma_stats[31:0];
         10'h184:
-            \$189  = dma_stats[63:32];
+            \$294  = dma_stats[63:32];
         10'h188:
-            \$189  = dma_stats[95:64];
+            \$294  = dma_stats[95:64];
         10'h18c:
-            \$189  = dma_stats[127:96];
+            \$294  = dma_stats[127:96];
         10'h1c0:
-            \$189  = addrmap_stats[31:0];
+            \$294  = addrmap_stats[31:0];
         10'h1c4:
-            \$189  = addrmap_stats[63:32];
+            \$294  = addrmap_stats[63:32];
         10'h1c8:
-            \$189  = addrmap_stats[95:64];
+            \$294  = addrmap_stats[95:64];
         10'h1cc:
-            \$189  = addrmap_stats[127:96];
+            \$294  = addrmap_stats[127:96];
         10'h200:
-            \$189  = { 9'h000, arbiter_program__payload[22:0] };
+            \$294  = { 9'h000, arbiter_program__payload[22:0] };
         10'h204:
-            \$189  = { 16'h0000, arbiter_program__payload[38:23] };
+            \$294  = { 16'h0000, arbiter_program__payload[38:23] };
         10'h208:
-            \$189  = { 21'h000000, arbiter_status };
+            \$294  = { 21'h000000, arbiter_status };
         10'h240:
-            \$189  = arbiter_stats[31:0];
+            \$294  = arbiter_stats[31:0];
         10'h244:
-            \$189  = arbiter_stats[63:32];
+            \$294  = arbiter_stats[63:32];
         10'h248:
-            \$189  = arbiter_stats[95:64];
+            \$294  = arbiter_stats[95:64];
         10'h24c:
-            \$189  = arbiter_stats[127:96];
+            \$294  = arbiter_stats[127:96];
         10'h250:
-            \$189  = arbiter_stats[159:128];
+            \$294  = arbiter_stats[159:128];
         10'h254:
-            \$189  = arbiter_stats[191:160];
+            \$294  = arbiter_stats[191:160];
         10'h258:
-            \$189  = arbiter_stats[223:192];
+            \$294  = arbiter_stats[223:192];
         10'h25c:
-            \$189  = arbiter_stats[255:224];
+            \$294  = arbiter_stats[255:224];
         10'h260:
-            \$189  = arbiter_stats[287:256];
+            \$294  = arbiter_stats[287:256];
         default:
-            \$189  = 32'd0;
+            \$294  = 32'd0;
       endcase
     end
     if (rst) begin
-      \$189  = 32'd0;
+      \$294  = 32'd0;
     end
   end
   assign rp__addr = region_program__payload[2:0];
@@ -43622,10 +45474,10 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign arbiter_stats__stalls_dma  = arbiter_stats[223:192];
   assign arbiter_stats__stalls_remote  = arbiter_stats[255:224];
   assign arbiter_stats__starved  = arbiter_stats[287:256];
-  assign status[7] = \$96 ;
-  assign status[6] = \$95 ;
-  assign status[5] = \$94 ;
-  assign status[4] = \$93 ;
+  assign status[7] = \$152 ;
+  assign status[6] = \$149 ;
+  assign status[5] = \$146 ;
+  assign status[4] = \$143 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
@@ -43638,25 +45490,110 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     set_err[1] = \$31 ;
   always @*
     set_err[0] = \$3 ;
-  assign \$67  = tracker_program__valid;
-  assign \$69  = tracker_program__valid;
-  assign \$71  = arbiter_program__valid;
-  assign \$73  = arbiter_program__valid;
-  assign \$84  = tracker_program__valid;
-  assign \$86  = arbiter_program__valid;
-  assign \$87  = arbiter_program__valid;
+  assign \$40  = region_waiting0;
+  assign \$44  = region_waiting0;
+  assign \$48  = region_waiting0;
+  assign \$52  = region_waiting0;
+  assign \$56  = region_waiting0;
+  assign \$60  = region_waiting0;
+  assign \$64  = region_waiting0;
+  assign \$68  = 1'h0;
+  assign \$69  = \$67 ;
+  assign \$72  = 1'h0;
+  assign \$73  = \$71 ;
+  assign \$76  = 1'h0;
+  assign \$77  = \$75 ;
+  assign \$80  = 1'h0;
+  assign \$81  = \$79 ;
+  assign \$84  = 1'h0;
+  assign \$85  = \$83 ;
+  assign \$88  = 1'h0;
+  assign \$89  = \$87 ;
+  assign \$92  = 1'h0;
+  assign \$93  = \$91 ;
   assign \$95  = tracker_program__valid;
-  assign \$96  = arbiter_program__valid;
-  assign \$99  = region_program__valid;
-  assign \$102  = arbiter_program__valid;
-  assign \$103  = region_program__valid;
-  assign \$134  = tracker_program__valid;
-  assign \$136  = tracker_program__valid;
-  assign \$138  = arbiter_program__valid;
-  assign \$140  = arbiter_program__valid;
-  assign \$151  = tracker_program__valid;
-  assign \$153  = arbiter_program__valid;
-  assign \$154  = arbiter_program__valid;
+  assign \$96  = 1'h0;
+  assign \$97  = tracker_program__valid;
+  assign \$99  = tracker_program__valid;
+  assign \$100  = 1'h0;
+  assign \$101  = tracker_program__valid;
+  assign \$103  = arbiter_program__valid;
+  assign \$104  = 1'h0;
+  assign \$105  = arbiter_program__valid;
+  assign \$107  = arbiter_program__valid;
+  assign \$108  = 1'h0;
+  assign \$109  = arbiter_program__valid;
+  assign \$112  = region_waiting0;
+  assign \$116  = region_waiting0;
+  assign \$120  = 1'h0;
+  assign \$121  = \$119 ;
+  assign \$125  = 1'h0;
+  assign \$126  = \$124 ;
+  assign \$128  = tracker_program__valid;
+  assign \$129  = 1'h0;
+  assign \$130  = tracker_program__valid;
+  assign \$132  = arbiter_program__valid;
+  assign \$133  = 1'h0;
+  assign \$134  = arbiter_program__valid;
+  assign \$135  = arbiter_program__valid;
+  assign \$142  = region_waiting0;
+  assign \$145  = 1'h0;
+  assign \$146  = \$144 ;
+  assign \$147  = tracker_program__valid;
+  assign \$148  = 1'h0;
+  assign \$149  = tracker_program__valid;
+  assign \$150  = arbiter_program__valid;
+  assign \$151  = 1'h0;
+  assign \$152  = arbiter_program__valid;
+  assign \$155  = region_program__valid;
+  assign \$158  = arbiter_program__valid;
+  assign \$159  = region_program__valid;
+  assign \$163  = region_waiting0;
+  assign \$167  = region_waiting0;
+  assign \$171  = region_waiting0;
+  assign \$175  = region_waiting0;
+  assign \$179  = region_waiting0;
+  assign \$183  = region_waiting0;
+  assign \$187  = region_waiting0;
+  assign \$191  = 1'h0;
+  assign \$192  = \$190 ;
+  assign \$195  = 1'h0;
+  assign \$196  = \$194 ;
+  assign \$199  = 1'h0;
+  assign \$200  = \$198 ;
+  assign \$203  = 1'h0;
+  assign \$204  = \$202 ;
+  assign \$207  = 1'h0;
+  assign \$208  = \$206 ;
+  assign \$211  = 1'h0;
+  assign \$212  = \$210 ;
+  assign \$215  = 1'h0;
+  assign \$216  = \$214 ;
+  assign \$218  = tracker_program__valid;
+  assign \$219  = 1'h0;
+  assign \$220  = tracker_program__valid;
+  assign \$222  = tracker_program__valid;
+  assign \$223  = 1'h0;
+  assign \$224  = tracker_program__valid;
+  assign \$226  = arbiter_program__valid;
+  assign \$227  = 1'h0;
+  assign \$228  = arbiter_program__valid;
+  assign \$230  = arbiter_program__valid;
+  assign \$231  = 1'h0;
+  assign \$232  = arbiter_program__valid;
+  assign \$235  = region_waiting0;
+  assign \$239  = region_waiting0;
+  assign \$243  = 1'h0;
+  assign \$244  = \$242 ;
+  assign \$248  = 1'h0;
+  assign \$249  = \$247 ;
+  assign \$251  = tracker_program__valid;
+  assign \$252  = 1'h0;
+  assign \$253  = tracker_program__valid;
+  assign \$255  = arbiter_program__valid;
+  assign \$256  = 1'h0;
+  assign \$257  = arbiter_program__valid;
+  assign \$258  = arbiter_program__valid;
 endmodule
 
 module t3hw_system__e3__dma (clk, rst, read__ready, response__valid, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, program__valid, program__payload, errors, stats, busy, read__valid, read__payload, packet__valid, packet__payload, packet__ready, response__payload
@@ -45373,50 +47310,65 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   reg _init_strobe_42  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [15:0] \$11 ;
+  wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire [15:0] \$16 ;
-  wire [15:0] \$17 ;
-  wire \$18 ;
+  wire [15:0] \$14 ;
+  wire [15:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire [1:0] \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire [1:0] \$20 ;
-  wire [15:0] \$21 ;
+  wire \$20 ;
+  wire [8:0] \$21 ;
   wire \$22 ;
   wire \$23 ;
-  wire [8:0] \$24 ;
+  wire \$24 ;
   wire \$25 ;
-  wire \$26 ;
-  wire [4:0] \$27 ;
-  wire [4:0] \$28 ;
-  wire [4:0] \$29 ;
+  wire [15:0] \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire [15:0] \$29 ;
   wire [15:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire [32:0] \$32 ;
-  wire [32:0] \$33 ;
-  wire \$34 ;
-  wire [32:0] \$35 ;
-  wire \$36 ;
-  wire \$37 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire [15:0] \$34 ;
+  wire [4:0] \$35 ;
+  wire [4:0] \$36 ;
+  wire [4:0] \$37 ;
   wire [32:0] \$38 ;
-  reg [7:0] \$39 ;
+  wire [32:0] \$39 ;
   wire [15:0] \$4 ;
-  reg \$40 ;
-  reg \$41 ;
-  reg \$42 ;
-  reg \$43 ;
-  reg \$44 ;
-  reg [4:0] \$45 ;
-  reg [191:0] \$46 ;
-  wire \$5 ;
+  wire [32:0] \$40 ;
+  wire [32:0] \$41 ;
+  wire \$42 ;
+  wire [32:0] \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire [32:0] \$46 ;
+  reg [7:0] \$47 ;
+  reg \$48 ;
+  reg \$49 ;
+  wire [15:0] \$5 ;
+  reg \$50 ;
+  reg \$51 ;
+  reg \$52 ;
+  reg \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  wire [23:0] \$58 ;
+  reg \$59 ;
   wire \$6 ;
-  wire [15:0] \$7 ;
+  reg [4:0] \$60 ;
+  reg [191:0] \$61 ;
+  wire \$7 ;
   wire \$8 ;
-  wire \$9 ;
+  wire [12:0] \$9 ;
   wire accept;
   output busy;
   reg busy = 1'h1;
@@ -45428,14 +47380,14 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   wire clear__unprogrammed ;
   input clk;
   wire clk;
-  wire [41:0] cur;
+  reg [41:0] cur;
   wire [7:0] cur__cmd ;
-  wire [11:0] cur__count ;
+  wire [11:0] cur__left ;
   wire cur__rearm ;
   wire [7:0] cur__tag ;
   wire [11:0] cur__threshold ;
   wire cur__valid ;
-  wire [23:0] data;
+  reg [23:0] data = 24'h000000;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
   wire done;
@@ -45446,20 +47398,29 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   wire errors__overflow ;
   wire errors__reprogram ;
   wire errors__unprogrammed ;
-  reg [41:0] fwd_entry = 42'h00000000000;
-  wire [7:0] fwd_entry__cmd ;
-  wire [11:0] fwd_entry__count ;
-  wire fwd_entry__rearm ;
-  wire [7:0] fwd_entry__tag ;
-  wire [11:0] fwd_entry__threshold ;
-  wire fwd_entry__valid ;
-  reg [7:0] fwd_index = 8'h00;
-  reg fwd_valid = 1'h0;
+  reg [41:0] fwd_last = 42'h00000000000;
+  wire [7:0] fwd_last__cmd ;
+  wire [11:0] fwd_last__left ;
+  wire fwd_last__rearm ;
+  wire [7:0] fwd_last__tag ;
+  wire [11:0] fwd_last__threshold ;
+  wire fwd_last__valid ;
+  reg [7:0] fwd_last_index = 8'h00;
+  reg fwd_last_valid = 1'h0;
+  reg [41:0] fwd_prev = 42'h00000000000;
+  wire [7:0] fwd_prev__cmd ;
+  wire [11:0] fwd_prev__left ;
+  wire fwd_prev__rearm ;
+  wire [7:0] fwd_prev__tag ;
+  wire [11:0] fwd_prev__threshold ;
+  wire fwd_prev__valid ;
   wire hit;
-  wire [12:0] new_count;
+  reg hit_last = 1'h0;
+  reg hit_prev = 1'h0;
+  wire [11:0] new_left;
   reg [41:0] nxt;
   wire [7:0] nxt__cmd ;
-  wire [11:0] nxt__count ;
+  wire [11:0] nxt__left ;
   wire nxt__rearm ;
   wire [7:0] nxt__tag ;
   wire [11:0] nxt__threshold ;
@@ -45485,15 +47446,22 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   input program__valid;
   wire program__valid;
   reg push;
-  wire \push$35 ;
+  reg \push$37  = 1'h0;
   wire [7:0] rd__addr;
   wire [41:0] rd__data;
   wire [7:0] rd__data__cmd ;
-  wire [11:0] rd__data__count ;
+  wire [11:0] rd__data__left ;
   wire rd__data__rearm ;
   wire [7:0] rd__data__tag ;
   wire [11:0] rd__data__threshold ;
   wire rd__data__valid ;
+  reg [41:0] rdata = 42'h00000000000;
+  wire [7:0] rdata__cmd ;
+  wire [11:0] rdata__left ;
+  wire rdata__rearm ;
+  wire [7:0] rdata__tag ;
+  wire [11:0] rdata__threshold ;
+  wire rdata__valid ;
   input rst;
   wire rst;
   reg s1_prog = 1'h0;
@@ -45520,6 +47488,33 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   (* enum_value_10 = "REMOTE" *)
   wire [1:0] s1_write__source ;
   wire [15:0] s1_write__tile ;
+  wire [7:0] s2_index;
+  reg s2_prog = 1'h0;
+  reg [37:0] s2_req = 38'h0000000000;
+  wire [7:0] s2_req__cmd ;
+  (* enum_base_type = "TrackOp" *)
+  (* enum_value_0 = "ARM" *)
+  (* enum_value_1 = "DISARM" *)
+  wire s2_req__op ;
+  wire s2_req__rearm ;
+  wire [11:0] s2_req__threshold ;
+  wire [15:0] s2_req__tile ;
+  reg s2_stale = 1'h0;
+  reg s2_valid = 1'h0;
+  reg [22:0] s2_write = 23'h000000;
+  wire [3:0] s2_write__beats ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire s2_write__kind ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] s2_write__source ;
+  wire [15:0] s2_write__tile ;
+  (* init = 1'h0 *)
+  wire s3_push;
   reg [4:0] set_err;
   wire set_err__bad_threshold ;
   wire set_err__overcount ;
@@ -45535,6 +47530,7 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   wire [31:0] stats__writes_dma ;
   wire [31:0] stats__writes_remote ;
   reg [7:0] sweep = 8'h00;
+  (* init = 24'h000000 *)
   wire [23:0] trig;
   wire [7:0] trig__cmd ;
   wire [15:0] trig__tile ;
@@ -45549,7 +47545,7 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   reg [7:0] wr__addr;
   wire [41:0] wr__data;
   wire [7:0] wr__data__cmd ;
-  wire [11:0] wr__data__count ;
+  wire [11:0] wr__data__left ;
   wire wr__data__rearm ;
   wire [7:0] wr__data__tag ;
   wire [11:0] wr__data__threshold ;
@@ -45830,7 +47826,7 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
     entries[255] = 42'h00000000000;
   end
   always @(posedge clk) begin
-    if (\$20 [0])
+    if (\$18 [0])
       entries[wr__addr] <= nxt;
   end
   reg [41:0] _0_;
@@ -45838,181 +47834,147 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
     _0_ <= entries[\$3 [7:0]];
   end
   assign rd__data = _0_;
+  assign \$38  = stats[31:0] + 1'h1;
+  assign \$39  = stats[63:32] + 1'h1;
+  assign \$40  = stats[95:64] + 1'h1;
+  assign \$41  = stats[127:96] + 1'h1;
+  assign \$42  = \push$37  & accept;
+  assign \$43  = stats[159:128] + 1'h1;
+  assign \$44  = ~ accept;
+  assign \$45  = \push$37  & \$44 ;
+  assign \$46  = stats[191:160] + 1'h1;
   always @(posedge clk)
-    sweep <= \$39 ;
+    sweep <= \$47 ;
   always @(posedge clk)
-    busy <= \$40 ;
+    busy <= \$48 ;
   always @(posedge clk)
-    s1_valid <= \$41 ;
+    s1_valid <= \$49 ;
   always @(posedge clk)
-    s1_stale <= \$42 ;
+    s1_stale <= \$50 ;
   always @(posedge clk)
-    s1_prog <= \$43 ;
+    s1_prog <= \$51 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    fwd_valid <= \$44 ;
+    s2_valid <= \$52 ;
   always @(posedge clk)
-    fwd_index <= wr__addr;
+    s2_stale <= \$53 ;
   always @(posedge clk)
-    fwd_entry <= nxt;
+    s2_prog <= \$54 ;
   always @(posedge clk)
-    errors <= \$45 ;
+    s2_write <= s1_write;
   always @(posedge clk)
-    stats <= \$46 ;
+    s2_req <= s1_req;
+  always @(posedge clk)
+    rdata <= rd__data;
+  always @(posedge clk)
+    hit_last <= \$55 ;
+  always @(posedge clk)
+    hit_prev <= \$56 ;
+  always @(posedge clk)
+    fwd_last_valid <= \$57 ;
+  always @(posedge clk)
+    fwd_last_index <= wr__addr;
+  always @(posedge clk)
+    fwd_last <= nxt;
+  always @(posedge clk)
+    fwd_prev <= fwd_last;
+  always @(posedge clk)
+    data <= \$58 ;
+  always @(posedge clk)
+    \push$37  <= \$59 ;
+  always @(posedge clk)
+    errors <= \$60 ;
+  always @(posedge clk)
+    stats <= \$61 ;
   assign \$1  = ~ write__valid;
   assign \$2  = ~ busy;
   assign program__ready = \$1  & \$2 ;
   assign \$3  = write__valid ? write__payload[15:0] : program__payload[16:1];
-  assign \$4  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$5  = fwd_index == \$4 [7:0];
-  assign \$6  = fwd_valid & \$5 ;
-  assign cur = \$6  ? fwd_entry : rd__data;
-  assign \$7  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$8  = cur[9:2] == \$7 [15:8];
-  assign \$9  = cur[0] & \$8 ;
-  assign \$10  = ~ s1_stale;
-  assign hit = \$9  & \$10 ;
-  assign new_count = cur[33:22] + s1_write[19:16];
-  assign done = new_count >= cur[21:10];
-  assign \$11  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$12  = ~ hit;
-  assign \$13  = new_count > cur[21:10];
-  assign \$14  = ! s1_req[0];
-  assign \$15  = ! s1_req[28:17];
-  assign \$16  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$17  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$18  = cur[9:2] == \$17 [15:8];
-  assign \$19  = cur[0] & \$18 ;
-  assign \$20  = we ? 2'h3 : 2'h0;
-  assign \$21  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$22  = ~ accept;
-  assign \$23  = push & \$22 ;
-  assign \$24  = sweep + 1'h1;
-  assign \$25  = sweep == 8'hff;
-  assign \$26  = program__valid & program__ready;
-  assign \$30  = stats[31:0] + 1'h1;
-  assign \$31  = stats[63:32] + 1'h1;
-  assign \$32  = stats[95:64] + 1'h1;
-  assign \$33  = stats[127:96] + 1'h1;
-  assign \$34  = push & accept;
-  assign \$35  = stats[159:128] + 1'h1;
-  assign \$36  = ~ accept;
-  assign \$37  = push & \$36 ;
-  assign \$38  = stats[191:160] + 1'h1;
+  assign \$4  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$5  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$6  = cur[9:2] == \$5 [15:8];
+  assign \$7  = cur[0] & \$6 ;
+  assign \$8  = ~ s2_stale;
+  assign hit = \$7  & \$8 ;
+  assign done = cur[33:22] <= s2_write[19:16];
+  assign \$9  = cur[33:22] - s2_write[19:16];
+  assign \$10  = ~ hit;
+  assign \$11  = cur[33:22] < s2_write[19:16];
+  assign \$12  = ! s2_req[0];
+  assign \$13  = ! s2_req[28:17];
+  assign \$14  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$15  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$16  = cur[9:2] == \$15 [15:8];
+  assign \$17  = cur[0] & \$16 ;
+  assign \$18  = we ? 2'h3 : 2'h0;
+  assign \$19  = ~ accept;
+  assign \$20  = \push$37  & \$19 ;
+  assign \$21  = sweep + 1'h1;
+  assign \$22  = sweep == 8'hff;
+  assign \$23  = program__valid & program__ready;
+  assign \$24  = busy | s2_valid;
+  assign \$25  = \$24  | s2_prog;
+  assign \$26  = s1_valid ? s1_write[15:0] : s1_req[16:1];
+  assign \$27  = wr__addr == \$26 [7:0];
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = s1_valid ? s1_write[15:0] : s1_req[16:1];
+  assign \$30  = fwd_last_index == \$29 [7:0];
+  assign \$31  = fwd_last_valid & \$30 ;
+  assign \$32  = busy | s2_valid;
+  assign \$33  = \$32  | s2_prog;
+  assign \$34  = s2_valid ? s2_write[15:0] : s2_req[16:1];
   t3hw_system__e3__tracker__queue  queue (
     .accept(accept),
     .clk(clk),
     .o__payload(trigger__payload),
     .o__ready(o__ready),
     .o__valid(trigger__valid),
-    .push(push),
+    .push(\push$37 ),
     .rst(rst),
-    .wr__data(trig)
+    .wr__data(data)
   );
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$40  = busy;
-    if (busy) begin
-      if (\$25 ) begin
-        \$40  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$40  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_42 ) begin end
-    \$41  = write__valid;
-    if (rst) begin
-      \$41  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_42 ) begin end
-    \$42  = busy;
-    if (rst) begin
-      \$42  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_42 ) begin end
-    \$43  = \$26 ;
-    if (rst) begin
-      \$43  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_42 ) begin end
-    \$44  = we;
-    if (rst) begin
-      \$44  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_42 ) begin end
-    \$45  = \$29 ;
-    if (rst) begin
-      \$45  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_42 ) begin end
-    \$46  = stats;
-    if (write__valid) begin
-      casez (write__payload[22:21])
-        2'h0:
-            \$46 [31:0] = \$30 [31:0];
-        2'h1:
-            \$46 [63:32] = \$31 [31:0];
-        2'h2:
-            \$46 [95:64] = \$32 [31:0];
-      endcase
-    end
-    if (set_err[0]) begin
-      \$46 [127:96] = \$33 [31:0];
-    end
-    if (\$34 ) begin
-      \$46 [159:128] = \$35 [31:0];
-    end
-    if (\$37 ) begin
-      \$46 [191:160] = \$38 [31:0];
-    end
-    if (rst) begin
-      \$46  = 192'h000000000000000000000000000000000000000000000000;
+    (* full_case = 32'd1 *)
+    if (hit_last) begin
+      cur = fwd_last;
+    end else if (hit_prev) begin
+      cur = fwd_prev;
+    end else begin
+      cur = rdata;
     end
   end
   always @* begin
     if (_init_strobe_42 ) begin end
     nxt = cur;
-    if (s1_valid) begin
+    if (s2_valid) begin
       (* full_case = 32'd1 *)
-      if (\$12 ) begin
+      if (\$10 ) begin
       end else if (done) begin
-        nxt[33:22] = 12'h000;
+        nxt[33:22] = cur[21:10];
         nxt[0] = cur[1];
       end else begin
-        nxt[33:22] = new_count[11:0];
+        nxt[33:22] = \$9 [11:0];
       end
-    end else if (s1_prog) begin
+    end else if (s2_prog) begin
       (* full_case = 32'd1 *)
-      if (\$14 ) begin
+      if (\$12 ) begin
         (* full_case = 32'd1 *)
-        if (\$15 ) begin
+        if (\$13 ) begin
         end else if (cur[0]) begin
         end else begin
           nxt[0] = 1'h1;
-          nxt[1] = s1_req[37];
-          nxt[21:10] = s1_req[28:17];
-          nxt[33:22] = 12'h000;
-          nxt[41:34] = s1_req[36:29];
-          nxt[9:2] = \$16 [15:8];
+          nxt[1] = s2_req[37];
+          nxt[21:10] = s2_req[28:17];
+          nxt[33:22] = s2_req[28:17];
+          nxt[41:34] = s2_req[36:29];
+          nxt[9:2] = \$14 [15:8];
         end
       end else begin
-        if (\$19 ) begin
+        if (\$17 ) begin
           nxt[0] = 1'h0;
         end
       end
@@ -46023,7 +47985,7 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   end
   always @* begin
     if (_init_strobe_42 ) begin end
-    wr__addr = \$11 [7:0];
+    wr__addr = \$4 [7:0];
     if (busy) begin
       wr__addr = sweep;
     end
@@ -46031,15 +47993,15 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   always @* begin
     if (_init_strobe_42 ) begin end
     set_err[3:0] = 4'h0;
-    if (s1_valid) begin
-      if (\$12 ) begin
+    if (s2_valid) begin
+      if (\$10 ) begin
         set_err[0] = 1'h1;
       end else if (done) begin
-        set_err[1] = \$13 ;
+        set_err[1] = \$11 ;
       end
-    end else if (s1_prog) begin
-      if (\$14 ) begin
-        if (\$15 ) begin
+    end else if (s2_prog) begin
+      if (\$12 ) begin
+        if (\$13 ) begin
           set_err[3] = 1'h1;
         end else if (cur[0]) begin
           set_err[2] = 1'h1;
@@ -46047,31 +48009,31 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
       end
     end
     begin
-        set_err[4] = \$23 ;
+        set_err[4] = \$20 ;
     end
   end
   always @* begin
     if (_init_strobe_42 ) begin end
     we = 1'h0;
-    if (s1_valid) begin
+    if (s2_valid) begin
       (* full_case = 32'd1 *)
-      if (\$12 ) begin
+      if (\$10 ) begin
       end else if (done) begin
         we = 1'h1;
       end else begin
         we = 1'h1;
       end
-    end else if (s1_prog) begin
+    end else if (s2_prog) begin
       (* full_case = 32'd1 *)
-      if (\$14 ) begin
+      if (\$12 ) begin
         (* full_case = 32'd1 *)
-        if (\$15 ) begin
+        if (\$13 ) begin
         end else if (cur[0]) begin
         end else begin
           we = 1'h1;
         end
       end else begin
-        if (\$19 ) begin
+        if (\$17 ) begin
           we = 1'h1;
         end
       end
@@ -46083,8 +48045,8 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   always @* begin
     if (_init_strobe_42 ) begin end
     push = 1'h0;
-    if (s1_valid) begin
-      if (\$12 ) begin
+    if (s2_valid) begin
+      if (\$10 ) begin
       end else if (done) begin
         push = 1'h1;
       end
@@ -46092,22 +48054,139 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   end
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$39  = sweep;
+    \$47  = sweep;
     if (busy) begin
-      \$39  = \$24 [7:0];
+      \$47  = \$21 [7:0];
     end
     if (rst) begin
-      \$39  = 8'h00;
+      \$47  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$48  = busy;
+    if (busy) begin
+      if (\$22 ) begin
+        \$48  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$48  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$49  = write__valid;
+    if (rst) begin
+      \$49  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$50  = busy;
+    if (rst) begin
+      \$50  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$51  = \$23 ;
+    if (rst) begin
+      \$51  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$52  = s1_valid;
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$53  = s1_stale;
+    if (rst) begin
+      \$53  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$54  = s1_prog;
+    if (rst) begin
+      \$54  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$55  = \$28 ;
+    if (rst) begin
+      \$55  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$56  = \$31 ;
+    if (rst) begin
+      \$56  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$57  = \$33 ;
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$59  = push;
+    if (rst) begin
+      \$59  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$60  = \$37 ;
+    if (rst) begin
+      \$60  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$61  = stats;
+    if (write__valid) begin
+      casez (write__payload[22:21])
+        2'h0:
+            \$61 [31:0] = \$38 [31:0];
+        2'h1:
+            \$61 [63:32] = \$39 [31:0];
+        2'h2:
+            \$61 [95:64] = \$40 [31:0];
+      endcase
+    end
+    if (set_err[0]) begin
+      \$61 [127:96] = \$41 [31:0];
+    end
+    if (\$42 ) begin
+      \$61 [159:128] = \$43 [31:0];
+    end
+    if (\$45 ) begin
+      \$61 [191:160] = \$46 [31:0];
+    end
+    if (rst) begin
+      \$61  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign o__payload = trigger__payload;
   assign trigger__ready = o__ready;
   assign o__valid = trigger__valid;
   assign rd__addr = \$3 [7:0];
-  assign wr__en = \$20 [0];
+  assign s2_index = \$4 [7:0];
+  assign new_left = \$9 [11:0];
+  assign wr__en = \$18 [0];
   assign wr__data = nxt;
-  assign data = trig;
-  assign \push$35  = push;
+  assign trig = data;
+  assign s3_push = \push$37 ;
   assign clear = 5'h1f;
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
@@ -46122,38 +48201,44 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   assign write__payload__beats  = write__payload[19:16];
   assign write__payload__kind  = write__payload[20];
   assign write__payload__source  = write__payload[22:21];
+  assign s2_req__op  = s2_req[0];
+  assign s2_req__tile  = s2_req[16:1];
+  assign s2_req__threshold  = s2_req[28:17];
+  assign s2_req__cmd  = s2_req[36:29];
+  assign s2_req__rearm  = s2_req[37];
+  assign s2_write__tile  = s2_write[15:0];
+  assign s2_write__beats  = s2_write[19:16];
+  assign s2_write__kind  = s2_write[20];
+  assign s2_write__source  = s2_write[22:21];
   assign cur__valid  = cur[0];
   assign cur__rearm  = cur[1];
   assign cur__tag  = cur[9:2];
   assign cur__threshold  = cur[21:10];
-  assign cur__count  = cur[33:22];
+  assign cur__left  = cur[33:22];
   assign cur__cmd  = cur[41:34];
-  assign s1_req__op  = s1_req[0];
-  assign s1_req__tile  = s1_req[16:1];
-  assign s1_req__threshold  = s1_req[28:17];
-  assign s1_req__cmd  = s1_req[36:29];
-  assign s1_req__rearm  = s1_req[37];
-  assign s1_write__tile  = s1_write[15:0];
-  assign s1_write__beats  = s1_write[19:16];
-  assign s1_write__kind  = s1_write[20];
-  assign s1_write__source  = s1_write[22:21];
-  assign rd__data__valid  = rd__data[0];
-  assign rd__data__rearm  = rd__data[1];
-  assign rd__data__tag  = rd__data[9:2];
-  assign rd__data__threshold  = rd__data[21:10];
-  assign rd__data__count  = rd__data[33:22];
-  assign rd__data__cmd  = rd__data[41:34];
-  assign fwd_entry__valid  = fwd_entry[0];
-  assign fwd_entry__rearm  = fwd_entry[1];
-  assign fwd_entry__tag  = fwd_entry[9:2];
-  assign fwd_entry__threshold  = fwd_entry[21:10];
-  assign fwd_entry__count  = fwd_entry[33:22];
-  assign fwd_entry__cmd  = fwd_entry[41:34];
+  assign fwd_last__valid  = fwd_last[0];
+  assign fwd_last__rearm  = fwd_last[1];
+  assign fwd_last__tag  = fwd_last[9:2];
+  assign fwd_last__threshold  = fwd_last[21:10];
+  assign fwd_last__left  = fwd_last[33:22];
+  assign fwd_last__cmd  = fwd_last[41:34];
+  assign fwd_prev__valid  = fwd_prev[0];
+  assign fwd_prev__rearm  = fwd_prev[1];
+  assign fwd_prev__tag  = fwd_prev[9:2];
+  assign fwd_prev__threshold  = fwd_prev[21:10];
+  assign fwd_prev__left  = fwd_prev[33:22];
+  assign fwd_prev__cmd  = fwd_prev[41:34];
+  assign rdata__valid  = rdata[0];
+  assign rdata__rearm  = rdata[1];
+  assign rdata__tag  = rdata[9:2];
+  assign rdata__threshold  = rdata[21:10];
+  assign rdata__left  = rdata[33:22];
+  assign rdata__cmd  = rdata[41:34];
   assign nxt__valid  = nxt[0];
   assign nxt__rearm  = nxt[1];
   assign nxt__tag  = nxt[9:2];
   assign nxt__threshold  = nxt[21:10];
-  assign nxt__count  = nxt[33:22];
+  assign nxt__left  = nxt[33:22];
   assign nxt__cmd  = nxt[41:34];
   assign set_err__unprogrammed  = set_err[0];
   assign set_err__overcount  = set_err[1];
@@ -46164,12 +48249,27 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   assign wr__data__rearm  = nxt[1];
   assign wr__data__tag  = nxt[9:2];
   assign wr__data__threshold  = nxt[21:10];
-  assign wr__data__count  = nxt[33:22];
+  assign wr__data__left  = nxt[33:22];
   assign wr__data__cmd  = nxt[41:34];
-  assign trig__cmd  = trig[7:0];
-  assign trig__tile  = trig[23:8];
-  assign data__cmd  = trig[7:0];
-  assign data__tile  = trig[23:8];
+  assign data__cmd  = data[7:0];
+  assign data__tile  = data[23:8];
+  assign trig__cmd  = data[7:0];
+  assign trig__tile  = data[23:8];
+  assign s1_write__tile  = s1_write[15:0];
+  assign s1_write__beats  = s1_write[19:16];
+  assign s1_write__kind  = s1_write[20];
+  assign s1_write__source  = s1_write[22:21];
+  assign s1_req__op  = s1_req[0];
+  assign s1_req__tile  = s1_req[16:1];
+  assign s1_req__threshold  = s1_req[28:17];
+  assign s1_req__cmd  = s1_req[36:29];
+  assign s1_req__rearm  = s1_req[37];
+  assign rd__data__valid  = rd__data[0];
+  assign rd__data__rearm  = rd__data[1];
+  assign rd__data__tag  = rd__data[9:2];
+  assign rd__data__threshold  = rd__data[21:10];
+  assign rd__data__left  = rd__data[33:22];
+  assign rd__data__cmd  = rd__data[41:34];
   assign errors__unprogrammed  = errors[0];
   assign errors__overcount  = errors[1];
   assign errors__reprogram  = errors[2];
@@ -46186,14 +48286,14 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign trig[23:8] = \$21 ;
-  assign trig[7:0] = cur[41:34];
-  assign \$27  = 5'h00;
-  assign \$28  = 5'h00;
-  assign \$29  = set_err;
+  assign \$58 [23:8] = \$34 ;
+  assign \$58 [7:0] = cur[41:34];
+  assign \$35  = 5'h00;
+  assign \$36  = 5'h00;
+  assign \$37  = set_err;
 endmodule
 
-module t3hw_system__e3__tracker__queue (rst, accept, o__valid, o__payload, o__ready, push, wr__data, clk);
+module t3hw_system__e3__tracker__queue (rst, accept, o__valid, o__payload, o__ready, wr__data, push, clk);
   reg _init_strobe_43  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;

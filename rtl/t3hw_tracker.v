@@ -6,50 +6,65 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [15:0] \$11 ;
+  wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire [15:0] \$16 ;
-  wire [15:0] \$17 ;
-  wire \$18 ;
+  wire [15:0] \$14 ;
+  wire [15:0] \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire [1:0] \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire [1:0] \$20 ;
-  wire [15:0] \$21 ;
+  wire \$20 ;
+  wire [8:0] \$21 ;
   wire \$22 ;
   wire \$23 ;
-  wire [8:0] \$24 ;
+  wire \$24 ;
   wire \$25 ;
-  wire \$26 ;
-  wire [4:0] \$27 ;
-  wire [4:0] \$28 ;
-  wire [4:0] \$29 ;
+  wire [15:0] \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire [15:0] \$29 ;
   wire [15:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire [32:0] \$32 ;
-  wire [32:0] \$33 ;
-  wire \$34 ;
-  wire [32:0] \$35 ;
-  wire \$36 ;
-  wire \$37 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire [15:0] \$34 ;
+  wire [4:0] \$35 ;
+  wire [4:0] \$36 ;
+  wire [4:0] \$37 ;
   wire [32:0] \$38 ;
-  reg [7:0] \$39 ;
+  wire [32:0] \$39 ;
   wire [15:0] \$4 ;
-  reg \$40 ;
-  reg \$41 ;
-  reg \$42 ;
-  reg \$43 ;
-  reg \$44 ;
-  reg [4:0] \$45 ;
-  reg [191:0] \$46 ;
-  wire \$5 ;
+  wire [32:0] \$40 ;
+  wire [32:0] \$41 ;
+  wire \$42 ;
+  wire [32:0] \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire [32:0] \$46 ;
+  reg [7:0] \$47 ;
+  reg \$48 ;
+  reg \$49 ;
+  wire [15:0] \$5 ;
+  reg \$50 ;
+  reg \$51 ;
+  reg \$52 ;
+  reg \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  wire [23:0] \$58 ;
+  reg \$59 ;
   wire \$6 ;
-  wire [15:0] \$7 ;
+  reg [4:0] \$60 ;
+  reg [191:0] \$61 ;
+  wire \$7 ;
   wire \$8 ;
-  wire \$9 ;
+  wire [12:0] \$9 ;
   wire accept;
   output busy;
   reg busy = 1'h1;
@@ -62,14 +77,14 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire clear__unprogrammed ;
   input clk;
   wire clk;
-  wire [41:0] cur;
+  reg [41:0] cur;
   wire [7:0] cur__cmd ;
-  wire [11:0] cur__count ;
+  wire [11:0] cur__left ;
   wire cur__rearm ;
   wire [7:0] cur__tag ;
   wire [11:0] cur__threshold ;
   wire cur__valid ;
-  wire [23:0] data;
+  reg [23:0] data = 24'h000000;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
   wire done;
@@ -80,20 +95,29 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire errors__overflow ;
   wire errors__reprogram ;
   wire errors__unprogrammed ;
-  reg [41:0] fwd_entry = 42'h00000000000;
-  wire [7:0] fwd_entry__cmd ;
-  wire [11:0] fwd_entry__count ;
-  wire fwd_entry__rearm ;
-  wire [7:0] fwd_entry__tag ;
-  wire [11:0] fwd_entry__threshold ;
-  wire fwd_entry__valid ;
-  reg [7:0] fwd_index = 8'h00;
-  reg fwd_valid = 1'h0;
+  reg [41:0] fwd_last = 42'h00000000000;
+  wire [7:0] fwd_last__cmd ;
+  wire [11:0] fwd_last__left ;
+  wire fwd_last__rearm ;
+  wire [7:0] fwd_last__tag ;
+  wire [11:0] fwd_last__threshold ;
+  wire fwd_last__valid ;
+  reg [7:0] fwd_last_index = 8'h00;
+  reg fwd_last_valid = 1'h0;
+  reg [41:0] fwd_prev = 42'h00000000000;
+  wire [7:0] fwd_prev__cmd ;
+  wire [11:0] fwd_prev__left ;
+  wire fwd_prev__rearm ;
+  wire [7:0] fwd_prev__tag ;
+  wire [11:0] fwd_prev__threshold ;
+  wire fwd_prev__valid ;
   wire hit;
-  wire [12:0] new_count;
+  reg hit_last = 1'h0;
+  reg hit_prev = 1'h0;
+  wire [11:0] new_left;
   reg [41:0] nxt;
   wire [7:0] nxt__cmd ;
-  wire [11:0] nxt__count ;
+  wire [11:0] nxt__left ;
   wire nxt__rearm ;
   wire [7:0] nxt__tag ;
   wire [11:0] nxt__threshold ;
@@ -118,15 +142,22 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   input program__valid;
   wire program__valid;
   reg push;
-  wire \push$41 ;
+  reg \push$43  = 1'h0;
   wire [7:0] rd__addr;
   wire [41:0] rd__data;
   wire [7:0] rd__data__cmd ;
-  wire [11:0] rd__data__count ;
+  wire [11:0] rd__data__left ;
   wire rd__data__rearm ;
   wire [7:0] rd__data__tag ;
   wire [11:0] rd__data__threshold ;
   wire rd__data__valid ;
+  reg [41:0] rdata = 42'h00000000000;
+  wire [7:0] rdata__cmd ;
+  wire [11:0] rdata__left ;
+  wire rdata__rearm ;
+  wire [7:0] rdata__tag ;
+  wire [11:0] rdata__threshold ;
+  wire rdata__valid ;
   input rst;
   wire rst;
   reg s1_prog = 1'h0;
@@ -153,6 +184,33 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   (* enum_value_10 = "REMOTE" *)
   wire [1:0] s1_write__source ;
   wire [15:0] s1_write__tile ;
+  wire [7:0] s2_index;
+  reg s2_prog = 1'h0;
+  reg [37:0] s2_req = 38'h0000000000;
+  wire [7:0] s2_req__cmd ;
+  (* enum_base_type = "TrackOp" *)
+  (* enum_value_0 = "ARM" *)
+  (* enum_value_1 = "DISARM" *)
+  wire s2_req__op ;
+  wire s2_req__rearm ;
+  wire [11:0] s2_req__threshold ;
+  wire [15:0] s2_req__tile ;
+  reg s2_stale = 1'h0;
+  reg s2_valid = 1'h0;
+  reg [22:0] s2_write = 23'h000000;
+  wire [3:0] s2_write__beats ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire s2_write__kind ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] s2_write__source ;
+  wire [15:0] s2_write__tile ;
+  (* init = 1'h0 *)
+  wire s3_push;
   reg [4:0] set_err;
   wire set_err__bad_threshold ;
   wire set_err__overcount ;
@@ -168,6 +226,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [31:0] stats__writes_dma ;
   wire [31:0] stats__writes_remote ;
   reg [7:0] sweep = 8'h00;
+  (* init = 24'h000000 *)
   wire [23:0] trig;
   wire [7:0] trig__cmd ;
   wire [15:0] trig__tile ;
@@ -183,7 +242,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg [7:0] wr__addr;
   wire [41:0] wr__data;
   wire [7:0] wr__data__cmd ;
-  wire [11:0] wr__data__count ;
+  wire [11:0] wr__data__left ;
   wire wr__data__rearm ;
   wire [7:0] wr__data__tag ;
   wire [11:0] wr__data__threshold ;
@@ -464,7 +523,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
     entries[255] = 42'h00000000000;
   end
   always @(posedge clk) begin
-    if (\$20 [0])
+    if (\$18 [0])
       entries[wr__addr] <= nxt;
   end
   reg [41:0] _0_;
@@ -472,184 +531,150 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
     _0_ <= entries[\$3 [7:0]];
   end
   assign rd__data = _0_;
+  assign \$36  = errors & \$35 ;
+  assign \$37  = \$36  | set_err;
+  assign \$38  = stats[31:0] + 1'h1;
+  assign \$39  = stats[63:32] + 1'h1;
+  assign \$40  = stats[95:64] + 1'h1;
+  assign \$41  = stats[127:96] + 1'h1;
+  assign \$42  = \push$43  & accept;
+  assign \$43  = stats[159:128] + 1'h1;
+  assign \$44  = ~ accept;
+  assign \$45  = \push$43  & \$44 ;
+  assign \$46  = stats[191:160] + 1'h1;
   always @(posedge clk)
-    sweep <= \$39 ;
+    sweep <= \$47 ;
   always @(posedge clk)
-    busy <= \$40 ;
+    busy <= \$48 ;
   always @(posedge clk)
-    s1_valid <= \$41 ;
+    s1_valid <= \$49 ;
   always @(posedge clk)
-    s1_stale <= \$42 ;
+    s1_stale <= \$50 ;
   always @(posedge clk)
-    s1_prog <= \$43 ;
+    s1_prog <= \$51 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    fwd_valid <= \$44 ;
+    s2_valid <= \$52 ;
   always @(posedge clk)
-    fwd_index <= wr__addr;
+    s2_stale <= \$53 ;
   always @(posedge clk)
-    fwd_entry <= nxt;
+    s2_prog <= \$54 ;
   always @(posedge clk)
-    errors <= \$45 ;
+    s2_write <= s1_write;
   always @(posedge clk)
-    stats <= \$46 ;
+    s2_req <= s1_req;
+  always @(posedge clk)
+    rdata <= rd__data;
+  always @(posedge clk)
+    hit_last <= \$55 ;
+  always @(posedge clk)
+    hit_prev <= \$56 ;
+  always @(posedge clk)
+    fwd_last_valid <= \$57 ;
+  always @(posedge clk)
+    fwd_last_index <= wr__addr;
+  always @(posedge clk)
+    fwd_last <= nxt;
+  always @(posedge clk)
+    fwd_prev <= fwd_last;
+  always @(posedge clk)
+    data <= \$58 ;
+  always @(posedge clk)
+    \push$43  <= \$59 ;
+  always @(posedge clk)
+    errors <= \$60 ;
+  always @(posedge clk)
+    stats <= \$61 ;
   assign \$1  = ~ write__valid;
   assign \$2  = ~ busy;
   assign program__ready = \$1  & \$2 ;
   assign \$3  = write__valid ? write__payload[15:0] : program__payload[16:1];
-  assign \$4  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$5  = fwd_index == \$4 [7:0];
-  assign \$6  = fwd_valid & \$5 ;
-  assign cur = \$6  ? fwd_entry : rd__data;
-  assign \$7  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$8  = cur[9:2] == \$7 [15:8];
-  assign \$9  = cur[0] & \$8 ;
-  assign \$10  = ~ s1_stale;
-  assign hit = \$9  & \$10 ;
-  assign new_count = cur[33:22] + s1_write[19:16];
-  assign done = new_count >= cur[21:10];
-  assign \$11  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$12  = ~ hit;
-  assign \$13  = new_count > cur[21:10];
-  assign \$14  = ! s1_req[0];
-  assign \$15  = ! s1_req[28:17];
-  assign \$16  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$17  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$18  = cur[9:2] == \$17 [15:8];
-  assign \$19  = cur[0] & \$18 ;
-  assign \$20  = we ? 2'h3 : 2'h0;
-  assign \$21  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$22  = ~ accept;
-  assign \$23  = push & \$22 ;
-  assign \$24  = sweep + 1'h1;
-  assign \$25  = sweep == 8'hff;
-  assign \$26  = program__valid & program__ready;
-  assign \$27  = ~ clear;
-  assign \$28  = errors & \$27 ;
-  assign \$29  = \$28  | set_err;
-  assign \$30  = stats[31:0] + 1'h1;
-  assign \$31  = stats[63:32] + 1'h1;
-  assign \$32  = stats[95:64] + 1'h1;
-  assign \$33  = stats[127:96] + 1'h1;
-  assign \$34  = push & accept;
-  assign \$35  = stats[159:128] + 1'h1;
-  assign \$36  = ~ accept;
-  assign \$37  = push & \$36 ;
-  assign \$38  = stats[191:160] + 1'h1;
+  assign \$4  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$5  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$6  = cur[9:2] == \$5 [15:8];
+  assign \$7  = cur[0] & \$6 ;
+  assign \$8  = ~ s2_stale;
+  assign hit = \$7  & \$8 ;
+  assign done = cur[33:22] <= s2_write[19:16];
+  assign \$9  = cur[33:22] - s2_write[19:16];
+  assign \$10  = ~ hit;
+  assign \$11  = cur[33:22] < s2_write[19:16];
+  assign \$12  = ! s2_req[0];
+  assign \$13  = ! s2_req[28:17];
+  assign \$14  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$15  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$16  = cur[9:2] == \$15 [15:8];
+  assign \$17  = cur[0] & \$16 ;
+  assign \$18  = we ? 2'h3 : 2'h0;
+  assign \$19  = ~ accept;
+  assign \$20  = \push$43  & \$19 ;
+  assign \$21  = sweep + 1'h1;
+  assign \$22  = sweep == 8'hff;
+  assign \$23  = program__valid & program__ready;
+  assign \$24  = busy | s2_valid;
+  assign \$25  = \$24  | s2_prog;
+  assign \$26  = s1_valid ? s1_write[15:0] : s1_req[16:1];
+  assign \$27  = wr__addr == \$26 [7:0];
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = s1_valid ? s1_write[15:0] : s1_req[16:1];
+  assign \$30  = fwd_last_index == \$29 [7:0];
+  assign \$31  = fwd_last_valid & \$30 ;
+  assign \$32  = busy | s2_valid;
+  assign \$33  = \$32  | s2_prog;
+  assign \$34  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+  assign \$35  = ~ clear;
   t3hw_tracker__queue  queue (
     .accept(accept),
     .clk(clk),
     .o__payload(trigger__payload),
     .o__ready(trigger__ready),
     .o__valid(trigger__valid),
-    .push(push),
+    .push(\push$43 ),
     .rst(rst),
-    .wr__data(trig)
+    .wr__data(data)
   );
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$40  = busy;
-    if (busy) begin
-      if (\$25 ) begin
-        \$40  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$40  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$41  = write__valid;
-    if (rst) begin
-      \$41  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$42  = busy;
-    if (rst) begin
-      \$42  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$43  = \$26 ;
-    if (rst) begin
-      \$43  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$44  = we;
-    if (rst) begin
-      \$44  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$45  = \$29 ;
-    if (rst) begin
-      \$45  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$46  = stats;
-    if (write__valid) begin
-      casez (write__payload[22:21])
-        2'h0:
-            \$46 [31:0] = \$30 [31:0];
-        2'h1:
-            \$46 [63:32] = \$31 [31:0];
-        2'h2:
-            \$46 [95:64] = \$32 [31:0];
-      endcase
-    end
-    if (set_err[0]) begin
-      \$46 [127:96] = \$33 [31:0];
-    end
-    if (\$34 ) begin
-      \$46 [159:128] = \$35 [31:0];
-    end
-    if (\$37 ) begin
-      \$46 [191:160] = \$38 [31:0];
-    end
-    if (rst) begin
-      \$46  = 192'h000000000000000000000000000000000000000000000000;
+    (* full_case = 32'd1 *)
+    if (hit_last) begin
+      cur = fwd_last;
+    end else if (hit_prev) begin
+      cur = fwd_prev;
+    end else begin
+      cur = rdata;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     nxt = cur;
-    if (s1_valid) begin
+    if (s2_valid) begin
       (* full_case = 32'd1 *)
-      if (\$12 ) begin
+      if (\$10 ) begin
       end else if (done) begin
-        nxt[33:22] = 12'h000;
+        nxt[33:22] = cur[21:10];
         nxt[0] = cur[1];
       end else begin
-        nxt[33:22] = new_count[11:0];
+        nxt[33:22] = \$9 [11:0];
       end
-    end else if (s1_prog) begin
+    end else if (s2_prog) begin
       (* full_case = 32'd1 *)
-      if (\$14 ) begin
+      if (\$12 ) begin
         (* full_case = 32'd1 *)
-        if (\$15 ) begin
+        if (\$13 ) begin
         end else if (cur[0]) begin
         end else begin
           nxt[0] = 1'h1;
-          nxt[1] = s1_req[37];
-          nxt[21:10] = s1_req[28:17];
-          nxt[33:22] = 12'h000;
-          nxt[41:34] = s1_req[36:29];
-          nxt[9:2] = \$16 [15:8];
+          nxt[1] = s2_req[37];
+          nxt[21:10] = s2_req[28:17];
+          nxt[33:22] = s2_req[28:17];
+          nxt[41:34] = s2_req[36:29];
+          nxt[9:2] = \$14 [15:8];
         end
       end else begin
-        if (\$19 ) begin
+        if (\$17 ) begin
           nxt[0] = 1'h0;
         end
       end
@@ -660,7 +685,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    wr__addr = \$11 [7:0];
+    wr__addr = \$4 [7:0];
     if (busy) begin
       wr__addr = sweep;
     end
@@ -668,15 +693,15 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @* begin
     if (_init_strobe_1 ) begin end
     set_err[3:0] = 4'h0;
-    if (s1_valid) begin
-      if (\$12 ) begin
+    if (s2_valid) begin
+      if (\$10 ) begin
         set_err[0] = 1'h1;
       end else if (done) begin
-        set_err[1] = \$13 ;
+        set_err[1] = \$11 ;
       end
-    end else if (s1_prog) begin
-      if (\$14 ) begin
-        if (\$15 ) begin
+    end else if (s2_prog) begin
+      if (\$12 ) begin
+        if (\$13 ) begin
           set_err[3] = 1'h1;
         end else if (cur[0]) begin
           set_err[2] = 1'h1;
@@ -684,31 +709,31 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
       end
     end
     begin
-        set_err[4] = \$23 ;
+        set_err[4] = \$20 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     we = 1'h0;
-    if (s1_valid) begin
+    if (s2_valid) begin
       (* full_case = 32'd1 *)
-      if (\$12 ) begin
+      if (\$10 ) begin
       end else if (done) begin
         we = 1'h1;
       end else begin
         we = 1'h1;
       end
-    end else if (s1_prog) begin
+    end else if (s2_prog) begin
       (* full_case = 32'd1 *)
-      if (\$14 ) begin
+      if (\$12 ) begin
         (* full_case = 32'd1 *)
-        if (\$15 ) begin
+        if (\$13 ) begin
         end else if (cur[0]) begin
         end else begin
           we = 1'h1;
         end
       end else begin
-        if (\$19 ) begin
+        if (\$17 ) begin
           we = 1'h1;
         end
       end
@@ -720,8 +745,8 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @* begin
     if (_init_strobe_1 ) begin end
     push = 1'h0;
-    if (s1_valid) begin
-      if (\$12 ) begin
+    if (s2_valid) begin
+      if (\$10 ) begin
       end else if (done) begin
         push = 1'h1;
       end
@@ -729,22 +754,139 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$39  = sweep;
+    \$47  = sweep;
     if (busy) begin
-      \$39  = \$24 [7:0];
+      \$47  = \$21 [7:0];
     end
     if (rst) begin
-      \$39  = 8'h00;
+      \$47  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$48  = busy;
+    if (busy) begin
+      if (\$22 ) begin
+        \$48  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$48  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$49  = write__valid;
+    if (rst) begin
+      \$49  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$50  = busy;
+    if (rst) begin
+      \$50  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$51  = \$23 ;
+    if (rst) begin
+      \$51  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$52  = s1_valid;
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$53  = s1_stale;
+    if (rst) begin
+      \$53  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$54  = s1_prog;
+    if (rst) begin
+      \$54  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$55  = \$28 ;
+    if (rst) begin
+      \$55  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$56  = \$31 ;
+    if (rst) begin
+      \$56  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$57  = \$33 ;
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$59  = push;
+    if (rst) begin
+      \$59  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$60  = \$37 ;
+    if (rst) begin
+      \$60  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$61  = stats;
+    if (write__valid) begin
+      casez (write__payload[22:21])
+        2'h0:
+            \$61 [31:0] = \$38 [31:0];
+        2'h1:
+            \$61 [63:32] = \$39 [31:0];
+        2'h2:
+            \$61 [95:64] = \$40 [31:0];
+      endcase
+    end
+    if (set_err[0]) begin
+      \$61 [127:96] = \$41 [31:0];
+    end
+    if (\$42 ) begin
+      \$61 [159:128] = \$43 [31:0];
+    end
+    if (\$45 ) begin
+      \$61 [191:160] = \$46 [31:0];
+    end
+    if (rst) begin
+      \$61  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign o__payload = trigger__payload;
   assign o__ready = trigger__ready;
   assign o__valid = trigger__valid;
   assign rd__addr = \$3 [7:0];
-  assign wr__en = \$20 [0];
+  assign s2_index = \$4 [7:0];
+  assign new_left = \$9 [11:0];
+  assign wr__en = \$18 [0];
   assign wr__data = nxt;
-  assign data = trig;
-  assign \push$41  = push;
+  assign trig = data;
+  assign s3_push = \push$43 ;
   assign write__payload__tile  = write__payload[15:0];
   assign write__payload__beats  = write__payload[19:16];
   assign write__payload__kind  = write__payload[20];
@@ -774,38 +916,44 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign stats__dropped  = stats[191:160];
   assign o__payload__cmd  = trigger__payload[7:0];
   assign o__payload__tile  = trigger__payload[23:8];
+  assign s2_req__op  = s2_req[0];
+  assign s2_req__tile  = s2_req[16:1];
+  assign s2_req__threshold  = s2_req[28:17];
+  assign s2_req__cmd  = s2_req[36:29];
+  assign s2_req__rearm  = s2_req[37];
+  assign s2_write__tile  = s2_write[15:0];
+  assign s2_write__beats  = s2_write[19:16];
+  assign s2_write__kind  = s2_write[20];
+  assign s2_write__source  = s2_write[22:21];
   assign cur__valid  = cur[0];
   assign cur__rearm  = cur[1];
   assign cur__tag  = cur[9:2];
   assign cur__threshold  = cur[21:10];
-  assign cur__count  = cur[33:22];
+  assign cur__left  = cur[33:22];
   assign cur__cmd  = cur[41:34];
-  assign s1_req__op  = s1_req[0];
-  assign s1_req__tile  = s1_req[16:1];
-  assign s1_req__threshold  = s1_req[28:17];
-  assign s1_req__cmd  = s1_req[36:29];
-  assign s1_req__rearm  = s1_req[37];
-  assign s1_write__tile  = s1_write[15:0];
-  assign s1_write__beats  = s1_write[19:16];
-  assign s1_write__kind  = s1_write[20];
-  assign s1_write__source  = s1_write[22:21];
-  assign rd__data__valid  = rd__data[0];
-  assign rd__data__rearm  = rd__data[1];
-  assign rd__data__tag  = rd__data[9:2];
-  assign rd__data__threshold  = rd__data[21:10];
-  assign rd__data__count  = rd__data[33:22];
-  assign rd__data__cmd  = rd__data[41:34];
-  assign fwd_entry__valid  = fwd_entry[0];
-  assign fwd_entry__rearm  = fwd_entry[1];
-  assign fwd_entry__tag  = fwd_entry[9:2];
-  assign fwd_entry__threshold  = fwd_entry[21:10];
-  assign fwd_entry__count  = fwd_entry[33:22];
-  assign fwd_entry__cmd  = fwd_entry[41:34];
+  assign fwd_last__valid  = fwd_last[0];
+  assign fwd_last__rearm  = fwd_last[1];
+  assign fwd_last__tag  = fwd_last[9:2];
+  assign fwd_last__threshold  = fwd_last[21:10];
+  assign fwd_last__left  = fwd_last[33:22];
+  assign fwd_last__cmd  = fwd_last[41:34];
+  assign fwd_prev__valid  = fwd_prev[0];
+  assign fwd_prev__rearm  = fwd_prev[1];
+  assign fwd_prev__tag  = fwd_prev[9:2];
+  assign fwd_prev__threshold  = fwd_prev[21:10];
+  assign fwd_prev__left  = fwd_prev[33:22];
+  assign fwd_prev__cmd  = fwd_prev[41:34];
+  assign rdata__valid  = rdata[0];
+  assign rdata__rearm  = rdata[1];
+  assign rdata__tag  = rdata[9:2];
+  assign rdata__threshold  = rdata[21:10];
+  assign rdata__left  = rdata[33:22];
+  assign rdata__cmd  = rdata[41:34];
   assign nxt__valid  = nxt[0];
   assign nxt__rearm  = nxt[1];
   assign nxt__tag  = nxt[9:2];
   assign nxt__threshold  = nxt[21:10];
-  assign nxt__count  = nxt[33:22];
+  assign nxt__left  = nxt[33:22];
   assign nxt__cmd  = nxt[41:34];
   assign set_err__unprogrammed  = set_err[0];
   assign set_err__overcount  = set_err[1];
@@ -816,17 +964,32 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign wr__data__rearm  = nxt[1];
   assign wr__data__tag  = nxt[9:2];
   assign wr__data__threshold  = nxt[21:10];
-  assign wr__data__count  = nxt[33:22];
+  assign wr__data__left  = nxt[33:22];
   assign wr__data__cmd  = nxt[41:34];
-  assign trig__cmd  = trig[7:0];
-  assign trig__tile  = trig[23:8];
-  assign data__cmd  = trig[7:0];
-  assign data__tile  = trig[23:8];
-  assign trig[23:8] = \$21 ;
-  assign trig[7:0] = cur[41:34];
+  assign data__cmd  = data[7:0];
+  assign data__tile  = data[23:8];
+  assign trig__cmd  = data[7:0];
+  assign trig__tile  = data[23:8];
+  assign s1_write__tile  = s1_write[15:0];
+  assign s1_write__beats  = s1_write[19:16];
+  assign s1_write__kind  = s1_write[20];
+  assign s1_write__source  = s1_write[22:21];
+  assign s1_req__op  = s1_req[0];
+  assign s1_req__tile  = s1_req[16:1];
+  assign s1_req__threshold  = s1_req[28:17];
+  assign s1_req__cmd  = s1_req[36:29];
+  assign s1_req__rearm  = s1_req[37];
+  assign rd__data__valid  = rd__data[0];
+  assign rd__data__rearm  = rd__data[1];
+  assign rd__data__tag  = rd__data[9:2];
+  assign rd__data__threshold  = rd__data[21:10];
+  assign rd__data__left  = rd__data[33:22];
+  assign rd__data__cmd  = rd__data[41:34];
+  assign \$58 [23:8] = \$34 ;
+  assign \$58 [7:0] = cur[41:34];
 endmodule
 
-module t3hw_tracker__queue (clk, rst, accept, o__valid, o__payload, push, wr__data, o__ready);
+module t3hw_tracker__queue (clk, rst, accept, o__valid, o__payload, wr__data, push, o__ready);
   reg _init_strobe_2  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;

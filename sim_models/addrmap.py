@@ -124,8 +124,8 @@ class AddrMapEnv(StreamEnv):
     that is not being taken; ``net`` and ``mem`` show exactly the store accepted last (held
     while not taken), field by field, as :class:`AddrMapModel` classified it; ``rx.ready`` is
     high exactly when ``rx_mem`` is free, and ``rx_mem`` shows the packet accepted last, with
-    ``tracked`` from the model. Region writes apply after the store and the packet accepted
-    in the same cycle, as in the RTL.
+    ``tracked`` from the model. Region writes apply in the cycle after they are presented,
+    after the store and the packet accepted in that cycle, as in the RTL.
     """
 
     in_streams  = ("store", "program", "rx")
@@ -154,6 +154,7 @@ class AddrMapEnv(StreamEnv):
         self.received = 0           # packets accepted on `rx`
         self.rx_tracked = 0         # ... of which tracked
         self.prog = None            # (index, fields) presented on `program` this cycle
+        self.p2 = None              # ...last cycle: checked and applied this cycle (P2)
         self.scripted = []          # ("store", fields) / ("program", index, fields), in order
         self.out = {"net": None, "mem": None, "rx_mem": None}   # expected output registers
         self.sent = 0               # stores accepted
@@ -265,14 +266,16 @@ class AddrMapEnv(StreamEnv):
             self.out[where] = fields
             self.store = None
             self.sent += 1
-        if self.prog is not None:
-            self.rejected += not self.model.program(self.prog[0], **self.prog[1])
+        if self.p2 is not None:
+            self.rejected += not self.model.program(self.p2[0], **self.p2[1])
+        self.p2 = self.prog
         self._outs = outs
 
     def done(self):
         """All stores sent and taken, nothing scripted."""
         return (self.sent >= self.stores and self.store is None and not self.scripted
-                and self.rx is None and all(v is None for v in self.out.values()))
+                and self.p2 is None and self.rx is None
+                and all(v is None for v in self.out.values()))
 
     def check_state(self):
         """Compare the sticky errors and every counter."""
@@ -360,6 +363,7 @@ async def provoke_errors(env, cycle):
     # Rewriting a region over itself is not an overlap; removing it always works.
     env.write(0, **dict(good, size=0x40))
     env.write(0, valid=0)
+    await drain(env, cycle)                     # a write applies from two cycles after it
     env.send(0x30)
     await drain(env, cycle)
     assert not any(env.model.errors.values()) and env.model.stats["remote"] == 0

@@ -24,6 +24,7 @@ Register names, addresses and fields come from :class:`t3hw.regmap.RegisterMap`.
 from collections import deque
 from dataclasses import dataclass, fields as dc_fields
 
+from t3hw.csr import VERDICT_DELAY
 from t3hw.layouts import (ArbPolicy, Codec, CsrCommand, addrmap_errors_layout,
                           arbiter_errors_layout, arbiter_stats_layout, arbiter_status_layout,
                           csr_status_layout, dma_descriptor_layout, dma_errors_layout,
@@ -131,6 +132,8 @@ class CsrModel:
         self.staging = {g: self.codec[g].pack(**self.map.reset(g)) for g in STAGING}
         self.valid = dict.fromkeys(STAGING, False)
         self.verdict = dict.fromkeys(self.tables, False)
+        # writes taken, waiting for their verdict: one flag per cycle still to wait
+        self.waiting = {g: [False] * (VERDICT_DELAY[g] - 1) for g in self.tables}
         self.load = dict.fromkeys(self.tables)        # entry to load this cycle, or None
         self.sweep_left = max(p.regions, p.dma_descriptors)
 
@@ -142,7 +145,8 @@ class CsrModel:
 
     def locked(self, group):
         """The group is pending (``STATUS.*_pending``): its registers are locked."""
-        return self.valid[group] or self.verdict.get(group, False)
+        return (self.valid[group] or self.verdict.get(group, False)
+                or any(self.waiting.get(group, ())))
 
     def pending(self):
         """Some command is pending or a load is under way."""
@@ -256,7 +260,9 @@ class CsrModel:
             self.sticky[g] = (self.sticky[g] & ~clear[g]) | events[g]
         self.r_data = r_data
         self.staging, self.valid, self.load = staging, valid, load
-        self.verdict = {g: g in taken for g in self.tables}
+        for g in self.tables:
+            chain = [g in taken, *self.waiting[g]]
+            self.waiting[g], self.verdict[g] = chain[:-1], chain[-1]
         if self.sweep_left:
             self.sweep_left -= 1
         return taken
@@ -327,6 +333,10 @@ class Targets:
         assert tuple(self.models) == _TARGETS
         self.events = dict.fromkeys(self.models, 0)
         self.log = []               # (group, fields) of every request transferred
+        # A target that checks a request a cycle after taking it (the address map's region
+        # writes: VERDICT_DELAY) applies it late: requests wait here, one slot per cycle.
+        self.late = {g: deque([None] * (VERDICT_DELAY.get(g, 1) - 1))
+                     for g in ("REGION", "DESC", "TRACK", "ARB")}
 
     def inputs(self):
         """Error events, counters, DMA idleness and the arbiter's status as
@@ -340,14 +350,19 @@ class Targets:
         return ins
 
     def quiet(self):
-        """No error event is on its way."""
-        return not any(self.events.values())
+        """No error event is on its way, and no request waits to be applied."""
+        return not any(self.events.values()) and not any(
+            x is not None for wait in self.late.values() for x in wait)
 
     def step(self, taken):
         """Apply the requests taken this cycle (``{staging group: packed payload}``)."""
         apply = {"REGION": self.addrmap.program, "DESC": self.dma.program,
                  "TRACK": self.tracker.program, "ARB": self.arbiter.program}
-        for g, payload in taken.items():
+        for g, wait in self.late.items():
+            wait.append(taken.get(g))
+            payload = wait.popleft()
+            if payload is None:
+                continue
             fields = self.map.groups[g].codec.unpack(payload)
             self.log.append((g, fields))
             apply[g](**fields)
@@ -491,10 +506,12 @@ class CsrEnv(StreamEnv):
         self.scripted.extend([None] * cycles)
 
     def commit(self, command):
-        """Scripted: a command, then the two idle cycles a write command stays pending for
-        when its target is ready."""
+        """Scripted: a command, then the idle cycles a write command stays pending for when
+        its target is ready (the cycle its target takes it, then the wait for the target's
+        verdict: :data:`~t3hw.csr.VERDICT_DELAY`)."""
         self.command(command)
-        self.idle(2)
+        group = CsrCommand(command).name.rsplit("_", 1)[0]
+        self.idle(1 + VERDICT_DELAY.get(group, 1))
 
     def _random_access(self):
         rng, rm = self.rng, self.map

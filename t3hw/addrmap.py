@@ -54,7 +54,9 @@ class AddrMap(wiring.Component):
         ``index``. A write with ``valid = 1`` replaces region ``index`` unless it is rejected:
         size 0, ``base + size > 2**addr_width`` or an unknown mode sets ``bad_region``;
         overlapping another valid region sets ``overlap``. A rejected write leaves the table
-        unchanged. A write applies to stores accepted from the next cycle on.
+        unchanged. A write is checked and applied in the cycle after it (so its error bit is
+        set two cycles after it), and applies to stores and packets accepted from two cycles
+        after it on.
     net : Out(stream.Signature(net_packet_layout))
         Stores to ``REMOTE`` regions, as ``UPDATE`` packets. ``valid`` is a register.
     mem : Out(stream.Signature(mem_store_layout))
@@ -75,11 +77,14 @@ class AddrMap(wiring.Component):
         Wrapping counters of the stores accepted, by class.
 
     Latency 1 cycle (a store accepted in cycle t is valid at its output in t + 1);
-    throughput one store per cycle while the outputs are ready. The classification is one
-    subtract-and-compare per region in parallel, so its path grows with ``addr_width`` and,
-    through the one-hot select, with ``log2(regions)``. The program check compares the new
-    region with every other region in the same cycle. All registers are reset (regions to
-    invalid).
+    throughput one store per cycle while the outputs are ready. The classification is two
+    compares (``base <= addr < end``) and one add (``addr + remote_base - base``) per region,
+    all in parallel on the region's stored ``end`` and translation, which programming
+    computes; so its path is one ``addr_width`` carry chain, then the one-hot select, which
+    grows with ``log2(regions)``. Programming takes two stages: the new region's end and
+    translation are computed and registered, then it is compared with every other region.
+    Region valid bits and the outputs' ``valid`` are reset; the derived ``end`` and
+    translation are not (they are only read while their region is valid).
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
@@ -105,21 +110,30 @@ class AddrMap(wiring.Component):
         m = Module()
         aw = p.addr_width
         regions = [Signal(region_layout(p), name=f"region{i}") for i in range(p.regions)]
+        # Derived at programming time and kept beside each region, so that no lookup adds
+        # two table fields: the end ``base + size`` (``aw + 1`` bits, it may be 2**aw) and
+        # the translation ``remote_base - base`` (mod 2**aw).
+        ends   = [Signal(aw + 1, name=f"region{i}_end", reset_less=True)
+                  for i in range(p.regions)]
+        deltas = [Signal(aw, name=f"region{i}_delta", reset_less=True)
+                  for i in range(p.regions)]
 
-        # --- classify: one subtract-and-compare per region, one-hot select ------------------
+        # --- classify: two compares and one add per region in parallel, one-hot select ------
+        # (a region matches when base <= addr < end; every region computes its own
+        # translated address, and the hit selects one: no carry chain follows the select)
         st = self.store.payload
         hits = Signal(p.regions)
         for i, r in enumerate(regions):
-            m.d.comb += hits[i].eq(r.valid & ((st.addr - r.base)[:aw] < r.size))
+            m.d.comb += hits[i].eq(r.valid & (st.addr >= r.base) & (st.addr < ends[i]))
         mode   = Signal(RegionMode)                 # LOCAL (0) when no region hits
         device = Signal(p.device_width)
-        delta  = Signal(aw)                         # remote_base - base of the hit region
+        target = Signal(aw)                         # the translated address of the hit region
         for i, r in enumerate(regions):
             with m.If(hits[i]):
                 m.d.comb += [
                     mode.eq(r.mode),
                     device.eq(r.device),
-                    delta.eq(r.remote_base - r.base),
+                    target.eq(st.addr + deltas[i]),
                 ]
         hit = hits.any()
 
@@ -136,7 +150,7 @@ class AddrMap(wiring.Component):
             m.d.sync += [
                 net.valid.eq(1),
                 net.payload.device.eq(device),
-                net.payload.addr.eq(st.addr + delta),
+                net.payload.addr.eq(target),
                 net.payload.kind.eq(WriteKind.UPDATE),
                 net.payload.tile.eq(st.tile),
                 net.payload.bytes.eq(st.bytes),
@@ -167,7 +181,7 @@ class AddrMap(wiring.Component):
         rx_hit = Signal(p.regions)
         for i, r in enumerate(regions):
             m.d.comb += rx_hit[i].eq(r.valid & (r.mode == RegionMode.TRACKED)
-                                     & ((rx.addr - r.base)[:aw] < r.size))
+                                     & (rx.addr >= r.base) & (rx.addr < ends[i]))
         m.d.comb += self.rx.ready.eq(~rx_mem.valid | rx_mem.ready)
         with m.If(rx_mem.ready):
             m.d.sync += rx_mem.valid.eq(0)
@@ -181,26 +195,42 @@ class AddrMap(wiring.Component):
                 rx_mem.payload.tracked.eq(rx_hit.any()),
             ]
 
-        # --- program: check the new region against every other one, write it -----------------
+        # --- program: two stages ------------------------------------------------------------
+        # P1 registers the request with its end, its translation and the checks on it alone;
+        # P2 compares it with every region (two compares each, in parallel) and writes it.
+        # Two requests in a row are checked in order: the first is in the table when the
+        # second reaches P2.
         req = self.program.payload
         end = Signal(aw + 1)
         m.d.comb += end.eq(req.base + req.size)
-        bad = ((req.size == 0) | (end > (1 << aw)) |
-               (req.mode.as_value() > RegionMode.TRACKED.value))
+        p2_valid = Signal()
+        p2_req   = Signal(region_program_layout(p), reset_less=True)
+        p2_end   = Signal(aw + 1, reset_less=True)
+        p2_delta = Signal(aw, reset_less=True)
+        p2_bad   = Signal(reset_less=True)
+        m.d.sync += [
+            p2_valid.eq(self.program.valid),
+            p2_req.eq(req),
+            p2_end.eq(end),
+            p2_delta.eq(req.remote_base - req.base),
+            p2_bad.eq((req.size == 0) | (end > (1 << aw)) |
+                      (req.mode.as_value() > RegionMode.TRACKED.value)),
+        ]
         clash = Signal(p.regions)
         for i, r in enumerate(regions):
-            m.d.comb += clash[i].eq((req.index != i) & r.valid &
-                                    (req.base < r.base + r.size) & (r.base < end))
+            m.d.comb += clash[i].eq((p2_req.index != i) & r.valid &
+                                    (p2_req.base < ends[i]) & (r.base < p2_end))
         set_err = Signal(addrmap_errors_layout(p))
         m.d.comb += [
-            set_err.bad_region.eq(self.program.valid & req.valid & bad),
-            set_err.overlap.eq(self.program.valid & req.valid & ~bad & clash.any()),
+            set_err.bad_region.eq(p2_valid & p2_req.valid & p2_bad),
+            set_err.overlap.eq(p2_valid & p2_req.valid & ~p2_bad & clash.any()),
         ]
-        write = self.program.valid & (~req.valid | (~bad & ~clash.any()))
+        write = p2_valid & (~p2_req.valid | (~p2_bad & ~clash.any()))
         for i, r in enumerate(regions):
-            with m.If(write & (req.index == i)):
+            with m.If(write & (p2_req.index == i)):
                 for name in region_layout(p).members:
-                    m.d.sync += r[name].eq(req[name])
+                    m.d.sync += r[name].eq(p2_req[name])
+                m.d.sync += [ends[i].eq(p2_end), deltas[i].eq(p2_delta)]
 
         m.d.sync += self.errors.eq((self.errors.as_value() & ~self.clear.as_value())
                                    | set_err.as_value())

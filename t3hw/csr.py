@@ -14,10 +14,11 @@ committed by writing a :class:`~t3hw.layouts.CsrCommand` to ``COMMAND``:
 
 * ``REGION_WRITE``, ``DESC_WRITE``, ``TRACK_WRITE``, ``ARB_WRITE`` raise ``valid`` of the
   target's stream the next cycle. Until the target has taken the request (and, for regions
-  and descriptors, until the cycle after that, when the target's verdict arrives) the group
-  is *pending* (``STATUS``): its registers are locked. The address map and the arbiter take
-  every request at once (``region_program`` and ``arbiter_program`` are always ready), so
-  ``REGION`` stays pending for two cycles and ``ARB`` for one.
+  and descriptors, until the target's verdict arrives: two cycles after that for a region,
+  one for a descriptor, :data:`VERDICT_DELAY`) the group is *pending* (``STATUS``): its
+  registers are locked. The address map and the arbiter take every request at once
+  (``region_program`` and ``arbiter_program`` are always ready), so ``REGION`` stays pending
+  for three cycles and ``ARB`` for one.
 * ``REGION_READ``, ``DESC_READ`` load the region or descriptor ``index`` (the staged one)
   from the block's read-back tables into the staging group (``index`` is kept). A read of
   the group in the cycle after the command already returns the loaded fields, and a write
@@ -26,7 +27,8 @@ committed by writing a :class:`~t3hw.layouts.CsrCommand` to ``COMMAND``:
 Read-back tables: the address map and the DMA keep their tables to themselves, so this block
 keeps a copy of each (``regions`` and ``2**cmd_width`` entries, block RAM with a synchronous
 read port) and writes it with exactly what the target stored: a write that the target
-rejects (the target's error event in the cycle after it took the write) is not copied. After
+rejects (the target's error event, :data:`VERDICT_DELAY` cycles after it took the write) is
+not copied. After
 reset both copies are cleared, one entry per cycle, over ``max(regions, 2**cmd_width)``
 cycles (``STATUS.sweep``).
 
@@ -72,7 +74,13 @@ from .params import EngineParams, check_params
 from .regmap import WORD_BITS, Access, RegisterMap
 
 
-__all__ = ["BusSignature", "Csr"]
+__all__ = ["BusSignature", "Csr", "VERDICT_DELAY"]
+
+#: Per staging group with a read-back table: cycles from the target taking a write to its
+#: error event on the target's ``errors`` port. The address map checks a region write in the
+#: cycle after it takes it (:class:`t3hw.addrmap.AddrMap`), so its verdict comes a cycle
+#: later than the DMA's.
+VERDICT_DELAY = {"REGION": 2, "DESC": 1}
 
 
 class BusSignature(wiring.Signature):
@@ -256,9 +264,14 @@ class Csr(wiring.Component):
         tables = {"REGION": (rtab, region_layout(p),
                              self.addrmap_errors.bad_region | self.addrmap_errors.overlap),
                   "DESC":   (dtab, dma_descriptor_layout(p), self.dma_errors.bad_program)}
+        # The cycles from the target taking a write to its error event showing on its
+        # ``errors`` port (VERDICT_DELAY): the write waits in ``waiting`` until then.
         verdict = {g: Signal(name=f"{g.lower()}_verdict") for g in tables}
+        waiting = {g: [Signal(name=f"{g.lower()}_waiting{i}")
+                       for i in range(VERDICT_DELAY[g] - 1)] for g in tables}
         loading = {g: Signal(name=f"{g.lower()}_loading") for g in tables}
-        locked  = {g: s.valid | verdict.get(g, 0) for g, s in stage.items()}
+        locked  = {g: s.valid | verdict.get(g, 0) | Cat(waiting.get(g, [])).any()
+                   for g, s in stage.items()}
         view    = {g: s.payload.as_value() for g, s in stage.items() if g not in tables}
 
         for g, port in stage.items():
@@ -266,11 +279,11 @@ class Csr(wiring.Component):
                 m.d.sync += port.valid.eq(0)
         for g, (table, layout, rejected) in tables.items():
             payload = stage[g].payload
-            m.d.sync += [
-                verdict[g].eq(stage[g].valid & stage[g].ready),
-                loading[g].eq(0),
-            ]
-            # The target takes the write in cycle t and reports a rejection in t + 1.
+            chain = [stage[g].valid & stage[g].ready, *waiting[g], verdict[g]]
+            m.d.sync += [dst.eq(src) for src, dst in zip(chain, chain[1:])]
+            m.d.sync += loading[g].eq(0)
+            # The target takes the write in cycle t and reports a rejection in
+            # t + VERDICT_DELAY.
             wp = table.write_port()
             with m.If(sweep):
                 m.d.comb += [wp.addr.eq(sweep_at), wp.data.eq(0),

@@ -83,11 +83,12 @@ def entry_layout(p: EngineParams):
     """One tracker table entry, as stored in the table memory.
 
     ``tag`` holds the tile id bits above the table index (absent when ``tile_width`` equals
-    ``log2(tracker_entries)``); ``count`` is always below ``threshold`` while the entry is
-    armed.
+    ``log2(tracker_entries)``); ``left`` is the number of beats still to come before the
+    entry completes (``threshold`` minus the beats counted), in ``[1, threshold]`` while the
+    entry is armed.
     """
     fields = {"valid": 1, "rearm": 1, "tag": p.tag_width, "threshold": p.count_width,
-              "count": p.count_width, "cmd": p.cmd_width}
+              "left": p.count_width, "cmd": p.cmd_width}
     if not p.tag_width:
         del fields["tag"]       # tile ids index the table directly: no tag (no 0-bit wires)
     return data.StructLayout(fields)

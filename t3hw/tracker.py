@@ -24,13 +24,21 @@ Pipeline
 ::
 
     cycle t     S0: select the request (observed write, else programming), read entry[index]
-    cycle t+1   S1: entry = forwarded ? last written entry : RAM data
-                    update it, write it back, push a trigger if it completed
-    cycle t+2       trigger.valid (when the trigger queue was empty)
+    cycle t+1   S1: register the RAM data; compare the request's index with the two
+                    latest table writes (register the two match flags)
+    cycle t+2   S2: entry = forwarded ? that write's entry : registered RAM data
+                    update it, write it back; register a trigger if it completed
+    cycle t+3   S3: push the trigger into the trigger queue
+    cycle t+4       trigger.valid (when the trigger queue was empty)
 
-The RAM read is not transparent; the only read-after-write hazard (a request whose entry was
-written at the end of the cycle in which it was read) is resolved by a one-entry forwarding
-register, so back-to-back writes to one entry count exactly.
+The RAM read is not transparent and its data is registered before use, so a request reads
+the table two cycles before it updates it: the entries written in those two cycles (by the
+two requests ahead of it, or by the reset sweep) are kept in two forwarding registers, and
+the match flags that select them are computed a cycle ahead, from registers. The only
+single-cycle loop is then the count update (forwarding mux, subtract or compare, next
+entry), and
+back-to-back writes to one entry count exactly. The extra cycle buys timing: the block RAM's
+clock-to-out reaches a register, not the adder (``docs/synthesis.md``).
 
 * **Throughput**: one observed write per cycle, every cycle. ``write`` has no ready signal.
 * **Programming** is accepted only in cycles with no observed write (``program.ready`` is low
@@ -50,6 +58,10 @@ An armed entry has ``count < threshold``. A write of ``beats`` to it makes
 ``new = count + beats``. If ``new >= threshold`` the entry completes: it emits one trigger
 ``(cmd, tile)`` and is freed (one-shot) or restarts from 0 (re-arm); ``new > threshold`` also
 sets ``overcount``. Otherwise the count becomes ``new``.
+
+The table stores the count as ``left = threshold - count`` (the beats still to come), so that
+the hardware decides ``beats >= left`` and computes ``left - beats`` side by side, each one
+carry chain; a completed entry reloads ``left = threshold``.
 """
 
 from types import SimpleNamespace
@@ -57,7 +69,7 @@ from types import SimpleNamespace
 from amaranth import *
 from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import Assume, Cover
-from amaranth.lib import memory, stream, wiring
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .layouts import (TrackOp, WriteSource, entry_layout, program_layout, trigger_layout,
@@ -85,7 +97,7 @@ class Tracker(wiring.Component):
     program : In(stream.Signature(program_layout))
         Arm / disarm requests. Ready only in cycles with no ``write`` and not ``busy``.
     trigger : Out(stream.Signature(trigger_layout))
-        Completed tiles, in completion order. Latency 2 cycles from the completing write.
+        Completed tiles, in completion order. Latency 4 cycles from the completing write.
     errors : Out(tracker_errors_layout)
         Sticky error bits; each stays set until the same bit of ``clear`` is pulsed.
     clear : In(tracker_errors_layout)
@@ -136,43 +148,81 @@ class Tracker(wiring.Component):
         m.d.comb += self.program.ready.eq(~self.write.valid & ~self.busy)
         take_prog = self.program.valid & self.program.ready
 
-        s1_valid = Signal()                          # an observed write is in S1
-        s1_stale = Signal()                          # ...that arrived during the reset sweep
-        s1_prog  = Signal()                          # a programming request is in S1
-        s1_write = Signal(write_layout(p),   reset_less=True)
-        s1_req   = Signal(program_layout(p), reset_less=True)
+        # Stage registers: S1 holds the request accepted last cycle, S2 the one before.
+        # ``valid``: an observed write; ``stale``: ...that arrived during the reset sweep;
+        # ``prog``: a programming request.
+        def stage(name):
+            return SimpleNamespace(
+                valid=Signal(name=f"{name}_valid"), stale=Signal(name=f"{name}_stale"),
+                prog=Signal(name=f"{name}_prog"),
+                write=Signal(write_layout(p), name=f"{name}_write", reset_less=True),
+                req=Signal(program_layout(p), name=f"{name}_req", reset_less=True))
+        s1, s2 = stage("s1"), stage("s2")
 
         m.d.sync += [
-            s1_valid.eq(self.write.valid),
-            s1_stale.eq(self.busy),
-            s1_prog.eq(take_prog),
-            s1_write.eq(self.write.payload),
-            s1_req.eq(self.program.payload),
+            s1.valid.eq(self.write.valid),
+            s1.stale.eq(self.busy),
+            s1.prog.eq(take_prog),
+            s1.write.eq(self.write.payload),
+            s1.req.eq(self.program.payload),
+            s2.valid.eq(s1.valid),
+            s2.stale.eq(s1.stale),
+            s2.prog.eq(s1.prog),
+            s2.write.eq(s1.write),
+            s2.req.eq(s1.req),
         ]
         s0_tile = Mux(self.write.valid, self.write.payload.tile, self.program.payload.tile)
         m.d.comb += rd.addr.eq(s0_tile[:p.index_width])
 
-        # --- S1: resolve the hazard, update, write back, trigger -----------------------------
-        s1_tile  = Mux(s1_valid, s1_write.tile, s1_req.tile)
-        s1_index = s1_tile[:p.index_width]
-        s1_tag   = s1_tile[p.index_width:]
+        # --- S1: register the RAM data; decide the forwarding from registers -----------------
+        # Every table write (an S2 request's write-back, or the reset sweep) is also kept in
+        # ``fwd_last`` (the write at the end of the last cycle) and ``fwd_prev`` (the one
+        # before). A request in S1 read the RAM one cycle too early to see the write now
+        # leaving S2, and two cycles too early for the one before it: ``hit_last`` and
+        # ``hit_prev`` say which of them holds its entry. An S2 request that does not change
+        # its entry writes it back unchanged, so "S2 holds a request" (a register) stands for
+        # "the table is written" and no flag waits for S2's logic.
+        s2_tile = Mux(s1.valid, s1.write.tile, s1.req.tile)
+        s1_index = s2_tile[:p.index_width]
+        rdata = Signal(elayout, reset_less=True)
+        m.d.sync += rdata.eq(rd.data)
 
-        fwd_valid = Signal()
-        fwd_index = Signal(p.index_width, reset_less=True)
-        fwd_entry = Signal(elayout, reset_less=True)
+        fwd_last_valid = Signal()
+        fwd_last_index = Signal(p.index_width, reset_less=True)
+        fwd_last = Signal(elayout, reset_less=True)
+        fwd_prev = Signal(elayout, reset_less=True)
+        hit_last, hit_prev = Signal(name="hit_last"), Signal(name="hit_prev")
+        s2_index = Signal(p.index_width)
+        writing = self.busy | s2.valid | s2.prog                 # the table is written now
+        m.d.sync += [
+            hit_last.eq(writing & (wr.addr == s1_index)),
+            hit_prev.eq(fwd_last_valid & (fwd_last_index == s1_index)),
+        ]
+
+        # --- S2: update the entry, write it back, trigger ------------------------------------
+        s2_tile = Mux(s2.valid, s2.write.tile, s2.req.tile)
+        m.d.comb += s2_index.eq(s2_tile[:p.index_width])
+        s2_tag = s2_tile[p.index_width:]
 
         cur = Signal(elayout)
-        m.d.comb += cur.eq(Mux(fwd_valid & (fwd_index == s1_index), fwd_entry, rd.data))
+        with m.If(hit_last):
+            m.d.comb += cur.eq(fwd_last)
+        with m.Elif(hit_prev):
+            m.d.comb += cur.eq(fwd_prev)
+        with m.Else():
+            m.d.comb += cur.eq(rdata)
         # With no tag bits (tile_width == log2(entries)) every armed entry matches its tiles.
         cur_tag = cur.tag if p.tag_width else C(0, 0)
-        tag_match = cur_tag == s1_tag
+        tag_match = cur_tag == s2_tag
         hit = Signal()
-        m.d.comb += hit.eq(cur.valid & tag_match & ~s1_stale)
+        m.d.comb += hit.eq(cur.valid & tag_match & ~s2.stale)
 
-        new_count = Signal(p.count_width + 1)
-        m.d.comb += new_count.eq(cur.count + s1_write.beats)
+        # An entry keeps the beats still to come (``left``), so the two outcomes of a write
+        # are one subtract and one compare side by side, not an add followed by a compare.
+        beats = s2.write.beats
         done = Signal()
-        m.d.comb += done.eq(new_count >= cur.threshold)
+        new_left = Signal(p.count_width)             # the beats still to come after it
+        m.d.comb += [done.eq(cur.left <= beats), new_left.eq(cur.left - beats)]
 
         nxt = Signal(elayout)
         we  = Signal()
@@ -180,23 +230,23 @@ class Tracker(wiring.Component):
         push = Signal()
         set_err = Signal(tracker_errors_layout(p))
 
-        m.d.comb += wr.addr.eq(s1_index)
-        with m.If(s1_valid):
+        m.d.comb += wr.addr.eq(s2_index)
+        with m.If(s2.valid):
             with m.If(~hit):
                 m.d.comb += set_err.unprogrammed.eq(1)
             with m.Elif(done):
                 m.d.comb += [
                     we.eq(1),
-                    nxt.count.eq(0),
+                    nxt.left.eq(cur.threshold),
                     nxt.valid.eq(cur.rearm),
                     push.eq(1),
-                    set_err.overcount.eq(new_count > cur.threshold),
+                    set_err.overcount.eq(cur.left < beats),
                 ]
             with m.Else():
-                m.d.comb += [we.eq(1), nxt.count.eq(new_count)]
-        with m.Elif(s1_prog):
-            with m.If(s1_req.op == TrackOp.ARM):
-                with m.If(s1_req.threshold == 0):
+                m.d.comb += [we.eq(1), nxt.left.eq(new_left)]
+        with m.Elif(s2.prog):
+            with m.If(s2.req.op == TrackOp.ARM):
+                with m.If(s2.req.threshold == 0):
                     m.d.comb += set_err.bad_threshold.eq(1)
                 with m.Elif(cur.valid):
                     m.d.comb += set_err.reprogram.eq(1)
@@ -204,13 +254,13 @@ class Tracker(wiring.Component):
                     m.d.comb += [
                         we.eq(1),
                         nxt.valid.eq(1),
-                        nxt.rearm.eq(s1_req.rearm),
-                        nxt.threshold.eq(s1_req.threshold),
-                        nxt.count.eq(0),
-                        nxt.cmd.eq(s1_req.cmd),
+                        nxt.rearm.eq(s2.req.rearm),
+                        nxt.threshold.eq(s2.req.threshold),
+                        nxt.left.eq(s2.req.threshold),
+                        nxt.cmd.eq(s2.req.cmd),
                     ]
                     if p.tag_width:
-                        m.d.comb += nxt.tag.eq(s1_tag)
+                        m.d.comb += nxt.tag.eq(s2_tag)
             with m.Else():                       # DISARM
                 with m.If(cur.valid & tag_match):
                     m.d.comb += [we.eq(1), nxt.valid.eq(0)]
@@ -220,17 +270,26 @@ class Tracker(wiring.Component):
             m.d.comb += [wr.addr.eq(sweep), we.eq(1), nxt.eq(0)]
 
         m.d.comb += [wr.en.eq(Mux(we, -1, 0)), wr.data.eq(nxt)]
-        m.d.sync += [fwd_valid.eq(we), fwd_index.eq(wr.addr), fwd_entry.eq(nxt)]
-
-        # Trigger queue: the trigger leaves with the cmd and the full tile id.
-        trig = Signal(trigger_layout(p))
-        m.d.comb += [
-            trig.cmd.eq(cur.cmd),
-            trig.tile.eq(s1_tile),
-            queue.data.eq(trig),
-            queue.push.eq(push),
+        m.d.sync += [
+            fwd_last_valid.eq(writing), fwd_last_index.eq(wr.addr), fwd_last.eq(nxt),
+            fwd_prev.eq(fwd_last),
         ]
-        lost = push & ~queue.accept
+
+        # Trigger queue: the trigger leaves with the cmd and the full tile id. It is
+        # registered (S3) before the push, so the queue's accept logic and the counters are
+        # not on the count-update loop.
+        trig = Signal(trigger_layout(p), reset_less=True)
+        s3_push = Signal()
+        m.d.sync += [
+            trig.cmd.eq(cur.cmd),
+            trig.tile.eq(s2_tile),
+            s3_push.eq(push),
+        ]
+        m.d.comb += [
+            queue.data.eq(trig),
+            queue.push.eq(s3_push),
+        ]
+        lost = s3_push & ~queue.accept
         m.d.comb += set_err.overflow.eq(lost)
 
         # Sticky errors: a bit set in the same cycle as its clear stays set.
@@ -249,7 +308,7 @@ class Tracker(wiring.Component):
                     m.d.sync += st.writes_remote.eq(st.writes_remote + 1)
         with m.If(set_err.unprogrammed):
             m.d.sync += st.unprogrammed.eq(st.unprogrammed + 1)
-        with m.If(push & queue.accept):
+        with m.If(s3_push & queue.accept):
             m.d.sync += st.triggers.eq(st.triggers + 1)
         with m.If(lost):
             m.d.sync += st.dropped.eq(st.dropped + 1)
@@ -275,11 +334,12 @@ def formal_spec(params: EngineParams, *, bug=None):
 
     * **no write is lost or counted twice**: after the reset sweep, entry ``I`` of the table
       equals the shadow as it was two cycles earlier (the pipeline latency), and the entry
-      that S1 works on (table or forwarding register) equals it whenever S1 holds a request
+      that S2 works on (table or forwarding register) equals it whenever S2 holds a request
       for ``I``. Compared: ``valid``, and while valid ``rearm``, ``tag``, ``threshold``,
       ``count`` and ``cmd``;
     * **one trigger per completion**: a trigger for entry ``I`` enters the trigger queue in
-      exactly the cycles in which S1 completes it in the shadow, with the entry's ``cmd`` and
+      exactly the cycles after those in which S2 completes it in the shadow (S3), with the
+      entry's ``cmd`` and
       the completing write's tile; a trigger that the full queue cannot take sets
       ``errors.overflow``; and whenever the trigger queue is empty, the triggers for ``I``
       that left on ``trigger`` plus those lost equal its completions;
@@ -289,7 +349,8 @@ def formal_spec(params: EngineParams, *, bug=None):
       first in first out).
 
     Covers: entry ``I`` sends two triggers (re-armed), completes on a write right behind
-    another request to it (the forwarding path), and loses a trigger to a full queue.
+    another request to it and on one two cycles behind (the two forwarding paths), and
+    loses a trigger to a full queue.
 
     ``bug="drop_write"`` hides writes to the armed entry ``I`` (the solver picks which) from
     the tracker while the shadow counts them: a tracker that loses writes, which the proof
@@ -300,10 +361,17 @@ def formal_spec(params: EngineParams, *, bug=None):
     if bug not in (None, "drop_write"):
         raise ValueError(f"bug must be None or 'drop_write', not {bug!r}")
     iw, elayout = p.index_width, entry_layout(p)
+    # The shadow counts beats up, as the entry semantics say; the table keeps the beats still
+    # to come (``left``), which must always be ``threshold - count``.
+    shadow_layout = data.StructLayout({**{k: v for k, v in elayout.members.items()
+                                          if k != "left"}, "count": p.count_width})
 
     def same(a, b):
-        """Entries equal in every field that matters (all of them while valid)."""
-        fields = [a[name] == b[name] for name in elayout.members if name != "valid"]
+        """Table entry ``a`` equals shadow ``b`` in every field that matters (all of them
+        while valid)."""
+        fields = [a[name] == b[name] for name in elayout.members
+                  if name not in ("valid", "left")]
+        fields.append(a.left == (b.threshold - b.count)[:p.count_width])
         return (a.valid == b.valid) & (~a.valid | Cat(fields).all())
 
     def body(m, platform):
@@ -334,7 +402,7 @@ def formal_spec(params: EngineParams, *, bug=None):
             return tile[iw:]
 
         # --- the shadow of entry `index`, updated in S0 order ----------------------------------
-        sh, nxt = Signal(elayout), Signal(elayout)
+        sh, nxt = Signal(shadow_layout), Signal(shadow_layout)
         sh_tag = sh.tag if p.tag_width else C(0, 0)
         total = Signal(p.count_width + 1)
         done = Signal()
@@ -364,36 +432,44 @@ def formal_spec(params: EngineParams, *, bug=None):
             m.d.comb += Assume(take_write & sh.valid & (sh_tag == tag_of(w.tile))
                                & ~dut.program.valid)
 
-        # --- the table and S1 against the shadow ----------------------------------------------
-        before  = past(m, sh, name="before")                 # entry I before S1's request
-        s1_mine = past(m, take_write | take_prog, name="s1_mine")
-        s1_done = past(m, done, name="s1_done")
-        s1_tile = past(m, w.tile, name="s1_tile")
+        # --- the table and S2 against the shadow ----------------------------------------------
+        # A request taken in cycle t is in S2 in t + 2: the shadow as it was before it is two
+        # registers back, and so is every fact about it.
+        def past2(value, name):
+            return past(m, past(m, value, name=f"{name}_1"), name=name)
+        before  = past2(sh, "before")                        # entry I before S2's request
+        s2_mine = past2(take_write | take_prog, "s2_mine")
+        s2_done = past2(done, "s2_done")
+        s2_tile = past2(w.tile, "s2_tile")
         m.d.comb += view.probe.addr.eq(index)
         with m.If(~dut.busy):
             m.d.comb += Assert(same(view.probe.data, before),
                                "tracker: table entry differs from the shadow")
-        with m.If(s1_mine):
+        with m.If(s2_mine):
             m.d.comb += Assert(same(view.cur, before),
-                               "tracker: entry in S1 differs from the shadow")
+                               "tracker: entry in S2 differs from the shadow")
 
         # --- triggers ---------------------------------------------------------------------
         queue = view.queue
         push_mine = queue.push & mine(queue.data.tile)
         lost = queue.push & ~queue.accept
-        m.d.comb += Assert(push_mine == s1_done,
+        # S3 pushes what S2 completed a cycle before.
+        s3_done = past(m, s2_done, name="s3_done")
+        s3_tile = past(m, s2_tile, name="s3_tile")
+        s3_cmd  = past(m, before.cmd, name="s3_cmd")
+        m.d.comb += Assert(push_mine == s3_done,
                            "tracker: trigger pushed without a completion, or not pushed")
-        with m.If(s1_done):
+        with m.If(s3_done):
             m.d.comb += [
-                Assert(queue.data.cmd == before.cmd, "tracker: trigger with the wrong cmd"),
-                Assert(queue.data.tile == s1_tile, "tracker: trigger with the wrong tile"),
+                Assert(queue.data.cmd == s3_cmd, "tracker: trigger with the wrong cmd"),
+                Assert(queue.data.tile == s3_tile, "tracker: trigger with the wrong tile"),
             ]
         with m.If(past(m, lost, name="lost_was")):
             m.d.comb += Assert(dut.errors.overflow, "tracker: lost trigger not reported")
         completed, sent, dropped = (Signal(4, name=n) for n in ("completed", "sent", "dropped"))
         out = dut.trigger
         m.d.sync += [
-            completed.eq(completed + s1_done),
+            completed.eq(completed + s3_done),
             dropped.eq(dropped + (push_mine & ~queue.accept)),
             sent.eq(sent + (out.valid & out.ready & mine(out.payload.tile))),
         ]
@@ -406,7 +482,9 @@ def formal_spec(params: EngineParams, *, bug=None):
 
         m.d.comb += [
             Cover(sent == 2),
-            Cover(s1_done & past(m, s1_mine, name="s1_mine_was")),
+            Cover(s2_done & past(m, s2_mine, name="s2_mine_was")),
+            Cover(s2_done & past2(s2_mine, "s2_mine_was2")
+                  & ~past(m, s2_mine, name="s2_mine_was1")),
             Cover(dropped != 0),
         ]
     return Spec(body)

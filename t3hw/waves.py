@@ -53,13 +53,14 @@ def write_tracker_gtkw(dump, module, params: EngineParams, path):
             g.trace(f"{s}.program__valid")
             g.trace(f"{s}.program__ready")
             _fields(g, s, "program__payload", program_layout(params))
-        with g.group("S1: lookup and count"):
-            g.trace(f"{s}.s1_valid")
-            g.trace(f"{s}.s1_prog")
-            g.trace(f"{s}.fwd_valid")
+        with g.group("S2: lookup and count"):
+            g.trace(f"{s}.s2_valid")
+            g.trace(f"{s}.s2_prog")
+            g.trace(f"{s}.hit_last")
+            g.trace(f"{s}.hit_prev")
             _fields(g, s, "cur", entry_layout(params))
             g.trace(f"{s}.hit")
-            g.trace(_name(s, "new_count", params.count_width + 1), datafmt="dec")
+            g.trace(_name(s, "new_left", params.count_width), datafmt="dec")
             g.trace(f"{s}.done")
             g.trace(f"{s}.push")
         with g.group("trigger"):
@@ -92,7 +93,7 @@ _TRIGGER_PATH = (
     ("write observed by the tracker", [("tracker.write__valid", None),
                                        ("tracker.write__payload__tile", "dec"),
                                        ("tracker.write__payload__source", "dec")]),
-    ("tracker: hit, count, trigger", [("tracker.hit", None), ("tracker.new_count", "dec"),
+    ("tracker: hit, count, trigger", [("tracker.hit", None), ("tracker.new_left", "dec"),
                                       ("tracker.done", None), ("tracker.trigger__valid", None),
                                       ("tracker.trigger__ready", None),
                                       ("tracker.trigger__payload__tile", "dec"),

@@ -64,7 +64,7 @@ def test_depth_one_queue_passes_a_trigger_every_cycle():
         got = []
         for tile in range(4):
             got.append((await tb.cycle(write=dict(tile=tile, beats=1, kind=0, source=0)))[1])
-        for _ in range(3):
+        for _ in range(4):                  # the trigger latency
             got.append((await tb.cycle())[1])
         assert [t.tile for t in got if t] == [0, 1, 2, 3]
         await tb.drain()
