@@ -14,12 +14,12 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
-  wire [38:0] \$107 ;
-  wire [39:0] \$108 ;
-  wire [32:0] \$109 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
-  wire [40:0] \$110 ;
-  wire [41:0] \$111 ;
+  wire \$110 ;
+  wire \$111 ;
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
@@ -56,10 +56,10 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$142 ;
   wire \$143 ;
   wire \$144 ;
-  wire \$145 ;
+  wire [16:0] \$145 ;
   wire \$146 ;
   wire \$147 ;
-  wire [16:0] \$148 ;
+  wire \$148 ;
   wire \$149 ;
   wire \$15 ;
   wire \$150 ;
@@ -98,72 +98,76 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$180 ;
   wire \$181 ;
   wire \$182 ;
-  wire \$183 ;
+  wire [8:0] \$183 ;
   wire \$184 ;
-  wire \$185 ;
+  wire [25:0] \$185 ;
   wire \$186 ;
-  wire [25:0] \$187 ;
+  wire \$187 ;
   wire \$188 ;
-  wire \$189 ;
+  wire [33:0] \$189 ;
   wire \$19 ;
-  wire \$190 ;
-  wire [33:0] \$191 ;
-  wire [31:0] \$192 ;
-  wire [32:0] \$193 ;
-  wire \$194 ;
-  wire [5:0] \$195 ;
-  wire [34:0] \$196 ;
-  wire \$197 ;
-  wire [32:0] \$198 ;
-  wire \$199 ;
+  wire [31:0] \$190 ;
+  wire [32:0] \$191 ;
+  wire \$192 ;
+  wire [3:0] \$193 ;
+  wire [8:0] \$194 ;
+  wire [39:0] \$195 ;
+  wire [3:0] \$196 ;
+  wire [35:0] \$197 ;
+  wire [5:0] \$198 ;
+  wire [34:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
   wire \$200 ;
   wire [32:0] \$201 ;
   wire \$202 ;
-  wire [32:0] \$203 ;
-  wire \$204 ;
+  wire \$203 ;
+  wire [32:0] \$204 ;
   wire \$205 ;
   wire [32:0] \$206 ;
   wire \$207 ;
-  wire [32:0] \$208 ;
-  wire \$209 ;
+  wire \$208 ;
+  wire [32:0] \$209 ;
   wire \$21 ;
   wire \$210 ;
   wire [32:0] \$211 ;
   wire \$212 ;
-  wire [32:0] \$213 ;
-  wire \$214 ;
+  wire \$213 ;
+  wire [32:0] \$214 ;
   wire \$215 ;
   wire [32:0] \$216 ;
   wire \$217 ;
   wire \$218 ;
-  wire \$219 ;
+  wire [32:0] \$219 ;
   wire \$22 ;
-  wire [32:0] \$220 ;
-  wire [1:0] \$221 ;
-  wire [1:0] \$222 ;
-  wire [1:0] \$223 ;
-  reg \$224 ;
-  reg \$225 ;
-  reg \$226 ;
-  reg [15:0] \$227 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire [32:0] \$223 ;
+  wire [1:0] \$224 ;
+  wire [1:0] \$225 ;
+  wire [1:0] \$226 ;
+  reg \$227 ;
   reg \$228 ;
   reg \$229 ;
   wire \$23 ;
-  reg [82:0] \$230 ;
+  reg [15:0] \$230 ;
   reg \$231 ;
-  reg [22:0] \$232 ;
-  reg [38:0] \$233 ;
-  reg [7:0] \$234 ;
-  reg \$235 ;
-  reg \$236 ;
-  reg \$237 ;
-  reg [24:0] \$238 ;
-  reg [32:0] \$239 ;
+  reg \$232 ;
+  reg [82:0] \$233 ;
+  reg \$234 ;
+  reg [22:0] \$235 ;
+  reg [38:0] \$236 ;
+  reg [7:0] \$237 ;
+  reg \$238 ;
+  reg \$239 ;
   wire \$24 ;
-  reg [287:0] \$240 ;
-  reg [1:0] \$241 ;
+  reg [2:0] \$240 ;
+  reg [24:0] \$241 ;
+  reg [32:0] \$242 ;
+  reg [34:0] \$243 ;
+  reg [287:0] \$244 ;
+  reg [1:0] \$245 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
@@ -227,10 +231,10 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
-  wire [1:0] \$82 ;
-  wire \$83 ;
-  wire [1:0] \$84 ;
-  wire \$85 ;
+  wire \$82 ;
+  wire [1:0] \$83 ;
+  wire \$84 ;
+  wire [1:0] \$85 ;
   wire \$86 ;
   wire \$87 ;
   wire \$88 ;
@@ -320,7 +324,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg [1:0] errors = 2'h0;
   wire errors__bad_config ;
   wire errors__bad_response ;
-  reg finish = 1'h0;
+  reg [2:0] finish = 3'h0;
   reg forced;
   reg last_comm = 1'h0;
   reg last_remote = 1'h0;
@@ -341,7 +345,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire load_response__ready;
   output load_response__valid;
   wire load_response__valid;
-  wire [34:0] num;
+  reg [34:0] num = 35'h000000000;
   input [7:0] occupancy;
   wire [7:0] occupancy;
   reg out_tracked = 1'h0;
@@ -456,258 +460,261 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign \$10  = \$8  | \$9 ;
   assign \$11  = \$6  & \$10 ;
   assign \$12  = armed | window;
-  assign \$13  = \$12  | finish;
-  assign \$14  = dma__valid | remote__valid;
-  assign \$15  = \wait  >= cfg[38:23];
-  assign \$16  = \$14  & \$15 ;
-  assign \$17  = load__valid | store__valid;
+  assign \$13  = | finish;
+  assign \$14  = \$12  | \$13 ;
+  assign \$15  = dma__valid | remote__valid;
+  assign \$16  = \wait  >= cfg[38:23];
+  assign \$17  = \$15  & \$16 ;
   assign \$18  = load__valid | store__valid;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = dma__valid | remote__valid;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = load__valid | store__valid;
+  assign \$19  = load__valid | store__valid;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = dma__valid | remote__valid;
+  assign \$22  = \$20  & \$21 ;
   assign \$23  = load__valid | store__valid;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = dma__valid | remote__valid;
-  assign \$26  = \$24  & \$25 ;
-  assign \$27  = occupancy < thr;
-  assign \$28  = \$26  & \$27 ;
-  assign \$29  = load__valid | store__valid;
+  assign \$24  = load__valid | store__valid;
+  assign \$25  = ~ \$24 ;
+  assign \$26  = dma__valid | remote__valid;
+  assign \$27  = \$25  & \$26 ;
+  assign \$28  = occupancy < thr;
+  assign \$29  = \$27  & \$28 ;
   assign \$30  = load__valid | store__valid;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = dma__valid | remote__valid;
-  assign \$33  = \$31  & \$32 ;
-  assign \$34  = ~ dram__valid;
-  assign \$35  = \$34  | dram__ready;
-  assign \$36  = \$35  & \$signal ;
-  assign \$37  = ~ load__valid;
-  assign \$38  = ~ last_store;
-  assign \$39  = \$37  | \$38 ;
-  assign \$40  = store__valid & \$39 ;
-  assign \$41  = ~ \$40 ;
-  assign load__ready = \$36  & \$41 ;
-  assign \$42  = ~ dram__valid;
-  assign \$43  = \$42  | dram__ready;
-  assign \$44  = \$43  & \$signal ;
-  assign \$45  = ~ load__valid;
-  assign \$46  = ~ last_store;
-  assign \$47  = \$45  | \$46 ;
-  assign \$48  = store__valid & \$47 ;
-  assign store__ready = \$44  & \$48 ;
-  assign \$49  = ~ dram__valid;
-  assign \$50  = \$49  | dram__ready;
-  assign \$51  = \$50  & \$signal$38 ;
-  assign \$52  = ~ dma__valid;
-  assign \$53  = ~ last_remote;
-  assign \$54  = \$52  | \$53 ;
-  assign \$55  = remote__valid & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign dma__ready = \$51  & \$56 ;
-  assign \$57  = ~ dram__valid;
-  assign \$58  = \$57  | dram__ready;
-  assign \$59  = \$58  & \$signal$38 ;
-  assign \$60  = ~ dma__valid;
-  assign \$61  = ~ last_remote;
-  assign \$62  = \$60  | \$61 ;
-  assign \$63  = remote__valid & \$62 ;
-  assign remote__ready = \$59  & \$63 ;
-  assign \$64  = ~ dram__valid;
-  assign \$65  = \$64  | dram__ready;
-  assign \$66  = \$65  & \$signal ;
-  assign \$67  = ~ load__valid;
-  assign \$68  = ~ last_store;
-  assign \$69  = \$67  | \$68 ;
-  assign \$70  = store__valid & \$69 ;
-  assign \$71  = ~ \$70 ;
-  assign \$72  = \$66  & \$71 ;
-  assign \$73  = ~ dram__valid;
-  assign \$74  = \$73  | dram__ready;
-  assign \$75  = \$74  & \$signal ;
-  assign \$76  = ~ dma__valid;
-  assign \$77  = ~ last_remote;
-  assign \$78  = \$76  | \$77 ;
-  assign \$79  = remote__valid & \$78 ;
-  assign \$80  = ~ \$79 ;
-  assign \$82  = \$81  ? 2'h2 : 2'h1;
-  assign \$84  = \$83  ? 2'h2 : 2'h1;
-  assign \$85  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$85 ;
-  assign \$86  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$86 ;
-  assign \$87  = ! response__payload[1:0];
-  assign \$88  = response__payload[1:0] == 1'h1;
-  assign \$89  = \$88  ? dma_response__ready : 1'h1;
-  assign response__ready = \$87  ? load_response__ready : \$89 ;
-  assign \$90  = ! response__payload[1:0];
-  assign \$91  = ~ \$90 ;
-  assign \$92  = response__valid & \$91 ;
-  assign \$93  = response__payload[1:0] == 1'h1;
-  assign \$94  = ~ \$93 ;
-  assign \$95  = \$92  & \$94 ;
-  assign \$96  = config__payload[1:0] != 2'h3;
-  assign \$97  = | config__payload[38:23];
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = config__payload[22:18] <= 5'h18;
-  assign \$100  = \$98  & \$99 ;
-  assign \$101  = | config__payload[9:2];
-  assign \$102  = | config__payload[17:10];
-  assign \$103  = \$101  | \$102 ;
-  assign \$104  = \$100  & \$103 ;
-  assign \$105  = ~ \$104 ;
-  assign \$106  = config__valid & \$105 ;
-  assign \$107  = cfg[17:10] << cfg[22:18];
-  assign \$108  = \$107  + acc;
-  assign \$109  = 2'h2 << cfg[22:18];
-  assign \$110  = \$108  + \$109 ;
-  assign \$111  = \$110  - 1'h1;
-  assign \$112  = armed | window;
-  assign \$113  = \$112  | finish;
-  assign \$114  = ~ dram__valid;
-  assign \$115  = \$114  | dram__ready;
-  assign \$116  = \$115  & \$signal ;
-  assign \$117  = ~ load__valid;
-  assign \$118  = ~ last_store;
-  assign \$119  = \$117  | \$118 ;
-  assign \$120  = store__valid & \$119 ;
-  assign \$121  = ~ dram__valid;
-  assign \$122  = \$121  | dram__ready;
-  assign \$123  = \$122  & \$signal$38 ;
-  assign \$124  = ~ dma__valid;
-  assign \$125  = ~ last_remote;
-  assign \$126  = \$124  | \$125 ;
-  assign \$127  = remote__valid & \$126 ;
+  assign \$31  = load__valid | store__valid;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = dma__valid | remote__valid;
+  assign \$34  = \$32  & \$33 ;
+  assign \$35  = ~ dram__valid;
+  assign \$36  = \$35  | dram__ready;
+  assign \$37  = \$36  & \$signal ;
+  assign \$38  = ~ load__valid;
+  assign \$39  = ~ last_store;
+  assign \$40  = \$38  | \$39 ;
+  assign \$41  = store__valid & \$40 ;
+  assign \$42  = ~ \$41 ;
+  assign load__ready = \$37  & \$42 ;
+  assign \$43  = ~ dram__valid;
+  assign \$44  = \$43  | dram__ready;
+  assign \$45  = \$44  & \$signal ;
+  assign \$46  = ~ load__valid;
+  assign \$47  = ~ last_store;
+  assign \$48  = \$46  | \$47 ;
+  assign \$49  = store__valid & \$48 ;
+  assign store__ready = \$45  & \$49 ;
+  assign \$50  = ~ dram__valid;
+  assign \$51  = \$50  | dram__ready;
+  assign \$52  = \$51  & \$signal$38 ;
+  assign \$53  = ~ dma__valid;
+  assign \$54  = ~ last_remote;
+  assign \$55  = \$53  | \$54 ;
+  assign \$56  = remote__valid & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign dma__ready = \$52  & \$57 ;
+  assign \$58  = ~ dram__valid;
+  assign \$59  = \$58  | dram__ready;
+  assign \$60  = \$59  & \$signal$38 ;
+  assign \$61  = ~ dma__valid;
+  assign \$62  = ~ last_remote;
+  assign \$63  = \$61  | \$62 ;
+  assign \$64  = remote__valid & \$63 ;
+  assign remote__ready = \$60  & \$64 ;
+  assign \$65  = ~ dram__valid;
+  assign \$66  = \$65  | dram__ready;
+  assign \$67  = \$66  & \$signal ;
+  assign \$68  = ~ load__valid;
+  assign \$69  = ~ last_store;
+  assign \$70  = \$68  | \$69 ;
+  assign \$71  = store__valid & \$70 ;
+  assign \$72  = ~ \$71 ;
+  assign \$73  = \$67  & \$72 ;
+  assign \$74  = ~ dram__valid;
+  assign \$75  = \$74  | dram__ready;
+  assign \$76  = \$75  & \$signal ;
+  assign \$77  = ~ dma__valid;
+  assign \$78  = ~ last_remote;
+  assign \$79  = \$77  | \$78 ;
+  assign \$80  = remote__valid & \$79 ;
+  assign \$81  = ~ \$80 ;
+  assign \$83  = \$82  ? 2'h2 : 2'h1;
+  assign \$85  = \$84  ? 2'h2 : 2'h1;
+  assign \$86  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$86 ;
+  assign \$87  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$87 ;
+  assign \$88  = ! response__payload[1:0];
+  assign \$89  = response__payload[1:0] == 1'h1;
+  assign \$90  = \$89  ? dma_response__ready : 1'h1;
+  assign response__ready = \$88  ? load_response__ready : \$90 ;
+  assign \$91  = ! response__payload[1:0];
+  assign \$92  = ~ \$91 ;
+  assign \$93  = response__valid & \$92 ;
+  assign \$94  = response__payload[1:0] == 1'h1;
+  assign \$95  = ~ \$94 ;
+  assign \$96  = \$93  & \$95 ;
+  assign \$97  = config__payload[1:0] != 2'h3;
+  assign \$98  = | config__payload[38:23];
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = config__payload[22:18] <= 5'h18;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = | config__payload[9:2];
+  assign \$103  = | config__payload[17:10];
+  assign \$104  = \$102  | \$103 ;
+  assign \$105  = \$101  & \$104 ;
+  assign \$106  = ~ \$105 ;
+  assign \$107  = config__valid & \$106 ;
+  assign \$108  = armed | window;
+  assign \$109  = | finish;
+  assign \$110  = \$108  | \$109 ;
+  assign \$111  = ~ dram__valid;
+  assign \$112  = \$111  | dram__ready;
+  assign \$113  = \$112  & \$signal ;
+  assign \$114  = ~ load__valid;
+  assign \$115  = ~ last_store;
+  assign \$116  = \$114  | \$115 ;
+  assign \$117  = store__valid & \$116 ;
+  assign \$118  = ~ dram__valid;
+  assign \$119  = \$118  | dram__ready;
+  assign \$120  = \$119  & \$signal$38 ;
+  assign \$121  = ~ dma__valid;
+  assign \$122  = ~ last_remote;
+  assign \$123  = \$121  | \$122 ;
+  assign \$124  = remote__valid & \$123 ;
+  assign \$125  = ~ dram__valid;
+  assign \$126  = \$125  | dram__ready;
+  assign \$127  = \$126  & \$signal ;
   assign \$128  = ~ dram__valid;
   assign \$129  = \$128  | dram__ready;
-  assign \$130  = \$129  & \$signal ;
-  assign \$131  = ~ dram__valid;
-  assign \$132  = \$131  | dram__ready;
-  assign \$133  = \$132  & \$signal$38 ;
-  assign \$134  = \$130  | \$133 ;
-  assign \$135  = ~ dram__valid;
-  assign \$136  = \$135  | dram__ready;
-  assign \$137  = \$136  & \$signal$38 ;
-  assign \$138  = dma__valid | remote__valid;
-  assign \$139  = ~ \$138 ;
-  assign \$140  = ~ dram__valid;
-  assign \$141  = \$140  | dram__ready;
-  assign \$142  = \$141  & \$signal$38 ;
-  assign \$143  = \$139  | \$142 ;
-  assign \$144  = ~ dram__valid;
-  assign \$145  = \$144  | dram__ready;
-  assign \$146  = \wait  < cfg[38:23];
-  assign \$147  = \$145  & \$146 ;
-  assign \$148  = \wait  + 1'h1;
-  assign \$149  = ~ dram__valid;
-  assign \$150  = \$149  | dram__ready;
+  assign \$130  = \$129  & \$signal$38 ;
+  assign \$131  = \$127  | \$130 ;
+  assign \$132  = ~ dram__valid;
+  assign \$133  = \$132  | dram__ready;
+  assign \$134  = \$133  & \$signal$38 ;
+  assign \$135  = dma__valid | remote__valid;
+  assign \$136  = ~ \$135 ;
+  assign \$137  = ~ dram__valid;
+  assign \$138  = \$137  | dram__ready;
+  assign \$139  = \$138  & \$signal$38 ;
+  assign \$140  = \$136  | \$139 ;
+  assign \$141  = ~ dram__valid;
+  assign \$142  = \$141  | dram__ready;
+  assign \$143  = \wait  < cfg[38:23];
+  assign \$144  = \$142  & \$143 ;
+  assign \$145  = \wait  + 1'h1;
+  assign \$146  = ~ dram__valid;
+  assign \$147  = \$146  | dram__ready;
+  assign \$148  = ~ dram__valid;
+  assign \$149  = \$148  | dram__ready;
+  assign \$150  = \$149  & \$signal ;
   assign \$151  = ~ dram__valid;
   assign \$152  = \$151  | dram__ready;
-  assign \$153  = \$152  & \$signal ;
-  assign \$154  = ~ dram__valid;
-  assign \$155  = \$154  | dram__ready;
-  assign \$156  = \$155  & \$signal$38 ;
-  assign \$157  = \$153  | \$156 ;
+  assign \$153  = \$152  & \$signal$38 ;
+  assign \$154  = \$150  | \$153 ;
+  assign \$155  = ~ dram__valid;
+  assign \$156  = \$155  | dram__ready;
+  assign \$157  = \$156  & \$signal ;
   assign \$158  = ~ dram__valid;
   assign \$159  = \$158  | dram__ready;
-  assign \$160  = \$159  & \$signal ;
-  assign \$161  = ~ dram__valid;
-  assign \$162  = \$161  | dram__ready;
-  assign \$163  = \$162  & \$signal$38 ;
-  assign \$164  = \$160  | \$163 ;
-  assign \$165  = dram__valid & dram__ready;
-  assign \$166  = \$165  & out_tracked;
-  assign \$167  = | dram__payload[1:0];
-  assign \$168  = \$166  & \$167 ;
-  assign \$169  = dram__payload[1:0] == 2'h2;
-  assign \$170  = \$169  ? 1'h1 : 1'h0;
-  assign \$171  = config__payload[1:0] != 2'h3;
-  assign \$172  = | config__payload[38:23];
-  assign \$173  = \$171  & \$172 ;
-  assign \$174  = config__payload[22:18] <= 5'h18;
-  assign \$175  = \$173  & \$174 ;
-  assign \$176  = | config__payload[9:2];
-  assign \$177  = | config__payload[17:10];
-  assign \$178  = \$176  | \$177 ;
-  assign \$179  = \$175  & \$178 ;
-  assign \$180  = config__valid & \$179 ;
-  assign \$181  = ~ dram__valid;
-  assign \$182  = \$181  | dram__ready;
-  assign \$183  = \$182  & \$signal ;
-  assign \$184  = armed & \$183 ;
-  assign \$185  = ! config__payload[9:2];
-  assign \$186  = ! cfg[22:18];
-  assign \$187  = count + 1'h1;
-  assign \$188  = ~ dram__valid;
-  assign \$189  = \$188  | dram__ready;
-  assign \$190  = \$189  & \$signal ;
-  assign \$191  = acc + cfg[17:10];
-  assign \$192  = 1'h1 << cfg[22:18];
-  assign \$193  = \$192  - 1'h1;
-  assign \$194  = count == \$193 ;
-  assign \$195  = cfg[22:18] + 1'h1;
-  assign \$196  = \$111 [34:0] >> \$195 ;
-  assign \$197  = load__valid & load__ready;
-  assign \$198  = stats[31:0] + 1'h1;
-  assign \$199  = ~ load__ready;
-  assign \$200  = load__valid & \$199 ;
-  assign \$201  = stats[159:128] + 1'h1;
-  assign \$202  = store__valid & store__ready;
-  assign \$203  = stats[63:32] + 1'h1;
-  assign \$204  = ~ store__ready;
-  assign \$205  = store__valid & \$204 ;
-  assign \$206  = stats[191:160] + 1'h1;
-  assign \$207  = dma__valid & dma__ready;
-  assign \$208  = stats[95:64] + 1'h1;
-  assign \$209  = ~ dma__ready;
-  assign \$210  = dma__valid & \$209 ;
-  assign \$211  = stats[223:192] + 1'h1;
-  assign \$212  = remote__valid & remote__ready;
-  assign \$213  = stats[127:96] + 1'h1;
-  assign \$214  = ~ remote__ready;
-  assign \$215  = remote__valid & \$214 ;
-  assign \$216  = stats[255:224] + 1'h1;
-  assign \$217  = ~ dram__valid;
-  assign \$218  = \$217  | dram__ready;
-  assign \$219  = \$218  & forced;
-  assign \$220  = stats[287:256] + 1'h1;
-  assign \$221  = ~ clear;
-  assign \$222  = errors & \$221 ;
-  assign \$223  = \$222  | set_err;
+  assign \$160  = \$159  & \$signal$38 ;
+  assign \$161  = \$157  | \$160 ;
+  assign \$162  = dram__valid & dram__ready;
+  assign \$163  = \$162  & out_tracked;
+  assign \$164  = | dram__payload[1:0];
+  assign \$165  = \$163  & \$164 ;
+  assign \$166  = dram__payload[1:0] == 2'h2;
+  assign \$167  = \$166  ? 1'h1 : 1'h0;
+  assign \$168  = config__payload[1:0] != 2'h3;
+  assign \$169  = | config__payload[38:23];
+  assign \$170  = \$168  & \$169 ;
+  assign \$171  = config__payload[22:18] <= 5'h18;
+  assign \$172  = \$170  & \$171 ;
+  assign \$173  = | config__payload[9:2];
+  assign \$174  = | config__payload[17:10];
+  assign \$175  = \$173  | \$174 ;
+  assign \$176  = \$172  & \$175 ;
+  assign \$177  = config__valid & \$176 ;
+  assign \$178  = ~ dram__valid;
+  assign \$179  = \$178  | dram__ready;
+  assign \$180  = \$179  & \$signal ;
+  assign \$181  = armed & \$180 ;
+  assign \$182  = ! config__payload[9:2];
+  assign \$183  = cfg[17:10] - 1'h1;
+  assign \$184  = ! cfg[22:18];
+  assign \$185  = count + 1'h1;
+  assign \$186  = ~ dram__valid;
+  assign \$187  = \$186  | dram__ready;
+  assign \$188  = \$187  & \$signal ;
+  assign \$189  = acc + cfg[17:10];
+  assign \$190  = 1'h1 << cfg[22:18];
+  assign \$191  = \$190  - 1'h1;
+  assign \$192  = count == \$191 ;
+  assign \$194  = cfg[17:10] + 2'h2;
+  assign \$195  = \$194  << cfg[22:18];
+  assign \$197  = num + acc;
+  assign \$198  = cfg[22:18] + 1'h1;
+  assign \$199  = num >> \$198 ;
+  assign \$200  = load__valid & load__ready;
+  assign \$201  = stats[31:0] + 1'h1;
+  assign \$202  = ~ load__ready;
+  assign \$203  = load__valid & \$202 ;
+  assign \$204  = stats[159:128] + 1'h1;
+  assign \$205  = store__valid & store__ready;
+  assign \$206  = stats[63:32] + 1'h1;
+  assign \$207  = ~ store__ready;
+  assign \$208  = store__valid & \$207 ;
+  assign \$209  = stats[191:160] + 1'h1;
+  assign \$210  = dma__valid & dma__ready;
+  assign \$211  = stats[95:64] + 1'h1;
+  assign \$212  = ~ dma__ready;
+  assign \$213  = dma__valid & \$212 ;
+  assign \$214  = stats[223:192] + 1'h1;
+  assign \$215  = remote__valid & remote__ready;
+  assign \$216  = stats[127:96] + 1'h1;
+  assign \$217  = ~ remote__ready;
+  assign \$218  = remote__valid & \$217 ;
+  assign \$219  = stats[255:224] + 1'h1;
+  assign \$220  = ~ dram__valid;
+  assign \$221  = \$220  | dram__ready;
+  assign \$222  = \$221  & forced;
+  assign \$223  = stats[287:256] + 1'h1;
+  assign \$224  = ~ clear;
+  assign \$225  = errors & \$224 ;
+  assign \$226  = \$225  | set_err;
   always @(posedge clk)
-    last_store <= \$224 ;
+    last_store <= \$227 ;
   always @(posedge clk)
-    last_remote <= \$225 ;
+    last_remote <= \$228 ;
   always @(posedge clk)
-    last_comm <= \$226 ;
+    last_comm <= \$229 ;
   always @(posedge clk)
-    \wait  <= \$227 ;
+    \wait  <= \$230 ;
   always @(posedge clk)
-    dram__valid <= \$228 ;
+    dram__valid <= \$231 ;
   always @(posedge clk)
-    out_tracked <= \$229 ;
+    out_tracked <= \$232 ;
   always @(posedge clk)
-    dram__payload <= \$230 ;
+    dram__payload <= \$233 ;
   always @(posedge clk)
-    track__valid <= \$231 ;
+    track__valid <= \$234 ;
   always @(posedge clk)
-    track__payload <= \$232 ;
+    track__payload <= \$235 ;
   always @(posedge clk)
-    cfg <= \$233 ;
+    cfg <= \$236 ;
   always @(posedge clk)
-    thr <= \$234 ;
+    thr <= \$237 ;
   always @(posedge clk)
-    armed <= \$235 ;
+    armed <= \$238 ;
   always @(posedge clk)
-    window <= \$236 ;
+    window <= \$239 ;
   always @(posedge clk)
-    finish <= \$237 ;
+    finish <= \$240 ;
   always @(posedge clk)
-    count <= \$238 ;
+    count <= \$241 ;
   always @(posedge clk)
-    acc <= \$239 ;
+    acc <= \$242 ;
   always @(posedge clk)
-    stats <= \$240 ;
+    num <= \$243 ;
   always @(posedge clk)
-    errors <= \$241 ;
+    stats <= \$244 ;
+  always @(posedge clk)
+    errors <= \$245 ;
   always @* begin
     if (_init_strobe_1 ) begin end
     \$signal  = 1'h0;
@@ -717,14 +724,14 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
           \$signal  = \$5 ;
       2'h2:
           (* full_case = 32'd1 *)
-          if (\$13 ) begin
-            \$signal  = \$17 ;
-          end else if (\$16 ) begin
+          if (\$14 ) begin
+            \$signal  = \$18 ;
+          end else if (\$17 ) begin
           end else begin
-            \$signal  = \$22 ;
+            \$signal  = \$23 ;
           end
       default:
-          \$signal  = \$29 ;
+          \$signal  = \$30 ;
     endcase
   end
   always @* begin
@@ -735,15 +742,15 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
           \$signal$38  = \$11 ;
       2'h2:
           (* full_case = 32'd1 *)
-          if (\$13 ) begin
-            \$signal$38  = \$21 ;
-          end else if (\$16 ) begin
+          if (\$14 ) begin
+            \$signal$38  = \$22 ;
+          end else if (\$17 ) begin
             \$signal$38  = 1'h1;
           end else begin
-            \$signal$38  = \$28 ;
+            \$signal$38  = \$29 ;
           end
       default:
-          \$signal$38  = \$33 ;
+          \$signal$38  = \$34 ;
     endcase
   end
   always @* begin
@@ -753,8 +760,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
       2'h0:
           /* empty */;
       2'h2:
-          if (\$13 ) begin
-          end else if (\$16 ) begin
+          if (\$14 ) begin
+          end else if (\$17 ) begin
             forced = 1'h1;
           end
     endcase
@@ -763,26 +770,26 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
     if (_init_strobe_1 ) begin end
     req[82:59] = 24'h000000;
     (* full_case = 32'd1 *)
-    if (\$72 ) begin
+    if (\$73 ) begin
       req[1:0] = 2'h0;
       req[3:2] = 2'h0;
       req[51:4] = load__payload[47:0];
       req[58:52] = load__payload[54:48];
       req[82:75] = load__payload[62:55];
-    end else if (\$75 ) begin
-      req[1:0] = \$82 ;
+    end else if (\$76 ) begin
+      req[1:0] = \$83 ;
       req[3:2] = 2'h0;
       req[51:4] = store__payload[47:0];
       req[58:52] = store__payload[70:64];
       req[74:59] = store__payload[63:48];
-    end else if (\$80 ) begin
+    end else if (\$81 ) begin
       req[1:0] = 2'h0;
       req[3:2] = 2'h1;
       req[51:4] = dma__payload[47:0];
       req[58:52] = dma__payload[54:48];
       req[82:75] = { 5'h00, dma__payload[57:55] };
     end else begin
-      req[1:0] = \$84 ;
+      req[1:0] = \$85 ;
       req[3:2] = 2'h2;
       req[51:4] = remote__payload[47:0];
       req[58:52] = remote__payload[70:64];
@@ -793,61 +800,29 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
     if (_init_strobe_1 ) begin end
     tracked = 1'h0;
     (* full_case = 32'd1 *)
-    if (\$72 ) begin
-    end else if (\$75 ) begin
+    if (\$73 ) begin
+    end else if (\$76 ) begin
       tracked = store__payload[72];
-    end else if (\$80 ) begin
+    end else if (\$81 ) begin
     end else begin
       tracked = remote__payload[72];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$224  = last_store;
-    if (\$116 ) begin
-      \$224  = \$120 ;
+    \$227  = last_store;
+    if (\$113 ) begin
+      \$227  = \$117 ;
     end
     if (rst) begin
-      \$224  = 1'h0;
+      \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$225  = last_remote;
-    if (\$123 ) begin
-      \$225  = \$127 ;
-    end
-    if (rst) begin
-      \$225  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$226  = last_comm;
-    if (\$134 ) begin
-      \$226  = \$137 ;
-    end
-    if (rst) begin
-      \$226  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$227  = \wait ;
-    if (\$143 ) begin
-      \$227  = 16'h0000;
-    end else if (\$147 ) begin
-      \$227  = \$148 [15:0];
-    end
-    if (rst) begin
-      \$227  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$228  = dram__valid;
-    if (\$150 ) begin
-      \$228  = \$157 ;
+    \$228  = last_remote;
+    if (\$120 ) begin
+      \$228  = \$124 ;
     end
     if (rst) begin
       \$228  = 1'h0;
@@ -855,9 +830,9 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$229  = out_tracked;
-    if (\$150 ) begin
-      \$229  = tracked;
+    \$229  = last_comm;
+    if (\$131 ) begin
+      \$229  = \$134 ;
     end
     if (rst) begin
       \$229  = 1'h0;
@@ -865,184 +840,233 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$230  = dram__payload;
-    if (\$150 ) begin
-      if (\$164 ) begin
-        \$230  = req;
-      end
+    \$230  = \wait ;
+    if (\$140 ) begin
+      \$230  = 16'h0000;
+    end else if (\$144 ) begin
+      \$230  = \$145 [15:0];
     end
     if (rst) begin
-      \$230  = 83'h000000000000000000000;
+      \$230  = 16'h0000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$231  = \$168 ;
+    \$231  = dram__valid;
+    if (\$147 ) begin
+      \$231  = \$154 ;
+    end
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$232 [15:0] = dram__payload[74:59];
-    \$232 [19:16] = 4'h1;
-    \$232 [20] = \$170 ;
-    \$232 [22:21] = dram__payload[3:2];
+    \$232  = out_tracked;
+    if (\$147 ) begin
+      \$232  = tracked;
+    end
     if (rst) begin
-      \$232  = 23'h000000;
+      \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$233  = cfg;
-    if (\$180 ) begin
-      \$233  = config__payload;
+    \$233  = dram__payload;
+    if (\$147 ) begin
+      if (\$161 ) begin
+        \$233  = req;
+      end
     end
     if (rst) begin
-      \$233  = 39'h0200388002;
+      \$233  = 83'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$234  = thr;
-    if (\$180 ) begin
-      \$234  = config__payload[9:2];
-    end else if (\$184 ) begin
+    \$234  = \$165 ;
+    if (rst) begin
+      \$234  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$235 [15:0] = dram__payload[74:59];
+    \$235 [19:16] = 4'h1;
+    \$235 [20] = \$167 ;
+    \$235 [22:21] = dram__payload[3:2];
+    if (rst) begin
+      \$235  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$236  = cfg;
+    if (\$177 ) begin
+      \$236  = config__payload;
+    end
+    if (rst) begin
+      \$236  = 39'h0200388002;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$237  = thr;
+    if (\$177 ) begin
+      \$237  = config__payload[9:2];
+    end else if (\$181 ) begin
     end else if (window) begin
-    end else if (finish) begin
-      \$234  = \$196 [7:0];
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+    end else if (finish[2]) begin
+      \$237  = \$199 [7:0];
     end
     if (rst) begin
-      \$234  = 8'h00;
+      \$237  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$235  = armed;
-    if (\$180 ) begin
-      \$235  = \$185 ;
-    end else if (\$184 ) begin
-      \$235  = 1'h0;
+    \$238  = armed;
+    if (\$177 ) begin
+      \$238  = \$182 ;
+    end else if (\$181 ) begin
+      \$238  = 1'h0;
     end
     if (rst) begin
-      \$235  = 1'h1;
+      \$238  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$236  = window;
-    if (\$180 ) begin
-      \$236  = 1'h0;
-    end else if (\$184 ) begin
+    \$239  = window;
+    if (\$177 ) begin
+      \$239  = 1'h0;
+    end else if (\$181 ) begin
       (* full_case = 32'd1 *)
-      if (\$186 ) begin
+      if (\$184 ) begin
       end else begin
-        \$236  = 1'h1;
+        \$239  = 1'h1;
       end
     end else if (window) begin
-      if (\$194 ) begin
-        \$236  = 1'h0;
+      if (\$192 ) begin
+        \$239  = 1'h0;
       end
     end
     if (rst) begin
-      \$236  = 1'h0;
+      \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$237  = finish;
-    if (\$180 ) begin
-      \$237  = 1'h0;
-    end else if (\$184 ) begin
-      if (\$186 ) begin
-        \$237  = 1'h1;
+    \$240  = finish;
+    if (\$177 ) begin
+      \$240  = 3'h0;
+    end else if (\$181 ) begin
+      if (\$184 ) begin
+        \$240  = 3'h1;
       end
     end else if (window) begin
-      if (\$194 ) begin
-        \$237  = 1'h1;
+      if (\$192 ) begin
+        \$240  = 3'h1;
       end
-    end else if (finish) begin
-      \$237  = 1'h0;
+    end else if (finish[0]) begin
+      \$240  = \$193 [2:0];
+    end else if (finish[1]) begin
+      \$240  = \$196 [2:0];
+    end else if (finish[2]) begin
+      \$240  = 3'h0;
     end
     if (rst) begin
-      \$237  = 1'h0;
+      \$240  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$238  = count;
-    if (\$180 ) begin
-    end else if (\$184 ) begin
-      \$238  = 25'h0000000;
+    \$241  = count;
+    if (\$177 ) begin
+    end else if (\$181 ) begin
+      \$241  = 25'h0000000;
       (* full_case = 32'd1 *)
-      if (\$186 ) begin
+      if (\$184 ) begin
       end else begin
-        \$238  = 25'h0000001;
+        \$241  = 25'h0000001;
       end
     end else if (window) begin
-      \$238  = \$187 [24:0];
+      \$241  = \$185 [24:0];
     end
     if (rst) begin
-      \$238  = 25'h0000000;
+      \$241  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$239  = acc;
-    if (\$180 ) begin
-    end else if (\$184 ) begin
-      \$239  = { 25'h0000000, cfg[17:10] };
+    \$242  = acc;
+    if (\$177 ) begin
+    end else if (\$181 ) begin
+      \$242  = { \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183  };
     end else if (window) begin
-      if (\$190 ) begin
-        \$239  = \$191 [32:0];
+      if (\$188 ) begin
+        \$242  = \$189 [32:0];
       end
     end
     if (rst) begin
-      \$239  = 33'h000000000;
+      \$242  = 33'h000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$240  = stats;
-    if (\$197 ) begin
-      \$240 [31:0] = \$198 [31:0];
+    \$243  = num;
+    if (\$177 ) begin
+    end else if (\$181 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+      \$243  = \$195 [34:0];
+    end else if (finish[1]) begin
+      \$243  = \$197 [34:0];
     end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$244  = stats;
     if (\$200 ) begin
-      \$240 [159:128] = \$201 [31:0];
+      \$244 [31:0] = \$201 [31:0];
     end
-    if (\$202 ) begin
-      \$240 [63:32] = \$203 [31:0];
+    if (\$203 ) begin
+      \$244 [159:128] = \$204 [31:0];
     end
     if (\$205 ) begin
-      \$240 [191:160] = \$206 [31:0];
+      \$244 [63:32] = \$206 [31:0];
     end
-    if (\$207 ) begin
-      \$240 [95:64] = \$208 [31:0];
+    if (\$208 ) begin
+      \$244 [191:160] = \$209 [31:0];
     end
     if (\$210 ) begin
-      \$240 [223:192] = \$211 [31:0];
+      \$244 [95:64] = \$211 [31:0];
     end
-    if (\$212 ) begin
-      \$240 [127:96] = \$213 [31:0];
+    if (\$213 ) begin
+      \$244 [223:192] = \$214 [31:0];
     end
     if (\$215 ) begin
-      \$240 [255:224] = \$216 [31:0];
+      \$244 [127:96] = \$216 [31:0];
     end
-    if (\$219 ) begin
-      \$240 [287:256] = \$220 [31:0];
+    if (\$218 ) begin
+      \$244 [255:224] = \$219 [31:0];
+    end
+    if (\$222 ) begin
+      \$244 [287:256] = \$223 [31:0];
     end
     if (rst) begin
-      \$240  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$244  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$241  = \$223 ;
+    \$245  = \$226 ;
     if (rst) begin
-      \$241  = 2'h0;
+      \$245  = 2'h0;
     end
   end
-  assign num = \$111 [34:0];
   assign load_response__payload = response__payload[9:2];
   assign dma_response__payload = response__payload[4:2];
   assign load__payload__addr  = load__payload[47:0];
@@ -1109,11 +1133,13 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign req__tag  = req[82:75];
   assign set_err__bad_config  = set_err[0];
   assign set_err__bad_response  = set_err[1];
-  assign status[10] = \$113 ;
+  assign status[10] = \$110 ;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$106 ;
-  assign set_err[1] = \$95 ;
-  assign \$81  = store__payload[71];
-  assign \$83  = remote__payload[71];
+  assign set_err[0] = \$107 ;
+  assign set_err[1] = \$96 ;
+  assign \$82  = store__payload[71];
+  assign \$84  = remote__payload[71];
+  assign \$193  = { finish, 1'h0 };
+  assign \$196  = { finish, 1'h0 };
 endmodule

@@ -1131,13 +1131,13 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire [32:0] \$162 ;
-  wire [32:0] \$163 ;
-  wire [32:0] \$164 ;
-  wire [32:0] \$165 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
   wire \$166 ;
   wire \$167 ;
-  wire [48:0] \$168 ;
+  wire \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -1178,14 +1178,14 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$201 ;
   wire \$202 ;
   wire \$203 ;
-  wire \$204 ;
-  wire \$205 ;
-  wire \$206 ;
-  wire \$207 ;
+  wire [32:0] \$204 ;
+  wire [32:0] \$205 ;
+  wire [32:0] \$206 ;
+  wire [32:0] \$207 ;
   wire \$208 ;
   wire \$209 ;
   wire \$21 ;
-  wire \$210 ;
+  wire [48:0] \$210 ;
   wire \$211 ;
   wire \$212 ;
   wire \$213 ;
@@ -1224,106 +1224,148 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$243 ;
   wire \$244 ;
   wire \$245 ;
-  wire [1:0] \$246 ;
-  wire [1:0] \$247 ;
-  wire [1:0] \$248 ;
-  reg \$249 ;
+  wire \$246 ;
+  wire \$247 ;
+  wire \$248 ;
+  wire \$249 ;
   wire \$25 ;
-  reg \$250 ;
-  reg [76:0] \$251 ;
-  reg [72:0] \$252 ;
-  reg [127:0] \$253 ;
-  reg \$254 ;
-  reg [72:0] \$255 ;
-  reg \$256 ;
-  reg [151:0] \$257 ;
-  reg [48:0] \$258 ;
-  reg [47:0] \$259 ;
+  wire \$250 ;
+  wire \$251 ;
+  wire \$252 ;
+  wire \$253 ;
+  wire \$254 ;
+  wire \$255 ;
+  wire \$256 ;
+  wire \$257 ;
+  wire \$258 ;
+  wire \$259 ;
   wire \$26 ;
-  reg [151:0] \$260 ;
-  reg [48:0] \$261 ;
-  reg [47:0] \$262 ;
-  reg [151:0] \$263 ;
-  reg [48:0] \$264 ;
-  reg [47:0] \$265 ;
-  reg [151:0] \$266 ;
-  reg [48:0] \$267 ;
-  reg [47:0] \$268 ;
-  reg [151:0] \$269 ;
+  wire \$260 ;
+  wire \$261 ;
+  wire \$262 ;
+  wire \$263 ;
+  wire \$264 ;
+  wire \$265 ;
+  wire \$266 ;
+  wire \$267 ;
+  wire \$268 ;
+  wire \$269 ;
   wire \$27 ;
-  reg [48:0] \$270 ;
-  reg [47:0] \$271 ;
-  reg [151:0] \$272 ;
-  reg [48:0] \$273 ;
-  reg [47:0] \$274 ;
-  reg [151:0] \$275 ;
-  reg [48:0] \$276 ;
-  reg [47:0] \$277 ;
-  reg [151:0] \$278 ;
-  reg [48:0] \$279 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire \$272 ;
+  wire \$273 ;
+  wire \$274 ;
+  wire \$275 ;
+  wire \$276 ;
+  wire \$277 ;
+  wire \$278 ;
+  wire \$279 ;
   wire \$28 ;
-  reg [47:0] \$280 ;
-  reg [1:0] \$281 ;
+  wire \$280 ;
+  wire \$281 ;
+  wire \$282 ;
+  wire \$283 ;
+  wire \$284 ;
+  wire \$285 ;
+  wire \$286 ;
+  wire \$287 ;
+  wire [1:0] \$288 ;
+  wire [1:0] \$289 ;
   wire \$29 ;
+  wire [1:0] \$290 ;
+  reg \$291 ;
+  reg \$292 ;
+  reg [76:0] \$293 ;
+  reg [72:0] \$294 ;
+  reg [127:0] \$295 ;
+  reg \$296 ;
+  reg [72:0] \$297 ;
+  reg \$298 ;
+  reg [151:0] \$299 ;
   wire \$3 ;
   wire \$30 ;
+  reg [48:0] \$300 ;
+  reg [47:0] \$301 ;
+  reg [151:0] \$302 ;
+  reg [48:0] \$303 ;
+  reg [47:0] \$304 ;
+  reg [151:0] \$305 ;
+  reg [48:0] \$306 ;
+  reg [47:0] \$307 ;
+  reg [151:0] \$308 ;
+  reg [48:0] \$309 ;
   wire \$31 ;
+  reg [47:0] \$310 ;
+  reg [151:0] \$311 ;
+  reg [48:0] \$312 ;
+  reg [47:0] \$313 ;
+  reg [151:0] \$314 ;
+  reg [48:0] \$315 ;
+  reg [47:0] \$316 ;
+  reg [151:0] \$317 ;
+  reg [48:0] \$318 ;
+  reg [47:0] \$319 ;
   wire \$32 ;
-  wire [48:0] \$33 ;
-  wire [48:0] \$34 ;
-  wire [48:0] \$35 ;
-  wire [48:0] \$36 ;
-  wire [48:0] \$37 ;
-  wire [48:0] \$38 ;
-  wire [48:0] \$39 ;
+  reg [151:0] \$320 ;
+  reg [48:0] \$321 ;
+  reg [47:0] \$322 ;
+  reg [1:0] \$323 ;
+  wire [1:0] \$33 ;
+  wire [1:0] \$34 ;
+  wire [1:0] \$35 ;
+  wire [1:0] \$36 ;
+  wire [1:0] \$37 ;
+  wire [1:0] \$38 ;
+  wire [1:0] \$39 ;
   wire \$4 ;
-  wire [48:0] \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  wire [1:0] \$40 ;
+  wire [1:0] \$41 ;
+  wire [1:0] \$42 ;
+  wire [1:0] \$43 ;
+  wire [1:0] \$44 ;
+  wire [1:0] \$45 ;
+  wire [1:0] \$46 ;
+  wire [4:0] \$47 ;
+  wire [4:0] \$48 ;
+  wire [4:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  wire [4:0] \$50 ;
+  wire [4:0] \$51 ;
+  wire [4:0] \$52 ;
+  wire [4:0] \$53 ;
+  wire [4:0] \$54 ;
+  wire [4:0] \$55 ;
+  wire [4:0] \$56 ;
+  wire [4:0] \$57 ;
+  wire [4:0] \$58 ;
+  wire [4:0] \$59 ;
   wire \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  wire [4:0] \$60 ;
+  wire [48:0] \$61 ;
+  wire [47:0] \$62 ;
+  wire [48:0] \$63 ;
+  wire [47:0] \$64 ;
+  wire [47:0] \$65 ;
+  wire [48:0] \$66 ;
+  wire [47:0] \$67 ;
+  wire [47:0] \$68 ;
+  wire [48:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire \$78 ;
-  wire \$79 ;
+  wire [47:0] \$70 ;
+  wire [47:0] \$71 ;
+  wire [48:0] \$72 ;
+  wire [47:0] \$73 ;
+  wire [47:0] \$74 ;
+  wire [48:0] \$75 ;
+  wire [47:0] \$76 ;
+  wire [47:0] \$77 ;
+  wire [48:0] \$78 ;
+  wire [47:0] \$79 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
+  wire [47:0] \$80 ;
+  wire [48:0] \$81 ;
+  wire [47:0] \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
@@ -1348,7 +1390,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire clear__overlap ;
   input clk;
   wire clk;
-  reg [4:0] device;
+  wire [4:0] device;
   wire [48:0] \end ;
   output [1:0] errors;
   reg [1:0] errors = 2'h0;
@@ -1373,7 +1415,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  reg [1:0] mode;
+  wire [1:0] mode;
   output [76:0] net__payload;
   reg [76:0] net__payload = 77'h00000000000000000000;
   wire [47:0] net__payload__addr ;
@@ -1576,7 +1618,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire store__ready;
   input store__valid;
   wire store__valid;
-  reg [47:0] target;
+  wire [47:0] target;
   assign \$1  = store__payload[47:0] >= region0[55:8];
   assign \$2  = region0[0] & \$1 ;
   assign \$3  = store__payload[47:0] < region0_end;
@@ -1609,724 +1651,685 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign \$30  = region7[0] & \$29 ;
   assign \$31  = store__payload[47:0] < region7_end;
   assign \$32  = \$30  & \$31 ;
-  assign \$33  = store__payload[47:0] + region0_delta;
-  assign \$34  = store__payload[47:0] + region1_delta;
-  assign \$35  = store__payload[47:0] + region2_delta;
-  assign \$36  = store__payload[47:0] + region3_delta;
-  assign \$37  = store__payload[47:0] + region4_delta;
-  assign \$38  = store__payload[47:0] + region5_delta;
-  assign \$39  = store__payload[47:0] + region6_delta;
-  assign \$40  = store__payload[47:0] + region7_delta;
-  assign \$41  = ~ net__valid;
-  assign \$42  = \$41  | net__ready;
-  assign \$43  = ~ mem__valid;
-  assign \$44  = \$43  | mem__ready;
-  assign store__ready = \$42  & \$44 ;
-  assign \$45  = region0[2:1] == 2'h2;
-  assign \$46  = region0[0] & \$45 ;
-  assign \$47  = rx__payload[52:5] >= region0[55:8];
-  assign \$48  = \$46  & \$47 ;
-  assign \$49  = rx__payload[52:5] < region0_end;
-  assign \$50  = \$48  & \$49 ;
-  assign \$51  = region1[2:1] == 2'h2;
-  assign \$52  = region1[0] & \$51 ;
-  assign \$53  = rx__payload[52:5] >= region1[55:8];
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = rx__payload[52:5] < region1_end;
-  assign \$56  = \$54  & \$55 ;
-  assign \$57  = region2[2:1] == 2'h2;
-  assign \$58  = region2[0] & \$57 ;
-  assign \$59  = rx__payload[52:5] >= region2[55:8];
-  assign \$60  = \$58  & \$59 ;
-  assign \$61  = rx__payload[52:5] < region2_end;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = region3[2:1] == 2'h2;
-  assign \$64  = region3[0] & \$63 ;
-  assign \$65  = rx__payload[52:5] >= region3[55:8];
-  assign \$66  = \$64  & \$65 ;
-  assign \$67  = rx__payload[52:5] < region3_end;
-  assign \$68  = \$66  & \$67 ;
-  assign \$69  = region4[2:1] == 2'h2;
-  assign \$70  = region4[0] & \$69 ;
-  assign \$71  = rx__payload[52:5] >= region4[55:8];
-  assign \$72  = \$70  & \$71 ;
-  assign \$73  = rx__payload[52:5] < region4_end;
-  assign \$74  = \$72  & \$73 ;
-  assign \$75  = region5[2:1] == 2'h2;
-  assign \$76  = region5[0] & \$75 ;
-  assign \$77  = rx__payload[52:5] >= region5[55:8];
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = rx__payload[52:5] < region5_end;
-  assign \$80  = \$78  & \$79 ;
-  assign \$81  = region6[2:1] == 2'h2;
-  assign \$82  = region6[0] & \$81 ;
-  assign \$83  = rx__payload[52:5] >= region6[55:8];
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = rx__payload[52:5] < region6_end;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = region7[2:1] == 2'h2;
-  assign \$88  = region7[0] & \$87 ;
-  assign \$89  = rx__payload[52:5] >= region7[55:8];
+  assign \$33  = hits[0] ? region0[2:1] : 2'h0;
+  assign \$34  = hits[1] ? region1[2:1] : 2'h0;
+  assign \$35  = \$33  | \$34 ;
+  assign \$36  = hits[2] ? region2[2:1] : 2'h0;
+  assign \$37  = \$35  | \$36 ;
+  assign \$38  = hits[3] ? region3[2:1] : 2'h0;
+  assign \$39  = \$37  | \$38 ;
+  assign \$40  = hits[4] ? region4[2:1] : 2'h0;
+  assign \$41  = \$39  | \$40 ;
+  assign \$42  = hits[5] ? region5[2:1] : 2'h0;
+  assign \$43  = \$41  | \$42 ;
+  assign \$44  = hits[6] ? region6[2:1] : 2'h0;
+  assign \$45  = \$43  | \$44 ;
+  assign \$46  = hits[7] ? region7[2:1] : 2'h0;
+  assign mode = \$45  | \$46 ;
+  assign \$47  = hits[0] ? region0[7:3] : 5'h00;
+  assign \$48  = hits[1] ? region1[7:3] : 5'h00;
+  assign \$49  = \$47  | \$48 ;
+  assign \$50  = hits[2] ? region2[7:3] : 5'h00;
+  assign \$51  = \$49  | \$50 ;
+  assign \$52  = hits[3] ? region3[7:3] : 5'h00;
+  assign \$53  = \$51  | \$52 ;
+  assign \$54  = hits[4] ? region4[7:3] : 5'h00;
+  assign \$55  = \$53  | \$54 ;
+  assign \$56  = hits[5] ? region5[7:3] : 5'h00;
+  assign \$57  = \$55  | \$56 ;
+  assign \$58  = hits[6] ? region6[7:3] : 5'h00;
+  assign \$59  = \$57  | \$58 ;
+  assign \$60  = hits[7] ? region7[7:3] : 5'h00;
+  assign device = \$59  | \$60 ;
+  assign \$61  = store__payload[47:0] + region0_delta;
+  assign \$62  = hits[0] ? \$61 [47:0] : 48'h000000000000;
+  assign \$63  = store__payload[47:0] + region1_delta;
+  assign \$64  = hits[1] ? \$63 [47:0] : 48'h000000000000;
+  assign \$65  = \$62  | \$64 ;
+  assign \$66  = store__payload[47:0] + region2_delta;
+  assign \$67  = hits[2] ? \$66 [47:0] : 48'h000000000000;
+  assign \$68  = \$65  | \$67 ;
+  assign \$69  = store__payload[47:0] + region3_delta;
+  assign \$70  = hits[3] ? \$69 [47:0] : 48'h000000000000;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = store__payload[47:0] + region4_delta;
+  assign \$73  = hits[4] ? \$72 [47:0] : 48'h000000000000;
+  assign \$74  = \$71  | \$73 ;
+  assign \$75  = store__payload[47:0] + region5_delta;
+  assign \$76  = hits[5] ? \$75 [47:0] : 48'h000000000000;
+  assign \$77  = \$74  | \$76 ;
+  assign \$78  = store__payload[47:0] + region6_delta;
+  assign \$79  = hits[6] ? \$78 [47:0] : 48'h000000000000;
+  assign \$80  = \$77  | \$79 ;
+  assign \$81  = store__payload[47:0] + region7_delta;
+  assign \$82  = hits[7] ? \$81 [47:0] : 48'h000000000000;
+  assign target = \$80  | \$82 ;
+  assign \$83  = ~ net__valid;
+  assign \$84  = \$83  | net__ready;
+  assign \$85  = ~ mem__valid;
+  assign \$86  = \$85  | mem__ready;
+  assign store__ready = \$84  & \$86 ;
+  assign \$87  = region0[2:1] == 2'h2;
+  assign \$88  = region0[0] & \$87 ;
+  assign \$89  = rx__payload[52:5] >= region0[55:8];
   assign \$90  = \$88  & \$89 ;
-  assign \$91  = rx__payload[52:5] < region7_end;
+  assign \$91  = rx__payload[52:5] < region0_end;
   assign \$92  = \$90  & \$91 ;
-  assign \$93  = ~ rx_mem__valid;
-  assign rx__ready = \$93  | rx_mem__ready;
+  assign \$93  = region1[2:1] == 2'h2;
+  assign \$94  = region1[0] & \$93 ;
+  assign \$95  = rx__payload[52:5] >= region1[55:8];
+  assign \$96  = \$94  & \$95 ;
+  assign \$97  = rx__payload[52:5] < region1_end;
+  assign \$98  = \$96  & \$97 ;
+  assign \$99  = region2[2:1] == 2'h2;
+  assign \$100  = region2[0] & \$99 ;
+  assign \$101  = rx__payload[52:5] >= region2[55:8];
+  assign \$102  = \$100  & \$101 ;
+  assign \$103  = rx__payload[52:5] < region2_end;
+  assign \$104  = \$102  & \$103 ;
+  assign \$105  = region3[2:1] == 2'h2;
+  assign \$106  = region3[0] & \$105 ;
+  assign \$107  = rx__payload[52:5] >= region3[55:8];
+  assign \$108  = \$106  & \$107 ;
+  assign \$109  = rx__payload[52:5] < region3_end;
+  assign \$110  = \$108  & \$109 ;
+  assign \$111  = region4[2:1] == 2'h2;
+  assign \$112  = region4[0] & \$111 ;
+  assign \$113  = rx__payload[52:5] >= region4[55:8];
+  assign \$114  = \$112  & \$113 ;
+  assign \$115  = rx__payload[52:5] < region4_end;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = region5[2:1] == 2'h2;
+  assign \$118  = region5[0] & \$117 ;
+  assign \$119  = rx__payload[52:5] >= region5[55:8];
+  assign \$120  = \$118  & \$119 ;
+  assign \$121  = rx__payload[52:5] < region5_end;
+  assign \$122  = \$120  & \$121 ;
+  assign \$123  = region6[2:1] == 2'h2;
+  assign \$124  = region6[0] & \$123 ;
+  assign \$125  = rx__payload[52:5] >= region6[55:8];
+  assign \$126  = \$124  & \$125 ;
+  assign \$127  = rx__payload[52:5] < region6_end;
+  assign \$128  = \$126  & \$127 ;
+  assign \$129  = region7[2:1] == 2'h2;
+  assign \$130  = region7[0] & \$129 ;
+  assign \$131  = rx__payload[52:5] >= region7[55:8];
+  assign \$132  = \$130  & \$131 ;
+  assign \$133  = rx__payload[52:5] < region7_end;
+  assign \$134  = \$132  & \$133 ;
+  assign \$135  = ~ rx_mem__valid;
+  assign rx__ready = \$135  | rx_mem__ready;
   assign \end  = program__payload[58:11] + program__payload[106:59];
-  assign \$94  = | p2_req[2:0];
-  assign \$95  = \$94  & region0[0];
-  assign \$96  = p2_req[58:11] < region0_end;
-  assign \$97  = \$95  & \$96 ;
-  assign \$98  = region0[55:8] < p2_end;
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = p2_req[2:0] != 1'h1;
-  assign \$101  = \$100  & region1[0];
-  assign \$102  = p2_req[58:11] < region1_end;
-  assign \$103  = \$101  & \$102 ;
-  assign \$104  = region1[55:8] < p2_end;
-  assign \$105  = \$103  & \$104 ;
-  assign \$106  = p2_req[2:0] != 2'h2;
-  assign \$107  = \$106  & region2[0];
-  assign \$108  = p2_req[58:11] < region2_end;
-  assign \$109  = \$107  & \$108 ;
-  assign \$110  = region2[55:8] < p2_end;
-  assign \$111  = \$109  & \$110 ;
-  assign \$112  = p2_req[2:0] != 2'h3;
-  assign \$113  = \$112  & region3[0];
-  assign \$114  = p2_req[58:11] < region3_end;
-  assign \$115  = \$113  & \$114 ;
-  assign \$116  = region3[55:8] < p2_end;
-  assign \$117  = \$115  & \$116 ;
-  assign \$118  = p2_req[2:0] != 3'h4;
-  assign \$119  = \$118  & region4[0];
-  assign \$120  = p2_req[58:11] < region4_end;
-  assign \$121  = \$119  & \$120 ;
-  assign \$122  = region4[55:8] < p2_end;
-  assign \$123  = \$121  & \$122 ;
-  assign \$124  = p2_req[2:0] != 3'h5;
-  assign \$125  = \$124  & region5[0];
-  assign \$126  = p2_req[58:11] < region5_end;
-  assign \$127  = \$125  & \$126 ;
-  assign \$128  = region5[55:8] < p2_end;
-  assign \$129  = \$127  & \$128 ;
-  assign \$130  = p2_req[2:0] != 3'h6;
-  assign \$131  = \$130  & region6[0];
-  assign \$132  = p2_req[58:11] < region6_end;
-  assign \$133  = \$131  & \$132 ;
-  assign \$134  = region6[55:8] < p2_end;
-  assign \$135  = \$133  & \$134 ;
-  assign \$136  = p2_req[2:0] != 3'h7;
-  assign \$137  = \$136  & region7[0];
-  assign \$138  = p2_req[58:11] < region7_end;
+  assign \$136  = | p2_req[2:0];
+  assign \$137  = \$136  & region0[0];
+  assign \$138  = p2_req[58:11] < region0_end;
   assign \$139  = \$137  & \$138 ;
-  assign \$140  = region7[55:8] < p2_end;
+  assign \$140  = region0[55:8] < p2_end;
   assign \$141  = \$139  & \$140 ;
-  assign \$142  = p2_valid & p2_req[3];
-  assign \$143  = \$142  & p2_bad;
-  assign \$144  = p2_valid & p2_req[3];
-  assign \$145  = ~ p2_bad;
-  assign \$146  = \$144  & \$145 ;
-  assign \$147  = | clash;
-  assign \$148  = \$146  & \$147 ;
-  assign \$149  = store__valid & store__ready;
-  assign \$150  = mode == 1'h1;
+  assign \$142  = p2_req[2:0] != 1'h1;
+  assign \$143  = \$142  & region1[0];
+  assign \$144  = p2_req[58:11] < region1_end;
+  assign \$145  = \$143  & \$144 ;
+  assign \$146  = region1[55:8] < p2_end;
+  assign \$147  = \$145  & \$146 ;
+  assign \$148  = p2_req[2:0] != 2'h2;
+  assign \$149  = \$148  & region2[0];
+  assign \$150  = p2_req[58:11] < region2_end;
   assign \$151  = \$149  & \$150 ;
-  assign \$152  = store__valid & store__ready;
-  assign \$153  = mode == 1'h1;
-  assign \$154  = ~ \$153 ;
-  assign \$155  = \$152  & \$154 ;
-  assign \$156  = mode == 2'h2;
-  assign \$157  = store__valid & store__ready;
-  assign \$158  = | hits;
-  assign \$159  = ~ \$158 ;
-  assign \$160  = ! mode;
-  assign \$161  = mode == 2'h2;
-  assign \$162  = stats[127:96] + 1'h1;
-  assign \$163  = stats[31:0] + 1'h1;
-  assign \$164  = stats[63:32] + 1'h1;
-  assign \$165  = stats[95:64] + 1'h1;
-  assign \$166  = rx__valid & rx__ready;
-  assign \$167  = | rx_hit;
-  assign \$168  = program__payload[154:107] - program__payload[58:11];
-  assign \$169  = ! program__payload[106:59];
-  assign \$170  = \end  > 49'h1000000000000;
-  assign \$171  = \$169  | \$170 ;
-  assign \$172  = program__payload[5:4] > 2'h2;
-  assign \$173  = \$171  | \$172 ;
-  assign \$174  = ~ p2_req[3];
-  assign \$175  = ~ p2_bad;
-  assign \$176  = | clash;
-  assign \$177  = ~ \$176 ;
-  assign \$178  = \$175  & \$177 ;
-  assign \$179  = \$174  | \$178 ;
-  assign \$180  = p2_valid & \$179 ;
-  assign \$181  = ! p2_req[2:0];
-  assign \$182  = \$180  & \$181 ;
-  assign \$183  = ~ p2_req[3];
-  assign \$184  = ~ p2_bad;
-  assign \$185  = | clash;
-  assign \$186  = ~ \$185 ;
-  assign \$187  = \$184  & \$186 ;
-  assign \$188  = \$183  | \$187 ;
-  assign \$189  = p2_valid & \$188 ;
-  assign \$190  = p2_req[2:0] == 1'h1;
-  assign \$191  = \$189  & \$190 ;
-  assign \$192  = ~ p2_req[3];
-  assign \$193  = ~ p2_bad;
-  assign \$194  = | clash;
-  assign \$195  = ~ \$194 ;
-  assign \$196  = \$193  & \$195 ;
-  assign \$197  = \$192  | \$196 ;
-  assign \$198  = p2_valid & \$197 ;
-  assign \$199  = p2_req[2:0] == 2'h2;
-  assign \$200  = \$198  & \$199 ;
-  assign \$201  = ~ p2_req[3];
-  assign \$202  = ~ p2_bad;
-  assign \$203  = | clash;
-  assign \$204  = ~ \$203 ;
-  assign \$205  = \$202  & \$204 ;
-  assign \$206  = \$201  | \$205 ;
-  assign \$207  = p2_valid & \$206 ;
-  assign \$208  = p2_req[2:0] == 2'h3;
-  assign \$209  = \$207  & \$208 ;
-  assign \$210  = ~ p2_req[3];
-  assign \$211  = ~ p2_bad;
-  assign \$212  = | clash;
-  assign \$213  = ~ \$212 ;
-  assign \$214  = \$211  & \$213 ;
-  assign \$215  = \$210  | \$214 ;
-  assign \$216  = p2_valid & \$215 ;
-  assign \$217  = p2_req[2:0] == 3'h4;
-  assign \$218  = \$216  & \$217 ;
-  assign \$219  = ~ p2_req[3];
-  assign \$220  = ~ p2_bad;
-  assign \$221  = | clash;
-  assign \$222  = ~ \$221 ;
-  assign \$223  = \$220  & \$222 ;
-  assign \$224  = \$219  | \$223 ;
-  assign \$225  = p2_valid & \$224 ;
-  assign \$226  = p2_req[2:0] == 3'h5;
-  assign \$227  = \$225  & \$226 ;
-  assign \$228  = ~ p2_req[3];
-  assign \$229  = ~ p2_bad;
-  assign \$230  = | clash;
-  assign \$231  = ~ \$230 ;
-  assign \$232  = \$229  & \$231 ;
-  assign \$233  = \$228  | \$232 ;
-  assign \$234  = p2_valid & \$233 ;
-  assign \$235  = p2_req[2:0] == 3'h6;
-  assign \$236  = \$234  & \$235 ;
-  assign \$237  = ~ p2_req[3];
-  assign \$238  = ~ p2_bad;
-  assign \$239  = | clash;
-  assign \$240  = ~ \$239 ;
-  assign \$241  = \$238  & \$240 ;
-  assign \$242  = \$237  | \$241 ;
-  assign \$243  = p2_valid & \$242 ;
-  assign \$244  = p2_req[2:0] == 3'h7;
-  assign \$245  = \$243  & \$244 ;
+  assign \$152  = region2[55:8] < p2_end;
+  assign \$153  = \$151  & \$152 ;
+  assign \$154  = p2_req[2:0] != 2'h3;
+  assign \$155  = \$154  & region3[0];
+  assign \$156  = p2_req[58:11] < region3_end;
+  assign \$157  = \$155  & \$156 ;
+  assign \$158  = region3[55:8] < p2_end;
+  assign \$159  = \$157  & \$158 ;
+  assign \$160  = p2_req[2:0] != 3'h4;
+  assign \$161  = \$160  & region4[0];
+  assign \$162  = p2_req[58:11] < region4_end;
+  assign \$163  = \$161  & \$162 ;
+  assign \$164  = region4[55:8] < p2_end;
+  assign \$165  = \$163  & \$164 ;
+  assign \$166  = p2_req[2:0] != 3'h5;
+  assign \$167  = \$166  & region5[0];
+  assign \$168  = p2_req[58:11] < region5_end;
+  assign \$169  = \$167  & \$168 ;
+  assign \$170  = region5[55:8] < p2_end;
+  assign \$171  = \$169  & \$170 ;
+  assign \$172  = p2_req[2:0] != 3'h6;
+  assign \$173  = \$172  & region6[0];
+  assign \$174  = p2_req[58:11] < region6_end;
+  assign \$175  = \$173  & \$174 ;
+  assign \$176  = region6[55:8] < p2_end;
+  assign \$177  = \$175  & \$176 ;
+  assign \$178  = p2_req[2:0] != 3'h7;
+  assign \$179  = \$178  & region7[0];
+  assign \$180  = p2_req[58:11] < region7_end;
+  assign \$181  = \$179  & \$180 ;
+  assign \$182  = region7[55:8] < p2_end;
+  assign \$183  = \$181  & \$182 ;
+  assign \$184  = p2_valid & p2_req[3];
+  assign \$185  = \$184  & p2_bad;
+  assign \$186  = p2_valid & p2_req[3];
+  assign \$187  = ~ p2_bad;
+  assign \$188  = \$186  & \$187 ;
+  assign \$189  = | clash;
+  assign \$190  = \$188  & \$189 ;
+  assign \$191  = store__valid & store__ready;
+  assign \$192  = mode == 1'h1;
+  assign \$193  = \$191  & \$192 ;
+  assign \$194  = store__valid & store__ready;
+  assign \$195  = mode == 1'h1;
+  assign \$196  = ~ \$195 ;
+  assign \$197  = \$194  & \$196 ;
+  assign \$198  = mode == 2'h2;
+  assign \$199  = store__valid & store__ready;
+  assign \$200  = | hits;
+  assign \$201  = ~ \$200 ;
+  assign \$202  = ! mode;
+  assign \$203  = mode == 2'h2;
+  assign \$204  = stats[127:96] + 1'h1;
+  assign \$205  = stats[31:0] + 1'h1;
+  assign \$206  = stats[63:32] + 1'h1;
+  assign \$207  = stats[95:64] + 1'h1;
+  assign \$208  = rx__valid & rx__ready;
+  assign \$209  = | rx_hit;
+  assign \$210  = program__payload[154:107] - program__payload[58:11];
+  assign \$211  = ! program__payload[106:59];
+  assign \$212  = \end  > 49'h1000000000000;
+  assign \$213  = \$211  | \$212 ;
+  assign \$214  = program__payload[5:4] > 2'h2;
+  assign \$215  = \$213  | \$214 ;
+  assign \$216  = ~ p2_req[3];
+  assign \$217  = ~ p2_bad;
+  assign \$218  = | clash;
+  assign \$219  = ~ \$218 ;
+  assign \$220  = \$217  & \$219 ;
+  assign \$221  = \$216  | \$220 ;
+  assign \$222  = p2_valid & \$221 ;
+  assign \$223  = ! p2_req[2:0];
+  assign \$224  = \$222  & \$223 ;
+  assign \$225  = ~ p2_req[3];
+  assign \$226  = ~ p2_bad;
+  assign \$227  = | clash;
+  assign \$228  = ~ \$227 ;
+  assign \$229  = \$226  & \$228 ;
+  assign \$230  = \$225  | \$229 ;
+  assign \$231  = p2_valid & \$230 ;
+  assign \$232  = p2_req[2:0] == 1'h1;
+  assign \$233  = \$231  & \$232 ;
+  assign \$234  = ~ p2_req[3];
+  assign \$235  = ~ p2_bad;
+  assign \$236  = | clash;
+  assign \$237  = ~ \$236 ;
+  assign \$238  = \$235  & \$237 ;
+  assign \$239  = \$234  | \$238 ;
+  assign \$240  = p2_valid & \$239 ;
+  assign \$241  = p2_req[2:0] == 2'h2;
+  assign \$242  = \$240  & \$241 ;
+  assign \$243  = ~ p2_req[3];
+  assign \$244  = ~ p2_bad;
+  assign \$245  = | clash;
+  assign \$246  = ~ \$245 ;
+  assign \$247  = \$244  & \$246 ;
+  assign \$248  = \$243  | \$247 ;
+  assign \$249  = p2_valid & \$248 ;
+  assign \$250  = p2_req[2:0] == 2'h3;
+  assign \$251  = \$249  & \$250 ;
+  assign \$252  = ~ p2_req[3];
+  assign \$253  = ~ p2_bad;
+  assign \$254  = | clash;
+  assign \$255  = ~ \$254 ;
+  assign \$256  = \$253  & \$255 ;
+  assign \$257  = \$252  | \$256 ;
+  assign \$258  = p2_valid & \$257 ;
+  assign \$259  = p2_req[2:0] == 3'h4;
+  assign \$260  = \$258  & \$259 ;
+  assign \$261  = ~ p2_req[3];
+  assign \$262  = ~ p2_bad;
+  assign \$263  = | clash;
+  assign \$264  = ~ \$263 ;
+  assign \$265  = \$262  & \$264 ;
+  assign \$266  = \$261  | \$265 ;
+  assign \$267  = p2_valid & \$266 ;
+  assign \$268  = p2_req[2:0] == 3'h5;
+  assign \$269  = \$267  & \$268 ;
+  assign \$270  = ~ p2_req[3];
+  assign \$271  = ~ p2_bad;
+  assign \$272  = | clash;
+  assign \$273  = ~ \$272 ;
+  assign \$274  = \$271  & \$273 ;
+  assign \$275  = \$270  | \$274 ;
+  assign \$276  = p2_valid & \$275 ;
+  assign \$277  = p2_req[2:0] == 3'h6;
+  assign \$278  = \$276  & \$277 ;
+  assign \$279  = ~ p2_req[3];
+  assign \$280  = ~ p2_bad;
+  assign \$281  = | clash;
+  assign \$282  = ~ \$281 ;
+  assign \$283  = \$280  & \$282 ;
+  assign \$284  = \$279  | \$283 ;
+  assign \$285  = p2_valid & \$284 ;
+  assign \$286  = p2_req[2:0] == 3'h7;
+  assign \$287  = \$285  & \$286 ;
   always @(posedge clk)
-    net__valid <= \$249 ;
+    net__valid <= \$291 ;
   always @(posedge clk)
-    mem__valid <= \$250 ;
+    mem__valid <= \$292 ;
   always @(posedge clk)
-    net__payload <= \$251 ;
+    net__payload <= \$293 ;
   always @(posedge clk)
-    mem__payload <= \$252 ;
+    mem__payload <= \$294 ;
   always @(posedge clk)
-    stats <= \$253 ;
+    stats <= \$295 ;
   always @(posedge clk)
-    rx_mem__valid <= \$254 ;
+    rx_mem__valid <= \$296 ;
   always @(posedge clk)
-    rx_mem__payload <= \$255 ;
+    rx_mem__payload <= \$297 ;
   always @(posedge clk)
-    p2_valid <= \$256 ;
+    p2_valid <= \$298 ;
   always @(posedge clk)
     p2_req <= program__payload;
   always @(posedge clk)
     p2_end <= \end ;
   always @(posedge clk)
-    p2_delta <= \$168 [47:0];
+    p2_delta <= \$210 [47:0];
   always @(posedge clk)
-    p2_bad <= \$173 ;
+    p2_bad <= \$215 ;
   always @(posedge clk)
-    region0 <= \$257 ;
+    region0 <= \$299 ;
   always @(posedge clk)
-    region0_end <= \$258 ;
+    region0_end <= \$300 ;
   always @(posedge clk)
-    region0_delta <= \$259 ;
+    region0_delta <= \$301 ;
   always @(posedge clk)
-    region1 <= \$260 ;
+    region1 <= \$302 ;
   always @(posedge clk)
-    region1_end <= \$261 ;
+    region1_end <= \$303 ;
   always @(posedge clk)
-    region1_delta <= \$262 ;
+    region1_delta <= \$304 ;
   always @(posedge clk)
-    region2 <= \$263 ;
+    region2 <= \$305 ;
   always @(posedge clk)
-    region2_end <= \$264 ;
+    region2_end <= \$306 ;
   always @(posedge clk)
-    region2_delta <= \$265 ;
+    region2_delta <= \$307 ;
   always @(posedge clk)
-    region3 <= \$266 ;
+    region3 <= \$308 ;
   always @(posedge clk)
-    region3_end <= \$267 ;
+    region3_end <= \$309 ;
   always @(posedge clk)
-    region3_delta <= \$268 ;
+    region3_delta <= \$310 ;
   always @(posedge clk)
-    region4 <= \$269 ;
+    region4 <= \$311 ;
   always @(posedge clk)
-    region4_end <= \$270 ;
+    region4_end <= \$312 ;
   always @(posedge clk)
-    region4_delta <= \$271 ;
+    region4_delta <= \$313 ;
   always @(posedge clk)
-    region5 <= \$272 ;
+    region5 <= \$314 ;
   always @(posedge clk)
-    region5_end <= \$273 ;
+    region5_end <= \$315 ;
   always @(posedge clk)
-    region5_delta <= \$274 ;
+    region5_delta <= \$316 ;
   always @(posedge clk)
-    region6 <= \$275 ;
+    region6 <= \$317 ;
   always @(posedge clk)
-    region6_end <= \$276 ;
+    region6_end <= \$318 ;
   always @(posedge clk)
-    region6_delta <= \$277 ;
+    region6_delta <= \$319 ;
   always @(posedge clk)
-    region7 <= \$278 ;
+    region7 <= \$320 ;
   always @(posedge clk)
-    region7_end <= \$279 ;
+    region7_end <= \$321 ;
   always @(posedge clk)
-    region7_delta <= \$280 ;
+    region7_delta <= \$322 ;
   always @(posedge clk)
-    errors <= \$281 ;
+    errors <= \$323 ;
   always @* begin
     if (_init_strobe_1 ) begin end
-    mode = 2'h0;
-    if (hits[0]) begin
-      mode = region0[2:1];
-    end
-    if (hits[1]) begin
-      mode = region1[2:1];
-    end
-    if (hits[2]) begin
-      mode = region2[2:1];
-    end
-    if (hits[3]) begin
-      mode = region3[2:1];
-    end
-    if (hits[4]) begin
-      mode = region4[2:1];
-    end
-    if (hits[5]) begin
-      mode = region5[2:1];
-    end
-    if (hits[6]) begin
-      mode = region6[2:1];
-    end
-    if (hits[7]) begin
-      mode = region7[2:1];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    device = 5'h00;
-    if (hits[0]) begin
-      device = region0[7:3];
-    end
-    if (hits[1]) begin
-      device = region1[7:3];
-    end
-    if (hits[2]) begin
-      device = region2[7:3];
-    end
-    if (hits[3]) begin
-      device = region3[7:3];
-    end
-    if (hits[4]) begin
-      device = region4[7:3];
-    end
-    if (hits[5]) begin
-      device = region5[7:3];
-    end
-    if (hits[6]) begin
-      device = region6[7:3];
-    end
-    if (hits[7]) begin
-      device = region7[7:3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    target = 48'h000000000000;
-    if (hits[0]) begin
-      target = \$33 [47:0];
-    end
-    if (hits[1]) begin
-      target = \$34 [47:0];
-    end
-    if (hits[2]) begin
-      target = \$35 [47:0];
-    end
-    if (hits[3]) begin
-      target = \$36 [47:0];
-    end
-    if (hits[4]) begin
-      target = \$37 [47:0];
-    end
-    if (hits[5]) begin
-      target = \$38 [47:0];
-    end
-    if (hits[6]) begin
-      target = \$39 [47:0];
-    end
-    if (hits[7]) begin
-      target = \$40 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$249  = net__valid;
+    \$291  = net__valid;
     if (net__ready) begin
-      \$249  = 1'h0;
+      \$291  = 1'h0;
     end
-    if (\$151 ) begin
-      \$249  = 1'h1;
+    if (\$193 ) begin
+      \$291  = 1'h1;
     end
     if (rst) begin
-      \$249  = 1'h0;
+      \$291  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$250  = mem__valid;
+    \$292  = mem__valid;
     if (mem__ready) begin
-      \$250  = 1'h0;
+      \$292  = 1'h0;
     end
-    if (\$155 ) begin
-      \$250  = 1'h1;
+    if (\$197 ) begin
+      \$292  = 1'h1;
     end
     if (rst) begin
-      \$250  = 1'h0;
+      \$292  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$251  = net__payload;
-    if (\$151 ) begin
-      \$251 [4:0] = device;
-      \$251 [52:5] = target;
-      \$251 [53] = 1'h1;
-      \$251 [69:54] = store__payload[63:48];
-      \$251 [76:70] = store__payload[70:64];
+    \$293  = net__payload;
+    if (\$193 ) begin
+      \$293 [4:0] = device;
+      \$293 [52:5] = target;
+      \$293 [53] = 1'h1;
+      \$293 [69:54] = store__payload[63:48];
+      \$293 [76:70] = store__payload[70:64];
     end
     if (rst) begin
-      \$251  = 77'h00000000000000000000;
+      \$293  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$252  = mem__payload;
-    if (\$155 ) begin
-      \$252 [47:0] = store__payload[47:0];
-      \$252 [63:48] = store__payload[63:48];
-      \$252 [70:64] = store__payload[70:64];
-      \$252 [71] = store__payload[71];
-      \$252 [72] = \$156 ;
+    \$294  = mem__payload;
+    if (\$197 ) begin
+      \$294 [47:0] = store__payload[47:0];
+      \$294 [63:48] = store__payload[63:48];
+      \$294 [70:64] = store__payload[70:64];
+      \$294 [71] = store__payload[71];
+      \$294 [72] = \$198 ;
     end
     if (rst) begin
-      \$252  = 73'h0000000000000000000;
+      \$294  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$253  = stats;
-    if (\$157 ) begin
+    \$295  = stats;
+    if (\$199 ) begin
       (* full_case = 32'd1 *)
-      if (\$159 ) begin
-        \$253 [127:96] = \$162 [31:0];
-      end else if (\$160 ) begin
-        \$253 [31:0] = \$163 [31:0];
-      end else if (\$161 ) begin
-        \$253 [63:32] = \$164 [31:0];
+      if (\$201 ) begin
+        \$295 [127:96] = \$204 [31:0];
+      end else if (\$202 ) begin
+        \$295 [31:0] = \$205 [31:0];
+      end else if (\$203 ) begin
+        \$295 [63:32] = \$206 [31:0];
       end else begin
-        \$253 [95:64] = \$165 [31:0];
+        \$295 [95:64] = \$207 [31:0];
       end
     end
     if (rst) begin
-      \$253  = 128'h00000000000000000000000000000000;
+      \$295  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$254  = rx_mem__valid;
+    \$296  = rx_mem__valid;
     if (rx_mem__ready) begin
-      \$254  = 1'h0;
+      \$296  = 1'h0;
     end
-    if (\$166 ) begin
-      \$254  = 1'h1;
-    end
-    if (rst) begin
-      \$254  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$255  = rx_mem__payload;
-    if (\$166 ) begin
-      \$255 [47:0] = rx__payload[52:5];
-      \$255 [63:48] = rx__payload[69:54];
-      \$255 [70:64] = rx__payload[76:70];
-      \$255 [71] = rx__payload[53];
-      \$255 [72] = \$167 ;
+    if (\$208 ) begin
+      \$296  = 1'h1;
     end
     if (rst) begin
-      \$255  = 73'h0000000000000000000;
+      \$296  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$256  = program__valid;
-    if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$257  = region0;
-    if (\$182 ) begin
-      \$257 [0] = p2_req[3];
-      \$257 [2:1] = p2_req[5:4];
-      \$257 [7:3] = p2_req[10:6];
-      \$257 [55:8] = p2_req[58:11];
-      \$257 [103:56] = p2_req[106:59];
-      \$257 [151:104] = p2_req[154:107];
+    \$297  = rx_mem__payload;
+    if (\$208 ) begin
+      \$297 [47:0] = rx__payload[52:5];
+      \$297 [63:48] = rx__payload[69:54];
+      \$297 [70:64] = rx__payload[76:70];
+      \$297 [71] = rx__payload[53];
+      \$297 [72] = \$209 ;
     end
     if (rst) begin
-      \$257  = 152'h00000000000000000000000000000000000000;
+      \$297  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$258  = region0_end;
-    if (\$182 ) begin
-      \$258  = p2_end;
+    \$298  = program__valid;
+    if (rst) begin
+      \$298  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$259  = region0_delta;
-    if (\$182 ) begin
-      \$259  = p2_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$260  = region1;
-    if (\$191 ) begin
-      \$260 [0] = p2_req[3];
-      \$260 [2:1] = p2_req[5:4];
-      \$260 [7:3] = p2_req[10:6];
-      \$260 [55:8] = p2_req[58:11];
-      \$260 [103:56] = p2_req[106:59];
-      \$260 [151:104] = p2_req[154:107];
+    \$299  = region0;
+    if (\$224 ) begin
+      \$299 [0] = p2_req[3];
+      \$299 [2:1] = p2_req[5:4];
+      \$299 [7:3] = p2_req[10:6];
+      \$299 [55:8] = p2_req[58:11];
+      \$299 [103:56] = p2_req[106:59];
+      \$299 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$260  = 152'h00000000000000000000000000000000000000;
+      \$299  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$261  = region1_end;
-    if (\$191 ) begin
-      \$261  = p2_end;
+    \$300  = region0_end;
+    if (\$224 ) begin
+      \$300  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$262  = region1_delta;
-    if (\$191 ) begin
-      \$262  = p2_delta;
+    \$301  = region0_delta;
+    if (\$224 ) begin
+      \$301  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$263  = region2;
-    if (\$200 ) begin
-      \$263 [0] = p2_req[3];
-      \$263 [2:1] = p2_req[5:4];
-      \$263 [7:3] = p2_req[10:6];
-      \$263 [55:8] = p2_req[58:11];
-      \$263 [103:56] = p2_req[106:59];
-      \$263 [151:104] = p2_req[154:107];
+    \$302  = region1;
+    if (\$233 ) begin
+      \$302 [0] = p2_req[3];
+      \$302 [2:1] = p2_req[5:4];
+      \$302 [7:3] = p2_req[10:6];
+      \$302 [55:8] = p2_req[58:11];
+      \$302 [103:56] = p2_req[106:59];
+      \$302 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$263  = 152'h00000000000000000000000000000000000000;
+      \$302  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$264  = region2_end;
-    if (\$200 ) begin
-      \$264  = p2_end;
+    \$303  = region1_end;
+    if (\$233 ) begin
+      \$303  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$265  = region2_delta;
-    if (\$200 ) begin
-      \$265  = p2_delta;
+    \$304  = region1_delta;
+    if (\$233 ) begin
+      \$304  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$266  = region3;
-    if (\$209 ) begin
-      \$266 [0] = p2_req[3];
-      \$266 [2:1] = p2_req[5:4];
-      \$266 [7:3] = p2_req[10:6];
-      \$266 [55:8] = p2_req[58:11];
-      \$266 [103:56] = p2_req[106:59];
-      \$266 [151:104] = p2_req[154:107];
+    \$305  = region2;
+    if (\$242 ) begin
+      \$305 [0] = p2_req[3];
+      \$305 [2:1] = p2_req[5:4];
+      \$305 [7:3] = p2_req[10:6];
+      \$305 [55:8] = p2_req[58:11];
+      \$305 [103:56] = p2_req[106:59];
+      \$305 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$266  = 152'h00000000000000000000000000000000000000;
+      \$305  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$267  = region3_end;
-    if (\$209 ) begin
-      \$267  = p2_end;
+    \$306  = region2_end;
+    if (\$242 ) begin
+      \$306  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$268  = region3_delta;
-    if (\$209 ) begin
-      \$268  = p2_delta;
+    \$307  = region2_delta;
+    if (\$242 ) begin
+      \$307  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$269  = region4;
-    if (\$218 ) begin
-      \$269 [0] = p2_req[3];
-      \$269 [2:1] = p2_req[5:4];
-      \$269 [7:3] = p2_req[10:6];
-      \$269 [55:8] = p2_req[58:11];
-      \$269 [103:56] = p2_req[106:59];
-      \$269 [151:104] = p2_req[154:107];
+    \$308  = region3;
+    if (\$251 ) begin
+      \$308 [0] = p2_req[3];
+      \$308 [2:1] = p2_req[5:4];
+      \$308 [7:3] = p2_req[10:6];
+      \$308 [55:8] = p2_req[58:11];
+      \$308 [103:56] = p2_req[106:59];
+      \$308 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$269  = 152'h00000000000000000000000000000000000000;
+      \$308  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$270  = region4_end;
-    if (\$218 ) begin
-      \$270  = p2_end;
+    \$309  = region3_end;
+    if (\$251 ) begin
+      \$309  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$271  = region4_delta;
-    if (\$218 ) begin
-      \$271  = p2_delta;
+    \$310  = region3_delta;
+    if (\$251 ) begin
+      \$310  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$272  = region5;
-    if (\$227 ) begin
-      \$272 [0] = p2_req[3];
-      \$272 [2:1] = p2_req[5:4];
-      \$272 [7:3] = p2_req[10:6];
-      \$272 [55:8] = p2_req[58:11];
-      \$272 [103:56] = p2_req[106:59];
-      \$272 [151:104] = p2_req[154:107];
+    \$311  = region4;
+    if (\$260 ) begin
+      \$311 [0] = p2_req[3];
+      \$311 [2:1] = p2_req[5:4];
+      \$311 [7:3] = p2_req[10:6];
+      \$311 [55:8] = p2_req[58:11];
+      \$311 [103:56] = p2_req[106:59];
+      \$311 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$272  = 152'h00000000000000000000000000000000000000;
+      \$311  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$273  = region5_end;
-    if (\$227 ) begin
-      \$273  = p2_end;
+    \$312  = region4_end;
+    if (\$260 ) begin
+      \$312  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$274  = region5_delta;
-    if (\$227 ) begin
-      \$274  = p2_delta;
+    \$313  = region4_delta;
+    if (\$260 ) begin
+      \$313  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$275  = region6;
-    if (\$236 ) begin
-      \$275 [0] = p2_req[3];
-      \$275 [2:1] = p2_req[5:4];
-      \$275 [7:3] = p2_req[10:6];
-      \$275 [55:8] = p2_req[58:11];
-      \$275 [103:56] = p2_req[106:59];
-      \$275 [151:104] = p2_req[154:107];
+    \$314  = region5;
+    if (\$269 ) begin
+      \$314 [0] = p2_req[3];
+      \$314 [2:1] = p2_req[5:4];
+      \$314 [7:3] = p2_req[10:6];
+      \$314 [55:8] = p2_req[58:11];
+      \$314 [103:56] = p2_req[106:59];
+      \$314 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$275  = 152'h00000000000000000000000000000000000000;
+      \$314  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$276  = region6_end;
-    if (\$236 ) begin
-      \$276  = p2_end;
+    \$315  = region5_end;
+    if (\$269 ) begin
+      \$315  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$277  = region6_delta;
-    if (\$236 ) begin
-      \$277  = p2_delta;
+    \$316  = region5_delta;
+    if (\$269 ) begin
+      \$316  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$278  = region7;
-    if (\$245 ) begin
-      \$278 [0] = p2_req[3];
-      \$278 [2:1] = p2_req[5:4];
-      \$278 [7:3] = p2_req[10:6];
-      \$278 [55:8] = p2_req[58:11];
-      \$278 [103:56] = p2_req[106:59];
-      \$278 [151:104] = p2_req[154:107];
+    \$317  = region6;
+    if (\$278 ) begin
+      \$317 [0] = p2_req[3];
+      \$317 [2:1] = p2_req[5:4];
+      \$317 [7:3] = p2_req[10:6];
+      \$317 [55:8] = p2_req[58:11];
+      \$317 [103:56] = p2_req[106:59];
+      \$317 [151:104] = p2_req[154:107];
     end
     if (rst) begin
-      \$278  = 152'h00000000000000000000000000000000000000;
+      \$317  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$279  = region7_end;
-    if (\$245 ) begin
-      \$279  = p2_end;
+    \$318  = region6_end;
+    if (\$278 ) begin
+      \$318  = p2_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$280  = region7_delta;
-    if (\$245 ) begin
-      \$280  = p2_delta;
+    \$319  = region6_delta;
+    if (\$278 ) begin
+      \$319  = p2_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$281  = \$248 ;
+    \$320  = region7;
+    if (\$287 ) begin
+      \$320 [0] = p2_req[3];
+      \$320 [2:1] = p2_req[5:4];
+      \$320 [7:3] = p2_req[10:6];
+      \$320 [55:8] = p2_req[58:11];
+      \$320 [103:56] = p2_req[106:59];
+      \$320 [151:104] = p2_req[154:107];
+    end
     if (rst) begin
-      \$281  = 2'h0;
+      \$320  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$321  = region7_end;
+    if (\$287 ) begin
+      \$321  = p2_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$322  = region7_delta;
+    if (\$287 ) begin
+      \$322  = p2_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$323  = \$290 ;
+    if (rst) begin
+      \$323  = 2'h0;
     end
   end
   assign clear = 2'h3;
@@ -2426,24 +2429,24 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign errors__overlap  = errors[1];
   assign clear__bad_region  = 1'h1;
   assign clear__overlap  = 1'h1;
-  assign set_err[1] = \$148 ;
-  assign set_err[0] = \$143 ;
-  assign clash[7] = \$141 ;
-  assign clash[6] = \$135 ;
-  assign clash[5] = \$129 ;
-  assign clash[4] = \$123 ;
-  assign clash[3] = \$117 ;
-  assign clash[2] = \$111 ;
-  assign clash[1] = \$105 ;
-  assign clash[0] = \$99 ;
-  assign rx_hit[7] = \$92 ;
-  assign rx_hit[6] = \$86 ;
-  assign rx_hit[5] = \$80 ;
-  assign rx_hit[4] = \$74 ;
-  assign rx_hit[3] = \$68 ;
-  assign rx_hit[2] = \$62 ;
-  assign rx_hit[1] = \$56 ;
-  assign rx_hit[0] = \$50 ;
+  assign set_err[1] = \$190 ;
+  assign set_err[0] = \$185 ;
+  assign clash[7] = \$183 ;
+  assign clash[6] = \$177 ;
+  assign clash[5] = \$171 ;
+  assign clash[4] = \$165 ;
+  assign clash[3] = \$159 ;
+  assign clash[2] = \$153 ;
+  assign clash[1] = \$147 ;
+  assign clash[0] = \$141 ;
+  assign rx_hit[7] = \$134 ;
+  assign rx_hit[6] = \$128 ;
+  assign rx_hit[5] = \$122 ;
+  assign rx_hit[4] = \$116 ;
+  assign rx_hit[3] = \$110 ;
+  assign rx_hit[2] = \$104 ;
+  assign rx_hit[1] = \$98 ;
+  assign rx_hit[0] = \$92 ;
   assign hits[7] = \$32 ;
   assign hits[6] = \$28 ;
   assign hits[5] = \$24 ;
@@ -2452,9 +2455,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign hits[2] = \$12 ;
   assign hits[1] = \$8 ;
   assign hits[0] = \$4 ;
-  assign \$246  = 2'h0;
-  assign \$247  = 2'h0;
-  assign \$248  = { \$148 , \$143  };
+  assign \$288  = 2'h0;
+  assign \$289  = 2'h0;
+  assign \$290  = { \$190 , \$185  };
 endmodule
 
 module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, store__valid, store__payload, remote__valid
@@ -2469,12 +2472,12 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
-  wire [38:0] \$107 ;
-  wire [39:0] \$108 ;
-  wire [32:0] \$109 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
-  wire [40:0] \$110 ;
-  wire [41:0] \$111 ;
+  wire \$110 ;
+  wire \$111 ;
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
@@ -2511,10 +2514,10 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$142 ;
   wire \$143 ;
   wire \$144 ;
-  wire \$145 ;
+  wire [16:0] \$145 ;
   wire \$146 ;
   wire \$147 ;
-  wire [16:0] \$148 ;
+  wire \$148 ;
   wire \$149 ;
   wire \$15 ;
   wire \$150 ;
@@ -2553,72 +2556,76 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$180 ;
   wire \$181 ;
   wire \$182 ;
-  wire \$183 ;
+  wire [8:0] \$183 ;
   wire \$184 ;
-  wire \$185 ;
+  wire [25:0] \$185 ;
   wire \$186 ;
-  wire [25:0] \$187 ;
+  wire \$187 ;
   wire \$188 ;
-  wire \$189 ;
+  wire [33:0] \$189 ;
   wire \$19 ;
-  wire \$190 ;
-  wire [33:0] \$191 ;
-  wire [31:0] \$192 ;
-  wire [32:0] \$193 ;
-  wire \$194 ;
-  wire [5:0] \$195 ;
-  wire [34:0] \$196 ;
-  wire \$197 ;
-  wire [32:0] \$198 ;
-  wire \$199 ;
+  wire [31:0] \$190 ;
+  wire [32:0] \$191 ;
+  wire \$192 ;
+  wire [3:0] \$193 ;
+  wire [8:0] \$194 ;
+  wire [39:0] \$195 ;
+  wire [3:0] \$196 ;
+  wire [35:0] \$197 ;
+  wire [5:0] \$198 ;
+  wire [34:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
   wire \$200 ;
   wire [32:0] \$201 ;
   wire \$202 ;
-  wire [32:0] \$203 ;
-  wire \$204 ;
+  wire \$203 ;
+  wire [32:0] \$204 ;
   wire \$205 ;
   wire [32:0] \$206 ;
   wire \$207 ;
-  wire [32:0] \$208 ;
-  wire \$209 ;
+  wire \$208 ;
+  wire [32:0] \$209 ;
   wire \$21 ;
   wire \$210 ;
   wire [32:0] \$211 ;
   wire \$212 ;
-  wire [32:0] \$213 ;
-  wire \$214 ;
+  wire \$213 ;
+  wire [32:0] \$214 ;
   wire \$215 ;
   wire [32:0] \$216 ;
   wire \$217 ;
   wire \$218 ;
-  wire \$219 ;
+  wire [32:0] \$219 ;
   wire \$22 ;
-  wire [32:0] \$220 ;
-  wire [1:0] \$221 ;
-  wire [1:0] \$222 ;
-  wire [1:0] \$223 ;
-  reg \$224 ;
-  reg \$225 ;
-  reg \$226 ;
-  reg [15:0] \$227 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire [32:0] \$223 ;
+  wire [1:0] \$224 ;
+  wire [1:0] \$225 ;
+  wire [1:0] \$226 ;
+  reg \$227 ;
   reg \$228 ;
   reg \$229 ;
   wire \$23 ;
-  reg [82:0] \$230 ;
+  reg [15:0] \$230 ;
   reg \$231 ;
-  reg [22:0] \$232 ;
-  reg [38:0] \$233 ;
-  reg [7:0] \$234 ;
-  reg \$235 ;
-  reg \$236 ;
-  reg \$237 ;
-  reg [24:0] \$238 ;
-  reg [32:0] \$239 ;
+  reg \$232 ;
+  reg [82:0] \$233 ;
+  reg \$234 ;
+  reg [22:0] \$235 ;
+  reg [38:0] \$236 ;
+  reg [7:0] \$237 ;
+  reg \$238 ;
+  reg \$239 ;
   wire \$24 ;
-  reg [287:0] \$240 ;
-  reg [1:0] \$241 ;
+  reg [2:0] \$240 ;
+  reg [24:0] \$241 ;
+  reg [32:0] \$242 ;
+  reg [34:0] \$243 ;
+  reg [287:0] \$244 ;
+  reg [1:0] \$245 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
@@ -2682,10 +2689,10 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
-  wire [1:0] \$82 ;
-  wire \$83 ;
-  wire [1:0] \$84 ;
-  wire \$85 ;
+  wire \$82 ;
+  wire [1:0] \$83 ;
+  wire \$84 ;
+  wire [1:0] \$85 ;
   wire \$86 ;
   wire \$87 ;
   wire \$88 ;
@@ -2773,7 +2780,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   reg [1:0] errors = 2'h0;
   wire errors__bad_config ;
   wire errors__bad_response ;
-  reg finish = 1'h0;
+  reg [2:0] finish = 3'h0;
   reg forced;
   reg last_comm = 1'h0;
   reg last_remote = 1'h0;
@@ -2793,7 +2800,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire load_response__ready;
   output load_response__valid;
   wire load_response__valid;
-  wire [34:0] num;
+  reg [34:0] num = 35'h000000000;
   input [7:0] occupancy;
   wire [7:0] occupancy;
   reg out_tracked = 1'h0;
@@ -2908,255 +2915,258 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign \$10  = \$8  | \$9 ;
   assign \$11  = \$6  & \$10 ;
   assign \$12  = armed | window;
-  assign \$13  = \$12  | finish;
-  assign \$14  = dma__valid | remote__valid;
-  assign \$15  = \wait  >= cfg[38:23];
-  assign \$16  = \$14  & \$15 ;
-  assign \$17  = load__valid | store__valid;
+  assign \$13  = | finish;
+  assign \$14  = \$12  | \$13 ;
+  assign \$15  = dma__valid | remote__valid;
+  assign \$16  = \wait  >= cfg[38:23];
+  assign \$17  = \$15  & \$16 ;
   assign \$18  = load__valid | store__valid;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = dma__valid | remote__valid;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = load__valid | store__valid;
+  assign \$19  = load__valid | store__valid;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = dma__valid | remote__valid;
+  assign \$22  = \$20  & \$21 ;
   assign \$23  = load__valid | store__valid;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = dma__valid | remote__valid;
-  assign \$26  = \$24  & \$25 ;
-  assign \$27  = occupancy < thr;
-  assign \$28  = \$26  & \$27 ;
-  assign \$29  = load__valid | store__valid;
+  assign \$24  = load__valid | store__valid;
+  assign \$25  = ~ \$24 ;
+  assign \$26  = dma__valid | remote__valid;
+  assign \$27  = \$25  & \$26 ;
+  assign \$28  = occupancy < thr;
+  assign \$29  = \$27  & \$28 ;
   assign \$30  = load__valid | store__valid;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = dma__valid | remote__valid;
-  assign \$33  = \$31  & \$32 ;
-  assign \$34  = ~ dram__valid;
-  assign \$35  = \$34  | dram__ready;
-  assign \$36  = \$35  & \$signal ;
-  assign \$37  = ~ load__valid;
-  assign \$38  = ~ last_store;
-  assign \$39  = \$37  | \$38 ;
-  assign \$40  = store__valid & \$39 ;
-  assign \$41  = ~ \$40 ;
-  assign load__ready = \$36  & \$41 ;
-  assign \$42  = ~ dram__valid;
-  assign \$43  = \$42  | dram__ready;
-  assign \$44  = \$43  & \$signal ;
-  assign \$45  = ~ load__valid;
-  assign \$46  = ~ last_store;
-  assign \$47  = \$45  | \$46 ;
-  assign \$48  = store__valid & \$47 ;
-  assign store__ready = \$44  & \$48 ;
-  assign \$49  = ~ dram__valid;
-  assign \$50  = \$49  | dram__ready;
-  assign \$51  = \$50  & \$signal$7 ;
-  assign \$52  = ~ dma__valid;
-  assign \$53  = ~ last_remote;
-  assign \$54  = \$52  | \$53 ;
-  assign \$55  = remote__valid & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign dma__ready = \$51  & \$56 ;
-  assign \$57  = ~ dram__valid;
-  assign \$58  = \$57  | dram__ready;
-  assign \$59  = \$58  & \$signal$7 ;
-  assign \$60  = ~ dma__valid;
-  assign \$61  = ~ last_remote;
-  assign \$62  = \$60  | \$61 ;
-  assign \$63  = remote__valid & \$62 ;
-  assign remote__ready = \$59  & \$63 ;
-  assign \$64  = ~ dram__valid;
-  assign \$65  = \$64  | dram__ready;
-  assign \$66  = \$65  & \$signal ;
-  assign \$67  = ~ load__valid;
-  assign \$68  = ~ last_store;
-  assign \$69  = \$67  | \$68 ;
-  assign \$70  = store__valid & \$69 ;
-  assign \$71  = ~ \$70 ;
-  assign \$72  = \$66  & \$71 ;
-  assign \$73  = ~ dram__valid;
-  assign \$74  = \$73  | dram__ready;
-  assign \$75  = \$74  & \$signal ;
-  assign \$76  = ~ dma__valid;
-  assign \$77  = ~ last_remote;
-  assign \$78  = \$76  | \$77 ;
-  assign \$79  = remote__valid & \$78 ;
-  assign \$80  = ~ \$79 ;
-  assign \$82  = \$81  ? 2'h2 : 2'h1;
-  assign \$84  = \$83  ? 2'h2 : 2'h1;
-  assign \$85  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$85 ;
-  assign \$86  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$86 ;
-  assign \$87  = ! response__payload[1:0];
-  assign \$88  = response__payload[1:0] == 1'h1;
-  assign \$89  = \$88  ? dma_response__ready : 1'h1;
-  assign response__ready = \$87  ? load_response__ready : \$89 ;
-  assign \$90  = ! response__payload[1:0];
-  assign \$91  = ~ \$90 ;
-  assign \$92  = response__valid & \$91 ;
-  assign \$93  = response__payload[1:0] == 1'h1;
-  assign \$94  = ~ \$93 ;
-  assign \$95  = \$92  & \$94 ;
-  assign \$96  = config__payload[1:0] != 2'h3;
-  assign \$97  = | config__payload[38:23];
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = config__payload[22:18] <= 5'h18;
-  assign \$100  = \$98  & \$99 ;
-  assign \$101  = | config__payload[9:2];
-  assign \$102  = | config__payload[17:10];
-  assign \$103  = \$101  | \$102 ;
-  assign \$104  = \$100  & \$103 ;
-  assign \$105  = ~ \$104 ;
-  assign \$106  = config__valid & \$105 ;
-  assign \$107  = cfg[17:10] << cfg[22:18];
-  assign \$108  = \$107  + acc;
-  assign \$109  = 2'h2 << cfg[22:18];
-  assign \$110  = \$108  + \$109 ;
-  assign \$111  = \$110  - 1'h1;
-  assign \$112  = armed | window;
-  assign \$113  = \$112  | finish;
-  assign \$114  = ~ dram__valid;
-  assign \$115  = \$114  | dram__ready;
-  assign \$116  = \$115  & \$signal ;
-  assign \$117  = ~ load__valid;
-  assign \$118  = ~ last_store;
-  assign \$119  = \$117  | \$118 ;
-  assign \$120  = store__valid & \$119 ;
-  assign \$121  = ~ dram__valid;
-  assign \$122  = \$121  | dram__ready;
-  assign \$123  = \$122  & \$signal$7 ;
-  assign \$124  = ~ dma__valid;
-  assign \$125  = ~ last_remote;
-  assign \$126  = \$124  | \$125 ;
-  assign \$127  = remote__valid & \$126 ;
+  assign \$31  = load__valid | store__valid;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = dma__valid | remote__valid;
+  assign \$34  = \$32  & \$33 ;
+  assign \$35  = ~ dram__valid;
+  assign \$36  = \$35  | dram__ready;
+  assign \$37  = \$36  & \$signal ;
+  assign \$38  = ~ load__valid;
+  assign \$39  = ~ last_store;
+  assign \$40  = \$38  | \$39 ;
+  assign \$41  = store__valid & \$40 ;
+  assign \$42  = ~ \$41 ;
+  assign load__ready = \$37  & \$42 ;
+  assign \$43  = ~ dram__valid;
+  assign \$44  = \$43  | dram__ready;
+  assign \$45  = \$44  & \$signal ;
+  assign \$46  = ~ load__valid;
+  assign \$47  = ~ last_store;
+  assign \$48  = \$46  | \$47 ;
+  assign \$49  = store__valid & \$48 ;
+  assign store__ready = \$45  & \$49 ;
+  assign \$50  = ~ dram__valid;
+  assign \$51  = \$50  | dram__ready;
+  assign \$52  = \$51  & \$signal$7 ;
+  assign \$53  = ~ dma__valid;
+  assign \$54  = ~ last_remote;
+  assign \$55  = \$53  | \$54 ;
+  assign \$56  = remote__valid & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign dma__ready = \$52  & \$57 ;
+  assign \$58  = ~ dram__valid;
+  assign \$59  = \$58  | dram__ready;
+  assign \$60  = \$59  & \$signal$7 ;
+  assign \$61  = ~ dma__valid;
+  assign \$62  = ~ last_remote;
+  assign \$63  = \$61  | \$62 ;
+  assign \$64  = remote__valid & \$63 ;
+  assign remote__ready = \$60  & \$64 ;
+  assign \$65  = ~ dram__valid;
+  assign \$66  = \$65  | dram__ready;
+  assign \$67  = \$66  & \$signal ;
+  assign \$68  = ~ load__valid;
+  assign \$69  = ~ last_store;
+  assign \$70  = \$68  | \$69 ;
+  assign \$71  = store__valid & \$70 ;
+  assign \$72  = ~ \$71 ;
+  assign \$73  = \$67  & \$72 ;
+  assign \$74  = ~ dram__valid;
+  assign \$75  = \$74  | dram__ready;
+  assign \$76  = \$75  & \$signal ;
+  assign \$77  = ~ dma__valid;
+  assign \$78  = ~ last_remote;
+  assign \$79  = \$77  | \$78 ;
+  assign \$80  = remote__valid & \$79 ;
+  assign \$81  = ~ \$80 ;
+  assign \$83  = \$82  ? 2'h2 : 2'h1;
+  assign \$85  = \$84  ? 2'h2 : 2'h1;
+  assign \$86  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$86 ;
+  assign \$87  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$87 ;
+  assign \$88  = ! response__payload[1:0];
+  assign \$89  = response__payload[1:0] == 1'h1;
+  assign \$90  = \$89  ? dma_response__ready : 1'h1;
+  assign response__ready = \$88  ? load_response__ready : \$90 ;
+  assign \$91  = ! response__payload[1:0];
+  assign \$92  = ~ \$91 ;
+  assign \$93  = response__valid & \$92 ;
+  assign \$94  = response__payload[1:0] == 1'h1;
+  assign \$95  = ~ \$94 ;
+  assign \$96  = \$93  & \$95 ;
+  assign \$97  = config__payload[1:0] != 2'h3;
+  assign \$98  = | config__payload[38:23];
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = config__payload[22:18] <= 5'h18;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = | config__payload[9:2];
+  assign \$103  = | config__payload[17:10];
+  assign \$104  = \$102  | \$103 ;
+  assign \$105  = \$101  & \$104 ;
+  assign \$106  = ~ \$105 ;
+  assign \$107  = config__valid & \$106 ;
+  assign \$108  = armed | window;
+  assign \$109  = | finish;
+  assign \$110  = \$108  | \$109 ;
+  assign \$111  = ~ dram__valid;
+  assign \$112  = \$111  | dram__ready;
+  assign \$113  = \$112  & \$signal ;
+  assign \$114  = ~ load__valid;
+  assign \$115  = ~ last_store;
+  assign \$116  = \$114  | \$115 ;
+  assign \$117  = store__valid & \$116 ;
+  assign \$118  = ~ dram__valid;
+  assign \$119  = \$118  | dram__ready;
+  assign \$120  = \$119  & \$signal$7 ;
+  assign \$121  = ~ dma__valid;
+  assign \$122  = ~ last_remote;
+  assign \$123  = \$121  | \$122 ;
+  assign \$124  = remote__valid & \$123 ;
+  assign \$125  = ~ dram__valid;
+  assign \$126  = \$125  | dram__ready;
+  assign \$127  = \$126  & \$signal ;
   assign \$128  = ~ dram__valid;
   assign \$129  = \$128  | dram__ready;
-  assign \$130  = \$129  & \$signal ;
-  assign \$131  = ~ dram__valid;
-  assign \$132  = \$131  | dram__ready;
-  assign \$133  = \$132  & \$signal$7 ;
-  assign \$134  = \$130  | \$133 ;
-  assign \$135  = ~ dram__valid;
-  assign \$136  = \$135  | dram__ready;
-  assign \$137  = \$136  & \$signal$7 ;
-  assign \$138  = dma__valid | remote__valid;
-  assign \$139  = ~ \$138 ;
-  assign \$140  = ~ dram__valid;
-  assign \$141  = \$140  | dram__ready;
-  assign \$142  = \$141  & \$signal$7 ;
-  assign \$143  = \$139  | \$142 ;
-  assign \$144  = ~ dram__valid;
-  assign \$145  = \$144  | dram__ready;
-  assign \$146  = \wait  < cfg[38:23];
-  assign \$147  = \$145  & \$146 ;
-  assign \$148  = \wait  + 1'h1;
-  assign \$149  = ~ dram__valid;
-  assign \$150  = \$149  | dram__ready;
+  assign \$130  = \$129  & \$signal$7 ;
+  assign \$131  = \$127  | \$130 ;
+  assign \$132  = ~ dram__valid;
+  assign \$133  = \$132  | dram__ready;
+  assign \$134  = \$133  & \$signal$7 ;
+  assign \$135  = dma__valid | remote__valid;
+  assign \$136  = ~ \$135 ;
+  assign \$137  = ~ dram__valid;
+  assign \$138  = \$137  | dram__ready;
+  assign \$139  = \$138  & \$signal$7 ;
+  assign \$140  = \$136  | \$139 ;
+  assign \$141  = ~ dram__valid;
+  assign \$142  = \$141  | dram__ready;
+  assign \$143  = \wait  < cfg[38:23];
+  assign \$144  = \$142  & \$143 ;
+  assign \$145  = \wait  + 1'h1;
+  assign \$146  = ~ dram__valid;
+  assign \$147  = \$146  | dram__ready;
+  assign \$148  = ~ dram__valid;
+  assign \$149  = \$148  | dram__ready;
+  assign \$150  = \$149  & \$signal ;
   assign \$151  = ~ dram__valid;
   assign \$152  = \$151  | dram__ready;
-  assign \$153  = \$152  & \$signal ;
-  assign \$154  = ~ dram__valid;
-  assign \$155  = \$154  | dram__ready;
-  assign \$156  = \$155  & \$signal$7 ;
-  assign \$157  = \$153  | \$156 ;
+  assign \$153  = \$152  & \$signal$7 ;
+  assign \$154  = \$150  | \$153 ;
+  assign \$155  = ~ dram__valid;
+  assign \$156  = \$155  | dram__ready;
+  assign \$157  = \$156  & \$signal ;
   assign \$158  = ~ dram__valid;
   assign \$159  = \$158  | dram__ready;
-  assign \$160  = \$159  & \$signal ;
-  assign \$161  = ~ dram__valid;
-  assign \$162  = \$161  | dram__ready;
-  assign \$163  = \$162  & \$signal$7 ;
-  assign \$164  = \$160  | \$163 ;
-  assign \$165  = dram__valid & dram__ready;
-  assign \$166  = \$165  & out_tracked;
-  assign \$167  = | dram__payload[1:0];
-  assign \$168  = \$166  & \$167 ;
-  assign \$169  = dram__payload[1:0] == 2'h2;
-  assign \$170  = \$169  ? 1'h1 : 1'h0;
-  assign \$171  = config__payload[1:0] != 2'h3;
-  assign \$172  = | config__payload[38:23];
-  assign \$173  = \$171  & \$172 ;
-  assign \$174  = config__payload[22:18] <= 5'h18;
-  assign \$175  = \$173  & \$174 ;
-  assign \$176  = | config__payload[9:2];
-  assign \$177  = | config__payload[17:10];
-  assign \$178  = \$176  | \$177 ;
-  assign \$179  = \$175  & \$178 ;
-  assign \$180  = config__valid & \$179 ;
-  assign \$181  = ~ dram__valid;
-  assign \$182  = \$181  | dram__ready;
-  assign \$183  = \$182  & \$signal ;
-  assign \$184  = armed & \$183 ;
-  assign \$185  = ! config__payload[9:2];
-  assign \$186  = ! cfg[22:18];
-  assign \$187  = count + 1'h1;
-  assign \$188  = ~ dram__valid;
-  assign \$189  = \$188  | dram__ready;
-  assign \$190  = \$189  & \$signal ;
-  assign \$191  = acc + cfg[17:10];
-  assign \$192  = 1'h1 << cfg[22:18];
-  assign \$193  = \$192  - 1'h1;
-  assign \$194  = count == \$193 ;
-  assign \$195  = cfg[22:18] + 1'h1;
-  assign \$196  = \$111 [34:0] >> \$195 ;
-  assign \$197  = load__valid & load__ready;
-  assign \$198  = stats[31:0] + 1'h1;
-  assign \$199  = ~ load__ready;
-  assign \$200  = load__valid & \$199 ;
-  assign \$201  = stats[159:128] + 1'h1;
-  assign \$202  = store__valid & store__ready;
-  assign \$203  = stats[63:32] + 1'h1;
-  assign \$204  = ~ store__ready;
-  assign \$205  = store__valid & \$204 ;
-  assign \$206  = stats[191:160] + 1'h1;
-  assign \$207  = dma__valid & dma__ready;
-  assign \$208  = stats[95:64] + 1'h1;
-  assign \$209  = ~ dma__ready;
-  assign \$210  = dma__valid & \$209 ;
-  assign \$211  = stats[223:192] + 1'h1;
-  assign \$212  = remote__valid & remote__ready;
-  assign \$213  = stats[127:96] + 1'h1;
-  assign \$214  = ~ remote__ready;
-  assign \$215  = remote__valid & \$214 ;
-  assign \$216  = stats[255:224] + 1'h1;
-  assign \$217  = ~ dram__valid;
-  assign \$218  = \$217  | dram__ready;
-  assign \$219  = \$218  & forced;
-  assign \$220  = stats[287:256] + 1'h1;
+  assign \$160  = \$159  & \$signal$7 ;
+  assign \$161  = \$157  | \$160 ;
+  assign \$162  = dram__valid & dram__ready;
+  assign \$163  = \$162  & out_tracked;
+  assign \$164  = | dram__payload[1:0];
+  assign \$165  = \$163  & \$164 ;
+  assign \$166  = dram__payload[1:0] == 2'h2;
+  assign \$167  = \$166  ? 1'h1 : 1'h0;
+  assign \$168  = config__payload[1:0] != 2'h3;
+  assign \$169  = | config__payload[38:23];
+  assign \$170  = \$168  & \$169 ;
+  assign \$171  = config__payload[22:18] <= 5'h18;
+  assign \$172  = \$170  & \$171 ;
+  assign \$173  = | config__payload[9:2];
+  assign \$174  = | config__payload[17:10];
+  assign \$175  = \$173  | \$174 ;
+  assign \$176  = \$172  & \$175 ;
+  assign \$177  = config__valid & \$176 ;
+  assign \$178  = ~ dram__valid;
+  assign \$179  = \$178  | dram__ready;
+  assign \$180  = \$179  & \$signal ;
+  assign \$181  = armed & \$180 ;
+  assign \$182  = ! config__payload[9:2];
+  assign \$183  = cfg[17:10] - 1'h1;
+  assign \$184  = ! cfg[22:18];
+  assign \$185  = count + 1'h1;
+  assign \$186  = ~ dram__valid;
+  assign \$187  = \$186  | dram__ready;
+  assign \$188  = \$187  & \$signal ;
+  assign \$189  = acc + cfg[17:10];
+  assign \$190  = 1'h1 << cfg[22:18];
+  assign \$191  = \$190  - 1'h1;
+  assign \$192  = count == \$191 ;
+  assign \$194  = cfg[17:10] + 2'h2;
+  assign \$195  = \$194  << cfg[22:18];
+  assign \$197  = num + acc;
+  assign \$198  = cfg[22:18] + 1'h1;
+  assign \$199  = num >> \$198 ;
+  assign \$200  = load__valid & load__ready;
+  assign \$201  = stats[31:0] + 1'h1;
+  assign \$202  = ~ load__ready;
+  assign \$203  = load__valid & \$202 ;
+  assign \$204  = stats[159:128] + 1'h1;
+  assign \$205  = store__valid & store__ready;
+  assign \$206  = stats[63:32] + 1'h1;
+  assign \$207  = ~ store__ready;
+  assign \$208  = store__valid & \$207 ;
+  assign \$209  = stats[191:160] + 1'h1;
+  assign \$210  = dma__valid & dma__ready;
+  assign \$211  = stats[95:64] + 1'h1;
+  assign \$212  = ~ dma__ready;
+  assign \$213  = dma__valid & \$212 ;
+  assign \$214  = stats[223:192] + 1'h1;
+  assign \$215  = remote__valid & remote__ready;
+  assign \$216  = stats[127:96] + 1'h1;
+  assign \$217  = ~ remote__ready;
+  assign \$218  = remote__valid & \$217 ;
+  assign \$219  = stats[255:224] + 1'h1;
+  assign \$220  = ~ dram__valid;
+  assign \$221  = \$220  | dram__ready;
+  assign \$222  = \$221  & forced;
+  assign \$223  = stats[287:256] + 1'h1;
   always @(posedge clk)
-    last_store <= \$224 ;
+    last_store <= \$227 ;
   always @(posedge clk)
-    last_remote <= \$225 ;
+    last_remote <= \$228 ;
   always @(posedge clk)
-    last_comm <= \$226 ;
+    last_comm <= \$229 ;
   always @(posedge clk)
-    \wait  <= \$227 ;
+    \wait  <= \$230 ;
   always @(posedge clk)
-    dram__valid <= \$228 ;
+    dram__valid <= \$231 ;
   always @(posedge clk)
-    out_tracked <= \$229 ;
+    out_tracked <= \$232 ;
   always @(posedge clk)
-    dram__payload <= \$230 ;
+    dram__payload <= \$233 ;
   always @(posedge clk)
-    track__valid <= \$231 ;
+    track__valid <= \$234 ;
   always @(posedge clk)
-    track__payload <= \$232 ;
+    track__payload <= \$235 ;
   always @(posedge clk)
-    cfg <= \$233 ;
+    cfg <= \$236 ;
   always @(posedge clk)
-    thr <= \$234 ;
+    thr <= \$237 ;
   always @(posedge clk)
-    armed <= \$235 ;
+    armed <= \$238 ;
   always @(posedge clk)
-    window <= \$236 ;
+    window <= \$239 ;
   always @(posedge clk)
-    finish <= \$237 ;
+    finish <= \$240 ;
   always @(posedge clk)
-    count <= \$238 ;
+    count <= \$241 ;
   always @(posedge clk)
-    acc <= \$239 ;
+    acc <= \$242 ;
   always @(posedge clk)
-    stats <= \$240 ;
+    num <= \$243 ;
   always @(posedge clk)
-    errors <= \$241 ;
+    stats <= \$244 ;
+  always @(posedge clk)
+    errors <= \$245 ;
   always @* begin
     if (_init_strobe_2 ) begin end
     \$signal  = 1'h0;
@@ -3166,14 +3176,14 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
           \$signal  = \$5 ;
       2'h2:
           (* full_case = 32'd1 *)
-          if (\$13 ) begin
-            \$signal  = \$17 ;
-          end else if (\$16 ) begin
+          if (\$14 ) begin
+            \$signal  = \$18 ;
+          end else if (\$17 ) begin
           end else begin
-            \$signal  = \$22 ;
+            \$signal  = \$23 ;
           end
       default:
-          \$signal  = \$29 ;
+          \$signal  = \$30 ;
     endcase
   end
   always @* begin
@@ -3184,15 +3194,15 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
           \$signal$7  = \$11 ;
       2'h2:
           (* full_case = 32'd1 *)
-          if (\$13 ) begin
-            \$signal$7  = \$21 ;
-          end else if (\$16 ) begin
+          if (\$14 ) begin
+            \$signal$7  = \$22 ;
+          end else if (\$17 ) begin
             \$signal$7  = 1'h1;
           end else begin
-            \$signal$7  = \$28 ;
+            \$signal$7  = \$29 ;
           end
       default:
-          \$signal$7  = \$33 ;
+          \$signal$7  = \$34 ;
     endcase
   end
   always @* begin
@@ -3202,8 +3212,8 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
       2'h0:
           /* empty */;
       2'h2:
-          if (\$13 ) begin
-          end else if (\$16 ) begin
+          if (\$14 ) begin
+          end else if (\$17 ) begin
             forced = 1'h1;
           end
     endcase
@@ -3212,26 +3222,26 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     if (_init_strobe_2 ) begin end
     req[82:59] = 24'h000000;
     (* full_case = 32'd1 *)
-    if (\$72 ) begin
+    if (\$73 ) begin
       req[1:0] = 2'h0;
       req[3:2] = 2'h0;
       req[51:4] = load__payload[47:0];
       req[58:52] = load__payload[54:48];
       req[82:75] = load__payload[62:55];
-    end else if (\$75 ) begin
-      req[1:0] = \$82 ;
+    end else if (\$76 ) begin
+      req[1:0] = \$83 ;
       req[3:2] = 2'h0;
       req[51:4] = store__payload[47:0];
       req[58:52] = store__payload[70:64];
       req[74:59] = store__payload[63:48];
-    end else if (\$80 ) begin
+    end else if (\$81 ) begin
       req[1:0] = 2'h0;
       req[3:2] = 2'h1;
       req[51:4] = dma__payload[47:0];
       req[58:52] = dma__payload[54:48];
       req[82:75] = { 5'h00, dma__payload[57:55] };
     end else begin
-      req[1:0] = \$84 ;
+      req[1:0] = \$85 ;
       req[3:2] = 2'h2;
       req[51:4] = remote__payload[47:0];
       req[58:52] = remote__payload[70:64];
@@ -3242,61 +3252,29 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     if (_init_strobe_2 ) begin end
     tracked = 1'h0;
     (* full_case = 32'd1 *)
-    if (\$72 ) begin
-    end else if (\$75 ) begin
+    if (\$73 ) begin
+    end else if (\$76 ) begin
       tracked = store__payload[72];
-    end else if (\$80 ) begin
+    end else if (\$81 ) begin
     end else begin
       tracked = remote__payload[72];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$224  = last_store;
-    if (\$116 ) begin
-      \$224  = \$120 ;
+    \$227  = last_store;
+    if (\$113 ) begin
+      \$227  = \$117 ;
     end
     if (rst) begin
-      \$224  = 1'h0;
+      \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$225  = last_remote;
-    if (\$123 ) begin
-      \$225  = \$127 ;
-    end
-    if (rst) begin
-      \$225  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$226  = last_comm;
-    if (\$134 ) begin
-      \$226  = \$137 ;
-    end
-    if (rst) begin
-      \$226  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$227  = \wait ;
-    if (\$143 ) begin
-      \$227  = 16'h0000;
-    end else if (\$147 ) begin
-      \$227  = \$148 [15:0];
-    end
-    if (rst) begin
-      \$227  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$228  = dram__valid;
-    if (\$150 ) begin
-      \$228  = \$157 ;
+    \$228  = last_remote;
+    if (\$120 ) begin
+      \$228  = \$124 ;
     end
     if (rst) begin
       \$228  = 1'h0;
@@ -3304,9 +3282,9 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$229  = out_tracked;
-    if (\$150 ) begin
-      \$229  = tracked;
+    \$229  = last_comm;
+    if (\$131 ) begin
+      \$229  = \$134 ;
     end
     if (rst) begin
       \$229  = 1'h0;
@@ -3314,186 +3292,235 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$230  = dram__payload;
-    if (\$150 ) begin
-      if (\$164 ) begin
-        \$230  = req;
-      end
+    \$230  = \wait ;
+    if (\$140 ) begin
+      \$230  = 16'h0000;
+    end else if (\$144 ) begin
+      \$230  = \$145 [15:0];
     end
     if (rst) begin
-      \$230  = 83'h000000000000000000000;
+      \$230  = 16'h0000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$231  = \$168 ;
+    \$231  = dram__valid;
+    if (\$147 ) begin
+      \$231  = \$154 ;
+    end
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$232 [15:0] = dram__payload[74:59];
-    \$232 [19:16] = 4'h1;
-    \$232 [20] = \$170 ;
-    \$232 [22:21] = dram__payload[3:2];
+    \$232  = out_tracked;
+    if (\$147 ) begin
+      \$232  = tracked;
+    end
     if (rst) begin
-      \$232  = 23'h000000;
+      \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$233  = cfg;
-    if (\$180 ) begin
-      \$233  = config__payload;
+    \$233  = dram__payload;
+    if (\$147 ) begin
+      if (\$161 ) begin
+        \$233  = req;
+      end
     end
     if (rst) begin
-      \$233  = 39'h0200388002;
+      \$233  = 83'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$234  = thr;
-    if (\$180 ) begin
-      \$234  = config__payload[9:2];
-    end else if (\$184 ) begin
+    \$234  = \$165 ;
+    if (rst) begin
+      \$234  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$235 [15:0] = dram__payload[74:59];
+    \$235 [19:16] = 4'h1;
+    \$235 [20] = \$167 ;
+    \$235 [22:21] = dram__payload[3:2];
+    if (rst) begin
+      \$235  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$236  = cfg;
+    if (\$177 ) begin
+      \$236  = config__payload;
+    end
+    if (rst) begin
+      \$236  = 39'h0200388002;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$237  = thr;
+    if (\$177 ) begin
+      \$237  = config__payload[9:2];
+    end else if (\$181 ) begin
     end else if (window) begin
-    end else if (finish) begin
-      \$234  = \$196 [7:0];
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+    end else if (finish[2]) begin
+      \$237  = \$199 [7:0];
     end
     if (rst) begin
-      \$234  = 8'h00;
+      \$237  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$235  = armed;
-    if (\$180 ) begin
-      \$235  = \$185 ;
-    end else if (\$184 ) begin
-      \$235  = 1'h0;
+    \$238  = armed;
+    if (\$177 ) begin
+      \$238  = \$182 ;
+    end else if (\$181 ) begin
+      \$238  = 1'h0;
     end
     if (rst) begin
-      \$235  = 1'h1;
+      \$238  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$236  = window;
-    if (\$180 ) begin
-      \$236  = 1'h0;
-    end else if (\$184 ) begin
+    \$239  = window;
+    if (\$177 ) begin
+      \$239  = 1'h0;
+    end else if (\$181 ) begin
       (* full_case = 32'd1 *)
-      if (\$186 ) begin
+      if (\$184 ) begin
       end else begin
-        \$236  = 1'h1;
+        \$239  = 1'h1;
       end
     end else if (window) begin
-      if (\$194 ) begin
-        \$236  = 1'h0;
+      if (\$192 ) begin
+        \$239  = 1'h0;
       end
     end
     if (rst) begin
-      \$236  = 1'h0;
+      \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$237  = finish;
-    if (\$180 ) begin
-      \$237  = 1'h0;
-    end else if (\$184 ) begin
-      if (\$186 ) begin
-        \$237  = 1'h1;
+    \$240  = finish;
+    if (\$177 ) begin
+      \$240  = 3'h0;
+    end else if (\$181 ) begin
+      if (\$184 ) begin
+        \$240  = 3'h1;
       end
     end else if (window) begin
-      if (\$194 ) begin
-        \$237  = 1'h1;
+      if (\$192 ) begin
+        \$240  = 3'h1;
       end
-    end else if (finish) begin
-      \$237  = 1'h0;
+    end else if (finish[0]) begin
+      \$240  = \$193 [2:0];
+    end else if (finish[1]) begin
+      \$240  = \$196 [2:0];
+    end else if (finish[2]) begin
+      \$240  = 3'h0;
     end
     if (rst) begin
-      \$237  = 1'h0;
+      \$240  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$238  = count;
-    if (\$180 ) begin
-    end else if (\$184 ) begin
-      \$238  = 25'h0000000;
+    \$241  = count;
+    if (\$177 ) begin
+    end else if (\$181 ) begin
+      \$241  = 25'h0000000;
       (* full_case = 32'd1 *)
-      if (\$186 ) begin
+      if (\$184 ) begin
       end else begin
-        \$238  = 25'h0000001;
+        \$241  = 25'h0000001;
       end
     end else if (window) begin
-      \$238  = \$187 [24:0];
+      \$241  = \$185 [24:0];
     end
     if (rst) begin
-      \$238  = 25'h0000000;
+      \$241  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$239  = acc;
-    if (\$180 ) begin
-    end else if (\$184 ) begin
-      \$239  = { 25'h0000000, cfg[17:10] };
+    \$242  = acc;
+    if (\$177 ) begin
+    end else if (\$181 ) begin
+      \$242  = { \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183  };
     end else if (window) begin
-      if (\$190 ) begin
-        \$239  = \$191 [32:0];
+      if (\$188 ) begin
+        \$242  = \$189 [32:0];
       end
     end
     if (rst) begin
-      \$239  = 33'h000000000;
+      \$242  = 33'h000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$240  = stats;
-    if (\$197 ) begin
-      \$240 [31:0] = \$198 [31:0];
+    \$243  = num;
+    if (\$177 ) begin
+    end else if (\$181 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+      \$243  = \$195 [34:0];
+    end else if (finish[1]) begin
+      \$243  = \$197 [34:0];
     end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$244  = stats;
     if (\$200 ) begin
-      \$240 [159:128] = \$201 [31:0];
+      \$244 [31:0] = \$201 [31:0];
     end
-    if (\$202 ) begin
-      \$240 [63:32] = \$203 [31:0];
+    if (\$203 ) begin
+      \$244 [159:128] = \$204 [31:0];
     end
     if (\$205 ) begin
-      \$240 [191:160] = \$206 [31:0];
+      \$244 [63:32] = \$206 [31:0];
     end
-    if (\$207 ) begin
-      \$240 [95:64] = \$208 [31:0];
+    if (\$208 ) begin
+      \$244 [191:160] = \$209 [31:0];
     end
     if (\$210 ) begin
-      \$240 [223:192] = \$211 [31:0];
+      \$244 [95:64] = \$211 [31:0];
     end
-    if (\$212 ) begin
-      \$240 [127:96] = \$213 [31:0];
+    if (\$213 ) begin
+      \$244 [223:192] = \$214 [31:0];
     end
     if (\$215 ) begin
-      \$240 [255:224] = \$216 [31:0];
+      \$244 [127:96] = \$216 [31:0];
     end
-    if (\$219 ) begin
-      \$240 [287:256] = \$220 [31:0];
+    if (\$218 ) begin
+      \$244 [255:224] = \$219 [31:0];
+    end
+    if (\$222 ) begin
+      \$244 [287:256] = \$223 [31:0];
     end
     if (rst) begin
-      \$240  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$244  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$241  = \$223 ;
+    \$245  = \$226 ;
     if (rst) begin
-      \$241  = 2'h0;
+      \$245  = 2'h0;
     end
   end
   assign load_response__payload = response__payload[9:2];
   assign dma_response__payload = response__payload[4:2];
-  assign num = \$111 [34:0];
   assign clear = 2'h3;
   assign cfg__policy  = cfg[1:0];
   assign cfg__threshold  = cfg[9:2];
@@ -3559,16 +3586,18 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign errors__bad_response  = errors[1];
   assign clear__bad_config  = 1'h1;
   assign clear__bad_response  = 1'h1;
-  assign status[10] = \$113 ;
+  assign status[10] = \$110 ;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$106 ;
-  assign set_err[1] = \$95 ;
-  assign \$81  = store__payload[71];
-  assign \$83  = remote__payload[71];
-  assign \$221  = 2'h0;
-  assign \$222  = 2'h0;
-  assign \$223  = { \$95 , \$106  };
+  assign set_err[0] = \$107 ;
+  assign set_err[1] = \$96 ;
+  assign \$82  = store__payload[71];
+  assign \$84  = remote__payload[71];
+  assign \$193  = { finish, 1'h0 };
+  assign \$196  = { finish, 1'h0 };
+  assign \$224  = 2'h0;
+  assign \$225  = 2'h0;
+  assign \$226  = { \$96 , \$107  };
 endmodule
 
 module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, bus__r_data, addrmap_stats, addrmap_errors, arbiter_status, arbiter_stats
@@ -8831,8 +8860,10 @@ module t3hw_engine__dma (clk, rst, read__ready, response__valid, trigger__valid,
   reg _init_strobe_4  = 0;
   wire \$1 ;
   wire [32:0] \$10 ;
-  reg [2:0] \$11 ;
-  reg [127:0] \$12 ;
+  reg [1:0] \$11 ;
+  reg \$12 ;
+  reg [2:0] \$13 ;
+  reg [127:0] \$14 ;
   wire [2:0] \$2 ;
   wire [2:0] \$3 ;
   wire [2:0] \$4 ;
@@ -8884,6 +8915,7 @@ module t3hw_engine__dma (clk, rst, read__ready, response__valid, trigger__valid,
   wire descriptor__valid;
   wire \descriptor__valid$17 ;
   wire enqueued;
+  reg enqueued_q = 1'h0;
   output [2:0] errors;
   reg [2:0] errors = 3'h0;
   wire errors__bad_descriptor ;
@@ -8968,6 +9000,7 @@ module t3hw_engine__dma (clk, rst, read__ready, response__valid, trigger__valid,
   output read__valid;
   wire read__valid;
   wire \read__valid$23 ;
+  reg [1:0] rejected_q = 2'h0;
   input [2:0] response__payload;
   wire [2:0] response__payload;
   wire [2:0] \response__payload$25 ;
@@ -9005,17 +9038,21 @@ module t3hw_engine__dma (clk, rst, read__ready, response__valid, trigger__valid,
   wire trigger__valid;
   wire \trigger__valid$11 ;
   assign idle = \idle$39  & \idle$40 ;
-  assign \$1  = | bad_descriptor;
-  assign \$5  = stats[31:0] + enqueued;
-  assign \$6  = stats[63:32] + bad_descriptor;
+  assign \$1  = | rejected_q;
+  assign \$5  = stats[31:0] + enqueued_q;
+  assign \$6  = stats[63:32] + rejected_q;
   assign \$7  = read__valid & read__ready;
   assign \$8  = stats[95:64] + \$7 ;
   assign \$9  = packet__valid & packet__ready;
   assign \$10  = stats[127:96] + \$9 ;
   always @(posedge clk)
-    errors <= \$11 ;
+    rejected_q <= \$11 ;
   always @(posedge clk)
-    stats <= \$12 ;
+    enqueued_q <= \$12 ;
+  always @(posedge clk)
+    errors <= \$13 ;
+  always @(posedge clk)
+    stats <= \$14 ;
   t3hw_engine__dma__engine  engine (
     .bad_response(bad_response),
     .clk(clk),
@@ -9054,19 +9091,33 @@ module t3hw_engine__dma (clk, rst, read__ready, response__valid, trigger__valid,
   );
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$11  = \$4 ;
+    \$11  = bad_descriptor;
     if (rst) begin
-      \$11  = 3'h0;
+      \$11  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$12 [31:0] = \$5 [31:0];
-    \$12 [63:32] = \$6 [31:0];
-    \$12 [95:64] = \$8 [31:0];
-    \$12 [127:96] = \$10 [31:0];
+    \$12  = enqueued;
     if (rst) begin
-      \$12  = 128'h00000000000000000000000000000000;
+      \$12  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$13  = \$4 ;
+    if (rst) begin
+      \$13  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$14 [31:0] = \$5 [31:0];
+    \$14 [63:32] = \$6 [31:0];
+    \$14 [95:64] = \$8 [31:0];
+    \$14 [127:96] = \$10 [31:0];
+    if (rst) begin
+      \$14  = 128'h00000000000000000000000000000000;
     end
   end
   assign \program__payload$1  = program__payload;

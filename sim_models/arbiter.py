@@ -23,7 +23,7 @@ from t3hw.layouts import (WINDOW_LOG2_WIDTH, ArbPolicy, Codec, MemOp, WriteKind,
                           arbiter_status_layout, load_layout, load_response_layout,
                           mem_request_layout, mem_response_layout, mem_store_layout,
                           read_request_layout, read_response_layout, write_layout)
-from t3hw.arbiter import MAX_WINDOW_LOG2, reset_config
+from t3hw.arbiter import FINISH_CYCLES, MAX_WINDOW_LOG2, reset_config
 from t3hw.params import EngineParams
 
 from .env import BlockModel, Stall, StreamEnv
@@ -84,7 +84,7 @@ class ArbiterModel(BlockModel):
         p = self.params
         self.cfg = reset_config(p)
         self.armed = self.cfg["threshold"] == 0
-        self.window = self.finish = False
+        self.window, self.finish = False, 0           # finish: cycles left after the window
         self.thr = self.cfg["threshold"]
         self.count = self.window_grants = 0          # window cycles, compute grants in it
         self.wait = 0
@@ -94,7 +94,7 @@ class ArbiterModel(BlockModel):
     @property
     def measuring(self):
         """The threshold is being derived."""
-        return self.armed or self.window or self.finish
+        return self.armed or self.window or self.finish > 0
 
     def status(self):
         return {"policy": self.cfg["policy"], "threshold": self.thr,
@@ -199,11 +199,11 @@ class ArbiterModel(BlockModel):
         if config is not None and config_ok(config):
             self.cfg = dict(config)
             self.thr = config["threshold"]
-            self.armed, self.window, self.finish = config["threshold"] == 0, False, False
+            self.armed, self.window, self.finish = config["threshold"] == 0, False, 0
         elif self.armed and grant_c:
             self.armed, self.window_grants = False, 1
             if self.cfg["window_log2"] == 0:
-                self.finish, self.count = True, 0
+                self.finish, self.count = FINISH_CYCLES, 0
             else:
                 self.window, self.count = True, 1
         elif self.window:
@@ -212,11 +212,12 @@ class ArbiterModel(BlockModel):
             if grant_c:
                 self.window_grants += 1
             if last:
-                self.window, self.finish = False, True
+                self.window, self.finish = False, FINISH_CYCLES
         elif self.finish:
-            self.finish = False
-            self.thr = derived_threshold(self.cfg["saturation"], self.cfg["window_log2"],
-                                         self.window_grants)
+            self.finish -= 1
+            if not self.finish:
+                self.thr = derived_threshold(self.cfg["saturation"], self.cfg["window_log2"],
+                                             self.window_grants)
         # sticky errors
         for name in self.errors:
             if clear >> self.errors_codec.names.index(name) & 1:
@@ -591,9 +592,10 @@ async def derives_threshold(env, cycle, *, saturation, window_log2, duty):
     grants = len([c for c in _granted(env, "load", first) if c < first + w])
     expect = -(-saturation * (w + grants) // (2 * w))
     status = {c: st for c, _, st in env.log}
-    assert status[first + w]["measuring"] == 1, "measuring ends after the finish cycle"
-    assert status[first + w + 1] == {"policy": ArbPolicy.T3_MCA.value, "threshold": expect,
-                                     "measuring": 0}, (status[first + w + 1], expect, grants)
+    assert status[first + w + FINISH_CYCLES - 1]["measuring"] == 1, \
+        "measuring ends after the finish cycles"
+    assert status[first + w + FINISH_CYCLES] == {"policy": ArbPolicy.T3_MCA.value, "threshold": expect,
+                                     "measuring": 0}, (status[first + w + FINISH_CYCLES], expect, grants)
 
 
 async def rejects_bad_config(env, cycle):

@@ -22,6 +22,9 @@ its first byte belongs). The programming logic keeps the table well formed: regi
 overlap and are never empty, so at most one region matches.
 """
 
+import operator
+from functools import reduce
+
 from amaranth import *
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -125,16 +128,18 @@ class AddrMap(wiring.Component):
         hits = Signal(p.regions)
         for i, r in enumerate(regions):
             m.d.comb += hits[i].eq(r.valid & (st.addr >= r.base) & (st.addr < ends[i]))
+        # At most one region hits (the table never overlaps), so the select is an AND-OR of
+        # the hit lines, not a priority chain.
+        def select(values):
+            return reduce(operator.or_, (Mux(hits[i], v, 0) for i, v in enumerate(values)))
         mode   = Signal(RegionMode)                 # LOCAL (0) when no region hits
         device = Signal(p.device_width)
         target = Signal(aw)                         # the translated address of the hit region
-        for i, r in enumerate(regions):
-            with m.If(hits[i]):
-                m.d.comb += [
-                    mode.eq(r.mode),
-                    device.eq(r.device),
-                    target.eq(st.addr + deltas[i]),
-                ]
+        m.d.comb += [
+            mode.eq(select([r.mode.as_value() for r in regions])),
+            device.eq(select([r.device for r in regions])),
+            target.eq(select([(st.addr + deltas[i])[:aw] for i in range(p.regions)])),
+        ]
         hit = hits.any()
 
         net, mem = self.net, self.mem

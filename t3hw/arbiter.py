@@ -45,8 +45,9 @@ Threshold derivation (T3-MCA with ``threshold = 0``)
 The threshold is derived from the compute request rate at the start of the GEMM. After
 reset (with ``mca_threshold = 0``) or after a configuration with ``threshold = 0`` is
 written, the arbiter waits for the first compute grant; the window is the ``W =
-2**window_log2`` cycles starting with that cycle, and ``C`` the compute grants in it. In the
-cycle after the window the threshold becomes::
+2**window_log2`` cycles starting with that cycle, and ``C`` the compute grants in it. From
+the fourth cycle after the window (``FINISH_CYCLES``: a shift, an add and a shift, one per
+cycle, so the computation is never a long path) the threshold is::
 
     threshold = ceil(saturation * (W + C) / (2 * W))       (= ceil(q_sat * (1 + rate) / 2))
 
@@ -92,7 +93,11 @@ from .layouts import (ArbPolicy, MemOp, WriteKind, WriteSource, arbiter_config_l
 from .params import EngineParams, check_params
 
 
-__all__ = ["Arbiter", "MAX_WINDOW_LOG2", "reset_config", "formal_spec"]
+__all__ = ["Arbiter", "MAX_WINDOW_LOG2", "FINISH_CYCLES", "reset_config", "formal_spec"]
+
+#: Cycles after the window until the derived threshold is in effect (``status.measuring``
+#: stays high through them): a shift, an add and a shift, each registered.
+FINISH_CYCLES = 3
 
 #: Largest ``window_log2`` the arbiter accepts (a window of 2**24 cycles).
 MAX_WINDOW_LOG2 = 24
@@ -183,16 +188,17 @@ class Arbiter(wiring.Component):
 
         # --- threshold derivation state ---------------------------------------------------
         # ``armed``: waiting for the first compute grant; ``window``: inside the window;
-        # ``finish``: the cycle after it, when the threshold is computed.
+        # ``finish``: the FINISH_CYCLES after it, when the threshold is computed, one
+        # operation per cycle (see below).
         derive = rst_cfg["threshold"] == 0
         armed  = Signal(init=derive)
         window = Signal()
-        finish = Signal()
+        finish = Signal(FINISH_CYCLES)                      # one-hot: which finish cycle
         thr    = Signal(p.occupancy_width, init=rst_cfg["threshold"])
         cw     = MAX_WINDOW_LOG2 + 1
         count  = Signal(cw)                                 # window cycles elapsed
-        acc    = Signal(p.occupancy_width + cw)             # saturation * compute grants
-        measuring = armed | window | finish
+        acc    = Signal(p.occupancy_width + cw)             # saturation * compute grants - 1
+        measuring = armed | window | finish.any()
 
         # --- the class decision -----------------------------------------------------------
         slot = ~self.dram.valid | self.dram.ready
@@ -300,15 +306,14 @@ class Arbiter(wiring.Component):
         m.d.comb += set_err.bad_config.eq(self.config.valid & ~ok)
 
         last_cycle = count == (C(1, 1) << cfg.window_log2) - 1
-        # ceil(saturation * (W + C) / (2 W)) with acc = saturation * C:
-        num = Signal(p.occupancy_width + cw + 2)
-        m.d.comb += num.eq((cfg.saturation << cfg.window_log2) + acc
-                           + (C(2, 2) << cfg.window_log2) - 1)
+        # ceil(saturation * (W + C) / (2 W)) = ((saturation + 2) W - 1 + saturation C) >> (wl + 1),
+        # with acc = saturation * C - 1, over three registered steps: a shift, an add, a shift.
+        num = Signal(p.occupancy_width + cw + 2, reset_less=True)
         with m.If(self.config.valid & ok):
             m.d.sync += [cfg.eq(new), thr.eq(new.threshold), armed.eq(new.threshold == 0),
                          window.eq(0), finish.eq(0)]
         with m.Elif(armed & grant_c):
-            m.d.sync += [armed.eq(0), count.eq(0), acc.eq(cfg.saturation)]
+            m.d.sync += [armed.eq(0), count.eq(0), acc.eq(cfg.saturation - 1)]
             with m.If(cfg.window_log2 == 0):
                 m.d.sync += finish.eq(1)
             with m.Else():
@@ -319,7 +324,11 @@ class Arbiter(wiring.Component):
                 m.d.sync += acc.eq(acc + cfg.saturation)
             with m.If(last_cycle):
                 m.d.sync += [window.eq(0), finish.eq(1)]
-        with m.Elif(finish):
+        with m.Elif(finish[0]):
+            m.d.sync += [finish.eq(finish << 1), num.eq((cfg.saturation + 2) << cfg.window_log2)]
+        with m.Elif(finish[1]):
+            m.d.sync += [finish.eq(finish << 1), num.eq(num + acc)]
+        with m.Elif(finish[2]):
             m.d.sync += [finish.eq(0), thr.eq(num >> (cfg.window_log2 + 1))]
 
         m.d.comb += [

@@ -16,6 +16,7 @@ import pytest
 from sim_models import arbiter_scenario as scenario
 from sim_models.arbiter import derived_threshold
 from t3hw import cli
+from t3hw.arbiter import FINISH_CYCLES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -110,15 +111,16 @@ def test_bounded_policies_finish_the_burst(runs):
 
 def test_derived_threshold_is_the_rule(runs):
     """The derived run: compute-first (measuring) for the 2**window_log2 cycles from the
-    first compute grant, then ``ceil(q_sat (W + C) / 2W)`` from the grants seen."""
+    first compute grant and the FINISH_CYCLES after them, then ``ceil(q_sat (W + C) / 2W)`` from the grants seen."""
     traffic, envs = runs
     env = envs["t3_mca_derived"]
     w = 1 << scenario.WINDOW_LOG2
     first = env.granted.index("c")
     grants = env.granted[first:first + w].count("c")
     expect = derived_threshold(traffic.saturation, scenario.WINDOW_LOG2, grants)
-    assert env.measuring_log[first + w] == 1 and env.measuring_log[first + w + 1] == 0
-    assert set(env.threshold_log[first + w + 1:]) == {expect}
+    end = first + w + FINISH_CYCLES                 # the threshold is computed in between
+    assert env.measuring_log[end - 1] == 1 and env.measuring_log[end] == 0
+    assert set(env.threshold_log[end:]) == {expect}
     assert expect != scenario.POLICIES[2][3]      # the two T3-MCA runs differ
 
 
