@@ -56,3 +56,12 @@ async def test_every_error_bit(dut):
     tb = AddrMapTB(dut)
     await tb.hold_reset()
     await addrmap_model.provoke_errors(tb.env, tb.cycle)
+
+
+@cocotb.test()
+async def test_back_to_back_writes(dut):
+    """Region writes in consecutive cycles, each checked against the table the one before
+    it left (removed, moved or replaced regions), with their verdicts and the table."""
+    tb = AddrMapTB(dut)
+    await tb.hold_reset()
+    await addrmap_model.back_to_back(tb.env, tb.cycle)

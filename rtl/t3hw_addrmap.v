@@ -122,14 +122,14 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$201 ;
   wire \$202 ;
   wire \$203 ;
-  wire [32:0] \$204 ;
-  wire [32:0] \$205 ;
-  wire [32:0] \$206 ;
-  wire [32:0] \$207 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
   wire \$208 ;
   wire \$209 ;
   wire \$21 ;
-  wire [48:0] \$210 ;
+  wire \$210 ;
   wire \$211 ;
   wire \$212 ;
   wire \$213 ;
@@ -153,14 +153,14 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$23 ;
   wire \$230 ;
   wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
-  wire \$234 ;
-  wire \$235 ;
-  wire \$236 ;
-  wire \$237 ;
-  wire \$238 ;
-  wire \$239 ;
+  wire [48:0] \$232 ;
+  wire [48:0] \$233 ;
+  wire [48:0] \$234 ;
+  wire [48:0] \$235 ;
+  wire [48:0] \$236 ;
+  wire [48:0] \$237 ;
+  wire [48:0] \$238 ;
+  wire [48:0] \$239 ;
   wire \$24 ;
   wire \$240 ;
   wire \$241 ;
@@ -173,13 +173,13 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$248 ;
   wire \$249 ;
   wire \$25 ;
-  wire \$250 ;
-  wire \$251 ;
-  wire \$252 ;
-  wire \$253 ;
+  wire [32:0] \$250 ;
+  wire [32:0] \$251 ;
+  wire [32:0] \$252 ;
+  wire [32:0] \$253 ;
   wire \$254 ;
   wire \$255 ;
-  wire \$256 ;
+  wire [48:0] \$256 ;
   wire \$257 ;
   wire \$258 ;
   wire \$259 ;
@@ -203,50 +203,50 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$275 ;
   wire \$276 ;
   wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
+  wire [1:0] \$278 ;
+  wire [1:0] \$279 ;
   wire \$28 ;
-  wire \$280 ;
-  wire \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire [1:0] \$288 ;
-  wire [1:0] \$289 ;
+  wire [1:0] \$280 ;
+  reg \$281 ;
+  reg [71:0] \$282 ;
+  reg [7:0] \$283 ;
+  reg [47:0] \$284 ;
+  reg [1:0] \$285 ;
+  reg [4:0] \$286 ;
+  reg [47:0] \$287 ;
+  reg [1:0] \$288 ;
+  reg [4:0] \$289 ;
   wire \$29 ;
-  wire [1:0] \$290 ;
-  reg \$291 ;
-  reg \$292 ;
-  reg [76:0] \$293 ;
-  reg [72:0] \$294 ;
-  reg [127:0] \$295 ;
-  reg \$296 ;
-  reg [72:0] \$297 ;
-  reg \$298 ;
-  reg [151:0] \$299 ;
+  reg [47:0] \$290 ;
+  reg [1:0] \$291 ;
+  reg [4:0] \$292 ;
+  reg [47:0] \$293 ;
+  reg [1:0] \$294 ;
+  reg [4:0] \$295 ;
+  reg [47:0] \$296 ;
+  reg [1:0] \$297 ;
+  reg [4:0] \$298 ;
+  reg [47:0] \$299 ;
   wire \$3 ;
   wire \$30 ;
-  reg [48:0] \$300 ;
-  reg [47:0] \$301 ;
-  reg [151:0] \$302 ;
-  reg [48:0] \$303 ;
-  reg [47:0] \$304 ;
-  reg [151:0] \$305 ;
-  reg [48:0] \$306 ;
-  reg [47:0] \$307 ;
-  reg [151:0] \$308 ;
-  reg [48:0] \$309 ;
+  reg [1:0] \$300 ;
+  reg [4:0] \$301 ;
+  reg [47:0] \$302 ;
+  reg [1:0] \$303 ;
+  reg [4:0] \$304 ;
+  reg [47:0] \$305 ;
+  reg [1:0] \$306 ;
+  reg [4:0] \$307 ;
+  reg \$308 ;
+  reg \$309 ;
   wire \$31 ;
-  reg [47:0] \$310 ;
-  reg [151:0] \$311 ;
-  reg [48:0] \$312 ;
-  reg [47:0] \$313 ;
-  reg [151:0] \$314 ;
-  reg [48:0] \$315 ;
-  reg [47:0] \$316 ;
+  reg [76:0] \$310 ;
+  reg [72:0] \$311 ;
+  reg [127:0] \$312 ;
+  reg \$313 ;
+  reg [72:0] \$314 ;
+  reg \$315 ;
+  reg \$316 ;
   reg [151:0] \$317 ;
   reg [48:0] \$318 ;
   reg [47:0] \$319 ;
@@ -254,9 +254,27 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   reg [151:0] \$320 ;
   reg [48:0] \$321 ;
   reg [47:0] \$322 ;
-  reg [1:0] \$323 ;
+  reg [151:0] \$323 ;
+  reg [48:0] \$324 ;
+  reg [47:0] \$325 ;
+  reg [151:0] \$326 ;
+  reg [48:0] \$327 ;
+  reg [47:0] \$328 ;
+  reg [151:0] \$329 ;
   wire [1:0] \$33 ;
+  reg [48:0] \$330 ;
+  reg [47:0] \$331 ;
+  reg [151:0] \$332 ;
+  reg [48:0] \$333 ;
+  reg [47:0] \$334 ;
+  reg [151:0] \$335 ;
+  reg [48:0] \$336 ;
+  reg [47:0] \$337 ;
+  reg [151:0] \$338 ;
+  reg [48:0] \$339 ;
   wire [1:0] \$34 ;
+  reg [47:0] \$340 ;
+  reg [1:0] \$341 ;
   wire [1:0] \$35 ;
   wire [1:0] \$36 ;
   wire [1:0] \$37 ;
@@ -286,30 +304,30 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [4:0] \$59 ;
   wire \$6 ;
   wire [4:0] \$60 ;
-  wire [48:0] \$61 ;
+  wire [47:0] \$61 ;
   wire [47:0] \$62 ;
-  wire [48:0] \$63 ;
+  wire [47:0] \$63 ;
   wire [47:0] \$64 ;
   wire [47:0] \$65 ;
-  wire [48:0] \$66 ;
+  wire [47:0] \$66 ;
   wire [47:0] \$67 ;
   wire [47:0] \$68 ;
-  wire [48:0] \$69 ;
+  wire [47:0] \$69 ;
   wire \$7 ;
   wire [47:0] \$70 ;
   wire [47:0] \$71 ;
-  wire [48:0] \$72 ;
+  wire [47:0] \$72 ;
   wire [47:0] \$73 ;
   wire [47:0] \$74 ;
-  wire [48:0] \$75 ;
-  wire [47:0] \$76 ;
-  wire [47:0] \$77 ;
-  wire [48:0] \$78 ;
-  wire [47:0] \$79 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [47:0] \$80 ;
-  wire [48:0] \$81 ;
-  wire [47:0] \$82 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
@@ -328,7 +346,74 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  wire [7:0] clash;
+  reg [4:0] a_device0 = 5'h00;
+  reg [4:0] a_device1 = 5'h00;
+  reg [4:0] a_device2 = 5'h00;
+  reg [4:0] a_device3 = 5'h00;
+  reg [4:0] a_device4 = 5'h00;
+  reg [4:0] a_device5 = 5'h00;
+  reg [4:0] a_device6 = 5'h00;
+  reg [4:0] a_device7 = 5'h00;
+  reg [7:0] a_hits = 8'h00;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode0 = 2'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode1 = 2'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode2 = 2'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode3 = 2'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode4 = 2'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode5 = 2'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode6 = 2'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode7 = 2'h0;
+  reg [71:0] a_store = 72'h000000000000000000;
+  wire [47:0] a_store__addr ;
+  wire [6:0] a_store__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire a_store__kind ;
+  wire [15:0] a_store__tile ;
+  reg [47:0] a_target0 = 48'h000000000000;
+  reg [47:0] a_target1 = 48'h000000000000;
+  reg [47:0] a_target2 = 48'h000000000000;
+  reg [47:0] a_target3 = 48'h000000000000;
+  reg [47:0] a_target4 = 48'h000000000000;
+  reg [47:0] a_target5 = 48'h000000000000;
+  reg [47:0] a_target6 = 48'h000000000000;
+  reg [47:0] a_target7 = 48'h000000000000;
+  reg a_valid = 1'h0;
+  wire advance;
+  wire [8:0] clash;
   input [1:0] clear;
   wire [1:0] clear;
   wire clear__bad_region ;
@@ -391,6 +476,23 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [47:0] p2_req__size ;
   wire p2_req__valid ;
   reg p2_valid = 1'h0;
+  reg p3_bad = 1'h0;
+  reg [8:0] p3_clash = 9'h000;
+  reg [47:0] p3_delta = 48'h000000000000;
+  reg [48:0] p3_end = 49'h0000000000000;
+  reg [154:0] p3_req = 155'h000000000000000000000000000000000000000;
+  wire [47:0] p3_req__base ;
+  wire [4:0] p3_req__device ;
+  wire [2:0] p3_req__index ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] p3_req__mode ;
+  wire [47:0] p3_req__remote_base ;
+  wire [47:0] p3_req__size ;
+  wire p3_req__valid ;
+  reg p3_valid = 1'h0;
   input [154:0] program__payload;
   wire [154:0] program__payload;
   wire [47:0] program__payload__base ;
@@ -564,6 +666,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   input store__valid;
   wire store__valid;
   wire [47:0] target;
+  wire write;
   assign \$1  = store__payload[47:0] >= region0[55:8];
   assign \$2  = region0[0] & \$1 ;
   assign \$3  = store__payload[47:0] < region0_end;
@@ -596,635 +699,720 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign \$30  = region7[0] & \$29 ;
   assign \$31  = store__payload[47:0] < region7_end;
   assign \$32  = \$30  & \$31 ;
-  assign \$33  = hits[0] ? region0[2:1] : 2'h0;
-  assign \$34  = hits[1] ? region1[2:1] : 2'h0;
+  assign \$33  = a_hits[0] ? a_mode0 : 2'h0;
+  assign \$34  = a_hits[1] ? a_mode1 : 2'h0;
   assign \$35  = \$33  | \$34 ;
-  assign \$36  = hits[2] ? region2[2:1] : 2'h0;
+  assign \$36  = a_hits[2] ? a_mode2 : 2'h0;
   assign \$37  = \$35  | \$36 ;
-  assign \$38  = hits[3] ? region3[2:1] : 2'h0;
+  assign \$38  = a_hits[3] ? a_mode3 : 2'h0;
   assign \$39  = \$37  | \$38 ;
-  assign \$40  = hits[4] ? region4[2:1] : 2'h0;
+  assign \$40  = a_hits[4] ? a_mode4 : 2'h0;
   assign \$41  = \$39  | \$40 ;
-  assign \$42  = hits[5] ? region5[2:1] : 2'h0;
+  assign \$42  = a_hits[5] ? a_mode5 : 2'h0;
   assign \$43  = \$41  | \$42 ;
-  assign \$44  = hits[6] ? region6[2:1] : 2'h0;
+  assign \$44  = a_hits[6] ? a_mode6 : 2'h0;
   assign \$45  = \$43  | \$44 ;
-  assign \$46  = hits[7] ? region7[2:1] : 2'h0;
+  assign \$46  = a_hits[7] ? a_mode7 : 2'h0;
   assign mode = \$45  | \$46 ;
-  assign \$47  = hits[0] ? region0[7:3] : 5'h00;
-  assign \$48  = hits[1] ? region1[7:3] : 5'h00;
+  assign \$47  = a_hits[0] ? a_device0 : 5'h00;
+  assign \$48  = a_hits[1] ? a_device1 : 5'h00;
   assign \$49  = \$47  | \$48 ;
-  assign \$50  = hits[2] ? region2[7:3] : 5'h00;
+  assign \$50  = a_hits[2] ? a_device2 : 5'h00;
   assign \$51  = \$49  | \$50 ;
-  assign \$52  = hits[3] ? region3[7:3] : 5'h00;
+  assign \$52  = a_hits[3] ? a_device3 : 5'h00;
   assign \$53  = \$51  | \$52 ;
-  assign \$54  = hits[4] ? region4[7:3] : 5'h00;
+  assign \$54  = a_hits[4] ? a_device4 : 5'h00;
   assign \$55  = \$53  | \$54 ;
-  assign \$56  = hits[5] ? region5[7:3] : 5'h00;
+  assign \$56  = a_hits[5] ? a_device5 : 5'h00;
   assign \$57  = \$55  | \$56 ;
-  assign \$58  = hits[6] ? region6[7:3] : 5'h00;
+  assign \$58  = a_hits[6] ? a_device6 : 5'h00;
   assign \$59  = \$57  | \$58 ;
-  assign \$60  = hits[7] ? region7[7:3] : 5'h00;
+  assign \$60  = a_hits[7] ? a_device7 : 5'h00;
   assign device = \$59  | \$60 ;
-  assign \$61  = store__payload[47:0] + region0_delta;
-  assign \$62  = hits[0] ? \$61 [47:0] : 48'h000000000000;
-  assign \$63  = store__payload[47:0] + region1_delta;
-  assign \$64  = hits[1] ? \$63 [47:0] : 48'h000000000000;
-  assign \$65  = \$62  | \$64 ;
-  assign \$66  = store__payload[47:0] + region2_delta;
-  assign \$67  = hits[2] ? \$66 [47:0] : 48'h000000000000;
-  assign \$68  = \$65  | \$67 ;
-  assign \$69  = store__payload[47:0] + region3_delta;
-  assign \$70  = hits[3] ? \$69 [47:0] : 48'h000000000000;
-  assign \$71  = \$68  | \$70 ;
-  assign \$72  = store__payload[47:0] + region4_delta;
-  assign \$73  = hits[4] ? \$72 [47:0] : 48'h000000000000;
-  assign \$74  = \$71  | \$73 ;
-  assign \$75  = store__payload[47:0] + region5_delta;
-  assign \$76  = hits[5] ? \$75 [47:0] : 48'h000000000000;
-  assign \$77  = \$74  | \$76 ;
-  assign \$78  = store__payload[47:0] + region6_delta;
-  assign \$79  = hits[6] ? \$78 [47:0] : 48'h000000000000;
-  assign \$80  = \$77  | \$79 ;
-  assign \$81  = store__payload[47:0] + region7_delta;
-  assign \$82  = hits[7] ? \$81 [47:0] : 48'h000000000000;
-  assign target = \$80  | \$82 ;
-  assign \$83  = ~ net__valid;
-  assign \$84  = \$83  | net__ready;
-  assign \$85  = ~ mem__valid;
-  assign \$86  = \$85  | mem__ready;
-  assign store__ready = \$84  & \$86 ;
-  assign \$87  = region0[2:1] == 2'h2;
-  assign \$88  = region0[0] & \$87 ;
-  assign \$89  = rx__payload[52:5] >= region0[55:8];
-  assign \$90  = \$88  & \$89 ;
-  assign \$91  = rx__payload[52:5] < region0_end;
-  assign \$92  = \$90  & \$91 ;
-  assign \$93  = region1[2:1] == 2'h2;
-  assign \$94  = region1[0] & \$93 ;
-  assign \$95  = rx__payload[52:5] >= region1[55:8];
-  assign \$96  = \$94  & \$95 ;
-  assign \$97  = rx__payload[52:5] < region1_end;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = region2[2:1] == 2'h2;
-  assign \$100  = region2[0] & \$99 ;
-  assign \$101  = rx__payload[52:5] >= region2[55:8];
-  assign \$102  = \$100  & \$101 ;
-  assign \$103  = rx__payload[52:5] < region2_end;
-  assign \$104  = \$102  & \$103 ;
-  assign \$105  = region3[2:1] == 2'h2;
-  assign \$106  = region3[0] & \$105 ;
-  assign \$107  = rx__payload[52:5] >= region3[55:8];
-  assign \$108  = \$106  & \$107 ;
-  assign \$109  = rx__payload[52:5] < region3_end;
-  assign \$110  = \$108  & \$109 ;
-  assign \$111  = region4[2:1] == 2'h2;
-  assign \$112  = region4[0] & \$111 ;
-  assign \$113  = rx__payload[52:5] >= region4[55:8];
-  assign \$114  = \$112  & \$113 ;
-  assign \$115  = rx__payload[52:5] < region4_end;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = region5[2:1] == 2'h2;
-  assign \$118  = region5[0] & \$117 ;
-  assign \$119  = rx__payload[52:5] >= region5[55:8];
-  assign \$120  = \$118  & \$119 ;
-  assign \$121  = rx__payload[52:5] < region5_end;
-  assign \$122  = \$120  & \$121 ;
-  assign \$123  = region6[2:1] == 2'h2;
-  assign \$124  = region6[0] & \$123 ;
-  assign \$125  = rx__payload[52:5] >= region6[55:8];
-  assign \$126  = \$124  & \$125 ;
-  assign \$127  = rx__payload[52:5] < region6_end;
-  assign \$128  = \$126  & \$127 ;
-  assign \$129  = region7[2:1] == 2'h2;
-  assign \$130  = region7[0] & \$129 ;
-  assign \$131  = rx__payload[52:5] >= region7[55:8];
-  assign \$132  = \$130  & \$131 ;
-  assign \$133  = rx__payload[52:5] < region7_end;
-  assign \$134  = \$132  & \$133 ;
-  assign \$135  = ~ rx_mem__valid;
-  assign rx__ready = \$135  | rx_mem__ready;
+  assign \$61  = a_hits[0] ? a_target0 : 48'h000000000000;
+  assign \$62  = a_hits[1] ? a_target1 : 48'h000000000000;
+  assign \$63  = \$61  | \$62 ;
+  assign \$64  = a_hits[2] ? a_target2 : 48'h000000000000;
+  assign \$65  = \$63  | \$64 ;
+  assign \$66  = a_hits[3] ? a_target3 : 48'h000000000000;
+  assign \$67  = \$65  | \$66 ;
+  assign \$68  = a_hits[4] ? a_target4 : 48'h000000000000;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = a_hits[5] ? a_target5 : 48'h000000000000;
+  assign \$71  = \$69  | \$70 ;
+  assign \$72  = a_hits[6] ? a_target6 : 48'h000000000000;
+  assign \$73  = \$71  | \$72 ;
+  assign \$74  = a_hits[7] ? a_target7 : 48'h000000000000;
+  assign target = \$73  | \$74 ;
+  assign \$75  = mode == 1'h1;
+  assign \$76  = ~ net__valid;
+  assign \$77  = \$76  | net__ready;
+  assign \$78  = ~ mem__valid;
+  assign \$79  = \$78  | mem__ready;
+  assign \$80  = \$75  ? \$77  : \$79 ;
+  assign advance = a_valid & \$80 ;
+  assign \$81  = ~ a_valid;
+  assign store__ready = \$81  | advance;
+  assign \$82  = region0[2:1] == 2'h2;
+  assign \$83  = region0[0] & \$82 ;
+  assign \$84  = rx__payload[52:5] >= region0[55:8];
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = rx__payload[52:5] < region0_end;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = region1[2:1] == 2'h2;
+  assign \$89  = region1[0] & \$88 ;
+  assign \$90  = rx__payload[52:5] >= region1[55:8];
+  assign \$91  = \$89  & \$90 ;
+  assign \$92  = rx__payload[52:5] < region1_end;
+  assign \$93  = \$91  & \$92 ;
+  assign \$94  = region2[2:1] == 2'h2;
+  assign \$95  = region2[0] & \$94 ;
+  assign \$96  = rx__payload[52:5] >= region2[55:8];
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = rx__payload[52:5] < region2_end;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = region3[2:1] == 2'h2;
+  assign \$101  = region3[0] & \$100 ;
+  assign \$102  = rx__payload[52:5] >= region3[55:8];
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = rx__payload[52:5] < region3_end;
+  assign \$105  = \$103  & \$104 ;
+  assign \$106  = region4[2:1] == 2'h2;
+  assign \$107  = region4[0] & \$106 ;
+  assign \$108  = rx__payload[52:5] >= region4[55:8];
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = rx__payload[52:5] < region4_end;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = region5[2:1] == 2'h2;
+  assign \$113  = region5[0] & \$112 ;
+  assign \$114  = rx__payload[52:5] >= region5[55:8];
+  assign \$115  = \$113  & \$114 ;
+  assign \$116  = rx__payload[52:5] < region5_end;
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = region6[2:1] == 2'h2;
+  assign \$119  = region6[0] & \$118 ;
+  assign \$120  = rx__payload[52:5] >= region6[55:8];
+  assign \$121  = \$119  & \$120 ;
+  assign \$122  = rx__payload[52:5] < region6_end;
+  assign \$123  = \$121  & \$122 ;
+  assign \$124  = region7[2:1] == 2'h2;
+  assign \$125  = region7[0] & \$124 ;
+  assign \$126  = rx__payload[52:5] >= region7[55:8];
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = rx__payload[52:5] < region7_end;
+  assign \$129  = \$127  & \$128 ;
+  assign \$130  = ~ rx_mem__valid;
+  assign rx__ready = \$130  | rx_mem__ready;
   assign \end  = program__payload[58:11] + program__payload[106:59];
-  assign \$136  = | p2_req[2:0];
-  assign \$137  = \$136  & region0[0];
-  assign \$138  = p2_req[58:11] < region0_end;
-  assign \$139  = \$137  & \$138 ;
-  assign \$140  = region0[55:8] < p2_end;
+  assign \$131  = ~ p3_req[3];
+  assign \$132  = ~ p3_bad;
+  assign \$133  = | p3_clash;
+  assign \$134  = ~ \$133 ;
+  assign \$135  = \$132  & \$134 ;
+  assign \$136  = \$131  | \$135 ;
+  assign write = p3_valid & \$136 ;
+  assign \$137  = p3_valid & p3_req[3];
+  assign \$138  = \$137  & p3_bad;
+  assign \$139  = p3_valid & p3_req[3];
+  assign \$140  = ~ p3_bad;
   assign \$141  = \$139  & \$140 ;
-  assign \$142  = p2_req[2:0] != 1'h1;
-  assign \$143  = \$142  & region1[0];
-  assign \$144  = p2_req[58:11] < region1_end;
-  assign \$145  = \$143  & \$144 ;
-  assign \$146  = region1[55:8] < p2_end;
-  assign \$147  = \$145  & \$146 ;
-  assign \$148  = p2_req[2:0] != 2'h2;
-  assign \$149  = \$148  & region2[0];
-  assign \$150  = p2_req[58:11] < region2_end;
+  assign \$142  = | p3_clash;
+  assign \$143  = \$141  & \$142 ;
+  assign \$144  = | p2_req[2:0];
+  assign \$145  = \$144  & region0[0];
+  assign \$146  = ! p3_req[2:0];
+  assign \$147  = write & \$146 ;
+  assign \$148  = ~ \$147 ;
+  assign \$149  = \$145  & \$148 ;
+  assign \$150  = p2_req[58:11] < region0_end;
   assign \$151  = \$149  & \$150 ;
-  assign \$152  = region2[55:8] < p2_end;
+  assign \$152  = region0[55:8] < p2_end;
   assign \$153  = \$151  & \$152 ;
-  assign \$154  = p2_req[2:0] != 2'h3;
-  assign \$155  = \$154  & region3[0];
-  assign \$156  = p2_req[58:11] < region3_end;
-  assign \$157  = \$155  & \$156 ;
-  assign \$158  = region3[55:8] < p2_end;
-  assign \$159  = \$157  & \$158 ;
-  assign \$160  = p2_req[2:0] != 3'h4;
-  assign \$161  = \$160  & region4[0];
-  assign \$162  = p2_req[58:11] < region4_end;
+  assign \$154  = p2_req[2:0] != 1'h1;
+  assign \$155  = \$154  & region1[0];
+  assign \$156  = p3_req[2:0] == 1'h1;
+  assign \$157  = write & \$156 ;
+  assign \$158  = ~ \$157 ;
+  assign \$159  = \$155  & \$158 ;
+  assign \$160  = p2_req[58:11] < region1_end;
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = region1[55:8] < p2_end;
   assign \$163  = \$161  & \$162 ;
-  assign \$164  = region4[55:8] < p2_end;
-  assign \$165  = \$163  & \$164 ;
-  assign \$166  = p2_req[2:0] != 3'h5;
-  assign \$167  = \$166  & region5[0];
-  assign \$168  = p2_req[58:11] < region5_end;
-  assign \$169  = \$167  & \$168 ;
-  assign \$170  = region5[55:8] < p2_end;
+  assign \$164  = p2_req[2:0] != 2'h2;
+  assign \$165  = \$164  & region2[0];
+  assign \$166  = p3_req[2:0] == 2'h2;
+  assign \$167  = write & \$166 ;
+  assign \$168  = ~ \$167 ;
+  assign \$169  = \$165  & \$168 ;
+  assign \$170  = p2_req[58:11] < region2_end;
   assign \$171  = \$169  & \$170 ;
-  assign \$172  = p2_req[2:0] != 3'h6;
-  assign \$173  = \$172  & region6[0];
-  assign \$174  = p2_req[58:11] < region6_end;
-  assign \$175  = \$173  & \$174 ;
-  assign \$176  = region6[55:8] < p2_end;
-  assign \$177  = \$175  & \$176 ;
-  assign \$178  = p2_req[2:0] != 3'h7;
-  assign \$179  = \$178  & region7[0];
-  assign \$180  = p2_req[58:11] < region7_end;
+  assign \$172  = region2[55:8] < p2_end;
+  assign \$173  = \$171  & \$172 ;
+  assign \$174  = p2_req[2:0] != 2'h3;
+  assign \$175  = \$174  & region3[0];
+  assign \$176  = p3_req[2:0] == 2'h3;
+  assign \$177  = write & \$176 ;
+  assign \$178  = ~ \$177 ;
+  assign \$179  = \$175  & \$178 ;
+  assign \$180  = p2_req[58:11] < region3_end;
   assign \$181  = \$179  & \$180 ;
-  assign \$182  = region7[55:8] < p2_end;
+  assign \$182  = region3[55:8] < p2_end;
   assign \$183  = \$181  & \$182 ;
-  assign \$184  = p2_valid & p2_req[3];
-  assign \$185  = \$184  & p2_bad;
-  assign \$186  = p2_valid & p2_req[3];
-  assign \$187  = ~ p2_bad;
-  assign \$188  = \$186  & \$187 ;
-  assign \$189  = | clash;
-  assign \$190  = \$188  & \$189 ;
-  assign \$191  = store__valid & store__ready;
-  assign \$192  = mode == 1'h1;
+  assign \$184  = p2_req[2:0] != 3'h4;
+  assign \$185  = \$184  & region4[0];
+  assign \$186  = p3_req[2:0] == 3'h4;
+  assign \$187  = write & \$186 ;
+  assign \$188  = ~ \$187 ;
+  assign \$189  = \$185  & \$188 ;
+  assign \$190  = p2_req[58:11] < region4_end;
+  assign \$191  = \$189  & \$190 ;
+  assign \$192  = region4[55:8] < p2_end;
   assign \$193  = \$191  & \$192 ;
-  assign \$194  = store__valid & store__ready;
-  assign \$195  = mode == 1'h1;
-  assign \$196  = ~ \$195 ;
-  assign \$197  = \$194  & \$196 ;
-  assign \$198  = mode == 2'h2;
-  assign \$199  = store__valid & store__ready;
-  assign \$200  = | hits;
-  assign \$201  = ~ \$200 ;
-  assign \$202  = ! mode;
-  assign \$203  = mode == 2'h2;
-  assign \$204  = stats[127:96] + 1'h1;
-  assign \$205  = stats[31:0] + 1'h1;
-  assign \$206  = stats[63:32] + 1'h1;
-  assign \$207  = stats[95:64] + 1'h1;
-  assign \$208  = rx__valid & rx__ready;
-  assign \$209  = | rx_hit;
-  assign \$210  = program__payload[154:107] - program__payload[58:11];
-  assign \$211  = ! program__payload[106:59];
-  assign \$212  = \end  > 49'h1000000000000;
-  assign \$213  = \$211  | \$212 ;
-  assign \$214  = program__payload[5:4] > 2'h2;
-  assign \$215  = \$213  | \$214 ;
-  assign \$216  = ~ p2_req[3];
-  assign \$217  = ~ p2_bad;
-  assign \$218  = | clash;
-  assign \$219  = ~ \$218 ;
-  assign \$220  = \$217  & \$219 ;
-  assign \$221  = \$216  | \$220 ;
-  assign \$222  = p2_valid & \$221 ;
-  assign \$223  = ! p2_req[2:0];
-  assign \$224  = \$222  & \$223 ;
-  assign \$225  = ~ p2_req[3];
-  assign \$226  = ~ p2_bad;
-  assign \$227  = | clash;
-  assign \$228  = ~ \$227 ;
-  assign \$229  = \$226  & \$228 ;
-  assign \$230  = \$225  | \$229 ;
-  assign \$231  = p2_valid & \$230 ;
-  assign \$232  = p2_req[2:0] == 1'h1;
-  assign \$233  = \$231  & \$232 ;
-  assign \$234  = ~ p2_req[3];
-  assign \$235  = ~ p2_bad;
-  assign \$236  = | clash;
-  assign \$237  = ~ \$236 ;
-  assign \$238  = \$235  & \$237 ;
-  assign \$239  = \$234  | \$238 ;
-  assign \$240  = p2_valid & \$239 ;
-  assign \$241  = p2_req[2:0] == 2'h2;
-  assign \$242  = \$240  & \$241 ;
-  assign \$243  = ~ p2_req[3];
-  assign \$244  = ~ p2_bad;
-  assign \$245  = | clash;
-  assign \$246  = ~ \$245 ;
-  assign \$247  = \$244  & \$246 ;
-  assign \$248  = \$243  | \$247 ;
-  assign \$249  = p2_valid & \$248 ;
-  assign \$250  = p2_req[2:0] == 2'h3;
-  assign \$251  = \$249  & \$250 ;
-  assign \$252  = ~ p2_req[3];
-  assign \$253  = ~ p2_bad;
-  assign \$254  = | clash;
-  assign \$255  = ~ \$254 ;
-  assign \$256  = \$253  & \$255 ;
-  assign \$257  = \$252  | \$256 ;
-  assign \$258  = p2_valid & \$257 ;
-  assign \$259  = p2_req[2:0] == 3'h4;
-  assign \$260  = \$258  & \$259 ;
-  assign \$261  = ~ p2_req[3];
-  assign \$262  = ~ p2_bad;
-  assign \$263  = | clash;
-  assign \$264  = ~ \$263 ;
-  assign \$265  = \$262  & \$264 ;
-  assign \$266  = \$261  | \$265 ;
-  assign \$267  = p2_valid & \$266 ;
-  assign \$268  = p2_req[2:0] == 3'h5;
-  assign \$269  = \$267  & \$268 ;
-  assign \$270  = ~ p2_req[3];
-  assign \$271  = ~ p2_bad;
-  assign \$272  = | clash;
-  assign \$273  = ~ \$272 ;
-  assign \$274  = \$271  & \$273 ;
-  assign \$275  = \$270  | \$274 ;
-  assign \$276  = p2_valid & \$275 ;
-  assign \$277  = p2_req[2:0] == 3'h6;
-  assign \$278  = \$276  & \$277 ;
-  assign \$279  = ~ p2_req[3];
-  assign \$280  = ~ p2_bad;
-  assign \$281  = | clash;
-  assign \$282  = ~ \$281 ;
-  assign \$283  = \$280  & \$282 ;
-  assign \$284  = \$279  | \$283 ;
-  assign \$285  = p2_valid & \$284 ;
-  assign \$286  = p2_req[2:0] == 3'h7;
-  assign \$287  = \$285  & \$286 ;
-  assign \$288  = ~ clear;
-  assign \$289  = errors & \$288 ;
-  assign \$290  = \$289  | set_err;
+  assign \$194  = p2_req[2:0] != 3'h5;
+  assign \$195  = \$194  & region5[0];
+  assign \$196  = p3_req[2:0] == 3'h5;
+  assign \$197  = write & \$196 ;
+  assign \$198  = ~ \$197 ;
+  assign \$199  = \$195  & \$198 ;
+  assign \$200  = p2_req[58:11] < region5_end;
+  assign \$201  = \$199  & \$200 ;
+  assign \$202  = region5[55:8] < p2_end;
+  assign \$203  = \$201  & \$202 ;
+  assign \$204  = p2_req[2:0] != 3'h6;
+  assign \$205  = \$204  & region6[0];
+  assign \$206  = p3_req[2:0] == 3'h6;
+  assign \$207  = write & \$206 ;
+  assign \$208  = ~ \$207 ;
+  assign \$209  = \$205  & \$208 ;
+  assign \$210  = p2_req[58:11] < region6_end;
+  assign \$211  = \$209  & \$210 ;
+  assign \$212  = region6[55:8] < p2_end;
+  assign \$213  = \$211  & \$212 ;
+  assign \$214  = p2_req[2:0] != 3'h7;
+  assign \$215  = \$214  & region7[0];
+  assign \$216  = p3_req[2:0] == 3'h7;
+  assign \$217  = write & \$216 ;
+  assign \$218  = ~ \$217 ;
+  assign \$219  = \$215  & \$218 ;
+  assign \$220  = p2_req[58:11] < region7_end;
+  assign \$221  = \$219  & \$220 ;
+  assign \$222  = region7[55:8] < p2_end;
+  assign \$223  = \$221  & \$222 ;
+  assign \$224  = write & p3_req[3];
+  assign \$225  = p3_req[2:0] != p2_req[2:0];
+  assign \$226  = \$224  & \$225 ;
+  assign \$227  = p2_req[58:11] < p3_end;
+  assign \$228  = \$226  & \$227 ;
+  assign \$229  = p3_req[58:11] < p2_end;
+  assign \$230  = \$228  & \$229 ;
+  assign \$231  = store__valid & store__ready;
+  assign \$232  = store__payload[47:0] + region0_delta;
+  assign \$233  = store__payload[47:0] + region1_delta;
+  assign \$234  = store__payload[47:0] + region2_delta;
+  assign \$235  = store__payload[47:0] + region3_delta;
+  assign \$236  = store__payload[47:0] + region4_delta;
+  assign \$237  = store__payload[47:0] + region5_delta;
+  assign \$238  = store__payload[47:0] + region6_delta;
+  assign \$239  = store__payload[47:0] + region7_delta;
+  assign \$240  = mode == 1'h1;
+  assign \$241  = advance & \$240 ;
+  assign \$242  = mode == 1'h1;
+  assign \$243  = ~ \$242 ;
+  assign \$244  = advance & \$243 ;
+  assign \$245  = mode == 2'h2;
+  assign \$246  = | a_hits;
+  assign \$247  = ~ \$246 ;
+  assign \$248  = ! mode;
+  assign \$249  = mode == 2'h2;
+  assign \$250  = stats[127:96] + 1'h1;
+  assign \$251  = stats[31:0] + 1'h1;
+  assign \$252  = stats[63:32] + 1'h1;
+  assign \$253  = stats[95:64] + 1'h1;
+  assign \$254  = rx__valid & rx__ready;
+  assign \$255  = | rx_hit;
+  assign \$256  = program__payload[154:107] - program__payload[58:11];
+  assign \$257  = ! program__payload[106:59];
+  assign \$258  = \end  > 49'h1000000000000;
+  assign \$259  = \$257  | \$258 ;
+  assign \$260  = program__payload[5:4] > 2'h2;
+  assign \$261  = \$259  | \$260 ;
+  assign \$262  = ! p3_req[2:0];
+  assign \$263  = write & \$262 ;
+  assign \$264  = p3_req[2:0] == 1'h1;
+  assign \$265  = write & \$264 ;
+  assign \$266  = p3_req[2:0] == 2'h2;
+  assign \$267  = write & \$266 ;
+  assign \$268  = p3_req[2:0] == 2'h3;
+  assign \$269  = write & \$268 ;
+  assign \$270  = p3_req[2:0] == 3'h4;
+  assign \$271  = write & \$270 ;
+  assign \$272  = p3_req[2:0] == 3'h5;
+  assign \$273  = write & \$272 ;
+  assign \$274  = p3_req[2:0] == 3'h6;
+  assign \$275  = write & \$274 ;
+  assign \$276  = p3_req[2:0] == 3'h7;
+  assign \$277  = write & \$276 ;
+  assign \$278  = ~ clear;
+  assign \$279  = errors & \$278 ;
+  assign \$280  = \$279  | set_err;
   always @(posedge clk)
-    net__valid <= \$291 ;
+    a_valid <= \$281 ;
   always @(posedge clk)
-    mem__valid <= \$292 ;
+    a_store <= \$282 ;
   always @(posedge clk)
-    net__payload <= \$293 ;
+    a_hits <= \$283 ;
   always @(posedge clk)
-    mem__payload <= \$294 ;
+    a_target0 <= \$284 ;
   always @(posedge clk)
-    stats <= \$295 ;
+    a_mode0 <= \$285 ;
   always @(posedge clk)
-    rx_mem__valid <= \$296 ;
+    a_device0 <= \$286 ;
   always @(posedge clk)
-    rx_mem__payload <= \$297 ;
+    a_target1 <= \$287 ;
   always @(posedge clk)
-    p2_valid <= \$298 ;
+    a_mode1 <= \$288 ;
+  always @(posedge clk)
+    a_device1 <= \$289 ;
+  always @(posedge clk)
+    a_target2 <= \$290 ;
+  always @(posedge clk)
+    a_mode2 <= \$291 ;
+  always @(posedge clk)
+    a_device2 <= \$292 ;
+  always @(posedge clk)
+    a_target3 <= \$293 ;
+  always @(posedge clk)
+    a_mode3 <= \$294 ;
+  always @(posedge clk)
+    a_device3 <= \$295 ;
+  always @(posedge clk)
+    a_target4 <= \$296 ;
+  always @(posedge clk)
+    a_mode4 <= \$297 ;
+  always @(posedge clk)
+    a_device4 <= \$298 ;
+  always @(posedge clk)
+    a_target5 <= \$299 ;
+  always @(posedge clk)
+    a_mode5 <= \$300 ;
+  always @(posedge clk)
+    a_device5 <= \$301 ;
+  always @(posedge clk)
+    a_target6 <= \$302 ;
+  always @(posedge clk)
+    a_mode6 <= \$303 ;
+  always @(posedge clk)
+    a_device6 <= \$304 ;
+  always @(posedge clk)
+    a_target7 <= \$305 ;
+  always @(posedge clk)
+    a_mode7 <= \$306 ;
+  always @(posedge clk)
+    a_device7 <= \$307 ;
+  always @(posedge clk)
+    net__valid <= \$308 ;
+  always @(posedge clk)
+    mem__valid <= \$309 ;
+  always @(posedge clk)
+    net__payload <= \$310 ;
+  always @(posedge clk)
+    mem__payload <= \$311 ;
+  always @(posedge clk)
+    stats <= \$312 ;
+  always @(posedge clk)
+    rx_mem__valid <= \$313 ;
+  always @(posedge clk)
+    rx_mem__payload <= \$314 ;
+  always @(posedge clk)
+    p2_valid <= \$315 ;
   always @(posedge clk)
     p2_req <= program__payload;
   always @(posedge clk)
     p2_end <= \end ;
   always @(posedge clk)
-    p2_delta <= \$210 [47:0];
+    p2_delta <= \$256 [47:0];
   always @(posedge clk)
-    p2_bad <= \$215 ;
+    p2_bad <= \$261 ;
   always @(posedge clk)
-    region0 <= \$299 ;
+    p3_valid <= \$316 ;
   always @(posedge clk)
-    region0_end <= \$300 ;
+    p3_req <= p2_req;
   always @(posedge clk)
-    region0_delta <= \$301 ;
+    p3_end <= p2_end;
   always @(posedge clk)
-    region1 <= \$302 ;
+    p3_delta <= p2_delta;
   always @(posedge clk)
-    region1_end <= \$303 ;
+    p3_bad <= p2_bad;
   always @(posedge clk)
-    region1_delta <= \$304 ;
+    region0 <= \$317 ;
   always @(posedge clk)
-    region2 <= \$305 ;
+    region0_end <= \$318 ;
   always @(posedge clk)
-    region2_end <= \$306 ;
+    region0_delta <= \$319 ;
   always @(posedge clk)
-    region2_delta <= \$307 ;
+    region1 <= \$320 ;
   always @(posedge clk)
-    region3 <= \$308 ;
+    region1_end <= \$321 ;
   always @(posedge clk)
-    region3_end <= \$309 ;
+    region1_delta <= \$322 ;
   always @(posedge clk)
-    region3_delta <= \$310 ;
+    region2 <= \$323 ;
   always @(posedge clk)
-    region4 <= \$311 ;
+    region2_end <= \$324 ;
   always @(posedge clk)
-    region4_end <= \$312 ;
+    region2_delta <= \$325 ;
   always @(posedge clk)
-    region4_delta <= \$313 ;
+    region3 <= \$326 ;
   always @(posedge clk)
-    region5 <= \$314 ;
+    region3_end <= \$327 ;
   always @(posedge clk)
-    region5_end <= \$315 ;
+    region3_delta <= \$328 ;
   always @(posedge clk)
-    region5_delta <= \$316 ;
+    region4 <= \$329 ;
   always @(posedge clk)
-    region6 <= \$317 ;
+    region4_end <= \$330 ;
   always @(posedge clk)
-    region6_end <= \$318 ;
+    region4_delta <= \$331 ;
   always @(posedge clk)
-    region6_delta <= \$319 ;
+    region5 <= \$332 ;
   always @(posedge clk)
-    region7 <= \$320 ;
+    region5_end <= \$333 ;
   always @(posedge clk)
-    region7_end <= \$321 ;
+    region5_delta <= \$334 ;
   always @(posedge clk)
-    region7_delta <= \$322 ;
+    region6 <= \$335 ;
   always @(posedge clk)
-    errors <= \$323 ;
+    region6_end <= \$336 ;
+  always @(posedge clk)
+    region6_delta <= \$337 ;
+  always @(posedge clk)
+    region7 <= \$338 ;
+  always @(posedge clk)
+    region7_end <= \$339 ;
+  always @(posedge clk)
+    region7_delta <= \$340 ;
+  always @(posedge clk)
+    p3_clash <= clash;
+  always @(posedge clk)
+    errors <= \$341 ;
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$291  = net__valid;
+    \$281  = a_valid;
+    if (\$231 ) begin
+      \$281  = 1'h1;
+    end else if (advance) begin
+      \$281  = 1'h0;
+    end
+    if (rst) begin
+      \$281  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$282  = a_store;
+    if (\$231 ) begin
+      \$282  = store__payload;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$283  = a_hits;
+    if (\$231 ) begin
+      \$283  = hits;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$284  = a_target0;
+    if (\$231 ) begin
+      \$284  = \$232 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$285  = a_mode0;
+    if (\$231 ) begin
+      \$285  = region0[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$286  = a_device0;
+    if (\$231 ) begin
+      \$286  = region0[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$287  = a_target1;
+    if (\$231 ) begin
+      \$287  = \$233 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$288  = a_mode1;
+    if (\$231 ) begin
+      \$288  = region1[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$289  = a_device1;
+    if (\$231 ) begin
+      \$289  = region1[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$290  = a_target2;
+    if (\$231 ) begin
+      \$290  = \$234 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$291  = a_mode2;
+    if (\$231 ) begin
+      \$291  = region2[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$292  = a_device2;
+    if (\$231 ) begin
+      \$292  = region2[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$293  = a_target3;
+    if (\$231 ) begin
+      \$293  = \$235 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$294  = a_mode3;
+    if (\$231 ) begin
+      \$294  = region3[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$295  = a_device3;
+    if (\$231 ) begin
+      \$295  = region3[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$296  = a_target4;
+    if (\$231 ) begin
+      \$296  = \$236 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$297  = a_mode4;
+    if (\$231 ) begin
+      \$297  = region4[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$298  = a_device4;
+    if (\$231 ) begin
+      \$298  = region4[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$299  = a_target5;
+    if (\$231 ) begin
+      \$299  = \$237 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$300  = a_mode5;
+    if (\$231 ) begin
+      \$300  = region5[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$301  = a_device5;
+    if (\$231 ) begin
+      \$301  = region5[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$302  = a_target6;
+    if (\$231 ) begin
+      \$302  = \$238 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$303  = a_mode6;
+    if (\$231 ) begin
+      \$303  = region6[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$304  = a_device6;
+    if (\$231 ) begin
+      \$304  = region6[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$305  = a_target7;
+    if (\$231 ) begin
+      \$305  = \$239 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$306  = a_mode7;
+    if (\$231 ) begin
+      \$306  = region7[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$307  = a_device7;
+    if (\$231 ) begin
+      \$307  = region7[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$308  = net__valid;
     if (net__ready) begin
-      \$291  = 1'h0;
+      \$308  = 1'h0;
     end
-    if (\$193 ) begin
-      \$291  = 1'h1;
+    if (\$241 ) begin
+      \$308  = 1'h1;
     end
     if (rst) begin
-      \$291  = 1'h0;
+      \$308  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$292  = mem__valid;
+    \$309  = mem__valid;
     if (mem__ready) begin
-      \$292  = 1'h0;
+      \$309  = 1'h0;
     end
-    if (\$197 ) begin
-      \$292  = 1'h1;
+    if (\$244 ) begin
+      \$309  = 1'h1;
     end
     if (rst) begin
-      \$292  = 1'h0;
+      \$309  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$293  = net__payload;
-    if (\$193 ) begin
-      \$293 [4:0] = device;
-      \$293 [52:5] = target;
-      \$293 [53] = 1'h1;
-      \$293 [69:54] = store__payload[63:48];
-      \$293 [76:70] = store__payload[70:64];
+    \$310  = net__payload;
+    if (\$241 ) begin
+      \$310 [4:0] = device;
+      \$310 [52:5] = target;
+      \$310 [53] = 1'h1;
+      \$310 [69:54] = a_store[63:48];
+      \$310 [76:70] = a_store[70:64];
     end
     if (rst) begin
-      \$293  = 77'h00000000000000000000;
+      \$310  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$294  = mem__payload;
-    if (\$197 ) begin
-      \$294 [47:0] = store__payload[47:0];
-      \$294 [63:48] = store__payload[63:48];
-      \$294 [70:64] = store__payload[70:64];
-      \$294 [71] = store__payload[71];
-      \$294 [72] = \$198 ;
+    \$311  = mem__payload;
+    if (\$244 ) begin
+      \$311 [47:0] = a_store[47:0];
+      \$311 [63:48] = a_store[63:48];
+      \$311 [70:64] = a_store[70:64];
+      \$311 [71] = a_store[71];
+      \$311 [72] = \$245 ;
     end
     if (rst) begin
-      \$294  = 73'h0000000000000000000;
+      \$311  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$295  = stats;
-    if (\$199 ) begin
+    \$312  = stats;
+    if (advance) begin
       (* full_case = 32'd1 *)
-      if (\$201 ) begin
-        \$295 [127:96] = \$204 [31:0];
-      end else if (\$202 ) begin
-        \$295 [31:0] = \$205 [31:0];
-      end else if (\$203 ) begin
-        \$295 [63:32] = \$206 [31:0];
+      if (\$247 ) begin
+        \$312 [127:96] = \$250 [31:0];
+      end else if (\$248 ) begin
+        \$312 [31:0] = \$251 [31:0];
+      end else if (\$249 ) begin
+        \$312 [63:32] = \$252 [31:0];
       end else begin
-        \$295 [95:64] = \$207 [31:0];
+        \$312 [95:64] = \$253 [31:0];
       end
     end
     if (rst) begin
-      \$295  = 128'h00000000000000000000000000000000;
+      \$312  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$296  = rx_mem__valid;
+    \$313  = rx_mem__valid;
     if (rx_mem__ready) begin
-      \$296  = 1'h0;
+      \$313  = 1'h0;
     end
-    if (\$208 ) begin
-      \$296  = 1'h1;
-    end
-    if (rst) begin
-      \$296  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$297  = rx_mem__payload;
-    if (\$208 ) begin
-      \$297 [47:0] = rx__payload[52:5];
-      \$297 [63:48] = rx__payload[69:54];
-      \$297 [70:64] = rx__payload[76:70];
-      \$297 [71] = rx__payload[53];
-      \$297 [72] = \$209 ;
+    if (\$254 ) begin
+      \$313  = 1'h1;
     end
     if (rst) begin
-      \$297  = 73'h0000000000000000000;
+      \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$298  = program__valid;
-    if (rst) begin
-      \$298  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$299  = region0;
-    if (\$224 ) begin
-      \$299 [0] = p2_req[3];
-      \$299 [2:1] = p2_req[5:4];
-      \$299 [7:3] = p2_req[10:6];
-      \$299 [55:8] = p2_req[58:11];
-      \$299 [103:56] = p2_req[106:59];
-      \$299 [151:104] = p2_req[154:107];
+    \$314  = rx_mem__payload;
+    if (\$254 ) begin
+      \$314 [47:0] = rx__payload[52:5];
+      \$314 [63:48] = rx__payload[69:54];
+      \$314 [70:64] = rx__payload[76:70];
+      \$314 [71] = rx__payload[53];
+      \$314 [72] = \$255 ;
     end
     if (rst) begin
-      \$299  = 152'h00000000000000000000000000000000000000;
+      \$314  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$300  = region0_end;
-    if (\$224 ) begin
-      \$300  = p2_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$301  = region0_delta;
-    if (\$224 ) begin
-      \$301  = p2_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$302  = region1;
-    if (\$233 ) begin
-      \$302 [0] = p2_req[3];
-      \$302 [2:1] = p2_req[5:4];
-      \$302 [7:3] = p2_req[10:6];
-      \$302 [55:8] = p2_req[58:11];
-      \$302 [103:56] = p2_req[106:59];
-      \$302 [151:104] = p2_req[154:107];
-    end
+    \$315  = program__valid;
     if (rst) begin
-      \$302  = 152'h00000000000000000000000000000000000000;
+      \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$303  = region1_end;
-    if (\$233 ) begin
-      \$303  = p2_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$304  = region1_delta;
-    if (\$233 ) begin
-      \$304  = p2_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$305  = region2;
-    if (\$242 ) begin
-      \$305 [0] = p2_req[3];
-      \$305 [2:1] = p2_req[5:4];
-      \$305 [7:3] = p2_req[10:6];
-      \$305 [55:8] = p2_req[58:11];
-      \$305 [103:56] = p2_req[106:59];
-      \$305 [151:104] = p2_req[154:107];
-    end
+    \$316  = p2_valid;
     if (rst) begin
-      \$305  = 152'h00000000000000000000000000000000000000;
+      \$316  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$306  = region2_end;
-    if (\$242 ) begin
-      \$306  = p2_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$307  = region2_delta;
-    if (\$242 ) begin
-      \$307  = p2_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$308  = region3;
-    if (\$251 ) begin
-      \$308 [0] = p2_req[3];
-      \$308 [2:1] = p2_req[5:4];
-      \$308 [7:3] = p2_req[10:6];
-      \$308 [55:8] = p2_req[58:11];
-      \$308 [103:56] = p2_req[106:59];
-      \$308 [151:104] = p2_req[154:107];
-    end
-    if (rst) begin
-      \$308  = 152'h00000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$309  = region3_end;
-    if (\$251 ) begin
-      \$309  = p2_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$310  = region3_delta;
-    if (\$251 ) begin
-      \$310  = p2_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$311  = region4;
-    if (\$260 ) begin
-      \$311 [0] = p2_req[3];
-      \$311 [2:1] = p2_req[5:4];
-      \$311 [7:3] = p2_req[10:6];
-      \$311 [55:8] = p2_req[58:11];
-      \$311 [103:56] = p2_req[106:59];
-      \$311 [151:104] = p2_req[154:107];
-    end
-    if (rst) begin
-      \$311  = 152'h00000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$312  = region4_end;
-    if (\$260 ) begin
-      \$312  = p2_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$313  = region4_delta;
-    if (\$260 ) begin
-      \$313  = p2_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$314  = region5;
-    if (\$269 ) begin
-      \$314 [0] = p2_req[3];
-      \$314 [2:1] = p2_req[5:4];
-      \$314 [7:3] = p2_req[10:6];
-      \$314 [55:8] = p2_req[58:11];
-      \$314 [103:56] = p2_req[106:59];
-      \$314 [151:104] = p2_req[154:107];
-    end
-    if (rst) begin
-      \$314  = 152'h00000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$315  = region5_end;
-    if (\$269 ) begin
-      \$315  = p2_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$316  = region5_delta;
-    if (\$269 ) begin
-      \$316  = p2_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$317  = region6;
-    if (\$278 ) begin
-      \$317 [0] = p2_req[3];
-      \$317 [2:1] = p2_req[5:4];
-      \$317 [7:3] = p2_req[10:6];
-      \$317 [55:8] = p2_req[58:11];
-      \$317 [103:56] = p2_req[106:59];
-      \$317 [151:104] = p2_req[154:107];
+    \$317  = region0;
+    if (\$263 ) begin
+      \$317 [0] = p3_req[3];
+      \$317 [2:1] = p3_req[5:4];
+      \$317 [7:3] = p3_req[10:6];
+      \$317 [55:8] = p3_req[58:11];
+      \$317 [103:56] = p3_req[106:59];
+      \$317 [151:104] = p3_req[154:107];
     end
     if (rst) begin
       \$317  = 152'h00000000000000000000000000000000000000;
@@ -1232,28 +1420,28 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$318  = region6_end;
-    if (\$278 ) begin
-      \$318  = p2_end;
+    \$318  = region0_end;
+    if (\$263 ) begin
+      \$318  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$319  = region6_delta;
-    if (\$278 ) begin
-      \$319  = p2_delta;
+    \$319  = region0_delta;
+    if (\$263 ) begin
+      \$319  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$320  = region7;
-    if (\$287 ) begin
-      \$320 [0] = p2_req[3];
-      \$320 [2:1] = p2_req[5:4];
-      \$320 [7:3] = p2_req[10:6];
-      \$320 [55:8] = p2_req[58:11];
-      \$320 [103:56] = p2_req[106:59];
-      \$320 [151:104] = p2_req[154:107];
+    \$320  = region1;
+    if (\$265 ) begin
+      \$320 [0] = p3_req[3];
+      \$320 [2:1] = p3_req[5:4];
+      \$320 [7:3] = p3_req[10:6];
+      \$320 [55:8] = p3_req[58:11];
+      \$320 [103:56] = p3_req[106:59];
+      \$320 [151:104] = p3_req[154:107];
     end
     if (rst) begin
       \$320  = 152'h00000000000000000000000000000000000000;
@@ -1261,23 +1449,197 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$321  = region7_end;
-    if (\$287 ) begin
-      \$321  = p2_end;
+    \$321  = region1_end;
+    if (\$265 ) begin
+      \$321  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$322  = region7_delta;
-    if (\$287 ) begin
-      \$322  = p2_delta;
+    \$322  = region1_delta;
+    if (\$265 ) begin
+      \$322  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$323  = \$290 ;
+    \$323  = region2;
+    if (\$267 ) begin
+      \$323 [0] = p3_req[3];
+      \$323 [2:1] = p3_req[5:4];
+      \$323 [7:3] = p3_req[10:6];
+      \$323 [55:8] = p3_req[58:11];
+      \$323 [103:56] = p3_req[106:59];
+      \$323 [151:104] = p3_req[154:107];
+    end
     if (rst) begin
-      \$323  = 2'h0;
+      \$323  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$324  = region2_end;
+    if (\$267 ) begin
+      \$324  = p3_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$325  = region2_delta;
+    if (\$267 ) begin
+      \$325  = p3_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$326  = region3;
+    if (\$269 ) begin
+      \$326 [0] = p3_req[3];
+      \$326 [2:1] = p3_req[5:4];
+      \$326 [7:3] = p3_req[10:6];
+      \$326 [55:8] = p3_req[58:11];
+      \$326 [103:56] = p3_req[106:59];
+      \$326 [151:104] = p3_req[154:107];
+    end
+    if (rst) begin
+      \$326  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$327  = region3_end;
+    if (\$269 ) begin
+      \$327  = p3_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$328  = region3_delta;
+    if (\$269 ) begin
+      \$328  = p3_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$329  = region4;
+    if (\$271 ) begin
+      \$329 [0] = p3_req[3];
+      \$329 [2:1] = p3_req[5:4];
+      \$329 [7:3] = p3_req[10:6];
+      \$329 [55:8] = p3_req[58:11];
+      \$329 [103:56] = p3_req[106:59];
+      \$329 [151:104] = p3_req[154:107];
+    end
+    if (rst) begin
+      \$329  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$330  = region4_end;
+    if (\$271 ) begin
+      \$330  = p3_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$331  = region4_delta;
+    if (\$271 ) begin
+      \$331  = p3_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$332  = region5;
+    if (\$273 ) begin
+      \$332 [0] = p3_req[3];
+      \$332 [2:1] = p3_req[5:4];
+      \$332 [7:3] = p3_req[10:6];
+      \$332 [55:8] = p3_req[58:11];
+      \$332 [103:56] = p3_req[106:59];
+      \$332 [151:104] = p3_req[154:107];
+    end
+    if (rst) begin
+      \$332  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$333  = region5_end;
+    if (\$273 ) begin
+      \$333  = p3_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$334  = region5_delta;
+    if (\$273 ) begin
+      \$334  = p3_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$335  = region6;
+    if (\$275 ) begin
+      \$335 [0] = p3_req[3];
+      \$335 [2:1] = p3_req[5:4];
+      \$335 [7:3] = p3_req[10:6];
+      \$335 [55:8] = p3_req[58:11];
+      \$335 [103:56] = p3_req[106:59];
+      \$335 [151:104] = p3_req[154:107];
+    end
+    if (rst) begin
+      \$335  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$336  = region6_end;
+    if (\$275 ) begin
+      \$336  = p3_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$337  = region6_delta;
+    if (\$275 ) begin
+      \$337  = p3_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$338  = region7;
+    if (\$277 ) begin
+      \$338 [0] = p3_req[3];
+      \$338 [2:1] = p3_req[5:4];
+      \$338 [7:3] = p3_req[10:6];
+      \$338 [55:8] = p3_req[58:11];
+      \$338 [103:56] = p3_req[106:59];
+      \$338 [151:104] = p3_req[154:107];
+    end
+    if (rst) begin
+      \$338  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$339  = region7_end;
+    if (\$277 ) begin
+      \$339  = p3_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$340  = region7_delta;
+    if (\$277 ) begin
+      \$340  = p3_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$341  = \$280 ;
+    if (rst) begin
+      \$341  = 2'h0;
     end
   end
   assign store__payload__addr  = store__payload[47:0];
@@ -1367,6 +1729,15 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign region7__base  = region7[55:8];
   assign region7__size  = region7[103:56];
   assign region7__remote_base  = region7[151:104];
+  assign p3_req__index  = p3_req[2:0];
+  assign p3_req__valid  = p3_req[3];
+  assign p3_req__mode  = p3_req[5:4];
+  assign p3_req__device  = p3_req[10:6];
+  assign p3_req__base  = p3_req[58:11];
+  assign p3_req__size  = p3_req[106:59];
+  assign p3_req__remote_base  = p3_req[154:107];
+  assign set_err__bad_region  = set_err[0];
+  assign set_err__overlap  = set_err[1];
   assign p2_req__index  = p2_req[2:0];
   assign p2_req__valid  = p2_req[3];
   assign p2_req__mode  = p2_req[5:4];
@@ -1374,26 +1745,29 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign p2_req__base  = p2_req[58:11];
   assign p2_req__size  = p2_req[106:59];
   assign p2_req__remote_base  = p2_req[154:107];
-  assign set_err__bad_region  = set_err[0];
-  assign set_err__overlap  = set_err[1];
-  assign set_err[1] = \$190 ;
-  assign set_err[0] = \$185 ;
-  assign clash[7] = \$183 ;
-  assign clash[6] = \$177 ;
-  assign clash[5] = \$171 ;
-  assign clash[4] = \$165 ;
-  assign clash[3] = \$159 ;
-  assign clash[2] = \$153 ;
-  assign clash[1] = \$147 ;
-  assign clash[0] = \$141 ;
-  assign rx_hit[7] = \$134 ;
-  assign rx_hit[6] = \$128 ;
-  assign rx_hit[5] = \$122 ;
-  assign rx_hit[4] = \$116 ;
-  assign rx_hit[3] = \$110 ;
-  assign rx_hit[2] = \$104 ;
-  assign rx_hit[1] = \$98 ;
-  assign rx_hit[0] = \$92 ;
+  assign a_store__addr  = a_store[47:0];
+  assign a_store__tile  = a_store[63:48];
+  assign a_store__bytes  = a_store[70:64];
+  assign a_store__kind  = a_store[71];
+  assign clash[8] = \$230 ;
+  assign clash[7] = \$223 ;
+  assign clash[6] = \$213 ;
+  assign clash[5] = \$203 ;
+  assign clash[4] = \$193 ;
+  assign clash[3] = \$183 ;
+  assign clash[2] = \$173 ;
+  assign clash[1] = \$163 ;
+  assign clash[0] = \$153 ;
+  assign set_err[1] = \$143 ;
+  assign set_err[0] = \$138 ;
+  assign rx_hit[7] = \$129 ;
+  assign rx_hit[6] = \$123 ;
+  assign rx_hit[5] = \$117 ;
+  assign rx_hit[4] = \$111 ;
+  assign rx_hit[3] = \$105 ;
+  assign rx_hit[2] = \$99 ;
+  assign rx_hit[1] = \$93 ;
+  assign rx_hit[0] = \$87 ;
   assign hits[7] = \$32 ;
   assign hits[6] = \$28 ;
   assign hits[5] = \$24 ;

@@ -55,7 +55,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [16:0] \$144 ;
   wire [16:0] \$145 ;
   wire \$146 ;
   wire \$147 ;
@@ -68,7 +68,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$153 ;
   wire \$154 ;
   wire \$155 ;
-  wire \$156 ;
+  wire [15:0] \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
@@ -81,7 +81,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
-  wire \$168 ;
+  wire [15:0] \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -98,79 +98,104 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$180 ;
   wire \$181 ;
   wire \$182 ;
-  wire [8:0] \$183 ;
+  wire \$183 ;
   wire \$184 ;
-  wire [25:0] \$185 ;
+  wire \$185 ;
   wire \$186 ;
   wire \$187 ;
   wire \$188 ;
-  wire [33:0] \$189 ;
+  wire \$189 ;
   wire \$19 ;
-  wire [31:0] \$190 ;
-  wire [32:0] \$191 ;
+  wire \$190 ;
+  wire \$191 ;
   wire \$192 ;
-  wire [3:0] \$193 ;
-  wire [8:0] \$194 ;
-  wire [39:0] \$195 ;
-  wire [3:0] \$196 ;
-  wire [35:0] \$197 ;
-  wire [5:0] \$198 ;
-  wire [34:0] \$199 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
   wire \$200 ;
-  wire [32:0] \$201 ;
+  wire \$201 ;
   wire \$202 ;
   wire \$203 ;
-  wire [32:0] \$204 ;
+  wire \$204 ;
   wire \$205 ;
-  wire [32:0] \$206 ;
-  wire \$207 ;
+  wire \$206 ;
+  wire [8:0] \$207 ;
   wire \$208 ;
-  wire [32:0] \$209 ;
+  wire [25:0] \$209 ;
   wire \$21 ;
   wire \$210 ;
-  wire [32:0] \$211 ;
+  wire \$211 ;
   wire \$212 ;
-  wire \$213 ;
-  wire [32:0] \$214 ;
-  wire \$215 ;
-  wire [32:0] \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire [32:0] \$219 ;
+  wire [33:0] \$213 ;
+  wire [31:0] \$214 ;
+  wire [32:0] \$215 ;
+  wire \$216 ;
+  wire [3:0] \$217 ;
+  wire [8:0] \$218 ;
+  wire [39:0] \$219 ;
   wire \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire [32:0] \$223 ;
-  wire [1:0] \$224 ;
-  wire [1:0] \$225 ;
-  wire [1:0] \$226 ;
-  reg \$227 ;
-  reg \$228 ;
-  reg \$229 ;
+  wire [3:0] \$220 ;
+  wire [35:0] \$221 ;
+  wire [5:0] \$222 ;
+  wire [34:0] \$223 ;
+  wire \$224 ;
+  wire [32:0] \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire [32:0] \$228 ;
+  wire \$229 ;
   wire \$23 ;
-  reg [15:0] \$230 ;
-  reg \$231 ;
-  reg \$232 ;
-  reg [82:0] \$233 ;
-  reg \$234 ;
-  reg [22:0] \$235 ;
-  reg [38:0] \$236 ;
-  reg [7:0] \$237 ;
-  reg \$238 ;
-  reg \$239 ;
+  wire [32:0] \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire [32:0] \$233 ;
+  wire \$234 ;
+  wire [32:0] \$235 ;
+  wire \$236 ;
+  wire \$237 ;
+  wire [32:0] \$238 ;
+  wire \$239 ;
   wire \$24 ;
-  reg [2:0] \$240 ;
-  reg [24:0] \$241 ;
-  reg [32:0] \$242 ;
-  reg [34:0] \$243 ;
-  reg [287:0] \$244 ;
-  reg [1:0] \$245 ;
+  wire [32:0] \$240 ;
+  wire \$241 ;
+  wire \$242 ;
+  wire [32:0] \$243 ;
+  wire \$244 ;
+  wire \$245 ;
+  wire \$246 ;
+  wire [32:0] \$247 ;
+  wire [1:0] \$248 ;
+  wire [1:0] \$249 ;
   wire \$25 ;
+  wire [1:0] \$250 ;
+  reg \$251 ;
+  reg \$252 ;
+  reg \$253 ;
+  reg [15:0] \$254 ;
+  reg \$255 ;
+  reg \$256 ;
+  reg \$257 ;
+  reg [82:0] \$258 ;
+  reg \$259 ;
   wire \$26 ;
+  reg [22:0] \$260 ;
+  reg [38:0] \$261 ;
+  reg [7:0] \$262 ;
+  reg \$263 ;
+  reg \$264 ;
+  reg [2:0] \$265 ;
+  reg [24:0] \$266 ;
+  reg [32:0] \$267 ;
+  reg [34:0] \$268 ;
+  reg [287:0] \$269 ;
   wire \$27 ;
+  reg [1:0] \$270 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
@@ -231,10 +256,10 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
-  wire \$82 ;
-  wire [1:0] \$83 ;
-  wire \$84 ;
-  wire [1:0] \$85 ;
+  wire [1:0] \$82 ;
+  wire \$83 ;
+  wire [1:0] \$84 ;
+  wire \$85 ;
   wire \$86 ;
   wire \$87 ;
   wire \$88 ;
@@ -447,6 +472,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg track__valid = 1'h0;
   reg tracked;
   reg [15:0] \wait  = 16'h0000;
+  reg wait_full = 1'h0;
   reg window = 1'h0;
   assign \$1  = load__valid | store__valid;
   assign \$2  = dma__valid | remote__valid;
@@ -463,258 +489,284 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign \$13  = | finish;
   assign \$14  = \$12  | \$13 ;
   assign \$15  = dma__valid | remote__valid;
-  assign \$16  = \wait  >= cfg[38:23];
-  assign \$17  = \$15  & \$16 ;
+  assign \$16  = \$15  & wait_full;
+  assign \$17  = load__valid | store__valid;
   assign \$18  = load__valid | store__valid;
-  assign \$19  = load__valid | store__valid;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = dma__valid | remote__valid;
-  assign \$22  = \$20  & \$21 ;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = dma__valid | remote__valid;
+  assign \$21  = \$19  & \$20 ;
+  assign \$22  = load__valid | store__valid;
   assign \$23  = load__valid | store__valid;
-  assign \$24  = load__valid | store__valid;
-  assign \$25  = ~ \$24 ;
-  assign \$26  = dma__valid | remote__valid;
-  assign \$27  = \$25  & \$26 ;
-  assign \$28  = occupancy < thr;
-  assign \$29  = \$27  & \$28 ;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = dma__valid | remote__valid;
+  assign \$26  = \$24  & \$25 ;
+  assign \$27  = occupancy < thr;
+  assign \$28  = \$26  & \$27 ;
+  assign \$29  = load__valid | store__valid;
   assign \$30  = load__valid | store__valid;
-  assign \$31  = load__valid | store__valid;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = dma__valid | remote__valid;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = ~ dram__valid;
-  assign \$36  = \$35  | dram__ready;
-  assign \$37  = \$36  & \$signal ;
-  assign \$38  = ~ load__valid;
-  assign \$39  = ~ last_store;
-  assign \$40  = \$38  | \$39 ;
-  assign \$41  = store__valid & \$40 ;
-  assign \$42  = ~ \$41 ;
-  assign load__ready = \$37  & \$42 ;
-  assign \$43  = ~ dram__valid;
-  assign \$44  = \$43  | dram__ready;
-  assign \$45  = \$44  & \$signal ;
-  assign \$46  = ~ load__valid;
-  assign \$47  = ~ last_store;
-  assign \$48  = \$46  | \$47 ;
-  assign \$49  = store__valid & \$48 ;
-  assign store__ready = \$45  & \$49 ;
-  assign \$50  = ~ dram__valid;
-  assign \$51  = \$50  | dram__ready;
-  assign \$52  = \$51  & \$signal$38 ;
-  assign \$53  = ~ dma__valid;
-  assign \$54  = ~ last_remote;
-  assign \$55  = \$53  | \$54 ;
-  assign \$56  = remote__valid & \$55 ;
-  assign \$57  = ~ \$56 ;
-  assign dma__ready = \$52  & \$57 ;
-  assign \$58  = ~ dram__valid;
-  assign \$59  = \$58  | dram__ready;
-  assign \$60  = \$59  & \$signal$38 ;
-  assign \$61  = ~ dma__valid;
-  assign \$62  = ~ last_remote;
-  assign \$63  = \$61  | \$62 ;
-  assign \$64  = remote__valid & \$63 ;
-  assign remote__ready = \$60  & \$64 ;
-  assign \$65  = ~ dram__valid;
-  assign \$66  = \$65  | dram__ready;
-  assign \$67  = \$66  & \$signal ;
-  assign \$68  = ~ load__valid;
-  assign \$69  = ~ last_store;
-  assign \$70  = \$68  | \$69 ;
-  assign \$71  = store__valid & \$70 ;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = \$67  & \$72 ;
-  assign \$74  = ~ dram__valid;
-  assign \$75  = \$74  | dram__ready;
-  assign \$76  = \$75  & \$signal ;
-  assign \$77  = ~ dma__valid;
-  assign \$78  = ~ last_remote;
-  assign \$79  = \$77  | \$78 ;
-  assign \$80  = remote__valid & \$79 ;
-  assign \$81  = ~ \$80 ;
-  assign \$83  = \$82  ? 2'h2 : 2'h1;
-  assign \$85  = \$84  ? 2'h2 : 2'h1;
-  assign \$86  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$86 ;
-  assign \$87  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$87 ;
-  assign \$88  = ! response__payload[1:0];
-  assign \$89  = response__payload[1:0] == 1'h1;
-  assign \$90  = \$89  ? dma_response__ready : 1'h1;
-  assign response__ready = \$88  ? load_response__ready : \$90 ;
-  assign \$91  = ! response__payload[1:0];
-  assign \$92  = ~ \$91 ;
-  assign \$93  = response__valid & \$92 ;
-  assign \$94  = response__payload[1:0] == 1'h1;
-  assign \$95  = ~ \$94 ;
-  assign \$96  = \$93  & \$95 ;
-  assign \$97  = config__payload[1:0] != 2'h3;
-  assign \$98  = | config__payload[38:23];
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = config__payload[22:18] <= 5'h18;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = | config__payload[9:2];
-  assign \$103  = | config__payload[17:10];
-  assign \$104  = \$102  | \$103 ;
-  assign \$105  = \$101  & \$104 ;
-  assign \$106  = ~ \$105 ;
-  assign \$107  = config__valid & \$106 ;
-  assign \$108  = armed | window;
-  assign \$109  = | finish;
-  assign \$110  = \$108  | \$109 ;
-  assign \$111  = ~ dram__valid;
-  assign \$112  = \$111  | dram__ready;
-  assign \$113  = \$112  & \$signal ;
-  assign \$114  = ~ load__valid;
-  assign \$115  = ~ last_store;
-  assign \$116  = \$114  | \$115 ;
-  assign \$117  = store__valid & \$116 ;
-  assign \$118  = ~ dram__valid;
-  assign \$119  = \$118  | dram__ready;
-  assign \$120  = \$119  & \$signal$38 ;
-  assign \$121  = ~ dma__valid;
-  assign \$122  = ~ last_remote;
-  assign \$123  = \$121  | \$122 ;
-  assign \$124  = remote__valid & \$123 ;
-  assign \$125  = ~ dram__valid;
-  assign \$126  = \$125  | dram__ready;
-  assign \$127  = \$126  & \$signal ;
-  assign \$128  = ~ dram__valid;
-  assign \$129  = \$128  | dram__ready;
-  assign \$130  = \$129  & \$signal$38 ;
-  assign \$131  = \$127  | \$130 ;
-  assign \$132  = ~ dram__valid;
-  assign \$133  = \$132  | dram__ready;
-  assign \$134  = \$133  & \$signal$38 ;
-  assign \$135  = dma__valid | remote__valid;
-  assign \$136  = ~ \$135 ;
-  assign \$137  = ~ dram__valid;
-  assign \$138  = \$137  | dram__ready;
-  assign \$139  = \$138  & \$signal$38 ;
-  assign \$140  = \$136  | \$139 ;
-  assign \$141  = ~ dram__valid;
-  assign \$142  = \$141  | dram__ready;
-  assign \$143  = \wait  < cfg[38:23];
-  assign \$144  = \$142  & \$143 ;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = dma__valid | remote__valid;
+  assign \$33  = \$31  & \$32 ;
+  assign \$34  = ~ dram__valid;
+  assign \$35  = \$34  | dram__ready;
+  assign \$36  = \$35  & \$signal ;
+  assign \$37  = ~ load__valid;
+  assign \$38  = ~ last_store;
+  assign \$39  = \$37  | \$38 ;
+  assign \$40  = store__valid & \$39 ;
+  assign \$41  = ~ \$40 ;
+  assign load__ready = \$36  & \$41 ;
+  assign \$42  = ~ dram__valid;
+  assign \$43  = \$42  | dram__ready;
+  assign \$44  = \$43  & \$signal ;
+  assign \$45  = ~ load__valid;
+  assign \$46  = ~ last_store;
+  assign \$47  = \$45  | \$46 ;
+  assign \$48  = store__valid & \$47 ;
+  assign store__ready = \$44  & \$48 ;
+  assign \$49  = ~ dram__valid;
+  assign \$50  = \$49  | dram__ready;
+  assign \$51  = \$50  & \$signal$38 ;
+  assign \$52  = ~ dma__valid;
+  assign \$53  = ~ last_remote;
+  assign \$54  = \$52  | \$53 ;
+  assign \$55  = remote__valid & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign dma__ready = \$51  & \$56 ;
+  assign \$57  = ~ dram__valid;
+  assign \$58  = \$57  | dram__ready;
+  assign \$59  = \$58  & \$signal$38 ;
+  assign \$60  = ~ dma__valid;
+  assign \$61  = ~ last_remote;
+  assign \$62  = \$60  | \$61 ;
+  assign \$63  = remote__valid & \$62 ;
+  assign remote__ready = \$59  & \$63 ;
+  assign \$64  = ~ dram__valid;
+  assign \$65  = \$64  | dram__ready;
+  assign \$66  = \$65  & \$signal ;
+  assign \$67  = ~ load__valid;
+  assign \$68  = ~ last_store;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = store__valid & \$69 ;
+  assign \$71  = ~ \$70 ;
+  assign \$72  = \$66  & \$71 ;
+  assign \$73  = ~ dram__valid;
+  assign \$74  = \$73  | dram__ready;
+  assign \$75  = \$74  & \$signal ;
+  assign \$76  = ~ dma__valid;
+  assign \$77  = ~ last_remote;
+  assign \$78  = \$76  | \$77 ;
+  assign \$79  = remote__valid & \$78 ;
+  assign \$80  = ~ \$79 ;
+  assign \$82  = \$81  ? 2'h2 : 2'h1;
+  assign \$84  = \$83  ? 2'h2 : 2'h1;
+  assign \$85  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$85 ;
+  assign \$86  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$86 ;
+  assign \$87  = ! response__payload[1:0];
+  assign \$88  = response__payload[1:0] == 1'h1;
+  assign \$89  = \$88  ? dma_response__ready : 1'h1;
+  assign response__ready = \$87  ? load_response__ready : \$89 ;
+  assign \$90  = ! response__payload[1:0];
+  assign \$91  = ~ \$90 ;
+  assign \$92  = response__valid & \$91 ;
+  assign \$93  = response__payload[1:0] == 1'h1;
+  assign \$94  = ~ \$93 ;
+  assign \$95  = \$92  & \$94 ;
+  assign \$96  = config__payload[1:0] != 2'h3;
+  assign \$97  = | config__payload[38:23];
+  assign \$98  = \$96  & \$97 ;
+  assign \$99  = config__payload[22:18] <= 5'h18;
+  assign \$100  = \$98  & \$99 ;
+  assign \$101  = | config__payload[9:2];
+  assign \$102  = | config__payload[17:10];
+  assign \$103  = \$101  | \$102 ;
+  assign \$104  = \$100  & \$103 ;
+  assign \$105  = ~ \$104 ;
+  assign \$106  = config__valid & \$105 ;
+  assign \$107  = armed | window;
+  assign \$108  = | finish;
+  assign \$109  = \$107  | \$108 ;
+  assign \$110  = ~ dram__valid;
+  assign \$111  = \$110  | dram__ready;
+  assign \$112  = \$111  & \$signal ;
+  assign \$113  = ~ load__valid;
+  assign \$114  = ~ last_store;
+  assign \$115  = \$113  | \$114 ;
+  assign \$116  = store__valid & \$115 ;
+  assign \$117  = ~ dram__valid;
+  assign \$118  = \$117  | dram__ready;
+  assign \$119  = \$118  & \$signal$38 ;
+  assign \$120  = ~ dma__valid;
+  assign \$121  = ~ last_remote;
+  assign \$122  = \$120  | \$121 ;
+  assign \$123  = remote__valid & \$122 ;
+  assign \$124  = ~ dram__valid;
+  assign \$125  = \$124  | dram__ready;
+  assign \$126  = \$125  & \$signal ;
+  assign \$127  = ~ dram__valid;
+  assign \$128  = \$127  | dram__ready;
+  assign \$129  = \$128  & \$signal$38 ;
+  assign \$130  = \$126  | \$129 ;
+  assign \$131  = ~ dram__valid;
+  assign \$132  = \$131  | dram__ready;
+  assign \$133  = \$132  & \$signal$38 ;
+  assign \$134  = dma__valid | remote__valid;
+  assign \$135  = ~ \$134 ;
+  assign \$136  = ~ dram__valid;
+  assign \$137  = \$136  | dram__ready;
+  assign \$138  = \$137  & \$signal$38 ;
+  assign \$139  = \$135  | \$138 ;
+  assign \$140  = ~ dram__valid;
+  assign \$141  = \$140  | dram__ready;
+  assign \$142  = ~ wait_full;
+  assign \$143  = \$141  & \$142 ;
+  assign \$144  = \wait  + 1'h1;
   assign \$145  = \wait  + 1'h1;
-  assign \$146  = ~ dram__valid;
-  assign \$147  = \$146  | dram__ready;
-  assign \$148  = ~ dram__valid;
-  assign \$149  = \$148  | dram__ready;
-  assign \$150  = \$149  & \$signal ;
-  assign \$151  = ~ dram__valid;
-  assign \$152  = \$151  | dram__ready;
-  assign \$153  = \$152  & \$signal$38 ;
-  assign \$154  = \$150  | \$153 ;
-  assign \$155  = ~ dram__valid;
-  assign \$156  = \$155  | dram__ready;
-  assign \$157  = \$156  & \$signal ;
-  assign \$158  = ~ dram__valid;
-  assign \$159  = \$158  | dram__ready;
-  assign \$160  = \$159  & \$signal$38 ;
-  assign \$161  = \$157  | \$160 ;
-  assign \$162  = dram__valid & dram__ready;
-  assign \$163  = \$162  & out_tracked;
-  assign \$164  = | dram__payload[1:0];
-  assign \$165  = \$163  & \$164 ;
-  assign \$166  = dram__payload[1:0] == 2'h2;
-  assign \$167  = \$166  ? 1'h1 : 1'h0;
-  assign \$168  = config__payload[1:0] != 2'h3;
-  assign \$169  = | config__payload[38:23];
-  assign \$170  = \$168  & \$169 ;
-  assign \$171  = config__payload[22:18] <= 5'h18;
-  assign \$172  = \$170  & \$171 ;
-  assign \$173  = | config__payload[9:2];
-  assign \$174  = | config__payload[17:10];
-  assign \$175  = \$173  | \$174 ;
-  assign \$176  = \$172  & \$175 ;
-  assign \$177  = config__valid & \$176 ;
-  assign \$178  = ~ dram__valid;
-  assign \$179  = \$178  | dram__ready;
-  assign \$180  = \$179  & \$signal ;
-  assign \$181  = armed & \$180 ;
-  assign \$182  = ! config__payload[9:2];
-  assign \$183  = cfg[17:10] - 1'h1;
-  assign \$184  = ! cfg[22:18];
-  assign \$185  = count + 1'h1;
-  assign \$186  = ~ dram__valid;
-  assign \$187  = \$186  | dram__ready;
-  assign \$188  = \$187  & \$signal ;
-  assign \$189  = acc + cfg[17:10];
-  assign \$190  = 1'h1 << cfg[22:18];
-  assign \$191  = \$190  - 1'h1;
-  assign \$192  = count == \$191 ;
-  assign \$194  = cfg[17:10] + 2'h2;
-  assign \$195  = \$194  << cfg[22:18];
-  assign \$197  = num + acc;
-  assign \$198  = cfg[22:18] + 1'h1;
-  assign \$199  = num >> \$198 ;
-  assign \$200  = load__valid & load__ready;
-  assign \$201  = stats[31:0] + 1'h1;
-  assign \$202  = ~ load__ready;
-  assign \$203  = load__valid & \$202 ;
-  assign \$204  = stats[159:128] + 1'h1;
-  assign \$205  = store__valid & store__ready;
-  assign \$206  = stats[63:32] + 1'h1;
-  assign \$207  = ~ store__ready;
-  assign \$208  = store__valid & \$207 ;
-  assign \$209  = stats[191:160] + 1'h1;
-  assign \$210  = dma__valid & dma__ready;
-  assign \$211  = stats[95:64] + 1'h1;
-  assign \$212  = ~ dma__ready;
-  assign \$213  = dma__valid & \$212 ;
-  assign \$214  = stats[223:192] + 1'h1;
-  assign \$215  = remote__valid & remote__ready;
-  assign \$216  = stats[127:96] + 1'h1;
-  assign \$217  = ~ remote__ready;
-  assign \$218  = remote__valid & \$217 ;
-  assign \$219  = stats[255:224] + 1'h1;
-  assign \$220  = ~ dram__valid;
-  assign \$221  = \$220  | dram__ready;
-  assign \$222  = \$221  & forced;
-  assign \$223  = stats[287:256] + 1'h1;
-  assign \$224  = ~ clear;
-  assign \$225  = errors & \$224 ;
-  assign \$226  = \$225  | set_err;
+  assign \$146  = config__payload[1:0] != 2'h3;
+  assign \$147  = | config__payload[38:23];
+  assign \$148  = \$146  & \$147 ;
+  assign \$149  = config__payload[22:18] <= 5'h18;
+  assign \$150  = \$148  & \$149 ;
+  assign \$151  = | config__payload[9:2];
+  assign \$152  = | config__payload[17:10];
+  assign \$153  = \$151  | \$152 ;
+  assign \$154  = \$150  & \$153 ;
+  assign \$155  = config__valid & \$154 ;
+  assign \$156  = \$155  ? config__payload[38:23] : cfg[38:23];
+  assign \$157  = \$145  >= \$156 ;
+  assign \$158  = config__payload[1:0] != 2'h3;
+  assign \$159  = | config__payload[38:23];
+  assign \$160  = \$158  & \$159 ;
+  assign \$161  = config__payload[22:18] <= 5'h18;
+  assign \$162  = \$160  & \$161 ;
+  assign \$163  = | config__payload[9:2];
+  assign \$164  = | config__payload[17:10];
+  assign \$165  = \$163  | \$164 ;
+  assign \$166  = \$162  & \$165 ;
+  assign \$167  = config__valid & \$166 ;
+  assign \$168  = \$167  ? config__payload[38:23] : cfg[38:23];
+  assign \$169  = \wait  >= \$168 ;
+  assign \$170  = ~ dram__valid;
+  assign \$171  = \$170  | dram__ready;
+  assign \$172  = ~ dram__valid;
+  assign \$173  = \$172  | dram__ready;
+  assign \$174  = \$173  & \$signal ;
+  assign \$175  = ~ dram__valid;
+  assign \$176  = \$175  | dram__ready;
+  assign \$177  = \$176  & \$signal$38 ;
+  assign \$178  = \$174  | \$177 ;
+  assign \$179  = ~ dram__valid;
+  assign \$180  = \$179  | dram__ready;
+  assign \$181  = \$180  & \$signal ;
+  assign \$182  = ~ dram__valid;
+  assign \$183  = \$182  | dram__ready;
+  assign \$184  = \$183  & \$signal$38 ;
+  assign \$185  = \$181  | \$184 ;
+  assign \$186  = dram__valid & dram__ready;
+  assign \$187  = \$186  & out_tracked;
+  assign \$188  = | dram__payload[1:0];
+  assign \$189  = \$187  & \$188 ;
+  assign \$190  = dram__payload[1:0] == 2'h2;
+  assign \$191  = \$190  ? 1'h1 : 1'h0;
+  assign \$192  = config__payload[1:0] != 2'h3;
+  assign \$193  = | config__payload[38:23];
+  assign \$194  = \$192  & \$193 ;
+  assign \$195  = config__payload[22:18] <= 5'h18;
+  assign \$196  = \$194  & \$195 ;
+  assign \$197  = | config__payload[9:2];
+  assign \$198  = | config__payload[17:10];
+  assign \$199  = \$197  | \$198 ;
+  assign \$200  = \$196  & \$199 ;
+  assign \$201  = config__valid & \$200 ;
+  assign \$202  = ~ dram__valid;
+  assign \$203  = \$202  | dram__ready;
+  assign \$204  = \$203  & \$signal ;
+  assign \$205  = armed & \$204 ;
+  assign \$206  = ! config__payload[9:2];
+  assign \$207  = cfg[17:10] - 1'h1;
+  assign \$208  = ! cfg[22:18];
+  assign \$209  = count + 1'h1;
+  assign \$210  = ~ dram__valid;
+  assign \$211  = \$210  | dram__ready;
+  assign \$212  = \$211  & \$signal ;
+  assign \$213  = acc + cfg[17:10];
+  assign \$214  = 1'h1 << cfg[22:18];
+  assign \$215  = \$214  - 1'h1;
+  assign \$216  = count == \$215 ;
+  assign \$218  = cfg[17:10] + 2'h2;
+  assign \$219  = \$218  << cfg[22:18];
+  assign \$221  = num + acc;
+  assign \$222  = cfg[22:18] + 1'h1;
+  assign \$223  = num >> \$222 ;
+  assign \$224  = load__valid & load__ready;
+  assign \$225  = stats[31:0] + 1'h1;
+  assign \$226  = ~ load__ready;
+  assign \$227  = load__valid & \$226 ;
+  assign \$228  = stats[159:128] + 1'h1;
+  assign \$229  = store__valid & store__ready;
+  assign \$230  = stats[63:32] + 1'h1;
+  assign \$231  = ~ store__ready;
+  assign \$232  = store__valid & \$231 ;
+  assign \$233  = stats[191:160] + 1'h1;
+  assign \$234  = dma__valid & dma__ready;
+  assign \$235  = stats[95:64] + 1'h1;
+  assign \$236  = ~ dma__ready;
+  assign \$237  = dma__valid & \$236 ;
+  assign \$238  = stats[223:192] + 1'h1;
+  assign \$239  = remote__valid & remote__ready;
+  assign \$240  = stats[127:96] + 1'h1;
+  assign \$241  = ~ remote__ready;
+  assign \$242  = remote__valid & \$241 ;
+  assign \$243  = stats[255:224] + 1'h1;
+  assign \$244  = ~ dram__valid;
+  assign \$245  = \$244  | dram__ready;
+  assign \$246  = \$245  & forced;
+  assign \$247  = stats[287:256] + 1'h1;
+  assign \$248  = ~ clear;
+  assign \$249  = errors & \$248 ;
+  assign \$250  = \$249  | set_err;
   always @(posedge clk)
-    last_store <= \$227 ;
+    last_store <= \$251 ;
   always @(posedge clk)
-    last_remote <= \$228 ;
+    last_remote <= \$252 ;
   always @(posedge clk)
-    last_comm <= \$229 ;
+    last_comm <= \$253 ;
   always @(posedge clk)
-    \wait  <= \$230 ;
+    \wait  <= \$254 ;
   always @(posedge clk)
-    dram__valid <= \$231 ;
+    wait_full <= \$255 ;
   always @(posedge clk)
-    out_tracked <= \$232 ;
+    dram__valid <= \$256 ;
   always @(posedge clk)
-    dram__payload <= \$233 ;
+    out_tracked <= \$257 ;
   always @(posedge clk)
-    track__valid <= \$234 ;
+    dram__payload <= \$258 ;
   always @(posedge clk)
-    track__payload <= \$235 ;
+    track__valid <= \$259 ;
   always @(posedge clk)
-    cfg <= \$236 ;
+    track__payload <= \$260 ;
   always @(posedge clk)
-    thr <= \$237 ;
+    cfg <= \$261 ;
   always @(posedge clk)
-    armed <= \$238 ;
+    thr <= \$262 ;
   always @(posedge clk)
-    window <= \$239 ;
+    armed <= \$263 ;
   always @(posedge clk)
-    finish <= \$240 ;
+    window <= \$264 ;
   always @(posedge clk)
-    count <= \$241 ;
+    finish <= \$265 ;
   always @(posedge clk)
-    acc <= \$242 ;
+    count <= \$266 ;
   always @(posedge clk)
-    num <= \$243 ;
+    acc <= \$267 ;
   always @(posedge clk)
-    stats <= \$244 ;
+    num <= \$268 ;
   always @(posedge clk)
-    errors <= \$245 ;
+    stats <= \$269 ;
+  always @(posedge clk)
+    errors <= \$270 ;
   always @* begin
     if (_init_strobe_1 ) begin end
     \$signal  = 1'h0;
@@ -725,13 +777,13 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
       2'h2:
           (* full_case = 32'd1 *)
           if (\$14 ) begin
-            \$signal  = \$18 ;
-          end else if (\$17 ) begin
+            \$signal  = \$17 ;
+          end else if (\$16 ) begin
           end else begin
-            \$signal  = \$23 ;
+            \$signal  = \$22 ;
           end
       default:
-          \$signal  = \$30 ;
+          \$signal  = \$29 ;
     endcase
   end
   always @* begin
@@ -743,14 +795,14 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
       2'h2:
           (* full_case = 32'd1 *)
           if (\$14 ) begin
-            \$signal$38  = \$22 ;
-          end else if (\$17 ) begin
+            \$signal$38  = \$21 ;
+          end else if (\$16 ) begin
             \$signal$38  = 1'h1;
           end else begin
-            \$signal$38  = \$29 ;
+            \$signal$38  = \$28 ;
           end
       default:
-          \$signal$38  = \$34 ;
+          \$signal$38  = \$33 ;
     endcase
   end
   always @* begin
@@ -761,7 +813,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
           /* empty */;
       2'h2:
           if (\$14 ) begin
-          end else if (\$17 ) begin
+          end else if (\$16 ) begin
             forced = 1'h1;
           end
     endcase
@@ -770,26 +822,26 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
     if (_init_strobe_1 ) begin end
     req[82:59] = 24'h000000;
     (* full_case = 32'd1 *)
-    if (\$73 ) begin
+    if (\$72 ) begin
       req[1:0] = 2'h0;
       req[3:2] = 2'h0;
       req[51:4] = load__payload[47:0];
       req[58:52] = load__payload[54:48];
       req[82:75] = load__payload[62:55];
-    end else if (\$76 ) begin
-      req[1:0] = \$83 ;
+    end else if (\$75 ) begin
+      req[1:0] = \$82 ;
       req[3:2] = 2'h0;
       req[51:4] = store__payload[47:0];
       req[58:52] = store__payload[70:64];
       req[74:59] = store__payload[63:48];
-    end else if (\$81 ) begin
+    end else if (\$80 ) begin
       req[1:0] = 2'h0;
       req[3:2] = 2'h1;
       req[51:4] = dma__payload[47:0];
       req[58:52] = dma__payload[54:48];
       req[82:75] = { 5'h00, dma__payload[57:55] };
     end else begin
-      req[1:0] = \$85 ;
+      req[1:0] = \$84 ;
       req[3:2] = 2'h2;
       req[51:4] = remote__payload[47:0];
       req[58:52] = remote__payload[70:64];
@@ -800,271 +852,285 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
     if (_init_strobe_1 ) begin end
     tracked = 1'h0;
     (* full_case = 32'd1 *)
-    if (\$73 ) begin
-    end else if (\$76 ) begin
+    if (\$72 ) begin
+    end else if (\$75 ) begin
       tracked = store__payload[72];
-    end else if (\$81 ) begin
+    end else if (\$80 ) begin
     end else begin
       tracked = remote__payload[72];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$227  = last_store;
-    if (\$113 ) begin
-      \$227  = \$117 ;
+    \$251  = last_store;
+    if (\$112 ) begin
+      \$251  = \$116 ;
     end
     if (rst) begin
-      \$227  = 1'h0;
+      \$251  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$228  = last_remote;
-    if (\$120 ) begin
-      \$228  = \$124 ;
+    \$252  = last_remote;
+    if (\$119 ) begin
+      \$252  = \$123 ;
     end
     if (rst) begin
-      \$228  = 1'h0;
+      \$252  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$229  = last_comm;
-    if (\$131 ) begin
-      \$229  = \$134 ;
+    \$253  = last_comm;
+    if (\$130 ) begin
+      \$253  = \$133 ;
     end
     if (rst) begin
-      \$229  = 1'h0;
+      \$253  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$230  = \wait ;
-    if (\$140 ) begin
-      \$230  = 16'h0000;
-    end else if (\$144 ) begin
-      \$230  = \$145 [15:0];
+    \$254  = \wait ;
+    if (\$139 ) begin
+      \$254  = 16'h0000;
+    end else if (\$143 ) begin
+      \$254  = \$144 [15:0];
     end
     if (rst) begin
-      \$230  = 16'h0000;
+      \$254  = 16'h0000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$231  = dram__valid;
-    if (\$147 ) begin
-      \$231  = \$154 ;
+    (* full_case = 32'd1 *)
+    if (\$139 ) begin
+      \$255  = 1'h0;
+    end else if (\$143 ) begin
+      \$255  = \$157 ;
+    end else begin
+      \$255  = \$169 ;
     end
     if (rst) begin
-      \$231  = 1'h0;
+      \$255  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$232  = out_tracked;
-    if (\$147 ) begin
-      \$232  = tracked;
+    \$256  = dram__valid;
+    if (\$171 ) begin
+      \$256  = \$178 ;
     end
     if (rst) begin
-      \$232  = 1'h0;
+      \$256  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$233  = dram__payload;
-    if (\$147 ) begin
-      if (\$161 ) begin
-        \$233  = req;
+    \$257  = out_tracked;
+    if (\$171 ) begin
+      \$257  = tracked;
+    end
+    if (rst) begin
+      \$257  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$258  = dram__payload;
+    if (\$171 ) begin
+      if (\$185 ) begin
+        \$258  = req;
       end
     end
     if (rst) begin
-      \$233  = 83'h000000000000000000000;
+      \$258  = 83'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$234  = \$165 ;
+    \$259  = \$189 ;
     if (rst) begin
-      \$234  = 1'h0;
+      \$259  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$235 [15:0] = dram__payload[74:59];
-    \$235 [19:16] = 4'h1;
-    \$235 [20] = \$167 ;
-    \$235 [22:21] = dram__payload[3:2];
+    \$260 [15:0] = dram__payload[74:59];
+    \$260 [19:16] = 4'h1;
+    \$260 [20] = \$191 ;
+    \$260 [22:21] = dram__payload[3:2];
     if (rst) begin
-      \$235  = 23'h000000;
+      \$260  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$236  = cfg;
-    if (\$177 ) begin
-      \$236  = config__payload;
+    \$261  = cfg;
+    if (\$201 ) begin
+      \$261  = config__payload;
     end
     if (rst) begin
-      \$236  = 39'h0200388002;
+      \$261  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$237  = thr;
-    if (\$177 ) begin
-      \$237  = config__payload[9:2];
-    end else if (\$181 ) begin
+    \$262  = thr;
+    if (\$201 ) begin
+      \$262  = config__payload[9:2];
+    end else if (\$205 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
     end else if (finish[2]) begin
-      \$237  = \$199 [7:0];
+      \$262  = \$223 [7:0];
     end
     if (rst) begin
-      \$237  = 8'h00;
+      \$262  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$238  = armed;
-    if (\$177 ) begin
-      \$238  = \$182 ;
-    end else if (\$181 ) begin
-      \$238  = 1'h0;
+    \$263  = armed;
+    if (\$201 ) begin
+      \$263  = \$206 ;
+    end else if (\$205 ) begin
+      \$263  = 1'h0;
     end
     if (rst) begin
-      \$238  = 1'h1;
+      \$263  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$239  = window;
-    if (\$177 ) begin
-      \$239  = 1'h0;
-    end else if (\$181 ) begin
+    \$264  = window;
+    if (\$201 ) begin
+      \$264  = 1'h0;
+    end else if (\$205 ) begin
       (* full_case = 32'd1 *)
-      if (\$184 ) begin
+      if (\$208 ) begin
       end else begin
-        \$239  = 1'h1;
+        \$264  = 1'h1;
       end
     end else if (window) begin
-      if (\$192 ) begin
-        \$239  = 1'h0;
+      if (\$216 ) begin
+        \$264  = 1'h0;
       end
     end
     if (rst) begin
-      \$239  = 1'h0;
+      \$264  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$240  = finish;
-    if (\$177 ) begin
-      \$240  = 3'h0;
-    end else if (\$181 ) begin
-      if (\$184 ) begin
-        \$240  = 3'h1;
+    \$265  = finish;
+    if (\$201 ) begin
+      \$265  = 3'h0;
+    end else if (\$205 ) begin
+      if (\$208 ) begin
+        \$265  = 3'h1;
       end
     end else if (window) begin
-      if (\$192 ) begin
-        \$240  = 3'h1;
+      if (\$216 ) begin
+        \$265  = 3'h1;
       end
     end else if (finish[0]) begin
-      \$240  = \$193 [2:0];
+      \$265  = \$217 [2:0];
     end else if (finish[1]) begin
-      \$240  = \$196 [2:0];
+      \$265  = \$220 [2:0];
     end else if (finish[2]) begin
-      \$240  = 3'h0;
+      \$265  = 3'h0;
     end
     if (rst) begin
-      \$240  = 3'h0;
+      \$265  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$241  = count;
-    if (\$177 ) begin
-    end else if (\$181 ) begin
-      \$241  = 25'h0000000;
+    \$266  = count;
+    if (\$201 ) begin
+    end else if (\$205 ) begin
+      \$266  = 25'h0000000;
       (* full_case = 32'd1 *)
-      if (\$184 ) begin
+      if (\$208 ) begin
       end else begin
-        \$241  = 25'h0000001;
+        \$266  = 25'h0000001;
       end
     end else if (window) begin
-      \$241  = \$185 [24:0];
+      \$266  = \$209 [24:0];
     end
     if (rst) begin
-      \$241  = 25'h0000000;
+      \$266  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$242  = acc;
-    if (\$177 ) begin
-    end else if (\$181 ) begin
-      \$242  = { \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183  };
+    \$267  = acc;
+    if (\$201 ) begin
+    end else if (\$205 ) begin
+      \$267  = { \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207  };
     end else if (window) begin
-      if (\$188 ) begin
-        \$242  = \$189 [32:0];
+      if (\$212 ) begin
+        \$267  = \$213 [32:0];
       end
     end
     if (rst) begin
-      \$242  = 33'h000000000;
+      \$267  = 33'h000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$243  = num;
-    if (\$177 ) begin
-    end else if (\$181 ) begin
+    \$268  = num;
+    if (\$201 ) begin
+    end else if (\$205 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$243  = \$195 [34:0];
+      \$268  = \$219 [34:0];
     end else if (finish[1]) begin
-      \$243  = \$197 [34:0];
+      \$268  = \$221 [34:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$244  = stats;
-    if (\$200 ) begin
-      \$244 [31:0] = \$201 [31:0];
+    \$269  = stats;
+    if (\$224 ) begin
+      \$269 [31:0] = \$225 [31:0];
     end
-    if (\$203 ) begin
-      \$244 [159:128] = \$204 [31:0];
+    if (\$227 ) begin
+      \$269 [159:128] = \$228 [31:0];
     end
-    if (\$205 ) begin
-      \$244 [63:32] = \$206 [31:0];
+    if (\$229 ) begin
+      \$269 [63:32] = \$230 [31:0];
     end
-    if (\$208 ) begin
-      \$244 [191:160] = \$209 [31:0];
+    if (\$232 ) begin
+      \$269 [191:160] = \$233 [31:0];
     end
-    if (\$210 ) begin
-      \$244 [95:64] = \$211 [31:0];
+    if (\$234 ) begin
+      \$269 [95:64] = \$235 [31:0];
     end
-    if (\$213 ) begin
-      \$244 [223:192] = \$214 [31:0];
+    if (\$237 ) begin
+      \$269 [223:192] = \$238 [31:0];
     end
-    if (\$215 ) begin
-      \$244 [127:96] = \$216 [31:0];
+    if (\$239 ) begin
+      \$269 [127:96] = \$240 [31:0];
     end
-    if (\$218 ) begin
-      \$244 [255:224] = \$219 [31:0];
+    if (\$242 ) begin
+      \$269 [255:224] = \$243 [31:0];
     end
-    if (\$222 ) begin
-      \$244 [287:256] = \$223 [31:0];
+    if (\$246 ) begin
+      \$269 [287:256] = \$247 [31:0];
     end
     if (rst) begin
-      \$244  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$269  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$245  = \$226 ;
+    \$270  = \$250 ;
     if (rst) begin
-      \$245  = 2'h0;
+      \$270  = 2'h0;
     end
   end
   assign load_response__payload = response__payload[9:2];
@@ -1133,13 +1199,13 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign req__tag  = req[82:75];
   assign set_err__bad_config  = set_err[0];
   assign set_err__bad_response  = set_err[1];
-  assign status[10] = \$110 ;
+  assign status[10] = \$109 ;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$107 ;
-  assign set_err[1] = \$96 ;
-  assign \$82  = store__payload[71];
-  assign \$84  = remote__payload[71];
-  assign \$193  = { finish, 1'h0 };
-  assign \$196  = { finish, 1'h0 };
+  assign set_err[0] = \$106 ;
+  assign set_err[1] = \$95 ;
+  assign \$81  = store__payload[71];
+  assign \$83  = remote__payload[71];
+  assign \$217  = { finish, 1'h0 };
+  assign \$220  = { finish, 1'h0 };
 endmodule

@@ -209,19 +209,20 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   reg \$280 ;
   reg \$281 ;
   reg \$282 ;
-  reg [154:0] \$283 ;
-  reg \$284 ;
+  reg \$283 ;
+  reg [154:0] \$284 ;
   reg \$285 ;
-  reg [178:0] \$286 ;
-  reg [37:0] \$287 ;
-  reg [38:0] \$288 ;
-  reg [3:0] \$289 ;
+  reg \$286 ;
+  reg [178:0] \$287 ;
+  reg [37:0] \$288 ;
+  reg [38:0] \$289 ;
   wire \$29 ;
-  reg [4:0] \$290 ;
-  reg [2:0] \$291 ;
-  reg [1:0] \$292 ;
+  reg [3:0] \$290 ;
+  reg [4:0] \$291 ;
+  reg [2:0] \$292 ;
   reg [1:0] \$293 ;
-  reg [31:0] \$294 ;
+  reg [1:0] \$294 ;
+  reg [31:0] \$295 ;
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
@@ -472,6 +473,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   wire [47:0] region_view__size ;
   wire region_view__valid ;
   reg region_waiting0 = 1'h0;
+  reg region_waiting1 = 1'h0;
   wire [2:0] rp__addr;
   wire [7:0] \rp__addr$101 ;
   wire [151:0] rp__data;
@@ -967,24 +969,31 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign \$37  = desc_verdict & \$36 ;
   assign \$38  = bus__w_stb & sel_region_index;
   assign \$39  = region_program__valid | region_verdict;
+  assign \$40  = | { region_waiting1, region_waiting0 };
   assign \$41  = \$39  | \$40 ;
   assign \$42  = bus__w_stb & sel_region_base_lo;
   assign \$43  = region_program__valid | region_verdict;
+  assign \$44  = | { region_waiting1, region_waiting0 };
   assign \$45  = \$43  | \$44 ;
   assign \$46  = bus__w_stb & sel_region_base_hi;
   assign \$47  = region_program__valid | region_verdict;
+  assign \$48  = | { region_waiting1, region_waiting0 };
   assign \$49  = \$47  | \$48 ;
   assign \$50  = bus__w_stb & sel_region_size_lo;
   assign \$51  = region_program__valid | region_verdict;
+  assign \$52  = | { region_waiting1, region_waiting0 };
   assign \$53  = \$51  | \$52 ;
   assign \$54  = bus__w_stb & sel_region_size_hi;
   assign \$55  = region_program__valid | region_verdict;
+  assign \$56  = | { region_waiting1, region_waiting0 };
   assign \$57  = \$55  | \$56 ;
   assign \$58  = bus__w_stb & sel_region_remote_base_lo;
   assign \$59  = region_program__valid | region_verdict;
+  assign \$60  = | { region_waiting1, region_waiting0 };
   assign \$61  = \$59  | \$60 ;
   assign \$62  = bus__w_stb & sel_region_remote_base_hi;
   assign \$63  = region_program__valid | region_verdict;
+  assign \$64  = | { region_waiting1, region_waiting0 };
   assign \$65  = \$63  | \$64 ;
   assign \$66  = bus__w_stb & sel_desc_index;
   assign \$67  = dma_program__valid | desc_verdict;
@@ -1006,9 +1015,11 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign \$106  = bus__w_stb & sel_arb_starvation_limit;
   assign \$110  = bus__w_stb & sel_command;
   assign \$111  = region_program__valid | region_verdict;
+  assign \$112  = | { region_waiting1, region_waiting0 };
   assign \$113  = \$111  | \$112 ;
   assign \$114  = \$113  | sweep;
   assign \$115  = region_program__valid | region_verdict;
+  assign \$116  = | { region_waiting1, region_waiting0 };
   assign \$117  = \$115  | \$116 ;
   assign \$118  = \$117  | sweep;
   assign \$119  = dma_program__valid | desc_verdict;
@@ -1023,6 +1034,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign \$139  = bus__w_stb & sel_addrmap_errors;
   assign \$140  = bus__w_stb & sel_arbiter_errors;
   assign \$141  = region_program__valid | region_verdict;
+  assign \$142  = | { region_waiting1, region_waiting0 };
   assign \$143  = \$141  | \$142 ;
   assign \$144  = dma_program__valid | desc_verdict;
   assign \$153  = sweep_at + 1'h1;
@@ -1032,24 +1044,31 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign \$160  = dma_program__valid & dma_program__ready;
   assign \$161  = bus__w_stb & sel_region_index;
   assign \$162  = region_program__valid | region_verdict;
+  assign \$163  = | { region_waiting1, region_waiting0 };
   assign \$164  = \$162  | \$163 ;
   assign \$165  = bus__w_stb & sel_region_base_lo;
   assign \$166  = region_program__valid | region_verdict;
+  assign \$167  = | { region_waiting1, region_waiting0 };
   assign \$168  = \$166  | \$167 ;
   assign \$169  = bus__w_stb & sel_region_base_hi;
   assign \$170  = region_program__valid | region_verdict;
+  assign \$171  = | { region_waiting1, region_waiting0 };
   assign \$172  = \$170  | \$171 ;
   assign \$173  = bus__w_stb & sel_region_size_lo;
   assign \$174  = region_program__valid | region_verdict;
+  assign \$175  = | { region_waiting1, region_waiting0 };
   assign \$176  = \$174  | \$175 ;
   assign \$177  = bus__w_stb & sel_region_size_hi;
   assign \$178  = region_program__valid | region_verdict;
+  assign \$179  = | { region_waiting1, region_waiting0 };
   assign \$180  = \$178  | \$179 ;
   assign \$181  = bus__w_stb & sel_region_remote_base_lo;
   assign \$182  = region_program__valid | region_verdict;
+  assign \$183  = | { region_waiting1, region_waiting0 };
   assign \$184  = \$182  | \$183 ;
   assign \$185  = bus__w_stb & sel_region_remote_base_hi;
   assign \$186  = region_program__valid | region_verdict;
+  assign \$187  = | { region_waiting1, region_waiting0 };
   assign \$188  = \$186  | \$187 ;
   assign \$189  = bus__w_stb & sel_desc_index;
   assign \$190  = dma_program__valid | desc_verdict;
@@ -1071,9 +1090,11 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign \$229  = bus__w_stb & sel_arb_starvation_limit;
   assign \$233  = bus__w_stb & sel_command;
   assign \$234  = region_program__valid | region_verdict;
+  assign \$235  = | { region_waiting1, region_waiting0 };
   assign \$236  = \$234  | \$235 ;
   assign \$237  = \$236  | sweep;
   assign \$238  = region_program__valid | region_verdict;
+  assign \$239  = | { region_waiting1, region_waiting0 };
   assign \$240  = \$238  | \$239 ;
   assign \$241  = \$240  | sweep;
   assign \$242  = dma_program__valid | desc_verdict;
@@ -1112,33 +1133,35 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   always @(posedge clk)
     region_waiting0 <= \$280 ;
   always @(posedge clk)
-    region_verdict <= \$281 ;
+    region_waiting1 <= \$281 ;
   always @(posedge clk)
-    region_loading <= \$282 ;
+    region_verdict <= \$282 ;
   always @(posedge clk)
-    region_program__payload <= \$283 ;
+    region_loading <= \$283 ;
   always @(posedge clk)
-    desc_verdict <= \$284 ;
+    region_program__payload <= \$284 ;
   always @(posedge clk)
-    desc_loading <= \$285 ;
+    desc_verdict <= \$285 ;
   always @(posedge clk)
-    dma_program__payload <= \$286 ;
+    desc_loading <= \$286 ;
   always @(posedge clk)
-    tracker_program__payload <= \$287 ;
+    dma_program__payload <= \$287 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$288 ;
+    tracker_program__payload <= \$288 ;
   always @(posedge clk)
-    errors <= \$289 ;
+    arbiter_program__payload <= \$289 ;
   always @(posedge clk)
-    tracker_sticky <= \$290 ;
+    errors <= \$290 ;
   always @(posedge clk)
-    dma_sticky <= \$291 ;
+    tracker_sticky <= \$291 ;
   always @(posedge clk)
-    addrmap_sticky <= \$292 ;
+    dma_sticky <= \$292 ;
   always @(posedge clk)
-    arbiter_sticky <= \$293 ;
+    addrmap_sticky <= \$293 ;
   always @(posedge clk)
-    bus__r_data <= \$294 ;
+    arbiter_sticky <= \$294 ;
+  always @(posedge clk)
+    bus__r_data <= \$295 ;
   always @* begin
     if (_init_strobe_1 ) begin end
     sel_id = 1'h0;
@@ -4610,7 +4633,14 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$282  = 1'h0;
+    \$282  = region_waiting1;
+    if (rst) begin
+      \$282  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$283  = 1'h0;
     if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
@@ -4619,86 +4649,86 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
             (* full_case = 32'd1 *)
             if (\$241 ) begin
             end else begin
-              \$282  = 1'h1;
+              \$283  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$282  = 1'h0;
+      \$283  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$283  = region_program__payload;
+    \$284  = region_program__payload;
     if (region_loading) begin
-      \$283  = region_view;
+      \$284  = region_view;
     end
     if (\$161 ) begin
       (* full_case = 32'd1 *)
       if (\$164 ) begin
       end else begin
-        \$283 [2:0] = bus__w_data[2:0];
-        \$283 [3] = bus__w_data[3];
-        \$283 [5:4] = bus__w_data[5:4];
-        \$283 [10:6] = bus__w_data[10:6];
+        \$284 [2:0] = bus__w_data[2:0];
+        \$284 [3] = bus__w_data[3];
+        \$284 [5:4] = bus__w_data[5:4];
+        \$284 [10:6] = bus__w_data[10:6];
       end
     end
     if (\$165 ) begin
       (* full_case = 32'd1 *)
       if (\$168 ) begin
       end else begin
-        \$283 [42:11] = bus__w_data;
+        \$284 [42:11] = bus__w_data;
       end
     end
     if (\$169 ) begin
       (* full_case = 32'd1 *)
       if (\$172 ) begin
       end else begin
-        \$283 [58:43] = bus__w_data[15:0];
+        \$284 [58:43] = bus__w_data[15:0];
       end
     end
     if (\$173 ) begin
       (* full_case = 32'd1 *)
       if (\$176 ) begin
       end else begin
-        \$283 [90:59] = bus__w_data;
+        \$284 [90:59] = bus__w_data;
       end
     end
     if (\$177 ) begin
       (* full_case = 32'd1 *)
       if (\$180 ) begin
       end else begin
-        \$283 [106:91] = bus__w_data[15:0];
+        \$284 [106:91] = bus__w_data[15:0];
       end
     end
     if (\$181 ) begin
       (* full_case = 32'd1 *)
       if (\$184 ) begin
       end else begin
-        \$283 [138:107] = bus__w_data;
+        \$284 [138:107] = bus__w_data;
       end
     end
     if (\$185 ) begin
       (* full_case = 32'd1 *)
       if (\$188 ) begin
       end else begin
-        \$283 [154:139] = bus__w_data[15:0];
+        \$284 [154:139] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$283  = 155'h000000000000000000000000000000000000000;
+      \$284  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$284  = \$160 ;
+    \$285  = \$160 ;
     if (rst) begin
-      \$284  = 1'h0;
+      \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$285  = 1'h0;
+    \$286  = 1'h0;
     if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
@@ -4711,275 +4741,275 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
             (* full_case = 32'd1 *)
             if (\$250 ) begin
             end else begin
-              \$285  = 1'h1;
+              \$286  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$285  = 1'h0;
+      \$286  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$286  = dma_program__payload;
+    \$287  = dma_program__payload;
     if (desc_loading) begin
-      \$286  = desc_view;
+      \$287  = desc_view;
     end
     if (\$189 ) begin
       (* full_case = 32'd1 *)
       if (\$192 ) begin
       end else begin
-        \$286 [7:0] = bus__w_data[7:0];
-        \$286 [8] = bus__w_data[8];
-        \$286 [9] = bus__w_data[9];
-        \$286 [14:10] = bus__w_data[14:10];
-        \$286 [30:15] = bus__w_data[30:15];
+        \$287 [7:0] = bus__w_data[7:0];
+        \$287 [8] = bus__w_data[8];
+        \$287 [9] = bus__w_data[9];
+        \$287 [14:10] = bus__w_data[14:10];
+        \$287 [30:15] = bus__w_data[30:15];
       end
     end
     if (\$193 ) begin
       (* full_case = 32'd1 *)
       if (\$196 ) begin
       end else begin
-        \$286 [42:31] = bus__w_data[11:0];
-        \$286 [58:43] = bus__w_data[27:12];
+        \$287 [42:31] = bus__w_data[11:0];
+        \$287 [58:43] = bus__w_data[27:12];
       end
     end
     if (\$197 ) begin
       (* full_case = 32'd1 *)
       if (\$200 ) begin
       end else begin
-        \$286 [82:59] = bus__w_data[23:0];
+        \$287 [82:59] = bus__w_data[23:0];
       end
     end
     if (\$201 ) begin
       (* full_case = 32'd1 *)
       if (\$204 ) begin
       end else begin
-        \$286 [114:83] = bus__w_data;
+        \$287 [114:83] = bus__w_data;
       end
     end
     if (\$205 ) begin
       (* full_case = 32'd1 *)
       if (\$208 ) begin
       end else begin
-        \$286 [130:115] = bus__w_data[15:0];
+        \$287 [130:115] = bus__w_data[15:0];
       end
     end
     if (\$209 ) begin
       (* full_case = 32'd1 *)
       if (\$212 ) begin
       end else begin
-        \$286 [162:131] = bus__w_data;
+        \$287 [162:131] = bus__w_data;
       end
     end
     if (\$213 ) begin
       (* full_case = 32'd1 *)
       if (\$216 ) begin
       end else begin
-        \$286 [178:163] = bus__w_data[15:0];
+        \$287 [178:163] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$286  = 179'h000000000000000000000000000000000000000000000;
+      \$287  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$287  = tracker_program__payload;
+    \$288  = tracker_program__payload;
     if (\$217 ) begin
       (* full_case = 32'd1 *)
       if (\$220 ) begin
       end else begin
-        \$287 [0] = bus__w_data[0];
-        \$287 [16:1] = bus__w_data[16:1];
-        \$287 [28:17] = bus__w_data[28:17];
+        \$288 [0] = bus__w_data[0];
+        \$288 [16:1] = bus__w_data[16:1];
+        \$288 [28:17] = bus__w_data[28:17];
       end
     end
     if (\$221 ) begin
       (* full_case = 32'd1 *)
       if (\$224 ) begin
       end else begin
-        \$287 [36:29] = bus__w_data[7:0];
-        \$287 [37] = bus__w_data[8];
+        \$288 [36:29] = bus__w_data[7:0];
+        \$288 [37] = bus__w_data[8];
       end
     end
     if (rst) begin
-      \$287  = 38'h0000000000;
+      \$288  = 38'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$288  = arbiter_program__payload;
+    \$289  = arbiter_program__payload;
     if (\$225 ) begin
       (* full_case = 32'd1 *)
       if (\$228 ) begin
       end else begin
-        \$288 [1:0] = bus__w_data[1:0];
-        \$288 [9:2] = bus__w_data[9:2];
-        \$288 [17:10] = bus__w_data[17:10];
-        \$288 [22:18] = bus__w_data[22:18];
+        \$289 [1:0] = bus__w_data[1:0];
+        \$289 [9:2] = bus__w_data[9:2];
+        \$289 [17:10] = bus__w_data[17:10];
+        \$289 [22:18] = bus__w_data[22:18];
       end
     end
     if (\$229 ) begin
       (* full_case = 32'd1 *)
       if (\$232 ) begin
       end else begin
-        \$288 [38:23] = bus__w_data[15:0];
+        \$289 [38:23] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$288  = 39'h0200388002;
+      \$289  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$289  = \$261 ;
+    \$290  = \$261 ;
     if (rst) begin
-      \$289  = 4'h0;
+      \$290  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$290  = \$264 ;
+    \$291  = \$264 ;
     if (rst) begin
-      \$290  = 5'h00;
+      \$291  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$291  = \$267 ;
+    \$292  = \$267 ;
     if (rst) begin
-      \$291  = 3'h0;
+      \$292  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$292  = \$270 ;
-    if (rst) begin
-      \$292  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$293  = \$273 ;
+    \$293  = \$270 ;
     if (rst) begin
       \$293  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$294  = bus__r_data;
+    \$294  = \$273 ;
+    if (rst) begin
+      \$294  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$295  = bus__r_data;
     if (bus__r_stb) begin
       (* full_case = 32'd1 *)
       casez (bus__addr)
         10'h000:
-            \$294  = 32'd1412646999;
+            \$295  = 32'd1412646999;
         10'h004:
-            \$294  = 32'd811731048;
+            \$295  = 32'd811731048;
         10'h008:
-            \$294  = { 24'h000000, status };
+            \$295  = { 24'h000000, status };
         10'h00c:
-            \$294  = 32'd0;
+            \$295  = 32'd0;
         10'h040:
-            \$294  = { 28'h0000000, errors };
+            \$295  = { 28'h0000000, errors };
         10'h044:
-            \$294  = { 27'h0000000, tracker_sticky };
+            \$295  = { 27'h0000000, tracker_sticky };
         10'h048:
-            \$294  = { 29'h00000000, dma_sticky };
+            \$295  = { 29'h00000000, dma_sticky };
         10'h04c:
-            \$294  = { 30'h00000000, addrmap_sticky };
+            \$295  = { 30'h00000000, addrmap_sticky };
         10'h050:
-            \$294  = { 30'h00000000, arbiter_sticky };
+            \$295  = { 30'h00000000, arbiter_sticky };
         10'h080:
-            \$294  = { 21'h000000, region_view[10:0] };
+            \$295  = { 21'h000000, region_view[10:0] };
         10'h084:
-            \$294  = region_view[42:11];
+            \$295  = region_view[42:11];
         10'h088:
-            \$294  = { 16'h0000, region_view[58:43] };
+            \$295  = { 16'h0000, region_view[58:43] };
         10'h08c:
-            \$294  = region_view[90:59];
+            \$295  = region_view[90:59];
         10'h090:
-            \$294  = { 16'h0000, region_view[106:91] };
+            \$295  = { 16'h0000, region_view[106:91] };
         10'h094:
-            \$294  = region_view[138:107];
+            \$295  = region_view[138:107];
         10'h098:
-            \$294  = { 16'h0000, region_view[154:139] };
+            \$295  = { 16'h0000, region_view[154:139] };
         10'h0c0:
-            \$294  = { 1'h0, desc_view[30:0] };
+            \$295  = { 1'h0, desc_view[30:0] };
         10'h0c4:
-            \$294  = { 4'h0, desc_view[58:31] };
+            \$295  = { 4'h0, desc_view[58:31] };
         10'h0c8:
-            \$294  = { 8'h00, desc_view[82:59] };
+            \$295  = { 8'h00, desc_view[82:59] };
         10'h0cc:
-            \$294  = desc_view[114:83];
+            \$295  = desc_view[114:83];
         10'h0d0:
-            \$294  = { 16'h0000, desc_view[130:115] };
+            \$295  = { 16'h0000, desc_view[130:115] };
         10'h0d4:
-            \$294  = desc_view[162:131];
+            \$295  = desc_view[162:131];
         10'h0d8:
-            \$294  = { 16'h0000, desc_view[178:163] };
+            \$295  = { 16'h0000, desc_view[178:163] };
         10'h100:
-            \$294  = { 3'h0, tracker_program__payload[28:0] };
+            \$295  = { 3'h0, tracker_program__payload[28:0] };
         10'h104:
-            \$294  = { 23'h000000, tracker_program__payload[37:29] };
+            \$295  = { 23'h000000, tracker_program__payload[37:29] };
         10'h140:
-            \$294  = tracker_stats[31:0];
+            \$295  = tracker_stats[31:0];
         10'h144:
-            \$294  = tracker_stats[63:32];
+            \$295  = tracker_stats[63:32];
         10'h148:
-            \$294  = tracker_stats[95:64];
+            \$295  = tracker_stats[95:64];
         10'h14c:
-            \$294  = tracker_stats[127:96];
+            \$295  = tracker_stats[127:96];
         10'h150:
-            \$294  = tracker_stats[159:128];
+            \$295  = tracker_stats[159:128];
         10'h154:
-            \$294  = tracker_stats[191:160];
+            \$295  = tracker_stats[191:160];
         10'h180:
-            \$294  = dma_stats[31:0];
+            \$295  = dma_stats[31:0];
         10'h184:
-            \$294  = dma_stats[63:32];
+            \$295  = dma_stats[63:32];
         10'h188:
-            \$294  = dma_stats[95:64];
+            \$295  = dma_stats[95:64];
         10'h18c:
-            \$294  = dma_stats[127:96];
+            \$295  = dma_stats[127:96];
         10'h1c0:
-            \$294  = addrmap_stats[31:0];
+            \$295  = addrmap_stats[31:0];
         10'h1c4:
-            \$294  = addrmap_stats[63:32];
+            \$295  = addrmap_stats[63:32];
         10'h1c8:
-            \$294  = addrmap_stats[95:64];
+            \$295  = addrmap_stats[95:64];
         10'h1cc:
-            \$294  = addrmap_stats[127:96];
+            \$295  = addrmap_stats[127:96];
         10'h200:
-            \$294  = { 9'h000, arbiter_program__payload[22:0] };
+            \$295  = { 9'h000, arbiter_program__payload[22:0] };
         10'h204:
-            \$294  = { 16'h0000, arbiter_program__payload[38:23] };
+            \$295  = { 16'h0000, arbiter_program__payload[38:23] };
         10'h208:
-            \$294  = { 21'h000000, arbiter_status };
+            \$295  = { 21'h000000, arbiter_status };
         10'h240:
-            \$294  = arbiter_stats[31:0];
+            \$295  = arbiter_stats[31:0];
         10'h244:
-            \$294  = arbiter_stats[63:32];
+            \$295  = arbiter_stats[63:32];
         10'h248:
-            \$294  = arbiter_stats[95:64];
+            \$295  = arbiter_stats[95:64];
         10'h24c:
-            \$294  = arbiter_stats[127:96];
+            \$295  = arbiter_stats[127:96];
         10'h250:
-            \$294  = arbiter_stats[159:128];
+            \$295  = arbiter_stats[159:128];
         10'h254:
-            \$294  = arbiter_stats[191:160];
+            \$295  = arbiter_stats[191:160];
         10'h258:
-            \$294  = arbiter_stats[223:192];
+            \$295  = arbiter_stats[223:192];
         10'h25c:
-            \$294  = arbiter_stats[255:224];
+            \$295  = arbiter_stats[255:224];
         10'h260:
-            \$294  = arbiter_stats[287:256];
+            \$295  = arbiter_stats[287:256];
         default:
-            \$294  = 32'd0;
+            \$295  = 32'd0;
       endcase
     end
     if (rst) begin
-      \$294  = 32'd0;
+      \$295  = 32'd0;
     end
   end
   assign rp__addr = region_program__payload[2:0];
@@ -5156,13 +5186,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
     set_err[1] = \$31 ;
   always @*
     set_err[0] = \$3 ;
-  assign \$40  = region_waiting0;
-  assign \$44  = region_waiting0;
-  assign \$48  = region_waiting0;
-  assign \$52  = region_waiting0;
-  assign \$56  = region_waiting0;
-  assign \$60  = region_waiting0;
-  assign \$64  = region_waiting0;
   assign \$68  = 1'h0;
   assign \$69  = \$67 ;
   assign \$72  = 1'h0;
@@ -5189,8 +5212,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign \$107  = arbiter_program__valid;
   assign \$108  = 1'h0;
   assign \$109  = arbiter_program__valid;
-  assign \$112  = region_waiting0;
-  assign \$116  = region_waiting0;
   assign \$120  = 1'h0;
   assign \$121  = \$119 ;
   assign \$125  = 1'h0;
@@ -5202,7 +5223,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign \$133  = 1'h0;
   assign \$134  = arbiter_program__valid;
   assign \$135  = arbiter_program__valid;
-  assign \$142  = region_waiting0;
   assign \$145  = 1'h0;
   assign \$146  = \$144 ;
   assign \$147  = tracker_program__valid;
@@ -5214,13 +5234,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign \$155  = region_program__valid;
   assign \$158  = arbiter_program__valid;
   assign \$159  = region_program__valid;
-  assign \$163  = region_waiting0;
-  assign \$167  = region_waiting0;
-  assign \$171  = region_waiting0;
-  assign \$175  = region_waiting0;
-  assign \$179  = region_waiting0;
-  assign \$183  = region_waiting0;
-  assign \$187  = region_waiting0;
   assign \$191  = 1'h0;
   assign \$192  = \$190 ;
   assign \$195  = 1'h0;
@@ -5247,8 +5260,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign \$230  = arbiter_program__valid;
   assign \$231  = 1'h0;
   assign \$232  = arbiter_program__valid;
-  assign \$235  = region_waiting0;
-  assign \$239  = region_waiting0;
   assign \$243  = 1'h0;
   assign \$244  = \$242 ;
   assign \$248  = 1'h0;

@@ -370,7 +370,7 @@ endmodule
 
 module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk, rst, descriptor__ready, response__ready, bad_response, idle, descriptor__valid, descriptor__payload, read__valid, read__payload, packet__valid, packet__payload, read__ready);
   reg _init_strobe_2  = 0;
-  wire [16:0] \$1 ;
+  wire [15:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
@@ -378,34 +378,42 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire [48:0] \$19 ;
-  wire [15:0] \$2 ;
-  wire [3:0] \$20 ;
-  wire [12:0] \$21 ;
-  wire [48:0] \$22 ;
-  wire [48:0] \$23 ;
+  wire [48:0] \$17 ;
+  wire [3:0] \$18 ;
+  wire [12:0] \$19 ;
+  wire \$2 ;
+  wire [48:0] \$20 ;
+  wire [48:0] \$21 ;
+  wire \$22 ;
+  wire [16:0] \$23 ;
   wire [16:0] \$24 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
-  reg \$28 ;
-  reg [57:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [2:0] \$30 ;
-  reg [15:0] \$31 ;
-  reg [11:0] \$32 ;
-  reg [47:0] \$33 ;
-  reg [47:0] \$34 ;
-  reg \$35 ;
-  reg [170:0] \$36 ;
-  reg \$37 ;
-  reg [76:0] \$38 ;
+  wire \$30 ;
+  wire \$31 ;
+  reg \$32 ;
+  reg [57:0] \$33 ;
+  reg [2:0] \$34 ;
+  reg [15:0] \$35 ;
+  reg [11:0] \$36 ;
+  reg [47:0] \$37 ;
+  reg [47:0] \$38 ;
+  reg [15:0] \$39 ;
   wire \$4 ;
-  wire \$5 ;
+  reg \$40 ;
+  reg \$41 ;
+  reg \$42 ;
+  reg [170:0] \$43 ;
+  reg \$44 ;
+  reg \$45 ;
+  reg [76:0] \$46 ;
+  wire [48:0] \$5 ;
   wire \$6 ;
-  wire [48:0] \$7 ;
+  wire \$7 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -487,6 +495,7 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire [2:0] o__payload__tag ;
   wire o__ready;
   wire o__valid;
+  reg one_row = 1'h0;
   output [76:0] packet__payload;
   reg [76:0] packet__payload = 77'h00000000000000000000;
   wire [47:0] packet__payload__addr ;
@@ -511,7 +520,7 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire read__ready;
   output read__valid;
   reg read__valid = 1'h0;
-  wire [15:0] remaining;
+  reg [15:0] remaining = 16'h0000;
   input [2:0] response__payload;
   wire [2:0] response__payload;
   wire [2:0] response__payload__tag ;
@@ -519,69 +528,81 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire response__ready;
   input response__valid;
   wire response__valid;
-  wire row_end;
+  reg row_end = 1'h0;
   reg [11:0] rows_left = 12'h000;
   input rst;
   wire rst;
+  reg short_row = 1'h0;
   reg [47:0] src_row = 48'h000000000000;
   reg [2:0] tag = 3'h0;
-  assign \$1  = cur[50:35] - col;
-  assign row_end = \$1 [15:0] <= 7'h40;
-  assign \$2  = row_end ? \$1 [15:0] : 16'h0040;
-  assign \$3  = rows_left == 1'h1;
-  assign last = row_end & \$3 ;
-  assign \$4  = ~ read__valid;
-  assign \$5  = \$4  | read__ready;
-  assign \$6  = active & \$5 ;
-  assign issue = \$6  & accept;
-  assign \$7  = dst_row + col;
-  assign \$8  = ~ active;
-  assign \$9  = issue & last;
-  assign descriptor__ready = \$8  | \$9 ;
-  assign \$10  = ~ packet__valid;
-  assign response__ready = \$10  | packet__ready;
+  always @(posedge clk)
+    remaining <= \$39 ;
+  always @(posedge clk)
+    row_end <= \$40 ;
+  always @(posedge clk)
+    one_row <= \$41 ;
+  always @(posedge clk)
+    active <= \$42 ;
+  always @(posedge clk)
+    cur <= \$43 ;
+  always @(posedge clk)
+    short_row <= \$44 ;
+  always @(posedge clk)
+    packet__valid <= \$45 ;
+  always @(posedge clk)
+    packet__payload <= \$46 ;
+  assign \$1  = row_end ? remaining : 16'h0040;
+  assign last = row_end & one_row;
+  assign \$2  = ~ read__valid;
+  assign \$3  = \$2  | read__ready;
+  assign \$4  = active & \$3 ;
+  assign issue = \$4  & accept;
+  assign \$5  = dst_row + col;
+  assign \$6  = ~ active;
+  assign \$7  = issue & last;
+  assign descriptor__ready = \$6  | \$7 ;
+  assign \$8  = ~ packet__valid;
+  assign response__ready = \$8  | packet__ready;
   assign o__ready = response__valid & response__ready;
-  assign \$11  = response__valid & response__ready;
-  assign \$12  = ~ o__valid;
-  assign \$13  = o__payload[79:77] != response__payload;
-  assign \$14  = \$12  | \$13 ;
-  assign bad_response = \$11  & \$14 ;
-  assign \$15  = ~ active;
-  assign \$16  = ~ o__valid;
-  assign \$17  = \$15  & \$16 ;
-  assign \$18  = ~ packet__valid;
-  assign idle = \$17  & \$18 ;
-  assign \$19  = src_row + col;
-  assign \$20  = tag + 1'h1;
-  assign \$21  = rows_left - 1'h1;
-  assign \$22  = src_row + cur[74:51];
-  assign \$23  = dst_row + cur[74:51];
-  assign \$24  = col + 7'h40;
-  assign \$25  = descriptor__valid & descriptor__ready;
-  assign \$26  = response__valid & response__ready;
-  assign \$27  = \$26  & o__valid;
+  assign \$9  = response__valid & response__ready;
+  assign \$10  = ~ o__valid;
+  assign \$11  = o__payload[79:77] != response__payload;
+  assign \$12  = \$10  | \$11 ;
+  assign bad_response = \$9  & \$12 ;
+  assign \$13  = ~ active;
+  assign \$14  = ~ o__valid;
+  assign \$15  = \$13  & \$14 ;
+  assign \$16  = ~ packet__valid;
+  assign idle = \$15  & \$16 ;
+  assign \$17  = src_row + col;
+  assign \$18  = tag + 1'h1;
+  assign \$19  = rows_left - 1'h1;
+  assign \$20  = src_row + cur[74:51];
+  assign \$21  = dst_row + cur[74:51];
+  assign \$22  = rows_left == 2'h2;
+  assign \$23  = col + 7'h40;
+  assign \$24  = remaining - 7'h40;
+  assign \$25  = remaining <= 8'h80;
+  assign \$26  = descriptor__valid & descriptor__ready;
+  assign \$27  = descriptor__payload[50:35] <= 7'h40;
+  assign \$28  = descriptor__payload[50:35] <= 7'h40;
+  assign \$29  = descriptor__payload[34:23] == 1'h1;
+  assign \$30  = response__valid & response__ready;
+  assign \$31  = \$30  & o__valid;
   always @(posedge clk)
-    read__valid <= \$28 ;
+    read__valid <= \$32 ;
   always @(posedge clk)
-    read__payload <= \$29 ;
+    read__payload <= \$33 ;
   always @(posedge clk)
-    tag <= \$30 ;
+    tag <= \$34 ;
   always @(posedge clk)
-    col <= \$31 ;
+    col <= \$35 ;
   always @(posedge clk)
-    rows_left <= \$32 ;
+    rows_left <= \$36 ;
   always @(posedge clk)
-    src_row <= \$33 ;
+    src_row <= \$37 ;
   always @(posedge clk)
-    dst_row <= \$34 ;
-  always @(posedge clk)
-    active <= \$35 ;
-  always @(posedge clk)
-    cur <= \$36 ;
-  always @(posedge clk)
-    packet__valid <= \$37 ;
-  always @(posedge clk)
-    packet__payload <= \$38 ;
+    dst_row <= \$38 ;
   t3hw_dma__engine__pending  pending (
     .accept(accept),
     .clk(clk),
@@ -594,139 +615,194 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   );
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$28  = read__valid;
-    if (read__ready) begin
-      \$28  = 1'h0;
-    end
-    if (issue) begin
-      \$28  = 1'h1;
-    end
-    if (rst) begin
-      \$28  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$29  = read__payload;
-    if (issue) begin
-      \$29 [47:0] = \$19 [47:0];
-      \$29 [54:48] = \$2 [6:0];
-      \$29 [57:55] = tag;
-    end
-    if (rst) begin
-      \$29  = 58'h000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$30  = tag;
-    if (issue) begin
-      \$30  = \$20 [2:0];
-    end
-    if (rst) begin
-      \$30  = 3'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$31  = col;
+    \$39  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$31  = 16'h0000;
+        \$39  = cur[50:35];
       end else begin
-        \$31  = \$24 [15:0];
+        \$39  = \$24 [15:0];
       end
     end
-    if (\$25 ) begin
-      \$31  = 16'h0000;
+    if (\$26 ) begin
+      \$39  = descriptor__payload[50:35];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$32  = rows_left;
+    \$40  = row_end;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$40  = short_row;
+      end else begin
+        \$40  = \$25 ;
+      end
+    end
+    if (\$26 ) begin
+      \$40  = \$27 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$41  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$32  = \$21 [11:0];
+        \$41  = \$22 ;
       end
     end
-    if (\$25 ) begin
-      \$32  = descriptor__payload[34:23];
+    if (\$26 ) begin
+      \$41  = \$29 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$33  = src_row;
-    if (issue) begin
-      if (row_end) begin
-        \$33  = \$22 [47:0];
-      end
-    end
-    if (\$25 ) begin
-      \$33  = descriptor__payload[122:75];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$34  = dst_row;
-    if (issue) begin
-      if (row_end) begin
-        \$34  = \$23 [47:0];
-      end
-    end
-    if (\$25 ) begin
-      \$34  = descriptor__payload[170:123];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$35  = active;
+    \$42  = active;
     if (issue) begin
       if (last) begin
-        \$35  = 1'h0;
+        \$42  = 1'h0;
       end
     end
-    if (\$25 ) begin
-      \$35  = 1'h1;
+    if (\$26 ) begin
+      \$42  = 1'h1;
     end
     if (rst) begin
-      \$35  = 1'h0;
+      \$42  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$36  = cur;
-    if (\$25 ) begin
-      \$36  = descriptor__payload;
+    \$43  = cur;
+    if (\$26 ) begin
+      \$43  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$37  = packet__valid;
+    \$44  = short_row;
+    if (\$26 ) begin
+      \$44  = \$28 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$45  = packet__valid;
     if (packet__ready) begin
-      \$37  = 1'h0;
+      \$45  = 1'h0;
     end
-    if (\$27 ) begin
-      \$37  = 1'h1;
+    if (\$31 ) begin
+      \$45  = 1'h1;
     end
     if (rst) begin
-      \$37  = 1'h0;
+      \$45  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$38  = packet__payload;
-    if (\$27 ) begin
-      \$38  = o__payload[76:0];
+    \$46  = packet__payload;
+    if (\$31 ) begin
+      \$46  = o__payload[76:0];
     end
     if (rst) begin
-      \$38  = 77'h00000000000000000000;
+      \$46  = 77'h00000000000000000000;
     end
   end
-  assign remaining = \$1 [15:0];
-  assign nbytes = \$2 [6:0];
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$32  = read__valid;
+    if (read__ready) begin
+      \$32  = 1'h0;
+    end
+    if (issue) begin
+      \$32  = 1'h1;
+    end
+    if (rst) begin
+      \$32  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$33  = read__payload;
+    if (issue) begin
+      \$33 [47:0] = \$17 [47:0];
+      \$33 [54:48] = \$1 [6:0];
+      \$33 [57:55] = tag;
+    end
+    if (rst) begin
+      \$33  = 58'h000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$34  = tag;
+    if (issue) begin
+      \$34  = \$18 [2:0];
+    end
+    if (rst) begin
+      \$34  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$35  = col;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$35  = 16'h0000;
+      end else begin
+        \$35  = \$23 [15:0];
+      end
+    end
+    if (\$26 ) begin
+      \$35  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$36  = rows_left;
+    if (issue) begin
+      if (row_end) begin
+        \$36  = \$19 [11:0];
+      end
+    end
+    if (\$26 ) begin
+      \$36  = descriptor__payload[34:23];
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$37  = src_row;
+    if (issue) begin
+      if (row_end) begin
+        \$37  = \$20 [47:0];
+      end
+    end
+    if (\$26 ) begin
+      \$37  = descriptor__payload[122:75];
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$38  = dst_row;
+    if (issue) begin
+      if (row_end) begin
+        \$38  = \$21 [47:0];
+      end
+    end
+    if (\$26 ) begin
+      \$38  = descriptor__payload[170:123];
+    end
+  end
+  assign nbytes = \$1 [6:0];
   assign data = meta;
   assign push = issue;
+  assign meta__packet  = meta[76:0];
+  assign meta__packet__device  = meta[4:0];
+  assign meta__packet__addr  = meta[52:5];
+  assign meta__packet__kind  = meta[53];
+  assign meta__packet__tile  = meta[69:54];
+  assign meta__packet__bytes  = meta[76:70];
+  assign meta__tag  = meta[79:77];
   assign cur__valid  = cur[0];
   assign cur__op  = cur[1];
   assign cur__device  = cur[6:2];
@@ -736,13 +812,6 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   assign cur__pitch  = cur[74:51];
   assign cur__src  = cur[122:75];
   assign cur__dst  = cur[170:123];
-  assign meta__packet  = meta[76:0];
-  assign meta__packet__device  = meta[4:0];
-  assign meta__packet__addr  = meta[52:5];
-  assign meta__packet__kind  = meta[53];
-  assign meta__packet__tile  = meta[69:54];
-  assign meta__packet__bytes  = meta[76:70];
-  assign meta__tag  = meta[79:77];
   assign data__packet  = meta[76:0];
   assign data__packet__device  = meta[4:0];
   assign data__packet__addr  = meta[52:5];
@@ -776,10 +845,10 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
   assign meta[79:77] = tag;
-  assign meta[76:70] = \$2 [6:0];
+  assign meta[76:70] = \$1 [6:0];
   assign meta[69:54] = cur[22:7];
   assign meta[53] = cur[1];
-  assign meta[52:5] = \$7 [47:0];
+  assign meta[52:5] = \$5 [47:0];
   assign meta[4:0] = cur[6:2];
 endmodule
 
@@ -983,7 +1052,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, clk, r
   wire \$19 ;
   wire \$2 ;
   wire [5:0] \$20 ;
-  wire \$21 ;
+  wire [6:0] \$21 ;
   wire \$22 ;
   wire \$23 ;
   wire \$24 ;
@@ -998,13 +1067,22 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, clk, r
   wire \$32 ;
   wire \$33 ;
   wire \$34 ;
-  reg [7:0] \$35 ;
-  reg \$36 ;
-  reg \$37 ;
-  reg \$38 ;
-  reg \$39 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
   wire \$4 ;
-  reg [170:0] \$40 ;
+  wire \$40 ;
+  wire \$41 ;
+  reg [7:0] \$42 ;
+  reg \$43 ;
+  reg \$44 ;
+  reg \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg [170:0] \$49 ;
   wire \$5 ;
   wire \$6 ;
   wire \$7 ;
@@ -1041,7 +1119,21 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, clk, r
   output descriptor__valid;
   reg descriptor__valid = 1'h0;
   wire enqueued;
+  reg fetched = 1'h0;
   reg fetching = 1'h0;
+  reg [170:0] got = 171'h0000000000000000000000000000000000000000000;
+  wire [4:0] got__device ;
+  wire [47:0] got__dst ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire got__op ;
+  wire [23:0] got__pitch ;
+  wire [15:0] got__row_bytes ;
+  wire [11:0] got__rows ;
+  wire [47:0] got__src ;
+  wire [15:0] got__tile ;
+  wire got__valid ;
   output idle;
   wire idle;
   wire [4:0] level;
@@ -1100,6 +1192,9 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, clk, r
   wire rst;
   reg [7:0] s1_cmd = 8'h00;
   reg s1_valid = 1'h0;
+  reg [7:0] s2_cmd = 8'h00;
+  reg s2_ok = 1'h0;
+  reg s2_valid = 1'h0;
   reg [7:0] sweep = 8'h00;
   input [23:0] trigger__payload;
   wire [23:0] trigger__payload;
@@ -1395,11 +1490,35 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, clk, r
   end
   assign rd_fetch__data = _0_;
   assign rd_check__data = _1_;
+  always @(posedge clk)
+    sweep <= \$42 ;
+  always @(posedge clk)
+    busy <= \$43 ;
+  always @(posedge clk)
+    s1_valid <= \$44 ;
+  always @(posedge clk)
+    s1_cmd <= trigger__payload[7:0];
+  always @(posedge clk)
+    s2_valid <= \$45 ;
+  always @(posedge clk)
+    s2_cmd <= s1_cmd;
+  always @(posedge clk)
+    s2_ok <= rd_check__data[0];
+  always @(posedge clk)
+    fetching <= \$46 ;
+  always @(posedge clk)
+    fetched <= \$47 ;
+  always @(posedge clk)
+    got <= rd_fetch__data;
+  always @(posedge clk)
+    descriptor__valid <= \$48 ;
+  always @(posedge clk)
+    descriptor__payload <= \$49 ;
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = trigger__valid & trigger__ready;
   assign \$4  = o__valid & o__ready;
-  assign \$5  = fetching & rd_fetch__data[0];
+  assign \$5  = fetched & got[0];
   assign program__ready = ~ busy;
   assign \$6  = program__valid & program__ready;
   assign \$7  = ! program__payload[42:31];
@@ -1417,39 +1536,32 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, clk, r
   assign \$18  = \$17  ? 2'h3 : 2'h0;
   assign \$19  = ~ busy;
   assign \$20  = level + s1_valid;
-  assign \$21  = \$20  < 5'h10;
-  assign trigger__ready = \$19  & \$21 ;
-  assign check_ok = s1_valid & rd_check__data[0];
-  assign \$22  = ~ fetching;
-  assign \$23  = ~ descriptor__valid;
-  assign \$24  = \$23  | descriptor__ready;
-  assign o__ready = \$22  & \$24 ;
-  assign \$25  = ~ rd_check__data[0];
-  assign \$26  = s1_valid & \$25 ;
-  assign \$27  = ~ rd_fetch__data[0];
-  assign \$28  = fetching & \$27 ;
-  assign bad_descriptor = \$26  + \$28 ;
-  assign \$29  = ~ s1_valid;
-  assign \$30  = ~ o__valid;
-  assign \$31  = \$29  & \$30 ;
-  assign \$32  = ~ fetching;
-  assign \$33  = \$31  & \$32 ;
-  assign \$34  = ~ descriptor__valid;
-  assign idle = \$33  & \$34 ;
-  always @(posedge clk)
-    sweep <= \$35 ;
-  always @(posedge clk)
-    busy <= \$36 ;
-  always @(posedge clk)
-    s1_valid <= \$37 ;
-  always @(posedge clk)
-    s1_cmd <= trigger__payload[7:0];
-  always @(posedge clk)
-    fetching <= \$38 ;
-  always @(posedge clk)
-    descriptor__valid <= \$39 ;
-  always @(posedge clk)
-    descriptor__payload <= \$40 ;
+  assign \$21  = \$20  + s2_valid;
+  assign \$22  = \$21  < 5'h10;
+  assign trigger__ready = \$19  & \$22 ;
+  assign check_ok = s2_valid & s2_ok;
+  assign \$23  = ~ fetching;
+  assign \$24  = ~ fetched;
+  assign \$25  = \$23  & \$24 ;
+  assign \$26  = ~ descriptor__valid;
+  assign \$27  = \$26  | descriptor__ready;
+  assign o__ready = \$25  & \$27 ;
+  assign \$28  = ~ s2_ok;
+  assign \$29  = s2_valid & \$28 ;
+  assign \$30  = ~ got[0];
+  assign \$31  = fetched & \$30 ;
+  assign bad_descriptor = \$29  + \$31 ;
+  assign \$32  = ~ s1_valid;
+  assign \$33  = ~ s2_valid;
+  assign \$34  = \$32  & \$33 ;
+  assign \$35  = ~ o__valid;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = ~ fetching;
+  assign \$38  = \$36  & \$37 ;
+  assign \$39  = ~ fetched;
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = ~ descriptor__valid;
+  assign idle = \$40  & \$41 ;
   t3hw_dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .level(level),
@@ -1458,8 +1570,90 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, clk, r
     .o__valid(o__valid),
     .push(check_ok),
     .rst(rst),
-    .wr__data(s1_cmd)
+    .wr__data(s2_cmd)
   );
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$42  = sweep;
+    if (busy) begin
+      \$42  = \$1 [7:0];
+    end
+    if (rst) begin
+      \$42  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$43  = busy;
+    if (busy) begin
+      if (\$2 ) begin
+        \$43  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$43  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$44  = \$3 ;
+    if (rst) begin
+      \$44  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$45  = s1_valid;
+    if (rst) begin
+      \$45  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$46  = \$4 ;
+    if (rst) begin
+      \$46  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$47  = fetching;
+    if (rst) begin
+      \$47  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$48  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$48  = 1'h0;
+    end
+    if (\$5 ) begin
+      \$48  = 1'h1;
+    end
+    if (rst) begin
+      \$48  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$49  = descriptor__payload;
+    if (\$5 ) begin
+      \$49  = got;
+    end
+    if (rst) begin
+      \$49  = 171'h0000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    (* full_case = 32'd1 *)
+    if (busy) begin
+      wr__addr = sweep;
+    end else begin
+      wr__addr = program__payload[7:0];
+    end
+  end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
@@ -1486,81 +1680,31 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, clk, r
       wr__en = \$18 [0];
     end
   end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$35  = sweep;
-    if (busy) begin
-      \$35  = \$1 [7:0];
-    end
-    if (rst) begin
-      \$35  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$36  = busy;
-    if (busy) begin
-      if (\$2 ) begin
-        \$36  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$36  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$37  = \$3 ;
-    if (rst) begin
-      \$37  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$38  = \$4 ;
-    if (rst) begin
-      \$38  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$39  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$39  = 1'h0;
-    end
-    if (\$5 ) begin
-      \$39  = 1'h1;
-    end
-    if (rst) begin
-      \$39  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$40  = descriptor__payload;
-    if (\$5 ) begin
-      \$40  = rd_fetch__data;
-    end
-    if (rst) begin
-      \$40  = 171'h0000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    (* full_case = 32'd1 *)
-    if (busy) begin
-      wr__addr = sweep;
-    end else begin
-      wr__addr = program__payload[7:0];
-    end
-  end
   assign rd_check__addr = trigger__payload[7:0];
-  assign data = s1_cmd;
+  assign data = s2_cmd;
   assign push = check_ok;
   assign enqueued = check_ok;
   assign o__payload = rd_fetch__addr;
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
+  assign rd_check__data__valid  = rd_check__data[0];
+  assign rd_check__data__op  = rd_check__data[1];
+  assign rd_check__data__device  = rd_check__data[6:2];
+  assign rd_check__data__tile  = rd_check__data[22:7];
+  assign rd_check__data__rows  = rd_check__data[34:23];
+  assign rd_check__data__row_bytes  = rd_check__data[50:35];
+  assign rd_check__data__pitch  = rd_check__data[74:51];
+  assign rd_check__data__src  = rd_check__data[122:75];
+  assign rd_check__data__dst  = rd_check__data[170:123];
+  assign got__valid  = got[0];
+  assign got__op  = got[1];
+  assign got__device  = got[6:2];
+  assign got__tile  = got[22:7];
+  assign got__rows  = got[34:23];
+  assign got__row_bytes  = got[50:35];
+  assign got__pitch  = got[74:51];
+  assign got__src  = got[122:75];
+  assign got__dst  = got[170:123];
   assign rd_fetch__data__valid  = rd_fetch__data[0];
   assign rd_fetch__data__op  = rd_fetch__data[1];
   assign rd_fetch__data__device  = rd_fetch__data[6:2];
@@ -1598,15 +1742,6 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, clk, r
   assign wr__data__pitch  = wr__data[74:51];
   assign wr__data__src  = wr__data[122:75];
   assign wr__data__dst  = wr__data[170:123];
-  assign rd_check__data__valid  = rd_check__data[0];
-  assign rd_check__data__op  = rd_check__data[1];
-  assign rd_check__data__device  = rd_check__data[6:2];
-  assign rd_check__data__tile  = rd_check__data[22:7];
-  assign rd_check__data__rows  = rd_check__data[34:23];
-  assign rd_check__data__row_bytes  = rd_check__data[50:35];
-  assign rd_check__data__pitch  = rd_check__data[74:51];
-  assign rd_check__data__src  = rd_check__data[122:75];
-  assign rd_check__data__dst  = rd_check__data[170:123];
 endmodule
 
 module t3hw_dma__queue__ready_queue (rst, push, o__ready, o__valid, o__payload, wr__data, level, clk);

@@ -52,32 +52,32 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire [7:0] arbiter_status__threshold ;
   input [9:0] bus__addr;
   wire [9:0] bus__addr;
-  wire [9:0] \bus__addr$97 ;
+  wire [9:0] \bus__addr$133 ;
   output [31:0] bus__r_data;
   wire [31:0] bus__r_data;
-  wire [31:0] \bus__r_data$98 ;
+  wire [31:0] \bus__r_data$134 ;
   input bus__r_stb;
   wire bus__r_stb;
-  wire \bus__r_stb$99 ;
+  wire \bus__r_stb$135 ;
   input [31:0] bus__w_data;
   wire [31:0] bus__w_data;
-  wire [31:0] \bus__w_data$100 ;
+  wire [31:0] \bus__w_data$136 ;
   input bus__w_stb;
   wire bus__w_stb;
-  wire \bus__w_stb$101 ;
+  wire \bus__w_stb$137 ;
   wire busy;
-  wire \busy$149 ;
+  wire \busy$185 ;
   wire [4:0] clear;
-  wire [2:0] \clear$130 ;
-  wire clear$130__bad_descriptor ;
-  wire clear$130__bad_program ;
-  wire clear$130__bad_response ;
-  wire [1:0] \clear$136 ;
-  wire clear$136__bad_region ;
-  wire clear$136__overlap ;
-  wire [1:0] \clear$142 ;
-  wire clear$142__bad_config ;
-  wire clear$142__bad_response ;
+  wire [2:0] \clear$166 ;
+  wire clear$166__bad_descriptor ;
+  wire clear$166__bad_program ;
+  wire clear$166__bad_response ;
+  wire [1:0] \clear$172 ;
+  wire clear$172__bad_region ;
+  wire clear$172__overlap ;
+  wire [1:0] \clear$178 ;
+  wire clear$178__bad_config ;
+  wire clear$178__bad_response ;
   wire clear__bad_threshold ;
   wire clear__overcount ;
   wire clear__overflow ;
@@ -139,21 +139,21 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire [31:0] dma_stats__triggers ;
   output [82:0] dram__payload;
   wire [82:0] dram__payload;
-  wire [82:0] \dram__payload$53 ;
-  wire [47:0] dram__payload$53__addr ;
-  wire [6:0] dram__payload$53__bytes ;
+  wire [82:0] \dram__payload$65 ;
+  wire [47:0] dram__payload$65__addr ;
+  wire [6:0] dram__payload$65__bytes ;
   (* enum_base_type = "MemOp" *)
   (* enum_value_00 = "READ" *)
   (* enum_value_01 = "STORE" *)
   (* enum_value_10 = "UPDATE" *)
-  wire [1:0] dram__payload$53__op ;
+  wire [1:0] dram__payload$65__op ;
   (* enum_base_type = "WriteSource" *)
   (* enum_value_00 = "COMPUTE" *)
   (* enum_value_01 = "DMA" *)
   (* enum_value_10 = "REMOTE" *)
-  wire [1:0] dram__payload$53__source ;
-  wire [7:0] dram__payload$53__tag ;
-  wire [15:0] dram__payload$53__tile ;
+  wire [1:0] dram__payload$65__source ;
+  wire [7:0] dram__payload$65__tag ;
+  wire [15:0] dram__payload$65__tile ;
   wire [47:0] dram__payload__addr ;
   wire [6:0] dram__payload__bytes ;
   (* enum_base_type = "MemOp" *)
@@ -170,10 +170,10 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire [15:0] dram__payload__tile ;
   input dram__ready;
   wire dram__ready;
-  wire \dram__ready$54 ;
+  wire \dram__ready$66 ;
   output dram__valid;
   wire dram__valid;
-  wire \dram__valid$55 ;
+  wire \dram__valid$67 ;
   input [9:0] dram_response__payload;
   wire [9:0] dram_response__payload;
   (* enum_base_type = "WriteSource" *)
@@ -187,16 +187,16 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   input dram_response__valid;
   wire dram_response__valid;
   wire [4:0] errors;
-  wire [2:0] \errors$129 ;
-  wire errors$129__bad_descriptor ;
-  wire errors$129__bad_program ;
-  wire errors$129__bad_response ;
-  wire [1:0] \errors$135 ;
-  wire errors$135__bad_region ;
-  wire errors$135__overlap ;
-  wire [1:0] \errors$141 ;
-  wire errors$141__bad_config ;
-  wire errors$141__bad_response ;
+  wire [2:0] \errors$165 ;
+  wire errors$165__bad_descriptor ;
+  wire errors$165__bad_program ;
+  wire errors$165__bad_response ;
+  wire [1:0] \errors$171 ;
+  wire errors$171__bad_region ;
+  wire errors$171__overlap ;
+  wire [1:0] \errors$177 ;
+  wire errors$177__bad_config ;
+  wire errors$177__bad_response ;
   wire errors__bad_threshold ;
   wire errors__overcount ;
   wire errors__overflow ;
@@ -224,33 +224,87 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire [15:0] i__1__payload__tile ;
   wire i__1__ready;
   wire i__1__valid;
+  wire [72:0] i__payload;
+  wire [76:0] \i__payload$106 ;
+  wire [47:0] i__payload$106__addr ;
+  wire [6:0] i__payload$106__bytes ;
+  wire [4:0] i__payload$106__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire i__payload$106__kind ;
+  wire [15:0] i__payload$106__tile ;
+  wire [76:0] \i__payload$118 ;
+  wire [47:0] i__payload$118__addr ;
+  wire [6:0] i__payload$118__bytes ;
+  wire [4:0] i__payload$118__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire i__payload$118__kind ;
+  wire [15:0] i__payload$118__tile ;
+  wire [72:0] \i__payload$47 ;
+  wire [47:0] i__payload$47__addr ;
+  wire [6:0] i__payload$47__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire i__payload$47__kind ;
+  wire [15:0] i__payload$47__tile ;
+  wire i__payload$47__tracked ;
+  wire [57:0] \i__payload$82 ;
+  wire [47:0] i__payload$82__addr ;
+  wire [6:0] i__payload$82__bytes ;
+  wire [2:0] i__payload$82__tag ;
+  wire [2:0] \i__payload$94 ;
+  wire [2:0] i__payload$94__tag ;
+  wire [47:0] i__payload__addr ;
+  wire [6:0] i__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire i__payload__kind ;
+  wire [15:0] i__payload__tile ;
+  wire i__payload__tracked ;
+  wire i__ready;
+  wire \i__ready$109 ;
+  wire \i__ready$121 ;
+  wire \i__ready$50 ;
+  wire \i__ready$85 ;
+  wire \i__ready$97 ;
+  wire i__valid;
+  wire \i__valid$110 ;
+  wire \i__valid$122 ;
+  wire \i__valid$51 ;
+  wire \i__valid$86 ;
+  wire \i__valid$98 ;
   wire idle;
   input [62:0] load__payload;
   wire [62:0] load__payload;
-  wire [62:0] \load__payload$47 ;
-  wire [47:0] load__payload$47__addr ;
-  wire [6:0] load__payload$47__bytes ;
-  wire [7:0] load__payload$47__tag ;
+  wire [62:0] \load__payload$59 ;
+  wire [47:0] load__payload$59__addr ;
+  wire [6:0] load__payload$59__bytes ;
+  wire [7:0] load__payload$59__tag ;
   wire [47:0] load__payload__addr ;
   wire [6:0] load__payload__bytes ;
   wire [7:0] load__payload__tag ;
   output load__ready;
   wire load__ready;
-  wire \load__ready$48 ;
+  wire \load__ready$60 ;
   input load__valid;
   wire load__valid;
-  wire \load__valid$49 ;
+  wire \load__valid$61 ;
   output [7:0] load_response__payload;
   wire [7:0] load_response__payload;
-  wire [7:0] \load_response__payload$50 ;
-  wire [7:0] load_response__payload$50__tag ;
+  wire [7:0] \load_response__payload$62 ;
+  wire [7:0] load_response__payload$62__tag ;
   wire [7:0] load_response__payload__tag ;
   input load_response__ready;
   wire load_response__ready;
-  wire \load_response__ready$51 ;
+  wire \load_response__ready$63 ;
   output load_response__valid;
   wire load_response__valid;
-  wire \load_response__valid$52 ;
+  wire \load_response__valid$64 ;
   wire [72:0] mem__payload;
   wire [47:0] mem__payload__addr ;
   wire [6:0] mem__payload__bytes ;
@@ -301,20 +355,74 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire net_tx__ready;
   output net_tx__valid;
   wire net_tx__valid;
-  wire [76:0] o__payload;
+  wire [72:0] o__payload;
+  wire [2:0] \o__payload$101 ;
+  wire [2:0] o__payload$101__tag ;
+  wire [76:0] \o__payload$113 ;
+  wire [47:0] o__payload$113__addr ;
+  wire [6:0] o__payload$113__bytes ;
+  wire [4:0] o__payload$113__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$113__kind ;
+  wire [15:0] o__payload$113__tile ;
+  wire [76:0] \o__payload$125 ;
+  wire [47:0] o__payload$125__addr ;
+  wire [6:0] o__payload$125__bytes ;
+  wire [4:0] o__payload$125__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$125__kind ;
+  wire [15:0] o__payload$125__tile ;
+  wire [76:0] \o__payload$130 ;
+  wire [47:0] o__payload$130__addr ;
+  wire [6:0] o__payload$130__bytes ;
+  wire [4:0] o__payload$130__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$130__kind ;
+  wire [15:0] o__payload$130__tile ;
+  wire [72:0] \o__payload$54 ;
+  wire [47:0] o__payload$54__addr ;
+  wire [6:0] o__payload$54__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$54__kind ;
+  wire [15:0] o__payload$54__tile ;
+  wire o__payload$54__tracked ;
+  wire [57:0] \o__payload$89 ;
+  wire [47:0] o__payload$89__addr ;
+  wire [6:0] o__payload$89__bytes ;
+  wire [2:0] o__payload$89__tag ;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
-  wire [4:0] o__payload__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire o__payload__kind ;
   wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
   wire o__ready;
+  wire \o__ready$102 ;
+  wire \o__ready$114 ;
+  wire \o__ready$126 ;
+  wire \o__ready$131 ;
+  wire \o__ready$55 ;
+  wire \o__ready$90 ;
   wire o__valid;
+  wire \o__valid$105 ;
+  wire \o__valid$117 ;
+  wire \o__valid$129 ;
+  wire \o__valid$132 ;
+  wire \o__valid$58 ;
+  wire \o__valid$93 ;
   input [7:0] occupancy;
   wire [7:0] occupancy;
-  wire [7:0] \occupancy$59 ;
+  wire [7:0] \occupancy$71 ;
   wire [76:0] packet__payload;
   wire [47:0] packet__payload__addr ;
   wire [6:0] packet__payload__bytes ;
@@ -327,29 +435,29 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire packet__ready;
   wire packet__valid;
   wire [154:0] program__payload;
-  wire [178:0] \program__payload$106 ;
-  wire [4:0] program__payload$106__device ;
-  wire [47:0] program__payload$106__dst ;
-  wire [7:0] program__payload$106__index ;
+  wire [178:0] \program__payload$142 ;
+  wire [4:0] program__payload$142__device ;
+  wire [47:0] program__payload$142__dst ;
+  wire [7:0] program__payload$142__index ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire program__payload$106__op ;
-  wire [23:0] program__payload$106__pitch ;
-  wire [15:0] program__payload$106__row_bytes ;
-  wire [11:0] program__payload$106__rows ;
-  wire [47:0] program__payload$106__src ;
-  wire [15:0] program__payload$106__tile ;
-  wire program__payload$106__valid ;
-  wire [37:0] \program__payload$112 ;
-  wire [7:0] program__payload$112__cmd ;
+  wire program__payload$142__op ;
+  wire [23:0] program__payload$142__pitch ;
+  wire [15:0] program__payload$142__row_bytes ;
+  wire [11:0] program__payload$142__rows ;
+  wire [47:0] program__payload$142__src ;
+  wire [15:0] program__payload$142__tile ;
+  wire program__payload$142__valid ;
+  wire [37:0] \program__payload$148 ;
+  wire [7:0] program__payload$148__cmd ;
   (* enum_base_type = "TrackOp" *)
   (* enum_value_0 = "ARM" *)
   (* enum_value_1 = "DISARM" *)
-  wire program__payload$112__op ;
-  wire program__payload$112__rearm ;
-  wire [11:0] program__payload$112__threshold ;
-  wire [15:0] program__payload$112__tile ;
+  wire program__payload$148__op ;
+  wire program__payload$148__rearm ;
+  wire [11:0] program__payload$148__threshold ;
+  wire [15:0] program__payload$148__tile ;
   wire [47:0] program__payload__base ;
   wire [4:0] program__payload__device ;
   wire [2:0] program__payload__index ;
@@ -362,10 +470,10 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire [47:0] program__payload__size ;
   wire program__payload__valid ;
   wire program__ready;
-  wire \program__ready$115 ;
+  wire \program__ready$151 ;
   wire program__valid;
-  wire \program__valid$110 ;
-  wire \program__valid$116 ;
+  wire \program__valid$146 ;
+  wire \program__valid$152 ;
   wire [57:0] read__payload;
   wire [47:0] read__payload__addr ;
   wire [6:0] read__payload__bytes ;
@@ -397,8 +505,8 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire remote__ready;
   wire remote__valid;
   wire [9:0] response__payload;
-  wire [2:0] \response__payload$76 ;
-  wire [2:0] response__payload$76__tag ;
+  wire [2:0] \response__payload$100 ;
+  wire [2:0] response__payload$100__tag ;
   (* enum_base_type = "WriteSource" *)
   (* enum_value_00 = "COMPUTE" *)
   (* enum_value_01 = "DMA" *)
@@ -406,9 +514,9 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire [1:0] response__payload__source ;
   wire [7:0] response__payload__tag ;
   wire response__ready;
-  wire \response__ready$79 ;
+  wire \response__ready$103 ;
   wire response__valid;
-  wire \response__valid$80 ;
+  wire \response__valid$104 ;
   input rst;
   wire rst;
   wire [76:0] rx__payload;
@@ -434,26 +542,26 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire rx_mem__ready;
   wire rx_mem__valid;
   wire [191:0] stats;
-  wire [127:0] \stats$133 ;
-  wire [31:0] stats$133__packets ;
-  wire [31:0] stats$133__reads ;
-  wire [31:0] stats$133__rejected ;
-  wire [31:0] stats$133__triggers ;
-  wire [127:0] \stats$139 ;
-  wire [31:0] stats$139__local ;
-  wire [31:0] stats$139__remote ;
-  wire [31:0] stats$139__tracked ;
-  wire [31:0] stats$139__unmapped ;
-  wire [287:0] \stats$145 ;
-  wire [31:0] stats$145__grants_dma ;
-  wire [31:0] stats$145__grants_load ;
-  wire [31:0] stats$145__grants_remote ;
-  wire [31:0] stats$145__grants_store ;
-  wire [31:0] stats$145__stalls_dma ;
-  wire [31:0] stats$145__stalls_load ;
-  wire [31:0] stats$145__stalls_remote ;
-  wire [31:0] stats$145__stalls_store ;
-  wire [31:0] stats$145__starved ;
+  wire [127:0] \stats$169 ;
+  wire [31:0] stats$169__packets ;
+  wire [31:0] stats$169__reads ;
+  wire [31:0] stats$169__rejected ;
+  wire [31:0] stats$169__triggers ;
+  wire [127:0] \stats$175 ;
+  wire [31:0] stats$175__local ;
+  wire [31:0] stats$175__remote ;
+  wire [31:0] stats$175__tracked ;
+  wire [31:0] stats$175__unmapped ;
+  wire [287:0] \stats$181 ;
+  wire [31:0] stats$181__grants_dma ;
+  wire [31:0] stats$181__grants_load ;
+  wire [31:0] stats$181__grants_remote ;
+  wire [31:0] stats$181__grants_store ;
+  wire [31:0] stats$181__stalls_dma ;
+  wire [31:0] stats$181__stalls_load ;
+  wire [31:0] stats$181__stalls_remote ;
+  wire [31:0] stats$181__stalls_store ;
+  wire [31:0] stats$181__starved ;
   wire [31:0] stats__dropped ;
   wire [31:0] stats__triggers ;
   wire [31:0] stats__unprogrammed ;
@@ -478,15 +586,15 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   (* enum_value_1 = "UPDATE" *)
   wire store__payload$29__kind ;
   wire [15:0] store__payload$29__tile ;
-  wire [72:0] \store__payload$35 ;
-  wire [47:0] store__payload$35__addr ;
-  wire [6:0] store__payload$35__bytes ;
+  wire [72:0] \store__payload$41 ;
+  wire [47:0] store__payload$41__addr ;
+  wire [6:0] store__payload$41__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire store__payload$35__kind ;
-  wire [15:0] store__payload$35__tile ;
-  wire store__payload$35__tracked ;
+  wire store__payload$41__kind ;
+  wire [15:0] store__payload$41__tile ;
+  wire store__payload$41__tracked ;
   wire [47:0] store__payload__addr ;
   wire [6:0] store__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -497,11 +605,11 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   output store__ready;
   wire store__ready;
   wire \store__ready$30 ;
-  wire \store__ready$38 ;
+  wire \store__ready$44 ;
   input store__valid;
   wire store__valid;
   wire \store__valid$31 ;
-  wire \store__valid$39 ;
+  wire \store__valid$45 ;
   wire [22:0] track__payload;
   wire [3:0] track__payload__beats ;
   (* enum_base_type = "WriteKind" *)
@@ -547,15 +655,15 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire [31:0] tracker_stats__writes_dma ;
   wire [31:0] tracker_stats__writes_remote ;
   wire [23:0] trigger__payload;
-  wire [23:0] \trigger__payload$65 ;
-  wire [7:0] trigger__payload$65__cmd ;
-  wire [15:0] trigger__payload$65__tile ;
+  wire [23:0] \trigger__payload$77 ;
+  wire [7:0] trigger__payload$77__cmd ;
+  wire [15:0] trigger__payload$77__tile ;
   wire [7:0] trigger__payload__cmd ;
   wire [15:0] trigger__payload__tile ;
   wire trigger__ready;
-  wire \trigger__ready$67 ;
+  wire \trigger__ready$79 ;
   wire trigger__valid;
-  wire \trigger__valid$69 ;
+  wire \trigger__valid$81 ;
   wire [22:0] write__payload;
   wire [3:0] write__payload__beats ;
   (* enum_base_type = "WriteKind" *)
@@ -572,21 +680,21 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   t3hw_engine__addrmap  addrmap (
     .clk(clk),
     .errors(addrmap_errors),
-    .mem__payload(\store__payload$35 ),
+    .mem__payload(i__payload),
     .mem__ready(mem__ready),
-    .mem__valid(\store__valid$39 ),
-    .net__payload(i__0__payload),
+    .mem__valid(i__valid),
+    .net__payload(\i__payload$106 ),
     .net__ready(net__ready),
-    .net__valid(i__0__valid),
+    .net__valid(\i__valid$110 ),
     .program__payload(program__payload),
     .program__valid(program__valid),
     .rst(rst),
     .rx__payload(net_rx__payload),
     .rx__ready(net_rx__ready),
     .rx__valid(net_rx__valid),
-    .rx_mem__payload(remote__payload),
+    .rx_mem__payload(\i__payload$47 ),
     .rx_mem__ready(rx_mem__ready),
-    .rx_mem__valid(remote__valid),
+    .rx_mem__valid(\i__valid$51 ),
     .stats(addrmap_stats),
     .store__payload(store__payload),
     .store__ready(store__ready),
@@ -597,10 +705,10 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .config__payload(config__payload),
     .config__valid(config__valid),
     .dma__payload(dma__payload),
-    .dma__ready(read__ready),
+    .dma__ready(\o__ready$90 ),
     .dma__valid(dma__valid),
     .dma_response__ready(dma_response__ready),
-    .dma_response__valid(\response__valid$80 ),
+    .dma_response__valid(\i__valid$98 ),
     .dram__payload(dram__payload),
     .dram__ready(dram__ready),
     .dram__valid(dram__valid),
@@ -612,7 +720,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .load_response__valid(load_response__valid),
     .occupancy(occupancy),
     .remote__payload(remote__payload),
-    .remote__ready(rx_mem__ready),
+    .remote__ready(\o__ready$55 ),
     .remote__valid(remote__valid),
     .response__payload(dram_response__payload),
     .response__ready(dram_response__ready),
@@ -620,9 +728,9 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .rst(rst),
     .stats(arbiter_stats),
     .status(arbiter_status),
-    .store__payload(\store__payload$35 ),
-    .store__ready(mem__ready),
-    .store__valid(\store__valid$39 ),
+    .store__payload(\store__payload$41 ),
+    .store__ready(o__ready),
+    .store__valid(\store__valid$45 ),
     .track__payload(write__payload),
     .track__valid(write__valid)
   );
@@ -643,18 +751,18 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .dma_busy(dma_busy),
     .dma_errors(dma_errors),
     .dma_idle(dma_idle),
-    .dma_program__payload(\program__payload$106 ),
+    .dma_program__payload(\program__payload$142 ),
     .dma_program__ready(dma_program__ready),
-    .dma_program__valid(\program__valid$110 ),
+    .dma_program__valid(\program__valid$146 ),
     .dma_stats(dma_stats),
     .region_program__payload(program__payload),
     .region_program__valid(program__valid),
     .rst(rst),
     .tracker_busy(tracker_busy),
     .tracker_errors(tracker_errors),
-    .tracker_program__payload(\program__payload$112 ),
+    .tracker_program__payload(\program__payload$148 ),
     .tracker_program__ready(tracker_program__ready),
-    .tracker_program__valid(\program__valid$116 ),
+    .tracker_program__valid(\program__valid$152 ),
     .tracker_stats(tracker_stats)
   );
   t3hw_engine__dma  dma (
@@ -662,32 +770,92 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .clk(clk),
     .errors(dma_errors),
     .idle(dma_idle),
-    .packet__payload(i__1__payload),
+    .packet__payload(\i__payload$118 ),
     .packet__ready(packet__ready),
-    .packet__valid(i__1__valid),
-    .program__payload(\program__payload$106 ),
+    .packet__valid(\i__valid$122 ),
+    .program__payload(\program__payload$142 ),
     .program__ready(dma_program__ready),
-    .program__valid(\program__valid$110 ),
-    .read__payload(dma__payload),
+    .program__valid(\program__valid$146 ),
+    .read__payload(\i__payload$82 ),
     .read__ready(read__ready),
-    .read__valid(dma__valid),
-    .response__payload(dram_response__payload[4:2]),
-    .response__ready(dma_response__ready),
-    .response__valid(\response__valid$80 ),
+    .read__valid(\i__valid$86 ),
+    .response__payload(\response__payload$100 ),
+    .response__ready(\o__ready$102 ),
+    .response__valid(\response__valid$104 ),
     .rst(rst),
     .stats(dma_stats),
     .trigger__payload(trigger__payload),
     .trigger__ready(trigger__ready),
     .trigger__valid(trigger__valid)
   );
+  t3hw_engine__slice_dma_read  slice_dma_read (
+    .clk(clk),
+    .data(\i__payload$82 ),
+    .i__ready(read__ready),
+    .i__valid(\i__valid$86 ),
+    .o__payload(dma__payload),
+    .o__ready(\o__ready$90 ),
+    .o__valid(dma__valid),
+    .rst(rst)
+  );
+  t3hw_engine__slice_dma_response  slice_dma_response (
+    .clk(clk),
+    .data(dram_response__payload[4:2]),
+    .i__ready(dma_response__ready),
+    .i__valid(\i__valid$98 ),
+    .o__payload(\response__payload$100 ),
+    .o__ready(\o__ready$102 ),
+    .o__valid(\response__valid$104 ),
+    .rst(rst)
+  );
+  t3hw_engine__slice_net_dma  slice_net_dma (
+    .clk(clk),
+    .data(\i__payload$118 ),
+    .i__ready(packet__ready),
+    .i__valid(\i__valid$122 ),
+    .o__payload(i__1__payload),
+    .o__ready(\o__ready$126 ),
+    .o__valid(i__1__valid),
+    .rst(rst)
+  );
+  t3hw_engine__slice_net_store  slice_net_store (
+    .clk(clk),
+    .data(\i__payload$106 ),
+    .i__ready(net__ready),
+    .i__valid(\i__valid$110 ),
+    .o__payload(i__0__payload),
+    .o__ready(\o__ready$114 ),
+    .o__valid(i__0__valid),
+    .rst(rst)
+  );
+  t3hw_engine__slice_remote  slice_remote (
+    .clk(clk),
+    .data(\i__payload$47 ),
+    .i__ready(rx_mem__ready),
+    .i__valid(\i__valid$51 ),
+    .o__payload(remote__payload),
+    .o__ready(\o__ready$55 ),
+    .o__valid(remote__valid),
+    .rst(rst)
+  );
+  t3hw_engine__slice_store  slice_store (
+    .clk(clk),
+    .data(i__payload),
+    .i__ready(mem__ready),
+    .i__valid(i__valid),
+    .o__payload(\store__payload$41 ),
+    .o__ready(o__ready),
+    .o__valid(\store__valid$45 ),
+    .rst(rst)
+  );
   t3hw_engine__tracker  tracker (
     .busy(tracker_busy),
     .clk(clk),
     .errors(tracker_errors),
     .o__ready(trigger__ready),
-    .program__payload(\program__payload$112 ),
+    .program__payload(\program__payload$148 ),
     .program__ready(tracker_program__ready),
-    .program__valid(\program__valid$116 ),
+    .program__valid(\program__valid$152 ),
     .rst(rst),
     .stats(tracker_stats),
     .trigger__payload(trigger__payload),
@@ -698,10 +866,10 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   t3hw_engine__tx  tx (
     .clk(clk),
     .i__0__payload(i__0__payload),
-    .i__0__ready(net__ready),
+    .i__0__ready(\o__ready$114 ),
     .i__0__valid(i__0__valid),
     .i__1__payload(i__1__payload),
-    .i__1__ready(packet__ready),
+    .i__1__ready(\o__ready$126 ),
     .i__1__valid(i__1__valid),
     .o__payload(net_tx__payload),
     .o__ready(net_tx__ready),
@@ -714,79 +882,97 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign rx__payload = net_rx__payload;
   assign rx__ready = net_rx__ready;
   assign rx__valid = net_rx__valid;
-  assign mem__payload = \store__payload$35 ;
-  assign \store__ready$38  = mem__ready;
-  assign mem__valid = \store__valid$39 ;
-  assign rx_mem__payload = remote__payload;
-  assign remote__ready = rx_mem__ready;
-  assign rx_mem__valid = remote__valid;
-  assign \load__payload$47  = load__payload;
-  assign \load__ready$48  = load__ready;
-  assign \load__valid$49  = load__valid;
-  assign \load_response__payload$50  = dram_response__payload[9:2];
-  assign \load_response__ready$51  = load_response__ready;
-  assign \load_response__valid$52  = load_response__valid;
-  assign \dram__payload$53  = dram__payload;
-  assign \dram__ready$54  = dram__ready;
-  assign \dram__valid$55  = dram__valid;
+  assign mem__payload = i__payload;
+  assign i__ready = mem__ready;
+  assign mem__valid = i__valid;
+  assign o__payload = \store__payload$41 ;
+  assign \store__ready$44  = o__ready;
+  assign o__valid = \store__valid$45 ;
+  assign rx_mem__payload = \i__payload$47 ;
+  assign \i__ready$50  = rx_mem__ready;
+  assign rx_mem__valid = \i__valid$51 ;
+  assign \o__payload$54  = remote__payload;
+  assign remote__ready = \o__ready$55 ;
+  assign \o__valid$58  = remote__valid;
+  assign \load__payload$59  = load__payload;
+  assign \load__ready$60  = load__ready;
+  assign \load__valid$61  = load__valid;
+  assign \load_response__payload$62  = dram_response__payload[9:2];
+  assign \load_response__ready$63  = load_response__ready;
+  assign \load_response__valid$64  = load_response__valid;
+  assign \dram__payload$65  = dram__payload;
+  assign \dram__ready$66  = dram__ready;
+  assign \dram__valid$67  = dram__valid;
   assign response__payload = dram_response__payload;
   assign response__ready = dram_response__ready;
   assign response__valid = dram_response__valid;
-  assign \occupancy$59  = occupancy;
+  assign \occupancy$71  = occupancy;
   assign track__payload = write__payload;
   assign track__valid = write__valid;
-  assign \trigger__payload$65  = trigger__payload;
-  assign \trigger__ready$67  = trigger__ready;
-  assign \trigger__valid$69  = trigger__valid;
-  assign read__payload = dma__payload;
-  assign dma__ready = read__ready;
-  assign read__valid = dma__valid;
-  assign \response__payload$76  = dram_response__payload[4:2];
+  assign \trigger__payload$77  = trigger__payload;
+  assign \trigger__ready$79  = trigger__ready;
+  assign \trigger__valid$81  = trigger__valid;
+  assign read__payload = \i__payload$82 ;
+  assign \i__ready$85  = read__ready;
+  assign read__valid = \i__valid$86 ;
+  assign \o__payload$89  = dma__payload;
+  assign dma__ready = \o__ready$90 ;
+  assign \o__valid$93  = dma__valid;
+  assign \i__payload$94  = dram_response__payload[4:2];
   assign dma_response__payload = dram_response__payload[4:2];
-  assign \response__ready$79  = dma_response__ready;
-  assign dma_response__valid = \response__valid$80 ;
-  assign net__payload = i__0__payload;
-  assign i__0__ready = net__ready;
-  assign net__valid = i__0__valid;
-  assign packet__payload = i__1__payload;
-  assign i__1__ready = packet__ready;
-  assign packet__valid = i__1__valid;
-  assign o__payload = net_tx__payload;
-  assign o__ready = net_tx__ready;
-  assign o__valid = net_tx__valid;
-  assign \bus__addr$97  = bus__addr;
-  assign \bus__r_data$98  = bus__r_data;
-  assign \bus__r_stb$99  = bus__r_stb;
-  assign \bus__w_data$100  = bus__w_data;
-  assign \bus__w_stb$101  = bus__w_stb;
+  assign \i__ready$97  = dma_response__ready;
+  assign dma_response__valid = \i__valid$98 ;
+  assign \o__payload$101  = \response__payload$100 ;
+  assign \response__ready$103  = \o__ready$102 ;
+  assign \o__valid$105  = \response__valid$104 ;
+  assign net__payload = \i__payload$106 ;
+  assign \i__ready$109  = net__ready;
+  assign net__valid = \i__valid$110 ;
+  assign \o__payload$113  = i__0__payload;
+  assign i__0__ready = \o__ready$114 ;
+  assign \o__valid$117  = i__0__valid;
+  assign packet__payload = \i__payload$118 ;
+  assign \i__ready$121  = packet__ready;
+  assign packet__valid = \i__valid$122 ;
+  assign \o__payload$125  = i__1__payload;
+  assign i__1__ready = \o__ready$126 ;
+  assign \o__valid$129  = i__1__valid;
+  assign \o__payload$130  = net_tx__payload;
+  assign \o__ready$131  = net_tx__ready;
+  assign \o__valid$132  = net_tx__valid;
+  assign \bus__addr$133  = bus__addr;
+  assign \bus__r_data$134  = bus__r_data;
+  assign \bus__r_stb$135  = bus__r_stb;
+  assign \bus__w_data$136  = bus__w_data;
+  assign \bus__w_stb$137  = bus__w_stb;
   assign region_program__payload = program__payload;
   assign region_program__valid = program__valid;
-  assign dma_program__payload = \program__payload$106 ;
+  assign dma_program__payload = \program__payload$142 ;
   assign program__ready = dma_program__ready;
-  assign dma_program__valid = \program__valid$110 ;
-  assign tracker_program__payload = \program__payload$112 ;
-  assign \program__ready$115  = tracker_program__ready;
-  assign tracker_program__valid = \program__valid$116 ;
+  assign dma_program__valid = \program__valid$146 ;
+  assign tracker_program__payload = \program__payload$148 ;
+  assign \program__ready$151  = tracker_program__ready;
+  assign tracker_program__valid = \program__valid$152 ;
   assign arbiter_program__valid = config__valid;
   assign arbiter_program__payload = config__payload;
   assign errors = tracker_errors;
   assign clear = 5'h1f;
   assign tracker_clear = 5'h1f;
   assign stats = tracker_stats;
-  assign \errors$129  = dma_errors;
-  assign \clear$130  = 3'h7;
+  assign \errors$165  = dma_errors;
+  assign \clear$166  = 3'h7;
   assign dma_clear = 3'h7;
-  assign \stats$133  = dma_stats;
-  assign \errors$135  = addrmap_errors;
-  assign \clear$136  = 2'h3;
+  assign \stats$169  = dma_stats;
+  assign \errors$171  = addrmap_errors;
+  assign \clear$172  = 2'h3;
   assign addrmap_clear = 2'h3;
-  assign \stats$139  = addrmap_stats;
-  assign \errors$141  = arbiter_errors;
-  assign \clear$142  = 2'h3;
+  assign \stats$175  = addrmap_stats;
+  assign \errors$177  = arbiter_errors;
+  assign \clear$178  = 2'h3;
   assign arbiter_clear = 2'h3;
-  assign \stats$145  = arbiter_stats;
+  assign \stats$181  = arbiter_stats;
   assign busy = tracker_busy;
-  assign \busy$149  = dma_busy;
+  assign \busy$185  = dma_busy;
   assign idle = dma_idle;
   assign status = arbiter_status;
   assign load_response__payload = dram_response__payload[9:2];
@@ -825,36 +1011,56 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign rx__payload__kind  = net_rx__payload[53];
   assign rx__payload__tile  = net_rx__payload[69:54];
   assign rx__payload__bytes  = net_rx__payload[76:70];
-  assign store__payload$35__addr  = \store__payload$35 [47:0];
-  assign store__payload$35__tile  = \store__payload$35 [63:48];
-  assign store__payload$35__bytes  = \store__payload$35 [70:64];
-  assign store__payload$35__kind  = \store__payload$35 [71];
-  assign store__payload$35__tracked  = \store__payload$35 [72];
-  assign mem__payload__addr  = \store__payload$35 [47:0];
-  assign mem__payload__tile  = \store__payload$35 [63:48];
-  assign mem__payload__bytes  = \store__payload$35 [70:64];
-  assign mem__payload__kind  = \store__payload$35 [71];
-  assign mem__payload__tracked  = \store__payload$35 [72];
+  assign i__payload__addr  = i__payload[47:0];
+  assign i__payload__tile  = i__payload[63:48];
+  assign i__payload__bytes  = i__payload[70:64];
+  assign i__payload__kind  = i__payload[71];
+  assign i__payload__tracked  = i__payload[72];
+  assign mem__payload__addr  = i__payload[47:0];
+  assign mem__payload__tile  = i__payload[63:48];
+  assign mem__payload__bytes  = i__payload[70:64];
+  assign mem__payload__kind  = i__payload[71];
+  assign mem__payload__tracked  = i__payload[72];
+  assign store__payload$41__addr  = \store__payload$41 [47:0];
+  assign store__payload$41__tile  = \store__payload$41 [63:48];
+  assign store__payload$41__bytes  = \store__payload$41 [70:64];
+  assign store__payload$41__kind  = \store__payload$41 [71];
+  assign store__payload$41__tracked  = \store__payload$41 [72];
+  assign o__payload__addr  = \store__payload$41 [47:0];
+  assign o__payload__tile  = \store__payload$41 [63:48];
+  assign o__payload__bytes  = \store__payload$41 [70:64];
+  assign o__payload__kind  = \store__payload$41 [71];
+  assign o__payload__tracked  = \store__payload$41 [72];
+  assign i__payload$47__addr  = \i__payload$47 [47:0];
+  assign i__payload$47__tile  = \i__payload$47 [63:48];
+  assign i__payload$47__bytes  = \i__payload$47 [70:64];
+  assign i__payload$47__kind  = \i__payload$47 [71];
+  assign i__payload$47__tracked  = \i__payload$47 [72];
+  assign rx_mem__payload__addr  = \i__payload$47 [47:0];
+  assign rx_mem__payload__tile  = \i__payload$47 [63:48];
+  assign rx_mem__payload__bytes  = \i__payload$47 [70:64];
+  assign rx_mem__payload__kind  = \i__payload$47 [71];
+  assign rx_mem__payload__tracked  = \i__payload$47 [72];
   assign remote__payload__addr  = remote__payload[47:0];
   assign remote__payload__tile  = remote__payload[63:48];
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign rx_mem__payload__addr  = remote__payload[47:0];
-  assign rx_mem__payload__tile  = remote__payload[63:48];
-  assign rx_mem__payload__bytes  = remote__payload[70:64];
-  assign rx_mem__payload__kind  = remote__payload[71];
-  assign rx_mem__payload__tracked  = remote__payload[72];
-  assign load__payload$47__addr  = load__payload[47:0];
-  assign load__payload$47__bytes  = load__payload[54:48];
-  assign load__payload$47__tag  = load__payload[62:55];
-  assign load_response__payload$50__tag  = dram_response__payload[9:2];
-  assign dram__payload$53__op  = dram__payload[1:0];
-  assign dram__payload$53__source  = dram__payload[3:2];
-  assign dram__payload$53__addr  = dram__payload[51:4];
-  assign dram__payload$53__bytes  = dram__payload[58:52];
-  assign dram__payload$53__tile  = dram__payload[74:59];
-  assign dram__payload$53__tag  = dram__payload[82:75];
+  assign o__payload$54__addr  = remote__payload[47:0];
+  assign o__payload$54__tile  = remote__payload[63:48];
+  assign o__payload$54__bytes  = remote__payload[70:64];
+  assign o__payload$54__kind  = remote__payload[71];
+  assign o__payload$54__tracked  = remote__payload[72];
+  assign load__payload$59__addr  = load__payload[47:0];
+  assign load__payload$59__bytes  = load__payload[54:48];
+  assign load__payload$59__tag  = load__payload[62:55];
+  assign load_response__payload$62__tag  = dram_response__payload[9:2];
+  assign dram__payload$65__op  = dram__payload[1:0];
+  assign dram__payload$65__source  = dram__payload[3:2];
+  assign dram__payload$65__addr  = dram__payload[51:4];
+  assign dram__payload$65__bytes  = dram__payload[58:52];
+  assign dram__payload$65__tile  = dram__payload[74:59];
+  assign dram__payload$65__tag  = dram__payload[82:75];
   assign response__payload__source  = dram_response__payload[1:0];
   assign response__payload__tag  = dram_response__payload[9:2];
   assign write__payload__tile  = write__payload[15:0];
@@ -867,41 +1073,69 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign track__payload__source  = write__payload[22:21];
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
-  assign trigger__payload$65__cmd  = trigger__payload[7:0];
-  assign trigger__payload$65__tile  = trigger__payload[23:8];
+  assign trigger__payload$77__cmd  = trigger__payload[7:0];
+  assign trigger__payload$77__tile  = trigger__payload[23:8];
+  assign i__payload$82__addr  = \i__payload$82 [47:0];
+  assign i__payload$82__bytes  = \i__payload$82 [54:48];
+  assign i__payload$82__tag  = \i__payload$82 [57:55];
+  assign read__payload__addr  = \i__payload$82 [47:0];
+  assign read__payload__bytes  = \i__payload$82 [54:48];
+  assign read__payload__tag  = \i__payload$82 [57:55];
   assign dma__payload__addr  = dma__payload[47:0];
   assign dma__payload__bytes  = dma__payload[54:48];
   assign dma__payload__tag  = dma__payload[57:55];
-  assign read__payload__addr  = dma__payload[47:0];
-  assign read__payload__bytes  = dma__payload[54:48];
-  assign read__payload__tag  = dma__payload[57:55];
-  assign response__payload$76__tag  = dram_response__payload[4:2];
+  assign o__payload$89__addr  = dma__payload[47:0];
+  assign o__payload$89__bytes  = dma__payload[54:48];
+  assign o__payload$89__tag  = dma__payload[57:55];
+  assign i__payload$94__tag  = dram_response__payload[4:2];
   assign dma_response__payload__tag  = dram_response__payload[4:2];
+  assign response__payload$100__tag  = \response__payload$100 ;
+  assign o__payload$101__tag  = \response__payload$100 ;
+  assign i__payload$106__device  = \i__payload$106 [4:0];
+  assign i__payload$106__addr  = \i__payload$106 [52:5];
+  assign i__payload$106__kind  = \i__payload$106 [53];
+  assign i__payload$106__tile  = \i__payload$106 [69:54];
+  assign i__payload$106__bytes  = \i__payload$106 [76:70];
+  assign net__payload__device  = \i__payload$106 [4:0];
+  assign net__payload__addr  = \i__payload$106 [52:5];
+  assign net__payload__kind  = \i__payload$106 [53];
+  assign net__payload__tile  = \i__payload$106 [69:54];
+  assign net__payload__bytes  = \i__payload$106 [76:70];
   assign i__0__payload__device  = i__0__payload[4:0];
   assign i__0__payload__addr  = i__0__payload[52:5];
   assign i__0__payload__kind  = i__0__payload[53];
   assign i__0__payload__tile  = i__0__payload[69:54];
   assign i__0__payload__bytes  = i__0__payload[76:70];
-  assign net__payload__device  = i__0__payload[4:0];
-  assign net__payload__addr  = i__0__payload[52:5];
-  assign net__payload__kind  = i__0__payload[53];
-  assign net__payload__tile  = i__0__payload[69:54];
-  assign net__payload__bytes  = i__0__payload[76:70];
+  assign o__payload$113__device  = i__0__payload[4:0];
+  assign o__payload$113__addr  = i__0__payload[52:5];
+  assign o__payload$113__kind  = i__0__payload[53];
+  assign o__payload$113__tile  = i__0__payload[69:54];
+  assign o__payload$113__bytes  = i__0__payload[76:70];
+  assign i__payload$118__device  = \i__payload$118 [4:0];
+  assign i__payload$118__addr  = \i__payload$118 [52:5];
+  assign i__payload$118__kind  = \i__payload$118 [53];
+  assign i__payload$118__tile  = \i__payload$118 [69:54];
+  assign i__payload$118__bytes  = \i__payload$118 [76:70];
+  assign packet__payload__device  = \i__payload$118 [4:0];
+  assign packet__payload__addr  = \i__payload$118 [52:5];
+  assign packet__payload__kind  = \i__payload$118 [53];
+  assign packet__payload__tile  = \i__payload$118 [69:54];
+  assign packet__payload__bytes  = \i__payload$118 [76:70];
   assign i__1__payload__device  = i__1__payload[4:0];
   assign i__1__payload__addr  = i__1__payload[52:5];
   assign i__1__payload__kind  = i__1__payload[53];
   assign i__1__payload__tile  = i__1__payload[69:54];
   assign i__1__payload__bytes  = i__1__payload[76:70];
-  assign packet__payload__device  = i__1__payload[4:0];
-  assign packet__payload__addr  = i__1__payload[52:5];
-  assign packet__payload__kind  = i__1__payload[53];
-  assign packet__payload__tile  = i__1__payload[69:54];
-  assign packet__payload__bytes  = i__1__payload[76:70];
-  assign o__payload__device  = net_tx__payload[4:0];
-  assign o__payload__addr  = net_tx__payload[52:5];
-  assign o__payload__kind  = net_tx__payload[53];
-  assign o__payload__tile  = net_tx__payload[69:54];
-  assign o__payload__bytes  = net_tx__payload[76:70];
+  assign o__payload$125__device  = i__1__payload[4:0];
+  assign o__payload$125__addr  = i__1__payload[52:5];
+  assign o__payload$125__kind  = i__1__payload[53];
+  assign o__payload$125__tile  = i__1__payload[69:54];
+  assign o__payload$125__bytes  = i__1__payload[76:70];
+  assign o__payload$130__device  = net_tx__payload[4:0];
+  assign o__payload$130__addr  = net_tx__payload[52:5];
+  assign o__payload$130__kind  = net_tx__payload[53];
+  assign o__payload$130__tile  = net_tx__payload[69:54];
+  assign o__payload$130__bytes  = net_tx__payload[76:70];
   assign program__payload__index  = program__payload[2:0];
   assign program__payload__valid  = program__payload[3];
   assign program__payload__mode  = program__payload[5:4];
@@ -916,36 +1150,36 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign region_program__payload__base  = program__payload[58:11];
   assign region_program__payload__size  = program__payload[106:59];
   assign region_program__payload__remote_base  = program__payload[154:107];
-  assign program__payload$106__index  = \program__payload$106 [7:0];
-  assign program__payload$106__valid  = \program__payload$106 [8];
-  assign program__payload$106__op  = \program__payload$106 [9];
-  assign program__payload$106__device  = \program__payload$106 [14:10];
-  assign program__payload$106__tile  = \program__payload$106 [30:15];
-  assign program__payload$106__rows  = \program__payload$106 [42:31];
-  assign program__payload$106__row_bytes  = \program__payload$106 [58:43];
-  assign program__payload$106__pitch  = \program__payload$106 [82:59];
-  assign program__payload$106__src  = \program__payload$106 [130:83];
-  assign program__payload$106__dst  = \program__payload$106 [178:131];
-  assign dma_program__payload__index  = \program__payload$106 [7:0];
-  assign dma_program__payload__valid  = \program__payload$106 [8];
-  assign dma_program__payload__op  = \program__payload$106 [9];
-  assign dma_program__payload__device  = \program__payload$106 [14:10];
-  assign dma_program__payload__tile  = \program__payload$106 [30:15];
-  assign dma_program__payload__rows  = \program__payload$106 [42:31];
-  assign dma_program__payload__row_bytes  = \program__payload$106 [58:43];
-  assign dma_program__payload__pitch  = \program__payload$106 [82:59];
-  assign dma_program__payload__src  = \program__payload$106 [130:83];
-  assign dma_program__payload__dst  = \program__payload$106 [178:131];
-  assign program__payload$112__op  = \program__payload$112 [0];
-  assign program__payload$112__tile  = \program__payload$112 [16:1];
-  assign program__payload$112__threshold  = \program__payload$112 [28:17];
-  assign program__payload$112__cmd  = \program__payload$112 [36:29];
-  assign program__payload$112__rearm  = \program__payload$112 [37];
-  assign tracker_program__payload__op  = \program__payload$112 [0];
-  assign tracker_program__payload__tile  = \program__payload$112 [16:1];
-  assign tracker_program__payload__threshold  = \program__payload$112 [28:17];
-  assign tracker_program__payload__cmd  = \program__payload$112 [36:29];
-  assign tracker_program__payload__rearm  = \program__payload$112 [37];
+  assign program__payload$142__index  = \program__payload$142 [7:0];
+  assign program__payload$142__valid  = \program__payload$142 [8];
+  assign program__payload$142__op  = \program__payload$142 [9];
+  assign program__payload$142__device  = \program__payload$142 [14:10];
+  assign program__payload$142__tile  = \program__payload$142 [30:15];
+  assign program__payload$142__rows  = \program__payload$142 [42:31];
+  assign program__payload$142__row_bytes  = \program__payload$142 [58:43];
+  assign program__payload$142__pitch  = \program__payload$142 [82:59];
+  assign program__payload$142__src  = \program__payload$142 [130:83];
+  assign program__payload$142__dst  = \program__payload$142 [178:131];
+  assign dma_program__payload__index  = \program__payload$142 [7:0];
+  assign dma_program__payload__valid  = \program__payload$142 [8];
+  assign dma_program__payload__op  = \program__payload$142 [9];
+  assign dma_program__payload__device  = \program__payload$142 [14:10];
+  assign dma_program__payload__tile  = \program__payload$142 [30:15];
+  assign dma_program__payload__rows  = \program__payload$142 [42:31];
+  assign dma_program__payload__row_bytes  = \program__payload$142 [58:43];
+  assign dma_program__payload__pitch  = \program__payload$142 [82:59];
+  assign dma_program__payload__src  = \program__payload$142 [130:83];
+  assign dma_program__payload__dst  = \program__payload$142 [178:131];
+  assign program__payload$148__op  = \program__payload$148 [0];
+  assign program__payload$148__tile  = \program__payload$148 [16:1];
+  assign program__payload$148__threshold  = \program__payload$148 [28:17];
+  assign program__payload$148__cmd  = \program__payload$148 [36:29];
+  assign program__payload$148__rearm  = \program__payload$148 [37];
+  assign tracker_program__payload__op  = \program__payload$148 [0];
+  assign tracker_program__payload__tile  = \program__payload$148 [16:1];
+  assign tracker_program__payload__threshold  = \program__payload$148 [28:17];
+  assign tracker_program__payload__cmd  = \program__payload$148 [36:29];
+  assign tracker_program__payload__rearm  = \program__payload$148 [37];
   assign config__payload__policy  = config__payload[1:0];
   assign config__payload__threshold  = config__payload[9:2];
   assign config__payload__saturation  = config__payload[17:10];
@@ -991,12 +1225,12 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign dma_errors__bad_descriptor  = dma_errors[0];
   assign dma_errors__bad_program  = dma_errors[1];
   assign dma_errors__bad_response  = dma_errors[2];
-  assign errors$129__bad_descriptor  = dma_errors[0];
-  assign errors$129__bad_program  = dma_errors[1];
-  assign errors$129__bad_response  = dma_errors[2];
-  assign clear$130__bad_descriptor  = 1'h1;
-  assign clear$130__bad_program  = 1'h1;
-  assign clear$130__bad_response  = 1'h1;
+  assign errors$165__bad_descriptor  = dma_errors[0];
+  assign errors$165__bad_program  = dma_errors[1];
+  assign errors$165__bad_response  = dma_errors[2];
+  assign clear$166__bad_descriptor  = 1'h1;
+  assign clear$166__bad_program  = 1'h1;
+  assign clear$166__bad_response  = 1'h1;
   assign dma_clear__bad_descriptor  = 1'h1;
   assign dma_clear__bad_program  = 1'h1;
   assign dma_clear__bad_response  = 1'h1;
@@ -1004,32 +1238,32 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign dma_stats__rejected  = dma_stats[63:32];
   assign dma_stats__reads  = dma_stats[95:64];
   assign dma_stats__packets  = dma_stats[127:96];
-  assign stats$133__triggers  = dma_stats[31:0];
-  assign stats$133__rejected  = dma_stats[63:32];
-  assign stats$133__reads  = dma_stats[95:64];
-  assign stats$133__packets  = dma_stats[127:96];
+  assign stats$169__triggers  = dma_stats[31:0];
+  assign stats$169__rejected  = dma_stats[63:32];
+  assign stats$169__reads  = dma_stats[95:64];
+  assign stats$169__packets  = dma_stats[127:96];
   assign addrmap_errors__bad_region  = addrmap_errors[0];
   assign addrmap_errors__overlap  = addrmap_errors[1];
-  assign errors$135__bad_region  = addrmap_errors[0];
-  assign errors$135__overlap  = addrmap_errors[1];
-  assign clear$136__bad_region  = 1'h1;
-  assign clear$136__overlap  = 1'h1;
+  assign errors$171__bad_region  = addrmap_errors[0];
+  assign errors$171__overlap  = addrmap_errors[1];
+  assign clear$172__bad_region  = 1'h1;
+  assign clear$172__overlap  = 1'h1;
   assign addrmap_clear__bad_region  = 1'h1;
   assign addrmap_clear__overlap  = 1'h1;
   assign addrmap_stats__local  = addrmap_stats[31:0];
   assign addrmap_stats__tracked  = addrmap_stats[63:32];
   assign addrmap_stats__remote  = addrmap_stats[95:64];
   assign addrmap_stats__unmapped  = addrmap_stats[127:96];
-  assign stats$139__local  = addrmap_stats[31:0];
-  assign stats$139__tracked  = addrmap_stats[63:32];
-  assign stats$139__remote  = addrmap_stats[95:64];
-  assign stats$139__unmapped  = addrmap_stats[127:96];
+  assign stats$175__local  = addrmap_stats[31:0];
+  assign stats$175__tracked  = addrmap_stats[63:32];
+  assign stats$175__remote  = addrmap_stats[95:64];
+  assign stats$175__unmapped  = addrmap_stats[127:96];
   assign arbiter_errors__bad_config  = arbiter_errors[0];
   assign arbiter_errors__bad_response  = arbiter_errors[1];
-  assign errors$141__bad_config  = arbiter_errors[0];
-  assign errors$141__bad_response  = arbiter_errors[1];
-  assign clear$142__bad_config  = 1'h1;
-  assign clear$142__bad_response  = 1'h1;
+  assign errors$177__bad_config  = arbiter_errors[0];
+  assign errors$177__bad_response  = arbiter_errors[1];
+  assign clear$178__bad_config  = 1'h1;
+  assign clear$178__bad_response  = 1'h1;
   assign arbiter_clear__bad_config  = 1'h1;
   assign arbiter_clear__bad_response  = 1'h1;
   assign arbiter_stats__grants_load  = arbiter_stats[31:0];
@@ -1041,15 +1275,15 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign arbiter_stats__stalls_dma  = arbiter_stats[223:192];
   assign arbiter_stats__stalls_remote  = arbiter_stats[255:224];
   assign arbiter_stats__starved  = arbiter_stats[287:256];
-  assign stats$145__grants_load  = arbiter_stats[31:0];
-  assign stats$145__grants_store  = arbiter_stats[63:32];
-  assign stats$145__grants_dma  = arbiter_stats[95:64];
-  assign stats$145__grants_remote  = arbiter_stats[127:96];
-  assign stats$145__stalls_load  = arbiter_stats[159:128];
-  assign stats$145__stalls_store  = arbiter_stats[191:160];
-  assign stats$145__stalls_dma  = arbiter_stats[223:192];
-  assign stats$145__stalls_remote  = arbiter_stats[255:224];
-  assign stats$145__starved  = arbiter_stats[287:256];
+  assign stats$181__grants_load  = arbiter_stats[31:0];
+  assign stats$181__grants_store  = arbiter_stats[63:32];
+  assign stats$181__grants_dma  = arbiter_stats[95:64];
+  assign stats$181__grants_remote  = arbiter_stats[127:96];
+  assign stats$181__stalls_load  = arbiter_stats[159:128];
+  assign stats$181__stalls_store  = arbiter_stats[191:160];
+  assign stats$181__stalls_dma  = arbiter_stats[223:192];
+  assign stats$181__stalls_remote  = arbiter_stats[255:224];
+  assign stats$181__starved  = arbiter_stats[287:256];
   assign arbiter_status__policy  = arbiter_status[1:0];
   assign arbiter_status__threshold  = arbiter_status[9:2];
   assign arbiter_status__measuring  = arbiter_status[10];
@@ -1058,7 +1292,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, rx__ready, mem__ready, rx_mem__ready, program__valid, program__payload, net__valid, mem__valid, net__payload, mem__payload, stats, rx_mem__valid, rx_mem__payload, errors, net__ready, store__payload
+module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, rx__ready, mem__ready, rx_mem__ready, net__ready, program__valid, program__payload, net__valid, mem__valid, net__payload, mem__payload, stats, rx_mem__valid, rx_mem__payload, errors, store__payload
 );
   reg _init_strobe_1  = 0;
   wire \$1 ;
@@ -1178,14 +1412,14 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$201 ;
   wire \$202 ;
   wire \$203 ;
-  wire [32:0] \$204 ;
-  wire [32:0] \$205 ;
-  wire [32:0] \$206 ;
-  wire [32:0] \$207 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
   wire \$208 ;
   wire \$209 ;
   wire \$21 ;
-  wire [48:0] \$210 ;
+  wire \$210 ;
   wire \$211 ;
   wire \$212 ;
   wire \$213 ;
@@ -1209,14 +1443,14 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$23 ;
   wire \$230 ;
   wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
-  wire \$234 ;
-  wire \$235 ;
-  wire \$236 ;
-  wire \$237 ;
-  wire \$238 ;
-  wire \$239 ;
+  wire [48:0] \$232 ;
+  wire [48:0] \$233 ;
+  wire [48:0] \$234 ;
+  wire [48:0] \$235 ;
+  wire [48:0] \$236 ;
+  wire [48:0] \$237 ;
+  wire [48:0] \$238 ;
+  wire [48:0] \$239 ;
   wire \$24 ;
   wire \$240 ;
   wire \$241 ;
@@ -1229,13 +1463,13 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$248 ;
   wire \$249 ;
   wire \$25 ;
-  wire \$250 ;
-  wire \$251 ;
-  wire \$252 ;
-  wire \$253 ;
+  wire [32:0] \$250 ;
+  wire [32:0] \$251 ;
+  wire [32:0] \$252 ;
+  wire [32:0] \$253 ;
   wire \$254 ;
   wire \$255 ;
-  wire \$256 ;
+  wire [48:0] \$256 ;
   wire \$257 ;
   wire \$258 ;
   wire \$259 ;
@@ -1259,50 +1493,50 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$275 ;
   wire \$276 ;
   wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
+  wire [1:0] \$278 ;
+  wire [1:0] \$279 ;
   wire \$28 ;
-  wire \$280 ;
-  wire \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire [1:0] \$288 ;
-  wire [1:0] \$289 ;
+  wire [1:0] \$280 ;
+  reg \$281 ;
+  reg [71:0] \$282 ;
+  reg [7:0] \$283 ;
+  reg [47:0] \$284 ;
+  reg [1:0] \$285 ;
+  reg [4:0] \$286 ;
+  reg [47:0] \$287 ;
+  reg [1:0] \$288 ;
+  reg [4:0] \$289 ;
   wire \$29 ;
-  wire [1:0] \$290 ;
-  reg \$291 ;
-  reg \$292 ;
-  reg [76:0] \$293 ;
-  reg [72:0] \$294 ;
-  reg [127:0] \$295 ;
-  reg \$296 ;
-  reg [72:0] \$297 ;
-  reg \$298 ;
-  reg [151:0] \$299 ;
+  reg [47:0] \$290 ;
+  reg [1:0] \$291 ;
+  reg [4:0] \$292 ;
+  reg [47:0] \$293 ;
+  reg [1:0] \$294 ;
+  reg [4:0] \$295 ;
+  reg [47:0] \$296 ;
+  reg [1:0] \$297 ;
+  reg [4:0] \$298 ;
+  reg [47:0] \$299 ;
   wire \$3 ;
   wire \$30 ;
-  reg [48:0] \$300 ;
-  reg [47:0] \$301 ;
-  reg [151:0] \$302 ;
-  reg [48:0] \$303 ;
-  reg [47:0] \$304 ;
-  reg [151:0] \$305 ;
-  reg [48:0] \$306 ;
-  reg [47:0] \$307 ;
-  reg [151:0] \$308 ;
-  reg [48:0] \$309 ;
+  reg [1:0] \$300 ;
+  reg [4:0] \$301 ;
+  reg [47:0] \$302 ;
+  reg [1:0] \$303 ;
+  reg [4:0] \$304 ;
+  reg [47:0] \$305 ;
+  reg [1:0] \$306 ;
+  reg [4:0] \$307 ;
+  reg \$308 ;
+  reg \$309 ;
   wire \$31 ;
-  reg [47:0] \$310 ;
-  reg [151:0] \$311 ;
-  reg [48:0] \$312 ;
-  reg [47:0] \$313 ;
-  reg [151:0] \$314 ;
-  reg [48:0] \$315 ;
-  reg [47:0] \$316 ;
+  reg [76:0] \$310 ;
+  reg [72:0] \$311 ;
+  reg [127:0] \$312 ;
+  reg \$313 ;
+  reg [72:0] \$314 ;
+  reg \$315 ;
+  reg \$316 ;
   reg [151:0] \$317 ;
   reg [48:0] \$318 ;
   reg [47:0] \$319 ;
@@ -1310,9 +1544,27 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   reg [151:0] \$320 ;
   reg [48:0] \$321 ;
   reg [47:0] \$322 ;
-  reg [1:0] \$323 ;
+  reg [151:0] \$323 ;
+  reg [48:0] \$324 ;
+  reg [47:0] \$325 ;
+  reg [151:0] \$326 ;
+  reg [48:0] \$327 ;
+  reg [47:0] \$328 ;
+  reg [151:0] \$329 ;
   wire [1:0] \$33 ;
+  reg [48:0] \$330 ;
+  reg [47:0] \$331 ;
+  reg [151:0] \$332 ;
+  reg [48:0] \$333 ;
+  reg [47:0] \$334 ;
+  reg [151:0] \$335 ;
+  reg [48:0] \$336 ;
+  reg [47:0] \$337 ;
+  reg [151:0] \$338 ;
+  reg [48:0] \$339 ;
   wire [1:0] \$34 ;
+  reg [47:0] \$340 ;
+  reg [1:0] \$341 ;
   wire [1:0] \$35 ;
   wire [1:0] \$36 ;
   wire [1:0] \$37 ;
@@ -1342,30 +1594,30 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire [4:0] \$59 ;
   wire \$6 ;
   wire [4:0] \$60 ;
-  wire [48:0] \$61 ;
+  wire [47:0] \$61 ;
   wire [47:0] \$62 ;
-  wire [48:0] \$63 ;
+  wire [47:0] \$63 ;
   wire [47:0] \$64 ;
   wire [47:0] \$65 ;
-  wire [48:0] \$66 ;
+  wire [47:0] \$66 ;
   wire [47:0] \$67 ;
   wire [47:0] \$68 ;
-  wire [48:0] \$69 ;
+  wire [47:0] \$69 ;
   wire \$7 ;
   wire [47:0] \$70 ;
   wire [47:0] \$71 ;
-  wire [48:0] \$72 ;
+  wire [47:0] \$72 ;
   wire [47:0] \$73 ;
   wire [47:0] \$74 ;
-  wire [48:0] \$75 ;
-  wire [47:0] \$76 ;
-  wire [47:0] \$77 ;
-  wire [48:0] \$78 ;
-  wire [47:0] \$79 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [47:0] \$80 ;
-  wire [48:0] \$81 ;
-  wire [47:0] \$82 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
@@ -1384,7 +1636,74 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  wire [7:0] clash;
+  reg [4:0] a_device0 = 5'h00;
+  reg [4:0] a_device1 = 5'h00;
+  reg [4:0] a_device2 = 5'h00;
+  reg [4:0] a_device3 = 5'h00;
+  reg [4:0] a_device4 = 5'h00;
+  reg [4:0] a_device5 = 5'h00;
+  reg [4:0] a_device6 = 5'h00;
+  reg [4:0] a_device7 = 5'h00;
+  reg [7:0] a_hits = 8'h00;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode0 = 2'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode1 = 2'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode2 = 2'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode3 = 2'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode4 = 2'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode5 = 2'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode6 = 2'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_mode7 = 2'h0;
+  reg [71:0] a_store = 72'h000000000000000000;
+  wire [47:0] a_store__addr ;
+  wire [6:0] a_store__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire a_store__kind ;
+  wire [15:0] a_store__tile ;
+  reg [47:0] a_target0 = 48'h000000000000;
+  reg [47:0] a_target1 = 48'h000000000000;
+  reg [47:0] a_target2 = 48'h000000000000;
+  reg [47:0] a_target3 = 48'h000000000000;
+  reg [47:0] a_target4 = 48'h000000000000;
+  reg [47:0] a_target5 = 48'h000000000000;
+  reg [47:0] a_target6 = 48'h000000000000;
+  reg [47:0] a_target7 = 48'h000000000000;
+  reg a_valid = 1'h0;
+  wire advance;
+  wire [8:0] clash;
   wire [1:0] clear;
   wire clear__bad_region ;
   wire clear__overlap ;
@@ -1446,6 +1765,23 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire [47:0] p2_req__size ;
   wire p2_req__valid ;
   reg p2_valid = 1'h0;
+  reg p3_bad = 1'h0;
+  reg [8:0] p3_clash = 9'h000;
+  reg [47:0] p3_delta = 48'h000000000000;
+  reg [48:0] p3_end = 49'h0000000000000;
+  reg [154:0] p3_req = 155'h000000000000000000000000000000000000000;
+  wire [47:0] p3_req__base ;
+  wire [4:0] p3_req__device ;
+  wire [2:0] p3_req__index ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] p3_req__mode ;
+  wire [47:0] p3_req__remote_base ;
+  wire [47:0] p3_req__size ;
+  wire p3_req__valid ;
+  reg p3_valid = 1'h0;
   input [154:0] program__payload;
   wire [154:0] program__payload;
   wire [47:0] program__payload__base ;
@@ -1619,6 +1955,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   input store__valid;
   wire store__valid;
   wire [47:0] target;
+  wire write;
   assign \$1  = store__payload[47:0] >= region0[55:8];
   assign \$2  = region0[0] & \$1 ;
   assign \$3  = store__payload[47:0] < region0_end;
@@ -1651,632 +1988,717 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign \$30  = region7[0] & \$29 ;
   assign \$31  = store__payload[47:0] < region7_end;
   assign \$32  = \$30  & \$31 ;
-  assign \$33  = hits[0] ? region0[2:1] : 2'h0;
-  assign \$34  = hits[1] ? region1[2:1] : 2'h0;
+  assign \$33  = a_hits[0] ? a_mode0 : 2'h0;
+  assign \$34  = a_hits[1] ? a_mode1 : 2'h0;
   assign \$35  = \$33  | \$34 ;
-  assign \$36  = hits[2] ? region2[2:1] : 2'h0;
+  assign \$36  = a_hits[2] ? a_mode2 : 2'h0;
   assign \$37  = \$35  | \$36 ;
-  assign \$38  = hits[3] ? region3[2:1] : 2'h0;
+  assign \$38  = a_hits[3] ? a_mode3 : 2'h0;
   assign \$39  = \$37  | \$38 ;
-  assign \$40  = hits[4] ? region4[2:1] : 2'h0;
+  assign \$40  = a_hits[4] ? a_mode4 : 2'h0;
   assign \$41  = \$39  | \$40 ;
-  assign \$42  = hits[5] ? region5[2:1] : 2'h0;
+  assign \$42  = a_hits[5] ? a_mode5 : 2'h0;
   assign \$43  = \$41  | \$42 ;
-  assign \$44  = hits[6] ? region6[2:1] : 2'h0;
+  assign \$44  = a_hits[6] ? a_mode6 : 2'h0;
   assign \$45  = \$43  | \$44 ;
-  assign \$46  = hits[7] ? region7[2:1] : 2'h0;
+  assign \$46  = a_hits[7] ? a_mode7 : 2'h0;
   assign mode = \$45  | \$46 ;
-  assign \$47  = hits[0] ? region0[7:3] : 5'h00;
-  assign \$48  = hits[1] ? region1[7:3] : 5'h00;
+  assign \$47  = a_hits[0] ? a_device0 : 5'h00;
+  assign \$48  = a_hits[1] ? a_device1 : 5'h00;
   assign \$49  = \$47  | \$48 ;
-  assign \$50  = hits[2] ? region2[7:3] : 5'h00;
+  assign \$50  = a_hits[2] ? a_device2 : 5'h00;
   assign \$51  = \$49  | \$50 ;
-  assign \$52  = hits[3] ? region3[7:3] : 5'h00;
+  assign \$52  = a_hits[3] ? a_device3 : 5'h00;
   assign \$53  = \$51  | \$52 ;
-  assign \$54  = hits[4] ? region4[7:3] : 5'h00;
+  assign \$54  = a_hits[4] ? a_device4 : 5'h00;
   assign \$55  = \$53  | \$54 ;
-  assign \$56  = hits[5] ? region5[7:3] : 5'h00;
+  assign \$56  = a_hits[5] ? a_device5 : 5'h00;
   assign \$57  = \$55  | \$56 ;
-  assign \$58  = hits[6] ? region6[7:3] : 5'h00;
+  assign \$58  = a_hits[6] ? a_device6 : 5'h00;
   assign \$59  = \$57  | \$58 ;
-  assign \$60  = hits[7] ? region7[7:3] : 5'h00;
+  assign \$60  = a_hits[7] ? a_device7 : 5'h00;
   assign device = \$59  | \$60 ;
-  assign \$61  = store__payload[47:0] + region0_delta;
-  assign \$62  = hits[0] ? \$61 [47:0] : 48'h000000000000;
-  assign \$63  = store__payload[47:0] + region1_delta;
-  assign \$64  = hits[1] ? \$63 [47:0] : 48'h000000000000;
-  assign \$65  = \$62  | \$64 ;
-  assign \$66  = store__payload[47:0] + region2_delta;
-  assign \$67  = hits[2] ? \$66 [47:0] : 48'h000000000000;
-  assign \$68  = \$65  | \$67 ;
-  assign \$69  = store__payload[47:0] + region3_delta;
-  assign \$70  = hits[3] ? \$69 [47:0] : 48'h000000000000;
-  assign \$71  = \$68  | \$70 ;
-  assign \$72  = store__payload[47:0] + region4_delta;
-  assign \$73  = hits[4] ? \$72 [47:0] : 48'h000000000000;
-  assign \$74  = \$71  | \$73 ;
-  assign \$75  = store__payload[47:0] + region5_delta;
-  assign \$76  = hits[5] ? \$75 [47:0] : 48'h000000000000;
-  assign \$77  = \$74  | \$76 ;
-  assign \$78  = store__payload[47:0] + region6_delta;
-  assign \$79  = hits[6] ? \$78 [47:0] : 48'h000000000000;
-  assign \$80  = \$77  | \$79 ;
-  assign \$81  = store__payload[47:0] + region7_delta;
-  assign \$82  = hits[7] ? \$81 [47:0] : 48'h000000000000;
-  assign target = \$80  | \$82 ;
-  assign \$83  = ~ net__valid;
-  assign \$84  = \$83  | net__ready;
-  assign \$85  = ~ mem__valid;
-  assign \$86  = \$85  | mem__ready;
-  assign store__ready = \$84  & \$86 ;
-  assign \$87  = region0[2:1] == 2'h2;
-  assign \$88  = region0[0] & \$87 ;
-  assign \$89  = rx__payload[52:5] >= region0[55:8];
-  assign \$90  = \$88  & \$89 ;
-  assign \$91  = rx__payload[52:5] < region0_end;
-  assign \$92  = \$90  & \$91 ;
-  assign \$93  = region1[2:1] == 2'h2;
-  assign \$94  = region1[0] & \$93 ;
-  assign \$95  = rx__payload[52:5] >= region1[55:8];
-  assign \$96  = \$94  & \$95 ;
-  assign \$97  = rx__payload[52:5] < region1_end;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = region2[2:1] == 2'h2;
-  assign \$100  = region2[0] & \$99 ;
-  assign \$101  = rx__payload[52:5] >= region2[55:8];
-  assign \$102  = \$100  & \$101 ;
-  assign \$103  = rx__payload[52:5] < region2_end;
-  assign \$104  = \$102  & \$103 ;
-  assign \$105  = region3[2:1] == 2'h2;
-  assign \$106  = region3[0] & \$105 ;
-  assign \$107  = rx__payload[52:5] >= region3[55:8];
-  assign \$108  = \$106  & \$107 ;
-  assign \$109  = rx__payload[52:5] < region3_end;
-  assign \$110  = \$108  & \$109 ;
-  assign \$111  = region4[2:1] == 2'h2;
-  assign \$112  = region4[0] & \$111 ;
-  assign \$113  = rx__payload[52:5] >= region4[55:8];
-  assign \$114  = \$112  & \$113 ;
-  assign \$115  = rx__payload[52:5] < region4_end;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = region5[2:1] == 2'h2;
-  assign \$118  = region5[0] & \$117 ;
-  assign \$119  = rx__payload[52:5] >= region5[55:8];
-  assign \$120  = \$118  & \$119 ;
-  assign \$121  = rx__payload[52:5] < region5_end;
-  assign \$122  = \$120  & \$121 ;
-  assign \$123  = region6[2:1] == 2'h2;
-  assign \$124  = region6[0] & \$123 ;
-  assign \$125  = rx__payload[52:5] >= region6[55:8];
-  assign \$126  = \$124  & \$125 ;
-  assign \$127  = rx__payload[52:5] < region6_end;
-  assign \$128  = \$126  & \$127 ;
-  assign \$129  = region7[2:1] == 2'h2;
-  assign \$130  = region7[0] & \$129 ;
-  assign \$131  = rx__payload[52:5] >= region7[55:8];
-  assign \$132  = \$130  & \$131 ;
-  assign \$133  = rx__payload[52:5] < region7_end;
-  assign \$134  = \$132  & \$133 ;
-  assign \$135  = ~ rx_mem__valid;
-  assign rx__ready = \$135  | rx_mem__ready;
+  assign \$61  = a_hits[0] ? a_target0 : 48'h000000000000;
+  assign \$62  = a_hits[1] ? a_target1 : 48'h000000000000;
+  assign \$63  = \$61  | \$62 ;
+  assign \$64  = a_hits[2] ? a_target2 : 48'h000000000000;
+  assign \$65  = \$63  | \$64 ;
+  assign \$66  = a_hits[3] ? a_target3 : 48'h000000000000;
+  assign \$67  = \$65  | \$66 ;
+  assign \$68  = a_hits[4] ? a_target4 : 48'h000000000000;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = a_hits[5] ? a_target5 : 48'h000000000000;
+  assign \$71  = \$69  | \$70 ;
+  assign \$72  = a_hits[6] ? a_target6 : 48'h000000000000;
+  assign \$73  = \$71  | \$72 ;
+  assign \$74  = a_hits[7] ? a_target7 : 48'h000000000000;
+  assign target = \$73  | \$74 ;
+  assign \$75  = mode == 1'h1;
+  assign \$76  = ~ net__valid;
+  assign \$77  = \$76  | net__ready;
+  assign \$78  = ~ mem__valid;
+  assign \$79  = \$78  | mem__ready;
+  assign \$80  = \$75  ? \$77  : \$79 ;
+  assign advance = a_valid & \$80 ;
+  assign \$81  = ~ a_valid;
+  assign store__ready = \$81  | advance;
+  assign \$82  = region0[2:1] == 2'h2;
+  assign \$83  = region0[0] & \$82 ;
+  assign \$84  = rx__payload[52:5] >= region0[55:8];
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = rx__payload[52:5] < region0_end;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = region1[2:1] == 2'h2;
+  assign \$89  = region1[0] & \$88 ;
+  assign \$90  = rx__payload[52:5] >= region1[55:8];
+  assign \$91  = \$89  & \$90 ;
+  assign \$92  = rx__payload[52:5] < region1_end;
+  assign \$93  = \$91  & \$92 ;
+  assign \$94  = region2[2:1] == 2'h2;
+  assign \$95  = region2[0] & \$94 ;
+  assign \$96  = rx__payload[52:5] >= region2[55:8];
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = rx__payload[52:5] < region2_end;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = region3[2:1] == 2'h2;
+  assign \$101  = region3[0] & \$100 ;
+  assign \$102  = rx__payload[52:5] >= region3[55:8];
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = rx__payload[52:5] < region3_end;
+  assign \$105  = \$103  & \$104 ;
+  assign \$106  = region4[2:1] == 2'h2;
+  assign \$107  = region4[0] & \$106 ;
+  assign \$108  = rx__payload[52:5] >= region4[55:8];
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = rx__payload[52:5] < region4_end;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = region5[2:1] == 2'h2;
+  assign \$113  = region5[0] & \$112 ;
+  assign \$114  = rx__payload[52:5] >= region5[55:8];
+  assign \$115  = \$113  & \$114 ;
+  assign \$116  = rx__payload[52:5] < region5_end;
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = region6[2:1] == 2'h2;
+  assign \$119  = region6[0] & \$118 ;
+  assign \$120  = rx__payload[52:5] >= region6[55:8];
+  assign \$121  = \$119  & \$120 ;
+  assign \$122  = rx__payload[52:5] < region6_end;
+  assign \$123  = \$121  & \$122 ;
+  assign \$124  = region7[2:1] == 2'h2;
+  assign \$125  = region7[0] & \$124 ;
+  assign \$126  = rx__payload[52:5] >= region7[55:8];
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = rx__payload[52:5] < region7_end;
+  assign \$129  = \$127  & \$128 ;
+  assign \$130  = ~ rx_mem__valid;
+  assign rx__ready = \$130  | rx_mem__ready;
   assign \end  = program__payload[58:11] + program__payload[106:59];
-  assign \$136  = | p2_req[2:0];
-  assign \$137  = \$136  & region0[0];
-  assign \$138  = p2_req[58:11] < region0_end;
-  assign \$139  = \$137  & \$138 ;
-  assign \$140  = region0[55:8] < p2_end;
+  assign \$131  = ~ p3_req[3];
+  assign \$132  = ~ p3_bad;
+  assign \$133  = | p3_clash;
+  assign \$134  = ~ \$133 ;
+  assign \$135  = \$132  & \$134 ;
+  assign \$136  = \$131  | \$135 ;
+  assign write = p3_valid & \$136 ;
+  assign \$137  = p3_valid & p3_req[3];
+  assign \$138  = \$137  & p3_bad;
+  assign \$139  = p3_valid & p3_req[3];
+  assign \$140  = ~ p3_bad;
   assign \$141  = \$139  & \$140 ;
-  assign \$142  = p2_req[2:0] != 1'h1;
-  assign \$143  = \$142  & region1[0];
-  assign \$144  = p2_req[58:11] < region1_end;
-  assign \$145  = \$143  & \$144 ;
-  assign \$146  = region1[55:8] < p2_end;
-  assign \$147  = \$145  & \$146 ;
-  assign \$148  = p2_req[2:0] != 2'h2;
-  assign \$149  = \$148  & region2[0];
-  assign \$150  = p2_req[58:11] < region2_end;
+  assign \$142  = | p3_clash;
+  assign \$143  = \$141  & \$142 ;
+  assign \$144  = | p2_req[2:0];
+  assign \$145  = \$144  & region0[0];
+  assign \$146  = ! p3_req[2:0];
+  assign \$147  = write & \$146 ;
+  assign \$148  = ~ \$147 ;
+  assign \$149  = \$145  & \$148 ;
+  assign \$150  = p2_req[58:11] < region0_end;
   assign \$151  = \$149  & \$150 ;
-  assign \$152  = region2[55:8] < p2_end;
+  assign \$152  = region0[55:8] < p2_end;
   assign \$153  = \$151  & \$152 ;
-  assign \$154  = p2_req[2:0] != 2'h3;
-  assign \$155  = \$154  & region3[0];
-  assign \$156  = p2_req[58:11] < region3_end;
-  assign \$157  = \$155  & \$156 ;
-  assign \$158  = region3[55:8] < p2_end;
-  assign \$159  = \$157  & \$158 ;
-  assign \$160  = p2_req[2:0] != 3'h4;
-  assign \$161  = \$160  & region4[0];
-  assign \$162  = p2_req[58:11] < region4_end;
+  assign \$154  = p2_req[2:0] != 1'h1;
+  assign \$155  = \$154  & region1[0];
+  assign \$156  = p3_req[2:0] == 1'h1;
+  assign \$157  = write & \$156 ;
+  assign \$158  = ~ \$157 ;
+  assign \$159  = \$155  & \$158 ;
+  assign \$160  = p2_req[58:11] < region1_end;
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = region1[55:8] < p2_end;
   assign \$163  = \$161  & \$162 ;
-  assign \$164  = region4[55:8] < p2_end;
-  assign \$165  = \$163  & \$164 ;
-  assign \$166  = p2_req[2:0] != 3'h5;
-  assign \$167  = \$166  & region5[0];
-  assign \$168  = p2_req[58:11] < region5_end;
-  assign \$169  = \$167  & \$168 ;
-  assign \$170  = region5[55:8] < p2_end;
+  assign \$164  = p2_req[2:0] != 2'h2;
+  assign \$165  = \$164  & region2[0];
+  assign \$166  = p3_req[2:0] == 2'h2;
+  assign \$167  = write & \$166 ;
+  assign \$168  = ~ \$167 ;
+  assign \$169  = \$165  & \$168 ;
+  assign \$170  = p2_req[58:11] < region2_end;
   assign \$171  = \$169  & \$170 ;
-  assign \$172  = p2_req[2:0] != 3'h6;
-  assign \$173  = \$172  & region6[0];
-  assign \$174  = p2_req[58:11] < region6_end;
-  assign \$175  = \$173  & \$174 ;
-  assign \$176  = region6[55:8] < p2_end;
-  assign \$177  = \$175  & \$176 ;
-  assign \$178  = p2_req[2:0] != 3'h7;
-  assign \$179  = \$178  & region7[0];
-  assign \$180  = p2_req[58:11] < region7_end;
+  assign \$172  = region2[55:8] < p2_end;
+  assign \$173  = \$171  & \$172 ;
+  assign \$174  = p2_req[2:0] != 2'h3;
+  assign \$175  = \$174  & region3[0];
+  assign \$176  = p3_req[2:0] == 2'h3;
+  assign \$177  = write & \$176 ;
+  assign \$178  = ~ \$177 ;
+  assign \$179  = \$175  & \$178 ;
+  assign \$180  = p2_req[58:11] < region3_end;
   assign \$181  = \$179  & \$180 ;
-  assign \$182  = region7[55:8] < p2_end;
+  assign \$182  = region3[55:8] < p2_end;
   assign \$183  = \$181  & \$182 ;
-  assign \$184  = p2_valid & p2_req[3];
-  assign \$185  = \$184  & p2_bad;
-  assign \$186  = p2_valid & p2_req[3];
-  assign \$187  = ~ p2_bad;
-  assign \$188  = \$186  & \$187 ;
-  assign \$189  = | clash;
-  assign \$190  = \$188  & \$189 ;
-  assign \$191  = store__valid & store__ready;
-  assign \$192  = mode == 1'h1;
+  assign \$184  = p2_req[2:0] != 3'h4;
+  assign \$185  = \$184  & region4[0];
+  assign \$186  = p3_req[2:0] == 3'h4;
+  assign \$187  = write & \$186 ;
+  assign \$188  = ~ \$187 ;
+  assign \$189  = \$185  & \$188 ;
+  assign \$190  = p2_req[58:11] < region4_end;
+  assign \$191  = \$189  & \$190 ;
+  assign \$192  = region4[55:8] < p2_end;
   assign \$193  = \$191  & \$192 ;
-  assign \$194  = store__valid & store__ready;
-  assign \$195  = mode == 1'h1;
-  assign \$196  = ~ \$195 ;
-  assign \$197  = \$194  & \$196 ;
-  assign \$198  = mode == 2'h2;
-  assign \$199  = store__valid & store__ready;
-  assign \$200  = | hits;
-  assign \$201  = ~ \$200 ;
-  assign \$202  = ! mode;
-  assign \$203  = mode == 2'h2;
-  assign \$204  = stats[127:96] + 1'h1;
-  assign \$205  = stats[31:0] + 1'h1;
-  assign \$206  = stats[63:32] + 1'h1;
-  assign \$207  = stats[95:64] + 1'h1;
-  assign \$208  = rx__valid & rx__ready;
-  assign \$209  = | rx_hit;
-  assign \$210  = program__payload[154:107] - program__payload[58:11];
-  assign \$211  = ! program__payload[106:59];
-  assign \$212  = \end  > 49'h1000000000000;
-  assign \$213  = \$211  | \$212 ;
-  assign \$214  = program__payload[5:4] > 2'h2;
-  assign \$215  = \$213  | \$214 ;
-  assign \$216  = ~ p2_req[3];
-  assign \$217  = ~ p2_bad;
-  assign \$218  = | clash;
-  assign \$219  = ~ \$218 ;
-  assign \$220  = \$217  & \$219 ;
-  assign \$221  = \$216  | \$220 ;
-  assign \$222  = p2_valid & \$221 ;
-  assign \$223  = ! p2_req[2:0];
-  assign \$224  = \$222  & \$223 ;
-  assign \$225  = ~ p2_req[3];
-  assign \$226  = ~ p2_bad;
-  assign \$227  = | clash;
-  assign \$228  = ~ \$227 ;
-  assign \$229  = \$226  & \$228 ;
-  assign \$230  = \$225  | \$229 ;
-  assign \$231  = p2_valid & \$230 ;
-  assign \$232  = p2_req[2:0] == 1'h1;
-  assign \$233  = \$231  & \$232 ;
-  assign \$234  = ~ p2_req[3];
-  assign \$235  = ~ p2_bad;
-  assign \$236  = | clash;
-  assign \$237  = ~ \$236 ;
-  assign \$238  = \$235  & \$237 ;
-  assign \$239  = \$234  | \$238 ;
-  assign \$240  = p2_valid & \$239 ;
-  assign \$241  = p2_req[2:0] == 2'h2;
-  assign \$242  = \$240  & \$241 ;
-  assign \$243  = ~ p2_req[3];
-  assign \$244  = ~ p2_bad;
-  assign \$245  = | clash;
-  assign \$246  = ~ \$245 ;
-  assign \$247  = \$244  & \$246 ;
-  assign \$248  = \$243  | \$247 ;
-  assign \$249  = p2_valid & \$248 ;
-  assign \$250  = p2_req[2:0] == 2'h3;
-  assign \$251  = \$249  & \$250 ;
-  assign \$252  = ~ p2_req[3];
-  assign \$253  = ~ p2_bad;
-  assign \$254  = | clash;
-  assign \$255  = ~ \$254 ;
-  assign \$256  = \$253  & \$255 ;
-  assign \$257  = \$252  | \$256 ;
-  assign \$258  = p2_valid & \$257 ;
-  assign \$259  = p2_req[2:0] == 3'h4;
-  assign \$260  = \$258  & \$259 ;
-  assign \$261  = ~ p2_req[3];
-  assign \$262  = ~ p2_bad;
-  assign \$263  = | clash;
-  assign \$264  = ~ \$263 ;
-  assign \$265  = \$262  & \$264 ;
-  assign \$266  = \$261  | \$265 ;
-  assign \$267  = p2_valid & \$266 ;
-  assign \$268  = p2_req[2:0] == 3'h5;
-  assign \$269  = \$267  & \$268 ;
-  assign \$270  = ~ p2_req[3];
-  assign \$271  = ~ p2_bad;
-  assign \$272  = | clash;
-  assign \$273  = ~ \$272 ;
-  assign \$274  = \$271  & \$273 ;
-  assign \$275  = \$270  | \$274 ;
-  assign \$276  = p2_valid & \$275 ;
-  assign \$277  = p2_req[2:0] == 3'h6;
-  assign \$278  = \$276  & \$277 ;
-  assign \$279  = ~ p2_req[3];
-  assign \$280  = ~ p2_bad;
-  assign \$281  = | clash;
-  assign \$282  = ~ \$281 ;
-  assign \$283  = \$280  & \$282 ;
-  assign \$284  = \$279  | \$283 ;
-  assign \$285  = p2_valid & \$284 ;
-  assign \$286  = p2_req[2:0] == 3'h7;
-  assign \$287  = \$285  & \$286 ;
+  assign \$194  = p2_req[2:0] != 3'h5;
+  assign \$195  = \$194  & region5[0];
+  assign \$196  = p3_req[2:0] == 3'h5;
+  assign \$197  = write & \$196 ;
+  assign \$198  = ~ \$197 ;
+  assign \$199  = \$195  & \$198 ;
+  assign \$200  = p2_req[58:11] < region5_end;
+  assign \$201  = \$199  & \$200 ;
+  assign \$202  = region5[55:8] < p2_end;
+  assign \$203  = \$201  & \$202 ;
+  assign \$204  = p2_req[2:0] != 3'h6;
+  assign \$205  = \$204  & region6[0];
+  assign \$206  = p3_req[2:0] == 3'h6;
+  assign \$207  = write & \$206 ;
+  assign \$208  = ~ \$207 ;
+  assign \$209  = \$205  & \$208 ;
+  assign \$210  = p2_req[58:11] < region6_end;
+  assign \$211  = \$209  & \$210 ;
+  assign \$212  = region6[55:8] < p2_end;
+  assign \$213  = \$211  & \$212 ;
+  assign \$214  = p2_req[2:0] != 3'h7;
+  assign \$215  = \$214  & region7[0];
+  assign \$216  = p3_req[2:0] == 3'h7;
+  assign \$217  = write & \$216 ;
+  assign \$218  = ~ \$217 ;
+  assign \$219  = \$215  & \$218 ;
+  assign \$220  = p2_req[58:11] < region7_end;
+  assign \$221  = \$219  & \$220 ;
+  assign \$222  = region7[55:8] < p2_end;
+  assign \$223  = \$221  & \$222 ;
+  assign \$224  = write & p3_req[3];
+  assign \$225  = p3_req[2:0] != p2_req[2:0];
+  assign \$226  = \$224  & \$225 ;
+  assign \$227  = p2_req[58:11] < p3_end;
+  assign \$228  = \$226  & \$227 ;
+  assign \$229  = p3_req[58:11] < p2_end;
+  assign \$230  = \$228  & \$229 ;
+  assign \$231  = store__valid & store__ready;
+  assign \$232  = store__payload[47:0] + region0_delta;
+  assign \$233  = store__payload[47:0] + region1_delta;
+  assign \$234  = store__payload[47:0] + region2_delta;
+  assign \$235  = store__payload[47:0] + region3_delta;
+  assign \$236  = store__payload[47:0] + region4_delta;
+  assign \$237  = store__payload[47:0] + region5_delta;
+  assign \$238  = store__payload[47:0] + region6_delta;
+  assign \$239  = store__payload[47:0] + region7_delta;
+  assign \$240  = mode == 1'h1;
+  assign \$241  = advance & \$240 ;
+  assign \$242  = mode == 1'h1;
+  assign \$243  = ~ \$242 ;
+  assign \$244  = advance & \$243 ;
+  assign \$245  = mode == 2'h2;
+  assign \$246  = | a_hits;
+  assign \$247  = ~ \$246 ;
+  assign \$248  = ! mode;
+  assign \$249  = mode == 2'h2;
+  assign \$250  = stats[127:96] + 1'h1;
+  assign \$251  = stats[31:0] + 1'h1;
+  assign \$252  = stats[63:32] + 1'h1;
+  assign \$253  = stats[95:64] + 1'h1;
+  assign \$254  = rx__valid & rx__ready;
+  assign \$255  = | rx_hit;
+  assign \$256  = program__payload[154:107] - program__payload[58:11];
+  assign \$257  = ! program__payload[106:59];
+  assign \$258  = \end  > 49'h1000000000000;
+  assign \$259  = \$257  | \$258 ;
+  assign \$260  = program__payload[5:4] > 2'h2;
+  assign \$261  = \$259  | \$260 ;
+  assign \$262  = ! p3_req[2:0];
+  assign \$263  = write & \$262 ;
+  assign \$264  = p3_req[2:0] == 1'h1;
+  assign \$265  = write & \$264 ;
+  assign \$266  = p3_req[2:0] == 2'h2;
+  assign \$267  = write & \$266 ;
+  assign \$268  = p3_req[2:0] == 2'h3;
+  assign \$269  = write & \$268 ;
+  assign \$270  = p3_req[2:0] == 3'h4;
+  assign \$271  = write & \$270 ;
+  assign \$272  = p3_req[2:0] == 3'h5;
+  assign \$273  = write & \$272 ;
+  assign \$274  = p3_req[2:0] == 3'h6;
+  assign \$275  = write & \$274 ;
+  assign \$276  = p3_req[2:0] == 3'h7;
+  assign \$277  = write & \$276 ;
   always @(posedge clk)
-    net__valid <= \$291 ;
+    a_valid <= \$281 ;
   always @(posedge clk)
-    mem__valid <= \$292 ;
+    a_store <= \$282 ;
   always @(posedge clk)
-    net__payload <= \$293 ;
+    a_hits <= \$283 ;
   always @(posedge clk)
-    mem__payload <= \$294 ;
+    a_target0 <= \$284 ;
   always @(posedge clk)
-    stats <= \$295 ;
+    a_mode0 <= \$285 ;
   always @(posedge clk)
-    rx_mem__valid <= \$296 ;
+    a_device0 <= \$286 ;
   always @(posedge clk)
-    rx_mem__payload <= \$297 ;
+    a_target1 <= \$287 ;
   always @(posedge clk)
-    p2_valid <= \$298 ;
+    a_mode1 <= \$288 ;
+  always @(posedge clk)
+    a_device1 <= \$289 ;
+  always @(posedge clk)
+    a_target2 <= \$290 ;
+  always @(posedge clk)
+    a_mode2 <= \$291 ;
+  always @(posedge clk)
+    a_device2 <= \$292 ;
+  always @(posedge clk)
+    a_target3 <= \$293 ;
+  always @(posedge clk)
+    a_mode3 <= \$294 ;
+  always @(posedge clk)
+    a_device3 <= \$295 ;
+  always @(posedge clk)
+    a_target4 <= \$296 ;
+  always @(posedge clk)
+    a_mode4 <= \$297 ;
+  always @(posedge clk)
+    a_device4 <= \$298 ;
+  always @(posedge clk)
+    a_target5 <= \$299 ;
+  always @(posedge clk)
+    a_mode5 <= \$300 ;
+  always @(posedge clk)
+    a_device5 <= \$301 ;
+  always @(posedge clk)
+    a_target6 <= \$302 ;
+  always @(posedge clk)
+    a_mode6 <= \$303 ;
+  always @(posedge clk)
+    a_device6 <= \$304 ;
+  always @(posedge clk)
+    a_target7 <= \$305 ;
+  always @(posedge clk)
+    a_mode7 <= \$306 ;
+  always @(posedge clk)
+    a_device7 <= \$307 ;
+  always @(posedge clk)
+    net__valid <= \$308 ;
+  always @(posedge clk)
+    mem__valid <= \$309 ;
+  always @(posedge clk)
+    net__payload <= \$310 ;
+  always @(posedge clk)
+    mem__payload <= \$311 ;
+  always @(posedge clk)
+    stats <= \$312 ;
+  always @(posedge clk)
+    rx_mem__valid <= \$313 ;
+  always @(posedge clk)
+    rx_mem__payload <= \$314 ;
+  always @(posedge clk)
+    p2_valid <= \$315 ;
   always @(posedge clk)
     p2_req <= program__payload;
   always @(posedge clk)
     p2_end <= \end ;
   always @(posedge clk)
-    p2_delta <= \$210 [47:0];
+    p2_delta <= \$256 [47:0];
   always @(posedge clk)
-    p2_bad <= \$215 ;
+    p2_bad <= \$261 ;
   always @(posedge clk)
-    region0 <= \$299 ;
+    p3_valid <= \$316 ;
   always @(posedge clk)
-    region0_end <= \$300 ;
+    p3_req <= p2_req;
   always @(posedge clk)
-    region0_delta <= \$301 ;
+    p3_end <= p2_end;
   always @(posedge clk)
-    region1 <= \$302 ;
+    p3_delta <= p2_delta;
   always @(posedge clk)
-    region1_end <= \$303 ;
+    p3_bad <= p2_bad;
   always @(posedge clk)
-    region1_delta <= \$304 ;
+    region0 <= \$317 ;
   always @(posedge clk)
-    region2 <= \$305 ;
+    region0_end <= \$318 ;
   always @(posedge clk)
-    region2_end <= \$306 ;
+    region0_delta <= \$319 ;
   always @(posedge clk)
-    region2_delta <= \$307 ;
+    region1 <= \$320 ;
   always @(posedge clk)
-    region3 <= \$308 ;
+    region1_end <= \$321 ;
   always @(posedge clk)
-    region3_end <= \$309 ;
+    region1_delta <= \$322 ;
   always @(posedge clk)
-    region3_delta <= \$310 ;
+    region2 <= \$323 ;
   always @(posedge clk)
-    region4 <= \$311 ;
+    region2_end <= \$324 ;
   always @(posedge clk)
-    region4_end <= \$312 ;
+    region2_delta <= \$325 ;
   always @(posedge clk)
-    region4_delta <= \$313 ;
+    region3 <= \$326 ;
   always @(posedge clk)
-    region5 <= \$314 ;
+    region3_end <= \$327 ;
   always @(posedge clk)
-    region5_end <= \$315 ;
+    region3_delta <= \$328 ;
   always @(posedge clk)
-    region5_delta <= \$316 ;
+    region4 <= \$329 ;
   always @(posedge clk)
-    region6 <= \$317 ;
+    region4_end <= \$330 ;
   always @(posedge clk)
-    region6_end <= \$318 ;
+    region4_delta <= \$331 ;
   always @(posedge clk)
-    region6_delta <= \$319 ;
+    region5 <= \$332 ;
   always @(posedge clk)
-    region7 <= \$320 ;
+    region5_end <= \$333 ;
   always @(posedge clk)
-    region7_end <= \$321 ;
+    region5_delta <= \$334 ;
   always @(posedge clk)
-    region7_delta <= \$322 ;
+    region6 <= \$335 ;
   always @(posedge clk)
-    errors <= \$323 ;
+    region6_end <= \$336 ;
+  always @(posedge clk)
+    region6_delta <= \$337 ;
+  always @(posedge clk)
+    region7 <= \$338 ;
+  always @(posedge clk)
+    region7_end <= \$339 ;
+  always @(posedge clk)
+    region7_delta <= \$340 ;
+  always @(posedge clk)
+    p3_clash <= clash;
+  always @(posedge clk)
+    errors <= \$341 ;
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$291  = net__valid;
+    \$281  = a_valid;
+    if (\$231 ) begin
+      \$281  = 1'h1;
+    end else if (advance) begin
+      \$281  = 1'h0;
+    end
+    if (rst) begin
+      \$281  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$282  = a_store;
+    if (\$231 ) begin
+      \$282  = store__payload;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$283  = a_hits;
+    if (\$231 ) begin
+      \$283  = hits;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$284  = a_target0;
+    if (\$231 ) begin
+      \$284  = \$232 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$285  = a_mode0;
+    if (\$231 ) begin
+      \$285  = region0[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$286  = a_device0;
+    if (\$231 ) begin
+      \$286  = region0[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$287  = a_target1;
+    if (\$231 ) begin
+      \$287  = \$233 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$288  = a_mode1;
+    if (\$231 ) begin
+      \$288  = region1[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$289  = a_device1;
+    if (\$231 ) begin
+      \$289  = region1[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$290  = a_target2;
+    if (\$231 ) begin
+      \$290  = \$234 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$291  = a_mode2;
+    if (\$231 ) begin
+      \$291  = region2[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$292  = a_device2;
+    if (\$231 ) begin
+      \$292  = region2[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$293  = a_target3;
+    if (\$231 ) begin
+      \$293  = \$235 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$294  = a_mode3;
+    if (\$231 ) begin
+      \$294  = region3[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$295  = a_device3;
+    if (\$231 ) begin
+      \$295  = region3[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$296  = a_target4;
+    if (\$231 ) begin
+      \$296  = \$236 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$297  = a_mode4;
+    if (\$231 ) begin
+      \$297  = region4[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$298  = a_device4;
+    if (\$231 ) begin
+      \$298  = region4[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$299  = a_target5;
+    if (\$231 ) begin
+      \$299  = \$237 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$300  = a_mode5;
+    if (\$231 ) begin
+      \$300  = region5[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$301  = a_device5;
+    if (\$231 ) begin
+      \$301  = region5[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$302  = a_target6;
+    if (\$231 ) begin
+      \$302  = \$238 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$303  = a_mode6;
+    if (\$231 ) begin
+      \$303  = region6[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$304  = a_device6;
+    if (\$231 ) begin
+      \$304  = region6[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$305  = a_target7;
+    if (\$231 ) begin
+      \$305  = \$239 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$306  = a_mode7;
+    if (\$231 ) begin
+      \$306  = region7[2:1];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$307  = a_device7;
+    if (\$231 ) begin
+      \$307  = region7[7:3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$308  = net__valid;
     if (net__ready) begin
-      \$291  = 1'h0;
+      \$308  = 1'h0;
     end
-    if (\$193 ) begin
-      \$291  = 1'h1;
+    if (\$241 ) begin
+      \$308  = 1'h1;
     end
     if (rst) begin
-      \$291  = 1'h0;
+      \$308  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$292  = mem__valid;
+    \$309  = mem__valid;
     if (mem__ready) begin
-      \$292  = 1'h0;
+      \$309  = 1'h0;
     end
-    if (\$197 ) begin
-      \$292  = 1'h1;
+    if (\$244 ) begin
+      \$309  = 1'h1;
     end
     if (rst) begin
-      \$292  = 1'h0;
+      \$309  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$293  = net__payload;
-    if (\$193 ) begin
-      \$293 [4:0] = device;
-      \$293 [52:5] = target;
-      \$293 [53] = 1'h1;
-      \$293 [69:54] = store__payload[63:48];
-      \$293 [76:70] = store__payload[70:64];
+    \$310  = net__payload;
+    if (\$241 ) begin
+      \$310 [4:0] = device;
+      \$310 [52:5] = target;
+      \$310 [53] = 1'h1;
+      \$310 [69:54] = a_store[63:48];
+      \$310 [76:70] = a_store[70:64];
     end
     if (rst) begin
-      \$293  = 77'h00000000000000000000;
+      \$310  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$294  = mem__payload;
-    if (\$197 ) begin
-      \$294 [47:0] = store__payload[47:0];
-      \$294 [63:48] = store__payload[63:48];
-      \$294 [70:64] = store__payload[70:64];
-      \$294 [71] = store__payload[71];
-      \$294 [72] = \$198 ;
+    \$311  = mem__payload;
+    if (\$244 ) begin
+      \$311 [47:0] = a_store[47:0];
+      \$311 [63:48] = a_store[63:48];
+      \$311 [70:64] = a_store[70:64];
+      \$311 [71] = a_store[71];
+      \$311 [72] = \$245 ;
     end
     if (rst) begin
-      \$294  = 73'h0000000000000000000;
+      \$311  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$295  = stats;
-    if (\$199 ) begin
+    \$312  = stats;
+    if (advance) begin
       (* full_case = 32'd1 *)
-      if (\$201 ) begin
-        \$295 [127:96] = \$204 [31:0];
-      end else if (\$202 ) begin
-        \$295 [31:0] = \$205 [31:0];
-      end else if (\$203 ) begin
-        \$295 [63:32] = \$206 [31:0];
+      if (\$247 ) begin
+        \$312 [127:96] = \$250 [31:0];
+      end else if (\$248 ) begin
+        \$312 [31:0] = \$251 [31:0];
+      end else if (\$249 ) begin
+        \$312 [63:32] = \$252 [31:0];
       end else begin
-        \$295 [95:64] = \$207 [31:0];
+        \$312 [95:64] = \$253 [31:0];
       end
     end
     if (rst) begin
-      \$295  = 128'h00000000000000000000000000000000;
+      \$312  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$296  = rx_mem__valid;
+    \$313  = rx_mem__valid;
     if (rx_mem__ready) begin
-      \$296  = 1'h0;
+      \$313  = 1'h0;
     end
-    if (\$208 ) begin
-      \$296  = 1'h1;
-    end
-    if (rst) begin
-      \$296  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$297  = rx_mem__payload;
-    if (\$208 ) begin
-      \$297 [47:0] = rx__payload[52:5];
-      \$297 [63:48] = rx__payload[69:54];
-      \$297 [70:64] = rx__payload[76:70];
-      \$297 [71] = rx__payload[53];
-      \$297 [72] = \$209 ;
+    if (\$254 ) begin
+      \$313  = 1'h1;
     end
     if (rst) begin
-      \$297  = 73'h0000000000000000000;
+      \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$298  = program__valid;
-    if (rst) begin
-      \$298  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$299  = region0;
-    if (\$224 ) begin
-      \$299 [0] = p2_req[3];
-      \$299 [2:1] = p2_req[5:4];
-      \$299 [7:3] = p2_req[10:6];
-      \$299 [55:8] = p2_req[58:11];
-      \$299 [103:56] = p2_req[106:59];
-      \$299 [151:104] = p2_req[154:107];
+    \$314  = rx_mem__payload;
+    if (\$254 ) begin
+      \$314 [47:0] = rx__payload[52:5];
+      \$314 [63:48] = rx__payload[69:54];
+      \$314 [70:64] = rx__payload[76:70];
+      \$314 [71] = rx__payload[53];
+      \$314 [72] = \$255 ;
     end
     if (rst) begin
-      \$299  = 152'h00000000000000000000000000000000000000;
+      \$314  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$300  = region0_end;
-    if (\$224 ) begin
-      \$300  = p2_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$301  = region0_delta;
-    if (\$224 ) begin
-      \$301  = p2_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$302  = region1;
-    if (\$233 ) begin
-      \$302 [0] = p2_req[3];
-      \$302 [2:1] = p2_req[5:4];
-      \$302 [7:3] = p2_req[10:6];
-      \$302 [55:8] = p2_req[58:11];
-      \$302 [103:56] = p2_req[106:59];
-      \$302 [151:104] = p2_req[154:107];
-    end
+    \$315  = program__valid;
     if (rst) begin
-      \$302  = 152'h00000000000000000000000000000000000000;
+      \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$303  = region1_end;
-    if (\$233 ) begin
-      \$303  = p2_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$304  = region1_delta;
-    if (\$233 ) begin
-      \$304  = p2_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$305  = region2;
-    if (\$242 ) begin
-      \$305 [0] = p2_req[3];
-      \$305 [2:1] = p2_req[5:4];
-      \$305 [7:3] = p2_req[10:6];
-      \$305 [55:8] = p2_req[58:11];
-      \$305 [103:56] = p2_req[106:59];
-      \$305 [151:104] = p2_req[154:107];
-    end
+    \$316  = p2_valid;
     if (rst) begin
-      \$305  = 152'h00000000000000000000000000000000000000;
+      \$316  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$306  = region2_end;
-    if (\$242 ) begin
-      \$306  = p2_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$307  = region2_delta;
-    if (\$242 ) begin
-      \$307  = p2_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$308  = region3;
-    if (\$251 ) begin
-      \$308 [0] = p2_req[3];
-      \$308 [2:1] = p2_req[5:4];
-      \$308 [7:3] = p2_req[10:6];
-      \$308 [55:8] = p2_req[58:11];
-      \$308 [103:56] = p2_req[106:59];
-      \$308 [151:104] = p2_req[154:107];
-    end
-    if (rst) begin
-      \$308  = 152'h00000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$309  = region3_end;
-    if (\$251 ) begin
-      \$309  = p2_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$310  = region3_delta;
-    if (\$251 ) begin
-      \$310  = p2_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$311  = region4;
-    if (\$260 ) begin
-      \$311 [0] = p2_req[3];
-      \$311 [2:1] = p2_req[5:4];
-      \$311 [7:3] = p2_req[10:6];
-      \$311 [55:8] = p2_req[58:11];
-      \$311 [103:56] = p2_req[106:59];
-      \$311 [151:104] = p2_req[154:107];
-    end
-    if (rst) begin
-      \$311  = 152'h00000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$312  = region4_end;
-    if (\$260 ) begin
-      \$312  = p2_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$313  = region4_delta;
-    if (\$260 ) begin
-      \$313  = p2_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$314  = region5;
-    if (\$269 ) begin
-      \$314 [0] = p2_req[3];
-      \$314 [2:1] = p2_req[5:4];
-      \$314 [7:3] = p2_req[10:6];
-      \$314 [55:8] = p2_req[58:11];
-      \$314 [103:56] = p2_req[106:59];
-      \$314 [151:104] = p2_req[154:107];
-    end
-    if (rst) begin
-      \$314  = 152'h00000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$315  = region5_end;
-    if (\$269 ) begin
-      \$315  = p2_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$316  = region5_delta;
-    if (\$269 ) begin
-      \$316  = p2_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$317  = region6;
-    if (\$278 ) begin
-      \$317 [0] = p2_req[3];
-      \$317 [2:1] = p2_req[5:4];
-      \$317 [7:3] = p2_req[10:6];
-      \$317 [55:8] = p2_req[58:11];
-      \$317 [103:56] = p2_req[106:59];
-      \$317 [151:104] = p2_req[154:107];
+    \$317  = region0;
+    if (\$263 ) begin
+      \$317 [0] = p3_req[3];
+      \$317 [2:1] = p3_req[5:4];
+      \$317 [7:3] = p3_req[10:6];
+      \$317 [55:8] = p3_req[58:11];
+      \$317 [103:56] = p3_req[106:59];
+      \$317 [151:104] = p3_req[154:107];
     end
     if (rst) begin
       \$317  = 152'h00000000000000000000000000000000000000;
@@ -2284,28 +2706,28 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$318  = region6_end;
-    if (\$278 ) begin
-      \$318  = p2_end;
+    \$318  = region0_end;
+    if (\$263 ) begin
+      \$318  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$319  = region6_delta;
-    if (\$278 ) begin
-      \$319  = p2_delta;
+    \$319  = region0_delta;
+    if (\$263 ) begin
+      \$319  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$320  = region7;
-    if (\$287 ) begin
-      \$320 [0] = p2_req[3];
-      \$320 [2:1] = p2_req[5:4];
-      \$320 [7:3] = p2_req[10:6];
-      \$320 [55:8] = p2_req[58:11];
-      \$320 [103:56] = p2_req[106:59];
-      \$320 [151:104] = p2_req[154:107];
+    \$320  = region1;
+    if (\$265 ) begin
+      \$320 [0] = p3_req[3];
+      \$320 [2:1] = p3_req[5:4];
+      \$320 [7:3] = p3_req[10:6];
+      \$320 [55:8] = p3_req[58:11];
+      \$320 [103:56] = p3_req[106:59];
+      \$320 [151:104] = p3_req[154:107];
     end
     if (rst) begin
       \$320  = 152'h00000000000000000000000000000000000000;
@@ -2313,23 +2735,197 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$321  = region7_end;
-    if (\$287 ) begin
-      \$321  = p2_end;
+    \$321  = region1_end;
+    if (\$265 ) begin
+      \$321  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$322  = region7_delta;
-    if (\$287 ) begin
-      \$322  = p2_delta;
+    \$322  = region1_delta;
+    if (\$265 ) begin
+      \$322  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$323  = \$290 ;
+    \$323  = region2;
+    if (\$267 ) begin
+      \$323 [0] = p3_req[3];
+      \$323 [2:1] = p3_req[5:4];
+      \$323 [7:3] = p3_req[10:6];
+      \$323 [55:8] = p3_req[58:11];
+      \$323 [103:56] = p3_req[106:59];
+      \$323 [151:104] = p3_req[154:107];
+    end
     if (rst) begin
-      \$323  = 2'h0;
+      \$323  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$324  = region2_end;
+    if (\$267 ) begin
+      \$324  = p3_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$325  = region2_delta;
+    if (\$267 ) begin
+      \$325  = p3_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$326  = region3;
+    if (\$269 ) begin
+      \$326 [0] = p3_req[3];
+      \$326 [2:1] = p3_req[5:4];
+      \$326 [7:3] = p3_req[10:6];
+      \$326 [55:8] = p3_req[58:11];
+      \$326 [103:56] = p3_req[106:59];
+      \$326 [151:104] = p3_req[154:107];
+    end
+    if (rst) begin
+      \$326  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$327  = region3_end;
+    if (\$269 ) begin
+      \$327  = p3_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$328  = region3_delta;
+    if (\$269 ) begin
+      \$328  = p3_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$329  = region4;
+    if (\$271 ) begin
+      \$329 [0] = p3_req[3];
+      \$329 [2:1] = p3_req[5:4];
+      \$329 [7:3] = p3_req[10:6];
+      \$329 [55:8] = p3_req[58:11];
+      \$329 [103:56] = p3_req[106:59];
+      \$329 [151:104] = p3_req[154:107];
+    end
+    if (rst) begin
+      \$329  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$330  = region4_end;
+    if (\$271 ) begin
+      \$330  = p3_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$331  = region4_delta;
+    if (\$271 ) begin
+      \$331  = p3_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$332  = region5;
+    if (\$273 ) begin
+      \$332 [0] = p3_req[3];
+      \$332 [2:1] = p3_req[5:4];
+      \$332 [7:3] = p3_req[10:6];
+      \$332 [55:8] = p3_req[58:11];
+      \$332 [103:56] = p3_req[106:59];
+      \$332 [151:104] = p3_req[154:107];
+    end
+    if (rst) begin
+      \$332  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$333  = region5_end;
+    if (\$273 ) begin
+      \$333  = p3_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$334  = region5_delta;
+    if (\$273 ) begin
+      \$334  = p3_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$335  = region6;
+    if (\$275 ) begin
+      \$335 [0] = p3_req[3];
+      \$335 [2:1] = p3_req[5:4];
+      \$335 [7:3] = p3_req[10:6];
+      \$335 [55:8] = p3_req[58:11];
+      \$335 [103:56] = p3_req[106:59];
+      \$335 [151:104] = p3_req[154:107];
+    end
+    if (rst) begin
+      \$335  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$336  = region6_end;
+    if (\$275 ) begin
+      \$336  = p3_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$337  = region6_delta;
+    if (\$275 ) begin
+      \$337  = p3_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$338  = region7;
+    if (\$277 ) begin
+      \$338 [0] = p3_req[3];
+      \$338 [2:1] = p3_req[5:4];
+      \$338 [7:3] = p3_req[10:6];
+      \$338 [55:8] = p3_req[58:11];
+      \$338 [103:56] = p3_req[106:59];
+      \$338 [151:104] = p3_req[154:107];
+    end
+    if (rst) begin
+      \$338  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$339  = region7_end;
+    if (\$277 ) begin
+      \$339  = p3_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$340  = region7_delta;
+    if (\$277 ) begin
+      \$340  = p3_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$341  = \$280 ;
+    if (rst) begin
+      \$341  = 2'h0;
     end
   end
   assign clear = 2'h3;
@@ -2397,6 +2993,15 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign program__payload__base  = program__payload[58:11];
   assign program__payload__size  = program__payload[106:59];
   assign program__payload__remote_base  = program__payload[154:107];
+  assign p3_req__index  = p3_req[2:0];
+  assign p3_req__valid  = p3_req[3];
+  assign p3_req__mode  = p3_req[5:4];
+  assign p3_req__device  = p3_req[10:6];
+  assign p3_req__base  = p3_req[58:11];
+  assign p3_req__size  = p3_req[106:59];
+  assign p3_req__remote_base  = p3_req[154:107];
+  assign set_err__bad_region  = set_err[0];
+  assign set_err__overlap  = set_err[1];
   assign p2_req__index  = p2_req[2:0];
   assign p2_req__valid  = p2_req[3];
   assign p2_req__mode  = p2_req[5:4];
@@ -2404,8 +3009,10 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign p2_req__base  = p2_req[58:11];
   assign p2_req__size  = p2_req[106:59];
   assign p2_req__remote_base  = p2_req[154:107];
-  assign set_err__bad_region  = set_err[0];
-  assign set_err__overlap  = set_err[1];
+  assign a_store__addr  = a_store[47:0];
+  assign a_store__tile  = a_store[63:48];
+  assign a_store__bytes  = a_store[70:64];
+  assign a_store__kind  = a_store[71];
   assign net__payload__device  = net__payload[4:0];
   assign net__payload__addr  = net__payload[52:5];
   assign net__payload__kind  = net__payload[53];
@@ -2429,24 +3036,25 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign errors__overlap  = errors[1];
   assign clear__bad_region  = 1'h1;
   assign clear__overlap  = 1'h1;
-  assign set_err[1] = \$190 ;
-  assign set_err[0] = \$185 ;
-  assign clash[7] = \$183 ;
-  assign clash[6] = \$177 ;
-  assign clash[5] = \$171 ;
-  assign clash[4] = \$165 ;
-  assign clash[3] = \$159 ;
-  assign clash[2] = \$153 ;
-  assign clash[1] = \$147 ;
-  assign clash[0] = \$141 ;
-  assign rx_hit[7] = \$134 ;
-  assign rx_hit[6] = \$128 ;
-  assign rx_hit[5] = \$122 ;
-  assign rx_hit[4] = \$116 ;
-  assign rx_hit[3] = \$110 ;
-  assign rx_hit[2] = \$104 ;
-  assign rx_hit[1] = \$98 ;
-  assign rx_hit[0] = \$92 ;
+  assign clash[8] = \$230 ;
+  assign clash[7] = \$223 ;
+  assign clash[6] = \$213 ;
+  assign clash[5] = \$203 ;
+  assign clash[4] = \$193 ;
+  assign clash[3] = \$183 ;
+  assign clash[2] = \$173 ;
+  assign clash[1] = \$163 ;
+  assign clash[0] = \$153 ;
+  assign set_err[1] = \$143 ;
+  assign set_err[0] = \$138 ;
+  assign rx_hit[7] = \$129 ;
+  assign rx_hit[6] = \$123 ;
+  assign rx_hit[5] = \$117 ;
+  assign rx_hit[4] = \$111 ;
+  assign rx_hit[3] = \$105 ;
+  assign rx_hit[2] = \$99 ;
+  assign rx_hit[1] = \$93 ;
+  assign rx_hit[0] = \$87 ;
   assign hits[7] = \$32 ;
   assign hits[6] = \$28 ;
   assign hits[5] = \$24 ;
@@ -2455,13 +3063,13 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign hits[2] = \$12 ;
   assign hits[1] = \$8 ;
   assign hits[0] = \$4 ;
-  assign \$288  = 2'h0;
-  assign \$289  = 2'h0;
-  assign \$290  = { \$190 , \$185  };
+  assign \$278  = 2'h0;
+  assign \$279  = 2'h0;
+  assign \$280  = { \$143 , \$138  };
 endmodule
 
-module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, store__valid, store__payload, remote__valid
-, remote__payload, status, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma__valid, dma__payload, load__payload);
+module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload
+, dma_response__ready, config__valid, config__payload, status, dram__valid, dram__payload, track__valid, track__payload, stats, errors, load__payload);
   reg _init_strobe_2  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2513,7 +3121,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [16:0] \$144 ;
   wire [16:0] \$145 ;
   wire \$146 ;
   wire \$147 ;
@@ -2526,7 +3134,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$153 ;
   wire \$154 ;
   wire \$155 ;
-  wire \$156 ;
+  wire [15:0] \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
@@ -2539,7 +3147,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
-  wire \$168 ;
+  wire [15:0] \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -2556,79 +3164,104 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$180 ;
   wire \$181 ;
   wire \$182 ;
-  wire [8:0] \$183 ;
+  wire \$183 ;
   wire \$184 ;
-  wire [25:0] \$185 ;
+  wire \$185 ;
   wire \$186 ;
   wire \$187 ;
   wire \$188 ;
-  wire [33:0] \$189 ;
+  wire \$189 ;
   wire \$19 ;
-  wire [31:0] \$190 ;
-  wire [32:0] \$191 ;
+  wire \$190 ;
+  wire \$191 ;
   wire \$192 ;
-  wire [3:0] \$193 ;
-  wire [8:0] \$194 ;
-  wire [39:0] \$195 ;
-  wire [3:0] \$196 ;
-  wire [35:0] \$197 ;
-  wire [5:0] \$198 ;
-  wire [34:0] \$199 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
   wire \$200 ;
-  wire [32:0] \$201 ;
+  wire \$201 ;
   wire \$202 ;
   wire \$203 ;
-  wire [32:0] \$204 ;
+  wire \$204 ;
   wire \$205 ;
-  wire [32:0] \$206 ;
-  wire \$207 ;
+  wire \$206 ;
+  wire [8:0] \$207 ;
   wire \$208 ;
-  wire [32:0] \$209 ;
+  wire [25:0] \$209 ;
   wire \$21 ;
   wire \$210 ;
-  wire [32:0] \$211 ;
+  wire \$211 ;
   wire \$212 ;
-  wire \$213 ;
-  wire [32:0] \$214 ;
-  wire \$215 ;
-  wire [32:0] \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire [32:0] \$219 ;
+  wire [33:0] \$213 ;
+  wire [31:0] \$214 ;
+  wire [32:0] \$215 ;
+  wire \$216 ;
+  wire [3:0] \$217 ;
+  wire [8:0] \$218 ;
+  wire [39:0] \$219 ;
   wire \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire [32:0] \$223 ;
-  wire [1:0] \$224 ;
-  wire [1:0] \$225 ;
-  wire [1:0] \$226 ;
-  reg \$227 ;
-  reg \$228 ;
-  reg \$229 ;
+  wire [3:0] \$220 ;
+  wire [35:0] \$221 ;
+  wire [5:0] \$222 ;
+  wire [34:0] \$223 ;
+  wire \$224 ;
+  wire [32:0] \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire [32:0] \$228 ;
+  wire \$229 ;
   wire \$23 ;
-  reg [15:0] \$230 ;
-  reg \$231 ;
-  reg \$232 ;
-  reg [82:0] \$233 ;
-  reg \$234 ;
-  reg [22:0] \$235 ;
-  reg [38:0] \$236 ;
-  reg [7:0] \$237 ;
-  reg \$238 ;
-  reg \$239 ;
+  wire [32:0] \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire [32:0] \$233 ;
+  wire \$234 ;
+  wire [32:0] \$235 ;
+  wire \$236 ;
+  wire \$237 ;
+  wire [32:0] \$238 ;
+  wire \$239 ;
   wire \$24 ;
-  reg [2:0] \$240 ;
-  reg [24:0] \$241 ;
-  reg [32:0] \$242 ;
-  reg [34:0] \$243 ;
-  reg [287:0] \$244 ;
-  reg [1:0] \$245 ;
+  wire [32:0] \$240 ;
+  wire \$241 ;
+  wire \$242 ;
+  wire [32:0] \$243 ;
+  wire \$244 ;
+  wire \$245 ;
+  wire \$246 ;
+  wire [32:0] \$247 ;
+  wire [1:0] \$248 ;
+  wire [1:0] \$249 ;
   wire \$25 ;
+  wire [1:0] \$250 ;
+  reg \$251 ;
+  reg \$252 ;
+  reg \$253 ;
+  reg [15:0] \$254 ;
+  reg \$255 ;
+  reg \$256 ;
+  reg \$257 ;
+  reg [82:0] \$258 ;
+  reg \$259 ;
   wire \$26 ;
+  reg [22:0] \$260 ;
+  reg [38:0] \$261 ;
+  reg [7:0] \$262 ;
+  reg \$263 ;
+  reg \$264 ;
+  reg [2:0] \$265 ;
+  reg [24:0] \$266 ;
+  reg [32:0] \$267 ;
+  reg [34:0] \$268 ;
+  reg [287:0] \$269 ;
   wire \$27 ;
+  reg [1:0] \$270 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
@@ -2689,10 +3322,10 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
-  wire \$82 ;
-  wire [1:0] \$83 ;
-  wire \$84 ;
-  wire [1:0] \$85 ;
+  wire [1:0] \$82 ;
+  wire \$83 ;
+  wire [1:0] \$84 ;
+  wire \$85 ;
   wire \$86 ;
   wire \$87 ;
   wire \$88 ;
@@ -2902,6 +3535,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   reg track__valid = 1'h0;
   reg tracked;
   reg [15:0] \wait  = 16'h0000;
+  reg wait_full = 1'h0;
   reg window = 1'h0;
   assign \$1  = load__valid | store__valid;
   assign \$2  = dma__valid | remote__valid;
@@ -2918,255 +3552,281 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign \$13  = | finish;
   assign \$14  = \$12  | \$13 ;
   assign \$15  = dma__valid | remote__valid;
-  assign \$16  = \wait  >= cfg[38:23];
-  assign \$17  = \$15  & \$16 ;
+  assign \$16  = \$15  & wait_full;
+  assign \$17  = load__valid | store__valid;
   assign \$18  = load__valid | store__valid;
-  assign \$19  = load__valid | store__valid;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = dma__valid | remote__valid;
-  assign \$22  = \$20  & \$21 ;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = dma__valid | remote__valid;
+  assign \$21  = \$19  & \$20 ;
+  assign \$22  = load__valid | store__valid;
   assign \$23  = load__valid | store__valid;
-  assign \$24  = load__valid | store__valid;
-  assign \$25  = ~ \$24 ;
-  assign \$26  = dma__valid | remote__valid;
-  assign \$27  = \$25  & \$26 ;
-  assign \$28  = occupancy < thr;
-  assign \$29  = \$27  & \$28 ;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = dma__valid | remote__valid;
+  assign \$26  = \$24  & \$25 ;
+  assign \$27  = occupancy < thr;
+  assign \$28  = \$26  & \$27 ;
+  assign \$29  = load__valid | store__valid;
   assign \$30  = load__valid | store__valid;
-  assign \$31  = load__valid | store__valid;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = dma__valid | remote__valid;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = ~ dram__valid;
-  assign \$36  = \$35  | dram__ready;
-  assign \$37  = \$36  & \$signal ;
-  assign \$38  = ~ load__valid;
-  assign \$39  = ~ last_store;
-  assign \$40  = \$38  | \$39 ;
-  assign \$41  = store__valid & \$40 ;
-  assign \$42  = ~ \$41 ;
-  assign load__ready = \$37  & \$42 ;
-  assign \$43  = ~ dram__valid;
-  assign \$44  = \$43  | dram__ready;
-  assign \$45  = \$44  & \$signal ;
-  assign \$46  = ~ load__valid;
-  assign \$47  = ~ last_store;
-  assign \$48  = \$46  | \$47 ;
-  assign \$49  = store__valid & \$48 ;
-  assign store__ready = \$45  & \$49 ;
-  assign \$50  = ~ dram__valid;
-  assign \$51  = \$50  | dram__ready;
-  assign \$52  = \$51  & \$signal$7 ;
-  assign \$53  = ~ dma__valid;
-  assign \$54  = ~ last_remote;
-  assign \$55  = \$53  | \$54 ;
-  assign \$56  = remote__valid & \$55 ;
-  assign \$57  = ~ \$56 ;
-  assign dma__ready = \$52  & \$57 ;
-  assign \$58  = ~ dram__valid;
-  assign \$59  = \$58  | dram__ready;
-  assign \$60  = \$59  & \$signal$7 ;
-  assign \$61  = ~ dma__valid;
-  assign \$62  = ~ last_remote;
-  assign \$63  = \$61  | \$62 ;
-  assign \$64  = remote__valid & \$63 ;
-  assign remote__ready = \$60  & \$64 ;
-  assign \$65  = ~ dram__valid;
-  assign \$66  = \$65  | dram__ready;
-  assign \$67  = \$66  & \$signal ;
-  assign \$68  = ~ load__valid;
-  assign \$69  = ~ last_store;
-  assign \$70  = \$68  | \$69 ;
-  assign \$71  = store__valid & \$70 ;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = \$67  & \$72 ;
-  assign \$74  = ~ dram__valid;
-  assign \$75  = \$74  | dram__ready;
-  assign \$76  = \$75  & \$signal ;
-  assign \$77  = ~ dma__valid;
-  assign \$78  = ~ last_remote;
-  assign \$79  = \$77  | \$78 ;
-  assign \$80  = remote__valid & \$79 ;
-  assign \$81  = ~ \$80 ;
-  assign \$83  = \$82  ? 2'h2 : 2'h1;
-  assign \$85  = \$84  ? 2'h2 : 2'h1;
-  assign \$86  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$86 ;
-  assign \$87  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$87 ;
-  assign \$88  = ! response__payload[1:0];
-  assign \$89  = response__payload[1:0] == 1'h1;
-  assign \$90  = \$89  ? dma_response__ready : 1'h1;
-  assign response__ready = \$88  ? load_response__ready : \$90 ;
-  assign \$91  = ! response__payload[1:0];
-  assign \$92  = ~ \$91 ;
-  assign \$93  = response__valid & \$92 ;
-  assign \$94  = response__payload[1:0] == 1'h1;
-  assign \$95  = ~ \$94 ;
-  assign \$96  = \$93  & \$95 ;
-  assign \$97  = config__payload[1:0] != 2'h3;
-  assign \$98  = | config__payload[38:23];
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = config__payload[22:18] <= 5'h18;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = | config__payload[9:2];
-  assign \$103  = | config__payload[17:10];
-  assign \$104  = \$102  | \$103 ;
-  assign \$105  = \$101  & \$104 ;
-  assign \$106  = ~ \$105 ;
-  assign \$107  = config__valid & \$106 ;
-  assign \$108  = armed | window;
-  assign \$109  = | finish;
-  assign \$110  = \$108  | \$109 ;
-  assign \$111  = ~ dram__valid;
-  assign \$112  = \$111  | dram__ready;
-  assign \$113  = \$112  & \$signal ;
-  assign \$114  = ~ load__valid;
-  assign \$115  = ~ last_store;
-  assign \$116  = \$114  | \$115 ;
-  assign \$117  = store__valid & \$116 ;
-  assign \$118  = ~ dram__valid;
-  assign \$119  = \$118  | dram__ready;
-  assign \$120  = \$119  & \$signal$7 ;
-  assign \$121  = ~ dma__valid;
-  assign \$122  = ~ last_remote;
-  assign \$123  = \$121  | \$122 ;
-  assign \$124  = remote__valid & \$123 ;
-  assign \$125  = ~ dram__valid;
-  assign \$126  = \$125  | dram__ready;
-  assign \$127  = \$126  & \$signal ;
-  assign \$128  = ~ dram__valid;
-  assign \$129  = \$128  | dram__ready;
-  assign \$130  = \$129  & \$signal$7 ;
-  assign \$131  = \$127  | \$130 ;
-  assign \$132  = ~ dram__valid;
-  assign \$133  = \$132  | dram__ready;
-  assign \$134  = \$133  & \$signal$7 ;
-  assign \$135  = dma__valid | remote__valid;
-  assign \$136  = ~ \$135 ;
-  assign \$137  = ~ dram__valid;
-  assign \$138  = \$137  | dram__ready;
-  assign \$139  = \$138  & \$signal$7 ;
-  assign \$140  = \$136  | \$139 ;
-  assign \$141  = ~ dram__valid;
-  assign \$142  = \$141  | dram__ready;
-  assign \$143  = \wait  < cfg[38:23];
-  assign \$144  = \$142  & \$143 ;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = dma__valid | remote__valid;
+  assign \$33  = \$31  & \$32 ;
+  assign \$34  = ~ dram__valid;
+  assign \$35  = \$34  | dram__ready;
+  assign \$36  = \$35  & \$signal ;
+  assign \$37  = ~ load__valid;
+  assign \$38  = ~ last_store;
+  assign \$39  = \$37  | \$38 ;
+  assign \$40  = store__valid & \$39 ;
+  assign \$41  = ~ \$40 ;
+  assign load__ready = \$36  & \$41 ;
+  assign \$42  = ~ dram__valid;
+  assign \$43  = \$42  | dram__ready;
+  assign \$44  = \$43  & \$signal ;
+  assign \$45  = ~ load__valid;
+  assign \$46  = ~ last_store;
+  assign \$47  = \$45  | \$46 ;
+  assign \$48  = store__valid & \$47 ;
+  assign store__ready = \$44  & \$48 ;
+  assign \$49  = ~ dram__valid;
+  assign \$50  = \$49  | dram__ready;
+  assign \$51  = \$50  & \$signal$7 ;
+  assign \$52  = ~ dma__valid;
+  assign \$53  = ~ last_remote;
+  assign \$54  = \$52  | \$53 ;
+  assign \$55  = remote__valid & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign dma__ready = \$51  & \$56 ;
+  assign \$57  = ~ dram__valid;
+  assign \$58  = \$57  | dram__ready;
+  assign \$59  = \$58  & \$signal$7 ;
+  assign \$60  = ~ dma__valid;
+  assign \$61  = ~ last_remote;
+  assign \$62  = \$60  | \$61 ;
+  assign \$63  = remote__valid & \$62 ;
+  assign remote__ready = \$59  & \$63 ;
+  assign \$64  = ~ dram__valid;
+  assign \$65  = \$64  | dram__ready;
+  assign \$66  = \$65  & \$signal ;
+  assign \$67  = ~ load__valid;
+  assign \$68  = ~ last_store;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = store__valid & \$69 ;
+  assign \$71  = ~ \$70 ;
+  assign \$72  = \$66  & \$71 ;
+  assign \$73  = ~ dram__valid;
+  assign \$74  = \$73  | dram__ready;
+  assign \$75  = \$74  & \$signal ;
+  assign \$76  = ~ dma__valid;
+  assign \$77  = ~ last_remote;
+  assign \$78  = \$76  | \$77 ;
+  assign \$79  = remote__valid & \$78 ;
+  assign \$80  = ~ \$79 ;
+  assign \$82  = \$81  ? 2'h2 : 2'h1;
+  assign \$84  = \$83  ? 2'h2 : 2'h1;
+  assign \$85  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$85 ;
+  assign \$86  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$86 ;
+  assign \$87  = ! response__payload[1:0];
+  assign \$88  = response__payload[1:0] == 1'h1;
+  assign \$89  = \$88  ? dma_response__ready : 1'h1;
+  assign response__ready = \$87  ? load_response__ready : \$89 ;
+  assign \$90  = ! response__payload[1:0];
+  assign \$91  = ~ \$90 ;
+  assign \$92  = response__valid & \$91 ;
+  assign \$93  = response__payload[1:0] == 1'h1;
+  assign \$94  = ~ \$93 ;
+  assign \$95  = \$92  & \$94 ;
+  assign \$96  = config__payload[1:0] != 2'h3;
+  assign \$97  = | config__payload[38:23];
+  assign \$98  = \$96  & \$97 ;
+  assign \$99  = config__payload[22:18] <= 5'h18;
+  assign \$100  = \$98  & \$99 ;
+  assign \$101  = | config__payload[9:2];
+  assign \$102  = | config__payload[17:10];
+  assign \$103  = \$101  | \$102 ;
+  assign \$104  = \$100  & \$103 ;
+  assign \$105  = ~ \$104 ;
+  assign \$106  = config__valid & \$105 ;
+  assign \$107  = armed | window;
+  assign \$108  = | finish;
+  assign \$109  = \$107  | \$108 ;
+  assign \$110  = ~ dram__valid;
+  assign \$111  = \$110  | dram__ready;
+  assign \$112  = \$111  & \$signal ;
+  assign \$113  = ~ load__valid;
+  assign \$114  = ~ last_store;
+  assign \$115  = \$113  | \$114 ;
+  assign \$116  = store__valid & \$115 ;
+  assign \$117  = ~ dram__valid;
+  assign \$118  = \$117  | dram__ready;
+  assign \$119  = \$118  & \$signal$7 ;
+  assign \$120  = ~ dma__valid;
+  assign \$121  = ~ last_remote;
+  assign \$122  = \$120  | \$121 ;
+  assign \$123  = remote__valid & \$122 ;
+  assign \$124  = ~ dram__valid;
+  assign \$125  = \$124  | dram__ready;
+  assign \$126  = \$125  & \$signal ;
+  assign \$127  = ~ dram__valid;
+  assign \$128  = \$127  | dram__ready;
+  assign \$129  = \$128  & \$signal$7 ;
+  assign \$130  = \$126  | \$129 ;
+  assign \$131  = ~ dram__valid;
+  assign \$132  = \$131  | dram__ready;
+  assign \$133  = \$132  & \$signal$7 ;
+  assign \$134  = dma__valid | remote__valid;
+  assign \$135  = ~ \$134 ;
+  assign \$136  = ~ dram__valid;
+  assign \$137  = \$136  | dram__ready;
+  assign \$138  = \$137  & \$signal$7 ;
+  assign \$139  = \$135  | \$138 ;
+  assign \$140  = ~ dram__valid;
+  assign \$141  = \$140  | dram__ready;
+  assign \$142  = ~ wait_full;
+  assign \$143  = \$141  & \$142 ;
+  assign \$144  = \wait  + 1'h1;
   assign \$145  = \wait  + 1'h1;
-  assign \$146  = ~ dram__valid;
-  assign \$147  = \$146  | dram__ready;
-  assign \$148  = ~ dram__valid;
-  assign \$149  = \$148  | dram__ready;
-  assign \$150  = \$149  & \$signal ;
-  assign \$151  = ~ dram__valid;
-  assign \$152  = \$151  | dram__ready;
-  assign \$153  = \$152  & \$signal$7 ;
-  assign \$154  = \$150  | \$153 ;
-  assign \$155  = ~ dram__valid;
-  assign \$156  = \$155  | dram__ready;
-  assign \$157  = \$156  & \$signal ;
-  assign \$158  = ~ dram__valid;
-  assign \$159  = \$158  | dram__ready;
-  assign \$160  = \$159  & \$signal$7 ;
-  assign \$161  = \$157  | \$160 ;
-  assign \$162  = dram__valid & dram__ready;
-  assign \$163  = \$162  & out_tracked;
-  assign \$164  = | dram__payload[1:0];
-  assign \$165  = \$163  & \$164 ;
-  assign \$166  = dram__payload[1:0] == 2'h2;
-  assign \$167  = \$166  ? 1'h1 : 1'h0;
-  assign \$168  = config__payload[1:0] != 2'h3;
-  assign \$169  = | config__payload[38:23];
-  assign \$170  = \$168  & \$169 ;
-  assign \$171  = config__payload[22:18] <= 5'h18;
-  assign \$172  = \$170  & \$171 ;
-  assign \$173  = | config__payload[9:2];
-  assign \$174  = | config__payload[17:10];
-  assign \$175  = \$173  | \$174 ;
-  assign \$176  = \$172  & \$175 ;
-  assign \$177  = config__valid & \$176 ;
-  assign \$178  = ~ dram__valid;
-  assign \$179  = \$178  | dram__ready;
-  assign \$180  = \$179  & \$signal ;
-  assign \$181  = armed & \$180 ;
-  assign \$182  = ! config__payload[9:2];
-  assign \$183  = cfg[17:10] - 1'h1;
-  assign \$184  = ! cfg[22:18];
-  assign \$185  = count + 1'h1;
-  assign \$186  = ~ dram__valid;
-  assign \$187  = \$186  | dram__ready;
-  assign \$188  = \$187  & \$signal ;
-  assign \$189  = acc + cfg[17:10];
-  assign \$190  = 1'h1 << cfg[22:18];
-  assign \$191  = \$190  - 1'h1;
-  assign \$192  = count == \$191 ;
-  assign \$194  = cfg[17:10] + 2'h2;
-  assign \$195  = \$194  << cfg[22:18];
-  assign \$197  = num + acc;
-  assign \$198  = cfg[22:18] + 1'h1;
-  assign \$199  = num >> \$198 ;
-  assign \$200  = load__valid & load__ready;
-  assign \$201  = stats[31:0] + 1'h1;
-  assign \$202  = ~ load__ready;
-  assign \$203  = load__valid & \$202 ;
-  assign \$204  = stats[159:128] + 1'h1;
-  assign \$205  = store__valid & store__ready;
-  assign \$206  = stats[63:32] + 1'h1;
-  assign \$207  = ~ store__ready;
-  assign \$208  = store__valid & \$207 ;
-  assign \$209  = stats[191:160] + 1'h1;
-  assign \$210  = dma__valid & dma__ready;
-  assign \$211  = stats[95:64] + 1'h1;
-  assign \$212  = ~ dma__ready;
-  assign \$213  = dma__valid & \$212 ;
-  assign \$214  = stats[223:192] + 1'h1;
-  assign \$215  = remote__valid & remote__ready;
-  assign \$216  = stats[127:96] + 1'h1;
-  assign \$217  = ~ remote__ready;
-  assign \$218  = remote__valid & \$217 ;
-  assign \$219  = stats[255:224] + 1'h1;
-  assign \$220  = ~ dram__valid;
-  assign \$221  = \$220  | dram__ready;
-  assign \$222  = \$221  & forced;
-  assign \$223  = stats[287:256] + 1'h1;
+  assign \$146  = config__payload[1:0] != 2'h3;
+  assign \$147  = | config__payload[38:23];
+  assign \$148  = \$146  & \$147 ;
+  assign \$149  = config__payload[22:18] <= 5'h18;
+  assign \$150  = \$148  & \$149 ;
+  assign \$151  = | config__payload[9:2];
+  assign \$152  = | config__payload[17:10];
+  assign \$153  = \$151  | \$152 ;
+  assign \$154  = \$150  & \$153 ;
+  assign \$155  = config__valid & \$154 ;
+  assign \$156  = \$155  ? config__payload[38:23] : cfg[38:23];
+  assign \$157  = \$145  >= \$156 ;
+  assign \$158  = config__payload[1:0] != 2'h3;
+  assign \$159  = | config__payload[38:23];
+  assign \$160  = \$158  & \$159 ;
+  assign \$161  = config__payload[22:18] <= 5'h18;
+  assign \$162  = \$160  & \$161 ;
+  assign \$163  = | config__payload[9:2];
+  assign \$164  = | config__payload[17:10];
+  assign \$165  = \$163  | \$164 ;
+  assign \$166  = \$162  & \$165 ;
+  assign \$167  = config__valid & \$166 ;
+  assign \$168  = \$167  ? config__payload[38:23] : cfg[38:23];
+  assign \$169  = \wait  >= \$168 ;
+  assign \$170  = ~ dram__valid;
+  assign \$171  = \$170  | dram__ready;
+  assign \$172  = ~ dram__valid;
+  assign \$173  = \$172  | dram__ready;
+  assign \$174  = \$173  & \$signal ;
+  assign \$175  = ~ dram__valid;
+  assign \$176  = \$175  | dram__ready;
+  assign \$177  = \$176  & \$signal$7 ;
+  assign \$178  = \$174  | \$177 ;
+  assign \$179  = ~ dram__valid;
+  assign \$180  = \$179  | dram__ready;
+  assign \$181  = \$180  & \$signal ;
+  assign \$182  = ~ dram__valid;
+  assign \$183  = \$182  | dram__ready;
+  assign \$184  = \$183  & \$signal$7 ;
+  assign \$185  = \$181  | \$184 ;
+  assign \$186  = dram__valid & dram__ready;
+  assign \$187  = \$186  & out_tracked;
+  assign \$188  = | dram__payload[1:0];
+  assign \$189  = \$187  & \$188 ;
+  assign \$190  = dram__payload[1:0] == 2'h2;
+  assign \$191  = \$190  ? 1'h1 : 1'h0;
+  assign \$192  = config__payload[1:0] != 2'h3;
+  assign \$193  = | config__payload[38:23];
+  assign \$194  = \$192  & \$193 ;
+  assign \$195  = config__payload[22:18] <= 5'h18;
+  assign \$196  = \$194  & \$195 ;
+  assign \$197  = | config__payload[9:2];
+  assign \$198  = | config__payload[17:10];
+  assign \$199  = \$197  | \$198 ;
+  assign \$200  = \$196  & \$199 ;
+  assign \$201  = config__valid & \$200 ;
+  assign \$202  = ~ dram__valid;
+  assign \$203  = \$202  | dram__ready;
+  assign \$204  = \$203  & \$signal ;
+  assign \$205  = armed & \$204 ;
+  assign \$206  = ! config__payload[9:2];
+  assign \$207  = cfg[17:10] - 1'h1;
+  assign \$208  = ! cfg[22:18];
+  assign \$209  = count + 1'h1;
+  assign \$210  = ~ dram__valid;
+  assign \$211  = \$210  | dram__ready;
+  assign \$212  = \$211  & \$signal ;
+  assign \$213  = acc + cfg[17:10];
+  assign \$214  = 1'h1 << cfg[22:18];
+  assign \$215  = \$214  - 1'h1;
+  assign \$216  = count == \$215 ;
+  assign \$218  = cfg[17:10] + 2'h2;
+  assign \$219  = \$218  << cfg[22:18];
+  assign \$221  = num + acc;
+  assign \$222  = cfg[22:18] + 1'h1;
+  assign \$223  = num >> \$222 ;
+  assign \$224  = load__valid & load__ready;
+  assign \$225  = stats[31:0] + 1'h1;
+  assign \$226  = ~ load__ready;
+  assign \$227  = load__valid & \$226 ;
+  assign \$228  = stats[159:128] + 1'h1;
+  assign \$229  = store__valid & store__ready;
+  assign \$230  = stats[63:32] + 1'h1;
+  assign \$231  = ~ store__ready;
+  assign \$232  = store__valid & \$231 ;
+  assign \$233  = stats[191:160] + 1'h1;
+  assign \$234  = dma__valid & dma__ready;
+  assign \$235  = stats[95:64] + 1'h1;
+  assign \$236  = ~ dma__ready;
+  assign \$237  = dma__valid & \$236 ;
+  assign \$238  = stats[223:192] + 1'h1;
+  assign \$239  = remote__valid & remote__ready;
+  assign \$240  = stats[127:96] + 1'h1;
+  assign \$241  = ~ remote__ready;
+  assign \$242  = remote__valid & \$241 ;
+  assign \$243  = stats[255:224] + 1'h1;
+  assign \$244  = ~ dram__valid;
+  assign \$245  = \$244  | dram__ready;
+  assign \$246  = \$245  & forced;
+  assign \$247  = stats[287:256] + 1'h1;
   always @(posedge clk)
-    last_store <= \$227 ;
+    last_store <= \$251 ;
   always @(posedge clk)
-    last_remote <= \$228 ;
+    last_remote <= \$252 ;
   always @(posedge clk)
-    last_comm <= \$229 ;
+    last_comm <= \$253 ;
   always @(posedge clk)
-    \wait  <= \$230 ;
+    \wait  <= \$254 ;
   always @(posedge clk)
-    dram__valid <= \$231 ;
+    wait_full <= \$255 ;
   always @(posedge clk)
-    out_tracked <= \$232 ;
+    dram__valid <= \$256 ;
   always @(posedge clk)
-    dram__payload <= \$233 ;
+    out_tracked <= \$257 ;
   always @(posedge clk)
-    track__valid <= \$234 ;
+    dram__payload <= \$258 ;
   always @(posedge clk)
-    track__payload <= \$235 ;
+    track__valid <= \$259 ;
   always @(posedge clk)
-    cfg <= \$236 ;
+    track__payload <= \$260 ;
   always @(posedge clk)
-    thr <= \$237 ;
+    cfg <= \$261 ;
   always @(posedge clk)
-    armed <= \$238 ;
+    thr <= \$262 ;
   always @(posedge clk)
-    window <= \$239 ;
+    armed <= \$263 ;
   always @(posedge clk)
-    finish <= \$240 ;
+    window <= \$264 ;
   always @(posedge clk)
-    count <= \$241 ;
+    finish <= \$265 ;
   always @(posedge clk)
-    acc <= \$242 ;
+    count <= \$266 ;
   always @(posedge clk)
-    num <= \$243 ;
+    acc <= \$267 ;
   always @(posedge clk)
-    stats <= \$244 ;
+    num <= \$268 ;
   always @(posedge clk)
-    errors <= \$245 ;
+    stats <= \$269 ;
+  always @(posedge clk)
+    errors <= \$270 ;
   always @* begin
     if (_init_strobe_2 ) begin end
     \$signal  = 1'h0;
@@ -3177,13 +3837,13 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
       2'h2:
           (* full_case = 32'd1 *)
           if (\$14 ) begin
-            \$signal  = \$18 ;
-          end else if (\$17 ) begin
+            \$signal  = \$17 ;
+          end else if (\$16 ) begin
           end else begin
-            \$signal  = \$23 ;
+            \$signal  = \$22 ;
           end
       default:
-          \$signal  = \$30 ;
+          \$signal  = \$29 ;
     endcase
   end
   always @* begin
@@ -3195,14 +3855,14 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
       2'h2:
           (* full_case = 32'd1 *)
           if (\$14 ) begin
-            \$signal$7  = \$22 ;
-          end else if (\$17 ) begin
+            \$signal$7  = \$21 ;
+          end else if (\$16 ) begin
             \$signal$7  = 1'h1;
           end else begin
-            \$signal$7  = \$29 ;
+            \$signal$7  = \$28 ;
           end
       default:
-          \$signal$7  = \$34 ;
+          \$signal$7  = \$33 ;
     endcase
   end
   always @* begin
@@ -3213,7 +3873,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
           /* empty */;
       2'h2:
           if (\$14 ) begin
-          end else if (\$17 ) begin
+          end else if (\$16 ) begin
             forced = 1'h1;
           end
     endcase
@@ -3222,26 +3882,26 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     if (_init_strobe_2 ) begin end
     req[82:59] = 24'h000000;
     (* full_case = 32'd1 *)
-    if (\$73 ) begin
+    if (\$72 ) begin
       req[1:0] = 2'h0;
       req[3:2] = 2'h0;
       req[51:4] = load__payload[47:0];
       req[58:52] = load__payload[54:48];
       req[82:75] = load__payload[62:55];
-    end else if (\$76 ) begin
-      req[1:0] = \$83 ;
+    end else if (\$75 ) begin
+      req[1:0] = \$82 ;
       req[3:2] = 2'h0;
       req[51:4] = store__payload[47:0];
       req[58:52] = store__payload[70:64];
       req[74:59] = store__payload[63:48];
-    end else if (\$81 ) begin
+    end else if (\$80 ) begin
       req[1:0] = 2'h0;
       req[3:2] = 2'h1;
       req[51:4] = dma__payload[47:0];
       req[58:52] = dma__payload[54:48];
       req[82:75] = { 5'h00, dma__payload[57:55] };
     end else begin
-      req[1:0] = \$85 ;
+      req[1:0] = \$84 ;
       req[3:2] = 2'h2;
       req[51:4] = remote__payload[47:0];
       req[58:52] = remote__payload[70:64];
@@ -3252,271 +3912,285 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     if (_init_strobe_2 ) begin end
     tracked = 1'h0;
     (* full_case = 32'd1 *)
-    if (\$73 ) begin
-    end else if (\$76 ) begin
+    if (\$72 ) begin
+    end else if (\$75 ) begin
       tracked = store__payload[72];
-    end else if (\$81 ) begin
+    end else if (\$80 ) begin
     end else begin
       tracked = remote__payload[72];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$227  = last_store;
-    if (\$113 ) begin
-      \$227  = \$117 ;
+    \$251  = last_store;
+    if (\$112 ) begin
+      \$251  = \$116 ;
     end
     if (rst) begin
-      \$227  = 1'h0;
+      \$251  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$228  = last_remote;
-    if (\$120 ) begin
-      \$228  = \$124 ;
+    \$252  = last_remote;
+    if (\$119 ) begin
+      \$252  = \$123 ;
     end
     if (rst) begin
-      \$228  = 1'h0;
+      \$252  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$229  = last_comm;
-    if (\$131 ) begin
-      \$229  = \$134 ;
+    \$253  = last_comm;
+    if (\$130 ) begin
+      \$253  = \$133 ;
     end
     if (rst) begin
-      \$229  = 1'h0;
+      \$253  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$230  = \wait ;
-    if (\$140 ) begin
-      \$230  = 16'h0000;
-    end else if (\$144 ) begin
-      \$230  = \$145 [15:0];
+    \$254  = \wait ;
+    if (\$139 ) begin
+      \$254  = 16'h0000;
+    end else if (\$143 ) begin
+      \$254  = \$144 [15:0];
     end
     if (rst) begin
-      \$230  = 16'h0000;
+      \$254  = 16'h0000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$231  = dram__valid;
-    if (\$147 ) begin
-      \$231  = \$154 ;
+    (* full_case = 32'd1 *)
+    if (\$139 ) begin
+      \$255  = 1'h0;
+    end else if (\$143 ) begin
+      \$255  = \$157 ;
+    end else begin
+      \$255  = \$169 ;
     end
     if (rst) begin
-      \$231  = 1'h0;
+      \$255  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$232  = out_tracked;
-    if (\$147 ) begin
-      \$232  = tracked;
+    \$256  = dram__valid;
+    if (\$171 ) begin
+      \$256  = \$178 ;
     end
     if (rst) begin
-      \$232  = 1'h0;
+      \$256  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$233  = dram__payload;
-    if (\$147 ) begin
-      if (\$161 ) begin
-        \$233  = req;
+    \$257  = out_tracked;
+    if (\$171 ) begin
+      \$257  = tracked;
+    end
+    if (rst) begin
+      \$257  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$258  = dram__payload;
+    if (\$171 ) begin
+      if (\$185 ) begin
+        \$258  = req;
       end
     end
     if (rst) begin
-      \$233  = 83'h000000000000000000000;
+      \$258  = 83'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$234  = \$165 ;
+    \$259  = \$189 ;
     if (rst) begin
-      \$234  = 1'h0;
+      \$259  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$235 [15:0] = dram__payload[74:59];
-    \$235 [19:16] = 4'h1;
-    \$235 [20] = \$167 ;
-    \$235 [22:21] = dram__payload[3:2];
+    \$260 [15:0] = dram__payload[74:59];
+    \$260 [19:16] = 4'h1;
+    \$260 [20] = \$191 ;
+    \$260 [22:21] = dram__payload[3:2];
     if (rst) begin
-      \$235  = 23'h000000;
+      \$260  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$236  = cfg;
-    if (\$177 ) begin
-      \$236  = config__payload;
+    \$261  = cfg;
+    if (\$201 ) begin
+      \$261  = config__payload;
     end
     if (rst) begin
-      \$236  = 39'h0200388002;
+      \$261  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$237  = thr;
-    if (\$177 ) begin
-      \$237  = config__payload[9:2];
-    end else if (\$181 ) begin
+    \$262  = thr;
+    if (\$201 ) begin
+      \$262  = config__payload[9:2];
+    end else if (\$205 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
     end else if (finish[2]) begin
-      \$237  = \$199 [7:0];
+      \$262  = \$223 [7:0];
     end
     if (rst) begin
-      \$237  = 8'h00;
+      \$262  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$238  = armed;
-    if (\$177 ) begin
-      \$238  = \$182 ;
-    end else if (\$181 ) begin
-      \$238  = 1'h0;
+    \$263  = armed;
+    if (\$201 ) begin
+      \$263  = \$206 ;
+    end else if (\$205 ) begin
+      \$263  = 1'h0;
     end
     if (rst) begin
-      \$238  = 1'h1;
+      \$263  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$239  = window;
-    if (\$177 ) begin
-      \$239  = 1'h0;
-    end else if (\$181 ) begin
+    \$264  = window;
+    if (\$201 ) begin
+      \$264  = 1'h0;
+    end else if (\$205 ) begin
       (* full_case = 32'd1 *)
-      if (\$184 ) begin
+      if (\$208 ) begin
       end else begin
-        \$239  = 1'h1;
+        \$264  = 1'h1;
       end
     end else if (window) begin
-      if (\$192 ) begin
-        \$239  = 1'h0;
+      if (\$216 ) begin
+        \$264  = 1'h0;
       end
     end
     if (rst) begin
-      \$239  = 1'h0;
+      \$264  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$240  = finish;
-    if (\$177 ) begin
-      \$240  = 3'h0;
-    end else if (\$181 ) begin
-      if (\$184 ) begin
-        \$240  = 3'h1;
+    \$265  = finish;
+    if (\$201 ) begin
+      \$265  = 3'h0;
+    end else if (\$205 ) begin
+      if (\$208 ) begin
+        \$265  = 3'h1;
       end
     end else if (window) begin
-      if (\$192 ) begin
-        \$240  = 3'h1;
+      if (\$216 ) begin
+        \$265  = 3'h1;
       end
     end else if (finish[0]) begin
-      \$240  = \$193 [2:0];
+      \$265  = \$217 [2:0];
     end else if (finish[1]) begin
-      \$240  = \$196 [2:0];
+      \$265  = \$220 [2:0];
     end else if (finish[2]) begin
-      \$240  = 3'h0;
+      \$265  = 3'h0;
     end
     if (rst) begin
-      \$240  = 3'h0;
+      \$265  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$241  = count;
-    if (\$177 ) begin
-    end else if (\$181 ) begin
-      \$241  = 25'h0000000;
+    \$266  = count;
+    if (\$201 ) begin
+    end else if (\$205 ) begin
+      \$266  = 25'h0000000;
       (* full_case = 32'd1 *)
-      if (\$184 ) begin
+      if (\$208 ) begin
       end else begin
-        \$241  = 25'h0000001;
+        \$266  = 25'h0000001;
       end
     end else if (window) begin
-      \$241  = \$185 [24:0];
+      \$266  = \$209 [24:0];
     end
     if (rst) begin
-      \$241  = 25'h0000000;
+      \$266  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$242  = acc;
-    if (\$177 ) begin
-    end else if (\$181 ) begin
-      \$242  = { \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183 [8], \$183  };
+    \$267  = acc;
+    if (\$201 ) begin
+    end else if (\$205 ) begin
+      \$267  = { \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207  };
     end else if (window) begin
-      if (\$188 ) begin
-        \$242  = \$189 [32:0];
+      if (\$212 ) begin
+        \$267  = \$213 [32:0];
       end
     end
     if (rst) begin
-      \$242  = 33'h000000000;
+      \$267  = 33'h000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$243  = num;
-    if (\$177 ) begin
-    end else if (\$181 ) begin
+    \$268  = num;
+    if (\$201 ) begin
+    end else if (\$205 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$243  = \$195 [34:0];
+      \$268  = \$219 [34:0];
     end else if (finish[1]) begin
-      \$243  = \$197 [34:0];
+      \$268  = \$221 [34:0];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$244  = stats;
-    if (\$200 ) begin
-      \$244 [31:0] = \$201 [31:0];
+    \$269  = stats;
+    if (\$224 ) begin
+      \$269 [31:0] = \$225 [31:0];
     end
-    if (\$203 ) begin
-      \$244 [159:128] = \$204 [31:0];
+    if (\$227 ) begin
+      \$269 [159:128] = \$228 [31:0];
     end
-    if (\$205 ) begin
-      \$244 [63:32] = \$206 [31:0];
+    if (\$229 ) begin
+      \$269 [63:32] = \$230 [31:0];
     end
-    if (\$208 ) begin
-      \$244 [191:160] = \$209 [31:0];
+    if (\$232 ) begin
+      \$269 [191:160] = \$233 [31:0];
     end
-    if (\$210 ) begin
-      \$244 [95:64] = \$211 [31:0];
+    if (\$234 ) begin
+      \$269 [95:64] = \$235 [31:0];
     end
-    if (\$213 ) begin
-      \$244 [223:192] = \$214 [31:0];
+    if (\$237 ) begin
+      \$269 [223:192] = \$238 [31:0];
     end
-    if (\$215 ) begin
-      \$244 [127:96] = \$216 [31:0];
+    if (\$239 ) begin
+      \$269 [127:96] = \$240 [31:0];
     end
-    if (\$218 ) begin
-      \$244 [255:224] = \$219 [31:0];
+    if (\$242 ) begin
+      \$269 [255:224] = \$243 [31:0];
     end
-    if (\$222 ) begin
-      \$244 [287:256] = \$223 [31:0];
+    if (\$246 ) begin
+      \$269 [287:256] = \$247 [31:0];
     end
     if (rst) begin
-      \$244  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$269  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$245  = \$226 ;
+    \$270  = \$250 ;
     if (rst) begin
-      \$245  = 2'h0;
+      \$270  = 2'h0;
     end
   end
   assign load_response__payload = response__payload[9:2];
@@ -3586,18 +4260,18 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign errors__bad_response  = errors[1];
   assign clear__bad_config  = 1'h1;
   assign clear__bad_response  = 1'h1;
-  assign status[10] = \$110 ;
+  assign status[10] = \$109 ;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$107 ;
-  assign set_err[1] = \$96 ;
-  assign \$82  = store__payload[71];
-  assign \$84  = remote__payload[71];
-  assign \$193  = { finish, 1'h0 };
-  assign \$196  = { finish, 1'h0 };
-  assign \$224  = 2'h0;
-  assign \$225  = 2'h0;
-  assign \$226  = { \$96 , \$107  };
+  assign set_err[0] = \$106 ;
+  assign set_err[1] = \$95 ;
+  assign \$81  = store__payload[71];
+  assign \$83  = remote__payload[71];
+  assign \$217  = { finish, 1'h0 };
+  assign \$220  = { finish, 1'h0 };
+  assign \$248  = 2'h0;
+  assign \$249  = 2'h0;
+  assign \$250  = { \$95 , \$106  };
 endmodule
 
 module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, bus__r_data, addrmap_stats, addrmap_errors, arbiter_status, arbiter_stats
@@ -3807,19 +4481,20 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   reg \$280 ;
   reg \$281 ;
   reg \$282 ;
-  reg [154:0] \$283 ;
-  reg \$284 ;
+  reg \$283 ;
+  reg [154:0] \$284 ;
   reg \$285 ;
-  reg [178:0] \$286 ;
-  reg [37:0] \$287 ;
-  reg [38:0] \$288 ;
-  reg [3:0] \$289 ;
+  reg \$286 ;
+  reg [178:0] \$287 ;
+  reg [37:0] \$288 ;
+  reg [38:0] \$289 ;
   wire \$29 ;
-  reg [4:0] \$290 ;
-  reg [2:0] \$291 ;
-  reg [1:0] \$292 ;
+  reg [3:0] \$290 ;
+  reg [4:0] \$291 ;
+  reg [2:0] \$292 ;
   reg [1:0] \$293 ;
-  reg [31:0] \$294 ;
+  reg [1:0] \$294 ;
+  reg [31:0] \$295 ;
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
@@ -4066,6 +4741,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [47:0] region_view__size ;
   wire region_view__valid ;
   reg region_waiting0 = 1'h0;
+  reg region_waiting1 = 1'h0;
   wire [2:0] rp__addr;
   wire [7:0] \rp__addr$74 ;
   wire [151:0] rp__data;
@@ -4560,24 +5236,31 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$37  = desc_verdict & \$36 ;
   assign \$38  = bus__w_stb & sel_region_index;
   assign \$39  = region_program__valid | region_verdict;
+  assign \$40  = | { region_waiting1, region_waiting0 };
   assign \$41  = \$39  | \$40 ;
   assign \$42  = bus__w_stb & sel_region_base_lo;
   assign \$43  = region_program__valid | region_verdict;
+  assign \$44  = | { region_waiting1, region_waiting0 };
   assign \$45  = \$43  | \$44 ;
   assign \$46  = bus__w_stb & sel_region_base_hi;
   assign \$47  = region_program__valid | region_verdict;
+  assign \$48  = | { region_waiting1, region_waiting0 };
   assign \$49  = \$47  | \$48 ;
   assign \$50  = bus__w_stb & sel_region_size_lo;
   assign \$51  = region_program__valid | region_verdict;
+  assign \$52  = | { region_waiting1, region_waiting0 };
   assign \$53  = \$51  | \$52 ;
   assign \$54  = bus__w_stb & sel_region_size_hi;
   assign \$55  = region_program__valid | region_verdict;
+  assign \$56  = | { region_waiting1, region_waiting0 };
   assign \$57  = \$55  | \$56 ;
   assign \$58  = bus__w_stb & sel_region_remote_base_lo;
   assign \$59  = region_program__valid | region_verdict;
+  assign \$60  = | { region_waiting1, region_waiting0 };
   assign \$61  = \$59  | \$60 ;
   assign \$62  = bus__w_stb & sel_region_remote_base_hi;
   assign \$63  = region_program__valid | region_verdict;
+  assign \$64  = | { region_waiting1, region_waiting0 };
   assign \$65  = \$63  | \$64 ;
   assign \$66  = bus__w_stb & sel_desc_index;
   assign \$67  = dma_program__valid | desc_verdict;
@@ -4599,9 +5282,11 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$106  = bus__w_stb & sel_arb_starvation_limit;
   assign \$110  = bus__w_stb & sel_command;
   assign \$111  = region_program__valid | region_verdict;
+  assign \$112  = | { region_waiting1, region_waiting0 };
   assign \$113  = \$111  | \$112 ;
   assign \$114  = \$113  | sweep;
   assign \$115  = region_program__valid | region_verdict;
+  assign \$116  = | { region_waiting1, region_waiting0 };
   assign \$117  = \$115  | \$116 ;
   assign \$118  = \$117  | sweep;
   assign \$119  = dma_program__valid | desc_verdict;
@@ -4616,6 +5301,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$139  = bus__w_stb & sel_addrmap_errors;
   assign \$140  = bus__w_stb & sel_arbiter_errors;
   assign \$141  = region_program__valid | region_verdict;
+  assign \$142  = | { region_waiting1, region_waiting0 };
   assign \$143  = \$141  | \$142 ;
   assign \$144  = dma_program__valid | desc_verdict;
   assign \$153  = sweep_at + 1'h1;
@@ -4625,24 +5311,31 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$160  = dma_program__valid & dma_program__ready;
   assign \$161  = bus__w_stb & sel_region_index;
   assign \$162  = region_program__valid | region_verdict;
+  assign \$163  = | { region_waiting1, region_waiting0 };
   assign \$164  = \$162  | \$163 ;
   assign \$165  = bus__w_stb & sel_region_base_lo;
   assign \$166  = region_program__valid | region_verdict;
+  assign \$167  = | { region_waiting1, region_waiting0 };
   assign \$168  = \$166  | \$167 ;
   assign \$169  = bus__w_stb & sel_region_base_hi;
   assign \$170  = region_program__valid | region_verdict;
+  assign \$171  = | { region_waiting1, region_waiting0 };
   assign \$172  = \$170  | \$171 ;
   assign \$173  = bus__w_stb & sel_region_size_lo;
   assign \$174  = region_program__valid | region_verdict;
+  assign \$175  = | { region_waiting1, region_waiting0 };
   assign \$176  = \$174  | \$175 ;
   assign \$177  = bus__w_stb & sel_region_size_hi;
   assign \$178  = region_program__valid | region_verdict;
+  assign \$179  = | { region_waiting1, region_waiting0 };
   assign \$180  = \$178  | \$179 ;
   assign \$181  = bus__w_stb & sel_region_remote_base_lo;
   assign \$182  = region_program__valid | region_verdict;
+  assign \$183  = | { region_waiting1, region_waiting0 };
   assign \$184  = \$182  | \$183 ;
   assign \$185  = bus__w_stb & sel_region_remote_base_hi;
   assign \$186  = region_program__valid | region_verdict;
+  assign \$187  = | { region_waiting1, region_waiting0 };
   assign \$188  = \$186  | \$187 ;
   assign \$189  = bus__w_stb & sel_desc_index;
   assign \$190  = dma_program__valid | desc_verdict;
@@ -4664,9 +5357,11 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$229  = bus__w_stb & sel_arb_starvation_limit;
   assign \$233  = bus__w_stb & sel_command;
   assign \$234  = region_program__valid | region_verdict;
+  assign \$235  = | { region_waiting1, region_waiting0 };
   assign \$236  = \$234  | \$235 ;
   assign \$237  = \$236  | sweep;
   assign \$238  = region_program__valid | region_verdict;
+  assign \$239  = | { region_waiting1, region_waiting0 };
   assign \$240  = \$238  | \$239 ;
   assign \$241  = \$240  | sweep;
   assign \$242  = dma_program__valid | desc_verdict;
@@ -4705,33 +5400,35 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   always @(posedge clk)
     region_waiting0 <= \$280 ;
   always @(posedge clk)
-    region_verdict <= \$281 ;
+    region_waiting1 <= \$281 ;
   always @(posedge clk)
-    region_loading <= \$282 ;
+    region_verdict <= \$282 ;
   always @(posedge clk)
-    region_program__payload <= \$283 ;
+    region_loading <= \$283 ;
   always @(posedge clk)
-    desc_verdict <= \$284 ;
+    region_program__payload <= \$284 ;
   always @(posedge clk)
-    desc_loading <= \$285 ;
+    desc_verdict <= \$285 ;
   always @(posedge clk)
-    dma_program__payload <= \$286 ;
+    desc_loading <= \$286 ;
   always @(posedge clk)
-    tracker_program__payload <= \$287 ;
+    dma_program__payload <= \$287 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$288 ;
+    tracker_program__payload <= \$288 ;
   always @(posedge clk)
-    errors <= \$289 ;
+    arbiter_program__payload <= \$289 ;
   always @(posedge clk)
-    tracker_sticky <= \$290 ;
+    errors <= \$290 ;
   always @(posedge clk)
-    dma_sticky <= \$291 ;
+    tracker_sticky <= \$291 ;
   always @(posedge clk)
-    addrmap_sticky <= \$292 ;
+    dma_sticky <= \$292 ;
   always @(posedge clk)
-    arbiter_sticky <= \$293 ;
+    addrmap_sticky <= \$293 ;
   always @(posedge clk)
-    bus__r_data <= \$294 ;
+    arbiter_sticky <= \$294 ;
+  always @(posedge clk)
+    bus__r_data <= \$295 ;
   always @* begin
     if (_init_strobe_3 ) begin end
     sel_id = 1'h0;
@@ -8203,7 +8900,14 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$282  = 1'h0;
+    \$282  = region_waiting1;
+    if (rst) begin
+      \$282  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$283  = 1'h0;
     if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
@@ -8212,86 +8916,86 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$241 ) begin
             end else begin
-              \$282  = 1'h1;
+              \$283  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$282  = 1'h0;
+      \$283  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$283  = region_program__payload;
+    \$284  = region_program__payload;
     if (region_loading) begin
-      \$283  = region_view;
+      \$284  = region_view;
     end
     if (\$161 ) begin
       (* full_case = 32'd1 *)
       if (\$164 ) begin
       end else begin
-        \$283 [2:0] = bus__w_data[2:0];
-        \$283 [3] = bus__w_data[3];
-        \$283 [5:4] = bus__w_data[5:4];
-        \$283 [10:6] = bus__w_data[10:6];
+        \$284 [2:0] = bus__w_data[2:0];
+        \$284 [3] = bus__w_data[3];
+        \$284 [5:4] = bus__w_data[5:4];
+        \$284 [10:6] = bus__w_data[10:6];
       end
     end
     if (\$165 ) begin
       (* full_case = 32'd1 *)
       if (\$168 ) begin
       end else begin
-        \$283 [42:11] = bus__w_data;
+        \$284 [42:11] = bus__w_data;
       end
     end
     if (\$169 ) begin
       (* full_case = 32'd1 *)
       if (\$172 ) begin
       end else begin
-        \$283 [58:43] = bus__w_data[15:0];
+        \$284 [58:43] = bus__w_data[15:0];
       end
     end
     if (\$173 ) begin
       (* full_case = 32'd1 *)
       if (\$176 ) begin
       end else begin
-        \$283 [90:59] = bus__w_data;
+        \$284 [90:59] = bus__w_data;
       end
     end
     if (\$177 ) begin
       (* full_case = 32'd1 *)
       if (\$180 ) begin
       end else begin
-        \$283 [106:91] = bus__w_data[15:0];
+        \$284 [106:91] = bus__w_data[15:0];
       end
     end
     if (\$181 ) begin
       (* full_case = 32'd1 *)
       if (\$184 ) begin
       end else begin
-        \$283 [138:107] = bus__w_data;
+        \$284 [138:107] = bus__w_data;
       end
     end
     if (\$185 ) begin
       (* full_case = 32'd1 *)
       if (\$188 ) begin
       end else begin
-        \$283 [154:139] = bus__w_data[15:0];
+        \$284 [154:139] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$283  = 155'h000000000000000000000000000000000000000;
+      \$284  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$284  = \$160 ;
+    \$285  = \$160 ;
     if (rst) begin
-      \$284  = 1'h0;
+      \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$285  = 1'h0;
+    \$286  = 1'h0;
     if (\$233 ) begin
       casez (bus__w_data[2:0])
         3'h1:
@@ -8304,275 +9008,275 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$250 ) begin
             end else begin
-              \$285  = 1'h1;
+              \$286  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$285  = 1'h0;
+      \$286  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$286  = dma_program__payload;
+    \$287  = dma_program__payload;
     if (desc_loading) begin
-      \$286  = desc_view;
+      \$287  = desc_view;
     end
     if (\$189 ) begin
       (* full_case = 32'd1 *)
       if (\$192 ) begin
       end else begin
-        \$286 [7:0] = bus__w_data[7:0];
-        \$286 [8] = bus__w_data[8];
-        \$286 [9] = bus__w_data[9];
-        \$286 [14:10] = bus__w_data[14:10];
-        \$286 [30:15] = bus__w_data[30:15];
+        \$287 [7:0] = bus__w_data[7:0];
+        \$287 [8] = bus__w_data[8];
+        \$287 [9] = bus__w_data[9];
+        \$287 [14:10] = bus__w_data[14:10];
+        \$287 [30:15] = bus__w_data[30:15];
       end
     end
     if (\$193 ) begin
       (* full_case = 32'd1 *)
       if (\$196 ) begin
       end else begin
-        \$286 [42:31] = bus__w_data[11:0];
-        \$286 [58:43] = bus__w_data[27:12];
+        \$287 [42:31] = bus__w_data[11:0];
+        \$287 [58:43] = bus__w_data[27:12];
       end
     end
     if (\$197 ) begin
       (* full_case = 32'd1 *)
       if (\$200 ) begin
       end else begin
-        \$286 [82:59] = bus__w_data[23:0];
+        \$287 [82:59] = bus__w_data[23:0];
       end
     end
     if (\$201 ) begin
       (* full_case = 32'd1 *)
       if (\$204 ) begin
       end else begin
-        \$286 [114:83] = bus__w_data;
+        \$287 [114:83] = bus__w_data;
       end
     end
     if (\$205 ) begin
       (* full_case = 32'd1 *)
       if (\$208 ) begin
       end else begin
-        \$286 [130:115] = bus__w_data[15:0];
+        \$287 [130:115] = bus__w_data[15:0];
       end
     end
     if (\$209 ) begin
       (* full_case = 32'd1 *)
       if (\$212 ) begin
       end else begin
-        \$286 [162:131] = bus__w_data;
+        \$287 [162:131] = bus__w_data;
       end
     end
     if (\$213 ) begin
       (* full_case = 32'd1 *)
       if (\$216 ) begin
       end else begin
-        \$286 [178:163] = bus__w_data[15:0];
+        \$287 [178:163] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$286  = 179'h000000000000000000000000000000000000000000000;
+      \$287  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$287  = tracker_program__payload;
+    \$288  = tracker_program__payload;
     if (\$217 ) begin
       (* full_case = 32'd1 *)
       if (\$220 ) begin
       end else begin
-        \$287 [0] = bus__w_data[0];
-        \$287 [16:1] = bus__w_data[16:1];
-        \$287 [28:17] = bus__w_data[28:17];
+        \$288 [0] = bus__w_data[0];
+        \$288 [16:1] = bus__w_data[16:1];
+        \$288 [28:17] = bus__w_data[28:17];
       end
     end
     if (\$221 ) begin
       (* full_case = 32'd1 *)
       if (\$224 ) begin
       end else begin
-        \$287 [36:29] = bus__w_data[7:0];
-        \$287 [37] = bus__w_data[8];
+        \$288 [36:29] = bus__w_data[7:0];
+        \$288 [37] = bus__w_data[8];
       end
     end
     if (rst) begin
-      \$287  = 38'h0000000000;
+      \$288  = 38'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$288  = arbiter_program__payload;
+    \$289  = arbiter_program__payload;
     if (\$225 ) begin
       (* full_case = 32'd1 *)
       if (\$228 ) begin
       end else begin
-        \$288 [1:0] = bus__w_data[1:0];
-        \$288 [9:2] = bus__w_data[9:2];
-        \$288 [17:10] = bus__w_data[17:10];
-        \$288 [22:18] = bus__w_data[22:18];
+        \$289 [1:0] = bus__w_data[1:0];
+        \$289 [9:2] = bus__w_data[9:2];
+        \$289 [17:10] = bus__w_data[17:10];
+        \$289 [22:18] = bus__w_data[22:18];
       end
     end
     if (\$229 ) begin
       (* full_case = 32'd1 *)
       if (\$232 ) begin
       end else begin
-        \$288 [38:23] = bus__w_data[15:0];
+        \$289 [38:23] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$288  = 39'h0200388002;
+      \$289  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$289  = \$261 ;
+    \$290  = \$261 ;
     if (rst) begin
-      \$289  = 4'h0;
+      \$290  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$290  = \$264 ;
+    \$291  = \$264 ;
     if (rst) begin
-      \$290  = 5'h00;
+      \$291  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$291  = \$267 ;
+    \$292  = \$267 ;
     if (rst) begin
-      \$291  = 3'h0;
+      \$292  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$292  = \$270 ;
-    if (rst) begin
-      \$292  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$293  = \$273 ;
+    \$293  = \$270 ;
     if (rst) begin
       \$293  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$294  = bus__r_data;
+    \$294  = \$273 ;
+    if (rst) begin
+      \$294  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$295  = bus__r_data;
     if (bus__r_stb) begin
       (* full_case = 32'd1 *)
       casez (bus__addr)
         10'h000:
-            \$294  = 32'd1412646999;
+            \$295  = 32'd1412646999;
         10'h004:
-            \$294  = 32'd811731048;
+            \$295  = 32'd811731048;
         10'h008:
-            \$294  = { 24'h000000, status };
+            \$295  = { 24'h000000, status };
         10'h00c:
-            \$294  = 32'd0;
+            \$295  = 32'd0;
         10'h040:
-            \$294  = { 28'h0000000, errors };
+            \$295  = { 28'h0000000, errors };
         10'h044:
-            \$294  = { 27'h0000000, tracker_sticky };
+            \$295  = { 27'h0000000, tracker_sticky };
         10'h048:
-            \$294  = { 29'h00000000, dma_sticky };
+            \$295  = { 29'h00000000, dma_sticky };
         10'h04c:
-            \$294  = { 30'h00000000, addrmap_sticky };
+            \$295  = { 30'h00000000, addrmap_sticky };
         10'h050:
-            \$294  = { 30'h00000000, arbiter_sticky };
+            \$295  = { 30'h00000000, arbiter_sticky };
         10'h080:
-            \$294  = { 21'h000000, region_view[10:0] };
+            \$295  = { 21'h000000, region_view[10:0] };
         10'h084:
-            \$294  = region_view[42:11];
+            \$295  = region_view[42:11];
         10'h088:
-            \$294  = { 16'h0000, region_view[58:43] };
+            \$295  = { 16'h0000, region_view[58:43] };
         10'h08c:
-            \$294  = region_view[90:59];
+            \$295  = region_view[90:59];
         10'h090:
-            \$294  = { 16'h0000, region_view[106:91] };
+            \$295  = { 16'h0000, region_view[106:91] };
         10'h094:
-            \$294  = region_view[138:107];
+            \$295  = region_view[138:107];
         10'h098:
-            \$294  = { 16'h0000, region_view[154:139] };
+            \$295  = { 16'h0000, region_view[154:139] };
         10'h0c0:
-            \$294  = { 1'h0, desc_view[30:0] };
+            \$295  = { 1'h0, desc_view[30:0] };
         10'h0c4:
-            \$294  = { 4'h0, desc_view[58:31] };
+            \$295  = { 4'h0, desc_view[58:31] };
         10'h0c8:
-            \$294  = { 8'h00, desc_view[82:59] };
+            \$295  = { 8'h00, desc_view[82:59] };
         10'h0cc:
-            \$294  = desc_view[114:83];
+            \$295  = desc_view[114:83];
         10'h0d0:
-            \$294  = { 16'h0000, desc_view[130:115] };
+            \$295  = { 16'h0000, desc_view[130:115] };
         10'h0d4:
-            \$294  = desc_view[162:131];
+            \$295  = desc_view[162:131];
         10'h0d8:
-            \$294  = { 16'h0000, desc_view[178:163] };
+            \$295  = { 16'h0000, desc_view[178:163] };
         10'h100:
-            \$294  = { 3'h0, tracker_program__payload[28:0] };
+            \$295  = { 3'h0, tracker_program__payload[28:0] };
         10'h104:
-            \$294  = { 23'h000000, tracker_program__payload[37:29] };
+            \$295  = { 23'h000000, tracker_program__payload[37:29] };
         10'h140:
-            \$294  = tracker_stats[31:0];
+            \$295  = tracker_stats[31:0];
         10'h144:
-            \$294  = tracker_stats[63:32];
+            \$295  = tracker_stats[63:32];
         10'h148:
-            \$294  = tracker_stats[95:64];
+            \$295  = tracker_stats[95:64];
         10'h14c:
-            \$294  = tracker_stats[127:96];
+            \$295  = tracker_stats[127:96];
         10'h150:
-            \$294  = tracker_stats[159:128];
+            \$295  = tracker_stats[159:128];
         10'h154:
-            \$294  = tracker_stats[191:160];
+            \$295  = tracker_stats[191:160];
         10'h180:
-            \$294  = dma_stats[31:0];
+            \$295  = dma_stats[31:0];
         10'h184:
-            \$294  = dma_stats[63:32];
+            \$295  = dma_stats[63:32];
         10'h188:
-            \$294  = dma_stats[95:64];
+            \$295  = dma_stats[95:64];
         10'h18c:
-            \$294  = dma_stats[127:96];
+            \$295  = dma_stats[127:96];
         10'h1c0:
-            \$294  = addrmap_stats[31:0];
+            \$295  = addrmap_stats[31:0];
         10'h1c4:
-            \$294  = addrmap_stats[63:32];
+            \$295  = addrmap_stats[63:32];
         10'h1c8:
-            \$294  = addrmap_stats[95:64];
+            \$295  = addrmap_stats[95:64];
         10'h1cc:
-            \$294  = addrmap_stats[127:96];
+            \$295  = addrmap_stats[127:96];
         10'h200:
-            \$294  = { 9'h000, arbiter_program__payload[22:0] };
+            \$295  = { 9'h000, arbiter_program__payload[22:0] };
         10'h204:
-            \$294  = { 16'h0000, arbiter_program__payload[38:23] };
+            \$295  = { 16'h0000, arbiter_program__payload[38:23] };
         10'h208:
-            \$294  = { 21'h000000, arbiter_status };
+            \$295  = { 21'h000000, arbiter_status };
         10'h240:
-            \$294  = arbiter_stats[31:0];
+            \$295  = arbiter_stats[31:0];
         10'h244:
-            \$294  = arbiter_stats[63:32];
+            \$295  = arbiter_stats[63:32];
         10'h248:
-            \$294  = arbiter_stats[95:64];
+            \$295  = arbiter_stats[95:64];
         10'h24c:
-            \$294  = arbiter_stats[127:96];
+            \$295  = arbiter_stats[127:96];
         10'h250:
-            \$294  = arbiter_stats[159:128];
+            \$295  = arbiter_stats[159:128];
         10'h254:
-            \$294  = arbiter_stats[191:160];
+            \$295  = arbiter_stats[191:160];
         10'h258:
-            \$294  = arbiter_stats[223:192];
+            \$295  = arbiter_stats[223:192];
         10'h25c:
-            \$294  = arbiter_stats[255:224];
+            \$295  = arbiter_stats[255:224];
         10'h260:
-            \$294  = arbiter_stats[287:256];
+            \$295  = arbiter_stats[287:256];
         default:
-            \$294  = 32'd0;
+            \$295  = 32'd0;
       endcase
     end
     if (rst) begin
-      \$294  = 32'd0;
+      \$295  = 32'd0;
     end
   end
   assign rp__addr = region_program__payload[2:0];
@@ -8749,13 +9453,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     set_err[1] = \$31 ;
   always @*
     set_err[0] = \$3 ;
-  assign \$40  = region_waiting0;
-  assign \$44  = region_waiting0;
-  assign \$48  = region_waiting0;
-  assign \$52  = region_waiting0;
-  assign \$56  = region_waiting0;
-  assign \$60  = region_waiting0;
-  assign \$64  = region_waiting0;
   assign \$68  = 1'h0;
   assign \$69  = \$67 ;
   assign \$72  = 1'h0;
@@ -8782,8 +9479,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$107  = arbiter_program__valid;
   assign \$108  = 1'h0;
   assign \$109  = arbiter_program__valid;
-  assign \$112  = region_waiting0;
-  assign \$116  = region_waiting0;
   assign \$120  = 1'h0;
   assign \$121  = \$119 ;
   assign \$125  = 1'h0;
@@ -8795,7 +9490,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$133  = 1'h0;
   assign \$134  = arbiter_program__valid;
   assign \$135  = arbiter_program__valid;
-  assign \$142  = region_waiting0;
   assign \$145  = 1'h0;
   assign \$146  = \$144 ;
   assign \$147  = tracker_program__valid;
@@ -8807,13 +9501,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$155  = region_program__valid;
   assign \$158  = arbiter_program__valid;
   assign \$159  = region_program__valid;
-  assign \$163  = region_waiting0;
-  assign \$167  = region_waiting0;
-  assign \$171  = region_waiting0;
-  assign \$175  = region_waiting0;
-  assign \$179  = region_waiting0;
-  assign \$183  = region_waiting0;
-  assign \$187  = region_waiting0;
   assign \$191  = 1'h0;
   assign \$192  = \$190 ;
   assign \$195  = 1'h0;
@@ -8840,8 +9527,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$230  = arbiter_program__valid;
   assign \$231  = 1'h0;
   assign \$232  = arbiter_program__valid;
-  assign \$235  = region_waiting0;
-  assign \$239  = region_waiting0;
   assign \$243  = 1'h0;
   assign \$244  = \$242 ;
   assign \$248  = 1'h0;
@@ -8855,7 +9540,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$258  = arbiter_program__valid;
 endmodule
 
-module t3hw_engine__dma (clk, rst, read__ready, response__valid, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, program__valid, program__payload, errors, stats, busy, read__valid, read__payload, packet__valid, packet__payload, packet__ready, response__payload
+module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, response__payload, packet__ready, program__valid, program__payload, errors, stats, busy, read__valid, read__payload, packet__valid, packet__payload, clk
 );
   reg _init_strobe_4  = 0;
   wire \$1 ;
@@ -9221,9 +9906,9 @@ module t3hw_engine__dma (clk, rst, read__ready, response__valid, trigger__valid,
   assign \$4  = { bad_response, bad_program, \$1  };
 endmodule
 
-module t3hw_engine__dma__engine (clk, rst, read__ready, response__valid, descriptor__ready, response__ready, bad_response, idle, descriptor__valid, descriptor__payload, read__valid, read__payload, packet__valid, packet__payload, packet__ready, response__payload);
+module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, bad_response, idle, read__ready, response__valid, response__payload, packet__ready, descriptor__valid, descriptor__payload, read__valid, read__payload, packet__valid, packet__payload, clk);
   reg _init_strobe_5  = 0;
-  wire [16:0] \$1 ;
+  wire [15:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
@@ -9231,34 +9916,42 @@ module t3hw_engine__dma__engine (clk, rst, read__ready, response__valid, descrip
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire [48:0] \$19 ;
-  wire [15:0] \$2 ;
-  wire [3:0] \$20 ;
-  wire [12:0] \$21 ;
-  wire [48:0] \$22 ;
-  wire [48:0] \$23 ;
+  wire [48:0] \$17 ;
+  wire [3:0] \$18 ;
+  wire [12:0] \$19 ;
+  wire \$2 ;
+  wire [48:0] \$20 ;
+  wire [48:0] \$21 ;
+  wire \$22 ;
+  wire [16:0] \$23 ;
   wire [16:0] \$24 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
-  reg \$28 ;
-  reg [57:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [2:0] \$30 ;
-  reg [15:0] \$31 ;
-  reg [11:0] \$32 ;
-  reg [47:0] \$33 ;
-  reg [47:0] \$34 ;
-  reg \$35 ;
-  reg [170:0] \$36 ;
-  reg \$37 ;
-  reg [76:0] \$38 ;
+  wire \$30 ;
+  wire \$31 ;
+  reg \$32 ;
+  reg [57:0] \$33 ;
+  reg [2:0] \$34 ;
+  reg [15:0] \$35 ;
+  reg [11:0] \$36 ;
+  reg [47:0] \$37 ;
+  reg [47:0] \$38 ;
+  reg [15:0] \$39 ;
   wire \$4 ;
-  wire \$5 ;
+  reg \$40 ;
+  reg \$41 ;
+  reg \$42 ;
+  reg [170:0] \$43 ;
+  reg \$44 ;
+  reg \$45 ;
+  reg [76:0] \$46 ;
+  wire [48:0] \$5 ;
   wire \$6 ;
-  wire [48:0] \$7 ;
+  wire \$7 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -9340,6 +10033,7 @@ module t3hw_engine__dma__engine (clk, rst, read__ready, response__valid, descrip
   wire [2:0] o__payload__tag ;
   wire o__ready;
   wire o__valid;
+  reg one_row = 1'h0;
   output [76:0] packet__payload;
   reg [76:0] packet__payload = 77'h00000000000000000000;
   wire [47:0] packet__payload__addr ;
@@ -9364,7 +10058,7 @@ module t3hw_engine__dma__engine (clk, rst, read__ready, response__valid, descrip
   wire read__ready;
   output read__valid;
   reg read__valid = 1'h0;
-  wire [15:0] remaining;
+  reg [15:0] remaining = 16'h0000;
   input [2:0] response__payload;
   wire [2:0] response__payload;
   wire [2:0] response__payload__tag ;
@@ -9372,69 +10066,81 @@ module t3hw_engine__dma__engine (clk, rst, read__ready, response__valid, descrip
   wire response__ready;
   input response__valid;
   wire response__valid;
-  wire row_end;
+  reg row_end = 1'h0;
   reg [11:0] rows_left = 12'h000;
   input rst;
   wire rst;
+  reg short_row = 1'h0;
   reg [47:0] src_row = 48'h000000000000;
   reg [2:0] tag = 3'h0;
-  assign \$1  = cur[50:35] - col;
-  assign row_end = \$1 [15:0] <= 7'h40;
-  assign \$2  = row_end ? \$1 [15:0] : 16'h0040;
-  assign \$3  = rows_left == 1'h1;
-  assign last = row_end & \$3 ;
-  assign \$4  = ~ read__valid;
-  assign \$5  = \$4  | read__ready;
-  assign \$6  = active & \$5 ;
-  assign issue = \$6  & accept;
-  assign \$7  = dst_row + col;
-  assign \$8  = ~ active;
-  assign \$9  = issue & last;
-  assign descriptor__ready = \$8  | \$9 ;
-  assign \$10  = ~ packet__valid;
-  assign response__ready = \$10  | packet__ready;
+  always @(posedge clk)
+    remaining <= \$39 ;
+  always @(posedge clk)
+    row_end <= \$40 ;
+  always @(posedge clk)
+    one_row <= \$41 ;
+  always @(posedge clk)
+    active <= \$42 ;
+  always @(posedge clk)
+    cur <= \$43 ;
+  always @(posedge clk)
+    short_row <= \$44 ;
+  always @(posedge clk)
+    packet__valid <= \$45 ;
+  always @(posedge clk)
+    packet__payload <= \$46 ;
+  assign \$1  = row_end ? remaining : 16'h0040;
+  assign last = row_end & one_row;
+  assign \$2  = ~ read__valid;
+  assign \$3  = \$2  | read__ready;
+  assign \$4  = active & \$3 ;
+  assign issue = \$4  & accept;
+  assign \$5  = dst_row + col;
+  assign \$6  = ~ active;
+  assign \$7  = issue & last;
+  assign descriptor__ready = \$6  | \$7 ;
+  assign \$8  = ~ packet__valid;
+  assign response__ready = \$8  | packet__ready;
   assign o__ready = response__valid & response__ready;
-  assign \$11  = response__valid & response__ready;
-  assign \$12  = ~ o__valid;
-  assign \$13  = o__payload[79:77] != response__payload;
-  assign \$14  = \$12  | \$13 ;
-  assign bad_response = \$11  & \$14 ;
-  assign \$15  = ~ active;
-  assign \$16  = ~ o__valid;
-  assign \$17  = \$15  & \$16 ;
-  assign \$18  = ~ packet__valid;
-  assign idle = \$17  & \$18 ;
-  assign \$19  = src_row + col;
-  assign \$20  = tag + 1'h1;
-  assign \$21  = rows_left - 1'h1;
-  assign \$22  = src_row + cur[74:51];
-  assign \$23  = dst_row + cur[74:51];
-  assign \$24  = col + 7'h40;
-  assign \$25  = descriptor__valid & descriptor__ready;
-  assign \$26  = response__valid & response__ready;
-  assign \$27  = \$26  & o__valid;
+  assign \$9  = response__valid & response__ready;
+  assign \$10  = ~ o__valid;
+  assign \$11  = o__payload[79:77] != response__payload;
+  assign \$12  = \$10  | \$11 ;
+  assign bad_response = \$9  & \$12 ;
+  assign \$13  = ~ active;
+  assign \$14  = ~ o__valid;
+  assign \$15  = \$13  & \$14 ;
+  assign \$16  = ~ packet__valid;
+  assign idle = \$15  & \$16 ;
+  assign \$17  = src_row + col;
+  assign \$18  = tag + 1'h1;
+  assign \$19  = rows_left - 1'h1;
+  assign \$20  = src_row + cur[74:51];
+  assign \$21  = dst_row + cur[74:51];
+  assign \$22  = rows_left == 2'h2;
+  assign \$23  = col + 7'h40;
+  assign \$24  = remaining - 7'h40;
+  assign \$25  = remaining <= 8'h80;
+  assign \$26  = descriptor__valid & descriptor__ready;
+  assign \$27  = descriptor__payload[50:35] <= 7'h40;
+  assign \$28  = descriptor__payload[50:35] <= 7'h40;
+  assign \$29  = descriptor__payload[34:23] == 1'h1;
+  assign \$30  = response__valid & response__ready;
+  assign \$31  = \$30  & o__valid;
   always @(posedge clk)
-    read__valid <= \$28 ;
+    read__valid <= \$32 ;
   always @(posedge clk)
-    read__payload <= \$29 ;
+    read__payload <= \$33 ;
   always @(posedge clk)
-    tag <= \$30 ;
+    tag <= \$34 ;
   always @(posedge clk)
-    col <= \$31 ;
+    col <= \$35 ;
   always @(posedge clk)
-    rows_left <= \$32 ;
+    rows_left <= \$36 ;
   always @(posedge clk)
-    src_row <= \$33 ;
+    src_row <= \$37 ;
   always @(posedge clk)
-    dst_row <= \$34 ;
-  always @(posedge clk)
-    active <= \$35 ;
-  always @(posedge clk)
-    cur <= \$36 ;
-  always @(posedge clk)
-    packet__valid <= \$37 ;
-  always @(posedge clk)
-    packet__payload <= \$38 ;
+    dst_row <= \$38 ;
   t3hw_engine__dma__engine__pending  pending (
     .accept(accept),
     .clk(clk),
@@ -9447,139 +10153,194 @@ module t3hw_engine__dma__engine (clk, rst, read__ready, response__valid, descrip
   );
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$28  = read__valid;
-    if (read__ready) begin
-      \$28  = 1'h0;
-    end
-    if (issue) begin
-      \$28  = 1'h1;
-    end
-    if (rst) begin
-      \$28  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$29  = read__payload;
-    if (issue) begin
-      \$29 [47:0] = \$19 [47:0];
-      \$29 [54:48] = \$2 [6:0];
-      \$29 [57:55] = tag;
-    end
-    if (rst) begin
-      \$29  = 58'h000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$30  = tag;
-    if (issue) begin
-      \$30  = \$20 [2:0];
-    end
-    if (rst) begin
-      \$30  = 3'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$31  = col;
+    \$39  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$31  = 16'h0000;
+        \$39  = cur[50:35];
       end else begin
-        \$31  = \$24 [15:0];
+        \$39  = \$24 [15:0];
       end
     end
-    if (\$25 ) begin
-      \$31  = 16'h0000;
+    if (\$26 ) begin
+      \$39  = descriptor__payload[50:35];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$32  = rows_left;
+    \$40  = row_end;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$40  = short_row;
+      end else begin
+        \$40  = \$25 ;
+      end
+    end
+    if (\$26 ) begin
+      \$40  = \$27 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$41  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$32  = \$21 [11:0];
+        \$41  = \$22 ;
       end
     end
-    if (\$25 ) begin
-      \$32  = descriptor__payload[34:23];
+    if (\$26 ) begin
+      \$41  = \$29 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$33  = src_row;
-    if (issue) begin
-      if (row_end) begin
-        \$33  = \$22 [47:0];
-      end
-    end
-    if (\$25 ) begin
-      \$33  = descriptor__payload[122:75];
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$34  = dst_row;
-    if (issue) begin
-      if (row_end) begin
-        \$34  = \$23 [47:0];
-      end
-    end
-    if (\$25 ) begin
-      \$34  = descriptor__payload[170:123];
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$35  = active;
+    \$42  = active;
     if (issue) begin
       if (last) begin
-        \$35  = 1'h0;
+        \$42  = 1'h0;
       end
     end
-    if (\$25 ) begin
-      \$35  = 1'h1;
+    if (\$26 ) begin
+      \$42  = 1'h1;
     end
     if (rst) begin
-      \$35  = 1'h0;
+      \$42  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$36  = cur;
-    if (\$25 ) begin
-      \$36  = descriptor__payload;
+    \$43  = cur;
+    if (\$26 ) begin
+      \$43  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$37  = packet__valid;
+    \$44  = short_row;
+    if (\$26 ) begin
+      \$44  = \$28 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$45  = packet__valid;
     if (packet__ready) begin
-      \$37  = 1'h0;
+      \$45  = 1'h0;
     end
-    if (\$27 ) begin
-      \$37  = 1'h1;
+    if (\$31 ) begin
+      \$45  = 1'h1;
     end
     if (rst) begin
-      \$37  = 1'h0;
+      \$45  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$38  = packet__payload;
-    if (\$27 ) begin
-      \$38  = o__payload[76:0];
+    \$46  = packet__payload;
+    if (\$31 ) begin
+      \$46  = o__payload[76:0];
     end
     if (rst) begin
-      \$38  = 77'h00000000000000000000;
+      \$46  = 77'h00000000000000000000;
     end
   end
-  assign remaining = \$1 [15:0];
-  assign nbytes = \$2 [6:0];
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$32  = read__valid;
+    if (read__ready) begin
+      \$32  = 1'h0;
+    end
+    if (issue) begin
+      \$32  = 1'h1;
+    end
+    if (rst) begin
+      \$32  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$33  = read__payload;
+    if (issue) begin
+      \$33 [47:0] = \$17 [47:0];
+      \$33 [54:48] = \$1 [6:0];
+      \$33 [57:55] = tag;
+    end
+    if (rst) begin
+      \$33  = 58'h000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$34  = tag;
+    if (issue) begin
+      \$34  = \$18 [2:0];
+    end
+    if (rst) begin
+      \$34  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$35  = col;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$35  = 16'h0000;
+      end else begin
+        \$35  = \$23 [15:0];
+      end
+    end
+    if (\$26 ) begin
+      \$35  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$36  = rows_left;
+    if (issue) begin
+      if (row_end) begin
+        \$36  = \$19 [11:0];
+      end
+    end
+    if (\$26 ) begin
+      \$36  = descriptor__payload[34:23];
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$37  = src_row;
+    if (issue) begin
+      if (row_end) begin
+        \$37  = \$20 [47:0];
+      end
+    end
+    if (\$26 ) begin
+      \$37  = descriptor__payload[122:75];
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$38  = dst_row;
+    if (issue) begin
+      if (row_end) begin
+        \$38  = \$21 [47:0];
+      end
+    end
+    if (\$26 ) begin
+      \$38  = descriptor__payload[170:123];
+    end
+  end
+  assign nbytes = \$1 [6:0];
   assign data = meta;
   assign push = issue;
+  assign meta__packet  = meta[76:0];
+  assign meta__packet__device  = meta[4:0];
+  assign meta__packet__addr  = meta[52:5];
+  assign meta__packet__kind  = meta[53];
+  assign meta__packet__tile  = meta[69:54];
+  assign meta__packet__bytes  = meta[76:70];
+  assign meta__tag  = meta[79:77];
   assign cur__valid  = cur[0];
   assign cur__op  = cur[1];
   assign cur__device  = cur[6:2];
@@ -9589,13 +10350,6 @@ module t3hw_engine__dma__engine (clk, rst, read__ready, response__valid, descrip
   assign cur__pitch  = cur[74:51];
   assign cur__src  = cur[122:75];
   assign cur__dst  = cur[170:123];
-  assign meta__packet  = meta[76:0];
-  assign meta__packet__device  = meta[4:0];
-  assign meta__packet__addr  = meta[52:5];
-  assign meta__packet__kind  = meta[53];
-  assign meta__packet__tile  = meta[69:54];
-  assign meta__packet__bytes  = meta[76:70];
-  assign meta__tag  = meta[79:77];
   assign data__packet  = meta[76:0];
   assign data__packet__device  = meta[4:0];
   assign data__packet__addr  = meta[52:5];
@@ -9629,10 +10383,10 @@ module t3hw_engine__dma__engine (clk, rst, read__ready, response__valid, descrip
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
   assign meta[79:77] = tag;
-  assign meta[76:70] = \$2 [6:0];
+  assign meta[76:70] = \$1 [6:0];
   assign meta[69:54] = cur[22:7];
   assign meta[53] = cur[1];
-  assign meta[52:5] = \$7 [47:0];
+  assign meta[52:5] = \$5 [47:0];
   assign meta[4:0] = cur[6:2];
 endmodule
 
@@ -9836,7 +10590,7 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   wire \$19 ;
   wire \$2 ;
   wire [5:0] \$20 ;
-  wire \$21 ;
+  wire [6:0] \$21 ;
   wire \$22 ;
   wire \$23 ;
   wire \$24 ;
@@ -9851,13 +10605,22 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   wire \$32 ;
   wire \$33 ;
   wire \$34 ;
-  reg [7:0] \$35 ;
-  reg \$36 ;
-  reg \$37 ;
-  reg \$38 ;
-  reg \$39 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
   wire \$4 ;
-  reg [170:0] \$40 ;
+  wire \$40 ;
+  wire \$41 ;
+  reg [7:0] \$42 ;
+  reg \$43 ;
+  reg \$44 ;
+  reg \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg [170:0] \$49 ;
   wire \$5 ;
   wire \$6 ;
   wire \$7 ;
@@ -9894,7 +10657,21 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   output descriptor__valid;
   reg descriptor__valid = 1'h0;
   wire enqueued;
+  reg fetched = 1'h0;
   reg fetching = 1'h0;
+  reg [170:0] got = 171'h0000000000000000000000000000000000000000000;
+  wire [4:0] got__device ;
+  wire [47:0] got__dst ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire got__op ;
+  wire [23:0] got__pitch ;
+  wire [15:0] got__row_bytes ;
+  wire [11:0] got__rows ;
+  wire [47:0] got__src ;
+  wire [15:0] got__tile ;
+  wire got__valid ;
   output idle;
   wire idle;
   wire [4:0] level;
@@ -9953,6 +10730,9 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   wire rst;
   reg [7:0] s1_cmd = 8'h00;
   reg s1_valid = 1'h0;
+  reg [7:0] s2_cmd = 8'h00;
+  reg s2_ok = 1'h0;
+  reg s2_valid = 1'h0;
   reg [7:0] sweep = 8'h00;
   input [23:0] trigger__payload;
   wire [23:0] trigger__payload;
@@ -10248,11 +11028,35 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   end
   assign rd_fetch__data = _0_;
   assign rd_check__data = _1_;
+  always @(posedge clk)
+    sweep <= \$42 ;
+  always @(posedge clk)
+    busy <= \$43 ;
+  always @(posedge clk)
+    s1_valid <= \$44 ;
+  always @(posedge clk)
+    s1_cmd <= trigger__payload[7:0];
+  always @(posedge clk)
+    s2_valid <= \$45 ;
+  always @(posedge clk)
+    s2_cmd <= s1_cmd;
+  always @(posedge clk)
+    s2_ok <= rd_check__data[0];
+  always @(posedge clk)
+    fetching <= \$46 ;
+  always @(posedge clk)
+    fetched <= \$47 ;
+  always @(posedge clk)
+    got <= rd_fetch__data;
+  always @(posedge clk)
+    descriptor__valid <= \$48 ;
+  always @(posedge clk)
+    descriptor__payload <= \$49 ;
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = trigger__valid & trigger__ready;
   assign \$4  = o__valid & o__ready;
-  assign \$5  = fetching & rd_fetch__data[0];
+  assign \$5  = fetched & got[0];
   assign program__ready = ~ busy;
   assign \$6  = program__valid & program__ready;
   assign \$7  = ! program__payload[42:31];
@@ -10270,39 +11074,32 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   assign \$18  = \$17  ? 2'h3 : 2'h0;
   assign \$19  = ~ busy;
   assign \$20  = level + s1_valid;
-  assign \$21  = \$20  < 5'h10;
-  assign trigger__ready = \$19  & \$21 ;
-  assign check_ok = s1_valid & rd_check__data[0];
-  assign \$22  = ~ fetching;
-  assign \$23  = ~ descriptor__valid;
-  assign \$24  = \$23  | descriptor__ready;
-  assign o__ready = \$22  & \$24 ;
-  assign \$25  = ~ rd_check__data[0];
-  assign \$26  = s1_valid & \$25 ;
-  assign \$27  = ~ rd_fetch__data[0];
-  assign \$28  = fetching & \$27 ;
-  assign bad_descriptor = \$26  + \$28 ;
-  assign \$29  = ~ s1_valid;
-  assign \$30  = ~ o__valid;
-  assign \$31  = \$29  & \$30 ;
-  assign \$32  = ~ fetching;
-  assign \$33  = \$31  & \$32 ;
-  assign \$34  = ~ descriptor__valid;
-  assign idle = \$33  & \$34 ;
-  always @(posedge clk)
-    sweep <= \$35 ;
-  always @(posedge clk)
-    busy <= \$36 ;
-  always @(posedge clk)
-    s1_valid <= \$37 ;
-  always @(posedge clk)
-    s1_cmd <= trigger__payload[7:0];
-  always @(posedge clk)
-    fetching <= \$38 ;
-  always @(posedge clk)
-    descriptor__valid <= \$39 ;
-  always @(posedge clk)
-    descriptor__payload <= \$40 ;
+  assign \$21  = \$20  + s2_valid;
+  assign \$22  = \$21  < 5'h10;
+  assign trigger__ready = \$19  & \$22 ;
+  assign check_ok = s2_valid & s2_ok;
+  assign \$23  = ~ fetching;
+  assign \$24  = ~ fetched;
+  assign \$25  = \$23  & \$24 ;
+  assign \$26  = ~ descriptor__valid;
+  assign \$27  = \$26  | descriptor__ready;
+  assign o__ready = \$25  & \$27 ;
+  assign \$28  = ~ s2_ok;
+  assign \$29  = s2_valid & \$28 ;
+  assign \$30  = ~ got[0];
+  assign \$31  = fetched & \$30 ;
+  assign bad_descriptor = \$29  + \$31 ;
+  assign \$32  = ~ s1_valid;
+  assign \$33  = ~ s2_valid;
+  assign \$34  = \$32  & \$33 ;
+  assign \$35  = ~ o__valid;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = ~ fetching;
+  assign \$38  = \$36  & \$37 ;
+  assign \$39  = ~ fetched;
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = ~ descriptor__valid;
+  assign idle = \$40  & \$41 ;
   t3hw_engine__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .level(level),
@@ -10311,8 +11108,90 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
     .o__valid(o__valid),
     .push(check_ok),
     .rst(rst),
-    .wr__data(s1_cmd)
+    .wr__data(s2_cmd)
   );
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$42  = sweep;
+    if (busy) begin
+      \$42  = \$1 [7:0];
+    end
+    if (rst) begin
+      \$42  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$43  = busy;
+    if (busy) begin
+      if (\$2 ) begin
+        \$43  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$43  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$44  = \$3 ;
+    if (rst) begin
+      \$44  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$45  = s1_valid;
+    if (rst) begin
+      \$45  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$46  = \$4 ;
+    if (rst) begin
+      \$46  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$47  = fetching;
+    if (rst) begin
+      \$47  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$48  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$48  = 1'h0;
+    end
+    if (\$5 ) begin
+      \$48  = 1'h1;
+    end
+    if (rst) begin
+      \$48  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$49  = descriptor__payload;
+    if (\$5 ) begin
+      \$49  = got;
+    end
+    if (rst) begin
+      \$49  = 171'h0000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    (* full_case = 32'd1 *)
+    if (busy) begin
+      wr__addr = sweep;
+    end else begin
+      wr__addr = program__payload[7:0];
+    end
+  end
   always @* begin
     if (_init_strobe_7 ) begin end
     (* full_case = 32'd1 *)
@@ -10339,81 +11218,31 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
       wr__en = \$18 [0];
     end
   end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$35  = sweep;
-    if (busy) begin
-      \$35  = \$1 [7:0];
-    end
-    if (rst) begin
-      \$35  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$36  = busy;
-    if (busy) begin
-      if (\$2 ) begin
-        \$36  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$36  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$37  = \$3 ;
-    if (rst) begin
-      \$37  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$38  = \$4 ;
-    if (rst) begin
-      \$38  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$39  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$39  = 1'h0;
-    end
-    if (\$5 ) begin
-      \$39  = 1'h1;
-    end
-    if (rst) begin
-      \$39  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$40  = descriptor__payload;
-    if (\$5 ) begin
-      \$40  = rd_fetch__data;
-    end
-    if (rst) begin
-      \$40  = 171'h0000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    (* full_case = 32'd1 *)
-    if (busy) begin
-      wr__addr = sweep;
-    end else begin
-      wr__addr = program__payload[7:0];
-    end
-  end
   assign rd_check__addr = trigger__payload[7:0];
-  assign data = s1_cmd;
+  assign data = s2_cmd;
   assign push = check_ok;
   assign enqueued = check_ok;
   assign o__payload = rd_fetch__addr;
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
+  assign rd_check__data__valid  = rd_check__data[0];
+  assign rd_check__data__op  = rd_check__data[1];
+  assign rd_check__data__device  = rd_check__data[6:2];
+  assign rd_check__data__tile  = rd_check__data[22:7];
+  assign rd_check__data__rows  = rd_check__data[34:23];
+  assign rd_check__data__row_bytes  = rd_check__data[50:35];
+  assign rd_check__data__pitch  = rd_check__data[74:51];
+  assign rd_check__data__src  = rd_check__data[122:75];
+  assign rd_check__data__dst  = rd_check__data[170:123];
+  assign got__valid  = got[0];
+  assign got__op  = got[1];
+  assign got__device  = got[6:2];
+  assign got__tile  = got[22:7];
+  assign got__rows  = got[34:23];
+  assign got__row_bytes  = got[50:35];
+  assign got__pitch  = got[74:51];
+  assign got__src  = got[122:75];
+  assign got__dst  = got[170:123];
   assign rd_fetch__data__valid  = rd_fetch__data[0];
   assign rd_fetch__data__op  = rd_fetch__data[1];
   assign rd_fetch__data__device  = rd_fetch__data[6:2];
@@ -10451,15 +11280,6 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   assign wr__data__pitch  = wr__data[74:51];
   assign wr__data__src  = wr__data[122:75];
   assign wr__data__dst  = wr__data[170:123];
-  assign rd_check__data__valid  = rd_check__data[0];
-  assign rd_check__data__op  = rd_check__data[1];
-  assign rd_check__data__device  = rd_check__data[6:2];
-  assign rd_check__data__tile  = rd_check__data[22:7];
-  assign rd_check__data__rows  = rd_check__data[34:23];
-  assign rd_check__data__row_bytes  = rd_check__data[50:35];
-  assign rd_check__data__pitch  = rd_check__data[74:51];
-  assign rd_check__data__src  = rd_check__data[122:75];
-  assign rd_check__data__dst  = rd_check__data[170:123];
 endmodule
 
 module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__payload, wr__data, level, clk);
@@ -10587,8 +11407,1400 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__p
   assign rd__data = o__payload;
 endmodule
 
-module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__payload, o__ready, program__valid, program__payload, write__valid, write__payload, busy, errors, stats, clk);
+module t3hw_engine__slice_dma_read (rst, o__ready, i__ready, o__valid, o__payload, i__valid, data, clk);
+  input clk;
+  wire clk;
+  input [57:0] data;
+  wire [57:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  wire [2:0] data__tag ;
+  wire [57:0] i__payload;
+  wire [47:0] i__payload__addr ;
+  wire [6:0] i__payload__bytes ;
+  wire [2:0] i__payload__tag ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  wire [1:0] level;
+  output [57:0] o__payload;
+  wire [57:0] o__payload;
+  wire [57:0] \o__payload$7 ;
+  wire [47:0] o__payload$7__addr ;
+  wire [6:0] o__payload$7__bytes ;
+  wire [2:0] o__payload$7__tag ;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  wire [2:0] o__payload__tag ;
+  input o__ready;
+  wire o__ready;
+  wire \o__ready$9 ;
+  output o__valid;
+  wire o__valid;
+  wire \o__valid$11 ;
+  wire push;
+  input rst;
+  wire rst;
+  assign i__ready = level != 2'h2;
+  assign push = i__valid & i__ready;
+  t3hw_engine__slice_dma_read__queue  queue (
+    .clk(clk),
+    .level(level),
+    .o__payload(o__payload),
+    .o__ready(o__ready),
+    .o__valid(o__valid),
+    .push(push),
+    .rst(rst),
+    .wr__data(data)
+  );
+  assign i__payload = data;
+  assign \o__payload$7  = o__payload;
+  assign \o__ready$9  = o__ready;
+  assign \o__valid$11  = o__valid;
+  assign data__addr  = data[47:0];
+  assign data__bytes  = data[54:48];
+  assign data__tag  = data[57:55];
+  assign i__payload__addr  = data[47:0];
+  assign i__payload__bytes  = data[54:48];
+  assign i__payload__tag  = data[57:55];
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__bytes  = o__payload[54:48];
+  assign o__payload__tag  = o__payload[57:55];
+  assign o__payload$7__addr  = o__payload[47:0];
+  assign o__payload$7__bytes  = o__payload[54:48];
+  assign o__payload$7__tag  = o__payload[57:55];
+endmodule
+
+module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
   reg _init_strobe_9  = 0;
+  wire \$1 ;
+  wire [1:0] \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire \$13 ;
+  wire [3:0] \$14 ;
+  reg \$15 ;
+  reg \$16 ;
+  reg [1:0] \$17 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [1:0] \$5 ;
+  wire [1:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire [1:0] \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  wire [57:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  wire [2:0] data__tag ;
+  (* init = 1'h0 *)
+  wire head;
+  output [1:0] level;
+  reg [1:0] level = 2'h0;
+  output [57:0] o__payload;
+  wire [57:0] o__payload;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  wire [2:0] o__payload__tag ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  wire o__valid;
+  input push;
+  wire push;
+  reg rd__addr = 1'h0;
+  wire [57:0] rd__data;
+  wire [47:0] rd__data__addr ;
+  wire [6:0] rd__data__bytes ;
+  wire [2:0] rd__data__tag ;
+  input rst;
+  wire rst;
+  (* init = 1'h0 *)
+  wire tail;
+  reg wr__addr = 1'h0;
+  input [57:0] wr__data;
+  wire [57:0] wr__data;
+  wire [47:0] wr__data__addr ;
+  wire [6:0] wr__data__bytes ;
+  wire [2:0] wr__data__tag ;
+  wire wr__en;
+  reg [57:0] storage [1:0];
+  initial begin
+    storage[0] = 58'h000000000000000;
+    storage[1] = 58'h000000000000000;
+  end
+  always @(posedge clk) begin
+    if (wr__en)
+      storage[wr__addr] <= wr__data;
+  end
+  assign o__payload = storage[rd__addr];
+  assign \$1  = level != 2'h2;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign o__valid = | level;
+  assign wr__en = push & accept;
+  assign \$3  = push & accept;
+  assign \$5  = wr__addr + 1'h1;
+  assign \$6  = \$4  ? 2'h0 : \$5 ;
+  assign \$7  = o__valid & o__ready;
+  assign \$9  = rd__addr + 1'h1;
+  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$11  = push & accept;
+  assign \$12  = level + \$11 ;
+  assign \$13  = o__valid & o__ready;
+  assign \$14  = \$12  - \$13 ;
+  always @(posedge clk)
+    wr__addr <= \$15 ;
+  always @(posedge clk)
+    rd__addr <= \$16 ;
+  always @(posedge clk)
+    level <= \$17 ;
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$15  = wr__addr;
+    if (\$3 ) begin
+      \$15  = \$6 [0];
+    end
+    if (rst) begin
+      \$15  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$16  = rd__addr;
+    if (\$7 ) begin
+      \$16  = \$10 [0];
+    end
+    if (rst) begin
+      \$16  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$17  = \$14 [1:0];
+    if (rst) begin
+      \$17  = 2'h0;
+    end
+  end
+  assign tail = wr__addr;
+  assign data = wr__data;
+  assign head = rd__addr;
+  assign rd__data = o__payload;
+  assign wr__data__addr  = wr__data[47:0];
+  assign wr__data__bytes  = wr__data[54:48];
+  assign wr__data__tag  = wr__data[57:55];
+  assign data__addr  = wr__data[47:0];
+  assign data__bytes  = wr__data[54:48];
+  assign data__tag  = wr__data[57:55];
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__bytes  = o__payload[54:48];
+  assign o__payload__tag  = o__payload[57:55];
+  assign rd__data__addr  = o__payload[47:0];
+  assign rd__data__bytes  = o__payload[54:48];
+  assign rd__data__tag  = o__payload[57:55];
+  assign \$4  = wr__addr;
+  assign \$8  = rd__addr;
+endmodule
+
+module t3hw_engine__slice_dma_response (clk, rst, i__valid, o__ready, i__ready, o__valid, o__payload, data);
+  input clk;
+  wire clk;
+  input [2:0] data;
+  wire [2:0] data;
+  wire [2:0] data__tag ;
+  wire [2:0] i__payload;
+  wire [2:0] i__payload__tag ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  wire [1:0] level;
+  output [2:0] o__payload;
+  wire [2:0] o__payload;
+  wire [2:0] \o__payload$7 ;
+  wire [2:0] o__payload$7__tag ;
+  wire [2:0] o__payload__tag ;
+  input o__ready;
+  wire o__ready;
+  wire \o__ready$9 ;
+  output o__valid;
+  wire o__valid;
+  wire \o__valid$11 ;
+  wire push;
+  input rst;
+  wire rst;
+  assign i__ready = level != 2'h2;
+  assign push = i__valid & i__ready;
+  t3hw_engine__slice_dma_response__queue  queue (
+    .clk(clk),
+    .level(level),
+    .o__payload(o__payload),
+    .o__ready(o__ready),
+    .o__valid(o__valid),
+    .push(push),
+    .rst(rst),
+    .wr__data(data)
+  );
+  assign i__payload = data;
+  assign \o__payload$7  = o__payload;
+  assign \o__ready$9  = o__ready;
+  assign \o__valid$11  = o__valid;
+  assign data__tag  = data;
+  assign i__payload__tag  = data;
+  assign o__payload__tag  = o__payload;
+  assign o__payload$7__tag  = o__payload;
+endmodule
+
+module t3hw_engine__slice_dma_response__queue (clk, rst, o__ready, push, o__valid, o__payload, level, wr__data);
+  reg _init_strobe_10  = 0;
+  wire \$1 ;
+  wire [1:0] \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire \$13 ;
+  wire [3:0] \$14 ;
+  reg \$15 ;
+  reg \$16 ;
+  reg [1:0] \$17 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [1:0] \$5 ;
+  wire [1:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire [1:0] \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  wire [2:0] data;
+  wire [2:0] data__tag ;
+  (* init = 1'h0 *)
+  wire head;
+  output [1:0] level;
+  reg [1:0] level = 2'h0;
+  output [2:0] o__payload;
+  wire [2:0] o__payload;
+  wire [2:0] o__payload__tag ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  wire o__valid;
+  input push;
+  wire push;
+  reg rd__addr = 1'h0;
+  wire [2:0] rd__data;
+  wire [2:0] rd__data__tag ;
+  input rst;
+  wire rst;
+  (* init = 1'h0 *)
+  wire tail;
+  reg wr__addr = 1'h0;
+  input [2:0] wr__data;
+  wire [2:0] wr__data;
+  wire [2:0] wr__data__tag ;
+  wire wr__en;
+  reg [2:0] storage [1:0];
+  initial begin
+    storage[0] = 3'h0;
+    storage[1] = 3'h0;
+  end
+  always @(posedge clk) begin
+    if (wr__en)
+      storage[wr__addr] <= wr__data;
+  end
+  assign o__payload = storage[rd__addr];
+  assign \$1  = level != 2'h2;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign o__valid = | level;
+  assign wr__en = push & accept;
+  assign \$3  = push & accept;
+  assign \$5  = wr__addr + 1'h1;
+  assign \$6  = \$4  ? 2'h0 : \$5 ;
+  assign \$7  = o__valid & o__ready;
+  assign \$9  = rd__addr + 1'h1;
+  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$11  = push & accept;
+  assign \$12  = level + \$11 ;
+  assign \$13  = o__valid & o__ready;
+  assign \$14  = \$12  - \$13 ;
+  always @(posedge clk)
+    wr__addr <= \$15 ;
+  always @(posedge clk)
+    rd__addr <= \$16 ;
+  always @(posedge clk)
+    level <= \$17 ;
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$15  = wr__addr;
+    if (\$3 ) begin
+      \$15  = \$6 [0];
+    end
+    if (rst) begin
+      \$15  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$16  = rd__addr;
+    if (\$7 ) begin
+      \$16  = \$10 [0];
+    end
+    if (rst) begin
+      \$16  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$17  = \$14 [1:0];
+    if (rst) begin
+      \$17  = 2'h0;
+    end
+  end
+  assign tail = wr__addr;
+  assign data = wr__data;
+  assign head = rd__addr;
+  assign rd__data = o__payload;
+  assign wr__data__tag  = wr__data;
+  assign data__tag  = wr__data;
+  assign o__payload__tag  = o__payload;
+  assign rd__data__tag  = o__payload;
+  assign \$4  = wr__addr;
+  assign \$8  = rd__addr;
+endmodule
+
+module t3hw_engine__slice_net_dma (rst, i__ready, o__valid, o__payload, i__valid, data, o__ready, clk);
+  input clk;
+  wire clk;
+  input [76:0] data;
+  wire [76:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire [76:0] i__payload;
+  wire [47:0] i__payload__addr ;
+  wire [6:0] i__payload__bytes ;
+  wire [4:0] i__payload__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire i__payload__kind ;
+  wire [15:0] i__payload__tile ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  wire [1:0] level;
+  output [76:0] o__payload;
+  wire [76:0] o__payload;
+  wire [76:0] \o__payload$7 ;
+  wire [47:0] o__payload$7__addr ;
+  wire [6:0] o__payload$7__bytes ;
+  wire [4:0] o__payload$7__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$7__kind ;
+  wire [15:0] o__payload$7__tile ;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  input o__ready;
+  wire o__ready;
+  wire \o__ready$9 ;
+  output o__valid;
+  wire o__valid;
+  wire \o__valid$11 ;
+  wire push;
+  input rst;
+  wire rst;
+  assign i__ready = level != 2'h2;
+  assign push = i__valid & i__ready;
+  t3hw_engine__slice_net_dma__queue  queue (
+    .clk(clk),
+    .level(level),
+    .o__payload(o__payload),
+    .o__ready(o__ready),
+    .o__valid(o__valid),
+    .push(push),
+    .rst(rst),
+    .wr__data(data)
+  );
+  assign i__payload = data;
+  assign \o__payload$7  = o__payload;
+  assign \o__ready$9  = o__ready;
+  assign \o__valid$11  = o__valid;
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign i__payload__device  = data[4:0];
+  assign i__payload__addr  = data[52:5];
+  assign i__payload__kind  = data[53];
+  assign i__payload__tile  = data[69:54];
+  assign i__payload__bytes  = data[76:70];
+  assign o__payload__device  = o__payload[4:0];
+  assign o__payload__addr  = o__payload[52:5];
+  assign o__payload__kind  = o__payload[53];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign o__payload$7__device  = o__payload[4:0];
+  assign o__payload$7__addr  = o__payload[52:5];
+  assign o__payload$7__kind  = o__payload[53];
+  assign o__payload$7__tile  = o__payload[69:54];
+  assign o__payload$7__bytes  = o__payload[76:70];
+endmodule
+
+module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, o__payload, wr__data, o__ready, level, clk);
+  reg _init_strobe_11  = 0;
+  wire \$1 ;
+  wire [1:0] \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire \$13 ;
+  wire [3:0] \$14 ;
+  reg \$15 ;
+  reg \$16 ;
+  reg [1:0] \$17 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [1:0] \$5 ;
+  wire [1:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire [1:0] \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  wire [76:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  (* init = 1'h0 *)
+  wire head;
+  output [1:0] level;
+  reg [1:0] level = 2'h0;
+  output [76:0] o__payload;
+  wire [76:0] o__payload;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  wire o__valid;
+  input push;
+  wire push;
+  reg rd__addr = 1'h0;
+  wire [76:0] rd__data;
+  wire [47:0] rd__data__addr ;
+  wire [6:0] rd__data__bytes ;
+  wire [4:0] rd__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd__data__kind ;
+  wire [15:0] rd__data__tile ;
+  input rst;
+  wire rst;
+  (* init = 1'h0 *)
+  wire tail;
+  reg wr__addr = 1'h0;
+  input [76:0] wr__data;
+  wire [76:0] wr__data;
+  wire [47:0] wr__data__addr ;
+  wire [6:0] wr__data__bytes ;
+  wire [4:0] wr__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire wr__data__kind ;
+  wire [15:0] wr__data__tile ;
+  wire wr__en;
+  reg [76:0] storage [1:0];
+  initial begin
+    storage[0] = 77'h00000000000000000000;
+    storage[1] = 77'h00000000000000000000;
+  end
+  always @(posedge clk) begin
+    if (wr__en)
+      storage[wr__addr] <= wr__data;
+  end
+  assign o__payload = storage[rd__addr];
+  assign \$1  = level != 2'h2;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign o__valid = | level;
+  assign wr__en = push & accept;
+  assign \$3  = push & accept;
+  assign \$5  = wr__addr + 1'h1;
+  assign \$6  = \$4  ? 2'h0 : \$5 ;
+  assign \$7  = o__valid & o__ready;
+  assign \$9  = rd__addr + 1'h1;
+  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$11  = push & accept;
+  assign \$12  = level + \$11 ;
+  assign \$13  = o__valid & o__ready;
+  assign \$14  = \$12  - \$13 ;
+  always @(posedge clk)
+    wr__addr <= \$15 ;
+  always @(posedge clk)
+    rd__addr <= \$16 ;
+  always @(posedge clk)
+    level <= \$17 ;
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$15  = wr__addr;
+    if (\$3 ) begin
+      \$15  = \$6 [0];
+    end
+    if (rst) begin
+      \$15  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$16  = rd__addr;
+    if (\$7 ) begin
+      \$16  = \$10 [0];
+    end
+    if (rst) begin
+      \$16  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$17  = \$14 [1:0];
+    if (rst) begin
+      \$17  = 2'h0;
+    end
+  end
+  assign tail = wr__addr;
+  assign data = wr__data;
+  assign head = rd__addr;
+  assign rd__data = o__payload;
+  assign wr__data__device  = wr__data[4:0];
+  assign wr__data__addr  = wr__data[52:5];
+  assign wr__data__kind  = wr__data[53];
+  assign wr__data__tile  = wr__data[69:54];
+  assign wr__data__bytes  = wr__data[76:70];
+  assign data__device  = wr__data[4:0];
+  assign data__addr  = wr__data[52:5];
+  assign data__kind  = wr__data[53];
+  assign data__tile  = wr__data[69:54];
+  assign data__bytes  = wr__data[76:70];
+  assign o__payload__device  = o__payload[4:0];
+  assign o__payload__addr  = o__payload[52:5];
+  assign o__payload__kind  = o__payload[53];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign rd__data__device  = o__payload[4:0];
+  assign rd__data__addr  = o__payload[52:5];
+  assign rd__data__kind  = o__payload[53];
+  assign rd__data__tile  = o__payload[69:54];
+  assign rd__data__bytes  = o__payload[76:70];
+  assign \$4  = wr__addr;
+  assign \$8  = rd__addr;
+endmodule
+
+module t3hw_engine__slice_net_store (rst, i__ready, o__valid, o__payload, i__valid, data, o__ready, clk);
+  input clk;
+  wire clk;
+  input [76:0] data;
+  wire [76:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire [76:0] i__payload;
+  wire [47:0] i__payload__addr ;
+  wire [6:0] i__payload__bytes ;
+  wire [4:0] i__payload__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire i__payload__kind ;
+  wire [15:0] i__payload__tile ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  wire [1:0] level;
+  output [76:0] o__payload;
+  wire [76:0] o__payload;
+  wire [76:0] \o__payload$7 ;
+  wire [47:0] o__payload$7__addr ;
+  wire [6:0] o__payload$7__bytes ;
+  wire [4:0] o__payload$7__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$7__kind ;
+  wire [15:0] o__payload$7__tile ;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  input o__ready;
+  wire o__ready;
+  wire \o__ready$9 ;
+  output o__valid;
+  wire o__valid;
+  wire \o__valid$11 ;
+  wire push;
+  input rst;
+  wire rst;
+  assign i__ready = level != 2'h2;
+  assign push = i__valid & i__ready;
+  t3hw_engine__slice_net_store__queue  queue (
+    .clk(clk),
+    .level(level),
+    .o__payload(o__payload),
+    .o__ready(o__ready),
+    .o__valid(o__valid),
+    .push(push),
+    .rst(rst),
+    .wr__data(data)
+  );
+  assign i__payload = data;
+  assign \o__payload$7  = o__payload;
+  assign \o__ready$9  = o__ready;
+  assign \o__valid$11  = o__valid;
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign i__payload__device  = data[4:0];
+  assign i__payload__addr  = data[52:5];
+  assign i__payload__kind  = data[53];
+  assign i__payload__tile  = data[69:54];
+  assign i__payload__bytes  = data[76:70];
+  assign o__payload__device  = o__payload[4:0];
+  assign o__payload__addr  = o__payload[52:5];
+  assign o__payload__kind  = o__payload[53];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign o__payload$7__device  = o__payload[4:0];
+  assign o__payload$7__addr  = o__payload[52:5];
+  assign o__payload$7__kind  = o__payload[53];
+  assign o__payload$7__tile  = o__payload[69:54];
+  assign o__payload$7__bytes  = o__payload[76:70];
+endmodule
+
+module t3hw_engine__slice_net_store__queue (rst, push, o__valid, o__payload, wr__data, o__ready, level, clk);
+  reg _init_strobe_12  = 0;
+  wire \$1 ;
+  wire [1:0] \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire \$13 ;
+  wire [3:0] \$14 ;
+  reg \$15 ;
+  reg \$16 ;
+  reg [1:0] \$17 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [1:0] \$5 ;
+  wire [1:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire [1:0] \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  wire [76:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  (* init = 1'h0 *)
+  wire head;
+  output [1:0] level;
+  reg [1:0] level = 2'h0;
+  output [76:0] o__payload;
+  wire [76:0] o__payload;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  wire o__valid;
+  input push;
+  wire push;
+  reg rd__addr = 1'h0;
+  wire [76:0] rd__data;
+  wire [47:0] rd__data__addr ;
+  wire [6:0] rd__data__bytes ;
+  wire [4:0] rd__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd__data__kind ;
+  wire [15:0] rd__data__tile ;
+  input rst;
+  wire rst;
+  (* init = 1'h0 *)
+  wire tail;
+  reg wr__addr = 1'h0;
+  input [76:0] wr__data;
+  wire [76:0] wr__data;
+  wire [47:0] wr__data__addr ;
+  wire [6:0] wr__data__bytes ;
+  wire [4:0] wr__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire wr__data__kind ;
+  wire [15:0] wr__data__tile ;
+  wire wr__en;
+  reg [76:0] storage [1:0];
+  initial begin
+    storage[0] = 77'h00000000000000000000;
+    storage[1] = 77'h00000000000000000000;
+  end
+  always @(posedge clk) begin
+    if (wr__en)
+      storage[wr__addr] <= wr__data;
+  end
+  assign o__payload = storage[rd__addr];
+  assign \$1  = level != 2'h2;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign o__valid = | level;
+  assign wr__en = push & accept;
+  assign \$3  = push & accept;
+  assign \$5  = wr__addr + 1'h1;
+  assign \$6  = \$4  ? 2'h0 : \$5 ;
+  assign \$7  = o__valid & o__ready;
+  assign \$9  = rd__addr + 1'h1;
+  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$11  = push & accept;
+  assign \$12  = level + \$11 ;
+  assign \$13  = o__valid & o__ready;
+  assign \$14  = \$12  - \$13 ;
+  always @(posedge clk)
+    wr__addr <= \$15 ;
+  always @(posedge clk)
+    rd__addr <= \$16 ;
+  always @(posedge clk)
+    level <= \$17 ;
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$15  = wr__addr;
+    if (\$3 ) begin
+      \$15  = \$6 [0];
+    end
+    if (rst) begin
+      \$15  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$16  = rd__addr;
+    if (\$7 ) begin
+      \$16  = \$10 [0];
+    end
+    if (rst) begin
+      \$16  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$17  = \$14 [1:0];
+    if (rst) begin
+      \$17  = 2'h0;
+    end
+  end
+  assign tail = wr__addr;
+  assign data = wr__data;
+  assign head = rd__addr;
+  assign rd__data = o__payload;
+  assign wr__data__device  = wr__data[4:0];
+  assign wr__data__addr  = wr__data[52:5];
+  assign wr__data__kind  = wr__data[53];
+  assign wr__data__tile  = wr__data[69:54];
+  assign wr__data__bytes  = wr__data[76:70];
+  assign data__device  = wr__data[4:0];
+  assign data__addr  = wr__data[52:5];
+  assign data__kind  = wr__data[53];
+  assign data__tile  = wr__data[69:54];
+  assign data__bytes  = wr__data[76:70];
+  assign o__payload__device  = o__payload[4:0];
+  assign o__payload__addr  = o__payload[52:5];
+  assign o__payload__kind  = o__payload[53];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign rd__data__device  = o__payload[4:0];
+  assign rd__data__addr  = o__payload[52:5];
+  assign rd__data__kind  = o__payload[53];
+  assign rd__data__tile  = o__payload[69:54];
+  assign rd__data__bytes  = o__payload[76:70];
+  assign \$4  = wr__addr;
+  assign \$8  = rd__addr;
+endmodule
+
+module t3hw_engine__slice_remote (rst, o__ready, i__ready, o__valid, o__payload, i__valid, data, clk);
+  input clk;
+  wire clk;
+  input [72:0] data;
+  wire [72:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
+  wire [72:0] i__payload;
+  wire [47:0] i__payload__addr ;
+  wire [6:0] i__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire i__payload__kind ;
+  wire [15:0] i__payload__tile ;
+  wire i__payload__tracked ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  wire [1:0] level;
+  output [72:0] o__payload;
+  wire [72:0] o__payload;
+  wire [72:0] \o__payload$7 ;
+  wire [47:0] o__payload$7__addr ;
+  wire [6:0] o__payload$7__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$7__kind ;
+  wire [15:0] o__payload$7__tile ;
+  wire o__payload$7__tracked ;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  wire \o__ready$9 ;
+  output o__valid;
+  wire o__valid;
+  wire \o__valid$11 ;
+  wire push;
+  input rst;
+  wire rst;
+  assign i__ready = level != 2'h2;
+  assign push = i__valid & i__ready;
+  t3hw_engine__slice_remote__queue  queue (
+    .clk(clk),
+    .level(level),
+    .o__payload(o__payload),
+    .o__ready(o__ready),
+    .o__valid(o__valid),
+    .push(push),
+    .rst(rst),
+    .wr__data(data)
+  );
+  assign i__payload = data;
+  assign \o__payload$7  = o__payload;
+  assign \o__ready$9  = o__ready;
+  assign \o__valid$11  = o__valid;
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign i__payload__addr  = data[47:0];
+  assign i__payload__tile  = data[63:48];
+  assign i__payload__bytes  = data[70:64];
+  assign i__payload__kind  = data[71];
+  assign i__payload__tracked  = data[72];
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign o__payload$7__addr  = o__payload[47:0];
+  assign o__payload$7__tile  = o__payload[63:48];
+  assign o__payload$7__bytes  = o__payload[70:64];
+  assign o__payload$7__kind  = o__payload[71];
+  assign o__payload$7__tracked  = o__payload[72];
+endmodule
+
+module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+  reg _init_strobe_13  = 0;
+  wire \$1 ;
+  wire [1:0] \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire \$13 ;
+  wire [3:0] \$14 ;
+  reg \$15 ;
+  reg \$16 ;
+  reg [1:0] \$17 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [1:0] \$5 ;
+  wire [1:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire [1:0] \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  wire [72:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
+  (* init = 1'h0 *)
+  wire head;
+  output [1:0] level;
+  reg [1:0] level = 2'h0;
+  output [72:0] o__payload;
+  wire [72:0] o__payload;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  wire o__valid;
+  input push;
+  wire push;
+  reg rd__addr = 1'h0;
+  wire [72:0] rd__data;
+  wire [47:0] rd__data__addr ;
+  wire [6:0] rd__data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd__data__kind ;
+  wire [15:0] rd__data__tile ;
+  wire rd__data__tracked ;
+  input rst;
+  wire rst;
+  (* init = 1'h0 *)
+  wire tail;
+  reg wr__addr = 1'h0;
+  input [72:0] wr__data;
+  wire [72:0] wr__data;
+  wire [47:0] wr__data__addr ;
+  wire [6:0] wr__data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire wr__data__kind ;
+  wire [15:0] wr__data__tile ;
+  wire wr__data__tracked ;
+  wire wr__en;
+  reg [72:0] storage [1:0];
+  initial begin
+    storage[0] = 73'h0000000000000000000;
+    storage[1] = 73'h0000000000000000000;
+  end
+  always @(posedge clk) begin
+    if (wr__en)
+      storage[wr__addr] <= wr__data;
+  end
+  assign o__payload = storage[rd__addr];
+  assign \$1  = level != 2'h2;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign o__valid = | level;
+  assign wr__en = push & accept;
+  assign \$3  = push & accept;
+  assign \$5  = wr__addr + 1'h1;
+  assign \$6  = \$4  ? 2'h0 : \$5 ;
+  assign \$7  = o__valid & o__ready;
+  assign \$9  = rd__addr + 1'h1;
+  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$11  = push & accept;
+  assign \$12  = level + \$11 ;
+  assign \$13  = o__valid & o__ready;
+  assign \$14  = \$12  - \$13 ;
+  always @(posedge clk)
+    wr__addr <= \$15 ;
+  always @(posedge clk)
+    rd__addr <= \$16 ;
+  always @(posedge clk)
+    level <= \$17 ;
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$15  = wr__addr;
+    if (\$3 ) begin
+      \$15  = \$6 [0];
+    end
+    if (rst) begin
+      \$15  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$16  = rd__addr;
+    if (\$7 ) begin
+      \$16  = \$10 [0];
+    end
+    if (rst) begin
+      \$16  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$17  = \$14 [1:0];
+    if (rst) begin
+      \$17  = 2'h0;
+    end
+  end
+  assign tail = wr__addr;
+  assign data = wr__data;
+  assign head = rd__addr;
+  assign rd__data = o__payload;
+  assign wr__data__addr  = wr__data[47:0];
+  assign wr__data__tile  = wr__data[63:48];
+  assign wr__data__bytes  = wr__data[70:64];
+  assign wr__data__kind  = wr__data[71];
+  assign wr__data__tracked  = wr__data[72];
+  assign data__addr  = wr__data[47:0];
+  assign data__tile  = wr__data[63:48];
+  assign data__bytes  = wr__data[70:64];
+  assign data__kind  = wr__data[71];
+  assign data__tracked  = wr__data[72];
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign rd__data__addr  = o__payload[47:0];
+  assign rd__data__tile  = o__payload[63:48];
+  assign rd__data__bytes  = o__payload[70:64];
+  assign rd__data__kind  = o__payload[71];
+  assign rd__data__tracked  = o__payload[72];
+  assign \$4  = wr__addr;
+  assign \$8  = rd__addr;
+endmodule
+
+module t3hw_engine__slice_store (rst, o__ready, i__ready, o__valid, o__payload, i__valid, data, clk);
+  input clk;
+  wire clk;
+  input [72:0] data;
+  wire [72:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
+  wire [72:0] i__payload;
+  wire [47:0] i__payload__addr ;
+  wire [6:0] i__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire i__payload__kind ;
+  wire [15:0] i__payload__tile ;
+  wire i__payload__tracked ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  wire [1:0] level;
+  output [72:0] o__payload;
+  wire [72:0] o__payload;
+  wire [72:0] \o__payload$7 ;
+  wire [47:0] o__payload$7__addr ;
+  wire [6:0] o__payload$7__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$7__kind ;
+  wire [15:0] o__payload$7__tile ;
+  wire o__payload$7__tracked ;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  wire \o__ready$9 ;
+  output o__valid;
+  wire o__valid;
+  wire \o__valid$11 ;
+  wire push;
+  input rst;
+  wire rst;
+  assign i__ready = level != 2'h2;
+  assign push = i__valid & i__ready;
+  t3hw_engine__slice_store__queue  queue (
+    .clk(clk),
+    .level(level),
+    .o__payload(o__payload),
+    .o__ready(o__ready),
+    .o__valid(o__valid),
+    .push(push),
+    .rst(rst),
+    .wr__data(data)
+  );
+  assign i__payload = data;
+  assign \o__payload$7  = o__payload;
+  assign \o__ready$9  = o__ready;
+  assign \o__valid$11  = o__valid;
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign i__payload__addr  = data[47:0];
+  assign i__payload__tile  = data[63:48];
+  assign i__payload__bytes  = data[70:64];
+  assign i__payload__kind  = data[71];
+  assign i__payload__tracked  = data[72];
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign o__payload$7__addr  = o__payload[47:0];
+  assign o__payload$7__tile  = o__payload[63:48];
+  assign o__payload$7__bytes  = o__payload[70:64];
+  assign o__payload$7__kind  = o__payload[71];
+  assign o__payload$7__tracked  = o__payload[72];
+endmodule
+
+module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+  reg _init_strobe_14  = 0;
+  wire \$1 ;
+  wire [1:0] \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire \$13 ;
+  wire [3:0] \$14 ;
+  reg \$15 ;
+  reg \$16 ;
+  reg [1:0] \$17 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [1:0] \$5 ;
+  wire [1:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire [1:0] \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  wire [72:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
+  (* init = 1'h0 *)
+  wire head;
+  output [1:0] level;
+  reg [1:0] level = 2'h0;
+  output [72:0] o__payload;
+  wire [72:0] o__payload;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  wire o__valid;
+  input push;
+  wire push;
+  reg rd__addr = 1'h0;
+  wire [72:0] rd__data;
+  wire [47:0] rd__data__addr ;
+  wire [6:0] rd__data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd__data__kind ;
+  wire [15:0] rd__data__tile ;
+  wire rd__data__tracked ;
+  input rst;
+  wire rst;
+  (* init = 1'h0 *)
+  wire tail;
+  reg wr__addr = 1'h0;
+  input [72:0] wr__data;
+  wire [72:0] wr__data;
+  wire [47:0] wr__data__addr ;
+  wire [6:0] wr__data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire wr__data__kind ;
+  wire [15:0] wr__data__tile ;
+  wire wr__data__tracked ;
+  wire wr__en;
+  reg [72:0] storage [1:0];
+  initial begin
+    storage[0] = 73'h0000000000000000000;
+    storage[1] = 73'h0000000000000000000;
+  end
+  always @(posedge clk) begin
+    if (wr__en)
+      storage[wr__addr] <= wr__data;
+  end
+  assign o__payload = storage[rd__addr];
+  assign \$1  = level != 2'h2;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign o__valid = | level;
+  assign wr__en = push & accept;
+  assign \$3  = push & accept;
+  assign \$5  = wr__addr + 1'h1;
+  assign \$6  = \$4  ? 2'h0 : \$5 ;
+  assign \$7  = o__valid & o__ready;
+  assign \$9  = rd__addr + 1'h1;
+  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$11  = push & accept;
+  assign \$12  = level + \$11 ;
+  assign \$13  = o__valid & o__ready;
+  assign \$14  = \$12  - \$13 ;
+  always @(posedge clk)
+    wr__addr <= \$15 ;
+  always @(posedge clk)
+    rd__addr <= \$16 ;
+  always @(posedge clk)
+    level <= \$17 ;
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$15  = wr__addr;
+    if (\$3 ) begin
+      \$15  = \$6 [0];
+    end
+    if (rst) begin
+      \$15  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$16  = rd__addr;
+    if (\$7 ) begin
+      \$16  = \$10 [0];
+    end
+    if (rst) begin
+      \$16  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$17  = \$14 [1:0];
+    if (rst) begin
+      \$17  = 2'h0;
+    end
+  end
+  assign tail = wr__addr;
+  assign data = wr__data;
+  assign head = rd__addr;
+  assign rd__data = o__payload;
+  assign wr__data__addr  = wr__data[47:0];
+  assign wr__data__tile  = wr__data[63:48];
+  assign wr__data__bytes  = wr__data[70:64];
+  assign wr__data__kind  = wr__data[71];
+  assign wr__data__tracked  = wr__data[72];
+  assign data__addr  = wr__data[47:0];
+  assign data__tile  = wr__data[63:48];
+  assign data__bytes  = wr__data[70:64];
+  assign data__kind  = wr__data[71];
+  assign data__tracked  = wr__data[72];
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign rd__data__addr  = o__payload[47:0];
+  assign rd__data__tile  = o__payload[63:48];
+  assign rd__data__bytes  = o__payload[70:64];
+  assign rd__data__kind  = o__payload[71];
+  assign rd__data__tracked  = o__payload[72];
+  assign \$4  = wr__addr;
+  assign \$8  = rd__addr;
+endmodule
+
+module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__payload, o__ready, program__valid, program__payload, write__valid, write__payload, busy, errors, stats, clk);
+  reg _init_strobe_15  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -11218,7 +13430,7 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
     .wr__data(data)
   );
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     (* full_case = 32'd1 *)
     if (hit_last) begin
       cur = fwd_last;
@@ -11229,7 +13441,7 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     nxt = cur;
     if (s2_valid) begin
       (* full_case = 32'd1 *)
@@ -11265,14 +13477,14 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     wr__addr = \$4 [7:0];
     if (busy) begin
       wr__addr = sweep;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     set_err[3:0] = 4'h0;
     if (s2_valid) begin
       if (\$10 ) begin
@@ -11294,7 +13506,7 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     we = 1'h0;
     if (s2_valid) begin
       (* full_case = 32'd1 *)
@@ -11324,7 +13536,7 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     push = 1'h0;
     if (s2_valid) begin
       if (\$10 ) begin
@@ -11334,7 +13546,7 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     \$47  = sweep;
     if (busy) begin
       \$47  = \$21 [7:0];
@@ -11344,7 +13556,7 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     \$48  = busy;
     if (busy) begin
       if (\$22 ) begin
@@ -11356,84 +13568,84 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     \$49  = write__valid;
     if (rst) begin
       \$49  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     \$50  = busy;
     if (rst) begin
       \$50  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     \$51  = \$23 ;
     if (rst) begin
       \$51  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     \$52  = s1_valid;
     if (rst) begin
       \$52  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     \$53  = s1_stale;
     if (rst) begin
       \$53  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     \$54  = s1_prog;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     \$55  = \$28 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     \$56  = \$31 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     \$57  = \$33 ;
     if (rst) begin
       \$57  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     \$59  = push;
     if (rst) begin
       \$59  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     \$60  = \$37 ;
     if (rst) begin
       \$60  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_15 ) begin end
     \$61  = stats;
     if (write__valid) begin
       casez (write__payload[22:21])
@@ -11575,7 +13787,7 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
 endmodule
 
 module t3hw_engine__tracker__queue (rst, accept, o__valid, o__payload, o__ready, wr__data, push, clk);
-  reg _init_strobe_10  = 0;
+  reg _init_strobe_16  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -11675,7 +13887,7 @@ module t3hw_engine__tracker__queue (rst, accept, o__valid, o__payload, o__ready,
   always @(posedge clk)
     level <= \$17 ;
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_16 ) begin end
     \$15  = wr__addr;
     if (\$3 ) begin
       \$15  = \$6 [3:0];
@@ -11685,7 +13897,7 @@ module t3hw_engine__tracker__queue (rst, accept, o__valid, o__payload, o__ready,
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_16 ) begin end
     \$16  = rd__addr;
     if (\$7 ) begin
       \$16  = \$10 [3:0];
@@ -11695,7 +13907,7 @@ module t3hw_engine__tracker__queue (rst, accept, o__valid, o__payload, o__ready,
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_16 ) begin end
     \$17  = \$14 [4:0];
     if (rst) begin
       \$17  = 5'h00;
@@ -11716,7 +13928,7 @@ module t3hw_engine__tracker__queue (rst, accept, o__valid, o__payload, o__ready,
 endmodule
 
 module t3hw_engine__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, o__ready);
-  reg _init_strobe_11  = 0;
+  reg _init_strobe_17  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
   reg \$11 ;
@@ -11790,7 +14002,7 @@ module t3hw_engine__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1_
   always @(posedge clk)
     last <= \$11 ;
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_17 ) begin end
     \$9  = o__valid;
     if (o__ready) begin
       \$9  = 1'h0;
@@ -11819,7 +14031,7 @@ module t3hw_engine__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1_
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_17 ) begin end
     \$10  = o__payload;
     (* full_case = 32'd1 *)
     casez (last)
@@ -11845,7 +14057,7 @@ module t3hw_engine__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1_
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_17 ) begin end
     \$11  = last;
     (* full_case = 32'd1 *)
     casez (last)
@@ -11871,7 +14083,7 @@ module t3hw_engine__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1_
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_17 ) begin end
     i__1__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -11891,7 +14103,7 @@ module t3hw_engine__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1_
     endcase
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_17 ) begin end
     i__0__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)

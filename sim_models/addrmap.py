@@ -22,7 +22,8 @@ from t3hw.params import EngineParams
 from .env import BlockModel, Stall, StreamEnv
 
 
-__all__ = ["AddrMapModel", "AddrMapEnv", "drain", "boundaries", "provoke_errors"]
+__all__ = ["AddrMapModel", "AddrMapEnv", "drain", "boundaries", "provoke_errors",
+           "back_to_back"]
 
 _MODES = {m.value for m in RegionMode}
 
@@ -120,12 +121,13 @@ class AddrMapEnv(StreamEnv):
         Probability per cycle that a back-pressure burst starts on ``net`` and on ``mem``
         (each), in [0, 1).
 
-    Scoring, every cycle: ``store.ready`` is high exactly when neither output holds a store
-    that is not being taken; ``net`` and ``mem`` show exactly the store accepted last (held
-    while not taken), field by field, as :class:`AddrMapModel` classified it; ``rx.ready`` is
+    Scoring, every cycle: ``store.ready`` is high exactly when the classified store ahead
+    (stage A) is empty or moves into its output this cycle (its output empty or being
+    taken); ``net`` and ``mem`` show exactly the store that moved there last (held while not
+    taken), field by field, as :class:`AddrMapModel` classified it when it was accepted; ``rx.ready`` is
     high exactly when ``rx_mem`` is free, and ``rx_mem`` shows the packet accepted last, with
-    ``tracked`` from the model. Region writes apply in the cycle after they are presented,
-    after the store and the packet accepted in that cycle, as in the RTL.
+    ``tracked`` from the model. Region writes apply two cycles after they are presented
+    (after the store and the packet accepted in that cycle), in order, as in the RTL.
     """
 
     in_streams  = ("store", "program", "rx")
@@ -154,9 +156,10 @@ class AddrMapEnv(StreamEnv):
         self.received = 0           # packets accepted on `rx`
         self.rx_tracked = 0         # ... of which tracked
         self.prog = None            # (index, fields) presented on `program` this cycle
-        self.p2 = None              # ...last cycle: checked and applied this cycle (P2)
+        self.late = [None, None]    # ...the two cycles before: applied at the end of P3
         self.scripted = []          # ("store", fields) / ("program", index, fields), in order
         self.out = {"net": None, "mem": None, "rx_mem": None}   # expected output registers
+        self.stage_a = None         # (output, fields): a store classified, before its output
         self.sent = 0               # stores accepted
         self.taken = {"net": 0, "mem": 0, "rx_mem": 0}
         self.rejected = 0           # region writes rejected
@@ -248,7 +251,9 @@ class AddrMapEnv(StreamEnv):
         for name in ("net", "mem", "rx_mem"):
             got = None if outs[name] is None else codecs[name].unpack(outs[name])
             assert got == self.out[name], f"cycle {cyc}: {name} {got}, model {self.out[name]}"
-        free = all(self.out[n] is None or ins[n] for n in ("net", "mem"))
+        a = self.stage_a
+        advance = a is not None and (self.out[a[0]] is None or ins[a[0]])
+        free = a is None or advance
         assert outs["store"] == free, f"cycle {cyc}: store.ready {outs['store']}, model {free}"
         rx_free = self.out["rx_mem"] is None or ins["rx_mem"]
         assert outs["rx"] == rx_free, f"cycle {cyc}: rx.ready {outs['rx']}, model {rx_free}"
@@ -261,20 +266,23 @@ class AddrMapEnv(StreamEnv):
             self.rx_tracked += self.out["rx_mem"]["tracked"]
             self.rx = None
             self.received += 1
+        if advance:
+            self.out[a[0]] = a[1]
+            self.stage_a = None
         if self.store is not None and free:
-            where, fields = self.model.classify(**self.store)
-            self.out[where] = fields
+            self.stage_a = self.model.classify(**self.store)
             self.store = None
             self.sent += 1
-        if self.p2 is not None:
-            self.rejected += not self.model.program(self.p2[0], **self.p2[1])
-        self.p2 = self.prog
+        late = self.late.pop(0)
+        if late is not None:
+            self.rejected += not self.model.program(late[0], **late[1])
+        self.late.append(self.prog)
         self._outs = outs
 
     def done(self):
         """All stores sent and taken, nothing scripted."""
         return (self.sent >= self.stores and self.store is None and not self.scripted
-                and self.p2 is None and self.rx is None
+                and self.late == [None, None] and self.rx is None and self.stage_a is None
                 and all(v is None for v in self.out.values()))
 
     def check_state(self):
@@ -363,7 +371,43 @@ async def provoke_errors(env, cycle):
     # Rewriting a region over itself is not an overlap; removing it always works.
     env.write(0, **dict(good, size=0x40))
     env.write(0, valid=0)
-    await drain(env, cycle)                     # a write applies from two cycles after it
+    await drain(env, cycle)                     # a write applies from three cycles after it
     env.send(0x30)
     await drain(env, cycle)
     assert not any(env.model.errors.values()) and env.model.stats["remote"] == 0
+
+
+async def back_to_back(env, cycle):
+    """Region writes in consecutive cycles are checked in order, each against the table as
+    the one before it left it (the RTL compares a write with the one still in flight ahead of
+    it). Each pair's verdict is written out here; stores into every range then check the
+    table itself, cycle by cycle, against the model."""
+    def region(base, size, mode=RegionMode.REMOTE):
+        return dict(valid=1, mode=mode, device=1, base=base, size=size, remote_base=0x10)
+
+    steps = [
+        # (writes in consecutive cycles, the error bits they must set)
+        ([(0, region(0x100, 0x100)), (1, region(0x180, 0x100))], {"overlap"}),
+        ([(0, dict(valid=0)), (1, region(0x100, 0x100))], set()),       # its range, freed
+        ([(1, region(0x400, 0x100)), (0, region(0x100, 0x100))], set()),   # moved away
+        ([(0, region(0x100, 0x100, RegionMode.TRACKED)), (2, region(0x1f0, 0x20))],
+         {"overlap"}),
+        ([(2, region(0x200, 0x100)), (2, region(0x300, 0x10))], set()),    # replaced twice
+    ]
+    for writes, expect in steps:
+        for index, fields in writes:
+            env.write(index, **fields)
+        for addr in (0x100, 0x1ff, 0x200, 0x280, 0x300, 0x30f, 0x310, 0x400):
+            env.send(addr)
+        await drain(env, cycle)
+        got = {k for k, v in env.model.errors.items() if v}
+        assert got == expect, f"writes {writes}: errors {got}, expected {expect}"
+        env.clear = (1 << env.model.errors_codec.width) - 1
+        await cycle()
+        env.clear = 0
+        env.model.clear_errors()
+    want = {0: (0x100, 0x100, RegionMode.TRACKED.value), 1: (0x400, 0x100,
+            RegionMode.REMOTE.value), 2: (0x300, 0x10, RegionMode.REMOTE.value)}
+    got = {i: (r["base"], r["size"], r["mode"]) for i, r in enumerate(env.model.regions)
+           if r is not None}
+    assert got == want, got

@@ -24,6 +24,7 @@ overlap and are never empty, so at most one region matches.
 
 import operator
 from functools import reduce
+from types import SimpleNamespace
 
 from amaranth import *
 from amaranth.lib import stream, wiring
@@ -50,16 +51,17 @@ class AddrMap(wiring.Component):
     Members
     -------
     store : In(stream.Signature(store_layout))
-        Producer stores. Ready when both output registers are empty or being taken (so a
-        stalled output holds every store, in order).
+        Producer stores. Ready when the classified store ahead of it (stage A) is empty or
+        moves into its output register this cycle (so a stalled output holds every store,
+        in order).
     program : In(stream.Signature(region_program_layout, always_ready=True))
         Region writes (from the register block), one per cycle. ``valid = 0`` removes region
         ``index``. A write with ``valid = 1`` replaces region ``index`` unless it is rejected:
         size 0, ``base + size > 2**addr_width`` or an unknown mode sets ``bad_region``;
         overlapping another valid region sets ``overlap``. A rejected write leaves the table
-        unchanged. A write is checked and applied in the cycle after it (so its error bit is
-        set two cycles after it), and applies to stores and packets accepted from two cycles
-        after it on.
+        unchanged. A write is checked and applied over the two cycles after it (so its error
+        bit is set three cycles after it), and applies to stores and packets accepted from
+        three cycles after it on. Writes in consecutive cycles are checked in order.
     net : Out(stream.Signature(net_packet_layout))
         Stores to ``REMOTE`` regions, as ``UPDATE`` packets. ``valid`` is a register.
     mem : Out(stream.Signature(mem_store_layout))
@@ -77,15 +79,18 @@ class AddrMap(wiring.Component):
     clear : In(addrmap_errors_layout)
         Write-one-to-clear strobe for ``errors``.
     stats : Out(addrmap_stats_layout)
-        Wrapping counters of the stores accepted, by class.
+        Wrapping counters of the stores accepted, by class (counted as they leave stage A).
 
-    Latency 1 cycle (a store accepted in cycle t is valid at its output in t + 1);
-    throughput one store per cycle while the outputs are ready. The classification is two
+    Latency 2 cycles (a store accepted in cycle t is valid at its output in t + 2);
+    throughput one store per cycle while the outputs are ready. Stage A classifies: two
     compares (``base <= addr < end``) and one add (``addr + remote_base - base``) per region,
     all in parallel on the region's stored ``end`` and translation, which programming
-    computes; so its path is one ``addr_width`` carry chain, then the one-hot select, which
-    grows with ``log2(regions)``. Programming takes two stages: the new region's end and
-    translation are computed and registered, then it is compared with every other region.
+    computes, so its path is one ``addr_width`` carry chain; it registers the hit lines and
+    every region's result. Stage B selects with the registered one-hot hit (an AND-OR, which
+    grows with ``log2(regions)``) into the output registers, and counts. Received packets
+    take one cycle (one compare per region, then the ``tracked`` bit). Programming takes three
+    stages: the new region's end and translation are computed and registered, then it is
+    compared with every other region, then the verdict is taken and the region written.
     Region valid bits and the outputs' ``valid`` are reset; the derived ``end`` and
     translation are not (they are only read while their region is valid).
     """
@@ -121,57 +126,80 @@ class AddrMap(wiring.Component):
         deltas = [Signal(aw, name=f"region{i}_delta", reset_less=True)
                   for i in range(p.regions)]
 
-        # --- classify: two compares and one add per region in parallel, one-hot select ------
+        # --- classify, stage A: two compares and one add per region, in parallel ------------
         # (a region matches when base <= addr < end; every region computes its own
-        # translated address, and the hit selects one: no carry chain follows the select)
+        # translated address). Registered with the store: the hit lines, every region's
+        # translated address, mode and device (a copy, so that a region written meanwhile
+        # does not change a store already classified).
         st = self.store.payload
         hits = Signal(p.regions)
         for i, r in enumerate(regions):
             m.d.comb += hits[i].eq(r.valid & (st.addr >= r.base) & (st.addr < ends[i]))
+        a_valid   = Signal()
+        a_store   = Signal(store_layout(p), reset_less=True)
+        a_hits    = Signal(p.regions, reset_less=True)
+        a_targets = [Signal(aw, name=f"a_target{i}", reset_less=True) for i in range(p.regions)]
+        a_modes   = [Signal(RegionMode, name=f"a_mode{i}", reset_less=True)
+                     for i in range(p.regions)]
+        a_devices = [Signal(p.device_width, name=f"a_device{i}", reset_less=True)
+                     for i in range(p.regions)]
+
+        # --- stage B: select with the registered one-hot hit, into the output registers ----
         # At most one region hits (the table never overlaps), so the select is an AND-OR of
         # the hit lines, not a priority chain.
         def select(values):
-            return reduce(operator.or_, (Mux(hits[i], v, 0) for i, v in enumerate(values)))
+            return reduce(operator.or_, (Mux(a_hits[i], v, 0) for i, v in enumerate(values)))
         mode   = Signal(RegionMode)                 # LOCAL (0) when no region hits
         device = Signal(p.device_width)
         target = Signal(aw)                         # the translated address of the hit region
         m.d.comb += [
-            mode.eq(select([r.mode.as_value() for r in regions])),
-            device.eq(select([r.device for r in regions])),
-            target.eq(select([(st.addr + deltas[i])[:aw] for i in range(p.regions)])),
+            mode.eq(select([x.as_value() for x in a_modes])),
+            device.eq(select(a_devices)),
+            target.eq(select(a_targets)),
         ]
-        hit = hits.any()
+        hit = a_hits.any()
+        remote = mode == RegionMode.REMOTE
 
         net, mem = self.net, self.mem
-        m.d.comb += self.store.ready.eq((~net.valid | net.ready) & (~mem.valid | mem.ready))
+        advance = Signal()                          # stage A moves into its output register
+        m.d.comb += [
+            advance.eq(a_valid & Mux(remote, ~net.valid | net.ready, ~mem.valid | mem.ready)),
+            self.store.ready.eq(~a_valid | advance),
+        ]
         take = self.store.valid & self.store.ready
-        remote = mode == RegionMode.REMOTE
+        with m.If(take):
+            m.d.sync += [a_valid.eq(1), a_store.eq(st), a_hits.eq(hits)]
+            for i, r in enumerate(regions):
+                m.d.sync += [a_targets[i].eq(st.addr + deltas[i]), a_modes[i].eq(r.mode),
+                             a_devices[i].eq(r.device)]
+        with m.Elif(advance):
+            m.d.sync += a_valid.eq(0)
 
         with m.If(net.ready):
             m.d.sync += net.valid.eq(0)
         with m.If(mem.ready):
             m.d.sync += mem.valid.eq(0)
-        with m.If(take & remote):
+        with m.If(advance & remote):
             m.d.sync += [
                 net.valid.eq(1),
                 net.payload.device.eq(device),
                 net.payload.addr.eq(target),
                 net.payload.kind.eq(WriteKind.UPDATE),
-                net.payload.tile.eq(st.tile),
-                net.payload.bytes.eq(st.bytes),
+                net.payload.tile.eq(a_store.tile),
+                net.payload.bytes.eq(a_store.bytes),
             ]
-        with m.If(take & ~remote):
+        with m.If(advance & ~remote):
             m.d.sync += [
                 mem.valid.eq(1),
-                mem.payload.addr.eq(st.addr),
-                mem.payload.tile.eq(st.tile),
-                mem.payload.bytes.eq(st.bytes),
-                mem.payload.kind.eq(st.kind),
+                mem.payload.addr.eq(a_store.addr),
+                mem.payload.tile.eq(a_store.tile),
+                mem.payload.bytes.eq(a_store.bytes),
+                mem.payload.kind.eq(a_store.kind),
                 mem.payload.tracked.eq(mode == RegionMode.TRACKED),
             ]
 
         s = self.stats
-        with m.If(take):
+        with m.If(advance):
             with m.If(~hit):
                 m.d.sync += s.unmapped.eq(s.unmapped + 1)
             with m.Elif(mode == RegionMode.LOCAL):
@@ -200,42 +228,60 @@ class AddrMap(wiring.Component):
                 rx_mem.payload.tracked.eq(rx_hit.any()),
             ]
 
-        # --- program: two stages ------------------------------------------------------------
+        # --- program: three stages ----------------------------------------------------------
         # P1 registers the request with its end, its translation and the checks on it alone;
-        # P2 compares it with every region (two compares each, in parallel) and writes it.
-        # Two requests in a row are checked in order: the first is in the table when the
-        # second reaches P2.
+        # P2 compares it with every region (two compares each, all in parallel) and
+        # registers the clashes; P3 decides and writes. Requests are checked in order, as
+        # if each were written before the next is compared: P2 also compares with the
+        # request in P3 (written at the end of this cycle), in place of the region it
+        # replaces or removes.
         req = self.program.payload
         end = Signal(aw + 1)
         m.d.comb += end.eq(req.base + req.size)
-        p2_valid = Signal()
-        p2_req   = Signal(region_program_layout(p), reset_less=True)
-        p2_end   = Signal(aw + 1, reset_less=True)
-        p2_delta = Signal(aw, reset_less=True)
-        p2_bad   = Signal(reset_less=True)
+
+        def pstage(name):
+            return SimpleNamespace(
+                valid=Signal(name=f"{name}_valid"),
+                req=Signal(region_program_layout(p), name=f"{name}_req", reset_less=True),
+                end=Signal(aw + 1, name=f"{name}_end", reset_less=True),
+                delta=Signal(aw, name=f"{name}_delta", reset_less=True),
+                bad=Signal(name=f"{name}_bad", reset_less=True))
+        p2, p3 = pstage("p2"), pstage("p3")
         m.d.sync += [
-            p2_valid.eq(self.program.valid),
-            p2_req.eq(req),
-            p2_end.eq(end),
-            p2_delta.eq(req.remote_base - req.base),
-            p2_bad.eq((req.size == 0) | (end > (1 << aw)) |
+            p2.valid.eq(self.program.valid),
+            p2.req.eq(req),
+            p2.end.eq(end),
+            p2.delta.eq(req.remote_base - req.base),
+            p2.bad.eq((req.size == 0) | (end > (1 << aw)) |
                       (req.mode.as_value() > RegionMode.TRACKED.value)),
         ]
-        clash = Signal(p.regions)
-        for i, r in enumerate(regions):
-            m.d.comb += clash[i].eq((p2_req.index != i) & r.valid &
-                                    (p2_req.base < ends[i]) & (r.base < p2_end))
+        m.d.sync += [getattr(p3, k).eq(getattr(p2, k)) for k in ("valid", "req", "end",
+                                                                 "delta", "bad")]
+
+        # P3: the request's verdict and write (from registers only).
+        p3_clash = Signal(p.regions + 1, reset_less=True)    # regions, then the P3 ahead
+        write = Signal()
+        m.d.comb += write.eq(p3.valid & (~p3.req.valid | (~p3.bad & ~p3_clash.any())))
         set_err = Signal(addrmap_errors_layout(p))
         m.d.comb += [
-            set_err.bad_region.eq(p2_valid & p2_req.valid & p2_bad),
-            set_err.overlap.eq(p2_valid & p2_req.valid & ~p2_bad & clash.any()),
+            set_err.bad_region.eq(p3.valid & p3.req.valid & p3.bad),
+            set_err.overlap.eq(p3.valid & p3.req.valid & ~p3.bad & p3_clash.any()),
         ]
-        write = p2_valid & (~p2_req.valid | (~p2_bad & ~clash.any()))
         for i, r in enumerate(regions):
-            with m.If(write & (p2_req.index == i)):
+            with m.If(write & (p3.req.index == i)):
                 for name in region_layout(p).members:
-                    m.d.sync += r[name].eq(p2_req[name])
-                m.d.sync += [ends[i].eq(p2_end), deltas[i].eq(p2_delta)]
+                    m.d.sync += r[name].eq(p3.req[name])
+                m.d.sync += [ends[i].eq(p3.end), deltas[i].eq(p3.delta)]
+
+        # P2: compare with the table as P3 leaves it.
+        clash = Signal(p.regions + 1)
+        for i, r in enumerate(regions):
+            replaced = write & (p3.req.index == i)
+            m.d.comb += clash[i].eq((p2.req.index != i) & r.valid & ~replaced &
+                                    (p2.req.base < ends[i]) & (r.base < p2.end))
+        m.d.comb += clash[p.regions].eq(write & p3.req.valid & (p3.req.index != p2.req.index)
+                                        & (p2.req.base < p3.end) & (p3.req.base < p2.end))
+        m.d.sync += p3_clash.eq(clash)
 
         m.d.sync += self.errors.eq((self.errors.as_value() & ~self.clear.as_value())
                                    | set_err.as_value())

@@ -110,6 +110,16 @@ def reset_config(params: EngineParams):
             "starvation_limit": params.starvation_limit}
 
 
+def config_ok(new):
+    """Whether the arbiter accepts configuration ``new`` (a view of
+    :func:`t3hw.layouts.arbiter_config_layout`): a known policy, a starvation limit of at
+    least 1, a window of at most ``2**MAX_WINDOW_LOG2`` cycles, and a threshold or a
+    saturation to derive one from."""
+    return ((new.policy.as_value() != 3) & (new.starvation_limit != 0)
+            & (new.window_log2 <= MAX_WINDOW_LOG2)
+            & ((new.threshold != 0) | (new.saturation != 0)))
+
+
 class Arbiter(wiring.Component):
     """Compute / communication arbiter in front of the DRAM.
 
@@ -205,8 +215,11 @@ class Arbiter(wiring.Component):
         cp = self.load.valid | self.store.valid
         mp = self.dma.valid | self.remote.valid
         wait = Signal(p.starvation_width)
+        # ``wait >= cfg.starvation_limit``, kept as a register beside ``wait`` (updated with
+        # it, below), so that no compare lies before the decision.
+        wait_full = Signal()
         last_comm = Signal()                               # round robin: comm went last
-        starving = mp & (wait >= cfg.starvation_limit)
+        starving = mp & wait_full
         pick_c, pick_m, forced = Signal(), Signal(), Signal()
         with m.Switch(cfg.policy):
             with m.Case(ArbPolicy.ROUND_ROBIN):
@@ -242,10 +255,17 @@ class Arbiter(wiring.Component):
             m.d.sync += last_remote.eq(sel_remote)
         with m.If(grant_c | grant_m):
             m.d.sync += last_comm.eq(grant_m)
+        # The limit in effect next cycle (a configuration written now applies from then on;
+        # an accepted one has a limit of at least 1, so a reset ``wait`` is never full).
+        new_cfg = self.config.payload
+        limit_next = Mux(self.config.valid & config_ok(new_cfg), new_cfg.starvation_limit,
+                         cfg.starvation_limit)
         with m.If(~mp | grant_m):
-            m.d.sync += wait.eq(0)
-        with m.Elif(slot & (wait < cfg.starvation_limit)):
-            m.d.sync += wait.eq(wait + 1)
+            m.d.sync += [wait.eq(0), wait_full.eq(0)]
+        with m.Elif(slot & ~wait_full):
+            m.d.sync += [wait.eq(wait + 1), wait_full.eq(wait + 1 >= limit_next)]
+        with m.Else():
+            m.d.sync += wait_full.eq(wait >= limit_next)
 
         # --- the output register ----------------------------------------------------------
         req = Signal(mem_request_layout(p))
@@ -300,9 +320,7 @@ class Arbiter(wiring.Component):
 
         # --- configuration and threshold derivation ------------------------------------------
         new = self.config.payload
-        ok = ((new.policy.as_value() != 3) & (new.starvation_limit != 0)
-              & (new.window_log2 <= MAX_WINDOW_LOG2)
-              & ((new.threshold != 0) | (new.saturation != 0)))
+        ok = config_ok(new)
         m.d.comb += set_err.bad_config.eq(self.config.valid & ~ok)
 
         last_cycle = count == (C(1, 1) << cfg.window_log2) - 1

@@ -46,10 +46,13 @@ def build(cfg: CosimConfig, *, waves=False, root=None):
     from .system import System
     bdir = Path(root or harness.ROOT / "build") / f"system{cfg.gpus}-{_key(cfg, waves)}"
     src = bdir / "rtl" / f"{MODULE}.v"
-    if not src.is_file():
+    # Generated every time, written only when it changed: the Verilator build is redone
+    # exactly when the RTL changed (a build folder is keyed by the parameters, not by the
+    # generator's code).
+    text = _header("system", MODULE, cfg.params) + convert(System(cfg.params, n=cfg.gpus),
+                                                           MODULE)
+    if not src.is_file() or src.read_text() != text:
         src.parent.mkdir(parents=True, exist_ok=True)
-        text = _header("system", MODULE, cfg.params) + convert(System(cfg.params, n=cfg.gpus),
-                                                               MODULE)
         src.write_text(text)
     runner = get_runner("verilator")
     args = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",

@@ -14,11 +14,11 @@ committed by writing a :class:`~t3hw.layouts.CsrCommand` to ``COMMAND``:
 
 * ``REGION_WRITE``, ``DESC_WRITE``, ``TRACK_WRITE``, ``ARB_WRITE`` raise ``valid`` of the
   target's stream the next cycle. Until the target has taken the request (and, for regions
-  and descriptors, until the target's verdict arrives: two cycles after that for a region,
+  and descriptors, until the target's verdict arrives: three cycles after that for a region,
   one for a descriptor, :data:`VERDICT_DELAY`) the group is *pending* (``STATUS``): its
   registers are locked. The address map and the arbiter take every request at once
   (``region_program`` and ``arbiter_program`` are always ready), so ``REGION`` stays pending
-  for three cycles and ``ARB`` for one.
+  for four cycles and ``ARB`` for one.
 * ``REGION_READ``, ``DESC_READ`` load the region or descriptor ``index`` (the staged one)
   from the block's read-back tables into the staging group (``index`` is kept). A read of
   the group in the cycle after the command already returns the loaded fields, and a write
@@ -77,10 +77,10 @@ from .regmap import WORD_BITS, Access, RegisterMap
 __all__ = ["BusSignature", "Csr", "VERDICT_DELAY"]
 
 #: Per staging group with a read-back table: cycles from the target taking a write to its
-#: error event on the target's ``errors`` port. The address map checks a region write in the
-#: cycle after it takes it (:class:`t3hw.addrmap.AddrMap`), so its verdict comes a cycle
-#: later than the DMA's.
-VERDICT_DELAY = {"REGION": 2, "DESC": 1}
+#: error event on the target's ``errors`` port. The address map checks a region write over
+#: the two cycles after it takes it (:class:`t3hw.addrmap.AddrMap`), so its verdict comes two
+#: cycles later than the DMA's.
+VERDICT_DELAY = {"REGION": 3, "DESC": 1}
 
 
 class BusSignature(wiring.Signature):

@@ -77,14 +77,15 @@ class DmaQueue(wiring.Component):
     busy : Out(1)
         High while the table is being invalidated after reset (``2**cmd_width`` cycles).
 
-    Timing: a trigger accepted in cycle t has its descriptor checked in t + 1 (invalid: the
-    ``bad_descriptor`` pulse; valid: the index enters the ready queue). The descriptor of the
-    head index is read in the cycle the index leaves the queue, which is as soon as
-    ``descriptor`` is empty or being taken; it is offered on ``descriptor`` the cycle after,
-    when it is checked again (a descriptor invalidated while queued is dropped with
-    ``bad_descriptor``). Throughput: one descriptor every 2 cycles at ``descriptor``; with
-    ``dma_ready_depth = 1`` one trigger every 3 cycles, otherwise up to 1 per cycle while the
-    queue has room. The table has two synchronous read ports (check and fetch) and one write
+    Timing: a trigger accepted in cycle t has its descriptor's valid bit read in t + 1 and
+    checked in t + 2 (invalid: the ``bad_descriptor`` pulse; valid: the index enters the
+    ready queue). The descriptor of the head index is read in the cycle the index leaves the
+    queue, which is as soon as ``descriptor`` is empty or being taken and no fetch is under
+    way; it is registered, then offered on ``descriptor`` the cycle after, when it is checked
+    again (a descriptor invalidated while queued is dropped with ``bad_descriptor``). Every
+    read of the table goes straight into a register. Throughput: one descriptor every 3
+    cycles at ``descriptor``; with ``dma_ready_depth = 1`` one trigger every 4 cycles,
+    otherwise up to 1 per cycle while the queue has room. The table has two synchronous read ports (check and fetch) and one write
     port, so it maps onto block RAM (duplicated for the second read port).
     """
 
@@ -135,40 +136,50 @@ class DmaQueue(wiring.Component):
                 m.d.comb += wr.data[name].eq(prog[name])
             m.d.comb += wr.en.eq(Mux(take_prog & ~empty, -1, 0))
 
-        # --- trigger: read the valid bit, enqueue next cycle ---------------------------------
+        # --- trigger: read the valid bit, register it, enqueue -------------------------------
+        # (the block RAM's data goes straight into a register: its clock-to-out is most of a
+        # cycle on an FPGA without the RAM's own output register)
         s1_valid = Signal()
         s1_cmd   = Signal(p.cmd_width, reset_less=True)
+        s2_valid = Signal()
+        s2_cmd   = Signal(p.cmd_width, reset_less=True)
+        s2_ok    = Signal(reset_less=True)
         m.d.comb += self.trigger.ready.eq(~self.busy &
-                                          (rq.level + s1_valid < p.dma_ready_depth))
+                                          (rq.level + s1_valid + s2_valid < p.dma_ready_depth))
         take_trig = self.trigger.valid & self.trigger.ready
         m.d.comb += rd_check.addr.eq(self.trigger.payload.cmd)
-        m.d.sync += [s1_valid.eq(take_trig), s1_cmd.eq(self.trigger.payload.cmd)]
+        m.d.sync += [s1_valid.eq(take_trig), s1_cmd.eq(self.trigger.payload.cmd),
+                     s2_valid.eq(s1_valid), s2_cmd.eq(s1_cmd), s2_ok.eq(rd_check.data.valid)]
         check_ok = Signal()
         m.d.comb += [
-            check_ok.eq(s1_valid & rd_check.data.valid),
-            rq.data.eq(s1_cmd),
+            check_ok.eq(s2_valid & s2_ok),
+            rq.data.eq(s2_cmd),
             rq.push.eq(check_ok),           # always accepted: trigger.ready reserved the room
             self.enqueued.eq(check_ok),
         ]
 
         # --- fetch: pop the head index, read its descriptor, offer it ------------------------
-        fetching = Signal()
+        fetching = Signal()                 # the RAM shows the popped index's descriptor
+        fetched  = Signal()                 # ...registered in `got`
+        got      = Signal(dlayout, reset_less=True)
         out = self.descriptor
         m.d.comb += [
-            rq.o.ready.eq(~fetching & (~out.valid | out.ready)),
+            rq.o.ready.eq(~fetching & ~fetched & (~out.valid | out.ready)),
             rd_fetch.addr.eq(rq.o.payload),
         ]
-        m.d.sync += fetching.eq(rq.o.valid & rq.o.ready)
-        fetch_bad = fetching & ~rd_fetch.data.valid
+        m.d.sync += [fetching.eq(rq.o.valid & rq.o.ready), fetched.eq(fetching),
+                     got.eq(rd_fetch.data)]
+        fetch_bad = fetched & ~got.valid
         with m.If(out.ready):
             m.d.sync += out.valid.eq(0)
-        with m.If(fetching & rd_fetch.data.valid):
+        with m.If(fetched & got.valid):
             # `out` is empty here: it was empty or being taken when the index was popped.
-            m.d.sync += [out.valid.eq(1), out.payload.eq(rd_fetch.data)]
+            m.d.sync += [out.valid.eq(1), out.payload.eq(got)]
 
         m.d.comb += [
-            self.bad_descriptor.eq((s1_valid & ~rd_check.data.valid) + fetch_bad),
-            self.idle.eq(~s1_valid & ~rq.o.valid & ~fetching & ~out.valid),
+            self.bad_descriptor.eq((s2_valid & ~s2_ok) + fetch_bad),
+            self.idle.eq(~s1_valid & ~s2_valid & ~rq.o.valid & ~fetching & ~fetched
+                         & ~out.valid),
         ]
         if platform == "formal":
             # Formal only (never in rtl/): what formal_spec() checks inside.
@@ -246,15 +257,19 @@ class DmaEngine(wiring.Component):
         rows_left = Signal(p.rows_width, reset_less=True)
         tag       = Signal(p.read_tag_width)
 
-        remaining = Signal(p.row_bytes_width)
-        row_end   = Signal()               # this burst is the last (maybe short) of its row
+        # The walk's decisions are registers, updated with the state they derive from, so
+        # that no subtract or compare lies between the walker and the descriptor queue's
+        # ready: ``remaining`` = row_bytes - col, ``row_end`` = remaining <= burst,
+        # ``one_row`` = rows_left == 1, ``short_row`` = row_bytes <= burst.
+        remaining = Signal(p.row_bytes_width, reset_less=True)
+        row_end   = Signal(reset_less=True)     # this burst is the last (maybe short) of its row
+        one_row   = Signal(reset_less=True)
+        short_row = Signal(reset_less=True)
         nbytes    = Signal(p.burst_width)
-        last      = Signal()               # ...and of the descriptor
+        last      = Signal()                    # ...and of the descriptor
         m.d.comb += [
-            remaining.eq(cur.row_bytes - col),
-            row_end.eq(remaining <= p.burst_bytes),
             nbytes.eq(Mux(row_end, remaining, p.burst_bytes)),
-            last.eq(row_end & (rows_left == 1)),
+            last.eq(row_end & one_row),
         ]
 
         req = self.read
@@ -288,9 +303,16 @@ class DmaEngine(wiring.Component):
                     rows_left.eq(rows_left - 1),
                     src_row.eq(src_row + cur.pitch),
                     dst_row.eq(dst_row + cur.pitch),
+                    remaining.eq(cur.row_bytes),
+                    row_end.eq(short_row),
+                    one_row.eq(rows_left == 2),
                 ]
             with m.Else():
-                m.d.sync += col.eq(col + p.burst_bytes)
+                m.d.sync += [
+                    col.eq(col + p.burst_bytes),
+                    remaining.eq(remaining - p.burst_bytes),
+                    row_end.eq(remaining <= 2 * p.burst_bytes),
+                ]
             with m.If(last):
                 m.d.sync += active.eq(0)
 
@@ -305,6 +327,10 @@ class DmaEngine(wiring.Component):
                 dst_row.eq(desc.payload.dst),
                 col.eq(0),
                 rows_left.eq(desc.payload.rows),
+                remaining.eq(desc.payload.row_bytes),
+                row_end.eq(desc.payload.row_bytes <= p.burst_bytes),
+                short_row.eq(desc.payload.row_bytes <= p.burst_bytes),
+                one_row.eq(desc.payload.rows == 1),
             ]
 
         # --- responses to packets ----------------------------------------------------------
@@ -364,8 +390,8 @@ class Dma(wiring.Component):
         No trigger, descriptor, read, response or packet is in progress anywhere.
 
     Latency, with an idle engine and no back-pressure: the first read of a trigger accepted
-    in cycle t is valid in cycle t + 6 (check, ready queue, table read, ``descriptor``
-    register, walker, ``read`` register). Registers that hold payloads are
+    in cycle t is valid in cycle t + 8 (valid-bit read, check, ready queue, table read,
+    fetch register, ``descriptor`` register, walker, ``read`` register). Registers that hold payloads are
     ``reset_less``; only valid bits, the walker's ``active`` and the read tag are reset.
     """
 

@@ -25,6 +25,9 @@
   (merged round-robin with the address map's packets).
 * The **register block** (``bus``) programs everything and reads every block's errors,
   counters and status (``docs/registers.md``).
+* Every stream from one block to another (``mem``, ``rx_mem``, the DMA's reads and their
+  responses, both packet streams into the merge) passes a register slice
+  (:class:`~t3hw.queue.Slice`): one cycle more, and no combinational path spans two blocks.
 
 Data does not flow through the engine: requests and packets carry addresses, lengths, tile
 ids and tags; the DRAM and the network move the bytes.
@@ -42,6 +45,7 @@ from .layouts import (load_layout, load_response_layout, mem_request_layout,
                       mem_response_layout, net_packet_layout, store_layout)
 from .merge import Merge
 from .params import EngineParams, check_params
+from .queue import Slice
 from .regmap import RegisterMap
 from .tracker import Tracker
 
@@ -107,10 +111,18 @@ class Engine(wiring.Component):
         m.submodules.tx      = tx      = Merge(net_packet_layout(p), 2)
 
         # --- data path ------------------------------------------------------------------------
+        # Every stream from one block to another passes a register slice, so that no
+        # combinational path (a grant deciding a ready deciding a DMA address, ...) spans two
+        # blocks: each block's timing is its own (docs/synthesis.md).
+        def link(name, source, sink):
+            m.submodules[f"slice_{name}"] = cut = Slice(source.payload.shape())
+            connect(m, source, cut.i)
+            connect(m, cut.o, sink)
+
         connect(m, flipped(self.store), addrmap.store)
         connect(m, flipped(self.net_rx), addrmap.rx)
-        connect(m, addrmap.mem, arbiter.store)
-        connect(m, addrmap.rx_mem, arbiter.remote)
+        link("store", addrmap.mem, arbiter.store)
+        link("remote", addrmap.rx_mem, arbiter.remote)
         connect(m, flipped(self.load), arbiter.load)
         connect(m, arbiter.load_response, flipped(self.load_response))
         connect(m, arbiter.dram, flipped(self.dram))
@@ -118,10 +130,10 @@ class Engine(wiring.Component):
         m.d.comb += arbiter.occupancy.eq(self.occupancy)
         connect(m, arbiter.track, tracker.write)
         connect(m, tracker.trigger, dma.trigger)
-        connect(m, dma.read, arbiter.dma)
-        connect(m, arbiter.dma_response, dma.response)
-        connect(m, addrmap.net, tx.i[0])
-        connect(m, dma.packet, tx.i[1])
+        link("dma_read", dma.read, arbiter.dma)
+        link("dma_response", arbiter.dma_response, dma.response)
+        link("net_store", addrmap.net, tx.i[0])
+        link("net_dma", dma.packet, tx.i[1])
         connect(m, tx.o, flipped(self.net_tx))
 
         # --- control: the register block --------------------------------------------------

@@ -178,6 +178,11 @@ def _queue(depth):
     return formal_spec(depth=depth)
 
 
+def _slice():
+    from .queue import slice_formal_spec
+    return slice_formal_spec()
+
+
 def _merge():
     from .merge import formal_spec
     return formal_spec(n=3)
@@ -205,6 +210,9 @@ PROOFS = {proof.name: proof for proof in [
     Proof("queue_depth3", lambda: _queue(3), {"bmc": 10, "cover": 10},
           "3 pushes fill it and wrap the write pointer; 10 cycles fill it, pass items while "
           "full, wrap both pointers and bring an item pushed behind 2 others to the head"),
+    Proof("slice", _slice, {"bmc": 10, "cover": 10},
+          "two entries: 2 cycles fill it, and 10 cycles pass items through it full, "
+          "stalled and flowing, with every pointer wrapped"),
     Proof("merge", _merge, {"bmc": 10, "cover": 10},
           "the fairness bound is 2 slots and the pointer has 3 values; 10 cycles reach "
           "every pointer with every request pattern"),
@@ -213,7 +221,7 @@ PROOFS = {proof.name: proof for proof in [
           "by cycle 4; the longest bound (5 slots) is exceeded, if ever, by cycle 10"),
     Proof("tracker", _tracker, {"bmc": 14, "cover": 14},
           "the reset sweep takes 4 cycles; 10 more arm an entry, complete it, re-arm it, "
-          "hit both hazards and overflow the 2-deep trigger queue (cover: cycle 9)"),
+          "hit both forwarding paths and overflow the 2-deep trigger queue"),
     Proof("dma", _dma, {"bmc": 16, "cover": 16},
           "the reset sweep takes 2 cycles; the first packet and full queues by cycle 10, "
           "6 more cycles for the next descriptor and back-pressure"),

@@ -8,12 +8,12 @@ its reader is ready.
 
 from amaranth import *
 from amaranth.asserts import AnySeq
-from amaranth.hdl import Cover
+from amaranth.hdl import Assume, Cover
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 
-__all__ = ["Queue", "formal_spec"]
+__all__ = ["Queue", "Slice", "formal_spec", "slice_formal_spec"]
 
 
 class Queue(wiring.Component):
@@ -151,5 +151,77 @@ def formal_spec(*, depth, width=2):
         m.d.comb += [
             Cover(full & dut.push & dut.o.ready),
             Cover(was_full & (dut.level == 0)),
+        ]
+    return Spec(body)
+
+
+class Slice(wiring.Component):
+    """A register slice (skid buffer) for a stream: ``i`` in, the same items out on ``o``, in
+    order, with ``i.ready``, ``o.valid`` and ``o.payload`` all driven from registers, so that
+    no combinational path crosses it, forward or back. The engine puts one on each stream
+    between two of its blocks, for timing.
+
+    Parameters
+    ----------
+    shape : ShapeLike
+        Shape of an item.
+
+    Members
+    -------
+    i : In(stream.Signature(shape))
+        Ready while the slice holds fewer than 2 items (``level``, a register).
+    o : Out(stream.Signature(shape))
+        The head item.
+
+    Latency 1 cycle; throughput one item per cycle while ``o.ready`` is high (the second
+    entry absorbs the cycle in which ``o.ready`` falls). A :class:`Queue` of depth 2 inside.
+    """
+
+    def __init__(self, shape):
+        self._shape = shape
+        super().__init__({
+            "i": In(stream.Signature(shape)),
+            "o": Out(stream.Signature(shape)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.queue = queue = Queue(self._shape, depth=2)
+        m.d.comb += [
+            self.i.ready.eq(queue.level != 2),
+            queue.push.eq(self.i.valid & self.i.ready),
+            queue.data.eq(self.i.payload),
+        ]
+        wiring.connect(m, queue.o, wiring.flipped(self.o))
+        if platform == "formal":
+            self.formal_view = queue
+        return m
+
+
+def slice_formal_spec(*, width=2):
+    """The formal spec top of one :class:`Slice` of ``width``-bit items: inputs free, ``i``
+    assumed to obey the stream rules; asserted: every item taken on ``i`` is accepted by the
+    queue inside (so none is lost), ``i.ready`` is high whenever the slice is not full, and
+    the queue's :meth:`Queue.properties` (``o`` obeys the stream rules, first in first out,
+    at most 2 items). Covers: an item passes every cycle for three cycles; the slice fills."""
+    from .formal import Spec, drive_inputs, past, stream_rules
+
+    def body(m, platform):
+        dut = Slice(width)
+        m.submodules.dut = Fragment.get(dut, platform)
+        queue = dut.formal_view
+        drive_inputs(m, dut)
+        stream_rules(m, dut.i, Assume, "i")
+        queue.properties(m)
+        take = dut.i.valid & dut.i.ready
+        m.d.comb += [
+            Assert(~take | queue.accept, "slice: an item taken on i was not stored"),
+            Assert(dut.i.ready == (queue.level != 2), "slice: i.ready is not 'not full'"),
+        ]
+        flow = dut.o.valid & dut.o.ready & take
+        m.d.comb += [
+            Cover(flow & past(m, flow, name="flow1") & past(m, past(m, flow, name="flow2a"),
+                                                             name="flow2")),
+            Cover(queue.level == 2),
         ]
     return Spec(body)

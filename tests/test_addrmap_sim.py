@@ -51,6 +51,11 @@ def test_every_error_bit(name):
     _simulate(PARAMS[name], addrmap_model.provoke_errors)
 
 
+@pytest.mark.parametrize("name", ["small", "default"])     # the scenario uses 3 regions
+def test_back_to_back_writes_checked_in_order(name):
+    _simulate(PARAMS[name], addrmap_model.back_to_back)
+
+
 def test_model_translation_and_unmapped():
     m = AddrMapModel(PARAMS["default"])
     assert m.program(2, valid=1, mode=RegionMode.REMOTE, device=7, base=0x1000, size=0x100,
