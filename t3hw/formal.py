@@ -218,14 +218,15 @@ PROOFS = {proof.name: proof for proof in [
           "every pointer with every request pattern"),
     Proof("arbiter", _arbiter, {"bmc": 12, "cover": 12},
           "the state the bounds depend on is reachable in 3 cycles and the derivation ends "
-          "by cycle 4; the longest bound (5 slots) is exceeded, if ever, by cycle 10"),
-    Proof("tracker", _tracker, {"bmc": 14, "cover": 14},
-          "the reset sweep takes 4 cycles; 10 more arm an entry, complete it, re-arm it, "
-          "hit both forwarding paths and overflow the 2-deep trigger queue"),
-    Proof("dma", _dma, {"bmc": 16, "cover": 16},
-          "the reset sweep takes 2 cycles; the first packet and full queues by cycle 10, "
-          "6 more cycles for the next descriptor and back-pressure"),
-    Proof("tracker_drop_write", lambda: _tracker(bug="drop_write"), {"bmc": 14},
+          "by cycle 6; the longest bound (5 slots) is exceeded, if ever, by cycle 10"),
+    Proof("tracker", _tracker, {"bmc": 16, "cover": 16},
+          "the reset sweep takes 4 cycles; 12 more arm an entry, complete it, re-arm it, "
+          "hit both forwarding paths and overflow the 2-deep trigger queue (covers: by "
+          "cycle 11)"),
+    Proof("dma", _dma, {"bmc": 18, "cover": 18},
+          "the reset sweep takes 2 cycles; the first packet and full queues by cycle 13, "
+          "5 more cycles for the next descriptor and back-pressure"),
+    Proof("tracker_drop_write", lambda: _tracker(bug="drop_write"), {"bmc": 16},
           "broken design: the tracker misses writes that the shadow counts", expect="FAIL"),
     Proof("arbiter_tight_bound", lambda: _arbiter(bug="tight_bound"), {"bmc": 12},
           "mutated property: a T3-MCA class bound one slot tighter than documented",
