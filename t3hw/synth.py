@@ -76,7 +76,7 @@ __all__ = ["BLOCKS", "PARAM_SETS", "ECP5", "ICE40", "DEFAULT_SEEDS", "DEFAULT_FR
            "entry_name", "verilog_ports", "wrapper_verilog", "parse_stat", "parse_memories",
            "parse_nextpnr_report", "parse_utilization", "signal_of", "source_lines",
            "generic_figures", "ecp5_figures", "ice40_figures", "tool_versions",
-           "synth_block", "run", "markdown_table", "add_arguments", "cmd"]
+           "synth_block", "run", "markdown_table", "critical_paths_table", "add_arguments", "cmd"]
 
 
 #: Blocks measured: ``name`` of :data:`t3hw.generate.BLOCKS` (``dma`` is the DMA queue and
@@ -688,6 +688,7 @@ class _Job:
         return {"block": self.block, "param_set": self.set_name,
                 "params": self.params.to_dict(),
                 "module": self.module,
+                "verilog_sha256": hashlib.sha256(self.verilog.read_bytes()).hexdigest(),
                 "port_bits": {"in": self.in_bits, "out": self.out_bits},
                 "generic": self.generic, "ecp5": ecp5, "ice40": self.ice40,
                 "times_s": dict(sorted(self.times.items()))}
@@ -712,7 +713,7 @@ def synth_block(block, param_set="default", *, params=None, workdir=None, seeds=
     if params is None:
         (param_set,) = _choose([param_set], list(PARAM_SETS), "parameter set")
         params = PARAM_SETS[param_set]
-    seeds, freq, jobs = _check_options(seeds, freq, jobs)
+    seeds, freq, jobs = _check_options(seeds, freq, jobs, timeout, pnr_timeout)
     work = Path(workdir) if workdir else _default_workdir()
     job = _Job(block, param_set, params, work, seeds=seeds, freq=freq, timeout=timeout,
                pnr_timeout=pnr_timeout, log=log or (lambda line: None))
@@ -727,7 +728,7 @@ def _default_workdir():
     return ROOT / "build" / "synth"
 
 
-def _check_options(seeds, freq, jobs):
+def _check_options(seeds, freq, jobs, timeout, pnr_timeout):
     seeds = list(seeds)
     if not seeds or any(not isinstance(s, int) or isinstance(s, bool) or not 0 <= s < 2**31
                         for s in seeds) or len(set(seeds)) != len(seeds):
@@ -736,6 +737,9 @@ def _check_options(seeds, freq, jobs):
         raise ValueError(f"freq must be a frequency in MHz in [1, 1000], not {freq!r}")
     if not isinstance(jobs, int) or isinstance(jobs, bool) or not 1 <= jobs <= MAX_JOBS:
         raise ValueError(f"jobs must be an integer in [1, {MAX_JOBS}], not {jobs!r}")
+    for name, value in (("timeout", timeout), ("pnr_timeout", pnr_timeout)):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+            raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
     return seeds, float(freq), jobs
 
 
@@ -790,10 +794,7 @@ def run(json_path, *, blocks=None, param_sets=None, seeds=DEFAULT_SEEDS, freq=DE
     """
     blocks = _choose(blocks, BLOCKS, "block")
     sets = _choose(param_sets, list(PARAM_SETS), "parameter set")
-    seeds, freq, jobs = _check_options(seeds, freq, jobs)
-    for name, value in (("timeout", timeout), ("pnr_timeout", pnr_timeout)):
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+    seeds, freq, jobs = _check_options(seeds, freq, jobs, timeout, pnr_timeout)
     log = log or (lambda line: None)
     path = Path(json_path)
     if path.is_dir():
@@ -817,24 +818,23 @@ def run(json_path, *, blocks=None, param_sets=None, seeds=DEFAULT_SEEDS, freq=DE
     results = json.loads(path.read_text()) if path.is_file() else {}
     results.update({
         "generator": "t3hw synth",
-        "command": command or results.get("command"),
         "machine": f"{platform.machine()}, {platform.python_implementation()} "
                    f"{platform.python_version()}, {os.cpu_count()} cores",
         "tools": tool_versions(),
-        "ecp5": {k: v for k, v in ECP5.items() if k != "nextpnr_args"}
-                | {"seeds": seeds, "target_mhz": freq},
-        "ice40": {"flow": "synth_ice40 (no place and route)"},
+        "ecp5": dict(ECP5),
+        "ice40": {**ICE40, "flow": "synth_ice40, nextpnr-ice40 --pack-only (no placement)"},
         "param_sets": {name: p.to_dict() for name, p in PARAM_SETS.items()},
         "tracker_storage_bits": tracker_storage_bits(DEFAULT),
         "tracker_storage": tracker_storage(DEFAULT),
     })
     entries = results.setdefault("blocks", {})
     for job in all_jobs:
-        entries[entry_name(job.block, job.set_name)] = job.figures()
+        entries[entry_name(job.block, job.set_name)] = {**job.figures(), "command": command}
     results["blocks"] = {entry_name(b, s): entries[entry_name(b, s)]
                          for b in BLOCKS for s in PARAM_SETS if entry_name(b, s) in entries}
-    results["last_run"] = {"blocks": blocks, "param_sets": sets, "wall_s": round(wall, 1),
-                           "jobs": jobs}
+    results["last_run"] = {"command": command, "blocks": blocks, "param_sets": sets,
+                           "seeds": seeds, "target_mhz": freq, "jobs": jobs,
+                           "wall_s": round(wall, 1)}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n")
     if docs is not None:
@@ -865,6 +865,34 @@ def markdown_table(results):
     return "\n".join(rows)
 
 
+def critical_paths_table(results):
+    """The Markdown table of the critical paths of a results dict: one row per block and
+    parameter set, with the path's ends (:func:`signal_of`; ``in_sr`` is the wrapper's input
+    register, so the path starts at a block input) and the design's source lines it passes
+    (the generated Verilog's line numbers, whose names are the Amaranth signals')."""
+    rows = ["| block | params | Fmax, MHz | path, ns (logic + routing + clock-to-out) "
+            "| from | to | through (generated Verilog) |",
+            "|---|---|--:|---|---|---|---|"]
+    for entry in results["blocks"].values():
+        e = entry["ecp5"]
+        path = e.get("critical_path")
+        if path is None:
+            continue
+        start = path["from_signal"] or ("wrapper input register (a block input)"
+                                        if path["from_cell"].startswith("in_sr")
+                                        else path["from_cell"])
+        end = path["to_signal"] or ("wrapper output register (a block output)"
+                                    if path["to_cell"].startswith("out_")
+                                    else path["to_cell"])
+        through = "<br>".join(f"`{line.replace('|', '/')}`" for line in path["verilog"]
+                              if not line.startswith("wrapper.v:")) or "-"
+        rows.append(f"| {entry['block']} | {entry['param_set']} | {e['fmax_mhz']:.1f} "
+                    f"| {path['delay_ns']:.1f} ({path['logic_ns']:.1f} + "
+                    f"{path['routing_ns']:.1f} + {path['clk_to_q_ns']:.1f}) "
+                    f"| `{start}` | `{end}` | {through} |")
+    return "\n".join(rows)
+
+
 def _update_docs(docs, results):
     docs = Path(docs)
     text = docs.read_text()
@@ -872,7 +900,9 @@ def _update_docs(docs, results):
         raise ValueError(f"{docs} has no `{_BEGIN}` ... `{_END}` markers")
     head, rest = text.split(_BEGIN, 1)
     _, tail = rest.split(_END, 1)
-    docs.write_text(f"{head}{_BEGIN}\n{markdown_table(results)}\n{_END}{tail}")
+    docs.write_text(f"{head}{_BEGIN}\n{markdown_table(results)}\n\n"
+                    f"Critical paths (the seed nearest the median):\n\n"
+                    f"{critical_paths_table(results)}\n{_END}{tail}")
 
 
 # --- command line --------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ timing wrapper's claim that Yosys strips nothing, and the bad-input paths."""
 
 import argparse
 import json
+import shutil
 import subprocess
 
 import pytest
@@ -45,6 +46,8 @@ def test_results_shape(flow):
     assert results["ecp5"]["speed"] == 6 and results["ecp5"]["device"] == "LFE5U-85F"
     table = synth.markdown_table({"blocks": {"tracker@small": entry}})
     assert "| tracker | small |" in table and f"{ecp5['fmax_mhz']:.1f}" in table
+    paths = synth.critical_paths_table({"blocks": {"tracker@small": entry}})
+    assert paths.count("\n") == 2 and "| tracker | small |" in paths
 
 
 def test_merge_keeps_other_entries(flow):
@@ -169,6 +172,7 @@ def test_verilog_ports_and_wrapper():
     ({"seeds": [1, 1]}, "seeds must be distinct"),
     ({"freq": 0}, r"freq must be a frequency in MHz in \[1, 1000\], not 0"),
     ({"jobs": 0}, r"jobs must be an integer in \[1, 16\], not 0"),
+    ({"pnr_timeout": 0}, "pnr_timeout must be a positive number of seconds, not 0"),
 ])
 def test_bad_input(tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -198,3 +202,29 @@ def test_cli_lists(tmp_path):
                  "--params", "small,large", "--seed", "4", "--seed", "5,6")
     assert args.blocks == ["arbiter", "tracker,dma"] and args.params == ["small,large"]
     assert args.seed == ["4", "5,6"] and args.freq == synth.DEFAULT_FREQ_MHZ
+
+
+def test_pnr_timeout_is_recorded(tmp_path):
+    """A place and route that does not finish in time is a `null` seed, not an error."""
+    entry = synth.synth_block(BLOCK, SET, workdir=tmp_path, seeds=[1], pnr_timeout=0.5)
+    ecp5 = entry["ecp5"]
+    assert ecp5["fmax_seeds"] == {"1": None} and ecp5["fmax_mhz"] is None
+    assert ecp5["pnr_timeout_s"] == 0.5 and ecp5["critical_path"] is None
+    assert ecp5["lut4"] > 0 and entry["generic"]["cells"] > 0
+    assert "| n/a (-) |" in synth.markdown_table({"blocks": {"tracker@small": entry}})
+
+
+def test_pnr_report_reused_only_for_the_same_run(flow, tmp_path):
+    """Place and route is skipped when the netlist and the arguments are those of the
+    report's run, and run again when an argument changes."""
+    _, _, job = flow
+    shutil.copytree(job, tmp_path / job.name)
+    lines = []
+    again = synth.synth_block(BLOCK, SET, workdir=tmp_path, seeds=[1], log=lines.append)
+    assert any("seed 1" in ln and "report of an earlier run" in ln for ln in lines)
+    assert again["ecp5"]["fmax_mhz"] == flow[0]["blocks"]["tracker@small"]["ecp5"]["fmax_mhz"]
+    lines.clear()
+    other = synth.synth_block(BLOCK, SET, workdir=tmp_path, seeds=[1], freq=100,
+                              log=lines.append)
+    assert not any("earlier run" in ln for ln in lines)
+    assert other["ecp5"]["target_mhz"] == 100
