@@ -7,10 +7,8 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, read__ready, r
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire [32:0] \$10 ;
-  reg [1:0] \$11 ;
-  reg \$12 ;
-  reg [2:0] \$13 ;
-  reg [127:0] \$14 ;
+  reg [2:0] \$11 ;
+  reg [127:0] \$12 ;
   wire [2:0] \$2 ;
   wire [2:0] \$3 ;
   wire [2:0] \$4 ;
@@ -63,7 +61,6 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, read__ready, r
   wire descriptor__valid;
   wire \descriptor__valid$33 ;
   wire enqueued;
-  reg enqueued_q = 1'h0;
   output [2:0] errors;
   reg [2:0] errors = 3'h0;
   wire errors__bad_descriptor ;
@@ -148,7 +145,6 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, read__ready, r
   output read__valid;
   wire read__valid;
   wire \read__valid$36 ;
-  reg [1:0] rejected_q = 2'h0;
   input [2:0] response__payload;
   wire [2:0] response__payload;
   wire [2:0] \response__payload$37 ;
@@ -186,24 +182,20 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, read__ready, r
   wire trigger__valid;
   wire \trigger__valid$27 ;
   assign idle = \idle$44  & \idle$45 ;
-  assign \$1  = | rejected_q;
+  assign \$1  = | bad_descriptor;
   assign \$2  = ~ clear;
   assign \$3  = errors & \$2 ;
   assign \$4  = \$3  | set_err;
-  assign \$5  = stats[31:0] + enqueued_q;
-  assign \$6  = stats[63:32] + rejected_q;
+  assign \$5  = stats[31:0] + enqueued;
+  assign \$6  = stats[63:32] + bad_descriptor;
   assign \$7  = read__valid & read__ready;
   assign \$8  = stats[95:64] + \$7 ;
   assign \$9  = packet__valid & packet__ready;
   assign \$10  = stats[127:96] + \$9 ;
   always @(posedge clk)
-    rejected_q <= \$11 ;
+    errors <= \$11 ;
   always @(posedge clk)
-    enqueued_q <= \$12 ;
-  always @(posedge clk)
-    errors <= \$13 ;
-  always @(posedge clk)
-    stats <= \$14 ;
+    stats <= \$12 ;
   t3hw_dma__engine  engine (
     .bad_response(bad_response),
     .clk(clk),
@@ -242,33 +234,19 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, read__ready, r
   );
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$11  = bad_descriptor;
+    \$11  = \$4 ;
     if (rst) begin
-      \$11  = 2'h0;
+      \$11  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$12  = enqueued;
+    \$12 [31:0] = \$5 [31:0];
+    \$12 [63:32] = \$6 [31:0];
+    \$12 [95:64] = \$8 [31:0];
+    \$12 [127:96] = \$10 [31:0];
     if (rst) begin
-      \$12  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$13  = \$4 ;
-    if (rst) begin
-      \$13  = 3'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$14 [31:0] = \$5 [31:0];
-    \$14 [63:32] = \$6 [31:0];
-    \$14 [95:64] = \$8 [31:0];
-    \$14 [127:96] = \$10 [31:0];
-    if (rst) begin
-      \$14  = 128'h00000000000000000000000000000000;
+      \$12  = 128'h00000000000000000000000000000000;
     end
   end
   assign \program__payload$22  = program__payload;

@@ -9545,10 +9545,8 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   reg _init_strobe_4  = 0;
   wire \$1 ;
   wire [32:0] \$10 ;
-  reg [1:0] \$11 ;
-  reg \$12 ;
-  reg [2:0] \$13 ;
-  reg [127:0] \$14 ;
+  reg [2:0] \$11 ;
+  reg [127:0] \$12 ;
   wire [2:0] \$2 ;
   wire [2:0] \$3 ;
   wire [2:0] \$4 ;
@@ -9600,7 +9598,6 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   wire descriptor__valid;
   wire \descriptor__valid$17 ;
   wire enqueued;
-  reg enqueued_q = 1'h0;
   output [2:0] errors;
   reg [2:0] errors = 3'h0;
   wire errors__bad_descriptor ;
@@ -9685,7 +9682,6 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   output read__valid;
   wire read__valid;
   wire \read__valid$23 ;
-  reg [1:0] rejected_q = 2'h0;
   input [2:0] response__payload;
   wire [2:0] response__payload;
   wire [2:0] \response__payload$25 ;
@@ -9723,21 +9719,17 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   wire trigger__valid;
   wire \trigger__valid$11 ;
   assign idle = \idle$39  & \idle$40 ;
-  assign \$1  = | rejected_q;
-  assign \$5  = stats[31:0] + enqueued_q;
-  assign \$6  = stats[63:32] + rejected_q;
+  assign \$1  = | bad_descriptor;
+  assign \$5  = stats[31:0] + enqueued;
+  assign \$6  = stats[63:32] + bad_descriptor;
   assign \$7  = read__valid & read__ready;
   assign \$8  = stats[95:64] + \$7 ;
   assign \$9  = packet__valid & packet__ready;
   assign \$10  = stats[127:96] + \$9 ;
   always @(posedge clk)
-    rejected_q <= \$11 ;
+    errors <= \$11 ;
   always @(posedge clk)
-    enqueued_q <= \$12 ;
-  always @(posedge clk)
-    errors <= \$13 ;
-  always @(posedge clk)
-    stats <= \$14 ;
+    stats <= \$12 ;
   t3hw_engine__dma__engine  engine (
     .bad_response(bad_response),
     .clk(clk),
@@ -9776,33 +9768,19 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   );
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$11  = bad_descriptor;
+    \$11  = \$4 ;
     if (rst) begin
-      \$11  = 2'h0;
+      \$11  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$12  = enqueued;
+    \$12 [31:0] = \$5 [31:0];
+    \$12 [63:32] = \$6 [31:0];
+    \$12 [95:64] = \$8 [31:0];
+    \$12 [127:96] = \$10 [31:0];
     if (rst) begin
-      \$12  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$13  = \$4 ;
-    if (rst) begin
-      \$13  = 3'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$14 [31:0] = \$5 [31:0];
-    \$14 [63:32] = \$6 [31:0];
-    \$14 [95:64] = \$8 [31:0];
-    \$14 [127:96] = \$10 [31:0];
-    if (rst) begin
-      \$14  = 128'h00000000000000000000000000000000;
+      \$12  = 128'h00000000000000000000000000000000;
     end
   end
   assign \program__payload$1  = program__payload;

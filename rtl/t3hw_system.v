@@ -10696,10 +10696,8 @@ module t3hw_system__e0__dma (rst, trigger__valid, trigger__payload, idle, progra
   reg _init_strobe_4  = 0;
   wire \$1 ;
   wire [32:0] \$10 ;
-  reg [1:0] \$11 ;
-  reg \$12 ;
-  reg [2:0] \$13 ;
-  reg [127:0] \$14 ;
+  reg [2:0] \$11 ;
+  reg [127:0] \$12 ;
   wire [2:0] \$2 ;
   wire [2:0] \$3 ;
   wire [2:0] \$4 ;
@@ -10751,7 +10749,6 @@ module t3hw_system__e0__dma (rst, trigger__valid, trigger__payload, idle, progra
   wire descriptor__valid;
   wire \descriptor__valid$17 ;
   wire enqueued;
-  reg enqueued_q = 1'h0;
   output [2:0] errors;
   reg [2:0] errors = 3'h0;
   wire errors__bad_descriptor ;
@@ -10836,7 +10833,6 @@ module t3hw_system__e0__dma (rst, trigger__valid, trigger__payload, idle, progra
   output read__valid;
   wire read__valid;
   wire \read__valid$23 ;
-  reg [1:0] rejected_q = 2'h0;
   input [2:0] response__payload;
   wire [2:0] response__payload;
   wire [2:0] \response__payload$25 ;
@@ -10874,21 +10870,17 @@ module t3hw_system__e0__dma (rst, trigger__valid, trigger__payload, idle, progra
   wire trigger__valid;
   wire \trigger__valid$11 ;
   assign idle = \idle$39  & \idle$40 ;
-  assign \$1  = | rejected_q;
-  assign \$5  = stats[31:0] + enqueued_q;
-  assign \$6  = stats[63:32] + rejected_q;
+  assign \$1  = | bad_descriptor;
+  assign \$5  = stats[31:0] + enqueued;
+  assign \$6  = stats[63:32] + bad_descriptor;
   assign \$7  = read__valid & read__ready;
   assign \$8  = stats[95:64] + \$7 ;
   assign \$9  = packet__valid & packet__ready;
   assign \$10  = stats[127:96] + \$9 ;
   always @(posedge clk)
-    rejected_q <= \$11 ;
+    errors <= \$11 ;
   always @(posedge clk)
-    enqueued_q <= \$12 ;
-  always @(posedge clk)
-    errors <= \$13 ;
-  always @(posedge clk)
-    stats <= \$14 ;
+    stats <= \$12 ;
   t3hw_system__e0__dma__engine  engine (
     .bad_response(bad_response),
     .clk(clk),
@@ -10927,33 +10919,19 @@ module t3hw_system__e0__dma (rst, trigger__valid, trigger__payload, idle, progra
   );
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$11  = bad_descriptor;
+    \$11  = \$4 ;
     if (rst) begin
-      \$11  = 2'h0;
+      \$11  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$12  = enqueued;
+    \$12 [31:0] = \$5 [31:0];
+    \$12 [63:32] = \$6 [31:0];
+    \$12 [95:64] = \$8 [31:0];
+    \$12 [127:96] = \$10 [31:0];
     if (rst) begin
-      \$12  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$13  = \$4 ;
-    if (rst) begin
-      \$13  = 3'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$14 [31:0] = \$5 [31:0];
-    \$14 [63:32] = \$6 [31:0];
-    \$14 [95:64] = \$8 [31:0];
-    \$14 [127:96] = \$10 [31:0];
-    if (rst) begin
-      \$14  = 128'h00000000000000000000000000000000;
+      \$12  = 128'h00000000000000000000000000000000;
     end
   end
   assign \program__payload$1  = program__payload;
@@ -24832,10 +24810,8 @@ module t3hw_system__e1__dma (rst, trigger__valid, trigger__payload, idle, progra
   reg _init_strobe_21  = 0;
   wire \$1 ;
   wire [32:0] \$10 ;
-  reg [1:0] \$11 ;
-  reg \$12 ;
-  reg [2:0] \$13 ;
-  reg [127:0] \$14 ;
+  reg [2:0] \$11 ;
+  reg [127:0] \$12 ;
   wire [2:0] \$2 ;
   wire [2:0] \$3 ;
   wire [2:0] \$4 ;
@@ -24887,7 +24863,6 @@ module t3hw_system__e1__dma (rst, trigger__valid, trigger__payload, idle, progra
   wire descriptor__valid;
   wire \descriptor__valid$17 ;
   wire enqueued;
-  reg enqueued_q = 1'h0;
   output [2:0] errors;
   reg [2:0] errors = 3'h0;
   wire errors__bad_descriptor ;
@@ -24972,7 +24947,6 @@ module t3hw_system__e1__dma (rst, trigger__valid, trigger__payload, idle, progra
   output read__valid;
   wire read__valid;
   wire \read__valid$23 ;
-  reg [1:0] rejected_q = 2'h0;
   input [2:0] response__payload;
   wire [2:0] response__payload;
   wire [2:0] \response__payload$25 ;
@@ -25010,21 +24984,17 @@ module t3hw_system__e1__dma (rst, trigger__valid, trigger__payload, idle, progra
   wire trigger__valid;
   wire \trigger__valid$11 ;
   assign idle = \idle$39  & \idle$40 ;
-  assign \$1  = | rejected_q;
-  assign \$5  = stats[31:0] + enqueued_q;
-  assign \$6  = stats[63:32] + rejected_q;
+  assign \$1  = | bad_descriptor;
+  assign \$5  = stats[31:0] + enqueued;
+  assign \$6  = stats[63:32] + bad_descriptor;
   assign \$7  = read__valid & read__ready;
   assign \$8  = stats[95:64] + \$7 ;
   assign \$9  = packet__valid & packet__ready;
   assign \$10  = stats[127:96] + \$9 ;
   always @(posedge clk)
-    rejected_q <= \$11 ;
+    errors <= \$11 ;
   always @(posedge clk)
-    enqueued_q <= \$12 ;
-  always @(posedge clk)
-    errors <= \$13 ;
-  always @(posedge clk)
-    stats <= \$14 ;
+    stats <= \$12 ;
   t3hw_system__e1__dma__engine  engine (
     .bad_response(bad_response),
     .clk(clk),
@@ -25063,33 +25033,19 @@ module t3hw_system__e1__dma (rst, trigger__valid, trigger__payload, idle, progra
   );
   always @* begin
     if (_init_strobe_21 ) begin end
-    \$11  = bad_descriptor;
+    \$11  = \$4 ;
     if (rst) begin
-      \$11  = 2'h0;
+      \$11  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_21 ) begin end
-    \$12  = enqueued;
+    \$12 [31:0] = \$5 [31:0];
+    \$12 [63:32] = \$6 [31:0];
+    \$12 [95:64] = \$8 [31:0];
+    \$12 [127:96] = \$10 [31:0];
     if (rst) begin
-      \$12  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_21 ) begin end
-    \$13  = \$4 ;
-    if (rst) begin
-      \$13  = 3'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_21 ) begin end
-    \$14 [31:0] = \$5 [31:0];
-    \$14 [63:32] = \$6 [31:0];
-    \$14 [95:64] = \$8 [31:0];
-    \$14 [127:96] = \$10 [31:0];
-    if (rst) begin
-      \$14  = 128'h00000000000000000000000000000000;
+      \$12  = 128'h00000000000000000000000000000000;
     end
   end
   assign \program__payload$1  = program__payload;
@@ -38968,10 +38924,8 @@ module t3hw_system__e2__dma (rst, trigger__valid, trigger__payload, idle, progra
   reg _init_strobe_38  = 0;
   wire \$1 ;
   wire [32:0] \$10 ;
-  reg [1:0] \$11 ;
-  reg \$12 ;
-  reg [2:0] \$13 ;
-  reg [127:0] \$14 ;
+  reg [2:0] \$11 ;
+  reg [127:0] \$12 ;
   wire [2:0] \$2 ;
   wire [2:0] \$3 ;
   wire [2:0] \$4 ;
@@ -39023,7 +38977,6 @@ module t3hw_system__e2__dma (rst, trigger__valid, trigger__payload, idle, progra
   wire descriptor__valid;
   wire \descriptor__valid$17 ;
   wire enqueued;
-  reg enqueued_q = 1'h0;
   output [2:0] errors;
   reg [2:0] errors = 3'h0;
   wire errors__bad_descriptor ;
@@ -39108,7 +39061,6 @@ module t3hw_system__e2__dma (rst, trigger__valid, trigger__payload, idle, progra
   output read__valid;
   wire read__valid;
   wire \read__valid$23 ;
-  reg [1:0] rejected_q = 2'h0;
   input [2:0] response__payload;
   wire [2:0] response__payload;
   wire [2:0] \response__payload$25 ;
@@ -39146,21 +39098,17 @@ module t3hw_system__e2__dma (rst, trigger__valid, trigger__payload, idle, progra
   wire trigger__valid;
   wire \trigger__valid$11 ;
   assign idle = \idle$39  & \idle$40 ;
-  assign \$1  = | rejected_q;
-  assign \$5  = stats[31:0] + enqueued_q;
-  assign \$6  = stats[63:32] + rejected_q;
+  assign \$1  = | bad_descriptor;
+  assign \$5  = stats[31:0] + enqueued;
+  assign \$6  = stats[63:32] + bad_descriptor;
   assign \$7  = read__valid & read__ready;
   assign \$8  = stats[95:64] + \$7 ;
   assign \$9  = packet__valid & packet__ready;
   assign \$10  = stats[127:96] + \$9 ;
   always @(posedge clk)
-    rejected_q <= \$11 ;
+    errors <= \$11 ;
   always @(posedge clk)
-    enqueued_q <= \$12 ;
-  always @(posedge clk)
-    errors <= \$13 ;
-  always @(posedge clk)
-    stats <= \$14 ;
+    stats <= \$12 ;
   t3hw_system__e2__dma__engine  engine (
     .bad_response(bad_response),
     .clk(clk),
@@ -39199,33 +39147,19 @@ module t3hw_system__e2__dma (rst, trigger__valid, trigger__payload, idle, progra
   );
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$11  = bad_descriptor;
+    \$11  = \$4 ;
     if (rst) begin
-      \$11  = 2'h0;
+      \$11  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$12  = enqueued;
+    \$12 [31:0] = \$5 [31:0];
+    \$12 [63:32] = \$6 [31:0];
+    \$12 [95:64] = \$8 [31:0];
+    \$12 [127:96] = \$10 [31:0];
     if (rst) begin
-      \$12  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_38 ) begin end
-    \$13  = \$4 ;
-    if (rst) begin
-      \$13  = 3'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_38 ) begin end
-    \$14 [31:0] = \$5 [31:0];
-    \$14 [63:32] = \$6 [31:0];
-    \$14 [95:64] = \$8 [31:0];
-    \$14 [127:96] = \$10 [31:0];
-    if (rst) begin
-      \$14  = 128'h00000000000000000000000000000000;
+      \$12  = 128'h00000000000000000000000000000000;
     end
   end
   assign \program__payload$1  = program__payload;
@@ -53104,10 +53038,8 @@ module t3hw_system__e3__dma (rst, trigger__valid, trigger__payload, idle, progra
   reg _init_strobe_55  = 0;
   wire \$1 ;
   wire [32:0] \$10 ;
-  reg [1:0] \$11 ;
-  reg \$12 ;
-  reg [2:0] \$13 ;
-  reg [127:0] \$14 ;
+  reg [2:0] \$11 ;
+  reg [127:0] \$12 ;
   wire [2:0] \$2 ;
   wire [2:0] \$3 ;
   wire [2:0] \$4 ;
@@ -53159,7 +53091,6 @@ module t3hw_system__e3__dma (rst, trigger__valid, trigger__payload, idle, progra
   wire descriptor__valid;
   wire \descriptor__valid$17 ;
   wire enqueued;
-  reg enqueued_q = 1'h0;
   output [2:0] errors;
   reg [2:0] errors = 3'h0;
   wire errors__bad_descriptor ;
@@ -53244,7 +53175,6 @@ module t3hw_system__e3__dma (rst, trigger__valid, trigger__payload, idle, progra
   output read__valid;
   wire read__valid;
   wire \read__valid$23 ;
-  reg [1:0] rejected_q = 2'h0;
   input [2:0] response__payload;
   wire [2:0] response__payload;
   wire [2:0] \response__payload$25 ;
@@ -53282,21 +53212,17 @@ module t3hw_system__e3__dma (rst, trigger__valid, trigger__payload, idle, progra
   wire trigger__valid;
   wire \trigger__valid$11 ;
   assign idle = \idle$39  & \idle$40 ;
-  assign \$1  = | rejected_q;
-  assign \$5  = stats[31:0] + enqueued_q;
-  assign \$6  = stats[63:32] + rejected_q;
+  assign \$1  = | bad_descriptor;
+  assign \$5  = stats[31:0] + enqueued;
+  assign \$6  = stats[63:32] + bad_descriptor;
   assign \$7  = read__valid & read__ready;
   assign \$8  = stats[95:64] + \$7 ;
   assign \$9  = packet__valid & packet__ready;
   assign \$10  = stats[127:96] + \$9 ;
   always @(posedge clk)
-    rejected_q <= \$11 ;
+    errors <= \$11 ;
   always @(posedge clk)
-    enqueued_q <= \$12 ;
-  always @(posedge clk)
-    errors <= \$13 ;
-  always @(posedge clk)
-    stats <= \$14 ;
+    stats <= \$12 ;
   t3hw_system__e3__dma__engine  engine (
     .bad_response(bad_response),
     .clk(clk),
@@ -53335,33 +53261,19 @@ module t3hw_system__e3__dma (rst, trigger__valid, trigger__payload, idle, progra
   );
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$11  = bad_descriptor;
+    \$11  = \$4 ;
     if (rst) begin
-      \$11  = 2'h0;
+      \$11  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$12  = enqueued;
+    \$12 [31:0] = \$5 [31:0];
+    \$12 [63:32] = \$6 [31:0];
+    \$12 [95:64] = \$8 [31:0];
+    \$12 [127:96] = \$10 [31:0];
     if (rst) begin
-      \$12  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_55 ) begin end
-    \$13  = \$4 ;
-    if (rst) begin
-      \$13  = 3'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_55 ) begin end
-    \$14 [31:0] = \$5 [31:0];
-    \$14 [63:32] = \$6 [31:0];
-    \$14 [95:64] = \$8 [31:0];
-    \$14 [127:96] = \$10 [31:0];
-    if (rst) begin
-      \$14  = 128'h00000000000000000000000000000000;
+      \$12  = 128'h00000000000000000000000000000000;
     end
   end
   assign \program__payload$1  = program__payload;

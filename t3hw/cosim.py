@@ -8,6 +8,7 @@ Verilates it (one build folder per ``(n, parameters, waves)``); :func:`run` runs
 compare.
 """
 
+import functools
 import hashlib
 import json
 import sys
@@ -33,6 +34,15 @@ def _key(cfg, waves):
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+@functools.lru_cache(maxsize=None)
+def _system_verilog(gpus, params):
+    """The generated Verilog of the ``gpus``-engine system (10 s for 8 engines: a test
+    session builds each system several times)."""
+    from .generate import _header, convert
+    from .system import System
+    return _header("system", MODULE, params) + convert(System(params, n=gpus), MODULE)
+
+
 def build(cfg: CosimConfig, *, waves=False, root=None):
     """Generate and Verilate the ``cfg.gpus``-engine system; returns (runner, build dir).
 
@@ -42,15 +52,12 @@ def build(cfg: CosimConfig, *, waves=False, root=None):
     """
     harness.toolchain_env()
     from cocotb_tools.runner import get_runner
-    from .generate import _header, convert
-    from .system import System
     bdir = Path(root or harness.ROOT / "build") / f"system{cfg.gpus}-{_key(cfg, waves)}"
     src = bdir / "rtl" / f"{MODULE}.v"
-    # Generated every time, written only when it changed: the Verilator build is redone
+    # Generated once per process, written only when it changed: the Verilator build is redone
     # exactly when the RTL changed (a build folder is keyed by the parameters, not by the
     # generator's code).
-    text = _header("system", MODULE, cfg.params) + convert(System(cfg.params, n=cfg.gpus),
-                                                           MODULE)
+    text = _system_verilog(cfg.gpus, cfg.params)
     if not src.is_file() or src.read_text() != text:
         src.parent.mkdir(parents=True, exist_ok=True)
         src.write_text(text)

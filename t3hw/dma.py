@@ -85,8 +85,9 @@ class DmaQueue(wiring.Component):
     again (a descriptor invalidated while queued is dropped with ``bad_descriptor``). Every
     read of the table goes straight into a register. Throughput: one descriptor every 3
     cycles at ``descriptor``; with ``dma_ready_depth = 1`` one trigger every 4 cycles,
-    otherwise up to 1 per cycle while the queue has room. The table has two synchronous read ports (check and fetch) and one write
-    port, so it maps onto block RAM (duplicated for the second read port).
+    otherwise up to 1 per cycle while the queue has room. The table has two synchronous
+    read ports (check and fetch) and one write port, so it maps onto block RAM (duplicated
+    for the second read port).
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
@@ -376,13 +377,11 @@ class Dma(wiring.Component):
         Network packets, one per returned read.
     errors : Out(dma_errors_layout)
         Sticky error bits; each stays set until the same bit of ``clear`` is pulsed (a bit set
-        in the same cycle as its clear stays set). ``bad_descriptor`` is set two cycles
-        after the queue's event (which is registered first, for timing), the others one.
+        in the same cycle as its clear stays set).
     clear : In(dma_errors_layout)
         Write-one-to-clear strobe for ``errors``.
     stats : Out(dma_stats_layout)
-        Wrapping counters (``triggers`` and ``rejected`` count the queue's registered
-        events, so they lag them by a cycle).
+        Wrapping counters.
     busy : Out(1)
         High while the descriptor table is invalidated after reset (``2**cmd_width`` cycles);
         ``program`` and ``trigger`` wait meanwhile.
@@ -430,14 +429,9 @@ class Dma(wiring.Component):
             self.idle.eq(queue.idle & engine.idle),
         ]
 
-        # The queue's events come straight from its descriptor table's read data (block RAM):
-        # they are registered before the error bits and counters take them, for timing.
-        rejected = Signal.like(queue.bad_descriptor, name="rejected_q")
-        enqueued = Signal(name="enqueued_q")
-        m.d.sync += [rejected.eq(queue.bad_descriptor), enqueued.eq(queue.enqueued)]
         set_err = Signal(dma_errors_layout(p))
         m.d.comb += [
-            set_err.bad_descriptor.eq(rejected != 0),
+            set_err.bad_descriptor.eq(queue.bad_descriptor != 0),
             set_err.bad_program.eq(queue.bad_program),
             set_err.bad_response.eq(engine.bad_response),
         ]
@@ -446,8 +440,8 @@ class Dma(wiring.Component):
 
         st = self.stats
         m.d.sync += [
-            st.triggers.eq(st.triggers + enqueued),
-            st.rejected.eq(st.rejected + rejected),
+            st.triggers.eq(st.triggers + queue.enqueued),
+            st.rejected.eq(st.rejected + queue.bad_descriptor),
             st.reads.eq(st.reads + (self.read.valid & self.read.ready)),
             st.packets.eq(st.packets + (self.packet.valid & self.packet.ready)),
         ]
