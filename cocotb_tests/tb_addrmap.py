@@ -2,11 +2,11 @@
 """cocotb testbench of the generated address map Verilog, scored cycle by cycle.
 
 The stimulus, the scoreboard and the directed scenarios are :mod:`sim_models.addrmap`'s (the
-amaranth.sim tests run the same ones): every cycle, ``store.ready`` and ``valid`` and every
-payload field of ``net`` and ``mem`` are compared with :class:`sim_models.addrmap.AddrMapModel`;
-sticky errors and counters at the end of each test. Run-time settings come from the
-environment that ``test_addrmap.py`` sets: ``T3HW_PARAMS``, ``T3HW_SEED``,
-``T3HW_ADDRMAP_STORES`` (random stores sent by ``test_random``).
+amaranth.sim tests run the same ones): every cycle, ``store.ready``, ``rx.ready`` and
+``valid`` and every payload field of ``net``, ``mem`` and ``rx_mem`` are compared with
+:class:`sim_models.addrmap.AddrMapModel`; sticky errors and counters at the end of each test.
+Run-time settings come from the environment that ``test_addrmap.py`` sets: ``T3HW_PARAMS``,
+``T3HW_SEED``, ``T3HW_ADDRMAP_STORES`` (random stores sent by ``test_random``).
 """
 
 import os
@@ -36,10 +36,12 @@ async def test_random(dut):
     await addrmap_model.drain(tb.env, tb.cycle)
     env = tb.env
     dut._log.info("seed=%d: %d stores in %d cycles, taken %s, stats %s, %d region writes "
-                  "rejected, errors %s", tb.seed, env.sent, env.cycle, env.taken,
-                  env.model.stats, env.rejected, {k for k, v in env.model.errors.items() if v})
+                  "rejected, errors %s, rx refused behind a full rx stage A in %d cycles",
+                  tb.seed, env.sent, env.cycle, env.taken, env.model.stats, env.rejected,
+                  {k for k, v in env.model.errors.items() if v}, env.rx_held)
     assert all(env.model.stats.values()) and all(env.model.errors.values())
     assert 0 < env.rx_tracked < env.received == env.taken["rx_mem"]
+    assert env.rx_held > 0                  # rx refused behind a full stage A and rx_mem
 
 
 @cocotb.test()

@@ -68,11 +68,13 @@ async def test_random(dut):
     await tb.hold_reset()
     await csr_model.drain(tb.env, tb.cycle)
     env = tb.env
-    dut._log.info("seed=%d: %d cycles, commands %s, errors seen %s, requests taken %d",
-                  tb.seed, env.cycle, env.seen["commands"], sorted(env.seen["errors"]),
-                  len(env.targets.log))
+    dut._log.info("seed=%d: %d cycles, commands %s, errors seen %s, requests taken %d, "
+                  "reads of a loading group %d", tb.seed, env.cycle, env.seen["commands"],
+                  sorted(env.seen["errors"]), len(env.targets.log),
+                  env.seen["reads_while_loading"])
     assert env.seen["errors"] == {"unmapped", "read_only", "bad_command", "busy"}
     assert set(env.seen["reads"]) == set(env.map.by_name)
+    assert env.seen["reads_while_loading"] > 0
     assert {g for g, _ in env.targets.log} == {"REGION", "DESC", "TRACK", "ARB"}
     assert {config_ok(f) for g, f in env.targets.log if g == "ARB"} == {True, False}
 
@@ -125,6 +127,8 @@ async def test_driver_ring(dut):
         got = await driver.read_descriptor(cmd)
         assert got == {**{k: getattr(v, "value", v) for k, v in want.items()}, "valid": 1}, \
             (cmd, got, want)
+    # The driver waited for every load: the reads of the groups raised no busy.
+    assert not any((await driver.errors())["csr"].values())
     arms = [fields for group, fields in tb.env.targets.log if group == "TRACK"]
     assert [(f["tile"], f["threshold"], f["cmd"], f["op"], f["rearm"]) for f in arms] == \
         [(t, th, cmd, 0, 0) for t, (th, cmd) in plan["entries"].items()]

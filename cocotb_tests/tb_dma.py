@@ -83,6 +83,14 @@ async def test_full_ready_queue(dut):
 
 
 @cocotb.test()
+async def test_program_first(dut):
+    """A descriptor write and a trigger of it presented together: the write goes first."""
+    tb = DmaTB(dut)
+    await tb.reset()
+    await dma_model.program_first(tb.env, tb.cycle)
+
+
+@cocotb.test()
 async def test_back_to_back(dut):
     """Queued descriptors read one burst per cycle, across descriptor boundaries."""
     tb = DmaTB(dut)

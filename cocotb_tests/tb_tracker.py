@@ -122,7 +122,7 @@ async def test_directed(dut):
             pass
     for tile in tiles:
         await tb.cycle(write=_write(tile), ready=False)
-    for _ in range(4):                  # the last trigger reaches the queue (S3) and is counted
+    for _ in range(5):                  # the last trigger reaches the queue (S4) and is counted
         await tb.cycle(ready=False)
     tb.check_state()
     assert tb.model.model.errors["overflow"] and tb.model.model.stats["dropped"] == 1

@@ -5,8 +5,8 @@
 module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, mem__ready, rx__payload, rx__valid, rx_mem__ready, clear, clk, rst, store__ready, net__payload, net__valid, mem__payload, mem__valid, rx__ready, rx_mem__payload, rx_mem__valid, errors, stats
 , store__payload);
   reg _init_strobe_1  = 0;
-  wire \$1 ;
-  wire \$10 ;
+  wire [7:0] \$1 ;
+  wire [4:0] \$10 ;
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
@@ -17,7 +17,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$107 ;
   wire \$108 ;
   wire \$109 ;
-  wire \$11 ;
+  wire [4:0] \$11 ;
   wire \$110 ;
   wire \$111 ;
   wire \$112 ;
@@ -28,7 +28,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$117 ;
   wire \$118 ;
   wire \$119 ;
-  wire \$12 ;
+  wire [4:0] \$12 ;
   wire \$120 ;
   wire \$121 ;
   wire \$122 ;
@@ -38,19 +38,19 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire \$129 ;
-  wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire \$136 ;
+  wire [48:0] \$129 ;
+  wire [4:0] \$13 ;
+  wire [48:0] \$130 ;
+  wire [48:0] \$131 ;
+  wire [48:0] \$132 ;
+  wire [48:0] \$133 ;
+  wire [48:0] \$134 ;
+  wire [48:0] \$135 ;
+  wire [48:0] \$136 ;
   wire \$137 ;
   wire \$138 ;
   wire \$139 ;
-  wire \$14 ;
+  wire [4:0] \$14 ;
   wire \$140 ;
   wire \$141 ;
   wire \$142 ;
@@ -59,31 +59,31 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
-  wire \$148 ;
+  wire [32:0] \$148 ;
   wire \$149 ;
-  wire \$15 ;
+  wire [4:0] \$15 ;
   wire \$150 ;
   wire \$151 ;
   wire \$152 ;
-  wire \$153 ;
+  wire [32:0] \$153 ;
   wire \$154 ;
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
-  wire \$158 ;
+  wire [32:0] \$158 ;
   wire \$159 ;
-  wire \$16 ;
+  wire [47:0] \$16 ;
   wire \$160 ;
   wire \$161 ;
   wire \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
-  wire \$166 ;
+  wire [32:0] \$166 ;
   wire \$167 ;
   wire \$168 ;
   wire \$169 ;
-  wire \$17 ;
+  wire [47:0] \$17 ;
   wire \$170 ;
   wire \$171 ;
   wire \$172 ;
@@ -94,7 +94,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$177 ;
   wire \$178 ;
   wire \$179 ;
-  wire \$18 ;
+  wire [47:0] \$18 ;
   wire \$180 ;
   wire \$181 ;
   wire \$182 ;
@@ -105,7 +105,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
-  wire \$19 ;
+  wire [47:0] \$19 ;
   wire \$190 ;
   wire \$191 ;
   wire \$192 ;
@@ -116,10 +116,10 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$197 ;
   wire \$198 ;
   wire \$199 ;
-  wire \$2 ;
-  wire \$20 ;
+  wire [4:0] \$2 ;
+  wire [47:0] \$20 ;
   wire \$200 ;
-  wire \$201 ;
+  wire [48:0] \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
@@ -128,7 +128,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$207 ;
   wire \$208 ;
   wire \$209 ;
-  wire \$21 ;
+  wire [47:0] \$21 ;
   wire \$210 ;
   wire \$211 ;
   wire \$212 ;
@@ -139,7 +139,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$217 ;
   wire \$218 ;
   wire \$219 ;
-  wire \$22 ;
+  wire [47:0] \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
@@ -150,18 +150,18 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$227 ;
   wire \$228 ;
   wire \$229 ;
-  wire \$23 ;
+  wire [47:0] \$23 ;
   wire \$230 ;
   wire \$231 ;
-  wire [48:0] \$232 ;
-  wire [48:0] \$233 ;
-  wire [48:0] \$234 ;
-  wire [48:0] \$235 ;
-  wire [48:0] \$236 ;
-  wire [48:0] \$237 ;
-  wire [48:0] \$238 ;
-  wire [48:0] \$239 ;
-  wire \$24 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire \$234 ;
+  wire \$235 ;
+  wire \$236 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
+  wire [47:0] \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
@@ -172,18 +172,18 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$247 ;
   wire \$248 ;
   wire \$249 ;
-  wire \$25 ;
-  wire [32:0] \$250 ;
-  wire [32:0] \$251 ;
-  wire [32:0] \$252 ;
-  wire [32:0] \$253 ;
+  wire [47:0] \$25 ;
+  wire \$250 ;
+  wire \$251 ;
+  wire \$252 ;
+  wire \$253 ;
   wire \$254 ;
   wire \$255 ;
-  wire [48:0] \$256 ;
+  wire \$256 ;
   wire \$257 ;
   wire \$258 ;
   wire \$259 ;
-  wire \$26 ;
+  wire [47:0] \$26 ;
   wire \$260 ;
   wire \$261 ;
   wire \$262 ;
@@ -194,7 +194,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$267 ;
   wire \$268 ;
   wire \$269 ;
-  wire \$27 ;
+  wire [47:0] \$27 ;
   wire \$270 ;
   wire \$271 ;
   wire \$272 ;
@@ -203,128 +203,180 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$275 ;
   wire \$276 ;
   wire \$277 ;
-  wire [1:0] \$278 ;
-  wire [1:0] \$279 ;
-  wire \$28 ;
-  wire [1:0] \$280 ;
-  reg \$281 ;
-  reg [71:0] \$282 ;
-  reg [7:0] \$283 ;
-  reg [47:0] \$284 ;
-  reg [1:0] \$285 ;
-  reg [4:0] \$286 ;
-  reg [47:0] \$287 ;
-  reg [1:0] \$288 ;
-  reg [4:0] \$289 ;
-  wire \$29 ;
-  reg [47:0] \$290 ;
-  reg [1:0] \$291 ;
-  reg [4:0] \$292 ;
-  reg [47:0] \$293 ;
-  reg [1:0] \$294 ;
-  reg [4:0] \$295 ;
-  reg [47:0] \$296 ;
-  reg [1:0] \$297 ;
-  reg [4:0] \$298 ;
-  reg [47:0] \$299 ;
-  wire \$3 ;
-  wire \$30 ;
-  reg [1:0] \$300 ;
-  reg [4:0] \$301 ;
-  reg [47:0] \$302 ;
-  reg [1:0] \$303 ;
-  reg [4:0] \$304 ;
-  reg [47:0] \$305 ;
-  reg [1:0] \$306 ;
-  reg [4:0] \$307 ;
-  reg \$308 ;
-  reg \$309 ;
-  wire \$31 ;
-  reg [76:0] \$310 ;
-  reg [72:0] \$311 ;
-  reg [127:0] \$312 ;
-  reg \$313 ;
-  reg [72:0] \$314 ;
-  reg \$315 ;
-  reg \$316 ;
-  reg [151:0] \$317 ;
-  reg [48:0] \$318 ;
-  reg [47:0] \$319 ;
-  wire \$32 ;
-  reg [151:0] \$320 ;
-  reg [48:0] \$321 ;
-  reg [47:0] \$322 ;
-  reg [151:0] \$323 ;
-  reg [48:0] \$324 ;
-  reg [47:0] \$325 ;
-  reg [151:0] \$326 ;
-  reg [48:0] \$327 ;
-  reg [47:0] \$328 ;
-  reg [151:0] \$329 ;
-  wire [1:0] \$33 ;
-  reg [48:0] \$330 ;
-  reg [47:0] \$331 ;
-  reg [151:0] \$332 ;
-  reg [48:0] \$333 ;
-  reg [47:0] \$334 ;
-  reg [151:0] \$335 ;
-  reg [48:0] \$336 ;
+  wire \$278 ;
+  wire \$279 ;
+  wire [47:0] \$28 ;
+  wire \$280 ;
+  wire \$281 ;
+  wire \$282 ;
+  wire \$283 ;
+  wire \$284 ;
+  wire \$285 ;
+  wire \$286 ;
+  wire \$287 ;
+  wire \$288 ;
+  wire \$289 ;
+  wire [47:0] \$29 ;
+  wire \$290 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
+  wire \$295 ;
+  wire \$296 ;
+  wire \$297 ;
+  wire \$298 ;
+  wire \$299 ;
+  wire [4:0] \$3 ;
+  wire [7:0] \$30 ;
+  wire \$300 ;
+  wire \$301 ;
+  wire \$302 ;
+  wire \$303 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
+  wire [7:0] \$31 ;
+  wire \$310 ;
+  wire \$311 ;
+  wire \$312 ;
+  wire \$313 ;
+  wire \$314 ;
+  wire \$315 ;
+  wire \$316 ;
+  wire \$317 ;
+  wire \$318 ;
+  wire \$319 ;
+  wire [7:0] \$32 ;
+  wire \$320 ;
+  wire \$321 ;
+  wire \$322 ;
+  wire \$323 ;
+  wire [1:0] \$324 ;
+  wire [1:0] \$325 ;
+  wire [1:0] \$326 ;
+  reg \$327 ;
+  reg [71:0] \$328 ;
+  reg [7:0] \$329 ;
+  wire [7:0] \$33 ;
+  reg [7:0] \$330 ;
+  reg [7:0] \$331 ;
+  reg [7:0] \$332 ;
+  reg [7:0] \$333 ;
+  reg [7:0] \$334 ;
+  reg [47:0] \$335 ;
+  reg [4:0] \$336 ;
   reg [47:0] \$337 ;
-  reg [151:0] \$338 ;
-  reg [48:0] \$339 ;
-  wire [1:0] \$34 ;
-  reg [47:0] \$340 ;
-  reg [1:0] \$341 ;
-  wire [1:0] \$35 ;
-  wire [1:0] \$36 ;
-  wire [1:0] \$37 ;
-  wire [1:0] \$38 ;
-  wire [1:0] \$39 ;
-  wire \$4 ;
-  wire [1:0] \$40 ;
-  wire [1:0] \$41 ;
-  wire [1:0] \$42 ;
-  wire [1:0] \$43 ;
-  wire [1:0] \$44 ;
-  wire [1:0] \$45 ;
-  wire [1:0] \$46 ;
-  wire [4:0] \$47 ;
-  wire [4:0] \$48 ;
-  wire [4:0] \$49 ;
-  wire \$5 ;
-  wire [4:0] \$50 ;
-  wire [4:0] \$51 ;
-  wire [4:0] \$52 ;
-  wire [4:0] \$53 ;
-  wire [4:0] \$54 ;
-  wire [4:0] \$55 ;
-  wire [4:0] \$56 ;
-  wire [4:0] \$57 ;
-  wire [4:0] \$58 ;
-  wire [4:0] \$59 ;
-  wire \$6 ;
-  wire [4:0] \$60 ;
-  wire [47:0] \$61 ;
-  wire [47:0] \$62 ;
-  wire [47:0] \$63 ;
-  wire [47:0] \$64 ;
-  wire [47:0] \$65 ;
-  wire [47:0] \$66 ;
-  wire [47:0] \$67 ;
-  wire [47:0] \$68 ;
-  wire [47:0] \$69 ;
-  wire \$7 ;
-  wire [47:0] \$70 ;
-  wire [47:0] \$71 ;
-  wire [47:0] \$72 ;
-  wire [47:0] \$73 ;
-  wire [47:0] \$74 ;
+  reg [4:0] \$338 ;
+  reg [47:0] \$339 ;
+  wire [7:0] \$34 ;
+  reg [4:0] \$340 ;
+  reg [47:0] \$341 ;
+  reg [4:0] \$342 ;
+  reg [47:0] \$343 ;
+  reg [4:0] \$344 ;
+  reg [47:0] \$345 ;
+  reg [4:0] \$346 ;
+  reg [47:0] \$347 ;
+  reg [4:0] \$348 ;
+  reg [47:0] \$349 ;
+  wire [7:0] \$35 ;
+  reg [4:0] \$350 ;
+  reg \$351 ;
+  reg \$352 ;
+  reg [76:0] \$353 ;
+  reg [72:0] \$354 ;
+  reg [127:0] \$355 ;
+  reg \$356 ;
+  reg [71:0] \$357 ;
+  reg [7:0] \$358 ;
+  reg [7:0] \$359 ;
+  wire \$36 ;
+  reg [7:0] \$360 ;
+  reg \$361 ;
+  reg [72:0] \$362 ;
+  reg \$363 ;
+  reg \$364 ;
+  reg [151:0] \$365 ;
+  reg [48:0] \$366 ;
+  reg [47:0] \$367 ;
+  reg [151:0] \$368 ;
+  reg [48:0] \$369 ;
+  wire \$37 ;
+  reg [47:0] \$370 ;
+  reg [151:0] \$371 ;
+  reg [48:0] \$372 ;
+  reg [47:0] \$373 ;
+  reg [151:0] \$374 ;
+  reg [48:0] \$375 ;
+  reg [47:0] \$376 ;
+  reg [151:0] \$377 ;
+  reg [48:0] \$378 ;
+  reg [47:0] \$379 ;
+  wire \$38 ;
+  reg [151:0] \$380 ;
+  reg [48:0] \$381 ;
+  reg [47:0] \$382 ;
+  reg [151:0] \$383 ;
+  reg [48:0] \$384 ;
+  reg [47:0] \$385 ;
+  reg [151:0] \$386 ;
+  reg [48:0] \$387 ;
+  reg [47:0] \$388 ;
+  wire [8:0] \$389 ;
+  wire \$39 ;
+  wire [8:0] \$390 ;
+  wire [7:0] \$391 ;
+  wire [7:0] \$392 ;
+  reg [1:0] \$393 ;
+  wire [4:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire [7:0] \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire [8:0] \$48 ;
+  wire [8:0] \$49 ;
+  wire [4:0] \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire [7:0] \$58 ;
+  wire [7:0] \$59 ;
+  wire [4:0] \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
-  wire \$8 ;
+  wire [4:0] \$8 ;
   wire \$80 ;
   wire \$81 ;
   wire \$82 ;
@@ -335,7 +387,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$87 ;
   wire \$88 ;
   wire \$89 ;
-  wire \$9 ;
+  wire [4:0] \$9 ;
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
@@ -354,47 +406,12 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   reg [4:0] a_device5 = 5'h00;
   reg [4:0] a_device6 = 5'h00;
   reg [4:0] a_device7 = 5'h00;
-  reg [7:0] a_hits = 8'h00;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode0 = 2'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode1 = 2'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode2 = 2'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode3 = 2'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode4 = 2'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode5 = 2'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode6 = 2'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode7 = 2'h0;
+  reg [7:0] a_ge = 8'h00;
+  wire [7:0] a_hits;
+  reg [7:0] a_local = 8'h00;
+  reg [7:0] a_lt = 8'h00;
+  reg [7:0] a_on = 8'h00;
+  reg [7:0] a_remote = 8'h00;
   reg [71:0] a_store = 72'h000000000000000000;
   wire [47:0] a_store__addr ;
   wire [6:0] a_store__bytes ;
@@ -411,8 +428,10 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   reg [47:0] a_target5 = 48'h000000000000;
   reg [47:0] a_target6 = 48'h000000000000;
   reg [47:0] a_target7 = 48'h000000000000;
+  reg [7:0] a_tracked = 8'h00;
   reg a_valid = 1'h0;
   wire advance;
+  wire bad;
   wire [8:0] clash;
   input [1:0] clear;
   wire [1:0] clear;
@@ -426,7 +445,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   reg [1:0] errors = 2'h0;
   wire errors__bad_region ;
   wire errors__overlap ;
-  wire [7:0] hits;
+  wire \local ;
   output [72:0] mem__payload;
   reg [72:0] mem__payload = 73'h0000000000000000000;
   wire [47:0] mem__payload__addr ;
@@ -441,11 +460,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire mem__ready;
   output mem__valid;
   reg mem__valid = 1'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] mode;
   output [76:0] net__payload;
   reg [76:0] net__payload = 77'h00000000000000000000;
   wire [47:0] net__payload__addr ;
@@ -477,9 +491,11 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire p2_req__valid ;
   reg p2_valid = 1'h0;
   reg p3_bad = 1'h0;
-  reg [8:0] p3_clash = 9'h000;
   reg [47:0] p3_delta = 48'h000000000000;
   reg [48:0] p3_end = 49'h0000000000000;
+  reg [8:0] p3_hi = 9'h000;
+  reg [8:0] p3_lo = 9'h000;
+  reg [7:0] p3_ok = 8'h00;
   reg [154:0] p3_req = 155'h000000000000000000000000000000000000000;
   wire [47:0] p3_req__base ;
   wire [4:0] p3_req__device ;
@@ -492,6 +508,8 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [47:0] p3_req__remote_base ;
   wire [47:0] p3_req__size ;
   wire p3_req__valid ;
+  reg [7:0] p3_rm = 8'h00;
+  reg [8:0] p3_stale = 9'h000;
   reg p3_valid = 1'h0;
   input [154:0] program__payload;
   wire [154:0] program__payload;
@@ -612,6 +630,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire region7__valid ;
   reg [47:0] region7_delta = 48'h000000000000;
   reg [48:0] region7_end = 49'h0000000000000;
+  wire remote;
   input rst;
   wire rst;
   input [76:0] rx__payload;
@@ -628,7 +647,20 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire rx__ready;
   input rx__valid;
   wire rx__valid;
-  wire [7:0] rx_hit;
+  reg [71:0] rx_a = 72'h000000000000000000;
+  wire [47:0] rx_a__addr ;
+  wire [6:0] rx_a__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rx_a__kind ;
+  wire [15:0] rx_a__tile ;
+  reg [7:0] rx_a_ge = 8'h00;
+  wire [7:0] rx_a_hits;
+  reg [7:0] rx_a_lt = 8'h00;
+  reg [7:0] rx_a_on = 8'h00;
+  reg rx_a_valid = 1'h0;
+  wire rx_advance;
   output [72:0] rx_mem__payload;
   reg [72:0] rx_mem__payload = 73'h0000000000000000000;
   wire [47:0] rx_mem__payload__addr ;
@@ -666,375 +698,433 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   input store__valid;
   wire store__valid;
   wire [47:0] target;
-  wire write;
-  assign \$1  = store__payload[47:0] >= region0[55:8];
-  assign \$2  = region0[0] & \$1 ;
-  assign \$3  = store__payload[47:0] < region0_end;
-  assign \$4  = \$2  & \$3 ;
-  assign \$5  = store__payload[47:0] >= region1[55:8];
-  assign \$6  = region1[0] & \$5 ;
-  assign \$7  = store__payload[47:0] < region1_end;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = store__payload[47:0] >= region2[55:8];
-  assign \$10  = region2[0] & \$9 ;
-  assign \$11  = store__payload[47:0] < region2_end;
-  assign \$12  = \$10  & \$11 ;
-  assign \$13  = store__payload[47:0] >= region3[55:8];
-  assign \$14  = region3[0] & \$13 ;
-  assign \$15  = store__payload[47:0] < region3_end;
-  assign \$16  = \$14  & \$15 ;
-  assign \$17  = store__payload[47:0] >= region4[55:8];
-  assign \$18  = region4[0] & \$17 ;
-  assign \$19  = store__payload[47:0] < region4_end;
-  assign \$20  = \$18  & \$19 ;
-  assign \$21  = store__payload[47:0] >= region5[55:8];
-  assign \$22  = region5[0] & \$21 ;
-  assign \$23  = store__payload[47:0] < region5_end;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = store__payload[47:0] >= region6[55:8];
-  assign \$26  = region6[0] & \$25 ;
-  assign \$27  = store__payload[47:0] < region6_end;
-  assign \$28  = \$26  & \$27 ;
-  assign \$29  = store__payload[47:0] >= region7[55:8];
-  assign \$30  = region7[0] & \$29 ;
-  assign \$31  = store__payload[47:0] < region7_end;
-  assign \$32  = \$30  & \$31 ;
-  assign \$33  = a_hits[0] ? a_mode0 : 2'h0;
-  assign \$34  = a_hits[1] ? a_mode1 : 2'h0;
-  assign \$35  = \$33  | \$34 ;
-  assign \$36  = a_hits[2] ? a_mode2 : 2'h0;
-  assign \$37  = \$35  | \$36 ;
-  assign \$38  = a_hits[3] ? a_mode3 : 2'h0;
-  assign \$39  = \$37  | \$38 ;
-  assign \$40  = a_hits[4] ? a_mode4 : 2'h0;
-  assign \$41  = \$39  | \$40 ;
-  assign \$42  = a_hits[5] ? a_mode5 : 2'h0;
-  assign \$43  = \$41  | \$42 ;
-  assign \$44  = a_hits[6] ? a_mode6 : 2'h0;
-  assign \$45  = \$43  | \$44 ;
-  assign \$46  = a_hits[7] ? a_mode7 : 2'h0;
-  assign mode = \$45  | \$46 ;
-  assign \$47  = a_hits[0] ? a_device0 : 5'h00;
-  assign \$48  = a_hits[1] ? a_device1 : 5'h00;
-  assign \$49  = \$47  | \$48 ;
-  assign \$50  = a_hits[2] ? a_device2 : 5'h00;
-  assign \$51  = \$49  | \$50 ;
-  assign \$52  = a_hits[3] ? a_device3 : 5'h00;
-  assign \$53  = \$51  | \$52 ;
-  assign \$54  = a_hits[4] ? a_device4 : 5'h00;
-  assign \$55  = \$53  | \$54 ;
-  assign \$56  = a_hits[5] ? a_device5 : 5'h00;
-  assign \$57  = \$55  | \$56 ;
-  assign \$58  = a_hits[6] ? a_device6 : 5'h00;
-  assign \$59  = \$57  | \$58 ;
-  assign \$60  = a_hits[7] ? a_device7 : 5'h00;
-  assign device = \$59  | \$60 ;
-  assign \$61  = a_hits[0] ? a_target0 : 48'h000000000000;
-  assign \$62  = a_hits[1] ? a_target1 : 48'h000000000000;
-  assign \$63  = \$61  | \$62 ;
-  assign \$64  = a_hits[2] ? a_target2 : 48'h000000000000;
-  assign \$65  = \$63  | \$64 ;
-  assign \$66  = a_hits[3] ? a_target3 : 48'h000000000000;
-  assign \$67  = \$65  | \$66 ;
-  assign \$68  = a_hits[4] ? a_target4 : 48'h000000000000;
-  assign \$69  = \$67  | \$68 ;
-  assign \$70  = a_hits[5] ? a_target5 : 48'h000000000000;
-  assign \$71  = \$69  | \$70 ;
-  assign \$72  = a_hits[6] ? a_target6 : 48'h000000000000;
-  assign \$73  = \$71  | \$72 ;
-  assign \$74  = a_hits[7] ? a_target7 : 48'h000000000000;
-  assign target = \$73  | \$74 ;
-  assign \$75  = mode == 1'h1;
-  assign \$76  = ~ net__valid;
-  assign \$77  = \$76  | net__ready;
-  assign \$78  = ~ mem__valid;
-  assign \$79  = \$78  | mem__ready;
-  assign \$80  = \$75  ? \$77  : \$79 ;
-  assign advance = a_valid & \$80 ;
-  assign \$81  = ~ a_valid;
-  assign store__ready = \$81  | advance;
-  assign \$82  = region0[2:1] == 2'h2;
-  assign \$83  = region0[0] & \$82 ;
-  assign \$84  = rx__payload[52:5] >= region0[55:8];
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = rx__payload[52:5] < region0_end;
-  assign \$87  = \$85  & \$86 ;
-  assign \$88  = region1[2:1] == 2'h2;
-  assign \$89  = region1[0] & \$88 ;
-  assign \$90  = rx__payload[52:5] >= region1[55:8];
-  assign \$91  = \$89  & \$90 ;
-  assign \$92  = rx__payload[52:5] < region1_end;
-  assign \$93  = \$91  & \$92 ;
-  assign \$94  = region2[2:1] == 2'h2;
-  assign \$95  = region2[0] & \$94 ;
-  assign \$96  = rx__payload[52:5] >= region2[55:8];
-  assign \$97  = \$95  & \$96 ;
-  assign \$98  = rx__payload[52:5] < region2_end;
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = region3[2:1] == 2'h2;
-  assign \$101  = region3[0] & \$100 ;
-  assign \$102  = rx__payload[52:5] >= region3[55:8];
-  assign \$103  = \$101  & \$102 ;
-  assign \$104  = rx__payload[52:5] < region3_end;
-  assign \$105  = \$103  & \$104 ;
-  assign \$106  = region4[2:1] == 2'h2;
-  assign \$107  = region4[0] & \$106 ;
-  assign \$108  = rx__payload[52:5] >= region4[55:8];
-  assign \$109  = \$107  & \$108 ;
-  assign \$110  = rx__payload[52:5] < region4_end;
-  assign \$111  = \$109  & \$110 ;
-  assign \$112  = region5[2:1] == 2'h2;
-  assign \$113  = region5[0] & \$112 ;
-  assign \$114  = rx__payload[52:5] >= region5[55:8];
-  assign \$115  = \$113  & \$114 ;
-  assign \$116  = rx__payload[52:5] < region5_end;
-  assign \$117  = \$115  & \$116 ;
-  assign \$118  = region6[2:1] == 2'h2;
-  assign \$119  = region6[0] & \$118 ;
-  assign \$120  = rx__payload[52:5] >= region6[55:8];
-  assign \$121  = \$119  & \$120 ;
-  assign \$122  = rx__payload[52:5] < region6_end;
-  assign \$123  = \$121  & \$122 ;
-  assign \$124  = region7[2:1] == 2'h2;
-  assign \$125  = region7[0] & \$124 ;
-  assign \$126  = rx__payload[52:5] >= region7[55:8];
-  assign \$127  = \$125  & \$126 ;
-  assign \$128  = rx__payload[52:5] < region7_end;
-  assign \$129  = \$127  & \$128 ;
-  assign \$130  = ~ rx_mem__valid;
-  assign rx__ready = \$130  | rx_mem__ready;
+  wire tracked;
+  wire [7:0] we;
+  assign \$1  = a_on & a_ge;
+  assign a_hits = \$1  & a_lt;
+  assign \$2  = a_hits[0] ? a_device0 : 5'h00;
+  assign \$3  = a_hits[1] ? a_device1 : 5'h00;
+  assign \$4  = \$2  | \$3 ;
+  assign \$5  = a_hits[2] ? a_device2 : 5'h00;
+  assign \$6  = \$4  | \$5 ;
+  assign \$7  = a_hits[3] ? a_device3 : 5'h00;
+  assign \$8  = \$6  | \$7 ;
+  assign \$9  = a_hits[4] ? a_device4 : 5'h00;
+  assign \$10  = \$8  | \$9 ;
+  assign \$11  = a_hits[5] ? a_device5 : 5'h00;
+  assign \$12  = \$10  | \$11 ;
+  assign \$13  = a_hits[6] ? a_device6 : 5'h00;
+  assign \$14  = \$12  | \$13 ;
+  assign \$15  = a_hits[7] ? a_device7 : 5'h00;
+  assign device = \$14  | \$15 ;
+  assign \$16  = a_hits[0] ? a_target0 : 48'h000000000000;
+  assign \$17  = a_hits[1] ? a_target1 : 48'h000000000000;
+  assign \$18  = \$16  | \$17 ;
+  assign \$19  = a_hits[2] ? a_target2 : 48'h000000000000;
+  assign \$20  = \$18  | \$19 ;
+  assign \$21  = a_hits[3] ? a_target3 : 48'h000000000000;
+  assign \$22  = \$20  | \$21 ;
+  assign \$23  = a_hits[4] ? a_target4 : 48'h000000000000;
+  assign \$24  = \$22  | \$23 ;
+  assign \$25  = a_hits[5] ? a_target5 : 48'h000000000000;
+  assign \$26  = \$24  | \$25 ;
+  assign \$27  = a_hits[6] ? a_target6 : 48'h000000000000;
+  assign \$28  = \$26  | \$27 ;
+  assign \$29  = a_hits[7] ? a_target7 : 48'h000000000000;
+  assign target = \$28  | \$29 ;
+  assign \$30  = a_local & a_ge;
+  assign \$31  = \$30  & a_lt;
+  assign \local  = | \$31 ;
+  assign \$32  = a_remote & a_ge;
+  assign \$33  = \$32  & a_lt;
+  assign remote = | \$33 ;
+  assign \$34  = a_tracked & a_ge;
+  assign \$35  = \$34  & a_lt;
+  assign tracked = | \$35 ;
+  assign \$36  = ~ net__valid;
+  assign \$37  = \$36  | net__ready;
+  assign \$38  = ~ mem__valid;
+  assign \$39  = \$38  | mem__ready;
+  assign \$40  = remote ? \$37  : \$39 ;
+  assign advance = a_valid & \$40 ;
+  assign \$41  = ~ a_valid;
+  assign store__ready = \$41  | advance;
+  assign \$42  = rx_a_on & rx_a_ge;
+  assign rx_a_hits = \$42  & rx_a_lt;
+  assign \$43  = ~ rx_mem__valid;
+  assign \$44  = \$43  | rx_mem__ready;
+  assign rx_advance = rx_a_valid & \$44 ;
+  assign \$45  = ~ rx_a_valid;
+  assign rx__ready = \$45  | rx_advance;
   assign \end  = program__payload[58:11] + program__payload[106:59];
-  assign \$131  = ~ p3_req[3];
-  assign \$132  = ~ p3_bad;
-  assign \$133  = | p3_clash;
-  assign \$134  = ~ \$133 ;
-  assign \$135  = \$132  & \$134 ;
-  assign \$136  = \$131  | \$135 ;
-  assign write = p3_valid & \$136 ;
-  assign \$137  = p3_valid & p3_req[3];
-  assign \$138  = \$137  & p3_bad;
-  assign \$139  = p3_valid & p3_req[3];
-  assign \$140  = ~ p3_bad;
-  assign \$141  = \$139  & \$140 ;
-  assign \$142  = | p3_clash;
-  assign \$143  = \$141  & \$142 ;
-  assign \$144  = | p2_req[2:0];
-  assign \$145  = \$144  & region0[0];
-  assign \$146  = ! p3_req[2:0];
-  assign \$147  = write & \$146 ;
-  assign \$148  = ~ \$147 ;
-  assign \$149  = \$145  & \$148 ;
-  assign \$150  = p2_req[58:11] < region0_end;
-  assign \$151  = \$149  & \$150 ;
-  assign \$152  = region0[55:8] < p2_end;
-  assign \$153  = \$151  & \$152 ;
-  assign \$154  = p2_req[2:0] != 1'h1;
-  assign \$155  = \$154  & region1[0];
-  assign \$156  = p3_req[2:0] == 1'h1;
-  assign \$157  = write & \$156 ;
-  assign \$158  = ~ \$157 ;
-  assign \$159  = \$155  & \$158 ;
-  assign \$160  = p2_req[58:11] < region1_end;
-  assign \$161  = \$159  & \$160 ;
-  assign \$162  = region1[55:8] < p2_end;
-  assign \$163  = \$161  & \$162 ;
-  assign \$164  = p2_req[2:0] != 2'h2;
-  assign \$165  = \$164  & region2[0];
-  assign \$166  = p3_req[2:0] == 2'h2;
-  assign \$167  = write & \$166 ;
-  assign \$168  = ~ \$167 ;
-  assign \$169  = \$165  & \$168 ;
-  assign \$170  = p2_req[58:11] < region2_end;
-  assign \$171  = \$169  & \$170 ;
-  assign \$172  = region2[55:8] < p2_end;
-  assign \$173  = \$171  & \$172 ;
-  assign \$174  = p2_req[2:0] != 2'h3;
-  assign \$175  = \$174  & region3[0];
-  assign \$176  = p3_req[2:0] == 2'h3;
-  assign \$177  = write & \$176 ;
-  assign \$178  = ~ \$177 ;
-  assign \$179  = \$175  & \$178 ;
-  assign \$180  = p2_req[58:11] < region3_end;
-  assign \$181  = \$179  & \$180 ;
-  assign \$182  = region3[55:8] < p2_end;
-  assign \$183  = \$181  & \$182 ;
-  assign \$184  = p2_req[2:0] != 3'h4;
-  assign \$185  = \$184  & region4[0];
-  assign \$186  = p3_req[2:0] == 3'h4;
-  assign \$187  = write & \$186 ;
-  assign \$188  = ~ \$187 ;
-  assign \$189  = \$185  & \$188 ;
-  assign \$190  = p2_req[58:11] < region4_end;
-  assign \$191  = \$189  & \$190 ;
-  assign \$192  = region4[55:8] < p2_end;
-  assign \$193  = \$191  & \$192 ;
-  assign \$194  = p2_req[2:0] != 3'h5;
-  assign \$195  = \$194  & region5[0];
-  assign \$196  = p3_req[2:0] == 3'h5;
-  assign \$197  = write & \$196 ;
-  assign \$198  = ~ \$197 ;
-  assign \$199  = \$195  & \$198 ;
-  assign \$200  = p2_req[58:11] < region5_end;
-  assign \$201  = \$199  & \$200 ;
-  assign \$202  = region5[55:8] < p2_end;
-  assign \$203  = \$201  & \$202 ;
-  assign \$204  = p2_req[2:0] != 3'h6;
-  assign \$205  = \$204  & region6[0];
-  assign \$206  = p3_req[2:0] == 3'h6;
-  assign \$207  = write & \$206 ;
-  assign \$208  = ~ \$207 ;
-  assign \$209  = \$205  & \$208 ;
-  assign \$210  = p2_req[58:11] < region6_end;
-  assign \$211  = \$209  & \$210 ;
-  assign \$212  = region6[55:8] < p2_end;
-  assign \$213  = \$211  & \$212 ;
-  assign \$214  = p2_req[2:0] != 3'h7;
-  assign \$215  = \$214  & region7[0];
-  assign \$216  = p3_req[2:0] == 3'h7;
-  assign \$217  = write & \$216 ;
-  assign \$218  = ~ \$217 ;
-  assign \$219  = \$215  & \$218 ;
-  assign \$220  = p2_req[58:11] < region7_end;
-  assign \$221  = \$219  & \$220 ;
-  assign \$222  = region7[55:8] < p2_end;
-  assign \$223  = \$221  & \$222 ;
-  assign \$224  = write & p3_req[3];
-  assign \$225  = p3_req[2:0] != p2_req[2:0];
-  assign \$226  = \$224  & \$225 ;
-  assign \$227  = p2_req[58:11] < p3_end;
-  assign \$228  = \$226  & \$227 ;
-  assign \$229  = p3_req[58:11] < p2_end;
-  assign \$230  = \$228  & \$229 ;
-  assign \$231  = store__valid & store__ready;
-  assign \$232  = store__payload[47:0] + region0_delta;
-  assign \$233  = store__payload[47:0] + region1_delta;
-  assign \$234  = store__payload[47:0] + region2_delta;
-  assign \$235  = store__payload[47:0] + region3_delta;
-  assign \$236  = store__payload[47:0] + region4_delta;
-  assign \$237  = store__payload[47:0] + region5_delta;
-  assign \$238  = store__payload[47:0] + region6_delta;
-  assign \$239  = store__payload[47:0] + region7_delta;
-  assign \$240  = mode == 1'h1;
-  assign \$241  = advance & \$240 ;
-  assign \$242  = mode == 1'h1;
-  assign \$243  = ~ \$242 ;
-  assign \$244  = advance & \$243 ;
-  assign \$245  = mode == 2'h2;
-  assign \$246  = | a_hits;
+  assign \$46  = | p2_end[47:0];
+  assign \$47  = p2_end[48] & \$46 ;
+  assign bad = p2_bad | \$47 ;
+  assign \$48  = p3_lo & p3_hi;
+  assign \$49  = ~ p3_stale;
+  assign clash = \$48  & \$49 ;
+  assign \$50  = | clash;
+  assign \$51  = | clash;
+  assign \$52  = | clash;
+  assign \$53  = | clash;
+  assign \$54  = | clash;
+  assign \$55  = | clash;
+  assign \$56  = | clash;
+  assign \$57  = | clash;
+  assign \$58  = ~ { \$57 , \$56 , \$55 , \$54 , \$53 , \$52 , \$51 , \$50  };
+  assign \$59  = p3_ok & \$58 ;
+  assign we = p3_rm | \$59 ;
+  assign \$60  = p3_valid & p3_req[3];
+  assign \$61  = \$60  & p3_bad;
+  assign \$62  = | p3_ok;
+  assign \$63  = | clash;
+  assign \$64  = \$62  & \$63 ;
+  assign \$65  = store__payload[47:0] >= region0[55:8];
+  assign \$66  = store__payload[47:0] < region0_end;
+  assign \$67  = store__payload[47:0] >= region1[55:8];
+  assign \$68  = store__payload[47:0] < region1_end;
+  assign \$69  = store__payload[47:0] >= region2[55:8];
+  assign \$70  = store__payload[47:0] < region2_end;
+  assign \$71  = store__payload[47:0] >= region3[55:8];
+  assign \$72  = store__payload[47:0] < region3_end;
+  assign \$73  = store__payload[47:0] >= region4[55:8];
+  assign \$74  = store__payload[47:0] < region4_end;
+  assign \$75  = store__payload[47:0] >= region5[55:8];
+  assign \$76  = store__payload[47:0] < region5_end;
+  assign \$77  = store__payload[47:0] >= region6[55:8];
+  assign \$78  = store__payload[47:0] < region6_end;
+  assign \$79  = store__payload[47:0] >= region7[55:8];
+  assign \$80  = store__payload[47:0] < region7_end;
+  assign \$81  = ! region0[2:1];
+  assign \$82  = region0[0] & \$81 ;
+  assign \$83  = ! region1[2:1];
+  assign \$84  = region1[0] & \$83 ;
+  assign \$85  = ! region2[2:1];
+  assign \$86  = region2[0] & \$85 ;
+  assign \$87  = ! region3[2:1];
+  assign \$88  = region3[0] & \$87 ;
+  assign \$89  = ! region4[2:1];
+  assign \$90  = region4[0] & \$89 ;
+  assign \$91  = ! region5[2:1];
+  assign \$92  = region5[0] & \$91 ;
+  assign \$93  = ! region6[2:1];
+  assign \$94  = region6[0] & \$93 ;
+  assign \$95  = ! region7[2:1];
+  assign \$96  = region7[0] & \$95 ;
+  assign \$97  = region0[2:1] == 1'h1;
+  assign \$98  = region0[0] & \$97 ;
+  assign \$99  = region1[2:1] == 1'h1;
+  assign \$100  = region1[0] & \$99 ;
+  assign \$101  = region2[2:1] == 1'h1;
+  assign \$102  = region2[0] & \$101 ;
+  assign \$103  = region3[2:1] == 1'h1;
+  assign \$104  = region3[0] & \$103 ;
+  assign \$105  = region4[2:1] == 1'h1;
+  assign \$106  = region4[0] & \$105 ;
+  assign \$107  = region5[2:1] == 1'h1;
+  assign \$108  = region5[0] & \$107 ;
+  assign \$109  = region6[2:1] == 1'h1;
+  assign \$110  = region6[0] & \$109 ;
+  assign \$111  = region7[2:1] == 1'h1;
+  assign \$112  = region7[0] & \$111 ;
+  assign \$113  = region0[2:1] == 2'h2;
+  assign \$114  = region0[0] & \$113 ;
+  assign \$115  = region1[2:1] == 2'h2;
+  assign \$116  = region1[0] & \$115 ;
+  assign \$117  = region2[2:1] == 2'h2;
+  assign \$118  = region2[0] & \$117 ;
+  assign \$119  = region3[2:1] == 2'h2;
+  assign \$120  = region3[0] & \$119 ;
+  assign \$121  = region4[2:1] == 2'h2;
+  assign \$122  = region4[0] & \$121 ;
+  assign \$123  = region5[2:1] == 2'h2;
+  assign \$124  = region5[0] & \$123 ;
+  assign \$125  = region6[2:1] == 2'h2;
+  assign \$126  = region6[0] & \$125 ;
+  assign \$127  = region7[2:1] == 2'h2;
+  assign \$128  = region7[0] & \$127 ;
+  assign \$129  = store__payload[47:0] + region0_delta;
+  assign \$130  = store__payload[47:0] + region1_delta;
+  assign \$131  = store__payload[47:0] + region2_delta;
+  assign \$132  = store__payload[47:0] + region3_delta;
+  assign \$133  = store__payload[47:0] + region4_delta;
+  assign \$134  = store__payload[47:0] + region5_delta;
+  assign \$135  = store__payload[47:0] + region6_delta;
+  assign \$136  = store__payload[47:0] + region7_delta;
+  assign \$137  = advance & remote;
+  assign \$138  = ~ remote;
+  assign \$139  = advance & \$138 ;
+  assign \$140  = ~ net__valid;
+  assign \$141  = \$140  | net__ready;
+  assign \$142  = ~ mem__valid;
+  assign \$143  = \$142  | mem__ready;
+  assign \$144  = a_valid & \local ;
+  assign \$145  = ~ mem__valid;
+  assign \$146  = \$145  | mem__ready;
+  assign \$147  = \$144  & \$146 ;
+  assign \$148  = stats[31:0] + 1'h1;
+  assign \$149  = a_valid & tracked;
+  assign \$150  = ~ mem__valid;
+  assign \$151  = \$150  | mem__ready;
+  assign \$152  = \$149  & \$151 ;
+  assign \$153  = stats[63:32] + 1'h1;
+  assign \$154  = a_valid & remote;
+  assign \$155  = ~ net__valid;
+  assign \$156  = \$155  | net__ready;
+  assign \$157  = \$154  & \$156 ;
+  assign \$158  = stats[95:64] + 1'h1;
+  assign \$159  = \local  | remote;
+  assign \$160  = \$159  | tracked;
+  assign \$161  = ~ \$160 ;
+  assign \$162  = a_valid & \$161 ;
+  assign \$163  = ~ mem__valid;
+  assign \$164  = \$163  | mem__ready;
+  assign \$165  = \$162  & \$164 ;
+  assign \$166  = stats[127:96] + 1'h1;
+  assign \$167  = rx__valid & rx__ready;
+  assign \$168  = rx__payload[52:5] >= region0[55:8];
+  assign \$169  = rx__payload[52:5] < region0_end;
+  assign \$170  = rx__payload[52:5] >= region1[55:8];
+  assign \$171  = rx__payload[52:5] < region1_end;
+  assign \$172  = rx__payload[52:5] >= region2[55:8];
+  assign \$173  = rx__payload[52:5] < region2_end;
+  assign \$174  = rx__payload[52:5] >= region3[55:8];
+  assign \$175  = rx__payload[52:5] < region3_end;
+  assign \$176  = rx__payload[52:5] >= region4[55:8];
+  assign \$177  = rx__payload[52:5] < region4_end;
+  assign \$178  = rx__payload[52:5] >= region5[55:8];
+  assign \$179  = rx__payload[52:5] < region5_end;
+  assign \$180  = rx__payload[52:5] >= region6[55:8];
+  assign \$181  = rx__payload[52:5] < region6_end;
+  assign \$182  = rx__payload[52:5] >= region7[55:8];
+  assign \$183  = rx__payload[52:5] < region7_end;
+  assign \$184  = region0[2:1] == 2'h2;
+  assign \$185  = region0[0] & \$184 ;
+  assign \$186  = region1[2:1] == 2'h2;
+  assign \$187  = region1[0] & \$186 ;
+  assign \$188  = region2[2:1] == 2'h2;
+  assign \$189  = region2[0] & \$188 ;
+  assign \$190  = region3[2:1] == 2'h2;
+  assign \$191  = region3[0] & \$190 ;
+  assign \$192  = region4[2:1] == 2'h2;
+  assign \$193  = region4[0] & \$192 ;
+  assign \$194  = region5[2:1] == 2'h2;
+  assign \$195  = region5[0] & \$194 ;
+  assign \$196  = region6[2:1] == 2'h2;
+  assign \$197  = region6[0] & \$196 ;
+  assign \$198  = region7[2:1] == 2'h2;
+  assign \$199  = region7[0] & \$198 ;
+  assign \$200  = | rx_a_hits;
+  assign \$201  = program__payload[154:107] - program__payload[58:11];
+  assign \$202  = ! program__payload[106:59];
+  assign \$203  = program__payload[5:4] > 2'h2;
+  assign \$204  = \$202  | \$203 ;
+  assign \$205  = | p2_req[2:0];
+  assign \$206  = \$205  & region0[0];
+  assign \$207  = ~ \$206 ;
+  assign \$208  = { \$207 , 1'h0, p2_req[58:11] } < region0_end;
+  assign \$209  = region0[55:8] < p2_end;
+  assign \$210  = p2_req[2:0] != 1'h1;
+  assign \$211  = \$210  & region1[0];
+  assign \$212  = ~ \$211 ;
+  assign \$213  = { \$212 , 1'h0, p2_req[58:11] } < region1_end;
+  assign \$214  = region1[55:8] < p2_end;
+  assign \$215  = p2_req[2:0] != 2'h2;
+  assign \$216  = \$215  & region2[0];
+  assign \$217  = ~ \$216 ;
+  assign \$218  = { \$217 , 1'h0, p2_req[58:11] } < region2_end;
+  assign \$219  = region2[55:8] < p2_end;
+  assign \$220  = p2_req[2:0] != 2'h3;
+  assign \$221  = \$220  & region3[0];
+  assign \$222  = ~ \$221 ;
+  assign \$223  = { \$222 , 1'h0, p2_req[58:11] } < region3_end;
+  assign \$224  = region3[55:8] < p2_end;
+  assign \$225  = p2_req[2:0] != 3'h4;
+  assign \$226  = \$225  & region4[0];
+  assign \$227  = ~ \$226 ;
+  assign \$228  = { \$227 , 1'h0, p2_req[58:11] } < region4_end;
+  assign \$229  = region4[55:8] < p2_end;
+  assign \$230  = p2_req[2:0] != 3'h5;
+  assign \$231  = \$230  & region5[0];
+  assign \$232  = ~ \$231 ;
+  assign \$233  = { \$232 , 1'h0, p2_req[58:11] } < region5_end;
+  assign \$234  = region5[55:8] < p2_end;
+  assign \$235  = p2_req[2:0] != 3'h6;
+  assign \$236  = \$235  & region6[0];
+  assign \$237  = ~ \$236 ;
+  assign \$238  = { \$237 , 1'h0, p2_req[58:11] } < region6_end;
+  assign \$239  = region6[55:8] < p2_end;
+  assign \$240  = p2_req[2:0] != 3'h7;
+  assign \$241  = \$240  & region7[0];
+  assign \$242  = ~ \$241 ;
+  assign \$243  = { \$242 , 1'h0, p2_req[58:11] } < region7_end;
+  assign \$244  = region7[55:8] < p2_end;
+  assign \$245  = p3_req[2:0] != p2_req[2:0];
+  assign \$246  = p3_req[3] & \$245 ;
   assign \$247  = ~ \$246 ;
-  assign \$248  = ! mode;
-  assign \$249  = mode == 2'h2;
-  assign \$250  = stats[127:96] + 1'h1;
-  assign \$251  = stats[31:0] + 1'h1;
-  assign \$252  = stats[63:32] + 1'h1;
-  assign \$253  = stats[95:64] + 1'h1;
-  assign \$254  = rx__valid & rx__ready;
-  assign \$255  = | rx_hit;
-  assign \$256  = program__payload[154:107] - program__payload[58:11];
-  assign \$257  = ! program__payload[106:59];
-  assign \$258  = \end  > 49'h1000000000000;
-  assign \$259  = \$257  | \$258 ;
-  assign \$260  = program__payload[5:4] > 2'h2;
-  assign \$261  = \$259  | \$260 ;
-  assign \$262  = ! p3_req[2:0];
-  assign \$263  = write & \$262 ;
-  assign \$264  = p3_req[2:0] == 1'h1;
-  assign \$265  = write & \$264 ;
-  assign \$266  = p3_req[2:0] == 2'h2;
-  assign \$267  = write & \$266 ;
-  assign \$268  = p3_req[2:0] == 2'h3;
-  assign \$269  = write & \$268 ;
-  assign \$270  = p3_req[2:0] == 3'h4;
-  assign \$271  = write & \$270 ;
-  assign \$272  = p3_req[2:0] == 3'h5;
-  assign \$273  = write & \$272 ;
-  assign \$274  = p3_req[2:0] == 3'h6;
-  assign \$275  = write & \$274 ;
-  assign \$276  = p3_req[2:0] == 3'h7;
-  assign \$277  = write & \$276 ;
-  assign \$278  = ~ clear;
-  assign \$279  = errors & \$278 ;
-  assign \$280  = \$279  | set_err;
+  assign \$248  = { \$247 , 1'h0, p2_req[58:11] } < p3_end;
+  assign \$249  = p3_req[58:11] < p2_end;
+  assign \$250  = | we;
+  assign \$251  = ~ \$250 ;
+  assign \$252  = ! p2_req[2:0];
+  assign \$253  = p2_valid & \$252 ;
+  assign \$254  = \$253  & p2_req[3];
+  assign \$255  = ~ bad;
+  assign \$256  = \$254  & \$255 ;
+  assign \$257  = ! p2_req[2:0];
+  assign \$258  = p2_valid & \$257 ;
+  assign \$259  = ~ p2_req[3];
+  assign \$260  = \$258  & \$259 ;
+  assign \$261  = p2_req[2:0] == 1'h1;
+  assign \$262  = p2_valid & \$261 ;
+  assign \$263  = \$262  & p2_req[3];
+  assign \$264  = ~ bad;
+  assign \$265  = \$263  & \$264 ;
+  assign \$266  = p2_req[2:0] == 1'h1;
+  assign \$267  = p2_valid & \$266 ;
+  assign \$268  = ~ p2_req[3];
+  assign \$269  = \$267  & \$268 ;
+  assign \$270  = p2_req[2:0] == 2'h2;
+  assign \$271  = p2_valid & \$270 ;
+  assign \$272  = \$271  & p2_req[3];
+  assign \$273  = ~ bad;
+  assign \$274  = \$272  & \$273 ;
+  assign \$275  = p2_req[2:0] == 2'h2;
+  assign \$276  = p2_valid & \$275 ;
+  assign \$277  = ~ p2_req[3];
+  assign \$278  = \$276  & \$277 ;
+  assign \$279  = p2_req[2:0] == 2'h3;
+  assign \$280  = p2_valid & \$279 ;
+  assign \$281  = \$280  & p2_req[3];
+  assign \$282  = ~ bad;
+  assign \$283  = \$281  & \$282 ;
+  assign \$284  = p2_req[2:0] == 2'h3;
+  assign \$285  = p2_valid & \$284 ;
+  assign \$286  = ~ p2_req[3];
+  assign \$287  = \$285  & \$286 ;
+  assign \$288  = p2_req[2:0] == 3'h4;
+  assign \$289  = p2_valid & \$288 ;
+  assign \$290  = \$289  & p2_req[3];
+  assign \$291  = ~ bad;
+  assign \$292  = \$290  & \$291 ;
+  assign \$293  = p2_req[2:0] == 3'h4;
+  assign \$294  = p2_valid & \$293 ;
+  assign \$295  = ~ p2_req[3];
+  assign \$296  = \$294  & \$295 ;
+  assign \$297  = p2_req[2:0] == 3'h5;
+  assign \$298  = p2_valid & \$297 ;
+  assign \$299  = \$298  & p2_req[3];
+  assign \$300  = ~ bad;
+  assign \$301  = \$299  & \$300 ;
+  assign \$302  = p2_req[2:0] == 3'h5;
+  assign \$303  = p2_valid & \$302 ;
+  assign \$304  = ~ p2_req[3];
+  assign \$305  = \$303  & \$304 ;
+  assign \$306  = p2_req[2:0] == 3'h6;
+  assign \$307  = p2_valid & \$306 ;
+  assign \$308  = \$307  & p2_req[3];
+  assign \$309  = ~ bad;
+  assign \$310  = \$308  & \$309 ;
+  assign \$311  = p2_req[2:0] == 3'h6;
+  assign \$312  = p2_valid & \$311 ;
+  assign \$313  = ~ p2_req[3];
+  assign \$314  = \$312  & \$313 ;
+  assign \$315  = p2_req[2:0] == 3'h7;
+  assign \$316  = p2_valid & \$315 ;
+  assign \$317  = \$316  & p2_req[3];
+  assign \$318  = ~ bad;
+  assign \$319  = \$317  & \$318 ;
+  assign \$320  = p2_req[2:0] == 3'h7;
+  assign \$321  = p2_valid & \$320 ;
+  assign \$322  = ~ p2_req[3];
+  assign \$323  = \$321  & \$322 ;
+  assign \$324  = ~ clear;
+  assign \$325  = errors & \$324 ;
+  assign \$326  = \$325  | set_err;
   always @(posedge clk)
-    a_valid <= \$281 ;
+    a_valid <= \$327 ;
   always @(posedge clk)
-    a_store <= \$282 ;
+    a_store <= \$328 ;
   always @(posedge clk)
-    a_hits <= \$283 ;
+    a_ge <= \$329 ;
   always @(posedge clk)
-    a_target0 <= \$284 ;
+    a_lt <= \$330 ;
   always @(posedge clk)
-    a_mode0 <= \$285 ;
+    a_on <= \$331 ;
   always @(posedge clk)
-    a_device0 <= \$286 ;
+    a_local <= \$332 ;
   always @(posedge clk)
-    a_target1 <= \$287 ;
+    a_remote <= \$333 ;
   always @(posedge clk)
-    a_mode1 <= \$288 ;
+    a_tracked <= \$334 ;
   always @(posedge clk)
-    a_device1 <= \$289 ;
+    a_target0 <= \$335 ;
   always @(posedge clk)
-    a_target2 <= \$290 ;
+    a_device0 <= \$336 ;
   always @(posedge clk)
-    a_mode2 <= \$291 ;
+    a_target1 <= \$337 ;
   always @(posedge clk)
-    a_device2 <= \$292 ;
+    a_device1 <= \$338 ;
   always @(posedge clk)
-    a_target3 <= \$293 ;
+    a_target2 <= \$339 ;
   always @(posedge clk)
-    a_mode3 <= \$294 ;
+    a_device2 <= \$340 ;
   always @(posedge clk)
-    a_device3 <= \$295 ;
+    a_target3 <= \$341 ;
   always @(posedge clk)
-    a_target4 <= \$296 ;
+    a_device3 <= \$342 ;
   always @(posedge clk)
-    a_mode4 <= \$297 ;
+    a_target4 <= \$343 ;
   always @(posedge clk)
-    a_device4 <= \$298 ;
+    a_device4 <= \$344 ;
   always @(posedge clk)
-    a_target5 <= \$299 ;
+    a_target5 <= \$345 ;
   always @(posedge clk)
-    a_mode5 <= \$300 ;
+    a_device5 <= \$346 ;
   always @(posedge clk)
-    a_device5 <= \$301 ;
+    a_target6 <= \$347 ;
   always @(posedge clk)
-    a_target6 <= \$302 ;
+    a_device6 <= \$348 ;
   always @(posedge clk)
-    a_mode6 <= \$303 ;
+    a_target7 <= \$349 ;
   always @(posedge clk)
-    a_device6 <= \$304 ;
+    a_device7 <= \$350 ;
   always @(posedge clk)
-    a_target7 <= \$305 ;
+    net__valid <= \$351 ;
   always @(posedge clk)
-    a_mode7 <= \$306 ;
+    mem__valid <= \$352 ;
   always @(posedge clk)
-    a_device7 <= \$307 ;
+    net__payload <= \$353 ;
   always @(posedge clk)
-    net__valid <= \$308 ;
+    mem__payload <= \$354 ;
   always @(posedge clk)
-    mem__valid <= \$309 ;
+    stats <= \$355 ;
   always @(posedge clk)
-    net__payload <= \$310 ;
+    rx_a_valid <= \$356 ;
   always @(posedge clk)
-    mem__payload <= \$311 ;
+    rx_a <= \$357 ;
   always @(posedge clk)
-    stats <= \$312 ;
+    rx_a_ge <= \$358 ;
   always @(posedge clk)
-    rx_mem__valid <= \$313 ;
+    rx_a_lt <= \$359 ;
   always @(posedge clk)
-    rx_mem__payload <= \$314 ;
+    rx_a_on <= \$360 ;
   always @(posedge clk)
-    p2_valid <= \$315 ;
+    rx_mem__valid <= \$361 ;
+  always @(posedge clk)
+    rx_mem__payload <= \$362 ;
+  always @(posedge clk)
+    p2_valid <= \$363 ;
   always @(posedge clk)
     p2_req <= program__payload;
   always @(posedge clk)
     p2_end <= \end ;
   always @(posedge clk)
-    p2_delta <= \$256 [47:0];
+    p2_delta <= \$201 [47:0];
   always @(posedge clk)
-    p2_bad <= \$261 ;
+    p2_bad <= \$204 ;
   always @(posedge clk)
-    p3_valid <= \$316 ;
+    p3_valid <= \$364 ;
   always @(posedge clk)
     p3_req <= p2_req;
   always @(posedge clk)
@@ -1042,604 +1132,660 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     p3_delta <= p2_delta;
   always @(posedge clk)
-    p3_bad <= p2_bad;
+    p3_bad <= bad;
   always @(posedge clk)
-    region0 <= \$317 ;
+    region0 <= \$365 ;
   always @(posedge clk)
-    region0_end <= \$318 ;
+    region0_end <= \$366 ;
   always @(posedge clk)
-    region0_delta <= \$319 ;
+    region0_delta <= \$367 ;
   always @(posedge clk)
-    region1 <= \$320 ;
+    region1 <= \$368 ;
   always @(posedge clk)
-    region1_end <= \$321 ;
+    region1_end <= \$369 ;
   always @(posedge clk)
-    region1_delta <= \$322 ;
+    region1_delta <= \$370 ;
   always @(posedge clk)
-    region2 <= \$323 ;
+    region2 <= \$371 ;
   always @(posedge clk)
-    region2_end <= \$324 ;
+    region2_end <= \$372 ;
   always @(posedge clk)
-    region2_delta <= \$325 ;
+    region2_delta <= \$373 ;
   always @(posedge clk)
-    region3 <= \$326 ;
+    region3 <= \$374 ;
   always @(posedge clk)
-    region3_end <= \$327 ;
+    region3_end <= \$375 ;
   always @(posedge clk)
-    region3_delta <= \$328 ;
+    region3_delta <= \$376 ;
   always @(posedge clk)
-    region4 <= \$329 ;
+    region4 <= \$377 ;
   always @(posedge clk)
-    region4_end <= \$330 ;
+    region4_end <= \$378 ;
   always @(posedge clk)
-    region4_delta <= \$331 ;
+    region4_delta <= \$379 ;
   always @(posedge clk)
-    region5 <= \$332 ;
+    region5 <= \$380 ;
   always @(posedge clk)
-    region5_end <= \$333 ;
+    region5_end <= \$381 ;
   always @(posedge clk)
-    region5_delta <= \$334 ;
+    region5_delta <= \$382 ;
   always @(posedge clk)
-    region6 <= \$335 ;
+    region6 <= \$383 ;
   always @(posedge clk)
-    region6_end <= \$336 ;
+    region6_end <= \$384 ;
   always @(posedge clk)
-    region6_delta <= \$337 ;
+    region6_delta <= \$385 ;
   always @(posedge clk)
-    region7 <= \$338 ;
+    region7 <= \$386 ;
   always @(posedge clk)
-    region7_end <= \$339 ;
+    region7_end <= \$387 ;
   always @(posedge clk)
-    region7_delta <= \$340 ;
+    region7_delta <= \$388 ;
   always @(posedge clk)
-    p3_clash <= clash;
+    p3_lo <= \$389 ;
   always @(posedge clk)
-    errors <= \$341 ;
+    p3_hi <= \$390 ;
+  always @(posedge clk)
+    p3_stale <= { \$251 , we };
+  always @(posedge clk)
+    p3_ok <= \$391 ;
+  always @(posedge clk)
+    p3_rm <= \$392 ;
+  always @(posedge clk)
+    errors <= \$393 ;
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$281  = a_valid;
-    if (\$231 ) begin
-      \$281  = 1'h1;
-    end else if (advance) begin
-      \$281  = 1'h0;
+    \$327  = a_valid;
+    if (store__ready) begin
+      \$327  = store__valid;
     end
     if (rst) begin
-      \$281  = 1'h0;
+      \$327  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$282  = a_store;
-    if (\$231 ) begin
-      \$282  = store__payload;
+    \$328  = a_store;
+    if (store__ready) begin
+      \$328  = store__payload;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$283  = a_hits;
-    if (\$231 ) begin
-      \$283  = hits;
+    \$329  = a_ge;
+    if (store__ready) begin
+      \$329 [0] = \$65 ;
+      \$329 [1] = \$67 ;
+      \$329 [2] = \$69 ;
+      \$329 [3] = \$71 ;
+      \$329 [4] = \$73 ;
+      \$329 [5] = \$75 ;
+      \$329 [6] = \$77 ;
+      \$329 [7] = \$79 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$284  = a_target0;
-    if (\$231 ) begin
-      \$284  = \$232 [47:0];
+    \$330  = a_lt;
+    if (store__ready) begin
+      \$330 [0] = \$66 ;
+      \$330 [1] = \$68 ;
+      \$330 [2] = \$70 ;
+      \$330 [3] = \$72 ;
+      \$330 [4] = \$74 ;
+      \$330 [5] = \$76 ;
+      \$330 [6] = \$78 ;
+      \$330 [7] = \$80 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$285  = a_mode0;
-    if (\$231 ) begin
-      \$285  = region0[2:1];
+    \$331  = a_on;
+    if (store__ready) begin
+      \$331  = { region7[0], region6[0], region5[0], region4[0], region3[0], region2[0], region1[0], region0[0] };
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$286  = a_device0;
-    if (\$231 ) begin
-      \$286  = region0[7:3];
+    \$332  = a_local;
+    if (store__ready) begin
+      \$332  = { \$96 , \$94 , \$92 , \$90 , \$88 , \$86 , \$84 , \$82  };
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$287  = a_target1;
-    if (\$231 ) begin
-      \$287  = \$233 [47:0];
+    \$333  = a_remote;
+    if (store__ready) begin
+      \$333  = { \$112 , \$110 , \$108 , \$106 , \$104 , \$102 , \$100 , \$98  };
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$288  = a_mode1;
-    if (\$231 ) begin
-      \$288  = region1[2:1];
+    \$334  = a_tracked;
+    if (store__ready) begin
+      \$334  = { \$128 , \$126 , \$124 , \$122 , \$120 , \$118 , \$116 , \$114  };
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$289  = a_device1;
-    if (\$231 ) begin
-      \$289  = region1[7:3];
+    \$335  = a_target0;
+    if (store__ready) begin
+      \$335  = \$129 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$290  = a_target2;
-    if (\$231 ) begin
-      \$290  = \$234 [47:0];
+    \$336  = a_device0;
+    if (store__ready) begin
+      \$336  = region0[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$291  = a_mode2;
-    if (\$231 ) begin
-      \$291  = region2[2:1];
+    \$337  = a_target1;
+    if (store__ready) begin
+      \$337  = \$130 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$292  = a_device2;
-    if (\$231 ) begin
-      \$292  = region2[7:3];
+    \$338  = a_device1;
+    if (store__ready) begin
+      \$338  = region1[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$293  = a_target3;
-    if (\$231 ) begin
-      \$293  = \$235 [47:0];
+    \$339  = a_target2;
+    if (store__ready) begin
+      \$339  = \$131 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$294  = a_mode3;
-    if (\$231 ) begin
-      \$294  = region3[2:1];
+    \$340  = a_device2;
+    if (store__ready) begin
+      \$340  = region2[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$295  = a_device3;
-    if (\$231 ) begin
-      \$295  = region3[7:3];
+    \$341  = a_target3;
+    if (store__ready) begin
+      \$341  = \$132 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$296  = a_target4;
-    if (\$231 ) begin
-      \$296  = \$236 [47:0];
+    \$342  = a_device3;
+    if (store__ready) begin
+      \$342  = region3[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$297  = a_mode4;
-    if (\$231 ) begin
-      \$297  = region4[2:1];
+    \$343  = a_target4;
+    if (store__ready) begin
+      \$343  = \$133 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$298  = a_device4;
-    if (\$231 ) begin
-      \$298  = region4[7:3];
+    \$344  = a_device4;
+    if (store__ready) begin
+      \$344  = region4[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$299  = a_target5;
-    if (\$231 ) begin
-      \$299  = \$237 [47:0];
+    \$345  = a_target5;
+    if (store__ready) begin
+      \$345  = \$134 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$300  = a_mode5;
-    if (\$231 ) begin
-      \$300  = region5[2:1];
+    \$346  = a_device5;
+    if (store__ready) begin
+      \$346  = region5[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$301  = a_device5;
-    if (\$231 ) begin
-      \$301  = region5[7:3];
+    \$347  = a_target6;
+    if (store__ready) begin
+      \$347  = \$135 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$302  = a_target6;
-    if (\$231 ) begin
-      \$302  = \$238 [47:0];
+    \$348  = a_device6;
+    if (store__ready) begin
+      \$348  = region6[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$303  = a_mode6;
-    if (\$231 ) begin
-      \$303  = region6[2:1];
+    \$349  = a_target7;
+    if (store__ready) begin
+      \$349  = \$136 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$304  = a_device6;
-    if (\$231 ) begin
-      \$304  = region6[7:3];
+    \$350  = a_device7;
+    if (store__ready) begin
+      \$350  = region7[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$305  = a_target7;
-    if (\$231 ) begin
-      \$305  = \$239 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$306  = a_mode7;
-    if (\$231 ) begin
-      \$306  = region7[2:1];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$307  = a_device7;
-    if (\$231 ) begin
-      \$307  = region7[7:3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$308  = net__valid;
+    \$351  = net__valid;
     if (net__ready) begin
-      \$308  = 1'h0;
+      \$351  = 1'h0;
     end
-    if (\$241 ) begin
-      \$308  = 1'h1;
+    if (\$137 ) begin
+      \$351  = 1'h1;
     end
     if (rst) begin
-      \$308  = 1'h0;
+      \$351  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$309  = mem__valid;
+    \$352  = mem__valid;
     if (mem__ready) begin
-      \$309  = 1'h0;
+      \$352  = 1'h0;
     end
-    if (\$244 ) begin
-      \$309  = 1'h1;
+    if (\$139 ) begin
+      \$352  = 1'h1;
     end
     if (rst) begin
-      \$309  = 1'h0;
+      \$352  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$310  = net__payload;
-    if (\$241 ) begin
-      \$310 [4:0] = device;
-      \$310 [52:5] = target;
-      \$310 [53] = 1'h1;
-      \$310 [69:54] = a_store[63:48];
-      \$310 [76:70] = a_store[70:64];
+    \$353  = net__payload;
+    if (\$141 ) begin
+      \$353 [4:0] = device;
+      \$353 [52:5] = target;
+      \$353 [53] = 1'h1;
+      \$353 [69:54] = a_store[63:48];
+      \$353 [76:70] = a_store[70:64];
     end
     if (rst) begin
-      \$310  = 77'h00000000000000000000;
+      \$353  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$311  = mem__payload;
-    if (\$244 ) begin
-      \$311 [47:0] = a_store[47:0];
-      \$311 [63:48] = a_store[63:48];
-      \$311 [70:64] = a_store[70:64];
-      \$311 [71] = a_store[71];
-      \$311 [72] = \$245 ;
+    \$354  = mem__payload;
+    if (\$143 ) begin
+      \$354 [47:0] = a_store[47:0];
+      \$354 [63:48] = a_store[63:48];
+      \$354 [70:64] = a_store[70:64];
+      \$354 [71] = a_store[71];
+      \$354 [72] = tracked;
     end
     if (rst) begin
-      \$311  = 73'h0000000000000000000;
+      \$354  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$312  = stats;
-    if (advance) begin
-      (* full_case = 32'd1 *)
-      if (\$247 ) begin
-        \$312 [127:96] = \$250 [31:0];
-      end else if (\$248 ) begin
-        \$312 [31:0] = \$251 [31:0];
-      end else if (\$249 ) begin
-        \$312 [63:32] = \$252 [31:0];
-      end else begin
-        \$312 [95:64] = \$253 [31:0];
-      end
+    \$355  = stats;
+    if (\$147 ) begin
+      \$355 [31:0] = \$148 [31:0];
+    end
+    if (\$152 ) begin
+      \$355 [63:32] = \$153 [31:0];
+    end
+    if (\$157 ) begin
+      \$355 [95:64] = \$158 [31:0];
+    end
+    if (\$165 ) begin
+      \$355 [127:96] = \$166 [31:0];
     end
     if (rst) begin
-      \$312  = 128'h00000000000000000000000000000000;
+      \$355  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$313  = rx_mem__valid;
+    \$356  = rx_a_valid;
+    if (\$167 ) begin
+      \$356  = 1'h1;
+    end else if (rx_advance) begin
+      \$356  = 1'h0;
+    end
+    if (rst) begin
+      \$356  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$357  = rx_a;
+    if (\$167 ) begin
+      \$357 [47:0] = rx__payload[52:5];
+      \$357 [63:48] = rx__payload[69:54];
+      \$357 [70:64] = rx__payload[76:70];
+      \$357 [71] = rx__payload[53];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$358  = rx_a_ge;
+    if (\$167 ) begin
+      \$358 [0] = \$168 ;
+      \$358 [1] = \$170 ;
+      \$358 [2] = \$172 ;
+      \$358 [3] = \$174 ;
+      \$358 [4] = \$176 ;
+      \$358 [5] = \$178 ;
+      \$358 [6] = \$180 ;
+      \$358 [7] = \$182 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$359  = rx_a_lt;
+    if (\$167 ) begin
+      \$359 [0] = \$169 ;
+      \$359 [1] = \$171 ;
+      \$359 [2] = \$173 ;
+      \$359 [3] = \$175 ;
+      \$359 [4] = \$177 ;
+      \$359 [5] = \$179 ;
+      \$359 [6] = \$181 ;
+      \$359 [7] = \$183 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$360  = rx_a_on;
+    if (\$167 ) begin
+      \$360  = { \$199 , \$197 , \$195 , \$193 , \$191 , \$189 , \$187 , \$185  };
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$361  = rx_mem__valid;
     if (rx_mem__ready) begin
-      \$313  = 1'h0;
+      \$361  = 1'h0;
     end
-    if (\$254 ) begin
-      \$313  = 1'h1;
-    end
-    if (rst) begin
-      \$313  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$314  = rx_mem__payload;
-    if (\$254 ) begin
-      \$314 [47:0] = rx__payload[52:5];
-      \$314 [63:48] = rx__payload[69:54];
-      \$314 [70:64] = rx__payload[76:70];
-      \$314 [71] = rx__payload[53];
-      \$314 [72] = \$255 ;
+    if (rx_advance) begin
+      \$361  = 1'h1;
     end
     if (rst) begin
-      \$314  = 73'h0000000000000000000;
+      \$361  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$315  = program__valid;
-    if (rst) begin
-      \$315  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$316  = p2_valid;
-    if (rst) begin
-      \$316  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$317  = region0;
-    if (\$263 ) begin
-      \$317 [0] = p3_req[3];
-      \$317 [2:1] = p3_req[5:4];
-      \$317 [7:3] = p3_req[10:6];
-      \$317 [55:8] = p3_req[58:11];
-      \$317 [103:56] = p3_req[106:59];
-      \$317 [151:104] = p3_req[154:107];
+    \$362  = rx_mem__payload;
+    if (rx_advance) begin
+      \$362 [47:0] = rx_a[47:0];
+      \$362 [63:48] = rx_a[63:48];
+      \$362 [70:64] = rx_a[70:64];
+      \$362 [71] = rx_a[71];
+      \$362 [72] = \$200 ;
     end
     if (rst) begin
-      \$317  = 152'h00000000000000000000000000000000000000;
+      \$362  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$318  = region0_end;
-    if (\$263 ) begin
-      \$318  = p3_end;
+    \$363  = program__valid;
+    if (rst) begin
+      \$363  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$319  = region0_delta;
-    if (\$263 ) begin
-      \$319  = p3_delta;
+    \$364  = p2_valid;
+    if (rst) begin
+      \$364  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$320  = region1;
-    if (\$265 ) begin
-      \$320 [0] = p3_req[3];
-      \$320 [2:1] = p3_req[5:4];
-      \$320 [7:3] = p3_req[10:6];
-      \$320 [55:8] = p3_req[58:11];
-      \$320 [103:56] = p3_req[106:59];
-      \$320 [151:104] = p3_req[154:107];
+    \$365  = region0;
+    if (we[0]) begin
+      \$365 [0] = p3_req[3];
+      \$365 [2:1] = p3_req[5:4];
+      \$365 [7:3] = p3_req[10:6];
+      \$365 [55:8] = p3_req[58:11];
+      \$365 [103:56] = p3_req[106:59];
+      \$365 [151:104] = p3_req[154:107];
     end
     if (rst) begin
-      \$320  = 152'h00000000000000000000000000000000000000;
+      \$365  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$321  = region1_end;
-    if (\$265 ) begin
-      \$321  = p3_end;
+    \$366  = region0_end;
+    if (we[0]) begin
+      \$366  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$322  = region1_delta;
-    if (\$265 ) begin
-      \$322  = p3_delta;
+    \$367  = region0_delta;
+    if (we[0]) begin
+      \$367  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$323  = region2;
-    if (\$267 ) begin
-      \$323 [0] = p3_req[3];
-      \$323 [2:1] = p3_req[5:4];
-      \$323 [7:3] = p3_req[10:6];
-      \$323 [55:8] = p3_req[58:11];
-      \$323 [103:56] = p3_req[106:59];
-      \$323 [151:104] = p3_req[154:107];
+    \$368  = region1;
+    if (we[1]) begin
+      \$368 [0] = p3_req[3];
+      \$368 [2:1] = p3_req[5:4];
+      \$368 [7:3] = p3_req[10:6];
+      \$368 [55:8] = p3_req[58:11];
+      \$368 [103:56] = p3_req[106:59];
+      \$368 [151:104] = p3_req[154:107];
     end
     if (rst) begin
-      \$323  = 152'h00000000000000000000000000000000000000;
+      \$368  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$324  = region2_end;
-    if (\$267 ) begin
-      \$324  = p3_end;
+    \$369  = region1_end;
+    if (we[1]) begin
+      \$369  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$325  = region2_delta;
-    if (\$267 ) begin
-      \$325  = p3_delta;
+    \$370  = region1_delta;
+    if (we[1]) begin
+      \$370  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$326  = region3;
-    if (\$269 ) begin
-      \$326 [0] = p3_req[3];
-      \$326 [2:1] = p3_req[5:4];
-      \$326 [7:3] = p3_req[10:6];
-      \$326 [55:8] = p3_req[58:11];
-      \$326 [103:56] = p3_req[106:59];
-      \$326 [151:104] = p3_req[154:107];
+    \$371  = region2;
+    if (we[2]) begin
+      \$371 [0] = p3_req[3];
+      \$371 [2:1] = p3_req[5:4];
+      \$371 [7:3] = p3_req[10:6];
+      \$371 [55:8] = p3_req[58:11];
+      \$371 [103:56] = p3_req[106:59];
+      \$371 [151:104] = p3_req[154:107];
     end
     if (rst) begin
-      \$326  = 152'h00000000000000000000000000000000000000;
+      \$371  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$327  = region3_end;
-    if (\$269 ) begin
-      \$327  = p3_end;
+    \$372  = region2_end;
+    if (we[2]) begin
+      \$372  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$328  = region3_delta;
-    if (\$269 ) begin
-      \$328  = p3_delta;
+    \$373  = region2_delta;
+    if (we[2]) begin
+      \$373  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$329  = region4;
-    if (\$271 ) begin
-      \$329 [0] = p3_req[3];
-      \$329 [2:1] = p3_req[5:4];
-      \$329 [7:3] = p3_req[10:6];
-      \$329 [55:8] = p3_req[58:11];
-      \$329 [103:56] = p3_req[106:59];
-      \$329 [151:104] = p3_req[154:107];
+    \$374  = region3;
+    if (we[3]) begin
+      \$374 [0] = p3_req[3];
+      \$374 [2:1] = p3_req[5:4];
+      \$374 [7:3] = p3_req[10:6];
+      \$374 [55:8] = p3_req[58:11];
+      \$374 [103:56] = p3_req[106:59];
+      \$374 [151:104] = p3_req[154:107];
     end
     if (rst) begin
-      \$329  = 152'h00000000000000000000000000000000000000;
+      \$374  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$330  = region4_end;
-    if (\$271 ) begin
-      \$330  = p3_end;
+    \$375  = region3_end;
+    if (we[3]) begin
+      \$375  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$331  = region4_delta;
-    if (\$271 ) begin
-      \$331  = p3_delta;
+    \$376  = region3_delta;
+    if (we[3]) begin
+      \$376  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$332  = region5;
-    if (\$273 ) begin
-      \$332 [0] = p3_req[3];
-      \$332 [2:1] = p3_req[5:4];
-      \$332 [7:3] = p3_req[10:6];
-      \$332 [55:8] = p3_req[58:11];
-      \$332 [103:56] = p3_req[106:59];
-      \$332 [151:104] = p3_req[154:107];
+    \$377  = region4;
+    if (we[4]) begin
+      \$377 [0] = p3_req[3];
+      \$377 [2:1] = p3_req[5:4];
+      \$377 [7:3] = p3_req[10:6];
+      \$377 [55:8] = p3_req[58:11];
+      \$377 [103:56] = p3_req[106:59];
+      \$377 [151:104] = p3_req[154:107];
     end
     if (rst) begin
-      \$332  = 152'h00000000000000000000000000000000000000;
+      \$377  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$333  = region5_end;
-    if (\$273 ) begin
-      \$333  = p3_end;
+    \$378  = region4_end;
+    if (we[4]) begin
+      \$378  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$334  = region5_delta;
-    if (\$273 ) begin
-      \$334  = p3_delta;
+    \$379  = region4_delta;
+    if (we[4]) begin
+      \$379  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$335  = region6;
-    if (\$275 ) begin
-      \$335 [0] = p3_req[3];
-      \$335 [2:1] = p3_req[5:4];
-      \$335 [7:3] = p3_req[10:6];
-      \$335 [55:8] = p3_req[58:11];
-      \$335 [103:56] = p3_req[106:59];
-      \$335 [151:104] = p3_req[154:107];
+    \$380  = region5;
+    if (we[5]) begin
+      \$380 [0] = p3_req[3];
+      \$380 [2:1] = p3_req[5:4];
+      \$380 [7:3] = p3_req[10:6];
+      \$380 [55:8] = p3_req[58:11];
+      \$380 [103:56] = p3_req[106:59];
+      \$380 [151:104] = p3_req[154:107];
     end
     if (rst) begin
-      \$335  = 152'h00000000000000000000000000000000000000;
+      \$380  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$336  = region6_end;
-    if (\$275 ) begin
-      \$336  = p3_end;
+    \$381  = region5_end;
+    if (we[5]) begin
+      \$381  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$337  = region6_delta;
-    if (\$275 ) begin
-      \$337  = p3_delta;
+    \$382  = region5_delta;
+    if (we[5]) begin
+      \$382  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$338  = region7;
-    if (\$277 ) begin
-      \$338 [0] = p3_req[3];
-      \$338 [2:1] = p3_req[5:4];
-      \$338 [7:3] = p3_req[10:6];
-      \$338 [55:8] = p3_req[58:11];
-      \$338 [103:56] = p3_req[106:59];
-      \$338 [151:104] = p3_req[154:107];
+    \$383  = region6;
+    if (we[6]) begin
+      \$383 [0] = p3_req[3];
+      \$383 [2:1] = p3_req[5:4];
+      \$383 [7:3] = p3_req[10:6];
+      \$383 [55:8] = p3_req[58:11];
+      \$383 [103:56] = p3_req[106:59];
+      \$383 [151:104] = p3_req[154:107];
     end
     if (rst) begin
-      \$338  = 152'h00000000000000000000000000000000000000;
+      \$383  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$339  = region7_end;
-    if (\$277 ) begin
-      \$339  = p3_end;
+    \$384  = region6_end;
+    if (we[6]) begin
+      \$384  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$340  = region7_delta;
-    if (\$277 ) begin
-      \$340  = p3_delta;
+    \$385  = region6_delta;
+    if (we[6]) begin
+      \$385  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$341  = \$280 ;
+    \$386  = region7;
+    if (we[7]) begin
+      \$386 [0] = p3_req[3];
+      \$386 [2:1] = p3_req[5:4];
+      \$386 [7:3] = p3_req[10:6];
+      \$386 [55:8] = p3_req[58:11];
+      \$386 [103:56] = p3_req[106:59];
+      \$386 [151:104] = p3_req[154:107];
+    end
     if (rst) begin
-      \$341  = 2'h0;
+      \$386  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$387  = region7_end;
+    if (we[7]) begin
+      \$387  = p3_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$388  = region7_delta;
+    if (we[7]) begin
+      \$388  = p3_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$393  = \$326 ;
+    if (rst) begin
+      \$393  = 2'h0;
     end
   end
   assign store__payload__addr  = store__payload[47:0];
@@ -1681,6 +1827,19 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign stats__tracked  = stats[63:32];
   assign stats__remote  = stats[95:64];
   assign stats__unmapped  = stats[127:96];
+  assign set_err__bad_region  = set_err[0];
+  assign set_err__overlap  = set_err[1];
+  assign p3_req__index  = p3_req[2:0];
+  assign p3_req__valid  = p3_req[3];
+  assign p3_req__mode  = p3_req[5:4];
+  assign p3_req__device  = p3_req[10:6];
+  assign p3_req__base  = p3_req[58:11];
+  assign p3_req__size  = p3_req[106:59];
+  assign p3_req__remote_base  = p3_req[154:107];
+  assign a_store__addr  = a_store[47:0];
+  assign a_store__tile  = a_store[63:48];
+  assign a_store__bytes  = a_store[70:64];
+  assign a_store__kind  = a_store[71];
   assign region0__valid  = region0[0];
   assign region0__mode  = region0[2:1];
   assign region0__device  = region0[7:3];
@@ -1729,15 +1888,10 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign region7__base  = region7[55:8];
   assign region7__size  = region7[103:56];
   assign region7__remote_base  = region7[151:104];
-  assign p3_req__index  = p3_req[2:0];
-  assign p3_req__valid  = p3_req[3];
-  assign p3_req__mode  = p3_req[5:4];
-  assign p3_req__device  = p3_req[10:6];
-  assign p3_req__base  = p3_req[58:11];
-  assign p3_req__size  = p3_req[106:59];
-  assign p3_req__remote_base  = p3_req[154:107];
-  assign set_err__bad_region  = set_err[0];
-  assign set_err__overlap  = set_err[1];
+  assign rx_a__addr  = rx_a[47:0];
+  assign rx_a__tile  = rx_a[63:48];
+  assign rx_a__bytes  = rx_a[70:64];
+  assign rx_a__kind  = rx_a[71];
   assign p2_req__index  = p2_req[2:0];
   assign p2_req__valid  = p2_req[3];
   assign p2_req__mode  = p2_req[5:4];
@@ -1745,35 +1899,40 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign p2_req__base  = p2_req[58:11];
   assign p2_req__size  = p2_req[106:59];
   assign p2_req__remote_base  = p2_req[154:107];
-  assign a_store__addr  = a_store[47:0];
-  assign a_store__tile  = a_store[63:48];
-  assign a_store__bytes  = a_store[70:64];
-  assign a_store__kind  = a_store[71];
-  assign clash[8] = \$230 ;
-  assign clash[7] = \$223 ;
-  assign clash[6] = \$213 ;
-  assign clash[5] = \$203 ;
-  assign clash[4] = \$193 ;
-  assign clash[3] = \$183 ;
-  assign clash[2] = \$173 ;
-  assign clash[1] = \$163 ;
-  assign clash[0] = \$153 ;
-  assign set_err[1] = \$143 ;
-  assign set_err[0] = \$138 ;
-  assign rx_hit[7] = \$129 ;
-  assign rx_hit[6] = \$123 ;
-  assign rx_hit[5] = \$117 ;
-  assign rx_hit[4] = \$111 ;
-  assign rx_hit[3] = \$105 ;
-  assign rx_hit[2] = \$99 ;
-  assign rx_hit[1] = \$93 ;
-  assign rx_hit[0] = \$87 ;
-  assign hits[7] = \$32 ;
-  assign hits[6] = \$28 ;
-  assign hits[5] = \$24 ;
-  assign hits[4] = \$20 ;
-  assign hits[3] = \$16 ;
-  assign hits[2] = \$12 ;
-  assign hits[1] = \$8 ;
-  assign hits[0] = \$4 ;
+  assign \$392 [7] = \$323 ;
+  assign \$392 [6] = \$314 ;
+  assign \$392 [5] = \$305 ;
+  assign \$392 [4] = \$296 ;
+  assign \$392 [3] = \$287 ;
+  assign \$392 [2] = \$278 ;
+  assign \$392 [1] = \$269 ;
+  assign \$392 [0] = \$260 ;
+  assign \$391 [7] = \$319 ;
+  assign \$391 [6] = \$310 ;
+  assign \$391 [5] = \$301 ;
+  assign \$391 [4] = \$292 ;
+  assign \$391 [3] = \$283 ;
+  assign \$391 [2] = \$274 ;
+  assign \$391 [1] = \$265 ;
+  assign \$391 [0] = \$256 ;
+  assign \$390 [8] = \$249 ;
+  assign \$390 [7] = \$244 ;
+  assign \$390 [6] = \$239 ;
+  assign \$390 [5] = \$234 ;
+  assign \$390 [4] = \$229 ;
+  assign \$390 [3] = \$224 ;
+  assign \$390 [2] = \$219 ;
+  assign \$390 [1] = \$214 ;
+  assign \$390 [0] = \$209 ;
+  assign \$389 [8] = \$248 ;
+  assign \$389 [7] = \$243 ;
+  assign \$389 [6] = \$238 ;
+  assign \$389 [5] = \$233 ;
+  assign \$389 [4] = \$228 ;
+  assign \$389 [3] = \$223 ;
+  assign \$389 [2] = \$218 ;
+  assign \$389 [1] = \$213 ;
+  assign \$389 [0] = \$208 ;
+  assign set_err[1] = \$64 ;
+  assign set_err[0] = \$61 ;
 endmodule

@@ -7,24 +7,24 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
+  wire [32:0] \$100 ;
+  wire [32:0] \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
-  wire \$105 ;
-  wire \$106 ;
+  wire [32:0] \$105 ;
+  wire [32:0] \$106 ;
   wire \$107 ;
   wire \$108 ;
   wire \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire \$111 ;
+  wire [32:0] \$110 ;
+  wire [32:0] \$111 ;
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
+  wire [32:0] \$115 ;
+  wire [32:0] \$116 ;
   wire \$117 ;
   wire \$118 ;
   wire \$119 ;
@@ -32,10 +32,10 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
+  wire [32:0] \$123 ;
+  wire [1:0] \$124 ;
+  wire [1:0] \$125 ;
+  wire [1:0] \$126 ;
   wire \$127 ;
   wire \$128 ;
   wire \$129 ;
@@ -55,8 +55,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire [16:0] \$144 ;
-  wire [16:0] \$145 ;
+  wire \$144 ;
+  wire \$145 ;
   wire \$146 ;
   wire \$147 ;
   wire \$148 ;
@@ -68,7 +68,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$153 ;
   wire \$154 ;
   wire \$155 ;
-  wire [15:0] \$156 ;
+  wire \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
@@ -81,7 +81,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
-  wire [15:0] \$168 ;
+  wire \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -125,86 +125,174 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$204 ;
   wire \$205 ;
   wire \$206 ;
-  wire [8:0] \$207 ;
+  wire \$207 ;
   wire \$208 ;
-  wire [25:0] \$209 ;
+  wire \$209 ;
   wire \$21 ;
   wire \$210 ;
   wire \$211 ;
   wire \$212 ;
-  wire [33:0] \$213 ;
-  wire [31:0] \$214 ;
-  wire [32:0] \$215 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
   wire \$216 ;
-  wire [3:0] \$217 ;
-  wire [8:0] \$218 ;
-  wire [39:0] \$219 ;
+  wire \$217 ;
+  wire [1:0] \$218 ;
+  wire \$219 ;
   wire \$22 ;
-  wire [3:0] \$220 ;
-  wire [35:0] \$221 ;
-  wire [5:0] \$222 ;
-  wire [34:0] \$223 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
   wire \$224 ;
-  wire [32:0] \$225 ;
+  wire \$225 ;
   wire \$226 ;
   wire \$227 ;
-  wire [32:0] \$228 ;
+  wire \$228 ;
   wire \$229 ;
   wire \$23 ;
-  wire [32:0] \$230 ;
+  wire \$230 ;
   wire \$231 ;
   wire \$232 ;
-  wire [32:0] \$233 ;
+  wire \$233 ;
   wire \$234 ;
-  wire [32:0] \$235 ;
+  wire \$235 ;
   wire \$236 ;
   wire \$237 ;
-  wire [32:0] \$238 ;
+  wire \$238 ;
   wire \$239 ;
-  wire \$24 ;
-  wire [32:0] \$240 ;
+  wire [17:0] \$24 ;
+  wire \$240 ;
   wire \$241 ;
   wire \$242 ;
-  wire [32:0] \$243 ;
+  wire \$243 ;
   wire \$244 ;
   wire \$245 ;
   wire \$246 ;
-  wire [32:0] \$247 ;
-  wire [1:0] \$248 ;
-  wire [1:0] \$249 ;
+  wire \$247 ;
+  wire \$248 ;
+  wire \$249 ;
   wire \$25 ;
-  wire [1:0] \$250 ;
-  reg \$251 ;
-  reg \$252 ;
-  reg \$253 ;
-  reg [15:0] \$254 ;
-  reg \$255 ;
-  reg \$256 ;
-  reg \$257 ;
-  reg [82:0] \$258 ;
-  reg \$259 ;
+  wire \$250 ;
+  wire \$251 ;
+  wire \$252 ;
+  wire [1:0] \$253 ;
+  wire \$254 ;
+  wire \$255 ;
+  wire \$256 ;
+  wire \$257 ;
+  wire \$258 ;
+  wire \$259 ;
   wire \$26 ;
-  reg [22:0] \$260 ;
-  reg [38:0] \$261 ;
-  reg [7:0] \$262 ;
-  reg \$263 ;
-  reg \$264 ;
-  reg [2:0] \$265 ;
-  reg [24:0] \$266 ;
-  reg [32:0] \$267 ;
-  reg [34:0] \$268 ;
-  reg [287:0] \$269 ;
+  wire \$260 ;
+  wire \$261 ;
+  wire \$262 ;
+  wire \$263 ;
+  wire \$264 ;
+  wire \$265 ;
+  wire \$266 ;
+  wire \$267 ;
+  wire \$268 ;
+  wire \$269 ;
   wire \$27 ;
-  reg [1:0] \$270 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire \$272 ;
+  wire \$273 ;
+  wire \$274 ;
+  wire \$275 ;
+  wire \$276 ;
+  wire \$277 ;
+  wire \$278 ;
+  wire \$279 ;
   wire \$28 ;
+  wire \$280 ;
+  wire \$281 ;
+  wire \$282 ;
+  wire \$283 ;
+  wire \$284 ;
+  wire \$285 ;
+  wire \$286 ;
+  wire \$287 ;
+  wire \$288 ;
+  wire \$289 ;
   wire \$29 ;
+  wire \$290 ;
+  wire \$291 ;
+  wire [1:0] \$292 ;
+  wire \$293 ;
+  wire [1:0] \$294 ;
+  wire [83:0] \$295 ;
+  wire [83:0] \$296 ;
+  wire [83:0] \$297 ;
+  wire \$298 ;
+  wire \$299 ;
   wire \$3 ;
   wire \$30 ;
+  wire \$300 ;
+  wire \$301 ;
+  wire \$302 ;
+  wire \$303 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
   wire \$31 ;
+  wire \$310 ;
+  wire \$311 ;
+  wire \$312 ;
+  wire \$313 ;
+  wire \$314 ;
+  wire \$315 ;
+  wire \$316 ;
+  wire \$317 ;
+  wire \$318 ;
+  wire \$319 ;
   wire \$32 ;
+  reg \$320 ;
+  reg \$321 ;
+  reg \$322 ;
+  reg [16:0] \$323 ;
+  reg \$324 ;
+  reg \$325 ;
+  reg \$326 ;
+  reg \$327 ;
+  reg \$328 ;
+  reg \$329 ;
   wire \$33 ;
+  reg [82:0] \$330 ;
+  reg \$331 ;
+  reg [22:0] \$332 ;
+  reg [31:0] \$333 ;
+  reg [24:0] \$334 ;
+  reg [8:0] \$335 ;
+  reg [33:0] \$336 ;
+  reg \$337 ;
+  reg [38:0] \$338 ;
+  reg [7:0] \$339 ;
   wire \$34 ;
+  reg \$340 ;
+  reg \$341 ;
+  reg \$342 ;
+  reg [1:0] \$343 ;
+  reg [4:0] \$344 ;
+  reg [31:0] \$345 ;
+  reg [24:0] \$346 ;
+  reg [33:0] \$347 ;
+  reg \$348 ;
+  reg \$349 ;
   wire \$35 ;
+  reg [287:0] \$350 ;
+  reg \$351 ;
+  reg \$352 ;
+  reg \$353 ;
+  reg \$354 ;
+  reg \$355 ;
+  reg \$356 ;
+  reg \$357 ;
+  reg [1:0] \$358 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
@@ -223,11 +311,11 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
+  wire [38:0] \$52 ;
+  wire [31:0] \$53 ;
+  wire [8:0] \$54 ;
+  wire [39:0] \$55 ;
+  wire [40:0] \$56 ;
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
@@ -237,7 +325,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$62 ;
   wire \$63 ;
   wire \$64 ;
-  wire \$65 ;
+  wire [5:0] \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
@@ -256,29 +344,31 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
-  wire [1:0] \$82 ;
+  wire \$82 ;
   wire \$83 ;
-  wire [1:0] \$84 ;
+  wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire \$9 ;
-  wire \$90 ;
+  wire [25:0] \$90 ;
   wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
+  wire [25:0] \$92 ;
+  wire [32:0] \$93 ;
+  wire [2:0] \$94 ;
+  wire [34:0] \$95 ;
+  wire [33:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  reg \$signal ;
-  reg \$signal$38 ;
-  reg [32:0] acc = 33'h000000000;
+  (* keep = 32'd1 *)
+  wire \$signal ;
+  reg [31:0] acc = 32'd0;
+  reg accept = 1'h0;
   reg armed = 1'h1;
+  reg [33:0] base = 34'h021fffc00;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
   (* enum_value_00 = "ROUND_ROBIN" *)
@@ -295,6 +385,9 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire clear__bad_response ;
   input clk;
   wire clk;
+  reg comm_first = 1'h0;
+  (* keep = 32'd1 *)
+  wire [1:0] comm_first_next;
   input [38:0] config__payload;
   wire [38:0] config__payload;
   (* enum_base_type = "ArbPolicy" *)
@@ -308,7 +401,6 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire [4:0] config__payload__window_log2 ;
   input config__valid;
   wire config__valid;
-  reg [24:0] count = 25'h0000000;
   input [57:0] dma__payload;
   wire [57:0] dma__payload;
   wire [47:0] dma__payload__addr ;
@@ -318,6 +410,22 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire dma__ready;
   input dma__valid;
   wire dma__valid;
+  reg dma_granted = 1'h0;
+  wire [82:0] dma_req;
+  wire [47:0] dma_req__addr ;
+  wire [6:0] dma_req__bytes ;
+  (* enum_base_type = "MemOp" *)
+  (* enum_value_00 = "READ" *)
+  (* enum_value_01 = "STORE" *)
+  (* enum_value_10 = "UPDATE" *)
+  wire [1:0] dma_req__op ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] dma_req__source ;
+  wire [7:0] dma_req__tag ;
+  wire [15:0] dma_req__tile ;
   output [2:0] dma_response__payload;
   wire [2:0] dma_response__payload;
   wire [2:0] dma_response__payload__tag ;
@@ -325,6 +433,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire dma_response__ready;
   output dma_response__valid;
   wire dma_response__valid;
+  reg dma_stalled = 1'h0;
   output [82:0] dram__payload;
   reg [82:0] dram__payload = 83'h000000000000000000000;
   wire [47:0] dram__payload__addr ;
@@ -345,15 +454,23 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire dram__ready;
   output dram__valid;
   reg dram__valid = 1'h0;
+  (* keep = 32'd1 *)
+  wire drop_wait;
   output [1:0] errors;
   reg [1:0] errors = 2'h0;
   wire errors__bad_config ;
   wire errors__bad_response ;
-  reg [2:0] finish = 3'h0;
-  reg forced;
+  reg [1:0] finish = 2'h0;
+  (* keep = 32'd1 *)
+  wire gate_m;
+  reg gated = 1'h0;
+  reg grant_c_q = 1'h0;
   reg last_comm = 1'h0;
+  (* keep = 32'd1 *)
+  wire [1:0] last_comm_next;
   reg last_remote = 1'h0;
   reg last_store = 1'h0;
+  reg [24:0] left = 25'h0000000;
   input [62:0] load__payload;
   wire [62:0] load__payload;
   wire [47:0] load__payload__addr ;
@@ -363,6 +480,22 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire load__ready;
   input load__valid;
   wire load__valid;
+  reg load_granted = 1'h0;
+  wire [82:0] load_req;
+  wire [47:0] load_req__addr ;
+  wire [6:0] load_req__bytes ;
+  (* enum_base_type = "MemOp" *)
+  (* enum_value_00 = "READ" *)
+  (* enum_value_01 = "STORE" *)
+  (* enum_value_10 = "UPDATE" *)
+  wire [1:0] load_req__op ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] load_req__source ;
+  wire [7:0] load_req__tag ;
+  wire [15:0] load_req__tile ;
   output [7:0] load_response__payload;
   wire [7:0] load_response__payload;
   wire [7:0] load_response__payload__tag ;
@@ -370,10 +503,24 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire load_response__ready;
   output load_response__valid;
   wire load_response__valid;
-  reg [34:0] num = 35'h000000000;
+  reg load_stalled = 1'h0;
+  reg measuring = 1'h1;
+  reg [38:0] \new  = 39'h0000000000;
+  (* enum_base_type = "ArbPolicy" *)
+  (* enum_value_00 = "ROUND_ROBIN" *)
+  (* enum_value_01 = "COMPUTE_FIRST" *)
+  (* enum_value_10 = "T3_MCA" *)
+  wire [1:0] new__policy ;
+  wire [7:0] new__saturation ;
+  wire [15:0] new__starvation_limit ;
+  wire [7:0] new__threshold ;
+  wire [4:0] new__window_log2 ;
+  reg [33:0] num = 34'h000000000;
   input [7:0] occupancy;
   wire [7:0] occupancy;
   reg out_tracked = 1'h0;
+  (* keep = 32'd1 *)
+  wire pick_c;
   input [72:0] remote__payload;
   wire [72:0] remote__payload;
   wire [47:0] remote__payload__addr ;
@@ -388,7 +535,24 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire remote__ready;
   input remote__valid;
   wire remote__valid;
-  reg [82:0] req;
+  reg remote_granted = 1'h0;
+  wire [82:0] remote_req;
+  wire [47:0] remote_req__addr ;
+  wire [6:0] remote_req__bytes ;
+  (* enum_base_type = "MemOp" *)
+  (* enum_value_00 = "READ" *)
+  (* enum_value_01 = "STORE" *)
+  (* enum_value_10 = "UPDATE" *)
+  wire [1:0] remote_req__op ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] remote_req__source ;
+  wire [7:0] remote_req__tag ;
+  wire [15:0] remote_req__tile ;
+  reg remote_stalled = 1'h0;
+  wire [82:0] req;
   wire [47:0] req__addr ;
   wire [6:0] req__bytes ;
   (* enum_base_type = "MemOp" *)
@@ -417,6 +581,13 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire response__valid;
   input rst;
   wire rst;
+  reg [8:0] sat2 = 9'h022;
+  reg [31:0] sat_s = 32'd32768;
+  reg [4:0] scale = 5'h0a;
+  (* keep = 32'd1 *)
+  wire sel_remote;
+  (* keep = 32'd1 *)
+  wire sel_store;
   wire [1:0] set_err;
   wire set_err__bad_config ;
   wire set_err__bad_response ;
@@ -454,6 +625,23 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire store__ready;
   input store__valid;
   wire store__valid;
+  reg store_granted = 1'h0;
+  wire [82:0] store_req;
+  wire [47:0] store_req__addr ;
+  wire [6:0] store_req__bytes ;
+  (* enum_base_type = "MemOp" *)
+  (* enum_value_00 = "READ" *)
+  (* enum_value_01 = "STORE" *)
+  (* enum_value_10 = "UPDATE" *)
+  wire [1:0] store_req__op ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] store_req__source ;
+  wire [7:0] store_req__tag ;
+  wire [15:0] store_req__tile ;
+  reg store_stalled = 1'h0;
   reg [7:0] thr = 8'h00;
   output [22:0] track__payload;
   reg [22:0] track__payload = 23'h000000;
@@ -470,669 +658,821 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire [15:0] track__payload__tile ;
   output track__valid;
   reg track__valid = 1'h0;
-  reg tracked;
-  reg [15:0] \wait  = 16'h0000;
+  wire tracked;
+  reg [24:0] unit = 25'h0000400;
+  reg [16:0] wait1 = 17'h00001;
   reg wait_full = 1'h0;
+  (* keep = 32'd1 *)
+  wire [1:0] wait_full_next;
+  reg was_forced = 1'h0;
   reg window = 1'h0;
-  assign \$1  = load__valid | store__valid;
-  assign \$2  = dma__valid | remote__valid;
-  assign \$3  = ~ \$2 ;
-  assign \$4  = \$3  | last_comm;
-  assign \$5  = \$1  & \$4 ;
-  assign \$6  = dma__valid | remote__valid;
-  assign \$7  = load__valid | store__valid;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = ~ last_comm;
-  assign \$10  = \$8  | \$9 ;
-  assign \$11  = \$6  & \$10 ;
-  assign \$12  = armed | window;
-  assign \$13  = | finish;
-  assign \$14  = \$12  | \$13 ;
-  assign \$15  = dma__valid | remote__valid;
-  assign \$16  = \$15  & wait_full;
-  assign \$17  = load__valid | store__valid;
-  assign \$18  = load__valid | store__valid;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = dma__valid | remote__valid;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = load__valid | store__valid;
-  assign \$23  = load__valid | store__valid;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = dma__valid | remote__valid;
-  assign \$26  = \$24  & \$25 ;
-  assign \$27  = occupancy < thr;
-  assign \$28  = \$26  & \$27 ;
-  assign \$29  = load__valid | store__valid;
-  assign \$30  = load__valid | store__valid;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = dma__valid | remote__valid;
-  assign \$33  = \$31  & \$32 ;
-  assign \$34  = ~ dram__valid;
-  assign \$35  = \$34  | dram__ready;
-  assign \$36  = \$35  & \$signal ;
-  assign \$37  = ~ load__valid;
-  assign \$38  = ~ last_store;
-  assign \$39  = \$37  | \$38 ;
-  assign \$40  = store__valid & \$39 ;
-  assign \$41  = ~ \$40 ;
-  assign load__ready = \$36  & \$41 ;
-  assign \$42  = ~ dram__valid;
-  assign \$43  = \$42  | dram__ready;
-  assign \$44  = \$43  & \$signal ;
-  assign \$45  = ~ load__valid;
-  assign \$46  = ~ last_store;
-  assign \$47  = \$45  | \$46 ;
-  assign \$48  = store__valid & \$47 ;
-  assign store__ready = \$44  & \$48 ;
-  assign \$49  = ~ dram__valid;
-  assign \$50  = \$49  | dram__ready;
-  assign \$51  = \$50  & \$signal$38 ;
-  assign \$52  = ~ dma__valid;
-  assign \$53  = ~ last_remote;
-  assign \$54  = \$52  | \$53 ;
-  assign \$55  = remote__valid & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign dma__ready = \$51  & \$56 ;
+  assign \$1  = config__payload[1:0] != 2'h3;
+  assign \$2  = | config__payload[38:23];
+  assign \$3  = \$1  & \$2 ;
+  assign \$4  = config__payload[22:18] <= 5'h18;
+  assign \$5  = \$3  & \$4 ;
+  assign \$6  = | config__payload[9:2];
+  assign \$7  = | config__payload[17:10];
+  assign \$8  = \$6  | \$7 ;
+  assign \$9  = \$5  & \$8 ;
+  assign \$10  = config__valid & \$9 ;
+  assign \$11  = ~ dram__valid;
+  assign \$12  = \$11  | dram__ready;
+  assign \$13  = \$12  & pick_c;
+  assign \$14  = occupancy < thr;
+  assign \$15  = gate_m & \$14 ;
+  assign \$16  = \$signal  | \$15 ;
+  assign \$17  = occupancy < thr;
+  assign \$18  = gate_m & \$17 ;
+  assign \$19  = drop_wait | \$18 ;
+  assign \$20  = ~ dram__valid;
+  assign \$21  = \$20  | dram__ready;
+  assign \$22  = ~ wait_full;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = wait1 + 1'h1;
+  assign \$25  = \new [1:0] == 2'h2;
+  assign \$26  = | \new [9:2];
+  assign \$27  = \$25  & \$26 ;
+  assign \$28  = cfg[1:0] == 2'h2;
+  assign \$29  = finish[1] ? \$28  : gated;
+  assign \$30  = accept ? \$27  : \$29 ;
+  assign \$31  = occupancy < thr;
+  assign \$32  = { \$180 , \$173  } >> \$31 ;
+  assign \$33  = occupancy < thr;
+  assign \$34  = { \$217 , \$198  } >> \$33 ;
+  assign \$35  = occupancy < thr;
+  assign \$36  = { \$290 , \$252  } >> \$35 ;
+  assign \$37  = ~ dram__valid;
+  assign \$38  = \$37  | dram__ready;
+  assign \$39  = ~ dram__valid;
+  assign \$40  = \$39  | dram__ready;
+  assign \$41  = \$40  & pick_c;
+  assign \$42  = occupancy < thr;
+  assign \$43  = gate_m & \$42 ;
+  assign \$44  = \$signal  | \$43 ;
+  assign \$45  = \$41  | \$44 ;
+  assign \$46  = dram__valid & dram__ready;
+  assign \$47  = \$46  & out_tracked;
+  assign \$48  = | dram__payload[1:0];
+  assign \$49  = \$47  & \$48 ;
+  assign \$50  = dram__payload[1:0] == 2'h2;
+  assign \$51  = \$50  ? 1'h1 : 1'h0;
+  assign \$52  = cfg[17:10] << scale;
+  assign \$53  = 1'h1 << scale;
+  assign \$54  = cfg[17:10] + 2'h2;
+  assign \$56  = \$55  - unit;
   assign \$57  = ~ dram__valid;
   assign \$58  = \$57  | dram__ready;
-  assign \$59  = \$58  & \$signal$38 ;
-  assign \$60  = ~ dma__valid;
-  assign \$61  = ~ last_remote;
-  assign \$62  = \$60  | \$61 ;
-  assign \$63  = remote__valid & \$62 ;
-  assign remote__ready = \$59  & \$63 ;
-  assign \$64  = ~ dram__valid;
-  assign \$65  = \$64  | dram__ready;
-  assign \$66  = \$65  & \$signal ;
-  assign \$67  = ~ load__valid;
-  assign \$68  = ~ last_store;
-  assign \$69  = \$67  | \$68 ;
-  assign \$70  = store__valid & \$69 ;
-  assign \$71  = ~ \$70 ;
-  assign \$72  = \$66  & \$71 ;
-  assign \$73  = ~ dram__valid;
-  assign \$74  = \$73  | dram__ready;
-  assign \$75  = \$74  & \$signal ;
-  assign \$76  = ~ dma__valid;
-  assign \$77  = ~ last_remote;
-  assign \$78  = \$76  | \$77 ;
-  assign \$79  = remote__valid & \$78 ;
-  assign \$80  = ~ \$79 ;
-  assign \$82  = \$81  ? 2'h2 : 2'h1;
-  assign \$84  = \$83  ? 2'h2 : 2'h1;
-  assign \$85  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$85 ;
-  assign \$86  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$86 ;
-  assign \$87  = ! response__payload[1:0];
-  assign \$88  = response__payload[1:0] == 1'h1;
-  assign \$89  = \$88  ? dma_response__ready : 1'h1;
-  assign response__ready = \$87  ? load_response__ready : \$89 ;
-  assign \$90  = ! response__payload[1:0];
-  assign \$91  = ~ \$90 ;
-  assign \$92  = response__valid & \$91 ;
-  assign \$93  = response__payload[1:0] == 1'h1;
-  assign \$94  = ~ \$93 ;
-  assign \$95  = \$92  & \$94 ;
-  assign \$96  = config__payload[1:0] != 2'h3;
-  assign \$97  = | config__payload[38:23];
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = config__payload[22:18] <= 5'h18;
-  assign \$100  = \$98  & \$99 ;
-  assign \$101  = | config__payload[9:2];
-  assign \$102  = | config__payload[17:10];
-  assign \$103  = \$101  | \$102 ;
-  assign \$104  = \$100  & \$103 ;
-  assign \$105  = ~ \$104 ;
-  assign \$106  = config__valid & \$105 ;
-  assign \$107  = armed | window;
-  assign \$108  = | finish;
-  assign \$109  = \$107  | \$108 ;
-  assign \$110  = ~ dram__valid;
-  assign \$111  = \$110  | dram__ready;
-  assign \$112  = \$111  & \$signal ;
-  assign \$113  = ~ load__valid;
-  assign \$114  = ~ last_store;
-  assign \$115  = \$113  | \$114 ;
-  assign \$116  = store__valid & \$115 ;
+  assign \$59  = \$58  & pick_c;
+  assign \$60  = ~ accept;
+  assign \$61  = \$59  & \$60 ;
+  assign \$62  = armed & grant_c_q;
+  assign \$63  = ! \new [9:2];
+  assign \$64  = ! \new [9:2];
+  assign \$65  = 5'h18 - \new [22:18];
+  assign \$66  = cfg[22:18] == 1'h1;
+  assign \$67  = cfg[22:18] > 2'h2;
+  assign \$68  = cfg[22:18] > 2'h3;
+  assign \$69  = cfg[22:18] > 3'h4;
+  assign \$70  = cfg[22:18] > 3'h5;
+  assign \$71  = cfg[22:18] > 3'h6;
+  assign \$72  = cfg[22:18] > 3'h7;
+  assign \$73  = cfg[22:18] > 4'h8;
+  assign \$74  = cfg[22:18] > 4'h9;
+  assign \$75  = cfg[22:18] > 4'ha;
+  assign \$76  = cfg[22:18] > 4'hb;
+  assign \$77  = cfg[22:18] > 4'hc;
+  assign \$78  = cfg[22:18] > 4'hd;
+  assign \$79  = cfg[22:18] > 4'he;
+  assign \$80  = cfg[22:18] > 4'hf;
+  assign \$81  = cfg[22:18] > 5'h10;
+  assign \$82  = cfg[22:18] > 5'h11;
+  assign \$83  = cfg[22:18] > 5'h12;
+  assign \$84  = cfg[22:18] > 5'h13;
+  assign \$85  = cfg[22:18] > 5'h14;
+  assign \$86  = cfg[22:18] > 5'h15;
+  assign \$87  = cfg[22:18] > 5'h16;
+  assign \$88  = cfg[22:18] > 5'h17;
+  assign \$89  = cfg[22:18] > 5'h18;
+  assign \$90  = \$66  ? 26'h3ffffff : { 1'h0, \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , 2'h1 };
+  assign \$91  = ! cfg[22:18];
+  assign \$92  = $signed(left) - $signed(2'h1);
+  assign \$93  = acc + sat_s;
+  assign \$95  = base + acc;
+  assign \$97  = load__valid & load__ready;
+  assign \$98  = ~ load__ready;
+  assign \$99  = load__valid & \$98 ;
+  assign \$100  = stats[31:0] + 1'h1;
+  assign \$101  = stats[159:128] + 1'h1;
+  assign \$102  = store__valid & store__ready;
+  assign \$103  = ~ store__ready;
+  assign \$104  = store__valid & \$103 ;
+  assign \$105  = stats[63:32] + 1'h1;
+  assign \$106  = stats[191:160] + 1'h1;
+  assign \$107  = dma__valid & dma__ready;
+  assign \$108  = ~ dma__ready;
+  assign \$109  = dma__valid & \$108 ;
+  assign \$110  = stats[95:64] + 1'h1;
+  assign \$111  = stats[223:192] + 1'h1;
+  assign \$112  = remote__valid & remote__ready;
+  assign \$113  = ~ remote__ready;
+  assign \$114  = remote__valid & \$113 ;
+  assign \$115  = stats[127:96] + 1'h1;
+  assign \$116  = stats[255:224] + 1'h1;
   assign \$117  = ~ dram__valid;
   assign \$118  = \$117  | dram__ready;
-  assign \$119  = \$118  & \$signal$38 ;
-  assign \$120  = ~ dma__valid;
-  assign \$121  = ~ last_remote;
-  assign \$122  = \$120  | \$121 ;
-  assign \$123  = remote__valid & \$122 ;
-  assign \$124  = ~ dram__valid;
-  assign \$125  = \$124  | dram__ready;
-  assign \$126  = \$125  & \$signal ;
-  assign \$127  = ~ dram__valid;
-  assign \$128  = \$127  | dram__ready;
-  assign \$129  = \$128  & \$signal$38 ;
-  assign \$130  = \$126  | \$129 ;
+  assign \$119  = dma__valid | remote__valid;
+  assign \$120  = \$119  & gated;
+  assign \$121  = \$120  & wait_full;
+  assign \$122  = \$118  & \$121 ;
+  assign \$123  = stats[287:256] + 1'h1;
+  assign \$124  = ~ clear;
+  assign \$125  = errors & \$124 ;
+  assign \$126  = \$125  | set_err;
+  assign \$127  = load__valid | store__valid;
+  assign \$128  = dma__valid | remote__valid;
+  assign \$129  = \$128  & comm_first;
+  assign \$130  = ~ \$129 ;
+  assign pick_c = \$127  & \$130 ;
   assign \$131  = ~ dram__valid;
   assign \$132  = \$131  | dram__ready;
-  assign \$133  = \$132  & \$signal$38 ;
-  assign \$134  = dma__valid | remote__valid;
-  assign \$135  = ~ \$134 ;
-  assign \$136  = ~ dram__valid;
-  assign \$137  = \$136  | dram__ready;
-  assign \$138  = \$137  & \$signal$38 ;
-  assign \$139  = \$135  | \$138 ;
+  assign \$133  = dma__valid | remote__valid;
+  assign \$134  = \$132  & \$133 ;
+  assign \$135  = load__valid | store__valid;
+  assign \$136  = ~ \$135 ;
+  assign \$137  = ~ gated;
+  assign \$138  = \$136  & \$137 ;
+  assign \$139  = comm_first | \$138 ;
+  assign \$signal  = \$134  & \$139 ;
   assign \$140  = ~ dram__valid;
   assign \$141  = \$140  | dram__ready;
-  assign \$142  = ~ wait_full;
+  assign \$142  = dma__valid | remote__valid;
   assign \$143  = \$141  & \$142 ;
-  assign \$144  = \wait  + 1'h1;
-  assign \$145  = \wait  + 1'h1;
-  assign \$146  = config__payload[1:0] != 2'h3;
-  assign \$147  = | config__payload[38:23];
-  assign \$148  = \$146  & \$147 ;
-  assign \$149  = config__payload[22:18] <= 5'h18;
-  assign \$150  = \$148  & \$149 ;
-  assign \$151  = | config__payload[9:2];
-  assign \$152  = | config__payload[17:10];
-  assign \$153  = \$151  | \$152 ;
-  assign \$154  = \$150  & \$153 ;
-  assign \$155  = config__valid & \$154 ;
-  assign \$156  = \$155  ? config__payload[38:23] : cfg[38:23];
-  assign \$157  = \$145  >= \$156 ;
-  assign \$158  = config__payload[1:0] != 2'h3;
-  assign \$159  = | config__payload[38:23];
-  assign \$160  = \$158  & \$159 ;
-  assign \$161  = config__payload[22:18] <= 5'h18;
-  assign \$162  = \$160  & \$161 ;
-  assign \$163  = | config__payload[9:2];
-  assign \$164  = | config__payload[17:10];
-  assign \$165  = \$163  | \$164 ;
-  assign \$166  = \$162  & \$165 ;
-  assign \$167  = config__valid & \$166 ;
-  assign \$168  = \$167  ? config__payload[38:23] : cfg[38:23];
-  assign \$169  = \wait  >= \$168 ;
-  assign \$170  = ~ dram__valid;
-  assign \$171  = \$170  | dram__ready;
-  assign \$172  = ~ dram__valid;
-  assign \$173  = \$172  | dram__ready;
-  assign \$174  = \$173  & \$signal ;
-  assign \$175  = ~ dram__valid;
-  assign \$176  = \$175  | dram__ready;
-  assign \$177  = \$176  & \$signal$38 ;
-  assign \$178  = \$174  | \$177 ;
-  assign \$179  = ~ dram__valid;
-  assign \$180  = \$179  | dram__ready;
-  assign \$181  = \$180  & \$signal ;
-  assign \$182  = ~ dram__valid;
-  assign \$183  = \$182  | dram__ready;
-  assign \$184  = \$183  & \$signal$38 ;
-  assign \$185  = \$181  | \$184 ;
-  assign \$186  = dram__valid & dram__ready;
-  assign \$187  = \$186  & out_tracked;
-  assign \$188  = | dram__payload[1:0];
-  assign \$189  = \$187  & \$188 ;
-  assign \$190  = dram__payload[1:0] == 2'h2;
-  assign \$191  = \$190  ? 1'h1 : 1'h0;
-  assign \$192  = config__payload[1:0] != 2'h3;
-  assign \$193  = | config__payload[38:23];
+  assign \$144  = load__valid | store__valid;
+  assign \$145  = ~ \$144 ;
+  assign \$146  = \$143  & \$145 ;
+  assign gate_m = \$146  & gated;
+  assign \$147  = ~ load__valid;
+  assign \$148  = ~ last_store;
+  assign \$149  = \$147  | \$148 ;
+  assign sel_store = store__valid & \$149 ;
+  assign \$150  = ~ dma__valid;
+  assign \$151  = ~ last_remote;
+  assign \$152  = \$150  | \$151 ;
+  assign sel_remote = remote__valid & \$152 ;
+  assign \$153  = ~ dram__valid;
+  assign \$154  = \$153  | dram__ready;
+  assign \$155  = \$154  & pick_c;
+  assign \$156  = ~ sel_store;
+  assign load__ready = \$155  & \$156 ;
+  assign \$157  = ~ dram__valid;
+  assign \$158  = \$157  | dram__ready;
+  assign \$159  = \$158  & pick_c;
+  assign store__ready = \$159  & sel_store;
+  assign \$160  = occupancy < thr;
+  assign \$161  = gate_m & \$160 ;
+  assign \$162  = \$signal  | \$161 ;
+  assign \$163  = ~ sel_remote;
+  assign dma__ready = \$162  & \$163 ;
+  assign \$164  = occupancy < thr;
+  assign \$165  = gate_m & \$164 ;
+  assign \$166  = \$signal  | \$165 ;
+  assign remote__ready = \$166  & sel_remote;
+  assign \$167  = dma__valid | remote__valid;
+  assign \$168  = ~ \$167 ;
+  assign drop_wait = \$168  | \$signal ;
+  assign \$169  = ~ dram__valid;
+  assign \$170  = \$169  | dram__ready;
+  assign \$171  = \$170  & pick_c;
+  assign \$172  = \$171  | \$signal ;
+  assign \$173  = \$172  ? \$signal  : last_comm;
+  assign \$174  = ~ dram__valid;
+  assign \$175  = \$174  | dram__ready;
+  assign \$176  = \$175  & pick_c;
+  assign \$177  = \$signal  | gate_m;
+  assign \$178  = \$176  | \$177 ;
+  assign \$179  = \$signal  | gate_m;
+  assign \$180  = \$178  ? \$179  : last_comm;
+  assign \$181  = dma__valid | remote__valid;
+  assign \$182  = ~ \$signal ;
+  assign \$183  = \$181  & \$182 ;
+  assign \$184  = ~ dram__valid;
+  assign \$185  = \$184  | dram__ready;
+  assign \$186  = ~ wait_full;
+  assign \$187  = \$185  & \$186 ;
+  assign \$188  = wait1 >= \new [38:23];
+  assign \$189  = wait1 > \new [38:23];
+  assign \$190  = \$187  ? \$188  : \$189 ;
+  assign \$191  = ~ dram__valid;
+  assign \$192  = \$191  | dram__ready;
+  assign \$193  = ~ wait_full;
   assign \$194  = \$192  & \$193 ;
-  assign \$195  = config__payload[22:18] <= 5'h18;
-  assign \$196  = \$194  & \$195 ;
-  assign \$197  = | config__payload[9:2];
-  assign \$198  = | config__payload[17:10];
-  assign \$199  = \$197  | \$198 ;
-  assign \$200  = \$196  & \$199 ;
-  assign \$201  = config__valid & \$200 ;
-  assign \$202  = ~ dram__valid;
-  assign \$203  = \$202  | dram__ready;
-  assign \$204  = \$203  & \$signal ;
-  assign \$205  = armed & \$204 ;
-  assign \$206  = ! config__payload[9:2];
-  assign \$207  = cfg[17:10] - 1'h1;
-  assign \$208  = ! cfg[22:18];
-  assign \$209  = count + 1'h1;
+  assign \$195  = wait1 == cfg[38:23];
+  assign \$196  = \$194  ? \$195  : wait_full;
+  assign \$197  = accept ? \$190  : \$196 ;
+  assign \$198  = \$183  & \$197 ;
+  assign \$199  = dma__valid | remote__valid;
+  assign \$200  = \$signal  | gate_m;
+  assign \$201  = ~ \$200 ;
+  assign \$202  = \$199  & \$201 ;
+  assign \$203  = ~ dram__valid;
+  assign \$204  = \$203  | dram__ready;
+  assign \$205  = ~ wait_full;
+  assign \$206  = \$204  & \$205 ;
+  assign \$207  = wait1 >= \new [38:23];
+  assign \$208  = wait1 > \new [38:23];
+  assign \$209  = \$206  ? \$207  : \$208 ;
   assign \$210  = ~ dram__valid;
   assign \$211  = \$210  | dram__ready;
-  assign \$212  = \$211  & \$signal ;
-  assign \$213  = acc + cfg[17:10];
-  assign \$214  = 1'h1 << cfg[22:18];
-  assign \$215  = \$214  - 1'h1;
-  assign \$216  = count == \$215 ;
-  assign \$218  = cfg[17:10] + 2'h2;
-  assign \$219  = \$218  << cfg[22:18];
-  assign \$221  = num + acc;
-  assign \$222  = cfg[22:18] + 1'h1;
-  assign \$223  = num >> \$222 ;
-  assign \$224  = load__valid & load__ready;
-  assign \$225  = stats[31:0] + 1'h1;
-  assign \$226  = ~ load__ready;
-  assign \$227  = load__valid & \$226 ;
-  assign \$228  = stats[159:128] + 1'h1;
-  assign \$229  = store__valid & store__ready;
-  assign \$230  = stats[63:32] + 1'h1;
-  assign \$231  = ~ store__ready;
-  assign \$232  = store__valid & \$231 ;
-  assign \$233  = stats[191:160] + 1'h1;
-  assign \$234  = dma__valid & dma__ready;
-  assign \$235  = stats[95:64] + 1'h1;
-  assign \$236  = ~ dma__ready;
-  assign \$237  = dma__valid & \$236 ;
-  assign \$238  = stats[223:192] + 1'h1;
-  assign \$239  = remote__valid & remote__ready;
-  assign \$240  = stats[127:96] + 1'h1;
-  assign \$241  = ~ remote__ready;
-  assign \$242  = remote__valid & \$241 ;
-  assign \$243  = stats[255:224] + 1'h1;
-  assign \$244  = ~ dram__valid;
-  assign \$245  = \$244  | dram__ready;
-  assign \$246  = \$245  & forced;
-  assign \$247  = stats[287:256] + 1'h1;
-  assign \$248  = ~ clear;
-  assign \$249  = errors & \$248 ;
-  assign \$250  = \$249  | set_err;
+  assign \$212  = ~ wait_full;
+  assign \$213  = \$211  & \$212 ;
+  assign \$214  = wait1 == cfg[38:23];
+  assign \$215  = \$213  ? \$214  : wait_full;
+  assign \$216  = accept ? \$209  : \$215 ;
+  assign \$217  = \$202  & \$216 ;
+  assign \$218  = accept ? \new [1:0] : cfg[1:0];
+  assign \$219  = ! \$218 ;
+  assign \$220  = ~ dram__valid;
+  assign \$221  = \$220  | dram__ready;
+  assign \$222  = \$221  & pick_c;
+  assign \$223  = \$222  | \$signal ;
+  assign \$224  = \$223  ? \$signal  : last_comm;
+  assign \$225  = ~ \$224 ;
+  assign \$226  = \$219  & \$225 ;
+  assign \$227  = \new [1:0] == 2'h2;
+  assign \$228  = | \new [9:2];
+  assign \$229  = \$227  & \$228 ;
+  assign \$230  = cfg[1:0] == 2'h2;
+  assign \$231  = finish[1] ? \$230  : gated;
+  assign \$232  = accept ? \$229  : \$231 ;
+  assign \$233  = dma__valid | remote__valid;
+  assign \$234  = ~ \$signal ;
+  assign \$235  = \$233  & \$234 ;
+  assign \$236  = ~ dram__valid;
+  assign \$237  = \$236  | dram__ready;
+  assign \$238  = ~ wait_full;
+  assign \$239  = \$237  & \$238 ;
+  assign \$240  = wait1 >= \new [38:23];
+  assign \$241  = wait1 > \new [38:23];
+  assign \$242  = \$239  ? \$240  : \$241 ;
+  assign \$243  = ~ dram__valid;
+  assign \$244  = \$243  | dram__ready;
+  assign \$245  = ~ wait_full;
+  assign \$246  = \$244  & \$245 ;
+  assign \$247  = wait1 == cfg[38:23];
+  assign \$248  = \$246  ? \$247  : wait_full;
+  assign \$249  = accept ? \$242  : \$248 ;
+  assign \$250  = \$235  & \$249 ;
+  assign \$251  = \$232  & \$250 ;
+  assign \$252  = \$226  | \$251 ;
+  assign \$253  = accept ? \new [1:0] : cfg[1:0];
+  assign \$254  = ! \$253 ;
+  assign \$255  = ~ dram__valid;
+  assign \$256  = \$255  | dram__ready;
+  assign \$257  = \$256  & pick_c;
+  assign \$258  = \$signal  | gate_m;
+  assign \$259  = \$257  | \$258 ;
+  assign \$260  = \$signal  | gate_m;
+  assign \$261  = \$259  ? \$260  : last_comm;
+  assign \$262  = ~ \$261 ;
+  assign \$263  = \$254  & \$262 ;
+  assign \$264  = \new [1:0] == 2'h2;
+  assign \$265  = | \new [9:2];
+  assign \$266  = \$264  & \$265 ;
+  assign \$267  = cfg[1:0] == 2'h2;
+  assign \$268  = finish[1] ? \$267  : gated;
+  assign \$269  = accept ? \$266  : \$268 ;
+  assign \$270  = dma__valid | remote__valid;
+  assign \$271  = \$signal  | gate_m;
+  assign \$272  = ~ \$271 ;
+  assign \$273  = \$270  & \$272 ;
+  assign \$274  = ~ dram__valid;
+  assign \$275  = \$274  | dram__ready;
+  assign \$276  = ~ wait_full;
+  assign \$277  = \$275  & \$276 ;
+  assign \$278  = wait1 >= \new [38:23];
+  assign \$279  = wait1 > \new [38:23];
+  assign \$280  = \$277  ? \$278  : \$279 ;
+  assign \$281  = ~ dram__valid;
+  assign \$282  = \$281  | dram__ready;
+  assign \$283  = ~ wait_full;
+  assign \$284  = \$282  & \$283 ;
+  assign \$285  = wait1 == cfg[38:23];
+  assign \$286  = \$284  ? \$285  : wait_full;
+  assign \$287  = accept ? \$280  : \$286 ;
+  assign \$288  = \$273  & \$287 ;
+  assign \$289  = \$269  & \$288 ;
+  assign \$290  = \$263  | \$289 ;
+  assign \$292  = \$291  ? 2'h2 : 2'h1;
+  assign \$294  = \$293  ? 2'h2 : 2'h1;
+  assign \$295  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
+  assign \$296  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
+  assign \$297  = pick_c ? \$295  : \$296 ;
+  assign \$298  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$298 ;
+  assign \$299  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$299 ;
+  assign \$300  = ! response__payload[1:0];
+  assign \$301  = response__payload[1:0] == 1'h1;
+  assign \$302  = \$301  ? dma_response__ready : 1'h1;
+  assign response__ready = \$300  ? load_response__ready : \$302 ;
+  assign \$303  = ! response__payload[1:0];
+  assign \$304  = ~ \$303 ;
+  assign \$305  = response__valid & \$304 ;
+  assign \$306  = response__payload[1:0] == 1'h1;
+  assign \$307  = ~ \$306 ;
+  assign \$308  = \$305  & \$307 ;
+  assign \$309  = config__payload[1:0] != 2'h3;
+  assign \$310  = | config__payload[38:23];
+  assign \$311  = \$309  & \$310 ;
+  assign \$312  = config__payload[22:18] <= 5'h18;
+  assign \$313  = \$311  & \$312 ;
+  assign \$314  = | config__payload[9:2];
+  assign \$315  = | config__payload[17:10];
+  assign \$316  = \$314  | \$315 ;
+  assign \$317  = \$313  & \$316 ;
+  assign \$318  = ~ \$317 ;
+  assign \$319  = config__valid & \$318 ;
   always @(posedge clk)
-    last_store <= \$251 ;
+    \new  <= config__payload;
   always @(posedge clk)
-    last_remote <= \$252 ;
+    accept <= \$320 ;
   always @(posedge clk)
-    last_comm <= \$253 ;
+    last_store <= \$321 ;
   always @(posedge clk)
-    \wait  <= \$254 ;
+    last_remote <= \$322 ;
   always @(posedge clk)
-    wait_full <= \$255 ;
+    wait1 <= \$323 ;
   always @(posedge clk)
-    dram__valid <= \$256 ;
+    gated <= \$324 ;
   always @(posedge clk)
-    out_tracked <= \$257 ;
+    last_comm <= \$325 ;
   always @(posedge clk)
-    dram__payload <= \$258 ;
+    wait_full <= \$326 ;
   always @(posedge clk)
-    track__valid <= \$259 ;
+    comm_first <= \$327 ;
   always @(posedge clk)
-    track__payload <= \$260 ;
+    dram__valid <= \$328 ;
   always @(posedge clk)
-    cfg <= \$261 ;
+    out_tracked <= \$329 ;
   always @(posedge clk)
-    thr <= \$262 ;
+    dram__payload <= \$330 ;
   always @(posedge clk)
-    armed <= \$263 ;
+    track__valid <= \$331 ;
   always @(posedge clk)
-    window <= \$264 ;
+    track__payload <= \$332 ;
   always @(posedge clk)
-    finish <= \$265 ;
+    sat_s <= \$333 ;
   always @(posedge clk)
-    count <= \$266 ;
+    unit <= \$334 ;
   always @(posedge clk)
-    acc <= \$267 ;
+    sat2 <= \$335 ;
   always @(posedge clk)
-    num <= \$268 ;
+    base <= \$336 ;
   always @(posedge clk)
-    stats <= \$269 ;
+    grant_c_q <= \$337 ;
   always @(posedge clk)
-    errors <= \$270 ;
+    cfg <= \$338 ;
+  always @(posedge clk)
+    thr <= \$339 ;
+  always @(posedge clk)
+    measuring <= \$340 ;
+  always @(posedge clk)
+    armed <= \$341 ;
+  always @(posedge clk)
+    window <= \$342 ;
+  always @(posedge clk)
+    finish <= \$343 ;
+  always @(posedge clk)
+    scale <= \$344 ;
+  always @(posedge clk)
+    acc <= \$345 ;
+  always @(posedge clk)
+    left <= \$346 ;
+  always @(posedge clk)
+    num <= \$347 ;
+  always @(posedge clk)
+    load_granted <= \$348 ;
+  always @(posedge clk)
+    load_stalled <= \$349 ;
+  always @(posedge clk)
+    stats <= \$350 ;
+  always @(posedge clk)
+    store_granted <= \$351 ;
+  always @(posedge clk)
+    store_stalled <= \$352 ;
+  always @(posedge clk)
+    dma_granted <= \$353 ;
+  always @(posedge clk)
+    dma_stalled <= \$354 ;
+  always @(posedge clk)
+    remote_granted <= \$355 ;
+  always @(posedge clk)
+    remote_stalled <= \$356 ;
+  always @(posedge clk)
+    was_forced <= \$357 ;
+  always @(posedge clk)
+    errors <= \$358 ;
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$signal  = 1'h0;
-    (* full_case = 32'd1 *)
-    casez (cfg[1:0])
-      2'h0:
-          \$signal  = \$5 ;
-      2'h2:
-          (* full_case = 32'd1 *)
-          if (\$14 ) begin
-            \$signal  = \$17 ;
-          end else if (\$16 ) begin
-          end else begin
-            \$signal  = \$22 ;
-          end
-      default:
-          \$signal  = \$29 ;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
-    casez (cfg[1:0])
-      2'h0:
-          \$signal$38  = \$11 ;
-      2'h2:
-          (* full_case = 32'd1 *)
-          if (\$14 ) begin
-            \$signal$38  = \$21 ;
-          end else if (\$16 ) begin
-            \$signal$38  = 1'h1;
-          end else begin
-            \$signal$38  = \$28 ;
-          end
-      default:
-          \$signal$38  = \$33 ;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    forced = 1'h0;
-    casez (cfg[1:0])
-      2'h0:
-          /* empty */;
-      2'h2:
-          if (\$14 ) begin
-          end else if (\$16 ) begin
-            forced = 1'h1;
-          end
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    req[82:59] = 24'h000000;
-    (* full_case = 32'd1 *)
-    if (\$72 ) begin
-      req[1:0] = 2'h0;
-      req[3:2] = 2'h0;
-      req[51:4] = load__payload[47:0];
-      req[58:52] = load__payload[54:48];
-      req[82:75] = load__payload[62:55];
-    end else if (\$75 ) begin
-      req[1:0] = \$82 ;
-      req[3:2] = 2'h0;
-      req[51:4] = store__payload[47:0];
-      req[58:52] = store__payload[70:64];
-      req[74:59] = store__payload[63:48];
-    end else if (\$80 ) begin
-      req[1:0] = 2'h0;
-      req[3:2] = 2'h1;
-      req[51:4] = dma__payload[47:0];
-      req[58:52] = dma__payload[54:48];
-      req[82:75] = { 5'h00, dma__payload[57:55] };
-    end else begin
-      req[1:0] = \$84 ;
-      req[3:2] = 2'h2;
-      req[51:4] = remote__payload[47:0];
-      req[58:52] = remote__payload[70:64];
-      req[74:59] = remote__payload[63:48];
+    \$320  = \$10 ;
+    if (rst) begin
+      \$320  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    tracked = 1'h0;
-    (* full_case = 32'd1 *)
-    if (\$72 ) begin
-    end else if (\$75 ) begin
-      tracked = store__payload[72];
-    end else if (\$80 ) begin
-    end else begin
-      tracked = remote__payload[72];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$251  = last_store;
-    if (\$112 ) begin
-      \$251  = \$116 ;
+    \$321  = last_store;
+    if (\$13 ) begin
+      \$321  = sel_store;
     end
     if (rst) begin
-      \$251  = 1'h0;
+      \$321  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$252  = last_remote;
-    if (\$119 ) begin
-      \$252  = \$123 ;
+    \$322  = last_remote;
+    if (\$16 ) begin
+      \$322  = sel_remote;
     end
     if (rst) begin
-      \$252  = 1'h0;
+      \$322  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$253  = last_comm;
-    if (\$130 ) begin
-      \$253  = \$133 ;
+    \$323  = wait1;
+    if (\$19 ) begin
+      \$323  = 17'h00001;
+    end else if (\$23 ) begin
+      \$323  = \$24 [16:0];
     end
     if (rst) begin
-      \$253  = 1'h0;
+      \$323  = 17'h00001;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$254  = \wait ;
-    if (\$139 ) begin
-      \$254  = 16'h0000;
-    end else if (\$143 ) begin
-      \$254  = \$144 [15:0];
+    \$324  = \$30 ;
+    if (rst) begin
+      \$324  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$325  = \$32 ;
+    if (rst) begin
+      \$325  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$326  = \$34 ;
+    if (rst) begin
+      \$326  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$327  = \$36 ;
+    if (rst) begin
+      \$327  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$328  = dram__valid;
+    if (\$38 ) begin
+      \$328  = \$45 ;
     end
     if (rst) begin
-      \$254  = 16'h0000;
+      \$328  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
-    if (\$139 ) begin
-      \$255  = 1'h0;
-    end else if (\$143 ) begin
-      \$255  = \$157 ;
-    end else begin
-      \$255  = \$169 ;
+    \$329  = out_tracked;
+    if (\$38 ) begin
+      \$329  = \$297 [83];
     end
     if (rst) begin
-      \$255  = 1'h0;
+      \$329  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$256  = dram__valid;
-    if (\$171 ) begin
-      \$256  = \$178 ;
+    \$330  = dram__payload;
+    if (\$38 ) begin
+      \$330  = \$297 [82:0];
     end
     if (rst) begin
-      \$256  = 1'h0;
+      \$330  = 83'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$257  = out_tracked;
-    if (\$171 ) begin
-      \$257  = tracked;
+    \$331  = \$49 ;
+    if (rst) begin
+      \$331  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$332 [15:0] = dram__payload[74:59];
+    \$332 [19:16] = 4'h1;
+    \$332 [20] = \$51 ;
+    \$332 [22:21] = dram__payload[3:2];
+    if (rst) begin
+      \$332  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$333  = \$52 [31:0];
+    if (rst) begin
+      \$333  = 32'd32768;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$334  = \$53 [24:0];
+    if (rst) begin
+      \$334  = 25'h0000400;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$335  = \$54 ;
+    if (rst) begin
+      \$335  = 9'h022;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$336  = \$56 [33:0];
+    if (rst) begin
+      \$336  = 34'h021fffc00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$337  = \$61 ;
+    if (rst) begin
+      \$337  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$338  = cfg;
+    if (accept) begin
+      \$338  = \new ;
     end
     if (rst) begin
-      \$257  = 1'h0;
+      \$338  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$258  = dram__payload;
-    if (\$171 ) begin
-      if (\$185 ) begin
-        \$258  = req;
-      end
-    end
-    if (rst) begin
-      \$258  = 83'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$259  = \$189 ;
-    if (rst) begin
-      \$259  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$260 [15:0] = dram__payload[74:59];
-    \$260 [19:16] = 4'h1;
-    \$260 [20] = \$191 ;
-    \$260 [22:21] = dram__payload[3:2];
-    if (rst) begin
-      \$260  = 23'h000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$261  = cfg;
-    if (\$201 ) begin
-      \$261  = config__payload;
-    end
-    if (rst) begin
-      \$261  = 39'h0200388002;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$262  = thr;
-    if (\$201 ) begin
-      \$262  = config__payload[9:2];
-    end else if (\$205 ) begin
+    \$339  = thr;
+    if (accept) begin
+      \$339  = \new [9:2];
+    end else if (\$62 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-    end else if (finish[2]) begin
-      \$262  = \$223 [7:0];
+      \$339  = \$96 [7:0];
     end
     if (rst) begin
-      \$262  = 8'h00;
+      \$339  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$263  = armed;
-    if (\$201 ) begin
-      \$263  = \$206 ;
-    end else if (\$205 ) begin
-      \$263  = 1'h0;
+    \$340  = measuring;
+    if (accept) begin
+      \$340  = \$63 ;
+    end else if (\$62 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$340  = 1'h0;
     end
     if (rst) begin
-      \$263  = 1'h1;
+      \$340  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$264  = window;
-    if (\$201 ) begin
-      \$264  = 1'h0;
-    end else if (\$205 ) begin
+    \$341  = armed;
+    if (accept) begin
+      \$341  = \$64 ;
+    end else if (\$62 ) begin
+      \$341  = 1'h0;
+    end
+    if (rst) begin
+      \$341  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$342  = window;
+    if (accept) begin
+      \$342  = 1'h0;
+    end else if (\$62 ) begin
       (* full_case = 32'd1 *)
-      if (\$208 ) begin
+      if (\$91 ) begin
       end else begin
-        \$264  = 1'h1;
+        \$342  = 1'h1;
       end
     end else if (window) begin
-      if (\$216 ) begin
-        \$264  = 1'h0;
+      if (left[24]) begin
+        \$342  = 1'h0;
       end
     end
     if (rst) begin
-      \$264  = 1'h0;
+      \$342  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$265  = finish;
-    if (\$201 ) begin
-      \$265  = 3'h0;
-    end else if (\$205 ) begin
-      if (\$208 ) begin
-        \$265  = 3'h1;
+    \$343  = finish;
+    if (accept) begin
+      \$343  = 2'h0;
+    end else if (\$62 ) begin
+      if (\$91 ) begin
+        \$343  = 2'h1;
       end
     end else if (window) begin
-      if (\$216 ) begin
-        \$265  = 3'h1;
+      if (left[24]) begin
+        \$343  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$265  = \$217 [2:0];
+      \$343  = \$94 [1:0];
     end else if (finish[1]) begin
-      \$265  = \$220 [2:0];
-    end else if (finish[2]) begin
-      \$265  = 3'h0;
+      \$343  = 2'h0;
     end
     if (rst) begin
-      \$265  = 3'h0;
+      \$343  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$266  = count;
-    if (\$201 ) begin
-    end else if (\$205 ) begin
-      \$266  = 25'h0000000;
-      (* full_case = 32'd1 *)
-      if (\$208 ) begin
-      end else begin
-        \$266  = 25'h0000001;
-      end
-    end else if (window) begin
-      \$266  = \$209 [24:0];
+    \$344  = scale;
+    if (accept) begin
+      \$344  = \$65 [4:0];
     end
     if (rst) begin
-      \$266  = 25'h0000000;
+      \$344  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$267  = acc;
-    if (\$201 ) begin
-    end else if (\$205 ) begin
-      \$267  = { \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207  };
+    \$345  = acc;
+    if (accept) begin
+    end else if (\$62 ) begin
+      \$345  = sat_s;
     end else if (window) begin
-      if (\$212 ) begin
-        \$267  = \$213 [32:0];
+      if (grant_c_q) begin
+        \$345  = \$93 [31:0];
       end
     end
     if (rst) begin
-      \$267  = 33'h000000000;
+      \$345  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$268  = num;
-    if (\$201 ) begin
-    end else if (\$205 ) begin
+    \$346  = left;
+    if (accept) begin
+    end else if (\$62 ) begin
+      \$346  = \$90 [24:0];
+    end else if (window) begin
+      \$346  = \$92 [24:0];
+    end
+    if (rst) begin
+      \$346  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$347  = num;
+    if (accept) begin
+    end else if (\$62 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$268  = \$219 [34:0];
-    end else if (finish[1]) begin
-      \$268  = \$221 [34:0];
+      \$347  = \$95 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$269  = stats;
-    if (\$224 ) begin
-      \$269 [31:0] = \$225 [31:0];
-    end
-    if (\$227 ) begin
-      \$269 [159:128] = \$228 [31:0];
-    end
-    if (\$229 ) begin
-      \$269 [63:32] = \$230 [31:0];
-    end
-    if (\$232 ) begin
-      \$269 [191:160] = \$233 [31:0];
-    end
-    if (\$234 ) begin
-      \$269 [95:64] = \$235 [31:0];
-    end
-    if (\$237 ) begin
-      \$269 [223:192] = \$238 [31:0];
-    end
-    if (\$239 ) begin
-      \$269 [127:96] = \$240 [31:0];
-    end
-    if (\$242 ) begin
-      \$269 [255:224] = \$243 [31:0];
-    end
-    if (\$246 ) begin
-      \$269 [287:256] = \$247 [31:0];
-    end
+    \$348  = \$97 ;
     if (rst) begin
-      \$269  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$348  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$270  = \$250 ;
+    \$349  = \$99 ;
     if (rst) begin
-      \$270  = 2'h0;
+      \$349  = 1'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$350  = stats;
+    if (load_granted) begin
+      \$350 [31:0] = \$100 [31:0];
+    end
+    if (load_stalled) begin
+      \$350 [159:128] = \$101 [31:0];
+    end
+    if (store_granted) begin
+      \$350 [63:32] = \$105 [31:0];
+    end
+    if (store_stalled) begin
+      \$350 [191:160] = \$106 [31:0];
+    end
+    if (dma_granted) begin
+      \$350 [95:64] = \$110 [31:0];
+    end
+    if (dma_stalled) begin
+      \$350 [223:192] = \$111 [31:0];
+    end
+    if (remote_granted) begin
+      \$350 [127:96] = \$115 [31:0];
+    end
+    if (remote_stalled) begin
+      \$350 [255:224] = \$116 [31:0];
+    end
+    if (was_forced) begin
+      \$350 [287:256] = \$123 [31:0];
+    end
+    if (rst) begin
+      \$350  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$351  = \$102 ;
+    if (rst) begin
+      \$351  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$352  = \$104 ;
+    if (rst) begin
+      \$352  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$353  = \$107 ;
+    if (rst) begin
+      \$353  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$354  = \$109 ;
+    if (rst) begin
+      \$354  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$355  = \$112 ;
+    if (rst) begin
+      \$355  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$356  = \$114 ;
+    if (rst) begin
+      \$356  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$357  = \$122 ;
+    if (rst) begin
+      \$357  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$358  = \$126 ;
+    if (rst) begin
+      \$358  = 2'h0;
+    end
+  end
+  assign last_comm_next = { \$180 , \$173  };
+  assign wait_full_next = { \$217 , \$198  };
+  assign comm_first_next = { \$290 , \$252  };
+  assign tracked = \$297 [83];
+  assign req = \$297 [82:0];
   assign load_response__payload = response__payload[9:2];
   assign dma_response__payload = response__payload[4:2];
   assign load__payload__addr  = load__payload[47:0];
@@ -1186,26 +1526,80 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign stats__stalls_dma  = stats[223:192];
   assign stats__stalls_remote  = stats[255:224];
   assign stats__starved  = stats[287:256];
+  assign new__policy  = \new [1:0];
+  assign new__threshold  = \new [9:2];
+  assign new__saturation  = \new [17:10];
+  assign new__window_log2  = \new [22:18];
+  assign new__starvation_limit  = \new [38:23];
   assign cfg__policy  = cfg[1:0];
   assign cfg__threshold  = cfg[9:2];
   assign cfg__saturation  = cfg[17:10];
   assign cfg__window_log2  = cfg[22:18];
   assign cfg__starvation_limit  = cfg[38:23];
-  assign req__op  = req[1:0];
-  assign req__source  = req[3:2];
-  assign req__addr  = req[51:4];
-  assign req__bytes  = req[58:52];
-  assign req__tile  = req[74:59];
-  assign req__tag  = req[82:75];
+  assign req__op  = \$297 [1:0];
+  assign req__source  = \$297 [3:2];
+  assign req__addr  = \$297 [51:4];
+  assign req__bytes  = \$297 [58:52];
+  assign req__tile  = \$297 [74:59];
+  assign req__tag  = \$297 [82:75];
   assign set_err__bad_config  = set_err[0];
   assign set_err__bad_response  = set_err[1];
-  assign status[10] = \$109 ;
+  assign store_req__op  = store_req[1:0];
+  assign store_req__source  = store_req[3:2];
+  assign store_req__addr  = store_req[51:4];
+  assign store_req__bytes  = store_req[58:52];
+  assign store_req__tile  = store_req[74:59];
+  assign store_req__tag  = store_req[82:75];
+  assign remote_req__op  = remote_req[1:0];
+  assign remote_req__source  = remote_req[3:2];
+  assign remote_req__addr  = remote_req[51:4];
+  assign remote_req__bytes  = remote_req[58:52];
+  assign remote_req__tile  = remote_req[74:59];
+  assign remote_req__tag  = remote_req[82:75];
+  assign load_req__op  = load_req[1:0];
+  assign load_req__source  = load_req[3:2];
+  assign load_req__addr  = load_req[51:4];
+  assign load_req__bytes  = load_req[58:52];
+  assign load_req__tile  = load_req[74:59];
+  assign load_req__tag  = load_req[82:75];
+  assign dma_req__op  = dma_req[1:0];
+  assign dma_req__source  = dma_req[3:2];
+  assign dma_req__addr  = dma_req[51:4];
+  assign dma_req__bytes  = dma_req[58:52];
+  assign dma_req__tile  = dma_req[74:59];
+  assign dma_req__tag  = dma_req[82:75];
+  assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$106 ;
-  assign set_err[1] = \$95 ;
-  assign \$81  = store__payload[71];
-  assign \$83  = remote__payload[71];
-  assign \$217  = { finish, 1'h0 };
-  assign \$220  = { finish, 1'h0 };
+  assign set_err[0] = \$319 ;
+  assign set_err[1] = \$308 ;
+  assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
+  assign dma_req[58:52] = dma__payload[54:48];
+  assign dma_req[51:4] = dma__payload[47:0];
+  assign dma_req[3:2] = 2'h1;
+  assign dma_req[1:0] = 2'h0;
+  assign dma_req[74:59] = 16'h0000;
+  assign load_req[82:75] = load__payload[62:55];
+  assign load_req[58:52] = load__payload[54:48];
+  assign load_req[51:4] = load__payload[47:0];
+  assign load_req[3:2] = 2'h0;
+  assign load_req[1:0] = 2'h0;
+  assign load_req[74:59] = 16'h0000;
+  assign remote_req[74:59] = remote__payload[63:48];
+  assign remote_req[58:52] = remote__payload[70:64];
+  assign remote_req[51:4] = remote__payload[47:0];
+  assign remote_req[3:2] = 2'h2;
+  assign remote_req[1:0] = \$294 ;
+  assign remote_req[82:75] = 8'h00;
+  assign store_req[74:59] = store__payload[63:48];
+  assign store_req[58:52] = store__payload[70:64];
+  assign store_req[51:4] = store__payload[47:0];
+  assign store_req[3:2] = 2'h0;
+  assign store_req[1:0] = \$292 ;
+  assign store_req[82:75] = 8'h00;
+  assign \$55  = { 7'h00, sat2, 24'h000000 };
+  assign \$94  = { finish, 1'h0 };
+  assign \$96  = { 25'h0000000, num[33:25] };
+  assign \$291  = store__payload[71];
+  assign \$293  = remote__payload[71];
 endmodule

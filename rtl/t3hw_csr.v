@@ -65,7 +65,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   wire \$150 ;
   wire \$151 ;
   wire \$152 ;
-  wire [8:0] \$153 ;
+  wire \$153 ;
   wire \$154 ;
   wire \$155 ;
   wire \$156 ;
@@ -165,7 +165,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
-  wire \$243 ;
+  wire [8:0] \$243 ;
   wire \$244 ;
   wire \$245 ;
   wire \$246 ;
@@ -182,71 +182,283 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   wire \$256 ;
   wire \$257 ;
   wire \$258 ;
-  wire [3:0] \$259 ;
+  wire \$259 ;
   wire \$26 ;
-  wire [3:0] \$260 ;
-  wire [3:0] \$261 ;
-  wire [4:0] \$262 ;
-  wire [4:0] \$263 ;
-  wire [4:0] \$264 ;
-  wire [2:0] \$265 ;
-  wire [2:0] \$266 ;
-  wire [2:0] \$267 ;
-  wire [1:0] \$268 ;
-  wire [1:0] \$269 ;
+  wire \$260 ;
+  wire \$261 ;
+  wire \$262 ;
+  wire \$263 ;
+  wire \$264 ;
+  wire \$265 ;
+  wire \$266 ;
+  wire \$267 ;
+  wire \$268 ;
+  wire \$269 ;
   wire \$27 ;
-  wire [1:0] \$270 ;
-  wire [1:0] \$271 ;
-  wire [1:0] \$272 ;
-  wire [1:0] \$273 ;
-  reg [7:0] \$274 ;
-  reg \$275 ;
-  reg \$276 ;
-  reg \$277 ;
-  reg \$278 ;
-  reg \$279 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire \$272 ;
+  wire \$273 ;
+  wire \$274 ;
+  wire \$275 ;
+  wire \$276 ;
+  wire \$277 ;
+  wire \$278 ;
+  wire \$279 ;
   wire \$28 ;
-  reg \$280 ;
-  reg \$281 ;
-  reg \$282 ;
-  reg \$283 ;
-  reg [154:0] \$284 ;
-  reg \$285 ;
-  reg \$286 ;
-  reg [178:0] \$287 ;
-  reg [37:0] \$288 ;
-  reg [38:0] \$289 ;
+  wire \$280 ;
+  wire \$281 ;
+  wire \$282 ;
+  wire \$283 ;
+  wire \$284 ;
+  wire \$285 ;
+  wire \$286 ;
+  wire \$287 ;
+  wire \$288 ;
+  wire \$289 ;
   wire \$29 ;
-  reg [3:0] \$290 ;
-  reg [4:0] \$291 ;
-  reg [2:0] \$292 ;
-  reg [1:0] \$293 ;
-  reg [1:0] \$294 ;
-  reg [31:0] \$295 ;
+  wire \$290 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
+  wire \$295 ;
+  wire \$296 ;
+  wire \$297 ;
+  wire \$298 ;
+  wire \$299 ;
   wire \$3 ;
   wire \$30 ;
+  wire \$300 ;
+  wire \$301 ;
+  wire \$302 ;
+  wire \$303 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
   wire \$31 ;
+  wire \$310 ;
+  wire \$311 ;
+  wire \$312 ;
+  wire \$313 ;
+  wire \$314 ;
+  wire \$315 ;
+  wire \$316 ;
+  wire \$317 ;
+  wire \$318 ;
+  wire \$319 ;
   wire \$32 ;
+  wire \$320 ;
+  wire \$321 ;
+  wire \$322 ;
+  wire \$323 ;
+  wire \$324 ;
+  wire \$325 ;
+  wire \$326 ;
+  wire \$327 ;
+  wire \$328 ;
+  wire \$329 ;
   wire \$33 ;
+  wire \$330 ;
+  wire \$331 ;
+  wire \$332 ;
+  wire \$333 ;
+  wire \$334 ;
+  wire \$335 ;
+  wire \$336 ;
+  wire \$337 ;
+  wire \$338 ;
+  wire \$339 ;
   wire \$34 ;
+  wire \$340 ;
+  wire \$341 ;
+  wire \$342 ;
+  wire \$343 ;
+  wire \$344 ;
+  wire \$345 ;
+  wire \$346 ;
+  wire \$347 ;
+  wire \$348 ;
+  wire \$349 ;
   wire \$35 ;
+  wire \$350 ;
+  wire \$351 ;
+  wire \$352 ;
+  wire \$353 ;
+  wire \$354 ;
+  wire \$355 ;
+  wire \$356 ;
+  wire \$357 ;
+  wire \$358 ;
+  wire \$359 ;
   wire \$36 ;
+  wire \$360 ;
+  wire \$361 ;
+  wire \$362 ;
+  wire \$363 ;
+  wire \$364 ;
+  wire \$365 ;
+  wire \$366 ;
+  wire \$367 ;
+  wire \$368 ;
+  wire \$369 ;
   wire \$37 ;
+  wire \$370 ;
+  wire \$371 ;
+  wire \$372 ;
+  wire \$373 ;
+  wire \$374 ;
+  wire \$375 ;
+  wire \$376 ;
+  wire \$377 ;
+  wire \$378 ;
+  wire \$379 ;
   wire \$38 ;
+  wire \$380 ;
+  wire \$381 ;
+  wire \$382 ;
+  wire \$383 ;
+  wire \$384 ;
+  wire \$385 ;
+  wire \$386 ;
+  wire \$387 ;
+  wire \$388 ;
+  wire \$389 ;
   wire \$39 ;
+  wire \$390 ;
+  wire [3:0] \$391 ;
+  wire [3:0] \$392 ;
+  wire [3:0] \$393 ;
+  wire [4:0] \$394 ;
+  wire [4:0] \$395 ;
+  wire [4:0] \$396 ;
+  wire [2:0] \$397 ;
+  wire [2:0] \$398 ;
+  wire [2:0] \$399 ;
   wire \$4 ;
   wire \$40 ;
+  wire [1:0] \$400 ;
+  wire [1:0] \$401 ;
+  wire [1:0] \$402 ;
+  wire [1:0] \$403 ;
+  wire [1:0] \$404 ;
+  wire [1:0] \$405 ;
+  wire \$406 ;
+  wire [31:0] \$407 ;
+  wire [31:0] \$408 ;
+  wire [31:0] \$409 ;
   wire \$41 ;
+  wire [31:0] \$410 ;
+  wire [31:0] \$411 ;
+  wire [31:0] \$412 ;
+  wire [31:0] \$413 ;
+  wire [31:0] \$414 ;
+  wire [31:0] \$415 ;
+  wire [31:0] \$416 ;
+  wire [31:0] \$417 ;
+  wire [31:0] \$418 ;
+  wire [31:0] \$419 ;
   wire \$42 ;
+  wire [31:0] \$420 ;
+  wire [31:0] \$421 ;
+  wire [31:0] \$422 ;
+  wire [31:0] \$423 ;
+  wire [31:0] \$424 ;
+  wire [31:0] \$425 ;
+  wire [31:0] \$426 ;
+  wire [31:0] \$427 ;
+  wire [31:0] \$428 ;
+  wire [31:0] \$429 ;
   wire \$43 ;
+  wire [31:0] \$430 ;
+  wire [31:0] \$431 ;
+  wire [31:0] \$432 ;
+  wire [31:0] \$433 ;
+  wire [31:0] \$434 ;
+  wire [31:0] \$435 ;
+  wire [31:0] \$436 ;
+  wire [31:0] \$437 ;
+  wire [31:0] \$438 ;
+  wire [31:0] \$439 ;
   wire \$44 ;
+  wire [31:0] \$440 ;
+  wire [31:0] \$441 ;
+  wire [31:0] \$442 ;
+  wire [31:0] \$443 ;
+  wire [31:0] \$444 ;
+  wire [31:0] \$445 ;
+  wire [31:0] \$446 ;
+  wire [31:0] \$447 ;
+  wire [31:0] \$448 ;
+  wire [31:0] \$449 ;
   wire \$45 ;
+  wire [31:0] \$450 ;
+  wire [31:0] \$451 ;
+  wire [31:0] \$452 ;
+  wire [31:0] \$453 ;
+  wire [31:0] \$454 ;
+  wire [31:0] \$455 ;
+  wire [31:0] \$456 ;
+  wire [31:0] \$457 ;
+  wire [31:0] \$458 ;
+  wire [31:0] \$459 ;
   wire \$46 ;
+  wire [31:0] \$460 ;
+  wire [31:0] \$461 ;
+  wire [31:0] \$462 ;
+  wire [31:0] \$463 ;
+  wire [31:0] \$464 ;
+  wire [31:0] \$465 ;
+  wire [31:0] \$466 ;
+  wire [31:0] \$467 ;
+  wire [31:0] \$468 ;
+  wire [31:0] \$469 ;
   wire \$47 ;
+  wire [31:0] \$470 ;
+  wire [31:0] \$471 ;
+  wire [31:0] \$472 ;
+  wire [31:0] \$473 ;
+  wire [31:0] \$474 ;
+  wire [31:0] \$475 ;
+  wire [31:0] \$476 ;
+  wire [31:0] \$477 ;
+  wire [31:0] \$478 ;
+  wire [31:0] \$479 ;
   wire \$48 ;
+  wire [31:0] \$480 ;
+  wire [31:0] \$481 ;
+  wire [31:0] \$482 ;
+  wire [31:0] \$483 ;
+  reg [7:0] \$484 ;
+  reg \$485 ;
+  reg \$486 ;
+  reg \$487 ;
+  reg \$488 ;
+  reg \$489 ;
   wire \$49 ;
+  reg \$490 ;
+  reg \$491 ;
+  reg \$492 ;
+  reg \$493 ;
+  reg \$494 ;
+  reg [154:0] \$495 ;
+  reg \$496 ;
+  reg \$497 ;
+  reg \$498 ;
+  reg [178:0] \$499 ;
   wire \$5 ;
   wire \$50 ;
+  reg [37:0] \$500 ;
+  reg [38:0] \$501 ;
+  reg [3:0] \$502 ;
+  reg [4:0] \$503 ;
+  reg [2:0] \$504 ;
+  reg [1:0] \$505 ;
+  reg [1:0] \$506 ;
+  reg [31:0] \$507 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
@@ -376,22 +588,22 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   input clk;
   wire clk;
   reg [3:0] csr_errors_clear;
-  reg desc_loading = 1'h0;
-  reg desc_verdict = 1'h0;
-  reg [178:0] desc_view;
-  wire [4:0] desc_view__device ;
-  wire [47:0] desc_view__dst ;
-  wire [7:0] desc_view__index ;
+  reg desc_fetch = 1'h0;
+  reg [170:0] desc_got = 171'h0000000000000000000000000000000000000000000;
+  wire [4:0] desc_got__device ;
+  wire [47:0] desc_got__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire desc_view__op ;
-  wire [23:0] desc_view__pitch ;
-  wire [15:0] desc_view__row_bytes ;
-  wire [11:0] desc_view__rows ;
-  wire [47:0] desc_view__src ;
-  wire [15:0] desc_view__tile ;
-  wire desc_view__valid ;
+  wire desc_got__op ;
+  wire [23:0] desc_got__pitch ;
+  wire [15:0] desc_got__row_bytes ;
+  wire [11:0] desc_got__rows ;
+  wire [47:0] desc_got__src ;
+  wire [15:0] desc_got__tile ;
+  wire desc_got__valid ;
+  reg desc_load = 1'h0;
+  reg desc_verdict = 1'h0;
   input dma_busy;
   wire dma_busy;
   output [2:0] dma_clear;
@@ -443,7 +655,19 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   wire errors__read_only ;
   wire errors__unmapped ;
   reg mapped;
-  reg region_loading = 1'h0;
+  reg region_fetch = 1'h0;
+  reg [151:0] region_got = 152'h00000000000000000000000000000000000000;
+  wire [47:0] region_got__base ;
+  wire [4:0] region_got__device ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] region_got__mode ;
+  wire [47:0] region_got__remote_base ;
+  wire [47:0] region_got__size ;
+  wire region_got__valid ;
+  reg region_load = 1'h0;
   output [154:0] region_program__payload;
   reg [154:0] region_program__payload = 155'h000000000000000000000000000000000000000;
   wire [47:0] region_program__payload__base ;
@@ -460,36 +684,24 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   output region_program__valid;
   reg region_program__valid = 1'h0;
   reg region_verdict = 1'h0;
-  reg [154:0] region_view;
-  wire [47:0] region_view__base ;
-  wire [4:0] region_view__device ;
-  wire [2:0] region_view__index ;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] region_view__mode ;
-  wire [47:0] region_view__remote_base ;
-  wire [47:0] region_view__size ;
-  wire region_view__valid ;
   reg region_waiting0 = 1'h0;
   reg region_waiting1 = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$101 ;
+  wire [7:0] \rp__addr$98 ;
   wire [151:0] rp__data;
-  wire [170:0] \rp__data$104 ;
-  wire [4:0] rp__data$104__device ;
-  wire [47:0] rp__data$104__dst ;
+  wire [170:0] \rp__data$114 ;
+  wire [4:0] rp__data$114__device ;
+  wire [47:0] rp__data$114__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rp__data$104__op ;
-  wire [23:0] rp__data$104__pitch ;
-  wire [15:0] rp__data$104__row_bytes ;
-  wire [11:0] rp__data$104__rows ;
-  wire [47:0] rp__data$104__src ;
-  wire [15:0] rp__data$104__tile ;
-  wire rp__data$104__valid ;
+  wire rp__data$114__op ;
+  wire [23:0] rp__data$114__pitch ;
+  wire [15:0] rp__data$114__row_bytes ;
+  wire [11:0] rp__data$114__rows ;
+  wire [47:0] rp__data$114__src ;
+  wire [15:0] rp__data$114__tile ;
+  wire rp__data$114__valid ;
   wire [47:0] rp__data__base ;
   wire [4:0] rp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -615,21 +827,21 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$97 ;
+  reg [7:0] \wp__addr$94 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$98 ;
-  wire [4:0] wp__data$98__device ;
-  wire [47:0] wp__data$98__dst ;
+  reg [170:0] \wp__data$95 ;
+  wire [4:0] wp__data$95__device ;
+  wire [47:0] wp__data$95__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$98__op ;
-  wire [23:0] wp__data$98__pitch ;
-  wire [15:0] wp__data$98__row_bytes ;
-  wire [11:0] wp__data$98__rows ;
-  wire [47:0] wp__data$98__src ;
-  wire [15:0] wp__data$98__tile ;
-  wire wp__data$98__valid ;
+  wire wp__data$95__op ;
+  wire [23:0] wp__data$95__pitch ;
+  wire [15:0] wp__data$95__row_bytes ;
+  wire [11:0] wp__data$95__rows ;
+  wire [47:0] wp__data$95__src ;
+  wire [15:0] wp__data$95__tile ;
+  wire wp__data$95__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -641,7 +853,8 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$99 ;
+  reg \wp__en$96 ;
+  (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
     desc_table[0] = 171'h0000000000000000000000000000000000000000000;
@@ -902,14 +1115,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$99 )
-      desc_table[\wp__addr$97 ] <= \wp__data$98 ;
+    if (\wp__en$96 )
+      desc_table[\wp__addr$94 ] <= \wp__data$95 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
     _0_ <= desc_table[dma_program__payload[7:0]];
   end
-  assign \rp__data$104  = _0_;
+  assign \rp__data$114  = _0_;
+  (* t3hw_rd_collision = "excluded" *)
   reg [151:0] region_table [7:0];
   initial begin
     region_table[0] = 152'h00000000000000000000000000000000000000;
@@ -930,6 +1144,58 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
+  always @(posedge clk)
+    sweep_at <= \$484 ;
+  always @(posedge clk)
+    sweep <= \$485 ;
+  always @(posedge clk)
+    region_program__valid <= \$486 ;
+  always @(posedge clk)
+    dma_program__valid <= \$487 ;
+  always @(posedge clk)
+    tracker_program__valid <= \$488 ;
+  always @(posedge clk)
+    arbiter_program__valid <= \$489 ;
+  always @(posedge clk)
+    region_waiting0 <= \$490 ;
+  always @(posedge clk)
+    region_waiting1 <= \$491 ;
+  always @(posedge clk)
+    region_verdict <= \$492 ;
+  always @(posedge clk)
+    region_got <= rp__data;
+  always @(posedge clk)
+    region_fetch <= \$493 ;
+  always @(posedge clk)
+    region_load <= \$494 ;
+  always @(posedge clk)
+    region_program__payload <= \$495 ;
+  always @(posedge clk)
+    desc_verdict <= \$496 ;
+  always @(posedge clk)
+    desc_got <= \rp__data$114 ;
+  always @(posedge clk)
+    desc_fetch <= \$497 ;
+  always @(posedge clk)
+    desc_load <= \$498 ;
+  always @(posedge clk)
+    dma_program__payload <= \$499 ;
+  always @(posedge clk)
+    tracker_program__payload <= \$500 ;
+  always @(posedge clk)
+    arbiter_program__payload <= \$501 ;
+  always @(posedge clk)
+    errors <= \$502 ;
+  always @(posedge clk)
+    tracker_sticky <= \$503 ;
+  always @(posedge clk)
+    dma_sticky <= \$504 ;
+  always @(posedge clk)
+    addrmap_sticky <= \$505 ;
+  always @(posedge clk)
+    arbiter_sticky <= \$506 ;
+  always @(posedge clk)
+    bus__r_data <= \$507 ;
   assign \$1  = bus__r_stb | bus__w_stb;
   assign \$2  = ~ mapped;
   assign \$3  = \$1  & \$2 ;
@@ -971,323 +1237,349 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign \$39  = region_program__valid | region_verdict;
   assign \$40  = | { region_waiting1, region_waiting0 };
   assign \$41  = \$39  | \$40 ;
-  assign \$42  = bus__w_stb & sel_region_base_lo;
-  assign \$43  = region_program__valid | region_verdict;
-  assign \$44  = | { region_waiting1, region_waiting0 };
-  assign \$45  = \$43  | \$44 ;
-  assign \$46  = bus__w_stb & sel_region_base_hi;
-  assign \$47  = region_program__valid | region_verdict;
-  assign \$48  = | { region_waiting1, region_waiting0 };
-  assign \$49  = \$47  | \$48 ;
-  assign \$50  = bus__w_stb & sel_region_size_lo;
-  assign \$51  = region_program__valid | region_verdict;
-  assign \$52  = | { region_waiting1, region_waiting0 };
-  assign \$53  = \$51  | \$52 ;
-  assign \$54  = bus__w_stb & sel_region_size_hi;
-  assign \$55  = region_program__valid | region_verdict;
-  assign \$56  = | { region_waiting1, region_waiting0 };
-  assign \$57  = \$55  | \$56 ;
-  assign \$58  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$59  = region_program__valid | region_verdict;
-  assign \$60  = | { region_waiting1, region_waiting0 };
+  assign \$42  = region_fetch | region_load;
+  assign \$43  = \$41  | \$42 ;
+  assign \$44  = bus__r_stb & sel_region_index;
+  assign \$45  = region_fetch | region_load;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = bus__w_stb & sel_region_base_lo;
+  assign \$48  = region_program__valid | region_verdict;
+  assign \$49  = | { region_waiting1, region_waiting0 };
+  assign \$50  = \$48  | \$49 ;
+  assign \$51  = region_fetch | region_load;
+  assign \$52  = \$50  | \$51 ;
+  assign \$53  = bus__r_stb & sel_region_base_lo;
+  assign \$54  = region_fetch | region_load;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = bus__w_stb & sel_region_base_hi;
+  assign \$57  = region_program__valid | region_verdict;
+  assign \$58  = | { region_waiting1, region_waiting0 };
+  assign \$59  = \$57  | \$58 ;
+  assign \$60  = region_fetch | region_load;
   assign \$61  = \$59  | \$60 ;
-  assign \$62  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$63  = region_program__valid | region_verdict;
-  assign \$64  = | { region_waiting1, region_waiting0 };
-  assign \$65  = \$63  | \$64 ;
-  assign \$66  = bus__w_stb & sel_desc_index;
-  assign \$67  = dma_program__valid | desc_verdict;
-  assign \$70  = bus__w_stb & sel_desc_rows;
-  assign \$71  = dma_program__valid | desc_verdict;
-  assign \$74  = bus__w_stb & sel_desc_pitch;
-  assign \$75  = dma_program__valid | desc_verdict;
-  assign \$78  = bus__w_stb & sel_desc_src_lo;
-  assign \$79  = dma_program__valid | desc_verdict;
-  assign \$82  = bus__w_stb & sel_desc_src_hi;
-  assign \$83  = dma_program__valid | desc_verdict;
-  assign \$86  = bus__w_stb & sel_desc_dst_lo;
-  assign \$87  = dma_program__valid | desc_verdict;
-  assign \$90  = bus__w_stb & sel_desc_dst_hi;
-  assign \$91  = dma_program__valid | desc_verdict;
-  assign \$94  = bus__w_stb & sel_track_op;
-  assign \$98  = bus__w_stb & sel_track_cmd;
-  assign \$102  = bus__w_stb & sel_arb_policy;
-  assign \$106  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$110  = bus__w_stb & sel_command;
-  assign \$111  = region_program__valid | region_verdict;
-  assign \$112  = | { region_waiting1, region_waiting0 };
-  assign \$113  = \$111  | \$112 ;
-  assign \$114  = \$113  | sweep;
-  assign \$115  = region_program__valid | region_verdict;
-  assign \$116  = | { region_waiting1, region_waiting0 };
-  assign \$117  = \$115  | \$116 ;
-  assign \$118  = \$117  | sweep;
-  assign \$119  = dma_program__valid | desc_verdict;
-  assign \$122  = sweep | dma_busy;
-  assign \$123  = \$121  | \$122 ;
-  assign \$124  = dma_program__valid | desc_verdict;
-  assign \$127  = \$126  | sweep;
-  assign \$131  = \$130  | tracker_busy;
-  assign \$136  = bus__w_stb & sel_csr_errors;
-  assign \$137  = bus__w_stb & sel_tracker_errors;
-  assign \$138  = bus__w_stb & sel_dma_errors;
-  assign \$139  = bus__w_stb & sel_addrmap_errors;
-  assign \$140  = bus__w_stb & sel_arbiter_errors;
-  assign \$141  = region_program__valid | region_verdict;
-  assign \$142  = | { region_waiting1, region_waiting0 };
-  assign \$143  = \$141  | \$142 ;
-  assign \$144  = dma_program__valid | desc_verdict;
-  assign \$153  = sweep_at + 1'h1;
-  assign \$154  = sweep_at == 8'hff;
-  assign \$156  = dma_program__valid & dma_program__ready;
-  assign \$157  = tracker_program__valid & tracker_program__ready;
-  assign \$160  = dma_program__valid & dma_program__ready;
-  assign \$161  = bus__w_stb & sel_region_index;
-  assign \$162  = region_program__valid | region_verdict;
-  assign \$163  = | { region_waiting1, region_waiting0 };
-  assign \$164  = \$162  | \$163 ;
-  assign \$165  = bus__w_stb & sel_region_base_lo;
-  assign \$166  = region_program__valid | region_verdict;
-  assign \$167  = | { region_waiting1, region_waiting0 };
-  assign \$168  = \$166  | \$167 ;
-  assign \$169  = bus__w_stb & sel_region_base_hi;
-  assign \$170  = region_program__valid | region_verdict;
-  assign \$171  = | { region_waiting1, region_waiting0 };
-  assign \$172  = \$170  | \$171 ;
-  assign \$173  = bus__w_stb & sel_region_size_lo;
-  assign \$174  = region_program__valid | region_verdict;
-  assign \$175  = | { region_waiting1, region_waiting0 };
-  assign \$176  = \$174  | \$175 ;
-  assign \$177  = bus__w_stb & sel_region_size_hi;
-  assign \$178  = region_program__valid | region_verdict;
-  assign \$179  = | { region_waiting1, region_waiting0 };
-  assign \$180  = \$178  | \$179 ;
-  assign \$181  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$182  = region_program__valid | region_verdict;
-  assign \$183  = | { region_waiting1, region_waiting0 };
-  assign \$184  = \$182  | \$183 ;
-  assign \$185  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$186  = region_program__valid | region_verdict;
-  assign \$187  = | { region_waiting1, region_waiting0 };
-  assign \$188  = \$186  | \$187 ;
-  assign \$189  = bus__w_stb & sel_desc_index;
-  assign \$190  = dma_program__valid | desc_verdict;
-  assign \$193  = bus__w_stb & sel_desc_rows;
-  assign \$194  = dma_program__valid | desc_verdict;
-  assign \$197  = bus__w_stb & sel_desc_pitch;
-  assign \$198  = dma_program__valid | desc_verdict;
-  assign \$201  = bus__w_stb & sel_desc_src_lo;
-  assign \$202  = dma_program__valid | desc_verdict;
-  assign \$205  = bus__w_stb & sel_desc_src_hi;
-  assign \$206  = dma_program__valid | desc_verdict;
-  assign \$209  = bus__w_stb & sel_desc_dst_lo;
-  assign \$210  = dma_program__valid | desc_verdict;
-  assign \$213  = bus__w_stb & sel_desc_dst_hi;
-  assign \$214  = dma_program__valid | desc_verdict;
-  assign \$217  = bus__w_stb & sel_track_op;
-  assign \$221  = bus__w_stb & sel_track_cmd;
-  assign \$225  = bus__w_stb & sel_arb_policy;
-  assign \$229  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$233  = bus__w_stb & sel_command;
-  assign \$234  = region_program__valid | region_verdict;
-  assign \$235  = | { region_waiting1, region_waiting0 };
-  assign \$236  = \$234  | \$235 ;
-  assign \$237  = \$236  | sweep;
-  assign \$238  = region_program__valid | region_verdict;
-  assign \$239  = | { region_waiting1, region_waiting0 };
-  assign \$240  = \$238  | \$239 ;
-  assign \$241  = \$240  | sweep;
-  assign \$242  = dma_program__valid | desc_verdict;
-  assign \$245  = sweep | dma_busy;
-  assign \$246  = \$244  | \$245 ;
-  assign \$247  = dma_program__valid | desc_verdict;
-  assign \$250  = \$249  | sweep;
-  assign \$254  = \$253  | tracker_busy;
-  assign \$259  = ~ csr_errors_clear;
-  assign \$260  = errors & \$259 ;
-  assign \$261  = \$260  | set_err;
-  assign \$262  = ~ tracker_errors_clear;
-  assign \$263  = tracker_sticky & \$262 ;
-  assign \$264  = \$263  | tracker_errors;
-  assign \$265  = ~ dma_errors_clear;
-  assign \$266  = dma_sticky & \$265 ;
-  assign \$267  = \$266  | dma_errors;
-  assign \$268  = ~ addrmap_errors_clear;
-  assign \$269  = addrmap_sticky & \$268 ;
-  assign \$270  = \$269  | addrmap_errors;
-  assign \$271  = ~ arbiter_errors_clear;
-  assign \$272  = arbiter_sticky & \$271 ;
-  assign \$273  = \$272  | arbiter_errors;
-  always @(posedge clk)
-    sweep_at <= \$274 ;
-  always @(posedge clk)
-    sweep <= \$275 ;
-  always @(posedge clk)
-    region_program__valid <= \$276 ;
-  always @(posedge clk)
-    dma_program__valid <= \$277 ;
-  always @(posedge clk)
-    tracker_program__valid <= \$278 ;
-  always @(posedge clk)
-    arbiter_program__valid <= \$279 ;
-  always @(posedge clk)
-    region_waiting0 <= \$280 ;
-  always @(posedge clk)
-    region_waiting1 <= \$281 ;
-  always @(posedge clk)
-    region_verdict <= \$282 ;
-  always @(posedge clk)
-    region_loading <= \$283 ;
-  always @(posedge clk)
-    region_program__payload <= \$284 ;
-  always @(posedge clk)
-    desc_verdict <= \$285 ;
-  always @(posedge clk)
-    desc_loading <= \$286 ;
-  always @(posedge clk)
-    dma_program__payload <= \$287 ;
-  always @(posedge clk)
-    tracker_program__payload <= \$288 ;
-  always @(posedge clk)
-    arbiter_program__payload <= \$289 ;
-  always @(posedge clk)
-    errors <= \$290 ;
-  always @(posedge clk)
-    tracker_sticky <= \$291 ;
-  always @(posedge clk)
-    dma_sticky <= \$292 ;
-  always @(posedge clk)
-    addrmap_sticky <= \$293 ;
-  always @(posedge clk)
-    arbiter_sticky <= \$294 ;
-  always @(posedge clk)
-    bus__r_data <= \$295 ;
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_id = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          sel_id = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    mapped = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          mapped = 1'h1;
-      10'h004:
-          mapped = 1'h1;
-      10'h008:
-          mapped = 1'h1;
-      10'h00c:
-          mapped = 1'h1;
-      10'h040:
-          mapped = 1'h1;
-      10'h044:
-          mapped = 1'h1;
-      10'h048:
-          mapped = 1'h1;
-      10'h04c:
-          mapped = 1'h1;
-      10'h050:
-          mapped = 1'h1;
-      10'h080:
-          mapped = 1'h1;
-      10'h084:
-          mapped = 1'h1;
-      10'h088:
-          mapped = 1'h1;
-      10'h08c:
-          mapped = 1'h1;
-      10'h090:
-          mapped = 1'h1;
-      10'h094:
-          mapped = 1'h1;
-      10'h098:
-          mapped = 1'h1;
-      10'h0c0:
-          mapped = 1'h1;
-      10'h0c4:
-          mapped = 1'h1;
-      10'h0c8:
-          mapped = 1'h1;
-      10'h0cc:
-          mapped = 1'h1;
-      10'h0d0:
-          mapped = 1'h1;
-      10'h0d4:
-          mapped = 1'h1;
-      10'h0d8:
-          mapped = 1'h1;
-      10'h100:
-          mapped = 1'h1;
-      10'h104:
-          mapped = 1'h1;
-      10'h140:
-          mapped = 1'h1;
-      10'h144:
-          mapped = 1'h1;
-      10'h148:
-          mapped = 1'h1;
-      10'h14c:
-          mapped = 1'h1;
-      10'h150:
-          mapped = 1'h1;
-      10'h154:
-          mapped = 1'h1;
-      10'h180:
-          mapped = 1'h1;
-      10'h184:
-          mapped = 1'h1;
-      10'h188:
-          mapped = 1'h1;
-      10'h18c:
-          mapped = 1'h1;
-      10'h1c0:
-          mapped = 1'h1;
-      10'h1c4:
-          mapped = 1'h1;
-      10'h1c8:
-          mapped = 1'h1;
-      10'h1cc:
-          mapped = 1'h1;
-      10'h200:
-          mapped = 1'h1;
-      10'h204:
-          mapped = 1'h1;
-      10'h208:
-          mapped = 1'h1;
-      10'h240:
-          mapped = 1'h1;
-      10'h244:
-          mapped = 1'h1;
-      10'h248:
-          mapped = 1'h1;
-      10'h24c:
-          mapped = 1'h1;
-      10'h250:
-          mapped = 1'h1;
-      10'h254:
-          mapped = 1'h1;
-      10'h258:
-          mapped = 1'h1;
-      10'h25c:
-          mapped = 1'h1;
-      10'h260:
-          mapped = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_config = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          sel_config = 1'h1;
-    endcase
-  end
+  assign \$62  = bus__r_stb & sel_region_base_hi;
+  assign \$63  = region_fetch | region_load;
+  assign \$64  = \$62  & \$63 ;
+  assign \$65  = bus__w_stb & sel_region_size_lo;
+  assign \$66  = region_program__valid | region_verdict;
+  assign \$67  = | { region_waiting1, region_waiting0 };
+  assign \$68  = \$66  | \$67 ;
+  assign \$69  = region_fetch | region_load;
+  assign \$70  = \$68  | \$69 ;
+  assign \$71  = bus__r_stb & sel_region_size_lo;
+  assign \$72  = region_fetch | region_load;
+  assign \$73  = \$71  & \$72 ;
+  assign \$74  = bus__w_stb & sel_region_size_hi;
+  assign \$75  = region_program__valid | region_verdict;
+  assign \$76  = | { region_waiting1, region_waiting0 };
+  assign \$77  = \$75  | \$76 ;
+  assign \$78  = region_fetch | region_load;
+  assign \$79  = \$77  | \$78 ;
+  assign \$80  = bus__r_stb & sel_region_size_hi;
+  assign \$81  = region_fetch | region_load;
+  assign \$82  = \$80  & \$81 ;
+  assign \$83  = bus__w_stb & sel_region_remote_base_lo;
+  assign \$84  = region_program__valid | region_verdict;
+  assign \$85  = | { region_waiting1, region_waiting0 };
+  assign \$86  = \$84  | \$85 ;
+  assign \$87  = region_fetch | region_load;
+  assign \$88  = \$86  | \$87 ;
+  assign \$89  = bus__r_stb & sel_region_remote_base_lo;
+  assign \$90  = region_fetch | region_load;
+  assign \$91  = \$89  & \$90 ;
+  assign \$92  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$93  = region_program__valid | region_verdict;
+  assign \$94  = | { region_waiting1, region_waiting0 };
+  assign \$95  = \$93  | \$94 ;
+  assign \$96  = region_fetch | region_load;
+  assign \$97  = \$95  | \$96 ;
+  assign \$98  = bus__r_stb & sel_region_remote_base_hi;
+  assign \$99  = region_fetch | region_load;
+  assign \$100  = \$98  & \$99 ;
+  assign \$101  = bus__w_stb & sel_desc_index;
+  assign \$102  = dma_program__valid | desc_verdict;
+  assign \$105  = desc_fetch | desc_load;
+  assign \$106  = \$104  | \$105 ;
+  assign \$107  = bus__r_stb & sel_desc_index;
+  assign \$108  = desc_fetch | desc_load;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = bus__w_stb & sel_desc_rows;
+  assign \$111  = dma_program__valid | desc_verdict;
+  assign \$114  = desc_fetch | desc_load;
+  assign \$115  = \$113  | \$114 ;
+  assign \$116  = bus__r_stb & sel_desc_rows;
+  assign \$117  = desc_fetch | desc_load;
+  assign \$118  = \$116  & \$117 ;
+  assign \$119  = bus__w_stb & sel_desc_pitch;
+  assign \$120  = dma_program__valid | desc_verdict;
+  assign \$123  = desc_fetch | desc_load;
+  assign \$124  = \$122  | \$123 ;
+  assign \$125  = bus__r_stb & sel_desc_pitch;
+  assign \$126  = desc_fetch | desc_load;
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = bus__w_stb & sel_desc_src_lo;
+  assign \$129  = dma_program__valid | desc_verdict;
+  assign \$132  = desc_fetch | desc_load;
+  assign \$133  = \$131  | \$132 ;
+  assign \$134  = bus__r_stb & sel_desc_src_lo;
+  assign \$135  = desc_fetch | desc_load;
+  assign \$136  = \$134  & \$135 ;
+  assign \$137  = bus__w_stb & sel_desc_src_hi;
+  assign \$138  = dma_program__valid | desc_verdict;
+  assign \$141  = desc_fetch | desc_load;
+  assign \$142  = \$140  | \$141 ;
+  assign \$143  = bus__r_stb & sel_desc_src_hi;
+  assign \$144  = desc_fetch | desc_load;
+  assign \$145  = \$143  & \$144 ;
+  assign \$146  = bus__w_stb & sel_desc_dst_lo;
+  assign \$147  = dma_program__valid | desc_verdict;
+  assign \$150  = desc_fetch | desc_load;
+  assign \$151  = \$149  | \$150 ;
+  assign \$152  = bus__r_stb & sel_desc_dst_lo;
+  assign \$153  = desc_fetch | desc_load;
+  assign \$154  = \$152  & \$153 ;
+  assign \$155  = bus__w_stb & sel_desc_dst_hi;
+  assign \$156  = dma_program__valid | desc_verdict;
+  assign \$159  = desc_fetch | desc_load;
+  assign \$160  = \$158  | \$159 ;
+  assign \$161  = bus__r_stb & sel_desc_dst_hi;
+  assign \$162  = desc_fetch | desc_load;
+  assign \$163  = \$161  & \$162 ;
+  assign \$164  = bus__w_stb & sel_track_op;
+  assign \$169  = bus__w_stb & sel_track_cmd;
+  assign \$174  = bus__w_stb & sel_arb_policy;
+  assign \$179  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$184  = bus__w_stb & sel_command;
+  assign \$185  = region_program__valid | region_verdict;
+  assign \$186  = | { region_waiting1, region_waiting0 };
+  assign \$187  = \$185  | \$186 ;
+  assign \$188  = region_fetch | region_load;
+  assign \$189  = \$187  | \$188 ;
+  assign \$190  = \$189  | sweep;
+  assign \$191  = region_program__valid | region_verdict;
+  assign \$192  = | { region_waiting1, region_waiting0 };
+  assign \$193  = \$191  | \$192 ;
+  assign \$194  = region_fetch | region_load;
+  assign \$195  = \$193  | \$194 ;
+  assign \$196  = \$195  | sweep;
+  assign \$197  = dma_program__valid | desc_verdict;
+  assign \$200  = desc_fetch | desc_load;
+  assign \$201  = \$199  | \$200 ;
+  assign \$202  = sweep | dma_busy;
+  assign \$203  = \$201  | \$202 ;
+  assign \$204  = dma_program__valid | desc_verdict;
+  assign \$207  = desc_fetch | desc_load;
+  assign \$208  = \$206  | \$207 ;
+  assign \$209  = \$208  | sweep;
+  assign \$214  = \$213  | tracker_busy;
+  assign \$220  = bus__w_stb & sel_csr_errors;
+  assign \$221  = bus__w_stb & sel_tracker_errors;
+  assign \$222  = bus__w_stb & sel_dma_errors;
+  assign \$223  = bus__w_stb & sel_addrmap_errors;
+  assign \$224  = bus__w_stb & sel_arbiter_errors;
+  assign \$225  = region_program__valid | region_verdict;
+  assign \$226  = | { region_waiting1, region_waiting0 };
+  assign \$227  = \$225  | \$226 ;
+  assign \$228  = region_fetch | region_load;
+  assign \$229  = \$227  | \$228 ;
+  assign \$230  = dma_program__valid | desc_verdict;
+  assign \$233  = desc_fetch | desc_load;
+  assign \$234  = \$232  | \$233 ;
+  assign \$243  = sweep_at + 1'h1;
+  assign \$244  = sweep_at == 8'hff;
+  assign \$246  = dma_program__valid & dma_program__ready;
+  assign \$247  = tracker_program__valid & tracker_program__ready;
+  assign \$250  = dma_program__valid & dma_program__ready;
+  assign \$251  = bus__w_stb & sel_region_index;
+  assign \$252  = region_program__valid | region_verdict;
+  assign \$253  = | { region_waiting1, region_waiting0 };
+  assign \$254  = \$252  | \$253 ;
+  assign \$255  = region_fetch | region_load;
+  assign \$256  = \$254  | \$255 ;
+  assign \$257  = bus__w_stb & sel_region_base_lo;
+  assign \$258  = region_program__valid | region_verdict;
+  assign \$259  = | { region_waiting1, region_waiting0 };
+  assign \$260  = \$258  | \$259 ;
+  assign \$261  = region_fetch | region_load;
+  assign \$262  = \$260  | \$261 ;
+  assign \$263  = bus__w_stb & sel_region_base_hi;
+  assign \$264  = region_program__valid | region_verdict;
+  assign \$265  = | { region_waiting1, region_waiting0 };
+  assign \$266  = \$264  | \$265 ;
+  assign \$267  = region_fetch | region_load;
+  assign \$268  = \$266  | \$267 ;
+  assign \$269  = bus__w_stb & sel_region_size_lo;
+  assign \$270  = region_program__valid | region_verdict;
+  assign \$271  = | { region_waiting1, region_waiting0 };
+  assign \$272  = \$270  | \$271 ;
+  assign \$273  = region_fetch | region_load;
+  assign \$274  = \$272  | \$273 ;
+  assign \$275  = bus__w_stb & sel_region_size_hi;
+  assign \$276  = region_program__valid | region_verdict;
+  assign \$277  = | { region_waiting1, region_waiting0 };
+  assign \$278  = \$276  | \$277 ;
+  assign \$279  = region_fetch | region_load;
+  assign \$280  = \$278  | \$279 ;
+  assign \$281  = bus__w_stb & sel_region_remote_base_lo;
+  assign \$282  = region_program__valid | region_verdict;
+  assign \$283  = | { region_waiting1, region_waiting0 };
+  assign \$284  = \$282  | \$283 ;
+  assign \$285  = region_fetch | region_load;
+  assign \$286  = \$284  | \$285 ;
+  assign \$287  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$288  = region_program__valid | region_verdict;
+  assign \$289  = | { region_waiting1, region_waiting0 };
+  assign \$290  = \$288  | \$289 ;
+  assign \$291  = region_fetch | region_load;
+  assign \$292  = \$290  | \$291 ;
+  assign \$293  = bus__w_stb & sel_desc_index;
+  assign \$294  = dma_program__valid | desc_verdict;
+  assign \$297  = desc_fetch | desc_load;
+  assign \$298  = \$296  | \$297 ;
+  assign \$299  = bus__w_stb & sel_desc_rows;
+  assign \$300  = dma_program__valid | desc_verdict;
+  assign \$303  = desc_fetch | desc_load;
+  assign \$304  = \$302  | \$303 ;
+  assign \$305  = bus__w_stb & sel_desc_pitch;
+  assign \$306  = dma_program__valid | desc_verdict;
+  assign \$309  = desc_fetch | desc_load;
+  assign \$310  = \$308  | \$309 ;
+  assign \$311  = bus__w_stb & sel_desc_src_lo;
+  assign \$312  = dma_program__valid | desc_verdict;
+  assign \$315  = desc_fetch | desc_load;
+  assign \$316  = \$314  | \$315 ;
+  assign \$317  = bus__w_stb & sel_desc_src_hi;
+  assign \$318  = dma_program__valid | desc_verdict;
+  assign \$321  = desc_fetch | desc_load;
+  assign \$322  = \$320  | \$321 ;
+  assign \$323  = bus__w_stb & sel_desc_dst_lo;
+  assign \$324  = dma_program__valid | desc_verdict;
+  assign \$327  = desc_fetch | desc_load;
+  assign \$328  = \$326  | \$327 ;
+  assign \$329  = bus__w_stb & sel_desc_dst_hi;
+  assign \$330  = dma_program__valid | desc_verdict;
+  assign \$333  = desc_fetch | desc_load;
+  assign \$334  = \$332  | \$333 ;
+  assign \$335  = bus__w_stb & sel_track_op;
+  assign \$340  = bus__w_stb & sel_track_cmd;
+  assign \$345  = bus__w_stb & sel_arb_policy;
+  assign \$350  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$355  = bus__w_stb & sel_command;
+  assign \$356  = region_program__valid | region_verdict;
+  assign \$357  = | { region_waiting1, region_waiting0 };
+  assign \$358  = \$356  | \$357 ;
+  assign \$359  = region_fetch | region_load;
+  assign \$360  = \$358  | \$359 ;
+  assign \$361  = \$360  | sweep;
+  assign \$362  = region_program__valid | region_verdict;
+  assign \$363  = | { region_waiting1, region_waiting0 };
+  assign \$364  = \$362  | \$363 ;
+  assign \$365  = region_fetch | region_load;
+  assign \$366  = \$364  | \$365 ;
+  assign \$367  = \$366  | sweep;
+  assign \$368  = dma_program__valid | desc_verdict;
+  assign \$371  = desc_fetch | desc_load;
+  assign \$372  = \$370  | \$371 ;
+  assign \$373  = sweep | dma_busy;
+  assign \$374  = \$372  | \$373 ;
+  assign \$375  = dma_program__valid | desc_verdict;
+  assign \$378  = desc_fetch | desc_load;
+  assign \$379  = \$377  | \$378 ;
+  assign \$380  = \$379  | sweep;
+  assign \$385  = \$384  | tracker_busy;
+  assign \$391  = ~ csr_errors_clear;
+  assign \$392  = errors & \$391 ;
+  assign \$393  = \$392  | set_err;
+  assign \$394  = ~ tracker_errors_clear;
+  assign \$395  = tracker_sticky & \$394 ;
+  assign \$396  = \$395  | tracker_errors;
+  assign \$397  = ~ dma_errors_clear;
+  assign \$398  = dma_sticky & \$397 ;
+  assign \$399  = \$398  | dma_errors;
+  assign \$400  = ~ addrmap_errors_clear;
+  assign \$401  = addrmap_sticky & \$400 ;
+  assign \$402  = \$401  | addrmap_errors;
+  assign \$403  = ~ arbiter_errors_clear;
+  assign \$404  = arbiter_sticky & \$403 ;
+  assign \$405  = \$404  | arbiter_errors;
+  assign \$406  = | bus__addr[1:0];
+  assign \$407  = bus__addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$408  = bus__addr[3] ? 32'd0 : \$407 ;
+  assign \$409  = bus__addr[4] ? 32'd0 : \$408 ;
+  assign \$410  = bus__addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$411  = bus__addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
+  assign \$412  = bus__addr[3] ? \$410  : \$411 ;
+  assign \$413  = bus__addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$414  = bus__addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$415  = bus__addr[3] ? \$413  : \$414 ;
+  assign \$416  = bus__addr[4] ? \$412  : \$415 ;
+  assign \$417  = bus__addr[5] ? \$409  : \$416 ;
+  assign \$418  = bus__addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$419  = bus__addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$420  = bus__addr[3] ? \$418  : \$419 ;
+  assign \$421  = bus__addr[4] ? 32'd0 : \$420 ;
+  assign \$422  = bus__addr[5] ? 32'd0 : \$421 ;
+  assign \$423  = bus__addr[6] ? \$417  : \$422 ;
+  assign \$424  = bus__addr[7] ? 32'd0 : \$423 ;
+  assign \$425  = bus__addr[8] ? 32'd0 : \$424 ;
+  assign \$426  = bus__addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$427  = bus__addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$428  = bus__addr[3] ? \$426  : \$427 ;
+  assign \$429  = bus__addr[4] ? 32'd0 : \$428 ;
+  assign \$430  = bus__addr[5] ? 32'd0 : \$429 ;
+  assign \$431  = bus__addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$432  = bus__addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$433  = bus__addr[3] ? \$431  : \$432 ;
+  assign \$434  = bus__addr[4] ? 32'd0 : \$433 ;
+  assign \$435  = bus__addr[5] ? 32'd0 : \$434 ;
+  assign \$436  = bus__addr[6] ? \$430  : \$435 ;
+  assign \$437  = bus__addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$438  = bus__addr[3] ? 32'd0 : \$437 ;
+  assign \$439  = bus__addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$440  = bus__addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$441  = bus__addr[3] ? \$439  : \$440 ;
+  assign \$442  = bus__addr[4] ? \$438  : \$441 ;
+  assign \$443  = bus__addr[5] ? 32'd0 : \$442 ;
+  assign \$444  = bus__addr[2] ? { 23'h000000, tracker_program__payload[37:29] } : { 3'h0, tracker_program__payload[28:0] };
+  assign \$445  = bus__addr[3] ? 32'd0 : \$444 ;
+  assign \$446  = bus__addr[4] ? 32'd0 : \$445 ;
+  assign \$447  = bus__addr[5] ? 32'd0 : \$446 ;
+  assign \$448  = bus__addr[6] ? \$443  : \$447 ;
+  assign \$449  = bus__addr[7] ? \$436  : \$448 ;
+  assign \$450  = bus__addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$451  = bus__addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$452  = bus__addr[3] ? \$450  : \$451 ;
+  assign \$453  = bus__addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$454  = bus__addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$455  = bus__addr[3] ? \$453  : \$454 ;
+  assign \$456  = bus__addr[4] ? \$452  : \$455 ;
+  assign \$457  = bus__addr[5] ? 32'd0 : \$456 ;
+  assign \$458  = bus__addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$459  = bus__addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$460  = bus__addr[3] ? \$458  : \$459 ;
+  assign \$461  = bus__addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$462  = bus__addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$463  = bus__addr[3] ? \$461  : \$462 ;
+  assign \$464  = bus__addr[4] ? \$460  : \$463 ;
+  assign \$465  = bus__addr[5] ? 32'd0 : \$464 ;
+  assign \$466  = bus__addr[6] ? \$457  : \$465 ;
+  assign \$467  = bus__addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$468  = bus__addr[3] ? 32'd0 : \$467 ;
+  assign \$469  = bus__addr[2] ? { 30'h00000000, addrmap_sticky } : { 29'h00000000, dma_sticky };
+  assign \$470  = bus__addr[2] ? { 27'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$471  = bus__addr[3] ? \$469  : \$470 ;
+  assign \$472  = bus__addr[4] ? \$468  : \$471 ;
+  assign \$473  = bus__addr[5] ? 32'd0 : \$472 ;
+  assign \$474  = bus__addr[2] ? 32'd0 : { 24'h000000, status };
+  assign \$475  = bus__addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$476  = bus__addr[3] ? \$474  : \$475 ;
+  assign \$477  = bus__addr[4] ? 32'd0 : \$476 ;
+  assign \$478  = bus__addr[5] ? 32'd0 : \$477 ;
+  assign \$479  = bus__addr[6] ? \$473  : \$478 ;
+  assign \$480  = bus__addr[7] ? \$466  : \$479 ;
+  assign \$481  = bus__addr[8] ? \$449  : \$480 ;
+  assign \$482  = bus__addr[9] ? \$425  : \$481 ;
+  assign \$483  = \$406  ? 32'd0 : \$482 ;
   always @* begin
     if (_init_strobe_1 ) begin end
     sel_status = 1'h0;
@@ -4232,120 +4524,162 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
     if (_init_strobe_1 ) begin end
     set_err[3:2] = 2'h0;
     if (\$38 ) begin
-      if (\$41 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$42 ) begin
-      if (\$45 ) begin
+      if (\$43 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$46 ) begin
-      if (\$49 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$47 ) begin
+      if (\$52 ) begin
         set_err[3] = 1'h1;
       end
     end
-    if (\$50 ) begin
-      if (\$53 ) begin
-        set_err[3] = 1'h1;
-      end
+    if (\$55 ) begin
+      set_err[3] = 1'h1;
     end
-    if (\$54 ) begin
-      if (\$57 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$58 ) begin
+    if (\$56 ) begin
       if (\$61 ) begin
         set_err[3] = 1'h1;
       end
     end
-    if (\$62 ) begin
-      if (\$65 ) begin
+    if (\$64 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$65 ) begin
+      if (\$70 ) begin
         set_err[3] = 1'h1;
       end
     end
-    if (\$66 ) begin
-      if (\$69 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$70 ) begin
-      if (\$73 ) begin
-        set_err[3] = 1'h1;
-      end
+    if (\$73 ) begin
+      set_err[3] = 1'h1;
     end
     if (\$74 ) begin
-      if (\$77 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$78 ) begin
-      if (\$81 ) begin
+      if (\$79 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$82 ) begin
-      if (\$85 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$83 ) begin
+      if (\$88 ) begin
         set_err[3] = 1'h1;
       end
     end
-    if (\$86 ) begin
-      if (\$89 ) begin
-        set_err[3] = 1'h1;
-      end
+    if (\$91 ) begin
+      set_err[3] = 1'h1;
     end
-    if (\$90 ) begin
-      if (\$93 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$94 ) begin
+    if (\$92 ) begin
       if (\$97 ) begin
         set_err[3] = 1'h1;
       end
     end
-    if (\$98 ) begin
-      if (\$101 ) begin
+    if (\$100 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$101 ) begin
+      if (\$106 ) begin
         set_err[3] = 1'h1;
       end
     end
-    if (\$102 ) begin
-      if (\$105 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$106 ) begin
-      if (\$109 ) begin
-        set_err[3] = 1'h1;
-      end
+    if (\$109 ) begin
+      set_err[3] = 1'h1;
     end
     if (\$110 ) begin
+      if (\$115 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$118 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$119 ) begin
+      if (\$124 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$127 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$128 ) begin
+      if (\$133 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$136 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$137 ) begin
+      if (\$142 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$145 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$146 ) begin
+      if (\$151 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$154 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$155 ) begin
+      if (\$160 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$163 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$164 ) begin
+      if (\$168 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$169 ) begin
+      if (\$173 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$174 ) begin
+      if (\$178 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$179 ) begin
+      if (\$183 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$184 ) begin
       (* full_case = 32'd1 *)
       casez (bus__w_data[2:0])
         3'h1:
-            if (\$114 ) begin
+            if (\$190 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$118 ) begin
+            if (\$196 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$123 ) begin
+            if (\$203 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$127 ) begin
+            if (\$209 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$131 ) begin
+            if (\$214 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$135 ) begin
+            if (\$219 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -4387,70 +4721,43 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    region_view[154:3] = region_program__payload[154:3];
-    if (region_loading) begin
-      region_view[3] = rp__data[0];
-      region_view[5:4] = rp__data[2:1];
-      region_view[10:6] = rp__data[7:3];
-      region_view[58:11] = rp__data[55:8];
-      region_view[106:59] = rp__data[103:56];
-      region_view[154:107] = rp__data[151:104];
+    (* full_case = 32'd1 *)
+    if (sweep) begin
+      \wp__addr$94  = sweep_at;
+    end else begin
+      \wp__addr$94  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$97  = sweep_at;
+      \wp__data$95  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__addr$97  = dma_program__payload[7:0];
+      \wp__data$95 [0] = dma_program__payload[8];
+      \wp__data$95 [1] = dma_program__payload[9];
+      \wp__data$95 [6:2] = dma_program__payload[14:10];
+      \wp__data$95 [22:7] = dma_program__payload[30:15];
+      \wp__data$95 [34:23] = dma_program__payload[42:31];
+      \wp__data$95 [50:35] = dma_program__payload[58:43];
+      \wp__data$95 [74:51] = dma_program__payload[82:59];
+      \wp__data$95 [122:75] = dma_program__payload[130:83];
+      \wp__data$95 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$98  = 171'h0000000000000000000000000000000000000000000;
+      \wp__en$96  = 1'h1;
     end else begin
-      \wp__data$98 [0] = dma_program__payload[8];
-      \wp__data$98 [1] = dma_program__payload[9];
-      \wp__data$98 [6:2] = dma_program__payload[14:10];
-      \wp__data$98 [22:7] = dma_program__payload[30:15];
-      \wp__data$98 [34:23] = dma_program__payload[42:31];
-      \wp__data$98 [50:35] = dma_program__payload[58:43];
-      \wp__data$98 [74:51] = dma_program__payload[82:59];
-      \wp__data$98 [122:75] = dma_program__payload[130:83];
-      \wp__data$98 [170:123] = dma_program__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
-    if (sweep) begin
-      \wp__en$99  = 1'h1;
-    end else begin
-      \wp__en$99  = \$37 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    desc_view[178:8] = dma_program__payload[178:8];
-    if (desc_loading) begin
-      desc_view[8] = \rp__data$104 [0];
-      desc_view[9] = \rp__data$104 [1];
-      desc_view[14:10] = \rp__data$104 [6:2];
-      desc_view[30:15] = \rp__data$104 [22:7];
-      desc_view[42:31] = \rp__data$104 [34:23];
-      desc_view[58:43] = \rp__data$104 [50:35];
-      desc_view[82:59] = \rp__data$104 [74:51];
-      desc_view[130:83] = \rp__data$104 [122:75];
-      desc_view[178:131] = \rp__data$104 [170:123];
+      \wp__en$96  = \$37 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     csr_errors_clear = 4'h0;
-    if (\$136 ) begin
+    if (\$220 ) begin
       csr_errors_clear[0] = bus__w_data[0];
       csr_errors_clear[1] = bus__w_data[1];
       csr_errors_clear[2] = bus__w_data[2];
@@ -4460,7 +4767,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   always @* begin
     if (_init_strobe_1 ) begin end
     tracker_errors_clear = 5'h00;
-    if (\$137 ) begin
+    if (\$221 ) begin
       tracker_errors_clear[0] = bus__w_data[0];
       tracker_errors_clear[1] = bus__w_data[1];
       tracker_errors_clear[2] = bus__w_data[2];
@@ -4471,7 +4778,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   always @* begin
     if (_init_strobe_1 ) begin end
     dma_errors_clear = 3'h0;
-    if (\$138 ) begin
+    if (\$222 ) begin
       dma_errors_clear[0] = bus__w_data[0];
       dma_errors_clear[1] = bus__w_data[1];
       dma_errors_clear[2] = bus__w_data[2];
@@ -4480,7 +4787,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   always @* begin
     if (_init_strobe_1 ) begin end
     addrmap_errors_clear = 2'h0;
-    if (\$139 ) begin
+    if (\$223 ) begin
       addrmap_errors_clear[0] = bus__w_data[0];
       addrmap_errors_clear[1] = bus__w_data[1];
     end
@@ -4488,60 +4795,60 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   always @* begin
     if (_init_strobe_1 ) begin end
     arbiter_errors_clear = 2'h0;
-    if (\$140 ) begin
+    if (\$224 ) begin
       arbiter_errors_clear[0] = bus__w_data[0];
       arbiter_errors_clear[1] = bus__w_data[1];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$274  = sweep_at;
+    \$484  = sweep_at;
     if (sweep) begin
-      \$274  = \$153 [7:0];
+      \$484  = \$243 [7:0];
     end
     if (rst) begin
-      \$274  = 8'h00;
+      \$484  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$275  = sweep;
+    \$485  = sweep;
     if (sweep) begin
-      if (\$154 ) begin
-        \$275  = 1'h0;
+      if (\$244 ) begin
+        \$485  = 1'h0;
       end
     end
     if (rst) begin
-      \$275  = 1'h1;
+      \$485  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$276  = region_program__valid;
-    if (\$155 ) begin
-      \$276  = 1'h0;
+    \$486  = region_program__valid;
+    if (\$245 ) begin
+      \$486  = 1'h0;
     end
-    if (\$233 ) begin
+    if (\$355 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$237 ) begin
+            if (\$361 ) begin
             end else begin
-              \$276  = 1'h1;
+              \$486  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$276  = 1'h0;
+      \$486  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$277  = dma_program__valid;
-    if (\$156 ) begin
-      \$277  = 1'h0;
+    \$487  = dma_program__valid;
+    if (\$246 ) begin
+      \$487  = 1'h0;
     end
-    if (\$233 ) begin
+    if (\$355 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -4549,23 +4856,23 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$246 ) begin
+            if (\$374 ) begin
             end else begin
-              \$277  = 1'h1;
+              \$487  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$277  = 1'h0;
+      \$487  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$278  = tracker_program__valid;
-    if (\$157 ) begin
-      \$278  = 1'h0;
+    \$488  = tracker_program__valid;
+    if (\$247 ) begin
+      \$488  = 1'h0;
     end
-    if (\$233 ) begin
+    if (\$355 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -4577,23 +4884,23 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
             /* empty */;
         3'h5:
             (* full_case = 32'd1 *)
-            if (\$254 ) begin
+            if (\$385 ) begin
             end else begin
-              \$278  = 1'h1;
+              \$488  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$278  = 1'h0;
+      \$488  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$279  = arbiter_program__valid;
-    if (\$158 ) begin
-      \$279  = 1'h0;
+    \$489  = arbiter_program__valid;
+    if (\$248 ) begin
+      \$489  = 1'h0;
     end
-    if (\$233 ) begin
+    if (\$355 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -4607,129 +4914,141 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
             /* empty */;
         3'h6:
             (* full_case = 32'd1 *)
-            if (\$258 ) begin
+            if (\$390 ) begin
             end else begin
-              \$279  = 1'h1;
+              \$489  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$279  = 1'h0;
+      \$489  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$280  = \$159 ;
+    \$490  = \$249 ;
     if (rst) begin
-      \$280  = 1'h0;
+      \$490  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$281  = region_waiting0;
+    \$491  = region_waiting0;
     if (rst) begin
-      \$281  = 1'h0;
+      \$491  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$282  = region_waiting1;
+    \$492  = region_waiting1;
     if (rst) begin
-      \$282  = 1'h0;
+      \$492  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$283  = 1'h0;
-    if (\$233 ) begin
+    \$493  = 1'h0;
+    if (\$355 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$241 ) begin
+            if (\$367 ) begin
             end else begin
-              \$283  = 1'h1;
+              \$493  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$283  = 1'h0;
+      \$493  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$284  = region_program__payload;
-    if (region_loading) begin
-      \$284  = region_view;
+    \$494  = region_fetch;
+    if (rst) begin
+      \$494  = 1'h0;
     end
-    if (\$161 ) begin
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$495  = region_program__payload;
+    if (region_load) begin
+      \$495 [3] = region_got[0];
+      \$495 [5:4] = region_got[2:1];
+      \$495 [10:6] = region_got[7:3];
+      \$495 [58:11] = region_got[55:8];
+      \$495 [106:59] = region_got[103:56];
+      \$495 [154:107] = region_got[151:104];
+    end
+    if (\$251 ) begin
       (* full_case = 32'd1 *)
-      if (\$164 ) begin
+      if (\$256 ) begin
       end else begin
-        \$284 [2:0] = bus__w_data[2:0];
-        \$284 [3] = bus__w_data[3];
-        \$284 [5:4] = bus__w_data[5:4];
-        \$284 [10:6] = bus__w_data[10:6];
+        \$495 [2:0] = bus__w_data[2:0];
+        \$495 [3] = bus__w_data[3];
+        \$495 [5:4] = bus__w_data[5:4];
+        \$495 [10:6] = bus__w_data[10:6];
       end
     end
-    if (\$165 ) begin
+    if (\$257 ) begin
       (* full_case = 32'd1 *)
-      if (\$168 ) begin
+      if (\$262 ) begin
       end else begin
-        \$284 [42:11] = bus__w_data;
+        \$495 [42:11] = bus__w_data;
       end
     end
-    if (\$169 ) begin
+    if (\$263 ) begin
       (* full_case = 32'd1 *)
-      if (\$172 ) begin
+      if (\$268 ) begin
       end else begin
-        \$284 [58:43] = bus__w_data[15:0];
+        \$495 [58:43] = bus__w_data[15:0];
       end
     end
-    if (\$173 ) begin
+    if (\$269 ) begin
       (* full_case = 32'd1 *)
-      if (\$176 ) begin
+      if (\$274 ) begin
       end else begin
-        \$284 [90:59] = bus__w_data;
+        \$495 [90:59] = bus__w_data;
       end
     end
-    if (\$177 ) begin
+    if (\$275 ) begin
       (* full_case = 32'd1 *)
-      if (\$180 ) begin
+      if (\$280 ) begin
       end else begin
-        \$284 [106:91] = bus__w_data[15:0];
+        \$495 [106:91] = bus__w_data[15:0];
       end
     end
-    if (\$181 ) begin
+    if (\$281 ) begin
       (* full_case = 32'd1 *)
-      if (\$184 ) begin
+      if (\$286 ) begin
       end else begin
-        \$284 [138:107] = bus__w_data;
+        \$495 [138:107] = bus__w_data;
       end
     end
-    if (\$185 ) begin
+    if (\$287 ) begin
       (* full_case = 32'd1 *)
-      if (\$188 ) begin
+      if (\$292 ) begin
       end else begin
-        \$284 [154:139] = bus__w_data[15:0];
+        \$495 [154:139] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$284  = 155'h000000000000000000000000000000000000000;
+      \$495  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$285  = \$160 ;
+    \$496  = \$250 ;
     if (rst) begin
-      \$285  = 1'h0;
+      \$496  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$286  = 1'h0;
-    if (\$233 ) begin
+    \$497  = 1'h0;
+    if (\$355 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -4739,281 +5058,316 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
             /* empty */;
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$250 ) begin
+            if (\$380 ) begin
             end else begin
-              \$286  = 1'h1;
+              \$497  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$286  = 1'h0;
+      \$497  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$287  = dma_program__payload;
-    if (desc_loading) begin
-      \$287  = desc_view;
+    \$498  = desc_fetch;
+    if (rst) begin
+      \$498  = 1'h0;
     end
-    if (\$189 ) begin
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$499  = dma_program__payload;
+    if (desc_load) begin
+      \$499 [8] = desc_got[0];
+      \$499 [9] = desc_got[1];
+      \$499 [14:10] = desc_got[6:2];
+      \$499 [30:15] = desc_got[22:7];
+      \$499 [42:31] = desc_got[34:23];
+      \$499 [58:43] = desc_got[50:35];
+      \$499 [82:59] = desc_got[74:51];
+      \$499 [130:83] = desc_got[122:75];
+      \$499 [178:131] = desc_got[170:123];
+    end
+    if (\$293 ) begin
       (* full_case = 32'd1 *)
-      if (\$192 ) begin
+      if (\$298 ) begin
       end else begin
-        \$287 [7:0] = bus__w_data[7:0];
-        \$287 [8] = bus__w_data[8];
-        \$287 [9] = bus__w_data[9];
-        \$287 [14:10] = bus__w_data[14:10];
-        \$287 [30:15] = bus__w_data[30:15];
+        \$499 [7:0] = bus__w_data[7:0];
+        \$499 [8] = bus__w_data[8];
+        \$499 [9] = bus__w_data[9];
+        \$499 [14:10] = bus__w_data[14:10];
+        \$499 [30:15] = bus__w_data[30:15];
       end
     end
-    if (\$193 ) begin
+    if (\$299 ) begin
       (* full_case = 32'd1 *)
-      if (\$196 ) begin
+      if (\$304 ) begin
       end else begin
-        \$287 [42:31] = bus__w_data[11:0];
-        \$287 [58:43] = bus__w_data[27:12];
+        \$499 [42:31] = bus__w_data[11:0];
+        \$499 [58:43] = bus__w_data[27:12];
       end
     end
-    if (\$197 ) begin
+    if (\$305 ) begin
       (* full_case = 32'd1 *)
-      if (\$200 ) begin
+      if (\$310 ) begin
       end else begin
-        \$287 [82:59] = bus__w_data[23:0];
+        \$499 [82:59] = bus__w_data[23:0];
       end
     end
-    if (\$201 ) begin
+    if (\$311 ) begin
       (* full_case = 32'd1 *)
-      if (\$204 ) begin
+      if (\$316 ) begin
       end else begin
-        \$287 [114:83] = bus__w_data;
+        \$499 [114:83] = bus__w_data;
       end
     end
-    if (\$205 ) begin
+    if (\$317 ) begin
       (* full_case = 32'd1 *)
-      if (\$208 ) begin
+      if (\$322 ) begin
       end else begin
-        \$287 [130:115] = bus__w_data[15:0];
+        \$499 [130:115] = bus__w_data[15:0];
       end
     end
-    if (\$209 ) begin
+    if (\$323 ) begin
       (* full_case = 32'd1 *)
-      if (\$212 ) begin
+      if (\$328 ) begin
       end else begin
-        \$287 [162:131] = bus__w_data;
+        \$499 [162:131] = bus__w_data;
       end
     end
-    if (\$213 ) begin
+    if (\$329 ) begin
       (* full_case = 32'd1 *)
-      if (\$216 ) begin
+      if (\$334 ) begin
       end else begin
-        \$287 [178:163] = bus__w_data[15:0];
+        \$499 [178:163] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$287  = 179'h000000000000000000000000000000000000000000000;
+      \$499  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$288  = tracker_program__payload;
-    if (\$217 ) begin
+    \$500  = tracker_program__payload;
+    if (\$335 ) begin
       (* full_case = 32'd1 *)
-      if (\$220 ) begin
+      if (\$339 ) begin
       end else begin
-        \$288 [0] = bus__w_data[0];
-        \$288 [16:1] = bus__w_data[16:1];
-        \$288 [28:17] = bus__w_data[28:17];
+        \$500 [0] = bus__w_data[0];
+        \$500 [16:1] = bus__w_data[16:1];
+        \$500 [28:17] = bus__w_data[28:17];
       end
     end
-    if (\$221 ) begin
+    if (\$340 ) begin
       (* full_case = 32'd1 *)
-      if (\$224 ) begin
+      if (\$344 ) begin
       end else begin
-        \$288 [36:29] = bus__w_data[7:0];
-        \$288 [37] = bus__w_data[8];
-      end
-    end
-    if (rst) begin
-      \$288  = 38'h0000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$289  = arbiter_program__payload;
-    if (\$225 ) begin
-      (* full_case = 32'd1 *)
-      if (\$228 ) begin
-      end else begin
-        \$289 [1:0] = bus__w_data[1:0];
-        \$289 [9:2] = bus__w_data[9:2];
-        \$289 [17:10] = bus__w_data[17:10];
-        \$289 [22:18] = bus__w_data[22:18];
-      end
-    end
-    if (\$229 ) begin
-      (* full_case = 32'd1 *)
-      if (\$232 ) begin
-      end else begin
-        \$289 [38:23] = bus__w_data[15:0];
+        \$500 [36:29] = bus__w_data[7:0];
+        \$500 [37] = bus__w_data[8];
       end
     end
     if (rst) begin
-      \$289  = 39'h0200388002;
+      \$500  = 38'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$290  = \$261 ;
+    \$501  = arbiter_program__payload;
+    if (\$345 ) begin
+      (* full_case = 32'd1 *)
+      if (\$349 ) begin
+      end else begin
+        \$501 [1:0] = bus__w_data[1:0];
+        \$501 [9:2] = bus__w_data[9:2];
+        \$501 [17:10] = bus__w_data[17:10];
+        \$501 [22:18] = bus__w_data[22:18];
+      end
+    end
+    if (\$350 ) begin
+      (* full_case = 32'd1 *)
+      if (\$354 ) begin
+      end else begin
+        \$501 [38:23] = bus__w_data[15:0];
+      end
+    end
     if (rst) begin
-      \$290  = 4'h0;
+      \$501  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$291  = \$264 ;
+    \$502  = \$393 ;
     if (rst) begin
-      \$291  = 5'h00;
+      \$502  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$292  = \$267 ;
+    \$503  = \$396 ;
     if (rst) begin
-      \$292  = 3'h0;
+      \$503  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$293  = \$270 ;
+    \$504  = \$399 ;
     if (rst) begin
-      \$293  = 2'h0;
+      \$504  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$294  = \$273 ;
+    \$505  = \$402 ;
     if (rst) begin
-      \$294  = 2'h0;
+      \$505  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$295  = bus__r_data;
+    \$506  = \$405 ;
+    if (rst) begin
+      \$506  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$507  = bus__r_data;
     if (bus__r_stb) begin
-      (* full_case = 32'd1 *)
-      casez (bus__addr)
-        10'h000:
-            \$295  = 32'd1412646999;
-        10'h004:
-            \$295  = 32'd811731048;
-        10'h008:
-            \$295  = { 24'h000000, status };
-        10'h00c:
-            \$295  = 32'd0;
-        10'h040:
-            \$295  = { 28'h0000000, errors };
-        10'h044:
-            \$295  = { 27'h0000000, tracker_sticky };
-        10'h048:
-            \$295  = { 29'h00000000, dma_sticky };
-        10'h04c:
-            \$295  = { 30'h00000000, addrmap_sticky };
-        10'h050:
-            \$295  = { 30'h00000000, arbiter_sticky };
-        10'h080:
-            \$295  = { 21'h000000, region_view[10:0] };
-        10'h084:
-            \$295  = region_view[42:11];
-        10'h088:
-            \$295  = { 16'h0000, region_view[58:43] };
-        10'h08c:
-            \$295  = region_view[90:59];
-        10'h090:
-            \$295  = { 16'h0000, region_view[106:91] };
-        10'h094:
-            \$295  = region_view[138:107];
-        10'h098:
-            \$295  = { 16'h0000, region_view[154:139] };
-        10'h0c0:
-            \$295  = { 1'h0, desc_view[30:0] };
-        10'h0c4:
-            \$295  = { 4'h0, desc_view[58:31] };
-        10'h0c8:
-            \$295  = { 8'h00, desc_view[82:59] };
-        10'h0cc:
-            \$295  = desc_view[114:83];
-        10'h0d0:
-            \$295  = { 16'h0000, desc_view[130:115] };
-        10'h0d4:
-            \$295  = desc_view[162:131];
-        10'h0d8:
-            \$295  = { 16'h0000, desc_view[178:163] };
-        10'h100:
-            \$295  = { 3'h0, tracker_program__payload[28:0] };
-        10'h104:
-            \$295  = { 23'h000000, tracker_program__payload[37:29] };
-        10'h140:
-            \$295  = tracker_stats[31:0];
-        10'h144:
-            \$295  = tracker_stats[63:32];
-        10'h148:
-            \$295  = tracker_stats[95:64];
-        10'h14c:
-            \$295  = tracker_stats[127:96];
-        10'h150:
-            \$295  = tracker_stats[159:128];
-        10'h154:
-            \$295  = tracker_stats[191:160];
-        10'h180:
-            \$295  = dma_stats[31:0];
-        10'h184:
-            \$295  = dma_stats[63:32];
-        10'h188:
-            \$295  = dma_stats[95:64];
-        10'h18c:
-            \$295  = dma_stats[127:96];
-        10'h1c0:
-            \$295  = addrmap_stats[31:0];
-        10'h1c4:
-            \$295  = addrmap_stats[63:32];
-        10'h1c8:
-            \$295  = addrmap_stats[95:64];
-        10'h1cc:
-            \$295  = addrmap_stats[127:96];
-        10'h200:
-            \$295  = { 9'h000, arbiter_program__payload[22:0] };
-        10'h204:
-            \$295  = { 16'h0000, arbiter_program__payload[38:23] };
-        10'h208:
-            \$295  = { 21'h000000, arbiter_status };
-        10'h240:
-            \$295  = arbiter_stats[31:0];
-        10'h244:
-            \$295  = arbiter_stats[63:32];
-        10'h248:
-            \$295  = arbiter_stats[95:64];
-        10'h24c:
-            \$295  = arbiter_stats[127:96];
-        10'h250:
-            \$295  = arbiter_stats[159:128];
-        10'h254:
-            \$295  = arbiter_stats[191:160];
-        10'h258:
-            \$295  = arbiter_stats[223:192];
-        10'h25c:
-            \$295  = arbiter_stats[255:224];
-        10'h260:
-            \$295  = arbiter_stats[287:256];
-        default:
-            \$295  = 32'd0;
-      endcase
+      \$507  = \$483 ;
     end
     if (rst) begin
-      \$295  = 32'd0;
+      \$507  = 32'd0;
     end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    sel_id = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          sel_id = 1'h1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    mapped = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          mapped = 1'h1;
+      10'h004:
+          mapped = 1'h1;
+      10'h008:
+          mapped = 1'h1;
+      10'h00c:
+          mapped = 1'h1;
+      10'h040:
+          mapped = 1'h1;
+      10'h044:
+          mapped = 1'h1;
+      10'h048:
+          mapped = 1'h1;
+      10'h04c:
+          mapped = 1'h1;
+      10'h050:
+          mapped = 1'h1;
+      10'h080:
+          mapped = 1'h1;
+      10'h084:
+          mapped = 1'h1;
+      10'h088:
+          mapped = 1'h1;
+      10'h08c:
+          mapped = 1'h1;
+      10'h090:
+          mapped = 1'h1;
+      10'h094:
+          mapped = 1'h1;
+      10'h098:
+          mapped = 1'h1;
+      10'h0c0:
+          mapped = 1'h1;
+      10'h0c4:
+          mapped = 1'h1;
+      10'h0c8:
+          mapped = 1'h1;
+      10'h0cc:
+          mapped = 1'h1;
+      10'h0d0:
+          mapped = 1'h1;
+      10'h0d4:
+          mapped = 1'h1;
+      10'h0d8:
+          mapped = 1'h1;
+      10'h100:
+          mapped = 1'h1;
+      10'h104:
+          mapped = 1'h1;
+      10'h140:
+          mapped = 1'h1;
+      10'h144:
+          mapped = 1'h1;
+      10'h148:
+          mapped = 1'h1;
+      10'h14c:
+          mapped = 1'h1;
+      10'h150:
+          mapped = 1'h1;
+      10'h154:
+          mapped = 1'h1;
+      10'h180:
+          mapped = 1'h1;
+      10'h184:
+          mapped = 1'h1;
+      10'h188:
+          mapped = 1'h1;
+      10'h18c:
+          mapped = 1'h1;
+      10'h1c0:
+          mapped = 1'h1;
+      10'h1c4:
+          mapped = 1'h1;
+      10'h1c8:
+          mapped = 1'h1;
+      10'h1cc:
+          mapped = 1'h1;
+      10'h200:
+          mapped = 1'h1;
+      10'h204:
+          mapped = 1'h1;
+      10'h208:
+          mapped = 1'h1;
+      10'h240:
+          mapped = 1'h1;
+      10'h244:
+          mapped = 1'h1;
+      10'h248:
+          mapped = 1'h1;
+      10'h24c:
+          mapped = 1'h1;
+      10'h250:
+          mapped = 1'h1;
+      10'h254:
+          mapped = 1'h1;
+      10'h258:
+          mapped = 1'h1;
+      10'h25c:
+          mapped = 1'h1;
+      10'h260:
+          mapped = 1'h1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    sel_config = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          sel_config = 1'h1;
+    endcase
   end
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$101  = dma_program__payload[7:0];
+  assign \rp__addr$98  = dma_program__payload[7:0];
   assign tracker_clear = 5'h1f;
   assign dma_clear = 3'h7;
   assign addrmap_clear = 2'h3;
@@ -5109,47 +5463,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign wp__data__base  = wp__data[55:8];
   assign wp__data__size  = wp__data[103:56];
   assign wp__data__remote_base  = wp__data[151:104];
-  assign region_view__index  = region_view[2:0];
-  assign region_view__valid  = region_view[3];
-  assign region_view__mode  = region_view[5:4];
-  assign region_view__device  = region_view[10:6];
-  assign region_view__base  = region_view[58:11];
-  assign region_view__size  = region_view[106:59];
-  assign region_view__remote_base  = region_view[154:107];
-  assign rp__data__valid  = rp__data[0];
-  assign rp__data__mode  = rp__data[2:1];
-  assign rp__data__device  = rp__data[7:3];
-  assign rp__data__base  = rp__data[55:8];
-  assign rp__data__size  = rp__data[103:56];
-  assign rp__data__remote_base  = rp__data[151:104];
-  assign wp__data$98__valid  = \wp__data$98 [0];
-  assign wp__data$98__op  = \wp__data$98 [1];
-  assign wp__data$98__device  = \wp__data$98 [6:2];
-  assign wp__data$98__tile  = \wp__data$98 [22:7];
-  assign wp__data$98__rows  = \wp__data$98 [34:23];
-  assign wp__data$98__row_bytes  = \wp__data$98 [50:35];
-  assign wp__data$98__pitch  = \wp__data$98 [74:51];
-  assign wp__data$98__src  = \wp__data$98 [122:75];
-  assign wp__data$98__dst  = \wp__data$98 [170:123];
-  assign desc_view__index  = desc_view[7:0];
-  assign desc_view__valid  = desc_view[8];
-  assign desc_view__op  = desc_view[9];
-  assign desc_view__device  = desc_view[14:10];
-  assign desc_view__tile  = desc_view[30:15];
-  assign desc_view__rows  = desc_view[42:31];
-  assign desc_view__row_bytes  = desc_view[58:43];
-  assign desc_view__pitch  = desc_view[82:59];
-  assign desc_view__src  = desc_view[130:83];
-  assign desc_view__dst  = desc_view[178:131];
-  assign rp__data$104__valid  = \rp__data$104 [0];
-  assign rp__data$104__op  = \rp__data$104 [1];
-  assign rp__data$104__device  = \rp__data$104 [6:2];
-  assign rp__data$104__tile  = \rp__data$104 [22:7];
-  assign rp__data$104__rows  = \rp__data$104 [34:23];
-  assign rp__data$104__row_bytes  = \rp__data$104 [50:35];
-  assign rp__data$104__pitch  = \rp__data$104 [74:51];
-  assign rp__data$104__src  = \rp__data$104 [122:75];
-  assign rp__data$104__dst  = \rp__data$104 [170:123];
+  assign wp__data$95__valid  = \wp__data$95 [0];
+  assign wp__data$95__op  = \wp__data$95 [1];
+  assign wp__data$95__device  = \wp__data$95 [6:2];
+  assign wp__data$95__tile  = \wp__data$95 [22:7];
+  assign wp__data$95__rows  = \wp__data$95 [34:23];
+  assign wp__data$95__row_bytes  = \wp__data$95 [50:35];
+  assign wp__data$95__pitch  = \wp__data$95 [74:51];
+  assign wp__data$95__src  = \wp__data$95 [122:75];
+  assign wp__data$95__dst  = \wp__data$95 [170:123];
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -5158,6 +5480,36 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign status__desc_pending  = status[5];
   assign status__track_pending  = status[6];
   assign status__arb_pending  = status[7];
+  assign region_got__valid  = region_got[0];
+  assign region_got__mode  = region_got[2:1];
+  assign region_got__device  = region_got[7:3];
+  assign region_got__base  = region_got[55:8];
+  assign region_got__size  = region_got[103:56];
+  assign region_got__remote_base  = region_got[151:104];
+  assign rp__data__valid  = rp__data[0];
+  assign rp__data__mode  = rp__data[2:1];
+  assign rp__data__device  = rp__data[7:3];
+  assign rp__data__base  = rp__data[55:8];
+  assign rp__data__size  = rp__data[103:56];
+  assign rp__data__remote_base  = rp__data[151:104];
+  assign desc_got__valid  = desc_got[0];
+  assign desc_got__op  = desc_got[1];
+  assign desc_got__device  = desc_got[6:2];
+  assign desc_got__tile  = desc_got[22:7];
+  assign desc_got__rows  = desc_got[34:23];
+  assign desc_got__row_bytes  = desc_got[50:35];
+  assign desc_got__pitch  = desc_got[74:51];
+  assign desc_got__src  = desc_got[122:75];
+  assign desc_got__dst  = desc_got[170:123];
+  assign rp__data$114__valid  = \rp__data$114 [0];
+  assign rp__data$114__op  = \rp__data$114 [1];
+  assign rp__data$114__device  = \rp__data$114 [6:2];
+  assign rp__data$114__tile  = \rp__data$114 [22:7];
+  assign rp__data$114__rows  = \rp__data$114 [34:23];
+  assign rp__data$114__row_bytes  = \rp__data$114 [50:35];
+  assign rp__data$114__pitch  = \rp__data$114 [74:51];
+  assign rp__data$114__src  = \rp__data$114 [122:75];
+  assign rp__data$114__dst  = \rp__data$114 [170:123];
   assign tracker_sticky__unprogrammed  = tracker_sticky[0];
   assign tracker_sticky__overcount  = tracker_sticky[1];
   assign tracker_sticky__reprogram  = tracker_sticky[2];
@@ -5170,105 +5522,115 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, dma_program__ready, tracker
   assign addrmap_sticky__overlap  = addrmap_sticky[1];
   assign arbiter_sticky__bad_config  = arbiter_sticky[0];
   assign arbiter_sticky__bad_response  = arbiter_sticky[1];
-  assign status[7] = \$152 ;
-  assign status[6] = \$149 ;
-  assign status[5] = \$146 ;
-  assign status[4] = \$143 ;
+  assign status[7] = \$242 ;
+  assign status[6] = \$238 ;
+  assign status[5] = \$234 ;
+  assign status[4] = \$229 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    desc_view[7:0] = dma_program__payload[7:0];
-  always @*
-    region_view[2:0] = region_program__payload[2:0];
-  always @*
     set_err[1] = \$31 ;
   always @*
     set_err[0] = \$3 ;
-  assign \$68  = 1'h0;
-  assign \$69  = \$67 ;
-  assign \$72  = 1'h0;
-  assign \$73  = \$71 ;
-  assign \$76  = 1'h0;
-  assign \$77  = \$75 ;
-  assign \$80  = 1'h0;
-  assign \$81  = \$79 ;
-  assign \$84  = 1'h0;
-  assign \$85  = \$83 ;
-  assign \$88  = 1'h0;
-  assign \$89  = \$87 ;
-  assign \$92  = 1'h0;
-  assign \$93  = \$91 ;
-  assign \$95  = tracker_program__valid;
-  assign \$96  = 1'h0;
-  assign \$97  = tracker_program__valid;
-  assign \$99  = tracker_program__valid;
-  assign \$100  = 1'h0;
-  assign \$101  = tracker_program__valid;
-  assign \$103  = arbiter_program__valid;
-  assign \$104  = 1'h0;
-  assign \$105  = arbiter_program__valid;
-  assign \$107  = arbiter_program__valid;
-  assign \$108  = 1'h0;
-  assign \$109  = arbiter_program__valid;
-  assign \$120  = 1'h0;
-  assign \$121  = \$119 ;
-  assign \$125  = 1'h0;
-  assign \$126  = \$124 ;
-  assign \$128  = tracker_program__valid;
-  assign \$129  = 1'h0;
-  assign \$130  = tracker_program__valid;
-  assign \$132  = arbiter_program__valid;
-  assign \$133  = 1'h0;
-  assign \$134  = arbiter_program__valid;
-  assign \$135  = arbiter_program__valid;
-  assign \$145  = 1'h0;
-  assign \$146  = \$144 ;
-  assign \$147  = tracker_program__valid;
+  assign \$103  = 1'h0;
+  assign \$104  = \$102 ;
+  assign \$112  = 1'h0;
+  assign \$113  = \$111 ;
+  assign \$121  = 1'h0;
+  assign \$122  = \$120 ;
+  assign \$130  = 1'h0;
+  assign \$131  = \$129 ;
+  assign \$139  = 1'h0;
+  assign \$140  = \$138 ;
   assign \$148  = 1'h0;
-  assign \$149  = tracker_program__valid;
-  assign \$150  = arbiter_program__valid;
-  assign \$151  = 1'h0;
-  assign \$152  = arbiter_program__valid;
-  assign \$155  = region_program__valid;
-  assign \$158  = arbiter_program__valid;
-  assign \$159  = region_program__valid;
-  assign \$191  = 1'h0;
-  assign \$192  = \$190 ;
-  assign \$195  = 1'h0;
-  assign \$196  = \$194 ;
-  assign \$199  = 1'h0;
-  assign \$200  = \$198 ;
-  assign \$203  = 1'h0;
-  assign \$204  = \$202 ;
-  assign \$207  = 1'h0;
-  assign \$208  = \$206 ;
+  assign \$149  = \$147 ;
+  assign \$157  = 1'h0;
+  assign \$158  = \$156 ;
+  assign \$165  = tracker_program__valid;
+  assign \$166  = 1'h0;
+  assign \$167  = tracker_program__valid;
+  assign \$168  = tracker_program__valid;
+  assign \$170  = tracker_program__valid;
+  assign \$171  = 1'h0;
+  assign \$172  = tracker_program__valid;
+  assign \$173  = tracker_program__valid;
+  assign \$175  = arbiter_program__valid;
+  assign \$176  = 1'h0;
+  assign \$177  = arbiter_program__valid;
+  assign \$178  = arbiter_program__valid;
+  assign \$180  = arbiter_program__valid;
+  assign \$181  = 1'h0;
+  assign \$182  = arbiter_program__valid;
+  assign \$183  = arbiter_program__valid;
+  assign \$198  = 1'h0;
+  assign \$199  = \$197 ;
+  assign \$205  = 1'h0;
+  assign \$206  = \$204 ;
+  assign \$210  = tracker_program__valid;
   assign \$211  = 1'h0;
-  assign \$212  = \$210 ;
-  assign \$215  = 1'h0;
-  assign \$216  = \$214 ;
-  assign \$218  = tracker_program__valid;
-  assign \$219  = 1'h0;
-  assign \$220  = tracker_program__valid;
-  assign \$222  = tracker_program__valid;
-  assign \$223  = 1'h0;
-  assign \$224  = tracker_program__valid;
-  assign \$226  = arbiter_program__valid;
-  assign \$227  = 1'h0;
-  assign \$228  = arbiter_program__valid;
-  assign \$230  = arbiter_program__valid;
+  assign \$212  = tracker_program__valid;
+  assign \$213  = tracker_program__valid;
+  assign \$215  = arbiter_program__valid;
+  assign \$216  = 1'h0;
+  assign \$217  = arbiter_program__valid;
+  assign \$218  = arbiter_program__valid;
+  assign \$219  = arbiter_program__valid;
   assign \$231  = 1'h0;
-  assign \$232  = arbiter_program__valid;
-  assign \$243  = 1'h0;
-  assign \$244  = \$242 ;
-  assign \$248  = 1'h0;
-  assign \$249  = \$247 ;
-  assign \$251  = tracker_program__valid;
-  assign \$252  = 1'h0;
-  assign \$253  = tracker_program__valid;
-  assign \$255  = arbiter_program__valid;
-  assign \$256  = 1'h0;
-  assign \$257  = arbiter_program__valid;
-  assign \$258  = arbiter_program__valid;
+  assign \$232  = \$230 ;
+  assign \$235  = tracker_program__valid;
+  assign \$236  = 1'h0;
+  assign \$237  = tracker_program__valid;
+  assign \$238  = tracker_program__valid;
+  assign \$239  = arbiter_program__valid;
+  assign \$240  = 1'h0;
+  assign \$241  = arbiter_program__valid;
+  assign \$242  = arbiter_program__valid;
+  assign \$245  = region_program__valid;
+  assign \$248  = arbiter_program__valid;
+  assign \$249  = region_program__valid;
+  assign \$295  = 1'h0;
+  assign \$296  = \$294 ;
+  assign \$301  = 1'h0;
+  assign \$302  = \$300 ;
+  assign \$307  = 1'h0;
+  assign \$308  = \$306 ;
+  assign \$313  = 1'h0;
+  assign \$314  = \$312 ;
+  assign \$319  = 1'h0;
+  assign \$320  = \$318 ;
+  assign \$325  = 1'h0;
+  assign \$326  = \$324 ;
+  assign \$331  = 1'h0;
+  assign \$332  = \$330 ;
+  assign \$336  = tracker_program__valid;
+  assign \$337  = 1'h0;
+  assign \$338  = tracker_program__valid;
+  assign \$339  = tracker_program__valid;
+  assign \$341  = tracker_program__valid;
+  assign \$342  = 1'h0;
+  assign \$343  = tracker_program__valid;
+  assign \$344  = tracker_program__valid;
+  assign \$346  = arbiter_program__valid;
+  assign \$347  = 1'h0;
+  assign \$348  = arbiter_program__valid;
+  assign \$349  = arbiter_program__valid;
+  assign \$351  = arbiter_program__valid;
+  assign \$352  = 1'h0;
+  assign \$353  = arbiter_program__valid;
+  assign \$354  = arbiter_program__valid;
+  assign \$369  = 1'h0;
+  assign \$370  = \$368 ;
+  assign \$376  = 1'h0;
+  assign \$377  = \$375 ;
+  assign \$381  = tracker_program__valid;
+  assign \$382  = 1'h0;
+  assign \$383  = tracker_program__valid;
+  assign \$384  = tracker_program__valid;
+  assign \$386  = arbiter_program__valid;
+  assign \$387  = 1'h0;
+  assign \$388  = arbiter_program__valid;
+  assign \$389  = arbiter_program__valid;
+  assign \$390  = arbiter_program__valid;
 endmodule

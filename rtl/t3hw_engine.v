@@ -1295,8 +1295,8 @@ endmodule
 module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, rx__ready, mem__ready, rx_mem__ready, net__ready, program__valid, program__payload, net__valid, mem__valid, net__payload, mem__payload, stats, rx_mem__valid, rx_mem__payload, errors, store__payload
 );
   reg _init_strobe_1  = 0;
-  wire \$1 ;
-  wire \$10 ;
+  wire [7:0] \$1 ;
+  wire [4:0] \$10 ;
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
@@ -1307,7 +1307,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$107 ;
   wire \$108 ;
   wire \$109 ;
-  wire \$11 ;
+  wire [4:0] \$11 ;
   wire \$110 ;
   wire \$111 ;
   wire \$112 ;
@@ -1318,7 +1318,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$117 ;
   wire \$118 ;
   wire \$119 ;
-  wire \$12 ;
+  wire [4:0] \$12 ;
   wire \$120 ;
   wire \$121 ;
   wire \$122 ;
@@ -1328,19 +1328,19 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire \$129 ;
-  wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire \$136 ;
+  wire [48:0] \$129 ;
+  wire [4:0] \$13 ;
+  wire [48:0] \$130 ;
+  wire [48:0] \$131 ;
+  wire [48:0] \$132 ;
+  wire [48:0] \$133 ;
+  wire [48:0] \$134 ;
+  wire [48:0] \$135 ;
+  wire [48:0] \$136 ;
   wire \$137 ;
   wire \$138 ;
   wire \$139 ;
-  wire \$14 ;
+  wire [4:0] \$14 ;
   wire \$140 ;
   wire \$141 ;
   wire \$142 ;
@@ -1349,31 +1349,31 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
-  wire \$148 ;
+  wire [32:0] \$148 ;
   wire \$149 ;
-  wire \$15 ;
+  wire [4:0] \$15 ;
   wire \$150 ;
   wire \$151 ;
   wire \$152 ;
-  wire \$153 ;
+  wire [32:0] \$153 ;
   wire \$154 ;
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
-  wire \$158 ;
+  wire [32:0] \$158 ;
   wire \$159 ;
-  wire \$16 ;
+  wire [47:0] \$16 ;
   wire \$160 ;
   wire \$161 ;
   wire \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
-  wire \$166 ;
+  wire [32:0] \$166 ;
   wire \$167 ;
   wire \$168 ;
   wire \$169 ;
-  wire \$17 ;
+  wire [47:0] \$17 ;
   wire \$170 ;
   wire \$171 ;
   wire \$172 ;
@@ -1384,7 +1384,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$177 ;
   wire \$178 ;
   wire \$179 ;
-  wire \$18 ;
+  wire [47:0] \$18 ;
   wire \$180 ;
   wire \$181 ;
   wire \$182 ;
@@ -1395,7 +1395,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
-  wire \$19 ;
+  wire [47:0] \$19 ;
   wire \$190 ;
   wire \$191 ;
   wire \$192 ;
@@ -1406,10 +1406,10 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$197 ;
   wire \$198 ;
   wire \$199 ;
-  wire \$2 ;
-  wire \$20 ;
+  wire [4:0] \$2 ;
+  wire [47:0] \$20 ;
   wire \$200 ;
-  wire \$201 ;
+  wire [48:0] \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
@@ -1418,7 +1418,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$207 ;
   wire \$208 ;
   wire \$209 ;
-  wire \$21 ;
+  wire [47:0] \$21 ;
   wire \$210 ;
   wire \$211 ;
   wire \$212 ;
@@ -1429,7 +1429,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$217 ;
   wire \$218 ;
   wire \$219 ;
-  wire \$22 ;
+  wire [47:0] \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
@@ -1440,18 +1440,18 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$227 ;
   wire \$228 ;
   wire \$229 ;
-  wire \$23 ;
+  wire [47:0] \$23 ;
   wire \$230 ;
   wire \$231 ;
-  wire [48:0] \$232 ;
-  wire [48:0] \$233 ;
-  wire [48:0] \$234 ;
-  wire [48:0] \$235 ;
-  wire [48:0] \$236 ;
-  wire [48:0] \$237 ;
-  wire [48:0] \$238 ;
-  wire [48:0] \$239 ;
-  wire \$24 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire \$234 ;
+  wire \$235 ;
+  wire \$236 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
+  wire [47:0] \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
@@ -1462,18 +1462,18 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$247 ;
   wire \$248 ;
   wire \$249 ;
-  wire \$25 ;
-  wire [32:0] \$250 ;
-  wire [32:0] \$251 ;
-  wire [32:0] \$252 ;
-  wire [32:0] \$253 ;
+  wire [47:0] \$25 ;
+  wire \$250 ;
+  wire \$251 ;
+  wire \$252 ;
+  wire \$253 ;
   wire \$254 ;
   wire \$255 ;
-  wire [48:0] \$256 ;
+  wire \$256 ;
   wire \$257 ;
   wire \$258 ;
   wire \$259 ;
-  wire \$26 ;
+  wire [47:0] \$26 ;
   wire \$260 ;
   wire \$261 ;
   wire \$262 ;
@@ -1484,7 +1484,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$267 ;
   wire \$268 ;
   wire \$269 ;
-  wire \$27 ;
+  wire [47:0] \$27 ;
   wire \$270 ;
   wire \$271 ;
   wire \$272 ;
@@ -1493,128 +1493,180 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$275 ;
   wire \$276 ;
   wire \$277 ;
-  wire [1:0] \$278 ;
-  wire [1:0] \$279 ;
-  wire \$28 ;
-  wire [1:0] \$280 ;
-  reg \$281 ;
-  reg [71:0] \$282 ;
-  reg [7:0] \$283 ;
-  reg [47:0] \$284 ;
-  reg [1:0] \$285 ;
-  reg [4:0] \$286 ;
-  reg [47:0] \$287 ;
-  reg [1:0] \$288 ;
-  reg [4:0] \$289 ;
-  wire \$29 ;
-  reg [47:0] \$290 ;
-  reg [1:0] \$291 ;
-  reg [4:0] \$292 ;
-  reg [47:0] \$293 ;
-  reg [1:0] \$294 ;
-  reg [4:0] \$295 ;
-  reg [47:0] \$296 ;
-  reg [1:0] \$297 ;
-  reg [4:0] \$298 ;
-  reg [47:0] \$299 ;
-  wire \$3 ;
-  wire \$30 ;
-  reg [1:0] \$300 ;
-  reg [4:0] \$301 ;
-  reg [47:0] \$302 ;
-  reg [1:0] \$303 ;
-  reg [4:0] \$304 ;
-  reg [47:0] \$305 ;
-  reg [1:0] \$306 ;
-  reg [4:0] \$307 ;
-  reg \$308 ;
-  reg \$309 ;
-  wire \$31 ;
-  reg [76:0] \$310 ;
-  reg [72:0] \$311 ;
-  reg [127:0] \$312 ;
-  reg \$313 ;
-  reg [72:0] \$314 ;
-  reg \$315 ;
-  reg \$316 ;
-  reg [151:0] \$317 ;
-  reg [48:0] \$318 ;
-  reg [47:0] \$319 ;
-  wire \$32 ;
-  reg [151:0] \$320 ;
-  reg [48:0] \$321 ;
-  reg [47:0] \$322 ;
-  reg [151:0] \$323 ;
-  reg [48:0] \$324 ;
-  reg [47:0] \$325 ;
-  reg [151:0] \$326 ;
-  reg [48:0] \$327 ;
-  reg [47:0] \$328 ;
-  reg [151:0] \$329 ;
-  wire [1:0] \$33 ;
-  reg [48:0] \$330 ;
-  reg [47:0] \$331 ;
-  reg [151:0] \$332 ;
-  reg [48:0] \$333 ;
-  reg [47:0] \$334 ;
-  reg [151:0] \$335 ;
-  reg [48:0] \$336 ;
+  wire \$278 ;
+  wire \$279 ;
+  wire [47:0] \$28 ;
+  wire \$280 ;
+  wire \$281 ;
+  wire \$282 ;
+  wire \$283 ;
+  wire \$284 ;
+  wire \$285 ;
+  wire \$286 ;
+  wire \$287 ;
+  wire \$288 ;
+  wire \$289 ;
+  wire [47:0] \$29 ;
+  wire \$290 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
+  wire \$295 ;
+  wire \$296 ;
+  wire \$297 ;
+  wire \$298 ;
+  wire \$299 ;
+  wire [4:0] \$3 ;
+  wire [7:0] \$30 ;
+  wire \$300 ;
+  wire \$301 ;
+  wire \$302 ;
+  wire \$303 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
+  wire [7:0] \$31 ;
+  wire \$310 ;
+  wire \$311 ;
+  wire \$312 ;
+  wire \$313 ;
+  wire \$314 ;
+  wire \$315 ;
+  wire \$316 ;
+  wire \$317 ;
+  wire \$318 ;
+  wire \$319 ;
+  wire [7:0] \$32 ;
+  wire \$320 ;
+  wire \$321 ;
+  wire \$322 ;
+  wire \$323 ;
+  wire [1:0] \$324 ;
+  wire [1:0] \$325 ;
+  wire [1:0] \$326 ;
+  reg \$327 ;
+  reg [71:0] \$328 ;
+  reg [7:0] \$329 ;
+  wire [7:0] \$33 ;
+  reg [7:0] \$330 ;
+  reg [7:0] \$331 ;
+  reg [7:0] \$332 ;
+  reg [7:0] \$333 ;
+  reg [7:0] \$334 ;
+  reg [47:0] \$335 ;
+  reg [4:0] \$336 ;
   reg [47:0] \$337 ;
-  reg [151:0] \$338 ;
-  reg [48:0] \$339 ;
-  wire [1:0] \$34 ;
-  reg [47:0] \$340 ;
-  reg [1:0] \$341 ;
-  wire [1:0] \$35 ;
-  wire [1:0] \$36 ;
-  wire [1:0] \$37 ;
-  wire [1:0] \$38 ;
-  wire [1:0] \$39 ;
-  wire \$4 ;
-  wire [1:0] \$40 ;
-  wire [1:0] \$41 ;
-  wire [1:0] \$42 ;
-  wire [1:0] \$43 ;
-  wire [1:0] \$44 ;
-  wire [1:0] \$45 ;
-  wire [1:0] \$46 ;
-  wire [4:0] \$47 ;
-  wire [4:0] \$48 ;
-  wire [4:0] \$49 ;
-  wire \$5 ;
-  wire [4:0] \$50 ;
-  wire [4:0] \$51 ;
-  wire [4:0] \$52 ;
-  wire [4:0] \$53 ;
-  wire [4:0] \$54 ;
-  wire [4:0] \$55 ;
-  wire [4:0] \$56 ;
-  wire [4:0] \$57 ;
-  wire [4:0] \$58 ;
-  wire [4:0] \$59 ;
-  wire \$6 ;
-  wire [4:0] \$60 ;
-  wire [47:0] \$61 ;
-  wire [47:0] \$62 ;
-  wire [47:0] \$63 ;
-  wire [47:0] \$64 ;
-  wire [47:0] \$65 ;
-  wire [47:0] \$66 ;
-  wire [47:0] \$67 ;
-  wire [47:0] \$68 ;
-  wire [47:0] \$69 ;
-  wire \$7 ;
-  wire [47:0] \$70 ;
-  wire [47:0] \$71 ;
-  wire [47:0] \$72 ;
-  wire [47:0] \$73 ;
-  wire [47:0] \$74 ;
+  reg [4:0] \$338 ;
+  reg [47:0] \$339 ;
+  wire [7:0] \$34 ;
+  reg [4:0] \$340 ;
+  reg [47:0] \$341 ;
+  reg [4:0] \$342 ;
+  reg [47:0] \$343 ;
+  reg [4:0] \$344 ;
+  reg [47:0] \$345 ;
+  reg [4:0] \$346 ;
+  reg [47:0] \$347 ;
+  reg [4:0] \$348 ;
+  reg [47:0] \$349 ;
+  wire [7:0] \$35 ;
+  reg [4:0] \$350 ;
+  reg \$351 ;
+  reg \$352 ;
+  reg [76:0] \$353 ;
+  reg [72:0] \$354 ;
+  reg [127:0] \$355 ;
+  reg \$356 ;
+  reg [71:0] \$357 ;
+  reg [7:0] \$358 ;
+  reg [7:0] \$359 ;
+  wire \$36 ;
+  reg [7:0] \$360 ;
+  reg \$361 ;
+  reg [72:0] \$362 ;
+  reg \$363 ;
+  reg \$364 ;
+  reg [151:0] \$365 ;
+  reg [48:0] \$366 ;
+  reg [47:0] \$367 ;
+  reg [151:0] \$368 ;
+  reg [48:0] \$369 ;
+  wire \$37 ;
+  reg [47:0] \$370 ;
+  reg [151:0] \$371 ;
+  reg [48:0] \$372 ;
+  reg [47:0] \$373 ;
+  reg [151:0] \$374 ;
+  reg [48:0] \$375 ;
+  reg [47:0] \$376 ;
+  reg [151:0] \$377 ;
+  reg [48:0] \$378 ;
+  reg [47:0] \$379 ;
+  wire \$38 ;
+  reg [151:0] \$380 ;
+  reg [48:0] \$381 ;
+  reg [47:0] \$382 ;
+  reg [151:0] \$383 ;
+  reg [48:0] \$384 ;
+  reg [47:0] \$385 ;
+  reg [151:0] \$386 ;
+  reg [48:0] \$387 ;
+  reg [47:0] \$388 ;
+  wire [8:0] \$389 ;
+  wire \$39 ;
+  wire [8:0] \$390 ;
+  wire [7:0] \$391 ;
+  wire [7:0] \$392 ;
+  reg [1:0] \$393 ;
+  wire [4:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire [7:0] \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire [8:0] \$48 ;
+  wire [8:0] \$49 ;
+  wire [4:0] \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire [7:0] \$58 ;
+  wire [7:0] \$59 ;
+  wire [4:0] \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
-  wire \$8 ;
+  wire [4:0] \$8 ;
   wire \$80 ;
   wire \$81 ;
   wire \$82 ;
@@ -1625,7 +1677,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$87 ;
   wire \$88 ;
   wire \$89 ;
-  wire \$9 ;
+  wire [4:0] \$9 ;
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
@@ -1644,47 +1696,12 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   reg [4:0] a_device5 = 5'h00;
   reg [4:0] a_device6 = 5'h00;
   reg [4:0] a_device7 = 5'h00;
-  reg [7:0] a_hits = 8'h00;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode0 = 2'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode1 = 2'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode2 = 2'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode3 = 2'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode4 = 2'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode5 = 2'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode6 = 2'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_mode7 = 2'h0;
+  reg [7:0] a_ge = 8'h00;
+  wire [7:0] a_hits;
+  reg [7:0] a_local = 8'h00;
+  reg [7:0] a_lt = 8'h00;
+  reg [7:0] a_on = 8'h00;
+  reg [7:0] a_remote = 8'h00;
   reg [71:0] a_store = 72'h000000000000000000;
   wire [47:0] a_store__addr ;
   wire [6:0] a_store__bytes ;
@@ -1701,8 +1718,10 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   reg [47:0] a_target5 = 48'h000000000000;
   reg [47:0] a_target6 = 48'h000000000000;
   reg [47:0] a_target7 = 48'h000000000000;
+  reg [7:0] a_tracked = 8'h00;
   reg a_valid = 1'h0;
   wire advance;
+  wire bad;
   wire [8:0] clash;
   wire [1:0] clear;
   wire clear__bad_region ;
@@ -1715,7 +1734,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   reg [1:0] errors = 2'h0;
   wire errors__bad_region ;
   wire errors__overlap ;
-  wire [7:0] hits;
+  wire \local ;
   output [72:0] mem__payload;
   reg [72:0] mem__payload = 73'h0000000000000000000;
   wire [47:0] mem__payload__addr ;
@@ -1730,11 +1749,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire mem__ready;
   output mem__valid;
   reg mem__valid = 1'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] mode;
   output [76:0] net__payload;
   reg [76:0] net__payload = 77'h00000000000000000000;
   wire [47:0] net__payload__addr ;
@@ -1766,9 +1780,11 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire p2_req__valid ;
   reg p2_valid = 1'h0;
   reg p3_bad = 1'h0;
-  reg [8:0] p3_clash = 9'h000;
   reg [47:0] p3_delta = 48'h000000000000;
   reg [48:0] p3_end = 49'h0000000000000;
+  reg [8:0] p3_hi = 9'h000;
+  reg [8:0] p3_lo = 9'h000;
+  reg [7:0] p3_ok = 8'h00;
   reg [154:0] p3_req = 155'h000000000000000000000000000000000000000;
   wire [47:0] p3_req__base ;
   wire [4:0] p3_req__device ;
@@ -1781,6 +1797,8 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire [47:0] p3_req__remote_base ;
   wire [47:0] p3_req__size ;
   wire p3_req__valid ;
+  reg [7:0] p3_rm = 8'h00;
+  reg [8:0] p3_stale = 9'h000;
   reg p3_valid = 1'h0;
   input [154:0] program__payload;
   wire [154:0] program__payload;
@@ -1901,6 +1919,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire region7__valid ;
   reg [47:0] region7_delta = 48'h000000000000;
   reg [48:0] region7_end = 49'h0000000000000;
+  wire remote;
   input rst;
   wire rst;
   input [76:0] rx__payload;
@@ -1917,7 +1936,20 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire rx__ready;
   input rx__valid;
   wire rx__valid;
-  wire [7:0] rx_hit;
+  reg [71:0] rx_a = 72'h000000000000000000;
+  wire [47:0] rx_a__addr ;
+  wire [6:0] rx_a__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rx_a__kind ;
+  wire [15:0] rx_a__tile ;
+  reg [7:0] rx_a_ge = 8'h00;
+  wire [7:0] rx_a_hits;
+  reg [7:0] rx_a_lt = 8'h00;
+  reg [7:0] rx_a_on = 8'h00;
+  reg rx_a_valid = 1'h0;
+  wire rx_advance;
   output [72:0] rx_mem__payload;
   reg [72:0] rx_mem__payload = 73'h0000000000000000000;
   wire [47:0] rx_mem__payload__addr ;
@@ -1955,372 +1987,430 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   input store__valid;
   wire store__valid;
   wire [47:0] target;
-  wire write;
-  assign \$1  = store__payload[47:0] >= region0[55:8];
-  assign \$2  = region0[0] & \$1 ;
-  assign \$3  = store__payload[47:0] < region0_end;
-  assign \$4  = \$2  & \$3 ;
-  assign \$5  = store__payload[47:0] >= region1[55:8];
-  assign \$6  = region1[0] & \$5 ;
-  assign \$7  = store__payload[47:0] < region1_end;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = store__payload[47:0] >= region2[55:8];
-  assign \$10  = region2[0] & \$9 ;
-  assign \$11  = store__payload[47:0] < region2_end;
-  assign \$12  = \$10  & \$11 ;
-  assign \$13  = store__payload[47:0] >= region3[55:8];
-  assign \$14  = region3[0] & \$13 ;
-  assign \$15  = store__payload[47:0] < region3_end;
-  assign \$16  = \$14  & \$15 ;
-  assign \$17  = store__payload[47:0] >= region4[55:8];
-  assign \$18  = region4[0] & \$17 ;
-  assign \$19  = store__payload[47:0] < region4_end;
-  assign \$20  = \$18  & \$19 ;
-  assign \$21  = store__payload[47:0] >= region5[55:8];
-  assign \$22  = region5[0] & \$21 ;
-  assign \$23  = store__payload[47:0] < region5_end;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = store__payload[47:0] >= region6[55:8];
-  assign \$26  = region6[0] & \$25 ;
-  assign \$27  = store__payload[47:0] < region6_end;
-  assign \$28  = \$26  & \$27 ;
-  assign \$29  = store__payload[47:0] >= region7[55:8];
-  assign \$30  = region7[0] & \$29 ;
-  assign \$31  = store__payload[47:0] < region7_end;
-  assign \$32  = \$30  & \$31 ;
-  assign \$33  = a_hits[0] ? a_mode0 : 2'h0;
-  assign \$34  = a_hits[1] ? a_mode1 : 2'h0;
-  assign \$35  = \$33  | \$34 ;
-  assign \$36  = a_hits[2] ? a_mode2 : 2'h0;
-  assign \$37  = \$35  | \$36 ;
-  assign \$38  = a_hits[3] ? a_mode3 : 2'h0;
-  assign \$39  = \$37  | \$38 ;
-  assign \$40  = a_hits[4] ? a_mode4 : 2'h0;
-  assign \$41  = \$39  | \$40 ;
-  assign \$42  = a_hits[5] ? a_mode5 : 2'h0;
-  assign \$43  = \$41  | \$42 ;
-  assign \$44  = a_hits[6] ? a_mode6 : 2'h0;
-  assign \$45  = \$43  | \$44 ;
-  assign \$46  = a_hits[7] ? a_mode7 : 2'h0;
-  assign mode = \$45  | \$46 ;
-  assign \$47  = a_hits[0] ? a_device0 : 5'h00;
-  assign \$48  = a_hits[1] ? a_device1 : 5'h00;
-  assign \$49  = \$47  | \$48 ;
-  assign \$50  = a_hits[2] ? a_device2 : 5'h00;
-  assign \$51  = \$49  | \$50 ;
-  assign \$52  = a_hits[3] ? a_device3 : 5'h00;
-  assign \$53  = \$51  | \$52 ;
-  assign \$54  = a_hits[4] ? a_device4 : 5'h00;
-  assign \$55  = \$53  | \$54 ;
-  assign \$56  = a_hits[5] ? a_device5 : 5'h00;
-  assign \$57  = \$55  | \$56 ;
-  assign \$58  = a_hits[6] ? a_device6 : 5'h00;
-  assign \$59  = \$57  | \$58 ;
-  assign \$60  = a_hits[7] ? a_device7 : 5'h00;
-  assign device = \$59  | \$60 ;
-  assign \$61  = a_hits[0] ? a_target0 : 48'h000000000000;
-  assign \$62  = a_hits[1] ? a_target1 : 48'h000000000000;
-  assign \$63  = \$61  | \$62 ;
-  assign \$64  = a_hits[2] ? a_target2 : 48'h000000000000;
-  assign \$65  = \$63  | \$64 ;
-  assign \$66  = a_hits[3] ? a_target3 : 48'h000000000000;
-  assign \$67  = \$65  | \$66 ;
-  assign \$68  = a_hits[4] ? a_target4 : 48'h000000000000;
-  assign \$69  = \$67  | \$68 ;
-  assign \$70  = a_hits[5] ? a_target5 : 48'h000000000000;
-  assign \$71  = \$69  | \$70 ;
-  assign \$72  = a_hits[6] ? a_target6 : 48'h000000000000;
-  assign \$73  = \$71  | \$72 ;
-  assign \$74  = a_hits[7] ? a_target7 : 48'h000000000000;
-  assign target = \$73  | \$74 ;
-  assign \$75  = mode == 1'h1;
-  assign \$76  = ~ net__valid;
-  assign \$77  = \$76  | net__ready;
-  assign \$78  = ~ mem__valid;
-  assign \$79  = \$78  | mem__ready;
-  assign \$80  = \$75  ? \$77  : \$79 ;
-  assign advance = a_valid & \$80 ;
-  assign \$81  = ~ a_valid;
-  assign store__ready = \$81  | advance;
-  assign \$82  = region0[2:1] == 2'h2;
-  assign \$83  = region0[0] & \$82 ;
-  assign \$84  = rx__payload[52:5] >= region0[55:8];
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = rx__payload[52:5] < region0_end;
-  assign \$87  = \$85  & \$86 ;
-  assign \$88  = region1[2:1] == 2'h2;
-  assign \$89  = region1[0] & \$88 ;
-  assign \$90  = rx__payload[52:5] >= region1[55:8];
-  assign \$91  = \$89  & \$90 ;
-  assign \$92  = rx__payload[52:5] < region1_end;
-  assign \$93  = \$91  & \$92 ;
-  assign \$94  = region2[2:1] == 2'h2;
-  assign \$95  = region2[0] & \$94 ;
-  assign \$96  = rx__payload[52:5] >= region2[55:8];
-  assign \$97  = \$95  & \$96 ;
-  assign \$98  = rx__payload[52:5] < region2_end;
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = region3[2:1] == 2'h2;
-  assign \$101  = region3[0] & \$100 ;
-  assign \$102  = rx__payload[52:5] >= region3[55:8];
-  assign \$103  = \$101  & \$102 ;
-  assign \$104  = rx__payload[52:5] < region3_end;
-  assign \$105  = \$103  & \$104 ;
-  assign \$106  = region4[2:1] == 2'h2;
-  assign \$107  = region4[0] & \$106 ;
-  assign \$108  = rx__payload[52:5] >= region4[55:8];
-  assign \$109  = \$107  & \$108 ;
-  assign \$110  = rx__payload[52:5] < region4_end;
-  assign \$111  = \$109  & \$110 ;
-  assign \$112  = region5[2:1] == 2'h2;
-  assign \$113  = region5[0] & \$112 ;
-  assign \$114  = rx__payload[52:5] >= region5[55:8];
-  assign \$115  = \$113  & \$114 ;
-  assign \$116  = rx__payload[52:5] < region5_end;
-  assign \$117  = \$115  & \$116 ;
-  assign \$118  = region6[2:1] == 2'h2;
-  assign \$119  = region6[0] & \$118 ;
-  assign \$120  = rx__payload[52:5] >= region6[55:8];
-  assign \$121  = \$119  & \$120 ;
-  assign \$122  = rx__payload[52:5] < region6_end;
-  assign \$123  = \$121  & \$122 ;
-  assign \$124  = region7[2:1] == 2'h2;
-  assign \$125  = region7[0] & \$124 ;
-  assign \$126  = rx__payload[52:5] >= region7[55:8];
-  assign \$127  = \$125  & \$126 ;
-  assign \$128  = rx__payload[52:5] < region7_end;
-  assign \$129  = \$127  & \$128 ;
-  assign \$130  = ~ rx_mem__valid;
-  assign rx__ready = \$130  | rx_mem__ready;
+  wire tracked;
+  wire [7:0] we;
+  assign \$1  = a_on & a_ge;
+  assign a_hits = \$1  & a_lt;
+  assign \$2  = a_hits[0] ? a_device0 : 5'h00;
+  assign \$3  = a_hits[1] ? a_device1 : 5'h00;
+  assign \$4  = \$2  | \$3 ;
+  assign \$5  = a_hits[2] ? a_device2 : 5'h00;
+  assign \$6  = \$4  | \$5 ;
+  assign \$7  = a_hits[3] ? a_device3 : 5'h00;
+  assign \$8  = \$6  | \$7 ;
+  assign \$9  = a_hits[4] ? a_device4 : 5'h00;
+  assign \$10  = \$8  | \$9 ;
+  assign \$11  = a_hits[5] ? a_device5 : 5'h00;
+  assign \$12  = \$10  | \$11 ;
+  assign \$13  = a_hits[6] ? a_device6 : 5'h00;
+  assign \$14  = \$12  | \$13 ;
+  assign \$15  = a_hits[7] ? a_device7 : 5'h00;
+  assign device = \$14  | \$15 ;
+  assign \$16  = a_hits[0] ? a_target0 : 48'h000000000000;
+  assign \$17  = a_hits[1] ? a_target1 : 48'h000000000000;
+  assign \$18  = \$16  | \$17 ;
+  assign \$19  = a_hits[2] ? a_target2 : 48'h000000000000;
+  assign \$20  = \$18  | \$19 ;
+  assign \$21  = a_hits[3] ? a_target3 : 48'h000000000000;
+  assign \$22  = \$20  | \$21 ;
+  assign \$23  = a_hits[4] ? a_target4 : 48'h000000000000;
+  assign \$24  = \$22  | \$23 ;
+  assign \$25  = a_hits[5] ? a_target5 : 48'h000000000000;
+  assign \$26  = \$24  | \$25 ;
+  assign \$27  = a_hits[6] ? a_target6 : 48'h000000000000;
+  assign \$28  = \$26  | \$27 ;
+  assign \$29  = a_hits[7] ? a_target7 : 48'h000000000000;
+  assign target = \$28  | \$29 ;
+  assign \$30  = a_local & a_ge;
+  assign \$31  = \$30  & a_lt;
+  assign \local  = | \$31 ;
+  assign \$32  = a_remote & a_ge;
+  assign \$33  = \$32  & a_lt;
+  assign remote = | \$33 ;
+  assign \$34  = a_tracked & a_ge;
+  assign \$35  = \$34  & a_lt;
+  assign tracked = | \$35 ;
+  assign \$36  = ~ net__valid;
+  assign \$37  = \$36  | net__ready;
+  assign \$38  = ~ mem__valid;
+  assign \$39  = \$38  | mem__ready;
+  assign \$40  = remote ? \$37  : \$39 ;
+  assign advance = a_valid & \$40 ;
+  assign \$41  = ~ a_valid;
+  assign store__ready = \$41  | advance;
+  assign \$42  = rx_a_on & rx_a_ge;
+  assign rx_a_hits = \$42  & rx_a_lt;
+  assign \$43  = ~ rx_mem__valid;
+  assign \$44  = \$43  | rx_mem__ready;
+  assign rx_advance = rx_a_valid & \$44 ;
+  assign \$45  = ~ rx_a_valid;
+  assign rx__ready = \$45  | rx_advance;
   assign \end  = program__payload[58:11] + program__payload[106:59];
-  assign \$131  = ~ p3_req[3];
-  assign \$132  = ~ p3_bad;
-  assign \$133  = | p3_clash;
-  assign \$134  = ~ \$133 ;
-  assign \$135  = \$132  & \$134 ;
-  assign \$136  = \$131  | \$135 ;
-  assign write = p3_valid & \$136 ;
-  assign \$137  = p3_valid & p3_req[3];
-  assign \$138  = \$137  & p3_bad;
-  assign \$139  = p3_valid & p3_req[3];
-  assign \$140  = ~ p3_bad;
-  assign \$141  = \$139  & \$140 ;
-  assign \$142  = | p3_clash;
-  assign \$143  = \$141  & \$142 ;
-  assign \$144  = | p2_req[2:0];
-  assign \$145  = \$144  & region0[0];
-  assign \$146  = ! p3_req[2:0];
-  assign \$147  = write & \$146 ;
-  assign \$148  = ~ \$147 ;
-  assign \$149  = \$145  & \$148 ;
-  assign \$150  = p2_req[58:11] < region0_end;
-  assign \$151  = \$149  & \$150 ;
-  assign \$152  = region0[55:8] < p2_end;
-  assign \$153  = \$151  & \$152 ;
-  assign \$154  = p2_req[2:0] != 1'h1;
-  assign \$155  = \$154  & region1[0];
-  assign \$156  = p3_req[2:0] == 1'h1;
-  assign \$157  = write & \$156 ;
-  assign \$158  = ~ \$157 ;
-  assign \$159  = \$155  & \$158 ;
-  assign \$160  = p2_req[58:11] < region1_end;
-  assign \$161  = \$159  & \$160 ;
-  assign \$162  = region1[55:8] < p2_end;
-  assign \$163  = \$161  & \$162 ;
-  assign \$164  = p2_req[2:0] != 2'h2;
-  assign \$165  = \$164  & region2[0];
-  assign \$166  = p3_req[2:0] == 2'h2;
-  assign \$167  = write & \$166 ;
-  assign \$168  = ~ \$167 ;
-  assign \$169  = \$165  & \$168 ;
-  assign \$170  = p2_req[58:11] < region2_end;
-  assign \$171  = \$169  & \$170 ;
-  assign \$172  = region2[55:8] < p2_end;
-  assign \$173  = \$171  & \$172 ;
-  assign \$174  = p2_req[2:0] != 2'h3;
-  assign \$175  = \$174  & region3[0];
-  assign \$176  = p3_req[2:0] == 2'h3;
-  assign \$177  = write & \$176 ;
-  assign \$178  = ~ \$177 ;
-  assign \$179  = \$175  & \$178 ;
-  assign \$180  = p2_req[58:11] < region3_end;
-  assign \$181  = \$179  & \$180 ;
-  assign \$182  = region3[55:8] < p2_end;
-  assign \$183  = \$181  & \$182 ;
-  assign \$184  = p2_req[2:0] != 3'h4;
-  assign \$185  = \$184  & region4[0];
-  assign \$186  = p3_req[2:0] == 3'h4;
-  assign \$187  = write & \$186 ;
-  assign \$188  = ~ \$187 ;
-  assign \$189  = \$185  & \$188 ;
-  assign \$190  = p2_req[58:11] < region4_end;
-  assign \$191  = \$189  & \$190 ;
-  assign \$192  = region4[55:8] < p2_end;
-  assign \$193  = \$191  & \$192 ;
-  assign \$194  = p2_req[2:0] != 3'h5;
-  assign \$195  = \$194  & region5[0];
-  assign \$196  = p3_req[2:0] == 3'h5;
-  assign \$197  = write & \$196 ;
-  assign \$198  = ~ \$197 ;
-  assign \$199  = \$195  & \$198 ;
-  assign \$200  = p2_req[58:11] < region5_end;
-  assign \$201  = \$199  & \$200 ;
-  assign \$202  = region5[55:8] < p2_end;
-  assign \$203  = \$201  & \$202 ;
-  assign \$204  = p2_req[2:0] != 3'h6;
-  assign \$205  = \$204  & region6[0];
-  assign \$206  = p3_req[2:0] == 3'h6;
-  assign \$207  = write & \$206 ;
-  assign \$208  = ~ \$207 ;
-  assign \$209  = \$205  & \$208 ;
-  assign \$210  = p2_req[58:11] < region6_end;
-  assign \$211  = \$209  & \$210 ;
-  assign \$212  = region6[55:8] < p2_end;
-  assign \$213  = \$211  & \$212 ;
-  assign \$214  = p2_req[2:0] != 3'h7;
-  assign \$215  = \$214  & region7[0];
-  assign \$216  = p3_req[2:0] == 3'h7;
-  assign \$217  = write & \$216 ;
-  assign \$218  = ~ \$217 ;
-  assign \$219  = \$215  & \$218 ;
-  assign \$220  = p2_req[58:11] < region7_end;
-  assign \$221  = \$219  & \$220 ;
-  assign \$222  = region7[55:8] < p2_end;
-  assign \$223  = \$221  & \$222 ;
-  assign \$224  = write & p3_req[3];
-  assign \$225  = p3_req[2:0] != p2_req[2:0];
-  assign \$226  = \$224  & \$225 ;
-  assign \$227  = p2_req[58:11] < p3_end;
-  assign \$228  = \$226  & \$227 ;
-  assign \$229  = p3_req[58:11] < p2_end;
-  assign \$230  = \$228  & \$229 ;
-  assign \$231  = store__valid & store__ready;
-  assign \$232  = store__payload[47:0] + region0_delta;
-  assign \$233  = store__payload[47:0] + region1_delta;
-  assign \$234  = store__payload[47:0] + region2_delta;
-  assign \$235  = store__payload[47:0] + region3_delta;
-  assign \$236  = store__payload[47:0] + region4_delta;
-  assign \$237  = store__payload[47:0] + region5_delta;
-  assign \$238  = store__payload[47:0] + region6_delta;
-  assign \$239  = store__payload[47:0] + region7_delta;
-  assign \$240  = mode == 1'h1;
-  assign \$241  = advance & \$240 ;
-  assign \$242  = mode == 1'h1;
-  assign \$243  = ~ \$242 ;
-  assign \$244  = advance & \$243 ;
-  assign \$245  = mode == 2'h2;
-  assign \$246  = | a_hits;
+  assign \$46  = | p2_end[47:0];
+  assign \$47  = p2_end[48] & \$46 ;
+  assign bad = p2_bad | \$47 ;
+  assign \$48  = p3_lo & p3_hi;
+  assign \$49  = ~ p3_stale;
+  assign clash = \$48  & \$49 ;
+  assign \$50  = | clash;
+  assign \$51  = | clash;
+  assign \$52  = | clash;
+  assign \$53  = | clash;
+  assign \$54  = | clash;
+  assign \$55  = | clash;
+  assign \$56  = | clash;
+  assign \$57  = | clash;
+  assign \$58  = ~ { \$57 , \$56 , \$55 , \$54 , \$53 , \$52 , \$51 , \$50  };
+  assign \$59  = p3_ok & \$58 ;
+  assign we = p3_rm | \$59 ;
+  assign \$60  = p3_valid & p3_req[3];
+  assign \$61  = \$60  & p3_bad;
+  assign \$62  = | p3_ok;
+  assign \$63  = | clash;
+  assign \$64  = \$62  & \$63 ;
+  assign \$65  = store__payload[47:0] >= region0[55:8];
+  assign \$66  = store__payload[47:0] < region0_end;
+  assign \$67  = store__payload[47:0] >= region1[55:8];
+  assign \$68  = store__payload[47:0] < region1_end;
+  assign \$69  = store__payload[47:0] >= region2[55:8];
+  assign \$70  = store__payload[47:0] < region2_end;
+  assign \$71  = store__payload[47:0] >= region3[55:8];
+  assign \$72  = store__payload[47:0] < region3_end;
+  assign \$73  = store__payload[47:0] >= region4[55:8];
+  assign \$74  = store__payload[47:0] < region4_end;
+  assign \$75  = store__payload[47:0] >= region5[55:8];
+  assign \$76  = store__payload[47:0] < region5_end;
+  assign \$77  = store__payload[47:0] >= region6[55:8];
+  assign \$78  = store__payload[47:0] < region6_end;
+  assign \$79  = store__payload[47:0] >= region7[55:8];
+  assign \$80  = store__payload[47:0] < region7_end;
+  assign \$81  = ! region0[2:1];
+  assign \$82  = region0[0] & \$81 ;
+  assign \$83  = ! region1[2:1];
+  assign \$84  = region1[0] & \$83 ;
+  assign \$85  = ! region2[2:1];
+  assign \$86  = region2[0] & \$85 ;
+  assign \$87  = ! region3[2:1];
+  assign \$88  = region3[0] & \$87 ;
+  assign \$89  = ! region4[2:1];
+  assign \$90  = region4[0] & \$89 ;
+  assign \$91  = ! region5[2:1];
+  assign \$92  = region5[0] & \$91 ;
+  assign \$93  = ! region6[2:1];
+  assign \$94  = region6[0] & \$93 ;
+  assign \$95  = ! region7[2:1];
+  assign \$96  = region7[0] & \$95 ;
+  assign \$97  = region0[2:1] == 1'h1;
+  assign \$98  = region0[0] & \$97 ;
+  assign \$99  = region1[2:1] == 1'h1;
+  assign \$100  = region1[0] & \$99 ;
+  assign \$101  = region2[2:1] == 1'h1;
+  assign \$102  = region2[0] & \$101 ;
+  assign \$103  = region3[2:1] == 1'h1;
+  assign \$104  = region3[0] & \$103 ;
+  assign \$105  = region4[2:1] == 1'h1;
+  assign \$106  = region4[0] & \$105 ;
+  assign \$107  = region5[2:1] == 1'h1;
+  assign \$108  = region5[0] & \$107 ;
+  assign \$109  = region6[2:1] == 1'h1;
+  assign \$110  = region6[0] & \$109 ;
+  assign \$111  = region7[2:1] == 1'h1;
+  assign \$112  = region7[0] & \$111 ;
+  assign \$113  = region0[2:1] == 2'h2;
+  assign \$114  = region0[0] & \$113 ;
+  assign \$115  = region1[2:1] == 2'h2;
+  assign \$116  = region1[0] & \$115 ;
+  assign \$117  = region2[2:1] == 2'h2;
+  assign \$118  = region2[0] & \$117 ;
+  assign \$119  = region3[2:1] == 2'h2;
+  assign \$120  = region3[0] & \$119 ;
+  assign \$121  = region4[2:1] == 2'h2;
+  assign \$122  = region4[0] & \$121 ;
+  assign \$123  = region5[2:1] == 2'h2;
+  assign \$124  = region5[0] & \$123 ;
+  assign \$125  = region6[2:1] == 2'h2;
+  assign \$126  = region6[0] & \$125 ;
+  assign \$127  = region7[2:1] == 2'h2;
+  assign \$128  = region7[0] & \$127 ;
+  assign \$129  = store__payload[47:0] + region0_delta;
+  assign \$130  = store__payload[47:0] + region1_delta;
+  assign \$131  = store__payload[47:0] + region2_delta;
+  assign \$132  = store__payload[47:0] + region3_delta;
+  assign \$133  = store__payload[47:0] + region4_delta;
+  assign \$134  = store__payload[47:0] + region5_delta;
+  assign \$135  = store__payload[47:0] + region6_delta;
+  assign \$136  = store__payload[47:0] + region7_delta;
+  assign \$137  = advance & remote;
+  assign \$138  = ~ remote;
+  assign \$139  = advance & \$138 ;
+  assign \$140  = ~ net__valid;
+  assign \$141  = \$140  | net__ready;
+  assign \$142  = ~ mem__valid;
+  assign \$143  = \$142  | mem__ready;
+  assign \$144  = a_valid & \local ;
+  assign \$145  = ~ mem__valid;
+  assign \$146  = \$145  | mem__ready;
+  assign \$147  = \$144  & \$146 ;
+  assign \$148  = stats[31:0] + 1'h1;
+  assign \$149  = a_valid & tracked;
+  assign \$150  = ~ mem__valid;
+  assign \$151  = \$150  | mem__ready;
+  assign \$152  = \$149  & \$151 ;
+  assign \$153  = stats[63:32] + 1'h1;
+  assign \$154  = a_valid & remote;
+  assign \$155  = ~ net__valid;
+  assign \$156  = \$155  | net__ready;
+  assign \$157  = \$154  & \$156 ;
+  assign \$158  = stats[95:64] + 1'h1;
+  assign \$159  = \local  | remote;
+  assign \$160  = \$159  | tracked;
+  assign \$161  = ~ \$160 ;
+  assign \$162  = a_valid & \$161 ;
+  assign \$163  = ~ mem__valid;
+  assign \$164  = \$163  | mem__ready;
+  assign \$165  = \$162  & \$164 ;
+  assign \$166  = stats[127:96] + 1'h1;
+  assign \$167  = rx__valid & rx__ready;
+  assign \$168  = rx__payload[52:5] >= region0[55:8];
+  assign \$169  = rx__payload[52:5] < region0_end;
+  assign \$170  = rx__payload[52:5] >= region1[55:8];
+  assign \$171  = rx__payload[52:5] < region1_end;
+  assign \$172  = rx__payload[52:5] >= region2[55:8];
+  assign \$173  = rx__payload[52:5] < region2_end;
+  assign \$174  = rx__payload[52:5] >= region3[55:8];
+  assign \$175  = rx__payload[52:5] < region3_end;
+  assign \$176  = rx__payload[52:5] >= region4[55:8];
+  assign \$177  = rx__payload[52:5] < region4_end;
+  assign \$178  = rx__payload[52:5] >= region5[55:8];
+  assign \$179  = rx__payload[52:5] < region5_end;
+  assign \$180  = rx__payload[52:5] >= region6[55:8];
+  assign \$181  = rx__payload[52:5] < region6_end;
+  assign \$182  = rx__payload[52:5] >= region7[55:8];
+  assign \$183  = rx__payload[52:5] < region7_end;
+  assign \$184  = region0[2:1] == 2'h2;
+  assign \$185  = region0[0] & \$184 ;
+  assign \$186  = region1[2:1] == 2'h2;
+  assign \$187  = region1[0] & \$186 ;
+  assign \$188  = region2[2:1] == 2'h2;
+  assign \$189  = region2[0] & \$188 ;
+  assign \$190  = region3[2:1] == 2'h2;
+  assign \$191  = region3[0] & \$190 ;
+  assign \$192  = region4[2:1] == 2'h2;
+  assign \$193  = region4[0] & \$192 ;
+  assign \$194  = region5[2:1] == 2'h2;
+  assign \$195  = region5[0] & \$194 ;
+  assign \$196  = region6[2:1] == 2'h2;
+  assign \$197  = region6[0] & \$196 ;
+  assign \$198  = region7[2:1] == 2'h2;
+  assign \$199  = region7[0] & \$198 ;
+  assign \$200  = | rx_a_hits;
+  assign \$201  = program__payload[154:107] - program__payload[58:11];
+  assign \$202  = ! program__payload[106:59];
+  assign \$203  = program__payload[5:4] > 2'h2;
+  assign \$204  = \$202  | \$203 ;
+  assign \$205  = | p2_req[2:0];
+  assign \$206  = \$205  & region0[0];
+  assign \$207  = ~ \$206 ;
+  assign \$208  = { \$207 , 1'h0, p2_req[58:11] } < region0_end;
+  assign \$209  = region0[55:8] < p2_end;
+  assign \$210  = p2_req[2:0] != 1'h1;
+  assign \$211  = \$210  & region1[0];
+  assign \$212  = ~ \$211 ;
+  assign \$213  = { \$212 , 1'h0, p2_req[58:11] } < region1_end;
+  assign \$214  = region1[55:8] < p2_end;
+  assign \$215  = p2_req[2:0] != 2'h2;
+  assign \$216  = \$215  & region2[0];
+  assign \$217  = ~ \$216 ;
+  assign \$218  = { \$217 , 1'h0, p2_req[58:11] } < region2_end;
+  assign \$219  = region2[55:8] < p2_end;
+  assign \$220  = p2_req[2:0] != 2'h3;
+  assign \$221  = \$220  & region3[0];
+  assign \$222  = ~ \$221 ;
+  assign \$223  = { \$222 , 1'h0, p2_req[58:11] } < region3_end;
+  assign \$224  = region3[55:8] < p2_end;
+  assign \$225  = p2_req[2:0] != 3'h4;
+  assign \$226  = \$225  & region4[0];
+  assign \$227  = ~ \$226 ;
+  assign \$228  = { \$227 , 1'h0, p2_req[58:11] } < region4_end;
+  assign \$229  = region4[55:8] < p2_end;
+  assign \$230  = p2_req[2:0] != 3'h5;
+  assign \$231  = \$230  & region5[0];
+  assign \$232  = ~ \$231 ;
+  assign \$233  = { \$232 , 1'h0, p2_req[58:11] } < region5_end;
+  assign \$234  = region5[55:8] < p2_end;
+  assign \$235  = p2_req[2:0] != 3'h6;
+  assign \$236  = \$235  & region6[0];
+  assign \$237  = ~ \$236 ;
+  assign \$238  = { \$237 , 1'h0, p2_req[58:11] } < region6_end;
+  assign \$239  = region6[55:8] < p2_end;
+  assign \$240  = p2_req[2:0] != 3'h7;
+  assign \$241  = \$240  & region7[0];
+  assign \$242  = ~ \$241 ;
+  assign \$243  = { \$242 , 1'h0, p2_req[58:11] } < region7_end;
+  assign \$244  = region7[55:8] < p2_end;
+  assign \$245  = p3_req[2:0] != p2_req[2:0];
+  assign \$246  = p3_req[3] & \$245 ;
   assign \$247  = ~ \$246 ;
-  assign \$248  = ! mode;
-  assign \$249  = mode == 2'h2;
-  assign \$250  = stats[127:96] + 1'h1;
-  assign \$251  = stats[31:0] + 1'h1;
-  assign \$252  = stats[63:32] + 1'h1;
-  assign \$253  = stats[95:64] + 1'h1;
-  assign \$254  = rx__valid & rx__ready;
-  assign \$255  = | rx_hit;
-  assign \$256  = program__payload[154:107] - program__payload[58:11];
-  assign \$257  = ! program__payload[106:59];
-  assign \$258  = \end  > 49'h1000000000000;
-  assign \$259  = \$257  | \$258 ;
-  assign \$260  = program__payload[5:4] > 2'h2;
-  assign \$261  = \$259  | \$260 ;
-  assign \$262  = ! p3_req[2:0];
-  assign \$263  = write & \$262 ;
-  assign \$264  = p3_req[2:0] == 1'h1;
-  assign \$265  = write & \$264 ;
-  assign \$266  = p3_req[2:0] == 2'h2;
-  assign \$267  = write & \$266 ;
-  assign \$268  = p3_req[2:0] == 2'h3;
-  assign \$269  = write & \$268 ;
-  assign \$270  = p3_req[2:0] == 3'h4;
-  assign \$271  = write & \$270 ;
-  assign \$272  = p3_req[2:0] == 3'h5;
-  assign \$273  = write & \$272 ;
-  assign \$274  = p3_req[2:0] == 3'h6;
-  assign \$275  = write & \$274 ;
-  assign \$276  = p3_req[2:0] == 3'h7;
-  assign \$277  = write & \$276 ;
+  assign \$248  = { \$247 , 1'h0, p2_req[58:11] } < p3_end;
+  assign \$249  = p3_req[58:11] < p2_end;
+  assign \$250  = | we;
+  assign \$251  = ~ \$250 ;
+  assign \$252  = ! p2_req[2:0];
+  assign \$253  = p2_valid & \$252 ;
+  assign \$254  = \$253  & p2_req[3];
+  assign \$255  = ~ bad;
+  assign \$256  = \$254  & \$255 ;
+  assign \$257  = ! p2_req[2:0];
+  assign \$258  = p2_valid & \$257 ;
+  assign \$259  = ~ p2_req[3];
+  assign \$260  = \$258  & \$259 ;
+  assign \$261  = p2_req[2:0] == 1'h1;
+  assign \$262  = p2_valid & \$261 ;
+  assign \$263  = \$262  & p2_req[3];
+  assign \$264  = ~ bad;
+  assign \$265  = \$263  & \$264 ;
+  assign \$266  = p2_req[2:0] == 1'h1;
+  assign \$267  = p2_valid & \$266 ;
+  assign \$268  = ~ p2_req[3];
+  assign \$269  = \$267  & \$268 ;
+  assign \$270  = p2_req[2:0] == 2'h2;
+  assign \$271  = p2_valid & \$270 ;
+  assign \$272  = \$271  & p2_req[3];
+  assign \$273  = ~ bad;
+  assign \$274  = \$272  & \$273 ;
+  assign \$275  = p2_req[2:0] == 2'h2;
+  assign \$276  = p2_valid & \$275 ;
+  assign \$277  = ~ p2_req[3];
+  assign \$278  = \$276  & \$277 ;
+  assign \$279  = p2_req[2:0] == 2'h3;
+  assign \$280  = p2_valid & \$279 ;
+  assign \$281  = \$280  & p2_req[3];
+  assign \$282  = ~ bad;
+  assign \$283  = \$281  & \$282 ;
+  assign \$284  = p2_req[2:0] == 2'h3;
+  assign \$285  = p2_valid & \$284 ;
+  assign \$286  = ~ p2_req[3];
+  assign \$287  = \$285  & \$286 ;
+  assign \$288  = p2_req[2:0] == 3'h4;
+  assign \$289  = p2_valid & \$288 ;
+  assign \$290  = \$289  & p2_req[3];
+  assign \$291  = ~ bad;
+  assign \$292  = \$290  & \$291 ;
+  assign \$293  = p2_req[2:0] == 3'h4;
+  assign \$294  = p2_valid & \$293 ;
+  assign \$295  = ~ p2_req[3];
+  assign \$296  = \$294  & \$295 ;
+  assign \$297  = p2_req[2:0] == 3'h5;
+  assign \$298  = p2_valid & \$297 ;
+  assign \$299  = \$298  & p2_req[3];
+  assign \$300  = ~ bad;
+  assign \$301  = \$299  & \$300 ;
+  assign \$302  = p2_req[2:0] == 3'h5;
+  assign \$303  = p2_valid & \$302 ;
+  assign \$304  = ~ p2_req[3];
+  assign \$305  = \$303  & \$304 ;
+  assign \$306  = p2_req[2:0] == 3'h6;
+  assign \$307  = p2_valid & \$306 ;
+  assign \$308  = \$307  & p2_req[3];
+  assign \$309  = ~ bad;
+  assign \$310  = \$308  & \$309 ;
+  assign \$311  = p2_req[2:0] == 3'h6;
+  assign \$312  = p2_valid & \$311 ;
+  assign \$313  = ~ p2_req[3];
+  assign \$314  = \$312  & \$313 ;
+  assign \$315  = p2_req[2:0] == 3'h7;
+  assign \$316  = p2_valid & \$315 ;
+  assign \$317  = \$316  & p2_req[3];
+  assign \$318  = ~ bad;
+  assign \$319  = \$317  & \$318 ;
+  assign \$320  = p2_req[2:0] == 3'h7;
+  assign \$321  = p2_valid & \$320 ;
+  assign \$322  = ~ p2_req[3];
+  assign \$323  = \$321  & \$322 ;
   always @(posedge clk)
-    a_valid <= \$281 ;
+    a_valid <= \$327 ;
   always @(posedge clk)
-    a_store <= \$282 ;
+    a_store <= \$328 ;
   always @(posedge clk)
-    a_hits <= \$283 ;
+    a_ge <= \$329 ;
   always @(posedge clk)
-    a_target0 <= \$284 ;
+    a_lt <= \$330 ;
   always @(posedge clk)
-    a_mode0 <= \$285 ;
+    a_on <= \$331 ;
   always @(posedge clk)
-    a_device0 <= \$286 ;
+    a_local <= \$332 ;
   always @(posedge clk)
-    a_target1 <= \$287 ;
+    a_remote <= \$333 ;
   always @(posedge clk)
-    a_mode1 <= \$288 ;
+    a_tracked <= \$334 ;
   always @(posedge clk)
-    a_device1 <= \$289 ;
+    a_target0 <= \$335 ;
   always @(posedge clk)
-    a_target2 <= \$290 ;
+    a_device0 <= \$336 ;
   always @(posedge clk)
-    a_mode2 <= \$291 ;
+    a_target1 <= \$337 ;
   always @(posedge clk)
-    a_device2 <= \$292 ;
+    a_device1 <= \$338 ;
   always @(posedge clk)
-    a_target3 <= \$293 ;
+    a_target2 <= \$339 ;
   always @(posedge clk)
-    a_mode3 <= \$294 ;
+    a_device2 <= \$340 ;
   always @(posedge clk)
-    a_device3 <= \$295 ;
+    a_target3 <= \$341 ;
   always @(posedge clk)
-    a_target4 <= \$296 ;
+    a_device3 <= \$342 ;
   always @(posedge clk)
-    a_mode4 <= \$297 ;
+    a_target4 <= \$343 ;
   always @(posedge clk)
-    a_device4 <= \$298 ;
+    a_device4 <= \$344 ;
   always @(posedge clk)
-    a_target5 <= \$299 ;
+    a_target5 <= \$345 ;
   always @(posedge clk)
-    a_mode5 <= \$300 ;
+    a_device5 <= \$346 ;
   always @(posedge clk)
-    a_device5 <= \$301 ;
+    a_target6 <= \$347 ;
   always @(posedge clk)
-    a_target6 <= \$302 ;
+    a_device6 <= \$348 ;
   always @(posedge clk)
-    a_mode6 <= \$303 ;
+    a_target7 <= \$349 ;
   always @(posedge clk)
-    a_device6 <= \$304 ;
+    a_device7 <= \$350 ;
   always @(posedge clk)
-    a_target7 <= \$305 ;
+    net__valid <= \$351 ;
   always @(posedge clk)
-    a_mode7 <= \$306 ;
+    mem__valid <= \$352 ;
   always @(posedge clk)
-    a_device7 <= \$307 ;
+    net__payload <= \$353 ;
   always @(posedge clk)
-    net__valid <= \$308 ;
+    mem__payload <= \$354 ;
   always @(posedge clk)
-    mem__valid <= \$309 ;
+    stats <= \$355 ;
   always @(posedge clk)
-    net__payload <= \$310 ;
+    rx_a_valid <= \$356 ;
   always @(posedge clk)
-    mem__payload <= \$311 ;
+    rx_a <= \$357 ;
   always @(posedge clk)
-    stats <= \$312 ;
+    rx_a_ge <= \$358 ;
   always @(posedge clk)
-    rx_mem__valid <= \$313 ;
+    rx_a_lt <= \$359 ;
   always @(posedge clk)
-    rx_mem__payload <= \$314 ;
+    rx_a_on <= \$360 ;
   always @(posedge clk)
-    p2_valid <= \$315 ;
+    rx_mem__valid <= \$361 ;
+  always @(posedge clk)
+    rx_mem__payload <= \$362 ;
+  always @(posedge clk)
+    p2_valid <= \$363 ;
   always @(posedge clk)
     p2_req <= program__payload;
   always @(posedge clk)
     p2_end <= \end ;
   always @(posedge clk)
-    p2_delta <= \$256 [47:0];
+    p2_delta <= \$201 [47:0];
   always @(posedge clk)
-    p2_bad <= \$261 ;
+    p2_bad <= \$204 ;
   always @(posedge clk)
-    p3_valid <= \$316 ;
+    p3_valid <= \$364 ;
   always @(posedge clk)
     p3_req <= p2_req;
   always @(posedge clk)
@@ -2328,617 +2418,693 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     p3_delta <= p2_delta;
   always @(posedge clk)
-    p3_bad <= p2_bad;
+    p3_bad <= bad;
   always @(posedge clk)
-    region0 <= \$317 ;
+    region0 <= \$365 ;
   always @(posedge clk)
-    region0_end <= \$318 ;
+    region0_end <= \$366 ;
   always @(posedge clk)
-    region0_delta <= \$319 ;
+    region0_delta <= \$367 ;
   always @(posedge clk)
-    region1 <= \$320 ;
+    region1 <= \$368 ;
   always @(posedge clk)
-    region1_end <= \$321 ;
+    region1_end <= \$369 ;
   always @(posedge clk)
-    region1_delta <= \$322 ;
+    region1_delta <= \$370 ;
   always @(posedge clk)
-    region2 <= \$323 ;
+    region2 <= \$371 ;
   always @(posedge clk)
-    region2_end <= \$324 ;
+    region2_end <= \$372 ;
   always @(posedge clk)
-    region2_delta <= \$325 ;
+    region2_delta <= \$373 ;
   always @(posedge clk)
-    region3 <= \$326 ;
+    region3 <= \$374 ;
   always @(posedge clk)
-    region3_end <= \$327 ;
+    region3_end <= \$375 ;
   always @(posedge clk)
-    region3_delta <= \$328 ;
+    region3_delta <= \$376 ;
   always @(posedge clk)
-    region4 <= \$329 ;
+    region4 <= \$377 ;
   always @(posedge clk)
-    region4_end <= \$330 ;
+    region4_end <= \$378 ;
   always @(posedge clk)
-    region4_delta <= \$331 ;
+    region4_delta <= \$379 ;
   always @(posedge clk)
-    region5 <= \$332 ;
+    region5 <= \$380 ;
   always @(posedge clk)
-    region5_end <= \$333 ;
+    region5_end <= \$381 ;
   always @(posedge clk)
-    region5_delta <= \$334 ;
+    region5_delta <= \$382 ;
   always @(posedge clk)
-    region6 <= \$335 ;
+    region6 <= \$383 ;
   always @(posedge clk)
-    region6_end <= \$336 ;
+    region6_end <= \$384 ;
   always @(posedge clk)
-    region6_delta <= \$337 ;
+    region6_delta <= \$385 ;
   always @(posedge clk)
-    region7 <= \$338 ;
+    region7 <= \$386 ;
   always @(posedge clk)
-    region7_end <= \$339 ;
+    region7_end <= \$387 ;
   always @(posedge clk)
-    region7_delta <= \$340 ;
+    region7_delta <= \$388 ;
   always @(posedge clk)
-    p3_clash <= clash;
+    p3_lo <= \$389 ;
   always @(posedge clk)
-    errors <= \$341 ;
+    p3_hi <= \$390 ;
+  always @(posedge clk)
+    p3_stale <= { \$251 , we };
+  always @(posedge clk)
+    p3_ok <= \$391 ;
+  always @(posedge clk)
+    p3_rm <= \$392 ;
+  always @(posedge clk)
+    errors <= \$393 ;
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$281  = a_valid;
-    if (\$231 ) begin
-      \$281  = 1'h1;
-    end else if (advance) begin
-      \$281  = 1'h0;
+    \$327  = a_valid;
+    if (store__ready) begin
+      \$327  = store__valid;
     end
     if (rst) begin
-      \$281  = 1'h0;
+      \$327  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$282  = a_store;
-    if (\$231 ) begin
-      \$282  = store__payload;
+    \$328  = a_store;
+    if (store__ready) begin
+      \$328  = store__payload;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$283  = a_hits;
-    if (\$231 ) begin
-      \$283  = hits;
+    \$329  = a_ge;
+    if (store__ready) begin
+      \$329 [0] = \$65 ;
+      \$329 [1] = \$67 ;
+      \$329 [2] = \$69 ;
+      \$329 [3] = \$71 ;
+      \$329 [4] = \$73 ;
+      \$329 [5] = \$75 ;
+      \$329 [6] = \$77 ;
+      \$329 [7] = \$79 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$284  = a_target0;
-    if (\$231 ) begin
-      \$284  = \$232 [47:0];
+    \$330  = a_lt;
+    if (store__ready) begin
+      \$330 [0] = \$66 ;
+      \$330 [1] = \$68 ;
+      \$330 [2] = \$70 ;
+      \$330 [3] = \$72 ;
+      \$330 [4] = \$74 ;
+      \$330 [5] = \$76 ;
+      \$330 [6] = \$78 ;
+      \$330 [7] = \$80 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$285  = a_mode0;
-    if (\$231 ) begin
-      \$285  = region0[2:1];
+    \$331  = a_on;
+    if (store__ready) begin
+      \$331  = { region7[0], region6[0], region5[0], region4[0], region3[0], region2[0], region1[0], region0[0] };
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$286  = a_device0;
-    if (\$231 ) begin
-      \$286  = region0[7:3];
+    \$332  = a_local;
+    if (store__ready) begin
+      \$332  = { \$96 , \$94 , \$92 , \$90 , \$88 , \$86 , \$84 , \$82  };
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$287  = a_target1;
-    if (\$231 ) begin
-      \$287  = \$233 [47:0];
+    \$333  = a_remote;
+    if (store__ready) begin
+      \$333  = { \$112 , \$110 , \$108 , \$106 , \$104 , \$102 , \$100 , \$98  };
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$288  = a_mode1;
-    if (\$231 ) begin
-      \$288  = region1[2:1];
+    \$334  = a_tracked;
+    if (store__ready) begin
+      \$334  = { \$128 , \$126 , \$124 , \$122 , \$120 , \$118 , \$116 , \$114  };
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$289  = a_device1;
-    if (\$231 ) begin
-      \$289  = region1[7:3];
+    \$335  = a_target0;
+    if (store__ready) begin
+      \$335  = \$129 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$290  = a_target2;
-    if (\$231 ) begin
-      \$290  = \$234 [47:0];
+    \$336  = a_device0;
+    if (store__ready) begin
+      \$336  = region0[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$291  = a_mode2;
-    if (\$231 ) begin
-      \$291  = region2[2:1];
+    \$337  = a_target1;
+    if (store__ready) begin
+      \$337  = \$130 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$292  = a_device2;
-    if (\$231 ) begin
-      \$292  = region2[7:3];
+    \$338  = a_device1;
+    if (store__ready) begin
+      \$338  = region1[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$293  = a_target3;
-    if (\$231 ) begin
-      \$293  = \$235 [47:0];
+    \$339  = a_target2;
+    if (store__ready) begin
+      \$339  = \$131 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$294  = a_mode3;
-    if (\$231 ) begin
-      \$294  = region3[2:1];
+    \$340  = a_device2;
+    if (store__ready) begin
+      \$340  = region2[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$295  = a_device3;
-    if (\$231 ) begin
-      \$295  = region3[7:3];
+    \$341  = a_target3;
+    if (store__ready) begin
+      \$341  = \$132 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$296  = a_target4;
-    if (\$231 ) begin
-      \$296  = \$236 [47:0];
+    \$342  = a_device3;
+    if (store__ready) begin
+      \$342  = region3[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$297  = a_mode4;
-    if (\$231 ) begin
-      \$297  = region4[2:1];
+    \$343  = a_target4;
+    if (store__ready) begin
+      \$343  = \$133 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$298  = a_device4;
-    if (\$231 ) begin
-      \$298  = region4[7:3];
+    \$344  = a_device4;
+    if (store__ready) begin
+      \$344  = region4[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$299  = a_target5;
-    if (\$231 ) begin
-      \$299  = \$237 [47:0];
+    \$345  = a_target5;
+    if (store__ready) begin
+      \$345  = \$134 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$300  = a_mode5;
-    if (\$231 ) begin
-      \$300  = region5[2:1];
+    \$346  = a_device5;
+    if (store__ready) begin
+      \$346  = region5[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$301  = a_device5;
-    if (\$231 ) begin
-      \$301  = region5[7:3];
+    \$347  = a_target6;
+    if (store__ready) begin
+      \$347  = \$135 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$302  = a_target6;
-    if (\$231 ) begin
-      \$302  = \$238 [47:0];
+    \$348  = a_device6;
+    if (store__ready) begin
+      \$348  = region6[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$303  = a_mode6;
-    if (\$231 ) begin
-      \$303  = region6[2:1];
+    \$349  = a_target7;
+    if (store__ready) begin
+      \$349  = \$136 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$304  = a_device6;
-    if (\$231 ) begin
-      \$304  = region6[7:3];
+    \$350  = a_device7;
+    if (store__ready) begin
+      \$350  = region7[7:3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$305  = a_target7;
-    if (\$231 ) begin
-      \$305  = \$239 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$306  = a_mode7;
-    if (\$231 ) begin
-      \$306  = region7[2:1];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$307  = a_device7;
-    if (\$231 ) begin
-      \$307  = region7[7:3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$308  = net__valid;
+    \$351  = net__valid;
     if (net__ready) begin
-      \$308  = 1'h0;
+      \$351  = 1'h0;
     end
-    if (\$241 ) begin
-      \$308  = 1'h1;
+    if (\$137 ) begin
+      \$351  = 1'h1;
     end
     if (rst) begin
-      \$308  = 1'h0;
+      \$351  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$309  = mem__valid;
+    \$352  = mem__valid;
     if (mem__ready) begin
-      \$309  = 1'h0;
+      \$352  = 1'h0;
     end
-    if (\$244 ) begin
-      \$309  = 1'h1;
+    if (\$139 ) begin
+      \$352  = 1'h1;
     end
     if (rst) begin
-      \$309  = 1'h0;
+      \$352  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$310  = net__payload;
-    if (\$241 ) begin
-      \$310 [4:0] = device;
-      \$310 [52:5] = target;
-      \$310 [53] = 1'h1;
-      \$310 [69:54] = a_store[63:48];
-      \$310 [76:70] = a_store[70:64];
+    \$353  = net__payload;
+    if (\$141 ) begin
+      \$353 [4:0] = device;
+      \$353 [52:5] = target;
+      \$353 [53] = 1'h1;
+      \$353 [69:54] = a_store[63:48];
+      \$353 [76:70] = a_store[70:64];
     end
     if (rst) begin
-      \$310  = 77'h00000000000000000000;
+      \$353  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$311  = mem__payload;
-    if (\$244 ) begin
-      \$311 [47:0] = a_store[47:0];
-      \$311 [63:48] = a_store[63:48];
-      \$311 [70:64] = a_store[70:64];
-      \$311 [71] = a_store[71];
-      \$311 [72] = \$245 ;
+    \$354  = mem__payload;
+    if (\$143 ) begin
+      \$354 [47:0] = a_store[47:0];
+      \$354 [63:48] = a_store[63:48];
+      \$354 [70:64] = a_store[70:64];
+      \$354 [71] = a_store[71];
+      \$354 [72] = tracked;
     end
     if (rst) begin
-      \$311  = 73'h0000000000000000000;
+      \$354  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$312  = stats;
-    if (advance) begin
-      (* full_case = 32'd1 *)
-      if (\$247 ) begin
-        \$312 [127:96] = \$250 [31:0];
-      end else if (\$248 ) begin
-        \$312 [31:0] = \$251 [31:0];
-      end else if (\$249 ) begin
-        \$312 [63:32] = \$252 [31:0];
-      end else begin
-        \$312 [95:64] = \$253 [31:0];
-      end
+    \$355  = stats;
+    if (\$147 ) begin
+      \$355 [31:0] = \$148 [31:0];
+    end
+    if (\$152 ) begin
+      \$355 [63:32] = \$153 [31:0];
+    end
+    if (\$157 ) begin
+      \$355 [95:64] = \$158 [31:0];
+    end
+    if (\$165 ) begin
+      \$355 [127:96] = \$166 [31:0];
     end
     if (rst) begin
-      \$312  = 128'h00000000000000000000000000000000;
+      \$355  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$313  = rx_mem__valid;
+    \$356  = rx_a_valid;
+    if (\$167 ) begin
+      \$356  = 1'h1;
+    end else if (rx_advance) begin
+      \$356  = 1'h0;
+    end
+    if (rst) begin
+      \$356  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$357  = rx_a;
+    if (\$167 ) begin
+      \$357 [47:0] = rx__payload[52:5];
+      \$357 [63:48] = rx__payload[69:54];
+      \$357 [70:64] = rx__payload[76:70];
+      \$357 [71] = rx__payload[53];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$358  = rx_a_ge;
+    if (\$167 ) begin
+      \$358 [0] = \$168 ;
+      \$358 [1] = \$170 ;
+      \$358 [2] = \$172 ;
+      \$358 [3] = \$174 ;
+      \$358 [4] = \$176 ;
+      \$358 [5] = \$178 ;
+      \$358 [6] = \$180 ;
+      \$358 [7] = \$182 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$359  = rx_a_lt;
+    if (\$167 ) begin
+      \$359 [0] = \$169 ;
+      \$359 [1] = \$171 ;
+      \$359 [2] = \$173 ;
+      \$359 [3] = \$175 ;
+      \$359 [4] = \$177 ;
+      \$359 [5] = \$179 ;
+      \$359 [6] = \$181 ;
+      \$359 [7] = \$183 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$360  = rx_a_on;
+    if (\$167 ) begin
+      \$360  = { \$199 , \$197 , \$195 , \$193 , \$191 , \$189 , \$187 , \$185  };
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$361  = rx_mem__valid;
     if (rx_mem__ready) begin
-      \$313  = 1'h0;
+      \$361  = 1'h0;
     end
-    if (\$254 ) begin
-      \$313  = 1'h1;
-    end
-    if (rst) begin
-      \$313  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$314  = rx_mem__payload;
-    if (\$254 ) begin
-      \$314 [47:0] = rx__payload[52:5];
-      \$314 [63:48] = rx__payload[69:54];
-      \$314 [70:64] = rx__payload[76:70];
-      \$314 [71] = rx__payload[53];
-      \$314 [72] = \$255 ;
+    if (rx_advance) begin
+      \$361  = 1'h1;
     end
     if (rst) begin
-      \$314  = 73'h0000000000000000000;
+      \$361  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$315  = program__valid;
-    if (rst) begin
-      \$315  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$316  = p2_valid;
-    if (rst) begin
-      \$316  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$317  = region0;
-    if (\$263 ) begin
-      \$317 [0] = p3_req[3];
-      \$317 [2:1] = p3_req[5:4];
-      \$317 [7:3] = p3_req[10:6];
-      \$317 [55:8] = p3_req[58:11];
-      \$317 [103:56] = p3_req[106:59];
-      \$317 [151:104] = p3_req[154:107];
+    \$362  = rx_mem__payload;
+    if (rx_advance) begin
+      \$362 [47:0] = rx_a[47:0];
+      \$362 [63:48] = rx_a[63:48];
+      \$362 [70:64] = rx_a[70:64];
+      \$362 [71] = rx_a[71];
+      \$362 [72] = \$200 ;
     end
     if (rst) begin
-      \$317  = 152'h00000000000000000000000000000000000000;
+      \$362  = 73'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$318  = region0_end;
-    if (\$263 ) begin
-      \$318  = p3_end;
+    \$363  = program__valid;
+    if (rst) begin
+      \$363  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$319  = region0_delta;
-    if (\$263 ) begin
-      \$319  = p3_delta;
+    \$364  = p2_valid;
+    if (rst) begin
+      \$364  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$320  = region1;
-    if (\$265 ) begin
-      \$320 [0] = p3_req[3];
-      \$320 [2:1] = p3_req[5:4];
-      \$320 [7:3] = p3_req[10:6];
-      \$320 [55:8] = p3_req[58:11];
-      \$320 [103:56] = p3_req[106:59];
-      \$320 [151:104] = p3_req[154:107];
+    \$365  = region0;
+    if (we[0]) begin
+      \$365 [0] = p3_req[3];
+      \$365 [2:1] = p3_req[5:4];
+      \$365 [7:3] = p3_req[10:6];
+      \$365 [55:8] = p3_req[58:11];
+      \$365 [103:56] = p3_req[106:59];
+      \$365 [151:104] = p3_req[154:107];
     end
     if (rst) begin
-      \$320  = 152'h00000000000000000000000000000000000000;
+      \$365  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$321  = region1_end;
-    if (\$265 ) begin
-      \$321  = p3_end;
+    \$366  = region0_end;
+    if (we[0]) begin
+      \$366  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$322  = region1_delta;
-    if (\$265 ) begin
-      \$322  = p3_delta;
+    \$367  = region0_delta;
+    if (we[0]) begin
+      \$367  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$323  = region2;
-    if (\$267 ) begin
-      \$323 [0] = p3_req[3];
-      \$323 [2:1] = p3_req[5:4];
-      \$323 [7:3] = p3_req[10:6];
-      \$323 [55:8] = p3_req[58:11];
-      \$323 [103:56] = p3_req[106:59];
-      \$323 [151:104] = p3_req[154:107];
+    \$368  = region1;
+    if (we[1]) begin
+      \$368 [0] = p3_req[3];
+      \$368 [2:1] = p3_req[5:4];
+      \$368 [7:3] = p3_req[10:6];
+      \$368 [55:8] = p3_req[58:11];
+      \$368 [103:56] = p3_req[106:59];
+      \$368 [151:104] = p3_req[154:107];
     end
     if (rst) begin
-      \$323  = 152'h00000000000000000000000000000000000000;
+      \$368  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$324  = region2_end;
-    if (\$267 ) begin
-      \$324  = p3_end;
+    \$369  = region1_end;
+    if (we[1]) begin
+      \$369  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$325  = region2_delta;
-    if (\$267 ) begin
-      \$325  = p3_delta;
+    \$370  = region1_delta;
+    if (we[1]) begin
+      \$370  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$326  = region3;
-    if (\$269 ) begin
-      \$326 [0] = p3_req[3];
-      \$326 [2:1] = p3_req[5:4];
-      \$326 [7:3] = p3_req[10:6];
-      \$326 [55:8] = p3_req[58:11];
-      \$326 [103:56] = p3_req[106:59];
-      \$326 [151:104] = p3_req[154:107];
+    \$371  = region2;
+    if (we[2]) begin
+      \$371 [0] = p3_req[3];
+      \$371 [2:1] = p3_req[5:4];
+      \$371 [7:3] = p3_req[10:6];
+      \$371 [55:8] = p3_req[58:11];
+      \$371 [103:56] = p3_req[106:59];
+      \$371 [151:104] = p3_req[154:107];
     end
     if (rst) begin
-      \$326  = 152'h00000000000000000000000000000000000000;
+      \$371  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$327  = region3_end;
-    if (\$269 ) begin
-      \$327  = p3_end;
+    \$372  = region2_end;
+    if (we[2]) begin
+      \$372  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$328  = region3_delta;
-    if (\$269 ) begin
-      \$328  = p3_delta;
+    \$373  = region2_delta;
+    if (we[2]) begin
+      \$373  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$329  = region4;
-    if (\$271 ) begin
-      \$329 [0] = p3_req[3];
-      \$329 [2:1] = p3_req[5:4];
-      \$329 [7:3] = p3_req[10:6];
-      \$329 [55:8] = p3_req[58:11];
-      \$329 [103:56] = p3_req[106:59];
-      \$329 [151:104] = p3_req[154:107];
+    \$374  = region3;
+    if (we[3]) begin
+      \$374 [0] = p3_req[3];
+      \$374 [2:1] = p3_req[5:4];
+      \$374 [7:3] = p3_req[10:6];
+      \$374 [55:8] = p3_req[58:11];
+      \$374 [103:56] = p3_req[106:59];
+      \$374 [151:104] = p3_req[154:107];
     end
     if (rst) begin
-      \$329  = 152'h00000000000000000000000000000000000000;
+      \$374  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$330  = region4_end;
-    if (\$271 ) begin
-      \$330  = p3_end;
+    \$375  = region3_end;
+    if (we[3]) begin
+      \$375  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$331  = region4_delta;
-    if (\$271 ) begin
-      \$331  = p3_delta;
+    \$376  = region3_delta;
+    if (we[3]) begin
+      \$376  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$332  = region5;
-    if (\$273 ) begin
-      \$332 [0] = p3_req[3];
-      \$332 [2:1] = p3_req[5:4];
-      \$332 [7:3] = p3_req[10:6];
-      \$332 [55:8] = p3_req[58:11];
-      \$332 [103:56] = p3_req[106:59];
-      \$332 [151:104] = p3_req[154:107];
+    \$377  = region4;
+    if (we[4]) begin
+      \$377 [0] = p3_req[3];
+      \$377 [2:1] = p3_req[5:4];
+      \$377 [7:3] = p3_req[10:6];
+      \$377 [55:8] = p3_req[58:11];
+      \$377 [103:56] = p3_req[106:59];
+      \$377 [151:104] = p3_req[154:107];
     end
     if (rst) begin
-      \$332  = 152'h00000000000000000000000000000000000000;
+      \$377  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$333  = region5_end;
-    if (\$273 ) begin
-      \$333  = p3_end;
+    \$378  = region4_end;
+    if (we[4]) begin
+      \$378  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$334  = region5_delta;
-    if (\$273 ) begin
-      \$334  = p3_delta;
+    \$379  = region4_delta;
+    if (we[4]) begin
+      \$379  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$335  = region6;
-    if (\$275 ) begin
-      \$335 [0] = p3_req[3];
-      \$335 [2:1] = p3_req[5:4];
-      \$335 [7:3] = p3_req[10:6];
-      \$335 [55:8] = p3_req[58:11];
-      \$335 [103:56] = p3_req[106:59];
-      \$335 [151:104] = p3_req[154:107];
+    \$380  = region5;
+    if (we[5]) begin
+      \$380 [0] = p3_req[3];
+      \$380 [2:1] = p3_req[5:4];
+      \$380 [7:3] = p3_req[10:6];
+      \$380 [55:8] = p3_req[58:11];
+      \$380 [103:56] = p3_req[106:59];
+      \$380 [151:104] = p3_req[154:107];
     end
     if (rst) begin
-      \$335  = 152'h00000000000000000000000000000000000000;
+      \$380  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$336  = region6_end;
-    if (\$275 ) begin
-      \$336  = p3_end;
+    \$381  = region5_end;
+    if (we[5]) begin
+      \$381  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$337  = region6_delta;
-    if (\$275 ) begin
-      \$337  = p3_delta;
+    \$382  = region5_delta;
+    if (we[5]) begin
+      \$382  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$338  = region7;
-    if (\$277 ) begin
-      \$338 [0] = p3_req[3];
-      \$338 [2:1] = p3_req[5:4];
-      \$338 [7:3] = p3_req[10:6];
-      \$338 [55:8] = p3_req[58:11];
-      \$338 [103:56] = p3_req[106:59];
-      \$338 [151:104] = p3_req[154:107];
+    \$383  = region6;
+    if (we[6]) begin
+      \$383 [0] = p3_req[3];
+      \$383 [2:1] = p3_req[5:4];
+      \$383 [7:3] = p3_req[10:6];
+      \$383 [55:8] = p3_req[58:11];
+      \$383 [103:56] = p3_req[106:59];
+      \$383 [151:104] = p3_req[154:107];
     end
     if (rst) begin
-      \$338  = 152'h00000000000000000000000000000000000000;
+      \$383  = 152'h00000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$339  = region7_end;
-    if (\$277 ) begin
-      \$339  = p3_end;
+    \$384  = region6_end;
+    if (we[6]) begin
+      \$384  = p3_end;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$340  = region7_delta;
-    if (\$277 ) begin
-      \$340  = p3_delta;
+    \$385  = region6_delta;
+    if (we[6]) begin
+      \$385  = p3_delta;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$341  = \$280 ;
+    \$386  = region7;
+    if (we[7]) begin
+      \$386 [0] = p3_req[3];
+      \$386 [2:1] = p3_req[5:4];
+      \$386 [7:3] = p3_req[10:6];
+      \$386 [55:8] = p3_req[58:11];
+      \$386 [103:56] = p3_req[106:59];
+      \$386 [151:104] = p3_req[154:107];
+    end
     if (rst) begin
-      \$341  = 2'h0;
+      \$386  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$387  = region7_end;
+    if (we[7]) begin
+      \$387  = p3_end;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$388  = region7_delta;
+    if (we[7]) begin
+      \$388  = p3_delta;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$393  = \$326 ;
+    if (rst) begin
+      \$393  = 2'h0;
     end
   end
   assign clear = 2'h3;
+  assign program__payload__index  = program__payload[2:0];
+  assign program__payload__valid  = program__payload[3];
+  assign program__payload__mode  = program__payload[5:4];
+  assign program__payload__device  = program__payload[10:6];
+  assign program__payload__base  = program__payload[58:11];
+  assign program__payload__size  = program__payload[106:59];
+  assign program__payload__remote_base  = program__payload[154:107];
+  assign set_err__bad_region  = set_err[0];
+  assign set_err__overlap  = set_err[1];
+  assign p3_req__index  = p3_req[2:0];
+  assign p3_req__valid  = p3_req[3];
+  assign p3_req__mode  = p3_req[5:4];
+  assign p3_req__device  = p3_req[10:6];
+  assign p3_req__base  = p3_req[58:11];
+  assign p3_req__size  = p3_req[106:59];
+  assign p3_req__remote_base  = p3_req[154:107];
+  assign a_store__addr  = a_store[47:0];
+  assign a_store__tile  = a_store[63:48];
+  assign a_store__bytes  = a_store[70:64];
+  assign a_store__kind  = a_store[71];
+  assign store__payload__addr  = store__payload[47:0];
+  assign store__payload__tile  = store__payload[63:48];
+  assign store__payload__bytes  = store__payload[70:64];
+  assign store__payload__kind  = store__payload[71];
   assign region0__valid  = region0[0];
   assign region0__mode  = region0[2:1];
   assign region0__device  = region0[7:3];
   assign region0__base  = region0[55:8];
   assign region0__size  = region0[103:56];
   assign region0__remote_base  = region0[151:104];
-  assign store__payload__addr  = store__payload[47:0];
-  assign store__payload__tile  = store__payload[63:48];
-  assign store__payload__bytes  = store__payload[70:64];
-  assign store__payload__kind  = store__payload[71];
   assign region1__valid  = region1[0];
   assign region1__mode  = region1[2:1];
   assign region1__device  = region1[7:3];
@@ -2981,38 +3147,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign region7__base  = region7[55:8];
   assign region7__size  = region7[103:56];
   assign region7__remote_base  = region7[151:104];
-  assign rx__payload__device  = rx__payload[4:0];
-  assign rx__payload__addr  = rx__payload[52:5];
-  assign rx__payload__kind  = rx__payload[53];
-  assign rx__payload__tile  = rx__payload[69:54];
-  assign rx__payload__bytes  = rx__payload[76:70];
-  assign program__payload__index  = program__payload[2:0];
-  assign program__payload__valid  = program__payload[3];
-  assign program__payload__mode  = program__payload[5:4];
-  assign program__payload__device  = program__payload[10:6];
-  assign program__payload__base  = program__payload[58:11];
-  assign program__payload__size  = program__payload[106:59];
-  assign program__payload__remote_base  = program__payload[154:107];
-  assign p3_req__index  = p3_req[2:0];
-  assign p3_req__valid  = p3_req[3];
-  assign p3_req__mode  = p3_req[5:4];
-  assign p3_req__device  = p3_req[10:6];
-  assign p3_req__base  = p3_req[58:11];
-  assign p3_req__size  = p3_req[106:59];
-  assign p3_req__remote_base  = p3_req[154:107];
-  assign set_err__bad_region  = set_err[0];
-  assign set_err__overlap  = set_err[1];
-  assign p2_req__index  = p2_req[2:0];
-  assign p2_req__valid  = p2_req[3];
-  assign p2_req__mode  = p2_req[5:4];
-  assign p2_req__device  = p2_req[10:6];
-  assign p2_req__base  = p2_req[58:11];
-  assign p2_req__size  = p2_req[106:59];
-  assign p2_req__remote_base  = p2_req[154:107];
-  assign a_store__addr  = a_store[47:0];
-  assign a_store__tile  = a_store[63:48];
-  assign a_store__bytes  = a_store[70:64];
-  assign a_store__kind  = a_store[71];
   assign net__payload__device  = net__payload[4:0];
   assign net__payload__addr  = net__payload[52:5];
   assign net__payload__kind  = net__payload[53];
@@ -3027,70 +3161,95 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign stats__tracked  = stats[63:32];
   assign stats__remote  = stats[95:64];
   assign stats__unmapped  = stats[127:96];
+  assign rx_a__addr  = rx_a[47:0];
+  assign rx_a__tile  = rx_a[63:48];
+  assign rx_a__bytes  = rx_a[70:64];
+  assign rx_a__kind  = rx_a[71];
+  assign rx__payload__device  = rx__payload[4:0];
+  assign rx__payload__addr  = rx__payload[52:5];
+  assign rx__payload__kind  = rx__payload[53];
+  assign rx__payload__tile  = rx__payload[69:54];
+  assign rx__payload__bytes  = rx__payload[76:70];
   assign rx_mem__payload__addr  = rx_mem__payload[47:0];
   assign rx_mem__payload__tile  = rx_mem__payload[63:48];
   assign rx_mem__payload__bytes  = rx_mem__payload[70:64];
   assign rx_mem__payload__kind  = rx_mem__payload[71];
   assign rx_mem__payload__tracked  = rx_mem__payload[72];
+  assign p2_req__index  = p2_req[2:0];
+  assign p2_req__valid  = p2_req[3];
+  assign p2_req__mode  = p2_req[5:4];
+  assign p2_req__device  = p2_req[10:6];
+  assign p2_req__base  = p2_req[58:11];
+  assign p2_req__size  = p2_req[106:59];
+  assign p2_req__remote_base  = p2_req[154:107];
   assign errors__bad_region  = errors[0];
   assign errors__overlap  = errors[1];
   assign clear__bad_region  = 1'h1;
   assign clear__overlap  = 1'h1;
-  assign clash[8] = \$230 ;
-  assign clash[7] = \$223 ;
-  assign clash[6] = \$213 ;
-  assign clash[5] = \$203 ;
-  assign clash[4] = \$193 ;
-  assign clash[3] = \$183 ;
-  assign clash[2] = \$173 ;
-  assign clash[1] = \$163 ;
-  assign clash[0] = \$153 ;
-  assign set_err[1] = \$143 ;
-  assign set_err[0] = \$138 ;
-  assign rx_hit[7] = \$129 ;
-  assign rx_hit[6] = \$123 ;
-  assign rx_hit[5] = \$117 ;
-  assign rx_hit[4] = \$111 ;
-  assign rx_hit[3] = \$105 ;
-  assign rx_hit[2] = \$99 ;
-  assign rx_hit[1] = \$93 ;
-  assign rx_hit[0] = \$87 ;
-  assign hits[7] = \$32 ;
-  assign hits[6] = \$28 ;
-  assign hits[5] = \$24 ;
-  assign hits[4] = \$20 ;
-  assign hits[3] = \$16 ;
-  assign hits[2] = \$12 ;
-  assign hits[1] = \$8 ;
-  assign hits[0] = \$4 ;
-  assign \$278  = 2'h0;
-  assign \$279  = 2'h0;
-  assign \$280  = { \$143 , \$138  };
+  assign \$392 [7] = \$323 ;
+  assign \$392 [6] = \$314 ;
+  assign \$392 [5] = \$305 ;
+  assign \$392 [4] = \$296 ;
+  assign \$392 [3] = \$287 ;
+  assign \$392 [2] = \$278 ;
+  assign \$392 [1] = \$269 ;
+  assign \$392 [0] = \$260 ;
+  assign \$391 [7] = \$319 ;
+  assign \$391 [6] = \$310 ;
+  assign \$391 [5] = \$301 ;
+  assign \$391 [4] = \$292 ;
+  assign \$391 [3] = \$283 ;
+  assign \$391 [2] = \$274 ;
+  assign \$391 [1] = \$265 ;
+  assign \$391 [0] = \$256 ;
+  assign \$390 [8] = \$249 ;
+  assign \$390 [7] = \$244 ;
+  assign \$390 [6] = \$239 ;
+  assign \$390 [5] = \$234 ;
+  assign \$390 [4] = \$229 ;
+  assign \$390 [3] = \$224 ;
+  assign \$390 [2] = \$219 ;
+  assign \$390 [1] = \$214 ;
+  assign \$390 [0] = \$209 ;
+  assign \$389 [8] = \$248 ;
+  assign \$389 [7] = \$243 ;
+  assign \$389 [6] = \$238 ;
+  assign \$389 [5] = \$233 ;
+  assign \$389 [4] = \$228 ;
+  assign \$389 [3] = \$223 ;
+  assign \$389 [2] = \$218 ;
+  assign \$389 [1] = \$213 ;
+  assign \$389 [0] = \$208 ;
+  assign set_err[1] = \$64 ;
+  assign set_err[0] = \$61 ;
+  assign \$324  = 2'h0;
+  assign \$325  = 2'h0;
+  assign \$326  = { \$64 , \$61  };
 endmodule
 
 module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload
-, dma_response__ready, config__valid, config__payload, status, dram__valid, dram__payload, track__valid, track__payload, stats, errors, load__payload);
+, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid, track__payload, stats, errors, status, load__payload);
   reg _init_strobe_2  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
+  wire [32:0] \$100 ;
+  wire [32:0] \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
-  wire \$105 ;
-  wire \$106 ;
+  wire [32:0] \$105 ;
+  wire [32:0] \$106 ;
   wire \$107 ;
   wire \$108 ;
   wire \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire \$111 ;
+  wire [32:0] \$110 ;
+  wire [32:0] \$111 ;
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
+  wire [32:0] \$115 ;
+  wire [32:0] \$116 ;
   wire \$117 ;
   wire \$118 ;
   wire \$119 ;
@@ -3098,10 +3257,10 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
+  wire [32:0] \$123 ;
+  wire [1:0] \$124 ;
+  wire [1:0] \$125 ;
+  wire [1:0] \$126 ;
   wire \$127 ;
   wire \$128 ;
   wire \$129 ;
@@ -3121,8 +3280,8 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire [16:0] \$144 ;
-  wire [16:0] \$145 ;
+  wire \$144 ;
+  wire \$145 ;
   wire \$146 ;
   wire \$147 ;
   wire \$148 ;
@@ -3134,7 +3293,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$153 ;
   wire \$154 ;
   wire \$155 ;
-  wire [15:0] \$156 ;
+  wire \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
@@ -3147,7 +3306,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
-  wire [15:0] \$168 ;
+  wire \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -3191,86 +3350,174 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$204 ;
   wire \$205 ;
   wire \$206 ;
-  wire [8:0] \$207 ;
+  wire \$207 ;
   wire \$208 ;
-  wire [25:0] \$209 ;
+  wire \$209 ;
   wire \$21 ;
   wire \$210 ;
   wire \$211 ;
   wire \$212 ;
-  wire [33:0] \$213 ;
-  wire [31:0] \$214 ;
-  wire [32:0] \$215 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
   wire \$216 ;
-  wire [3:0] \$217 ;
-  wire [8:0] \$218 ;
-  wire [39:0] \$219 ;
+  wire \$217 ;
+  wire [1:0] \$218 ;
+  wire \$219 ;
   wire \$22 ;
-  wire [3:0] \$220 ;
-  wire [35:0] \$221 ;
-  wire [5:0] \$222 ;
-  wire [34:0] \$223 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
   wire \$224 ;
-  wire [32:0] \$225 ;
+  wire \$225 ;
   wire \$226 ;
   wire \$227 ;
-  wire [32:0] \$228 ;
+  wire \$228 ;
   wire \$229 ;
   wire \$23 ;
-  wire [32:0] \$230 ;
+  wire \$230 ;
   wire \$231 ;
   wire \$232 ;
-  wire [32:0] \$233 ;
+  wire \$233 ;
   wire \$234 ;
-  wire [32:0] \$235 ;
+  wire \$235 ;
   wire \$236 ;
   wire \$237 ;
-  wire [32:0] \$238 ;
+  wire \$238 ;
   wire \$239 ;
-  wire \$24 ;
-  wire [32:0] \$240 ;
+  wire [17:0] \$24 ;
+  wire \$240 ;
   wire \$241 ;
   wire \$242 ;
-  wire [32:0] \$243 ;
+  wire \$243 ;
   wire \$244 ;
   wire \$245 ;
   wire \$246 ;
-  wire [32:0] \$247 ;
-  wire [1:0] \$248 ;
-  wire [1:0] \$249 ;
+  wire \$247 ;
+  wire \$248 ;
+  wire \$249 ;
   wire \$25 ;
-  wire [1:0] \$250 ;
-  reg \$251 ;
-  reg \$252 ;
-  reg \$253 ;
-  reg [15:0] \$254 ;
-  reg \$255 ;
-  reg \$256 ;
-  reg \$257 ;
-  reg [82:0] \$258 ;
-  reg \$259 ;
+  wire \$250 ;
+  wire \$251 ;
+  wire \$252 ;
+  wire [1:0] \$253 ;
+  wire \$254 ;
+  wire \$255 ;
+  wire \$256 ;
+  wire \$257 ;
+  wire \$258 ;
+  wire \$259 ;
   wire \$26 ;
-  reg [22:0] \$260 ;
-  reg [38:0] \$261 ;
-  reg [7:0] \$262 ;
-  reg \$263 ;
-  reg \$264 ;
-  reg [2:0] \$265 ;
-  reg [24:0] \$266 ;
-  reg [32:0] \$267 ;
-  reg [34:0] \$268 ;
-  reg [287:0] \$269 ;
+  wire \$260 ;
+  wire \$261 ;
+  wire \$262 ;
+  wire \$263 ;
+  wire \$264 ;
+  wire \$265 ;
+  wire \$266 ;
+  wire \$267 ;
+  wire \$268 ;
+  wire \$269 ;
   wire \$27 ;
-  reg [1:0] \$270 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire \$272 ;
+  wire \$273 ;
+  wire \$274 ;
+  wire \$275 ;
+  wire \$276 ;
+  wire \$277 ;
+  wire \$278 ;
+  wire \$279 ;
   wire \$28 ;
+  wire \$280 ;
+  wire \$281 ;
+  wire \$282 ;
+  wire \$283 ;
+  wire \$284 ;
+  wire \$285 ;
+  wire \$286 ;
+  wire \$287 ;
+  wire \$288 ;
+  wire \$289 ;
   wire \$29 ;
+  wire \$290 ;
+  wire \$291 ;
+  wire [1:0] \$292 ;
+  wire \$293 ;
+  wire [1:0] \$294 ;
+  wire [83:0] \$295 ;
+  wire [83:0] \$296 ;
+  wire [83:0] \$297 ;
+  wire \$298 ;
+  wire \$299 ;
   wire \$3 ;
   wire \$30 ;
+  wire \$300 ;
+  wire \$301 ;
+  wire \$302 ;
+  wire \$303 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
   wire \$31 ;
+  wire \$310 ;
+  wire \$311 ;
+  wire \$312 ;
+  wire \$313 ;
+  wire \$314 ;
+  wire \$315 ;
+  wire \$316 ;
+  wire \$317 ;
+  wire \$318 ;
+  wire \$319 ;
   wire \$32 ;
+  reg \$320 ;
+  reg \$321 ;
+  reg \$322 ;
+  reg [16:0] \$323 ;
+  reg \$324 ;
+  reg \$325 ;
+  reg \$326 ;
+  reg \$327 ;
+  reg \$328 ;
+  reg \$329 ;
   wire \$33 ;
+  reg [82:0] \$330 ;
+  reg \$331 ;
+  reg [22:0] \$332 ;
+  reg [31:0] \$333 ;
+  reg [24:0] \$334 ;
+  reg [8:0] \$335 ;
+  reg [33:0] \$336 ;
+  reg \$337 ;
+  reg [38:0] \$338 ;
+  reg [7:0] \$339 ;
   wire \$34 ;
+  reg \$340 ;
+  reg \$341 ;
+  reg \$342 ;
+  reg [1:0] \$343 ;
+  reg [4:0] \$344 ;
+  reg [31:0] \$345 ;
+  reg [24:0] \$346 ;
+  reg [33:0] \$347 ;
+  reg \$348 ;
+  reg \$349 ;
   wire \$35 ;
+  reg [287:0] \$350 ;
+  reg \$351 ;
+  reg \$352 ;
+  reg \$353 ;
+  reg \$354 ;
+  reg \$355 ;
+  reg \$356 ;
+  reg \$357 ;
+  reg [1:0] \$358 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
@@ -3289,11 +3536,11 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
+  wire [38:0] \$52 ;
+  wire [31:0] \$53 ;
+  wire [8:0] \$54 ;
+  wire [39:0] \$55 ;
+  wire [40:0] \$56 ;
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
@@ -3303,7 +3550,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$62 ;
   wire \$63 ;
   wire \$64 ;
-  wire \$65 ;
+  wire [5:0] \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
@@ -3322,29 +3569,31 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
-  wire [1:0] \$82 ;
+  wire \$82 ;
   wire \$83 ;
-  wire [1:0] \$84 ;
+  wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire \$9 ;
-  wire \$90 ;
+  wire [25:0] \$90 ;
   wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
+  wire [25:0] \$92 ;
+  wire [32:0] \$93 ;
+  wire [2:0] \$94 ;
+  wire [34:0] \$95 ;
+  wire [33:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  reg \$signal ;
-  reg \$signal$7 ;
-  reg [32:0] acc = 33'h000000000;
+  (* keep = 32'd1 *)
+  wire \$signal ;
+  reg [31:0] acc = 32'd0;
+  reg accept = 1'h0;
   reg armed = 1'h1;
+  reg [33:0] base = 34'h021fffc00;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
   (* enum_value_00 = "ROUND_ROBIN" *)
@@ -3360,6 +3609,9 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire clear__bad_response ;
   input clk;
   wire clk;
+  reg comm_first = 1'h0;
+  (* keep = 32'd1 *)
+  wire [1:0] comm_first_next;
   input [38:0] config__payload;
   wire [38:0] config__payload;
   (* enum_base_type = "ArbPolicy" *)
@@ -3373,7 +3625,6 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire [4:0] config__payload__window_log2 ;
   input config__valid;
   wire config__valid;
-  reg [24:0] count = 25'h0000000;
   input [57:0] dma__payload;
   wire [57:0] dma__payload;
   wire [47:0] dma__payload__addr ;
@@ -3383,12 +3634,29 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire dma__ready;
   input dma__valid;
   wire dma__valid;
+  reg dma_granted = 1'h0;
+  wire [82:0] dma_req;
+  wire [47:0] dma_req__addr ;
+  wire [6:0] dma_req__bytes ;
+  (* enum_base_type = "MemOp" *)
+  (* enum_value_00 = "READ" *)
+  (* enum_value_01 = "STORE" *)
+  (* enum_value_10 = "UPDATE" *)
+  wire [1:0] dma_req__op ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] dma_req__source ;
+  wire [7:0] dma_req__tag ;
+  wire [15:0] dma_req__tile ;
   wire [2:0] dma_response__payload;
   wire [2:0] dma_response__payload__tag ;
   input dma_response__ready;
   wire dma_response__ready;
   output dma_response__valid;
   wire dma_response__valid;
+  reg dma_stalled = 1'h0;
   output [82:0] dram__payload;
   reg [82:0] dram__payload = 83'h000000000000000000000;
   wire [47:0] dram__payload__addr ;
@@ -3409,15 +3677,23 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire dram__ready;
   output dram__valid;
   reg dram__valid = 1'h0;
+  (* keep = 32'd1 *)
+  wire drop_wait;
   output [1:0] errors;
   reg [1:0] errors = 2'h0;
   wire errors__bad_config ;
   wire errors__bad_response ;
-  reg [2:0] finish = 3'h0;
-  reg forced;
+  reg [1:0] finish = 2'h0;
+  (* keep = 32'd1 *)
+  wire gate_m;
+  reg gated = 1'h0;
+  reg grant_c_q = 1'h0;
   reg last_comm = 1'h0;
+  (* keep = 32'd1 *)
+  wire [1:0] last_comm_next;
   reg last_remote = 1'h0;
   reg last_store = 1'h0;
+  reg [24:0] left = 25'h0000000;
   input [62:0] load__payload;
   wire [62:0] load__payload;
   wire [47:0] load__payload__addr ;
@@ -3427,16 +3703,46 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire load__ready;
   input load__valid;
   wire load__valid;
+  reg load_granted = 1'h0;
+  wire [82:0] load_req;
+  wire [47:0] load_req__addr ;
+  wire [6:0] load_req__bytes ;
+  (* enum_base_type = "MemOp" *)
+  (* enum_value_00 = "READ" *)
+  (* enum_value_01 = "STORE" *)
+  (* enum_value_10 = "UPDATE" *)
+  wire [1:0] load_req__op ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] load_req__source ;
+  wire [7:0] load_req__tag ;
+  wire [15:0] load_req__tile ;
   wire [7:0] load_response__payload;
   wire [7:0] load_response__payload__tag ;
   input load_response__ready;
   wire load_response__ready;
   output load_response__valid;
   wire load_response__valid;
-  reg [34:0] num = 35'h000000000;
+  reg load_stalled = 1'h0;
+  reg measuring = 1'h1;
+  reg [38:0] \new  = 39'h0000000000;
+  (* enum_base_type = "ArbPolicy" *)
+  (* enum_value_00 = "ROUND_ROBIN" *)
+  (* enum_value_01 = "COMPUTE_FIRST" *)
+  (* enum_value_10 = "T3_MCA" *)
+  wire [1:0] new__policy ;
+  wire [7:0] new__saturation ;
+  wire [15:0] new__starvation_limit ;
+  wire [7:0] new__threshold ;
+  wire [4:0] new__window_log2 ;
+  reg [33:0] num = 34'h000000000;
   input [7:0] occupancy;
   wire [7:0] occupancy;
   reg out_tracked = 1'h0;
+  (* keep = 32'd1 *)
+  wire pick_c;
   input [72:0] remote__payload;
   wire [72:0] remote__payload;
   wire [47:0] remote__payload__addr ;
@@ -3451,7 +3757,24 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire remote__ready;
   input remote__valid;
   wire remote__valid;
-  reg [82:0] req;
+  reg remote_granted = 1'h0;
+  wire [82:0] remote_req;
+  wire [47:0] remote_req__addr ;
+  wire [6:0] remote_req__bytes ;
+  (* enum_base_type = "MemOp" *)
+  (* enum_value_00 = "READ" *)
+  (* enum_value_01 = "STORE" *)
+  (* enum_value_10 = "UPDATE" *)
+  wire [1:0] remote_req__op ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] remote_req__source ;
+  wire [7:0] remote_req__tag ;
+  wire [15:0] remote_req__tile ;
+  reg remote_stalled = 1'h0;
+  wire [82:0] req;
   wire [47:0] req__addr ;
   wire [6:0] req__bytes ;
   (* enum_base_type = "MemOp" *)
@@ -3480,6 +3803,13 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire response__valid;
   input rst;
   wire rst;
+  reg [8:0] sat2 = 9'h022;
+  reg [31:0] sat_s = 32'd32768;
+  reg [4:0] scale = 5'h0a;
+  (* keep = 32'd1 *)
+  wire sel_remote;
+  (* keep = 32'd1 *)
+  wire sel_store;
   wire [1:0] set_err;
   wire set_err__bad_config ;
   wire set_err__bad_response ;
@@ -3517,6 +3847,23 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire store__ready;
   input store__valid;
   wire store__valid;
+  reg store_granted = 1'h0;
+  wire [82:0] store_req;
+  wire [47:0] store_req__addr ;
+  wire [6:0] store_req__bytes ;
+  (* enum_base_type = "MemOp" *)
+  (* enum_value_00 = "READ" *)
+  (* enum_value_01 = "STORE" *)
+  (* enum_value_10 = "UPDATE" *)
+  wire [1:0] store_req__op ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] store_req__source ;
+  wire [7:0] store_req__tag ;
+  wire [15:0] store_req__tile ;
+  reg store_stalled = 1'h0;
   reg [7:0] thr = 8'h00;
   output [22:0] track__payload;
   reg [22:0] track__payload = 23'h000000;
@@ -3533,716 +3880,848 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire [15:0] track__payload__tile ;
   output track__valid;
   reg track__valid = 1'h0;
-  reg tracked;
-  reg [15:0] \wait  = 16'h0000;
+  wire tracked;
+  reg [24:0] unit = 25'h0000400;
+  reg [16:0] wait1 = 17'h00001;
   reg wait_full = 1'h0;
+  (* keep = 32'd1 *)
+  wire [1:0] wait_full_next;
+  reg was_forced = 1'h0;
   reg window = 1'h0;
-  assign \$1  = load__valid | store__valid;
-  assign \$2  = dma__valid | remote__valid;
-  assign \$3  = ~ \$2 ;
-  assign \$4  = \$3  | last_comm;
-  assign \$5  = \$1  & \$4 ;
-  assign \$6  = dma__valid | remote__valid;
-  assign \$7  = load__valid | store__valid;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = ~ last_comm;
-  assign \$10  = \$8  | \$9 ;
-  assign \$11  = \$6  & \$10 ;
-  assign \$12  = armed | window;
-  assign \$13  = | finish;
-  assign \$14  = \$12  | \$13 ;
-  assign \$15  = dma__valid | remote__valid;
-  assign \$16  = \$15  & wait_full;
-  assign \$17  = load__valid | store__valid;
-  assign \$18  = load__valid | store__valid;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = dma__valid | remote__valid;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = load__valid | store__valid;
-  assign \$23  = load__valid | store__valid;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = dma__valid | remote__valid;
-  assign \$26  = \$24  & \$25 ;
-  assign \$27  = occupancy < thr;
-  assign \$28  = \$26  & \$27 ;
-  assign \$29  = load__valid | store__valid;
-  assign \$30  = load__valid | store__valid;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = dma__valid | remote__valid;
-  assign \$33  = \$31  & \$32 ;
-  assign \$34  = ~ dram__valid;
-  assign \$35  = \$34  | dram__ready;
-  assign \$36  = \$35  & \$signal ;
-  assign \$37  = ~ load__valid;
-  assign \$38  = ~ last_store;
-  assign \$39  = \$37  | \$38 ;
-  assign \$40  = store__valid & \$39 ;
-  assign \$41  = ~ \$40 ;
-  assign load__ready = \$36  & \$41 ;
-  assign \$42  = ~ dram__valid;
-  assign \$43  = \$42  | dram__ready;
-  assign \$44  = \$43  & \$signal ;
-  assign \$45  = ~ load__valid;
-  assign \$46  = ~ last_store;
-  assign \$47  = \$45  | \$46 ;
-  assign \$48  = store__valid & \$47 ;
-  assign store__ready = \$44  & \$48 ;
-  assign \$49  = ~ dram__valid;
-  assign \$50  = \$49  | dram__ready;
-  assign \$51  = \$50  & \$signal$7 ;
-  assign \$52  = ~ dma__valid;
-  assign \$53  = ~ last_remote;
-  assign \$54  = \$52  | \$53 ;
-  assign \$55  = remote__valid & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign dma__ready = \$51  & \$56 ;
+  assign \$1  = config__payload[1:0] != 2'h3;
+  assign \$2  = | config__payload[38:23];
+  assign \$3  = \$1  & \$2 ;
+  assign \$4  = config__payload[22:18] <= 5'h18;
+  assign \$5  = \$3  & \$4 ;
+  assign \$6  = | config__payload[9:2];
+  assign \$7  = | config__payload[17:10];
+  assign \$8  = \$6  | \$7 ;
+  assign \$9  = \$5  & \$8 ;
+  assign \$10  = config__valid & \$9 ;
+  assign \$11  = ~ dram__valid;
+  assign \$12  = \$11  | dram__ready;
+  assign \$13  = \$12  & pick_c;
+  assign \$14  = occupancy < thr;
+  assign \$15  = gate_m & \$14 ;
+  assign \$16  = \$signal  | \$15 ;
+  assign \$17  = occupancy < thr;
+  assign \$18  = gate_m & \$17 ;
+  assign \$19  = drop_wait | \$18 ;
+  assign \$20  = ~ dram__valid;
+  assign \$21  = \$20  | dram__ready;
+  assign \$22  = ~ wait_full;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = wait1 + 1'h1;
+  assign \$25  = \new [1:0] == 2'h2;
+  assign \$26  = | \new [9:2];
+  assign \$27  = \$25  & \$26 ;
+  assign \$28  = cfg[1:0] == 2'h2;
+  assign \$29  = finish[1] ? \$28  : gated;
+  assign \$30  = accept ? \$27  : \$29 ;
+  assign \$31  = occupancy < thr;
+  assign \$32  = { \$180 , \$173  } >> \$31 ;
+  assign \$33  = occupancy < thr;
+  assign \$34  = { \$217 , \$198  } >> \$33 ;
+  assign \$35  = occupancy < thr;
+  assign \$36  = { \$290 , \$252  } >> \$35 ;
+  assign \$37  = ~ dram__valid;
+  assign \$38  = \$37  | dram__ready;
+  assign \$39  = ~ dram__valid;
+  assign \$40  = \$39  | dram__ready;
+  assign \$41  = \$40  & pick_c;
+  assign \$42  = occupancy < thr;
+  assign \$43  = gate_m & \$42 ;
+  assign \$44  = \$signal  | \$43 ;
+  assign \$45  = \$41  | \$44 ;
+  assign \$46  = dram__valid & dram__ready;
+  assign \$47  = \$46  & out_tracked;
+  assign \$48  = | dram__payload[1:0];
+  assign \$49  = \$47  & \$48 ;
+  assign \$50  = dram__payload[1:0] == 2'h2;
+  assign \$51  = \$50  ? 1'h1 : 1'h0;
+  assign \$52  = cfg[17:10] << scale;
+  assign \$53  = 1'h1 << scale;
+  assign \$54  = cfg[17:10] + 2'h2;
+  assign \$56  = \$55  - unit;
   assign \$57  = ~ dram__valid;
   assign \$58  = \$57  | dram__ready;
-  assign \$59  = \$58  & \$signal$7 ;
-  assign \$60  = ~ dma__valid;
-  assign \$61  = ~ last_remote;
-  assign \$62  = \$60  | \$61 ;
-  assign \$63  = remote__valid & \$62 ;
-  assign remote__ready = \$59  & \$63 ;
-  assign \$64  = ~ dram__valid;
-  assign \$65  = \$64  | dram__ready;
-  assign \$66  = \$65  & \$signal ;
-  assign \$67  = ~ load__valid;
-  assign \$68  = ~ last_store;
-  assign \$69  = \$67  | \$68 ;
-  assign \$70  = store__valid & \$69 ;
-  assign \$71  = ~ \$70 ;
-  assign \$72  = \$66  & \$71 ;
-  assign \$73  = ~ dram__valid;
-  assign \$74  = \$73  | dram__ready;
-  assign \$75  = \$74  & \$signal ;
-  assign \$76  = ~ dma__valid;
-  assign \$77  = ~ last_remote;
-  assign \$78  = \$76  | \$77 ;
-  assign \$79  = remote__valid & \$78 ;
-  assign \$80  = ~ \$79 ;
-  assign \$82  = \$81  ? 2'h2 : 2'h1;
-  assign \$84  = \$83  ? 2'h2 : 2'h1;
-  assign \$85  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$85 ;
-  assign \$86  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$86 ;
-  assign \$87  = ! response__payload[1:0];
-  assign \$88  = response__payload[1:0] == 1'h1;
-  assign \$89  = \$88  ? dma_response__ready : 1'h1;
-  assign response__ready = \$87  ? load_response__ready : \$89 ;
-  assign \$90  = ! response__payload[1:0];
-  assign \$91  = ~ \$90 ;
-  assign \$92  = response__valid & \$91 ;
-  assign \$93  = response__payload[1:0] == 1'h1;
-  assign \$94  = ~ \$93 ;
-  assign \$95  = \$92  & \$94 ;
-  assign \$96  = config__payload[1:0] != 2'h3;
-  assign \$97  = | config__payload[38:23];
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = config__payload[22:18] <= 5'h18;
-  assign \$100  = \$98  & \$99 ;
-  assign \$101  = | config__payload[9:2];
-  assign \$102  = | config__payload[17:10];
-  assign \$103  = \$101  | \$102 ;
-  assign \$104  = \$100  & \$103 ;
-  assign \$105  = ~ \$104 ;
-  assign \$106  = config__valid & \$105 ;
-  assign \$107  = armed | window;
-  assign \$108  = | finish;
-  assign \$109  = \$107  | \$108 ;
-  assign \$110  = ~ dram__valid;
-  assign \$111  = \$110  | dram__ready;
-  assign \$112  = \$111  & \$signal ;
-  assign \$113  = ~ load__valid;
-  assign \$114  = ~ last_store;
-  assign \$115  = \$113  | \$114 ;
-  assign \$116  = store__valid & \$115 ;
+  assign \$59  = \$58  & pick_c;
+  assign \$60  = ~ accept;
+  assign \$61  = \$59  & \$60 ;
+  assign \$62  = armed & grant_c_q;
+  assign \$63  = ! \new [9:2];
+  assign \$64  = ! \new [9:2];
+  assign \$65  = 5'h18 - \new [22:18];
+  assign \$66  = cfg[22:18] == 1'h1;
+  assign \$67  = cfg[22:18] > 2'h2;
+  assign \$68  = cfg[22:18] > 2'h3;
+  assign \$69  = cfg[22:18] > 3'h4;
+  assign \$70  = cfg[22:18] > 3'h5;
+  assign \$71  = cfg[22:18] > 3'h6;
+  assign \$72  = cfg[22:18] > 3'h7;
+  assign \$73  = cfg[22:18] > 4'h8;
+  assign \$74  = cfg[22:18] > 4'h9;
+  assign \$75  = cfg[22:18] > 4'ha;
+  assign \$76  = cfg[22:18] > 4'hb;
+  assign \$77  = cfg[22:18] > 4'hc;
+  assign \$78  = cfg[22:18] > 4'hd;
+  assign \$79  = cfg[22:18] > 4'he;
+  assign \$80  = cfg[22:18] > 4'hf;
+  assign \$81  = cfg[22:18] > 5'h10;
+  assign \$82  = cfg[22:18] > 5'h11;
+  assign \$83  = cfg[22:18] > 5'h12;
+  assign \$84  = cfg[22:18] > 5'h13;
+  assign \$85  = cfg[22:18] > 5'h14;
+  assign \$86  = cfg[22:18] > 5'h15;
+  assign \$87  = cfg[22:18] > 5'h16;
+  assign \$88  = cfg[22:18] > 5'h17;
+  assign \$89  = cfg[22:18] > 5'h18;
+  assign \$90  = \$66  ? 26'h3ffffff : { 1'h0, \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , 2'h1 };
+  assign \$91  = ! cfg[22:18];
+  assign \$92  = $signed(left) - $signed(2'h1);
+  assign \$93  = acc + sat_s;
+  assign \$95  = base + acc;
+  assign \$97  = load__valid & load__ready;
+  assign \$98  = ~ load__ready;
+  assign \$99  = load__valid & \$98 ;
+  assign \$100  = stats[31:0] + 1'h1;
+  assign \$101  = stats[159:128] + 1'h1;
+  assign \$102  = store__valid & store__ready;
+  assign \$103  = ~ store__ready;
+  assign \$104  = store__valid & \$103 ;
+  assign \$105  = stats[63:32] + 1'h1;
+  assign \$106  = stats[191:160] + 1'h1;
+  assign \$107  = dma__valid & dma__ready;
+  assign \$108  = ~ dma__ready;
+  assign \$109  = dma__valid & \$108 ;
+  assign \$110  = stats[95:64] + 1'h1;
+  assign \$111  = stats[223:192] + 1'h1;
+  assign \$112  = remote__valid & remote__ready;
+  assign \$113  = ~ remote__ready;
+  assign \$114  = remote__valid & \$113 ;
+  assign \$115  = stats[127:96] + 1'h1;
+  assign \$116  = stats[255:224] + 1'h1;
   assign \$117  = ~ dram__valid;
   assign \$118  = \$117  | dram__ready;
-  assign \$119  = \$118  & \$signal$7 ;
-  assign \$120  = ~ dma__valid;
-  assign \$121  = ~ last_remote;
-  assign \$122  = \$120  | \$121 ;
-  assign \$123  = remote__valid & \$122 ;
-  assign \$124  = ~ dram__valid;
-  assign \$125  = \$124  | dram__ready;
-  assign \$126  = \$125  & \$signal ;
-  assign \$127  = ~ dram__valid;
-  assign \$128  = \$127  | dram__ready;
-  assign \$129  = \$128  & \$signal$7 ;
-  assign \$130  = \$126  | \$129 ;
+  assign \$119  = dma__valid | remote__valid;
+  assign \$120  = \$119  & gated;
+  assign \$121  = \$120  & wait_full;
+  assign \$122  = \$118  & \$121 ;
+  assign \$123  = stats[287:256] + 1'h1;
+  assign \$127  = load__valid | store__valid;
+  assign \$128  = dma__valid | remote__valid;
+  assign \$129  = \$128  & comm_first;
+  assign \$130  = ~ \$129 ;
+  assign pick_c = \$127  & \$130 ;
   assign \$131  = ~ dram__valid;
   assign \$132  = \$131  | dram__ready;
-  assign \$133  = \$132  & \$signal$7 ;
-  assign \$134  = dma__valid | remote__valid;
-  assign \$135  = ~ \$134 ;
-  assign \$136  = ~ dram__valid;
-  assign \$137  = \$136  | dram__ready;
-  assign \$138  = \$137  & \$signal$7 ;
-  assign \$139  = \$135  | \$138 ;
+  assign \$133  = dma__valid | remote__valid;
+  assign \$134  = \$132  & \$133 ;
+  assign \$135  = load__valid | store__valid;
+  assign \$136  = ~ \$135 ;
+  assign \$137  = ~ gated;
+  assign \$138  = \$136  & \$137 ;
+  assign \$139  = comm_first | \$138 ;
+  assign \$signal  = \$134  & \$139 ;
   assign \$140  = ~ dram__valid;
   assign \$141  = \$140  | dram__ready;
-  assign \$142  = ~ wait_full;
+  assign \$142  = dma__valid | remote__valid;
   assign \$143  = \$141  & \$142 ;
-  assign \$144  = \wait  + 1'h1;
-  assign \$145  = \wait  + 1'h1;
-  assign \$146  = config__payload[1:0] != 2'h3;
-  assign \$147  = | config__payload[38:23];
-  assign \$148  = \$146  & \$147 ;
-  assign \$149  = config__payload[22:18] <= 5'h18;
-  assign \$150  = \$148  & \$149 ;
-  assign \$151  = | config__payload[9:2];
-  assign \$152  = | config__payload[17:10];
-  assign \$153  = \$151  | \$152 ;
-  assign \$154  = \$150  & \$153 ;
-  assign \$155  = config__valid & \$154 ;
-  assign \$156  = \$155  ? config__payload[38:23] : cfg[38:23];
-  assign \$157  = \$145  >= \$156 ;
-  assign \$158  = config__payload[1:0] != 2'h3;
-  assign \$159  = | config__payload[38:23];
-  assign \$160  = \$158  & \$159 ;
-  assign \$161  = config__payload[22:18] <= 5'h18;
-  assign \$162  = \$160  & \$161 ;
-  assign \$163  = | config__payload[9:2];
-  assign \$164  = | config__payload[17:10];
-  assign \$165  = \$163  | \$164 ;
-  assign \$166  = \$162  & \$165 ;
-  assign \$167  = config__valid & \$166 ;
-  assign \$168  = \$167  ? config__payload[38:23] : cfg[38:23];
-  assign \$169  = \wait  >= \$168 ;
-  assign \$170  = ~ dram__valid;
-  assign \$171  = \$170  | dram__ready;
-  assign \$172  = ~ dram__valid;
-  assign \$173  = \$172  | dram__ready;
-  assign \$174  = \$173  & \$signal ;
-  assign \$175  = ~ dram__valid;
-  assign \$176  = \$175  | dram__ready;
-  assign \$177  = \$176  & \$signal$7 ;
-  assign \$178  = \$174  | \$177 ;
-  assign \$179  = ~ dram__valid;
-  assign \$180  = \$179  | dram__ready;
-  assign \$181  = \$180  & \$signal ;
-  assign \$182  = ~ dram__valid;
-  assign \$183  = \$182  | dram__ready;
-  assign \$184  = \$183  & \$signal$7 ;
-  assign \$185  = \$181  | \$184 ;
-  assign \$186  = dram__valid & dram__ready;
-  assign \$187  = \$186  & out_tracked;
-  assign \$188  = | dram__payload[1:0];
-  assign \$189  = \$187  & \$188 ;
-  assign \$190  = dram__payload[1:0] == 2'h2;
-  assign \$191  = \$190  ? 1'h1 : 1'h0;
-  assign \$192  = config__payload[1:0] != 2'h3;
-  assign \$193  = | config__payload[38:23];
+  assign \$144  = load__valid | store__valid;
+  assign \$145  = ~ \$144 ;
+  assign \$146  = \$143  & \$145 ;
+  assign gate_m = \$146  & gated;
+  assign \$147  = ~ load__valid;
+  assign \$148  = ~ last_store;
+  assign \$149  = \$147  | \$148 ;
+  assign sel_store = store__valid & \$149 ;
+  assign \$150  = ~ dma__valid;
+  assign \$151  = ~ last_remote;
+  assign \$152  = \$150  | \$151 ;
+  assign sel_remote = remote__valid & \$152 ;
+  assign \$153  = ~ dram__valid;
+  assign \$154  = \$153  | dram__ready;
+  assign \$155  = \$154  & pick_c;
+  assign \$156  = ~ sel_store;
+  assign load__ready = \$155  & \$156 ;
+  assign \$157  = ~ dram__valid;
+  assign \$158  = \$157  | dram__ready;
+  assign \$159  = \$158  & pick_c;
+  assign store__ready = \$159  & sel_store;
+  assign \$160  = occupancy < thr;
+  assign \$161  = gate_m & \$160 ;
+  assign \$162  = \$signal  | \$161 ;
+  assign \$163  = ~ sel_remote;
+  assign dma__ready = \$162  & \$163 ;
+  assign \$164  = occupancy < thr;
+  assign \$165  = gate_m & \$164 ;
+  assign \$166  = \$signal  | \$165 ;
+  assign remote__ready = \$166  & sel_remote;
+  assign \$167  = dma__valid | remote__valid;
+  assign \$168  = ~ \$167 ;
+  assign drop_wait = \$168  | \$signal ;
+  assign \$169  = ~ dram__valid;
+  assign \$170  = \$169  | dram__ready;
+  assign \$171  = \$170  & pick_c;
+  assign \$172  = \$171  | \$signal ;
+  assign \$173  = \$172  ? \$signal  : last_comm;
+  assign \$174  = ~ dram__valid;
+  assign \$175  = \$174  | dram__ready;
+  assign \$176  = \$175  & pick_c;
+  assign \$177  = \$signal  | gate_m;
+  assign \$178  = \$176  | \$177 ;
+  assign \$179  = \$signal  | gate_m;
+  assign \$180  = \$178  ? \$179  : last_comm;
+  assign \$181  = dma__valid | remote__valid;
+  assign \$182  = ~ \$signal ;
+  assign \$183  = \$181  & \$182 ;
+  assign \$184  = ~ dram__valid;
+  assign \$185  = \$184  | dram__ready;
+  assign \$186  = ~ wait_full;
+  assign \$187  = \$185  & \$186 ;
+  assign \$188  = wait1 >= \new [38:23];
+  assign \$189  = wait1 > \new [38:23];
+  assign \$190  = \$187  ? \$188  : \$189 ;
+  assign \$191  = ~ dram__valid;
+  assign \$192  = \$191  | dram__ready;
+  assign \$193  = ~ wait_full;
   assign \$194  = \$192  & \$193 ;
-  assign \$195  = config__payload[22:18] <= 5'h18;
-  assign \$196  = \$194  & \$195 ;
-  assign \$197  = | config__payload[9:2];
-  assign \$198  = | config__payload[17:10];
-  assign \$199  = \$197  | \$198 ;
-  assign \$200  = \$196  & \$199 ;
-  assign \$201  = config__valid & \$200 ;
-  assign \$202  = ~ dram__valid;
-  assign \$203  = \$202  | dram__ready;
-  assign \$204  = \$203  & \$signal ;
-  assign \$205  = armed & \$204 ;
-  assign \$206  = ! config__payload[9:2];
-  assign \$207  = cfg[17:10] - 1'h1;
-  assign \$208  = ! cfg[22:18];
-  assign \$209  = count + 1'h1;
+  assign \$195  = wait1 == cfg[38:23];
+  assign \$196  = \$194  ? \$195  : wait_full;
+  assign \$197  = accept ? \$190  : \$196 ;
+  assign \$198  = \$183  & \$197 ;
+  assign \$199  = dma__valid | remote__valid;
+  assign \$200  = \$signal  | gate_m;
+  assign \$201  = ~ \$200 ;
+  assign \$202  = \$199  & \$201 ;
+  assign \$203  = ~ dram__valid;
+  assign \$204  = \$203  | dram__ready;
+  assign \$205  = ~ wait_full;
+  assign \$206  = \$204  & \$205 ;
+  assign \$207  = wait1 >= \new [38:23];
+  assign \$208  = wait1 > \new [38:23];
+  assign \$209  = \$206  ? \$207  : \$208 ;
   assign \$210  = ~ dram__valid;
   assign \$211  = \$210  | dram__ready;
-  assign \$212  = \$211  & \$signal ;
-  assign \$213  = acc + cfg[17:10];
-  assign \$214  = 1'h1 << cfg[22:18];
-  assign \$215  = \$214  - 1'h1;
-  assign \$216  = count == \$215 ;
-  assign \$218  = cfg[17:10] + 2'h2;
-  assign \$219  = \$218  << cfg[22:18];
-  assign \$221  = num + acc;
-  assign \$222  = cfg[22:18] + 1'h1;
-  assign \$223  = num >> \$222 ;
-  assign \$224  = load__valid & load__ready;
-  assign \$225  = stats[31:0] + 1'h1;
-  assign \$226  = ~ load__ready;
-  assign \$227  = load__valid & \$226 ;
-  assign \$228  = stats[159:128] + 1'h1;
-  assign \$229  = store__valid & store__ready;
-  assign \$230  = stats[63:32] + 1'h1;
-  assign \$231  = ~ store__ready;
-  assign \$232  = store__valid & \$231 ;
-  assign \$233  = stats[191:160] + 1'h1;
-  assign \$234  = dma__valid & dma__ready;
-  assign \$235  = stats[95:64] + 1'h1;
-  assign \$236  = ~ dma__ready;
-  assign \$237  = dma__valid & \$236 ;
-  assign \$238  = stats[223:192] + 1'h1;
-  assign \$239  = remote__valid & remote__ready;
-  assign \$240  = stats[127:96] + 1'h1;
-  assign \$241  = ~ remote__ready;
-  assign \$242  = remote__valid & \$241 ;
-  assign \$243  = stats[255:224] + 1'h1;
-  assign \$244  = ~ dram__valid;
-  assign \$245  = \$244  | dram__ready;
-  assign \$246  = \$245  & forced;
-  assign \$247  = stats[287:256] + 1'h1;
+  assign \$212  = ~ wait_full;
+  assign \$213  = \$211  & \$212 ;
+  assign \$214  = wait1 == cfg[38:23];
+  assign \$215  = \$213  ? \$214  : wait_full;
+  assign \$216  = accept ? \$209  : \$215 ;
+  assign \$217  = \$202  & \$216 ;
+  assign \$218  = accept ? \new [1:0] : cfg[1:0];
+  assign \$219  = ! \$218 ;
+  assign \$220  = ~ dram__valid;
+  assign \$221  = \$220  | dram__ready;
+  assign \$222  = \$221  & pick_c;
+  assign \$223  = \$222  | \$signal ;
+  assign \$224  = \$223  ? \$signal  : last_comm;
+  assign \$225  = ~ \$224 ;
+  assign \$226  = \$219  & \$225 ;
+  assign \$227  = \new [1:0] == 2'h2;
+  assign \$228  = | \new [9:2];
+  assign \$229  = \$227  & \$228 ;
+  assign \$230  = cfg[1:0] == 2'h2;
+  assign \$231  = finish[1] ? \$230  : gated;
+  assign \$232  = accept ? \$229  : \$231 ;
+  assign \$233  = dma__valid | remote__valid;
+  assign \$234  = ~ \$signal ;
+  assign \$235  = \$233  & \$234 ;
+  assign \$236  = ~ dram__valid;
+  assign \$237  = \$236  | dram__ready;
+  assign \$238  = ~ wait_full;
+  assign \$239  = \$237  & \$238 ;
+  assign \$240  = wait1 >= \new [38:23];
+  assign \$241  = wait1 > \new [38:23];
+  assign \$242  = \$239  ? \$240  : \$241 ;
+  assign \$243  = ~ dram__valid;
+  assign \$244  = \$243  | dram__ready;
+  assign \$245  = ~ wait_full;
+  assign \$246  = \$244  & \$245 ;
+  assign \$247  = wait1 == cfg[38:23];
+  assign \$248  = \$246  ? \$247  : wait_full;
+  assign \$249  = accept ? \$242  : \$248 ;
+  assign \$250  = \$235  & \$249 ;
+  assign \$251  = \$232  & \$250 ;
+  assign \$252  = \$226  | \$251 ;
+  assign \$253  = accept ? \new [1:0] : cfg[1:0];
+  assign \$254  = ! \$253 ;
+  assign \$255  = ~ dram__valid;
+  assign \$256  = \$255  | dram__ready;
+  assign \$257  = \$256  & pick_c;
+  assign \$258  = \$signal  | gate_m;
+  assign \$259  = \$257  | \$258 ;
+  assign \$260  = \$signal  | gate_m;
+  assign \$261  = \$259  ? \$260  : last_comm;
+  assign \$262  = ~ \$261 ;
+  assign \$263  = \$254  & \$262 ;
+  assign \$264  = \new [1:0] == 2'h2;
+  assign \$265  = | \new [9:2];
+  assign \$266  = \$264  & \$265 ;
+  assign \$267  = cfg[1:0] == 2'h2;
+  assign \$268  = finish[1] ? \$267  : gated;
+  assign \$269  = accept ? \$266  : \$268 ;
+  assign \$270  = dma__valid | remote__valid;
+  assign \$271  = \$signal  | gate_m;
+  assign \$272  = ~ \$271 ;
+  assign \$273  = \$270  & \$272 ;
+  assign \$274  = ~ dram__valid;
+  assign \$275  = \$274  | dram__ready;
+  assign \$276  = ~ wait_full;
+  assign \$277  = \$275  & \$276 ;
+  assign \$278  = wait1 >= \new [38:23];
+  assign \$279  = wait1 > \new [38:23];
+  assign \$280  = \$277  ? \$278  : \$279 ;
+  assign \$281  = ~ dram__valid;
+  assign \$282  = \$281  | dram__ready;
+  assign \$283  = ~ wait_full;
+  assign \$284  = \$282  & \$283 ;
+  assign \$285  = wait1 == cfg[38:23];
+  assign \$286  = \$284  ? \$285  : wait_full;
+  assign \$287  = accept ? \$280  : \$286 ;
+  assign \$288  = \$273  & \$287 ;
+  assign \$289  = \$269  & \$288 ;
+  assign \$290  = \$263  | \$289 ;
+  assign \$292  = \$291  ? 2'h2 : 2'h1;
+  assign \$294  = \$293  ? 2'h2 : 2'h1;
+  assign \$295  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
+  assign \$296  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
+  assign \$297  = pick_c ? \$295  : \$296 ;
+  assign \$298  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$298 ;
+  assign \$299  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$299 ;
+  assign \$300  = ! response__payload[1:0];
+  assign \$301  = response__payload[1:0] == 1'h1;
+  assign \$302  = \$301  ? dma_response__ready : 1'h1;
+  assign response__ready = \$300  ? load_response__ready : \$302 ;
+  assign \$303  = ! response__payload[1:0];
+  assign \$304  = ~ \$303 ;
+  assign \$305  = response__valid & \$304 ;
+  assign \$306  = response__payload[1:0] == 1'h1;
+  assign \$307  = ~ \$306 ;
+  assign \$308  = \$305  & \$307 ;
+  assign \$309  = config__payload[1:0] != 2'h3;
+  assign \$310  = | config__payload[38:23];
+  assign \$311  = \$309  & \$310 ;
+  assign \$312  = config__payload[22:18] <= 5'h18;
+  assign \$313  = \$311  & \$312 ;
+  assign \$314  = | config__payload[9:2];
+  assign \$315  = | config__payload[17:10];
+  assign \$316  = \$314  | \$315 ;
+  assign \$317  = \$313  & \$316 ;
+  assign \$318  = ~ \$317 ;
+  assign \$319  = config__valid & \$318 ;
   always @(posedge clk)
-    last_store <= \$251 ;
+    \new  <= config__payload;
   always @(posedge clk)
-    last_remote <= \$252 ;
+    accept <= \$320 ;
   always @(posedge clk)
-    last_comm <= \$253 ;
+    last_store <= \$321 ;
   always @(posedge clk)
-    \wait  <= \$254 ;
+    last_remote <= \$322 ;
   always @(posedge clk)
-    wait_full <= \$255 ;
+    wait1 <= \$323 ;
   always @(posedge clk)
-    dram__valid <= \$256 ;
+    gated <= \$324 ;
   always @(posedge clk)
-    out_tracked <= \$257 ;
+    last_comm <= \$325 ;
   always @(posedge clk)
-    dram__payload <= \$258 ;
+    wait_full <= \$326 ;
   always @(posedge clk)
-    track__valid <= \$259 ;
+    comm_first <= \$327 ;
   always @(posedge clk)
-    track__payload <= \$260 ;
+    dram__valid <= \$328 ;
   always @(posedge clk)
-    cfg <= \$261 ;
+    out_tracked <= \$329 ;
   always @(posedge clk)
-    thr <= \$262 ;
+    dram__payload <= \$330 ;
   always @(posedge clk)
-    armed <= \$263 ;
+    track__valid <= \$331 ;
   always @(posedge clk)
-    window <= \$264 ;
+    track__payload <= \$332 ;
   always @(posedge clk)
-    finish <= \$265 ;
+    sat_s <= \$333 ;
   always @(posedge clk)
-    count <= \$266 ;
+    unit <= \$334 ;
   always @(posedge clk)
-    acc <= \$267 ;
+    sat2 <= \$335 ;
   always @(posedge clk)
-    num <= \$268 ;
+    base <= \$336 ;
   always @(posedge clk)
-    stats <= \$269 ;
+    grant_c_q <= \$337 ;
   always @(posedge clk)
-    errors <= \$270 ;
+    cfg <= \$338 ;
+  always @(posedge clk)
+    thr <= \$339 ;
+  always @(posedge clk)
+    measuring <= \$340 ;
+  always @(posedge clk)
+    armed <= \$341 ;
+  always @(posedge clk)
+    window <= \$342 ;
+  always @(posedge clk)
+    finish <= \$343 ;
+  always @(posedge clk)
+    scale <= \$344 ;
+  always @(posedge clk)
+    acc <= \$345 ;
+  always @(posedge clk)
+    left <= \$346 ;
+  always @(posedge clk)
+    num <= \$347 ;
+  always @(posedge clk)
+    load_granted <= \$348 ;
+  always @(posedge clk)
+    load_stalled <= \$349 ;
+  always @(posedge clk)
+    stats <= \$350 ;
+  always @(posedge clk)
+    store_granted <= \$351 ;
+  always @(posedge clk)
+    store_stalled <= \$352 ;
+  always @(posedge clk)
+    dma_granted <= \$353 ;
+  always @(posedge clk)
+    dma_stalled <= \$354 ;
+  always @(posedge clk)
+    remote_granted <= \$355 ;
+  always @(posedge clk)
+    remote_stalled <= \$356 ;
+  always @(posedge clk)
+    was_forced <= \$357 ;
+  always @(posedge clk)
+    errors <= \$358 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$signal  = 1'h0;
-    (* full_case = 32'd1 *)
-    casez (cfg[1:0])
-      2'h0:
-          \$signal  = \$5 ;
-      2'h2:
-          (* full_case = 32'd1 *)
-          if (\$14 ) begin
-            \$signal  = \$17 ;
-          end else if (\$16 ) begin
-          end else begin
-            \$signal  = \$22 ;
-          end
-      default:
-          \$signal  = \$29 ;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    (* full_case = 32'd1 *)
-    casez (cfg[1:0])
-      2'h0:
-          \$signal$7  = \$11 ;
-      2'h2:
-          (* full_case = 32'd1 *)
-          if (\$14 ) begin
-            \$signal$7  = \$21 ;
-          end else if (\$16 ) begin
-            \$signal$7  = 1'h1;
-          end else begin
-            \$signal$7  = \$28 ;
-          end
-      default:
-          \$signal$7  = \$33 ;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    forced = 1'h0;
-    casez (cfg[1:0])
-      2'h0:
-          /* empty */;
-      2'h2:
-          if (\$14 ) begin
-          end else if (\$16 ) begin
-            forced = 1'h1;
-          end
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    req[82:59] = 24'h000000;
-    (* full_case = 32'd1 *)
-    if (\$72 ) begin
-      req[1:0] = 2'h0;
-      req[3:2] = 2'h0;
-      req[51:4] = load__payload[47:0];
-      req[58:52] = load__payload[54:48];
-      req[82:75] = load__payload[62:55];
-    end else if (\$75 ) begin
-      req[1:0] = \$82 ;
-      req[3:2] = 2'h0;
-      req[51:4] = store__payload[47:0];
-      req[58:52] = store__payload[70:64];
-      req[74:59] = store__payload[63:48];
-    end else if (\$80 ) begin
-      req[1:0] = 2'h0;
-      req[3:2] = 2'h1;
-      req[51:4] = dma__payload[47:0];
-      req[58:52] = dma__payload[54:48];
-      req[82:75] = { 5'h00, dma__payload[57:55] };
-    end else begin
-      req[1:0] = \$84 ;
-      req[3:2] = 2'h2;
-      req[51:4] = remote__payload[47:0];
-      req[58:52] = remote__payload[70:64];
-      req[74:59] = remote__payload[63:48];
+    \$320  = \$10 ;
+    if (rst) begin
+      \$320  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    tracked = 1'h0;
-    (* full_case = 32'd1 *)
-    if (\$72 ) begin
-    end else if (\$75 ) begin
-      tracked = store__payload[72];
-    end else if (\$80 ) begin
-    end else begin
-      tracked = remote__payload[72];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$251  = last_store;
-    if (\$112 ) begin
-      \$251  = \$116 ;
+    \$321  = last_store;
+    if (\$13 ) begin
+      \$321  = sel_store;
     end
     if (rst) begin
-      \$251  = 1'h0;
+      \$321  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$252  = last_remote;
-    if (\$119 ) begin
-      \$252  = \$123 ;
+    \$322  = last_remote;
+    if (\$16 ) begin
+      \$322  = sel_remote;
     end
     if (rst) begin
-      \$252  = 1'h0;
+      \$322  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$253  = last_comm;
-    if (\$130 ) begin
-      \$253  = \$133 ;
+    \$323  = wait1;
+    if (\$19 ) begin
+      \$323  = 17'h00001;
+    end else if (\$23 ) begin
+      \$323  = \$24 [16:0];
     end
     if (rst) begin
-      \$253  = 1'h0;
+      \$323  = 17'h00001;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$254  = \wait ;
-    if (\$139 ) begin
-      \$254  = 16'h0000;
-    end else if (\$143 ) begin
-      \$254  = \$144 [15:0];
+    \$324  = \$30 ;
+    if (rst) begin
+      \$324  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$325  = \$32 ;
+    if (rst) begin
+      \$325  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$326  = \$34 ;
+    if (rst) begin
+      \$326  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$327  = \$36 ;
+    if (rst) begin
+      \$327  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$328  = dram__valid;
+    if (\$38 ) begin
+      \$328  = \$45 ;
     end
     if (rst) begin
-      \$254  = 16'h0000;
+      \$328  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    (* full_case = 32'd1 *)
-    if (\$139 ) begin
-      \$255  = 1'h0;
-    end else if (\$143 ) begin
-      \$255  = \$157 ;
-    end else begin
-      \$255  = \$169 ;
+    \$329  = out_tracked;
+    if (\$38 ) begin
+      \$329  = \$297 [83];
     end
     if (rst) begin
-      \$255  = 1'h0;
+      \$329  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$256  = dram__valid;
-    if (\$171 ) begin
-      \$256  = \$178 ;
+    \$330  = dram__payload;
+    if (\$38 ) begin
+      \$330  = \$297 [82:0];
     end
     if (rst) begin
-      \$256  = 1'h0;
+      \$330  = 83'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$257  = out_tracked;
-    if (\$171 ) begin
-      \$257  = tracked;
+    \$331  = \$49 ;
+    if (rst) begin
+      \$331  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$332 [15:0] = dram__payload[74:59];
+    \$332 [19:16] = 4'h1;
+    \$332 [20] = \$51 ;
+    \$332 [22:21] = dram__payload[3:2];
+    if (rst) begin
+      \$332  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$333  = \$52 [31:0];
+    if (rst) begin
+      \$333  = 32'd32768;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$334  = \$53 [24:0];
+    if (rst) begin
+      \$334  = 25'h0000400;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$335  = \$54 ;
+    if (rst) begin
+      \$335  = 9'h022;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$336  = \$56 [33:0];
+    if (rst) begin
+      \$336  = 34'h021fffc00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$337  = \$61 ;
+    if (rst) begin
+      \$337  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$338  = cfg;
+    if (accept) begin
+      \$338  = \new ;
     end
     if (rst) begin
-      \$257  = 1'h0;
+      \$338  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$258  = dram__payload;
-    if (\$171 ) begin
-      if (\$185 ) begin
-        \$258  = req;
-      end
-    end
-    if (rst) begin
-      \$258  = 83'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$259  = \$189 ;
-    if (rst) begin
-      \$259  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$260 [15:0] = dram__payload[74:59];
-    \$260 [19:16] = 4'h1;
-    \$260 [20] = \$191 ;
-    \$260 [22:21] = dram__payload[3:2];
-    if (rst) begin
-      \$260  = 23'h000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$261  = cfg;
-    if (\$201 ) begin
-      \$261  = config__payload;
-    end
-    if (rst) begin
-      \$261  = 39'h0200388002;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$262  = thr;
-    if (\$201 ) begin
-      \$262  = config__payload[9:2];
-    end else if (\$205 ) begin
+    \$339  = thr;
+    if (accept) begin
+      \$339  = \new [9:2];
+    end else if (\$62 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-    end else if (finish[2]) begin
-      \$262  = \$223 [7:0];
+      \$339  = \$96 [7:0];
     end
     if (rst) begin
-      \$262  = 8'h00;
+      \$339  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$263  = armed;
-    if (\$201 ) begin
-      \$263  = \$206 ;
-    end else if (\$205 ) begin
-      \$263  = 1'h0;
+    \$340  = measuring;
+    if (accept) begin
+      \$340  = \$63 ;
+    end else if (\$62 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$340  = 1'h0;
     end
     if (rst) begin
-      \$263  = 1'h1;
+      \$340  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$264  = window;
-    if (\$201 ) begin
-      \$264  = 1'h0;
-    end else if (\$205 ) begin
+    \$341  = armed;
+    if (accept) begin
+      \$341  = \$64 ;
+    end else if (\$62 ) begin
+      \$341  = 1'h0;
+    end
+    if (rst) begin
+      \$341  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$342  = window;
+    if (accept) begin
+      \$342  = 1'h0;
+    end else if (\$62 ) begin
       (* full_case = 32'd1 *)
-      if (\$208 ) begin
+      if (\$91 ) begin
       end else begin
-        \$264  = 1'h1;
+        \$342  = 1'h1;
       end
     end else if (window) begin
-      if (\$216 ) begin
-        \$264  = 1'h0;
+      if (left[24]) begin
+        \$342  = 1'h0;
       end
     end
     if (rst) begin
-      \$264  = 1'h0;
+      \$342  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$265  = finish;
-    if (\$201 ) begin
-      \$265  = 3'h0;
-    end else if (\$205 ) begin
-      if (\$208 ) begin
-        \$265  = 3'h1;
+    \$343  = finish;
+    if (accept) begin
+      \$343  = 2'h0;
+    end else if (\$62 ) begin
+      if (\$91 ) begin
+        \$343  = 2'h1;
       end
     end else if (window) begin
-      if (\$216 ) begin
-        \$265  = 3'h1;
+      if (left[24]) begin
+        \$343  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$265  = \$217 [2:0];
+      \$343  = \$94 [1:0];
     end else if (finish[1]) begin
-      \$265  = \$220 [2:0];
-    end else if (finish[2]) begin
-      \$265  = 3'h0;
+      \$343  = 2'h0;
     end
     if (rst) begin
-      \$265  = 3'h0;
+      \$343  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$266  = count;
-    if (\$201 ) begin
-    end else if (\$205 ) begin
-      \$266  = 25'h0000000;
-      (* full_case = 32'd1 *)
-      if (\$208 ) begin
-      end else begin
-        \$266  = 25'h0000001;
-      end
-    end else if (window) begin
-      \$266  = \$209 [24:0];
+    \$344  = scale;
+    if (accept) begin
+      \$344  = \$65 [4:0];
     end
     if (rst) begin
-      \$266  = 25'h0000000;
+      \$344  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$267  = acc;
-    if (\$201 ) begin
-    end else if (\$205 ) begin
-      \$267  = { \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207 [8], \$207  };
+    \$345  = acc;
+    if (accept) begin
+    end else if (\$62 ) begin
+      \$345  = sat_s;
     end else if (window) begin
-      if (\$212 ) begin
-        \$267  = \$213 [32:0];
+      if (grant_c_q) begin
+        \$345  = \$93 [31:0];
       end
     end
     if (rst) begin
-      \$267  = 33'h000000000;
+      \$345  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$268  = num;
-    if (\$201 ) begin
-    end else if (\$205 ) begin
+    \$346  = left;
+    if (accept) begin
+    end else if (\$62 ) begin
+      \$346  = \$90 [24:0];
+    end else if (window) begin
+      \$346  = \$92 [24:0];
+    end
+    if (rst) begin
+      \$346  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$347  = num;
+    if (accept) begin
+    end else if (\$62 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$268  = \$219 [34:0];
-    end else if (finish[1]) begin
-      \$268  = \$221 [34:0];
+      \$347  = \$95 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$269  = stats;
-    if (\$224 ) begin
-      \$269 [31:0] = \$225 [31:0];
-    end
-    if (\$227 ) begin
-      \$269 [159:128] = \$228 [31:0];
-    end
-    if (\$229 ) begin
-      \$269 [63:32] = \$230 [31:0];
-    end
-    if (\$232 ) begin
-      \$269 [191:160] = \$233 [31:0];
-    end
-    if (\$234 ) begin
-      \$269 [95:64] = \$235 [31:0];
-    end
-    if (\$237 ) begin
-      \$269 [223:192] = \$238 [31:0];
-    end
-    if (\$239 ) begin
-      \$269 [127:96] = \$240 [31:0];
-    end
-    if (\$242 ) begin
-      \$269 [255:224] = \$243 [31:0];
-    end
-    if (\$246 ) begin
-      \$269 [287:256] = \$247 [31:0];
-    end
+    \$348  = \$97 ;
     if (rst) begin
-      \$269  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$348  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$270  = \$250 ;
+    \$349  = \$99 ;
     if (rst) begin
-      \$270  = 2'h0;
+      \$349  = 1'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$350  = stats;
+    if (load_granted) begin
+      \$350 [31:0] = \$100 [31:0];
+    end
+    if (load_stalled) begin
+      \$350 [159:128] = \$101 [31:0];
+    end
+    if (store_granted) begin
+      \$350 [63:32] = \$105 [31:0];
+    end
+    if (store_stalled) begin
+      \$350 [191:160] = \$106 [31:0];
+    end
+    if (dma_granted) begin
+      \$350 [95:64] = \$110 [31:0];
+    end
+    if (dma_stalled) begin
+      \$350 [223:192] = \$111 [31:0];
+    end
+    if (remote_granted) begin
+      \$350 [127:96] = \$115 [31:0];
+    end
+    if (remote_stalled) begin
+      \$350 [255:224] = \$116 [31:0];
+    end
+    if (was_forced) begin
+      \$350 [287:256] = \$123 [31:0];
+    end
+    if (rst) begin
+      \$350  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$351  = \$102 ;
+    if (rst) begin
+      \$351  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$352  = \$104 ;
+    if (rst) begin
+      \$352  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$353  = \$107 ;
+    if (rst) begin
+      \$353  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$354  = \$109 ;
+    if (rst) begin
+      \$354  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$355  = \$112 ;
+    if (rst) begin
+      \$355  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$356  = \$114 ;
+    if (rst) begin
+      \$356  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$357  = \$122 ;
+    if (rst) begin
+      \$357  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$358  = \$126 ;
+    if (rst) begin
+      \$358  = 2'h0;
+    end
+  end
+  assign last_comm_next = { \$180 , \$173  };
+  assign wait_full_next = { \$217 , \$198  };
+  assign comm_first_next = { \$290 , \$252  };
+  assign tracked = \$297 [83];
+  assign req = \$297 [82:0];
+  assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
   assign dma_response__payload = response__payload[4:2];
-  assign clear = 2'h3;
-  assign cfg__policy  = cfg[1:0];
-  assign cfg__threshold  = cfg[9:2];
-  assign cfg__saturation  = cfg[17:10];
-  assign cfg__window_log2  = cfg[22:18];
-  assign cfg__starvation_limit  = cfg[38:23];
-  assign req__op  = req[1:0];
-  assign req__source  = req[3:2];
-  assign req__addr  = req[51:4];
-  assign req__bytes  = req[58:52];
-  assign req__tile  = req[74:59];
-  assign req__tag  = req[82:75];
-  assign load__payload__addr  = load__payload[47:0];
-  assign load__payload__bytes  = load__payload[54:48];
-  assign load__payload__tag  = load__payload[62:55];
-  assign store__payload__addr  = store__payload[47:0];
-  assign store__payload__tile  = store__payload[63:48];
-  assign store__payload__bytes  = store__payload[70:64];
-  assign store__payload__kind  = store__payload[71];
-  assign store__payload__tracked  = store__payload[72];
-  assign dma__payload__addr  = dma__payload[47:0];
-  assign dma__payload__bytes  = dma__payload[54:48];
-  assign dma__payload__tag  = dma__payload[57:55];
-  assign remote__payload__addr  = remote__payload[47:0];
-  assign remote__payload__tile  = remote__payload[63:48];
-  assign remote__payload__bytes  = remote__payload[70:64];
-  assign remote__payload__kind  = remote__payload[71];
-  assign remote__payload__tracked  = remote__payload[72];
-  assign response__payload__source  = response__payload[1:0];
-  assign response__payload__tag  = response__payload[9:2];
-  assign load_response__payload__tag  = response__payload[9:2];
-  assign dma_response__payload__tag  = response__payload[4:2];
-  assign set_err__bad_config  = set_err[0];
-  assign set_err__bad_response  = set_err[1];
+  assign new__policy  = \new [1:0];
+  assign new__threshold  = \new [9:2];
+  assign new__saturation  = \new [17:10];
+  assign new__window_log2  = \new [22:18];
+  assign new__starvation_limit  = \new [38:23];
   assign config__payload__policy  = config__payload[1:0];
   assign config__payload__threshold  = config__payload[9:2];
   assign config__payload__saturation  = config__payload[17:10];
   assign config__payload__window_log2  = config__payload[22:18];
   assign config__payload__starvation_limit  = config__payload[38:23];
-  assign status__policy  = status[1:0];
-  assign status__threshold  = status[9:2];
-  assign status__measuring  = status[10];
+  assign cfg__policy  = cfg[1:0];
+  assign cfg__threshold  = cfg[9:2];
+  assign cfg__saturation  = cfg[17:10];
+  assign cfg__window_log2  = cfg[22:18];
+  assign cfg__starvation_limit  = cfg[38:23];
   assign dram__payload__op  = dram__payload[1:0];
   assign dram__payload__source  = dram__payload[3:2];
   assign dram__payload__addr  = dram__payload[51:4];
   assign dram__payload__bytes  = dram__payload[58:52];
   assign dram__payload__tile  = dram__payload[74:59];
   assign dram__payload__tag  = dram__payload[82:75];
+  assign req__op  = \$297 [1:0];
+  assign req__source  = \$297 [3:2];
+  assign req__addr  = \$297 [51:4];
+  assign req__bytes  = \$297 [58:52];
+  assign req__tile  = \$297 [74:59];
+  assign req__tag  = \$297 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -4260,22 +4739,96 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign errors__bad_response  = errors[1];
   assign clear__bad_config  = 1'h1;
   assign clear__bad_response  = 1'h1;
-  assign status[10] = \$109 ;
+  assign set_err__bad_config  = set_err[0];
+  assign set_err__bad_response  = set_err[1];
+  assign store_req__op  = store_req[1:0];
+  assign store_req__source  = store_req[3:2];
+  assign store_req__addr  = store_req[51:4];
+  assign store_req__bytes  = store_req[58:52];
+  assign store_req__tile  = store_req[74:59];
+  assign store_req__tag  = store_req[82:75];
+  assign store__payload__addr  = store__payload[47:0];
+  assign store__payload__tile  = store__payload[63:48];
+  assign store__payload__bytes  = store__payload[70:64];
+  assign store__payload__kind  = store__payload[71];
+  assign store__payload__tracked  = store__payload[72];
+  assign remote_req__op  = remote_req[1:0];
+  assign remote_req__source  = remote_req[3:2];
+  assign remote_req__addr  = remote_req[51:4];
+  assign remote_req__bytes  = remote_req[58:52];
+  assign remote_req__tile  = remote_req[74:59];
+  assign remote_req__tag  = remote_req[82:75];
+  assign remote__payload__addr  = remote__payload[47:0];
+  assign remote__payload__tile  = remote__payload[63:48];
+  assign remote__payload__bytes  = remote__payload[70:64];
+  assign remote__payload__kind  = remote__payload[71];
+  assign remote__payload__tracked  = remote__payload[72];
+  assign load_req__op  = load_req[1:0];
+  assign load_req__source  = load_req[3:2];
+  assign load_req__addr  = load_req[51:4];
+  assign load_req__bytes  = load_req[58:52];
+  assign load_req__tile  = load_req[74:59];
+  assign load_req__tag  = load_req[82:75];
+  assign load__payload__addr  = load__payload[47:0];
+  assign load__payload__bytes  = load__payload[54:48];
+  assign load__payload__tag  = load__payload[62:55];
+  assign dma_req__op  = dma_req[1:0];
+  assign dma_req__source  = dma_req[3:2];
+  assign dma_req__addr  = dma_req[51:4];
+  assign dma_req__bytes  = dma_req[58:52];
+  assign dma_req__tile  = dma_req[74:59];
+  assign dma_req__tag  = dma_req[82:75];
+  assign dma__payload__addr  = dma__payload[47:0];
+  assign dma__payload__bytes  = dma__payload[54:48];
+  assign dma__payload__tag  = dma__payload[57:55];
+  assign response__payload__source  = response__payload[1:0];
+  assign response__payload__tag  = response__payload[9:2];
+  assign load_response__payload__tag  = response__payload[9:2];
+  assign dma_response__payload__tag  = response__payload[4:2];
+  assign status__policy  = status[1:0];
+  assign status__threshold  = status[9:2];
+  assign status__measuring  = status[10];
+  assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$106 ;
-  assign set_err[1] = \$95 ;
-  assign \$81  = store__payload[71];
-  assign \$83  = remote__payload[71];
-  assign \$217  = { finish, 1'h0 };
-  assign \$220  = { finish, 1'h0 };
-  assign \$248  = 2'h0;
-  assign \$249  = 2'h0;
-  assign \$250  = { \$95 , \$106  };
+  assign set_err[0] = \$319 ;
+  assign set_err[1] = \$308 ;
+  assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
+  assign dma_req[58:52] = dma__payload[54:48];
+  assign dma_req[51:4] = dma__payload[47:0];
+  assign dma_req[3:2] = 2'h1;
+  assign dma_req[1:0] = 2'h0;
+  assign dma_req[74:59] = 16'h0000;
+  assign load_req[82:75] = load__payload[62:55];
+  assign load_req[58:52] = load__payload[54:48];
+  assign load_req[51:4] = load__payload[47:0];
+  assign load_req[3:2] = 2'h0;
+  assign load_req[1:0] = 2'h0;
+  assign load_req[74:59] = 16'h0000;
+  assign remote_req[74:59] = remote__payload[63:48];
+  assign remote_req[58:52] = remote__payload[70:64];
+  assign remote_req[51:4] = remote__payload[47:0];
+  assign remote_req[3:2] = 2'h2;
+  assign remote_req[1:0] = \$294 ;
+  assign remote_req[82:75] = 8'h00;
+  assign store_req[74:59] = store__payload[63:48];
+  assign store_req[58:52] = store__payload[70:64];
+  assign store_req[51:4] = store__payload[47:0];
+  assign store_req[3:2] = 2'h0;
+  assign store_req[1:0] = \$292 ;
+  assign store_req[82:75] = 8'h00;
+  assign \$55  = { 7'h00, sat2, 24'h000000 };
+  assign \$94  = { finish, 1'h0 };
+  assign \$96  = { 25'h0000000, num[33:25] };
+  assign \$124  = 2'h0;
+  assign \$125  = 2'h0;
+  assign \$126  = { \$308 , \$319  };
+  assign \$291  = store__payload[71];
+  assign \$293  = remote__payload[71];
 endmodule
 
-module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, bus__r_data, addrmap_stats, addrmap_errors, arbiter_status, arbiter_stats
-, arbiter_errors, tracker_busy, tracker_errors, tracker_stats, dma_errors, dma_stats, dma_busy, bus__addr);
+module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, bus__r_data, addrmap_stats, addrmap_errors, arbiter_stats, arbiter_errors
+, arbiter_status, tracker_busy, tracker_errors, tracker_stats, dma_errors, dma_stats, dma_busy, bus__addr);
   reg _init_strobe_3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4337,7 +4890,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$150 ;
   wire \$151 ;
   wire \$152 ;
-  wire [8:0] \$153 ;
+  wire \$153 ;
   wire \$154 ;
   wire \$155 ;
   wire \$156 ;
@@ -4437,7 +4990,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
-  wire \$243 ;
+  wire [8:0] \$243 ;
   wire \$244 ;
   wire \$245 ;
   wire \$246 ;
@@ -4454,71 +5007,283 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$256 ;
   wire \$257 ;
   wire \$258 ;
-  wire [3:0] \$259 ;
+  wire \$259 ;
   wire \$26 ;
-  wire [3:0] \$260 ;
-  wire [3:0] \$261 ;
-  wire [4:0] \$262 ;
-  wire [4:0] \$263 ;
-  wire [4:0] \$264 ;
-  wire [2:0] \$265 ;
-  wire [2:0] \$266 ;
-  wire [2:0] \$267 ;
-  wire [1:0] \$268 ;
-  wire [1:0] \$269 ;
+  wire \$260 ;
+  wire \$261 ;
+  wire \$262 ;
+  wire \$263 ;
+  wire \$264 ;
+  wire \$265 ;
+  wire \$266 ;
+  wire \$267 ;
+  wire \$268 ;
+  wire \$269 ;
   wire \$27 ;
-  wire [1:0] \$270 ;
-  wire [1:0] \$271 ;
-  wire [1:0] \$272 ;
-  wire [1:0] \$273 ;
-  reg [7:0] \$274 ;
-  reg \$275 ;
-  reg \$276 ;
-  reg \$277 ;
-  reg \$278 ;
-  reg \$279 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire \$272 ;
+  wire \$273 ;
+  wire \$274 ;
+  wire \$275 ;
+  wire \$276 ;
+  wire \$277 ;
+  wire \$278 ;
+  wire \$279 ;
   wire \$28 ;
-  reg \$280 ;
-  reg \$281 ;
-  reg \$282 ;
-  reg \$283 ;
-  reg [154:0] \$284 ;
-  reg \$285 ;
-  reg \$286 ;
-  reg [178:0] \$287 ;
-  reg [37:0] \$288 ;
-  reg [38:0] \$289 ;
+  wire \$280 ;
+  wire \$281 ;
+  wire \$282 ;
+  wire \$283 ;
+  wire \$284 ;
+  wire \$285 ;
+  wire \$286 ;
+  wire \$287 ;
+  wire \$288 ;
+  wire \$289 ;
   wire \$29 ;
-  reg [3:0] \$290 ;
-  reg [4:0] \$291 ;
-  reg [2:0] \$292 ;
-  reg [1:0] \$293 ;
-  reg [1:0] \$294 ;
-  reg [31:0] \$295 ;
+  wire \$290 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
+  wire \$295 ;
+  wire \$296 ;
+  wire \$297 ;
+  wire \$298 ;
+  wire \$299 ;
   wire \$3 ;
   wire \$30 ;
+  wire \$300 ;
+  wire \$301 ;
+  wire \$302 ;
+  wire \$303 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
   wire \$31 ;
+  wire \$310 ;
+  wire \$311 ;
+  wire \$312 ;
+  wire \$313 ;
+  wire \$314 ;
+  wire \$315 ;
+  wire \$316 ;
+  wire \$317 ;
+  wire \$318 ;
+  wire \$319 ;
   wire \$32 ;
+  wire \$320 ;
+  wire \$321 ;
+  wire \$322 ;
+  wire \$323 ;
+  wire \$324 ;
+  wire \$325 ;
+  wire \$326 ;
+  wire \$327 ;
+  wire \$328 ;
+  wire \$329 ;
   wire \$33 ;
+  wire \$330 ;
+  wire \$331 ;
+  wire \$332 ;
+  wire \$333 ;
+  wire \$334 ;
+  wire \$335 ;
+  wire \$336 ;
+  wire \$337 ;
+  wire \$338 ;
+  wire \$339 ;
   wire \$34 ;
+  wire \$340 ;
+  wire \$341 ;
+  wire \$342 ;
+  wire \$343 ;
+  wire \$344 ;
+  wire \$345 ;
+  wire \$346 ;
+  wire \$347 ;
+  wire \$348 ;
+  wire \$349 ;
   wire \$35 ;
+  wire \$350 ;
+  wire \$351 ;
+  wire \$352 ;
+  wire \$353 ;
+  wire \$354 ;
+  wire \$355 ;
+  wire \$356 ;
+  wire \$357 ;
+  wire \$358 ;
+  wire \$359 ;
   wire \$36 ;
+  wire \$360 ;
+  wire \$361 ;
+  wire \$362 ;
+  wire \$363 ;
+  wire \$364 ;
+  wire \$365 ;
+  wire \$366 ;
+  wire \$367 ;
+  wire \$368 ;
+  wire \$369 ;
   wire \$37 ;
+  wire \$370 ;
+  wire \$371 ;
+  wire \$372 ;
+  wire \$373 ;
+  wire \$374 ;
+  wire \$375 ;
+  wire \$376 ;
+  wire \$377 ;
+  wire \$378 ;
+  wire \$379 ;
   wire \$38 ;
+  wire \$380 ;
+  wire \$381 ;
+  wire \$382 ;
+  wire \$383 ;
+  wire \$384 ;
+  wire \$385 ;
+  wire \$386 ;
+  wire \$387 ;
+  wire \$388 ;
+  wire \$389 ;
   wire \$39 ;
+  wire \$390 ;
+  wire [3:0] \$391 ;
+  wire [3:0] \$392 ;
+  wire [3:0] \$393 ;
+  wire [4:0] \$394 ;
+  wire [4:0] \$395 ;
+  wire [4:0] \$396 ;
+  wire [2:0] \$397 ;
+  wire [2:0] \$398 ;
+  wire [2:0] \$399 ;
   wire \$4 ;
   wire \$40 ;
+  wire [1:0] \$400 ;
+  wire [1:0] \$401 ;
+  wire [1:0] \$402 ;
+  wire [1:0] \$403 ;
+  wire [1:0] \$404 ;
+  wire [1:0] \$405 ;
+  wire \$406 ;
+  wire [31:0] \$407 ;
+  wire [31:0] \$408 ;
+  wire [31:0] \$409 ;
   wire \$41 ;
+  wire [31:0] \$410 ;
+  wire [31:0] \$411 ;
+  wire [31:0] \$412 ;
+  wire [31:0] \$413 ;
+  wire [31:0] \$414 ;
+  wire [31:0] \$415 ;
+  wire [31:0] \$416 ;
+  wire [31:0] \$417 ;
+  wire [31:0] \$418 ;
+  wire [31:0] \$419 ;
   wire \$42 ;
+  wire [31:0] \$420 ;
+  wire [31:0] \$421 ;
+  wire [31:0] \$422 ;
+  wire [31:0] \$423 ;
+  wire [31:0] \$424 ;
+  wire [31:0] \$425 ;
+  wire [31:0] \$426 ;
+  wire [31:0] \$427 ;
+  wire [31:0] \$428 ;
+  wire [31:0] \$429 ;
   wire \$43 ;
+  wire [31:0] \$430 ;
+  wire [31:0] \$431 ;
+  wire [31:0] \$432 ;
+  wire [31:0] \$433 ;
+  wire [31:0] \$434 ;
+  wire [31:0] \$435 ;
+  wire [31:0] \$436 ;
+  wire [31:0] \$437 ;
+  wire [31:0] \$438 ;
+  wire [31:0] \$439 ;
   wire \$44 ;
+  wire [31:0] \$440 ;
+  wire [31:0] \$441 ;
+  wire [31:0] \$442 ;
+  wire [31:0] \$443 ;
+  wire [31:0] \$444 ;
+  wire [31:0] \$445 ;
+  wire [31:0] \$446 ;
+  wire [31:0] \$447 ;
+  wire [31:0] \$448 ;
+  wire [31:0] \$449 ;
   wire \$45 ;
+  wire [31:0] \$450 ;
+  wire [31:0] \$451 ;
+  wire [31:0] \$452 ;
+  wire [31:0] \$453 ;
+  wire [31:0] \$454 ;
+  wire [31:0] \$455 ;
+  wire [31:0] \$456 ;
+  wire [31:0] \$457 ;
+  wire [31:0] \$458 ;
+  wire [31:0] \$459 ;
   wire \$46 ;
+  wire [31:0] \$460 ;
+  wire [31:0] \$461 ;
+  wire [31:0] \$462 ;
+  wire [31:0] \$463 ;
+  wire [31:0] \$464 ;
+  wire [31:0] \$465 ;
+  wire [31:0] \$466 ;
+  wire [31:0] \$467 ;
+  wire [31:0] \$468 ;
+  wire [31:0] \$469 ;
   wire \$47 ;
+  wire [31:0] \$470 ;
+  wire [31:0] \$471 ;
+  wire [31:0] \$472 ;
+  wire [31:0] \$473 ;
+  wire [31:0] \$474 ;
+  wire [31:0] \$475 ;
+  wire [31:0] \$476 ;
+  wire [31:0] \$477 ;
+  wire [31:0] \$478 ;
+  wire [31:0] \$479 ;
   wire \$48 ;
+  wire [31:0] \$480 ;
+  wire [31:0] \$481 ;
+  wire [31:0] \$482 ;
+  wire [31:0] \$483 ;
+  reg [7:0] \$484 ;
+  reg \$485 ;
+  reg \$486 ;
+  reg \$487 ;
+  reg \$488 ;
+  reg \$489 ;
   wire \$49 ;
+  reg \$490 ;
+  reg \$491 ;
+  reg \$492 ;
+  reg \$493 ;
+  reg \$494 ;
+  reg [154:0] \$495 ;
+  reg \$496 ;
+  reg \$497 ;
+  reg \$498 ;
+  reg [178:0] \$499 ;
   wire \$5 ;
   wire \$50 ;
+  reg [37:0] \$500 ;
+  reg [38:0] \$501 ;
+  reg [3:0] \$502 ;
+  reg [4:0] \$503 ;
+  reg [2:0] \$504 ;
+  reg [1:0] \$505 ;
+  reg [1:0] \$506 ;
+  reg [31:0] \$507 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
@@ -4646,22 +5411,22 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   input clk;
   wire clk;
   reg [3:0] csr_errors_clear;
-  reg desc_loading = 1'h0;
-  reg desc_verdict = 1'h0;
-  reg [178:0] desc_view;
-  wire [4:0] desc_view__device ;
-  wire [47:0] desc_view__dst ;
-  wire [7:0] desc_view__index ;
+  reg desc_fetch = 1'h0;
+  reg [170:0] desc_got = 171'h0000000000000000000000000000000000000000000;
+  wire [4:0] desc_got__device ;
+  wire [47:0] desc_got__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire desc_view__op ;
-  wire [23:0] desc_view__pitch ;
-  wire [15:0] desc_view__row_bytes ;
-  wire [11:0] desc_view__rows ;
-  wire [47:0] desc_view__src ;
-  wire [15:0] desc_view__tile ;
-  wire desc_view__valid ;
+  wire desc_got__op ;
+  wire [23:0] desc_got__pitch ;
+  wire [15:0] desc_got__row_bytes ;
+  wire [11:0] desc_got__rows ;
+  wire [47:0] desc_got__src ;
+  wire [15:0] desc_got__tile ;
+  wire desc_got__valid ;
+  reg desc_load = 1'h0;
+  reg desc_verdict = 1'h0;
   input dma_busy;
   wire dma_busy;
   wire [2:0] dma_clear;
@@ -4711,7 +5476,19 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire errors__read_only ;
   wire errors__unmapped ;
   reg mapped;
-  reg region_loading = 1'h0;
+  reg region_fetch = 1'h0;
+  reg [151:0] region_got = 152'h00000000000000000000000000000000000000;
+  wire [47:0] region_got__base ;
+  wire [4:0] region_got__device ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] region_got__mode ;
+  wire [47:0] region_got__remote_base ;
+  wire [47:0] region_got__size ;
+  wire region_got__valid ;
+  reg region_load = 1'h0;
   output [154:0] region_program__payload;
   reg [154:0] region_program__payload = 155'h000000000000000000000000000000000000000;
   wire [47:0] region_program__payload__base ;
@@ -4728,36 +5505,24 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   output region_program__valid;
   reg region_program__valid = 1'h0;
   reg region_verdict = 1'h0;
-  reg [154:0] region_view;
-  wire [47:0] region_view__base ;
-  wire [4:0] region_view__device ;
-  wire [2:0] region_view__index ;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] region_view__mode ;
-  wire [47:0] region_view__remote_base ;
-  wire [47:0] region_view__size ;
-  wire region_view__valid ;
   reg region_waiting0 = 1'h0;
   reg region_waiting1 = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$74 ;
+  wire [7:0] \rp__addr$71 ;
   wire [151:0] rp__data;
-  wire [170:0] \rp__data$77 ;
-  wire [4:0] rp__data$77__device ;
-  wire [47:0] rp__data$77__dst ;
+  wire [170:0] \rp__data$103 ;
+  wire [4:0] rp__data$103__device ;
+  wire [47:0] rp__data$103__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rp__data$77__op ;
-  wire [23:0] rp__data$77__pitch ;
-  wire [15:0] rp__data$77__row_bytes ;
-  wire [11:0] rp__data$77__rows ;
-  wire [47:0] rp__data$77__src ;
-  wire [15:0] rp__data$77__tile ;
-  wire rp__data$77__valid ;
+  wire rp__data$103__op ;
+  wire [23:0] rp__data$103__pitch ;
+  wire [15:0] rp__data$103__row_bytes ;
+  wire [11:0] rp__data$103__rows ;
+  wire [47:0] rp__data$103__src ;
+  wire [15:0] rp__data$103__tile ;
+  wire rp__data$103__valid ;
   wire [47:0] rp__data__base ;
   wire [4:0] rp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -4882,21 +5647,21 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$68 ;
+  reg [7:0] \wp__addr$65 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$69 ;
-  wire [4:0] wp__data$69__device ;
-  wire [47:0] wp__data$69__dst ;
+  reg [170:0] \wp__data$66 ;
+  wire [4:0] wp__data$66__device ;
+  wire [47:0] wp__data$66__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$69__op ;
-  wire [23:0] wp__data$69__pitch ;
-  wire [15:0] wp__data$69__row_bytes ;
-  wire [11:0] wp__data$69__rows ;
-  wire [47:0] wp__data$69__src ;
-  wire [15:0] wp__data$69__tile ;
-  wire wp__data$69__valid ;
+  wire wp__data$66__op ;
+  wire [23:0] wp__data$66__pitch ;
+  wire [15:0] wp__data$66__row_bytes ;
+  wire [11:0] wp__data$66__rows ;
+  wire [47:0] wp__data$66__src ;
+  wire [15:0] wp__data$66__tile ;
+  wire wp__data$66__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -4908,7 +5673,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$70 ;
+  reg \wp__en$67 ;
+  (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
     desc_table[0] = 171'h0000000000000000000000000000000000000000000;
@@ -5169,14 +5935,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$70 )
-      desc_table[\wp__addr$68 ] <= \wp__data$69 ;
+    if (\wp__en$67 )
+      desc_table[\wp__addr$65 ] <= \wp__data$66 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
     _0_ <= desc_table[dma_program__payload[7:0]];
   end
-  assign \rp__data$77  = _0_;
+  assign \rp__data$103  = _0_;
+  (* t3hw_rd_collision = "excluded" *)
   reg [151:0] region_table [7:0];
   initial begin
     region_table[0] = 152'h00000000000000000000000000000000000000;
@@ -5197,6 +5964,58 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
+  always @(posedge clk)
+    sweep_at <= \$484 ;
+  always @(posedge clk)
+    sweep <= \$485 ;
+  always @(posedge clk)
+    region_program__valid <= \$486 ;
+  always @(posedge clk)
+    dma_program__valid <= \$487 ;
+  always @(posedge clk)
+    tracker_program__valid <= \$488 ;
+  always @(posedge clk)
+    arbiter_program__valid <= \$489 ;
+  always @(posedge clk)
+    region_waiting0 <= \$490 ;
+  always @(posedge clk)
+    region_waiting1 <= \$491 ;
+  always @(posedge clk)
+    region_verdict <= \$492 ;
+  always @(posedge clk)
+    region_got <= rp__data;
+  always @(posedge clk)
+    region_fetch <= \$493 ;
+  always @(posedge clk)
+    region_load <= \$494 ;
+  always @(posedge clk)
+    region_program__payload <= \$495 ;
+  always @(posedge clk)
+    desc_verdict <= \$496 ;
+  always @(posedge clk)
+    desc_got <= \rp__data$103 ;
+  always @(posedge clk)
+    desc_fetch <= \$497 ;
+  always @(posedge clk)
+    desc_load <= \$498 ;
+  always @(posedge clk)
+    dma_program__payload <= \$499 ;
+  always @(posedge clk)
+    tracker_program__payload <= \$500 ;
+  always @(posedge clk)
+    arbiter_program__payload <= \$501 ;
+  always @(posedge clk)
+    errors <= \$502 ;
+  always @(posedge clk)
+    tracker_sticky <= \$503 ;
+  always @(posedge clk)
+    dma_sticky <= \$504 ;
+  always @(posedge clk)
+    addrmap_sticky <= \$505 ;
+  always @(posedge clk)
+    arbiter_sticky <= \$506 ;
+  always @(posedge clk)
+    bus__r_data <= \$507 ;
   assign \$1  = bus__r_stb | bus__w_stb;
   assign \$2  = ~ mapped;
   assign \$3  = \$1  & \$2 ;
@@ -5238,323 +6057,349 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$39  = region_program__valid | region_verdict;
   assign \$40  = | { region_waiting1, region_waiting0 };
   assign \$41  = \$39  | \$40 ;
-  assign \$42  = bus__w_stb & sel_region_base_lo;
-  assign \$43  = region_program__valid | region_verdict;
-  assign \$44  = | { region_waiting1, region_waiting0 };
-  assign \$45  = \$43  | \$44 ;
-  assign \$46  = bus__w_stb & sel_region_base_hi;
-  assign \$47  = region_program__valid | region_verdict;
-  assign \$48  = | { region_waiting1, region_waiting0 };
-  assign \$49  = \$47  | \$48 ;
-  assign \$50  = bus__w_stb & sel_region_size_lo;
-  assign \$51  = region_program__valid | region_verdict;
-  assign \$52  = | { region_waiting1, region_waiting0 };
-  assign \$53  = \$51  | \$52 ;
-  assign \$54  = bus__w_stb & sel_region_size_hi;
-  assign \$55  = region_program__valid | region_verdict;
-  assign \$56  = | { region_waiting1, region_waiting0 };
-  assign \$57  = \$55  | \$56 ;
-  assign \$58  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$59  = region_program__valid | region_verdict;
-  assign \$60  = | { region_waiting1, region_waiting0 };
+  assign \$42  = region_fetch | region_load;
+  assign \$43  = \$41  | \$42 ;
+  assign \$44  = bus__r_stb & sel_region_index;
+  assign \$45  = region_fetch | region_load;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = bus__w_stb & sel_region_base_lo;
+  assign \$48  = region_program__valid | region_verdict;
+  assign \$49  = | { region_waiting1, region_waiting0 };
+  assign \$50  = \$48  | \$49 ;
+  assign \$51  = region_fetch | region_load;
+  assign \$52  = \$50  | \$51 ;
+  assign \$53  = bus__r_stb & sel_region_base_lo;
+  assign \$54  = region_fetch | region_load;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = bus__w_stb & sel_region_base_hi;
+  assign \$57  = region_program__valid | region_verdict;
+  assign \$58  = | { region_waiting1, region_waiting0 };
+  assign \$59  = \$57  | \$58 ;
+  assign \$60  = region_fetch | region_load;
   assign \$61  = \$59  | \$60 ;
-  assign \$62  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$63  = region_program__valid | region_verdict;
-  assign \$64  = | { region_waiting1, region_waiting0 };
-  assign \$65  = \$63  | \$64 ;
-  assign \$66  = bus__w_stb & sel_desc_index;
-  assign \$67  = dma_program__valid | desc_verdict;
-  assign \$70  = bus__w_stb & sel_desc_rows;
-  assign \$71  = dma_program__valid | desc_verdict;
-  assign \$74  = bus__w_stb & sel_desc_pitch;
-  assign \$75  = dma_program__valid | desc_verdict;
-  assign \$78  = bus__w_stb & sel_desc_src_lo;
-  assign \$79  = dma_program__valid | desc_verdict;
-  assign \$82  = bus__w_stb & sel_desc_src_hi;
-  assign \$83  = dma_program__valid | desc_verdict;
-  assign \$86  = bus__w_stb & sel_desc_dst_lo;
-  assign \$87  = dma_program__valid | desc_verdict;
-  assign \$90  = bus__w_stb & sel_desc_dst_hi;
-  assign \$91  = dma_program__valid | desc_verdict;
-  assign \$94  = bus__w_stb & sel_track_op;
-  assign \$98  = bus__w_stb & sel_track_cmd;
-  assign \$102  = bus__w_stb & sel_arb_policy;
-  assign \$106  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$110  = bus__w_stb & sel_command;
-  assign \$111  = region_program__valid | region_verdict;
-  assign \$112  = | { region_waiting1, region_waiting0 };
-  assign \$113  = \$111  | \$112 ;
-  assign \$114  = \$113  | sweep;
-  assign \$115  = region_program__valid | region_verdict;
-  assign \$116  = | { region_waiting1, region_waiting0 };
-  assign \$117  = \$115  | \$116 ;
-  assign \$118  = \$117  | sweep;
-  assign \$119  = dma_program__valid | desc_verdict;
-  assign \$122  = sweep | dma_busy;
-  assign \$123  = \$121  | \$122 ;
-  assign \$124  = dma_program__valid | desc_verdict;
-  assign \$127  = \$126  | sweep;
-  assign \$131  = \$130  | tracker_busy;
-  assign \$136  = bus__w_stb & sel_csr_errors;
-  assign \$137  = bus__w_stb & sel_tracker_errors;
-  assign \$138  = bus__w_stb & sel_dma_errors;
-  assign \$139  = bus__w_stb & sel_addrmap_errors;
-  assign \$140  = bus__w_stb & sel_arbiter_errors;
-  assign \$141  = region_program__valid | region_verdict;
-  assign \$142  = | { region_waiting1, region_waiting0 };
-  assign \$143  = \$141  | \$142 ;
-  assign \$144  = dma_program__valid | desc_verdict;
-  assign \$153  = sweep_at + 1'h1;
-  assign \$154  = sweep_at == 8'hff;
-  assign \$156  = dma_program__valid & dma_program__ready;
-  assign \$157  = tracker_program__valid & tracker_program__ready;
-  assign \$160  = dma_program__valid & dma_program__ready;
-  assign \$161  = bus__w_stb & sel_region_index;
-  assign \$162  = region_program__valid | region_verdict;
-  assign \$163  = | { region_waiting1, region_waiting0 };
-  assign \$164  = \$162  | \$163 ;
-  assign \$165  = bus__w_stb & sel_region_base_lo;
-  assign \$166  = region_program__valid | region_verdict;
-  assign \$167  = | { region_waiting1, region_waiting0 };
-  assign \$168  = \$166  | \$167 ;
-  assign \$169  = bus__w_stb & sel_region_base_hi;
-  assign \$170  = region_program__valid | region_verdict;
-  assign \$171  = | { region_waiting1, region_waiting0 };
-  assign \$172  = \$170  | \$171 ;
-  assign \$173  = bus__w_stb & sel_region_size_lo;
-  assign \$174  = region_program__valid | region_verdict;
-  assign \$175  = | { region_waiting1, region_waiting0 };
-  assign \$176  = \$174  | \$175 ;
-  assign \$177  = bus__w_stb & sel_region_size_hi;
-  assign \$178  = region_program__valid | region_verdict;
-  assign \$179  = | { region_waiting1, region_waiting0 };
-  assign \$180  = \$178  | \$179 ;
-  assign \$181  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$182  = region_program__valid | region_verdict;
-  assign \$183  = | { region_waiting1, region_waiting0 };
-  assign \$184  = \$182  | \$183 ;
-  assign \$185  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$186  = region_program__valid | region_verdict;
-  assign \$187  = | { region_waiting1, region_waiting0 };
-  assign \$188  = \$186  | \$187 ;
-  assign \$189  = bus__w_stb & sel_desc_index;
-  assign \$190  = dma_program__valid | desc_verdict;
-  assign \$193  = bus__w_stb & sel_desc_rows;
-  assign \$194  = dma_program__valid | desc_verdict;
-  assign \$197  = bus__w_stb & sel_desc_pitch;
-  assign \$198  = dma_program__valid | desc_verdict;
-  assign \$201  = bus__w_stb & sel_desc_src_lo;
-  assign \$202  = dma_program__valid | desc_verdict;
-  assign \$205  = bus__w_stb & sel_desc_src_hi;
-  assign \$206  = dma_program__valid | desc_verdict;
-  assign \$209  = bus__w_stb & sel_desc_dst_lo;
-  assign \$210  = dma_program__valid | desc_verdict;
-  assign \$213  = bus__w_stb & sel_desc_dst_hi;
-  assign \$214  = dma_program__valid | desc_verdict;
-  assign \$217  = bus__w_stb & sel_track_op;
-  assign \$221  = bus__w_stb & sel_track_cmd;
-  assign \$225  = bus__w_stb & sel_arb_policy;
-  assign \$229  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$233  = bus__w_stb & sel_command;
-  assign \$234  = region_program__valid | region_verdict;
-  assign \$235  = | { region_waiting1, region_waiting0 };
-  assign \$236  = \$234  | \$235 ;
-  assign \$237  = \$236  | sweep;
-  assign \$238  = region_program__valid | region_verdict;
-  assign \$239  = | { region_waiting1, region_waiting0 };
-  assign \$240  = \$238  | \$239 ;
-  assign \$241  = \$240  | sweep;
-  assign \$242  = dma_program__valid | desc_verdict;
-  assign \$245  = sweep | dma_busy;
-  assign \$246  = \$244  | \$245 ;
-  assign \$247  = dma_program__valid | desc_verdict;
-  assign \$250  = \$249  | sweep;
-  assign \$254  = \$253  | tracker_busy;
-  assign \$259  = ~ csr_errors_clear;
-  assign \$260  = errors & \$259 ;
-  assign \$261  = \$260  | set_err;
-  assign \$262  = ~ tracker_errors_clear;
-  assign \$263  = tracker_sticky & \$262 ;
-  assign \$264  = \$263  | tracker_errors;
-  assign \$265  = ~ dma_errors_clear;
-  assign \$266  = dma_sticky & \$265 ;
-  assign \$267  = \$266  | dma_errors;
-  assign \$268  = ~ addrmap_errors_clear;
-  assign \$269  = addrmap_sticky & \$268 ;
-  assign \$270  = \$269  | addrmap_errors;
-  assign \$271  = ~ arbiter_errors_clear;
-  assign \$272  = arbiter_sticky & \$271 ;
-  assign \$273  = \$272  | arbiter_errors;
-  always @(posedge clk)
-    sweep_at <= \$274 ;
-  always @(posedge clk)
-    sweep <= \$275 ;
-  always @(posedge clk)
-    region_program__valid <= \$276 ;
-  always @(posedge clk)
-    dma_program__valid <= \$277 ;
-  always @(posedge clk)
-    tracker_program__valid <= \$278 ;
-  always @(posedge clk)
-    arbiter_program__valid <= \$279 ;
-  always @(posedge clk)
-    region_waiting0 <= \$280 ;
-  always @(posedge clk)
-    region_waiting1 <= \$281 ;
-  always @(posedge clk)
-    region_verdict <= \$282 ;
-  always @(posedge clk)
-    region_loading <= \$283 ;
-  always @(posedge clk)
-    region_program__payload <= \$284 ;
-  always @(posedge clk)
-    desc_verdict <= \$285 ;
-  always @(posedge clk)
-    desc_loading <= \$286 ;
-  always @(posedge clk)
-    dma_program__payload <= \$287 ;
-  always @(posedge clk)
-    tracker_program__payload <= \$288 ;
-  always @(posedge clk)
-    arbiter_program__payload <= \$289 ;
-  always @(posedge clk)
-    errors <= \$290 ;
-  always @(posedge clk)
-    tracker_sticky <= \$291 ;
-  always @(posedge clk)
-    dma_sticky <= \$292 ;
-  always @(posedge clk)
-    addrmap_sticky <= \$293 ;
-  always @(posedge clk)
-    arbiter_sticky <= \$294 ;
-  always @(posedge clk)
-    bus__r_data <= \$295 ;
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    sel_id = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          sel_id = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    mapped = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          mapped = 1'h1;
-      10'h004:
-          mapped = 1'h1;
-      10'h008:
-          mapped = 1'h1;
-      10'h00c:
-          mapped = 1'h1;
-      10'h040:
-          mapped = 1'h1;
-      10'h044:
-          mapped = 1'h1;
-      10'h048:
-          mapped = 1'h1;
-      10'h04c:
-          mapped = 1'h1;
-      10'h050:
-          mapped = 1'h1;
-      10'h080:
-          mapped = 1'h1;
-      10'h084:
-          mapped = 1'h1;
-      10'h088:
-          mapped = 1'h1;
-      10'h08c:
-          mapped = 1'h1;
-      10'h090:
-          mapped = 1'h1;
-      10'h094:
-          mapped = 1'h1;
-      10'h098:
-          mapped = 1'h1;
-      10'h0c0:
-          mapped = 1'h1;
-      10'h0c4:
-          mapped = 1'h1;
-      10'h0c8:
-          mapped = 1'h1;
-      10'h0cc:
-          mapped = 1'h1;
-      10'h0d0:
-          mapped = 1'h1;
-      10'h0d4:
-          mapped = 1'h1;
-      10'h0d8:
-          mapped = 1'h1;
-      10'h100:
-          mapped = 1'h1;
-      10'h104:
-          mapped = 1'h1;
-      10'h140:
-          mapped = 1'h1;
-      10'h144:
-          mapped = 1'h1;
-      10'h148:
-          mapped = 1'h1;
-      10'h14c:
-          mapped = 1'h1;
-      10'h150:
-          mapped = 1'h1;
-      10'h154:
-          mapped = 1'h1;
-      10'h180:
-          mapped = 1'h1;
-      10'h184:
-          mapped = 1'h1;
-      10'h188:
-          mapped = 1'h1;
-      10'h18c:
-          mapped = 1'h1;
-      10'h1c0:
-          mapped = 1'h1;
-      10'h1c4:
-          mapped = 1'h1;
-      10'h1c8:
-          mapped = 1'h1;
-      10'h1cc:
-          mapped = 1'h1;
-      10'h200:
-          mapped = 1'h1;
-      10'h204:
-          mapped = 1'h1;
-      10'h208:
-          mapped = 1'h1;
-      10'h240:
-          mapped = 1'h1;
-      10'h244:
-          mapped = 1'h1;
-      10'h248:
-          mapped = 1'h1;
-      10'h24c:
-          mapped = 1'h1;
-      10'h250:
-          mapped = 1'h1;
-      10'h254:
-          mapped = 1'h1;
-      10'h258:
-          mapped = 1'h1;
-      10'h25c:
-          mapped = 1'h1;
-      10'h260:
-          mapped = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    sel_config = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          sel_config = 1'h1;
-    endcase
-  end
+  assign \$62  = bus__r_stb & sel_region_base_hi;
+  assign \$63  = region_fetch | region_load;
+  assign \$64  = \$62  & \$63 ;
+  assign \$65  = bus__w_stb & sel_region_size_lo;
+  assign \$66  = region_program__valid | region_verdict;
+  assign \$67  = | { region_waiting1, region_waiting0 };
+  assign \$68  = \$66  | \$67 ;
+  assign \$69  = region_fetch | region_load;
+  assign \$70  = \$68  | \$69 ;
+  assign \$71  = bus__r_stb & sel_region_size_lo;
+  assign \$72  = region_fetch | region_load;
+  assign \$73  = \$71  & \$72 ;
+  assign \$74  = bus__w_stb & sel_region_size_hi;
+  assign \$75  = region_program__valid | region_verdict;
+  assign \$76  = | { region_waiting1, region_waiting0 };
+  assign \$77  = \$75  | \$76 ;
+  assign \$78  = region_fetch | region_load;
+  assign \$79  = \$77  | \$78 ;
+  assign \$80  = bus__r_stb & sel_region_size_hi;
+  assign \$81  = region_fetch | region_load;
+  assign \$82  = \$80  & \$81 ;
+  assign \$83  = bus__w_stb & sel_region_remote_base_lo;
+  assign \$84  = region_program__valid | region_verdict;
+  assign \$85  = | { region_waiting1, region_waiting0 };
+  assign \$86  = \$84  | \$85 ;
+  assign \$87  = region_fetch | region_load;
+  assign \$88  = \$86  | \$87 ;
+  assign \$89  = bus__r_stb & sel_region_remote_base_lo;
+  assign \$90  = region_fetch | region_load;
+  assign \$91  = \$89  & \$90 ;
+  assign \$92  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$93  = region_program__valid | region_verdict;
+  assign \$94  = | { region_waiting1, region_waiting0 };
+  assign \$95  = \$93  | \$94 ;
+  assign \$96  = region_fetch | region_load;
+  assign \$97  = \$95  | \$96 ;
+  assign \$98  = bus__r_stb & sel_region_remote_base_hi;
+  assign \$99  = region_fetch | region_load;
+  assign \$100  = \$98  & \$99 ;
+  assign \$101  = bus__w_stb & sel_desc_index;
+  assign \$102  = dma_program__valid | desc_verdict;
+  assign \$105  = desc_fetch | desc_load;
+  assign \$106  = \$104  | \$105 ;
+  assign \$107  = bus__r_stb & sel_desc_index;
+  assign \$108  = desc_fetch | desc_load;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = bus__w_stb & sel_desc_rows;
+  assign \$111  = dma_program__valid | desc_verdict;
+  assign \$114  = desc_fetch | desc_load;
+  assign \$115  = \$113  | \$114 ;
+  assign \$116  = bus__r_stb & sel_desc_rows;
+  assign \$117  = desc_fetch | desc_load;
+  assign \$118  = \$116  & \$117 ;
+  assign \$119  = bus__w_stb & sel_desc_pitch;
+  assign \$120  = dma_program__valid | desc_verdict;
+  assign \$123  = desc_fetch | desc_load;
+  assign \$124  = \$122  | \$123 ;
+  assign \$125  = bus__r_stb & sel_desc_pitch;
+  assign \$126  = desc_fetch | desc_load;
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = bus__w_stb & sel_desc_src_lo;
+  assign \$129  = dma_program__valid | desc_verdict;
+  assign \$132  = desc_fetch | desc_load;
+  assign \$133  = \$131  | \$132 ;
+  assign \$134  = bus__r_stb & sel_desc_src_lo;
+  assign \$135  = desc_fetch | desc_load;
+  assign \$136  = \$134  & \$135 ;
+  assign \$137  = bus__w_stb & sel_desc_src_hi;
+  assign \$138  = dma_program__valid | desc_verdict;
+  assign \$141  = desc_fetch | desc_load;
+  assign \$142  = \$140  | \$141 ;
+  assign \$143  = bus__r_stb & sel_desc_src_hi;
+  assign \$144  = desc_fetch | desc_load;
+  assign \$145  = \$143  & \$144 ;
+  assign \$146  = bus__w_stb & sel_desc_dst_lo;
+  assign \$147  = dma_program__valid | desc_verdict;
+  assign \$150  = desc_fetch | desc_load;
+  assign \$151  = \$149  | \$150 ;
+  assign \$152  = bus__r_stb & sel_desc_dst_lo;
+  assign \$153  = desc_fetch | desc_load;
+  assign \$154  = \$152  & \$153 ;
+  assign \$155  = bus__w_stb & sel_desc_dst_hi;
+  assign \$156  = dma_program__valid | desc_verdict;
+  assign \$159  = desc_fetch | desc_load;
+  assign \$160  = \$158  | \$159 ;
+  assign \$161  = bus__r_stb & sel_desc_dst_hi;
+  assign \$162  = desc_fetch | desc_load;
+  assign \$163  = \$161  & \$162 ;
+  assign \$164  = bus__w_stb & sel_track_op;
+  assign \$169  = bus__w_stb & sel_track_cmd;
+  assign \$174  = bus__w_stb & sel_arb_policy;
+  assign \$179  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$184  = bus__w_stb & sel_command;
+  assign \$185  = region_program__valid | region_verdict;
+  assign \$186  = | { region_waiting1, region_waiting0 };
+  assign \$187  = \$185  | \$186 ;
+  assign \$188  = region_fetch | region_load;
+  assign \$189  = \$187  | \$188 ;
+  assign \$190  = \$189  | sweep;
+  assign \$191  = region_program__valid | region_verdict;
+  assign \$192  = | { region_waiting1, region_waiting0 };
+  assign \$193  = \$191  | \$192 ;
+  assign \$194  = region_fetch | region_load;
+  assign \$195  = \$193  | \$194 ;
+  assign \$196  = \$195  | sweep;
+  assign \$197  = dma_program__valid | desc_verdict;
+  assign \$200  = desc_fetch | desc_load;
+  assign \$201  = \$199  | \$200 ;
+  assign \$202  = sweep | dma_busy;
+  assign \$203  = \$201  | \$202 ;
+  assign \$204  = dma_program__valid | desc_verdict;
+  assign \$207  = desc_fetch | desc_load;
+  assign \$208  = \$206  | \$207 ;
+  assign \$209  = \$208  | sweep;
+  assign \$214  = \$213  | tracker_busy;
+  assign \$220  = bus__w_stb & sel_csr_errors;
+  assign \$221  = bus__w_stb & sel_tracker_errors;
+  assign \$222  = bus__w_stb & sel_dma_errors;
+  assign \$223  = bus__w_stb & sel_addrmap_errors;
+  assign \$224  = bus__w_stb & sel_arbiter_errors;
+  assign \$225  = region_program__valid | region_verdict;
+  assign \$226  = | { region_waiting1, region_waiting0 };
+  assign \$227  = \$225  | \$226 ;
+  assign \$228  = region_fetch | region_load;
+  assign \$229  = \$227  | \$228 ;
+  assign \$230  = dma_program__valid | desc_verdict;
+  assign \$233  = desc_fetch | desc_load;
+  assign \$234  = \$232  | \$233 ;
+  assign \$243  = sweep_at + 1'h1;
+  assign \$244  = sweep_at == 8'hff;
+  assign \$246  = dma_program__valid & dma_program__ready;
+  assign \$247  = tracker_program__valid & tracker_program__ready;
+  assign \$250  = dma_program__valid & dma_program__ready;
+  assign \$251  = bus__w_stb & sel_region_index;
+  assign \$252  = region_program__valid | region_verdict;
+  assign \$253  = | { region_waiting1, region_waiting0 };
+  assign \$254  = \$252  | \$253 ;
+  assign \$255  = region_fetch | region_load;
+  assign \$256  = \$254  | \$255 ;
+  assign \$257  = bus__w_stb & sel_region_base_lo;
+  assign \$258  = region_program__valid | region_verdict;
+  assign \$259  = | { region_waiting1, region_waiting0 };
+  assign \$260  = \$258  | \$259 ;
+  assign \$261  = region_fetch | region_load;
+  assign \$262  = \$260  | \$261 ;
+  assign \$263  = bus__w_stb & sel_region_base_hi;
+  assign \$264  = region_program__valid | region_verdict;
+  assign \$265  = | { region_waiting1, region_waiting0 };
+  assign \$266  = \$264  | \$265 ;
+  assign \$267  = region_fetch | region_load;
+  assign \$268  = \$266  | \$267 ;
+  assign \$269  = bus__w_stb & sel_region_size_lo;
+  assign \$270  = region_program__valid | region_verdict;
+  assign \$271  = | { region_waiting1, region_waiting0 };
+  assign \$272  = \$270  | \$271 ;
+  assign \$273  = region_fetch | region_load;
+  assign \$274  = \$272  | \$273 ;
+  assign \$275  = bus__w_stb & sel_region_size_hi;
+  assign \$276  = region_program__valid | region_verdict;
+  assign \$277  = | { region_waiting1, region_waiting0 };
+  assign \$278  = \$276  | \$277 ;
+  assign \$279  = region_fetch | region_load;
+  assign \$280  = \$278  | \$279 ;
+  assign \$281  = bus__w_stb & sel_region_remote_base_lo;
+  assign \$282  = region_program__valid | region_verdict;
+  assign \$283  = | { region_waiting1, region_waiting0 };
+  assign \$284  = \$282  | \$283 ;
+  assign \$285  = region_fetch | region_load;
+  assign \$286  = \$284  | \$285 ;
+  assign \$287  = bus__w_stb & sel_region_remote_base_hi;
+  assign \$288  = region_program__valid | region_verdict;
+  assign \$289  = | { region_waiting1, region_waiting0 };
+  assign \$290  = \$288  | \$289 ;
+  assign \$291  = region_fetch | region_load;
+  assign \$292  = \$290  | \$291 ;
+  assign \$293  = bus__w_stb & sel_desc_index;
+  assign \$294  = dma_program__valid | desc_verdict;
+  assign \$297  = desc_fetch | desc_load;
+  assign \$298  = \$296  | \$297 ;
+  assign \$299  = bus__w_stb & sel_desc_rows;
+  assign \$300  = dma_program__valid | desc_verdict;
+  assign \$303  = desc_fetch | desc_load;
+  assign \$304  = \$302  | \$303 ;
+  assign \$305  = bus__w_stb & sel_desc_pitch;
+  assign \$306  = dma_program__valid | desc_verdict;
+  assign \$309  = desc_fetch | desc_load;
+  assign \$310  = \$308  | \$309 ;
+  assign \$311  = bus__w_stb & sel_desc_src_lo;
+  assign \$312  = dma_program__valid | desc_verdict;
+  assign \$315  = desc_fetch | desc_load;
+  assign \$316  = \$314  | \$315 ;
+  assign \$317  = bus__w_stb & sel_desc_src_hi;
+  assign \$318  = dma_program__valid | desc_verdict;
+  assign \$321  = desc_fetch | desc_load;
+  assign \$322  = \$320  | \$321 ;
+  assign \$323  = bus__w_stb & sel_desc_dst_lo;
+  assign \$324  = dma_program__valid | desc_verdict;
+  assign \$327  = desc_fetch | desc_load;
+  assign \$328  = \$326  | \$327 ;
+  assign \$329  = bus__w_stb & sel_desc_dst_hi;
+  assign \$330  = dma_program__valid | desc_verdict;
+  assign \$333  = desc_fetch | desc_load;
+  assign \$334  = \$332  | \$333 ;
+  assign \$335  = bus__w_stb & sel_track_op;
+  assign \$340  = bus__w_stb & sel_track_cmd;
+  assign \$345  = bus__w_stb & sel_arb_policy;
+  assign \$350  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$355  = bus__w_stb & sel_command;
+  assign \$356  = region_program__valid | region_verdict;
+  assign \$357  = | { region_waiting1, region_waiting0 };
+  assign \$358  = \$356  | \$357 ;
+  assign \$359  = region_fetch | region_load;
+  assign \$360  = \$358  | \$359 ;
+  assign \$361  = \$360  | sweep;
+  assign \$362  = region_program__valid | region_verdict;
+  assign \$363  = | { region_waiting1, region_waiting0 };
+  assign \$364  = \$362  | \$363 ;
+  assign \$365  = region_fetch | region_load;
+  assign \$366  = \$364  | \$365 ;
+  assign \$367  = \$366  | sweep;
+  assign \$368  = dma_program__valid | desc_verdict;
+  assign \$371  = desc_fetch | desc_load;
+  assign \$372  = \$370  | \$371 ;
+  assign \$373  = sweep | dma_busy;
+  assign \$374  = \$372  | \$373 ;
+  assign \$375  = dma_program__valid | desc_verdict;
+  assign \$378  = desc_fetch | desc_load;
+  assign \$379  = \$377  | \$378 ;
+  assign \$380  = \$379  | sweep;
+  assign \$385  = \$384  | tracker_busy;
+  assign \$391  = ~ csr_errors_clear;
+  assign \$392  = errors & \$391 ;
+  assign \$393  = \$392  | set_err;
+  assign \$394  = ~ tracker_errors_clear;
+  assign \$395  = tracker_sticky & \$394 ;
+  assign \$396  = \$395  | tracker_errors;
+  assign \$397  = ~ dma_errors_clear;
+  assign \$398  = dma_sticky & \$397 ;
+  assign \$399  = \$398  | dma_errors;
+  assign \$400  = ~ addrmap_errors_clear;
+  assign \$401  = addrmap_sticky & \$400 ;
+  assign \$402  = \$401  | addrmap_errors;
+  assign \$403  = ~ arbiter_errors_clear;
+  assign \$404  = arbiter_sticky & \$403 ;
+  assign \$405  = \$404  | arbiter_errors;
+  assign \$406  = | bus__addr[1:0];
+  assign \$407  = bus__addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$408  = bus__addr[3] ? 32'd0 : \$407 ;
+  assign \$409  = bus__addr[4] ? 32'd0 : \$408 ;
+  assign \$410  = bus__addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$411  = bus__addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
+  assign \$412  = bus__addr[3] ? \$410  : \$411 ;
+  assign \$413  = bus__addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$414  = bus__addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$415  = bus__addr[3] ? \$413  : \$414 ;
+  assign \$416  = bus__addr[4] ? \$412  : \$415 ;
+  assign \$417  = bus__addr[5] ? \$409  : \$416 ;
+  assign \$418  = bus__addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$419  = bus__addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$420  = bus__addr[3] ? \$418  : \$419 ;
+  assign \$421  = bus__addr[4] ? 32'd0 : \$420 ;
+  assign \$422  = bus__addr[5] ? 32'd0 : \$421 ;
+  assign \$423  = bus__addr[6] ? \$417  : \$422 ;
+  assign \$424  = bus__addr[7] ? 32'd0 : \$423 ;
+  assign \$425  = bus__addr[8] ? 32'd0 : \$424 ;
+  assign \$426  = bus__addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$427  = bus__addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$428  = bus__addr[3] ? \$426  : \$427 ;
+  assign \$429  = bus__addr[4] ? 32'd0 : \$428 ;
+  assign \$430  = bus__addr[5] ? 32'd0 : \$429 ;
+  assign \$431  = bus__addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$432  = bus__addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$433  = bus__addr[3] ? \$431  : \$432 ;
+  assign \$434  = bus__addr[4] ? 32'd0 : \$433 ;
+  assign \$435  = bus__addr[5] ? 32'd0 : \$434 ;
+  assign \$436  = bus__addr[6] ? \$430  : \$435 ;
+  assign \$437  = bus__addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$438  = bus__addr[3] ? 32'd0 : \$437 ;
+  assign \$439  = bus__addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$440  = bus__addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$441  = bus__addr[3] ? \$439  : \$440 ;
+  assign \$442  = bus__addr[4] ? \$438  : \$441 ;
+  assign \$443  = bus__addr[5] ? 32'd0 : \$442 ;
+  assign \$444  = bus__addr[2] ? { 23'h000000, tracker_program__payload[37:29] } : { 3'h0, tracker_program__payload[28:0] };
+  assign \$445  = bus__addr[3] ? 32'd0 : \$444 ;
+  assign \$446  = bus__addr[4] ? 32'd0 : \$445 ;
+  assign \$447  = bus__addr[5] ? 32'd0 : \$446 ;
+  assign \$448  = bus__addr[6] ? \$443  : \$447 ;
+  assign \$449  = bus__addr[7] ? \$436  : \$448 ;
+  assign \$450  = bus__addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$451  = bus__addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$452  = bus__addr[3] ? \$450  : \$451 ;
+  assign \$453  = bus__addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$454  = bus__addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$455  = bus__addr[3] ? \$453  : \$454 ;
+  assign \$456  = bus__addr[4] ? \$452  : \$455 ;
+  assign \$457  = bus__addr[5] ? 32'd0 : \$456 ;
+  assign \$458  = bus__addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$459  = bus__addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$460  = bus__addr[3] ? \$458  : \$459 ;
+  assign \$461  = bus__addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$462  = bus__addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$463  = bus__addr[3] ? \$461  : \$462 ;
+  assign \$464  = bus__addr[4] ? \$460  : \$463 ;
+  assign \$465  = bus__addr[5] ? 32'd0 : \$464 ;
+  assign \$466  = bus__addr[6] ? \$457  : \$465 ;
+  assign \$467  = bus__addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$468  = bus__addr[3] ? 32'd0 : \$467 ;
+  assign \$469  = bus__addr[2] ? { 30'h00000000, addrmap_sticky } : { 29'h00000000, dma_sticky };
+  assign \$470  = bus__addr[2] ? { 27'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$471  = bus__addr[3] ? \$469  : \$470 ;
+  assign \$472  = bus__addr[4] ? \$468  : \$471 ;
+  assign \$473  = bus__addr[5] ? 32'd0 : \$472 ;
+  assign \$474  = bus__addr[2] ? 32'd0 : { 24'h000000, status };
+  assign \$475  = bus__addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$476  = bus__addr[3] ? \$474  : \$475 ;
+  assign \$477  = bus__addr[4] ? 32'd0 : \$476 ;
+  assign \$478  = bus__addr[5] ? 32'd0 : \$477 ;
+  assign \$479  = bus__addr[6] ? \$473  : \$478 ;
+  assign \$480  = bus__addr[7] ? \$466  : \$479 ;
+  assign \$481  = bus__addr[8] ? \$449  : \$480 ;
+  assign \$482  = bus__addr[9] ? \$425  : \$481 ;
+  assign \$483  = \$406  ? 32'd0 : \$482 ;
   always @* begin
     if (_init_strobe_3 ) begin end
     sel_status = 1'h0;
@@ -8499,120 +9344,162 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     if (_init_strobe_3 ) begin end
     set_err[3:2] = 2'h0;
     if (\$38 ) begin
-      if (\$41 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$42 ) begin
-      if (\$45 ) begin
+      if (\$43 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$46 ) begin
-      if (\$49 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$47 ) begin
+      if (\$52 ) begin
         set_err[3] = 1'h1;
       end
     end
-    if (\$50 ) begin
-      if (\$53 ) begin
-        set_err[3] = 1'h1;
-      end
+    if (\$55 ) begin
+      set_err[3] = 1'h1;
     end
-    if (\$54 ) begin
-      if (\$57 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$58 ) begin
+    if (\$56 ) begin
       if (\$61 ) begin
         set_err[3] = 1'h1;
       end
     end
-    if (\$62 ) begin
-      if (\$65 ) begin
+    if (\$64 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$65 ) begin
+      if (\$70 ) begin
         set_err[3] = 1'h1;
       end
     end
-    if (\$66 ) begin
-      if (\$69 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$70 ) begin
-      if (\$73 ) begin
-        set_err[3] = 1'h1;
-      end
+    if (\$73 ) begin
+      set_err[3] = 1'h1;
     end
     if (\$74 ) begin
-      if (\$77 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$78 ) begin
-      if (\$81 ) begin
+      if (\$79 ) begin
         set_err[3] = 1'h1;
       end
     end
     if (\$82 ) begin
-      if (\$85 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$83 ) begin
+      if (\$88 ) begin
         set_err[3] = 1'h1;
       end
     end
-    if (\$86 ) begin
-      if (\$89 ) begin
-        set_err[3] = 1'h1;
-      end
+    if (\$91 ) begin
+      set_err[3] = 1'h1;
     end
-    if (\$90 ) begin
-      if (\$93 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$94 ) begin
+    if (\$92 ) begin
       if (\$97 ) begin
         set_err[3] = 1'h1;
       end
     end
-    if (\$98 ) begin
-      if (\$101 ) begin
+    if (\$100 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$101 ) begin
+      if (\$106 ) begin
         set_err[3] = 1'h1;
       end
     end
-    if (\$102 ) begin
-      if (\$105 ) begin
-        set_err[3] = 1'h1;
-      end
-    end
-    if (\$106 ) begin
-      if (\$109 ) begin
-        set_err[3] = 1'h1;
-      end
+    if (\$109 ) begin
+      set_err[3] = 1'h1;
     end
     if (\$110 ) begin
+      if (\$115 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$118 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$119 ) begin
+      if (\$124 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$127 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$128 ) begin
+      if (\$133 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$136 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$137 ) begin
+      if (\$142 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$145 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$146 ) begin
+      if (\$151 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$154 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$155 ) begin
+      if (\$160 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$163 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$164 ) begin
+      if (\$168 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$169 ) begin
+      if (\$173 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$174 ) begin
+      if (\$178 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$179 ) begin
+      if (\$183 ) begin
+        set_err[3] = 1'h1;
+      end
+    end
+    if (\$184 ) begin
       (* full_case = 32'd1 *)
       casez (bus__w_data[2:0])
         3'h1:
-            if (\$114 ) begin
+            if (\$190 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$118 ) begin
+            if (\$196 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$123 ) begin
+            if (\$203 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$127 ) begin
+            if (\$209 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$131 ) begin
+            if (\$214 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$135 ) begin
+            if (\$219 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -8654,70 +9541,43 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    region_view[154:3] = region_program__payload[154:3];
-    if (region_loading) begin
-      region_view[3] = rp__data[0];
-      region_view[5:4] = rp__data[2:1];
-      region_view[10:6] = rp__data[7:3];
-      region_view[58:11] = rp__data[55:8];
-      region_view[106:59] = rp__data[103:56];
-      region_view[154:107] = rp__data[151:104];
+    (* full_case = 32'd1 *)
+    if (sweep) begin
+      \wp__addr$65  = sweep_at;
+    end else begin
+      \wp__addr$65  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$68  = sweep_at;
+      \wp__data$66  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__addr$68  = dma_program__payload[7:0];
+      \wp__data$66 [0] = dma_program__payload[8];
+      \wp__data$66 [1] = dma_program__payload[9];
+      \wp__data$66 [6:2] = dma_program__payload[14:10];
+      \wp__data$66 [22:7] = dma_program__payload[30:15];
+      \wp__data$66 [34:23] = dma_program__payload[42:31];
+      \wp__data$66 [50:35] = dma_program__payload[58:43];
+      \wp__data$66 [74:51] = dma_program__payload[82:59];
+      \wp__data$66 [122:75] = dma_program__payload[130:83];
+      \wp__data$66 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$69  = 171'h0000000000000000000000000000000000000000000;
+      \wp__en$67  = 1'h1;
     end else begin
-      \wp__data$69 [0] = dma_program__payload[8];
-      \wp__data$69 [1] = dma_program__payload[9];
-      \wp__data$69 [6:2] = dma_program__payload[14:10];
-      \wp__data$69 [22:7] = dma_program__payload[30:15];
-      \wp__data$69 [34:23] = dma_program__payload[42:31];
-      \wp__data$69 [50:35] = dma_program__payload[58:43];
-      \wp__data$69 [74:51] = dma_program__payload[82:59];
-      \wp__data$69 [122:75] = dma_program__payload[130:83];
-      \wp__data$69 [170:123] = dma_program__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    (* full_case = 32'd1 *)
-    if (sweep) begin
-      \wp__en$70  = 1'h1;
-    end else begin
-      \wp__en$70  = \$37 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    desc_view[178:8] = dma_program__payload[178:8];
-    if (desc_loading) begin
-      desc_view[8] = \rp__data$77 [0];
-      desc_view[9] = \rp__data$77 [1];
-      desc_view[14:10] = \rp__data$77 [6:2];
-      desc_view[30:15] = \rp__data$77 [22:7];
-      desc_view[42:31] = \rp__data$77 [34:23];
-      desc_view[58:43] = \rp__data$77 [50:35];
-      desc_view[82:59] = \rp__data$77 [74:51];
-      desc_view[130:83] = \rp__data$77 [122:75];
-      desc_view[178:131] = \rp__data$77 [170:123];
+      \wp__en$67  = \$37 ;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
     csr_errors_clear = 4'h0;
-    if (\$136 ) begin
+    if (\$220 ) begin
       csr_errors_clear[0] = bus__w_data[0];
       csr_errors_clear[1] = bus__w_data[1];
       csr_errors_clear[2] = bus__w_data[2];
@@ -8727,7 +9587,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   always @* begin
     if (_init_strobe_3 ) begin end
     tracker_errors_clear = 5'h00;
-    if (\$137 ) begin
+    if (\$221 ) begin
       tracker_errors_clear[0] = bus__w_data[0];
       tracker_errors_clear[1] = bus__w_data[1];
       tracker_errors_clear[2] = bus__w_data[2];
@@ -8738,7 +9598,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   always @* begin
     if (_init_strobe_3 ) begin end
     dma_errors_clear = 3'h0;
-    if (\$138 ) begin
+    if (\$222 ) begin
       dma_errors_clear[0] = bus__w_data[0];
       dma_errors_clear[1] = bus__w_data[1];
       dma_errors_clear[2] = bus__w_data[2];
@@ -8747,7 +9607,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   always @* begin
     if (_init_strobe_3 ) begin end
     addrmap_errors_clear = 2'h0;
-    if (\$139 ) begin
+    if (\$223 ) begin
       addrmap_errors_clear[0] = bus__w_data[0];
       addrmap_errors_clear[1] = bus__w_data[1];
     end
@@ -8755,60 +9615,60 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   always @* begin
     if (_init_strobe_3 ) begin end
     arbiter_errors_clear = 2'h0;
-    if (\$140 ) begin
+    if (\$224 ) begin
       arbiter_errors_clear[0] = bus__w_data[0];
       arbiter_errors_clear[1] = bus__w_data[1];
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$274  = sweep_at;
+    \$484  = sweep_at;
     if (sweep) begin
-      \$274  = \$153 [7:0];
+      \$484  = \$243 [7:0];
     end
     if (rst) begin
-      \$274  = 8'h00;
+      \$484  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$275  = sweep;
+    \$485  = sweep;
     if (sweep) begin
-      if (\$154 ) begin
-        \$275  = 1'h0;
+      if (\$244 ) begin
+        \$485  = 1'h0;
       end
     end
     if (rst) begin
-      \$275  = 1'h1;
+      \$485  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$276  = region_program__valid;
-    if (\$155 ) begin
-      \$276  = 1'h0;
+    \$486  = region_program__valid;
+    if (\$245 ) begin
+      \$486  = 1'h0;
     end
-    if (\$233 ) begin
+    if (\$355 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$237 ) begin
+            if (\$361 ) begin
             end else begin
-              \$276  = 1'h1;
+              \$486  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$276  = 1'h0;
+      \$486  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$277  = dma_program__valid;
-    if (\$156 ) begin
-      \$277  = 1'h0;
+    \$487  = dma_program__valid;
+    if (\$246 ) begin
+      \$487  = 1'h0;
     end
-    if (\$233 ) begin
+    if (\$355 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -8816,23 +9676,23 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$246 ) begin
+            if (\$374 ) begin
             end else begin
-              \$277  = 1'h1;
+              \$487  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$277  = 1'h0;
+      \$487  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$278  = tracker_program__valid;
-    if (\$157 ) begin
-      \$278  = 1'h0;
+    \$488  = tracker_program__valid;
+    if (\$247 ) begin
+      \$488  = 1'h0;
     end
-    if (\$233 ) begin
+    if (\$355 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -8844,23 +9704,23 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             /* empty */;
         3'h5:
             (* full_case = 32'd1 *)
-            if (\$254 ) begin
+            if (\$385 ) begin
             end else begin
-              \$278  = 1'h1;
+              \$488  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$278  = 1'h0;
+      \$488  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$279  = arbiter_program__valid;
-    if (\$158 ) begin
-      \$279  = 1'h0;
+    \$489  = arbiter_program__valid;
+    if (\$248 ) begin
+      \$489  = 1'h0;
     end
-    if (\$233 ) begin
+    if (\$355 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -8874,129 +9734,141 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             /* empty */;
         3'h6:
             (* full_case = 32'd1 *)
-            if (\$258 ) begin
+            if (\$390 ) begin
             end else begin
-              \$279  = 1'h1;
+              \$489  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$279  = 1'h0;
+      \$489  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$280  = \$159 ;
+    \$490  = \$249 ;
     if (rst) begin
-      \$280  = 1'h0;
+      \$490  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$281  = region_waiting0;
+    \$491  = region_waiting0;
     if (rst) begin
-      \$281  = 1'h0;
+      \$491  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$282  = region_waiting1;
+    \$492  = region_waiting1;
     if (rst) begin
-      \$282  = 1'h0;
+      \$492  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$283  = 1'h0;
-    if (\$233 ) begin
+    \$493  = 1'h0;
+    if (\$355 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$241 ) begin
+            if (\$367 ) begin
             end else begin
-              \$283  = 1'h1;
+              \$493  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$283  = 1'h0;
+      \$493  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$284  = region_program__payload;
-    if (region_loading) begin
-      \$284  = region_view;
+    \$494  = region_fetch;
+    if (rst) begin
+      \$494  = 1'h0;
     end
-    if (\$161 ) begin
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$495  = region_program__payload;
+    if (region_load) begin
+      \$495 [3] = region_got[0];
+      \$495 [5:4] = region_got[2:1];
+      \$495 [10:6] = region_got[7:3];
+      \$495 [58:11] = region_got[55:8];
+      \$495 [106:59] = region_got[103:56];
+      \$495 [154:107] = region_got[151:104];
+    end
+    if (\$251 ) begin
       (* full_case = 32'd1 *)
-      if (\$164 ) begin
+      if (\$256 ) begin
       end else begin
-        \$284 [2:0] = bus__w_data[2:0];
-        \$284 [3] = bus__w_data[3];
-        \$284 [5:4] = bus__w_data[5:4];
-        \$284 [10:6] = bus__w_data[10:6];
+        \$495 [2:0] = bus__w_data[2:0];
+        \$495 [3] = bus__w_data[3];
+        \$495 [5:4] = bus__w_data[5:4];
+        \$495 [10:6] = bus__w_data[10:6];
       end
     end
-    if (\$165 ) begin
+    if (\$257 ) begin
       (* full_case = 32'd1 *)
-      if (\$168 ) begin
+      if (\$262 ) begin
       end else begin
-        \$284 [42:11] = bus__w_data;
+        \$495 [42:11] = bus__w_data;
       end
     end
-    if (\$169 ) begin
+    if (\$263 ) begin
       (* full_case = 32'd1 *)
-      if (\$172 ) begin
+      if (\$268 ) begin
       end else begin
-        \$284 [58:43] = bus__w_data[15:0];
+        \$495 [58:43] = bus__w_data[15:0];
       end
     end
-    if (\$173 ) begin
+    if (\$269 ) begin
       (* full_case = 32'd1 *)
-      if (\$176 ) begin
+      if (\$274 ) begin
       end else begin
-        \$284 [90:59] = bus__w_data;
+        \$495 [90:59] = bus__w_data;
       end
     end
-    if (\$177 ) begin
+    if (\$275 ) begin
       (* full_case = 32'd1 *)
-      if (\$180 ) begin
+      if (\$280 ) begin
       end else begin
-        \$284 [106:91] = bus__w_data[15:0];
+        \$495 [106:91] = bus__w_data[15:0];
       end
     end
-    if (\$181 ) begin
+    if (\$281 ) begin
       (* full_case = 32'd1 *)
-      if (\$184 ) begin
+      if (\$286 ) begin
       end else begin
-        \$284 [138:107] = bus__w_data;
+        \$495 [138:107] = bus__w_data;
       end
     end
-    if (\$185 ) begin
+    if (\$287 ) begin
       (* full_case = 32'd1 *)
-      if (\$188 ) begin
+      if (\$292 ) begin
       end else begin
-        \$284 [154:139] = bus__w_data[15:0];
+        \$495 [154:139] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$284  = 155'h000000000000000000000000000000000000000;
+      \$495  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$285  = \$160 ;
+    \$496  = \$250 ;
     if (rst) begin
-      \$285  = 1'h0;
+      \$496  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$286  = 1'h0;
-    if (\$233 ) begin
+    \$497  = 1'h0;
+    if (\$355 ) begin
       casez (bus__w_data[2:0])
         3'h1:
             /* empty */;
@@ -9006,281 +9878,316 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             /* empty */;
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$250 ) begin
+            if (\$380 ) begin
             end else begin
-              \$286  = 1'h1;
+              \$497  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$286  = 1'h0;
+      \$497  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$287  = dma_program__payload;
-    if (desc_loading) begin
-      \$287  = desc_view;
+    \$498  = desc_fetch;
+    if (rst) begin
+      \$498  = 1'h0;
     end
-    if (\$189 ) begin
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$499  = dma_program__payload;
+    if (desc_load) begin
+      \$499 [8] = desc_got[0];
+      \$499 [9] = desc_got[1];
+      \$499 [14:10] = desc_got[6:2];
+      \$499 [30:15] = desc_got[22:7];
+      \$499 [42:31] = desc_got[34:23];
+      \$499 [58:43] = desc_got[50:35];
+      \$499 [82:59] = desc_got[74:51];
+      \$499 [130:83] = desc_got[122:75];
+      \$499 [178:131] = desc_got[170:123];
+    end
+    if (\$293 ) begin
       (* full_case = 32'd1 *)
-      if (\$192 ) begin
+      if (\$298 ) begin
       end else begin
-        \$287 [7:0] = bus__w_data[7:0];
-        \$287 [8] = bus__w_data[8];
-        \$287 [9] = bus__w_data[9];
-        \$287 [14:10] = bus__w_data[14:10];
-        \$287 [30:15] = bus__w_data[30:15];
+        \$499 [7:0] = bus__w_data[7:0];
+        \$499 [8] = bus__w_data[8];
+        \$499 [9] = bus__w_data[9];
+        \$499 [14:10] = bus__w_data[14:10];
+        \$499 [30:15] = bus__w_data[30:15];
       end
     end
-    if (\$193 ) begin
+    if (\$299 ) begin
       (* full_case = 32'd1 *)
-      if (\$196 ) begin
+      if (\$304 ) begin
       end else begin
-        \$287 [42:31] = bus__w_data[11:0];
-        \$287 [58:43] = bus__w_data[27:12];
+        \$499 [42:31] = bus__w_data[11:0];
+        \$499 [58:43] = bus__w_data[27:12];
       end
     end
-    if (\$197 ) begin
+    if (\$305 ) begin
       (* full_case = 32'd1 *)
-      if (\$200 ) begin
+      if (\$310 ) begin
       end else begin
-        \$287 [82:59] = bus__w_data[23:0];
+        \$499 [82:59] = bus__w_data[23:0];
       end
     end
-    if (\$201 ) begin
+    if (\$311 ) begin
       (* full_case = 32'd1 *)
-      if (\$204 ) begin
+      if (\$316 ) begin
       end else begin
-        \$287 [114:83] = bus__w_data;
+        \$499 [114:83] = bus__w_data;
       end
     end
-    if (\$205 ) begin
+    if (\$317 ) begin
       (* full_case = 32'd1 *)
-      if (\$208 ) begin
+      if (\$322 ) begin
       end else begin
-        \$287 [130:115] = bus__w_data[15:0];
+        \$499 [130:115] = bus__w_data[15:0];
       end
     end
-    if (\$209 ) begin
+    if (\$323 ) begin
       (* full_case = 32'd1 *)
-      if (\$212 ) begin
+      if (\$328 ) begin
       end else begin
-        \$287 [162:131] = bus__w_data;
+        \$499 [162:131] = bus__w_data;
       end
     end
-    if (\$213 ) begin
+    if (\$329 ) begin
       (* full_case = 32'd1 *)
-      if (\$216 ) begin
+      if (\$334 ) begin
       end else begin
-        \$287 [178:163] = bus__w_data[15:0];
+        \$499 [178:163] = bus__w_data[15:0];
       end
     end
     if (rst) begin
-      \$287  = 179'h000000000000000000000000000000000000000000000;
+      \$499  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$288  = tracker_program__payload;
-    if (\$217 ) begin
+    \$500  = tracker_program__payload;
+    if (\$335 ) begin
       (* full_case = 32'd1 *)
-      if (\$220 ) begin
+      if (\$339 ) begin
       end else begin
-        \$288 [0] = bus__w_data[0];
-        \$288 [16:1] = bus__w_data[16:1];
-        \$288 [28:17] = bus__w_data[28:17];
+        \$500 [0] = bus__w_data[0];
+        \$500 [16:1] = bus__w_data[16:1];
+        \$500 [28:17] = bus__w_data[28:17];
       end
     end
-    if (\$221 ) begin
+    if (\$340 ) begin
       (* full_case = 32'd1 *)
-      if (\$224 ) begin
+      if (\$344 ) begin
       end else begin
-        \$288 [36:29] = bus__w_data[7:0];
-        \$288 [37] = bus__w_data[8];
-      end
-    end
-    if (rst) begin
-      \$288  = 38'h0000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$289  = arbiter_program__payload;
-    if (\$225 ) begin
-      (* full_case = 32'd1 *)
-      if (\$228 ) begin
-      end else begin
-        \$289 [1:0] = bus__w_data[1:0];
-        \$289 [9:2] = bus__w_data[9:2];
-        \$289 [17:10] = bus__w_data[17:10];
-        \$289 [22:18] = bus__w_data[22:18];
-      end
-    end
-    if (\$229 ) begin
-      (* full_case = 32'd1 *)
-      if (\$232 ) begin
-      end else begin
-        \$289 [38:23] = bus__w_data[15:0];
+        \$500 [36:29] = bus__w_data[7:0];
+        \$500 [37] = bus__w_data[8];
       end
     end
     if (rst) begin
-      \$289  = 39'h0200388002;
+      \$500  = 38'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$290  = \$261 ;
+    \$501  = arbiter_program__payload;
+    if (\$345 ) begin
+      (* full_case = 32'd1 *)
+      if (\$349 ) begin
+      end else begin
+        \$501 [1:0] = bus__w_data[1:0];
+        \$501 [9:2] = bus__w_data[9:2];
+        \$501 [17:10] = bus__w_data[17:10];
+        \$501 [22:18] = bus__w_data[22:18];
+      end
+    end
+    if (\$350 ) begin
+      (* full_case = 32'd1 *)
+      if (\$354 ) begin
+      end else begin
+        \$501 [38:23] = bus__w_data[15:0];
+      end
+    end
     if (rst) begin
-      \$290  = 4'h0;
+      \$501  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$291  = \$264 ;
+    \$502  = \$393 ;
     if (rst) begin
-      \$291  = 5'h00;
+      \$502  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$292  = \$267 ;
+    \$503  = \$396 ;
     if (rst) begin
-      \$292  = 3'h0;
+      \$503  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$293  = \$270 ;
+    \$504  = \$399 ;
     if (rst) begin
-      \$293  = 2'h0;
+      \$504  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$294  = \$273 ;
+    \$505  = \$402 ;
     if (rst) begin
-      \$294  = 2'h0;
+      \$505  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$295  = bus__r_data;
+    \$506  = \$405 ;
+    if (rst) begin
+      \$506  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$507  = bus__r_data;
     if (bus__r_stb) begin
-      (* full_case = 32'd1 *)
-      casez (bus__addr)
-        10'h000:
-            \$295  = 32'd1412646999;
-        10'h004:
-            \$295  = 32'd811731048;
-        10'h008:
-            \$295  = { 24'h000000, status };
-        10'h00c:
-            \$295  = 32'd0;
-        10'h040:
-            \$295  = { 28'h0000000, errors };
-        10'h044:
-            \$295  = { 27'h0000000, tracker_sticky };
-        10'h048:
-            \$295  = { 29'h00000000, dma_sticky };
-        10'h04c:
-            \$295  = { 30'h00000000, addrmap_sticky };
-        10'h050:
-            \$295  = { 30'h00000000, arbiter_sticky };
-        10'h080:
-            \$295  = { 21'h000000, region_view[10:0] };
-        10'h084:
-            \$295  = region_view[42:11];
-        10'h088:
-            \$295  = { 16'h0000, region_view[58:43] };
-        10'h08c:
-            \$295  = region_view[90:59];
-        10'h090:
-            \$295  = { 16'h0000, region_view[106:91] };
-        10'h094:
-            \$295  = region_view[138:107];
-        10'h098:
-            \$295  = { 16'h0000, region_view[154:139] };
-        10'h0c0:
-            \$295  = { 1'h0, desc_view[30:0] };
-        10'h0c4:
-            \$295  = { 4'h0, desc_view[58:31] };
-        10'h0c8:
-            \$295  = { 8'h00, desc_view[82:59] };
-        10'h0cc:
-            \$295  = desc_view[114:83];
-        10'h0d0:
-            \$295  = { 16'h0000, desc_view[130:115] };
-        10'h0d4:
-            \$295  = desc_view[162:131];
-        10'h0d8:
-            \$295  = { 16'h0000, desc_view[178:163] };
-        10'h100:
-            \$295  = { 3'h0, tracker_program__payload[28:0] };
-        10'h104:
-            \$295  = { 23'h000000, tracker_program__payload[37:29] };
-        10'h140:
-            \$295  = tracker_stats[31:0];
-        10'h144:
-            \$295  = tracker_stats[63:32];
-        10'h148:
-            \$295  = tracker_stats[95:64];
-        10'h14c:
-            \$295  = tracker_stats[127:96];
-        10'h150:
-            \$295  = tracker_stats[159:128];
-        10'h154:
-            \$295  = tracker_stats[191:160];
-        10'h180:
-            \$295  = dma_stats[31:0];
-        10'h184:
-            \$295  = dma_stats[63:32];
-        10'h188:
-            \$295  = dma_stats[95:64];
-        10'h18c:
-            \$295  = dma_stats[127:96];
-        10'h1c0:
-            \$295  = addrmap_stats[31:0];
-        10'h1c4:
-            \$295  = addrmap_stats[63:32];
-        10'h1c8:
-            \$295  = addrmap_stats[95:64];
-        10'h1cc:
-            \$295  = addrmap_stats[127:96];
-        10'h200:
-            \$295  = { 9'h000, arbiter_program__payload[22:0] };
-        10'h204:
-            \$295  = { 16'h0000, arbiter_program__payload[38:23] };
-        10'h208:
-            \$295  = { 21'h000000, arbiter_status };
-        10'h240:
-            \$295  = arbiter_stats[31:0];
-        10'h244:
-            \$295  = arbiter_stats[63:32];
-        10'h248:
-            \$295  = arbiter_stats[95:64];
-        10'h24c:
-            \$295  = arbiter_stats[127:96];
-        10'h250:
-            \$295  = arbiter_stats[159:128];
-        10'h254:
-            \$295  = arbiter_stats[191:160];
-        10'h258:
-            \$295  = arbiter_stats[223:192];
-        10'h25c:
-            \$295  = arbiter_stats[255:224];
-        10'h260:
-            \$295  = arbiter_stats[287:256];
-        default:
-            \$295  = 32'd0;
-      endcase
+      \$507  = \$483 ;
     end
     if (rst) begin
-      \$295  = 32'd0;
+      \$507  = 32'd0;
     end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    sel_id = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          sel_id = 1'h1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    mapped = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          mapped = 1'h1;
+      10'h004:
+          mapped = 1'h1;
+      10'h008:
+          mapped = 1'h1;
+      10'h00c:
+          mapped = 1'h1;
+      10'h040:
+          mapped = 1'h1;
+      10'h044:
+          mapped = 1'h1;
+      10'h048:
+          mapped = 1'h1;
+      10'h04c:
+          mapped = 1'h1;
+      10'h050:
+          mapped = 1'h1;
+      10'h080:
+          mapped = 1'h1;
+      10'h084:
+          mapped = 1'h1;
+      10'h088:
+          mapped = 1'h1;
+      10'h08c:
+          mapped = 1'h1;
+      10'h090:
+          mapped = 1'h1;
+      10'h094:
+          mapped = 1'h1;
+      10'h098:
+          mapped = 1'h1;
+      10'h0c0:
+          mapped = 1'h1;
+      10'h0c4:
+          mapped = 1'h1;
+      10'h0c8:
+          mapped = 1'h1;
+      10'h0cc:
+          mapped = 1'h1;
+      10'h0d0:
+          mapped = 1'h1;
+      10'h0d4:
+          mapped = 1'h1;
+      10'h0d8:
+          mapped = 1'h1;
+      10'h100:
+          mapped = 1'h1;
+      10'h104:
+          mapped = 1'h1;
+      10'h140:
+          mapped = 1'h1;
+      10'h144:
+          mapped = 1'h1;
+      10'h148:
+          mapped = 1'h1;
+      10'h14c:
+          mapped = 1'h1;
+      10'h150:
+          mapped = 1'h1;
+      10'h154:
+          mapped = 1'h1;
+      10'h180:
+          mapped = 1'h1;
+      10'h184:
+          mapped = 1'h1;
+      10'h188:
+          mapped = 1'h1;
+      10'h18c:
+          mapped = 1'h1;
+      10'h1c0:
+          mapped = 1'h1;
+      10'h1c4:
+          mapped = 1'h1;
+      10'h1c8:
+          mapped = 1'h1;
+      10'h1cc:
+          mapped = 1'h1;
+      10'h200:
+          mapped = 1'h1;
+      10'h204:
+          mapped = 1'h1;
+      10'h208:
+          mapped = 1'h1;
+      10'h240:
+          mapped = 1'h1;
+      10'h244:
+          mapped = 1'h1;
+      10'h248:
+          mapped = 1'h1;
+      10'h24c:
+          mapped = 1'h1;
+      10'h250:
+          mapped = 1'h1;
+      10'h254:
+          mapped = 1'h1;
+      10'h258:
+          mapped = 1'h1;
+      10'h25c:
+          mapped = 1'h1;
+      10'h260:
+          mapped = 1'h1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    sel_config = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          sel_config = 1'h1;
+    endcase
   end
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$74  = dma_program__payload[7:0];
+  assign \rp__addr$71  = dma_program__payload[7:0];
   assign tracker_clear = 5'h1f;
   assign dma_clear = 3'h7;
   assign addrmap_clear = 2'h3;
@@ -9304,28 +10211,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign region_program__payload__remote_base  = region_program__payload[154:107];
   assign addrmap_errors__bad_region  = addrmap_errors[0];
   assign addrmap_errors__overlap  = addrmap_errors[1];
-  assign region_view__index  = region_view[2:0];
-  assign region_view__valid  = region_view[3];
-  assign region_view__mode  = region_view[5:4];
-  assign region_view__device  = region_view[10:6];
-  assign region_view__base  = region_view[58:11];
-  assign region_view__size  = region_view[106:59];
-  assign region_view__remote_base  = region_view[154:107];
-  assign rp__data__valid  = rp__data[0];
-  assign rp__data__mode  = rp__data[2:1];
-  assign rp__data__device  = rp__data[7:3];
-  assign rp__data__base  = rp__data[55:8];
-  assign rp__data__size  = rp__data[103:56];
-  assign rp__data__remote_base  = rp__data[151:104];
-  assign wp__data$69__valid  = \wp__data$69 [0];
-  assign wp__data$69__op  = \wp__data$69 [1];
-  assign wp__data$69__device  = \wp__data$69 [6:2];
-  assign wp__data$69__tile  = \wp__data$69 [22:7];
-  assign wp__data$69__rows  = \wp__data$69 [34:23];
-  assign wp__data$69__row_bytes  = \wp__data$69 [50:35];
-  assign wp__data$69__pitch  = \wp__data$69 [74:51];
-  assign wp__data$69__src  = \wp__data$69 [122:75];
-  assign wp__data$69__dst  = \wp__data$69 [170:123];
+  assign wp__data$66__valid  = \wp__data$66 [0];
+  assign wp__data$66__op  = \wp__data$66 [1];
+  assign wp__data$66__device  = \wp__data$66 [6:2];
+  assign wp__data$66__tile  = \wp__data$66 [22:7];
+  assign wp__data$66__rows  = \wp__data$66 [34:23];
+  assign wp__data$66__row_bytes  = \wp__data$66 [50:35];
+  assign wp__data$66__pitch  = \wp__data$66 [74:51];
+  assign wp__data$66__src  = \wp__data$66 [122:75];
+  assign wp__data$66__dst  = \wp__data$66 [170:123];
   assign dma_program__payload__index  = dma_program__payload[7:0];
   assign dma_program__payload__valid  = dma_program__payload[8];
   assign dma_program__payload__op  = dma_program__payload[9];
@@ -9339,25 +10233,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign dma_errors__bad_descriptor  = dma_errors[0];
   assign dma_errors__bad_program  = dma_errors[1];
   assign dma_errors__bad_response  = dma_errors[2];
-  assign desc_view__index  = desc_view[7:0];
-  assign desc_view__valid  = desc_view[8];
-  assign desc_view__op  = desc_view[9];
-  assign desc_view__device  = desc_view[14:10];
-  assign desc_view__tile  = desc_view[30:15];
-  assign desc_view__rows  = desc_view[42:31];
-  assign desc_view__row_bytes  = desc_view[58:43];
-  assign desc_view__pitch  = desc_view[82:59];
-  assign desc_view__src  = desc_view[130:83];
-  assign desc_view__dst  = desc_view[178:131];
-  assign rp__data$77__valid  = \rp__data$77 [0];
-  assign rp__data$77__op  = \rp__data$77 [1];
-  assign rp__data$77__device  = \rp__data$77 [6:2];
-  assign rp__data$77__tile  = \rp__data$77 [22:7];
-  assign rp__data$77__rows  = \rp__data$77 [34:23];
-  assign rp__data$77__row_bytes  = \rp__data$77 [50:35];
-  assign rp__data$77__pitch  = \rp__data$77 [74:51];
-  assign rp__data$77__src  = \rp__data$77 [122:75];
-  assign rp__data$77__dst  = \rp__data$77 [170:123];
   assign tracker_clear__unprogrammed  = 1'h1;
   assign tracker_clear__overcount  = 1'h1;
   assign tracker_clear__reprogram  = 1'h1;
@@ -9378,6 +10253,36 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign status__desc_pending  = status[5];
   assign status__track_pending  = status[6];
   assign status__arb_pending  = status[7];
+  assign region_got__valid  = region_got[0];
+  assign region_got__mode  = region_got[2:1];
+  assign region_got__device  = region_got[7:3];
+  assign region_got__base  = region_got[55:8];
+  assign region_got__size  = region_got[103:56];
+  assign region_got__remote_base  = region_got[151:104];
+  assign rp__data__valid  = rp__data[0];
+  assign rp__data__mode  = rp__data[2:1];
+  assign rp__data__device  = rp__data[7:3];
+  assign rp__data__base  = rp__data[55:8];
+  assign rp__data__size  = rp__data[103:56];
+  assign rp__data__remote_base  = rp__data[151:104];
+  assign desc_got__valid  = desc_got[0];
+  assign desc_got__op  = desc_got[1];
+  assign desc_got__device  = desc_got[6:2];
+  assign desc_got__tile  = desc_got[22:7];
+  assign desc_got__rows  = desc_got[34:23];
+  assign desc_got__row_bytes  = desc_got[50:35];
+  assign desc_got__pitch  = desc_got[74:51];
+  assign desc_got__src  = desc_got[122:75];
+  assign desc_got__dst  = desc_got[170:123];
+  assign rp__data$103__valid  = \rp__data$103 [0];
+  assign rp__data$103__op  = \rp__data$103 [1];
+  assign rp__data$103__device  = \rp__data$103 [6:2];
+  assign rp__data$103__tile  = \rp__data$103 [22:7];
+  assign rp__data$103__rows  = \rp__data$103 [34:23];
+  assign rp__data$103__row_bytes  = \rp__data$103 [50:35];
+  assign rp__data$103__pitch  = \rp__data$103 [74:51];
+  assign rp__data$103__src  = \rp__data$103 [122:75];
+  assign rp__data$103__dst  = \rp__data$103 [170:123];
   assign tracker_program__payload__op  = tracker_program__payload[0];
   assign tracker_program__payload__tile  = tracker_program__payload[16:1];
   assign tracker_program__payload__threshold  = tracker_program__payload[28:17];
@@ -9437,107 +10342,117 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign arbiter_stats__stalls_dma  = arbiter_stats[223:192];
   assign arbiter_stats__stalls_remote  = arbiter_stats[255:224];
   assign arbiter_stats__starved  = arbiter_stats[287:256];
-  assign status[7] = \$152 ;
-  assign status[6] = \$149 ;
-  assign status[5] = \$146 ;
-  assign status[4] = \$143 ;
+  assign status[7] = \$242 ;
+  assign status[6] = \$238 ;
+  assign status[5] = \$234 ;
+  assign status[4] = \$229 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    desc_view[7:0] = dma_program__payload[7:0];
-  always @*
-    region_view[2:0] = region_program__payload[2:0];
-  always @*
     set_err[1] = \$31 ;
   always @*
     set_err[0] = \$3 ;
-  assign \$68  = 1'h0;
-  assign \$69  = \$67 ;
-  assign \$72  = 1'h0;
-  assign \$73  = \$71 ;
-  assign \$76  = 1'h0;
-  assign \$77  = \$75 ;
-  assign \$80  = 1'h0;
-  assign \$81  = \$79 ;
-  assign \$84  = 1'h0;
-  assign \$85  = \$83 ;
-  assign \$88  = 1'h0;
-  assign \$89  = \$87 ;
-  assign \$92  = 1'h0;
-  assign \$93  = \$91 ;
-  assign \$95  = tracker_program__valid;
-  assign \$96  = 1'h0;
-  assign \$97  = tracker_program__valid;
-  assign \$99  = tracker_program__valid;
-  assign \$100  = 1'h0;
-  assign \$101  = tracker_program__valid;
-  assign \$103  = arbiter_program__valid;
-  assign \$104  = 1'h0;
-  assign \$105  = arbiter_program__valid;
-  assign \$107  = arbiter_program__valid;
-  assign \$108  = 1'h0;
-  assign \$109  = arbiter_program__valid;
-  assign \$120  = 1'h0;
-  assign \$121  = \$119 ;
-  assign \$125  = 1'h0;
-  assign \$126  = \$124 ;
-  assign \$128  = tracker_program__valid;
-  assign \$129  = 1'h0;
-  assign \$130  = tracker_program__valid;
-  assign \$132  = arbiter_program__valid;
-  assign \$133  = 1'h0;
-  assign \$134  = arbiter_program__valid;
-  assign \$135  = arbiter_program__valid;
-  assign \$145  = 1'h0;
-  assign \$146  = \$144 ;
-  assign \$147  = tracker_program__valid;
+  assign \$103  = 1'h0;
+  assign \$104  = \$102 ;
+  assign \$112  = 1'h0;
+  assign \$113  = \$111 ;
+  assign \$121  = 1'h0;
+  assign \$122  = \$120 ;
+  assign \$130  = 1'h0;
+  assign \$131  = \$129 ;
+  assign \$139  = 1'h0;
+  assign \$140  = \$138 ;
   assign \$148  = 1'h0;
-  assign \$149  = tracker_program__valid;
-  assign \$150  = arbiter_program__valid;
-  assign \$151  = 1'h0;
-  assign \$152  = arbiter_program__valid;
-  assign \$155  = region_program__valid;
-  assign \$158  = arbiter_program__valid;
-  assign \$159  = region_program__valid;
-  assign \$191  = 1'h0;
-  assign \$192  = \$190 ;
-  assign \$195  = 1'h0;
-  assign \$196  = \$194 ;
-  assign \$199  = 1'h0;
-  assign \$200  = \$198 ;
-  assign \$203  = 1'h0;
-  assign \$204  = \$202 ;
-  assign \$207  = 1'h0;
-  assign \$208  = \$206 ;
+  assign \$149  = \$147 ;
+  assign \$157  = 1'h0;
+  assign \$158  = \$156 ;
+  assign \$165  = tracker_program__valid;
+  assign \$166  = 1'h0;
+  assign \$167  = tracker_program__valid;
+  assign \$168  = tracker_program__valid;
+  assign \$170  = tracker_program__valid;
+  assign \$171  = 1'h0;
+  assign \$172  = tracker_program__valid;
+  assign \$173  = tracker_program__valid;
+  assign \$175  = arbiter_program__valid;
+  assign \$176  = 1'h0;
+  assign \$177  = arbiter_program__valid;
+  assign \$178  = arbiter_program__valid;
+  assign \$180  = arbiter_program__valid;
+  assign \$181  = 1'h0;
+  assign \$182  = arbiter_program__valid;
+  assign \$183  = arbiter_program__valid;
+  assign \$198  = 1'h0;
+  assign \$199  = \$197 ;
+  assign \$205  = 1'h0;
+  assign \$206  = \$204 ;
+  assign \$210  = tracker_program__valid;
   assign \$211  = 1'h0;
-  assign \$212  = \$210 ;
-  assign \$215  = 1'h0;
-  assign \$216  = \$214 ;
-  assign \$218  = tracker_program__valid;
-  assign \$219  = 1'h0;
-  assign \$220  = tracker_program__valid;
-  assign \$222  = tracker_program__valid;
-  assign \$223  = 1'h0;
-  assign \$224  = tracker_program__valid;
-  assign \$226  = arbiter_program__valid;
-  assign \$227  = 1'h0;
-  assign \$228  = arbiter_program__valid;
-  assign \$230  = arbiter_program__valid;
+  assign \$212  = tracker_program__valid;
+  assign \$213  = tracker_program__valid;
+  assign \$215  = arbiter_program__valid;
+  assign \$216  = 1'h0;
+  assign \$217  = arbiter_program__valid;
+  assign \$218  = arbiter_program__valid;
+  assign \$219  = arbiter_program__valid;
   assign \$231  = 1'h0;
-  assign \$232  = arbiter_program__valid;
-  assign \$243  = 1'h0;
-  assign \$244  = \$242 ;
-  assign \$248  = 1'h0;
-  assign \$249  = \$247 ;
-  assign \$251  = tracker_program__valid;
-  assign \$252  = 1'h0;
-  assign \$253  = tracker_program__valid;
-  assign \$255  = arbiter_program__valid;
-  assign \$256  = 1'h0;
-  assign \$257  = arbiter_program__valid;
-  assign \$258  = arbiter_program__valid;
+  assign \$232  = \$230 ;
+  assign \$235  = tracker_program__valid;
+  assign \$236  = 1'h0;
+  assign \$237  = tracker_program__valid;
+  assign \$238  = tracker_program__valid;
+  assign \$239  = arbiter_program__valid;
+  assign \$240  = 1'h0;
+  assign \$241  = arbiter_program__valid;
+  assign \$242  = arbiter_program__valid;
+  assign \$245  = region_program__valid;
+  assign \$248  = arbiter_program__valid;
+  assign \$249  = region_program__valid;
+  assign \$295  = 1'h0;
+  assign \$296  = \$294 ;
+  assign \$301  = 1'h0;
+  assign \$302  = \$300 ;
+  assign \$307  = 1'h0;
+  assign \$308  = \$306 ;
+  assign \$313  = 1'h0;
+  assign \$314  = \$312 ;
+  assign \$319  = 1'h0;
+  assign \$320  = \$318 ;
+  assign \$325  = 1'h0;
+  assign \$326  = \$324 ;
+  assign \$331  = 1'h0;
+  assign \$332  = \$330 ;
+  assign \$336  = tracker_program__valid;
+  assign \$337  = 1'h0;
+  assign \$338  = tracker_program__valid;
+  assign \$339  = tracker_program__valid;
+  assign \$341  = tracker_program__valid;
+  assign \$342  = 1'h0;
+  assign \$343  = tracker_program__valid;
+  assign \$344  = tracker_program__valid;
+  assign \$346  = arbiter_program__valid;
+  assign \$347  = 1'h0;
+  assign \$348  = arbiter_program__valid;
+  assign \$349  = arbiter_program__valid;
+  assign \$351  = arbiter_program__valid;
+  assign \$352  = 1'h0;
+  assign \$353  = arbiter_program__valid;
+  assign \$354  = arbiter_program__valid;
+  assign \$369  = 1'h0;
+  assign \$370  = \$368 ;
+  assign \$376  = 1'h0;
+  assign \$377  = \$375 ;
+  assign \$381  = tracker_program__valid;
+  assign \$382  = 1'h0;
+  assign \$383  = tracker_program__valid;
+  assign \$384  = tracker_program__valid;
+  assign \$386  = arbiter_program__valid;
+  assign \$387  = 1'h0;
+  assign \$388  = arbiter_program__valid;
+  assign \$389  = arbiter_program__valid;
+  assign \$390  = arbiter_program__valid;
 endmodule
 
 module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, response__payload, packet__ready, program__valid, program__payload, errors, stats, busy, read__valid, read__payload, packet__valid, packet__payload, clk
@@ -10564,19 +11479,19 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
-  wire [1:0] \$18 ;
+  wire \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire [5:0] \$20 ;
-  wire [6:0] \$21 ;
+  wire \$20 ;
+  wire \$21 ;
   wire \$22 ;
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
+  wire [5:0] \$28 ;
+  wire [6:0] \$29 ;
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
@@ -10591,15 +11506,25 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
-  reg [7:0] \$42 ;
-  reg \$43 ;
-  reg \$44 ;
-  reg \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg [170:0] \$49 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  reg [7:0] \$52 ;
+  reg \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg \$58 ;
+  reg [170:0] \$59 ;
   wire \$6 ;
   wire \$7 ;
   wire \$8 ;
@@ -10677,19 +11602,7 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   wire program__valid;
   wire push;
   wire [7:0] rd_check__addr;
-  wire [170:0] rd_check__data;
-  wire [4:0] rd_check__data__device ;
-  wire [47:0] rd_check__data__dst ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd_check__data__op ;
-  wire [23:0] rd_check__data__pitch ;
-  wire [15:0] rd_check__data__row_bytes ;
-  wire [11:0] rd_check__data__rows ;
-  wire [47:0] rd_check__data__src ;
-  wire [15:0] rd_check__data__tile ;
-  wire rd_check__data__valid ;
+  wire rd_check__data;
   wire [7:0] rd_fetch__addr;
   wire [170:0] rd_fetch__data;
   wire [4:0] rd_fetch__data__device ;
@@ -10720,316 +11633,604 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   wire trigger__ready;
   input trigger__valid;
   wire trigger__valid;
-  reg [7:0] wr__addr;
-  reg [170:0] wr__data;
-  wire [4:0] wr__data__device ;
-  wire [47:0] wr__data__dst ;
+  reg [7:0] wr_check__addr;
+  reg wr_check__data;
+  reg wr_check__en;
+  reg [7:0] wr_fetch__addr;
+  reg [170:0] wr_fetch__data;
+  wire [4:0] wr_fetch__data__device ;
+  wire [47:0] wr_fetch__data__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__op ;
-  wire [23:0] wr__data__pitch ;
-  wire [15:0] wr__data__row_bytes ;
-  wire [11:0] wr__data__rows ;
-  wire [47:0] wr__data__src ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__valid ;
-  reg wr__en;
-  reg [170:0] \table  [255:0];
+  wire wr_fetch__data__op ;
+  wire [23:0] wr_fetch__data__pitch ;
+  wire [15:0] wr_fetch__data__row_bytes ;
+  wire [11:0] wr_fetch__data__rows ;
+  wire [47:0] wr_fetch__data__src ;
+  wire [15:0] wr_fetch__data__tile ;
+  wire wr_fetch__data__valid ;
+  reg wr_fetch__en;
+  (* t3hw_rd_collision = "excluded" *)
+  reg [0:0] check_table [255:0];
   initial begin
-    \table [0] = 171'h0000000000000000000000000000000000000000000;
-    \table [1] = 171'h0000000000000000000000000000000000000000000;
-    \table [2] = 171'h0000000000000000000000000000000000000000000;
-    \table [3] = 171'h0000000000000000000000000000000000000000000;
-    \table [4] = 171'h0000000000000000000000000000000000000000000;
-    \table [5] = 171'h0000000000000000000000000000000000000000000;
-    \table [6] = 171'h0000000000000000000000000000000000000000000;
-    \table [7] = 171'h0000000000000000000000000000000000000000000;
-    \table [8] = 171'h0000000000000000000000000000000000000000000;
-    \table [9] = 171'h0000000000000000000000000000000000000000000;
-    \table [10] = 171'h0000000000000000000000000000000000000000000;
-    \table [11] = 171'h0000000000000000000000000000000000000000000;
-    \table [12] = 171'h0000000000000000000000000000000000000000000;
-    \table [13] = 171'h0000000000000000000000000000000000000000000;
-    \table [14] = 171'h0000000000000000000000000000000000000000000;
-    \table [15] = 171'h0000000000000000000000000000000000000000000;
-    \table [16] = 171'h0000000000000000000000000000000000000000000;
-    \table [17] = 171'h0000000000000000000000000000000000000000000;
-    \table [18] = 171'h0000000000000000000000000000000000000000000;
-    \table [19] = 171'h0000000000000000000000000000000000000000000;
-    \table [20] = 171'h0000000000000000000000000000000000000000000;
-    \table [21] = 171'h0000000000000000000000000000000000000000000;
-    \table [22] = 171'h0000000000000000000000000000000000000000000;
-    \table [23] = 171'h0000000000000000000000000000000000000000000;
-    \table [24] = 171'h0000000000000000000000000000000000000000000;
-    \table [25] = 171'h0000000000000000000000000000000000000000000;
-    \table [26] = 171'h0000000000000000000000000000000000000000000;
-    \table [27] = 171'h0000000000000000000000000000000000000000000;
-    \table [28] = 171'h0000000000000000000000000000000000000000000;
-    \table [29] = 171'h0000000000000000000000000000000000000000000;
-    \table [30] = 171'h0000000000000000000000000000000000000000000;
-    \table [31] = 171'h0000000000000000000000000000000000000000000;
-    \table [32] = 171'h0000000000000000000000000000000000000000000;
-    \table [33] = 171'h0000000000000000000000000000000000000000000;
-    \table [34] = 171'h0000000000000000000000000000000000000000000;
-    \table [35] = 171'h0000000000000000000000000000000000000000000;
-    \table [36] = 171'h0000000000000000000000000000000000000000000;
-    \table [37] = 171'h0000000000000000000000000000000000000000000;
-    \table [38] = 171'h0000000000000000000000000000000000000000000;
-    \table [39] = 171'h0000000000000000000000000000000000000000000;
-    \table [40] = 171'h0000000000000000000000000000000000000000000;
-    \table [41] = 171'h0000000000000000000000000000000000000000000;
-    \table [42] = 171'h0000000000000000000000000000000000000000000;
-    \table [43] = 171'h0000000000000000000000000000000000000000000;
-    \table [44] = 171'h0000000000000000000000000000000000000000000;
-    \table [45] = 171'h0000000000000000000000000000000000000000000;
-    \table [46] = 171'h0000000000000000000000000000000000000000000;
-    \table [47] = 171'h0000000000000000000000000000000000000000000;
-    \table [48] = 171'h0000000000000000000000000000000000000000000;
-    \table [49] = 171'h0000000000000000000000000000000000000000000;
-    \table [50] = 171'h0000000000000000000000000000000000000000000;
-    \table [51] = 171'h0000000000000000000000000000000000000000000;
-    \table [52] = 171'h0000000000000000000000000000000000000000000;
-    \table [53] = 171'h0000000000000000000000000000000000000000000;
-    \table [54] = 171'h0000000000000000000000000000000000000000000;
-    \table [55] = 171'h0000000000000000000000000000000000000000000;
-    \table [56] = 171'h0000000000000000000000000000000000000000000;
-    \table [57] = 171'h0000000000000000000000000000000000000000000;
-    \table [58] = 171'h0000000000000000000000000000000000000000000;
-    \table [59] = 171'h0000000000000000000000000000000000000000000;
-    \table [60] = 171'h0000000000000000000000000000000000000000000;
-    \table [61] = 171'h0000000000000000000000000000000000000000000;
-    \table [62] = 171'h0000000000000000000000000000000000000000000;
-    \table [63] = 171'h0000000000000000000000000000000000000000000;
-    \table [64] = 171'h0000000000000000000000000000000000000000000;
-    \table [65] = 171'h0000000000000000000000000000000000000000000;
-    \table [66] = 171'h0000000000000000000000000000000000000000000;
-    \table [67] = 171'h0000000000000000000000000000000000000000000;
-    \table [68] = 171'h0000000000000000000000000000000000000000000;
-    \table [69] = 171'h0000000000000000000000000000000000000000000;
-    \table [70] = 171'h0000000000000000000000000000000000000000000;
-    \table [71] = 171'h0000000000000000000000000000000000000000000;
-    \table [72] = 171'h0000000000000000000000000000000000000000000;
-    \table [73] = 171'h0000000000000000000000000000000000000000000;
-    \table [74] = 171'h0000000000000000000000000000000000000000000;
-    \table [75] = 171'h0000000000000000000000000000000000000000000;
-    \table [76] = 171'h0000000000000000000000000000000000000000000;
-    \table [77] = 171'h0000000000000000000000000000000000000000000;
-    \table [78] = 171'h0000000000000000000000000000000000000000000;
-    \table [79] = 171'h0000000000000000000000000000000000000000000;
-    \table [80] = 171'h0000000000000000000000000000000000000000000;
-    \table [81] = 171'h0000000000000000000000000000000000000000000;
-    \table [82] = 171'h0000000000000000000000000000000000000000000;
-    \table [83] = 171'h0000000000000000000000000000000000000000000;
-    \table [84] = 171'h0000000000000000000000000000000000000000000;
-    \table [85] = 171'h0000000000000000000000000000000000000000000;
-    \table [86] = 171'h0000000000000000000000000000000000000000000;
-    \table [87] = 171'h0000000000000000000000000000000000000000000;
-    \table [88] = 171'h0000000000000000000000000000000000000000000;
-    \table [89] = 171'h0000000000000000000000000000000000000000000;
-    \table [90] = 171'h0000000000000000000000000000000000000000000;
-    \table [91] = 171'h0000000000000000000000000000000000000000000;
-    \table [92] = 171'h0000000000000000000000000000000000000000000;
-    \table [93] = 171'h0000000000000000000000000000000000000000000;
-    \table [94] = 171'h0000000000000000000000000000000000000000000;
-    \table [95] = 171'h0000000000000000000000000000000000000000000;
-    \table [96] = 171'h0000000000000000000000000000000000000000000;
-    \table [97] = 171'h0000000000000000000000000000000000000000000;
-    \table [98] = 171'h0000000000000000000000000000000000000000000;
-    \table [99] = 171'h0000000000000000000000000000000000000000000;
-    \table [100] = 171'h0000000000000000000000000000000000000000000;
-    \table [101] = 171'h0000000000000000000000000000000000000000000;
-    \table [102] = 171'h0000000000000000000000000000000000000000000;
-    \table [103] = 171'h0000000000000000000000000000000000000000000;
-    \table [104] = 171'h0000000000000000000000000000000000000000000;
-    \table [105] = 171'h0000000000000000000000000000000000000000000;
-    \table [106] = 171'h0000000000000000000000000000000000000000000;
-    \table [107] = 171'h0000000000000000000000000000000000000000000;
-    \table [108] = 171'h0000000000000000000000000000000000000000000;
-    \table [109] = 171'h0000000000000000000000000000000000000000000;
-    \table [110] = 171'h0000000000000000000000000000000000000000000;
-    \table [111] = 171'h0000000000000000000000000000000000000000000;
-    \table [112] = 171'h0000000000000000000000000000000000000000000;
-    \table [113] = 171'h0000000000000000000000000000000000000000000;
-    \table [114] = 171'h0000000000000000000000000000000000000000000;
-    \table [115] = 171'h0000000000000000000000000000000000000000000;
-    \table [116] = 171'h0000000000000000000000000000000000000000000;
-    \table [117] = 171'h0000000000000000000000000000000000000000000;
-    \table [118] = 171'h0000000000000000000000000000000000000000000;
-    \table [119] = 171'h0000000000000000000000000000000000000000000;
-    \table [120] = 171'h0000000000000000000000000000000000000000000;
-    \table [121] = 171'h0000000000000000000000000000000000000000000;
-    \table [122] = 171'h0000000000000000000000000000000000000000000;
-    \table [123] = 171'h0000000000000000000000000000000000000000000;
-    \table [124] = 171'h0000000000000000000000000000000000000000000;
-    \table [125] = 171'h0000000000000000000000000000000000000000000;
-    \table [126] = 171'h0000000000000000000000000000000000000000000;
-    \table [127] = 171'h0000000000000000000000000000000000000000000;
-    \table [128] = 171'h0000000000000000000000000000000000000000000;
-    \table [129] = 171'h0000000000000000000000000000000000000000000;
-    \table [130] = 171'h0000000000000000000000000000000000000000000;
-    \table [131] = 171'h0000000000000000000000000000000000000000000;
-    \table [132] = 171'h0000000000000000000000000000000000000000000;
-    \table [133] = 171'h0000000000000000000000000000000000000000000;
-    \table [134] = 171'h0000000000000000000000000000000000000000000;
-    \table [135] = 171'h0000000000000000000000000000000000000000000;
-    \table [136] = 171'h0000000000000000000000000000000000000000000;
-    \table [137] = 171'h0000000000000000000000000000000000000000000;
-    \table [138] = 171'h0000000000000000000000000000000000000000000;
-    \table [139] = 171'h0000000000000000000000000000000000000000000;
-    \table [140] = 171'h0000000000000000000000000000000000000000000;
-    \table [141] = 171'h0000000000000000000000000000000000000000000;
-    \table [142] = 171'h0000000000000000000000000000000000000000000;
-    \table [143] = 171'h0000000000000000000000000000000000000000000;
-    \table [144] = 171'h0000000000000000000000000000000000000000000;
-    \table [145] = 171'h0000000000000000000000000000000000000000000;
-    \table [146] = 171'h0000000000000000000000000000000000000000000;
-    \table [147] = 171'h0000000000000000000000000000000000000000000;
-    \table [148] = 171'h0000000000000000000000000000000000000000000;
-    \table [149] = 171'h0000000000000000000000000000000000000000000;
-    \table [150] = 171'h0000000000000000000000000000000000000000000;
-    \table [151] = 171'h0000000000000000000000000000000000000000000;
-    \table [152] = 171'h0000000000000000000000000000000000000000000;
-    \table [153] = 171'h0000000000000000000000000000000000000000000;
-    \table [154] = 171'h0000000000000000000000000000000000000000000;
-    \table [155] = 171'h0000000000000000000000000000000000000000000;
-    \table [156] = 171'h0000000000000000000000000000000000000000000;
-    \table [157] = 171'h0000000000000000000000000000000000000000000;
-    \table [158] = 171'h0000000000000000000000000000000000000000000;
-    \table [159] = 171'h0000000000000000000000000000000000000000000;
-    \table [160] = 171'h0000000000000000000000000000000000000000000;
-    \table [161] = 171'h0000000000000000000000000000000000000000000;
-    \table [162] = 171'h0000000000000000000000000000000000000000000;
-    \table [163] = 171'h0000000000000000000000000000000000000000000;
-    \table [164] = 171'h0000000000000000000000000000000000000000000;
-    \table [165] = 171'h0000000000000000000000000000000000000000000;
-    \table [166] = 171'h0000000000000000000000000000000000000000000;
-    \table [167] = 171'h0000000000000000000000000000000000000000000;
-    \table [168] = 171'h0000000000000000000000000000000000000000000;
-    \table [169] = 171'h0000000000000000000000000000000000000000000;
-    \table [170] = 171'h0000000000000000000000000000000000000000000;
-    \table [171] = 171'h0000000000000000000000000000000000000000000;
-    \table [172] = 171'h0000000000000000000000000000000000000000000;
-    \table [173] = 171'h0000000000000000000000000000000000000000000;
-    \table [174] = 171'h0000000000000000000000000000000000000000000;
-    \table [175] = 171'h0000000000000000000000000000000000000000000;
-    \table [176] = 171'h0000000000000000000000000000000000000000000;
-    \table [177] = 171'h0000000000000000000000000000000000000000000;
-    \table [178] = 171'h0000000000000000000000000000000000000000000;
-    \table [179] = 171'h0000000000000000000000000000000000000000000;
-    \table [180] = 171'h0000000000000000000000000000000000000000000;
-    \table [181] = 171'h0000000000000000000000000000000000000000000;
-    \table [182] = 171'h0000000000000000000000000000000000000000000;
-    \table [183] = 171'h0000000000000000000000000000000000000000000;
-    \table [184] = 171'h0000000000000000000000000000000000000000000;
-    \table [185] = 171'h0000000000000000000000000000000000000000000;
-    \table [186] = 171'h0000000000000000000000000000000000000000000;
-    \table [187] = 171'h0000000000000000000000000000000000000000000;
-    \table [188] = 171'h0000000000000000000000000000000000000000000;
-    \table [189] = 171'h0000000000000000000000000000000000000000000;
-    \table [190] = 171'h0000000000000000000000000000000000000000000;
-    \table [191] = 171'h0000000000000000000000000000000000000000000;
-    \table [192] = 171'h0000000000000000000000000000000000000000000;
-    \table [193] = 171'h0000000000000000000000000000000000000000000;
-    \table [194] = 171'h0000000000000000000000000000000000000000000;
-    \table [195] = 171'h0000000000000000000000000000000000000000000;
-    \table [196] = 171'h0000000000000000000000000000000000000000000;
-    \table [197] = 171'h0000000000000000000000000000000000000000000;
-    \table [198] = 171'h0000000000000000000000000000000000000000000;
-    \table [199] = 171'h0000000000000000000000000000000000000000000;
-    \table [200] = 171'h0000000000000000000000000000000000000000000;
-    \table [201] = 171'h0000000000000000000000000000000000000000000;
-    \table [202] = 171'h0000000000000000000000000000000000000000000;
-    \table [203] = 171'h0000000000000000000000000000000000000000000;
-    \table [204] = 171'h0000000000000000000000000000000000000000000;
-    \table [205] = 171'h0000000000000000000000000000000000000000000;
-    \table [206] = 171'h0000000000000000000000000000000000000000000;
-    \table [207] = 171'h0000000000000000000000000000000000000000000;
-    \table [208] = 171'h0000000000000000000000000000000000000000000;
-    \table [209] = 171'h0000000000000000000000000000000000000000000;
-    \table [210] = 171'h0000000000000000000000000000000000000000000;
-    \table [211] = 171'h0000000000000000000000000000000000000000000;
-    \table [212] = 171'h0000000000000000000000000000000000000000000;
-    \table [213] = 171'h0000000000000000000000000000000000000000000;
-    \table [214] = 171'h0000000000000000000000000000000000000000000;
-    \table [215] = 171'h0000000000000000000000000000000000000000000;
-    \table [216] = 171'h0000000000000000000000000000000000000000000;
-    \table [217] = 171'h0000000000000000000000000000000000000000000;
-    \table [218] = 171'h0000000000000000000000000000000000000000000;
-    \table [219] = 171'h0000000000000000000000000000000000000000000;
-    \table [220] = 171'h0000000000000000000000000000000000000000000;
-    \table [221] = 171'h0000000000000000000000000000000000000000000;
-    \table [222] = 171'h0000000000000000000000000000000000000000000;
-    \table [223] = 171'h0000000000000000000000000000000000000000000;
-    \table [224] = 171'h0000000000000000000000000000000000000000000;
-    \table [225] = 171'h0000000000000000000000000000000000000000000;
-    \table [226] = 171'h0000000000000000000000000000000000000000000;
-    \table [227] = 171'h0000000000000000000000000000000000000000000;
-    \table [228] = 171'h0000000000000000000000000000000000000000000;
-    \table [229] = 171'h0000000000000000000000000000000000000000000;
-    \table [230] = 171'h0000000000000000000000000000000000000000000;
-    \table [231] = 171'h0000000000000000000000000000000000000000000;
-    \table [232] = 171'h0000000000000000000000000000000000000000000;
-    \table [233] = 171'h0000000000000000000000000000000000000000000;
-    \table [234] = 171'h0000000000000000000000000000000000000000000;
-    \table [235] = 171'h0000000000000000000000000000000000000000000;
-    \table [236] = 171'h0000000000000000000000000000000000000000000;
-    \table [237] = 171'h0000000000000000000000000000000000000000000;
-    \table [238] = 171'h0000000000000000000000000000000000000000000;
-    \table [239] = 171'h0000000000000000000000000000000000000000000;
-    \table [240] = 171'h0000000000000000000000000000000000000000000;
-    \table [241] = 171'h0000000000000000000000000000000000000000000;
-    \table [242] = 171'h0000000000000000000000000000000000000000000;
-    \table [243] = 171'h0000000000000000000000000000000000000000000;
-    \table [244] = 171'h0000000000000000000000000000000000000000000;
-    \table [245] = 171'h0000000000000000000000000000000000000000000;
-    \table [246] = 171'h0000000000000000000000000000000000000000000;
-    \table [247] = 171'h0000000000000000000000000000000000000000000;
-    \table [248] = 171'h0000000000000000000000000000000000000000000;
-    \table [249] = 171'h0000000000000000000000000000000000000000000;
-    \table [250] = 171'h0000000000000000000000000000000000000000000;
-    \table [251] = 171'h0000000000000000000000000000000000000000000;
-    \table [252] = 171'h0000000000000000000000000000000000000000000;
-    \table [253] = 171'h0000000000000000000000000000000000000000000;
-    \table [254] = 171'h0000000000000000000000000000000000000000000;
-    \table [255] = 171'h0000000000000000000000000000000000000000000;
+    check_table[0] = 1'h0;
+    check_table[1] = 1'h0;
+    check_table[2] = 1'h0;
+    check_table[3] = 1'h0;
+    check_table[4] = 1'h0;
+    check_table[5] = 1'h0;
+    check_table[6] = 1'h0;
+    check_table[7] = 1'h0;
+    check_table[8] = 1'h0;
+    check_table[9] = 1'h0;
+    check_table[10] = 1'h0;
+    check_table[11] = 1'h0;
+    check_table[12] = 1'h0;
+    check_table[13] = 1'h0;
+    check_table[14] = 1'h0;
+    check_table[15] = 1'h0;
+    check_table[16] = 1'h0;
+    check_table[17] = 1'h0;
+    check_table[18] = 1'h0;
+    check_table[19] = 1'h0;
+    check_table[20] = 1'h0;
+    check_table[21] = 1'h0;
+    check_table[22] = 1'h0;
+    check_table[23] = 1'h0;
+    check_table[24] = 1'h0;
+    check_table[25] = 1'h0;
+    check_table[26] = 1'h0;
+    check_table[27] = 1'h0;
+    check_table[28] = 1'h0;
+    check_table[29] = 1'h0;
+    check_table[30] = 1'h0;
+    check_table[31] = 1'h0;
+    check_table[32] = 1'h0;
+    check_table[33] = 1'h0;
+    check_table[34] = 1'h0;
+    check_table[35] = 1'h0;
+    check_table[36] = 1'h0;
+    check_table[37] = 1'h0;
+    check_table[38] = 1'h0;
+    check_table[39] = 1'h0;
+    check_table[40] = 1'h0;
+    check_table[41] = 1'h0;
+    check_table[42] = 1'h0;
+    check_table[43] = 1'h0;
+    check_table[44] = 1'h0;
+    check_table[45] = 1'h0;
+    check_table[46] = 1'h0;
+    check_table[47] = 1'h0;
+    check_table[48] = 1'h0;
+    check_table[49] = 1'h0;
+    check_table[50] = 1'h0;
+    check_table[51] = 1'h0;
+    check_table[52] = 1'h0;
+    check_table[53] = 1'h0;
+    check_table[54] = 1'h0;
+    check_table[55] = 1'h0;
+    check_table[56] = 1'h0;
+    check_table[57] = 1'h0;
+    check_table[58] = 1'h0;
+    check_table[59] = 1'h0;
+    check_table[60] = 1'h0;
+    check_table[61] = 1'h0;
+    check_table[62] = 1'h0;
+    check_table[63] = 1'h0;
+    check_table[64] = 1'h0;
+    check_table[65] = 1'h0;
+    check_table[66] = 1'h0;
+    check_table[67] = 1'h0;
+    check_table[68] = 1'h0;
+    check_table[69] = 1'h0;
+    check_table[70] = 1'h0;
+    check_table[71] = 1'h0;
+    check_table[72] = 1'h0;
+    check_table[73] = 1'h0;
+    check_table[74] = 1'h0;
+    check_table[75] = 1'h0;
+    check_table[76] = 1'h0;
+    check_table[77] = 1'h0;
+    check_table[78] = 1'h0;
+    check_table[79] = 1'h0;
+    check_table[80] = 1'h0;
+    check_table[81] = 1'h0;
+    check_table[82] = 1'h0;
+    check_table[83] = 1'h0;
+    check_table[84] = 1'h0;
+    check_table[85] = 1'h0;
+    check_table[86] = 1'h0;
+    check_table[87] = 1'h0;
+    check_table[88] = 1'h0;
+    check_table[89] = 1'h0;
+    check_table[90] = 1'h0;
+    check_table[91] = 1'h0;
+    check_table[92] = 1'h0;
+    check_table[93] = 1'h0;
+    check_table[94] = 1'h0;
+    check_table[95] = 1'h0;
+    check_table[96] = 1'h0;
+    check_table[97] = 1'h0;
+    check_table[98] = 1'h0;
+    check_table[99] = 1'h0;
+    check_table[100] = 1'h0;
+    check_table[101] = 1'h0;
+    check_table[102] = 1'h0;
+    check_table[103] = 1'h0;
+    check_table[104] = 1'h0;
+    check_table[105] = 1'h0;
+    check_table[106] = 1'h0;
+    check_table[107] = 1'h0;
+    check_table[108] = 1'h0;
+    check_table[109] = 1'h0;
+    check_table[110] = 1'h0;
+    check_table[111] = 1'h0;
+    check_table[112] = 1'h0;
+    check_table[113] = 1'h0;
+    check_table[114] = 1'h0;
+    check_table[115] = 1'h0;
+    check_table[116] = 1'h0;
+    check_table[117] = 1'h0;
+    check_table[118] = 1'h0;
+    check_table[119] = 1'h0;
+    check_table[120] = 1'h0;
+    check_table[121] = 1'h0;
+    check_table[122] = 1'h0;
+    check_table[123] = 1'h0;
+    check_table[124] = 1'h0;
+    check_table[125] = 1'h0;
+    check_table[126] = 1'h0;
+    check_table[127] = 1'h0;
+    check_table[128] = 1'h0;
+    check_table[129] = 1'h0;
+    check_table[130] = 1'h0;
+    check_table[131] = 1'h0;
+    check_table[132] = 1'h0;
+    check_table[133] = 1'h0;
+    check_table[134] = 1'h0;
+    check_table[135] = 1'h0;
+    check_table[136] = 1'h0;
+    check_table[137] = 1'h0;
+    check_table[138] = 1'h0;
+    check_table[139] = 1'h0;
+    check_table[140] = 1'h0;
+    check_table[141] = 1'h0;
+    check_table[142] = 1'h0;
+    check_table[143] = 1'h0;
+    check_table[144] = 1'h0;
+    check_table[145] = 1'h0;
+    check_table[146] = 1'h0;
+    check_table[147] = 1'h0;
+    check_table[148] = 1'h0;
+    check_table[149] = 1'h0;
+    check_table[150] = 1'h0;
+    check_table[151] = 1'h0;
+    check_table[152] = 1'h0;
+    check_table[153] = 1'h0;
+    check_table[154] = 1'h0;
+    check_table[155] = 1'h0;
+    check_table[156] = 1'h0;
+    check_table[157] = 1'h0;
+    check_table[158] = 1'h0;
+    check_table[159] = 1'h0;
+    check_table[160] = 1'h0;
+    check_table[161] = 1'h0;
+    check_table[162] = 1'h0;
+    check_table[163] = 1'h0;
+    check_table[164] = 1'h0;
+    check_table[165] = 1'h0;
+    check_table[166] = 1'h0;
+    check_table[167] = 1'h0;
+    check_table[168] = 1'h0;
+    check_table[169] = 1'h0;
+    check_table[170] = 1'h0;
+    check_table[171] = 1'h0;
+    check_table[172] = 1'h0;
+    check_table[173] = 1'h0;
+    check_table[174] = 1'h0;
+    check_table[175] = 1'h0;
+    check_table[176] = 1'h0;
+    check_table[177] = 1'h0;
+    check_table[178] = 1'h0;
+    check_table[179] = 1'h0;
+    check_table[180] = 1'h0;
+    check_table[181] = 1'h0;
+    check_table[182] = 1'h0;
+    check_table[183] = 1'h0;
+    check_table[184] = 1'h0;
+    check_table[185] = 1'h0;
+    check_table[186] = 1'h0;
+    check_table[187] = 1'h0;
+    check_table[188] = 1'h0;
+    check_table[189] = 1'h0;
+    check_table[190] = 1'h0;
+    check_table[191] = 1'h0;
+    check_table[192] = 1'h0;
+    check_table[193] = 1'h0;
+    check_table[194] = 1'h0;
+    check_table[195] = 1'h0;
+    check_table[196] = 1'h0;
+    check_table[197] = 1'h0;
+    check_table[198] = 1'h0;
+    check_table[199] = 1'h0;
+    check_table[200] = 1'h0;
+    check_table[201] = 1'h0;
+    check_table[202] = 1'h0;
+    check_table[203] = 1'h0;
+    check_table[204] = 1'h0;
+    check_table[205] = 1'h0;
+    check_table[206] = 1'h0;
+    check_table[207] = 1'h0;
+    check_table[208] = 1'h0;
+    check_table[209] = 1'h0;
+    check_table[210] = 1'h0;
+    check_table[211] = 1'h0;
+    check_table[212] = 1'h0;
+    check_table[213] = 1'h0;
+    check_table[214] = 1'h0;
+    check_table[215] = 1'h0;
+    check_table[216] = 1'h0;
+    check_table[217] = 1'h0;
+    check_table[218] = 1'h0;
+    check_table[219] = 1'h0;
+    check_table[220] = 1'h0;
+    check_table[221] = 1'h0;
+    check_table[222] = 1'h0;
+    check_table[223] = 1'h0;
+    check_table[224] = 1'h0;
+    check_table[225] = 1'h0;
+    check_table[226] = 1'h0;
+    check_table[227] = 1'h0;
+    check_table[228] = 1'h0;
+    check_table[229] = 1'h0;
+    check_table[230] = 1'h0;
+    check_table[231] = 1'h0;
+    check_table[232] = 1'h0;
+    check_table[233] = 1'h0;
+    check_table[234] = 1'h0;
+    check_table[235] = 1'h0;
+    check_table[236] = 1'h0;
+    check_table[237] = 1'h0;
+    check_table[238] = 1'h0;
+    check_table[239] = 1'h0;
+    check_table[240] = 1'h0;
+    check_table[241] = 1'h0;
+    check_table[242] = 1'h0;
+    check_table[243] = 1'h0;
+    check_table[244] = 1'h0;
+    check_table[245] = 1'h0;
+    check_table[246] = 1'h0;
+    check_table[247] = 1'h0;
+    check_table[248] = 1'h0;
+    check_table[249] = 1'h0;
+    check_table[250] = 1'h0;
+    check_table[251] = 1'h0;
+    check_table[252] = 1'h0;
+    check_table[253] = 1'h0;
+    check_table[254] = 1'h0;
+    check_table[255] = 1'h0;
   end
   always @(posedge clk) begin
-    if (wr__en)
-      \table [wr__addr] <= wr__data;
+    if (wr_check__en)
+      check_table[wr_check__addr] <= wr_check__data;
   end
-  reg [170:0] _0_;
+  reg [0:0] _0_;
+  always @(posedge clk) begin
+    _0_ <= check_table[trigger__payload[7:0]];
+  end
+  assign rd_check__data = _0_;
+  (* t3hw_rd_collision = "excluded" *)
+  reg [170:0] fetch_table [255:0];
+  initial begin
+    fetch_table[0] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[1] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[2] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[3] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[4] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[5] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[6] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[7] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[8] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[9] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[10] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[11] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[12] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[13] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[14] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[15] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[16] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[17] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[18] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[19] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[20] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[21] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[22] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[23] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[24] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[25] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[26] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[27] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[28] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[29] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[30] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[31] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[32] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[33] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[34] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[35] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[36] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[37] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[38] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[39] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[40] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[41] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[42] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[43] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[44] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[45] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[46] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[47] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[48] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[49] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[50] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[51] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[52] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[53] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[54] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[55] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[56] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[57] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[58] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[59] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[60] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[61] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[62] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[63] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[64] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[65] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[66] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[67] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[68] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[69] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[70] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[71] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[72] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[73] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[74] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[75] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[76] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[77] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[78] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[79] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[80] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[81] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[82] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[83] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[84] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[85] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[86] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[87] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[88] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[89] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[90] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[91] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[92] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[93] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[94] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[95] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[96] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[97] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[98] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[99] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[100] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[101] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[102] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[103] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[104] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[105] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[106] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[107] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[108] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[109] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[110] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[111] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[112] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[113] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[114] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[115] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[116] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[117] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[118] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[119] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[120] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[121] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[122] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[123] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[124] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[125] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[126] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[127] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[128] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[129] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[130] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[131] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[132] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[133] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[134] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[135] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[136] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[137] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[138] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[139] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[140] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[141] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[142] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[143] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[144] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[145] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[146] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[147] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[148] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[149] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[150] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[151] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[152] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[153] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[154] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[155] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[156] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[157] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[158] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[159] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[160] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[161] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[162] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[163] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[164] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[165] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[166] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[167] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[168] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[169] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[170] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[171] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[172] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[173] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[174] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[175] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[176] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[177] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[178] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[179] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[180] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[181] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[182] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[183] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[184] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[185] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[186] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[187] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[188] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[189] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[190] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[191] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[192] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[193] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[194] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[195] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[196] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[197] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[198] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[199] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[200] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[201] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[202] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[203] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[204] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[205] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[206] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[207] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[208] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[209] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[210] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[211] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[212] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[213] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[214] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[215] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[216] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[217] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[218] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[219] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[220] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[221] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[222] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[223] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[224] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[225] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[226] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[227] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[228] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[229] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[230] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[231] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[232] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[233] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[234] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[235] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[236] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[237] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[238] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[239] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[240] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[241] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[242] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[243] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[244] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[245] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[246] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[247] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[248] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[249] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[250] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[251] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[252] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[253] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[254] = 171'h0000000000000000000000000000000000000000000;
+    fetch_table[255] = 171'h0000000000000000000000000000000000000000000;
+  end
+  always @(posedge clk) begin
+    if (wr_fetch__en)
+      fetch_table[wr_fetch__addr] <= wr_fetch__data;
+  end
   reg [170:0] _1_;
   always @(posedge clk) begin
-    _0_ <= \table [rd_fetch__addr];
-    _1_ <= \table [trigger__payload[7:0]];
+    _1_ <= fetch_table[rd_fetch__addr];
   end
-  assign rd_fetch__data = _0_;
-  assign rd_check__data = _1_;
+  assign rd_fetch__data = _1_;
+  assign \$37  = ~ program__valid;
+  assign o__ready = \$36  & \$37 ;
+  assign \$38  = ~ s2_ok;
+  assign \$39  = s2_valid & \$38 ;
+  assign \$40  = ~ got[0];
+  assign \$41  = fetched & \$40 ;
+  assign bad_descriptor = \$39  + \$41 ;
+  assign \$42  = ~ s1_valid;
+  assign \$43  = ~ s2_valid;
+  assign \$44  = \$42  & \$43 ;
+  assign \$45  = ~ o__valid;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = ~ fetching;
+  assign \$48  = \$46  & \$47 ;
+  assign \$49  = ~ fetched;
+  assign \$50  = \$48  & \$49 ;
+  assign \$51  = ~ descriptor__valid;
+  assign idle = \$50  & \$51 ;
   always @(posedge clk)
-    sweep <= \$42 ;
+    sweep <= \$52 ;
   always @(posedge clk)
-    busy <= \$43 ;
+    busy <= \$53 ;
   always @(posedge clk)
-    s1_valid <= \$44 ;
+    s1_valid <= \$54 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
-    s2_valid <= \$45 ;
+    s2_valid <= \$55 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
-    s2_ok <= rd_check__data[0];
+    s2_ok <= rd_check__data;
   always @(posedge clk)
-    fetching <= \$46 ;
+    fetching <= \$56 ;
   always @(posedge clk)
-    fetched <= \$47 ;
+    fetched <= \$57 ;
   always @(posedge clk)
     got <= rd_fetch__data;
   always @(posedge clk)
-    descriptor__valid <= \$48 ;
+    descriptor__valid <= \$58 ;
   always @(posedge clk)
-    descriptor__payload <= \$49 ;
+    descriptor__payload <= \$59 ;
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = trigger__valid & trigger__ready;
@@ -11049,35 +12250,27 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   assign \$15  = program__payload[8] & \$14 ;
   assign \$16  = ~ \$15 ;
   assign \$17  = \$11  & \$16 ;
-  assign \$18  = \$17  ? 2'h3 : 2'h0;
-  assign \$19  = ~ busy;
-  assign \$20  = level + s1_valid;
-  assign \$21  = \$20  + s2_valid;
-  assign \$22  = \$21  < 5'h10;
-  assign trigger__ready = \$19  & \$22 ;
+  assign \$18  = program__valid & program__ready;
+  assign \$19  = ! program__payload[42:31];
+  assign \$20  = ! program__payload[58:43];
+  assign \$21  = \$19  | \$20 ;
+  assign \$22  = program__payload[8] & \$21 ;
+  assign \$23  = ~ \$22 ;
+  assign \$24  = \$18  & \$23 ;
+  assign \$25  = ~ busy;
+  assign \$26  = ~ program__valid;
+  assign \$27  = \$25  & \$26 ;
+  assign \$28  = level + s1_valid;
+  assign \$29  = \$28  + s2_valid;
+  assign \$30  = \$29  < 5'h10;
+  assign trigger__ready = \$27  & \$30 ;
   assign check_ok = s2_valid & s2_ok;
-  assign \$23  = ~ fetching;
-  assign \$24  = ~ fetched;
-  assign \$25  = \$23  & \$24 ;
-  assign \$26  = ~ descriptor__valid;
-  assign \$27  = \$26  | descriptor__ready;
-  assign o__ready = \$25  & \$27 ;
-  assign \$28  = ~ s2_ok;
-  assign \$29  = s2_valid & \$28 ;
-  assign \$30  = ~ got[0];
-  assign \$31  = fetched & \$30 ;
-  assign bad_descriptor = \$29  + \$31 ;
-  assign \$32  = ~ s1_valid;
-  assign \$33  = ~ s2_valid;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = ~ o__valid;
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = ~ fetching;
-  assign \$38  = \$36  & \$37 ;
-  assign \$39  = ~ fetched;
-  assign \$40  = \$38  & \$39 ;
-  assign \$41  = ~ descriptor__valid;
-  assign idle = \$40  & \$41 ;
+  assign \$31  = ~ fetching;
+  assign \$32  = ~ fetched;
+  assign \$33  = \$31  & \$32 ;
+  assign \$34  = ~ descriptor__valid;
+  assign \$35  = \$34  | descriptor__ready;
+  assign \$36  = \$33  & \$35 ;
   t3hw_engine__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .level(level),
@@ -11090,110 +12283,137 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   );
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$42  = sweep;
+    \$52  = sweep;
     if (busy) begin
-      \$42  = \$1 [7:0];
+      \$52  = \$1 [7:0];
     end
     if (rst) begin
-      \$42  = 8'h00;
+      \$52  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$43  = busy;
+    \$53  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$43  = 1'h0;
+        \$53  = 1'h0;
       end
     end
     if (rst) begin
-      \$43  = 1'h1;
+      \$53  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$44  = \$3 ;
+    \$54  = \$3 ;
     if (rst) begin
-      \$44  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$45  = s1_valid;
+    \$55  = s1_valid;
     if (rst) begin
-      \$45  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$46  = \$4 ;
+    \$56  = \$4 ;
     if (rst) begin
-      \$46  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$47  = fetching;
+    \$57  = fetching;
     if (rst) begin
-      \$47  = 1'h0;
+      \$57  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$48  = descriptor__valid;
+    \$58  = descriptor__valid;
     if (descriptor__ready) begin
-      \$48  = 1'h0;
+      \$58  = 1'h0;
     end
     if (\$5 ) begin
-      \$48  = 1'h1;
+      \$58  = 1'h1;
     end
     if (rst) begin
-      \$48  = 1'h0;
+      \$58  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$49  = descriptor__payload;
+    \$59  = descriptor__payload;
     if (\$5 ) begin
-      \$49  = got;
+      \$59  = got;
     end
     if (rst) begin
-      \$49  = 171'h0000000000000000000000000000000000000000000;
+      \$59  = 171'h0000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      wr__addr = sweep;
+      wr_check__addr = sweep;
     end else begin
-      wr__addr = program__payload[7:0];
+      wr_check__addr = program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      wr__data = 171'h0000000000000000000000000000000000000000000;
+      wr_check__data = 1'h0;
     end else begin
-      wr__data[0] = program__payload[8];
-      wr__data[1] = program__payload[9];
-      wr__data[6:2] = program__payload[14:10];
-      wr__data[22:7] = program__payload[30:15];
-      wr__data[34:23] = program__payload[42:31];
-      wr__data[50:35] = program__payload[58:43];
-      wr__data[74:51] = program__payload[82:59];
-      wr__data[122:75] = program__payload[130:83];
-      wr__data[170:123] = program__payload[178:131];
+      wr_check__data = program__payload[8];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      wr__en = 1'h1;
+      wr_check__en = 1'h1;
     end else begin
-      wr__en = \$18 [0];
+      wr_check__en = \$17 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    (* full_case = 32'd1 *)
+    if (busy) begin
+      wr_fetch__addr = sweep;
+    end else begin
+      wr_fetch__addr = program__payload[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    (* full_case = 32'd1 *)
+    if (busy) begin
+      wr_fetch__data = 171'h0000000000000000000000000000000000000000000;
+    end else begin
+      wr_fetch__data[0] = program__payload[8];
+      wr_fetch__data[1] = program__payload[9];
+      wr_fetch__data[6:2] = program__payload[14:10];
+      wr_fetch__data[22:7] = program__payload[30:15];
+      wr_fetch__data[34:23] = program__payload[42:31];
+      wr_fetch__data[50:35] = program__payload[58:43];
+      wr_fetch__data[74:51] = program__payload[82:59];
+      wr_fetch__data[122:75] = program__payload[130:83];
+      wr_fetch__data[170:123] = program__payload[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    (* full_case = 32'd1 *)
+    if (busy) begin
+      wr_fetch__en = 1'h1;
+    end else begin
+      wr_fetch__en = \$24 ;
     end
   end
   assign rd_check__addr = trigger__payload[7:0];
@@ -11203,15 +12423,6 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   assign o__payload = rd_fetch__addr;
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
-  assign rd_check__data__valid  = rd_check__data[0];
-  assign rd_check__data__op  = rd_check__data[1];
-  assign rd_check__data__device  = rd_check__data[6:2];
-  assign rd_check__data__tile  = rd_check__data[22:7];
-  assign rd_check__data__rows  = rd_check__data[34:23];
-  assign rd_check__data__row_bytes  = rd_check__data[50:35];
-  assign rd_check__data__pitch  = rd_check__data[74:51];
-  assign rd_check__data__src  = rd_check__data[122:75];
-  assign rd_check__data__dst  = rd_check__data[170:123];
   assign got__valid  = got[0];
   assign got__op  = got[1];
   assign got__device  = got[6:2];
@@ -11249,15 +12460,15 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   assign program__payload__pitch  = program__payload[82:59];
   assign program__payload__src  = program__payload[130:83];
   assign program__payload__dst  = program__payload[178:131];
-  assign wr__data__valid  = wr__data[0];
-  assign wr__data__op  = wr__data[1];
-  assign wr__data__device  = wr__data[6:2];
-  assign wr__data__tile  = wr__data[22:7];
-  assign wr__data__rows  = wr__data[34:23];
-  assign wr__data__row_bytes  = wr__data[50:35];
-  assign wr__data__pitch  = wr__data[74:51];
-  assign wr__data__src  = wr__data[122:75];
-  assign wr__data__dst  = wr__data[170:123];
+  assign wr_fetch__data__valid  = wr_fetch__data[0];
+  assign wr_fetch__data__op  = wr_fetch__data[1];
+  assign wr_fetch__data__device  = wr_fetch__data[6:2];
+  assign wr_fetch__data__tile  = wr_fetch__data[22:7];
+  assign wr_fetch__data__rows  = wr_fetch__data[34:23];
+  assign wr_fetch__data__row_bytes  = wr_fetch__data[50:35];
+  assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
+  assign wr_fetch__data__src  = wr_fetch__data[122:75];
+  assign wr_fetch__data__dst  = wr_fetch__data[170:123];
 endmodule
 
 module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__payload, wr__data, level, clk);
@@ -12781,66 +13992,164 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   reg _init_strobe_15  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire [15:0] \$14 ;
-  wire [15:0] \$15 ;
-  wire \$16 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire [4:0] \$102 ;
+  wire \$103 ;
+  wire [7:0] \$104 ;
+  wire [11:0] \$105 ;
+  wire [7:0] \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire [4:0] \$109 ;
+  wire [7:0] \$11 ;
+  wire [4:0] \$110 ;
+  wire [4:0] \$111 ;
+  wire [32:0] \$112 ;
+  wire [32:0] \$113 ;
+  wire [32:0] \$114 ;
+  wire [32:0] \$115 ;
+  wire \$116 ;
+  wire [32:0] \$117 ;
+  wire \$118 ;
+  wire \$119 ;
+  wire [11:0] \$12 ;
+  wire [32:0] \$120 ;
+  reg [7:0] \$121 ;
+  reg \$122 ;
+  reg \$123 ;
+  reg \$124 ;
+  reg \$125 ;
+  reg \$126 ;
+  reg \$127 ;
+  reg \$128 ;
+  reg \$129 ;
+  wire [7:0] \$13 ;
+  reg \$130 ;
+  reg \$131 ;
+  reg \$132 ;
+  reg \$133 ;
+  reg \$134 ;
+  reg [2:0] \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg \$138 ;
+  reg \$139 ;
+  wire [12:0] \$14 ;
+  reg \$140 ;
+  wire [28:0] \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  wire [23:0] \$145 ;
+  reg \$146 ;
+  reg [4:0] \$147 ;
+  reg [191:0] \$148 ;
+  wire [12:0] \$15 ;
+  wire [11:0] \$16 ;
   wire \$17 ;
-  wire [1:0] \$18 ;
+  wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire [8:0] \$21 ;
+  wire \$21 ;
   wire \$22 ;
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [15:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
   wire \$28 ;
-  wire [15:0] \$29 ;
+  wire \$29 ;
   wire [15:0] \$3 ;
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire [15:0] \$34 ;
-  wire [4:0] \$35 ;
-  wire [4:0] \$36 ;
-  wire [4:0] \$37 ;
-  wire [32:0] \$38 ;
-  wire [32:0] \$39 ;
-  wire [15:0] \$4 ;
-  wire [32:0] \$40 ;
-  wire [32:0] \$41 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire [1:0] \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire [8:0] \$40 ;
+  wire \$41 ;
   wire \$42 ;
-  wire [32:0] \$43 ;
+  wire [15:0] \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire [32:0] \$46 ;
-  reg [7:0] \$47 ;
-  reg \$48 ;
-  reg \$49 ;
-  wire [15:0] \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg \$53 ;
-  reg \$54 ;
-  reg \$55 ;
-  reg \$56 ;
-  reg \$57 ;
-  wire [23:0] \$58 ;
-  reg \$59 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire [8:0] \$50 ;
+  wire [8:0] \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire [4:0] \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  reg [4:0] \$60 ;
-  reg [191:0] \$61 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire [12:0] \$9 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [11:0] \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire \$73 ;
+  wire \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
+  wire \$79 ;
+  wire [11:0] \$8 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire [11:0] \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire [3:0] \$98 ;
+  wire \$99 ;
+  reg \$signal  = 1'h0;
   wire accept;
+  wire arm;
+  reg [41:0] base;
+  wire [7:0] base__cmd ;
+  wire [11:0] base__left ;
+  wire base__rearm ;
+  wire [7:0] base__tag ;
+  wire [11:0] base__threshold ;
+  wire base__valid ;
+  reg [11:0] base_left = 12'h000;
+  reg base_valid = 1'h0;
   output busy;
   reg busy = 1'h1;
   wire [4:0] clear;
@@ -12851,7 +14160,8 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire clear__unprogrammed ;
   input clk;
   wire clk;
-  reg [41:0] cur;
+  reg count_ok = 1'h0;
+  wire [41:0] cur;
   wire [7:0] cur__cmd ;
   wire [11:0] cur__left ;
   wire cur__rearm ;
@@ -12861,7 +14171,13 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   reg [23:0] data = 24'h000000;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
+  reg disarm_ok = 1'h0;
   wire done;
+  reg [28:0] ent = 29'h00000000;
+  wire [7:0] ent__cmd ;
+  wire ent__rearm ;
+  wire [7:0] ent__tag ;
+  wire [11:0] ent__threshold ;
   output [4:0] errors;
   reg [4:0] errors = 5'h00;
   wire errors__bad_threshold ;
@@ -12869,6 +14185,7 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire errors__overflow ;
   wire errors__reprogram ;
   wire errors__unprogrammed ;
+  reg [2:0] fwd_hit = 3'h0;
   reg [41:0] fwd_last = 42'h00000000000;
   wire [7:0] fwd_last__cmd ;
   wire [11:0] fwd_last__left ;
@@ -12876,8 +14193,18 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire [7:0] fwd_last__tag ;
   wire [11:0] fwd_last__threshold ;
   wire fwd_last__valid ;
-  reg [7:0] fwd_last_index = 8'h00;
-  reg fwd_last_valid = 1'h0;
+  (* init = 8'h00 *)
+  wire [7:0] fwd_last_index;
+  reg fwd_last_we = 1'h0;
+  reg [41:0] fwd_old = 42'h00000000000;
+  wire [7:0] fwd_old__cmd ;
+  wire [11:0] fwd_old__left ;
+  wire fwd_old__rearm ;
+  wire [7:0] fwd_old__tag ;
+  wire [11:0] fwd_old__threshold ;
+  wire fwd_old__valid ;
+  reg [7:0] fwd_old_index = 8'h00;
+  reg fwd_old_we = 1'h0;
   reg [41:0] fwd_prev = 42'h00000000000;
   wire [7:0] fwd_prev__cmd ;
   wire [11:0] fwd_prev__left ;
@@ -12885,23 +14212,29 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire [7:0] fwd_prev__tag ;
   wire [11:0] fwd_prev__threshold ;
   wire fwd_prev__valid ;
+  reg [7:0] fwd_prev_index = 8'h00;
+  reg fwd_prev_we = 1'h0;
+  reg fwd_tag_eq = 1'h0;
   wire hit;
-  reg hit_last = 1'h0;
-  reg hit_prev = 1'h0;
   wire [11:0] new_left;
-  reg [41:0] nxt;
+  wire [41:0] nxt;
   wire [7:0] nxt__cmd ;
   wire [11:0] nxt__left ;
   wire nxt__rearm ;
   wire [7:0] nxt__tag ;
   wire [11:0] nxt__threshold ;
   wire nxt__valid ;
+  wire [7:0] nxt_index;
+  wire nxt_tag_eq;
+  wire nxt_tag_eq1;
   wire [23:0] o__payload;
   wire [7:0] o__payload__cmd ;
   wire [15:0] o__payload__tile ;
   input o__ready;
   wire o__ready;
   wire o__valid;
+  wire ok_next;
+  wire over;
   input [37:0] program__payload;
   wire [37:0] program__payload;
   wire [7:0] program__payload__cmd ;
@@ -12916,8 +14249,8 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire program__ready;
   input program__valid;
   wire program__valid;
-  reg push;
-  reg \push$37  = 1'h0;
+  wire push;
+  reg \push$58  = 1'h0;
   wire [7:0] rd__addr;
   wire [41:0] rd__data;
   wire [7:0] rd__data__cmd ;
@@ -12946,6 +14279,7 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire [11:0] s1_req__threshold ;
   wire [15:0] s1_req__tile ;
   reg s1_stale = 1'h0;
+  reg [15:0] s1_tile = 16'h0000;
   reg s1_valid = 1'h0;
   reg [22:0] s1_write = 23'h000000;
   wire [3:0] s1_write__beats ;
@@ -12959,7 +14293,7 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   (* enum_value_10 = "REMOTE" *)
   wire [1:0] s1_write__source ;
   wire [15:0] s1_write__tile ;
-  wire [7:0] s2_index;
+  reg [4:0] s2_beats1 = 5'h00;
   reg s2_prog = 1'h0;
   reg [37:0] s2_req = 38'h0000000000;
   wire [7:0] s2_req__cmd ;
@@ -12971,6 +14305,7 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire [11:0] s2_req__threshold ;
   wire [15:0] s2_req__tile ;
   reg s2_stale = 1'h0;
+  reg [15:0] s2_tile = 16'h0000;
   reg s2_valid = 1'h0;
   reg [22:0] s2_write = 23'h000000;
   wire [3:0] s2_write__beats ;
@@ -12984,9 +14319,38 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   (* enum_value_10 = "REMOTE" *)
   wire [1:0] s2_write__source ;
   wire [15:0] s2_write__tile ;
+  reg s3_arm = 1'h0;
+  reg [3:0] s3_beats = 4'h0;
+  reg [4:0] s3_beats1 = 5'h00;
+  reg s3_hit = 1'h0;
+  reg s3_prog = 1'h0;
+  reg [37:0] s3_req = 38'h0000000000;
+  wire [7:0] s3_req__cmd ;
+  (* enum_base_type = "TrackOp" *)
+  (* enum_value_0 = "ARM" *)
+  (* enum_value_1 = "DISARM" *)
+  wire s3_req__op ;
+  wire s3_req__rearm ;
+  wire [11:0] s3_req__threshold ;
+  wire [15:0] s3_req__tile ;
+  reg s3_stale = 1'h0;
+  reg [15:0] s3_tile = 16'h0000;
+  reg s3_valid = 1'h0;
+  reg [22:0] s3_write = 23'h000000;
+  wire [3:0] s3_write__beats ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire s3_write__kind ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] s3_write__source ;
+  wire [15:0] s3_write__tile ;
   (* init = 1'h0 *)
-  wire s3_push;
-  reg [4:0] set_err;
+  wire s4_push;
+  wire [4:0] set_err;
   wire set_err__bad_threshold ;
   wire set_err__overcount ;
   wire set_err__overflow ;
@@ -13001,6 +14365,8 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire [31:0] stats__writes_dma ;
   wire [31:0] stats__writes_remote ;
   reg [7:0] sweep = 8'h00;
+  reg tag_ahead = 1'h0;
+  wire tag_eq;
   (* init = 24'h000000 *)
   wire [23:0] trig;
   wire [7:0] trig__cmd ;
@@ -13012,8 +14378,8 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire trigger__ready;
   output trigger__valid;
   wire trigger__valid;
-  reg we;
-  reg [7:0] wr__addr;
+  reg [7:0] wr__addr = 8'h00;
+  (* init = 42'h00000000000 *)
   wire [41:0] wr__data;
   wire [7:0] wr__data__cmd ;
   wire [11:0] wr__data__left ;
@@ -13037,6 +14403,7 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire [15:0] write__payload__tile ;
   input write__valid;
   wire write__valid;
+  (* t3hw_rd_collision = "forwarded" *)
   reg [41:0] entries [255:0];
   initial begin
     entries[0] = 42'h00000000000;
@@ -13297,367 +14664,479 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
     entries[255] = 42'h00000000000;
   end
   always @(posedge clk) begin
-    if (\$18 [0])
-      entries[wr__addr] <= nxt;
+    if (\$37 [0])
+      entries[wr__addr] <= fwd_last;
   end
   reg [41:0] _0_;
   always @(posedge clk) begin
     _0_ <= entries[\$3 [7:0]];
   end
   assign rd__data = _0_;
-  assign \$38  = stats[31:0] + 1'h1;
-  assign \$39  = stats[63:32] + 1'h1;
-  assign \$40  = stats[95:64] + 1'h1;
-  assign \$41  = stats[127:96] + 1'h1;
-  assign \$42  = \push$37  & accept;
-  assign \$43  = stats[159:128] + 1'h1;
-  assign \$44  = ~ accept;
-  assign \$45  = \push$37  & \$44 ;
-  assign \$46  = stats[191:160] + 1'h1;
+  assign \$1  = ~ write__valid;
+  assign \$2  = ~ busy;
+  assign program__ready = \$1  & \$2 ;
+  assign \$3  = write__valid ? write__payload[15:0] : program__payload[16:1];
+  assign \$4  = | fwd_hit;
+  assign \$5  = rdata[9:2] == s2_tile[15:8];
+  assign tag_eq = \$4  ? fwd_tag_eq : \$5 ;
+  assign ok_next = \$signal  ? nxt_tag_eq : tag_eq;
+  assign \$6  = s3_hit ? fwd_last[0] : base_valid;
+  assign \$7  = fwd_last[0] ? fwd_last[33:22] : s3_req[28:17];
+  assign \$8  = s3_hit ? \$7  : base_left;
+  assign \$9  = ~ cur[0];
+  assign arm = s3_arm & \$9 ;
+  assign hit = count_ok & cur[0];
+  assign \$10  = arm ? s3_req[37] : ent[0];
+  assign \$11  = arm ? s3_tile[15:8] : ent[8:1];
+  assign \$12  = arm ? s3_req[28:17] : ent[20:9];
+  assign \$13  = arm ? s3_req[36:29] : ent[28:21];
+  assign \$14  = cur[33:22] - s3_beats;
+  assign \$15  = cur[33:22] - s3_beats1;
+  assign \$16  = \$15 [12] ? ent[20:9] : \$14 [11:0];
+  assign \$17  = ~ busy;
+  assign \$18  = ~ disarm_ok;
+  assign \$19  = ~ ent[0];
+  assign \$20  = count_ok & \$19 ;
+  assign \$21  = \$20  & \$15 [12];
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$18  & \$22 ;
+  assign \$24  = cur[0] ? \$23  : s3_arm;
+  assign \$25  = \$17  & \$24 ;
+  assign \$26  = ent[8:1] == s2_tile[15:8];
+  assign nxt_tag_eq = arm ? tag_ahead : \$26 ;
+  assign \$27  = s3_tile[15:8] == s1_tile[15:8];
+  assign \$28  = ent[8:1] == s1_tile[15:8];
+  assign nxt_tag_eq1 = arm ? \$27  : \$28 ;
+  assign push = hit & \$15 [12];
+  assign \$29  = ~ hit;
+  assign \$30  = s3_valid & \$29 ;
+  assign \$31  = hit & \$14 [12];
+  assign \$32  = s3_arm & cur[0];
+  assign \$33  = ! s3_req[0];
+  assign \$34  = s3_prog & \$33 ;
+  assign \$35  = ! s3_req[28:17];
+  assign \$36  = \$34  & \$35 ;
+  assign nxt_index = busy ? sweep : s3_tile[7:0];
+  assign \$37  = fwd_last_we ? 2'h3 : 2'h0;
+  assign \$38  = ~ accept;
+  assign \$39  = \push$58  & \$38 ;
+  assign \$40  = sweep + 1'h1;
+  assign \$41  = sweep == 8'hff;
+  assign \$42  = program__valid & program__ready;
+  assign \$43  = write__valid ? write__payload[15:0] : program__payload[16:1];
+  assign \$44  = sweep != 8'hff;
+  assign \$45  = busy & \$44 ;
+  assign \$46  = \$45  | s2_valid;
+  assign \$47  = \$46  | s2_prog;
+  assign \$48  = sweep != 8'hff;
+  assign \$49  = busy & \$48 ;
+  assign \$50  = sweep + 1'h1;
+  assign \$51  = \$49  ? \$50  : { 1'h0, s2_tile[7:0] };
+  assign \$52  = \$51  == s1_tile[7:0];
+  assign \$53  = \$47  & \$52 ;
+  assign \$54  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$55  = s1_write[19:16] + 1'h1;
+  assign \$56  = busy | s3_valid;
+  assign \$57  = \$56  | s3_prog;
+  assign \$58  = nxt_index == s1_tile[7:0];
+  assign \$59  = \$57  & \$58 ;
+  assign \$60  = wr__addr == s1_tile[7:0];
+  assign \$61  = fwd_last_we & \$60 ;
+  assign \$62  = fwd_prev_index == s1_tile[7:0];
+  assign \$63  = fwd_prev_we & \$62 ;
+  assign \$64  = busy | s3_valid;
+  assign \$65  = \$64  | s3_prog;
+  assign \$66  = nxt_index == s1_tile[7:0];
+  assign \$67  = \$65  & \$66 ;
+  assign \$68  = wr__addr == s1_tile[7:0];
+  assign \$69  = fwd_last_we & \$68 ;
+  assign \$70  = fwd_prev_index == s1_tile[7:0];
+  assign \$71  = fwd_prev_we & \$70 ;
+  assign \$72  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$73  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$74  = \$69  ? \$72  : \$73 ;
+  assign \$75  = \$59  ? nxt_tag_eq1 : \$74 ;
+  assign \$76  = busy | s3_valid;
+  assign \$77  = \$76  | s3_prog;
+  assign \$78  = nxt_index == s1_tile[7:0];
+  assign \$79  = \$77  & \$78 ;
+  assign \$80  = wr__addr == s1_tile[7:0];
+  assign \$81  = fwd_last_we & \$80 ;
+  assign \$82  = fwd_prev_index == s1_tile[7:0];
+  assign \$83  = fwd_prev_we & \$82 ;
+  assign \$84  = base[0] ? base[33:22] : s2_req[28:17];
+  assign \$85  = ~ s2_stale;
+  assign \$86  = s2_valid & \$85 ;
+  assign \$87  = \$86  & ok_next;
+  assign \$89  = s2_prog & \$88 ;
+  assign \$90  = \$89  & ok_next;
+  assign \$91  = ! s2_req[0];
+  assign \$92  = s2_prog & \$91 ;
+  assign \$93  = | s2_req[28:17];
+  assign \$94  = \$92  & \$93 ;
+  assign \$95  = ~ s2_stale;
+  assign \$96  = s2_valid & \$95 ;
+  assign \$97  = \$96  & ok_next;
+  assign \$98  = \$97  ? s2_write[19:16] : 4'h0;
+  assign \$99  = ~ s2_stale;
+  assign \$100  = s2_valid & \$99 ;
+  assign \$101  = \$100  & ok_next;
+  assign \$102  = \$101  ? s2_beats1 : 5'h01;
+  assign \$103  = \$signal  ? nxt[1] : base[1];
+  assign \$104  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$105  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$106  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$107  = busy | s3_valid;
+  assign \$108  = \$107  | s3_prog;
+  assign \$112  = stats[31:0] + 1'h1;
+  assign \$113  = stats[63:32] + 1'h1;
+  assign \$114  = stats[95:64] + 1'h1;
+  assign \$115  = stats[127:96] + 1'h1;
+  assign \$116  = \push$58  & accept;
+  assign \$117  = stats[159:128] + 1'h1;
+  assign \$118  = ~ accept;
+  assign \$119  = \push$58  & \$118 ;
+  assign \$120  = stats[191:160] + 1'h1;
   always @(posedge clk)
-    sweep <= \$47 ;
+    sweep <= \$121 ;
   always @(posedge clk)
-    busy <= \$48 ;
+    busy <= \$122 ;
   always @(posedge clk)
-    s1_valid <= \$49 ;
+    s1_valid <= \$123 ;
   always @(posedge clk)
-    s1_stale <= \$50 ;
+    s1_stale <= \$124 ;
   always @(posedge clk)
-    s1_prog <= \$51 ;
+    s1_prog <= \$125 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s2_valid <= \$52 ;
+    s1_tile <= \$43 ;
   always @(posedge clk)
-    s2_stale <= \$53 ;
+    s2_valid <= \$126 ;
   always @(posedge clk)
-    s2_prog <= \$54 ;
+    s2_stale <= \$127 ;
+  always @(posedge clk)
+    s2_prog <= \$128 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
     s2_req <= s1_req;
   always @(posedge clk)
+    s2_tile <= s1_tile;
+  always @(posedge clk)
+    s3_valid <= \$129 ;
+  always @(posedge clk)
+    s3_stale <= \$130 ;
+  always @(posedge clk)
+    s3_prog <= \$131 ;
+  always @(posedge clk)
+    s3_write <= s2_write;
+  always @(posedge clk)
+    s3_req <= s2_req;
+  always @(posedge clk)
+    s3_tile <= s2_tile;
+  always @(posedge clk)
+    \$signal  <= \$132 ;
+  always @(posedge clk)
+    tag_ahead <= \$133 ;
+  always @(posedge clk)
+    s2_beats1 <= \$55 ;
+  always @(posedge clk)
+    fwd_tag_eq <= \$134 ;
+  always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    hit_last <= \$55 ;
+    fwd_hit <= \$135 ;
   always @(posedge clk)
-    hit_prev <= \$56 ;
+    s3_hit <= \$136 ;
   always @(posedge clk)
-    fwd_last_valid <= \$57 ;
+    base_valid <= \$137 ;
   always @(posedge clk)
-    fwd_last_index <= wr__addr;
+    base_left <= \$84 ;
+  always @(posedge clk)
+    count_ok <= \$138 ;
+  always @(posedge clk)
+    disarm_ok <= \$139 ;
+  always @(posedge clk)
+    s3_arm <= \$140 ;
+  always @(posedge clk)
+    s3_beats <= \$98 ;
+  always @(posedge clk)
+    s3_beats1 <= \$102 ;
+  always @(posedge clk)
+    ent <= \$141 ;
+  always @(posedge clk)
+    fwd_last_we <= \$142 ;
+  always @(posedge clk)
+    wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
+    fwd_old_we <= \$143 ;
+  always @(posedge clk)
+    fwd_old_index <= fwd_prev_index;
+  always @(posedge clk)
+    fwd_old <= fwd_prev;
+  always @(posedge clk)
+    fwd_prev_we <= \$144 ;
+  always @(posedge clk)
+    fwd_prev_index <= wr__addr;
+  always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    data <= \$58 ;
+    data <= \$145 ;
   always @(posedge clk)
-    \push$37  <= \$59 ;
+    \push$58  <= \$146 ;
   always @(posedge clk)
-    errors <= \$60 ;
+    errors <= \$147 ;
   always @(posedge clk)
-    stats <= \$61 ;
-  assign \$1  = ~ write__valid;
-  assign \$2  = ~ busy;
-  assign program__ready = \$1  & \$2 ;
-  assign \$3  = write__valid ? write__payload[15:0] : program__payload[16:1];
-  assign \$4  = s2_valid ? s2_write[15:0] : s2_req[16:1];
-  assign \$5  = s2_valid ? s2_write[15:0] : s2_req[16:1];
-  assign \$6  = cur[9:2] == \$5 [15:8];
-  assign \$7  = cur[0] & \$6 ;
-  assign \$8  = ~ s2_stale;
-  assign hit = \$7  & \$8 ;
-  assign done = cur[33:22] <= s2_write[19:16];
-  assign \$9  = cur[33:22] - s2_write[19:16];
-  assign \$10  = ~ hit;
-  assign \$11  = cur[33:22] < s2_write[19:16];
-  assign \$12  = ! s2_req[0];
-  assign \$13  = ! s2_req[28:17];
-  assign \$14  = s2_valid ? s2_write[15:0] : s2_req[16:1];
-  assign \$15  = s2_valid ? s2_write[15:0] : s2_req[16:1];
-  assign \$16  = cur[9:2] == \$15 [15:8];
-  assign \$17  = cur[0] & \$16 ;
-  assign \$18  = we ? 2'h3 : 2'h0;
-  assign \$19  = ~ accept;
-  assign \$20  = \push$37  & \$19 ;
-  assign \$21  = sweep + 1'h1;
-  assign \$22  = sweep == 8'hff;
-  assign \$23  = program__valid & program__ready;
-  assign \$24  = busy | s2_valid;
-  assign \$25  = \$24  | s2_prog;
-  assign \$26  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$27  = wr__addr == \$26 [7:0];
-  assign \$28  = \$25  & \$27 ;
-  assign \$29  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$30  = fwd_last_index == \$29 [7:0];
-  assign \$31  = fwd_last_valid & \$30 ;
-  assign \$32  = busy | s2_valid;
-  assign \$33  = \$32  | s2_prog;
-  assign \$34  = s2_valid ? s2_write[15:0] : s2_req[16:1];
+    stats <= \$148 ;
   t3hw_engine__tracker__queue  queue (
     .accept(accept),
     .clk(clk),
     .o__payload(trigger__payload),
     .o__ready(o__ready),
     .o__valid(trigger__valid),
-    .push(\push$37 ),
+    .push(\push$58 ),
     .rst(rst),
     .wr__data(data)
   );
   always @* begin
     if (_init_strobe_15 ) begin end
     (* full_case = 32'd1 *)
-    if (hit_last) begin
-      cur = fwd_last;
-    end else if (hit_prev) begin
-      cur = fwd_prev;
+    if (fwd_hit[0]) begin
+      base = fwd_last;
+    end else if (fwd_hit[1]) begin
+      base = fwd_prev;
+    end else if (fwd_hit[2]) begin
+      base = fwd_old;
     end else begin
-      cur = rdata;
+      base = rdata;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    nxt = cur;
-    if (s2_valid) begin
-      (* full_case = 32'd1 *)
-      if (\$10 ) begin
-      end else if (done) begin
-        nxt[33:22] = cur[21:10];
-        nxt[0] = cur[1];
-      end else begin
-        nxt[33:22] = \$9 [11:0];
-      end
-    end else if (s2_prog) begin
-      (* full_case = 32'd1 *)
-      if (\$12 ) begin
-        (* full_case = 32'd1 *)
-        if (\$13 ) begin
-        end else if (cur[0]) begin
-        end else begin
-          nxt[0] = 1'h1;
-          nxt[1] = s2_req[37];
-          nxt[21:10] = s2_req[28:17];
-          nxt[33:22] = s2_req[28:17];
-          nxt[41:34] = s2_req[36:29];
-          nxt[9:2] = \$14 [15:8];
-        end
-      end else begin
-        if (\$17 ) begin
-          nxt[0] = 1'h0;
-        end
-      end
-    end
+    \$121  = sweep;
     if (busy) begin
-      nxt = 42'h00000000000;
+      \$121  = \$40 [7:0];
+    end
+    if (rst) begin
+      \$121  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    wr__addr = \$4 [7:0];
+    \$122  = busy;
     if (busy) begin
-      wr__addr = sweep;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    set_err[3:0] = 4'h0;
-    if (s2_valid) begin
-      if (\$10 ) begin
-        set_err[0] = 1'h1;
-      end else if (done) begin
-        set_err[1] = \$11 ;
-      end
-    end else if (s2_prog) begin
-      if (\$12 ) begin
-        if (\$13 ) begin
-          set_err[3] = 1'h1;
-        end else if (cur[0]) begin
-          set_err[2] = 1'h1;
-        end
-      end
-    end
-    begin
-        set_err[4] = \$20 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    we = 1'h0;
-    if (s2_valid) begin
-      (* full_case = 32'd1 *)
-      if (\$10 ) begin
-      end else if (done) begin
-        we = 1'h1;
-      end else begin
-        we = 1'h1;
-      end
-    end else if (s2_prog) begin
-      (* full_case = 32'd1 *)
-      if (\$12 ) begin
-        (* full_case = 32'd1 *)
-        if (\$13 ) begin
-        end else if (cur[0]) begin
-        end else begin
-          we = 1'h1;
-        end
-      end else begin
-        if (\$17 ) begin
-          we = 1'h1;
-        end
-      end
-    end
-    if (busy) begin
-      we = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    push = 1'h0;
-    if (s2_valid) begin
-      if (\$10 ) begin
-      end else if (done) begin
-        push = 1'h1;
-      end
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$47  = sweep;
-    if (busy) begin
-      \$47  = \$21 [7:0];
-    end
-    if (rst) begin
-      \$47  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$48  = busy;
-    if (busy) begin
-      if (\$22 ) begin
-        \$48  = 1'h0;
+      if (\$41 ) begin
+        \$122  = 1'h0;
       end
     end
     if (rst) begin
-      \$48  = 1'h1;
+      \$122  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$49  = write__valid;
+    \$123  = write__valid;
     if (rst) begin
-      \$49  = 1'h0;
+      \$123  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$50  = busy;
+    \$124  = busy;
     if (rst) begin
-      \$50  = 1'h0;
+      \$124  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$51  = \$23 ;
+    \$125  = \$42 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$125  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$52  = s1_valid;
+    \$126  = s1_valid;
     if (rst) begin
-      \$52  = 1'h0;
+      \$126  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$53  = s1_stale;
+    \$127  = s1_stale;
     if (rst) begin
-      \$53  = 1'h0;
+      \$127  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$54  = s1_prog;
+    \$128  = s1_prog;
     if (rst) begin
-      \$54  = 1'h0;
+      \$128  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$55  = \$28 ;
+    \$129  = s2_valid;
     if (rst) begin
-      \$55  = 1'h0;
+      \$129  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$56  = \$31 ;
+    \$130  = s2_stale;
     if (rst) begin
-      \$56  = 1'h0;
+      \$130  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$57  = \$33 ;
+    \$131  = s2_prog;
     if (rst) begin
-      \$57  = 1'h0;
+      \$131  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$59  = push;
+    \$132  = \$53 ;
     if (rst) begin
-      \$59  = 1'h0;
+      \$132  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$60  = \$37 ;
+    \$133  = \$54 ;
     if (rst) begin
-      \$60  = 5'h00;
+      \$133  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$61  = stats;
+    \$134  = \$75 ;
+    if (rst) begin
+      \$134  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$135  = { \$83 , \$81 , \$79  };
+    if (rst) begin
+      \$135  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$136  = \$signal ;
+    if (rst) begin
+      \$136  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$137  = base[0];
+    if (rst) begin
+      \$137  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$138  = \$87 ;
+    if (rst) begin
+      \$138  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$139  = \$90 ;
+    if (rst) begin
+      \$139  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$140  = \$94 ;
+    if (rst) begin
+      \$140  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$142  = \$108 ;
+    if (rst) begin
+      \$142  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$143  = fwd_prev_we;
+    if (rst) begin
+      \$143  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$144  = fwd_last_we;
+    if (rst) begin
+      \$144  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$146  = push;
+    if (rst) begin
+      \$146  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$147  = \$111 ;
+    if (rst) begin
+      \$147  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$148  = stats;
     if (write__valid) begin
       casez (write__payload[22:21])
         2'h0:
-            \$61 [31:0] = \$38 [31:0];
+            \$148 [31:0] = \$112 [31:0];
         2'h1:
-            \$61 [63:32] = \$39 [31:0];
+            \$148 [63:32] = \$113 [31:0];
         2'h2:
-            \$61 [95:64] = \$40 [31:0];
+            \$148 [95:64] = \$114 [31:0];
       endcase
     end
     if (set_err[0]) begin
-      \$61 [127:96] = \$41 [31:0];
+      \$148 [127:96] = \$115 [31:0];
     end
-    if (\$42 ) begin
-      \$61 [159:128] = \$43 [31:0];
+    if (\$116 ) begin
+      \$148 [159:128] = \$117 [31:0];
     end
-    if (\$45 ) begin
-      \$61 [191:160] = \$46 [31:0];
+    if (\$119 ) begin
+      \$148 [191:160] = \$120 [31:0];
     end
     if (rst) begin
-      \$61  = 192'h000000000000000000000000000000000000000000000000;
+      \$148  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign o__payload = trigger__payload;
   assign trigger__ready = o__ready;
   assign o__valid = trigger__valid;
   assign rd__addr = \$3 [7:0];
-  assign s2_index = \$4 [7:0];
-  assign new_left = \$9 [11:0];
-  assign wr__en = \$18 [0];
-  assign wr__data = nxt;
+  assign new_left = \$14 [11:0];
+  assign over = \$14 [12];
+  assign done = \$15 [12];
+  assign fwd_last_index = wr__addr;
+  assign wr__en = \$37 [0];
+  assign wr__data = fwd_last;
   assign trig = data;
-  assign s3_push = \push$37 ;
+  assign s4_push = \push$58 ;
   assign clear = 5'h1f;
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
@@ -13672,21 +15151,12 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   assign write__payload__beats  = write__payload[19:16];
   assign write__payload__kind  = write__payload[20];
   assign write__payload__source  = write__payload[22:21];
-  assign s2_req__op  = s2_req[0];
-  assign s2_req__tile  = s2_req[16:1];
-  assign s2_req__threshold  = s2_req[28:17];
-  assign s2_req__cmd  = s2_req[36:29];
-  assign s2_req__rearm  = s2_req[37];
-  assign s2_write__tile  = s2_write[15:0];
-  assign s2_write__beats  = s2_write[19:16];
-  assign s2_write__kind  = s2_write[20];
-  assign s2_write__source  = s2_write[22:21];
-  assign cur__valid  = cur[0];
-  assign cur__rearm  = cur[1];
-  assign cur__tag  = cur[9:2];
-  assign cur__threshold  = cur[21:10];
-  assign cur__left  = cur[33:22];
-  assign cur__cmd  = cur[41:34];
+  assign base__valid  = base[0];
+  assign base__rearm  = base[1];
+  assign base__tag  = base[9:2];
+  assign base__threshold  = base[21:10];
+  assign base__left  = base[33:22];
+  assign base__cmd  = base[41:34];
   assign fwd_last__valid  = fwd_last[0];
   assign fwd_last__rearm  = fwd_last[1];
   assign fwd_last__tag  = fwd_last[9:2];
@@ -13699,12 +15169,33 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   assign fwd_prev__threshold  = fwd_prev[21:10];
   assign fwd_prev__left  = fwd_prev[33:22];
   assign fwd_prev__cmd  = fwd_prev[41:34];
+  assign fwd_old__valid  = fwd_old[0];
+  assign fwd_old__rearm  = fwd_old[1];
+  assign fwd_old__tag  = fwd_old[9:2];
+  assign fwd_old__threshold  = fwd_old[21:10];
+  assign fwd_old__left  = fwd_old[33:22];
+  assign fwd_old__cmd  = fwd_old[41:34];
   assign rdata__valid  = rdata[0];
   assign rdata__rearm  = rdata[1];
   assign rdata__tag  = rdata[9:2];
   assign rdata__threshold  = rdata[21:10];
   assign rdata__left  = rdata[33:22];
   assign rdata__cmd  = rdata[41:34];
+  assign cur__valid  = cur[0];
+  assign cur__rearm  = cur[1];
+  assign cur__tag  = cur[9:2];
+  assign cur__threshold  = cur[21:10];
+  assign cur__left  = cur[33:22];
+  assign cur__cmd  = cur[41:34];
+  assign s3_req__op  = s3_req[0];
+  assign s3_req__tile  = s3_req[16:1];
+  assign s3_req__threshold  = s3_req[28:17];
+  assign s3_req__cmd  = s3_req[36:29];
+  assign s3_req__rearm  = s3_req[37];
+  assign ent__rearm  = ent[0];
+  assign ent__tag  = ent[8:1];
+  assign ent__threshold  = ent[20:9];
+  assign ent__cmd  = ent[28:21];
   assign nxt__valid  = nxt[0];
   assign nxt__rearm  = nxt[1];
   assign nxt__tag  = nxt[9:2];
@@ -13716,12 +15207,12 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   assign set_err__reprogram  = set_err[2];
   assign set_err__bad_threshold  = set_err[3];
   assign set_err__overflow  = set_err[4];
-  assign wr__data__valid  = nxt[0];
-  assign wr__data__rearm  = nxt[1];
-  assign wr__data__tag  = nxt[9:2];
-  assign wr__data__threshold  = nxt[21:10];
-  assign wr__data__left  = nxt[33:22];
-  assign wr__data__cmd  = nxt[41:34];
+  assign wr__data__valid  = fwd_last[0];
+  assign wr__data__rearm  = fwd_last[1];
+  assign wr__data__tag  = fwd_last[9:2];
+  assign wr__data__threshold  = fwd_last[21:10];
+  assign wr__data__left  = fwd_last[33:22];
+  assign wr__data__cmd  = fwd_last[41:34];
   assign data__cmd  = data[7:0];
   assign data__tile  = data[23:8];
   assign trig__cmd  = data[7:0];
@@ -13735,6 +15226,19 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   assign s1_req__threshold  = s1_req[28:17];
   assign s1_req__cmd  = s1_req[36:29];
   assign s1_req__rearm  = s1_req[37];
+  assign s2_write__tile  = s2_write[15:0];
+  assign s2_write__beats  = s2_write[19:16];
+  assign s2_write__kind  = s2_write[20];
+  assign s2_write__source  = s2_write[22:21];
+  assign s2_req__op  = s2_req[0];
+  assign s2_req__tile  = s2_req[16:1];
+  assign s2_req__threshold  = s2_req[28:17];
+  assign s2_req__cmd  = s2_req[36:29];
+  assign s2_req__rearm  = s2_req[37];
+  assign s3_write__tile  = s3_write[15:0];
+  assign s3_write__beats  = s3_write[19:16];
+  assign s3_write__kind  = s3_write[20];
+  assign s3_write__source  = s3_write[22:21];
   assign rd__data__valid  = rd__data[0];
   assign rd__data__rearm  = rd__data[1];
   assign rd__data__tag  = rd__data[9:2];
@@ -13757,11 +15261,33 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$58 [23:8] = \$34 ;
-  assign \$58 [7:0] = cur[41:34];
-  assign \$35  = 5'h00;
-  assign \$36  = 5'h00;
-  assign \$37  = set_err;
+  assign \$145 [23:8] = s3_tile;
+  assign \$145 [7:0] = ent[28:21];
+  assign \$141 [28:21] = \$106 ;
+  assign \$141 [20:9] = \$105 ;
+  assign \$141 [8:1] = \$104 ;
+  assign \$141 [0] = \$103 ;
+  assign set_err[4] = \$39 ;
+  assign set_err[3] = \$36 ;
+  assign set_err[2] = \$32 ;
+  assign set_err[1] = \$31 ;
+  assign set_err[0] = \$30 ;
+  assign nxt[0] = \$25 ;
+  assign nxt[33:22] = \$16 ;
+  assign nxt[41:34] = \$13 ;
+  assign nxt[21:10] = \$12 ;
+  assign nxt[9:2] = \$11 ;
+  assign nxt[1] = \$10 ;
+  assign cur[41:34] = ent[28:21];
+  assign cur[21:10] = ent[20:9];
+  assign cur[9:2] = ent[8:1];
+  assign cur[1] = ent[0];
+  assign cur[33:22] = \$8 ;
+  assign cur[0] = \$6 ;
+  assign \$88  = s2_req[0];
+  assign \$109  = 5'h00;
+  assign \$110  = 5'h00;
+  assign \$111  = { \$39 , \$36 , \$32 , \$31 , \$30  };
 endmodule
 
 module t3hw_engine__tracker__queue (rst, accept, o__valid, o__payload, o__ready, wr__data, push, clk);

@@ -6,66 +6,164 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire [15:0] \$14 ;
-  wire [15:0] \$15 ;
-  wire \$16 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire [4:0] \$102 ;
+  wire \$103 ;
+  wire [7:0] \$104 ;
+  wire [11:0] \$105 ;
+  wire [7:0] \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire [4:0] \$109 ;
+  wire [7:0] \$11 ;
+  wire [4:0] \$110 ;
+  wire [4:0] \$111 ;
+  wire [32:0] \$112 ;
+  wire [32:0] \$113 ;
+  wire [32:0] \$114 ;
+  wire [32:0] \$115 ;
+  wire \$116 ;
+  wire [32:0] \$117 ;
+  wire \$118 ;
+  wire \$119 ;
+  wire [11:0] \$12 ;
+  wire [32:0] \$120 ;
+  reg [7:0] \$121 ;
+  reg \$122 ;
+  reg \$123 ;
+  reg \$124 ;
+  reg \$125 ;
+  reg \$126 ;
+  reg \$127 ;
+  reg \$128 ;
+  reg \$129 ;
+  wire [7:0] \$13 ;
+  reg \$130 ;
+  reg \$131 ;
+  reg \$132 ;
+  reg \$133 ;
+  reg \$134 ;
+  reg [2:0] \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg \$138 ;
+  reg \$139 ;
+  wire [12:0] \$14 ;
+  reg \$140 ;
+  wire [28:0] \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  wire [23:0] \$145 ;
+  reg \$146 ;
+  reg [4:0] \$147 ;
+  reg [191:0] \$148 ;
+  wire [12:0] \$15 ;
+  wire [11:0] \$16 ;
   wire \$17 ;
-  wire [1:0] \$18 ;
+  wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire [8:0] \$21 ;
+  wire \$21 ;
   wire \$22 ;
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [15:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
   wire \$28 ;
-  wire [15:0] \$29 ;
+  wire \$29 ;
   wire [15:0] \$3 ;
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire [15:0] \$34 ;
-  wire [4:0] \$35 ;
-  wire [4:0] \$36 ;
-  wire [4:0] \$37 ;
-  wire [32:0] \$38 ;
-  wire [32:0] \$39 ;
-  wire [15:0] \$4 ;
-  wire [32:0] \$40 ;
-  wire [32:0] \$41 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire [1:0] \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire [8:0] \$40 ;
+  wire \$41 ;
   wire \$42 ;
-  wire [32:0] \$43 ;
+  wire [15:0] \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire [32:0] \$46 ;
-  reg [7:0] \$47 ;
-  reg \$48 ;
-  reg \$49 ;
-  wire [15:0] \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg \$53 ;
-  reg \$54 ;
-  reg \$55 ;
-  reg \$56 ;
-  reg \$57 ;
-  wire [23:0] \$58 ;
-  reg \$59 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire [8:0] \$50 ;
+  wire [8:0] \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire [4:0] \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  reg [4:0] \$60 ;
-  reg [191:0] \$61 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire [12:0] \$9 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [11:0] \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire \$73 ;
+  wire \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
+  wire \$79 ;
+  wire [11:0] \$8 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire [11:0] \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire [3:0] \$98 ;
+  wire \$99 ;
+  reg \$signal  = 1'h0;
   wire accept;
+  wire arm;
+  reg [41:0] base;
+  wire [7:0] base__cmd ;
+  wire [11:0] base__left ;
+  wire base__rearm ;
+  wire [7:0] base__tag ;
+  wire [11:0] base__threshold ;
+  wire base__valid ;
+  reg [11:0] base_left = 12'h000;
+  reg base_valid = 1'h0;
   output busy;
   reg busy = 1'h1;
   input [4:0] clear;
@@ -77,7 +175,8 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire clear__unprogrammed ;
   input clk;
   wire clk;
-  reg [41:0] cur;
+  reg count_ok = 1'h0;
+  wire [41:0] cur;
   wire [7:0] cur__cmd ;
   wire [11:0] cur__left ;
   wire cur__rearm ;
@@ -87,7 +186,13 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg [23:0] data = 24'h000000;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
+  reg disarm_ok = 1'h0;
   wire done;
+  reg [28:0] ent = 29'h00000000;
+  wire [7:0] ent__cmd ;
+  wire ent__rearm ;
+  wire [7:0] ent__tag ;
+  wire [11:0] ent__threshold ;
   output [4:0] errors;
   reg [4:0] errors = 5'h00;
   wire errors__bad_threshold ;
@@ -95,6 +200,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire errors__overflow ;
   wire errors__reprogram ;
   wire errors__unprogrammed ;
+  reg [2:0] fwd_hit = 3'h0;
   reg [41:0] fwd_last = 42'h00000000000;
   wire [7:0] fwd_last__cmd ;
   wire [11:0] fwd_last__left ;
@@ -102,8 +208,18 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [7:0] fwd_last__tag ;
   wire [11:0] fwd_last__threshold ;
   wire fwd_last__valid ;
-  reg [7:0] fwd_last_index = 8'h00;
-  reg fwd_last_valid = 1'h0;
+  (* init = 8'h00 *)
+  wire [7:0] fwd_last_index;
+  reg fwd_last_we = 1'h0;
+  reg [41:0] fwd_old = 42'h00000000000;
+  wire [7:0] fwd_old__cmd ;
+  wire [11:0] fwd_old__left ;
+  wire fwd_old__rearm ;
+  wire [7:0] fwd_old__tag ;
+  wire [11:0] fwd_old__threshold ;
+  wire fwd_old__valid ;
+  reg [7:0] fwd_old_index = 8'h00;
+  reg fwd_old_we = 1'h0;
   reg [41:0] fwd_prev = 42'h00000000000;
   wire [7:0] fwd_prev__cmd ;
   wire [11:0] fwd_prev__left ;
@@ -111,22 +227,28 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [7:0] fwd_prev__tag ;
   wire [11:0] fwd_prev__threshold ;
   wire fwd_prev__valid ;
+  reg [7:0] fwd_prev_index = 8'h00;
+  reg fwd_prev_we = 1'h0;
+  reg fwd_tag_eq = 1'h0;
   wire hit;
-  reg hit_last = 1'h0;
-  reg hit_prev = 1'h0;
   wire [11:0] new_left;
-  reg [41:0] nxt;
+  wire [41:0] nxt;
   wire [7:0] nxt__cmd ;
   wire [11:0] nxt__left ;
   wire nxt__rearm ;
   wire [7:0] nxt__tag ;
   wire [11:0] nxt__threshold ;
   wire nxt__valid ;
+  wire [7:0] nxt_index;
+  wire nxt_tag_eq;
+  wire nxt_tag_eq1;
   wire [23:0] o__payload;
   wire [7:0] o__payload__cmd ;
   wire [15:0] o__payload__tile ;
   wire o__ready;
   wire o__valid;
+  wire ok_next;
+  wire over;
   input [37:0] program__payload;
   wire [37:0] program__payload;
   wire [7:0] program__payload__cmd ;
@@ -141,8 +263,8 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire program__ready;
   input program__valid;
   wire program__valid;
-  reg push;
-  reg \push$43  = 1'h0;
+  wire push;
+  reg \push$64  = 1'h0;
   wire [7:0] rd__addr;
   wire [41:0] rd__data;
   wire [7:0] rd__data__cmd ;
@@ -171,6 +293,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [11:0] s1_req__threshold ;
   wire [15:0] s1_req__tile ;
   reg s1_stale = 1'h0;
+  reg [15:0] s1_tile = 16'h0000;
   reg s1_valid = 1'h0;
   reg [22:0] s1_write = 23'h000000;
   wire [3:0] s1_write__beats ;
@@ -184,7 +307,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   (* enum_value_10 = "REMOTE" *)
   wire [1:0] s1_write__source ;
   wire [15:0] s1_write__tile ;
-  wire [7:0] s2_index;
+  reg [4:0] s2_beats1 = 5'h00;
   reg s2_prog = 1'h0;
   reg [37:0] s2_req = 38'h0000000000;
   wire [7:0] s2_req__cmd ;
@@ -196,6 +319,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [11:0] s2_req__threshold ;
   wire [15:0] s2_req__tile ;
   reg s2_stale = 1'h0;
+  reg [15:0] s2_tile = 16'h0000;
   reg s2_valid = 1'h0;
   reg [22:0] s2_write = 23'h000000;
   wire [3:0] s2_write__beats ;
@@ -209,9 +333,38 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   (* enum_value_10 = "REMOTE" *)
   wire [1:0] s2_write__source ;
   wire [15:0] s2_write__tile ;
+  reg s3_arm = 1'h0;
+  reg [3:0] s3_beats = 4'h0;
+  reg [4:0] s3_beats1 = 5'h00;
+  reg s3_hit = 1'h0;
+  reg s3_prog = 1'h0;
+  reg [37:0] s3_req = 38'h0000000000;
+  wire [7:0] s3_req__cmd ;
+  (* enum_base_type = "TrackOp" *)
+  (* enum_value_0 = "ARM" *)
+  (* enum_value_1 = "DISARM" *)
+  wire s3_req__op ;
+  wire s3_req__rearm ;
+  wire [11:0] s3_req__threshold ;
+  wire [15:0] s3_req__tile ;
+  reg s3_stale = 1'h0;
+  reg [15:0] s3_tile = 16'h0000;
+  reg s3_valid = 1'h0;
+  reg [22:0] s3_write = 23'h000000;
+  wire [3:0] s3_write__beats ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire s3_write__kind ;
+  (* enum_base_type = "WriteSource" *)
+  (* enum_value_00 = "COMPUTE" *)
+  (* enum_value_01 = "DMA" *)
+  (* enum_value_10 = "REMOTE" *)
+  wire [1:0] s3_write__source ;
+  wire [15:0] s3_write__tile ;
   (* init = 1'h0 *)
-  wire s3_push;
-  reg [4:0] set_err;
+  wire s4_push;
+  wire [4:0] set_err;
   wire set_err__bad_threshold ;
   wire set_err__overcount ;
   wire set_err__overflow ;
@@ -226,6 +379,8 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [31:0] stats__writes_dma ;
   wire [31:0] stats__writes_remote ;
   reg [7:0] sweep = 8'h00;
+  reg tag_ahead = 1'h0;
+  wire tag_eq;
   (* init = 24'h000000 *)
   wire [23:0] trig;
   wire [7:0] trig__cmd ;
@@ -238,8 +393,8 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire trigger__ready;
   output trigger__valid;
   wire trigger__valid;
-  reg we;
-  reg [7:0] wr__addr;
+  reg [7:0] wr__addr = 8'h00;
+  (* init = 42'h00000000000 *)
   wire [41:0] wr__data;
   wire [7:0] wr__data__cmd ;
   wire [11:0] wr__data__left ;
@@ -263,6 +418,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [15:0] write__payload__tile ;
   input write__valid;
   wire write__valid;
+  (* t3hw_rd_collision = "forwarded" *)
   reg [41:0] entries [255:0];
   initial begin
     entries[0] = 42'h00000000000;
@@ -523,370 +679,482 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
     entries[255] = 42'h00000000000;
   end
   always @(posedge clk) begin
-    if (\$18 [0])
-      entries[wr__addr] <= nxt;
+    if (\$37 [0])
+      entries[wr__addr] <= fwd_last;
   end
   reg [41:0] _0_;
   always @(posedge clk) begin
     _0_ <= entries[\$3 [7:0]];
   end
   assign rd__data = _0_;
-  assign \$36  = errors & \$35 ;
-  assign \$37  = \$36  | set_err;
-  assign \$38  = stats[31:0] + 1'h1;
-  assign \$39  = stats[63:32] + 1'h1;
-  assign \$40  = stats[95:64] + 1'h1;
-  assign \$41  = stats[127:96] + 1'h1;
-  assign \$42  = \push$43  & accept;
-  assign \$43  = stats[159:128] + 1'h1;
-  assign \$44  = ~ accept;
-  assign \$45  = \push$43  & \$44 ;
-  assign \$46  = stats[191:160] + 1'h1;
+  assign \$1  = ~ write__valid;
+  assign \$2  = ~ busy;
+  assign program__ready = \$1  & \$2 ;
+  assign \$3  = write__valid ? write__payload[15:0] : program__payload[16:1];
+  assign \$4  = | fwd_hit;
+  assign \$5  = rdata[9:2] == s2_tile[15:8];
+  assign tag_eq = \$4  ? fwd_tag_eq : \$5 ;
+  assign ok_next = \$signal  ? nxt_tag_eq : tag_eq;
+  assign \$6  = s3_hit ? fwd_last[0] : base_valid;
+  assign \$7  = fwd_last[0] ? fwd_last[33:22] : s3_req[28:17];
+  assign \$8  = s3_hit ? \$7  : base_left;
+  assign \$9  = ~ cur[0];
+  assign arm = s3_arm & \$9 ;
+  assign hit = count_ok & cur[0];
+  assign \$10  = arm ? s3_req[37] : ent[0];
+  assign \$11  = arm ? s3_tile[15:8] : ent[8:1];
+  assign \$12  = arm ? s3_req[28:17] : ent[20:9];
+  assign \$13  = arm ? s3_req[36:29] : ent[28:21];
+  assign \$14  = cur[33:22] - s3_beats;
+  assign \$15  = cur[33:22] - s3_beats1;
+  assign \$16  = \$15 [12] ? ent[20:9] : \$14 [11:0];
+  assign \$17  = ~ busy;
+  assign \$18  = ~ disarm_ok;
+  assign \$19  = ~ ent[0];
+  assign \$20  = count_ok & \$19 ;
+  assign \$21  = \$20  & \$15 [12];
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$18  & \$22 ;
+  assign \$24  = cur[0] ? \$23  : s3_arm;
+  assign \$25  = \$17  & \$24 ;
+  assign \$26  = ent[8:1] == s2_tile[15:8];
+  assign nxt_tag_eq = arm ? tag_ahead : \$26 ;
+  assign \$27  = s3_tile[15:8] == s1_tile[15:8];
+  assign \$28  = ent[8:1] == s1_tile[15:8];
+  assign nxt_tag_eq1 = arm ? \$27  : \$28 ;
+  assign push = hit & \$15 [12];
+  assign \$29  = ~ hit;
+  assign \$30  = s3_valid & \$29 ;
+  assign \$31  = hit & \$14 [12];
+  assign \$32  = s3_arm & cur[0];
+  assign \$33  = ! s3_req[0];
+  assign \$34  = s3_prog & \$33 ;
+  assign \$35  = ! s3_req[28:17];
+  assign \$36  = \$34  & \$35 ;
+  assign nxt_index = busy ? sweep : s3_tile[7:0];
+  assign \$37  = fwd_last_we ? 2'h3 : 2'h0;
+  assign \$38  = ~ accept;
+  assign \$39  = \push$64  & \$38 ;
+  assign \$40  = sweep + 1'h1;
+  assign \$41  = sweep == 8'hff;
+  assign \$42  = program__valid & program__ready;
+  assign \$43  = write__valid ? write__payload[15:0] : program__payload[16:1];
+  assign \$44  = sweep != 8'hff;
+  assign \$45  = busy & \$44 ;
+  assign \$46  = \$45  | s2_valid;
+  assign \$47  = \$46  | s2_prog;
+  assign \$48  = sweep != 8'hff;
+  assign \$49  = busy & \$48 ;
+  assign \$50  = sweep + 1'h1;
+  assign \$51  = \$49  ? \$50  : { 1'h0, s2_tile[7:0] };
+  assign \$52  = \$51  == s1_tile[7:0];
+  assign \$53  = \$47  & \$52 ;
+  assign \$54  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$55  = s1_write[19:16] + 1'h1;
+  assign \$56  = busy | s3_valid;
+  assign \$57  = \$56  | s3_prog;
+  assign \$58  = nxt_index == s1_tile[7:0];
+  assign \$59  = \$57  & \$58 ;
+  assign \$60  = wr__addr == s1_tile[7:0];
+  assign \$61  = fwd_last_we & \$60 ;
+  assign \$62  = fwd_prev_index == s1_tile[7:0];
+  assign \$63  = fwd_prev_we & \$62 ;
+  assign \$64  = busy | s3_valid;
+  assign \$65  = \$64  | s3_prog;
+  assign \$66  = nxt_index == s1_tile[7:0];
+  assign \$67  = \$65  & \$66 ;
+  assign \$68  = wr__addr == s1_tile[7:0];
+  assign \$69  = fwd_last_we & \$68 ;
+  assign \$70  = fwd_prev_index == s1_tile[7:0];
+  assign \$71  = fwd_prev_we & \$70 ;
+  assign \$72  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$73  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$74  = \$69  ? \$72  : \$73 ;
+  assign \$75  = \$59  ? nxt_tag_eq1 : \$74 ;
+  assign \$76  = busy | s3_valid;
+  assign \$77  = \$76  | s3_prog;
+  assign \$78  = nxt_index == s1_tile[7:0];
+  assign \$79  = \$77  & \$78 ;
+  assign \$80  = wr__addr == s1_tile[7:0];
+  assign \$81  = fwd_last_we & \$80 ;
+  assign \$82  = fwd_prev_index == s1_tile[7:0];
+  assign \$83  = fwd_prev_we & \$82 ;
+  assign \$84  = base[0] ? base[33:22] : s2_req[28:17];
+  assign \$85  = ~ s2_stale;
+  assign \$86  = s2_valid & \$85 ;
+  assign \$87  = \$86  & ok_next;
+  assign \$89  = s2_prog & \$88 ;
+  assign \$90  = \$89  & ok_next;
+  assign \$91  = ! s2_req[0];
+  assign \$92  = s2_prog & \$91 ;
+  assign \$93  = | s2_req[28:17];
+  assign \$94  = \$92  & \$93 ;
+  assign \$95  = ~ s2_stale;
+  assign \$96  = s2_valid & \$95 ;
+  assign \$97  = \$96  & ok_next;
+  assign \$98  = \$97  ? s2_write[19:16] : 4'h0;
+  assign \$99  = ~ s2_stale;
+  assign \$100  = s2_valid & \$99 ;
+  assign \$101  = \$100  & ok_next;
+  assign \$102  = \$101  ? s2_beats1 : 5'h01;
+  assign \$103  = \$signal  ? nxt[1] : base[1];
+  assign \$104  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$105  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$106  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$107  = busy | s3_valid;
+  assign \$108  = \$107  | s3_prog;
+  assign \$109  = ~ clear;
+  assign \$110  = errors & \$109 ;
+  assign \$111  = \$110  | set_err;
+  assign \$112  = stats[31:0] + 1'h1;
+  assign \$113  = stats[63:32] + 1'h1;
+  assign \$114  = stats[95:64] + 1'h1;
+  assign \$115  = stats[127:96] + 1'h1;
+  assign \$116  = \push$64  & accept;
+  assign \$117  = stats[159:128] + 1'h1;
+  assign \$118  = ~ accept;
+  assign \$119  = \push$64  & \$118 ;
+  assign \$120  = stats[191:160] + 1'h1;
   always @(posedge clk)
-    sweep <= \$47 ;
+    sweep <= \$121 ;
   always @(posedge clk)
-    busy <= \$48 ;
+    busy <= \$122 ;
   always @(posedge clk)
-    s1_valid <= \$49 ;
+    s1_valid <= \$123 ;
   always @(posedge clk)
-    s1_stale <= \$50 ;
+    s1_stale <= \$124 ;
   always @(posedge clk)
-    s1_prog <= \$51 ;
+    s1_prog <= \$125 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s2_valid <= \$52 ;
+    s1_tile <= \$43 ;
   always @(posedge clk)
-    s2_stale <= \$53 ;
+    s2_valid <= \$126 ;
   always @(posedge clk)
-    s2_prog <= \$54 ;
+    s2_stale <= \$127 ;
+  always @(posedge clk)
+    s2_prog <= \$128 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
     s2_req <= s1_req;
   always @(posedge clk)
+    s2_tile <= s1_tile;
+  always @(posedge clk)
+    s3_valid <= \$129 ;
+  always @(posedge clk)
+    s3_stale <= \$130 ;
+  always @(posedge clk)
+    s3_prog <= \$131 ;
+  always @(posedge clk)
+    s3_write <= s2_write;
+  always @(posedge clk)
+    s3_req <= s2_req;
+  always @(posedge clk)
+    s3_tile <= s2_tile;
+  always @(posedge clk)
+    \$signal  <= \$132 ;
+  always @(posedge clk)
+    tag_ahead <= \$133 ;
+  always @(posedge clk)
+    s2_beats1 <= \$55 ;
+  always @(posedge clk)
+    fwd_tag_eq <= \$134 ;
+  always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    hit_last <= \$55 ;
+    fwd_hit <= \$135 ;
   always @(posedge clk)
-    hit_prev <= \$56 ;
+    s3_hit <= \$136 ;
   always @(posedge clk)
-    fwd_last_valid <= \$57 ;
+    base_valid <= \$137 ;
   always @(posedge clk)
-    fwd_last_index <= wr__addr;
+    base_left <= \$84 ;
+  always @(posedge clk)
+    count_ok <= \$138 ;
+  always @(posedge clk)
+    disarm_ok <= \$139 ;
+  always @(posedge clk)
+    s3_arm <= \$140 ;
+  always @(posedge clk)
+    s3_beats <= \$98 ;
+  always @(posedge clk)
+    s3_beats1 <= \$102 ;
+  always @(posedge clk)
+    ent <= \$141 ;
+  always @(posedge clk)
+    fwd_last_we <= \$142 ;
+  always @(posedge clk)
+    wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
+    fwd_old_we <= \$143 ;
+  always @(posedge clk)
+    fwd_old_index <= fwd_prev_index;
+  always @(posedge clk)
+    fwd_old <= fwd_prev;
+  always @(posedge clk)
+    fwd_prev_we <= \$144 ;
+  always @(posedge clk)
+    fwd_prev_index <= wr__addr;
+  always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    data <= \$58 ;
+    data <= \$145 ;
   always @(posedge clk)
-    \push$43  <= \$59 ;
+    \push$64  <= \$146 ;
   always @(posedge clk)
-    errors <= \$60 ;
+    errors <= \$147 ;
   always @(posedge clk)
-    stats <= \$61 ;
-  assign \$1  = ~ write__valid;
-  assign \$2  = ~ busy;
-  assign program__ready = \$1  & \$2 ;
-  assign \$3  = write__valid ? write__payload[15:0] : program__payload[16:1];
-  assign \$4  = s2_valid ? s2_write[15:0] : s2_req[16:1];
-  assign \$5  = s2_valid ? s2_write[15:0] : s2_req[16:1];
-  assign \$6  = cur[9:2] == \$5 [15:8];
-  assign \$7  = cur[0] & \$6 ;
-  assign \$8  = ~ s2_stale;
-  assign hit = \$7  & \$8 ;
-  assign done = cur[33:22] <= s2_write[19:16];
-  assign \$9  = cur[33:22] - s2_write[19:16];
-  assign \$10  = ~ hit;
-  assign \$11  = cur[33:22] < s2_write[19:16];
-  assign \$12  = ! s2_req[0];
-  assign \$13  = ! s2_req[28:17];
-  assign \$14  = s2_valid ? s2_write[15:0] : s2_req[16:1];
-  assign \$15  = s2_valid ? s2_write[15:0] : s2_req[16:1];
-  assign \$16  = cur[9:2] == \$15 [15:8];
-  assign \$17  = cur[0] & \$16 ;
-  assign \$18  = we ? 2'h3 : 2'h0;
-  assign \$19  = ~ accept;
-  assign \$20  = \push$43  & \$19 ;
-  assign \$21  = sweep + 1'h1;
-  assign \$22  = sweep == 8'hff;
-  assign \$23  = program__valid & program__ready;
-  assign \$24  = busy | s2_valid;
-  assign \$25  = \$24  | s2_prog;
-  assign \$26  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$27  = wr__addr == \$26 [7:0];
-  assign \$28  = \$25  & \$27 ;
-  assign \$29  = s1_valid ? s1_write[15:0] : s1_req[16:1];
-  assign \$30  = fwd_last_index == \$29 [7:0];
-  assign \$31  = fwd_last_valid & \$30 ;
-  assign \$32  = busy | s2_valid;
-  assign \$33  = \$32  | s2_prog;
-  assign \$34  = s2_valid ? s2_write[15:0] : s2_req[16:1];
-  assign \$35  = ~ clear;
+    stats <= \$148 ;
   t3hw_tracker__queue  queue (
     .accept(accept),
     .clk(clk),
     .o__payload(trigger__payload),
     .o__ready(trigger__ready),
     .o__valid(trigger__valid),
-    .push(\push$43 ),
+    .push(\push$64 ),
     .rst(rst),
     .wr__data(data)
   );
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
-    if (hit_last) begin
-      cur = fwd_last;
-    end else if (hit_prev) begin
-      cur = fwd_prev;
+    if (fwd_hit[0]) begin
+      base = fwd_last;
+    end else if (fwd_hit[1]) begin
+      base = fwd_prev;
+    end else if (fwd_hit[2]) begin
+      base = fwd_old;
     end else begin
-      cur = rdata;
+      base = rdata;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    nxt = cur;
-    if (s2_valid) begin
-      (* full_case = 32'd1 *)
-      if (\$10 ) begin
-      end else if (done) begin
-        nxt[33:22] = cur[21:10];
-        nxt[0] = cur[1];
-      end else begin
-        nxt[33:22] = \$9 [11:0];
-      end
-    end else if (s2_prog) begin
-      (* full_case = 32'd1 *)
-      if (\$12 ) begin
-        (* full_case = 32'd1 *)
-        if (\$13 ) begin
-        end else if (cur[0]) begin
-        end else begin
-          nxt[0] = 1'h1;
-          nxt[1] = s2_req[37];
-          nxt[21:10] = s2_req[28:17];
-          nxt[33:22] = s2_req[28:17];
-          nxt[41:34] = s2_req[36:29];
-          nxt[9:2] = \$14 [15:8];
-        end
-      end else begin
-        if (\$17 ) begin
-          nxt[0] = 1'h0;
-        end
-      end
-    end
+    \$121  = sweep;
     if (busy) begin
-      nxt = 42'h00000000000;
+      \$121  = \$40 [7:0];
+    end
+    if (rst) begin
+      \$121  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    wr__addr = \$4 [7:0];
+    \$122  = busy;
     if (busy) begin
-      wr__addr = sweep;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    set_err[3:0] = 4'h0;
-    if (s2_valid) begin
-      if (\$10 ) begin
-        set_err[0] = 1'h1;
-      end else if (done) begin
-        set_err[1] = \$11 ;
-      end
-    end else if (s2_prog) begin
-      if (\$12 ) begin
-        if (\$13 ) begin
-          set_err[3] = 1'h1;
-        end else if (cur[0]) begin
-          set_err[2] = 1'h1;
-        end
-      end
-    end
-    begin
-        set_err[4] = \$20 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    we = 1'h0;
-    if (s2_valid) begin
-      (* full_case = 32'd1 *)
-      if (\$10 ) begin
-      end else if (done) begin
-        we = 1'h1;
-      end else begin
-        we = 1'h1;
-      end
-    end else if (s2_prog) begin
-      (* full_case = 32'd1 *)
-      if (\$12 ) begin
-        (* full_case = 32'd1 *)
-        if (\$13 ) begin
-        end else if (cur[0]) begin
-        end else begin
-          we = 1'h1;
-        end
-      end else begin
-        if (\$17 ) begin
-          we = 1'h1;
-        end
-      end
-    end
-    if (busy) begin
-      we = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    push = 1'h0;
-    if (s2_valid) begin
-      if (\$10 ) begin
-      end else if (done) begin
-        push = 1'h1;
-      end
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$47  = sweep;
-    if (busy) begin
-      \$47  = \$21 [7:0];
-    end
-    if (rst) begin
-      \$47  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$48  = busy;
-    if (busy) begin
-      if (\$22 ) begin
-        \$48  = 1'h0;
+      if (\$41 ) begin
+        \$122  = 1'h0;
       end
     end
     if (rst) begin
-      \$48  = 1'h1;
+      \$122  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$49  = write__valid;
+    \$123  = write__valid;
     if (rst) begin
-      \$49  = 1'h0;
+      \$123  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$50  = busy;
+    \$124  = busy;
     if (rst) begin
-      \$50  = 1'h0;
+      \$124  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$51  = \$23 ;
+    \$125  = \$42 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$125  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$52  = s1_valid;
+    \$126  = s1_valid;
     if (rst) begin
-      \$52  = 1'h0;
+      \$126  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$53  = s1_stale;
+    \$127  = s1_stale;
     if (rst) begin
-      \$53  = 1'h0;
+      \$127  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$54  = s1_prog;
+    \$128  = s1_prog;
     if (rst) begin
-      \$54  = 1'h0;
+      \$128  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$55  = \$28 ;
+    \$129  = s2_valid;
     if (rst) begin
-      \$55  = 1'h0;
+      \$129  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$56  = \$31 ;
+    \$130  = s2_stale;
     if (rst) begin
-      \$56  = 1'h0;
+      \$130  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$57  = \$33 ;
+    \$131  = s2_prog;
     if (rst) begin
-      \$57  = 1'h0;
+      \$131  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$59  = push;
+    \$132  = \$53 ;
     if (rst) begin
-      \$59  = 1'h0;
+      \$132  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$60  = \$37 ;
+    \$133  = \$54 ;
     if (rst) begin
-      \$60  = 5'h00;
+      \$133  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$61  = stats;
+    \$134  = \$75 ;
+    if (rst) begin
+      \$134  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$135  = { \$83 , \$81 , \$79  };
+    if (rst) begin
+      \$135  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$136  = \$signal ;
+    if (rst) begin
+      \$136  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$137  = base[0];
+    if (rst) begin
+      \$137  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$138  = \$87 ;
+    if (rst) begin
+      \$138  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$139  = \$90 ;
+    if (rst) begin
+      \$139  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$140  = \$94 ;
+    if (rst) begin
+      \$140  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$142  = \$108 ;
+    if (rst) begin
+      \$142  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$143  = fwd_prev_we;
+    if (rst) begin
+      \$143  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$144  = fwd_last_we;
+    if (rst) begin
+      \$144  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$146  = push;
+    if (rst) begin
+      \$146  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$147  = \$111 ;
+    if (rst) begin
+      \$147  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$148  = stats;
     if (write__valid) begin
       casez (write__payload[22:21])
         2'h0:
-            \$61 [31:0] = \$38 [31:0];
+            \$148 [31:0] = \$112 [31:0];
         2'h1:
-            \$61 [63:32] = \$39 [31:0];
+            \$148 [63:32] = \$113 [31:0];
         2'h2:
-            \$61 [95:64] = \$40 [31:0];
+            \$148 [95:64] = \$114 [31:0];
       endcase
     end
     if (set_err[0]) begin
-      \$61 [127:96] = \$41 [31:0];
+      \$148 [127:96] = \$115 [31:0];
     end
-    if (\$42 ) begin
-      \$61 [159:128] = \$43 [31:0];
+    if (\$116 ) begin
+      \$148 [159:128] = \$117 [31:0];
     end
-    if (\$45 ) begin
-      \$61 [191:160] = \$46 [31:0];
+    if (\$119 ) begin
+      \$148 [191:160] = \$120 [31:0];
     end
     if (rst) begin
-      \$61  = 192'h000000000000000000000000000000000000000000000000;
+      \$148  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign o__payload = trigger__payload;
   assign o__ready = trigger__ready;
   assign o__valid = trigger__valid;
   assign rd__addr = \$3 [7:0];
-  assign s2_index = \$4 [7:0];
-  assign new_left = \$9 [11:0];
-  assign wr__en = \$18 [0];
-  assign wr__data = nxt;
+  assign new_left = \$14 [11:0];
+  assign over = \$14 [12];
+  assign done = \$15 [12];
+  assign fwd_last_index = wr__addr;
+  assign wr__en = \$37 [0];
+  assign wr__data = fwd_last;
   assign trig = data;
-  assign s3_push = \push$43 ;
+  assign s4_push = \push$64 ;
   assign write__payload__tile  = write__payload[15:0];
   assign write__payload__beats  = write__payload[19:16];
   assign write__payload__kind  = write__payload[20];
@@ -916,21 +1184,12 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign stats__dropped  = stats[191:160];
   assign o__payload__cmd  = trigger__payload[7:0];
   assign o__payload__tile  = trigger__payload[23:8];
-  assign s2_req__op  = s2_req[0];
-  assign s2_req__tile  = s2_req[16:1];
-  assign s2_req__threshold  = s2_req[28:17];
-  assign s2_req__cmd  = s2_req[36:29];
-  assign s2_req__rearm  = s2_req[37];
-  assign s2_write__tile  = s2_write[15:0];
-  assign s2_write__beats  = s2_write[19:16];
-  assign s2_write__kind  = s2_write[20];
-  assign s2_write__source  = s2_write[22:21];
-  assign cur__valid  = cur[0];
-  assign cur__rearm  = cur[1];
-  assign cur__tag  = cur[9:2];
-  assign cur__threshold  = cur[21:10];
-  assign cur__left  = cur[33:22];
-  assign cur__cmd  = cur[41:34];
+  assign base__valid  = base[0];
+  assign base__rearm  = base[1];
+  assign base__tag  = base[9:2];
+  assign base__threshold  = base[21:10];
+  assign base__left  = base[33:22];
+  assign base__cmd  = base[41:34];
   assign fwd_last__valid  = fwd_last[0];
   assign fwd_last__rearm  = fwd_last[1];
   assign fwd_last__tag  = fwd_last[9:2];
@@ -943,12 +1202,33 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign fwd_prev__threshold  = fwd_prev[21:10];
   assign fwd_prev__left  = fwd_prev[33:22];
   assign fwd_prev__cmd  = fwd_prev[41:34];
+  assign fwd_old__valid  = fwd_old[0];
+  assign fwd_old__rearm  = fwd_old[1];
+  assign fwd_old__tag  = fwd_old[9:2];
+  assign fwd_old__threshold  = fwd_old[21:10];
+  assign fwd_old__left  = fwd_old[33:22];
+  assign fwd_old__cmd  = fwd_old[41:34];
   assign rdata__valid  = rdata[0];
   assign rdata__rearm  = rdata[1];
   assign rdata__tag  = rdata[9:2];
   assign rdata__threshold  = rdata[21:10];
   assign rdata__left  = rdata[33:22];
   assign rdata__cmd  = rdata[41:34];
+  assign cur__valid  = cur[0];
+  assign cur__rearm  = cur[1];
+  assign cur__tag  = cur[9:2];
+  assign cur__threshold  = cur[21:10];
+  assign cur__left  = cur[33:22];
+  assign cur__cmd  = cur[41:34];
+  assign s3_req__op  = s3_req[0];
+  assign s3_req__tile  = s3_req[16:1];
+  assign s3_req__threshold  = s3_req[28:17];
+  assign s3_req__cmd  = s3_req[36:29];
+  assign s3_req__rearm  = s3_req[37];
+  assign ent__rearm  = ent[0];
+  assign ent__tag  = ent[8:1];
+  assign ent__threshold  = ent[20:9];
+  assign ent__cmd  = ent[28:21];
   assign nxt__valid  = nxt[0];
   assign nxt__rearm  = nxt[1];
   assign nxt__tag  = nxt[9:2];
@@ -960,12 +1240,12 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign set_err__reprogram  = set_err[2];
   assign set_err__bad_threshold  = set_err[3];
   assign set_err__overflow  = set_err[4];
-  assign wr__data__valid  = nxt[0];
-  assign wr__data__rearm  = nxt[1];
-  assign wr__data__tag  = nxt[9:2];
-  assign wr__data__threshold  = nxt[21:10];
-  assign wr__data__left  = nxt[33:22];
-  assign wr__data__cmd  = nxt[41:34];
+  assign wr__data__valid  = fwd_last[0];
+  assign wr__data__rearm  = fwd_last[1];
+  assign wr__data__tag  = fwd_last[9:2];
+  assign wr__data__threshold  = fwd_last[21:10];
+  assign wr__data__left  = fwd_last[33:22];
+  assign wr__data__cmd  = fwd_last[41:34];
   assign data__cmd  = data[7:0];
   assign data__tile  = data[23:8];
   assign trig__cmd  = data[7:0];
@@ -979,14 +1259,49 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign s1_req__threshold  = s1_req[28:17];
   assign s1_req__cmd  = s1_req[36:29];
   assign s1_req__rearm  = s1_req[37];
+  assign s2_write__tile  = s2_write[15:0];
+  assign s2_write__beats  = s2_write[19:16];
+  assign s2_write__kind  = s2_write[20];
+  assign s2_write__source  = s2_write[22:21];
+  assign s2_req__op  = s2_req[0];
+  assign s2_req__tile  = s2_req[16:1];
+  assign s2_req__threshold  = s2_req[28:17];
+  assign s2_req__cmd  = s2_req[36:29];
+  assign s2_req__rearm  = s2_req[37];
+  assign s3_write__tile  = s3_write[15:0];
+  assign s3_write__beats  = s3_write[19:16];
+  assign s3_write__kind  = s3_write[20];
+  assign s3_write__source  = s3_write[22:21];
   assign rd__data__valid  = rd__data[0];
   assign rd__data__rearm  = rd__data[1];
   assign rd__data__tag  = rd__data[9:2];
   assign rd__data__threshold  = rd__data[21:10];
   assign rd__data__left  = rd__data[33:22];
   assign rd__data__cmd  = rd__data[41:34];
-  assign \$58 [23:8] = \$34 ;
-  assign \$58 [7:0] = cur[41:34];
+  assign \$145 [23:8] = s3_tile;
+  assign \$145 [7:0] = ent[28:21];
+  assign \$141 [28:21] = \$106 ;
+  assign \$141 [20:9] = \$105 ;
+  assign \$141 [8:1] = \$104 ;
+  assign \$141 [0] = \$103 ;
+  assign set_err[4] = \$39 ;
+  assign set_err[3] = \$36 ;
+  assign set_err[2] = \$32 ;
+  assign set_err[1] = \$31 ;
+  assign set_err[0] = \$30 ;
+  assign nxt[0] = \$25 ;
+  assign nxt[33:22] = \$16 ;
+  assign nxt[41:34] = \$13 ;
+  assign nxt[21:10] = \$12 ;
+  assign nxt[9:2] = \$11 ;
+  assign nxt[1] = \$10 ;
+  assign cur[41:34] = ent[28:21];
+  assign cur[21:10] = ent[20:9];
+  assign cur[9:2] = ent[8:1];
+  assign cur[1] = ent[0];
+  assign cur[33:22] = \$8 ;
+  assign cur[0] = \$6 ;
+  assign \$88  = s2_req[0];
 endmodule
 
 module t3hw_tracker__queue (clk, rst, accept, o__valid, o__payload, wr__data, push, o__ready);

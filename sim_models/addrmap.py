@@ -5,15 +5,17 @@ environment that drives and scores the RTL against it.
 * :class:`AddrMapModel`: the transaction semantics: region programming with its checks and
   sticky errors, and the classification of one store into a network packet or a memory
   store, with the counters.
-* :class:`AddrMapEnv`: seeded random packets from the network, region writes (including overlapping, empty,
-  wrapping and unknown-mode ones) and stores aimed at region boundaries (``base - 1``,
-  ``base``, ``base + size - 1``, ``base + size``), with back-pressure on both outputs. The
-  address map is small enough to score cycle by cycle: ``store.ready``, and ``valid`` and
-  every payload field of ``net`` and ``mem``, every cycle.
+* :class:`AddrMapEnv`: seeded random region writes (including overlapping, empty, wrapping
+  and unknown-mode ones), stores and packets from the network aimed at region boundaries
+  (``base - 1``, ``base``, ``base + size - 1``, ``base + size``), with idle cycles and
+  back-pressure on the three outputs. The address map is small enough to score cycle by
+  cycle: ``store.ready`` and ``rx.ready``, and ``valid`` and every payload field of ``net``,
+  ``mem`` and ``rx_mem``, every cycle.
 
 Field names come from :mod:`t3hw.layouts` through :class:`~t3hw.layouts.Codec`.
 """
 
+from t3hw.addrmap import VERDICT_CYCLES
 from t3hw.layouts import (Codec, RegionMode, WriteKind, addrmap_errors_layout,
                           addrmap_stats_layout, mem_store_layout, net_packet_layout,
                           region_layout, region_program_layout, store_layout)
@@ -124,10 +126,15 @@ class AddrMapEnv(StreamEnv):
     Scoring, every cycle: ``store.ready`` is high exactly when the classified store ahead
     (stage A) is empty or moves into its output this cycle (its output empty or being
     taken); ``net`` and ``mem`` show exactly the store that moved there last (held while not
-    taken), field by field, as :class:`AddrMapModel` classified it when it was accepted; ``rx.ready`` is
-    high exactly when ``rx_mem`` is free, and ``rx_mem`` shows the packet accepted last, with
-    ``tracked`` from the model. Region writes apply two cycles after they are presented
-    (after the store and the packet accepted in that cycle), in order, as in the RTL.
+    taken), field by field, as :class:`AddrMapModel` classified it when it was accepted.
+    Packets the same way: ``rx.ready`` is high exactly when the classified packet ahead (rx
+    stage A) is empty or moves into ``rx_mem`` this cycle, and ``rx_mem`` shows the packet
+    that moved there last, with ``tracked`` from the model's table when it was accepted.
+    Region writes apply ``VERDICT_CYCLES - 1`` cycles after they are presented (after the
+    store and the packet accepted in that cycle), in order, as in the RTL.
+
+    ``rx_held`` counts the cycles in which a packet on ``rx`` was refused because rx stage A
+    held one behind a stalled ``rx_mem`` (both full).
     """
 
     in_streams  = ("store", "program", "rx")
@@ -155,8 +162,10 @@ class AddrMapEnv(StreamEnv):
         self.rx = None              # fields presented on `rx`
         self.received = 0           # packets accepted on `rx`
         self.rx_tracked = 0         # ... of which tracked
+        self.rx_a = None            # fields of a packet classified, before rx_mem
+        self.rx_held = 0            # cycles `rx` refused: stage A and rx_mem full, stalled
         self.prog = None            # (index, fields) presented on `program` this cycle
-        self.late = [None, None]    # ...the two cycles before: applied at the end of P3
+        self.late = [None] * (VERDICT_CYCLES - 1)   # ...before: applied in P3, in order
         self.scripted = []          # ("store", fields) / ("program", index, fields), in order
         self.out = {"net": None, "mem": None, "rx_mem": None}   # expected output registers
         self.stage_a = None         # (output, fields): a store classified, before its output
@@ -255,15 +264,20 @@ class AddrMapEnv(StreamEnv):
         advance = a is not None and (self.out[a[0]] is None or ins[a[0]])
         free = a is None or advance
         assert outs["store"] == free, f"cycle {cyc}: store.ready {outs['store']}, model {free}"
-        rx_free = self.out["rx_mem"] is None or ins["rx_mem"]
+        rx_advance = self.rx_a is not None and (self.out["rx_mem"] is None or ins["rx_mem"])
+        rx_free = self.rx_a is None or rx_advance
         assert outs["rx"] == rx_free, f"cycle {cyc}: rx.ready {outs['rx']}, model {rx_free}"
+        self.rx_held += self.rx is not None and not rx_free
         for name in ("net", "mem", "rx_mem"):
             if self.out[name] is not None and ins[name]:
                 self.out[name] = None
                 self.taken[name] += 1
+        if rx_advance:
+            self.out["rx_mem"] = self.rx_a
+            self.rx_a = None
         if self.rx is not None and rx_free:
-            self.out["rx_mem"] = self.model.receive(**self.rx)
-            self.rx_tracked += self.out["rx_mem"]["tracked"]
+            self.rx_a = self.model.receive(**self.rx)
+            self.rx_tracked += self.rx_a["tracked"]
             self.rx = None
             self.received += 1
         if advance:
@@ -282,7 +296,8 @@ class AddrMapEnv(StreamEnv):
     def done(self):
         """All stores sent and taken, nothing scripted."""
         return (self.sent >= self.stores and self.store is None and not self.scripted
-                and self.late == [None, None] and self.rx is None and self.stage_a is None
+                and not any(self.late) and self.rx is None and self.rx_a is None
+                and self.stage_a is None
                 and all(v is None for v in self.out.values()))
 
     def check_state(self):

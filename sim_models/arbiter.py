@@ -90,6 +90,8 @@ class ArbiterModel(BlockModel):
         self.wait = 0
         self.last_comm = self.last_store = self.last_remote = False
         self.out, self.out_tracked, self.track = None, False, None
+        self.counted = []                            # counter events of the last cycle
+        self.staged = None                           # a configuration accepted last cycle
 
     @property
     def measuring(self):
@@ -160,12 +162,12 @@ class ArbiterModel(BlockModel):
         pick, forced, slot = self.decide(valid, dram_ready, occupancy)
         mp = valid["dma"] or valid["remote"]
         events = set()
-        # counters
-        for n in INPUTS:
-            if valid[n]:
-                self._bump(f"grants_{n}" if n == pick else f"stalls_{n}")
+        # counters: they count the previous cycle's grants and stalls
+        for name in self.counted:
+            self._bump(name)
+        self.counted = [f"grants_{n}" if n == pick else f"stalls_{n}" for n in INPUTS if valid[n]]
         if slot and forced:
-            self._bump("starved")
+            self.counted.append("starved")
         # the tracker write: the request the DRAM takes now
         out = self.out
         self.track = None
@@ -193,13 +195,16 @@ class ArbiterModel(BlockModel):
         if response is not None and response["source"] not in (WriteSource.COMPUTE.value,
                                                                 WriteSource.DMA.value):
             events.add("bad_response")
-        # configuration, derivation
+        # configuration (checked now, in effect from the cycle after next), derivation
+        staged, self.staged = self.staged, None
         if config is not None and not config_ok(config):
             events.add("bad_config")
-        if config is not None and config_ok(config):
-            self.cfg = dict(config)
-            self.thr = config["threshold"]
-            self.armed, self.window, self.finish = config["threshold"] == 0, False, 0
+        elif config is not None:
+            self.staged = dict(config)
+        if staged is not None:
+            self.cfg = staged
+            self.thr = staged["threshold"]
+            self.armed, self.window, self.finish = staged["threshold"] == 0, False, 0
         elif self.armed and grant_c:
             self.armed, self.window_grants = False, 1
             if self.cfg["window_log2"] == 0:
@@ -442,7 +447,8 @@ class ArbiterEnv(StreamEnv):
         communication request goes without a grant."""
         slot = outs["dram"] is None or ins["dram"]
         bound = starvation_bound(got_status["policy"], self.model.cfg["starvation_limit"])
-        steady = self.config is None and not got_status["measuring"]
+        steady = (self.config is None and self.model.staged is None
+                  and not got_status["measuring"])
         comm_granted = outs["dma"] or outs["remote"]
         for key, pending, granted in (
                 ("comm", self.pending["dma"] or self.pending["remote"], comm_granted),

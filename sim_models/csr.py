@@ -24,7 +24,7 @@ Register names, addresses and fields come from :class:`t3hw.regmap.RegisterMap`.
 from collections import deque
 from dataclasses import dataclass, fields as dc_fields
 
-from t3hw.csr import VERDICT_DELAY
+from t3hw.csr import LOAD_CYCLES, VERDICT_DELAY
 from t3hw.layouts import (ArbPolicy, Codec, CsrCommand, addrmap_errors_layout,
                           arbiter_errors_layout, arbiter_stats_layout, arbiter_status_layout,
                           csr_status_layout, dma_descriptor_layout, dma_errors_layout,
@@ -134,7 +134,9 @@ class CsrModel:
         self.verdict = dict.fromkeys(self.tables, False)
         # writes taken, waiting for their verdict: one flag per cycle still to wait
         self.waiting = {g: [False] * (VERDICT_DELAY[g] - 1) for g in self.tables}
-        self.load = dict.fromkeys(self.tables)        # entry to load this cycle, or None
+        # read commands under way: the entry read, one slot per cycle of the load (the last
+        # slot's entry goes into the staging registers at the end of this cycle), or None
+        self.loads = {g: [None] * LOAD_CYCLES for g in self.tables}
         self.sweep_left = max(p.regions, p.dma_descriptors)
 
     # -- state during the current cycle ----------------------------------------------------
@@ -143,21 +145,19 @@ class CsrModel:
         """``STATUS.sweep``: the read-back tables are being cleared."""
         return self.sweep_left > 0
 
+    def loading(self, group):
+        """A read command is loading the group from its read-back table (the group is
+        pending; a read of its registers returns them as before the load, and is ``busy``)."""
+        return any(e is not None for e in self.loads.get(group, ()))
+
     def locked(self, group):
         """The group is pending (``STATUS.*_pending``): its registers are locked."""
         return (self.valid[group] or self.verdict.get(group, False)
-                or any(self.waiting.get(group, ())))
+                or any(self.waiting.get(group, ())) or self.loading(group))
 
     def pending(self):
-        """Some command is pending or a load is under way."""
-        return any(map(self.locked, STAGING)) or any(v is not None for v in self.load.values())
-
-    def view(self, group):
-        """A staging group's packed value as the bus reads it this cycle (with a load)."""
-        if self.load.get(group) is None:
-            return self.staging[group]
-        codec = self.codec[group]
-        return codec.pack(**{**codec.unpack(self.staging[group]), **self.load[group]})
+        """Some command is pending (a load included)."""
+        return any(map(self.locked, STAGING))
 
     def status(self, ins):
         """The packed ``STATUS`` register this cycle."""
@@ -180,7 +180,7 @@ class CsrModel:
         if group in _STICKY:
             return self.sticky[group]
         if group in STAGING:
-            return self.view(group)
+            return self.staging[group]
         return getattr(ins, _STATS[group])
 
     def outputs(self):
@@ -218,9 +218,15 @@ class CsrModel:
         r_data = self.r_data
         if ins.r_stb:
             r_data = reg.extract(self.value(reg.group, ins)) if reg else 0
-        staging = {g: self.view(g) for g in STAGING}
+            if reg is not None and self.loading(reg.group):
+                errs.add("busy")
+        staging = dict(self.staging)
+        for g, loads in self.loads.items():
+            if loads[-1] is not None:
+                codec = self.codec[g]
+                staging[g] = codec.pack(**{**codec.unpack(staging[g]), **loads[-1]})
         valid = {g: self.valid[g] and g not in taken for g in STAGING}
-        load = dict.fromkeys(self.tables)
+        fetch = dict.fromkeys(self.tables)
         clear = dict.fromkeys(_STICKY, 0)
         if ins.w_stb and reg is not None:
             g = reg.group
@@ -243,7 +249,7 @@ class CsrModel:
                         errs.add("busy")
                     elif is_read:
                         index = self.codec[group].unpack(self.staging[group])["index"]
-                        load[group] = dict(self.tables[group][index])
+                        fetch[group] = dict(self.tables[group][index])
                     else:
                         valid[group] = True
         if not self.sweeping:
@@ -259,7 +265,9 @@ class CsrModel:
                 events[g] = getattr(ins, port)
             self.sticky[g] = (self.sticky[g] & ~clear[g]) | events[g]
         self.r_data = r_data
-        self.staging, self.valid, self.load = staging, valid, load
+        self.staging, self.valid = staging, valid
+        for g, loads in self.loads.items():
+            self.loads[g] = [fetch[g], *loads[:-1]]
         for g in self.tables:
             chain = [g in taken, *self.waiting[g]]
             self.waiting[g], self.verdict[g] = chain[:-1], chain[-1]
@@ -376,20 +384,32 @@ class Targets:
 class ModelBus:
     """A bus for :class:`t3hw.driver.Driver` over :class:`CsrModel` and :class:`Targets`.
 
-    Each access is one clock of the model; a write is followed by idle clocks until no
-    command is pending and no error event is on its way, so the driver sees the models in
-    their final state. The read-back sweep is run at construction.
+    Each access is one clock of the model (a read returns the ``r_data`` it loaded). With
+    ``settle``, a write is followed by idle clocks until no command is pending and no error
+    event is on its way, so the driver sees the models in their final state; without, the
+    next access comes in the very next clock, the fastest a bus can go, and the driver must
+    wait for the block itself. The read-back sweep is run at construction.
 
     Parameters
     ----------
     params : EngineParams, optional
+    settle : bool
+        Idle after each write until nothing is pending (default).
     tracker, dma, addrmap, arbiter : optional
         Reference models to program (see :class:`Targets`).
+
+    Attributes
+    ----------
+    csr : CsrModel
+    targets : Targets
     """
 
-    def __init__(self, params: EngineParams = None, **models):
+    def __init__(self, params: EngineParams = None, *, settle=True, **models):
+        if not isinstance(settle, bool):
+            raise TypeError(f"settle must be a bool, not {settle!r}")
         self.csr = CsrModel(params)
         self.targets = Targets(self.csr.params, **models)
+        self.settle = settle
         while self.csr.sweeping:
             self._clock()
 
@@ -399,7 +419,7 @@ class ModelBus:
     async def write(self, addr, value):
         """Write ``value`` to byte address ``addr``."""
         self._clock(addr=addr, w_data=value, w_stb=1)
-        while self.csr.pending() or not self.targets.quiet():
+        while self.settle and (self.csr.pending() or not self.targets.quiet()):
             self._clock()
 
     async def read(self, addr):
@@ -475,7 +495,8 @@ class CsrEnv(StreamEnv):
         self.results = []           # data of every scripted read, in order
         self._reading = False       # a scripted read was issued last cycle
         self._access = None         # (addr, w_data or None, read?, scripted?) this cycle
-        self.seen = {"commands": {}, "errors": set(), "reads": set(), "writes": set()}
+        self.seen = {"commands": {}, "errors": set(), "reads": set(), "writes": set(),
+                     "reads_while_loading": 0}
         widths = {name: g.codec.width for name, g in self.map.groups.items()}
         self._clear_all = {port: (1 << widths[g]) - 1 for g, port in _STICKY.items() if port}
 
@@ -506,12 +527,13 @@ class CsrEnv(StreamEnv):
         self.scripted.extend([None] * cycles)
 
     def commit(self, command):
-        """Scripted: a command, then the idle cycles a write command stays pending for when
-        its target is ready (the cycle its target takes it, then the wait for the target's
-        verdict: :data:`~t3hw.csr.VERDICT_DELAY`)."""
+        """Scripted: a command, then the idle cycles it keeps its group pending for: a write
+        command when its target is ready, the cycle its target takes it, then the wait for the
+        target's verdict (:data:`~t3hw.csr.VERDICT_DELAY`); a read command, the load
+        (:data:`~t3hw.csr.LOAD_CYCLES`)."""
         self.command(command)
-        group = CsrCommand(command).name.rsplit("_", 1)[0]
-        self.idle(1 + VERDICT_DELAY.get(group, 1))
+        group, is_read = COMMANDS[CsrCommand(command)]
+        self.idle(LOAD_CYCLES if is_read else 1 + VERDICT_DELAY.get(group, 1))
 
     def _random_access(self):
         rng, rm = self.rng, self.map
@@ -609,6 +631,7 @@ class CsrEnv(StreamEnv):
             return
         if read:
             self.seen["reads"].add(reg.name)
+            self.seen["reads_while_loading"] += self.model.loading(reg.group)
         if w_data is not None:
             self.seen["writes"].add(reg.name)
             if reg.access == Access.WO:
@@ -742,7 +765,8 @@ async def _expect_error(env, cycle, name, *, settle=True):
 
 
 async def provoke_errors(env, cycle):
-    """Every error bit of the block provoked alone, read back and cleared (W1C); the targets'
+    """Every error bit of the block provoked alone, read back and cleared (W1C), ``busy``
+    also by a read and by a write of a group while a read command loads it; the targets'
     rejections reported in their error registers and kept out of the read-back tables; the
     arbiter's rejections of bad configurations (``ARBITER_ERRORS.bad_config``), which leave
     its configuration in effect."""
@@ -840,6 +864,28 @@ async def provoke_errors(env, cycle):
         await _expect_error(env, cycle, "busy", settle=False)
     env.dma_stall.hold = False
     await drain(env, cycle)
+    # A read command loads its group over LOAD_CYCLES cycles, in which the group is pending:
+    # a read of its registers returns them as they were and sets busy, a write is refused
+    # (busy); in the next cycle the group reads the loaded entry.
+    regs, idle = rm.groups["DESC"].registers, _bit(rm, "STATUS", "dma_idle")
+    env.stage("DESC", index=desc["index"])                      # every other field 0
+    env.command(CsrCommand.DESC_READ)
+    for _ in range(LOAD_CYCLES):
+        env.read(regs[0].name)
+    env.read("STATUS")
+    assert await run_script(env, cycle) == \
+        [rm.encode("DESC", index=desc["index"])[0][1]] * LOAD_CYCLES + [idle]
+    await _expect_error(env, cycle, "busy")
+    env.command(CsrCommand.DESC_READ)
+    env.read("STATUS")
+    env.idle(LOAD_CYCLES - 2)
+    env.write(regs[-1].name, 0xffffffff)
+    for r in regs:
+        env.read(r.name)
+    got = await run_script(env, cycle)
+    assert got[0] == _bit(rm, "STATUS", "desc_pending") | idle, got
+    assert rm.decode("DESC", dict(zip((r.name for r in regs), got[1:]))) == desc
+    await _expect_error(env, cycle, "busy")
     # Rejected writes: reported by the target, not copied into the read-back table.
     rejected = (("DESC", dict(desc, index=0, rows=0), "DMA_ERRORS", "bad_program"),
                 ("REGION", dict(index=1, valid=1, mode=1, base=4, size=0), "ADDRMAP_ERRORS",
@@ -851,7 +897,7 @@ async def provoke_errors(env, cycle):
         env.commit(CsrCommand[f"{group}_WRITE"])
         env.read(reg)
         env.write(reg, 0xffffffff)
-        env.command(CsrCommand[f"{group}_READ"])
+        env.commit(CsrCommand[f"{group}_READ"])
         for r in rm.groups[group].registers:
             env.read(r.name)
         got = await run_script(env, cycle)
@@ -874,7 +920,8 @@ async def provoke_errors(env, cycle):
 
 async def readback(env, cycle):
     """Regions and descriptors written, then each read back by staging its index and a read
-    command, the group read in the very next cycles. Arbiter configurations (no read-back
+    command, the group read as soon as the load is done (:data:`~t3hw.csr.LOAD_CYCLES`, no
+    cycle more). Arbiter configurations (no read-back
     table) written, each read back from the ``ARB_*`` registers and, as the arbiter uses it,
     from ``ARB_STATUS``."""
     p, rm, rng = env.p, env.map, env.rng
@@ -901,7 +948,7 @@ async def readback(env, cycle):
         regs = rm.groups[group].registers
         for index in entries:
             env.stage(group, index=index)               # every other field 0
-            env.command(CsrCommand[f"{group}_READ"])
+            env.commit(CsrCommand[f"{group}_READ"])
             for r in regs:
                 env.read(r.name)
         got = await run_script(env, cycle)

@@ -29,7 +29,7 @@ from .env import BlockModel, Stall, StreamEnv
 
 __all__ = ["Read", "Packet", "walk", "DmaModel", "DmaEnv",
            "reset_sweep", "drain", "provoke_errors", "coincident_rejects", "full_queue",
-           "back_to_back"]
+           "back_to_back", "program_first"]
 
 
 @dataclass(frozen=True)
@@ -207,10 +207,11 @@ class DmaEnv(StreamEnv):
     Every read is compared with :meth:`DmaModel.next_read`, every packet with the packet of
     the response that produced it; ``valid``/``payload`` of ``read`` and ``packet`` must hold
     until the transfer; requested-and-unreturned reads never exceed ``max_outstanding``;
-    ``idle`` is never high while work is pending. :meth:`check_state` compares the sticky
-    errors and the counters. Stimulus rule: a descriptor is never rewritten while a trigger
-    for it is presented or any of its triggered runs is unfinished (the RTL reads a descriptor
-    when it starts), except through the directed :meth:`write`.
+    ``idle`` is never high while work is pending; ``trigger.ready`` is low in every cycle in
+    which a descriptor write is presented. :meth:`check_state` compares the sticky errors and
+    the counters. Stimulus rule: a descriptor is never rewritten while a trigger for it is
+    presented or any of its triggered runs is unfinished (the RTL reads a descriptor when it
+    starts), except through the directed :meth:`write`.
     """
 
     in_streams  = ("program", "trigger", "response")
@@ -395,8 +396,10 @@ class DmaEnv(StreamEnv):
         if outs["busy"]:
             assert not outs["program"] and not outs["trigger"], \
                 f"cycle {cyc}: program/trigger ready during the reset sweep"
-        # Same-cycle order of the RTL: a trigger's check reads the table before this
-        # cycle's descriptor write lands.
+        # Programming goes first: no trigger is taken in a cycle with a descriptor write
+        # presented, so a trigger always checks the table as every earlier write left it.
+        assert ins["program"] is None or not outs["trigger"], \
+            f"cycle {cyc}: trigger ready with a descriptor write presented"
         if ins["trigger"] is not None and outs["trigger"]:
             self.triggered += model.trigger(self.trig[0])
             self.trig = None
@@ -628,3 +631,25 @@ async def back_to_back(env, cycle, *, runs=3):
     if p.max_outstanding >= 3:
         assert got == list(range(got[0], got[0] + len(got))), f"gaps in read cycles {got}"
     return got
+
+
+async def program_first(env, cycle):
+    """A descriptor write and a trigger of the same, invalid, descriptor presented in the
+    same cycle: the write is taken and the trigger held that cycle; the next cycle the
+    trigger is taken, finds the descriptor valid and runs it (nothing rejected)."""
+    p = env.p
+    index = p.dma_descriptors - 1
+    desc = dict(valid=1, op=1, device=1, tile=3, rows=1,
+                row_bytes=min(2 * p.burst_bytes, (1 << p.row_bytes_width) - 1), pitch=0,
+                src=0x40, dst=0x80)
+    env.write(index, valid=0)
+    await drain(env, cycle)
+    runs = env.triggered
+    env.prog = (index, desc)
+    env.trig = (index, 0)
+    await cycle()
+    assert env.prog is None and env.trig is not None, "the write did not go first"
+    await cycle()
+    assert env.trig is None, "the trigger was not taken the cycle after the write"
+    await drain(env, cycle)
+    assert env.triggered == runs + 1 and env.model.stats["rejected"] == 0

@@ -6,7 +6,7 @@ Two levels, with the RTL's semantics and the RTL's layouts:
 * :class:`TrackerModel`: the transaction semantics: arm, disarm, observe a write, get the
   trigger it fires, with the same sticky errors and counters. The performance model and the
   reference engine use it.
-* :class:`TrackerCycleModel`: the same state machine with the RTL's timing (four-stage
+* :class:`TrackerCycleModel`: the same state machine with the RTL's timing (five-stage
   pipeline, ``trigger_depth`` queue, programming only in cycles with no write). The cocotb
   testbench steps it once per clock and compares every output, every cycle.
 
@@ -167,8 +167,9 @@ class TrackerCycleModel:
         self.params = self.model.params
         self.queue = deque()
         self.s1 = None          # ("write" | "stale" | "prog", fields) or None
-        self.s2 = None          # the same, one stage on: the request the RTL updates
-        self.s3 = None          # the Trigger S2 completed last cycle, pushed this cycle
+        self.s2 = None          # the same, one stage on
+        self.s3 = None          # the same, two stages on: the request the RTL updates
+        self.s4 = None          # the Trigger S3 completed last cycle, pushed this cycle
         self.sweep_left = 0     # cycles of the reset sweep still to run
 
     def reset(self):
@@ -205,26 +206,27 @@ class TrackerCycleModel:
         popped = None
         if self.queue and trigger_ready:
             popped = self.queue.popleft()
-        # S3 pushes the trigger of the write S2 completed last cycle (a full queue takes a
-        # push in a cycle in which its head leaves); S2 of the request accepted two cycles
-        # ago.
-        if self.s3 is not None:
+        # S4 pushes the trigger of the write S3 completed last cycle (a full queue takes a
+        # push in a cycle in which its head leaves); S3 updates the entry of the request
+        # accepted three cycles ago.
+        if self.s4 is not None:
             if len(self.queue) < self.params.trigger_depth:
-                self.queue.append(self.s3)
+                self.queue.append(self.s4)
                 self.model._bump("triggers")
             else:
                 self.model.errors["overflow"] = True
                 self.model._bump("dropped")
-        self.s3 = None
-        if self.s2 is not None:
-            what, fields = self.s2
+        self.s4 = None
+        if self.s3 is not None:
+            what, fields = self.s3
             if what == "stale":
                 self.model.unprogrammed_write(fields["source"])
             elif what == "write":
-                self.s3 = self.model.observe(fields["tile"], fields["beats"], fields["kind"],
+                self.s4 = self.model.observe(fields["tile"], fields["beats"], fields["kind"],
                                              fields["source"])
             else:
                 self.model.program(**fields)
+        self.s3 = self.s2
         self.s2 = self.s1
         if write is not None:
             self.s1 = ("stale" if self.busy else "write", write)

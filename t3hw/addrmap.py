@@ -15,8 +15,8 @@ A store that matches no region goes to local memory, untracked, and counts in ``
 The same table classifies what arrives from the network (``rx``): a packet whose address
 lies in a ``TRACKED`` region is written with ``tracked`` set, every other one untracked. So
 the receiving GPU, which arms its tracker, also decides which arrivals it counts; the
-sender does not. This second lookup has its own comparators and output register, and never
-waits for the store path.
+sender does not. This second lookup has its own comparators and registers, and never waits
+for the store path.
 A store is classified by its address alone (a store that crosses a region end is sent where
 its first byte belongs). The programming logic keeps the table well formed: regions never
 overlap and are never empty, so at most one region matches.
@@ -36,7 +36,12 @@ from .layouts import (RegionMode, WriteKind, addrmap_errors_layout, addrmap_stat
 from .params import EngineParams, check_params
 
 
-__all__ = ["AddrMap"]
+__all__ = ["AddrMap", "VERDICT_CYCLES"]
+
+#: Cycles from the address map taking a region write to that write's error event on
+#: ``errors`` (its three programming stages); the write applies to stores and packets
+#: accepted from then on. The register block and the test environment wait this long.
+VERDICT_CYCLES = 3
 
 
 class AddrMap(wiring.Component):
@@ -68,11 +73,13 @@ class AddrMap(wiring.Component):
         Every other store, with ``tracked`` set for ``TRACKED`` regions. ``valid`` is a
         register.
     rx : In(stream.Signature(net_packet_layout))
-        Packets from the network for this GPU (``device`` is not looked at). Ready when
-        ``rx_mem`` is empty or being taken.
+        Packets from the network for this GPU (``device`` is not looked at). Ready when the
+        classified packet ahead of it (rx stage A) is empty or moves into ``rx_mem`` this
+        cycle (so a stalled ``rx_mem`` holds two packets, in order).
     rx_mem : Out(stream.Signature(mem_store_layout))
         Each packet as a local store (its ``kind``, ``tile`` and ``bytes``), ``tracked`` when
-        its address lies in a ``TRACKED`` region. ``valid`` is a register (latency 1).
+        its address lies in a ``TRACKED`` region of the table as it stood when the packet was
+        accepted. ``valid`` is a register (latency 2).
     errors : Out(addrmap_errors_layout)
         Sticky error bits; each stays set until the same bit of ``clear`` is pulsed (a bit set
         in the same cycle as its clear stays set).
@@ -85,14 +92,21 @@ class AddrMap(wiring.Component):
     throughput one store per cycle while the outputs are ready. Stage A classifies: two
     compares (``base <= addr < end``) and one add (``addr + remote_base - base``) per region,
     all in parallel on the region's stored ``end`` and translation, which programming
-    computes, so its path is one ``addr_width`` carry chain; it registers the hit lines and
-    every region's result. Stage B selects with the registered one-hot hit (an AND-OR, which
-    grows with ``log2(regions)``) into the output registers, and counts. Received packets
-    take one cycle (one compare per region, then the ``tracked`` bit). Programming takes three
-    stages: the new region's end and translation are computed and registered, then it is
-    compared with every other region, then the verdict is taken and the region written.
-    Region valid bits and the outputs' ``valid`` are reset; the derived ``end`` and
-    translation are not (they are only read while their region is valid).
+    computes, so its path is one ``addr_width`` carry chain into a register; it registers
+    both compares and every region's valid bit and result. Stage B forms the one-hot hit
+    from those registers and selects with it (an AND-OR, which grows with
+    ``log2(regions)``) into the output registers, and counts; the store's class, which
+    ``store.ready`` and the counters wait on, is an AND-OR of stage A's registers alone.
+    Received packets take two cycles, one packet per cycle while ``rx_mem`` is ready: rx
+    stage A compares the address with every region (two compares each, in parallel) and
+    registers them with the packet and which regions are valid and ``TRACKED``; rx stage B
+    ANDs and ORs them into ``rx_mem``'s ``tracked`` bit. ``rx.ready`` comes from registers
+    and ``rx_mem.ready`` only. Programming takes three stages: the new region's end and
+    translation are computed and registered, then it is compared with every other region
+    (each compare into its own register) and its end with the top of the address space,
+    then the compares are ANDed and ORed into the clash, the verdict is taken and the region
+    written. Region valid bits and the stages' and outputs' ``valid`` are reset; the derived
+    ``end`` and translation are not (they are only read while their region is valid).
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
@@ -126,115 +140,163 @@ class AddrMap(wiring.Component):
         deltas = [Signal(aw, name=f"region{i}_delta", reset_less=True)
                   for i in range(p.regions)]
 
+        def compares(addr, name):
+            """Stage A's lookup of ``addr``: per region, ``addr >= base`` and ``addr < end``,
+            each one carry chain straight into its own register (``ge``, ``lt``: no gate
+            joins two chains before a register), and ``on``, the region's part of the hit,
+            which the caller registers. Returns the registers, their updates and the hit
+            lines ``on & ge & lt``, formed from the registers in stage B."""
+            lines = SimpleNamespace(**{k: Signal(p.regions, name=f"{name}_{k}",
+                                                 reset_less=True) for k in ("ge", "lt", "on")})
+            update = []
+            for i, r in enumerate(regions):
+                update += [lines.ge[i].eq(addr >= r.base), lines.lt[i].eq(addr < ends[i])]
+            hits = Signal(p.regions, name=f"{name}_hits")
+            m.d.comb += hits.eq(lines.on & lines.ge & lines.lt)
+            return lines, update, hits
+
         # --- classify, stage A: two compares and one add per region, in parallel ------------
         # (a region matches when base <= addr < end; every region computes its own
-        # translated address). Registered with the store: the hit lines, every region's
-        # translated address, mode and device (a copy, so that a region written meanwhile
-        # does not change a store already classified).
+        # translated address). Registered with the store: both compares, every region's
+        # valid bit, translated address and device, and the valid regions of each mode (a
+        # copy, so that a region written meanwhile does not change a store already
+        # classified).
         st = self.store.payload
-        hits = Signal(p.regions)
-        for i, r in enumerate(regions):
-            m.d.comb += hits[i].eq(r.valid & (st.addr >= r.base) & (st.addr < ends[i]))
         a_valid   = Signal()
         a_store   = Signal(store_layout(p), reset_less=True)
-        a_hits    = Signal(p.regions, reset_less=True)
+        a_lines, a_update, a_hits = compares(st.addr, "a")
         a_targets = [Signal(aw, name=f"a_target{i}", reset_less=True) for i in range(p.regions)]
-        a_modes   = [Signal(RegionMode, name=f"a_mode{i}", reset_less=True)
-                     for i in range(p.regions)]
         a_devices = [Signal(p.device_width, name=f"a_device{i}", reset_less=True)
                      for i in range(p.regions)]
+        # Per mode, the regions that are valid with that mode.
+        a_modes   = {mode: Signal(p.regions, name=f"a_{mode.name.lower()}", reset_less=True)
+                     for mode in (RegionMode.LOCAL, RegionMode.REMOTE, RegionMode.TRACKED)}
 
-        # --- stage B: select with the registered one-hot hit, into the output registers ----
-        # At most one region hits (the table never overlaps), so the select is an AND-OR of
-        # the hit lines, not a priority chain.
+        # --- stage B: the one-hot hit lines from the registered compares, then the select
+        # into the output registers. At most one region hits (the table never overlaps), so
+        # the select is an AND-OR of the hit lines, not a priority chain.
         def select(values):
             return reduce(operator.or_, (Mux(a_hits[i], v, 0) for i, v in enumerate(values)))
-        mode   = Signal(RegionMode)                 # LOCAL (0) when no region hits
         device = Signal(p.device_width)
         target = Signal(aw)                         # the translated address of the hit region
         m.d.comb += [
-            mode.eq(select([x.as_value() for x in a_modes])),
             device.eq(select(a_devices)),
             target.eq(select(a_targets)),
         ]
-        hit = a_hits.any()
-        remote = mode == RegionMode.REMOTE
+        # The store's class, each an AND-OR of stage A's registers alone (no select), as
+        # they decide ``store.ready`` and which counter counts. At most one is set.
+        local, remote, tracked = (Signal(name=n) for n in ("local", "remote", "tracked"))
+        m.d.comb += [line.eq((a_modes[mode] & a_lines.ge & a_lines.lt).any())
+                     for line, mode in ((local, RegionMode.LOCAL), (remote, RegionMode.REMOTE),
+                                        (tracked, RegionMode.TRACKED))]
 
         net, mem = self.net, self.mem
+        net_free, mem_free = ~net.valid | net.ready, ~mem.valid | mem.ready
         advance = Signal()                          # stage A moves into its output register
         m.d.comb += [
-            advance.eq(a_valid & Mux(remote, ~net.valid | net.ready, ~mem.valid | mem.ready)),
+            advance.eq(a_valid & Mux(remote, net_free, mem_free)),
             self.store.ready.eq(~a_valid | advance),
         ]
-        take = self.store.valid & self.store.ready
-        with m.If(take):
-            m.d.sync += [a_valid.eq(1), a_store.eq(st), a_hits.eq(hits)]
+        # Stage A loads whenever it is ready, a store or not (its registers other than
+        # ``a_valid`` are only read while it holds a store), so their enable is
+        # ``store.ready`` alone.
+        with m.If(self.store.ready):
+            m.d.sync += [a_valid.eq(self.store.valid), a_store.eq(st), *a_update,
+                         a_lines.on.eq(Cat(r.valid for r in regions)),
+                         *(a_modes[mode].eq(Cat(r.valid & (r.mode == mode) for r in regions))
+                           for mode in a_modes)]
             for i, r in enumerate(regions):
-                m.d.sync += [a_targets[i].eq(st.addr + deltas[i]), a_modes[i].eq(r.mode),
+                m.d.sync += [a_targets[i].eq(st.addr + deltas[i]),
                              a_devices[i].eq(r.device)]
-        with m.Elif(advance):
-            m.d.sync += a_valid.eq(0)
 
+        # Each output's payload loads whenever the output is free, whether or not the store
+        # goes there (the payload is only read while ``valid``), so its enable does not wait
+        # on the store's class; ``valid`` is set when the store moves in.
         with m.If(net.ready):
             m.d.sync += net.valid.eq(0)
         with m.If(mem.ready):
             m.d.sync += mem.valid.eq(0)
         with m.If(advance & remote):
+            m.d.sync += net.valid.eq(1)
+        with m.If(advance & ~remote):
+            m.d.sync += mem.valid.eq(1)
+        with m.If(net_free):
             m.d.sync += [
-                net.valid.eq(1),
                 net.payload.device.eq(device),
                 net.payload.addr.eq(target),
                 net.payload.kind.eq(WriteKind.UPDATE),
                 net.payload.tile.eq(a_store.tile),
                 net.payload.bytes.eq(a_store.bytes),
             ]
-        with m.If(advance & ~remote):
+        with m.If(mem_free):
             m.d.sync += [
-                mem.valid.eq(1),
                 mem.payload.addr.eq(a_store.addr),
                 mem.payload.tile.eq(a_store.tile),
                 mem.payload.bytes.eq(a_store.bytes),
                 mem.payload.kind.eq(a_store.kind),
-                mem.payload.tracked.eq(mode == RegionMode.TRACKED),
+                mem.payload.tracked.eq(tracked),
             ]
 
+        # Each counter's enable is its class and the free output it goes to (the classes
+        # exclude each other, so that is ``advance`` for a store of that class).
         s = self.stats
-        with m.If(advance):
-            with m.If(~hit):
-                m.d.sync += s.unmapped.eq(s.unmapped + 1)
-            with m.Elif(mode == RegionMode.LOCAL):
-                m.d.sync += s.local.eq(s.local + 1)
-            with m.Elif(mode == RegionMode.TRACKED):
-                m.d.sync += s.tracked.eq(s.tracked + 1)
-            with m.Else():
-                m.d.sync += s.remote.eq(s.remote + 1)
+        unmapped = ~(local | remote | tracked)
+        for counter, line, free in ((s.local, local, mem_free), (s.tracked, tracked, mem_free),
+                                    (s.remote, remote, net_free),
+                                    (s.unmapped, unmapped, mem_free)):
+            with m.If(a_valid & line & free):
+                m.d.sync += counter.eq(counter + 1)
 
-        # --- rx: the same table, its own comparators, tracked or not ----------------------
+        # --- rx, stage A: the same table, its own comparators, two compares per region ------
+        # Registered with the packet, with the regions that are valid and TRACKED, so a
+        # packet is classified by the table as it stands when it is accepted.
         rx, rx_mem = self.rx.payload, self.rx_mem
-        rx_hit = Signal(p.regions)
-        for i, r in enumerate(regions):
-            m.d.comb += rx_hit[i].eq(r.valid & (r.mode == RegionMode.TRACKED)
-                                     & (rx.addr >= r.base) & (rx.addr < ends[i]))
-        m.d.comb += self.rx.ready.eq(~rx_mem.valid | rx_mem.ready)
-        with m.If(rx_mem.ready):
-            m.d.sync += rx_mem.valid.eq(0)
+        rx_a_valid = Signal()
+        rx_a       = Signal(store_layout(p), reset_less=True)
+        rx_lines, rx_update, rx_a_hits = compares(rx.addr, "rx_a")
+
+        # --- rx, stage B: the OR of the hit lines, into the output register -----------------
+        rx_advance = Signal()                       # rx stage A moves into rx_mem
+        m.d.comb += [
+            rx_advance.eq(rx_a_valid & (~rx_mem.valid | rx_mem.ready)),
+            self.rx.ready.eq(~rx_a_valid | rx_advance),
+        ]
         with m.If(self.rx.valid & self.rx.ready):
             m.d.sync += [
+                rx_a_valid.eq(1),
+                rx_a.addr.eq(rx.addr),
+                rx_a.tile.eq(rx.tile),
+                rx_a.bytes.eq(rx.bytes),
+                rx_a.kind.eq(rx.kind),
+                *rx_update,
+                rx_lines.on.eq(Cat(r.valid & (r.mode == RegionMode.TRACKED) for r in regions)),
+            ]
+        with m.Elif(rx_advance):
+            m.d.sync += rx_a_valid.eq(0)
+        with m.If(rx_mem.ready):
+            m.d.sync += rx_mem.valid.eq(0)
+        with m.If(rx_advance):
+            m.d.sync += [
                 rx_mem.valid.eq(1),
-                rx_mem.payload.addr.eq(rx.addr),
-                rx_mem.payload.tile.eq(rx.tile),
-                rx_mem.payload.bytes.eq(rx.bytes),
-                rx_mem.payload.kind.eq(rx.kind),
-                rx_mem.payload.tracked.eq(rx_hit.any()),
+                rx_mem.payload.addr.eq(rx_a.addr),
+                rx_mem.payload.tile.eq(rx_a.tile),
+                rx_mem.payload.bytes.eq(rx_a.bytes),
+                rx_mem.payload.kind.eq(rx_a.kind),
+                rx_mem.payload.tracked.eq(rx_a_hits.any()),
             ]
 
         # --- program: three stages ----------------------------------------------------------
-        # P1 registers the request with its end, its translation and the checks on it alone;
-        # P2 compares it with every region (two compares each, all in parallel) and
-        # registers the clashes; P3 decides and writes. Requests are checked in order, as
-        # if each were written before the next is compared: P2 also compares with the
-        # request in P3 (written at the end of this cycle), in place of the region it
-        # replaces or removes.
+        # P1 registers the request with its end, its translation and the checks on its
+        # fields alone (size 0, unknown mode). P2 compares it with every region, two compares
+        # each, all in parallel, each carry chain straight into its own register, and
+        # registers, per region, whether the request writes it unless it clashes and whether
+        # it removes it (so the end check, past the top of the address space, an OR of the
+        # registered end's low bits, is not behind the add). P3 ANDs and ORs the registered
+        # compares into the clash, decides and writes: each region's write enable is an
+        # AND-OR of registers. Requests are checked in order, as if each were written
+        # before the next is compared: P2 also compares with the request in P3 (written or
+        # not at the end of this cycle), and registers which of its compares that write
+        # makes stale (the region it replaces or removes; itself when it is not written).
         req = self.program.payload
         end = Signal(aw + 1)
         m.d.comb += end.eq(req.base + req.size)
@@ -252,36 +314,57 @@ class AddrMap(wiring.Component):
             p2.req.eq(req),
             p2.end.eq(end),
             p2.delta.eq(req.remote_base - req.base),
-            p2.bad.eq((req.size == 0) | (end > (1 << aw)) |
-                      (req.mode.as_value() > RegionMode.TRACKED.value)),
+            p2.bad.eq((req.size == 0) | (req.mode.as_value() > RegionMode.TRACKED.value)),
         ]
+        bad = Signal()                                  # P2's request is rejected as bad
+        m.d.comb += bad.eq(p2.bad | (p2.end[aw] & p2.end[:aw].any()))    # end > 2**aw
         m.d.sync += [getattr(p3, k).eq(getattr(p2, k)) for k in ("valid", "req", "end",
-                                                                 "delta", "bad")]
+                                                                 "delta")]
+        m.d.sync += p3.bad.eq(bad)
 
-        # P3: the request's verdict and write (from registers only).
-        p3_clash = Signal(p.regions + 1, reset_less=True)    # regions, then the P3 ahead
-        write = Signal()
-        m.d.comb += write.eq(p3.valid & (~p3.req.valid | (~p3.bad & ~p3_clash.any())))
+        # P2's registered compares, one bit per region, then one for the request in P3 (the
+        # write ahead): the other valid with another index and the request's base below the
+        # other's end (``lo``), the other's base below the request's end (``hi``), and the
+        # other gone by the time the request is in P3 (``stale``: the region replaced or
+        # removed by the write ahead; the write ahead not written). Per region, the request
+        # in P3 writes it unless it clashes (``ok``: it passes the other checks) or removes
+        # it (``rm``).
+        n = p.regions
+        p3_lines = SimpleNamespace(**{k: Signal(n + 1, name=f"p3_{k}", reset_less=True)
+                                      for k in ("lo", "hi", "stale")},
+                                   **{k: Signal(n, name=f"p3_{k}", reset_less=True)
+                                      for k in ("ok", "rm")})
+
+        # P3: the request's clash, verdict and write (from registers only).
+        clash = Signal(n + 1)
+        m.d.comb += clash.eq(p3_lines.lo & p3_lines.hi & ~p3_lines.stale)
+        we = Signal(n)                                  # region i written this cycle
+        m.d.comb += we.eq(p3_lines.rm | (p3_lines.ok & ~clash.any().replicate(n)))
         set_err = Signal(addrmap_errors_layout(p))
         m.d.comb += [
             set_err.bad_region.eq(p3.valid & p3.req.valid & p3.bad),
-            set_err.overlap.eq(p3.valid & p3.req.valid & ~p3.bad & p3_clash.any()),
+            set_err.overlap.eq(p3_lines.ok.any() & clash.any()),
         ]
         for i, r in enumerate(regions):
-            with m.If(write & (p3.req.index == i)):
+            with m.If(we[i]):
                 for name in region_layout(p).members:
                     m.d.sync += r[name].eq(p3.req[name])
                 m.d.sync += [ends[i].eq(p3.end), deltas[i].eq(p3.delta)]
 
-        # P2: compare with the table as P3 leaves it.
-        clash = Signal(p.regions + 1)
-        for i, r in enumerate(regions):
-            replaced = write & (p3.req.index == i)
-            m.d.comb += clash[i].eq((p2.req.index != i) & r.valid & ~replaced &
-                                    (p2.req.base < ends[i]) & (r.base < p2.end))
-        m.d.comb += clash[p.regions].eq(write & p3.req.valid & (p3.req.index != p2.req.index)
-                                        & (p2.req.base < p3.end) & (p3.req.base < p2.end))
-        m.d.sync += p3_clash.eq(clash)
+        # P2: compare with every region and with the write ahead. The mask is the top bit of
+        # the ``lo`` compare (``Cat(x, 0, ~on) < Cat(y, 0)`` is ``on & (x < y)``), so that
+        # no gate follows the carry chain.
+        others = [(r.base, ends[i], (p2.req.index != i) & r.valid)
+                  for i, r in enumerate(regions)]
+        others.append((p3.req.base, p3.end, p3.req.valid & (p3.req.index != p2.req.index)))
+        for i, (o_base, o_end, on) in enumerate(others):
+            m.d.sync += [p3_lines.lo[i].eq(Cat(p2.req.base, C(0, 1), ~on) < Cat(o_end, C(0, 1))),
+                         p3_lines.hi[i].eq(o_base < p2.end)]
+        m.d.sync += p3_lines.stale.eq(Cat(we, ~we.any()))
+        for i in range(n):
+            this = p2.valid & (p2.req.index == i)
+            m.d.sync += [p3_lines.ok[i].eq(this & p2.req.valid & ~bad),
+                         p3_lines.rm[i].eq(this & ~p2.req.valid)]
 
         m.d.sync += self.errors.eq((self.errors.as_value() & ~self.clear.as_value())
                                    | set_err.as_value())

@@ -46,8 +46,9 @@ The threshold is derived from the compute request rate at the start of the GEMM.
 reset (with ``mca_threshold = 0``) or after a configuration with ``threshold = 0`` is
 written, the arbiter waits for the first compute grant; the window is the ``W =
 2**window_log2`` cycles starting with that cycle, and ``C`` the compute grants in it. From
-the fourth cycle after the window (``FINISH_CYCLES``: a shift, an add and a shift, one per
-cycle, so the computation is never a long path) the threshold is::
+the fourth cycle after the window (``FINISH_CYCLES``: the window's last grant is registered,
+then an add, then the result is taken, one per cycle, so the computation is never a long
+path) the threshold is::
 
     threshold = ceil(saturation * (W + C) / (2 * W))       (= ceil(q_sat * (1 + rate) / 2))
 
@@ -57,14 +58,27 @@ slots. By Little's law the GEMM alone keeps ``n_gemm = rate * q_sat`` requests i
 so this is ``ceil((n_gemm + q_sat) / 2)``: communication may fill the queue halfway from the
 GEMM's own level to saturation. The derivation runs whatever the policy, and T3-MCA is
 compute-first until it ends (``status.measuring``). The hardware accumulates
-``saturation`` per compute grant (no multiplier) and divides by shifting.
+``saturation << (24 - window_log2)`` per compute grant (no multiplier), so that the division
+is a fixed shift; it counts the grants from a register one cycle behind the decision.
 
 Configuration
 -------------
-``config`` (from the register block) replaces the whole configuration in one cycle, or is
-rejected with the ``bad_config`` event when its policy code is 3, ``starvation_limit`` is 0,
-``window_log2`` is above 24, or ``threshold`` and ``saturation`` are both 0. An accepted one
-with ``threshold = 0`` restarts the derivation.
+``config`` (from the register block) replaces the whole configuration, or is rejected with
+the ``bad_config`` event when its policy code is 3, ``starvation_limit`` is 0,
+``window_log2`` is above 24, or ``threshold`` and ``saturation`` are both 0. It is checked in
+the cycle it is written (``bad_config`` is set the cycle after) and an accepted one is
+registered and takes effect the cycle after that: written in cycle t, it governs the
+decisions from cycle t + 2 (``status`` shows it from then). An accepted one with
+``threshold = 0`` restarts the derivation.
+
+Timing
+------
+The decision is one level of logic over the requests, ``dram.ready``, the occupancy compare
+(``occupancy < threshold``, one carry chain) and registers; ``measuring``, the policy and
+the starvation state enter it as registers with their own next-state logic. Nothing but the
+readies, the output register and a few one-bit registers hang off the grant: the payload is
+loaded in every issue slot, the counters count a cycle later, and the derivation counts
+registered grants.
 
 Writes and the tracker
 ----------------------
@@ -96,7 +110,7 @@ from .params import EngineParams, check_params
 __all__ = ["Arbiter", "MAX_WINDOW_LOG2", "FINISH_CYCLES", "reset_config", "formal_spec"]
 
 #: Cycles after the window until the derived threshold is in effect (``status.measuring``
-#: stays high through them): a shift, an add and a shift, each registered.
+#: stays high through them): the window's last grant registered, an add, the result taken.
 FINISH_CYCLES = 3
 
 #: Largest ``window_log2`` the arbiter accepts (a window of 2**24 cycles).
@@ -153,7 +167,8 @@ class Arbiter(wiring.Component):
     track : Out(stream.Signature(write_layout, always_ready=True))
         Tracked writes the DRAM took, one cycle later (to the tracker's ``write``).
     config : In(stream.Signature(arbiter_config_layout, always_ready=True))
-        A new configuration (from the register block).
+        A new configuration (from the register block); in effect two cycles after it is
+        written.
     status : Out(arbiter_status_layout)
         Policy and threshold in effect; whether the threshold is being derived.
     errors : Out(arbiter_errors_layout)
@@ -161,7 +176,8 @@ class Arbiter(wiring.Component):
     clear : In(arbiter_errors_layout)
         Clears the error bits that are 1.
     stats : Out(arbiter_stats_layout)
-        Wrapping counters.
+        Wrapping counters; a cycle's grants and stalls are counted in the cycle after, so
+        they show on the port two cycles after they happen.
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
@@ -197,52 +213,76 @@ class Arbiter(wiring.Component):
         set_err = Signal(arbiter_errors_layout(p))
 
         # --- threshold derivation state ---------------------------------------------------
-        # ``armed``: waiting for the first compute grant; ``window``: inside the window;
-        # ``finish``: the FINISH_CYCLES after it, when the threshold is computed, one
-        # operation per cycle (see below).
+        # ``measuring``: the threshold is being derived; a register with its own next-state
+        # logic, so that the class decision starts from flip-flops. ``armed``: waiting for
+        # the first compute grant; ``window``: collecting the window's compute grants;
+        # ``finish``: the add and the shift that compute the threshold (see below). The
+        # derivation looks at ``grant_c_q``, the compute grant registered, never at the
+        # decision itself, so that no derivation register hangs off the decision's path.
         derive = rst_cfg["threshold"] == 0
+        measuring = Signal(init=derive)
         armed  = Signal(init=derive)
         window = Signal()
-        finish = Signal(FINISH_CYCLES)                      # one-hot: which finish cycle
+        finish = Signal(2)                                  # one-hot: [0] add, [1] shift
         thr    = Signal(p.occupancy_width, init=rst_cfg["threshold"])
         cw     = MAX_WINDOW_LOG2 + 1
-        count  = Signal(cw)                                 # window cycles elapsed
-        acc    = Signal(p.occupancy_width + cw)             # saturation * compute grants - 1
-        measuring = armed | window | finish.any()
+        left   = Signal(signed(cw))                         # window cycles to go, minus 2
+        acc    = Signal(p.occupancy_width + MAX_WINDOW_LOG2)   # the grants, scaled (below)
+        num    = Signal(p.occupancy_width + MAX_WINDOW_LOG2 + 2, reset_less=True)
+        grant_c_q = Signal()                                # a compute grant last cycle
 
         # --- the class decision -----------------------------------------------------------
+        # A configuration is checked in the cycle it is written (``bad_config``); an accepted
+        # one is registered with its verdict (``new``, ``accept``) and applied the cycle
+        # after, so that the 40-input check drives no enable.
+        new = Signal(arbiter_config_layout(p), reset_less=True)
+        accept = Signal()
+        m.d.sync += [new.eq(self.config.payload),
+                     accept.eq(self.config.valid & config_ok(self.config.payload))]
         slot = ~self.dram.valid | self.dram.ready
         cp = self.load.valid | self.store.valid
         mp = self.dma.valid | self.remote.valid
-        wait = Signal(p.starvation_width)
-        # ``wait >= cfg.starvation_limit``, kept as a register beside ``wait`` (updated with
-        # it, below), so that no compare lies before the decision.
+        # ``wait1`` holds ``wait + 1`` (``wait`` itself is not kept), so that every compare
+        # below is one carry chain; ``wait_full`` is ``wait >= cfg.starvation_limit``, kept
+        # as a register beside it (updated with it, below), so that no compare lies before
+        # the decision.
+        wait1 = Signal(p.starvation_width + 1, init=1)
         wait_full = Signal()
-        last_comm = Signal()                               # round robin: comm went last
-        starving = mp & wait_full
-        pick_c, pick_m, forced = Signal(), Signal(), Signal()
-        with m.Switch(cfg.policy):
-            with m.Case(ArbPolicy.ROUND_ROBIN):
-                m.d.comb += [pick_c.eq(cp & (~mp | last_comm)),
-                             pick_m.eq(mp & (~cp | ~last_comm))]
-            with m.Case(ArbPolicy.T3_MCA):
-                with m.If(measuring):
-                    m.d.comb += [pick_c.eq(cp), pick_m.eq(~cp & mp)]
-                with m.Elif(starving):
-                    m.d.comb += [pick_m.eq(1), forced.eq(1)]
-                with m.Else():
-                    m.d.comb += [pick_c.eq(cp),
-                                 pick_m.eq(~cp & mp & (self.occupancy < thr))]
-            with m.Default():                              # COMPUTE_FIRST
-                m.d.comb += [pick_c.eq(cp), pick_m.eq(~cp & mp)]
+        last_comm = Signal()                               # the last grant went to comm
+        # The policy enters the decision through two registers, each with its next-state
+        # logic below, so that the decision is a function of the requests, the occupancy
+        # compare and flip-flops only: ``gated``, T3-MCA outside the derivation
+        # (communication goes when forced, else below the threshold after compute);
+        # ``comm_first``, communication goes before compute if it requests (round robin
+        # after a compute grant, or ``gated`` and ``wait_full``). Under compute-first, and
+        # under T3-MCA while deriving, both are 0.
+        rst_policy = ArbPolicy(rst_cfg["policy"])
+        gated = Signal(init=rst_policy == ArbPolicy.T3_MCA and not derive)
+        comm_first = Signal(init=rst_policy == ArbPolicy.ROUND_ROBIN)
+        # ``pick_c`` and the selects inside each class are kept as wires, so that synthesis
+        # maps the payload multiplexer below as one 4:1 multiplexer per bit behind them.
+        pick_c = Signal(attrs={"keep": 1})
+        m.d.comb += pick_c.eq(cp & ~(mp & comm_first))
+        forced = mp & gated & wait_full                    # T3-MCA: starving
         grant_c = slot & pick_c
-        grant_m = slot & pick_m
+        # The communication grant is ``go_m | (gate_m & (occupancy < thr))``: communication
+        # goes first, or after no compute request without (``go_m``) or with (``gate_m``)
+        # the threshold. Both are kept as wires, so that the occupancy compare, the latest
+        # input of the decision (a carry chain from the ``occupancy`` port), enters the last
+        # level of logic of every ready and every register the grant drives.
+        go_m, gate_m = Signal(attrs={"keep": 1}), Signal(attrs={"keep": 1})
+        m.d.comb += [go_m.eq(slot & mp & (comm_first | (~cp & ~gated))),
+                     gate_m.eq(slot & mp & ~cp & gated)]
+        below = self.occupancy < thr
+        grant_m = go_m | (gate_m & below)
 
         # --- inside each class: alternate when both inputs request --------------------------
         last_store  = Signal()                             # compute: the store went last
         last_remote = Signal()                             # comm: the remote went last
-        sel_store  = self.store.valid & (~self.load.valid | ~last_store)
-        sel_remote = self.remote.valid & (~self.dma.valid | ~last_remote)
+        sel_store  = Signal(attrs={"keep": 1})
+        sel_remote = Signal(attrs={"keep": 1})
+        m.d.comb += [sel_store.eq(self.store.valid & (~self.load.valid | ~last_store)),
+                     sel_remote.eq(self.remote.valid & (~self.dma.valid | ~last_remote))]
         m.d.comb += [
             self.load.ready.eq(grant_c & ~sel_store),
             self.store.ready.eq(grant_c & sel_store),
@@ -253,44 +293,74 @@ class Arbiter(wiring.Component):
             m.d.sync += last_store.eq(sel_store)
         with m.If(grant_m):
             m.d.sync += last_remote.eq(sel_remote)
-        with m.If(grant_c | grant_m):
-            m.d.sync += last_comm.eq(grant_m)
-        # The limit in effect next cycle (a configuration written now applies from then on;
-        # an accepted one has a limit of at least 1, so a reset ``wait`` is never full).
-        new_cfg = self.config.payload
-        limit_next = Mux(self.config.valid & config_ok(new_cfg), new_cfg.starvation_limit,
-                         cfg.starvation_limit)
-        with m.If(~mp | grant_m):
-            m.d.sync += [wait.eq(0), wait_full.eq(0)]
-        with m.Elif(slot & ~wait_full):
-            m.d.sync += [wait.eq(wait + 1), wait_full.eq(wait + 1 >= limit_next)]
-        with m.Else():
-            m.d.sync += wait_full.eq(wait >= limit_next)
+        # ``wait_full`` next cycle is ``wait >= limit`` with the wait and the limit of the next
+        # cycle. Under the limit in effect, a wait that grows is below it, so it becomes full
+        # exactly when ``wait + 1`` reaches it, and one that holds keeps its flag. Under a
+        # configuration applied now (its limit at least 1, so a reset ``wait`` is never
+        # full), both are compared with the new limit.
+        grow = slot & ~wait_full
+        full_keep = Mux(grow, wait1 == cfg.starvation_limit, wait_full)
+        full_new = Mux(grow, wait1 >= new.starvation_limit, wait1 > new.starvation_limit)
+        drop_wait = Signal(attrs={"keep": 1})              # ``wait`` restarts unless gated
+        m.d.comb += drop_wait.eq(~mp | go_m)
+        with m.If(drop_wait | (gate_m & below)):
+            m.d.sync += wait1.eq(1)
+        with m.Elif(grow):
+            m.d.sync += wait1.eq(wait1 + 1)
+        # ``gated`` changes with the configuration and when a derivation ends.
+        gated_next = Mux(accept, (new.policy == ArbPolicy.T3_MCA) & (new.threshold != 0),
+                         Mux(finish[1], cfg.policy == ArbPolicy.T3_MCA, gated))
+        m.d.sync += gated.eq(gated_next)
+        policy_next = Mux(accept, new.policy, cfg.policy)
+
+        def policy_state(grant_m):
+            """``last_comm``, ``wait_full`` and ``comm_first`` next cycle, with the
+            communication grant ``grant_m``."""
+            last_comm_next = Mux(grant_c | grant_m, grant_m, last_comm)
+            wait_full_next = mp & ~grant_m & Mux(accept, full_new, full_keep)
+            return [last_comm_next, wait_full_next,
+                    ((policy_next == ArbPolicy.ROUND_ROBIN) & ~last_comm_next)
+                    | (gated_next & wait_full_next)]
+
+        # Computed for both outcomes of the occupancy compare, kept, and selected by it.
+        for reg, if_below, if_not in zip((last_comm, wait_full, comm_first),
+                                         policy_state(go_m | gate_m), policy_state(go_m)):
+            pair = Signal(2, name=f"{reg.name}_next", attrs={"keep": 1})
+            m.d.comb += pair.eq(Cat(if_not, if_below))
+            m.d.sync += reg.eq(pair.bit_select(below, 1))
 
         # --- the output register ----------------------------------------------------------
-        req = Signal(mem_request_layout(p))
-        tracked = Signal()
+        # Each input's request, as the DRAM would see it, with its ``tracked`` bit on top.
         ld, st, dm, rm = (self.load.payload, self.store.payload, self.dma.payload,
                           self.remote.payload)
-        with m.If(grant_c & ~sel_store):
-            m.d.comb += [req.op.eq(MemOp.READ), req.source.eq(WriteSource.COMPUTE),
-                         req.addr.eq(ld.addr), req.bytes.eq(ld.bytes), req.tag.eq(ld.tag)]
-        with m.Elif(grant_c):
-            m.d.comb += [req.op.eq(Mux(st.kind == WriteKind.UPDATE, MemOp.UPDATE, MemOp.STORE)),
-                         req.source.eq(WriteSource.COMPUTE), req.addr.eq(st.addr),
-                         req.bytes.eq(st.bytes), req.tile.eq(st.tile), tracked.eq(st.tracked)]
-        with m.Elif(~sel_remote):
-            m.d.comb += [req.op.eq(MemOp.READ), req.source.eq(WriteSource.DMA),
-                         req.addr.eq(dm.addr), req.bytes.eq(dm.bytes), req.tag.eq(dm.tag)]
-        with m.Else():
-            m.d.comb += [req.op.eq(Mux(rm.kind == WriteKind.UPDATE, MemOp.UPDATE, MemOp.STORE)),
-                         req.source.eq(WriteSource.REMOTE), req.addr.eq(rm.addr),
-                         req.bytes.eq(rm.bytes), req.tile.eq(rm.tile), tracked.eq(rm.tracked)]
+        reqs = {name: Signal(mem_request_layout(p), name=f"{name}_req")
+                for name in ("load", "store", "dma", "remote")}
+        for name, port, source in (("store", st, WriteSource.COMPUTE),
+                                   ("remote", rm, WriteSource.REMOTE)):
+            r = reqs[name]
+            m.d.comb += [r.op.eq(Mux(port.kind == WriteKind.UPDATE, MemOp.UPDATE, MemOp.STORE)),
+                         r.source.eq(source), r.addr.eq(port.addr), r.bytes.eq(port.bytes),
+                         r.tile.eq(port.tile)]
+        for name, port, source in (("load", ld, WriteSource.COMPUTE),
+                                   ("dma", dm, WriteSource.DMA)):
+            r = reqs[name]
+            m.d.comb += [r.op.eq(MemOp.READ), r.source.eq(source), r.addr.eq(port.addr),
+                         r.bytes.eq(port.bytes), r.tag.eq(port.tag)]
+        full = {name: Cat(r.as_value(), {"store": st.tracked, "remote": rm.tracked}.get(name, 0))
+                for name, r in reqs.items()}
+        # The payload is loaded in every issue slot, one 4:1 multiplexer per bit selected by
+        # the class the policy picks (``pick_c``) and the input inside each class, not by the
+        # grant: without a grant ``dram.valid`` is 0 and the payload is not looked at, so the
+        # grant drives no enable of the payload register.
+        chosen = Mux(pick_c, Mux(sel_store, full["store"], full["load"]),
+                     Mux(sel_remote, full["remote"], full["dma"]))
+        req = Signal(mem_request_layout(p))
+        tracked = Signal()
+        m.d.comb += Cat(req.as_value(), tracked).eq(chosen)
         out_tracked = Signal()
         with m.If(slot):
-            m.d.sync += [self.dram.valid.eq(grant_c | grant_m), out_tracked.eq(tracked)]
-            with m.If(grant_c | grant_m):
-                m.d.sync += self.dram.payload.eq(req)
+            m.d.sync += [self.dram.valid.eq(grant_c | grant_m), out_tracked.eq(tracked),
+                         self.dram.payload.eq(req)]
 
         # --- the tracker sees each tracked write the DRAM takes, one cycle later ------------
         out = self.dram.payload
@@ -319,35 +389,57 @@ class Arbiter(wiring.Component):
         ]
 
         # --- configuration and threshold derivation ------------------------------------------
-        new = self.config.payload
-        ok = config_ok(new)
-        m.d.comb += set_err.bad_config.eq(self.config.valid & ~ok)
+        m.d.comb += set_err.bad_config.eq(self.config.valid & ~config_ok(self.config.payload))
 
-        last_cycle = count == (C(1, 1) << cfg.window_log2) - 1
-        # ceil(saturation * (W + C) / (2 W)) = ((saturation + 2) W - 1 + saturation C) >> (wl + 1),
-        # with acc = saturation * C - 1, over three registered steps: a shift, an add, a shift.
-        num = Signal(p.occupancy_width + cw + 2, reset_less=True)
-        with m.If(self.config.valid & ok):
-            m.d.sync += [cfg.eq(new), thr.eq(new.threshold), armed.eq(new.threshold == 0),
-                         window.eq(0), finish.eq(0)]
-        with m.Elif(armed & grant_c):
-            m.d.sync += [armed.eq(0), count.eq(0), acc.eq(cfg.saturation - 1)]
-            with m.If(cfg.window_log2 == 0):
+        # The derivation computes ceil(saturation * (W + C) / (2 W)) = X >> (window_log2 + 1)
+        # with X = (saturation + 2) W - 1 + saturation C, on X scaled by 2**s, s = 24 -
+        # window_log2, so that the division is a fixed shift by 25: ``acc`` adds ``sat_s`` =
+        # saturation << s per compute grant (acc = saturation C 2**s), and ``base`` =
+        # ((saturation + 2) << 24) - (1 << s) is the rest. In cycles from the first compute
+        # grant F (W = 2**window_log2):
+        #   F + 1          ``armed`` sees it (``grant_c_q``): acc <- sat_s, left <- W - 3;
+        #   F + 2 .. F + W ``window``: the grants of cycles F + 1 .. F + W - 1 are added,
+        #                  ``left`` counts down and its sign bit marks the last cycle;
+        #   F + W + 1      ``finish[0]``: num <- base + acc;
+        #   F + W + 2      ``finish[1]``: thr <- num >> 25; measuring ends.
+        # W - 3 for W >= 4 is a thermometer (bits 2 .. window_log2 - 1) plus 1; for W = 2 it
+        # is -1; W = 1 skips the window. ``sat_s`` and ``unit`` follow ``cfg`` one registered
+        # step behind, ``base`` two: a configuration accepted in cycle t (in ``cfg`` from
+        # t + 1) is in ``sat_s`` from t + 2 and in ``base`` from t + 3, while its first window
+        # starts at F + 1 >= t + 2 and its earliest add is F + 2 >= t + 3.
+        wl = cfg.window_log2
+        left_init = Mux(wl == 1, -1, Cat(C(1, 1), C(0, 1), *(wl > i for i in range(2, cw))))
+        rst_s = MAX_WINDOW_LOG2 - rst_cfg["window_log2"]
+        sat_s = Signal(len(acc), init=rst_cfg["saturation"] << rst_s)
+        unit  = Signal(cw, init=1 << rst_s)
+        sat2  = Signal(p.occupancy_width + 1, init=rst_cfg["saturation"] + 2)
+        base  = Signal(len(num), init=((rst_cfg["saturation"] + 2) << MAX_WINDOW_LOG2)
+                                      - (1 << rst_s))
+        scale = Signal(range(MAX_WINDOW_LOG2 + 1), init=rst_s)       # s, set with ``cfg``
+        m.d.sync += [sat_s.eq(cfg.saturation << scale), unit.eq(1 << scale),
+                     sat2.eq(cfg.saturation + 2),
+                     base.eq((sat2 << MAX_WINDOW_LOG2) - unit)]
+        m.d.sync += grant_c_q.eq(grant_c & ~accept)
+        with m.If(accept):
+            m.d.sync += [cfg.eq(new), thr.eq(new.threshold), measuring.eq(new.threshold == 0),
+                         armed.eq(new.threshold == 0), window.eq(0), finish.eq(0),
+                         scale.eq(MAX_WINDOW_LOG2 - new.window_log2)]
+        with m.Elif(armed & grant_c_q):
+            m.d.sync += [armed.eq(0), acc.eq(sat_s), left.eq(left_init)]
+            with m.If(wl == 0):
                 m.d.sync += finish.eq(1)
             with m.Else():
-                m.d.sync += [window.eq(1), count.eq(1)]
+                m.d.sync += window.eq(1)
         with m.Elif(window):
-            m.d.sync += count.eq(count + 1)
-            with m.If(grant_c):
-                m.d.sync += acc.eq(acc + cfg.saturation)
-            with m.If(last_cycle):
+            m.d.sync += left.eq(left - 1)
+            with m.If(grant_c_q):
+                m.d.sync += acc.eq(acc + sat_s)
+            with m.If(left[-1]):
                 m.d.sync += [window.eq(0), finish.eq(1)]
         with m.Elif(finish[0]):
-            m.d.sync += [finish.eq(finish << 1), num.eq((cfg.saturation + 2) << cfg.window_log2)]
+            m.d.sync += [finish.eq(finish << 1), num.eq(base + acc)]
         with m.Elif(finish[1]):
-            m.d.sync += [finish.eq(finish << 1), num.eq(num + acc)]
-        with m.Elif(finish[2]):
-            m.d.sync += [finish.eq(0), thr.eq(num >> (cfg.window_log2 + 1))]
+            m.d.sync += [finish.eq(0), measuring.eq(0), thr.eq(num >> (MAX_WINDOW_LOG2 + 1))]
 
         m.d.comb += [
             self.status.policy.eq(cfg.policy),
@@ -356,15 +448,21 @@ class Arbiter(wiring.Component):
         ]
 
         # --- counters and errors ------------------------------------------------------------
+        # Each cycle's grants and stalls are registered and counted the cycle after, so that
+        # the decision drives one flip-flop per event, not the enable of a counter.
         s = self.stats
         for name, port in (("load", self.load), ("store", self.store), ("dma", self.dma),
                            ("remote", self.remote)):
             grants, stalls = s[f"grants_{name}"], s[f"stalls_{name}"]
-            with m.If(port.valid & port.ready):
+            granted, stalled = Signal(name=f"{name}_granted"), Signal(name=f"{name}_stalled")
+            m.d.sync += [granted.eq(port.valid & port.ready), stalled.eq(port.valid & ~port.ready)]
+            with m.If(granted):
                 m.d.sync += grants.eq(grants + 1)
-            with m.If(port.valid & ~port.ready):
+            with m.If(stalled):
                 m.d.sync += stalls.eq(stalls + 1)
-        with m.If(slot & forced):
+        was_forced = Signal()
+        m.d.sync += was_forced.eq(slot & forced)
+        with m.If(was_forced):
             m.d.sync += s.starved.eq(s.starved + 1)
         m.d.sync += self.errors.eq((self.errors.as_value() & ~self.clear.as_value())
                                    | set_err.as_value())
@@ -388,7 +486,8 @@ def formal_spec(params: EngineParams, *, bug=None):
       (``~dram.valid | dram.ready``); a granted request is on ``dram`` the next cycle with its
       source and address, and ``dram`` holds a request only if one was granted or it stalled;
     * **starvation bounds** (this module's docstring): while the configuration is not being
-      written and no threshold is being derived, the communication class waits at most
+      written nor was written in the cycle before (a configuration takes effect two cycles
+      after it is written) and no threshold is being derived, the communication class waits at most
       ``L`` issue slots with a request pending and no communication grant, and each of
       ``dma`` and ``remote`` at most ``2 L + 1``; ``L`` is 1 under ``ROUND_ROBIN`` and
       ``starvation_limit`` under ``T3_MCA`` (``COMPUTE_FIRST`` has no bound);
@@ -446,7 +545,9 @@ def formal_spec(params: EngineParams, *, bug=None):
         policy = dut.status.policy
         rr = policy == ArbPolicy.ROUND_ROBIN
         bound = Mux(rr, 1, p.starvation_limit)                      # L
-        steady = ~dut.config.valid & ~dut.status.measuring & (rr | (policy == ArbPolicy.T3_MCA))
+        # a configuration written in cycle t is in effect from t + 2
+        written = dut.config.valid | past(m, dut.config.valid, name="config_written")
+        steady = ~written & ~dut.status.measuring & (rr | (policy == ArbPolicy.T3_MCA))
         comm_granted = dut.dma.ready | dut.remote.ready
         waits = {}
         for key, pending, granted, limit in (

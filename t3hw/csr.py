@@ -20,9 +20,12 @@ committed by writing a :class:`~t3hw.layouts.CsrCommand` to ``COMMAND``:
   (``region_program`` and ``arbiter_program`` are always ready), so ``REGION`` stays pending
   for four cycles and ``ARB`` for one.
 * ``REGION_READ``, ``DESC_READ`` load the region or descriptor ``index`` (the staged one)
-  from the block's read-back tables into the staging group (``index`` is kept). A read of
-  the group in the cycle after the command already returns the loaded fields, and a write
-  in that cycle lands on top of them, so software needs no wait.
+  from the block's read-back tables into the staging group (``index`` is kept). A command in
+  cycle t reads the table's block RAM at the end of t; its data goes straight into a
+  register in t + 1 and from there into the staging registers in t + 2
+  (:data:`LOAD_CYCLES`), during which the group is pending. Software polls ``STATUS`` (or
+  waits two cycles): a read of the group during the load returns it as it was before the
+  command and sets ``busy``, and a write to it is refused (``busy``).
 
 Read-back tables: the address map and the DMA keep their tables to themselves, so this block
 keeps a copy of each (``regions`` and ``2**cmd_width`` entries, block RAM with a synchronous
@@ -53,8 +56,12 @@ descriptor write from an accepted one. Its own errors are:
 * ``bad_command``: an unknown command code (ignored);
 * ``busy``: a command whose group is pending, or whose target is busy (``REGION_*`` and the
   reads: the read-back sweep; ``DESC_WRITE``: also the DMA's reset sweep; ``TRACK_WRITE``: the
-  tracker's; ``ARB_WRITE`` has no busy target), or a write to a locked staging register; the
-  command or write is ignored.
+  tracker's; ``ARB_WRITE`` has no busy target), or a write to a locked staging register (the
+  command or write is ignored), or a read of a group that a read command is loading (the
+  read returns the group as it was).
+
+Timing: the bus read multiplexer is a tree of 2:1 multiplexers on the address bits, fed by
+registers only; each read-back table's read data goes into nothing but a register.
 
 The arbiter's rejection of a configuration (``ARBITER_ERRORS.bad_config``) is collected like
 the other targets' errors.
@@ -64,6 +71,7 @@ from amaranth import *
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .addrmap import VERDICT_CYCLES as ADDRMAP_VERDICT_CYCLES
 from .layouts import (CsrCommand, addrmap_errors_layout, addrmap_stats_layout,
                       arbiter_config_layout, arbiter_errors_layout, arbiter_stats_layout,
                       arbiter_status_layout, csr_errors_layout, csr_status_layout,
@@ -74,13 +82,17 @@ from .params import EngineParams, check_params
 from .regmap import WORD_BITS, Access, RegisterMap
 
 
-__all__ = ["BusSignature", "Csr", "VERDICT_DELAY"]
+__all__ = ["BusSignature", "Csr", "VERDICT_DELAY", "LOAD_CYCLES"]
 
 #: Per staging group with a read-back table: cycles from the target taking a write to its
 #: error event on the target's ``errors`` port. The address map checks a region write over
-#: the two cycles after it takes it (:class:`t3hw.addrmap.AddrMap`), so its verdict comes two
-#: cycles later than the DMA's.
-VERDICT_DELAY = {"REGION": 3, "DESC": 1}
+#: the two cycles after it takes it (:data:`t3hw.addrmap.VERDICT_CYCLES`), so its verdict
+#: comes two cycles later than the DMA's.
+VERDICT_DELAY = {"REGION": ADDRMAP_VERDICT_CYCLES, "DESC": 1}
+
+#: Cycles after a ``REGION_READ`` or ``DESC_READ`` command's cycle in which its group is
+#: loading (pending): the table's data goes into a register, then into the staging registers.
+LOAD_CYCLES = 2
 
 
 class BusSignature(wiring.Signature):
@@ -133,6 +145,17 @@ def _word(reg, value):
     return Cat(*parts)
 
 
+def _mux_tree(words, sel):
+    """``words[sel]`` as a binary tree of multiplexers on the bits of ``sel``; ``None`` words,
+    and subtrees of them, read 0."""
+    if all(w is None for w in words):
+        return Const(0, WORD_BITS)
+    if len(words) == 1:
+        return words[0]
+    half = len(words) // 2
+    return Mux(sel[-1], _mux_tree(words[half:], sel[:-1]), _mux_tree(words[:half], sel[:-1]))
+
+
 class Csr(wiring.Component):
     """Register block.
 
@@ -146,7 +169,9 @@ class Csr(wiring.Component):
     bus : In(BusSignature(addr_width))
         The register bus (``addr_width`` is :attr:`RegisterMap.addr_width`). Writes take
         effect at the end of the ``w_stb`` cycle; ``r_data`` is valid the cycle after
-        ``r_stb``.
+        ``r_stb``. One access per cycle, no wait states; a read command keeps its group
+        pending for :data:`LOAD_CYCLES` cycles, a write command until its target took it and
+        gave its verdict.
     region_program : Out(stream.Signature(region_program_layout, always_ready=True))
         To :attr:`t3hw.addrmap.AddrMap.program`. ``valid`` for one cycle per REGION_WRITE.
     dma_program : Out(stream.Signature(dma_program_layout))
@@ -223,9 +248,10 @@ class Csr(wiring.Component):
         # the bus data (``Field.offset``). A group's value is a staging register (the stream
         # payload), a sticky error register, an input (counters, the arbiter's status) or a
         # constant. Per staging group with a read-back table: ``verdict`` is the cycle after
-        # the target took a write (its error event decides whether the table copies it) and
-        # ``loading`` the cycle after a read command (the table's data replaces the fields,
-        # and is what the bus reads in that cycle).
+        # the target took a write (its error event decides whether the table copies it), and
+        # ``fetch`` and ``load`` the two cycles after a read command (the table's data into
+        # ``got``, then ``got`` into the staging registers). The bus read multiplexer selects
+        # among registers only (and the inputs, which the targets drive from registers).
         p, rm = self._p, self._map
         m = Module()
         bus = self.bus
@@ -246,10 +272,16 @@ class Csr(wiring.Component):
         ]
 
         # --- read-back tables, cleared after reset ----------------------------------------
-        m.submodules.region_table = rtab = memory.Memory(shape=region_layout(p),
-                                                         depth=p.regions, init=[])
-        m.submodules.desc_table = dtab = memory.Memory(shape=dma_descriptor_layout(p),
-                                                       depth=p.dma_descriptors, init=[])
+        # A table is written only by the sweep and in a group's verdict cycle, and a read
+        # command is refused in both (the group is locked, or the sweep is busy), so the read
+        # whose data is loaded never meets a write: the attribute tells the synthesis flow
+        # (``synth/ecp5.ys``) that no read-before-write bypass is needed.
+        no_collision = {"t3hw_rd_collision": "excluded"}
+        m.submodules.region_table = rtab = memory.Memory(
+            shape=region_layout(p), depth=p.regions, init=[], attrs=no_collision)
+        m.submodules.desc_table = dtab = memory.Memory(
+            shape=dma_descriptor_layout(p), depth=p.dma_descriptors, init=[],
+            attrs=no_collision)
         sweep = Signal(init=1)
         n_sweep = max(p.regions, p.dma_descriptors)
         sweep_at = Signal(range(n_sweep))
@@ -265,14 +297,19 @@ class Csr(wiring.Component):
                              self.addrmap_errors.bad_region | self.addrmap_errors.overlap),
                   "DESC":   (dtab, dma_descriptor_layout(p), self.dma_errors.bad_program)}
         # The cycles from the target taking a write to its error event showing on its
-        # ``errors`` port (VERDICT_DELAY): the write waits in ``waiting`` until then.
+        # ``errors`` port (VERDICT_DELAY): the write waits in ``waiting`` until then. A read
+        # command issued in cycle t reads the table at the end of t; ``fetch`` is cycle t + 1,
+        # in which the table's data is registered in ``got``, ``load`` is cycle t + 2, in which
+        # ``got`` is copied into the staging registers.
         verdict = {g: Signal(name=f"{g.lower()}_verdict") for g in tables}
         waiting = {g: [Signal(name=f"{g.lower()}_waiting{i}")
                        for i in range(VERDICT_DELAY[g] - 1)] for g in tables}
-        loading = {g: Signal(name=f"{g.lower()}_loading") for g in tables}
+        fetch   = {g: Signal(name=f"{g.lower()}_fetch") for g in tables}
+        load    = {g: Signal(name=f"{g.lower()}_load") for g in tables}
+        loading = {g: fetch[g] | load[g] for g in tables}
         locked  = {g: s.valid | verdict.get(g, 0) | Cat(waiting.get(g, [])).any()
+                      | loading.get(g, 0)
                    for g, s in stage.items()}
-        view    = {g: s.payload.as_value() for g, s in stage.items() if g not in tables}
 
         for g, port in stage.items():
             with m.If(port.valid & port.ready):
@@ -281,7 +318,6 @@ class Csr(wiring.Component):
             payload = stage[g].payload
             chain = [stage[g].valid & stage[g].ready, *waiting[g], verdict[g]]
             m.d.sync += [dst.eq(src) for src, dst in zip(chain, chain[1:])]
-            m.d.sync += loading[g].eq(0)
             # The target takes the write in cycle t and reports a rejection in
             # t + VERDICT_DELAY.
             wp = table.write_port()
@@ -293,18 +329,17 @@ class Csr(wiring.Component):
                 for name in layout.members:
                     m.d.comb += wp.data[name].eq(payload[name])
                 m.d.comb += wp.en.eq(verdict[g] & ~rejected)
-            # A read command reads the table in cycle t; the group shows the entry in t + 1.
+            # Read: the RAM's output goes into nothing but ``got`` (loaded every cycle), and
+            # only registers reach the bus read multiplexer.
             rp = table.read_port(domain="sync")
+            got = Signal(layout, name=f"{g.lower()}_got", reset_less=True)
             m.d.comb += rp.addr.eq(payload.index)
-            shown = Signal(payload.shape(), name=f"{g.lower()}_view")
-            m.d.comb += shown.eq(payload)
-            with m.If(loading[g]):
-                for name in layout.members:
-                    m.d.comb += shown[name].eq(rp.data[name])
-                m.d.sync += payload.eq(shown)
-            view[g] = shown.as_value()
+            m.d.sync += [got.eq(rp.data), fetch[g].eq(0), load[g].eq(fetch[g])]
+            with m.If(load[g]):
+                m.d.sync += [payload[name].eq(got[name]) for name in layout.members]
 
-        # Bus writes to staging registers (after a load, so they land on top of it).
+        # Bus accesses to staging registers: a write to a locked group is refused, and a read
+        # of a loading group returns the staging register as it was (before the load).
         for g, port in stage.items():
             bits = port.payload.as_value()
             for r in rm.groups[g].registers:
@@ -315,6 +350,9 @@ class Csr(wiring.Component):
                         m.d.sync += [bits[f.bit:f.bit + f.width]
                                      .eq(bus.w_data[f.offset:f.offset + f.width])
                                      for f in r.fields]
+                if g in tables:
+                    with m.If(bus.r_stb & sel[r.name] & loading[g]):
+                        m.d.comb += set_err.busy.eq(1)
 
         # --- commands -------------------------------------------------------------------------
         field = rm.by_name["COMMAND"].fields[0]
@@ -332,7 +370,7 @@ class Csr(wiring.Component):
             with m.Switch(code):
                 for cmd, (g, busy) in commands.items():
                     with m.Case(cmd):
-                        start = loading[g] if cmd in reads else stage[g].valid
+                        start = fetch[g] if cmd in reads else stage[g].valid
                         with m.If(locked[g] | busy):
                             m.d.comb += set_err.busy.eq(1)
                         with m.Else():
@@ -377,14 +415,15 @@ class Csr(wiring.Component):
             "COMMAND": Const(0, field.width),
             "ARB_STATUS": self.arbiter_status.as_value(),
             **{name.upper(): getattr(self, f"{name}_stats").as_value() for name in targets},
-            **view,
+            **{g: port.payload.as_value() for g, port in stage.items()},
             **{g: bits.as_value() for g, (bits, _) in sticky.items()},
         }
+        # A tree of 2:1 multiplexers on the word address bits (no decoded selects), empty
+        # words pruned; an address that is not a multiple of 4 reads 0.
+        words = [None] * (1 << (rm.addr_width - 2))
+        for r in rm.registers:
+            words[r.addr >> 2] = _word(r, value[r.group])
+        data = _mux_tree(words, bus.addr[2:])
         with m.If(bus.r_stb):
-            with m.Switch(bus.addr):
-                for r in rm.registers:
-                    with m.Case(r.addr):
-                        m.d.sync += bus.r_data.eq(_word(r, value[r.group]))
-                with m.Default():
-                    m.d.sync += bus.r_data.eq(0)
+            m.d.sync += bus.r_data.eq(Mux(bus.addr[:2].any(), 0, data))
         return m

@@ -59,10 +59,13 @@ class DmaQueue(wiring.Component):
         Descriptor writes. Ready whenever not ``busy``; a write takes effect for triggers and
         fetches from the next cycle on. A write with ``valid = 1`` and ``rows = 0`` or
         ``row_bytes = 0`` is rejected (the table is unchanged) and pulses ``bad_program``.
+        Programming has priority: in a cycle in which ``program.valid`` is high no trigger
+        is taken and no descriptor is fetched (see Storage).
     trigger : In(stream.Signature(trigger_layout))
         Triggers; ``cmd`` is the descriptor index (``tile`` is not used). Ready while not
-        ``busy`` and while the ready queue has room for it and for the trigger being checked;
-        a full queue holds ``ready`` low: triggers are never dropped.
+        ``busy``, while ``program.valid`` is low, and while the ready queue has room for it
+        and for the triggers being checked; a full queue holds ``ready`` low: triggers are
+        never dropped.
     descriptor : Out(stream.Signature(dma_descriptor_layout))
         The next descriptor to run (``valid`` field always 1). ``valid`` is a register.
     bad_descriptor : Out(range(3))
@@ -77,17 +80,26 @@ class DmaQueue(wiring.Component):
     busy : Out(1)
         High while the table is being invalidated after reset (``2**cmd_width`` cycles).
 
+    Storage: two tables of ``2**cmd_width`` entries, written together (same index, same
+    cycle) by ``program`` and by the reset sweep, each with one write port and one
+    synchronous read port: the *check* table holds only the ``valid`` bit (the one field the
+    trigger check reads; 1 bit per entry), the *fetch* table the whole descriptor. No read
+    whose data is used ever meets a write: the sweep runs while no trigger is taken and the
+    ready queue is empty, and a ``program`` write presented holds off both reads that cycle.
+    So the tables need no read-before-write behaviour, and say so to the synthesis flow
+    (``t3hw_rd_collision = "excluded"``): a table in block RAM needs no bypass logic between
+    the RAM and the register its read data goes into.
+
     Timing: a trigger accepted in cycle t has its descriptor's valid bit read in t + 1 and
     checked in t + 2 (invalid: the ``bad_descriptor`` pulse; valid: the index enters the
     ready queue). The descriptor of the head index is read in the cycle the index leaves the
-    queue, which is as soon as ``descriptor`` is empty or being taken and no fetch is under
-    way; it is registered, then offered on ``descriptor`` the cycle after, when it is checked
-    again (a descriptor invalidated while queued is dropped with ``bad_descriptor``). Every
-    read of the table goes straight into a register. Throughput: one descriptor every 3
-    cycles at ``descriptor``; with ``dma_ready_depth = 1`` one trigger every 4 cycles,
-    otherwise up to 1 per cycle while the queue has room. The table has two synchronous
-    read ports (check and fetch) and one write port, so it maps onto block RAM (duplicated
-    for the second read port).
+    queue, which is as soon as ``descriptor`` is empty or being taken, no fetch is under way
+    and ``program.valid`` is low; it is registered, then offered on ``descriptor`` the cycle
+    after, when it is checked again (a descriptor invalidated while queued is dropped with
+    ``bad_descriptor``). Every read of a table goes straight into a register. Throughput:
+    one descriptor every 3 cycles at ``descriptor``; with ``dma_ready_depth = 1`` one
+    trigger every 4 cycles, otherwise up to 1 per cycle while the queue has room; each cycle
+    with ``program.valid`` high costs triggers and fetches that cycle.
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
@@ -108,34 +120,46 @@ class DmaQueue(wiring.Component):
         m = Module()
         dlayout = dma_descriptor_layout(p)
 
-        m.submodules.table = table = memory.Memory(shape=dlayout, depth=p.dma_descriptors,
-                                                   init=[])
-        wr       = table.write_port()
-        rd_check = table.read_port(domain="sync")
-        rd_fetch = table.read_port(domain="sync")
+        # The check table holds the valid bit, the fetch table the whole descriptor; both
+        # are written with the same index in the same cycle. A table read whose data is used
+        # (a trigger taken, an index popped for its fetch) never happens in a cycle with a
+        # write: the sweep keeps triggers out and the ready queue empty, and a program write
+        # presented holds both reads off (below). The attribute tells the synthesis flow
+        # (``synth/ecp5.ys``) that no read-before-write bypass is needed after the RAMs.
+        no_collision = {"t3hw_rd_collision": "excluded"}
+        m.submodules.check_table = check_table = memory.Memory(
+            shape=1, depth=p.dma_descriptors, init=[], attrs=no_collision)
+        m.submodules.fetch_table = fetch_table = memory.Memory(
+            shape=dlayout, depth=p.dma_descriptors, init=[], attrs=no_collision)
+        wr_check = check_table.write_port()
+        wr_fetch = fetch_table.write_port()
+        rd_check = check_table.read_port(domain="sync")
+        rd_fetch = fetch_table.read_port(domain="sync")
 
         m.submodules.ready_queue = rq = Queue(p.cmd_width, depth=p.dma_ready_depth)
 
-        # Reset sweep: invalidate every descriptor, one per cycle. It owns the write port.
+        # Reset sweep: invalidate every descriptor, one per cycle. It owns the write ports.
         sweep = Signal(range(p.dma_descriptors))
         with m.If(self.busy):
             m.d.sync += sweep.eq(sweep + 1)
             with m.If(sweep == p.dma_descriptors - 1):
                 m.d.sync += self.busy.eq(0)
 
-        # --- program: write the table unless the shape is empty ------------------------------
+        # --- program: write both tables unless the shape is empty ----------------------------
         prog = self.program.payload
         m.d.comb += self.program.ready.eq(~self.busy)
         take_prog = self.program.valid & self.program.ready
         empty = prog.valid & ((prog.rows == 0) | (prog.row_bytes == 0))
         m.d.comb += self.bad_program.eq(take_prog & empty)
         with m.If(self.busy):
-            m.d.comb += [wr.addr.eq(sweep), wr.data.eq(0), wr.en.eq(-1)]
+            m.d.comb += [wr_check.addr.eq(sweep), wr_check.data.eq(0), wr_check.en.eq(1),
+                         wr_fetch.addr.eq(sweep), wr_fetch.data.eq(0), wr_fetch.en.eq(1)]
         with m.Else():
-            m.d.comb += wr.addr.eq(prog.index)
+            m.d.comb += [wr_check.addr.eq(prog.index), wr_check.data.eq(prog.valid),
+                         wr_check.en.eq(take_prog & ~empty),
+                         wr_fetch.addr.eq(prog.index), wr_fetch.en.eq(take_prog & ~empty)]
             for name in dlayout.members:
-                m.d.comb += wr.data[name].eq(prog[name])
-            m.d.comb += wr.en.eq(Mux(take_prog & ~empty, -1, 0))
+                m.d.comb += wr_fetch.data[name].eq(prog[name])
 
         # --- trigger: read the valid bit, register it, enqueue -------------------------------
         # (the block RAM's data goes straight into a register: its clock-to-out is most of a
@@ -145,12 +169,12 @@ class DmaQueue(wiring.Component):
         s2_valid = Signal()
         s2_cmd   = Signal(p.cmd_width, reset_less=True)
         s2_ok    = Signal(reset_less=True)
-        m.d.comb += self.trigger.ready.eq(~self.busy &
-                                          (rq.level + s1_valid + s2_valid < p.dma_ready_depth))
+        room = rq.level + s1_valid + s2_valid < p.dma_ready_depth
+        m.d.comb += self.trigger.ready.eq(~self.busy & ~self.program.valid & room)
         take_trig = self.trigger.valid & self.trigger.ready
         m.d.comb += rd_check.addr.eq(self.trigger.payload.cmd)
         m.d.sync += [s1_valid.eq(take_trig), s1_cmd.eq(self.trigger.payload.cmd),
-                     s2_valid.eq(s1_valid), s2_cmd.eq(s1_cmd), s2_ok.eq(rd_check.data.valid)]
+                     s2_valid.eq(s1_valid), s2_cmd.eq(s1_cmd), s2_ok.eq(rd_check.data)]
         check_ok = Signal()
         m.d.comb += [
             check_ok.eq(s2_valid & s2_ok),
@@ -164,8 +188,9 @@ class DmaQueue(wiring.Component):
         fetched  = Signal()                 # ...registered in `got`
         got      = Signal(dlayout, reset_less=True)
         out = self.descriptor
+        fetch_slot = ~fetching & ~fetched & (~out.valid | out.ready)
         m.d.comb += [
-            rq.o.ready.eq(~fetching & ~fetched & (~out.valid | out.ready)),
+            rq.o.ready.eq(fetch_slot & ~self.program.valid),
             rd_fetch.addr.eq(rq.o.payload),
         ]
         m.d.sync += [fetching.eq(rq.o.valid & rq.o.ready), fetched.eq(fetching),
@@ -184,7 +209,11 @@ class DmaQueue(wiring.Component):
         ]
         if platform == "formal":
             # Formal only (never in rtl/): what formal_spec() checks inside.
-            self.formal_view = SimpleNamespace(ready_queue=rq)
+            self.formal_view = SimpleNamespace(
+                ready_queue=rq, write=wr_check.en | wr_fetch.en, check_read=take_trig,
+                fetch_read=rq.o.valid & rq.o.ready,
+                trigger_held=self.trigger.valid & ~self.busy & room & self.program.valid,
+                fetch_held=rq.o.valid & fetch_slot & self.program.valid)
         return m
 
 
@@ -366,9 +395,11 @@ class Dma(wiring.Component):
     Members
     -------
     program : In(stream.Signature(dma_program_layout))
-        Descriptor table writes (from the register block); see :class:`DmaQueue`.
+        Descriptor table writes (from the register block); ready whenever not ``busy``. See
+        :class:`DmaQueue`.
     trigger : In(stream.Signature(trigger_layout))
-        Triggers from the tracker; back-pressured (never dropped) when the ready queue is full.
+        Triggers from the tracker; back-pressured (never dropped) when the ready queue is
+        full, and in a cycle in which ``program.valid`` is high (programming goes first).
     read : Out(stream.Signature(read_request_layout))
         Comm-stream burst reads; see :class:`DmaEngine`.
     response : In(stream.Signature(read_response_layout))
@@ -388,10 +419,11 @@ class Dma(wiring.Component):
     idle : Out(1)
         No trigger, descriptor, read, response or packet is in progress anywhere.
 
-    Latency, with an idle engine and no back-pressure: the first read of a trigger accepted
-    in cycle t is valid in cycle t + 8 (valid-bit read, check, ready queue, table read,
-    fetch register, ``descriptor`` register, walker, ``read`` register). Registers that hold payloads are
-    ``reset_less``; only valid bits, the walker's ``active`` and the read tag are reset.
+    Latency, with an idle engine, no back-pressure and no descriptor write presented: the
+    first read of a trigger accepted in cycle t is valid in cycle t + 8 (valid-bit read,
+    check, ready queue, table read, fetch register, ``descriptor`` register, walker, ``read``
+    register). Registers that hold payloads are ``reset_less``; only valid bits, the walker's
+    ``active`` and the read tag are reset.
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
@@ -468,10 +500,14 @@ def formal_spec(params: EngineParams):
     * **a trigger is never dropped**: every checked trigger whose descriptor is valid is
       taken by the ready queue (``trigger.ready`` reserved its room);
     * ``program`` and ``trigger`` are not ready during the reset sweep;
+    * **no table read whose data is used meets a write**: no cycle writes the descriptor
+      tables and takes a trigger (check read) or pops an index (fetch read), which is what
+      their ``t3hw_rd_collision = "excluded"`` attribute declares;
     * a packet leaves only for a response that found a read outstanding, the cycle after it.
 
     Covers: a packet is sent; the ready queue and the outstanding reads are full; the engine
-    takes the next descriptor while it is still busy with the previous one.
+    takes the next descriptor while it is still busy with the previous one; a descriptor
+    write holds off a trigger that the queue has room for, and a fetch.
     """
     from .formal import Spec, drive_inputs, past, stream_rules
     p = check_params(params)
@@ -494,6 +530,9 @@ def formal_spec(params: EngineParams):
             Assert(~rq.push | rq.accept, "dma: a checked trigger found the ready queue full"),
             Assert(~(dut.busy & (dut.program.ready | dut.trigger.ready)),
                    "dma: program or trigger ready during the reset sweep"),
+            Assert(~(queue.formal_view.write
+                     & (queue.formal_view.check_read | queue.formal_view.fetch_read)),
+                   "dma: a descriptor table read whose data is used meets a write"),
         ]
         resp = dut.response
         returned = resp.valid & resp.ready & pending.o.valid
@@ -507,5 +546,7 @@ def formal_spec(params: EngineParams):
             Cover(rq.level == p.dma_ready_depth),
             Cover(pending.level == p.max_outstanding),
             Cover(desc.valid & desc.ready & ~engine.idle),
+            Cover(queue.formal_view.trigger_held),
+            Cover(queue.formal_view.fetch_held),
         ]
     return Spec(body)

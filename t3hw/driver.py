@@ -88,7 +88,9 @@ class Driver:
         Reads of ``STATUS`` before a wait for a busy target gives up (RuntimeError).
 
     Commands are issued only when their group is not pending (the driver polls ``STATUS``
-    first), so a driver never provokes the block's ``busy`` error. Errors of the targets
+    first), and a read-back (:meth:`read_region`, :meth:`read_descriptor`) reads the group
+    only once ``STATUS`` shows its load done, so a driver never provokes the block's ``busy``
+    error, whatever the bus's latency. Errors of the targets
     (a rejected region, descriptor or arm) are sticky in the error registers: read them with
     :meth:`errors`. A rejected arbiter configuration raises at once
     (:meth:`program_arbiter`).
@@ -157,6 +159,7 @@ class Driver:
 
     async def _load(self, group, command, index):
         await self._command(group, command, {"index": index})
+        await self.wait(f"{group.lower()}_pending")     # the load into the staging registers
         fields = await self.read_group(group)
         del fields["index"]
         return fields
@@ -175,7 +178,9 @@ class Driver:
         self.regions_used.discard(index)
 
     async def read_region(self, index):
-        """Region ``index`` as the address map stores it (fields of ``region_layout``)."""
+        """Region ``index`` as the address map stores it (fields of ``region_layout``): its
+        index staged, ``REGION_READ``, ``STATUS`` polled until ``region_pending`` is 0 (the
+        load takes :data:`t3hw.csr.LOAD_CYCLES` cycles), then the group read."""
         return await self._load("REGION", CsrCommand.REGION_READ, index)
 
     def _free_region(self):
@@ -212,7 +217,8 @@ class Driver:
         await self._command("DESC", CsrCommand.DESC_WRITE, dict(index=index, valid=0))
 
     async def read_descriptor(self, index):
-        """Descriptor ``index`` as the DMA stores it (fields of ``dma_descriptor_layout``)."""
+        """Descriptor ``index`` as the DMA stores it (fields of ``dma_descriptor_layout``),
+        read back like :meth:`read_region` (``DESC_READ``, then ``desc_pending`` polled)."""
         return await self._load("DESC", CsrCommand.DESC_READ, index)
 
     async def arm(self, tile, threshold, cmd, *, rearm=False):

@@ -72,10 +72,10 @@ from .params import DEFAULT, EngineParams
 
 
 __all__ = ["BLOCKS", "PARAM_SETS", "ECP5", "ICE40", "DEFAULT_SEEDS", "DEFAULT_FREQ_MHZ",
-           "SCRIPTS", "ToolError", "ToolTimeout", "tracker_storage_bits", "tracker_storage",
+           "SCRIPTS", "ECP5_COLLISIONS", "ToolError", "ToolTimeout", "tracker_storage_bits", "tracker_storage",
            "entry_name", "verilog_ports", "wrapper_verilog", "parse_stat", "parse_memories",
            "parse_nextpnr_report", "parse_utilization", "signal_of", "source_lines",
-           "generic_figures", "ecp5_figures", "ice40_figures", "tool_versions",
+           "generic_figures", "ecp5_figures", "absorb_ram_output_registers", "ice40_figures", "tool_versions",
            "synth_block", "run", "markdown_table", "critical_paths_table", "add_arguments", "cmd"]
 
 
@@ -225,6 +225,12 @@ def verilog_ports(text, module):
     if missing:
         raise ValueError(f"module {module!r}: ports {missing!r} have no declaration")
     return [(declared[name][0], name, declared[name][1]) for name in header]
+
+
+#: Yosys commands, run before ``synth_ecp5``, that collect the memories and declare the
+#: read/write collisions of those marked ``t3hw_rd_collision`` don't-care (``synth/ecp5.ys``).
+ECP5_COLLISIONS = ("proc; memory -nomap; "
+                   "setparam -set RD_COLLISION_X_MASK 1'b1 t:$mem_v2 a:t3hw_rd_collision %i")
 
 
 def _template(name):
@@ -442,6 +448,77 @@ def ecp5_figures(cells):
             "by_type": cells}
 
 
+def absorb_ram_output_registers(netlist):
+    """Move the flip-flops that register a block RAM's read data into the RAM's own output
+    register (``REGMODE = OUTREG``), in a Yosys ECP5 JSON ``netlist``, in place.
+
+    Yosys 0.70 maps an inferred block RAM onto a ``DP16KD`` without its output register, so
+    the RAM's clock-to-out (5.8 ns at speed 6) starts the path out of it; with the output
+    register it is under 1 ns. The kit's blocks register every block RAM read in the fabric
+    (the tracker's S1 ``rdata``, the DMA's ``got`` and check registers, the register block's
+    ``got`` registers), with the same latency the output register has, so the register can
+    move into the RAM. A ``DP16KD`` is rewritten only when every read data output it uses
+    drives exactly one ``TRELLIS_FF`` data input and nothing else, and every such flip-flop
+    is clocked by the read port's clock (``CLKB``, not inverted), has no set or reset
+    (``LSR`` tied to 0), no ``M`` input, and the same clock enable as the others (always on,
+    or one ``CE`` net). Each flip-flop is then removed, its output net is driven by the RAM's
+    output, the RAM's ``REGMODE_A`` and ``REGMODE_B`` become ``OUTREG`` and its output clock
+    enables (``OCEA``, ``OCEB``) take the flip-flops' enable. Nothing else changes: the same
+    data reaches the same nets in the same cycle (no simulation model of ``DP16KD`` ships with
+    Yosys, so this rests on the primitive's documented output register, not on a simulation).
+
+    Returns ``{"module.cell": flip-flops absorbed}`` for every rewritten RAM.
+    """
+    absorbed = {}
+    for mname, mod in netlist["modules"].items():
+        cells = mod.get("cells", {})
+        port_bits = {b for port in mod.get("ports", {}).values() for b in port["bits"]}
+        sinks = {}
+        for name, cell in cells.items():
+            for pin, bits in cell["connections"].items():
+                if cell["port_directions"].get(pin) == "input":
+                    for bit in bits:
+                        sinks.setdefault(bit, []).append((name, pin))
+        for name, ram in list(cells.items()):
+            prm, con = ram["parameters"], ram["connections"]
+            if (ram["type"] != "DP16KD" or prm.get("CLKBMUX", "CLKB").strip() != "CLKB"
+                    or any(prm.get(k, "NOREG").strip() != "NOREG"
+                           for k in ("REGMODE_A", "REGMODE_B"))):
+                continue
+            plan, enable = {}, None
+            for pin, bits in con.items():
+                if ram["port_directions"][pin] != "output" or not isinstance(bits[0], int):
+                    continue
+                to = sinks.get(bits[0], [])
+                if not to and bits[0] not in port_bits:
+                    continue                                    # an unused output
+                if len(to) != 1 or to[0][1] != "DI" or bits[0] in port_bits:
+                    break
+                ff = cells[to[0][0]]
+                fp, fc = ff["parameters"], ff["connections"]
+                cemux = fp.get("CEMUX", "1").strip()
+                if (ff["type"] != "TRELLIS_FF" or fc.get("CLK") != con["CLKB"]
+                        or fp.get("CLKMUX", "CLK").strip() != "CLK"
+                        or fc.get("LSR", ["0"]) != ["0"] or fc.get("M", ["0"]) != ["0"]
+                        or cemux not in ("1", "CE")):
+                    break
+                ce = ["1"] if cemux == "1" else fc["CE"]
+                if enable not in (None, ce):
+                    break
+                enable = ce
+                plan[pin] = (to[0][0], fc["Q"])
+            else:
+                if not plan:
+                    continue
+                for pin, (ff, q) in plan.items():
+                    con[pin] = q
+                    del cells[ff]
+                prm["REGMODE_A"] = prm["REGMODE_B"] = "OUTREG"
+                con["OCEA"] = con["OCEB"] = enable
+                absorbed[f"{mname}.{name}"] = len(plan)
+    return absorbed
+
+
 def ice40_figures(cells, packed):
     """iCE40 utilisation: from :func:`parse_stat` ``cells``, ``lut4`` (``SB_LUT4``), ``ff``
     (every ``SB_DFF*``), ``carry`` (``SB_CARRY``), ``bram`` (``SB_RAM40_4K``), ``dsp``
@@ -590,7 +667,8 @@ class _Job:
     def _script(self, flow, **names):
         path = self.dir / f"{flow}.ys"
         path.write_text(_template(f"{flow}.ys").substitute(
-            verilog=self.verilog.name, wrapper=self.wrapper.name, module=self.module, **names))
+            verilog=self.verilog.name, wrapper=self.wrapper.name, module=self.module,
+            collisions=ECP5_COLLISIONS, **names))
         return path
 
     def _yosys(self, flow, **names):
@@ -621,6 +699,17 @@ class _Job:
         self._yosys("ecp5", stat="ecp5_stat.json", netlist="ecp5.json")
         cells = parse_stat((self.dir / "ecp5_stat.json").read_text(), self.module)
         self.ecp5 = ecp5_figures(cells)
+        # The block RAMs' read registers move into the RAMs (absorb_ram_output_registers):
+        # place and route sees the rewritten netlist, and `ff` counts the fabric's flip-flops.
+        netlist = self.dir / "ecp5.json"
+        data = json.loads(netlist.read_text())
+        absorbed = absorb_ram_output_registers(data)
+        if absorbed:
+            netlist.write_text(json.dumps(data))
+        in_block = sum(n for cell, n in absorbed.items()
+                       if cell.split(".", 1)[0] == self.module)
+        self.ecp5["ff"] -= in_block
+        self.ecp5["ram_output_ff"] = in_block
         then()
 
     def task_pnr(self, seed):

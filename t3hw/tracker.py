@@ -24,21 +24,26 @@ Pipeline
 ::
 
     cycle t     S0: select the request (observed write, else programming), read entry[index]
-    cycle t+1   S1: register the RAM data; compare the request's index with the two
-                    latest table writes (register the two match flags)
-    cycle t+2   S2: entry = forwarded ? that write's entry : registered RAM data
-                    update it, write it back; register a trigger if it completed
-    cycle t+3   S3: push the trigger into the trigger queue
-    cycle t+4       trigger.valid (when the trigger queue was empty)
+    cycle t+1   S1: the RAM's read (its data lands in the RAM's output register); compare
+                    the request's index with the three latest entries written (registered)
+    cycle t+2   S2: base = forwarded ? that entry : RAM data; register it, and the request's
+                    flags and operands, for S3
+    cycle t+3   S3: entry = S3 wrote it last cycle ? fwd_last : base; update it, write it
+                    to fwd_last; register a trigger if it completed
+    cycle t+4   S4: fwd_last goes into the table; push the trigger into the trigger queue
+    cycle t+5       trigger.valid (when the trigger queue was empty)
 
-The RAM read is not transparent and its data is registered before use, so a request reads
-the table two cycles before it updates it: the entries written in those two cycles (by the
-two requests ahead of it, or by the reset sweep) are kept in two forwarding registers, and
-the match flags that select them are computed a cycle ahead, from registers. The only
-single-cycle loop is then the count update (forwarding mux, subtract or compare, next
-entry), and
-back-to-back writes to one entry count exactly. The extra cycle buys timing: the block RAM's
-clock-to-out reaches a register, not the adder (``docs/synthesis.md``).
+A request reads the table three cycles before it updates it, and an entry reaches the table
+a cycle after S3 computes it (from the register ``fwd_last``, so that the count-update loop
+ends next to its own logic, not at the block RAM). The entries S3 wrote in the four cycles
+in between are forwarded: the last from ``fwd_last`` straight into S3, the three before from
+``fwd_last``, ``fwd_prev`` and ``fwd_old`` into S2, with the select flags computed a cycle
+ahead, from registers. S2 also precomputes everything S3 needs that the loop does not
+change (the request's kind, the tag compare, the subtrahends, the fields only an ARM
+writes), so the only single-cycle loop is the count update of one entry (``valid`` and
+``left``: a 3:1 operand mux, a carry chain, a 2:1 select), and back-to-back writes to one
+entry count exactly. The block RAM's clock-to-out reaches a register, not the adder
+(``docs/synthesis.md``).
 
 * **Throughput**: one observed write per cycle, every cycle. ``write`` has no ready signal.
 * **Programming** is accepted only in cycles with no observed write (``program.ready`` is low
@@ -97,7 +102,7 @@ class Tracker(wiring.Component):
     program : In(stream.Signature(program_layout))
         Arm / disarm requests. Ready only in cycles with no ``write`` and not ``busy``.
     trigger : Out(stream.Signature(trigger_layout))
-        Completed tiles, in completion order. Latency 4 cycles from the completing write.
+        Completed tiles, in completion order. Latency 5 cycles from the completing write.
     errors : Out(tracker_errors_layout)
         Sticky error bits; each stays set until the same bit of ``clear`` is pulsed.
     clear : In(tracker_errors_layout)
@@ -129,8 +134,12 @@ class Tracker(wiring.Component):
         m = Module()
         elayout = entry_layout(p)
 
-        m.submodules.entries = table = memory.Memory(shape=elayout, depth=p.tracker_entries,
-                                                   init=[])
+        # A read that collides with a write to the same entry is never used: S2 forwards
+        # that write (``fwd_old``). The attribute says so to the synthesis flow
+        # (``synth/ecp5.ys``), which then needs no read-before-write bypass after the RAM.
+        m.submodules.entries = table = memory.Memory(
+            shape=elayout, depth=p.tracker_entries, init=[],
+            attrs={"t3hw_rd_collision": "forwarded"})
         rd = table.read_port(domain="sync")
         wr = table.write_port()
 
@@ -148,148 +157,223 @@ class Tracker(wiring.Component):
         m.d.comb += self.program.ready.eq(~self.write.valid & ~self.busy)
         take_prog = self.program.valid & self.program.ready
 
-        # Stage registers: S1 holds the request accepted last cycle, S2 the one before.
-        # ``valid``: an observed write; ``stale``: ...that arrived during the reset sweep;
-        # ``prog``: a programming request.
+        iw = p.index_width
+        s0_tile = Mux(self.write.valid, self.write.payload.tile, self.program.payload.tile)
+        m.d.comb += rd.addr.eq(s0_tile[:iw])
+
+        # Stage registers: S1 holds the request accepted last cycle, S2 and S3 the ones
+        # before. ``valid``: an observed write; ``stale``: ...that arrived during the reset
+        # sweep; ``prog``: a programming request; ``tile``: the tile of either.
         def stage(name):
             return SimpleNamespace(
                 valid=Signal(name=f"{name}_valid"), stale=Signal(name=f"{name}_stale"),
                 prog=Signal(name=f"{name}_prog"),
+                tile=Signal(p.tile_width, name=f"{name}_tile", reset_less=True),
                 write=Signal(write_layout(p), name=f"{name}_write", reset_less=True),
                 req=Signal(program_layout(p), name=f"{name}_req", reset_less=True))
-        s1, s2 = stage("s1"), stage("s2")
-
+        s1, s2, s3 = stage("s1"), stage("s2"), stage("s3")
         m.d.sync += [
             s1.valid.eq(self.write.valid),
             s1.stale.eq(self.busy),
             s1.prog.eq(take_prog),
             s1.write.eq(self.write.payload),
             s1.req.eq(self.program.payload),
-            s2.valid.eq(s1.valid),
-            s2.stale.eq(s1.stale),
-            s2.prog.eq(s1.prog),
-            s2.write.eq(s1.write),
-            s2.req.eq(s1.req),
+            s1.tile.eq(s0_tile),
         ]
-        s0_tile = Mux(self.write.valid, self.write.payload.tile, self.program.payload.tile)
-        m.d.comb += rd.addr.eq(s0_tile[:p.index_width])
+        for src, dst in ((s1, s2), (s2, s3)):
+            m.d.sync += [dst.valid.eq(src.valid), dst.stale.eq(src.stale),
+                         dst.prog.eq(src.prog), dst.write.eq(src.write), dst.req.eq(src.req),
+                         dst.tile.eq(src.tile)]
 
-        # --- S1: register the RAM data; decide the forwarding from registers -----------------
-        # Every table write (an S2 request's write-back, or the reset sweep) is also kept in
-        # ``fwd_last`` (the write at the end of the last cycle) and ``fwd_prev`` (the one
-        # before). A request in S1 read the RAM one cycle too early to see the write now
-        # leaving S2, and two cycles too early for the one before it: ``hit_last`` and
-        # ``hit_prev`` say which of them holds its entry. An S2 request that does not change
-        # its entry writes it back unchanged, so "S2 holds a request" (a register) stands for
-        # "the table is written" and no flag waits for S2's logic.
-        s2_tile = Mux(s1.valid, s1.write.tile, s1.req.tile)
-        s1_index = s2_tile[:p.index_width]
-        rdata = Signal(elayout, reset_less=True)
-        m.d.sync += rdata.eq(rd.data)
+        def tag_of(entry):
+            return entry.tag if p.tag_width else C(0, 0)
 
-        fwd_last_valid = Signal()
-        fwd_last_index = Signal(p.index_width, reset_less=True)
-        fwd_last = Signal(elayout, reset_less=True)
-        fwd_prev = Signal(elayout, reset_less=True)
-        hit_last, hit_prev = Signal(name="hit_last"), Signal(name="hit_prev")
-        s2_index = Signal(p.index_width)
-        writing = self.busy | s2.valid | s2.prog                 # the table is written now
+        s1_tile, s2_tile, s3_tile = s1.tile, s2.tile, s3.tile
+
+        # Every entry S3 (or the reset sweep) writes goes to ``fwd_last`` first, and from
+        # there to the table a cycle later, so that the count-update loop ends in a register
+        # next to it rather than at the block RAM. It then stays visible for two more cycles
+        # in ``fwd_prev`` and ``fwd_old``. Every S3 request writes its entry back, changed or
+        # not, so "S3 holds a request" (a register) stands for "an entry is written".
+        writing = self.busy | s3.valid | s3.prog
+        fwd = [SimpleNamespace(we=Signal(name=f"fwd_{n}_we"),
+                               index=Signal(iw, name=f"fwd_{n}_index", reset_less=True),
+                               entry=Signal(elayout, name=f"fwd_{n}", reset_less=True))
+               for n in ("last", "prev", "old")]
+        fwd_last, fwd_prev, fwd_old = (f.entry for f in fwd)
+        nxt = Signal(elayout)                                    # S3: the entry written
+        nxt_index = Signal(iw)
+        nxt_tag_eq1 = Signal()                                   # nxt.tag == s1's tag
+
+        # --- S1: the RAM reads; decide S2's forwarding -------------------------------------
+        # A request read the table in S0, so it missed the entries S3 wrote in the cycle
+        # before S0 and in S0, S1 and S2's cycles (each reaches the table a cycle later). In
+        # S2 the first three are in ``fwd_old``, ``fwd_prev`` and ``fwd_last``: ``fwd_hit``
+        # says (from registers) which, the latest first, holds its entry.
+        rdata = Signal(elayout, reset_less=True)      # the RAM's output register in S2
+        fwd_hit = Signal(3)                           # fwd_last, fwd_prev, fwd_old
+        s1_index = s1_tile[:iw]
+        # Also for S2: whether S3 will then write the request's entry (``s3_hit_next``),
+        # whether the request ahead has the same tag (``tag_ahead``), and ``beats + 1``.
+        busy_next = self.busy & (sweep != p.tracker_entries - 1)
+        s3_hit_next, tag_ahead = Signal(), Signal()
+        # ...and, if a forwarding register will hold its entry, whether its tag matches
+        # (``fwd_tag_eq``; ``fwd_last`` will hold what S3 writes now).
+        fwd_tag_eq = Signal()
+        s1_tag = s1_tile[iw:]
+        s2_beats1 = Signal(p.beats_width + 1, reset_less=True)
+        hits = Cat(writing & (nxt_index == s1_index),
+                   fwd[0].we & (fwd[0].index == s1_index),
+                   fwd[1].we & (fwd[1].index == s1_index))
         m.d.sync += [
-            hit_last.eq(writing & (wr.addr == s1_index)),
-            hit_prev.eq(fwd_last_valid & (fwd_last_index == s1_index)),
+            s3_hit_next.eq((busy_next | s2.valid | s2.prog)
+                           & (Mux(busy_next, sweep + 1, s2_tile[:iw]) == s1_index)),
+            tag_ahead.eq(s2_tile[iw:] == s1_tile[iw:]),
+            s2_beats1.eq(s1.write.beats + 1),
+            fwd_tag_eq.eq(Mux(hits[0], nxt_tag_eq1,
+                              Mux(hits[1], tag_of(fwd_last) == s1_tag,
+                                  tag_of(fwd_prev) == s1_tag))),
+            rdata.eq(rd.data),
+            fwd_hit.eq(hits),
         ]
 
-        # --- S2: update the entry, write it back, trigger ------------------------------------
-        s2_tile = Mux(s2.valid, s2.write.tile, s2.req.tile)
-        m.d.comb += s2_index.eq(s2_tile[:p.index_width])
-        s2_tag = s2_tile[p.index_width:]
-
-        cur = Signal(elayout)
-        with m.If(hit_last):
-            m.d.comb += cur.eq(fwd_last)
-        with m.Elif(hit_prev):
-            m.d.comb += cur.eq(fwd_prev)
+        # --- S2: forward; prepare S3's operands and flags ------------------------------------
+        # ``base`` is the request's entry as of the last cycle's table, from registers only;
+        # the entry S3 writes in this cycle, if it is the same one (``s3_hit``), reaches S3
+        # through ``fwd_last`` instead. S2 registers everything S3 needs that does not wait
+        # for the count-update loop, so that S3 starts from registers:
+        #
+        # * ``ent``: the entry's fields that only an ARM changes (``rearm``, ``tag``,
+        #   ``threshold``, ``cmd``), from ``base`` or from what S3 writes now;
+        # * ``ok_next``: the entry's tag matches the request's tile (from the same sources);
+        #   with the request's kind, ``count_ok`` (a write that counts if the entry is
+        #   armed) and ``disarm_ok``;
+        # * the subtract's operands: ``beats`` (0 unless ``count_ok``, so that any other
+        #   request leaves ``left`` unchanged), ``beats + 1``, and ``base_left``, the
+        #   minuend when ``s3_hit`` is low: ``base``'s ``left``, or the ARM's threshold if
+        #   ``base`` is not armed (an unarmed entry's ``left`` is don't-care).
+        s2_tag = s2_tile[iw:]
+        base = Signal(elayout)
+        tag_eq = Signal()                                        # base.tag == s2_tag
+        with m.If(fwd_hit[0]):
+            m.d.comb += base.eq(fwd_last)
+        with m.Elif(fwd_hit[1]):
+            m.d.comb += base.eq(fwd_prev)
+        with m.Elif(fwd_hit[2]):
+            m.d.comb += base.eq(fwd_old)
         with m.Else():
-            m.d.comb += cur.eq(rdata)
-        # With no tag bits (tile_width == log2(entries)) every armed entry matches its tiles.
-        cur_tag = cur.tag if p.tag_width else C(0, 0)
-        tag_match = cur_tag == s2_tag
-        hit = Signal()
-        m.d.comb += hit.eq(cur.valid & tag_match & ~s2.stale)
+            m.d.comb += base.eq(rdata)
+        m.d.comb += tag_eq.eq(Mux(fwd_hit.any(), fwd_tag_eq, tag_of(rdata) == s2_tag))
 
-        # An entry keeps the beats still to come (``left``), so the two outcomes of a write
-        # are one subtract and one compare side by side, not an add followed by a compare.
-        beats = s2.write.beats
-        done = Signal()
-        new_left = Signal(p.count_width)             # the beats still to come after it
-        m.d.comb += [done.eq(cur.left <= beats), new_left.eq(cur.left - beats)]
+        hold = [name for name in elayout.members if name not in ("valid", "left")]
+        ent = Signal(data.StructLayout({name: elayout.members[name] for name in hold}),
+                     reset_less=True)
+        base_valid = Signal()
+        base_left = Signal(p.count_width, reset_less=True)
+        s3_hit, count_ok, disarm_ok, s3_arm = (
+            Signal(name=n) for n in ("s3_hit", "count_ok", "disarm_ok", "s3_arm"))
+        s3_beats = Signal(p.beats_width, reset_less=True)
+        s3_beats1 = Signal(p.beats_width + 1, reset_less=True)
+        ok_next = Signal()
+        nxt_tag_eq = Signal()                                    # nxt.tag == s2_tag
+        m.d.comb += ok_next.eq(Mux(s3_hit_next, nxt_tag_eq, tag_eq))
+        count_next = s2.valid & ~s2.stale & ok_next
+        m.d.sync += [
+            s3_hit.eq(s3_hit_next),
+            base_valid.eq(base.valid),
+            base_left.eq(Mux(base.valid, base.left, s2.req.threshold)),
+            count_ok.eq(count_next),
+            disarm_ok.eq(s2.prog & (s2.req.op == TrackOp.DISARM) & ok_next),
+            s3_arm.eq(s2.prog & (s2.req.op == TrackOp.ARM) & (s2.req.threshold != 0)),
+            s3_beats.eq(Mux(count_next, s2.write.beats, 0)),
+            s3_beats1.eq(Mux(count_next, s2_beats1, 1)),
+        ]
+        for name in hold:
+            m.d.sync += ent[name].eq(Mux(s3_hit_next, nxt[name], base[name]))
 
-        nxt = Signal(elayout)
-        we  = Signal()
-        m.d.comb += nxt.eq(cur)
+        # --- S3: update the entry, write it back, register a trigger ------------------------
+        # The count-update loop (``fwd_last`` -> ``nxt`` -> ``fwd_last``, taken by
+        # back-to-back requests to one entry) is only ``valid`` and ``left``: a 3:1 mux with
+        # registered selects (the minuend), two carry chains side by side (``left - beats``,
+        # and ``left - (beats + 1)`` whose borrow is ``done``: the entry completes), then one
+        # LUT per bit: ``left = done ? threshold : left - beats`` with ``threshold`` a
+        # register, and ``valid`` from ``done`` and registered flags. A request that does
+        # not count subtracts 0, never completes (an armed entry has ``left >= 1``) and
+        # writes ``left`` back unchanged; an ARM that is accepted subtracts 0 from its
+        # threshold. The fields of an entry that is not armed are don't-care: only ``valid``
+        # is kept exact, so the reset sweep and a DISARM clear ``valid`` alone.
+        s3_tag = s3_tile[iw:]
+        cur = Signal(elayout)                    # the entry S3 works on
+        arm = Signal()                           # an ARM that is accepted
+        hit = Signal()                           # a write that counts: its entry is armed
+        m.d.comb += [
+            cur.valid.eq(Mux(s3_hit, fwd_last.valid, base_valid)),
+            cur.left.eq(Mux(s3_hit, Mux(fwd_last.valid, fwd_last.left, s3.req.threshold),
+                            base_left)),
+            arm.eq(s3_arm & ~cur.valid),
+            hit.eq(count_ok & cur.valid),
+        ]
+        for name in hold:
+            m.d.comb += [
+                cur[name].eq(ent[name]),
+                nxt[name].eq(Mux(arm, s3_tag if name == "tag" else s3.req[name], ent[name])),
+            ]
+        new_left = Signal(p.count_width)         # left - beats
+        over = Signal()                          # its borrow: left < beats
+        done = Signal()                          # left - (beats + 1) < 0: left <= beats
+        m.d.comb += [
+            Cat(new_left, over).eq(cur.left - s3_beats),
+            done.eq((cur.left - s3_beats1)[-1]),
+            nxt.left.eq(Mux(done, ent.threshold, new_left)),
+            nxt.valid.eq(~self.busy & Mux(cur.valid, ~disarm_ok & ~(count_ok & ~ent.rearm & done),
+                                          s3_arm)),
+            # What ``ok`` registers when S2's request finds this entry in ``fwd_last``.
+            nxt_tag_eq.eq(Mux(arm, tag_ahead, tag_of(ent) == s2_tag)),
+            nxt_tag_eq1.eq(Mux(arm, s3_tag == s1_tag, tag_of(ent) == s1_tag)),
+        ]
         push = Signal()
         set_err = Signal(tracker_errors_layout(p))
-
-        m.d.comb += wr.addr.eq(s2_index)
-        with m.If(s2.valid):
-            with m.If(~hit):
-                m.d.comb += set_err.unprogrammed.eq(1)
-            with m.Elif(done):
-                m.d.comb += [
-                    we.eq(1),
-                    nxt.left.eq(cur.threshold),
-                    nxt.valid.eq(cur.rearm),
-                    push.eq(1),
-                    set_err.overcount.eq(cur.left < beats),
-                ]
-            with m.Else():
-                m.d.comb += [we.eq(1), nxt.left.eq(new_left)]
-        with m.Elif(s2.prog):
-            with m.If(s2.req.op == TrackOp.ARM):
-                with m.If(s2.req.threshold == 0):
-                    m.d.comb += set_err.bad_threshold.eq(1)
-                with m.Elif(cur.valid):
-                    m.d.comb += set_err.reprogram.eq(1)
-                with m.Else():
-                    m.d.comb += [
-                        we.eq(1),
-                        nxt.valid.eq(1),
-                        nxt.rearm.eq(s2.req.rearm),
-                        nxt.threshold.eq(s2.req.threshold),
-                        nxt.left.eq(s2.req.threshold),
-                        nxt.cmd.eq(s2.req.cmd),
-                    ]
-                    if p.tag_width:
-                        m.d.comb += nxt.tag.eq(s2_tag)
-            with m.Else():                       # DISARM
-                with m.If(cur.valid & tag_match):
-                    m.d.comb += [we.eq(1), nxt.valid.eq(0)]
-        # The reset sweep owns the write port. No request can update the table meanwhile:
-        # programming is not accepted, and a write seen during the sweep is stale (no hit).
-        with m.If(self.busy):
-            m.d.comb += [wr.addr.eq(sweep), we.eq(1), nxt.eq(0)]
-
-        m.d.comb += [wr.en.eq(Mux(we, -1, 0)), wr.data.eq(nxt)]
-        m.d.sync += [
-            fwd_last_valid.eq(writing), fwd_last_index.eq(wr.addr), fwd_last.eq(nxt),
-            fwd_prev.eq(fwd_last),
+        m.d.comb += [
+            push.eq(hit & done),
+            set_err.unprogrammed.eq(s3.valid & ~hit),
+            set_err.overcount.eq(hit & over),
+            set_err.reprogram.eq(s3_arm & cur.valid),
+            set_err.bad_threshold.eq(s3.prog & (s3.req.op == TrackOp.ARM)
+                                     & (s3.req.threshold == 0)),
         ]
 
-        # Trigger queue: the trigger leaves with the cmd and the full tile id. It is
-        # registered (S3) before the push, so the queue's accept logic and the counters are
-        # not on the count-update loop.
-        trig = Signal(trigger_layout(p), reset_less=True)
-        s3_push = Signal()
+        # The reset sweep takes S3's place (``nxt.valid`` is 0). No request can update the
+        # table meanwhile: programming is not accepted, and a write seen during the sweep is
+        # stale (it does not count).
+        m.d.comb += nxt_index.eq(Mux(self.busy, sweep, s3_tile[:iw]))
         m.d.sync += [
-            trig.cmd.eq(cur.cmd),
-            trig.tile.eq(s2_tile),
-            s3_push.eq(push),
+            fwd[0].we.eq(writing), fwd[0].index.eq(nxt_index), fwd[0].entry.eq(nxt),
+            *(f.eq(g) for f, g in zip((fwd[2].we, fwd[2].index, fwd[2].entry,
+                                         fwd[1].we, fwd[1].index, fwd[1].entry),
+                                        (fwd[1].we, fwd[1].index, fwd[1].entry,
+                                         fwd[0].we, fwd[0].index, fwd[0].entry))),
+        ]
+        m.d.comb += [
+            wr.addr.eq(fwd[0].index),
+            wr.en.eq(Mux(fwd[0].we, -1, 0)),
+            wr.data.eq(fwd_last),
+        ]
+
+        # --- S4: push the trigger -----------------------------------------------------------
+        # The trigger leaves with the cmd and the full tile id. It is registered before the
+        # push, so the queue's accept logic and the counters are not on the count-update loop.
+        trig = Signal(trigger_layout(p), reset_less=True)
+        s4_push = Signal()
+        m.d.sync += [
+            trig.cmd.eq(ent.cmd),
+            trig.tile.eq(s3_tile),
+            s4_push.eq(push),
         ]
         m.d.comb += [
             queue.data.eq(trig),
-            queue.push.eq(s3_push),
+            queue.push.eq(s4_push),
         ]
-        lost = s3_push & ~queue.accept
+        lost = s4_push & ~queue.accept
         m.d.comb += set_err.overflow.eq(lost)
 
         # Sticky errors: a bit set in the same cycle as its clear stays set.
@@ -308,7 +392,7 @@ class Tracker(wiring.Component):
                     m.d.sync += st.writes_remote.eq(st.writes_remote + 1)
         with m.If(set_err.unprogrammed):
             m.d.sync += st.unprogrammed.eq(st.unprogrammed + 1)
-        with m.If(s3_push & queue.accept):
+        with m.If(s4_push & queue.accept):
             m.d.sync += st.triggers.eq(st.triggers + 1)
         with m.If(lost):
             m.d.sync += st.dropped.eq(st.dropped + 1)
@@ -333,12 +417,12 @@ def formal_spec(params: EngineParams, *, bug=None):
     and updated in the order the tracker takes requests (S0). Asserted, in every cycle:
 
     * **no write is lost or counted twice**: after the reset sweep, entry ``I`` of the table
-      equals the shadow as it was two cycles earlier (the pipeline latency), and the entry
-      that S2 works on (table or forwarding register) equals it whenever S2 holds a request
-      for ``I``. Compared: ``valid``, and while valid ``rearm``, ``tag``, ``threshold``,
+      equals the shadow as it was three cycles earlier (the pipeline latency, the write
+      through ``fwd_last`` included), and the entry that S3 works on equals it whenever S3
+      holds a request for ``I``. Compared: ``valid``, and while valid ``rearm``, ``tag``, ``threshold``,
       ``count`` and ``cmd``;
     * **one trigger per completion**: a trigger for entry ``I`` enters the trigger queue in
-      exactly the cycles after those in which S2 completes it in the shadow (S3), with the
+      exactly the cycles after those in which S3 completes it in the shadow (S4), with the
       entry's ``cmd`` and
       the completing write's tile; a trigger that the full queue cannot take sets
       ``errors.overflow``; and whenever the trigger queue is empty, the triggers for ``I``
@@ -349,8 +433,9 @@ def formal_spec(params: EngineParams, *, bug=None):
       first in first out).
 
     Covers: entry ``I`` sends two triggers (re-armed), completes on a write right behind
-    another request to it and on one two cycles behind (the two forwarding paths), and
-    loses a trigger to a full queue.
+    another request to it, on one two cycles behind and on one three cycles behind (the
+    forwarding paths through ``fwd_last`` in S3, and ``fwd_last`` and ``fwd_prev`` in S2),
+    and loses a trigger to a full queue.
 
     ``bug="drop_write"`` hides writes to the armed entry ``I`` (the solver picks which) from
     the tracker while the shadow counts them: a tracker that loses writes, which the proof
@@ -432,44 +517,46 @@ def formal_spec(params: EngineParams, *, bug=None):
             m.d.comb += Assume(take_write & sh.valid & (sh_tag == tag_of(w.tile))
                                & ~dut.program.valid)
 
-        # --- the table and S2 against the shadow ----------------------------------------------
-        # A request taken in cycle t is in S2 in t + 2: the shadow as it was before it is two
-        # registers back, and so is every fact about it.
-        def past2(value, name):
-            return past(m, past(m, value, name=f"{name}_1"), name=name)
-        before  = past2(sh, "before")                        # entry I before S2's request
-        s2_mine = past2(take_write | take_prog, "s2_mine")
-        s2_done = past2(done, "s2_done")
-        s2_tile = past2(w.tile, "s2_tile")
+        # --- the table and S3 against the shadow ----------------------------------------------
+        # A request taken in cycle t is in S3 in t + 3: the shadow as it was before it is
+        # three registers back, and so is every fact about it. Its write reaches the table
+        # through ``fwd_last`` in t + 4.
+        def past3(value, name):
+            return past(m, past(m, past(m, value, name=f"{name}_2"), name=f"{name}_1"),
+                        name=name)
+        before  = past3(sh, "before")                        # entry I before S3's request
+        s3_mine = past3(take_write | take_prog, "s3_mine")
+        s3_done = past3(done, "s3_done")
+        s3_tile = past3(w.tile, "s3_tile")
         m.d.comb += view.probe.addr.eq(index)
-        with m.If(~dut.busy):
-            m.d.comb += Assert(same(view.probe.data, before),
+        with m.If(~dut.busy & ~past(m, dut.busy, name="busy_was")):
+            m.d.comb += Assert(same(view.probe.data, past(m, before, name="table_shadow")),
                                "tracker: table entry differs from the shadow")
-        with m.If(s2_mine):
+        with m.If(s3_mine):
             m.d.comb += Assert(same(view.cur, before),
-                               "tracker: entry in S2 differs from the shadow")
+                               "tracker: entry in S3 differs from the shadow")
 
         # --- triggers ---------------------------------------------------------------------
         queue = view.queue
         push_mine = queue.push & mine(queue.data.tile)
         lost = queue.push & ~queue.accept
-        # S3 pushes what S2 completed a cycle before.
-        s3_done = past(m, s2_done, name="s3_done")
-        s3_tile = past(m, s2_tile, name="s3_tile")
-        s3_cmd  = past(m, before.cmd, name="s3_cmd")
-        m.d.comb += Assert(push_mine == s3_done,
+        # S4 pushes what S3 completed a cycle before.
+        s4_done = past(m, s3_done, name="s4_done")
+        s4_tile = past(m, s3_tile, name="s4_tile")
+        s4_cmd  = past(m, before.cmd, name="s4_cmd")
+        m.d.comb += Assert(push_mine == s4_done,
                            "tracker: trigger pushed without a completion, or not pushed")
-        with m.If(s3_done):
+        with m.If(s4_done):
             m.d.comb += [
-                Assert(queue.data.cmd == s3_cmd, "tracker: trigger with the wrong cmd"),
-                Assert(queue.data.tile == s3_tile, "tracker: trigger with the wrong tile"),
+                Assert(queue.data.cmd == s4_cmd, "tracker: trigger with the wrong cmd"),
+                Assert(queue.data.tile == s4_tile, "tracker: trigger with the wrong tile"),
             ]
         with m.If(past(m, lost, name="lost_was")):
             m.d.comb += Assert(dut.errors.overflow, "tracker: lost trigger not reported")
         completed, sent, dropped = (Signal(4, name=n) for n in ("completed", "sent", "dropped"))
         out = dut.trigger
         m.d.sync += [
-            completed.eq(completed + s3_done),
+            completed.eq(completed + s4_done),
             dropped.eq(dropped + (push_mine & ~queue.accept)),
             sent.eq(sent + (out.valid & out.ready & mine(out.payload.tile))),
         ]
@@ -482,9 +569,13 @@ def formal_spec(params: EngineParams, *, bug=None):
 
         m.d.comb += [
             Cover(sent == 2),
-            Cover(s2_done & past(m, s2_mine, name="s2_mine_was")),
-            Cover(s2_done & past2(s2_mine, "s2_mine_was2")
-                  & ~past(m, s2_mine, name="s2_mine_was1")),
+            Cover(s3_done & past(m, s3_mine, name="s3_mine_was")),
+            Cover(s3_done & past(m, past(m, s3_mine, name="s3_mine_was2_1"),
+                                 name="s3_mine_was2")
+                  & ~past(m, s3_mine, name="s3_mine_was1")),
+            Cover(s3_done & past3(s3_mine, "s3_mine_was3")
+                  & ~past(m, s3_mine, name="s3_mine_was1b")
+                  & ~past(m, past(m, s3_mine, name="s3_mine_was2b_1"), name="s3_mine_was2b")),
             Cover(dropped != 0),
         ]
     return Spec(body)

@@ -32,7 +32,7 @@ def _fields(g, scope, port, layout, datafmt="dec"):
 def write_tracker_gtkw(dump, module, params: EngineParams, path):
     """Write ``path``, a ``.gtkw`` for the tracker ``dump`` grouping its streams.
 
-    Groups: the observed ``write`` stream, ``program``, the S1 pipeline stage (the entry as
+    Groups: the observed ``write`` stream, ``program``, the S3 pipeline stage (the entry as
     read and forwarded, hit, new count, completion, push), the ``trigger`` stream, the sticky
     errors and the counters.
     """
@@ -53,11 +53,10 @@ def write_tracker_gtkw(dump, module, params: EngineParams, path):
             g.trace(f"{s}.program__valid")
             g.trace(f"{s}.program__ready")
             _fields(g, s, "program__payload", program_layout(params))
-        with g.group("S2: lookup and count"):
-            g.trace(f"{s}.s2_valid")
-            g.trace(f"{s}.s2_prog")
-            g.trace(f"{s}.hit_last")
-            g.trace(f"{s}.hit_prev")
+        with g.group("S3: lookup and count"):
+            g.trace(f"{s}.s3_valid")
+            g.trace(f"{s}.s3_prog")
+            g.trace(f"{s}.s3_hit")
             _fields(g, s, "cur", entry_layout(params))
             g.trace(f"{s}.hit")
             g.trace(_name(s, "new_left", params.count_width), datafmt="dec")

@@ -33,11 +33,12 @@ def _simulate(params, body, *, seed=1, **env_args):
 
 @pytest.mark.parametrize("name", sorted(PARAMS))
 def test_random_against_model(name, seed):
-    """Random regions (some rejected) and boundary stores with back-pressure, every output
-    field compared every cycle."""
+    """Random regions (some rejected), boundary stores and received packets with idle
+    cycles and back-pressure, every output field compared every cycle."""
     env = _simulate(PARAMS[name], addrmap_model.drain, seed=seed, stores=1500)
     assert env.sent == 1500 and env.taken["net"] > 0 and env.taken["mem"] > 0
     assert 0 < env.rx_tracked < env.received == env.taken["rx_mem"]
+    assert env.rx_held > 0                  # rx refused behind a full stage A and rx_mem
     assert env.rejected > 0
 
 

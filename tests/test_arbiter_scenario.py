@@ -31,9 +31,10 @@ def runs():
 
 
 def _forced(env):
-    """Cycles in which the RTL's ``starved`` counter counted a forced grant."""
+    """Cycles with a forced grant, from the RTL's ``starved`` counter (which counts a cycle's
+    grant in the cycle after, so it shows it two cycles later)."""
     s = env.starved_log
-    return {c for c in range(len(s) - 1) if s[c + 1] != s[c]}
+    return {c for c in range(len(s) - 2) if s[c + 2] != s[c + 1]}
 
 
 def _comm_over_threshold(env, threshold=None):

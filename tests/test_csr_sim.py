@@ -75,6 +75,7 @@ def test_random_against_model(name, seed):
     assert set(env.seen["errors"]) == {"unmapped", "read_only", "bad_command", "busy"}
     assert {c.value for c in CsrCommand} <= set(env.seen["commands"])
     assert env.seen["reads"] == env.seen["writes"] == set(env.map.by_name)
+    assert env.seen["reads_while_loading"] > 0
     assert {g for g, _ in env.targets.log} == {"REGION", "DESC", "TRACK", "ARB"}
     # Arbiter configurations both accepted and rejected (bad_config events).
     assert {config_ok(f) for g, f in env.targets.log if g == "ARB"} == {True, False}

@@ -61,6 +61,12 @@ def test_full_ready_queue_back_pressures_triggers(name):
     _simulate(PARAMS[name], dma_model.full_queue)
 
 
+@pytest.mark.parametrize("name", sorted(PARAMS))
+def test_program_goes_before_a_trigger(name):
+    """A descriptor write and a trigger of it presented together: the write first."""
+    _simulate(PARAMS[name], dma_model.program_first)
+
+
 def test_back_to_back_descriptors_read_every_cycle():
     got = []
 

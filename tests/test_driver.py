@@ -18,7 +18,7 @@ from sim_models.csr import ModelBus
 from sim_models.dma import walk
 from sim_models.gpu import GemmProducer, GemmShape, GpuConfig
 from t3hw.driver import Driver, program_ring_reduce_scatter, ring_reduce_scatter_plan
-from t3hw.layouts import ArbPolicy, RegionMode, WriteKind, WriteSource
+from t3hw.layouts import ArbPolicy, CsrCommand, RegionMode, WriteKind, WriteSource
 from t3hw.params import EngineParams
 
 
@@ -186,6 +186,40 @@ def test_remote_map_dma_map_and_errors():
         assert stats["addrmap"]["tracked"] == 1 and stats["tracker"]["writes_compute"] == 1
         await driver.disarm(300)
         assert bus.targets.tracker.entry(300) is None
+
+    _run(body())
+
+
+def test_read_back_waits_for_the_load():
+    """Over a bus with no idle cycles (each access one clock, nothing settles), the driver's
+    read-backs poll STATUS until the load is done, and get the entry without a busy error;
+    reading the group right after the read command instead returns the staged value and
+    sets CSR_ERRORS.busy."""
+    bus = ModelBus(PARAMS, settle=False)
+    driver = Driver(bus, PARAMS)
+    rm = driver.map
+    region = dict(mode=RegionMode.TRACKED.value, base=0x2000, size=0x100, device=0,
+                  remote_base=0)
+    desc = dict(src=0x2000, rows=2, row_bytes=64, pitch=128, device=2, dst=0x4000,
+                tile=5, op=WriteKind.STORE.value)
+
+    async def body():
+        await driver.check()
+        await driver.program_region(3, **region)
+        await driver.program_descriptor(9, **desc)
+        assert await driver.read_region(3) == {**region, "valid": 1}
+        assert await driver.read_descriptor(9) == {**desc, "valid": 1}
+        assert await driver.read_region(2) == {**dict.fromkeys(region, 0), "valid": 0}
+        assert not any(v for bits in (await driver.errors()).values() for v in bits.values())
+        assert [g for g, _ in bus.targets.log] == ["REGION", "DESC"]   # reads send nothing
+        # Without the wait: the group as staged (index 9, every other field 0), and busy.
+        await driver.write_group("DESC", index=9)
+        await driver.write_group("COMMAND", command=CsrCommand.DESC_READ)
+        first = rm.groups["DESC"].registers[0]
+        assert await driver.read(first.addr) == rm.encode("DESC", index=9)[0][1]
+        await driver.wait("desc_pending")
+        assert await driver.read_group("DESC") == {**desc, "valid": 1, "index": 9}
+        assert {k for k, v in (await driver.errors())["csr"].items() if v} == {"busy"}
 
     _run(body())
 

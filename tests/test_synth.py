@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from t3hw import synth
+from t3hw import harness, synth
 from t3hw.layouts import entry_layout, trigger_layout
 from t3hw.params import DEFAULT
 
@@ -96,7 +96,8 @@ def test_parse_stat_real(flow):
 def test_wrapper_strips_nothing(flow):
     """The block inside the wrapper maps to exactly the cells of the bare block."""
     results, _, job = flow
-    script = ("read_verilog t3hw_tracker.v; synth_ecp5 -top t3hw_tracker; "
+    script = ("read_verilog t3hw_tracker.v; hierarchy -top t3hw_tracker; "
+              f"{synth.ECP5_COLLISIONS}; synth_ecp5 -top t3hw_tracker; "
               "tee -q -o bare_stat.json stat -json")
     exe = synth._tool("yosys")
     subprocess.run([exe, "-q", "-p", script], cwd=job, check=True, timeout=600)
@@ -228,3 +229,108 @@ def test_pnr_report_reused_only_for_the_same_run(flow, tmp_path):
                               log=lines.append)
     assert not any("earlier run" in ln for ln in lines)
     assert other["ecp5"]["target_mhz"] == 100
+
+
+def _ram_read_sinks(netlist, module):
+    """For every DP16KD of ``module``: the (cell type, port) of each sink of its used read
+    data outputs."""
+    mod = netlist["modules"][module]
+    cells = mod["cells"]
+    sinks = {}
+    for name, cell in cells.items():
+        for port, bits in cell["connections"].items():
+            if cell["port_directions"].get(port) == "input":
+                for bit in bits:
+                    sinks.setdefault(bit, []).append((cell["type"], port))
+    found = []
+    for cell in cells.values():
+        if cell["type"] == "DP16KD":
+            for port, bits in cell["connections"].items():
+                if port.startswith("DO") and isinstance(bits[0], int) and bits[0] in sinks:
+                    found.append(tuple(sinks[bits[0]]))
+    return found
+
+
+def test_tracker_table_read_goes_straight_to_registers(tmp_path):
+    """At the paper's parameters the tracker's table is block RAM whose read data goes
+    straight into flip-flops (no bypass logic): ``synth/ecp5.ys`` declares its read/write
+    collisions don't-care (the tracker forwards them). Without that step Yosys puts a LUT
+    after every read data bit."""
+    module, source = harness.generate_for("tracker", DEFAULT, tmp_path)
+    exe = synth._tool("yosys")
+    sinks = {}
+    for name, step in (("marked", synth.ECP5_COLLISIONS), ("plain", "proc; memory -nomap")):
+        script = (f"read_verilog {source.name}; hierarchy -top {module}; {step}; "
+                  f"synth_ecp5 -top {module} -json {name}.json")
+        subprocess.run([exe, "-q", "-p", script], cwd=tmp_path, check=True, timeout=600)
+        sinks[name] = _ram_read_sinks(json.loads((tmp_path / f"{name}.json").read_text()),
+                                      module)
+    width = entry_layout(DEFAULT).size
+    assert len(sinks["marked"]) == width
+    assert set(sinks["marked"]) == {(("TRELLIS_FF", "DI"),)}
+    assert len(sinks["plain"]) == width
+    assert all(any(t == "LUT4" for t, _ in s) for s in sinks["plain"])
+    # ...and every one of those flip-flops moves into the RAMs' output registers.
+    netlist = json.loads((tmp_path / "marked.json").read_text())
+    absorbed = synth.absorb_ram_output_registers(netlist)
+    assert sum(absorbed.values()) == width
+    rams = [c for c in netlist["modules"][module]["cells"].values() if c["type"] == "DP16KD"]
+    assert rams and all(c["parameters"]["REGMODE_B"] == "OUTREG" for c in rams)
+    # The RAMs now drive what the flip-flops drove: the forwarding logic, no flip-flop.
+    after = _ram_read_sinks(netlist, module)
+    assert len(after) == width and all(t != "TRELLIS_FF" for s in after for t, _ in s)
+
+
+def _ram_netlist(ffs):
+    """A netlist of one DP16KD whose read outputs DOB0, DOB1 (nets 10, 11) feed ``ffs``: one
+    ``{param: value, pin: bits}`` override per flip-flop (TRELLIS_FF, clock net 1, no reset,
+    always enabled, Q on nets 20, 21, ...)."""
+    cells = {"ram": {"type": "DP16KD", "parameters": {"REGMODE_A": "NOREG",
+                                                      "REGMODE_B": "NOREG",
+                                                      "CLKBMUX": "CLKB"},
+                     "port_directions": {"CLKB": "input", "OCEA": "input", "OCEB": "input",
+                                         "DOB0": "output", "DOB1": "output",
+                                         "DOB2": "output"},
+                     "connections": {"CLKB": [1], "OCEA": ["0"], "OCEB": ["1"],
+                                     "DOB0": [10], "DOB1": [11], "DOB2": [12]}}}
+    for i, override in enumerate(ffs):
+        params = {"CEMUX": "1 ", "CLKMUX": "CLK", "GSR": "DISABLED", "LSRMUX": "LSR",
+                  "REGSET": "RESET"}
+        conns = {"CLK": [1], "LSR": ["0"], "DI": [10 + i], "Q": [20 + i]}
+        for key, value in override.items():
+            (conns if isinstance(value, list) else params)[key] = value
+        cells[f"ff{i}"] = {"type": "TRELLIS_FF", "parameters": params,
+                           "port_directions": {p: "output" if p == "Q" else "input"
+                                               for p in conns},
+                           "connections": conns}
+    return {"modules": {"m": {"ports": {}, "cells": cells}}}
+
+
+def test_absorb_ram_output_registers():
+    """The read registers move into the RAM only when that changes nothing: every used read
+    output feeds exactly one flip-flop on the read clock, with no reset and one enable."""
+    net = _ram_netlist([{}, {}])
+    assert synth.absorb_ram_output_registers(net) == {"m.ram": 2}
+    ram = net["modules"]["m"]["cells"]["ram"]
+    assert set(net["modules"]["m"]["cells"]) == {"ram"}
+    assert ram["connections"]["DOB0"] == [20] and ram["connections"]["DOB1"] == [21]
+    assert ram["parameters"]["REGMODE_B"] == "OUTREG"
+    assert ram["connections"]["OCEA"] == ram["connections"]["OCEB"] == ["1"]
+    # One clock enable for all: it becomes the output register's.
+    net = _ram_netlist([{"CEMUX": "CE", "CE": [5]}, {"CEMUX": "CE", "CE": [5]}])
+    assert synth.absorb_ram_output_registers(net) == {"m.ram": 2}
+    assert net["modules"]["m"]["cells"]["ram"]["connections"]["OCEB"] == [5]
+    for bad in ({"LSR": [7]},                               # a reset
+                {"CLK": [2]},                               # another clock
+                {"CLKMUX": "INV"},                          # the other edge
+                {"M": [8]},
+                {"CEMUX": "CE", "CE": [6]}):                # an enable the other lacks
+        net = _ram_netlist([{}, bad])
+        assert synth.absorb_ram_output_registers(net) == {}, bad
+        assert len(net["modules"]["m"]["cells"]) == 3
+    # A read output that also feeds logic keeps its flip-flop (and so does the whole RAM).
+    net = _ram_netlist([{}, {}])
+    net["modules"]["m"]["cells"]["lut"] = {"type": "LUT4", "parameters": {},
+                                           "port_directions": {"A": "input"},
+                                           "connections": {"A": [11]}}
+    assert synth.absorb_ram_output_registers(net) == {}

@@ -46,7 +46,7 @@ def test_back_to_back_same_tile_counts_every_write():
         got = []
         for _ in range(12):
             got.append((await tb.cycle(write=dict(tile=7, beats=1, kind=0, source=0)))[1])
-        for _ in range(4):
+        for _ in range(5):                  # the trigger latency
             got.append((await tb.cycle())[1])
         assert [t for t in got if t] == [Trigger(cmd=3, tile=7)]
         assert not any(tb.model.model.errors.values())
@@ -64,7 +64,7 @@ def test_depth_one_queue_passes_a_trigger_every_cycle():
         got = []
         for tile in range(4):
             got.append((await tb.cycle(write=dict(tile=tile, beats=1, kind=0, source=0)))[1])
-        for _ in range(4):                  # the trigger latency
+        for _ in range(5):                  # the trigger latency
             got.append((await tb.cycle())[1])
         assert [t.tile for t in got if t] == [0, 1, 2, 3]
         await tb.drain()
