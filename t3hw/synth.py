@@ -72,10 +72,11 @@ from .params import DEFAULT, EngineParams
 
 
 __all__ = ["BLOCKS", "PARAM_SETS", "ECP5", "ICE40", "DEFAULT_SEEDS", "DEFAULT_FREQ_MHZ",
-           "SCRIPTS", "ECP5_COLLISIONS", "ToolError", "ToolTimeout", "tracker_storage_bits", "tracker_storage",
-           "entry_name", "verilog_ports", "wrapper_verilog", "parse_stat", "parse_memories",
-           "parse_nextpnr_report", "parse_utilization", "signal_of", "source_lines",
-           "generic_figures", "ecp5_figures", "absorb_ram_output_registers", "ice40_figures", "tool_versions",
+           "SCRIPTS", "ECP5_COLLISIONS", "ToolError", "ToolTimeout", "tracker_storage_bits",
+           "tracker_storage", "entry_name", "verilog_ports", "wrapper_verilog", "parse_stat",
+           "parse_memories", "parse_nextpnr_report", "parse_utilization", "signal_of",
+           "source_lines", "generic_figures", "ecp5_figures", "net_sinks",
+           "absorb_ram_output_registers", "ice40_figures", "tool_versions",
            "synth_block", "run", "markdown_table", "critical_paths_table", "add_arguments", "cmd"]
 
 
@@ -448,6 +449,17 @@ def ecp5_figures(cells):
             "by_type": cells}
 
 
+def net_sinks(cells):
+    """``{net bit: [(cell name, input pin), ...]}`` of a Yosys JSON module's ``cells``."""
+    sinks = {}
+    for name, cell in cells.items():
+        for pin, bits in cell["connections"].items():
+            if cell["port_directions"].get(pin) == "input":
+                for bit in bits:
+                    sinks.setdefault(bit, []).append((name, pin))
+    return sinks
+
+
 def absorb_ram_output_registers(netlist):
     """Move the flip-flops that register a block RAM's read data into the RAM's own output
     register (``REGMODE = OUTREG``), in a Yosys ECP5 JSON ``netlist``, in place.
@@ -473,12 +485,7 @@ def absorb_ram_output_registers(netlist):
     for mname, mod in netlist["modules"].items():
         cells = mod.get("cells", {})
         port_bits = {b for port in mod.get("ports", {}).values() for b in port["bits"]}
-        sinks = {}
-        for name, cell in cells.items():
-            for pin, bits in cell["connections"].items():
-                if cell["port_directions"].get(pin) == "input":
-                    for bit in bits:
-                        sinks.setdefault(bit, []).append((name, pin))
+        sinks = net_sinks(cells)
         for name, ram in list(cells.items()):
             prm, con = ram["parameters"], ram["connections"]
             if (ram["type"] != "DP16KD" or prm.get("CLKBMUX", "CLKB").strip() != "CLKB"

@@ -234,21 +234,12 @@ def test_pnr_report_reused_only_for_the_same_run(flow, tmp_path):
 def _ram_read_sinks(netlist, module):
     """For every DP16KD of ``module``: the (cell type, port) of each sink of its used read
     data outputs."""
-    mod = netlist["modules"][module]
-    cells = mod["cells"]
-    sinks = {}
-    for name, cell in cells.items():
-        for port, bits in cell["connections"].items():
-            if cell["port_directions"].get(port) == "input":
-                for bit in bits:
-                    sinks.setdefault(bit, []).append((cell["type"], port))
-    found = []
-    for cell in cells.values():
-        if cell["type"] == "DP16KD":
-            for port, bits in cell["connections"].items():
-                if port.startswith("DO") and isinstance(bits[0], int) and bits[0] in sinks:
-                    found.append(tuple(sinks[bits[0]]))
-    return found
+    cells = netlist["modules"][module]["cells"]
+    sinks = synth.net_sinks(cells)
+    return [tuple((cells[name]["type"], pin) for name, pin in sinks[bits[0]])
+            for cell in cells.values() if cell["type"] == "DP16KD"
+            for port, bits in cell["connections"].items()
+            if port.startswith("DO") and isinstance(bits[0], int) and bits[0] in sinks]
 
 
 def test_tracker_table_read_goes_straight_to_registers(tmp_path):
