@@ -76,8 +76,8 @@ from .layouts import (CsrCommand, addrmap_errors_layout, addrmap_stats_layout,
                       arbiter_config_layout, arbiter_errors_layout, arbiter_stats_layout,
                       arbiter_status_layout, csr_errors_layout, csr_status_layout,
                       dma_descriptor_layout, dma_errors_layout, dma_program_layout,
-                      dma_stats_layout, program_layout, region_layout, region_program_layout,
-                      tracker_errors_layout, tracker_stats_layout)
+                      dma_stats_layout, program_layout, rd_collision_attrs, region_layout,
+                      region_program_layout, tracker_errors_layout, tracker_stats_layout)
 from .params import EngineParams, check_params
 from .regmap import WORD_BITS, Access, RegisterMap
 
@@ -276,7 +276,7 @@ class Csr(wiring.Component):
         # command is refused in both (the group is locked, or the sweep is busy), so the read
         # whose data is loaded never meets a write: the attribute tells the synthesis flow
         # (``synth/ecp5.ys``) that no read-before-write bypass is needed.
-        no_collision = {"t3hw_rd_collision": "excluded"}
+        no_collision = rd_collision_attrs("excluded")
         m.submodules.region_table = rtab = memory.Memory(
             shape=region_layout(p), depth=p.regions, init=[], attrs=no_collision)
         m.submodules.desc_table = dtab = memory.Memory(

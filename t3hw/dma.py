@@ -35,8 +35,8 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .layouts import (dma_descriptor_layout, dma_errors_layout, dma_program_layout,
-                      dma_stats_layout, net_packet_layout, read_request_layout,
-                      read_response_layout, trigger_layout)
+                      dma_stats_layout, net_packet_layout, rd_collision_attrs,
+                      read_request_layout, read_response_layout, trigger_layout)
 from .params import EngineParams, check_params
 from .queue import Queue
 
@@ -126,7 +126,7 @@ class DmaQueue(wiring.Component):
         # write: the sweep keeps triggers out and the ready queue empty, and a program write
         # presented holds both reads off (below). The attribute tells the synthesis flow
         # (``synth/ecp5.ys``) that no read-before-write bypass is needed after the RAMs.
-        no_collision = {"t3hw_rd_collision": "excluded"}
+        no_collision = rd_collision_attrs("excluded")
         m.submodules.check_table = check_table = memory.Memory(
             shape=1, depth=p.dma_descriptors, init=[], attrs=no_collision)
         m.submodules.fetch_table = fetch_table = memory.Memory(

@@ -17,7 +17,22 @@ __all__ = [
     "write_layout", "program_layout", "trigger_layout", "entry_layout",
     "tracker_errors_layout", "tracker_stats_layout",
     "Codec",
+    "RD_COLLISION_ATTR", "rd_collision_attrs",
 ]
+
+#: Memory attribute saying that a read whose data is used never meets a write to the same
+#: entry in the same cycle; the ECP5 flow (``t3hw.synth.ECP5_COLLISIONS``) then needs no
+#: read-before-write bypass after the block RAM. One read and one write port only.
+RD_COLLISION_ATTR = "t3hw_rd_collision"
+
+
+def rd_collision_attrs(reason):
+    """``attrs`` for an :class:`amaranth.lib.memory.Memory` whose collisions are never used:
+    ``"forwarded"`` (the block forwards the colliding write itself) or ``"excluded"`` (the
+    block never lets a used read and a write to the same entry meet)."""
+    if reason not in ("forwarded", "excluded"):
+        raise ValueError(f"reason must be 'forwarded' or 'excluded', not {reason!r}")
+    return {RD_COLLISION_ATTR: reason}
 
 
 class WriteKind(enum.Enum, shape=1):

@@ -68,6 +68,7 @@ from importlib import metadata
 from pathlib import Path
 
 from . import harness
+from .layouts import RD_COLLISION_ATTR
 from .params import DEFAULT, EngineParams
 
 
@@ -231,7 +232,7 @@ def verilog_ports(text, module):
 #: Yosys commands, run before ``synth_ecp5``, that collect the memories and declare the
 #: read/write collisions of those marked ``t3hw_rd_collision`` don't-care (``synth/ecp5.ys``).
 ECP5_COLLISIONS = ("proc; memory -nomap; "
-                   "setparam -set RD_COLLISION_X_MASK 1'b1 t:$mem_v2 a:t3hw_rd_collision %i")
+                   f"setparam -set RD_COLLISION_X_MASK 1'b1 t:$mem_v2 a:{RD_COLLISION_ATTR} %i")
 
 
 def _template(name):

@@ -77,8 +77,9 @@ from amaranth.hdl import Assume, Cover
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .layouts import (TrackOp, WriteSource, entry_layout, program_layout, trigger_layout,
-                      tracker_errors_layout, tracker_stats_layout, write_layout)
+from .layouts import (TrackOp, WriteSource, entry_layout, program_layout, rd_collision_attrs,
+                      tracker_errors_layout, tracker_stats_layout, trigger_layout,
+                      write_layout)
 from .params import EngineParams, check_params
 from .queue import Queue
 
@@ -139,7 +140,7 @@ class Tracker(wiring.Component):
         # (``synth/ecp5.ys``), which then needs no read-before-write bypass after the RAM.
         m.submodules.entries = table = memory.Memory(
             shape=elayout, depth=p.tracker_entries, init=[],
-            attrs={"t3hw_rd_collision": "forwarded"})
+            attrs=rd_collision_attrs("forwarded"))
         rd = table.read_port(domain="sync")
         wr = table.write_port()
 
