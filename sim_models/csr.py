@@ -495,7 +495,6 @@ class CsrEnv(StreamEnv):
         self.results = []           # data of every scripted read, in order
         self._reading = False       # a scripted read was issued last cycle
         self._access = None         # (addr, w_data or None, read?, scripted?) this cycle
-        self._read_back = None      # the group of a read command in the last random access
         self.seen = {"commands": {}, "errors": set(), "reads": set(), "writes": set(),
                      "reads_while_loading": 0}
         widths = {name: g.codec.width for name, g in self.map.groups.items()}
@@ -538,12 +537,12 @@ class CsrEnv(StreamEnv):
 
     def _random_access(self):
         rng, rm = self.rng, self.map
-        # Software reads a group back right after a read command: half the time the access
-        # after one reads a register of that group (during its load, when the RTL must set
-        # ``busy``).
-        group, self._read_back = self._read_back, None
-        if group is not None and rng.random() < 0.5:
-            return rng.choice(rm.groups[group].registers).addr, None, True
+        # Software reads a group back right after its read command: while a group loads, half
+        # the accesses read one of its registers (the RTL must answer ``busy``). The model has
+        # stepped through the last cycle, so it knows which loads are under way in this one.
+        loading = [g for g in self.model.tables if self.model.loading(g)]
+        if loading and rng.random() < 0.5:
+            return rng.choice(rm.groups[rng.choice(loading)].registers).addr, None, True
         r = rng.random()
         if r < 0.03:
             addr = rng.randrange(1 << rm.addr_width)           # mostly unmapped
@@ -555,13 +554,17 @@ class CsrEnv(StreamEnv):
         kind = rng.random()
         read, write = kind < 0.55, kind > 0.45
         word = rng.getrandbits(32)
-        if reg is not None and reg.access == Access.WO and rng.random() < 0.9:
+        if reg is not None and reg.access == Access.WO and rng.random() < 0.75:
             word = rng.choice(list(COMMANDS)).value
         elif reg is not None and reg.access == Access.W1C and rng.random() < 0.5:
             word = 0
-        if write and reg is not None and reg.name == "COMMAND" and word in COMMANDS:
-            group, loads = COMMANDS[CsrCommand(word)]
-            self._read_back = group if loads else None
+        elif reg is not None and reg.access == Access.RW and rng.random() < 0.5:
+            # Field by field: zero, one, all ones or random (the edges a configuration is
+            # checked against: a zero limit, the largest window, ...).
+            word = 0
+            for f in reg.fields:
+                word |= rng.choice((0, f.mask & -f.mask, f.mask, rng.getrandbits(32))) \
+                    & f.mask
         return addr, word if write else None, read
 
     def inputs(self):
