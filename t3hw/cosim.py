@@ -50,8 +50,6 @@ def build(cfg: CosimConfig, *, waves=False, root=None):
     inside its tracker and DMA queue (:data:`TRACE_SCOPE`), not every wire, and no vector
     wider than 64 bits (whole payloads and counter banks: their fields are traced).
     """
-    harness.toolchain_env()
-    from cocotb_tools.runner import get_runner
     bdir = Path(root or harness.ROOT / "build") / f"system{cfg.gpus}-{_key(cfg, waves)}"
     src = bdir / "rtl" / f"{MODULE}.v"
     # Generated once per process, written only when it changed: the Verilator build is redone
@@ -61,9 +59,8 @@ def build(cfg: CosimConfig, *, waves=False, root=None):
     if not src.is_file() or src.read_text() != text:
         src.parent.mkdir(parents=True, exist_ok=True)
         src.write_text(text)
-    runner = get_runner("verilator")
-    args = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
-            "--output-split", "0"]
+    runner = harness.verilator_runner()
+    args = list(harness.VERILATOR_ARGS)
     if waves:
         args += ["--trace-depth", "4", "--trace-max-width", "64", str(TRACE_SCOPE)]
     runner.build(sources=[src], hdl_toplevel=MODULE, build_dir=bdir, always=False,
