@@ -15144,29 +15144,29 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
-  wire \$101 ;
-  wire [4:0] \$102 ;
-  wire \$103 ;
-  wire [7:0] \$104 ;
-  wire [11:0] \$105 ;
-  wire [7:0] \$106 ;
+  wire [4:0] \$101 ;
+  wire \$102 ;
+  wire [7:0] \$103 ;
+  wire [11:0] \$104 ;
+  wire [7:0] \$105 ;
+  wire \$106 ;
   wire \$107 ;
-  wire \$108 ;
+  wire [4:0] \$108 ;
   wire [4:0] \$109 ;
   wire [7:0] \$11 ;
   wire [4:0] \$110 ;
-  wire [4:0] \$111 ;
+  wire [32:0] \$111 ;
   wire [32:0] \$112 ;
   wire [32:0] \$113 ;
   wire [32:0] \$114 ;
-  wire [32:0] \$115 ;
-  wire \$116 ;
-  wire [32:0] \$117 ;
+  wire \$115 ;
+  wire [32:0] \$116 ;
+  wire \$117 ;
   wire \$118 ;
-  wire \$119 ;
+  wire [32:0] \$119 ;
   wire [11:0] \$12 ;
-  wire [32:0] \$120 ;
-  reg [7:0] \$121 ;
+  reg [7:0] \$120 ;
+  reg [8:0] \$121 ;
   reg \$122 ;
   reg \$123 ;
   reg \$124 ;
@@ -15181,21 +15181,22 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   reg \$132 ;
   reg \$133 ;
   reg \$134 ;
-  reg [2:0] \$135 ;
-  reg \$136 ;
+  reg \$135 ;
+  reg [2:0] \$136 ;
   reg \$137 ;
   reg \$138 ;
   reg \$139 ;
   wire [12:0] \$14 ;
   reg \$140 ;
-  wire [28:0] \$141 ;
-  reg \$142 ;
+  reg \$141 ;
+  wire [28:0] \$142 ;
   reg \$143 ;
   reg \$144 ;
-  wire [23:0] \$145 ;
-  reg \$146 ;
-  reg [4:0] \$147 ;
-  reg [191:0] \$148 ;
+  reg \$145 ;
+  wire [23:0] \$146 ;
+  reg \$147 ;
+  reg [4:0] \$148 ;
+  reg [191:0] \$149 ;
   wire [12:0] \$15 ;
   wire [11:0] \$16 ;
   wire \$17 ;
@@ -15224,7 +15225,7 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire [9:0] \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire [15:0] \$43 ;
@@ -15235,12 +15236,12 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire [8:0] \$50 ;
-  wire [8:0] \$51 ;
+  wire [7:0] \$50 ;
+  wire \$51 ;
   wire \$52 ;
   wire \$53 ;
-  wire \$54 ;
-  wire [4:0] \$55 ;
+  wire [4:0] \$54 ;
+  wire \$55 ;
   wire \$56 ;
   wire \$57 ;
   wire \$58 ;
@@ -15271,8 +15272,8 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$80 ;
   wire \$81 ;
   wire \$82 ;
-  wire \$83 ;
-  wire [11:0] \$84 ;
+  wire [11:0] \$83 ;
+  wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
@@ -15286,8 +15287,8 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire \$97 ;
-  wire [3:0] \$98 ;
+  wire [3:0] \$97 ;
+  wire \$98 ;
   wire \$99 ;
   reg \$signal  = 1'h0;
   wire accept;
@@ -15516,6 +15517,8 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   wire [31:0] stats__writes_dma ;
   wire [31:0] stats__writes_remote ;
   reg [7:0] sweep = 8'h00;
+  reg [8:0] sweep1 = 9'h001;
+  reg sweep_last = 1'h0;
   reg tag_ahead = 1'h0;
   wire tag_eq;
   (* init = 24'h000000 *)
@@ -15871,93 +15874,96 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   assign \$37  = fwd_last_we ? 2'h3 : 2'h0;
   assign \$38  = ~ accept;
   assign \$39  = \push$58  & \$38 ;
-  assign \$40  = sweep + 1'h1;
-  assign \$41  = sweep == 8'hff;
+  assign \$40  = sweep1 + 1'h1;
+  assign \$41  = sweep1 == 8'hff;
   assign \$42  = program__valid & program__ready;
   assign \$43  = write__valid ? write__payload[15:0] : program__payload[16:1];
-  assign \$44  = sweep != 8'hff;
+  assign \$44  = ~ sweep_last;
   assign \$45  = busy & \$44 ;
   assign \$46  = \$45  | s2_valid;
   assign \$47  = \$46  | s2_prog;
-  assign \$48  = sweep != 8'hff;
+  assign \$48  = ~ sweep_last;
   assign \$49  = busy & \$48 ;
-  assign \$50  = sweep + 1'h1;
-  assign \$51  = \$49  ? \$50  : { 1'h0, s2_tile[7:0] };
-  assign \$52  = \$51  == s1_tile[7:0];
-  assign \$53  = \$47  & \$52 ;
-  assign \$54  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$55  = s1_write[19:16] + 1'h1;
-  assign \$56  = busy | s3_valid;
-  assign \$57  = \$56  | s3_prog;
-  assign \$58  = nxt_index == s1_tile[7:0];
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = wr__addr == s1_tile[7:0];
-  assign \$61  = fwd_last_we & \$60 ;
-  assign \$62  = fwd_prev_index == s1_tile[7:0];
-  assign \$63  = fwd_prev_we & \$62 ;
-  assign \$64  = busy | s3_valid;
-  assign \$65  = \$64  | s3_prog;
-  assign \$66  = nxt_index == s1_tile[7:0];
-  assign \$67  = \$65  & \$66 ;
-  assign \$68  = wr__addr == s1_tile[7:0];
-  assign \$69  = fwd_last_we & \$68 ;
-  assign \$70  = fwd_prev_index == s1_tile[7:0];
-  assign \$71  = fwd_prev_we & \$70 ;
-  assign \$72  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$73  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$74  = \$69  ? \$72  : \$73 ;
-  assign \$75  = \$59  ? nxt_tag_eq1 : \$74 ;
-  assign \$76  = busy | s3_valid;
-  assign \$77  = \$76  | s3_prog;
-  assign \$78  = nxt_index == s1_tile[7:0];
-  assign \$79  = \$77  & \$78 ;
-  assign \$80  = wr__addr == s1_tile[7:0];
-  assign \$81  = fwd_last_we & \$80 ;
-  assign \$82  = fwd_prev_index == s1_tile[7:0];
-  assign \$83  = fwd_prev_we & \$82 ;
-  assign \$84  = base[0] ? base[33:22] : s2_req[28:17];
-  assign \$85  = ~ s2_stale;
-  assign \$86  = s2_valid & \$85 ;
-  assign \$87  = \$86  & ok_next;
-  assign \$89  = s2_prog & \$88 ;
-  assign \$90  = \$89  & ok_next;
-  assign \$91  = ! s2_req[0];
-  assign \$92  = s2_prog & \$91 ;
-  assign \$93  = | s2_req[28:17];
-  assign \$94  = \$92  & \$93 ;
-  assign \$95  = ~ s2_stale;
-  assign \$96  = s2_valid & \$95 ;
-  assign \$97  = \$96  & ok_next;
-  assign \$98  = \$97  ? s2_write[19:16] : 4'h0;
-  assign \$99  = ~ s2_stale;
-  assign \$100  = s2_valid & \$99 ;
-  assign \$101  = \$100  & ok_next;
-  assign \$102  = \$101  ? s2_beats1 : 5'h01;
-  assign \$103  = \$signal  ? nxt[1] : base[1];
-  assign \$104  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$105  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$106  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$107  = busy | s3_valid;
-  assign \$108  = \$107  | s3_prog;
-  assign \$112  = stats[31:0] + 1'h1;
-  assign \$113  = stats[63:32] + 1'h1;
-  assign \$114  = stats[95:64] + 1'h1;
-  assign \$115  = stats[127:96] + 1'h1;
-  assign \$116  = \push$58  & accept;
-  assign \$117  = stats[159:128] + 1'h1;
-  assign \$118  = ~ accept;
-  assign \$119  = \push$58  & \$118 ;
-  assign \$120  = stats[191:160] + 1'h1;
+  assign \$50  = \$49  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$51  = \$50  == s1_tile[7:0];
+  assign \$52  = \$47  & \$51 ;
+  assign \$53  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$54  = s1_write[19:16] + 1'h1;
+  assign \$55  = busy | s3_valid;
+  assign \$56  = \$55  | s3_prog;
+  assign \$57  = nxt_index == s1_tile[7:0];
+  assign \$58  = \$56  & \$57 ;
+  assign \$59  = wr__addr == s1_tile[7:0];
+  assign \$60  = fwd_last_we & \$59 ;
+  assign \$61  = fwd_prev_index == s1_tile[7:0];
+  assign \$62  = fwd_prev_we & \$61 ;
+  assign \$63  = busy | s3_valid;
+  assign \$64  = \$63  | s3_prog;
+  assign \$65  = nxt_index == s1_tile[7:0];
+  assign \$66  = \$64  & \$65 ;
+  assign \$67  = wr__addr == s1_tile[7:0];
+  assign \$68  = fwd_last_we & \$67 ;
+  assign \$69  = fwd_prev_index == s1_tile[7:0];
+  assign \$70  = fwd_prev_we & \$69 ;
+  assign \$71  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$72  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$73  = \$68  ? \$71  : \$72 ;
+  assign \$74  = \$58  ? nxt_tag_eq1 : \$73 ;
+  assign \$75  = busy | s3_valid;
+  assign \$76  = \$75  | s3_prog;
+  assign \$77  = nxt_index == s1_tile[7:0];
+  assign \$78  = \$76  & \$77 ;
+  assign \$79  = wr__addr == s1_tile[7:0];
+  assign \$80  = fwd_last_we & \$79 ;
+  assign \$81  = fwd_prev_index == s1_tile[7:0];
+  assign \$82  = fwd_prev_we & \$81 ;
+  assign \$83  = base[0] ? base[33:22] : s2_req[28:17];
+  assign \$84  = ~ s2_stale;
+  assign \$85  = s2_valid & \$84 ;
+  assign \$86  = \$85  & ok_next;
+  assign \$88  = s2_prog & \$87 ;
+  assign \$89  = \$88  & ok_next;
+  assign \$90  = ! s2_req[0];
+  assign \$91  = s2_prog & \$90 ;
+  assign \$92  = | s2_req[28:17];
+  assign \$93  = \$91  & \$92 ;
+  assign \$94  = ~ s2_stale;
+  assign \$95  = s2_valid & \$94 ;
+  assign \$96  = \$95  & ok_next;
+  assign \$97  = \$96  ? s2_write[19:16] : 4'h0;
+  assign \$98  = ~ s2_stale;
+  assign \$99  = s2_valid & \$98 ;
+  assign \$100  = \$99  & ok_next;
+  assign \$101  = \$100  ? s2_beats1 : 5'h01;
+  assign \$102  = \$signal  ? nxt[1] : base[1];
+  assign \$103  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$104  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$105  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$106  = busy | s3_valid;
+  assign \$107  = \$106  | s3_prog;
+  assign \$111  = stats[31:0] + 1'h1;
+  assign \$112  = stats[63:32] + 1'h1;
+  assign \$113  = stats[95:64] + 1'h1;
+  assign \$114  = stats[127:96] + 1'h1;
+  assign \$115  = \push$58  & accept;
+  assign \$116  = stats[159:128] + 1'h1;
+  assign \$117  = ~ accept;
+  assign \$118  = \push$58  & \$117 ;
+  assign \$119  = stats[191:160] + 1'h1;
   always @(posedge clk)
-    sweep <= \$121 ;
+    sweep <= \$120 ;
   always @(posedge clk)
-    busy <= \$122 ;
+    sweep1 <= \$121 ;
   always @(posedge clk)
-    s1_valid <= \$123 ;
+    sweep_last <= \$122 ;
   always @(posedge clk)
-    s1_stale <= \$124 ;
+    busy <= \$123 ;
   always @(posedge clk)
-    s1_prog <= \$125 ;
+    s1_valid <= \$124 ;
+  always @(posedge clk)
+    s1_stale <= \$125 ;
+  always @(posedge clk)
+    s1_prog <= \$126 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
@@ -15965,11 +15971,11 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   always @(posedge clk)
     s1_tile <= \$43 ;
   always @(posedge clk)
-    s2_valid <= \$126 ;
+    s2_valid <= \$127 ;
   always @(posedge clk)
-    s2_stale <= \$127 ;
+    s2_stale <= \$128 ;
   always @(posedge clk)
-    s2_prog <= \$128 ;
+    s2_prog <= \$129 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -15977,11 +15983,11 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$129 ;
+    s3_valid <= \$130 ;
   always @(posedge clk)
-    s3_stale <= \$130 ;
+    s3_stale <= \$131 ;
   always @(posedge clk)
-    s3_prog <= \$131 ;
+    s3_prog <= \$132 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -15989,61 +15995,61 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$132 ;
+    \$signal  <= \$133 ;
   always @(posedge clk)
-    tag_ahead <= \$133 ;
+    tag_ahead <= \$134 ;
   always @(posedge clk)
-    s2_beats1 <= \$55 ;
+    s2_beats1 <= \$54 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$134 ;
+    fwd_tag_eq <= \$135 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$135 ;
+    fwd_hit <= \$136 ;
   always @(posedge clk)
-    s3_hit <= \$136 ;
+    s3_hit <= \$137 ;
   always @(posedge clk)
-    base_valid <= \$137 ;
+    base_valid <= \$138 ;
   always @(posedge clk)
-    base_left <= \$84 ;
+    base_left <= \$83 ;
   always @(posedge clk)
-    count_ok <= \$138 ;
+    count_ok <= \$139 ;
   always @(posedge clk)
-    disarm_ok <= \$139 ;
+    disarm_ok <= \$140 ;
   always @(posedge clk)
-    s3_arm <= \$140 ;
+    s3_arm <= \$141 ;
   always @(posedge clk)
-    s3_beats <= \$98 ;
+    s3_beats <= \$97 ;
   always @(posedge clk)
-    s3_beats1 <= \$102 ;
+    s3_beats1 <= \$101 ;
   always @(posedge clk)
-    ent <= \$141 ;
+    ent <= \$142 ;
   always @(posedge clk)
-    fwd_last_we <= \$142 ;
+    fwd_last_we <= \$143 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$143 ;
+    fwd_old_we <= \$144 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$144 ;
+    fwd_prev_we <= \$145 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    data <= \$145 ;
+    data <= \$146 ;
   always @(posedge clk)
-    \push$58  <= \$146 ;
+    \push$58  <= \$147 ;
   always @(posedge clk)
-    errors <= \$147 ;
+    errors <= \$148 ;
   always @(posedge clk)
-    stats <= \$148 ;
+    stats <= \$149 ;
   t3hw_system__e0__tracker__queue  queue (
     .accept(accept),
     .clk(clk),
@@ -16069,211 +16075,231 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$121  = sweep;
+    \$120  = sweep;
     if (busy) begin
-      \$121  = \$40 [7:0];
+      \$120  = sweep1[7:0];
     end
     if (rst) begin
-      \$121  = 8'h00;
+      \$120  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$122  = busy;
+    \$121  = sweep1;
     if (busy) begin
-      if (\$41 ) begin
-        \$122  = 1'h0;
+      \$121  = \$40 [8:0];
+    end
+    if (rst) begin
+      \$121  = 9'h001;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$122  = sweep_last;
+    if (busy) begin
+      \$122  = \$41 ;
+    end
+    if (rst) begin
+      \$122  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$123  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$123  = 1'h0;
       end
     end
     if (rst) begin
-      \$122  = 1'h1;
+      \$123  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$123  = write__valid;
-    if (rst) begin
-      \$123  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$124  = busy;
+    \$124  = write__valid;
     if (rst) begin
       \$124  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$125  = \$42 ;
+    \$125  = busy;
     if (rst) begin
       \$125  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$126  = s1_valid;
+    \$126  = \$42 ;
     if (rst) begin
       \$126  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$127  = s1_stale;
+    \$127  = s1_valid;
     if (rst) begin
       \$127  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$128  = s1_prog;
+    \$128  = s1_stale;
     if (rst) begin
       \$128  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$129  = s2_valid;
+    \$129  = s1_prog;
     if (rst) begin
       \$129  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$130  = s2_stale;
+    \$130  = s2_valid;
     if (rst) begin
       \$130  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$131  = s2_prog;
+    \$131  = s2_stale;
     if (rst) begin
       \$131  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$132  = \$53 ;
+    \$132  = s2_prog;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$133  = \$54 ;
+    \$133  = \$52 ;
     if (rst) begin
       \$133  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$134  = \$75 ;
+    \$134  = \$53 ;
     if (rst) begin
       \$134  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$135  = { \$83 , \$81 , \$79  };
+    \$135  = \$74 ;
     if (rst) begin
-      \$135  = 3'h0;
+      \$135  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$136  = \$signal ;
+    \$136  = { \$82 , \$80 , \$78  };
     if (rst) begin
-      \$136  = 1'h0;
+      \$136  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$137  = base[0];
+    \$137  = \$signal ;
     if (rst) begin
       \$137  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$138  = \$87 ;
+    \$138  = base[0];
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$139  = \$90 ;
+    \$139  = \$86 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$140  = \$94 ;
+    \$140  = \$89 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$142  = \$108 ;
+    \$141  = \$93 ;
     if (rst) begin
-      \$142  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$143  = fwd_prev_we;
+    \$143  = \$107 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$144  = fwd_last_we;
+    \$144  = fwd_prev_we;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$146  = push;
+    \$145  = fwd_last_we;
     if (rst) begin
-      \$146  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$147  = \$111 ;
+    \$147  = push;
     if (rst) begin
-      \$147  = 5'h00;
+      \$147  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$148  = stats;
+    \$148  = \$110 ;
+    if (rst) begin
+      \$148  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$149  = stats;
     if (write__valid) begin
       casez (write__payload[22:21])
         2'h0:
-            \$148 [31:0] = \$112 [31:0];
+            \$149 [31:0] = \$111 [31:0];
         2'h1:
-            \$148 [63:32] = \$113 [31:0];
+            \$149 [63:32] = \$112 [31:0];
         2'h2:
-            \$148 [95:64] = \$114 [31:0];
+            \$149 [95:64] = \$113 [31:0];
       endcase
     end
     if (set_err[0]) begin
-      \$148 [127:96] = \$115 [31:0];
+      \$149 [127:96] = \$114 [31:0];
     end
-    if (\$116 ) begin
-      \$148 [159:128] = \$117 [31:0];
+    if (\$115 ) begin
+      \$149 [159:128] = \$116 [31:0];
     end
-    if (\$119 ) begin
-      \$148 [191:160] = \$120 [31:0];
+    if (\$118 ) begin
+      \$149 [191:160] = \$119 [31:0];
     end
     if (rst) begin
-      \$148  = 192'h000000000000000000000000000000000000000000000000;
+      \$149  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign o__payload = trigger__payload;
@@ -16412,12 +16438,12 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$145 [23:8] = s3_tile;
-  assign \$145 [7:0] = ent[28:21];
-  assign \$141 [28:21] = \$106 ;
-  assign \$141 [20:9] = \$105 ;
-  assign \$141 [8:1] = \$104 ;
-  assign \$141 [0] = \$103 ;
+  assign \$146 [23:8] = s3_tile;
+  assign \$146 [7:0] = ent[28:21];
+  assign \$142 [28:21] = \$105 ;
+  assign \$142 [20:9] = \$104 ;
+  assign \$142 [8:1] = \$103 ;
+  assign \$142 [0] = \$102 ;
   assign set_err[4] = \$39 ;
   assign set_err[3] = \$36 ;
   assign set_err[2] = \$32 ;
@@ -16435,10 +16461,10 @@ module t3hw_system__e0__tracker (rst, program__ready, trigger__valid, trigger__p
   assign cur[1] = ent[0];
   assign cur[33:22] = \$8 ;
   assign cur[0] = \$6 ;
-  assign \$88  = s2_req[0];
+  assign \$87  = s2_req[0];
+  assign \$108  = 5'h00;
   assign \$109  = 5'h00;
-  assign \$110  = 5'h00;
-  assign \$111  = { \$39 , \$36 , \$32 , \$31 , \$30  };
+  assign \$110  = { \$39 , \$36 , \$32 , \$31 , \$30  };
 endmodule
 
 module t3hw_system__e0__tracker__queue (rst, accept, o__valid, o__payload, o__ready, wr__data, push, clk);
@@ -30784,29 +30810,29 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
-  wire \$101 ;
-  wire [4:0] \$102 ;
-  wire \$103 ;
-  wire [7:0] \$104 ;
-  wire [11:0] \$105 ;
-  wire [7:0] \$106 ;
+  wire [4:0] \$101 ;
+  wire \$102 ;
+  wire [7:0] \$103 ;
+  wire [11:0] \$104 ;
+  wire [7:0] \$105 ;
+  wire \$106 ;
   wire \$107 ;
-  wire \$108 ;
+  wire [4:0] \$108 ;
   wire [4:0] \$109 ;
   wire [7:0] \$11 ;
   wire [4:0] \$110 ;
-  wire [4:0] \$111 ;
+  wire [32:0] \$111 ;
   wire [32:0] \$112 ;
   wire [32:0] \$113 ;
   wire [32:0] \$114 ;
-  wire [32:0] \$115 ;
-  wire \$116 ;
-  wire [32:0] \$117 ;
+  wire \$115 ;
+  wire [32:0] \$116 ;
+  wire \$117 ;
   wire \$118 ;
-  wire \$119 ;
+  wire [32:0] \$119 ;
   wire [11:0] \$12 ;
-  wire [32:0] \$120 ;
-  reg [7:0] \$121 ;
+  reg [7:0] \$120 ;
+  reg [8:0] \$121 ;
   reg \$122 ;
   reg \$123 ;
   reg \$124 ;
@@ -30821,21 +30847,22 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   reg \$132 ;
   reg \$133 ;
   reg \$134 ;
-  reg [2:0] \$135 ;
-  reg \$136 ;
+  reg \$135 ;
+  reg [2:0] \$136 ;
   reg \$137 ;
   reg \$138 ;
   reg \$139 ;
   wire [12:0] \$14 ;
   reg \$140 ;
-  wire [28:0] \$141 ;
-  reg \$142 ;
+  reg \$141 ;
+  wire [28:0] \$142 ;
   reg \$143 ;
   reg \$144 ;
-  wire [23:0] \$145 ;
-  reg \$146 ;
-  reg [4:0] \$147 ;
-  reg [191:0] \$148 ;
+  reg \$145 ;
+  wire [23:0] \$146 ;
+  reg \$147 ;
+  reg [4:0] \$148 ;
+  reg [191:0] \$149 ;
   wire [12:0] \$15 ;
   wire [11:0] \$16 ;
   wire \$17 ;
@@ -30864,7 +30891,7 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire [9:0] \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire [15:0] \$43 ;
@@ -30875,12 +30902,12 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire [8:0] \$50 ;
-  wire [8:0] \$51 ;
+  wire [7:0] \$50 ;
+  wire \$51 ;
   wire \$52 ;
   wire \$53 ;
-  wire \$54 ;
-  wire [4:0] \$55 ;
+  wire [4:0] \$54 ;
+  wire \$55 ;
   wire \$56 ;
   wire \$57 ;
   wire \$58 ;
@@ -30911,8 +30938,8 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$80 ;
   wire \$81 ;
   wire \$82 ;
-  wire \$83 ;
-  wire [11:0] \$84 ;
+  wire [11:0] \$83 ;
+  wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
@@ -30926,8 +30953,8 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire \$97 ;
-  wire [3:0] \$98 ;
+  wire [3:0] \$97 ;
+  wire \$98 ;
   wire \$99 ;
   reg \$signal  = 1'h0;
   wire accept;
@@ -31156,6 +31183,8 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   wire [31:0] stats__writes_dma ;
   wire [31:0] stats__writes_remote ;
   reg [7:0] sweep = 8'h00;
+  reg [8:0] sweep1 = 9'h001;
+  reg sweep_last = 1'h0;
   reg tag_ahead = 1'h0;
   wire tag_eq;
   (* init = 24'h000000 *)
@@ -31511,93 +31540,96 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   assign \$37  = fwd_last_we ? 2'h3 : 2'h0;
   assign \$38  = ~ accept;
   assign \$39  = \push$58  & \$38 ;
-  assign \$40  = sweep + 1'h1;
-  assign \$41  = sweep == 8'hff;
+  assign \$40  = sweep1 + 1'h1;
+  assign \$41  = sweep1 == 8'hff;
   assign \$42  = program__valid & program__ready;
   assign \$43  = write__valid ? write__payload[15:0] : program__payload[16:1];
-  assign \$44  = sweep != 8'hff;
+  assign \$44  = ~ sweep_last;
   assign \$45  = busy & \$44 ;
   assign \$46  = \$45  | s2_valid;
   assign \$47  = \$46  | s2_prog;
-  assign \$48  = sweep != 8'hff;
+  assign \$48  = ~ sweep_last;
   assign \$49  = busy & \$48 ;
-  assign \$50  = sweep + 1'h1;
-  assign \$51  = \$49  ? \$50  : { 1'h0, s2_tile[7:0] };
-  assign \$52  = \$51  == s1_tile[7:0];
-  assign \$53  = \$47  & \$52 ;
-  assign \$54  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$55  = s1_write[19:16] + 1'h1;
-  assign \$56  = busy | s3_valid;
-  assign \$57  = \$56  | s3_prog;
-  assign \$58  = nxt_index == s1_tile[7:0];
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = wr__addr == s1_tile[7:0];
-  assign \$61  = fwd_last_we & \$60 ;
-  assign \$62  = fwd_prev_index == s1_tile[7:0];
-  assign \$63  = fwd_prev_we & \$62 ;
-  assign \$64  = busy | s3_valid;
-  assign \$65  = \$64  | s3_prog;
-  assign \$66  = nxt_index == s1_tile[7:0];
-  assign \$67  = \$65  & \$66 ;
-  assign \$68  = wr__addr == s1_tile[7:0];
-  assign \$69  = fwd_last_we & \$68 ;
-  assign \$70  = fwd_prev_index == s1_tile[7:0];
-  assign \$71  = fwd_prev_we & \$70 ;
-  assign \$72  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$73  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$74  = \$69  ? \$72  : \$73 ;
-  assign \$75  = \$59  ? nxt_tag_eq1 : \$74 ;
-  assign \$76  = busy | s3_valid;
-  assign \$77  = \$76  | s3_prog;
-  assign \$78  = nxt_index == s1_tile[7:0];
-  assign \$79  = \$77  & \$78 ;
-  assign \$80  = wr__addr == s1_tile[7:0];
-  assign \$81  = fwd_last_we & \$80 ;
-  assign \$82  = fwd_prev_index == s1_tile[7:0];
-  assign \$83  = fwd_prev_we & \$82 ;
-  assign \$84  = base[0] ? base[33:22] : s2_req[28:17];
-  assign \$85  = ~ s2_stale;
-  assign \$86  = s2_valid & \$85 ;
-  assign \$87  = \$86  & ok_next;
-  assign \$89  = s2_prog & \$88 ;
-  assign \$90  = \$89  & ok_next;
-  assign \$91  = ! s2_req[0];
-  assign \$92  = s2_prog & \$91 ;
-  assign \$93  = | s2_req[28:17];
-  assign \$94  = \$92  & \$93 ;
-  assign \$95  = ~ s2_stale;
-  assign \$96  = s2_valid & \$95 ;
-  assign \$97  = \$96  & ok_next;
-  assign \$98  = \$97  ? s2_write[19:16] : 4'h0;
-  assign \$99  = ~ s2_stale;
-  assign \$100  = s2_valid & \$99 ;
-  assign \$101  = \$100  & ok_next;
-  assign \$102  = \$101  ? s2_beats1 : 5'h01;
-  assign \$103  = \$signal  ? nxt[1] : base[1];
-  assign \$104  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$105  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$106  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$107  = busy | s3_valid;
-  assign \$108  = \$107  | s3_prog;
-  assign \$112  = stats[31:0] + 1'h1;
-  assign \$113  = stats[63:32] + 1'h1;
-  assign \$114  = stats[95:64] + 1'h1;
-  assign \$115  = stats[127:96] + 1'h1;
-  assign \$116  = \push$58  & accept;
-  assign \$117  = stats[159:128] + 1'h1;
-  assign \$118  = ~ accept;
-  assign \$119  = \push$58  & \$118 ;
-  assign \$120  = stats[191:160] + 1'h1;
+  assign \$50  = \$49  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$51  = \$50  == s1_tile[7:0];
+  assign \$52  = \$47  & \$51 ;
+  assign \$53  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$54  = s1_write[19:16] + 1'h1;
+  assign \$55  = busy | s3_valid;
+  assign \$56  = \$55  | s3_prog;
+  assign \$57  = nxt_index == s1_tile[7:0];
+  assign \$58  = \$56  & \$57 ;
+  assign \$59  = wr__addr == s1_tile[7:0];
+  assign \$60  = fwd_last_we & \$59 ;
+  assign \$61  = fwd_prev_index == s1_tile[7:0];
+  assign \$62  = fwd_prev_we & \$61 ;
+  assign \$63  = busy | s3_valid;
+  assign \$64  = \$63  | s3_prog;
+  assign \$65  = nxt_index == s1_tile[7:0];
+  assign \$66  = \$64  & \$65 ;
+  assign \$67  = wr__addr == s1_tile[7:0];
+  assign \$68  = fwd_last_we & \$67 ;
+  assign \$69  = fwd_prev_index == s1_tile[7:0];
+  assign \$70  = fwd_prev_we & \$69 ;
+  assign \$71  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$72  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$73  = \$68  ? \$71  : \$72 ;
+  assign \$74  = \$58  ? nxt_tag_eq1 : \$73 ;
+  assign \$75  = busy | s3_valid;
+  assign \$76  = \$75  | s3_prog;
+  assign \$77  = nxt_index == s1_tile[7:0];
+  assign \$78  = \$76  & \$77 ;
+  assign \$79  = wr__addr == s1_tile[7:0];
+  assign \$80  = fwd_last_we & \$79 ;
+  assign \$81  = fwd_prev_index == s1_tile[7:0];
+  assign \$82  = fwd_prev_we & \$81 ;
+  assign \$83  = base[0] ? base[33:22] : s2_req[28:17];
+  assign \$84  = ~ s2_stale;
+  assign \$85  = s2_valid & \$84 ;
+  assign \$86  = \$85  & ok_next;
+  assign \$88  = s2_prog & \$87 ;
+  assign \$89  = \$88  & ok_next;
+  assign \$90  = ! s2_req[0];
+  assign \$91  = s2_prog & \$90 ;
+  assign \$92  = | s2_req[28:17];
+  assign \$93  = \$91  & \$92 ;
+  assign \$94  = ~ s2_stale;
+  assign \$95  = s2_valid & \$94 ;
+  assign \$96  = \$95  & ok_next;
+  assign \$97  = \$96  ? s2_write[19:16] : 4'h0;
+  assign \$98  = ~ s2_stale;
+  assign \$99  = s2_valid & \$98 ;
+  assign \$100  = \$99  & ok_next;
+  assign \$101  = \$100  ? s2_beats1 : 5'h01;
+  assign \$102  = \$signal  ? nxt[1] : base[1];
+  assign \$103  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$104  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$105  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$106  = busy | s3_valid;
+  assign \$107  = \$106  | s3_prog;
+  assign \$111  = stats[31:0] + 1'h1;
+  assign \$112  = stats[63:32] + 1'h1;
+  assign \$113  = stats[95:64] + 1'h1;
+  assign \$114  = stats[127:96] + 1'h1;
+  assign \$115  = \push$58  & accept;
+  assign \$116  = stats[159:128] + 1'h1;
+  assign \$117  = ~ accept;
+  assign \$118  = \push$58  & \$117 ;
+  assign \$119  = stats[191:160] + 1'h1;
   always @(posedge clk)
-    sweep <= \$121 ;
+    sweep <= \$120 ;
   always @(posedge clk)
-    busy <= \$122 ;
+    sweep1 <= \$121 ;
   always @(posedge clk)
-    s1_valid <= \$123 ;
+    sweep_last <= \$122 ;
   always @(posedge clk)
-    s1_stale <= \$124 ;
+    busy <= \$123 ;
   always @(posedge clk)
-    s1_prog <= \$125 ;
+    s1_valid <= \$124 ;
+  always @(posedge clk)
+    s1_stale <= \$125 ;
+  always @(posedge clk)
+    s1_prog <= \$126 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
@@ -31605,11 +31637,11 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   always @(posedge clk)
     s1_tile <= \$43 ;
   always @(posedge clk)
-    s2_valid <= \$126 ;
+    s2_valid <= \$127 ;
   always @(posedge clk)
-    s2_stale <= \$127 ;
+    s2_stale <= \$128 ;
   always @(posedge clk)
-    s2_prog <= \$128 ;
+    s2_prog <= \$129 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -31617,11 +31649,11 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$129 ;
+    s3_valid <= \$130 ;
   always @(posedge clk)
-    s3_stale <= \$130 ;
+    s3_stale <= \$131 ;
   always @(posedge clk)
-    s3_prog <= \$131 ;
+    s3_prog <= \$132 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -31629,61 +31661,61 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$132 ;
+    \$signal  <= \$133 ;
   always @(posedge clk)
-    tag_ahead <= \$133 ;
+    tag_ahead <= \$134 ;
   always @(posedge clk)
-    s2_beats1 <= \$55 ;
+    s2_beats1 <= \$54 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$134 ;
+    fwd_tag_eq <= \$135 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$135 ;
+    fwd_hit <= \$136 ;
   always @(posedge clk)
-    s3_hit <= \$136 ;
+    s3_hit <= \$137 ;
   always @(posedge clk)
-    base_valid <= \$137 ;
+    base_valid <= \$138 ;
   always @(posedge clk)
-    base_left <= \$84 ;
+    base_left <= \$83 ;
   always @(posedge clk)
-    count_ok <= \$138 ;
+    count_ok <= \$139 ;
   always @(posedge clk)
-    disarm_ok <= \$139 ;
+    disarm_ok <= \$140 ;
   always @(posedge clk)
-    s3_arm <= \$140 ;
+    s3_arm <= \$141 ;
   always @(posedge clk)
-    s3_beats <= \$98 ;
+    s3_beats <= \$97 ;
   always @(posedge clk)
-    s3_beats1 <= \$102 ;
+    s3_beats1 <= \$101 ;
   always @(posedge clk)
-    ent <= \$141 ;
+    ent <= \$142 ;
   always @(posedge clk)
-    fwd_last_we <= \$142 ;
+    fwd_last_we <= \$143 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$143 ;
+    fwd_old_we <= \$144 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$144 ;
+    fwd_prev_we <= \$145 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    data <= \$145 ;
+    data <= \$146 ;
   always @(posedge clk)
-    \push$58  <= \$146 ;
+    \push$58  <= \$147 ;
   always @(posedge clk)
-    errors <= \$147 ;
+    errors <= \$148 ;
   always @(posedge clk)
-    stats <= \$148 ;
+    stats <= \$149 ;
   t3hw_system__e1__tracker__queue  queue (
     .accept(accept),
     .clk(clk),
@@ -31709,211 +31741,231 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$121  = sweep;
+    \$120  = sweep;
     if (busy) begin
-      \$121  = \$40 [7:0];
+      \$120  = sweep1[7:0];
     end
     if (rst) begin
-      \$121  = 8'h00;
+      \$120  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$122  = busy;
+    \$121  = sweep1;
     if (busy) begin
-      if (\$41 ) begin
-        \$122  = 1'h0;
+      \$121  = \$40 [8:0];
+    end
+    if (rst) begin
+      \$121  = 9'h001;
+    end
+  end
+  always @* begin
+    if (_init_strobe_32 ) begin end
+    \$122  = sweep_last;
+    if (busy) begin
+      \$122  = \$41 ;
+    end
+    if (rst) begin
+      \$122  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_32 ) begin end
+    \$123  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$123  = 1'h0;
       end
     end
     if (rst) begin
-      \$122  = 1'h1;
+      \$123  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$123  = write__valid;
-    if (rst) begin
-      \$123  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_32 ) begin end
-    \$124  = busy;
+    \$124  = write__valid;
     if (rst) begin
       \$124  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$125  = \$42 ;
+    \$125  = busy;
     if (rst) begin
       \$125  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$126  = s1_valid;
+    \$126  = \$42 ;
     if (rst) begin
       \$126  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$127  = s1_stale;
+    \$127  = s1_valid;
     if (rst) begin
       \$127  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$128  = s1_prog;
+    \$128  = s1_stale;
     if (rst) begin
       \$128  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$129  = s2_valid;
+    \$129  = s1_prog;
     if (rst) begin
       \$129  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$130  = s2_stale;
+    \$130  = s2_valid;
     if (rst) begin
       \$130  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$131  = s2_prog;
+    \$131  = s2_stale;
     if (rst) begin
       \$131  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$132  = \$53 ;
+    \$132  = s2_prog;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$133  = \$54 ;
+    \$133  = \$52 ;
     if (rst) begin
       \$133  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$134  = \$75 ;
+    \$134  = \$53 ;
     if (rst) begin
       \$134  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$135  = { \$83 , \$81 , \$79  };
+    \$135  = \$74 ;
     if (rst) begin
-      \$135  = 3'h0;
+      \$135  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$136  = \$signal ;
+    \$136  = { \$82 , \$80 , \$78  };
     if (rst) begin
-      \$136  = 1'h0;
+      \$136  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$137  = base[0];
+    \$137  = \$signal ;
     if (rst) begin
       \$137  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$138  = \$87 ;
+    \$138  = base[0];
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$139  = \$90 ;
+    \$139  = \$86 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$140  = \$94 ;
+    \$140  = \$89 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$142  = \$108 ;
+    \$141  = \$93 ;
     if (rst) begin
-      \$142  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$143  = fwd_prev_we;
+    \$143  = \$107 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$144  = fwd_last_we;
+    \$144  = fwd_prev_we;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$146  = push;
+    \$145  = fwd_last_we;
     if (rst) begin
-      \$146  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$147  = \$111 ;
+    \$147  = push;
     if (rst) begin
-      \$147  = 5'h00;
+      \$147  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$148  = stats;
+    \$148  = \$110 ;
+    if (rst) begin
+      \$148  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_32 ) begin end
+    \$149  = stats;
     if (write__valid) begin
       casez (write__payload[22:21])
         2'h0:
-            \$148 [31:0] = \$112 [31:0];
+            \$149 [31:0] = \$111 [31:0];
         2'h1:
-            \$148 [63:32] = \$113 [31:0];
+            \$149 [63:32] = \$112 [31:0];
         2'h2:
-            \$148 [95:64] = \$114 [31:0];
+            \$149 [95:64] = \$113 [31:0];
       endcase
     end
     if (set_err[0]) begin
-      \$148 [127:96] = \$115 [31:0];
+      \$149 [127:96] = \$114 [31:0];
     end
-    if (\$116 ) begin
-      \$148 [159:128] = \$117 [31:0];
+    if (\$115 ) begin
+      \$149 [159:128] = \$116 [31:0];
     end
-    if (\$119 ) begin
-      \$148 [191:160] = \$120 [31:0];
+    if (\$118 ) begin
+      \$149 [191:160] = \$119 [31:0];
     end
     if (rst) begin
-      \$148  = 192'h000000000000000000000000000000000000000000000000;
+      \$149  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign o__payload = trigger__payload;
@@ -32052,12 +32104,12 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$145 [23:8] = s3_tile;
-  assign \$145 [7:0] = ent[28:21];
-  assign \$141 [28:21] = \$106 ;
-  assign \$141 [20:9] = \$105 ;
-  assign \$141 [8:1] = \$104 ;
-  assign \$141 [0] = \$103 ;
+  assign \$146 [23:8] = s3_tile;
+  assign \$146 [7:0] = ent[28:21];
+  assign \$142 [28:21] = \$105 ;
+  assign \$142 [20:9] = \$104 ;
+  assign \$142 [8:1] = \$103 ;
+  assign \$142 [0] = \$102 ;
   assign set_err[4] = \$39 ;
   assign set_err[3] = \$36 ;
   assign set_err[2] = \$32 ;
@@ -32075,10 +32127,10 @@ module t3hw_system__e1__tracker (rst, program__ready, trigger__valid, trigger__p
   assign cur[1] = ent[0];
   assign cur[33:22] = \$8 ;
   assign cur[0] = \$6 ;
-  assign \$88  = s2_req[0];
+  assign \$87  = s2_req[0];
+  assign \$108  = 5'h00;
   assign \$109  = 5'h00;
-  assign \$110  = 5'h00;
-  assign \$111  = { \$39 , \$36 , \$32 , \$31 , \$30  };
+  assign \$110  = { \$39 , \$36 , \$32 , \$31 , \$30  };
 endmodule
 
 module t3hw_system__e1__tracker__queue (rst, accept, o__valid, o__payload, o__ready, wr__data, push, clk);
@@ -46424,29 +46476,29 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
-  wire \$101 ;
-  wire [4:0] \$102 ;
-  wire \$103 ;
-  wire [7:0] \$104 ;
-  wire [11:0] \$105 ;
-  wire [7:0] \$106 ;
+  wire [4:0] \$101 ;
+  wire \$102 ;
+  wire [7:0] \$103 ;
+  wire [11:0] \$104 ;
+  wire [7:0] \$105 ;
+  wire \$106 ;
   wire \$107 ;
-  wire \$108 ;
+  wire [4:0] \$108 ;
   wire [4:0] \$109 ;
   wire [7:0] \$11 ;
   wire [4:0] \$110 ;
-  wire [4:0] \$111 ;
+  wire [32:0] \$111 ;
   wire [32:0] \$112 ;
   wire [32:0] \$113 ;
   wire [32:0] \$114 ;
-  wire [32:0] \$115 ;
-  wire \$116 ;
-  wire [32:0] \$117 ;
+  wire \$115 ;
+  wire [32:0] \$116 ;
+  wire \$117 ;
   wire \$118 ;
-  wire \$119 ;
+  wire [32:0] \$119 ;
   wire [11:0] \$12 ;
-  wire [32:0] \$120 ;
-  reg [7:0] \$121 ;
+  reg [7:0] \$120 ;
+  reg [8:0] \$121 ;
   reg \$122 ;
   reg \$123 ;
   reg \$124 ;
@@ -46461,21 +46513,22 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   reg \$132 ;
   reg \$133 ;
   reg \$134 ;
-  reg [2:0] \$135 ;
-  reg \$136 ;
+  reg \$135 ;
+  reg [2:0] \$136 ;
   reg \$137 ;
   reg \$138 ;
   reg \$139 ;
   wire [12:0] \$14 ;
   reg \$140 ;
-  wire [28:0] \$141 ;
-  reg \$142 ;
+  reg \$141 ;
+  wire [28:0] \$142 ;
   reg \$143 ;
   reg \$144 ;
-  wire [23:0] \$145 ;
-  reg \$146 ;
-  reg [4:0] \$147 ;
-  reg [191:0] \$148 ;
+  reg \$145 ;
+  wire [23:0] \$146 ;
+  reg \$147 ;
+  reg [4:0] \$148 ;
+  reg [191:0] \$149 ;
   wire [12:0] \$15 ;
   wire [11:0] \$16 ;
   wire \$17 ;
@@ -46504,7 +46557,7 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire [9:0] \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire [15:0] \$43 ;
@@ -46515,12 +46568,12 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire [8:0] \$50 ;
-  wire [8:0] \$51 ;
+  wire [7:0] \$50 ;
+  wire \$51 ;
   wire \$52 ;
   wire \$53 ;
-  wire \$54 ;
-  wire [4:0] \$55 ;
+  wire [4:0] \$54 ;
+  wire \$55 ;
   wire \$56 ;
   wire \$57 ;
   wire \$58 ;
@@ -46551,8 +46604,8 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$80 ;
   wire \$81 ;
   wire \$82 ;
-  wire \$83 ;
-  wire [11:0] \$84 ;
+  wire [11:0] \$83 ;
+  wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
@@ -46566,8 +46619,8 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire \$97 ;
-  wire [3:0] \$98 ;
+  wire [3:0] \$97 ;
+  wire \$98 ;
   wire \$99 ;
   reg \$signal  = 1'h0;
   wire accept;
@@ -46796,6 +46849,8 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   wire [31:0] stats__writes_dma ;
   wire [31:0] stats__writes_remote ;
   reg [7:0] sweep = 8'h00;
+  reg [8:0] sweep1 = 9'h001;
+  reg sweep_last = 1'h0;
   reg tag_ahead = 1'h0;
   wire tag_eq;
   (* init = 24'h000000 *)
@@ -47151,93 +47206,96 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   assign \$37  = fwd_last_we ? 2'h3 : 2'h0;
   assign \$38  = ~ accept;
   assign \$39  = \push$58  & \$38 ;
-  assign \$40  = sweep + 1'h1;
-  assign \$41  = sweep == 8'hff;
+  assign \$40  = sweep1 + 1'h1;
+  assign \$41  = sweep1 == 8'hff;
   assign \$42  = program__valid & program__ready;
   assign \$43  = write__valid ? write__payload[15:0] : program__payload[16:1];
-  assign \$44  = sweep != 8'hff;
+  assign \$44  = ~ sweep_last;
   assign \$45  = busy & \$44 ;
   assign \$46  = \$45  | s2_valid;
   assign \$47  = \$46  | s2_prog;
-  assign \$48  = sweep != 8'hff;
+  assign \$48  = ~ sweep_last;
   assign \$49  = busy & \$48 ;
-  assign \$50  = sweep + 1'h1;
-  assign \$51  = \$49  ? \$50  : { 1'h0, s2_tile[7:0] };
-  assign \$52  = \$51  == s1_tile[7:0];
-  assign \$53  = \$47  & \$52 ;
-  assign \$54  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$55  = s1_write[19:16] + 1'h1;
-  assign \$56  = busy | s3_valid;
-  assign \$57  = \$56  | s3_prog;
-  assign \$58  = nxt_index == s1_tile[7:0];
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = wr__addr == s1_tile[7:0];
-  assign \$61  = fwd_last_we & \$60 ;
-  assign \$62  = fwd_prev_index == s1_tile[7:0];
-  assign \$63  = fwd_prev_we & \$62 ;
-  assign \$64  = busy | s3_valid;
-  assign \$65  = \$64  | s3_prog;
-  assign \$66  = nxt_index == s1_tile[7:0];
-  assign \$67  = \$65  & \$66 ;
-  assign \$68  = wr__addr == s1_tile[7:0];
-  assign \$69  = fwd_last_we & \$68 ;
-  assign \$70  = fwd_prev_index == s1_tile[7:0];
-  assign \$71  = fwd_prev_we & \$70 ;
-  assign \$72  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$73  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$74  = \$69  ? \$72  : \$73 ;
-  assign \$75  = \$59  ? nxt_tag_eq1 : \$74 ;
-  assign \$76  = busy | s3_valid;
-  assign \$77  = \$76  | s3_prog;
-  assign \$78  = nxt_index == s1_tile[7:0];
-  assign \$79  = \$77  & \$78 ;
-  assign \$80  = wr__addr == s1_tile[7:0];
-  assign \$81  = fwd_last_we & \$80 ;
-  assign \$82  = fwd_prev_index == s1_tile[7:0];
-  assign \$83  = fwd_prev_we & \$82 ;
-  assign \$84  = base[0] ? base[33:22] : s2_req[28:17];
-  assign \$85  = ~ s2_stale;
-  assign \$86  = s2_valid & \$85 ;
-  assign \$87  = \$86  & ok_next;
-  assign \$89  = s2_prog & \$88 ;
-  assign \$90  = \$89  & ok_next;
-  assign \$91  = ! s2_req[0];
-  assign \$92  = s2_prog & \$91 ;
-  assign \$93  = | s2_req[28:17];
-  assign \$94  = \$92  & \$93 ;
-  assign \$95  = ~ s2_stale;
-  assign \$96  = s2_valid & \$95 ;
-  assign \$97  = \$96  & ok_next;
-  assign \$98  = \$97  ? s2_write[19:16] : 4'h0;
-  assign \$99  = ~ s2_stale;
-  assign \$100  = s2_valid & \$99 ;
-  assign \$101  = \$100  & ok_next;
-  assign \$102  = \$101  ? s2_beats1 : 5'h01;
-  assign \$103  = \$signal  ? nxt[1] : base[1];
-  assign \$104  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$105  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$106  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$107  = busy | s3_valid;
-  assign \$108  = \$107  | s3_prog;
-  assign \$112  = stats[31:0] + 1'h1;
-  assign \$113  = stats[63:32] + 1'h1;
-  assign \$114  = stats[95:64] + 1'h1;
-  assign \$115  = stats[127:96] + 1'h1;
-  assign \$116  = \push$58  & accept;
-  assign \$117  = stats[159:128] + 1'h1;
-  assign \$118  = ~ accept;
-  assign \$119  = \push$58  & \$118 ;
-  assign \$120  = stats[191:160] + 1'h1;
+  assign \$50  = \$49  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$51  = \$50  == s1_tile[7:0];
+  assign \$52  = \$47  & \$51 ;
+  assign \$53  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$54  = s1_write[19:16] + 1'h1;
+  assign \$55  = busy | s3_valid;
+  assign \$56  = \$55  | s3_prog;
+  assign \$57  = nxt_index == s1_tile[7:0];
+  assign \$58  = \$56  & \$57 ;
+  assign \$59  = wr__addr == s1_tile[7:0];
+  assign \$60  = fwd_last_we & \$59 ;
+  assign \$61  = fwd_prev_index == s1_tile[7:0];
+  assign \$62  = fwd_prev_we & \$61 ;
+  assign \$63  = busy | s3_valid;
+  assign \$64  = \$63  | s3_prog;
+  assign \$65  = nxt_index == s1_tile[7:0];
+  assign \$66  = \$64  & \$65 ;
+  assign \$67  = wr__addr == s1_tile[7:0];
+  assign \$68  = fwd_last_we & \$67 ;
+  assign \$69  = fwd_prev_index == s1_tile[7:0];
+  assign \$70  = fwd_prev_we & \$69 ;
+  assign \$71  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$72  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$73  = \$68  ? \$71  : \$72 ;
+  assign \$74  = \$58  ? nxt_tag_eq1 : \$73 ;
+  assign \$75  = busy | s3_valid;
+  assign \$76  = \$75  | s3_prog;
+  assign \$77  = nxt_index == s1_tile[7:0];
+  assign \$78  = \$76  & \$77 ;
+  assign \$79  = wr__addr == s1_tile[7:0];
+  assign \$80  = fwd_last_we & \$79 ;
+  assign \$81  = fwd_prev_index == s1_tile[7:0];
+  assign \$82  = fwd_prev_we & \$81 ;
+  assign \$83  = base[0] ? base[33:22] : s2_req[28:17];
+  assign \$84  = ~ s2_stale;
+  assign \$85  = s2_valid & \$84 ;
+  assign \$86  = \$85  & ok_next;
+  assign \$88  = s2_prog & \$87 ;
+  assign \$89  = \$88  & ok_next;
+  assign \$90  = ! s2_req[0];
+  assign \$91  = s2_prog & \$90 ;
+  assign \$92  = | s2_req[28:17];
+  assign \$93  = \$91  & \$92 ;
+  assign \$94  = ~ s2_stale;
+  assign \$95  = s2_valid & \$94 ;
+  assign \$96  = \$95  & ok_next;
+  assign \$97  = \$96  ? s2_write[19:16] : 4'h0;
+  assign \$98  = ~ s2_stale;
+  assign \$99  = s2_valid & \$98 ;
+  assign \$100  = \$99  & ok_next;
+  assign \$101  = \$100  ? s2_beats1 : 5'h01;
+  assign \$102  = \$signal  ? nxt[1] : base[1];
+  assign \$103  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$104  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$105  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$106  = busy | s3_valid;
+  assign \$107  = \$106  | s3_prog;
+  assign \$111  = stats[31:0] + 1'h1;
+  assign \$112  = stats[63:32] + 1'h1;
+  assign \$113  = stats[95:64] + 1'h1;
+  assign \$114  = stats[127:96] + 1'h1;
+  assign \$115  = \push$58  & accept;
+  assign \$116  = stats[159:128] + 1'h1;
+  assign \$117  = ~ accept;
+  assign \$118  = \push$58  & \$117 ;
+  assign \$119  = stats[191:160] + 1'h1;
   always @(posedge clk)
-    sweep <= \$121 ;
+    sweep <= \$120 ;
   always @(posedge clk)
-    busy <= \$122 ;
+    sweep1 <= \$121 ;
   always @(posedge clk)
-    s1_valid <= \$123 ;
+    sweep_last <= \$122 ;
   always @(posedge clk)
-    s1_stale <= \$124 ;
+    busy <= \$123 ;
   always @(posedge clk)
-    s1_prog <= \$125 ;
+    s1_valid <= \$124 ;
+  always @(posedge clk)
+    s1_stale <= \$125 ;
+  always @(posedge clk)
+    s1_prog <= \$126 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
@@ -47245,11 +47303,11 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   always @(posedge clk)
     s1_tile <= \$43 ;
   always @(posedge clk)
-    s2_valid <= \$126 ;
+    s2_valid <= \$127 ;
   always @(posedge clk)
-    s2_stale <= \$127 ;
+    s2_stale <= \$128 ;
   always @(posedge clk)
-    s2_prog <= \$128 ;
+    s2_prog <= \$129 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -47257,11 +47315,11 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$129 ;
+    s3_valid <= \$130 ;
   always @(posedge clk)
-    s3_stale <= \$130 ;
+    s3_stale <= \$131 ;
   always @(posedge clk)
-    s3_prog <= \$131 ;
+    s3_prog <= \$132 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -47269,61 +47327,61 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$132 ;
+    \$signal  <= \$133 ;
   always @(posedge clk)
-    tag_ahead <= \$133 ;
+    tag_ahead <= \$134 ;
   always @(posedge clk)
-    s2_beats1 <= \$55 ;
+    s2_beats1 <= \$54 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$134 ;
+    fwd_tag_eq <= \$135 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$135 ;
+    fwd_hit <= \$136 ;
   always @(posedge clk)
-    s3_hit <= \$136 ;
+    s3_hit <= \$137 ;
   always @(posedge clk)
-    base_valid <= \$137 ;
+    base_valid <= \$138 ;
   always @(posedge clk)
-    base_left <= \$84 ;
+    base_left <= \$83 ;
   always @(posedge clk)
-    count_ok <= \$138 ;
+    count_ok <= \$139 ;
   always @(posedge clk)
-    disarm_ok <= \$139 ;
+    disarm_ok <= \$140 ;
   always @(posedge clk)
-    s3_arm <= \$140 ;
+    s3_arm <= \$141 ;
   always @(posedge clk)
-    s3_beats <= \$98 ;
+    s3_beats <= \$97 ;
   always @(posedge clk)
-    s3_beats1 <= \$102 ;
+    s3_beats1 <= \$101 ;
   always @(posedge clk)
-    ent <= \$141 ;
+    ent <= \$142 ;
   always @(posedge clk)
-    fwd_last_we <= \$142 ;
+    fwd_last_we <= \$143 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$143 ;
+    fwd_old_we <= \$144 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$144 ;
+    fwd_prev_we <= \$145 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    data <= \$145 ;
+    data <= \$146 ;
   always @(posedge clk)
-    \push$58  <= \$146 ;
+    \push$58  <= \$147 ;
   always @(posedge clk)
-    errors <= \$147 ;
+    errors <= \$148 ;
   always @(posedge clk)
-    stats <= \$148 ;
+    stats <= \$149 ;
   t3hw_system__e2__tracker__queue  queue (
     .accept(accept),
     .clk(clk),
@@ -47349,211 +47407,231 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$121  = sweep;
+    \$120  = sweep;
     if (busy) begin
-      \$121  = \$40 [7:0];
+      \$120  = sweep1[7:0];
     end
     if (rst) begin
-      \$121  = 8'h00;
+      \$120  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$122  = busy;
+    \$121  = sweep1;
     if (busy) begin
-      if (\$41 ) begin
-        \$122  = 1'h0;
+      \$121  = \$40 [8:0];
+    end
+    if (rst) begin
+      \$121  = 9'h001;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$122  = sweep_last;
+    if (busy) begin
+      \$122  = \$41 ;
+    end
+    if (rst) begin
+      \$122  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$123  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$123  = 1'h0;
       end
     end
     if (rst) begin
-      \$122  = 1'h1;
+      \$123  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$123  = write__valid;
-    if (rst) begin
-      \$123  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$124  = busy;
+    \$124  = write__valid;
     if (rst) begin
       \$124  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$125  = \$42 ;
+    \$125  = busy;
     if (rst) begin
       \$125  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$126  = s1_valid;
+    \$126  = \$42 ;
     if (rst) begin
       \$126  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$127  = s1_stale;
+    \$127  = s1_valid;
     if (rst) begin
       \$127  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$128  = s1_prog;
+    \$128  = s1_stale;
     if (rst) begin
       \$128  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$129  = s2_valid;
+    \$129  = s1_prog;
     if (rst) begin
       \$129  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$130  = s2_stale;
+    \$130  = s2_valid;
     if (rst) begin
       \$130  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$131  = s2_prog;
+    \$131  = s2_stale;
     if (rst) begin
       \$131  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$132  = \$53 ;
+    \$132  = s2_prog;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$133  = \$54 ;
+    \$133  = \$52 ;
     if (rst) begin
       \$133  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$134  = \$75 ;
+    \$134  = \$53 ;
     if (rst) begin
       \$134  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$135  = { \$83 , \$81 , \$79  };
+    \$135  = \$74 ;
     if (rst) begin
-      \$135  = 3'h0;
+      \$135  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$136  = \$signal ;
+    \$136  = { \$82 , \$80 , \$78  };
     if (rst) begin
-      \$136  = 1'h0;
+      \$136  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$137  = base[0];
+    \$137  = \$signal ;
     if (rst) begin
       \$137  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$138  = \$87 ;
+    \$138  = base[0];
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$139  = \$90 ;
+    \$139  = \$86 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$140  = \$94 ;
+    \$140  = \$89 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$142  = \$108 ;
+    \$141  = \$93 ;
     if (rst) begin
-      \$142  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$143  = fwd_prev_we;
+    \$143  = \$107 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$144  = fwd_last_we;
+    \$144  = fwd_prev_we;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$146  = push;
+    \$145  = fwd_last_we;
     if (rst) begin
-      \$146  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$147  = \$111 ;
+    \$147  = push;
     if (rst) begin
-      \$147  = 5'h00;
+      \$147  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$148  = stats;
+    \$148  = \$110 ;
+    if (rst) begin
+      \$148  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$149  = stats;
     if (write__valid) begin
       casez (write__payload[22:21])
         2'h0:
-            \$148 [31:0] = \$112 [31:0];
+            \$149 [31:0] = \$111 [31:0];
         2'h1:
-            \$148 [63:32] = \$113 [31:0];
+            \$149 [63:32] = \$112 [31:0];
         2'h2:
-            \$148 [95:64] = \$114 [31:0];
+            \$149 [95:64] = \$113 [31:0];
       endcase
     end
     if (set_err[0]) begin
-      \$148 [127:96] = \$115 [31:0];
+      \$149 [127:96] = \$114 [31:0];
     end
-    if (\$116 ) begin
-      \$148 [159:128] = \$117 [31:0];
+    if (\$115 ) begin
+      \$149 [159:128] = \$116 [31:0];
     end
-    if (\$119 ) begin
-      \$148 [191:160] = \$120 [31:0];
+    if (\$118 ) begin
+      \$149 [191:160] = \$119 [31:0];
     end
     if (rst) begin
-      \$148  = 192'h000000000000000000000000000000000000000000000000;
+      \$149  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign o__payload = trigger__payload;
@@ -47692,12 +47770,12 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$145 [23:8] = s3_tile;
-  assign \$145 [7:0] = ent[28:21];
-  assign \$141 [28:21] = \$106 ;
-  assign \$141 [20:9] = \$105 ;
-  assign \$141 [8:1] = \$104 ;
-  assign \$141 [0] = \$103 ;
+  assign \$146 [23:8] = s3_tile;
+  assign \$146 [7:0] = ent[28:21];
+  assign \$142 [28:21] = \$105 ;
+  assign \$142 [20:9] = \$104 ;
+  assign \$142 [8:1] = \$103 ;
+  assign \$142 [0] = \$102 ;
   assign set_err[4] = \$39 ;
   assign set_err[3] = \$36 ;
   assign set_err[2] = \$32 ;
@@ -47715,10 +47793,10 @@ module t3hw_system__e2__tracker (rst, program__ready, trigger__valid, trigger__p
   assign cur[1] = ent[0];
   assign cur[33:22] = \$8 ;
   assign cur[0] = \$6 ;
-  assign \$88  = s2_req[0];
+  assign \$87  = s2_req[0];
+  assign \$108  = 5'h00;
   assign \$109  = 5'h00;
-  assign \$110  = 5'h00;
-  assign \$111  = { \$39 , \$36 , \$32 , \$31 , \$30  };
+  assign \$110  = { \$39 , \$36 , \$32 , \$31 , \$30  };
 endmodule
 
 module t3hw_system__e2__tracker__queue (rst, accept, o__valid, o__payload, o__ready, wr__data, push, clk);
@@ -62064,29 +62142,29 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
-  wire \$101 ;
-  wire [4:0] \$102 ;
-  wire \$103 ;
-  wire [7:0] \$104 ;
-  wire [11:0] \$105 ;
-  wire [7:0] \$106 ;
+  wire [4:0] \$101 ;
+  wire \$102 ;
+  wire [7:0] \$103 ;
+  wire [11:0] \$104 ;
+  wire [7:0] \$105 ;
+  wire \$106 ;
   wire \$107 ;
-  wire \$108 ;
+  wire [4:0] \$108 ;
   wire [4:0] \$109 ;
   wire [7:0] \$11 ;
   wire [4:0] \$110 ;
-  wire [4:0] \$111 ;
+  wire [32:0] \$111 ;
   wire [32:0] \$112 ;
   wire [32:0] \$113 ;
   wire [32:0] \$114 ;
-  wire [32:0] \$115 ;
-  wire \$116 ;
-  wire [32:0] \$117 ;
+  wire \$115 ;
+  wire [32:0] \$116 ;
+  wire \$117 ;
   wire \$118 ;
-  wire \$119 ;
+  wire [32:0] \$119 ;
   wire [11:0] \$12 ;
-  wire [32:0] \$120 ;
-  reg [7:0] \$121 ;
+  reg [7:0] \$120 ;
+  reg [8:0] \$121 ;
   reg \$122 ;
   reg \$123 ;
   reg \$124 ;
@@ -62101,21 +62179,22 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   reg \$132 ;
   reg \$133 ;
   reg \$134 ;
-  reg [2:0] \$135 ;
-  reg \$136 ;
+  reg \$135 ;
+  reg [2:0] \$136 ;
   reg \$137 ;
   reg \$138 ;
   reg \$139 ;
   wire [12:0] \$14 ;
   reg \$140 ;
-  wire [28:0] \$141 ;
-  reg \$142 ;
+  reg \$141 ;
+  wire [28:0] \$142 ;
   reg \$143 ;
   reg \$144 ;
-  wire [23:0] \$145 ;
-  reg \$146 ;
-  reg [4:0] \$147 ;
-  reg [191:0] \$148 ;
+  reg \$145 ;
+  wire [23:0] \$146 ;
+  reg \$147 ;
+  reg [4:0] \$148 ;
+  reg [191:0] \$149 ;
   wire [12:0] \$15 ;
   wire [11:0] \$16 ;
   wire \$17 ;
@@ -62144,7 +62223,7 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire [9:0] \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire [15:0] \$43 ;
@@ -62155,12 +62234,12 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire [8:0] \$50 ;
-  wire [8:0] \$51 ;
+  wire [7:0] \$50 ;
+  wire \$51 ;
   wire \$52 ;
   wire \$53 ;
-  wire \$54 ;
-  wire [4:0] \$55 ;
+  wire [4:0] \$54 ;
+  wire \$55 ;
   wire \$56 ;
   wire \$57 ;
   wire \$58 ;
@@ -62191,8 +62270,8 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$80 ;
   wire \$81 ;
   wire \$82 ;
-  wire \$83 ;
-  wire [11:0] \$84 ;
+  wire [11:0] \$83 ;
+  wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
@@ -62206,8 +62285,8 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire \$97 ;
-  wire [3:0] \$98 ;
+  wire [3:0] \$97 ;
+  wire \$98 ;
   wire \$99 ;
   reg \$signal  = 1'h0;
   wire accept;
@@ -62436,6 +62515,8 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   wire [31:0] stats__writes_dma ;
   wire [31:0] stats__writes_remote ;
   reg [7:0] sweep = 8'h00;
+  reg [8:0] sweep1 = 9'h001;
+  reg sweep_last = 1'h0;
   reg tag_ahead = 1'h0;
   wire tag_eq;
   (* init = 24'h000000 *)
@@ -62791,93 +62872,96 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   assign \$37  = fwd_last_we ? 2'h3 : 2'h0;
   assign \$38  = ~ accept;
   assign \$39  = \push$58  & \$38 ;
-  assign \$40  = sweep + 1'h1;
-  assign \$41  = sweep == 8'hff;
+  assign \$40  = sweep1 + 1'h1;
+  assign \$41  = sweep1 == 8'hff;
   assign \$42  = program__valid & program__ready;
   assign \$43  = write__valid ? write__payload[15:0] : program__payload[16:1];
-  assign \$44  = sweep != 8'hff;
+  assign \$44  = ~ sweep_last;
   assign \$45  = busy & \$44 ;
   assign \$46  = \$45  | s2_valid;
   assign \$47  = \$46  | s2_prog;
-  assign \$48  = sweep != 8'hff;
+  assign \$48  = ~ sweep_last;
   assign \$49  = busy & \$48 ;
-  assign \$50  = sweep + 1'h1;
-  assign \$51  = \$49  ? \$50  : { 1'h0, s2_tile[7:0] };
-  assign \$52  = \$51  == s1_tile[7:0];
-  assign \$53  = \$47  & \$52 ;
-  assign \$54  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$55  = s1_write[19:16] + 1'h1;
-  assign \$56  = busy | s3_valid;
-  assign \$57  = \$56  | s3_prog;
-  assign \$58  = nxt_index == s1_tile[7:0];
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = wr__addr == s1_tile[7:0];
-  assign \$61  = fwd_last_we & \$60 ;
-  assign \$62  = fwd_prev_index == s1_tile[7:0];
-  assign \$63  = fwd_prev_we & \$62 ;
-  assign \$64  = busy | s3_valid;
-  assign \$65  = \$64  | s3_prog;
-  assign \$66  = nxt_index == s1_tile[7:0];
-  assign \$67  = \$65  & \$66 ;
-  assign \$68  = wr__addr == s1_tile[7:0];
-  assign \$69  = fwd_last_we & \$68 ;
-  assign \$70  = fwd_prev_index == s1_tile[7:0];
-  assign \$71  = fwd_prev_we & \$70 ;
-  assign \$72  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$73  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$74  = \$69  ? \$72  : \$73 ;
-  assign \$75  = \$59  ? nxt_tag_eq1 : \$74 ;
-  assign \$76  = busy | s3_valid;
-  assign \$77  = \$76  | s3_prog;
-  assign \$78  = nxt_index == s1_tile[7:0];
-  assign \$79  = \$77  & \$78 ;
-  assign \$80  = wr__addr == s1_tile[7:0];
-  assign \$81  = fwd_last_we & \$80 ;
-  assign \$82  = fwd_prev_index == s1_tile[7:0];
-  assign \$83  = fwd_prev_we & \$82 ;
-  assign \$84  = base[0] ? base[33:22] : s2_req[28:17];
-  assign \$85  = ~ s2_stale;
-  assign \$86  = s2_valid & \$85 ;
-  assign \$87  = \$86  & ok_next;
-  assign \$89  = s2_prog & \$88 ;
-  assign \$90  = \$89  & ok_next;
-  assign \$91  = ! s2_req[0];
-  assign \$92  = s2_prog & \$91 ;
-  assign \$93  = | s2_req[28:17];
-  assign \$94  = \$92  & \$93 ;
-  assign \$95  = ~ s2_stale;
-  assign \$96  = s2_valid & \$95 ;
-  assign \$97  = \$96  & ok_next;
-  assign \$98  = \$97  ? s2_write[19:16] : 4'h0;
-  assign \$99  = ~ s2_stale;
-  assign \$100  = s2_valid & \$99 ;
-  assign \$101  = \$100  & ok_next;
-  assign \$102  = \$101  ? s2_beats1 : 5'h01;
-  assign \$103  = \$signal  ? nxt[1] : base[1];
-  assign \$104  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$105  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$106  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$107  = busy | s3_valid;
-  assign \$108  = \$107  | s3_prog;
-  assign \$112  = stats[31:0] + 1'h1;
-  assign \$113  = stats[63:32] + 1'h1;
-  assign \$114  = stats[95:64] + 1'h1;
-  assign \$115  = stats[127:96] + 1'h1;
-  assign \$116  = \push$58  & accept;
-  assign \$117  = stats[159:128] + 1'h1;
-  assign \$118  = ~ accept;
-  assign \$119  = \push$58  & \$118 ;
-  assign \$120  = stats[191:160] + 1'h1;
+  assign \$50  = \$49  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$51  = \$50  == s1_tile[7:0];
+  assign \$52  = \$47  & \$51 ;
+  assign \$53  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$54  = s1_write[19:16] + 1'h1;
+  assign \$55  = busy | s3_valid;
+  assign \$56  = \$55  | s3_prog;
+  assign \$57  = nxt_index == s1_tile[7:0];
+  assign \$58  = \$56  & \$57 ;
+  assign \$59  = wr__addr == s1_tile[7:0];
+  assign \$60  = fwd_last_we & \$59 ;
+  assign \$61  = fwd_prev_index == s1_tile[7:0];
+  assign \$62  = fwd_prev_we & \$61 ;
+  assign \$63  = busy | s3_valid;
+  assign \$64  = \$63  | s3_prog;
+  assign \$65  = nxt_index == s1_tile[7:0];
+  assign \$66  = \$64  & \$65 ;
+  assign \$67  = wr__addr == s1_tile[7:0];
+  assign \$68  = fwd_last_we & \$67 ;
+  assign \$69  = fwd_prev_index == s1_tile[7:0];
+  assign \$70  = fwd_prev_we & \$69 ;
+  assign \$71  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$72  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$73  = \$68  ? \$71  : \$72 ;
+  assign \$74  = \$58  ? nxt_tag_eq1 : \$73 ;
+  assign \$75  = busy | s3_valid;
+  assign \$76  = \$75  | s3_prog;
+  assign \$77  = nxt_index == s1_tile[7:0];
+  assign \$78  = \$76  & \$77 ;
+  assign \$79  = wr__addr == s1_tile[7:0];
+  assign \$80  = fwd_last_we & \$79 ;
+  assign \$81  = fwd_prev_index == s1_tile[7:0];
+  assign \$82  = fwd_prev_we & \$81 ;
+  assign \$83  = base[0] ? base[33:22] : s2_req[28:17];
+  assign \$84  = ~ s2_stale;
+  assign \$85  = s2_valid & \$84 ;
+  assign \$86  = \$85  & ok_next;
+  assign \$88  = s2_prog & \$87 ;
+  assign \$89  = \$88  & ok_next;
+  assign \$90  = ! s2_req[0];
+  assign \$91  = s2_prog & \$90 ;
+  assign \$92  = | s2_req[28:17];
+  assign \$93  = \$91  & \$92 ;
+  assign \$94  = ~ s2_stale;
+  assign \$95  = s2_valid & \$94 ;
+  assign \$96  = \$95  & ok_next;
+  assign \$97  = \$96  ? s2_write[19:16] : 4'h0;
+  assign \$98  = ~ s2_stale;
+  assign \$99  = s2_valid & \$98 ;
+  assign \$100  = \$99  & ok_next;
+  assign \$101  = \$100  ? s2_beats1 : 5'h01;
+  assign \$102  = \$signal  ? nxt[1] : base[1];
+  assign \$103  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$104  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$105  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$106  = busy | s3_valid;
+  assign \$107  = \$106  | s3_prog;
+  assign \$111  = stats[31:0] + 1'h1;
+  assign \$112  = stats[63:32] + 1'h1;
+  assign \$113  = stats[95:64] + 1'h1;
+  assign \$114  = stats[127:96] + 1'h1;
+  assign \$115  = \push$58  & accept;
+  assign \$116  = stats[159:128] + 1'h1;
+  assign \$117  = ~ accept;
+  assign \$118  = \push$58  & \$117 ;
+  assign \$119  = stats[191:160] + 1'h1;
   always @(posedge clk)
-    sweep <= \$121 ;
+    sweep <= \$120 ;
   always @(posedge clk)
-    busy <= \$122 ;
+    sweep1 <= \$121 ;
   always @(posedge clk)
-    s1_valid <= \$123 ;
+    sweep_last <= \$122 ;
   always @(posedge clk)
-    s1_stale <= \$124 ;
+    busy <= \$123 ;
   always @(posedge clk)
-    s1_prog <= \$125 ;
+    s1_valid <= \$124 ;
+  always @(posedge clk)
+    s1_stale <= \$125 ;
+  always @(posedge clk)
+    s1_prog <= \$126 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
@@ -62885,11 +62969,11 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   always @(posedge clk)
     s1_tile <= \$43 ;
   always @(posedge clk)
-    s2_valid <= \$126 ;
+    s2_valid <= \$127 ;
   always @(posedge clk)
-    s2_stale <= \$127 ;
+    s2_stale <= \$128 ;
   always @(posedge clk)
-    s2_prog <= \$128 ;
+    s2_prog <= \$129 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -62897,11 +62981,11 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$129 ;
+    s3_valid <= \$130 ;
   always @(posedge clk)
-    s3_stale <= \$130 ;
+    s3_stale <= \$131 ;
   always @(posedge clk)
-    s3_prog <= \$131 ;
+    s3_prog <= \$132 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -62909,61 +62993,61 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$132 ;
+    \$signal  <= \$133 ;
   always @(posedge clk)
-    tag_ahead <= \$133 ;
+    tag_ahead <= \$134 ;
   always @(posedge clk)
-    s2_beats1 <= \$55 ;
+    s2_beats1 <= \$54 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$134 ;
+    fwd_tag_eq <= \$135 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$135 ;
+    fwd_hit <= \$136 ;
   always @(posedge clk)
-    s3_hit <= \$136 ;
+    s3_hit <= \$137 ;
   always @(posedge clk)
-    base_valid <= \$137 ;
+    base_valid <= \$138 ;
   always @(posedge clk)
-    base_left <= \$84 ;
+    base_left <= \$83 ;
   always @(posedge clk)
-    count_ok <= \$138 ;
+    count_ok <= \$139 ;
   always @(posedge clk)
-    disarm_ok <= \$139 ;
+    disarm_ok <= \$140 ;
   always @(posedge clk)
-    s3_arm <= \$140 ;
+    s3_arm <= \$141 ;
   always @(posedge clk)
-    s3_beats <= \$98 ;
+    s3_beats <= \$97 ;
   always @(posedge clk)
-    s3_beats1 <= \$102 ;
+    s3_beats1 <= \$101 ;
   always @(posedge clk)
-    ent <= \$141 ;
+    ent <= \$142 ;
   always @(posedge clk)
-    fwd_last_we <= \$142 ;
+    fwd_last_we <= \$143 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$143 ;
+    fwd_old_we <= \$144 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$144 ;
+    fwd_prev_we <= \$145 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    data <= \$145 ;
+    data <= \$146 ;
   always @(posedge clk)
-    \push$58  <= \$146 ;
+    \push$58  <= \$147 ;
   always @(posedge clk)
-    errors <= \$147 ;
+    errors <= \$148 ;
   always @(posedge clk)
-    stats <= \$148 ;
+    stats <= \$149 ;
   t3hw_system__e3__tracker__queue  queue (
     .accept(accept),
     .clk(clk),
@@ -62989,211 +63073,231 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$121  = sweep;
+    \$120  = sweep;
     if (busy) begin
-      \$121  = \$40 [7:0];
+      \$120  = sweep1[7:0];
     end
     if (rst) begin
-      \$121  = 8'h00;
+      \$120  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$122  = busy;
+    \$121  = sweep1;
     if (busy) begin
-      if (\$41 ) begin
-        \$122  = 1'h0;
+      \$121  = \$40 [8:0];
+    end
+    if (rst) begin
+      \$121  = 9'h001;
+    end
+  end
+  always @* begin
+    if (_init_strobe_66 ) begin end
+    \$122  = sweep_last;
+    if (busy) begin
+      \$122  = \$41 ;
+    end
+    if (rst) begin
+      \$122  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_66 ) begin end
+    \$123  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$123  = 1'h0;
       end
     end
     if (rst) begin
-      \$122  = 1'h1;
+      \$123  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$123  = write__valid;
-    if (rst) begin
-      \$123  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_66 ) begin end
-    \$124  = busy;
+    \$124  = write__valid;
     if (rst) begin
       \$124  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$125  = \$42 ;
+    \$125  = busy;
     if (rst) begin
       \$125  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$126  = s1_valid;
+    \$126  = \$42 ;
     if (rst) begin
       \$126  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$127  = s1_stale;
+    \$127  = s1_valid;
     if (rst) begin
       \$127  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$128  = s1_prog;
+    \$128  = s1_stale;
     if (rst) begin
       \$128  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$129  = s2_valid;
+    \$129  = s1_prog;
     if (rst) begin
       \$129  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$130  = s2_stale;
+    \$130  = s2_valid;
     if (rst) begin
       \$130  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$131  = s2_prog;
+    \$131  = s2_stale;
     if (rst) begin
       \$131  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$132  = \$53 ;
+    \$132  = s2_prog;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$133  = \$54 ;
+    \$133  = \$52 ;
     if (rst) begin
       \$133  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$134  = \$75 ;
+    \$134  = \$53 ;
     if (rst) begin
       \$134  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$135  = { \$83 , \$81 , \$79  };
+    \$135  = \$74 ;
     if (rst) begin
-      \$135  = 3'h0;
+      \$135  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$136  = \$signal ;
+    \$136  = { \$82 , \$80 , \$78  };
     if (rst) begin
-      \$136  = 1'h0;
+      \$136  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$137  = base[0];
+    \$137  = \$signal ;
     if (rst) begin
       \$137  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$138  = \$87 ;
+    \$138  = base[0];
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$139  = \$90 ;
+    \$139  = \$86 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$140  = \$94 ;
+    \$140  = \$89 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$142  = \$108 ;
+    \$141  = \$93 ;
     if (rst) begin
-      \$142  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$143  = fwd_prev_we;
+    \$143  = \$107 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$144  = fwd_last_we;
+    \$144  = fwd_prev_we;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$146  = push;
+    \$145  = fwd_last_we;
     if (rst) begin
-      \$146  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$147  = \$111 ;
+    \$147  = push;
     if (rst) begin
-      \$147  = 5'h00;
+      \$147  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$148  = stats;
+    \$148  = \$110 ;
+    if (rst) begin
+      \$148  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_66 ) begin end
+    \$149  = stats;
     if (write__valid) begin
       casez (write__payload[22:21])
         2'h0:
-            \$148 [31:0] = \$112 [31:0];
+            \$149 [31:0] = \$111 [31:0];
         2'h1:
-            \$148 [63:32] = \$113 [31:0];
+            \$149 [63:32] = \$112 [31:0];
         2'h2:
-            \$148 [95:64] = \$114 [31:0];
+            \$149 [95:64] = \$113 [31:0];
       endcase
     end
     if (set_err[0]) begin
-      \$148 [127:96] = \$115 [31:0];
+      \$149 [127:96] = \$114 [31:0];
     end
-    if (\$116 ) begin
-      \$148 [159:128] = \$117 [31:0];
+    if (\$115 ) begin
+      \$149 [159:128] = \$116 [31:0];
     end
-    if (\$119 ) begin
-      \$148 [191:160] = \$120 [31:0];
+    if (\$118 ) begin
+      \$149 [191:160] = \$119 [31:0];
     end
     if (rst) begin
-      \$148  = 192'h000000000000000000000000000000000000000000000000;
+      \$149  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign o__payload = trigger__payload;
@@ -63332,12 +63436,12 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$145 [23:8] = s3_tile;
-  assign \$145 [7:0] = ent[28:21];
-  assign \$141 [28:21] = \$106 ;
-  assign \$141 [20:9] = \$105 ;
-  assign \$141 [8:1] = \$104 ;
-  assign \$141 [0] = \$103 ;
+  assign \$146 [23:8] = s3_tile;
+  assign \$146 [7:0] = ent[28:21];
+  assign \$142 [28:21] = \$105 ;
+  assign \$142 [20:9] = \$104 ;
+  assign \$142 [8:1] = \$103 ;
+  assign \$142 [0] = \$102 ;
   assign set_err[4] = \$39 ;
   assign set_err[3] = \$36 ;
   assign set_err[2] = \$32 ;
@@ -63355,10 +63459,10 @@ module t3hw_system__e3__tracker (rst, program__ready, trigger__valid, trigger__p
   assign cur[1] = ent[0];
   assign cur[33:22] = \$8 ;
   assign cur[0] = \$6 ;
-  assign \$88  = s2_req[0];
+  assign \$87  = s2_req[0];
+  assign \$108  = 5'h00;
   assign \$109  = 5'h00;
-  assign \$110  = 5'h00;
-  assign \$111  = { \$39 , \$36 , \$32 , \$31 , \$30  };
+  assign \$110  = { \$39 , \$36 , \$32 , \$31 , \$30  };
 endmodule
 
 module t3hw_system__e3__tracker__queue (rst, accept, o__valid, o__payload, o__ready, wr__data, push, clk);

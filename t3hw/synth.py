@@ -338,11 +338,15 @@ def signal_of(cell):
     ``dut.fwd_entry_TRELLIS_FF_Q_32`` drives bit 32 of ``fwd_entry`` of the block (``dut``),
     giving ``"fwd_entry[32]"``; a block RAM keeps its memory's name (``dut.entries.0.0``, a
     tile of memory ``entries``). For a LUT the name is a neighbouring wire's, a hint only.
+    A cell named after a Yosys-internal wire gives that wire (``"$signal"``).
     Cells that the wrapper owns, or that nextpnr added (``$nextpnr_...``), give None.
     """
     if not cell.startswith("dut."):
         return None
-    name = _CELL_SUFFIX_RE.split(cell[4:], maxsplit=1)[0]
+    # A Yosys-internal wire (``$signal``, escaped as ``\$signal``) keeps its ``$``.
+    body = cell[4:].lstrip("\\")
+    internal = body.startswith("$")
+    name = ("$" if internal else "") + _CELL_SUFFIX_RE.split(body[internal:], maxsplit=1)[0]
     bit = re.search(r"_TRELLIS_FF_Q_(\d+)$", cell)
     return (f"{name}[{bit.group(1)}]" if bit else name) or None
 

@@ -147,11 +147,17 @@ class Tracker(wiring.Component):
         m.submodules.queue = queue = Queue(trigger_layout(p), depth=p.trigger_depth)
         wiring.connect(m, queue.o, wiring.flipped(self.trigger))
 
-        # Reset sweep: clear every entry, one per cycle.
-        sweep = Signal(range(p.tracker_entries))
+        # Reset sweep: clear every entry, one per cycle. ``sweep + 1`` and "the last entry" are
+        # registers of their own, so S1's look-ahead below (which entry S3 writes next) starts
+        # at a register, not at an adder.
+        n = p.tracker_entries
+        sweep = Signal(range(n))
+        sweep1 = Signal(range(n + 1), init=1)              # sweep + 1
+        sweep_last = Signal(init=n == 1)                   # sweep == n - 1
         with m.If(self.busy):
-            m.d.sync += sweep.eq(sweep + 1)
-            with m.If(sweep == p.tracker_entries - 1):
+            m.d.sync += [sweep.eq(sweep1), sweep1.eq(sweep1 + 1),
+                         sweep_last.eq(sweep1 == n - 1)]
+            with m.If(sweep_last):
                 m.d.sync += self.busy.eq(0)
 
         # --- S0: select the request and read its entry -------------------------------------
@@ -216,7 +222,7 @@ class Tracker(wiring.Component):
         s1_index = s1_tile[:iw]
         # Also for S2: whether S3 will then write the request's entry (``s3_hit_next``),
         # whether the request ahead has the same tag (``tag_ahead``), and ``beats + 1``.
-        busy_next = self.busy & (sweep != p.tracker_entries - 1)
+        busy_next = self.busy & ~sweep_last
         s3_hit_next, tag_ahead = Signal(), Signal()
         # ...and, if a forwarding register will hold its entry, whether its tag matches
         # (``fwd_tag_eq``; ``fwd_last`` will hold what S3 writes now).
@@ -228,7 +234,7 @@ class Tracker(wiring.Component):
                    fwd[1].we & (fwd[1].index == s1_index))
         m.d.sync += [
             s3_hit_next.eq((busy_next | s2.valid | s2.prog)
-                           & (Mux(busy_next, sweep + 1, s2_tile[:iw]) == s1_index)),
+                           & (Mux(busy_next, sweep1[:iw], s2_tile[:iw]) == s1_index)),
             tag_ahead.eq(s2_tile[iw:] == s1_tile[iw:]),
             s2_beats1.eq(s1.write.beats + 1),
             fwd_tag_eq.eq(Mux(hits[0], nxt_tag_eq1,

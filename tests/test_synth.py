@@ -141,6 +141,8 @@ def test_signal_of():
     assert synth.signal_of("dut.fwd_entry_TRELLIS_FF_Q_32") == "fwd_entry[32]"
     assert synth.signal_of("dut.entries.0.0") == "entries.0.0"
     assert synth.signal_of("dut.thr_LUT4_Z") == "thr"
+    assert synth.signal_of("dut.\\$signal_TRELLIS_FF_Q") == "$signal"
+    assert synth.signal_of("dut.\\$signal_TRELLIS_FF_Q_3") == "$signal[3]"
     assert synth.signal_of("in_sr_TRELLIS_FF_Q_2") is None
     assert synth.signal_of("$nextpnr_CCU2C_15$CCU2_COMB0") is None
 
