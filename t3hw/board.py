@@ -980,9 +980,9 @@ def build(out_dir, params: EngineParams = EngineParams(), seed=1, *, baud=115200
     with the YoWASP tools: Yosys ``synth_ecp5``, nextpnr-ecp5 (``--seed seed``, its default
     router1, a JSON report) and ecppack, in ``out_dir``. The paper's parameters take 4 to 10
     minutes on 2 cores, depending on the load (``docs/fpga.md``). The tools are the pinned
-    YoWASP executables next to the running Python (else on ``PATH``), passed through amaranth's ``YOSYS``,
-    ``NEXTPNR_ECP5`` and ``ECPPACK`` variables whatever the environment says; nothing is
-    programmed.
+    YoWASP executables next to the running Python (else on ``PATH``), passed through
+    amaranth's ``YOSYS``, ``NEXTPNR_ECP5`` and ``ECPPACK`` variables whatever the environment
+    says; nothing is programmed.
 
     Parameters
     ----------
