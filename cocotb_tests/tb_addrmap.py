@@ -15,7 +15,7 @@ import cocotb
 
 from sim_models import addrmap as addrmap_model
 from sim_models.addrmap import AddrMapEnv
-from t3hw.tb import EnvTB
+from t3hw.verif.cocotb_tb import EnvTB
 
 
 class AddrMapTB(EnvTB):

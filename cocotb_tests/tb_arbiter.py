@@ -17,8 +17,8 @@ import cocotb
 
 from sim_models import arbiter as arbiter_model
 from sim_models.arbiter import ArbiterEnv
-from t3hw.layouts import ArbPolicy
-from t3hw.tb import EnvTB
+from t3hw.spec.layouts import ArbPolicy
+from t3hw.verif.cocotb_tb import EnvTB
 
 
 class ArbiterTB(EnvTB):

@@ -6,8 +6,8 @@ amaranth.sim tests run the same ones): every cycle, ``r_data``, the sticky error
 clears and every field of the four program streams are compared with
 :class:`sim_models.csr.CsrModel`; the targets are their reference models
 (:class:`sim_models.csr.Targets`). ``test_driver_ring`` programs one GPU of a 4-GPU fused
-GEMM + ring reduce-scatter with :class:`t3hw.driver.Driver` over
-:class:`t3hw.driver.CocotbBus` and reads it all back, and ``test_driver_arbiter`` configures
+GEMM + ring reduce-scatter with :class:`t3hw.sw.driver.Driver` over
+:class:`t3hw.sw.driver.CocotbBus` and reads it all back, and ``test_driver_arbiter`` configures
 the arbiter, while the environment keeps scoring every cycle. Run-time settings come from
 the environment that ``test_csr.py`` sets:
 ``T3HW_PARAMS``, ``T3HW_SEED``, ``T3HW_CSR_OPS`` (random bus cycles of ``test_random``),
@@ -25,9 +25,10 @@ from sim_models import csr as csr_model
 from sim_models.arbiter import MAX_WINDOW_LOG2, config_ok
 from sim_models.csr import CsrEnv
 from sim_models.gpu import GemmProducer, GemmShape, GpuConfig
-from t3hw.driver import CocotbBus, Driver, program_ring_reduce_scatter
-from t3hw.layouts import ArbPolicy
-from t3hw.tb import EnvTB
+from t3hw.sw.bus import CocotbBus
+from t3hw.sw.driver import Driver, program_ring_reduce_scatter
+from t3hw.spec.layouts import ArbPolicy
+from t3hw.verif.cocotb_tb import EnvTB
 
 
 class CsrTB(EnvTB):

@@ -16,7 +16,7 @@ import cocotb
 
 from sim_models import dma as dma_model
 from sim_models.dma import DmaEnv
-from t3hw.tb import EnvTB
+from t3hw.verif.cocotb_tb import EnvTB
 
 
 class DmaTB(EnvTB):

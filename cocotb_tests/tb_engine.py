@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """cocotb testbench of the generated engine: the loop scenario of
-:mod:`sim_models.engine_env` (a 2-GPU-equivalent ring reduce-scatter with all-gather copies,
+:mod:`t3hw.verif.engine_env` (a 2-GPU-equivalent ring reduce-scatter with all-gather copies,
 the engine looped back onto itself), programmed through the register bus exactly as software
 would, with a DRAM stub and back-pressure on every output.
 
@@ -14,10 +14,11 @@ import os
 import cocotb
 import numpy as np
 
-from sim_models import engine_env
-from sim_models.engine_env import EngineEnv, LoopScenario
-from t3hw.driver import CocotbBus, Driver
-from t3hw.tb import EnvTB
+from t3hw.verif import engine_env
+from t3hw.verif.engine_env import EngineEnv, LoopScenario
+from t3hw.sw.bus import CocotbBus
+from t3hw.sw.driver import Driver
+from t3hw.verif.cocotb_tb import EnvTB
 
 
 @cocotb.test()

@@ -15,9 +15,9 @@ import time
 
 import cocotb
 
-from sim_models.stimulus import TrackerTraffic
-from t3hw.layouts import WriteSource
-from t3hw.tb import TrackerTB, arm as _arm, disarm, write as _write
+from t3hw.verif.stimulus import TrackerTraffic
+from t3hw.spec.layouts import WriteSource
+from t3hw.verif.cocotb_tb import TrackerTB, arm as _arm, disarm, write as _write
 
 
 @cocotb.test()

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Build the generated address map Verilog and run ``tb_addrmap`` on it, in each simulator
-of :data:`t3hw.harness.SIMULATORS` (Verilator and Icarus: same seed, same checks).
+of :data:`t3hw.simulate.SIMULATORS` (Verilator and Icarus: same seed, same checks).
 
 Three parameter sets (2 regions on an 8-bit address space, where random regions collide
 often; 4 regions; the paper's defaults), each with ``STORES`` random stores
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from t3hw import harness
-from t3hw.params import EngineParams
+from t3hw.tools import simulate, toolchain
+from t3hw.spec.params import EngineParams
 
 
 PARAMS = {
@@ -32,22 +32,22 @@ HERE = Path(__file__).resolve().parent
 
 
 @pytest.mark.parametrize("name", list(PARAMS))
-@pytest.mark.parametrize("sim", harness.SIMULATORS)
+@pytest.mark.parametrize("sim", simulate.SIMULATORS)
 def test_addrmap(sim, name, seed):
     params = PARAMS[name]
-    runner, module, bdir = harness.build("addrmap", params, sim=sim)
+    runner, module, bdir = simulate.build("addrmap", params, sim=sim)
     env = {
         "T3HW_ADDRMAP_STORES": os.environ.get("T3HW_ADDRMAP_STORES", str(STORES)),
     }
     # The "pair" set has 2 regions; the boundary scenario needs 4.
     testcase = ["test_random", "test_every_error_bit"] if params.regions < 4 else None
-    harness.run(runner, module, bdir, "tb_addrmap", params=params, seed=seed, test_dir=HERE,
+    simulate.run(runner, module, bdir, "tb_addrmap", params=params, seed=seed, test_dir=HERE,
                 extra_env=env, testcase=testcase)
 
 
 def test_lint_clean(tmp_path):
     """The generated Verilog passes ``verilator --lint-only -Wall`` with the project waivers."""
     for name, params in PARAMS.items():
-        _, source = harness.generate_for("addrmap", params, tmp_path / name)
-        rc, out = harness.lint([source])
+        _, source = simulate.generate_for("addrmap", params, tmp_path / name)
+        rc, out = toolchain.lint([source])
         assert rc == 0, out

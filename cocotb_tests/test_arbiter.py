@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Build the generated arbiter Verilog and run ``tb_arbiter`` on it, in each simulator of
-:data:`t3hw.harness.SIMULATORS` (Verilator and Icarus: same seed, same checks).
+:data:`t3hw.simulate.SIMULATORS` (Verilator and Icarus: same seed, same checks).
 
 Per policy, ``CYCLES`` random cycles (``T3HW_ARB_CYCLES`` overrides; 100,000 in both
 simulators) on a small parameter set whose occupancy and starvation counters are 4 bits
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from t3hw import harness
-from t3hw.layouts import ArbPolicy
-from t3hw.params import EngineParams
+from t3hw.tools import simulate, toolchain
+from t3hw.spec.layouts import ArbPolicy
+from t3hw.spec.params import EngineParams
 
 
 SMALL = dict(addr_width=12, pitch_width=12, tile_width=8, burst_bytes=4, occupancy_width=4,
@@ -29,37 +29,37 @@ HERE = Path(__file__).resolve().parent
 
 
 @pytest.mark.parametrize("policy", list(ArbPolicy), ids=lambda p: p.name.lower())
-@pytest.mark.parametrize("sim", harness.SIMULATORS)
+@pytest.mark.parametrize("sim", simulate.SIMULATORS)
 def test_policy(sim, policy, seed):
     """Cycle-exact agreement with the model over ``CYCLES`` random cycles of one policy."""
     params = EngineParams(**SMALL, arbiter_policy=policy.value)
-    runner, module, bdir = harness.build("arbiter", params, sim=sim)
+    runner, module, bdir = simulate.build("arbiter", params, sim=sim)
     env = {"T3HW_ARB_CYCLES": os.environ.get("T3HW_ARB_CYCLES", str(CYCLES)),
            "T3HW_ARB_POLICIES": ""}
-    harness.run(runner, module, bdir, "tb_arbiter", params=params, seed=seed, test_dir=HERE,
+    simulate.run(runner, module, bdir, "tb_arbiter", params=params, seed=seed, test_dir=HERE,
                 extra_env=env, testcase=["test_random"])
 
 
-@pytest.mark.parametrize("sim", harness.SIMULATORS)
+@pytest.mark.parametrize("sim", simulate.SIMULATORS)
 def test_switching_and_directed(sim, seed):
     """Paper parameters: random traffic with the policy switched at run time, then the
     directed scenarios (on the small set, whose 4-bit counters they assume)."""
     params = EngineParams()
-    runner, module, bdir = harness.build("arbiter", params, sim=sim)
+    runner, module, bdir = simulate.build("arbiter", params, sim=sim)
     env = {"T3HW_ARB_CYCLES": str(max(1, int(os.environ.get("T3HW_ARB_CYCLES", str(CYCLES)))
                                       // 4)),
            "T3HW_ARB_POLICIES": ",".join(str(p.value) for p in ArbPolicy)}
-    harness.run(runner, module, bdir, "tb_arbiter", params=params, seed=seed, test_dir=HERE,
+    simulate.run(runner, module, bdir, "tb_arbiter", params=params, seed=seed, test_dir=HERE,
                 extra_env=env, testcase=["test_random"])
     small = EngineParams(**SMALL)
-    runner, module, bdir = harness.build("arbiter", small, sim=sim)
-    harness.run(runner, module, bdir, "tb_arbiter", params=small, seed=seed, test_dir=HERE,
+    runner, module, bdir = simulate.build("arbiter", small, sim=sim)
+    simulate.run(runner, module, bdir, "tb_arbiter", params=small, seed=seed, test_dir=HERE,
                 testcase=["test_directed"])
 
 
 def test_lint_clean(tmp_path):
     """The generated Verilog passes ``verilator --lint-only -Wall`` with the project waivers."""
     for name, params in (("small", EngineParams(**SMALL)), ("paper", EngineParams())):
-        _, source = harness.generate_for("arbiter", params, tmp_path / name)
-        rc, out = harness.lint([source])
+        _, source = simulate.generate_for("arbiter", params, tmp_path / name)
+        rc, out = toolchain.lint([source])
         assert rc == 0, out

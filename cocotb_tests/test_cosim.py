@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Whole-system co-simulation in the regression: N = 2, 4 and 8 engines of generated Verilog
-inside the GPU, NMC-DRAM and network models (:mod:`t3hw.tb_cosim`), at small sizes.
+inside the GPU, NMC-DRAM and network models (:mod:`t3hw.verif.cosim_tb`), at small sizes.
 
 Each scenario must be numerically exact (every GPU's reduced chunk, and for the all-reduce
 every GPU's whole result, equals numpy's sum of the partials), leave every error bit clear,
@@ -21,8 +21,8 @@ import sys
 import pytest
 
 from sim_models.cosim import CosimConfig
-from t3hw import cosim
-from t3hw.params import EngineParams
+from t3hw.tools import cosim
+from t3hw.spec.params import EngineParams
 
 
 #: Allowed relative gap between the RTL's cycles and the performance model's for the fused
@@ -105,7 +105,7 @@ def test_cli_waves_and_timeline(tmp_path):
     """``t3hw cosim --waves`` dumps the trigger path of every engine and a .gtkw that names
     only signals of the dump; ``t3hw waves`` prints the triggers it reads back and renders
     the PNG."""
-    from t3hw.waves import dump_names, gtkw_traces
+    from t3hw.tools.waves import dump_names, gtkw_traces
     out, wdir = tmp_path / "r.json", tmp_path / "w"
     cmd = [sys.executable, "-m", "t3hw.cli", "cosim", "--gpus", "2", "--tp", "8",
            "--sublayer", "FC-2", "--tokens", "64", "--hidden", "256",

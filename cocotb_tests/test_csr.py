@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Build the generated register block Verilog and run ``tb_csr`` on it, in each simulator of
-:data:`t3hw.harness.SIMULATORS` (Verilator and Icarus: same seed, same checks).
+:data:`t3hw.simulate.SIMULATORS` (Verilator and Icarus: same seed, same checks).
 
 Two parameter sets (the paper's; a wide one with 64-bit addresses and counters and 32-bit
 tiles, where fields span two registers, and the arbiter configuration spans three), each with
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from t3hw import harness
-from t3hw.params import EngineParams
+from t3hw.tools import simulate, toolchain
+from t3hw.spec.params import EngineParams
 
 
 PARAMS = {
@@ -36,21 +36,21 @@ HERE = Path(__file__).resolve().parent
 
 
 @pytest.mark.parametrize("name", list(PARAMS))
-@pytest.mark.parametrize("sim", harness.SIMULATORS)
+@pytest.mark.parametrize("sim", simulate.SIMULATORS)
 def test_csr(sim, name, seed):
     params = PARAMS[name]
-    runner, module, bdir = harness.build("csr", params, sim=sim)
+    runner, module, bdir = simulate.build("csr", params, sim=sim)
     env = {
         "T3HW_CSR_OPS": os.environ.get("T3HW_CSR_OPS", str(OPS)),
         "T3HW_CSR_GPU": str(seed % 4),
     }
-    harness.run(runner, module, bdir, "tb_csr", params=params, seed=seed, test_dir=HERE,
+    simulate.run(runner, module, bdir, "tb_csr", params=params, seed=seed, test_dir=HERE,
                 extra_env=env)
 
 
 def test_lint_clean(tmp_path):
     """The generated Verilog passes ``verilator --lint-only -Wall`` with the project waivers."""
     for name, params in PARAMS.items():
-        _, source = harness.generate_for("csr", params, tmp_path / name)
-        rc, out = harness.lint([source])
+        _, source = simulate.generate_for("csr", params, tmp_path / name)
+        rc, out = toolchain.lint([source])
         assert rc == 0, out

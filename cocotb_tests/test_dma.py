@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Build the generated DMA Verilog and run ``tb_dma`` on it, in each simulator of
-:data:`t3hw.harness.SIMULATORS` (Verilator and Icarus: same seed, same checks).
+:data:`t3hw.simulate.SIMULATORS` (Verilator and Icarus: same seed, same checks).
 
 Three parameter sets (tiny: one outstanding read and a one-deep ready queue; mid; the paper's
 defaults), each running ``JOBS`` random descriptors (``T3HW_DMA_JOBS`` overrides) in both
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from t3hw import harness
-from t3hw.params import EngineParams
+from t3hw.tools import simulate, toolchain
+from t3hw.spec.params import EngineParams
 
 
 PARAMS = {
@@ -33,20 +33,20 @@ HERE = Path(__file__).resolve().parent
 
 
 @pytest.mark.parametrize("name", list(PARAMS))
-@pytest.mark.parametrize("sim", harness.SIMULATORS)
+@pytest.mark.parametrize("sim", simulate.SIMULATORS)
 def test_dma(sim, name, seed):
     params = PARAMS[name]
-    runner, module, bdir = harness.build("dma", params, sim=sim)
+    runner, module, bdir = simulate.build("dma", params, sim=sim)
     env = {
         "T3HW_DMA_JOBS": os.environ.get("T3HW_DMA_JOBS", str(JOBS)),
     }
-    harness.run(runner, module, bdir, "tb_dma", params=params, seed=seed, test_dir=HERE,
+    simulate.run(runner, module, bdir, "tb_dma", params=params, seed=seed, test_dir=HERE,
                 extra_env=env)
 
 
 def test_lint_clean(tmp_path):
     """The generated Verilog passes ``verilator --lint-only -Wall`` with the project waivers."""
     for name, params in PARAMS.items():
-        _, source = harness.generate_for("dma", params, tmp_path / name)
-        rc, out = harness.lint([source])
+        _, source = simulate.generate_for("dma", params, tmp_path / name)
+        rc, out = toolchain.lint([source])
         assert rc == 0, out

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from t3hw import harness
-from t3hw.params import EngineParams
+from t3hw.tools import simulate, toolchain
+from t3hw.spec.params import EngineParams
 
 
 SMALL = EngineParams(tracker_entries=32, tile_width=8, count_width=8, cmd_width=5,
@@ -21,21 +21,21 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.mark.parametrize("policy", ["round_robin", "compute_first", "t3_mca"])
 def test_engine_loop(policy, seed):
-    runner, module, bdir = harness.build("engine", SMALL)
-    harness.run(runner, module, bdir, "tb_engine", params=SMALL, seed=seed, test_dir=HERE,
+    runner, module, bdir = simulate.build("engine", SMALL)
+    simulate.run(runner, module, bdir, "tb_engine", params=SMALL, seed=seed, test_dir=HERE,
                 extra_env={"T3HW_ENGINE_POLICY": policy, "T3HW_ENGINE_SHAPE": "8,4,2"})
 
 
 def test_engine_loop_paper_params(seed):
     params = EngineParams()
-    runner, module, bdir = harness.build("engine", params)
-    harness.run(runner, module, bdir, "tb_engine", params=params, seed=seed, test_dir=HERE,
+    runner, module, bdir = simulate.build("engine", params)
+    simulate.run(runner, module, bdir, "tb_engine", params=params, seed=seed, test_dir=HERE,
                 extra_env={"T3HW_ENGINE_POLICY": "t3_mca", "T3HW_ENGINE_SHAPE": "16,4,4"})
 
 
 @pytest.mark.parametrize("block", ["engine", "system"])
 def test_lint_clean(block, tmp_path):
     """The generated engine and 4-engine system pass ``verilator --lint-only -Wall``."""
-    _, source = harness.generate_for(block, EngineParams(), tmp_path)
-    rc, out = harness.lint([source])
+    _, source = simulate.generate_for(block, EngineParams(), tmp_path)
+    rc, out = toolchain.lint([source])
     assert rc == 0, out

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Build the generated tracker Verilog and run ``tb_tracker`` on it, in each simulator of
-:data:`t3hw.harness.SIMULATORS` (Verilator and Icarus: same seed, same checks).
+:data:`t3hw.simulate.SIMULATORS` (Verilator and Icarus: same seed, same checks).
 
 Three parameter sets (tiny tables, the paper's, large), each with 100,000 random writes
 (``T3HW_EVENTS`` overrides) in both simulators, scored cycle by cycle against the reference
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from t3hw import harness, waves as waves_mod
-from t3hw.params import EngineParams
+from t3hw.tools import simulate
+from t3hw.tools import waves as waves_mod
+from t3hw.spec.params import EngineParams
 
 
 PARAMS = {
@@ -32,31 +33,31 @@ HERE = Path(__file__).resolve().parent
 
 
 def _run(params, seed, *, waves, events, testcase=None, sim="verilator"):
-    runner, module, bdir = harness.build("tracker", params, waves=waves, sim=sim)
+    runner, module, bdir = simulate.build("tracker", params, waves=waves, sim=sim)
     trace = gtkw = None
     if waves:
-        trace, gtkw = bdir / f"tracker{harness.WAVE_SUFFIX[sim]}", bdir / "tracker.gtkw"
+        trace, gtkw = bdir / f"tracker{simulate.WAVE_SUFFIX[sim]}", bdir / "tracker.gtkw"
         waves_mod.write_tracker_gtkw(trace, module, params, gtkw)
         print(f"waves: {trace} (open with: gtkwave {gtkw})")
-    harness.run(runner, module, bdir, "tb_tracker", params=params, seed=seed, test_dir=HERE,
+    simulate.run(runner, module, bdir, "tb_tracker", params=params, seed=seed, test_dir=HERE,
                 extra_env={"T3HW_EVENTS": str(events)}, trace_file=trace, testcase=testcase)
     return trace, gtkw
 
 
 @pytest.mark.parametrize("name", [n for n in PARAMS if n != "minimal"])
-@pytest.mark.parametrize("sim", harness.SIMULATORS)
+@pytest.mark.parametrize("sim", simulate.SIMULATORS)
 def test_tracker(sim, name, seed, waves):
     _run(PARAMS[name], seed, waves=waves, events=int(os.environ.get("T3HW_EVENTS", "100000")),
          sim=sim)
 
 
-@pytest.mark.parametrize("sim", harness.SIMULATORS)
+@pytest.mark.parametrize("sim", simulate.SIMULATORS)
 def test_tracker_minimal(sim, seed, waves):
     """The degenerate set: a short random run and every directed test."""
     _run(PARAMS["minimal"], seed, waves=waves, events=5000, sim=sim)
 
 
-@pytest.mark.parametrize("sim", harness.SIMULATORS)
+@pytest.mark.parametrize("sim", simulate.SIMULATORS)
 def test_waves_open_on_the_trigger_path(sim, seed):
     """A waves run writes a dump (VCD, or FST under Icarus), and every signal its .gtkw
     traces is in that dump."""

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Reference model of the address map (:mod:`t3hw.addrmap`), and the cycle-exact
+"""Reference model of the address map (:mod:`t3hw.hw.addrmap`), and the cycle-exact
 environment that drives and scores the RTL against it.
 
 * :class:`AddrMapModel`: the transaction semantics: region programming with its checks and
@@ -12,14 +12,14 @@ environment that drives and scores the RTL against it.
   cycle: ``store.ready`` and ``rx.ready``, and ``valid`` and every payload field of ``net``,
   ``mem`` and ``rx_mem``, every cycle.
 
-Field names come from :mod:`t3hw.layouts` through :class:`~t3hw.layouts.Codec`.
+Field names come from :mod:`t3hw.spec.layouts` through :class:`~t3hw.spec.layouts.Codec`.
 """
 
-from t3hw.addrmap import VERDICT_CYCLES
-from t3hw.layouts import (Codec, RegionMode, WriteKind, addrmap_errors_layout,
+from t3hw.spec.contract import ADDRMAP_VERDICT_CYCLES as VERDICT_CYCLES
+from t3hw.spec.layouts import (Codec, RegionMode, WriteKind, addrmap_errors_layout,
                           addrmap_stats_layout, mem_store_layout, net_packet_layout,
                           region_layout, region_program_layout, store_layout)
-from t3hw.params import EngineParams
+from t3hw.spec.params import EngineParams
 
 from .env import BlockModel, Stall, StreamEnv
 
@@ -40,7 +40,7 @@ class AddrMapModel(BlockModel):
     Attributes
     ----------
     regions : list of dict or None
-        The region table (fields of :func:`t3hw.layouts.region_layout`); ``None`` = invalid.
+        The region table (fields of :func:`t3hw.spec.layouts.region_layout`); ``None`` = invalid.
     errors : dict of str to bool
         Sticky error bits, keyed by the RTL's field names.
     stats : dict of str to int
@@ -108,7 +108,7 @@ class AddrMapModel(BlockModel):
 
 
 class AddrMapEnv(StreamEnv):
-    """Random stimulus and cycle-exact scoreboard for :class:`t3hw.addrmap.AddrMap`.
+    """Random stimulus and cycle-exact scoreboard for :class:`t3hw.hw.addrmap.AddrMap`.
 
     Parameters
     ----------

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Reference model of the memory-controller arbiter (:mod:`t3hw.arbiter`), and the
+"""Reference model of the memory-controller arbiter (:mod:`t3hw.hw.arbiter`), and the
 cycle-exact environment that drives and scores the RTL against it.
 
 * :class:`ArbiterModel`: the arbiter's state and its rules (the policies, the round robin
   inside each class, the starvation counter, the threshold derivation, the configuration
   check, the response routing, the counters), stepped once per clock. Written from the rules
-  in :mod:`t3hw.arbiter`'s docstring, not from the RTL.
+  in :mod:`t3hw.hw.arbiter`'s docstring, not from the RTL.
 * :class:`ArbiterEnv`: seeded random requests on the four inputs (in bursts and lulls),
   back-pressure from the DRAM and on the responses, a random-walk DRAM occupancy trace,
   random configuration writes (some of them bad) and error clears. Every cycle it compares
@@ -13,18 +13,19 @@ cycle-exact environment that drives and scores the RTL against it.
   error bits and every counter with the model, and it checks from the RTL's outputs alone
   that no input is granted without a request and that the starvation bound holds.
 
-Field names come from :mod:`t3hw.layouts` through :class:`~t3hw.layouts.Codec`.
+Field names come from :mod:`t3hw.spec.layouts` through :class:`~t3hw.spec.layouts.Codec`.
 """
 
 from collections import deque
 
-from t3hw.layouts import (WINDOW_LOG2_WIDTH, ArbPolicy, Codec, MemOp, WriteKind, WriteSource,
+from t3hw.spec.layouts import (WINDOW_LOG2_WIDTH, ArbPolicy, Codec, MemOp, WriteKind, WriteSource,
                           arbiter_config_layout, arbiter_errors_layout, arbiter_stats_layout,
                           arbiter_status_layout, load_layout, load_response_layout,
                           mem_request_layout, mem_response_layout, mem_store_layout,
                           read_request_layout, read_response_layout, write_layout)
-from t3hw.arbiter import FINISH_CYCLES, MAX_WINDOW_LOG2, reset_config
-from t3hw.params import EngineParams
+from t3hw.spec.contract import (ARBITER_FINISH_CYCLES as FINISH_CYCLES, MAX_WINDOW_LOG2,
+                                arbiter_reset_config as reset_config)
+from t3hw.spec.params import EngineParams
 
 from .env import BlockModel, Stall, StreamEnv
 
@@ -43,7 +44,7 @@ _COMPUTE, _COMM = ("load", "store"), ("dma", "remote")
 
 def config_ok(cfg):
     """Whether the arbiter accepts the configuration ``cfg`` (a dict of the fields of
-    :func:`t3hw.layouts.arbiter_config_layout`); a rejected one sets ``bad_config``."""
+    :func:`t3hw.spec.layouts.arbiter_config_layout`); a rejected one sets ``bad_config``."""
     return (cfg["policy"] in {p.value for p in ArbPolicy}
             and cfg["starvation_limit"] >= 1
             and cfg["window_log2"] <= MAX_WINDOW_LOG2
@@ -63,7 +64,7 @@ def starvation_bound(policy, limit):
 
 
 class ArbiterModel(BlockModel):
-    """Cycle model of :class:`t3hw.arbiter.Arbiter`.
+    """Cycle model of :class:`t3hw.hw.arbiter.Arbiter`.
 
     Each cycle: :meth:`decide` with the valid inputs, the DRAM's ready and the occupancy
     gives the grants (the readies), then :meth:`step` clocks. Requests and the DRAM request
@@ -233,7 +234,7 @@ class ArbiterModel(BlockModel):
 
 
 class ArbiterEnv(StreamEnv):
-    """Random stimulus and cycle-exact scoreboard for :class:`t3hw.arbiter.Arbiter`.
+    """Random stimulus and cycle-exact scoreboard for :class:`t3hw.hw.arbiter.Arbiter`.
 
     Parameters
     ----------

@@ -5,7 +5,7 @@
 a ring of ``gpus`` GPUs, each with a T3 engine, under one arbitration policy, as a fused
 GEMM + ring reduce-scatter (``collective="rs"``) or a fused all-reduce (``"allreduce"``).
 :class:`Plan` is what the driver programs into every engine and what the GPUs store.
-:class:`SystemEnv` holds the behavioral models that :mod:`t3hw.tb_cosim` connects to the
+:class:`SystemEnv` holds the behavioral models that :mod:`t3hw.verif.cosim_tb` connects to the
 engines of the system top, one engine per GPU:
 
 * **GPU cores** (:class:`GpuCores`): ``cus`` compute units run the GEMM's tiles in the
@@ -58,8 +58,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from t3hw.layouts import MemOp, RegionMode, WriteKind, WriteSource
-from t3hw.params import EngineParams
+from t3hw.spec.layouts import MemOp, RegionMode, WriteKind, WriteSource
+from t3hw.spec.params import EngineParams
 
 from .gpu import GemmProducer, GemmShape, GpuConfig
 from .workloads import SUBLAYERS, Workload
@@ -685,7 +685,7 @@ class _Port:
 class SystemEnv:
     """The GPUs, DRAMs and ring around the N engines, and the scoreboard (module docstring).
 
-    :mod:`t3hw.tb_cosim` calls, every simulated cycle, :meth:`drive` (per engine: what to put
+    :mod:`t3hw.verif.cosim_tb` calls, every simulated cycle, :meth:`drive` (per engine: what to put
     on its inputs and which outputs are ready), then :meth:`observe` with what the engine
     showed, then :meth:`tick`. :meth:`idle_until` says how far it may skip when nothing moves.
     """

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Reference model of the register block (:mod:`t3hw.csr`), the blocks behind it, and the
+"""Reference model of the register block (:mod:`t3hw.hw.csr`), the blocks behind it, and the
 environments that drive it.
 
 * :class:`CsrModel`: the register file with the RTL's cycle timing (staging groups, pending
@@ -10,7 +10,7 @@ environments that drive it.
   :func:`sim_models.arbiter.config_ok`): every request the block transfers is applied to its
   model, and the errors the models raise come back as error events the next cycle (the RTL
   targets' ``clear`` is held high, so their ``errors`` ports carry events).
-* :class:`ModelBus`: a bus for :class:`t3hw.driver.Driver` with no RTL: each access is one
+* :class:`ModelBus`: a bus for :class:`t3hw.sw.driver.Driver` with no RTL: each access is one
   cycle of :class:`CsrModel` over :class:`Targets`.
 * :class:`CsrEnv`: seeded random register traffic (and scripted accesses) for the RTL, with a
   scoreboard that compares ``r_data``, the sticky errors, the clears and every field of the
@@ -18,25 +18,25 @@ environments that drive it.
 * Scenarios shared by the amaranth.sim tests and the cocotb testbench: :func:`drain`,
   :func:`every_register`, :func:`provoke_errors`, :func:`readback`.
 
-Register names, addresses and fields come from :class:`t3hw.regmap.RegisterMap`.
+Register names, addresses and fields come from :class:`t3hw.spec.regmap.RegisterMap`.
 """
 
 from collections import deque
 from dataclasses import dataclass, fields as dc_fields
 
-from t3hw.csr import LOAD_CYCLES, VERDICT_DELAY
-from t3hw.layouts import (ArbPolicy, Codec, CsrCommand, addrmap_errors_layout,
+from t3hw.spec.contract import CSR_LOAD_CYCLES as LOAD_CYCLES, CSR_VERDICT_DELAY as VERDICT_DELAY
+from t3hw.spec.layouts import (ArbPolicy, Codec, CsrCommand, addrmap_errors_layout,
                           arbiter_errors_layout, arbiter_stats_layout, arbiter_status_layout,
                           csr_status_layout, dma_descriptor_layout, dma_errors_layout,
                           region_layout)
-from t3hw.params import EngineParams
-from t3hw.regmap import MAGIC, Access, RegisterMap
+from t3hw.spec.params import EngineParams
+from t3hw.spec.regmap import MAGIC, Access, RegisterMap
 
-from sim_models.addrmap import AddrMapModel
-from sim_models.arbiter import MAX_WINDOW_LOG2, config_ok
-from sim_models.dma import DmaModel
-from sim_models.env import BlockModel, Stall, StreamEnv
-from sim_models.tracker import TrackerModel
+from .addrmap import AddrMapModel
+from .arbiter import MAX_WINDOW_LOG2, config_ok
+from .dma import DmaModel
+from .env import BlockModel, Stall, StreamEnv
+from .tracker import TrackerModel
 
 
 __all__ = ["STAGING", "COMMANDS", "CsrInputs", "CsrModel", "ArbiterConfig", "Targets",
@@ -73,7 +73,7 @@ _STATS = {t.upper(): f"{t}_stats" for t in _TARGETS}
 
 @dataclass
 class CsrInputs:
-    """The inputs of :class:`t3hw.csr.Csr` during one cycle (port names without ``bus__``)."""
+    """The inputs of :class:`t3hw.hw.csr.Csr` during one cycle (port names without ``bus__``)."""
     addr:           int = 0
     w_data:         int = 0
     w_stb:          int = 0
@@ -287,8 +287,8 @@ class ArbiterConfig(BlockModel):
     Attributes
     ----------
     config : dict
-        The configuration in effect (fields of :func:`~t3hw.layouts.arbiter_config_layout`);
-        after reset the parameters' (:meth:`t3hw.regmap.RegisterMap.reset`).
+        The configuration in effect (fields of :func:`~t3hw.spec.layouts.arbiter_config_layout`);
+        after reset the parameters' (:meth:`t3hw.spec.regmap.RegisterMap.reset`).
     """
 
     def __init__(self, params: EngineParams = None):
@@ -382,7 +382,7 @@ class Targets:
 
 
 class ModelBus:
-    """A bus for :class:`t3hw.driver.Driver` over :class:`CsrModel` and :class:`Targets`.
+    """A bus for :class:`t3hw.sw.driver.Driver` over :class:`CsrModel` and :class:`Targets`.
 
     Each access is one clock of the model (a read returns the ``r_data`` it loaded). With
     ``settle``, a write is followed by idle clocks until no command is pending and no error
@@ -429,7 +429,7 @@ class ModelBus:
 
 
 class CsrEnv(StreamEnv):
-    """Random register traffic and cycle-exact scoreboard for :class:`t3hw.csr.Csr`.
+    """Random register traffic and cycle-exact scoreboard for :class:`t3hw.hw.csr.Csr`.
 
     Parameters
     ----------
@@ -445,7 +445,7 @@ class CsrEnv(StreamEnv):
         Probability per cycle of a random error event on a target's ``errors`` input (besides
         the events of the target models), in [0, 1).
     external_bus : bool
-        Something else (a :class:`t3hw.driver.Driver` on a :class:`t3hw.driver.CocotbBus`)
+        Something else (a :class:`t3hw.sw.driver.Driver` on a :class:`t3hw.sw.driver.CocotbBus`)
         drives the ``bus__*`` inputs; the environment samples them instead.
 
     The targets are :class:`Targets`; ``tracker_busy`` and ``dma_busy`` are high for the
@@ -514,7 +514,7 @@ class CsrEnv(StreamEnv):
         self.scripted.append((self._addr(reg), None, True))
 
     def command(self, command):
-        """Scripted: write ``command`` (a :class:`~t3hw.layouts.CsrCommand`) to COMMAND."""
+        """Scripted: write ``command`` (a :class:`~t3hw.spec.layouts.CsrCommand`) to COMMAND."""
         self.write("COMMAND", self.map.encode("COMMAND", command=command)[0][1])
 
     def stage(self, group, **fields):
@@ -529,8 +529,8 @@ class CsrEnv(StreamEnv):
     def commit(self, command):
         """Scripted: a command, then the idle cycles it keeps its group pending for: a write
         command when its target is ready, the cycle its target takes it, then the wait for the
-        target's verdict (:data:`~t3hw.csr.VERDICT_DELAY`); a read command, the load
-        (:data:`~t3hw.csr.LOAD_CYCLES`)."""
+        target's verdict (:data:`~t3hw.spec.contract.CSR_VERDICT_DELAY`); a read command, the load
+        (:data:`~t3hw.spec.contract.CSR_LOAD_CYCLES`)."""
         self.command(command)
         group, is_read = COMMANDS[CsrCommand(command)]
         self.idle(LOAD_CYCLES if is_read else 1 + VERDICT_DELAY.get(group, 1))
@@ -933,7 +933,7 @@ async def provoke_errors(env, cycle):
 
 async def readback(env, cycle):
     """Regions and descriptors written, then each read back by staging its index and a read
-    command, the group read as soon as the load is done (:data:`~t3hw.csr.LOAD_CYCLES`, no
+    command, the group read as soon as the load is done (:data:`~t3hw.spec.contract.CSR_LOAD_CYCLES`, no
     cycle more). Arbiter configurations (no read-back
     table) written, each read back from the ``ARB_*`` registers and, as the arbiter uses it,
     from ``ARB_STATUS``."""

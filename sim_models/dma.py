@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Reference model of the DMA (:mod:`t3hw.dma`), and the cycle-level environment that drives
+"""Reference model of the DMA (:mod:`t3hw.hw.dma`), and the cycle-level environment that drives
 and scores the RTL against it.
 
 * :func:`walk`: the bursts of one descriptor, in the RTL's order.
@@ -13,16 +13,16 @@ and scores the RTL against it.
   the outstanding-read limit and ``idle``. It is simulator-agnostic: the amaranth.sim test and
   the cocotb testbench only move its values to and from the ports.
 
-Field names come from :mod:`t3hw.layouts` through :class:`~t3hw.layouts.Codec`.
+Field names come from :mod:`t3hw.spec.layouts` through :class:`~t3hw.spec.layouts.Codec`.
 """
 
 from collections import deque
 from dataclasses import asdict, dataclass
 
-from t3hw.layouts import (Codec, WriteKind, dma_descriptor_layout, dma_errors_layout,
+from t3hw.spec.layouts import (Codec, WriteKind, dma_descriptor_layout, dma_errors_layout,
                           dma_program_layout, dma_stats_layout, net_packet_layout,
                           read_request_layout, read_response_layout, trigger_layout)
-from t3hw.params import EngineParams
+from t3hw.spec.params import EngineParams
 
 from .env import BlockModel, Stall, StreamEnv
 
@@ -34,7 +34,7 @@ __all__ = ["Read", "Packet", "walk", "DmaModel", "DmaEnv",
 
 @dataclass(frozen=True)
 class Read:
-    """A comm-stream read request (fields of :func:`t3hw.layouts.read_request_layout`)."""
+    """A comm-stream read request (fields of :func:`t3hw.spec.layouts.read_request_layout`)."""
     addr:  int
     bytes: int
     tag:   int
@@ -42,7 +42,7 @@ class Read:
 
 @dataclass(frozen=True)
 class Packet:
-    """A network packet (fields of :func:`t3hw.layouts.net_packet_layout`)."""
+    """A network packet (fields of :func:`t3hw.spec.layouts.net_packet_layout`)."""
     device: int
     addr:   int
     kind:   int
@@ -75,7 +75,7 @@ class DmaModel(BlockModel):
     Attributes
     ----------
     table : dict of int to dict
-        Valid descriptors by index (fields of :func:`t3hw.layouts.dma_descriptor_layout`);
+        Valid descriptors by index (fields of :func:`t3hw.spec.layouts.dma_descriptor_layout`);
         after reset every descriptor is invalid.
     queue : deque of int
         Ready queue: indices of accepted triggers not started yet.
@@ -181,7 +181,7 @@ class DmaModel(BlockModel):
 
 
 class DmaEnv(StreamEnv):
-    """Random stimulus and scoreboard for :class:`t3hw.dma.Dma`.
+    """Random stimulus and scoreboard for :class:`t3hw.hw.dma.Dma`.
 
     Parameters
     ----------

@@ -53,10 +53,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_models.dma import walk as dma_walk
-from sim_models.tracker import TrackerModel
-from t3hw.layouts import WriteKind, WriteSource
-from t3hw.params import EngineParams
+from .dma import walk as dma_walk
+from .tracker import TrackerModel
+from t3hw.spec.layouts import WriteKind, WriteSource
+from t3hw.spec.params import EngineParams
 
 
 __all__ = ["MODES", "POLICIES", "Region", "AddressMap", "Burst", "DmaDescriptor", "Arbiter",
@@ -167,7 +167,7 @@ class DmaDescriptor:
         """The bursts of this descriptor, in order (row by row, none crossing a row).
 
         The order is the RTL's, from :func:`sim_models.dma.walk`; ``burst_bytes`` must be a
-        power of two (an :class:`~t3hw.params.EngineParams` value).
+        power of two (an :class:`~t3hw.spec.params.EngineParams` value).
         """
         params = EngineParams(burst_bytes=burst_bytes)
         desc = {"src": self.src, "dst": self.dest_addr, "rows": self.rows,

@@ -8,8 +8,8 @@
 * :class:`Stall`: back-pressure in bursts.
 """
 
-from t3hw.layouts import Codec
-from t3hw.params import EngineParams
+from t3hw.spec.layouts import Codec
+from t3hw.spec.params import EngineParams
 
 
 __all__ = ["BlockModel", "StreamEnv", "Stall"]

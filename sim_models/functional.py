@@ -26,10 +26,10 @@ in any order therefore errs from the exact sum ``S`` of the partials by at most
 
 import numpy as np
 
-from sim_models.dram import DramModel
-from sim_models.engine_model import DmaDescriptor, EngineModel, Region
-from sim_models.gpu import GemmProducer, GemmShape, GpuConfig
-from t3hw.layouts import WriteKind
+from .dram import DramModel
+from .engine_model import DmaDescriptor, EngineModel, Region
+from .gpu import GemmProducer, GemmShape, GpuConfig
+from t3hw.spec.layouts import WriteKind
 
 
 __all__ = ["SCHEMES", "ring_reduce_scatter_check"]

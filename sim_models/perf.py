@@ -60,14 +60,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim_models.dram import TRAFFIC_CLASSES, DramModel
-from sim_models.engine_model import Arbiter, DmaDescriptor, observe_bytes
-from sim_models.gpu import GemmProducer, GpuConfig
-from sim_models.network import RingNetwork
-from sim_models.tracker import TrackerModel
-from sim_models.workloads import paper_workloads, token_sweep
-from t3hw.layouts import WriteKind, WriteSource
-from t3hw.params import EngineParams
+from .dram import TRAFFIC_CLASSES, DramModel
+from .engine_model import Arbiter, DmaDescriptor, observe_bytes
+from .gpu import GemmProducer, GpuConfig
+from .network import RingNetwork
+from .tracker import TrackerModel
+from .workloads import paper_workloads, token_sweep
+from t3hw.spec.layouts import WriteKind, WriteSource
+from t3hw.spec.params import EngineParams
 
 
 __all__ = ["SystemConfig", "PhaseResult", "simulate_sequential", "simulate_t3", "run_workload",

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Reference model of the tracker (:mod:`t3hw.tracker`).
+"""Reference model of the tracker (:mod:`t3hw.hw.tracker`).
 
 Two levels, with the RTL's semantics and the RTL's layouts:
 
@@ -10,15 +10,15 @@ Two levels, with the RTL's semantics and the RTL's layouts:
   pipeline, ``trigger_depth`` queue, programming only in cycles with no write). The cocotb
   testbench steps it once per clock and compares every output, every cycle.
 
-Field names of errors and counters come from :func:`t3hw.layouts.tracker_errors_layout` and
-:func:`t3hw.layouts.tracker_stats_layout`, so they match the RTL's ports bit for bit.
+Field names of errors and counters come from :func:`t3hw.spec.layouts.tracker_errors_layout` and
+:func:`t3hw.spec.layouts.tracker_stats_layout`, so they match the RTL's ports bit for bit.
 """
 
 from collections import deque
 from dataclasses import dataclass
 
-from t3hw.layouts import TrackOp, WriteSource, tracker_errors_layout, tracker_stats_layout
-from t3hw.params import EngineParams
+from t3hw.spec.layouts import TrackOp, WriteSource, tracker_errors_layout, tracker_stats_layout
+from t3hw.spec.params import EngineParams
 
 from .env import BlockModel
 

@@ -28,7 +28,7 @@ micro-batch`` from the models' published training setups.
 
 from dataclasses import dataclass
 
-from sim_models.gpu import GemmShape
+from .gpu import GemmShape
 
 
 __all__ = ["MODELS", "SUBLAYERS", "Workload", "default_tokens", "paper_workloads", "token_sweep"]

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """t3hw: open RTL for T3-style track-and-trigger communication offload."""
 
-from .params import DEFAULT, EngineParams
+from t3hw.spec.params import DEFAULT, EngineParams
 
 
 __all__ = ["EngineParams", "DEFAULT"]

@@ -25,7 +25,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .params import EngineParams, PARAM_RANGES
+from t3hw.spec.params import EngineParams, PARAM_RANGES
+from t3hw.tools.errors import CliError
 
 
 __all__ = ["main"]
@@ -34,10 +35,6 @@ __all__ = ["main"]
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
-
-
-class CliError(Exception):
-    """An error to report as one line, without a traceback."""
 
 
 def _add_param_options(parser):
@@ -55,14 +52,14 @@ def _params_from(args):
 
 
 def _cmd_generate(args):
-    from .generate import generate
+    from t3hw.tools.generate import generate
     files = generate(_params_from(args), args.out, blocks=args.block or None, docs=args.docs)
     for path in files:
         print(path)
 
 
 def _cmd_check_rtl(args):
-    from .generate import check
+    from t3hw.tools.generate import check
     problems = check(args.rtl, docs=args.docs)
     for line in problems:
         print(line)
@@ -74,7 +71,7 @@ def _cmd_check_rtl(args):
 
 
 def _cmd_lint(args):
-    from .harness import WAIVERS, lint
+    from t3hw.tools.runner import WAIVERS, lint
     sources = sorted(Path(args.rtl).glob("*.v"))
     if not sources:
         raise CliError(f"no Verilog files in {args.rtl}; run `make verilog` first")
@@ -87,12 +84,12 @@ def _cmd_lint(args):
 
 
 def _cmd_demo(args):
-    from .demo import run_demo
+    from t3hw.tools.demo import run_demo
     return run_demo(out=Path(args.out), seed=args.seed, progress=sys.stderr.isatty())
 
 
 def _cmd_bench(args):
-    from .bench import run_bench
+    from t3hw.tools.bench import run_bench
     run_bench(json_path=Path(args.json), events=args.events)
 
 
@@ -116,7 +113,7 @@ def _cmd_paper(args):
 
 
 def _cmd_arbiter_plot(args):
-    from sim_models import arbiter_scenario as scenario
+    from t3hw.verif import arbiter_scenario as scenario
     out = Path(args.out)
     if out.suffix.lower() != ".png":
         raise CliError(f"--out must name a .png file, not {args.out!r}")
@@ -150,7 +147,7 @@ def _cmd_arbiter_plot(args):
 
 def _cmd_cosim(args):
     from sim_models.cosim import CosimConfig
-    from .cosim import result_line, run
+    from t3hw.tools.cosim import result_line, run
     cfg = CosimConfig(gpus=args.gpus, model=args.model, tp=args.tp, sublayer=args.sublayer,
                       tokens=args.tokens, hidden=args.hidden, policy=args.policy,
                       collective=args.collective,
@@ -166,12 +163,12 @@ def _cmd_cosim(args):
 
 
 def _cmd_waves(args):
-    from .waves import timeline
+    from t3hw.tools.waves import timeline
     timeline(Path(args.dir))
 
 
 def _cmd_formal(args):
-    from .formal import main as formal_main
+    from t3hw.tools.formal import main as formal_main
     return formal_main(args.rest)
 
 
@@ -248,7 +245,8 @@ def _parser():
     p.add_argument("--waves", metavar="DIR", help="also dump waves and a .gtkw there")
     p.set_defaults(func=_cmd_cosim)
 
-    from . import board, synth
+    from t3hw.tools import board
+    from t3hw.tools import synth
     p = sub.add_parser("synth", help="synthesize the blocks (Yosys generic, ECP5, iCE40) and "
                                      "place and route them on an ECP5-85F for Fmax")
     synth.add_arguments(p)

@@ -11,10 +11,10 @@ import pytest
 
 from sim_models import addrmap as addrmap_model
 from sim_models.addrmap import AddrMapEnv, AddrMapModel
-from t3hw.addrmap import AddrMap
-from t3hw.layouts import RegionMode, WriteKind
-from t3hw.amsim import run_env
-from t3hw.params import EngineParams
+from t3hw.hw.addrmap import AddrMap
+from t3hw.spec.layouts import RegionMode, WriteKind
+from t3hw.verif.amsim import run_env
+from t3hw.spec.params import EngineParams
 
 
 PARAMS = {
@@ -27,7 +27,7 @@ PARAMS = {
 
 
 def _simulate(params, body, *, seed=1, **env_args):
-    """Run ``body(env, cycle)`` on a fresh :class:`~t3hw.addrmap.AddrMap` from reset."""
+    """Run ``body(env, cycle)`` on a fresh :class:`~t3hw.hw.addrmap.AddrMap` from reset."""
     return run_env(AddrMap(params), AddrMapEnv(params, random.Random(seed), **env_args), body)
 
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The policy-comparison scenario (:mod:`sim_models.arbiter_scenario`) on the arbiter's RTL
+"""The policy-comparison scenario (:mod:`t3hw.verif.arbiter_scenario`) on the arbiter's RTL
 in amaranth.sim: the mechanisms its plot (``t3hw arbiter-plot``) illustrates.
 
 Every run is also scored cycle by cycle against the reference model by the
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from sim_models import arbiter_scenario as scenario
+from t3hw.verif import arbiter_scenario as scenario
 from sim_models.arbiter import derived_threshold
 from t3hw import cli
-from t3hw.arbiter import FINISH_CYCLES
+from t3hw.spec.contract import ARBITER_FINISH_CYCLES as FINISH_CYCLES
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,10 +12,11 @@ import pytest
 
 from sim_models import arbiter as arbiter_model
 from sim_models.arbiter import ArbiterEnv, ArbiterModel, config_ok, derived_threshold
-from t3hw.amsim import run_env
-from t3hw.arbiter import MAX_WINDOW_LOG2, Arbiter, reset_config
-from t3hw.layouts import ArbPolicy
-from t3hw.params import EngineParams
+from t3hw.verif.amsim import run_env
+from t3hw.hw.arbiter import Arbiter
+from t3hw.spec.contract import MAX_WINDOW_LOG2, arbiter_reset_config as reset_config
+from t3hw.spec.layouts import ArbPolicy
+from t3hw.spec.params import EngineParams
 
 
 SMALL = dict(addr_width=12, pitch_width=12, tile_width=8, burst_bytes=4, occupancy_width=4,

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The board top (:mod:`t3hw.board`): the UART, the bridge, the board core and the build.
+"""The board top (:mod:`t3hw.tools.board`): the UART, the bridge, the board core and the build.
 
 * The UART on its own: transmitter into receiver, every byte value, odd and even divisors.
 * The bridge and the engine's register block end to end (amaranth.sim): the host's bytes go
   onto the ``rx`` line bit by bit and the replies are decoded from the ``tx`` line; the
-  register driver (:class:`t3hw.driver.Driver`) runs over :class:`t3hw.board.SerialBus`,
+  register driver (:class:`t3hw.sw.driver.Driver`) runs over :class:`t3hw.tools.board.SerialBus`,
   and what it reads is compared with the same script on the register-file model
   (:class:`sim_models.csr.ModelBus`). Malformed input sets each sticky error bit.
 * The board core at bus level: a one-board ring step through the real trigger path
@@ -24,13 +24,13 @@ import pytest
 from amaranth.sim import Simulator
 
 from sim_models.csr import ModelBus
-from t3hw.board import (BOARD_MAGIC, STATUS_TAG, BoardCore, BoardDriver, BoardMap,
+from t3hw.tools.board import (BOARD_MAGIC, STATUS_TAG, BoardCore, BoardDriver, BoardMap,
                         BridgeError, Command, DramModel, EngineBoard, SerialBus, UARTBridge,
                         UARTRx, UARTTx, build, uart_divisor)
-from t3hw.driver import Driver
-from t3hw.layouts import RegionMode, TrackOp, WriteKind
-from t3hw.params import EngineParams
-from t3hw.regmap import MAGIC, RegisterMap
+from t3hw.sw.driver import Driver
+from t3hw.spec.layouts import RegionMode, TrackOp, WriteKind
+from t3hw.spec.params import EngineParams
+from t3hw.spec.regmap import MAGIC, RegisterMap
 
 
 #: The engine inside the simulated boards: the paper's parameters.
@@ -360,7 +360,7 @@ def test_board_ring_step(params):
 def test_bitstream_command_errors(tmp_path):
     """``t3hw bitstream`` options: a bad value is one ValueError naming it, before any build."""
     import argparse
-    from t3hw.board import add_arguments, cmd
+    from t3hw.tools.board import add_arguments, cmd
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     args = parser.parse_args(["--out", str(tmp_path), "--seed", "0"])

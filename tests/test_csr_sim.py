@@ -14,11 +14,11 @@ import pytest
 from sim_models import csr as csr_model
 from sim_models.arbiter import config_ok
 from sim_models.csr import CsrEnv
-from t3hw.csr import BusSignature, Csr
-from t3hw.layouts import CsrCommand
-from t3hw.amsim import run_env
-from t3hw.params import PARAM_RANGES, EngineParams
-from t3hw.regmap import RegisterMap
+from t3hw.hw.csr import BusSignature, Csr
+from t3hw.spec.layouts import CsrCommand
+from t3hw.verif.amsim import run_env
+from t3hw.spec.params import PARAM_RANGES, EngineParams
+from t3hw.spec.regmap import RegisterMap
 
 
 PARAMS = {
@@ -47,7 +47,7 @@ WIDEST = EngineParams(**{name: high for name, (_, high) in PARAM_RANGES.items()}
 
 
 def _simulate(params, body, *, seed=1, stall=0.0, **env_args):
-    """Run ``body(env, cycle)`` on a fresh :class:`~t3hw.csr.Csr` from reset."""
+    """Run ``body(env, cycle)`` on a fresh :class:`~t3hw.hw.csr.Csr` from reset."""
     env = CsrEnv(params, random.Random(seed), stall=stall, **env_args)
     return run_env(Csr(params), env, body)
 

@@ -11,9 +11,9 @@ import pytest
 
 from sim_models import dma as dma_model
 from sim_models.dma import DmaEnv, DmaModel, walk
-from t3hw.dma import Dma
-from t3hw.amsim import run_env
-from t3hw.params import EngineParams
+from t3hw.hw.dma import Dma
+from t3hw.verif.amsim import run_env
+from t3hw.spec.params import EngineParams
 
 
 PARAMS = {
@@ -27,7 +27,7 @@ PARAMS = {
 
 
 def _simulate(params, body, *, seed=1, **env_args):
-    """Run ``body(env, cycle)`` on a fresh :class:`~t3hw.dma.Dma` from reset, after checking
+    """Run ``body(env, cycle)`` on a fresh :class:`~t3hw.hw.dma.Dma` from reset, after checking
     that the table's reset sweep lasts one cycle per descriptor."""
     async def after_sweep(env, cycle):
         sweep = await dma_model.reset_sweep(env, cycle)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The driver (:mod:`t3hw.driver`) over the register-file model (:class:`sim_models.csr.ModelBus`),
+"""The driver (:mod:`t3hw.sw.driver`) over the register-file model (:class:`sim_models.csr.ModelBus`),
 which applies every request to the reference models of the address map, DMA and tracker and
 to the arbiter's configuration (:class:`sim_models.csr.ArbiterConfig`).
 
@@ -17,9 +17,9 @@ import pytest
 from sim_models.csr import ModelBus
 from sim_models.dma import walk
 from sim_models.gpu import GemmProducer, GemmShape, GpuConfig
-from t3hw.driver import Driver, program_ring_reduce_scatter, ring_reduce_scatter_plan
-from t3hw.layouts import ArbPolicy, CsrCommand, RegionMode, WriteKind, WriteSource
-from t3hw.params import EngineParams
+from t3hw.sw.driver import Driver, program_ring_reduce_scatter, ring_reduce_scatter_plan
+from t3hw.spec.layouts import ArbPolicy, CsrCommand, RegionMode, WriteKind, WriteSource
+from t3hw.spec.params import EngineParams
 
 
 GPUS = 4

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The engine loop scenario (:mod:`sim_models.engine_env`) against the reference engine
+"""The engine loop scenario (:mod:`t3hw.verif.engine_env`) against the reference engine
 (:class:`sim_models.engine_model.EngineModel`): the packets the scenario expects the RTL to
 send, and the final all-gather copies, are what the reference semantics produce."""
 
@@ -8,8 +8,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from sim_models.engine_env import LoopScenario, reference_run
-from t3hw.params import EngineParams
+from t3hw.verif.engine_env import LoopScenario, reference_run
+from t3hw.spec.params import EngineParams
 
 
 @pytest.mark.parametrize("params, shape", [

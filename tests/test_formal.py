@@ -2,7 +2,7 @@
 """Formal proofs: the properties written beside each block, by bounded model checking
 (SymbiYosys, ``smtbmc z3``), plus deliberately broken specs that must fail.
 
-The proofs, their parameters and depths are :data:`t3hw.formal.PROOFS` (``docs/formal.md``).
+The proofs, their parameters and depths are :data:`t3hw.tools.formal.PROOFS` (``docs/formal.md``).
 Each proof runs its ``bmc`` task (and ``prove`` where k-induction converges) and its
 ``cover`` task, which must reach every ``Cover``: a proof whose interesting events cannot
 happen would pass vacuously. Files and counterexamples: ``build/formal/NAME/``.
@@ -10,9 +10,9 @@ happen would pass vacuously. Files and counterexamples: ``build/formal/NAME/``.
 
 import pytest
 
-from t3hw.formal import PROOFS, TRACKER_PARAMS, run
-from t3hw.generate import convert
-from t3hw.tracker import Tracker
+from t3hw.tools.formal import PROOFS, TRACKER_PARAMS, run
+from t3hw.tools.generate import convert
+from t3hw.hw.tracker import Tracker
 
 
 SOUND  = [name for name, proof in PROOFS.items() if proof.expect == "PASS"]
@@ -35,9 +35,9 @@ def test_proof(name):
 
 @pytest.mark.parametrize("name, where", [
     # The tracker that misses a write disagrees with the shadow of its entry.
-    ("tracker_drop_write", "t3hw/tracker.py"),
+    ("tracker_drop_write", "t3hw/hw/tracker.py"),
     # A T3-MCA class bound one slot tighter than documented is exceeded.
-    ("arbiter_tight_bound", "t3hw/arbiter.py"),
+    ("arbiter_tight_bound", "t3hw/hw/arbiter.py"),
 ])
 def test_broken_spec_is_caught(name, where):
     assert name in BROKEN

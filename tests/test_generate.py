@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from t3hw import cli, harness
-from t3hw.generate import BLOCKS, HEADER, check, generate
-from t3hw.params import DEFAULT, EngineParams
+from t3hw import cli
+from t3hw.tools import toolchain
+from t3hw.tools.generate import BLOCKS, HEADER, check, generate
+from t3hw.spec.params import DEFAULT, EngineParams
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +66,7 @@ def test_output_is_independent_of_path_and_has_no_tool_names(tmp_path):
 @pytest.mark.parametrize("params", [DEFAULT, TINY, MINIMAL], ids=["paper", "tiny", "minimal"])
 def test_generated_verilog_is_lint_clean(tmp_path, params):
     files = generate(params, tmp_path)
-    rc, out = harness.lint([f for f in files if f.suffix == ".v"])
+    rc, out = toolchain.lint([f for f in files if f.suffix == ".v"])
     assert rc == 0, out
 
 
@@ -73,7 +74,7 @@ def test_lint_still_catches_real_problems(tmp_path):
     bad = tmp_path / "bad.v"
     bad.write_text("module bad(input clk, output [3:0] q);\n  wire [3:0] w;\n"
                    "  assign q = w;\nendmodule\n")
-    rc, out = harness.lint([bad])
+    rc, out = toolchain.lint([bad])
     assert rc != 0 and "UNDRIVEN" in out
 
 

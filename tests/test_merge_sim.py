@@ -6,7 +6,7 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
-from t3hw.merge import Merge
+from t3hw.hw.merge import Merge
 
 
 def _run(n, seed, *, cycles=3000, rate=0.6, stall=0.3):

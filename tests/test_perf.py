@@ -12,7 +12,7 @@ from sim_models.engine_model import AddressMap, Arbiter, DmaDescriptor, Region
 from sim_models.functional import ring_reduce_scatter_check
 from sim_models.perf import SystemConfig, simulate_sequential, simulate_t3, summarize
 from sim_models.workloads import Workload, paper_workloads
-from t3hw.layouts import WriteKind
+from t3hw.spec.layouts import WriteKind
 
 SMALL = Workload(model="Mega-GPT-2", tp=8, sublayer="OP", tokens=1024)
 SMALL_FC = Workload(model="Mega-GPT-2", tp=4, sublayer="FC-2", tokens=1024)

@@ -4,7 +4,7 @@
 The header is compiled with gcc (``-Wall -Wextra -pedantic -Werror``) in a C file that uses
 every macro it defines, checks addresses, shifts and enum values against Python with
 ``_Static_assert``, and encodes a region, a descriptor, a tracker request and an arbiter
-configuration with the macros; its output must equal :meth:`t3hw.regmap.RegisterMap.encode`
+configuration with the macros; its output must equal :meth:`t3hw.spec.regmap.RegisterMap.encode`
 word for word.
 """
 
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from t3hw import cli
-from t3hw.generate import HEADER, check, generate, register_docs
-from t3hw.layouts import ArbPolicy, CsrCommand, RegionMode, TrackOp, WriteKind
-from t3hw.params import DEFAULT, EngineParams
-from t3hw.regmap import MAGIC, RegisterMap
+from t3hw.tools.generate import HEADER, check, generate, register_docs
+from t3hw.spec.layouts import ArbPolicy, CsrCommand, RegionMode, TrackOp, WriteKind
+from t3hw.spec.params import DEFAULT, EngineParams
+from t3hw.spec.regmap import MAGIC, RegisterMap
 
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,9 +10,10 @@ import subprocess
 
 import pytest
 
-from t3hw import harness, synth
-from t3hw.layouts import entry_layout, trigger_layout
-from t3hw.params import DEFAULT
+from t3hw.tools import simulate
+from t3hw.tools import synth
+from t3hw.spec.layouts import entry_layout, trigger_layout
+from t3hw.spec.params import DEFAULT
 
 
 BLOCK, SET = "tracker", "small"
@@ -195,7 +196,7 @@ def test_cli_bad_block(tmp_path):
 
 
 def test_cli_bad_seed(tmp_path):
-    from t3hw.cli import CliError
+    from t3hw.tools.errors import CliError
     with pytest.raises(CliError, match="--seed takes integers"):
         synth.cmd(_args("--json", str(tmp_path / "r.json"), "--seed", "1,x"))
 
@@ -246,10 +247,10 @@ def _ram_read_sinks(netlist, module):
 
 def test_tracker_table_read_goes_straight_to_registers(tmp_path):
     """At the paper's parameters the tracker's table is block RAM whose read data goes
-    straight into flip-flops (no bypass logic): ``synth/ecp5.ys`` declares its read/write
+    straight into flip-flops (no bypass logic): ``t3hw/tools/synth_scripts/ecp5.ys`` declares its read/write
     collisions don't-care (the tracker forwards them). Without that step Yosys puts a LUT
     after every read data bit."""
-    module, source = harness.generate_for("tracker", DEFAULT, tmp_path)
+    module, source = simulate.generate_for("tracker", DEFAULT, tmp_path)
     exe = synth._tool("yosys")
     sinks = {}
     for name, step in (("marked", synth.ECP5_COLLISIONS), ("plain", "proc; memory -nomap")):

@@ -5,12 +5,12 @@ import random
 
 import pytest
 
-from sim_models.stimulus import TrackerTraffic
+from t3hw.verif.stimulus import TrackerTraffic
 from sim_models.tracker import Trigger
-from t3hw.amsim import run_tracker
-from t3hw.layouts import TrackOp
-from t3hw.params import EngineParams
-from t3hw.tracker import Tracker
+from t3hw.verif.amsim import run_tracker
+from t3hw.spec.layouts import TrackOp
+from t3hw.spec.params import EngineParams
+from t3hw.hw.tracker import Tracker
 
 
 PARAMS = {

@@ -1,0 +1,366 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The address map: classifies every producer store by a small region table.
+
+This is T3's "producer output address space configuration". Each of ``regions`` regions is
+``[base, base + size)`` with a mode:
+
+* ``LOCAL``: the store goes to the local memory controller, untracked;
+* ``TRACKED``: the store goes to the local memory controller with ``tracked`` set, so the
+  tracker counts it;
+* ``REMOTE``: the store leaves on the network as an *update* packet to ``device``, at the
+  translated address ``remote_base + (addr - base)``, carrying its tile id.
+
+A store that matches no region goes to local memory, untracked, and counts in ``unmapped``.
+
+The same table classifies what arrives from the network (``rx``): a packet whose address
+lies in a ``TRACKED`` region is written with ``tracked`` set, every other one untracked. So
+the receiving GPU, which arms its tracker, also decides which arrivals it counts; the
+sender does not. This second lookup has its own comparators and registers, and never waits
+for the store path.
+A store is classified by its address alone (a store that crosses a region end is sent where
+its first byte belongs). The programming logic keeps the table well formed: regions never
+overlap and are never empty, so at most one region matches.
+"""
+
+import operator
+from functools import reduce
+from types import SimpleNamespace
+
+from amaranth import *
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from t3hw.spec.layouts import (RegionMode, WriteKind, addrmap_errors_layout, addrmap_stats_layout,
+                      mem_store_layout, net_packet_layout, region_layout,
+                      region_program_layout, store_layout)
+from t3hw.spec.params import EngineParams, check_params
+
+
+__all__ = ["AddrMap"]
+
+
+class AddrMap(wiring.Component):
+    """Region table and store classifier.
+
+    Parameters
+    ----------
+    params : EngineParams
+        Uses ``regions``, ``addr_width``, ``device_width``, ``tile_width``, ``burst_bytes``
+        and ``counter_width``.
+
+    Members
+    -------
+    store : In(stream.Signature(store_layout))
+        Producer stores. Ready when the classified store ahead of it (stage A) is empty or
+        moves into its output register this cycle (so a stalled output holds every store,
+        in order).
+    program : In(stream.Signature(region_program_layout, always_ready=True))
+        Region writes (from the register block), one per cycle. ``valid = 0`` removes region
+        ``index``. A write with ``valid = 1`` replaces region ``index`` unless it is rejected:
+        size 0, ``base + size > 2**addr_width`` or an unknown mode sets ``bad_region``;
+        overlapping another valid region sets ``overlap``. A rejected write leaves the table
+        unchanged. A write is checked and applied over the two cycles after it (so its error
+        bit is set three cycles after it), and applies to stores and packets accepted from
+        three cycles after it on. Writes in consecutive cycles are checked in order.
+    net : Out(stream.Signature(net_packet_layout))
+        Stores to ``REMOTE`` regions, as ``UPDATE`` packets. ``valid`` is a register.
+    mem : Out(stream.Signature(mem_store_layout))
+        Every other store, with ``tracked`` set for ``TRACKED`` regions. ``valid`` is a
+        register.
+    rx : In(stream.Signature(net_packet_layout))
+        Packets from the network for this GPU (``device`` is not looked at). Ready when the
+        classified packet ahead of it (rx stage A) is empty or moves into ``rx_mem`` this
+        cycle (so a stalled ``rx_mem`` holds two packets, in order).
+    rx_mem : Out(stream.Signature(mem_store_layout))
+        Each packet as a local store (its ``kind``, ``tile`` and ``bytes``), ``tracked`` when
+        its address lies in a ``TRACKED`` region of the table as it stood when the packet was
+        accepted. ``valid`` is a register (latency 2).
+    errors : Out(addrmap_errors_layout)
+        Sticky error bits; each stays set until the same bit of ``clear`` is pulsed (a bit set
+        in the same cycle as its clear stays set).
+    clear : In(addrmap_errors_layout)
+        Write-one-to-clear strobe for ``errors``.
+    stats : Out(addrmap_stats_layout)
+        Wrapping counters of the stores accepted, by class (counted as they leave stage A).
+
+    Latency 2 cycles (a store accepted in cycle t is valid at its output in t + 2);
+    throughput one store per cycle while the outputs are ready. Stage A classifies: two
+    compares (``base <= addr < end``) and one add (``addr + remote_base - base``) per region,
+    all in parallel on the region's stored ``end`` and translation, which programming
+    computes, so its path is one ``addr_width`` carry chain into a register; it registers
+    both compares and every region's valid bit and result. Stage B forms the one-hot hit
+    from those registers and selects with it (an AND-OR, which grows with
+    ``log2(regions)``) into the output registers, and counts; the store's class, which
+    ``store.ready`` and the counters wait on, is an AND-OR of stage A's registers alone.
+    Received packets take two cycles, one packet per cycle while ``rx_mem`` is ready: rx
+    stage A compares the address with every region (two compares each, in parallel) and
+    registers them with the packet and which regions are valid and ``TRACKED``; rx stage B
+    ANDs and ORs them into ``rx_mem``'s ``tracked`` bit. ``rx.ready`` comes from registers
+    and ``rx_mem.ready`` only. Programming takes three stages: the new region's end and
+    translation are computed and registered, then it is compared with every other region
+    (each compare into its own register) and its end with the top of the address space,
+    then the compares are ANDed and ORed into the clash, the verdict is taken and the region
+    written. Region valid bits and the stages' and outputs' ``valid`` are reset; the derived
+    ``end`` and translation are not (they are only read while their region is valid).
+    """
+
+    def __init__(self, params: EngineParams = EngineParams()):
+        self._p = check_params(params, self)
+        super().__init__({
+            "store":   In(stream.Signature(store_layout(params))),
+            "program": In(stream.Signature(region_program_layout(params), always_ready=True)),
+            "net":     Out(stream.Signature(net_packet_layout(params))),
+            "mem":     Out(stream.Signature(mem_store_layout(params))),
+            "rx":      In(stream.Signature(net_packet_layout(params))),
+            "rx_mem":  Out(stream.Signature(mem_store_layout(params))),
+            "errors":  Out(addrmap_errors_layout(params)),
+            "clear":   In(addrmap_errors_layout(params)),
+            "stats":   Out(addrmap_stats_layout(params)),
+        })
+
+    @property
+    def params(self):
+        return self._p
+
+    def elaborate(self, platform):
+        p = self._p
+        m = Module()
+        aw = p.addr_width
+        regions = [Signal(region_layout(p), name=f"region{i}") for i in range(p.regions)]
+        # Derived at programming time and kept beside each region, so that no lookup adds
+        # two table fields: the end ``base + size`` (``aw + 1`` bits, it may be 2**aw) and
+        # the translation ``remote_base - base`` (mod 2**aw).
+        ends   = [Signal(aw + 1, name=f"region{i}_end", reset_less=True)
+                  for i in range(p.regions)]
+        deltas = [Signal(aw, name=f"region{i}_delta", reset_less=True)
+                  for i in range(p.regions)]
+
+        def compares(addr, name):
+            """Stage A's lookup of ``addr``: per region, ``addr >= base`` and ``addr < end``,
+            each one carry chain straight into its own register (``ge``, ``lt``: no gate
+            joins two chains before a register), and ``on``, the region's part of the hit,
+            which the caller registers. Returns the registers, their updates and the hit
+            lines ``on & ge & lt``, formed from the registers in stage B."""
+            lines = SimpleNamespace(**{k: Signal(p.regions, name=f"{name}_{k}",
+                                                 reset_less=True) for k in ("ge", "lt", "on")})
+            update = []
+            for i, r in enumerate(regions):
+                update += [lines.ge[i].eq(addr >= r.base), lines.lt[i].eq(addr < ends[i])]
+            hits = Signal(p.regions, name=f"{name}_hits")
+            m.d.comb += hits.eq(lines.on & lines.ge & lines.lt)
+            return lines, update, hits
+
+        # --- classify, stage A: two compares and one add per region, in parallel ------------
+        # (a region matches when base <= addr < end; every region computes its own
+        # translated address). Registered with the store: both compares, every region's
+        # valid bit, translated address and device, and the valid regions of each mode (a
+        # copy, so that a region written meanwhile does not change a store already
+        # classified).
+        st = self.store.payload
+        a_valid   = Signal()
+        a_store   = Signal(store_layout(p), reset_less=True)
+        a_lines, a_update, a_hits = compares(st.addr, "a")
+        a_targets = [Signal(aw, name=f"a_target{i}", reset_less=True) for i in range(p.regions)]
+        a_devices = [Signal(p.device_width, name=f"a_device{i}", reset_less=True)
+                     for i in range(p.regions)]
+        # Per mode, the regions that are valid with that mode.
+        a_modes   = {mode: Signal(p.regions, name=f"a_{mode.name.lower()}", reset_less=True)
+                     for mode in (RegionMode.LOCAL, RegionMode.REMOTE, RegionMode.TRACKED)}
+
+        # --- stage B: the one-hot hit lines from the registered compares, then the select
+        # into the output registers. At most one region hits (the table never overlaps), so
+        # the select is an AND-OR of the hit lines, not a priority chain.
+        def select(values):
+            return reduce(operator.or_, (Mux(a_hits[i], v, 0) for i, v in enumerate(values)))
+        device = Signal(p.device_width)
+        target = Signal(aw)                         # the translated address of the hit region
+        m.d.comb += [
+            device.eq(select(a_devices)),
+            target.eq(select(a_targets)),
+        ]
+        # The store's class, each an AND-OR of stage A's registers alone (no select), as
+        # they decide ``store.ready`` and which counter counts. At most one is set.
+        local, remote, tracked = (Signal(name=n) for n in ("local", "remote", "tracked"))
+        m.d.comb += [line.eq((a_modes[mode] & a_lines.ge & a_lines.lt).any())
+                     for line, mode in ((local, RegionMode.LOCAL), (remote, RegionMode.REMOTE),
+                                        (tracked, RegionMode.TRACKED))]
+
+        net, mem = self.net, self.mem
+        net_free, mem_free = ~net.valid | net.ready, ~mem.valid | mem.ready
+        advance = Signal()                          # stage A moves into its output register
+        m.d.comb += [
+            advance.eq(a_valid & Mux(remote, net_free, mem_free)),
+            self.store.ready.eq(~a_valid | advance),
+        ]
+        # Stage A loads whenever it is ready, a store or not (its registers other than
+        # ``a_valid`` are only read while it holds a store), so their enable is
+        # ``store.ready`` alone.
+        with m.If(self.store.ready):
+            m.d.sync += [a_valid.eq(self.store.valid), a_store.eq(st), *a_update,
+                         a_lines.on.eq(Cat(r.valid for r in regions)),
+                         *(a_modes[mode].eq(Cat(r.valid & (r.mode == mode) for r in regions))
+                           for mode in a_modes)]
+            for i, r in enumerate(regions):
+                m.d.sync += [a_targets[i].eq(st.addr + deltas[i]),
+                             a_devices[i].eq(r.device)]
+
+        # Each output's payload loads whenever the output is free, whether or not the store
+        # goes there (the payload is only read while ``valid``), so its enable does not wait
+        # on the store's class; ``valid`` is set when the store moves in.
+        with m.If(net.ready):
+            m.d.sync += net.valid.eq(0)
+        with m.If(mem.ready):
+            m.d.sync += mem.valid.eq(0)
+        with m.If(advance & remote):
+            m.d.sync += net.valid.eq(1)
+        with m.If(advance & ~remote):
+            m.d.sync += mem.valid.eq(1)
+        with m.If(net_free):
+            m.d.sync += [
+                net.payload.device.eq(device),
+                net.payload.addr.eq(target),
+                net.payload.kind.eq(WriteKind.UPDATE),
+                net.payload.tile.eq(a_store.tile),
+                net.payload.bytes.eq(a_store.bytes),
+            ]
+        with m.If(mem_free):
+            m.d.sync += [
+                mem.payload.addr.eq(a_store.addr),
+                mem.payload.tile.eq(a_store.tile),
+                mem.payload.bytes.eq(a_store.bytes),
+                mem.payload.kind.eq(a_store.kind),
+                mem.payload.tracked.eq(tracked),
+            ]
+
+        # Each counter's enable is its class and the free output it goes to (the classes
+        # exclude each other, so that is ``advance`` for a store of that class).
+        s = self.stats
+        unmapped = ~(local | remote | tracked)
+        for counter, line, free in ((s.local, local, mem_free), (s.tracked, tracked, mem_free),
+                                    (s.remote, remote, net_free),
+                                    (s.unmapped, unmapped, mem_free)):
+            with m.If(a_valid & line & free):
+                m.d.sync += counter.eq(counter + 1)
+
+        # --- rx, stage A: the same table, its own comparators, two compares per region ------
+        # Registered with the packet, with the regions that are valid and TRACKED, so a
+        # packet is classified by the table as it stands when it is accepted.
+        rx, rx_mem = self.rx.payload, self.rx_mem
+        rx_a_valid = Signal()
+        rx_a       = Signal(store_layout(p), reset_less=True)
+        rx_lines, rx_update, rx_a_hits = compares(rx.addr, "rx_a")
+
+        # --- rx, stage B: the OR of the hit lines, into the output register -----------------
+        rx_advance = Signal()                       # rx stage A moves into rx_mem
+        m.d.comb += [
+            rx_advance.eq(rx_a_valid & (~rx_mem.valid | rx_mem.ready)),
+            self.rx.ready.eq(~rx_a_valid | rx_advance),
+        ]
+        with m.If(self.rx.valid & self.rx.ready):
+            m.d.sync += [
+                rx_a_valid.eq(1),
+                rx_a.addr.eq(rx.addr),
+                rx_a.tile.eq(rx.tile),
+                rx_a.bytes.eq(rx.bytes),
+                rx_a.kind.eq(rx.kind),
+                *rx_update,
+                rx_lines.on.eq(Cat(r.valid & (r.mode == RegionMode.TRACKED) for r in regions)),
+            ]
+        with m.Elif(rx_advance):
+            m.d.sync += rx_a_valid.eq(0)
+        with m.If(rx_mem.ready):
+            m.d.sync += rx_mem.valid.eq(0)
+        with m.If(rx_advance):
+            m.d.sync += [
+                rx_mem.valid.eq(1),
+                rx_mem.payload.addr.eq(rx_a.addr),
+                rx_mem.payload.tile.eq(rx_a.tile),
+                rx_mem.payload.bytes.eq(rx_a.bytes),
+                rx_mem.payload.kind.eq(rx_a.kind),
+                rx_mem.payload.tracked.eq(rx_a_hits.any()),
+            ]
+
+        # --- program: three stages ----------------------------------------------------------
+        # P1 registers the request with its end, its translation and the checks on its
+        # fields alone (size 0, unknown mode). P2 compares it with every region, two compares
+        # each, all in parallel, each carry chain straight into its own register, and
+        # registers, per region, whether the request writes it unless it clashes and whether
+        # it removes it (so the end check, past the top of the address space, an OR of the
+        # registered end's low bits, is not behind the add). P3 ANDs and ORs the registered
+        # compares into the clash, decides and writes: each region's write enable is an
+        # AND-OR of registers. Requests are checked in order, as if each were written
+        # before the next is compared: P2 also compares with the request in P3 (written or
+        # not at the end of this cycle), and registers which of its compares that write
+        # makes stale (the region it replaces or removes; itself when it is not written).
+        req = self.program.payload
+        end = Signal(aw + 1)
+        m.d.comb += end.eq(req.base + req.size)
+
+        def pstage(name):
+            return SimpleNamespace(
+                valid=Signal(name=f"{name}_valid"),
+                req=Signal(region_program_layout(p), name=f"{name}_req", reset_less=True),
+                end=Signal(aw + 1, name=f"{name}_end", reset_less=True),
+                delta=Signal(aw, name=f"{name}_delta", reset_less=True),
+                bad=Signal(name=f"{name}_bad", reset_less=True))
+        p2, p3 = pstage("p2"), pstage("p3")
+        m.d.sync += [
+            p2.valid.eq(self.program.valid),
+            p2.req.eq(req),
+            p2.end.eq(end),
+            p2.delta.eq(req.remote_base - req.base),
+            p2.bad.eq((req.size == 0) | (req.mode.as_value() > RegionMode.TRACKED.value)),
+        ]
+        bad = Signal()                                  # P2's request is rejected as bad
+        m.d.comb += bad.eq(p2.bad | (p2.end[aw] & p2.end[:aw].any()))    # end > 2**aw
+        m.d.sync += [getattr(p3, k).eq(getattr(p2, k)) for k in ("valid", "req", "end",
+                                                                 "delta")]
+        m.d.sync += p3.bad.eq(bad)
+
+        # P2's registered compares, one bit per region, then one for the request in P3 (the
+        # write ahead): the other valid with another index and the request's base below the
+        # other's end (``lo``), the other's base below the request's end (``hi``), and the
+        # other gone by the time the request is in P3 (``stale``: the region replaced or
+        # removed by the write ahead; the write ahead not written). Per region, the request
+        # in P3 writes it unless it clashes (``ok``: it passes the other checks) or removes
+        # it (``rm``).
+        n = p.regions
+        p3_lines = SimpleNamespace(**{k: Signal(n + 1, name=f"p3_{k}", reset_less=True)
+                                      for k in ("lo", "hi", "stale")},
+                                   **{k: Signal(n, name=f"p3_{k}", reset_less=True)
+                                      for k in ("ok", "rm")})
+
+        # P3: the request's clash, verdict and write (from registers only).
+        clash = Signal(n + 1)
+        m.d.comb += clash.eq(p3_lines.lo & p3_lines.hi & ~p3_lines.stale)
+        we = Signal(n)                                  # region i written this cycle
+        m.d.comb += we.eq(p3_lines.rm | (p3_lines.ok & ~clash.any().replicate(n)))
+        set_err = Signal(addrmap_errors_layout(p))
+        m.d.comb += [
+            set_err.bad_region.eq(p3.valid & p3.req.valid & p3.bad),
+            set_err.overlap.eq(p3_lines.ok.any() & clash.any()),
+        ]
+        for i, r in enumerate(regions):
+            with m.If(we[i]):
+                for name in region_layout(p).members:
+                    m.d.sync += r[name].eq(p3.req[name])
+                m.d.sync += [ends[i].eq(p3.end), deltas[i].eq(p3.delta)]
+
+        # P2: compare with every region and with the write ahead. The mask is the top bit of
+        # the ``lo`` compare (``Cat(x, 0, ~on) < Cat(y, 0)`` is ``on & (x < y)``), so that
+        # no gate follows the carry chain.
+        others = [(r.base, ends[i], (p2.req.index != i) & r.valid)
+                  for i, r in enumerate(regions)]
+        others.append((p3.req.base, p3.end, p3.req.valid & (p3.req.index != p2.req.index)))
+        for i, (o_base, o_end, on) in enumerate(others):
+            m.d.sync += [p3_lines.lo[i].eq(Cat(p2.req.base, C(0, 1), ~on) < Cat(o_end, C(0, 1))),
+                         p3_lines.hi[i].eq(o_base < p2.end)]
+        m.d.sync += p3_lines.stale.eq(Cat(we, ~we.any()))
+        for i in range(n):
+            this = p2.valid & (p2.req.index == i)
+            m.d.sync += [p3_lines.ok[i].eq(this & p2.req.valid & ~bad),
+                         p3_lines.rm[i].eq(this & ~p2.req.valid)]
+
+        m.d.sync += self.errors.eq((self.errors.as_value() & ~self.clear.as_value())
+                                   | set_err.as_value())
+        return m

@@ -1,0 +1,419 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The register block: a 32-bit register bus that programs the address map, the tracker, the
+DMA and the memory-controller arbiter, and reads their errors, counters and status.
+
+The registers, their addresses and their fields are :class:`t3hw.spec.regmap.RegisterMap`'s; this
+module only says what each group does (see ``docs/csr.md`` and ``docs/registers.md``).
+
+Staging and commands
+--------------------
+A region, a descriptor, a tracker request or an arbiter configuration is wider than a
+register, so it is written into its staging group (``REGION_*``, ``DESC_*``, ``TRACK_*``,
+``ARB_*``: registers that are the payload of the block's output stream to the target) and
+committed by writing a :class:`~t3hw.spec.layouts.CsrCommand` to ``COMMAND``:
+
+* ``REGION_WRITE``, ``DESC_WRITE``, ``TRACK_WRITE``, ``ARB_WRITE`` raise ``valid`` of the
+  target's stream the next cycle. Until the target has taken the request (and, for regions
+  and descriptors, until the target's verdict arrives: three cycles after that for a region,
+  one for a descriptor, :data:`~t3hw.spec.contract.CSR_VERDICT_DELAY`) the group is *pending* (``STATUS``): its
+  registers are locked. The address map and the arbiter take every request at once
+  (``region_program`` and ``arbiter_program`` are always ready), so ``REGION`` stays pending
+  for four cycles and ``ARB`` for one.
+* ``REGION_READ``, ``DESC_READ`` load the region or descriptor ``index`` (the staged one)
+  from the block's read-back tables into the staging group (``index`` is kept). A command in
+  cycle t reads the table's block RAM at the end of t; its data goes straight into a
+  register in t + 1 and from there into the staging registers in t + 2
+  (:data:`~t3hw.spec.contract.CSR_LOAD_CYCLES`), during which the group is pending. Software polls ``STATUS`` (or
+  waits two cycles): a read of the group during the load returns it as it was before the
+  command and sets ``busy``, and a write to it is refused (``busy``).
+
+Read-back tables: the address map and the DMA keep their tables to themselves, so this block
+keeps a copy of each (``regions`` and ``2**cmd_width`` entries, block RAM with a synchronous
+read port) and writes it with exactly what the target stored: a write that the target
+rejects (the target's error event, :data:`~t3hw.spec.contract.CSR_VERDICT_DELAY` cycles after it took the write) is
+not copied. After
+reset both copies are cleared, one entry per cycle, over ``max(regions, 2**cmd_width)``
+cycles (``STATUS.sweep``).
+
+The arbiter configuration has no read-back table: the ``ARB_*`` registers reset to the
+configuration the arbiter starts with (the parameters ``arbiter_policy``, ``mca_threshold``,
+``mca_saturation``, ``mca_window_log2``, ``starvation_limit``; see
+:meth:`RegisterMap.reset <t3hw.spec.regmap.RegisterMap.reset>`), so that reading them after
+reset shows the configuration in effect; afterwards they hold what software staged, which
+the arbiter may have rejected. ``ARB_STATUS`` (the ``arbiter_status`` input) shows what the
+arbiter actually uses.
+
+Errors
+------
+The block holds every sticky error bit: its own (``CSR_ERRORS``) and the targets'. It drives
+the targets' ``clear`` all-ones, so a target's ``errors`` register shows each error event for
+one cycle, the cycle after it happened; this block ORs the events into its sticky copies, which
+software clears by writing 1s (W1C). That is also how the block tells a rejected region or
+descriptor write from an accepted one. Its own errors are:
+
+* ``unmapped``: a read or write of an address with no register (or not a multiple of 4);
+* ``read_only``: a write to a read-only register (ignored);
+* ``bad_command``: an unknown command code (ignored);
+* ``busy``: a command whose group is pending, or whose target is busy (``REGION_*`` and the
+  reads: the read-back sweep; ``DESC_WRITE``: also the DMA's reset sweep; ``TRACK_WRITE``: the
+  tracker's; ``ARB_WRITE`` has no busy target), or a write to a locked staging register (the
+  command or write is ignored), or a read of a group that a read command is loading (the
+  read returns the group as it was).
+
+Timing: the bus read multiplexer is a tree of 2:1 multiplexers on the address bits, fed by
+registers only; each read-back table's read data goes into nothing but a register.
+
+The arbiter's rejection of a configuration (``ARBITER_ERRORS.bad_config``) is collected like
+the other targets' errors.
+"""
+
+from amaranth import *
+from amaranth.lib import memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from t3hw.spec.contract import CSR_VERDICT_DELAY as VERDICT_DELAY
+from t3hw.spec.layouts import (CsrCommand, addrmap_errors_layout, addrmap_stats_layout,
+                      arbiter_config_layout, arbiter_errors_layout, arbiter_stats_layout,
+                      arbiter_status_layout, csr_errors_layout, csr_status_layout,
+                      dma_descriptor_layout, dma_errors_layout, dma_program_layout,
+                      dma_stats_layout, program_layout, rd_collision_attrs, region_layout,
+                      region_program_layout, tracker_errors_layout, tracker_stats_layout)
+from t3hw.spec.params import EngineParams, check_params
+from t3hw.spec.regmap import WORD_BITS, Access, RegisterMap
+
+
+__all__ = ["BusSignature", "Csr"]
+
+
+class BusSignature(wiring.Signature):
+    """The register bus, seen from its initiator (the host).
+
+    Parameters
+    ----------
+    addr_width : int
+        Width of the byte address, in [3, 32].
+
+    Members
+    -------
+    addr : Out(addr_width)
+        Byte address of the access (a multiple of 4; other addresses are unmapped).
+    w_data : Out(32)
+        Data to write (always the whole register).
+    w_stb : Out(1)
+        Write ``w_data`` to ``addr`` this cycle.
+    r_stb : Out(1)
+        Read ``addr`` this cycle.
+    r_data : In(32)
+        The register read in the previous cycle (fixed latency 1), held until the next read.
+
+    One access per cycle, no wait states. ``r_stb`` and ``w_stb`` may be high together: the
+    read returns the register as it was before the write.
+    """
+
+    def __init__(self, addr_width):
+        if not isinstance(addr_width, int) or not 3 <= addr_width <= 32:
+            raise ValueError(f"addr_width must be an integer in [3, 32], not {addr_width!r}")
+        super().__init__({
+            "addr":   Out(addr_width),
+            "w_data": Out(WORD_BITS),
+            "w_stb":  Out(1),
+            "r_stb":  Out(1),
+            "r_data": In(WORD_BITS),
+        })
+
+
+def _word(reg, value):
+    """The 32-bit read value of ``reg`` from its group's layout bits ``value``."""
+    parts, pos = [], 0
+    for f in reg.fields:
+        if f.offset > pos:
+            parts.append(Const(0, f.offset - pos))
+        parts.append(value[f.bit:f.bit + f.width])
+        pos = f.offset + f.width
+    if pos < WORD_BITS:
+        parts.append(Const(0, WORD_BITS - pos))
+    return Cat(*parts)
+
+
+def _mux_tree(words, sel):
+    """``words[sel]`` as a binary tree of multiplexers on the bits of ``sel``; ``None`` words,
+    and subtrees of them, read 0."""
+    if all(w is None for w in words):
+        return Const(0, WORD_BITS)
+    if len(words) == 1:
+        return words[0]
+    half = len(words) // 2
+    return Mux(sel[-1], _mux_tree(words[half:], sel[:-1]), _mux_tree(words[:half], sel[:-1]))
+
+
+class Csr(wiring.Component):
+    """Register block.
+
+    Parameters
+    ----------
+    params : EngineParams
+        Every layout width; ``regions`` and ``cmd_width`` size the read-back tables.
+
+    Members
+    -------
+    bus : In(BusSignature(addr_width))
+        The register bus (``addr_width`` is :attr:`RegisterMap.addr_width`). Writes take
+        effect at the end of the ``w_stb`` cycle; ``r_data`` is valid the cycle after
+        ``r_stb``. One access per cycle, no wait states; a read command keeps its group
+        pending for :data:`~t3hw.spec.contract.CSR_LOAD_CYCLES` cycles, a write command until its target took it and
+        gave its verdict.
+    region_program : Out(stream.Signature(region_program_layout, always_ready=True))
+        To :attr:`t3hw.hw.addrmap.AddrMap.program`. ``valid`` for one cycle per REGION_WRITE.
+    dma_program : Out(stream.Signature(dma_program_layout))
+        To :attr:`t3hw.hw.dma.Dma.program`. ``valid`` is a register, held until taken.
+    tracker_program : Out(stream.Signature(program_layout))
+        To :attr:`t3hw.hw.tracker.Tracker.program`. ``valid`` is a register, held until taken.
+    arbiter_program : Out(stream.Signature(arbiter_config_layout, always_ready=True))
+        To the arbiter's configuration input. ``valid`` for one cycle per ARB_WRITE (the
+        ``ARB_*`` registers are locked meanwhile); the payload is the ``ARB_*`` registers,
+        which reset to the parameters' configuration.
+    tracker_errors, dma_errors, addrmap_errors, arbiter_errors : In(the target's errors layout)
+        The targets' ``errors`` ports: error events, one cycle late (see ``*_clear``).
+    tracker_clear, dma_clear, addrmap_clear, arbiter_clear : Out(the target's errors layout)
+        To the targets' ``clear`` ports: all ones, always.
+    tracker_stats, dma_stats, addrmap_stats, arbiter_stats : In(the target's stats layout)
+        The targets' counters, read through the bus.
+    arbiter_status : In(arbiter_status_layout)
+        The arbiter's ``status`` (the policy and T3-MCA threshold in effect), read as
+        ``ARB_STATUS``.
+    tracker_busy, dma_busy : In(1)
+        The targets' ``busy`` (reset sweeps).
+    dma_idle : In(1)
+        The DMA's ``idle``.
+    errors : Out(csr_errors_layout)
+        This block's own sticky errors (also readable as ``CSR_ERRORS``).
+
+    Every stream obeys the transfer rules: ``valid`` is a register, and the payload (the
+    staging registers) is locked until the transfer. Back-pressure from the DMA or the
+    tracker holds the request and locks its group; nothing is dropped. Registers reset:
+    the stream ``valid`` bits, the pending and loading flags, the sweep, the sticky errors
+    and ``r_data``; the staging registers reset to 0, except the ``ARB_*`` registers, which
+    reset to the arbiter's configuration after reset (:meth:`RegisterMap.reset
+    <t3hw.spec.regmap.RegisterMap.reset>`).
+    """
+
+    def __init__(self, params: EngineParams = EngineParams()):
+        self._p = check_params(params, self)
+        self._map = RegisterMap(params)
+        super().__init__({
+            "bus":             In(BusSignature(self._map.addr_width)),
+            "region_program":  Out(stream.Signature(region_program_layout(params),
+                                                    always_ready=True)),
+            "dma_program":     Out(stream.Signature(dma_program_layout(params))),
+            "tracker_program": Out(stream.Signature(program_layout(params))),
+            "tracker_errors":  In(tracker_errors_layout(params)),
+            "tracker_clear":   Out(tracker_errors_layout(params)),
+            "tracker_stats":   In(tracker_stats_layout(params)),
+            "tracker_busy":    In(1),
+            "dma_errors":      In(dma_errors_layout(params)),
+            "dma_clear":       Out(dma_errors_layout(params)),
+            "dma_stats":       In(dma_stats_layout(params)),
+            "dma_busy":        In(1),
+            "dma_idle":        In(1),
+            "addrmap_errors":  In(addrmap_errors_layout(params)),
+            "addrmap_clear":   Out(addrmap_errors_layout(params)),
+            "addrmap_stats":   In(addrmap_stats_layout(params)),
+            "arbiter_program": Out(stream.Signature(arbiter_config_layout(params),
+                                                    payload_init=self._map.reset("ARB"),
+                                                    always_ready=True)),
+            "arbiter_errors":  In(arbiter_errors_layout(params)),
+            "arbiter_clear":   Out(arbiter_errors_layout(params)),
+            "arbiter_stats":   In(arbiter_stats_layout(params)),
+            "arbiter_status":  In(arbiter_status_layout(params)),
+            "errors":          Out(csr_errors_layout(params)),
+        })
+
+    @property
+    def params(self):
+        return self._p
+
+    def elaborate(self, platform):
+        # Everything is generated from the register map: one select per register, and for
+        # each register field a slice of its group's value (``Field.bit``) tied to a slice of
+        # the bus data (``Field.offset``). A group's value is a staging register (the stream
+        # payload), a sticky error register, an input (counters, the arbiter's status) or a
+        # constant. Per staging group with a read-back table: ``verdict`` is the cycle after
+        # the target took a write (its error event decides whether the table copies it), and
+        # ``fetch`` and ``load`` the two cycles after a read command (the table's data into
+        # ``got``, then ``got`` into the staging registers). The bus read multiplexer selects
+        # among registers only (and the inputs, which the targets drive from registers).
+        p, rm = self._p, self._map
+        m = Module()
+        bus = self.bus
+        set_err = Signal(csr_errors_layout(p))
+
+        # --- decode: one select per register ----------------------------------------------
+        sel = {r.name: Signal(name=f"sel_{r.name.lower()}") for r in rm.registers}
+        mapped = Signal()
+        with m.Switch(bus.addr):
+            for r in rm.registers:
+                with m.Case(r.addr):
+                    m.d.comb += [sel[r.name].eq(1), mapped.eq(1)]
+        wr = {name: bus.w_stb & s for name, s in sel.items()}
+        m.d.comb += [
+            set_err.unmapped.eq((bus.r_stb | bus.w_stb) & ~mapped),
+            set_err.read_only.eq(Cat(wr[r.name] for r in rm.registers
+                                     if r.access == Access.RO).any()),
+        ]
+
+        # --- read-back tables, cleared after reset ----------------------------------------
+        # A table is written only by the sweep and in a group's verdict cycle, and a read
+        # command is refused in both (the group is locked, or the sweep is busy), so the read
+        # whose data is loaded never meets a write: the attribute tells the synthesis flow
+        # (``t3hw/tools/synth_scripts/ecp5.ys``) that no read-before-write bypass is needed.
+        no_collision = rd_collision_attrs("excluded")
+        m.submodules.region_table = rtab = memory.Memory(
+            shape=region_layout(p), depth=p.regions, init=[], attrs=no_collision)
+        m.submodules.desc_table = dtab = memory.Memory(
+            shape=dma_descriptor_layout(p), depth=p.dma_descriptors, init=[],
+            attrs=no_collision)
+        sweep = Signal(init=1)
+        n_sweep = max(p.regions, p.dma_descriptors)
+        sweep_at = Signal(range(n_sweep))
+        with m.If(sweep):
+            m.d.sync += sweep_at.eq(sweep_at + 1)
+            with m.If(sweep_at == n_sweep - 1):
+                m.d.sync += sweep.eq(0)
+
+        # --- staging groups: the stream payloads -------------------------------------------
+        stage = {"REGION": self.region_program, "DESC": self.dma_program,
+                 "TRACK": self.tracker_program, "ARB": self.arbiter_program}
+        tables = {"REGION": (rtab, region_layout(p),
+                             self.addrmap_errors.bad_region | self.addrmap_errors.overlap),
+                  "DESC":   (dtab, dma_descriptor_layout(p), self.dma_errors.bad_program)}
+        # The cycles from the target taking a write to its error event showing on its
+        # ``errors`` port (VERDICT_DELAY): the write waits in ``waiting`` until then. A read
+        # command issued in cycle t reads the table at the end of t; ``fetch`` is cycle t + 1,
+        # in which the table's data is registered in ``got``, ``load`` is cycle t + 2, in which
+        # ``got`` is copied into the staging registers.
+        verdict = {g: Signal(name=f"{g.lower()}_verdict") for g in tables}
+        waiting = {g: [Signal(name=f"{g.lower()}_waiting{i}")
+                       for i in range(VERDICT_DELAY[g] - 1)] for g in tables}
+        fetch   = {g: Signal(name=f"{g.lower()}_fetch") for g in tables}
+        load    = {g: Signal(name=f"{g.lower()}_load") for g in tables}
+        loading = {g: fetch[g] | load[g] for g in tables}
+        locked  = {g: s.valid | verdict.get(g, 0) | Cat(waiting.get(g, [])).any()
+                      | loading.get(g, 0)
+                   for g, s in stage.items()}
+
+        for g, port in stage.items():
+            with m.If(port.valid & port.ready):
+                m.d.sync += port.valid.eq(0)
+        for g, (table, layout, rejected) in tables.items():
+            payload = stage[g].payload
+            chain = [stage[g].valid & stage[g].ready, *waiting[g], verdict[g]]
+            m.d.sync += [dst.eq(src) for src, dst in zip(chain, chain[1:])]
+            # The target takes the write in cycle t and reports a rejection in
+            # t + VERDICT_DELAY.
+            wp = table.write_port()
+            with m.If(sweep):
+                m.d.comb += [wp.addr.eq(sweep_at), wp.data.eq(0),
+                             wp.en.eq(1 if table.depth == n_sweep else sweep_at < table.depth)]
+            with m.Else():
+                m.d.comb += wp.addr.eq(payload.index)
+                for name in layout.members:
+                    m.d.comb += wp.data[name].eq(payload[name])
+                m.d.comb += wp.en.eq(verdict[g] & ~rejected)
+            # Read: the RAM's output goes into nothing but ``got`` (loaded every cycle), and
+            # only registers reach the bus read multiplexer.
+            rp = table.read_port(domain="sync")
+            got = Signal(layout, name=f"{g.lower()}_got", reset_less=True)
+            m.d.comb += rp.addr.eq(payload.index)
+            m.d.sync += [got.eq(rp.data), fetch[g].eq(0), load[g].eq(fetch[g])]
+            with m.If(load[g]):
+                m.d.sync += [payload[name].eq(got[name]) for name in layout.members]
+
+        # Bus accesses to staging registers: a write to a locked group is refused, and a read
+        # of a loading group returns the staging register as it was (before the load).
+        for g, port in stage.items():
+            bits = port.payload.as_value()
+            for r in rm.groups[g].registers:
+                with m.If(wr[r.name]):
+                    with m.If(locked[g]):
+                        m.d.comb += set_err.busy.eq(1)
+                    with m.Else():
+                        m.d.sync += [bits[f.bit:f.bit + f.width]
+                                     .eq(bus.w_data[f.offset:f.offset + f.width])
+                                     for f in r.fields]
+                if g in tables:
+                    with m.If(bus.r_stb & sel[r.name] & loading[g]):
+                        m.d.comb += set_err.busy.eq(1)
+
+        # --- commands -------------------------------------------------------------------------
+        field = rm.by_name["COMMAND"].fields[0]
+        code = bus.w_data[field.offset:field.offset + field.width]
+        commands = {
+            CsrCommand.REGION_WRITE: ("REGION", sweep),
+            CsrCommand.REGION_READ:  ("REGION", sweep),
+            CsrCommand.DESC_WRITE:   ("DESC",   sweep | self.dma_busy),
+            CsrCommand.DESC_READ:    ("DESC",   sweep),
+            CsrCommand.TRACK_WRITE:  ("TRACK",  self.tracker_busy),
+            CsrCommand.ARB_WRITE:    ("ARB",    Const(0, 1)),
+        }
+        reads = (CsrCommand.REGION_READ, CsrCommand.DESC_READ)
+        with m.If(wr["COMMAND"]):
+            with m.Switch(code):
+                for cmd, (g, busy) in commands.items():
+                    with m.Case(cmd):
+                        start = fetch[g] if cmd in reads else stage[g].valid
+                        with m.If(locked[g] | busy):
+                            m.d.comb += set_err.busy.eq(1)
+                        with m.Else():
+                            m.d.sync += start.eq(1)
+                with m.Default():
+                    m.d.comb += set_err.bad_command.eq(1)
+
+        # --- sticky errors (W1C); the targets' clears are held high -------------------------
+        targets = ("tracker", "dma", "addrmap", "arbiter")
+        sticky = {"CSR_ERRORS": (self.errors, set_err)}
+        for name in targets:
+            events = getattr(self, f"{name}_errors")
+            m.d.comb += getattr(self, f"{name}_clear").as_value().eq(-1)
+            sticky[f"{name.upper()}_ERRORS"] = (Signal(events.shape(), name=f"{name}_sticky"),
+                                                events)
+        for g, (bits, events) in sticky.items():
+            clear = Signal(bits.shape().size, name=f"{g.lower()}_clear")
+            for r in rm.groups[g].registers:
+                with m.If(wr[r.name]):
+                    m.d.comb += [clear[f.bit:f.bit + f.width]
+                                 .eq(bus.w_data[f.offset:f.offset + f.width]) for f in r.fields]
+            m.d.sync += bits.as_value().eq((bits.as_value() & ~clear) | events.as_value())
+
+        # --- reads ----------------------------------------------------------------------------
+        status = Signal(csr_status_layout(p))
+        m.d.comb += [
+            status.tracker_busy.eq(self.tracker_busy),
+            status.dma_busy.eq(self.dma_busy),
+            status.dma_idle.eq(self.dma_idle),
+            status.sweep.eq(sweep),
+            status.region_pending.eq(locked["REGION"]),
+            status.desc_pending.eq(locked["DESC"]),
+            status.track_pending.eq(locked["TRACK"]),
+            status.arb_pending.eq(locked["ARB"]),
+        ]
+        value = {
+            "ID":      Const(rm.groups["ID"].codec.pack(**rm.constant("ID")),
+                             rm.groups["ID"].codec.width),
+            "CONFIG":  Const(rm.groups["CONFIG"].codec.pack(**rm.constant("CONFIG")),
+                             rm.groups["CONFIG"].codec.width),
+            "STATUS":  status.as_value(),
+            "COMMAND": Const(0, field.width),
+            "ARB_STATUS": self.arbiter_status.as_value(),
+            **{name.upper(): getattr(self, f"{name}_stats").as_value() for name in targets},
+            **{g: port.payload.as_value() for g, port in stage.items()},
+            **{g: bits.as_value() for g, (bits, _) in sticky.items()},
+        }
+        # A tree of 2:1 multiplexers on the word address bits (no decoded selects), empty
+        # words pruned; an address that is not a multiple of 4 reads 0.
+        words = [None] * (1 << (rm.addr_width - 2))
+        for r in rm.registers:
+            words[r.addr >> 2] = _word(r, value[r.group])
+        data = _mux_tree(words, bus.addr[2:])
+        with m.If(bus.r_stb):
+            m.d.sync += bus.r_data.eq(Mux(bus.addr[:2].any(), 0, data))
+        return m

@@ -1,0 +1,225 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A first-word-fall-through queue whose full state does not cost a cycle.
+
+Unlike :class:`amaranth.lib.fifo.SyncFIFO`, a full :class:`Queue` accepts a push in a cycle in
+which its head is read, so a queue of any depth (1 included) passes one item per cycle while
+its reader is ready.
+"""
+
+from amaranth import *
+from amaranth.asserts import AnySeq
+from amaranth.hdl import Assume, Cover
+from amaranth.lib import memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+from .formal import Spec, drive_inputs, past, stream_rules
+
+
+__all__ = ["Queue", "Slice", "formal_spec", "slice_formal_spec"]
+
+
+class Queue(wiring.Component):
+    """FWFT queue with a push strobe in and a stream out.
+
+    Parameters
+    ----------
+    shape : ShapeLike
+        Shape of an item.
+    depth : int
+        Items held, at least 1.
+
+    Members
+    -------
+    push : In(1)
+        Write ``data`` this cycle if ``accept`` is high (otherwise the item is not taken).
+    data : In(shape)
+        Item to push.
+    accept : Out(1)
+        The queue takes a push this cycle: it is not full, or its head leaves this cycle.
+        Depends combinationally on ``o.ready``.
+    o : Out(stream.Signature(shape))
+        Head of the queue; ``o.valid`` is a register output (not combinational on ``ready``).
+    level : Out(range(depth + 1))
+        Items held.
+
+    Storage is a memory with an asynchronous read port (LUT RAM on FPGAs). Latency: an item
+    pushed in cycle t is valid at ``o`` in cycle t + 1.
+    """
+
+    def __init__(self, shape, *, depth):
+        if not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"depth must be a positive integer, not {depth!r}")
+        self._shape, self._depth = shape, depth
+        super().__init__({
+            "push":   In(1),
+            "data":   In(shape),
+            "accept": Out(1),
+            "o":      Out(stream.Signature(shape)),
+            "level":  Out(range(depth + 1)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        depth = self._depth
+        pop = self.o.valid & self.o.ready
+        m.d.comb += self.accept.eq((self.level != depth) | pop)
+        do_push = self.push & self.accept
+        m.d.comb += self.o.valid.eq(self.level != 0)
+
+        if depth == 1:
+            # A single register.
+            store = Signal(self._shape, reset_less=True)
+            with m.If(do_push):
+                m.d.sync += store.eq(self.data)
+            m.d.comb += self.o.payload.eq(store)
+        else:
+            m.submodules.storage = storage = memory.Memory(shape=self._shape, depth=depth,
+                                                           init=[])
+            wr = storage.write_port()
+            rd = storage.read_port(domain="comb")
+            head = Signal(range(depth))
+            tail = Signal(range(depth))
+            m.d.comb += [
+                wr.addr.eq(tail), wr.data.eq(self.data), wr.en.eq(do_push),
+                rd.addr.eq(head), self.o.payload.eq(rd.data),
+            ]
+            with m.If(do_push):
+                m.d.sync += tail.eq(Mux(tail == depth - 1, 0, tail + 1))
+            with m.If(pop):
+                m.d.sync += head.eq(Mux(head == depth - 1, 0, head + 1))
+        m.d.sync += self.level.eq(self.level + do_push - pop)
+        return m
+
+    # --- formal properties (docs/formal.md); never part of the generated Verilog -----------
+
+    def properties(self, m):
+        """Add this queue's formal properties to ``m``, a spec module that contains the queue.
+
+        They hold whatever the queue's inputs do (no assumption), so a spec can add them for
+        any queue it reaches: the queue alone (:func:`formal_spec`), the tracker's trigger
+        queue, the DMA's ready and pending queues.
+
+        * ``level`` never exceeds ``depth``; it changes by exactly the accepted pushes and the
+          pops; ``accept`` is "not full, or the head leaves"; ``o.valid`` is "not empty".
+        * ``o`` obeys the stream rules: a stalled head keeps ``valid`` and its payload.
+        * It is a FIFO: any one accepted item (the solver picks which) reaches the head when
+          exactly the items pushed before it have left, with its data unchanged, and leaves
+          once.
+        """
+        depth = self._depth
+        pop = self.o.valid & self.o.ready
+        do_push = self.push & self.accept
+        level_was = past(m, self.level)
+        m.d.comb += [
+            Assert(self.level <= depth, "queue: level above depth"),
+            Assert(self.o.valid == (self.level != 0), "queue: o.valid is not level != 0"),
+            Assert(self.accept == ((self.level != depth) | pop),
+                   "queue: accept is not (not full, or popping)"),
+            Assert(self.level == level_was + past(m, do_push) - past(m, pop),
+                   "queue: level is not pushes - pops"),
+        ]
+        stream_rules(m, self.o, Assert, "queue.o")
+
+        # One tracked item: `ahead` items were pushed before it and have not left yet.
+        held  = Signal(name="queue_held")
+        ahead = Signal(range(depth), name="queue_ahead")
+        item  = Signal(self._shape, name="queue_item")
+        with m.If(held & pop):
+            m.d.sync += [held.eq(ahead != 0), ahead.eq(ahead - 1)]
+        with m.If(~held & do_push & AnySeq(1)):
+            m.d.sync += [held.eq(1), item.eq(self.data), ahead.eq(self.level - pop)]
+        with m.If(held):
+            m.d.comb += Assert(ahead < self.level, "queue: a held item is not inside")
+            with m.If(ahead == 0):
+                m.d.comb += Assert(Value.cast(self.o.payload) == Value.cast(item),
+                                   "queue: the head is not the oldest item")
+
+
+def formal_spec(*, depth, width=2):
+    """The formal spec top of one :class:`Queue` of ``width``-bit items: every input free in
+    every cycle, :meth:`Queue.properties` asserted, and covers that it fills, passes an item
+    through while full, and drains."""
+
+    def body(m, platform):
+        m.submodules.dut = dut = Queue(width, depth=depth)
+        drive_inputs(m, dut)
+        dut.properties(m)
+        full = dut.level == depth
+        was_full = Signal()
+        with m.If(full):
+            m.d.sync += was_full.eq(1)
+        m.d.comb += [
+            Cover(full & dut.push & dut.o.ready),
+            Cover(was_full & (dut.level == 0)),
+        ]
+    return Spec(body)
+
+
+class Slice(wiring.Component):
+    """A register slice (skid buffer) for a stream: ``i`` in, the same items out on ``o``, in
+    order, with ``i.ready``, ``o.valid`` and ``o.payload`` all driven from registers, so that
+    no combinational path crosses it, forward or back. The engine puts one on each stream
+    between two of its blocks, for timing.
+
+    Parameters
+    ----------
+    shape : ShapeLike
+        Shape of an item.
+
+    Members
+    -------
+    i : In(stream.Signature(shape))
+        Ready while the slice holds fewer than 2 items (``level``, a register).
+    o : Out(stream.Signature(shape))
+        The head item.
+
+    Latency 1 cycle; throughput one item per cycle while ``o.ready`` is high (the second
+    entry absorbs the cycle in which ``o.ready`` falls). A :class:`Queue` of depth 2 inside.
+    """
+
+    def __init__(self, shape):
+        self._shape = shape
+        super().__init__({
+            "i": In(stream.Signature(shape)),
+            "o": Out(stream.Signature(shape)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.queue = queue = Queue(self._shape, depth=2)
+        m.d.comb += [
+            self.i.ready.eq(queue.level != 2),
+            queue.push.eq(self.i.valid & self.i.ready),
+            queue.data.eq(self.i.payload),
+        ]
+        wiring.connect(m, queue.o, wiring.flipped(self.o))
+        if platform == "formal":
+            self.formal_view = queue
+        return m
+
+
+def slice_formal_spec(*, width=2):
+    """The formal spec top of one :class:`Slice` of ``width``-bit items: inputs free, ``i``
+    assumed to obey the stream rules; asserted: every item taken on ``i`` is accepted by the
+    queue inside (so none is lost), ``i.ready`` is high whenever the slice is not full, and
+    the queue's :meth:`Queue.properties` (``o`` obeys the stream rules, first in first out,
+    at most 2 items). Covers: an item passes every cycle for three cycles; the slice fills."""
+
+    def body(m, platform):
+        dut = Slice(width)
+        m.submodules.dut = Fragment.get(dut, platform)
+        queue = dut.formal_view
+        drive_inputs(m, dut)
+        stream_rules(m, dut.i, Assume, "i")
+        queue.properties(m)
+        take = dut.i.valid & dut.i.ready
+        m.d.comb += [
+            Assert(~take | queue.accept, "slice: an item taken on i was not stored"),
+            Assert(dut.i.ready == (queue.level != 2), "slice: i.ready is not 'not full'"),
+        ]
+        flow = dut.o.valid & dut.o.ready & take
+        m.d.comb += [
+            Cover(flow & past(m, flow, name="flow1") & past(m, past(m, flow, name="flow2a"),
+                                                             name="flow2")),
+            Cover(queue.level == 2),
+        ]
+    return Spec(body)

@@ -1,0 +1,567 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Payload layouts and enumerations, defined once.
+
+Every struct that crosses a port of the engine is an :mod:`amaranth.lib.data` layout built
+here from :class:`~t3hw.spec.params.EngineParams`. The Python reference models, the cocotb
+testbenches and the documentation derive their field names, offsets and widths from these
+objects through :class:`Codec`; no field offset is typed anywhere else.
+"""
+
+from amaranth.lib import data, enum
+
+from .params import EngineParams
+
+
+__all__ = [
+    "WriteKind", "WriteSource", "TrackOp",
+    "write_layout", "program_layout", "trigger_layout", "entry_layout",
+    "tracker_errors_layout", "tracker_stats_layout",
+    "Codec",
+    "RD_COLLISION_ATTR", "rd_collision_attrs",
+]
+
+#: Memory attribute saying that a read whose data is used never meets a write to the same
+#: entry in the same cycle; the ECP5 flow (``t3hw.tools.synth.ECP5_COLLISIONS``) then needs no
+#: read-before-write bypass after the block RAM. One read and one write port only.
+RD_COLLISION_ATTR = "t3hw_rd_collision"
+
+
+def rd_collision_attrs(reason):
+    """``attrs`` for an :class:`amaranth.lib.memory.Memory` whose collisions are never used:
+    ``"forwarded"`` (the block forwards the colliding write itself) or ``"excluded"`` (the
+    block never lets a used read and a write to the same entry meet)."""
+    if reason not in ("forwarded", "excluded"):
+        raise ValueError(f"reason must be 'forwarded' or 'excluded', not {reason!r}")
+    return {RD_COLLISION_ATTR: reason}
+
+
+class WriteKind(enum.Enum, shape=1):
+    """What a granted memory write does at the DRAM."""
+    #: Plain store: the DRAM overwrites the burst.
+    STORE  = 0
+    #: Update: the near-memory ALU adds the burst to what is stored (op-and-store).
+    UPDATE = 1
+
+
+class WriteSource(enum.Enum, shape=2):
+    """Which stream a granted memory write came from."""
+    #: The GPU's own compute units (GEMM output stores).
+    COMPUTE = 0
+    #: The local DMA engine.
+    DMA     = 1
+    #: An update that arrived from a peer GPU over the network.
+    REMOTE  = 2
+
+
+class TrackOp(enum.Enum, shape=1):
+    """Operation of a tracker programming request."""
+    #: Arm the entry of ``tile``: set its threshold, DMA command and mode, clear its count.
+    ARM    = 0
+    #: Disarm the entry of ``tile`` if it is armed for that tile; otherwise do nothing.
+    DISARM = 1
+
+
+def write_layout(p: EngineParams):
+    """A granted memory write, as the tracker observes it.
+
+    ``tile`` is the tile (workgroup) id the write carries as metadata; ``beats`` how many
+    counting units it adds (1 .. ``2**beats_width - 1``).
+    """
+    return data.StructLayout({
+        "tile":   p.tile_width,
+        "beats":  p.beats_width,
+        "kind":   WriteKind,
+        "source": WriteSource,
+    })
+
+
+def program_layout(p: EngineParams):
+    """A tracker programming request (from the register block)."""
+    return data.StructLayout({
+        "op":        TrackOp,
+        "tile":      p.tile_width,
+        "threshold": p.count_width,
+        "cmd":       p.cmd_width,
+        "rearm":     1,
+    })
+
+
+def trigger_layout(p: EngineParams):
+    """A trigger: the DMA command to start, and the tile whose completion fired it."""
+    return data.StructLayout({
+        "cmd":  p.cmd_width,
+        "tile": p.tile_width,
+    })
+
+
+def entry_layout(p: EngineParams):
+    """One tracker table entry, as stored in the table memory.
+
+    ``tag`` holds the tile id bits above the table index (absent when ``tile_width`` equals
+    ``log2(tracker_entries)``); ``left`` is the number of beats still to come before the
+    entry completes (``threshold`` minus the beats counted), in ``[1, threshold]`` while the
+    entry is armed.
+    """
+    fields = {"valid": 1, "rearm": 1, "tag": p.tag_width, "threshold": p.count_width,
+              "left": p.count_width, "cmd": p.cmd_width}
+    if not p.tag_width:
+        del fields["tag"]       # tile ids index the table directly: no tag (no 0-bit wires)
+    return data.StructLayout(fields)
+
+
+def tracker_errors_layout(p: EngineParams):
+    """Sticky error bits of the tracker (bit order = register bit order)."""
+    return data.StructLayout({
+        #: A write whose tile has no armed entry (or arrived during the reset sweep).
+        "unprogrammed":  1,
+        #: A write took an entry's count past its threshold (it still triggered).
+        "overcount":     1,
+        #: ARM of an entry that is already armed (the request was rejected).
+        "reprogram":     1,
+        #: ARM with a threshold of 0 (the request was rejected).
+        "bad_threshold": 1,
+        #: A trigger found the trigger queue full and was lost.
+        "overflow":      1,
+    })
+
+
+def tracker_stats_layout(p: EngineParams):
+    """Statistics counters of the tracker (all ``counter_width`` bits, wrapping)."""
+    w = p.counter_width
+    return data.StructLayout({
+        "writes_compute": w,   # observed writes by source
+        "writes_dma":     w,
+        "writes_remote":  w,
+        "unprogrammed":   w,   # writes that hit no armed entry
+        "triggers":       w,   # triggers entered into the trigger queue
+        "dropped":        w,   # triggers lost to a full trigger queue
+    })
+
+
+class Codec:
+    """Packs and unpacks integers of a :class:`~amaranth.lib.data.StructLayout` in Python.
+
+    A fast, pure-Python view of a layout for models and testbenches: the field names,
+    offsets and widths come from the Amaranth layout itself.
+
+    Parameters
+    ----------
+    layout : StructLayout
+        The layout to encode.
+    """
+
+    def __init__(self, layout):
+        self.layout = layout
+        self.width  = layout.size
+        self.fields = [(name, field.offset, field.width) for name, field in layout]
+        self.names  = [name for name, _, _ in self.fields]
+
+    def pack(self, **values):
+        """Fields (ints or enum members) to an integer; missing fields are 0."""
+        unknown = set(values) - set(self.names)
+        if unknown:
+            raise ValueError(f"unknown field(s) {sorted(unknown)!r}; fields are {self.names!r}")
+        bits = 0
+        for name, offset, width in self.fields:
+            value = int(getattr(values.get(name, 0), "value", values.get(name, 0)))
+            if not 0 <= value < (1 << width):
+                raise ValueError(f"field {name!r} must be in [0, {(1 << width) - 1}], "
+                                 f"not {value!r}")
+            bits |= value << offset
+        return bits
+
+    def unpack(self, bits):
+        """An integer to a ``{field: int}`` dict."""
+        bits = int(bits)
+        return {name: (bits >> offset) & ((1 << width) - 1)
+                for name, offset, width in self.fields}
+
+
+# --- DMA queue and engine (t3hw/hw/dma.py) and address map (t3hw/hw/addrmap.py) -------------------
+
+__all__ += [
+    "RegionMode",
+    "dma_descriptor_layout", "dma_program_layout", "read_request_layout",
+    "read_response_layout", "net_packet_layout", "dma_errors_layout", "dma_stats_layout",
+    "store_layout", "mem_store_layout", "region_layout", "region_program_layout",
+    "addrmap_errors_layout", "addrmap_stats_layout",
+]
+
+
+class RegionMode(enum.Enum, shape=2):
+    """What the address map does with a producer store that falls in a region."""
+    #: Local memory, not tracked.
+    LOCAL   = 0
+    #: A peer GPU: the store leaves on the network as an update, with a translated address.
+    REMOTE  = 1
+    #: Local memory, and the tracker counts it (the memory port's ``tracked`` flag is set).
+    TRACKED = 2
+
+
+def dma_descriptor_layout(p: EngineParams):
+    """One DMA descriptor, as stored in the descriptor table.
+
+    The tile is ``rows`` rows of ``row_bytes`` bytes; row ``r`` starts at ``src + r * pitch``
+    and lands at ``dst + r * pitch`` on ``device`` (the destination buffer has the source's
+    layout). ``op`` is what the destination memory does with each packet (``STORE`` = copy,
+    ``UPDATE`` = near-memory add); ``tile`` is the id the destination's tracker counts.
+    ``rows`` and ``row_bytes`` of a valid descriptor are at least 1.
+    """
+    return data.StructLayout({
+        "valid":     1,
+        "op":        WriteKind,
+        "device":    p.device_width,
+        "tile":      p.tile_width,
+        "rows":      p.rows_width,
+        "row_bytes": p.row_bytes_width,
+        "pitch":     p.pitch_width,
+        "src":       p.addr_width,
+        "dst":       p.addr_width,
+    })
+
+
+def dma_program_layout(p: EngineParams):
+    """A descriptor table write (from the register block): the index, then the descriptor's
+    fields. ``valid = 0`` invalidates the entry."""
+    return data.StructLayout({"index": p.cmd_width, **dma_descriptor_layout(p).members})
+
+
+def read_request_layout(p: EngineParams):
+    """A comm-stream read of one burst: ``bytes`` (1 .. ``burst_bytes``) from ``addr``.
+
+    ``tag`` counts the requests modulo ``2**read_tag_width``; the memory returns it.
+    """
+    return data.StructLayout({
+        "addr":  p.addr_width,
+        "bytes": p.burst_width,
+        "tag":   p.read_tag_width,
+    })
+
+
+def read_response_layout(p: EngineParams):
+    """The return of a comm-stream read, in request order, with the request's tag."""
+    return data.StructLayout({
+        "tag": p.read_tag_width,
+    })
+
+
+def net_packet_layout(p: EngineParams):
+    """A network packet: ``bytes`` (1 .. ``burst_bytes``) for ``addr`` on ``device``.
+
+    ``kind`` is what the destination memory does with it; ``tile`` is the id its tracker
+    counts.
+    """
+    return data.StructLayout({
+        "device": p.device_width,
+        "addr":   p.addr_width,
+        "kind":   WriteKind,
+        "tile":   p.tile_width,
+        "bytes":  p.burst_width,
+    })
+
+
+def dma_errors_layout(p: EngineParams):
+    """Sticky error bits of the DMA (bit order = register bit order)."""
+    return data.StructLayout({
+        #: A trigger, or the start of a queued descriptor, found the descriptor invalid.
+        "bad_descriptor": 1,
+        #: A descriptor write with ``valid = 1`` and 0 rows or 0 bytes per row (rejected).
+        "bad_program":    1,
+        #: A read response with no read outstanding (dropped) or with an unexpected tag.
+        "bad_response":   1,
+    })
+
+
+def dma_stats_layout(p: EngineParams):
+    """Statistics counters of the DMA (all ``counter_width`` bits, wrapping)."""
+    w = p.counter_width
+    return data.StructLayout({
+        "triggers": w,   # triggers whose descriptor index entered the ready queue
+        "rejected": w,   # triggers and starts that found the descriptor invalid
+        "reads":    w,   # comm-stream read requests transferred
+        "packets":  w,   # network packets transferred
+    })
+
+
+def store_layout(p: EngineParams):
+    """A producer (GPU core) store of ``bytes`` (1 .. ``burst_bytes``) to ``addr``.
+
+    ``tile`` is the tile (workgroup) id it carries; ``kind`` is what local memory does.
+    """
+    return data.StructLayout({
+        "addr":  p.addr_width,
+        "tile":  p.tile_width,
+        "bytes": p.burst_width,
+        "kind":  WriteKind,
+    })
+
+
+def mem_store_layout(p: EngineParams):
+    """A store to the local memory controller; ``tracked`` asks the tracker to count it."""
+    return data.StructLayout({**store_layout(p).members, "tracked": 1})
+
+
+def region_layout(p: EngineParams):
+    """One address-map region: ``[base, base + size)``; ``REMOTE`` regions send the store
+    to ``device`` at ``remote_base + (addr - base)``."""
+    return data.StructLayout({
+        "valid":       1,
+        "mode":        RegionMode,
+        "device":      p.device_width,
+        "base":        p.addr_width,
+        "size":        p.addr_width,
+        "remote_base": p.addr_width,
+    })
+
+
+def region_program_layout(p: EngineParams):
+    """A region table write (from the register block): the index, then the region's fields.
+    ``valid = 0`` removes the region (always accepted)."""
+    return data.StructLayout({"index": p.region_index_width, **region_layout(p).members})
+
+
+def addrmap_errors_layout(p: EngineParams):
+    """Sticky error bits of the address map (bit order = register bit order)."""
+    return data.StructLayout({
+        #: A region write with size 0, an end past the top of the address space, or an
+        #: unknown mode (rejected).
+        "bad_region": 1,
+        #: A region write overlapping another valid region (rejected).
+        "overlap":    1,
+    })
+
+
+def addrmap_stats_layout(p: EngineParams):
+    """Statistics counters of the address map (all ``counter_width`` bits, wrapping)."""
+    w = p.counter_width
+    return data.StructLayout({
+        "local":    w,   # stores to LOCAL regions
+        "tracked":  w,   # stores to TRACKED regions
+        "remote":   w,   # stores to REMOTE regions (sent as update packets)
+        "unmapped": w,   # stores matching no region (sent to local memory, untracked)
+    })
+
+
+# --- register block (t3hw/hw/csr.py; the register map is t3hw/spec/regmap.py) ------------------------
+
+__all__ += [
+    "CsrCommand", "csr_id_layout", "csr_config_layout", "csr_status_layout",
+    "csr_command_layout", "csr_errors_layout",
+]
+
+
+class CsrCommand(enum.Enum, shape=3):
+    """A command written to the register block's ``COMMAND`` register. Other codes (0, 7)
+    are rejected with the ``bad_command`` error."""
+    #: Send the staged region (the ``REGION_*`` registers) to the address map.
+    REGION_WRITE = 1
+    #: Load region ``index`` (staged) from the read-back table into the ``REGION_*`` registers.
+    REGION_READ  = 2
+    #: Send the staged descriptor (the ``DESC_*`` registers) to the DMA descriptor table.
+    DESC_WRITE   = 3
+    #: Load descriptor ``index`` (staged) from the read-back table into the ``DESC_*`` registers.
+    DESC_READ    = 4
+    #: Send the staged tracker request (the ``TRACK_*`` registers: ARM or DISARM).
+    TRACK_WRITE  = 5
+    #: Send the staged arbiter configuration (the ``ARB_*`` registers) to the arbiter, which
+    #: applies it or rejects it (``ARBITER_ERRORS.bad_config``; the old one stays).
+    ARB_WRITE    = 6
+
+
+def csr_id_layout(p: EngineParams):
+    """The ``ID`` register: a constant that identifies the register block."""
+    return data.StructLayout({"magic": 32})
+
+
+def csr_config_layout(p: EngineParams):
+    """The ``CONFIG`` register: the parameters a driver must agree with, each field as wide
+    as the largest value :data:`~t3hw.spec.params.PARAM_RANGES` allows."""
+    from .params import PARAM_RANGES
+
+    def log2_width(name):
+        return (PARAM_RANGES[name][1] - 1).bit_length().bit_length()
+
+    def width(name):
+        return PARAM_RANGES[name][1].bit_length()
+
+    return data.StructLayout({
+        "index_width":        log2_width("tracker_entries"),   # log2(tracker_entries)
+        "region_index_width": log2_width("regions"),           # log2(regions)
+        "cmd_width":          width("cmd_width"),              # log2(DMA descriptors)
+        "tile_width":         width("tile_width"),
+        "count_width":        width("count_width"),
+        "addr_width":         width("addr_width"),
+    })
+
+
+def csr_status_layout(p: EngineParams):
+    """The ``STATUS`` register."""
+    return data.StructLayout({
+        #: The tracker clears its table after reset (TRACK_WRITE is refused).
+        "tracker_busy":   1,
+        #: The DMA invalidates its descriptor table after reset (DESC_WRITE is refused).
+        "dma_busy":       1,
+        #: The DMA has no trigger, descriptor, read or packet in progress.
+        "dma_idle":       1,
+        #: The register block clears its read-back tables after reset (every command but
+        #: TRACK_WRITE and ARB_WRITE is refused).
+        "sweep":          1,
+        #: A REGION_WRITE is in progress (the ``REGION_*`` registers are locked).
+        "region_pending": 1,
+        #: A DESC_WRITE is in progress (the ``DESC_*`` registers are locked).
+        "desc_pending":   1,
+        #: A TRACK_WRITE waits for the tracker (the ``TRACK_*`` registers are locked).
+        "track_pending":  1,
+        #: An ARB_WRITE is in progress (the ``ARB_*`` registers are locked).
+        "arb_pending":    1,
+    })
+
+
+def csr_command_layout(p: EngineParams):
+    """The ``COMMAND`` register."""
+    return data.StructLayout({"command": CsrCommand})
+
+
+def csr_errors_layout(p: EngineParams):
+    """Sticky error bits of the register block itself (bit order = register bit order)."""
+    return data.StructLayout({
+        #: A read or write of an address with no register (or not a multiple of 4).
+        "unmapped":    1,
+        #: A write to a read-only register (ignored).
+        "read_only":   1,
+        #: A COMMAND write with an unknown command code (ignored).
+        "bad_command": 1,
+        #: A command whose target was busy or still held the previous command, or a write to
+        #: staging registers locked by a pending command (ignored).
+        "busy":        1,
+    })
+
+
+# --- arbiter (t3hw/hw/arbiter.py) and engine ports (t3hw/hw/engine.py) -----------------------------
+
+__all__ += [
+    "ArbPolicy", "MemOp", "load_layout", "load_response_layout", "mem_request_layout",
+    "mem_response_layout", "arbiter_config_layout", "arbiter_status_layout",
+    "arbiter_errors_layout", "arbiter_stats_layout", "WINDOW_LOG2_WIDTH",
+]
+
+#: Width of the ``window_log2`` field of the arbiter configuration (values 0 .. 24).
+WINDOW_LOG2_WIDTH = 5
+
+
+class ArbPolicy(enum.Enum, shape=2):
+    """How the arbiter shares the DRAM between the compute and the communication streams.
+    Code 3 is rejected with the ``bad_config`` error."""
+    #: Alternate between the two streams when both request (plain T3).
+    ROUND_ROBIN   = 0
+    #: Compute always first (strict priority); communication only in idle compute slots.
+    COMPUTE_FIRST = 1
+    #: T3-MCA: compute first; communication only below an occupancy threshold, and forced
+    #: after a bounded wait (see :mod:`t3hw.hw.arbiter`).
+    T3_MCA        = 2
+
+
+class MemOp(enum.Enum, shape=2):
+    """What a DRAM request does. Code 3 is never issued."""
+    #: Read ``bytes`` at ``addr``; the DRAM returns a response with the request's tag.
+    READ   = 0
+    #: Store: overwrite the burst.
+    STORE  = 1
+    #: Update: the near-memory ALU adds the burst to what is stored.
+    UPDATE = 2
+
+
+def load_layout(p: EngineParams):
+    """A compute (GEMM) read of ``bytes`` (1 .. ``burst_bytes``) at ``addr``; ``tag`` comes
+    back with its response."""
+    return data.StructLayout({
+        "addr":  p.addr_width,
+        "bytes": p.burst_width,
+        "tag":   p.load_tag_width,
+    })
+
+
+def load_response_layout(p: EngineParams):
+    """The return of a compute read, with its tag (in the order the DRAM answers)."""
+    return data.StructLayout({"tag": p.load_tag_width})
+
+
+def mem_request_layout(p: EngineParams):
+    """One request from the arbiter to the DRAM.
+
+    ``source`` is the stream it came from (compute: loads and producer stores; DMA: comm
+    reads; remote: incoming network updates); a ``READ``'s response carries ``source`` and
+    ``tag`` back. ``tile`` is the tile id of a write (0 for reads).
+    """
+    return data.StructLayout({
+        "op":     MemOp,
+        "source": WriteSource,
+        "addr":   p.addr_width,
+        "bytes":  p.burst_width,
+        "tile":   p.tile_width,
+        "tag":    p.mem_tag_width,
+    })
+
+
+def mem_response_layout(p: EngineParams):
+    """The DRAM's answer to a ``READ``: the request's ``source`` and ``tag``. Responses of
+    DMA reads must come back in request order."""
+    return data.StructLayout({
+        "source": WriteSource,
+        "tag":    p.mem_tag_width,
+    })
+
+
+def arbiter_config_layout(p: EngineParams):
+    """The arbiter's run-time configuration (register group ``ARB``)."""
+    return data.StructLayout({
+        "policy":           ArbPolicy,
+        #: T3-MCA: communication issues only while the DRAM occupancy is below this;
+        #: 0 derives it from the compute request rate.
+        "threshold":        p.occupancy_width,
+        #: Occupancy at which the DRAM saturates (requests): the derivation's upper end.
+        "saturation":       p.occupancy_width,
+        #: The derivation window is ``2**window_log2`` cycles (0 .. 24).
+        "window_log2":      WINDOW_LOG2_WIDTH,
+        #: Issue slots a pending communication request may wait under T3-MCA (>= 1).
+        "starvation_limit": p.starvation_width,
+    })
+
+
+def arbiter_status_layout(p: EngineParams):
+    """What the arbiter is doing (register ``ARB_STATUS``)."""
+    return data.StructLayout({
+        "policy":    ArbPolicy,
+        #: The T3-MCA threshold in effect: programmed or derived (0 while deriving).
+        "threshold": p.occupancy_width,
+        #: T3-MCA is deriving its threshold (waiting for the first compute request, or
+        #: inside the window); it behaves as compute-first meanwhile.
+        "measuring": 1,
+    })
+
+
+def arbiter_errors_layout(p: EngineParams):
+    """Sticky error bits of the arbiter (bit order = register bit order)."""
+    return data.StructLayout({
+        #: A configuration with policy code 3, a starvation limit of 0, a window above
+        #: 2**24 cycles, or threshold and saturation both 0 (rejected; the old one stays).
+        "bad_config":   1,
+        #: A DRAM response whose source issues no reads (``REMOTE``; dropped).
+        "bad_response": 1,
+    })
+
+
+def arbiter_stats_layout(p: EngineParams):
+    """Statistics counters of the arbiter (all ``counter_width`` bits, wrapping)."""
+    w = p.counter_width
+    return data.StructLayout({
+        "grants_load":   w,   # requests granted, per input stream
+        "grants_store":  w,
+        "grants_dma":    w,
+        "grants_remote": w,
+        "stalls_load":   w,   # cycles an input held a request that was not granted
+        "stalls_store":  w,
+        "stalls_dma":    w,
+        "stalls_remote": w,
+        "starved":       w,   # communication grants forced by the starvation limit
+    })

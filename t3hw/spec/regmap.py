@@ -1,0 +1,374 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The register map of the register block (:mod:`t3hw.hw.csr`), defined once.
+
+:data:`SECTIONS` lists the register groups; everything else is derived from it and from the
+layouts of :mod:`t3hw.spec.layouts`: the RTL's decoder (:class:`t3hw.hw.csr.Csr`), the Python driver
+(:mod:`t3hw.sw.driver`), the register-file model (:mod:`sim_models.csr`), the C header
+``rtl/t3hw_regs.h`` (:meth:`RegisterMap.c_header`) and ``docs/registers.md``
+(:meth:`RegisterMap.markdown`). No bit offset is typed anywhere.
+
+Rules
+-----
+* Registers are 32 bits wide, at byte addresses that are multiples of 4.
+* Each section starts at a multiple of :data:`SECTION_BYTES` and spans as many windows of
+  :data:`SECTION_BYTES` as its groups need with the widest parameters (every parameter at the
+  top of :data:`~t3hw.spec.params.PARAM_RANGES`): one, except ``arbiter_stats`` (nine counters,
+  18 registers when they are 64 bits wide). So every section has the same base address for
+  every parameter set, and a section's registers keep their addresses when the parameters
+  change the size of another section.
+* A group is one layout. Its fields are placed, in layout order, into consecutive registers:
+  a field of at most 32 bits goes into the current register if it fits there, else it starts
+  the next one; a wider field takes whole registers of its own (low bits first, the
+  registers named ``..._LO`` and ``..._HI``). A group of one register is named after the
+  group; otherwise each register is named ``<group>_<its first field>``.
+* Bits of a register outside its fields read as 0 and are ignored on write.
+* Staging registers reset to 0, except those of :data:`STAGING_RESET` (``ARB``: the
+  arbiter's configuration after reset), which reset to parameters (:meth:`RegisterMap.reset`).
+"""
+
+import enum
+import functools
+import re
+from dataclasses import dataclass, field
+
+from amaranth.lib import enum as am_enum
+
+from .contract import arbiter_reset_config
+from .layouts import (Codec, addrmap_errors_layout, addrmap_stats_layout, arbiter_config_layout,
+                      arbiter_errors_layout, arbiter_stats_layout, arbiter_status_layout,
+                      csr_command_layout, csr_config_layout, csr_errors_layout, csr_id_layout,
+                      csr_status_layout, dma_errors_layout, dma_program_layout, dma_stats_layout,
+                      program_layout, region_program_layout, tracker_errors_layout,
+                      tracker_stats_layout)
+from .params import PARAM_RANGES, EngineParams, check_params
+
+
+__all__ = ["Access", "Field", "Register", "Group", "RegisterMap", "SECTIONS", "SECTION_BYTES",
+           "STAGING_RESET", "MAGIC", "WORD_BITS"]
+
+
+#: Bits of a register (and of the bus data).
+WORD_BITS = 32
+
+#: Bytes of the address window of one section.
+SECTION_BYTES = 0x40
+
+#: The value of ``ID.magic``: "T3HW" in ASCII.
+MAGIC = 0x54334857
+
+
+class Access(enum.Enum):
+    """How software may access a register."""
+    #: Read only. A write is ignored and sets ``CSR_ERRORS.read_only``.
+    RO  = "ro"
+    #: Read and write (staging registers).
+    RW  = "rw"
+    #: Read; writing 1 to a bit clears it (sticky error bits). A bit set by an event in the
+    #: cycle of its clear stays set.
+    W1C = "w1c"
+    #: Write only (a command); reads as 0.
+    WO  = "wo"
+
+
+_ACCESS_DOC = {
+    Access.RO:  "read only (a write sets `CSR_ERRORS.read_only`)",
+    Access.RW:  "read and write",
+    Access.W1C: "read, write 1 to clear (sticky error bits)",
+    Access.WO:  "write only, reads 0",
+}
+
+#: The register map: ``(section, ((group, layout factory, access, description), ...))``.
+SECTIONS = (
+    ("control", (
+        ("ID",      csr_id_layout,      Access.RO,
+         f"Identification: `magic` reads {MAGIC:#010x} (\"T3HW\")."),
+        ("CONFIG",  csr_config_layout,  Access.RO,
+         "Parameters of the hardware, for the driver to check against its own."),
+        ("STATUS",  csr_status_layout,  Access.RO,
+         "Busy flags of the blocks and of the commands in progress."),
+        ("COMMAND", csr_command_layout, Access.WO,
+         "Writing a `CsrCommand` commits or loads a staging group."),
+    )),
+    ("errors", (
+        ("CSR_ERRORS",     csr_errors_layout,     Access.W1C,
+         "Sticky errors of the register block itself."),
+        ("TRACKER_ERRORS", tracker_errors_layout, Access.W1C, "Sticky errors of the tracker."),
+        ("DMA_ERRORS",     dma_errors_layout,     Access.W1C, "Sticky errors of the DMA."),
+        ("ADDRMAP_ERRORS", addrmap_errors_layout, Access.W1C,
+         "Sticky errors of the address map."),
+        ("ARBITER_ERRORS", arbiter_errors_layout, Access.W1C, "Sticky errors of the arbiter."),
+    )),
+    ("region", (
+        ("REGION", region_program_layout, Access.RW,
+         "Staged address-map region write (REGION_WRITE), or region read back (REGION_READ)."),
+    )),
+    ("desc", (
+        ("DESC", dma_program_layout, Access.RW,
+         "Staged DMA descriptor write (DESC_WRITE), or descriptor read back (DESC_READ)."),
+    )),
+    ("track", (
+        ("TRACK", program_layout, Access.RW, "Staged tracker request (TRACK_WRITE)."),
+    )),
+    ("tracker_stats", (
+        ("TRACKER", tracker_stats_layout, Access.RO, "Tracker counters (wrapping)."),
+    )),
+    ("dma_stats", (
+        ("DMA", dma_stats_layout, Access.RO, "DMA counters (wrapping)."),
+    )),
+    ("addrmap_stats", (
+        ("ADDRMAP", addrmap_stats_layout, Access.RO, "Address-map counters (wrapping)."),
+    )),
+    ("arbiter", (
+        ("ARB",        arbiter_config_layout, Access.RW,
+         "Staged arbiter configuration (ARB_WRITE)."),
+        ("ARB_STATUS", arbiter_status_layout, Access.RO,
+         "What the arbiter uses: its policy and T3-MCA threshold in effect."),
+    )),
+    ("arbiter_stats", (
+        ("ARBITER", arbiter_stats_layout, Access.RO, "Arbiter counters (wrapping)."),
+    )),
+)
+
+#: Staging groups whose fields reset to parameters instead of 0: ``{group: function of the
+#: EngineParams giving the fields}``. ``ARB`` resets to the arbiter's configuration after
+#: reset (:func:`t3hw.spec.contract.arbiter_reset_config`), so that it reads the configuration in effect
+#: until software changes it.
+STAGING_RESET = {"ARB": arbiter_reset_config}
+
+
+@dataclass(frozen=True)
+class Field:
+    """Bits ``[offset, offset + width)`` of a register hold bits ``[bit, bit + width)`` of
+    its group's layout value, which are bits ``[lsb, lsb + width)`` of layout field ``name``."""
+    name:   str
+    offset: int
+    width:  int
+    bit:    int
+    lsb:    int
+
+    @property
+    def mask(self):
+        """The field's bits in the register."""
+        return ((1 << self.width) - 1) << self.offset
+
+
+@dataclass(frozen=True)
+class Register:
+    """One 32-bit register."""
+    name:   str
+    addr:   int
+    access: Access
+    group:  str
+    fields: tuple
+
+    @property
+    def mask(self):
+        """The register's defined bits."""
+        return sum(f.mask for f in self.fields)
+
+    def extract(self, value):
+        """This register's word, from its group's packed layout value."""
+        return sum(((value >> f.bit) & ((1 << f.width) - 1)) << f.offset for f in self.fields)
+
+    def insert(self, value, word):
+        """The group's packed layout ``value`` with this register's bits taken from ``word``."""
+        for f in self.fields:
+            value = (value & ~(((1 << f.width) - 1) << f.bit)) \
+                | (((word >> f.offset) & ((1 << f.width) - 1)) << f.bit)
+        return value
+
+
+@dataclass(frozen=True)
+class Group:
+    """A layout spread over consecutive registers."""
+    name:      str
+    layout:    object
+    access:    Access
+    doc:       str
+    registers: tuple
+    codec:     Codec = field(compare=False)
+
+
+def _place(name, layout, access, base):
+    """The registers of one group, at ``base`` onward (the placement rule of the module)."""
+    words = []                          # [(register name suffix, [Field arguments])]
+    used = WORD_BITS                    # bits used in the last word
+    for fname, member in layout:
+        if member.width > 2 * WORD_BITS:
+            raise ValueError(f"field {fname!r} of {name} must be at most {2 * WORD_BITS} bits "
+                             f"wide, not {member.width}")
+        if member.width > WORD_BITS:
+            for half, lsb in (("_LO", 0), ("_HI", WORD_BITS)):
+                words.append((fname.upper() + half, [(fname, 0, min(WORD_BITS,
+                              member.width - lsb), member.offset + lsb, lsb)]))
+            used = WORD_BITS
+        else:
+            if used + member.width > WORD_BITS:
+                words.append((fname.upper(), []))
+                used = 0
+            words[-1][1].append((fname, used, member.width, member.offset, 0))
+            used += member.width
+    return [Register(name=name if len(words) == 1 else f"{name}_{suffix}", addr=base + 4 * n,
+                     access=access, group=name, fields=tuple(Field(*c) for c in chunks))
+            for n, (suffix, chunks) in enumerate(words)]
+
+
+@functools.cache
+def _section_windows():
+    """Windows of :data:`SECTION_BYTES` of each section of :data:`SECTIONS`: as many as its
+    groups need with every parameter at the top of its range (every layout is widest there)."""
+    widest = EngineParams().replace(**{name: high for name, (_, high) in PARAM_RANGES.items()})
+    return tuple(-(-sum(4 * len(_place(name, factory(widest), access, 0))
+                        for name, factory, access, _ in groups) // SECTION_BYTES)
+                 for _, groups in SECTIONS)
+
+
+class RegisterMap:
+    """The register map for one parameter set.
+
+    Parameters
+    ----------
+    params : EngineParams
+
+    Attributes
+    ----------
+    groups : dict of str to Group
+        In address order.
+    registers : list of Register
+        In address order.
+    by_name, by_addr : dict
+        Registers by name and by byte address.
+    addr_width : int
+        Width of the bus's byte address.
+    """
+
+    def __init__(self, params: EngineParams = EngineParams()):
+        check_params(params)
+        self.params = params
+        self.groups, self.registers = {}, []
+        base = 0
+        for (section, groups), windows in zip(SECTIONS, _section_windows()):
+            addr, end = base, base + windows * SECTION_BYTES
+            for name, factory, access, doc in groups:
+                layout = factory(params)
+                regs = _place(name, layout, access, addr)
+                addr += 4 * len(regs)
+                if addr > end:
+                    raise ValueError(f"section {section!r} must fit in {end - base} bytes; "
+                                     f"{params} needs {addr - base}")
+                self.groups[name] = Group(name, layout, access, doc, tuple(regs), Codec(layout))
+                self.registers.extend(regs)
+            base = end
+        self.by_name = {r.name: r for r in self.registers}
+        self.by_addr = {r.addr: r for r in self.registers}
+        self.addr_width = (base - 1).bit_length()
+
+    # -- values ----------------------------------------------------------------------------
+    def constant(self, group):
+        """Fields of the constant group ``"ID"`` or ``"CONFIG"`` (whose fields are named after
+        :class:`~t3hw.spec.params.EngineParams` attributes)."""
+        if group == "ID":
+            return {"magic": MAGIC}
+        if group == "CONFIG":
+            return {name: getattr(self.params, name) for name in self.groups[group].codec.names}
+        raise ValueError(f"group must be 'ID' or 'CONFIG', not {group!r}")
+
+    def reset(self, group):
+        """Fields of the staging group ``group`` after reset: 0, or what
+        :data:`STAGING_RESET` gives (``ARB``: the arbiter's configuration after reset)."""
+        staging = [name for name, g in self.groups.items() if g.access == Access.RW]
+        if group not in staging:
+            raise ValueError(f"group must be one of {staging}, not {group!r}")
+        fields = STAGING_RESET[group](self.params) if group in STAGING_RESET else {}
+        return {name: fields.get(name, 0) for name in self.groups[group].codec.names}
+
+    def split(self, group, value):
+        """A group's packed layout value to ``[(Register, word)]``, one per register."""
+        return [(r, r.extract(value)) for r in self.groups[group].registers]
+
+    def join(self, group, words):
+        """``{register name: word}`` of all of a group's registers to its packed value."""
+        value = 0
+        for r in self.groups[group].registers:
+            value = r.insert(value, words[r.name])
+        return value
+
+    def encode(self, group, **fields):
+        """Field values (ints or enum members, missing = 0) to ``[(Register, word)]``."""
+        return self.split(group, self.groups[group].codec.pack(**fields))
+
+    def decode(self, group, words):
+        """``{register name: word}`` of a group to ``{field: int}``."""
+        return self.groups[group].codec.unpack(self.join(group, words))
+
+    # -- generated documents ---------------------------------------------------------------
+    def _enums(self):
+        """Enumerations used by the fields of the map, in order of first use."""
+        found = {}
+        for g in self.groups.values():
+            for _, member in g.layout:
+                if isinstance(member.shape, am_enum.EnumType):
+                    found.setdefault(member.shape.__name__, member.shape)
+        return found
+
+    def c_header(self, *, first_line):
+        """The C header: addresses, field shifts, widths and masks, enum values."""
+        p = self.params
+
+        def macro(name, value):
+            return f"#define T3HW_{name:<44} {value}\n"
+
+        out = [first_line, "/* Register map of t3hw_csr for: "
+               + ", ".join(f"{k}={v}" for k, v in p.to_dict().items()) + ". */\n",
+               "/* 32-bit registers at byte addresses; see docs/registers.md. */\n",
+               "#ifndef T3HW_REGS_H\n#define T3HW_REGS_H\n\n"]
+        out.append(macro("ADDR_WIDTH", f"{self.addr_width}u"))
+        out.append(macro("MAGIC", f"{MAGIC:#010x}u"))
+        for name, value in p.to_dict().items():
+            out.append(macro(f"PARAM_{name.upper()}", f"{value}u"))
+        for ename, enum_type in self._enums().items():
+            out.append(f"\n/* enum {ename} */\n")
+            prefix = re.sub(r"(?<!^)(?=[A-Z])", "_", ename).upper()
+            for member in enum_type:
+                out.append(macro(f"{prefix}_{member.name}", f"{member.value}u"))
+        for g in self.groups.values():
+            out.append(f"\n/* {g.name} ({g.access.value}): {g.doc} */\n")
+            for r in g.registers:
+                out.append(macro(r.name, f"{r.addr:#05x}u"))
+                for f in r.fields:
+                    stem = f"{r.name}_{f.name.upper()}"
+                    out.append(macro(f"{stem}_SHIFT", f"{f.offset}u"))
+                    out.append(macro(f"{stem}_WIDTH", f"{f.width}u"))
+                    out.append(macro(f"{stem}_MASK", f"{f.mask:#010x}u"))
+        out.append("\n#endif /* T3HW_REGS_H */\n")
+        return "".join(out)
+
+    def markdown(self, *, first_line):
+        """``docs/registers.md``: every register, its fields and its access."""
+        p = self.params
+        access = "; ".join(f"`{a.value}` {_ACCESS_DOC[a]}" for a in Access)
+        out = [first_line, "\n# Register map of `t3hw_csr`\n\n",
+               "Parameters: " + ", ".join(f"`{k}={v}`" for k, v in p.to_dict().items())
+               + f". Bus byte address width: {self.addr_width} bits. Access: {access}. Bits "
+               "outside the fields read 0 and are ignored on write. How the block behaves: "
+               "[csr.md](csr.md).\n"]
+        out.append("\nEnumerations:\n\n")
+        for ename, enum_type in self._enums().items():
+            out.append(f"* `{ename}`: " + ", ".join(f"`{m.name}` = {m.value}"
+                                                  for m in enum_type) + "\n")
+        for g in self.groups.values():
+            out.append(f"\n## {g.name} ({g.access.value})\n\n{g.doc}\n\n")
+            out.append("| address | register | bits | field |\n|---|---|---|---|\n")
+            for r in g.registers:
+                for n, f in enumerate(r.fields):
+                    bits = (f"{f.offset + f.width - 1}:{f.offset}" if f.width > 1
+                            else f"{f.offset}")
+                    name = (f"{f.name}[{f.lsb + f.width - 1}:{f.lsb}]"
+                            if g.layout[f.name].width != f.width else f.name)
+                    shape = g.layout[f.name].shape
+                    kind = (f" (`{shape.__name__}`)" if isinstance(shape, am_enum.EnumType)
+                            else "")
+                    head = f"`{r.addr:#05x}` | `{r.name}`" if n == 0 else " | "
+                    out.append(f"| {head} | {bits} | `{name}`{kind} |\n")
+        return "".join(out)
+

