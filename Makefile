@@ -8,7 +8,7 @@ T3HW   := $(VENV)/bin/t3hw
 STAMP  := $(VENV)/.installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup demo test verilog check-rtl lint bench paper formal synth bitstream clean
+.PHONY: setup demo test verilog check-rtl lint bench paper formal synth bitstream check-install clean
 
 setup: $(STAMP)
 
@@ -48,6 +48,11 @@ synth: $(STAMP)
 
 bitstream: $(STAMP)
 	$(T3HW) bitstream --out build/ulx3s
+
+# A plain `pip install .` into a fresh venv, used from a folder outside the clone: generate,
+# lint, cosim --waves and synth (tests/test_install.py; several minutes).
+check-install: $(STAMP)
+	$(PY) -m pytest -m install tests/test_install.py -s
 
 clean:
 	rm -rf build out .pytest_cache
