@@ -18,69 +18,38 @@
     t3hw synth --json FILE [--blocks B,..] [--params SET,..] [--seed N,..] [--docs FILE]
     t3hw bitstream --out DIR [--seed N] [--baud N]
 
-Errors print one line saying what to fix, and exit with status 2 (1 for a failed check).
+Global option: ``--build DIR`` puts every build (Verilator, synthesis, formal) under ``DIR``
+instead of ``./build`` (it sets ``T3HW_BUILD``). Errors print one line saying what to fix,
+and exit with status 2 (1 for a failed check).
+
+This module parses arguments and nothing else: each subcommand is a :class:`Command`, a pair
+of functions in its tool module, ``add_arguments(parser)`` and ``cmd(args)``.
 """
 
 import argparse
+import os
 import sys
 from pathlib import Path
+from typing import Callable, NamedTuple
 
-from t3hw.spec.params import EngineParams, PARAM_RANGES
+from t3hw.tools import board, check, formal, generate, synth, waves
 from t3hw.tools.errors import CliError
 
 
-__all__ = ["main"]
+__all__ = ["Command", "COMMANDS", "main"]
+
+
+class Command(NamedTuple):
+    """One subcommand: its name, one-line help, and the two functions of its tool module."""
+    name: str
+    help: str
+    add_arguments: Callable
+    cmd: Callable
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
-
-
-def _add_param_options(parser):
-    defaults = EngineParams()
-    group = parser.add_argument_group("engine parameters")
-    for name in EngineParams.fields():
-        low, high = PARAM_RANGES[name]
-        group.add_argument(f"--{name.replace('_', '-')}", type=int, metavar="N",
-                           default=getattr(defaults, name),
-                           help=f"in [{low}, {high}] (default {getattr(defaults, name)})")
-
-
-def _params_from(args):
-    return EngineParams(**{name: getattr(args, name) for name in EngineParams.fields()})
-
-
-def _cmd_generate(args):
-    from t3hw.tools.generate import generate
-    files = generate(_params_from(args), args.out, blocks=args.block or None, docs=args.docs)
-    for path in files:
-        print(path)
-
-
-def _cmd_check_rtl(args):
-    from t3hw.tools.generate import check
-    problems = check(args.rtl, docs=args.docs)
-    for line in problems:
-        print(line)
-    if problems:
-        print(f"{args.rtl} does not match the generator: run `make verilog` and commit rtl/",
-              file=sys.stderr)
-        return 1
-    print(f"{args.rtl}: every file matches the generator byte for byte")
-
-
-def _cmd_lint(args):
-    from t3hw.tools.runner import WAIVERS, lint
-    sources = sorted(Path(args.rtl).glob("*.v"))
-    if not sources:
-        raise CliError(f"no Verilog files in {args.rtl}; run `make verilog` first")
-    rc, out = lint(sources)
-    if rc:
-        print(out)
-        print(f"lint failed on {args.rtl}", file=sys.stderr)
-        return 1
-    print(f"lint clean: {len(sources)} file(s), waivers in {WAIVERS.name}")
 
 
 def _cmd_demo(args):
@@ -162,67 +131,33 @@ def _cmd_cosim(args):
                        f"{(r['failure'] or 'numerics differ from numpy').splitlines()[0][:300]}")
 
 
-def _cmd_waves(args):
-    from t3hw.tools.waves import timeline
-    timeline(Path(args.dir))
-
-
-def _cmd_formal(args):
-    from t3hw.tools.formal import main as formal_main
-    return formal_main(args.rest)
-
-
-def _parser():
-    parser = _Parser(prog="t3hw", description="T3 track-and-trigger hardware kit")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    p = sub.add_parser("generate", help="write Verilog for a parameter set")
-    _add_param_options(p)
-    p.add_argument("--block", action="append", metavar="B",
-                   help="block to generate (repeatable; default: all)")
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder")
-    p.add_argument("--docs", metavar="FILE", help="also write the register map document there")
-    p.set_defaults(func=_cmd_generate)
-
-    p = sub.add_parser("check-rtl", help="regenerate rtl/ and fail on any byte of difference")
-    p.add_argument("--rtl", default="rtl", metavar="DIR")
-    p.add_argument("--docs", metavar="FILE", help="also check the register map document")
-    p.set_defaults(func=_cmd_check_rtl)
-
-    p = sub.add_parser("lint", help="verilator --lint-only -Wall on rtl/, with the waivers")
-    p.add_argument("--rtl", default="rtl", metavar="DIR")
-    p.set_defaults(func=_cmd_lint)
-
-    p = sub.add_parser("demo", help="co-simulate a 4-GPU fused GEMM + reduce-scatter on the "
-                                    "RTL; print speedup, traffic, numerics, waves")
+def _add_demo(p):
     p.add_argument("--out", default="out/demo", metavar="DIR", help="where waves go")
     p.add_argument("--seed", type=int, default=1)
-    p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("bench", help="measure co-simulation throughput and build time")
+
+def _add_bench(p):
     p.add_argument("--json", default="bench/results.json", metavar="FILE")
     p.add_argument("--events", type=int, default=100000, metavar="N")
-    p.set_defaults(func=_cmd_bench)
 
-    p = sub.add_parser("paper", help="run the performance model over the paper's table")
+
+def _add_paper(p):
     p.add_argument("--json", required=True, metavar="FILE")
     p.add_argument("--plot", metavar="DIR", help="also write PNG bar charts there")
     p.add_argument("--sweep", action="store_true", help="also run the sweep over T")
-    p.set_defaults(func=_cmd_paper)
 
-    p = sub.add_parser("arbiter-plot",
-                       help="run the arbiter RTL under each policy on the same traffic, plot it")
+
+def _add_arbiter_plot(p):
     p.add_argument("--out", required=True, metavar="PNG", help="the plot to write")
     p.add_argument("--json", metavar="FILE", help="also write the numbers and grants there")
     p.add_argument("--cycles", type=int, default=4000, metavar="N",
                    help="cycles per policy; the traffic scales with it (default 4000)")
-    p.set_defaults(func=_cmd_arbiter_plot)
 
+
+def _add_cosim(p):
     from sim_models.cosim import COLLECTIVES, POLICIES, CosimConfig
     from sim_models.workloads import MODELS, SUBLAYERS
     d = CosimConfig()
-    p = sub.add_parser("cosim", help="co-simulate N engines of generated Verilog in the GPU, "
-                                     "DRAM and network models")
     p.add_argument("--gpus", type=int, default=d.gpus, metavar="N", help="ring size (2 .. 8)")
     p.add_argument("--model", default=d.model, choices=list(MODELS))
     p.add_argument("--tp", type=int, default=d.tp, metavar="P",
@@ -243,34 +178,53 @@ def _parser():
                    help="probability per cycle that the DRAM starts a refusal burst")
     p.add_argument("--json", required=True, metavar="FILE")
     p.add_argument("--waves", metavar="DIR", help="also dump waves and a .gtkw there")
-    p.set_defaults(func=_cmd_cosim)
 
-    from t3hw.tools import board
-    from t3hw.tools import synth
-    p = sub.add_parser("synth", help="synthesize the blocks (Yosys generic, ECP5, iCE40) and "
-                                     "place and route them on an ECP5-85F for Fmax")
-    synth.add_arguments(p)
-    p.set_defaults(func=synth.cmd)
 
-    p = sub.add_parser("bitstream", help="build the engine for the ULX3S-85F with its "
-                                         "registers on the UART")
-    board.add_arguments(p)
-    p.set_defaults(func=board.cmd)
+#: Every subcommand, in the order ``t3hw --help`` lists them.
+COMMANDS = (
+    Command("generate", "write Verilog for a parameter set",
+            generate.add_arguments, generate.cmd),
+    Command("check-rtl", "regenerate rtl/ and fail on any byte of difference",
+            check.add_check_arguments, check.check_cmd),
+    Command("lint", "verilator --lint-only -Wall on rtl/, with the waivers",
+            check.add_lint_arguments, check.lint_cmd),
+    Command("demo", "co-simulate a 4-GPU fused GEMM + reduce-scatter on the RTL; print "
+                    "speedup, traffic, numerics, waves", _add_demo, _cmd_demo),
+    Command("bench", "measure co-simulation throughput and build time", _add_bench, _cmd_bench),
+    Command("paper", "run the performance model over the paper's table",
+            _add_paper, _cmd_paper),
+    Command("arbiter-plot", "run the arbiter RTL under each policy on the same traffic, "
+                            "plot it", _add_arbiter_plot, _cmd_arbiter_plot),
+    Command("cosim", "co-simulate N engines of generated Verilog in the GPU, DRAM and "
+                     "network models", _add_cosim, _cmd_cosim),
+    Command("synth", "synthesize the blocks (Yosys generic, ECP5, iCE40) and place and route "
+                     "them on an ECP5-85F for Fmax", synth.add_arguments, synth.cmd),
+    Command("bitstream", "build the engine for the ULX3S-85F with its registers on the UART",
+            board.add_arguments, board.cmd),
+    Command("formal", "run the formal proofs (docs/formal.md); `t3hw formal` lists them",
+            formal.add_arguments, formal.cmd),
+    Command("waves", "print the trigger timeline of a co-simulation's waves and render it "
+                     "as a PNG", waves.add_arguments, waves.cmd),
+)
 
-    p = sub.add_parser("formal", help="run the formal proofs (docs/formal.md); "
-                                      "`t3hw formal` lists them", add_help=False)
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=_cmd_formal)
 
-    p = sub.add_parser("waves", help="print the trigger timeline of a co-simulation's waves "
-                                     "and render it as a PNG")
-    p.add_argument("dir", metavar="DIR", help="the --waves folder of a `t3hw cosim` run")
-    p.set_defaults(func=_cmd_waves)
+def _parser():
+    parser = _Parser(prog="t3hw", description="T3 track-and-trigger hardware kit")
+    parser.add_argument("--build", metavar="DIR",
+                        help="put builds under DIR (default: $T3HW_BUILD, else ./build)")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, help=command.help, description=command.help)
+        command.add_arguments(p)
+        p.set_defaults(func=command.cmd)
     return parser
 
 
 def main(argv=None):
+    """Parse ``argv`` (default ``sys.argv[1:]``), run the subcommand, return its status."""
     args = _parser().parse_args(argv)
+    if args.build:
+        os.environ["T3HW_BUILD"] = str(Path(args.build).resolve())
     try:
         return args.func(args) or 0
     except (CliError, ValueError, FileNotFoundError) as exc:

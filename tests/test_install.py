@@ -5,7 +5,7 @@ A fresh virtual environment gets a plain ``pip install`` of the clone (not edita
 from a folder outside the clone the kit generates Verilog, lints it, co-simulates two
 engines with waves and synthesizes the tracker. Each command must find the data files it
 needs inside the installed package (lint waivers, trace scope, synthesis scripts) and write
-its builds under the working directory, never into ``site-packages``.
+its builds under the working directory (or ``--build DIR``), never into ``site-packages``.
 
 It installs every pinned tool into a new venv and builds a Verilator model, so it takes
 minutes and is not part of ``make test``: ``make check-install`` runs it.
@@ -59,9 +59,10 @@ def test_installed_kit_works_from_any_directory(tmp_path):
           "--waves", "waves"], cwd=work, env=env)
     assert (work / "cosim.json").is_file()
     assert any((work / "waves").glob("*.gtkw"))
-    _run([t3hw, "synth", "--blocks", "tracker", "--params", "small", "--json", "synth.json"],
-         cwd=work, env=env)
+    _run([t3hw, "--build", "elsewhere", "synth", "--blocks", "tracker", "--params", "small",
+          "--json", "synth.json"], cwd=work, env=env)
     assert (work / "synth.json").is_file()
+    assert any((work / "elsewhere").rglob("*.json")), "--build DIR must hold the synthesis"
 
     assert (work / "build").is_dir(), "builds must go under the working directory"
     after = sorted(p for p in site.rglob("*") if "__pycache__" not in p.parts)

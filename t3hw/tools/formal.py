@@ -29,11 +29,12 @@ from amaranth.back import rtlil
 from t3hw.hw import arbiter, dma, merge, queue, tracker
 from t3hw.spec.params import EngineParams
 
+from .errors import CliError
 from .toolchain import build_root, find_tool
 
 
 __all__ = ["Proof", "PROOFS", "TRACKER_PARAMS", "ARBITER_PARAMS", "DMA_PARAMS",
-           "Result", "sby_text", "run", "main"]
+           "Result", "sby_text", "run", "add_arguments", "cmd", "main"]
 
 #: Tasks a proof may have: the sby ``mode`` of each.
 TASKS = ("bmc", "cover", "prove")
@@ -219,26 +220,29 @@ def run(proof, task, *, workdir=None, depth=None):
                   folder / f"{proof.name}_{task}", log)
 
 
-def main(argv=None):
-    """``t3hw formal [--task T] [NAME ...]``: run proofs, print one line each."""
-    parser = argparse.ArgumentParser(prog="t3hw formal",
-                                     description="Run the formal proofs (docs/formal.md).")
+def add_arguments(parser):
+    """The options of ``t3hw formal``."""
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"proofs to run (none: list them): {', '.join(PROOFS)}")
     parser.add_argument("--task", choices=TASKS, action="append",
                         help="task to run (repeatable; default: every task of the proof)")
     parser.add_argument("--workdir", type=Path, default=None,
                         help="where the proofs' files go (default: build/formal)")
-    args = parser.parse_args(argv)
+
+
+def cmd(args):
+    """``t3hw formal [--task T] [NAME ...]``: run proofs, print one line each; status 1 if
+    one ends other than expected."""
     if not args.names:
         for proof in PROOFS.values():
             tasks = ", ".join(f"{t} {d}" for t, d in proof.depths.items())
             print(f"{proof.name:20} {tasks:28} expect {proof.expect}: {proof.why}")
         return 0
+    unknown = [name for name in args.names if name not in PROOFS]
+    if unknown:
+        raise CliError(f"unknown proof {unknown[0]!r}; proofs are {', '.join(PROOFS)}")
     failed = 0
     for name in args.names:
-        if name not in PROOFS:
-            parser.error(f"unknown proof {name!r}; proofs are {', '.join(PROOFS)}")
         proof = PROOFS[name]
         for task in args.task or proof.depths:
             if task not in proof.depths:
@@ -252,6 +256,17 @@ def main(argv=None):
                   + "".join(f"\n  {line}" for line in res.failures())
                   + "".join(f"\n  trace: {p}" for p in res.trace if res.status == "FAIL"))
     return 1 if failed else 0
+
+
+def main(argv=None):
+    """Run ``t3hw formal`` with ``argv`` (for ``python -m t3hw.tools.formal``)."""
+    parser = argparse.ArgumentParser(prog="t3hw formal",
+                                     description="Run the formal proofs (docs/formal.md).")
+    add_arguments(parser)
+    try:
+        return cmd(parser.parse_args(argv))
+    except CliError as exc:
+        parser.exit(2, f"t3hw formal: error: {exc}\n")
 
 
 if __name__ == "__main__":

@@ -23,10 +23,11 @@ from pathlib import Path
 from amaranth.back import verilog
 from amaranth.hdl import Const, ValueCastable
 
-from t3hw.spec.params import EngineParams, check_params
+from t3hw.spec.params import EngineParams, PARAM_RANGES, check_params
 
 
-__all__ = ["BLOCKS", "TOOLS", "HEADER", "convert", "generate", "register_docs", "check"]
+__all__ = ["BLOCKS", "TOOLS", "HEADER", "convert", "generate", "register_docs", "check",
+           "add_param_options", "params_from", "add_arguments", "cmd"]
 
 
 def _tracker(p):
@@ -213,3 +214,36 @@ def check(rtl_dir, *, docs=None):
         if path.is_file() and path.suffix in (".v", ".h", ".json") and path.name not in generated:
             problems.append(f"{path}: not written by the generator")
     return problems
+
+
+def add_param_options(parser):
+    """Add one ``--NAME N`` option per :class:`EngineParams` field, with its range."""
+    defaults = EngineParams()
+    group = parser.add_argument_group("engine parameters")
+    for name in EngineParams.fields():
+        low, high = PARAM_RANGES[name]
+        group.add_argument(f"--{name.replace('_', '-')}", type=int, metavar="N",
+                           default=getattr(defaults, name),
+                           help=f"in [{low}, {high}] (default {getattr(defaults, name)})")
+
+
+def params_from(args):
+    """The :class:`EngineParams` of options added by :func:`add_param_options`."""
+    return EngineParams(**{name: getattr(args, name) for name in EngineParams.fields()})
+
+
+def add_arguments(parser):
+    """The options of ``t3hw generate``."""
+    add_param_options(parser)
+    parser.add_argument("--block", action="append", metavar="B",
+                        help="block to generate (repeatable; default: all)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    parser.add_argument("--docs", metavar="FILE",
+                        help="also write the register map document there")
+
+
+def cmd(args):
+    """``t3hw generate``: print the path of every file written."""
+    for path in generate(params_from(args), args.out, blocks=args.block or None,
+                         docs=args.docs):
+        print(path)

@@ -15,7 +15,8 @@ from t3hw.spec.layouts import (entry_layout, program_layout, trigger_layout, tra
 from t3hw.spec.params import EngineParams
 
 
-__all__ = ["write_tracker_gtkw", "gtkw_traces", "dump_names"]
+__all__ = ["write_tracker_gtkw", "gtkw_traces", "dump_names", "write_system_gtkw",
+           "system_events", "plot_timeline", "timeline", "add_arguments", "cmd"]
 
 
 def _name(scope, name, width):
@@ -278,3 +279,14 @@ def timeline(wdir, *, out=None, limit=40):
                                      f"{r['config']['policy']}: triggers over time")
     print(f"timeline: {png}")
     return png
+
+
+def add_arguments(parser):
+    """The options of ``t3hw waves``."""
+    parser.add_argument("dir", metavar="DIR", help="the --waves folder of a `t3hw cosim` run")
+
+
+def cmd(args):
+    """``t3hw waves DIR``: :func:`timeline` of ``DIR``."""
+    timeline(args.dir)
+    return 0
