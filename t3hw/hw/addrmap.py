@@ -34,6 +34,7 @@ from t3hw.spec.layouts import (RegionMode, WriteKind, addrmap_errors_layout, add
                       mem_store_layout, net_packet_layout, region_layout,
                       region_program_layout, store_layout)
 from t3hw.spec.params import EngineParams, check_params
+from .status import count, sticky_errors
 
 
 __all__ = ["AddrMap"]
@@ -123,33 +124,72 @@ class AddrMap(wiring.Component):
         return self._p
 
     def elaborate(self, platform):
-        p = self._p
+        # The block, built in this order (the order of the calls is the order of the
+        # statements, and so of the generated Verilog):
+        #
+        # * the region table (``_table``): the regions and, beside each, its end and its
+        #   translation, which programming computes;
+        # * the store path: stage A compares the address with every region and registers the
+        #   compares with the store, stage B selects from them and decides the store's class
+        #   (``_classify``), loads the ``net`` or ``mem`` output register
+        #   (``_store_outputs``) and counts the store by class (``_store_counters``);
+        # * the rx path (``_rx_path``): the same lookup with its own comparators, into
+        #   ``rx_mem``;
+        # * programming, three stages: P1 registers the request and P2 checks its fields
+        #   (``_program_stages``), P3 decides and writes the region (``_program_write``), and
+        #   P2 compares the request with every region and the write ahead
+        #   (``_program_compare``);
+        # * the sticky ``errors``, set by programming's rejections.
         m = Module()
+        t = self._table()
+        store = self._classify(m, t)
+        self._store_outputs(m, store)
+        self._store_counters(m, store)
+        self._rx_path(m, t)
+        prog = self._program_stages(m)
+        p3_lines, we, set_err = self._program_write(m, t, prog)
+        self._program_compare(m, t, prog, p3_lines, we)
+        sticky_errors(m, self.errors, self.clear, set_err)
+        return m
+
+    def _table(self):
+        """The region table: ``regions`` (one :func:`region_layout` register each) and, beside
+        each, ``ends`` and ``deltas``, derived at programming time so that no lookup adds two
+        table fields: the end ``base + size`` (``addr_width + 1`` bits, it may be
+        ``2**addr_width``) and the translation ``remote_base - base`` (mod
+        ``2**addr_width``)."""
+        p = self._p
         aw = p.addr_width
         regions = [Signal(region_layout(p), name=f"region{i}") for i in range(p.regions)]
-        # Derived at programming time and kept beside each region, so that no lookup adds
-        # two table fields: the end ``base + size`` (``aw + 1`` bits, it may be 2**aw) and
-        # the translation ``remote_base - base`` (mod 2**aw).
         ends   = [Signal(aw + 1, name=f"region{i}_end", reset_less=True)
                   for i in range(p.regions)]
         deltas = [Signal(aw, name=f"region{i}_delta", reset_less=True)
                   for i in range(p.regions)]
+        return SimpleNamespace(regions=regions, ends=ends, deltas=deltas)
 
-        def compares(addr, name):
-            """Stage A's lookup of ``addr``: per region, ``addr >= base`` and ``addr < end``,
-            each one carry chain straight into its own register (``ge``, ``lt``: no gate
-            joins two chains before a register), and ``on``, the region's part of the hit,
-            which the caller registers. Returns the registers, their updates and the hit
-            lines ``on & ge & lt``, formed from the registers in stage B."""
-            lines = SimpleNamespace(**{k: Signal(p.regions, name=f"{name}_{k}",
-                                                 reset_less=True) for k in ("ge", "lt", "on")})
-            update = []
-            for i, r in enumerate(regions):
-                update += [lines.ge[i].eq(addr >= r.base), lines.lt[i].eq(addr < ends[i])]
-            hits = Signal(p.regions, name=f"{name}_hits")
-            m.d.comb += hits.eq(lines.on & lines.ge & lines.lt)
-            return lines, update, hits
+    def _compares(self, m, t, addr, name):
+        """Stage A's lookup of ``addr`` in the table ``t``: per region, ``addr >= base`` and
+        ``addr < end``, each one carry chain straight into its own register (``ge``, ``lt``:
+        no gate joins two chains before a register), and ``on``, the region's part of the
+        hit, which the caller registers. Returns the registers, their updates and the hit
+        lines ``on & ge & lt``, formed from the registers in stage B."""
+        p = self._p
+        lines = SimpleNamespace(**{k: Signal(p.regions, name=f"{name}_{k}",
+                                             reset_less=True) for k in ("ge", "lt", "on")})
+        update = []
+        for i, r in enumerate(t.regions):
+            update += [lines.ge[i].eq(addr >= r.base), lines.lt[i].eq(addr < t.ends[i])]
+        hits = Signal(p.regions, name=f"{name}_hits")
+        m.d.comb += hits.eq(lines.on & lines.ge & lines.lt)
+        return lines, update, hits
 
+    def _classify(self, m, t):
+        """The store path's stages A and B up to the outputs: stage A's registers and their
+        load, stage B's select of the hit region's device and translated address, the
+        store's class, and ``store.ready``. Returns what the outputs and counters use."""
+        p = self._p
+        aw = p.addr_width
+        regions = t.regions
         # --- classify, stage A: two compares and one add per region, in parallel ------------
         # (a region matches when base <= addr < end; every region computes its own
         # translated address). Registered with the store: both compares, every region's
@@ -159,7 +199,7 @@ class AddrMap(wiring.Component):
         st = self.store.payload
         a_valid   = Signal()
         a_store   = Signal(store_layout(p), reset_less=True)
-        a_lines, a_update, a_hits = compares(st.addr, "a")
+        a_lines, a_update, a_hits = self._compares(m, t, st.addr, "a")
         a_targets = [Signal(aw, name=f"a_target{i}", reset_less=True) for i in range(p.regions)]
         a_devices = [Signal(p.device_width, name=f"a_device{i}", reset_less=True)
                      for i in range(p.regions)]
@@ -201,9 +241,16 @@ class AddrMap(wiring.Component):
                          *(a_modes[mode].eq(Cat(r.valid & (r.mode == mode) for r in regions))
                            for mode in a_modes)]
             for i, r in enumerate(regions):
-                m.d.sync += [a_targets[i].eq(st.addr + deltas[i]),
+                m.d.sync += [a_targets[i].eq(st.addr + t.deltas[i]),
                              a_devices[i].eq(r.device)]
+        return SimpleNamespace(a_valid=a_valid, a_store=a_store, device=device, target=target,
+                               local=local, remote=remote, tracked=tracked, advance=advance,
+                               net_free=net_free, mem_free=mem_free)
 
+    def _store_outputs(self, m, s):
+        """Stage B's output registers, ``net`` and ``mem``, loaded from the classified store
+        ``s`` (:meth:`_classify`)."""
+        net, mem = self.net, self.mem
         # Each output's payload loads whenever the output is free, whether or not the store
         # goes there (the payload is only read while ``valid``), so its enable does not wait
         # on the store's class; ``valid`` is set when the store moves in.
@@ -211,44 +258,51 @@ class AddrMap(wiring.Component):
             m.d.sync += net.valid.eq(0)
         with m.If(mem.ready):
             m.d.sync += mem.valid.eq(0)
-        with m.If(advance & remote):
+        with m.If(s.advance & s.remote):
             m.d.sync += net.valid.eq(1)
-        with m.If(advance & ~remote):
+        with m.If(s.advance & ~s.remote):
             m.d.sync += mem.valid.eq(1)
-        with m.If(net_free):
+        with m.If(s.net_free):
             m.d.sync += [
-                net.payload.device.eq(device),
-                net.payload.addr.eq(target),
+                net.payload.device.eq(s.device),
+                net.payload.addr.eq(s.target),
                 net.payload.kind.eq(WriteKind.UPDATE),
-                net.payload.tile.eq(a_store.tile),
-                net.payload.bytes.eq(a_store.bytes),
+                net.payload.tile.eq(s.a_store.tile),
+                net.payload.bytes.eq(s.a_store.bytes),
             ]
-        with m.If(mem_free):
+        with m.If(s.mem_free):
             m.d.sync += [
-                mem.payload.addr.eq(a_store.addr),
-                mem.payload.tile.eq(a_store.tile),
-                mem.payload.bytes.eq(a_store.bytes),
-                mem.payload.kind.eq(a_store.kind),
-                mem.payload.tracked.eq(tracked),
+                mem.payload.addr.eq(s.a_store.addr),
+                mem.payload.tile.eq(s.a_store.tile),
+                mem.payload.bytes.eq(s.a_store.bytes),
+                mem.payload.kind.eq(s.a_store.kind),
+                mem.payload.tracked.eq(s.tracked),
             ]
 
+    def _store_counters(self, m, s):
+        """The ``stats`` counters, one per class of the store ``s`` leaving stage A."""
         # Each counter's enable is its class and the free output it goes to (the classes
         # exclude each other, so that is ``advance`` for a store of that class).
-        s = self.stats
-        unmapped = ~(local | remote | tracked)
-        for counter, line, free in ((s.local, local, mem_free), (s.tracked, tracked, mem_free),
-                                    (s.remote, remote, net_free),
-                                    (s.unmapped, unmapped, mem_free)):
-            with m.If(a_valid & line & free):
-                m.d.sync += counter.eq(counter + 1)
+        st = self.stats
+        unmapped = ~(s.local | s.remote | s.tracked)
+        for counter, line, free in ((st.local, s.local, s.mem_free),
+                                    (st.tracked, s.tracked, s.mem_free),
+                                    (st.remote, s.remote, s.net_free),
+                                    (st.unmapped, unmapped, s.mem_free)):
+            count(m, counter, s.a_valid & line & free)
 
+    def _rx_path(self, m, t):
+        """The rx path: rx stage A (the packet and its compares with the table ``t``) and rx
+        stage B (the ``tracked`` bit, into ``rx_mem``)."""
+        p = self._p
+        regions = t.regions
         # --- rx, stage A: the same table, its own comparators, two compares per region ------
         # Registered with the packet, with the regions that are valid and TRACKED, so a
         # packet is classified by the table as it stands when it is accepted.
         rx, rx_mem = self.rx.payload, self.rx_mem
         rx_a_valid = Signal()
         rx_a       = Signal(store_layout(p), reset_less=True)
-        rx_lines, rx_update, rx_a_hits = compares(rx.addr, "rx_a")
+        rx_lines, rx_update, rx_a_hits = self._compares(m, t, rx.addr, "rx_a")
 
         # --- rx, stage B: the OR of the hit lines, into the output register -----------------
         rx_advance = Signal()                       # rx stage A moves into rx_mem
@@ -280,6 +334,12 @@ class AddrMap(wiring.Component):
                 rx_mem.payload.tracked.eq(rx_a_hits.any()),
             ]
 
+    def _program_stages(self, m):
+        """Programming's pipeline registers: P1 registers the request into P2 (``p2``) with
+        its end, translation and field checks, P2 finds it ``bad`` and passes it on to P3
+        (``p3``)."""
+        p = self._p
+        aw = p.addr_width
         # --- program: three stages ----------------------------------------------------------
         # P1 registers the request with its end, its translation and the checks on its
         # fields alone (size 0, unknown mode). P2 compares it with every region, two compares
@@ -316,7 +376,14 @@ class AddrMap(wiring.Component):
         m.d.sync += [getattr(p3, k).eq(getattr(p2, k)) for k in ("valid", "req", "end",
                                                                  "delta")]
         m.d.sync += p3.bad.eq(bad)
+        return SimpleNamespace(p2=p2, p3=p3, bad=bad)
 
+    def _program_write(self, m, t, prog):
+        """P3: the request's clash, verdict and write into the table ``t`` (from registers
+        only). Returns P2's compare registers (``p3_lines``, loaded by
+        :meth:`_program_compare`), the regions written this cycle (``we``) and the error
+        events (``set_err``)."""
+        p3, n = prog.p3, self._p.regions
         # P2's registered compares, one bit per region, then one for the request in P3 (the
         # write ahead): the other valid with another index and the request's base below the
         # other's end (``lo``), the other's base below the request's end (``hi``), and the
@@ -324,7 +391,6 @@ class AddrMap(wiring.Component):
         # removed by the write ahead; the write ahead not written). Per region, the request
         # in P3 writes it unless it clashes (``ok``: it passes the other checks) or removes
         # it (``rm``).
-        n = p.regions
         p3_lines = SimpleNamespace(**{k: Signal(n + 1, name=f"p3_{k}", reset_less=True)
                                       for k in ("lo", "hi", "stale")},
                                    **{k: Signal(n, name=f"p3_{k}", reset_less=True)
@@ -335,22 +401,27 @@ class AddrMap(wiring.Component):
         m.d.comb += clash.eq(p3_lines.lo & p3_lines.hi & ~p3_lines.stale)
         we = Signal(n)                                  # region i written this cycle
         m.d.comb += we.eq(p3_lines.rm | (p3_lines.ok & ~clash.any().replicate(n)))
-        set_err = Signal(addrmap_errors_layout(p))
+        set_err = Signal(addrmap_errors_layout(self._p))
         m.d.comb += [
             set_err.bad_region.eq(p3.valid & p3.req.valid & p3.bad),
             set_err.overlap.eq(p3_lines.ok.any() & clash.any()),
         ]
-        for i, r in enumerate(regions):
+        for i, r in enumerate(t.regions):
             with m.If(we[i]):
-                for name in region_layout(p).members:
+                for name in region_layout(self._p).members:
                     m.d.sync += r[name].eq(p3.req[name])
-                m.d.sync += [ends[i].eq(p3.end), deltas[i].eq(p3.delta)]
+                m.d.sync += [t.ends[i].eq(p3.end), t.deltas[i].eq(p3.delta)]
+        return p3_lines, we, set_err
 
-        # P2: compare with every region and with the write ahead. The mask is the top bit of
-        # the ``lo`` compare (``Cat(x, 0, ~on) < Cat(y, 0)`` is ``on & (x < y)``), so that
-        # no gate follows the carry chain.
-        others = [(r.base, ends[i], (p2.req.index != i) & r.valid)
-                  for i, r in enumerate(regions)]
+    def _program_compare(self, m, t, prog, p3_lines, we):
+        """P2: the request's compares with every region of ``t`` and with the write ahead
+        (the request in P3, which writes ``we``), and its per-region verdicts, into
+        ``p3_lines``."""
+        p2, p3, bad, n = prog.p2, prog.p3, prog.bad, self._p.regions
+        # The mask is the top bit of the ``lo`` compare (``Cat(x, 0, ~on) < Cat(y, 0)`` is
+        # ``on & (x < y)``), so that no gate follows the carry chain.
+        others = [(r.base, t.ends[i], (p2.req.index != i) & r.valid)
+                  for i, r in enumerate(t.regions)]
         others.append((p3.req.base, p3.end, p3.req.valid & (p3.req.index != p2.req.index)))
         for i, (o_base, o_end, on) in enumerate(others):
             m.d.sync += [p3_lines.lo[i].eq(Cat(p2.req.base, C(0, 1), ~on) < Cat(o_end, C(0, 1))),
@@ -360,7 +431,3 @@ class AddrMap(wiring.Component):
             this = p2.valid & (p2.req.index == i)
             m.d.sync += [p3_lines.ok[i].eq(this & p2.req.valid & ~bad),
                          p3_lines.rm[i].eq(this & ~p2.req.valid)]
-
-        m.d.sync += self.errors.eq((self.errors.as_value() & ~self.clear.as_value())
-                                   | set_err.as_value())
-        return m

@@ -15,25 +15,25 @@ committed by writing a :class:`~t3hw.spec.layouts.CsrCommand` to ``COMMAND``:
 * ``REGION_WRITE``, ``DESC_WRITE``, ``TRACK_WRITE``, ``ARB_WRITE`` raise ``valid`` of the
   target's stream the next cycle. Until the target has taken the request (and, for regions
   and descriptors, until the target's verdict arrives: three cycles after that for a region,
-  one for a descriptor, :data:`~t3hw.spec.contract.CSR_VERDICT_DELAY`) the group is *pending* (``STATUS``): its
-  registers are locked. The address map and the arbiter take every request at once
-  (``region_program`` and ``arbiter_program`` are always ready), so ``REGION`` stays pending
-  for four cycles and ``ARB`` for one.
+  one for a descriptor, :data:`~t3hw.spec.contract.CSR_VERDICT_DELAY`) the group is
+  *pending* (``STATUS``): its registers are locked. The address map and the arbiter take
+  every request at once (``region_program`` and ``arbiter_program`` are always ready), so
+  ``REGION`` stays pending for four cycles and ``ARB`` for one.
 * ``REGION_READ``, ``DESC_READ`` load the region or descriptor ``index`` (the staged one)
   from the block's read-back tables into the staging group (``index`` is kept). A command in
   cycle t reads the table's block RAM at the end of t; its data goes straight into a
   register in t + 1 and from there into the staging registers in t + 2
-  (:data:`~t3hw.spec.contract.CSR_LOAD_CYCLES`), during which the group is pending. Software polls ``STATUS`` (or
-  waits two cycles): a read of the group during the load returns it as it was before the
-  command and sets ``busy``, and a write to it is refused (``busy``).
+  (:data:`~t3hw.spec.contract.CSR_LOAD_CYCLES`), during which the group is pending.
+  Software polls ``STATUS`` (or waits two cycles): a read of the group during the load
+  returns it as it was before the command and sets ``busy``, and a write to it is refused
+  (``busy``).
 
 Read-back tables: the address map and the DMA keep their tables to themselves, so this block
 keeps a copy of each (``regions`` and ``2**cmd_width`` entries, block RAM with a synchronous
 read port) and writes it with exactly what the target stored: a write that the target
-rejects (the target's error event, :data:`~t3hw.spec.contract.CSR_VERDICT_DELAY` cycles after it took the write) is
-not copied. After
-reset both copies are cleared, one entry per cycle, over ``max(regions, 2**cmd_width)``
-cycles (``STATUS.sweep``).
+rejects (the target's error event, :data:`~t3hw.spec.contract.CSR_VERDICT_DELAY` cycles
+after it took the write) is not copied. After reset both copies are cleared, one entry per
+cycle, over ``max(regions, 2**cmd_width)`` cycles (``STATUS.sweep``).
 
 The arbiter configuration has no read-back table: the ``ARB_*`` registers reset to the
 configuration the arbiter starts with (the parameters ``arbiter_policy``, ``mca_threshold``,
@@ -67,6 +67,8 @@ The arbiter's rejection of a configuration (``ARBITER_ERRORS.bad_config``) is co
 the other targets' errors.
 """
 
+from types import SimpleNamespace
+
 from amaranth import *
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -80,9 +82,13 @@ from t3hw.spec.layouts import (CsrCommand, addrmap_errors_layout, addrmap_stats_
                       region_program_layout, tracker_errors_layout, tracker_stats_layout)
 from t3hw.spec.params import EngineParams, check_params
 from t3hw.spec.regmap import WORD_BITS, Access, RegisterMap
+from .status import sticky_errors
 
 
-__all__ = ["BusSignature", "Csr"]
+__all__ = ["BusSignature", "Csr", "register_word"]
+
+#: The targets whose errors and counters the block reads, by port name prefix.
+_TARGETS = ("tracker", "dma", "addrmap", "arbiter")
 
 
 class BusSignature(wiring.Signature):
@@ -122,8 +128,23 @@ class BusSignature(wiring.Signature):
         })
 
 
-def _word(reg, value):
-    """The 32-bit read value of ``reg`` from its group's layout bits ``value``."""
+def register_word(reg, value):
+    """The 32-bit bus word of a register, from its group's bits.
+
+    Parameters
+    ----------
+    reg : t3hw.spec.regmap.Register
+        A register of the :class:`~t3hw.spec.regmap.RegisterMap`.
+    value : Value
+        The layout bits of its group (a field's ``bit`` indexes them).
+
+    Returns
+    -------
+    Value
+        ``WORD_BITS`` bits: each field's ``value[bit:bit + width]`` at its ``offset``, every
+        other bit 0. The register block's read multiplexer and the board top's read-back
+        (``t3hw/tools/board.py``) both build their words with it.
+    """
     parts, pos = [], 0
     for f in reg.fields:
         if f.offset > pos:
@@ -133,6 +154,11 @@ def _word(reg, value):
     if pos < WORD_BITS:
         parts.append(Const(0, WORD_BITS - pos))
     return Cat(*parts)
+
+
+# The name of :func:`register_word` before it was public; ``t3hw/tools/board.py`` imports it
+# until it moves to ``register_word``, then this alias goes.
+_word = register_word
 
 
 def _mux_tree(words, sel):
@@ -160,8 +186,8 @@ class Csr(wiring.Component):
         The register bus (``addr_width`` is :attr:`RegisterMap.addr_width`). Writes take
         effect at the end of the ``w_stb`` cycle; ``r_data`` is valid the cycle after
         ``r_stb``. One access per cycle, no wait states; a read command keeps its group
-        pending for :data:`~t3hw.spec.contract.CSR_LOAD_CYCLES` cycles, a write command until its target took it and
-        gave its verdict.
+        pending for :data:`~t3hw.spec.contract.CSR_LOAD_CYCLES` cycles, a write command
+        until its target took it and gave its verdict.
     region_program : Out(stream.Signature(region_program_layout, always_ready=True))
         To :attr:`t3hw.hw.addrmap.AddrMap.program`. ``valid`` for one cycle per REGION_WRITE.
     dma_program : Out(stream.Signature(dma_program_layout))
@@ -242,11 +268,30 @@ class Csr(wiring.Component):
         # ``fetch`` and ``load`` the two cycles after a read command (the table's data into
         # ``got``, then ``got`` into the staging registers). The bus read multiplexer selects
         # among registers only (and the inputs, which the targets drive from registers).
-        p, rm = self._p, self._map
+        #
+        # Built in this order (the order of the calls is the order of the statements, and so
+        # of the generated Verilog): the address decode (``_decode``), the read-back tables
+        # and their reset sweep (``_tables``), the staging groups' state (``_staging``) and
+        # their tables' ports (``_table_ports``), bus writes to staging registers
+        # (``_staging_access``), commands (``_commands``), the sticky errors
+        # (``_sticky_errors``) and the bus read multiplexer (``_read_mux``). ``set_err``
+        # gathers this block's own error events from all of them.
         m = Module()
-        bus = self.bus
-        set_err = Signal(csr_errors_layout(p))
+        set_err = Signal(csr_errors_layout(self._p))
+        sel, wr = self._decode(m, set_err)
+        tabs = self._tables(m)
+        grp = self._staging(tabs)
+        self._table_ports(m, tabs, grp)
+        self._staging_access(m, sel, wr, grp, set_err)
+        self._commands(m, wr, tabs, grp, set_err)
+        sticky = self._sticky_errors(m, wr, set_err)
+        self._read_mux(m, tabs, grp, sticky)
+        return m
 
+    def _decode(self, m, set_err):
+        """The address decode: one select per register (``sel``) and its write strobe
+        (``wr``); sets ``unmapped`` and ``read_only`` in ``set_err``."""
+        rm, bus = self._map, self.bus
         # --- decode: one select per register ----------------------------------------------
         sel = {r.name: Signal(name=f"sel_{r.name.lower()}") for r in rm.registers}
         mapped = Signal()
@@ -260,7 +305,13 @@ class Csr(wiring.Component):
             set_err.read_only.eq(Cat(wr[r.name] for r in rm.registers
                                      if r.access == Access.RO).any()),
         ]
+        return sel, wr
 
+    def _tables(self, m):
+        """The read-back tables (``rtab`` for regions, ``dtab`` for descriptors) and the
+        sweep that clears them after reset (``sweep`` while it runs, at entry ``sweep_at``
+        of ``n_sweep``)."""
+        p = self._p
         # --- read-back tables, cleared after reset ----------------------------------------
         # A table is written only by the sweep and in a group's verdict cycle, and a read
         # command is refused in both (the group is locked, or the sweep is busy), so the read
@@ -279,13 +330,20 @@ class Csr(wiring.Component):
             m.d.sync += sweep_at.eq(sweep_at + 1)
             with m.If(sweep_at == n_sweep - 1):
                 m.d.sync += sweep.eq(0)
+        return SimpleNamespace(rtab=rtab, dtab=dtab, sweep=sweep, sweep_at=sweep_at,
+                               n_sweep=n_sweep)
 
+    def _staging(self, tabs):
+        """The staging groups (``stage``: group name to its output stream), the groups with a
+        read-back table (``tables``: its table, layout and the target's rejection event), the
+        state of their writes and read commands, and when each group is locked (pending)."""
+        p = self._p
         # --- staging groups: the stream payloads -------------------------------------------
         stage = {"REGION": self.region_program, "DESC": self.dma_program,
                  "TRACK": self.tracker_program, "ARB": self.arbiter_program}
-        tables = {"REGION": (rtab, region_layout(p),
+        tables = {"REGION": (tabs.rtab, region_layout(p),
                              self.addrmap_errors.bad_region | self.addrmap_errors.overlap),
-                  "DESC":   (dtab, dma_descriptor_layout(p), self.dma_errors.bad_program)}
+                  "DESC":   (tabs.dtab, dma_descriptor_layout(p), self.dma_errors.bad_program)}
         # The cycles from the target taking a write to its error event showing on its
         # ``errors`` port (VERDICT_DELAY): the write waits in ``waiting`` until then. A read
         # command issued in cycle t reads the table at the end of t; ``fetch`` is cycle t + 1,
@@ -300,53 +358,68 @@ class Csr(wiring.Component):
         locked  = {g: s.valid | verdict.get(g, 0) | Cat(waiting.get(g, [])).any()
                       | loading.get(g, 0)
                    for g, s in stage.items()}
+        return SimpleNamespace(stage=stage, tables=tables, verdict=verdict, waiting=waiting,
+                               fetch=fetch, load=load, loading=loading, locked=locked)
 
-        for g, port in stage.items():
+    def _table_ports(self, m, tabs, grp):
+        """Each staging stream's ``valid`` cleared when taken, and per read-back table: the
+        verdict chain, the write port (the sweep, else the verdict of an accepted write) and
+        the read port into ``got`` and from there into the staging registers."""
+        for g, port in grp.stage.items():
             with m.If(port.valid & port.ready):
                 m.d.sync += port.valid.eq(0)
-        for g, (table, layout, rejected) in tables.items():
-            payload = stage[g].payload
-            chain = [stage[g].valid & stage[g].ready, *waiting[g], verdict[g]]
+        for g, (table, layout, rejected) in grp.tables.items():
+            payload = grp.stage[g].payload
+            chain = [grp.stage[g].valid & grp.stage[g].ready, *grp.waiting[g], grp.verdict[g]]
             m.d.sync += [dst.eq(src) for src, dst in zip(chain, chain[1:])]
             # The target takes the write in cycle t and reports a rejection in
             # t + VERDICT_DELAY.
             wp = table.write_port()
-            with m.If(sweep):
-                m.d.comb += [wp.addr.eq(sweep_at), wp.data.eq(0),
-                             wp.en.eq(1 if table.depth == n_sweep else sweep_at < table.depth)]
+            with m.If(tabs.sweep):
+                m.d.comb += [wp.addr.eq(tabs.sweep_at), wp.data.eq(0),
+                             wp.en.eq(1 if table.depth == tabs.n_sweep
+                                      else tabs.sweep_at < table.depth)]
             with m.Else():
                 m.d.comb += wp.addr.eq(payload.index)
                 for name in layout.members:
                     m.d.comb += wp.data[name].eq(payload[name])
-                m.d.comb += wp.en.eq(verdict[g] & ~rejected)
+                m.d.comb += wp.en.eq(grp.verdict[g] & ~rejected)
             # Read: the RAM's output goes into nothing but ``got`` (loaded every cycle), and
             # only registers reach the bus read multiplexer.
             rp = table.read_port(domain="sync")
             got = Signal(layout, name=f"{g.lower()}_got", reset_less=True)
             m.d.comb += rp.addr.eq(payload.index)
-            m.d.sync += [got.eq(rp.data), fetch[g].eq(0), load[g].eq(fetch[g])]
-            with m.If(load[g]):
+            m.d.sync += [got.eq(rp.data), grp.fetch[g].eq(0), grp.load[g].eq(grp.fetch[g])]
+            with m.If(grp.load[g]):
                 m.d.sync += [payload[name].eq(got[name]) for name in layout.members]
 
-        # Bus accesses to staging registers: a write to a locked group is refused, and a read
-        # of a loading group returns the staging register as it was (before the load).
-        for g, port in stage.items():
+    def _staging_access(self, m, sel, wr, grp, set_err):
+        """Bus accesses to staging registers: a write to a locked group is refused, and a
+        read of a loading group returns the staging register as it was (before the load);
+        both set ``busy`` in ``set_err``."""
+        bus = self.bus
+        for g, port in grp.stage.items():
             bits = port.payload.as_value()
-            for r in rm.groups[g].registers:
+            for r in self._map.groups[g].registers:
                 with m.If(wr[r.name]):
-                    with m.If(locked[g]):
+                    with m.If(grp.locked[g]):
                         m.d.comb += set_err.busy.eq(1)
                     with m.Else():
                         m.d.sync += [bits[f.bit:f.bit + f.width]
                                      .eq(bus.w_data[f.offset:f.offset + f.width])
                                      for f in r.fields]
-                if g in tables:
-                    with m.If(bus.r_stb & sel[r.name] & loading[g]):
+                if g in grp.tables:
+                    with m.If(bus.r_stb & sel[r.name] & grp.loading[g]):
                         m.d.comb += set_err.busy.eq(1)
 
+    def _commands(self, m, wr, tabs, grp, set_err):
+        """A write to ``COMMAND``: starts its group's write (the stream's ``valid``) or read
+        (``fetch``), unless the group is locked or its target busy (``busy`` in
+        ``set_err``); an unknown code sets ``bad_command``."""
         # --- commands -------------------------------------------------------------------------
-        field = rm.by_name["COMMAND"].fields[0]
-        code = bus.w_data[field.offset:field.offset + field.width]
+        field = self._map.by_name["COMMAND"].fields[0]
+        code = self.bus.w_data[field.offset:field.offset + field.width]
+        sweep = tabs.sweep
         commands = {
             CsrCommand.REGION_WRITE: ("REGION", sweep),
             CsrCommand.REGION_READ:  ("REGION", sweep),
@@ -360,37 +433,47 @@ class Csr(wiring.Component):
             with m.Switch(code):
                 for cmd, (g, busy) in commands.items():
                     with m.Case(cmd):
-                        start = fetch[g] if cmd in reads else stage[g].valid
-                        with m.If(locked[g] | busy):
+                        start = grp.fetch[g] if cmd in reads else grp.stage[g].valid
+                        with m.If(grp.locked[g] | busy):
                             m.d.comb += set_err.busy.eq(1)
                         with m.Else():
                             m.d.sync += start.eq(1)
                 with m.Default():
                     m.d.comb += set_err.bad_command.eq(1)
 
+    def _sticky_errors(self, m, wr, set_err):
+        """The sticky error registers (W1C): this block's own (``errors``, from ``set_err``)
+        and a copy of each target's, whose ``clear`` is held high. Returns ``{group name:
+        (sticky bits, events)}``."""
         # --- sticky errors (W1C); the targets' clears are held high -------------------------
-        targets = ("tracker", "dma", "addrmap", "arbiter")
         sticky = {"CSR_ERRORS": (self.errors, set_err)}
-        for name in targets:
+        for name in _TARGETS:
             events = getattr(self, f"{name}_errors")
             m.d.comb += getattr(self, f"{name}_clear").as_value().eq(-1)
             sticky[f"{name.upper()}_ERRORS"] = (Signal(events.shape(), name=f"{name}_sticky"),
                                                 events)
         for g, (bits, events) in sticky.items():
             clear = Signal(bits.shape().size, name=f"{g.lower()}_clear")
-            for r in rm.groups[g].registers:
+            for r in self._map.groups[g].registers:
                 with m.If(wr[r.name]):
                     m.d.comb += [clear[f.bit:f.bit + f.width]
-                                 .eq(bus.w_data[f.offset:f.offset + f.width]) for f in r.fields]
-            m.d.sync += bits.as_value().eq((bits.as_value() & ~clear) | events.as_value())
+                                 .eq(self.bus.w_data[f.offset:f.offset + f.width])
+                                 for f in r.fields]
+            sticky_errors(m, bits, clear, events)
+        return sticky
 
+    def _read_mux(self, m, tabs, grp, sticky):
+        """The bus read: every register's word (:func:`register_word`) through a tree of
+        2:1 multiplexers into ``r_data``."""
+        p, rm, bus = self._p, self._map, self.bus
         # --- reads ----------------------------------------------------------------------------
+        locked = grp.locked
         status = Signal(csr_status_layout(p))
         m.d.comb += [
             status.tracker_busy.eq(self.tracker_busy),
             status.dma_busy.eq(self.dma_busy),
             status.dma_idle.eq(self.dma_idle),
-            status.sweep.eq(sweep),
+            status.sweep.eq(tabs.sweep),
             status.region_pending.eq(locked["REGION"]),
             status.desc_pending.eq(locked["DESC"]),
             status.track_pending.eq(locked["TRACK"]),
@@ -402,18 +485,17 @@ class Csr(wiring.Component):
             "CONFIG":  Const(rm.groups["CONFIG"].codec.pack(**rm.constant("CONFIG")),
                              rm.groups["CONFIG"].codec.width),
             "STATUS":  status.as_value(),
-            "COMMAND": Const(0, field.width),
+            "COMMAND": Const(0, rm.by_name["COMMAND"].fields[0].width),
             "ARB_STATUS": self.arbiter_status.as_value(),
-            **{name.upper(): getattr(self, f"{name}_stats").as_value() for name in targets},
-            **{g: port.payload.as_value() for g, port in stage.items()},
+            **{name.upper(): getattr(self, f"{name}_stats").as_value() for name in _TARGETS},
+            **{g: port.payload.as_value() for g, port in grp.stage.items()},
             **{g: bits.as_value() for g, (bits, _) in sticky.items()},
         }
         # A tree of 2:1 multiplexers on the word address bits (no decoded selects), empty
         # words pruned; an address that is not a multiple of 4 reads 0.
         words = [None] * (1 << (rm.addr_width - 2))
         for r in rm.registers:
-            words[r.addr >> 2] = _word(r, value[r.group])
+            words[r.addr >> 2] = register_word(r, value[r.group])
         data = _mux_tree(words, bus.addr[2:])
         with m.If(bus.r_stb):
             m.d.sync += bus.r_data.eq(Mux(bus.addr[:2].any(), 0, data))
-        return m

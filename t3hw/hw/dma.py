@@ -40,6 +40,7 @@ from t3hw.spec.layouts import (dma_descriptor_layout, dma_errors_layout, dma_pro
 from t3hw.spec.params import EngineParams, check_params
 from .queue import Queue
 from .formal import Spec, drive_inputs, past, stream_rules
+from .status import sticky_errors
 
 
 __all__ = ["DmaQueue", "DmaEngine", "Dma", "formal_spec"]
@@ -126,7 +127,8 @@ class DmaQueue(wiring.Component):
         # (a trigger taken, an index popped for its fetch) never happens in a cycle with a
         # write: the sweep keeps triggers out and the ready queue empty, and a program write
         # presented holds both reads off (below). The attribute tells the synthesis flow
-        # (``t3hw/tools/synth_scripts/ecp5.ys``) that no read-before-write bypass is needed after the RAMs.
+        # (``t3hw/tools/synth_scripts/ecp5.ys``) that no read-before-write bypass is needed
+        # after the RAMs.
         no_collision = rd_collision_attrs("excluded")
         m.submodules.check_table = check_table = memory.Memory(
             shape=1, depth=p.dma_descriptors, init=[], attrs=no_collision)
@@ -269,6 +271,10 @@ class DmaEngine(wiring.Component):
         })
 
     def elaborate(self, platform):
+        # Two halves meet at ``pending``, the queue of outstanding reads: the walker
+        # (``_walk``) takes descriptors, loads each burst into the ``read`` register and
+        # pushes its packet fields and tag; the response side (``_respond``) pops the head
+        # for each response into the ``packet`` register.
         p = self._p
         m = Module()
         meta_layout = data.StructLayout({"packet": net_packet_layout(p),
@@ -278,6 +284,18 @@ class DmaEngine(wiring.Component):
         # holds one entry of `pending` (its packet fields and tag): the queue's depth is the
         # outstanding limit, and its head is the packet of the next response.
         m.submodules.pending = pending = Queue(meta_layout, depth=p.max_outstanding)
+        active = self._walk(m, pending, meta_layout)
+        self._respond(m, pending, active)
+        if platform == "formal":
+            # Formal only (never in rtl/): what formal_spec() checks inside.
+            self.formal_view = SimpleNamespace(pending=pending)
+        return m
+
+    def _walk(self, m, pending, meta_layout):
+        """The walker: its state, the ``read`` register and the push into ``pending`` of each
+        burst, and the take of the next ``descriptor``. Returns ``active`` (a descriptor is
+        in progress)."""
+        p = self._p
 
         # --- walker state ------------------------------------------------------------------
         active    = Signal()
@@ -363,7 +381,11 @@ class DmaEngine(wiring.Component):
                 short_row.eq(desc.payload.row_bytes <= p.burst_bytes),
                 one_row.eq(desc.payload.rows == 1),
             ]
+        return active
 
+    def _respond(self, m, pending, active):
+        """The response side: each response pops ``pending``'s head into the ``packet``
+        register; ``bad_response``, and ``idle`` (from the walker's ``active``)."""
         # --- responses to packets ----------------------------------------------------------
         pkt  = self.packet
         resp = self.response
@@ -379,10 +401,6 @@ class DmaEngine(wiring.Component):
             self.bad_response.eq(take_resp & (~pending.o.valid | (head.tag != resp.payload.tag))),
             self.idle.eq(~active & ~pending.o.valid & ~pkt.valid),
         ]
-        if platform == "formal":
-            # Formal only (never in rtl/): what formal_spec() checks inside.
-            self.formal_view = SimpleNamespace(pending=pending)
-        return m
 
 
 class Dma(wiring.Component):
@@ -468,8 +486,7 @@ class Dma(wiring.Component):
             set_err.bad_program.eq(queue.bad_program),
             set_err.bad_response.eq(engine.bad_response),
         ]
-        m.d.sync += self.errors.eq((self.errors.as_value() & ~self.clear.as_value())
-                                   | set_err.as_value())
+        sticky_errors(m, self.errors, self.clear, set_err)
 
         st = self.stats
         m.d.sync += [
