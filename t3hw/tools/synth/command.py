@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``t3hw synth`` on the command line: its options (:func:`add_arguments`) and the command
+(:func:`cmd`), which runs :func:`t3hw.tools.synth.flow.run` and prints the table."""
+
+from pathlib import Path
+
+from ..errors import CliError, ToolError
+from .config import (BLOCKS, DEFAULT_FREQ_MHZ, DEFAULT_JOBS, DEFAULT_PNR_TIMEOUT_S,
+                     DEFAULT_SEEDS, MAX_JOBS, PARAM_SETS)
+from .docs import markdown_table
+from .flow import run
+
+
+def _list(text):
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def add_arguments(parser):
+    """Add the options of ``t3hw synth`` to an :class:`argparse.ArgumentParser`."""
+    parser.add_argument("--json", required=True, metavar="FILE", help="the results file")
+    parser.add_argument("--blocks", action="append", metavar="B[,B...]",
+                        help=f"blocks, repeatable or comma-separated (default: all of "
+                             f"{', '.join(BLOCKS)})")
+    parser.add_argument("--params", action="append", metavar="SET[,SET...]",
+                        help=f"parameter sets, repeatable or comma-separated (default: all of "
+                             f"{', '.join(PARAM_SETS)})")
+    parser.add_argument("--seed", action="append", metavar="N[,N...]",
+                        help="nextpnr seeds, repeatable or comma-separated; Fmax is their "
+                             f"median (default {','.join(map(str, DEFAULT_SEEDS))})")
+    parser.add_argument("--freq", type=float, default=DEFAULT_FREQ_MHZ, metavar="MHZ",
+                        help=f"place-and-route target in MHz (default {DEFAULT_FREQ_MHZ:g})")
+    parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS, metavar="N",
+                        help=f"tool processes at a time, in [1, {MAX_JOBS}] "
+                             f"(default {DEFAULT_JOBS})")
+    parser.add_argument("--pnr-timeout", type=float, default=DEFAULT_PNR_TIMEOUT_S,
+                        metavar="S", help="seconds a place-and-route run may take before its "
+                        f"seed is recorded as not finished (default {DEFAULT_PNR_TIMEOUT_S})")
+    parser.add_argument("--docs", metavar="FILE",
+                        help="also replace the generated table in this Markdown file")
+    parser.add_argument("--work", metavar="DIR",
+                        help="folder for netlists, reports and logs (default build/synth)")
+
+
+def cmd(args):
+    """Run ``t3hw synth`` with parsed ``args`` (see :func:`add_arguments`)."""
+    blocks = [b for item in args.blocks for b in _list(item)] if args.blocks else None
+    sets = [s for item in args.params for s in _list(item)] if args.params else None
+    seeds = DEFAULT_SEEDS
+    if args.seed:
+        try:
+            seeds = [int(s) for item in args.seed for s in _list(item)]
+        except ValueError:
+            raise CliError(f"--seed takes integers, not {args.seed!r}") from None
+    if args.docs and not Path(args.docs).is_file():
+        raise CliError(f"--docs: {args.docs} does not exist")
+    command = " ".join(["t3hw synth --json", args.json]
+                       + (["--blocks", ",".join(blocks)] if blocks else [])
+                       + (["--params", ",".join(sets)] if sets else [])
+                       + ["--seed", ",".join(map(str, seeds)), "--freq", f"{args.freq:g}"]
+                       + (["--docs", args.docs] if args.docs else []))
+    try:
+        results = run(args.json, blocks=blocks, param_sets=sets, seeds=seeds, freq=args.freq,
+                      jobs=args.jobs, workdir=args.work, docs=args.docs,
+                      pnr_timeout=args.pnr_timeout,
+                      log=lambda line: print(line, flush=True), command=command)
+    except ToolError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot write {exc.filename}: {exc.strerror or exc}") from None
+    print(markdown_table(results))
+    print(f"tracker table storage at the default parameters: "
+          f"{results['tracker_storage_bits']:,} bits")
+    print(f"written: {args.json}" + (f", {args.docs}" if args.docs else "")
+          + f" ({results['last_run']['wall_s']:.0f} s)")
