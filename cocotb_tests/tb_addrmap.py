@@ -13,8 +13,8 @@ import os
 
 import cocotb
 
-from sim_models import addrmap as addrmap_model
-from sim_models.addrmap import AddrMapEnv
+from t3hw.verif import addrmap_env as addrmap_model
+from t3hw.verif.addrmap_env import AddrMapEnv
 from t3hw.verif.cocotb_tb import EnvTB
 
 

@@ -15,8 +15,8 @@ import os
 
 import cocotb
 
-from sim_models import arbiter as arbiter_model
-from sim_models.arbiter import ArbiterEnv
+from t3hw.verif import arbiter_env as arbiter_model
+from t3hw.verif.arbiter_env import ArbiterEnv
 from t3hw.spec.layouts import ArbPolicy
 from t3hw.verif.cocotb_tb import EnvTB
 

@@ -21,9 +21,9 @@ import cocotb
 import pytest
 from cocotb.triggers import RisingEdge
 
-from sim_models import csr as csr_model
 from sim_models.arbiter import MAX_WINDOW_LOG2, config_ok
-from sim_models.csr import CsrEnv
+from t3hw.verif import csr_env as csr_model
+from t3hw.verif.csr_env import CsrEnv
 from sim_models.gpu import GemmProducer, GemmShape, GpuConfig
 from t3hw.sw.bus import CocotbBus
 from t3hw.sw.driver import Driver, program_ring_reduce_scatter

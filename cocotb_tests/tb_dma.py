@@ -14,8 +14,8 @@ import os
 
 import cocotb
 
-from sim_models import dma as dma_model
-from sim_models.dma import DmaEnv
+from t3hw.verif import dma_env as dma_model
+from t3hw.verif.dma_env import DmaEnv
 from t3hw.verif.cocotb_tb import EnvTB
 
 

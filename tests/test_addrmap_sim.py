@@ -9,8 +9,9 @@ import random
 
 import pytest
 
-from sim_models import addrmap as addrmap_model
-from sim_models.addrmap import AddrMapEnv, AddrMapModel
+from sim_models.addrmap import AddrMapModel
+from t3hw.verif import addrmap_env as addrmap_model
+from t3hw.verif.addrmap_env import AddrMapEnv
 from t3hw.hw.addrmap import AddrMap
 from t3hw.spec.layouts import RegionMode, WriteKind
 from t3hw.verif.amsim import run_env

@@ -10,8 +10,9 @@ import random
 
 import pytest
 
-from sim_models import arbiter as arbiter_model
-from sim_models.arbiter import ArbiterEnv, ArbiterModel, config_ok, derived_threshold
+from sim_models.arbiter import ArbiterModel, config_ok, derived_threshold
+from t3hw.verif import arbiter_env as arbiter_model
+from t3hw.verif.arbiter_env import ArbiterEnv
 from t3hw.verif.amsim import run_env
 from t3hw.hw.arbiter import Arbiter
 from t3hw.spec.contract import MAX_WINDOW_LOG2, arbiter_reset_config as reset_config

@@ -11,9 +11,9 @@ import random
 
 import pytest
 
-from sim_models import csr as csr_model
 from sim_models.arbiter import config_ok
-from sim_models.csr import CsrEnv
+from t3hw.verif import csr_env as csr_model
+from t3hw.verif.csr_env import CsrEnv
 from t3hw.hw.csr import BusSignature, Csr
 from t3hw.spec.layouts import CsrCommand
 from t3hw.verif.amsim import run_env

@@ -9,8 +9,9 @@ import random
 
 import pytest
 
-from sim_models import dma as dma_model
-from sim_models.dma import DmaEnv, DmaModel, walk
+from sim_models.dma import DmaModel, walk
+from t3hw.verif import dma_env as dma_model
+from t3hw.verif.dma_env import DmaEnv
 from t3hw.hw.dma import Dma
 from t3hw.verif.amsim import run_env
 from t3hw.spec.params import EngineParams

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, replace
 from t3hw.spec.layouts import ArbPolicy, WriteKind, WriteSource
 from t3hw.spec.params import EngineParams
 
-from sim_models.arbiter import ArbiterEnv
+from .arbiter_env import ArbiterEnv
 
 
 __all__ = ["Traffic", "POLICIES", "DEFAULT_CYCLES", "MIN_CYCLES", "MAX_CYCLES",

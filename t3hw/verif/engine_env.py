@@ -43,7 +43,7 @@ from t3hw.spec.layouts import (Codec, MemOp, RegionMode, WriteKind, WriteSource,
                           net_packet_layout, store_layout)
 
 from sim_models.dma import walk
-from sim_models.env import Stall, StreamEnv
+from .env import Stall, StreamEnv
 
 
 __all__ = ["LoopScenario", "EngineEnv", "run"]

@@ -12,7 +12,7 @@ but never predicts outcomes: scoring is the model's job.
 
 from t3hw.spec.layouts import TrackOp, WriteKind, WriteSource
 
-from sim_models.env import Stall
+from .env import Stall
 
 
 __all__ = ["TrackerTraffic"]

@@ -1,0 +1,347 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The cycle-exact environment of the address map (:mod:`t3hw.hw.addrmap`), scored against
+its reference model (:class:`sim_models.addrmap.AddrMapModel`), and the scenarios.
+
+* :class:`AddrMapEnv`: seeded random region writes (including overlapping, empty, wrapping
+  and unknown-mode ones), stores and packets from the network aimed at region boundaries
+  (``base - 1``, ``base``, ``base + size - 1``, ``base + size``), with idle cycles and
+  back-pressure on the three outputs. The address map is small enough to score cycle by
+  cycle: ``store.ready`` and ``rx.ready``, and ``valid`` and every payload field of ``net``,
+  ``mem`` and ``rx_mem``, every cycle.
+* Scenarios shared by the amaranth.sim tests and the cocotb testbench: :func:`drain`,
+  :func:`boundaries`, :func:`provoke_errors`, :func:`back_to_back`.
+
+Field names come from :mod:`t3hw.spec.layouts` through :class:`~t3hw.spec.layouts.Codec`.
+"""
+
+from t3hw.spec.contract import ADDRMAP_VERDICT_CYCLES as VERDICT_CYCLES
+from t3hw.spec.layouts import (Codec, RegionMode, WriteKind, mem_store_layout,
+                               net_packet_layout, region_program_layout, store_layout)
+
+from sim_models.addrmap import AddrMapModel
+
+from .env import Stall, StreamEnv
+
+
+__all__ = ["AddrMapEnv", "drain", "boundaries", "provoke_errors", "back_to_back"]
+
+
+class AddrMapEnv(StreamEnv):
+    """Random stimulus and cycle-exact scoreboard for :class:`t3hw.hw.addrmap.AddrMap`.
+
+    Parameters
+    ----------
+    params : EngineParams
+    rng : random.Random
+        Seeded source of randomness.
+    stores : int
+        Random stores to send (0 for directed use only).
+    errors : float
+        Rate of deliberately bad region writes, in [0, 1).
+    stall : float
+        Probability per cycle that a back-pressure burst starts on ``net`` and on ``mem``
+        (each), in [0, 1).
+
+    Scoring, every cycle: ``store.ready`` is high exactly when the classified store ahead
+    (stage A) is empty or moves into its output this cycle (its output empty or being
+    taken); ``net`` and ``mem`` show exactly the store that moved there last (held while not
+    taken), field by field, as :class:`AddrMapModel` classified it when it was accepted.
+    Packets the same way: ``rx.ready`` is high exactly when the classified packet ahead (rx
+    stage A) is empty or moves into ``rx_mem`` this cycle, and ``rx_mem`` shows the packet
+    that moved there last, with ``tracked`` from the model's table when it was accepted.
+    Region writes apply ``VERDICT_CYCLES - 1`` cycles after they are presented (after the
+    store and the packet accepted in that cycle), in order, as in the RTL.
+
+    ``rx_held`` counts the cycles in which a packet on ``rx`` was refused because rx stage A
+    held one behind a stalled ``rx_mem`` (both full).
+    """
+
+    in_streams  = ("store", "program", "rx")
+    out_streams = ("net", "mem", "rx_mem")
+    in_flags    = ("clear",)
+    out_flags   = ("errors", "stats")
+    always_ready = ("program",)
+
+    def __init__(self, params, rng, *, stores=0, errors=0.05, stall=0.1):
+        super().__init__()
+        for name, value in (("errors", errors), ("stall", stall)):
+            if not 0 <= value < 1:
+                raise ValueError(f"{name} must be in [0, 1), not {value!r}")
+        self.p, self.rng = params, rng
+        self.model = AddrMapModel(params)
+        self.stores, self.error_rate = stores, errors
+        self.store_c   = Codec(store_layout(params))
+        self.program_c = Codec(region_program_layout(params))
+        self.net_c     = Codec(net_packet_layout(params))
+        self.mem_c     = Codec(mem_store_layout(params))
+        self.net_stall = Stall(rng, stall, 12)
+        self.mem_stall = Stall(rng, stall, 12)
+        self.rx_stall  = Stall(rng, stall, 12)
+        self.store = None           # fields presented on `store`
+        self.rx = None              # fields presented on `rx`
+        self.received = 0           # packets accepted on `rx`
+        self.rx_tracked = 0         # ... of which tracked
+        self.rx_a = None            # fields of a packet classified, before rx_mem
+        self.rx_held = 0            # cycles `rx` refused: stage A and rx_mem full, stalled
+        self.prog = None            # (index, fields) presented on `program` this cycle
+        self.late = [None] * (VERDICT_CYCLES - 1)   # ...before: applied in P3, in order
+        self.scripted = []          # ("store", fields) / ("program", index, fields), in order
+        self.out = {"net": None, "mem": None, "rx_mem": None}   # expected output registers
+        self.stage_a = None         # (output, fields): a store classified, before its output
+        self.sent = 0               # stores accepted
+        self.taken = {"net": 0, "mem": 0, "rx_mem": 0}
+        self.rejected = 0           # region writes rejected
+        self.clear = 0
+
+    # -- stimulus --------------------------------------------------------------------------
+    def send(self, addr, tile=0, bytes=1, kind=WriteKind.STORE):
+        """Directed: present a store (after the requests already scripted)."""
+        self.scripted.append(("store", dict(addr=addr, tile=tile, bytes=bytes,
+                                            kind=int(getattr(kind, "value", kind)))))
+
+    def write(self, index, **region):
+        """Directed: present a region write (after the requests already scripted)."""
+        self.scripted.append(("program", index, region))
+
+    def _region(self):
+        p, rng = self.p, self.rng
+        top = 1 << p.addr_width
+        size = rng.choice([1, rng.randint(1, 64), rng.randint(1, max(1, top >> 4)),
+                           rng.randint(1, top - 1)])
+        base = rng.choice([0, top - size, rng.randint(0, top - size)])
+        r = rng.random()
+        if r < self.error_rate:
+            size = 0
+        elif r < 2 * self.error_rate:
+            base = rng.randint(top - size + 1, top - 1) if size > 1 else top - 1
+            size = max(size, 2)
+        mode = rng.choice(list(RegionMode)).value
+        if rng.random() < self.error_rate:
+            mode = 3
+        region = dict(valid=int(rng.random() > 0.1), mode=mode,
+                      device=rng.getrandbits(p.device_width), base=base, size=size,
+                      remote_base=rng.getrandbits(p.addr_width))
+        if region["valid"] and mode != 3 and size and base + size <= top \
+                and rng.random() > self.error_rate:
+            for _ in range(8):                  # mostly well formed: avoid overlaps
+                if not self.model.overlaps(-1, base, size):
+                    break
+                size = max(1, size // 4)
+                base = rng.randint(0, top - size)
+            region.update(base=base, size=size)
+        return region
+
+    def _address(self):
+        p, rng = self.p, self.rng
+        mask = (1 << p.addr_width) - 1
+        valid = [r for r in self.model.regions if r is not None]
+        if not valid or rng.random() < 0.1:
+            return rng.getrandbits(p.addr_width)
+        r = rng.choice(valid)
+        return rng.choice([r["base"] - 1, r["base"], r["base"] + r["size"] - 1,
+                           r["base"] + r["size"],
+                           r["base"] + rng.randint(0, r["size"] - 1)]) & mask
+
+    def inputs(self):
+        p, rng = self.p, self.rng
+        self.prog = None
+        if self.store is None and self.scripted and self.scripted[0][0] == "store":
+            self.store = self.scripted.pop(0)[1]
+        elif self.store is None and self.scripted:
+            self.prog = self.scripted.pop(0)[1:]
+        if self.sent < self.stores:
+            if self.store is None and rng.random() < 0.8:
+                self.store = dict(addr=self._address(), tile=rng.getrandbits(p.tile_width),
+                                  bytes=rng.randint(1, p.burst_bytes),
+                                  kind=rng.choice(list(WriteKind)).value)
+            if self.prog is None and rng.random() < 0.03:
+                self.prog = (rng.randrange(p.regions), self._region())
+            if self.rx is None and rng.random() < 0.5:
+                self.rx = dict(device=rng.getrandbits(p.device_width), addr=self._address(),
+                               kind=rng.choice(list(WriteKind)).value,
+                               tile=rng.getrandbits(p.tile_width),
+                               bytes=rng.randint(1, p.burst_bytes))
+        return {
+            "rx":      None if self.rx is None else self.net_c.pack(**self.rx),
+            "rx_mem":  self.rx_stall.ready(),
+            "store":   None if self.store is None else self.store_c.pack(**self.store),
+            "program": None if self.prog is None
+            else self.program_c.pack(index=self.prog[0], **self.prog[1]),
+            "net":     self.net_stall.ready(),
+            "mem":     self.mem_stall.ready(),
+            "clear":   self.clear,
+        }
+
+    # -- scoring ---------------------------------------------------------------------------
+    def check(self, outs):
+        ins, cyc = self._ins, self.cycle
+        codecs = {"net": self.net_c, "mem": self.mem_c, "rx_mem": self.mem_c}
+        for name in ("net", "mem", "rx_mem"):
+            got = None if outs[name] is None else codecs[name].unpack(outs[name])
+            assert got == self.out[name], f"cycle {cyc}: {name} {got}, model {self.out[name]}"
+        a = self.stage_a
+        advance = a is not None and (self.out[a[0]] is None or ins[a[0]])
+        free = a is None or advance
+        assert outs["store"] == free, f"cycle {cyc}: store.ready {outs['store']}, model {free}"
+        rx_advance = self.rx_a is not None and (self.out["rx_mem"] is None or ins["rx_mem"])
+        rx_free = self.rx_a is None or rx_advance
+        assert outs["rx"] == rx_free, f"cycle {cyc}: rx.ready {outs['rx']}, model {rx_free}"
+        self.rx_held += self.rx is not None and not rx_free
+        for name in ("net", "mem", "rx_mem"):
+            if self.out[name] is not None and ins[name]:
+                self.out[name] = None
+                self.taken[name] += 1
+        if rx_advance:
+            self.out["rx_mem"] = self.rx_a
+            self.rx_a = None
+        if self.rx is not None and rx_free:
+            self.rx_a = self.model.receive(**self.rx)
+            self.rx_tracked += self.rx_a["tracked"]
+            self.rx = None
+            self.received += 1
+        if advance:
+            self.out[a[0]] = a[1]
+            self.stage_a = None
+        if self.store is not None and free:
+            self.stage_a = self.model.classify(**self.store)
+            self.store = None
+            self.sent += 1
+        late = self.late.pop(0)
+        if late is not None:
+            self.rejected += not self.model.program(late[0], **late[1])
+        self.late.append(self.prog)
+        self._outs = outs
+
+    def done(self):
+        """All stores sent and taken, nothing scripted."""
+        return (self.sent >= self.stores and self.store is None and not self.scripted
+                and not any(self.late) and self.rx is None and self.rx_a is None
+                and self.stage_a is None
+                and all(v is None for v in self.out.values()))
+
+    def check_state(self):
+        """Compare the sticky errors and every counter."""
+        got_err = self.model.errors_codec.unpack(self._outs["errors"])
+        exp_err = {k: int(v) for k, v in self.model.errors.items()}
+        assert got_err == exp_err, f"errors {got_err}, model {exp_err}"
+        got_stats = self.model.stats_codec.unpack(self._outs["stats"])
+        assert got_stats == self.model.stats, f"stats {got_stats}, model {self.model.stats}"
+
+
+# --- scenarios, shared by the amaranth.sim tests and the cocotb testbench ---------------------
+
+async def drain(env, cycle, *, limit=1_000_000):
+    """Run until the stimulus is done, then one more cycle, and compare errors and counters."""
+    for _ in range(limit):
+        await cycle()
+        if env.done():
+            await cycle()
+            env.check_state()
+            return
+    raise AssertionError(f"not done after {limit} cycles (cycle {env.cycle})")
+
+
+async def boundaries(env, cycle):
+    """Regions of every mode, adjacent and at both ends of the address space; stores at
+    ``base - 1``, ``base``, ``base + size - 1`` and ``base + size`` of each. The expected
+    class of every store is written out here, independently of the model."""
+    p = env.p
+    top = 1 << p.addr_width
+    s = 16
+    layout = [                                  # (index, mode, base, size)
+        (0, RegionMode.LOCAL,   0,          s),
+        (1, RegionMode.REMOTE,  s,          s),    # adjacent to region 0
+        (2, RegionMode.TRACKED, 4 * s,      s),
+        (3, RegionMode.REMOTE,  top - s,    s),    # ends at the top of the address space
+    ]
+    for index, mode, base, size in layout:
+        env.write(index, valid=1, mode=mode, device=1, base=base, size=size,
+                  remote_base=0x40 + index)
+    expect = {                                  # address -> (output, tracked)
+        0: ("mem", 0), s - 1: ("mem", 0),                       # region 0
+        s: ("net", None), 2 * s - 1: ("net", None),             # region 1
+        2 * s: ("mem", 0),                                      # unmapped
+        4 * s - 1: ("mem", 0), 4 * s: ("mem", 1), 5 * s - 1: ("mem", 1),
+        5 * s: ("mem", 0),                                      # unmapped
+        top - s - 1: ("mem", 0), top - s: ("net", None), top - 1: ("net", None),
+    }
+    for addr in expect:
+        env.send(addr, tile=3, bytes=1)
+    await drain(env, cycle)
+    net = sum(1 for where, _ in expect.values() if where == "net")
+    st = env.model.stats
+    assert env.taken["net"] == net and env.taken["mem"] == len(expect) - net
+    assert (st["local"], st["tracked"], st["remote"], st["unmapped"]) == (2, 2, 4, 4), st
+    assert not any(env.model.errors.values())
+
+
+async def provoke_errors(env, cycle):
+    """Each error bit alone (rejected writes leave the table unchanged), then cleared."""
+    top = 1 << env.p.addr_width
+
+    async def expect(name):
+        await drain(env, cycle)
+        set_bits = {k for k, v in env.model.errors.items() if v}
+        assert set_bits == {name}, f"expected only {name}, model has {set_bits}"
+        env.clear = (1 << env.model.errors_codec.width) - 1
+        await cycle()
+        env.clear = 0
+        env.model.clear_errors()
+        await drain(env, cycle)
+        assert not any(env.model.errors.values())
+
+    good = dict(valid=1, mode=RegionMode.REMOTE, device=1, base=0x20, size=0x20, remote_base=0)
+    env.write(0, **good)
+    await drain(env, cycle)
+    for bad in (dict(base=0x80, size=0), dict(base=top - 0x10), dict(base=0x80, mode=3)):
+        env.write(1, **dict(good, **bad))
+        env.send(top - 0x8)                     # where the wrapping region would have been
+        await expect("bad_region")
+    for base, size in ((0x10, 0x11), (0x3f, 1), (0, top - 1)):
+        env.write(1, **dict(good, base=base, size=size))
+        env.send(0x10)
+        await expect("overlap")
+    assert env.model.regions[1] is None and env.model.stats["remote"] == 0
+    # Rewriting a region over itself is not an overlap; removing it always works.
+    env.write(0, **dict(good, size=0x40))
+    env.write(0, valid=0)
+    await drain(env, cycle)                     # a write applies from three cycles after it
+    env.send(0x30)
+    await drain(env, cycle)
+    assert not any(env.model.errors.values()) and env.model.stats["remote"] == 0
+
+
+async def back_to_back(env, cycle):
+    """Region writes in consecutive cycles are checked in order, each against the table as
+    the one before it left it (the RTL compares a write with the one still in flight ahead of
+    it). Each pair's verdict is written out here; stores into every range then check the
+    table itself, cycle by cycle, against the model."""
+    def region(base, size, mode=RegionMode.REMOTE):
+        return dict(valid=1, mode=mode, device=1, base=base, size=size, remote_base=0x10)
+
+    steps = [
+        # (writes in consecutive cycles, the error bits they must set)
+        ([(0, region(0x100, 0x100)), (1, region(0x180, 0x100))], {"overlap"}),
+        ([(0, dict(valid=0)), (1, region(0x100, 0x100))], set()),       # its range, freed
+        ([(1, region(0x400, 0x100)), (0, region(0x100, 0x100))], set()),   # moved away
+        ([(0, region(0x100, 0x100, RegionMode.TRACKED)), (2, region(0x1f0, 0x20))],
+         {"overlap"}),
+        ([(2, region(0x200, 0x100)), (2, region(0x300, 0x10))], set()),    # replaced twice
+    ]
+    for writes, expect in steps:
+        for index, fields in writes:
+            env.write(index, **fields)
+        for addr in (0x100, 0x1ff, 0x200, 0x280, 0x300, 0x30f, 0x310, 0x400):
+            env.send(addr)
+        await drain(env, cycle)
+        got = {k for k, v in env.model.errors.items() if v}
+        assert got == expect, f"writes {writes}: errors {got}, expected {expect}"
+        env.clear = (1 << env.model.errors_codec.width) - 1
+        await cycle()
+        env.clear = 0
+        env.model.clear_errors()
+    want = {0: (0x100, 0x100, RegionMode.TRACKED.value), 1: (0x400, 0x100,
+            RegionMode.REMOTE.value), 2: (0x300, 0x10, RegionMode.REMOTE.value)}
+    got = {i: (r["base"], r["size"], r["mode"]) for i, r in enumerate(env.model.regions)
+           if r is not None}
+    assert got == want, got
