@@ -94,6 +94,8 @@ Responses
 issues no reads is dropped with the ``bad_response`` event.
 """
 
+from types import SimpleNamespace
+
 from amaranth import *
 from amaranth.hdl import Assume, Cover
 from amaranth.lib import stream, wiring
@@ -107,6 +109,7 @@ from t3hw.spec.layouts import (ArbPolicy, MemOp, WriteKind, WriteSource, arbiter
 from t3hw.spec.contract import MAX_WINDOW_LOG2, arbiter_reset_config as reset_config
 from t3hw.spec.params import EngineParams, check_params
 from .formal import Spec, drive_inputs, past, stream_rules
+from .status import count, sticky_errors
 
 
 __all__ = ["Arbiter", "formal_spec"]
@@ -194,18 +197,33 @@ class Arbiter(wiring.Component):
         return self._p
 
     def elaborate(self, platform):
+        # One helper per concern, called in the order their statements enter the module:
+        # the derivation's registers (declared first: the decision reads them), the decision,
+        # the next state of the registers it reads, the output register and the tracked
+        # writes, the responses, the configuration and the derivation, the counters, errors.
         p = self._p
         m = Module()
         rst_cfg = reset_config(p)
         cfg = Signal(arbiter_config_layout(p), init=rst_cfg)
         set_err = Signal(arbiter_errors_layout(p))
+        dv = self._derivation_state(rst_cfg)
+        d = self._decision(m, rst_cfg, dv)
+        self._policy_state(m, cfg, dv, d)
+        self._output(m, d)
+        self._responses(m, set_err)
+        self._derivation(m, cfg, rst_cfg, dv, d, set_err)
+        self._counters(m, d)
+        sticky_errors(m, self.errors, self.clear, set_err)
+        return m
 
-        # --- threshold derivation state ---------------------------------------------------
+    def _derivation_state(self, rst_cfg):
+        """The threshold derivation's registers, declared (:meth:`_derivation` drives them)."""
+        p = self._p
         # ``measuring``: the threshold is being derived; a register with its own next-state
         # logic, so that the class decision starts from flip-flops. ``armed``: waiting for
         # the first compute grant; ``window``: collecting the window's compute grants;
-        # ``finish``: the add and the shift that compute the threshold (see below). The
-        # derivation looks at ``grant_c_q``, the compute grant registered, never at the
+        # ``finish``: the add and the shift that compute the threshold (:meth:`_derivation`).
+        # The derivation looks at ``grant_c_q``, the compute grant registered, never at the
         # decision itself, so that no derivation register hangs off the decision's path.
         derive = rst_cfg["threshold"] == 0
         measuring = Signal(init=derive)
@@ -218,8 +236,13 @@ class Arbiter(wiring.Component):
         acc    = Signal(p.occupancy_width + MAX_WINDOW_LOG2)   # the grants, scaled (below)
         num    = Signal(p.occupancy_width + MAX_WINDOW_LOG2 + 2, reset_less=True)
         grant_c_q = Signal()                                # a compute grant last cycle
+        return SimpleNamespace(derive=derive, measuring=measuring, armed=armed, window=window,
+                               finish=finish, thr=thr, cw=cw, left=left, acc=acc, num=num,
+                               grant_c_q=grant_c_q)
 
-        # --- the class decision -----------------------------------------------------------
+    def _decision(self, m, rst_cfg, dv):
+        """The class decision and, inside each class, the input; the readies."""
+        p = self._p
         # A configuration is checked in the cycle it is written (``bad_config``); an accepted
         # one is registered with its verdict (``new``, ``accept``) and applied the cycle
         # after, so that the 40-input check drives no enable.
@@ -232,23 +255,24 @@ class Arbiter(wiring.Component):
         mp = self.dma.valid | self.remote.valid
         # ``wait1`` holds ``wait + 1`` (``wait`` itself is not kept), so that every compare
         # below is one carry chain; ``wait_full`` is ``wait >= cfg.starvation_limit``, kept
-        # as a register beside it (updated with it, below), so that no compare lies before
-        # the decision.
+        # as a register beside it (updated with it, in :meth:`_policy_state`), so that no
+        # compare lies before the decision.
         wait1 = Signal(p.starvation_width + 1, init=1)
         wait_full = Signal()
         last_comm = Signal()                               # the last grant went to comm
         # The policy enters the decision through two registers, each with its next-state
-        # logic below, so that the decision is a function of the requests, the occupancy
-        # compare and flip-flops only: ``gated``, T3-MCA outside the derivation
+        # logic (:meth:`_policy_state`), so that the decision is a function of the requests,
+        # the occupancy compare and flip-flops only: ``gated``, T3-MCA outside the derivation
         # (communication goes when forced, else below the threshold after compute);
         # ``comm_first``, communication goes before compute if it requests (round robin
         # after a compute grant, or ``gated`` and ``wait_full``). Under compute-first, and
         # under T3-MCA while deriving, both are 0.
         rst_policy = ArbPolicy(rst_cfg["policy"])
-        gated = Signal(init=rst_policy == ArbPolicy.T3_MCA and not derive)
+        gated = Signal(init=rst_policy == ArbPolicy.T3_MCA and not dv.derive)
         comm_first = Signal(init=rst_policy == ArbPolicy.ROUND_ROBIN)
         # ``pick_c`` and the selects inside each class are kept as wires, so that synthesis
-        # maps the payload multiplexer below as one 4:1 multiplexer per bit behind them.
+        # maps the payload multiplexer (:meth:`_output`) as one 4:1 multiplexer per bit
+        # behind them.
         pick_c = Signal(attrs={"keep": 1})
         m.d.comb += pick_c.eq(cp & ~(mp & comm_first))
         forced = mp & gated & wait_full                    # T3-MCA: starving
@@ -261,7 +285,7 @@ class Arbiter(wiring.Component):
         go_m, gate_m = Signal(attrs={"keep": 1}), Signal(attrs={"keep": 1})
         m.d.comb += [go_m.eq(slot & mp & (comm_first | (~cp & ~gated))),
                      gate_m.eq(slot & mp & ~cp & gated)]
-        below = self.occupancy < thr
+        below = self.occupancy < dv.thr
         grant_m = go_m | (gate_m & below)
 
         # --- inside each class: alternate when both inputs request --------------------------
@@ -281,12 +305,23 @@ class Arbiter(wiring.Component):
             m.d.sync += last_store.eq(sel_store)
         with m.If(grant_m):
             m.d.sync += last_remote.eq(sel_remote)
+        return SimpleNamespace(
+            new=new, accept=accept, slot=slot, mp=mp, wait1=wait1, wait_full=wait_full,
+            last_comm=last_comm, gated=gated, comm_first=comm_first, pick_c=pick_c,
+            forced=forced, grant_c=grant_c, go_m=go_m, gate_m=gate_m, below=below,
+            grant_m=grant_m, sel_store=sel_store, sel_remote=sel_remote)
+
+    def _policy_state(self, m, cfg, dv, d):
+        """The next state of the registers the decision reads: ``wait1``, ``wait_full``,
+        ``gated``, ``last_comm`` and ``comm_first``."""
+        new, accept, mp, go_m, gate_m, below = d.new, d.accept, d.mp, d.go_m, d.gate_m, d.below
+        wait1, wait_full, gated = d.wait1, d.wait_full, d.gated
         # ``wait_full`` next cycle is ``wait >= limit`` with the wait and the limit of the next
         # cycle. Under the limit in effect, a wait that grows is below it, so it becomes full
         # exactly when ``wait + 1`` reaches it, and one that holds keeps its flag. Under a
         # configuration applied now (its limit at least 1, so a reset ``wait`` is never
         # full), both are compared with the new limit.
-        grow = slot & ~wait_full
+        grow = d.slot & ~wait_full
         full_keep = Mux(grow, wait1 == cfg.starvation_limit, wait_full)
         full_new = Mux(grow, wait1 >= new.starvation_limit, wait1 > new.starvation_limit)
         drop_wait = Signal(attrs={"keep": 1})              # ``wait`` restarts unless gated
@@ -297,27 +332,30 @@ class Arbiter(wiring.Component):
             m.d.sync += wait1.eq(wait1 + 1)
         # ``gated`` changes with the configuration and when a derivation ends.
         gated_next = Mux(accept, (new.policy == ArbPolicy.T3_MCA) & (new.threshold != 0),
-                         Mux(finish[1], cfg.policy == ArbPolicy.T3_MCA, gated))
+                         Mux(dv.finish[1], cfg.policy == ArbPolicy.T3_MCA, gated))
         m.d.sync += gated.eq(gated_next)
         policy_next = Mux(accept, new.policy, cfg.policy)
 
         def policy_state(grant_m):
             """``last_comm``, ``wait_full`` and ``comm_first`` next cycle, with the
             communication grant ``grant_m``."""
-            last_comm_next = Mux(grant_c | grant_m, grant_m, last_comm)
+            last_comm_next = Mux(d.grant_c | grant_m, grant_m, d.last_comm)
             wait_full_next = mp & ~grant_m & Mux(accept, full_new, full_keep)
             return [last_comm_next, wait_full_next,
                     ((policy_next == ArbPolicy.ROUND_ROBIN) & ~last_comm_next)
                     | (gated_next & wait_full_next)]
 
         # Computed for both outcomes of the occupancy compare, kept, and selected by it.
-        for reg, if_below, if_not in zip((last_comm, wait_full, comm_first),
+        for reg, if_below, if_not in zip((d.last_comm, wait_full, d.comm_first),
                                          policy_state(go_m | gate_m), policy_state(go_m)):
             pair = Signal(2, name=f"{reg.name}_next", attrs={"keep": 1})
             m.d.comb += pair.eq(Cat(if_not, if_below))
             m.d.sync += reg.eq(pair.bit_select(below, 1))
 
-        # --- the output register ----------------------------------------------------------
+    def _output(self, m, d):
+        """The output register (the payload loaded in every issue slot, ``dram.valid`` set by
+        a grant), and ``track``, the tracked writes it delivers."""
+        p = self._p
         # Each input's request, as the DRAM would see it, with its ``tracked`` bit on top.
         ld, st, dm, rm = (self.load.payload, self.store.payload, self.dma.payload,
                           self.remote.payload)
@@ -340,17 +378,16 @@ class Arbiter(wiring.Component):
         # the class the policy picks (``pick_c``) and the input inside each class, not by the
         # grant: without a grant ``dram.valid`` is 0 and the payload is not looked at, so the
         # grant drives no enable of the payload register.
-        chosen = Mux(pick_c, Mux(sel_store, full["store"], full["load"]),
-                     Mux(sel_remote, full["remote"], full["dma"]))
+        chosen = Mux(d.pick_c, Mux(d.sel_store, full["store"], full["load"]),
+                     Mux(d.sel_remote, full["remote"], full["dma"]))
         req = Signal(mem_request_layout(p))
         tracked = Signal()
         m.d.comb += Cat(req.as_value(), tracked).eq(chosen)
         out_tracked = Signal()
-        with m.If(slot):
-            m.d.sync += [self.dram.valid.eq(grant_c | grant_m), out_tracked.eq(tracked),
+        with m.If(d.slot):
+            m.d.sync += [self.dram.valid.eq(d.grant_c | d.grant_m), out_tracked.eq(tracked),
                          self.dram.payload.eq(req)]
-
-        # --- the tracker sees each tracked write the DRAM takes, one cycle later ------------
+        # The tracker sees each tracked write the DRAM takes, one cycle later.
         out = self.dram.payload
         m.d.sync += [
             self.track.valid.eq(self.dram.valid & self.dram.ready & out_tracked
@@ -362,7 +399,9 @@ class Arbiter(wiring.Component):
             self.track.payload.source.eq(out.source),
         ]
 
-        # --- responses ----------------------------------------------------------------------
+    def _responses(self, m, set_err):
+        """Each read return to ``load_response`` or ``dma_response`` by its source; one with
+        any other source is dropped with the ``bad_response`` event."""
         rs = self.response.payload
         to_load = rs.source == WriteSource.COMPUTE
         to_dma  = rs.source == WriteSource.DMA
@@ -376,9 +415,13 @@ class Arbiter(wiring.Component):
             set_err.bad_response.eq(self.response.valid & ~to_load & ~to_dma),
         ]
 
-        # --- configuration and threshold derivation ------------------------------------------
+    def _derivation(self, m, cfg, rst_cfg, dv, d, set_err):
+        """The configuration (checked, then applied) and the threshold derivation; ``status``."""
+        p, new, accept, cw = self._p, d.new, d.accept, dv.cw
+        measuring, armed, window, finish, thr, left, acc, num, grant_c_q = (
+            dv.measuring, dv.armed, dv.window, dv.finish, dv.thr, dv.left, dv.acc, dv.num,
+            dv.grant_c_q)
         m.d.comb += set_err.bad_config.eq(self.config.valid & ~config_ok(self.config.payload))
-
         # The derivation computes ceil(saturation * (W + C) / (2 W)) = X >> (window_log2 + 1)
         # with X = (saturation + 2) W - 1 + saturation C, on X scaled by 2**s, s = 24 -
         # window_log2, so that the division is a fixed shift by 25: ``acc`` adds ``sat_s`` =
@@ -407,7 +450,7 @@ class Arbiter(wiring.Component):
         m.d.sync += [sat_s.eq(cfg.saturation << scale), unit.eq(1 << scale),
                      sat2.eq(cfg.saturation + 2),
                      base.eq((sat2 << MAX_WINDOW_LOG2) - unit)]
-        m.d.sync += grant_c_q.eq(grant_c & ~accept)
+        m.d.sync += grant_c_q.eq(d.grant_c & ~accept)
         with m.If(accept):
             m.d.sync += [cfg.eq(new), thr.eq(new.threshold), measuring.eq(new.threshold == 0),
                          armed.eq(new.threshold == 0), window.eq(0), finish.eq(0),
@@ -428,14 +471,11 @@ class Arbiter(wiring.Component):
             m.d.sync += [finish.eq(finish << 1), num.eq(base + acc)]
         with m.Elif(finish[1]):
             m.d.sync += [finish.eq(0), measuring.eq(0), thr.eq(num >> (MAX_WINDOW_LOG2 + 1))]
+        m.d.comb += [self.status.policy.eq(cfg.policy), self.status.threshold.eq(thr),
+                     self.status.measuring.eq(measuring)]
 
-        m.d.comb += [
-            self.status.policy.eq(cfg.policy),
-            self.status.threshold.eq(thr),
-            self.status.measuring.eq(measuring),
-        ]
-
-        # --- counters and errors ------------------------------------------------------------
+    def _counters(self, m, d):
+        """The statistics: grants and stalls of each input, forced communication grants."""
         # Each cycle's grants and stalls are registered and counted the cycle after, so that
         # the decision drives one flip-flop per event, not the enable of a counter.
         s = self.stats
@@ -444,17 +484,11 @@ class Arbiter(wiring.Component):
             grants, stalls = s[f"grants_{name}"], s[f"stalls_{name}"]
             granted, stalled = Signal(name=f"{name}_granted"), Signal(name=f"{name}_stalled")
             m.d.sync += [granted.eq(port.valid & port.ready), stalled.eq(port.valid & ~port.ready)]
-            with m.If(granted):
-                m.d.sync += grants.eq(grants + 1)
-            with m.If(stalled):
-                m.d.sync += stalls.eq(stalls + 1)
+            count(m, grants, granted)
+            count(m, stalls, stalled)
         was_forced = Signal()
-        m.d.sync += was_forced.eq(slot & forced)
-        with m.If(was_forced):
-            m.d.sync += s.starved.eq(s.starved + 1)
-        m.d.sync += self.errors.eq((self.errors.as_value() & ~self.clear.as_value())
-                                   | set_err.as_value())
-        return m
+        m.d.sync += was_forced.eq(d.slot & d.forced)
+        count(m, s.starved, was_forced)
 
 
 # --- formal properties (docs/formal.md); never part of the generated Verilog ---------------

@@ -83,6 +83,7 @@ from t3hw.spec.layouts import (TrackOp, WriteSource, entry_layout, program_layou
 from t3hw.spec.params import EngineParams, check_params
 from .queue import Queue
 from .formal import Spec, drive_inputs, past, stream_rules
+from .status import count, sticky_errors
 
 
 __all__ = ["Tracker", "formal_spec"]
@@ -132,26 +133,52 @@ class Tracker(wiring.Component):
         return self._p
 
     def elaborate(self, platform):
-        p = self._p
+        # One helper per stage of the pipeline in the module docstring, called in the order
+        # their statements enter the module: the table and the trigger queue, the reset sweep,
+        # S0 and the stage registers, the forwarding registers (declared before the stages
+        # that read them), S1 and S2 (the lookup), S3, S4, the sticky errors, the statistics.
         m = Module()
-        elayout = entry_layout(p)
+        table, rd, wr, queue = self._table(m)
+        sweep = self._reset_sweep(m)
+        s1, s2, s3 = self._s0(m, rd)
+        fw = self._forwarding(s3)
+        ops = self._lookup(m, rd, sweep, s1, s2, fw)
+        out = self._s3(m, wr, sweep, s3, fw, ops)
+        s4_push, lost = self._s4(m, queue, s3, ops.ent, out.push, out.set_err)
+        sticky_errors(m, self.errors, self.clear, out.set_err)
+        self._stats(m, queue, out.set_err, s4_push, lost)
+        if platform == "formal":
+            # Formal only (`t3hw generate` elaborates with no platform, so never in rtl/): the
+            # internals that formal_spec() checks. `probe` is an extra asynchronous read port.
+            self.formal_view = SimpleNamespace(probe=table.read_port(domain="comb"),
+                                               cur=out.cur, queue=queue)
+        return m
 
-        # A read that collides with a write to the same entry is never used: S2 forwards
-        # that write (``fwd_old``). The attribute says so to the synthesis flow
-        # (``t3hw/tools/synth_scripts/ecp5.ys``), which then needs no read-before-write bypass after the RAM.
+    def _tag_of(self, entry):
+        """The tag of table entry ``entry`` (a 0-bit constant when tiles have no tag bits)."""
+        return entry.tag if self._p.tag_width else C(0, 0)
+
+    def _table(self, m):
+        """The entry table, its ports ``rd`` and ``wr``, and the trigger queue. A read that
+        collides with a write to the same entry is never used: S2 forwards that write
+        (``fwd_old``). The attribute says so to the synthesis flow
+        (``t3hw/tools/synth_scripts/ecp5.ys``), which then needs no read-before-write bypass
+        after the RAM."""
+        p = self._p
         m.submodules.entries = table = memory.Memory(
-            shape=elayout, depth=p.tracker_entries, init=[],
+            shape=entry_layout(p), depth=p.tracker_entries, init=[],
             attrs=rd_collision_attrs("forwarded"))
         rd = table.read_port(domain="sync")
         wr = table.write_port()
-
         m.submodules.queue = queue = Queue(trigger_layout(p), depth=p.trigger_depth)
         wiring.connect(m, queue.o, wiring.flipped(self.trigger))
+        return table, rd, wr, queue
 
-        # Reset sweep: clear every entry, one per cycle. ``sweep + 1`` and "the last entry" are
-        # registers of their own, so S1's look-ahead below (which entry S3 writes next) starts
-        # at a register, not at an adder.
-        n = p.tracker_entries
+    def _reset_sweep(self, m):
+        """The reset sweep: clear every entry, one per cycle, then end ``busy``. ``sweep + 1``
+        (``sweep1``) and "the last entry" (``last``) are registers of their own, so S1's
+        look-ahead (which entry S3 writes next) starts at a register, not at an adder."""
+        n = self._p.tracker_entries
         sweep = Signal(range(n))
         sweep1 = Signal(range(n + 1), init=1)              # sweep + 1
         sweep_last = Signal(init=n == 1)                   # sweep == n - 1
@@ -160,15 +187,16 @@ class Tracker(wiring.Component):
                          sweep_last.eq(sweep1 == n - 1)]
             with m.If(sweep_last):
                 m.d.sync += self.busy.eq(0)
+        return SimpleNamespace(sweep=sweep, sweep1=sweep1, last=sweep_last)
 
-        # --- S0: select the request and read its entry -------------------------------------
+    def _s0(self, m, rd):
+        """S0: select the request (an observed write, else programming) and read its entry;
+        the stage registers of S1, S2 and S3."""
+        p = self._p
         m.d.comb += self.program.ready.eq(~self.write.valid & ~self.busy)
         take_prog = self.program.valid & self.program.ready
-
-        iw = p.index_width
         s0_tile = Mux(self.write.valid, self.write.payload.tile, self.program.payload.tile)
-        m.d.comb += rd.addr.eq(s0_tile[:iw])
-
+        m.d.comb += rd.addr.eq(s0_tile[:p.index_width])
         # Stage registers: S1 holds the request accepted last cycle, S2 and S3 the ones
         # before. ``valid``: an observed write; ``stale``: ...that arrived during the reset
         # sweep; ``prog``: a programming request; ``tile``: the tile of either.
@@ -180,99 +208,97 @@ class Tracker(wiring.Component):
                 write=Signal(write_layout(p), name=f"{name}_write", reset_less=True),
                 req=Signal(program_layout(p), name=f"{name}_req", reset_less=True))
         s1, s2, s3 = stage("s1"), stage("s2"), stage("s3")
-        m.d.sync += [
-            s1.valid.eq(self.write.valid),
-            s1.stale.eq(self.busy),
-            s1.prog.eq(take_prog),
-            s1.write.eq(self.write.payload),
-            s1.req.eq(self.program.payload),
-            s1.tile.eq(s0_tile),
-        ]
+        m.d.sync += [s1.valid.eq(self.write.valid), s1.stale.eq(self.busy),
+                     s1.prog.eq(take_prog), s1.write.eq(self.write.payload),
+                     s1.req.eq(self.program.payload), s1.tile.eq(s0_tile)]
         for src, dst in ((s1, s2), (s2, s3)):
             m.d.sync += [dst.valid.eq(src.valid), dst.stale.eq(src.stale),
                          dst.prog.eq(src.prog), dst.write.eq(src.write), dst.req.eq(src.req),
                          dst.tile.eq(src.tile)]
+        return s1, s2, s3
 
-        def tag_of(entry):
-            return entry.tag if p.tag_width else C(0, 0)
-
-        s1_tile, s2_tile, s3_tile = s1.tile, s2.tile, s3.tile
-
-        # Every entry S3 (or the reset sweep) writes goes to ``fwd_last`` first, and from
-        # there to the table a cycle later, so that the count-update loop ends in a register
-        # next to it rather than at the block RAM. It then stays visible for two more cycles
-        # in ``fwd_prev`` and ``fwd_old``. Every S3 request writes its entry back, changed or
-        # not, so "S3 holds a request" (a register) stands for "an entry is written".
+    def _forwarding(self, s3):
+        """The forwarding registers ``fwd_last``, ``fwd_prev``, ``fwd_old`` (``regs``, each
+        an entry with its write enable and index) and the entry S3 writes (``nxt``). Every
+        entry S3 (or the reset sweep) writes goes to ``fwd_last`` first, and from there to the
+        table a cycle later, so that the count-update loop ends in a register next to it
+        rather than at the block RAM. It then stays visible for two more cycles in
+        ``fwd_prev`` and ``fwd_old``. Every S3 request writes its entry back, changed or not,
+        so "S3 holds a request" (a register) stands for "an entry is written" (``writing``)."""
+        elayout, iw = entry_layout(self._p), self._p.index_width
         writing = self.busy | s3.valid | s3.prog
         fwd = [SimpleNamespace(we=Signal(name=f"fwd_{n}_we"),
                                index=Signal(iw, name=f"fwd_{n}_index", reset_less=True),
                                entry=Signal(elayout, name=f"fwd_{n}", reset_less=True))
                for n in ("last", "prev", "old")]
-        fwd_last, fwd_prev, fwd_old = (f.entry for f in fwd)
         nxt = Signal(elayout)                                    # S3: the entry written
         nxt_index = Signal(iw)
         nxt_tag_eq1 = Signal()                                   # nxt.tag == s1's tag
+        return SimpleNamespace(writing=writing, regs=fwd, last=fwd[0].entry,
+                               prev=fwd[1].entry, old=fwd[2].entry, nxt=nxt,
+                               nxt_index=nxt_index, nxt_tag_eq1=nxt_tag_eq1)
 
+    def _lookup(self, m, rd, sweep, s1, s2, fw):
+        """S1 and S2: the request's entry, read in S1 and forwarded in S2; S3's operands and
+        flags, registered. In S1 the RAM reads. A request read the table in S0, so it missed
+        the entries S3 wrote in the cycle before S0 and in S0, S1 and S2's cycles (each
+        reaches the table a cycle later). In S2 the first three are in ``fwd_old``,
+        ``fwd_prev`` and ``fwd_last``: ``fwd_hit`` says (from registers) which, the latest
+        first, holds its entry. ``base`` is the request's entry as of the last cycle's table,
+        from registers only; the entry S3 writes in this cycle, if it is the same one
+        (``s3_hit``), reaches S3 through ``fwd_last`` instead. S2 registers everything S3
+        needs that does not wait for the count-update loop, so that S3 starts from registers:
+
+        * ``ent``: the entry's fields that only an ARM changes (``rearm``, ``tag``,
+          ``threshold``, ``cmd``), from ``base`` or from what S3 writes now;
+        * ``ok_next``: the entry's tag matches the request's tile (from the same sources);
+          with the request's kind, ``count_ok`` (a write that counts if the entry is armed)
+          and ``disarm_ok``;
+        * the subtract's operands: ``beats`` (0 unless ``count_ok``, so that any other
+          request leaves ``left`` unchanged), ``beats + 1``, and ``base_left``, the minuend
+          when ``s3_hit`` is low: ``base``'s ``left``, or the ARM's threshold if ``base`` is
+          not armed (an unarmed entry's ``left`` is don't-care)."""
+        p = self._p
+        iw, elayout, fwd, nxt, s1_tile, s2_tile = (p.index_width, entry_layout(p), fw.regs,
+                                                   fw.nxt, s1.tile, s2.tile)
         # --- S1: the RAM reads; decide S2's forwarding -------------------------------------
-        # A request read the table in S0, so it missed the entries S3 wrote in the cycle
-        # before S0 and in S0, S1 and S2's cycles (each reaches the table a cycle later). In
-        # S2 the first three are in ``fwd_old``, ``fwd_prev`` and ``fwd_last``: ``fwd_hit``
-        # says (from registers) which, the latest first, holds its entry.
         rdata = Signal(elayout, reset_less=True)      # the RAM's output register in S2
         fwd_hit = Signal(3)                           # fwd_last, fwd_prev, fwd_old
         s1_index = s1_tile[:iw]
         # Also for S2: whether S3 will then write the request's entry (``s3_hit_next``),
         # whether the request ahead has the same tag (``tag_ahead``), and ``beats + 1``.
-        busy_next = self.busy & ~sweep_last
+        busy_next = self.busy & ~sweep.last
         s3_hit_next, tag_ahead = Signal(), Signal()
         # ...and, if a forwarding register will hold its entry, whether its tag matches
         # (``fwd_tag_eq``; ``fwd_last`` will hold what S3 writes now).
         fwd_tag_eq = Signal()
         s1_tag = s1_tile[iw:]
         s2_beats1 = Signal(p.beats_width + 1, reset_less=True)
-        hits = Cat(writing & (nxt_index == s1_index),
+        hits = Cat(fw.writing & (fw.nxt_index == s1_index),
                    fwd[0].we & (fwd[0].index == s1_index),
                    fwd[1].we & (fwd[1].index == s1_index))
         m.d.sync += [
             s3_hit_next.eq((busy_next | s2.valid | s2.prog)
-                           & (Mux(busy_next, sweep1[:iw], s2_tile[:iw]) == s1_index)),
-            tag_ahead.eq(s2_tile[iw:] == s1_tile[iw:]),
-            s2_beats1.eq(s1.write.beats + 1),
-            fwd_tag_eq.eq(Mux(hits[0], nxt_tag_eq1,
-                              Mux(hits[1], tag_of(fwd_last) == s1_tag,
-                                  tag_of(fwd_prev) == s1_tag))),
-            rdata.eq(rd.data),
-            fwd_hit.eq(hits),
+                           & (Mux(busy_next, sweep.sweep1[:iw], s2_tile[:iw]) == s1_index)),
+            tag_ahead.eq(s2_tile[iw:] == s1_tile[iw:]), s2_beats1.eq(s1.write.beats + 1),
+            fwd_tag_eq.eq(Mux(hits[0], fw.nxt_tag_eq1,
+                              Mux(hits[1], self._tag_of(fw.last) == s1_tag,
+                                  self._tag_of(fw.prev) == s1_tag))),
+            rdata.eq(rd.data), fwd_hit.eq(hits),
         ]
-
-        # --- S2: forward; prepare S3's operands and flags ------------------------------------
-        # ``base`` is the request's entry as of the last cycle's table, from registers only;
-        # the entry S3 writes in this cycle, if it is the same one (``s3_hit``), reaches S3
-        # through ``fwd_last`` instead. S2 registers everything S3 needs that does not wait
-        # for the count-update loop, so that S3 starts from registers:
-        #
-        # * ``ent``: the entry's fields that only an ARM changes (``rearm``, ``tag``,
-        #   ``threshold``, ``cmd``), from ``base`` or from what S3 writes now;
-        # * ``ok_next``: the entry's tag matches the request's tile (from the same sources);
-        #   with the request's kind, ``count_ok`` (a write that counts if the entry is
-        #   armed) and ``disarm_ok``;
-        # * the subtract's operands: ``beats`` (0 unless ``count_ok``, so that any other
-        #   request leaves ``left`` unchanged), ``beats + 1``, and ``base_left``, the
-        #   minuend when ``s3_hit`` is low: ``base``'s ``left``, or the ARM's threshold if
-        #   ``base`` is not armed (an unarmed entry's ``left`` is don't-care).
+        # --- S2: forward; prepare S3's operands and flags ----------------------------------
         s2_tag = s2_tile[iw:]
         base = Signal(elayout)
         tag_eq = Signal()                                        # base.tag == s2_tag
         with m.If(fwd_hit[0]):
-            m.d.comb += base.eq(fwd_last)
+            m.d.comb += base.eq(fw.last)
         with m.Elif(fwd_hit[1]):
-            m.d.comb += base.eq(fwd_prev)
+            m.d.comb += base.eq(fw.prev)
         with m.Elif(fwd_hit[2]):
-            m.d.comb += base.eq(fwd_old)
+            m.d.comb += base.eq(fw.old)
         with m.Else():
             m.d.comb += base.eq(rdata)
-        m.d.comb += tag_eq.eq(Mux(fwd_hit.any(), fwd_tag_eq, tag_of(rdata) == s2_tag))
-
+        m.d.comb += tag_eq.eq(Mux(fwd_hit.any(), fwd_tag_eq, self._tag_of(rdata) == s2_tag))
         hold = [name for name in elayout.members if name not in ("valid", "left")]
         ent = Signal(data.StructLayout({name: elayout.members[name] for name in hold}),
                      reset_less=True)
@@ -287,10 +313,8 @@ class Tracker(wiring.Component):
         m.d.comb += ok_next.eq(Mux(s3_hit_next, nxt_tag_eq, tag_eq))
         count_next = s2.valid & ~s2.stale & ok_next
         m.d.sync += [
-            s3_hit.eq(s3_hit_next),
-            base_valid.eq(base.valid),
-            base_left.eq(Mux(base.valid, base.left, s2.req.threshold)),
-            count_ok.eq(count_next),
+            s3_hit.eq(s3_hit_next), base_valid.eq(base.valid),
+            base_left.eq(Mux(base.valid, base.left, s2.req.threshold)), count_ok.eq(count_next),
             disarm_ok.eq(s2.prog & (s2.req.op == TrackOp.DISARM) & ok_next),
             s3_arm.eq(s2.prog & (s2.req.op == TrackOp.ARM) & (s2.req.threshold != 0)),
             s3_beats.eq(Mux(count_next, s2.write.beats, 0)),
@@ -298,30 +322,39 @@ class Tracker(wiring.Component):
         ]
         for name in hold:
             m.d.sync += ent[name].eq(Mux(s3_hit_next, nxt[name], base[name]))
+        return SimpleNamespace(hold=hold, ent=ent, base_valid=base_valid, base_left=base_left,
+                               s3_hit=s3_hit, count_ok=count_ok, disarm_ok=disarm_ok,
+                               s3_arm=s3_arm, s3_beats=s3_beats, s3_beats1=s3_beats1,
+                               s1_tag=s1_tag, s2_tag=s2_tag, tag_ahead=tag_ahead,
+                               nxt_tag_eq=nxt_tag_eq)
 
-        # --- S3: update the entry, write it back, register a trigger ------------------------
-        # The count-update loop (``fwd_last`` -> ``nxt`` -> ``fwd_last``, taken by
-        # back-to-back requests to one entry) is only ``valid`` and ``left``: a 3:1 mux with
-        # registered selects (the minuend), two carry chains side by side (``left - beats``,
-        # and ``left - (beats + 1)`` whose borrow is ``done``: the entry completes), then one
-        # LUT per bit: ``left = done ? threshold : left - beats`` with ``threshold`` a
-        # register, and ``valid`` from ``done`` and registered flags. A request that does
-        # not count subtracts 0, never completes (an armed entry has ``left >= 1``) and
-        # writes ``left`` back unchanged; an ARM that is accepted subtracts 0 from its
-        # threshold. The fields of an entry that is not armed are don't-care: only ``valid``
-        # is kept exact, so the reset sweep and a DISARM clear ``valid`` alone.
-        s3_tag = s3_tile[iw:]
-        cur = Signal(elayout)                    # the entry S3 works on
+    def _s3(self, m, wr, sweep, s3, fw, ops):
+        """S3: update the entry (``cur``, into ``nxt``) and write it back through
+        ``fwd_last``; the trigger to push (``push``) and the error events (``set_err``, all
+        but ``overflow``). The count-update loop (``fwd_last`` -> ``nxt`` -> ``fwd_last``,
+        taken by back-to-back requests to one entry) is only ``valid`` and ``left``: a 3:1
+        mux with registered selects (the minuend), two carry chains side by side
+        (``left - beats``, and ``left - (beats + 1)`` whose borrow is ``done``: the entry
+        completes), then one LUT per bit: ``left = done ? threshold : left - beats`` with
+        ``threshold`` a register, and ``valid`` from ``done`` and registered flags. A request
+        that does not count subtracts 0, never completes (an armed entry has ``left >= 1``)
+        and writes ``left`` back unchanged; an ARM that is accepted subtracts 0 from its
+        threshold. The fields of an entry that is not armed are don't-care: only ``valid`` is
+        kept exact, so the reset sweep and a DISARM clear ``valid`` alone."""
+        p = self._p
+        nxt, fwd, fwd_last, ent, s3_hit, s3_arm = (fw.nxt, fw.regs, fw.last, ops.ent,
+                                                   ops.s3_hit, ops.s3_arm)
+        s3_tag = s3.tile[p.index_width:]
+        cur = Signal(entry_layout(p))            # the entry S3 works on
         arm = Signal()                           # an ARM that is accepted
         hit = Signal()                           # a write that counts: its entry is armed
         m.d.comb += [
-            cur.valid.eq(Mux(s3_hit, fwd_last.valid, base_valid)),
+            cur.valid.eq(Mux(s3_hit, fwd_last.valid, ops.base_valid)),
             cur.left.eq(Mux(s3_hit, Mux(fwd_last.valid, fwd_last.left, s3.req.threshold),
-                            base_left)),
-            arm.eq(s3_arm & ~cur.valid),
-            hit.eq(count_ok & cur.valid),
+                            ops.base_left)),
+            arm.eq(s3_arm & ~cur.valid), hit.eq(ops.count_ok & cur.valid),
         ]
-        for name in hold:
+        for name in ops.hold:
             m.d.comb += [
                 cur[name].eq(ent[name]),
                 nxt[name].eq(Mux(arm, s3_tag if name == "tag" else s3.req[name], ent[name])),
@@ -330,87 +363,64 @@ class Tracker(wiring.Component):
         over = Signal()                          # its borrow: left < beats
         done = Signal()                          # left - (beats + 1) < 0: left <= beats
         m.d.comb += [
-            Cat(new_left, over).eq(cur.left - s3_beats),
-            done.eq((cur.left - s3_beats1)[-1]),
+            Cat(new_left, over).eq(cur.left - ops.s3_beats),
+            done.eq((cur.left - ops.s3_beats1)[-1]),
             nxt.left.eq(Mux(done, ent.threshold, new_left)),
-            nxt.valid.eq(~self.busy & Mux(cur.valid, ~disarm_ok & ~(count_ok & ~ent.rearm & done),
-                                          s3_arm)),
+            nxt.valid.eq(~self.busy & Mux(cur.valid, ~ops.disarm_ok
+                                          & ~(ops.count_ok & ~ent.rearm & done), s3_arm)),
             # What ``ok`` registers when S2's request finds this entry in ``fwd_last``.
-            nxt_tag_eq.eq(Mux(arm, tag_ahead, tag_of(ent) == s2_tag)),
-            nxt_tag_eq1.eq(Mux(arm, s3_tag == s1_tag, tag_of(ent) == s1_tag)),
+            ops.nxt_tag_eq.eq(Mux(arm, ops.tag_ahead, self._tag_of(ent) == ops.s2_tag)),
+            fw.nxt_tag_eq1.eq(Mux(arm, s3_tag == ops.s1_tag, self._tag_of(ent) == ops.s1_tag)),
         ]
         push = Signal()
         set_err = Signal(tracker_errors_layout(p))
         m.d.comb += [
             push.eq(hit & done),
-            set_err.unprogrammed.eq(s3.valid & ~hit),
-            set_err.overcount.eq(hit & over),
+            set_err.unprogrammed.eq(s3.valid & ~hit), set_err.overcount.eq(hit & over),
             set_err.reprogram.eq(s3_arm & cur.valid),
             set_err.bad_threshold.eq(s3.prog & (s3.req.op == TrackOp.ARM)
                                      & (s3.req.threshold == 0)),
         ]
-
         # The reset sweep takes S3's place (``nxt.valid`` is 0). No request can update the
         # table meanwhile: programming is not accepted, and a write seen during the sweep is
         # stale (it does not count).
-        m.d.comb += nxt_index.eq(Mux(self.busy, sweep, s3_tile[:iw]))
+        m.d.comb += fw.nxt_index.eq(Mux(self.busy, sweep.sweep, s3.tile[:p.index_width]))
         m.d.sync += [
-            fwd[0].we.eq(writing), fwd[0].index.eq(nxt_index), fwd[0].entry.eq(nxt),
+            fwd[0].we.eq(fw.writing), fwd[0].index.eq(fw.nxt_index), fwd[0].entry.eq(nxt),
             *(f.eq(g) for f, g in zip((fwd[2].we, fwd[2].index, fwd[2].entry,
                                          fwd[1].we, fwd[1].index, fwd[1].entry),
                                         (fwd[1].we, fwd[1].index, fwd[1].entry,
                                          fwd[0].we, fwd[0].index, fwd[0].entry))),
         ]
-        m.d.comb += [
-            wr.addr.eq(fwd[0].index),
-            wr.en.eq(Mux(fwd[0].we, -1, 0)),
-            wr.data.eq(fwd_last),
-        ]
+        m.d.comb += [wr.addr.eq(fwd[0].index), wr.en.eq(Mux(fwd[0].we, -1, 0)),
+                     wr.data.eq(fwd_last)]
+        return SimpleNamespace(cur=cur, push=push, set_err=set_err)
 
-        # --- S4: push the trigger -----------------------------------------------------------
-        # The trigger leaves with the cmd and the full tile id. It is registered before the
-        # push, so the queue's accept logic and the counters are not on the count-update loop.
-        trig = Signal(trigger_layout(p), reset_less=True)
+    def _s4(self, m, queue, s3, ent, push, set_err):
+        """S4: push the trigger into the trigger queue; ``(s4_push, lost)``, ``lost`` a push
+        the full queue did not take. The trigger leaves with the cmd and the full tile id.
+        It is registered before the push, so the queue's accept logic and the counters are
+        not on the count-update loop."""
+        trig = Signal(trigger_layout(self._p), reset_less=True)
         s4_push = Signal()
-        m.d.sync += [
-            trig.cmd.eq(ent.cmd),
-            trig.tile.eq(s3_tile),
-            s4_push.eq(push),
-        ]
-        m.d.comb += [
-            queue.data.eq(trig),
-            queue.push.eq(s4_push),
-        ]
+        m.d.sync += [trig.cmd.eq(ent.cmd), trig.tile.eq(s3.tile), s4_push.eq(push)]
+        m.d.comb += [queue.data.eq(trig), queue.push.eq(s4_push)]
         lost = s4_push & ~queue.accept
         m.d.comb += set_err.overflow.eq(lost)
+        return s4_push, lost
 
-        # Sticky errors: a bit set in the same cycle as its clear stays set.
-        m.d.sync += self.errors.eq((self.errors.as_value() & ~self.clear.as_value())
-                                   | set_err.as_value())
-
-        # Statistics.
+    def _stats(self, m, queue, set_err, s4_push, lost):
+        """The statistics: writes by source, unprogrammed writes, triggers sent and dropped."""
         st = self.stats
         with m.If(self.write.valid):
             with m.Switch(self.write.payload.source):
-                with m.Case(WriteSource.COMPUTE):
-                    m.d.sync += st.writes_compute.eq(st.writes_compute + 1)
-                with m.Case(WriteSource.DMA):
-                    m.d.sync += st.writes_dma.eq(st.writes_dma + 1)
-                with m.Case(WriteSource.REMOTE):
-                    m.d.sync += st.writes_remote.eq(st.writes_remote + 1)
-        with m.If(set_err.unprogrammed):
-            m.d.sync += st.unprogrammed.eq(st.unprogrammed + 1)
-        with m.If(s4_push & queue.accept):
-            m.d.sync += st.triggers.eq(st.triggers + 1)
-        with m.If(lost):
-            m.d.sync += st.dropped.eq(st.dropped + 1)
-
-        if platform == "formal":
-            # Formal only (`t3hw generate` elaborates with no platform, so never in rtl/): the
-            # internals that formal_spec() checks. `probe` is an extra asynchronous read port.
-            self.formal_view = SimpleNamespace(probe=table.read_port(domain="comb"), cur=cur,
-                                               queue=queue)
-        return m
+                for source in (WriteSource.COMPUTE, WriteSource.DMA, WriteSource.REMOTE):
+                    with m.Case(source):
+                        c = st[f"writes_{source.name.lower()}"]
+                        m.d.sync += c.eq(c + 1)
+        count(m, st.unprogrammed, set_err.unprogrammed)
+        count(m, st.triggers, s4_push & queue.accept)
+        count(m, st.dropped, lost)
 
 
 # --- formal properties (docs/formal.md); never part of the generated Verilog ---------------
@@ -427,14 +437,13 @@ def formal_spec(params: EngineParams, *, bug=None):
     * **no write is lost or counted twice**: after the reset sweep, entry ``I`` of the table
       equals the shadow as it was three cycles earlier (the pipeline latency, the write
       through ``fwd_last`` included), and the entry that S3 works on equals it whenever S3
-      holds a request for ``I``. Compared: ``valid``, and while valid ``rearm``, ``tag``, ``threshold``,
-      ``count`` and ``cmd``;
+      holds a request for ``I``. Compared: ``valid``, and while valid ``rearm``, ``tag``,
+      ``threshold``, ``count`` and ``cmd``;
     * **one trigger per completion**: a trigger for entry ``I`` enters the trigger queue in
       exactly the cycles after those in which S3 completes it in the shadow (S4), with the
-      entry's ``cmd`` and
-      the completing write's tile; a trigger that the full queue cannot take sets
-      ``errors.overflow``; and whenever the trigger queue is empty, the triggers for ``I``
-      that left on ``trigger`` plus those lost equal its completions;
+      entry's ``cmd`` and the completing write's tile; a trigger that the full queue cannot
+      take sets ``errors.overflow``; and whenever the trigger queue is empty, the triggers
+      for ``I`` that left on ``trigger`` plus those lost equal its completions;
     * ``program.ready`` is low in every cycle with a write or during the reset sweep;
     * ``trigger`` obeys the stream rules, and the trigger queue its
       :meth:`~t3hw.hw.queue.Queue.properties` (never above its depth, stalled head unchanged,
@@ -554,10 +563,8 @@ def formal_spec(params: EngineParams, *, bug=None):
         m.d.comb += Assert(push_mine == s4_done,
                            "tracker: trigger pushed without a completion, or not pushed")
         with m.If(s4_done):
-            m.d.comb += [
-                Assert(queue.data.cmd == s4_cmd, "tracker: trigger with the wrong cmd"),
-                Assert(queue.data.tile == s4_tile, "tracker: trigger with the wrong tile"),
-            ]
+            m.d.comb += [Assert(queue.data.cmd == s4_cmd, "tracker: trigger with the wrong cmd"),
+                         Assert(queue.data.tile == s4_tile, "tracker: trigger with the wrong tile")]
         with m.If(past(m, lost, name="lost_was")):
             m.d.comb += Assert(dut.errors.overflow, "tracker: lost trigger not reported")
         completed, sent, dropped = (Signal(4, name=n) for n in ("completed", "sent", "dropped"))
