@@ -4,55 +4,30 @@
 :class:`CosimConfig` is one scenario: a paper workload (model, TP, sub-layer, tokens) run on
 a ring of ``gpus`` GPUs, each with a T3 engine, under one arbitration policy, as a fused
 GEMM + ring reduce-scatter (``collective="rs"``) or a fused all-reduce (``"allreduce"``).
-:class:`Plan` is what the driver programs into every engine and what the GPUs store.
-:class:`SystemEnv` holds the behavioral models that :mod:`t3hw.verif.cosim_tb` connects to the
-engines of the system top, one engine per GPU:
+:class:`~sim_models.collective.Plan` is what the driver programs into every engine and what
+the GPUs store (its module explains the fused all-reduce).
+:class:`SystemEnv` holds the cycle-level models that :mod:`t3hw.verif.cosim_tb` connects to
+the engines of the system top, one engine per GPU:
 
-* **GPU cores** (:class:`GpuCores`): ``cus`` compute units run the GEMM's tiles in the
-  staggered T3 order (:class:`~sim_models.gpu.GemmProducer`, with its L2). A tile reads its
-  panels' L2 misses as ``burst_bytes`` loads on the engine's ``load`` port (tags from a free
-  list), computes for ``compute_cycles`` (overlapping its reads: it ends at the later of
-  the two), then its output rows leave through a write buffer on ``store``, one burst per
+* **GPU cores** (:class:`~sim_models.gpu.GpuCores`): ``cus`` compute units run the GEMM's
+  tiles in the staggered T3 order (:class:`~sim_models.gpu.GemmProducer`, with its L2),
+  loading on the engine's ``load`` port; the output rows leave on ``store``, one burst per
   store, as near-memory updates carrying the tracked unit's id.
-* **NMC DRAM** (:class:`NmcDram`): takes at most one request per cycle from ``dram`` (one
-  RTL clock is one memory-controller cycle), serves them in order ``latency`` cycles later,
-  adds updates in place (numpy), answers reads on ``dram_response`` and reports its queue
-  length on ``occupancy``; it counts bytes per traffic class.
-* **Network** (:class:`Ring`): one link from each GPU to the previous one, with a transmit
-  buffer (``net_tx`` is ready while it has room), serialization at ``link_bytes_per_cycle``,
-  ``link_latency`` cycles of flight and optional jitter and reordering.
+* **NMC DRAM** (:class:`~sim_models.dram.NmcDram`): one request per cycle from ``dram``,
+  served in order ``dram_latency`` cycles later (updates added in place), answers on
+  ``dram_response``, its queue length on ``occupancy``; bytes counted per traffic class.
+* **Network** (:class:`~sim_models.network.Ring`): one link from each GPU to the previous
+  one, a transmit buffer (``net_tx`` is ready while it has room), serialization at
+  ``link_bytes_per_cycle``, ``link_latency`` cycles of flight, optional jitter and
+  reordering.
 
 Data stays in Python (``DESIGN.md``): the RTL carries addresses, tile ids, lengths and tags;
 the models attach the numbers to the requests and packets the RTL emits, in the order each
 stream is defined to keep (local stores and received packets reach the DRAM in order; DMA
 packets leave in the order of their reads).
-
-The all-reduce mechanism
-------------------------
-Every GPU has two buffers of the ``[T, H]`` output: ``O`` (the partial sums of the
-reduce-scatter) and ``R`` (the result). GPU ``i`` produces chunk ``i + 1 + s`` (rows
-``c T/N ..`` of chunk ``c``) at ring stage ``s`` and sends to GPU ``i - 1``, so chunk ``c``'s
-reduction starts at GPU ``c - 1`` (whose stage-0 stores go straight to GPU ``c - 2`` as
-updates, through a ``REMOTE`` region), travels ``c - 2 -> ... -> c + 1`` and ends, fully
-reduced, in ``R`` at GPU ``c``, its owner: GPU ``c``'s last-stage stores and GPU ``c + 1``'s
-forwarded updates of that chunk land in ``R`` there. Each chunk is cut into tracked units
-(runs of at most ``group`` tiles of one tile row: a rectangle, one DMA descriptor), tracked
-under
-
-* ``RS(c, u) = c U + u`` at every GPU that receives it in the reduce-scatter, with threshold
-  ``2 B`` (its ``B`` bursts stored locally plus the ``B`` bursts arriving), whose trigger sends
-  the unit to the next GPU as an update; at its owner the trigger instead copies the reduced
-  unit into the next GPU's ``R`` (``STORE``, all-reduce only);
-* ``AG(c, u) = N U + c U + u`` at every GPU the copy passes through, with threshold ``B``
-  (the arriving copy), whose trigger forwards it again; the last hop (GPU ``c + 1``) maps
-  that part of ``R`` as ``LOCAL``, so it is written and not forwarded.
-
-No host step separates the two phases: the write that completes a unit at its owner
-triggers the all-gather of that unit.
 """
 
-import heapq
-import math
+import functools
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -61,24 +36,19 @@ import numpy as np
 from t3hw.spec.layouts import MemOp, RegionMode, WriteKind, WriteSource
 from t3hw.spec.params import EngineParams
 
-from .gpu import GemmProducer, GemmShape, GpuConfig
+from .collective import B_BASE, DTYPE as _DTYPE, Plan
+from .dram import NmcDram
+from .engine_model import POLICIES
+from .gpu import GemmShape, GpuConfig, GpuCores
+from .network import Ring
 from .workloads import SUBLAYERS, Workload
 
 
 __all__ = ["POLICIES", "COLLECTIVES", "CosimConfig", "Plan", "GpuCores", "NmcDram", "Ring",
            "SystemEnv", "model_cycles"]
 
-#: Arbitration policies (the ``ArbPolicy`` names).
-POLICIES = ("round_robin", "compute_first", "t3_mca")
 #: Collectives: fused GEMM + reduce-scatter, or fused GEMM + all-reduce.
 COLLECTIVES = ("rs", "allreduce")
-
-_DTYPE = np.dtype(np.float16)
-#: Largest integer up to which float16 holds every integer: sums stay exact below it.
-_EXACT = 2048
-
-O_BASE = 1 << 32            # the O buffer; loads (A, B panels) sit below it
-A_BASE, B_BASE = 0, 1 << 31
 
 
 def _int(name, value, low, high=None):
@@ -214,16 +184,15 @@ class CosimConfig:
                          tile_n=self.tile_n, elem_bytes=_DTYPE.itemsize)
 
     def system_config(self):
-        """The performance model's :class:`~sim_models.perf.SystemConfig` of this hardware."""
+        """The performance model's :class:`~sim_models.perf.SystemConfig` of this hardware,
+        under the same :class:`~t3hw.spec.params.EngineParams` (burst, tracker, T3-MCA)."""
         from .perf import SystemConfig
         g, p = self.gpu, self.params
         return SystemConfig(
             gpu=g, dram_gbs=p.burst_bytes * g.freq_ghz, dram_latency_cycles=self.dram_latency,
             link_gbs=self.link_bytes_per_cycle * g.freq_ghz,
             link_latency_ns=self.link_latency / g.freq_ghz, packet_bytes=p.burst_bytes,
-            burst_bytes=p.burst_bytes, step_cycles=8, tx_buffer_bytes=self.tx_buffer_bytes,
-            starvation_limit=p.starvation_limit, mca_window=1 << p.mca_window_log2,
-            mca_threshold=p.mca_threshold or None, tracker=p)
+            step_cycles=8, tx_buffer_bytes=self.tx_buffer_bytes, params=p)
 
     def to_dict(self):
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "params"}
@@ -235,442 +204,6 @@ class CosimConfig:
         d = dict(d)
         params = EngineParams(**d.pop("params"))
         return cls(params=params, **d)
-
-
-class _Ids:
-    """Tile ids of the tracked units: ``RS(c, u)`` and ``AG(c, u)`` (module docstring)."""
-
-    def __init__(self, n, units):
-        self.n, self.units = n, units
-
-    def rs(self, c, u):
-        return c * self.units + u
-
-    def ag(self, c, u):
-        return (self.n + c) * self.units + u
-
-    def count(self, gather):
-        return (2 if gather else 1) * self.n * self.units
-
-
-class Plan:
-    """Buffers, units, regions, tracker entries, descriptors and stores of a scenario.
-
-    Attributes
-    ----------
-    producers : list of GemmProducer
-        One per GPU (``output_base`` = the ``O`` buffer).
-    units : list of (row, col0, ncols)
-        The tracked units of a chunk, in tile coordinates relative to the chunk's first tile
-        row; every chunk has the same.
-    partials : list of ndarray
-        Each GPU's ``[T, H]`` partial output (float16 integers, sums exact).
-    """
-
-    def __init__(self, cfg: CosimConfig):
-        self.cfg = cfg
-        p, n, g = cfg.params, cfg.gpus, cfg.gpu
-        shape = cfg.shape
-        self.n, self.p, self.shape = n, p, shape
-        self.gather = cfg.collective == "allreduce"
-        self.pitch = shape.n * g.elem_bytes
-        self.out_bytes = shape.m * self.pitch
-        self.chunk_rows = shape.m // n
-        self.chunk_bytes = self.chunk_rows * self.pitch
-        span = 1 << (self.out_bytes - 1).bit_length()
-        self.o_base, self.r_base = O_BASE, O_BASE + span
-        if self.r_base + span > 1 << p.addr_width:
-            raise ValueError(f"addr_width={p.addr_width} must be at least "
-                             f"{(self.r_base + span - 1).bit_length()} for this output")
-        self.producers = [GemmProducer(shape=shape, gpu=g, n_gpus=n, gpu_index=i,
-                                       cache_outputs=False, output_base=self.o_base)
-                          for i in range(n)]
-        prod = self.producers[0]
-        self.tile_rows_per_chunk = self.chunk_rows // g.tile_m
-        # units: runs of at most `group` tiles of one tile row
-        budget = min(p.tracker_entries, p.dma_descriptors)
-        group = 1
-        while True:
-            per_row = -(-prod.n_cols // group)
-            self.units_per_chunk = self.tile_rows_per_chunk * per_row
-            unit_bursts = g.tile_m * group * g.tile_n * g.elem_bytes // p.burst_bytes
-            if _Ids(n, self.units_per_chunk).count(self.gather) <= budget \
-                    and 2 * unit_bursts <= p.max_threshold:
-                break
-            if group >= prod.n_cols or 2 * unit_bursts > p.max_threshold:
-                raise ValueError(
-                    f"{n} GPUs x {self.tile_rows_per_chunk} tile rows per chunk need more "
-                    f"tracker entries and descriptors than {budget} or thresholds above "
-                    f"{p.max_threshold}; use fewer tokens or GPUs")
-            group += 1
-        self.group = group
-        self.units = [(r, c0, min(group, prod.n_cols - c0))
-                      for r in range(self.tile_rows_per_chunk)
-                      for c0 in range(0, prod.n_cols, group)]
-        self.ids = _Ids(n, len(self.units))
-        self.unit_of_col = {}
-        for u, (r, c0, nc) in enumerate(self.units):
-            for c in range(c0, c0 + nc):
-                self.unit_of_col[(r, c)] = u
-        self.partials = self._partials(np.random.default_rng(cfg.seed))
-
-    # -- data --------------------------------------------------------------------------------
-    def _partials(self, rng):
-        """Real GEMM partials ``A_i @ B_i`` of {-1, 0, 1} operands, each row of ``A_i`` with at
-        most ``2048 / N`` nonzeros: every element of every partial sum is an integer of
-        magnitude at most 2048, so float16 sums are exact in any order."""
-        m, k, nn = self.shape.m, self.shape.k, self.shape.n
-        nnz = min(k, _EXACT // self.n)
-        out = []
-        for _ in range(self.n):
-            a = np.zeros((m, k), np.float32)
-            cols = rng.random((m, k)).argsort(axis=1)[:, :nnz]
-            np.put_along_axis(a, cols, rng.choice([-1.0, 1.0], (m, nnz)), axis=1)
-            b = rng.integers(-1, 2, (k, nn)).astype(np.float32)
-            out.append((a @ b).astype(_DTYPE))
-        return out
-
-    def expected(self):
-        """The all-reduced output (exact, float64)."""
-        return np.sum([q.astype(np.float64) for q in self.partials], axis=0)
-
-    # -- geometry ----------------------------------------------------------------------------
-    def chunk_of_tile(self, t):
-        return self.producers[0].tiles[t].row // self.tile_rows_per_chunk
-
-    def unit_of_tile(self, t):
-        tile = self.producers[0].tiles[t]
-        return self.unit_of_col[(tile.row % self.tile_rows_per_chunk, tile.col)]
-
-    def stage(self, i, c):
-        """Ring stage at which GPU ``i`` produces chunk ``c``."""
-        return (c - i - 1) % self.n
-
-    def buffer(self, i, c):
-        """Base of the buffer that holds chunk ``c``'s reduce-scatter at GPU ``i``."""
-        return self.r_base if c == i else self.o_base
-
-    def unit_region(self, c, u):
-        """``(offset, rows, row_bytes)`` of unit ``u`` of chunk ``c`` in a buffer."""
-        r, c0, _ = self.units[u]
-        g = self.cfg.gpu
-        row = c * self.chunk_rows + r * g.tile_m
-        return row * self.pitch + c0 * g.tile_n * g.elem_bytes, g.tile_m, \
-            self.unit_cols(u) * g.elem_bytes
-
-    def unit_cols(self, u):
-        """Output columns of unit ``u`` (the last tile of a row may be narrower)."""
-        _, c0, nc = self.units[u]
-        g = self.cfg.gpu
-        return min(nc * g.tile_n, self.shape.n - c0 * g.tile_n)
-
-    def unit_bursts(self, u):
-        _, rows, row_bytes = self.unit_region(0, u)
-        return rows * -(-row_bytes // self.p.burst_bytes)
-
-    # -- what the driver programs ------------------------------------------------------------
-    def regions(self, i):
-        """``(mode, base, size, device, remote_base)`` of GPU ``i``'s regions."""
-        n, cb = self.n, self.chunk_bytes
-        prev, first = (i - 1) % n, (i + 1) % n
-        out = []
-
-        def add(mode, lo, hi, device=0, remote=0):
-            if hi > lo:
-                out.append((mode, lo, hi - lo, device, remote))
-
-        o = self.o_base
-        add(RegionMode.TRACKED, o, o + first * cb)
-        add(RegionMode.REMOTE, o + first * cb, o + (first + 1) * cb, prev,
-            self.buffer(prev, first) + first * cb)
-        add(RegionMode.TRACKED, o + (first + 1) * cb, o + n * cb)
-        r = self.r_base
-        if self.gather:
-            last = (i - 1) % n                      # the chunk whose all-gather ends here
-            add(RegionMode.TRACKED, r, r + last * cb)
-            add(RegionMode.LOCAL, r + last * cb, r + (last + 1) * cb)
-            add(RegionMode.TRACKED, r + (last + 1) * cb, r + n * cb)
-        else:                                       # the own chunk ends the collective
-            add(RegionMode.LOCAL, r + i * cb, r + (i + 1) * cb)
-        if len(out) > self.p.regions:
-            raise ValueError(f"GPU {i} needs {len(out)} regions; regions must be at least that")
-        return out
-
-    def entries(self, i):
-        """``(tile, threshold, descriptor fields)`` of every unit GPU ``i`` tracks."""
-        n, ids, e = self.n, self.ids, self.cfg.threshold_error
-        prev = (i - 1) % n
-        out = []
-        for c in range(n):
-            s = self.stage(i, c)
-            for u in range(len(self.units)):
-                off, rows, row_bytes = self.unit_region(c, u)
-                b = self.unit_bursts(u)
-                desc = dict(rows=rows, row_bytes=row_bytes, pitch=self.pitch, device=prev)
-                if s == 0:
-                    pass                                         # stored remotely
-                elif c != i:                                     # reduce-scatter hop
-                    nxt = self.buffer(prev, c)
-                    out.append((ids.rs(c, u), 2 * b + e, dict(
-                        desc, src=self.o_base + off, dst=nxt + off, op=WriteKind.UPDATE,
-                        tile=ids.rs(c, u))))
-                elif self.gather:                                # own chunk: start the AG
-                    out.append((ids.rs(c, u), 2 * b + e, dict(
-                        desc, src=self.r_base + off, dst=self.r_base + off,
-                        op=WriteKind.STORE, tile=ids.ag(c, u))))
-                if self.gather and c not in (i, prev):           # all-gather forward
-                    out.append((ids.ag(c, u), b + e, dict(
-                        desc, src=self.r_base + off, dst=self.r_base + off,
-                        op=WriteKind.STORE, tile=ids.ag(c, u))))
-        return out
-
-    def tile_stores(self, i, t):
-        """The stores of tile ``t`` at GPU ``i``: ``(addr, tile id, data)`` per burst."""
-        prod, g, burst = self.producers[i], self.cfg.gpu, self.p.burst_bytes
-        tile = prod.tiles[t]
-        c, u = self.chunk_of_tile(t), self.unit_of_tile(t)
-        base = self.buffer(i, c)
-        row0, col0 = tile.row * g.tile_m, tile.col * g.tile_n
-        per = burst // g.elem_bytes
-        tid = self.ids.rs(c, u)
-        block = self.partials[i]
-        out = []
-        for r in range(tile.rows):
-            addr = base + (row0 + r) * self.pitch + col0 * g.elem_bytes
-            for e in range(0, tile.cols, per):
-                out.append((addr + e * g.elem_bytes, tid,
-                            block[row0 + r, col0 + e:col0 + min(e + per, tile.cols)]))
-        return out
-
-
-# -- models ------------------------------------------------------------------------------------
-class NmcDram:
-    """One GPU's DRAM with near-memory update: a request per cycle, in-order service.
-
-    Requests taken at cycle ``t`` are served at ``t + latency`` or later, one per cycle.
-    ``mem`` holds the ``O`` and ``R`` buffers (float16); reads are timing only, except DMA
-    reads, whose data (a snapshot at service time) is queued for the packet they become.
-    """
-
-    def __init__(self, plan, rng, *, latency, stall):
-        self.plan, self.rng = plan, rng
-        self.latency, self.stall = latency, stall
-        self.mem = np.zeros((plan.r_base - plan.o_base + plan.out_bytes) // _DTYPE.itemsize,
-                            _DTYPE)
-        self.queue = deque()                 # (due, request, data)
-        self.responses = deque()
-        self.dma_data = deque()
-        self.stall_left = 0
-        self.traffic = {k: 0 for k in ("gemm_reads", "gemm_writes", "rs_reads", "rs_writes",
-                                       "ag_reads", "ag_writes")}
-        self.r_writes = 0                    # bytes written into R (completion)
-        self.last_write = 0
-
-    def ready(self):
-        if self.stall_left:
-            self.stall_left -= 1
-            return False
-        if self.stall and self.rng.random() < self.stall:
-            self.stall_left = self.rng.randint(1, 16) - 1
-            return False
-        return True
-
-    def take(self, cycle, req, data):
-        self.queue.append((cycle + self.latency, req, data))
-
-    def serve(self, cycle):
-        """Serve the oldest due request; returns True if one was served."""
-        if not self.queue or self.queue[0][0] > cycle:
-            return False
-        _, req, data = self.queue.popleft()
-        plan, nbytes = self.plan, req["bytes"]
-        in_r = req["addr"] >= plan.r_base
-        if req["op"] == MemOp.READ.value:
-            if req["source"] == WriteSource.DMA.value:
-                e = (req["addr"] - plan.o_base) // _DTYPE.itemsize
-                self.dma_data.append(self.mem[e:e + nbytes // _DTYPE.itemsize].copy())
-                # a DMA read of R copies a reduced unit onwards: the all-gather
-                self.traffic["ag_reads" if in_r else "rs_reads"] += nbytes
-            else:
-                self.traffic["gemm_reads"] += nbytes
-            self.responses.append({"source": req["source"], "tag": req["tag"]})
-            return True
-        e = (req["addr"] - plan.o_base) // _DTYPE.itemsize
-        if req["op"] == MemOp.STORE.value:
-            self.mem[e:e + data.size] = data
-        else:
-            self.mem[e:e + data.size] += data
-        if req["source"] == WriteSource.COMPUTE.value:
-            self.traffic["gemm_writes"] += nbytes
-        else:
-            self.traffic["ag_writes" if req["op"] == MemOp.STORE.value else "rs_writes"] += nbytes
-        if in_r:
-            self.r_writes += nbytes
-            self.last_write = cycle
-        return True
-
-    @property
-    def occupancy(self):
-        return len(self.queue)
-
-    def next_due(self):
-        return self.queue[0][0] if self.queue else None
-
-
-class Ring:
-    """Unidirectional ring: GPU ``i`` sends to GPU ``i - 1`` over its own link.
-
-    A packet taken from ``net_tx`` at cycle ``t`` waits in the transmit buffer for the link,
-    is serialized at ``bytes_per_cycle`` and arrives ``latency`` cycles (plus, with
-    ``jitter``, an exponential delay of that mean) after its last byte left. Without ``reorder`` the arrivals of a link keep their sending order.
-    """
-
-    def __init__(self, n, rng, *, bytes_per_cycle, latency, tx_bytes, jitter, reorder):
-        self.n, self.rng = n, rng
-        self.bpc, self.latency, self.tx_bytes = bytes_per_cycle, latency, tx_bytes
-        self.jitter, self.reorder = jitter, reorder
-        self.free_at = [0.0] * n             # when each link finishes its queued bytes
-        self.departures = [deque() for _ in range(n)]   # (departure time, bytes) in the buffer
-        self.last_arrival = [0] * n
-        self.wire = [[] for _ in range(n)]   # per destination: heap (arrival, seq, pkt, data)
-        self.seq = 0
-        self.packets = 0
-        self.bytes = 0
-
-    def buffered(self, i, cycle):
-        dq = self.departures[i]
-        while dq and dq[0][0] <= cycle:
-            dq.popleft()
-        return sum(b for _, b in dq)
-
-    def tx_ready(self, i, cycle, nbytes):
-        return self.buffered(i, cycle) + nbytes <= self.tx_bytes
-
-    def send(self, i, cycle, pkt, data):
-        dst = (i - 1) % self.n
-        if pkt["device"] != dst:
-            raise AssertionError(f"cycle {cycle}: GPU {i} sent {pkt} to device "
-                                 f"{pkt['device']}; its ring neighbour is {dst}")
-        nbytes = pkt["bytes"]
-        start = max(self.free_at[i], float(cycle))
-        self.free_at[i] = start + nbytes / self.bpc
-        self.departures[i].append((self.free_at[i], nbytes))
-        arrival = math.ceil(self.free_at[i]) + self.latency
-        if self.jitter:                      # queueing delay: exponential, mean `jitter`
-            arrival += int(self.rng.expovariate(1.0 / self.jitter))
-        if not self.reorder:
-            arrival = max(arrival, self.last_arrival[i])
-            self.last_arrival[i] = arrival
-        self.seq += 1
-        heapq.heappush(self.wire[dst], (arrival, self.seq, pkt, data))
-        self.packets += 1
-        self.bytes += nbytes
-
-    def arrived(self, dst, cycle):
-        """The earliest packet for ``dst`` that has arrived by ``cycle`` (taken off the
-        wire: it waits at the receiver's port), or None."""
-        w = self.wire[dst]
-        return heapq.heappop(w) if w and w[0][0] <= cycle else None
-
-    def next_arrival(self):
-        times = [w[0][0] for w in self.wire if w]
-        return min(times) if times else None
-
-    def empty(self):
-        return not any(self.wire)
-
-
-class GpuCores:
-    """The compute units of one GPU running its GEMM (module docstring).
-
-    A CU holding a tile issues its loads, computes, and hands its output to the write
-    buffer, which feeds ``store`` one burst per cycle; the CU is then free.
-    """
-
-    def __init__(self, plan, i, *, tag_width, burst_bytes):
-        self.plan, self.i = plan, i
-        self.prod = plan.producers[i]
-        self.order = deque(self.prod.order())
-        self.burst = burst_bytes
-        self.free_tags = deque(range(1 << tag_width))
-        self.cus = [None] * self.prod.gpu.cus     # per CU: dict or None
-        self.tag_cu = {}
-        self.stores = deque()                    # (addr, tile id, data)
-        self.load_rr = 0
-        self.loads = 0
-        self.tiles_done = 0
-        self.compute = self.prod.compute_cycles
-        self.first_load = None
-        self.last_store = None
-
-    def dispatch(self, cycle):
-        for k, cu in enumerate(self.cus):
-            if cu is None and self.order:
-                t = self.order.popleft()
-                nbytes = self.prod.dispatch(t)
-                self.cus[k] = {"tile": t, "loads": -(-nbytes // self.burst), "out": 0,
-                               "addr": B_BASE + (t * 4096) % (1 << 30), "start": cycle,
-                               "last": cycle}
-
-    def load(self):
-        """The next load to issue ``(cu, payload fields)`` or None (round-robin over CUs)."""
-        if not self.free_tags:
-            return None
-        n = len(self.cus)
-        for d in range(n):
-            k = (self.load_rr + d) % n
-            cu = self.cus[k]
-            if cu is not None and cu["loads"]:
-                return k, dict(addr=cu["addr"], bytes=self.burst, tag=self.free_tags[0])
-        return None
-
-    def issued(self, k, cycle):
-        cu = self.cus[k]
-        tag = self.free_tags.popleft()
-        self.tag_cu[tag] = k
-        cu["loads"] -= 1
-        cu["out"] += 1
-        cu["addr"] += self.burst
-        self.load_rr = (k + 1) % len(self.cus)
-        self.loads += 1
-        if self.first_load is None:
-            self.first_load = cycle
-
-    def returned(self, tag, cycle):
-        k = self.tag_cu.pop(tag, None)
-        if k is None:
-            raise AssertionError(f"cycle {cycle}: GPU {self.i} got a load response with tag "
-                                 f"{tag}, which has no load outstanding")
-        self.free_tags.append(tag)
-        cu = self.cus[k]
-        cu["out"] -= 1
-        cu["last"] = cycle
-
-    def retire(self, cycle):
-        """Tiles whose reads are back and whose compute is over leave for the write buffer."""
-        for k, cu in enumerate(self.cus):
-            if cu is not None and not cu["loads"] and not cu["out"] and \
-                    cycle >= max(cu["start"] + self.compute, cu["last"] + 1):
-                self.prod.retire(cu["tile"])
-                self.stores.extend(self.plan.tile_stores(self.i, cu["tile"]))
-                self.cus[k] = None
-                self.tiles_done += 1
-
-    def next_event(self, cycle):
-        """The earliest cycle at which a CU can retire, if none can act now."""
-        times = []
-        for cu in self.cus:
-            if cu is None:
-                continue
-            if cu["loads"]:
-                return cycle
-            if not cu["out"]:
-                times.append(max(cu["start"] + self.compute, cu["last"] + 1))
-        return min(times) if times else None
-
-    @property
-    def done(self):
-        return not self.order and all(cu is None for cu in self.cus) and not self.stores
 
 
 @dataclass
@@ -695,9 +228,12 @@ class SystemEnv:
         n, p = cfg.gpus, cfg.params
         self.n, self.p = n, p
         self.cycle = 0
-        self.gpus = [GpuCores(plan, i, tag_width=p.load_tag_width, burst_bytes=p.burst_bytes)
-                     for i in range(n)]
-        self.drams = [NmcDram(plan, rng, latency=cfg.dram_latency, stall=cfg.dram_stall)
+        self.gpus = [GpuCores(plan.producers[i], functools.partial(plan.tile_stores, i),
+                              index=i, tag_width=p.load_tag_width, burst_bytes=p.burst_bytes,
+                              load_base=B_BASE) for i in range(n)]
+        self.drams = [NmcDram(rng, base=plan.o_base, result_base=plan.r_base,
+                              size_bytes=plan.r_base - plan.o_base + plan.out_bytes,
+                              latency=cfg.dram_latency, stall=cfg.dram_stall, dtype=_DTYPE)
                       for _ in range(n)]
         self.ring = Ring(n, rng, bytes_per_cycle=cfg.link_bytes_per_cycle,
                          latency=cfg.link_latency, tx_bytes=cfg.tx_buffer_bytes,
@@ -849,9 +385,7 @@ class SystemEnv:
         exact = plan.expected()
         worst = 0.0
         for i, d in enumerate(self.drams):
-            e0 = (plan.r_base - plan.o_base) // _DTYPE.itemsize
-            r = d.mem[e0:e0 + plan.out_bytes // _DTYPE.itemsize].reshape(plan.shape.m,
-                                                                       plan.shape.n)
+            r = d.view(plan.r_base, plan.out_bytes).reshape(plan.shape.m, plan.shape.n)
             rows = slice(None) if plan.gather else \
                 slice(i * plan.chunk_rows, (i + 1) * plan.chunk_rows)
             err = np.abs(r[rows].astype(np.float64) - exact[rows])
@@ -869,7 +403,8 @@ def model_cycles(cfg: CosimConfig):
     ``sequential_dram_bytes``).
 
     The performance model runs the all-gather as a separate ring phase after the fused
-    reduce-scatter, as the paper does; the co-simulation fuses it (module docstring).
+    reduce-scatter, as the paper does; the co-simulation fuses it
+    (:mod:`sim_models.collective`).
     """
     from .perf import simulate_sequential, simulate_t3
 

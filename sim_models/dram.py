@@ -1,7 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Near-memory-compute (NMC) DRAM model: real tensors, byte counters, a bandwidth-limited queue.
+"""Near-memory-compute (NMC) DRAM models: real tensors, byte counters, two timings.
 
-One :class:`DramModel` is the memory of one GPU. It has two faces:
+Two models of one GPU's DRAM, one store of data:
+
+* :class:`DramModel`: the functional memory and the byte counters, with a *fluid* timing:
+  a bandwidth account stepped in chunks of many cycles. The performance model
+  (:mod:`sim_models.perf`) uses its timing and counters, the functional ring check
+  (:mod:`sim_models.functional`, through :class:`~sim_models.engine_model.EngineModel`) its
+  data.
+* :class:`NmcDram`: a *cycle-level* request queue (one request per cycle, in order, a fixed
+  latency, refusal bursts) in front of a :class:`DramModel` that holds its data and counts
+  its bytes: the co-simulation's DRAM (:class:`sim_models.cosim.SystemEnv`, at the RTL's
+  ``dram`` port).
+
+:class:`DramModel` has two faces:
 
 * **Functional.** A flat, byte-addressed ``numpy.uint8`` memory holding real FP16/FP32
   tensors. :meth:`DramModel.read` and :meth:`DramModel.write` move bytes;
@@ -21,11 +33,14 @@ write (a documented choice: the in-bank read is hidden by bank-level parallelism
 """
 
 import math
+from collections import deque
 
 import numpy as np
 
+from t3hw.spec.layouts import MemOp, WriteSource
 
-__all__ = ["TRAFFIC_CLASSES", "DramModel"]
+
+__all__ = ["TRAFFIC_CLASSES", "DramModel", "NmcDram"]
 
 
 #: The traffic classes, in report order.
@@ -209,3 +224,108 @@ class DramModel:
         self.served = {"compute": compute / cycles, "comm": comm / cycles}
         self.busy_cycles += (compute + comm) / self.bytes_per_cycle
         return compute, comm
+
+
+class NmcDram:
+    """One GPU's DRAM with near-memory update, cycle by cycle: the co-simulation's.
+
+    Takes at most one request per cycle (one RTL clock is one memory-controller cycle) and
+    serves them in order, one per cycle, a request taken at cycle ``t`` at ``t + latency``
+    or later. Requests are the fields of the RTL's ``dram`` port (``op``, ``source``,
+    ``addr``, ``bytes``, ``tag``). Reads answer on :attr:`responses` and are timing only,
+    except DMA reads, whose data (a snapshot at service time) is queued on :attr:`dma_data`
+    for the packet they become; stores and updates (with their data) write the memory, an
+    update adding in place. :attr:`occupancy` is the queue length (the ``occupancy`` port).
+
+    The bytes ``[base, base + size_bytes)`` live in a functional :class:`DramModel`
+    (:attr:`memory`), which also counts the traffic: compute reads ``gemm_reads``, compute
+    writes ``gemm_writes``, DMA reads ``rs_reads`` (``ag_reads`` at or above
+    ``result_base``: a reduced unit copied onwards), received updates ``rs_writes`` and
+    received stores ``ag_writes``. Writes at or above ``result_base`` count into
+    :attr:`r_writes`, the collective's completion.
+
+    Parameters
+    ----------
+    rng : random.Random
+        Source of the refusal bursts.
+    base, size_bytes, result_base : int
+        The memory held, and where the results start.
+    latency : int
+        Cycles from taking a request to serving it, at least.
+    stall : float
+        Probability per cycle that the DRAM starts refusing requests for 1 .. 16 cycles.
+    dtype : numpy dtype
+        Element type of the data (FP16).
+    """
+
+    def __init__(self, rng, *, base, size_bytes, result_base, latency, stall,
+                 dtype=np.float16):
+        self.rng = rng
+        self.base, self.result_base = base, result_base
+        self.latency, self.stall = latency, stall
+        self.dtype = np.dtype(dtype)
+        self.memory = DramModel(size_bytes=size_bytes)
+        self.queue = deque()                 # (due, request, data)
+        self.responses = deque()
+        self.dma_data = deque()
+        self.stall_left = 0
+        self.r_writes = 0                    # bytes written at or above result_base
+        self.last_write = 0
+
+    @property
+    def traffic(self):
+        """Bytes per traffic class (the memory's counters)."""
+        return self.memory.traffic
+
+    def view(self, addr, nbytes):
+        """A live view of ``nbytes`` at ``addr`` as :attr:`dtype` elements."""
+        off = addr - self.base
+        return self.memory.mem[off:off + nbytes].view(self.dtype)
+
+    def ready(self):
+        if self.stall_left:
+            self.stall_left -= 1
+            return False
+        if self.stall and self.rng.random() < self.stall:
+            self.stall_left = self.rng.randint(1, 16) - 1
+            return False
+        return True
+
+    def take(self, cycle, req, data):
+        self.queue.append((cycle + self.latency, req, data))
+
+    def serve(self, cycle):
+        """Serve the oldest due request; returns True if one was served."""
+        if not self.queue or self.queue[0][0] > cycle:
+            return False
+        _, req, data = self.queue.popleft()
+        mem, nbytes = self.memory, req["bytes"]
+        in_r = req["addr"] >= self.result_base
+        if req["op"] == MemOp.READ.value:
+            if req["source"] == WriteSource.DMA.value:
+                raw = mem.read(req["addr"] - self.base, nbytes,
+                               cls="ag_reads" if in_r else "rs_reads")
+                self.dma_data.append(raw.view(self.dtype))
+            else:
+                mem.count("gemm_reads", nbytes)
+            self.responses.append({"source": req["source"], "tag": req["tag"]})
+            return True
+        if req["source"] == WriteSource.COMPUTE.value:
+            cls = "gemm_writes"
+        else:
+            cls = "ag_writes" if req["op"] == MemOp.STORE.value else "rs_writes"
+        if req["op"] == MemOp.STORE.value:
+            mem.write(req["addr"] - self.base, data, cls=cls)
+        else:
+            mem.update(req["addr"] - self.base, data, cls=cls)
+        if in_r:
+            self.r_writes += nbytes
+            self.last_write = cycle
+        return True
+
+    @property
+    def occupancy(self):
+        return len(self.queue)
+
+    def next_due(self):
+        return self.queue[0][0] if self.queue else None

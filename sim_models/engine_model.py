@@ -55,7 +55,7 @@ import numpy as np
 
 from .dma import walk as dma_walk
 from .tracker import TrackerModel
-from t3hw.spec.layouts import WriteKind, WriteSource
+from t3hw.spec.layouts import ArbPolicy, WriteKind, WriteSource
 from t3hw.spec.params import EngineParams
 
 
@@ -65,8 +65,9 @@ __all__ = ["MODES", "POLICIES", "Region", "AddressMap", "Burst", "DmaDescriptor"
 
 #: Region modes of the address map.
 MODES = ("local", "remote", "tracked")
-#: Arbitration policies.
-POLICIES = ("round_robin", "compute_first", "t3_mca")
+#: Arbitration policies: the names of :class:`~t3hw.spec.layouts.ArbPolicy`, lower case, in
+#: code order (``POLICIES[code]``); the one list of them in the models.
+POLICIES = tuple(p.name.lower() for p in ArbPolicy)
 
 
 def _nonneg_int(name, value, low=0):
@@ -163,13 +164,16 @@ class DmaDescriptor:
         """Bytes moved."""
         return self.rows * self.row_bytes
 
-    def walk(self, burst_bytes):
-        """The bursts of this descriptor, in order (row by row, none crossing a row).
+    def walk(self, params):
+        """The bursts of this descriptor under ``params`` (the engine's
+        :class:`~t3hw.spec.params.EngineParams`: its ``burst_bytes`` and ``addr_width``), in
+        order (row by row, none crossing a row).
 
-        The order is the RTL's, from :func:`sim_models.dma.walk`; ``burst_bytes`` must be a
-        power of two (an :class:`~t3hw.spec.params.EngineParams` value).
+        The order is the RTL's, from :func:`sim_models.dma.walk`. A bare ``burst_bytes`` (an
+        int) stands for the paper's parameters with that burst.
         """
-        params = EngineParams(burst_bytes=burst_bytes)
+        if not isinstance(params, EngineParams):
+            params = EngineParams(burst_bytes=params)
         desc = {"src": self.src, "dst": self.dest_addr, "rows": self.rows,
                 "row_bytes": self.row_bytes, "pitch": self.pitch}
         return [Burst(*b) for b in dma_walk(params, desc)]
@@ -343,17 +347,23 @@ class EngineModel:
     dram : DramModel
         Its memory (functional: ``size_bytes > 0``).
     params : EngineParams, optional
-        Tracker parameters (default: the paper's).
-    burst_bytes : int
-        DMA burst, network packet and tracker beat size.
+        The engine's parameters: tracker geometry, DMA burst and address width (default:
+        the paper's).
+    burst_bytes : int, optional
+        DMA burst, network packet and tracker beat size, if not ``params.burst_bytes``
+        (``params`` with this burst).
     dtype : numpy dtype
         Element type carried by stores and updates (FP16).
     """
 
-    def __init__(self, *, device, dram, params=None, burst_bytes=64, dtype=np.float16):
+    def __init__(self, *, device, dram, params=None, burst_bytes=None, dtype=np.float16):
         self.device = _nonneg_int("device", device)
         self.dram = dram
-        self.burst_bytes = _nonneg_int("burst_bytes", burst_bytes, 1)
+        params = params if params is not None else EngineParams()
+        if burst_bytes is not None and burst_bytes != params.burst_bytes:
+            params = params.replace(burst_bytes=_nonneg_int("burst_bytes", burst_bytes, 1))
+        self.params = params
+        self.burst_bytes = params.burst_bytes
         self.dtype = np.dtype(dtype)
         self.addrmap = AddressMap()
         self.tracker = TrackerModel(params)
@@ -402,7 +412,7 @@ class EngineModel:
         out = []
         while self.ready:
             d = self.descriptors[self.ready.popleft()]
-            for b in d.walk(self.burst_bytes):
+            for b in d.walk(self.params):
                 raw = self.dram.read(b.src, b.nbytes, cls=cls)
                 out.append(Packet(d.dest_device, b.dest, raw.view(self.dtype), d.op, d.dest_tile))
         return out

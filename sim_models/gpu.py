@@ -1,5 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
-"""GPU-core model: a tiled GEMM producer ``[T, K] x [K, H] -> [T, H]`` on C compute units.
+"""GPU-core models: a tiled GEMM ``[T, K] x [K, H] -> [T, H]`` on C compute units.
+
+One GEMM, two clocks:
+
+* :class:`GemmProducer` is the GEMM itself, shared by every model: its tiles, their staggered
+  issue order, each tile's compute cycles, its DRAM reads through the L2 (:class:`L2Model`)
+  and its output region. :meth:`GemmProducer.events` runs it alone.
+* :class:`SteppedCores` runs a producer's tiles on the CUs in steps of many cycles, each
+  tile at a roofline under the DRAM bytes it was delivered (fluid): the performance model's
+  GPU (:mod:`sim_models.perf`).
+* :class:`GpuCores` runs a producer's tiles cycle by cycle against an engine's ports: loads
+  of ``burst_bytes`` with tags, then the output's stores one burst per cycle: the
+  co-simulation's GPU (:class:`sim_models.cosim.SystemEnv`, around the RTL).
 
 Documented choices
 ------------------
@@ -33,13 +45,14 @@ Documented choices
 
 import heapq
 import math
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 import numpy as np
 
 
-__all__ = ["GpuConfig", "GemmShape", "Tile", "TileEvent", "L2Model", "GemmProducer"]
+__all__ = ["GpuConfig", "GemmShape", "Tile", "TileEvent", "L2Model", "GemmProducer",
+           "SteppedCores", "GpuCores"]
 
 
 def _check_int(name, value, low):
@@ -305,3 +318,176 @@ class GemmProducer:
             yield TileEvent(n, tile, cu, start, end, read, addr, rows, row_bytes, pitch)
         while running:
             self.retire(heapq.heappop(running)[1])
+
+
+class SteppedCores:
+    """The CUs running one GEMM, stepped: per-tile roofline under delivered DRAM bytes.
+
+    The performance model's GPU (module docstring). Each step it calls :meth:`dispatch`
+    (free CUs take the next tiles), :meth:`requests` (the read bytes the CUs issue, a per-CU
+    array, up to ``lookahead_steps`` ahead of their compute), :meth:`deliver` (the bytes the
+    DRAM served them) and :meth:`advance`; a finished tile holds its CU until :meth:`free`.
+    """
+
+    def __init__(self, producer, lookahead_steps=2):
+        self.p = producer
+        cus = producer.gpu.cus
+        self.queue = deque(producer.order())
+        self.tile = np.full(cus, -1)
+        self.need = np.zeros(cus)
+        self.req = np.zeros(cus)
+        self.got = np.zeros(cus)
+        self.frac = np.zeros(cus)
+        self.held = np.zeros(cus, dtype=bool)
+        self.tc = float(producer.compute_cycles)
+        self.lookahead = lookahead_steps
+
+    @property
+    def done(self):
+        return not self.queue and not (self.tile >= 0).any()
+
+    def dispatch(self):
+        for cu in np.flatnonzero(self.tile < 0):
+            if not self.queue:
+                break
+            t = self.queue.popleft()
+            self.tile[cu] = t
+            self.need[cu] = self.p.dispatch(t)
+            self.req[cu] = self.got[cu] = self.frac[cu] = 0.0
+
+    def requests(self, dt):
+        """Read bytes the CUs issue this step (a per-CU array): up to a few steps ahead."""
+        target = np.minimum(self.need, (self.frac + self.lookahead * dt / self.tc) * self.need)
+        new = np.where(self.tile >= 0, np.maximum(target - self.req, 0.0), 0.0)
+        self.req += new
+        return new
+
+    def deliver(self, part):
+        self.got += part
+
+    def advance(self, dt):
+        """Advance the running tiles by ``dt``; return the CUs whose tile just finished."""
+        running = (self.tile >= 0) & ~self.held
+        have = np.where(self.need - self.got < 1.0, 1.0,
+                        self.got / np.maximum(self.need, 1.0))
+        self.frac = np.where(running, np.minimum(self.frac + dt / self.tc, have), self.frac)
+        fin = np.flatnonzero(running & (self.frac >= 1.0 - 1e-9))
+        self.held[fin] = True
+        return fin
+
+    def free(self, cu):
+        self.p.retire(int(self.tile[cu]))
+        self.tile[cu] = -1
+        self.held[cu] = False
+
+
+class GpuCores:
+    """The compute units of one GPU running its GEMM cycle by cycle, at an engine's ports.
+
+    The co-simulation's GPU (module docstring). A CU holding a tile reads its panels' L2
+    misses as ``burst_bytes`` loads (the ``load`` port, tags from a free list, round-robin
+    over the CUs), computes for ``compute_cycles`` (overlapping its reads: it ends at the
+    later of the two), then hands its output to the write buffer, which feeds ``store`` one
+    burst per cycle; the CU is then free.
+
+    Parameters
+    ----------
+    producer : GemmProducer
+        This GPU's GEMM.
+    tile_stores : callable
+        ``tile_stores(tile)``: the stores of a finished tile, ``(addr, tile id, data)`` per
+        burst, in order.
+    index : int
+        This GPU's index (in messages).
+    tag_width : int
+        Width of a load tag: ``2**tag_width`` loads may be outstanding.
+    burst_bytes : int
+        Bytes per load.
+    load_base : int
+        Where the loads' addresses start (they carry timing only).
+    """
+
+    def __init__(self, producer, tile_stores, *, index=0, tag_width, burst_bytes, load_base=0):
+        self.prod, self.tile_stores, self.i = producer, tile_stores, index
+        self.order = deque(self.prod.order())
+        self.burst = burst_bytes
+        self.load_base = load_base
+        self.free_tags = deque(range(1 << tag_width))
+        self.cus = [None] * self.prod.gpu.cus     # per CU: dict or None
+        self.tag_cu = {}
+        self.stores = deque()                    # (addr, tile id, data)
+        self.load_rr = 0
+        self.loads = 0
+        self.tiles_done = 0
+        self.compute = self.prod.compute_cycles
+        self.first_load = None
+        self.last_store = None
+
+    def dispatch(self, cycle):
+        for k, cu in enumerate(self.cus):
+            if cu is None and self.order:
+                t = self.order.popleft()
+                nbytes = self.prod.dispatch(t)
+                self.cus[k] = {"tile": t, "loads": -(-nbytes // self.burst), "out": 0,
+                               "addr": self.load_base + (t * 4096) % (1 << 30), "start": cycle,
+                               "last": cycle}
+
+    def load(self):
+        """The next load to issue ``(cu, payload fields)`` or None (round-robin over CUs)."""
+        if not self.free_tags:
+            return None
+        n = len(self.cus)
+        for d in range(n):
+            k = (self.load_rr + d) % n
+            cu = self.cus[k]
+            if cu is not None and cu["loads"]:
+                return k, dict(addr=cu["addr"], bytes=self.burst, tag=self.free_tags[0])
+        return None
+
+    def issued(self, k, cycle):
+        cu = self.cus[k]
+        tag = self.free_tags.popleft()
+        self.tag_cu[tag] = k
+        cu["loads"] -= 1
+        cu["out"] += 1
+        cu["addr"] += self.burst
+        self.load_rr = (k + 1) % len(self.cus)
+        self.loads += 1
+        if self.first_load is None:
+            self.first_load = cycle
+
+    def returned(self, tag, cycle):
+        k = self.tag_cu.pop(tag, None)
+        if k is None:
+            raise AssertionError(f"cycle {cycle}: GPU {self.i} got a load response with tag "
+                                 f"{tag}, which has no load outstanding")
+        self.free_tags.append(tag)
+        cu = self.cus[k]
+        cu["out"] -= 1
+        cu["last"] = cycle
+
+    def retire(self, cycle):
+        """Tiles whose reads are back and whose compute is over leave for the write buffer."""
+        for k, cu in enumerate(self.cus):
+            if cu is not None and not cu["loads"] and not cu["out"] and \
+                    cycle >= max(cu["start"] + self.compute, cu["last"] + 1):
+                self.prod.retire(cu["tile"])
+                self.stores.extend(self.tile_stores(cu["tile"]))
+                self.cus[k] = None
+                self.tiles_done += 1
+
+    def next_event(self, cycle):
+        """The earliest cycle at which a CU can retire, if none can act now."""
+        times = []
+        for cu in self.cus:
+            if cu is None:
+                continue
+            if cu["loads"]:
+                return cycle
+            if not cu["out"]:
+                times.append(max(cu["start"] + self.compute, cu["last"] + 1))
+        return min(times) if times else None
+
+    @property
+    def done(self):
+        return not self.order and all(cu is None for cu in self.cus) and not self.stores

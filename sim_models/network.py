@@ -11,14 +11,23 @@ A :class:`Link` is one direction of one link: a FIFO of packets, each serialized
 ``bytes_per_cycle`` once the link is free and the packet is ready, and delivered
 ``latency_cycles`` after its last byte left. A started packet always completes (no
 preemption), so stepping :meth:`Link.transmit` in chunks of time gives the same deliveries as
-one call.
+one call. Both rings below serialize their packets on :class:`Link`:
+
+* :class:`RingNetwork`: links in fractional cycles, messages cut into packets, closed forms;
+  the performance model's network (:mod:`sim_models.perf`), stepped in chunks of time.
+* :class:`Ring`: the co-simulation's network (:class:`sim_models.cosim.SystemEnv`), cycle by
+  cycle at the RTL's ``net_tx`` and ``net_rx`` ports: a transmit buffer per GPU (back
+  pressure on ``net_tx``), arrivals rounded up to whole cycles, optional jitter and
+  reordering, and the packets' data carried along.
 """
 
+import heapq
+import math
 from collections import deque
 from dataclasses import dataclass
 
 
-__all__ = ["Delivery", "Link", "RingNetwork"]
+__all__ = ["Delivery", "Link", "RingNetwork", "Ring"]
 
 
 @dataclass(frozen=True)
@@ -162,3 +171,71 @@ class RingNetwork:
         """
         n = self.n_gpus
         return (n - 1) * self.ring_step_cycles(total_bytes / n)
+
+
+class Ring:
+    """Unidirectional ring, cycle by cycle: GPU ``i`` sends to GPU ``i - 1`` over its own
+    :class:`Link` (the co-simulation's network, module docstring).
+
+    A packet taken from ``net_tx`` at cycle ``t`` waits in the transmit buffer for the link,
+    is serialized at ``bytes_per_cycle`` and arrives ``latency`` cycles (plus, with
+    ``jitter``, an exponential delay of that mean) after the cycle its last byte left.
+    Without ``reorder`` the arrivals of a link keep their sending order. The transmit buffer
+    holds ``tx_bytes``: a packet's bytes stay in it until their last byte has left.
+    """
+
+    def __init__(self, n, rng, *, bytes_per_cycle, latency, tx_bytes, jitter, reorder):
+        self.n, self.rng = n, rng
+        self.bpc, self.latency, self.tx_bytes = bytes_per_cycle, latency, tx_bytes
+        self.jitter, self.reorder = jitter, reorder
+        self.links = [Link(src=i, dst=(i - 1) % n, bytes_per_cycle=bytes_per_cycle,
+                           latency_cycles=latency) for i in range(n)]
+        self.departures = [deque() for _ in range(n)]   # (departure time, bytes) in the buffer
+        self.last_arrival = [0] * n
+        self.wire = [[] for _ in range(n)]   # per destination: heap (arrival, seq, pkt, data)
+        self.seq = 0
+        self.packets = 0
+        self.bytes = 0
+
+    def buffered(self, i, cycle):
+        dq = self.departures[i]
+        while dq and dq[0][0] <= cycle:
+            dq.popleft()
+        return sum(b for _, b in dq)
+
+    def tx_ready(self, i, cycle, nbytes):
+        return self.buffered(i, cycle) + nbytes <= self.tx_bytes
+
+    def send(self, i, cycle, pkt, data):
+        link = self.links[i]
+        dst = link.dst
+        if pkt["device"] != dst:
+            raise AssertionError(f"cycle {cycle}: GPU {i} sent {pkt} to device "
+                                 f"{pkt['device']}; its ring neighbour is {dst}")
+        nbytes = pkt["bytes"]
+        link.enqueue(nbytes, ready=float(cycle))
+        link.transmit(math.inf)                  # the link's queue is empty: it starts now
+        self.departures[i].append((link.free_at, nbytes))
+        arrival = math.ceil(link.free_at) + self.latency
+        if self.jitter:                      # queueing delay: exponential, mean `jitter`
+            arrival += int(self.rng.expovariate(1.0 / self.jitter))
+        if not self.reorder:
+            arrival = max(arrival, self.last_arrival[i])
+            self.last_arrival[i] = arrival
+        self.seq += 1
+        heapq.heappush(self.wire[dst], (arrival, self.seq, pkt, data))
+        self.packets += 1
+        self.bytes += nbytes
+
+    def arrived(self, dst, cycle):
+        """The earliest packet for ``dst`` that has arrived by ``cycle`` (taken off the
+        wire: it waits at the receiver's port), or None."""
+        w = self.wire[dst]
+        return heapq.heappop(w) if w and w[0][0] <= cycle else None
+
+    def next_arrival(self):
+        times = [w[0][0] for w in self.wire if w]
+        return min(times) if times else None
+
+    def empty(self):
+        return not any(self.wire)

@@ -2,11 +2,15 @@
 """Performance model: Sequential, T3, T3-MCA and Ideal for the paper's sub-layers.
 
 A chunked-time simulation (steps of ``step_cycles``) of one GPU of the ring, built from the
-behavioral models: :class:`~sim_models.gpu.GemmProducer` (tiles, L2 reuse),
+behavioral models: :class:`~sim_models.gpu.GemmProducer` (tiles, L2 reuse) run by
+:class:`~sim_models.gpu.SteppedCores` (the CUs, stepped),
 :class:`~sim_models.dram.DramModel` (bandwidth-limited queue, traffic classes),
 :class:`~sim_models.network.RingNetwork` (serialization, latency, packets),
 :class:`~sim_models.engine_model.Arbiter` and the RTL's reference tracker
-(:class:`~sim_models.tracker.TrackerModel`).
+(:class:`~sim_models.tracker.TrackerModel`), under the engines'
+:class:`~t3hw.spec.params.EngineParams` (:class:`SystemConfig`). The model only computes;
+``t3hw paper`` (:mod:`t3hw.tools.paper`) runs it over the paper's table and writes the JSON
+and the plots.
 
 Scenarios
 ---------
@@ -50,11 +54,7 @@ counting unit) is ``burst_bytes``, doubled until the threshold fits ``count_widt
 """
 
 import heapq
-import json
 import math
-import os
-import sys
-import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -62,19 +62,19 @@ import numpy as np
 
 from .dram import TRAFFIC_CLASSES, DramModel
 from .engine_model import Arbiter, DmaDescriptor, observe_bytes
-from .gpu import GemmProducer, GpuConfig
+from .gpu import GemmProducer, GpuConfig, SteppedCores
 from .network import RingNetwork
 from .tracker import TrackerModel
-from .workloads import paper_workloads, token_sweep
 from t3hw.spec.layouts import WriteKind, WriteSource
 from t3hw.spec.params import EngineParams
 
 
 __all__ = ["SystemConfig", "PhaseResult", "simulate_sequential", "simulate_t3", "run_workload",
-           "summarize", "run_paper", "run_token_sweep", "plot_results", "PAPER"]
+           "summarize", "PAPER"]
 
 
-#: The paper's published figures (T3.md), for comparison in reports and docs.
+#: The paper's published figures (T3.md), for comparison in reports and docs (the JSON
+#: reports and the plots are written by :mod:`t3hw.tools.paper`).
 PAPER = {
     "summary": {"speedup_geomean": {"t3": 0.20, "t3_mca": 0.30, "ideal": 0.35},
                 "speedup_max": {"t3": 0.39, "t3_mca": 0.47, "ideal": 0.50},
@@ -101,19 +101,20 @@ class SystemConfig:
         Link latency (paper: 500 ns).
     packet_bytes : int
         Network packet and DMA request size of this model.
-    burst_bytes : int
-        DRAM request size and tracker beat (256 B here for speed; thresholds must fit the
-        tracker's ``count_width``).
     step_cycles : int
         Time step of the GEMM and fused phases (the ring phases use a quarter of it).
     tx_buffer_bytes : int
         Network transmit staging per GPU: DMA reads and remote stores wait when it is full.
-    starvation_limit, mca_window : int
-        T3-MCA parameters (cycles).
     mca_threshold : int or None
-        Programmed T3-MCA threshold, or None to derive it.
-    tracker : EngineParams
-        Tracker geometry.
+        T3-MCA threshold programmed for this model, or None for ``params.mca_threshold``
+        (derived when that is 0). A threshold of its own because the paper's DRAM saturates
+        at about 977 requests, beyond the RTL's 8-bit ``occupancy_width``.
+    params : EngineParams
+        The engines' parameters, which the model reads rather than shadows:
+        ``burst_bytes`` (DRAM request size and tracker beat), the tracker geometry
+        (``tracker_entries``, ``count_width``, ``beats_width``, ``cmd_width``),
+        ``starvation_limit``, ``mca_window_log2`` and ``mca_threshold``. Default: the
+        paper's, with ``burst_bytes = 256`` for speed (thresholds must fit ``count_width``).
     """
 
     gpu:                 GpuConfig = field(default_factory=GpuConfig)
@@ -122,17 +123,16 @@ class SystemConfig:
     link_gbs:            float = 75.0
     link_latency_ns:     float = 500.0
     packet_bytes:        int = 4096
-    burst_bytes:         int = 256
     step_cycles:         int = 512
     tx_buffer_bytes:     int = 256 * 1024
-    starvation_limit:    int = 1024
-    mca_window:          int = 16384
     mca_threshold:       int = None
-    tracker:             EngineParams = field(default_factory=EngineParams)
+    params:              EngineParams = field(
+                             default_factory=lambda: EngineParams(burst_bytes=256))
 
     def __post_init__(self):
-        for name in ("dram_latency_cycles", "packet_bytes", "burst_bytes", "step_cycles",
-                     "tx_buffer_bytes", "starvation_limit", "mca_window"):
+        if not isinstance(self.params, EngineParams):
+            raise ValueError(f"params must be an EngineParams, not {self.params!r}")
+        for name in ("dram_latency_cycles", "packet_bytes", "step_cycles", "tx_buffer_bytes"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an integer in [1, inf), not {v!r}")
@@ -147,6 +147,20 @@ class SystemConfig:
         if self.tx_buffer_bytes < self.packet_bytes:
             raise ValueError(f"tx_buffer_bytes must be in [{self.packet_bytes}, inf), "
                              f"not {self.tx_buffer_bytes!r}")
+
+    @property
+    def burst_bytes(self):
+        """DRAM request size and tracker beat: ``params.burst_bytes``."""
+        return self.params.burst_bytes
+
+    def arbiter(self, policy, saturation):
+        """A fresh :class:`~sim_models.engine_model.Arbiter` under ``policy`` with the
+        engines' T3-MCA parameters (``saturation``: the DRAM's, in requests)."""
+        p = self.params
+        threshold = self.mca_threshold if self.mca_threshold is not None else \
+            (p.mca_threshold or None)
+        return Arbiter(policy=policy, threshold=threshold, starvation_limit=p.starvation_limit,
+                       window=1 << p.mca_window_log2, saturation=saturation)
 
     def dram(self):
         """A fresh timing-only :class:`DramModel`."""
@@ -207,61 +221,6 @@ class _Fifo:
         return bool(self.q)
 
 
-class _Gemm:
-    """The CUs running one GEMM, stepped: per-tile roofline under delivered DRAM bytes."""
-
-    def __init__(self, producer, lookahead_steps=2):
-        self.p = producer
-        cus = producer.gpu.cus
-        self.queue = deque(producer.order())
-        self.tile = np.full(cus, -1)
-        self.need = np.zeros(cus)
-        self.req = np.zeros(cus)
-        self.got = np.zeros(cus)
-        self.frac = np.zeros(cus)
-        self.held = np.zeros(cus, dtype=bool)
-        self.tc = float(producer.compute_cycles)
-        self.lookahead = lookahead_steps
-
-    @property
-    def done(self):
-        return not self.queue and not (self.tile >= 0).any()
-
-    def dispatch(self):
-        for cu in np.flatnonzero(self.tile < 0):
-            if not self.queue:
-                break
-            t = self.queue.popleft()
-            self.tile[cu] = t
-            self.need[cu] = self.p.dispatch(t)
-            self.req[cu] = self.got[cu] = self.frac[cu] = 0.0
-
-    def requests(self, dt):
-        """Read bytes the CUs issue this step (a per-CU array): up to a few steps ahead."""
-        target = np.minimum(self.need, (self.frac + self.lookahead * dt / self.tc) * self.need)
-        new = np.where(self.tile >= 0, np.maximum(target - self.req, 0.0), 0.0)
-        self.req += new
-        return new
-
-    def deliver(self, part):
-        self.got += part
-
-    def advance(self, dt):
-        """Advance the running tiles by ``dt``; return the CUs whose tile just finished."""
-        running = (self.tile >= 0) & ~self.held
-        have = np.where(self.need - self.got < 1.0, 1.0,
-                        self.got / np.maximum(self.need, 1.0))
-        self.frac = np.where(running, np.minimum(self.frac + dt / self.tc, have), self.frac)
-        fin = np.flatnonzero(running & (self.frac >= 1.0 - 1e-9))
-        self.held[fin] = True
-        return fin
-
-    def free(self, cu):
-        self.p.retire(int(self.tile[cu]))
-        self.tile[cu] = -1
-        self.held[cu] = False
-
-
 def _units(producer, n, max_units, burst_bytes, packet_bytes, max_threshold):
     """Tracked units per stage (lists of tile ids), their bytes, and the tracker beat."""
     per_chunk = max(len(c) for c in producer.chunks)
@@ -303,10 +262,8 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
     prod = GemmProducer(shape=work.shape, gpu=cfg.gpu, n_gpus=n if fused else 1,
                         cache_outputs=not fused)
     dram = cfg.dram()
-    arb = Arbiter(policy=policy, threshold=cfg.mca_threshold,
-                  starvation_limit=cfg.starvation_limit, window=cfg.mca_window,
-                  saturation=dram.saturation)
-    gemm = _Gemm(prod)
+    arb = cfg.arbiter(policy, dram.saturation)
+    gemm = SteppedCores(prod)
     cfifo, mfifo = _Fifo(), _Fifo()
     now = 0.0
     if not fused:
@@ -326,14 +283,15 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
             now += dt
         return now, dram.traffic, arb
 
-    stages, ubytes, beat = _units(prod, n, max(1, cfg.tracker.tracker_entries // (n - 1)),
-                                  cfg.burst_bytes, cfg.packet_bytes, cfg.tracker.max_threshold)
+    p = cfg.params
+    stages, ubytes, beat = _units(prod, n, max(1, p.tracker_entries // (n - 1)),
+                                  p.burst_bytes, cfg.packet_bytes, p.max_threshold)
     n_units = len(ubytes)
     unit_of = {t: (s, j) for s, units in enumerate(stages) for j, u in enumerate(units) for t in u}
     ring = cfg.ring(n)
     link = ring.links[0]
-    tracker = TrackerModel(cfg.tracker)
-    cmd_mask = (1 << cfg.tracker.cmd_width) - 1
+    tracker = TrackerModel(p)
+    cmd_mask = (1 << p.cmd_width) - 1
     descriptors, armed = {}, set()
     dma, dma_out = deque(), 0
     arrivals, seq = [], 0
@@ -537,121 +495,3 @@ def summarize(configs):
     out["dram_reduction_geomean"] = 1 - _geomean(kept)
     out["dram_reduction_max"] = 1 - min(kept)
     return out
-
-
-class _Progress:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
-
-    def __init__(self, total, enabled):
-        self.total, self.n, self.t0 = total, 0, time.monotonic()
-        self.enabled = enabled and sys.stderr.isatty()
-
-    def step(self, label):
-        self.n += 1
-        if self.enabled:
-            width = 30
-            fill = width * self.n // self.total
-            sys.stderr.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {self.n}/{self.total} "
-                             f"{time.monotonic() - self.t0:5.1f}s {label:<28}")
-            if self.n == self.total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
-def _run_all(workloads, cfg, progress):
-    bar = _Progress(len(workloads), progress)
-    out = []
-    for w in workloads:
-        entry = run_workload(w, cfg)
-        del entry["phases"]
-        out.append(entry)
-        bar.step(f"{w.model} TP{w.tp} {w.sublayer}")
-    return out
-
-
-def _write(result, json_path):
-    if json_path:
-        os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
-        with open(json_path, "w") as f:
-            json.dump(result, f, indent=1, sort_keys=False)
-            f.write("\n")
-
-
-def run_paper(json_path=None, plot_dir=None, progress=True, *, cfg=None):
-    """The paper's table: every workload of :func:`~sim_models.workloads.paper_workloads`.
-
-    Returns ``{"configs": [...], "summary": {...}, "summary_tp32": {...}}`` (``summary``
-    over the 16 Mega-GPT-2/T-NLG configs, ``summary_tp32`` over GPT-3/PaLM/MT-NLG), writes it
-    to ``json_path`` if given and PNG plots to ``plot_dir`` if given.
-    """
-    configs = _run_all(paper_workloads(), cfg or SystemConfig(), progress)
-    small = [c for c in configs if c["tp"] != 32]
-    large = [c for c in configs if c["tp"] == 32]
-    result = {"configs": configs, "summary": summarize(small), "summary_tp32": summarize(large)}
-    _write(result, json_path)
-    if plot_dir:
-        plot_results(result, plot_dir, prefix="paper")
-    return result
-
-
-def run_token_sweep(json_path=None, plot_dir=None, progress=True, *, model="T-NLG", tp=8,
-                    tokens=(2048, 4096, 8192, 16384), cfg=None):
-    """Every sub-layer of ``model`` at ``tp`` for each T in ``tokens``; same JSON shape
-    as :func:`run_paper` with ``summary`` per token count (``{"T": summary}``)."""
-    configs = _run_all(token_sweep(model=model, tp=tp, tokens=tokens), cfg or SystemConfig(),
-                       progress)
-    result = {"configs": configs,
-              "summary": {str(t): summarize([c for c in configs if c["tokens"] == t])
-                          for t in tokens}}
-    _write(result, json_path)
-    if plot_dir:
-        plot_results(result, plot_dir, prefix="paper_sweep")
-    return result
-
-
-def plot_results(result, plot_dir, *, prefix="paper"):
-    """Write ``{prefix}_speedup.png`` and ``{prefix}_dram.png`` into ``plot_dir``."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    os.makedirs(plot_dir, exist_ok=True)
-    configs = result["configs"]
-    labels = [f"{c['model']}\nTP{c['tp']} {c['sublayer']}" + (f"\nT={c['tokens']}"
-              if prefix != "paper" else "") for c in configs]
-    x = np.arange(len(configs))
-    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(configs)), 4.5))
-    for i, (key, name) in enumerate((("t3", "T3"), ("t3_mca", "T3-MCA"), ("ideal", "Ideal"))):
-        y = [100 * (c["cycles"]["sequential"] / c["cycles"][key] - 1) for c in configs]
-        ax.bar(x + (i - 1) * 0.27, y, 0.27, label=name)
-    if prefix == "paper":
-        for (key, name), color in zip((("t3", "T3"), ("t3_mca", "T3-MCA"), ("ideal", "Ideal")),
-                                      plt.get_cmap("tab10").colors):
-            ax.axhline(100 * PAPER["summary"]["speedup_geomean"][key], color=color, ls="--",
-                       lw=1, label=f"paper geomean {name}")
-    ax.set_xticks(x, labels, fontsize=6, rotation=90)
-    ax.set_ylabel("speedup over Sequential (%)")
-    ax.set_title("Sub-layer speedup (model: sim_models.perf)")
-    ax.axhline(0, color="k", lw=0.5)
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(os.path.join(plot_dir, f"{prefix}_speedup.png"), dpi=120)
-    plt.close(fig)
-
-    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(configs)), 4.5))
-    colors = plt.get_cmap("tab10").colors
-    for off, scen, hatch in ((-0.2, "sequential", ""), (0.2, "t3_mca", "//")):
-        bottom = np.zeros(len(configs))
-        for k, cls in enumerate(TRAFFIC_CLASSES):
-            y = np.array([c["dram_bytes"][scen][cls] / sum(c["dram_bytes"]["sequential"].values())
-                          for c in configs])
-            ax.bar(x + off, y, 0.4, bottom=bottom, color=colors[k], hatch=hatch,
-                   label=cls if scen == "sequential" else None, edgecolor="k", lw=0.2)
-            bottom += y
-    ax.set_xticks(x, labels, fontsize=6, rotation=90)
-    ax.set_ylabel("DRAM bytes / Sequential total")
-    ax.set_title("DRAM traffic: Sequential (left, plain) vs T3-MCA (right, hatched)")
-    ax.legend(fontsize=7, ncol=3)
-    fig.tight_layout()
-    fig.savefig(os.path.join(plot_dir, f"{prefix}_dram.png"), dpi=120)
-    plt.close(fig)

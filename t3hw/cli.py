@@ -63,22 +63,8 @@ def _cmd_bench(args):
 
 
 def _cmd_paper(args):
-    from sim_models.perf import run_paper, run_token_sweep
-    progress = sys.stderr.isatty()
-    result = run_paper(args.json, args.plot, progress=progress)
-    for name, key in (("Mega-GPT-2 / T-NLG, TP 8 and 16", "summary"),
-                      ("GPT-3 / PaLM / MT-NLG, TP 32", "summary_tp32")):
-        s = result[key]
-        print(f"{name}: speedup over Sequential, geomean (max): "
-              + ", ".join(f"{k} {100 * s['speedup_geomean'][k]:.1f}% "
-                          f"({100 * s['speedup_max'][k]:.1f}%)" for k in s["speedup_geomean"])
-              + f"; DRAM traffic -{100 * s['dram_reduction_geomean']:.1f}% "
-                f"(max -{100 * s['dram_reduction_max']:.1f}%)")
-    if args.sweep:
-        sweep = Path(args.json).with_name(Path(args.json).stem + "_sweep.json")
-        run_token_sweep(sweep, args.plot, progress=progress)
-        print(f"token sweep: {sweep}")
-    print(f"written: {args.json}" + (f", plots in {args.plot}" if args.plot else ""))
+    from t3hw.tools.paper import cmd
+    return cmd(args)
 
 
 def _cmd_arbiter_plot(args):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-import sim_models.perf as perf
+import t3hw.tools.paper as perf
 from sim_models.engine_model import AddressMap, Arbiter, DmaDescriptor, Region
 from sim_models.functional import ring_reduce_scatter_check
 from sim_models.perf import SystemConfig, simulate_sequential, simulate_t3, summarize

@@ -11,13 +11,12 @@ compare.
 import functools
 import hashlib
 import json
-import sys
-import threading
 import time
 from pathlib import Path
 
 from sim_models.cosim import CosimConfig, model_cycles
 from . import simulate, toolchain
+from .progress import Progress
 
 
 __all__ = ["build", "run", "result_line"]
@@ -68,38 +67,11 @@ def build(cfg: CosimConfig, *, waves=False, root=None):
     return runner, bdir
 
 
-class _Progress:
-    """A one-line progress bar on stderr, fed by the testbench's progress file."""
-
-    def __init__(self, path, enabled):
-        self.path, self.enabled = Path(path), enabled
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-
-    def __enter__(self):
-        if self.enabled:
-            self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        if self.enabled:
-            self.thread.join()
-            sys.stderr.write("\n")
-
-    def _loop(self):
-        t0 = time.perf_counter()
-        while not self.stop.wait(0.5):
-            try:
-                s = json.loads(self.path.read_text())
-            except (OSError, ValueError):
-                continue
-            frac = 0.5 * s["tiles"] / max(1, s["tiles_total"]) + \
-                0.5 * min(1.0, s["r_bytes"] / max(1, s["r_total"]))
-            bar = "#" * int(30 * frac)
-            sys.stderr.write(f"\r  [{bar:<30}] {100 * frac:5.1f}%  cycle {s['cycle']:>9,}  "
-                             f"{time.perf_counter() - t0:5.0f} s")
-            sys.stderr.flush()
+def _progress(state):
+    """How far a run is, from the testbench's progress file: ``(fraction, text)``."""
+    frac = 0.5 * state["tiles"] / max(1, state["tiles_total"]) + \
+        0.5 * min(1.0, state["r_bytes"] / max(1, state["r_total"]))
+    return frac, f"{100 * frac:5.1f}%  cycle {state['cycle']:>9,}"
 
 
 def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, root=None,
@@ -129,7 +101,7 @@ def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, roo
     env = {"T3HW_COSIM": json.dumps(cfg.to_dict()), "T3HW_COSIM_OUT": str(out),
            "T3HW_COSIM_PROGRESS": str(prog)}
     failure = None
-    with _Progress(prog, progress):
+    with Progress(enabled=progress).follow(prog, _progress):
         try:
             simulate.run(runner, MODULE, bdir, "t3hw.verif.cosim_tb", params=cfg.params,
                         seed=cfg.seed, test_dir=bdir, extra_env=env, trace_file=trace)

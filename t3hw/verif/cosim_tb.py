@@ -5,7 +5,7 @@
 
 The driver programs every engine through its own register port, as software would (all N
 in parallel): address-map regions, arbiter policy, DMA descriptors and tracker entries of
-:class:`sim_models.cosim.Plan`. Then the models run, one RTL clock per memory-controller
+:class:`sim_models.collective.Plan`. Then the models run, one RTL clock per memory-controller
 cycle. While some model has something to do or some output is valid, every cycle is
 stepped in Python; once nothing has moved for ``QUIET`` cycles and no model acts before
 cycle ``t``, the testbench lowers every output's ``ready`` (so nothing can transfer unseen:

@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``t3hw paper``: the performance model (:mod:`sim_models.perf`) over the paper's table.
+
+:func:`run_paper` runs every workload of :func:`~sim_models.workloads.paper_workloads`
+through :func:`~sim_models.perf.run_workload` and sums them up
+(:func:`~sim_models.perf.summarize`); :func:`run_token_sweep` does the same over token
+counts. Both show a progress bar, write the result as JSON and, if asked, plot it
+(:mod:`.plots`). Every config's ``dram_bytes`` are per traffic class
+(:data:`TRAFFIC_CLASSES`).
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from sim_models.dram import TRAFFIC_CLASSES
+from sim_models.perf import SystemConfig, run_workload, summarize
+from sim_models.workloads import paper_workloads, token_sweep
+from .plots import plot_results
+from .progress import Progress
+
+
+__all__ = ["TRAFFIC_CLASSES", "run_paper", "run_token_sweep", "cmd"]
+
+
+def _run_all(workloads, cfg, progress):
+    bar = Progress(len(workloads), progress)
+    out = []
+    for w in workloads:
+        entry = run_workload(w, cfg)
+        del entry["phases"]
+        out.append(entry)
+        bar.step(f"{w.model} TP{w.tp} {w.sublayer}")
+    return out
+
+
+def _write(result, json_path):
+    if json_path:
+        os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+        with open(json_path, "w") as f:
+            json.dump(result, f, indent=1, sort_keys=False)
+            f.write("\n")
+
+
+def run_paper(json_path=None, plot_dir=None, progress=True, *, cfg=None):
+    """The paper's table: every workload of :func:`~sim_models.workloads.paper_workloads`.
+
+    Returns ``{"configs": [...], "summary": {...}, "summary_tp32": {...}}`` (``summary``
+    over the 16 Mega-GPT-2/T-NLG configs, ``summary_tp32`` over GPT-3/PaLM/MT-NLG), writes it
+    to ``json_path`` if given and PNG plots to ``plot_dir`` if given.
+    """
+    configs = _run_all(paper_workloads(), cfg or SystemConfig(), progress)
+    small = [c for c in configs if c["tp"] != 32]
+    large = [c for c in configs if c["tp"] == 32]
+    result = {"configs": configs, "summary": summarize(small), "summary_tp32": summarize(large)}
+    _write(result, json_path)
+    if plot_dir:
+        plot_results(result, plot_dir, prefix="paper")
+    return result
+
+
+def run_token_sweep(json_path=None, plot_dir=None, progress=True, *, model="T-NLG", tp=8,
+                    tokens=(2048, 4096, 8192, 16384), cfg=None):
+    """Every sub-layer of ``model`` at ``tp`` for each T in ``tokens``; same JSON shape
+    as :func:`run_paper` with ``summary`` per token count (``{"T": summary}``)."""
+    configs = _run_all(token_sweep(model=model, tp=tp, tokens=tokens), cfg or SystemConfig(),
+                       progress)
+    result = {"configs": configs,
+              "summary": {str(t): summarize([c for c in configs if c["tokens"] == t])
+                          for t in tokens}}
+    _write(result, json_path)
+    if plot_dir:
+        plot_results(result, plot_dir, prefix="paper_sweep")
+    return result
+
+
+def cmd(args):
+    """``t3hw paper --json FILE [--plot DIR] [--sweep]``: run, print the summaries."""
+    progress = sys.stderr.isatty()
+    result = run_paper(args.json, args.plot, progress=progress)
+    for name, key in (("Mega-GPT-2 / T-NLG, TP 8 and 16", "summary"),
+                      ("GPT-3 / PaLM / MT-NLG, TP 32", "summary_tp32")):
+        s = result[key]
+        print(f"{name}: speedup over Sequential, geomean (max): "
+              + ", ".join(f"{k} {100 * s['speedup_geomean'][k]:.1f}% "
+                          f"({100 * s['speedup_max'][k]:.1f}%)" for k in s["speedup_geomean"])
+              + f"; DRAM traffic -{100 * s['dram_reduction_geomean']:.1f}% "
+                f"(max -{100 * s['dram_reduction_max']:.1f}%)")
+    if args.sweep:
+        sweep = Path(args.json).with_name(Path(args.json).stem + "_sweep.json")
+        run_token_sweep(sweep, args.plot, progress=progress)
+        print(f"token sweep: {sweep}")
+    print(f"written: {args.json}" + (f", plots in {args.plot}" if args.plot else ""))

@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Plots of the performance model's results (``t3hw paper --plot DIR``).
+
+:func:`plot_results` draws a result of :func:`t3hw.tools.paper.run_paper` or
+:func:`~t3hw.tools.paper.run_token_sweep` as two PNG bar charts: the speedup of T3, T3-MCA
+and Ideal over Sequential per config, and the DRAM traffic per class of Sequential and
+T3-MCA.
+"""
+
+import os
+
+import numpy as np
+
+from sim_models.dram import TRAFFIC_CLASSES
+from sim_models.perf import PAPER
+
+
+__all__ = ["plot_results"]
+
+
+def plot_results(result, plot_dir, *, prefix="paper"):
+    """Write ``{prefix}_speedup.png`` and ``{prefix}_dram.png`` into ``plot_dir``: the
+    speedups of every config of ``result`` (the paper's geomeans as lines when ``prefix`` is
+    ``"paper"``) and their DRAM traffic per class."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(plot_dir, exist_ok=True)
+    configs = result["configs"]
+    labels = [f"{c['model']}\nTP{c['tp']} {c['sublayer']}" + (f"\nT={c['tokens']}"
+              if prefix != "paper" else "") for c in configs]
+    x = np.arange(len(configs))
+    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(configs)), 4.5))
+    for i, (key, name) in enumerate((("t3", "T3"), ("t3_mca", "T3-MCA"), ("ideal", "Ideal"))):
+        y = [100 * (c["cycles"]["sequential"] / c["cycles"][key] - 1) for c in configs]
+        ax.bar(x + (i - 1) * 0.27, y, 0.27, label=name)
+    if prefix == "paper":
+        for (key, name), color in zip((("t3", "T3"), ("t3_mca", "T3-MCA"), ("ideal", "Ideal")),
+                                      plt.get_cmap("tab10").colors):
+            ax.axhline(100 * PAPER["summary"]["speedup_geomean"][key], color=color, ls="--",
+                       lw=1, label=f"paper geomean {name}")
+    ax.set_xticks(x, labels, fontsize=6, rotation=90)
+    ax.set_ylabel("speedup over Sequential (%)")
+    ax.set_title("Sub-layer speedup (model: sim_models.perf)")
+    ax.axhline(0, color="k", lw=0.5)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(os.path.join(plot_dir, f"{prefix}_speedup.png"), dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(configs)), 4.5))
+    colors = plt.get_cmap("tab10").colors
+    for off, scen, hatch in ((-0.2, "sequential", ""), (0.2, "t3_mca", "//")):
+        bottom = np.zeros(len(configs))
+        for k, cls in enumerate(TRAFFIC_CLASSES):
+            y = np.array([c["dram_bytes"][scen][cls] / sum(c["dram_bytes"]["sequential"].values())
+                          for c in configs])
+            ax.bar(x + off, y, 0.4, bottom=bottom, color=colors[k], hatch=hatch,
+                   label=cls if scen == "sequential" else None, edgecolor="k", lw=0.2)
+            bottom += y
+    ax.set_xticks(x, labels, fontsize=6, rotation=90)
+    ax.set_ylabel("DRAM bytes / Sequential total")
+    ax.set_title("DRAM traffic: Sequential (left, plain) vs T3-MCA (right, hatched)")
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(plot_dir, f"{prefix}_dram.png"), dpi=120)
+    plt.close(fig)
