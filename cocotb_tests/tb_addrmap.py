@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """cocotb testbench of the generated address map Verilog, scored cycle by cycle.
 
-The stimulus, the scoreboard and the directed scenarios are :mod:`sim_models.addrmap`'s (the
+The stimulus, the scoreboard and the directed scenarios are :mod:`t3hw.verif.addrmap_env`'s (the
 amaranth.sim tests run the same ones): every cycle, ``store.ready``, ``rx.ready`` and
 ``valid`` and every payload field of ``net``, ``mem`` and ``rx_mem`` are compared with
 :class:`sim_models.addrmap.AddrMapModel`; sticky errors and counters at the end of each test.

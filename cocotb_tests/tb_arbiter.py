@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """cocotb testbench of the generated arbiter Verilog, scored cycle by cycle.
 
-The stimulus, the scoreboard and the directed scenarios are :mod:`sim_models.arbiter`'s (the
+The stimulus, the scoreboard and the directed scenarios are :mod:`t3hw.verif.arbiter_env`'s (the
 amaranth.sim tests run the same ones): every cycle, the ready of every input, the DRAM
 request, the routed responses, the tracker write, the status, the error bits and every
 counter are compared with :class:`sim_models.arbiter.ArbiterModel`, and the starvation bound

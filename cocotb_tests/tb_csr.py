@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """cocotb testbench of the generated register block Verilog, scored cycle by cycle.
 
-The stimulus, the scoreboard and the directed scenarios are :mod:`sim_models.csr`'s (the
+The stimulus, the scoreboard and the directed scenarios are :mod:`t3hw.verif.csr_env`'s (the
 amaranth.sim tests run the same ones): every cycle, ``r_data``, the sticky errors, the
 clears and every field of the four program streams are compared with
 :class:`sim_models.csr.CsrModel`; the targets are their reference models

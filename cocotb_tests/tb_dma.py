@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """cocotb testbench of the generated DMA Verilog, scored against the reference model.
 
-The stimulus, the scoreboard and the directed scenarios are :mod:`sim_models.dma`'s (the
+The stimulus, the scoreboard and the directed scenarios are :mod:`t3hw.verif.dma_env`'s (the
 amaranth.sim tests run the same ones): every read request and every network packet is
 compared field by field with :class:`sim_models.dma.DmaModel`, ``valid``/``payload`` of every
 output stream must hold until the transfer, requested-and-unreturned reads never exceed

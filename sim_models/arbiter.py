@@ -23,13 +23,13 @@ from t3hw.spec.params import EngineParams
 from .env import BlockModel
 
 
-__all__ = ["MAX_WINDOW_LOG2", "INPUTS", "config_ok", "reset_config", "ArbiterModel",
+__all__ = ["MAX_WINDOW_LOG2", "INPUTS", "COMPUTE_INPUTS", "COMM_INPUTS", "config_ok", "reset_config", "ArbiterModel",
            "starvation_bound"]
 
 
 #: The request inputs: compute (load, store), then communication (dma, remote).
 INPUTS = ("load", "store", "dma", "remote")
-_COMPUTE, _COMM = ("load", "store"), ("dma", "remote")
+COMPUTE_INPUTS, COMM_INPUTS = ("load", "store"), ("dma", "remote")
 
 
 def config_ok(cfg):
@@ -166,7 +166,7 @@ class ArbiterModel(BlockModel):
             self.track = {"tile": out["tile"], "beats": 1,
                           "kind": int(out["op"] == MemOp.UPDATE.value), "source": out["source"]}
         # the output register, pointers, wait
-        grant_c, grant_m = pick in _COMPUTE, pick in _COMM
+        grant_c, grant_m = pick in COMPUTE_INPUTS, pick in COMM_INPUTS
         if slot:
             if pick is None:
                 self.out = None

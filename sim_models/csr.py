@@ -36,8 +36,8 @@ from .env import BlockModel
 from .tracker import TrackerModel
 
 
-__all__ = ["STAGING", "COMMANDS", "CsrInputs", "CsrModel", "ArbiterConfig", "Targets",
-           "ModelBus"]
+__all__ = ["STAGING", "ALWAYS_READY", "COMMANDS", "TARGETS", "STICKY", "STATS", "CsrInputs",
+           "CsrModel", "ArbiterConfig", "Targets", "ModelBus"]
 
 
 #: Staging groups, and the stream port each one feeds.
@@ -45,7 +45,7 @@ STAGING = {"REGION": "region_program", "DESC": "dma_program", "TRACK": "tracker_
            "ARB": "arbiter_program"}
 
 #: Staging groups whose target is always ready (their stream has no ``ready`` port).
-_ALWAYS_READY = ("REGION", "ARB")
+ALWAYS_READY = ("REGION", "ARB")
 
 #: Command -> (staging group, whether it loads the group from its read-back table).
 COMMANDS = {
@@ -58,13 +58,13 @@ COMMANDS = {
 }
 
 #: The targets behind the block, named as in its ports (``<target>_errors``, ...).
-_TARGETS = ("tracker", "dma", "addrmap", "arbiter")
+TARGETS = ("tracker", "dma", "addrmap", "arbiter")
 
 #: Sticky error groups -> the input that carries their events (None: the block's own).
-_STICKY = {"CSR_ERRORS": None, **{f"{t.upper()}_ERRORS": f"{t}_errors" for t in _TARGETS}}
+STICKY = {"CSR_ERRORS": None, **{f"{t.upper()}_ERRORS": f"{t}_errors" for t in TARGETS}}
 
 #: Counter groups -> the input that carries them.
-_STATS = {t.upper(): f"{t}_stats" for t in _TARGETS}
+STATS = {t.upper(): f"{t}_stats" for t in TARGETS}
 
 
 @dataclass
@@ -124,7 +124,7 @@ class CsrModel:
                        "DESC":   Codec(dma_errors_layout(p)).pack(bad_program=1)}
         self.status_codec = Codec(csr_status_layout(p))
         self.r_data = 0
-        self.sticky = dict.fromkeys(_STICKY, 0)
+        self.sticky = dict.fromkeys(STICKY, 0)
         self.staging = {g: self.codec[g].pack(**self.map.reset(g)) for g in STAGING}
         self.valid = dict.fromkeys(STAGING, False)
         self.verdict = dict.fromkeys(self.tables, False)
@@ -173,11 +173,11 @@ class CsrModel:
             return 0
         if group == "ARB_STATUS":
             return ins.arbiter_status
-        if group in _STICKY:
+        if group in STICKY:
             return self.sticky[group]
         if group in STAGING:
             return self.staging[group]
-        return getattr(ins, _STATS[group])
+        return getattr(ins, STATS[group])
 
     def outputs(self):
         """The outputs during this cycle: ``r_data``, ``errors`` (packed) and, per staging
@@ -202,7 +202,7 @@ class CsrModel:
             The staging groups whose request the target took this cycle, with its payload.
         """
         rm = self.map
-        ready = {**dict.fromkeys(_ALWAYS_READY, True), "DESC": bool(ins.dma_ready),
+        ready = {**dict.fromkeys(ALWAYS_READY, True), "DESC": bool(ins.dma_ready),
                  "TRACK": bool(ins.tracker_ready)}
         taken = {g: self.staging[g] for g in STAGING if self.valid[g] and ready[g]}
         errs = set()
@@ -223,7 +223,7 @@ class CsrModel:
                 staging[g] = codec.pack(**{**codec.unpack(staging[g]), **loads[-1]})
         valid = {g: self.valid[g] and g not in taken for g in STAGING}
         fetch = dict.fromkeys(self.tables)
-        clear = dict.fromkeys(_STICKY, 0)
+        clear = dict.fromkeys(STICKY, 0)
         if ins.w_stb and reg is not None:
             g = reg.group
             if reg.access == Access.RO:
@@ -256,7 +256,7 @@ class CsrModel:
                     fields = self.codec[g].unpack(self.staging[g])
                     table[fields["index"]] = {n: fields[n] for n in self.entry_names[g]}
         events = {"CSR_ERRORS": self.codec["CSR_ERRORS"].pack(**dict.fromkeys(errs, 1))}
-        for g, port in _STICKY.items():
+        for g, port in STICKY.items():
             if port is not None:
                 events[g] = getattr(ins, port)
             self.sticky[g] = (self.sticky[g] & ~clear[g]) | events[g]
@@ -334,7 +334,7 @@ class Targets:
         self.map = RegisterMap(params)
         self.models = {"tracker": self.tracker, "dma": self.dma, "addrmap": self.addrmap,
                        "arbiter": self.arbiter}
-        assert tuple(self.models) == _TARGETS
+        assert tuple(self.models) == TARGETS
         self.events = dict.fromkeys(self.models, 0)
         self.log = []               # (group, fields) of every request transferred
         # A target that checks a request a cycle after taking it (the address map's region

@@ -2,7 +2,7 @@
 """Fast amaranth.sim tests of the address map against its reference model, cycle by cycle.
 
 The stimulus, the scoreboard and the scenarios are the cocotb testbench's
-(:mod:`sim_models.addrmap`); only the port access differs.
+(:mod:`t3hw.verif.addrmap_env`); only the port access differs.
 """
 
 import random

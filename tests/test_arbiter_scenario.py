@@ -3,7 +3,7 @@
 in amaranth.sim: the mechanisms its plot (``t3hw arbiter-plot``) illustrates.
 
 Every run is also scored cycle by cycle against the reference model by the
-:class:`~sim_models.arbiter.ArbiterEnv` scoreboard it inherits.
+:class:`~t3hw.verif.arbiter_env.ArbiterEnv` scoreboard it inherits.
 """
 
 import json

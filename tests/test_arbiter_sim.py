@@ -3,7 +3,7 @@
 tests of the model's rules themselves.
 
 The stimulus, the scoreboard and the scenarios are the cocotb testbench's
-(:mod:`sim_models.arbiter`); only the port access differs.
+(:mod:`t3hw.verif.arbiter_env`); only the port access differs.
 """
 
 import random

@@ -2,7 +2,7 @@
 """Fast amaranth.sim tests of the register block against its cycle model.
 
 The stimulus, the scoreboard and the scenarios are the cocotb testbench's
-(:mod:`sim_models.csr`); only the port access differs. Every cycle, ``r_data``, the sticky
+(:mod:`t3hw.verif.csr_env`); only the port access differs. Every cycle, ``r_data``, the sticky
 errors, the clears and every field of the four program streams are compared with
 :class:`sim_models.csr.CsrModel`.
 """

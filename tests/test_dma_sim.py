@@ -2,7 +2,7 @@
 """Fast amaranth.sim tests of the DMA against its reference model (no Verilog, no Verilator).
 
 The stimulus, the scoreboard and the scenarios are the cocotb testbench's
-(:mod:`sim_models.dma`); only the port access differs.
+(:mod:`t3hw.verif.dma_env`); only the port access differs.
 """
 
 import random

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from t3hw.tools import simulate
+from t3hw.tools import simulate, toolchain
 from t3hw.tools import synth
 from t3hw.spec.layouts import entry_layout, trigger_layout
 from t3hw.spec.params import DEFAULT
@@ -100,7 +100,7 @@ def test_wrapper_strips_nothing(flow):
     script = ("read_verilog t3hw_tracker.v; hierarchy -top t3hw_tracker; "
               f"{synth.ECP5_COLLISIONS}; synth_ecp5 -top t3hw_tracker; "
               "tee -q -o bare_stat.json stat -json")
-    exe = synth._tool("yosys")
+    exe = toolchain.yowasp("yosys")
     subprocess.run([exe, "-q", "-p", script], cwd=job, check=True, timeout=600)
     bare = synth.parse_stat((job / "bare_stat.json").read_text())
     assert bare == results["blocks"]["tracker@small"]["ecp5"]["by_type"]
@@ -251,7 +251,7 @@ def test_tracker_table_read_goes_straight_to_registers(tmp_path):
     collisions don't-care (the tracker forwards them). Without that step Yosys puts a LUT
     after every read data bit."""
     module, source = simulate.generate_for("tracker", DEFAULT, tmp_path)
-    exe = synth._tool("yosys")
+    exe = toolchain.yowasp("yosys")
     sinks = {}
     for name, step in (("marked", synth.ECP5_COLLISIONS), ("plain", "proc; memory -nomap")):
         script = (f"read_verilog {source.name}; hierarchy -top {module}; {step}; "

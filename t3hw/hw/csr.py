@@ -156,9 +156,6 @@ def register_word(reg, value):
     return Cat(*parts)
 
 
-# The name of :func:`register_word` before it was public; ``t3hw/tools/board.py`` imports it
-# until it moves to ``register_word``, then this alias goes.
-_word = register_word
 
 
 def _mux_tree(words, sel):

@@ -44,7 +44,7 @@ from .params import PARAM_RANGES, EngineParams, check_params
 
 
 __all__ = ["Access", "Field", "Register", "Group", "RegisterMap", "SECTIONS", "SECTION_BYTES",
-           "STAGING_RESET", "MAGIC", "WORD_BITS"]
+           "STAGING_RESET", "MAGIC", "WORD_BITS", "place_group"]
 
 
 #: Bits of a register (and of the bus data).
@@ -189,7 +189,7 @@ class Group:
     codec:     Codec = field(compare=False)
 
 
-def _place(name, layout, access, base):
+def place_group(name, layout, access, base):
     """The registers of one group, at ``base`` onward (the placement rule of the module)."""
     words = []                          # [(register name suffix, [Field arguments])]
     used = WORD_BITS                    # bits used in the last word
@@ -218,7 +218,7 @@ def _section_windows():
     """Windows of :data:`SECTION_BYTES` of each section of :data:`SECTIONS`: as many as its
     groups need with every parameter at the top of its range (every layout is widest there)."""
     widest = EngineParams().replace(**{name: high for name, (_, high) in PARAM_RANGES.items()})
-    return tuple(-(-sum(4 * len(_place(name, factory(widest), access, 0))
+    return tuple(-(-sum(4 * len(place_group(name, factory(widest), access, 0))
                         for name, factory, access, _ in groups) // SECTION_BYTES)
                  for _, groups in SECTIONS)
 
@@ -251,7 +251,7 @@ class RegisterMap:
             addr, end = base, base + windows * SECTION_BYTES
             for name, factory, access, doc in groups:
                 layout = factory(params)
-                regs = _place(name, layout, access, addr)
+                regs = place_group(name, layout, access, addr)
                 addr += 4 * len(regs)
                 if addr > end:
                     raise ValueError(f"section {section!r} must fit in {end - base} bytes; "

@@ -11,15 +11,18 @@ compare.
 import functools
 import hashlib
 import json
+import sys
 import time
 from pathlib import Path
 
-from sim_models.cosim import CosimConfig, model_cycles
+from sim_models.cosim import COLLECTIVES, POLICIES, CosimConfig, model_cycles
+from sim_models.workloads import MODELS, SUBLAYERS
 from . import simulate, toolchain
+from .errors import CliError
 from .progress import Progress
 
 
-__all__ = ["build", "run", "result_line"]
+__all__ = ["build", "run", "result_line", "add_arguments", "cmd"]
 
 MODULE = "t3hw_system"
 #: Which scopes ``--waves`` traces (a Verilator configuration file).
@@ -140,3 +143,44 @@ def result_line(r):
             f"{c['rtl']:,} RTL cycles{model}; numerics "
             f"{'exact' if r['numerics_ok'] else 'WRONG'} (max err {r['max_abs_err']:g}); "
             f"{r['triggers']} triggers; {r['rtl_cycles_per_s']:,.0f} cycles/s")
+
+
+def add_arguments(p):
+    """The options of ``t3hw cosim``, with ``CosimConfig``'s defaults."""
+    d = CosimConfig()
+    p.add_argument("--gpus", type=int, default=d.gpus, metavar="N", help="ring size (2 .. 8)")
+    p.add_argument("--model", default=d.model, choices=list(MODELS))
+    p.add_argument("--tp", type=int, default=d.tp, metavar="P",
+                   help="tensor-parallel degree that slices the GEMM")
+    p.add_argument("--sublayer", default=d.sublayer, choices=list(SUBLAYERS))
+    p.add_argument("--tokens", type=int, default=d.tokens, metavar="T",
+                   help="a multiple of 32 * N")
+    p.add_argument("--hidden", type=int, default=None, metavar="H",
+                   help="narrow the layer to H columns (default: the model's hidden size)")
+    p.add_argument("--policy", default=d.policy, choices=POLICIES)
+    p.add_argument("--collective", default=d.collective, choices=COLLECTIVES,
+                   help="fused reduce-scatter, or fused all-reduce (all-gather triggered too)")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--net-jitter", type=int, default=0, metavar="CYCLES",
+                   help="mean random extra flight time per packet (exponential)")
+    p.add_argument("--reorder", action="store_true", help="let packets overtake each other")
+    p.add_argument("--dram-stall", type=float, default=0.0, metavar="P",
+                   help="probability per cycle that the DRAM starts a refusal burst")
+    p.add_argument("--json", required=True, metavar="FILE")
+    p.add_argument("--waves", metavar="DIR", help="also dump waves and a .gtkw there")
+
+
+def cmd(args):
+    """``t3hw cosim``: run one scenario, print its result line; a failed check is an error."""
+    cfg = CosimConfig(gpus=args.gpus, model=args.model, tp=args.tp, sublayer=args.sublayer,
+                      tokens=args.tokens, hidden=args.hidden, policy=args.policy,
+                      collective=args.collective,
+                      seed=args.seed, net_jitter=args.net_jitter, reorder=args.reorder,
+                      dram_stall=args.dram_stall)
+    r = run(cfg, json_path=args.json, waves_dir=args.waves, progress=sys.stderr.isatty())
+    print(result_line(r))
+    print(f"written: {args.json}" + (f", {r['waves']['dump']}, {r['waves']['gtkw']}"
+                                     if args.waves else ""))
+    if r["failure"] or not r["numerics_ok"]:
+        raise CliError(f"the co-simulation failed its checks: "
+                       f"{(r['failure'] or 'numerics differ from numpy').splitlines()[0][:300]}")

@@ -7,6 +7,7 @@ the performance model on the same scaled hardware), the DRAM traffic saved, whet
 GPU's reduced chunk equals numpy's sum, and where the waves and the timeline PNG are.
 """
 
+import sys
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from . import cosim
 from . import waves
 
 
-__all__ = ["run_demo"]
+__all__ = ["run_demo", "add_arguments", "cmd"]
 
 
 def run_demo(*, out: Path, seed=1, progress=True):
@@ -52,3 +53,14 @@ def run_demo(*, out: Path, seed=1, progress=True):
     print(f"\n  waves:    {r['waves']['dump']}\n  open:     gtkwave {r['waves']['gtkw']}"
           f"\n  timeline: {png}\n  results:  {out / 'cosim.json'}")
     return 0 if ok else 1
+
+
+def add_arguments(p):
+    """The options of ``t3hw demo``."""
+    p.add_argument("--out", default="out/demo", metavar="DIR", help="where waves go")
+    p.add_argument("--seed", type=int, default=1)
+
+
+def cmd(args):
+    """``t3hw demo``: run the demo scenario; its status is the demo's."""
+    return run_demo(out=Path(args.out), seed=args.seed, progress=sys.stderr.isatty())

@@ -21,7 +21,7 @@ from .plots import plot_results
 from .progress import Progress
 
 
-__all__ = ["TRAFFIC_CLASSES", "run_paper", "run_token_sweep", "cmd"]
+__all__ = ["TRAFFIC_CLASSES", "run_paper", "run_token_sweep", "add_arguments", "cmd"]
 
 
 def _run_all(workloads, cfg, progress):
@@ -92,3 +92,10 @@ def cmd(args):
         run_token_sweep(sweep, args.plot, progress=progress)
         print(f"token sweep: {sweep}")
     print(f"written: {args.json}" + (f", plots in {args.plot}" if args.plot else ""))
+
+
+def add_arguments(p):
+    """The options of ``t3hw paper``."""
+    p.add_argument("--json", required=True, metavar="FILE")
+    p.add_argument("--plot", metavar="DIR", help="also write PNG bar charts there")
+    p.add_argument("--sweep", action="store_true", help="also run the sweep over T")

@@ -1,58 +1,53 @@
 # SPDX-License-Identifier: Apache-2.0
-"""amaranth.sim drivers of the blocks, scored against the same cycle models as the cocotb
-testbenches (:mod:`t3hw.verif.cocotb_tb`). Fast unit tests and benchmarks use them: no Verilog, no C++.
+"""amaranth.sim drivers of the blocks, scored against the same cycle models and checks as the
+cocotb testbenches (:mod:`t3hw.verif.cocotb_tb`). Fast unit tests and benchmarks use them: no Verilog, no C++.
 
-* :func:`run_tracker`: the tracker against :class:`~sim_models.tracker.TrackerCycleModel`.
-* :func:`run_env`: any block driven by a :class:`~sim_models.env.StreamEnv`.
+* :func:`run_tracker`: the tracker against :class:`~sim_models.tracker.TrackerCycleModel`, through
+  :class:`~t3hw.verif.tracker_check.TrackerCheck`.
+* :func:`run_env`: any block driven by a :class:`~t3hw.verif.env.StreamEnv`.
 """
 
 from amaranth.hdl import ValueCastable
 from amaranth.sim import Simulator
 
-from sim_models.tracker import Trigger, TrackerCycleModel
 from t3hw.hw.tracker import Tracker
+from .tracker_check import TrackerCheck
 
 
 __all__ = ["run_tracker", "run_env"]
 
 
 class _TrackerDriver:
-    def __init__(self, ctx, dut, model):
-        self.ctx, self.dut, self.model = ctx, dut, model
-        self.cycles = 0
+    """The amaranth.sim side of :class:`~t3hw.verif.tracker_check.TrackerCheck`: ports by
+    their Verilog names, settle by reading, clock by ``ctx.tick()``."""
+
+    def __init__(self, ctx, dut, params):
+        self.ctx, self.dut = ctx, dut
+        self.check = TrackerCheck(params)
+        self.model = self.check.model
+
+    def _set(self, name, value):
+        self.ctx.set(_port(self.dut, name), value)
+
+    def _get(self, name):
+        return self.ctx.get(_port(self.dut, name))
+
+    @property
+    def cycles(self):
+        return self.check.cycles
 
     async def cycle(self, write=None, program=None, ready=True):
         """Drive one cycle, check every output against the model, advance both."""
-        ctx, dut, model = self.ctx, self.dut, self.model
-        ctx.set(dut.write.valid, write is not None)
-        if write is not None:
-            ctx.set(dut.write.payload, write)
-        ctx.set(dut.program.valid, program is not None)
-        if program is not None:
-            ctx.set(dut.program.payload, program)
-        ctx.set(dut.trigger.ready, ready)
-        exp_ready, exp_valid, exp_trig = model.expected(write is not None)
-        assert ctx.get(dut.busy) == model.busy, f"cycle {self.cycles}: busy"
-        assert ctx.get(dut.program.ready) == exp_ready, f"cycle {self.cycles}: program.ready"
-        assert ctx.get(dut.trigger.valid) == exp_valid, f"cycle {self.cycles}: trigger.valid"
-        if exp_valid:
-            got = ctx.get(dut.trigger.payload)
-            assert Trigger(cmd=got.cmd, tile=got.tile) == exp_trig, f"cycle {self.cycles}"
-        took = program is not None and exp_ready
-        popped = model.step(write=write, program=program if took else None,
-                            trigger_ready=ready)
-        self.cycles += 1
-        await ctx.tick()
+        self.check.drive(self._set, write, program, ready)
+        took, popped = self.check.score(self._get, write, program, ready)
+        await self.ctx.tick()
         return took, popped
 
     async def drain(self):
         """Idle until the queue empties; then compare every error bit and counter."""
-        for _ in range(self.model.params.trigger_depth + 4):
+        for _ in range(self.check.drain_cycles):
             await self.cycle()
-        assert self.ctx.get(self.dut.errors).as_value().value == self.model.model.error_bits()
-        stats = self.ctx.get(self.dut.stats)
-        for name, value in self.model.model.stats.items():
-            assert getattr(stats, name) == value, name
+        self.check.check_state(self._get)
 
 
 def run_tracker(params, body):
@@ -67,7 +62,7 @@ def run_tracker(params, body):
     sim.add_clock(1e-8)
 
     async def testbench(ctx):
-        driver = _TrackerDriver(ctx, dut, TrackerCycleModel(params))
+        driver = _TrackerDriver(ctx, dut, params)
         driver.model.reset()
         while driver.model.busy:
             await driver.cycle()

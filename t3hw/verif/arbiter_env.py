@@ -27,7 +27,7 @@ from t3hw.spec.layouts import (WINDOW_LOG2_WIDTH, ArbPolicy, Codec, WriteSource,
 from t3hw.spec.contract import (ARBITER_FINISH_CYCLES as FINISH_CYCLES, MAX_WINDOW_LOG2,
                                 arbiter_reset_config as reset_config)
 
-from sim_models.arbiter import _COMPUTE, INPUTS, ArbiterModel, starvation_bound
+from sim_models.arbiter import COMPUTE_INPUTS, INPUTS, ArbiterModel, starvation_bound
 
 from .env import Stall, StreamEnv
 
@@ -361,7 +361,7 @@ async def round_robin_alternates(env, cycle, *, cycles=200):
     order = [g for c, g, _ in env.log if c >= start]
     assert None not in order
     for a, b in zip(order, order[1:]):
-        assert (a in _COMPUTE) != (b in _COMPUTE), order
+        assert (a in COMPUTE_INPUTS) != (b in COMPUTE_INPUTS), order
     for a, b in zip(order, order[2:]):
         assert a != b, order
     env.always = set()

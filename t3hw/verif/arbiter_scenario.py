@@ -24,7 +24,7 @@ Traffic (:class:`Traffic`), identical under every policy:
   what the arbiter granted. Its saturation occupancy (bandwidth-delay product) is
   ``latency / service`` requests, the ``mca_saturation`` the arbiter is given.
 
-:class:`ScenarioEnv` is an :class:`~sim_models.arbiter.ArbiterEnv` whose random stimulus is
+:class:`ScenarioEnv` is an :class:`~t3hw.verif.arbiter_env.ArbiterEnv` whose random stimulus is
 replaced by this traffic; its scoreboard (every ready, the DRAM request, the routed responses,
 the tracker write, the status, the errors and every counter against the model, the
 starvation bound from the RTL's outputs) runs unchanged. It records per cycle the class

@@ -2,13 +2,13 @@
 """cocotb drivers and scoreboards of the generated blocks, shared by the regression
 (``cocotb_tests/``) and the scenarios (``make demo``, ``make bench``).
 
-:class:`TrackerTB` drives the tracker's ports cycle by cycle and compares ``busy``,
-``program.ready``, ``trigger.valid`` and every trigger with
-:class:`sim_models.tracker.TrackerCycleModel` in every cycle, and every sticky error bit and
-counter when asked (:meth:`TrackerTB.check_state`). :class:`EnvTB` drives any block through
-a :class:`sim_models.env.StreamEnv` (DMA, address map, register block): the same environment
-the amaranth.sim tests run (:func:`t3hw.verif.amsim.run_env`). Run-time settings come from the
-environment: ``T3HW_PARAMS`` (JSON of :class:`~t3hw.spec.params.EngineParams`) and ``T3HW_SEED``.
+:class:`TrackerTB` drives the tracker's ports cycle by cycle and scores them with
+:class:`t3hw.verif.tracker_check.TrackerCheck` (every output against
+:class:`sim_models.tracker.TrackerCycleModel` in every cycle, every sticky error bit and
+counter when asked), the same checks the amaranth.sim driver runs. :class:`EnvTB` drives any
+block through a :class:`t3hw.verif.env.StreamEnv` (DMA, address map, register block): the
+same environment the amaranth.sim tests run (:func:`t3hw.verif.amsim.run_env`). Run-time
+settings come from the environment: ``T3HW_PARAMS`` (JSON of :class:`~t3hw.spec.params.EngineParams`) and ``T3HW_SEED``.
 """
 
 import json
@@ -19,10 +19,9 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from sim_models.tracker import Trigger, TrackerCycleModel
-from t3hw.spec.layouts import (Codec, TrackOp, WriteKind, WriteSource, program_layout, trigger_layout,
-                      tracker_errors_layout, tracker_stats_layout, write_layout)
+from t3hw.spec.layouts import TrackOp, WriteKind, WriteSource
 from t3hw.spec.params import EngineParams
+from .tracker_check import TrackerCheck
 
 
 __all__ = ["TrackerTB", "EnvTB", "write", "arm", "disarm"]
@@ -35,6 +34,20 @@ def _start(dut):
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     dut._log.info("seed=%d params=%s", seed, params.to_dict())
     return params, seed
+
+
+def _handle(dut, cache, name):
+    """The handle of port ``name`` of ``dut``, looked up once."""
+    handle = cache.get(name)
+    if handle is None:
+        handle = cache[name] = getattr(dut, name)
+    return handle
+
+
+def _value(handle):
+    """A port's value as an unsigned integer."""
+    value = handle.value
+    return value.to_unsigned() if hasattr(value, "to_unsigned") else int(value)
 
 
 def write(tile, beats=1, source=WriteSource.COMPUTE, kind=WriteKind.STORE):
@@ -53,21 +66,26 @@ def disarm(tile):
 
 
 class TrackerTB:
-    """Clock, reset, cycle-exact driving and scoring of one tracker."""
+    """Clock, reset and cycle-exact driving of one tracker; the checks are
+    :class:`~t3hw.verif.tracker_check.TrackerCheck`'s, the same as under amaranth.sim."""
 
     def __init__(self, dut):
         self.dut = dut
         self.params, self.seed = _start(dut)
         self.rng = random.Random(self.seed)
-        self.write_c   = Codec(write_layout(self.params))
-        self.program_c = Codec(program_layout(self.params))
-        self.trigger_c = Codec(trigger_layout(self.params))
-        self.errors_c  = Codec(tracker_errors_layout(self.params))
-        self.stats_c   = Codec(tracker_stats_layout(self.params))
-        self.model = TrackerCycleModel(self.params)
-        self.cycles = 0
-        self.transfers = 0
-        self.log = []           # (cycle, Trigger) of every trigger transferred
+        self.check = TrackerCheck(self.params)
+        self.model = self.check.model
+        self._handles = {}
+
+    cycles = property(lambda self: self.check.cycles, doc="Cycles scored so far.")
+    transfers = property(lambda self: self.check.transfers, doc="Triggers handed over.")
+    log = property(lambda self: self.check.log, doc="(cycle, Trigger) of every transfer.")
+
+    def _set(self, name, value):
+        _handle(self.dut, self._handles, name).value = value
+
+    def _get(self, name):
+        return _value(_handle(self.dut, self._handles, name))
 
     async def reset(self, *, wait=True):
         """Hold ``rst`` 2 cycles; then (``wait``) run idle cycles through the reset sweep.
@@ -76,13 +94,10 @@ class TrackerTB:
         """
         dut = self.dut
         dut.rst.value = 1
-        dut.write__valid.value = 0
-        dut.program__valid.value = 0
         # Payloads too: undriven inputs are 0 in Verilator, z in Icarus (EnvTB.hold_reset).
-        dut.write__payload.value = 0
-        dut.program__payload.value = 0
-        dut.trigger__ready.value = 0
-        dut.clear.value = 0
+        for name in ("write__valid", "program__valid", "write__payload", "program__payload",
+                     "trigger__ready", "clear"):
+            self._set(name, 0)
         for _ in range(2):
             await RisingEdge(dut.clk)
         dut.rst.value = 0
@@ -95,62 +110,31 @@ class TrackerTB:
 
     async def cycle(self, write=None, program=None, ready=True):
         """Drive one cycle, check every output, advance the model; returns (took, popped)."""
-        dut, model = self.dut, self.model
-        dut.write__valid.value = write is not None
-        if write is not None:
-            dut.write__payload.value = self.write_c.pack(**write)
-        dut.program__valid.value = program is not None
-        if program is not None:
-            dut.program__payload.value = self.program_c.pack(**program)
-        dut.trigger__ready.value = ready
+        self.check.drive(self._set, write, program, ready)
         await ReadOnly()
-        exp_ready, exp_valid, exp_trig = model.expected(write is not None)
-        got_busy = int(dut.busy.value)
-        assert got_busy == model.busy, f"cycle {self.cycles}: busy {got_busy}, model {model.busy}"
-        got_ready = int(dut.program__ready.value)
-        got_valid = int(dut.trigger__valid.value)
-        assert got_ready == exp_ready, \
-            f"cycle {self.cycles}: program.ready {got_ready}, model {exp_ready}"
-        assert got_valid == exp_valid, \
-            f"cycle {self.cycles}: trigger.valid {got_valid}, model {exp_valid}"
-        if exp_valid:
-            got = self.trigger_c.unpack(dut.trigger__payload.value.to_unsigned())
-            assert Trigger(**got) == exp_trig, \
-                f"cycle {self.cycles}: trigger {got}, model {exp_trig}"
-        took = program is not None and exp_ready
-        popped = model.step(write=write, program=program if took else None,
-                            trigger_ready=ready)
-        if popped is not None:
-            self.transfers += 1
-            self.log.append((self.cycles, popped))
-        self.cycles += 1
-        await RisingEdge(dut.clk)
+        took, popped = self.check.score(self._get, write, program, ready)
+        await RisingEdge(self.dut.clk)
         return took, popped
 
     async def drain(self):
         """Idle until the trigger queue is empty, then compare every error bit and counter."""
-        for _ in range(self.params.trigger_depth + 4):
+        for _ in range(self.check.drain_cycles):
             await self.cycle()
         self.check_state()
 
     def check_state(self):
-        got_err = self.errors_c.unpack(self.dut.errors.value.to_unsigned())
-        exp_err = {k: int(v) for k, v in self.model.model.errors.items()}
-        assert got_err == exp_err, f"errors {got_err}, model {exp_err}"
-        got_stats = self.stats_c.unpack(self.dut.stats.value.to_unsigned())
-        assert got_stats == self.model.model.stats, \
-            f"stats {got_stats}, model {self.model.model.stats}"
+        self.check.check_state(self._get)
 
     async def clear_errors(self):
-        self.dut.clear.value = (1 << self.errors_c.width) - 1
+        self._set("clear", (1 << self.check.errors_c.width) - 1)
         await self.cycle()
-        self.dut.clear.value = 0
+        self._set("clear", 0)
         self.model.model.clear_errors()
 
 
 class EnvTB:
     """Clock and cycle-by-cycle driving of a design through a
-    :class:`sim_models.env.StreamEnv` (the DMA, address map and register block testbenches).
+    :class:`t3hw.verif.env.StreamEnv` (the DMA, address map and register block testbenches).
 
     Parameters
     ----------
@@ -166,18 +150,11 @@ class EnvTB:
         self.env = make_env(self.params, random.Random(self.seed))
         self._handles = {}
 
-    def _handle(self, name):
-        handle = self._handles.get(name)
-        if handle is None:
-            handle = self._handles[name] = getattr(self.dut, name)
-        return handle
-
     def _set(self, name, value):
-        self._handle(name).value = value
+        _handle(self.dut, self._handles, name).value = value
 
     def _get(self, name):
-        value = self._handle(name).value
-        return value.to_unsigned() if hasattr(value, "to_unsigned") else int(value)
+        return _value(_handle(self.dut, self._handles, name))
 
     async def cycle(self):
         """One clock: drive the environment's inputs, settle, score the outputs."""

@@ -20,7 +20,7 @@ from t3hw.spec.layouts import ArbPolicy, CsrCommand
 from t3hw.spec.regmap import MAGIC, Access
 
 from sim_models.arbiter import MAX_WINDOW_LOG2, config_ok
-from sim_models.csr import (_ALWAYS_READY, _STATS, _STICKY, _TARGETS, COMMANDS, STAGING,
+from sim_models.csr import (ALWAYS_READY, STATS, STICKY, TARGETS, COMMANDS, STAGING,
                             CsrInputs, CsrModel, Targets)
 
 from .env import Stall, StreamEnv
@@ -61,11 +61,11 @@ class CsrEnv(StreamEnv):
 
     out_streams = ("dma_program", "tracker_program")
     in_flags    = ("bus__addr", "bus__w_data", "bus__w_stb", "bus__r_stb",
-                   *(f"{t}_errors" for t in _TARGETS), *(f"{t}_stats" for t in _TARGETS),
+                   *(f"{t}_errors" for t in TARGETS), *(f"{t}_stats" for t in TARGETS),
                    "arbiter_status", "tracker_busy", "dma_busy", "dma_idle")
     out_flags   = ("bus__r_data", "errors",
-                   *(f"{STAGING[g]}__{m}" for g in _ALWAYS_READY for m in ("valid", "payload")),
-                   *(f"{t}_clear" for t in _TARGETS))
+                   *(f"{STAGING[g]}__{m}" for g in ALWAYS_READY for m in ("valid", "payload")),
+                   *(f"{t}_clear" for t in TARGETS))
 
     def __init__(self, params, rng, *, ops=0, stall=0.1, events=0.01, external_bus=False):
         super().__init__()
@@ -89,7 +89,7 @@ class CsrEnv(StreamEnv):
         self.busy = {"tracker": params.tracker_entries, "dma": params.dma_descriptors}
         self.force_busy = {"tracker": False, "dma": False}      # directed tests
         self.pulse = dict.fromkeys(self.targets.models, 0)      # directed: one event
-        self.stats = dict.fromkeys(_STATS.values(), 0)          # counter inputs
+        self.stats = dict.fromkeys(STATS.values(), 0)          # counter inputs
         self.arb_status = None      # arbiter_status input, or None: the ArbiterConfig's
         self.dma_idle = 1
         self.scripted = deque()     # (addr, w_data or None, read?) or None (idle), in order
@@ -99,7 +99,7 @@ class CsrEnv(StreamEnv):
         self.seen = {"commands": {}, "errors": set(), "reads": set(), "writes": set(),
                      "reads_while_loading": 0}
         widths = {name: g.codec.width for name, g in self.map.groups.items()}
-        self._clear_all = {port: (1 << widths[g]) - 1 for g, port in _STICKY.items() if port}
+        self._clear_all = {port: (1 << widths[g]) - 1 for g, port in STICKY.items() if port}
 
     # -- stimulus --------------------------------------------------------------------------
     def _addr(self, name_or_addr):
@@ -216,7 +216,7 @@ class CsrEnv(StreamEnv):
         assert outs["errors"] == exp["errors"], \
             f"cycle {cyc}: errors {outs['errors']:#x}, model {exp['errors']:#x}"
         for g, port in STAGING.items():
-            if g in _ALWAYS_READY:
+            if g in ALWAYS_READY:
                 got = outs[f"{port}__payload"] if outs[f"{port}__valid"] else None
             else:
                 got = outs[port]
@@ -352,7 +352,7 @@ async def every_register(env, cycle):
             left &= ~f.mask
             assert await run_script(env, cycle) == [left], (reg.name, f.name)
     # Counters: the inputs, register by register.
-    for group, port in _STATS.items():
+    for group, port in STATS.items():
         value = env.rng.getrandbits(rm.groups[group].codec.width)
         env.stats[port] = value
         env.idle(1)

@@ -34,7 +34,7 @@ from amaranth.lib.wiring import In, Out
 from t3hw.hw.csr import BusSignature
 from t3hw.spec.layouts import Codec, WriteKind
 from t3hw.spec.params import EngineParams, check_params
-from t3hw.spec.regmap import Access, Group, RegisterMap, WORD_BITS, _place
+from t3hw.spec.regmap import Access, Group, RegisterMap, WORD_BITS, place_group
 from .checks import check_int
 from .uart import DIVISOR_RANGE, UARTRx, UARTTx
 
@@ -323,7 +323,7 @@ class BoardMap(RegisterMap):
         addr = self.base
         for name, factory, access, doc in BOARD_GROUPS:
             layout = factory(params)
-            regs = _place(name, layout, access, addr)
+            regs = place_group(name, layout, access, addr)
             addr += 4 * len(regs)
             self.groups[name] = Group(name, layout, access, doc, tuple(regs), Codec(layout))
             self.registers.extend(regs)

@@ -71,7 +71,6 @@ One module per part of the flow; everything is imported from here:
 """
 
 from ..errors import ToolError
-from ..toolchain import yowasp as _tool        # tests/test_synth.py runs Yosys with it
 from .command import add_arguments, cmd
 from .config import (BLOCKS, DEFAULT_FREQ_MHZ, DEFAULT_JOBS, DEFAULT_PNR_TIMEOUT_S,
                      DEFAULT_SEEDS, DEFAULT_TIMEOUT_S, ECP5, ECP5_COLLISIONS, ICE40, MAX_JOBS,
