@@ -74,11 +74,14 @@ class CosimConfig:
     Attributes
     ----------
     gpus : int
-        Ring size N (2 .. 8 ... the engines' ``device_width`` and tracker size bound it).
+        Ring size N, 2 .. ``min(2**device_width, 64)`` (32 at the default parameters;
+        :meth:`max_gpus`); tested at 2, 4 and 8.
     model, tp, sublayer, tokens : str, int, str, int
         The workload (:class:`~sim_models.workloads.Workload`): the per-GPU GEMM is
         ``[tokens, K] x [K, H]`` with ``K`` from the model's ``H``, the sub-layer and ``tp``.
-        ``tokens`` must be a multiple of ``gpus * tile_m`` (chunks of whole tile rows).
+        ``tokens`` must be a multiple of ``gpus * tile_m`` (chunks of whole tile rows), at
+        most :meth:`max_tokens` (the tracked units must fit the tracker and the descriptor
+        table: 4096 for the default 4 GPUs of Mega-GPT-2 OP, reduce-scatter).
     hidden : int or None
         Overrides the model's ``H`` (a narrower layer of the same shape, for short
         regression runs); a multiple of ``tile_n``.
@@ -132,9 +135,13 @@ class CosimConfig:
                               mca_saturation=64, mca_window_log2=12, trigger_depth=256,
                               max_outstanding=64))
 
+    @staticmethod
+    def max_gpus(params):
+        """The largest ring: device numbers of ``params.device_width`` bits, at most 64."""
+        return min(1 << params.device_width, 64)
+
     def __post_init__(self):
-        top = min(1 << self.params.device_width, 64)
-        _int("gpus", self.gpus, 2, top)
+        _int("gpus", self.gpus, 2, self.max_gpus(self.params))
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, not {self.policy!r}")
         if self.collective not in COLLECTIVES:
@@ -161,9 +168,36 @@ class CosimConfig:
                                  f"{SUBLAYERS[self.sublayer]} * hidden divisible by "
                                  f"tp={self.tp}, not {self.hidden!r}")
         step = self.gpus * self.tile_m
-        if self.tokens % step:
+        top = self.max_tokens()
+        if top < step:
+            raise ValueError(
+                f"{self.gpus} GPUs x {self.shape.n} output columns need more than "
+                f"{self._id_budget()} tracker entries and DMA descriptors even at the fewest "
+                f"tokens ({step}): use a narrower --hidden or fewer GPUs")
+        if self.tokens % step or self.tokens > top:
             raise ValueError(f"tokens must be a multiple of gpus * tile_m = {step} (chunks of "
-                             f"whole tile rows), not {self.tokens!r}")
+                             f"whole tile rows) in [{step}, {top}] (the engines' "
+                             f"{self._id_budget()} tracker entries and descriptors), "
+                             f"not {self.tokens!r}")
+
+    def _id_budget(self):
+        return min(self.params.tracker_entries, self.params.dma_descriptors)
+
+    def max_tokens(self):
+        """The most tokens the engines can track for this ring and layer: every tracked unit
+        of every chunk (:class:`~sim_models.collective.Plan`: runs of at most ``group``
+        tiles of one tile row, ``2 x`` a unit's bursts within the tracker's largest
+        threshold) needs its own tracker entry and DMA descriptor, once for the
+        reduce-scatter and once more for the all-gather. 0 when one tile row is too many."""
+        p = self.params
+        n_cols = -(-self.shape.n // self.tile_n)
+        tile_bursts = self.tile_m * self.tile_n * _DTYPE.itemsize // p.burst_bytes
+        group = min(n_cols, p.max_threshold // (2 * tile_bursts))
+        if group < 1:
+            return 0
+        ids_per_tile_row = (2 if self.collective == "allreduce" else 1) * self.gpus * \
+            -(-n_cols // group)
+        return self._id_budget() // ids_per_tile_row * self.gpus * self.tile_m
 
     @property
     def workload(self):

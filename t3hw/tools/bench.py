@@ -174,10 +174,15 @@ def run_bench(*, json_path: Path, events=100000, seed=1, docs=None):
 
 def add_arguments(p):
     """The options of ``t3hw bench``."""
-    p.add_argument("--json", default="bench/results.json", metavar="FILE")
-    p.add_argument("--events", type=int, default=100000, metavar="N")
+    p.add_argument("--json", default="bench/results.json", metavar="FILE",
+                   help="the results file (other sections are kept)")
+    p.add_argument("--events", type=int, default=100000, metavar="N",
+                   help="tracker events of the throughput run, at least 1000")
 
 
 def cmd(args):
-    """``t3hw bench``: measure and write the figures."""
+    """``t3hw bench``: measure and write the figures (from a clone only, checked first)."""
+    _testbenches()
+    if args.events < 1000:
+        raise CliError(f"--events must be at least 1000, not {args.events}")
     run_bench(json_path=Path(args.json), events=args.events)

@@ -148,35 +148,46 @@ def result_line(r):
 def add_arguments(p):
     """The options of ``t3hw cosim``, with ``CosimConfig``'s defaults."""
     d = CosimConfig()
-    p.add_argument("--gpus", type=int, default=d.gpus, metavar="N", help="ring size (2 .. 8)")
-    p.add_argument("--model", default=d.model, choices=list(MODELS))
+    p.add_argument("--gpus", type=int, default=d.gpus, metavar="N",
+                   help=f"ring size, 2 .. {CosimConfig.max_gpus(d.params)} (tested at 2, 4, 8)")
+    p.add_argument("--model", default=d.model, choices=list(MODELS), help="the workload's model")
     p.add_argument("--tp", type=int, default=d.tp, metavar="P",
-                   help="tensor-parallel degree that slices the GEMM")
-    p.add_argument("--sublayer", default=d.sublayer, choices=list(SUBLAYERS))
+                   help="tensor-parallel degree that slices the GEMM (divides the sub-layer's K)")
+    p.add_argument("--sublayer", default=d.sublayer, choices=list(SUBLAYERS),
+                   help="the Transformer sub-layer whose GEMM runs")
     p.add_argument("--tokens", type=int, default=d.tokens, metavar="T",
-                   help="a multiple of 32 * N")
+                   help=f"a multiple of 32 * N, at most what the tracker and descriptor "
+                        f"table hold ({d.max_tokens()} at N = {d.gpus}, {d.model} {d.sublayer}; "
+                        f"an error says the limit of a scenario)")
     p.add_argument("--hidden", type=int, default=None, metavar="H",
-                   help="narrow the layer to H columns (default: the model's hidden size)")
-    p.add_argument("--policy", default=d.policy, choices=POLICIES)
+                   help="narrow the layer to H columns, a multiple of 64 (default: the "
+                        "model's hidden size)")
+    p.add_argument("--policy", default=d.policy, choices=POLICIES, help="arbitration policy")
     p.add_argument("--collective", default=d.collective, choices=COLLECTIVES,
                    help="fused reduce-scatter, or fused all-reduce (all-gather triggered too)")
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--seed", type=int, default=d.seed, metavar="N", help="randomness, >= 0")
     p.add_argument("--net-jitter", type=int, default=0, metavar="CYCLES",
-                   help="mean random extra flight time per packet (exponential)")
+                   help="mean random extra flight time per packet (exponential), >= 0")
     p.add_argument("--reorder", action="store_true", help="let packets overtake each other")
     p.add_argument("--dram-stall", type=float, default=0.0, metavar="P",
-                   help="probability per cycle that the DRAM starts a refusal burst")
-    p.add_argument("--json", required=True, metavar="FILE")
+                   help="probability per cycle, in [0, 1), that the DRAM starts a refusal "
+                        "burst")
+    p.add_argument("--json", required=True, metavar="FILE", help="the results file")
     p.add_argument("--waves", metavar="DIR", help="also dump waves and a .gtkw there")
 
 
 def cmd(args):
     """``t3hw cosim``: run one scenario, print its result line; a failed check is an error."""
-    cfg = CosimConfig(gpus=args.gpus, model=args.model, tp=args.tp, sublayer=args.sublayer,
-                      tokens=args.tokens, hidden=args.hidden, policy=args.policy,
-                      collective=args.collective,
-                      seed=args.seed, net_jitter=args.net_jitter, reorder=args.reorder,
-                      dram_stall=args.dram_stall)
+    opts = dict(gpus=args.gpus, model=args.model, tp=args.tp, sublayer=args.sublayer,
+                tokens=args.tokens, hidden=args.hidden, policy=args.policy,
+                collective=args.collective, seed=args.seed, net_jitter=args.net_jitter,
+                reorder=args.reorder, dram_stall=args.dram_stall)
+    try:                                    # every limit is checked here, before the build
+        cfg = CosimConfig(**opts)
+    except ValueError as exc:
+        msg = str(exc)
+        name = next((k for k in opts if msg.startswith(f"{k} ")), None)
+        raise CliError(f"--{name.replace('_', '-')}: {msg}" if name else msg) from None
     r = run(cfg, json_path=args.json, waves_dir=args.waves, progress=sys.stderr.isatty())
     print(result_line(r))
     print(f"written: {args.json}" + (f", {r['waves']['dump']}, {r['waves']['gtkw']}"

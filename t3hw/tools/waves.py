@@ -287,6 +287,15 @@ def add_arguments(parser):
 
 
 def cmd(args):
-    """``t3hw waves DIR``: :func:`timeline` of ``DIR``."""
-    timeline(args.dir)
+    """``t3hw waves DIR``: :func:`timeline` of ``DIR``; an unreadable dump or ``cosim.json``
+    (corrupt, truncated, from another tool) is a one-line error."""
+    from .errors import CliError
+    try:
+        timeline(args.dir)
+    except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as exc:
+        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()),
+                     type(exc).__name__)
+        raise CliError(f"cannot read the waves in {args.dir} ({first}): the dump or "
+                       f"cosim.json is corrupt or truncated; rerun `t3hw cosim --waves "
+                       f"{args.dir} ...`") from None
     return 0
