@@ -16,6 +16,10 @@ $(STAMP): pyproject.toml
 	@command -v iverilog >/dev/null 2>&1 || { echo "installing Icarus Verilog (Debian iverilog) for the second-simulator runs"; \
 	  $(SUDO) apt-get install -y -qq iverilog >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq iverilog; }; }
+	@missing=$$(for p in liblz4-dev gtkwave xvfb xauth ghostscript; do dpkg -s $$p >/dev/null 2>&1 || printf "%s " $$p; done); \
+	  test -z "$$missing" || { echo "installing Debian $$missing (FST waves: liblz4-dev; the GTKWave screenshot test: the others)"; \
+	  $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; }; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e .
 	touch $(STAMP)

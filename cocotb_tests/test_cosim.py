@@ -114,7 +114,7 @@ def test_cli_waves_and_timeline(tmp_path):
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())
     assert r["numerics_ok"]
-    names = dump_names(wdir / "system.vcd")
+    names = dump_names(wdir / "system.fst")             # FST by default
     traced = gtkw_traces(wdir / "system.gtkw")
     for i in range(2):
         assert f"t3hw_system.e{i}.tracker.trigger__valid" in traced

@@ -189,10 +189,10 @@ def run(runner, module, bdir, test_module, *, params: EngineParams, seed, test_d
     (read by :mod:`t3hw.verif.cocotb_tb`); ``extra_env`` adds the testbench's own settings. ``sim`` is the
     simulator ``runner`` was built for (:func:`build`'s); ``None`` takes it from ``runner``.
 
-    ``trace_file`` (needs a design built with ``waves=True``) writes the dump there: a VCD
-    under Verilator, an FST under Icarus. Its suffix must be that simulator's
-    :data:`WAVE_SUFFIX` (``.fst`` under Icarus; under Verilator anything but ``.fst``, as
-    before).
+    ``trace_file`` (needs a design built with ``waves=True``) writes the dump there: under
+    Verilator in the format the design was built for (a VCD, or an FST with
+    ``--trace-fst`` as :func:`t3hw.tools.cosim.build` does; name it ``.vcd`` or ``.fst``
+    to match), an FST under Icarus (the suffix must be ``.fst``).
 
     Raises :exc:`AssertionError` naming the failed tests when any cocotb test failed (the
     runner itself does not raise outside pytest).
@@ -208,7 +208,8 @@ def run(runner, module, bdir, test_module, *, params: EngineParams, seed, test_d
     test_args, plusargs = [], []
     if waves:
         suffix = Path(trace_file).suffix
-        if suffix != WAVE_SUFFIX[sim] and (sim != "verilator" or suffix in WAVE_SUFFIX.values()):
+        # Verilator writes the format it was built for (``--trace-fst``: FST): any suffix
+        if sim != "verilator" and suffix != WAVE_SUFFIX[sim]:
             raise ValueError(f"{sim} writes {WAVE_SUFFIX[sim]} dumps; trace_file is "
                              f"{trace_file}")
         if sim == "icarus":

@@ -16,6 +16,7 @@ from t3hw.spec.params import EngineParams
 
 
 __all__ = ["write_tracker_gtkw", "gtkw_traces", "dump_names", "write_system_gtkw",
+           "gtkw_view", "view_window", "trigger_name", "find_dump", "SystemDump",
            "system_events", "plot_timeline", "timeline", "add_arguments", "cmd"]
 
 
@@ -76,7 +77,9 @@ def gtkw_traces(path):
     names = []
     for line in open(path):
         line = line.strip()
-        if line and not line[0] in "[@-*+":
+        if line.startswith("+{"):                    # +{alias} name
+            line = line.split("} ", 1)[1]
+        if line and line[0] not in "[@-*+^":
             names.append(re.sub(r"\[\d+:\d+\]$", "", line))
     return names
 
@@ -89,15 +92,15 @@ def dump_names(path):
 
 # -- the system top (co-simulation) --------------------------------------------------------------
 #: Per engine: (group, [(signal path inside the engine scope or top port, display format)]).
+#: A ``(path, layout function)`` pair instead traces every field of that struct signal
+#: (``path__field``), enum-typed fields through a translate filter (:mod:`.wave_enums`).
 _TRIGGER_PATH = (
     ("write observed by the tracker", [("tracker.write__valid", None),
-                                       ("tracker.write__payload__tile", "dec"),
-                                       ("tracker.write__payload__source", "dec")]),
+                                       ("tracker.write__payload", write_layout)]),
     ("tracker: hit, count, trigger", [("tracker.hit", None), ("tracker.new_left", "dec"),
                                       ("tracker.done", None), ("tracker.trigger__valid", None),
                                       ("tracker.trigger__ready", None),
-                                      ("tracker.trigger__payload__tile", "dec"),
-                                      ("tracker.trigger__payload__cmd", "dec")]),
+                                      ("tracker.trigger__payload", trigger_layout)]),
     ("DMA descriptor and reads", [("dma.trigger__valid", None), ("dma.trigger__ready", None),
                                   ("dma.queue.descriptor__valid", None),
                                   ("dma.queue.descriptor__ready", None),
@@ -108,24 +111,125 @@ _TRIGGER_PATH = (
                  ("@net_rx__ready", None)]),
 )
 
+#: GTKWave's window in the save file: ``[size]`` and the signal pane's width (pixels).
+GTKW_SIZE = (1600, 900)
+GTKW_SIGNALS_WIDTH = 340
+#: Pixels of the wave pane that GTKWave gives to borders and the scroll bar (measured with
+#: ``gtkwave::getWindowEndTime`` on 3.3.118: the pane shows about this many fewer pixels).
+_GTKW_WAVE_MARGIN = 30
+#: Named markers GTKWave's save file holds (``A`` .. ``Z``).
+NAMED_MARKERS = 26
+
 
 def _var_widths(dump):
     from pywellen import Waveform
     return {v.full_name: v.bitwidth for v in Waveform(path=str(dump)).all_vars()}
 
 
-def write_system_gtkw(dump, n, params: EngineParams, path, *, module="t3hw_system"):
+def trigger_name(tile, n, units):
+    """What the trigger of ``tile`` is in an ``n``-GPU all-reduce with ``units`` units per
+    chunk: ``("RS", chunk, unit)`` (a reduce-scatter hop) or ``("AG", chunk, unit)`` (an
+    all-gather copy); tile ids of the all-gather follow those of the reduce-scatter."""
+    phase, rest = ("RS", tile) if tile < n * units else ("AG", tile - n * units)
+    return phase, rest // units, rest % units
+
+
+def view_window(times, *, period, first=8, margin=20, min_cycles=120, max_cycles=600):
+    """``(start, end)`` of the view a save file opens on: from ``margin`` cycles before the
+    first trigger to ``margin`` cycles after the ``first``-th, at least ``min_cycles`` and
+    at most ``max_cycles`` wide (times in the dump's unit)."""
+    t0 = times[0]
+    last = times[min(first, len(times)) - 1]
+    span = min(max(last - t0 + 2 * margin * period, min_cycles * period), max_cycles * period)
+    start = max(0, t0 - margin * period)
+    return start, start + span
+
+
+def gtkw_view(path):
+    """The view a ``.gtkw`` opens on, from its lines: ``{"start", "end", "marker",
+    "named": {letter: time}, "names": {letter: text}, "dumpfile"}`` (``end`` computed from
+    the zoom and the window size as GTKWave does: ``2**-zoom`` time units per pixel)."""
+    import re as _re
+    out = {"start": 0, "named": {}, "names": {}, "size": GTKW_SIZE,
+           "signals_width": GTKW_SIGNALS_WIDTH}
+    for line in open(path):
+        line = line.rstrip("\n")
+        if line.startswith("[timestart]"):
+            out["start"] = int(line.split()[1])
+        elif line.startswith("[size]"):
+            out["size"] = tuple(int(x) for x in line.split()[1:3])
+        elif line.startswith("[signals_width]"):
+            out["signals_width"] = int(line.split()[1])
+        elif line.startswith("[dumpfile]"):
+            out["dumpfile"] = line.split(None, 1)[1].strip('"')
+        elif line.startswith("[markername]"):
+            text = line.split(None, 1)[1]
+            out["names"][text[0]] = text[1:]
+        elif _re.match(r"^\*-?\d", line):
+            vals = line[1:].split()
+            out["zoom"] = float(vals[0])
+            out["marker"] = int(vals[1])
+            for letter, v in zip("ABCDEFGHIJKLMNOPQRSTUVWXYZ", vals[2:]):
+                if int(v) >= 0:
+                    out["named"][letter] = int(v)
+    pixels = out["size"][0] - out["signals_width"] - _GTKW_WAVE_MARGIN
+    out["end"] = out["start"] + int(pixels * 2 ** -out["zoom"])
+    return out
+
+
+def write_system_gtkw(dump, n, params: EngineParams, path, *, module="t3hw_system",
+                      units=None):
     """Write ``path``, a ``.gtkw`` for a system ``dump`` that opens on every engine's trigger
     path: the writes the tracker observes, its hit, new count and completion, the trigger, the
     DMA's descriptor and reads, and the packets on the engine's network ports. Signals the
-    dump does not hold (a shallower trace) are left out."""
+    dump does not hold (a shallower trace) are left out.
+
+    The save file names the dump relative to its own folder (the folder can move), opens
+    zoomed on the first triggers (:func:`view_window`) with the primary marker on the first
+    trigger and named markers ``A`` .. ``Z`` on the following ones, labelled with the GPU
+    and, given ``units`` (per chunk), the collective phase, chunk and unit
+    (:func:`trigger_name`). Enum-typed fields show their names through translate filter
+    files written to ``filters/`` next to ``path``.
+    """
+    import math
+    import os
+    from pathlib import Path
+    from .wave_enums import DATAFMT, layout_enums, write_filter
+    path = Path(path)
     widths = _var_widths(dump)
+    d = SystemDump(dump, module)
+    trig = []
+    for i, e in enumerate(system_events(dump, n, module, dump_reader=d)):
+        trig += [(d.time(c), i, tile) for c, tile, _ in e["triggers"]]
+    trig.sort()
+    filters = {}
     with open(path, "w") as f:
         g = GTKWSave(f)
-        g.dumpfile(str(dump))
+        g.comment(f"written by t3hw.tools.waves for {Path(dump).name}: the view opens on the "
+                  f"first trigger (primary marker), named markers on the next ones")
+        g.dumpfile(os.path.relpath(Path(dump).resolve(), path.resolve().parent), abspath=False)
+        g.savefile(path.name, abspath=False)
+        if trig:
+            start, end = view_window([t for t, _, _ in trig], period=d.period)
+            pixels = GTKW_SIZE[0] - GTKW_SIGNALS_WIDTH - _GTKW_WAVE_MARGIN
+            zoom = -math.log2((end - start) / pixels)
+            g.timestart(start)
+            named = {k: t for k, (t, _, _) in zip("abcdefghijklmnopqrstuvwxyz",
+                                                   trig[1:1 + NAMED_MARKERS])}
+            g.zoom_markers(zoom, trig[0][0], **named)
+            for letter, (t, i, tile) in zip("ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+                                            trig[1:1 + NAMED_MARKERS]):
+                label = f"GPU{i} tile {tile}"
+                if units:
+                    phase, chunk, unit = trigger_name(tile, n, units)
+                    label = f"GPU{i} {phase} chunk {chunk} unit {unit}"
+                g._p(f"[markername] {letter}{label}")
+        else:
+            g.zoom_markers(-14.0)
+        g.size(*GTKW_SIZE)
         g.treeopen(f"{module}.")
-        g.signals_width(320)
-        g.zoom_markers(-14.0)
+        g.sst_expanded(False)
+        g.signals_width(GTKW_SIGNALS_WIDTH)
         g.trace(f"{module}.clk")
         for i in range(n):
             with g.group(f"GPU {i}", closed=i > 0):
@@ -134,10 +238,31 @@ def write_system_gtkw(dump, n, params: EngineParams, path, *, module="t3hw_syste
                         for sig, fmt in sigs:
                             name = (f"{module}.e{i}__{sig[1:]}" if sig[0] == "@"
                                     else f"{module}.e{i}.{sig}")
-                            if name not in widths:
-                                continue
-                            g.trace(_name("", name, widths[name])[1:],
-                                    **({"datafmt": fmt} if fmt else {}))
+                            if callable(fmt):              # every field of a struct
+                                layout = fmt(params)
+                                enums = layout_enums(layout)
+                                fields = [(f"{name}__{fld}", enums.get(fld))
+                                          for fld, field in layout if field.width]
+                            else:
+                                fields = [(name, fmt)]
+                            for full, how in fields:
+                                if full not in widths:
+                                    continue
+                                kw = {"datafmt": how} if isinstance(how, str) else {}
+                                if how is not None and not isinstance(how, str):
+                                    if how not in filters:
+                                        filters[how] = write_filter(how, path.parent / "filters")
+                                    kw = {"datafmt": DATAFMT, "translate_filter_file":
+                                          f"filters/{filters[how].name}"}
+                                elif callable(fmt):
+                                    kw = {"datafmt": "dec"}
+                                short = re.sub(rf"^e{i}(\.|__)", "",
+                                               full[len(module) + 1:])
+                                # no dots: GTKWave shows an alias's last dotted part only
+                                alias = (short.replace("__payload__", " ")
+                                         .replace("__", " ").replace(".", " "))
+                                g.trace(_name("", full, widths[full])[1:], alias=alias, **kw)
+    return path
 
 
 class SystemDump:
@@ -155,6 +280,10 @@ class SystemDump:
         self.vars = {v.full_name: v for v in self.w.all_vars()}
         clk = [t for t, v in self.vars[f"{module}.clk"].tv if v == 1]
         self.e0, self.period = clk[0], clk[1] - clk[0]
+
+    def time(self, cycle):
+        """The dump time of the rising edge of ``cycle`` (as :meth:`transfers` counts)."""
+        return self.e0 + cycle * self.period
 
     def has(self, name):
         return f"{self.module}.{name}" in self.vars
@@ -186,10 +315,11 @@ class SystemDump:
         return out
 
 
-def system_events(dump, n, module="t3hw_system"):
+def system_events(dump, n, module="t3hw_system", *, dump_reader=None):
     """Per engine: ``triggers`` ``[(cycle, tile, cmd)]``, ``packets`` (cycles of net_tx
-    transfers), ``stores`` and ``loads`` (cycles of GPU store and load transfers)."""
-    d = SystemDump(dump, module)
+    transfers), ``stores`` and ``loads`` (cycles of GPU store and load transfers).
+    ``dump_reader`` reuses a :class:`SystemDump` of ``dump``."""
+    d = dump_reader or SystemDump(dump, module)
     out = []
     for i in range(n):
         trig = d.transfers(f"e{i}.tracker.trigger__valid", f"e{i}.tracker.trigger__ready",
@@ -206,9 +336,16 @@ def system_events(dump, n, module="t3hw_system"):
     return out
 
 
-def plot_timeline(events, path, *, title="trigger timeline", bins=400):
-    """A PNG timeline: per GPU, its compute traffic (loads and stores per cycle), its DMA
-    and remote packets, and a marker at every trigger."""
+#: Trigger colours of the timeline, by collective phase (:func:`trigger_name`).
+PHASE_STYLE = {"RS": ("tab:red", "reduce-scatter hop"), "AG": ("tab:green", "all-gather copy")}
+
+
+def plot_timeline(events, path, *, title="trigger timeline", bins=400, units=None):
+    """A PNG timeline: per GPU, its compute traffic (loads and stores per cycle) and its
+    packets (left scale, transfers per cycle), and a dot at every trigger, at the height of
+    its unit (right scale) and coloured by collective phase (reduce-scatter hop or
+    all-gather copy, :func:`trigger_name`; with ``units`` per chunk, else by tile id). The
+    legend sits below the panels, so it hides no trigger."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -218,36 +355,70 @@ def plot_timeline(events, path, *, title="trigger timeline", bins=400):
                      for e in events for k in e if e[k]])
     edges = np.linspace(0, end, bins + 1)
     width = edges[1] - edges[0]
-    fig, axes = plt.subplots(n, 1, figsize=(11, 1.3 * n + 0.8), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(n, 1, figsize=(11, 1.6 * n + 1.4), sharex=True, squeeze=False)
+    seen = {}
     for i, (ax, e) in enumerate(zip(axes[:, 0], events)):
         comp = np.histogram(e["loads"] + e["stores"], edges)[0] / width
         pk = np.histogram(e["packets"], edges)[0] / width
-        ax.fill_between(edges[:-1], comp, step="post", color="0.6", label="compute (loads + stores)")
-        ax.fill_between(edges[:-1], pk, step="post", color="tab:blue", alpha=0.7,
-                        label="packets sent")
-        for c, _, _ in e["triggers"]:
-            ax.axvline(c, color="tab:red", lw=0.6, alpha=0.8)
+        seen["compute"] = ax.fill_between(edges[:-1], comp, step="post", color="0.65",
+                                          label="compute: loads + stores per cycle")
+        seen["packets"] = ax.fill_between(edges[:-1], pk, step="post", color="tab:blue",
+                                          alpha=0.6, label="packets sent per cycle")
         ax.set_ylim(0, 1.05)
-        ax.set_ylabel(f"GPU {i}", rotation=0, ha="right", va="center")
-        ax.set_yticks([])
-    axes[0, 0].plot([], [], color="tab:red", lw=1, label="trigger")
-    axes[0, 0].legend(loc="upper right", fontsize=7, ncol=3)
+        ax.set_yticks([0, 0.5, 1])
+        ax.set_ylabel(f"GPU {i}\ntransfers/cycle", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax2 = ax.twinx()
+        if units:
+            ax2.set_ylim(-0.5, units - 0.5)
+            ax2.set_yticks(range(units) if units <= 8 else
+                           np.linspace(0, units - 1, 5).round().astype(int))
+            ax2.set_ylabel("trigger: unit", fontsize=8)
+            by = {}
+            for c, tile, _ in e["triggers"]:
+                phase, _, unit = trigger_name(tile, n, units)
+                by.setdefault(phase, []).append((c, unit))
+            for phase, pts in sorted(by.items()):
+                color, label = PHASE_STYLE[phase]
+                seen[phase] = ax2.scatter([c for c, _ in pts], [u for _, u in pts], s=9,
+                                          color=color, marker="|" if len(pts) > 400 else "o",
+                                          label=f"trigger: {label} (height: its unit)")
+        else:
+            tiles = [t for _, t, _ in e["triggers"]]
+            ax2.set_ylabel("trigger: tile id", fontsize=8)
+            seen["trigger"] = ax2.scatter([c for c, _, _ in e["triggers"]], tiles, s=9,
+                                          color="tab:red", label="trigger (height: tile id)")
+        ax2.tick_params(labelsize=7)
+        ax.text(0.005, 0.93, f"GPU {i}: {len(e['triggers'])} triggers", transform=ax.transAxes,
+                fontsize=7, va="top", bbox=dict(facecolor="white", alpha=0.7, lw=0))
     axes[-1, 0].set_xlabel("cycle (memory-controller clock)")
     axes[0, 0].set_title(title)
-    fig.tight_layout()
+    handles = [seen[k] for k in ("compute", "packets", "RS", "AG", "trigger") if k in seen]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7,
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.06 if n > 1 else 0.1, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
+def find_dump(wdir):
+    """The dump of a ``--waves`` folder: ``system.fst`` or ``system.vcd`` (the newer one
+    when both exist); ``None`` if neither does."""
+    from pathlib import Path
+    found = [p for p in (Path(wdir) / "system.fst", Path(wdir) / "system.vcd") if p.is_file()]
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+
+
 def timeline(wdir, *, out=None, limit=40):
-    """``t3hw waves DIR``: read ``DIR/system.vcd`` back, print its trigger timeline (per
-    trigger: cycle, GPU, tile id and what it was: a reduce-scatter hop or an all-gather copy
-    of chunk ``c``, unit ``u``) and render ``DIR/timeline.png``; returns the PNG path."""
+    """``t3hw waves DIR``: read ``DIR/system.fst`` (or ``system.vcd``) back, print its
+    trigger timeline (per trigger: cycle, GPU, tile id and what it was: a reduce-scatter hop
+    or an all-gather copy of chunk ``c``, unit ``u``) and render ``DIR/timeline.png``;
+    returns the PNG path."""
     import json
     from pathlib import Path
     wdir = Path(wdir)
-    dump, info = wdir / "system.vcd", wdir / "cosim.json"
-    for f in (dump, info):
+    dump, info = find_dump(wdir), wdir / "cosim.json"
+    for f in (dump or wdir / "system.fst", info):
         if not f.is_file():
             raise FileNotFoundError(f"{f} does not exist; run `t3hw cosim --waves {wdir} ...` "
                                     f"first")
@@ -257,8 +428,7 @@ def timeline(wdir, *, out=None, limit=40):
     rows = sorted((c, i, tile, cmd) for i, e in enumerate(events) for c, tile, cmd in e["triggers"])
 
     def what(tile):
-        phase, rest = ("RS", tile) if tile < n * units else ("AG", tile - n * units)
-        return f"{phase} chunk {rest // units} unit {rest % units}"
+        return "{} chunk {} unit {}".format(*trigger_name(tile, n, units))
 
     print(f"{len(rows)} triggers in {dump} ({n} GPUs, {units} units per chunk)")
     print(f"  {'cycle':>8}  {'GPU':>3}  {'tile':>5}  {'cmd':>4}  unit")
@@ -275,8 +445,9 @@ def timeline(wdir, *, out=None, limit=40):
         print(f"  GPU {i}: {len(t)} triggers ({span}), {len(e['packets'])} packets sent, "
               f"{len(e['loads'])} loads and {len(e['stores'])} stores")
     png = Path(out) if out else wdir / "timeline.png"
-    plot_timeline(events, png, title=f"{n}-GPU {r['config']['collective']} under "
-                                     f"{r['config']['policy']}: triggers over time")
+    plot_timeline(events, png, units=units,
+                  title=f"{n}-GPU {r['config']['collective']} under "
+                        f"{r['config']['policy']}: triggers over time")
     print(f"timeline: {png}")
     return png
 
