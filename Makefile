@@ -8,7 +8,7 @@ T3HW   := $(VENV)/bin/t3hw
 STAMP  := $(VENV)/.installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup demo test verilog check-rtl lint bench paper formal synth bitstream check-install clean
+.PHONY: setup demo test verilog check-rtl lint bench paper formal synth bitstream check-install clean help
 
 setup: $(STAMP)
 
@@ -32,6 +32,8 @@ demo: $(STAMP) verilog
 test: $(STAMP) check-rtl lint
 	$(PY) -m pytest -n 2 --dist loadfile
 
+# rtl/: Verilog, manifest.json, the register map (t3hw_regs.rdl, t3hw_regs.h,
+# t3hw_regs_peakrdl.h), payloads.md, files.f and the FuseSoC core t3hw.core; docs/registers.md.
 verilog: $(STAMP)
 	$(T3HW) generate --out rtl --docs docs/registers.md
 
@@ -63,3 +65,19 @@ clean:
 
 paper: $(STAMP)
 	$(T3HW) paper --json bench/paper.json --plot docs/img --sweep
+
+help:
+	@echo "make setup          create .venv from the pinned versions in pyproject.toml (every target does it first)"
+	@echo "make demo           make verilog, then a 4-GPU fused GEMM + ring reduce-scatter co-simulated on generated RTL"
+	@echo "make test           make check-rtl, make lint, then pytest (Python tests, FuseSoC lint, cocotb regressions)"
+	@echo "make verilog        regenerate rtl/ (Verilog, manifest, SystemRDL, C headers, payloads.md, files.f, t3hw.core) and docs/registers.md"
+	@echo "make check-rtl      regenerate into a temporary folder; fail on any byte of difference from rtl/ or docs/registers.md"
+	@echo "make lint           verilator --lint-only -Wall on rtl/ with the waivers of t3hw/tools/lint_waivers.vlt"
+	@echo "make bench          co-simulation throughput and Verilator build time into bench/results.json"
+	@echo "make paper          the performance model over the paper's table, with plots and the sweep"
+	@echo "make formal         the formal proofs alone (docs/formal.md)"
+	@echo "make synth          Yosys/nextpnr utilisation and Fmax of every block into synth/results.json and docs/synthesis.md"
+	@echo "make bitstream      the engine on a ULX3S-85F (docs/fpga.md)"
+	@echo "make check-install  pip install . into a fresh venv and use the kit from outside the clone (several minutes)"
+	@echo "make clean          remove build/, out/ and .pytest_cache"
+	@echo "make help           this list"

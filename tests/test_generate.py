@@ -11,7 +11,8 @@ import pytest
 
 from t3hw import cli
 from t3hw.tools import toolchain
-from t3hw.tools.generate import BLOCKS, HEADER, check, generate
+from t3hw.tools.generate import BLOCKS, HEADER, INTEGRATION, PEAKRDL_HEADER, check, generate
+from t3hw.tools.rdl import RDL
 from t3hw.spec.params import DEFAULT, EngineParams
 
 
@@ -27,7 +28,8 @@ def test_committed_rtl_matches_generator():
     assert check(RTL) == []
     manifest = json.loads((RTL / "manifest.json").read_text())
     assert manifest["params"] == DEFAULT.to_dict()
-    assert set(manifest["files"]) == {f"{module}.v" for module, _ in BLOCKS.values()} | {HEADER}
+    assert set(manifest["files"]) == ({f"{module}.v" for module, _ in BLOCKS.values()}
+                                      | {HEADER, RDL, PEAKRDL_HEADER, *INTEGRATION})
 
 
 def test_one_changed_byte_fails_the_check(tmp_path, capsys):
