@@ -24,11 +24,19 @@ def _name(scope, name, width):
     return f"{scope}.{name}[{width - 1}:0]" if width > 1 else f"{scope}.{name}"
 
 
-def _fields(g, scope, port, layout, datafmt="dec"):
-    """One trace per (non-empty) field of the struct signal ``port``."""
+def _fields(g, scope, port, layout, datafmt="dec", filters=None):
+    """One trace per (non-empty) field of the struct signal ``port``; with ``filters`` (a
+    folder next to the save file), enum-typed fields through a translate filter written
+    there (:mod:`.wave_enums`) and named relative to the save file."""
+    from .wave_enums import DATAFMT, layout_enums, write_filter
+    enums = layout_enums(layout) if filters is not None else {}
     for name, field in layout:
         if field.width:
-            g.trace(_name(scope, f"{port}__{name}", field.width), datafmt=datafmt)
+            kw = {"datafmt": datafmt}
+            if name in enums:
+                f = write_filter(enums[name], filters)
+                kw = {"datafmt": DATAFMT, "translate_filter_file": f"{f.parent.name}/{f.name}"}
+            g.trace(_name(scope, f"{port}__{name}", field.width), **kw)
 
 
 def write_tracker_gtkw(dump, module, params: EngineParams, path):
@@ -36,12 +44,17 @@ def write_tracker_gtkw(dump, module, params: EngineParams, path):
 
     Groups: the observed ``write`` stream, ``program``, the S3 pipeline stage (the entry as
     read and forwarded, hit, new count, completion, push), the ``trigger`` stream, the sticky
-    errors and the counters.
+    errors and the counters. The dump is named relative to ``path``'s folder; enum fields
+    (write kind and source, program op) show their names through ``filters/`` there.
     """
+    import os
+    from pathlib import Path
     s = module
+    filters = Path(path).parent / "filters"
     with open(path, "w") as f:
         g = GTKWSave(f)
-        g.dumpfile(str(dump))
+        g.dumpfile(os.path.relpath(Path(dump).resolve(), Path(path).resolve().parent),
+                   abspath=False)
         g.treeopen(f"{s}.")
         g.signals_width(300)
         g.zoom_markers(-6.0)
@@ -50,11 +63,11 @@ def write_tracker_gtkw(dump, module, params: EngineParams, path):
         g.trace(f"{s}.busy")
         with g.group("write (observed)"):
             g.trace(f"{s}.write__valid")
-            _fields(g, s, "write__payload", write_layout(params))
+            _fields(g, s, "write__payload", write_layout(params), filters=filters)
         with g.group("program"):
             g.trace(f"{s}.program__valid")
             g.trace(f"{s}.program__ready")
-            _fields(g, s, "program__payload", program_layout(params))
+            _fields(g, s, "program__payload", program_layout(params), filters=filters)
         with g.group("S3: lookup and count"):
             g.trace(f"{s}.s3_valid")
             g.trace(f"{s}.s3_prog")
