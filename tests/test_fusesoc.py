@@ -61,6 +61,8 @@ def test_fusesoc_lint_fails_on_broken_rtl(tmp_path):
     (tmp_path / "work").mkdir()
     proc = _fusesoc(cores, tmp_path / "work" / "build")
     assert proc.returncode != 0
+    assert "t3hw_engine.v" in proc.stdout + proc.stderr
+    assert "syntax error" in proc.stdout + proc.stderr
 
 
 def test_verilator_file_list(tmp_path):

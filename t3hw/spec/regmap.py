@@ -4,8 +4,10 @@
 :data:`SECTIONS` lists the register groups; everything else is derived from it and from the
 layouts of :mod:`t3hw.spec.layouts`: the RTL's decoder (:class:`t3hw.hw.csr.Csr`), the Python driver
 (:mod:`t3hw.sw.driver`), the register-file model (:mod:`sim_models.csr`), the C header
-``rtl/t3hw_regs.h`` (:meth:`RegisterMap.c_header`) and ``docs/registers.md``
-(:meth:`RegisterMap.markdown`). No bit offset is typed anywhere.
+``rtl/t3hw_regs.h`` (:meth:`RegisterMap.c_header`) and the SystemRDL export
+``rtl/t3hw_regs.rdl`` (:func:`t3hw.tools.rdl.systemrdl`), from whose compiled model
+``docs/registers.md`` and ``rtl/t3hw_regs_peakrdl.h`` are made. No bit offset is typed
+anywhere.
 
 Rules
 -----
@@ -69,13 +71,6 @@ class Access(enum.Enum):
     #: Write only (a command); reads as 0.
     WO  = "wo"
 
-
-_ACCESS_DOC = {
-    Access.RO:  "read only (a write sets `CSR_ERRORS.read_only`)",
-    Access.RW:  "read and write",
-    Access.W1C: "read, write 1 to clear (sticky error bits)",
-    Access.WO:  "write only, reads 0",
-}
 
 #: The register map: ``(section, ((group, layout factory, access, description), ...))``.
 SECTIONS = (
@@ -342,33 +337,3 @@ class RegisterMap:
                     out.append(macro(f"{stem}_MASK", f"{f.mask:#010x}u"))
         out.append("\n#endif /* T3HW_REGS_H */\n")
         return "".join(out)
-
-    def markdown(self, *, first_line):
-        """``docs/registers.md``: every register, its fields and its access."""
-        p = self.params
-        access = "; ".join(f"`{a.value}` {_ACCESS_DOC[a]}" for a in Access)
-        out = [first_line, "\n# Register map of `t3hw_csr`\n\n",
-               "Parameters: " + ", ".join(f"`{k}={v}`" for k, v in p.to_dict().items())
-               + f". Bus byte address width: {self.addr_width} bits. Access: {access}. Bits "
-               "outside the fields read 0 and are ignored on write. How the block behaves: "
-               "[csr.md](csr.md).\n"]
-        out.append("\nEnumerations:\n\n")
-        for ename, enum_type in self._enums().items():
-            out.append(f"* `{ename}`: " + ", ".join(f"`{m.name}` = {m.value}"
-                                                  for m in enum_type) + "\n")
-        for g in self.groups.values():
-            out.append(f"\n## {g.name} ({g.access.value})\n\n{g.doc}\n\n")
-            out.append("| address | register | bits | field |\n|---|---|---|---|\n")
-            for r in g.registers:
-                for n, f in enumerate(r.fields):
-                    bits = (f"{f.offset + f.width - 1}:{f.offset}" if f.width > 1
-                            else f"{f.offset}")
-                    name = (f"{f.name}[{f.lsb + f.width - 1}:{f.lsb}]"
-                            if g.layout[f.name].width != f.width else f.name)
-                    shape = g.layout[f.name].shape
-                    kind = (f" (`{shape.__name__}`)" if isinstance(shape, am_enum.EnumType)
-                            else "")
-                    head = f"`{r.addr:#05x}` | `{r.name}`" if n == 0 else " | "
-                    out.append(f"| {head} | {bits} | `{name}`{kind} |\n")
-        return "".join(out)
-
