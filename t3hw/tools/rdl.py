@@ -42,6 +42,14 @@ _PROPS = {
     Access.WO:  ("w", "r", None),
 }
 
+#: What a field of each access is, for its description.
+_ROLE = {
+    Access.RO:  "read only",
+    Access.RW:  "staging, read and write",
+    Access.W1C: "sticky error, set by the hardware, write 1 to clear",
+    Access.WO:  "write only, reads 0",
+}
+
 #: Access words of the document, from the compiled ``(sw, onwrite)``.
 _DOC_ACCESS = {
     ("r", None): "ro",
@@ -126,11 +134,11 @@ def systemrdl(params, *, first_line):
                     props.append(f"onwrite = {onwrite}")
                 if isinstance(member.shape, am_enum.EnumType):
                     props.append(f"encode = {member.shape.__name__}")
-                part = (f"bits {f.lsb + f.width - 1}:{f.lsb} of " if member.width != f.width
-                        else "")
-                kind = (f" ({member.shape.__name__})"
+                part = (f"bits {f.lsb + f.width - 1}:{f.lsb} of the {member.width}-bit "
+                        if member.width != f.width else "")
+                kind = (f", one of {member.shape.__name__}"
                         if isinstance(member.shape, am_enum.EnumType) else "")
-                props.append(f"desc = {_str(f'{part}field {f.name} of {g.name}{kind}')}")
+                props.append(f"desc = {_str(f'{part}{f.name} of {g.name}{kind}: {_ROLE[g.access]}')}")
                 reset = ("" if word is None
                          else f" = {f.width}'h{(word >> f.offset) & ((1 << f.width) - 1):x}")
                 out.append(f"        field {{ {'; '.join(props)}; }} "
