@@ -49,13 +49,13 @@
 #define T3HW_WRITE_KIND_UPDATE                            1u
 
 /* enum TrackOp */
-#define T3HW_TRACK_OP_ARM                                 0u
-#define T3HW_TRACK_OP_DISARM                              1u
+#define T3HW_TRACKER_OP_ARM                               0u
+#define T3HW_TRACKER_OP_DISARM                            1u
 
 /* enum ArbPolicy */
-#define T3HW_ARB_POLICY_ROUND_ROBIN                       0u
-#define T3HW_ARB_POLICY_COMPUTE_FIRST                     1u
-#define T3HW_ARB_POLICY_T3_MCA                            2u
+#define T3HW_ARBITER_POLICY_ROUND_ROBIN                   0u
+#define T3HW_ARBITER_POLICY_COMPUTE_FIRST                 1u
+#define T3HW_ARBITER_POLICY_T3_MCA                        2u
 
 /* ID (ro): Identification: `magic` reads 0x54334857 ("T3HW"). */
 #define T3HW_ID                                           0x000u

@@ -42,9 +42,9 @@ def _program(header, rm, samples):
     checks = [f"T3HW_MAGIC == {MAGIC:#x}u", f"T3HW_ADDR_WIDTH == {rm.addr_width}u",
               f"T3HW_CSR_COMMAND_DESC_READ == {CsrCommand.DESC_READ.value}u",
               f"T3HW_CSR_COMMAND_ARB_WRITE == {CsrCommand.ARB_WRITE.value}u",
-              f"T3HW_ARB_POLICY_T3_MCA == {ArbPolicy.T3_MCA.value}u",
+              f"T3HW_ARBITER_POLICY_T3_MCA == {ArbPolicy.T3_MCA.value}u",
               f"T3HW_REGION_MODE_TRACKED == {RegionMode.TRACKED.value}u",
-              f"T3HW_TRACK_OP_DISARM == {TrackOp.DISARM.value}u",
+              f"T3HW_TRACKER_OP_DISARM == {TrackOp.DISARM.value}u",
               f"T3HW_WRITE_KIND_UPDATE == {WriteKind.UPDATE.value}u",
               f"T3HW_PARAM_REGIONS == {rm.params.regions}u",
               f"T3HW_PARAM_STARVATION_LIMIT == {rm.params.starvation_limit}u"]
@@ -117,3 +117,16 @@ def test_cli_generate_writes_the_docs(tmp_path):
     assert cli.main(["generate", "--out", str(out), "--docs", str(docs)]) == 0
     assert (out / HEADER).is_file() and docs.read_text() == register_docs(DEFAULT)
     assert check(out, docs=docs) == []
+
+
+def test_enum_prefixes_never_shadow_a_register(monkeypatch):
+    """``ArbPolicy``'s values are ``T3HW_ARBITER_POLICY_*``, apart from the register
+    ``ARB_POLICY``'s macros; a prefix that is a register's name is refused."""
+    from t3hw.spec import regmap
+    text = RegisterMap(DEFAULT).c_header(first_line="/* test */\n")
+    assert "#define T3HW_ARBITER_POLICY_T3_MCA" in text
+    assert "#define T3HW_TRACKER_OP_ARM" in text
+    assert not re.search(r"#define T3HW_(ARB_POLICY_T3_MCA|TRACK_OP_ARM)\b", text)
+    monkeypatch.setitem(regmap.C_ENUM_PREFIX, "ArbPolicy", "ARB_POLICY")
+    with pytest.raises(ValueError, match="ARB_POLICY.*also a register"):
+        RegisterMap(DEFAULT).c_header(first_line="/* test */\n")

@@ -3,7 +3,9 @@
 on the first trigger (checked in GTKWave itself, under a virtual display), with relative
 paths and enum names, and ``t3hw waves`` reading the dump back.
 
-One small co-simulation (2 GPUs, all-reduce) is built and run once for the module. The
+One small co-simulation (2 GPUs, all-reduce) is built and run once for the module; the
+command-line test runs the same traced build (same Verilog) through ``t3hw cosim --waves``,
+so the whole file builds one traced system, on one pytest worker. The
 GTKWave test also renders the screenshot of ``docs/waves.md``: with
 ``T3HW_SCREENSHOT=docs/img/gtkwave.png`` it copies it there.
 """
@@ -174,3 +176,28 @@ def test_gtkwave_screenshot(waves, tmp_path):
     from t3hw.spec.layouts import WriteSource
     shown = set(re.findall(r"\(([A-Za-z_]+)\) show", ps.read_text(errors="replace")))
     assert shown & {m.name for m in WriteSource}, "the enum filters were not applied"
+
+
+def test_cli_waves_and_timeline(tmp_path):
+    """``t3hw cosim --waves`` dumps the trigger path of every engine and a .gtkw that names
+    only signals of the dump; ``t3hw waves`` prints the triggers it reads back and renders
+    the PNG."""
+    from t3hw.tools.waves import dump_names, gtkw_traces
+    out, wdir = tmp_path / "r.json", tmp_path / "w"
+    cmd = [sys.executable, "-m", "t3hw.cli", "cosim", "--gpus", "2", "--tp", "8",
+           "--sublayer", "FC-2", "--tokens", "64", "--hidden", "256",
+           "--collective", "allreduce", "--json", str(out), "--waves", str(wdir)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    assert r["numerics_ok"]
+    names = dump_names(wdir / "system.fst")             # FST by default
+    traced = gtkw_traces(wdir / "system.gtkw")
+    for i in range(2):
+        assert f"t3hw_system.e{i}.tracker.trigger__valid" in traced
+    assert set(traced) <= names
+    p = subprocess.run([sys.executable, "-m", "t3hw.cli", "waves", str(wdir)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert f"{r['triggers']} triggers" in p.stdout
+    assert (wdir / "timeline.png").stat().st_size > 10_000

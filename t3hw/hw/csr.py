@@ -143,7 +143,7 @@ def register_word(reg, value):
     Value
         ``WORD_BITS`` bits: each field's ``value[bit:bit + width]`` at its ``offset``, every
         other bit 0. The register block's read multiplexer and the board top's read-back
-        (``t3hw/tools/board.py``) both build their words with it.
+        (``t3hw/tools/board/top.py``) both build their words with it.
     """
     parts, pos = [], 0
     for f in reg.fields:

@@ -46,7 +46,14 @@ from .params import PARAM_RANGES, EngineParams, check_params
 
 
 __all__ = ["Access", "Field", "Register", "Group", "RegisterMap", "SECTIONS", "SECTION_BYTES",
-           "STAGING_RESET", "MAGIC", "WORD_BITS", "place_group"]
+           "STAGING_RESET", "MAGIC", "WORD_BITS", "C_ENUM_PREFIX", "place_group"]
+
+
+#: C prefixes of the enums whose default prefix (the class name in upper snake case) is a
+#: register's name: ``TrackOp`` and ``ArbPolicy`` would share ``T3HW_TRACK_OP_*`` and
+#: ``T3HW_ARB_POLICY_*`` with the registers whose fields they type, so their values are
+#: ``T3HW_TRACKER_OP_ARM``, ``T3HW_ARBITER_POLICY_T3_MCA``, ...
+C_ENUM_PREFIX = {"TrackOp": "TRACKER_OP", "ArbPolicy": "ARBITER_POLICY"}
 
 
 #: Bits of a register (and of the bus data).
@@ -321,9 +328,13 @@ class RegisterMap:
         out.append(macro("MAGIC", f"{MAGIC:#010x}u"))
         for name, value in p.to_dict().items():
             out.append(macro(f"PARAM_{name.upper()}", f"{value}u"))
+        registers = {r.name for g in self.groups.values() for r in g.registers}
         for ename, enum_type in self._enums().items():
             out.append(f"\n/* enum {ename} */\n")
-            prefix = re.sub(r"(?<!^)(?=[A-Z])", "_", ename).upper()
+            prefix = C_ENUM_PREFIX.get(ename, re.sub(r"(?<!^)(?=[A-Z])", "_", ename).upper())
+            if prefix in registers:
+                raise ValueError(f"the C prefix {prefix!r} of enum {ename} is also a register's "
+                                 f"name; give the enum its own in C_ENUM_PREFIX")
             for member in enum_type:
                 out.append(macro(f"{prefix}_{member.name}", f"{member.value}u"))
         for g in self.groups.values():
@@ -336,4 +347,8 @@ class RegisterMap:
                     out.append(macro(f"{stem}_WIDTH", f"{f.width}u"))
                     out.append(macro(f"{stem}_MASK", f"{f.mask:#010x}u"))
         out.append("\n#endif /* T3HW_REGS_H */\n")
+        names = [line.split()[1] for line in out if line.startswith("#define T3HW_")]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"C header macros defined twice: {', '.join(twice)}")
         return "".join(out)

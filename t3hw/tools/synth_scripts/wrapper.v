@@ -1,4 +1,4 @@
-// t3hw synth timing wrapper (synth/wrapper.v, filled in by t3hw/synth.py): a register on
+// t3hw synth timing wrapper (wrapper.v, filled in by t3hw/tools/synth): a register on
 // every input and every output of $module, so that place and route measures the block's own
 // paths register to register, with three pins whatever the block's port count.
 //
