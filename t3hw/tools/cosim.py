@@ -195,6 +195,8 @@ def add_arguments(p):
                         "burst")
     p.add_argument("--json", required=True, metavar="FILE", help="the results file")
     p.add_argument("--waves", metavar="DIR", help="also dump waves and a .gtkw there")
+    p.add_argument("--wave-format", choices=WAVE_FORMATS, default=WAVE_FORMATS[0],
+                   help="dump format of --waves (FST is about 50x smaller than VCD)")
 
 
 def cmd(args):
@@ -209,7 +211,8 @@ def cmd(args):
         msg = str(exc)
         name = next((k for k in opts if msg.startswith(f"{k} ")), None)
         raise CliError(f"--{name.replace('_', '-')}: {msg}" if name else msg) from None
-    r = run(cfg, json_path=args.json, waves_dir=args.waves, progress=sys.stderr.isatty())
+    r = run(cfg, json_path=args.json, waves_dir=args.waves, progress=sys.stderr.isatty(),
+            wave_format=args.wave_format)
     print(result_line(r))
     print(f"written: {args.json}" + (f", {r['waves']['dump']}, {r['waves']['gtkw']}"
                                      if args.waves else ""))
