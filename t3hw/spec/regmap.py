@@ -303,9 +303,24 @@ class RegisterMap:
         """``{register name: word}`` of a group to ``{field: int}``."""
         return self.groups[group].codec.unpack(self.join(group, words))
 
+    def reset_value(self, group):
+        """The group's packed value after reset, or ``None`` where the map defines none:
+        the constants of ``ID`` and ``CONFIG``, the reset configuration of the staging (RW)
+        groups, 0 for sticky errors (W1C) and counters; ``STATUS``, ``ARB_STATUS`` (driven
+        by the hardware) and ``COMMAND`` have none."""
+        g = self.groups[group]
+        if group in ("ID", "CONFIG"):
+            return g.codec.pack(**self.constant(group))
+        if g.access == Access.RW:
+            return g.codec.pack(**self.reset(group))
+        if g.access == Access.W1C or group in ("TRACKER", "DMA", "ADDRMAP", "ARBITER"):
+            return 0
+        return None
+
     # -- generated documents ---------------------------------------------------------------
-    def _enums(self):
-        """Enumerations used by the fields of the map, in order of first use."""
+    def enums(self):
+        """Enumerations used by the fields of the map, in order of first use:
+        ``{name: enum type}`` (the C header and the SystemRDL export list them)."""
         found = {}
         for g in self.groups.values():
             for _, member in g.layout:
@@ -329,7 +344,7 @@ class RegisterMap:
         for name, value in p.to_dict().items():
             out.append(macro(f"PARAM_{name.upper()}", f"{value}u"))
         registers = {r.name for g in self.groups.values() for r in g.registers}
-        for ename, enum_type in self._enums().items():
+        for ename, enum_type in self.enums().items():
             out.append(f"\n/* enum {ename} */\n")
             prefix = C_ENUM_PREFIX.get(ename, re.sub(r"(?<!^)(?=[A-Z])", "_", ename).upper())
             if prefix in registers:

@@ -68,28 +68,6 @@ def _str(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _enums(rm):
-    """Enumerations of the map's fields, in order of first use: ``{name: enum type}``."""
-    found = {}
-    for g in rm.groups.values():
-        for _, member in g.layout:
-            if isinstance(member.shape, am_enum.EnumType):
-                found.setdefault(member.shape.__name__, member.shape)
-    return found
-
-
-def _resets(rm, group):
-    """The group's packed value after reset, or ``None`` when the map defines none."""
-    g = rm.groups[group]
-    if group in ("ID", "CONFIG"):
-        return g.codec.pack(**rm.constant(group))
-    if g.access == Access.RW:
-        return g.codec.pack(**rm.reset(group))
-    if g.access == Access.W1C or group in ("TRACKER", "DMA", "ADDRMAP", "ARBITER"):
-        return 0
-    return None
-
-
 def _params_line(rm):
     return ", ".join(f"{k}={v}" for k, v in rm.params.to_dict().items())
 
@@ -107,9 +85,8 @@ def systemrdl(params, *, first_line):
            "// Compiled by tests/test_rdl.py with systemrdl-compiler; docs/registers.md is made\n"
            "// from the compiled model (t3hw/tools/rdl.py).\n\n",
            "property t3hw_group { type = string; component = reg; };\n"]
-    for ename, etype in _enums(rm).items():
+    for ename, etype in rm.enums().items():
         width = am_enum.EnumMeta.as_shape(etype).width
-        doc = " ".join((etype.__doc__ or ename).split())
         out.append(f"\nenum {ename} {{\n")
         for m in etype:
             out.append(f"    {m.name} = {width}'d{m.value};\n")
@@ -120,7 +97,7 @@ def systemrdl(params, *, first_line):
                "    default regwidth = 32;\n    default accesswidth = 32;\n")
     for g in rm.groups.values():
         sw, hw, onwrite = _PROPS[g.access]
-        value = _resets(rm, g.name)
+        value = rm.reset_value(g.name)
         for r in g.registers:
             word = None if value is None else r.extract(value)
             out.append(f"\n    reg {{\n        name = {_str(r.name)};\n"
