@@ -2,18 +2,8 @@
 """The board's hardware above the UART: :class:`BoardCore`, the engine with its surroundings
 (traffic generator, DRAM model, ring link, board registers, LEDs) behind one register bus;
 :class:`EngineBoard`, the core behind the UART bridge (the board top, simulatable); and
-:class:`ULX3STop`, an :class:`EngineBoard` on the ULX3S-85F's pins.
-
-::
-
-    FTDI rx ──▶ [UARTRx] ──▶ [UARTBridge] ──bus──▶ [BoardCore]: decode on the top address bit
-    FTDI tx ◀── [UARTTx] ◀──────┘  (errors ─▶ LED 7)   │  0: the engine's register block
-                                                       │  1: the board registers (BoardMap)
-    BoardCore:
-      [generator] ──store, load──▶ [Engine] ──dram──▶ [DramModel] (request queue, block RAM)
-          ▲ GEN, CONTROL                 ▲  ◀─dram_response, occupancy─┘
-          │                    net_rx ◀──┴── [link FIFO] ◀── net_tx     (a one-board ring)
-      load_response ──▶ counted (BOARD_STATS); LEDs 0-5: ring packets, running, DRAM busy
+:class:`ULX3STop`, an :class:`EngineBoard` on the ULX3S-85F's pins. The wiring diagram is
+the package's (:mod:`t3hw.tools.board`).
 """
 
 from amaranth import *
