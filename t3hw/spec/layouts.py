@@ -13,9 +13,10 @@ from .params import EngineParams
 
 
 __all__ = [
-    "WriteKind", "WriteSource", "TrackOp",
+    "WriteKind", "WriteSource", "TrackOp", "TrackResult",
     "write_layout", "program_layout", "trigger_layout", "entry_layout",
-    "tracker_errors_layout", "tracker_stats_layout",
+    "tracker_errors_layout", "tracker_stats_layout", "tracker_result_layout",
+    "tracker_capture_layout",
     "Codec",
     "RD_COLLISION_ATTR", "rd_collision_attrs",
 ]
@@ -53,12 +54,29 @@ class WriteSource(enum.Enum, shape=2):
     REMOTE  = 2
 
 
-class TrackOp(enum.Enum, shape=1):
-    """Operation of a tracker programming request."""
+class TrackOp(enum.Enum, shape=2):
+    """Operation of a tracker programming request. Code 3 is refused (``TrackResult.BAD_OP``)."""
     #: Arm the entry of ``tile``: set its threshold, DMA command and mode, clear its count.
     ARM    = 0
     #: Disarm the entry of ``tile`` if it is armed for that tile; otherwise do nothing.
     DISARM = 1
+    #: Read the entry of ``tile`` back (its state goes to the tracker's ``result``).
+    READ   = 2
+
+
+class TrackResult(enum.Enum, shape=3):
+    """The tracker's verdict on one programming request (``result.code``)."""
+    #: Done as asked.
+    OK            = 0
+    #: ARM of an entry that is armed, or whose trigger the DMA has not taken yet (refused).
+    BUSY          = 1
+    #: ARM with a threshold of 0 (refused).
+    BAD_THRESHOLD = 2
+    #: DISARM of a tile whose entry is not armed for it (nothing done). A READ of such a
+    #: tile also answers ``NOT_ARMED`` (with the entry's state).
+    NOT_ARMED     = 3
+    #: An unknown operation code (refused).
+    BAD_OP        = 4
 
 
 def write_layout(p: EngineParams):
@@ -125,6 +143,34 @@ def tracker_errors_layout(p: EngineParams):
     })
 
 
+def tracker_result_layout(p: EngineParams):
+    """The tracker's answer to one programming request, in request order: the request's
+    ``op`` and ``tile``, the verdict ``code``, and the entry's state after the request
+    (``valid``: armed; ``pending``: firings the DMA has not taken yet; ``count``: beats
+    counted; the other fields as armed; all meaningful for a READ)."""
+    return data.StructLayout({
+        "op":        TrackOp,
+        "code":      TrackResult,
+        "tile":      p.tile_width,
+        "valid":     1,
+        "rearm":     1,
+        "pending":   p.pending_width,
+        "threshold": p.count_width,
+        "count":     p.count_width,
+        "cmd":       p.cmd_width,
+    })
+
+
+def tracker_capture_layout(p: EngineParams):
+    """Details of the tracker's error events, shown by its ``capture`` output in the cycle its
+    ``errors`` output shows the events: the tile of the write or programming request, and the
+    command of its entry (or request)."""
+    return data.StructLayout({
+        "tile": p.tile_width,
+        "cmd":  p.cmd_width,
+    })
+
+
 def tracker_stats_layout(p: EngineParams):
     """Statistics counters of the tracker (all ``counter_width`` bits, wrapping)."""
     w = p.counter_width
@@ -184,7 +230,8 @@ __all__ += [
     "dma_descriptor_layout", "dma_program_layout", "read_request_layout",
     "read_response_layout", "net_packet_layout", "dma_errors_layout", "dma_stats_layout",
     "store_layout", "mem_store_layout", "region_layout", "region_program_layout",
-    "addrmap_errors_layout", "addrmap_stats_layout",
+    "addrmap_errors_layout", "addrmap_stats_layout", "dma_capture_layout",
+    "addrmap_capture_layout",
 ]
 
 
@@ -239,9 +286,11 @@ def read_request_layout(p: EngineParams):
 
 
 def read_response_layout(p: EngineParams):
-    """The return of a comm-stream read, in request order, with the request's tag."""
+    """The return of a comm-stream read, in request order, with the request's tag; ``error``:
+    the memory could not read it (an uncorrectable error, poison)."""
     return data.StructLayout({
-        "tag": p.read_tag_width,
+        "tag":   p.read_tag_width,
+        "error": 1,
     })
 
 
@@ -269,6 +318,17 @@ def dma_errors_layout(p: EngineParams):
         "bad_program":    1,
         #: A read response with no read outstanding (dropped) or with an unexpected tag.
         "bad_response":   1,
+    })
+
+
+def dma_capture_layout(p: EngineParams):
+    """Details of the DMA's error events, shown by its ``capture`` output in the cycle its
+    ``errors`` output shows the events: the descriptor index concerned, the tile of its
+    trigger (0 when none) and the address concerned (a read's, or a descriptor's source)."""
+    return data.StructLayout({
+        "index": p.cmd_width,
+        "tile":  p.tile_width,
+        "addr":  p.addr_width,
     })
 
 
@@ -328,6 +388,17 @@ def addrmap_errors_layout(p: EngineParams):
         "bad_region": 1,
         #: A region write overlapping another valid region (rejected).
         "overlap":    1,
+    })
+
+
+def addrmap_capture_layout(p: EngineParams):
+    """Details of the address map's error events, shown by its ``capture`` output in the
+    cycle its ``errors`` output shows the events: the address, device and tile of the store
+    or received packet concerned (or of the region write: its base and device)."""
+    return data.StructLayout({
+        "addr":   p.addr_width,
+        "device": p.device_width,
+        "tile":   p.tile_width,
     })
 
 
@@ -504,11 +575,13 @@ def mem_request_layout(p: EngineParams):
 
 
 def mem_response_layout(p: EngineParams):
-    """The DRAM's answer to a ``READ``: the request's ``source`` and ``tag``. Responses of
-    DMA reads must come back in request order."""
+    """The DRAM's answer to a ``READ``: the request's ``source`` and ``tag``; ``error``: the
+    data could not be read (uncorrectable error, poison). Responses of DMA reads must come
+    back in request order."""
     return data.StructLayout({
         "source": WriteSource,
         "tag":    p.mem_tag_width,
+        "error":  1,
     })
 
 

@@ -21,6 +21,7 @@ PARAM_RANGES = {
     "beats_width":     (1, 8),
     "cmd_width":       (1, 16),
     "trigger_depth":   (1, 4096),
+    "pending_width":   (1, 16),
     "counter_width":   (8, 64),
     "addr_width":      (8, 64),
     "device_width":    (1, 16),
@@ -73,6 +74,9 @@ class EngineParams:
         every trigger names a descriptor.
     trigger_depth : int
         Depth of the trigger queue that absorbs back-pressure on the trigger output.
+    pending_width : int
+        Width of a tracker entry's count of firings the DMA has not taken yet. A one-shot
+        entry has at most one; a re-arm entry up to ``2**pending_width - 1``.
     counter_width : int
         Width of the statistics counters (they wrap).
     addr_width : int
@@ -124,6 +128,7 @@ class EngineParams:
     beats_width:     int = 4
     cmd_width:       int = 8
     trigger_depth:   int = 16
+    pending_width:   int = 4
     counter_width:   int = 32
     addr_width:      int = 48
     device_width:    int = 5
