@@ -18,6 +18,7 @@ import cocotb
 from t3hw.verif.stimulus import TrackerTraffic
 from t3hw.spec.layouts import WriteSource
 from t3hw.verif.cocotb_tb import TrackerTB, arm as _arm, disarm, write as _write
+from t3hw.verif.tracker_check import hold_past_capacity, read_back_and_verdicts
 
 
 @cocotb.test()
@@ -113,20 +114,17 @@ async def test_directed(dut):
         await tb.clear_errors()
         await tb.drain()
         assert not any(tb.model.model.errors.values())
-    # Overflow: hold the trigger output, complete depth + 1 tiles.
     await tb.cycle(program=disarm(top_tile))
-    tiles = [(i + 2) % (top_tile + 1) for i in range(p.trigger_depth + 1)]
-    assert len(set(t % p.tracker_entries for t in tiles)) == len(tiles)
-    for tile in tiles:
-        while not (await tb.cycle(program=_arm(tile, 1, 0), ready=False))[0]:
-            pass
-    for tile in tiles:
-        await tb.cycle(write=_write(tile), ready=False)
-    for _ in range(5):                  # the last trigger reaches the queue (S4) and is counted
-        await tb.cycle(ready=False)
-    tb.check_state()
-    assert tb.model.model.errors["overflow"] and tb.model.model.stats["dropped"] == 1
     await tb.drain()
+    await hold_past_capacity(tb)
+
+
+@cocotb.test()
+async def test_read_back_and_verdicts(dut):
+    """READ, DISARM of an unarmed tile, an unknown op: each verdict on ``result``."""
+    tb = TrackerTB(dut)
+    await tb.reset()
+    await read_back_and_verdicts(tb)
 
 
 @cocotb.test()

@@ -37,8 +37,7 @@ ALLREDUCE_LEAD = 0.30
 #: (CosimConfig.params) are kept: T3-MCA saturation and window, a trigger queue as deep as
 #: the tracker, 64 DMA reads in flight.
 PARAMS = EngineParams(tracker_entries=64, tile_width=8, cmd_width=6, count_width=10,
-                      addr_width=36, device_width=3, counter_width=20, trigger_depth=64,
-                      rows_width=8, row_bytes_width=12, pitch_width=16, max_outstanding=64,
+                      addr_width=36, device_width=3, counter_width=20,                       rows_width=8, row_bytes_width=12, pitch_width=16, max_outstanding=64,
                       mca_saturation=64, mca_window_log2=12)
 
 

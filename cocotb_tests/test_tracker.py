@@ -21,12 +21,12 @@ from t3hw.spec.params import EngineParams
 PARAMS = {
     # Degenerate: no tag bits, 1-bit counts and beats, one-entry queue (directed tests only).
     "minimal": EngineParams(tracker_entries=2, tile_width=1, count_width=1, beats_width=1,
-                            cmd_width=1, trigger_depth=1, counter_width=8),
+                            cmd_width=1, counter_width=8),
     "tiny":  EngineParams(tracker_entries=4, tile_width=4, count_width=4, beats_width=2,
-                          cmd_width=2, trigger_depth=1, counter_width=16),
+                          cmd_width=2, counter_width=16),
     "paper": EngineParams(),
     "large": EngineParams(tracker_entries=1024, tile_width=20, count_width=16, beats_width=6,
-                          cmd_width=10, trigger_depth=64, counter_width=32),
+                          cmd_width=10, counter_width=32),
 }
 
 HERE = Path(__file__).resolve().parent

@@ -102,11 +102,10 @@ class CosimConfig:
         Added to every tracker threshold (a test of the checks: -1 triggers one write early).
     params : EngineParams
         The engines' parameters: the paper's, except the T3-MCA derivation (saturation at
-        the DRAM's 64-request bandwidth-delay product, a 4096-cycle window), a trigger queue
-        as deep as the tracker (``trigger_depth = 256``: no completion can find it full) and
+        the DRAM's 64-request bandwidth-delay product, a 4096-cycle window) and
         64 DMA reads in flight (``max_outstanding``: one read per cycle over the DRAM's
         latency; 8 would cap each DMA at 8 bytes per cycle). ``docs/cosim.md`` explains
-        both.
+        it.
     """
 
     gpus:                 int = 4
@@ -132,8 +131,7 @@ class CosimConfig:
     dram_stall:           float = 0.0
     threshold_error:      int = 0
     params:               EngineParams = field(default_factory=lambda: EngineParams(
-                              mca_saturation=64, mca_window_log2=12, trigger_depth=256,
-                              max_outstanding=64))
+                              mca_saturation=64, mca_window_log2=12,                               max_outstanding=64))
 
     @staticmethod
     def max_gpus(params):

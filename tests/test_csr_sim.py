@@ -25,7 +25,7 @@ PARAMS = {
     # Degenerate: 2 regions, 2 descriptors, 2 tracker entries, 8-bit addresses; 1-bit
     # arbiter occupancy and starvation limit, round robin after reset.
     "minimal": EngineParams(tracker_entries=2, tile_width=1, count_width=1, beats_width=1,
-                            cmd_width=1, trigger_depth=1, counter_width=8, addr_width=8,
+                            cmd_width=1, counter_width=8, addr_width=8,
                             pitch_width=8, regions=2, device_width=1, rows_width=1,
                             row_bytes_width=1, burst_bytes=1, occupancy_width=1,
                             arbiter_policy=0, mca_threshold=1, mca_saturation=1,

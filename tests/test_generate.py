@@ -19,9 +19,9 @@ from t3hw.spec.params import DEFAULT, EngineParams
 ROOT = Path(__file__).resolve().parent.parent
 RTL = ROOT / "rtl"
 TINY = EngineParams(tracker_entries=4, tile_width=4, count_width=4, beats_width=2,
-                    cmd_width=2, trigger_depth=1, counter_width=16)
+                    cmd_width=2, counter_width=16)
 MINIMAL = EngineParams(tracker_entries=2, tile_width=1, count_width=1, beats_width=1,
-                       cmd_width=1, trigger_depth=1, counter_width=8)
+                       cmd_width=1, counter_width=8)
 
 
 def test_committed_rtl_matches_generator():

@@ -61,15 +61,17 @@ def test_merge_keeps_other_entries(flow):
 
 def test_memories_match_the_layouts(flow):
     """The generic run keeps memories as memory cells; their bits are the tracker table and
-    the trigger queue, as derived from the layouts."""
+    the trigger and ack queues, as derived from the layouts."""
     results, _, _ = flow
     p = synth.PARAM_SETS[SET]
     storage = synth.tracker_storage(p)
     assert storage["table_bits"] == entry_layout(p).size * p.tracker_entries
-    assert storage["trigger_queue_bits"] == trigger_layout(p).size * p.trigger_depth
+    assert storage["trigger_queue_bits"] == trigger_layout(p).size * p.tracker_entries
+    assert storage["ack_queue_bits"] == p.tile_width * p.tracker_entries
     generic = results["blocks"]["tracker@small"]["generic"]
-    assert generic["memories"] == 2
-    assert generic["memory_bits"] == storage["table_bits"] + storage["trigger_queue_bits"]
+    assert generic["memories"] == 3
+    assert generic["memory_bits"] == (storage["table_bits"] + storage["trigger_queue_bits"]
+                                      + storage["ack_queue_bits"])
 
 
 def test_tracker_storage_paper():

@@ -8,6 +8,7 @@ import pytest
 from t3hw.verif.stimulus import TrackerTraffic
 from sim_models.tracker import Trigger
 from t3hw.verif.amsim import run_tracker
+from t3hw.verif.tracker_check import hold_past_capacity, read_back_and_verdicts
 from t3hw.spec.layouts import TrackOp
 from t3hw.spec.params import EngineParams
 from t3hw.hw.tracker import Tracker
@@ -16,9 +17,9 @@ from t3hw.hw.tracker import Tracker
 PARAMS = {
     # Degenerate: no tag bits, 1-bit counts and beats, one-entry queue.
     "minimal": EngineParams(tracker_entries=2, tile_width=1, count_width=1, beats_width=1,
-                            cmd_width=1, trigger_depth=1, counter_width=8),
+                            cmd_width=1, counter_width=8),
     "tiny":    EngineParams(tracker_entries=4, tile_width=4, count_width=4, beats_width=2,
-                            cmd_width=2, trigger_depth=1, counter_width=16),
+                            cmd_width=2, counter_width=16),
     "default": EngineParams(),
 }
 
@@ -54,8 +55,8 @@ def test_back_to_back_same_tile_counts_every_write():
     run_tracker(PARAMS["default"], body)
 
 
-def test_depth_one_queue_passes_a_trigger_every_cycle():
-    """Threshold-1 writes to distinct tiles, every cycle, through a depth-1 queue: no loss."""
+def test_queue_passes_a_trigger_every_cycle():
+    """Threshold-1 writes to distinct tiles, every cycle: one trigger per cycle, no loss."""
     params = PARAMS["tiny"]
 
     async def body(tb):
@@ -73,11 +74,21 @@ def test_depth_one_queue_passes_a_trigger_every_cycle():
     run_tracker(params, body)
 
 
+@pytest.mark.parametrize("name", sorted(PARAMS))
+def test_hold_past_capacity(name):
+    run_tracker(PARAMS[name], hold_past_capacity)
+
+
+@pytest.mark.parametrize("name", sorted(PARAMS))
+def test_read_back_and_verdicts(name):
+    run_tracker(PARAMS[name], read_back_and_verdicts)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(tracker_entries=100), "tracker_entries must be a power of two in [2, 65536], not 100"),
     (dict(tracker_entries=256, tile_width=7), "tile_width must be in [8, 32]"),
     (dict(count_width=0), "count_width must be an integer in [1, 24], not 0"),
-    (dict(trigger_depth=True), "trigger_depth must be an integer in [1, 4096], not True"),
+    (dict(pending_width=True), "pending_width must be an integer in [1, 16], not True"),
     (dict(beats_width=5, count_width=4), "beats_width must be in [1, 4]"),
 ])
 def test_bad_parameters_raise_with_value_and_range(kwargs, message):

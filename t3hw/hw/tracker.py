@@ -23,14 +23,16 @@ Pipeline
 --------
 ::
 
-    cycle t     S0: select the request (observed write, else programming), read entry[index]
+    cycle t     S0: select the request (observed write, else programming, else an ack),
+                    read entry[index]
     cycle t+1   S1: the RAM's read (its data lands in the RAM's output register); compare
                     the request's index with the three latest entries written (registered)
     cycle t+2   S2: base = forwarded ? that entry : RAM data; register it, and the request's
                     flags and operands, for S3
     cycle t+3   S3: entry = S3 wrote it last cycle ? fwd_last : base; update it, write it
-                    to fwd_last; register a trigger if it completed
-    cycle t+4   S4: fwd_last goes into the table; push the trigger into the trigger queue
+                    to fwd_last; register a token to push, a verdict, the error details
+    cycle t+4   S4: fwd_last goes into the table; push the token into the trigger queue;
+                    result.valid for a programming request
     cycle t+5       trigger.valid (when the trigger queue was empty)
 
 A request reads the table three cycles before it updates it, and an entry reaches the table
@@ -40,19 +42,41 @@ in between are forwarded: the last from ``fwd_last`` straight into S3, the three
 ``fwd_last``, ``fwd_prev`` and ``fwd_old`` into S2, with the select flags computed a cycle
 ahead, from registers. S2 also precomputes everything S3 needs that the loop does not
 change (the request's kind, the tag compare, the subtrahends, the fields only an ARM
-writes), so the only single-cycle loop is the count update of one entry (``valid`` and
-``left``: a 3:1 operand mux, a carry chain, a 2:1 select), and back-to-back writes to one
+writes), so the only single-cycle loop is the count update of one entry (``valid``,
+``left`` and ``pending``: a 3:1 operand mux, a carry chain, a 2:1 select), and back-to-back
+writes to one
 entry count exactly. The block RAM's clock-to-out reaches a register, not the adder
 (``docs/synthesis.md``).
 
 * **Throughput**: one observed write per cycle, every cycle. ``write`` has no ready signal.
 * **Programming** is accepted only in cycles with no observed write (``program.ready`` is low
   while ``write.valid`` is high), so it never delays an observation.
-* **Back-pressure** on ``trigger`` is absorbed by a ``trigger_depth`` queue
-  (:class:`t3hw.hw.queue.Queue`), which passes one trigger per cycle while ``trigger.ready`` is
-  high, at any depth. A trigger that finds it full (and not being read) is lost: the ``overflow`` error bit is set and ``dropped`` counts it. With
-  one-shot entries at most ``tracker_entries`` triggers can be outstanding, so a queue that
-  deep can never overflow.
+* **No completion is lost or sent twice, whatever the back-pressure on ``trigger``.** A
+  completion is a *firing* of its entry, counted in the entry's ``pending`` until the DMA
+  takes its trigger. The entry has one *token* while firings are pending: a trigger
+  ``(cmd, tile)`` in the trigger queue, or, once the DMA took it, an *ack* in the ack queue
+  that comes back through S0 like any request and takes one firing off (and pushes the token
+  again if firings remain). So the two queues (:class:`t3hw.hw.queue.Queue`, both
+  ``tracker_entries`` deep) hold at most one item per entry and can never overflow, the
+  trigger queue passes one trigger per cycle while ``trigger.ready`` is high, and an entry
+  with a firing pending cannot be armed again (the ARM is refused: ``TrackResult.BUSY``,
+  ``errors.reprogram``), so a trigger always names the entry's command and tile as they were
+  when it fired. A one-shot entry has at most one firing pending. A re-arm entry keeps
+  counting: its firings pile up in ``pending``, and are sent one after the other (each ack
+  pushes the token again, at the tail of the queue); a completion that finds
+  ``2**pending_width - 1`` firings pending is the one firing that can be lost (``overflow``,
+  ``dropped``, with the tile in ``capture``), after that many completions of one entry with
+  none taken. ``t3hw.hw.tracker_formal`` proves all of this with the trigger output held
+  arbitrarily.
+* **Programming and acks** are taken only in cycles with no observed write (programming
+  first), so they never delay an observation; every programming request gets one verdict on
+  ``result`` (:class:`~t3hw.spec.layouts.TrackResult`, with the entry's state after it: a
+  READ is the read-back). Under writes in every cycle they would wait for ever, so while one
+  waits in a cycle with a write the tracker raises ``hold`` for one cycle, at most once every
+  :data:`HOLD_INTERVAL` cycles: a request to the producer of ``write`` (the engine's arbiter)
+  for one cycle without a write. The engine's arbiter gives it within a few cycles
+  (``docs/arbiter.md``), so a programming request waits at most ``HOLD_INTERVAL`` plus that
+  many cycles, and acks are served at least once every ``HOLD_INTERVAL`` cycles.
 * **Reset**: block RAM has no reset, so after ``rst`` the tracker spends ``tracker_entries``
   cycles clearing the table, with ``busy`` high. Programming waits; a write observed in that
   time is counted as ``unprogrammed``.
@@ -60,9 +84,13 @@ entry count exactly. The block RAM's clock-to-out reaches a register, not the ad
 Entry semantics
 ---------------
 An armed entry has ``count < threshold``. A write of ``beats`` to it makes
-``new = count + beats``. If ``new >= threshold`` the entry completes: it emits one trigger
-``(cmd, tile)`` and is freed (one-shot) or restarts from 0 (re-arm); ``new > threshold`` also
-sets ``overcount``. Otherwise the count becomes ``new``.
+``new = count + beats``. If ``new >= threshold`` the entry completes: it fires (one more
+firing pending: one trigger ``(cmd, tile)`` will leave) and is disarmed (one-shot) or
+restarts from 0 (re-arm); ``new > threshold`` also sets ``overcount``. Otherwise the count
+becomes ``new``. An ARM is accepted when the entry is neither armed nor has firings pending
+and the threshold is not 0; a DISARM disarms the entry if it is armed for the tile (its
+pending firings still leave); a READ changes nothing. An ARM with threshold 0 is refused
+(``bad_threshold``) whatever the entry's state, armed or not.
 
 The table stores the count as ``left = threshold - count`` (the beats still to come), so that
 the hardware decides ``beats >= left`` and computes ``left - beats`` side by side, each one
@@ -72,21 +100,22 @@ carry chain; a completed entry reloads ``left = threshold``.
 from types import SimpleNamespace
 
 from amaranth import *
-from amaranth.asserts import AnyConst, AnySeq
-from amaranth.hdl import Assume, Cover
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from t3hw.spec.layouts import (TrackOp, WriteSource, entry_layout, program_layout, rd_collision_attrs,
-                      tracker_errors_layout, tracker_stats_layout, trigger_layout,
-                      write_layout)
+from t3hw.spec.layouts import (TrackOp, TrackResult, WriteSource, entry_layout, program_layout,
+                               rd_collision_attrs, tracker_capture_layout, tracker_errors_layout,
+                               tracker_result_layout, tracker_stats_layout, trigger_layout,
+                               write_layout)
 from t3hw.spec.params import EngineParams, check_params
 from .queue import Queue
-from .formal import Spec, drive_inputs, past, stream_rules
 from .status import count, sticky_errors
 
 
-__all__ = ["Tracker", "formal_spec"]
+__all__ = ["Tracker", "HOLD_INTERVAL"]
+
+#: Cycles between two ``hold`` requests (see the module docstring).
+HOLD_INTERVAL = 8
 
 
 class Tracker(wiring.Component):
@@ -96,20 +125,28 @@ class Tracker(wiring.Component):
     ----------
     params : EngineParams
         Uses ``tracker_entries``, ``tile_width``, ``count_width``, ``beats_width``,
-        ``cmd_width``, ``trigger_depth`` and ``counter_width``.
+        ``cmd_width``, ``pending_width`` and ``counter_width``.
 
     Members
     -------
     write : In(stream.Signature(write_layout, always_ready=True))
         Granted memory writes to count, at most one per cycle. Never stalled.
     program : In(stream.Signature(program_layout))
-        Arm / disarm requests. Ready only in cycles with no ``write`` and not ``busy``.
+        Arm / disarm / read requests. Ready only in cycles with no ``write`` and not ``busy``.
+    result : Out(stream.Signature(tracker_result_layout, always_ready=True))
+        One verdict per programming request taken, in order, 4 cycles after it was taken
+        (``valid`` for one cycle).
     trigger : Out(stream.Signature(trigger_layout))
-        Completed tiles, in completion order. Latency 5 cycles from the completing write.
+        Completed tiles. Latency 5 cycles from the completing write. Every completion leaves
+        exactly once, whatever the back-pressure.
+    hold : Out(1)
+        Asks the producer of ``write`` for one cycle without a write (see the docstring).
     errors : Out(tracker_errors_layout)
         Sticky error bits; each stays set until the same bit of ``clear`` is pulsed.
     clear : In(tracker_errors_layout)
         Write-one-to-clear strobe for ``errors``.
+    capture : Out(tracker_capture_layout)
+        The tile and command of the request whose error events ``errors`` shows this cycle.
     stats : Out(tracker_stats_layout)
         Wrapping statistics counters.
     busy : Out(1)
@@ -121,9 +158,12 @@ class Tracker(wiring.Component):
         super().__init__({
             "write":   In(stream.Signature(write_layout(params), always_ready=True)),
             "program": In(stream.Signature(program_layout(params))),
+            "result":  Out(stream.Signature(tracker_result_layout(params), always_ready=True)),
             "trigger": Out(stream.Signature(trigger_layout(params))),
+            "hold":    Out(1),
             "errors":  Out(tracker_errors_layout(params)),
             "clear":   In(tracker_errors_layout(params)),
+            "capture": Out(tracker_capture_layout(params)),
             "stats":   Out(tracker_stats_layout(params)),
             "busy":    Out(1, init=1),
         })
@@ -138,20 +178,23 @@ class Tracker(wiring.Component):
         # S0 and the stage registers, the forwarding registers (declared before the stages
         # that read them), S1 and S2 (the lookup), S3, S4, the sticky errors, the statistics.
         m = Module()
-        table, rd, wr, queue = self._table(m)
+        table, rd, wr, queue, acks = self._table(m)
         sweep = self._reset_sweep(m)
-        s1, s2, s3 = self._s0(m, rd)
+        s1, s2, s3 = self._s0(m, rd, acks)
         fw = self._forwarding(s3)
         ops = self._lookup(m, rd, sweep, s1, s2, fw)
         out = self._s3(m, wr, sweep, s3, fw, ops)
-        s4_push, lost = self._s4(m, queue, s3, ops.ent, out.push, out.set_err)
+        s4_push = self._s4(m, queue, s3, ops.ent, out)
         sticky_errors(m, self.errors, self.clear, out.set_err)
-        self._stats(m, queue, out.set_err, s4_push, lost)
+        self._stats(m, out)
+        self._hold(m, acks)
         if platform == "formal":
             # Formal only (`t3hw generate` elaborates with no platform, so never in rtl/): the
-            # internals that formal_spec() checks. `probe` is an extra asynchronous read port.
+            # internals that tracker_formal checks. `probe` is an extra asynchronous read port.
             self.formal_view = SimpleNamespace(probe=table.read_port(domain="comb"),
-                                               cur=out.cur, queue=queue)
+                                               cur=out.cur, queue=queue, acks=acks,
+                                               push=out.push, s1=s1, s2=s2, s3=s3,
+                                               s4_push=s4_push)
         return m
 
     def _tag_of(self, entry):
@@ -159,7 +202,9 @@ class Tracker(wiring.Component):
         return entry.tag if self._p.tag_width else C(0, 0)
 
     def _table(self, m):
-        """The entry table, its ports ``rd`` and ``wr``, and the trigger queue. A read that
+        """The entry table, its ports ``rd`` and ``wr``, the trigger queue and the queue of
+        taken triggers (``acks``), each ``tracker_entries`` deep: an entry has at most one
+        trigger in either (its *token*), so neither can overflow. A read that
         collides with a write to the same entry is never used: S2 forwards that write
         (``fwd_old``). The attribute says so to the synthesis flow
         (``t3hw/tools/synth_scripts/ecp5.ys``), which then needs no read-before-write bypass
@@ -170,9 +215,13 @@ class Tracker(wiring.Component):
             attrs=rd_collision_attrs("forwarded"))
         rd = table.read_port(domain="sync")
         wr = table.write_port()
-        m.submodules.queue = queue = Queue(trigger_layout(p), depth=p.trigger_depth)
+        m.submodules.queue = queue = Queue(trigger_layout(p), depth=p.tracker_entries)
         wiring.connect(m, queue.o, wiring.flipped(self.trigger))
-        return table, rd, wr, queue
+        # Every trigger the DMA takes comes back as an ``ack`` request for its entry.
+        m.submodules.acks = acks = Queue(p.tile_width, depth=p.tracker_entries)
+        m.d.comb += [acks.push.eq(self.trigger.valid & self.trigger.ready),
+                     acks.data.eq(self.trigger.payload.tile)]
+        return table, rd, wr, queue, acks
 
     def _reset_sweep(self, m):
         """The reset sweep: clear every entry, one per cycle, then end ``busy``. ``sweep + 1``
@@ -189,31 +238,36 @@ class Tracker(wiring.Component):
                 m.d.sync += self.busy.eq(0)
         return SimpleNamespace(sweep=sweep, sweep1=sweep1, last=sweep_last)
 
-    def _s0(self, m, rd):
-        """S0: select the request (an observed write, else programming) and read its entry;
-        the stage registers of S1, S2 and S3."""
+    def _s0(self, m, rd, acks):
+        """S0: select the request (an observed write, else programming, else an ack) and
+        read its entry; the stage registers of S1, S2 and S3."""
         p = self._p
         m.d.comb += self.program.ready.eq(~self.write.valid & ~self.busy)
         take_prog = self.program.valid & self.program.ready
-        s0_tile = Mux(self.write.valid, self.write.payload.tile, self.program.payload.tile)
+        take_ack = ~self.write.valid & ~self.busy & ~self.program.valid & acks.o.valid
+        m.d.comb += acks.o.ready.eq(take_ack)
+        s0_tile = Mux(self.write.valid, self.write.payload.tile,
+                      Mux(self.program.valid, self.program.payload.tile, acks.o.payload))
         m.d.comb += rd.addr.eq(s0_tile[:p.index_width])
         # Stage registers: S1 holds the request accepted last cycle, S2 and S3 the ones
         # before. ``valid``: an observed write; ``stale``: ...that arrived during the reset
-        # sweep; ``prog``: a programming request; ``tile``: the tile of either.
+        # sweep; ``prog``: a programming request; ``ack``: a trigger of the entry was taken;
+        # ``tile``: the tile of any.
         def stage(name):
             return SimpleNamespace(
                 valid=Signal(name=f"{name}_valid"), stale=Signal(name=f"{name}_stale"),
-                prog=Signal(name=f"{name}_prog"),
+                prog=Signal(name=f"{name}_prog"), ack=Signal(name=f"{name}_ack"),
                 tile=Signal(p.tile_width, name=f"{name}_tile", reset_less=True),
                 write=Signal(write_layout(p), name=f"{name}_write", reset_less=True),
                 req=Signal(program_layout(p), name=f"{name}_req", reset_less=True))
         s1, s2, s3 = stage("s1"), stage("s2"), stage("s3")
         m.d.sync += [s1.valid.eq(self.write.valid), s1.stale.eq(self.busy),
-                     s1.prog.eq(take_prog), s1.write.eq(self.write.payload),
+                     s1.prog.eq(take_prog), s1.ack.eq(take_ack), s1.write.eq(self.write.payload),
                      s1.req.eq(self.program.payload), s1.tile.eq(s0_tile)]
         for src, dst in ((s1, s2), (s2, s3)):
             m.d.sync += [dst.valid.eq(src.valid), dst.stale.eq(src.stale),
-                         dst.prog.eq(src.prog), dst.write.eq(src.write), dst.req.eq(src.req),
+                         dst.prog.eq(src.prog), dst.ack.eq(src.ack), dst.write.eq(src.write),
+                         dst.req.eq(src.req),
                          dst.tile.eq(src.tile)]
         return s1, s2, s3
 
@@ -226,7 +280,7 @@ class Tracker(wiring.Component):
         ``fwd_prev`` and ``fwd_old``. Every S3 request writes its entry back, changed or not,
         so "S3 holds a request" (a register) stands for "an entry is written" (``writing``)."""
         elayout, iw = entry_layout(self._p), self._p.index_width
-        writing = self.busy | s3.valid | s3.prog
+        writing = self.busy | s3.valid | s3.prog | s3.ack
         fwd = [SimpleNamespace(we=Signal(name=f"fwd_{n}_we"),
                                index=Signal(iw, name=f"fwd_{n}_index", reset_less=True),
                                entry=Signal(elayout, name=f"fwd_{n}", reset_less=True))
@@ -278,7 +332,7 @@ class Tracker(wiring.Component):
                    fwd[0].we & (fwd[0].index == s1_index),
                    fwd[1].we & (fwd[1].index == s1_index))
         m.d.sync += [
-            s3_hit_next.eq((busy_next | s2.valid | s2.prog)
+            s3_hit_next.eq((busy_next | s2.valid | s2.prog | s2.ack)
                            & (Mux(busy_next, sweep.sweep1[:iw], s2_tile[:iw]) == s1_index)),
             tag_ahead.eq(s2_tile[iw:] == s1_tile[iw:]), s2_beats1.eq(s1.write.beats + 1),
             fwd_tag_eq.eq(Mux(hits[0], fw.nxt_tag_eq1,
@@ -299,13 +353,14 @@ class Tracker(wiring.Component):
         with m.Else():
             m.d.comb += base.eq(rdata)
         m.d.comb += tag_eq.eq(Mux(fwd_hit.any(), fwd_tag_eq, self._tag_of(rdata) == s2_tag))
-        hold = [name for name in elayout.members if name not in ("valid", "left")]
+        hold = [name for name in elayout.members if name not in ("valid", "left", "pending")]
         ent = Signal(data.StructLayout({name: elayout.members[name] for name in hold}),
                      reset_less=True)
         base_valid = Signal()
         base_left = Signal(p.count_width, reset_less=True)
-        s3_hit, count_ok, disarm_ok, s3_arm = (
-            Signal(name=n) for n in ("s3_hit", "count_ok", "disarm_ok", "s3_arm"))
+        base_pending = Signal(p.pending_width, reset_less=True)
+        s3_hit, count_ok, disarm_ok, s3_arm, tag_ok = (
+            Signal(name=n) for n in ("s3_hit", "count_ok", "disarm_ok", "s3_arm", "tag_ok"))
         s3_beats = Signal(p.beats_width, reset_less=True)
         s3_beats1 = Signal(p.beats_width + 1, reset_less=True)
         ok_next = Signal()
@@ -313,7 +368,8 @@ class Tracker(wiring.Component):
         m.d.comb += ok_next.eq(Mux(s3_hit_next, nxt_tag_eq, tag_eq))
         count_next = s2.valid & ~s2.stale & ok_next
         m.d.sync += [
-            s3_hit.eq(s3_hit_next), base_valid.eq(base.valid),
+            s3_hit.eq(s3_hit_next), base_valid.eq(base.valid), base_pending.eq(base.pending),
+            tag_ok.eq(ok_next),
             base_left.eq(Mux(base.valid, base.left, s2.req.threshold)), count_ok.eq(count_next),
             disarm_ok.eq(s2.prog & (s2.req.op == TrackOp.DISARM) & ok_next),
             s3_arm.eq(s2.prog & (s2.req.op == TrackOp.ARM) & (s2.req.threshold != 0)),
@@ -323,6 +379,7 @@ class Tracker(wiring.Component):
         for name in hold:
             m.d.sync += ent[name].eq(Mux(s3_hit_next, nxt[name], base[name]))
         return SimpleNamespace(hold=hold, ent=ent, base_valid=base_valid, base_left=base_left,
+                               base_pending=base_pending, tag_ok=tag_ok,
                                s3_hit=s3_hit, count_ok=count_ok, disarm_ok=disarm_ok,
                                s3_arm=s3_arm, s3_beats=s3_beats, s3_beats1=s3_beats1,
                                s1_tag=s1_tag, s2_tag=s2_tag, tag_ahead=tag_ahead,
@@ -330,17 +387,19 @@ class Tracker(wiring.Component):
 
     def _s3(self, m, wr, sweep, s3, fw, ops):
         """S3: update the entry (``cur``, into ``nxt``) and write it back through
-        ``fwd_last``; the trigger to push (``push``) and the error events (``set_err``, all
-        but ``overflow``). The count-update loop (``fwd_last`` -> ``nxt`` -> ``fwd_last``,
-        taken by back-to-back requests to one entry) is only ``valid`` and ``left``: a 3:1
-        mux with registered selects (the minuend), two carry chains side by side
-        (``left - beats``, and ``left - (beats + 1)`` whose borrow is ``done``: the entry
-        completes), then one LUT per bit: ``left = done ? threshold : left - beats`` with
-        ``threshold`` a register, and ``valid`` from ``done`` and registered flags. A request
-        that does not count subtracts 0, never completes (an armed entry has ``left >= 1``)
-        and writes ``left`` back unchanged; an ARM that is accepted subtracts 0 from its
-        threshold. The fields of an entry that is not armed are don't-care: only ``valid`` is
-        kept exact, so the reset sweep and a DISARM clear ``valid`` alone."""
+        ``fwd_last``; the token to push (``push``), the verdict of a programming request
+        (``code``) and the error events (``set_err``). The count-update loop
+        (``fwd_last`` -> ``nxt`` -> ``fwd_last``, taken by back-to-back requests to one entry)
+        is ``valid``, ``left`` and ``pending``: a 3:1 mux with registered selects (the
+        minuend), two carry chains side by side (``left - beats``, and ``left - (beats + 1)``
+        whose borrow is ``done``: the entry completes), then one LUT per bit:
+        ``left = done ? threshold : left - beats`` with ``threshold`` a register, ``valid``
+        from ``done`` and registered flags, and ``pending`` one up (a completion) or down (an
+        ack). A request that does not count subtracts 0, never completes (an armed entry has
+        ``left >= 1``) and writes ``left`` back unchanged; an ARM that is accepted subtracts 0
+        from its threshold. ``left`` of an entry that is not armed is don't-care; the other
+        fields are kept while ``pending`` is not 0 (a re-push needs ``cmd`` and ``tag``), and
+        the reset sweep clears ``valid`` and ``pending``."""
         p = self._p
         nxt, fwd, fwd_last, ent, s3_hit, s3_arm = (fw.nxt, fw.regs, fw.last, ops.ent,
                                                    ops.s3_hit, ops.s3_arm)
@@ -348,11 +407,14 @@ class Tracker(wiring.Component):
         cur = Signal(entry_layout(p))            # the entry S3 works on
         arm = Signal()                           # an ARM that is accepted
         hit = Signal()                           # a write that counts: its entry is armed
+        idle = Signal()                          # no firing of the entry is pending
         m.d.comb += [
             cur.valid.eq(Mux(s3_hit, fwd_last.valid, ops.base_valid)),
             cur.left.eq(Mux(s3_hit, Mux(fwd_last.valid, fwd_last.left, s3.req.threshold),
                             ops.base_left)),
-            arm.eq(s3_arm & ~cur.valid), hit.eq(ops.count_ok & cur.valid),
+            cur.pending.eq(Mux(s3_hit, fwd_last.pending, ops.base_pending)),
+            idle.eq(cur.pending == 0),
+            arm.eq(s3_arm & ~cur.valid & idle), hit.eq(ops.count_ok & cur.valid),
         ]
         for name in ops.hold:
             m.d.comb += [
@@ -367,23 +429,48 @@ class Tracker(wiring.Component):
             done.eq((cur.left - ops.s3_beats1)[-1]),
             nxt.left.eq(Mux(done, ent.threshold, new_left)),
             nxt.valid.eq(~self.busy & Mux(cur.valid, ~ops.disarm_ok
-                                          & ~(ops.count_ok & ~ent.rearm & done), s3_arm)),
+                                          & ~(ops.count_ok & ~ent.rearm & done), arm)),
             # What ``ok`` registers when S2's request finds this entry in ``fwd_last``.
             ops.nxt_tag_eq.eq(Mux(arm, ops.tag_ahead, self._tag_of(ent) == ops.s2_tag)),
             fw.nxt_tag_eq1.eq(Mux(arm, s3_tag == ops.s1_tag, self._tag_of(ent) == ops.s1_tag)),
         ]
+        # Firings not yet taken: a completion adds one (unless the count is saturated: only a
+        # re-arm entry can get there), an ack takes one. The entry's token is pushed when its
+        # first firing becomes pending, and pushed again by an ack that leaves some pending.
+        complete = Signal()
+        lost = Signal()
         push = Signal()
+        m.d.comb += [
+            complete.eq(hit & done),
+            lost.eq(complete & cur.pending.all()),
+            nxt.pending.eq(Mux(self.busy, 0,
+                               Mux(complete & ~lost, cur.pending + 1,
+                                   Mux(s3.ack, cur.pending - 1, cur.pending)))),
+            push.eq((complete & idle) | (s3.ack & (cur.pending > 1))),
+        ]
+        code = Signal(TrackResult)
+        with m.Switch(s3.req.op):
+            with m.Case(TrackOp.ARM):
+                m.d.comb += code.eq(Mux(s3.req.threshold == 0, TrackResult.BAD_THRESHOLD,
+                                        Mux(cur.valid | ~idle, TrackResult.BUSY,
+                                            TrackResult.OK)))
+            with m.Case(TrackOp.DISARM, TrackOp.READ):
+                m.d.comb += code.eq(Mux(cur.valid & ops.tag_ok, TrackResult.OK,
+                                        TrackResult.NOT_ARMED))
+            with m.Default():
+                m.d.comb += code.eq(TrackResult.BAD_OP)
         set_err = Signal(tracker_errors_layout(p))
         m.d.comb += [
-            push.eq(hit & done),
             set_err.unprogrammed.eq(s3.valid & ~hit), set_err.overcount.eq(hit & over),
-            set_err.reprogram.eq(s3_arm & cur.valid),
+            set_err.reprogram.eq(s3_arm & (cur.valid | ~idle)),
             set_err.bad_threshold.eq(s3.prog & (s3.req.op == TrackOp.ARM)
                                      & (s3.req.threshold == 0)),
+            set_err.overflow.eq(lost),
+            set_err.bad_op.eq(s3.prog & (code == TrackResult.BAD_OP)),
         ]
-        # The reset sweep takes S3's place (``nxt.valid`` is 0). No request can update the
-        # table meanwhile: programming is not accepted, and a write seen during the sweep is
-        # stale (it does not count).
+        # The reset sweep takes S3's place (``nxt.valid`` and ``nxt.pending`` are 0). No
+        # request can update the table meanwhile: programming and acks are not taken, and a
+        # write seen during the sweep is stale (it does not count).
         m.d.comb += fw.nxt_index.eq(Mux(self.busy, sweep.sweep, s3.tile[:p.index_width]))
         m.d.sync += [
             fwd[0].we.eq(fw.writing), fwd[0].index.eq(fw.nxt_index), fwd[0].entry.eq(nxt),
@@ -394,23 +481,36 @@ class Tracker(wiring.Component):
         ]
         m.d.comb += [wr.addr.eq(fwd[0].index), wr.en.eq(Mux(fwd[0].we, -1, 0)),
                      wr.data.eq(fwd_last)]
-        return SimpleNamespace(cur=cur, push=push, set_err=set_err)
+        return SimpleNamespace(cur=cur, push=push, set_err=set_err, code=code, nxt=nxt,
+                               complete=complete, lost=lost, hit=hit)
 
-    def _s4(self, m, queue, s3, ent, push, set_err):
-        """S4: push the trigger into the trigger queue; ``(s4_push, lost)``, ``lost`` a push
-        the full queue did not take. The trigger leaves with the cmd and the full tile id.
-        It is registered before the push, so the queue's accept logic and the counters are
-        not on the count-update loop."""
-        trig = Signal(trigger_layout(self._p), reset_less=True)
+    def _s4(self, m, queue, s3, ent, out):
+        """S4: push the token into the trigger queue (it always has room: an entry has at
+        most one token), the verdict of a programming request onto ``result``, and the
+        details of S3's error events onto ``capture``. The trigger leaves with the cmd and
+        the full tile id. Everything is registered first, so the queue's accept logic, the
+        counters and the verdict are not on the count-update loop. Returns ``s4_push``."""
+        p = self._p
+        trig = Signal(trigger_layout(p), reset_less=True)
         s4_push = Signal()
-        m.d.sync += [trig.cmd.eq(ent.cmd), trig.tile.eq(s3.tile), s4_push.eq(push)]
+        m.d.sync += [trig.cmd.eq(ent.cmd), trig.tile.eq(s3.tile), s4_push.eq(out.push)]
         m.d.comb += [queue.data.eq(trig), queue.push.eq(s4_push)]
-        lost = s4_push & ~queue.accept
-        m.d.comb += set_err.overflow.eq(lost)
-        return s4_push, lost
+        res, nxt = self.result.payload, out.nxt
+        m.d.sync += [
+            self.result.valid.eq(s3.prog),
+            res.op.eq(s3.req.op), res.code.eq(out.code), res.tile.eq(s3.tile),
+            res.valid.eq(nxt.valid), res.rearm.eq(nxt.rearm), res.pending.eq(nxt.pending),
+            res.threshold.eq(nxt.threshold), res.cmd.eq(nxt.cmd),
+            res.count.eq(Mux(nxt.valid, nxt.threshold - nxt.left, 0)),
+        ]
+        with m.If(Value.cast(out.set_err).any()):
+            m.d.sync += [self.capture.tile.eq(s3.tile),
+                         self.capture.cmd.eq(Mux(s3.prog, s3.req.cmd,
+                                                 Mux(out.hit, ent.cmd, 0)))]
+        return s4_push
 
-    def _stats(self, m, queue, set_err, s4_push, lost):
-        """The statistics: writes by source, unprogrammed writes, triggers sent and dropped."""
+    def _stats(self, m, out):
+        """The statistics: writes by source, unprogrammed writes, firings and lost firings."""
         st = self.stats
         with m.If(self.write.valid):
             with m.Switch(self.write.payload.source):
@@ -418,178 +518,19 @@ class Tracker(wiring.Component):
                     with m.Case(source):
                         c = st[f"writes_{source.name.lower()}"]
                         m.d.sync += c.eq(c + 1)
-        count(m, st.unprogrammed, set_err.unprogrammed)
-        count(m, st.triggers, s4_push & queue.accept)
-        count(m, st.dropped, lost)
+        count(m, st.unprogrammed, out.set_err.unprogrammed)
+        count(m, st.triggers, out.complete & ~out.lost)
+        count(m, st.dropped, out.lost)
 
-
-# --- formal properties (docs/formal.md); never part of the generated Verilog ---------------
-
-def formal_spec(params: EngineParams, *, bug=None):
-    """The formal spec top of a :class:`Tracker` with ``params`` (small ones: see
-    :data:`t3hw.tools.formal.TRACKER_PARAMS`).
-
-    Every input is free in every cycle; ``program`` is assumed to obey the stream rules (the
-    tracker does not need it). The solver picks one table entry ``I`` (``AnyConst``), and the
-    spec keeps a *shadow* of it, written from the entry semantics in this module's docstring
-    and updated in the order the tracker takes requests (S0). Asserted, in every cycle:
-
-    * **no write is lost or counted twice**: after the reset sweep, entry ``I`` of the table
-      equals the shadow as it was three cycles earlier (the pipeline latency, the write
-      through ``fwd_last`` included), and the entry that S3 works on equals it whenever S3
-      holds a request for ``I``. Compared: ``valid``, and while valid ``rearm``, ``tag``,
-      ``threshold``, ``count`` and ``cmd``;
-    * **one trigger per completion**: a trigger for entry ``I`` enters the trigger queue in
-      exactly the cycles after those in which S3 completes it in the shadow (S4), with the
-      entry's ``cmd`` and the completing write's tile; a trigger that the full queue cannot
-      take sets ``errors.overflow``; and whenever the trigger queue is empty, the triggers
-      for ``I`` that left on ``trigger`` plus those lost equal its completions;
-    * ``program.ready`` is low in every cycle with a write or during the reset sweep;
-    * ``trigger`` obeys the stream rules, and the trigger queue its
-      :meth:`~t3hw.hw.queue.Queue.properties` (never above its depth, stalled head unchanged,
-      first in first out).
-
-    Covers: entry ``I`` sends two triggers (re-armed), completes on a write right behind
-    another request to it, on one two cycles behind and on one three cycles behind (the
-    forwarding paths through ``fwd_last`` in S3, and ``fwd_last`` and ``fwd_prev`` in S2),
-    and loses a trigger to a full queue.
-
-    ``bug="drop_write"`` hides writes to the armed entry ``I`` (the solver picks which) from
-    the tracker while the shadow counts them: a tracker that loses writes, which the proof
-    must catch.
-    """
-    p = check_params(params)
-    if bug not in (None, "drop_write"):
-        raise ValueError(f"bug must be None or 'drop_write', not {bug!r}")
-    iw, elayout = p.index_width, entry_layout(p)
-    # The shadow counts beats up, as the entry semantics say; the table keeps the beats still
-    # to come (``left``), which must always be ``threshold - count``.
-    shadow_layout = data.StructLayout({**{k: v for k, v in elayout.members.items()
-                                          if k != "left"}, "count": p.count_width})
-
-    def same(a, b):
-        """Table entry ``a`` equals shadow ``b`` in every field that matters (all of them
-        while valid)."""
-        fields = [a[name] == b[name] for name in elayout.members
-                  if name not in ("valid", "left")]
-        fields.append(a.left == (b.threshold - b.count)[:p.count_width])
-        return (a.valid == b.valid) & (~a.valid | Cat(fields).all())
-
-    def body(m, platform):
-        dut = Tracker(p)
-        m.submodules.dut = Fragment.get(dut, platform)
-        view = dut.formal_view
-        drive_inputs(m, dut)
-        stream_rules(m, dut.program, Assume, "program")
-        stream_rules(m, dut.trigger, Assert, "trigger")
-        view.queue.properties(m)
-
-        seen = Signal()                       # a write, as the shadow sees it
-        drop = Signal()                       # bug="drop_write": the tracker misses it
-        if bug == "drop_write":
-            m.d.comb += [seen.eq(AnySeq(1)), drop.eq(AnySeq(1)),
-                         dut.write.valid.eq(seen & ~drop)]
-        else:
-            m.d.comb += seen.eq(dut.write.valid)
-
-        index = Signal(iw)
-        m.d.comb += index.eq(AnyConst(iw))
-        w, q = dut.write.payload, dut.program.payload
-
-        def mine(tile):
-            return tile[:iw] == index
-
-        def tag_of(tile):
-            return tile[iw:]
-
-        # --- the shadow of entry `index`, updated in S0 order ----------------------------------
-        sh, nxt = Signal(shadow_layout), Signal(shadow_layout)
-        sh_tag = sh.tag if p.tag_width else C(0, 0)
-        total = Signal(p.count_width + 1)
-        done = Signal()
-        take_write = seen & ~dut.busy & mine(w.tile)
-        take_prog = dut.program.valid & dut.program.ready & mine(q.tile)
-        m.d.comb += [nxt.eq(sh), total.eq(sh.count + w.beats)]
-        with m.If(seen):
-            with m.If(take_write & sh.valid & (sh_tag == tag_of(w.tile))):
-                with m.If(total >= sh.threshold):
-                    m.d.comb += [done.eq(1), nxt.count.eq(0), nxt.valid.eq(sh.rearm)]
-                with m.Else():
-                    m.d.comb += nxt.count.eq(total)
-        with m.Elif(take_prog):
-            with m.If(q.op == TrackOp.ARM):
-                with m.If((q.threshold != 0) & ~sh.valid):
-                    m.d.comb += [nxt.valid.eq(1), nxt.rearm.eq(q.rearm),
-                                 nxt.threshold.eq(q.threshold), nxt.count.eq(0),
-                                 nxt.cmd.eq(q.cmd)]
-                    if p.tag_width:
-                        m.d.comb += nxt.tag.eq(tag_of(q.tile))
-            with m.Elif(sh.valid & (sh_tag == tag_of(q.tile))):
-                m.d.comb += nxt.valid.eq(0)
-        m.d.sync += sh.eq(nxt)
-        # The missed writes count (they hit the armed entry I), and no programming request
-        # arrives instead of them.
-        with m.If(drop):
-            m.d.comb += Assume(take_write & sh.valid & (sh_tag == tag_of(w.tile))
-                               & ~dut.program.valid)
-
-        # --- the table and S3 against the shadow ----------------------------------------------
-        # A request taken in cycle t is in S3 in t + 3: the shadow as it was before it is
-        # three registers back, and so is every fact about it. Its write reaches the table
-        # through ``fwd_last`` in t + 4.
-        def past3(value, name):
-            return past(m, past(m, past(m, value, name=f"{name}_2"), name=f"{name}_1"),
-                        name=name)
-        before  = past3(sh, "before")                        # entry I before S3's request
-        s3_mine = past3(take_write | take_prog, "s3_mine")
-        s3_done = past3(done, "s3_done")
-        s3_tile = past3(w.tile, "s3_tile")
-        m.d.comb += view.probe.addr.eq(index)
-        with m.If(~dut.busy & ~past(m, dut.busy, name="busy_was")):
-            m.d.comb += Assert(same(view.probe.data, past(m, before, name="table_shadow")),
-                               "tracker: table entry differs from the shadow")
-        with m.If(s3_mine):
-            m.d.comb += Assert(same(view.cur, before),
-                               "tracker: entry in S3 differs from the shadow")
-
-        # --- triggers ---------------------------------------------------------------------
-        queue = view.queue
-        push_mine = queue.push & mine(queue.data.tile)
-        lost = queue.push & ~queue.accept
-        # S4 pushes what S3 completed a cycle before.
-        s4_done = past(m, s3_done, name="s4_done")
-        s4_tile = past(m, s3_tile, name="s4_tile")
-        s4_cmd  = past(m, before.cmd, name="s4_cmd")
-        m.d.comb += Assert(push_mine == s4_done,
-                           "tracker: trigger pushed without a completion, or not pushed")
-        with m.If(s4_done):
-            m.d.comb += [Assert(queue.data.cmd == s4_cmd, "tracker: trigger with the wrong cmd"),
-                         Assert(queue.data.tile == s4_tile, "tracker: trigger with the wrong tile")]
-        with m.If(past(m, lost, name="lost_was")):
-            m.d.comb += Assert(dut.errors.overflow, "tracker: lost trigger not reported")
-        completed, sent, dropped = (Signal(4, name=n) for n in ("completed", "sent", "dropped"))
-        out = dut.trigger
-        m.d.sync += [
-            completed.eq(completed + s4_done),
-            dropped.eq(dropped + (push_mine & ~queue.accept)),
-            sent.eq(sent + (out.valid & out.ready & mine(out.payload.tile))),
-        ]
-        with m.If(queue.level == 0):
-            m.d.comb += Assert((sent + dropped)[:4] == completed,
-                               "tracker: triggers sent + lost differ from completions")
-
-        m.d.comb += Assert(~(dut.program.ready & (dut.write.valid | dut.busy)),
-                           "tracker: programming accepted with a write or while busy")
-
-        m.d.comb += [
-            Cover(sent == 2),
-            Cover(s3_done & past(m, s3_mine, name="s3_mine_was")),
-            Cover(s3_done & past(m, past(m, s3_mine, name="s3_mine_was2_1"),
-                                 name="s3_mine_was2")
-                  & ~past(m, s3_mine, name="s3_mine_was1")),
-            Cover(s3_done & past3(s3_mine, "s3_mine_was3")
-                  & ~past(m, s3_mine, name="s3_mine_was1b")
-                  & ~past(m, past(m, s3_mine, name="s3_mine_was2b_1"), name="s3_mine_was2b")),
-            Cover(dropped != 0),
-        ]
-    return Spec(body)
+    def _hold(self, m, acks):
+        """``hold``: a one-cycle request for a cycle without a write, raised when a
+        programming request or an ack waits in a cycle with a write, at most once every
+        :data:`HOLD_INTERVAL` cycles."""
+        wait = Signal(range(HOLD_INTERVAL))
+        waiting = ~self.busy & (self.program.valid | acks.o.valid) & self.write.valid
+        raise_ = waiting & (wait == 0)
+        m.d.sync += self.hold.eq(raise_)
+        with m.If(raise_):
+            m.d.sync += wait.eq(HOLD_INTERVAL - 1)
+        with m.Elif(wait != 0):
+            m.d.sync += wait.eq(wait - 1)

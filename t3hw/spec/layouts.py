@@ -118,10 +118,11 @@ def entry_layout(p: EngineParams):
     ``tag`` holds the tile id bits above the table index (absent when ``tile_width`` equals
     ``log2(tracker_entries)``); ``left`` is the number of beats still to come before the
     entry completes (``threshold`` minus the beats counted), in ``[1, threshold]`` while the
-    entry is armed.
+    entry is armed; ``pending`` counts the entry's firings whose trigger the DMA has not
+    taken yet (while it is not 0 the entry cannot be armed again).
     """
     fields = {"valid": 1, "rearm": 1, "tag": p.tag_width, "threshold": p.count_width,
-              "left": p.count_width, "cmd": p.cmd_width}
+              "left": p.count_width, "cmd": p.cmd_width, "pending": p.pending_width}
     if not p.tag_width:
         del fields["tag"]       # tile ids index the table directly: no tag (no 0-bit wires)
     return data.StructLayout(fields)
@@ -134,12 +135,16 @@ def tracker_errors_layout(p: EngineParams):
         "unprogrammed":  1,
         #: A write took an entry's count past its threshold (it still triggered).
         "overcount":     1,
-        #: ARM of an entry that is already armed (the request was rejected).
+        #: ARM of an entry that is armed, or whose trigger the DMA has not taken yet (the
+        #: request was rejected: ``TrackResult.BUSY``).
         "reprogram":     1,
         #: ARM with a threshold of 0 (the request was rejected).
         "bad_threshold": 1,
-        #: A trigger found the trigger queue full and was lost.
+        #: A re-arm entry completed with ``2**pending_width - 1`` firings still pending
+        #: (the DMA took none of them): this firing was lost. Impossible for a one-shot entry.
         "overflow":      1,
+        #: A programming request with an unknown operation code (refused).
+        "bad_op":        1,
     })
 
 
@@ -179,8 +184,8 @@ def tracker_stats_layout(p: EngineParams):
         "writes_dma":     w,
         "writes_remote":  w,
         "unprogrammed":   w,   # writes that hit no armed entry
-        "triggers":       w,   # triggers entered into the trigger queue
-        "dropped":        w,   # triggers lost to a full trigger queue
+        "triggers":       w,   # completions that fired (each leaves as one trigger)
+        "dropped":        w,   # firings lost to a saturated re-arm entry (errors.overflow)
     })
 
 

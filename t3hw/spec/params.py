@@ -20,7 +20,6 @@ PARAM_RANGES = {
     "count_width":     (1, 24),
     "beats_width":     (1, 8),
     "cmd_width":       (1, 16),
-    "trigger_depth":   (1, 4096),
     "pending_width":   (1, 16),
     "counter_width":   (8, 64),
     "addr_width":      (8, 64),
@@ -72,8 +71,6 @@ class EngineParams:
         Width of the DMA command index that a trigger carries. It is also the index width of
         the DMA descriptor table, which has ``dma_descriptors = 2**cmd_width`` entries, so
         every trigger names a descriptor.
-    trigger_depth : int
-        Depth of the trigger queue that absorbs back-pressure on the trigger output.
     pending_width : int
         Width of a tracker entry's count of firings the DMA has not taken yet. A one-shot
         entry has at most one; a re-arm entry up to ``2**pending_width - 1``.
@@ -127,7 +124,6 @@ class EngineParams:
     count_width:     int = 12
     beats_width:     int = 4
     cmd_width:       int = 8
-    trigger_depth:   int = 16
     pending_width:   int = 4
     counter_width:   int = 32
     addr_width:      int = 48

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
-from t3hw.hw import arbiter, dma, merge, queue, tracker
+from t3hw.hw import arbiter, dma, merge, queue, tracker_formal
 from t3hw.spec.params import EngineParams
 
 from .errors import CliError
@@ -75,10 +75,11 @@ def _params(**kwargs):
     return EngineParams(**kwargs)
 
 
-#: The tracker under proof: 4 entries (2 index bits, 1 tag bit, so two tiles alias each
-#: entry), thresholds and beats of 1 .. 3, a 2-deep trigger queue (so it can overflow).
-TRACKER_PARAMS = _params(tracker_entries=4, tile_width=3, count_width=2, beats_width=2,
-                         cmd_width=1, trigger_depth=2, counter_width=8)
+#: The tracker under proof: 2 entries (1 index bit, 1 tag bit, so two tiles alias each
+#: entry; trigger and ack queues 2 deep), thresholds and beats of 1 .. 3, and at most 3
+#: pending firings per entry (so a re-arm entry can saturate).
+TRACKER_PARAMS = _params(tracker_entries=2, tile_width=2, count_width=2, beats_width=2,
+                         cmd_width=1, pending_width=2, counter_width=8)
 
 #: The arbiter under proof: T3-MCA after reset with a derived threshold (1-bit window:
 #: 2 cycles), a starvation limit of 2, 2-bit occupancy; configuration writes may switch the
@@ -109,7 +110,7 @@ def _merge():
 
 
 def _tracker(**kwargs):
-    return tracker.formal_spec(TRACKER_PARAMS, **kwargs)
+    return tracker_formal.formal_spec(TRACKER_PARAMS, **kwargs)
 
 
 def _arbiter(**kwargs):

@@ -32,9 +32,17 @@ class _TrackerDriver:
     def _get(self, name):
         return self.ctx.get(_port(self.dut, name))
 
-    @property
-    def cycles(self):
-        return self.check.cycles
+    cycles = property(lambda self: self.check.cycles, doc="Cycles scored so far.")
+    transfers = property(lambda self: self.check.transfers, doc="Triggers handed over.")
+    log = property(lambda self: self.check.log, doc="(cycle, Trigger) of every transfer.")
+    params = property(lambda self: self.check.params, doc="The tracker's parameters.")
+
+    async def clear_errors(self):
+        """Pulse ``clear`` (all ones) for a cycle; the model clears its sticky bits too."""
+        self._set("clear", (1 << self.check.errors_c.width) - 1)
+        await self.cycle()
+        self._set("clear", 0)
+        self.model.model.clear_errors()
 
     async def cycle(self, write=None, program=None, ready=True):
         """Drive one cycle, check every output against the model, advance both."""
@@ -45,7 +53,7 @@ class _TrackerDriver:
 
     async def drain(self):
         """Idle until the queue empties; then compare every error bit and counter."""
-        for _ in range(self.check.drain_cycles):
+        while not self.check.drained():
             await self.cycle()
         self.check.check_state(self._get)
 

@@ -118,7 +118,7 @@ class TrackerTB:
 
     async def drain(self):
         """Idle until the trigger queue is empty, then compare every error bit and counter."""
-        for _ in range(self.check.drain_cycles):
+        while not self.check.drained():
             await self.cycle()
         self.check_state()
 

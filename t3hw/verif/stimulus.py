@@ -74,10 +74,18 @@ class TrackerTraffic:
         if r < self.errors * 4:                             # threshold 0
             return dict(op=TrackOp.ARM, tile=rng.getrandbits(p.tile_width), threshold=0,
                         cmd=0, rearm=0)
+        if r < self.errors * 5:                             # unknown operation code
+            return dict(op=3, tile=rng.getrandbits(p.tile_width), threshold=0, cmd=0, rearm=0)
         if r < 0.1 and armed:                               # disarm
             index, e = rng.choice(armed)
             return dict(op=TrackOp.DISARM, tile=(e.tag << p.index_width) | index,
                         threshold=0, cmd=0, rearm=0)
+        if r < 0.16:                                        # read back (any tile)
+            tile = rng.getrandbits(p.tile_width)
+            if armed and rng.random() < 0.7:
+                index, e = rng.choice(armed)
+                tile = (e.tag << p.index_width) | index
+            return dict(op=TrackOp.READ, tile=tile, threshold=0, cmd=0, rearm=0)
         free = [i for i in range(p.tracker_entries) if i not in table]
         if not free:
             return None
@@ -116,7 +124,10 @@ class TrackerTraffic:
         ready = self.trigger_stall.ready()
         if self.pending is None and (rng.random() < 0.08 or not self.model.model.table):
             self.pending = self._new_program()
-        write = None if rng.random() < self.idle else self._new_write()
+        # ``hold`` asks for a cycle without a write: give it most of the time (the tracker
+        # loses nothing either way; programming and acks just wait longer).
+        gap = self.model.hold and rng.random() < 0.9
+        write = None if gap or rng.random() < self.idle else self._new_write()
         return write, self.pending, ready
 
     def accepted(self):

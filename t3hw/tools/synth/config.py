@@ -34,7 +34,7 @@ PARAM_SETS = {
                           starvation_limit=32),
     "default": DEFAULT,
     "large": EngineParams(tracker_entries=1024, tile_width=20, count_width=16, beats_width=6,
-                          cmd_width=10, trigger_depth=64, addr_width=64, device_width=8,
+                          cmd_width=10, addr_width=64, device_width=8,
                           dma_ready_depth=64, max_outstanding=32, rows_width=16,
                           row_bytes_width=24, pitch_width=32, regions=32, load_tag_width=10,
                           occupancy_width=10, mca_saturation=128),
@@ -82,10 +82,11 @@ DEFAULT_PNR_TIMEOUT_S = 3 * 3600
 
 def tracker_storage_bits(params: EngineParams = DEFAULT):
     """Bits of the tracker table: ``tracker_entries`` entries of
-    :func:`t3hw.spec.layouts.entry_layout` (valid, re-arm, tag, threshold, count, DMA command).
+    :func:`t3hw.spec.layouts.entry_layout` (valid, re-arm, tag, threshold, count, DMA command,
+    pending firings).
 
-    The trigger queue (``trigger_depth`` x :func:`t3hw.spec.layouts.trigger_layout`) is not
-    included; :func:`tracker_storage` has both.
+    The trigger and ack queues (``tracker_entries`` deep each) are not included;
+    :func:`tracker_storage` has all three.
     """
     from t3hw.spec.layouts import entry_layout
     return entry_layout(params).size * params.tracker_entries
@@ -93,13 +94,14 @@ def tracker_storage_bits(params: EngineParams = DEFAULT):
 
 def tracker_storage(params: EngineParams = DEFAULT):
     """The tracker's storage, field by field: ``{"entry_bits", "entries", "table_bits",
-    "fields", "trigger_queue_bits"}``."""
+    "fields", "trigger_queue_bits", "ack_queue_bits"}``."""
     from t3hw.spec.layouts import entry_layout, trigger_layout
     layout = entry_layout(params)
     return {"entries": params.tracker_entries, "entry_bits": layout.size,
             "fields": {name: field.width for name, field in layout},
             "table_bits": tracker_storage_bits(params),
-            "trigger_queue_bits": params.trigger_depth * trigger_layout(params).size}
+            "trigger_queue_bits": params.tracker_entries * trigger_layout(params).size,
+            "ack_queue_bits": params.tracker_entries * params.tile_width}
 
 
 def choose(values, allowed, what):
