@@ -23,14 +23,27 @@ HERE = Path(__file__).resolve().parent
 def test_engine_loop(policy, seed):
     runner, module, bdir = simulate.build("engine", SMALL)
     simulate.run(runner, module, bdir, "tb_engine", params=SMALL, seed=seed, test_dir=HERE,
-                extra_env={"T3HW_ENGINE_POLICY": policy, "T3HW_ENGINE_SHAPE": "8,4,2"})
+                 testcase="test_loop",
+                 extra_env={"T3HW_ENGINE_POLICY": policy, "T3HW_ENGINE_SHAPE": "8,4,2"})
 
 
 def test_engine_loop_paper_params(seed):
     params = EngineParams()
     runner, module, bdir = simulate.build("engine", params)
     simulate.run(runner, module, bdir, "tb_engine", params=params, seed=seed, test_dir=HERE,
-                extra_env={"T3HW_ENGINE_POLICY": "t3_mca", "T3HW_ENGINE_SHAPE": "16,4,4"})
+                 testcase="test_loop",
+                 extra_env={"T3HW_ENGINE_POLICY": "t3_mca", "T3HW_ENGINE_SHAPE": "32,8,10"})
+
+
+@pytest.mark.parametrize("scenario", ["link", "dram"])
+def test_back_pressure(scenario, seed):
+    """Paper parameters, 128 one-burst tiles completing while the link (or the DRAM, then
+    the link) is held for 6,000 cycles: every tile sent exactly once, with its data."""
+    params = EngineParams()
+    runner, module, bdir = simulate.build("engine", params)
+    simulate.run(runner, module, bdir, "tb_engine", params=params, seed=seed, test_dir=HERE,
+                 testcase=f"test_back_pressure_{scenario}",
+                 extra_env={"T3HW_ENGINE_SHAPE": "64,1,1", "T3HW_ENGINE_HOLD": "6000"})
 
 
 @pytest.mark.parametrize("block", ["engine", "system"])

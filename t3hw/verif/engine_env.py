@@ -62,11 +62,15 @@ class LoopScenario:
         Tiles per chunk (the tracker arms ``2 * tiles`` entries).
     rows, row_bursts : int
         A tile is ``rows`` rows of ``row_bursts * burst_bytes`` bytes.
+    remote : bool
+        False: no partial crosses the network before the DMA, each tracked tile holds only
+        its local partial (``P0`` in ``X0``, ``Q1`` in ``Y1``, threshold ``bursts per tile``),
+        so every tile completes from local stores alone, even with the link held.
     """
 
-    def __init__(self, params, rng, *, tiles=4, rows=2, row_bursts=2):
+    def __init__(self, params, rng, *, tiles=4, rows=2, row_bursts=2, remote=True):
         p = params
-        self.p, self.tiles, self.rows = p, tiles, rows
+        self.p, self.tiles, self.rows, self.remote = p, tiles, rows, remote
         self.row_bytes = row_bursts * p.burst_bytes
         self.pitch = tiles * self.row_bytes                 # chunk = rows x tiles column blocks
         self.chunk_bytes = rows * self.pitch
@@ -74,8 +78,9 @@ class LoopScenario:
         most = min(p.tracker_entries, p.dma_descriptors) // 2
         if not 1 <= tiles <= most:
             raise ValueError(f"tiles must be in [1, {most}], not {tiles!r}")
-        if 2 * self.bursts_per_tile > p.max_threshold:
-            raise ValueError(f"a tile's threshold {2 * self.bursts_per_tile} must be at most "
+        self.threshold = (2 if remote else 1) * self.bursts_per_tile
+        if self.threshold > p.max_threshold:
+            raise ValueError(f"a tile's threshold {self.threshold} must be at most "
                              f"{p.max_threshold}")
         span = 1 << max(self.chunk_bytes - 1, 1).bit_length()  # window stride: power of two
         base = {name: (i + 1) * span for i, name in enumerate(("X0", "W0", "X1", "Y1", "Z"))}
@@ -102,6 +107,10 @@ class LoopScenario:
     def regions(self):
         """``(mode, base, size, device, remote_base)`` of every region."""
         b, s = self.base, self.chunk_bytes
+        if not self.remote:
+            return [(RegionMode.TRACKED, b["X0"], s, 0, 0),
+                    (RegionMode.TRACKED, b["Y1"], s, 0, 0),
+                    (RegionMode.LOCAL,   b["Z"],  2 * self.span, 0, 0)]
         return [(RegionMode.TRACKED, b["X0"], s, 0, 0),
                 (RegionMode.REMOTE,  b["W0"], s, 1, b["X0"]),
                 (RegionMode.REMOTE,  b["X1"], s, 1, b["Y1"]),
@@ -114,7 +123,7 @@ class LoopScenario:
         for chunk, src in ((0, self.base["X0"]), (1, self.base["Y1"])):
             for j in range(self.tiles):
                 off = j * self.row_bytes
-                out.append((self.tile_id(chunk, j), 2 * self.bursts_per_tile, dict(
+                out.append((self.tile_id(chunk, j), self.threshold, dict(
                     src=src + off, rows=self.rows, row_bytes=self.row_bytes, pitch=self.pitch,
                     device=1, dst=self.z[chunk] + off, op=WriteKind.STORE,
                     tile=self.tile_id(chunk, j))))
@@ -125,8 +134,9 @@ class LoopScenario:
         b, burst = self.base, self.p.burst_bytes
         n = burst // _DTYPE.itemsize
         out = []
-        for part, window, chunk in (("P0", "X0", 0), ("Q0", "W0", 0), ("P1", "X1", 1),
-                                    ("Q1", "Y1", 1)):
+        parts = ((("P0", "X0", 0), ("Q0", "W0", 0), ("P1", "X1", 1), ("Q1", "Y1", 1))
+                 if self.remote else (("P0", "X0", 0), ("Q1", "Y1", 1)))
+        for part, window, chunk in parts:
             for j in range(self.tiles):
                 for off in self.tile_offsets(j):
                     e = off // _DTYPE.itemsize
@@ -140,7 +150,8 @@ class LoopScenario:
         b, burst = self.base, self.p.burst_bytes
         n = burst // _DTYPE.itemsize
         out = []
-        for window, dest, chunk, part in (("W0", "X0", 0, "Q0"), ("X1", "Y1", 1, "P1")):
+        sent = (("W0", "X0", 0, "Q0"), ("X1", "Y1", 1, "P1")) if self.remote else ()
+        for window, dest, chunk, part in sent:
             for j in range(self.tiles):
                 for off in self.tile_offsets(j):
                     e = off // _DTYPE.itemsize
@@ -148,7 +159,7 @@ class LoopScenario:
                                 burst, tuple(self.partial[part][e:e + n])))
         for tile, _, d in self.descriptors():
             chunk = tile // self.tiles
-            total = self.partial[f"P{chunk}"] + self.partial[f"Q{chunk}"]
+            total = self.final_z()[chunk]
             src0 = self.base["X0" if chunk == 0 else "Y1"]
             for src, dst, nbytes in walk(self.p, d):
                 e = (src - src0) // _DTYPE.itemsize
@@ -158,6 +169,8 @@ class LoopScenario:
 
     def final_z(self):
         """What ``Z0`` and ``Z1`` must hold at the end."""
+        if not self.remote:
+            return {0: self.partial["P0"], 1: self.partial["Q1"]}
         return {c: self.partial[f"P{c}"] + self.partial[f"Q{c}"] for c in (0, 1)}
 
 
@@ -178,6 +191,9 @@ class EngineEnv(StreamEnv):
         in order, one per cycle).
     net_delay : (int, int)
         Loopback delay range in cycles (in order: one link).
+    hold : dict, optional
+        ``{output stream: (first cycle, last cycle)}``: its ``ready`` is held low over those
+        cycles (``net_tx``: the link; ``dram``: the DRAM), whatever the random stalls.
     """
 
     in_streams  = ("store", "load", "dram_response", "net_rx")
@@ -185,8 +201,9 @@ class EngineEnv(StreamEnv):
     in_flags    = ("occupancy",)
 
     def __init__(self, params, rng, scenario, *, loads=200, stall=0.1, latency=12,
-                 net_delay=(3, 20)):
+                 net_delay=(3, 20), hold=None):
         super().__init__()
+        self.hold = dict(hold or {})
         self.p, self.rng, self.sc = params, rng, scenario
         self.codec = {n: Codec(f(params)) for n, f in (
             ("store", store_layout), ("load", load_layout), ("dram", mem_request_layout),
@@ -225,6 +242,11 @@ class EngineEnv(StreamEnv):
                 return mode != RegionMode.REMOTE
         return True
 
+    def _ready(self, name):
+        first, last = self.hold.get(name, (1, 0))
+        ready = self.stall[name].ready()
+        return ready and not first <= self.cycle <= last
+
     def _is_dma_packet(self, pkt):
         return pkt["addr"] >= self.sc.base["Z"]
 
@@ -249,9 +271,9 @@ class EngineEnv(StreamEnv):
             "load": None if self.load is None else self.codec["load"].pack(**self.load),
             "dram_response": None if rsp is None else self.codec["dram_response"].pack(**rsp),
             "net_rx": None if self.rx is None else self.codec["net"].pack(**self.rx[0]),
-            "dram": self.stall["dram"].ready(),
-            "load_response": self.stall["load_response"].ready(),
-            "net_tx": self.stall["net_tx"].ready(),
+            "dram": self._ready("dram"),
+            "load_response": self._ready("load_response"),
+            "net_tx": self._ready("net_tx"),
             "occupancy": min(len(self.queue), (1 << p.occupancy_width) - 1),
         }
 
