@@ -59,6 +59,11 @@ def test_every_error_bit(name):
     _simulate(PARAMS[name], addrmap_model.provoke_errors)
 
 
+@pytest.mark.parametrize("name", sorted(PARAMS))
+def test_every_refusal(name):
+    _simulate(PARAMS[name], addrmap_model.refusals)
+
+
 @pytest.mark.parametrize("name", ["small", "default"])     # the scenario uses 3 regions
 def test_back_to_back_writes_checked_in_order(name):
     _simulate(PARAMS[name], addrmap_model.back_to_back)

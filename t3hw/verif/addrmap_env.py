@@ -9,7 +9,7 @@ its reference model (:class:`sim_models.addrmap.AddrMapModel`), and the scenario
   cycle: ``store.ready`` and ``rx.ready``, and ``valid`` and every payload field of ``net``,
   ``mem`` and ``rx_mem``, every cycle.
 * Scenarios shared by the amaranth.sim tests and the cocotb testbench: :func:`drain`,
-  :func:`boundaries`, :func:`provoke_errors`, :func:`back_to_back`.
+  :func:`boundaries`, :func:`provoke_errors`, :func:`refusals`, :func:`back_to_back`.
 
 Field names come from :mod:`t3hw.spec.layouts` through :class:`~t3hw.spec.layouts.Codec`.
 """
@@ -24,7 +24,7 @@ from sim_models.addrmap import AddrMapModel
 from .env import Stall, StreamEnv
 
 
-__all__ = ["AddrMapEnv", "drain", "boundaries", "provoke_errors", "back_to_back"]
+__all__ = ["AddrMapEnv", "drain", "boundaries", "provoke_errors", "refusals", "back_to_back"]
 
 
 class AddrMapEnv(StreamEnv):
@@ -341,13 +341,15 @@ async def boundaries(env, cycle):
 
 
 async def provoke_errors(env, cycle):
-    """Each error bit alone (rejected writes leave the table unchanged), then cleared."""
+    """Each region-write error alone (rejected writes leave the table unchanged), with its
+    capture (the write's base and device), then cleared. The refusals: :func:`refusals`."""
     top = 1 << env.p.addr_width
 
-    async def expect(name):
+    async def expect(name, base):
         await drain(env, cycle)
         set_bits = {k for k, v in env.model.errors.items() if v}
         assert set_bits == {name}, f"expected only {name}, model has {set_bits}"
+        assert env.capture == dict(addr=base, device=1, tile=0), env.capture
         env.clear = (1 << env.model.errors_codec.width) - 1
         await cycle()
         env.clear = 0
@@ -361,11 +363,11 @@ async def provoke_errors(env, cycle):
     for bad in (dict(base=0x80, size=0), dict(base=top - 0x10), dict(base=0x80, mode=3)):
         env.write(1, **dict(good, **bad))
         env.send(top - 0x8)                     # where the wrapping region would have been
-        await expect("bad_region")
+        await expect("bad_region", dict(good, **bad)["base"])
     for base, size in ((0x10, 0x11), (0x3f, 1), (0, top - 1)):
         env.write(1, **dict(good, base=base, size=size))
         env.send(0x10)
-        await expect("overlap")
+        await expect("overlap", base)
     assert env.model.regions[1] is None and env.model.stats["remote"] == 0
     # Rewriting a region over itself is not an overlap; removing it always works.
     env.write(0, **dict(good, size=0x40))
@@ -374,6 +376,71 @@ async def provoke_errors(env, cycle):
     env.send(0x30)
     await drain(env, cycle)
     assert not any(env.model.errors.values()) and env.model.stats["remote"] == 0
+
+
+async def refusals(env, cycle):
+    """Every refused store and packet alone, and the accepted ones beside them, each with
+    its expectations written out here (independently of the model): its error bit alone,
+    its counter up by one and no other, ``capture`` (address, device, tile), then cleared.
+    Regions: ``REMOTE`` ``[0x40, 0x80)`` to device 1, ``TRACKED`` ``[0x80, 0xc0)`` and, with
+    3 regions or more, ``LOCAL`` ``[top - 0x40, top)`` (ending at the top of the address
+    space). Needs ``burst_bytes`` >= 2 (a request of 1 byte cannot cross)."""
+    p = env.p
+    if p.burst_bytes < 2:
+        raise ValueError(f"burst_bytes must be at least 2, not {p.burst_bytes!r}")
+    mine = env.device_id = (1 << p.device_width) - 1
+    other = mine ^ 1
+    env.write(0, valid=1, mode=RegionMode.REMOTE, device=1, base=0x40, size=0x40,
+              remote_base=0)
+    env.write(1, valid=1, mode=RegionMode.TRACKED, device=0, base=0x80, size=0x40)
+    local, top = p.regions >= 3, 1 << p.addr_width
+    if local:
+        env.write(2, valid=1, mode=RegionMode.LOCAL, device=2, base=top - 0x40, size=0x40)
+    await drain(env, cycle)
+    cases = [                       # (store or packet fields, counter, capture device)
+        (("store", 0x7e, 2), "remote", None),              # ends at the region's end
+        (("store", 0x7f, 2), "store_crosses", 1),          # the region's device
+        (("store", 0x3f, 2), "unmapped", None),            # in no region: not checked
+        (("store", 0xbf, 2), "store_crosses", 0),
+        (("rx", 0x80, 2, mine), None, None),               # accepted, tracked
+        (("rx", 0xbe, 2, mine), None, None),
+        (("rx", 0x40, 1, other), "rx_misrouted", other),   # before the REMOTE check
+        (("rx", 0x40, 1, mine), "rx_remote", mine),
+        (("rx", 0x7f, 2, mine), "rx_remote", mine),        # before the crossing check
+        (("rx", 0x3f, 2, mine), "rx_unmapped", mine),      # runs into a region
+        (("rx", 0xc0, 1, mine), "rx_unmapped", mine),
+        (("rx", 0xbf, 2, mine), "rx_crosses", mine),
+    ]
+    if local:
+        cases += [(("store", top - 2, 2), "local", None),
+                  (("store", top - 1, 2), "store_crosses", 2),
+                  (("rx", top - 2, 2, mine), None, None),
+                  (("rx", top - 1, 2, mine), "rx_crosses", mine)]
+    for n, ((what, addr, nbytes, *device), counter, cap_device) in enumerate(cases):
+        tile = n + 1
+        before, taken = dict(env.model.stats), dict(env.taken)
+        if what == "store":
+            env.send(addr, tile=tile, bytes=nbytes)
+        else:
+            env.receive(addr, device=device[0], tile=tile, bytes=nbytes)
+        await drain(env, cycle)
+        moved = {k for k, v in env.model.stats.items() if v != before[k]}
+        assert moved == ({counter} if counter else set()), f"case {n}: counters {moved}"
+        set_bits = {k for k, v in env.model.errors.items() if v}
+        if cap_device is None:
+            assert not set_bits, f"case {n}: errors {set_bits}"
+            out = "rx_mem" if what == "rx" else "net" if counter == "remote" else "mem"
+            assert env.taken[out] == taken[out] + 1, f"case {n}: not written"
+            continue
+        assert set_bits == {counter}, f"case {n}: errors {set_bits}, expected {counter}"
+        assert env.taken == taken, f"case {n}: a refused request was written"
+        assert env.capture == dict(addr=addr, device=cap_device, tile=tile), \
+            f"case {n}: capture {env.capture}"
+        env.clear = (1 << env.model.errors_codec.width) - 1
+        await cycle()
+        env.clear = 0
+        env.model.clear_errors()
+    assert env.rx_tracked == 2
 
 
 async def back_to_back(env, cycle):
