@@ -11,15 +11,20 @@ This is T3's "producer output address space configuration". Each of ``regions`` 
   translated address ``remote_base + (addr - base)``, carrying its tile id.
 
 A store that matches no region goes to local memory, untracked, and counts in ``unmapped``.
+A store that starts in a region and ends past it (``addr + bytes > base + size``) is refused
+(``store_crosses``): nothing is written or sent.
 
-The same table classifies what arrives from the network (``rx``): a packet whose address
-lies in a ``TRACKED`` region is written with ``tracked`` set, every other one untracked. So
-the receiving GPU, which arms its tracker, also decides which arrivals it counts; the
-sender does not. This second lookup has its own comparators and registers, and never waits
+The same table checks what arrives from the network (``rx``). A packet is written to local
+memory only when it is for this GPU (``device == device_id``) and lies wholly in a ``LOCAL``
+or ``TRACKED`` region; it is written with ``tracked`` set when that region is ``TRACKED``.
+So the receiving GPU, which arms its tracker, also decides which arrivals it counts; the
+sender does not. Every other packet is refused with one error, the first that applies:
+``rx_misrouted`` (another device), ``rx_remote`` (in a ``REMOTE`` region: this GPU's own
+send window), ``rx_unmapped`` (in no region that receives), ``rx_crosses`` (it ends past
+its region). This second lookup has its own comparators and registers, and never waits
 for the store path.
-A store is classified by its address alone (a store that crosses a region end is sent where
-its first byte belongs). The programming logic keeps the table well formed: regions never
-overlap and are never empty, so at most one region matches.
+The programming logic keeps the table well formed: regions never overlap and are never
+empty, so at most one region matches.
 """
 
 import operator
@@ -57,9 +62,9 @@ class AddrMap(wiring.Component):
     Members
     -------
     store : In(stream.Signature(store_layout))
-        Producer stores. Ready when the classified store ahead of it (stage A) is empty or
-        moves into its output register this cycle (so a stalled output holds every store,
-        in order).
+        Producer stores. Ready when the classified store ahead of it (stage A) is empty, or
+        moves into its output register this cycle, or is refused (so a stalled output holds
+        every store, in order).
     program : In(stream.Signature(region_program_layout, always_ready=True))
         Region writes (from the register block), one per cycle. ``valid = 0`` removes region
         ``index``. A write with ``valid = 1`` replaces region ``index`` unless it is rejected:
@@ -74,56 +79,74 @@ class AddrMap(wiring.Component):
         Every other store, with ``tracked`` set for ``TRACKED`` regions. ``valid`` is a
         register.
     rx : In(stream.Signature(net_packet_layout))
-        Packets from the network for this GPU (``device`` is not looked at). Ready when the
-        classified packet ahead of it (rx stage A) is empty or moves into ``rx_mem`` this
-        cycle (so a stalled ``rx_mem`` holds two packets, in order).
+        Packets from the network. Ready when the checked packet ahead of it (rx stage A) is
+        empty, or moves into ``rx_mem`` this cycle, or is refused (so a stalled ``rx_mem``
+        holds two packets, in order).
     rx_mem : Out(stream.Signature(mem_store_layout))
-        Each packet as a local store (its ``kind``, ``tile`` and ``bytes``), ``tracked`` when
-        its address lies in a ``TRACKED`` region of the table as it stood when the packet was
-        accepted. ``valid`` is a register (latency 2).
+        Each packet accepted, as a local store (its ``kind``, ``tile`` and ``bytes``),
+        ``tracked`` when its region is ``TRACKED``, checked against the table and
+        ``device_id`` as they stood when the packet was taken. ``valid`` is a register
+        (latency 2).
+    device_id : In(device_width)
+        This GPU's device number (from the register block's ``DEVICE_ID``); packets for
+        another device are refused.
     errors : Out(addrmap_errors_layout)
         Sticky error bits; each stays set until the same bit of ``clear`` is pulsed (a bit set
-        in the same cycle as its clear stays set).
+        in the same cycle as its clear stays set). A refused store or packet sets its bit in
+        the cycle after it leaves stage A; a rejected region write three cycles after it.
     clear : In(addrmap_errors_layout)
         Write-one-to-clear strobe for ``errors``.
     stats : Out(addrmap_stats_layout)
-        Wrapping counters of the stores accepted, by class (counted as they leave stage A).
+        Wrapping counters: the stores by class, counted as they leave stage A, and each
+        refusal under its error's name.
+    capture : Out(addrmap_capture_layout)
+        The details of the error events that ``errors`` shows set in this cycle, registered
+        with them and held until the next event: a refused store's address, its region's
+        device and its tile; a refused packet's address, device and tile; a rejected region
+        write's base and device (tile 0). When events coincide, the store's win, then the
+        packet's, then the region write's.
 
     Latency 2 cycles (a store accepted in cycle t is valid at its output in t + 2);
-    throughput one store per cycle while the outputs are ready. Stage A classifies: two
-    compares (``base <= addr < end``) and one add (``addr + remote_base - base``) per region,
-    all in parallel on the region's stored ``end`` and translation, which programming
-    computes, so its path is one ``addr_width`` carry chain into a register; it registers
-    both compares and every region's valid bit and result. Stage B forms the one-hot hit
-    from those registers and selects with it (an AND-OR, which grows with
-    ``log2(regions)``) into the output registers, and counts; the store's class, which
-    ``store.ready`` and the counters wait on, is an AND-OR of stage A's registers alone.
-    Received packets take two cycles, one packet per cycle while ``rx_mem`` is ready: rx
-    stage A compares the address with every region (two compares each, in parallel) and
-    registers them with the packet and which regions are valid and ``TRACKED``; rx stage B
-    ANDs and ORs them into ``rx_mem``'s ``tracked`` bit. ``rx.ready`` comes from registers
-    and ``rx_mem.ready`` only. Programming takes three stages: the new region's end and
+    throughput one store per cycle while the outputs are ready (a refused store leaves stage
+    A at once). Stage A classifies: three compares (``base <= addr < end`` and
+    ``addr + bytes <= end``) and one add (``addr + remote_base - base``) per region, all in
+    parallel on the region's stored ``end`` and translation, which programming computes;
+    its paths are one ``addr_width`` carry chain into a register, except the crossing
+    check, whose compare follows the one shared add ``addr + bytes`` (two chains; not on the
+    path of any enable). It registers the compares and every region's valid bit and
+    result. Stage B forms the one-hot hit from those registers and selects with it (an
+    AND-OR, which grows with ``log2(regions)``) into the output registers, and counts; the
+    store's class (local, remote, tracked, unmapped or crossing), which ``store.ready`` and
+    the counters wait on, is an AND-OR of stage A's registers alone.
+    Received packets take two cycles, one packet per cycle while ``rx_mem`` is ready (a
+    refused packet leaves rx stage A at once): rx stage A compares the packet with every
+    region (the same three compares each, in parallel) and its device with ``device_id``,
+    and registers them with the packet and which regions are valid and ``TRACKED``,
+    ``LOCAL`` or ``TRACKED``, and ``REMOTE``; rx stage B ANDs and ORs them into the verdict
+    and ``rx_mem``'s ``tracked`` bit. ``rx.ready`` comes from registers and ``rx_mem.ready``
+    only. Programming takes three stages: the new region's end and
     translation are computed and registered, then it is compared with every other region
     (each compare into its own register) and its end with the top of the address space,
     then the compares are ANDed and ORed into the clash, the verdict is taken and the region
-    written. Region valid bits and the stages' and outputs' ``valid`` are reset; the derived
-    ``end`` and translation are not (they are only read while their region is valid).
+    written. Region valid bits, the stages' and outputs' ``valid``, ``errors``, ``stats``
+    and ``capture`` are reset; the derived ``end`` and translation are not (they are only
+    read while their region is valid), nor are the stages' other registers.
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
         self._p = check_params(params, self)
         super().__init__({
-            "store":   In(stream.Signature(store_layout(params))),
-            "program": In(stream.Signature(region_program_layout(params), always_ready=True)),
-            "net":     Out(stream.Signature(net_packet_layout(params))),
-            "mem":     Out(stream.Signature(mem_store_layout(params))),
-            "rx":      In(stream.Signature(net_packet_layout(params))),
-            "rx_mem":  Out(stream.Signature(mem_store_layout(params))),
-            "errors":  Out(addrmap_errors_layout(params)),
-            "clear":   In(addrmap_errors_layout(params)),
-            "stats":   Out(addrmap_stats_layout(params)),
-            "capture": Out(addrmap_capture_layout(params)),
+            "store":     In(stream.Signature(store_layout(params))),
+            "program":   In(stream.Signature(region_program_layout(params), always_ready=True)),
+            "net":       Out(stream.Signature(net_packet_layout(params))),
+            "mem":       Out(stream.Signature(mem_store_layout(params))),
+            "rx":        In(stream.Signature(net_packet_layout(params))),
+            "rx_mem":    Out(stream.Signature(mem_store_layout(params))),
             "device_id": In(params.device_width),
+            "errors":    Out(addrmap_errors_layout(params)),
+            "clear":     In(addrmap_errors_layout(params)),
+            "stats":     Out(addrmap_stats_layout(params)),
+            "capture":   Out(addrmap_capture_layout(params)),
         })
 
     @property
