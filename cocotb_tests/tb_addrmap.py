@@ -3,8 +3,9 @@
 
 The stimulus, the scoreboard and the directed scenarios are :mod:`t3hw.verif.addrmap_env`'s (the
 amaranth.sim tests run the same ones): every cycle, ``store.ready``, ``rx.ready`` and
-``valid`` and every payload field of ``net``, ``mem`` and ``rx_mem`` are compared with
-:class:`sim_models.addrmap.AddrMapModel`; sticky errors and counters at the end of each test.
+``valid`` and every payload field of ``net``, ``mem`` and ``rx_mem``, ``errors`` and
+``capture`` are compared with :class:`sim_models.addrmap.AddrMapModel`; counters at the end
+of each test.
 Run-time settings come from the environment that ``test_addrmap.py`` sets: ``T3HW_PARAMS``,
 ``T3HW_SEED``, ``T3HW_ADDRMAP_STORES`` (random stores sent by ``test_random``).
 """
@@ -28,20 +29,23 @@ class AddrMapTB(EnvTB):
 @cocotb.test()
 async def test_random(dut):
     """Random region writes (some overlapping, empty, wrapping or of unknown mode), stores
-    and received packets at region boundaries, with back-pressure on ``net``, ``mem`` and
-    ``rx_mem``."""
+    and received packets at region boundaries and crossing region ends, packets for other
+    devices, in REMOTE regions and in no region, with back-pressure on ``net``, ``mem`` and
+    ``rx_mem``; ``errors`` and ``capture`` compared every cycle."""
     stores = int(os.environ.get("T3HW_ADDRMAP_STORES", "20000"))
     tb = AddrMapTB(dut, stores=stores)
     await tb.hold_reset()
     await addrmap_model.drain(tb.env, tb.cycle)
     env = tb.env
     dut._log.info("seed=%d: %d stores in %d cycles, taken %s, stats %s, %d region writes "
-                  "rejected, errors %s, rx refused behind a full rx stage A in %d cycles",
+                  "rejected, errors %s, rx refused behind a full rx stage A in %d cycles, "
+                  "%d cycles with coincident error events",
                   tb.seed, env.sent, env.cycle, env.taken, env.model.stats, env.rejected,
-                  {k for k, v in env.model.errors.items() if v}, env.rx_held)
+                  {k for k, v in env.model.errors.items() if v}, env.rx_held, env.coincident)
     assert all(env.model.stats.values()) and all(env.model.errors.values())
-    assert 0 < env.rx_tracked < env.received == env.taken["rx_mem"]
+    assert 0 < env.rx_tracked < env.received - env.rx_refused == env.taken["rx_mem"]
     assert env.rx_held > 0                  # rx refused behind a full stage A and rx_mem
+    assert env.coincident > 0
 
 
 @cocotb.test()
@@ -58,6 +62,14 @@ async def test_every_error_bit(dut):
     tb = AddrMapTB(dut)
     await tb.hold_reset()
     await addrmap_model.provoke_errors(tb.env, tb.cycle)
+
+
+@cocotb.test()
+async def test_every_refusal(dut):
+    """Each refused store and packet alone, with its bit, counter and capture."""
+    tb = AddrMapTB(dut)
+    await tb.hold_reset()
+    await addrmap_model.refusals(tb.env, tb.cycle)
 
 
 @cocotb.test()

@@ -5,7 +5,7 @@ of :data:`t3hw.simulate.SIMULATORS` (Verilator and Icarus: same seed, same check
 Three parameter sets (2 regions on an 8-bit address space, where random regions collide
 often; 4 regions; the paper's defaults), each with ``STORES`` random stores
 (``T3HW_ADDRMAP_STORES`` overrides) in both simulators, scored cycle by cycle, plus the
-directed boundary and error tests.
+directed boundary, region-write error and refusal tests.
 """
 
 import os
@@ -19,7 +19,7 @@ from t3hw.spec.params import EngineParams
 
 PARAMS = {
     "pair":  EngineParams(addr_width=8, pitch_width=8, regions=2, device_width=1,
-                          burst_bytes=1),
+                          burst_bytes=2),
     "small": EngineParams(addr_width=12, pitch_width=12, regions=4, device_width=2,
                           burst_bytes=4),
     "paper": EngineParams(),
@@ -40,7 +40,8 @@ def test_addrmap(sim, name, seed):
         "T3HW_ADDRMAP_STORES": os.environ.get("T3HW_ADDRMAP_STORES", str(STORES)),
     }
     # The "pair" set has 2 regions; the boundary scenario needs 4.
-    testcase = ["test_random", "test_every_error_bit"] if params.regions < 4 else None
+    testcase = ["test_random", "test_every_error_bit", "test_every_refusal"] \
+        if params.regions < 4 else None
     simulate.run(runner, module, bdir, "tb_addrmap", params=params, seed=seed, test_dir=HERE,
                 extra_env=env, testcase=testcase)
 

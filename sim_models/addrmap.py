@@ -2,8 +2,9 @@
 """Reference model of the address map (:mod:`t3hw.hw.addrmap`).
 
 * :class:`AddrMapModel`: the transaction semantics: region programming with its checks and
-  sticky errors, and the classification of one store into a network packet or a memory
-  store, with the counters.
+  sticky errors, the classification of one store into a network packet or a memory store
+  (or its refusal), the checks of one received packet, with the counters and the details
+  (capture fields) of each refusal.
 
 The cycle-exact environment that drives and scores the RTL against it, and the scenarios,
 are in :mod:`t3hw.verif.addrmap_env`.
@@ -38,12 +39,20 @@ class AddrMapModel(BlockModel):
         Sticky error bits, keyed by the RTL's field names.
     stats : dict of str to int
         Counters, keyed by the RTL's field names (wrapping at ``counter_width``).
+    device_id : int
+        This GPU's device number (the RTL's ``device_id`` input): received packets for
+        another device are refused.
+    rejection : tuple or None
+        The last region write rejected: ``(error name, capture fields)`` (its ``base`` and
+        ``device``, tile 0).
     """
 
     def __init__(self, params: EngineParams = None):
         super().__init__(params, addrmap_errors_layout, addrmap_stats_layout)
         self.fields = list(region_layout(self.params).members)
         self.regions = [None] * self.params.regions
+        self.device_id = 0
+        self.rejection = None
 
     def overlaps(self, index, base, size):
         """Whether ``[base, base + size)`` overlaps a valid region other than ``index``."""
@@ -51,7 +60,8 @@ class AddrMapModel(BlockModel):
                    and r["base"] < base + size for i, r in enumerate(self.regions))
 
     def program(self, index, **region):
-        """Write region ``index``; returns False (and sets an error) when rejected."""
+        """Write region ``index``; returns False when rejected, and sets the error (its name
+        and capture fields are then in :attr:`rejection`)."""
         if not 0 <= index < self.params.regions:
             raise ValueError(f"index must be in [0, {self.params.regions - 1}], not {index!r}")
         region = {k: int(getattr(v, "value", v)) for k, v in region.items()}
@@ -59,12 +69,15 @@ class AddrMapModel(BlockModel):
             self.regions[index] = None
             return True
         base, size = region.get("base", 0), region.get("size", 0)
+        capture = dict(addr=base, device=region.get("device", 0), tile=0)
         if size == 0 or base + size > (1 << self.params.addr_width) \
                 or region.get("mode", 0) not in _MODES:
             self.errors["bad_region"] = True
+            self.rejection = ("bad_region", capture)
             return False
         if self.overlaps(index, base, size):
             self.errors["overlap"] = True
+            self.rejection = ("overlap", capture)
             return False
         self.regions[index] = {name: region.get(name, 0) for name in self.fields}
         return True
@@ -76,10 +89,21 @@ class AddrMapModel(BlockModel):
                 return r
         return None
 
+    def _refuse(self, name, **capture):
+        """Set error ``name``, count it, and return ``(name, capture fields)``."""
+        self.errors[name] = True
+        self._bump(name)
+        return name, capture
+
     def classify(self, addr, tile, bytes, kind=WriteKind.STORE):
-        """One store: returns ``("net", packet fields)`` or ``("mem", store fields)``."""
+        """One store: returns ``("net", packet fields)``, ``("mem", store fields)`` or, when
+        it is refused because it crosses its region's end, ``("store_crosses", capture
+        fields)`` (:func:`~t3hw.spec.layouts.addrmap_capture_layout`: its address, the
+        region's device, its tile)."""
         kind = int(getattr(kind, "value", kind))
         r = self.lookup(addr)
+        if r is not None and addr + bytes > r["base"] + r["size"]:
+            return self._refuse("store_crosses", addr=addr, device=r["device"], tile=tile)
         mode = None if r is None else RegionMode(r["mode"])
         name = {None: "unmapped", RegionMode.LOCAL: "local", RegionMode.TRACKED: "tracked",
                 RegionMode.REMOTE: "remote"}[mode]
@@ -91,10 +115,23 @@ class AddrMapModel(BlockModel):
         return "mem", dict(addr=addr, tile=tile, bytes=bytes, kind=kind,
                            tracked=int(mode == RegionMode.TRACKED))
 
-
     def receive(self, addr, tile, bytes, kind=WriteKind.UPDATE, device=0):
-        """A packet from the network: the local store it becomes (``tracked`` when ``addr``
-        lies in a ``TRACKED`` region)."""
+        """A packet from the network: ``("rx_mem", the local store it becomes)`` (``tracked``
+        when ``addr`` lies in a ``TRACKED`` region), or, refused, ``(error name, capture
+        fields)``: the first that applies of ``rx_misrouted`` (``device`` is not
+        :attr:`device_id`), ``rx_remote`` (in a ``REMOTE`` region), ``rx_unmapped`` (in no
+        ``LOCAL`` or ``TRACKED`` region), ``rx_crosses`` (it ends past its region)."""
+        capture = dict(addr=addr, device=device, tile=tile)
         r = self.lookup(addr)
-        return dict(addr=addr, tile=tile, bytes=bytes, kind=int(getattr(kind, "value", kind)),
-                    tracked=int(r is not None and r["mode"] == RegionMode.TRACKED.value))
+        mode = None if r is None else RegionMode(r["mode"])
+        if device != self.device_id:
+            return self._refuse("rx_misrouted", **capture)
+        if mode == RegionMode.REMOTE:
+            return self._refuse("rx_remote", **capture)
+        if mode is None:
+            return self._refuse("rx_unmapped", **capture)
+        if addr + bytes > r["base"] + r["size"]:
+            return self._refuse("rx_crosses", **capture)
+        return "rx_mem", dict(addr=addr, tile=tile, bytes=bytes,
+                              kind=int(getattr(kind, "value", kind)),
+                              tracked=int(mode == RegionMode.TRACKED))

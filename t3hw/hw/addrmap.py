@@ -11,15 +11,20 @@ This is T3's "producer output address space configuration". Each of ``regions`` 
   translated address ``remote_base + (addr - base)``, carrying its tile id.
 
 A store that matches no region goes to local memory, untracked, and counts in ``unmapped``.
+A store that starts in a region and ends past it (``addr + bytes > base + size``) is refused
+(``store_crosses``): nothing is written or sent.
 
-The same table classifies what arrives from the network (``rx``): a packet whose address
-lies in a ``TRACKED`` region is written with ``tracked`` set, every other one untracked. So
-the receiving GPU, which arms its tracker, also decides which arrivals it counts; the
-sender does not. This second lookup has its own comparators and registers, and never waits
+The same table checks what arrives from the network (``rx``). A packet is written to local
+memory only when it is for this GPU (``device == device_id``) and lies wholly in a ``LOCAL``
+or ``TRACKED`` region; it is written with ``tracked`` set when that region is ``TRACKED``.
+So the receiving GPU, which arms its tracker, also decides which arrivals it counts; the
+sender does not. Every other packet is refused with one error, the first that applies:
+``rx_misrouted`` (another device), ``rx_remote`` (in a ``REMOTE`` region: this GPU's own
+send window), ``rx_unmapped`` (in no region that receives), ``rx_crosses`` (it ends past
+its region). This second lookup has its own comparators and registers, and never waits
 for the store path.
-A store is classified by its address alone (a store that crosses a region end is sent where
-its first byte belongs). The programming logic keeps the table well formed: regions never
-overlap and are never empty, so at most one region matches.
+The programming logic keeps the table well formed: regions never overlap and are never
+empty, so at most one region matches.
 """
 
 import operator
@@ -30,14 +35,19 @@ from amaranth import *
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from t3hw.spec.layouts import (RegionMode, WriteKind, addrmap_errors_layout, addrmap_stats_layout,
-                      mem_store_layout, net_packet_layout, region_layout,
-                      region_program_layout, store_layout)
+from t3hw.spec.layouts import (RegionMode, WriteKind, addrmap_capture_layout,
+                               addrmap_errors_layout, addrmap_stats_layout, mem_store_layout,
+                               net_packet_layout, region_layout, region_program_layout,
+                               store_layout)
 from t3hw.spec.params import EngineParams, check_params
 from .status import count, sticky_errors
 
 
 __all__ = ["AddrMap"]
+
+#: The rx path's region lines: the modes of each.
+_RX_KINDS = {"tracked": (RegionMode.TRACKED,), "receive": (RegionMode.LOCAL, RegionMode.TRACKED),
+             "remote": (RegionMode.REMOTE,)}
 
 
 class AddrMap(wiring.Component):
@@ -52,9 +62,9 @@ class AddrMap(wiring.Component):
     Members
     -------
     store : In(stream.Signature(store_layout))
-        Producer stores. Ready when the classified store ahead of it (stage A) is empty or
-        moves into its output register this cycle (so a stalled output holds every store,
-        in order).
+        Producer stores. Ready when the classified store ahead of it (stage A) is empty, or
+        moves into its output register this cycle, or is refused (so a stalled output holds
+        every store, in order).
     program : In(stream.Signature(region_program_layout, always_ready=True))
         Region writes (from the register block), one per cycle. ``valid = 0`` removes region
         ``index``. A write with ``valid = 1`` replaces region ``index`` unless it is rejected:
@@ -69,54 +79,74 @@ class AddrMap(wiring.Component):
         Every other store, with ``tracked`` set for ``TRACKED`` regions. ``valid`` is a
         register.
     rx : In(stream.Signature(net_packet_layout))
-        Packets from the network for this GPU (``device`` is not looked at). Ready when the
-        classified packet ahead of it (rx stage A) is empty or moves into ``rx_mem`` this
-        cycle (so a stalled ``rx_mem`` holds two packets, in order).
+        Packets from the network. Ready when the checked packet ahead of it (rx stage A) is
+        empty, or moves into ``rx_mem`` this cycle, or is refused (so a stalled ``rx_mem``
+        holds two packets, in order).
     rx_mem : Out(stream.Signature(mem_store_layout))
-        Each packet as a local store (its ``kind``, ``tile`` and ``bytes``), ``tracked`` when
-        its address lies in a ``TRACKED`` region of the table as it stood when the packet was
-        accepted. ``valid`` is a register (latency 2).
+        Each packet accepted, as a local store (its ``kind``, ``tile`` and ``bytes``),
+        ``tracked`` when its region is ``TRACKED``, checked against the table and
+        ``device_id`` as they stood when the packet was taken. ``valid`` is a register
+        (latency 2).
+    device_id : In(device_width)
+        This GPU's device number (from the register block's ``DEVICE_ID``); packets for
+        another device are refused.
     errors : Out(addrmap_errors_layout)
         Sticky error bits; each stays set until the same bit of ``clear`` is pulsed (a bit set
-        in the same cycle as its clear stays set).
+        in the same cycle as its clear stays set). A refused store or packet sets its bit in
+        the cycle after it leaves stage A; a rejected region write three cycles after it.
     clear : In(addrmap_errors_layout)
         Write-one-to-clear strobe for ``errors``.
     stats : Out(addrmap_stats_layout)
-        Wrapping counters of the stores accepted, by class (counted as they leave stage A).
+        Wrapping counters: the stores by class, counted as they leave stage A, and each
+        refusal under its error's name.
+    capture : Out(addrmap_capture_layout)
+        The details of the error events that ``errors`` shows set in this cycle, registered
+        with them and held until the next event: a refused store's address, its region's
+        device and its tile; a refused packet's address, device and tile; a rejected region
+        write's base and device (tile 0). When events coincide, the store's win, then the
+        packet's, then the region write's.
 
     Latency 2 cycles (a store accepted in cycle t is valid at its output in t + 2);
-    throughput one store per cycle while the outputs are ready. Stage A classifies: two
-    compares (``base <= addr < end``) and one add (``addr + remote_base - base``) per region,
-    all in parallel on the region's stored ``end`` and translation, which programming
-    computes, so its path is one ``addr_width`` carry chain into a register; it registers
-    both compares and every region's valid bit and result. Stage B forms the one-hot hit
-    from those registers and selects with it (an AND-OR, which grows with
-    ``log2(regions)``) into the output registers, and counts; the store's class, which
-    ``store.ready`` and the counters wait on, is an AND-OR of stage A's registers alone.
-    Received packets take two cycles, one packet per cycle while ``rx_mem`` is ready: rx
-    stage A compares the address with every region (two compares each, in parallel) and
-    registers them with the packet and which regions are valid and ``TRACKED``; rx stage B
-    ANDs and ORs them into ``rx_mem``'s ``tracked`` bit. ``rx.ready`` comes from registers
-    and ``rx_mem.ready`` only. Programming takes three stages: the new region's end and
+    throughput one store per cycle while the outputs are ready (a refused store leaves stage
+    A at once). Stage A classifies: three compares (``base <= addr < end`` and
+    ``addr + bytes <= end``) and one add (``addr + remote_base - base``) per region, all in
+    parallel on the region's stored ``end`` and translation, which programming computes;
+    its paths are one ``addr_width`` carry chain into a register, except the crossing
+    check, whose compare follows the one shared add ``addr + bytes`` (two chains; not on the
+    path of any enable). It registers the compares and every region's valid bit and
+    result. Stage B forms the one-hot hit from those registers and selects with it (an
+    AND-OR, which grows with ``log2(regions)``) into the output registers, and counts; the
+    store's class (local, remote, tracked, unmapped or crossing), which ``store.ready`` and
+    the counters wait on, is an AND-OR of stage A's registers alone.
+    Received packets take two cycles, one packet per cycle while ``rx_mem`` is ready (a
+    refused packet leaves rx stage A at once): rx stage A compares the packet with every
+    region (the same three compares each, in parallel) and its device with ``device_id``,
+    and registers them with the packet and which regions are valid and ``TRACKED``,
+    ``LOCAL`` or ``TRACKED``, and ``REMOTE``; rx stage B ANDs and ORs them into the verdict
+    and ``rx_mem``'s ``tracked`` bit. ``rx.ready`` comes from registers and ``rx_mem.ready``
+    only. Programming takes three stages: the new region's end and
     translation are computed and registered, then it is compared with every other region
     (each compare into its own register) and its end with the top of the address space,
     then the compares are ANDed and ORed into the clash, the verdict is taken and the region
-    written. Region valid bits and the stages' and outputs' ``valid`` are reset; the derived
-    ``end`` and translation are not (they are only read while their region is valid).
+    written. Region valid bits, the stages' and outputs' ``valid``, ``errors``, ``stats``
+    and ``capture`` are reset; the derived ``end`` and translation are not (they are only
+    read while their region is valid), nor are the stages' other registers.
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
         self._p = check_params(params, self)
         super().__init__({
-            "store":   In(stream.Signature(store_layout(params))),
-            "program": In(stream.Signature(region_program_layout(params), always_ready=True)),
-            "net":     Out(stream.Signature(net_packet_layout(params))),
-            "mem":     Out(stream.Signature(mem_store_layout(params))),
-            "rx":      In(stream.Signature(net_packet_layout(params))),
-            "rx_mem":  Out(stream.Signature(mem_store_layout(params))),
-            "errors":  Out(addrmap_errors_layout(params)),
-            "clear":   In(addrmap_errors_layout(params)),
-            "stats":   Out(addrmap_stats_layout(params)),
+            "store":     In(stream.Signature(store_layout(params))),
+            "program":   In(stream.Signature(region_program_layout(params), always_ready=True)),
+            "net":       Out(stream.Signature(net_packet_layout(params))),
+            "mem":       Out(stream.Signature(mem_store_layout(params))),
+            "rx":        In(stream.Signature(net_packet_layout(params))),
+            "rx_mem":    Out(stream.Signature(mem_store_layout(params))),
+            "device_id": In(params.device_width),
+            "errors":    Out(addrmap_errors_layout(params)),
+            "clear":     In(addrmap_errors_layout(params)),
+            "stats":     Out(addrmap_stats_layout(params)),
+            "capture":   Out(addrmap_capture_layout(params)),
         })
 
     @property
@@ -139,17 +169,18 @@ class AddrMap(wiring.Component):
         #   (``_program_stages``), P3 decides and writes the region (``_program_write``), and
         #   P2 compares the request with every region and the write ahead
         #   (``_program_compare``);
-        # * the sticky ``errors``, set by programming's rejections.
+        # * the error events of all three (``_errors``): the sticky ``errors``, the
+        #   refusals' counters and ``capture``.
         m = Module()
         t = self._table()
         store = self._classify(m, t)
         self._store_outputs(m, store)
         self._store_counters(m, store)
-        self._rx_path(m, t)
+        rx = self._rx_path(m, t)
         prog = self._program_stages(m)
-        p3_lines, we, set_err = self._program_write(m, t, prog)
+        p3_lines, we, prog_events = self._program_write(m, t, prog)
         self._program_compare(m, t, prog, p3_lines, we)
-        sticky_errors(m, self.errors, self.clear, set_err)
+        self._errors(m, store, rx, prog, prog_events)
         return m
 
     def _table(self):
@@ -167,21 +198,22 @@ class AddrMap(wiring.Component):
                   for i in range(p.regions)]
         return SimpleNamespace(regions=regions, ends=ends, deltas=deltas)
 
-    def _compares(self, m, t, addr, name):
-        """Stage A's lookup of ``addr`` in the table ``t``: per region, ``addr >= base`` and
-        ``addr < end``, each one carry chain straight into its own register (``ge``, ``lt``:
-        no gate joins two chains before a register), and ``on``, the region's part of the
-        hit, which the caller registers. Returns the registers, their updates and the hit
-        lines ``on & ge & lt``, formed from the registers in stage B."""
+    def _compares(self, m, t, addr, nbytes, name):
+        """Stage A's lookup of a request (``addr``, ``nbytes``) in the table ``t``: per
+        region, ``addr >= base``, ``addr < end`` (each one carry chain straight into its own
+        register: ``ge``, ``lt``) and ``addr + nbytes <= end`` (``fits``: the request's own
+        end, one add shared by every region, then one compare into the register). Returns
+        the registers and their updates."""
         p = self._p
-        lines = SimpleNamespace(**{k: Signal(p.regions, name=f"{name}_{k}",
-                                             reset_less=True) for k in ("ge", "lt", "on")})
+        lines = SimpleNamespace(**{k: Signal(p.regions, name=f"{name}_{k}", reset_less=True)
+                                   for k in ("ge", "lt", "fits")})
+        stop = Signal(max(p.addr_width, len(nbytes)) + 1, name=f"{name}_stop")
+        m.d.comb += stop.eq(addr + nbytes)      # one past the request's last byte
         update = []
         for i, r in enumerate(t.regions):
-            update += [lines.ge[i].eq(addr >= r.base), lines.lt[i].eq(addr < t.ends[i])]
-        hits = Signal(p.regions, name=f"{name}_hits")
-        m.d.comb += hits.eq(lines.on & lines.ge & lines.lt)
-        return lines, update, hits
+            update += [lines.ge[i].eq(addr >= r.base), lines.lt[i].eq(addr < t.ends[i]),
+                       lines.fits[i].eq(stop <= t.ends[i])]
+        return lines, update
 
     def _classify(self, m, t):
         """The store path's stages A and B up to the outputs: stage A's registers and their
@@ -190,16 +222,17 @@ class AddrMap(wiring.Component):
         p = self._p
         aw = p.addr_width
         regions = t.regions
-        # --- classify, stage A: two compares and one add per region, in parallel ------------
+        # --- classify, stage A: three compares and one add per region, in parallel ---------
         # (a region matches when base <= addr < end; every region computes its own
-        # translated address). Registered with the store: both compares, every region's
+        # translated address). Registered with the store: the compares, every region's
         # valid bit, translated address and device, and the valid regions of each mode (a
         # copy, so that a region written meanwhile does not change a store already
         # classified).
         st = self.store.payload
         a_valid   = Signal()
         a_store   = Signal(store_layout(p), reset_less=True)
-        a_lines, a_update, a_hits = self._compares(m, t, st.addr, "a")
+        a_lines, a_update = self._compares(m, t, st.addr, st.bytes, "a")
+        a_on      = Signal(p.regions, name="a_on", reset_less=True)     # valid regions
         a_targets = [Signal(aw, name=f"a_target{i}", reset_less=True) for i in range(p.regions)]
         a_devices = [Signal(p.device_width, name=f"a_device{i}", reset_less=True)
                      for i in range(p.regions)]
@@ -210,6 +243,10 @@ class AddrMap(wiring.Component):
         # --- stage B: the one-hot hit lines from the registered compares, then the select
         # into the output registers. At most one region hits (the table never overlaps), so
         # the select is an AND-OR of the hit lines, not a priority chain.
+        within = a_lines.ge & a_lines.lt
+        a_hits = Signal(p.regions, name="a_hits")
+        m.d.comb += a_hits.eq(a_on & within)
+
         def select(values):
             return reduce(operator.or_, (Mux(a_hits[i], v, 0) for i, v in enumerate(values)))
         device = Signal(p.device_width)
@@ -219,17 +256,21 @@ class AddrMap(wiring.Component):
             target.eq(select(a_targets)),
         ]
         # The store's class, each an AND-OR of stage A's registers alone (no select), as
-        # they decide ``store.ready`` and which counter counts. At most one is set.
+        # they decide ``store.ready`` and which counter counts. At most one is set: a store
+        # that fits in its region is local, remote or tracked by the region's mode; one that
+        # ends past it ``crosses`` (refused); one in no region is none of them (unmapped).
         local, remote, tracked = (Signal(name=n) for n in ("local", "remote", "tracked"))
-        m.d.comb += [line.eq((a_modes[mode] & a_lines.ge & a_lines.lt).any())
+        crosses = Signal(name="crosses")
+        m.d.comb += [line.eq((a_modes[mode] & within & a_lines.fits).any())
                      for line, mode in ((local, RegionMode.LOCAL), (remote, RegionMode.REMOTE),
                                         (tracked, RegionMode.TRACKED))]
+        m.d.comb += crosses.eq((a_hits & ~a_lines.fits).any())
 
         net, mem = self.net, self.mem
         net_free, mem_free = ~net.valid | net.ready, ~mem.valid | mem.ready
-        advance = Signal()                          # stage A moves into its output register
+        advance = Signal()                          # stage A moves on (or is refused)
         m.d.comb += [
-            advance.eq(a_valid & Mux(remote, net_free, mem_free)),
+            advance.eq(a_valid & (crosses | Mux(remote, net_free, mem_free))),
             self.store.ready.eq(~a_valid | advance),
         ]
         # Stage A loads whenever it is ready, a store or not (its registers other than
@@ -237,15 +278,15 @@ class AddrMap(wiring.Component):
         # ``store.ready`` alone.
         with m.If(self.store.ready):
             m.d.sync += [a_valid.eq(self.store.valid), a_store.eq(st), *a_update,
-                         a_lines.on.eq(Cat(r.valid for r in regions)),
+                         a_on.eq(Cat(r.valid for r in regions)),
                          *(a_modes[mode].eq(Cat(r.valid & (r.mode == mode) for r in regions))
                            for mode in a_modes)]
             for i, r in enumerate(regions):
                 m.d.sync += [a_targets[i].eq(st.addr + t.deltas[i]),
                              a_devices[i].eq(r.device)]
         return SimpleNamespace(a_valid=a_valid, a_store=a_store, device=device, target=target,
-                               local=local, remote=remote, tracked=tracked, advance=advance,
-                               net_free=net_free, mem_free=mem_free)
+                               local=local, remote=remote, tracked=tracked, crosses=crosses,
+                               advance=advance, net_free=net_free, mem_free=mem_free)
 
     def _store_outputs(self, m, s):
         """Stage B's output registers, ``net`` and ``mem``, loaded from the classified store
@@ -260,7 +301,7 @@ class AddrMap(wiring.Component):
             m.d.sync += mem.valid.eq(0)
         with m.If(s.advance & s.remote):
             m.d.sync += net.valid.eq(1)
-        with m.If(s.advance & ~s.remote):
+        with m.If(s.advance & ~s.remote & ~s.crosses):
             m.d.sync += mem.valid.eq(1)
         with m.If(s.net_free):
             m.d.sync += [
@@ -280,11 +321,12 @@ class AddrMap(wiring.Component):
             ]
 
     def _store_counters(self, m, s):
-        """The ``stats`` counters, one per class of the store ``s`` leaving stage A."""
+        """The ``stats`` counters of the stores' classes, one per class of the store ``s``
+        leaving stage A (a refused store is counted with the errors)."""
         # Each counter's enable is its class and the free output it goes to (the classes
         # exclude each other, so that is ``advance`` for a store of that class).
         st = self.stats
-        unmapped = ~(s.local | s.remote | s.tracked)
+        unmapped = ~(s.local | s.remote | s.tracked | s.crosses)
         for counter, line, free in ((st.local, s.local, s.mem_free),
                                     (st.tracked, s.tracked, s.mem_free),
                                     (st.remote, s.remote, s.net_free),
@@ -293,46 +335,75 @@ class AddrMap(wiring.Component):
 
     def _rx_path(self, m, t):
         """The rx path: rx stage A (the packet and its compares with the table ``t``) and rx
-        stage B (the ``tracked`` bit, into ``rx_mem``)."""
+        stage B (the checks and the ``tracked`` bit, into ``rx_mem``). Returns the packet in
+        rx stage A and its error events (fields of :func:`addrmap_errors_layout`)."""
         p = self._p
         regions = t.regions
-        # --- rx, stage A: the same table, its own comparators, two compares per region ------
-        # Registered with the packet, with the regions that are valid and TRACKED, so a
-        # packet is classified by the table as it stands when it is accepted.
+        # --- rx, stage A: the same table, its own comparators, three compares per region ---
+        # Registered with the packet, with the regions that are valid and of each kind
+        # (TRACKED; receiving: LOCAL or TRACKED; REMOTE), and whether the packet is for
+        # another device, so a packet is checked against the table and the device number
+        # as they stand when it is accepted.
         rx, rx_mem = self.rx.payload, self.rx_mem
         rx_a_valid = Signal()
-        rx_a       = Signal(store_layout(p), reset_less=True)
-        rx_lines, rx_update, rx_a_hits = self._compares(m, t, rx.addr, "rx_a")
+        rx_a       = Signal(net_packet_layout(p), reset_less=True)
+        rx_lines, rx_update = self._compares(m, t, rx.addr, rx.bytes, "rx_a")
+        rx_on = {k: Signal(p.regions, name=f"rx_a_{k}", reset_less=True)
+                 for k in ("tracked", "receive", "remote")}
+        rx_a_other = Signal(name="rx_a_other", reset_less=True)    # device != device_id
 
-        # --- rx, stage B: the OR of the hit lines, into the output register -----------------
-        rx_advance = Signal()                       # rx stage A moves into rx_mem
+        # --- rx, stage B: the checks and the tracked bit, ANDs and ORs of the registers ----
+        # At most one region holds the address. The events exclude each other, in order:
+        # another device; a REMOTE region; no receiving region; past the receiving region's
+        # end. A packet is accepted when it is for this device and fits in a receiving one.
+        within = rx_lines.ge & rx_lines.lt
+        in_receive, in_remote, fits = (Signal(name=f"rx_{n}") for n in
+                                       ("in_receive", "in_remote", "fits"))
+        accept = Signal(name="rx_accept")
         m.d.comb += [
-            rx_advance.eq(rx_a_valid & (~rx_mem.valid | rx_mem.ready)),
+            in_receive.eq((rx_on["receive"] & within).any()),
+            in_remote.eq((rx_on["remote"] & within).any()),
+            fits.eq((rx_on["receive"] & within & rx_lines.fits).any()),
+            accept.eq(~rx_a_other & fits),
+        ]
+        events = SimpleNamespace(
+            rx_misrouted=rx_a_valid & rx_a_other,
+            rx_remote=rx_a_valid & ~rx_a_other & in_remote,
+            rx_unmapped=rx_a_valid & ~rx_a_other & ~in_remote & ~in_receive,
+            rx_crosses=rx_a_valid & ~rx_a_other & in_receive & ~fits)
+
+        rx_advance = Signal()                       # rx stage A moves on (or is refused)
+        rx_free = ~rx_mem.valid | rx_mem.ready
+        m.d.comb += [
+            rx_advance.eq(rx_a_valid & (~accept | rx_free)),
             self.rx.ready.eq(~rx_a_valid | rx_advance),
         ]
         with m.If(self.rx.valid & self.rx.ready):
             m.d.sync += [
                 rx_a_valid.eq(1),
-                rx_a.addr.eq(rx.addr),
-                rx_a.tile.eq(rx.tile),
-                rx_a.bytes.eq(rx.bytes),
-                rx_a.kind.eq(rx.kind),
+                rx_a.eq(rx),
                 *rx_update,
-                rx_lines.on.eq(Cat(r.valid & (r.mode == RegionMode.TRACKED) for r in regions)),
+                rx_a_other.eq(rx.device != self.device_id),
+                *(rx_on[k].eq(Cat(r.valid & reduce(operator.or_, (r.mode == mode
+                                                                  for mode in modes))
+                                  for r in regions)) for k, modes in _RX_KINDS.items()),
             ]
         with m.Elif(rx_advance):
             m.d.sync += rx_a_valid.eq(0)
         with m.If(rx_mem.ready):
             m.d.sync += rx_mem.valid.eq(0)
-        with m.If(rx_advance):
+        with m.If(rx_advance & accept):
+            m.d.sync += rx_mem.valid.eq(1)
+        # The payload loads whenever ``rx_mem`` is free (it is only read while ``valid``).
+        with m.If(rx_free):
             m.d.sync += [
-                rx_mem.valid.eq(1),
                 rx_mem.payload.addr.eq(rx_a.addr),
                 rx_mem.payload.tile.eq(rx_a.tile),
                 rx_mem.payload.bytes.eq(rx_a.bytes),
                 rx_mem.payload.kind.eq(rx_a.kind),
-                rx_mem.payload.tracked.eq(rx_a_hits.any()),
+                rx_mem.payload.tracked.eq((rx_on["tracked"] & within).any()),
             ]
+        return SimpleNamespace(packet=rx_a, events=events)
 
     def _program_stages(self, m):
         """Programming's pipeline registers: P1 registers the request into P2 (``p2``) with
@@ -382,7 +453,7 @@ class AddrMap(wiring.Component):
         """P3: the request's clash, verdict and write into the table ``t`` (from registers
         only). Returns P2's compare registers (``p3_lines``, loaded by
         :meth:`_program_compare`), the regions written this cycle (``we``) and the error
-        events (``set_err``)."""
+        events (``bad_region``, ``overlap``)."""
         p3, n = prog.p3, self._p.regions
         # P2's registered compares, one bit per region, then one for the request in P3 (the
         # write ahead): the other valid with another index and the request's base below the
@@ -401,17 +472,14 @@ class AddrMap(wiring.Component):
         m.d.comb += clash.eq(p3_lines.lo & p3_lines.hi & ~p3_lines.stale)
         we = Signal(n)                                  # region i written this cycle
         m.d.comb += we.eq(p3_lines.rm | (p3_lines.ok & ~clash.any().replicate(n)))
-        set_err = Signal(addrmap_errors_layout(self._p))
-        m.d.comb += [
-            set_err.bad_region.eq(p3.valid & p3.req.valid & p3.bad),
-            set_err.overlap.eq(p3_lines.ok.any() & clash.any()),
-        ]
+        events = SimpleNamespace(bad_region=p3.valid & p3.req.valid & p3.bad,
+                                 overlap=p3_lines.ok.any() & clash.any())
         for i, r in enumerate(t.regions):
             with m.If(we[i]):
                 for name in region_layout(self._p).members:
                     m.d.sync += r[name].eq(p3.req[name])
                 m.d.sync += [t.ends[i].eq(p3.end), t.deltas[i].eq(p3.delta)]
-        return p3_lines, we, set_err
+        return p3_lines, we, events
 
     def _program_compare(self, m, t, prog, p3_lines, we):
         """P2: the request's compares with every region of ``t`` and with the write ahead
@@ -431,3 +499,25 @@ class AddrMap(wiring.Component):
             this = p2.valid & (p2.req.index == i)
             m.d.sync += [p3_lines.ok[i].eq(this & p2.req.valid & ~bad),
                          p3_lines.rm[i].eq(this & ~p2.req.valid)]
+
+    def _errors(self, m, store, rx, prog, prog_events):
+        """The error events of the store path (``store``, :meth:`_classify`), the rx path
+        (``rx``, :meth:`_rx_path`) and programming (``prog``, ``prog_events``): the sticky
+        ``errors``, the refusals' counters and ``capture``, registered together."""
+        events = Signal(addrmap_errors_layout(self._p))
+        store_crosses = store.a_valid & store.crosses
+        m.d.comb += [events.store_crosses.eq(store_crosses),
+                     *(events[k].eq(v) for k, v in vars(rx.events).items()),
+                     *(events[k].eq(v) for k, v in vars(prog_events).items())]
+        sticky_errors(m, self.errors, self.clear, events)
+        for name in ("store_crosses", *vars(rx.events)):
+            count(m, self.stats[name], events[name])
+        # The details of this cycle's events, registered with them: a refused store's win
+        # over a refused packet's, which win over a rejected region write's.
+        cap, st, pk, req = self.capture, store.a_store, rx.packet, prog.p3.req
+        with m.If(store_crosses):
+            m.d.sync += [cap.addr.eq(st.addr), cap.device.eq(store.device), cap.tile.eq(st.tile)]
+        with m.Elif(reduce(operator.or_, vars(rx.events).values())):
+            m.d.sync += [cap.addr.eq(pk.addr), cap.device.eq(pk.device), cap.tile.eq(pk.tile)]
+        with m.Elif(prog_events.bad_region | prog_events.overlap):
+            m.d.sync += [cap.addr.eq(req.base), cap.device.eq(req.device), cap.tile.eq(0)]

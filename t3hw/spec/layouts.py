@@ -386,20 +386,45 @@ def region_program_layout(p: EngineParams):
 
 
 def addrmap_errors_layout(p: EngineParams):
-    """Sticky error bits of the address map (bit order = register bit order)."""
+    """Sticky error bits of the address map (bit order = register bit order).
+
+    The first two are region writes (rejected, the table unchanged); the others are stores
+    and received packets refused: consumed, nothing written or sent, each counted in the
+    counter of the same name (:func:`addrmap_stats_layout`). A received packet sets exactly
+    one ``rx_*`` bit, the first that applies in the order below."""
     return data.StructLayout({
         #: A region write with size 0, an end past the top of the address space, or an
         #: unknown mode (rejected).
-        "bad_region": 1,
+        "bad_region":    1,
         #: A region write overlapping another valid region (rejected).
-        "overlap":    1,
+        "overlap":       1,
+        #: A store that starts in a region and ends past it (``addr + bytes > base +
+        #: size``), whatever the region's mode (refused). A store in no region is not
+        #: checked (it goes to local memory, ``unmapped``).
+        "store_crosses": 1,
+        #: A received packet for another device (``device != device_id``) (refused).
+        "rx_misrouted":  1,
+        #: A received packet whose address lies in a ``REMOTE`` region, this GPU's own send
+        #: window (refused).
+        "rx_remote":     1,
+        #: A received packet whose address lies in no ``LOCAL`` or ``TRACKED`` region (and
+        #: in no ``REMOTE`` one) (refused).
+        "rx_unmapped":   1,
+        #: A received packet that starts in a ``LOCAL`` or ``TRACKED`` region and ends past
+        #: it (``addr + bytes > base + size``) (refused).
+        "rx_crosses":    1,
     })
 
 
 def addrmap_capture_layout(p: EngineParams):
     """Details of the address map's error events, shown by its ``capture`` output in the
     cycle its ``errors`` output shows the events: the address, device and tile of the store
-    or received packet concerned (or of the region write: its base and device)."""
+    or received packet concerned (or of the region write: its base and device).
+
+    A refused store gives its address, its region's ``device`` and its tile; a refused
+    packet its address, ``device`` and tile as received; a rejected region write its
+    ``base``, its ``device`` and tile 0. When events coincide, a store's wins over a
+    packet's, which wins over a region write's."""
     return data.StructLayout({
         "addr":   p.addr_width,
         "device": p.device_width,
@@ -408,13 +433,19 @@ def addrmap_capture_layout(p: EngineParams):
 
 
 def addrmap_stats_layout(p: EngineParams):
-    """Statistics counters of the address map (all ``counter_width`` bits, wrapping)."""
+    """Statistics counters of the address map (all ``counter_width`` bits, wrapping). The
+    refusals are counted under the name of their error bit (:func:`addrmap_errors_layout`)."""
     w = p.counter_width
     return data.StructLayout({
-        "local":    w,   # stores to LOCAL regions
-        "tracked":  w,   # stores to TRACKED regions
-        "remote":   w,   # stores to REMOTE regions (sent as update packets)
-        "unmapped": w,   # stores matching no region (sent to local memory, untracked)
+        "local":         w,   # stores to LOCAL regions
+        "tracked":       w,   # stores to TRACKED regions
+        "remote":        w,   # stores to REMOTE regions (sent as update packets)
+        "unmapped":      w,   # stores matching no region (sent to local memory, untracked)
+        "store_crosses": w,   # stores refused: they cross their region's end
+        "rx_misrouted":  w,   # packets refused: for another device
+        "rx_remote":     w,   # packets refused: in a REMOTE region
+        "rx_unmapped":   w,   # packets refused: in no LOCAL or TRACKED region
+        "rx_crosses":    w,   # packets refused: they cross their region's end
     })
 
 

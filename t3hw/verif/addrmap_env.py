@@ -9,21 +9,22 @@ its reference model (:class:`sim_models.addrmap.AddrMapModel`), and the scenario
   cycle: ``store.ready`` and ``rx.ready``, and ``valid`` and every payload field of ``net``,
   ``mem`` and ``rx_mem``, every cycle.
 * Scenarios shared by the amaranth.sim tests and the cocotb testbench: :func:`drain`,
-  :func:`boundaries`, :func:`provoke_errors`, :func:`back_to_back`.
+  :func:`boundaries`, :func:`provoke_errors`, :func:`refusals`, :func:`back_to_back`.
 
 Field names come from :mod:`t3hw.spec.layouts` through :class:`~t3hw.spec.layouts.Codec`.
 """
 
 from t3hw.spec.contract import ADDRMAP_VERDICT_CYCLES as VERDICT_CYCLES
-from t3hw.spec.layouts import (Codec, RegionMode, WriteKind, mem_store_layout,
-                               net_packet_layout, region_program_layout, store_layout)
+from t3hw.spec.layouts import (Codec, RegionMode, WriteKind, addrmap_capture_layout,
+                               mem_store_layout, net_packet_layout, region_program_layout,
+                               store_layout)
 
 from sim_models.addrmap import AddrMapModel
 
 from .env import Stall, StreamEnv
 
 
-__all__ = ["AddrMapEnv", "drain", "boundaries", "provoke_errors", "back_to_back"]
+__all__ = ["AddrMapEnv", "drain", "boundaries", "provoke_errors", "refusals", "back_to_back"]
 
 
 class AddrMapEnv(StreamEnv):
@@ -39,65 +40,90 @@ class AddrMapEnv(StreamEnv):
     errors : float
         Rate of deliberately bad region writes, in [0, 1).
     stall : float
-        Probability per cycle that a back-pressure burst starts on ``net`` and on ``mem``
-        (each), in [0, 1).
+        Probability per cycle that a back-pressure burst starts on ``net``, on ``mem`` and
+        on ``rx_mem`` (each), in [0, 1).
+    misrouted : float
+        Rate of random packets for another device than ``device_id``, in [0, 1).
+
+    Stimulus: stores and packets aimed at region boundaries (``base - 1``, ``base``,
+    ``base + size - 1``, ``base + size``) and at the last ``burst_bytes`` of a region with
+    random byte counts (some crossing its end), so every class and every refusal occurs;
+    ``device_id`` (:attr:`device_id`) is random and changes now and then.
 
     Scoring, every cycle: ``store.ready`` is high exactly when the classified store ahead
-    (stage A) is empty or moves into its output this cycle (its output empty or being
-    taken); ``net`` and ``mem`` show exactly the store that moved there last (held while not
-    taken), field by field, as :class:`AddrMapModel` classified it when it was accepted.
-    Packets the same way: ``rx.ready`` is high exactly when the classified packet ahead (rx
-    stage A) is empty or moves into ``rx_mem`` this cycle, and ``rx_mem`` shows the packet
-    that moved there last, with ``tracked`` from the model's table when it was accepted.
-    Region writes apply ``VERDICT_CYCLES - 1`` cycles after they are presented (after the
-    store and the packet accepted in that cycle), in order, as in the RTL.
+    (stage A) is empty or moves on this cycle (its output empty or being taken, or the store
+    refused); ``net`` and ``mem`` show exactly the store that moved there last (held while
+    not taken), field by field, as :class:`AddrMapModel` classified it when it was accepted.
+    Packets the same way: ``rx.ready`` is high exactly when the packet ahead (rx stage A) is
+    empty or moves on this cycle (into ``rx_mem``, empty or being taken, or refused), and
+    ``rx_mem`` shows the packet that moved there last, with ``tracked`` from the model's
+    table when it was accepted. Region writes apply ``VERDICT_CYCLES - 1`` cycles after they
+    are presented (after the store and the packet accepted in that cycle), in order, as in
+    the RTL. ``errors`` and ``capture``, every cycle: a refused store or packet is an event
+    in the cycle it leaves stage A, a rejected region write in its third stage; ``errors``
+    shows the cycle's events one cycle later (sticky, ``clear`` applied), ``capture`` the
+    details of the one that wins (store, then packet, then region write) and holds them.
 
     ``rx_held`` counts the cycles in which a packet on ``rx`` was refused because rx stage A
-    held one behind a stalled ``rx_mem`` (both full).
+    held one behind a stalled ``rx_mem`` (both full); ``coincident`` the cycles with more
+    than one error event.
     """
 
     in_streams  = ("store", "program", "rx")
     out_streams = ("net", "mem", "rx_mem")
-    in_flags    = ("clear",)
-    out_flags   = ("errors", "stats")
+    in_flags    = ("clear", "device_id")
+    out_flags   = ("errors", "stats", "capture")
     always_ready = ("program",)
 
-    def __init__(self, params, rng, *, stores=0, errors=0.05, stall=0.1):
+    def __init__(self, params, rng, *, stores=0, errors=0.05, stall=0.1, misrouted=0.05):
         super().__init__()
-        for name, value in (("errors", errors), ("stall", stall)):
+        for name, value in (("errors", errors), ("stall", stall), ("misrouted", misrouted)):
             if not 0 <= value < 1:
                 raise ValueError(f"{name} must be in [0, 1), not {value!r}")
         self.p, self.rng = params, rng
         self.model = AddrMapModel(params)
-        self.stores, self.error_rate = stores, errors
+        self.stores, self.error_rate, self.misrouted = stores, errors, misrouted
         self.store_c   = Codec(store_layout(params))
         self.program_c = Codec(region_program_layout(params))
         self.net_c     = Codec(net_packet_layout(params))
         self.mem_c     = Codec(mem_store_layout(params))
+        self.capture_c = Codec(addrmap_capture_layout(params))
         self.net_stall = Stall(rng, stall, 12)
         self.mem_stall = Stall(rng, stall, 12)
         self.rx_stall  = Stall(rng, stall, 12)
+        self.device_id = rng.getrandbits(params.device_width) if stores else 0
         self.store = None           # fields presented on `store`
         self.rx = None              # fields presented on `rx`
         self.received = 0           # packets accepted on `rx`
-        self.rx_tracked = 0         # ... of which tracked
-        self.rx_a = None            # fields of a packet classified, before rx_mem
+        self.rx_tracked = 0         # ... of which written, tracked
+        self.rx_refused = 0         # ... of which refused
+        self.rx_a = None            # (where, fields) of a packet checked, before rx_mem
         self.rx_held = 0            # cycles `rx` refused: stage A and rx_mem full, stalled
         self.prog = None            # (index, fields) presented on `program` this cycle
         self.late = [None] * (VERDICT_CYCLES - 1)   # ...before: applied in P3, in order
-        self.scripted = []          # ("store", fields) / ("program", index, fields), in order
+        self.scripted = []          # ("store"/"rx", fields) / ("program", index, fields)
         self.out = {"net": None, "mem": None, "rx_mem": None}   # expected output registers
-        self.stage_a = None         # (output, fields): a store classified, before its output
+        self.stage_a = None         # (where, fields): a store classified, before its output
         self.sent = 0               # stores accepted
         self.taken = {"net": 0, "mem": 0, "rx_mem": 0}
         self.rejected = 0           # region writes rejected
         self.clear = 0
+        self.errors_out = 0         # expected `errors`
+        self.capture = dict.fromkeys(self.capture_c.names, 0)   # expected `capture`
+        self.coincident = 0         # cycles with more than one error event
 
     # -- stimulus --------------------------------------------------------------------------
     def send(self, addr, tile=0, bytes=1, kind=WriteKind.STORE):
         """Directed: present a store (after the requests already scripted)."""
         self.scripted.append(("store", dict(addr=addr, tile=tile, bytes=bytes,
                                             kind=int(getattr(kind, "value", kind)))))
+
+    def receive(self, addr, device=None, tile=0, bytes=1, kind=WriteKind.UPDATE):
+        """Directed: present a packet on ``rx`` (after the requests already scripted), for
+        :attr:`device_id` unless ``device`` is given."""
+        self.scripted.append(("rx", dict(device=self.device_id if device is None else device,
+                                         addr=addr, tile=tile, bytes=bytes,
+                                         kind=int(getattr(kind, "value", kind)))))
 
     def write(self, index, **region):
         """Directed: present a region write (after the requests already scripted)."""
@@ -132,44 +158,61 @@ class AddrMapEnv(StreamEnv):
         return region
 
     def _address(self):
+        """A random address, mostly at a valid region's boundaries or in its last
+        ``burst_bytes`` bytes (where a request may cross its end)."""
         p, rng = self.p, self.rng
         mask = (1 << p.addr_width) - 1
         valid = [r for r in self.model.regions if r is not None]
         if not valid or rng.random() < 0.1:
             return rng.getrandbits(p.addr_width)
         r = rng.choice(valid)
-        return rng.choice([r["base"] - 1, r["base"], r["base"] + r["size"] - 1,
-                           r["base"] + r["size"],
+        end = r["base"] + r["size"]
+        return rng.choice([r["base"] - 1, r["base"], end - 1, end,
+                           end - rng.randint(1, p.burst_bytes),
                            r["base"] + rng.randint(0, r["size"] - 1)]) & mask
 
-    def inputs(self):
+    def _random(self):
+        """This cycle's random stimulus (while stores are left to send)."""
         p, rng = self.p, self.rng
+        if self.store is None and rng.random() < 0.8:
+            self.store = dict(addr=self._address(), tile=rng.getrandbits(p.tile_width),
+                              bytes=rng.randint(1, p.burst_bytes),
+                              kind=rng.choice(list(WriteKind)).value)
+        if self.prog is None and rng.random() < 0.03:
+            self.prog = (rng.randrange(p.regions), self._region())
+        if self.rx is None and rng.random() < 0.5:
+            device = self.device_id
+            if rng.random() < self.misrouted:
+                device ^= rng.randint(1, (1 << p.device_width) - 1)
+            self.rx = dict(device=device, addr=self._address(),
+                           kind=rng.choice(list(WriteKind)).value,
+                           tile=rng.getrandbits(p.tile_width),
+                           bytes=rng.randint(1, p.burst_bytes))
+        if rng.random() < 0.002:
+            self.device_id = rng.getrandbits(p.device_width)
+
+    def inputs(self):
         self.prog = None
-        if self.store is None and self.scripted and self.scripted[0][0] == "store":
-            self.store = self.scripted.pop(0)[1]
-        elif self.store is None and self.scripted:
-            self.prog = self.scripted.pop(0)[1:]
+        if self.scripted and self.store is None and self.rx is None:
+            head = self.scripted.pop(0)
+            if head[0] == "store":
+                self.store = head[1]
+            elif head[0] == "rx":
+                self.rx = head[1]
+            else:
+                self.prog = head[1:]
         if self.sent < self.stores:
-            if self.store is None and rng.random() < 0.8:
-                self.store = dict(addr=self._address(), tile=rng.getrandbits(p.tile_width),
-                                  bytes=rng.randint(1, p.burst_bytes),
-                                  kind=rng.choice(list(WriteKind)).value)
-            if self.prog is None and rng.random() < 0.03:
-                self.prog = (rng.randrange(p.regions), self._region())
-            if self.rx is None and rng.random() < 0.5:
-                self.rx = dict(device=rng.getrandbits(p.device_width), addr=self._address(),
-                               kind=rng.choice(list(WriteKind)).value,
-                               tile=rng.getrandbits(p.tile_width),
-                               bytes=rng.randint(1, p.burst_bytes))
+            self._random()
         return {
-            "rx":      None if self.rx is None else self.net_c.pack(**self.rx),
-            "rx_mem":  self.rx_stall.ready(),
-            "store":   None if self.store is None else self.store_c.pack(**self.store),
-            "program": None if self.prog is None
+            "rx":        None if self.rx is None else self.net_c.pack(**self.rx),
+            "rx_mem":    self.rx_stall.ready(),
+            "store":     None if self.store is None else self.store_c.pack(**self.store),
+            "program":   None if self.prog is None
             else self.program_c.pack(index=self.prog[0], **self.prog[1]),
-            "net":     self.net_stall.ready(),
-            "mem":     self.mem_stall.ready(),
-            "clear":   self.clear,
+            "net":       self.net_stall.ready(),
+            "mem":       self.mem_stall.ready(),
+            "clear":     self.clear,
+            "device_id": self.device_id,
         }
 
     # -- scoring ---------------------------------------------------------------------------
@@ -179,11 +222,20 @@ class AddrMapEnv(StreamEnv):
         for name in ("net", "mem", "rx_mem"):
             got = None if outs[name] is None else codecs[name].unpack(outs[name])
             assert got == self.out[name], f"cycle {cyc}: {name} {got}, model {self.out[name]}"
+        errors = self.model.errors_codec.unpack(outs["errors"])
+        expect = self.model.errors_codec.unpack(self.errors_out)
+        assert errors == expect, f"cycle {cyc}: errors {errors}, model {expect}"
+        capture = self.capture_c.unpack(outs["capture"])
+        assert capture == self.capture, f"cycle {cyc}: capture {capture}, model {self.capture}"
+
+        def moves(stage):       # a stage's request leaves it this cycle (taken or refused)
+            return stage is not None and (stage[0] not in self.out or self.out[stage[0]] is None
+                                          or ins[stage[0]])
         a = self.stage_a
-        advance = a is not None and (self.out[a[0]] is None or ins[a[0]])
+        advance = moves(a)
         free = a is None or advance
         assert outs["store"] == free, f"cycle {cyc}: store.ready {outs['store']}, model {free}"
-        rx_advance = self.rx_a is not None and (self.out["rx_mem"] is None or ins["rx_mem"])
+        rx_advance = moves(self.rx_a)
         rx_free = self.rx_a is None or rx_advance
         assert outs["rx"] == rx_free, f"cycle {cyc}: rx.ready {outs['rx']}, model {rx_free}"
         self.rx_held += self.rx is not None and not rx_free
@@ -191,25 +243,38 @@ class AddrMapEnv(StreamEnv):
             if self.out[name] is not None and ins[name]:
                 self.out[name] = None
                 self.taken[name] += 1
+        events = []                                 # (error, capture fields), winner first
+        for stage, leaves in ((a, advance), (self.rx_a, rx_advance)):
+            if leaves and stage[0] in self.out:
+                self.out[stage[0]] = stage[1]
+            elif leaves:
+                events.append(stage)
         if rx_advance:
-            self.out["rx_mem"] = self.rx_a
             self.rx_a = None
         if self.rx is not None and rx_free:
+            self.model.device_id = ins["device_id"]
             self.rx_a = self.model.receive(**self.rx)
-            self.rx_tracked += self.rx_a["tracked"]
+            self.rx_tracked += self.rx_a[0] == "rx_mem" and self.rx_a[1]["tracked"]
+            self.rx_refused += self.rx_a[0] != "rx_mem"
             self.rx = None
             self.received += 1
         if advance:
-            self.out[a[0]] = a[1]
             self.stage_a = None
         if self.store is not None and free:
             self.stage_a = self.model.classify(**self.store)
             self.store = None
             self.sent += 1
         late = self.late.pop(0)
-        if late is not None:
-            self.rejected += not self.model.program(late[0], **late[1])
+        if late is not None and not self.model.program(late[0], **late[1]):
+            self.rejected += 1
+            events.append(self.model.rejection)
         self.late.append(self.prog)
+        self.errors_out &= ~ins["clear"]
+        for name, _ in events:
+            self.errors_out |= self.model.errors_codec.pack(**{name: 1})
+        if events:
+            self.capture = dict(events[0][1])
+        self.coincident += len(events) > 1
         self._outs = outs
 
     def done(self):
@@ -276,13 +341,15 @@ async def boundaries(env, cycle):
 
 
 async def provoke_errors(env, cycle):
-    """Each error bit alone (rejected writes leave the table unchanged), then cleared."""
+    """Each region-write error alone (rejected writes leave the table unchanged), with its
+    capture (the write's base and device), then cleared. The refusals: :func:`refusals`."""
     top = 1 << env.p.addr_width
 
-    async def expect(name):
+    async def expect(name, base):
         await drain(env, cycle)
         set_bits = {k for k, v in env.model.errors.items() if v}
         assert set_bits == {name}, f"expected only {name}, model has {set_bits}"
+        assert env.capture == dict(addr=base, device=1, tile=0), env.capture
         env.clear = (1 << env.model.errors_codec.width) - 1
         await cycle()
         env.clear = 0
@@ -296,11 +363,11 @@ async def provoke_errors(env, cycle):
     for bad in (dict(base=0x80, size=0), dict(base=top - 0x10), dict(base=0x80, mode=3)):
         env.write(1, **dict(good, **bad))
         env.send(top - 0x8)                     # where the wrapping region would have been
-        await expect("bad_region")
+        await expect("bad_region", dict(good, **bad)["base"])
     for base, size in ((0x10, 0x11), (0x3f, 1), (0, top - 1)):
         env.write(1, **dict(good, base=base, size=size))
         env.send(0x10)
-        await expect("overlap")
+        await expect("overlap", base)
     assert env.model.regions[1] is None and env.model.stats["remote"] == 0
     # Rewriting a region over itself is not an overlap; removing it always works.
     env.write(0, **dict(good, size=0x40))
@@ -309,6 +376,71 @@ async def provoke_errors(env, cycle):
     env.send(0x30)
     await drain(env, cycle)
     assert not any(env.model.errors.values()) and env.model.stats["remote"] == 0
+
+
+async def refusals(env, cycle):
+    """Every refused store and packet alone, and the accepted ones beside them, each with
+    its expectations written out here (independently of the model): its error bit alone,
+    its counter up by one and no other, ``capture`` (address, device, tile), then cleared.
+    Regions: ``REMOTE`` ``[0x40, 0x80)`` to device 1, ``TRACKED`` ``[0x80, 0xc0)`` and, with
+    3 regions or more, ``LOCAL`` ``[top - 0x40, top)`` (ending at the top of the address
+    space). Needs ``burst_bytes`` >= 2 (a request of 1 byte cannot cross)."""
+    p = env.p
+    if p.burst_bytes < 2:
+        raise ValueError(f"burst_bytes must be at least 2, not {p.burst_bytes!r}")
+    mine = env.device_id = (1 << p.device_width) - 1
+    other = mine ^ 1
+    env.write(0, valid=1, mode=RegionMode.REMOTE, device=1, base=0x40, size=0x40,
+              remote_base=0)
+    env.write(1, valid=1, mode=RegionMode.TRACKED, device=0, base=0x80, size=0x40)
+    local, top = p.regions >= 3, 1 << p.addr_width
+    if local:
+        env.write(2, valid=1, mode=RegionMode.LOCAL, device=2, base=top - 0x40, size=0x40)
+    await drain(env, cycle)
+    cases = [                       # (store or packet fields, counter, capture device)
+        (("store", 0x7e, 2), "remote", None),              # ends at the region's end
+        (("store", 0x7f, 2), "store_crosses", 1),          # the region's device
+        (("store", 0x3f, 2), "unmapped", None),            # in no region: not checked
+        (("store", 0xbf, 2), "store_crosses", 0),
+        (("rx", 0x80, 2, mine), None, None),               # accepted, tracked
+        (("rx", 0xbe, 2, mine), None, None),
+        (("rx", 0x40, 1, other), "rx_misrouted", other),   # before the REMOTE check
+        (("rx", 0x40, 1, mine), "rx_remote", mine),
+        (("rx", 0x7f, 2, mine), "rx_remote", mine),        # before the crossing check
+        (("rx", 0x3f, 2, mine), "rx_unmapped", mine),      # runs into a region
+        (("rx", 0xc0, 1, mine), "rx_unmapped", mine),
+        (("rx", 0xbf, 2, mine), "rx_crosses", mine),
+    ]
+    if local:
+        cases += [(("store", top - 2, 2), "local", None),
+                  (("store", top - 1, 2), "store_crosses", 2),
+                  (("rx", top - 2, 2, mine), None, None),
+                  (("rx", top - 1, 2, mine), "rx_crosses", mine)]
+    for n, ((what, addr, nbytes, *device), counter, cap_device) in enumerate(cases):
+        tile = n + 1
+        before, taken = dict(env.model.stats), dict(env.taken)
+        if what == "store":
+            env.send(addr, tile=tile, bytes=nbytes)
+        else:
+            env.receive(addr, device=device[0], tile=tile, bytes=nbytes)
+        await drain(env, cycle)
+        moved = {k for k, v in env.model.stats.items() if v != before[k]}
+        assert moved == ({counter} if counter else set()), f"case {n}: counters {moved}"
+        set_bits = {k for k, v in env.model.errors.items() if v}
+        if cap_device is None:
+            assert not set_bits, f"case {n}: errors {set_bits}"
+            out = "rx_mem" if what == "rx" else "net" if counter == "remote" else "mem"
+            assert env.taken[out] == taken[out] + 1, f"case {n}: not written"
+            continue
+        assert set_bits == {counter}, f"case {n}: errors {set_bits}, expected {counter}"
+        assert env.taken == taken, f"case {n}: a refused request was written"
+        assert env.capture == dict(addr=addr, device=cap_device, tile=tile), \
+            f"case {n}: capture {env.capture}"
+        env.clear = (1 << env.model.errors_codec.width) - 1
+        await cycle()
+        env.clear = 0
+        env.model.clear_errors()
+    assert env.rx_tracked == 2
 
 
 async def back_to_back(env, cycle):
