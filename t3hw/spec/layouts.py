@@ -417,7 +417,7 @@ def addrmap_stats_layout(p: EngineParams):
 
 __all__ += [
     "CsrCommand", "csr_id_layout", "csr_config_layout", "csr_status_layout",
-    "csr_command_layout", "csr_errors_layout",
+    "csr_command_layout", "csr_errors_layout", "csr_device_id_layout",
 ]
 
 
@@ -432,7 +432,8 @@ class CsrCommand(enum.Enum, shape=3):
     DESC_WRITE   = 3
     #: Load descriptor ``index`` (staged) from the read-back table into the ``DESC_*`` registers.
     DESC_READ    = 4
-    #: Send the staged tracker request (the ``TRACK_*`` registers: ARM or DISARM).
+    #: Send the staged tracker request (the ``TRACK_*`` registers: ARM, DISARM or READ); the
+    #: tracker's answer goes into the ``TRACK_RESULT_*`` registers.
     TRACK_WRITE  = 5
     #: Send the staged arbiter configuration (the ``ARB_*`` registers) to the arbiter, which
     #: applies it or rejects it (``ARBITER_ERRORS.bad_config``; the old one stays).
@@ -481,16 +482,25 @@ def csr_status_layout(p: EngineParams):
         "region_pending": 1,
         #: A DESC_WRITE is in progress (the ``DESC_*`` registers are locked).
         "desc_pending":   1,
-        #: A TRACK_WRITE waits for the tracker (the ``TRACK_*`` registers are locked).
+        #: A TRACK_WRITE waits for the tracker to take it or to answer it (the ``TRACK_*``
+        #: registers are locked).
         "track_pending":  1,
         #: An ARB_WRITE is in progress (the ``ARB_*`` registers are locked).
         "arb_pending":    1,
+        #: The ``irq`` output: a sticky error bit whose ``*_IRQ_ENABLE`` bit is set is high.
+        "irq":            1,
     })
 
 
 def csr_command_layout(p: EngineParams):
     """The ``COMMAND`` register."""
     return data.StructLayout({"command": CsrCommand})
+
+
+def csr_device_id_layout(p: EngineParams):
+    """The ``DEVICE_ID`` register: this engine's device number (received packets for another
+    device are refused by the address map)."""
+    return data.StructLayout({"device": p.device_width})
 
 
 def csr_errors_layout(p: EngineParams):
