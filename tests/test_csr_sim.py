@@ -7,15 +7,18 @@ errors, the clears and every field of the four program streams are compared with
 :class:`sim_models.csr.CsrModel`.
 """
 
+import asyncio
 import random
 
 import pytest
 
 from sim_models.arbiter import config_ok
+from sim_models.csr import ModelBus
 from t3hw.verif import csr_env as csr_model, csr_scenarios
 from t3hw.verif.csr_env import CsrEnv
 from t3hw.hw.csr import BusSignature, Csr
-from t3hw.spec.layouts import CsrCommand
+from t3hw.spec.layouts import CsrCommand, TrackResult
+from t3hw.sw.driver import Driver
 from t3hw.verif.amsim import run_env
 from t3hw.spec.params import PARAM_RANGES, EngineParams
 from t3hw.spec.regmap import RegisterMap
@@ -175,3 +178,60 @@ def test_bad_arguments():
         RegisterMap().reset("ARB_STATUS")
     with pytest.raises(ValueError, match=r"answer must be a positive integer, not 0"):
         CsrEnv(EngineParams(), random.Random(1), answer=0)
+
+
+def test_driver_tracker_irq_device_counters():
+    """The driver over the register-file model at the fastest bus (no idle cycles): arm
+    returns or checks the tracker's verdict, read_entry reads an entry back, DEVICE_ID
+    drives ``device_id``, the interrupt follows the enabled sticky bits, the first error is
+    captured, and a 64-bit counter that carries between its LO and HI reads reads as one
+    snapshot."""
+    params = PARAMS["wide"]
+    rm = RegisterMap(params)
+    lo = rm.by_name["TRACKER_WRITES_COMPUTE_LO"].addr
+
+    class CarryBus(ModelBus):
+        async def read(self, addr):
+            value = await super().read(addr)
+            if addr == lo:                      # the counter carries right after LO is read
+                self.targets.tracker.stats["writes_compute"] += 1
+            return value
+
+    bus = CarryBus(params, settle=False)
+    driver = Driver(bus, params)
+
+    async def body():
+        await driver.check()
+        assert await driver.arm(5, 3, 2, rearm=True) == TrackResult.OK
+        assert await driver.arm(5, 3, 2) == TrackResult.BUSY
+        with pytest.raises(RuntimeError, match=r"refused to arm tile 5 \(BUSY\)"):
+            await driver.arm(5, 3, 2, check=True)
+        with pytest.raises(RuntimeError, match=r"tile 6 \(BAD_THRESHOLD\)"):
+            await driver.arm(6, 0, 2, check=True)
+        bus.targets.tracker.observe(5, 1)
+        assert await driver.read_entry(5) == dict(code=TrackResult.OK, valid=1, rearm=1,
+                                                  pending=0, threshold=3, count=1, cmd=2)
+        assert await driver.disarm(5) == TrackResult.OK
+        assert await driver.disarm(5) == TrackResult.NOT_ARMED
+        assert (await driver.read_entry(5))["code"] == TrackResult.NOT_ARMED
+        await driver.set_device_id(0x1234)
+        assert await driver.device_id() == 0x1234 == bus.csr.outputs()["device_id"]
+        # The refusals above left reprogram (the first error) and bad_threshold set.
+        first = await driver.first_errors()
+        assert first["tracker"]["events"] == {**dict.fromkeys(first["tracker"]["events"], 0),
+                                              "reprogram": 1}
+        assert await driver.irq() == {}
+        await driver.enable_irq("tracker", "bad_threshold")
+        await driver.enable_irq("dma")
+        assert await driver.irq() == {"tracker": ["bad_threshold"]}
+        assert bus.csr.outputs()["irq"] == 1
+        await driver.clear_errors()
+        assert await driver.irq() == {} and bus.csr.outputs()["irq"] == 0
+        await driver.disable_irq()
+        for group in ("TRACKER_IRQ_ENABLE", "DMA_IRQ_ENABLE"):
+            assert not any((await driver.read_group(group)).values())
+        bus.targets.tracker.stats["writes_compute"] = 0xffffffff
+        assert (await driver.stats())["tracker"]["writes_compute"] == 0xffffffff
+        assert (await driver.stats())["tracker"]["writes_compute"] == 0x1_00000000
+
+    asyncio.run(body())
