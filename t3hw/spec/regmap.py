@@ -24,6 +24,12 @@ Rules
   registers named ``..._LO`` and ``..._HI``). A group of one register is named after the
   group; otherwise each register is named ``<group>_<its first field>``.
 * Bits of a register outside its fields read as 0 and are ignored on write.
+* A counter wider than 32 bits is read ``_LO`` first: that read latches its high word, which
+  the ``_HI`` register returns (:meth:`RegisterMap.shadowed`), so the pair is one snapshot.
+* New groups go after the old ones of their section, new sections after the old sections,
+  so no address moves: ``DEVICE_ID`` and ``TRACK_RESULT`` were appended to their sections,
+  the interrupt enables (:data:`IRQ_ENABLES`) and the first-error captures
+  (:data:`CAPTURES`) are the last sections.
 * Staging registers reset to 0, except those of :data:`STAGING_RESET` (``ARB``: the
   arbiter's configuration after reset), which reset to parameters (:meth:`RegisterMap.reset`).
 """
