@@ -22,12 +22,12 @@ import pytest
 from cocotb.triggers import RisingEdge
 
 from sim_models.arbiter import MAX_WINDOW_LOG2, config_ok
-from t3hw.verif import csr_env as csr_model
+from t3hw.verif import csr_env as csr_model, csr_scenarios
 from t3hw.verif.csr_env import CsrEnv
 from sim_models.gpu import GemmProducer, GemmShape, GpuConfig
 from t3hw.sw.bus import CocotbBus
 from t3hw.sw.driver import Driver, program_ring_reduce_scatter
-from t3hw.spec.layouts import ArbPolicy
+from t3hw.spec.layouts import ArbPolicy, TrackResult
 from t3hw.verif.cocotb_tb import EnvTB
 
 
@@ -65,7 +65,7 @@ async def test_random(dut):
     """Random accesses (reads, writes, both at once, unmapped, commands valid and not),
     back-pressure on the DMA and tracker streams, busy targets, random error events."""
     ops = int(os.environ.get("T3HW_CSR_OPS", "20000"))
-    tb = CsrTB(dut, ops=ops, stall=0.2, events=0.02)
+    tb = CsrTB(dut, ops=ops, stall=0.2, events=0.02, answer=4)
     await tb.hold_reset()
     await csr_model.drain(tb.env, tb.cycle)
     env = tb.env
@@ -102,16 +102,28 @@ async def test_readback(dut):
     configurations written and read back, and seen in ARB_STATUS."""
     tb = CsrTB(dut, stall=0)
     await tb.hold_reset()
-    await csr_model.readback(tb.env, tb.cycle)
+    await csr_scenarios.readback(tb.env, tb.cycle)
+
+
+@cocotb.test()
+@cocotb.parametrize(scenario=["first_errors", "interrupt", "tracker_answers", "atomic_counters",
+                              "refused_writes"])
+async def test_scenario(dut, scenario):
+    """First-error captures, the interrupt, the tracker's answers (3 cycles late), atomic
+    64-bit counters, refused region and descriptor writes (:mod:`t3hw.verif.csr_scenarios`)."""
+    tb = CsrTB(dut, stall=0, answer=3)
+    await tb.hold_reset()
+    await getattr(csr_scenarios, scenario)(tb.env, tb.cycle)
 
 
 @cocotb.test()
 async def test_driver_ring(dut):
     """The driver programs one GPU of a 4-GPU ring reduce-scatter and reads it all back:
     regions and descriptors through the read-back registers, tracker entries as the
-    requests that left on ``tracker_program`` (the tracker's table has no read port)."""
+    requests that left on ``tracker_program`` and through ``read_entry`` (the tracker's
+    answers come 2 cycles after it takes a request)."""
     gpus, gpu = 4, int(os.environ.get("T3HW_CSR_GPU", "1"))
-    tb = CsrTB(dut, stall=0.3, external_bus=True)
+    tb = CsrTB(dut, stall=0.3, external_bus=True, answer=2)
     driver = await tb.start_driver()
     params = tb.params
     producer = GemmProducer(shape=GemmShape(m=gpus * 32, k=48, n=128),
@@ -136,6 +148,9 @@ async def test_driver_ring(dut):
     for tile, (threshold, cmd) in plan["entries"].items():
         e = tb.env.targets.tracker.entry(tile)
         assert (e.threshold, e.cmd) == (threshold, cmd)
+        assert await driver.read_entry(tile) == dict(
+            code=TrackResult.OK, valid=1, rearm=0, pending=0, threshold=threshold, count=0,
+            cmd=cmd)
     await tb.stop_driver()
     dut._log.info("seed=%d GPU %d: %d regions, %d tracker entries, %d descriptors programmed "
                   "and read back in %d bus accesses, %d cycles", tb.seed, gpu,

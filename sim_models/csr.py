@@ -2,13 +2,16 @@
 """Reference model of the register block (:mod:`t3hw.hw.csr`) and the blocks behind it.
 
 * :class:`CsrModel`: the register file with the RTL's cycle timing (staging groups, pending
-  commands, read-back tables, sticky errors, ``r_data``), stepped once per clock.
+  commands, read-back tables, sticky errors, first-error captures, the tracker's answer,
+  interrupt enables and ``irq``, ``DEVICE_ID``, counter shadows, ``r_data``), stepped once
+  per clock.
 * :class:`Targets`: the address map, DMA and tracker behind the block, as their reference
   models (:mod:`sim_models.addrmap`, :mod:`sim_models.dma`, :mod:`sim_models.tracker`), and
   the arbiter's configuration (:class:`ArbiterConfig`, with the arbiter's check
   :func:`sim_models.arbiter.config_ok`): every request the block transfers is applied to its
   model, and the errors the models raise come back as error events the next cycle (the RTL
-  targets' ``clear`` is held high, so their ``errors`` ports carry events).
+  targets' ``clear`` is held high, so their ``errors`` ports carry events); the tracker
+  answers each request (:meth:`Targets.answer`) after a delay the caller chooses.
 * :class:`ModelBus`: a bus for :class:`t3hw.sw.driver.Driver` with no RTL: each access is one
   cycle of :class:`CsrModel` over :class:`Targets`.
 
@@ -21,13 +24,14 @@ Register names, addresses and fields come from :class:`t3hw.spec.regmap.Register
 from collections import deque
 from dataclasses import dataclass
 
-from t3hw.spec.contract import CSR_LOAD_CYCLES as LOAD_CYCLES, CSR_VERDICT_DELAY as VERDICT_DELAY
-from t3hw.spec.layouts import (ArbPolicy, Codec, CsrCommand, addrmap_errors_layout,
-                          arbiter_errors_layout, arbiter_stats_layout, arbiter_status_layout,
-                          csr_status_layout, dma_descriptor_layout, dma_errors_layout,
-                          region_layout)
+from t3hw.spec.contract import (CSR_LOAD_CYCLES as LOAD_CYCLES, CSR_REFUSALS,
+                                CSR_VERDICT_DELAY as VERDICT_DELAY)
+from t3hw.spec.layouts import (ArbPolicy, Codec, CsrCommand, TrackOp, TrackResult,
+                          addrmap_errors_layout, arbiter_errors_layout, arbiter_stats_layout,
+                          arbiter_status_layout, csr_status_layout, dma_descriptor_layout,
+                          dma_errors_layout, region_layout, tracker_result_layout)
 from t3hw.spec.params import EngineParams
-from t3hw.spec.regmap import Access, RegisterMap
+from t3hw.spec.regmap import CAPTURES, COUNTERS, ERRORS, IRQ_ENABLES, Access, RegisterMap
 
 from .addrmap import AddrMapModel
 from .arbiter import config_ok
@@ -36,8 +40,8 @@ from .env import BlockModel
 from .tracker import TrackerModel
 
 
-__all__ = ["STAGING", "ALWAYS_READY", "COMMANDS", "TARGETS", "STICKY", "STATS", "CsrInputs",
-           "CsrModel", "ArbiterConfig", "Targets", "ModelBus"]
+__all__ = ["STAGING", "ALWAYS_READY", "COMMANDS", "TARGETS", "STICKY", "STATS", "CAPTURE",
+           "CsrInputs", "CsrModel", "ArbiterConfig", "Targets", "ModelBus"]
 
 
 #: Staging groups, and the stream port each one feeds.
@@ -58,13 +62,16 @@ COMMANDS = {
 }
 
 #: The targets behind the block, named as in its ports (``<target>_errors``, ...).
-TARGETS = ("tracker", "dma", "addrmap", "arbiter")
+TARGETS = tuple(t for t in ERRORS if t != "csr")
 
 #: Sticky error groups -> the input that carries their events (None: the block's own).
-STICKY = {"CSR_ERRORS": None, **{f"{t.upper()}_ERRORS": f"{t}_errors" for t in TARGETS}}
+STICKY = {"CSR_ERRORS": None, **{ERRORS[t]: f"{t}_errors" for t in TARGETS}}
 
 #: Counter groups -> the input that carries them.
-STATS = {t.upper(): f"{t}_stats" for t in TARGETS}
+STATS = {COUNTERS[t]: f"{t}_stats" for t in TARGETS}
+
+#: First-error capture groups -> (the input of the details, the error group).
+CAPTURE = {g: (f"{t}_capture", ERRORS[t]) for t, g in CAPTURES.items()}
 
 
 @dataclass
@@ -88,6 +95,11 @@ class CsrInputs:
     tracker_busy:   int = 0
     dma_busy:       int = 0
     dma_idle:       int = 1
+    #: The packed ``tracker_result`` payload while ``valid``, else None.
+    tracker_result: int = None
+    tracker_capture: int = 0
+    dma_capture:    int = 0
+    addrmap_capture: int = 0
 
 
 class CsrModel:
@@ -110,6 +122,16 @@ class CsrModel:
         The read-back tables (``REGION``, ``DESC``): fields of every entry.
     sticky : dict of str to int
         Packed sticky errors of each error group.
+    regs : dict of str to int
+        Packed value of each read-write group that is not staging (``DEVICE_ID``, the
+        interrupt enables).
+    captured : dict of str to int
+        Packed first-error capture groups.
+    result : int
+        Packed ``TRACK_RESULT``.
+    shadow : dict of str to int
+        The counter shadows, by ``_HI`` register name.
+    irq : bool
     """
 
     def __init__(self, params: EngineParams = None):
@@ -120,8 +142,10 @@ class CsrModel:
         self.entry_names = {g: list(layout.members) for g, layout in entry.items()}
         self.tables = {g: [dict.fromkeys(self.entry_names[g], 0) for _ in range(n)]
                        for g, n in (("REGION", p.regions), ("DESC", p.dma_descriptors))}
-        self.reject = {"REGION": Codec(addrmap_errors_layout(p)).pack(bad_region=1, overlap=1),
-                       "DESC":   Codec(dma_errors_layout(p)).pack(bad_program=1)}
+        self.reject = {}
+        for g, layout in (("REGION", addrmap_errors_layout(p)), ("DESC", dma_errors_layout(p))):
+            codec = Codec(layout)
+            self.reject[g] = codec.pack(**{n: 1 for n in CSR_REFUSALS[g] if n in codec.names})
         self.status_codec = Codec(csr_status_layout(p))
         self.r_data = 0
         self.sticky = dict.fromkeys(STICKY, 0)
@@ -134,6 +158,15 @@ class CsrModel:
         # slot's entry goes into the staging registers at the end of this cycle), or None
         self.loads = {g: [None] * LOAD_CYCLES for g in self.tables}
         self.sweep_left = max(p.regions, p.dma_descriptors)
+        self.regs = {g: self.codec[g].pack(**self.map.reset(g))
+                     for g, group in self.map.groups.items()
+                     if group.access == Access.RW and g not in STAGING}
+        self.captured = dict.fromkeys(CAPTURE, 0)
+        self.result = 0
+        self.answer = False         # TRACK waits for the tracker's answer
+        self.shadowed = self.map.shadowed()
+        self.shadow = dict.fromkeys(self.shadowed.values(), 0)
+        self.irq = False
 
     # -- state during the current cycle ----------------------------------------------------
     @property
@@ -149,7 +182,8 @@ class CsrModel:
     def locked(self, group):
         """The group is pending (``STATUS.*_pending``): its registers are locked."""
         return (self.valid[group] or self.verdict.get(group, False)
-                or any(self.waiting.get(group, ())) or self.loading(group))
+                or any(self.waiting.get(group, ())) or self.loading(group)
+                or (group == "TRACK" and self.answer))
 
     def pending(self):
         """Some command is pending (a load included)."""
@@ -161,7 +195,7 @@ class CsrModel:
             tracker_busy=ins.tracker_busy, dma_busy=ins.dma_busy, dma_idle=ins.dma_idle,
             sweep=int(self.sweeping), region_pending=int(self.locked("REGION")),
             desc_pending=int(self.locked("DESC")), track_pending=int(self.locked("TRACK")),
-            arb_pending=int(self.locked("ARB")))
+            arb_pending=int(self.locked("ARB")), irq=int(self.irq))
 
     def value(self, group, ins):
         """A group's packed layout value as the bus reads it this cycle."""
@@ -177,12 +211,28 @@ class CsrModel:
             return self.sticky[group]
         if group in STAGING:
             return self.staging[group]
+        if group in self.regs:
+            return self.regs[group]
+        if group in CAPTURE:
+            return self.captured[group]
+        if group == "TRACK_RESULT":
+            return self.result
         return getattr(ins, STATS[group])
 
+    def read(self, reg, ins):
+        """The word a read of register ``reg`` returns this cycle (a counter's ``_HI``: its
+        shadow)."""
+        if reg.name in self.shadow:
+            return self.shadow[reg.name]
+        return reg.extract(self.value(reg.group, ins))
+
     def outputs(self):
-        """The outputs during this cycle: ``r_data``, ``errors`` (packed) and, per staging
-        group, the packed payload of its stream while ``valid``, else None."""
+        """The outputs during this cycle: ``r_data``, ``errors`` (packed), ``irq``,
+        ``device_id`` and, per staging group, the packed payload of its stream while
+        ``valid``, else None."""
+        device = self.codec["DEVICE_ID"].unpack(self.regs["DEVICE_ID"])["device"]
         return {"r_data": self.r_data, "errors": self.sticky["CSR_ERRORS"],
+                "irq": int(self.irq), "device_id": device,
                 **{g: self.staging[g] if self.valid[g] else None for g in STAGING}}
 
     # -- one clock -------------------------------------------------------------------------
@@ -212,16 +262,21 @@ class CsrModel:
             if reg is None:
                 errs.add("unmapped")
         r_data = self.r_data
+        shadow = dict(self.shadow)
         if ins.r_stb:
-            r_data = reg.extract(self.value(reg.group, ins)) if reg else 0
+            r_data = self.read(reg, ins) if reg else 0
             if reg is not None and self.loading(reg.group):
                 errs.add("busy")
+            if reg is not None and reg.name in self.shadowed:
+                hi = rm.by_name[self.shadowed[reg.name]]
+                shadow[hi.name] = hi.extract(self.value(reg.group, ins))
         staging = dict(self.staging)
         for g, loads in self.loads.items():
             if loads[-1] is not None:
                 codec = self.codec[g]
                 staging[g] = codec.pack(**{**codec.unpack(staging[g]), **loads[-1]})
         valid = {g: self.valid[g] and g not in taken for g in STAGING}
+        regs = dict(self.regs)
         fetch = dict.fromkeys(self.tables)
         clear = dict.fromkeys(STICKY, 0)
         if ins.w_stb and reg is not None:
@@ -230,6 +285,8 @@ class CsrModel:
                 errs.add("read_only")
             elif reg.access == Access.W1C:
                 clear[g] = reg.insert(0, ins.w_data)
+            elif reg.access == Access.RW and g not in STAGING:
+                regs[g] = reg.insert(regs[g], ins.w_data)
             elif reg.access == Access.RW:
                 if self.locked(g):
                     errs.add("busy")
@@ -259,8 +316,19 @@ class CsrModel:
         for g, port in STICKY.items():
             if port is not None:
                 events[g] = getattr(ins, port)
+        # First errors: events while no sticky bit of the group stays set through this cycle.
+        for g, (port, errors) in CAPTURE.items():
+            if events[errors] and not self.sticky[errors] & ~clear[errors]:
+                # The group's layout is the capture input's, then ``events``.
+                at = self.map.groups[g].layout["events"].offset
+                self.captured[g] = (getattr(ins, port) & ((1 << at) - 1)) | events[errors] << at
+        self.irq = any(self.sticky[g] & self.regs[IRQ_ENABLES[g]] for g in STICKY)
+        for g in STICKY:
             self.sticky[g] = (self.sticky[g] & ~clear[g]) | events[g]
-        self.r_data = r_data
+        if ins.tracker_result is not None:
+            self.result = ins.tracker_result
+        self.answer = ins.tracker_result is None and (self.answer or "TRACK" in taken)
+        self.r_data, self.shadow, self.regs = r_data, shadow, regs
         self.staging, self.valid = staging, valid
         for g, loads in self.loads.items():
             self.loads[g] = [fetch[g], *loads[:-1]]
@@ -323,7 +391,9 @@ class Targets:
     :meth:`step` applies the requests the block transferred in a cycle to the models; the
     errors the models raise (from those requests or from anything else done to the models)
     are the error events of the next cycle (:meth:`inputs`), and the models' errors are
-    cleared, as the RTL targets' are by their ``clear`` held high.
+    cleared, as the RTL targets' are by their ``clear`` held high. The tracker's answer to a
+    request (:meth:`answer`) is on ``tracker_result`` ``delay`` cycles after it was taken
+    (:meth:`step`'s argument, at least 1), one answer per cycle, in order.
     """
 
     def __init__(self, params, *, tracker=None, dma=None, addrmap=None, arbiter=None):
@@ -341,6 +411,9 @@ class Targets:
         # writes: VERDICT_DELAY) applies it late: requests wait here, one slot per cycle.
         self.late = {g: deque([None] * (VERDICT_DELAY.get(g, 1) - 1))
                      for g in ("REGION", "DESC", "TRACK", "ARB")}
+        self.answers = deque()      # (cycle due, packed tracker result), in order
+        self.now = 0
+        self.result_codec = Codec(tracker_result_layout(params))
 
     def inputs(self):
         """Error events, counters, DMA idleness and the arbiter's status as
@@ -351,17 +424,55 @@ class Targets:
         d = self.dma
         ins["dma_idle"] = int(not (d.queue or d.bursts_left or d.outstanding))
         ins["arbiter_status"] = self.arbiter.status()
+        due = self.answers and self.answers[0][0] <= self.now
+        ins["tracker_result"] = self.answers[0][1] if due else None
         return ins
+
+    def answer(self, op, tile, threshold=0, cmd=0, rearm=0):
+        """Apply a tracker request to the tracker model; return the tracker's packed answer:
+        the request's ``op`` and ``tile``, the verdict (:class:`TrackResult`) and the state
+        of the entry of ``tile`` after the request (``valid`` 0 and the rest 0 when no entry
+        is armed for it; ``pending`` 0: the model fires at once)."""
+        t = self.tracker
+        code = TrackResult.OK
+        if op == TrackOp.ARM.value:
+            if threshold == 0:
+                code = TrackResult.BAD_THRESHOLD
+            elif tile % t.params.tracker_entries in t.table:
+                code = TrackResult.BUSY
+            t.arm(tile, threshold, cmd, rearm)
+        elif op == TrackOp.DISARM.value:
+            if not t.disarm(tile):
+                code = TrackResult.NOT_ARMED
+        elif op == TrackOp.READ.value:
+            if t.entry(tile) is None:
+                code = TrackResult.NOT_ARMED
+        else:
+            code = TrackResult.BAD_OP
+        e = t.entry(tile)
+        state = {} if e is None else dict(valid=1, rearm=int(e.rearm), threshold=e.threshold,
+                                          count=e.count, cmd=e.cmd)
+        return self.result_codec.pack(op=op, code=code, tile=tile, **state)
 
     def quiet(self):
         """No error event is on its way, and no request waits to be applied."""
-        return not any(self.events.values()) and not any(
+        return not any(self.events.values()) and not self.answers and not any(
             x is not None for wait in self.late.values() for x in wait)
 
-    def step(self, taken):
-        """Apply the requests taken this cycle (``{staging group: packed payload}``)."""
+    def step(self, taken, delay=1):
+        """Apply the requests taken this cycle (``{staging group: packed payload}``); the
+        tracker's answer to a request is due ``delay`` cycles from now (at least 1)."""
+        if not isinstance(delay, int) or delay < 1:
+            raise ValueError(f"delay must be a positive integer, not {delay!r}")
+        if self.answers and self.answers[0][0] <= self.now:
+            self.answers.popleft()                      # shown this cycle
+        last = self.answers[-1][0] if self.answers else self.now
+
+        def track(**fields):
+            self.answers.append((max(self.now + delay, last + 1), self.answer(**fields)))
+
         apply = {"REGION": self.addrmap.program, "DESC": self.dma.program,
-                 "TRACK": self.tracker.program, "ARB": self.arbiter.program}
+                 "TRACK": track, "ARB": self.arbiter.program}
         for g, wait in self.late.items():
             wait.append(taken.get(g))
             payload = wait.popleft()
@@ -375,6 +486,7 @@ class Targets:
                 **{k: int(v) for k, v in model.errors.items()})
             for k in model.errors:
                 model.errors[k] = False
+        self.now += 1
 
 
 class ModelBus:

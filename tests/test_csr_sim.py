@@ -7,15 +7,18 @@ errors, the clears and every field of the four program streams are compared with
 :class:`sim_models.csr.CsrModel`.
 """
 
+import asyncio
 import random
 
 import pytest
 
 from sim_models.arbiter import config_ok
-from t3hw.verif import csr_env as csr_model
+from sim_models.csr import ModelBus
+from t3hw.verif import csr_env as csr_model, csr_scenarios
 from t3hw.verif.csr_env import CsrEnv
 from t3hw.hw.csr import BusSignature, Csr
-from t3hw.spec.layouts import CsrCommand
+from t3hw.spec.layouts import CsrCommand, TrackResult
+from t3hw.sw.driver import Driver
 from t3hw.verif.amsim import run_env
 from t3hw.spec.params import PARAM_RANGES, EngineParams
 from t3hw.spec.regmap import RegisterMap
@@ -64,14 +67,41 @@ def test_every_error_bit(name):
 
 @pytest.mark.parametrize("name", sorted(PARAMS))
 def test_readback(name):
-    _simulate(PARAMS[name], csr_model.readback)
+    _simulate(PARAMS[name], csr_scenarios.readback)
+
+
+@pytest.mark.parametrize("name", sorted(PARAMS))
+def test_first_errors(name):
+    _simulate(PARAMS[name], csr_scenarios.first_errors)
+
+
+@pytest.mark.parametrize("name", sorted(PARAMS))
+def test_interrupt(name):
+    _simulate(PARAMS[name], csr_scenarios.interrupt)
+
+
+@pytest.mark.parametrize("answer", [1, 5])
+@pytest.mark.parametrize("name", sorted(PARAMS))
+def test_tracker_answers(name, answer):
+    _simulate(PARAMS[name], csr_scenarios.tracker_answers, answer=answer)
+
+
+@pytest.mark.parametrize("name", sorted(PARAMS))
+def test_atomic_counters(name):
+    _simulate(PARAMS[name], csr_scenarios.atomic_counters)
+
+
+@pytest.mark.parametrize("name", sorted(PARAMS))
+def test_refused_writes(name):
+    _simulate(PARAMS[name], csr_scenarios.refused_writes)
 
 
 @pytest.mark.parametrize("name", sorted(PARAMS))
 def test_random_against_model(name, seed):
     """Random accesses (reads, writes, both at once, unmapped, commands valid and not) with
     back-pressure, busy targets and random error events, scored every cycle."""
-    env = _simulate(PARAMS[name], csr_model.drain, seed=seed, ops=3000, stall=0.2, events=0.02)
+    env = _simulate(PARAMS[name], csr_model.drain, seed=seed, ops=3000, stall=0.2, events=0.02,
+                    answer=4)
     assert set(env.seen["errors"]) == {"unmapped", "read_only", "bad_command", "busy"}
     assert {c.value for c in CsrCommand} <= set(env.seen["commands"])
     assert env.seen["reads"] == env.seen["writes"] == set(env.map.by_name)
@@ -82,21 +112,26 @@ def test_random_against_model(name, seed):
 
 
 #: Base address of the first register of every group (the same for every parameter set).
-BASES = {"ID": 0x000, "CSR_ERRORS": 0x040, "ARBITER_ERRORS": 0x050, "REGION": 0x080,
-         "DESC": 0x0c0, "TRACK": 0x100, "TRACKER": 0x140, "DMA": 0x180, "ADDRMAP": 0x1c0,
-         "ARB": 0x200, "ARBITER": 0x240}
+BASES = {"ID": 0x000, "DEVICE_ID": 0x010, "CSR_ERRORS": 0x040, "ARBITER_ERRORS": 0x050,
+         "REGION": 0x080, "DESC": 0x0c0, "TRACK": 0x100, "TRACKER": 0x140, "DMA": 0x180,
+         "ADDRMAP": 0x1c0, "ARB": 0x200, "ARBITER": 0x240, "CSR_IRQ_ENABLE": 0x2c0,
+         "ARBITER_IRQ_ENABLE": 0x2d0, "TRACKER_CAPTURE": 0x300}
 
 
 def test_map_placement_rules():
-    """Sections at fixed addresses for every parameter set (the arbiter's after the older
-    ones, which keep theirs); fields never straddle registers; wide fields in _LO/_HI."""
+    """Sections at fixed addresses for every parameter set (the arbiter's, then the interrupt
+    enables and the first-error captures, after the older ones, which keep theirs; new groups
+    of an old section after its old groups); fields never straddle registers; wide fields in
+    _LO/_HI, and the 64-bit counters' pairs shadowed."""
     for params in (*PARAMS.values(), WIDEST):
         rm = RegisterMap(params)
         assert [r.addr for r in rm.registers] == sorted(r.addr for r in rm.registers)
         assert len(rm.by_name) == len(rm.registers)
         assert {g: rm.groups[g].registers[0].addr for g in BASES} == BASES
-        assert rm.groups["ARB_STATUS"].registers[0].addr == \
-            rm.groups["ARB"].registers[-1].addr + 4
+        for group, before in (("ARB_STATUS", "ARB"), ("TRACK_RESULT", "TRACK"),
+                              ("DMA_CAPTURE", "TRACKER_CAPTURE"),
+                              ("ADDRMAP_CAPTURE", "DMA_CAPTURE")):
+            assert rm.groups[group].registers[0].addr == rm.groups[before].registers[-1].addr + 4
         assert rm.addr_width == 10
         for group in rm.groups.values():
             covered = sorted((f.bit, f.width) for r in group.registers for f in r.fields)
@@ -110,6 +145,10 @@ def test_map_placement_rules():
     assert wide.by_name["ARBITER_STARVED_HI"].addr == 0x240 + 17 * 4
     assert [r.name for r in wide.groups["ARB"].registers] == \
         ["ARB_POLICY", "ARB_SATURATION", "ARB_STARVATION_LIMIT"]
+    assert wide.shadowed()["ARBITER_STARVED_LO"] == "ARBITER_STARVED_HI"
+    assert len(wide.shadowed()) == sum(len(wide.groups[g].layout.members)
+                                       for g in ("TRACKER", "DMA", "ADDRMAP", "ARBITER"))
+    assert RegisterMap(PARAMS["default"]).shadowed() == {}
 
 
 def test_arb_resets_to_the_parameters():
@@ -133,6 +172,66 @@ def test_bad_arguments():
         BusSignature(2)
     with pytest.raises(ValueError, match=r"ops must be a non-negative integer, not -1"):
         CsrEnv(EngineParams(), random.Random(1), ops=-1)
-    with pytest.raises(ValueError, match=r"group must be one of \['REGION', 'DESC', 'TRACK', "
-                                         r"'ARB'\], not 'ARB_STATUS'"):
+    with pytest.raises(ValueError, match=r"group must be one of \['DEVICE_ID', 'REGION', 'DESC', "
+                                         r"'TRACK', 'ARB', 'CSR_IRQ_ENABLE', .*\], not "
+                                         r"'ARB_STATUS'"):
         RegisterMap().reset("ARB_STATUS")
+    with pytest.raises(ValueError, match=r"answer must be a positive integer, not 0"):
+        CsrEnv(EngineParams(), random.Random(1), answer=0)
+
+
+def test_driver_tracker_irq_device_counters():
+    """The driver over the register-file model at the fastest bus (no idle cycles): arm
+    returns or checks the tracker's verdict, read_entry reads an entry back, DEVICE_ID
+    drives ``device_id``, the interrupt follows the enabled sticky bits, the first error is
+    captured, and a 64-bit counter that carries between its LO and HI reads reads as one
+    snapshot."""
+    params = PARAMS["wide"]
+    rm = RegisterMap(params)
+    lo = rm.by_name["TRACKER_WRITES_COMPUTE_LO"].addr
+
+    class CarryBus(ModelBus):
+        async def read(self, addr):
+            value = await super().read(addr)
+            if addr == lo:                      # the counter carries right after LO is read
+                self.targets.tracker.stats["writes_compute"] += 1
+            return value
+
+    bus = CarryBus(params, settle=False)
+    driver = Driver(bus, params)
+
+    async def body():
+        await driver.check()
+        assert await driver.arm(5, 3, 2, rearm=True) == TrackResult.OK
+        assert await driver.arm(5, 3, 2) == TrackResult.BUSY
+        with pytest.raises(RuntimeError, match=r"refused to arm tile 5 \(BUSY\)"):
+            await driver.arm(5, 3, 2, check=True)
+        with pytest.raises(RuntimeError, match=r"tile 6 \(BAD_THRESHOLD\)"):
+            await driver.arm(6, 0, 2, check=True)
+        bus.targets.tracker.observe(5, 1)
+        assert await driver.read_entry(5) == dict(code=TrackResult.OK, valid=1, rearm=1,
+                                                  pending=0, threshold=3, count=1, cmd=2)
+        assert await driver.disarm(5) == TrackResult.OK
+        assert await driver.disarm(5) == TrackResult.NOT_ARMED
+        assert (await driver.read_entry(5))["code"] == TrackResult.NOT_ARMED
+        await driver.set_device_id(0x1234)
+        assert await driver.device_id() == 0x1234 == bus.csr.outputs()["device_id"]
+        # The refusals above left reprogram (the first error) and bad_threshold set.
+        first = await driver.first_errors()
+        assert first["tracker"]["events"] == {**dict.fromkeys(first["tracker"]["events"], 0),
+                                              "reprogram": 1}
+        assert await driver.irq() == {}
+        await driver.enable_irq("tracker", "bad_threshold")
+        await driver.enable_irq("dma")
+        assert await driver.irq() == {"tracker": ["bad_threshold"]}
+        assert bus.csr.outputs()["irq"] == 1
+        await driver.clear_errors()
+        assert await driver.irq() == {} and bus.csr.outputs()["irq"] == 0
+        await driver.disable_irq()
+        for group in ("TRACKER_IRQ_ENABLE", "DMA_IRQ_ENABLE"):
+            assert not any((await driver.read_group(group)).values())
+        bus.targets.tracker.stats["writes_compute"] = 0xffffffff
+        assert (await driver.stats())["tracker"]["writes_compute"] == 0xffffffff
+        assert (await driver.stats())["tracker"]["writes_compute"] == 0x1_00000000
+
+    asyncio.run(body())

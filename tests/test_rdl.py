@@ -116,7 +116,8 @@ def test_html(committed, tmp_path):
     assert (tmp_path / "html" / "index.html").is_file()
     blob = "".join(p.read_text(errors="replace") for p in (tmp_path / "html").rglob("*")
                    if p.is_file() and p.suffix in (".json", ".html", ".js"))
-    for name in ("ARB_POLICY", "CSR_ERRORS", "ARBITER_STARVED"):
+    for name in ("ARB_POLICY", "CSR_ERRORS", "ARBITER_STARVED", "TRACK_RESULT_OP",
+                 "DMA_IRQ_ENABLE", "ADDRMAP_CAPTURE_ADDR_LO", "DEVICE_ID"):
         assert name in blob
 
 

@@ -15,10 +15,15 @@ committed by writing a :class:`~t3hw.spec.layouts.CsrCommand` to ``COMMAND``:
 * ``REGION_WRITE``, ``DESC_WRITE``, ``TRACK_WRITE``, ``ARB_WRITE`` raise ``valid`` of the
   target's stream the next cycle. Until the target has taken the request (and, for regions
   and descriptors, until the target's verdict arrives: three cycles after that for a region,
-  one for a descriptor, :data:`~t3hw.spec.contract.CSR_VERDICT_DELAY`) the group is
+  one for a descriptor, :data:`~t3hw.spec.contract.CSR_VERDICT_DELAY`; for a tracker
+  request, until the tracker's answer arrives on ``tracker_result``) the group is
   *pending* (``STATUS``): its registers are locked. The address map and the arbiter take
   every request at once (``region_program`` and ``arbiter_program`` are always ready), so
   ``REGION`` stays pending for four cycles and ``ARB`` for one.
+* The tracker answers every request it takes, in order, with one ``tracker_result`` item: its
+  verdict (:class:`~t3hw.spec.layouts.TrackResult`) and the entry's state, which this block
+  keeps in ``TRACK_RESULT`` until the next answer. A ``TRACK_WRITE`` with ``op = READ`` is
+  the tracker's read-back: it changes nothing, and ``TRACK_RESULT`` shows the entry.
 * ``REGION_READ``, ``DESC_READ`` load the region or descriptor ``index`` (the staged one)
   from the block's read-back tables into the staging group (``index`` is kept). A command in
   cycle t reads the table's block RAM at the end of t; its data goes straight into a
@@ -31,8 +36,8 @@ committed by writing a :class:`~t3hw.spec.layouts.CsrCommand` to ``COMMAND``:
 Read-back tables: the address map and the DMA keep their tables to themselves, so this block
 keeps a copy of each (``regions`` and ``2**cmd_width`` entries, block RAM with a synchronous
 read port) and writes it with exactly what the target stored: a write that the target
-rejects (the target's error event, :data:`~t3hw.spec.contract.CSR_VERDICT_DELAY` cycles
-after it took the write) is not copied. After reset both copies are cleared, one entry per
+rejects (one of the target's error events of :data:`~t3hw.spec.contract.CSR_REFUSALS`,
+:data:`~t3hw.spec.contract.CSR_VERDICT_DELAY` cycles after it took the write) is not copied. After reset both copies are cleared, one entry per
 cycle, over ``max(regions, 2**cmd_width)`` cycles (``STATUS.sweep``).
 
 The arbiter configuration has no read-back table: the ``ARB_*`` registers reset to the
@@ -60,6 +65,22 @@ descriptor write from an accepted one. Its own errors are:
   command or write is ignored), or a read of a group that a read command is loading (the
   read returns the group as it was).
 
+First errors, interrupt, counters
+---------------------------------
+* ``TRACKER_CAPTURE``, ``DMA_CAPTURE``, ``ADDRMAP_CAPTURE``: a target's ``capture`` input
+  (the details of the error events its ``errors`` shows in the same cycle) and those events
+  are registered when an error event arrives while the target's sticky bits are all clear,
+  or all being cleared in that cycle: the first error since software last cleared them all.
+  The group holds until the next such event.
+* ``irq`` (registered, also ``STATUS.irq``): high while any sticky error bit whose bit in
+  the ``*_IRQ_ENABLE`` register of its group is set is high; it rises the cycle after the
+  sticky bit and falls the cycle after the clear.
+* A counter wider than 32 bits is read ``_LO`` first: that read latches the counter's high
+  word into a shadow register, which the ``_HI`` register reads (so LO then HI is one
+  snapshot, even across a carry). ``_HI`` read alone shows the shadow of the last ``_LO``
+  read (0 after reset).
+* ``DEVICE_ID`` (read and write, reset 0) drives the ``device_id`` output.
+
 Timing: the bus read multiplexer is a tree of 2:1 multiplexers on the address bits, fed by
 registers only; each read-back table's read data goes into nothing but a register.
 
@@ -73,100 +94,25 @@ from amaranth import *
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from t3hw.spec.contract import CSR_VERDICT_DELAY as VERDICT_DELAY
-from t3hw.spec.layouts import (CsrCommand, addrmap_errors_layout, addrmap_stats_layout,
-                      arbiter_config_layout, arbiter_errors_layout, arbiter_stats_layout,
-                      arbiter_status_layout, csr_errors_layout, csr_status_layout,
-                      dma_descriptor_layout, dma_errors_layout, dma_program_layout,
-                      dma_stats_layout, program_layout, rd_collision_attrs, region_layout,
-                      region_program_layout, tracker_errors_layout, tracker_stats_layout)
+from t3hw.spec.contract import CSR_REFUSALS, CSR_VERDICT_DELAY as VERDICT_DELAY
+from t3hw.spec.layouts import (CsrCommand, addrmap_capture_layout, addrmap_errors_layout,
+                      addrmap_stats_layout, arbiter_config_layout, arbiter_errors_layout,
+                      arbiter_stats_layout, arbiter_status_layout, csr_errors_layout,
+                      csr_status_layout, dma_capture_layout, dma_descriptor_layout,
+                      dma_errors_layout, dma_program_layout, dma_stats_layout, program_layout,
+                      rd_collision_attrs, region_layout, region_program_layout,
+                      tracker_capture_layout, tracker_errors_layout, tracker_result_layout,
+                      tracker_stats_layout)
 from t3hw.spec.params import EngineParams, check_params
-from t3hw.spec.regmap import WORD_BITS, Access, RegisterMap
+from t3hw.spec.regmap import CAPTURES, ERRORS, IRQ_ENABLES, WORD_BITS, Access, RegisterMap
+from .csr_bus import BusSignature, mux_tree, register_word
 from .status import sticky_errors
 
 
 __all__ = ["BusSignature", "Csr", "register_word"]
 
 #: The targets whose errors and counters the block reads, by port name prefix.
-_TARGETS = ("tracker", "dma", "addrmap", "arbiter")
-
-
-class BusSignature(wiring.Signature):
-    """The register bus, seen from its initiator (the host).
-
-    Parameters
-    ----------
-    addr_width : int
-        Width of the byte address, in [3, 32].
-
-    Members
-    -------
-    addr : Out(addr_width)
-        Byte address of the access (a multiple of 4; other addresses are unmapped).
-    w_data : Out(32)
-        Data to write (always the whole register).
-    w_stb : Out(1)
-        Write ``w_data`` to ``addr`` this cycle.
-    r_stb : Out(1)
-        Read ``addr`` this cycle.
-    r_data : In(32)
-        The register read in the previous cycle (fixed latency 1), held until the next read.
-
-    One access per cycle, no wait states. ``r_stb`` and ``w_stb`` may be high together: the
-    read returns the register as it was before the write.
-    """
-
-    def __init__(self, addr_width):
-        if not isinstance(addr_width, int) or not 3 <= addr_width <= 32:
-            raise ValueError(f"addr_width must be an integer in [3, 32], not {addr_width!r}")
-        super().__init__({
-            "addr":   Out(addr_width),
-            "w_data": Out(WORD_BITS),
-            "w_stb":  Out(1),
-            "r_stb":  Out(1),
-            "r_data": In(WORD_BITS),
-        })
-
-
-def register_word(reg, value):
-    """The 32-bit bus word of a register, from its group's bits.
-
-    Parameters
-    ----------
-    reg : t3hw.spec.regmap.Register
-        A register of the :class:`~t3hw.spec.regmap.RegisterMap`.
-    value : Value
-        The layout bits of its group (a field's ``bit`` indexes them).
-
-    Returns
-    -------
-    Value
-        ``WORD_BITS`` bits: each field's ``value[bit:bit + width]`` at its ``offset``, every
-        other bit 0. The register block's read multiplexer and the board top's read-back
-        (``t3hw/tools/board/top.py``) both build their words with it.
-    """
-    parts, pos = [], 0
-    for f in reg.fields:
-        if f.offset > pos:
-            parts.append(Const(0, f.offset - pos))
-        parts.append(value[f.bit:f.bit + f.width])
-        pos = f.offset + f.width
-    if pos < WORD_BITS:
-        parts.append(Const(0, WORD_BITS - pos))
-    return Cat(*parts)
-
-
-
-
-def _mux_tree(words, sel):
-    """``words[sel]`` as a binary tree of multiplexers on the bits of ``sel``; ``None`` words,
-    and subtrees of them, read 0."""
-    if all(w is None for w in words):
-        return Const(0, WORD_BITS)
-    if len(words) == 1:
-        return words[0]
-    half = len(words) // 2
-    return Mux(sel[-1], _mux_tree(words[half:], sel[:-1]), _mux_tree(words[:half], sel[:-1]))
+_TARGETS = tuple(name for name in ERRORS if name != "csr")
 
 
 class Csr(wiring.Component):
@@ -204,19 +150,31 @@ class Csr(wiring.Component):
     arbiter_status : In(arbiter_status_layout)
         The arbiter's ``status`` (the policy and T3-MCA threshold in effect), read as
         ``ARB_STATUS``.
+    tracker_result : In(stream.Signature(tracker_result_layout, always_ready=True))
+        From the tracker's ``result``: its answer to each request it took, in order; the
+        last one is ``TRACK_RESULT``.
+    tracker_capture, dma_capture, addrmap_capture : In(the target's capture layout)
+        The targets' ``capture`` ports: details of the error events on their ``errors`` in
+        the same cycle; the first error's go into ``<TARGET>_CAPTURE``.
     tracker_busy, dma_busy : In(1)
         The targets' ``busy`` (reset sweeps).
     dma_idle : In(1)
         The DMA's ``idle``.
     errors : Out(csr_errors_layout)
         This block's own sticky errors (also readable as ``CSR_ERRORS``).
+    device_id : Out(device_width)
+        The ``DEVICE_ID`` register (reset 0): the device this engine is.
+    irq : Out(1)
+        The interrupt: a register, high while a sticky error bit whose enable bit is set is
+        high (also ``STATUS.irq``).
 
     Every stream obeys the transfer rules: ``valid`` is a register, and the payload (the
     staging registers) is locked until the transfer. Back-pressure from the DMA or the
     tracker holds the request and locks its group; nothing is dropped. Registers reset:
-    the stream ``valid`` bits, the pending and loading flags, the sweep, the sticky errors
-    and ``r_data``; the staging registers reset to 0, except the ``ARB_*`` registers, which
-    reset to the arbiter's configuration after reset (:meth:`RegisterMap.reset
+    the stream ``valid`` bits, the pending and loading flags, the sweep, the sticky errors,
+    ``r_data``, ``irq``, the captures, ``TRACK_RESULT``, the counter shadows and the
+    read-write registers, which reset to 0, except the ``ARB_*`` registers, which reset to the
+    arbiter's configuration after reset (:meth:`RegisterMap.reset
     <t3hw.spec.regmap.RegisterMap.reset>`).
     """
 
@@ -233,14 +191,19 @@ class Csr(wiring.Component):
             "tracker_clear":   Out(tracker_errors_layout(params)),
             "tracker_stats":   In(tracker_stats_layout(params)),
             "tracker_busy":    In(1),
+            "tracker_result":  In(stream.Signature(tracker_result_layout(params),
+                                                   always_ready=True)),
+            "tracker_capture": In(tracker_capture_layout(params)),
             "dma_errors":      In(dma_errors_layout(params)),
             "dma_clear":       Out(dma_errors_layout(params)),
             "dma_stats":       In(dma_stats_layout(params)),
             "dma_busy":        In(1),
             "dma_idle":        In(1),
+            "dma_capture":     In(dma_capture_layout(params)),
             "addrmap_errors":  In(addrmap_errors_layout(params)),
             "addrmap_clear":   Out(addrmap_errors_layout(params)),
             "addrmap_stats":   In(addrmap_stats_layout(params)),
+            "addrmap_capture": In(addrmap_capture_layout(params)),
             "arbiter_program": Out(stream.Signature(arbiter_config_layout(params),
                                                     payload_init=self._map.reset("ARB"),
                                                     always_ready=True)),
@@ -249,6 +212,8 @@ class Csr(wiring.Component):
             "arbiter_stats":   In(arbiter_stats_layout(params)),
             "arbiter_status":  In(arbiter_status_layout(params)),
             "errors":          Out(csr_errors_layout(params)),
+            "device_id":       Out(params.device_width),
+            "irq":             Out(1),
         })
 
     @property
@@ -259,30 +224,36 @@ class Csr(wiring.Component):
         # Everything is generated from the register map: one select per register, and for
         # each register field a slice of its group's value (``Field.bit``) tied to a slice of
         # the bus data (``Field.offset``). A group's value is a staging register (the stream
-        # payload), a sticky error register, an input (counters, the arbiter's status) or a
-        # constant. Per staging group with a read-back table: ``verdict`` is the cycle after
-        # the target took a write (its error event decides whether the table copies it), and
-        # ``fetch`` and ``load`` the two cycles after a read command (the table's data into
-        # ``got``, then ``got`` into the staging registers). The bus read multiplexer selects
-        # among registers only (and the inputs, which the targets drive from registers).
+        # payload), a read-write register, a sticky error register, a capture, an input
+        # (counters, the arbiter's status) or a constant. Per staging group with a read-back
+        # table: ``verdict`` is the cycle after the target took a write (its error event
+        # decides whether the table copies it), and ``fetch`` and ``load`` the two cycles
+        # after a read command (the table's data into ``got``, then ``got`` into the staging
+        # registers); ``TRACK`` waits in ``answer`` for the tracker's result. The bus read
+        # multiplexer selects among registers only (and the inputs, which the targets drive
+        # from registers).
         #
         # Built in this order (the order of the calls is the order of the statements, and so
         # of the generated Verilog): the address decode (``_decode``), the read-back tables
         # and their reset sweep (``_tables``), the staging groups' state (``_staging``) and
-        # their tables' ports (``_table_ports``), bus writes to staging registers
-        # (``_staging_access``), commands (``_commands``), the sticky errors
-        # (``_sticky_errors``) and the bus read multiplexer (``_read_mux``). ``set_err``
-        # gathers this block's own error events from all of them.
+        # their tables' ports (``_table_ports``), the tracker's answers (``_track_result``),
+        # bus writes to read-write registers (``_rw_access``), commands (``_commands``), the
+        # sticky errors (``_sticky_errors``), the first-error captures and the interrupt
+        # (``_captures``) and the bus read multiplexer with the counter shadows
+        # (``_read_mux``). ``set_err`` gathers this block's own error events from all of them.
         m = Module()
         set_err = Signal(csr_errors_layout(self._p))
         sel, wr = self._decode(m, set_err)
         tabs = self._tables(m)
         grp = self._staging(tabs)
         self._table_ports(m, tabs, grp)
-        self._staging_access(m, sel, wr, grp, set_err)
+        result = self._track_result(m, grp)
+        regs = self._rw_access(m, sel, wr, grp, set_err)
         self._commands(m, wr, tabs, grp, set_err)
         sticky = self._sticky_errors(m, wr, set_err)
-        self._read_mux(m, tabs, grp, sticky)
+        captures = self._captures(m, sticky, regs)
+        self._read_mux(m, sel, tabs, grp, sticky,
+                       {**regs, **captures, "TRACK_RESULT": result.as_value()})
         return m
 
     def _decode(self, m, set_err):
@@ -332,15 +303,19 @@ class Csr(wiring.Component):
 
     def _staging(self, tabs):
         """The staging groups (``stage``: group name to its output stream), the groups with a
-        read-back table (``tables``: its table, layout and the target's rejection event), the
-        state of their writes and read commands, and when each group is locked (pending)."""
+        read-back table (``tables``: its table, layout and the target's refusal event), the
+        state of their writes and read commands, the wait for the tracker's answer
+        (``answer``), and when each group is locked (pending)."""
         p = self._p
         # --- staging groups: the stream payloads -------------------------------------------
         stage = {"REGION": self.region_program, "DESC": self.dma_program,
                  "TRACK": self.tracker_program, "ARB": self.arbiter_program}
-        tables = {"REGION": (tabs.rtab, region_layout(p),
-                             self.addrmap_errors.bad_region | self.addrmap_errors.overlap),
-                  "DESC":   (tabs.dtab, dma_descriptor_layout(p), self.dma_errors.bad_program)}
+        # A write is refused by any of the target's refusal bits its errors layout has.
+        refused = {g: Cat(events[n] for n in CSR_REFUSALS[g] if n in events.shape().members)
+                   .any()
+                   for g, events in (("REGION", self.addrmap_errors), ("DESC", self.dma_errors))}
+        tables = {"REGION": (tabs.rtab, region_layout(p), refused["REGION"]),
+                  "DESC":   (tabs.dtab, dma_descriptor_layout(p), refused["DESC"])}
         # The cycles from the target taking a write to its error event showing on its
         # ``errors`` port (VERDICT_DELAY): the write waits in ``waiting`` until then. A read
         # command issued in cycle t reads the table at the end of t; ``fetch`` is cycle t + 1,
@@ -352,11 +327,14 @@ class Csr(wiring.Component):
         fetch   = {g: Signal(name=f"{g.lower()}_fetch") for g in tables}
         load    = {g: Signal(name=f"{g.lower()}_load") for g in tables}
         loading = {g: fetch[g] | load[g] for g in tables}
+        # TRACK, from the tracker taking the request to its answer on ``tracker_result``.
+        answer  = {"TRACK": Signal(name="track_answer")}
         locked  = {g: s.valid | verdict.get(g, 0) | Cat(waiting.get(g, [])).any()
-                      | loading.get(g, 0)
+                      | loading.get(g, 0) | answer.get(g, 0)
                    for g, s in stage.items()}
         return SimpleNamespace(stage=stage, tables=tables, verdict=verdict, waiting=waiting,
-                               fetch=fetch, load=load, loading=loading, locked=locked)
+                               fetch=fetch, load=load, loading=loading, answer=answer,
+                               locked=locked)
 
     def _table_ports(self, m, tabs, grp):
         """Each staging stream's ``valid`` cleared when taken, and per read-back table: the
@@ -390,24 +368,46 @@ class Csr(wiring.Component):
             with m.If(grp.load[g]):
                 m.d.sync += [payload[name].eq(got[name]) for name in layout.members]
 
-    def _staging_access(self, m, sel, wr, grp, set_err):
-        """Bus accesses to staging registers: a write to a locked group is refused, and a
-        read of a loading group returns the staging register as it was (before the load);
-        both set ``busy`` in ``set_err``."""
-        bus = self.bus
-        for g, port in grp.stage.items():
-            bits = port.payload.as_value()
-            for r in self._map.groups[g].registers:
-                with m.If(wr[r.name]):
-                    with m.If(grp.locked[g]):
+    def _track_result(self, m, grp):
+        """``TRACK_RESULT``: the tracker's last answer. ``answer`` rises when the tracker takes
+        a request and falls with the answer (in the same cycle, it stays low)."""
+        port, res = self.tracker_program, self.tracker_result
+        result = Signal(tracker_result_layout(self._p), name="track_result")
+        with m.If(res.valid):
+            m.d.sync += [result.eq(res.payload), grp.answer["TRACK"].eq(0)]
+        with m.Elif(port.valid & port.ready):
+            m.d.sync += grp.answer["TRACK"].eq(1)
+        return result
+
+    def _rw_access(self, m, sel, wr, grp, set_err):
+        """Bus writes to the read-write registers: the staging groups' (a write to a locked
+        group is refused; a read of a loading group returns the staging register as it was,
+        before the load; both set ``busy`` in ``set_err``) and the others' (``DEVICE_ID``, the
+        interrupt enables), whose registers this makes. Returns ``{group: value}`` of the
+        others; drives ``device_id``."""
+        rm, bus = self._map, self.bus
+        regs = {g: Signal(group.layout, init=rm.reset(g), name=g.lower())
+                for g, group in rm.groups.items()
+                if group.access == Access.RW and g not in grp.stage}
+        bits = {**{g: port.payload.as_value() for g, port in grp.stage.items()},
+                **{g: reg.as_value() for g, reg in regs.items()}}
+        for g, value in bits.items():
+            for r in rm.groups[g].registers:
+                write = [value[f.bit:f.bit + f.width].eq(bus.w_data[f.offset:f.offset + f.width])
+                         for f in r.fields]
+                if g in grp.locked:
+                    with m.If(wr[r.name] & grp.locked[g]):
                         m.d.comb += set_err.busy.eq(1)
-                    with m.Else():
-                        m.d.sync += [bits[f.bit:f.bit + f.width]
-                                     .eq(bus.w_data[f.offset:f.offset + f.width])
-                                     for f in r.fields]
+                    with m.Elif(wr[r.name]):
+                        m.d.sync += write
+                else:
+                    with m.If(wr[r.name]):
+                        m.d.sync += write
                 if g in grp.tables:
                     with m.If(bus.r_stb & sel[r.name] & grp.loading[g]):
                         m.d.comb += set_err.busy.eq(1)
+        m.d.comb += self.device_id.eq(regs["DEVICE_ID"].device)
+        return {g: reg.as_value() for g, reg in regs.items()}
 
     def _commands(self, m, wr, tabs, grp, set_err):
         """A write to ``COMMAND``: starts its group's write (the stream's ``valid``) or read
@@ -441,14 +441,13 @@ class Csr(wiring.Component):
     def _sticky_errors(self, m, wr, set_err):
         """The sticky error registers (W1C): this block's own (``errors``, from ``set_err``)
         and a copy of each target's, whose ``clear`` is held high. Returns ``{group name:
-        (sticky bits, events)}``."""
+        (sticky bits, events, the bits software clears this cycle)}``."""
         # --- sticky errors (W1C); the targets' clears are held high -------------------------
         sticky = {"CSR_ERRORS": (self.errors, set_err)}
         for name in _TARGETS:
             events = getattr(self, f"{name}_errors")
             m.d.comb += getattr(self, f"{name}_clear").as_value().eq(-1)
-            sticky[f"{name.upper()}_ERRORS"] = (Signal(events.shape(), name=f"{name}_sticky"),
-                                                events)
+            sticky[ERRORS[name]] = (Signal(events.shape(), name=f"{name}_sticky"), events)
         for g, (bits, events) in sticky.items():
             clear = Signal(bits.shape().size, name=f"{g.lower()}_clear")
             for r in self._map.groups[g].registers:
@@ -457,11 +456,31 @@ class Csr(wiring.Component):
                                  .eq(self.bus.w_data[f.offset:f.offset + f.width])
                                  for f in r.fields]
             sticky_errors(m, bits, clear, events)
+            sticky[g] = (bits, events, clear)
         return sticky
 
-    def _read_mux(self, m, tabs, grp, sticky):
+    def _captures(self, m, sticky, regs):
+        """The first-error captures (``{group: value}``): a target's ``capture`` and events,
+        registered when an event arrives while none of its sticky bits stays set through this
+        cycle (all clear, or all being cleared); and ``irq``, from the sticky bits and the
+        enables (``regs``)."""
+        captures = {}
+        for name, g in CAPTURES.items():
+            bits, events, clear = sticky[ERRORS[name]]
+            given = getattr(self, f"{name}_capture")
+            cap = Signal(self._map.groups[g].layout, name=g.lower())
+            with m.If(events.as_value().any() & ~(bits.as_value() & ~clear).any()):
+                m.d.sync += [cap[field].eq(given[field]) for field in given.shape().members]
+                m.d.sync += cap.events.eq(events)
+            captures[g] = cap.as_value()
+        m.d.sync += self.irq.eq(Cat((bits.as_value() & regs[IRQ_ENABLES[g]]).any()
+                                    for g, (bits, _, _) in sticky.items()).any())
+        return captures
+
+    def _read_mux(self, m, sel, tabs, grp, sticky, more):
         """The bus read: every register's word (:func:`register_word`) through a tree of
-        2:1 multiplexers into ``r_data``."""
+        2:1 multiplexers into ``r_data``; ``more`` gives the values of the groups made
+        elsewhere. A counter's ``_HI`` register reads the shadow its ``_LO`` read loaded."""
         p, rm, bus = self._p, self._map, self.bus
         # --- reads ----------------------------------------------------------------------------
         locked = grp.locked
@@ -475,6 +494,7 @@ class Csr(wiring.Component):
             status.desc_pending.eq(locked["DESC"]),
             status.track_pending.eq(locked["TRACK"]),
             status.arb_pending.eq(locked["ARB"]),
+            status.irq.eq(self.irq),
         ]
         value = {
             "ID":      Const(rm.groups["ID"].codec.pack(**rm.constant("ID")),
@@ -486,13 +506,22 @@ class Csr(wiring.Component):
             "ARB_STATUS": self.arbiter_status.as_value(),
             **{name.upper(): getattr(self, f"{name}_stats").as_value() for name in _TARGETS},
             **{g: port.payload.as_value() for g, port in grp.stage.items()},
-            **{g: bits.as_value() for g, (bits, _) in sticky.items()},
+            **{g: bits.as_value() for g, (bits, _, _) in sticky.items()},
+            **more,
         }
         # A tree of 2:1 multiplexers on the word address bits (no decoded selects), empty
         # words pruned; an address that is not a multiple of 4 reads 0.
         words = [None] * (1 << (rm.addr_width - 2))
         for r in rm.registers:
             words[r.addr >> 2] = register_word(r, value[r.group])
-        data = _mux_tree(words, bus.addr[2:])
+        # 64-bit counters: the read of _LO loads the high word into the shadow _HI reads.
+        for lo, hi in rm.shadowed().items():
+            (f,) = rm.by_name[hi].fields
+            shadow = Signal(f.width, name=f"{hi.lower()}_shadow")
+            with m.If(bus.r_stb & sel[lo]):
+                m.d.sync += shadow.eq(value[rm.by_name[hi].group][f.bit:f.bit + f.width])
+            words[rm.by_name[hi].addr >> 2] = register_word(rm.by_name[hi], Cat(
+                Const(0, f.bit), shadow))
+        data = mux_tree(words, bus.addr[2:])
         with m.If(bus.r_stb):
             m.d.sync += bus.r_data.eq(Mux(bus.addr[:2].any(), 0, data))

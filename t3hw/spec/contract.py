@@ -12,7 +12,7 @@ pipeline that moves one of these figures changes it here, once.
 from .params import EngineParams
 
 
-__all__ = ["ADDRMAP_VERDICT_CYCLES", "CSR_VERDICT_DELAY", "CSR_LOAD_CYCLES",
+__all__ = ["ADDRMAP_VERDICT_CYCLES", "CSR_VERDICT_DELAY", "CSR_REFUSALS", "CSR_LOAD_CYCLES",
            "ARBITER_FINISH_CYCLES", "MAX_WINDOW_LOG2", "arbiter_reset_config"]
 
 
@@ -31,6 +31,12 @@ ADDRMAP_VERDICT_CYCLES = 3
 #: the two cycles after it takes it (:data:`ADDRMAP_VERDICT_CYCLES`), so its verdict comes two
 #: cycles later than the DMA's.
 CSR_VERDICT_DELAY = {"REGION": ADDRMAP_VERDICT_CYCLES, "DESC": 1}
+
+#: Per staging group with a read-back table: the target's error bits that refuse a write,
+#: each shown :data:`CSR_VERDICT_DELAY` cycles after the target took it. A name the target's
+#: errors layout does not have is skipped, so the list may name bits a target gains later.
+CSR_REFUSALS = {"REGION": ("bad_region", "overlap"),
+                "DESC":   ("bad_program", "bad_range", "bad_pitch", "desc_busy")}
 
 #: Cycles after a ``REGION_READ`` or ``DESC_READ`` command's cycle in which its group is
 #: loading (pending): the table's data goes into a register, then into the staging registers.

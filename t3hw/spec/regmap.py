@@ -24,6 +24,12 @@ Rules
   registers named ``..._LO`` and ``..._HI``). A group of one register is named after the
   group; otherwise each register is named ``<group>_<its first field>``.
 * Bits of a register outside its fields read as 0 and are ignored on write.
+* A counter wider than 32 bits is read ``_LO`` first: that read latches its high word, which
+  the ``_HI`` register returns (:meth:`RegisterMap.shadowed`), so the pair is one snapshot.
+* New groups go after the old ones of their section, new sections after the old sections,
+  so no address moves: ``DEVICE_ID`` and ``TRACK_RESULT`` were appended to their sections,
+  the interrupt enables (:data:`IRQ_ENABLES`) and the first-error captures
+  (:data:`CAPTURES`) are the last sections.
 * Staging registers reset to 0, except those of :data:`STAGING_RESET` (``ARB``: the
   arbiter's configuration after reset), which reset to parameters (:meth:`RegisterMap.reset`).
 """
@@ -33,27 +39,32 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from amaranth.lib import data
 from amaranth.lib import enum as am_enum
 
 from .contract import arbiter_reset_config
-from .layouts import (Codec, addrmap_errors_layout, addrmap_stats_layout, arbiter_config_layout,
-                      arbiter_errors_layout, arbiter_stats_layout, arbiter_status_layout,
-                      csr_command_layout, csr_config_layout, csr_errors_layout, csr_id_layout,
-                      csr_status_layout, dma_errors_layout, dma_program_layout, dma_stats_layout,
-                      program_layout, region_program_layout, tracker_errors_layout,
-                      tracker_stats_layout)
+from .layouts import (Codec, addrmap_capture_layout, addrmap_errors_layout, addrmap_stats_layout,
+                      arbiter_config_layout, arbiter_errors_layout, arbiter_stats_layout,
+                      arbiter_status_layout, csr_command_layout, csr_config_layout,
+                      csr_device_id_layout, csr_errors_layout, csr_id_layout, csr_status_layout,
+                      dma_capture_layout, dma_errors_layout, dma_program_layout, dma_stats_layout,
+                      program_layout, region_program_layout, tracker_capture_layout,
+                      tracker_errors_layout, tracker_result_layout, tracker_stats_layout)
 from .params import PARAM_RANGES, EngineParams, check_params
 
 
 __all__ = ["Access", "Field", "Register", "Group", "RegisterMap", "SECTIONS", "SECTION_BYTES",
-           "STAGING_RESET", "MAGIC", "WORD_BITS", "C_ENUM_PREFIX", "place_group"]
+           "STAGING_RESET", "MAGIC", "WORD_BITS", "C_ENUM_PREFIX", "ERRORS", "COUNTERS",
+           "CAPTURES", "IRQ_ENABLES", "capture_layout", "place_group"]
 
 
 #: C prefixes of the enums whose default prefix (the class name in upper snake case) is a
 #: register's name: ``TrackOp`` and ``ArbPolicy`` would share ``T3HW_TRACK_OP_*`` and
 #: ``T3HW_ARB_POLICY_*`` with the registers whose fields they type, so their values are
-#: ``T3HW_TRACKER_OP_ARM``, ``T3HW_ARBITER_POLICY_T3_MCA``, ...
-C_ENUM_PREFIX = {"TrackOp": "TRACKER_OP", "ArbPolicy": "ARBITER_POLICY"}
+#: ``T3HW_TRACKER_OP_ARM``, ``T3HW_ARBITER_POLICY_T3_MCA``, ... (``TrackResult``'s would be
+#: the register group ``TRACK_RESULT``'s: ``T3HW_TRACKER_RESULT_BUSY``).
+C_ENUM_PREFIX = {"TrackOp": "TRACKER_OP", "TrackResult": "TRACKER_RESULT",
+                 "ArbPolicy": "ARBITER_POLICY"}
 
 
 #: Bits of a register (and of the bus data).
@@ -79,6 +90,32 @@ class Access(enum.Enum):
     WO  = "wo"
 
 
+#: The blocks whose sticky errors the register block keeps, and their error groups
+#: (``<BLOCK>_ERRORS``); ``CSR`` is the register block itself.
+ERRORS = {"csr": "CSR_ERRORS", "tracker": "TRACKER_ERRORS", "dma": "DMA_ERRORS",
+          "addrmap": "ADDRMAP_ERRORS", "arbiter": "ARBITER_ERRORS"}
+
+#: The counter groups (wrapping counters of each target), by target.
+COUNTERS = {"tracker": "TRACKER", "dma": "DMA", "addrmap": "ADDRMAP", "arbiter": "ARBITER"}
+
+#: The first-error capture groups, by target: the target's capture layout and the events
+#: that loaded it (:func:`capture_layout`).
+CAPTURES = {"tracker": "TRACKER_CAPTURE", "dma": "DMA_CAPTURE", "addrmap": "ADDRMAP_CAPTURE"}
+
+#: The interrupt enable groups, by error group: the error group's layout, one enable per bit.
+IRQ_ENABLES = {g: f"{block.upper()}_IRQ_ENABLE" for block, g in ERRORS.items()}
+
+
+def capture_layout(capture, errors):
+    """The layout factory of a first-error capture group: the fields of the block's capture
+    layout (``capture(p)``), then ``events``: its errors layout (``errors(p)``), the error
+    events of the capturing cycle."""
+    def factory(p):
+        return data.StructLayout({**capture(p).members, "events": errors(p)})
+    factory.__name__ = f"{capture.__name__}_with_events"
+    return factory
+
+
 #: The register map: ``(section, ((group, layout factory, access, description), ...))``.
 SECTIONS = (
     ("control", (
@@ -90,6 +127,9 @@ SECTIONS = (
          "Busy flags of the blocks and of the commands in progress."),
         ("COMMAND", csr_command_layout, Access.WO,
          "Writing a `CsrCommand` commits or loads a staging group."),
+        ("DEVICE_ID", csr_device_id_layout, Access.RW,
+         "This engine's device number (`device_id` output): the address map refuses "
+         "received packets for another device."),
     )),
     ("errors", (
         ("CSR_ERRORS",     csr_errors_layout,     Access.W1C,
@@ -110,6 +150,9 @@ SECTIONS = (
     )),
     ("track", (
         ("TRACK", program_layout, Access.RW, "Staged tracker request (TRACK_WRITE)."),
+        ("TRACK_RESULT", tracker_result_layout, Access.RO,
+         "The tracker's answer to the last TRACK_WRITE: its verdict (`TrackResult`) and the "
+         "entry's state (a READ's read-back)."),
     )),
     ("tracker_stats", (
         ("TRACKER", tracker_stats_layout, Access.RO, "Tracker counters (wrapping)."),
@@ -129,6 +172,24 @@ SECTIONS = (
     ("arbiter_stats", (
         ("ARBITER", arbiter_stats_layout, Access.RO, "Arbiter counters (wrapping)."),
     )),
+    ("irq", tuple(
+        (IRQ_ENABLES[g], factory, Access.RW,
+         f"Interrupt enables of {g}: the `irq` output is high while a bit of {g} whose "
+         f"enable is set is high.")
+        for g, factory in (("CSR_ERRORS", csr_errors_layout),
+                           ("TRACKER_ERRORS", tracker_errors_layout),
+                           ("DMA_ERRORS", dma_errors_layout),
+                           ("ADDRMAP_ERRORS", addrmap_errors_layout),
+                           ("ARBITER_ERRORS", arbiter_errors_layout)))),
+    ("capture", tuple(
+        (CAPTURES[block], capture_layout(capture, errors), Access.RO,
+         f"First error of the {name}: the details of the error events that arrived while "
+         f"{block.upper()}_ERRORS was all clear (`events`: those events); held until the "
+         f"next such event.")
+        for block, name, capture, errors in (
+            ("tracker", "tracker", tracker_capture_layout, tracker_errors_layout),
+            ("dma", "DMA", dma_capture_layout, dma_errors_layout),
+            ("addrmap", "address map", addrmap_capture_layout, addrmap_errors_layout)))),
 )
 
 #: Staging groups whose fields reset to parameters instead of 0: ``{group: function of the
@@ -276,7 +337,7 @@ class RegisterMap:
         raise ValueError(f"group must be 'ID' or 'CONFIG', not {group!r}")
 
     def reset(self, group):
-        """Fields of the staging group ``group`` after reset: 0, or what
+        """Fields of the read-write group ``group`` after reset: 0, or what
         :data:`STAGING_RESET` gives (``ARB``: the arbiter's configuration after reset)."""
         staging = [name for name, g in self.groups.items() if g.access == Access.RW]
         if group not in staging:
@@ -305,17 +366,30 @@ class RegisterMap:
 
     def reset_value(self, group):
         """The group's packed value after reset, or ``None`` where the map defines none:
-        the constants of ``ID`` and ``CONFIG``, the reset configuration of the staging (RW)
-        groups, 0 for sticky errors (W1C) and counters; ``STATUS``, ``ARB_STATUS`` (driven
-        by the hardware) and ``COMMAND`` have none."""
+        the constants of ``ID`` and ``CONFIG``, the reset value of the RW groups, 0 for
+        sticky errors (W1C), counters, captures and ``TRACK_RESULT``; ``STATUS``,
+        ``ARB_STATUS`` (driven by the hardware) and ``COMMAND`` have none."""
         g = self.groups[group]
         if group in ("ID", "CONFIG"):
             return g.codec.pack(**self.constant(group))
         if g.access == Access.RW:
             return g.codec.pack(**self.reset(group))
-        if g.access == Access.W1C or group in ("TRACKER", "DMA", "ADDRMAP", "ARBITER"):
+        if (g.access == Access.W1C or group in COUNTERS.values() or group in CAPTURES.values()
+                or group == "TRACK_RESULT"):
             return 0
         return None
+
+    def shadowed(self):
+        """The counters read atomically: ``{_LO register name: _HI register name}`` of every
+        counter wider than 32 bits. A read of the ``_LO`` register latches the counter's
+        high word into a shadow, which the ``_HI`` register reads."""
+        pairs = {}
+        for group in COUNTERS.values():
+            regs = self.groups[group].registers
+            for lo, hi in zip(regs, regs[1:]):
+                if lo.name.endswith("_LO") and hi.name == lo.name[:-3] + "_HI":
+                    pairs[lo.name] = hi.name
+        return pairs
 
     # -- generated documents ---------------------------------------------------------------
     def enums(self):

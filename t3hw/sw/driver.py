@@ -10,17 +10,20 @@ The API follows T3's two calls (``T3.md``): :meth:`Driver.remote_map` (stores to
 to a peer GPU as remote updates) and :meth:`Driver.dma_map` (a tile is tracked; when it is
 complete, a pre-programmed DMA sends it on), over the register-level calls
 (:meth:`~Driver.program_region`, :meth:`~Driver.program_descriptor`, :meth:`~Driver.arm`,
-their read-backs, :meth:`~Driver.errors`, :meth:`~Driver.stats`), and the memory-controller
-arbiter's configuration (:meth:`~Driver.program_arbiter`, :meth:`~Driver.arbiter_status`).
+their read-backs, :meth:`~Driver.read_entry`, :meth:`~Driver.errors`,
+:meth:`~Driver.first_errors`, :meth:`~Driver.stats`), the interrupt
+(:meth:`~Driver.enable_irq`, :meth:`~Driver.irq`), the device number
+(:meth:`~Driver.set_device_id`), and the memory-controller arbiter's configuration
+(:meth:`~Driver.program_arbiter`, :meth:`~Driver.arbiter_status`).
 :func:`program_ring_reduce_scatter` programs one GPU of a fused GEMM + ring reduce-scatter.
 
 Every register address and field comes from :class:`t3hw.spec.regmap.RegisterMap`.
 """
 
 from t3hw.spec.contract import MAX_WINDOW_LOG2
-from t3hw.spec.layouts import ArbPolicy, CsrCommand, RegionMode, TrackOp, WriteKind
+from t3hw.spec.layouts import ArbPolicy, CsrCommand, RegionMode, TrackOp, TrackResult, WriteKind
 from t3hw.spec.params import EngineParams, check_params
-from t3hw.spec.regmap import MAGIC, RegisterMap
+from t3hw.spec.regmap import CAPTURES, COUNTERS, ERRORS, IRQ_ENABLES, MAGIC, RegisterMap
 
 
 __all__ = ["Driver", "ring_reduce_scatter_plan", "program_ring_reduce_scatter"]
@@ -44,8 +47,10 @@ class Driver:
     only once ``STATUS`` shows its load done, so a driver never provokes the block's ``busy``
     error, whatever the bus's latency. Errors of the targets
     (a rejected region, descriptor or arm) are sticky in the error registers: read them with
-    :meth:`errors`. A rejected arbiter configuration raises at once
-    (:meth:`program_arbiter`).
+    :meth:`errors`, and the details of the first one of each target with
+    :meth:`first_errors`. A tracker request returns the tracker's verdict (:meth:`arm`,
+    :meth:`disarm`; :meth:`arm` raises on a refusal with ``check=True``). A rejected arbiter
+    configuration raises at once (:meth:`program_arbiter`).
     """
 
     def __init__(self, bus, params: EngineParams = EngineParams(), *, poll_limit=10_000):
@@ -81,9 +86,9 @@ class Driver:
 
     async def wait(self, *names):
         """Poll ``STATUS`` until the named fields (default: every busy and pending flag,
-        that is every field but ``dma_idle``) are 0."""
+        that is every field but ``dma_idle`` and ``irq``) are 0."""
         names = names or tuple(n for n in self.map.groups["STATUS"].codec.names
-                               if n != "dma_idle")
+                               if n not in ("dma_idle", "irq"))
         for _ in range(self.poll_limit):
             status = await self.status()
             if not any(status[n] for n in names):
@@ -173,14 +178,59 @@ class Driver:
         read back like :meth:`read_region` (``DESC_READ``, then ``desc_pending`` polled)."""
         return await self._load("DESC", CsrCommand.DESC_READ, index)
 
-    async def arm(self, tile, threshold, cmd, *, rearm=False):
-        """Arm the tracker entry of ``tile``: ``threshold`` beats fire DMA command ``cmd``."""
+    async def track(self, op, tile, *, threshold=0, cmd=0, rearm=False):
+        """Send one tracker request (``TRACK_*``, then ``TRACK_WRITE``), wait for its answer
+        (``STATUS.track_pending`` falls when it arrives) and return it: the fields of
+        ``TRACK_RESULT`` (:func:`~t3hw.spec.layouts.tracker_result_layout`), ``code`` as a
+        :class:`~t3hw.spec.layouts.TrackResult`.
+
+        Raises
+        ------
+        RuntimeError
+            The answer is not for this request (its ``op`` or ``tile`` differ).
+        """
         await self._command("TRACK", CsrCommand.TRACK_WRITE, dict(
-            op=TrackOp.ARM, tile=tile, threshold=threshold, cmd=cmd, rearm=int(rearm)))
+            op=op, tile=tile, threshold=threshold, cmd=cmd, rearm=int(rearm)))
+        await self.wait("track_pending")
+        result = await self.read_group("TRACK_RESULT")
+        if (result["op"], result["tile"]) != (getattr(op, "value", op), tile):
+            raise RuntimeError(f"TRACK_RESULT {result} does not answer op {op!r} of tile "
+                               f"{tile}")
+        result["code"] = TrackResult(result["code"])
+        return result
+
+    async def arm(self, tile, threshold, cmd, *, rearm=False, check=False):
+        """Arm the tracker entry of ``tile``: ``threshold`` beats fire DMA command ``cmd``.
+
+        Returns the tracker's verdict, a :class:`~t3hw.spec.layouts.TrackResult`: ``OK``
+        (armed), ``BUSY`` (the entry is armed, or its trigger has not been taken yet: nothing
+        changed, ``TRACKER_ERRORS.reprogram``) or ``BAD_THRESHOLD`` (threshold 0: nothing
+        changed, ``TRACKER_ERRORS.bad_threshold``). With ``check``, a verdict other than
+        ``OK`` raises :exc:`RuntimeError` instead.
+        """
+        code = (await self.track(TrackOp.ARM, tile, threshold=threshold, cmd=cmd,
+                                 rearm=rearm))["code"]
+        if check and code != TrackResult.OK:
+            why = {TrackResult.BUSY: "its entry is armed, or its last trigger is still "
+                                     "pending (disarm it, or wait for the DMA)",
+                   TrackResult.BAD_THRESHOLD: "the threshold must be at least 1"}
+            raise RuntimeError(f"the tracker refused to arm tile {tile} ({code.name}): "
+                               f"{why.get(code, 'unexpected verdict')}")
+        return code
 
     async def disarm(self, tile):
-        """Disarm the tracker entry of ``tile`` (if it is armed for it)."""
-        await self._command("TRACK", CsrCommand.TRACK_WRITE, dict(op=TrackOp.DISARM, tile=tile))
+        """Disarm the tracker entry of ``tile`` (if it is armed for it). Returns the verdict:
+        ``TrackResult.OK``, or ``TrackResult.NOT_ARMED`` (nothing done)."""
+        return (await self.track(TrackOp.DISARM, tile))["code"]
+
+    async def read_entry(self, tile):
+        """The tracker entry of ``tile`` (a ``READ`` request): ``code`` (``TrackResult.OK``,
+        or ``NOT_ARMED`` when no entry is armed for ``tile``), ``valid``, ``rearm``,
+        ``pending`` (firings the DMA has not taken yet), ``threshold``, ``count`` (beats
+        counted) and ``cmd``."""
+        result = await self.track(TrackOp.READ, tile)
+        del result["op"], result["tile"]
+        return result
 
     async def dma_map(self, tile, threshold, *, src, rows, row_bytes, pitch, device, dst,
                       op=WriteKind.UPDATE, dst_tile=None, cmd=None, rearm=False):
@@ -252,9 +302,18 @@ class Driver:
         ``threshold`` in effect (0 while it is derived) and ``measuring``."""
         return await self.read_group("ARB_STATUS")
 
-    # -- errors and counters ---------------------------------------------------------------
-    _ERRORS = {"csr": "CSR_ERRORS", "tracker": "TRACKER_ERRORS", "dma": "DMA_ERRORS",
-               "addrmap": "ADDRMAP_ERRORS", "arbiter": "ARBITER_ERRORS"}
+    # -- device --------------------------------------------------------------------------
+    async def set_device_id(self, device):
+        """This engine's device number (``DEVICE_ID``): the address map refuses received
+        packets for another device. Raises ValueError if it does not fit ``device_width``."""
+        await self.write_group("DEVICE_ID", device=device)
+
+    async def device_id(self):
+        """The ``DEVICE_ID`` register."""
+        return (await self.read_group("DEVICE_ID"))["device"]
+
+    # -- errors, interrupt and counters --------------------------------------------------
+    _ERRORS = ERRORS
 
     async def errors(self):
         """Every sticky error bit, after the commands in flight are done:
@@ -265,16 +324,58 @@ class Driver:
         return {block: await self.read_group(group) for block, group in self._ERRORS.items()}
 
     async def clear_errors(self):
-        """Clear every sticky error bit (write 1s to every error register)."""
+        """Clear every sticky error bit (write 1s to every error register). The next error
+        of a target is then its first (:meth:`first_errors`)."""
         for group in self._ERRORS.values():
             for reg in self.map.groups[group].registers:
                 await self.write(reg.addr, reg.mask)
 
+    async def first_errors(self):
+        """The details of each target's first error since its error bits were last all
+        clear: ``{block: fields}`` for ``tracker``, ``dma``, ``addrmap``, the fields of the
+        block's capture layout and ``events`` (``{bit: 0 or 1}``: the error events of that
+        cycle). All zero until the block's first error after reset."""
+        out = {}
+        for block, group in CAPTURES.items():
+            fields = await self.read_group(group)
+            events = self.map.groups[self._ERRORS[block]].codec.unpack(fields["events"])
+            out[block] = {**fields, "events": events}
+        return out
+
+    async def enable_irq(self, block, *bits):
+        """Let the named error bits of ``block`` (``csr``, ``tracker``, ``dma``, ``addrmap``,
+        ``arbiter``; no names: all of them) raise the ``irq`` output; the block's other bits
+        no longer do (:meth:`disable_irq` disables them all)."""
+        group = IRQ_ENABLES[self._ERRORS[block]]
+        names = bits or self.map.groups[group].codec.names
+        await self.write_group(group, **dict.fromkeys(names, 1))
+
+    async def disable_irq(self, block=None):
+        """No error bit of ``block`` (default: of any block) raises ``irq``."""
+        for name in (block,) if block is not None else self._ERRORS:
+            await self.write_group(IRQ_ENABLES[self._ERRORS[name]])
+
+    async def irq(self):
+        """The enabled error bits that hold ``irq`` high: ``{block: [bit names]}`` of the
+        blocks with any (empty when ``STATUS.irq`` is 0). ``irq`` falls once they are
+        cleared (:meth:`clear_errors`) or disabled."""
+        if not (await self.status())["irq"]:
+            return {}
+        out = {}
+        for block, group in self._ERRORS.items():
+            sticky = await self.read_group(group)
+            enabled = await self.read_group(IRQ_ENABLES[group])
+            names = [n for n, v in sticky.items() if v and enabled[n]]
+            if names:
+                out[block] = names
+        return out
+
     async def stats(self):
         """Every counter: ``{block: {counter: int}}`` for ``tracker``, ``dma``, ``addrmap``,
-        ``arbiter``. A counter wider than 32 bits is read low word first, not atomically."""
-        return {block: await self.read_group(block.upper())
-                for block in self._ERRORS if block != "csr"}
+        ``arbiter``. A counter wider than 32 bits is read low word first, then high word:
+        the hardware latches the high word on the low word's read, so the pair is one
+        snapshot (read ``_LO`` before ``_HI``; :meth:`read_group` does)."""
+        return {block: await self.read_group(group) for block, group in COUNTERS.items()}
 
 
 def ring_reduce_scatter_plan(producer, params: EngineParams = EngineParams(), *, gather=True):

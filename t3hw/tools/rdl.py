@@ -45,7 +45,7 @@ _PROPS = {
 #: What a field of each access is, for its description.
 _ROLE = {
     Access.RO:  "read only",
-    Access.RW:  "staging, read and write",
+    Access.RW:  "read and write",
     Access.W1C: "sticky error, set by the hardware, write 1 to clear",
     Access.WO:  "write only, reads 0",
 }

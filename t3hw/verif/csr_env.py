@@ -3,11 +3,13 @@
 model (:mod:`sim_models.csr`), and the scenarios.
 
 * :class:`CsrEnv`: seeded random register traffic (and scripted accesses) for the RTL, with a
-  scoreboard that compares ``r_data``, the sticky errors, the clears and every field of the
-  four program streams with :class:`~sim_models.csr.CsrModel` every cycle; the targets are
-  :class:`~sim_models.csr.Targets`.
+  scoreboard that compares ``r_data``, the sticky errors, ``irq``, ``device_id``, the clears
+  and every field of the four program streams with :class:`~sim_models.csr.CsrModel` every
+  cycle; the targets are :class:`~sim_models.csr.Targets`.
 * Scenarios shared by the amaranth.sim tests and the cocotb testbench: :func:`drain`,
-  :func:`run_script`, :func:`every_register`, :func:`provoke_errors`, :func:`readback`.
+  :func:`run_script`, :func:`every_register`, :func:`provoke_errors`; the read-backs,
+  first-error captures, interrupt, tracker answers, atomic 64-bit counters and refused
+  writes are in :mod:`t3hw.verif.csr_scenarios`.
 
 Register names, addresses and fields come from :class:`t3hw.spec.regmap.RegisterMap`.
 """
@@ -20,13 +22,14 @@ from t3hw.spec.layouts import ArbPolicy, CsrCommand
 from t3hw.spec.regmap import MAGIC, Access
 
 from sim_models.arbiter import MAX_WINDOW_LOG2, config_ok
-from sim_models.csr import (ALWAYS_READY, STATS, STICKY, TARGETS, COMMANDS, STAGING,
+from sim_models.csr import (ALWAYS_READY, CAPTURE, STATS, STICKY, TARGETS, COMMANDS, STAGING,
                             CsrInputs, CsrModel, Targets)
 
 from .env import Stall, StreamEnv
 
 
-__all__ = ["CsrEnv", "drain", "run_script", "every_register", "provoke_errors", "readback"]
+__all__ = ["CsrEnv", "drain", "run_script", "field_mask", "wait_reset", "arb_status_words",
+           "every_register", "provoke_errors"]
 
 
 class CsrEnv(StreamEnv):
@@ -45,6 +48,10 @@ class CsrEnv(StreamEnv):
     events : float
         Probability per cycle of a random error event on a target's ``errors`` input (besides
         the events of the target models), in [0, 1).
+    answer : int
+        Most cycles from the tracker taking a request to its answer on ``tracker_result``
+        (each answer's delay is drawn from 1 .. ``answer`` with random traffic, is ``answer``
+        otherwise).
     external_bus : bool
         Something else (a :class:`t3hw.sw.driver.Driver` on a :class:`t3hw.sw.driver.CocotbBus`)
         drives the ``bus__*`` inputs; the environment samples them instead.
@@ -52,28 +59,37 @@ class CsrEnv(StreamEnv):
     The targets are :class:`Targets`; ``tracker_busy`` and ``dma_busy`` are high for the
     first ``tracker_entries`` and ``2**cmd_width`` cycles (the real blocks' reset sweeps) and,
     with random traffic, in occasional later bursts; the counters change at random, and so,
-    now and then, does ``arbiter_status`` (otherwise it is the :class:`ArbiterConfig`'s).
+    now and then, does ``arbiter_status`` (otherwise it is the :class:`ArbiterConfig`'s); the
+    targets' ``capture`` inputs are random every cycle with random traffic (else
+    :attr:`capture`).
 
-    Scoring, every cycle: ``r_data``, ``errors``, ``valid`` and payload of the four program
-    streams (held until taken: :class:`~t3hw.verif.env.StreamEnv`), and the clears (all
-    ones) against :class:`CsrModel`.
+    Scoring, every cycle: ``r_data``, ``errors``, ``irq``, ``device_id``, ``valid`` and payload
+    of the four program streams (held until taken: :class:`~t3hw.verif.env.StreamEnv`), and
+    the clears (all ones) against :class:`CsrModel`.
     """
 
-    out_streams = ("dma_program", "tracker_program")
+    in_streams   = ("tracker_result",)
+    always_ready = ("tracker_result",)
+    out_streams  = ("dma_program", "tracker_program")
     in_flags    = ("bus__addr", "bus__w_data", "bus__w_stb", "bus__r_stb",
                    *(f"{t}_errors" for t in TARGETS), *(f"{t}_stats" for t in TARGETS),
+                   *(port for port, _ in CAPTURE.values()),
                    "arbiter_status", "tracker_busy", "dma_busy", "dma_idle")
-    out_flags   = ("bus__r_data", "errors",
+    out_flags   = ("bus__r_data", "errors", "irq", "device_id",
                    *(f"{STAGING[g]}__{m}" for g in ALWAYS_READY for m in ("valid", "payload")),
                    *(f"{t}_clear" for t in TARGETS))
 
-    def __init__(self, params, rng, *, ops=0, stall=0.1, events=0.01, external_bus=False):
+    def __init__(self, params, rng, *, ops=0, stall=0.1, events=0.01, answer=1,
+                 external_bus=False):
         super().__init__()
         for name, value in (("stall", stall), ("events", events)):
             if not 0 <= value < 1:
                 raise ValueError(f"{name} must be in [0, 1), not {value!r}")
         if not isinstance(ops, int) or ops < 0:
             raise ValueError(f"ops must be a non-negative integer, not {ops!r}")
+        if not isinstance(answer, int) or answer < 1:
+            raise ValueError(f"answer must be a positive integer, not {answer!r}")
+        self.answer = answer
         self.p, self.rng = params, rng
         self.model = CsrModel(params)
         self.map = self.model.map
@@ -92,7 +108,9 @@ class CsrEnv(StreamEnv):
         self.stats = dict.fromkeys(STATS.values(), 0)          # counter inputs
         self.arb_status = None      # arbiter_status input, or None: the ArbiterConfig's
         self.dma_idle = 1
-        self.scripted = deque()     # (addr, w_data or None, read?) or None (idle), in order
+        self.capture = {port: 0 for port, _ in CAPTURE.values()}   # capture inputs
+        self.scripted = deque()     # (addr, w_data or None, read?), None (idle) or
+                                    # ("do", function, access): call it, then the access
         self.results = []           # data of every scripted read, in order
         self._reading = False       # a scripted read was issued last cycle
         self._access = None         # (addr, w_data or None, read?, scripted?) this cycle
@@ -127,6 +145,19 @@ class CsrEnv(StreamEnv):
         """Scripted: ``cycles`` cycles with no access."""
         self.scripted.extend([None] * cycles)
 
+    def at(self, function, access=None):
+        """Scripted: call ``function()`` at the start of the cycle (to change an input), with
+        ``access`` (``(reg, w_data or None, read?)``) or none in that cycle."""
+        if access is not None:
+            access = (self._addr(access[0]), *access[1:])
+        self.scripted.append(("do", function, access))
+
+    def event(self, target, *, access=None, **bits):
+        """Scripted: a cycle in which the target's ``errors`` input shows the named bits (an
+        error event), with ``access`` or none (:meth:`at`)."""
+        value = self.targets.models[target].errors_codec.pack(**bits)
+        self.at(lambda: self.pulse.__setitem__(target, self.pulse[target] | value), access)
+
     def commit(self, command):
         """Scripted: a command, then the idle cycles it keeps its group pending for: a write
         command when its target is ready, the cycle its target takes it, then the wait for the
@@ -134,7 +165,8 @@ class CsrEnv(StreamEnv):
         (:data:`~t3hw.spec.contract.CSR_LOAD_CYCLES`)."""
         self.command(command)
         group, is_read = COMMANDS[CsrCommand(command)]
-        self.idle(LOAD_CYCLES if is_read else 1 + VERDICT_DELAY.get(group, 1))
+        wait = self.answer if group == "TRACK" else VERDICT_DELAY.get(group, 1)
+        self.idle(LOAD_CYCLES if is_read else 1 + wait)
 
     def _random_access(self):
         rng, rm = self.rng, self.map
@@ -174,6 +206,9 @@ class CsrEnv(StreamEnv):
         access = None
         if scripted:
             access = self.scripted.popleft()
+            if access is not None and access[0] == "do":
+                access[1]()
+                access = access[2]
         elif self.ops > 0:
             self.ops -= 1
             access = self._random_access() if rng.random() < 0.85 else None
@@ -193,6 +228,10 @@ class CsrEnv(StreamEnv):
                 (None, rng.getrandbits(self.targets.arbiter.status_codec.width)))
         if self.arb_status is not None:
             ins["arbiter_status"] = self.arb_status
+        if self.ops:
+            self.capture = {port: rng.getrandbits(self.model.codec[g].layout["events"].offset)
+                            for g, (port, _) in CAPTURE.items()}
+        ins.update(self.capture)
         busy = {}
         for name in self.busy:
             if self.busy[name]:
@@ -213,8 +252,9 @@ class CsrEnv(StreamEnv):
         cyc, exp = self.cycle, self.model.outputs()
         assert outs["bus__r_data"] == exp["r_data"], \
             f"cycle {cyc}: r_data {outs['bus__r_data']:#x}, model {exp['r_data']:#x}"
-        assert outs["errors"] == exp["errors"], \
-            f"cycle {cyc}: errors {outs['errors']:#x}, model {exp['errors']:#x}"
+        for name in ("errors", "irq", "device_id"):
+            assert outs[name] == exp[name], \
+                f"cycle {cyc}: {name} {outs[name]:#x}, model {exp[name]:#x}"
         for g, port in STAGING.items():
             if g in ALWAYS_READY:
                 got = outs[f"{port}__payload"] if outs[f"{port}__valid"] else None
@@ -237,7 +277,8 @@ class CsrEnv(StreamEnv):
             **bus, dma_ready=int(ins["dma_program"]), tracker_ready=int(ins["tracker_program"]),
             **{f.name: ins[f.name] for f in dc_fields(CsrInputs)
                if f.name in ins and f.name not in bus}))
-        self.targets.step(taken)
+        delay = self.rng.randint(1, self.answer) if self.ops else self.answer
+        self.targets.step(taken, delay)
 
     def _note(self, addr, w_data, read):
         reg = self.map.by_addr.get(addr)
@@ -289,17 +330,18 @@ async def run_script(env, cycle, *, settle=True):
     return results
 
 
-def _bit(rm, reg, field):
+def field_mask(rm, reg, field):
+    """The mask of ``field`` in register ``reg``."""
     return next(f.mask for f in rm.by_name[reg].fields if f.name == field)
 
 
-async def _reset(env, cycle):
+async def wait_reset(env, cycle):
     """Run the reset sweeps (the targets' and the read-back tables')."""
     while env.model.sweeping or any(env.busy.values()):
         await cycle()
 
 
-def _arb_status(rm, cfg):
+def arb_status_words(rm, cfg):
     """The ``ARB_STATUS`` words of an arbiter in configuration ``cfg`` (:class:`ArbiterConfig`
     written out)."""
     measuring = cfg["policy"] == ArbPolicy.T3_MCA.value and cfg["threshold"] == 0
@@ -313,19 +355,19 @@ async def every_register(env, cycle):
     ones and zeros and read back; every target error bit set by an event and cleared one at a
     time (W1C); every counter and ``ARB_STATUS`` read field by field."""
     p, rm = env.p, env.map
-    await _reset(env, cycle)
+    await wait_reset(env, cycle)
     for reg in rm.registers:
         env.read(reg.name)
     got = dict(zip((r.name for r in rm.registers), await run_script(env, cycle)))
     config = rm.constant("CONFIG")
     expect = dict.fromkeys(got, 0)
     expect["ID"] = MAGIC
-    expect["STATUS"] = _bit(rm, "STATUS", "dma_idle")
+    expect["STATUS"] = field_mask(rm, "STATUS", "dma_idle")
     expect["CONFIG"] = sum(config[f.name] << f.offset for f in rm.by_name["CONFIG"].fields)
     arb = dict(policy=p.arbiter_policy, threshold=p.mca_threshold, saturation=p.mca_saturation,
                window_log2=p.mca_window_log2, starvation_limit=p.starvation_limit)
     expect.update((r.name, w) for r, w in rm.encode("ARB", **arb))
-    expect.update(zip((r.name for r in rm.groups["ARB_STATUS"].registers), _arb_status(rm, arb)))
+    expect.update(zip((r.name for r in rm.groups["ARB_STATUS"].registers), arb_status_words(rm, arb)))
     assert got == expect, {k: (hex(got[k]), hex(v)) for k, v in expect.items() if got[k] != v}
     assert (config["index_width"], config["region_index_width"], config["cmd_width"],
             config["addr_width"]) == (p.index_width, p.region_index_width, p.cmd_width,
@@ -371,7 +413,7 @@ async def every_register(env, cycle):
 
 async def _expect_error(env, cycle, name, *, settle=True):
     """Read CSR_ERRORS: exactly ``name`` set; clear it; read 0."""
-    bit = _bit(env.map, "CSR_ERRORS", name)
+    bit = field_mask(env.map, "CSR_ERRORS", name)
     env.read("CSR_ERRORS")
     env.write("CSR_ERRORS", bit)
     env.read("CSR_ERRORS")
@@ -391,7 +433,7 @@ async def provoke_errors(env, cycle):
     env.command(CsrCommand.ARB_WRITE)
     await _expect_error(env, cycle, "busy")
     assert env.targets.log == [("ARB", rm.reset("ARB"))], env.targets.log
-    await _reset(env, cycle)
+    await wait_reset(env, cycle)
     unmapped = next(a for a in range(0, 1 << rm.addr_width, 4) if a not in rm.by_addr)
     for access in ((unmapped, None, True), (unmapped, 5, False), (1, None, True),
                    (rm.by_name["STATUS"].addr + 2, 0, False)):
@@ -424,8 +466,8 @@ async def provoke_errors(env, cycle):
     env.read("STATUS")
     env.read("STATUS")
     assert await run_script(env, cycle) == \
-        [_bit(rm, "STATUS", "arb_pending") | _bit(rm, "STATUS", "dma_idle"),
-         _bit(rm, "STATUS", "dma_idle")]
+        [field_mask(rm, "STATUS", "arb_pending") | field_mask(rm, "STATUS", "dma_idle"),
+         field_mask(rm, "STATUS", "dma_idle")]
     seconds = [lambda: env.command(CsrCommand.ARB_WRITE)]
     seconds += [lambda reg=reg, word=word: env.write(reg.name, ~word & 0xffffffff)
                 for reg, word in arb]
@@ -443,8 +485,8 @@ async def provoke_errors(env, cycle):
     env.commit(CsrCommand.ARB_WRITE)
     env.read("ARBITER_ERRORS")
     env.read("ARB_STATUS")
-    assert await run_script(env, cycle) == [0] + _arb_status(rm, good)
-    bad_config, in_effect = _bit(rm, "ARBITER_ERRORS", "bad_config"), _arb_status(rm, good)
+    assert await run_script(env, cycle) == [0] + arb_status_words(rm, good)
+    bad_config, in_effect = field_mask(rm, "ARBITER_ERRORS", "bad_config"), arb_status_words(rm, good)
     for bad in (dict(good, policy=3), dict(good, starvation_limit=0),
                 dict(good, window_log2=MAX_WINDOW_LOG2 + 1),
                 dict(good, threshold=0, saturation=0)):
@@ -470,7 +512,7 @@ async def provoke_errors(env, cycle):
     env.command(CsrCommand.DESC_WRITE)
     env.read("STATUS")
     assert await run_script(env, cycle, settle=False) == \
-        [_bit(rm, "STATUS", "desc_pending") | _bit(rm, "STATUS", "dma_idle")]
+        [field_mask(rm, "STATUS", "desc_pending") | field_mask(rm, "STATUS", "dma_idle")]
     for access in (lambda: env.command(CsrCommand.DESC_WRITE),
                    lambda: env.write(rm.groups["DESC"].registers[0].name, 0),
                    lambda: env.command(CsrCommand.DESC_READ)):
@@ -481,7 +523,7 @@ async def provoke_errors(env, cycle):
     # A read command loads its group over LOAD_CYCLES cycles, in which the group is pending:
     # a read of its registers returns them as they were and sets busy, a write is refused
     # (busy); in the next cycle the group reads the loaded entry.
-    regs, idle = rm.groups["DESC"].registers, _bit(rm, "STATUS", "dma_idle")
+    regs, idle = rm.groups["DESC"].registers, field_mask(rm, "STATUS", "dma_idle")
     env.stage("DESC", index=desc["index"])                      # every other field 0
     env.command(CsrCommand.DESC_READ)
     for _ in range(LOAD_CYCLES):
@@ -497,7 +539,7 @@ async def provoke_errors(env, cycle):
     for r in regs:
         env.read(r.name)
     got = await run_script(env, cycle)
-    assert got[0] == _bit(rm, "STATUS", "desc_pending") | idle, got
+    assert got[0] == field_mask(rm, "STATUS", "desc_pending") | idle, got
     assert rm.decode("DESC", dict(zip((r.name for r in regs), got[1:]))) == desc
     await _expect_error(env, cycle, "busy")
     # Rejected writes: reported by the target, not copied into the read-back table.
@@ -515,7 +557,7 @@ async def provoke_errors(env, cycle):
         for r in rm.groups[group].registers:
             env.read(r.name)
         got = await run_script(env, cycle)
-        assert got[0] == _bit(rm, reg, field), f"{reg}: {got[0]:#x}"
+        assert got[0] == field_mask(rm, reg, field), f"{reg}: {got[0]:#x}"
         back = rm.decode(group, dict(zip((r.name for r in rm.groups[group].registers), got[1:])))
         assert back == {**dict.fromkeys(back, 0), "index": bad["index"]}, back
     good = dict(index=0, valid=1, mode=2, device=1, base=4, size=4, remote_base=0)
@@ -523,65 +565,10 @@ async def provoke_errors(env, cycle):
         env.stage("REGION", **fields)
         env.commit(CsrCommand.REGION_WRITE)
     env.read("ADDRMAP_ERRORS")
-    assert await run_script(env, cycle) == [_bit(rm, "ADDRMAP_ERRORS", "overlap")]
+    assert await run_script(env, cycle) == [field_mask(rm, "ADDRMAP_ERRORS", "overlap")]
     for threshold in (0, 1, 1):
         env.stage("TRACK", op=0, tile=1, threshold=threshold)
         env.commit(CsrCommand.TRACK_WRITE)
     env.read("TRACKER_ERRORS")
     assert await run_script(env, cycle) == \
-        [_bit(rm, "TRACKER_ERRORS", "bad_threshold") | _bit(rm, "TRACKER_ERRORS", "reprogram")]
-
-
-async def readback(env, cycle):
-    """Regions and descriptors written, then each read back by staging its index and a read
-    command, the group read as soon as the load is done (:data:`~t3hw.spec.contract.CSR_LOAD_CYCLES`, no
-    cycle more). Arbiter configurations (no read-back
-    table) written, each read back from the ``ARB_*`` registers and, as the arbiter uses it,
-    from ``ARB_STATUS``."""
-    p, rm, rng = env.p, env.map, env.rng
-    await _reset(env, cycle)
-    written = {"REGION": {}, "DESC": {}}
-    top, n = 1 << p.addr_width, min(p.regions, 4)
-    for i in range(n):
-        written["REGION"][i] = dict(
-            index=i, valid=1, mode=i % 3, device=rng.getrandbits(p.device_width),
-            base=i * (top // n), size=top // n, remote_base=rng.getrandbits(p.addr_width))
-    for i in rng.sample(range(p.dma_descriptors), min(6, p.dma_descriptors)):
-        written["DESC"][i] = dict(
-            index=i, valid=1, op=rng.getrandbits(1), device=rng.getrandbits(p.device_width),
-            tile=rng.getrandbits(p.tile_width), rows=rng.randint(1, (1 << p.rows_width) - 1),
-            row_bytes=rng.randint(1, (1 << p.row_bytes_width) - 1),
-            pitch=rng.getrandbits(p.pitch_width), src=rng.getrandbits(p.addr_width),
-            dst=rng.getrandbits(p.addr_width))
-    for group, entries in written.items():
-        for fields in entries.values():
-            env.stage(group, **fields)
-            env.commit(CsrCommand[f"{group}_WRITE"])
-    await run_script(env, cycle)
-    for group, entries in written.items():
-        regs = rm.groups[group].registers
-        for index in entries:
-            env.stage(group, index=index)               # every other field 0
-            env.commit(CsrCommand[f"{group}_READ"])
-            for r in regs:
-                env.read(r.name)
-        got = await run_script(env, cycle)
-        for k, fields in enumerate(entries.values()):
-            words = dict(zip((r.name for r in regs), got[k * len(regs):(k + 1) * len(regs)]))
-            assert rm.decode(group, words) == fields, (group, rm.decode(group, words), fields)
-    arb, status = rm.groups["ARB"].registers, rm.groups["ARB_STATUS"].registers
-    for policy in ArbPolicy:
-        top = (1 << p.occupancy_width) - 1
-        cfg = dict(policy=policy.value, threshold=rng.choice((0, rng.randint(1, top))),
-                   saturation=rng.randint(1, top),
-                   window_log2=rng.randint(0, MAX_WINDOW_LOG2),
-                   starvation_limit=rng.randint(1, (1 << p.starvation_width) - 1))
-        env.stage("ARB", **cfg)
-        env.commit(CsrCommand.ARB_WRITE)
-        for r in arb + status:
-            env.read(r.name)
-        got = await run_script(env, cycle)
-        words = dict(zip((r.name for r in arb), got))
-        assert rm.decode("ARB", words) == cfg, (rm.decode("ARB", words), cfg)
-        assert got[len(arb):] == _arb_status(rm, cfg), (got, cfg)
-        assert env.targets.arbiter.config == cfg
+        [field_mask(rm, "TRACKER_ERRORS", "bad_threshold") | field_mask(rm, "TRACKER_ERRORS", "reprogram")]
