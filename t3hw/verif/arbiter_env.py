@@ -217,7 +217,8 @@ class ArbiterEnv(StreamEnv):
         if rsp is not None and rsp["source"] == WriteSource.COMPUTE.value:
             exp_route["load_response"] = {"tag": rsp["tag"] & ((1 << self.p.load_tag_width) - 1)}
         elif rsp is not None and rsp["source"] == WriteSource.DMA.value:
-            exp_route["dma_response"] = {"tag": rsp["tag"] & ((1 << self.p.read_tag_width) - 1)}
+            exp_route["dma_response"] = {"tag": rsp["tag"] & ((1 << self.p.read_tag_width) - 1),
+                                         "error": rsp.get("error", 0)}
         for n, exp in exp_route.items():
             got = None if outs[n] is None else c[n].unpack(outs[n])
             assert got == exp, f"cycle {cyc}: {n} {got}, model {exp}"
