@@ -159,6 +159,7 @@ class Arbiter(wiring.Component):
             "remote":        In(stream.Signature(mem_store_layout(p))),
             "dram":          Out(stream.Signature(mem_request_layout(p))),
             "occupancy":     In(p.occupancy_width),
+            "track_hold":    In(1),
             "response":      In(stream.Signature(mem_response_layout(p))),
             "load_response": Out(stream.Signature(load_response_layout(p))),
             "dma_response":  Out(stream.Signature(read_response_layout(p))),
@@ -185,7 +186,7 @@ class Arbiter(wiring.Component):
         cfg = Signal(arbiter_config_layout(p), init=rst_cfg)
         set_err = Signal(arbiter_errors_layout(p))
         dv = derivation_state(p, rst_cfg)
-        d = self._decision(m, rst_cfg, dv)
+        d = self._decision(m, cfg, rst_cfg, dv)
         self._policy_state(m, cfg, dv, d)
         self._output(m, d)
         self._responses(m, set_err)
@@ -194,7 +195,7 @@ class Arbiter(wiring.Component):
         sticky_errors(m, self.errors, self.clear, set_err)
         return m
 
-    def _decision(self, m, rst_cfg, dv):
+    def _decision(self, m, cfg, rst_cfg, dv):
         """The class decision and, inside each class, the input; the readies."""
         p = self._p
         # A configuration is checked in the cycle it is written (``bad_config``); an accepted
@@ -205,8 +206,19 @@ class Arbiter(wiring.Component):
         m.d.sync += [new.eq(self.config.payload),
                      accept.eq(self.config.valid & config_ok(self.config.payload))]
         slot = ~self.dram.valid | self.dram.ready
-        cp = self.load.valid | self.store.valid
+        # ``track_hold`` makes a tracked write ineligible for this slot: the decision sees
+        # only the eligible requests (``store_ok``, ``remote_ok``, ``cp``, ``mp_ok``), while
+        # ``wait`` counts the slots in which communication requested at all (``mp``), so
+        # that a held write keeps its place in the starvation count.
+        store_ok = Signal(attrs={"keep": 1})
+        remote_ok = Signal(attrs={"keep": 1})
+        m.d.comb += [store_ok.eq(self.store.valid & ~(self.track_hold
+                                                      & self.store.payload.tracked)),
+                     remote_ok.eq(self.remote.valid & ~(self.track_hold
+                                                        & self.remote.payload.tracked))]
+        cp = self.load.valid | store_ok
         mp = self.dma.valid | self.remote.valid
+        mp_ok = self.dma.valid | remote_ok
         # ``wait1`` holds ``wait + 1`` (``wait`` itself is not kept), so that every compare
         # below is one carry chain; ``wait_full`` is ``wait >= cfg.starvation_limit``, kept
         # as a register beside it (updated with it, in :meth:`_policy_state`), so that no
@@ -217,10 +229,10 @@ class Arbiter(wiring.Component):
         # The policy enters the decision through two registers, each with its next-state
         # logic (:meth:`_policy_state`), so that the decision is a function of the requests,
         # the occupancy compare and flip-flops only: ``gated``, T3-MCA outside the derivation
-        # (communication goes when forced, else below the threshold after compute);
-        # ``comm_first``, communication goes before compute if it requests (round robin
-        # after a compute grant, or ``gated`` and ``wait_full``). Under compute-first, and
-        # under T3-MCA while deriving, both are 0.
+        # (communication goes below the threshold after compute); ``comm_first``,
+        # communication goes before compute if it requests (round robin after a compute
+        # grant, or T3-MCA, deriving or not, and ``wait_full``: forced). Under compute-first
+        # both are 0; under T3-MCA while deriving ``gated`` is 0 (compute-first, but forced).
         rst_policy = ArbPolicy(rst_cfg["policy"])
         gated = Signal(init=rst_policy == ArbPolicy.T3_MCA and not dv.derive)
         comm_first = Signal(init=rst_policy == ArbPolicy.ROUND_ROBIN)
@@ -228,8 +240,8 @@ class Arbiter(wiring.Component):
         # maps the payload multiplexer (:meth:`_output`) as one 4:1 multiplexer per bit
         # behind them.
         pick_c = Signal(attrs={"keep": 1})
-        m.d.comb += pick_c.eq(cp & ~(mp & comm_first))
-        forced = mp & gated & wait_full                    # T3-MCA: starving
+        m.d.comb += pick_c.eq(cp & ~(mp_ok & comm_first))
+        forced = mp_ok & wait_full & (cfg.policy == ArbPolicy.T3_MCA)    # counted only
         grant_c = slot & pick_c
         # The communication grant is ``go_m | (gate_m & (occupancy < thr))``: communication
         # goes first, or after no compute request without (``go_m``) or with (``gate_m``)
@@ -237,8 +249,8 @@ class Arbiter(wiring.Component):
         # input of the decision (a carry chain from the ``occupancy`` port), enters the last
         # level of logic of every ready and every register the grant drives.
         go_m, gate_m = Signal(attrs={"keep": 1}), Signal(attrs={"keep": 1})
-        m.d.comb += [go_m.eq(slot & mp & (comm_first | (~cp & ~gated))),
-                     gate_m.eq(slot & mp & ~cp & gated)]
+        m.d.comb += [go_m.eq(slot & mp_ok & (comm_first | (~cp & ~gated))),
+                     gate_m.eq(slot & mp_ok & ~cp & gated)]
         below = self.occupancy < dv.thr
         grant_m = go_m | (gate_m & below)
 
@@ -247,8 +259,8 @@ class Arbiter(wiring.Component):
         last_remote = Signal()                             # comm: the remote went last
         sel_store  = Signal(attrs={"keep": 1})
         sel_remote = Signal(attrs={"keep": 1})
-        m.d.comb += [sel_store.eq(self.store.valid & (~self.load.valid | ~last_store)),
-                     sel_remote.eq(self.remote.valid & (~self.dma.valid | ~last_remote))]
+        m.d.comb += [sel_store.eq(store_ok & (~self.load.valid | ~last_store)),
+                     sel_remote.eq(remote_ok & (~self.dma.valid | ~last_remote))]
         m.d.comb += [
             self.load.ready.eq(grant_c & ~sel_store),
             self.store.ready.eq(grant_c & sel_store),
@@ -297,7 +309,7 @@ class Arbiter(wiring.Component):
             wait_full_next = mp & ~grant_m & Mux(accept, full_new, full_keep)
             return [last_comm_next, wait_full_next,
                     ((policy_next == ArbPolicy.ROUND_ROBIN) & ~last_comm_next)
-                    | (gated_next & wait_full_next)]
+                    | ((policy_next == ArbPolicy.T3_MCA) & wait_full_next)]
 
         # Computed for both outcomes of the occupancy compare, kept, and selected by it.
         for reg, if_below, if_not in zip((d.last_comm, wait_full, d.comm_first),

@@ -27,7 +27,8 @@ from t3hw.spec.layouts import (WINDOW_LOG2_WIDTH, ArbPolicy, Codec, WriteSource,
 from t3hw.spec.contract import (ARBITER_FINISH_CYCLES as FINISH_CYCLES, MAX_WINDOW_LOG2,
                                 arbiter_reset_config as reset_config)
 
-from sim_models.arbiter import COMPUTE_INPUTS, INPUTS, ArbiterModel, starvation_bound
+from sim_models.arbiter import (COMPUTE_INPUTS, INPUTS, ArbiterModel, hold_bounds,
+                                starvation_bound)
 
 from .env import Stall, StreamEnv
 
@@ -68,12 +69,12 @@ class ArbiterEnv(StreamEnv):
 
     in_streams   = ("load", "store", "dma", "remote", "response", "config")
     out_streams  = ("dram", "load_response", "dma_response", "track")
-    in_flags     = ("occupancy", "clear")
+    in_flags     = ("occupancy", "clear", "track_hold")
     out_flags    = ("status", "errors", "stats")
     always_ready = ("config", "track")
 
     def __init__(self, params, rng, *, cycles=0, policies=None, config_rate=0.002,
-                 stall=0.1):
+                 stall=0.1, hold=True):
         super().__init__()
         self.p, self.rng = params, rng
         self.model = ArbiterModel(params)
@@ -93,6 +94,10 @@ class ArbiterEnv(StreamEnv):
                                                          "dma_response")}
         self.pending = {n: None for n in INPUTS + ("response",)}
         self.rate = {n: 0.5 for n in INPUTS}          # request probability, varied in phases
+        self.random_hold = hold
+        self.hold_rate = 0.1 if hold else 0.0         # track_hold probability, per phase
+        self.track_hold = False
+        self.hold_always = False                       # directed: track_hold high every cycle
         self.occupancy = 0
         self.config = None
         self.clear = 0
@@ -107,6 +112,8 @@ class ArbiterEnv(StreamEnv):
         self.forced = 0
         self.worst = {"comm": 0, "dma": 0, "remote": 0}   # longest observed waits (slots)
         self._wait = {"comm": 0, "dma": 0, "remote": 0}
+        self._holds = {"comm": 0, "dma": 0, "remote": 0}  # slots held back, in the wait
+        self._track_hist = deque(maxlen=3)                # (track_hold, track valid) per cycle
         self._outs = None
 
     # -- stimulus --------------------------------------------------------------------------
@@ -160,6 +167,8 @@ class ArbiterEnv(StreamEnv):
         if running and rng.random() < 0.002:           # a new phase: bursts and lulls
             for n in INPUTS:
                 self.rate[n] = rng.choice([0.0, 0.1, 0.5, 0.9, 1.0])
+            if self.random_hold:
+                self.hold_rate = rng.choice([0.0, 0.05, 0.1, 0.5, 0.9])
         for i, (name, fields) in enumerate(self.scripted):
             if self.pending[name] is None:
                 self.pending[name] = fields
@@ -190,7 +199,10 @@ class ArbiterEnv(StreamEnv):
                for n in INPUTS + ("response",)}
         ins["config"] = None if self.config is None else self.codecs["config"].pack(**self.config)
         ins.update({n: s.ready() for n, s in self.stalls.items()})
-        ins.update(track=True, occupancy=self.occupancy, clear=self.clear)
+        self.track_hold = bool(self.hold_always or running and self.hold_rate
+                               and rng.random() < self.hold_rate)
+        ins.update(track=True, occupancy=self.occupancy, clear=self.clear,
+                   track_hold=int(self.track_hold))
         return ins
 
     # -- scoring ---------------------------------------------------------------------------
@@ -202,7 +214,8 @@ class ArbiterEnv(StreamEnv):
         for n in INPUTS:
             assert not outs[n] or self.pending[n] is not None, \
                 f"cycle {cyc}: {n}.ready without a request"
-        pick, forced, slot = m.decide(valid, ins["dram"], self.occupancy)
+        held = m.held(self.pending, self.track_hold)
+        pick, forced, slot = m.decide(valid, ins["dram"], self.occupancy, held)
         for n in INPUTS:
             assert outs[n] == (n == pick), \
                 f"cycle {cyc}: {n}.ready {outs[n]}, model grants {pick} (status {m.status()}," \
@@ -237,11 +250,13 @@ class ArbiterEnv(StreamEnv):
         assert got == m.stats, f"cycle {cyc}: stats {got}, model {m.stats}"
         status = c["status"].unpack(outs["status"])
         self._bound(outs, ins, got_status=status)
+        self._hold(outs)
         self.log.append((cyc, next((n for n in INPUTS if outs[n]), None), status))
         # advance
         taken_rsp = rsp if rsp is not None and outs["response"] else None
         m.step(requests=dict(self.pending), dram_ready=ins["dram"], occupancy=self.occupancy,
-               response=taken_rsp, config=self.config, clear=self.clear)
+               response=taken_rsp, config=self.config, clear=self.clear,
+               track_hold=self.track_hold)
         if pick is not None:
             self.grants[pick] += 1
             self.pending[pick] = None
@@ -252,27 +267,45 @@ class ArbiterEnv(StreamEnv):
         self._outs = outs
 
     def _bound(self, outs, ins, got_status):
-        """The starvation bound, from the RTL's outputs: count the issue slots each pending
-        communication request goes without a grant."""
+        """The starvation bounds, from the RTL's outputs: count the issue slots each pending
+        communication request goes without a grant, and the slots ``track_hold`` held it
+        back in (:func:`hold_bounds`)."""
         slot = outs["dram"] is None or ins["dram"]
         bound = starvation_bound(got_status["policy"], self.model.cfg["starvation_limit"])
-        steady = (self.config is None and self.model.staged is None
-                  and not got_status["measuring"])
+        steady = self.config is None and self.model.staged is None
         comm_granted = outs["dma"] or outs["remote"]
-        for key, pending, granted in (
-                ("comm", self.pending["dma"] or self.pending["remote"], comm_granted),
-                ("dma", self.pending["dma"], outs["dma"]),
-                ("remote", self.pending["remote"], outs["remote"])):
+        remote_held = (self.track_hold and self.pending["remote"] is not None
+                       and self.pending["remote"]["tracked"])
+        for key, pending, granted, held in (
+                ("comm", self.pending["dma"] or self.pending["remote"], comm_granted,
+                 remote_held and self.pending["dma"] is None),
+                ("dma", self.pending["dma"], outs["dma"], False),
+                ("remote", self.pending["remote"], outs["remote"], remote_held)):
             if not pending or granted or not steady or bound is None:
-                self._wait[key] = 0
+                self._wait[key] = self._holds[key] = 0
                 continue
             if slot:
                 self._wait[key] += 1
+                self._holds[key] += bool(held)
                 self.worst[key] = max(self.worst[key], self._wait[key])
-                limit = bound if key == "comm" else 2 * bound + 1
+                limit = hold_bounds(bound, self._holds[key])[key != "comm"]
                 assert self._wait[key] <= limit, \
                     f"cycle {self.cycle}: {key} waited {self._wait[key]} issue slots, bound " \
-                    f"{limit} ({ArbPolicy(got_status['policy']).name})"
+                    f"{limit} ({ArbPolicy(got_status['policy']).name}, " \
+                    f"{self._holds[key]} held)"
+
+    def _hold(self, outs):
+        """From the RTL's outputs: no tracked write is granted while ``track_hold`` is high,
+        and a cycle with ``track_hold`` high is followed, within 2 cycles, by one without a
+        ``track`` write."""
+        for n in ("store", "remote"):
+            assert not (outs[n] and self.track_hold and self.pending[n]["tracked"]), \
+                f"cycle {self.cycle}: tracked {n} write granted with track_hold high"
+        self._track_hist.append((self.track_hold, outs["track"] is not None))
+        if len(self._track_hist) == 3 and self._track_hist[0][0]:
+            assert not (self._track_hist[1][1] and self._track_hist[2][1]), \
+                f"cycle {self.cycle}: track_hold high in cycle {self.cycle - 2}, " \
+                f"track writes in both cycles after it"
 
     def done(self):
         """Random traffic over, every request granted, nothing scripted."""
