@@ -469,31 +469,55 @@ def formal_spec(params: EngineParams, *, bug=None):
                            f"arbiter: {name} grant with another address"),
                 ]
 
-        # --- starvation bounds ---------------------------------------------------------------
+        # --- starvation bounds, with the slots track_hold costs -----------------------------
         policy = dut.status.policy
         rr = policy == ArbPolicy.ROUND_ROBIN
         bound = Mux(rr, 1, p.starvation_limit)                      # L
         # a configuration written in cycle t is in effect from t + 2
         written = dut.config.valid | past(m, dut.config.valid, name="config_written")
-        steady = ~written & ~dut.status.measuring & (rr | (policy == ArbPolicy.T3_MCA))
+        steady = ~written & (rr | (policy == ArbPolicy.T3_MCA))    # deriving or not
         comm_granted = dut.dma.ready | dut.remote.ready
-        waits = {}
-        for key, pending, granted, limit in (
+        remote_held = dut.track_hold & dut.remote.valid & dut.remote.payload.tracked
+        waits, holds = {}, {}
+        for key, pending, granted, held in (
                 ("comm", dut.dma.valid | dut.remote.valid, comm_granted,
-                 Mux(rr, 1, p.starvation_limit - tight)),
-                ("dma", dut.dma.valid, dut.dma.ready, 2 * bound + 1),
-                ("remote", dut.remote.valid, dut.remote.ready, 2 * bound + 1)):
-            wait = waits[key] = Signal(range(2 * p.starvation_limit + 3), name=f"{key}_wait")
+                 remote_held & ~dut.dma.valid),
+                ("dma", dut.dma.valid, dut.dma.ready, 0),
+                ("remote", dut.remote.valid, dut.remote.ready, remote_held)):
+            wait = waits[key] = Signal(range(64), name=f"{key}_wait")        # > the depth
+            hold = holds[key] = Signal(range(64), name=f"{key}_holds")
+            h = hold + held                          # the held slots, this one included
+            limit = bound - tight + h if key == "comm" else 2 * bound + 1 + (bound + 1) * h
             with m.If(~pending | granted | ~steady):
-                m.d.sync += wait.eq(0)
+                m.d.sync += [wait.eq(0), hold.eq(0)]
             with m.Elif(slot):
-                m.d.sync += wait.eq(wait + 1)
+                m.d.sync += [wait.eq(wait + 1), hold.eq(h)]
                 m.d.comb += Assert(wait + 1 <= limit,
                                    f"arbiter: {key} waited more than its bound")
         mca = steady & (policy == ArbPolicy.T3_MCA)
+
+        # --- track_hold ---------------------------------------------------------------------
+        # No tracked write is granted in a slot with track_hold high; so a cycle with
+        # track_hold high is followed, in one of the next two cycles, by one without a write
+        # on ``track``.
+        for name in ("store", "remote"):
+            port = getattr(dut, name)
+            m.d.comb += Assert(~(port.ready & dut.track_hold & port.payload.tracked),
+                               f"arbiter: tracked {name} granted with track_hold high")
+        track_q = past(m, dut.track.valid, name="track_q")
+        hold_q2 = past(m, past(m, dut.track_hold, name="hold_q1"), name="hold_q2")
+        m.d.comb += Assert(~(hold_q2 & track_q & dut.track.valid),
+                           "arbiter: track writes in both cycles after a track_hold")
         m.d.comb += [
             Cover(mca & (waits["comm"] == p.starvation_limit) & comm_granted),
+            Cover(mca & dut.status.measuring & (waits["comm"] == p.starvation_limit)
+                  & comm_granted),
+            Cover(mca & (waits["comm"] == p.starvation_limit + 1) & (holds["comm"] == 1)
+                  & comm_granted),
             Cover(mca & (waits["dma"] == 2 * p.starvation_limit + 1) & dut.dma.ready),
             Cover(dut.track.valid),
+            Cover(dut.track_hold & dut.store.valid & dut.store.payload.tracked
+                  & dut.load.ready),
+            Cover(hold_q2 & track_q),
         ]
     return Spec(body)
