@@ -46,8 +46,12 @@ def test_switching_policies_paper_params(seed):
 
 def test_directed():
     async def body(env, cycle):
+        await arbiter_model.bound_holds_from_reset(env, cycle)
         for limit in (1, 3):
             await arbiter_model.starvation_is_tight(env, cycle, limit=limit)
+            await arbiter_model.hold_costs_one_slot(env, cycle, limit=limit)
+        await arbiter_model.hold_skips_tracked_writes(env, cycle)
+        await arbiter_model.hold_frees_track(env, cycle)
         await arbiter_model.compute_first_starves(env, cycle, cycles=100)
         await arbiter_model.round_robin_alternates(env, cycle)
         await arbiter_model.threshold_gates_comm(env, cycle)
@@ -56,6 +60,15 @@ def test_directed():
         await arbiter_model.rejects_bad_config(env, cycle)
         await arbiter_model.drops_bad_response(env, cycle)
     _simulate(EngineParams(**SMALL), body, stall=0)
+
+
+def test_mca_bound_holds_while_deriving_paper_params():
+    """The paper's parameters (window 2**14 cycles, starvation limit 1,024): under continuous
+    compute from reset the first DMA read goes in slot 1,024, not after the window (it went
+    in cycle 16,387 when T3-MCA was compute-first while deriving)."""
+    params = EngineParams()
+    assert (params.arbiter_policy, params.mca_threshold) == (ArbPolicy.T3_MCA.value, 0)
+    _simulate(params, arbiter_model.bound_holds_from_reset, stall=0)
 
 
 def test_reset_configuration_matches_parameters():

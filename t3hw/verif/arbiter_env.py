@@ -36,7 +36,9 @@ from .env import Stall, StreamEnv
 #: Cycles of history :class:`ArbiterEnv` keeps for the directed scenarios.
 LOG_CYCLES = 4096
 
-__all__ = ["LOG_CYCLES", "ArbiterEnv", "run", "starvation_is_tight", "compute_first_starves",
+__all__ = ["LOG_CYCLES", "ArbiterEnv", "run", "starvation_is_tight", "bound_holds_from_reset",
+           "hold_skips_tracked_writes", "hold_frees_track", "hold_costs_one_slot",
+           "compute_first_starves",
            "round_robin_alternates", "threshold_gates_comm", "derives_threshold",
            "rejects_bad_config", "drops_bad_response"]
 
@@ -104,10 +106,13 @@ class ArbiterEnv(StreamEnv):
         self.clear_once = False                        # directed: clear the errors next cycle
         self.scripted = []                             # directed requests: (input, fields)
         self.always = set()                            # directed: inputs that always request
+        self.fields = {}                               # directed: {input: fields it requests}
         self.hold_occupancy = None                     # directed: a fixed occupancy
         self.response = None                           # directed: a response to present
         #: (cycle, input granted, status) of the last LOG_CYCLES cycles, for the scenarios
         self.log = deque(maxlen=LOG_CYCLES)
+        #: (cycle, track_hold, track valid) of the last LOG_CYCLES cycles
+        self.track_log = deque(maxlen=LOG_CYCLES)
         self.grants = {n: 0 for n in INPUTS}
         self.forced = 0
         self.worst = {"comm": 0, "dma": 0, "remote": 0}   # longest observed waits (slots)
@@ -177,7 +182,7 @@ class ArbiterEnv(StreamEnv):
         for n in INPUTS:
             if self.pending[n] is None and (n in self.always
                                             or running and rng.random() < self.rate[n]):
-                self.pending[n] = self._request(n)
+                self.pending[n] = {**self._request(n), **self.fields.get(n, {})}
         if self.response is not None and self.pending["response"] is None:
             self.pending["response"], self.response = self.response, None
         if running and self.pending["response"] is None and rng.random() < 0.3:
@@ -302,6 +307,7 @@ class ArbiterEnv(StreamEnv):
             assert not (outs[n] and self.track_hold and self.pending[n]["tracked"]), \
                 f"cycle {self.cycle}: tracked {n} write granted with track_hold high"
         self._track_hist.append((self.track_hold, outs["track"] is not None))
+        self.track_log.append((self.cycle, self.track_hold, outs["track"] is not None))
         if len(self._track_hist) == 3 and self._track_hist[0][0]:
             assert not (self._track_hist[1][1] and self._track_hist[2][1]), \
                 f"cycle {self.cycle}: track_hold high in cycle {self.cycle - 2}, " \
@@ -334,7 +340,7 @@ async def _cycles(env, cycle, n):
 
 async def _quiesce(env, cycle, *, limit=100_000):
     """Stop the directed traffic and run until every request left pending is granted."""
-    env.always, env.hold_occupancy = set(), 0
+    env.always, env.hold_occupancy, env.hold_always, env.fields = set(), 0, False, {}
     for _ in range(limit):
         if all(env.pending[n] is None for n in INPUTS) and env.model.out is None:
             break
@@ -363,6 +369,103 @@ async def starvation_is_tight(env, cycle, *, limit):
     assert len(_granted(env, "load", start)) == env.cycle - start - len(grants)
     assert env.model.stats["starved"] - starved == len(grants)
     env.always, env.hold_occupancy = set(), None
+
+
+async def bound_holds_from_reset(env, cycle):
+    """Run first, right after reset into T3-MCA deriving its threshold (``mca_threshold =
+    0``): with compute requesting every cycle and the occupancy at its maximum, the first
+    DMA read is forced through in slot ``starvation_limit`` (the ``starvation_limit + 1``-th),
+    while ``status.measuring`` is still 1."""
+    m = env.model
+    assert env.cycle == 0 and m.measuring and m.cfg["policy"] == ArbPolicy.T3_MCA.value
+    limit = m.cfg["starvation_limit"]
+    env.hold_occupancy, env.always = (1 << env.p.occupancy_width) - 1, {"load", "dma"}
+    await _cycles(env, cycle, limit + 2)
+    grants = _granted(env, "dma")
+    assert grants[:1] == [limit], (limit, grants[:3])
+    assert env.log[limit][2]["measuring"] == 1
+    assert _granted(env, "load") == [c for c in range(limit + 2) if c != limit]
+    env.always, env.hold_occupancy = set(), None
+
+
+async def _holding(env, cycle, n, holds):
+    """``n`` cycles with ``track_hold`` high in the cycles ``holds``."""
+    for _ in range(n):
+        env.hold_always = env.cycle in holds
+        await cycle()
+    env.hold_always = False
+
+
+async def hold_skips_tracked_writes(env, cycle, *, cycles=40):
+    """Round robin, all four inputs requesting, the writes tracked. Under ``track_hold`` no
+    tracked write is granted: the load and the DMA read alternate in their slots; ``track``
+    is low from the second cycle on; with only tracked writes waiting nothing is granted,
+    while an untracked store goes. Without it, the tracked writes go again."""
+    await _quiesce(env, cycle)
+    env.configure(policy=ArbPolicy.ROUND_ROBIN.value)
+    env.fields = {"store": {"tracked": 1}, "remote": {"tracked": 1}}
+    env.always = set(INPUTS)
+    await _cycles(env, cycle, 8)
+    start = env.cycle
+    env.hold_always = True
+    await _cycles(env, cycle, cycles)
+    order = [g for c, g, _ in env.log if c >= start]
+    assert set(order) == {"load", "dma"} and all(a != b for a, b in zip(order, order[1:]))
+    assert not any(v for c, _, v in env.track_log if c >= start + 2)
+    env.always = {"store", "remote"}
+    await _cycles(env, cycle, 4)                      # the pending load and DMA read drain
+    start = env.cycle
+    await _cycles(env, cycle, 10)
+    assert not [g for c, g, _ in env.log if c >= start and g is not None]
+    env.hold_always = False
+    start = env.cycle
+    await _cycles(env, cycle, 2)
+    assert {g for c, g, _ in env.log if c >= start} == {"store", "remote"}
+    await _quiesce(env, cycle)
+    env.fields = {"store": {"tracked": 0}, "remote": {"tracked": 1}}
+    env.always, env.hold_always = {"store", "remote"}, True
+    start = env.cycle
+    await _cycles(env, cycle, 10)
+    assert {g for c, g, _ in env.log if c >= start} == {"store"}
+    await _quiesce(env, cycle)
+
+
+async def hold_frees_track(env, cycle):
+    """Compute-first with a tracked store every cycle: ``track`` shows a write every cycle,
+    and ``track_hold`` high for one cycle t (an issue slot) frees cycle t + 2 of it: that
+    slot goes to nobody, and the stores go on from t + 1."""
+    await _quiesce(env, cycle)
+    env.configure(policy=ArbPolicy.COMPUTE_FIRST.value)
+    env.fields, env.always = {"store": {"tracked": 1}}, {"store"}
+    await _cycles(env, cycle, 6)
+    for _ in range(3):
+        t = env.cycle
+        await _holding(env, cycle, 6, {t})
+        track = {c: v for c, _, v in env.track_log}
+        assert [track[t + i] for i in range(6)] == [True, True, False, True, True, True], t
+        assert _granted(env, "store", t) == [t + i for i in range(1, 6)]
+    await _quiesce(env, cycle)
+
+
+async def hold_costs_one_slot(env, cycle, *, limit):
+    """T3-MCA, compute requesting every cycle, the occupancy at its maximum, a tracked
+    remote write always waiting: it is forced through every ``limit + 1`` slots. A
+    ``track_hold`` in a slot the remote write would not have had costs it nothing; one in
+    its forced slot gives that slot to the load and delays the write by exactly one slot."""
+    await _quiesce(env, cycle)
+    top = (1 << env.p.occupancy_width) - 1
+    env.configure(policy=ArbPolicy.T3_MCA.value, threshold=1, starvation_limit=limit)
+    env.fields = {"remote": {"tracked": 1}}
+    env.hold_occupancy, env.always = top, {"load", "remote"}
+    await _cycles(env, cycle, 2)
+    while not _granted(env, "remote", env.cycle - 1):
+        await cycle()
+    g0 = env.cycle - 1
+    g1, g2 = g0 + limit + 1, g0 + 2 * limit + 3       # the second one delayed by a slot
+    await _holding(env, cycle, 3 * limit + 4, {g0 + 1, g1 + limit + 1})
+    assert _granted(env, "remote", g0)[:3] == [g0, g1, g2], (g0, limit, _granted(env, "remote", g0))
+    assert g1 + limit + 1 in _granted(env, "load", g0)
+    await _quiesce(env, cycle)
 
 
 async def compute_first_starves(env, cycle, *, cycles=500):
