@@ -24,21 +24,50 @@ registers at run time)
 * ``T3_MCA``: in each issue slot, in this order:
 
   1. if communication has waited ``wait >= starvation_limit`` slots, it is granted
-     (*forced*; counted in ``starved``);
+     (*forced*; counted in ``starved``), from reset on, while the threshold is being
+     derived too;
   2. else compute, if it requests;
-  3. else communication, if it requests and the DRAM ``occupancy`` is below ``threshold``;
+  3. else communication, if it requests and the DRAM ``occupancy`` is below ``threshold``
+     (while the threshold is being derived, ``status.measuring``: whatever the occupancy);
   4. else nothing.
 
-  ``wait`` counts the issue slots in which communication requested and was not granted; it
-  is cleared by a communication grant and in any cycle without a communication request,
-  and saturates at ``starvation_limit``.
+  ``wait`` counts the issue slots in which communication requested and was not granted (a
+  request held back by ``track_hold`` included); it is cleared by a communication grant and
+  in any cycle without a communication request, and saturates at ``starvation_limit``. So
+  while the threshold is being derived T3-MCA is compute-first plus the starvation bound.
 
-Starvation bounds, in issue slots in which a communication request is pending:
-``ROUND_ROBIN`` grants communication within 2 slots and ``T3_MCA`` within
-``starvation_limit + 1`` (once its threshold is set; while it is being derived, T3-MCA is
-compute-first); ``COMPUTE_FIRST`` has no bound. Inside a class the two inputs alternate, so
-one input of a class waits at most twice its class's bound. No input is ever granted
-without a request.
+Starvation bounds
+-----------------
+In issue slots in which a communication request is pending, ``ROUND_ROBIN`` grants
+communication within 2 slots and ``T3_MCA`` within ``starvation_limit + 1``, at all times
+(from reset, and while the threshold is being derived); ``COMPUTE_FIRST`` has no bound. So
+the class goes at most ``L`` slots in a row without a grant, ``L`` = 1 (round robin) or
+``starvation_limit`` (T3-MCA). Inside a class the two inputs alternate, so one input of a
+class waits at most ``2 L + 1`` slots. No input is ever granted without a request.
+``track_hold`` (below) adds to these: each issue slot in which it held back every pending
+communication request adds at most one slot to the class's wait (``L + h`` for ``h`` such
+slots), and each one in which it held back an input's own request at most one turn of its
+class, ``L + 1`` slots, to that input's (``2 L + 1 + (L + 1) h``). A slot with
+``track_hold`` high in which the held input would not have been granted anyway costs
+nothing (under T3-MCA the held slot counts in ``wait``).
+
+Holding tracked writes (``track_hold``)
+---------------------------------------
+The tracker (fed by ``track``) takes programming and internal requests only in cycles
+without a write; under continuous tracked writes it would starve. In an issue slot with
+``track_hold`` high, the decision treats a tracked write (a ``store`` or ``remote`` request
+with ``tracked`` set) as not requesting: the policy chooses among the other requests as it
+always does (a load, a DMA read, an untracked write), or grants nothing if only tracked
+writes wait. The held request stays on its input. The pipeline (decided in cycle t, on
+``dram`` from t + 1 until the DRAM takes it, on ``track`` the cycle after it is taken) gives:
+
+    if ``track_hold`` is high in cycle t, ``track.valid`` is low in cycle t + 1 or t + 2
+
+(``k = 2``): ``track`` in t + 1 is a tracked write the DRAM took in t, which makes t an issue
+slot, and the request the DRAM can take in t + 1 is the one granted in t, not a tracked
+write. So one cycle of ``track_hold`` frees one of the next two cycles, and a
+``track_hold`` kept high frees at least every other cycle. A cycle with ``track_hold`` high
+that is no issue slot decides nothing and costs nothing.
 
 Threshold derivation (T3-MCA with ``threshold = 0``)
 ----------------------------------------------------
@@ -60,7 +89,8 @@ decisions from cycle t + 2 (``status`` shows it from then). An accepted one with
 
 Timing
 ------
-The decision is one level of logic over the requests, ``dram.ready``, the occupancy compare
+The decision is one level of logic over the requests (each write input's ``valid`` gated by
+``track_hold`` and its ``tracked`` bit), ``dram.ready``, the occupancy compare
 (``occupancy < threshold``, one carry chain) and registers; ``measuring``, the policy and
 the starvation state enter it as registers with their own next-state logic. Nothing but the
 readies, the output register and a few one-bit registers hang off the grant: the payload is
@@ -127,6 +157,9 @@ class Arbiter(wiring.Component):
         The requests, registered.
     occupancy : In(occupancy_width)
         Requests in the DRAM's queue (waiting and in service).
+    track_hold : In(1)
+        Grant no tracked write in this cycle's issue slot (from the tracker; see *Holding
+        tracked writes*).
     response : In(stream.Signature(mem_response_layout))
         Read returns from the DRAM.
     load_response : Out(stream.Signature(load_response_layout))
@@ -416,14 +449,21 @@ def formal_spec(params: EngineParams, *, bug=None):
       source and address, and ``dram`` holds a request only if one was granted or it stalled;
     * **starvation bounds** (this module's docstring): while the configuration is not being
       written nor was written in the cycle before (a configuration takes effect two cycles
-      after it is written) and no threshold is being derived, the communication class waits at most
-      ``L`` issue slots with a request pending and no communication grant, and each of
-      ``dma`` and ``remote`` at most ``2 L + 1``; ``L`` is 1 under ``ROUND_ROBIN`` and
-      ``starvation_limit`` under ``T3_MCA`` (``COMPUTE_FIRST`` has no bound);
+      after it is written), whether a threshold is being derived or not (from reset on),
+      the communication class waits at most ``L + h`` issue slots with a request pending
+      and no communication grant, ``h`` the slots among them in which ``track_hold`` held
+      back every pending communication request; ``dma`` at most ``2 L + 1``, and
+      ``remote`` at most ``2 L + 1 + (L + 1) h``, ``h`` the slots in which its own request
+      was held; ``L`` is 1 under ``ROUND_ROBIN`` and ``starvation_limit`` under ``T3_MCA``
+      (``COMPUTE_FIRST`` has no bound);
+    * **track_hold**: no tracked ``store`` or ``remote`` write is granted in a cycle with
+      ``track_hold`` high, and ``track.valid`` is low in one of the two cycles after it;
     * ``dram``, ``load_response`` and ``dma_response`` obey the stream rules.
 
     Covers: under T3-MCA a communication request is forced through after exactly ``L``
-    slots, and ``dma`` is granted after exactly ``2 L + 1``; the bounds are reached.
+    slots, also while the threshold is being derived, and after exactly ``L + 1`` with one
+    held slot; ``dma`` is granted after exactly ``2 L + 1``; a held tracked store's slot
+    goes to a load; ``track`` is high in the cycle after a ``track_hold``.
 
     ``bug="tight_bound"`` asserts the T3-MCA class bound one slot tighter than documented
     (``starvation_limit - 1``): a mutated property that the proof must catch, with a trace in

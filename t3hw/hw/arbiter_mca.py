@@ -18,8 +18,10 @@ where ``saturation`` (q_sat) is the occupancy at which the DRAM saturates, its
 bandwidth-delay product in requests, and ``rate = C / W`` the compute share of the issue
 slots. By Little's law the GEMM alone keeps ``n_gemm = rate * q_sat`` requests in the DRAM,
 so this is ``ceil((n_gemm + q_sat) / 2)``: communication may fill the queue halfway from the
-GEMM's own level to saturation. The derivation runs whatever the policy, and T3-MCA is
-compute-first until it ends (``status.measuring``). The hardware accumulates
+GEMM's own level to saturation. The derivation runs whatever the policy; until it ends
+(``status.measuring``) T3-MCA grants communication when it is forced (``wait >=
+starvation_limit``) and otherwise in the slots compute leaves idle, whatever the occupancy
+(compute-first plus the starvation bound: :mod:`t3hw.hw.arbiter`). The hardware accumulates
 ``saturation << (24 - window_log2)`` per compute grant (no multiplier), so that the division
 is a fixed shift; it counts the grants from a register one cycle behind the decision.
 """

@@ -5,14 +5,16 @@ directed scenarios.
 
 * :class:`ArbiterEnv`: seeded random requests on the four inputs (in bursts and lulls),
   back-pressure from the DRAM and on the responses, a random-walk DRAM occupancy trace,
-  random configuration writes (some of them bad) and error clears. Every cycle it compares
-  every ready, the DRAM request, the routed responses, the tracker write, the status, the
-  error bits and every counter with the model, and it checks from the RTL's outputs alone
-  that no input is granted without a request and that the starvation bound holds.
+  a random ``track_hold``, random configuration writes (some of them bad) and error clears.
+  Every cycle it compares every ready, the DRAM request, the routed responses, the tracker
+  write, the status, the error bits and every counter with the model, and it checks from
+  the RTL's outputs alone that no input is granted without a request, that the starvation
+  bounds hold and what ``track_hold`` promises.
 * Scenarios shared by the amaranth.sim tests and the cocotb testbench: :func:`run`,
-  :func:`starvation_is_tight`, :func:`compute_first_starves`, :func:`round_robin_alternates`,
-  :func:`threshold_gates_comm`, :func:`derives_threshold`, :func:`rejects_bad_config`,
-  :func:`drops_bad_response`.
+  :func:`bound_holds_from_reset`, :func:`starvation_is_tight`, :func:`hold_costs_one_slot`,
+  :func:`hold_skips_tracked_writes`, :func:`hold_frees_track`, :func:`compute_first_starves`,
+  :func:`round_robin_alternates`, :func:`threshold_gates_comm`, :func:`derives_threshold`,
+  :func:`rejects_bad_config`, :func:`drops_bad_response`.
 
 Field names come from :mod:`t3hw.spec.layouts` through :class:`~t3hw.spec.layouts.Codec`.
 """
@@ -60,13 +62,18 @@ class ArbiterEnv(StreamEnv):
     stall : float
         Probability per cycle that a back-pressure burst starts on ``dram`` and on each
         response output.
+    hold : bool
+        Drive ``track_hold`` at random during the random traffic (its rate changes with the
+        traffic's phases, from never to 9 cycles in 10).
 
     Scoring, every cycle: the ready of every input and of ``response``; ``dram``,
     ``load_response``, ``dma_response`` and ``track``, field by field; ``status``; the error
     bits; every counter. From the RTL's outputs alone: no input is ready without a request;
     the communication class waits at most :func:`starvation_bound` issue slots, and each
-    communication input at most twice that plus one (checked while the policy and limit do
-    not change and no threshold is being derived).
+    communication input at most twice that plus one, plus what ``track_hold`` adds
+    (:func:`~sim_models.arbiter.hold_bounds`; checked while the configuration does not
+    change, whether a threshold is being derived or not); no tracked write is granted with
+    ``track_hold`` high, and one of the two cycles after it has no ``track`` write.
     """
 
     in_streams   = ("load", "store", "dma", "remote", "response", "config")
