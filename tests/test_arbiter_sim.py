@@ -102,3 +102,19 @@ def test_derived_threshold_closed_form(sat, log2, grants, expect):
 def test_bad_parameters_raise_with_range(name, value):
     with pytest.raises(ValueError, match=rf"{name} must be .*not {value}"):
         EngineParams(**{name: value})
+
+
+def test_performance_model_arbiter_forces_while_measuring():
+    """The performance model's arbiter (:class:`sim_models.engine_model.Arbiter`) follows the
+    same rule: while it derives its threshold, compute goes first, but a communication
+    request that has waited ``starvation_limit`` slots is forced through, per request and
+    in a step of many cycles."""
+    from sim_models.engine_model import Arbiter as PerfArbiter
+    arb = PerfArbiter(policy="t3_mca", starvation_limit=4, window=1000)
+    grants = [arb.grant(compute_ready=True, comm_ready=True, occupancy=99) for _ in range(10)]
+    assert arb.measuring and arb.forced == 2
+    assert grants == (["compute"] * 4 + ["comm"]) * 2
+    arb = PerfArbiter(policy="t3_mca", starvation_limit=10, window=1000)
+    gc, gm = arb.split(capacity=100 * 64, cycles=100, compute=1e6, comm=1e6, occupancy=99,
+                       burst_bytes=64)
+    assert arb.measuring and (gc, gm) == (90 * 64, 10 * 64)
