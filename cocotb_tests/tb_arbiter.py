@@ -40,9 +40,10 @@ async def test_random(dut):
     await tb.hold_reset()
     env = tb.env
     await arbiter_model.run(env, tb.cycle)
-    dut._log.info("seed=%d: %d cycles, grants %s, forced %d, longest waits %s, stats %s, "
-                  "errors %s", tb.seed, env.cycle, env.grants, env.forced, env.worst,
-                  env.model.stats, {k for k, v in env.model.errors.items() if v})
+    dut._log.info("seed=%d: %d cycles, grants %s, forced %d, longest waits %s, with held "
+                  "slots %s, stats %s, errors %s", tb.seed, env.cycle, env.grants, env.forced,
+                  env.worst, env.worst_held, env.model.stats,
+                  {k for k, v in env.model.errors.items() if v})
     assert all(env.grants.values())
 
 

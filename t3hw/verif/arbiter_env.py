@@ -122,7 +122,8 @@ class ArbiterEnv(StreamEnv):
         self.track_log = deque(maxlen=LOG_CYCLES)
         self.grants = {n: 0 for n in INPUTS}
         self.forced = 0
-        self.worst = {"comm": 0, "dma": 0, "remote": 0}   # longest observed waits (slots)
+        self.worst = {"comm": 0, "dma": 0, "remote": 0}   # longest waits without holds
+        self.worst_held = {"comm": 0, "dma": 0, "remote": 0}  # ... with held slots in them
         self._wait = {"comm": 0, "dma": 0, "remote": 0}
         self._holds = {"comm": 0, "dma": 0, "remote": 0}  # slots held back, in the wait
         self._track_hist = deque(maxlen=3)                # (track_hold, track valid) per cycle
@@ -299,7 +300,8 @@ class ArbiterEnv(StreamEnv):
             if slot:
                 self._wait[key] += 1
                 self._holds[key] += bool(held)
-                self.worst[key] = max(self.worst[key], self._wait[key])
+                worst = self.worst_held if self._holds[key] else self.worst
+                worst[key] = max(worst[key], self._wait[key])
                 limit = hold_bounds(bound, self._holds[key])[key != "comm"]
                 assert self._wait[key] <= limit, \
                     f"cycle {self.cycle}: {key} waited {self._wait[key]} issue slots, bound " \
