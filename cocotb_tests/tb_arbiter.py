@@ -31,8 +31,8 @@ class ArbiterTB(EnvTB):
 @cocotb.test()
 async def test_random(dut):
     """Random requests in bursts and lulls on all four inputs, DRAM and response
-    back-pressure, a random occupancy trace, random configuration writes (a tenth bad),
-    error clears."""
+    back-pressure, a random occupancy trace, random track_hold, random configuration writes
+    (a tenth bad), error clears."""
     cycles = int(os.environ.get("T3HW_ARB_CYCLES", "20000"))
     codes = os.environ.get("T3HW_ARB_POLICIES", "")
     policies = [ArbPolicy(int(c)) for c in codes.split(",")] if codes else None
@@ -40,22 +40,29 @@ async def test_random(dut):
     await tb.hold_reset()
     env = tb.env
     await arbiter_model.run(env, tb.cycle)
-    dut._log.info("seed=%d: %d cycles, grants %s, forced %d, longest waits %s, stats %s, "
-                  "errors %s", tb.seed, env.cycle, env.grants, env.forced, env.worst,
-                  env.model.stats, {k for k, v in env.model.errors.items() if v})
+    dut._log.info("seed=%d: %d cycles, grants %s, forced %d, longest waits %s, with held "
+                  "slots %s, stats %s, errors %s", tb.seed, env.cycle, env.grants, env.forced,
+                  env.worst, env.worst_held, env.model.stats,
+                  {k for k, v in env.model.errors.items() if v})
     assert all(env.grants.values())
 
 
 @cocotb.test()
 async def test_directed(dut):
-    """The starvation bound is tight (T3-MCA, limits 1 and 3); compute-first starves;
-    round robin alternates; the threshold gates communication; the derived threshold
-    equals its closed form; bad configurations and responses are rejected."""
+    """T3-MCA's bound holds from reset, while deriving; the starvation bound is tight
+    (T3-MCA, limits 1 and 3) and a track_hold in the forced slot costs one slot; track_hold
+    keeps tracked writes out and frees a cycle of ``track``; compute-first starves; round
+    robin alternates; the threshold gates communication; the derived threshold equals its
+    closed form; bad configurations and responses are rejected."""
     tb = ArbiterTB(dut, stall=0)
     await tb.hold_reset()
     env, cycle = tb.env, tb.cycle
+    await arbiter_model.bound_holds_from_reset(env, cycle)
     for limit in (1, 3):
         await arbiter_model.starvation_is_tight(env, cycle, limit=limit)
+        await arbiter_model.hold_costs_one_slot(env, cycle, limit=limit)
+    await arbiter_model.hold_skips_tracked_writes(env, cycle)
+    await arbiter_model.hold_frees_track(env, cycle)
     await arbiter_model.compute_first_starves(env, cycle)
     await arbiter_model.round_robin_alternates(env, cycle)
     await arbiter_model.threshold_gates_comm(env, cycle)

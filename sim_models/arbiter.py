@@ -2,11 +2,12 @@
 """Reference model of the memory-controller arbiter (:mod:`t3hw.hw.arbiter`).
 
 * :class:`ArbiterModel`: the arbiter's state and its rules (the policies, the round robin
-  inside each class, the starvation counter, the threshold derivation, the configuration
-  check, the response routing, the counters), stepped once per clock. Written from the rules
-  in :mod:`t3hw.hw.arbiter`'s docstring, not from the RTL.
-* :func:`config_ok`, :func:`derived_threshold`, :func:`starvation_bound`: the rules on their
-  own.
+  inside each class, the starvation counter, the tracked writes ``track_hold`` holds back,
+  the threshold derivation, the configuration check, the response routing, the counters),
+  stepped once per clock. Written from the rules in :mod:`t3hw.hw.arbiter`'s docstring,
+  not from the RTL.
+* :func:`config_ok`, :func:`derived_threshold`, :func:`starvation_bound`,
+  :func:`hold_bounds`: the rules on their own.
 
 The cycle-exact environment that drives and scores the RTL against the model, and the
 directed scenarios, are in :mod:`t3hw.verif.arbiter_env`.
@@ -23,8 +24,8 @@ from t3hw.spec.params import EngineParams
 from .env import BlockModel
 
 
-__all__ = ["MAX_WINDOW_LOG2", "INPUTS", "COMPUTE_INPUTS", "COMM_INPUTS", "config_ok", "reset_config", "ArbiterModel",
-           "starvation_bound"]
+__all__ = ["MAX_WINDOW_LOG2", "INPUTS", "COMPUTE_INPUTS", "COMM_INPUTS", "config_ok",
+           "reset_config", "ArbiterModel", "starvation_bound", "hold_bounds"]
 
 
 #: The request inputs: compute (load, store), then communication (dma, remote).
@@ -51,6 +52,16 @@ def starvation_bound(policy, limit):
     """Issue slots a pending communication request may go without a communication grant
     (None: unbounded)."""
     return {ArbPolicy.ROUND_ROBIN: 1, ArbPolicy.T3_MCA: limit}.get(ArbPolicy(policy))
+
+
+def hold_bounds(bound, holds):
+    """``(class, input)``: the issue slots the communication class, and one communication
+    input, may go without a grant under a policy whose class bound is ``bound``
+    (:func:`starvation_bound`), when ``track_hold`` held it back in ``holds`` of them (for the
+    class: slots in which every pending communication request was a held tracked write;
+    for an input: slots in which its own request was held). Each such slot costs the class
+    one slot, and an input one turn of its class (``bound + 1`` slots)."""
+    return bound + holds, 2 * bound + 1 + (bound + 1) * holds
 
 
 class ArbiterModel(BlockModel):
@@ -94,28 +105,40 @@ class ArbiterModel(BlockModel):
                 "measuring": int(self.measuring)}
 
     # -- one cycle -----------------------------------------------------------------------
-    def decide(self, valid, dram_ready, occupancy):
+    @staticmethod
+    def held(requests, track_hold):
+        """The inputs whose request ``track_hold`` holds back this cycle: the tracked writes
+        (``store`` and ``remote`` requests with ``tracked`` set). ``requests`` is
+        ``{input: fields or None}``."""
+        if not track_hold:
+            return frozenset()
+        return frozenset(n for n in ("store", "remote")
+                         if requests[n] is not None and requests[n]["tracked"])
+
+    def decide(self, valid, dram_ready, occupancy, held=frozenset()):
         """The grants of this cycle: ``(granted input or None, forced, slot)``.
 
-        ``valid`` is ``{input: bool}``.
+        ``valid`` is ``{input: bool}``; ``held`` the inputs :meth:`held` holds back, which
+        the decision treats as not requesting.
         """
         slot = self.out is None or dram_ready
+        valid = {n: v and n not in held for n, v in valid.items()}
         cp = valid["load"] or valid["store"]
         mp = valid["dma"] or valid["remote"]
         policy, forced = ArbPolicy(self.cfg["policy"]), False
         if policy == ArbPolicy.ROUND_ROBIN:
             cls = ("compute" if cp and (not mp or self.last_comm)
                    else "comm" if mp else None)
-        elif policy == ArbPolicy.T3_MCA and not self.measuring:
+        elif policy == ArbPolicy.T3_MCA:
             if mp and self.wait >= self.cfg["starvation_limit"]:
-                cls, forced = "comm", True
+                cls, forced = "comm", True               # also while deriving
             elif cp:
                 cls = "compute"
-            elif mp and occupancy < self.thr:
+            elif mp and (self.measuring or occupancy < self.thr):
                 cls = "comm"
             else:
                 cls = None
-        else:                                            # compute-first, or deriving
+        else:                                            # compute-first
             cls = "compute" if cp else "comm" if mp else None
         if not slot or cls is None:
             return None, forced, slot
@@ -145,12 +168,15 @@ class ArbiterModel(BlockModel):
         req.update(op=op, source=WriteSource.REMOTE.value, tile=fields["tile"])
         return req, bool(fields["tracked"])
 
-    def step(self, *, requests, dram_ready, occupancy, response=None, config=None, clear=0):
+    def step(self, *, requests, dram_ready, occupancy, response=None, config=None, clear=0,
+             track_hold=False):
         """Clock once. ``requests`` is ``{input: fields or None}``; returns the input granted
         (or None). ``response`` is the DRAM response's fields when valid and taken or
-        dropped; ``config`` a configuration presented this cycle."""
+        dropped; ``config`` a configuration presented this cycle; ``track_hold`` holds back
+        the tracked writes (:meth:`held`)."""
         valid = {n: requests[n] is not None for n in INPUTS}
-        pick, forced, slot = self.decide(valid, dram_ready, occupancy)
+        pick, forced, slot = self.decide(valid, dram_ready, occupancy,
+                                         self.held(requests, track_hold))
         mp = valid["dma"] or valid["remote"]
         events = set()
         # counters: they count the previous cycle's grants and stalls

@@ -27,7 +27,8 @@ communication has waited ``starvation_limit`` cycles, one request is forced thro
 If ``threshold`` is not programmed it is derived from the compute stream's request rate,
 which is what the hardware can count. The measurement window starts with the first compute
 grant after configuration and lasts ``window`` cycles; during it the arbiter behaves as
-compute-first. At its end
+compute-first with the starvation limit (a communication request that has waited
+``starvation_limit`` cycles is still forced through). At its end
 
     rate      = compute requests granted in the window / window cycles
     threshold = max(1, ceil(q_sat * (1 + rate) / 2))
@@ -251,9 +252,9 @@ class Arbiter:
                 choice = "compute" if self.last == "comm" else "comm"
             else:
                 choice = "compute" if compute_ready else ("comm" if comm_ready else None)
-        elif self.policy == "compute_first" or self.measuring:
+        elif self.policy == "compute_first":
             choice = "compute" if compute_ready else ("comm" if comm_ready else None)
-        elif comm_ready and self.wait >= self.starvation_limit:
+        elif comm_ready and self.wait >= self.starvation_limit:     # also while measuring
             choice = "comm"
             self.forced += 1
         elif compute_ready:
@@ -283,7 +284,7 @@ class Arbiter:
         if self.policy == "round_robin":
             gc = min(compute, max(capacity / 2, capacity - comm))
             return gc, min(comm, capacity - gc)
-        if self.policy == "compute_first" or self.measuring:
+        if self.policy == "compute_first":
             gc = min(compute, capacity)
             return gc, min(comm, capacity - gc)
         forced = 0.0
@@ -292,7 +293,9 @@ class Arbiter:
             forced = min(comm, n * burst_bytes, capacity)
         gc = min(compute, capacity - forced)
         room = capacity - gc - forced
-        if self._open(occupancy) and room > 0:
+        if self.measuring:                  # compute-first plus the forced requests
+            extra = max(0.0, min(comm - forced, room))
+        elif self._open(occupancy) and room > 0:
             allow = (self.threshold - occupancy) * burst_bytes * cycles / latency
             extra = min(comm - forced, room, allow)
         else:

@@ -46,8 +46,12 @@ def test_switching_policies_paper_params(seed):
 
 def test_directed():
     async def body(env, cycle):
+        await arbiter_model.bound_holds_from_reset(env, cycle)
         for limit in (1, 3):
             await arbiter_model.starvation_is_tight(env, cycle, limit=limit)
+            await arbiter_model.hold_costs_one_slot(env, cycle, limit=limit)
+        await arbiter_model.hold_skips_tracked_writes(env, cycle)
+        await arbiter_model.hold_frees_track(env, cycle)
         await arbiter_model.compute_first_starves(env, cycle, cycles=100)
         await arbiter_model.round_robin_alternates(env, cycle)
         await arbiter_model.threshold_gates_comm(env, cycle)
@@ -56,6 +60,15 @@ def test_directed():
         await arbiter_model.rejects_bad_config(env, cycle)
         await arbiter_model.drops_bad_response(env, cycle)
     _simulate(EngineParams(**SMALL), body, stall=0)
+
+
+def test_mca_bound_holds_while_deriving_paper_params():
+    """The paper's parameters (window 2**14 cycles, starvation limit 1,024): under continuous
+    compute from reset the first DMA read goes in slot 1,024, not after the window (it went
+    in cycle 16,387 when T3-MCA was compute-first while deriving)."""
+    params = EngineParams()
+    assert (params.arbiter_policy, params.mca_threshold) == (ArbPolicy.T3_MCA.value, 0)
+    _simulate(params, arbiter_model.bound_holds_from_reset, stall=0)
 
 
 def test_reset_configuration_matches_parameters():
@@ -89,3 +102,19 @@ def test_derived_threshold_closed_form(sat, log2, grants, expect):
 def test_bad_parameters_raise_with_range(name, value):
     with pytest.raises(ValueError, match=rf"{name} must be .*not {value}"):
         EngineParams(**{name: value})
+
+
+def test_performance_model_arbiter_forces_while_measuring():
+    """The performance model's arbiter (:class:`sim_models.engine_model.Arbiter`) follows the
+    same rule: while it derives its threshold, compute goes first, but a communication
+    request that has waited ``starvation_limit`` slots is forced through, per request and
+    in a step of many cycles."""
+    from sim_models.engine_model import Arbiter as PerfArbiter
+    arb = PerfArbiter(policy="t3_mca", starvation_limit=4, window=1000)
+    grants = [arb.grant(compute_ready=True, comm_ready=True, occupancy=99) for _ in range(10)]
+    assert arb.measuring and arb.forced == 2
+    assert grants == (["compute"] * 4 + ["comm"]) * 2
+    arb = PerfArbiter(policy="t3_mca", starvation_limit=10, window=1000)
+    gc, gm = arb.split(capacity=100 * 64, cycles=100, compute=1e6, comm=1e6, occupancy=99,
+                       burst_bytes=64)
+    assert arb.measuring and (gc, gm) == (90 * 64, 10 * 64)

@@ -24,42 +24,58 @@ registers at run time)
 * ``T3_MCA``: in each issue slot, in this order:
 
   1. if communication has waited ``wait >= starvation_limit`` slots, it is granted
-     (*forced*; counted in ``starved``);
+     (*forced*; counted in ``starved``), from reset on, while the threshold is being
+     derived too;
   2. else compute, if it requests;
-  3. else communication, if it requests and the DRAM ``occupancy`` is below ``threshold``;
+  3. else communication, if it requests and the DRAM ``occupancy`` is below ``threshold``
+     (while the threshold is being derived, ``status.measuring``: whatever the occupancy);
   4. else nothing.
 
-  ``wait`` counts the issue slots in which communication requested and was not granted; it
-  is cleared by a communication grant and in any cycle without a communication request,
-  and saturates at ``starvation_limit``.
+  ``wait`` counts the issue slots in which communication requested and was not granted (a
+  request held back by ``track_hold`` included); it is cleared by a communication grant and
+  in any cycle without a communication request, and saturates at ``starvation_limit``. So
+  while the threshold is being derived T3-MCA is compute-first plus the starvation bound.
 
-Starvation bounds, in issue slots in which a communication request is pending:
-``ROUND_ROBIN`` grants communication within 2 slots and ``T3_MCA`` within
-``starvation_limit + 1`` (once its threshold is set; while it is being derived, T3-MCA is
-compute-first); ``COMPUTE_FIRST`` has no bound. Inside a class the two inputs alternate, so
-one input of a class waits at most twice its class's bound. No input is ever granted
-without a request.
+Starvation bounds
+-----------------
+In issue slots in which a communication request is pending, ``ROUND_ROBIN`` grants
+communication within 2 slots and ``T3_MCA`` within ``starvation_limit + 1``, at all times
+(from reset, and while the threshold is being derived); ``COMPUTE_FIRST`` has no bound. So
+the class goes at most ``L`` slots in a row without a grant, ``L`` = 1 (round robin) or
+``starvation_limit`` (T3-MCA). Inside a class the two inputs alternate, so one input of a
+class waits at most ``2 L + 1`` slots. No input is ever granted without a request.
+``track_hold`` (below) adds to these: each issue slot in which it held back every pending
+communication request adds at most one slot to the class's wait (``L + h`` for ``h`` such
+slots), and each one in which it held back an input's own request at most one turn of its
+class, ``L + 1`` slots, to that input's (``2 L + 1 + (L + 1) h``). A slot with
+``track_hold`` high in which the held input would not have been granted anyway costs
+nothing (under T3-MCA the held slot counts in ``wait``).
+
+Holding tracked writes (``track_hold``)
+---------------------------------------
+The tracker (fed by ``track``) takes programming and internal requests only in cycles
+without a write; under continuous tracked writes it would starve. In an issue slot with
+``track_hold`` high, the decision treats a tracked write (a ``store`` or ``remote`` request
+with ``tracked`` set) as not requesting: the policy chooses among the other requests as it
+always does (a load, a DMA read, an untracked write), or grants nothing if only tracked
+writes wait. The held request stays on its input. The pipeline (decided in cycle t, on
+``dram`` from t + 1 until the DRAM takes it, on ``track`` the cycle after it is taken) gives:
+
+    if ``track_hold`` is high in cycle t, ``track.valid`` is low in cycle t + 1 or t + 2
+
+(``k = 2``): ``track`` in t + 1 is a tracked write the DRAM took in t, which makes t an issue
+slot, and the request the DRAM can take in t + 1 is the one granted in t, not a tracked
+write. So one cycle of ``track_hold`` frees one of the next two cycles, and a
+``track_hold`` kept high frees at least every other cycle. A cycle with ``track_hold`` high
+that is no issue slot decides nothing and costs nothing.
 
 Threshold derivation (T3-MCA with ``threshold = 0``)
--------------------------------------------------
-The threshold is derived from the compute request rate at the start of the GEMM. After
-reset (with ``mca_threshold = 0``) or after a configuration with ``threshold = 0`` is
-written, the arbiter waits for the first compute grant; the window is the ``W =
-2**window_log2`` cycles starting with that cycle, and ``C`` the compute grants in it. From
-the fourth cycle after the window (``FINISH_CYCLES``: the window's last grant is registered,
-then an add, then the result is taken, one per cycle, so the computation is never a long
-path) the threshold is::
-
-    threshold = ceil(saturation * (W + C) / (2 * W))       (= ceil(q_sat * (1 + rate) / 2))
-
-where ``saturation`` (q_sat) is the occupancy at which the DRAM saturates, its
-bandwidth-delay product in requests, and ``rate = C / W`` the compute share of the issue
-slots. By Little's law the GEMM alone keeps ``n_gemm = rate * q_sat`` requests in the DRAM,
-so this is ``ceil((n_gemm + q_sat) / 2)``: communication may fill the queue halfway from the
-GEMM's own level to saturation. The derivation runs whatever the policy, and T3-MCA is
-compute-first until it ends (``status.measuring``). The hardware accumulates
-``saturation << (24 - window_log2)`` per compute grant (no multiplier), so that the division
-is a fixed shift; it counts the grants from a register one cycle behind the decision.
+----------------------------------------------------
+The threshold is derived from the compute request rate in a window of ``2**window_log2``
+cycles from the first compute grant after reset or after a configuration with
+``threshold = 0``, as ``ceil(saturation * (1 + rate) / 2)``; ``status.measuring`` is
+high until it is in effect. :mod:`t3hw.hw.arbiter_mca` has the rule, its hardware and its
+timing.
 
 Configuration
 -------------
@@ -73,7 +89,8 @@ decisions from cycle t + 2 (``status`` shows it from then). An accepted one with
 
 Timing
 ------
-The decision is one level of logic over the requests, ``dram.ready``, the occupancy compare
+The decision is one level of logic over the requests (each write input's ``valid`` gated by
+``track_hold`` and its ``tracked`` bit), ``dram.ready``, the occupancy compare
 (``occupancy < threshold``, one carry chain) and registers; ``measuring``, the policy and
 the starvation state enter it as registers with their own next-state logic. Nothing but the
 readies, the output register and a few one-bit registers hang off the grant: the payload is
@@ -106,23 +123,14 @@ from t3hw.spec.layouts import (ArbPolicy, MemOp, WriteKind, WriteSource, arbiter
                       load_layout, load_response_layout, mem_request_layout,
                       mem_response_layout, mem_store_layout,
                       read_request_layout, read_response_layout, write_layout)
-from t3hw.spec.contract import MAX_WINDOW_LOG2, arbiter_reset_config as reset_config
+from t3hw.spec.contract import arbiter_reset_config as reset_config
 from t3hw.spec.params import EngineParams, check_params
+from .arbiter_mca import config_ok, derivation, derivation_state
 from .formal import Spec, drive_inputs, past, stream_rules
 from .status import count, sticky_errors
 
 
 __all__ = ["Arbiter", "formal_spec"]
-
-
-def config_ok(new):
-    """Whether the arbiter accepts configuration ``new`` (a view of
-    :func:`t3hw.spec.layouts.arbiter_config_layout`): a known policy, a starvation limit of at
-    least 1, a window of at most ``2**MAX_WINDOW_LOG2`` cycles, and a threshold or a
-    saturation to derive one from."""
-    return ((new.policy.as_value() != 3) & (new.starvation_limit != 0)
-            & (new.window_log2 <= MAX_WINDOW_LOG2)
-            & ((new.threshold != 0) | (new.saturation != 0)))
 
 
 class Arbiter(wiring.Component):
@@ -149,6 +157,9 @@ class Arbiter(wiring.Component):
         The requests, registered.
     occupancy : In(occupancy_width)
         Requests in the DRAM's queue (waiting and in service).
+    track_hold : In(1)
+        Grant no tracked write in this cycle's issue slot (from the tracker; see *Holding
+        tracked writes*).
     response : In(stream.Signature(mem_response_layout))
         Read returns from the DRAM.
     load_response : Out(stream.Signature(load_response_layout))
@@ -181,6 +192,7 @@ class Arbiter(wiring.Component):
             "remote":        In(stream.Signature(mem_store_layout(p))),
             "dram":          Out(stream.Signature(mem_request_layout(p))),
             "occupancy":     In(p.occupancy_width),
+            "track_hold":    In(1),
             "response":      In(stream.Signature(mem_response_layout(p))),
             "load_response": Out(stream.Signature(load_response_layout(p))),
             "dma_response":  Out(stream.Signature(read_response_layout(p))),
@@ -206,41 +218,17 @@ class Arbiter(wiring.Component):
         rst_cfg = reset_config(p)
         cfg = Signal(arbiter_config_layout(p), init=rst_cfg)
         set_err = Signal(arbiter_errors_layout(p))
-        dv = self._derivation_state(rst_cfg)
-        d = self._decision(m, rst_cfg, dv)
+        dv = derivation_state(p, rst_cfg)
+        d = self._decision(m, cfg, rst_cfg, dv)
         self._policy_state(m, cfg, dv, d)
         self._output(m, d)
         self._responses(m, set_err)
-        self._derivation(m, cfg, rst_cfg, dv, d, set_err)
+        derivation(m, p, self, cfg, rst_cfg, dv, d, set_err)
         self._counters(m, d)
         sticky_errors(m, self.errors, self.clear, set_err)
         return m
 
-    def _derivation_state(self, rst_cfg):
-        """The threshold derivation's registers, declared (:meth:`_derivation` drives them)."""
-        p = self._p
-        # ``measuring``: the threshold is being derived; a register with its own next-state
-        # logic, so that the class decision starts from flip-flops. ``armed``: waiting for
-        # the first compute grant; ``window``: collecting the window's compute grants;
-        # ``finish``: the add and the shift that compute the threshold (:meth:`_derivation`).
-        # The derivation looks at ``grant_c_q``, the compute grant registered, never at the
-        # decision itself, so that no derivation register hangs off the decision's path.
-        derive = rst_cfg["threshold"] == 0
-        measuring = Signal(init=derive)
-        armed  = Signal(init=derive)
-        window = Signal()
-        finish = Signal(2)                                  # one-hot: [0] add, [1] shift
-        thr    = Signal(p.occupancy_width, init=rst_cfg["threshold"])
-        cw     = MAX_WINDOW_LOG2 + 1
-        left   = Signal(signed(cw))                         # window cycles to go, minus 2
-        acc    = Signal(p.occupancy_width + MAX_WINDOW_LOG2)   # the grants, scaled (below)
-        num    = Signal(p.occupancy_width + MAX_WINDOW_LOG2 + 2, reset_less=True)
-        grant_c_q = Signal()                                # a compute grant last cycle
-        return SimpleNamespace(derive=derive, measuring=measuring, armed=armed, window=window,
-                               finish=finish, thr=thr, cw=cw, left=left, acc=acc, num=num,
-                               grant_c_q=grant_c_q)
-
-    def _decision(self, m, rst_cfg, dv):
+    def _decision(self, m, cfg, rst_cfg, dv):
         """The class decision and, inside each class, the input; the readies."""
         p = self._p
         # A configuration is checked in the cycle it is written (``bad_config``); an accepted
@@ -251,8 +239,19 @@ class Arbiter(wiring.Component):
         m.d.sync += [new.eq(self.config.payload),
                      accept.eq(self.config.valid & config_ok(self.config.payload))]
         slot = ~self.dram.valid | self.dram.ready
-        cp = self.load.valid | self.store.valid
+        # ``track_hold`` makes a tracked write ineligible for this slot: the decision sees
+        # only the eligible requests (``store_ok``, ``remote_ok``, ``cp``, ``mp_ok``), while
+        # ``wait`` counts the slots in which communication requested at all (``mp``), so
+        # that a held write keeps its place in the starvation count.
+        store_ok = Signal(attrs={"keep": 1})
+        remote_ok = Signal(attrs={"keep": 1})
+        m.d.comb += [store_ok.eq(self.store.valid & ~(self.track_hold
+                                                      & self.store.payload.tracked)),
+                     remote_ok.eq(self.remote.valid & ~(self.track_hold
+                                                        & self.remote.payload.tracked))]
+        cp = self.load.valid | store_ok
         mp = self.dma.valid | self.remote.valid
+        mp_ok = self.dma.valid | remote_ok
         # ``wait1`` holds ``wait + 1`` (``wait`` itself is not kept), so that every compare
         # below is one carry chain; ``wait_full`` is ``wait >= cfg.starvation_limit``, kept
         # as a register beside it (updated with it, in :meth:`_policy_state`), so that no
@@ -263,10 +262,10 @@ class Arbiter(wiring.Component):
         # The policy enters the decision through two registers, each with its next-state
         # logic (:meth:`_policy_state`), so that the decision is a function of the requests,
         # the occupancy compare and flip-flops only: ``gated``, T3-MCA outside the derivation
-        # (communication goes when forced, else below the threshold after compute);
-        # ``comm_first``, communication goes before compute if it requests (round robin
-        # after a compute grant, or ``gated`` and ``wait_full``). Under compute-first, and
-        # under T3-MCA while deriving, both are 0.
+        # (communication goes below the threshold after compute); ``comm_first``,
+        # communication goes before compute if it requests (round robin after a compute
+        # grant, or T3-MCA, deriving or not, and ``wait_full``: forced). Under compute-first
+        # both are 0; under T3-MCA while deriving ``gated`` is 0 (compute-first, but forced).
         rst_policy = ArbPolicy(rst_cfg["policy"])
         gated = Signal(init=rst_policy == ArbPolicy.T3_MCA and not dv.derive)
         comm_first = Signal(init=rst_policy == ArbPolicy.ROUND_ROBIN)
@@ -274,8 +273,8 @@ class Arbiter(wiring.Component):
         # maps the payload multiplexer (:meth:`_output`) as one 4:1 multiplexer per bit
         # behind them.
         pick_c = Signal(attrs={"keep": 1})
-        m.d.comb += pick_c.eq(cp & ~(mp & comm_first))
-        forced = mp & gated & wait_full                    # T3-MCA: starving
+        m.d.comb += pick_c.eq(cp & ~(mp_ok & comm_first))
+        forced = mp_ok & wait_full & (cfg.policy == ArbPolicy.T3_MCA)    # counted only
         grant_c = slot & pick_c
         # The communication grant is ``go_m | (gate_m & (occupancy < thr))``: communication
         # goes first, or after no compute request without (``go_m``) or with (``gate_m``)
@@ -283,8 +282,8 @@ class Arbiter(wiring.Component):
         # input of the decision (a carry chain from the ``occupancy`` port), enters the last
         # level of logic of every ready and every register the grant drives.
         go_m, gate_m = Signal(attrs={"keep": 1}), Signal(attrs={"keep": 1})
-        m.d.comb += [go_m.eq(slot & mp & (comm_first | (~cp & ~gated))),
-                     gate_m.eq(slot & mp & ~cp & gated)]
+        m.d.comb += [go_m.eq(slot & mp_ok & (comm_first | (~cp & ~gated))),
+                     gate_m.eq(slot & mp_ok & ~cp & gated)]
         below = self.occupancy < dv.thr
         grant_m = go_m | (gate_m & below)
 
@@ -293,8 +292,8 @@ class Arbiter(wiring.Component):
         last_remote = Signal()                             # comm: the remote went last
         sel_store  = Signal(attrs={"keep": 1})
         sel_remote = Signal(attrs={"keep": 1})
-        m.d.comb += [sel_store.eq(self.store.valid & (~self.load.valid | ~last_store)),
-                     sel_remote.eq(self.remote.valid & (~self.dma.valid | ~last_remote))]
+        m.d.comb += [sel_store.eq(store_ok & (~self.load.valid | ~last_store)),
+                     sel_remote.eq(remote_ok & (~self.dma.valid | ~last_remote))]
         m.d.comb += [
             self.load.ready.eq(grant_c & ~sel_store),
             self.store.ready.eq(grant_c & sel_store),
@@ -343,7 +342,7 @@ class Arbiter(wiring.Component):
             wait_full_next = mp & ~grant_m & Mux(accept, full_new, full_keep)
             return [last_comm_next, wait_full_next,
                     ((policy_next == ArbPolicy.ROUND_ROBIN) & ~last_comm_next)
-                    | (gated_next & wait_full_next)]
+                    | ((policy_next == ArbPolicy.T3_MCA) & wait_full_next)]
 
         # Computed for both outcomes of the occupancy compare, kept, and selected by it.
         for reg, if_below, if_not in zip((d.last_comm, wait_full, d.comm_first),
@@ -415,65 +414,6 @@ class Arbiter(wiring.Component):
             set_err.bad_response.eq(self.response.valid & ~to_load & ~to_dma),
         ]
 
-    def _derivation(self, m, cfg, rst_cfg, dv, d, set_err):
-        """The configuration (checked, then applied) and the threshold derivation; ``status``."""
-        p, new, accept, cw = self._p, d.new, d.accept, dv.cw
-        measuring, armed, window, finish, thr, left, acc, num, grant_c_q = (
-            dv.measuring, dv.armed, dv.window, dv.finish, dv.thr, dv.left, dv.acc, dv.num,
-            dv.grant_c_q)
-        m.d.comb += set_err.bad_config.eq(self.config.valid & ~config_ok(self.config.payload))
-        # The derivation computes ceil(saturation * (W + C) / (2 W)) = X >> (window_log2 + 1)
-        # with X = (saturation + 2) W - 1 + saturation C, on X scaled by 2**s, s = 24 -
-        # window_log2, so that the division is a fixed shift by 25: ``acc`` adds ``sat_s`` =
-        # saturation << s per compute grant (acc = saturation C 2**s), and ``base`` =
-        # ((saturation + 2) << 24) - (1 << s) is the rest. In cycles from the first compute
-        # grant F (W = 2**window_log2):
-        #   F + 1          ``armed`` sees it (``grant_c_q``): acc <- sat_s, left <- W - 3;
-        #   F + 2 .. F + W ``window``: the grants of cycles F + 1 .. F + W - 1 are added,
-        #                  ``left`` counts down and its sign bit marks the last cycle;
-        #   F + W + 1      ``finish[0]``: num <- base + acc;
-        #   F + W + 2      ``finish[1]``: thr <- num >> 25; measuring ends.
-        # W - 3 for W >= 4 is a thermometer (bits 2 .. window_log2 - 1) plus 1; for W = 2 it
-        # is -1; W = 1 skips the window. ``sat_s`` and ``unit`` follow ``cfg`` one registered
-        # step behind, ``base`` two: a configuration accepted in cycle t (in ``cfg`` from
-        # t + 1) is in ``sat_s`` from t + 2 and in ``base`` from t + 3, while its first window
-        # starts at F + 1 >= t + 2 and its earliest add is F + 2 >= t + 3.
-        wl = cfg.window_log2
-        left_init = Mux(wl == 1, -1, Cat(C(1, 1), C(0, 1), *(wl > i for i in range(2, cw))))
-        rst_s = MAX_WINDOW_LOG2 - rst_cfg["window_log2"]
-        sat_s = Signal(len(acc), init=rst_cfg["saturation"] << rst_s)
-        unit  = Signal(cw, init=1 << rst_s)
-        sat2  = Signal(p.occupancy_width + 1, init=rst_cfg["saturation"] + 2)
-        base  = Signal(len(num), init=((rst_cfg["saturation"] + 2) << MAX_WINDOW_LOG2)
-                                      - (1 << rst_s))
-        scale = Signal(range(MAX_WINDOW_LOG2 + 1), init=rst_s)       # s, set with ``cfg``
-        m.d.sync += [sat_s.eq(cfg.saturation << scale), unit.eq(1 << scale),
-                     sat2.eq(cfg.saturation + 2),
-                     base.eq((sat2 << MAX_WINDOW_LOG2) - unit)]
-        m.d.sync += grant_c_q.eq(d.grant_c & ~accept)
-        with m.If(accept):
-            m.d.sync += [cfg.eq(new), thr.eq(new.threshold), measuring.eq(new.threshold == 0),
-                         armed.eq(new.threshold == 0), window.eq(0), finish.eq(0),
-                         scale.eq(MAX_WINDOW_LOG2 - new.window_log2)]
-        with m.Elif(armed & grant_c_q):
-            m.d.sync += [armed.eq(0), acc.eq(sat_s), left.eq(left_init)]
-            with m.If(wl == 0):
-                m.d.sync += finish.eq(1)
-            with m.Else():
-                m.d.sync += window.eq(1)
-        with m.Elif(window):
-            m.d.sync += left.eq(left - 1)
-            with m.If(grant_c_q):
-                m.d.sync += acc.eq(acc + sat_s)
-            with m.If(left[-1]):
-                m.d.sync += [window.eq(0), finish.eq(1)]
-        with m.Elif(finish[0]):
-            m.d.sync += [finish.eq(finish << 1), num.eq(base + acc)]
-        with m.Elif(finish[1]):
-            m.d.sync += [finish.eq(0), measuring.eq(0), thr.eq(num >> (MAX_WINDOW_LOG2 + 1))]
-        m.d.comb += [self.status.policy.eq(cfg.policy), self.status.threshold.eq(thr),
-                     self.status.measuring.eq(measuring)]
-
     def _counters(self, m, d):
         """The statistics: grants and stalls of each input, forced communication grants."""
         # Each cycle's grants and stalls are registered and counted the cycle after, so that
@@ -509,14 +449,21 @@ def formal_spec(params: EngineParams, *, bug=None):
       source and address, and ``dram`` holds a request only if one was granted or it stalled;
     * **starvation bounds** (this module's docstring): while the configuration is not being
       written nor was written in the cycle before (a configuration takes effect two cycles
-      after it is written) and no threshold is being derived, the communication class waits at most
-      ``L`` issue slots with a request pending and no communication grant, and each of
-      ``dma`` and ``remote`` at most ``2 L + 1``; ``L`` is 1 under ``ROUND_ROBIN`` and
-      ``starvation_limit`` under ``T3_MCA`` (``COMPUTE_FIRST`` has no bound);
+      after it is written), whether a threshold is being derived or not (from reset on),
+      the communication class waits at most ``L + h`` issue slots with a request pending
+      and no communication grant, ``h`` the slots among them in which ``track_hold`` held
+      back every pending communication request; ``dma`` at most ``2 L + 1``, and
+      ``remote`` at most ``2 L + 1 + (L + 1) h``, ``h`` the slots in which its own request
+      was held; ``L`` is 1 under ``ROUND_ROBIN`` and ``starvation_limit`` under ``T3_MCA``
+      (``COMPUTE_FIRST`` has no bound);
+    * **track_hold**: no tracked ``store`` or ``remote`` write is granted in a cycle with
+      ``track_hold`` high, and ``track.valid`` is low in one of the two cycles after it;
     * ``dram``, ``load_response`` and ``dma_response`` obey the stream rules.
 
     Covers: under T3-MCA a communication request is forced through after exactly ``L``
-    slots, and ``dma`` is granted after exactly ``2 L + 1``; the bounds are reached.
+    slots, also while the threshold is being derived, and after exactly ``L + 1`` with one
+    held slot; ``dma`` is granted after exactly ``2 L + 1``; a held tracked store's slot
+    goes to a load; ``track`` is high in the cycle after a ``track_hold``.
 
     ``bug="tight_bound"`` asserts the T3-MCA class bound one slot tighter than documented
     (``starvation_limit - 1``): a mutated property that the proof must catch, with a trace in
@@ -562,31 +509,55 @@ def formal_spec(params: EngineParams, *, bug=None):
                            f"arbiter: {name} grant with another address"),
                 ]
 
-        # --- starvation bounds ---------------------------------------------------------------
+        # --- starvation bounds, with the slots track_hold costs -----------------------------
         policy = dut.status.policy
         rr = policy == ArbPolicy.ROUND_ROBIN
         bound = Mux(rr, 1, p.starvation_limit)                      # L
         # a configuration written in cycle t is in effect from t + 2
         written = dut.config.valid | past(m, dut.config.valid, name="config_written")
-        steady = ~written & ~dut.status.measuring & (rr | (policy == ArbPolicy.T3_MCA))
+        steady = ~written & (rr | (policy == ArbPolicy.T3_MCA))    # deriving or not
         comm_granted = dut.dma.ready | dut.remote.ready
-        waits = {}
-        for key, pending, granted, limit in (
+        remote_held = dut.track_hold & dut.remote.valid & dut.remote.payload.tracked
+        waits, holds = {}, {}
+        for key, pending, granted, held in (
                 ("comm", dut.dma.valid | dut.remote.valid, comm_granted,
-                 Mux(rr, 1, p.starvation_limit - tight)),
-                ("dma", dut.dma.valid, dut.dma.ready, 2 * bound + 1),
-                ("remote", dut.remote.valid, dut.remote.ready, 2 * bound + 1)):
-            wait = waits[key] = Signal(range(2 * p.starvation_limit + 3), name=f"{key}_wait")
+                 remote_held & ~dut.dma.valid),
+                ("dma", dut.dma.valid, dut.dma.ready, 0),
+                ("remote", dut.remote.valid, dut.remote.ready, remote_held)):
+            wait = waits[key] = Signal(range(64), name=f"{key}_wait")        # > the depth
+            hold = holds[key] = Signal(range(64), name=f"{key}_holds")
+            h = hold + held                          # the held slots, this one included
+            limit = bound - tight + h if key == "comm" else 2 * bound + 1 + (bound + 1) * h
             with m.If(~pending | granted | ~steady):
-                m.d.sync += wait.eq(0)
+                m.d.sync += [wait.eq(0), hold.eq(0)]
             with m.Elif(slot):
-                m.d.sync += wait.eq(wait + 1)
+                m.d.sync += [wait.eq(wait + 1), hold.eq(h)]
                 m.d.comb += Assert(wait + 1 <= limit,
                                    f"arbiter: {key} waited more than its bound")
         mca = steady & (policy == ArbPolicy.T3_MCA)
+
+        # --- track_hold ---------------------------------------------------------------------
+        # No tracked write is granted in a slot with track_hold high; so a cycle with
+        # track_hold high is followed, in one of the next two cycles, by one without a write
+        # on ``track``.
+        for name in ("store", "remote"):
+            port = getattr(dut, name)
+            m.d.comb += Assert(~(port.ready & dut.track_hold & port.payload.tracked),
+                               f"arbiter: tracked {name} granted with track_hold high")
+        track_q = past(m, dut.track.valid, name="track_q")
+        hold_q2 = past(m, past(m, dut.track_hold, name="hold_q1"), name="hold_q2")
+        m.d.comb += Assert(~(hold_q2 & track_q & dut.track.valid),
+                           "arbiter: track writes in both cycles after a track_hold")
         m.d.comb += [
             Cover(mca & (waits["comm"] == p.starvation_limit) & comm_granted),
+            Cover(mca & dut.status.measuring & (waits["comm"] == p.starvation_limit)
+                  & comm_granted),
+            Cover(mca & (waits["comm"] == p.starvation_limit + 1) & (holds["comm"] == 1)
+                  & comm_granted),
             Cover(mca & (waits["dma"] == 2 * p.starvation_limit + 1) & dut.dma.ready),
             Cover(dut.track.valid),
+            Cover(dut.track_hold & dut.store.valid & dut.store.payload.tracked
+                  & dut.load.ready),
+            Cover(hold_q2 & track_q),
         ]
     return Spec(body)

@@ -562,7 +562,7 @@ def arbiter_status_layout(p: EngineParams):
         #: The T3-MCA threshold in effect: programmed or derived (0 while deriving).
         "threshold": p.occupancy_width,
         #: T3-MCA is deriving its threshold (waiting for the first compute request, or
-        #: inside the window); it behaves as compute-first meanwhile.
+        #: inside the window); it is compute-first meanwhile, with its starvation limit.
         "measuring": 1,
     })
 

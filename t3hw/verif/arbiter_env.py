@@ -5,14 +5,16 @@ directed scenarios.
 
 * :class:`ArbiterEnv`: seeded random requests on the four inputs (in bursts and lulls),
   back-pressure from the DRAM and on the responses, a random-walk DRAM occupancy trace,
-  random configuration writes (some of them bad) and error clears. Every cycle it compares
-  every ready, the DRAM request, the routed responses, the tracker write, the status, the
-  error bits and every counter with the model, and it checks from the RTL's outputs alone
-  that no input is granted without a request and that the starvation bound holds.
+  a random ``track_hold``, random configuration writes (some of them bad) and error clears.
+  Every cycle it compares every ready, the DRAM request, the routed responses, the tracker
+  write, the status, the error bits and every counter with the model, and it checks from
+  the RTL's outputs alone that no input is granted without a request, that the starvation
+  bounds hold and what ``track_hold`` promises.
 * Scenarios shared by the amaranth.sim tests and the cocotb testbench: :func:`run`,
-  :func:`starvation_is_tight`, :func:`compute_first_starves`, :func:`round_robin_alternates`,
-  :func:`threshold_gates_comm`, :func:`derives_threshold`, :func:`rejects_bad_config`,
-  :func:`drops_bad_response`.
+  :func:`bound_holds_from_reset`, :func:`starvation_is_tight`, :func:`hold_costs_one_slot`,
+  :func:`hold_skips_tracked_writes`, :func:`hold_frees_track`, :func:`compute_first_starves`,
+  :func:`round_robin_alternates`, :func:`threshold_gates_comm`, :func:`derives_threshold`,
+  :func:`rejects_bad_config`, :func:`drops_bad_response`.
 
 Field names come from :mod:`t3hw.spec.layouts` through :class:`~t3hw.spec.layouts.Codec`.
 """
@@ -27,7 +29,8 @@ from t3hw.spec.layouts import (WINDOW_LOG2_WIDTH, ArbPolicy, Codec, WriteSource,
 from t3hw.spec.contract import (ARBITER_FINISH_CYCLES as FINISH_CYCLES, MAX_WINDOW_LOG2,
                                 arbiter_reset_config as reset_config)
 
-from sim_models.arbiter import COMPUTE_INPUTS, INPUTS, ArbiterModel, starvation_bound
+from sim_models.arbiter import (COMPUTE_INPUTS, INPUTS, ArbiterModel, hold_bounds,
+                                starvation_bound)
 
 from .env import Stall, StreamEnv
 
@@ -35,7 +38,9 @@ from .env import Stall, StreamEnv
 #: Cycles of history :class:`ArbiterEnv` keeps for the directed scenarios.
 LOG_CYCLES = 4096
 
-__all__ = ["LOG_CYCLES", "ArbiterEnv", "run", "starvation_is_tight", "compute_first_starves",
+__all__ = ["LOG_CYCLES", "ArbiterEnv", "run", "starvation_is_tight", "bound_holds_from_reset",
+           "hold_skips_tracked_writes", "hold_frees_track", "hold_costs_one_slot",
+           "compute_first_starves",
            "round_robin_alternates", "threshold_gates_comm", "derives_threshold",
            "rejects_bad_config", "drops_bad_response"]
 
@@ -57,23 +62,28 @@ class ArbiterEnv(StreamEnv):
     stall : float
         Probability per cycle that a back-pressure burst starts on ``dram`` and on each
         response output.
+    hold : bool
+        Drive ``track_hold`` at random during the random traffic (its rate changes with the
+        traffic's phases, from never to 9 cycles in 10).
 
     Scoring, every cycle: the ready of every input and of ``response``; ``dram``,
     ``load_response``, ``dma_response`` and ``track``, field by field; ``status``; the error
     bits; every counter. From the RTL's outputs alone: no input is ready without a request;
     the communication class waits at most :func:`starvation_bound` issue slots, and each
-    communication input at most twice that plus one (checked while the policy and limit do
-    not change and no threshold is being derived).
+    communication input at most twice that plus one, plus what ``track_hold`` adds
+    (:func:`~sim_models.arbiter.hold_bounds`; checked while the configuration does not
+    change, whether a threshold is being derived or not); no tracked write is granted with
+    ``track_hold`` high, and one of the two cycles after it has no ``track`` write.
     """
 
     in_streams   = ("load", "store", "dma", "remote", "response", "config")
     out_streams  = ("dram", "load_response", "dma_response", "track")
-    in_flags     = ("occupancy", "clear")
+    in_flags     = ("occupancy", "clear", "track_hold")
     out_flags    = ("status", "errors", "stats")
     always_ready = ("config", "track")
 
     def __init__(self, params, rng, *, cycles=0, policies=None, config_rate=0.002,
-                 stall=0.1):
+                 stall=0.1, hold=True):
         super().__init__()
         self.p, self.rng = params, rng
         self.model = ArbiterModel(params)
@@ -93,20 +103,30 @@ class ArbiterEnv(StreamEnv):
                                                          "dma_response")}
         self.pending = {n: None for n in INPUTS + ("response",)}
         self.rate = {n: 0.5 for n in INPUTS}          # request probability, varied in phases
+        self.random_hold = hold
+        self.hold_rate = 0.1 if hold else 0.0         # track_hold probability, per phase
+        self.track_hold = False
+        self.hold_always = False                       # directed: track_hold high every cycle
         self.occupancy = 0
         self.config = None
         self.clear = 0
         self.clear_once = False                        # directed: clear the errors next cycle
         self.scripted = []                             # directed requests: (input, fields)
         self.always = set()                            # directed: inputs that always request
+        self.fields = {}                               # directed: {input: fields it requests}
         self.hold_occupancy = None                     # directed: a fixed occupancy
         self.response = None                           # directed: a response to present
         #: (cycle, input granted, status) of the last LOG_CYCLES cycles, for the scenarios
         self.log = deque(maxlen=LOG_CYCLES)
+        #: (cycle, track_hold, track valid) of the last LOG_CYCLES cycles
+        self.track_log = deque(maxlen=LOG_CYCLES)
         self.grants = {n: 0 for n in INPUTS}
         self.forced = 0
-        self.worst = {"comm": 0, "dma": 0, "remote": 0}   # longest observed waits (slots)
+        self.worst = {"comm": 0, "dma": 0, "remote": 0}   # longest waits without holds
+        self.worst_held = {"comm": 0, "dma": 0, "remote": 0}  # ... with held slots in them
         self._wait = {"comm": 0, "dma": 0, "remote": 0}
+        self._holds = {"comm": 0, "dma": 0, "remote": 0}  # slots held back, in the wait
+        self._track_hist = deque(maxlen=3)                # (track_hold, track valid) per cycle
         self._outs = None
 
     # -- stimulus --------------------------------------------------------------------------
@@ -160,6 +180,8 @@ class ArbiterEnv(StreamEnv):
         if running and rng.random() < 0.002:           # a new phase: bursts and lulls
             for n in INPUTS:
                 self.rate[n] = rng.choice([0.0, 0.1, 0.5, 0.9, 1.0])
+            if self.random_hold:
+                self.hold_rate = rng.choice([0.0, 0.05, 0.1, 0.5, 0.9])
         for i, (name, fields) in enumerate(self.scripted):
             if self.pending[name] is None:
                 self.pending[name] = fields
@@ -168,7 +190,7 @@ class ArbiterEnv(StreamEnv):
         for n in INPUTS:
             if self.pending[n] is None and (n in self.always
                                             or running and rng.random() < self.rate[n]):
-                self.pending[n] = self._request(n)
+                self.pending[n] = {**self._request(n), **self.fields.get(n, {})}
         if self.response is not None and self.pending["response"] is None:
             self.pending["response"], self.response = self.response, None
         if running and self.pending["response"] is None and rng.random() < 0.3:
@@ -190,7 +212,10 @@ class ArbiterEnv(StreamEnv):
                for n in INPUTS + ("response",)}
         ins["config"] = None if self.config is None else self.codecs["config"].pack(**self.config)
         ins.update({n: s.ready() for n, s in self.stalls.items()})
-        ins.update(track=True, occupancy=self.occupancy, clear=self.clear)
+        self.track_hold = bool(self.hold_always or running and self.hold_rate
+                               and rng.random() < self.hold_rate)
+        ins.update(track=True, occupancy=self.occupancy, clear=self.clear,
+                   track_hold=int(self.track_hold))
         return ins
 
     # -- scoring ---------------------------------------------------------------------------
@@ -202,7 +227,8 @@ class ArbiterEnv(StreamEnv):
         for n in INPUTS:
             assert not outs[n] or self.pending[n] is not None, \
                 f"cycle {cyc}: {n}.ready without a request"
-        pick, forced, slot = m.decide(valid, ins["dram"], self.occupancy)
+        held = m.held(self.pending, self.track_hold)
+        pick, forced, slot = m.decide(valid, ins["dram"], self.occupancy, held)
         for n in INPUTS:
             assert outs[n] == (n == pick), \
                 f"cycle {cyc}: {n}.ready {outs[n]}, model grants {pick} (status {m.status()}," \
@@ -217,7 +243,8 @@ class ArbiterEnv(StreamEnv):
         if rsp is not None and rsp["source"] == WriteSource.COMPUTE.value:
             exp_route["load_response"] = {"tag": rsp["tag"] & ((1 << self.p.load_tag_width) - 1)}
         elif rsp is not None and rsp["source"] == WriteSource.DMA.value:
-            exp_route["dma_response"] = {"tag": rsp["tag"] & ((1 << self.p.read_tag_width) - 1)}
+            exp_route["dma_response"] = {"tag": rsp["tag"] & ((1 << self.p.read_tag_width) - 1),
+                                         "error": rsp.get("error", 0)}
         for n, exp in exp_route.items():
             got = None if outs[n] is None else c[n].unpack(outs[n])
             assert got == exp, f"cycle {cyc}: {n} {got}, model {exp}"
@@ -236,11 +263,13 @@ class ArbiterEnv(StreamEnv):
         assert got == m.stats, f"cycle {cyc}: stats {got}, model {m.stats}"
         status = c["status"].unpack(outs["status"])
         self._bound(outs, ins, got_status=status)
+        self._hold(outs)
         self.log.append((cyc, next((n for n in INPUTS if outs[n]), None), status))
         # advance
         taken_rsp = rsp if rsp is not None and outs["response"] else None
         m.step(requests=dict(self.pending), dram_ready=ins["dram"], occupancy=self.occupancy,
-               response=taken_rsp, config=self.config, clear=self.clear)
+               response=taken_rsp, config=self.config, clear=self.clear,
+               track_hold=self.track_hold)
         if pick is not None:
             self.grants[pick] += 1
             self.pending[pick] = None
@@ -251,27 +280,47 @@ class ArbiterEnv(StreamEnv):
         self._outs = outs
 
     def _bound(self, outs, ins, got_status):
-        """The starvation bound, from the RTL's outputs: count the issue slots each pending
-        communication request goes without a grant."""
+        """The starvation bounds, from the RTL's outputs: count the issue slots each pending
+        communication request goes without a grant, and the slots ``track_hold`` held it
+        back in (:func:`hold_bounds`)."""
         slot = outs["dram"] is None or ins["dram"]
         bound = starvation_bound(got_status["policy"], self.model.cfg["starvation_limit"])
-        steady = (self.config is None and self.model.staged is None
-                  and not got_status["measuring"])
+        steady = self.config is None and self.model.staged is None
         comm_granted = outs["dma"] or outs["remote"]
-        for key, pending, granted in (
-                ("comm", self.pending["dma"] or self.pending["remote"], comm_granted),
-                ("dma", self.pending["dma"], outs["dma"]),
-                ("remote", self.pending["remote"], outs["remote"])):
+        remote_held = (self.track_hold and self.pending["remote"] is not None
+                       and self.pending["remote"]["tracked"])
+        for key, pending, granted, held in (
+                ("comm", self.pending["dma"] or self.pending["remote"], comm_granted,
+                 remote_held and self.pending["dma"] is None),
+                ("dma", self.pending["dma"], outs["dma"], False),
+                ("remote", self.pending["remote"], outs["remote"], remote_held)):
             if not pending or granted or not steady or bound is None:
-                self._wait[key] = 0
+                self._wait[key] = self._holds[key] = 0
                 continue
             if slot:
                 self._wait[key] += 1
-                self.worst[key] = max(self.worst[key], self._wait[key])
-                limit = bound if key == "comm" else 2 * bound + 1
+                self._holds[key] += bool(held)
+                worst = self.worst_held if self._holds[key] else self.worst
+                worst[key] = max(worst[key], self._wait[key])
+                limit = hold_bounds(bound, self._holds[key])[key != "comm"]
                 assert self._wait[key] <= limit, \
                     f"cycle {self.cycle}: {key} waited {self._wait[key]} issue slots, bound " \
-                    f"{limit} ({ArbPolicy(got_status['policy']).name})"
+                    f"{limit} ({ArbPolicy(got_status['policy']).name}, " \
+                    f"{self._holds[key]} held)"
+
+    def _hold(self, outs):
+        """From the RTL's outputs: no tracked write is granted while ``track_hold`` is high,
+        and a cycle with ``track_hold`` high is followed, within 2 cycles, by one without a
+        ``track`` write."""
+        for n in ("store", "remote"):
+            assert not (outs[n] and self.track_hold and self.pending[n]["tracked"]), \
+                f"cycle {self.cycle}: tracked {n} write granted with track_hold high"
+        self._track_hist.append((self.track_hold, outs["track"] is not None))
+        self.track_log.append((self.cycle, self.track_hold, outs["track"] is not None))
+        if len(self._track_hist) == 3 and self._track_hist[0][0]:
+            assert not (self._track_hist[1][1] and self._track_hist[2][1]), \
+                f"cycle {self.cycle}: track_hold high in cycle {self.cycle - 2}, " \
+                f"track writes in both cycles after it"
 
     def done(self):
         """Random traffic over, every request granted, nothing scripted."""
@@ -300,7 +349,7 @@ async def _cycles(env, cycle, n):
 
 async def _quiesce(env, cycle, *, limit=100_000):
     """Stop the directed traffic and run until every request left pending is granted."""
-    env.always, env.hold_occupancy = set(), 0
+    env.always, env.hold_occupancy, env.hold_always, env.fields = set(), 0, False, {}
     for _ in range(limit):
         if all(env.pending[n] is None for n in INPUTS) and env.model.out is None:
             break
@@ -329,6 +378,103 @@ async def starvation_is_tight(env, cycle, *, limit):
     assert len(_granted(env, "load", start)) == env.cycle - start - len(grants)
     assert env.model.stats["starved"] - starved == len(grants)
     env.always, env.hold_occupancy = set(), None
+
+
+async def bound_holds_from_reset(env, cycle):
+    """Run first, right after reset into T3-MCA deriving its threshold (``mca_threshold =
+    0``): with compute requesting every cycle and the occupancy at its maximum, the first
+    DMA read is forced through in slot ``starvation_limit`` (the ``starvation_limit + 1``-th),
+    while ``status.measuring`` is still 1."""
+    m = env.model
+    assert env.cycle == 0 and m.measuring and m.cfg["policy"] == ArbPolicy.T3_MCA.value
+    limit = m.cfg["starvation_limit"]
+    env.hold_occupancy, env.always = (1 << env.p.occupancy_width) - 1, {"load", "dma"}
+    await _cycles(env, cycle, limit + 2)
+    grants = _granted(env, "dma")
+    assert grants[:1] == [limit], (limit, grants[:3])
+    assert env.log[limit][2]["measuring"] == 1
+    assert _granted(env, "load") == [c for c in range(limit + 2) if c != limit]
+    env.always, env.hold_occupancy = set(), None
+
+
+async def _holding(env, cycle, n, holds):
+    """``n`` cycles with ``track_hold`` high in the cycles ``holds``."""
+    for _ in range(n):
+        env.hold_always = env.cycle in holds
+        await cycle()
+    env.hold_always = False
+
+
+async def hold_skips_tracked_writes(env, cycle, *, cycles=40):
+    """Round robin, all four inputs requesting, the writes tracked. Under ``track_hold`` no
+    tracked write is granted: the load and the DMA read alternate in their slots; ``track``
+    is low from the second cycle on; with only tracked writes waiting nothing is granted,
+    while an untracked store goes. Without it, the tracked writes go again."""
+    await _quiesce(env, cycle)
+    env.configure(policy=ArbPolicy.ROUND_ROBIN.value)
+    env.fields = {"store": {"tracked": 1}, "remote": {"tracked": 1}}
+    env.always = set(INPUTS)
+    await _cycles(env, cycle, 8)
+    start = env.cycle
+    env.hold_always = True
+    await _cycles(env, cycle, cycles)
+    order = [g for c, g, _ in env.log if c >= start]
+    assert set(order) == {"load", "dma"} and all(a != b for a, b in zip(order, order[1:]))
+    assert not any(v for c, _, v in env.track_log if c >= start + 2)
+    env.always = {"store", "remote"}
+    await _cycles(env, cycle, 4)                      # the pending load and DMA read drain
+    start = env.cycle
+    await _cycles(env, cycle, 10)
+    assert not [g for c, g, _ in env.log if c >= start and g is not None]
+    env.hold_always = False
+    start = env.cycle
+    await _cycles(env, cycle, 2)
+    assert {g for c, g, _ in env.log if c >= start} == {"store", "remote"}
+    await _quiesce(env, cycle)
+    env.fields = {"store": {"tracked": 0}, "remote": {"tracked": 1}}
+    env.always, env.hold_always = {"store", "remote"}, True
+    start = env.cycle
+    await _cycles(env, cycle, 10)
+    assert {g for c, g, _ in env.log if c >= start} == {"store"}
+    await _quiesce(env, cycle)
+
+
+async def hold_frees_track(env, cycle):
+    """Compute-first with a tracked store every cycle: ``track`` shows a write every cycle,
+    and ``track_hold`` high for one cycle t (an issue slot) frees cycle t + 2 of it: that
+    slot goes to nobody, and the stores go on from t + 1."""
+    await _quiesce(env, cycle)
+    env.configure(policy=ArbPolicy.COMPUTE_FIRST.value)
+    env.fields, env.always = {"store": {"tracked": 1}}, {"store"}
+    await _cycles(env, cycle, 6)
+    for _ in range(3):
+        t = env.cycle
+        await _holding(env, cycle, 6, {t})
+        track = {c: v for c, _, v in env.track_log}
+        assert [track[t + i] for i in range(6)] == [True, True, False, True, True, True], t
+        assert _granted(env, "store", t) == [t + i for i in range(1, 6)]
+    await _quiesce(env, cycle)
+
+
+async def hold_costs_one_slot(env, cycle, *, limit):
+    """T3-MCA, compute requesting every cycle, the occupancy at its maximum, a tracked
+    remote write always waiting: it is forced through every ``limit + 1`` slots. A
+    ``track_hold`` in a slot the remote write would not have had costs it nothing; one in
+    its forced slot gives that slot to the load and delays the write by exactly one slot."""
+    await _quiesce(env, cycle)
+    top = (1 << env.p.occupancy_width) - 1
+    env.configure(policy=ArbPolicy.T3_MCA.value, threshold=1, starvation_limit=limit)
+    env.fields = {"remote": {"tracked": 1}}
+    env.hold_occupancy, env.always = top, {"load", "remote"}
+    await _cycles(env, cycle, 2)
+    while not _granted(env, "remote", env.cycle - 1):
+        await cycle()
+    g0 = env.cycle - 1
+    g1, g2 = g0 + limit + 1, g0 + 2 * limit + 3       # the second one delayed by a slot
+    await _holding(env, cycle, 3 * limit + 4, {g0 + 1, g1 + limit + 1})
+    assert _granted(env, "remote", g0)[:3] == [g0, g1, g2], (g0, limit, _granted(env, "remote", g0))
+    assert g1 + limit + 1 in _granted(env, "load", g0)
+    await _quiesce(env, cycle)
 
 
 async def compute_first_starves(env, cycle, *, cycles=500):

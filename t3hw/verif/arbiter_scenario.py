@@ -132,7 +132,7 @@ class ScenarioEnv(ArbiterEnv):
     """
 
     def __init__(self, params, traffic, cycles):
-        super().__init__(params, random.Random(0), cycles=0, stall=0)
+        super().__init__(params, random.Random(0), cycles=0, stall=0, hold=False)
         self.t, self.run_cycles = traffic, cycles
         # compute stream
         self.tile = 0
@@ -191,7 +191,8 @@ class ScenarioEnv(ArbiterEnv):
         ins = {n: None if pend[n] is None else self.codecs[n].pack(**pend[n])
                for n in ("load", "store", "dma", "remote", "response")}
         ins.update(config=None, dram=self.occupancy < t.capacity, load_response=True,
-                   dma_response=True, track=True, occupancy=self.occupancy, clear=0)
+                   dma_response=True, track=True, occupancy=self.occupancy, clear=0,
+                   track_hold=0)
         return ins
 
     # -- scoring, then the traffic's and the DRAM's reaction -------------------------------
