@@ -114,12 +114,14 @@ def test_random_against_model(name, seed):
 #: Base address of the first register of every group (the same for every parameter set).
 BASES = {"ID": 0x000, "DEVICE_ID": 0x010, "CSR_ERRORS": 0x040, "ARBITER_ERRORS": 0x050,
          "REGION": 0x080, "DESC": 0x0c0, "TRACK": 0x100, "TRACKER": 0x140, "DMA": 0x180,
-         "ADDRMAP": 0x1c0, "ARB": 0x200, "ARBITER": 0x240, "CSR_IRQ_ENABLE": 0x2c0,
-         "ARBITER_IRQ_ENABLE": 0x2d0, "TRACKER_CAPTURE": 0x300}
+         "ADDRMAP": 0x1c0, "ARB": 0x240, "ARBITER": 0x280, "CSR_IRQ_ENABLE": 0x300,
+         "ARBITER_IRQ_ENABLE": 0x310, "TRACKER_CAPTURE": 0x340}
 
 
 def test_map_placement_rules():
-    """Sections at fixed addresses for every parameter set (the arbiter's, then the interrupt
+    """Sections at fixed addresses for every parameter set (the address map's counters take
+    two windows at the widest parameters since issue 14, so the arbiter's sections moved up
+    one window; then the interrupt
     enables and the first-error captures, after the older ones, which keep theirs; new groups
     of an old section after its old groups); fields never straddle registers; wide fields in
     _LO/_HI, and the 64-bit counters' pairs shadowed."""
