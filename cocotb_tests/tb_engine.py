@@ -39,6 +39,7 @@ async def _loop(dut, *, shape, policy="t3_mca", remote=True, hold=None):
     await tb.hold_reset()
     drv = Driver(CocotbBus(dut), p)
     await drv.check()
+    await drv.set_device_id(1)              # the loopback: packets to device 1 come back here
     sc = env.sc
     for index, (mode, base, size, device, remote_base) in enumerate(sc.regions()):
         await drv.program_region(index, mode=mode, base=base, size=size, device=device,

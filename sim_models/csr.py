@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from t3hw.spec.contract import (CSR_LOAD_CYCLES as LOAD_CYCLES, CSR_REFUSALS,
                                 CSR_VERDICT_DELAY as VERDICT_DELAY)
-from t3hw.spec.layouts import (ArbPolicy, Codec, CsrCommand, TrackOp, TrackResult,
+from t3hw.spec.layouts import (ArbPolicy, Codec, CsrCommand,
                           addrmap_errors_layout, arbiter_errors_layout, arbiter_stats_layout,
                           arbiter_status_layout, csr_status_layout, dma_descriptor_layout,
                           dma_errors_layout, region_layout, tracker_result_layout)
@@ -432,23 +432,9 @@ class Targets:
         """Apply a tracker request to the tracker model; return the tracker's packed answer:
         the request's ``op`` and ``tile``, the verdict (:class:`TrackResult`) and the state
         of the entry of ``tile`` after the request (``valid`` 0 and the rest 0 when no entry
-        is armed for it; ``pending`` 0: the model fires at once)."""
+        is armed for it; ``pending`` 0: the DMA takes every trigger at once here)."""
         t = self.tracker
-        code = TrackResult.OK
-        if op == TrackOp.ARM.value:
-            if threshold == 0:
-                code = TrackResult.BAD_THRESHOLD
-            elif tile % t.params.tracker_entries in t.table:
-                code = TrackResult.BUSY
-            t.arm(tile, threshold, cmd, rearm)
-        elif op == TrackOp.DISARM.value:
-            if not t.disarm(tile):
-                code = TrackResult.NOT_ARMED
-        elif op == TrackOp.READ.value:
-            if t.entry(tile) is None:
-                code = TrackResult.NOT_ARMED
-        else:
-            code = TrackResult.BAD_OP
+        code = t.program(op, tile, threshold, cmd, rearm)
         e = t.entry(tile)
         state = {} if e is None else dict(valid=1, rearm=int(e.rearm), threshold=e.threshold,
                                           count=e.count, cmd=e.cmd)

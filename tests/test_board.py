@@ -318,6 +318,7 @@ def test_board_ring_step(params):
         driver, board = Driver(bus, p), BoardDriver(bus, p)
         await driver.check()
         await board.check()
+        await driver.set_device_id(1)       # the loopback: it is its own device 1
         await driver.track_map(x, 0x1000)
         await driver.remote_map(w, 0x1000, device=1, remote_base=x)
         await driver.program_region(2, mode=RegionMode.LOCAL, base=z, size=0x1000)

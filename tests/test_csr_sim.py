@@ -144,7 +144,7 @@ def test_map_placement_rules():
     assert [f.width for f in wide.by_name["REGION_BASE_HI"].fields] == [32]
     assert "TRACKER_TRIGGERS_HI" in wide.by_name and "DESC_TILE" in wide.by_name
     # Nine 64-bit arbiter counters take two windows of 0x40 bytes.
-    assert wide.by_name["ARBITER_STARVED_HI"].addr == 0x240 + 17 * 4
+    assert wide.by_name["ARBITER_STARVED_HI"].addr == 0x280 + 17 * 4
     assert [r.name for r in wide.groups["ARB"].registers] == \
         ["ARB_POLICY", "ARB_SATURATION", "ARB_STARVATION_LIMIT"]
     assert wide.shadowed()["ARBITER_STARVED_LO"] == "ARBITER_STARVED_HI"

@@ -10,8 +10,9 @@
                   ▼                              ▼
     net_tx ◀── [merge] ◀── packet ── [dma] ◀─trigger── [tracker]
                                read ──▶ arbiter.dma, arbiter.dma_response ──▶ response
-    bus ──▶ [csr] ──▶ regions, descriptors, tracker entries, arbiter configuration;
-                 ◀── errors, counters, status of every block
+    bus ──▶ [csr] ──▶ regions, descriptors, tracker entries, arbiter configuration, DEVICE_ID;
+                 ◀── errors, first-error captures, tracker verdicts, counters, status;
+                 ──▶ irq
 
 * **Producer stores** (``store``) are classified by the address map: ``REMOTE`` regions
   leave on ``net_tx`` as update packets; the rest go to the arbiter's compute side, tracked
@@ -79,7 +80,10 @@ class Engine(wiring.Component):
     net_tx : Out(stream.Signature(net_packet_layout))
         Packets to the network (registered): remote stores and DMA bursts.
     net_rx : In(stream.Signature(net_packet_layout))
-        Packets from the network for this GPU.
+        Packets from the network for this GPU (checked against ``DEVICE_ID`` and the region
+        table; refused ones are consumed and reported).
+    irq : Out(1)
+        The interrupt: any sticky error bit whose enable bit is set (register block).
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
@@ -94,6 +98,7 @@ class Engine(wiring.Component):
             "occupancy":     In(p.occupancy_width),
             "net_tx":        Out(stream.Signature(net_packet_layout(p))),
             "net_rx":        In(stream.Signature(net_packet_layout(p))),
+            "irq":           Out(1),
         })
 
     @property
@@ -129,6 +134,7 @@ class Engine(wiring.Component):
         connect(m, flipped(self.dram_response), arbiter.response)
         m.d.comb += arbiter.occupancy.eq(self.occupancy)
         connect(m, arbiter.track, tracker.write)
+        m.d.comb += arbiter.track_hold.eq(tracker.hold)
         connect(m, tracker.trigger, dma.trigger)
         link("dma_read", dma.read, arbiter.dma)
         link("dma_response", arbiter.dma_response, dma.response)
@@ -141,6 +147,8 @@ class Engine(wiring.Component):
         connect(m, csr.region_program, addrmap.program)
         connect(m, csr.dma_program, dma.program)
         connect(m, csr.tracker_program, tracker.program)
+        connect(m, tracker.result, csr.tracker_result)
+        m.d.comb += [addrmap.device_id.eq(csr.device_id), self.irq.eq(csr.irq)]
         m.d.comb += [                      # (not connect(): the staging payload has an init)
             arbiter.config.valid.eq(csr.arbiter_program.valid),
             arbiter.config.payload.eq(csr.arbiter_program.payload),
@@ -152,6 +160,8 @@ class Engine(wiring.Component):
                 block.clear.eq(getattr(csr, f"{name}_clear")),
                 getattr(csr, f"{name}_stats").eq(block.stats),
             ]
+            if hasattr(block, "capture"):
+                m.d.comb += getattr(csr, f"{name}_capture").eq(block.capture)
         m.d.comb += [
             csr.tracker_busy.eq(tracker.busy),
             csr.dma_busy.eq(dma.busy),

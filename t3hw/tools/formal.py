@@ -138,9 +138,9 @@ PROOFS = {proof.name: proof for proof in [
           "the state the bounds depend on is reachable in 3 cycles and the derivation ends "
           "by cycle 6; the longest bound (5 slots) is exceeded, if ever, by cycle 10"),
     Proof("tracker", _tracker, {"bmc": 16, "cover": 16},
-          "the reset sweep takes 4 cycles; 12 more arm an entry, complete it, re-arm it, "
-          "hit both forwarding paths and overflow the 2-deep trigger queue (covers: by "
-          "cycle 11)"),
+          "the reset sweep takes 2 cycles; 14 more arm an entry, complete it, refuse its "
+          "re-arm while the firing waits, ack it, re-arm it, hit the forwarding paths and "
+          "fill the 2-deep trigger queue (covers: by step 15)"),
     Proof("dma", _dma, {"bmc": 18, "cover": 18},
           "the reset sweep takes 2 cycles; the first packet and full queues by cycle 13, "
           "5 more cycles for the next descriptor and back-pressure"),

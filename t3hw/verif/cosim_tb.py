@@ -110,6 +110,7 @@ async def cosim(dut):
     async def program(i):
         drv = drivers[i]
         await drv.check()
+        await drv.set_device_id(i)          # received packets for another GPU are refused
         for index, (mode, base, size, device, remote) in enumerate(plan.regions(i)):
             await drv.program_region(index, mode=mode, base=base, size=size, device=device,
                                      remote_base=remote)
