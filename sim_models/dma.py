@@ -185,9 +185,9 @@ class DmaModel(BlockModel):
     def next_read(self):
         """The next read the DMA requests, starting queued descriptors as needed.
 
-        Returns ``(Read, Packet, index, run)``: the read, the packet its return produces, the
-        descriptor index and its run number; ``None`` when no work is queued. The read counts
-        as requested (``reads``) and outstanding.
+        Returns ``(Read, Packet, index)``: the read, the packet its return produces and the
+        descriptor index; ``None`` when no work is queued. The read counts as requested
+        (``reads``) and outstanding.
         """
         if not self.bursts_left and not self._start():
             return None
@@ -195,9 +195,8 @@ class DmaModel(BlockModel):
         read = Read(addr=src, bytes=pkt.bytes, tag=self._tag)
         self._tag = (self._tag + 1) % (1 << self.params.read_tag_width)
         self._bump("reads")
-        item = (read, pkt, index, run)
-        self.outstanding.append(item)
-        return item
+        self.outstanding.append((read, pkt, index, run))
+        return read, pkt, index
 
     def response(self, tag, error=0):
         """A read returns. Returns ``(Packet, index)`` of the oldest outstanding read, or

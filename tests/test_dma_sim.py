@@ -149,3 +149,47 @@ def test_descriptor_table_follows_cmd_width():
     assert EngineParams(cmd_width=5).dma_descriptors == 32
     assert EngineParams(max_outstanding=1).read_tag_width == 1
     assert EngineParams(max_outstanding=9).read_tag_width == 4
+
+
+def test_driver_waits_for_a_descriptor_in_use():
+    """``Driver.program_descriptor`` on a descriptor with a queued trigger: refused as in
+    use, retried until the DMA has started the trigger (here after a few bus reads), which
+    runs the old descriptor; with the DMA stuck, a RuntimeError after ``poll_limit`` tries
+    and the table unchanged."""
+    import asyncio
+
+    from sim_models.csr import ModelBus
+    from t3hw.sw.driver import Driver
+
+    p = EngineParams(cmd_width=4)
+    old = dict(src=0x1000, rows=2, row_bytes=64, pitch=128, device=1, dst=0x2000, tile=3)
+    new = dict(old, tile=4)
+
+    class SlowDma(ModelBus):
+        """The DMA starts its queued descriptor after ``start_after`` bus reads."""
+        start_after = None
+
+        async def read(self, addr):
+            if self.start_after is not None:
+                self.start_after -= 1
+                if self.start_after == 0:
+                    self.targets.dma.next_read()
+            return await super().read(addr)
+
+    async def body():
+        bus = SlowDma(p)
+        dma = bus.targets.dma
+        driver = Driver(bus, p, poll_limit=4)
+        await driver.check()
+        await driver.program_descriptor(5, **old)
+        assert dma.trigger(5)
+        with pytest.raises(RuntimeError, match=r"descriptor 5 still in use after 4 tries"):
+            await driver.program_descriptor(5, **new)
+        assert dma.table[5]["tile"] == 3 and dma.stats["desc_busy"] == 4
+        bus.start_after = 12
+        await driver.program_descriptor(5, **new)
+        assert dma.table[5]["tile"] == 4 and 4 < dma.stats["desc_busy"]
+        assert dma.bursts_left[0][1].tile == 3          # the trigger runs the old one
+        assert not (await driver.errors())["dma"]["desc_busy"]
+
+    asyncio.run(body())

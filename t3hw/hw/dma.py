@@ -199,7 +199,8 @@ def formal_spec(params: EngineParams):
     * **no table read whose data is used meets a write**: no cycle writes the descriptor
       tables and takes a trigger (check read) or pops an index (fetch read), which is what
       their ``t3hw_rd_collision = "excluded"`` attribute declares;
-    * a packet leaves only for a response that found a read outstanding, the cycle after it;
+    * a packet leaves only for a good response (no error bit, the expected tag) that found
+      a read outstanding of a descriptor not aborted, the cycle after it;
     * **uses in flight**, for one descriptor index chosen by the solver (``AnyConst``): its use
       counter equals the triggers accepted for it minus those dropped by the check minus
       the takes of it by the engine (counted at the ports of the streams), and stays within
@@ -243,9 +244,12 @@ def formal_spec(params: EngineParams):
         resp = dut.response
         returned = resp.valid & resp.ready & pending.o.valid
         pkt = dut.packet
-        m.d.comb += Assert(
-            pkt.valid == past(m, returned | (pkt.valid & ~pkt.ready), name="packet_next"),
-            "dma: a packet without a response to an outstanding read")
+        send = engine.formal_view.send
+        m.d.comb += [
+            Assert(~send | returned, "dma: a packet without a response to an outstanding read"),
+            Assert(pkt.valid == past(m, send | (pkt.valid & ~pkt.ready), name="packet_next"),
+                   "dma: a packet other than the one of a good response"),
+        ]
         desc = queue.descriptor
         _uses_properties(m, p, dut, queue, desc)
         _abort_properties(m, p, dut, engine, desc)
