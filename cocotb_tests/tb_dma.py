@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """cocotb testbench of the generated DMA Verilog, scored against the reference model.
 
-The stimulus, the scoreboard and the directed scenarios are :mod:`t3hw.verif.dma_env`'s (the
-amaranth.sim tests run the same ones): every read request and every network packet is
-compared field by field with :class:`sim_models.dma.DmaModel`, ``valid``/``payload`` of every
-output stream must hold until the transfer, requested-and-unreturned reads never exceed
-``max_outstanding``, and the sticky errors and counters are compared at the end of each test.
+The stimulus and the scoreboard are :mod:`t3hw.verif.dma_env`'s, the directed scenarios
+:mod:`t3hw.verif.dma_scenarios`' (the amaranth.sim tests run the same ones): every read
+request and every network packet is compared field by field with
+:class:`sim_models.dma.DmaModel`, every cycle's error events and capture too,
+``valid``/``payload`` of every output stream must hold until the transfer,
+requested-and-unreturned reads never exceed ``max_outstanding``, and the errors seen and the
+counters are compared at the end of each test.
 Run-time settings come from the environment that ``test_dma.py`` sets: ``T3HW_PARAMS`` (JSON
 of EngineParams), ``T3HW_SEED``, ``T3HW_DMA_JOBS`` (random descriptors run by ``test_random``).
 """
@@ -14,7 +16,7 @@ import os
 
 import cocotb
 
-from t3hw.verif import dma_env as dma_model
+from t3hw.verif import dma_scenarios as dma_model
 from t3hw.verif.dma_env import DmaEnv
 from t3hw.verif.cocotb_tb import EnvTB
 
@@ -35,8 +37,9 @@ class DmaTB(EnvTB):
 @cocotb.test()
 async def test_random(dut):
     """Random descriptors (1-row, 1-burst, ragged, even, maximal), random trigger order with
-    repeats, invalid triggers and rejected writes, random read latency, back-pressure on
-    ``read`` and ``packet``; every read and packet scored."""
+    repeats, invalid triggers, refused writes (bad shape, pitch or range, descriptor in
+    use), returns with the error bit or a wrong tag, random read latency, back-pressure on
+    ``read`` and ``packet``; every read, packet, error event and capture scored."""
     jobs = int(os.environ.get("T3HW_DMA_JOBS", "2000"))
     tb = DmaTB(dut, jobs=jobs, errors=0.03, stall=0.05, max_latency=16)
     await tb.reset()
@@ -47,7 +50,9 @@ async def test_random(dut):
                   env.bursts, env.cycle, env.shapes, env.model.stats,
                   {k for k, v in env.model.errors.items() if v}, env.max_in_flight)
     assert env.triggered >= jobs * 0.9
-    assert env.model.errors["bad_descriptor"] and env.model.errors["bad_program"]
+    assert all(env.model.errors[name] for name in ("bad_descriptor", "bad_program",
+                                                   "bad_range", "read_error", "bad_response"))
+    assert env.model.stats["aborted"] > 0
     assert env.max_in_flight == tb.params.max_outstanding
     assert env.refused > 0
     if "max" in env.shapes or tb.params.rows_width <= 3:
@@ -65,11 +70,20 @@ async def test_every_error_bit(dut):
 
 
 @cocotb.test()
-async def test_coincident_rejects(dut):
-    """A trigger check and a start that both reject in one cycle count twice."""
+async def test_busy_rewrite(dut):
+    """A descriptor with queued triggers is not rewritten; the triggers run the old one."""
     tb = DmaTB(dut)
     await tb.reset()
-    await dma_model.coincident_rejects(tb.env, tb.cycle)
+    await dma_model.busy_rewrite(tb.env, tb.cycle)
+
+
+@cocotb.test()
+@cocotb.parametrize(fault=["error", "tag"])
+async def test_abort(dut, fault):
+    """An error bit or a wrong tag mid-descriptor aborts that descriptor only."""
+    tb = DmaTB(dut)
+    await tb.reset()
+    await dma_model.abort_mid_descriptor(tb.env, tb.cycle, fault)
 
 
 @cocotb.test()

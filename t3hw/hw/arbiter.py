@@ -165,7 +165,7 @@ class Arbiter(wiring.Component):
     load_response : Out(stream.Signature(load_response_layout))
         Returns of ``load`` requests.
     dma_response : Out(stream.Signature(read_response_layout))
-        Returns of ``dma`` requests (to the DMA's ``response``).
+        Returns of ``dma`` requests (to the DMA's ``response``), with their ``error`` bit.
     track : Out(stream.Signature(write_layout, always_ready=True))
         Tracked writes the DRAM took, one cycle later (to the tracker's ``write``).
     config : In(stream.Signature(arbiter_config_layout, always_ready=True))
@@ -409,6 +409,7 @@ class Arbiter(wiring.Component):
             self.load_response.payload.tag.eq(rs.tag),
             self.dma_response.valid.eq(self.response.valid & to_dma),
             self.dma_response.payload.tag.eq(rs.tag),
+            self.dma_response.payload.error.eq(rs.error),
             self.response.ready.eq(Mux(to_load, self.load_response.ready,
                                        Mux(to_dma, self.dma_response.ready, 1))),
             set_err.bad_response.eq(self.response.valid & ~to_load & ~to_dma),

@@ -4,15 +4,31 @@ triggered tile into burst-sized comm-stream reads and one network packet per ret
 
 Three components meet at two streams, as in a frontend / backend DMA:
 
-* :class:`DmaQueue` (frontend): the descriptor table (``2**cmd_width`` entries, one per
-  trigger command), the ``program`` write port, the trigger check and the ready queue of
-  descriptor indices. It fetches the descriptor at the head of the ready queue and offers it
-  on ``descriptor``.
-* :class:`DmaEngine` (backend): walks one descriptor at a time into reads of at most
-  ``burst_bytes`` on ``read``, with up to ``max_outstanding`` reads in flight, and turns each
-  ``response`` into one ``packet``.
-* :class:`Dma`: the two wired together, with the sticky error bits and the counters. This is
-  the generated block ``t3hw_dma``.
+* :class:`~t3hw.hw.dma_queue.DmaQueue` (frontend, :mod:`t3hw.hw.dma_queue`): the descriptor
+  table (``2**cmd_width`` entries, one per trigger command), the checked ``program`` write
+  port, the trigger check, the ready queue of descriptor indices and the count of each
+  descriptor's uses in flight. It fetches the descriptor at the head of the ready queue and
+  offers it, with its index, on ``descriptor``.
+* :class:`~t3hw.hw.dma_engine.DmaEngine` (backend, :mod:`t3hw.hw.dma_engine`): walks one
+  descriptor at a time into reads of at most ``burst_bytes`` on ``read``, with up to
+  ``max_outstanding`` reads in flight, turns each good ``response`` into one ``packet``, and
+  aborts a descriptor on a bad one.
+* :class:`Dma`: the two wired together, with the sticky error bits, their ``capture`` and
+  the counters. This is the generated block ``t3hw_dma``.
+
+Guarantees
+----------
+* **A trigger runs the descriptor it was armed with.** From the cycle after a trigger is
+  accepted until its descriptor is taken by the engine (or the trigger is dropped because
+  the descriptor was invalid), a write to that descriptor is refused (``desc_busy``). So a
+  descriptor found valid by the trigger check is the one that runs.
+* **Checked descriptors.** A write of an empty shape, of rows that overlap (``pitch <
+  row_bytes``) or of a range that wraps past ``2**addr_width`` is refused; the table is
+  unchanged.
+* **Bad returns abort.** A read return with its ``error`` bit or an unexpected tag aborts
+  its descriptor: no packet for that read or any later read of the descriptor, the walk of
+  the descriptor stops, the next descriptors run normally. Every other descriptor's packets
+  are sent exactly once.
 
 Ordering
 --------
@@ -30,377 +46,23 @@ Ordering
 from types import SimpleNamespace
 
 from amaranth import *
+from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import Assume, Cover
-from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from t3hw.spec.layouts import (dma_descriptor_layout, dma_errors_layout, dma_program_layout,
-                      dma_stats_layout, net_packet_layout, rd_collision_attrs,
-                      read_request_layout, read_response_layout, trigger_layout)
+from t3hw.spec.layouts import (dma_capture_layout, dma_errors_layout, dma_program_layout,
+                               dma_stats_layout, net_packet_layout, read_request_layout,
+                               read_response_layout, trigger_layout)
 from t3hw.spec.params import EngineParams, check_params
-from .queue import Queue
+from .dma_engine import DmaEngine
+from .dma_queue import DmaQueue
 from .formal import Spec, drive_inputs, past, stream_rules
-from .status import sticky_errors
+from .queue import Queue
+from .status import count, sticky_errors
 
 
 __all__ = ["DmaQueue", "DmaEngine", "Dma", "formal_spec"]
-
-
-class DmaQueue(wiring.Component):
-    """Descriptor table, trigger check and ready queue.
-
-    Parameters
-    ----------
-    params : EngineParams
-        Uses ``cmd_width`` (table of ``dma_descriptors = 2**cmd_width`` entries),
-        ``dma_ready_depth`` and the descriptor field widths.
-
-    Members
-    -------
-    program : In(stream.Signature(dma_program_layout))
-        Descriptor writes. Ready whenever not ``busy``; a write takes effect for triggers and
-        fetches from the next cycle on. A write with ``valid = 1`` and ``rows = 0`` or
-        ``row_bytes = 0`` is rejected (the table is unchanged) and pulses ``bad_program``.
-        Programming has priority: in a cycle in which ``program.valid`` is high no trigger
-        is taken and no descriptor is fetched (see Storage).
-    trigger : In(stream.Signature(trigger_layout))
-        Triggers; ``cmd`` is the descriptor index (``tile`` is not used). Ready while not
-        ``busy``, while ``program.valid`` is low, and while the ready queue has room for it
-        and for the triggers being checked; a full queue holds ``ready`` low: triggers are
-        never dropped.
-    descriptor : Out(stream.Signature(dma_descriptor_layout))
-        The next descriptor to run (``valid`` field always 1). ``valid`` is a register.
-    bad_descriptor : Out(range(3))
-        Triggers and fetches that found their descriptor invalid this cycle (0, 1 or 2); they
-        are dropped.
-    bad_program : Out(1)
-        A descriptor write was rejected this cycle.
-    enqueued : Out(1)
-        A descriptor index entered the ready queue this cycle.
-    idle : Out(1)
-        No trigger being checked, no index queued, no descriptor fetched or offered.
-    busy : Out(1)
-        High while the table is being invalidated after reset (``2**cmd_width`` cycles).
-
-    Storage: two tables of ``2**cmd_width`` entries, written together (same index, same
-    cycle) by ``program`` and by the reset sweep, each with one write port and one
-    synchronous read port: the *check* table holds only the ``valid`` bit (the one field the
-    trigger check reads; 1 bit per entry), the *fetch* table the whole descriptor. No read
-    whose data is used ever meets a write: the sweep runs while no trigger is taken and the
-    ready queue is empty, and a ``program`` write presented holds off both reads that cycle.
-    So the tables need no read-before-write behaviour, and say so to the synthesis flow
-    (``t3hw_rd_collision = "excluded"``): a table in block RAM needs no bypass logic between
-    the RAM and the register its read data goes into.
-
-    Timing: a trigger accepted in cycle t has its descriptor's valid bit read in t + 1 and
-    checked in t + 2 (invalid: the ``bad_descriptor`` pulse; valid: the index enters the
-    ready queue). The descriptor of the head index is read in the cycle the index leaves the
-    queue, which is as soon as ``descriptor`` is empty or being taken, no fetch is under way
-    and ``program.valid`` is low; it is registered, then offered on ``descriptor`` the cycle
-    after, when it is checked again (a descriptor invalidated while queued is dropped with
-    ``bad_descriptor``). Every read of a table goes straight into a register. Throughput:
-    one descriptor every 3 cycles at ``descriptor``; with ``dma_ready_depth = 1`` one
-    trigger every 4 cycles, otherwise up to 1 per cycle while the queue has room; each cycle
-    with ``program.valid`` high costs triggers and fetches that cycle.
-    """
-
-    def __init__(self, params: EngineParams = EngineParams()):
-        self._p = check_params(params, self)
-        super().__init__({
-            "program":        In(stream.Signature(dma_program_layout(params))),
-            "trigger":        In(stream.Signature(trigger_layout(params))),
-            "descriptor":     Out(stream.Signature(dma_descriptor_layout(params))),
-            "bad_descriptor": Out(range(3)),
-            "bad_program":    Out(1),
-            "enqueued":       Out(1),
-            "idle":           Out(1),
-            "busy":           Out(1, init=1),
-        })
-
-    def elaborate(self, platform):
-        p = self._p
-        m = Module()
-        dlayout = dma_descriptor_layout(p)
-
-        # The check table holds the valid bit, the fetch table the whole descriptor; both
-        # are written with the same index in the same cycle. A table read whose data is used
-        # (a trigger taken, an index popped for its fetch) never happens in a cycle with a
-        # write: the sweep keeps triggers out and the ready queue empty, and a program write
-        # presented holds both reads off (below). The attribute tells the synthesis flow
-        # (``t3hw/tools/synth_scripts/ecp5.ys``) that no read-before-write bypass is needed
-        # after the RAMs.
-        no_collision = rd_collision_attrs("excluded")
-        m.submodules.check_table = check_table = memory.Memory(
-            shape=1, depth=p.dma_descriptors, init=[], attrs=no_collision)
-        m.submodules.fetch_table = fetch_table = memory.Memory(
-            shape=dlayout, depth=p.dma_descriptors, init=[], attrs=no_collision)
-        wr_check = check_table.write_port()
-        wr_fetch = fetch_table.write_port()
-        rd_check = check_table.read_port(domain="sync")
-        rd_fetch = fetch_table.read_port(domain="sync")
-
-        m.submodules.ready_queue = rq = Queue(p.cmd_width, depth=p.dma_ready_depth)
-
-        # Reset sweep: invalidate every descriptor, one per cycle. It owns the write ports.
-        sweep = Signal(range(p.dma_descriptors))
-        with m.If(self.busy):
-            m.d.sync += sweep.eq(sweep + 1)
-            with m.If(sweep == p.dma_descriptors - 1):
-                m.d.sync += self.busy.eq(0)
-
-        # --- program: write both tables unless the shape is empty ----------------------------
-        prog = self.program.payload
-        m.d.comb += self.program.ready.eq(~self.busy)
-        take_prog = self.program.valid & self.program.ready
-        empty = prog.valid & ((prog.rows == 0) | (prog.row_bytes == 0))
-        m.d.comb += self.bad_program.eq(take_prog & empty)
-        with m.If(self.busy):
-            m.d.comb += [wr_check.addr.eq(sweep), wr_check.data.eq(0), wr_check.en.eq(1),
-                         wr_fetch.addr.eq(sweep), wr_fetch.data.eq(0), wr_fetch.en.eq(1)]
-        with m.Else():
-            m.d.comb += [wr_check.addr.eq(prog.index), wr_check.data.eq(prog.valid),
-                         wr_check.en.eq(take_prog & ~empty),
-                         wr_fetch.addr.eq(prog.index), wr_fetch.en.eq(take_prog & ~empty)]
-            for name in dlayout.members:
-                m.d.comb += wr_fetch.data[name].eq(prog[name])
-
-        # --- trigger: read the valid bit, register it, enqueue -------------------------------
-        # (the block RAM's data goes straight into a register: its clock-to-out is most of a
-        # cycle on an FPGA without the RAM's own output register)
-        s1_valid = Signal()
-        s1_cmd   = Signal(p.cmd_width, reset_less=True)
-        s2_valid = Signal()
-        s2_cmd   = Signal(p.cmd_width, reset_less=True)
-        s2_ok    = Signal(reset_less=True)
-        room = rq.level + s1_valid + s2_valid < p.dma_ready_depth
-        m.d.comb += self.trigger.ready.eq(~self.busy & ~self.program.valid & room)
-        take_trig = self.trigger.valid & self.trigger.ready
-        m.d.comb += rd_check.addr.eq(self.trigger.payload.cmd)
-        m.d.sync += [s1_valid.eq(take_trig), s1_cmd.eq(self.trigger.payload.cmd),
-                     s2_valid.eq(s1_valid), s2_cmd.eq(s1_cmd), s2_ok.eq(rd_check.data)]
-        check_ok = Signal()
-        m.d.comb += [
-            check_ok.eq(s2_valid & s2_ok),
-            rq.data.eq(s2_cmd),
-            rq.push.eq(check_ok),           # always accepted: trigger.ready reserved the room
-            self.enqueued.eq(check_ok),
-        ]
-
-        # --- fetch: pop the head index, read its descriptor, offer it ------------------------
-        fetching = Signal()                 # the RAM shows the popped index's descriptor
-        fetched  = Signal()                 # ...registered in `got`
-        got      = Signal(dlayout, reset_less=True)
-        out = self.descriptor
-        fetch_slot = ~fetching & ~fetched & (~out.valid | out.ready)
-        m.d.comb += [
-            rq.o.ready.eq(fetch_slot & ~self.program.valid),
-            rd_fetch.addr.eq(rq.o.payload),
-        ]
-        m.d.sync += [fetching.eq(rq.o.valid & rq.o.ready), fetched.eq(fetching),
-                     got.eq(rd_fetch.data)]
-        fetch_bad = fetched & ~got.valid
-        with m.If(out.ready):
-            m.d.sync += out.valid.eq(0)
-        with m.If(fetched & got.valid):
-            # `out` is empty here: it was empty or being taken when the index was popped.
-            m.d.sync += [out.valid.eq(1), out.payload.eq(got)]
-
-        m.d.comb += [
-            self.bad_descriptor.eq((s2_valid & ~s2_ok) + fetch_bad),
-            self.idle.eq(~s1_valid & ~s2_valid & ~rq.o.valid & ~fetching & ~fetched
-                         & ~out.valid),
-        ]
-        if platform == "formal":
-            # Formal only (never in rtl/): what formal_spec() checks inside.
-            self.formal_view = SimpleNamespace(
-                ready_queue=rq, write=wr_check.en | wr_fetch.en, check_read=take_trig,
-                fetch_read=rq.o.valid & rq.o.ready,
-                trigger_held=self.trigger.valid & ~self.busy & room & self.program.valid,
-                fetch_held=rq.o.valid & fetch_slot & self.program.valid)
-        return m
-
-
-class DmaEngine(wiring.Component):
-    """Walks descriptors into burst reads and turns each returned read into a packet.
-
-    Parameters
-    ----------
-    params : EngineParams
-        Uses ``burst_bytes``, ``max_outstanding`` and the address and descriptor widths.
-
-    Members
-    -------
-    descriptor : In(stream.Signature(dma_descriptor_layout))
-        The descriptor to run (its ``valid`` field is not looked at). Taken when the engine
-        is idle or issuing the last burst of the current descriptor.
-    read : Out(stream.Signature(read_request_layout))
-        Comm-stream reads: address ``src + r * pitch + c`` for row ``r`` and row offset ``c``
-        (multiples of ``burst_bytes``), ``bytes = min(burst_bytes, row_bytes - c)``, ``tag``
-        counting requests modulo ``2**read_tag_width``. ``valid`` is a register.
-    response : In(stream.Signature(read_response_layout))
-        Read returns, in request order. Ready when the packet register is empty or being
-        taken. A response with no read outstanding is dropped; one with a tag other than the
-        oldest outstanding read's is used as that read's return. Both pulse ``bad_response``.
-    packet : Out(stream.Signature(net_packet_layout))
-        One packet per returned read: ``device``, ``addr = dst + r * pitch + c``,
-        ``kind = op``, ``tile`` of the descriptor, and the read's ``bytes``. ``valid`` is a
-        register.
-    bad_response : Out(1)
-        A bad response arrived this cycle.
-    idle : Out(1)
-        No descriptor in progress, no read requested or outstanding, no packet held.
-
-    Latency: the first read of a descriptor is valid the cycle after the descriptor is taken;
-    a packet is valid the cycle after its response. Throughput: one read per cycle (also
-    across descriptors, while ``descriptor`` has the next one waiting), as long as fewer than
-    ``max_outstanding`` reads are requested and not returned (a read counts from the cycle
-    it appears on ``read``); one packet per cycle. Back-pressure on ``read`` holds the walk;
-    back-pressure on ``packet`` holds ``response``; nothing is lost. Addresses wrap modulo
-    ``2**addr_width``.
-    """
-
-    def __init__(self, params: EngineParams = EngineParams()):
-        self._p = check_params(params, self)
-        super().__init__({
-            "descriptor":   In(stream.Signature(dma_descriptor_layout(params))),
-            "read":         Out(stream.Signature(read_request_layout(params))),
-            "response":     In(stream.Signature(read_response_layout(params))),
-            "packet":       Out(stream.Signature(net_packet_layout(params))),
-            "bad_response": Out(1),
-            "idle":         Out(1),
-        })
-
-    def elaborate(self, platform):
-        # Two halves meet at ``pending``, the queue of outstanding reads: the walker
-        # (``_walk``) takes descriptors, loads each burst into the ``read`` register and
-        # pushes its packet fields and tag; the response side (``_respond``) pops the head
-        # for each response into the ``packet`` register.
-        p = self._p
-        m = Module()
-        meta_layout = data.StructLayout({"packet": net_packet_layout(p),
-                                         "tag":    p.read_tag_width})
-
-        # Every read from the cycle it is loaded into the `read` register until its response
-        # holds one entry of `pending` (its packet fields and tag): the queue's depth is the
-        # outstanding limit, and its head is the packet of the next response.
-        m.submodules.pending = pending = Queue(meta_layout, depth=p.max_outstanding)
-        active = self._walk(m, pending, meta_layout)
-        self._respond(m, pending, active)
-        if platform == "formal":
-            # Formal only (never in rtl/): what formal_spec() checks inside.
-            self.formal_view = SimpleNamespace(pending=pending)
-        return m
-
-    def _walk(self, m, pending, meta_layout):
-        """The walker: its state, the ``read`` register and the push into ``pending`` of each
-        burst, and the take of the next ``descriptor``. Returns ``active`` (a descriptor is
-        in progress)."""
-        p = self._p
-
-        # --- walker state ------------------------------------------------------------------
-        active    = Signal()
-        cur       = Signal(dma_descriptor_layout(p), reset_less=True)
-        src_row   = Signal(p.addr_width, reset_less=True)
-        dst_row   = Signal(p.addr_width, reset_less=True)
-        col       = Signal(p.row_bytes_width, reset_less=True)
-        rows_left = Signal(p.rows_width, reset_less=True)
-        tag       = Signal(p.read_tag_width)
-
-        # The walk's decisions are registers, updated with the state they derive from, so
-        # that no subtract or compare lies between the walker and the descriptor queue's
-        # ready: ``remaining`` = row_bytes - col, ``row_end`` = remaining <= burst,
-        # ``one_row`` = rows_left == 1, ``short_row`` = row_bytes <= burst.
-        remaining = Signal(p.row_bytes_width, reset_less=True)
-        row_end   = Signal(reset_less=True)     # this burst is the last (maybe short) of its row
-        one_row   = Signal(reset_less=True)
-        short_row = Signal(reset_less=True)
-        nbytes    = Signal(p.burst_width)
-        last      = Signal()                    # ...and of the descriptor
-        m.d.comb += [
-            nbytes.eq(Mux(row_end, remaining, p.burst_bytes)),
-            last.eq(row_end & one_row),
-        ]
-
-        req = self.read
-        issue = Signal()                   # load the next burst into the `read` register
-        m.d.comb += issue.eq(active & (~req.valid | req.ready) & pending.accept)
-
-        with m.If(req.ready):
-            m.d.sync += req.valid.eq(0)
-        meta = Signal(meta_layout)
-        m.d.comb += [
-            meta.packet.device.eq(cur.device),
-            meta.packet.addr.eq(dst_row + col),
-            meta.packet.kind.eq(cur.op),
-            meta.packet.tile.eq(cur.tile),
-            meta.packet.bytes.eq(nbytes),
-            meta.tag.eq(tag),
-            pending.data.eq(meta),
-            pending.push.eq(issue),
-        ]
-        with m.If(issue):
-            m.d.sync += [
-                req.valid.eq(1),
-                req.payload.addr.eq(src_row + col),
-                req.payload.bytes.eq(nbytes),
-                req.payload.tag.eq(tag),
-                tag.eq(tag + 1),
-            ]
-            with m.If(row_end):
-                m.d.sync += [
-                    col.eq(0),
-                    rows_left.eq(rows_left - 1),
-                    src_row.eq(src_row + cur.pitch),
-                    dst_row.eq(dst_row + cur.pitch),
-                    remaining.eq(cur.row_bytes),
-                    row_end.eq(short_row),
-                    one_row.eq(rows_left == 2),
-                ]
-            with m.Else():
-                m.d.sync += [
-                    col.eq(col + p.burst_bytes),
-                    remaining.eq(remaining - p.burst_bytes),
-                    row_end.eq(remaining <= 2 * p.burst_bytes),
-                ]
-            with m.If(last):
-                m.d.sync += active.eq(0)
-
-        # Take the next descriptor when idle, or while issuing the last burst of this one.
-        desc = self.descriptor
-        m.d.comb += desc.ready.eq(~active | (issue & last))
-        with m.If(desc.valid & desc.ready):
-            m.d.sync += [
-                active.eq(1),
-                cur.eq(desc.payload),
-                src_row.eq(desc.payload.src),
-                dst_row.eq(desc.payload.dst),
-                col.eq(0),
-                rows_left.eq(desc.payload.rows),
-                remaining.eq(desc.payload.row_bytes),
-                row_end.eq(desc.payload.row_bytes <= p.burst_bytes),
-                short_row.eq(desc.payload.row_bytes <= p.burst_bytes),
-                one_row.eq(desc.payload.rows == 1),
-            ]
-        return active
-
-    def _respond(self, m, pending, active):
-        """The response side: each response pops ``pending``'s head into the ``packet``
-        register; ``bad_response``, and ``idle`` (from the walker's ``active``)."""
-        # --- responses to packets ----------------------------------------------------------
-        pkt  = self.packet
-        resp = self.response
-        m.d.comb += resp.ready.eq(~pkt.valid | pkt.ready)
-        take_resp = resp.valid & resp.ready
-        m.d.comb += pending.o.ready.eq(take_resp)
-        head = pending.o.payload
-        with m.If(pkt.ready):
-            m.d.sync += pkt.valid.eq(0)
-        with m.If(take_resp & pending.o.valid):
-            m.d.sync += [pkt.valid.eq(1), pkt.payload.eq(head.packet)]
-        m.d.comb += [
-            self.bad_response.eq(take_resp & (~pending.o.valid | (head.tag != resp.payload.tag))),
-            self.idle.eq(~active & ~pending.o.valid & ~pkt.valid),
-        ]
 
 
 class Dma(wiring.Component):
@@ -414,22 +76,28 @@ class Dma(wiring.Component):
     Members
     -------
     program : In(stream.Signature(dma_program_layout))
-        Descriptor table writes (from the register block); ready whenever not ``busy``. See
-        :class:`DmaQueue`.
+        Descriptor table writes (from the register block); ready whenever not ``busy``. A
+        refused write (``bad_program``, ``bad_pitch``, ``bad_range``, ``desc_busy``: see
+        :class:`DmaQueue`) shows its bit on ``errors`` the cycle after it is taken
+        (:data:`~t3hw.spec.contract.CSR_VERDICT_DELAY`).
     trigger : In(stream.Signature(trigger_layout))
         Triggers from the tracker; back-pressured (never dropped) when the ready queue is
         full, and in a cycle in which ``program.valid`` is high (programming goes first).
     read : Out(stream.Signature(read_request_layout))
         Comm-stream burst reads; see :class:`DmaEngine`.
     response : In(stream.Signature(read_response_layout))
-        Read returns, in request order.
+        Read returns, in request order; a bad one aborts its descriptor (:class:`DmaEngine`).
     packet : Out(stream.Signature(net_packet_layout))
-        Network packets, one per returned read.
+        Network packets, one per good return of a descriptor not aborted.
     errors : Out(dma_errors_layout)
         Sticky error bits; each stays set until the same bit of ``clear`` is pulsed (a bit set
-        in the same cycle as its clear stays set).
+        in the same cycle as its clear stays set). An event shows the cycle after it happens.
     clear : In(dma_errors_layout)
         Write-one-to-clear strobe for ``errors``.
+    capture : Out(dma_capture_layout)
+        The details of the events that ``errors`` shows in the same cycle, registered with
+        them (it holds its value in cycles without an event). When events coincide, a read
+        response's wins, then a refused write's, then a dropped trigger's.
     stats : Out(dma_stats_layout)
         Wrapping counters.
     busy : Out(1)
@@ -442,7 +110,7 @@ class Dma(wiring.Component):
     first read of a trigger accepted in cycle t is valid in cycle t + 8 (valid-bit read,
     check, ready queue, table read, fetch register, ``descriptor`` register, walker, ``read``
     register). Registers that hold payloads are ``reset_less``; only valid bits, the walker's
-    ``active`` and the read tag are reset.
+    ``active``, its run number, the abort mark, the read tag and the use counters are reset.
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
@@ -455,6 +123,7 @@ class Dma(wiring.Component):
             "packet":   Out(stream.Signature(net_packet_layout(params))),
             "errors":   Out(dma_errors_layout(params)),
             "clear":    In(dma_errors_layout(params)),
+            "capture":  Out(dma_capture_layout(params)),
             "stats":    Out(dma_stats_layout(params)),
             "busy":     Out(1),
             "idle":     Out(1),
@@ -482,19 +151,28 @@ class Dma(wiring.Component):
 
         set_err = Signal(dma_errors_layout(p))
         m.d.comb += [
-            set_err.bad_descriptor.eq(queue.bad_descriptor != 0),
+            set_err.bad_descriptor.eq(queue.bad_descriptor),
             set_err.bad_program.eq(queue.bad_program),
+            set_err.bad_range.eq(queue.bad_range),
+            set_err.bad_pitch.eq(queue.bad_pitch),
+            set_err.desc_busy.eq(queue.desc_busy),
             set_err.bad_response.eq(engine.bad_response),
+            set_err.read_error.eq(engine.read_error),
         ]
         sticky_errors(m, self.errors, self.clear, set_err)
+        with m.If(engine.bad_response | engine.read_error):
+            m.d.sync += self.capture.eq(engine.detail)
+        with m.Elif(Value.cast(set_err).any()):
+            m.d.sync += self.capture.eq(queue.detail)
 
         st = self.stats
-        m.d.sync += [
-            st.triggers.eq(st.triggers + queue.enqueued),
-            st.rejected.eq(st.rejected + queue.bad_descriptor),
-            st.reads.eq(st.reads + (self.read.valid & self.read.ready)),
-            st.packets.eq(st.packets + (self.packet.valid & self.packet.ready)),
-        ]
+        for name, event in (("triggers", queue.enqueued), ("rejected", queue.bad_descriptor),
+                            ("reads", self.read.valid & self.read.ready),
+                            ("packets", self.packet.valid & self.packet.ready),
+                            ("bad_program", queue.bad_program),
+                            ("bad_range", queue.bad_range), ("bad_pitch", queue.bad_pitch),
+                            ("desc_busy", queue.desc_busy), ("aborted", engine.aborted)):
+            count(m, st[name], event)
         if platform == "formal":
             # Formal only (never in rtl/): what formal_spec() checks inside.
             self.formal_view = SimpleNamespace(queue=queue, engine=engine)
@@ -521,11 +199,23 @@ def formal_spec(params: EngineParams):
     * **no table read whose data is used meets a write**: no cycle writes the descriptor
       tables and takes a trigger (check read) or pops an index (fetch read), which is what
       their ``t3hw_rd_collision = "excluded"`` attribute declares;
-    * a packet leaves only for a response that found a read outstanding, the cycle after it.
+    * a packet leaves only for a good response (no error bit, the expected tag) that found
+      a read outstanding of a descriptor not aborted, the cycle after it;
+    * **uses in flight**, for one descriptor index chosen by the solver (``AnyConst``): its use
+      counter equals the triggers accepted for it minus those dropped by the check minus
+      the takes of it by the engine (counted at the ports of the streams), and stays within
+      its range; **no table write reaches it while that count is not 0**; a fetched
+      descriptor is always valid;
+    * **an aborted descriptor emits nothing more**: for one descriptor run chosen by the
+      solver (a take of ``descriptor``; a ghost queue beside the outstanding reads marks its
+      reads), once a response has aborted it no packet of it is sent or held, and from the
+      next cycle on no read of it is issued.
 
     Covers: a packet is sent; the ready queue and the outstanding reads are full; the engine
     takes the next descriptor while it is still busy with the previous one; a descriptor
-    write holds off a trigger that the queue has room for, and a fetch.
+    write holds off a trigger that the queue has room for, and a fetch; a write is refused
+    as busy; the watched descriptor is aborted while the walker is on it, and a later
+    descriptor's packet is sent after an abort.
     """
     p = check_params(params)
 
@@ -554,10 +244,15 @@ def formal_spec(params: EngineParams):
         resp = dut.response
         returned = resp.valid & resp.ready & pending.o.valid
         pkt = dut.packet
-        m.d.comb += Assert(
-            pkt.valid == past(m, returned | (pkt.valid & ~pkt.ready), name="packet_next"),
-            "dma: a packet without a response to an outstanding read")
+        send = engine.formal_view.send
+        m.d.comb += [
+            Assert(~send | returned, "dma: a packet without a response to an outstanding read"),
+            Assert(pkt.valid == past(m, send | (pkt.valid & ~pkt.ready), name="packet_next"),
+                   "dma: a packet other than the one of a good response"),
+        ]
         desc = queue.descriptor
+        _uses_properties(m, p, dut, queue, desc)
+        _abort_properties(m, p, dut, engine, desc)
         m.d.comb += [
             Cover(pkt.valid & pkt.ready),
             Cover(rq.level == p.dma_ready_depth),
@@ -565,5 +260,60 @@ def formal_spec(params: EngineParams):
             Cover(desc.valid & desc.ready & ~engine.idle),
             Cover(queue.formal_view.trigger_held),
             Cover(queue.formal_view.fetch_held),
+            Cover(queue.desc_busy),
         ]
     return Spec(body)
+
+
+def _uses_properties(m, p, dut, queue, desc):
+    """The use count of a solver-chosen descriptor against a shadow count from the ports."""
+    j = Signal(p.cmd_width)
+    m.d.comb += j.eq(AnyConst(p.cmd_width))
+    fv = queue.formal_view
+    shadow = Signal(8)
+    trig = dut.trigger
+    m.d.sync += shadow.eq(shadow + (trig.valid & trig.ready & (trig.payload.cmd == j))
+                          - (queue.bad_descriptor & (fv.reject_cmd == j))
+                          - (desc.valid & desc.ready & (desc.payload.index == j)))
+    use = Signal.like(fv.uses[0])
+    m.d.comb += use.eq(Array(fv.uses)[j])
+    m.d.comb += [
+        Assert(use == shadow, "dma: a use count differs from triggers taken minus retired"),
+        Assert(shadow <= p.dma_ready_depth + 1, "dma: more uses in flight than the bound"),
+        Assert(~(fv.write & ~dut.busy & (fv.write_addr == j) & (shadow != 0)),
+               "dma: a descriptor in use was written"),
+        Assert(~fv.fetched | fv.got.valid, "dma: a fetched descriptor is invalid"),
+    ]
+
+
+def _abort_properties(m, p, dut, engine, desc):
+    """No packet and no further read of a solver-chosen descriptor run once it is aborted."""
+    fv = engine.formal_view
+    pending = fv.pending
+    started = Signal()      # the watched run has been chosen
+    walking = Signal()      # ...and the walker is on it
+    with m.If(desc.valid & desc.ready):
+        pick = AnySeq(1)
+        m.d.sync += walking.eq(pick & ~started)
+        with m.If(pick):
+            m.d.sync += started.eq(1)
+    # Ghost: one bit per outstanding read, set for the watched run's; pushed and popped with
+    # the queue of outstanding reads.
+    m.submodules.ghost = ghost = Queue(1, depth=p.max_outstanding)
+    m.d.comb += [ghost.push.eq(pending.push & pending.accept), ghost.data.eq(walking),
+                 ghost.o.ready.eq(pending.o.ready)]
+    aborted = Signal()      # the watched run was aborted (from the cycle after)
+    with m.If(fv.abort & ghost.o.payload):
+        m.d.sync += aborted.eq(1)
+    held = Signal()         # the packet register holds a packet of the watched run
+    with m.If(dut.packet.ready):
+        m.d.sync += held.eq(0)
+    with m.If(fv.send):
+        m.d.sync += held.eq(ghost.o.payload)
+    m.d.comb += [
+        Assert(ghost.o.valid == pending.o.valid, "dma: ghost queue out of step"),
+        Assert(~(dut.packet.valid & held & aborted), "dma: an aborted descriptor sent a packet"),
+        Assert(~(pending.push & walking & aborted), "dma: an aborted descriptor issued a read"),
+        Cover(aborted & walking & fv.stop),
+        Cover(aborted & dut.packet.valid & dut.packet.ready & ~held),
+    ]

@@ -315,21 +315,39 @@ def net_packet_layout(p: EngineParams):
 
 
 def dma_errors_layout(p: EngineParams):
-    """Sticky error bits of the DMA (bit order = register bit order)."""
+    """Sticky error bits of the DMA (bit order = register bit order).
+
+    ``bad_program``, ``bad_range``, ``bad_pitch`` and ``desc_busy`` are the four ways a
+    descriptor write is refused (the table is unchanged); exactly one of them is set per
+    refused write, :data:`~t3hw.spec.contract.CSR_VERDICT_DELAY` cycles after the write."""
     return data.StructLayout({
-        #: A trigger, or the start of a queued descriptor, found the descriptor invalid.
+        #: A trigger found its descriptor invalid (the trigger is dropped).
         "bad_descriptor": 1,
-        #: A descriptor write with ``valid = 1`` and 0 rows or 0 bytes per row (rejected).
+        #: A descriptor write with ``valid = 1`` and 0 rows or 0 bytes per row (refused).
         "bad_program":    1,
-        #: A read response with no read outstanding (dropped) or with an unexpected tag.
+        #: A read response with no read outstanding (dropped) or with a tag other than the
+        #: oldest outstanding read's (its descriptor is aborted).
         "bad_response":   1,
+        #: A descriptor write whose source or destination range wraps past
+        #: ``2**addr_width`` (refused).
+        "bad_range":      1,
+        #: A descriptor write with more than one row and ``pitch < row_bytes`` (refused).
+        "bad_pitch":      1,
+        #: A write to a descriptor in use by an accepted trigger that the DMA has not started
+        #: yet (refused).
+        "desc_busy":      1,
+        #: A read response with its ``error`` bit set (its descriptor is aborted).
+        "read_error":     1,
     })
 
 
 def dma_capture_layout(p: EngineParams):
     """Details of the DMA's error events, shown by its ``capture`` output in the cycle its
-    ``errors`` output shows the events: the descriptor index concerned, the tile of its
-    trigger (0 when none) and the address concerned (a read's, or a descriptor's source)."""
+    ``errors`` output shows the events: the descriptor index concerned, a tile and the address
+    concerned. A refused descriptor write: its index, its ``tile`` field and its ``src``. A
+    trigger of an invalid descriptor: its ``cmd``, its ``tile``, address 0. A read response
+    (``bad_response``, ``read_error``): the descriptor of the oldest outstanding read, that
+    descriptor's ``tile`` and the read's address (all 0 when no read was outstanding)."""
     return data.StructLayout({
         "index": p.cmd_width,
         "tile":  p.tile_width,
@@ -341,10 +359,15 @@ def dma_stats_layout(p: EngineParams):
     """Statistics counters of the DMA (all ``counter_width`` bits, wrapping)."""
     w = p.counter_width
     return data.StructLayout({
-        "triggers": w,   # triggers whose descriptor index entered the ready queue
-        "rejected": w,   # triggers and starts that found the descriptor invalid
-        "reads":    w,   # comm-stream read requests transferred
-        "packets":  w,   # network packets transferred
+        "triggers":    w,   # triggers whose descriptor index entered the ready queue
+        "rejected":    w,   # triggers that found the descriptor invalid
+        "reads":       w,   # comm-stream read requests transferred
+        "packets":     w,   # network packets transferred
+        "bad_program": w,   # descriptor writes refused with bad_program
+        "bad_range":   w,   # descriptor writes refused with bad_range
+        "bad_pitch":   w,   # descriptor writes refused with bad_pitch
+        "desc_busy":   w,   # descriptor writes refused with desc_busy
+        "aborted":     w,   # descriptors aborted by a bad read response
     })
 
 

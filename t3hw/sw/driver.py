@@ -164,14 +164,48 @@ class Driver:
     async def program_descriptor(self, index, *, src, rows, row_bytes, pitch, device, dst,
                                  tile, op=WriteKind.UPDATE):
         """DMA descriptor ``index``: ``rows`` x ``row_bytes`` from ``src`` (rows ``pitch``
-        apart) to ``dst`` on ``device``, as ``op``, counted there under ``tile``."""
-        await self._command("DESC", CsrCommand.DESC_WRITE, dict(
+        apart) to ``dst`` on ``device``, as ``op``, counted there under ``tile``.
+
+        The DMA refuses a write to a descriptor in use (a trigger for it accepted and not yet
+        started): the driver retries it until the DMA has started those triggers
+        (:meth:`_write_descriptor`). A descriptor refused for its content (0 rows or bytes,
+        ``pitch < row_bytes`` with several rows, a range that wraps) is not retried: its
+        ``DMA_ERRORS`` bit (``bad_program``, ``bad_pitch``, ``bad_range``) stays set; read
+        it with :meth:`errors`."""
+        await self._write_descriptor(dict(
             index=index, valid=1, op=op, device=device, tile=tile, rows=rows,
             row_bytes=row_bytes, pitch=pitch, src=src, dst=dst))
 
     async def clear_descriptor(self, index):
-        """Invalidate descriptor ``index``."""
-        await self._command("DESC", CsrCommand.DESC_WRITE, dict(index=index, valid=0))
+        """Invalidate descriptor ``index`` (retried while it is in use, as a write)."""
+        await self._write_descriptor(dict(index=index, valid=0))
+
+    async def _write_descriptor(self, fields):
+        """``DESC_WRITE`` of ``fields``, retried while the DMA refuses it as in use.
+
+        Each try clears ``DMA_ERRORS.desc_busy`` (write one to clear, that bit only), sends
+        the write, waits until it has been sent (``desc_pending``) and reads
+        ``DMA_ERRORS``; ``desc_busy`` set means the table is unchanged because triggers of
+        the descriptor wait in the DMA, which then needs time (and the link) to start them:
+        the driver reads ``STATUS`` once and tries again, at most ``poll_limit`` tries.
+        A refusal that was retried leaves ``desc_busy`` clear (its counter still counts it).
+
+        Raises
+        ------
+        RuntimeError
+            Still refused as in use after ``poll_limit`` tries (the DMA is not starting
+            descriptors: its reads or packets are held); the table is unchanged.
+        """
+        for _ in range(self.poll_limit):
+            await self.write_group("DMA_ERRORS", desc_busy=1)
+            await self._command("DESC", CsrCommand.DESC_WRITE, fields)
+            await self.wait("desc_pending")
+            if not (await self.read_group("DMA_ERRORS"))["desc_busy"]:
+                return
+            await self.status()
+        raise RuntimeError(f"descriptor {fields['index']} still in use after "
+                           f"{self.poll_limit} tries (DMA_ERRORS.desc_busy): triggers of it "
+                           f"wait in the DMA, which is not starting descriptors")
 
     async def read_descriptor(self, index):
         """Descriptor ``index`` as the DMA stores it (fields of ``dma_descriptor_layout``),
@@ -237,7 +271,10 @@ class Driver:
         """Track ``tile``: when ``threshold`` beats have been written to it, send it with a
         DMA (the descriptor fields, ``dst_tile`` defaulting to ``tile``). The descriptor index
         ``cmd`` defaults to ``tile mod 2**cmd_width``, so tiles that share the tracker table
-        (consecutive ids) never share a descriptor. Returns ``cmd``."""
+        (consecutive ids) never share a descriptor. If triggers of ``cmd`` from an earlier
+        mapping still wait in the DMA, the descriptor write waits for them to start (see
+        :meth:`program_descriptor`), so they send what they were armed with. Returns
+        ``cmd``."""
         cmd = tile % self.params.dma_descriptors if cmd is None else cmd
         await self.program_descriptor(cmd, src=src, rows=rows, row_bytes=row_bytes,
                                       pitch=pitch, device=device, dst=dst, op=op,

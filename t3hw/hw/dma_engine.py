@@ -1,0 +1,259 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The DMA's backend (:class:`DmaEngine`): walks each descriptor into burst-sized comm-stream
+reads and turns each returned read into one network packet; a bad return aborts its
+descriptor. The block that wires it to the frontend is :class:`t3hw.hw.dma.Dma`.
+"""
+
+from types import SimpleNamespace
+
+from amaranth import *
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from t3hw.spec.layouts import (dma_capture_layout, dma_descriptor_layout, dma_program_layout,
+                               net_packet_layout, read_request_layout, read_response_layout)
+from t3hw.spec.params import EngineParams, check_params
+from .queue import Queue
+
+
+__all__ = ["DmaEngine"]
+
+
+class DmaEngine(wiring.Component):
+    """Walks descriptors into burst reads and turns each returned read into a packet.
+
+    Parameters
+    ----------
+    params : EngineParams
+        Uses ``burst_bytes``, ``max_outstanding`` and the address and descriptor widths.
+
+    Members
+    -------
+    descriptor : In(stream.Signature(dma_program_layout))
+        The descriptor to run, with its index (its ``valid`` field is not looked at). Taken
+        when the engine is idle or issuing the last burst of the current descriptor.
+    read : Out(stream.Signature(read_request_layout))
+        Comm-stream reads: address ``src + r * pitch + c`` for row ``r`` and row offset ``c``
+        (multiples of ``burst_bytes``), ``bytes = min(burst_bytes, row_bytes - c)``, ``tag``
+        counting requests modulo ``2**read_tag_width``. ``valid`` is a register.
+    response : In(stream.Signature(read_response_layout))
+        Read returns, in request order. Ready when the packet register is empty or being
+        taken. A response with no read outstanding is dropped (``bad_response``). One with
+        its ``error`` bit set (``read_error``) or a tag other than the oldest outstanding
+        read's (``bad_response``) aborts that read's descriptor (``aborted``), unless it is
+        aborted already.
+    packet : Out(stream.Signature(net_packet_layout))
+        One packet per good return of a read of a descriptor not aborted: ``device``,
+        ``addr = dst + r * pitch + c``, ``kind = op``, ``tile`` of the descriptor, and the
+        read's ``bytes``. ``valid`` is a register.
+    bad_response, read_error, aborted : Out(1)
+        Events of the response taken this cycle.
+    detail : Out(dma_capture_layout)
+        Details of this cycle's response events: the oldest outstanding read's descriptor
+        index, that descriptor's tile and the read's address (0 with no read outstanding).
+    idle : Out(1)
+        No descriptor in progress, no read requested or outstanding, no packet held.
+
+    **Abort.** Each read carries, in the queue of outstanding reads, a *run* number (the
+    count of descriptors taken, modulo ``2**(read_tag_width + 1)``, more than the runs that
+    can have reads outstanding). A bad response to a read of run R in cycle t marks R
+    aborted: its packet is not sent; the responses to R's other outstanding reads are taken
+    without packets; if the walker is still on R in t + 1 it stops there (so a read of R
+    loaded in cycle t still goes out, and its response is taken without a packet), and takes
+    the next descriptor from t + 2. The mark is cleared by the first response of a later run
+    taken with no error, which then makes its packet as usual.
+
+    Latency: the first read of a descriptor is valid the cycle after the descriptor is taken;
+    a packet is valid the cycle after its response. Throughput: one read per cycle (also
+    across descriptors, while ``descriptor`` has the next one waiting), as long as fewer than
+    ``max_outstanding`` reads are requested and not returned (a read counts from the cycle
+    it appears on ``read``); one packet per cycle. Back-pressure on ``read`` holds the walk;
+    back-pressure on ``packet`` holds ``response``; nothing is lost.
+    """
+
+    def __init__(self, params: EngineParams = EngineParams()):
+        self._p = check_params(params, self)
+        super().__init__({
+            "descriptor":   In(stream.Signature(dma_program_layout(params))),
+            "read":         Out(stream.Signature(read_request_layout(params))),
+            "response":     In(stream.Signature(read_response_layout(params))),
+            "packet":       Out(stream.Signature(net_packet_layout(params))),
+            "bad_response": Out(1),
+            "read_error":   Out(1),
+            "aborted":      Out(1),
+            "detail":       Out(dma_capture_layout(params)),
+            "idle":         Out(1),
+        })
+
+    def elaborate(self, platform):
+        # Two halves meet at ``pending``, the queue of outstanding reads: the walker
+        # (``_walk``) takes descriptors, loads each burst into the ``read`` register and
+        # pushes its packet fields, tag, run, index and source address; the response side
+        # (``_respond``) pops the head for each response into the ``packet`` register, or
+        # drops it when its run is aborted. They share the abort mark (``kill``).
+        p = self._p
+        m = Module()
+        run_width = p.read_tag_width + 1
+        meta_layout = data.StructLayout({"packet": net_packet_layout(p),
+                                         "tag":    p.read_tag_width,
+                                         "run":    run_width,
+                                         "index":  p.cmd_width,
+                                         "src":    p.addr_width})
+
+        # Every read from the cycle it is loaded into the `read` register until its response
+        # holds one entry of `pending`: the queue's depth is the outstanding limit, and its
+        # head is the packet of the next response.
+        m.submodules.pending = pending = Queue(meta_layout, depth=p.max_outstanding)
+        kill = SimpleNamespace(valid=Signal(), run=Signal(run_width, reset_less=True))
+        active, run, stop = self._walk(m, pending, meta_layout, kill)
+        send, abort, dead = self._respond(m, pending, active, kill)
+        if platform == "formal":
+            # Formal only (never in rtl/): what formal_spec() checks inside.
+            self.formal_view = SimpleNamespace(pending=pending, kill=kill, run=run,
+                                               active=active, stop=stop, send=send,
+                                               abort=abort, dead=dead)
+        return m
+
+    def _walk(self, m, pending, meta_layout, kill):
+        """The walker: its state, the ``read`` register and the push into ``pending`` of each
+        burst, and the take of the next ``descriptor``. Returns ``active`` (a descriptor is
+        in progress), its run number and ``stop`` (it stops on an abort)."""
+        p = self._p
+
+        # --- walker state ------------------------------------------------------------------
+        active    = Signal()
+        cur       = Signal(dma_descriptor_layout(p), reset_less=True)
+        index     = Signal(p.cmd_width, reset_less=True)
+        run       = Signal(p.read_tag_width + 1)
+        src_row   = Signal(p.addr_width, reset_less=True)
+        dst_row   = Signal(p.addr_width, reset_less=True)
+        col       = Signal(p.row_bytes_width, reset_less=True)
+        rows_left = Signal(p.rows_width, reset_less=True)
+        tag       = Signal(p.read_tag_width)
+
+        # The walk's decisions are registers, updated with the state they derive from, so
+        # that no subtract or compare lies between the walker and the descriptor queue's
+        # ready: ``remaining`` = row_bytes - col, ``row_end`` = remaining <= burst,
+        # ``one_row`` = rows_left == 1, ``short_row`` = row_bytes <= burst.
+        remaining = Signal(p.row_bytes_width, reset_less=True)
+        row_end   = Signal(reset_less=True)     # this burst is the last (maybe short) of its row
+        one_row   = Signal(reset_less=True)
+        short_row = Signal(reset_less=True)
+        nbytes    = Signal(p.burst_width)
+        last      = Signal()                    # ...and of the descriptor
+        m.d.comb += [
+            nbytes.eq(Mux(row_end, remaining, p.burst_bytes)),
+            last.eq(row_end & one_row),
+        ]
+
+        req = self.read
+        stop  = Signal()                   # this descriptor was aborted: walk no further
+        issue = Signal()                   # load the next burst into the `read` register
+        m.d.comb += [
+            stop.eq(active & kill.valid & (kill.run == run)),
+            issue.eq(active & ~stop & (~req.valid | req.ready) & pending.accept),
+        ]
+
+        with m.If(req.ready):
+            m.d.sync += req.valid.eq(0)
+        meta = Signal(meta_layout)
+        m.d.comb += [
+            meta.packet.device.eq(cur.device),
+            meta.packet.addr.eq(dst_row + col),
+            meta.packet.kind.eq(cur.op),
+            meta.packet.tile.eq(cur.tile),
+            meta.packet.bytes.eq(nbytes),
+            meta.tag.eq(tag),
+            meta.run.eq(run),
+            meta.index.eq(index),
+            meta.src.eq(src_row + col),
+            pending.data.eq(meta),
+            pending.push.eq(issue),
+        ]
+        with m.If(issue):
+            m.d.sync += [
+                req.valid.eq(1),
+                req.payload.addr.eq(meta.src),
+                req.payload.bytes.eq(nbytes),
+                req.payload.tag.eq(tag),
+                tag.eq(tag + 1),
+            ]
+            with m.If(row_end):
+                m.d.sync += [
+                    col.eq(0),
+                    rows_left.eq(rows_left - 1),
+                    src_row.eq(src_row + cur.pitch),
+                    dst_row.eq(dst_row + cur.pitch),
+                    remaining.eq(cur.row_bytes),
+                    row_end.eq(short_row),
+                    one_row.eq(rows_left == 2),
+                ]
+            with m.Else():
+                m.d.sync += [
+                    col.eq(col + p.burst_bytes),
+                    remaining.eq(remaining - p.burst_bytes),
+                    row_end.eq(remaining <= 2 * p.burst_bytes),
+                ]
+            with m.If(last):
+                m.d.sync += active.eq(0)
+        with m.If(stop):
+            m.d.sync += active.eq(0)
+
+        # Take the next descriptor when idle, or while issuing the last burst of this one.
+        desc = self.descriptor
+        m.d.comb += desc.ready.eq(~active | (issue & last))
+        with m.If(desc.valid & desc.ready):
+            d = desc.payload
+            m.d.sync += [
+                active.eq(1),
+                *(cur[name].eq(d[name]) for name in dma_descriptor_layout(p).members),
+                index.eq(d.index),
+                run.eq(run + 1),
+                src_row.eq(d.src),
+                dst_row.eq(d.dst),
+                col.eq(0),
+                rows_left.eq(d.rows),
+                remaining.eq(d.row_bytes),
+                row_end.eq(d.row_bytes <= p.burst_bytes),
+                short_row.eq(d.row_bytes <= p.burst_bytes),
+                one_row.eq(d.rows == 1),
+            ]
+        return active, run, stop
+
+    def _respond(self, m, pending, active, kill):
+        """The response side: each response pops ``pending``'s head into the ``packet``
+        register, or drops it (aborted run, bad response); the abort mark, the events,
+        ``detail`` and ``idle``. Returns ``send``, ``abort`` and ``dead`` (this cycle's
+        response makes a packet, aborts its run, belongs to an aborted run)."""
+        pkt  = self.packet
+        resp = self.response
+        m.d.comb += resp.ready.eq(~pkt.valid | pkt.ready)
+        take_resp = resp.valid & resp.ready
+        m.d.comb += pending.o.ready.eq(take_resp)
+        head = pending.o.payload
+        got  = take_resp & pending.o.valid
+        bad  = resp.payload.error | (head.tag != resp.payload.tag)
+        dead, send, abort = Signal(), Signal(), Signal()
+        m.d.comb += [
+            dead.eq(kill.valid & (head.run == kill.run)),
+            send.eq(got & ~dead & ~bad),
+            abort.eq(got & ~dead & bad),
+        ]
+        with m.If(pkt.ready):
+            m.d.sync += pkt.valid.eq(0)
+        with m.If(send):
+            m.d.sync += [pkt.valid.eq(1), pkt.payload.eq(head.packet)]
+        # A response of a live run sets or clears the mark; one of the aborted run leaves it.
+        with m.If(got & ~dead):
+            m.d.sync += [kill.valid.eq(bad), kill.run.eq(head.run)]
+        m.d.comb += [
+            self.bad_response.eq(take_resp & (~pending.o.valid
+                                              | (head.tag != resp.payload.tag))),
+            self.read_error.eq(got & resp.payload.error),
+            self.aborted.eq(abort),
+            self.idle.eq(~active & ~pending.o.valid & ~pkt.valid),
+        ]
+        with m.If(pending.o.valid):
+            m.d.comb += [self.detail.index.eq(head.index), self.detail.tile.eq(head.packet.tile),
+                         self.detail.addr.eq(head.src)]
+        return send, abort, dead
