@@ -7,7 +7,7 @@ re-exports every name: import them from there.
 from amaranth.lib import data, enum
 
 from .params import EngineParams
-from .layouts import WriteSource  # defined before layouts imports this module
+from .kinds import WriteSource
 
 
 __all__ = [

@@ -36,22 +36,9 @@ def rd_collision_attrs(reason):
     return {RD_COLLISION_ATTR: reason}
 
 
-class WriteKind(enum.Enum, shape=1):
-    """What a granted memory write does at the DRAM."""
-    #: Plain store: the DRAM overwrites the burst.
-    STORE  = 0
-    #: Update: the near-memory ALU adds the burst to what is stored (op-and-store).
-    UPDATE = 1
-
-
-class WriteSource(enum.Enum, shape=2):
-    """Which stream a granted memory write came from."""
-    #: The GPU's own compute units (GEMM output stores).
-    COMPUTE = 0
-    #: The local DMA engine.
-    DMA     = 1
-    #: An update that arrived from a peer GPU over the network.
-    REMOTE  = 2
+# WriteKind and WriteSource are defined in t3hw/spec/kinds.py (the arbiter's layouts need
+# them too), exported from here.
+from .kinds import WriteKind, WriteSource  # noqa: E402
 
 
 class TrackOp(enum.Enum, shape=2):

@@ -45,12 +45,18 @@ async def readback(env, cycle):
             index=i, valid=1, mode=i % 3, device=rng.getrandbits(p.device_width),
             base=i * (top // n), size=top // n, remote_base=rng.getrandbits(p.addr_width))
     for i in rng.sample(range(p.dma_descriptors), min(6, p.dma_descriptors)):
+        # A descriptor the DMA accepts: rows apart by at least a row (pitch >= row_bytes)
+        # and both ranges below 2**addr_width (sim_models.dma.refusal).
+        rows = rng.randint(1, (1 << p.rows_width) - 1)
+        row_bytes = rng.randint(1, (1 << min(p.row_bytes_width, p.pitch_width)) - 1)
+        pitch = rng.randint(row_bytes, (1 << p.pitch_width) - 1)
+        span = (rows - 1) * pitch + row_bytes
+        if span > top:
+            rows, span = 1, row_bytes
         written["DESC"][i] = dict(
             index=i, valid=1, op=rng.getrandbits(1), device=rng.getrandbits(p.device_width),
-            tile=rng.getrandbits(p.tile_width), rows=rng.randint(1, (1 << p.rows_width) - 1),
-            row_bytes=rng.randint(1, (1 << p.row_bytes_width) - 1),
-            pitch=rng.getrandbits(p.pitch_width), src=rng.getrandbits(p.addr_width),
-            dst=rng.getrandbits(p.addr_width))
+            tile=rng.getrandbits(p.tile_width), rows=rows, row_bytes=row_bytes, pitch=pitch,
+            src=rng.randint(0, top - span), dst=rng.randint(0, top - span))
     for group, entries in written.items():
         for fields in entries.values():
             env.stage(group, **fields)
