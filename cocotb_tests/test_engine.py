@@ -46,6 +46,17 @@ def test_back_pressure(scenario, seed):
                  extra_env={"T3HW_ENGINE_SHAPE": "64,1,1", "T3HW_ENGINE_HOLD": "6000"})
 
 
+@pytest.mark.parametrize("kind", ["rx", "store", "descriptor"])
+def test_bad_input(kind, seed):
+    """The loop scenario with inputs the engine must refuse: received packets (misrouted, into
+    its own REMOTE window, unmapped, crossing a region's end), a store crossing its region's
+    end, descriptors with overlapping rows or a wrapping range. Each leaves its sticky bit,
+    its counter and the first one's capture; the rest of the scenario stays exact."""
+    runner, module, bdir = simulate.build("engine", SMALL)
+    simulate.run(runner, module, bdir, "tb_engine", params=SMALL, seed=seed, test_dir=HERE,
+                 testcase="test_bad_input", extra_env={"T3HW_ENGINE_BAD": kind})
+
+
 @pytest.mark.parametrize("block", ["engine", "system"])
 def test_lint_clean(block, tmp_path):
     """The generated engine and 4-engine system pass ``verilator --lint-only -Wall``."""

@@ -194,6 +194,12 @@ class EngineEnv(StreamEnv):
     hold : dict, optional
         ``{output stream: (first cycle, last cycle)}``: its ``ready`` is held low over those
         cycles (``net_tx``: the link; ``dram``: the DRAM), whatever the random stalls.
+    bad_rx : list of dict, optional
+        Packets (``net_packet_layout`` fields) the engine must refuse, put on ``net_rx``
+        among the scenario's own: nothing of theirs may reach the DRAM.
+    bad_stores : list of dict, optional
+        Producer stores (``store_layout`` fields) the engine must refuse, given among the
+        scenario's own.
     """
 
     in_streams  = ("store", "load", "dram_response", "net_rx")
@@ -201,9 +207,10 @@ class EngineEnv(StreamEnv):
     in_flags    = ("occupancy",)
 
     def __init__(self, params, rng, scenario, *, loads=200, stall=0.1, latency=12,
-                 net_delay=(3, 20), hold=None):
+                 net_delay=(3, 20), hold=None, bad_rx=(), bad_stores=()):
         super().__init__()
         self.hold = dict(hold or {})
+        self.bad_rx, self.refused = list(bad_rx), {"rx": 0, "store": 0}
         self.p, self.rng, self.sc = params, rng, scenario
         self.codec = {n: Codec(f(params)) for n, f in (
             ("store", store_layout), ("load", load_layout), ("dram", mem_request_layout),
@@ -211,6 +218,9 @@ class EngineEnv(StreamEnv):
             ("net", net_packet_layout))}
         self.mem = np.zeros(scenario.mem_bytes // _DTYPE.itemsize, _DTYPE)
         self.stores = deque(scenario.stores(np.random.default_rng(rng.getrandbits(32))))
+        for fields in bad_stores:           # data None: the engine must refuse it
+            self.stores.insert(rng.randrange(len(self.stores) + 1),
+                               (fields["addr"], fields["tile"], None, fields["bytes"]))
         self.loads_left, self.latency, self.net_delay = loads, latency, net_delay
         self.loads_issued = 0
         self.stall = {n: Stall(rng, stall, 8) for n in ("dram", "load_response", "net_tx")}
@@ -254,14 +264,16 @@ class EngineEnv(StreamEnv):
     def inputs(self):
         rng, p = self.rng, self.p
         if self.store is None and self.stores and rng.random() < 0.7:
-            addr, tile, data = self.stores.popleft()
-            self.store = (dict(addr=addr, tile=tile, bytes=p.burst_bytes,
+            addr, tile, data, *nbytes = self.stores.popleft()
+            self.store = (dict(addr=addr, tile=tile, bytes=nbytes[0] if nbytes else p.burst_bytes,
                                kind=WriteKind.UPDATE.value), data)
         if self.load is None and self.loads_left and rng.random() < 0.3:
             tag = self.next_tag
             self.next_tag = (tag + 1) % (1 << p.load_tag_width)
             self.load = dict(addr=rng.randrange(0, self.sc.mem_bytes, p.burst_bytes),
                              bytes=p.burst_bytes, tag=tag)
+        if self.rx is None and self.bad_rx and rng.random() < 0.01:
+            self.rx = (self.bad_rx.pop(), None)     # data None: the engine must refuse it
         if self.rx is None and self.wire and self.wire[0][0] <= self.cycle:
             _, pkt, data = self.wire.popleft()
             self.rx = (pkt, data)
@@ -282,14 +294,21 @@ class EngineEnv(StreamEnv):
         ins, cyc = self._ins, self.cycle
         if self.store is not None and outs["store"]:
             fields, data = self.store
-            (self.local_data if self._local(fields["addr"]) else self.remote_data).append(data)
+            if data is None:
+                self.refused["store"] += 1
+            else:
+                (self.local_data if self._local(fields["addr"])
+                 else self.remote_data).append(data)
             self.store = None
         if self.load is not None and outs["load"]:
             self.loads_out[self.load["tag"]] = self.loads_out.get(self.load["tag"], 0) + 1
             self.load, self.loads_left = None, self.loads_left - 1
             self.loads_issued += 1
         if self.rx is not None and outs["net_rx"]:
-            self.rx_data.append(self.rx[1])
+            if self.rx[1] is None:
+                self.refused["rx"] += 1
+            else:
+                self.rx_data.append(self.rx[1])
             self.rx = None
         if self.responses and outs["dram_response"]:
             self.responses.popleft()
@@ -346,6 +365,7 @@ class EngineEnv(StreamEnv):
         yet written to DRAM still holds its data in ``local_data``/``remote_data``/``rx_data``
         (a packet accepted on ``net_rx`` can sit in the engine's queues for a while)."""
         return (not self.stores and self.store is None and not self.loads_left
+                and not self.bad_rx
                 and self.load is None and not self.queue and not self.responses
                 and not self.wire and self.rx is None
                 and not self.local_data and not self.remote_data and not self.rx_data
