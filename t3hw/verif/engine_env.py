@@ -387,11 +387,15 @@ class EngineEnv(StreamEnv):
 
 
 async def run(env, cycle, *, limit=2_000_000):
-    """Run until :meth:`EngineEnv.done`, then :meth:`EngineEnv.check_end`."""
+    """Run until :meth:`EngineEnv.done`, then :meth:`EngineEnv.check_end`, then one idle
+    cycle (every input's ``valid`` low)."""
     for _ in range(limit):
         await cycle()
         if env.done():
             env.check_end()
+            # One more cycle, with nothing to give: every input stream's valid goes low, so
+            # the register accesses that follow do not see the last input again.
+            await cycle()
             return
     raise AssertionError(f"not done after {limit} cycles (cycle {env.cycle}); "
                          f"{sum(env.expected.values())} packets missing, "
