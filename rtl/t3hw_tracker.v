@@ -58,27 +58,27 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
-  wire [12:0] \$148 ;
-  wire [12:0] \$149 ;
+  wire \$148 ;
+  wire [11:0] \$149 ;
   wire [3:0] \$15 ;
-  wire \$150 ;
-  wire [7:0] \$151 ;
-  wire [7:0] \$152 ;
-  wire [5:0] \$153 ;
-  wire [5:0] \$154 ;
-  wire [5:0] \$155 ;
-  wire [32:0] \$156 ;
-  wire [32:0] \$157 ;
-  wire [32:0] \$158 ;
+  wire [7:0] \$150 ;
+  wire [12:0] \$151 ;
+  wire [12:0] \$152 ;
+  wire \$153 ;
+  wire [7:0] \$154 ;
+  wire [7:0] \$155 ;
+  wire [5:0] \$156 ;
+  wire [5:0] \$157 ;
+  wire [5:0] \$158 ;
   wire [32:0] \$159 ;
   wire \$16 ;
-  wire \$160 ;
-  wire \$161 ;
+  wire [32:0] \$160 ;
+  wire [32:0] \$161 ;
   wire [32:0] \$162 ;
-  wire [32:0] \$163 ;
+  wire \$163 ;
   wire \$164 ;
-  wire \$165 ;
-  wire \$166 ;
+  wire [32:0] \$165 ;
+  wire [32:0] \$166 ;
   wire \$167 ;
   wire \$168 ;
   wire \$169 ;
@@ -90,13 +90,13 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire [3:0] \$177 ;
-  reg [7:0] \$178 ;
-  reg [8:0] \$179 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire \$179 ;
   wire \$18 ;
-  reg \$180 ;
-  reg \$181 ;
-  reg \$182 ;
+  wire [3:0] \$180 ;
+  reg [7:0] \$181 ;
+  reg [8:0] \$182 ;
   reg \$183 ;
   reg \$184 ;
   reg \$185 ;
@@ -112,29 +112,32 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg \$194 ;
   reg \$195 ;
   reg \$196 ;
-  reg [2:0] \$197 ;
+  reg \$197 ;
   reg \$198 ;
   reg \$199 ;
   wire \$2 ;
   wire [11:0] \$20 ;
-  reg \$200 ;
+  reg [2:0] \$200 ;
   reg \$201 ;
   reg \$202 ;
   reg \$203 ;
-  wire [28:0] \$204 ;
+  reg \$204 ;
   reg \$205 ;
   reg \$206 ;
-  reg \$207 ;
-  wire [23:0] \$208 ;
+  wire [28:0] \$207 ;
+  reg \$208 ;
   reg \$209 ;
   wire [7:0] \$21 ;
   reg \$210 ;
-  reg [58:0] \$211 ;
-  reg [23:0] \$212 ;
-  reg [5:0] \$213 ;
-  reg [191:0] \$214 ;
-  reg \$215 ;
-  reg [2:0] \$216 ;
+  wire [23:0] \$211 ;
+  reg \$212 ;
+  reg \$213 ;
+  reg [58:0] \$214 ;
+  reg [23:0] \$215 ;
+  reg [5:0] \$216 ;
+  reg [191:0] \$217 ;
+  reg \$218 ;
+  reg [2:0] \$219 ;
   wire [12:0] \$22 ;
   wire [12:0] \$23 ;
   wire [11:0] \$24 ;
@@ -983,52 +986,55 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign \$145  = busy | s3_valid;
   assign \$146  = \$145  | s3_prog;
   assign \$147  = \$146  | s3_ack;
-  assign \$148  = nxt[21:10] - nxt[33:22];
-  assign \$149  = nxt[0] ? \$148  : 13'h0000;
-  assign \$150  = | set_err;
-  assign \$151  = hit ? ent[28:21] : 8'h00;
-  assign \$152  = s3_prog ? s3_req[37:30] : \$151 ;
-  assign \$153  = ~ clear;
-  assign \$154  = errors & \$153 ;
-  assign \$155  = \$154  | set_err;
-  assign \$156  = stats[31:0] + 1'h1;
-  assign \$157  = stats[63:32] + 1'h1;
-  assign \$158  = stats[95:64] + 1'h1;
-  assign \$159  = stats[127:96] + 1'h1;
-  assign \$160  = ~ lost;
-  assign \$161  = complete & \$160 ;
-  assign \$162  = stats[159:128] + 1'h1;
-  assign \$163  = stats[191:160] + 1'h1;
-  assign \$164  = ~ busy;
-  assign \$165  = program__valid | \o__valid$24 ;
-  assign \$166  = \$164  & \$165 ;
-  assign \$167  = \$166  & write__valid;
-  assign \$168  = ! \wait ;
+  assign \$148  = nxt[0] & nxt[1];
+  assign \$149  = nxt[0] ? nxt[21:10] : 12'h000;
+  assign \$150  = nxt[0] ? nxt[41:34] : 8'h00;
+  assign \$151  = nxt[21:10] - nxt[33:22];
+  assign \$152  = nxt[0] ? \$151  : 13'h0000;
+  assign \$153  = | set_err;
+  assign \$154  = hit ? ent[28:21] : 8'h00;
+  assign \$155  = s3_prog ? s3_req[37:30] : \$154 ;
+  assign \$156  = ~ clear;
+  assign \$157  = errors & \$156 ;
+  assign \$158  = \$157  | set_err;
+  assign \$159  = stats[31:0] + 1'h1;
+  assign \$160  = stats[63:32] + 1'h1;
+  assign \$161  = stats[95:64] + 1'h1;
+  assign \$162  = stats[127:96] + 1'h1;
+  assign \$163  = ~ lost;
+  assign \$164  = complete & \$163 ;
+  assign \$165  = stats[159:128] + 1'h1;
+  assign \$166  = stats[191:160] + 1'h1;
+  assign \$167  = ~ busy;
+  assign \$168  = program__valid | \o__valid$24 ;
   assign \$169  = \$167  & \$168 ;
-  assign \$170  = ~ busy;
-  assign \$171  = program__valid | \o__valid$24 ;
+  assign \$170  = \$169  & write__valid;
+  assign \$171  = ! \wait ;
   assign \$172  = \$170  & \$171 ;
-  assign \$173  = \$172  & write__valid;
-  assign \$174  = ! \wait ;
+  assign \$173  = ~ busy;
+  assign \$174  = program__valid | \o__valid$24 ;
   assign \$175  = \$173  & \$174 ;
-  assign \$176  = | \wait ;
-  assign \$177  = \wait  - 1'h1;
+  assign \$176  = \$175  & write__valid;
+  assign \$177  = ! \wait ;
+  assign \$178  = \$176  & \$177 ;
+  assign \$179  = | \wait ;
+  assign \$180  = \wait  - 1'h1;
   always @(posedge clk)
-    sweep <= \$178 ;
+    sweep <= \$181 ;
   always @(posedge clk)
-    sweep1 <= \$179 ;
+    sweep1 <= \$182 ;
   always @(posedge clk)
-    sweep_last <= \$180 ;
+    sweep_last <= \$183 ;
   always @(posedge clk)
-    busy <= \$181 ;
+    busy <= \$184 ;
   always @(posedge clk)
-    s1_valid <= \$182 ;
+    s1_valid <= \$185 ;
   always @(posedge clk)
-    s1_stale <= \$183 ;
+    s1_stale <= \$186 ;
   always @(posedge clk)
-    s1_prog <= \$184 ;
+    s1_prog <= \$187 ;
   always @(posedge clk)
-    s1_ack <= \$185 ;
+    s1_ack <= \$188 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
@@ -1036,13 +1042,13 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     s1_tile <= \$78 ;
   always @(posedge clk)
-    s2_valid <= \$186 ;
+    s2_valid <= \$189 ;
   always @(posedge clk)
-    s2_stale <= \$187 ;
+    s2_stale <= \$190 ;
   always @(posedge clk)
-    s2_prog <= \$188 ;
+    s2_prog <= \$191 ;
   always @(posedge clk)
-    s2_ack <= \$189 ;
+    s2_ack <= \$192 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -1050,13 +1056,13 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$190 ;
+    s3_valid <= \$193 ;
   always @(posedge clk)
-    s3_stale <= \$191 ;
+    s3_stale <= \$194 ;
   always @(posedge clk)
-    s3_prog <= \$192 ;
+    s3_prog <= \$195 ;
   always @(posedge clk)
-    s3_ack <= \$193 ;
+    s3_ack <= \$196 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -1064,75 +1070,75 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$194 ;
+    \$signal  <= \$197 ;
   always @(posedge clk)
-    tag_ahead <= \$195 ;
+    tag_ahead <= \$198 ;
   always @(posedge clk)
     s2_beats1 <= \$90 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$196 ;
+    fwd_tag_eq <= \$199 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$197 ;
+    fwd_hit <= \$200 ;
   always @(posedge clk)
-    s3_hit <= \$198 ;
+    s3_hit <= \$201 ;
   always @(posedge clk)
-    base_valid <= \$199 ;
+    base_valid <= \$202 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$200 ;
+    tag_ok <= \$203 ;
   always @(posedge clk)
     base_left <= \$122 ;
   always @(posedge clk)
-    count_ok <= \$201 ;
+    count_ok <= \$204 ;
   always @(posedge clk)
-    disarm_ok <= \$202 ;
+    disarm_ok <= \$205 ;
   always @(posedge clk)
-    s3_arm <= \$203 ;
+    s3_arm <= \$206 ;
   always @(posedge clk)
     s3_beats <= \$136 ;
   always @(posedge clk)
     s3_beats1 <= \$140 ;
   always @(posedge clk)
-    ent <= \$204 ;
+    ent <= \$207 ;
   always @(posedge clk)
-    fwd_last_we <= \$205 ;
+    fwd_last_we <= \$208 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$206 ;
+    fwd_old_we <= \$209 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$207 ;
+    fwd_prev_we <= \$210 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$78  <= \$208 ;
+    \data$78  <= \$211 ;
   always @(posedge clk)
-    \push$80  <= \$209 ;
+    \push$80  <= \$212 ;
   always @(posedge clk)
-    result__valid <= \$210 ;
+    result__valid <= \$213 ;
   always @(posedge clk)
-    result__payload <= \$211 ;
+    result__payload <= \$214 ;
   always @(posedge clk)
-    capture <= \$212 ;
+    capture <= \$215 ;
   always @(posedge clk)
-    errors <= \$213 ;
+    errors <= \$216 ;
   always @(posedge clk)
-    stats <= \$214 ;
+    stats <= \$217 ;
   always @(posedge clk)
-    hold <= \$215 ;
+    hold <= \$218 ;
   always @(posedge clk)
-    \wait  <= \$216 ;
+    \wait  <= \$219 ;
   t3hw_tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$26 ),
@@ -1178,311 +1184,311 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$178  = sweep;
+    \$181  = sweep;
     if (busy) begin
-      \$178  = sweep1[7:0];
+      \$181  = sweep1[7:0];
     end
     if (rst) begin
-      \$178  = 8'h00;
+      \$181  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$179  = sweep1;
+    \$182  = sweep1;
     if (busy) begin
-      \$179  = \$68 [8:0];
+      \$182  = \$68 [8:0];
     end
     if (rst) begin
-      \$179  = 9'h001;
+      \$182  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$180  = sweep_last;
+    \$183  = sweep_last;
     if (busy) begin
-      \$180  = \$69 ;
+      \$183  = \$69 ;
     end
-    if (rst) begin
-      \$180  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$181  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$181  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$181  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$182  = write__valid;
-    if (rst) begin
-      \$182  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$183  = busy;
     if (rst) begin
       \$183  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$184  = \$70 ;
+    \$184  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$184  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$184  = 1'h0;
+      \$184  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$185  = \$76 ;
+    \$185  = write__valid;
     if (rst) begin
       \$185  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$186  = s1_valid;
+    \$186  = busy;
     if (rst) begin
       \$186  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$187  = s1_stale;
+    \$187  = \$70 ;
     if (rst) begin
       \$187  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$188  = s1_prog;
+    \$188  = \$76 ;
     if (rst) begin
       \$188  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$189  = s1_ack;
+    \$189  = s1_valid;
     if (rst) begin
       \$189  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$190  = s2_valid;
+    \$190  = s1_stale;
     if (rst) begin
       \$190  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$191  = s2_stale;
+    \$191  = s1_prog;
     if (rst) begin
       \$191  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$192  = s2_prog;
+    \$192  = s1_ack;
     if (rst) begin
       \$192  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$193  = s2_ack;
+    \$193  = s2_valid;
     if (rst) begin
       \$193  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$194  = \$88 ;
+    \$194  = s2_stale;
     if (rst) begin
       \$194  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$195  = \$89 ;
+    \$195  = s2_prog;
     if (rst) begin
       \$195  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$196  = \$112 ;
+    \$196  = s2_ack;
     if (rst) begin
       \$196  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$197  = { \$121 , \$119 , \$117  };
+    \$197  = \$88 ;
     if (rst) begin
-      \$197  = 3'h0;
+      \$197  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$198  = \$signal ;
+    \$198  = \$89 ;
     if (rst) begin
       \$198  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$199  = base[0];
+    \$199  = \$112 ;
     if (rst) begin
       \$199  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$200  = ok_next;
+    \$200  = { \$121 , \$119 , \$117  };
     if (rst) begin
-      \$200  = 1'h0;
+      \$200  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$201  = \$125 ;
+    \$201  = \$signal ;
     if (rst) begin
       \$201  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$202  = \$128 ;
+    \$202  = base[0];
     if (rst) begin
       \$202  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$203  = \$132 ;
+    \$203  = ok_next;
     if (rst) begin
       \$203  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$205  = \$147 ;
+    \$204  = \$125 ;
+    if (rst) begin
+      \$204  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$205  = \$128 ;
     if (rst) begin
       \$205  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$206  = fwd_prev_we;
+    \$206  = \$132 ;
     if (rst) begin
       \$206  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$207  = fwd_last_we;
+    \$208  = \$147 ;
     if (rst) begin
-      \$207  = 1'h0;
+      \$208  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$209  = \push$65 ;
+    \$209  = fwd_prev_we;
     if (rst) begin
       \$209  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$210  = s3_prog;
+    \$210  = fwd_last_we;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$211 [1:0] = s3_req[1:0];
-    \$211 [4:2] = code;
-    \$211 [20:5] = s3_tile;
-    \$211 [21] = nxt[0];
-    \$211 [22] = nxt[1];
-    \$211 [26:23] = nxt[45:42];
-    \$211 [38:27] = nxt[21:10];
-    \$211 [58:51] = nxt[41:34];
-    \$211 [50:39] = \$149 [11:0];
+    \$212  = \push$65 ;
     if (rst) begin
-      \$211  = 59'h000000000000000;
+      \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$212  = capture;
-    if (\$150 ) begin
-      \$212 [15:0] = s3_tile;
-      \$212 [23:16] = \$152 ;
-    end
+    \$213  = s3_prog;
     if (rst) begin
-      \$212  = 24'h000000;
+      \$213  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$213  = \$155 ;
+    \$214 [1:0] = s3_req[1:0];
+    \$214 [4:2] = code;
+    \$214 [20:5] = s3_tile;
+    \$214 [21] = nxt[0];
+    \$214 [26:23] = nxt[45:42];
+    \$214 [22] = \$148 ;
+    \$214 [38:27] = \$149 ;
+    \$214 [58:51] = \$150 ;
+    \$214 [50:39] = \$152 [11:0];
     if (rst) begin
-      \$213  = 6'h00;
+      \$214  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$214  = stats;
+    \$215  = capture;
+    if (\$153 ) begin
+      \$215 [15:0] = s3_tile;
+      \$215 [23:16] = \$155 ;
+    end
+    if (rst) begin
+      \$215  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$216  = \$158 ;
+    if (rst) begin
+      \$216  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$217  = stats;
     if (write__valid) begin
       casez (write__payload[22:21])
         2'h0:
-            \$214 [31:0] = \$156 [31:0];
+            \$217 [31:0] = \$159 [31:0];
         2'h1:
-            \$214 [63:32] = \$157 [31:0];
+            \$217 [63:32] = \$160 [31:0];
         2'h2:
-            \$214 [95:64] = \$158 [31:0];
+            \$217 [95:64] = \$161 [31:0];
       endcase
     end
     if (set_err[0]) begin
-      \$214 [127:96] = \$159 [31:0];
+      \$217 [127:96] = \$162 [31:0];
     end
-    if (\$161 ) begin
-      \$214 [159:128] = \$162 [31:0];
+    if (\$164 ) begin
+      \$217 [159:128] = \$165 [31:0];
     end
     if (lost) begin
-      \$214 [191:160] = \$163 [31:0];
+      \$217 [191:160] = \$166 [31:0];
     end
     if (rst) begin
-      \$214  = 192'h000000000000000000000000000000000000000000000000;
+      \$217  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$215  = \$169 ;
+    \$218  = \$172 ;
     if (rst) begin
-      \$215  = 1'h0;
+      \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$216  = \wait ;
-    if (\$175 ) begin
-      \$216  = 3'h7;
-    end else if (\$176 ) begin
-      \$216  = \$177 [2:0];
+    \$219  = \wait ;
+    if (\$178 ) begin
+      \$219  = 3'h7;
+    end else if (\$179 ) begin
+      \$219  = \$180 [2:0];
     end
     if (rst) begin
-      \$216  = 3'h0;
+      \$219  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -1644,12 +1650,12 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign rd__data__left  = rd__data[33:22];
   assign rd__data__cmd  = rd__data[41:34];
   assign rd__data__pending  = rd__data[45:42];
-  assign \$208 [23:8] = s3_tile;
-  assign \$208 [7:0] = ent[28:21];
-  assign \$204 [28:21] = \$144 ;
-  assign \$204 [20:9] = \$143 ;
-  assign \$204 [8:1] = \$142 ;
-  assign \$204 [0] = \$141 ;
+  assign \$211 [23:8] = s3_tile;
+  assign \$211 [7:0] = ent[28:21];
+  assign \$207 [28:21] = \$144 ;
+  assign \$207 [20:9] = \$143 ;
+  assign \$207 [8:1] = \$142 ;
+  assign \$207 [0] = \$141 ;
   assign set_err[5] = \$66 ;
   assign set_err[4] = lost;
   assign set_err[3] = \$64 ;

@@ -75,9 +75,9 @@ def test_memories_match_the_layouts(flow):
 
 
 def test_tracker_storage_paper():
-    """The figure in docs/tracker.md: 42 bits x 256 entries."""
-    assert synth.tracker_storage_bits(DEFAULT) == 10752
-    assert synth.tracker_storage(DEFAULT)["entry_bits"] == 42
+    """The figure in docs/tracker.md: 46 bits x 256 entries."""
+    assert synth.tracker_storage_bits(DEFAULT) == 11776      # 256 x 46 bits
+    assert synth.tracker_storage(DEFAULT)["entry_bits"] == 46
 
 
 def test_parse_stat_real(flow):

@@ -499,8 +499,12 @@ class Tracker(wiring.Component):
         m.d.sync += [
             self.result.valid.eq(s3.prog),
             res.op.eq(s3.req.op), res.code.eq(out.code), res.tile.eq(s3.tile),
-            res.valid.eq(nxt.valid), res.rearm.eq(nxt.rearm), res.pending.eq(nxt.pending),
-            res.threshold.eq(nxt.threshold), res.cmd.eq(nxt.cmd),
+            # An entry that is not armed shows 0 in its other fields (its table fields are
+            # don't-care, and undefined in a simulator until first written).
+            res.valid.eq(nxt.valid), res.pending.eq(nxt.pending),
+            res.rearm.eq(nxt.valid & nxt.rearm),
+            res.threshold.eq(Mux(nxt.valid, nxt.threshold, 0)),
+            res.cmd.eq(Mux(nxt.valid, nxt.cmd, 0)),
             res.count.eq(Mux(nxt.valid, nxt.threshold - nxt.left, 0)),
         ]
         with m.If(Value.cast(out.set_err).any()):

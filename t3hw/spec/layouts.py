@@ -139,7 +139,8 @@ def tracker_result_layout(p: EngineParams):
     """The tracker's answer to one programming request, in request order: the request's
     ``op`` and ``tile``, the verdict ``code``, and the entry's state after the request
     (``valid``: armed; ``pending``: firings the DMA has not taken yet; ``count``: beats
-    counted; the other fields as armed; all meaningful for a READ)."""
+    counted; the other fields as armed, and 0 while the entry is not armed; all meaningful
+    for a READ)."""
     return data.StructLayout({
         "op":        TrackOp,
         "code":      TrackResult,

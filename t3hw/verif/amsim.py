@@ -55,6 +55,8 @@ class _TrackerDriver:
         """Idle until the queue empties; then compare every error bit and counter."""
         while not self.check.drained():
             await self.cycle()
+        for _ in range(2):      # the last request's errors and counters are registered
+            await self.cycle()
         self.check.check_state(self._get)
 
 

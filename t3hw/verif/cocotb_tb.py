@@ -120,6 +120,8 @@ class TrackerTB:
         """Idle until the trigger queue is empty, then compare every error bit and counter."""
         while not self.check.drained():
             await self.cycle()
+        for _ in range(2):      # the last request's errors and counters are registered
+            await self.cycle()
         self.check_state()
 
     def check_state(self):
