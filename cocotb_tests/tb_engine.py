@@ -120,7 +120,7 @@ async def test_back_pressure_dram(dut):
 def _bad_rx(sc):
     """Four packets the address map must refuse, one per check, in the order the
     environment gives them (it takes them from the end of the list)."""
-    p, b, burst = sc.p, sc.base, sc.p.burst_bytes
+    b, burst = sc.base, sc.p.burst_bytes
     pkts = [
         dict(device=1, addr=b["X0"] + sc.chunk_bytes - burst // 2, kind=1, tile=1,
              bytes=burst),                                       # rx_crosses

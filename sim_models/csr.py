@@ -145,7 +145,7 @@ class CsrModel:
         self.reject = {}
         for g, layout in (("REGION", addrmap_errors_layout(p)), ("DESC", dma_errors_layout(p))):
             codec = Codec(layout)
-            self.reject[g] = codec.pack(**{n: 1 for n in CSR_REFUSALS[g] if n in codec.names})
+            self.reject[g] = codec.pack(**dict.fromkeys(CSR_REFUSALS[g], 1))
         self.status_codec = Codec(csr_status_layout(p))
         self.r_data = 0
         self.sticky = dict.fromkeys(STICKY, 0)
@@ -429,16 +429,10 @@ class Targets:
         return ins
 
     def answer(self, op, tile, threshold=0, cmd=0, rearm=0):
-        """Apply a tracker request to the tracker model; return the tracker's packed answer:
-        the request's ``op`` and ``tile``, the verdict (:class:`TrackResult`) and the state
-        of the entry of ``tile`` after the request (``valid`` 0 and the rest 0 when no entry
-        is armed for it; ``pending`` 0: the DMA takes every trigger at once here)."""
-        t = self.tracker
-        code = t.program(op, tile, threshold, cmd, rearm)
-        e = t.entry(tile)
-        state = {} if e is None else dict(valid=1, rearm=int(e.rearm), threshold=e.threshold,
-                                          count=e.count, cmd=e.cmd)
-        return self.result_codec.pack(op=op, code=code, tile=tile, **state)
+        """Apply a tracker request to the tracker model; return the tracker's packed answer
+        (:meth:`sim_models.tracker.TrackerModel.answer`; ``pending`` is 0: the DMA takes
+        every trigger at once here)."""
+        return self.result_codec.pack(**self.tracker.answer(op, tile, threshold, cmd, rearm))
 
     def quiet(self):
         """No error event is on its way, and no request waits to be applied."""

@@ -160,6 +160,14 @@ class TrackerModel(BlockModel):
         self._err("bad_op")
         return TrackResult.BAD_OP
 
+    def answer(self, op, tile, threshold=0, cmd=0, rearm=0):
+        """Apply one programming request (:meth:`program`); the fields of the RTL's
+        ``result`` for it (:func:`~t3hw.spec.layouts.tracker_result_layout`): the request's
+        ``op`` and ``tile``, the verdict ``code`` and the entry's :meth:`state` after it."""
+        code = self.program(op, tile, threshold, cmd, rearm)
+        return {"op": getattr(op, "value", op), "code": code.value, "tile": tile,
+                **self.state(tile)}
+
     def observe(self, tile, beats=1, kind=0, source=WriteSource.COMPUTE):
         """Count one granted write; return the :class:`Trigger` it fires, or ``None``.
 
@@ -327,10 +335,7 @@ class TrackerCycleModel:
             self.s4 = m.ack(fields["tile"])
         else:
             cmd = fields.get("cmd", 0)
-            code = m.program(**fields)
-            self.result = {"op": getattr(fields["op"], "value", fields["op"]),
-                           "code": code.value, "tile": fields["tile"],
-                           **m.state(fields["tile"])}
+            self.result = m.answer(**fields)
         if m.events:
             self.capture = {"tile": fields["tile"], "cmd": cmd}
 

@@ -310,9 +310,8 @@ class Csr(wiring.Component):
         # --- staging groups: the stream payloads -------------------------------------------
         stage = {"REGION": self.region_program, "DESC": self.dma_program,
                  "TRACK": self.tracker_program, "ARB": self.arbiter_program}
-        # A write is refused by any of the target's refusal bits its errors layout has.
-        refused = {g: Cat(events[n] for n in CSR_REFUSALS[g] if n in events.shape().members)
-                   .any()
+        # A write is refused by any of the target's refusal bits.
+        refused = {g: Cat(events[n] for n in CSR_REFUSALS[g]).any()
                    for g, events in (("REGION", self.addrmap_errors), ("DESC", self.dma_errors))}
         tables = {"REGION": (tabs.rtab, region_layout(p), refused["REGION"]),
                   "DESC":   (tabs.dtab, dma_descriptor_layout(p), refused["DESC"])}

@@ -47,7 +47,7 @@ from t3hw.spec.layouts import (load_layout, load_response_layout, mem_request_la
 from .merge import Merge
 from t3hw.spec.params import EngineParams, check_params
 from .queue import Slice
-from t3hw.spec.regmap import RegisterMap
+from t3hw.spec.regmap import CAPTURES, RegisterMap
 from .tracker import Tracker
 
 
@@ -160,7 +160,7 @@ class Engine(wiring.Component):
                 block.clear.eq(getattr(csr, f"{name}_clear")),
                 getattr(csr, f"{name}_stats").eq(block.stats),
             ]
-            if hasattr(block, "capture"):
+            if name in CAPTURES:            # the blocks with a first-error capture
                 m.d.comb += getattr(csr, f"{name}_capture").eq(block.capture)
         m.d.comb += [
             csr.tracker_busy.eq(tracker.busy),

@@ -33,8 +33,8 @@ ADDRMAP_VERDICT_CYCLES = 3
 CSR_VERDICT_DELAY = {"REGION": ADDRMAP_VERDICT_CYCLES, "DESC": 1}
 
 #: Per staging group with a read-back table: the target's error bits that refuse a write,
-#: each shown :data:`CSR_VERDICT_DELAY` cycles after the target took it. A name the target's
-#: errors layout does not have is skipped, so the list may name bits a target gains later.
+#: each shown :data:`CSR_VERDICT_DELAY` cycles after the target took it. Every name is a bit
+#: of the target's errors layout.
 CSR_REFUSALS = {"REGION": ("bad_region", "overlap"),
                 "DESC":   ("bad_program", "bad_range", "bad_pitch", "desc_busy")}
 

@@ -52,12 +52,8 @@ class _TrackerDriver:
         return took, popped
 
     async def drain(self):
-        """Idle until the queue empties; then compare every error bit and counter."""
-        while not self.check.drained():
-            await self.cycle()
-        for _ in range(2):      # the last request's errors and counters are registered
-            await self.cycle()
-        self.check.check_state(self._get)
+        """Idle until the queues empty; then compare every error bit and counter."""
+        await self.check.drain(self.cycle, self._get)
 
 
 def run_tracker(params, body):

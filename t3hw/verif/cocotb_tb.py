@@ -117,12 +117,8 @@ class TrackerTB:
         return took, popped
 
     async def drain(self):
-        """Idle until the trigger queue is empty, then compare every error bit and counter."""
-        while not self.check.drained():
-            await self.cycle()
-        for _ in range(2):      # the last request's errors and counters are registered
-            await self.cycle()
-        self.check_state()
+        """Idle until the queues empty; then compare every error bit and counter."""
+        await self.check.drain(self.cycle, self._get)
 
     def check_state(self):
         self.check.check_state(self._get)

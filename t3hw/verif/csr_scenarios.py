@@ -12,6 +12,7 @@ from t3hw.spec.layouts import ArbPolicy, CsrCommand, TrackOp, TrackResult
 from t3hw.spec.regmap import IRQ_ENABLES
 
 from sim_models.arbiter import MAX_WINDOW_LOG2
+from sim_models.dma import refusal
 from sim_models.csr import CAPTURE, STATS
 
 from .csr_env import arb_status_words, field_mask, run_script, wait_reset
@@ -57,6 +58,7 @@ async def readback(env, cycle):
             index=i, valid=1, op=rng.getrandbits(1), device=rng.getrandbits(p.device_width),
             tile=rng.getrandbits(p.tile_width), rows=rows, row_bytes=row_bytes, pitch=pitch,
             src=rng.randint(0, top - span), dst=rng.randint(0, top - span))
+        assert refusal(p, written["DESC"][i]) is None, written["DESC"][i]
     for group, entries in written.items():
         for fields in entries.values():
             env.stage(group, **fields)

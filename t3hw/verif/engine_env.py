@@ -217,7 +217,8 @@ class EngineEnv(StreamEnv):
             ("dram_response", mem_response_layout), ("load_response", load_response_layout),
             ("net", net_packet_layout))}
         self.mem = np.zeros(scenario.mem_bytes // _DTYPE.itemsize, _DTYPE)
-        self.stores = deque(scenario.stores(np.random.default_rng(rng.getrandbits(32))))
+        self.stores = deque((addr, tile, data, params.burst_bytes) for addr, tile, data
+                            in scenario.stores(np.random.default_rng(rng.getrandbits(32))))
         for fields in bad_stores:           # data None: the engine must refuse it
             self.stores.insert(rng.randrange(len(self.stores) + 1),
                                (fields["addr"], fields["tile"], None, fields["bytes"]))
@@ -264,9 +265,9 @@ class EngineEnv(StreamEnv):
     def inputs(self):
         rng, p = self.rng, self.p
         if self.store is None and self.stores and rng.random() < 0.7:
-            addr, tile, data, *nbytes = self.stores.popleft()
-            self.store = (dict(addr=addr, tile=tile, bytes=nbytes[0] if nbytes else p.burst_bytes,
-                               kind=WriteKind.UPDATE.value), data)
+            addr, tile, data, nbytes = self.stores.popleft()
+            self.store = (dict(addr=addr, tile=tile, bytes=nbytes, kind=WriteKind.UPDATE.value),
+                          data)
         if self.load is None and self.loads_left and rng.random() < 0.3:
             tag = self.next_tag
             self.next_tag = (tag + 1) % (1 << p.load_tag_width)

@@ -111,6 +111,15 @@ class TrackerCheck:
         m = self.model
         return not (m.queue or m.acks or m.s1 or m.s2 or m.s3 or m.s4)
 
+    async def drain(self, cycle, get):
+        """Idle cycles (``cycle()``, the driver's) until :meth:`drained`, two more for the
+        last request's errors and counters to be registered, then :meth:`check_state`."""
+        while not self.drained():
+            await cycle()
+        for _ in range(2):
+            await cycle()
+        self.check_state(get)
+
     def check_state(self, get):
         """Compare every sticky error bit and every counter with the model."""
         got_err = self.errors_c.unpack(get("errors"))
