@@ -35,10 +35,14 @@ def test_engine_loop_paper_params(seed):
                  extra_env={"T3HW_ENGINE_POLICY": "t3_mca", "T3HW_ENGINE_SHAPE": "32,8,10"})
 
 
-@pytest.mark.parametrize("scenario", ["link", "dram"])
+@pytest.mark.parametrize("scenario", ["link", "dram", "rewave", "reset"])
 def test_back_pressure(scenario, seed):
-    """Paper parameters, 128 one-burst tiles completing while the link (or the DRAM, then
-    the link) is held for 6,000 cycles: every tile sent exactly once, with its data."""
+    """Paper parameters, 128 one-burst tiles completing while the link (``link``; or the
+    DRAM, then the link: ``dram``) is held for 6,000 cycles: every tile sent exactly once,
+    with its data. ``rewave``: a second wave of 128 tiles mapped onto the same entries and
+    descriptors while the first wave's triggers wait (refused ARMs and descriptor writes,
+    retried; half the entries re-arm). ``reset``: a reset while the triggers wait, then a
+    clean state and an exact second run."""
     params = EngineParams()
     runner, module, bdir = simulate.build("engine", params)
     simulate.run(runner, module, bdir, "tb_engine", params=params, seed=seed, test_dir=HERE,
@@ -46,12 +50,13 @@ def test_back_pressure(scenario, seed):
                  extra_env={"T3HW_ENGINE_SHAPE": "64,1,1", "T3HW_ENGINE_HOLD": "6000"})
 
 
-@pytest.mark.parametrize("kind", ["rx", "store", "descriptor"])
+@pytest.mark.parametrize("kind", ["rx", "store", "descriptor", "read_error", "bad_response"])
 def test_bad_input(kind, seed):
     """The loop scenario with inputs the engine must refuse: received packets (misrouted, into
     its own REMOTE window, unmapped, crossing a region's end), a store crossing its region's
-    end, descriptors with overlapping rows or a wrapping range. Each leaves its sticky bit,
-    its counter and the first one's capture; the rest of the scenario stays exact."""
+    end, descriptors with overlapping rows or a wrapping range, a DMA read answered with the
+    DRAM's error bit or with a wrong tag (its descriptor aborted). Each leaves its sticky
+    bit, its counter and the first one's capture; the rest of the scenario stays exact."""
     runner, module, bdir = simulate.build("engine", SMALL)
     simulate.run(runner, module, bdir, "tb_engine", params=SMALL, seed=seed, test_dir=HERE,
                  testcase="test_bad_input", extra_env={"T3HW_ENGINE_BAD": kind})

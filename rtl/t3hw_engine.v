@@ -85,38 +85,38 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire bus__w_stb;
   wire \bus__w_stb$140 ;
   wire busy;
-  wire \busy$201 ;
+  wire \busy$204 ;
   wire [23:0] capture;
-  wire [71:0] \capture$183 ;
-  wire [47:0] capture$183__addr ;
-  wire [7:0] capture$183__index ;
-  wire [15:0] capture$183__tile ;
-  wire [68:0] \capture$191 ;
-  wire [47:0] capture$191__addr ;
-  wire [4:0] capture$191__device ;
-  wire [15:0] capture$191__tile ;
+  wire [71:0] \capture$186 ;
+  wire [47:0] capture$186__addr ;
+  wire [7:0] capture$186__index ;
+  wire [15:0] capture$186__tile ;
+  wire [68:0] \capture$194 ;
+  wire [47:0] capture$194__addr ;
+  wire [4:0] capture$194__device ;
+  wire [15:0] capture$194__tile ;
   wire [7:0] capture__cmd ;
   wire [15:0] capture__tile ;
   wire [5:0] clear;
-  wire [6:0] \clear$178 ;
-  wire clear$178__bad_descriptor ;
-  wire clear$178__bad_pitch ;
-  wire clear$178__bad_program ;
-  wire clear$178__bad_range ;
-  wire clear$178__bad_response ;
-  wire clear$178__desc_busy ;
-  wire clear$178__read_error ;
-  wire [6:0] \clear$186 ;
-  wire clear$186__bad_region ;
-  wire clear$186__overlap ;
-  wire clear$186__rx_crosses ;
-  wire clear$186__rx_misrouted ;
-  wire clear$186__rx_remote ;
-  wire clear$186__rx_unmapped ;
-  wire clear$186__store_crosses ;
-  wire [1:0] \clear$194 ;
-  wire clear$194__bad_config ;
-  wire clear$194__bad_response ;
+  wire [6:0] \clear$181 ;
+  wire clear$181__bad_descriptor ;
+  wire clear$181__bad_pitch ;
+  wire clear$181__bad_program ;
+  wire clear$181__bad_range ;
+  wire clear$181__bad_response ;
+  wire clear$181__desc_busy ;
+  wire clear$181__read_error ;
+  wire [6:0] \clear$189 ;
+  wire clear$189__bad_region ;
+  wire clear$189__overlap ;
+  wire clear$189__rx_crosses ;
+  wire clear$189__rx_misrouted ;
+  wire clear$189__rx_remote ;
+  wire clear$189__rx_unmapped ;
+  wire clear$189__store_crosses ;
+  wire [1:0] \clear$197 ;
+  wire clear$197__bad_config ;
+  wire clear$197__bad_response ;
   wire clear__bad_op ;
   wire clear__bad_threshold ;
   wire clear__overcount ;
@@ -136,8 +136,11 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire [7:0] config__payload__threshold ;
   wire [4:0] config__payload__window_log2 ;
   wire config__valid;
+  wire desc_held;
+  wire \desc_held$153 ;
+  wire [7:0] desc_query;
   wire [4:0] device_id;
-  wire [4:0] \device_id$162 ;
+  wire [4:0] \device_id$165 ;
   wire [57:0] dma__payload;
   wire [47:0] dma__payload__addr ;
   wire [6:0] dma__payload__bytes ;
@@ -248,25 +251,25 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   input dram_response__valid;
   wire dram_response__valid;
   wire [5:0] errors;
-  wire [6:0] \errors$177 ;
-  wire errors$177__bad_descriptor ;
-  wire errors$177__bad_pitch ;
-  wire errors$177__bad_program ;
-  wire errors$177__bad_range ;
-  wire errors$177__bad_response ;
-  wire errors$177__desc_busy ;
-  wire errors$177__read_error ;
-  wire [6:0] \errors$185 ;
-  wire errors$185__bad_region ;
-  wire errors$185__overlap ;
-  wire errors$185__rx_crosses ;
-  wire errors$185__rx_misrouted ;
-  wire errors$185__rx_remote ;
-  wire errors$185__rx_unmapped ;
-  wire errors$185__store_crosses ;
-  wire [1:0] \errors$193 ;
-  wire errors$193__bad_config ;
-  wire errors$193__bad_response ;
+  wire [6:0] \errors$180 ;
+  wire errors$180__bad_descriptor ;
+  wire errors$180__bad_pitch ;
+  wire errors$180__bad_program ;
+  wire errors$180__bad_range ;
+  wire errors$180__bad_response ;
+  wire errors$180__desc_busy ;
+  wire errors$180__read_error ;
+  wire [6:0] \errors$188 ;
+  wire errors$188__bad_region ;
+  wire errors$188__overlap ;
+  wire errors$188__rx_crosses ;
+  wire errors$188__rx_misrouted ;
+  wire errors$188__rx_remote ;
+  wire errors$188__rx_unmapped ;
+  wire errors$188__store_crosses ;
+  wire [1:0] \errors$196 ;
+  wire errors$196__bad_config ;
+  wire errors$196__bad_response ;
   wire errors__bad_op ;
   wire errors__bad_threshold ;
   wire errors__overcount ;
@@ -354,7 +357,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire idle;
   output irq;
   wire irq;
-  wire \irq$163 ;
+  wire \irq$166 ;
   input [62:0] load__payload;
   wire [62:0] load__payload;
   wire [62:0] \load__payload$60 ;
@@ -526,16 +529,16 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire [47:0] program__payload$145__src ;
   wire [15:0] program__payload$145__tile ;
   wire program__payload$145__valid ;
-  wire [38:0] \program__payload$151 ;
-  wire [7:0] program__payload$151__cmd ;
+  wire [38:0] \program__payload$154 ;
+  wire [7:0] program__payload$154__cmd ;
   (* enum_base_type = "TrackOp" *)
   (* enum_value_00 = "ARM" *)
   (* enum_value_01 = "DISARM" *)
   (* enum_value_10 = "READ" *)
-  wire [1:0] program__payload$151__op ;
-  wire program__payload$151__rearm ;
-  wire [11:0] program__payload$151__threshold ;
-  wire [15:0] program__payload$151__tile ;
+  wire [1:0] program__payload$154__op ;
+  wire program__payload$154__rearm ;
+  wire [11:0] program__payload$154__threshold ;
+  wire [15:0] program__payload$154__tile ;
   wire [47:0] program__payload__base ;
   wire [4:0] program__payload__device ;
   wire [2:0] program__payload__index ;
@@ -548,10 +551,10 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire [47:0] program__payload__size ;
   wire program__payload__valid ;
   wire program__ready;
-  wire \program__ready$154 ;
+  wire \program__ready$157 ;
   wire program__valid;
   wire \program__valid$149 ;
-  wire \program__valid$155 ;
+  wire \program__valid$158 ;
   wire [57:0] read__payload;
   wire [47:0] read__payload__addr ;
   wire [6:0] read__payload__bytes ;
@@ -643,36 +646,36 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire rx_mem__ready;
   wire rx_mem__valid;
   wire [191:0] stats;
-  wire [287:0] \stats$181 ;
-  wire [31:0] stats$181__aborted ;
-  wire [31:0] stats$181__bad_pitch ;
-  wire [31:0] stats$181__bad_program ;
-  wire [31:0] stats$181__bad_range ;
-  wire [31:0] stats$181__desc_busy ;
-  wire [31:0] stats$181__packets ;
-  wire [31:0] stats$181__reads ;
-  wire [31:0] stats$181__rejected ;
-  wire [31:0] stats$181__triggers ;
-  wire [287:0] \stats$189 ;
-  wire [31:0] stats$189__local ;
-  wire [31:0] stats$189__remote ;
-  wire [31:0] stats$189__rx_crosses ;
-  wire [31:0] stats$189__rx_misrouted ;
-  wire [31:0] stats$189__rx_remote ;
-  wire [31:0] stats$189__rx_unmapped ;
-  wire [31:0] stats$189__store_crosses ;
-  wire [31:0] stats$189__tracked ;
-  wire [31:0] stats$189__unmapped ;
-  wire [287:0] \stats$197 ;
-  wire [31:0] stats$197__grants_dma ;
-  wire [31:0] stats$197__grants_load ;
-  wire [31:0] stats$197__grants_remote ;
-  wire [31:0] stats$197__grants_store ;
-  wire [31:0] stats$197__stalls_dma ;
-  wire [31:0] stats$197__stalls_load ;
-  wire [31:0] stats$197__stalls_remote ;
-  wire [31:0] stats$197__stalls_store ;
-  wire [31:0] stats$197__starved ;
+  wire [287:0] \stats$184 ;
+  wire [31:0] stats$184__aborted ;
+  wire [31:0] stats$184__bad_pitch ;
+  wire [31:0] stats$184__bad_program ;
+  wire [31:0] stats$184__bad_range ;
+  wire [31:0] stats$184__desc_busy ;
+  wire [31:0] stats$184__packets ;
+  wire [31:0] stats$184__reads ;
+  wire [31:0] stats$184__rejected ;
+  wire [31:0] stats$184__triggers ;
+  wire [287:0] \stats$192 ;
+  wire [31:0] stats$192__local ;
+  wire [31:0] stats$192__remote ;
+  wire [31:0] stats$192__rx_crosses ;
+  wire [31:0] stats$192__rx_misrouted ;
+  wire [31:0] stats$192__rx_remote ;
+  wire [31:0] stats$192__rx_unmapped ;
+  wire [31:0] stats$192__store_crosses ;
+  wire [31:0] stats$192__tracked ;
+  wire [31:0] stats$192__unmapped ;
+  wire [287:0] \stats$200 ;
+  wire [31:0] stats$200__grants_dma ;
+  wire [31:0] stats$200__grants_load ;
+  wire [31:0] stats$200__grants_remote ;
+  wire [31:0] stats$200__grants_store ;
+  wire [31:0] stats$200__stalls_dma ;
+  wire [31:0] stats$200__stalls_load ;
+  wire [31:0] stats$200__stalls_remote ;
+  wire [31:0] stats$200__stalls_store ;
+  wire [31:0] stats$200__starved ;
   wire [31:0] stats__dropped ;
   wire [31:0] stats__triggers ;
   wire [31:0] stats__unprogrammed ;
@@ -908,9 +911,9 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .tracker_busy(tracker_busy),
     .\tracker_capture$152 (tracker_capture),
     .tracker_errors(tracker_errors),
-    .tracker_program__payload(\program__payload$151 ),
+    .tracker_program__payload(\program__payload$154 ),
     .tracker_program__ready(tracker_program__ready),
-    .tracker_program__valid(\program__valid$155 ),
+    .tracker_program__valid(\program__valid$158 ),
     .tracker_result__payload(tracker_result__payload),
     .tracker_result__valid(tracker_result__valid),
     .tracker_stats(tracker_stats)
@@ -919,6 +922,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .busy(dma_busy),
     .capture(dma_capture),
     .clk(clk),
+    .desc_held(desc_held),
     .errors(dma_errors),
     .idle(dma_idle),
     .packet__payload(\i__payload$121 ),
@@ -1003,12 +1007,14 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .busy(tracker_busy),
     .capture(tracker_capture),
     .clk(clk),
+    .desc_held(desc_held),
     .errors(tracker_errors),
     .hold(track_hold),
     .o__ready(trigger__ready),
-    .program__payload(\program__payload$151 ),
+    .program__payload(\program__payload$154 ),
     .program__ready(tracker_program__ready),
-    .program__valid(\program__valid$155 ),
+    .program__valid(\program__valid$158 ),
+    .query__addr(\program__payload$145 [7:0]),
     .result__payload(tracker_result__payload),
     .result__valid(tracker_result__valid),
     .rst(rst),
@@ -1105,13 +1111,15 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign dma_program__payload = \program__payload$145 ;
   assign program__ready = dma_program__ready;
   assign dma_program__valid = \program__valid$149 ;
-  assign tracker_program__payload = \program__payload$151 ;
-  assign \program__ready$154  = tracker_program__ready;
-  assign tracker_program__valid = \program__valid$155 ;
+  assign desc_query = \program__payload$145 [7:0];
+  assign \desc_held$153  = desc_held;
+  assign tracker_program__payload = \program__payload$154 ;
+  assign \program__ready$157  = tracker_program__ready;
+  assign tracker_program__valid = \program__valid$158 ;
   assign result__payload = tracker_result__payload;
   assign result__valid = tracker_result__valid;
-  assign \device_id$162  = device_id;
-  assign \irq$163  = irq;
+  assign \device_id$165  = device_id;
+  assign \irq$166  = irq;
   assign arbiter_program__valid = config__valid;
   assign arbiter_program__payload = config__payload;
   assign errors = tracker_errors;
@@ -1119,22 +1127,22 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign tracker_clear = 6'h3f;
   assign stats = tracker_stats;
   assign capture = tracker_capture;
-  assign \errors$177  = dma_errors;
-  assign \clear$178  = 7'h7f;
+  assign \errors$180  = dma_errors;
+  assign \clear$181  = 7'h7f;
   assign dma_clear = 7'h7f;
-  assign \stats$181  = dma_stats;
-  assign \capture$183  = dma_capture;
-  assign \errors$185  = addrmap_errors;
-  assign \clear$186  = 7'h7f;
+  assign \stats$184  = dma_stats;
+  assign \capture$186  = dma_capture;
+  assign \errors$188  = addrmap_errors;
+  assign \clear$189  = 7'h7f;
   assign addrmap_clear = 7'h7f;
-  assign \stats$189  = addrmap_stats;
-  assign \capture$191  = addrmap_capture;
-  assign \errors$193  = arbiter_errors;
-  assign \clear$194  = 2'h3;
+  assign \stats$192  = addrmap_stats;
+  assign \capture$194  = addrmap_capture;
+  assign \errors$196  = arbiter_errors;
+  assign \clear$197  = 2'h3;
   assign arbiter_clear = 2'h3;
-  assign \stats$197  = arbiter_stats;
+  assign \stats$200  = arbiter_stats;
   assign busy = tracker_busy;
-  assign \busy$201  = dma_busy;
+  assign \busy$204  = dma_busy;
   assign idle = dma_idle;
   assign status = arbiter_status;
   assign load_response__payload = dram_response__payload[9:2];
@@ -1338,16 +1346,16 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign dma_program__payload__pitch  = \program__payload$145 [82:59];
   assign dma_program__payload__src  = \program__payload$145 [130:83];
   assign dma_program__payload__dst  = \program__payload$145 [178:131];
-  assign program__payload$151__op  = \program__payload$151 [1:0];
-  assign program__payload$151__tile  = \program__payload$151 [17:2];
-  assign program__payload$151__threshold  = \program__payload$151 [29:18];
-  assign program__payload$151__cmd  = \program__payload$151 [37:30];
-  assign program__payload$151__rearm  = \program__payload$151 [38];
-  assign tracker_program__payload__op  = \program__payload$151 [1:0];
-  assign tracker_program__payload__tile  = \program__payload$151 [17:2];
-  assign tracker_program__payload__threshold  = \program__payload$151 [29:18];
-  assign tracker_program__payload__cmd  = \program__payload$151 [37:30];
-  assign tracker_program__payload__rearm  = \program__payload$151 [38];
+  assign program__payload$154__op  = \program__payload$154 [1:0];
+  assign program__payload$154__tile  = \program__payload$154 [17:2];
+  assign program__payload$154__threshold  = \program__payload$154 [29:18];
+  assign program__payload$154__cmd  = \program__payload$154 [37:30];
+  assign program__payload$154__rearm  = \program__payload$154 [38];
+  assign tracker_program__payload__op  = \program__payload$154 [1:0];
+  assign tracker_program__payload__tile  = \program__payload$154 [17:2];
+  assign tracker_program__payload__threshold  = \program__payload$154 [29:18];
+  assign tracker_program__payload__cmd  = \program__payload$154 [37:30];
+  assign tracker_program__payload__rearm  = \program__payload$154 [38];
   assign tracker_result__payload__op  = tracker_result__payload[1:0];
   assign tracker_result__payload__code  = tracker_result__payload[4:2];
   assign tracker_result__payload__tile  = tracker_result__payload[20:5];
@@ -1423,20 +1431,20 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign dma_errors__bad_pitch  = dma_errors[4];
   assign dma_errors__desc_busy  = dma_errors[5];
   assign dma_errors__read_error  = dma_errors[6];
-  assign errors$177__bad_descriptor  = dma_errors[0];
-  assign errors$177__bad_program  = dma_errors[1];
-  assign errors$177__bad_response  = dma_errors[2];
-  assign errors$177__bad_range  = dma_errors[3];
-  assign errors$177__bad_pitch  = dma_errors[4];
-  assign errors$177__desc_busy  = dma_errors[5];
-  assign errors$177__read_error  = dma_errors[6];
-  assign clear$178__bad_descriptor  = 1'h1;
-  assign clear$178__bad_program  = 1'h1;
-  assign clear$178__bad_response  = 1'h1;
-  assign clear$178__bad_range  = 1'h1;
-  assign clear$178__bad_pitch  = 1'h1;
-  assign clear$178__desc_busy  = 1'h1;
-  assign clear$178__read_error  = 1'h1;
+  assign errors$180__bad_descriptor  = dma_errors[0];
+  assign errors$180__bad_program  = dma_errors[1];
+  assign errors$180__bad_response  = dma_errors[2];
+  assign errors$180__bad_range  = dma_errors[3];
+  assign errors$180__bad_pitch  = dma_errors[4];
+  assign errors$180__desc_busy  = dma_errors[5];
+  assign errors$180__read_error  = dma_errors[6];
+  assign clear$181__bad_descriptor  = 1'h1;
+  assign clear$181__bad_program  = 1'h1;
+  assign clear$181__bad_response  = 1'h1;
+  assign clear$181__bad_range  = 1'h1;
+  assign clear$181__bad_pitch  = 1'h1;
+  assign clear$181__desc_busy  = 1'h1;
+  assign clear$181__read_error  = 1'h1;
   assign dma_clear__bad_descriptor  = 1'h1;
   assign dma_clear__bad_program  = 1'h1;
   assign dma_clear__bad_response  = 1'h1;
@@ -1453,21 +1461,21 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign dma_stats__bad_pitch  = dma_stats[223:192];
   assign dma_stats__desc_busy  = dma_stats[255:224];
   assign dma_stats__aborted  = dma_stats[287:256];
-  assign stats$181__triggers  = dma_stats[31:0];
-  assign stats$181__rejected  = dma_stats[63:32];
-  assign stats$181__reads  = dma_stats[95:64];
-  assign stats$181__packets  = dma_stats[127:96];
-  assign stats$181__bad_program  = dma_stats[159:128];
-  assign stats$181__bad_range  = dma_stats[191:160];
-  assign stats$181__bad_pitch  = dma_stats[223:192];
-  assign stats$181__desc_busy  = dma_stats[255:224];
-  assign stats$181__aborted  = dma_stats[287:256];
+  assign stats$184__triggers  = dma_stats[31:0];
+  assign stats$184__rejected  = dma_stats[63:32];
+  assign stats$184__reads  = dma_stats[95:64];
+  assign stats$184__packets  = dma_stats[127:96];
+  assign stats$184__bad_program  = dma_stats[159:128];
+  assign stats$184__bad_range  = dma_stats[191:160];
+  assign stats$184__bad_pitch  = dma_stats[223:192];
+  assign stats$184__desc_busy  = dma_stats[255:224];
+  assign stats$184__aborted  = dma_stats[287:256];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
-  assign capture$183__index  = dma_capture[7:0];
-  assign capture$183__tile  = dma_capture[23:8];
-  assign capture$183__addr  = dma_capture[71:24];
+  assign capture$186__index  = dma_capture[7:0];
+  assign capture$186__tile  = dma_capture[23:8];
+  assign capture$186__addr  = dma_capture[71:24];
   assign addrmap_errors__bad_region  = addrmap_errors[0];
   assign addrmap_errors__overlap  = addrmap_errors[1];
   assign addrmap_errors__store_crosses  = addrmap_errors[2];
@@ -1475,20 +1483,20 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign addrmap_errors__rx_remote  = addrmap_errors[4];
   assign addrmap_errors__rx_unmapped  = addrmap_errors[5];
   assign addrmap_errors__rx_crosses  = addrmap_errors[6];
-  assign errors$185__bad_region  = addrmap_errors[0];
-  assign errors$185__overlap  = addrmap_errors[1];
-  assign errors$185__store_crosses  = addrmap_errors[2];
-  assign errors$185__rx_misrouted  = addrmap_errors[3];
-  assign errors$185__rx_remote  = addrmap_errors[4];
-  assign errors$185__rx_unmapped  = addrmap_errors[5];
-  assign errors$185__rx_crosses  = addrmap_errors[6];
-  assign clear$186__bad_region  = 1'h1;
-  assign clear$186__overlap  = 1'h1;
-  assign clear$186__store_crosses  = 1'h1;
-  assign clear$186__rx_misrouted  = 1'h1;
-  assign clear$186__rx_remote  = 1'h1;
-  assign clear$186__rx_unmapped  = 1'h1;
-  assign clear$186__rx_crosses  = 1'h1;
+  assign errors$188__bad_region  = addrmap_errors[0];
+  assign errors$188__overlap  = addrmap_errors[1];
+  assign errors$188__store_crosses  = addrmap_errors[2];
+  assign errors$188__rx_misrouted  = addrmap_errors[3];
+  assign errors$188__rx_remote  = addrmap_errors[4];
+  assign errors$188__rx_unmapped  = addrmap_errors[5];
+  assign errors$188__rx_crosses  = addrmap_errors[6];
+  assign clear$189__bad_region  = 1'h1;
+  assign clear$189__overlap  = 1'h1;
+  assign clear$189__store_crosses  = 1'h1;
+  assign clear$189__rx_misrouted  = 1'h1;
+  assign clear$189__rx_remote  = 1'h1;
+  assign clear$189__rx_unmapped  = 1'h1;
+  assign clear$189__rx_crosses  = 1'h1;
   assign addrmap_clear__bad_region  = 1'h1;
   assign addrmap_clear__overlap  = 1'h1;
   assign addrmap_clear__store_crosses  = 1'h1;
@@ -1505,27 +1513,27 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign addrmap_stats__rx_remote  = addrmap_stats[223:192];
   assign addrmap_stats__rx_unmapped  = addrmap_stats[255:224];
   assign addrmap_stats__rx_crosses  = addrmap_stats[287:256];
-  assign stats$189__local  = addrmap_stats[31:0];
-  assign stats$189__tracked  = addrmap_stats[63:32];
-  assign stats$189__remote  = addrmap_stats[95:64];
-  assign stats$189__unmapped  = addrmap_stats[127:96];
-  assign stats$189__store_crosses  = addrmap_stats[159:128];
-  assign stats$189__rx_misrouted  = addrmap_stats[191:160];
-  assign stats$189__rx_remote  = addrmap_stats[223:192];
-  assign stats$189__rx_unmapped  = addrmap_stats[255:224];
-  assign stats$189__rx_crosses  = addrmap_stats[287:256];
+  assign stats$192__local  = addrmap_stats[31:0];
+  assign stats$192__tracked  = addrmap_stats[63:32];
+  assign stats$192__remote  = addrmap_stats[95:64];
+  assign stats$192__unmapped  = addrmap_stats[127:96];
+  assign stats$192__store_crosses  = addrmap_stats[159:128];
+  assign stats$192__rx_misrouted  = addrmap_stats[191:160];
+  assign stats$192__rx_remote  = addrmap_stats[223:192];
+  assign stats$192__rx_unmapped  = addrmap_stats[255:224];
+  assign stats$192__rx_crosses  = addrmap_stats[287:256];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
-  assign capture$191__addr  = addrmap_capture[47:0];
-  assign capture$191__device  = addrmap_capture[52:48];
-  assign capture$191__tile  = addrmap_capture[68:53];
+  assign capture$194__addr  = addrmap_capture[47:0];
+  assign capture$194__device  = addrmap_capture[52:48];
+  assign capture$194__tile  = addrmap_capture[68:53];
   assign arbiter_errors__bad_config  = arbiter_errors[0];
   assign arbiter_errors__bad_response  = arbiter_errors[1];
-  assign errors$193__bad_config  = arbiter_errors[0];
-  assign errors$193__bad_response  = arbiter_errors[1];
-  assign clear$194__bad_config  = 1'h1;
-  assign clear$194__bad_response  = 1'h1;
+  assign errors$196__bad_config  = arbiter_errors[0];
+  assign errors$196__bad_response  = arbiter_errors[1];
+  assign clear$197__bad_config  = 1'h1;
+  assign clear$197__bad_response  = 1'h1;
   assign arbiter_clear__bad_config  = 1'h1;
   assign arbiter_clear__bad_response  = 1'h1;
   assign arbiter_stats__grants_load  = arbiter_stats[31:0];
@@ -1537,15 +1545,15 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign arbiter_stats__stalls_dma  = arbiter_stats[223:192];
   assign arbiter_stats__stalls_remote  = arbiter_stats[255:224];
   assign arbiter_stats__starved  = arbiter_stats[287:256];
-  assign stats$197__grants_load  = arbiter_stats[31:0];
-  assign stats$197__grants_store  = arbiter_stats[63:32];
-  assign stats$197__grants_dma  = arbiter_stats[95:64];
-  assign stats$197__grants_remote  = arbiter_stats[127:96];
-  assign stats$197__stalls_load  = arbiter_stats[159:128];
-  assign stats$197__stalls_store  = arbiter_stats[191:160];
-  assign stats$197__stalls_dma  = arbiter_stats[223:192];
-  assign stats$197__stalls_remote  = arbiter_stats[255:224];
-  assign stats$197__starved  = arbiter_stats[287:256];
+  assign stats$200__grants_load  = arbiter_stats[31:0];
+  assign stats$200__grants_store  = arbiter_stats[63:32];
+  assign stats$200__grants_dma  = arbiter_stats[95:64];
+  assign stats$200__grants_remote  = arbiter_stats[127:96];
+  assign stats$200__stalls_load  = arbiter_stats[159:128];
+  assign stats$200__stalls_store  = arbiter_stats[191:160];
+  assign stats$200__stalls_dma  = arbiter_stats[223:192];
+  assign stats$200__stalls_remote  = arbiter_stats[255:224];
+  assign stats$200__starved  = arbiter_stats[287:256];
   assign arbiter_status__policy  = arbiter_status[1:0];
   assign arbiter_status__threshold  = arbiter_status[9:2];
   assign arbiter_status__measuring  = arbiter_status[10];
@@ -15587,8 +15595,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, response__payload, packet__ready, program__valid, program__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
-, clk);
+module t3hw_engine__dma (rst, desc_held, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, response__payload, packet__ready, program__valid, program__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid
+, packet__payload, clk);
   reg _init_strobe_4  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
@@ -15617,7 +15625,7 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   wire bad_response;
   output busy;
   wire busy;
-  wire \busy$37 ;
+  wire \busy$39 ;
   output [71:0] capture;
   reg [71:0] capture = 72'h000000000000000000;
   wire [47:0] capture__addr ;
@@ -15634,21 +15642,24 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   input clk;
   wire clk;
   wire desc_busy;
+  input desc_held;
+  wire desc_held;
+  wire \desc_held$13 ;
   wire [178:0] descriptor__payload;
-  wire [178:0] \descriptor__payload$13 ;
-  wire [4:0] descriptor__payload$13__device ;
-  wire [47:0] descriptor__payload$13__dst ;
-  wire [7:0] descriptor__payload$13__index ;
+  wire [178:0] \descriptor__payload$15 ;
+  wire [4:0] descriptor__payload$15__device ;
+  wire [47:0] descriptor__payload$15__dst ;
+  wire [7:0] descriptor__payload$15__index ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire descriptor__payload$13__op ;
-  wire [23:0] descriptor__payload$13__pitch ;
-  wire [15:0] descriptor__payload$13__row_bytes ;
-  wire [11:0] descriptor__payload$13__rows ;
-  wire [47:0] descriptor__payload$13__src ;
-  wire [15:0] descriptor__payload$13__tile ;
-  wire descriptor__payload$13__valid ;
+  wire descriptor__payload$15__op ;
+  wire [23:0] descriptor__payload$15__pitch ;
+  wire [15:0] descriptor__payload$15__row_bytes ;
+  wire [11:0] descriptor__payload$15__rows ;
+  wire [47:0] descriptor__payload$15__src ;
+  wire [15:0] descriptor__payload$15__tile ;
+  wire descriptor__payload$15__valid ;
   wire [4:0] descriptor__payload__device ;
   wire [47:0] descriptor__payload__dst ;
   wire [7:0] descriptor__payload__index ;
@@ -15663,14 +15674,14 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   wire [15:0] descriptor__payload__tile ;
   wire descriptor__payload__valid ;
   wire descriptor__ready;
-  wire \descriptor__ready$15 ;
+  wire \descriptor__ready$17 ;
   wire descriptor__valid;
-  wire \descriptor__valid$17 ;
+  wire \descriptor__valid$19 ;
   wire [71:0] detail;
-  wire [71:0] \detail$55 ;
-  wire [47:0] detail$55__addr ;
-  wire [7:0] detail$55__index ;
-  wire [15:0] detail$55__tile ;
+  wire [71:0] \detail$57 ;
+  wire [47:0] detail$57__addr ;
+  wire [7:0] detail$57__index ;
+  wire [15:0] detail$57__tile ;
   wire [47:0] detail__addr ;
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
@@ -15686,19 +15697,19 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   wire errors__read_error ;
   output idle;
   wire idle;
-  wire \idle$39 ;
-  wire \idle$40 ;
+  wire \idle$41 ;
+  wire \idle$42 ;
   output [76:0] packet__payload;
   wire [76:0] packet__payload;
-  wire [76:0] \packet__payload$31 ;
-  wire [47:0] packet__payload$31__addr ;
-  wire [6:0] packet__payload$31__bytes ;
-  wire [4:0] packet__payload$31__device ;
+  wire [76:0] \packet__payload$33 ;
+  wire [47:0] packet__payload$33__addr ;
+  wire [6:0] packet__payload$33__bytes ;
+  wire [4:0] packet__payload$33__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire packet__payload$31__kind ;
-  wire [15:0] packet__payload$31__tile ;
+  wire packet__payload$33__kind ;
+  wire [15:0] packet__payload$33__tile ;
   wire [47:0] packet__payload__addr ;
   wire [6:0] packet__payload__bytes ;
   wire [4:0] packet__payload__device ;
@@ -15709,10 +15720,10 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   wire [15:0] packet__payload__tile ;
   input packet__ready;
   wire packet__ready;
-  wire \packet__ready$33 ;
+  wire \packet__ready$35 ;
   output packet__valid;
   wire packet__valid;
-  wire \packet__valid$35 ;
+  wire \packet__valid$37 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [178:0] \program__payload$1 ;
@@ -15750,33 +15761,33 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   wire \program__valid$5 ;
   output [57:0] read__payload;
   wire [57:0] read__payload;
-  wire [57:0] \read__payload$19 ;
-  wire [47:0] read__payload$19__addr ;
-  wire [6:0] read__payload$19__bytes ;
-  wire [2:0] read__payload$19__tag ;
+  wire [57:0] \read__payload$21 ;
+  wire [47:0] read__payload$21__addr ;
+  wire [6:0] read__payload$21__bytes ;
+  wire [2:0] read__payload$21__tag ;
   wire [47:0] read__payload__addr ;
   wire [6:0] read__payload__bytes ;
   wire [2:0] read__payload__tag ;
   input read__ready;
   wire read__ready;
-  wire \read__ready$21 ;
+  wire \read__ready$23 ;
   output read__valid;
   wire read__valid;
-  wire \read__valid$23 ;
+  wire \read__valid$25 ;
   wire read_error;
   input [3:0] response__payload;
   wire [3:0] response__payload;
-  wire [3:0] \response__payload$25 ;
-  wire response__payload$25__error ;
-  wire [2:0] response__payload$25__tag ;
+  wire [3:0] \response__payload$27 ;
+  wire response__payload$27__error ;
+  wire [2:0] response__payload$27__tag ;
   wire response__payload__error ;
   wire [2:0] response__payload__tag ;
   output response__ready;
   wire response__ready;
-  wire \response__ready$27 ;
+  wire \response__ready$29 ;
   input response__valid;
   wire response__valid;
-  wire \response__valid$29 ;
+  wire \response__valid$31 ;
   input rst;
   wire rst;
   wire [6:0] set_err;
@@ -15811,7 +15822,7 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   input trigger__valid;
   wire trigger__valid;
   wire \trigger__valid$11 ;
-  assign idle = \idle$39  & \idle$40 ;
+  assign idle = \idle$41  & \idle$42 ;
   assign \$4  = bad_response | read_error;
   assign \$5  = | set_err;
   assign \$6  = stats[31:0] + 1'h1;
@@ -15839,7 +15850,7 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
     .descriptor__ready(descriptor__ready),
     .descriptor__valid(descriptor__valid),
     .detail(detail),
-    .idle(\idle$40 ),
+    .idle(\idle$42 ),
     .packet__payload(packet__payload),
     .packet__ready(packet__ready),
     .packet__valid(packet__valid),
@@ -15861,11 +15872,12 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
     .check_ok(enqueued),
     .clk(clk),
     .desc_busy(desc_busy),
+    .desc_held(desc_held),
     .descriptor__payload(descriptor__payload),
     .descriptor__ready(descriptor__ready),
     .descriptor__valid(descriptor__valid),
-    .detail(\detail$55 ),
-    .idle(\idle$39 ),
+    .detail(\detail$57 ),
+    .idle(\idle$41 ),
     .program__payload(program__payload),
     .program__ready(program__ready),
     .program__valid(program__valid),
@@ -15887,7 +15899,7 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
     if (\$4 ) begin
       \$18  = detail;
     end else if (\$5 ) begin
-      \$18  = \detail$55 ;
+      \$18  = \detail$57 ;
     end
     if (rst) begin
       \$18  = 72'h000000000000000000;
@@ -15933,19 +15945,20 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   assign \trigger__payload$7  = trigger__payload;
   assign \trigger__ready$9  = trigger__ready;
   assign \trigger__valid$11  = trigger__valid;
-  assign \descriptor__payload$13  = descriptor__payload;
-  assign \descriptor__ready$15  = descriptor__ready;
-  assign \descriptor__valid$17  = descriptor__valid;
-  assign \read__payload$19  = read__payload;
-  assign \read__ready$21  = read__ready;
-  assign \read__valid$23  = read__valid;
-  assign \response__payload$25  = response__payload;
-  assign \response__ready$27  = response__ready;
-  assign \response__valid$29  = response__valid;
-  assign \packet__payload$31  = packet__payload;
-  assign \packet__ready$33  = packet__ready;
-  assign \packet__valid$35  = packet__valid;
-  assign \busy$37  = busy;
+  assign \desc_held$13  = desc_held;
+  assign \descriptor__payload$15  = descriptor__payload;
+  assign \descriptor__ready$17  = descriptor__ready;
+  assign \descriptor__valid$19  = descriptor__valid;
+  assign \read__payload$21  = read__payload;
+  assign \read__ready$23  = read__ready;
+  assign \read__valid$25  = read__valid;
+  assign \response__payload$27  = response__payload;
+  assign \response__ready$29  = response__ready;
+  assign \response__valid$31  = response__valid;
+  assign \packet__payload$33  = packet__payload;
+  assign \packet__ready$35  = packet__ready;
+  assign \packet__valid$37  = packet__valid;
+  assign \busy$39  = busy;
   assign clear = 7'h7f;
   assign program__payload__index  = program__payload[7:0];
   assign program__payload__valid  = program__payload[8];
@@ -15981,36 +15994,36 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   assign descriptor__payload__pitch  = descriptor__payload[82:59];
   assign descriptor__payload__src  = descriptor__payload[130:83];
   assign descriptor__payload__dst  = descriptor__payload[178:131];
-  assign descriptor__payload$13__index  = descriptor__payload[7:0];
-  assign descriptor__payload$13__valid  = descriptor__payload[8];
-  assign descriptor__payload$13__op  = descriptor__payload[9];
-  assign descriptor__payload$13__device  = descriptor__payload[14:10];
-  assign descriptor__payload$13__tile  = descriptor__payload[30:15];
-  assign descriptor__payload$13__rows  = descriptor__payload[42:31];
-  assign descriptor__payload$13__row_bytes  = descriptor__payload[58:43];
-  assign descriptor__payload$13__pitch  = descriptor__payload[82:59];
-  assign descriptor__payload$13__src  = descriptor__payload[130:83];
-  assign descriptor__payload$13__dst  = descriptor__payload[178:131];
+  assign descriptor__payload$15__index  = descriptor__payload[7:0];
+  assign descriptor__payload$15__valid  = descriptor__payload[8];
+  assign descriptor__payload$15__op  = descriptor__payload[9];
+  assign descriptor__payload$15__device  = descriptor__payload[14:10];
+  assign descriptor__payload$15__tile  = descriptor__payload[30:15];
+  assign descriptor__payload$15__rows  = descriptor__payload[42:31];
+  assign descriptor__payload$15__row_bytes  = descriptor__payload[58:43];
+  assign descriptor__payload$15__pitch  = descriptor__payload[82:59];
+  assign descriptor__payload$15__src  = descriptor__payload[130:83];
+  assign descriptor__payload$15__dst  = descriptor__payload[178:131];
   assign read__payload__addr  = read__payload[47:0];
   assign read__payload__bytes  = read__payload[54:48];
   assign read__payload__tag  = read__payload[57:55];
-  assign read__payload$19__addr  = read__payload[47:0];
-  assign read__payload$19__bytes  = read__payload[54:48];
-  assign read__payload$19__tag  = read__payload[57:55];
+  assign read__payload$21__addr  = read__payload[47:0];
+  assign read__payload$21__bytes  = read__payload[54:48];
+  assign read__payload$21__tag  = read__payload[57:55];
   assign response__payload__tag  = response__payload[2:0];
   assign response__payload__error  = response__payload[3];
-  assign response__payload$25__tag  = response__payload[2:0];
-  assign response__payload$25__error  = response__payload[3];
+  assign response__payload$27__tag  = response__payload[2:0];
+  assign response__payload$27__error  = response__payload[3];
   assign packet__payload__device  = packet__payload[4:0];
   assign packet__payload__addr  = packet__payload[52:5];
   assign packet__payload__kind  = packet__payload[53];
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
-  assign packet__payload$31__device  = packet__payload[4:0];
-  assign packet__payload$31__addr  = packet__payload[52:5];
-  assign packet__payload$31__kind  = packet__payload[53];
-  assign packet__payload$31__tile  = packet__payload[69:54];
-  assign packet__payload$31__bytes  = packet__payload[76:70];
+  assign packet__payload$33__device  = packet__payload[4:0];
+  assign packet__payload$33__addr  = packet__payload[52:5];
+  assign packet__payload$33__kind  = packet__payload[53];
+  assign packet__payload$33__tile  = packet__payload[69:54];
+  assign packet__payload$33__bytes  = packet__payload[76:70];
   assign set_err__bad_descriptor  = set_err[0];
   assign set_err__bad_program  = set_err[1];
   assign set_err__bad_response  = set_err[2];
@@ -16038,9 +16051,9 @@ module t3hw_engine__dma (rst, trigger__valid, trigger__payload, idle, program__r
   assign detail__index  = detail[7:0];
   assign detail__tile  = detail[23:8];
   assign detail__addr  = detail[71:24];
-  assign detail$55__index  = \detail$55 [7:0];
-  assign detail$55__tile  = \detail$55 [23:8];
-  assign detail$55__addr  = \detail$55 [71:24];
+  assign detail$57__index  = \detail$57 [7:0];
+  assign detail$57__tile  = \detail$57 [23:8];
+  assign detail$57__addr  = \detail$57 [71:24];
   assign stats__triggers  = stats[31:0];
   assign stats__rejected  = stats[63:32];
   assign stats__reads  = stats[95:64];
@@ -16922,7 +16935,8 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid,
   assign rd__data__src  = o__payload[139:92];
 endmodule
 
-module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, busy, descriptor__valid, descriptor__payload, detail, clk);
+module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, busy, descriptor__valid, descriptor__payload, detail, clk
+);
   reg _init_strobe_7  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
@@ -19324,16 +19338,16 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   wire \$3156 ;
   wire \$3157 ;
   wire \$3158 ;
-  reg [7:0] \$3159 ;
+  wire \$3159 ;
   wire [5:0] \$316 ;
-  reg \$3160 ;
+  reg [7:0] \$3160 ;
   reg \$3161 ;
   reg \$3162 ;
   reg \$3163 ;
   reg \$3164 ;
   reg \$3165 ;
-  reg [178:0] \$3166 ;
-  reg [4:0] \$3167 ;
+  reg \$3166 ;
+  reg [178:0] \$3167 ;
   reg [4:0] \$3168 ;
   reg [4:0] \$3169 ;
   wire \$317 ;
@@ -19618,6 +19632,7 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   reg [4:0] \$3420 ;
   reg [4:0] \$3421 ;
   reg [4:0] \$3422 ;
+  reg [4:0] \$3423 ;
   wire \$343 ;
   wire \$344 ;
   wire [7:0] \$345 ;
@@ -20364,6 +20379,8 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   wire [7:0] data;
   output desc_busy;
   wire desc_busy;
+  input desc_held;
+  wire desc_held;
   output [178:0] descriptor__payload;
   reg [178:0] descriptor__payload = 179'h000000000000000000000000000000000000000000000;
   wire [4:0] descriptor__payload__device ;
@@ -24439,30 +24456,31 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   assign \$3146  = | uses_253;
   assign \$3147  = | uses_254;
   assign \$3148  = | uses_255;
-  assign in_use = { \$3148 , \$3147 , \$3146 , \$3145 , \$3144 , \$3143 , \$3142 , \$3141 , \$3140 , \$3139 , \$3138 , \$3137 , \$3136 , \$3135 , \$3134 , \$3133 , \$3132 , \$3131 , \$3130 , \$3129 , \$3128 , \$3127 , \$3126 , \$3125 , \$3124 , \$3123 , \$3122 , \$3121 , \$3120 , \$3119 , \$3118 , \$3117 , \$3116 , \$3115 , \$3114 , \$3113 , \$3112 , \$3111 , \$3110 , \$3109 , \$3108 , \$3107 , \$3106 , \$3105 , \$3104 , \$3103 , \$3102 , \$3101 , \$3100 , \$3099 , \$3098 , \$3097 , \$3096 , \$3095 , \$3094 , \$3093 , \$3092 , \$3091 , \$3090 , \$3089 , \$3088 , \$3087 , \$3086 , \$3085 , \$3084 , \$3083 , \$3082 , \$3081 , \$3080 , \$3079 , \$3078 , \$3077 , \$3076 , \$3075 , \$3074 , \$3073 , \$3072 , \$3071 , \$3070 , \$3069 , \$3068 , \$3067 , \$3066 , \$3065 , \$3064 , \$3063 , \$3062 , \$3061 , \$3060 , \$3059 , \$3058 , \$3057 , \$3056 , \$3055 , \$3054 , \$3053 , \$3052 , \$3051 , \$3050 , \$3049 , \$3048 , \$3047 , \$3046 , \$3045 , \$3044 , \$3043 , \$3042 , \$3041 , \$3040 , \$3039 , \$3038 , \$3037 , \$3036 , \$3035 , \$3034 , \$3033 , \$3032 , \$3031 , \$3030 , \$3029 , \$3028 , \$3027 , \$3026 , \$3025 , \$3024 , \$3023 , \$3022 , \$3021 , \$3020 , \$3019 , \$3018 , \$3017 , \$3016 , \$3015 , \$3014 , \$3013 , \$3012 , \$3011 , \$3010 , \$3009 , \$3008 , \$3007 , \$3006 , \$3005 , \$3004 , \$3003 , \$3002 , \$3001 , \$3000 , \$2999 , \$2998 , \$2997 , \$2996 , \$2995 , \$2994 , \$2993 , \$2992 , \$2991 , \$2990 , \$2989 , \$2988 , \$2987 , \$2986 , \$2985 , \$2984 , \$2983 , \$2982 , \$2981 , \$2980 , \$2979 , \$2978 , \$2977 , \$2976 , \$2975 , \$2974 , \$2973 , \$2972 , \$2971 , \$2970 , \$2969 , \$2968 , \$2967 , \$2966 , \$2965 , \$2964 , \$2963 , \$2962 , \$2961 , \$2960 , \$2959 , \$2958 , \$2957 , \$2956 , \$2955 , \$2954 , \$2953 , \$2952 , \$2951 , \$2950 , \$2949 , \$2948 , \$2947 , \$2946 , \$2945 , \$2944 , \$2943 , \$2942 , \$2941 , \$2940 , \$2939 , \$2938 , \$2937 , \$2936 , \$2935 , \$2934 , \$2933 , \$2932 , \$2931 , \$2930 , \$2929 , \$2928 , \$2927 , \$2926 , \$2925 , \$2924 , \$2923 , \$2922 , \$2921 , \$2920 , \$2919 , \$2918 , \$2917 , \$2916 , \$2915 , \$2914 , \$2913 , \$2912 , \$2911 , \$2910 , \$2909 , \$2908 , \$2907 , \$2906 , \$2905 , \$2904 , \$2903 , \$2902 , \$2901 , \$2900 , \$2899 , \$2898 , \$2897 , \$2896 , \$2895 , \$2894 , \$2893  } >> program__payload[7:0];
-  assign \$3149  = ~ s1_valid;
-  assign \$3150  = ~ s2_valid;
-  assign \$3151  = \$3149  & \$3150 ;
-  assign \$3152  = ~ o__valid;
-  assign \$3153  = \$3151  & \$3152 ;
-  assign \$3154  = ~ fetching;
-  assign \$3155  = \$3153  & \$3154 ;
-  assign \$3156  = ~ fetched;
-  assign \$3157  = \$3155  & \$3156 ;
-  assign \$3158  = ~ descriptor__valid;
-  assign idle = \$3157  & \$3158 ;
+  assign \$3149  = { \$3148 , \$3147 , \$3146 , \$3145 , \$3144 , \$3143 , \$3142 , \$3141 , \$3140 , \$3139 , \$3138 , \$3137 , \$3136 , \$3135 , \$3134 , \$3133 , \$3132 , \$3131 , \$3130 , \$3129 , \$3128 , \$3127 , \$3126 , \$3125 , \$3124 , \$3123 , \$3122 , \$3121 , \$3120 , \$3119 , \$3118 , \$3117 , \$3116 , \$3115 , \$3114 , \$3113 , \$3112 , \$3111 , \$3110 , \$3109 , \$3108 , \$3107 , \$3106 , \$3105 , \$3104 , \$3103 , \$3102 , \$3101 , \$3100 , \$3099 , \$3098 , \$3097 , \$3096 , \$3095 , \$3094 , \$3093 , \$3092 , \$3091 , \$3090 , \$3089 , \$3088 , \$3087 , \$3086 , \$3085 , \$3084 , \$3083 , \$3082 , \$3081 , \$3080 , \$3079 , \$3078 , \$3077 , \$3076 , \$3075 , \$3074 , \$3073 , \$3072 , \$3071 , \$3070 , \$3069 , \$3068 , \$3067 , \$3066 , \$3065 , \$3064 , \$3063 , \$3062 , \$3061 , \$3060 , \$3059 , \$3058 , \$3057 , \$3056 , \$3055 , \$3054 , \$3053 , \$3052 , \$3051 , \$3050 , \$3049 , \$3048 , \$3047 , \$3046 , \$3045 , \$3044 , \$3043 , \$3042 , \$3041 , \$3040 , \$3039 , \$3038 , \$3037 , \$3036 , \$3035 , \$3034 , \$3033 , \$3032 , \$3031 , \$3030 , \$3029 , \$3028 , \$3027 , \$3026 , \$3025 , \$3024 , \$3023 , \$3022 , \$3021 , \$3020 , \$3019 , \$3018 , \$3017 , \$3016 , \$3015 , \$3014 , \$3013 , \$3012 , \$3011 , \$3010 , \$3009 , \$3008 , \$3007 , \$3006 , \$3005 , \$3004 , \$3003 , \$3002 , \$3001 , \$3000 , \$2999 , \$2998 , \$2997 , \$2996 , \$2995 , \$2994 , \$2993 , \$2992 , \$2991 , \$2990 , \$2989 , \$2988 , \$2987 , \$2986 , \$2985 , \$2984 , \$2983 , \$2982 , \$2981 , \$2980 , \$2979 , \$2978 , \$2977 , \$2976 , \$2975 , \$2974 , \$2973 , \$2972 , \$2971 , \$2970 , \$2969 , \$2968 , \$2967 , \$2966 , \$2965 , \$2964 , \$2963 , \$2962 , \$2961 , \$2960 , \$2959 , \$2958 , \$2957 , \$2956 , \$2955 , \$2954 , \$2953 , \$2952 , \$2951 , \$2950 , \$2949 , \$2948 , \$2947 , \$2946 , \$2945 , \$2944 , \$2943 , \$2942 , \$2941 , \$2940 , \$2939 , \$2938 , \$2937 , \$2936 , \$2935 , \$2934 , \$2933 , \$2932 , \$2931 , \$2930 , \$2929 , \$2928 , \$2927 , \$2926 , \$2925 , \$2924 , \$2923 , \$2922 , \$2921 , \$2920 , \$2919 , \$2918 , \$2917 , \$2916 , \$2915 , \$2914 , \$2913 , \$2912 , \$2911 , \$2910 , \$2909 , \$2908 , \$2907 , \$2906 , \$2905 , \$2904 , \$2903 , \$2902 , \$2901 , \$2900 , \$2899 , \$2898 , \$2897 , \$2896 , \$2895 , \$2894 , \$2893  } >> program__payload[7:0];
+  assign in_use = \$3149  | desc_held;
+  assign \$3150  = ~ s1_valid;
+  assign \$3151  = ~ s2_valid;
+  assign \$3152  = \$3150  & \$3151 ;
+  assign \$3153  = ~ o__valid;
+  assign \$3154  = \$3152  & \$3153 ;
+  assign \$3155  = ~ fetching;
+  assign \$3156  = \$3154  & \$3155 ;
+  assign \$3157  = ~ fetched;
+  assign \$3158  = \$3156  & \$3157 ;
+  assign \$3159  = ~ descriptor__valid;
+  assign idle = \$3158  & \$3159 ;
   always @(posedge clk)
-    sweep <= \$3159 ;
+    sweep <= \$3160 ;
   always @(posedge clk)
-    busy <= \$3160 ;
+    busy <= \$3161 ;
   always @(posedge clk)
-    s1_valid <= \$3161 ;
+    s1_valid <= \$3162 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$3162 ;
+    s2_valid <= \$3163 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -24470,9 +24488,9 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    fetching <= \$3163 ;
+    fetching <= \$3164 ;
   always @(posedge clk)
-    fetched <= \$3164 ;
+    fetched <= \$3165 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -24480,521 +24498,521 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$3165 ;
+    descriptor__valid <= \$3166 ;
   always @(posedge clk)
-    descriptor__payload <= \$3166 ;
+    descriptor__payload <= \$3167 ;
   always @(posedge clk)
-    uses_0 <= \$3167 ;
+    uses_0 <= \$3168 ;
   always @(posedge clk)
-    uses_1 <= \$3168 ;
+    uses_1 <= \$3169 ;
   always @(posedge clk)
-    uses_2 <= \$3169 ;
+    uses_2 <= \$3170 ;
   always @(posedge clk)
-    uses_3 <= \$3170 ;
+    uses_3 <= \$3171 ;
   always @(posedge clk)
-    uses_4 <= \$3171 ;
+    uses_4 <= \$3172 ;
   always @(posedge clk)
-    uses_5 <= \$3172 ;
+    uses_5 <= \$3173 ;
   always @(posedge clk)
-    uses_6 <= \$3173 ;
+    uses_6 <= \$3174 ;
   always @(posedge clk)
-    uses_7 <= \$3174 ;
+    uses_7 <= \$3175 ;
   always @(posedge clk)
-    uses_8 <= \$3175 ;
+    uses_8 <= \$3176 ;
   always @(posedge clk)
-    uses_9 <= \$3176 ;
+    uses_9 <= \$3177 ;
   always @(posedge clk)
-    uses_10 <= \$3177 ;
+    uses_10 <= \$3178 ;
   always @(posedge clk)
-    uses_11 <= \$3178 ;
+    uses_11 <= \$3179 ;
   always @(posedge clk)
-    uses_12 <= \$3179 ;
+    uses_12 <= \$3180 ;
   always @(posedge clk)
-    uses_13 <= \$3180 ;
+    uses_13 <= \$3181 ;
   always @(posedge clk)
-    uses_14 <= \$3181 ;
+    uses_14 <= \$3182 ;
   always @(posedge clk)
-    uses_15 <= \$3182 ;
+    uses_15 <= \$3183 ;
   always @(posedge clk)
-    uses_16 <= \$3183 ;
+    uses_16 <= \$3184 ;
   always @(posedge clk)
-    uses_17 <= \$3184 ;
+    uses_17 <= \$3185 ;
   always @(posedge clk)
-    uses_18 <= \$3185 ;
+    uses_18 <= \$3186 ;
   always @(posedge clk)
-    uses_19 <= \$3186 ;
+    uses_19 <= \$3187 ;
   always @(posedge clk)
-    uses_20 <= \$3187 ;
+    uses_20 <= \$3188 ;
   always @(posedge clk)
-    uses_21 <= \$3188 ;
+    uses_21 <= \$3189 ;
   always @(posedge clk)
-    uses_22 <= \$3189 ;
+    uses_22 <= \$3190 ;
   always @(posedge clk)
-    uses_23 <= \$3190 ;
+    uses_23 <= \$3191 ;
   always @(posedge clk)
-    uses_24 <= \$3191 ;
+    uses_24 <= \$3192 ;
   always @(posedge clk)
-    uses_25 <= \$3192 ;
+    uses_25 <= \$3193 ;
   always @(posedge clk)
-    uses_26 <= \$3193 ;
+    uses_26 <= \$3194 ;
   always @(posedge clk)
-    uses_27 <= \$3194 ;
+    uses_27 <= \$3195 ;
   always @(posedge clk)
-    uses_28 <= \$3195 ;
+    uses_28 <= \$3196 ;
   always @(posedge clk)
-    uses_29 <= \$3196 ;
+    uses_29 <= \$3197 ;
   always @(posedge clk)
-    uses_30 <= \$3197 ;
+    uses_30 <= \$3198 ;
   always @(posedge clk)
-    uses_31 <= \$3198 ;
+    uses_31 <= \$3199 ;
   always @(posedge clk)
-    uses_32 <= \$3199 ;
+    uses_32 <= \$3200 ;
   always @(posedge clk)
-    uses_33 <= \$3200 ;
+    uses_33 <= \$3201 ;
   always @(posedge clk)
-    uses_34 <= \$3201 ;
+    uses_34 <= \$3202 ;
   always @(posedge clk)
-    uses_35 <= \$3202 ;
+    uses_35 <= \$3203 ;
   always @(posedge clk)
-    uses_36 <= \$3203 ;
+    uses_36 <= \$3204 ;
   always @(posedge clk)
-    uses_37 <= \$3204 ;
+    uses_37 <= \$3205 ;
   always @(posedge clk)
-    uses_38 <= \$3205 ;
+    uses_38 <= \$3206 ;
   always @(posedge clk)
-    uses_39 <= \$3206 ;
+    uses_39 <= \$3207 ;
   always @(posedge clk)
-    uses_40 <= \$3207 ;
+    uses_40 <= \$3208 ;
   always @(posedge clk)
-    uses_41 <= \$3208 ;
+    uses_41 <= \$3209 ;
   always @(posedge clk)
-    uses_42 <= \$3209 ;
+    uses_42 <= \$3210 ;
   always @(posedge clk)
-    uses_43 <= \$3210 ;
+    uses_43 <= \$3211 ;
   always @(posedge clk)
-    uses_44 <= \$3211 ;
+    uses_44 <= \$3212 ;
   always @(posedge clk)
-    uses_45 <= \$3212 ;
+    uses_45 <= \$3213 ;
   always @(posedge clk)
-    uses_46 <= \$3213 ;
+    uses_46 <= \$3214 ;
   always @(posedge clk)
-    uses_47 <= \$3214 ;
+    uses_47 <= \$3215 ;
   always @(posedge clk)
-    uses_48 <= \$3215 ;
+    uses_48 <= \$3216 ;
   always @(posedge clk)
-    uses_49 <= \$3216 ;
+    uses_49 <= \$3217 ;
   always @(posedge clk)
-    uses_50 <= \$3217 ;
+    uses_50 <= \$3218 ;
   always @(posedge clk)
-    uses_51 <= \$3218 ;
+    uses_51 <= \$3219 ;
   always @(posedge clk)
-    uses_52 <= \$3219 ;
+    uses_52 <= \$3220 ;
   always @(posedge clk)
-    uses_53 <= \$3220 ;
+    uses_53 <= \$3221 ;
   always @(posedge clk)
-    uses_54 <= \$3221 ;
+    uses_54 <= \$3222 ;
   always @(posedge clk)
-    uses_55 <= \$3222 ;
+    uses_55 <= \$3223 ;
   always @(posedge clk)
-    uses_56 <= \$3223 ;
+    uses_56 <= \$3224 ;
   always @(posedge clk)
-    uses_57 <= \$3224 ;
+    uses_57 <= \$3225 ;
   always @(posedge clk)
-    uses_58 <= \$3225 ;
+    uses_58 <= \$3226 ;
   always @(posedge clk)
-    uses_59 <= \$3226 ;
+    uses_59 <= \$3227 ;
   always @(posedge clk)
-    uses_60 <= \$3227 ;
+    uses_60 <= \$3228 ;
   always @(posedge clk)
-    uses_61 <= \$3228 ;
+    uses_61 <= \$3229 ;
   always @(posedge clk)
-    uses_62 <= \$3229 ;
+    uses_62 <= \$3230 ;
   always @(posedge clk)
-    uses_63 <= \$3230 ;
+    uses_63 <= \$3231 ;
   always @(posedge clk)
-    uses_64 <= \$3231 ;
+    uses_64 <= \$3232 ;
   always @(posedge clk)
-    uses_65 <= \$3232 ;
+    uses_65 <= \$3233 ;
   always @(posedge clk)
-    uses_66 <= \$3233 ;
+    uses_66 <= \$3234 ;
   always @(posedge clk)
-    uses_67 <= \$3234 ;
+    uses_67 <= \$3235 ;
   always @(posedge clk)
-    uses_68 <= \$3235 ;
+    uses_68 <= \$3236 ;
   always @(posedge clk)
-    uses_69 <= \$3236 ;
+    uses_69 <= \$3237 ;
   always @(posedge clk)
-    uses_70 <= \$3237 ;
+    uses_70 <= \$3238 ;
   always @(posedge clk)
-    uses_71 <= \$3238 ;
+    uses_71 <= \$3239 ;
   always @(posedge clk)
-    uses_72 <= \$3239 ;
+    uses_72 <= \$3240 ;
   always @(posedge clk)
-    uses_73 <= \$3240 ;
+    uses_73 <= \$3241 ;
   always @(posedge clk)
-    uses_74 <= \$3241 ;
+    uses_74 <= \$3242 ;
   always @(posedge clk)
-    uses_75 <= \$3242 ;
+    uses_75 <= \$3243 ;
   always @(posedge clk)
-    uses_76 <= \$3243 ;
+    uses_76 <= \$3244 ;
   always @(posedge clk)
-    uses_77 <= \$3244 ;
+    uses_77 <= \$3245 ;
   always @(posedge clk)
-    uses_78 <= \$3245 ;
+    uses_78 <= \$3246 ;
   always @(posedge clk)
-    uses_79 <= \$3246 ;
+    uses_79 <= \$3247 ;
   always @(posedge clk)
-    uses_80 <= \$3247 ;
+    uses_80 <= \$3248 ;
   always @(posedge clk)
-    uses_81 <= \$3248 ;
+    uses_81 <= \$3249 ;
   always @(posedge clk)
-    uses_82 <= \$3249 ;
+    uses_82 <= \$3250 ;
   always @(posedge clk)
-    uses_83 <= \$3250 ;
+    uses_83 <= \$3251 ;
   always @(posedge clk)
-    uses_84 <= \$3251 ;
+    uses_84 <= \$3252 ;
   always @(posedge clk)
-    uses_85 <= \$3252 ;
+    uses_85 <= \$3253 ;
   always @(posedge clk)
-    uses_86 <= \$3253 ;
+    uses_86 <= \$3254 ;
   always @(posedge clk)
-    uses_87 <= \$3254 ;
+    uses_87 <= \$3255 ;
   always @(posedge clk)
-    uses_88 <= \$3255 ;
+    uses_88 <= \$3256 ;
   always @(posedge clk)
-    uses_89 <= \$3256 ;
+    uses_89 <= \$3257 ;
   always @(posedge clk)
-    uses_90 <= \$3257 ;
+    uses_90 <= \$3258 ;
   always @(posedge clk)
-    uses_91 <= \$3258 ;
+    uses_91 <= \$3259 ;
   always @(posedge clk)
-    uses_92 <= \$3259 ;
+    uses_92 <= \$3260 ;
   always @(posedge clk)
-    uses_93 <= \$3260 ;
+    uses_93 <= \$3261 ;
   always @(posedge clk)
-    uses_94 <= \$3261 ;
+    uses_94 <= \$3262 ;
   always @(posedge clk)
-    uses_95 <= \$3262 ;
+    uses_95 <= \$3263 ;
   always @(posedge clk)
-    uses_96 <= \$3263 ;
+    uses_96 <= \$3264 ;
   always @(posedge clk)
-    uses_97 <= \$3264 ;
+    uses_97 <= \$3265 ;
   always @(posedge clk)
-    uses_98 <= \$3265 ;
+    uses_98 <= \$3266 ;
   always @(posedge clk)
-    uses_99 <= \$3266 ;
+    uses_99 <= \$3267 ;
   always @(posedge clk)
-    uses_100 <= \$3267 ;
+    uses_100 <= \$3268 ;
   always @(posedge clk)
-    uses_101 <= \$3268 ;
+    uses_101 <= \$3269 ;
   always @(posedge clk)
-    uses_102 <= \$3269 ;
+    uses_102 <= \$3270 ;
   always @(posedge clk)
-    uses_103 <= \$3270 ;
+    uses_103 <= \$3271 ;
   always @(posedge clk)
-    uses_104 <= \$3271 ;
+    uses_104 <= \$3272 ;
   always @(posedge clk)
-    uses_105 <= \$3272 ;
+    uses_105 <= \$3273 ;
   always @(posedge clk)
-    uses_106 <= \$3273 ;
+    uses_106 <= \$3274 ;
   always @(posedge clk)
-    uses_107 <= \$3274 ;
+    uses_107 <= \$3275 ;
   always @(posedge clk)
-    uses_108 <= \$3275 ;
+    uses_108 <= \$3276 ;
   always @(posedge clk)
-    uses_109 <= \$3276 ;
+    uses_109 <= \$3277 ;
   always @(posedge clk)
-    uses_110 <= \$3277 ;
+    uses_110 <= \$3278 ;
   always @(posedge clk)
-    uses_111 <= \$3278 ;
+    uses_111 <= \$3279 ;
   always @(posedge clk)
-    uses_112 <= \$3279 ;
+    uses_112 <= \$3280 ;
   always @(posedge clk)
-    uses_113 <= \$3280 ;
+    uses_113 <= \$3281 ;
   always @(posedge clk)
-    uses_114 <= \$3281 ;
+    uses_114 <= \$3282 ;
   always @(posedge clk)
-    uses_115 <= \$3282 ;
+    uses_115 <= \$3283 ;
   always @(posedge clk)
-    uses_116 <= \$3283 ;
+    uses_116 <= \$3284 ;
   always @(posedge clk)
-    uses_117 <= \$3284 ;
+    uses_117 <= \$3285 ;
   always @(posedge clk)
-    uses_118 <= \$3285 ;
+    uses_118 <= \$3286 ;
   always @(posedge clk)
-    uses_119 <= \$3286 ;
+    uses_119 <= \$3287 ;
   always @(posedge clk)
-    uses_120 <= \$3287 ;
+    uses_120 <= \$3288 ;
   always @(posedge clk)
-    uses_121 <= \$3288 ;
+    uses_121 <= \$3289 ;
   always @(posedge clk)
-    uses_122 <= \$3289 ;
+    uses_122 <= \$3290 ;
   always @(posedge clk)
-    uses_123 <= \$3290 ;
+    uses_123 <= \$3291 ;
   always @(posedge clk)
-    uses_124 <= \$3291 ;
+    uses_124 <= \$3292 ;
   always @(posedge clk)
-    uses_125 <= \$3292 ;
+    uses_125 <= \$3293 ;
   always @(posedge clk)
-    uses_126 <= \$3293 ;
+    uses_126 <= \$3294 ;
   always @(posedge clk)
-    uses_127 <= \$3294 ;
+    uses_127 <= \$3295 ;
   always @(posedge clk)
-    uses_128 <= \$3295 ;
+    uses_128 <= \$3296 ;
   always @(posedge clk)
-    uses_129 <= \$3296 ;
+    uses_129 <= \$3297 ;
   always @(posedge clk)
-    uses_130 <= \$3297 ;
+    uses_130 <= \$3298 ;
   always @(posedge clk)
-    uses_131 <= \$3298 ;
+    uses_131 <= \$3299 ;
   always @(posedge clk)
-    uses_132 <= \$3299 ;
+    uses_132 <= \$3300 ;
   always @(posedge clk)
-    uses_133 <= \$3300 ;
+    uses_133 <= \$3301 ;
   always @(posedge clk)
-    uses_134 <= \$3301 ;
+    uses_134 <= \$3302 ;
   always @(posedge clk)
-    uses_135 <= \$3302 ;
+    uses_135 <= \$3303 ;
   always @(posedge clk)
-    uses_136 <= \$3303 ;
+    uses_136 <= \$3304 ;
   always @(posedge clk)
-    uses_137 <= \$3304 ;
+    uses_137 <= \$3305 ;
   always @(posedge clk)
-    uses_138 <= \$3305 ;
+    uses_138 <= \$3306 ;
   always @(posedge clk)
-    uses_139 <= \$3306 ;
+    uses_139 <= \$3307 ;
   always @(posedge clk)
-    uses_140 <= \$3307 ;
+    uses_140 <= \$3308 ;
   always @(posedge clk)
-    uses_141 <= \$3308 ;
+    uses_141 <= \$3309 ;
   always @(posedge clk)
-    uses_142 <= \$3309 ;
+    uses_142 <= \$3310 ;
   always @(posedge clk)
-    uses_143 <= \$3310 ;
+    uses_143 <= \$3311 ;
   always @(posedge clk)
-    uses_144 <= \$3311 ;
+    uses_144 <= \$3312 ;
   always @(posedge clk)
-    uses_145 <= \$3312 ;
+    uses_145 <= \$3313 ;
   always @(posedge clk)
-    uses_146 <= \$3313 ;
+    uses_146 <= \$3314 ;
   always @(posedge clk)
-    uses_147 <= \$3314 ;
+    uses_147 <= \$3315 ;
   always @(posedge clk)
-    uses_148 <= \$3315 ;
+    uses_148 <= \$3316 ;
   always @(posedge clk)
-    uses_149 <= \$3316 ;
+    uses_149 <= \$3317 ;
   always @(posedge clk)
-    uses_150 <= \$3317 ;
+    uses_150 <= \$3318 ;
   always @(posedge clk)
-    uses_151 <= \$3318 ;
+    uses_151 <= \$3319 ;
   always @(posedge clk)
-    uses_152 <= \$3319 ;
+    uses_152 <= \$3320 ;
   always @(posedge clk)
-    uses_153 <= \$3320 ;
+    uses_153 <= \$3321 ;
   always @(posedge clk)
-    uses_154 <= \$3321 ;
+    uses_154 <= \$3322 ;
   always @(posedge clk)
-    uses_155 <= \$3322 ;
+    uses_155 <= \$3323 ;
   always @(posedge clk)
-    uses_156 <= \$3323 ;
+    uses_156 <= \$3324 ;
   always @(posedge clk)
-    uses_157 <= \$3324 ;
+    uses_157 <= \$3325 ;
   always @(posedge clk)
-    uses_158 <= \$3325 ;
+    uses_158 <= \$3326 ;
   always @(posedge clk)
-    uses_159 <= \$3326 ;
+    uses_159 <= \$3327 ;
   always @(posedge clk)
-    uses_160 <= \$3327 ;
+    uses_160 <= \$3328 ;
   always @(posedge clk)
-    uses_161 <= \$3328 ;
+    uses_161 <= \$3329 ;
   always @(posedge clk)
-    uses_162 <= \$3329 ;
+    uses_162 <= \$3330 ;
   always @(posedge clk)
-    uses_163 <= \$3330 ;
+    uses_163 <= \$3331 ;
   always @(posedge clk)
-    uses_164 <= \$3331 ;
+    uses_164 <= \$3332 ;
   always @(posedge clk)
-    uses_165 <= \$3332 ;
+    uses_165 <= \$3333 ;
   always @(posedge clk)
-    uses_166 <= \$3333 ;
+    uses_166 <= \$3334 ;
   always @(posedge clk)
-    uses_167 <= \$3334 ;
+    uses_167 <= \$3335 ;
   always @(posedge clk)
-    uses_168 <= \$3335 ;
+    uses_168 <= \$3336 ;
   always @(posedge clk)
-    uses_169 <= \$3336 ;
+    uses_169 <= \$3337 ;
   always @(posedge clk)
-    uses_170 <= \$3337 ;
+    uses_170 <= \$3338 ;
   always @(posedge clk)
-    uses_171 <= \$3338 ;
+    uses_171 <= \$3339 ;
   always @(posedge clk)
-    uses_172 <= \$3339 ;
+    uses_172 <= \$3340 ;
   always @(posedge clk)
-    uses_173 <= \$3340 ;
+    uses_173 <= \$3341 ;
   always @(posedge clk)
-    uses_174 <= \$3341 ;
+    uses_174 <= \$3342 ;
   always @(posedge clk)
-    uses_175 <= \$3342 ;
+    uses_175 <= \$3343 ;
   always @(posedge clk)
-    uses_176 <= \$3343 ;
+    uses_176 <= \$3344 ;
   always @(posedge clk)
-    uses_177 <= \$3344 ;
+    uses_177 <= \$3345 ;
   always @(posedge clk)
-    uses_178 <= \$3345 ;
+    uses_178 <= \$3346 ;
   always @(posedge clk)
-    uses_179 <= \$3346 ;
+    uses_179 <= \$3347 ;
   always @(posedge clk)
-    uses_180 <= \$3347 ;
+    uses_180 <= \$3348 ;
   always @(posedge clk)
-    uses_181 <= \$3348 ;
+    uses_181 <= \$3349 ;
   always @(posedge clk)
-    uses_182 <= \$3349 ;
+    uses_182 <= \$3350 ;
   always @(posedge clk)
-    uses_183 <= \$3350 ;
+    uses_183 <= \$3351 ;
   always @(posedge clk)
-    uses_184 <= \$3351 ;
+    uses_184 <= \$3352 ;
   always @(posedge clk)
-    uses_185 <= \$3352 ;
+    uses_185 <= \$3353 ;
   always @(posedge clk)
-    uses_186 <= \$3353 ;
+    uses_186 <= \$3354 ;
   always @(posedge clk)
-    uses_187 <= \$3354 ;
+    uses_187 <= \$3355 ;
   always @(posedge clk)
-    uses_188 <= \$3355 ;
+    uses_188 <= \$3356 ;
   always @(posedge clk)
-    uses_189 <= \$3356 ;
+    uses_189 <= \$3357 ;
   always @(posedge clk)
-    uses_190 <= \$3357 ;
+    uses_190 <= \$3358 ;
   always @(posedge clk)
-    uses_191 <= \$3358 ;
+    uses_191 <= \$3359 ;
   always @(posedge clk)
-    uses_192 <= \$3359 ;
+    uses_192 <= \$3360 ;
   always @(posedge clk)
-    uses_193 <= \$3360 ;
+    uses_193 <= \$3361 ;
   always @(posedge clk)
-    uses_194 <= \$3361 ;
+    uses_194 <= \$3362 ;
   always @(posedge clk)
-    uses_195 <= \$3362 ;
+    uses_195 <= \$3363 ;
   always @(posedge clk)
-    uses_196 <= \$3363 ;
+    uses_196 <= \$3364 ;
   always @(posedge clk)
-    uses_197 <= \$3364 ;
+    uses_197 <= \$3365 ;
   always @(posedge clk)
-    uses_198 <= \$3365 ;
+    uses_198 <= \$3366 ;
   always @(posedge clk)
-    uses_199 <= \$3366 ;
+    uses_199 <= \$3367 ;
   always @(posedge clk)
-    uses_200 <= \$3367 ;
+    uses_200 <= \$3368 ;
   always @(posedge clk)
-    uses_201 <= \$3368 ;
+    uses_201 <= \$3369 ;
   always @(posedge clk)
-    uses_202 <= \$3369 ;
+    uses_202 <= \$3370 ;
   always @(posedge clk)
-    uses_203 <= \$3370 ;
+    uses_203 <= \$3371 ;
   always @(posedge clk)
-    uses_204 <= \$3371 ;
+    uses_204 <= \$3372 ;
   always @(posedge clk)
-    uses_205 <= \$3372 ;
+    uses_205 <= \$3373 ;
   always @(posedge clk)
-    uses_206 <= \$3373 ;
+    uses_206 <= \$3374 ;
   always @(posedge clk)
-    uses_207 <= \$3374 ;
+    uses_207 <= \$3375 ;
   always @(posedge clk)
-    uses_208 <= \$3375 ;
+    uses_208 <= \$3376 ;
   always @(posedge clk)
-    uses_209 <= \$3376 ;
+    uses_209 <= \$3377 ;
   always @(posedge clk)
-    uses_210 <= \$3377 ;
+    uses_210 <= \$3378 ;
   always @(posedge clk)
-    uses_211 <= \$3378 ;
+    uses_211 <= \$3379 ;
   always @(posedge clk)
-    uses_212 <= \$3379 ;
+    uses_212 <= \$3380 ;
   always @(posedge clk)
-    uses_213 <= \$3380 ;
+    uses_213 <= \$3381 ;
   always @(posedge clk)
-    uses_214 <= \$3381 ;
+    uses_214 <= \$3382 ;
   always @(posedge clk)
-    uses_215 <= \$3382 ;
+    uses_215 <= \$3383 ;
   always @(posedge clk)
-    uses_216 <= \$3383 ;
+    uses_216 <= \$3384 ;
   always @(posedge clk)
-    uses_217 <= \$3384 ;
+    uses_217 <= \$3385 ;
   always @(posedge clk)
-    uses_218 <= \$3385 ;
+    uses_218 <= \$3386 ;
   always @(posedge clk)
-    uses_219 <= \$3386 ;
+    uses_219 <= \$3387 ;
   always @(posedge clk)
-    uses_220 <= \$3387 ;
+    uses_220 <= \$3388 ;
   always @(posedge clk)
-    uses_221 <= \$3388 ;
+    uses_221 <= \$3389 ;
   always @(posedge clk)
-    uses_222 <= \$3389 ;
+    uses_222 <= \$3390 ;
   always @(posedge clk)
-    uses_223 <= \$3390 ;
+    uses_223 <= \$3391 ;
   always @(posedge clk)
-    uses_224 <= \$3391 ;
+    uses_224 <= \$3392 ;
   always @(posedge clk)
-    uses_225 <= \$3392 ;
+    uses_225 <= \$3393 ;
   always @(posedge clk)
-    uses_226 <= \$3393 ;
+    uses_226 <= \$3394 ;
   always @(posedge clk)
-    uses_227 <= \$3394 ;
+    uses_227 <= \$3395 ;
   always @(posedge clk)
-    uses_228 <= \$3395 ;
+    uses_228 <= \$3396 ;
   always @(posedge clk)
-    uses_229 <= \$3396 ;
+    uses_229 <= \$3397 ;
   always @(posedge clk)
-    uses_230 <= \$3397 ;
+    uses_230 <= \$3398 ;
   always @(posedge clk)
-    uses_231 <= \$3398 ;
+    uses_231 <= \$3399 ;
   always @(posedge clk)
-    uses_232 <= \$3399 ;
+    uses_232 <= \$3400 ;
   always @(posedge clk)
-    uses_233 <= \$3400 ;
+    uses_233 <= \$3401 ;
   always @(posedge clk)
-    uses_234 <= \$3401 ;
+    uses_234 <= \$3402 ;
   always @(posedge clk)
-    uses_235 <= \$3402 ;
+    uses_235 <= \$3403 ;
   always @(posedge clk)
-    uses_236 <= \$3403 ;
+    uses_236 <= \$3404 ;
   always @(posedge clk)
-    uses_237 <= \$3404 ;
+    uses_237 <= \$3405 ;
   always @(posedge clk)
-    uses_238 <= \$3405 ;
+    uses_238 <= \$3406 ;
   always @(posedge clk)
-    uses_239 <= \$3406 ;
+    uses_239 <= \$3407 ;
   always @(posedge clk)
-    uses_240 <= \$3407 ;
+    uses_240 <= \$3408 ;
   always @(posedge clk)
-    uses_241 <= \$3408 ;
+    uses_241 <= \$3409 ;
   always @(posedge clk)
-    uses_242 <= \$3409 ;
+    uses_242 <= \$3410 ;
   always @(posedge clk)
-    uses_243 <= \$3410 ;
+    uses_243 <= \$3411 ;
   always @(posedge clk)
-    uses_244 <= \$3411 ;
+    uses_244 <= \$3412 ;
   always @(posedge clk)
-    uses_245 <= \$3412 ;
+    uses_245 <= \$3413 ;
   always @(posedge clk)
-    uses_246 <= \$3413 ;
+    uses_246 <= \$3414 ;
   always @(posedge clk)
-    uses_247 <= \$3414 ;
+    uses_247 <= \$3415 ;
   always @(posedge clk)
-    uses_248 <= \$3415 ;
+    uses_248 <= \$3416 ;
   always @(posedge clk)
-    uses_249 <= \$3416 ;
+    uses_249 <= \$3417 ;
   always @(posedge clk)
-    uses_250 <= \$3417 ;
+    uses_250 <= \$3418 ;
   always @(posedge clk)
-    uses_251 <= \$3418 ;
+    uses_251 <= \$3419 ;
   always @(posedge clk)
-    uses_252 <= \$3419 ;
+    uses_252 <= \$3420 ;
   always @(posedge clk)
-    uses_253 <= \$3420 ;
+    uses_253 <= \$3421 ;
   always @(posedge clk)
-    uses_254 <= \$3421 ;
+    uses_254 <= \$3422 ;
   always @(posedge clk)
-    uses_255 <= \$3422 ;
+    uses_255 <= \$3423 ;
   t3hw_engine__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .level(level),
@@ -25007,1876 +25025,1876 @@ module t3hw_engine__dma__queue (rst, trigger__valid, trigger__payload, program__
   );
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3159  = sweep;
+    \$3160  = sweep;
     if (busy) begin
-      \$3159  = \$1 [7:0];
+      \$3160  = \$1 [7:0];
     end
     if (rst) begin
-      \$3159  = 8'h00;
+      \$3160  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3160  = busy;
+    \$3161  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$3160  = 1'h0;
+        \$3161  = 1'h0;
       end
     end
     if (rst) begin
-      \$3160  = 1'h1;
+      \$3161  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3161  = \$3 ;
-    if (rst) begin
-      \$3161  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$3162  = s1_valid;
+    \$3162  = \$3 ;
     if (rst) begin
       \$3162  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3163  = \$4 ;
+    \$3163  = s1_valid;
     if (rst) begin
       \$3163  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3164  = fetching;
+    \$3164  = \$4 ;
     if (rst) begin
       \$3164  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3165  = descriptor__valid;
+    \$3165  = fetching;
+    if (rst) begin
+      \$3165  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$3166  = descriptor__valid;
     if (descriptor__ready) begin
-      \$3165  = 1'h0;
+      \$3166  = 1'h0;
     end
     if (fetched) begin
-      \$3165  = 1'h1;
+      \$3166  = 1'h1;
     end
     if (rst) begin
-      \$3165  = 1'h0;
+      \$3166  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3166  = descriptor__payload;
+    \$3167  = descriptor__payload;
     if (fetched) begin
-      \$3166 [8] = got[0];
-      \$3166 [9] = got[1];
-      \$3166 [14:10] = got[6:2];
-      \$3166 [30:15] = got[22:7];
-      \$3166 [42:31] = got[34:23];
-      \$3166 [58:43] = got[50:35];
-      \$3166 [82:59] = got[74:51];
-      \$3166 [130:83] = got[122:75];
-      \$3166 [178:131] = got[170:123];
-      \$3166 [7:0] = got_index;
+      \$3167 [8] = got[0];
+      \$3167 [9] = got[1];
+      \$3167 [14:10] = got[6:2];
+      \$3167 [30:15] = got[22:7];
+      \$3167 [42:31] = got[34:23];
+      \$3167 [58:43] = got[50:35];
+      \$3167 [82:59] = got[74:51];
+      \$3167 [130:83] = got[122:75];
+      \$3167 [178:131] = got[170:123];
+      \$3167 [7:0] = got_index;
     end
     if (rst) begin
-      \$3166  = 179'h000000000000000000000000000000000000000000000;
+      \$3167  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3167  = \$15 [4:0];
-    if (rst) begin
-      \$3167  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$3168  = \$26 [4:0];
+    \$3168  = \$15 [4:0];
     if (rst) begin
       \$3168  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3169  = \$37 [4:0];
+    \$3169  = \$26 [4:0];
     if (rst) begin
       \$3169  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3170  = \$48 [4:0];
+    \$3170  = \$37 [4:0];
     if (rst) begin
       \$3170  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3171  = \$59 [4:0];
+    \$3171  = \$48 [4:0];
     if (rst) begin
       \$3171  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3172  = \$70 [4:0];
+    \$3172  = \$59 [4:0];
     if (rst) begin
       \$3172  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3173  = \$81 [4:0];
+    \$3173  = \$70 [4:0];
     if (rst) begin
       \$3173  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3174  = \$92 [4:0];
+    \$3174  = \$81 [4:0];
     if (rst) begin
       \$3174  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3175  = \$103 [4:0];
+    \$3175  = \$92 [4:0];
     if (rst) begin
       \$3175  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3176  = \$114 [4:0];
+    \$3176  = \$103 [4:0];
     if (rst) begin
       \$3176  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3177  = \$125 [4:0];
+    \$3177  = \$114 [4:0];
     if (rst) begin
       \$3177  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3178  = \$136 [4:0];
+    \$3178  = \$125 [4:0];
     if (rst) begin
       \$3178  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3179  = \$147 [4:0];
+    \$3179  = \$136 [4:0];
     if (rst) begin
       \$3179  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3180  = \$158 [4:0];
+    \$3180  = \$147 [4:0];
     if (rst) begin
       \$3180  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3181  = \$169 [4:0];
+    \$3181  = \$158 [4:0];
     if (rst) begin
       \$3181  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3182  = \$180 [4:0];
+    \$3182  = \$169 [4:0];
     if (rst) begin
       \$3182  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3183  = \$191 [4:0];
+    \$3183  = \$180 [4:0];
     if (rst) begin
       \$3183  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3184  = \$202 [4:0];
+    \$3184  = \$191 [4:0];
     if (rst) begin
       \$3184  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3185  = \$213 [4:0];
+    \$3185  = \$202 [4:0];
     if (rst) begin
       \$3185  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3186  = \$224 [4:0];
+    \$3186  = \$213 [4:0];
     if (rst) begin
       \$3186  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3187  = \$235 [4:0];
+    \$3187  = \$224 [4:0];
     if (rst) begin
       \$3187  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3188  = \$246 [4:0];
+    \$3188  = \$235 [4:0];
     if (rst) begin
       \$3188  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3189  = \$257 [4:0];
+    \$3189  = \$246 [4:0];
     if (rst) begin
       \$3189  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3190  = \$268 [4:0];
+    \$3190  = \$257 [4:0];
     if (rst) begin
       \$3190  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3191  = \$279 [4:0];
+    \$3191  = \$268 [4:0];
     if (rst) begin
       \$3191  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3192  = \$290 [4:0];
+    \$3192  = \$279 [4:0];
     if (rst) begin
       \$3192  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3193  = \$301 [4:0];
+    \$3193  = \$290 [4:0];
     if (rst) begin
       \$3193  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3194  = \$312 [4:0];
+    \$3194  = \$301 [4:0];
     if (rst) begin
       \$3194  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3195  = \$323 [4:0];
+    \$3195  = \$312 [4:0];
     if (rst) begin
       \$3195  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3196  = \$334 [4:0];
+    \$3196  = \$323 [4:0];
     if (rst) begin
       \$3196  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3197  = \$345 [4:0];
+    \$3197  = \$334 [4:0];
     if (rst) begin
       \$3197  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3198  = \$356 [4:0];
+    \$3198  = \$345 [4:0];
     if (rst) begin
       \$3198  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3199  = \$367 [4:0];
+    \$3199  = \$356 [4:0];
     if (rst) begin
       \$3199  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3200  = \$378 [4:0];
+    \$3200  = \$367 [4:0];
     if (rst) begin
       \$3200  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3201  = \$389 [4:0];
+    \$3201  = \$378 [4:0];
     if (rst) begin
       \$3201  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3202  = \$400 [4:0];
+    \$3202  = \$389 [4:0];
     if (rst) begin
       \$3202  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3203  = \$411 [4:0];
+    \$3203  = \$400 [4:0];
     if (rst) begin
       \$3203  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3204  = \$422 [4:0];
+    \$3204  = \$411 [4:0];
     if (rst) begin
       \$3204  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3205  = \$433 [4:0];
+    \$3205  = \$422 [4:0];
     if (rst) begin
       \$3205  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3206  = \$444 [4:0];
+    \$3206  = \$433 [4:0];
     if (rst) begin
       \$3206  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3207  = \$455 [4:0];
+    \$3207  = \$444 [4:0];
     if (rst) begin
       \$3207  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3208  = \$466 [4:0];
+    \$3208  = \$455 [4:0];
     if (rst) begin
       \$3208  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3209  = \$477 [4:0];
+    \$3209  = \$466 [4:0];
     if (rst) begin
       \$3209  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3210  = \$488 [4:0];
+    \$3210  = \$477 [4:0];
     if (rst) begin
       \$3210  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3211  = \$499 [4:0];
+    \$3211  = \$488 [4:0];
     if (rst) begin
       \$3211  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3212  = \$510 [4:0];
+    \$3212  = \$499 [4:0];
     if (rst) begin
       \$3212  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3213  = \$521 [4:0];
+    \$3213  = \$510 [4:0];
     if (rst) begin
       \$3213  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3214  = \$532 [4:0];
+    \$3214  = \$521 [4:0];
     if (rst) begin
       \$3214  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3215  = \$543 [4:0];
+    \$3215  = \$532 [4:0];
     if (rst) begin
       \$3215  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3216  = \$554 [4:0];
+    \$3216  = \$543 [4:0];
     if (rst) begin
       \$3216  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3217  = \$565 [4:0];
+    \$3217  = \$554 [4:0];
     if (rst) begin
       \$3217  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3218  = \$576 [4:0];
+    \$3218  = \$565 [4:0];
     if (rst) begin
       \$3218  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3219  = \$587 [4:0];
+    \$3219  = \$576 [4:0];
     if (rst) begin
       \$3219  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3220  = \$598 [4:0];
+    \$3220  = \$587 [4:0];
     if (rst) begin
       \$3220  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3221  = \$609 [4:0];
+    \$3221  = \$598 [4:0];
     if (rst) begin
       \$3221  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3222  = \$620 [4:0];
+    \$3222  = \$609 [4:0];
     if (rst) begin
       \$3222  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3223  = \$631 [4:0];
+    \$3223  = \$620 [4:0];
     if (rst) begin
       \$3223  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3224  = \$642 [4:0];
+    \$3224  = \$631 [4:0];
     if (rst) begin
       \$3224  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3225  = \$653 [4:0];
+    \$3225  = \$642 [4:0];
     if (rst) begin
       \$3225  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3226  = \$664 [4:0];
+    \$3226  = \$653 [4:0];
     if (rst) begin
       \$3226  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3227  = \$675 [4:0];
+    \$3227  = \$664 [4:0];
     if (rst) begin
       \$3227  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3228  = \$686 [4:0];
+    \$3228  = \$675 [4:0];
     if (rst) begin
       \$3228  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3229  = \$697 [4:0];
+    \$3229  = \$686 [4:0];
     if (rst) begin
       \$3229  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3230  = \$708 [4:0];
+    \$3230  = \$697 [4:0];
     if (rst) begin
       \$3230  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3231  = \$719 [4:0];
+    \$3231  = \$708 [4:0];
     if (rst) begin
       \$3231  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3232  = \$730 [4:0];
+    \$3232  = \$719 [4:0];
     if (rst) begin
       \$3232  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3233  = \$741 [4:0];
+    \$3233  = \$730 [4:0];
     if (rst) begin
       \$3233  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3234  = \$752 [4:0];
+    \$3234  = \$741 [4:0];
     if (rst) begin
       \$3234  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3235  = \$763 [4:0];
+    \$3235  = \$752 [4:0];
     if (rst) begin
       \$3235  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3236  = \$774 [4:0];
+    \$3236  = \$763 [4:0];
     if (rst) begin
       \$3236  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3237  = \$785 [4:0];
+    \$3237  = \$774 [4:0];
     if (rst) begin
       \$3237  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3238  = \$796 [4:0];
+    \$3238  = \$785 [4:0];
     if (rst) begin
       \$3238  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3239  = \$807 [4:0];
+    \$3239  = \$796 [4:0];
     if (rst) begin
       \$3239  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3240  = \$818 [4:0];
+    \$3240  = \$807 [4:0];
     if (rst) begin
       \$3240  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3241  = \$829 [4:0];
+    \$3241  = \$818 [4:0];
     if (rst) begin
       \$3241  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3242  = \$840 [4:0];
+    \$3242  = \$829 [4:0];
     if (rst) begin
       \$3242  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3243  = \$851 [4:0];
+    \$3243  = \$840 [4:0];
     if (rst) begin
       \$3243  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3244  = \$862 [4:0];
+    \$3244  = \$851 [4:0];
     if (rst) begin
       \$3244  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3245  = \$873 [4:0];
+    \$3245  = \$862 [4:0];
     if (rst) begin
       \$3245  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3246  = \$884 [4:0];
+    \$3246  = \$873 [4:0];
     if (rst) begin
       \$3246  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3247  = \$895 [4:0];
+    \$3247  = \$884 [4:0];
     if (rst) begin
       \$3247  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3248  = \$906 [4:0];
+    \$3248  = \$895 [4:0];
     if (rst) begin
       \$3248  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3249  = \$917 [4:0];
+    \$3249  = \$906 [4:0];
     if (rst) begin
       \$3249  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3250  = \$928 [4:0];
+    \$3250  = \$917 [4:0];
     if (rst) begin
       \$3250  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3251  = \$939 [4:0];
+    \$3251  = \$928 [4:0];
     if (rst) begin
       \$3251  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3252  = \$950 [4:0];
+    \$3252  = \$939 [4:0];
     if (rst) begin
       \$3252  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3253  = \$961 [4:0];
+    \$3253  = \$950 [4:0];
     if (rst) begin
       \$3253  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3254  = \$972 [4:0];
+    \$3254  = \$961 [4:0];
     if (rst) begin
       \$3254  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3255  = \$983 [4:0];
+    \$3255  = \$972 [4:0];
     if (rst) begin
       \$3255  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3256  = \$994 [4:0];
+    \$3256  = \$983 [4:0];
     if (rst) begin
       \$3256  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3257  = \$1005 [4:0];
+    \$3257  = \$994 [4:0];
     if (rst) begin
       \$3257  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3258  = \$1016 [4:0];
+    \$3258  = \$1005 [4:0];
     if (rst) begin
       \$3258  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3259  = \$1027 [4:0];
+    \$3259  = \$1016 [4:0];
     if (rst) begin
       \$3259  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3260  = \$1038 [4:0];
+    \$3260  = \$1027 [4:0];
     if (rst) begin
       \$3260  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3261  = \$1049 [4:0];
+    \$3261  = \$1038 [4:0];
     if (rst) begin
       \$3261  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3262  = \$1060 [4:0];
+    \$3262  = \$1049 [4:0];
     if (rst) begin
       \$3262  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3263  = \$1071 [4:0];
+    \$3263  = \$1060 [4:0];
     if (rst) begin
       \$3263  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3264  = \$1082 [4:0];
+    \$3264  = \$1071 [4:0];
     if (rst) begin
       \$3264  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3265  = \$1093 [4:0];
+    \$3265  = \$1082 [4:0];
     if (rst) begin
       \$3265  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3266  = \$1104 [4:0];
+    \$3266  = \$1093 [4:0];
     if (rst) begin
       \$3266  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3267  = \$1115 [4:0];
+    \$3267  = \$1104 [4:0];
     if (rst) begin
       \$3267  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3268  = \$1126 [4:0];
+    \$3268  = \$1115 [4:0];
     if (rst) begin
       \$3268  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3269  = \$1137 [4:0];
+    \$3269  = \$1126 [4:0];
     if (rst) begin
       \$3269  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3270  = \$1148 [4:0];
+    \$3270  = \$1137 [4:0];
     if (rst) begin
       \$3270  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3271  = \$1159 [4:0];
+    \$3271  = \$1148 [4:0];
     if (rst) begin
       \$3271  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3272  = \$1170 [4:0];
+    \$3272  = \$1159 [4:0];
     if (rst) begin
       \$3272  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3273  = \$1181 [4:0];
+    \$3273  = \$1170 [4:0];
     if (rst) begin
       \$3273  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3274  = \$1192 [4:0];
+    \$3274  = \$1181 [4:0];
     if (rst) begin
       \$3274  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3275  = \$1203 [4:0];
+    \$3275  = \$1192 [4:0];
     if (rst) begin
       \$3275  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3276  = \$1214 [4:0];
+    \$3276  = \$1203 [4:0];
     if (rst) begin
       \$3276  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3277  = \$1225 [4:0];
+    \$3277  = \$1214 [4:0];
     if (rst) begin
       \$3277  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3278  = \$1236 [4:0];
+    \$3278  = \$1225 [4:0];
     if (rst) begin
       \$3278  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3279  = \$1247 [4:0];
+    \$3279  = \$1236 [4:0];
     if (rst) begin
       \$3279  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3280  = \$1258 [4:0];
+    \$3280  = \$1247 [4:0];
     if (rst) begin
       \$3280  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3281  = \$1269 [4:0];
+    \$3281  = \$1258 [4:0];
     if (rst) begin
       \$3281  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3282  = \$1280 [4:0];
+    \$3282  = \$1269 [4:0];
     if (rst) begin
       \$3282  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3283  = \$1291 [4:0];
+    \$3283  = \$1280 [4:0];
     if (rst) begin
       \$3283  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3284  = \$1302 [4:0];
+    \$3284  = \$1291 [4:0];
     if (rst) begin
       \$3284  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3285  = \$1313 [4:0];
+    \$3285  = \$1302 [4:0];
     if (rst) begin
       \$3285  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3286  = \$1324 [4:0];
+    \$3286  = \$1313 [4:0];
     if (rst) begin
       \$3286  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3287  = \$1335 [4:0];
+    \$3287  = \$1324 [4:0];
     if (rst) begin
       \$3287  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3288  = \$1346 [4:0];
+    \$3288  = \$1335 [4:0];
     if (rst) begin
       \$3288  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3289  = \$1357 [4:0];
+    \$3289  = \$1346 [4:0];
     if (rst) begin
       \$3289  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3290  = \$1368 [4:0];
+    \$3290  = \$1357 [4:0];
     if (rst) begin
       \$3290  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3291  = \$1379 [4:0];
+    \$3291  = \$1368 [4:0];
     if (rst) begin
       \$3291  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3292  = \$1390 [4:0];
+    \$3292  = \$1379 [4:0];
     if (rst) begin
       \$3292  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3293  = \$1401 [4:0];
+    \$3293  = \$1390 [4:0];
     if (rst) begin
       \$3293  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3294  = \$1412 [4:0];
+    \$3294  = \$1401 [4:0];
     if (rst) begin
       \$3294  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3295  = \$1423 [4:0];
+    \$3295  = \$1412 [4:0];
     if (rst) begin
       \$3295  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3296  = \$1434 [4:0];
+    \$3296  = \$1423 [4:0];
     if (rst) begin
       \$3296  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3297  = \$1445 [4:0];
+    \$3297  = \$1434 [4:0];
     if (rst) begin
       \$3297  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3298  = \$1456 [4:0];
+    \$3298  = \$1445 [4:0];
     if (rst) begin
       \$3298  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3299  = \$1467 [4:0];
+    \$3299  = \$1456 [4:0];
     if (rst) begin
       \$3299  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3300  = \$1478 [4:0];
+    \$3300  = \$1467 [4:0];
     if (rst) begin
       \$3300  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3301  = \$1489 [4:0];
+    \$3301  = \$1478 [4:0];
     if (rst) begin
       \$3301  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3302  = \$1500 [4:0];
+    \$3302  = \$1489 [4:0];
     if (rst) begin
       \$3302  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3303  = \$1511 [4:0];
+    \$3303  = \$1500 [4:0];
     if (rst) begin
       \$3303  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3304  = \$1522 [4:0];
+    \$3304  = \$1511 [4:0];
     if (rst) begin
       \$3304  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3305  = \$1533 [4:0];
+    \$3305  = \$1522 [4:0];
     if (rst) begin
       \$3305  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3306  = \$1544 [4:0];
+    \$3306  = \$1533 [4:0];
     if (rst) begin
       \$3306  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3307  = \$1555 [4:0];
+    \$3307  = \$1544 [4:0];
     if (rst) begin
       \$3307  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3308  = \$1566 [4:0];
+    \$3308  = \$1555 [4:0];
     if (rst) begin
       \$3308  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3309  = \$1577 [4:0];
+    \$3309  = \$1566 [4:0];
     if (rst) begin
       \$3309  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3310  = \$1588 [4:0];
+    \$3310  = \$1577 [4:0];
     if (rst) begin
       \$3310  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3311  = \$1599 [4:0];
+    \$3311  = \$1588 [4:0];
     if (rst) begin
       \$3311  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3312  = \$1610 [4:0];
+    \$3312  = \$1599 [4:0];
     if (rst) begin
       \$3312  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3313  = \$1621 [4:0];
+    \$3313  = \$1610 [4:0];
     if (rst) begin
       \$3313  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3314  = \$1632 [4:0];
+    \$3314  = \$1621 [4:0];
     if (rst) begin
       \$3314  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3315  = \$1643 [4:0];
+    \$3315  = \$1632 [4:0];
     if (rst) begin
       \$3315  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3316  = \$1654 [4:0];
+    \$3316  = \$1643 [4:0];
     if (rst) begin
       \$3316  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3317  = \$1665 [4:0];
+    \$3317  = \$1654 [4:0];
     if (rst) begin
       \$3317  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3318  = \$1676 [4:0];
+    \$3318  = \$1665 [4:0];
     if (rst) begin
       \$3318  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3319  = \$1687 [4:0];
+    \$3319  = \$1676 [4:0];
     if (rst) begin
       \$3319  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3320  = \$1698 [4:0];
+    \$3320  = \$1687 [4:0];
     if (rst) begin
       \$3320  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3321  = \$1709 [4:0];
+    \$3321  = \$1698 [4:0];
     if (rst) begin
       \$3321  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3322  = \$1720 [4:0];
+    \$3322  = \$1709 [4:0];
     if (rst) begin
       \$3322  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3323  = \$1731 [4:0];
+    \$3323  = \$1720 [4:0];
     if (rst) begin
       \$3323  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3324  = \$1742 [4:0];
+    \$3324  = \$1731 [4:0];
     if (rst) begin
       \$3324  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3325  = \$1753 [4:0];
+    \$3325  = \$1742 [4:0];
     if (rst) begin
       \$3325  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3326  = \$1764 [4:0];
+    \$3326  = \$1753 [4:0];
     if (rst) begin
       \$3326  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3327  = \$1775 [4:0];
+    \$3327  = \$1764 [4:0];
     if (rst) begin
       \$3327  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3328  = \$1786 [4:0];
+    \$3328  = \$1775 [4:0];
     if (rst) begin
       \$3328  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3329  = \$1797 [4:0];
+    \$3329  = \$1786 [4:0];
     if (rst) begin
       \$3329  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3330  = \$1808 [4:0];
+    \$3330  = \$1797 [4:0];
     if (rst) begin
       \$3330  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3331  = \$1819 [4:0];
+    \$3331  = \$1808 [4:0];
     if (rst) begin
       \$3331  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3332  = \$1830 [4:0];
+    \$3332  = \$1819 [4:0];
     if (rst) begin
       \$3332  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3333  = \$1841 [4:0];
+    \$3333  = \$1830 [4:0];
     if (rst) begin
       \$3333  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3334  = \$1852 [4:0];
+    \$3334  = \$1841 [4:0];
     if (rst) begin
       \$3334  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3335  = \$1863 [4:0];
+    \$3335  = \$1852 [4:0];
     if (rst) begin
       \$3335  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3336  = \$1874 [4:0];
+    \$3336  = \$1863 [4:0];
     if (rst) begin
       \$3336  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3337  = \$1885 [4:0];
+    \$3337  = \$1874 [4:0];
     if (rst) begin
       \$3337  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3338  = \$1896 [4:0];
+    \$3338  = \$1885 [4:0];
     if (rst) begin
       \$3338  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3339  = \$1907 [4:0];
+    \$3339  = \$1896 [4:0];
     if (rst) begin
       \$3339  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3340  = \$1918 [4:0];
+    \$3340  = \$1907 [4:0];
     if (rst) begin
       \$3340  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3341  = \$1929 [4:0];
+    \$3341  = \$1918 [4:0];
     if (rst) begin
       \$3341  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3342  = \$1940 [4:0];
+    \$3342  = \$1929 [4:0];
     if (rst) begin
       \$3342  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3343  = \$1951 [4:0];
+    \$3343  = \$1940 [4:0];
     if (rst) begin
       \$3343  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3344  = \$1962 [4:0];
+    \$3344  = \$1951 [4:0];
     if (rst) begin
       \$3344  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3345  = \$1973 [4:0];
+    \$3345  = \$1962 [4:0];
     if (rst) begin
       \$3345  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3346  = \$1984 [4:0];
+    \$3346  = \$1973 [4:0];
     if (rst) begin
       \$3346  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3347  = \$1995 [4:0];
+    \$3347  = \$1984 [4:0];
     if (rst) begin
       \$3347  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3348  = \$2006 [4:0];
+    \$3348  = \$1995 [4:0];
     if (rst) begin
       \$3348  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3349  = \$2017 [4:0];
+    \$3349  = \$2006 [4:0];
     if (rst) begin
       \$3349  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3350  = \$2028 [4:0];
+    \$3350  = \$2017 [4:0];
     if (rst) begin
       \$3350  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3351  = \$2039 [4:0];
+    \$3351  = \$2028 [4:0];
     if (rst) begin
       \$3351  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3352  = \$2050 [4:0];
+    \$3352  = \$2039 [4:0];
     if (rst) begin
       \$3352  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3353  = \$2061 [4:0];
+    \$3353  = \$2050 [4:0];
     if (rst) begin
       \$3353  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3354  = \$2072 [4:0];
+    \$3354  = \$2061 [4:0];
     if (rst) begin
       \$3354  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3355  = \$2083 [4:0];
+    \$3355  = \$2072 [4:0];
     if (rst) begin
       \$3355  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3356  = \$2094 [4:0];
+    \$3356  = \$2083 [4:0];
     if (rst) begin
       \$3356  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3357  = \$2105 [4:0];
+    \$3357  = \$2094 [4:0];
     if (rst) begin
       \$3357  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3358  = \$2116 [4:0];
+    \$3358  = \$2105 [4:0];
     if (rst) begin
       \$3358  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3359  = \$2127 [4:0];
+    \$3359  = \$2116 [4:0];
     if (rst) begin
       \$3359  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3360  = \$2138 [4:0];
+    \$3360  = \$2127 [4:0];
     if (rst) begin
       \$3360  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3361  = \$2149 [4:0];
+    \$3361  = \$2138 [4:0];
     if (rst) begin
       \$3361  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3362  = \$2160 [4:0];
+    \$3362  = \$2149 [4:0];
     if (rst) begin
       \$3362  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3363  = \$2171 [4:0];
+    \$3363  = \$2160 [4:0];
     if (rst) begin
       \$3363  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3364  = \$2182 [4:0];
+    \$3364  = \$2171 [4:0];
     if (rst) begin
       \$3364  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3365  = \$2193 [4:0];
+    \$3365  = \$2182 [4:0];
     if (rst) begin
       \$3365  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3366  = \$2204 [4:0];
+    \$3366  = \$2193 [4:0];
     if (rst) begin
       \$3366  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3367  = \$2215 [4:0];
+    \$3367  = \$2204 [4:0];
     if (rst) begin
       \$3367  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3368  = \$2226 [4:0];
+    \$3368  = \$2215 [4:0];
     if (rst) begin
       \$3368  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3369  = \$2237 [4:0];
+    \$3369  = \$2226 [4:0];
     if (rst) begin
       \$3369  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3370  = \$2248 [4:0];
+    \$3370  = \$2237 [4:0];
     if (rst) begin
       \$3370  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3371  = \$2259 [4:0];
+    \$3371  = \$2248 [4:0];
     if (rst) begin
       \$3371  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3372  = \$2270 [4:0];
+    \$3372  = \$2259 [4:0];
     if (rst) begin
       \$3372  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3373  = \$2281 [4:0];
+    \$3373  = \$2270 [4:0];
     if (rst) begin
       \$3373  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3374  = \$2292 [4:0];
+    \$3374  = \$2281 [4:0];
     if (rst) begin
       \$3374  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3375  = \$2303 [4:0];
+    \$3375  = \$2292 [4:0];
     if (rst) begin
       \$3375  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3376  = \$2314 [4:0];
+    \$3376  = \$2303 [4:0];
     if (rst) begin
       \$3376  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3377  = \$2325 [4:0];
+    \$3377  = \$2314 [4:0];
     if (rst) begin
       \$3377  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3378  = \$2336 [4:0];
+    \$3378  = \$2325 [4:0];
     if (rst) begin
       \$3378  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3379  = \$2347 [4:0];
+    \$3379  = \$2336 [4:0];
     if (rst) begin
       \$3379  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3380  = \$2358 [4:0];
+    \$3380  = \$2347 [4:0];
     if (rst) begin
       \$3380  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3381  = \$2369 [4:0];
+    \$3381  = \$2358 [4:0];
     if (rst) begin
       \$3381  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3382  = \$2380 [4:0];
+    \$3382  = \$2369 [4:0];
     if (rst) begin
       \$3382  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3383  = \$2391 [4:0];
+    \$3383  = \$2380 [4:0];
     if (rst) begin
       \$3383  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3384  = \$2402 [4:0];
+    \$3384  = \$2391 [4:0];
     if (rst) begin
       \$3384  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3385  = \$2413 [4:0];
+    \$3385  = \$2402 [4:0];
     if (rst) begin
       \$3385  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3386  = \$2424 [4:0];
+    \$3386  = \$2413 [4:0];
     if (rst) begin
       \$3386  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3387  = \$2435 [4:0];
+    \$3387  = \$2424 [4:0];
     if (rst) begin
       \$3387  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3388  = \$2446 [4:0];
+    \$3388  = \$2435 [4:0];
     if (rst) begin
       \$3388  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3389  = \$2457 [4:0];
+    \$3389  = \$2446 [4:0];
     if (rst) begin
       \$3389  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3390  = \$2468 [4:0];
+    \$3390  = \$2457 [4:0];
     if (rst) begin
       \$3390  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3391  = \$2479 [4:0];
+    \$3391  = \$2468 [4:0];
     if (rst) begin
       \$3391  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3392  = \$2490 [4:0];
+    \$3392  = \$2479 [4:0];
     if (rst) begin
       \$3392  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3393  = \$2501 [4:0];
+    \$3393  = \$2490 [4:0];
     if (rst) begin
       \$3393  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3394  = \$2512 [4:0];
+    \$3394  = \$2501 [4:0];
     if (rst) begin
       \$3394  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3395  = \$2523 [4:0];
+    \$3395  = \$2512 [4:0];
     if (rst) begin
       \$3395  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3396  = \$2534 [4:0];
+    \$3396  = \$2523 [4:0];
     if (rst) begin
       \$3396  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3397  = \$2545 [4:0];
+    \$3397  = \$2534 [4:0];
     if (rst) begin
       \$3397  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3398  = \$2556 [4:0];
+    \$3398  = \$2545 [4:0];
     if (rst) begin
       \$3398  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3399  = \$2567 [4:0];
+    \$3399  = \$2556 [4:0];
     if (rst) begin
       \$3399  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3400  = \$2578 [4:0];
+    \$3400  = \$2567 [4:0];
     if (rst) begin
       \$3400  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3401  = \$2589 [4:0];
+    \$3401  = \$2578 [4:0];
     if (rst) begin
       \$3401  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3402  = \$2600 [4:0];
+    \$3402  = \$2589 [4:0];
     if (rst) begin
       \$3402  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3403  = \$2611 [4:0];
+    \$3403  = \$2600 [4:0];
     if (rst) begin
       \$3403  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3404  = \$2622 [4:0];
+    \$3404  = \$2611 [4:0];
     if (rst) begin
       \$3404  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3405  = \$2633 [4:0];
+    \$3405  = \$2622 [4:0];
     if (rst) begin
       \$3405  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3406  = \$2644 [4:0];
+    \$3406  = \$2633 [4:0];
     if (rst) begin
       \$3406  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3407  = \$2655 [4:0];
+    \$3407  = \$2644 [4:0];
     if (rst) begin
       \$3407  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3408  = \$2666 [4:0];
+    \$3408  = \$2655 [4:0];
     if (rst) begin
       \$3408  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3409  = \$2677 [4:0];
+    \$3409  = \$2666 [4:0];
     if (rst) begin
       \$3409  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3410  = \$2688 [4:0];
+    \$3410  = \$2677 [4:0];
     if (rst) begin
       \$3410  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3411  = \$2699 [4:0];
+    \$3411  = \$2688 [4:0];
     if (rst) begin
       \$3411  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3412  = \$2710 [4:0];
+    \$3412  = \$2699 [4:0];
     if (rst) begin
       \$3412  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3413  = \$2721 [4:0];
+    \$3413  = \$2710 [4:0];
     if (rst) begin
       \$3413  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3414  = \$2732 [4:0];
+    \$3414  = \$2721 [4:0];
     if (rst) begin
       \$3414  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3415  = \$2743 [4:0];
+    \$3415  = \$2732 [4:0];
     if (rst) begin
       \$3415  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3416  = \$2754 [4:0];
+    \$3416  = \$2743 [4:0];
     if (rst) begin
       \$3416  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3417  = \$2765 [4:0];
+    \$3417  = \$2754 [4:0];
     if (rst) begin
       \$3417  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3418  = \$2776 [4:0];
+    \$3418  = \$2765 [4:0];
     if (rst) begin
       \$3418  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3419  = \$2787 [4:0];
+    \$3419  = \$2776 [4:0];
     if (rst) begin
       \$3419  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3420  = \$2798 [4:0];
+    \$3420  = \$2787 [4:0];
     if (rst) begin
       \$3420  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3421  = \$2809 [4:0];
+    \$3421  = \$2798 [4:0];
     if (rst) begin
       \$3421  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$3422  = \$2820 [4:0];
+    \$3422  = \$2809 [4:0];
     if (rst) begin
       \$3422  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$3423  = \$2820 [4:0];
+    if (rst) begin
+      \$3423  = 5'h00;
     end
   end
   always @* begin
@@ -28551,12 +28569,12 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, o__payloa
   assign \$8  = rd__addr;
 endmodule
 
-module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__payload, o__ready, program__valid, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, clk);
+module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, trigger__payload, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, clk);
   reg _init_strobe_15  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
-  wire \$101 ;
+  wire [4:0] \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
@@ -28579,7 +28597,7 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [11:0] \$122 ;
+  wire \$122 ;
   wire \$123 ;
   wire \$124 ;
   wire \$125 ;
@@ -28591,104 +28609,122 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
-  wire \$133 ;
+  wire [11:0] \$133 ;
   wire \$134 ;
   wire \$135 ;
-  wire [3:0] \$136 ;
+  wire \$136 ;
   wire \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire [11:0] \$14 ;
-  wire [4:0] \$140 ;
+  wire \$140 ;
   wire \$141 ;
-  wire [7:0] \$142 ;
-  wire [11:0] \$143 ;
-  wire [7:0] \$144 ;
+  wire \$142 ;
+  wire \$143 ;
+  wire \$144 ;
   wire \$145 ;
   wire \$146 ;
-  wire \$147 ;
+  wire [3:0] \$147 ;
   wire \$148 ;
-  wire [11:0] \$149 ;
+  wire \$149 ;
   wire [3:0] \$15 ;
-  wire [7:0] \$150 ;
-  wire [12:0] \$151 ;
-  wire [12:0] \$152 ;
-  wire \$153 ;
-  wire [7:0] \$154 ;
+  wire \$150 ;
+  wire [4:0] \$151 ;
+  wire \$152 ;
+  wire [7:0] \$153 ;
+  wire [11:0] \$154 ;
   wire [7:0] \$155 ;
-  wire [5:0] \$156 ;
-  wire [5:0] \$157 ;
-  wire [5:0] \$158 ;
-  wire [32:0] \$159 ;
+  wire \$156 ;
+  wire \$157 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
-  wire [32:0] \$160 ;
-  wire [32:0] \$161 ;
-  wire [32:0] \$162 ;
-  wire \$163 ;
+  wire [11:0] \$160 ;
+  wire [7:0] \$161 ;
+  wire [12:0] \$162 ;
+  wire [12:0] \$163 ;
   wire \$164 ;
-  wire [32:0] \$165 ;
-  wire [32:0] \$166 ;
+  wire [7:0] \$165 ;
+  wire [7:0] \$166 ;
   wire \$167 ;
   wire \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire \$172 ;
-  wire \$173 ;
-  wire \$174 ;
-  wire \$175 ;
-  wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
+  wire [5:0] \$172 ;
+  wire [5:0] \$173 ;
+  wire [5:0] \$174 ;
+  wire [32:0] \$175 ;
+  wire [32:0] \$176 ;
+  wire [32:0] \$177 ;
+  wire [32:0] \$178 ;
   wire \$179 ;
   wire \$18 ;
-  wire [3:0] \$180 ;
-  reg [7:0] \$181 ;
-  reg [8:0] \$182 ;
-  reg \$183 ;
-  reg \$184 ;
-  reg \$185 ;
-  reg \$186 ;
-  reg \$187 ;
-  reg \$188 ;
-  reg \$189 ;
+  wire \$180 ;
+  wire [32:0] \$181 ;
+  wire [32:0] \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire \$187 ;
+  wire \$188 ;
+  wire \$189 ;
   wire [7:0] \$19 ;
-  reg \$190 ;
-  reg \$191 ;
-  reg \$192 ;
-  reg \$193 ;
-  reg \$194 ;
-  reg \$195 ;
-  reg \$196 ;
-  reg \$197 ;
-  reg \$198 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire [3:0] \$196 ;
+  reg [7:0] \$197 ;
+  reg [8:0] \$198 ;
   reg \$199 ;
   wire \$2 ;
   wire [11:0] \$20 ;
-  reg [2:0] \$200 ;
+  reg \$200 ;
   reg \$201 ;
   reg \$202 ;
   reg \$203 ;
   reg \$204 ;
   reg \$205 ;
   reg \$206 ;
-  wire [28:0] \$207 ;
+  reg \$207 ;
   reg \$208 ;
   reg \$209 ;
   wire [7:0] \$21 ;
   reg \$210 ;
-  wire [23:0] \$211 ;
+  reg \$211 ;
   reg \$212 ;
   reg \$213 ;
-  reg [58:0] \$214 ;
-  reg [23:0] \$215 ;
-  reg [5:0] \$216 ;
-  reg [191:0] \$217 ;
+  reg \$214 ;
+  reg \$215 ;
+  reg [2:0] \$216 ;
+  reg \$217 ;
   reg \$218 ;
-  reg [2:0] \$219 ;
+  reg \$219 ;
   wire [12:0] \$22 ;
+  reg \$220 ;
+  reg \$221 ;
+  reg \$222 ;
+  wire [28:0] \$223 ;
+  reg \$224 ;
+  reg \$225 ;
+  reg \$226 ;
+  wire [23:0] \$227 ;
+  reg \$228 ;
+  reg \$229 ;
   wire [12:0] \$23 ;
+  reg [58:0] \$230 ;
+  reg [23:0] \$231 ;
+  reg \$232 ;
+  reg \$233 ;
+  reg [5:0] \$234 ;
+  reg [191:0] \$235 ;
+  reg \$236 ;
+  reg [2:0] \$237 ;
   wire [11:0] \$24 ;
   wire \$25 ;
   wire \$26 ;
@@ -28738,18 +28774,18 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire \$66 ;
   wire [1:0] \$67 ;
   wire [9:0] \$68 ;
-  wire \$69 ;
+  wire [10:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
+  wire [10:0] \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire \$74 ;
+  wire [9:0] \$74 ;
   wire \$75 ;
   wire \$76 ;
-  wire [15:0] \$77 ;
-  wire [15:0] \$78 ;
-  wire \$79 ;
+  wire [10:0] \$77 ;
+  wire \$78 ;
+  wire [9:0] \$79 ;
   wire [15:0] \$8 ;
   wire \$80 ;
   wire \$81 ;
@@ -28757,22 +28793,24 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire [7:0] \$86 ;
+  wire \$86 ;
   wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire [15:0] \$88 ;
+  wire [15:0] \$89 ;
   wire [15:0] \$9 ;
-  wire [4:0] \$90 ;
+  wire \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire \$97 ;
+  wire [7:0] \$97 ;
   wire \$98 ;
   wire \$99 ;
   reg \$signal  = 1'h0;
+  reg \$signal$78  = 1'h0;
+  wire [8:0] after;
   wire arm;
   reg [45:0] base;
   wire [7:0] base__cmd ;
@@ -28821,6 +28859,9 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   reg [23:0] \data$69  = 24'h000000;
   wire [7:0] data$69__cmd ;
   wire [15:0] data$69__tile ;
+  output desc_held;
+  wire desc_held;
+  wire [7:0] desc_query;
   reg disarm_ok = 1'h0;
   wire done;
   reg [28:0] ent = 29'h00000000;
@@ -28915,6 +28956,9 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire push;
   wire \push$56 ;
   reg \push$71  = 1'h0;
+  input [7:0] query__addr;
+  wire [7:0] query__addr;
+  wire [8:0] query__data;
   wire [7:0] rd__addr;
   wire [45:0] rd__data;
   wire [7:0] rd__data__cmd ;
@@ -29043,6 +29087,8 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   (* enum_value_10 = "REMOTE" *)
   wire [1:0] s3_write__source ;
   wire [15:0] s3_write__tile ;
+  reg [7:0] s4_cmd = 8'h00;
+  reg s4_dec = 1'h0;
   (* init = 1'h0 *)
   wire s4_push;
   wire [5:0] set_err;
@@ -29077,10 +29123,14 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire trigger__ready;
   output trigger__valid;
   wire trigger__valid;
+  wire [7:0] upd__addr;
+  wire [8:0] upd__data;
   reg [2:0] \wait  = 3'h0;
   reg [7:0] wr__addr = 8'h00;
+  wire [7:0] \wr__addr$75 ;
   (* init = 46'h000000000000 *)
   wire [45:0] wr__data;
+  wire [8:0] \wr__data$76 ;
   wire [7:0] wr__data__cmd ;
   wire [11:0] wr__data__left ;
   wire [3:0] wr__data__pending ;
@@ -29089,6 +29139,7 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   wire [11:0] wr__data__threshold ;
   wire wr__data__valid ;
   wire wr__en;
+  wire \wr__en$80 ;
   input [22:0] write__payload;
   wire [22:0] write__payload;
   wire [3:0] write__payload__beats ;
@@ -29373,6 +29424,271 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
     _0_ <= entries[\$9 [7:0]];
   end
   assign rd__data = _0_;
+  reg [8:0] held [255:0];
+  initial begin
+    held[0] = 9'h000;
+    held[1] = 9'h000;
+    held[2] = 9'h000;
+    held[3] = 9'h000;
+    held[4] = 9'h000;
+    held[5] = 9'h000;
+    held[6] = 9'h000;
+    held[7] = 9'h000;
+    held[8] = 9'h000;
+    held[9] = 9'h000;
+    held[10] = 9'h000;
+    held[11] = 9'h000;
+    held[12] = 9'h000;
+    held[13] = 9'h000;
+    held[14] = 9'h000;
+    held[15] = 9'h000;
+    held[16] = 9'h000;
+    held[17] = 9'h000;
+    held[18] = 9'h000;
+    held[19] = 9'h000;
+    held[20] = 9'h000;
+    held[21] = 9'h000;
+    held[22] = 9'h000;
+    held[23] = 9'h000;
+    held[24] = 9'h000;
+    held[25] = 9'h000;
+    held[26] = 9'h000;
+    held[27] = 9'h000;
+    held[28] = 9'h000;
+    held[29] = 9'h000;
+    held[30] = 9'h000;
+    held[31] = 9'h000;
+    held[32] = 9'h000;
+    held[33] = 9'h000;
+    held[34] = 9'h000;
+    held[35] = 9'h000;
+    held[36] = 9'h000;
+    held[37] = 9'h000;
+    held[38] = 9'h000;
+    held[39] = 9'h000;
+    held[40] = 9'h000;
+    held[41] = 9'h000;
+    held[42] = 9'h000;
+    held[43] = 9'h000;
+    held[44] = 9'h000;
+    held[45] = 9'h000;
+    held[46] = 9'h000;
+    held[47] = 9'h000;
+    held[48] = 9'h000;
+    held[49] = 9'h000;
+    held[50] = 9'h000;
+    held[51] = 9'h000;
+    held[52] = 9'h000;
+    held[53] = 9'h000;
+    held[54] = 9'h000;
+    held[55] = 9'h000;
+    held[56] = 9'h000;
+    held[57] = 9'h000;
+    held[58] = 9'h000;
+    held[59] = 9'h000;
+    held[60] = 9'h000;
+    held[61] = 9'h000;
+    held[62] = 9'h000;
+    held[63] = 9'h000;
+    held[64] = 9'h000;
+    held[65] = 9'h000;
+    held[66] = 9'h000;
+    held[67] = 9'h000;
+    held[68] = 9'h000;
+    held[69] = 9'h000;
+    held[70] = 9'h000;
+    held[71] = 9'h000;
+    held[72] = 9'h000;
+    held[73] = 9'h000;
+    held[74] = 9'h000;
+    held[75] = 9'h000;
+    held[76] = 9'h000;
+    held[77] = 9'h000;
+    held[78] = 9'h000;
+    held[79] = 9'h000;
+    held[80] = 9'h000;
+    held[81] = 9'h000;
+    held[82] = 9'h000;
+    held[83] = 9'h000;
+    held[84] = 9'h000;
+    held[85] = 9'h000;
+    held[86] = 9'h000;
+    held[87] = 9'h000;
+    held[88] = 9'h000;
+    held[89] = 9'h000;
+    held[90] = 9'h000;
+    held[91] = 9'h000;
+    held[92] = 9'h000;
+    held[93] = 9'h000;
+    held[94] = 9'h000;
+    held[95] = 9'h000;
+    held[96] = 9'h000;
+    held[97] = 9'h000;
+    held[98] = 9'h000;
+    held[99] = 9'h000;
+    held[100] = 9'h000;
+    held[101] = 9'h000;
+    held[102] = 9'h000;
+    held[103] = 9'h000;
+    held[104] = 9'h000;
+    held[105] = 9'h000;
+    held[106] = 9'h000;
+    held[107] = 9'h000;
+    held[108] = 9'h000;
+    held[109] = 9'h000;
+    held[110] = 9'h000;
+    held[111] = 9'h000;
+    held[112] = 9'h000;
+    held[113] = 9'h000;
+    held[114] = 9'h000;
+    held[115] = 9'h000;
+    held[116] = 9'h000;
+    held[117] = 9'h000;
+    held[118] = 9'h000;
+    held[119] = 9'h000;
+    held[120] = 9'h000;
+    held[121] = 9'h000;
+    held[122] = 9'h000;
+    held[123] = 9'h000;
+    held[124] = 9'h000;
+    held[125] = 9'h000;
+    held[126] = 9'h000;
+    held[127] = 9'h000;
+    held[128] = 9'h000;
+    held[129] = 9'h000;
+    held[130] = 9'h000;
+    held[131] = 9'h000;
+    held[132] = 9'h000;
+    held[133] = 9'h000;
+    held[134] = 9'h000;
+    held[135] = 9'h000;
+    held[136] = 9'h000;
+    held[137] = 9'h000;
+    held[138] = 9'h000;
+    held[139] = 9'h000;
+    held[140] = 9'h000;
+    held[141] = 9'h000;
+    held[142] = 9'h000;
+    held[143] = 9'h000;
+    held[144] = 9'h000;
+    held[145] = 9'h000;
+    held[146] = 9'h000;
+    held[147] = 9'h000;
+    held[148] = 9'h000;
+    held[149] = 9'h000;
+    held[150] = 9'h000;
+    held[151] = 9'h000;
+    held[152] = 9'h000;
+    held[153] = 9'h000;
+    held[154] = 9'h000;
+    held[155] = 9'h000;
+    held[156] = 9'h000;
+    held[157] = 9'h000;
+    held[158] = 9'h000;
+    held[159] = 9'h000;
+    held[160] = 9'h000;
+    held[161] = 9'h000;
+    held[162] = 9'h000;
+    held[163] = 9'h000;
+    held[164] = 9'h000;
+    held[165] = 9'h000;
+    held[166] = 9'h000;
+    held[167] = 9'h000;
+    held[168] = 9'h000;
+    held[169] = 9'h000;
+    held[170] = 9'h000;
+    held[171] = 9'h000;
+    held[172] = 9'h000;
+    held[173] = 9'h000;
+    held[174] = 9'h000;
+    held[175] = 9'h000;
+    held[176] = 9'h000;
+    held[177] = 9'h000;
+    held[178] = 9'h000;
+    held[179] = 9'h000;
+    held[180] = 9'h000;
+    held[181] = 9'h000;
+    held[182] = 9'h000;
+    held[183] = 9'h000;
+    held[184] = 9'h000;
+    held[185] = 9'h000;
+    held[186] = 9'h000;
+    held[187] = 9'h000;
+    held[188] = 9'h000;
+    held[189] = 9'h000;
+    held[190] = 9'h000;
+    held[191] = 9'h000;
+    held[192] = 9'h000;
+    held[193] = 9'h000;
+    held[194] = 9'h000;
+    held[195] = 9'h000;
+    held[196] = 9'h000;
+    held[197] = 9'h000;
+    held[198] = 9'h000;
+    held[199] = 9'h000;
+    held[200] = 9'h000;
+    held[201] = 9'h000;
+    held[202] = 9'h000;
+    held[203] = 9'h000;
+    held[204] = 9'h000;
+    held[205] = 9'h000;
+    held[206] = 9'h000;
+    held[207] = 9'h000;
+    held[208] = 9'h000;
+    held[209] = 9'h000;
+    held[210] = 9'h000;
+    held[211] = 9'h000;
+    held[212] = 9'h000;
+    held[213] = 9'h000;
+    held[214] = 9'h000;
+    held[215] = 9'h000;
+    held[216] = 9'h000;
+    held[217] = 9'h000;
+    held[218] = 9'h000;
+    held[219] = 9'h000;
+    held[220] = 9'h000;
+    held[221] = 9'h000;
+    held[222] = 9'h000;
+    held[223] = 9'h000;
+    held[224] = 9'h000;
+    held[225] = 9'h000;
+    held[226] = 9'h000;
+    held[227] = 9'h000;
+    held[228] = 9'h000;
+    held[229] = 9'h000;
+    held[230] = 9'h000;
+    held[231] = 9'h000;
+    held[232] = 9'h000;
+    held[233] = 9'h000;
+    held[234] = 9'h000;
+    held[235] = 9'h000;
+    held[236] = 9'h000;
+    held[237] = 9'h000;
+    held[238] = 9'h000;
+    held[239] = 9'h000;
+    held[240] = 9'h000;
+    held[241] = 9'h000;
+    held[242] = 9'h000;
+    held[243] = 9'h000;
+    held[244] = 9'h000;
+    held[245] = 9'h000;
+    held[246] = 9'h000;
+    held[247] = 9'h000;
+    held[248] = 9'h000;
+    held[249] = 9'h000;
+    held[250] = 9'h000;
+    held[251] = 9'h000;
+    held[252] = 9'h000;
+    held[253] = 9'h000;
+    held[254] = 9'h000;
+    held[255] = 9'h000;
+  end
+  always @(posedge clk) begin
+    if (\wr__en$80 )
+      held[upd__addr] <= \$70 [8:0];
+  end
+  assign query__data = held[query__addr];
+  assign upd__data = held[upd__addr];
   assign push = trigger__valid & o__ready;
   assign \$1  = ~ write__valid;
   assign \$2  = ~ busy;
@@ -29454,146 +29770,165 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   assign \$66  = s3_prog & \$65 ;
   assign nxt_index = busy ? sweep : s3_tile[7:0];
   assign \$67  = fwd_last_we ? 2'h3 : 2'h0;
-  assign \$68  = sweep1 + 1'h1;
-  assign \$69  = sweep1 == 8'hff;
-  assign \$70  = program__valid & program__ready;
-  assign \$71  = ~ write__valid;
-  assign \$72  = ~ busy;
-  assign \$73  = \$71  & \$72 ;
-  assign \$74  = ~ program__valid;
-  assign \$75  = \$73  & \$74 ;
-  assign \$76  = \$75  & \o__valid$13 ;
-  assign \$77  = program__valid ? program__payload[17:2] : \o__payload$15 ;
-  assign \$78  = write__valid ? write__payload[15:0] : \$77 ;
-  assign \$79  = ~ sweep_last;
-  assign \$80  = busy & \$79 ;
-  assign \$81  = \$80  | s2_valid;
-  assign \$82  = \$81  | s2_prog;
-  assign \$83  = \$82  | s2_ack;
-  assign \$84  = ~ sweep_last;
-  assign \$85  = busy & \$84 ;
-  assign \$86  = \$85  ? sweep1[7:0] : s2_tile[7:0];
-  assign \$87  = \$86  == s1_tile[7:0];
-  assign \$88  = \$83  & \$87 ;
-  assign \$89  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$90  = s1_write[19:16] + 1'h1;
-  assign \$91  = busy | s3_valid;
-  assign \$92  = \$91  | s3_prog;
-  assign \$93  = \$92  | s3_ack;
-  assign \$94  = nxt_index == s1_tile[7:0];
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = wr__addr == s1_tile[7:0];
-  assign \$97  = fwd_last_we & \$96 ;
-  assign \$98  = fwd_prev_index == s1_tile[7:0];
-  assign \$99  = fwd_prev_we & \$98 ;
-  assign \$100  = busy | s3_valid;
-  assign \$101  = \$100  | s3_prog;
-  assign \$102  = \$101  | s3_ack;
-  assign \$103  = nxt_index == s1_tile[7:0];
-  assign \$104  = \$102  & \$103 ;
-  assign \$105  = wr__addr == s1_tile[7:0];
-  assign \$106  = fwd_last_we & \$105 ;
-  assign \$107  = fwd_prev_index == s1_tile[7:0];
-  assign \$108  = fwd_prev_we & \$107 ;
-  assign \$109  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$110  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$111  = \$106  ? \$109  : \$110 ;
-  assign \$112  = \$95  ? nxt_tag_eq1 : \$111 ;
-  assign \$113  = busy | s3_valid;
-  assign \$114  = \$113  | s3_prog;
-  assign \$115  = \$114  | s3_ack;
-  assign \$116  = nxt_index == s1_tile[7:0];
-  assign \$117  = \$115  & \$116 ;
-  assign \$118  = wr__addr == s1_tile[7:0];
-  assign \$119  = fwd_last_we & \$118 ;
-  assign \$120  = fwd_prev_index == s1_tile[7:0];
-  assign \$121  = fwd_prev_we & \$120 ;
-  assign \$122  = base[0] ? base[33:22] : s2_req[29:18];
-  assign \$123  = ~ s2_stale;
-  assign \$124  = s2_valid & \$123 ;
-  assign \$125  = \$124  & ok_next;
-  assign \$126  = s2_req[1:0] == 1'h1;
-  assign \$127  = s2_prog & \$126 ;
-  assign \$128  = \$127  & ok_next;
-  assign \$129  = ! s2_req[1:0];
-  assign \$130  = s2_prog & \$129 ;
-  assign \$131  = | s2_req[29:18];
-  assign \$132  = \$130  & \$131 ;
-  assign \$133  = ~ s2_stale;
-  assign \$134  = s2_valid & \$133 ;
-  assign \$135  = \$134  & ok_next;
-  assign \$136  = \$135  ? s2_write[19:16] : 4'h0;
-  assign \$137  = ~ s2_stale;
-  assign \$138  = s2_valid & \$137 ;
+  assign upd__addr = busy ? sweep : s4_cmd;
+  assign \$68  = upd__data + \$signal$78 ;
+  assign \$69  = \$68  - s4_dec;
+  assign \$70  = busy ? 11'h000 : \$69 ;
+  assign \$71  = busy | \$signal$78 ;
+  assign \wr__en$80  = \$71  | s4_dec;
+  assign \$72  = s4_cmd == query__addr;
+  assign \$73  = \$signal$78  & \$72 ;
+  assign \$74  = query__data + \$73 ;
+  assign \$75  = s4_cmd == query__addr;
+  assign \$76  = s4_dec & \$75 ;
+  assign \$77  = \$74  - \$76 ;
+  assign \$78  = | \$77 [8:0];
+  assign desc_held = busy | \$78 ;
+  assign \$79  = sweep1 + 1'h1;
+  assign \$80  = sweep1 == 8'hff;
+  assign \$81  = program__valid & program__ready;
+  assign \$82  = ~ write__valid;
+  assign \$83  = ~ busy;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ program__valid;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = \$86  & \o__valid$13 ;
+  assign \$88  = program__valid ? program__payload[17:2] : \o__payload$15 ;
+  assign \$89  = write__valid ? write__payload[15:0] : \$88 ;
+  assign \$90  = ~ sweep_last;
+  assign \$91  = busy & \$90 ;
+  assign \$92  = \$91  | s2_valid;
+  assign \$93  = \$92  | s2_prog;
+  assign \$94  = \$93  | s2_ack;
+  assign \$95  = ~ sweep_last;
+  assign \$96  = busy & \$95 ;
+  assign \$97  = \$96  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$98  = \$97  == s1_tile[7:0];
+  assign \$99  = \$94  & \$98 ;
+  assign \$100  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$101  = s1_write[19:16] + 1'h1;
+  assign \$102  = busy | s3_valid;
+  assign \$103  = \$102  | s3_prog;
+  assign \$104  = \$103  | s3_ack;
+  assign \$105  = nxt_index == s1_tile[7:0];
+  assign \$106  = \$104  & \$105 ;
+  assign \$107  = wr__addr == s1_tile[7:0];
+  assign \$108  = fwd_last_we & \$107 ;
+  assign \$109  = fwd_prev_index == s1_tile[7:0];
+  assign \$110  = fwd_prev_we & \$109 ;
+  assign \$111  = busy | s3_valid;
+  assign \$112  = \$111  | s3_prog;
+  assign \$113  = \$112  | s3_ack;
+  assign \$114  = nxt_index == s1_tile[7:0];
+  assign \$115  = \$113  & \$114 ;
+  assign \$116  = wr__addr == s1_tile[7:0];
+  assign \$117  = fwd_last_we & \$116 ;
+  assign \$118  = fwd_prev_index == s1_tile[7:0];
+  assign \$119  = fwd_prev_we & \$118 ;
+  assign \$120  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$121  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$122  = \$117  ? \$120  : \$121 ;
+  assign \$123  = \$106  ? nxt_tag_eq1 : \$122 ;
+  assign \$124  = busy | s3_valid;
+  assign \$125  = \$124  | s3_prog;
+  assign \$126  = \$125  | s3_ack;
+  assign \$127  = nxt_index == s1_tile[7:0];
+  assign \$128  = \$126  & \$127 ;
+  assign \$129  = wr__addr == s1_tile[7:0];
+  assign \$130  = fwd_last_we & \$129 ;
+  assign \$131  = fwd_prev_index == s1_tile[7:0];
+  assign \$132  = fwd_prev_we & \$131 ;
+  assign \$133  = base[0] ? base[33:22] : s2_req[29:18];
+  assign \$134  = ~ s2_stale;
+  assign \$135  = s2_valid & \$134 ;
+  assign \$136  = \$135  & ok_next;
+  assign \$137  = s2_req[1:0] == 1'h1;
+  assign \$138  = s2_prog & \$137 ;
   assign \$139  = \$138  & ok_next;
-  assign \$140  = \$139  ? s2_beats1 : 5'h01;
-  assign \$141  = \$signal  ? nxt[1] : base[1];
-  assign \$142  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$143  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$144  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$145  = busy | s3_valid;
-  assign \$146  = \$145  | s3_prog;
-  assign \$147  = \$146  | s3_ack;
-  assign \$148  = nxt[0] & nxt[1];
-  assign \$149  = nxt[0] ? nxt[21:10] : 12'h000;
-  assign \$150  = nxt[0] ? nxt[41:34] : 8'h00;
-  assign \$151  = nxt[21:10] - nxt[33:22];
-  assign \$152  = nxt[0] ? \$151  : 13'h0000;
-  assign \$153  = | set_err;
-  assign \$154  = hit ? ent[28:21] : 8'h00;
-  assign \$155  = s3_prog ? s3_req[37:30] : \$154 ;
-  assign \$159  = stats[31:0] + 1'h1;
-  assign \$160  = stats[63:32] + 1'h1;
-  assign \$161  = stats[95:64] + 1'h1;
-  assign \$162  = stats[127:96] + 1'h1;
-  assign \$163  = ~ lost;
-  assign \$164  = complete & \$163 ;
-  assign \$165  = stats[159:128] + 1'h1;
-  assign \$166  = stats[191:160] + 1'h1;
-  assign \$167  = ~ busy;
-  assign \$168  = program__valid | \o__valid$13 ;
+  assign \$140  = ! s2_req[1:0];
+  assign \$141  = s2_prog & \$140 ;
+  assign \$142  = | s2_req[29:18];
+  assign \$143  = \$141  & \$142 ;
+  assign \$144  = ~ s2_stale;
+  assign \$145  = s2_valid & \$144 ;
+  assign \$146  = \$145  & ok_next;
+  assign \$147  = \$146  ? s2_write[19:16] : 4'h0;
+  assign \$148  = ~ s2_stale;
+  assign \$149  = s2_valid & \$148 ;
+  assign \$150  = \$149  & ok_next;
+  assign \$151  = \$150  ? s2_beats1 : 5'h01;
+  assign \$152  = \$signal  ? nxt[1] : base[1];
+  assign \$153  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$154  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$155  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$156  = busy | s3_valid;
+  assign \$157  = \$156  | s3_prog;
+  assign \$158  = \$157  | s3_ack;
+  assign \$159  = nxt[0] & nxt[1];
+  assign \$160  = nxt[0] ? nxt[21:10] : 12'h000;
+  assign \$161  = nxt[0] ? nxt[41:34] : 8'h00;
+  assign \$162  = nxt[21:10] - nxt[33:22];
+  assign \$163  = nxt[0] ? \$162  : 13'h0000;
+  assign \$164  = | set_err;
+  assign \$165  = hit ? ent[28:21] : 8'h00;
+  assign \$166  = s3_prog ? s3_req[37:30] : \$165 ;
+  assign \$167  = complete & idle;
+  assign \$168  = ~ busy;
   assign \$169  = \$167  & \$168 ;
-  assign \$170  = \$169  & write__valid;
-  assign \$171  = ! \wait ;
-  assign \$172  = \$170  & \$171 ;
-  assign \$173  = ~ busy;
-  assign \$174  = program__valid | \o__valid$13 ;
-  assign \$175  = \$173  & \$174 ;
-  assign \$176  = \$175  & write__valid;
-  assign \$177  = ! \wait ;
-  assign \$178  = \$176  & \$177 ;
-  assign \$179  = | \wait ;
-  assign \$180  = \wait  - 1'h1;
+  assign \$170  = cur[45:42] == 1'h1;
+  assign \$171  = s3_ack & \$170 ;
+  assign \$175  = stats[31:0] + 1'h1;
+  assign \$176  = stats[63:32] + 1'h1;
+  assign \$177  = stats[95:64] + 1'h1;
+  assign \$178  = stats[127:96] + 1'h1;
+  assign \$179  = ~ lost;
+  assign \$180  = complete & \$179 ;
+  assign \$181  = stats[159:128] + 1'h1;
+  assign \$182  = stats[191:160] + 1'h1;
+  assign \$183  = ~ busy;
+  assign \$184  = program__valid | \o__valid$13 ;
+  assign \$185  = \$183  & \$184 ;
+  assign \$186  = \$185  & write__valid;
+  assign \$187  = ! \wait ;
+  assign \$188  = \$186  & \$187 ;
+  assign \$189  = ~ busy;
+  assign \$190  = program__valid | \o__valid$13 ;
+  assign \$191  = \$189  & \$190 ;
+  assign \$192  = \$191  & write__valid;
+  assign \$193  = ! \wait ;
+  assign \$194  = \$192  & \$193 ;
+  assign \$195  = | \wait ;
+  assign \$196  = \wait  - 1'h1;
   always @(posedge clk)
-    sweep <= \$181 ;
+    sweep <= \$197 ;
   always @(posedge clk)
-    sweep1 <= \$182 ;
+    sweep1 <= \$198 ;
   always @(posedge clk)
-    sweep_last <= \$183 ;
+    sweep_last <= \$199 ;
   always @(posedge clk)
-    busy <= \$184 ;
+    busy <= \$200 ;
   always @(posedge clk)
-    s1_valid <= \$185 ;
+    s1_valid <= \$201 ;
   always @(posedge clk)
-    s1_stale <= \$186 ;
+    s1_stale <= \$202 ;
   always @(posedge clk)
-    s1_prog <= \$187 ;
+    s1_prog <= \$203 ;
   always @(posedge clk)
-    s1_ack <= \$188 ;
+    s1_ack <= \$204 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s1_tile <= \$78 ;
+    s1_tile <= \$89 ;
   always @(posedge clk)
-    s2_valid <= \$189 ;
+    s2_valid <= \$205 ;
   always @(posedge clk)
-    s2_stale <= \$190 ;
+    s2_stale <= \$206 ;
   always @(posedge clk)
-    s2_prog <= \$191 ;
+    s2_prog <= \$207 ;
   always @(posedge clk)
-    s2_ack <= \$192 ;
+    s2_ack <= \$208 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -29601,13 +29936,13 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$193 ;
+    s3_valid <= \$209 ;
   always @(posedge clk)
-    s3_stale <= \$194 ;
+    s3_stale <= \$210 ;
   always @(posedge clk)
-    s3_prog <= \$195 ;
+    s3_prog <= \$211 ;
   always @(posedge clk)
-    s3_ack <= \$196 ;
+    s3_ack <= \$212 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -29615,75 +29950,81 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$197 ;
+    \$signal  <= \$213 ;
   always @(posedge clk)
-    tag_ahead <= \$198 ;
+    tag_ahead <= \$214 ;
   always @(posedge clk)
-    s2_beats1 <= \$90 ;
+    s2_beats1 <= \$101 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$199 ;
+    fwd_tag_eq <= \$215 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$200 ;
+    fwd_hit <= \$216 ;
   always @(posedge clk)
-    s3_hit <= \$201 ;
+    s3_hit <= \$217 ;
   always @(posedge clk)
-    base_valid <= \$202 ;
+    base_valid <= \$218 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$203 ;
+    tag_ok <= \$219 ;
   always @(posedge clk)
-    base_left <= \$122 ;
+    base_left <= \$133 ;
   always @(posedge clk)
-    count_ok <= \$204 ;
+    count_ok <= \$220 ;
   always @(posedge clk)
-    disarm_ok <= \$205 ;
+    disarm_ok <= \$221 ;
   always @(posedge clk)
-    s3_arm <= \$206 ;
+    s3_arm <= \$222 ;
   always @(posedge clk)
-    s3_beats <= \$136 ;
+    s3_beats <= \$147 ;
   always @(posedge clk)
-    s3_beats1 <= \$140 ;
+    s3_beats1 <= \$151 ;
   always @(posedge clk)
-    ent <= \$207 ;
+    ent <= \$223 ;
   always @(posedge clk)
-    fwd_last_we <= \$208 ;
+    fwd_last_we <= \$224 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$209 ;
+    fwd_old_we <= \$225 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$210 ;
+    fwd_prev_we <= \$226 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$69  <= \$211 ;
+    \data$69  <= \$227 ;
   always @(posedge clk)
-    \push$71  <= \$212 ;
+    \push$71  <= \$228 ;
   always @(posedge clk)
-    result__valid <= \$213 ;
+    result__valid <= \$229 ;
   always @(posedge clk)
-    result__payload <= \$214 ;
+    result__payload <= \$230 ;
   always @(posedge clk)
-    capture <= \$215 ;
+    capture <= \$231 ;
   always @(posedge clk)
-    errors <= \$216 ;
+    s4_cmd <= ent[28:21];
   always @(posedge clk)
-    stats <= \$217 ;
+    \$signal$78  <= \$232 ;
   always @(posedge clk)
-    hold <= \$218 ;
+    s4_dec <= \$233 ;
   always @(posedge clk)
-    \wait  <= \$219 ;
+    errors <= \$234 ;
+  always @(posedge clk)
+    stats <= \$235 ;
+  always @(posedge clk)
+    hold <= \$236 ;
+  always @(posedge clk)
+    \wait  <= \$237 ;
   t3hw_engine__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -29729,311 +30070,325 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$181  = sweep;
+    \$197  = sweep;
     if (busy) begin
-      \$181  = sweep1[7:0];
+      \$197  = sweep1[7:0];
     end
     if (rst) begin
-      \$181  = 8'h00;
+      \$197  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$182  = sweep1;
+    \$198  = sweep1;
     if (busy) begin
-      \$182  = \$68 [8:0];
+      \$198  = \$79 [8:0];
     end
     if (rst) begin
-      \$182  = 9'h001;
+      \$198  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$183  = sweep_last;
+    \$199  = sweep_last;
     if (busy) begin
-      \$183  = \$69 ;
+      \$199  = \$80 ;
     end
-    if (rst) begin
-      \$183  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$184  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$184  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$184  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$185  = write__valid;
-    if (rst) begin
-      \$185  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$186  = busy;
-    if (rst) begin
-      \$186  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$187  = \$70 ;
-    if (rst) begin
-      \$187  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$188  = \$76 ;
-    if (rst) begin
-      \$188  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$189  = s1_valid;
-    if (rst) begin
-      \$189  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$190  = s1_stale;
-    if (rst) begin
-      \$190  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$191  = s1_prog;
-    if (rst) begin
-      \$191  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$192  = s1_ack;
-    if (rst) begin
-      \$192  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$193  = s2_valid;
-    if (rst) begin
-      \$193  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$194  = s2_stale;
-    if (rst) begin
-      \$194  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$195  = s2_prog;
-    if (rst) begin
-      \$195  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$196  = s2_ack;
-    if (rst) begin
-      \$196  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$197  = \$88 ;
-    if (rst) begin
-      \$197  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$198  = \$89 ;
-    if (rst) begin
-      \$198  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$199  = \$112 ;
     if (rst) begin
       \$199  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$200  = { \$121 , \$119 , \$117  };
+    \$200  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$200  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$200  = 3'h0;
+      \$200  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$201  = \$signal ;
+    \$201  = write__valid;
     if (rst) begin
       \$201  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$202  = base[0];
+    \$202  = busy;
     if (rst) begin
       \$202  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$203  = ok_next;
+    \$203  = \$81 ;
     if (rst) begin
       \$203  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$204  = \$125 ;
+    \$204  = \$87 ;
     if (rst) begin
       \$204  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$205  = \$128 ;
+    \$205  = s1_valid;
     if (rst) begin
       \$205  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$206  = \$132 ;
+    \$206  = s1_stale;
     if (rst) begin
       \$206  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$208  = \$147 ;
+    \$207  = s1_prog;
+    if (rst) begin
+      \$207  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$208  = s1_ack;
     if (rst) begin
       \$208  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$209  = fwd_prev_we;
+    \$209  = s2_valid;
     if (rst) begin
       \$209  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$210  = fwd_last_we;
+    \$210  = s2_stale;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$212  = \push$56 ;
+    \$211  = s2_prog;
+    if (rst) begin
+      \$211  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$212  = s2_ack;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$213  = s3_prog;
+    \$213  = \$99 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$214 [1:0] = s3_req[1:0];
-    \$214 [4:2] = code;
-    \$214 [20:5] = s3_tile;
-    \$214 [21] = nxt[0];
-    \$214 [26:23] = nxt[45:42];
-    \$214 [22] = \$148 ;
-    \$214 [38:27] = \$149 ;
-    \$214 [58:51] = \$150 ;
-    \$214 [50:39] = \$152 [11:0];
+    \$214  = \$100 ;
     if (rst) begin
-      \$214  = 59'h000000000000000;
+      \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$215  = capture;
-    if (\$153 ) begin
-      \$215 [15:0] = s3_tile;
-      \$215 [23:16] = \$155 ;
-    end
+    \$215  = \$123 ;
     if (rst) begin
-      \$215  = 24'h000000;
+      \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$216  = \$158 ;
+    \$216  = { \$132 , \$130 , \$128  };
     if (rst) begin
-      \$216  = 6'h00;
+      \$216  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$217  = stats;
-    if (write__valid) begin
-      casez (write__payload[22:21])
-        2'h0:
-            \$217 [31:0] = \$159 [31:0];
-        2'h1:
-            \$217 [63:32] = \$160 [31:0];
-        2'h2:
-            \$217 [95:64] = \$161 [31:0];
-      endcase
-    end
-    if (set_err[0]) begin
-      \$217 [127:96] = \$162 [31:0];
-    end
-    if (\$164 ) begin
-      \$217 [159:128] = \$165 [31:0];
-    end
-    if (lost) begin
-      \$217 [191:160] = \$166 [31:0];
-    end
+    \$217  = \$signal ;
     if (rst) begin
-      \$217  = 192'h000000000000000000000000000000000000000000000000;
+      \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$218  = \$172 ;
+    \$218  = base[0];
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$219  = \wait ;
-    if (\$178 ) begin
-      \$219  = 3'h7;
-    end else if (\$179 ) begin
-      \$219  = \$180 [2:0];
+    \$219  = ok_next;
+    if (rst) begin
+      \$219  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$220  = \$136 ;
+    if (rst) begin
+      \$220  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$221  = \$139 ;
+    if (rst) begin
+      \$221  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$222  = \$143 ;
+    if (rst) begin
+      \$222  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$224  = \$158 ;
+    if (rst) begin
+      \$224  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$225  = fwd_prev_we;
+    if (rst) begin
+      \$225  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$226  = fwd_last_we;
+    if (rst) begin
+      \$226  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$228  = \push$56 ;
+    if (rst) begin
+      \$228  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$229  = s3_prog;
+    if (rst) begin
+      \$229  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$230 [1:0] = s3_req[1:0];
+    \$230 [4:2] = code;
+    \$230 [20:5] = s3_tile;
+    \$230 [21] = nxt[0];
+    \$230 [26:23] = nxt[45:42];
+    \$230 [22] = \$159 ;
+    \$230 [38:27] = \$160 ;
+    \$230 [58:51] = \$161 ;
+    \$230 [50:39] = \$163 [11:0];
+    if (rst) begin
+      \$230  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$231  = capture;
+    if (\$164 ) begin
+      \$231 [15:0] = s3_tile;
+      \$231 [23:16] = \$166 ;
     end
     if (rst) begin
-      \$219  = 3'h0;
+      \$231  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$232  = \$169 ;
+    if (rst) begin
+      \$232  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$233  = \$171 ;
+    if (rst) begin
+      \$233  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$234  = \$174 ;
+    if (rst) begin
+      \$234  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$235  = stats;
+    if (write__valid) begin
+      casez (write__payload[22:21])
+        2'h0:
+            \$235 [31:0] = \$175 [31:0];
+        2'h1:
+            \$235 [63:32] = \$176 [31:0];
+        2'h2:
+            \$235 [95:64] = \$177 [31:0];
+      endcase
+    end
+    if (set_err[0]) begin
+      \$235 [127:96] = \$178 [31:0];
+    end
+    if (\$180 ) begin
+      \$235 [159:128] = \$181 [31:0];
+    end
+    if (lost) begin
+      \$235 [191:160] = \$182 [31:0];
+    end
+    if (rst) begin
+      \$235  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$236  = \$188 ;
+    if (rst) begin
+      \$236  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$237  = \wait ;
+    if (\$194 ) begin
+      \$237  = 3'h7;
+    end else if (\$195 ) begin
+      \$237  = \$196 [2:0];
+    end
+    if (rst) begin
+      \$237  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -30049,6 +30404,10 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   assign wr__data = fwd_last;
   assign trig = \data$69 ;
   assign s4_push = \push$71 ;
+  assign \wr__addr$75  = upd__addr;
+  assign \wr__data$76  = \$70 [8:0];
+  assign desc_query = query__addr;
+  assign after = \$77 [8:0];
   assign clear = 6'h3f;
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
@@ -30196,12 +30555,12 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$211 [23:8] = s3_tile;
-  assign \$211 [7:0] = ent[28:21];
-  assign \$207 [28:21] = \$144 ;
-  assign \$207 [20:9] = \$143 ;
-  assign \$207 [8:1] = \$142 ;
-  assign \$207 [0] = \$141 ;
+  assign \$227 [23:8] = s3_tile;
+  assign \$227 [7:0] = ent[28:21];
+  assign \$223 [28:21] = \$155 ;
+  assign \$223 [20:9] = \$154 ;
+  assign \$223 [8:1] = \$153 ;
+  assign \$223 [0] = \$152 ;
   assign set_err[5] = \$66 ;
   assign set_err[4] = lost;
   assign set_err[3] = \$64 ;
@@ -30222,9 +30581,9 @@ module t3hw_engine__tracker (rst, program__ready, trigger__valid, trigger__paylo
   assign cur[45:42] = \$15 ;
   assign cur[33:22] = \$14 ;
   assign cur[0] = \$12 ;
-  assign \$156  = 6'h00;
-  assign \$157  = 6'h00;
-  assign \$158  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
+  assign \$172  = 6'h00;
+  assign \$173  = 6'h00;
+  assign \$174  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
 endmodule
 
 module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);

@@ -140,16 +140,18 @@ class DmaModel(BlockModel):
         """Whether an accepted trigger for descriptor ``index`` has not started yet."""
         return any(i == index for i, _ in self.queue)
 
-    def program(self, index, **desc):
+    def program(self, index, *, held=False, **desc):
         """Write descriptor ``index``. Returns False when the write is refused (the table is
         unchanged; the reason's error bit, counter and capture): :func:`refusal`, then
-        ``desc_busy`` (the descriptor is in use, whatever ``valid``)."""
+        ``desc_busy`` (the descriptor is in use, or ``held`` by a firing pending in the
+        tracker; whatever ``valid``)."""
         if not 0 <= index < self.params.dma_descriptors:
             raise ValueError(f"index must be in [0, {self.params.dma_descriptors - 1}], "
                              f"not {index!r}")
         fields = {name: int(getattr(desc.get(name, 0), "value", desc.get(name, 0)))
                   for name in self.fields}
-        reason = refusal(self.params, fields) or ("desc_busy" if self.in_use(index) else None)
+        reason = refusal(self.params, fields) or (
+            "desc_busy" if held or self.in_use(index) else None)
         if reason is not None:
             self._event(reason, index, fields["tile"], fields["src"])
             self._bump(reason)

@@ -219,6 +219,11 @@ class TrackerModel(BlockModel):
         del self.pending[index]
         return None
 
+    def held(self, cmd):
+        """Whether a pending firing names DMA command ``cmd`` (its descriptor must not be
+        rewritten: the RTL's ``desc_held``)."""
+        return any(self.kept[i].cmd == cmd for i in self.pending)
+
     def unprogrammed_write(self, source=WriteSource.COMPUTE):
         """A write observed while the table is being cleared after reset."""
         self._bump(_SOURCE_STAT[WriteSource(source)])
@@ -253,8 +258,9 @@ class TrackerCycleModel:
         self.sweep_left = 0     # cycles of the reset sweep still to run
 
     def reset(self):
-        """``rst`` was just released: the table clear takes ``tracker_entries`` cycles."""
-        self.sweep_left = self.params.tracker_entries
+        """``rst`` was just released: the sweep of the table and of the ``held`` counters
+        takes ``max(tracker_entries, 2**cmd_width)`` cycles."""
+        self.sweep_left = self.params.sweep_cycles
 
     @property
     def busy(self):
@@ -342,3 +348,8 @@ class TrackerCycleModel:
     def outputs(self):
         """``result`` (a dict of its fields, or None) and ``hold`` during this cycle."""
         return self.result, self.hold
+
+    def desc_held(self, query):
+        """``desc_held`` during this cycle for ``desc_query = query``: the reset sweep runs,
+        or a pending firing names ``query`` (S3's requests so far applied)."""
+        return self.busy or self.model.held(query)

@@ -80,6 +80,9 @@ class Dma(wiring.Component):
         refused write (``bad_program``, ``bad_pitch``, ``bad_range``, ``desc_busy``: see
         :class:`DmaQueue`) shows its bit on ``errors`` the cycle after it is taken
         (:data:`~t3hw.spec.contract.CSR_VERDICT_DELAY`).
+    desc_held : In(1)
+        The tracker holds the descriptor of ``program``'s index (see :class:`DmaQueue`): a
+        write to it is refused as ``desc_busy``. Tie to 0 without a tracker.
     trigger : In(stream.Signature(trigger_layout))
         Triggers from the tracker; back-pressured (never dropped) when the ready queue is
         full, and in a cycle in which ``program.valid`` is high (programming goes first).
@@ -118,6 +121,7 @@ class Dma(wiring.Component):
         super().__init__({
             "program":  In(stream.Signature(dma_program_layout(params))),
             "trigger":  In(stream.Signature(trigger_layout(params))),
+            "desc_held": In(1),
             "read":     Out(stream.Signature(read_request_layout(params))),
             "response": In(stream.Signature(read_response_layout(params))),
             "packet":   Out(stream.Signature(net_packet_layout(params))),
@@ -140,6 +144,7 @@ class Dma(wiring.Component):
         m.submodules.engine = engine = DmaEngine(p)
         wiring.connect(m, wiring.flipped(self.program), queue.program)
         wiring.connect(m, wiring.flipped(self.trigger), queue.trigger)
+        m.d.comb += queue.desc_held.eq(self.desc_held)
         wiring.connect(m, queue.descriptor, engine.descriptor)
         wiring.connect(m, engine.read, wiring.flipped(self.read))
         wiring.connect(m, wiring.flipped(self.response), engine.response)

@@ -39,13 +39,17 @@ class DmaQueue(wiring.Component):
         row and ``pitch < row_bytes``), ``bad_range`` (``valid`` and the source or the
         destination range ends past ``2**addr_width - 1``: its last byte is
         ``base + (rows - 1) * pitch + row_bytes - 1``), ``desc_busy`` (the descriptor is in
-        use, whatever ``valid``). Programming has priority: in a cycle in which
+        use, or ``desc_held``; whatever ``valid``). Programming has priority: in a cycle in which
         ``program.valid`` is high no trigger is taken and no descriptor is fetched.
     trigger : In(stream.Signature(trigger_layout))
         Triggers; ``cmd`` is the descriptor index (``tile`` only goes to ``detail``). Ready
         while not ``busy``, while ``program.valid`` is low, and while the ready queue has
         room for it and for the triggers being checked; a full queue holds ``ready`` low:
         triggers are never dropped.
+    desc_held : In(1)
+        The descriptor of ``program``'s index is named by a firing still pending in the
+        tracker (its ``desc_held``, queried with ``program.payload.index``): a write to it is
+        refused as ``desc_busy``, as for a descriptor in use here. 0 when no tracker drives it.
     descriptor : Out(stream.Signature(dma_program_layout))
         The next descriptor to run, with its index (``valid`` field always 1). ``valid`` is a
         register.
@@ -102,6 +106,7 @@ class DmaQueue(wiring.Component):
         super().__init__({
             "program":        In(stream.Signature(dma_program_layout(params))),
             "trigger":        In(stream.Signature(trigger_layout(params))),
+            "desc_held":      In(1),
             "descriptor":     Out(stream.Signature(dma_program_layout(params))),
             "bad_descriptor": Out(1),
             "bad_program":    Out(1),
@@ -264,7 +269,8 @@ class DmaQueue(wiring.Component):
     def _uses(self, m, take_trig, dropped, dropped_cmd, in_use):
         """The per-descriptor use counters: +1 for a trigger taken, -1 for a trigger dropped
         by the check, -1 for a descriptor taken from ``descriptor``. Drives ``in_use`` (the
-        counter of ``program``'s index is not 0); returns the counters."""
+        counter of ``program``'s index is not 0, or the tracker holds it: ``desc_held``); returns
+        the counters."""
         p = self._p
         out = self.descriptor
         taken = out.valid & out.ready
@@ -275,5 +281,5 @@ class DmaQueue(wiring.Component):
             m.d.sync += u.eq(u + (take_trig & (cmd == i)) - (dropped & (dropped_cmd == i))
                              - (taken & (out.payload.index == i)))
         busy = Cat(u != 0 for u in uses)
-        m.d.comb += in_use.eq(busy.bit_select(self.program.payload.index, 1))
+        m.d.comb += in_use.eq(busy.bit_select(self.program.payload.index, 1) | self.desc_held)
         return uses

@@ -28,7 +28,11 @@
   counters and status (``docs/registers.md``).
 * Every stream from one block to another (``mem``, ``rx_mem``, the DMA's reads and their
   responses, both packet streams into the merge) passes a register slice
-  (:class:`~t3hw.hw.queue.Slice`): one cycle more, and no combinational path spans two blocks.
+  (:class:`~t3hw.hw.queue.Slice`): one cycle more, and no combinational path spans two blocks
+  but one: the DMA asks the tracker whether the descriptor being written is named by a
+  pending firing (``desc_query`` from the register block's registered write, a
+  distributed-RAM read and a compare, back as ``desc_held``), so that such a write is
+  refused (``desc_busy``) in the cycle it is taken.
 
 Data does not flow through the engine: requests and packets carry addresses, lengths, tile
 ids and tags; the DRAM and the network move the bytes.
@@ -146,6 +150,9 @@ class Engine(wiring.Component):
         connect(m, flipped(self.bus), csr.bus)
         connect(m, csr.region_program, addrmap.program)
         connect(m, csr.dma_program, dma.program)
+        # A descriptor named by a firing pending in the tracker cannot be rewritten.
+        m.d.comb += [tracker.desc_query.eq(csr.dma_program.payload.index),
+                     dma.desc_held.eq(tracker.desc_held)]
         connect(m, csr.tracker_program, tracker.program)
         connect(m, tracker.result, csr.tracker_result)
         m.d.comb += [addrmap.device_id.eq(csr.device_id), self.irq.eq(csr.irq)]

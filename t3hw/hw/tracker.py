@@ -77,8 +77,17 @@ entry count exactly. The block RAM's clock-to-out reaches a register, not the ad
   for one cycle without a write. The engine's arbiter gives it within a few cycles
   (``docs/arbiter.md``), so a programming request waits at most ``HOLD_INTERVAL`` plus that
   many cycles, and acks are served at least once every ``HOLD_INTERVAL`` cycles.
-* **Reset**: block RAM has no reset, so after ``rst`` the tracker spends ``tracker_entries``
-  cycles clearing the table, with ``busy`` high. Programming waits; a write observed in that
+* **A queued trigger runs the descriptor it was armed with.** The tracker counts, for each
+  DMA command (descriptor index), the entries that have a firing pending under it
+  (``held``, a small table of ``2**cmd_width`` counters in distributed RAM, one update per
+  cycle at S4: +1 when an entry's first firing becomes pending, -1 when an ack takes its
+  last one). ``desc_held`` answers, combinationally, whether descriptor ``desc_query`` is
+  named by such a firing; the DMA refuses a write to it (``desc_busy``). The DMA's own use
+  counters cover a trigger from the cycle after it takes it, long before its ack reaches
+  S3, so a descriptor is held from the cycle after the completion until its DMA starts.
+* **Reset**: block RAM has no reset, so after ``rst`` the tracker spends
+  ``max(tracker_entries, 2**cmd_width)`` cycles clearing the table and the ``held``
+  counters, with ``busy`` high (``desc_held`` is high meanwhile). Programming waits; a write observed in that
   time is counted as ``unprogrammed``.
 
 Entry semantics
@@ -149,6 +158,13 @@ class Tracker(wiring.Component):
         The tile and command of the request whose error events ``errors`` shows this cycle.
     stats : Out(tracker_stats_layout)
         Wrapping statistics counters.
+    desc_query : In(cmd_width)
+        A descriptor index (the DMA's descriptor write, in the engine).
+    desc_held : Out(1)
+        A pending firing names descriptor ``desc_query`` (from the cycle after its
+        completion to the cycle of the ack of the entry's last firing, both in S3), or the
+        reset sweep runs.
+        Combinational from ``desc_query``.
     busy : Out(1)
         High while the table is being cleared after reset.
     """
@@ -165,6 +181,8 @@ class Tracker(wiring.Component):
             "clear":   In(tracker_errors_layout(params)),
             "capture": Out(tracker_capture_layout(params)),
             "stats":   Out(tracker_stats_layout(params)),
+            "desc_query": In(params.cmd_width),
+            "desc_held":  Out(1),
             "busy":    Out(1, init=1),
         })
 
@@ -185,6 +203,7 @@ class Tracker(wiring.Component):
         ops = self._lookup(m, rd, sweep, s1, s2, fw)
         out = self._s3(m, wr, sweep, s3, fw, ops)
         s4_push = self._s4(m, queue, s3, ops.ent, out)
+        held = self._held(m, sweep, s3, ops.ent, out)
         sticky_errors(m, self.errors, self.clear, out.set_err)
         self._stats(m, out)
         self._hold(m, acks)
@@ -194,7 +213,7 @@ class Tracker(wiring.Component):
             self.formal_view = SimpleNamespace(probe=table.read_port(domain="comb"),
                                                cur=out.cur, queue=queue, acks=acks,
                                                push=out.push, s1=s1, s2=s2, s3=s3,
-                                               s4_push=s4_push)
+                                               s4_push=s4_push, held=held)
         return m
 
     def _tag_of(self, entry):
@@ -224,10 +243,12 @@ class Tracker(wiring.Component):
         return table, rd, wr, queue, acks
 
     def _reset_sweep(self, m):
-        """The reset sweep: clear every entry, one per cycle, then end ``busy``. ``sweep + 1``
-        (``sweep1``) and "the last entry" (``last``) are registers of their own, so S1's
-        look-ahead (which entry S3 writes next) starts at a register, not at an adder."""
-        n = self._p.tracker_entries
+        """The reset sweep: clear every entry and every ``held`` counter, one per cycle, then
+        end ``busy``; with more descriptors than entries the table is cleared more than once.
+        ``sweep + 1`` (``sweep1``) and "the last entry" (``last``) are registers of their own,
+        so S1's look-ahead (which entry S3 writes next) starts at a register, not at an
+        adder."""
+        n = self._p.sweep_cycles
         sweep = Signal(range(n))
         sweep1 = Signal(range(n + 1), init=1)              # sweep + 1
         sweep_last = Signal(init=n == 1)                   # sweep == n - 1
@@ -482,7 +503,7 @@ class Tracker(wiring.Component):
         m.d.comb += [wr.addr.eq(fwd[0].index), wr.en.eq(Mux(fwd[0].we, -1, 0)),
                      wr.data.eq(fwd_last)]
         return SimpleNamespace(cur=cur, push=push, set_err=set_err, code=code, nxt=nxt,
-                               complete=complete, lost=lost, hit=hit)
+                               complete=complete, lost=lost, hit=hit, idle=idle)
 
     def _s4(self, m, queue, s3, ent, out):
         """S4: push the token into the trigger queue (it always has room: an entry has at
@@ -512,6 +533,37 @@ class Tracker(wiring.Component):
                          self.capture.cmd.eq(Mux(s3.prog, s3.req.cmd,
                                                  Mux(out.hit, ent.cmd, 0)))]
         return s4_push
+
+    def _held(self, m, sweep, s3, ent, out):
+        """The ``held`` counters: per descriptor index, the entries with a firing pending
+        under it. S3 decides at most one change (a first firing, or an ack of the last one)
+        and registers it; S4 reads the counter, adds or subtracts one and writes it back in
+        the same cycle (an asynchronous read of distributed RAM), so back-to-back changes
+        need no forwarding. ``desc_held`` reads the queried counter as S4 leaves it (its
+        change of this cycle included), so a descriptor is held from the cycle after its
+        entry completes, and released from the cycle after the ack of its last firing."""
+        p = self._p
+        m.submodules.held = held = memory.Memory(
+            shape=range(p.tracker_entries + 1), depth=p.dma_descriptors, init=[])
+        upd = held.read_port(domain="comb")
+        query = held.read_port(domain="comb")
+        wr = held.write_port()
+        s4_cmd = Signal(p.cmd_width, reset_less=True)
+        s4_inc, s4_dec = Signal(), Signal()
+        m.d.sync += [s4_cmd.eq(ent.cmd), s4_inc.eq(out.complete & out.idle & ~self.busy),
+                     s4_dec.eq(s3.ack & (out.cur.pending == 1))]
+        m.d.comb += [
+            upd.addr.eq(Mux(self.busy, sweep.sweep, s4_cmd)), wr.addr.eq(upd.addr),
+            wr.data.eq(Mux(self.busy, 0, upd.data + s4_inc - s4_dec)),
+            wr.en.eq(self.busy | s4_inc | s4_dec),
+            query.addr.eq(self.desc_query),
+        ]
+        # The queried counter as S4 leaves it.
+        match = s4_cmd == self.desc_query
+        after = Signal(range(p.tracker_entries + 2))
+        m.d.comb += [after.eq(query.data + (s4_inc & match) - (s4_dec & match)),
+                     self.desc_held.eq(self.busy | (after != 0))]
+        return SimpleNamespace(mem=held, inc=s4_inc, dec=s4_dec, cmd=s4_cmd)
 
     def _stats(self, m, out):
         """The statistics: writes by source, unprogrammed writes, firings and lost firings."""

@@ -41,6 +41,8 @@ def formal_spec(params: EngineParams, *, bug=None):
     * a token for ``I`` is pushed exactly when the shadow says (a first pending firing, or an
       ack that leaves some), with the entry's ``cmd`` and tile;
     * ``errors.overflow`` is set exactly for a completion of a saturated re-arm entry;
+    * ``desc_held`` is high for the ``cmd`` of entry ``I`` whenever ``I`` has firings pending
+      (as of the requests S3 has finished), so the DMA refuses to rewrite that descriptor;
     * ``program.ready`` is low in every cycle with a write or during the reset sweep;
     * ``trigger`` obeys the stream rules, and the trigger queue its
       :meth:`~t3hw.hw.queue.Queue.properties` (the ack queue's order does not matter: an
@@ -196,6 +198,11 @@ def formal_spec(params: EngineParams, *, bug=None):
                                "tracker: entry I has no token while firings are pending, "
                                "or more than one")
 
+        # A firing of I pending under cmd c holds descriptor c (``desc_held`` reflects every
+        # request S3 has finished, that is the shadow as of ``before``).
+        with m.If(~dut.busy & (before.pending != 0) & (before.cmd == dut.desc_query)):
+            m.d.comb += Assert(dut.desc_held,
+                               "tracker: a descriptor named by a pending firing is not held")
         m.d.comb += Assert(~(dut.program.ready & (dut.write.valid | dut.busy)),
                            "tracker: programming accepted with a write or while busy")
 

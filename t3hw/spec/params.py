@@ -193,6 +193,12 @@ class EngineParams:
         return 1 << self.cmd_width
 
     @property
+    def sweep_cycles(self):
+        """Cycles of the tracker's reset sweep: its table and its per-descriptor ``held``
+        counters, ``max(tracker_entries, 2**cmd_width)``."""
+        return max(self.tracker_entries, self.dma_descriptors)
+
+    @property
     def burst_width(self):
         """Width of a request's byte count, which holds ``1 .. burst_bytes``."""
         return self.burst_bytes.bit_length()

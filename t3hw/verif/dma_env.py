@@ -67,12 +67,13 @@ class DmaEnv(StreamEnv):
     errors seen and the counters. Stimulus rule: the random writes avoid a descriptor whose
     only queued triggers are the model's first two (the RTL may have started it already),
     and one whose invalid trigger was accepted in the last 2 cycles (still being checked);
-    every other write, to a busy descriptor too, has an exact verdict.
+    every other write, to a busy descriptor too, has an exact verdict. ``desc_held`` (the
+    tracker's answer) is high in 5% of the cycles a random write is presented: refused.
     """
 
     in_streams  = ("program", "trigger", "response")
     out_streams = ("read", "packet")
-    in_flags    = ("clear",)
+    in_flags    = ("clear", "desc_held")
     out_flags   = ("idle", "busy", "errors", "capture", "stats")
 
     #: Cycles from a model event to the RTL's ``errors``, and its rank for ``capture``.
@@ -263,6 +264,10 @@ class DmaEnv(StreamEnv):
             "read":     self.read_stall.ready(),
             "packet":   self.packet_stall.ready(),
             "clear":    self.clear,
+            # the tracker's answer for the written index: held now and then (the write must
+            # then be refused as desc_busy)
+            "desc_held": int(self.prog is not None and self.jobs > 0
+                             and rng.random() < 0.05),
         }
         if self.returns and self.returns[0][0] <= self.cycle:
             _, tag, fault = self.returns[0]
@@ -331,7 +336,7 @@ class DmaEnv(StreamEnv):
         elif ins["trigger"] is not None:
             self.refused += 1
         if ins["program"] is not None and outs["program"]:
-            model.program(self.prog[0], **self.prog[1])
+            model.program(self.prog[0], held=bool(ins["desc_held"]), **self.prog[1])
             self._schedule("program")
             self.prog = None
         if outs["read"] is not None and ins["read"]:

@@ -66,13 +66,22 @@ class LoopScenario:
         False: no partial crosses the network before the DMA, each tracked tile holds only
         its local partial (``P0`` in ``X0``, ``Q1`` in ``Y1``, threshold ``bursts per tile``),
         so every tile completes from local stores alone, even with the link held.
+    waves : int
+        Waves of tiles mapped onto the same tracker entries and DMA descriptors, one after
+        the other (software maps wave ``w + 1`` as wave ``w``'s entries free up): wave ``w``'s
+        tile ``j`` is column block ``w * tiles + j`` of its chunk, sent to the same block of
+        ``Z``, with the tracker tile id and descriptor index of tile ``j``.
     """
 
-    def __init__(self, params, rng, *, tiles=4, rows=2, row_bursts=2, remote=True):
+    def __init__(self, params, rng, *, tiles=4, rows=2, row_bursts=2, remote=True, waves=1):
         p = params
         self.p, self.tiles, self.rows, self.remote = p, tiles, rows, remote
+        if isinstance(waves, bool) or not isinstance(waves, int) or waves < 1:
+            raise ValueError(f"waves must be an integer in [1, inf), not {waves!r}")
+        self.waves = waves
         self.row_bytes = row_bursts * p.burst_bytes
-        self.pitch = tiles * self.row_bytes                 # chunk = rows x tiles column blocks
+        # a chunk is rows x (waves x tiles) column blocks
+        self.pitch = waves * tiles * self.row_bytes
         self.chunk_bytes = rows * self.pitch
         self.bursts_per_tile = rows * row_bursts
         most = min(p.tracker_entries, p.dma_descriptors) // 2
@@ -95,10 +104,19 @@ class LoopScenario:
         self.mem_bytes = base["Z"] + 2 * span
 
     # -- geometry --------------------------------------------------------------------------
-    def tile_offsets(self, j):
-        """Byte offsets in a chunk of tile ``j``'s bursts, in walk order."""
-        return [r * self.pitch + j * self.row_bytes + c
+    def tile_offsets(self, j, wave=0):
+        """Byte offsets in a chunk of the bursts of wave ``wave``'s tile ``j``, in walk
+        order."""
+        col = (wave * self.tiles + j) * self.row_bytes
+        return [r * self.pitch + col + c
                 for r in range(self.rows) for c in range(0, self.row_bytes, self.p.burst_bytes)]
+
+    def wave_of(self, chunk, addr):
+        """The wave whose column block of chunk ``chunk`` (of ``X0``/``Y1``, or of ``Z``)
+        holds ``addr``."""
+        base = self.z[chunk] if addr >= self.base["Z"] else self.base["X0" if chunk == 0
+                                                                      else "Y1"]
+        return (addr - base) % self.pitch // self.row_bytes // self.tiles
 
     def tile_id(self, chunk, j):
         """Tracker tile id of tile ``j`` of chunk 0 (``X0``) or chunk 1 (``Y1``)."""
@@ -117,20 +135,22 @@ class LoopScenario:
                 (RegionMode.TRACKED, b["Y1"], s, 0, 0),
                 (RegionMode.LOCAL,   b["Z"],  2 * self.span, 0, 0)]
 
-    def descriptors(self):
-        """``(tile id, threshold, descriptor fields)`` of every tracked tile."""
+    def descriptors(self, wave=0):
+        """``(tile id, threshold, descriptor fields)`` of every tracked tile of wave
+        ``wave``."""
         out = []
         for chunk, src in ((0, self.base["X0"]), (1, self.base["Y1"])):
             for j in range(self.tiles):
-                off = j * self.row_bytes
+                off = (wave * self.tiles + j) * self.row_bytes
                 out.append((self.tile_id(chunk, j), self.threshold, dict(
                     src=src + off, rows=self.rows, row_bytes=self.row_bytes, pitch=self.pitch,
                     device=1, dst=self.z[chunk] + off, op=WriteKind.STORE,
                     tile=self.tile_id(chunk, j))))
         return out
 
-    def stores(self, rng):
-        """The producer stores ``(addr, tile, data)``, one per burst, in a random order."""
+    def stores(self, rng, wave=0):
+        """The producer stores ``(addr, tile, data)`` of wave ``wave``, one per burst, in a
+        random order."""
         b, burst = self.base, self.p.burst_bytes
         n = burst // _DTYPE.itemsize
         out = []
@@ -138,7 +158,7 @@ class LoopScenario:
                  if self.remote else (("P0", "X0", 0), ("Q1", "Y1", 1)))
         for part, window, chunk in parts:
             for j in range(self.tiles):
-                for off in self.tile_offsets(j):
+                for off in self.tile_offsets(j, wave):
                     e = off // _DTYPE.itemsize
                     out.append((b[window] + off, self.tile_id(chunk, j),
                                 self.partial[part][e:e + n]))
@@ -151,13 +171,24 @@ class LoopScenario:
         n = burst // _DTYPE.itemsize
         out = []
         sent = (("W0", "X0", 0, "Q0"), ("X1", "Y1", 1, "P1")) if self.remote else ()
-        for window, dest, chunk, part in sent:
-            for j in range(self.tiles):
-                for off in self.tile_offsets(j):
-                    e = off // _DTYPE.itemsize
-                    out.append((1, b[dest] + off, WriteKind.UPDATE.value, self.tile_id(chunk, j),
-                                burst, tuple(self.partial[part][e:e + n])))
-        for tile, _, d in self.descriptors():
+        for wave in range(self.waves):
+            for window, dest, chunk, part in sent:
+                for j in range(self.tiles):
+                    for off in self.tile_offsets(j, wave):
+                        e = off // _DTYPE.itemsize
+                        out.append((1, b[dest] + off, WriteKind.UPDATE.value,
+                                    self.tile_id(chunk, j), burst,
+                                    tuple(self.partial[part][e:e + n])))
+            out += self.descriptor_packets(wave)
+        return out
+
+    def descriptor_packets(self, wave, tiles=None):
+        """The DMA packets of wave ``wave`` (of ``tiles`` only, if given), as
+        :meth:`expected_packets` gives them."""
+        out = []
+        for tile, _, d in self.descriptors(wave):
+            if tiles is not None and tile not in tiles:
+                continue
             chunk = tile // self.tiles
             total = self.final_z()[chunk]
             src0 = self.base["X0" if chunk == 0 else "Y1"]
@@ -200,6 +231,14 @@ class EngineEnv(StreamEnv):
     bad_stores : list of dict, optional
         Producer stores (``store_layout`` fields) the engine must refuse, given among the
         scenario's own.
+    fault : (str, int), optional
+        ``("error", tile)`` or ``("tag", tile)``: the DRAM answers the first DMA read of
+        wave 0's descriptor of ``tile`` with its ``error`` bit set, or with a wrong tag. The
+        DMA must abort that descriptor: none of its packets may leave, and ``Z`` keeps 0 in
+        its block; everything else stays exact.
+
+    Stores of waves after the first (``scenario.waves``) are held back until
+    :meth:`release` gives a tile's (software has mapped its entry again).
     """
 
     in_streams  = ("store", "load", "dram_response", "net_rx")
@@ -207,7 +246,7 @@ class EngineEnv(StreamEnv):
     in_flags    = ("occupancy",)
 
     def __init__(self, params, rng, scenario, *, loads=200, stall=0.1, latency=12,
-                 net_delay=(3, 20), hold=None, bad_rx=(), bad_stores=()):
+                 net_delay=(3, 20), hold=None, bad_rx=(), bad_stores=(), fault=None):
         super().__init__()
         self.hold = dict(hold or {})
         self.bad_rx, self.refused = list(bad_rx), {"rx": 0, "store": 0}
@@ -219,6 +258,11 @@ class EngineEnv(StreamEnv):
         self.mem = np.zeros(scenario.mem_bytes // _DTYPE.itemsize, _DTYPE)
         self.stores = deque((addr, tile, data, params.burst_bytes) for addr, tile, data
                             in scenario.stores(np.random.default_rng(rng.getrandbits(32))))
+        self.later = {}                      # tile -> stores of later waves, not released
+        for wave in range(1, scenario.waves):
+            for addr, tile, data in scenario.stores(
+                    np.random.default_rng(rng.getrandbits(32)), wave):
+                self.later.setdefault(tile, []).append((addr, tile, data, params.burst_bytes))
         for fields in bad_stores:           # data None: the engine must refuse it
             self.stores.insert(rng.randrange(len(self.stores) + 1),
                                (fields["addr"], fields["tile"], None, fields["bytes"]))
@@ -231,7 +275,7 @@ class EngineEnv(StreamEnv):
         self.local_data = deque()            # data of local stores, in order
         self.remote_data = deque()           # data of remote stores, in order (net_tx)
         self.rx_data = deque()               # data of packets given to net_rx, in order
-        self.dma_data = deque()              # snapshots of served DMA reads, in order
+        self.dma_data = {}                   # source address -> snapshots of DMA reads served
         self.queue = deque()                 # DRAM: (due cycle, request, data)
         self.responses = deque()             # DRAM responses waiting for their port
         self.wire = deque()                  # loopback: (arrival cycle, packet, data)
@@ -242,8 +286,18 @@ class EngineEnv(StreamEnv):
         self.packets = []                    # every packet seen on net_tx, in order
         self.dma_order = {}                  # tile -> destination addresses in arrival order
         self.served = {"read": 0, "store": 0, "update": 0}
-        self._dma_dst = {d["tile"]: d for _, _, d in scenario.descriptors()}
+        self._dma_dst = {(d["tile"], w): d for w in range(scenario.waves)
+                         for _, _, d in scenario.descriptors(w)}
+        self._src_of = {dst: src for d in self._dma_dst.values()
+                        for src, dst, _ in walk(params, d)}
         self._regions = scenario.regions()
+        self.fault, self.aborted = None, None
+        if fault is not None:
+            kind, tile = fault
+            if kind not in ("error", "tag"):
+                raise ValueError(f"fault kind must be 'error' or 'tag', not {kind!r}")
+            d = self._dma_dst[(tile, 0)]
+            self.fault = (kind, tile, d["src"])
 
     # -- helpers ---------------------------------------------------------------------------
     def _local(self, addr):
@@ -260,6 +314,12 @@ class EngineEnv(StreamEnv):
 
     def _is_dma_packet(self, pkt):
         return pkt["addr"] >= self.sc.base["Z"]
+
+    def release(self, tile):
+        """Software has mapped ``tile``'s entry for the next wave: its stores may go,
+        mixed at random among the stores still to give."""
+        for item in self.later.pop(tile, ()):
+            self.stores.insert(self.rng.randrange(len(self.stores) + 1), item)
 
     # -- stimulus --------------------------------------------------------------------------
     def inputs(self):
@@ -329,9 +389,14 @@ class EngineEnv(StreamEnv):
             e = req["addr"] // _DTYPE.itemsize
             if req["op"] == MemOp.READ.value:
                 self.served["read"] += 1
+                rsp = {"source": req["source"], "tag": req["tag"], "error": 0}
                 if req["source"] == WriteSource.DMA.value:
-                    self.dma_data.append(self.mem[e:e + req["bytes"] // _DTYPE.itemsize].copy())
-                self.responses.append({"source": req["source"], "tag": req["tag"]})
+                    if self.fault is not None and req["addr"] == self.fault[2]:
+                        self._abort(rsp)
+                    else:
+                        self.dma_data.setdefault(req["addr"], deque()).append(
+                            self.mem[e:e + req["bytes"] // _DTYPE.itemsize].copy())
+                self.responses.append(rsp)
             elif req["op"] == MemOp.STORE.value:
                 self.served["store"] += 1
                 self.mem[e:e + data.size] = data
@@ -347,7 +412,7 @@ class EngineEnv(StreamEnv):
         if outs["net_tx"] is not None and ins["net_tx"]:
             pkt = self.codec["net"].unpack(outs["net_tx"])
             dma = self._is_dma_packet(pkt)
-            src = self.dma_data if dma else self.remote_data
+            src = self.dma_data.get(self._src_of.get(pkt["addr"])) if dma else self.remote_data
             assert src, f"cycle {cyc}: packet {pkt} with no data behind it"
             data = src.popleft()
             key = (pkt["device"], pkt["addr"], pkt["kind"], pkt["tile"], pkt["bytes"],
@@ -357,7 +422,8 @@ class EngineEnv(StreamEnv):
             self.expected[key] -= 1
             self.packets.append(pkt)
             if dma:
-                self.dma_order.setdefault(pkt["tile"], []).append(pkt["addr"])
+                wave = self.sc.wave_of(pkt["tile"] // self.sc.tiles, pkt["addr"])
+                self.dma_order.setdefault((pkt["tile"], wave), []).append(pkt["addr"])
             lo, hi = self.net_delay
             self.wire.append((cyc + self.rng.randint(lo, hi), pkt, data))
 
@@ -366,22 +432,50 @@ class EngineEnv(StreamEnv):
         yet written to DRAM still holds its data in ``local_data``/``remote_data``/``rx_data``
         (a packet accepted on ``net_rx`` can sit in the engine's queues for a while)."""
         return (not self.stores and self.store is None and not self.loads_left
-                and not self.bad_rx
+                and not self.bad_rx and not self.later
                 and self.load is None and not self.queue and not self.responses
                 and not self.wire and self.rx is None
                 and not self.local_data and not self.remote_data and not self.rx_data
-                and not self.dma_data and sum(self.expected.values()) == 0)
+                and not any(q for src, q in self.dma_data.items()
+                            if src not in self._aborted_srcs())
+                and sum(self.expected.values()) == 0)
+
+    def _abort(self, rsp):
+        """Answer the faulted read badly: its descriptor's packets are no longer expected
+        (none may leave), and the snapshots of its other reads are never used."""
+        kind, tile, _ = self.fault
+        if kind == "error":
+            rsp["error"] = 1
+        else:
+            rsp["tag"] ^= 1
+        self.fault, self.aborted = None, (tile, 0)
+        for key in self.sc.descriptor_packets(0, tiles={tile}):
+            self.expected[key] -= 1
+            if not self.expected[key]:
+                del self.expected[key]
+
+    def _aborted_srcs(self):
+        if self.aborted is None:
+            return set()
+        return {src for src, _, _ in walk(self.p, self._dma_dst[self.aborted])}
 
     def check_end(self):
         """Every expected packet seen, each descriptor's in walk order; ``Z`` reduced."""
         missing = {k: v for k, v in self.expected.items() if v}
         assert not missing, f"{len(missing)} packets never sent"
         assert not any(self.loads_out.values()), "load responses missing"
-        for tile, addrs in self.dma_order.items():
-            d = self._dma_dst[tile]
+        assert self.fault is None, "the faulted DMA read was never served"
+        for (tile, wave), addrs in self.dma_order.items():
+            d = self._dma_dst[(tile, wave)]
             assert addrs == [dst for _, dst, _ in walk(self.p, d)], \
-                f"tile {tile}: packets out of walk order"
+                f"tile {tile} wave {wave}: packets out of walk order"
+        assert self.aborted not in self.dma_order, f"aborted {self.aborted} sent packets"
         for chunk, want in self.sc.final_z().items():
+            want = want.copy()
+            if self.aborted is not None and self.aborted[0] // self.sc.tiles == chunk:
+                for _, dst, nbytes in walk(self.p, self._dma_dst[self.aborted]):
+                    e = (dst - self.sc.z[chunk]) // _DTYPE.itemsize
+                    want[e:e + nbytes // _DTYPE.itemsize] = 0    # never written
             e = self.sc.z[chunk] // _DTYPE.itemsize
             got = self.mem[e:e + want.size]
             assert np.array_equal(got, want), f"Z{chunk} differs from P{chunk} + Q{chunk}"
@@ -414,6 +508,8 @@ def reference_run(scenario):
     from sim_models.engine_model import DmaDescriptor, EngineModel, Region
 
     p = scenario.p
+    if scenario.waves != 1:
+        raise ValueError(f"reference_run runs one wave, not {scenario.waves}")
     dram = DramModel(size_bytes=scenario.mem_bytes)
     eng = EngineModel(device=0, dram=dram, params=p, burst_bytes=p.burst_bytes, dtype=_DTYPE)
     names = {RegionMode.LOCAL: "local", RegionMode.REMOTE: "remote",

@@ -67,6 +67,16 @@ class TrackerCheck:
         if program is not None:
             set_("program__payload", self.program_c.pack(**program))
         set_("trigger__ready", ready)
+        set_("desc_query", self.query())
+
+    def query(self):
+        """This cycle's ``desc_query``: on even cycles a command a pending firing names (if
+        any), on odd cycles each command in turn, so ``desc_held`` is checked both ways."""
+        m, n = self.model.model, self.cycles
+        if n % 2 == 0 and m.pending:
+            held = sorted(m.kept[i].cmd for i in m.pending)
+            return held[(n // 2) % len(held)]
+        return (n // 2) % self.params.dma_descriptors
 
     def score(self, get, write=None, program=None, ready=True):
         """After the design settled on :meth:`drive`'s inputs: compare every output with the
@@ -82,6 +92,10 @@ class TrackerCheck:
         if exp_valid:
             got = self.trigger_c.unpack(get("trigger__payload"))
             assert Trigger(**got) == exp_trig, f"cycle {n}: trigger {got}, model {exp_trig}"
+        query = self.query()
+        got_held, exp_held = get("desc_held"), model.desc_held(query)
+        assert got_held == exp_held, \
+            f"cycle {n}: desc_held {got_held} for command {query}, model {exp_held}"
         exp_result, exp_hold = model.outputs()
         got_hold = get("hold")
         assert got_hold == exp_hold, f"cycle {n}: hold {got_hold}, model {exp_hold}"
