@@ -36,7 +36,8 @@ WAVE_FORMATS = ("fst", "vcd")
 
 def _key(cfg, waves):
     text = json.dumps({"n": cfg.gpus, "params": cfg.params.to_dict(), "waves": waves,
-                       "scope": TRACE_SCOPE.read_text() if waves else "", "max_width": 64},
+                       "scope": TRACE_SCOPE.read_text() if waves else "", "max_width": 64,
+                       "verilator": simulate.VERILATOR_KEY},
                       sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -72,7 +73,7 @@ def build(cfg: CosimConfig, *, waves=False, root=None):
         src.parent.mkdir(parents=True, exist_ok=True)
         src.write_text(text)
     runner = simulate.verilator_runner()
-    args = list(simulate.VERILATOR_ARGS)
+    args = [*simulate.VERILATOR_ARGS, str(simulate.ports_vlt(src, MODULE, bdir))]
     if waves:
         # --no-trace-top: no ``$rootio`` scope (the top's ports are in ``t3hw_system``)
         args += ["--trace-depth", "4", "--trace-max-width", "64", "--no-trace-top",

@@ -35,7 +35,8 @@ from .toolchain import build_root, toolchain_env
 
 
 __all__ = ["SIMULATORS", "WAVE_SUFFIX", "ICARUS_TIMESCALE", "VERILATOR_ARGS",
-           "verilator_runner", "build_dir", "generate_for", "build", "run"]
+           "VERILATOR_MAKE_ARGS", "VERILATOR_KEY", "verilator_runner", "ports_vlt",
+           "build_dir", "generate_for", "build", "run"]
 
 #: The simulators :func:`build` and :func:`run` drive, default first.
 SIMULATORS = ("verilator", "icarus")
@@ -58,9 +59,9 @@ VERILATOR_ARGS = ("-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fas
 #: makefile compiles it at ``-Os`` by default).
 VERILATOR_MAKE_ARGS = ("OPT_FAST=-O2", "OPT_SLOW=-O2", "OPT_GLOBAL=-O2")
 
-# Part of every Verilator build folder's name: a change of the flags above gets new folders
-# (the runner's cache looks only at the sources).
-_VERILATOR_KEY = hashlib.sha256(
+#: Part of every Verilator build folder's name: a change of the flags above gets new folders
+#: (the runner's cache looks only at the sources).
+VERILATOR_KEY = hashlib.sha256(
     json.dumps([VERILATOR_ARGS, VERILATOR_MAKE_ARGS, "ports.vlt"]).encode()).hexdigest()[:6]
 
 
@@ -68,9 +69,9 @@ def verilator_runner():
     """cocotb's Verilator runner, with only the ports public, the C++ at ``-O2``
     (:data:`VERILATOR_MAKE_ARGS`) and the precompiled-header flag the wheel leaves out.
 
-    The runner passes ``--public-flat-rw``; this one drops it: :func:`build` gives Verilator
-    a ``.vlt`` file that makes the top module's ports public (``public_flat_rw``), all
-    that cocotb's VPI needs to drive and sample them.
+    The runner passes ``--public-flat-rw``; this one drops it: every build gives Verilator
+    the :func:`ports_vlt` of its top module, which makes the ports public
+    (``public_flat_rw``), all that cocotb's VPI needs to drive and sample them.
 
     A split output makes Verilator's makefile compile through a precompiled header, and the
     PyPI wheel's ``verilated.mk`` has an empty ``CFG_CXXFLAGS_PCH_I`` (its configure step did
@@ -122,7 +123,7 @@ def build_dir(block, params: EngineParams, *, root=None, tag="", sim="verilator"
     if sim != "verilator":
         name += f"-{sim}"
     else:
-        name += f"-v{_VERILATOR_KEY}"
+        name += f"-v{VERILATOR_KEY}"
     return base / f"{name}{('-' + tag) if tag else ''}"
 
 
@@ -173,14 +174,14 @@ def build(block, params: EngineParams, *, waves=False, root=None, verbose=False,
                      verbose=verbose, log_file=bdir / "build.log")
         return runner, module, bdir
     runner = verilator_runner()
-    vlt = _ports_vlt(source, module, bdir)
+    vlt = ports_vlt(source, module, bdir)
     runner.build(sources=[source], hdl_toplevel=module, build_dir=bdir, always=False,
                  build_args=[*VERILATOR_ARGS, str(vlt)], waves=waves, verbose=verbose,
                  log_file=bdir / "build.log")
     return runner, module, bdir
 
 
-def _ports_vlt(source, module, bdir):
+def ports_vlt(source, module, bdir):
     """A Verilator configuration file making each port of ``module`` (read from the header
     of its declaration in ``source``) public for cocotb, and nothing else."""
     text = Path(source).read_text()
