@@ -60,8 +60,8 @@ def test_merge_keeps_other_entries(flow):
 
 
 def test_memories_match_the_layouts(flow):
-    """The generic run keeps memories as memory cells; their bits are the tracker table and
-    the trigger and ack queues, as derived from the layouts."""
+    """The generic run keeps memories as memory cells; their bits are the tracker table,
+    the trigger and ack queues and the held counters, as derived from the layouts."""
     results, _, _ = flow
     p = synth.PARAM_SETS[SET]
     storage = synth.tracker_storage(p)
@@ -69,9 +69,10 @@ def test_memories_match_the_layouts(flow):
     assert storage["trigger_queue_bits"] == trigger_layout(p).size * p.tracker_entries
     assert storage["ack_queue_bits"] == p.tile_width * p.tracker_entries
     generic = results["blocks"]["tracker@small"]["generic"]
-    assert generic["memories"] == 3
+    assert storage["held_bits"] == p.dma_descriptors * (p.tracker_entries + 1).bit_length()
+    assert generic["memories"] == 4
     assert generic["memory_bits"] == (storage["table_bits"] + storage["trigger_queue_bits"]
-                                      + storage["ack_queue_bits"])
+                                      + storage["ack_queue_bits"] + storage["held_bits"])
 
 
 def test_tracker_storage_paper():

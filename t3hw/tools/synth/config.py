@@ -94,14 +94,17 @@ def tracker_storage_bits(params: EngineParams = DEFAULT):
 
 def tracker_storage(params: EngineParams = DEFAULT):
     """The tracker's storage, field by field: ``{"entry_bits", "entries", "table_bits",
-    "fields", "trigger_queue_bits", "ack_queue_bits"}``."""
+    "fields", "trigger_queue_bits", "ack_queue_bits", "held_bits"}`` (``held_bits``: the
+    per-descriptor counts of entries with a firing pending, ``range(tracker_entries + 1)``
+    each)."""
     from t3hw.spec.layouts import entry_layout, trigger_layout
     layout = entry_layout(params)
     return {"entries": params.tracker_entries, "entry_bits": layout.size,
             "fields": {name: field.width for name, field in layout},
             "table_bits": tracker_storage_bits(params),
             "trigger_queue_bits": params.tracker_entries * trigger_layout(params).size,
-            "ack_queue_bits": params.tracker_entries * params.tile_width}
+            "ack_queue_bits": params.tracker_entries * params.tile_width,
+            "held_bits": params.dma_descriptors * params.tracker_entries.bit_length()}
 
 
 def choose(values, allowed, what):
