@@ -118,6 +118,7 @@ class _Pc:
         self.now = 0                        # no decision before this time
         self.cache = None                   # the choice beyond the last limit, still valid
         self.fresh = set()                  # banks with accesses newer than the cache
+        self.choice = ([None] * nb, [None] * nb)    # per queue and bank: _bank_choice
 
 
 class HbmModel:
@@ -229,6 +230,7 @@ class HbmModel:
             pc.queues[q][bank].append((self._seq, t, bank, bg, row, col, n, op, req, nb))
             pc.busy[q].add(bank)
             pc.fresh.add(bank)
+            pc.choice[q][bank] = None
             pc.count[q] += 1
             if pc.sched is None or pc.sched > t:
                 pc.sched = t
@@ -324,60 +326,69 @@ class HbmModel:
 
     def _pick(self, pc, q, banks):
         """The FR-FCFS choice among ``banks`` in queue ``q``: ``(time, row command?, seq,
-        what, access)``, ``what`` a lane for a column access, else ``"PRE"`` or ``"ACT"``."""
+        what, access)``, ``what`` a lane for a column access, else ``"PRE"`` or ``"ACT"``.
+
+        Each bank offers one command (:meth:`_bank_choice`, kept until the bank or its queue
+        changes); its time is the latest of the bank's, its group's and the PC's limits.
+        """
         p = self.p
-        best, cols = None, []
         now = pc.now                        # decisions are made in time order
         lane_min = max(min(pc.lane), now)
-        open_, hits, cap = pc.open, pc.hits, p.row_hit_cap
-        rd_ok, wr_ok = pc.rd_ok, pc.wr_ok
-        bg_col, bg_wr = pc.bg_col, pc.bg_wr
+        rd_ok, wr_ok, pre_ok, act_ok = pc.rd_ok, pc.wr_ok, pc.pre_ok, pc.act_ok
+        bg_col, bg_wr, bg_act = pc.bg_col, pc.bg_wr, pc.bg_act
         rd_wtr = pc.last_wr + p.tcwl + p.tbl + p.twtr_s
         wtr_l = p.tcwl + p.tbl + p.twtr_l
         wr_rtw = pc.last_rd + p.trtw
         row_bus = max(pc.row_bus, now)
+        act_floor = max(pc.act_any, row_bus, pc.faw[0] + p.tfaw if len(pc.faw) == 4 else 0)
+        choice = pc.choice[q]
+        best, bt, bseq, cols = None, 1 << 62, 0, []
         for bank in banks:
-            accs = pc.queues[q][bank]
-            head = accs[0]
-            row = open_[bank]
-            if row >= 0:
-                hit = head if head[4] == row else None
-                if hit is None:
-                    for a in accs:
-                        if a[4] == row:
-                            hit = a
-                            break
-                if hit is not None and hits[bank] >= cap and \
-                        any(a[4] != row for a in accs):
-                    hit = None              # the cap: an older miss may close the row
-                if hit is not None:
-                    bg, op = hit[3], hit[7]
-                    if op == _READ:
-                        t = max(bg_col[bg], rd_ok[bank], rd_wtr, bg_wr[bg] + wtr_l, lane_min)
-                    elif op == _STORE:
-                        t = max(bg_col[bg], wr_ok[bank], wr_rtw, lane_min)
-                    else:                   # UPDATE: URDs from t, UWRs from t + w
-                        w = self._uwr_offset(hit[6]) * self._step
-                        t = max(bg_col[bg], rd_ok[bank], wr_ok[bank] - w, wr_rtw - w, lane_min)
-                    cols.append((t, hit[0], hit))
-                    continue
-                cand = (max(pc.pre_ok[bank], row_bus), 1, head[0], "PRE", head)
+            c = choice[bank]
+            if c is None:
+                c = choice[bank] = self._bank_choice(pc, q, bank)
+            kind, a = c
+            if kind == 0:                   # a row hit: column commands
+                bg, op = a[3], a[7]
+                if op == _READ:
+                    t = max(bg_col[bg], rd_ok[bank], rd_wtr, bg_wr[bg] + wtr_l, lane_min)
+                elif op == _STORE:
+                    t = max(bg_col[bg], wr_ok[bank], wr_rtw, lane_min)
+                else:                       # UPDATE: URDs from t, UWRs from t + w
+                    w = self._uwr_offset(a[6]) * self._step
+                    t = max(bg_col[bg], rd_ok[bank], wr_ok[bank] - w, wr_rtw - w, lane_min)
+                cols.append((t, a[0], a))
+                continue
+            if kind == 1:
+                t = pre_ok[bank] if pre_ok[bank] > row_bus else row_bus
             else:
-                t = max(pc.act_ok[bank], pc.act_any, pc.bg_act[head[3]], row_bus)
-                if len(pc.faw) == 4:
-                    t = max(t, pc.faw[0] + p.tfaw)
-                cand = (t, 1, head[0], "ACT", head)
-            if best is None or cand[:3] < best[:3]:
-                best = cand
+                t = max(act_ok[bank], bg_act[a[3]], act_floor)
+            if t < bt or (t == bt and a[0] < bseq):
+                best, bt, bseq = (t, 1, a[0], "PRE" if kind == 1 else "ACT", a), t, a[0]
         if cols:
             # The lane grid rounds a time up to the first free slot, R for the earliest
             # column candidate; every candidate ready by R rounds to R too, so the oldest
             # of those goes first (row hits before row commands at equal times).
             r, lane = self._on_lane(pc, min(cols)[0])
-            if best is None or r <= best[0]:
+            if r <= bt:
                 seq, a = min((c[1], c[2]) for c in cols if c[0] <= r)
                 best = (r, 0, seq, lane, a)
         return best
+
+    def _bank_choice(self, pc, q, bank):
+        """What ``bank`` offers from queue ``q``: ``(0, hit)`` column commands for its
+        oldest row hit, else ``(1, head)`` a PRE or ``(2, head)`` an ACT for its oldest
+        access (a hit is passed over once ``row_hit_cap`` hits followed the ACT and an
+        access to another row waits)."""
+        accs = pc.queues[q][bank]
+        head, row = accs[0], pc.open[bank]
+        if row < 0:
+            return 2, head
+        hit = head if head[4] == row else next((a for a in accs if a[4] == row), None)
+        if hit is None or (pc.hits[bank] >= self.p.row_hit_cap and
+                           any(a[4] != row for a in accs)):
+            return 1, head
+        return 0, hit
 
     def _on_lane(self, pc, t):
         """The first column slot at or after ``t`` on a free lane: ``(time, lane)``."""
@@ -409,6 +420,7 @@ class HbmModel:
         p, log = self.p, self.log
         t, _, _, what, a = best
         bank, bg, row = a[2], a[3], a[4]
+        pc.choice[0][bank] = pc.choice[1][bank] = None
         if what == "PRE":
             self._precharge(pc, bank, t)
             pc.kind[bank] = "conflict"
@@ -487,6 +499,7 @@ class HbmModel:
                 self._precharge(pc, bank, pre)
                 pc.kind[bank] = None
         ref = max([t, pc.row_bus] + pc.act_ok)
+        pc.choice = ([None] * p.banks, [None] * p.banks)
         if self.log is not None:
             self.log.append((ref, pc.index, "REF", -1, -1, -1, -1))
         pc.row_bus = ref + 1
