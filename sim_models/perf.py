@@ -63,9 +63,10 @@ import numpy as np
 from .dram import TRAFFIC_CLASSES, DramModel
 from .engine_model import Arbiter, DmaDescriptor, observe_bytes
 from .gpu import GemmProducer, GpuConfig, SteppedCores
+from .memsys import HbmMemory
 from .network import RingNetwork
 from .tracker import TrackerModel
-from t3hw.spec.layouts import WriteKind, WriteSource
+from t3hw.spec.layouts import MemOp, WriteKind, WriteSource
 from t3hw.spec.params import EngineParams
 
 
@@ -109,6 +110,16 @@ class SystemConfig:
         T3-MCA threshold programmed for this model, or None for ``params.mca_threshold``
         (derived when that is 0). A threshold of its own because the paper's DRAM saturates
         at about 977 requests, beyond the RTL's 8-bit ``occupancy_width``.
+    memory : str
+        ``"fluid"`` (:class:`~sim_models.dram.DramModel`: a bandwidth account, the default)
+        or ``"hbm"`` (:class:`~sim_models.memsys.HbmMemory`: the HBM2 timing model of
+        ``docs/dram.md``, sampled, with a T3 arbiter per pseudo-channel and bounded
+        outstanding loads). ``dram_gbs`` applies to the fluid model only; the HBM2 one has
+        its own (1024 GB/s).
+    hbm_sample_pcs : int
+        Pseudo-channels the ``"hbm"`` memory simulates (of 64).
+    load_slots : int
+        Outstanding 256-B loads per compute unit (``"hbm"`` only).
     params : EngineParams
         The engines' parameters, which the model reads rather than shadows:
         ``burst_bytes`` (DRAM request size and tracker beat), the tracker geometry
@@ -126,6 +137,9 @@ class SystemConfig:
     step_cycles:         int = 512
     tx_buffer_bytes:     int = 256 * 1024
     mca_threshold:       int = None
+    memory:              str = "fluid"
+    hbm_sample_pcs:      int = 2
+    load_slots:          int = 16
     params:              EngineParams = field(
                              default_factory=lambda: EngineParams(burst_bytes=256))
 
@@ -144,6 +158,15 @@ class SystemConfig:
         if self.packet_bytes % self.burst_bytes:
             raise ValueError(f"packet_bytes must be a multiple of burst_bytes="
                              f"{self.burst_bytes}, not {self.packet_bytes!r}")
+        if self.memory not in ("fluid", "hbm"):
+            raise ValueError(f"memory must be 'fluid' or 'hbm', not {self.memory!r}")
+        for name in ("hbm_sample_pcs", "load_slots"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an integer in [1, inf), not {v!r}")
+        if self.memory == "hbm" and self.burst_bytes != 256:
+            raise ValueError(f"params.burst_bytes must be 256 with memory='hbm', "
+                             f"not {self.burst_bytes!r}")
         if self.tx_buffer_bytes < self.packet_bytes:
             raise ValueError(f"tx_buffer_bytes must be in [{self.packet_bytes}, inf), "
                              f"not {self.tx_buffer_bytes!r}")
@@ -163,7 +186,11 @@ class SystemConfig:
                        window=1 << p.mca_window_log2, saturation=saturation)
 
     def dram(self):
-        """A fresh timing-only :class:`DramModel`."""
+        """A fresh timing-only memory: :class:`DramModel` or :class:`HbmMemory`."""
+        if self.memory == "hbm":
+            return HbmMemory(sample_pcs=self.hbm_sample_pcs, burst_bytes=self.burst_bytes,
+                             latency_cycles=self.dram_latency_cycles,
+                             mshrs=self.load_slots * self.gpu.cus, cus=self.gpu.cus)
         return DramModel(bandwidth_gbs=self.dram_gbs, freq_ghz=self.gpu.freq_ghz,
                          latency_cycles=self.dram_latency_cycles, burst_bytes=self.burst_bytes)
 
@@ -276,9 +303,11 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
             gc, _ = dram.step(dt, arb)
             cfifo.serve(gc, gemm.deliver)
             for cu in gemm.advance(dt):
-                nb = prod.store_bytes(int(gemm.tile[cu]))
+                t = int(gemm.tile[cu])
+                nb = prod.store_bytes(t)
                 cfifo.push("store", None, nb)
-                dram.request("compute", nb, "gemm_writes")
+                dram.request("compute", nb, "gemm_writes", op=MemOp.STORE,
+                             region=prod.store_region(t))
                 gemm.free(cu)
             now += dt
         return now, dram.traffic, arb
@@ -329,7 +358,7 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
         while arrivals and arrivals[0][0] <= now:
             _, _, (s, j), nb = heapq.heappop(arrivals)
             mfifo.push("rx", (s + 1, j), nb)
-            dram.request("comm", nb, "rs_writes")
+            dram.request("comm", nb, "rs_writes", op=MemOp.UPDATE)
         while held:                       # stage-0 tiles waiting for TX buffer room
             cu = held[0]
             t = int(gemm.tile[cu])
@@ -356,13 +385,13 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
         running = not gemm.done
         gc, gm = dram.step(dt, arb)
         if running:                       # T3-MCA: compute's share of this step's capacity
-            arb.measure(dt, gc / (dram.bytes_per_cycle * dt))
+            arb.measure(dt, min(1.0, gc / (dram.bytes_per_cycle * dt)))
         for _, (s, j), nb in cfifo.serve(gc, gemm.deliver):
             observe(s, j, nb, WriteSource.COMPUTE)
         for kind, (s, j), nb in mfifo.serve(gm):
             if kind == "dma":
                 dma_out -= nb
-                link.enqueue(nb, (s, j), ready=end + cfg.dram_latency_cycles)
+                link.enqueue(nb, (s, j), ready=end + dram.read_delay)
             else:
                 observe(s, j, nb, WriteSource.REMOTE)
         for cu in gemm.advance(dt):
@@ -373,7 +402,8 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
             else:
                 nb = prod.store_bytes(t)
                 cfifo.push("store", (s, j), nb)
-                dram.request("compute", nb, "gemm_writes")
+                dram.request("compute", nb, "gemm_writes", op=MemOp.UPDATE,
+                             region=prod.store_region(t))
                 gemm.free(cu)
         for d in link.transmit(end):
             seq += 1
@@ -422,7 +452,7 @@ def _ring_sim(work, cfg, kind):
             for what, _, nb in mfifo.serve(gm):
                 if what == "dma":
                     dma_out -= nb
-                    link.enqueue(nb, None, ready=end + cfg.dram_latency_cycles)
+                    link.enqueue(nb, None, ready=end + dram.read_delay)
                 elif kind == "rs":
                     cfifo.push("reduce", None, 3 * nb)
                     dram.request("compute", 2 * nb, rd)
