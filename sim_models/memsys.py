@@ -19,10 +19,11 @@ on either (``SystemConfig(memory="hbm")``). Underneath it is
   compute stream and the communication stream waiting for that PC. T3-MCA compares its
   threshold with the PC's real queue (``HbmModel`` accesses waiting), scaled to the whole
   memory system (x 64).
-* **Latency at the GPU.** A GEMM load holds one of the GPU's outstanding-load slots
-  (``mshrs`` 256-B requests for the whole GPU, their sampled share here) from its issue to
-  the return of its data, ``fabric_cycles`` after the DRAM's completion (the interconnect
-  and L2 on the way there and back). Stores, updates and the DMA's requests are at the
+* **Latency at the GPU.** A GEMM load holds one of its channel's outstanding-load slots
+  (``mshrs`` 256-B requests for the whole GPU, split evenly over the 64 PCs: the L2 slice
+  in front of each channel tracks its own misses) from its issue to the return of its
+  data, the fabric's cycles after the DRAM's completion (the interconnect and L2 on the way
+  there and back, what ``latency_cycles`` leaves after an unloaded 256-B DRAM read). Stores, updates and the DMA's requests are at the
   memory controller: a write is served (and seen by the tracker) when the arbiter grants
   it into the DRAM queue, as in the RTL; a DMA read when its data is back.
 * **Addresses.** GEMM loads: one sequential stream per compute unit (the panels its tile
@@ -30,10 +31,13 @@ on either (``SystemConfig(memory="hbm")``). Underneath it is
   tile's output rows (``region``: 256-B rows ``pitch`` apart). DMA reads and received
   updates: consecutive 4-KB packets in regions of their own.
 
-A stream's reads, and its writes, complete in order (bytes count as served up to the oldest
-unfinished request of their kind); the performance model's first-in first-out accounting
-takes the sum. Within a PC's arbiter slot, a stream offers its oldest request the DRAM can
-take now, so a write waiting for room in the write queue does not hold reads back.
+Each sampled granule served serves its share of its ``request`` call's bytes (a call with
+no sampled granule is served at once), in whatever order they finish: the performance
+model's first-in first-out accounting takes the sums. (Waiting for a call's last granule
+instead would make a call's service the slowest of its channels', a delay that grows
+with the number of channels simulated.) Within a PC's arbiter slot, a stream offers its oldest request
+the DRAM can take now, so a write waiting for room in the write queue does not hold reads
+back either.
 """
 
 import heapq
@@ -68,7 +72,7 @@ class HbmMemory:
         Unloaded load latency seen by a compute unit (the fabric adds what the DRAM's own
         unloaded latency leaves).
     mshrs : int
-        Outstanding 256-B loads of the whole GPU.
+        Outstanding 256-B loads of the whole GPU (``mshrs / 64`` per pseudo-channel).
     cus : int
         Compute units (one load stream each).
     panel_bytes : int
@@ -97,7 +101,7 @@ class HbmMemory:
         dram = p.trcd_rd + (bursts - 1) * p.lanes * p.slot + p.tcl + p.tbl
         unloaded = -(-dram * p.ratio.denominator // p.ratio.numerator)
         self.fabric = max(0, latency_cycles - unloaded)
-        self.mshrs = max(1, round(mshrs / self.scale))
+        self.mshrs = max(1, round(mshrs / p.n_pcs))      # per pseudo-channel
         self.traffic = {cls: 0 for cls in TRAFFIC_CLASSES}
         self.busy_cycles = 0.0
         self.waiting = 0.0
@@ -107,13 +111,13 @@ class HbmMemory:
         self.cursors = [[self._base(), 0] for _ in range(cus)]
         self.cu_next = 0
         self.regions = {"comm_read": 1 << 33, "comm_write": 3 << 32, "compute_write": 1 << 34}
-        # per stream: deque of entries [bytes, sampled requests unfinished]; per PC and
-        # stream: deque of (op, addr, entry) waiting for the arbiter
+        # an entry per request call: [bytes, sampled granules, stream]; per PC and
+        # (stream, is read): (seq, op, addr, entry) waiting for the arbiter
         lanes = [(s, r) for s in ("compute", "comm") for r in (True, False)]
-        self.entries = {lane: deque() for lane in lanes}
+        self.open = {"compute": 0.0, "comm": 0.0}   # bytes requested, not yet served
         self.pending = [{lane: deque() for lane in lanes} for _ in range(sample_pcs)]
         self.arbs = None
-        self.loads = 0                       # sampled loads outstanding (MSHRs held)
+        self.loads = [0] * sample_pcs        # GEMM loads outstanding per sampled PC
         self.returns = []                    # (cycle, seq, entry): loads on their way back
         self.seq = 0
         self.inflight = {}                   # tag -> entry of a read in the DRAM
@@ -188,8 +192,11 @@ class HbmMemory:
             addrs = self._granules(self.regions[key], span)
             self.regions[key] += -(-span // 256) * 256
         lane = (stream, op == _READ)
-        entry = [nbytes, len(addrs)]
-        self.entries[lane].append(entry)
+        entry = [nbytes, len(addrs), stream]
+        if not addrs:                        # all of it on channels not simulated
+            self.served[stream] += nbytes
+        else:
+            self.open[stream] += nbytes
         self.seq += 1
         for a in addrs:
             self.pending[(a >> _GRANULE_BITS) & 63][lane].append((self.seq, op, a, entry))
@@ -204,23 +211,20 @@ class HbmMemory:
             a.threshold = arb.threshold
         return self.arbs
 
-    def _finish(self, entry, lane):
-        entry[1] -= 1
-        if entry[1] == 0:
-            self._retire(lane)
+    def _finish(self, entry):
+        """One sampled granule of ``entry`` is served: so is its share of the bytes."""
+        share = entry[0] / entry[1]
+        self.served[entry[2]] += share
+        self.open[entry[2]] -= share
 
-    def _retire(self, lane):
-        q = self.entries[lane]
-        while q and q[0][1] == 0:
-            self.served[lane[0]] += q.popleft()[0]
-
-    def _ready(self, pend, stream, pc):
+    def _ready(self, pend, stream, pc, i):
         """The oldest request of ``stream`` the PC can take now (a read needs room in the
         read queue and, for the GEMM, a free load slot; a write room in the write queue),
         or None."""
         p, best = self.p, None
         rq, wq = pend[(stream, True)], pend[(stream, False)]
-        if rq and pc.count[0] < p.read_queue and (stream == "comm" or self.loads < self.mshrs):
+        if rq and pc.count[0] < p.read_queue and (stream == "comm" or
+                                                  self.loads[i] < self.mshrs):
             best = rq
         if wq and pc.count[1] < p.write_queue and (best is None or wq[0][0] < best[0][0]):
             best = wq
@@ -232,7 +236,7 @@ class HbmMemory:
             pend, arb = self.pending[i], arbs[i]
             pc = hbm.pcs[i * self.p.pseudo_channels]     # channel i, pseudo-channel 0
             for _ in range(_TICK):
-                cq, mq = self._ready(pend, "compute", pc), self._ready(pend, "comm", pc)
+                cq, mq = self._ready(pend, "compute", pc, i), self._ready(pend, "comm", pc, i)
                 if cq is None and mq is None:
                     break
                 choice = arb.grant(compute_ready=cq is not None, comm_ready=mq is not None,
@@ -244,16 +248,14 @@ class HbmMemory:
                 self.seq += 1
                 hbm.submit(t, op, addr, 256, source=choice, tag=self.seq)
                 if op == _READ:
-                    self.inflight[self.seq] = entry
+                    self.inflight[self.seq] = (entry, i)
                     if choice == "compute":
-                        self.loads += 1
+                        self.loads[i] += 1
                 else:
-                    self._finish(entry, (choice, False))
+                    self._finish(entry)
 
     def step(self, cycles, arbiter):
         """Run ``cycles`` cycles; return ``(compute_bytes, comm_bytes)`` served."""
-        for lane in self.entries:
-            self._retire(lane)               # entries with no sampled granule
         arbs = self._arbiters(arbiter)
         end = self.now + cycles
         t = self.now
@@ -263,19 +265,19 @@ class HbmMemory:
             for c in self.hbm.advance(t - 1):
                 if c.op != _READ:
                     continue                 # writes were served when granted
-                entry = self.inflight.pop(c.tag)
+                entry, i = self.inflight.pop(c.tag)
                 if c.source == "compute":
                     self.seq += 1
-                    heapq.heappush(self.returns, (c.done + self.fabric, self.seq, entry))
+                    heapq.heappush(self.returns, (c.done + self.fabric, self.seq, entry, i))
                 else:
-                    self._finish(entry, ("comm", True))
+                    self._finish(entry)
             while self.returns and self.returns[0][0] < t:
-                self.loads -= 1
-                self._finish(heapq.heappop(self.returns)[2], ("compute", True))
+                _, _, entry, i = heapq.heappop(self.returns)
+                self.loads[i] -= 1
+                self._finish(entry)
         self.now = end
         gc, gm = self.served["compute"], self.served["comm"]
         self.served = {"compute": 0.0, "comm": 0.0}
         self.busy_cycles += (gc + gm) / self.bytes_per_cycle
-        self.waiting = sum(e[0] for lane in (("compute", True), ("compute", False))
-                           for e in self.entries[lane])
+        self.waiting = self.open["compute"]
         return gc, gm
