@@ -267,6 +267,12 @@ class HbmModel:
         """Accesses waiting in the controllers' queues (not yet issued), all PCs."""
         return sum(pc.count[0] + pc.count[1] for pc in self.pcs)
 
+    def waiting(self, pc):
+        """``(reads, writes)``: accesses waiting in PC ``pc``'s two queues (each holds at
+        most ``read_queue`` / ``write_queue``)."""
+        c = self.pcs[pc].count
+        return c[0], c[1]
+
     @property
     def occupancies(self):
         """:attr:`occupancy` per PC (index ``channel * pseudo_channels + pseudo_channel``)."""

@@ -217,16 +217,16 @@ class HbmMemory:
         self.served[entry[2]] += share
         self.open[entry[2]] -= share
 
-    def _ready(self, pend, stream, pc, i):
-        """The oldest request of ``stream`` the PC can take now (a read needs room in the
-        read queue and, for the GEMM, a free load slot; a write room in the write queue),
-        or None."""
+    def _ready(self, pend, stream, waiting, i):
+        """The queue of the oldest request of ``stream`` the PC can take now (a read needs
+        room in the read queue and, for the GEMM, a free load slot; a write room in the
+        write queue), or None; ``waiting`` is the PC's ``(reads, writes)``."""
         p, best = self.p, None
         rq, wq = pend[(stream, True)], pend[(stream, False)]
-        if rq and pc.count[0] < p.read_queue and (stream == "comm" or
-                                                  self.loads[i] < self.mshrs):
+        if rq and waiting[0] < p.read_queue and (stream == "comm" or
+                                                 self.loads[i] < self.mshrs):
             best = rq
-        if wq and pc.count[1] < p.write_queue and (best is None or wq[0][0] < best[0][0]):
+        if wq and waiting[1] < p.write_queue and (best is None or wq[0][0] < best[0][0]):
             best = wq
         return best
 
@@ -234,13 +234,15 @@ class HbmMemory:
         hbm, scale = self.hbm, self.scale
         for i in range(self.k):
             pend, arb = self.pending[i], arbs[i]
-            pc = hbm.pcs[i * self.p.pseudo_channels]     # channel i, pseudo-channel 0
+            pc = i * self.p.pseudo_channels              # channel i, pseudo-channel 0
             for _ in range(_TICK):
-                cq, mq = self._ready(pend, "compute", pc, i), self._ready(pend, "comm", pc, i)
+                waiting = hbm.waiting(pc)
+                cq = self._ready(pend, "compute", waiting, i)
+                mq = self._ready(pend, "comm", waiting, i)
                 if cq is None and mq is None:
                     break
                 choice = arb.grant(compute_ready=cq is not None, comm_ready=mq is not None,
-                                   occupancy=(pc.count[0] + pc.count[1]) * scale)
+                                   occupancy=(waiting[0] + waiting[1]) * scale)
                 if choice is None:
                     break
                 q = cq if choice == "compute" else mq

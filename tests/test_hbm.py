@@ -273,6 +273,7 @@ def test_back_pressure_and_occupancy():
     assert m.submit(0, READ, _addr(p, ro=9), 64) is False
     assert m.submit(0, STORE, _addr(p, ro=9), 64)     # the write queue is separate
     assert m.occupancy == 5 and m.occupancies[63] == 5 and sum(m.occupancies) == 5
+    assert m.waiting(63) == (4, 1) and m.waiting(0) == (0, 0)
     # a request over two PCs is refused whole when one is full, and queues nothing
     two = _addr(p, ro=1) + p.interleave_bytes - 64
     assert p.decode(two + 64)["pc"] != p.decode(two)["pc"]
