@@ -118,6 +118,7 @@ class HbmMemory:
         self.pending = [{lane: deque() for lane in lanes} for _ in range(sample_pcs)]
         self.arbs = None
         self.loads = [0] * sample_pcs        # GEMM loads outstanding per sampled PC
+        self.queued = 0                      # sampled requests waiting for an arbiter
         self.returns = []                    # (cycle, seq, entry): loads on their way back
         self.seq = 0
         self.inflight = {}                   # tag -> entry of a read in the DRAM
@@ -148,6 +149,9 @@ class HbmMemory:
     def _granules(self, addr, nbytes):
         """Addresses of the sampled 256-B granules of ``[addr, addr + nbytes)``."""
         g0, g1 = addr >> _GRANULE_BITS, -(-(addr + nbytes) >> _GRANULE_BITS)
+        r0 = g0 & 63
+        if r0 >= self.k and r0 + g1 - g0 <= 64:
+            return []                        # the run lies between two sampled channels
         out = []
         g = g0 - (g0 & 63)
         while g < g1:
@@ -200,6 +204,7 @@ class HbmMemory:
         self.seq += 1
         for a in addrs:
             self.pending[(a >> _GRANULE_BITS) & 63][lane].append((self.seq, op, a, entry))
+        self.queued += len(addrs)
 
     # -- time ----------------------------------------------------------------------------
     def _arbiters(self, arb):
@@ -231,6 +236,8 @@ class HbmMemory:
         return best
 
     def _grant_round(self, t, arbs):
+        if not self.queued:
+            return
         hbm, scale = self.hbm, self.scale
         for i in range(self.k):
             pend, arb = self.pending[i], arbs[i]
@@ -247,6 +254,7 @@ class HbmMemory:
                     break
                 q = cq if choice == "compute" else mq
                 _, op, addr, entry = q.popleft()
+                self.queued -= 1
                 self.seq += 1
                 hbm.submit(t, op, addr, 256, source=choice, tag=self.seq)
                 if op == _READ:
