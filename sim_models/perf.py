@@ -28,6 +28,8 @@ Scenarios
   arbiter. Then the same all-gather as Sequential.
 * **T3-MCA.** The same, with the ``t3_mca`` arbiter (``engine_model`` documents its rule).
 * **Ideal.** ``max(GEMM, RS) + AG`` with the Sequential run's own phase times.
+* **Ideal-RS+NMC.** ``max(GEMM, RS') + AG``, RS' the Sequential reduce-scatter with the
+  reduction done in memory (no reduction kernel).
 
 DRAM contention is the only thing that separates T3 from a perfect overlap besides the ring's
 fill and drain: the GEMM's tiles slow down when their reads are not served, and communication
@@ -415,10 +417,12 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
 
 
 def _ring_sim(work, cfg, kind):
-    """A sequential ring reduce-scatter (``kind="rs"``) or all-gather (``"ag"``) of the output.
+    """A sequential ring reduce-scatter (``kind="rs"``), the same with near-memory reduction
+    (``"rs_nmc"``), or an all-gather (``"ag"``) of the output.
 
     N-1 synchronous steps of one chunk each; GPU 0 receives what it sends (symmetry).
     RS: DMA read, send, write into a buffer, kernel reads local + received and writes the sum.
+    RS with NMC: DMA read, send, the received chunk added in memory (an update).
     AG: DMA read, send, write.
     """
     n = work.tp
@@ -429,7 +433,8 @@ def _ring_sim(work, cfg, kind):
     dram = cfg.dram()
     arb = Arbiter(policy="compute_first")
     link = cfg.ring(n).links[0]
-    rd, wr = ("rs_reads", "rs_writes") if kind == "rs" else ("ag_reads", "ag_writes")
+    rd, wr = ("ag_reads", "ag_writes") if kind == "ag" else ("rs_reads", "rs_writes")
+    rx_op = MemOp.UPDATE if kind == "rs_nmc" else MemOp.STORE
     now = 0.0
     for _ in range(n - 1):
         cfifo, mfifo = _Fifo(), _Fifo()
@@ -439,7 +444,7 @@ def _ring_sim(work, cfg, kind):
             while arrivals and arrivals[0].arrival <= now:
                 d = arrivals.popleft()
                 mfifo.push("rx", None, d.nbytes)
-                dram.request("comm", d.nbytes, wr)
+                dram.request("comm", d.nbytes, wr, op=rx_op)
             while to_read and link.queued_bytes + dma_out + cfg.packet_bytes <= cfg.tx_buffer_bytes:
                 nb = min(cfg.packet_bytes, to_read)
                 mfifo.push("dma", None, nb)
@@ -489,19 +494,27 @@ def simulate_t3(work, cfg=None, *, policy="round_robin", ag=None):
 
 
 def run_workload(work, cfg=None):
-    """All four scenarios of one workload: an entry of the ``configs`` list, plus ``phases``
-    (cycles per phase of each scenario), which the JSON report leaves out."""
+    """Every scenario of one workload: an entry of the ``configs`` list, plus ``phases``
+    (cycles per phase of each scenario), which the JSON report leaves out.
+
+    ``ideal_rs_nmc`` is the paper's Ideal-RS+NMC: ``max(GEMM, RS with near-memory
+    reduction) + AG``, the RS of :func:`_ring_sim` ``"rs_nmc"`` (no reduction kernel: each
+    received chunk is added in memory as it arrives).
+    """
     cfg = cfg or SystemConfig()
     seq = simulate_sequential(work, cfg)
     ag = (seq.cycles["ag"], {c: (v if c.startswith("ag") else 0) for c, v in seq.traffic.items()})
     t3 = simulate_t3(work, cfg, policy="round_robin", ag=ag)
     mca = simulate_t3(work, cfg, policy="t3_mca", ag=ag)
     ideal = max(seq.cycles["gemm"], seq.cycles["rs"]) + seq.cycles["ag"]
+    rs_nmc, _ = _ring_sim(work, cfg, "rs_nmc")
+    ideal_nmc = max(seq.cycles["gemm"], rs_nmc) + seq.cycles["ag"]
     return {"model": work.model, "tp": work.tp, "sublayer": work.sublayer, "tokens": work.tokens,
             "cycles": {"sequential": seq.total, "t3": t3.total, "t3_mca": mca.total,
-                       "ideal": ideal},
+                       "ideal": ideal, "ideal_rs_nmc": ideal_nmc},
             "dram_bytes": {"sequential": seq.traffic, "t3": t3.traffic, "t3_mca": mca.traffic},
-            "phases": {"sequential": seq.cycles, "t3": t3.cycles, "t3_mca": mca.cycles}}
+            "phases": {"sequential": seq.cycles, "t3": t3.cycles, "t3_mca": mca.cycles,
+                       "rs_nmc": {"rs": rs_nmc}}}
 
 
 def _geomean(xs):
@@ -516,7 +529,9 @@ def summarize(configs):
     if not configs:
         raise ValueError("configs must be a non-empty list")
     out = {"speedup_geomean": {}, "speedup_max": {}}
-    for key in ("t3", "t3_mca", "ideal"):
+    for key in ("t3", "t3_mca", "ideal", "ideal_rs_nmc"):
+        if key not in configs[0]["cycles"]:
+            continue
         ratios = [c["cycles"]["sequential"] / c["cycles"][key] for c in configs]
         out["speedup_geomean"][key] = _geomean(ratios) - 1
         out["speedup_max"][key] = max(ratios) - 1
