@@ -65,6 +65,7 @@ import numpy as np
 from .dram import TRAFFIC_CLASSES, DramModel
 from .engine_model import Arbiter, DmaDescriptor, observe_bytes
 from .gpu import GemmProducer, GpuConfig, SteppedCores
+from .hbm_params import HbmParams
 from .memsys import HbmMemory
 from .network import RingNetwork
 from .tracker import TrackerModel
@@ -118,6 +119,9 @@ class SystemConfig:
         ``docs/dram.md``, sampled, with a T3 arbiter per pseudo-channel and bounded
         outstanding loads). ``dram_gbs`` applies to the fluid model only; the HBM2 one has
         its own (1024 GB/s).
+    hbm : HbmParams or None
+        The ``"hbm"`` memory's organisation and timings (None: ``HbmParams()``, the
+        defaults of ``docs/dram.md``).
     hbm_sample_pcs : int
         Pseudo-channels the ``"hbm"`` memory simulates (of 64).
     load_slots : int
@@ -140,6 +144,7 @@ class SystemConfig:
     tx_buffer_bytes:     int = 256 * 1024
     mca_threshold:       int = None
     memory:              str = "fluid"
+    hbm:                 HbmParams = None
     hbm_sample_pcs:      int = 2
     load_slots:          int = 16
     params:              EngineParams = field(
@@ -160,6 +165,8 @@ class SystemConfig:
         if self.packet_bytes % self.burst_bytes:
             raise ValueError(f"packet_bytes must be a multiple of burst_bytes="
                              f"{self.burst_bytes}, not {self.packet_bytes!r}")
+        if self.hbm is not None and not isinstance(self.hbm, HbmParams):
+            raise ValueError(f"hbm must be an HbmParams or None, not {self.hbm!r}")
         if self.memory not in ("fluid", "hbm"):
             raise ValueError(f"memory must be 'fluid' or 'hbm', not {self.memory!r}")
         for name in ("hbm_sample_pcs", "load_slots"):
@@ -190,7 +197,8 @@ class SystemConfig:
     def dram(self):
         """A fresh timing-only memory: :class:`DramModel` or :class:`HbmMemory`."""
         if self.memory == "hbm":
-            return HbmMemory(sample_pcs=self.hbm_sample_pcs, burst_bytes=self.burst_bytes,
+            return HbmMemory(hbm=self.hbm, sample_pcs=self.hbm_sample_pcs,
+                             burst_bytes=self.burst_bytes,
                              latency_cycles=self.dram_latency_cycles,
                              mshrs=self.load_slots * self.gpu.cus, cus=self.gpu.cus)
         return DramModel(bandwidth_gbs=self.dram_gbs, freq_ghz=self.gpu.freq_ghz,

@@ -6,6 +6,7 @@ loads, latency, per-channel arbitration, and a small workload end to end."""
 import pytest
 
 from sim_models.engine_model import Arbiter
+from sim_models.hbm import HbmParams
 from sim_models.memsys import HbmMemory
 from sim_models.perf import SystemConfig, simulate_sequential, simulate_t3
 from sim_models.workloads import Workload
@@ -109,6 +110,9 @@ def test_bad_memory_configurations():
         SystemConfig(load_slots=0)
     with pytest.raises(ValueError, match="stream must be 'compute' or 'comm'"):
         HbmMemory().request("gpu", 256, "gemm_reads")
+    with pytest.raises(ValueError, match="hbm must be an HbmParams or None"):
+        SystemConfig(memory="hbm", hbm={"trfc": 300})
+    assert SystemConfig(memory="hbm", hbm=HbmParams(trfc=300)).dram().p.trfc == 300
 
 
 def test_perf_model_on_the_hbm_memory():
