@@ -10,9 +10,8 @@ on either (``SystemConfig(memory="hbm")``). Underneath it is
 * **Sampling.** Addresses interleave every 256-B granule over the 64 pseudo-channels (PCs),
   so every stream loads them alike. Only the granules that map to ``sample_pcs`` of them
   (channels ``0 .. sample_pcs - 1``, pseudo-channel 0) are simulated, each standing for
-  ``64 / sample_pcs`` granules of the whole GPU; a stream's bytes count as served when its
-  sampled granules are. The simulated PCs see exactly their share of every stream, with its
-  real addresses (row locality and bank conflicts included).
+  ``64 / sample_pcs`` granules of the whole GPU. The simulated PCs see exactly their share
+  of every stream, with its real addresses (row locality and bank conflicts included).
 * **Arbitration per PC.** Each sampled PC has its own copy of the step's
   :class:`~sim_models.engine_model.Arbiter` (policy, starvation limit, and the threshold
   the shared arbiter derives or was given), deciding one request per cycle between the
@@ -22,10 +21,11 @@ on either (``SystemConfig(memory="hbm")``). Underneath it is
 * **Latency at the GPU.** A GEMM load holds one of its channel's outstanding-load slots
   (``mshrs`` 256-B requests for the whole GPU, split evenly over the 64 PCs: the L2 slice
   in front of each channel tracks its own misses) from its issue to the return of its
-  data, the fabric's cycles after the DRAM's completion (the interconnect and L2 on the way
-  there and back, what ``latency_cycles`` leaves after an unloaded 256-B DRAM read). Stores, updates and the DMA's requests are at the
-  memory controller: a write is served (and seen by the tracker) when the arbiter grants
-  it into the DRAM queue, as in the RTL; a DMA read when its data is back.
+  data, the fabric's cycles after the DRAM's completion (the interconnect and L2 on the
+  way there and back: what ``latency_cycles`` leaves after an unloaded 256-B DRAM read).
+  Stores, updates and the DMA's requests are at the memory controller: a write is served
+  (and seen by the tracker) when the arbiter grants it into the DRAM queue, as in the RTL;
+  a DMA read when its data is back.
 * **Addresses.** GEMM loads: one sequential stream per compute unit (the panels its tile
   reads), a new pseudo-random base every ``panel_bytes``. Output stores and updates: the
   tile's output rows (``region``: 256-B rows ``pitch`` apart). DMA reads and received
@@ -34,10 +34,10 @@ on either (``SystemConfig(memory="hbm")``). Underneath it is
 Each sampled granule served serves its share of its ``request`` call's bytes (a call with
 no sampled granule is served at once), in whatever order they finish: the performance
 model's first-in first-out accounting takes the sums. (Waiting for a call's last granule
-instead would make a call's service the slowest of its channels', a delay that grows
-with the number of channels simulated.) Within a PC's arbiter slot, a stream offers its oldest request
-the DRAM can take now, so a write waiting for room in the write queue does not hold reads
-back either.
+instead would make a call's service the slowest of its channels', a delay that grows with
+the number of channels simulated.) Within a PC's arbiter slot, a stream offers its oldest
+request the DRAM can take now, so a write waiting for room in the write queue does not
+hold reads back either.
 """
 
 import heapq

@@ -143,13 +143,16 @@ def test_checker_catches_each_rule(rule, changes, cmds, k, words):
 
 
 def test_checker_catches_state_errors():
-    base = [(0, "ACT", 0, 0, 7, -1), (14, "RD", 0, 0, 7, 0)]
-    assert any("open row" in e for e in check_log(P1, _pc_log((14, "RD", 0, 0, 7, 0))))
-    assert any("open row 7" in e for e in check_log(P1, _pc_log(base[0], (14, "RD", 0, 0, 8, 0))))
-    assert any("ACT to open" in e for e in check_log(P1, _pc_log(base[0], (60, "ACT", 0, 0, 8, -1))))
-    assert any("REF with a bank open" in e
-               for e in check_log(P1, _pc_log(base[0], (300, "REF", -1, -1, -1, -1))))
-    assert any("without its URD" in e for e in check_log(P1, _pc_log(base[0], (40, "UWR", 0, 0, 7, 3))))
+    act = (0, "ACT", 0, 0, 7, -1)
+
+    def says(words, *cmds):
+        return any(words in e for e in check_log(P1, _pc_log(*cmds)))
+
+    assert says("open row", (14, "RD", 0, 0, 7, 0))
+    assert says("open row 7", act, (14, "RD", 0, 0, 8, 0))
+    assert says("ACT to open", act, (60, "ACT", 0, 0, 8, -1))
+    assert says("REF with a bank open", act, (300, "REF", -1, -1, -1, -1))
+    assert says("without its URD", act, (40, "UWR", 0, 0, 7, 3))
     # two reads on one data bus slot (tccd_s = 1 < tbl = 2 here)
     p = P1.replace(tccd_s=1, tccd_l=1)
     assert any("data bus" in e for e in check_log(p, _pc_log(
