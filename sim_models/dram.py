@@ -189,6 +189,12 @@ class DramModel:
         return math.ceil(self.waiting / self.burst_bytes + self._in_flight() - 1e-9)
 
     @property
+    def read_delay(self):
+        """Cycles from a read's bytes being served to its data being usable: this fluid
+        model serves bandwidth, so the whole :attr:`latency_cycles`."""
+        return self.latency_cycles
+
+    @property
     def compute_occupancy(self):
         """The compute stream's share of :attr:`occupancy` (what T3-MCA measures)."""
         return self.waiting / self.burst_bytes + self._in_flight("compute")
@@ -198,8 +204,12 @@ class DramModel:
         """Occupancy at which the DRAM saturates: the bandwidth-delay product in requests."""
         return self.bytes_per_cycle * self.latency_cycles / self.burst_bytes
 
-    def request(self, stream, nbytes, cls):
-        """Issue ``nbytes`` of requests on ``stream`` (``"compute"`` or ``"comm"``)."""
+    def request(self, stream, nbytes, cls, *, op=None, region=None):
+        """Issue ``nbytes`` of requests on ``stream`` (``"compute"`` or ``"comm"``).
+
+        ``op`` and ``region`` (what the requests do and where) matter to the HBM2 memory
+        (:class:`sim_models.memsys.HbmMemory`); this fluid model moves bytes only.
+        """
         if stream not in self.backlog:
             raise ValueError(f"stream must be 'compute' or 'comm', not {stream!r}")
         if nbytes < 0:

@@ -28,6 +28,8 @@ Scenarios
   arbiter. Then the same all-gather as Sequential.
 * **T3-MCA.** The same, with the ``t3_mca`` arbiter (``engine_model`` documents its rule).
 * **Ideal.** ``max(GEMM, RS) + AG`` with the Sequential run's own phase times.
+* **Ideal-RS+NMC.** ``max(GEMM, RS') + AG``, RS' the Sequential reduce-scatter with the
+  reduction done in memory (no reduction kernel).
 
 DRAM contention is the only thing that separates T3 from a perfect overlap besides the ring's
 fill and drain: the GEMM's tiles slow down when their reads are not served, and communication
@@ -63,9 +65,11 @@ import numpy as np
 from .dram import TRAFFIC_CLASSES, DramModel
 from .engine_model import Arbiter, DmaDescriptor, observe_bytes
 from .gpu import GemmProducer, GpuConfig, SteppedCores
+from .hbm_params import HbmParams
+from .memsys import HbmMemory
 from .network import RingNetwork
 from .tracker import TrackerModel
-from t3hw.spec.layouts import WriteKind, WriteSource
+from t3hw.spec.layouts import MemOp, WriteKind, WriteSource
 from t3hw.spec.params import EngineParams
 
 
@@ -109,6 +113,19 @@ class SystemConfig:
         T3-MCA threshold programmed for this model, or None for ``params.mca_threshold``
         (derived when that is 0). A threshold of its own because the paper's DRAM saturates
         at about 977 requests, beyond the RTL's 8-bit ``occupancy_width``.
+    memory : str
+        ``"fluid"`` (:class:`~sim_models.dram.DramModel`: a bandwidth account, the default)
+        or ``"hbm"`` (:class:`~sim_models.memsys.HbmMemory`: the HBM2 timing model of
+        ``docs/dram.md``, sampled, with a T3 arbiter per pseudo-channel and bounded
+        outstanding loads). ``dram_gbs`` applies to the fluid model only; the HBM2 one has
+        its own (1024 GB/s).
+    hbm : HbmParams or None
+        The ``"hbm"`` memory's organisation and timings (None: ``HbmParams()``, the
+        defaults of ``docs/dram.md``).
+    hbm_sample_pcs : int
+        Pseudo-channels the ``"hbm"`` memory simulates (of 64).
+    load_slots : int
+        Outstanding 256-B loads per compute unit (``"hbm"`` only).
     params : EngineParams
         The engines' parameters, which the model reads rather than shadows:
         ``burst_bytes`` (DRAM request size and tracker beat), the tracker geometry
@@ -126,6 +143,10 @@ class SystemConfig:
     step_cycles:         int = 512
     tx_buffer_bytes:     int = 256 * 1024
     mca_threshold:       int = None
+    memory:              str = "fluid"
+    hbm:                 HbmParams = None
+    hbm_sample_pcs:      int = 2
+    load_slots:          int = 16
     params:              EngineParams = field(
                              default_factory=lambda: EngineParams(burst_bytes=256))
 
@@ -144,6 +165,17 @@ class SystemConfig:
         if self.packet_bytes % self.burst_bytes:
             raise ValueError(f"packet_bytes must be a multiple of burst_bytes="
                              f"{self.burst_bytes}, not {self.packet_bytes!r}")
+        if self.hbm is not None and not isinstance(self.hbm, HbmParams):
+            raise ValueError(f"hbm must be an HbmParams or None, not {self.hbm!r}")
+        if self.memory not in ("fluid", "hbm"):
+            raise ValueError(f"memory must be 'fluid' or 'hbm', not {self.memory!r}")
+        for name in ("hbm_sample_pcs", "load_slots"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an integer in [1, inf), not {v!r}")
+        if self.memory == "hbm" and self.burst_bytes != 256:
+            raise ValueError(f"params.burst_bytes must be 256 with memory='hbm', "
+                             f"not {self.burst_bytes!r}")
         if self.tx_buffer_bytes < self.packet_bytes:
             raise ValueError(f"tx_buffer_bytes must be in [{self.packet_bytes}, inf), "
                              f"not {self.tx_buffer_bytes!r}")
@@ -163,7 +195,12 @@ class SystemConfig:
                        window=1 << p.mca_window_log2, saturation=saturation)
 
     def dram(self):
-        """A fresh timing-only :class:`DramModel`."""
+        """A fresh timing-only memory: :class:`DramModel` or :class:`HbmMemory`."""
+        if self.memory == "hbm":
+            return HbmMemory(hbm=self.hbm, sample_pcs=self.hbm_sample_pcs,
+                             burst_bytes=self.burst_bytes,
+                             latency_cycles=self.dram_latency_cycles,
+                             mshrs=self.load_slots * self.gpu.cus, cus=self.gpu.cus)
         return DramModel(bandwidth_gbs=self.dram_gbs, freq_ghz=self.gpu.freq_ghz,
                          latency_cycles=self.dram_latency_cycles, burst_bytes=self.burst_bytes)
 
@@ -276,9 +313,11 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
             gc, _ = dram.step(dt, arb)
             cfifo.serve(gc, gemm.deliver)
             for cu in gemm.advance(dt):
-                nb = prod.store_bytes(int(gemm.tile[cu]))
+                t = int(gemm.tile[cu])
+                nb = prod.store_bytes(t)
                 cfifo.push("store", None, nb)
-                dram.request("compute", nb, "gemm_writes")
+                dram.request("compute", nb, "gemm_writes", op=MemOp.STORE,
+                             region=prod.store_region(t))
                 gemm.free(cu)
             now += dt
         return now, dram.traffic, arb
@@ -329,7 +368,7 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
         while arrivals and arrivals[0][0] <= now:
             _, _, (s, j), nb = heapq.heappop(arrivals)
             mfifo.push("rx", (s + 1, j), nb)
-            dram.request("comm", nb, "rs_writes")
+            dram.request("comm", nb, "rs_writes", op=MemOp.UPDATE)
         while held:                       # stage-0 tiles waiting for TX buffer room
             cu = held[0]
             t = int(gemm.tile[cu])
@@ -356,13 +395,13 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
         running = not gemm.done
         gc, gm = dram.step(dt, arb)
         if running:                       # T3-MCA: compute's share of this step's capacity
-            arb.measure(dt, gc / (dram.bytes_per_cycle * dt))
+            arb.measure(dt, min(1.0, gc / (dram.bytes_per_cycle * dt)))
         for _, (s, j), nb in cfifo.serve(gc, gemm.deliver):
             observe(s, j, nb, WriteSource.COMPUTE)
         for kind, (s, j), nb in mfifo.serve(gm):
             if kind == "dma":
                 dma_out -= nb
-                link.enqueue(nb, (s, j), ready=end + cfg.dram_latency_cycles)
+                link.enqueue(nb, (s, j), ready=end + dram.read_delay)
             else:
                 observe(s, j, nb, WriteSource.REMOTE)
         for cu in gemm.advance(dt):
@@ -373,7 +412,8 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
             else:
                 nb = prod.store_bytes(t)
                 cfifo.push("store", (s, j), nb)
-                dram.request("compute", nb, "gemm_writes")
+                dram.request("compute", nb, "gemm_writes", op=MemOp.UPDATE,
+                             region=prod.store_region(t))
                 gemm.free(cu)
         for d in link.transmit(end):
             seq += 1
@@ -385,10 +425,12 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
 
 
 def _ring_sim(work, cfg, kind):
-    """A sequential ring reduce-scatter (``kind="rs"``) or all-gather (``"ag"``) of the output.
+    """A sequential ring reduce-scatter (``kind="rs"``), the same with near-memory reduction
+    (``"rs_nmc"``), or an all-gather (``"ag"``) of the output.
 
     N-1 synchronous steps of one chunk each; GPU 0 receives what it sends (symmetry).
     RS: DMA read, send, write into a buffer, kernel reads local + received and writes the sum.
+    RS with NMC: DMA read, send, the received chunk added in memory (an update).
     AG: DMA read, send, write.
     """
     n = work.tp
@@ -399,7 +441,8 @@ def _ring_sim(work, cfg, kind):
     dram = cfg.dram()
     arb = Arbiter(policy="compute_first")
     link = cfg.ring(n).links[0]
-    rd, wr = ("rs_reads", "rs_writes") if kind == "rs" else ("ag_reads", "ag_writes")
+    rd, wr = ("ag_reads", "ag_writes") if kind == "ag" else ("rs_reads", "rs_writes")
+    rx_op = MemOp.UPDATE if kind == "rs_nmc" else MemOp.STORE
     now = 0.0
     for _ in range(n - 1):
         cfifo, mfifo = _Fifo(), _Fifo()
@@ -409,7 +452,7 @@ def _ring_sim(work, cfg, kind):
             while arrivals and arrivals[0].arrival <= now:
                 d = arrivals.popleft()
                 mfifo.push("rx", None, d.nbytes)
-                dram.request("comm", d.nbytes, wr)
+                dram.request("comm", d.nbytes, wr, op=rx_op)
             while to_read and link.queued_bytes + dma_out + cfg.packet_bytes <= cfg.tx_buffer_bytes:
                 nb = min(cfg.packet_bytes, to_read)
                 mfifo.push("dma", None, nb)
@@ -422,7 +465,7 @@ def _ring_sim(work, cfg, kind):
             for what, _, nb in mfifo.serve(gm):
                 if what == "dma":
                     dma_out -= nb
-                    link.enqueue(nb, None, ready=end + cfg.dram_latency_cycles)
+                    link.enqueue(nb, None, ready=end + dram.read_delay)
                 elif kind == "rs":
                     cfifo.push("reduce", None, 3 * nb)
                     dram.request("compute", 2 * nb, rd)
@@ -459,19 +502,27 @@ def simulate_t3(work, cfg=None, *, policy="round_robin", ag=None):
 
 
 def run_workload(work, cfg=None):
-    """All four scenarios of one workload: an entry of the ``configs`` list, plus ``phases``
-    (cycles per phase of each scenario), which the JSON report leaves out."""
+    """Every scenario of one workload: an entry of the ``configs`` list, plus ``phases``
+    (cycles per phase of each scenario), which the JSON report leaves out.
+
+    ``ideal_rs_nmc`` is the paper's Ideal-RS+NMC: ``max(GEMM, RS with near-memory
+    reduction) + AG``, the RS of :func:`_ring_sim` ``"rs_nmc"`` (no reduction kernel: each
+    received chunk is added in memory as it arrives).
+    """
     cfg = cfg or SystemConfig()
     seq = simulate_sequential(work, cfg)
     ag = (seq.cycles["ag"], {c: (v if c.startswith("ag") else 0) for c, v in seq.traffic.items()})
     t3 = simulate_t3(work, cfg, policy="round_robin", ag=ag)
     mca = simulate_t3(work, cfg, policy="t3_mca", ag=ag)
     ideal = max(seq.cycles["gemm"], seq.cycles["rs"]) + seq.cycles["ag"]
+    rs_nmc, _ = _ring_sim(work, cfg, "rs_nmc")
+    ideal_nmc = max(seq.cycles["gemm"], rs_nmc) + seq.cycles["ag"]
     return {"model": work.model, "tp": work.tp, "sublayer": work.sublayer, "tokens": work.tokens,
             "cycles": {"sequential": seq.total, "t3": t3.total, "t3_mca": mca.total,
-                       "ideal": ideal},
+                       "ideal": ideal, "ideal_rs_nmc": ideal_nmc},
             "dram_bytes": {"sequential": seq.traffic, "t3": t3.traffic, "t3_mca": mca.traffic},
-            "phases": {"sequential": seq.cycles, "t3": t3.cycles, "t3_mca": mca.cycles}}
+            "phases": {"sequential": seq.cycles, "t3": t3.cycles, "t3_mca": mca.cycles,
+                       "rs_nmc": {"rs": rs_nmc}}}
 
 
 def _geomean(xs):
@@ -486,7 +537,9 @@ def summarize(configs):
     if not configs:
         raise ValueError("configs must be a non-empty list")
     out = {"speedup_geomean": {}, "speedup_max": {}}
-    for key in ("t3", "t3_mca", "ideal"):
+    for key in ("t3", "t3_mca", "ideal", "ideal_rs_nmc"):
+        if key not in configs[0]["cycles"]:
+            continue
         ratios = [c["cycles"]["sequential"] / c["cycles"][key] for c in configs]
         out["speedup_geomean"][key] = _geomean(ratios) - 1
         out["speedup_max"][key] = max(ratios) - 1

@@ -8,7 +8,7 @@
     t3hw lint [--rtl DIR]
     t3hw demo [--out DIR] [--seed N]
     t3hw bench [--json FILE] [--events N]
-    t3hw paper --json FILE [--plot DIR] [--sweep]
+    t3hw paper --json FILE [--plot DIR] [--sweep] [--memory fluid|hbm]
     t3hw arbiter-plot --out PNG [--json FILE] [--cycles N]
     t3hw cosim [--gpus N] [--model M] [--tp P] [--sublayer S] [--tokens T] [--hidden H]
                [--policy X]

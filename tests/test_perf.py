@@ -256,13 +256,33 @@ def test_run_paper_json_shape(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "p.json").read_text())["summary"] == res["summary"]
     for c in res["configs"]:
         assert set(c) == {"model", "tp", "sublayer", "tokens", "cycles", "dram_bytes"}
-        assert set(c["cycles"]) == {"sequential", "t3", "t3_mca", "ideal"}
+        assert set(c["cycles"]) == {"sequential", "t3", "t3_mca", "ideal", "ideal_rs_nmc"}
         assert set(c["dram_bytes"]) == {"sequential", "t3", "t3_mca"}
         assert set(c["dram_bytes"]["t3"]) == set(perf.TRAFFIC_CLASSES)
     for key in ("summary", "summary_tp32"):
         s = res[key]
-        assert set(s["speedup_geomean"]) == set(s["speedup_max"]) == {"t3", "t3_mca", "ideal"}
+        assert set(s["speedup_geomean"]) == set(s["speedup_max"]) == \
+            {"t3", "t3_mca", "ideal", "ideal_rs_nmc"}
         assert {"dram_reduction_geomean", "dram_reduction_max"} <= set(s)
     assert res["summary"] == summarize(res["configs"][:1])
     assert (tmp_path / "img" / "paper_speedup.png").exists()
     assert (tmp_path / "img" / "paper_dram.png").exists()
+
+
+def test_ideal_rs_nmc():
+    """The paper's Ideal-RS+NMC: the sequential RS with the reduction in memory (one read
+    and one update per chunk and step, no reduction kernel) is no slower than the plain
+    RS and no faster than the ring's closed form."""
+    from sim_models.perf import _ring_sim, run_workload
+    cfg = SystemConfig()
+    w = SMALL
+    n, total = w.tp, w.tokens * w.hidden * 2
+    chunk = total // n
+    rs_nmc, traffic = _ring_sim(w, cfg, "rs_nmc")
+    assert traffic["rs_reads"] == traffic["rs_writes"] == (n - 1) * chunk
+    r = run_workload(w, cfg)
+    seq = r["phases"]["sequential"]
+    assert r["phases"]["rs_nmc"]["rs"] == rs_nmc
+    assert cfg.ring(n).reduce_scatter_cycles(total) <= rs_nmc <= seq["rs"]
+    assert r["cycles"]["ideal_rs_nmc"] == max(seq["gemm"], rs_nmc) + seq["ag"]
+    assert r["cycles"]["ideal_rs_nmc"] <= r["cycles"]["ideal"]

@@ -76,9 +76,11 @@ def run_token_sweep(json_path=None, plot_dir=None, progress=True, *, model="T-NL
 
 
 def cmd(args):
-    """``t3hw paper --json FILE [--plot DIR] [--sweep]``: run, print the summaries."""
+    """``t3hw paper --json FILE [--plot DIR] [--sweep] [--memory fluid|hbm]``: run, print
+    the summaries."""
     progress = sys.stderr.isatty()
-    result = run_paper(args.json, args.plot, progress=progress)
+    cfg = SystemConfig(memory=args.memory)
+    result = run_paper(args.json, args.plot, progress=progress, cfg=cfg)
     for name, key in (("Mega-GPT-2 / T-NLG, TP 8 and 16", "summary"),
                       ("GPT-3 / PaLM / MT-NLG, TP 32", "summary_tp32")):
         s = result[key]
@@ -89,7 +91,7 @@ def cmd(args):
                 f"(max -{100 * s['dram_reduction_max']:.1f}%)")
     if args.sweep:
         sweep = Path(args.json).with_name(Path(args.json).stem + "_sweep.json")
-        run_token_sweep(sweep, args.plot, progress=progress)
+        run_token_sweep(sweep, args.plot, progress=progress, cfg=cfg)
         print(f"token sweep: {sweep}")
     print(f"written: {args.json}" + (f", plots in {args.plot}" if args.plot else ""))
 
@@ -99,3 +101,7 @@ def add_arguments(p):
     p.add_argument("--json", required=True, metavar="FILE")
     p.add_argument("--plot", metavar="DIR", help="also write PNG bar charts there")
     p.add_argument("--sweep", action="store_true", help="also run the sweep over T")
+    p.add_argument("--memory", choices=("fluid", "hbm"), default="fluid",
+                   help="DRAM model: the fluid bandwidth account (default, about 20 s) or the "
+                        "HBM2 timing model of docs/dram.md (sampled pseudo-channels, a T3 "
+                        "arbiter per pseudo-channel, bounded outstanding loads; minutes)")
