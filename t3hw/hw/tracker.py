@@ -87,8 +87,8 @@ entry count exactly. The block RAM's clock-to-out reaches a register, not the ad
   S3, so a descriptor is held from the cycle after the completion until its DMA starts.
 * **Reset**: block RAM has no reset, so after ``rst`` the tracker spends
   ``max(tracker_entries, 2**cmd_width)`` cycles clearing the table and the ``held``
-  counters, with ``busy`` high (``desc_held`` is high meanwhile). Programming waits; a write observed in that
-  time is counted as ``unprogrammed``.
+  counters, with ``busy`` high (``desc_held`` is high meanwhile). Programming waits; a
+  write observed in that time is counted as ``unprogrammed``.
 
 Entry semantics
 ---------------
@@ -203,7 +203,7 @@ class Tracker(wiring.Component):
         ops = self._lookup(m, rd, sweep, s1, s2, fw)
         out = self._s3(m, wr, sweep, s3, fw, ops)
         s4_push = self._s4(m, queue, s3, ops.ent, out)
-        held = self._held(m, sweep, s3, ops.ent, out)
+        self._held(m, sweep, s3, ops.ent, out)
         sticky_errors(m, self.errors, self.clear, out.set_err)
         self._stats(m, out)
         self._hold(m, acks)
@@ -213,7 +213,7 @@ class Tracker(wiring.Component):
             self.formal_view = SimpleNamespace(probe=table.read_port(domain="comb"),
                                                cur=out.cur, queue=queue, acks=acks,
                                                push=out.push, s1=s1, s2=s2, s3=s3,
-                                               s4_push=s4_push, held=held)
+                                               s4_push=s4_push)
         return m
 
     def _tag_of(self, entry):
@@ -563,7 +563,6 @@ class Tracker(wiring.Component):
         after = Signal(range(p.tracker_entries + 2))
         m.d.comb += [after.eq(query.data + (s4_inc & match) - (s4_dec & match)),
                      self.desc_held.eq(self.busy | (after != 0))]
-        return SimpleNamespace(mem=held, inc=s4_inc, dec=s4_dec, cmd=s4_cmd)
 
     def _stats(self, m, out):
         """The statistics: writes by source, unprogrammed writes, firings and lost firings."""

@@ -292,6 +292,7 @@ class EngineEnv(StreamEnv):
                         for src, dst, _ in walk(params, d)}
         self._regions = scenario.regions()
         self.fault, self.aborted = None, None
+        self._aborted_srcs = set()           # source addresses of the aborted descriptor
         if fault is not None:
             kind, tile = fault
             if kind not in ("error", "tag"):
@@ -437,7 +438,7 @@ class EngineEnv(StreamEnv):
                 and not self.wire and self.rx is None
                 and not self.local_data and not self.remote_data and not self.rx_data
                 and not any(q for src, q in self.dma_data.items()
-                            if src not in self._aborted_srcs())
+                            if src not in self._aborted_srcs)
                 and sum(self.expected.values()) == 0)
 
     def _abort(self, rsp):
@@ -449,15 +450,12 @@ class EngineEnv(StreamEnv):
         else:
             rsp["tag"] ^= 1
         self.fault, self.aborted = None, (tile, 0)
+        self._aborted_srcs = {src for src, _, _ in walk(self.p, self._dma_dst[(tile, 0)])}
         for key in self.sc.descriptor_packets(0, tiles={tile}):
             self.expected[key] -= 1
             if not self.expected[key]:
                 del self.expected[key]
 
-    def _aborted_srcs(self):
-        if self.aborted is None:
-            return set()
-        return {src for src, _, _ in walk(self.p, self._dma_dst[self.aborted])}
 
     def check_end(self):
         """Every expected packet seen, each descriptor's in walk order; ``Z`` reduced."""

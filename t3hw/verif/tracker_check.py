@@ -56,6 +56,7 @@ class TrackerCheck:
         self.transfers = 0
         self.log = []
         self.results = []
+        self._query = 0         # desc_query driven this cycle (drive sets it)
 
     def drive(self, set_, write=None, program=None, ready=True):
         """Set this cycle's inputs: an observed ``write`` and a ``program`` request (dicts of
@@ -66,10 +67,11 @@ class TrackerCheck:
         set_("program__valid", program is not None)
         if program is not None:
             set_("program__payload", self.program_c.pack(**program))
+        self._query = self._next_query()
         set_("trigger__ready", ready)
-        set_("desc_query", self.query())
+        set_("desc_query", self._query)
 
-    def query(self):
+    def _next_query(self):
         """This cycle's ``desc_query``: on even cycles a command a pending firing names (if
         any), on odd cycles each command in turn, so ``desc_held`` is checked both ways."""
         m, n = self.model.model, self.cycles
@@ -92,7 +94,7 @@ class TrackerCheck:
         if exp_valid:
             got = self.trigger_c.unpack(get("trigger__payload"))
             assert Trigger(**got) == exp_trig, f"cycle {n}: trigger {got}, model {exp_trig}"
-        query = self.query()
+        query = self._query
         got_held, exp_held = get("desc_held"), model.desc_held(query)
         assert got_held == exp_held, \
             f"cycle {n}: desc_held {got_held} for command {query}, model {exp_held}"
