@@ -85,38 +85,38 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire bus__w_stb;
   wire \bus__w_stb$140 ;
   wire busy;
-  wire \busy$204 ;
+  wire \busy$206 ;
   wire [23:0] capture;
-  wire [71:0] \capture$186 ;
-  wire [47:0] capture$186__addr ;
-  wire [7:0] capture$186__index ;
-  wire [15:0] capture$186__tile ;
-  wire [68:0] \capture$194 ;
-  wire [47:0] capture$194__addr ;
-  wire [4:0] capture$194__device ;
-  wire [15:0] capture$194__tile ;
+  wire [71:0] \capture$188 ;
+  wire [47:0] capture$188__addr ;
+  wire [7:0] capture$188__index ;
+  wire [15:0] capture$188__tile ;
+  wire [68:0] \capture$196 ;
+  wire [47:0] capture$196__addr ;
+  wire [4:0] capture$196__device ;
+  wire [15:0] capture$196__tile ;
   wire [7:0] capture__cmd ;
   wire [15:0] capture__tile ;
   wire [5:0] clear;
-  wire [6:0] \clear$181 ;
-  wire clear$181__bad_descriptor ;
-  wire clear$181__bad_pitch ;
-  wire clear$181__bad_program ;
-  wire clear$181__bad_range ;
-  wire clear$181__bad_response ;
-  wire clear$181__desc_busy ;
-  wire clear$181__read_error ;
-  wire [6:0] \clear$189 ;
-  wire clear$189__bad_region ;
-  wire clear$189__overlap ;
-  wire clear$189__rx_crosses ;
-  wire clear$189__rx_misrouted ;
-  wire clear$189__rx_remote ;
-  wire clear$189__rx_unmapped ;
-  wire clear$189__store_crosses ;
-  wire [1:0] \clear$197 ;
-  wire clear$197__bad_config ;
-  wire clear$197__bad_response ;
+  wire [6:0] \clear$183 ;
+  wire clear$183__bad_descriptor ;
+  wire clear$183__bad_pitch ;
+  wire clear$183__bad_program ;
+  wire clear$183__bad_range ;
+  wire clear$183__bad_response ;
+  wire clear$183__desc_busy ;
+  wire clear$183__read_error ;
+  wire [6:0] \clear$191 ;
+  wire clear$191__bad_region ;
+  wire clear$191__overlap ;
+  wire clear$191__rx_crosses ;
+  wire clear$191__rx_misrouted ;
+  wire clear$191__rx_remote ;
+  wire clear$191__rx_unmapped ;
+  wire clear$191__store_crosses ;
+  wire [1:0] \clear$199 ;
+  wire clear$199__bad_config ;
+  wire clear$199__bad_response ;
   wire clear__bad_op ;
   wire clear__bad_threshold ;
   wire clear__overcount ;
@@ -137,10 +137,10 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire [4:0] config__payload__window_log2 ;
   wire config__valid;
   wire desc_held;
-  wire \desc_held$153 ;
+  wire \desc_held$155 ;
   wire [7:0] desc_query;
   wire [4:0] device_id;
-  wire [4:0] \device_id$165 ;
+  wire [4:0] \device_id$167 ;
   wire [57:0] dma__payload;
   wire [47:0] dma__payload__addr ;
   wire [6:0] dma__payload__bytes ;
@@ -251,25 +251,25 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   input dram_response__valid;
   wire dram_response__valid;
   wire [5:0] errors;
-  wire [6:0] \errors$180 ;
-  wire errors$180__bad_descriptor ;
-  wire errors$180__bad_pitch ;
-  wire errors$180__bad_program ;
-  wire errors$180__bad_range ;
-  wire errors$180__bad_response ;
-  wire errors$180__desc_busy ;
-  wire errors$180__read_error ;
-  wire [6:0] \errors$188 ;
-  wire errors$188__bad_region ;
-  wire errors$188__overlap ;
-  wire errors$188__rx_crosses ;
-  wire errors$188__rx_misrouted ;
-  wire errors$188__rx_remote ;
-  wire errors$188__rx_unmapped ;
-  wire errors$188__store_crosses ;
-  wire [1:0] \errors$196 ;
-  wire errors$196__bad_config ;
-  wire errors$196__bad_response ;
+  wire [6:0] \errors$182 ;
+  wire errors$182__bad_descriptor ;
+  wire errors$182__bad_pitch ;
+  wire errors$182__bad_program ;
+  wire errors$182__bad_range ;
+  wire errors$182__bad_response ;
+  wire errors$182__desc_busy ;
+  wire errors$182__read_error ;
+  wire [6:0] \errors$190 ;
+  wire errors$190__bad_region ;
+  wire errors$190__overlap ;
+  wire errors$190__rx_crosses ;
+  wire errors$190__rx_misrouted ;
+  wire errors$190__rx_remote ;
+  wire errors$190__rx_unmapped ;
+  wire errors$190__store_crosses ;
+  wire [1:0] \errors$198 ;
+  wire errors$198__bad_config ;
+  wire errors$198__bad_response ;
   wire errors__bad_op ;
   wire errors__bad_threshold ;
   wire errors__overcount ;
@@ -357,7 +357,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire idle;
   output irq;
   wire irq;
-  wire \irq$166 ;
+  wire \irq$168 ;
   input [62:0] load__payload;
   wire [62:0] load__payload;
   wire [62:0] \load__payload$60 ;
@@ -515,30 +515,30 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire packet__ready;
   wire packet__valid;
   wire [154:0] program__payload;
-  wire [178:0] \program__payload$145 ;
-  wire [4:0] program__payload$145__device ;
-  wire [47:0] program__payload$145__dst ;
-  wire [7:0] program__payload$145__index ;
+  wire [178:0] \program__payload$147 ;
+  wire [4:0] program__payload$147__device ;
+  wire [47:0] program__payload$147__dst ;
+  wire [7:0] program__payload$147__index ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire program__payload$145__op ;
-  wire [23:0] program__payload$145__pitch ;
-  wire [15:0] program__payload$145__row_bytes ;
-  wire [11:0] program__payload$145__rows ;
-  wire [47:0] program__payload$145__src ;
-  wire [15:0] program__payload$145__tile ;
-  wire program__payload$145__valid ;
-  wire [38:0] \program__payload$154 ;
-  wire [7:0] program__payload$154__cmd ;
+  wire program__payload$147__op ;
+  wire [23:0] program__payload$147__pitch ;
+  wire [15:0] program__payload$147__row_bytes ;
+  wire [11:0] program__payload$147__rows ;
+  wire [47:0] program__payload$147__src ;
+  wire [15:0] program__payload$147__tile ;
+  wire program__payload$147__valid ;
+  wire [38:0] \program__payload$156 ;
+  wire [7:0] program__payload$156__cmd ;
   (* enum_base_type = "TrackOp" *)
   (* enum_value_00 = "ARM" *)
   (* enum_value_01 = "DISARM" *)
   (* enum_value_10 = "READ" *)
-  wire [1:0] program__payload$154__op ;
-  wire program__payload$154__rearm ;
-  wire [11:0] program__payload$154__threshold ;
-  wire [15:0] program__payload$154__tile ;
+  wire [1:0] program__payload$156__op ;
+  wire program__payload$156__rearm ;
+  wire [11:0] program__payload$156__threshold ;
+  wire [15:0] program__payload$156__tile ;
   wire [47:0] program__payload__base ;
   wire [4:0] program__payload__device ;
   wire [2:0] program__payload__index ;
@@ -551,10 +551,11 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire [47:0] program__payload__size ;
   wire program__payload__valid ;
   wire program__ready;
-  wire \program__ready$157 ;
+  wire \program__ready$150 ;
+  wire \program__ready$159 ;
   wire program__valid;
-  wire \program__valid$149 ;
-  wire \program__valid$158 ;
+  wire \program__valid$151 ;
+  wire \program__valid$160 ;
   wire [57:0] read__payload;
   wire [47:0] read__payload__addr ;
   wire [6:0] read__payload__bytes ;
@@ -573,6 +574,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire [47:0] region_program__payload__remote_base ;
   wire [47:0] region_program__payload__size ;
   wire region_program__payload__valid ;
+  wire region_program__ready;
   wire region_program__valid;
   wire [72:0] remote__payload;
   wire [47:0] remote__payload__addr ;
@@ -646,36 +648,36 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   wire rx_mem__ready;
   wire rx_mem__valid;
   wire [191:0] stats;
-  wire [287:0] \stats$184 ;
-  wire [31:0] stats$184__aborted ;
-  wire [31:0] stats$184__bad_pitch ;
-  wire [31:0] stats$184__bad_program ;
-  wire [31:0] stats$184__bad_range ;
-  wire [31:0] stats$184__desc_busy ;
-  wire [31:0] stats$184__packets ;
-  wire [31:0] stats$184__reads ;
-  wire [31:0] stats$184__rejected ;
-  wire [31:0] stats$184__triggers ;
-  wire [287:0] \stats$192 ;
-  wire [31:0] stats$192__local ;
-  wire [31:0] stats$192__remote ;
-  wire [31:0] stats$192__rx_crosses ;
-  wire [31:0] stats$192__rx_misrouted ;
-  wire [31:0] stats$192__rx_remote ;
-  wire [31:0] stats$192__rx_unmapped ;
-  wire [31:0] stats$192__store_crosses ;
-  wire [31:0] stats$192__tracked ;
-  wire [31:0] stats$192__unmapped ;
-  wire [287:0] \stats$200 ;
-  wire [31:0] stats$200__grants_dma ;
-  wire [31:0] stats$200__grants_load ;
-  wire [31:0] stats$200__grants_remote ;
-  wire [31:0] stats$200__grants_store ;
-  wire [31:0] stats$200__stalls_dma ;
-  wire [31:0] stats$200__stalls_load ;
-  wire [31:0] stats$200__stalls_remote ;
-  wire [31:0] stats$200__stalls_store ;
-  wire [31:0] stats$200__starved ;
+  wire [287:0] \stats$186 ;
+  wire [31:0] stats$186__aborted ;
+  wire [31:0] stats$186__bad_pitch ;
+  wire [31:0] stats$186__bad_program ;
+  wire [31:0] stats$186__bad_range ;
+  wire [31:0] stats$186__desc_busy ;
+  wire [31:0] stats$186__packets ;
+  wire [31:0] stats$186__reads ;
+  wire [31:0] stats$186__rejected ;
+  wire [31:0] stats$186__triggers ;
+  wire [287:0] \stats$194 ;
+  wire [31:0] stats$194__local ;
+  wire [31:0] stats$194__remote ;
+  wire [31:0] stats$194__rx_crosses ;
+  wire [31:0] stats$194__rx_misrouted ;
+  wire [31:0] stats$194__rx_remote ;
+  wire [31:0] stats$194__rx_unmapped ;
+  wire [31:0] stats$194__store_crosses ;
+  wire [31:0] stats$194__tracked ;
+  wire [31:0] stats$194__unmapped ;
+  wire [287:0] \stats$202 ;
+  wire [31:0] stats$202__grants_dma ;
+  wire [31:0] stats$202__grants_load ;
+  wire [31:0] stats$202__grants_remote ;
+  wire [31:0] stats$202__grants_store ;
+  wire [31:0] stats$202__stalls_dma ;
+  wire [31:0] stats$202__stalls_load ;
+  wire [31:0] stats$202__stalls_remote ;
+  wire [31:0] stats$202__stalls_store ;
+  wire [31:0] stats$202__starved ;
   wire [31:0] stats__dropped ;
   wire [31:0] stats__triggers ;
   wire [31:0] stats__unprogrammed ;
@@ -830,14 +832,15 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .net__payload(\i__payload$109 ),
     .net__ready(net__ready),
     .net__valid(\i__valid$113 ),
+    .\o__ready$65 (rx_mem__ready),
     .program__payload(program__payload),
+    .program__ready(region_program__ready),
     .program__valid(program__valid),
     .rst(rst),
     .rx__payload(net_rx__payload),
     .rx__ready(net_rx__ready),
     .rx__valid(net_rx__valid),
     .rx_mem__payload(\i__payload$48 ),
-    .rx_mem__ready(rx_mem__ready),
     .rx_mem__valid(\i__valid$52 ),
     .stats(addrmap_stats),
     .store__payload(store__payload),
@@ -881,7 +884,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .track_hold(track_hold)
   );
   t3hw_engine__csr  csr (
-    .\addrmap_capture$156 (addrmap_capture),
+    .\addrmap_capture$167 (addrmap_capture),
     .addrmap_errors(addrmap_errors),
     .addrmap_stats(addrmap_stats),
     .arbiter_errors(arbiter_errors),
@@ -897,23 +900,24 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .clk(clk),
     .device_id(device_id),
     .dma_busy(dma_busy),
-    .\dma_capture$154 (dma_capture),
+    .\dma_capture$165 (dma_capture),
     .dma_errors(dma_errors),
     .dma_idle(dma_idle),
-    .dma_program__payload(\program__payload$145 ),
+    .dma_program__payload(\program__payload$147 ),
     .dma_program__ready(dma_program__ready),
-    .dma_program__valid(\program__valid$149 ),
+    .dma_program__valid(\program__valid$151 ),
     .dma_stats(dma_stats),
     .irq(irq),
     .region_program__payload(program__payload),
+    .region_program__ready(region_program__ready),
     .region_program__valid(program__valid),
     .rst(rst),
     .tracker_busy(tracker_busy),
-    .\tracker_capture$152 (tracker_capture),
+    .\tracker_capture$163 (tracker_capture),
     .tracker_errors(tracker_errors),
-    .tracker_program__payload(\program__payload$154 ),
+    .tracker_program__payload(\program__payload$156 ),
     .tracker_program__ready(tracker_program__ready),
-    .tracker_program__valid(\program__valid$158 ),
+    .tracker_program__valid(\program__valid$160 ),
     .tracker_result__payload(tracker_result__payload),
     .tracker_result__valid(tracker_result__valid),
     .tracker_stats(tracker_stats)
@@ -928,9 +932,9 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .packet__payload(\i__payload$121 ),
     .packet__ready(packet__ready),
     .packet__valid(\i__valid$125 ),
-    .program__payload(\program__payload$145 ),
+    .program__payload(\program__payload$147 ),
     .program__ready(dma_program__ready),
-    .program__valid(\program__valid$149 ),
+    .program__valid(\program__valid$151 ),
     .read__payload(\i__payload$85 ),
     .read__ready(read__ready),
     .read__valid(\i__valid$89 ),
@@ -1011,10 +1015,10 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .errors(tracker_errors),
     .hold(track_hold),
     .o__ready(trigger__ready),
-    .program__payload(\program__payload$154 ),
+    .program__payload(\program__payload$156 ),
     .program__ready(tracker_program__ready),
-    .program__valid(\program__valid$158 ),
-    .query__addr(\program__payload$145 [7:0]),
+    .program__valid(\program__valid$160 ),
+    .query__addr(\program__payload$147 [7:0]),
     .result__payload(tracker_result__payload),
     .result__valid(tracker_result__valid),
     .rst(rst),
@@ -1107,19 +1111,20 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign \bus__w_data$139  = bus__w_data;
   assign \bus__w_stb$140  = bus__w_stb;
   assign region_program__payload = program__payload;
+  assign program__ready = region_program__ready;
   assign region_program__valid = program__valid;
-  assign dma_program__payload = \program__payload$145 ;
-  assign program__ready = dma_program__ready;
-  assign dma_program__valid = \program__valid$149 ;
-  assign desc_query = \program__payload$145 [7:0];
-  assign \desc_held$153  = desc_held;
-  assign tracker_program__payload = \program__payload$154 ;
-  assign \program__ready$157  = tracker_program__ready;
-  assign tracker_program__valid = \program__valid$158 ;
+  assign dma_program__payload = \program__payload$147 ;
+  assign \program__ready$150  = dma_program__ready;
+  assign dma_program__valid = \program__valid$151 ;
+  assign desc_query = \program__payload$147 [7:0];
+  assign \desc_held$155  = desc_held;
+  assign tracker_program__payload = \program__payload$156 ;
+  assign \program__ready$159  = tracker_program__ready;
+  assign tracker_program__valid = \program__valid$160 ;
   assign result__payload = tracker_result__payload;
   assign result__valid = tracker_result__valid;
-  assign \device_id$165  = device_id;
-  assign \irq$166  = irq;
+  assign \device_id$167  = device_id;
+  assign \irq$168  = irq;
   assign arbiter_program__valid = config__valid;
   assign arbiter_program__payload = config__payload;
   assign errors = tracker_errors;
@@ -1127,22 +1132,22 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign tracker_clear = 6'h3f;
   assign stats = tracker_stats;
   assign capture = tracker_capture;
-  assign \errors$180  = dma_errors;
-  assign \clear$181  = 7'h7f;
+  assign \errors$182  = dma_errors;
+  assign \clear$183  = 7'h7f;
   assign dma_clear = 7'h7f;
-  assign \stats$184  = dma_stats;
-  assign \capture$186  = dma_capture;
-  assign \errors$188  = addrmap_errors;
-  assign \clear$189  = 7'h7f;
+  assign \stats$186  = dma_stats;
+  assign \capture$188  = dma_capture;
+  assign \errors$190  = addrmap_errors;
+  assign \clear$191  = 7'h7f;
   assign addrmap_clear = 7'h7f;
-  assign \stats$192  = addrmap_stats;
-  assign \capture$194  = addrmap_capture;
-  assign \errors$196  = arbiter_errors;
-  assign \clear$197  = 2'h3;
+  assign \stats$194  = addrmap_stats;
+  assign \capture$196  = addrmap_capture;
+  assign \errors$198  = arbiter_errors;
+  assign \clear$199  = 2'h3;
   assign arbiter_clear = 2'h3;
-  assign \stats$200  = arbiter_stats;
+  assign \stats$202  = arbiter_stats;
   assign busy = tracker_busy;
-  assign \busy$204  = dma_busy;
+  assign \busy$206  = dma_busy;
   assign idle = dma_idle;
   assign status = arbiter_status;
   assign load_response__payload = dram_response__payload[9:2];
@@ -1326,36 +1331,36 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign region_program__payload__base  = program__payload[58:11];
   assign region_program__payload__size  = program__payload[106:59];
   assign region_program__payload__remote_base  = program__payload[154:107];
-  assign program__payload$145__index  = \program__payload$145 [7:0];
-  assign program__payload$145__valid  = \program__payload$145 [8];
-  assign program__payload$145__op  = \program__payload$145 [9];
-  assign program__payload$145__device  = \program__payload$145 [14:10];
-  assign program__payload$145__tile  = \program__payload$145 [30:15];
-  assign program__payload$145__rows  = \program__payload$145 [42:31];
-  assign program__payload$145__row_bytes  = \program__payload$145 [58:43];
-  assign program__payload$145__pitch  = \program__payload$145 [82:59];
-  assign program__payload$145__src  = \program__payload$145 [130:83];
-  assign program__payload$145__dst  = \program__payload$145 [178:131];
-  assign dma_program__payload__index  = \program__payload$145 [7:0];
-  assign dma_program__payload__valid  = \program__payload$145 [8];
-  assign dma_program__payload__op  = \program__payload$145 [9];
-  assign dma_program__payload__device  = \program__payload$145 [14:10];
-  assign dma_program__payload__tile  = \program__payload$145 [30:15];
-  assign dma_program__payload__rows  = \program__payload$145 [42:31];
-  assign dma_program__payload__row_bytes  = \program__payload$145 [58:43];
-  assign dma_program__payload__pitch  = \program__payload$145 [82:59];
-  assign dma_program__payload__src  = \program__payload$145 [130:83];
-  assign dma_program__payload__dst  = \program__payload$145 [178:131];
-  assign program__payload$154__op  = \program__payload$154 [1:0];
-  assign program__payload$154__tile  = \program__payload$154 [17:2];
-  assign program__payload$154__threshold  = \program__payload$154 [29:18];
-  assign program__payload$154__cmd  = \program__payload$154 [37:30];
-  assign program__payload$154__rearm  = \program__payload$154 [38];
-  assign tracker_program__payload__op  = \program__payload$154 [1:0];
-  assign tracker_program__payload__tile  = \program__payload$154 [17:2];
-  assign tracker_program__payload__threshold  = \program__payload$154 [29:18];
-  assign tracker_program__payload__cmd  = \program__payload$154 [37:30];
-  assign tracker_program__payload__rearm  = \program__payload$154 [38];
+  assign program__payload$147__index  = \program__payload$147 [7:0];
+  assign program__payload$147__valid  = \program__payload$147 [8];
+  assign program__payload$147__op  = \program__payload$147 [9];
+  assign program__payload$147__device  = \program__payload$147 [14:10];
+  assign program__payload$147__tile  = \program__payload$147 [30:15];
+  assign program__payload$147__rows  = \program__payload$147 [42:31];
+  assign program__payload$147__row_bytes  = \program__payload$147 [58:43];
+  assign program__payload$147__pitch  = \program__payload$147 [82:59];
+  assign program__payload$147__src  = \program__payload$147 [130:83];
+  assign program__payload$147__dst  = \program__payload$147 [178:131];
+  assign dma_program__payload__index  = \program__payload$147 [7:0];
+  assign dma_program__payload__valid  = \program__payload$147 [8];
+  assign dma_program__payload__op  = \program__payload$147 [9];
+  assign dma_program__payload__device  = \program__payload$147 [14:10];
+  assign dma_program__payload__tile  = \program__payload$147 [30:15];
+  assign dma_program__payload__rows  = \program__payload$147 [42:31];
+  assign dma_program__payload__row_bytes  = \program__payload$147 [58:43];
+  assign dma_program__payload__pitch  = \program__payload$147 [82:59];
+  assign dma_program__payload__src  = \program__payload$147 [130:83];
+  assign dma_program__payload__dst  = \program__payload$147 [178:131];
+  assign program__payload$156__op  = \program__payload$156 [1:0];
+  assign program__payload$156__tile  = \program__payload$156 [17:2];
+  assign program__payload$156__threshold  = \program__payload$156 [29:18];
+  assign program__payload$156__cmd  = \program__payload$156 [37:30];
+  assign program__payload$156__rearm  = \program__payload$156 [38];
+  assign tracker_program__payload__op  = \program__payload$156 [1:0];
+  assign tracker_program__payload__tile  = \program__payload$156 [17:2];
+  assign tracker_program__payload__threshold  = \program__payload$156 [29:18];
+  assign tracker_program__payload__cmd  = \program__payload$156 [37:30];
+  assign tracker_program__payload__rearm  = \program__payload$156 [38];
   assign tracker_result__payload__op  = tracker_result__payload[1:0];
   assign tracker_result__payload__code  = tracker_result__payload[4:2];
   assign tracker_result__payload__tile  = tracker_result__payload[20:5];
@@ -1431,20 +1436,20 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign dma_errors__bad_pitch  = dma_errors[4];
   assign dma_errors__desc_busy  = dma_errors[5];
   assign dma_errors__read_error  = dma_errors[6];
-  assign errors$180__bad_descriptor  = dma_errors[0];
-  assign errors$180__bad_program  = dma_errors[1];
-  assign errors$180__bad_response  = dma_errors[2];
-  assign errors$180__bad_range  = dma_errors[3];
-  assign errors$180__bad_pitch  = dma_errors[4];
-  assign errors$180__desc_busy  = dma_errors[5];
-  assign errors$180__read_error  = dma_errors[6];
-  assign clear$181__bad_descriptor  = 1'h1;
-  assign clear$181__bad_program  = 1'h1;
-  assign clear$181__bad_response  = 1'h1;
-  assign clear$181__bad_range  = 1'h1;
-  assign clear$181__bad_pitch  = 1'h1;
-  assign clear$181__desc_busy  = 1'h1;
-  assign clear$181__read_error  = 1'h1;
+  assign errors$182__bad_descriptor  = dma_errors[0];
+  assign errors$182__bad_program  = dma_errors[1];
+  assign errors$182__bad_response  = dma_errors[2];
+  assign errors$182__bad_range  = dma_errors[3];
+  assign errors$182__bad_pitch  = dma_errors[4];
+  assign errors$182__desc_busy  = dma_errors[5];
+  assign errors$182__read_error  = dma_errors[6];
+  assign clear$183__bad_descriptor  = 1'h1;
+  assign clear$183__bad_program  = 1'h1;
+  assign clear$183__bad_response  = 1'h1;
+  assign clear$183__bad_range  = 1'h1;
+  assign clear$183__bad_pitch  = 1'h1;
+  assign clear$183__desc_busy  = 1'h1;
+  assign clear$183__read_error  = 1'h1;
   assign dma_clear__bad_descriptor  = 1'h1;
   assign dma_clear__bad_program  = 1'h1;
   assign dma_clear__bad_response  = 1'h1;
@@ -1461,21 +1466,21 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign dma_stats__bad_pitch  = dma_stats[223:192];
   assign dma_stats__desc_busy  = dma_stats[255:224];
   assign dma_stats__aborted  = dma_stats[287:256];
-  assign stats$184__triggers  = dma_stats[31:0];
-  assign stats$184__rejected  = dma_stats[63:32];
-  assign stats$184__reads  = dma_stats[95:64];
-  assign stats$184__packets  = dma_stats[127:96];
-  assign stats$184__bad_program  = dma_stats[159:128];
-  assign stats$184__bad_range  = dma_stats[191:160];
-  assign stats$184__bad_pitch  = dma_stats[223:192];
-  assign stats$184__desc_busy  = dma_stats[255:224];
-  assign stats$184__aborted  = dma_stats[287:256];
+  assign stats$186__triggers  = dma_stats[31:0];
+  assign stats$186__rejected  = dma_stats[63:32];
+  assign stats$186__reads  = dma_stats[95:64];
+  assign stats$186__packets  = dma_stats[127:96];
+  assign stats$186__bad_program  = dma_stats[159:128];
+  assign stats$186__bad_range  = dma_stats[191:160];
+  assign stats$186__bad_pitch  = dma_stats[223:192];
+  assign stats$186__desc_busy  = dma_stats[255:224];
+  assign stats$186__aborted  = dma_stats[287:256];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
-  assign capture$186__index  = dma_capture[7:0];
-  assign capture$186__tile  = dma_capture[23:8];
-  assign capture$186__addr  = dma_capture[71:24];
+  assign capture$188__index  = dma_capture[7:0];
+  assign capture$188__tile  = dma_capture[23:8];
+  assign capture$188__addr  = dma_capture[71:24];
   assign addrmap_errors__bad_region  = addrmap_errors[0];
   assign addrmap_errors__overlap  = addrmap_errors[1];
   assign addrmap_errors__store_crosses  = addrmap_errors[2];
@@ -1483,20 +1488,20 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign addrmap_errors__rx_remote  = addrmap_errors[4];
   assign addrmap_errors__rx_unmapped  = addrmap_errors[5];
   assign addrmap_errors__rx_crosses  = addrmap_errors[6];
-  assign errors$188__bad_region  = addrmap_errors[0];
-  assign errors$188__overlap  = addrmap_errors[1];
-  assign errors$188__store_crosses  = addrmap_errors[2];
-  assign errors$188__rx_misrouted  = addrmap_errors[3];
-  assign errors$188__rx_remote  = addrmap_errors[4];
-  assign errors$188__rx_unmapped  = addrmap_errors[5];
-  assign errors$188__rx_crosses  = addrmap_errors[6];
-  assign clear$189__bad_region  = 1'h1;
-  assign clear$189__overlap  = 1'h1;
-  assign clear$189__store_crosses  = 1'h1;
-  assign clear$189__rx_misrouted  = 1'h1;
-  assign clear$189__rx_remote  = 1'h1;
-  assign clear$189__rx_unmapped  = 1'h1;
-  assign clear$189__rx_crosses  = 1'h1;
+  assign errors$190__bad_region  = addrmap_errors[0];
+  assign errors$190__overlap  = addrmap_errors[1];
+  assign errors$190__store_crosses  = addrmap_errors[2];
+  assign errors$190__rx_misrouted  = addrmap_errors[3];
+  assign errors$190__rx_remote  = addrmap_errors[4];
+  assign errors$190__rx_unmapped  = addrmap_errors[5];
+  assign errors$190__rx_crosses  = addrmap_errors[6];
+  assign clear$191__bad_region  = 1'h1;
+  assign clear$191__overlap  = 1'h1;
+  assign clear$191__store_crosses  = 1'h1;
+  assign clear$191__rx_misrouted  = 1'h1;
+  assign clear$191__rx_remote  = 1'h1;
+  assign clear$191__rx_unmapped  = 1'h1;
+  assign clear$191__rx_crosses  = 1'h1;
   assign addrmap_clear__bad_region  = 1'h1;
   assign addrmap_clear__overlap  = 1'h1;
   assign addrmap_clear__store_crosses  = 1'h1;
@@ -1513,27 +1518,27 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign addrmap_stats__rx_remote  = addrmap_stats[223:192];
   assign addrmap_stats__rx_unmapped  = addrmap_stats[255:224];
   assign addrmap_stats__rx_crosses  = addrmap_stats[287:256];
-  assign stats$192__local  = addrmap_stats[31:0];
-  assign stats$192__tracked  = addrmap_stats[63:32];
-  assign stats$192__remote  = addrmap_stats[95:64];
-  assign stats$192__unmapped  = addrmap_stats[127:96];
-  assign stats$192__store_crosses  = addrmap_stats[159:128];
-  assign stats$192__rx_misrouted  = addrmap_stats[191:160];
-  assign stats$192__rx_remote  = addrmap_stats[223:192];
-  assign stats$192__rx_unmapped  = addrmap_stats[255:224];
-  assign stats$192__rx_crosses  = addrmap_stats[287:256];
+  assign stats$194__local  = addrmap_stats[31:0];
+  assign stats$194__tracked  = addrmap_stats[63:32];
+  assign stats$194__remote  = addrmap_stats[95:64];
+  assign stats$194__unmapped  = addrmap_stats[127:96];
+  assign stats$194__store_crosses  = addrmap_stats[159:128];
+  assign stats$194__rx_misrouted  = addrmap_stats[191:160];
+  assign stats$194__rx_remote  = addrmap_stats[223:192];
+  assign stats$194__rx_unmapped  = addrmap_stats[255:224];
+  assign stats$194__rx_crosses  = addrmap_stats[287:256];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
-  assign capture$194__addr  = addrmap_capture[47:0];
-  assign capture$194__device  = addrmap_capture[52:48];
-  assign capture$194__tile  = addrmap_capture[68:53];
+  assign capture$196__addr  = addrmap_capture[47:0];
+  assign capture$196__device  = addrmap_capture[52:48];
+  assign capture$196__tile  = addrmap_capture[68:53];
   assign arbiter_errors__bad_config  = arbiter_errors[0];
   assign arbiter_errors__bad_response  = arbiter_errors[1];
-  assign errors$196__bad_config  = arbiter_errors[0];
-  assign errors$196__bad_response  = arbiter_errors[1];
-  assign clear$197__bad_config  = 1'h1;
-  assign clear$197__bad_response  = 1'h1;
+  assign errors$198__bad_config  = arbiter_errors[0];
+  assign errors$198__bad_response  = arbiter_errors[1];
+  assign clear$199__bad_config  = 1'h1;
+  assign clear$199__bad_response  = 1'h1;
   assign arbiter_clear__bad_config  = 1'h1;
   assign arbiter_clear__bad_response  = 1'h1;
   assign arbiter_stats__grants_load  = arbiter_stats[31:0];
@@ -1545,15 +1550,15 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign arbiter_stats__stalls_dma  = arbiter_stats[223:192];
   assign arbiter_stats__stalls_remote  = arbiter_stats[255:224];
   assign arbiter_stats__starved  = arbiter_stats[287:256];
-  assign stats$200__grants_load  = arbiter_stats[31:0];
-  assign stats$200__grants_store  = arbiter_stats[63:32];
-  assign stats$200__grants_dma  = arbiter_stats[95:64];
-  assign stats$200__grants_remote  = arbiter_stats[127:96];
-  assign stats$200__stalls_load  = arbiter_stats[159:128];
-  assign stats$200__stalls_store  = arbiter_stats[191:160];
-  assign stats$200__stalls_dma  = arbiter_stats[223:192];
-  assign stats$200__stalls_remote  = arbiter_stats[255:224];
-  assign stats$200__starved  = arbiter_stats[287:256];
+  assign stats$202__grants_load  = arbiter_stats[31:0];
+  assign stats$202__grants_store  = arbiter_stats[63:32];
+  assign stats$202__grants_dma  = arbiter_stats[95:64];
+  assign stats$202__grants_remote  = arbiter_stats[127:96];
+  assign stats$202__stalls_load  = arbiter_stats[159:128];
+  assign stats$202__stalls_store  = arbiter_stats[191:160];
+  assign stats$202__stalls_dma  = arbiter_stats[223:192];
+  assign stats$202__stalls_remote  = arbiter_stats[255:224];
+  assign stats$202__starved  = arbiter_stats[287:256];
   assign arbiter_status__policy  = arbiter_status[1:0];
   assign arbiter_status__threshold  = arbiter_status[9:2];
   assign arbiter_status__measuring  = arbiter_status[10];
@@ -1562,67 +1567,67 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, rx__ready, mem__ready, rx_mem__ready, net__ready, program__valid, program__payload, device_id, net__valid, mem__valid, net__payload, mem__payload, stats, rx_mem__valid, rx_mem__payload, errors
-, capture, store__payload);
+module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, program__ready, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, mem__payload, stats
+, errors, capture, store__payload);
   reg _init_strobe_1  = 0;
-  wire [7:0] \$1 ;
-  wire [4:0] \$10 ;
+  wire \$1 ;
+  wire \$10 ;
   wire \$100 ;
-  wire \$101 ;
+  wire [32:0] \$101 ;
   wire \$102 ;
   wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
+  reg [3:0] \$104 ;
+  wire [2:0] \$105 ;
   wire \$106 ;
   wire \$107 ;
   wire \$108 ;
-  wire \$109 ;
-  wire [4:0] \$11 ;
-  wire \$110 ;
-  wire \$111 ;
-  wire \$112 ;
+  wire [3:0] \$109 ;
+  wire \$11 ;
+  wire [3:0] \$110 ;
+  reg [3:0] \$111 ;
+  wire [2:0] \$112 ;
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
-  wire [4:0] \$12 ;
+  wire [1:0] \$116 ;
+  wire [2:0] \$117 ;
+  reg [3:0] \$118 ;
+  wire [2:0] \$119 ;
+  wire \$12 ;
   wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
+  wire [1:0] \$123 ;
+  wire [2:0] \$124 ;
+  reg [3:0] \$125 ;
   wire \$126 ;
-  wire \$127 ;
+  wire [48:0] \$127 ;
   wire \$128 ;
   wire \$129 ;
-  wire [4:0] \$13 ;
+  wire \$13 ;
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
   wire \$133 ;
-  wire \$134 ;
+  wire [4:0] \$134 ;
   wire \$135 ;
   wire \$136 ;
-  wire \$137 ;
+  wire [5:0] \$137 ;
   wire \$138 ;
-  wire \$139 ;
-  wire [4:0] \$14 ;
+  wire [6:0] \$139 ;
+  wire \$14 ;
   wire \$140 ;
-  wire \$141 ;
-  wire \$142 ;
-  wire \$143 ;
+  wire [5:0] \$141 ;
+  wire [48:0] \$142 ;
+  wire [48:0] \$143 ;
   wire \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
   wire \$148 ;
-  wire \$149 ;
-  wire [4:0] \$15 ;
-  wire \$150 ;
+  wire [4:0] \$149 ;
+  wire \$15 ;
+  reg [3:0] \$150 ;
   wire \$151 ;
   wire \$152 ;
   wire \$153 ;
@@ -1632,514 +1637,322 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
-  wire [47:0] \$16 ;
-  wire \$160 ;
+  wire \$16 ;
+  wire [4:0] \$160 ;
   wire \$161 ;
-  wire \$162 ;
+  wire [4:0] \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
-  wire [48:0] \$168 ;
-  wire [48:0] \$169 ;
-  wire [47:0] \$17 ;
-  wire [48:0] \$170 ;
-  wire [48:0] \$171 ;
-  wire [48:0] \$172 ;
-  wire [48:0] \$173 ;
-  wire [48:0] \$174 ;
-  wire [48:0] \$175 ;
+  wire \$168 ;
+  wire \$169 ;
+  wire \$17 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
+  wire \$173 ;
+  wire \$174 ;
+  wire [4:0] \$175 ;
   wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
-  wire \$179 ;
-  wire [47:0] \$18 ;
-  wire \$180 ;
-  wire \$181 ;
-  wire \$182 ;
-  wire \$183 ;
-  wire \$184 ;
+  wire [6:0] \$177 ;
+  wire [6:0] \$178 ;
+  wire [6:0] \$179 ;
+  wire \$18 ;
+  wire [32:0] \$180 ;
+  wire [32:0] \$181 ;
+  wire [32:0] \$182 ;
+  wire [32:0] \$183 ;
+  wire [32:0] \$184 ;
   wire \$185 ;
   wire \$186 ;
   wire \$187 ;
   wire \$188 ;
-  wire [32:0] \$189 ;
-  wire [47:0] \$19 ;
+  wire \$189 ;
+  wire \$19 ;
   wire \$190 ;
   wire \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire [32:0] \$194 ;
+  wire \$194 ;
   wire \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
-  wire [32:0] \$199 ;
-  wire [4:0] \$2 ;
-  wire [47:0] \$20 ;
+  wire \$199 ;
+  wire \$2 ;
+  wire \$20 ;
   wire \$200 ;
   wire \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
-  wire \$205 ;
-  wire \$206 ;
-  wire \$207 ;
-  wire [32:0] \$208 ;
-  wire \$209 ;
-  wire [47:0] \$21 ;
-  wire \$210 ;
-  wire \$211 ;
-  wire \$212 ;
-  wire \$213 ;
-  wire \$214 ;
-  wire \$215 ;
-  wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire \$219 ;
-  wire [47:0] \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire \$224 ;
-  wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
-  wire \$228 ;
-  wire \$229 ;
-  wire [47:0] \$23 ;
-  wire \$230 ;
-  wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
-  wire \$234 ;
-  wire \$235 ;
-  wire \$236 ;
-  wire \$237 ;
-  wire \$238 ;
-  wire \$239 ;
-  wire [47:0] \$24 ;
-  wire \$240 ;
-  wire \$241 ;
-  wire \$242 ;
-  wire \$243 ;
-  wire \$244 ;
-  wire \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire \$248 ;
-  wire \$249 ;
-  wire [47:0] \$25 ;
-  wire \$250 ;
-  wire \$251 ;
-  wire \$252 ;
-  wire \$253 ;
-  wire \$254 ;
-  wire \$255 ;
-  wire \$256 ;
-  wire \$257 ;
-  wire \$258 ;
-  wire \$259 ;
-  wire [47:0] \$26 ;
-  wire \$260 ;
-  wire \$261 ;
-  wire \$262 ;
-  wire \$263 ;
-  wire \$264 ;
-  wire \$265 ;
-  wire \$266 ;
-  wire \$267 ;
-  wire \$268 ;
-  wire \$269 ;
-  wire [47:0] \$27 ;
-  wire \$270 ;
-  wire \$271 ;
-  wire \$272 ;
-  wire \$273 ;
-  wire \$274 ;
-  wire \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
-  wire [47:0] \$28 ;
-  wire \$280 ;
-  wire \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire \$289 ;
-  wire [47:0] \$29 ;
-  wire \$290 ;
-  wire \$291 ;
-  wire \$292 ;
-  wire \$293 ;
-  wire \$294 ;
-  wire \$295 ;
-  wire \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
-  wire [4:0] \$3 ;
-  wire [7:0] \$30 ;
-  wire \$300 ;
-  wire \$301 ;
-  wire [7:0] \$302 ;
-  wire [7:0] \$303 ;
-  wire \$304 ;
-  wire [48:0] \$305 ;
-  wire \$306 ;
-  wire \$307 ;
-  wire \$308 ;
-  wire \$309 ;
-  wire [7:0] \$31 ;
-  wire \$310 ;
-  wire \$311 ;
-  wire \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
-  wire \$317 ;
-  wire \$318 ;
-  wire \$319 ;
-  wire [7:0] \$32 ;
-  wire \$320 ;
-  wire \$321 ;
-  wire \$322 ;
-  wire \$323 ;
-  wire \$324 ;
-  wire \$325 ;
-  wire \$326 ;
-  wire \$327 ;
-  wire \$328 ;
-  wire \$329 ;
-  wire [7:0] \$33 ;
-  wire \$330 ;
-  wire \$331 ;
-  wire \$332 ;
-  wire \$333 ;
-  wire \$334 ;
-  wire \$335 ;
-  wire \$336 ;
-  wire \$337 ;
-  wire \$338 ;
-  wire \$339 ;
-  wire [7:0] \$34 ;
-  wire \$340 ;
-  wire \$341 ;
-  wire \$342 ;
-  wire \$343 ;
-  wire \$344 ;
-  wire \$345 ;
-  wire \$346 ;
-  wire \$347 ;
-  wire \$348 ;
-  wire \$349 ;
-  wire [7:0] \$35 ;
-  wire \$350 ;
-  wire \$351 ;
-  wire \$352 ;
-  wire \$353 ;
-  wire \$354 ;
-  wire \$355 ;
-  wire \$356 ;
-  wire \$357 ;
-  wire \$358 ;
-  wire \$359 ;
-  wire [7:0] \$36 ;
-  wire \$360 ;
-  wire \$361 ;
-  wire \$362 ;
-  wire \$363 ;
-  wire \$364 ;
-  wire \$365 ;
-  wire \$366 ;
-  wire \$367 ;
-  wire \$368 ;
-  wire \$369 ;
-  wire [7:0] \$37 ;
-  wire \$370 ;
-  wire \$371 ;
-  wire \$372 ;
-  wire \$373 ;
-  wire \$374 ;
-  wire \$375 ;
-  wire \$376 ;
-  wire \$377 ;
-  wire \$378 ;
-  wire \$379 ;
-  wire [7:0] \$38 ;
-  wire \$380 ;
-  wire \$381 ;
-  wire \$382 ;
-  wire \$383 ;
-  wire \$384 ;
-  wire \$385 ;
-  wire \$386 ;
-  wire \$387 ;
-  wire \$388 ;
-  wire \$389 ;
-  wire [7:0] \$39 ;
-  wire \$390 ;
-  wire \$391 ;
-  wire \$392 ;
-  wire \$393 ;
-  wire \$394 ;
-  wire \$395 ;
-  wire \$396 ;
-  wire \$397 ;
-  wire \$398 ;
-  wire \$399 ;
-  wire [4:0] \$4 ;
-  wire [7:0] \$40 ;
-  wire \$400 ;
-  wire \$401 ;
-  wire \$402 ;
-  wire \$403 ;
-  wire \$404 ;
-  wire \$405 ;
-  wire \$406 ;
-  wire \$407 ;
-  wire \$408 ;
-  wire \$409 ;
+  reg \$205 ;
+  reg \$206 ;
+  reg \$207 ;
+  reg \$208 ;
+  reg \$209 ;
+  wire [4:0] \$21 ;
+  reg \$210 ;
+  reg \$211 ;
+  reg \$212 ;
+  reg \$213 ;
+  reg [3:0] \$214 ;
+  reg [287:0] \$215 ;
+  reg \$216 ;
+  reg \$217 ;
+  reg \$218 ;
+  reg \$219 ;
+  wire \$22 ;
+  reg \$220 ;
+  reg \$221 ;
+  reg \$222 ;
+  reg \$223 ;
+  reg \$224 ;
+  reg [3:0] \$225 ;
+  reg [4:0] \$226 ;
+  reg [154:0] \$227 ;
+  reg [48:0] \$228 ;
+  reg [47:0] \$229 ;
+  wire [4:0] \$23 ;
+  reg \$230 ;
+  reg [3:0] \$231 ;
+  reg \$232 ;
+  reg \$233 ;
+  reg \$234 ;
+  reg [3:0] \$235 ;
+  reg [3:0] \$236 ;
+  reg \$237 ;
+  reg [3:0] \$238 ;
+  reg [3:0] \$239 ;
+  wire \$24 ;
+  reg [6:0] \$240 ;
+  reg [68:0] \$241 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
   wire \$41 ;
-  wire \$410 ;
-  wire \$411 ;
-  wire \$412 ;
-  wire \$413 ;
-  wire \$414 ;
-  wire \$415 ;
-  wire \$416 ;
-  wire \$417 ;
-  wire \$418 ;
-  wire \$419 ;
   wire \$42 ;
-  wire \$420 ;
-  wire \$421 ;
-  wire \$422 ;
-  wire \$423 ;
-  wire \$424 ;
-  wire \$425 ;
-  wire \$426 ;
-  wire \$427 ;
-  wire [6:0] \$428 ;
-  wire [6:0] \$429 ;
   wire \$43 ;
-  wire [6:0] \$430 ;
-  wire [32:0] \$431 ;
-  wire [32:0] \$432 ;
-  wire [32:0] \$433 ;
-  wire [32:0] \$434 ;
-  wire [32:0] \$435 ;
-  wire \$436 ;
-  wire \$437 ;
-  wire \$438 ;
-  wire \$439 ;
   wire \$44 ;
-  wire \$440 ;
-  wire \$441 ;
-  wire \$442 ;
-  wire \$443 ;
-  wire \$444 ;
-  wire \$445 ;
-  wire \$446 ;
-  wire \$447 ;
-  wire \$448 ;
-  wire \$449 ;
   wire \$45 ;
-  wire \$450 ;
-  wire \$451 ;
-  wire \$452 ;
-  wire \$453 ;
-  wire \$454 ;
-  wire \$455 ;
-  wire \$456 ;
-  wire \$457 ;
-  wire \$458 ;
-  wire \$459 ;
   wire \$46 ;
-  wire \$460 ;
-  reg \$461 ;
-  reg [71:0] \$462 ;
-  reg [7:0] \$463 ;
-  reg [7:0] \$464 ;
-  reg [7:0] \$465 ;
-  reg [7:0] \$466 ;
-  reg [7:0] \$467 ;
-  reg [7:0] \$468 ;
-  reg [7:0] \$469 ;
   wire \$47 ;
-  reg [47:0] \$470 ;
-  reg [4:0] \$471 ;
-  reg [47:0] \$472 ;
-  reg [4:0] \$473 ;
-  reg [47:0] \$474 ;
-  reg [4:0] \$475 ;
-  reg [47:0] \$476 ;
-  reg [4:0] \$477 ;
-  reg [47:0] \$478 ;
-  reg [4:0] \$479 ;
-  wire [7:0] \$48 ;
-  reg [47:0] \$480 ;
-  reg [4:0] \$481 ;
-  reg [47:0] \$482 ;
-  reg [4:0] \$483 ;
-  reg [47:0] \$484 ;
-  reg [4:0] \$485 ;
-  reg \$486 ;
-  reg \$487 ;
-  reg [76:0] \$488 ;
-  reg [72:0] \$489 ;
-  wire [7:0] \$49 ;
-  reg [287:0] \$490 ;
-  reg \$491 ;
-  reg [76:0] \$492 ;
-  reg [7:0] \$493 ;
-  reg [7:0] \$494 ;
-  reg [7:0] \$495 ;
-  reg \$496 ;
-  reg [7:0] \$497 ;
-  reg [7:0] \$498 ;
-  reg [7:0] \$499 ;
-  wire [4:0] \$5 ;
-  wire [7:0] \$50 ;
-  reg \$500 ;
-  reg [72:0] \$501 ;
-  reg \$502 ;
-  reg \$503 ;
-  reg [151:0] \$504 ;
-  reg [48:0] \$505 ;
-  reg [47:0] \$506 ;
-  reg [151:0] \$507 ;
-  reg [48:0] \$508 ;
-  reg [47:0] \$509 ;
-  wire [7:0] \$51 ;
-  reg [151:0] \$510 ;
-  reg [48:0] \$511 ;
-  reg [47:0] \$512 ;
-  reg [151:0] \$513 ;
-  reg [48:0] \$514 ;
-  reg [47:0] \$515 ;
-  reg [151:0] \$516 ;
-  reg [48:0] \$517 ;
-  reg [47:0] \$518 ;
-  reg [151:0] \$519 ;
-  wire [7:0] \$52 ;
-  reg [48:0] \$520 ;
-  reg [47:0] \$521 ;
-  reg [151:0] \$522 ;
-  reg [48:0] \$523 ;
-  reg [47:0] \$524 ;
-  reg [151:0] \$525 ;
-  reg [48:0] \$526 ;
-  reg [47:0] \$527 ;
-  wire [8:0] \$528 ;
-  wire [8:0] \$529 ;
-  wire [7:0] \$53 ;
-  wire [7:0] \$530 ;
-  wire [7:0] \$531 ;
-  reg [6:0] \$532 ;
-  reg [68:0] \$533 ;
-  wire [7:0] \$54 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
+  reg [3:0] \$57 ;
+  wire [2:0] \$58 ;
   wire \$59 ;
-  wire [4:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
-  wire \$62 ;
-  wire [8:0] \$63 ;
-  wire [8:0] \$64 ;
-  wire \$65 ;
+  wire [3:0] \$62 ;
+  wire [3:0] \$63 ;
+  reg [3:0] \$64 ;
+  wire [2:0] \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire \$69 ;
-  wire [4:0] \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire [7:0] \$73 ;
-  wire [7:0] \$74 ;
+  wire [1:0] \$69 ;
+  wire \$7 ;
+  wire [2:0] \$70 ;
+  reg [3:0] \$71 ;
+  wire [2:0] \$72 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire \$78 ;
+  wire [1:0] \$76 ;
+  wire [2:0] \$77 ;
+  reg [3:0] \$78 ;
   wire \$79 ;
-  wire [4:0] \$8 ;
-  wire \$80 ;
+  wire \$8 ;
+  wire [48:0] \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [48:0] \$86 ;
   wire \$87 ;
-  wire \$88 ;
+  wire [4:0] \$88 ;
   wire \$89 ;
-  wire [4:0] \$9 ;
-  wire \$90 ;
+  wire [47:0] \$9 ;
+  wire [5:0] \$90 ;
   wire \$91 ;
-  wire \$92 ;
+  wire [6:0] \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [32:0] \$94 ;
   wire \$95 ;
-  wire \$96 ;
+  wire [32:0] \$96 ;
   wire \$97 ;
-  wire \$98 ;
+  wire [32:0] \$98 ;
   wire \$99 ;
-  reg [4:0] a_device0 = 5'h00;
-  reg [4:0] a_device1 = 5'h00;
-  reg [4:0] a_device2 = 5'h00;
-  reg [4:0] a_device3 = 5'h00;
-  reg [4:0] a_device4 = 5'h00;
-  reg [4:0] a_device5 = 5'h00;
-  reg [4:0] a_device6 = 5'h00;
-  reg [4:0] a_device7 = 5'h00;
-  reg [7:0] a_fits = 8'h00;
-  reg [7:0] a_ge = 8'h00;
-  wire [7:0] a_hits;
-  reg [7:0] a_local = 8'h00;
-  reg [7:0] a_lt = 8'h00;
-  reg [7:0] a_on = 8'h00;
-  reg [7:0] a_remote = 8'h00;
-  wire [48:0] a_stop;
-  reg [71:0] a_store = 72'h000000000000000000;
-  wire [47:0] a_store__addr ;
-  wire [6:0] a_store__bytes ;
+  reg a_c0_bank = 1'h0;
+  reg a_c0_other = 1'h0;
+  reg [2:0] a_c0_pos = 3'h0;
+  reg [71:0] a_c0_req = 72'h000000000000000000;
+  wire [47:0] a_c0_req__addr ;
+  wire [6:0] a_c0_req__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire a_store__kind ;
-  wire [15:0] a_store__tile ;
-  reg [47:0] a_target0 = 48'h000000000000;
-  reg [47:0] a_target1 = 48'h000000000000;
-  reg [47:0] a_target2 = 48'h000000000000;
-  reg [47:0] a_target3 = 48'h000000000000;
-  reg [47:0] a_target4 = 48'h000000000000;
-  reg [47:0] a_target5 = 48'h000000000000;
-  reg [47:0] a_target6 = 48'h000000000000;
-  reg [47:0] a_target7 = 48'h000000000000;
-  reg [7:0] a_tracked = 8'h00;
-  reg a_valid = 1'h0;
-  wire advance;
-  wire bad;
+  wire a_c0_req__kind ;
+  wire [15:0] a_c0_req__tile ;
+  reg a_c0_valid = 1'h0;
+  reg a_c1_bank = 1'h0;
+  reg a_c1_other = 1'h0;
+  reg [2:0] a_c1_pos = 3'h0;
+  reg [71:0] a_c1_req = 72'h000000000000000000;
+  wire [47:0] a_c1_req__addr ;
+  wire [6:0] a_c1_req__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire a_c1_req__kind ;
+  wire [15:0] a_c1_req__tile ;
+  reg a_c1_valid = 1'h0;
+  reg a_c2_bank = 1'h0;
+  reg a_c2_other = 1'h0;
+  reg [2:0] a_c2_pos = 3'h0;
+  reg [71:0] a_c2_req = 72'h000000000000000000;
+  wire [47:0] a_c2_req__addr ;
+  wire [6:0] a_c2_req__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire a_c2_req__kind ;
+  wire [15:0] a_c2_req__tile ;
+  reg a_c2_valid = 1'h0;
+  reg [4:0] a_f_device = 5'h00;
+  reg a_f_fits = 1'h0;
+  reg a_f_hit = 1'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] a_f_mode = 2'h0;
+  reg a_f_other = 1'h0;
+  reg [71:0] a_f_req = 72'h000000000000000000;
+  wire [47:0] a_f_req__addr ;
+  wire [6:0] a_f_req__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire a_f_req__kind ;
+  wire [15:0] a_f_req__tile ;
+  reg [47:0] a_f_target = 48'h000000000000;
+  reg a_f_valid = 1'h0;
+  reg [3:0] a_held = 4'h0;
+  reg a_r0_bank = 1'h0;
+  reg a_r0_inside = 1'h0;
+  reg a_r0_other = 1'h0;
+  reg [47:0] a_r0_pivot = 48'h000000000000;
+  reg [2:0] a_r0_pos = 3'h0;
+  reg [71:0] a_r0_req = 72'h000000000000000000;
+  wire [47:0] a_r0_req__addr ;
+  wire [6:0] a_r0_req__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire a_r0_req__kind ;
+  wire [15:0] a_r0_req__tile ;
+  reg a_r0_valid = 1'h0;
+  reg a_r1_bank = 1'h0;
+  reg a_r1_inside = 1'h0;
+  reg a_r1_other = 1'h0;
+  reg [47:0] a_r1_pivot = 48'h000000000000;
+  reg [2:0] a_r1_pos = 3'h0;
+  reg [71:0] a_r1_req = 72'h000000000000000000;
+  wire [47:0] a_r1_req__addr ;
+  wire [6:0] a_r1_req__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire a_r1_req__kind ;
+  wire [15:0] a_r1_req__tile ;
+  reg a_r1_valid = 1'h0;
+  reg a_r2_bank = 1'h0;
+  reg a_r2_inside = 1'h0;
+  reg a_r2_other = 1'h0;
+  reg [47:0] a_r2_pivot = 48'h000000000000;
+  reg [2:0] a_r2_pos = 3'h0;
+  reg [71:0] a_r2_req = 72'h000000000000000000;
+  wire [47:0] a_r2_req__addr ;
+  wire [6:0] a_r2_req__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire a_r2_req__kind ;
+  wire [15:0] a_r2_req__tile ;
+  reg a_r2_valid = 1'h0;
+  reg a_rec_bank = 1'h0;
+  reg [98:0] a_rec_bounds = 99'h0000000000000000000000000;
+  wire [47:0] a_rec_bounds__base ;
+  wire [48:0] a_rec_bounds__end ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] a_rec_bounds__mode ;
+  reg a_rec_inside = 1'h0;
+  reg a_rec_other = 1'h0;
+  reg [2:0] a_rec_pos = 3'h0;
+  reg [71:0] a_rec_req = 72'h000000000000000000;
+  wire [47:0] a_rec_req__addr ;
+  wire [6:0] a_rec_req__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire a_rec_req__kind ;
+  wire [15:0] a_rec_req__tile ;
+  reg [52:0] a_rec_route = 53'h00000000000000;
+  wire [47:0] a_rec_route__delta ;
+  wire [4:0] a_rec_route__device ;
+  reg a_rec_valid = 1'h0;
+  (* init = 1'h0 *)
+  wire a_s0_bank;
+  wire a_s0_other;
+  reg [2:0] a_s0_pos = 3'h0;
+  reg [71:0] a_s0_req = 72'h000000000000000000;
+  wire [47:0] a_s0_req__addr ;
+  wire [6:0] a_s0_req__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire a_s0_req__kind ;
+  wire [15:0] a_s0_req__tile ;
+  reg a_s0_valid = 1'h0;
+  reg [48:0] a_stop = 49'h0000000000000;
+  reg active = 1'h0;
   output [68:0] capture;
   reg [68:0] capture = 69'h000000000000000000;
   wire [47:0] capture__addr ;
   wire [4:0] capture__device ;
   wire [15:0] capture__tile ;
-  wire [8:0] clash;
   wire [6:0] clear;
   wire clear__bad_region ;
   wire clear__overlap ;
@@ -2150,11 +1963,31 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire clear__store_crosses ;
   input clk;
   wire clk;
+  reg [3:0] count0 = 4'h0;
+  reg [3:0] count1 = 4'h0;
   wire crosses;
-  wire [4:0] device;
+  wire [78:0] data;
+  wire [72:0] \data$61 ;
+  wire [47:0] data$61__addr ;
+  wire [6:0] data$61__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data$61__kind ;
+  wire [15:0] data$61__tile ;
+  wire data$61__tracked ;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire data__remote ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
   input [4:0] device_id;
   wire [4:0] device_id;
-  wire [48:0] \end ;
   output [6:0] errors;
   reg [6:0] errors = 7'h00;
   wire errors__bad_region ;
@@ -2174,7 +2007,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire events__store_crosses ;
   wire \local ;
   output [72:0] mem__payload;
-  reg [72:0] mem__payload = 73'h0000000000000000000;
+  wire [72:0] mem__payload;
   wire [47:0] mem__payload__addr ;
   wire [6:0] mem__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -2186,9 +2019,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   input mem__ready;
   wire mem__ready;
   output mem__valid;
-  reg mem__valid = 1'h0;
+  wire mem__valid;
   output [76:0] net__payload;
-  reg [76:0] net__payload = 77'h00000000000000000000;
+  wire [76:0] net__payload;
   wire [47:0] net__payload__addr ;
   wire [6:0] net__payload__bytes ;
   wire [4:0] net__payload__device ;
@@ -2200,44 +2033,102 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   input net__ready;
   wire net__ready;
   output net__valid;
-  reg net__valid = 1'h0;
-  reg p2_bad = 1'h0;
-  reg [47:0] p2_delta = 48'h000000000000;
-  reg [48:0] p2_end = 49'h0000000000000;
-  reg [154:0] p2_req = 155'h000000000000000000000000000000000000000;
-  wire [47:0] p2_req__base ;
-  wire [4:0] p2_req__device ;
-  wire [2:0] p2_req__index ;
+  wire net__valid;
+  wire [78:0] o__payload;
+  wire [72:0] \o__payload$64 ;
+  wire [47:0] o__payload$64__addr ;
+  wire [6:0] o__payload$64__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$64__kind ;
+  wire [15:0] o__payload$64__tile ;
+  wire o__payload$64__tracked ;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire o__payload__remote ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  wire o__ready;
+  input \o__ready$65 ;
+  wire \o__ready$65 ;
+  wire o__valid;
+  wire \o__valid$68 ;
+  reg [3:0] p_at;
+  reg p_bad = 1'h0;
+  reg p_bad_all = 1'h0;
+  reg [98:0] p_bounds;
+  wire [47:0] p_bounds__base ;
+  wire [48:0] p_bounds__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] p2_req__mode ;
-  wire [47:0] p2_req__remote_base ;
-  wire [47:0] p2_req__size ;
-  wire p2_req__valid ;
-  reg p2_valid = 1'h0;
-  reg p3_bad = 1'h0;
-  reg [47:0] p3_delta = 48'h000000000000;
-  reg [48:0] p3_end = 49'h0000000000000;
-  reg [8:0] p3_hi = 9'h000;
-  reg [8:0] p3_lo = 9'h000;
-  reg [7:0] p3_ok = 8'h00;
-  reg [154:0] p3_req = 155'h000000000000000000000000000000000000000;
-  wire [47:0] p3_req__base ;
-  wire [4:0] p3_req__device ;
-  wire [2:0] p3_req__index ;
+  wire [1:0] p_bounds__mode ;
+  reg [4:0] p_busy = 5'h00;
+  reg p_clash = 1'h0;
+  wire p_deciding;
+  reg [47:0] p_delta = 48'h000000000000;
+  reg [98:0] p_e1_bounds = 99'h0000000000000000000000000;
+  wire [47:0] p_e1_bounds__base ;
+  wire [48:0] p_e1_bounds__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] p3_req__mode ;
-  wire [47:0] p3_req__remote_base ;
-  wire [47:0] p3_req__size ;
-  wire p3_req__valid ;
-  reg [7:0] p3_rm = 8'h00;
-  reg [8:0] p3_stale = 9'h000;
-  reg p3_valid = 1'h0;
+  wire [1:0] p_e1_bounds__mode ;
+  reg [2:0] p_e1_index = 3'h0;
+  reg [52:0] p_e1_route = 53'h00000000000000;
+  wire [47:0] p_e1_route__delta ;
+  wire [4:0] p_e1_route__device ;
+  reg p_e1_valid = 1'h0;
+  reg p_e2_after = 1'h0;
+  reg [98:0] p_e2_bounds = 99'h0000000000000000000000000;
+  wire [47:0] p_e2_bounds__base ;
+  wire [48:0] p_e2_bounds__end ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] p_e2_bounds__mode ;
+  reg p_e2_hi = 1'h0;
+  reg [2:0] p_e2_index = 3'h0;
+  reg p_e2_lo = 1'h0;
+  reg [52:0] p_e2_route = 53'h00000000000000;
+  wire [47:0] p_e2_route__delta ;
+  wire [4:0] p_e2_route__device ;
+  reg p_e2_valid = 1'h0;
+  reg [48:0] p_end = 49'h0000000000000;
+  reg [2:0] p_index;
+  wire p_insert;
+  wire [2:0] p_k;
+  wire p_kept;
+  reg [3:0] p_o = 4'h0;
+  reg [3:0] p_phase = 4'h0;
+  reg [3:0] p_rank = 4'h0;
+  wire p_reading;
+  reg [154:0] p_req = 155'h000000000000000000000000000000000000000;
+  wire [47:0] p_req__base ;
+  wire [4:0] p_req__device ;
+  wire [2:0] p_req__index ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] p_req__mode ;
+  wire [47:0] p_req__remote_base ;
+  wire [47:0] p_req__size ;
+  wire p_req__valid ;
+  reg [52:0] p_route;
+  wire [47:0] p_route__delta ;
+  wire [4:0] p_route__device ;
+  reg p_verdict_bad = 1'h0;
+  reg p_verdict_overlap = 1'h0;
   input [154:0] program__payload;
   wire [154:0] program__payload;
   wire [47:0] program__payload__base ;
@@ -2251,113 +2142,63 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire [47:0] program__payload__remote_base ;
   wire [47:0] program__payload__size ;
   wire program__payload__valid ;
+  output program__ready;
+  wire program__ready;
   input program__valid;
   wire program__valid;
-  reg [151:0] region0 = 152'h00000000000000000000000000000000000000;
-  wire [47:0] region0__base ;
-  wire [4:0] region0__device ;
+  wire push;
+  wire \push$24 ;
+  wire \push$59 ;
+  wire [3:0] rb__addr;
+  wire [3:0] \rb__addr$49 ;
+  wire [3:0] \rb__addr$77 ;
+  wire [98:0] rb__data;
+  wire [98:0] \rb__data$220 ;
+  wire [47:0] rb__data$220__base ;
+  wire [48:0] rb__data$220__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] region0__mode ;
-  wire [47:0] region0__remote_base ;
-  wire [47:0] region0__size ;
-  wire region0__valid ;
-  reg [47:0] region0_delta = 48'h000000000000;
-  reg [48:0] region0_end = 49'h0000000000000;
-  reg [151:0] region1 = 152'h00000000000000000000000000000000000000;
-  wire [47:0] region1__base ;
-  wire [4:0] region1__device ;
+  wire [1:0] rb__data$220__mode ;
+  wire [98:0] \rb__data$226 ;
+  wire [47:0] rb__data$226__base ;
+  wire [48:0] rb__data$226__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] region1__mode ;
-  wire [47:0] region1__remote_base ;
-  wire [47:0] region1__size ;
-  wire region1__valid ;
-  reg [47:0] region1_delta = 48'h000000000000;
-  reg [48:0] region1_end = 49'h0000000000000;
-  reg [151:0] region2 = 152'h00000000000000000000000000000000000000;
-  wire [47:0] region2__base ;
-  wire [4:0] region2__device ;
+  wire [1:0] rb__data$226__mode ;
+  wire [47:0] rb__data__base ;
+  wire [48:0] rb__data__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] region2__mode ;
-  wire [47:0] region2__remote_base ;
-  wire [47:0] region2__size ;
-  wire region2__valid ;
-  reg [47:0] region2_delta = 48'h000000000000;
-  reg [48:0] region2_end = 49'h0000000000000;
-  reg [151:0] region3 = 152'h00000000000000000000000000000000000000;
-  wire [47:0] region3__base ;
-  wire [4:0] region3__device ;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] region3__mode ;
-  wire [47:0] region3__remote_base ;
-  wire [47:0] region3__size ;
-  wire region3__valid ;
-  reg [47:0] region3_delta = 48'h000000000000;
-  reg [48:0] region3_end = 49'h0000000000000;
-  reg [151:0] region4 = 152'h00000000000000000000000000000000000000;
-  wire [47:0] region4__base ;
-  wire [4:0] region4__device ;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] region4__mode ;
-  wire [47:0] region4__remote_base ;
-  wire [47:0] region4__size ;
-  wire region4__valid ;
-  reg [47:0] region4_delta = 48'h000000000000;
-  reg [48:0] region4_end = 49'h0000000000000;
-  reg [151:0] region5 = 152'h00000000000000000000000000000000000000;
-  wire [47:0] region5__base ;
-  wire [4:0] region5__device ;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] region5__mode ;
-  wire [47:0] region5__remote_base ;
-  wire [47:0] region5__size ;
-  wire region5__valid ;
-  reg [47:0] region5_delta = 48'h000000000000;
-  reg [48:0] region5_end = 49'h0000000000000;
-  reg [151:0] region6 = 152'h00000000000000000000000000000000000000;
-  wire [47:0] region6__base ;
-  wire [4:0] region6__device ;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] region6__mode ;
-  wire [47:0] region6__remote_base ;
-  wire [47:0] region6__size ;
-  wire region6__valid ;
-  reg [47:0] region6_delta = 48'h000000000000;
-  reg [48:0] region6_end = 49'h0000000000000;
-  reg [151:0] region7 = 152'h00000000000000000000000000000000000000;
-  wire [47:0] region7__base ;
-  wire [4:0] region7__device ;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] region7__mode ;
-  wire [47:0] region7__remote_base ;
-  wire [47:0] region7__size ;
-  wire region7__valid ;
-  reg [47:0] region7_delta = 48'h000000000000;
-  reg [48:0] region7_end = 49'h0000000000000;
+  wire [1:0] rb__data__mode ;
   wire remote;
+  wire [3:0] ri__addr;
+  wire [2:0] ri__data;
+  reg rp__addr = 1'h0;
+  reg \rp__addr$40  = 1'h0;
+  wire [1:0] \rp__addr$43 ;
+  wire [2:0] \rp__addr$46 ;
+  wire [1:0] \rp__addr$5 ;
+  wire [2:0] \rp__addr$8 ;
+  wire [47:0] rp__data;
+  wire [47:0] \rp__data$146 ;
+  wire [47:0] \rp__data$157 ;
+  wire [47:0] \rp__data$187 ;
+  wire [47:0] \rp__data$198 ;
+  wire [47:0] \rp__data$209 ;
+  wire [3:0] rr__addr;
+  wire [3:0] \rr__addr$79 ;
+  wire [52:0] rr__data;
+  wire [52:0] \rr__data$228 ;
+  wire [47:0] rr__data$228__delta ;
+  wire [4:0] rr__data$228__device ;
+  wire [47:0] rr__data__delta ;
+  wire [4:0] rr__data__device ;
   input rst;
   wire rst;
   input [76:0] rx__payload;
@@ -2374,31 +2215,69 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire rx__ready;
   input rx__valid;
   wire rx__valid;
-  reg [76:0] rx_a = 77'h00000000000000000000;
-  wire [47:0] rx_a__addr ;
-  wire [6:0] rx_a__bytes ;
-  wire [4:0] rx_a__device ;
+  wire rx_accept;
+  reg rx_c0_bank = 1'h0;
+  reg rx_c0_other = 1'h0;
+  reg [2:0] rx_c0_pos = 3'h0;
+  reg [76:0] rx_c0_req = 77'h00000000000000000000;
+  wire [47:0] rx_c0_req__addr ;
+  wire [6:0] rx_c0_req__bytes ;
+  wire [4:0] rx_c0_req__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rx_a__kind ;
-  wire [15:0] rx_a__tile ;
-  reg [7:0] rx_a_fits = 8'h00;
-  reg [7:0] rx_a_ge = 8'h00;
-  reg [7:0] rx_a_lt = 8'h00;
-  reg rx_a_other = 1'h0;
-  reg [7:0] rx_a_receive = 8'h00;
-  reg [7:0] rx_a_remote = 8'h00;
-  wire [48:0] rx_a_stop;
-  reg [7:0] rx_a_tracked = 8'h00;
-  reg rx_a_valid = 1'h0;
-  wire rx_accept;
-  wire rx_advance;
-  wire rx_fits;
+  wire rx_c0_req__kind ;
+  wire [15:0] rx_c0_req__tile ;
+  reg rx_c0_valid = 1'h0;
+  reg rx_c1_bank = 1'h0;
+  reg rx_c1_other = 1'h0;
+  reg [2:0] rx_c1_pos = 3'h0;
+  reg [76:0] rx_c1_req = 77'h00000000000000000000;
+  wire [47:0] rx_c1_req__addr ;
+  wire [6:0] rx_c1_req__bytes ;
+  wire [4:0] rx_c1_req__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rx_c1_req__kind ;
+  wire [15:0] rx_c1_req__tile ;
+  reg rx_c1_valid = 1'h0;
+  reg rx_c2_bank = 1'h0;
+  reg rx_c2_other = 1'h0;
+  reg [2:0] rx_c2_pos = 3'h0;
+  reg [76:0] rx_c2_req = 77'h00000000000000000000;
+  wire [47:0] rx_c2_req__addr ;
+  wire [6:0] rx_c2_req__bytes ;
+  wire [4:0] rx_c2_req__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rx_c2_req__kind ;
+  wire [15:0] rx_c2_req__tile ;
+  reg rx_c2_valid = 1'h0;
+  reg rx_f_fits = 1'h0;
+  reg rx_f_hit = 1'h0;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  reg [1:0] rx_f_mode = 2'h0;
+  reg rx_f_other = 1'h0;
+  reg [76:0] rx_f_req = 77'h00000000000000000000;
+  wire [47:0] rx_f_req__addr ;
+  wire [6:0] rx_f_req__bytes ;
+  wire [4:0] rx_f_req__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rx_f_req__kind ;
+  wire [15:0] rx_f_req__tile ;
+  reg rx_f_valid = 1'h0;
+  reg [3:0] rx_held = 4'h0;
   wire rx_in_receive;
   wire rx_in_remote;
   output [72:0] rx_mem__payload;
-  reg [72:0] rx_mem__payload = 73'h0000000000000000000;
+  wire [72:0] rx_mem__payload;
   wire [47:0] rx_mem__payload__addr ;
   wire [6:0] rx_mem__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -2407,10 +2286,91 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire rx_mem__payload__kind ;
   wire [15:0] rx_mem__payload__tile ;
   wire rx_mem__payload__tracked ;
-  input rx_mem__ready;
   wire rx_mem__ready;
   output rx_mem__valid;
-  reg rx_mem__valid = 1'h0;
+  wire rx_mem__valid;
+  reg rx_r0_bank = 1'h0;
+  reg rx_r0_inside = 1'h0;
+  reg rx_r0_other = 1'h0;
+  reg [47:0] rx_r0_pivot = 48'h000000000000;
+  reg [2:0] rx_r0_pos = 3'h0;
+  reg [76:0] rx_r0_req = 77'h00000000000000000000;
+  wire [47:0] rx_r0_req__addr ;
+  wire [6:0] rx_r0_req__bytes ;
+  wire [4:0] rx_r0_req__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rx_r0_req__kind ;
+  wire [15:0] rx_r0_req__tile ;
+  reg rx_r0_valid = 1'h0;
+  reg rx_r1_bank = 1'h0;
+  reg rx_r1_inside = 1'h0;
+  reg rx_r1_other = 1'h0;
+  reg [47:0] rx_r1_pivot = 48'h000000000000;
+  reg [2:0] rx_r1_pos = 3'h0;
+  reg [76:0] rx_r1_req = 77'h00000000000000000000;
+  wire [47:0] rx_r1_req__addr ;
+  wire [6:0] rx_r1_req__bytes ;
+  wire [4:0] rx_r1_req__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rx_r1_req__kind ;
+  wire [15:0] rx_r1_req__tile ;
+  reg rx_r1_valid = 1'h0;
+  reg rx_r2_bank = 1'h0;
+  reg rx_r2_inside = 1'h0;
+  reg rx_r2_other = 1'h0;
+  reg [47:0] rx_r2_pivot = 48'h000000000000;
+  reg [2:0] rx_r2_pos = 3'h0;
+  reg [76:0] rx_r2_req = 77'h00000000000000000000;
+  wire [47:0] rx_r2_req__addr ;
+  wire [6:0] rx_r2_req__bytes ;
+  wire [4:0] rx_r2_req__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rx_r2_req__kind ;
+  wire [15:0] rx_r2_req__tile ;
+  reg rx_r2_valid = 1'h0;
+  reg rx_rec_bank = 1'h0;
+  reg [98:0] rx_rec_bounds = 99'h0000000000000000000000000;
+  wire [47:0] rx_rec_bounds__base ;
+  wire [48:0] rx_rec_bounds__end ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] rx_rec_bounds__mode ;
+  reg rx_rec_inside = 1'h0;
+  reg rx_rec_other = 1'h0;
+  reg [2:0] rx_rec_pos = 3'h0;
+  reg [76:0] rx_rec_req = 77'h00000000000000000000;
+  wire [47:0] rx_rec_req__addr ;
+  wire [6:0] rx_rec_req__bytes ;
+  wire [4:0] rx_rec_req__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rx_rec_req__kind ;
+  wire [15:0] rx_rec_req__tile ;
+  reg rx_rec_valid = 1'h0;
+  (* init = 1'h0 *)
+  wire rx_s0_bank;
+  reg rx_s0_other = 1'h0;
+  reg [2:0] rx_s0_pos = 3'h0;
+  reg [76:0] rx_s0_req = 77'h00000000000000000000;
+  wire [47:0] rx_s0_req__addr ;
+  wire [6:0] rx_s0_req__bytes ;
+  wire [4:0] rx_s0_req__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rx_s0_req__kind ;
+  wire [15:0] rx_s0_req__tile ;
+  reg rx_s0_valid = 1'h0;
+  reg [48:0] rx_stop = 49'h0000000000000;
   output [287:0] stats;
   reg [287:0] stats = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
   wire [31:0] stats__local ;
@@ -2435,1410 +2395,1187 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire store__ready;
   input store__valid;
   wire store__valid;
-  wire [47:0] target;
+  wire take;
   wire tracked;
-  wire [7:0] we;
-  assign \$446  = ~ rx_in_receive;
-  assign \$447  = \$445  & \$446 ;
-  assign \$448  = \$441  | \$447 ;
-  assign \$449  = ~ rx_a_other;
-  assign \$450  = rx_a_valid & \$449 ;
-  assign \$451  = \$450  & rx_in_receive;
-  assign \$452  = ~ rx_fits;
-  assign \$453  = \$451  & \$452 ;
-  assign \$454  = \$448  | \$453 ;
-  assign \$455  = p3_valid & p3_req[3];
-  assign \$456  = \$455  & p3_bad;
-  assign \$457  = | p3_ok;
-  assign \$458  = | clash;
-  assign \$459  = \$457  & \$458 ;
-  assign \$460  = \$456  | \$459 ;
-  always @(posedge clk)
-    a_valid <= \$461 ;
-  always @(posedge clk)
-    a_store <= \$462 ;
-  always @(posedge clk)
-    a_ge <= \$463 ;
-  always @(posedge clk)
-    a_lt <= \$464 ;
-  always @(posedge clk)
-    a_fits <= \$465 ;
-  always @(posedge clk)
-    a_on <= \$466 ;
-  always @(posedge clk)
-    a_local <= \$467 ;
-  always @(posedge clk)
-    a_remote <= \$468 ;
-  always @(posedge clk)
-    a_tracked <= \$469 ;
-  always @(posedge clk)
-    a_target0 <= \$470 ;
-  always @(posedge clk)
-    a_device0 <= \$471 ;
-  always @(posedge clk)
-    a_target1 <= \$472 ;
-  always @(posedge clk)
-    a_device1 <= \$473 ;
-  always @(posedge clk)
-    a_target2 <= \$474 ;
-  always @(posedge clk)
-    a_device2 <= \$475 ;
-  always @(posedge clk)
-    a_target3 <= \$476 ;
-  always @(posedge clk)
-    a_device3 <= \$477 ;
-  always @(posedge clk)
-    a_target4 <= \$478 ;
-  always @(posedge clk)
-    a_device4 <= \$479 ;
-  always @(posedge clk)
-    a_target5 <= \$480 ;
-  always @(posedge clk)
-    a_device5 <= \$481 ;
-  always @(posedge clk)
-    a_target6 <= \$482 ;
-  always @(posedge clk)
-    a_device6 <= \$483 ;
-  always @(posedge clk)
-    a_target7 <= \$484 ;
-  always @(posedge clk)
-    a_device7 <= \$485 ;
-  always @(posedge clk)
-    net__valid <= \$486 ;
-  always @(posedge clk)
-    mem__valid <= \$487 ;
-  always @(posedge clk)
-    net__payload <= \$488 ;
-  always @(posedge clk)
-    mem__payload <= \$489 ;
-  always @(posedge clk)
-    stats <= \$490 ;
-  always @(posedge clk)
-    rx_a_valid <= \$491 ;
-  always @(posedge clk)
-    rx_a <= \$492 ;
-  always @(posedge clk)
-    rx_a_ge <= \$493 ;
-  always @(posedge clk)
-    rx_a_lt <= \$494 ;
-  always @(posedge clk)
-    rx_a_fits <= \$495 ;
-  always @(posedge clk)
-    rx_a_other <= \$496 ;
-  always @(posedge clk)
-    rx_a_tracked <= \$497 ;
-  always @(posedge clk)
-    rx_a_receive <= \$498 ;
-  always @(posedge clk)
-    rx_a_remote <= \$499 ;
-  always @(posedge clk)
-    rx_mem__valid <= \$500 ;
-  always @(posedge clk)
-    rx_mem__payload <= \$501 ;
-  always @(posedge clk)
-    p2_valid <= \$502 ;
-  always @(posedge clk)
-    p2_req <= program__payload;
-  always @(posedge clk)
-    p2_end <= \end ;
-  always @(posedge clk)
-    p2_delta <= \$305 [47:0];
-  always @(posedge clk)
-    p2_bad <= \$308 ;
-  always @(posedge clk)
-    p3_valid <= \$503 ;
-  always @(posedge clk)
-    p3_req <= p2_req;
-  always @(posedge clk)
-    p3_end <= p2_end;
-  always @(posedge clk)
-    p3_delta <= p2_delta;
-  always @(posedge clk)
-    p3_bad <= bad;
-  always @(posedge clk)
-    region0 <= \$504 ;
-  always @(posedge clk)
-    region0_end <= \$505 ;
-  always @(posedge clk)
-    region0_delta <= \$506 ;
-  always @(posedge clk)
-    region1 <= \$507 ;
-  always @(posedge clk)
-    region1_end <= \$508 ;
-  always @(posedge clk)
-    region1_delta <= \$509 ;
-  always @(posedge clk)
-    region2 <= \$510 ;
-  always @(posedge clk)
-    region2_end <= \$511 ;
-  always @(posedge clk)
-    region2_delta <= \$512 ;
-  always @(posedge clk)
-    region3 <= \$513 ;
-  always @(posedge clk)
-    region3_end <= \$514 ;
-  always @(posedge clk)
-    region3_delta <= \$515 ;
-  always @(posedge clk)
-    region4 <= \$516 ;
-  always @(posedge clk)
-    region4_end <= \$517 ;
-  always @(posedge clk)
-    region4_delta <= \$518 ;
-  always @(posedge clk)
-    region5 <= \$519 ;
-  always @(posedge clk)
-    region5_end <= \$520 ;
-  always @(posedge clk)
-    region5_delta <= \$521 ;
-  always @(posedge clk)
-    region6 <= \$522 ;
-  always @(posedge clk)
-    region6_end <= \$523 ;
-  always @(posedge clk)
-    region6_delta <= \$524 ;
-  always @(posedge clk)
-    region7 <= \$525 ;
-  always @(posedge clk)
-    region7_end <= \$526 ;
-  always @(posedge clk)
-    region7_delta <= \$527 ;
-  always @(posedge clk)
-    p3_lo <= \$528 ;
-  always @(posedge clk)
-    p3_hi <= \$529 ;
-  always @(posedge clk)
-    p3_stale <= { \$355 , we };
-  always @(posedge clk)
-    p3_ok <= \$530 ;
-  always @(posedge clk)
-    p3_rm <= \$531 ;
-  always @(posedge clk)
-    errors <= \$532 ;
-  always @(posedge clk)
-    capture <= \$533 ;
-  assign a_stop = store__payload[47:0] + store__payload[70:64];
-  assign \$1  = a_ge & a_lt;
-  assign a_hits = a_on & \$1 ;
-  assign \$2  = a_hits[0] ? a_device0 : 5'h00;
-  assign \$3  = a_hits[1] ? a_device1 : 5'h00;
-  assign \$4  = \$2  | \$3 ;
-  assign \$5  = a_hits[2] ? a_device2 : 5'h00;
-  assign \$6  = \$4  | \$5 ;
-  assign \$7  = a_hits[3] ? a_device3 : 5'h00;
-  assign \$8  = \$6  | \$7 ;
-  assign \$9  = a_hits[4] ? a_device4 : 5'h00;
-  assign \$10  = \$8  | \$9 ;
-  assign \$11  = a_hits[5] ? a_device5 : 5'h00;
-  assign \$12  = \$10  | \$11 ;
-  assign \$13  = a_hits[6] ? a_device6 : 5'h00;
+  wire [3:0] wp__addr;
+  wire [3:0] \wp__addr$102 ;
+  wire [3:0] \wp__addr$105 ;
+  wire [2:0] \wp__addr$108 ;
+  wire [1:0] \wp__addr$111 ;
+  wire \wp__addr$114 ;
+  wire [98:0] wp__data;
+  wire [52:0] \wp__data$103 ;
+  wire [47:0] wp__data$103__delta ;
+  wire [4:0] wp__data$103__device ;
+  wire [2:0] \wp__data$106 ;
+  wire [47:0] \wp__data$109 ;
+  wire [47:0] \wp__data$112 ;
+  wire [47:0] \wp__data$115 ;
+  wire [47:0] wp__data__base ;
+  wire [48:0] wp__data__end ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] wp__data__mode ;
+  wire wp__en;
+  wire \wp__en$104 ;
+  wire \wp__en$107 ;
+  wire \wp__en$110 ;
+  wire \wp__en$113 ;
+  wire \wp__en$116 ;
+  (* ram_style = "distributed" *)
+  reg [98:0] bounds [15:0];
+  initial begin
+    bounds[0] = 99'h0000000000000000000000000;
+    bounds[1] = 99'h0000000000000000000000000;
+    bounds[2] = 99'h0000000000000000000000000;
+    bounds[3] = 99'h0000000000000000000000000;
+    bounds[4] = 99'h0000000000000000000000000;
+    bounds[5] = 99'h0000000000000000000000000;
+    bounds[6] = 99'h0000000000000000000000000;
+    bounds[7] = 99'h0000000000000000000000000;
+    bounds[8] = 99'h0000000000000000000000000;
+    bounds[9] = 99'h0000000000000000000000000;
+    bounds[10] = 99'h0000000000000000000000000;
+    bounds[11] = 99'h0000000000000000000000000;
+    bounds[12] = 99'h0000000000000000000000000;
+    bounds[13] = 99'h0000000000000000000000000;
+    bounds[14] = 99'h0000000000000000000000000;
+    bounds[15] = 99'h0000000000000000000000000;
+  end
+  always @(posedge clk) begin
+    if (wp__en)
+      bounds[{ \$24 , p_at[2:0] }] <= p_bounds;
+  end
+  assign \rb__data$226  = bounds[{ active, \$21 [2:0] }];
+  assign \rb__data$220  = bounds[{ rx_c0_bank, rx_c0_pos }];
+  assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
+  (* ram_style = "distributed" *)
+  reg [2:0] index [15:0];
+  initial begin
+    index[0] = 3'h0;
+    index[1] = 3'h0;
+    index[2] = 3'h0;
+    index[3] = 3'h0;
+    index[4] = 3'h0;
+    index[5] = 3'h0;
+    index[6] = 3'h0;
+    index[7] = 3'h0;
+    index[8] = 3'h0;
+    index[9] = 3'h0;
+    index[10] = 3'h0;
+    index[11] = 3'h0;
+    index[12] = 3'h0;
+    index[13] = 3'h0;
+    index[14] = 3'h0;
+    index[15] = 3'h0;
+  end
+  always @(posedge clk) begin
+    if (\wp__en$107 )
+      index[{ \$26 , p_at[2:0] }] <= p_index;
+  end
+  assign ri__data = index[{ active, \$21 [2:0] }];
+  (* ram_style = "distributed" *)
+  reg [47:0] pivot0 [7:0];
+  initial begin
+    pivot0[0] = 48'h000000000000;
+    pivot0[1] = 48'h000000000000;
+    pivot0[2] = 48'h000000000000;
+    pivot0[3] = 48'h000000000000;
+    pivot0[4] = 48'h000000000000;
+    pivot0[5] = 48'h000000000000;
+    pivot0[6] = 48'h000000000000;
+    pivot0[7] = 48'h000000000000;
+  end
+  always @(posedge clk) begin
+    if (\wp__en$110 )
+      pivot0[{ \$27 , p_at[2:1] }] <= p_bounds[47:0];
+  end
+  assign \rp__data$209  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
+  assign \rp__data$157  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
+  (* ram_style = "distributed" *)
+  reg [47:0] pivot1 [3:0];
+  initial begin
+    pivot1[0] = 48'h000000000000;
+    pivot1[1] = 48'h000000000000;
+    pivot1[2] = 48'h000000000000;
+    pivot1[3] = 48'h000000000000;
+  end
+  always @(posedge clk) begin
+    if (\wp__en$113 )
+      pivot1[{ \$31 , p_at[2] }] <= p_bounds[47:0];
+  end
+  assign \rp__data$198  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
+  assign \rp__data$146  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
+  (* ram_style = "distributed" *)
+  reg [47:0] pivot2 [1:0];
+  initial begin
+    pivot2[0] = 48'h000000000000;
+    pivot2[1] = 48'h000000000000;
+  end
+  always @(posedge clk) begin
+    if (\wp__en$116 )
+      pivot2[\wp__addr$114 ] <= p_bounds[47:0];
+  end
+  assign \rp__data$187  = pivot2[\rp__addr$40 ];
+  assign rp__data = pivot2[rp__addr];
+  (* ram_style = "distributed" *)
+  reg [52:0] route [15:0];
+  initial begin
+    route[0] = 53'h00000000000000;
+    route[1] = 53'h00000000000000;
+    route[2] = 53'h00000000000000;
+    route[3] = 53'h00000000000000;
+    route[4] = 53'h00000000000000;
+    route[5] = 53'h00000000000000;
+    route[6] = 53'h00000000000000;
+    route[7] = 53'h00000000000000;
+    route[8] = 53'h00000000000000;
+    route[9] = 53'h00000000000000;
+    route[10] = 53'h00000000000000;
+    route[11] = 53'h00000000000000;
+    route[12] = 53'h00000000000000;
+    route[13] = 53'h00000000000000;
+    route[14] = 53'h00000000000000;
+    route[15] = 53'h00000000000000;
+  end
+  always @(posedge clk) begin
+    if (\wp__en$104 )
+      route[{ \$25 , p_at[2:0] }] <= p_route;
+  end
+  assign \rr__data$228  = route[{ active, \$21 [2:0] }];
+  assign rr__data = route[{ a_c0_bank, a_c0_pos }];
+  assign store__ready = a_held < 4'hb;
+  assign \$1  = a_f_hit & a_f_fits;
+  assign \$2  = ! a_f_mode;
+  assign \local  = \$1  & \$2 ;
+  assign \$3  = a_f_hit & a_f_fits;
+  assign \$4  = a_f_mode == 1'h1;
+  assign remote = \$3  & \$4 ;
+  assign \$5  = a_f_hit & a_f_fits;
+  assign \$6  = a_f_mode == 2'h2;
+  assign tracked = \$5  & \$6 ;
+  assign \$7  = ~ a_f_fits;
+  assign crosses = a_f_hit & \$7 ;
+  assign \$8  = ~ crosses;
+  assign push = a_f_valid & \$8 ;
+  assign \$9  = remote ? a_f_target : a_f_req[47:0];
+  assign \$10  = remote ? 1'h1 : a_f_req[71];
+  assign net__valid = o__valid & o__payload[0];
+  assign \$11  = ~ o__payload[0];
+  assign mem__valid = o__valid & \$11 ;
+  assign o__ready = o__payload[0] ? net__ready : mem__ready;
+  assign rx__ready = rx_held < 4'hb;
+  assign \$12  = ! rx_f_mode;
+  assign \$13  = rx_f_mode == 2'h2;
   assign \$14  = \$12  | \$13 ;
-  assign \$15  = a_hits[7] ? a_device7 : 5'h00;
-  assign device = \$14  | \$15 ;
-  assign \$16  = a_hits[0] ? a_target0 : 48'h000000000000;
-  assign \$17  = a_hits[1] ? a_target1 : 48'h000000000000;
-  assign \$18  = \$16  | \$17 ;
-  assign \$19  = a_hits[2] ? a_target2 : 48'h000000000000;
-  assign \$20  = \$18  | \$19 ;
-  assign \$21  = a_hits[3] ? a_target3 : 48'h000000000000;
-  assign \$22  = \$20  | \$21 ;
-  assign \$23  = a_hits[4] ? a_target4 : 48'h000000000000;
-  assign \$24  = \$22  | \$23 ;
-  assign \$25  = a_hits[5] ? a_target5 : 48'h000000000000;
-  assign \$26  = \$24  | \$25 ;
-  assign \$27  = a_hits[6] ? a_target6 : 48'h000000000000;
-  assign \$28  = \$26  | \$27 ;
-  assign \$29  = a_hits[7] ? a_target7 : 48'h000000000000;
-  assign target = \$28  | \$29 ;
-  assign \$30  = a_ge & a_lt;
-  assign \$31  = a_local & \$30 ;
-  assign \$32  = \$31  & a_fits;
-  assign \local  = | \$32 ;
-  assign \$33  = a_ge & a_lt;
-  assign \$34  = a_remote & \$33 ;
-  assign \$35  = \$34  & a_fits;
-  assign remote = | \$35 ;
-  assign \$36  = a_ge & a_lt;
-  assign \$37  = a_tracked & \$36 ;
-  assign \$38  = \$37  & a_fits;
-  assign tracked = | \$38 ;
-  assign \$39  = ~ a_fits;
-  assign \$40  = a_hits & \$39 ;
-  assign crosses = | \$40 ;
-  assign \$41  = ~ net__valid;
-  assign \$42  = \$41  | net__ready;
-  assign \$43  = ~ mem__valid;
-  assign \$44  = \$43  | mem__ready;
-  assign \$45  = remote ? \$42  : \$44 ;
-  assign \$46  = crosses | \$45 ;
-  assign advance = a_valid & \$46 ;
-  assign \$47  = ~ a_valid;
-  assign store__ready = \$47  | advance;
-  assign rx_a_stop = rx__payload[52:5] + rx__payload[76:70];
-  assign \$48  = rx_a_ge & rx_a_lt;
-  assign \$49  = rx_a_receive & \$48 ;
-  assign rx_in_receive = | \$49 ;
-  assign \$50  = rx_a_ge & rx_a_lt;
-  assign \$51  = rx_a_remote & \$50 ;
-  assign rx_in_remote = | \$51 ;
-  assign \$52  = rx_a_ge & rx_a_lt;
-  assign \$53  = rx_a_receive & \$52 ;
-  assign \$54  = \$53  & rx_a_fits;
-  assign rx_fits = | \$54 ;
-  assign \$55  = ~ rx_a_other;
-  assign rx_accept = \$55  & rx_fits;
-  assign \$56  = ~ rx_accept;
-  assign \$57  = ~ rx_mem__valid;
-  assign \$58  = \$57  | rx_mem__ready;
-  assign \$59  = \$56  | \$58 ;
-  assign rx_advance = rx_a_valid & \$59 ;
-  assign \$60  = ~ rx_a_valid;
-  assign rx__ready = \$60  | rx_advance;
-  assign \end  = program__payload[58:11] + program__payload[106:59];
-  assign \$61  = | p2_end[47:0];
-  assign \$62  = p2_end[48] & \$61 ;
-  assign bad = p2_bad | \$62 ;
-  assign \$63  = p3_lo & p3_hi;
-  assign \$64  = ~ p3_stale;
-  assign clash = \$63  & \$64 ;
-  assign \$65  = | clash;
-  assign \$66  = | clash;
-  assign \$67  = | clash;
-  assign \$68  = | clash;
-  assign \$69  = | clash;
-  assign \$70  = | clash;
-  assign \$71  = | clash;
-  assign \$72  = | clash;
-  assign \$73  = ~ { \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , \$66 , \$65  };
-  assign \$74  = p3_ok & \$73 ;
-  assign we = p3_rm | \$74 ;
-  assign \$75  = a_valid & crosses;
-  assign \$76  = rx_a_valid & rx_a_other;
-  assign \$77  = ~ rx_a_other;
-  assign \$78  = rx_a_valid & \$77 ;
-  assign \$79  = \$78  & rx_in_remote;
-  assign \$80  = ~ rx_a_other;
-  assign \$81  = rx_a_valid & \$80 ;
-  assign \$82  = ~ rx_in_remote;
-  assign \$83  = \$81  & \$82 ;
-  assign \$84  = ~ rx_in_receive;
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = ~ rx_a_other;
-  assign \$87  = rx_a_valid & \$86 ;
-  assign \$88  = \$87  & rx_in_receive;
-  assign \$89  = ~ rx_fits;
-  assign \$90  = \$88  & \$89 ;
-  assign \$91  = p3_valid & p3_req[3];
-  assign \$92  = \$91  & p3_bad;
-  assign \$93  = | p3_ok;
-  assign \$94  = | clash;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = store__payload[47:0] >= region0[55:8];
-  assign \$97  = store__payload[47:0] < region0_end;
-  assign \$98  = a_stop <= region0_end;
-  assign \$99  = store__payload[47:0] >= region1[55:8];
-  assign \$100  = store__payload[47:0] < region1_end;
-  assign \$101  = a_stop <= region1_end;
-  assign \$102  = store__payload[47:0] >= region2[55:8];
-  assign \$103  = store__payload[47:0] < region2_end;
-  assign \$104  = a_stop <= region2_end;
-  assign \$105  = store__payload[47:0] >= region3[55:8];
-  assign \$106  = store__payload[47:0] < region3_end;
-  assign \$107  = a_stop <= region3_end;
-  assign \$108  = store__payload[47:0] >= region4[55:8];
-  assign \$109  = store__payload[47:0] < region4_end;
-  assign \$110  = a_stop <= region4_end;
-  assign \$111  = store__payload[47:0] >= region5[55:8];
-  assign \$112  = store__payload[47:0] < region5_end;
-  assign \$113  = a_stop <= region5_end;
-  assign \$114  = store__payload[47:0] >= region6[55:8];
-  assign \$115  = store__payload[47:0] < region6_end;
-  assign \$116  = a_stop <= region6_end;
-  assign \$117  = store__payload[47:0] >= region7[55:8];
-  assign \$118  = store__payload[47:0] < region7_end;
-  assign \$119  = a_stop <= region7_end;
-  assign \$120  = ! region0[2:1];
-  assign \$121  = region0[0] & \$120 ;
-  assign \$122  = ! region1[2:1];
-  assign \$123  = region1[0] & \$122 ;
-  assign \$124  = ! region2[2:1];
-  assign \$125  = region2[0] & \$124 ;
-  assign \$126  = ! region3[2:1];
-  assign \$127  = region3[0] & \$126 ;
-  assign \$128  = ! region4[2:1];
-  assign \$129  = region4[0] & \$128 ;
-  assign \$130  = ! region5[2:1];
-  assign \$131  = region5[0] & \$130 ;
-  assign \$132  = ! region6[2:1];
-  assign \$133  = region6[0] & \$132 ;
-  assign \$134  = ! region7[2:1];
-  assign \$135  = region7[0] & \$134 ;
-  assign \$136  = region0[2:1] == 1'h1;
-  assign \$137  = region0[0] & \$136 ;
-  assign \$138  = region1[2:1] == 1'h1;
-  assign \$139  = region1[0] & \$138 ;
-  assign \$140  = region2[2:1] == 1'h1;
-  assign \$141  = region2[0] & \$140 ;
-  assign \$142  = region3[2:1] == 1'h1;
-  assign \$143  = region3[0] & \$142 ;
-  assign \$144  = region4[2:1] == 1'h1;
-  assign \$145  = region4[0] & \$144 ;
-  assign \$146  = region5[2:1] == 1'h1;
-  assign \$147  = region5[0] & \$146 ;
-  assign \$148  = region6[2:1] == 1'h1;
-  assign \$149  = region6[0] & \$148 ;
-  assign \$150  = region7[2:1] == 1'h1;
-  assign \$151  = region7[0] & \$150 ;
-  assign \$152  = region0[2:1] == 2'h2;
-  assign \$153  = region0[0] & \$152 ;
-  assign \$154  = region1[2:1] == 2'h2;
-  assign \$155  = region1[0] & \$154 ;
-  assign \$156  = region2[2:1] == 2'h2;
-  assign \$157  = region2[0] & \$156 ;
-  assign \$158  = region3[2:1] == 2'h2;
-  assign \$159  = region3[0] & \$158 ;
-  assign \$160  = region4[2:1] == 2'h2;
-  assign \$161  = region4[0] & \$160 ;
-  assign \$162  = region5[2:1] == 2'h2;
-  assign \$163  = region5[0] & \$162 ;
-  assign \$164  = region6[2:1] == 2'h2;
-  assign \$165  = region6[0] & \$164 ;
-  assign \$166  = region7[2:1] == 2'h2;
-  assign \$167  = region7[0] & \$166 ;
-  assign \$168  = store__payload[47:0] + region0_delta;
-  assign \$169  = store__payload[47:0] + region1_delta;
-  assign \$170  = store__payload[47:0] + region2_delta;
-  assign \$171  = store__payload[47:0] + region3_delta;
-  assign \$172  = store__payload[47:0] + region4_delta;
-  assign \$173  = store__payload[47:0] + region5_delta;
-  assign \$174  = store__payload[47:0] + region6_delta;
-  assign \$175  = store__payload[47:0] + region7_delta;
-  assign \$176  = advance & remote;
-  assign \$177  = ~ remote;
-  assign \$178  = advance & \$177 ;
-  assign \$179  = ~ crosses;
-  assign \$180  = \$178  & \$179 ;
-  assign \$181  = ~ net__valid;
-  assign \$182  = \$181  | net__ready;
-  assign \$183  = ~ mem__valid;
-  assign \$184  = \$183  | mem__ready;
-  assign \$185  = a_valid & \local ;
-  assign \$186  = ~ mem__valid;
-  assign \$187  = \$186  | mem__ready;
-  assign \$188  = \$185  & \$187 ;
-  assign \$189  = stats[31:0] + 1'h1;
-  assign \$190  = a_valid & tracked;
-  assign \$191  = ~ mem__valid;
-  assign \$192  = \$191  | mem__ready;
-  assign \$193  = \$190  & \$192 ;
-  assign \$194  = stats[63:32] + 1'h1;
-  assign \$195  = a_valid & remote;
-  assign \$196  = ~ net__valid;
-  assign \$197  = \$196  | net__ready;
-  assign \$198  = \$195  & \$197 ;
-  assign \$199  = stats[95:64] + 1'h1;
-  assign \$200  = \local  | remote;
-  assign \$201  = \$200  | tracked;
-  assign \$202  = \$201  | crosses;
-  assign \$203  = ~ \$202 ;
-  assign \$204  = a_valid & \$203 ;
-  assign \$205  = ~ mem__valid;
-  assign \$206  = \$205  | mem__ready;
-  assign \$207  = \$204  & \$206 ;
-  assign \$208  = stats[127:96] + 1'h1;
-  assign \$209  = rx__valid & rx__ready;
-  assign \$210  = rx__payload[52:5] >= region0[55:8];
-  assign \$211  = rx__payload[52:5] < region0_end;
-  assign \$212  = rx_a_stop <= region0_end;
-  assign \$213  = rx__payload[52:5] >= region1[55:8];
-  assign \$214  = rx__payload[52:5] < region1_end;
-  assign \$215  = rx_a_stop <= region1_end;
-  assign \$216  = rx__payload[52:5] >= region2[55:8];
-  assign \$217  = rx__payload[52:5] < region2_end;
-  assign \$218  = rx_a_stop <= region2_end;
-  assign \$219  = rx__payload[52:5] >= region3[55:8];
-  assign \$220  = rx__payload[52:5] < region3_end;
-  assign \$221  = rx_a_stop <= region3_end;
-  assign \$222  = rx__payload[52:5] >= region4[55:8];
-  assign \$223  = rx__payload[52:5] < region4_end;
-  assign \$224  = rx_a_stop <= region4_end;
-  assign \$225  = rx__payload[52:5] >= region5[55:8];
-  assign \$226  = rx__payload[52:5] < region5_end;
-  assign \$227  = rx_a_stop <= region5_end;
-  assign \$228  = rx__payload[52:5] >= region6[55:8];
-  assign \$229  = rx__payload[52:5] < region6_end;
-  assign \$230  = rx_a_stop <= region6_end;
-  assign \$231  = rx__payload[52:5] >= region7[55:8];
-  assign \$232  = rx__payload[52:5] < region7_end;
-  assign \$233  = rx_a_stop <= region7_end;
-  assign \$234  = rx__payload[4:0] != device_id;
-  assign \$235  = region0[2:1] == 2'h2;
-  assign \$236  = region0[0] & \$235 ;
-  assign \$237  = region1[2:1] == 2'h2;
-  assign \$238  = region1[0] & \$237 ;
-  assign \$239  = region2[2:1] == 2'h2;
-  assign \$240  = region2[0] & \$239 ;
-  assign \$241  = region3[2:1] == 2'h2;
-  assign \$242  = region3[0] & \$241 ;
-  assign \$243  = region4[2:1] == 2'h2;
-  assign \$244  = region4[0] & \$243 ;
-  assign \$245  = region5[2:1] == 2'h2;
-  assign \$246  = region5[0] & \$245 ;
-  assign \$247  = region6[2:1] == 2'h2;
-  assign \$248  = region6[0] & \$247 ;
-  assign \$249  = region7[2:1] == 2'h2;
-  assign \$250  = region7[0] & \$249 ;
-  assign \$251  = ! region0[2:1];
-  assign \$252  = region0[2:1] == 2'h2;
-  assign \$253  = \$251  | \$252 ;
-  assign \$254  = region0[0] & \$253 ;
-  assign \$255  = ! region1[2:1];
-  assign \$256  = region1[2:1] == 2'h2;
-  assign \$257  = \$255  | \$256 ;
-  assign \$258  = region1[0] & \$257 ;
-  assign \$259  = ! region2[2:1];
-  assign \$260  = region2[2:1] == 2'h2;
-  assign \$261  = \$259  | \$260 ;
-  assign \$262  = region2[0] & \$261 ;
-  assign \$263  = ! region3[2:1];
-  assign \$264  = region3[2:1] == 2'h2;
-  assign \$265  = \$263  | \$264 ;
-  assign \$266  = region3[0] & \$265 ;
-  assign \$267  = ! region4[2:1];
-  assign \$268  = region4[2:1] == 2'h2;
-  assign \$269  = \$267  | \$268 ;
-  assign \$270  = region4[0] & \$269 ;
-  assign \$271  = ! region5[2:1];
-  assign \$272  = region5[2:1] == 2'h2;
-  assign \$273  = \$271  | \$272 ;
-  assign \$274  = region5[0] & \$273 ;
-  assign \$275  = ! region6[2:1];
-  assign \$276  = region6[2:1] == 2'h2;
-  assign \$277  = \$275  | \$276 ;
-  assign \$278  = region6[0] & \$277 ;
-  assign \$279  = ! region7[2:1];
-  assign \$280  = region7[2:1] == 2'h2;
-  assign \$281  = \$279  | \$280 ;
-  assign \$282  = region7[0] & \$281 ;
-  assign \$283  = region0[2:1] == 1'h1;
-  assign \$284  = region0[0] & \$283 ;
-  assign \$285  = region1[2:1] == 1'h1;
-  assign \$286  = region1[0] & \$285 ;
-  assign \$287  = region2[2:1] == 1'h1;
-  assign \$288  = region2[0] & \$287 ;
-  assign \$289  = region3[2:1] == 1'h1;
-  assign \$290  = region3[0] & \$289 ;
-  assign \$291  = region4[2:1] == 1'h1;
-  assign \$292  = region4[0] & \$291 ;
-  assign \$293  = region5[2:1] == 1'h1;
-  assign \$294  = region5[0] & \$293 ;
-  assign \$295  = region6[2:1] == 1'h1;
-  assign \$296  = region6[0] & \$295 ;
-  assign \$297  = region7[2:1] == 1'h1;
-  assign \$298  = region7[0] & \$297 ;
-  assign \$299  = rx_advance & rx_accept;
-  assign \$300  = ~ rx_mem__valid;
-  assign \$301  = \$300  | rx_mem__ready;
-  assign \$302  = rx_a_ge & rx_a_lt;
-  assign \$303  = rx_a_tracked & \$302 ;
-  assign \$304  = | \$303 ;
-  assign \$305  = program__payload[154:107] - program__payload[58:11];
-  assign \$306  = ! program__payload[106:59];
-  assign \$307  = program__payload[5:4] > 2'h2;
-  assign \$308  = \$306  | \$307 ;
-  assign \$309  = | p2_req[2:0];
-  assign \$310  = \$309  & region0[0];
-  assign \$311  = ~ \$310 ;
-  assign \$312  = { \$311 , 1'h0, p2_req[58:11] } < region0_end;
-  assign \$313  = region0[55:8] < p2_end;
-  assign \$314  = p2_req[2:0] != 1'h1;
-  assign \$315  = \$314  & region1[0];
-  assign \$316  = ~ \$315 ;
-  assign \$317  = { \$316 , 1'h0, p2_req[58:11] } < region1_end;
-  assign \$318  = region1[55:8] < p2_end;
-  assign \$319  = p2_req[2:0] != 2'h2;
-  assign \$320  = \$319  & region2[0];
-  assign \$321  = ~ \$320 ;
-  assign \$322  = { \$321 , 1'h0, p2_req[58:11] } < region2_end;
-  assign \$323  = region2[55:8] < p2_end;
-  assign \$324  = p2_req[2:0] != 2'h3;
-  assign \$325  = \$324  & region3[0];
-  assign \$326  = ~ \$325 ;
-  assign \$327  = { \$326 , 1'h0, p2_req[58:11] } < region3_end;
-  assign \$328  = region3[55:8] < p2_end;
-  assign \$329  = p2_req[2:0] != 3'h4;
-  assign \$330  = \$329  & region4[0];
-  assign \$331  = ~ \$330 ;
-  assign \$332  = { \$331 , 1'h0, p2_req[58:11] } < region4_end;
-  assign \$333  = region4[55:8] < p2_end;
-  assign \$334  = p2_req[2:0] != 3'h5;
-  assign \$335  = \$334  & region5[0];
-  assign \$336  = ~ \$335 ;
-  assign \$337  = { \$336 , 1'h0, p2_req[58:11] } < region5_end;
-  assign \$338  = region5[55:8] < p2_end;
-  assign \$339  = p2_req[2:0] != 3'h6;
-  assign \$340  = \$339  & region6[0];
-  assign \$341  = ~ \$340 ;
-  assign \$342  = { \$341 , 1'h0, p2_req[58:11] } < region6_end;
-  assign \$343  = region6[55:8] < p2_end;
-  assign \$344  = p2_req[2:0] != 3'h7;
-  assign \$345  = \$344  & region7[0];
-  assign \$346  = ~ \$345 ;
-  assign \$347  = { \$346 , 1'h0, p2_req[58:11] } < region7_end;
-  assign \$348  = region7[55:8] < p2_end;
-  assign \$349  = p3_req[2:0] != p2_req[2:0];
-  assign \$350  = p3_req[3] & \$349 ;
-  assign \$351  = ~ \$350 ;
-  assign \$352  = { \$351 , 1'h0, p2_req[58:11] } < p3_end;
-  assign \$353  = p3_req[58:11] < p2_end;
-  assign \$354  = | we;
-  assign \$355  = ~ \$354 ;
-  assign \$356  = ! p2_req[2:0];
-  assign \$357  = p2_valid & \$356 ;
-  assign \$358  = \$357  & p2_req[3];
-  assign \$359  = ~ bad;
-  assign \$360  = \$358  & \$359 ;
-  assign \$361  = ! p2_req[2:0];
-  assign \$362  = p2_valid & \$361 ;
-  assign \$363  = ~ p2_req[3];
-  assign \$364  = \$362  & \$363 ;
-  assign \$365  = p2_req[2:0] == 1'h1;
-  assign \$366  = p2_valid & \$365 ;
-  assign \$367  = \$366  & p2_req[3];
-  assign \$368  = ~ bad;
-  assign \$369  = \$367  & \$368 ;
-  assign \$370  = p2_req[2:0] == 1'h1;
-  assign \$371  = p2_valid & \$370 ;
-  assign \$372  = ~ p2_req[3];
-  assign \$373  = \$371  & \$372 ;
-  assign \$374  = p2_req[2:0] == 2'h2;
-  assign \$375  = p2_valid & \$374 ;
-  assign \$376  = \$375  & p2_req[3];
-  assign \$377  = ~ bad;
-  assign \$378  = \$376  & \$377 ;
-  assign \$379  = p2_req[2:0] == 2'h2;
-  assign \$380  = p2_valid & \$379 ;
-  assign \$381  = ~ p2_req[3];
-  assign \$382  = \$380  & \$381 ;
-  assign \$383  = p2_req[2:0] == 2'h3;
-  assign \$384  = p2_valid & \$383 ;
-  assign \$385  = \$384  & p2_req[3];
-  assign \$386  = ~ bad;
-  assign \$387  = \$385  & \$386 ;
-  assign \$388  = p2_req[2:0] == 2'h3;
-  assign \$389  = p2_valid & \$388 ;
-  assign \$390  = ~ p2_req[3];
-  assign \$391  = \$389  & \$390 ;
-  assign \$392  = p2_req[2:0] == 3'h4;
-  assign \$393  = p2_valid & \$392 ;
-  assign \$394  = \$393  & p2_req[3];
-  assign \$395  = ~ bad;
-  assign \$396  = \$394  & \$395 ;
-  assign \$397  = p2_req[2:0] == 3'h4;
-  assign \$398  = p2_valid & \$397 ;
-  assign \$399  = ~ p2_req[3];
-  assign \$400  = \$398  & \$399 ;
-  assign \$401  = p2_req[2:0] == 3'h5;
-  assign \$402  = p2_valid & \$401 ;
-  assign \$403  = \$402  & p2_req[3];
-  assign \$404  = ~ bad;
-  assign \$405  = \$403  & \$404 ;
-  assign \$406  = p2_req[2:0] == 3'h5;
-  assign \$407  = p2_valid & \$406 ;
-  assign \$408  = ~ p2_req[3];
-  assign \$409  = \$407  & \$408 ;
-  assign \$410  = p2_req[2:0] == 3'h6;
-  assign \$411  = p2_valid & \$410 ;
-  assign \$412  = \$411  & p2_req[3];
-  assign \$413  = ~ bad;
-  assign \$414  = \$412  & \$413 ;
-  assign \$415  = p2_req[2:0] == 3'h6;
-  assign \$416  = p2_valid & \$415 ;
-  assign \$417  = ~ p2_req[3];
-  assign \$418  = \$416  & \$417 ;
-  assign \$419  = p2_req[2:0] == 3'h7;
-  assign \$420  = p2_valid & \$419 ;
-  assign \$421  = \$420  & p2_req[3];
-  assign \$422  = ~ bad;
-  assign \$423  = \$421  & \$422 ;
-  assign \$424  = p2_req[2:0] == 3'h7;
-  assign \$425  = p2_valid & \$424 ;
-  assign \$426  = ~ p2_req[3];
-  assign \$427  = \$425  & \$426 ;
-  assign \$431  = stats[159:128] + 1'h1;
-  assign \$432  = stats[191:160] + 1'h1;
-  assign \$433  = stats[223:192] + 1'h1;
-  assign \$434  = stats[255:224] + 1'h1;
-  assign \$435  = stats[287:256] + 1'h1;
-  assign \$436  = a_valid & crosses;
-  assign \$437  = rx_a_valid & rx_a_other;
-  assign \$438  = ~ rx_a_other;
-  assign \$439  = rx_a_valid & \$438 ;
-  assign \$440  = \$439  & rx_in_remote;
-  assign \$441  = \$437  | \$440 ;
-  assign \$442  = ~ rx_a_other;
-  assign \$443  = rx_a_valid & \$442 ;
-  assign \$444  = ~ rx_in_remote;
-  assign \$445  = \$443  & \$444 ;
+  assign rx_in_receive = rx_f_hit & \$14 ;
+  assign \$15  = rx_f_mode == 1'h1;
+  assign rx_in_remote = rx_f_hit & \$15 ;
+  assign \$16  = ~ rx_f_other;
+  assign \$17  = \$16  & rx_in_receive;
+  assign rx_accept = \$17  & rx_f_fits;
+  assign \push$59  = rx_f_valid & rx_accept;
+  assign \$18  = rx_f_mode == 2'h2;
+  assign program__ready = ! p_busy;
+  assign take = program__valid & program__ready;
+  assign \$19  = | p_phase;
+  assign \$20  = p_phase <= 4'h8;
+  assign p_reading = \$19  & \$20 ;
+  assign p_deciding = p_phase == 4'hc;
+  assign \$21  = p_phase - 1'h1;
+  assign \$22  = p_e1_index != p_req[2:0];
+  assign p_kept = p_e1_valid & \$22 ;
+  assign p_insert = p_deciding & p_req[3];
+  assign \$23  = p_o + p_e2_after;
+  assign \$24  = ~ active;
+  assign wp__en = p_e2_valid | p_insert;
+  assign \$25  = ~ active;
+  assign \wp__en$104  = p_e2_valid | p_insert;
+  assign \$26  = ~ active;
+  assign \wp__en$107  = p_e2_valid | p_insert;
+  assign \$27  = ~ active;
+  assign \$28  = p_e2_valid | p_insert;
+  assign \$29  = \$28  & p_at[0];
+  assign \$31  = ~ active;
+  assign \$32  = p_e2_valid | p_insert;
+  assign \$33  = \$32  & p_at[1];
+  assign \$34  = ! p_at[0];
+  assign \wp__en$113  = \$33  & \$34 ;
+  assign \wp__addr$114  = ~ active;
+  assign \$35  = p_e2_valid | p_insert;
+  assign \$36  = \$35  & p_at[2];
+  assign \$37  = ! p_at[1:0];
+  assign \wp__en$116  = \$36  & \$37 ;
+  assign \$38  = a_f_valid & crosses;
+  assign \$39  = rx_f_valid & rx_f_other;
+  assign \$40  = ~ rx_f_other;
+  assign \$41  = rx_f_valid & \$40 ;
+  assign \$42  = \$41  & rx_in_remote;
+  assign \$43  = ~ rx_f_other;
+  assign \$44  = rx_f_valid & \$43 ;
+  assign \$45  = ~ rx_in_remote;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = ~ rx_in_receive;
+  assign \$48  = \$46  & \$47 ;
+  assign \$49  = ~ rx_f_other;
+  assign \$50  = rx_f_valid & \$49 ;
+  assign \$51  = \$50  & rx_in_receive;
+  assign \$52  = ~ rx_f_fits;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = p_deciding & p_verdict_bad;
+  assign \$55  = p_deciding & p_verdict_overlap;
+  assign \$56  = store__valid & store__ready;
+  assign \$59  = \$57  > \$58 ;
+  assign \$60  = a_r2_pivot <= a_r2_req[47:0];
+  assign \$61  = a_r2_inside & \$60 ;
+  assign \$63  = { 1'h0, a_r2_pos } | \$62 ;
+  assign \$66  = \$64  > \$65 ;
+  assign \$67  = a_r1_pivot <= a_r1_req[47:0];
+  assign \$68  = a_r1_inside & \$67 ;
+  assign \$70  = a_r1_pos | { 1'h0, \$69  };
+  assign \$73  = \$71  > \$72 ;
+  assign \$74  = a_r0_pivot <= a_r0_req[47:0];
+  assign \$75  = a_r0_inside & \$74 ;
+  assign \$77  = a_r0_pos | { 1'h0, \$76  };
+  assign \$79  = \$78  > a_c0_pos;
+  assign \$80  = a_c0_req[47:0] + a_c0_req[70:64];
+  assign \$81  = a_rec_bounds[47:0] <= a_rec_req[47:0];
+  assign \$82  = a_rec_inside & \$81 ;
+  assign \$83  = a_rec_req[47:0] < a_rec_bounds[96:48];
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = a_stop <= a_rec_bounds[96:48];
+  assign \$86  = a_rec_req[47:0] + a_rec_route[47:0];
+  assign \$87  = store__valid & store__ready;
+  assign \$88  = a_held + \$87 ;
+  assign \$89  = a_f_valid & crosses;
+  assign \$90  = \$88  - \$89 ;
+  assign \$91  = o__valid & o__ready;
+  assign \$92  = $signed(\$90 ) - $signed({ 1'h0, \$91  });
+  assign \$93  = a_f_valid & \local ;
+  assign \$94  = stats[31:0] + 1'h1;
+  assign \$95  = a_f_valid & tracked;
+  assign \$96  = stats[63:32] + 1'h1;
+  assign \$97  = a_f_valid & remote;
+  assign \$98  = stats[95:64] + 1'h1;
+  assign \$99  = ~ a_f_hit;
+  assign \$100  = a_f_valid & \$99 ;
+  assign \$101  = stats[127:96] + 1'h1;
+  assign \$102  = rx__valid & rx__ready;
+  assign \$103  = rx__payload[4:0] != device_id;
+  assign \$106  = \$104  > \$105 ;
+  assign \$107  = rx_r2_pivot <= rx_r2_req[52:5];
+  assign \$108  = rx_r2_inside & \$107 ;
+  assign \$110  = { 1'h0, rx_r2_pos } | \$109 ;
+  assign \$113  = \$111  > \$112 ;
+  assign \$114  = rx_r1_pivot <= rx_r1_req[52:5];
+  assign \$115  = rx_r1_inside & \$114 ;
+  assign \$117  = rx_r1_pos | { 1'h0, \$116  };
+  assign \$120  = \$118  > \$119 ;
+  assign \$121  = rx_r0_pivot <= rx_r0_req[52:5];
+  assign \$122  = rx_r0_inside & \$121 ;
+  assign \$124  = rx_r0_pos | { 1'h0, \$123  };
+  assign \$126  = \$125  > rx_c0_pos;
+  assign \$127  = rx_c0_req[52:5] + rx_c0_req[76:70];
+  assign \$128  = rx_rec_bounds[47:0] <= rx_rec_req[52:5];
+  assign \$129  = rx_rec_inside & \$128 ;
+  assign \$130  = rx_rec_req[52:5] < rx_rec_bounds[96:48];
+  assign \$131  = \$129  & \$130 ;
+  assign \$132  = rx_stop <= rx_rec_bounds[96:48];
+  assign \$133  = rx__valid & rx__ready;
+  assign \$134  = rx_held + \$133 ;
+  assign \$135  = ~ rx_accept;
+  assign \$136  = rx_f_valid & \$135 ;
+  assign \$137  = \$134  - \$136 ;
+  assign \$138  = rx_mem__valid & \o__ready$65 ;
+  assign \$139  = $signed(\$137 ) - $signed({ 1'h0, \$138  });
+  assign \$140  = | p_busy;
+  assign \$141  = p_busy - 1'h1;
+  assign \$142  = program__payload[58:11] + program__payload[106:59];
+  assign \$143  = program__payload[154:107] - program__payload[58:11];
+  assign \$144  = ! program__payload[106:59];
+  assign \$145  = program__payload[5:4] > 2'h2;
+  assign \$146  = \$144  | \$145 ;
+  assign \$147  = p_phase == 4'hc;
+  assign \$148  = | p_phase;
+  assign \$149  = p_phase + 1'h1;
+  assign \$151  = \$150  >= p_phase;
+  assign \$152  = p_reading & \$151 ;
+  assign \$153  = p_req[58:11] < p_e1_bounds[47:0];
+  assign \$154  = p_req[3] & \$153 ;
+  assign \$155  = p_req[58:11] < p_e1_bounds[96:48];
+  assign \$156  = p_e1_bounds[47:0] < p_end;
+  assign \$157  = p_e2_valid & p_req[3];
+  assign \$158  = \$157  & p_e2_lo;
+  assign \$159  = \$158  & p_e2_hi;
+  assign \$160  = p_o + 1'h1;
+  assign \$161  = ~ p_e2_after;
+  assign \$162  = p_rank + \$161 ;
+  assign \$163  = | p_end[47:0];
+  assign \$164  = p_end[48] & \$163 ;
+  assign \$165  = p_bad | \$164 ;
+  assign \$166  = p_req[3] & p_bad_all;
+  assign \$167  = ~ p_bad_all;
+  assign \$168  = p_req[3] & \$167 ;
+  assign \$169  = \$168  & p_clash;
+  assign \$170  = ~ p_verdict_bad;
+  assign \$171  = p_deciding & \$170 ;
+  assign \$172  = ~ p_verdict_overlap;
+  assign \$173  = \$171  & \$172 ;
+  assign \$174  = ~ active;
+  assign \$175  = p_o + p_req[3];
+  assign \$176  = ~ active;
+  assign \$180  = stats[159:128] + 1'h1;
+  assign \$181  = stats[191:160] + 1'h1;
+  assign \$182  = stats[223:192] + 1'h1;
+  assign \$183  = stats[255:224] + 1'h1;
+  assign \$184  = stats[287:256] + 1'h1;
+  assign \$185  = a_f_valid & crosses;
+  assign \$186  = rx_f_valid & rx_f_other;
+  assign \$187  = ~ rx_f_other;
+  assign \$188  = rx_f_valid & \$187 ;
+  assign \$189  = \$188  & rx_in_remote;
+  assign \$190  = ~ rx_f_other;
+  assign \$191  = rx_f_valid & \$190 ;
+  assign \$192  = ~ rx_in_remote;
+  assign \$193  = \$191  & \$192 ;
+  assign \$194  = ~ rx_in_receive;
+  assign \$195  = \$193  & \$194 ;
+  assign \$196  = ~ rx_f_other;
+  assign \$197  = rx_f_valid & \$196 ;
+  assign \$198  = \$197  & rx_in_receive;
+  assign \$199  = ~ rx_f_fits;
+  assign \$200  = \$198  & \$199 ;
+  assign \$201  = | { \$200 , \$195 , \$189 , \$186  };
+  assign \$202  = p_deciding & p_verdict_bad;
+  assign \$203  = p_deciding & p_verdict_overlap;
+  assign \$204  = \$202  | \$203 ;
+  always @(posedge clk)
+    a_s0_valid <= \$205 ;
+  always @(posedge clk)
+    a_s0_req <= store__payload;
+  always @(posedge clk)
+    rp__addr <= active;
+  always @(posedge clk)
+    a_s0_pos <= 3'h0;
+  always @(posedge clk)
+    a_r2_valid <= \$206 ;
+  always @(posedge clk)
+    a_r2_req <= a_s0_req;
+  always @(posedge clk)
+    a_r2_bank <= rp__addr;
+  always @(posedge clk)
+    a_r2_other <= 1'h0;
+  always @(posedge clk)
+    a_r2_pos <= a_s0_pos;
+  always @(posedge clk)
+    a_r2_pivot <= rp__data;
+  always @(posedge clk)
+    a_r2_inside <= \$59 ;
+  always @(posedge clk)
+    a_c2_valid <= \$207 ;
+  always @(posedge clk)
+    a_c2_req <= a_r2_req;
+  always @(posedge clk)
+    a_c2_bank <= a_r2_bank;
+  always @(posedge clk)
+    a_c2_other <= a_r2_other;
+  always @(posedge clk)
+    a_c2_pos <= \$63 [2:0];
+  always @(posedge clk)
+    a_r1_valid <= \$208 ;
+  always @(posedge clk)
+    a_r1_req <= a_c2_req;
+  always @(posedge clk)
+    a_r1_bank <= a_c2_bank;
+  always @(posedge clk)
+    a_r1_other <= a_c2_other;
+  always @(posedge clk)
+    a_r1_pos <= a_c2_pos;
+  always @(posedge clk)
+    a_r1_pivot <= \rp__data$146 ;
+  always @(posedge clk)
+    a_r1_inside <= \$66 ;
+  always @(posedge clk)
+    a_c1_valid <= \$209 ;
+  always @(posedge clk)
+    a_c1_req <= a_r1_req;
+  always @(posedge clk)
+    a_c1_bank <= a_r1_bank;
+  always @(posedge clk)
+    a_c1_other <= a_r1_other;
+  always @(posedge clk)
+    a_c1_pos <= \$70 ;
+  always @(posedge clk)
+    a_r0_valid <= \$210 ;
+  always @(posedge clk)
+    a_r0_req <= a_c1_req;
+  always @(posedge clk)
+    a_r0_bank <= a_c1_bank;
+  always @(posedge clk)
+    a_r0_other <= a_c1_other;
+  always @(posedge clk)
+    a_r0_pos <= a_c1_pos;
+  always @(posedge clk)
+    a_r0_pivot <= \rp__data$157 ;
+  always @(posedge clk)
+    a_r0_inside <= \$73 ;
+  always @(posedge clk)
+    a_c0_valid <= \$211 ;
+  always @(posedge clk)
+    a_c0_req <= a_r0_req;
+  always @(posedge clk)
+    a_c0_bank <= a_r0_bank;
+  always @(posedge clk)
+    a_c0_other <= a_r0_other;
+  always @(posedge clk)
+    a_c0_pos <= \$77 ;
+  always @(posedge clk)
+    a_rec_valid <= \$212 ;
+  always @(posedge clk)
+    a_rec_req <= a_c0_req;
+  always @(posedge clk)
+    a_rec_bank <= a_c0_bank;
+  always @(posedge clk)
+    a_rec_other <= a_c0_other;
+  always @(posedge clk)
+    a_rec_pos <= a_c0_pos;
+  always @(posedge clk)
+    a_rec_bounds <= rb__data;
+  always @(posedge clk)
+    a_rec_inside <= \$79 ;
+  always @(posedge clk)
+    a_stop <= \$80 ;
+  always @(posedge clk)
+    a_rec_route <= rr__data;
+  always @(posedge clk)
+    a_f_valid <= \$213 ;
+  always @(posedge clk)
+    a_f_req <= a_rec_req;
+  always @(posedge clk)
+    a_f_other <= a_rec_other;
+  always @(posedge clk)
+    a_f_hit <= \$84 ;
+  always @(posedge clk)
+    a_f_fits <= \$85 ;
+  always @(posedge clk)
+    a_f_mode <= a_rec_bounds[98:97];
+  always @(posedge clk)
+    a_f_device <= a_rec_route[52:48];
+  always @(posedge clk)
+    a_f_target <= \$86 [47:0];
+  always @(posedge clk)
+    a_held <= \$214 ;
+  always @(posedge clk)
+    stats <= \$215 ;
+  always @(posedge clk)
+    rx_s0_valid <= \$216 ;
+  always @(posedge clk)
+    rx_s0_req <= rx__payload;
+  always @(posedge clk)
+    \rp__addr$40  <= active;
+  always @(posedge clk)
+    rx_s0_pos <= 3'h0;
+  always @(posedge clk)
+    rx_s0_other <= \$103 ;
+  always @(posedge clk)
+    rx_r2_valid <= \$217 ;
+  always @(posedge clk)
+    rx_r2_req <= rx_s0_req;
+  always @(posedge clk)
+    rx_r2_bank <= \rp__addr$40 ;
+  always @(posedge clk)
+    rx_r2_other <= rx_s0_other;
+  always @(posedge clk)
+    rx_r2_pos <= rx_s0_pos;
+  always @(posedge clk)
+    rx_r2_pivot <= \rp__data$187 ;
+  always @(posedge clk)
+    rx_r2_inside <= \$106 ;
+  always @(posedge clk)
+    rx_c2_valid <= \$218 ;
+  always @(posedge clk)
+    rx_c2_req <= rx_r2_req;
+  always @(posedge clk)
+    rx_c2_bank <= rx_r2_bank;
+  always @(posedge clk)
+    rx_c2_other <= rx_r2_other;
+  always @(posedge clk)
+    rx_c2_pos <= \$110 [2:0];
+  always @(posedge clk)
+    rx_r1_valid <= \$219 ;
+  always @(posedge clk)
+    rx_r1_req <= rx_c2_req;
+  always @(posedge clk)
+    rx_r1_bank <= rx_c2_bank;
+  always @(posedge clk)
+    rx_r1_other <= rx_c2_other;
+  always @(posedge clk)
+    rx_r1_pos <= rx_c2_pos;
+  always @(posedge clk)
+    rx_r1_pivot <= \rp__data$198 ;
+  always @(posedge clk)
+    rx_r1_inside <= \$113 ;
+  always @(posedge clk)
+    rx_c1_valid <= \$220 ;
+  always @(posedge clk)
+    rx_c1_req <= rx_r1_req;
+  always @(posedge clk)
+    rx_c1_bank <= rx_r1_bank;
+  always @(posedge clk)
+    rx_c1_other <= rx_r1_other;
+  always @(posedge clk)
+    rx_c1_pos <= \$117 ;
+  always @(posedge clk)
+    rx_r0_valid <= \$221 ;
+  always @(posedge clk)
+    rx_r0_req <= rx_c1_req;
+  always @(posedge clk)
+    rx_r0_bank <= rx_c1_bank;
+  always @(posedge clk)
+    rx_r0_other <= rx_c1_other;
+  always @(posedge clk)
+    rx_r0_pos <= rx_c1_pos;
+  always @(posedge clk)
+    rx_r0_pivot <= \rp__data$209 ;
+  always @(posedge clk)
+    rx_r0_inside <= \$120 ;
+  always @(posedge clk)
+    rx_c0_valid <= \$222 ;
+  always @(posedge clk)
+    rx_c0_req <= rx_r0_req;
+  always @(posedge clk)
+    rx_c0_bank <= rx_r0_bank;
+  always @(posedge clk)
+    rx_c0_other <= rx_r0_other;
+  always @(posedge clk)
+    rx_c0_pos <= \$124 ;
+  always @(posedge clk)
+    rx_rec_valid <= \$223 ;
+  always @(posedge clk)
+    rx_rec_req <= rx_c0_req;
+  always @(posedge clk)
+    rx_rec_bank <= rx_c0_bank;
+  always @(posedge clk)
+    rx_rec_other <= rx_c0_other;
+  always @(posedge clk)
+    rx_rec_pos <= rx_c0_pos;
+  always @(posedge clk)
+    rx_rec_bounds <= \rb__data$220 ;
+  always @(posedge clk)
+    rx_rec_inside <= \$126 ;
+  always @(posedge clk)
+    rx_stop <= \$127 ;
+  always @(posedge clk)
+    rx_f_valid <= \$224 ;
+  always @(posedge clk)
+    rx_f_req <= rx_rec_req;
+  always @(posedge clk)
+    rx_f_other <= rx_rec_other;
+  always @(posedge clk)
+    rx_f_hit <= \$131 ;
+  always @(posedge clk)
+    rx_f_fits <= \$132 ;
+  always @(posedge clk)
+    rx_f_mode <= rx_rec_bounds[98:97];
+  always @(posedge clk)
+    rx_held <= \$225 ;
+  always @(posedge clk)
+    p_busy <= \$226 ;
+  always @(posedge clk)
+    p_req <= \$227 ;
+  always @(posedge clk)
+    p_end <= \$228 ;
+  always @(posedge clk)
+    p_delta <= \$229 ;
+  always @(posedge clk)
+    p_bad <= \$230 ;
+  always @(posedge clk)
+    p_phase <= \$231 ;
+  always @(posedge clk)
+    p_e1_valid <= \$232 ;
+  always @(posedge clk)
+    p_e1_bounds <= \rb__data$226 ;
+  always @(posedge clk)
+    p_e1_route <= \rr__data$228 ;
+  always @(posedge clk)
+    p_e1_index <= ri__data;
+  always @(posedge clk)
+    p_e2_valid <= \$233 ;
+  always @(posedge clk)
+    p_e2_bounds <= p_e1_bounds;
+  always @(posedge clk)
+    p_e2_route <= p_e1_route;
+  always @(posedge clk)
+    p_e2_index <= p_e1_index;
+  always @(posedge clk)
+    p_e2_after <= \$154 ;
+  always @(posedge clk)
+    p_e2_lo <= \$155 ;
+  always @(posedge clk)
+    p_e2_hi <= \$156 ;
+  always @(posedge clk)
+    p_clash <= \$234 ;
+  always @(posedge clk)
+    p_o <= \$235 ;
+  always @(posedge clk)
+    p_rank <= \$236 ;
+  always @(posedge clk)
+    p_bad_all <= \$165 ;
+  always @(posedge clk)
+    p_verdict_bad <= \$166 ;
+  always @(posedge clk)
+    p_verdict_overlap <= \$169 ;
+  always @(posedge clk)
+    active <= \$237 ;
+  always @(posedge clk)
+    count0 <= \$238 ;
+  always @(posedge clk)
+    count1 <= \$239 ;
+  always @(posedge clk)
+    errors <= \$240 ;
+  always @(posedge clk)
+    capture <= \$241 ;
+  t3hw_engine__addrmap__out_queue  out_queue (
+    .clk(clk),
+    .o__payload(o__payload),
+    .o__ready(o__ready),
+    .o__valid(o__valid),
+    .push(push),
+    .rst(rst),
+    .wr__data(data)
+  );
+  t3hw_engine__addrmap__rx_queue  rx_queue (
+    .clk(clk),
+    .o__payload(rx_mem__payload),
+    .o__ready(\o__ready$65 ),
+    .o__valid(rx_mem__valid),
+    .push(\push$59 ),
+    .rst(rst),
+    .wr__data(\data$61 )
+  );
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$461  = a_valid;
-    if (store__ready) begin
-      \$461  = store__valid;
+    (* full_case = 32'd1 *)
+    casez (rp__addr)
+      1'h0:
+          \$57  = count0;
+      1'h1:
+          \$57  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    casez (a_c2_bank)
+      1'h0:
+          \$64  = count0;
+      1'h1:
+          \$64  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    casez (a_c1_bank)
+      1'h0:
+          \$71  = count0;
+      1'h1:
+          \$71  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    casez (a_c0_bank)
+      1'h0:
+          \$78  = count0;
+      1'h1:
+          \$78  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    casez (\rp__addr$40 )
+      1'h0:
+          \$104  = count0;
+      1'h1:
+          \$104  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    casez (rx_c2_bank)
+      1'h0:
+          \$111  = count0;
+      1'h1:
+          \$111  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    casez (rx_c1_bank)
+      1'h0:
+          \$118  = count0;
+      1'h1:
+          \$118  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    casez (rx_c0_bank)
+      1'h0:
+          \$125  = count0;
+      1'h1:
+          \$125  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    casez (active)
+      1'h0:
+          \$150  = count0;
+      1'h1:
+          \$150  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    if (p_deciding) begin
+      p_at = p_rank;
+    end else begin
+      p_at = \$23 [3:0];
     end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    if (p_deciding) begin
+      p_bounds[47:0] = p_req[58:11];
+      p_bounds[96:48] = p_end;
+      p_bounds[98:97] = p_req[5:4];
+    end else begin
+      p_bounds = p_e2_bounds;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    if (p_deciding) begin
+      p_route[47:0] = p_delta;
+      p_route[52:48] = p_req[10:6];
+    end else begin
+      p_route = p_e2_route;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    if (p_deciding) begin
+      p_index = p_req[2:0];
+    end else begin
+      p_index = p_e2_index;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$205  = \$56 ;
     if (rst) begin
-      \$461  = 1'h0;
+      \$205  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$462  = a_store;
-    if (store__ready) begin
-      \$462  = store__payload;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$463  = a_ge;
-    if (store__ready) begin
-      \$463 [0] = \$96 ;
-      \$463 [1] = \$99 ;
-      \$463 [2] = \$102 ;
-      \$463 [3] = \$105 ;
-      \$463 [4] = \$108 ;
-      \$463 [5] = \$111 ;
-      \$463 [6] = \$114 ;
-      \$463 [7] = \$117 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$464  = a_lt;
-    if (store__ready) begin
-      \$464 [0] = \$97 ;
-      \$464 [1] = \$100 ;
-      \$464 [2] = \$103 ;
-      \$464 [3] = \$106 ;
-      \$464 [4] = \$109 ;
-      \$464 [5] = \$112 ;
-      \$464 [6] = \$115 ;
-      \$464 [7] = \$118 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$465  = a_fits;
-    if (store__ready) begin
-      \$465 [0] = \$98 ;
-      \$465 [1] = \$101 ;
-      \$465 [2] = \$104 ;
-      \$465 [3] = \$107 ;
-      \$465 [4] = \$110 ;
-      \$465 [5] = \$113 ;
-      \$465 [6] = \$116 ;
-      \$465 [7] = \$119 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$466  = a_on;
-    if (store__ready) begin
-      \$466  = { region7[0], region6[0], region5[0], region4[0], region3[0], region2[0], region1[0], region0[0] };
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$467  = a_local;
-    if (store__ready) begin
-      \$467  = { \$135 , \$133 , \$131 , \$129 , \$127 , \$125 , \$123 , \$121  };
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$468  = a_remote;
-    if (store__ready) begin
-      \$468  = { \$151 , \$149 , \$147 , \$145 , \$143 , \$141 , \$139 , \$137  };
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$469  = a_tracked;
-    if (store__ready) begin
-      \$469  = { \$167 , \$165 , \$163 , \$161 , \$159 , \$157 , \$155 , \$153  };
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$470  = a_target0;
-    if (store__ready) begin
-      \$470  = \$168 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$471  = a_device0;
-    if (store__ready) begin
-      \$471  = region0[7:3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$472  = a_target1;
-    if (store__ready) begin
-      \$472  = \$169 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$473  = a_device1;
-    if (store__ready) begin
-      \$473  = region1[7:3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$474  = a_target2;
-    if (store__ready) begin
-      \$474  = \$170 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$475  = a_device2;
-    if (store__ready) begin
-      \$475  = region2[7:3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$476  = a_target3;
-    if (store__ready) begin
-      \$476  = \$171 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$477  = a_device3;
-    if (store__ready) begin
-      \$477  = region3[7:3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$478  = a_target4;
-    if (store__ready) begin
-      \$478  = \$172 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$479  = a_device4;
-    if (store__ready) begin
-      \$479  = region4[7:3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$480  = a_target5;
-    if (store__ready) begin
-      \$480  = \$173 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$481  = a_device5;
-    if (store__ready) begin
-      \$481  = region5[7:3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$482  = a_target6;
-    if (store__ready) begin
-      \$482  = \$174 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$483  = a_device6;
-    if (store__ready) begin
-      \$483  = region6[7:3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$484  = a_target7;
-    if (store__ready) begin
-      \$484  = \$175 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$485  = a_device7;
-    if (store__ready) begin
-      \$485  = region7[7:3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$486  = net__valid;
-    if (net__ready) begin
-      \$486  = 1'h0;
-    end
-    if (\$176 ) begin
-      \$486  = 1'h1;
-    end
+    \$206  = a_s0_valid;
     if (rst) begin
-      \$486  = 1'h0;
+      \$206  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$487  = mem__valid;
-    if (mem__ready) begin
-      \$487  = 1'h0;
-    end
-    if (\$180 ) begin
-      \$487  = 1'h1;
-    end
+    \$207  = a_r2_valid;
     if (rst) begin
-      \$487  = 1'h0;
+      \$207  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$488  = net__payload;
-    if (\$182 ) begin
-      \$488 [4:0] = device;
-      \$488 [52:5] = target;
-      \$488 [53] = 1'h1;
-      \$488 [69:54] = a_store[63:48];
-      \$488 [76:70] = a_store[70:64];
-    end
+    \$208  = a_c2_valid;
     if (rst) begin
-      \$488  = 77'h00000000000000000000;
+      \$208  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$489  = mem__payload;
-    if (\$184 ) begin
-      \$489 [47:0] = a_store[47:0];
-      \$489 [63:48] = a_store[63:48];
-      \$489 [70:64] = a_store[70:64];
-      \$489 [71] = a_store[71];
-      \$489 [72] = tracked;
-    end
+    \$209  = a_r1_valid;
     if (rst) begin
-      \$489  = 73'h0000000000000000000;
+      \$209  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$490  = stats;
-    if (\$188 ) begin
-      \$490 [31:0] = \$189 [31:0];
+    \$210  = a_c1_valid;
+    if (rst) begin
+      \$210  = 1'h0;
     end
-    if (\$193 ) begin
-      \$490 [63:32] = \$194 [31:0];
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$211  = a_r0_valid;
+    if (rst) begin
+      \$211  = 1'h0;
     end
-    if (\$198 ) begin
-      \$490 [95:64] = \$199 [31:0];
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$212  = a_c0_valid;
+    if (rst) begin
+      \$212  = 1'h0;
     end
-    if (\$207 ) begin
-      \$490 [127:96] = \$208 [31:0];
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$213  = a_rec_valid;
+    if (rst) begin
+      \$213  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$214  = \$92 [3:0];
+    if (rst) begin
+      \$214  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$215  = stats;
+    if (\$93 ) begin
+      \$215 [31:0] = \$94 [31:0];
+    end
+    if (\$95 ) begin
+      \$215 [63:32] = \$96 [31:0];
+    end
+    if (\$97 ) begin
+      \$215 [95:64] = \$98 [31:0];
+    end
+    if (\$100 ) begin
+      \$215 [127:96] = \$101 [31:0];
     end
     if (events[2]) begin
-      \$490 [159:128] = \$431 [31:0];
+      \$215 [159:128] = \$180 [31:0];
     end
     if (events[3]) begin
-      \$490 [191:160] = \$432 [31:0];
+      \$215 [191:160] = \$181 [31:0];
     end
     if (events[4]) begin
-      \$490 [223:192] = \$433 [31:0];
+      \$215 [223:192] = \$182 [31:0];
     end
     if (events[5]) begin
-      \$490 [255:224] = \$434 [31:0];
+      \$215 [255:224] = \$183 [31:0];
     end
     if (events[6]) begin
-      \$490 [287:256] = \$435 [31:0];
+      \$215 [287:256] = \$184 [31:0];
     end
     if (rst) begin
-      \$490  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$215  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$491  = rx_a_valid;
-    if (\$209 ) begin
-      \$491  = 1'h1;
-    end else if (rx_advance) begin
-      \$491  = 1'h0;
+    \$216  = \$102 ;
+    if (rst) begin
+      \$216  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$217  = rx_s0_valid;
+    if (rst) begin
+      \$217  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$218  = rx_r2_valid;
+    if (rst) begin
+      \$218  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$219  = rx_c2_valid;
+    if (rst) begin
+      \$219  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$220  = rx_r1_valid;
+    if (rst) begin
+      \$220  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$221  = rx_c1_valid;
+    if (rst) begin
+      \$221  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$222  = rx_r0_valid;
+    if (rst) begin
+      \$222  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$223  = rx_c0_valid;
+    if (rst) begin
+      \$223  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$224  = rx_rec_valid;
+    if (rst) begin
+      \$224  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$225  = \$139 [3:0];
+    if (rst) begin
+      \$225  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$226  = p_busy;
+    if (take) begin
+      \$226  = 5'h11;
+    end else if (\$140 ) begin
+      \$226  = \$141 [4:0];
     end
     if (rst) begin
-      \$491  = 1'h0;
+      \$226  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$492  = rx_a;
-    if (\$209 ) begin
-      \$492  = rx__payload;
+    \$227  = p_req;
+    if (take) begin
+      \$227  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$493  = rx_a_ge;
-    if (\$209 ) begin
-      \$493 [0] = \$210 ;
-      \$493 [1] = \$213 ;
-      \$493 [2] = \$216 ;
-      \$493 [3] = \$219 ;
-      \$493 [4] = \$222 ;
-      \$493 [5] = \$225 ;
-      \$493 [6] = \$228 ;
-      \$493 [7] = \$231 ;
+    \$228  = p_end;
+    if (take) begin
+      \$228  = \$142 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$494  = rx_a_lt;
-    if (\$209 ) begin
-      \$494 [0] = \$211 ;
-      \$494 [1] = \$214 ;
-      \$494 [2] = \$217 ;
-      \$494 [3] = \$220 ;
-      \$494 [4] = \$223 ;
-      \$494 [5] = \$226 ;
-      \$494 [6] = \$229 ;
-      \$494 [7] = \$232 ;
+    \$229  = p_delta;
+    if (take) begin
+      \$229  = \$143 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$495  = rx_a_fits;
-    if (\$209 ) begin
-      \$495 [0] = \$212 ;
-      \$495 [1] = \$215 ;
-      \$495 [2] = \$218 ;
-      \$495 [3] = \$221 ;
-      \$495 [4] = \$224 ;
-      \$495 [5] = \$227 ;
-      \$495 [6] = \$230 ;
-      \$495 [7] = \$233 ;
+    \$230  = p_bad;
+    if (take) begin
+      \$230  = \$146 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$496  = rx_a_other;
-    if (\$209 ) begin
-      \$496  = \$234 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$497  = rx_a_tracked;
-    if (\$209 ) begin
-      \$497  = { \$250 , \$248 , \$246 , \$244 , \$242 , \$240 , \$238 , \$236  };
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$498  = rx_a_receive;
-    if (\$209 ) begin
-      \$498  = { \$282 , \$278 , \$274 , \$270 , \$266 , \$262 , \$258 , \$254  };
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$499  = rx_a_remote;
-    if (\$209 ) begin
-      \$499  = { \$298 , \$296 , \$294 , \$292 , \$290 , \$288 , \$286 , \$284  };
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$500  = rx_mem__valid;
-    if (rx_mem__ready) begin
-      \$500  = 1'h0;
-    end
-    if (\$299 ) begin
-      \$500  = 1'h1;
+    \$231  = p_phase;
+    if (take) begin
+      \$231  = 4'h1;
+    end else if (\$147 ) begin
+      \$231  = 4'h0;
+    end else if (\$148 ) begin
+      \$231  = \$149 [3:0];
     end
     if (rst) begin
-      \$500  = 1'h0;
+      \$231  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$501  = rx_mem__payload;
-    if (\$301 ) begin
-      \$501 [47:0] = rx_a[52:5];
-      \$501 [63:48] = rx_a[69:54];
-      \$501 [70:64] = rx_a[76:70];
-      \$501 [71] = rx_a[53];
-      \$501 [72] = \$304 ;
+    \$232  = \$152 ;
+    if (rst) begin
+      \$232  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$233  = p_kept;
+    if (rst) begin
+      \$233  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$234  = p_clash;
+    if (take) begin
+      \$234  = 1'h0;
+    end else if (\$159 ) begin
+      \$234  = 1'h1;
     end
     if (rst) begin
-      \$501  = 73'h0000000000000000000;
+      \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$502  = program__valid;
-    if (rst) begin
-      \$502  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$503  = p2_valid;
-    if (rst) begin
-      \$503  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$504  = region0;
-    if (we[0]) begin
-      \$504 [0] = p3_req[3];
-      \$504 [2:1] = p3_req[5:4];
-      \$504 [7:3] = p3_req[10:6];
-      \$504 [55:8] = p3_req[58:11];
-      \$504 [103:56] = p3_req[106:59];
-      \$504 [151:104] = p3_req[154:107];
+    \$235  = p_o;
+    if (take) begin
+      \$235  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$235  = \$160 [3:0];
     end
     if (rst) begin
-      \$504  = 152'h00000000000000000000000000000000000000;
+      \$235  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$505  = region0_end;
-    if (we[0]) begin
-      \$505  = p3_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$506  = region0_delta;
-    if (we[0]) begin
-      \$506  = p3_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$507  = region1;
-    if (we[1]) begin
-      \$507 [0] = p3_req[3];
-      \$507 [2:1] = p3_req[5:4];
-      \$507 [7:3] = p3_req[10:6];
-      \$507 [55:8] = p3_req[58:11];
-      \$507 [103:56] = p3_req[106:59];
-      \$507 [151:104] = p3_req[154:107];
+    \$236  = p_rank;
+    if (take) begin
+      \$236  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$236  = \$162 [3:0];
     end
     if (rst) begin
-      \$507  = 152'h00000000000000000000000000000000000000;
+      \$236  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$508  = region1_end;
-    if (we[1]) begin
-      \$508  = p3_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$509  = region1_delta;
-    if (we[1]) begin
-      \$509  = p3_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$510  = region2;
-    if (we[2]) begin
-      \$510 [0] = p3_req[3];
-      \$510 [2:1] = p3_req[5:4];
-      \$510 [7:3] = p3_req[10:6];
-      \$510 [55:8] = p3_req[58:11];
-      \$510 [103:56] = p3_req[106:59];
-      \$510 [151:104] = p3_req[154:107];
+    \$237  = active;
+    if (\$173 ) begin
+      \$237  = \$174 ;
     end
     if (rst) begin
-      \$510  = 152'h00000000000000000000000000000000000000;
+      \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$511  = region2_end;
-    if (we[2]) begin
-      \$511  = p3_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$512  = region2_delta;
-    if (we[2]) begin
-      \$512  = p3_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$513  = region3;
-    if (we[3]) begin
-      \$513 [0] = p3_req[3];
-      \$513 [2:1] = p3_req[5:4];
-      \$513 [7:3] = p3_req[10:6];
-      \$513 [55:8] = p3_req[58:11];
-      \$513 [103:56] = p3_req[106:59];
-      \$513 [151:104] = p3_req[154:107];
+    \$238  = count0;
+    if (\$173 ) begin
+      casez (\$176 )
+        1'h0:
+            \$238  = \$175 [3:0];
+      endcase
     end
     if (rst) begin
-      \$513  = 152'h00000000000000000000000000000000000000;
+      \$238  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$514  = region3_end;
-    if (we[3]) begin
-      \$514  = p3_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$515  = region3_delta;
-    if (we[3]) begin
-      \$515  = p3_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$516  = region4;
-    if (we[4]) begin
-      \$516 [0] = p3_req[3];
-      \$516 [2:1] = p3_req[5:4];
-      \$516 [7:3] = p3_req[10:6];
-      \$516 [55:8] = p3_req[58:11];
-      \$516 [103:56] = p3_req[106:59];
-      \$516 [151:104] = p3_req[154:107];
+    \$239  = count1;
+    if (\$173 ) begin
+      (* full_case = 32'd1 *)
+      casez (\$176 )
+        1'h0:
+            /* empty */;
+        1'h1:
+            \$239  = \$175 [3:0];
+      endcase
     end
     if (rst) begin
-      \$516  = 152'h00000000000000000000000000000000000000;
+      \$239  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$517  = region4_end;
-    if (we[4]) begin
-      \$517  = p3_end;
+    \$240  = \$179 ;
+    if (rst) begin
+      \$240  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$518  = region4_delta;
-    if (we[4]) begin
-      \$518  = p3_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$519  = region5;
-    if (we[5]) begin
-      \$519 [0] = p3_req[3];
-      \$519 [2:1] = p3_req[5:4];
-      \$519 [7:3] = p3_req[10:6];
-      \$519 [55:8] = p3_req[58:11];
-      \$519 [103:56] = p3_req[106:59];
-      \$519 [151:104] = p3_req[154:107];
+    \$241  = capture;
+    if (\$185 ) begin
+      \$241 [47:0] = a_f_req[47:0];
+      \$241 [52:48] = a_f_device;
+      \$241 [68:53] = a_f_req[63:48];
+    end else if (\$201 ) begin
+      \$241 [47:0] = rx_f_req[52:5];
+      \$241 [52:48] = rx_f_req[4:0];
+      \$241 [68:53] = rx_f_req[69:54];
+    end else if (\$204 ) begin
+      \$241 [47:0] = p_req[58:11];
+      \$241 [52:48] = p_req[10:6];
+      \$241 [68:53] = 16'h0000;
     end
     if (rst) begin
-      \$519  = 152'h00000000000000000000000000000000000000;
+      \$241  = 69'h000000000000000000;
     end
   end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$520  = region5_end;
-    if (we[5]) begin
-      \$520  = p3_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$521  = region5_delta;
-    if (we[5]) begin
-      \$521  = p3_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$522  = region6;
-    if (we[6]) begin
-      \$522 [0] = p3_req[3];
-      \$522 [2:1] = p3_req[5:4];
-      \$522 [7:3] = p3_req[10:6];
-      \$522 [55:8] = p3_req[58:11];
-      \$522 [103:56] = p3_req[106:59];
-      \$522 [151:104] = p3_req[154:107];
-    end
-    if (rst) begin
-      \$522  = 152'h00000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$523  = region6_end;
-    if (we[6]) begin
-      \$523  = p3_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$524  = region6_delta;
-    if (we[6]) begin
-      \$524  = p3_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$525  = region7;
-    if (we[7]) begin
-      \$525 [0] = p3_req[3];
-      \$525 [2:1] = p3_req[5:4];
-      \$525 [7:3] = p3_req[10:6];
-      \$525 [55:8] = p3_req[58:11];
-      \$525 [103:56] = p3_req[106:59];
-      \$525 [151:104] = p3_req[154:107];
-    end
-    if (rst) begin
-      \$525  = 152'h00000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$526  = region7_end;
-    if (we[7]) begin
-      \$526  = p3_end;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$527  = region7_delta;
-    if (we[7]) begin
-      \$527  = p3_delta;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$532  = \$430 ;
-    if (rst) begin
-      \$532  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$533  = capture;
-    if (\$436 ) begin
-      \$533 [47:0] = a_store[47:0];
-      \$533 [52:48] = device;
-      \$533 [68:53] = a_store[63:48];
-    end else if (\$454 ) begin
-      \$533 [47:0] = rx_a[52:5];
-      \$533 [52:48] = rx_a[4:0];
-      \$533 [68:53] = rx_a[69:54];
-    end else if (\$460 ) begin
-      \$533 [47:0] = p3_req[58:11];
-      \$533 [52:48] = p3_req[10:6];
-      \$533 [68:53] = 16'h0000;
-    end
-    if (rst) begin
-      \$533  = 69'h000000000000000000;
-    end
-  end
+  assign a_s0_bank = rp__addr;
+  assign \rp__addr$5  = { a_c2_bank, a_c2_pos[2] };
+  assign \rp__addr$8  = { a_c1_bank, a_c1_pos[2:1] };
+  assign rb__addr = { a_c0_bank, a_c0_pos };
+  assign rr__addr = { a_c0_bank, a_c0_pos };
+  assign \push$24  = push;
+  assign rx_s0_bank = \rp__addr$40 ;
+  assign \rp__addr$43  = { rx_c2_bank, rx_c2_pos[2] };
+  assign \rp__addr$46  = { rx_c1_bank, rx_c1_pos[2:1] };
+  assign \rb__addr$49  = { rx_c0_bank, rx_c0_pos };
+  assign \o__payload$64  = rx_mem__payload;
+  assign rx_mem__ready = \o__ready$65 ;
+  assign \o__valid$68  = rx_mem__valid;
+  assign p_k = \$21 [2:0];
+  assign \rb__addr$77  = { active, \$21 [2:0] };
+  assign \rr__addr$79  = { active, \$21 [2:0] };
+  assign ri__addr = { active, \$21 [2:0] };
+  assign wp__addr = { \$24 , p_at[2:0] };
+  assign wp__data = p_bounds;
+  assign \wp__addr$102  = { \$25 , p_at[2:0] };
+  assign \wp__data$103  = p_route;
+  assign \wp__addr$105  = { \$26 , p_at[2:0] };
+  assign \wp__data$106  = p_index;
+  assign \wp__addr$108  = { \$27 , p_at[2:1] };
+  assign \wp__data$109  = p_bounds[47:0];
+  assign \wp__addr$111  = { \$31 , p_at[2] };
+  assign \wp__data$112  = p_bounds[47:0];
+  assign \wp__data$115  = p_bounds[47:0];
+  assign a_s0_other = 1'h0;
   assign clear = 7'h7f;
-  assign store__payload__addr  = store__payload[47:0];
-  assign store__payload__tile  = store__payload[63:48];
-  assign store__payload__bytes  = store__payload[70:64];
-  assign store__payload__kind  = store__payload[71];
-  assign rx__payload__device  = rx__payload[4:0];
-  assign rx__payload__addr  = rx__payload[52:5];
-  assign rx__payload__kind  = rx__payload[53];
-  assign rx__payload__tile  = rx__payload[69:54];
-  assign rx__payload__bytes  = rx__payload[76:70];
-  assign program__payload__index  = program__payload[2:0];
-  assign program__payload__valid  = program__payload[3];
-  assign program__payload__mode  = program__payload[5:4];
-  assign program__payload__device  = program__payload[10:6];
-  assign program__payload__base  = program__payload[58:11];
-  assign program__payload__size  = program__payload[106:59];
-  assign program__payload__remote_base  = program__payload[154:107];
-  assign events__bad_region  = events[0];
-  assign events__overlap  = events[1];
-  assign events__store_crosses  = events[2];
-  assign events__rx_misrouted  = events[3];
-  assign events__rx_remote  = events[4];
-  assign events__rx_unmapped  = events[5];
-  assign events__rx_crosses  = events[6];
-  assign p3_req__index  = p3_req[2:0];
-  assign p3_req__valid  = p3_req[3];
-  assign p3_req__mode  = p3_req[5:4];
-  assign p3_req__device  = p3_req[10:6];
-  assign p3_req__base  = p3_req[58:11];
-  assign p3_req__size  = p3_req[106:59];
-  assign p3_req__remote_base  = p3_req[154:107];
-  assign a_store__addr  = a_store[47:0];
-  assign a_store__tile  = a_store[63:48];
-  assign a_store__bytes  = a_store[70:64];
-  assign a_store__kind  = a_store[71];
-  assign region0__valid  = region0[0];
-  assign region0__mode  = region0[2:1];
-  assign region0__device  = region0[7:3];
-  assign region0__base  = region0[55:8];
-  assign region0__size  = region0[103:56];
-  assign region0__remote_base  = region0[151:104];
-  assign region1__valid  = region1[0];
-  assign region1__mode  = region1[2:1];
-  assign region1__device  = region1[7:3];
-  assign region1__base  = region1[55:8];
-  assign region1__size  = region1[103:56];
-  assign region1__remote_base  = region1[151:104];
-  assign region2__valid  = region2[0];
-  assign region2__mode  = region2[2:1];
-  assign region2__device  = region2[7:3];
-  assign region2__base  = region2[55:8];
-  assign region2__size  = region2[103:56];
-  assign region2__remote_base  = region2[151:104];
-  assign region3__valid  = region3[0];
-  assign region3__mode  = region3[2:1];
-  assign region3__device  = region3[7:3];
-  assign region3__base  = region3[55:8];
-  assign region3__size  = region3[103:56];
-  assign region3__remote_base  = region3[151:104];
-  assign region4__valid  = region4[0];
-  assign region4__mode  = region4[2:1];
-  assign region4__device  = region4[7:3];
-  assign region4__base  = region4[55:8];
-  assign region4__size  = region4[103:56];
-  assign region4__remote_base  = region4[151:104];
-  assign region5__valid  = region5[0];
-  assign region5__mode  = region5[2:1];
-  assign region5__device  = region5[7:3];
-  assign region5__base  = region5[55:8];
-  assign region5__size  = region5[103:56];
-  assign region5__remote_base  = region5[151:104];
-  assign region6__valid  = region6[0];
-  assign region6__mode  = region6[2:1];
-  assign region6__device  = region6[7:3];
-  assign region6__base  = region6[55:8];
-  assign region6__size  = region6[103:56];
-  assign region6__remote_base  = region6[151:104];
-  assign region7__valid  = region7[0];
-  assign region7__mode  = region7[2:1];
-  assign region7__device  = region7[7:3];
-  assign region7__base  = region7[55:8];
-  assign region7__size  = region7[103:56];
-  assign region7__remote_base  = region7[151:104];
+  assign data__remote  = data[0];
+  assign data__device  = data[5:1];
+  assign data__addr  = data[53:6];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign data__kind  = data[77];
+  assign data__tracked  = data[78];
+  assign a_f_req__addr  = a_f_req[47:0];
+  assign a_f_req__tile  = a_f_req[63:48];
+  assign a_f_req__bytes  = a_f_req[70:64];
+  assign a_f_req__kind  = a_f_req[71];
+  assign o__payload__remote  = o__payload[0];
+  assign o__payload__device  = o__payload[5:1];
+  assign o__payload__addr  = o__payload[53:6];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign o__payload__kind  = o__payload[77];
+  assign o__payload__tracked  = o__payload[78];
   assign net__payload__device  = net__payload[4:0];
   assign net__payload__addr  = net__payload[52:5];
   assign net__payload__kind  = net__payload[53];
@@ -3849,6 +3586,101 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign mem__payload__bytes  = mem__payload[70:64];
   assign mem__payload__kind  = mem__payload[71];
   assign mem__payload__tracked  = mem__payload[72];
+  assign data$61__addr  = \data$61 [47:0];
+  assign data$61__tile  = \data$61 [63:48];
+  assign data$61__bytes  = \data$61 [70:64];
+  assign data$61__kind  = \data$61 [71];
+  assign data$61__tracked  = \data$61 [72];
+  assign rx_f_req__device  = rx_f_req[4:0];
+  assign rx_f_req__addr  = rx_f_req[52:5];
+  assign rx_f_req__kind  = rx_f_req[53];
+  assign rx_f_req__tile  = rx_f_req[69:54];
+  assign rx_f_req__bytes  = rx_f_req[76:70];
+  assign rx_mem__payload__addr  = rx_mem__payload[47:0];
+  assign rx_mem__payload__tile  = rx_mem__payload[63:48];
+  assign rx_mem__payload__bytes  = rx_mem__payload[70:64];
+  assign rx_mem__payload__kind  = rx_mem__payload[71];
+  assign rx_mem__payload__tracked  = rx_mem__payload[72];
+  assign o__payload$64__addr  = rx_mem__payload[47:0];
+  assign o__payload$64__tile  = rx_mem__payload[63:48];
+  assign o__payload$64__bytes  = rx_mem__payload[70:64];
+  assign o__payload$64__kind  = rx_mem__payload[71];
+  assign o__payload$64__tracked  = rx_mem__payload[72];
+  assign p_req__index  = p_req[2:0];
+  assign p_req__valid  = p_req[3];
+  assign p_req__mode  = p_req[5:4];
+  assign p_req__device  = p_req[10:6];
+  assign p_req__base  = p_req[58:11];
+  assign p_req__size  = p_req[106:59];
+  assign p_req__remote_base  = p_req[154:107];
+  assign p_bounds__base  = p_bounds[47:0];
+  assign p_bounds__end  = p_bounds[96:48];
+  assign p_bounds__mode  = p_bounds[98:97];
+  assign p_route__delta  = p_route[47:0];
+  assign p_route__device  = p_route[52:48];
+  assign p_e2_bounds__base  = p_e2_bounds[47:0];
+  assign p_e2_bounds__end  = p_e2_bounds[96:48];
+  assign p_e2_bounds__mode  = p_e2_bounds[98:97];
+  assign p_e2_route__delta  = p_e2_route[47:0];
+  assign p_e2_route__device  = p_e2_route[52:48];
+  assign wp__data__base  = p_bounds[47:0];
+  assign wp__data__end  = p_bounds[96:48];
+  assign wp__data__mode  = p_bounds[98:97];
+  assign wp__data$103__delta  = p_route[47:0];
+  assign wp__data$103__device  = p_route[52:48];
+  assign events__bad_region  = events[0];
+  assign events__overlap  = events[1];
+  assign events__store_crosses  = events[2];
+  assign events__rx_misrouted  = events[3];
+  assign events__rx_remote  = events[4];
+  assign events__rx_unmapped  = events[5];
+  assign events__rx_crosses  = events[6];
+  assign a_s0_req__addr  = a_s0_req[47:0];
+  assign a_s0_req__tile  = a_s0_req[63:48];
+  assign a_s0_req__bytes  = a_s0_req[70:64];
+  assign a_s0_req__kind  = a_s0_req[71];
+  assign store__payload__addr  = store__payload[47:0];
+  assign store__payload__tile  = store__payload[63:48];
+  assign store__payload__bytes  = store__payload[70:64];
+  assign store__payload__kind  = store__payload[71];
+  assign a_r2_req__addr  = a_r2_req[47:0];
+  assign a_r2_req__tile  = a_r2_req[63:48];
+  assign a_r2_req__bytes  = a_r2_req[70:64];
+  assign a_r2_req__kind  = a_r2_req[71];
+  assign a_c2_req__addr  = a_c2_req[47:0];
+  assign a_c2_req__tile  = a_c2_req[63:48];
+  assign a_c2_req__bytes  = a_c2_req[70:64];
+  assign a_c2_req__kind  = a_c2_req[71];
+  assign a_r1_req__addr  = a_r1_req[47:0];
+  assign a_r1_req__tile  = a_r1_req[63:48];
+  assign a_r1_req__bytes  = a_r1_req[70:64];
+  assign a_r1_req__kind  = a_r1_req[71];
+  assign a_c1_req__addr  = a_c1_req[47:0];
+  assign a_c1_req__tile  = a_c1_req[63:48];
+  assign a_c1_req__bytes  = a_c1_req[70:64];
+  assign a_c1_req__kind  = a_c1_req[71];
+  assign a_r0_req__addr  = a_r0_req[47:0];
+  assign a_r0_req__tile  = a_r0_req[63:48];
+  assign a_r0_req__bytes  = a_r0_req[70:64];
+  assign a_r0_req__kind  = a_r0_req[71];
+  assign a_c0_req__addr  = a_c0_req[47:0];
+  assign a_c0_req__tile  = a_c0_req[63:48];
+  assign a_c0_req__bytes  = a_c0_req[70:64];
+  assign a_c0_req__kind  = a_c0_req[71];
+  assign a_rec_req__addr  = a_rec_req[47:0];
+  assign a_rec_req__tile  = a_rec_req[63:48];
+  assign a_rec_req__bytes  = a_rec_req[70:64];
+  assign a_rec_req__kind  = a_rec_req[71];
+  assign a_rec_bounds__base  = a_rec_bounds[47:0];
+  assign a_rec_bounds__end  = a_rec_bounds[96:48];
+  assign a_rec_bounds__mode  = a_rec_bounds[98:97];
+  assign rb__data__base  = rb__data[47:0];
+  assign rb__data__end  = rb__data[96:48];
+  assign rb__data__mode  = rb__data[98:97];
+  assign a_rec_route__delta  = a_rec_route[47:0];
+  assign a_rec_route__device  = a_rec_route[52:48];
+  assign rr__data__delta  = rr__data[47:0];
+  assign rr__data__device  = rr__data[52:48];
   assign stats__local  = stats[31:0];
   assign stats__tracked  = stats[63:32];
   assign stats__remote  = stats[95:64];
@@ -3858,23 +3690,74 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign stats__rx_remote  = stats[223:192];
   assign stats__rx_unmapped  = stats[255:224];
   assign stats__rx_crosses  = stats[287:256];
-  assign rx_a__device  = rx_a[4:0];
-  assign rx_a__addr  = rx_a[52:5];
-  assign rx_a__kind  = rx_a[53];
-  assign rx_a__tile  = rx_a[69:54];
-  assign rx_a__bytes  = rx_a[76:70];
-  assign rx_mem__payload__addr  = rx_mem__payload[47:0];
-  assign rx_mem__payload__tile  = rx_mem__payload[63:48];
-  assign rx_mem__payload__bytes  = rx_mem__payload[70:64];
-  assign rx_mem__payload__kind  = rx_mem__payload[71];
-  assign rx_mem__payload__tracked  = rx_mem__payload[72];
-  assign p2_req__index  = p2_req[2:0];
-  assign p2_req__valid  = p2_req[3];
-  assign p2_req__mode  = p2_req[5:4];
-  assign p2_req__device  = p2_req[10:6];
-  assign p2_req__base  = p2_req[58:11];
-  assign p2_req__size  = p2_req[106:59];
-  assign p2_req__remote_base  = p2_req[154:107];
+  assign rx_s0_req__device  = rx_s0_req[4:0];
+  assign rx_s0_req__addr  = rx_s0_req[52:5];
+  assign rx_s0_req__kind  = rx_s0_req[53];
+  assign rx_s0_req__tile  = rx_s0_req[69:54];
+  assign rx_s0_req__bytes  = rx_s0_req[76:70];
+  assign rx__payload__device  = rx__payload[4:0];
+  assign rx__payload__addr  = rx__payload[52:5];
+  assign rx__payload__kind  = rx__payload[53];
+  assign rx__payload__tile  = rx__payload[69:54];
+  assign rx__payload__bytes  = rx__payload[76:70];
+  assign rx_r2_req__device  = rx_r2_req[4:0];
+  assign rx_r2_req__addr  = rx_r2_req[52:5];
+  assign rx_r2_req__kind  = rx_r2_req[53];
+  assign rx_r2_req__tile  = rx_r2_req[69:54];
+  assign rx_r2_req__bytes  = rx_r2_req[76:70];
+  assign rx_c2_req__device  = rx_c2_req[4:0];
+  assign rx_c2_req__addr  = rx_c2_req[52:5];
+  assign rx_c2_req__kind  = rx_c2_req[53];
+  assign rx_c2_req__tile  = rx_c2_req[69:54];
+  assign rx_c2_req__bytes  = rx_c2_req[76:70];
+  assign rx_r1_req__device  = rx_r1_req[4:0];
+  assign rx_r1_req__addr  = rx_r1_req[52:5];
+  assign rx_r1_req__kind  = rx_r1_req[53];
+  assign rx_r1_req__tile  = rx_r1_req[69:54];
+  assign rx_r1_req__bytes  = rx_r1_req[76:70];
+  assign rx_c1_req__device  = rx_c1_req[4:0];
+  assign rx_c1_req__addr  = rx_c1_req[52:5];
+  assign rx_c1_req__kind  = rx_c1_req[53];
+  assign rx_c1_req__tile  = rx_c1_req[69:54];
+  assign rx_c1_req__bytes  = rx_c1_req[76:70];
+  assign rx_r0_req__device  = rx_r0_req[4:0];
+  assign rx_r0_req__addr  = rx_r0_req[52:5];
+  assign rx_r0_req__kind  = rx_r0_req[53];
+  assign rx_r0_req__tile  = rx_r0_req[69:54];
+  assign rx_r0_req__bytes  = rx_r0_req[76:70];
+  assign rx_c0_req__device  = rx_c0_req[4:0];
+  assign rx_c0_req__addr  = rx_c0_req[52:5];
+  assign rx_c0_req__kind  = rx_c0_req[53];
+  assign rx_c0_req__tile  = rx_c0_req[69:54];
+  assign rx_c0_req__bytes  = rx_c0_req[76:70];
+  assign rx_rec_req__device  = rx_rec_req[4:0];
+  assign rx_rec_req__addr  = rx_rec_req[52:5];
+  assign rx_rec_req__kind  = rx_rec_req[53];
+  assign rx_rec_req__tile  = rx_rec_req[69:54];
+  assign rx_rec_req__bytes  = rx_rec_req[76:70];
+  assign rx_rec_bounds__base  = rx_rec_bounds[47:0];
+  assign rx_rec_bounds__end  = rx_rec_bounds[96:48];
+  assign rx_rec_bounds__mode  = rx_rec_bounds[98:97];
+  assign rb__data$220__base  = \rb__data$220 [47:0];
+  assign rb__data$220__end  = \rb__data$220 [96:48];
+  assign rb__data$220__mode  = \rb__data$220 [98:97];
+  assign program__payload__index  = program__payload[2:0];
+  assign program__payload__valid  = program__payload[3];
+  assign program__payload__mode  = program__payload[5:4];
+  assign program__payload__device  = program__payload[10:6];
+  assign program__payload__base  = program__payload[58:11];
+  assign program__payload__size  = program__payload[106:59];
+  assign program__payload__remote_base  = program__payload[154:107];
+  assign p_e1_bounds__base  = p_e1_bounds[47:0];
+  assign p_e1_bounds__end  = p_e1_bounds[96:48];
+  assign p_e1_bounds__mode  = p_e1_bounds[98:97];
+  assign rb__data$226__base  = \rb__data$226 [47:0];
+  assign rb__data$226__end  = \rb__data$226 [96:48];
+  assign rb__data$226__mode  = \rb__data$226 [98:97];
+  assign p_e1_route__delta  = p_e1_route[47:0];
+  assign p_e1_route__device  = p_e1_route[52:48];
+  assign rr__data$228__delta  = \rr__data$228 [47:0];
+  assign rr__data$228__device  = \rr__data$228 [52:48];
   assign errors__bad_region  = errors[0];
   assign errors__overlap  = errors[1];
   assign errors__store_crosses  = errors[2];
@@ -3892,55 +3775,421 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign capture__addr  = capture[47:0];
   assign capture__device  = capture[52:48];
   assign capture__tile  = capture[68:53];
-  assign \$531 [7] = \$427 ;
-  assign \$531 [6] = \$418 ;
-  assign \$531 [5] = \$409 ;
-  assign \$531 [4] = \$400 ;
-  assign \$531 [3] = \$391 ;
-  assign \$531 [2] = \$382 ;
-  assign \$531 [1] = \$373 ;
-  assign \$531 [0] = \$364 ;
-  assign \$530 [7] = \$423 ;
-  assign \$530 [6] = \$414 ;
-  assign \$530 [5] = \$405 ;
-  assign \$530 [4] = \$396 ;
-  assign \$530 [3] = \$387 ;
-  assign \$530 [2] = \$378 ;
-  assign \$530 [1] = \$369 ;
-  assign \$530 [0] = \$360 ;
-  assign \$529 [8] = \$353 ;
-  assign \$529 [7] = \$348 ;
-  assign \$529 [6] = \$343 ;
-  assign \$529 [5] = \$338 ;
-  assign \$529 [4] = \$333 ;
-  assign \$529 [3] = \$328 ;
-  assign \$529 [2] = \$323 ;
-  assign \$529 [1] = \$318 ;
-  assign \$529 [0] = \$313 ;
-  assign \$528 [8] = \$352 ;
-  assign \$528 [7] = \$347 ;
-  assign \$528 [6] = \$342 ;
-  assign \$528 [5] = \$337 ;
-  assign \$528 [4] = \$332 ;
-  assign \$528 [3] = \$327 ;
-  assign \$528 [2] = \$322 ;
-  assign \$528 [1] = \$317 ;
-  assign \$528 [0] = \$312 ;
-  assign events[1] = \$95 ;
-  assign events[0] = \$92 ;
-  assign events[6] = \$90 ;
-  assign events[5] = \$85 ;
-  assign events[4] = \$79 ;
-  assign events[3] = \$76 ;
-  assign events[2] = \$75 ;
-  assign \$428  = 7'h00;
-  assign \$429  = 7'h00;
-  assign \$430  = { \$90 , \$85 , \$79 , \$76 , \$75 , \$95 , \$92  };
+  assign events[1] = \$55 ;
+  assign events[0] = \$54 ;
+  assign events[6] = \$53 ;
+  assign events[5] = \$48 ;
+  assign events[4] = \$42 ;
+  assign events[3] = \$39 ;
+  assign events[2] = \$38 ;
+  assign \data$61 [72] = \$18 ;
+  assign \data$61 [71] = rx_f_req[53];
+  assign \data$61 [70:64] = rx_f_req[76:70];
+  assign \data$61 [63:48] = rx_f_req[69:54];
+  assign \data$61 [47:0] = rx_f_req[52:5];
+  assign mem__payload[72] = o__payload[78];
+  assign mem__payload[71] = o__payload[77];
+  assign mem__payload[70:64] = o__payload[76:70];
+  assign mem__payload[63:48] = o__payload[69:54];
+  assign mem__payload[47:0] = o__payload[53:6];
+  assign net__payload[76:70] = o__payload[76:70];
+  assign net__payload[69:54] = o__payload[69:54];
+  assign net__payload[53] = o__payload[77];
+  assign net__payload[52:5] = o__payload[53:6];
+  assign net__payload[4:0] = o__payload[5:1];
+  assign data[78] = tracked;
+  assign data[77] = \$10 ;
+  assign data[76:70] = a_f_req[70:64];
+  assign data[69:54] = a_f_req[63:48];
+  assign data[53:6] = \$9 ;
+  assign data[5:1] = a_f_device;
+  assign data[0] = remote;
+  assign \$30  = 1'h1;
+  assign \wp__en$110  = \$29 ;
+  assign \$58 [1:0] = a_s0_pos[1:0];
+  assign \$58 [2] = 1'h1;
+  assign \$62  = { 1'h0, \$61 , 2'h0 };
+  assign { \$65 [2], \$65 [0] } = { a_c2_pos[2], a_c2_pos[0] };
+  assign \$65 [1] = 1'h1;
+  assign \$69  = { \$68 , 1'h0 };
+  assign \$72 [2:1] = a_c1_pos[2:1];
+  assign \$72 [0] = 1'h1;
+  assign \$76  = { 1'h0, \$75  };
+  assign \$105 [1:0] = rx_s0_pos[1:0];
+  assign \$105 [2] = 1'h1;
+  assign \$109  = { 1'h0, \$108 , 2'h0 };
+  assign { \$112 [2], \$112 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
+  assign \$112 [1] = 1'h1;
+  assign \$116  = { \$115 , 1'h0 };
+  assign \$119 [2:1] = rx_c1_pos[2:1];
+  assign \$119 [0] = 1'h1;
+  assign \$123  = { 1'h0, \$122  };
+  assign \$177  = 7'h00;
+  assign \$178  = 7'h00;
+  assign \$179  = { \$53 , \$48 , \$42 , \$39 , \$38 , \$55 , \$54  };
+endmodule
+
+module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__data, clk);
+  reg _init_strobe_2  = 0;
+  wire \$1 ;
+  wire [4:0] \$10 ;
+  wire \$11 ;
+  wire [4:0] \$12 ;
+  wire \$13 ;
+  wire [5:0] \$14 ;
+  reg [3:0] \$15 ;
+  reg [3:0] \$16 ;
+  reg [3:0] \$17 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire [4:0] \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  wire [78:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire data__remote ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
+  (* init = 4'h0 *)
+  wire [3:0] head;
+  reg [3:0] level = 4'h0;
+  output [78:0] o__payload;
+  wire [78:0] o__payload;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire o__payload__remote ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  wire o__valid;
+  input push;
+  wire push;
+  reg [3:0] rd__addr = 4'h0;
+  wire [78:0] rd__data;
+  wire [47:0] rd__data__addr ;
+  wire [6:0] rd__data__bytes ;
+  wire [4:0] rd__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd__data__kind ;
+  wire rd__data__remote ;
+  wire [15:0] rd__data__tile ;
+  wire rd__data__tracked ;
+  input rst;
+  wire rst;
+  (* init = 4'h0 *)
+  wire [3:0] tail;
+  reg [3:0] wr__addr = 4'h0;
+  input [78:0] wr__data;
+  wire [78:0] wr__data;
+  wire [47:0] wr__data__addr ;
+  wire [6:0] wr__data__bytes ;
+  wire [4:0] wr__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire wr__data__kind ;
+  wire wr__data__remote ;
+  wire [15:0] wr__data__tile ;
+  wire wr__data__tracked ;
+  wire wr__en;
+  reg [78:0] storage [10:0];
+  initial begin
+    storage[0] = 79'h00000000000000000000;
+    storage[1] = 79'h00000000000000000000;
+    storage[2] = 79'h00000000000000000000;
+    storage[3] = 79'h00000000000000000000;
+    storage[4] = 79'h00000000000000000000;
+    storage[5] = 79'h00000000000000000000;
+    storage[6] = 79'h00000000000000000000;
+    storage[7] = 79'h00000000000000000000;
+    storage[8] = 79'h00000000000000000000;
+    storage[9] = 79'h00000000000000000000;
+    storage[10] = 79'h00000000000000000000;
+  end
+  always @(posedge clk) begin
+    if (wr__en)
+      storage[wr__addr] <= wr__data;
+  end
+  assign o__payload = storage[rd__addr];
+  assign \$1  = level != 4'hb;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign o__valid = | level;
+  assign wr__en = push & accept;
+  assign \$3  = push & accept;
+  assign \$4  = wr__addr == 4'ha;
+  assign \$5  = wr__addr + 1'h1;
+  assign \$6  = \$4  ? 5'h00 : \$5 ;
+  assign \$7  = o__valid & o__ready;
+  assign \$8  = rd__addr == 4'ha;
+  assign \$9  = rd__addr + 1'h1;
+  assign \$10  = \$8  ? 5'h00 : \$9 ;
+  assign \$11  = push & accept;
+  assign \$12  = level + \$11 ;
+  assign \$13  = o__valid & o__ready;
+  assign \$14  = \$12  - \$13 ;
+  always @(posedge clk)
+    wr__addr <= \$15 ;
+  always @(posedge clk)
+    rd__addr <= \$16 ;
+  always @(posedge clk)
+    level <= \$17 ;
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$15  = wr__addr;
+    if (\$3 ) begin
+      \$15  = \$6 [3:0];
+    end
+    if (rst) begin
+      \$15  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$16  = rd__addr;
+    if (\$7 ) begin
+      \$16  = \$10 [3:0];
+    end
+    if (rst) begin
+      \$16  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$17  = \$14 [3:0];
+    if (rst) begin
+      \$17  = 4'h0;
+    end
+  end
+  assign tail = wr__addr;
+  assign data = wr__data;
+  assign head = rd__addr;
+  assign rd__data = o__payload;
+  assign wr__data__remote  = wr__data[0];
+  assign wr__data__device  = wr__data[5:1];
+  assign wr__data__addr  = wr__data[53:6];
+  assign wr__data__tile  = wr__data[69:54];
+  assign wr__data__bytes  = wr__data[76:70];
+  assign wr__data__kind  = wr__data[77];
+  assign wr__data__tracked  = wr__data[78];
+  assign data__remote  = wr__data[0];
+  assign data__device  = wr__data[5:1];
+  assign data__addr  = wr__data[53:6];
+  assign data__tile  = wr__data[69:54];
+  assign data__bytes  = wr__data[76:70];
+  assign data__kind  = wr__data[77];
+  assign data__tracked  = wr__data[78];
+  assign o__payload__remote  = o__payload[0];
+  assign o__payload__device  = o__payload[5:1];
+  assign o__payload__addr  = o__payload[53:6];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign o__payload__kind  = o__payload[77];
+  assign o__payload__tracked  = o__payload[78];
+  assign rd__data__remote  = o__payload[0];
+  assign rd__data__device  = o__payload[5:1];
+  assign rd__data__addr  = o__payload[53:6];
+  assign rd__data__tile  = o__payload[69:54];
+  assign rd__data__bytes  = o__payload[76:70];
+  assign rd__data__kind  = o__payload[77];
+  assign rd__data__tracked  = o__payload[78];
+endmodule
+
+module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready, wr__data, clk);
+  reg _init_strobe_3  = 0;
+  wire \$1 ;
+  wire [4:0] \$10 ;
+  wire \$11 ;
+  wire [4:0] \$12 ;
+  wire \$13 ;
+  wire [5:0] \$14 ;
+  reg [3:0] \$15 ;
+  reg [3:0] \$16 ;
+  reg [3:0] \$17 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [4:0] \$5 ;
+  wire [4:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire [4:0] \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  wire [72:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
+  (* init = 4'h0 *)
+  wire [3:0] head;
+  reg [3:0] level = 4'h0;
+  output [72:0] o__payload;
+  wire [72:0] o__payload;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  wire o__valid;
+  input push;
+  wire push;
+  reg [3:0] rd__addr = 4'h0;
+  wire [72:0] rd__data;
+  wire [47:0] rd__data__addr ;
+  wire [6:0] rd__data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd__data__kind ;
+  wire [15:0] rd__data__tile ;
+  wire rd__data__tracked ;
+  input rst;
+  wire rst;
+  (* init = 4'h0 *)
+  wire [3:0] tail;
+  reg [3:0] wr__addr = 4'h0;
+  input [72:0] wr__data;
+  wire [72:0] wr__data;
+  wire [47:0] wr__data__addr ;
+  wire [6:0] wr__data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire wr__data__kind ;
+  wire [15:0] wr__data__tile ;
+  wire wr__data__tracked ;
+  wire wr__en;
+  reg [72:0] storage [10:0];
+  initial begin
+    storage[0] = 73'h0000000000000000000;
+    storage[1] = 73'h0000000000000000000;
+    storage[2] = 73'h0000000000000000000;
+    storage[3] = 73'h0000000000000000000;
+    storage[4] = 73'h0000000000000000000;
+    storage[5] = 73'h0000000000000000000;
+    storage[6] = 73'h0000000000000000000;
+    storage[7] = 73'h0000000000000000000;
+    storage[8] = 73'h0000000000000000000;
+    storage[9] = 73'h0000000000000000000;
+    storage[10] = 73'h0000000000000000000;
+  end
+  always @(posedge clk) begin
+    if (wr__en)
+      storage[wr__addr] <= wr__data;
+  end
+  assign o__payload = storage[rd__addr];
+  assign \$1  = level != 4'hb;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign o__valid = | level;
+  assign wr__en = push & accept;
+  assign \$3  = push & accept;
+  assign \$4  = wr__addr == 4'ha;
+  assign \$5  = wr__addr + 1'h1;
+  assign \$6  = \$4  ? 5'h00 : \$5 ;
+  assign \$7  = o__valid & o__ready;
+  assign \$8  = rd__addr == 4'ha;
+  assign \$9  = rd__addr + 1'h1;
+  assign \$10  = \$8  ? 5'h00 : \$9 ;
+  assign \$11  = push & accept;
+  assign \$12  = level + \$11 ;
+  assign \$13  = o__valid & o__ready;
+  assign \$14  = \$12  - \$13 ;
+  always @(posedge clk)
+    wr__addr <= \$15 ;
+  always @(posedge clk)
+    rd__addr <= \$16 ;
+  always @(posedge clk)
+    level <= \$17 ;
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$15  = wr__addr;
+    if (\$3 ) begin
+      \$15  = \$6 [3:0];
+    end
+    if (rst) begin
+      \$15  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$16  = rd__addr;
+    if (\$7 ) begin
+      \$16  = \$10 [3:0];
+    end
+    if (rst) begin
+      \$16  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$17  = \$14 [3:0];
+    if (rst) begin
+      \$17  = 4'h0;
+    end
+  end
+  assign tail = wr__addr;
+  assign data = wr__data;
+  assign head = rd__addr;
+  assign rd__data = o__payload;
+  assign wr__data__addr  = wr__data[47:0];
+  assign wr__data__tile  = wr__data[63:48];
+  assign wr__data__bytes  = wr__data[70:64];
+  assign wr__data__kind  = wr__data[71];
+  assign wr__data__tracked  = wr__data[72];
+  assign data__addr  = wr__data[47:0];
+  assign data__tile  = wr__data[63:48];
+  assign data__bytes  = wr__data[70:64];
+  assign data__kind  = wr__data[71];
+  assign data__tracked  = wr__data[72];
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign rd__data__addr  = o__payload[47:0];
+  assign rd__data__tile  = o__payload[63:48];
+  assign rd__data__bytes  = o__payload[70:64];
+  assign rd__data__kind  = o__payload[71];
+  assign rd__data__tracked  = o__payload[72];
 endmodule
 
 module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload
 , dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, load__payload);
-  reg _init_strobe_2  = 0;
+  reg _init_strobe_4  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [32:0] \$100 ;
@@ -5009,14 +5258,14 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   always @(posedge clk)
     errors <= \$355 ;
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$317  = \$10 ;
     if (rst) begin
       \$317  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$318  = last_store;
     if (\$13 ) begin
       \$318  = sel_store;
@@ -5026,7 +5275,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$319  = last_remote;
     if (\$16 ) begin
       \$319  = sel_remote;
@@ -5036,7 +5285,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$320  = wait1;
     if (\$19 ) begin
       \$320  = 17'h00001;
@@ -5048,35 +5297,35 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$321  = \$30 ;
     if (rst) begin
       \$321  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$322  = \$32 ;
     if (rst) begin
       \$322  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$323  = \$34 ;
     if (rst) begin
       \$323  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$324  = \$36 ;
     if (rst) begin
       \$324  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$325  = dram__valid;
     if (\$38 ) begin
       \$325  = \$45 ;
@@ -5086,7 +5335,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$326  = out_tracked;
     if (\$38 ) begin
       \$326  = \$294 [83];
@@ -5096,7 +5345,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$327  = dram__payload;
     if (\$38 ) begin
       \$327  = \$294 [82:0];
@@ -5106,14 +5355,14 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$328  = \$49 ;
     if (rst) begin
       \$328  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$329 [15:0] = dram__payload[74:59];
     \$329 [19:16] = 4'h1;
     \$329 [20] = \$51 ;
@@ -5123,42 +5372,42 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$330  = \$52 [31:0];
     if (rst) begin
       \$330  = 32'd32768;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$331  = \$53 [24:0];
     if (rst) begin
       \$331  = 25'h0000400;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$332  = \$54 ;
     if (rst) begin
       \$332  = 9'h022;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$333  = \$56 [33:0];
     if (rst) begin
       \$333  = 34'h021fffc00;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$334  = \$61 ;
     if (rst) begin
       \$334  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$335  = cfg;
     if (accept) begin
       \$335  = \new ;
@@ -5168,7 +5417,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$336  = thr;
     if (accept) begin
       \$336  = \new [9:2];
@@ -5183,7 +5432,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$337  = measuring;
     if (accept) begin
       \$337  = \$63 ;
@@ -5198,7 +5447,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$338  = armed;
     if (accept) begin
       \$338  = \$64 ;
@@ -5210,7 +5459,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$339  = window;
     if (accept) begin
       \$339  = 1'h0;
@@ -5230,7 +5479,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$340  = finish;
     if (accept) begin
       \$340  = 2'h0;
@@ -5252,7 +5501,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$341  = scale;
     if (accept) begin
       \$341  = \$65 [4:0];
@@ -5262,7 +5511,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$342  = acc;
     if (accept) begin
     end else if (\$62 ) begin
@@ -5277,7 +5526,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$343  = left;
     if (accept) begin
     end else if (\$62 ) begin
@@ -5290,7 +5539,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$344  = num;
     if (accept) begin
     end else if (\$62 ) begin
@@ -5300,21 +5549,21 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$345  = \$97 ;
     if (rst) begin
       \$345  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$346  = \$99 ;
     if (rst) begin
       \$346  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$347  = stats;
     if (load_granted) begin
       \$347 [31:0] = \$100 [31:0];
@@ -5348,56 +5597,56 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$348  = \$102 ;
     if (rst) begin
       \$348  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$349  = \$104 ;
     if (rst) begin
       \$349  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$350  = \$107 ;
     if (rst) begin
       \$350  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$351  = \$109 ;
     if (rst) begin
       \$351  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$352  = \$112 ;
     if (rst) begin
       \$352  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$353  = \$114 ;
     if (rst) begin
       \$353  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$354  = \$123 ;
     if (rst) begin
       \$354  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_2 ) begin end
+    if (_init_strobe_4 ) begin end
     \$355  = \$127 ;
     if (rst) begin
       \$355  = 2'h0;
@@ -5546,9 +5795,9 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign \$290  = remote__payload[71];
 endmodule
 
-module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, addrmap_errors
-, \addrmap_capture$156 , arbiter_stats, arbiter_errors, arbiter_status, tracker_busy, tracker_result__valid, tracker_result__payload, \tracker_capture$152 , tracker_errors, tracker_stats, dma_errors, \dma_capture$154 , dma_stats, dma_busy, bus__addr);
-  reg _init_strobe_3  = 0;
+module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, region_program__ready, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats
+, addrmap_errors, \addrmap_capture$167 , arbiter_stats, arbiter_errors, arbiter_status, tracker_busy, tracker_result__valid, tracker_result__payload, \tracker_capture$163 , tracker_errors, tracker_stats, dma_errors, \dma_capture$165 , dma_stats, dma_busy, bus__addr);
+  reg _init_strobe_5  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -6228,34 +6477,44 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   reg \$708 ;
   reg \$709 ;
   wire \$71 ;
-  reg [154:0] \$710 ;
+  reg \$710 ;
   reg \$711 ;
   reg \$712 ;
   reg \$713 ;
-  reg [178:0] \$714 ;
-  reg [58:0] \$715 ;
+  reg \$714 ;
+  reg \$715 ;
   reg \$716 ;
-  reg [38:0] \$717 ;
-  reg [38:0] \$718 ;
-  reg [4:0] \$719 ;
+  reg \$717 ;
+  reg \$718 ;
+  reg \$719 ;
   wire \$72 ;
-  reg [3:0] \$720 ;
-  reg [5:0] \$721 ;
-  reg [6:0] \$722 ;
-  reg [6:0] \$723 ;
-  reg [1:0] \$724 ;
-  reg [3:0] \$725 ;
-  reg [5:0] \$726 ;
-  reg [6:0] \$727 ;
-  reg [6:0] \$728 ;
-  reg [1:0] \$729 ;
+  reg [154:0] \$720 ;
+  reg \$721 ;
+  reg \$722 ;
+  reg \$723 ;
+  reg [178:0] \$724 ;
+  reg [58:0] \$725 ;
+  reg \$726 ;
+  reg [38:0] \$727 ;
+  reg [38:0] \$728 ;
+  reg [4:0] \$729 ;
   wire \$73 ;
-  reg [29:0] \$730 ;
-  reg [78:0] \$731 ;
-  reg [75:0] \$732 ;
-  reg \$733 ;
-  reg [31:0] \$734 ;
+  reg [3:0] \$730 ;
+  reg [5:0] \$731 ;
+  reg [6:0] \$732 ;
+  reg [6:0] \$733 ;
+  reg [1:0] \$734 ;
+  reg [3:0] \$735 ;
+  reg [5:0] \$736 ;
+  reg [6:0] \$737 ;
+  reg [6:0] \$738 ;
+  reg [1:0] \$739 ;
   wire \$74 ;
+  reg [29:0] \$740 ;
+  reg [78:0] \$741 ;
+  reg [75:0] \$742 ;
+  reg \$743 ;
+  reg [31:0] \$744 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
@@ -6284,11 +6543,11 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$98 ;
   wire \$99 ;
   reg [75:0] addrmap_capture = 76'h0000000000000000000;
-  input [68:0] \addrmap_capture$156 ;
-  wire [68:0] \addrmap_capture$156 ;
-  wire [47:0] addrmap_capture$156__addr ;
-  wire [4:0] addrmap_capture$156__device ;
-  wire [15:0] addrmap_capture$156__tile ;
+  input [68:0] \addrmap_capture$167 ;
+  wire [68:0] \addrmap_capture$167 ;
+  wire [47:0] addrmap_capture$167__addr ;
+  wire [4:0] addrmap_capture$167__device ;
+  wire [15:0] addrmap_capture$167__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
   wire [6:0] addrmap_capture__events ;
@@ -6429,16 +6688,16 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$110 ;
-  wire [4:0] device_id$110__device ;
+  wire [4:0] \device_id$120 ;
+  wire [4:0] device_id$120__device ;
   input dma_busy;
   wire dma_busy;
   reg [78:0] dma_capture = 79'h00000000000000000000;
-  input [71:0] \dma_capture$154 ;
-  wire [71:0] \dma_capture$154 ;
-  wire [47:0] dma_capture$154__addr ;
-  wire [7:0] dma_capture$154__index ;
-  wire [15:0] dma_capture$154__tile ;
+  input [71:0] \dma_capture$165 ;
+  wire [71:0] \dma_capture$165 ;
+  wire [47:0] dma_capture$165__addr ;
+  wire [7:0] dma_capture$165__index ;
+  wire [15:0] dma_capture$165__tile ;
   wire [47:0] dma_capture__addr ;
   wire [6:0] dma_capture__events ;
   wire dma_capture__events__bad_descriptor ;
@@ -6550,27 +6809,39 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [47:0] region_program__payload__remote_base ;
   wire [47:0] region_program__payload__size ;
   wire region_program__payload__valid ;
+  input region_program__ready;
+  wire region_program__ready;
   output region_program__valid;
   reg region_program__valid = 1'h0;
   reg region_verdict = 1'h0;
   reg region_waiting0 = 1'h0;
   reg region_waiting1 = 1'h0;
+  reg region_waiting10 = 1'h0;
+  reg region_waiting11 = 1'h0;
+  reg region_waiting2 = 1'h0;
+  reg region_waiting3 = 1'h0;
+  reg region_waiting4 = 1'h0;
+  reg region_waiting5 = 1'h0;
+  reg region_waiting6 = 1'h0;
+  reg region_waiting7 = 1'h0;
+  reg region_waiting8 = 1'h0;
+  reg region_waiting9 = 1'h0;
   wire [2:0] rp__addr;
   wire [7:0] \rp__addr$97 ;
   wire [151:0] rp__data;
-  wire [170:0] \rp__data$133 ;
-  wire [4:0] rp__data$133__device ;
-  wire [47:0] rp__data$133__dst ;
+  wire [170:0] \rp__data$144 ;
+  wire [4:0] rp__data$144__device ;
+  wire [47:0] rp__data$144__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rp__data$133__op ;
-  wire [23:0] rp__data$133__pitch ;
-  wire [15:0] rp__data$133__row_bytes ;
-  wire [11:0] rp__data$133__rows ;
-  wire [47:0] rp__data$133__src ;
-  wire [15:0] rp__data$133__tile ;
-  wire rp__data$133__valid ;
+  wire rp__data$144__op ;
+  wire [23:0] rp__data$144__pitch ;
+  wire [15:0] rp__data$144__row_bytes ;
+  wire [11:0] rp__data$144__rows ;
+  wire [47:0] rp__data$144__src ;
+  wire [15:0] rp__data$144__tile ;
+  wire rp__data$144__valid ;
   wire [47:0] rp__data__base ;
   wire [4:0] rp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -6701,10 +6972,10 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   input tracker_busy;
   wire tracker_busy;
   reg [29:0] tracker_capture = 30'h00000000;
-  input [23:0] \tracker_capture$152 ;
-  wire [23:0] \tracker_capture$152 ;
-  wire [7:0] tracker_capture$152__cmd ;
-  wire [15:0] tracker_capture$152__tile ;
+  input [23:0] \tracker_capture$163 ;
+  wire [23:0] \tracker_capture$163 ;
+  wire [7:0] tracker_capture$163__cmd ;
+  wire [15:0] tracker_capture$163__tile ;
   wire [7:0] tracker_capture__cmd ;
   wire [5:0] tracker_capture__events ;
   wire tracker_capture__events__bad_op ;
@@ -7086,7 +7357,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   always @(posedge clk) begin
     _0_ <= desc_table[dma_program__payload[7:0]];
   end
-  assign \rp__data$133  = _0_;
+  assign \rp__data$144  = _0_;
   (* t3hw_rd_collision = "excluded" *)
   reg [151:0] region_table [7:0];
   initial begin
@@ -7108,9 +7379,17 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
+  assign \$257  = \$251  & \$256 ;
+  assign \$258  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$259  = bus__w_stb & sel_command;
+  assign \$260  = region_program__valid | region_verdict;
+  assign \$261  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$262  = \$260  | \$261 ;
+  assign \$263  = region_fetch | region_load;
+  assign \$264  = \$262  | \$263 ;
   assign \$266  = \$265  | sweep;
   assign \$267  = region_program__valid | region_verdict;
-  assign \$268  = | { region_waiting1, region_waiting0 };
+  assign \$268  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$269  = \$267  | \$268 ;
   assign \$270  = region_fetch | region_load;
   assign \$271  = \$269  | \$270 ;
@@ -7132,7 +7411,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$304  = bus__w_stb & sel_addrmap_errors;
   assign \$305  = bus__w_stb & sel_arbiter_errors;
   assign \$306  = region_program__valid | region_verdict;
-  assign \$307  = | { region_waiting1, region_waiting0 };
+  assign \$307  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$308  = \$306  | \$307 ;
   assign \$309  = region_fetch | region_load;
   assign \$310  = \$308  | \$309 ;
@@ -7142,13 +7421,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$322  = \$321  | track_answer;
   assign \$328  = sweep_at + 1'h1;
   assign \$329  = sweep_at == 8'hff;
+  assign \$330  = region_program__valid & region_program__ready;
   assign \$331  = dma_program__valid & dma_program__ready;
   assign \$332  = tracker_program__valid & tracker_program__ready;
+  assign \$334  = region_program__valid & region_program__ready;
   assign \$335  = dma_program__valid & dma_program__ready;
   assign \$336  = tracker_program__valid & tracker_program__ready;
   assign \$337  = bus__w_stb & sel_region_index;
   assign \$338  = region_program__valid | region_verdict;
-  assign \$339  = | { region_waiting1, region_waiting0 };
+  assign \$339  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$340  = \$338  | \$339 ;
   assign \$341  = region_fetch | region_load;
   assign \$342  = \$340  | \$341 ;
@@ -7156,7 +7437,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$345  = bus__w_stb & sel_region_index;
   assign \$346  = bus__w_stb & sel_region_base_lo;
   assign \$347  = region_program__valid | region_verdict;
-  assign \$348  = | { region_waiting1, region_waiting0 };
+  assign \$348  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$349  = \$347  | \$348 ;
   assign \$350  = region_fetch | region_load;
   assign \$351  = \$349  | \$350 ;
@@ -7164,7 +7445,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$354  = bus__w_stb & sel_region_base_lo;
   assign \$355  = bus__w_stb & sel_region_base_hi;
   assign \$356  = region_program__valid | region_verdict;
-  assign \$357  = | { region_waiting1, region_waiting0 };
+  assign \$357  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$358  = \$356  | \$357 ;
   assign \$359  = region_fetch | region_load;
   assign \$360  = \$358  | \$359 ;
@@ -7172,7 +7453,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$363  = bus__w_stb & sel_region_base_hi;
   assign \$364  = bus__w_stb & sel_region_size_lo;
   assign \$365  = region_program__valid | region_verdict;
-  assign \$366  = | { region_waiting1, region_waiting0 };
+  assign \$366  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$367  = \$365  | \$366 ;
   assign \$368  = region_fetch | region_load;
   assign \$369  = \$367  | \$368 ;
@@ -7180,7 +7461,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$372  = bus__w_stb & sel_region_size_lo;
   assign \$373  = bus__w_stb & sel_region_size_hi;
   assign \$374  = region_program__valid | region_verdict;
-  assign \$375  = | { region_waiting1, region_waiting0 };
+  assign \$375  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$376  = \$374  | \$375 ;
   assign \$377  = region_fetch | region_load;
   assign \$378  = \$376  | \$377 ;
@@ -7188,7 +7469,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$381  = bus__w_stb & sel_region_size_hi;
   assign \$382  = bus__w_stb & sel_region_remote_base_lo;
   assign \$383  = region_program__valid | region_verdict;
-  assign \$384  = | { region_waiting1, region_waiting0 };
+  assign \$384  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$385  = \$383  | \$384 ;
   assign \$386  = region_fetch | region_load;
   assign \$387  = \$385  | \$386 ;
@@ -7196,7 +7477,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$390  = bus__w_stb & sel_region_remote_base_lo;
   assign \$391  = bus__w_stb & sel_region_remote_base_hi;
   assign \$392  = region_program__valid | region_verdict;
-  assign \$393  = | { region_waiting1, region_waiting0 };
+  assign \$393  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$394  = \$392  | \$393 ;
   assign \$395  = region_fetch | region_load;
   assign \$396  = \$394  | \$395 ;
@@ -7266,13 +7547,13 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$500  = bus__w_stb & sel_arbiter_irq_enable;
   assign \$501  = bus__w_stb & sel_command;
   assign \$502  = region_program__valid | region_verdict;
-  assign \$503  = | { region_waiting1, region_waiting0 };
+  assign \$503  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$504  = \$502  | \$503 ;
   assign \$505  = region_fetch | region_load;
   assign \$506  = \$504  | \$505 ;
   assign \$508  = \$507  | sweep;
   assign \$509  = region_program__valid | region_verdict;
-  assign \$510  = | { region_waiting1, region_waiting0 };
+  assign \$510  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$511  = \$509  | \$510 ;
   assign \$512  = region_fetch | region_load;
   assign \$513  = \$511  | \$512 ;
@@ -7461,65 +7742,85 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   always @(posedge clk)
     region_waiting1 <= \$706 ;
   always @(posedge clk)
-    region_verdict <= \$707 ;
+    region_waiting2 <= \$707 ;
+  always @(posedge clk)
+    region_waiting3 <= \$708 ;
+  always @(posedge clk)
+    region_waiting4 <= \$709 ;
+  always @(posedge clk)
+    region_waiting5 <= \$710 ;
+  always @(posedge clk)
+    region_waiting6 <= \$711 ;
+  always @(posedge clk)
+    region_waiting7 <= \$712 ;
+  always @(posedge clk)
+    region_waiting8 <= \$713 ;
+  always @(posedge clk)
+    region_waiting9 <= \$714 ;
+  always @(posedge clk)
+    region_waiting10 <= \$715 ;
+  always @(posedge clk)
+    region_waiting11 <= \$716 ;
+  always @(posedge clk)
+    region_verdict <= \$717 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$708 ;
+    region_fetch <= \$718 ;
   always @(posedge clk)
-    region_load <= \$709 ;
+    region_load <= \$719 ;
   always @(posedge clk)
-    region_program__payload <= \$710 ;
+    region_program__payload <= \$720 ;
   always @(posedge clk)
-    desc_verdict <= \$711 ;
+    desc_verdict <= \$721 ;
   always @(posedge clk)
-    desc_got <= \rp__data$133 ;
+    desc_got <= \rp__data$144 ;
   always @(posedge clk)
-    desc_fetch <= \$712 ;
+    desc_fetch <= \$722 ;
   always @(posedge clk)
-    desc_load <= \$713 ;
+    desc_load <= \$723 ;
   always @(posedge clk)
-    dma_program__payload <= \$714 ;
+    dma_program__payload <= \$724 ;
   always @(posedge clk)
-    track_result <= \$715 ;
+    track_result <= \$725 ;
   always @(posedge clk)
-    track_answer <= \$716 ;
+    track_answer <= \$726 ;
   always @(posedge clk)
-    tracker_program__payload <= \$717 ;
+    tracker_program__payload <= \$727 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$718 ;
+    arbiter_program__payload <= \$728 ;
   always @(posedge clk)
-    device_id <= \$719 ;
+    device_id <= \$729 ;
   always @(posedge clk)
-    csr_irq_enable <= \$720 ;
+    csr_irq_enable <= \$730 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$721 ;
+    tracker_irq_enable <= \$731 ;
   always @(posedge clk)
-    dma_irq_enable <= \$722 ;
+    dma_irq_enable <= \$732 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$723 ;
+    addrmap_irq_enable <= \$733 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$724 ;
+    arbiter_irq_enable <= \$734 ;
   always @(posedge clk)
-    errors <= \$725 ;
+    errors <= \$735 ;
   always @(posedge clk)
-    tracker_sticky <= \$726 ;
+    tracker_sticky <= \$736 ;
   always @(posedge clk)
-    dma_sticky <= \$727 ;
+    dma_sticky <= \$737 ;
   always @(posedge clk)
-    addrmap_sticky <= \$728 ;
+    addrmap_sticky <= \$738 ;
   always @(posedge clk)
-    arbiter_sticky <= \$729 ;
+    arbiter_sticky <= \$739 ;
   always @(posedge clk)
-    tracker_capture <= \$730 ;
+    tracker_capture <= \$740 ;
   always @(posedge clk)
-    dma_capture <= \$731 ;
+    dma_capture <= \$741 ;
   always @(posedge clk)
-    addrmap_capture <= \$732 ;
+    addrmap_capture <= \$742 ;
   always @(posedge clk)
-    irq <= \$733 ;
+    irq <= \$743 ;
   always @(posedge clk)
-    bus__r_data <= \$734 ;
+    bus__r_data <= \$744 ;
   assign \$1  = bus__r_stb | bus__w_stb;
   assign \$2  = ~ mapped;
   assign \$3  = \$1  & \$2 ;
@@ -7580,7 +7881,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$58  = desc_verdict & \$57 ;
   assign \$59  = bus__w_stb & sel_region_index;
   assign \$60  = region_program__valid | region_verdict;
-  assign \$61  = | { region_waiting1, region_waiting0 };
+  assign \$61  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$62  = \$60  | \$61 ;
   assign \$63  = region_fetch | region_load;
   assign \$64  = \$62  | \$63 ;
@@ -7591,7 +7892,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$70  = \$68  & \$69 ;
   assign \$71  = bus__w_stb & sel_region_base_lo;
   assign \$72  = region_program__valid | region_verdict;
-  assign \$73  = | { region_waiting1, region_waiting0 };
+  assign \$73  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$74  = \$72  | \$73 ;
   assign \$75  = region_fetch | region_load;
   assign \$76  = \$74  | \$75 ;
@@ -7602,7 +7903,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$82  = \$80  & \$81 ;
   assign \$83  = bus__w_stb & sel_region_base_hi;
   assign \$84  = region_program__valid | region_verdict;
-  assign \$85  = | { region_waiting1, region_waiting0 };
+  assign \$85  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$86  = \$84  | \$85 ;
   assign \$87  = region_fetch | region_load;
   assign \$88  = \$86  | \$87 ;
@@ -7613,7 +7914,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$94  = \$92  & \$93 ;
   assign \$95  = bus__w_stb & sel_region_size_lo;
   assign \$96  = region_program__valid | region_verdict;
-  assign \$97  = | { region_waiting1, region_waiting0 };
+  assign \$97  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$98  = \$96  | \$97 ;
   assign \$99  = region_fetch | region_load;
   assign \$100  = \$98  | \$99 ;
@@ -7624,7 +7925,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$106  = \$104  & \$105 ;
   assign \$107  = bus__w_stb & sel_region_size_hi;
   assign \$108  = region_program__valid | region_verdict;
-  assign \$109  = | { region_waiting1, region_waiting0 };
+  assign \$109  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$110  = \$108  | \$109 ;
   assign \$111  = region_fetch | region_load;
   assign \$112  = \$110  | \$111 ;
@@ -7635,7 +7936,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$118  = \$116  & \$117 ;
   assign \$119  = bus__w_stb & sel_region_remote_base_lo;
   assign \$120  = region_program__valid | region_verdict;
-  assign \$121  = | { region_waiting1, region_waiting0 };
+  assign \$121  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$122  = \$120  | \$121 ;
   assign \$123  = region_fetch | region_load;
   assign \$124  = \$122  | \$123 ;
@@ -7646,7 +7947,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$130  = \$128  & \$129 ;
   assign \$131  = bus__w_stb & sel_region_remote_base_hi;
   assign \$132  = region_program__valid | region_verdict;
-  assign \$133  = | { region_waiting1, region_waiting0 };
+  assign \$133  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$134  = \$132  | \$133 ;
   assign \$135  = region_fetch | region_load;
   assign \$136  = \$134  | \$135 ;
@@ -7730,16 +8031,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$249  = \$243  & \$248 ;
   assign \$250  = bus__w_stb & sel_arb_policy;
   assign \$251  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$257  = \$251  & \$256 ;
-  assign \$258  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$259  = bus__w_stb & sel_command;
-  assign \$260  = region_program__valid | region_verdict;
-  assign \$261  = | { region_waiting1, region_waiting0 };
-  assign \$262  = \$260  | \$261 ;
-  assign \$263  = region_fetch | region_load;
-  assign \$264  = \$262  | \$263 ;
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_id = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -7747,7 +8040,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     mapped = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -7907,7 +8200,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_config = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -7917,7 +8210,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_status = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -7929,7 +8222,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_command = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -7943,7 +8236,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_device_id = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -7959,7 +8252,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_csr_errors = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -7977,7 +8270,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_tracker_errors = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -7997,7 +8290,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_errors = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8019,7 +8312,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_addrmap_errors = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8043,7 +8336,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_arbiter_errors = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8069,7 +8362,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_region_index = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8097,7 +8390,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_region_base_lo = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8127,7 +8420,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_region_base_hi = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8159,7 +8452,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_region_size_lo = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8193,7 +8486,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_region_size_hi = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8229,7 +8522,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_region_remote_base_lo = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8267,7 +8560,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_region_remote_base_hi = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8307,7 +8600,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_desc_index = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8349,7 +8642,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_desc_rows = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8393,7 +8686,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_desc_pitch = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8439,7 +8732,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_desc_src_lo = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8487,7 +8780,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_desc_src_hi = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8537,7 +8830,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_desc_dst_lo = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8589,7 +8882,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_desc_dst_hi = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8643,7 +8936,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_track_op = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8699,7 +8992,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_track_cmd = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8757,7 +9050,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_track_result_op = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8817,7 +9110,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_track_result_threshold = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8879,7 +9172,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_tracker_writes_compute = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -8943,7 +9236,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_tracker_writes_dma = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -9009,7 +9302,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_tracker_writes_remote = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -9077,7 +9370,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_tracker_unprogrammed = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -9147,7 +9440,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_tracker_triggers = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -9219,7 +9512,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_tracker_dropped = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -9293,7 +9586,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_triggers = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -9369,7 +9662,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_rejected = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -9447,7 +9740,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_reads = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -9527,7 +9820,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_packets = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -9609,7 +9902,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_bad_program = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -9693,7 +9986,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_bad_range = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -9779,7 +10072,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_bad_pitch = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -9867,7 +10160,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_desc_busy = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -9957,7 +10250,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_aborted = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -10049,7 +10342,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_addrmap_local = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -10143,7 +10436,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_addrmap_tracked = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -10239,7 +10532,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_addrmap_remote = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -10337,7 +10630,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_addrmap_unmapped = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -10437,7 +10730,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_addrmap_store_crosses = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -10539,7 +10832,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_addrmap_rx_misrouted = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -10643,7 +10936,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_addrmap_rx_remote = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -10749,7 +11042,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_addrmap_rx_unmapped = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -10857,7 +11150,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_addrmap_rx_crosses = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -10967,7 +11260,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_arb_policy = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -11079,7 +11372,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_arb_starvation_limit = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -11193,7 +11486,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_arb_status = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -11309,7 +11602,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_arbiter_grants_load = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -11427,7 +11720,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_arbiter_grants_store = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -11547,7 +11840,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_arbiter_grants_dma = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -11669,7 +11962,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_arbiter_grants_remote = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -11793,7 +12086,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_arbiter_stalls_load = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -11919,7 +12212,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_arbiter_stalls_store = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -12047,7 +12340,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_arbiter_stalls_dma = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -12177,7 +12470,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_arbiter_stalls_remote = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -12309,7 +12602,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_arbiter_starved = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -12443,7 +12736,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_csr_irq_enable = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -12579,7 +12872,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_tracker_irq_enable = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -12717,7 +13010,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_irq_enable = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -12857,7 +13150,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_addrmap_irq_enable = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -12999,7 +13292,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_arbiter_irq_enable = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -13143,7 +13436,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_tracker_capture = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -13289,7 +13582,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_capture_index = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -13437,7 +13730,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_capture_addr_lo = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -13587,7 +13880,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_capture_addr_hi = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -13739,7 +14032,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_dma_capture_events = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -13893,7 +14186,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_addrmap_capture_addr_lo = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -14049,7 +14342,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_addrmap_capture_addr_hi = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -14207,7 +14500,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     sel_addrmap_capture_device = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -14367,7 +14660,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     endcase
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     set_err[3:2] = 2'h0;
     if (\$66 ) begin
       set_err[3] = 1'h1;
@@ -14498,7 +14791,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__addr = sweep_at[2:0];
@@ -14507,7 +14800,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__data = 152'h00000000000000000000000000000000000000;
@@ -14521,7 +14814,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__en = \$52 ;
@@ -14530,7 +14823,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__addr$91  = sweep_at;
@@ -14539,7 +14832,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__data$92  = 171'h0000000000000000000000000000000000000000000;
@@ -14556,7 +14849,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__en$93  = 1'h1;
@@ -14565,7 +14858,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     csr_errors_clear = 4'h0;
     if (\$301 ) begin
       csr_errors_clear[0] = bus__w_data[0];
@@ -14575,7 +14868,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     tracker_errors_clear = 6'h00;
     if (\$302 ) begin
       tracker_errors_clear[0] = bus__w_data[0];
@@ -14587,7 +14880,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     dma_errors_clear = 7'h00;
     if (\$303 ) begin
       dma_errors_clear[0] = bus__w_data[0];
@@ -14600,7 +14893,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     addrmap_errors_clear = 7'h00;
     if (\$304 ) begin
       addrmap_errors_clear[0] = bus__w_data[0];
@@ -14613,7 +14906,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     arbiter_errors_clear = 2'h0;
     if (\$305 ) begin
       arbiter_errors_clear[0] = bus__w_data[0];
@@ -14621,7 +14914,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     \$699  = sweep_at;
     if (sweep) begin
       \$699  = \$328 [7:0];
@@ -14631,7 +14924,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     \$700  = sweep;
     if (sweep) begin
       if (\$329 ) begin
@@ -14643,7 +14936,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     \$701  = region_program__valid;
     if (\$330 ) begin
       \$701  = 1'h0;
@@ -14663,7 +14956,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     \$702  = dma_program__valid;
     if (\$331 ) begin
       \$702  = 1'h0;
@@ -14687,7 +14980,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     \$703  = tracker_program__valid;
     if (\$332 ) begin
       \$703  = 1'h0;
@@ -14715,7 +15008,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     \$704  = arbiter_program__valid;
     if (\$333 ) begin
       \$704  = 1'h0;
@@ -14745,29 +15038,99 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     \$705  = \$334 ;
     if (rst) begin
       \$705  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     \$706  = region_waiting0;
     if (rst) begin
       \$706  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_5 ) begin end
     \$707  = region_waiting1;
     if (rst) begin
       \$707  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$708  = 1'h0;
+    if (_init_strobe_5 ) begin end
+    \$708  = region_waiting2;
+    if (rst) begin
+      \$708  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$709  = region_waiting3;
+    if (rst) begin
+      \$709  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$710  = region_waiting4;
+    if (rst) begin
+      \$710  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$711  = region_waiting5;
+    if (rst) begin
+      \$711  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$712  = region_waiting6;
+    if (rst) begin
+      \$712  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$713  = region_waiting7;
+    if (rst) begin
+      \$713  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$714  = region_waiting8;
+    if (rst) begin
+      \$714  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$715  = region_waiting9;
+    if (rst) begin
+      \$715  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$716  = region_waiting10;
+    if (rst) begin
+      \$716  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$717  = region_waiting11;
+    if (rst) begin
+      \$717  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$718  = 1'h0;
     if (\$501 ) begin
       casez (bus__w_data[2:0])
         3'h1:
@@ -14776,77 +15139,77 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$515 ) begin
             end else begin
-              \$708  = 1'h1;
+              \$718  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$708  = 1'h0;
+      \$718  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$709  = region_fetch;
+    if (_init_strobe_5 ) begin end
+    \$719  = region_fetch;
     if (rst) begin
-      \$709  = 1'h0;
+      \$719  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$710  = region_program__payload;
+    if (_init_strobe_5 ) begin end
+    \$720  = region_program__payload;
     if (region_load) begin
-      \$710 [3] = region_got[0];
-      \$710 [5:4] = region_got[2:1];
-      \$710 [10:6] = region_got[7:3];
-      \$710 [58:11] = region_got[55:8];
-      \$710 [106:59] = region_got[103:56];
-      \$710 [154:107] = region_got[151:104];
+      \$720 [3] = region_got[0];
+      \$720 [5:4] = region_got[2:1];
+      \$720 [10:6] = region_got[7:3];
+      \$720 [58:11] = region_got[55:8];
+      \$720 [106:59] = region_got[103:56];
+      \$720 [154:107] = region_got[151:104];
     end
     if (\$344 ) begin
     end else if (\$345 ) begin
-      \$710 [2:0] = bus__w_data[2:0];
-      \$710 [3] = bus__w_data[3];
-      \$710 [5:4] = bus__w_data[5:4];
-      \$710 [10:6] = bus__w_data[10:6];
+      \$720 [2:0] = bus__w_data[2:0];
+      \$720 [3] = bus__w_data[3];
+      \$720 [5:4] = bus__w_data[5:4];
+      \$720 [10:6] = bus__w_data[10:6];
     end
     if (\$353 ) begin
     end else if (\$354 ) begin
-      \$710 [42:11] = bus__w_data;
+      \$720 [42:11] = bus__w_data;
     end
     if (\$362 ) begin
     end else if (\$363 ) begin
-      \$710 [58:43] = bus__w_data[15:0];
+      \$720 [58:43] = bus__w_data[15:0];
     end
     if (\$371 ) begin
     end else if (\$372 ) begin
-      \$710 [90:59] = bus__w_data;
+      \$720 [90:59] = bus__w_data;
     end
     if (\$380 ) begin
     end else if (\$381 ) begin
-      \$710 [106:91] = bus__w_data[15:0];
+      \$720 [106:91] = bus__w_data[15:0];
     end
     if (\$389 ) begin
     end else if (\$390 ) begin
-      \$710 [138:107] = bus__w_data;
+      \$720 [138:107] = bus__w_data;
     end
     if (\$398 ) begin
     end else if (\$399 ) begin
-      \$710 [154:139] = bus__w_data[15:0];
+      \$720 [154:139] = bus__w_data[15:0];
     end
     if (rst) begin
-      \$710  = 155'h000000000000000000000000000000000000000;
+      \$720  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$711  = \$335 ;
+    if (_init_strobe_5 ) begin end
+    \$721  = \$335 ;
     if (rst) begin
-      \$711  = 1'h0;
+      \$721  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$712  = 1'h0;
+    if (_init_strobe_5 ) begin end
+    \$722  = 1'h0;
     if (\$501 ) begin
       casez (bus__w_data[2:0])
         3'h1:
@@ -14859,304 +15222,304 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$530 ) begin
             end else begin
-              \$712  = 1'h1;
+              \$722  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$712  = 1'h0;
+      \$722  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$713  = desc_fetch;
+    if (_init_strobe_5 ) begin end
+    \$723  = desc_fetch;
     if (rst) begin
-      \$713  = 1'h0;
+      \$723  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$714  = dma_program__payload;
+    if (_init_strobe_5 ) begin end
+    \$724  = dma_program__payload;
     if (desc_load) begin
-      \$714 [8] = desc_got[0];
-      \$714 [9] = desc_got[1];
-      \$714 [14:10] = desc_got[6:2];
-      \$714 [30:15] = desc_got[22:7];
-      \$714 [42:31] = desc_got[34:23];
-      \$714 [58:43] = desc_got[50:35];
-      \$714 [82:59] = desc_got[74:51];
-      \$714 [130:83] = desc_got[122:75];
-      \$714 [178:131] = desc_got[170:123];
+      \$724 [8] = desc_got[0];
+      \$724 [9] = desc_got[1];
+      \$724 [14:10] = desc_got[6:2];
+      \$724 [30:15] = desc_got[22:7];
+      \$724 [42:31] = desc_got[34:23];
+      \$724 [58:43] = desc_got[50:35];
+      \$724 [82:59] = desc_got[74:51];
+      \$724 [130:83] = desc_got[122:75];
+      \$724 [178:131] = desc_got[170:123];
     end
     if (\$407 ) begin
     end else if (\$408 ) begin
-      \$714 [7:0] = bus__w_data[7:0];
-      \$714 [8] = bus__w_data[8];
-      \$714 [9] = bus__w_data[9];
-      \$714 [14:10] = bus__w_data[14:10];
-      \$714 [30:15] = bus__w_data[30:15];
+      \$724 [7:0] = bus__w_data[7:0];
+      \$724 [8] = bus__w_data[8];
+      \$724 [9] = bus__w_data[9];
+      \$724 [14:10] = bus__w_data[14:10];
+      \$724 [30:15] = bus__w_data[30:15];
     end
     if (\$416 ) begin
     end else if (\$417 ) begin
-      \$714 [42:31] = bus__w_data[11:0];
-      \$714 [58:43] = bus__w_data[27:12];
+      \$724 [42:31] = bus__w_data[11:0];
+      \$724 [58:43] = bus__w_data[27:12];
     end
     if (\$425 ) begin
     end else if (\$426 ) begin
-      \$714 [82:59] = bus__w_data[23:0];
+      \$724 [82:59] = bus__w_data[23:0];
     end
     if (\$434 ) begin
     end else if (\$435 ) begin
-      \$714 [114:83] = bus__w_data;
+      \$724 [114:83] = bus__w_data;
     end
     if (\$443 ) begin
     end else if (\$444 ) begin
-      \$714 [130:115] = bus__w_data[15:0];
+      \$724 [130:115] = bus__w_data[15:0];
     end
     if (\$452 ) begin
     end else if (\$453 ) begin
-      \$714 [162:131] = bus__w_data;
+      \$724 [162:131] = bus__w_data;
     end
     if (\$461 ) begin
     end else if (\$462 ) begin
-      \$714 [178:163] = bus__w_data[15:0];
+      \$724 [178:163] = bus__w_data[15:0];
     end
     if (rst) begin
-      \$714  = 179'h000000000000000000000000000000000000000000000;
+      \$724  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$715  = track_result;
+    if (_init_strobe_5 ) begin end
+    \$725  = track_result;
     if (tracker_result__valid) begin
-      \$715  = tracker_result__payload;
+      \$725  = tracker_result__payload;
     end
     if (rst) begin
-      \$715  = 59'h000000000000000;
+      \$725  = 59'h000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$716  = track_answer;
+    if (_init_strobe_5 ) begin end
+    \$726  = track_answer;
     if (tracker_result__valid) begin
-      \$716  = 1'h0;
+      \$726  = 1'h0;
     end else if (\$336 ) begin
-      \$716  = 1'h1;
+      \$726  = 1'h1;
     end
     if (rst) begin
-      \$716  = 1'h0;
+      \$726  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$717  = tracker_program__payload;
+    if (_init_strobe_5 ) begin end
+    \$727  = tracker_program__payload;
     if (\$469 ) begin
     end else if (\$470 ) begin
-      \$717 [1:0] = bus__w_data[1:0];
-      \$717 [17:2] = bus__w_data[17:2];
-      \$717 [29:18] = bus__w_data[29:18];
+      \$727 [1:0] = bus__w_data[1:0];
+      \$727 [17:2] = bus__w_data[17:2];
+      \$727 [29:18] = bus__w_data[29:18];
     end
     if (\$477 ) begin
     end else if (\$478 ) begin
-      \$717 [37:30] = bus__w_data[7:0];
-      \$717 [38] = bus__w_data[8];
+      \$727 [37:30] = bus__w_data[7:0];
+      \$727 [38] = bus__w_data[8];
     end
     if (rst) begin
-      \$717  = 39'h0000000000;
+      \$727  = 39'h0000000000;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$718  = arbiter_program__payload;
+    if (_init_strobe_5 ) begin end
+    \$728  = arbiter_program__payload;
     if (\$485 ) begin
     end else if (\$486 ) begin
-      \$718 [1:0] = bus__w_data[1:0];
-      \$718 [9:2] = bus__w_data[9:2];
-      \$718 [17:10] = bus__w_data[17:10];
-      \$718 [22:18] = bus__w_data[22:18];
+      \$728 [1:0] = bus__w_data[1:0];
+      \$728 [9:2] = bus__w_data[9:2];
+      \$728 [17:10] = bus__w_data[17:10];
+      \$728 [22:18] = bus__w_data[22:18];
     end
     if (\$493 ) begin
     end else if (\$494 ) begin
-      \$718 [38:23] = bus__w_data[15:0];
+      \$728 [38:23] = bus__w_data[15:0];
     end
     if (rst) begin
-      \$718  = 39'h0200388002;
+      \$728  = 39'h0200388002;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$719  = device_id;
+    if (_init_strobe_5 ) begin end
+    \$729  = device_id;
     if (\$495 ) begin
-      \$719  = bus__w_data[4:0];
+      \$729  = bus__w_data[4:0];
     end
     if (rst) begin
-      \$719  = 5'h00;
+      \$729  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$720  = csr_irq_enable;
+    if (_init_strobe_5 ) begin end
+    \$730  = csr_irq_enable;
     if (\$496 ) begin
-      \$720 [0] = bus__w_data[0];
-      \$720 [1] = bus__w_data[1];
-      \$720 [2] = bus__w_data[2];
-      \$720 [3] = bus__w_data[3];
+      \$730 [0] = bus__w_data[0];
+      \$730 [1] = bus__w_data[1];
+      \$730 [2] = bus__w_data[2];
+      \$730 [3] = bus__w_data[3];
     end
     if (rst) begin
-      \$720  = 4'h0;
+      \$730  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$721  = tracker_irq_enable;
+    if (_init_strobe_5 ) begin end
+    \$731  = tracker_irq_enable;
     if (\$497 ) begin
-      \$721 [0] = bus__w_data[0];
-      \$721 [1] = bus__w_data[1];
-      \$721 [2] = bus__w_data[2];
-      \$721 [3] = bus__w_data[3];
-      \$721 [4] = bus__w_data[4];
-      \$721 [5] = bus__w_data[5];
+      \$731 [0] = bus__w_data[0];
+      \$731 [1] = bus__w_data[1];
+      \$731 [2] = bus__w_data[2];
+      \$731 [3] = bus__w_data[3];
+      \$731 [4] = bus__w_data[4];
+      \$731 [5] = bus__w_data[5];
     end
     if (rst) begin
-      \$721  = 6'h00;
+      \$731  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$722  = dma_irq_enable;
+    if (_init_strobe_5 ) begin end
+    \$732  = dma_irq_enable;
     if (\$498 ) begin
-      \$722 [0] = bus__w_data[0];
-      \$722 [1] = bus__w_data[1];
-      \$722 [2] = bus__w_data[2];
-      \$722 [3] = bus__w_data[3];
-      \$722 [4] = bus__w_data[4];
-      \$722 [5] = bus__w_data[5];
-      \$722 [6] = bus__w_data[6];
+      \$732 [0] = bus__w_data[0];
+      \$732 [1] = bus__w_data[1];
+      \$732 [2] = bus__w_data[2];
+      \$732 [3] = bus__w_data[3];
+      \$732 [4] = bus__w_data[4];
+      \$732 [5] = bus__w_data[5];
+      \$732 [6] = bus__w_data[6];
     end
     if (rst) begin
-      \$722  = 7'h00;
+      \$732  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$723  = addrmap_irq_enable;
+    if (_init_strobe_5 ) begin end
+    \$733  = addrmap_irq_enable;
     if (\$499 ) begin
-      \$723 [0] = bus__w_data[0];
-      \$723 [1] = bus__w_data[1];
-      \$723 [2] = bus__w_data[2];
-      \$723 [3] = bus__w_data[3];
-      \$723 [4] = bus__w_data[4];
-      \$723 [5] = bus__w_data[5];
-      \$723 [6] = bus__w_data[6];
+      \$733 [0] = bus__w_data[0];
+      \$733 [1] = bus__w_data[1];
+      \$733 [2] = bus__w_data[2];
+      \$733 [3] = bus__w_data[3];
+      \$733 [4] = bus__w_data[4];
+      \$733 [5] = bus__w_data[5];
+      \$733 [6] = bus__w_data[6];
     end
     if (rst) begin
-      \$723  = 7'h00;
+      \$733  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$724  = arbiter_irq_enable;
+    if (_init_strobe_5 ) begin end
+    \$734  = arbiter_irq_enable;
     if (\$500 ) begin
-      \$724 [0] = bus__w_data[0];
-      \$724 [1] = bus__w_data[1];
+      \$734 [0] = bus__w_data[0];
+      \$734 [1] = bus__w_data[1];
     end
     if (rst) begin
-      \$724  = 2'h0;
+      \$734  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$725  = \$545 ;
+    if (_init_strobe_5 ) begin end
+    \$735  = \$545 ;
     if (rst) begin
-      \$725  = 4'h0;
+      \$735  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$726  = \$548 ;
+    if (_init_strobe_5 ) begin end
+    \$736  = \$548 ;
     if (rst) begin
-      \$726  = 6'h00;
+      \$736  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$727  = \$551 ;
+    if (_init_strobe_5 ) begin end
+    \$737  = \$551 ;
     if (rst) begin
-      \$727  = 7'h00;
+      \$737  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$728  = \$554 ;
+    if (_init_strobe_5 ) begin end
+    \$738  = \$554 ;
     if (rst) begin
-      \$728  = 7'h00;
+      \$738  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$729  = \$557 ;
+    if (_init_strobe_5 ) begin end
+    \$739  = \$557 ;
     if (rst) begin
-      \$729  = 2'h0;
+      \$739  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$730  = tracker_capture;
+    if (_init_strobe_5 ) begin end
+    \$740  = tracker_capture;
     if (\$563 ) begin
-      \$730 [15:0] = \tracker_capture$152 [15:0];
-      \$730 [23:16] = \tracker_capture$152 [23:16];
-      \$730 [29:24] = tracker_errors;
+      \$740 [15:0] = \tracker_capture$163 [15:0];
+      \$740 [23:16] = \tracker_capture$163 [23:16];
+      \$740 [29:24] = tracker_errors;
     end
     if (rst) begin
-      \$730  = 30'h00000000;
+      \$740  = 30'h00000000;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$731  = dma_capture;
+    if (_init_strobe_5 ) begin end
+    \$741  = dma_capture;
     if (\$569 ) begin
-      \$731 [7:0] = \dma_capture$154 [7:0];
-      \$731 [23:8] = \dma_capture$154 [23:8];
-      \$731 [71:24] = \dma_capture$154 [71:24];
-      \$731 [78:72] = dma_errors;
+      \$741 [7:0] = \dma_capture$165 [7:0];
+      \$741 [23:8] = \dma_capture$165 [23:8];
+      \$741 [71:24] = \dma_capture$165 [71:24];
+      \$741 [78:72] = dma_errors;
     end
     if (rst) begin
-      \$731  = 79'h00000000000000000000;
+      \$741  = 79'h00000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$732  = addrmap_capture;
+    if (_init_strobe_5 ) begin end
+    \$742  = addrmap_capture;
     if (\$575 ) begin
-      \$732 [47:0] = \addrmap_capture$156 [47:0];
-      \$732 [52:48] = \addrmap_capture$156 [52:48];
-      \$732 [68:53] = \addrmap_capture$156 [68:53];
-      \$732 [75:69] = addrmap_errors;
+      \$742 [47:0] = \addrmap_capture$167 [47:0];
+      \$742 [52:48] = \addrmap_capture$167 [52:48];
+      \$742 [68:53] = \addrmap_capture$167 [68:53];
+      \$742 [75:69] = addrmap_errors;
     end
     if (rst) begin
-      \$732  = 76'h0000000000000000000;
+      \$742  = 76'h0000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$733  = \$586 ;
+    if (_init_strobe_5 ) begin end
+    \$743  = \$586 ;
     if (rst) begin
-      \$733  = 1'h0;
+      \$743  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
-    \$734  = bus__r_data;
+    if (_init_strobe_5 ) begin end
+    \$744  = bus__r_data;
     if (bus__r_stb) begin
-      \$734  = \$698 ;
+      \$744  = \$698 ;
     end
     if (rst) begin
-      \$734  = 32'd0;
+      \$744  = 32'd0;
     end
   end
   assign rp__addr = region_program__payload[2:0];
   assign \rp__addr$97  = dma_program__payload[7:0];
-  assign \device_id$110  = device_id;
+  assign \device_id$120  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -15211,7 +15574,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign dma_errors__bad_pitch  = dma_errors[4];
   assign dma_errors__desc_busy  = dma_errors[5];
   assign dma_errors__read_error  = dma_errors[6];
-  assign device_id$110__device  = device_id;
+  assign device_id$120__device  = device_id;
   assign tracker_clear__unprogrammed  = 1'h1;
   assign tracker_clear__overcount  = 1'h1;
   assign tracker_clear__reprogram  = 1'h1;
@@ -15264,15 +15627,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign desc_got__pitch  = desc_got[74:51];
   assign desc_got__src  = desc_got[122:75];
   assign desc_got__dst  = desc_got[170:123];
-  assign rp__data$133__valid  = \rp__data$133 [0];
-  assign rp__data$133__op  = \rp__data$133 [1];
-  assign rp__data$133__device  = \rp__data$133 [6:2];
-  assign rp__data$133__tile  = \rp__data$133 [22:7];
-  assign rp__data$133__rows  = \rp__data$133 [34:23];
-  assign rp__data$133__row_bytes  = \rp__data$133 [50:35];
-  assign rp__data$133__pitch  = \rp__data$133 [74:51];
-  assign rp__data$133__src  = \rp__data$133 [122:75];
-  assign rp__data$133__dst  = \rp__data$133 [170:123];
+  assign rp__data$144__valid  = \rp__data$144 [0];
+  assign rp__data$144__op  = \rp__data$144 [1];
+  assign rp__data$144__device  = \rp__data$144 [6:2];
+  assign rp__data$144__tile  = \rp__data$144 [22:7];
+  assign rp__data$144__rows  = \rp__data$144 [34:23];
+  assign rp__data$144__row_bytes  = \rp__data$144 [50:35];
+  assign rp__data$144__pitch  = \rp__data$144 [74:51];
+  assign rp__data$144__src  = \rp__data$144 [122:75];
+  assign rp__data$144__dst  = \rp__data$144 [170:123];
   assign track_result__op  = track_result[1:0];
   assign track_result__code  = track_result[4:2];
   assign track_result__tile  = track_result[20:5];
@@ -15370,8 +15733,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign tracker_capture__events__bad_threshold  = tracker_capture[27];
   assign tracker_capture__events__overflow  = tracker_capture[28];
   assign tracker_capture__events__bad_op  = tracker_capture[29];
-  assign tracker_capture$152__tile  = \tracker_capture$152 [15:0];
-  assign tracker_capture$152__cmd  = \tracker_capture$152 [23:16];
+  assign tracker_capture$163__tile  = \tracker_capture$163 [15:0];
+  assign tracker_capture$163__cmd  = \tracker_capture$163 [23:16];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
@@ -15383,9 +15746,9 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign dma_capture__events__bad_pitch  = dma_capture[76];
   assign dma_capture__events__desc_busy  = dma_capture[77];
   assign dma_capture__events__read_error  = dma_capture[78];
-  assign dma_capture$154__index  = \dma_capture$154 [7:0];
-  assign dma_capture$154__tile  = \dma_capture$154 [23:8];
-  assign dma_capture$154__addr  = \dma_capture$154 [71:24];
+  assign dma_capture$165__index  = \dma_capture$165 [7:0];
+  assign dma_capture$165__tile  = \dma_capture$165 [23:8];
+  assign dma_capture$165__addr  = \dma_capture$165 [71:24];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
@@ -15397,9 +15760,9 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign addrmap_capture__events__rx_remote  = addrmap_capture[73];
   assign addrmap_capture__events__rx_unmapped  = addrmap_capture[74];
   assign addrmap_capture__events__rx_crosses  = addrmap_capture[75];
-  assign addrmap_capture$156__addr  = \addrmap_capture$156 [47:0];
-  assign addrmap_capture$156__device  = \addrmap_capture$156 [52:48];
-  assign addrmap_capture$156__tile  = \addrmap_capture$156 [68:53];
+  assign addrmap_capture$167__addr  = \addrmap_capture$167 [47:0];
+  assign addrmap_capture$167__device  = \addrmap_capture$167 [52:48];
+  assign addrmap_capture$167__tile  = \addrmap_capture$167 [68:53];
   assign tracker_stats__writes_compute  = tracker_stats[31:0];
   assign tracker_stats__writes_dma  = tracker_stats[63:32];
   assign tracker_stats__writes_remote  = tracker_stats[95:64];
@@ -15526,9 +15889,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$325  = arbiter_program__valid;
   assign \$326  = arbiter_program__valid;
   assign \$327  = arbiter_program__valid;
-  assign \$330  = region_program__valid;
   assign \$333  = arbiter_program__valid;
-  assign \$334  = region_program__valid;
   assign \$343  = \$342 ;
   assign \$352  = \$351 ;
   assign \$361  = \$360 ;
@@ -15597,7 +15958,7 @@ endmodule
 
 module t3hw_engine__dma (rst, desc_held, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, response__payload, packet__ready, program__valid, program__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid
 , packet__payload, clk);
-  reg _init_strobe_4  = 0;
+  reg _init_strobe_6  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
   wire [32:0] \$11 ;
@@ -15887,14 +16248,14 @@ module t3hw_engine__dma (rst, desc_held, trigger__valid, trigger__payload, idle,
     .trigger__valid(trigger__valid)
   );
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_6 ) begin end
     \$17  = \$3 ;
     if (rst) begin
       \$17  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_6 ) begin end
     \$18  = capture;
     if (\$4 ) begin
       \$18  = detail;
@@ -15906,7 +16267,7 @@ module t3hw_engine__dma (rst, desc_held, trigger__valid, trigger__payload, idle,
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_6 ) begin end
     \$19  = stats;
     if (enqueued) begin
       \$19 [31:0] = \$6 [31:0];
@@ -16076,7 +16437,7 @@ module t3hw_engine__dma (rst, desc_held, trigger__valid, trigger__payload, idle,
 endmodule
 
 module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, clk);
-  reg _init_strobe_5  = 0;
+  reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
   wire \$11 ;
@@ -16416,7 +16777,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     .wr__data(meta)
   );
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     detail = 72'h000000000000000000;
     if (o__valid) begin
       detail[7:0] = o__payload[91:84];
@@ -16425,7 +16786,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$57  = read__valid;
     if (read__ready) begin
       \$57  = 1'h0;
@@ -16438,7 +16799,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$58  = read__payload;
     if (issue) begin
       \$58 [47:0] = meta[139:92];
@@ -16450,7 +16811,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$59  = tag;
     if (issue) begin
       \$59  = \$38 [2:0];
@@ -16460,7 +16821,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$60  = col;
     if (issue) begin
       (* full_case = 32'd1 *)
@@ -16475,7 +16836,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$61  = rows_left;
     if (issue) begin
       if (row_end) begin
@@ -16487,7 +16848,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$62  = src_row;
     if (issue) begin
       if (row_end) begin
@@ -16499,7 +16860,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$63  = dst_row;
     if (issue) begin
       if (row_end) begin
@@ -16511,7 +16872,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$64  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
@@ -16526,7 +16887,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$65  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
@@ -16541,7 +16902,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$66  = one_row;
     if (issue) begin
       if (row_end) begin
@@ -16553,7 +16914,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$67  = active;
     if (issue) begin
       if (last) begin
@@ -16571,7 +16932,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$68  = cur;
     if (\$46 ) begin
       \$68 [0] = descriptor__payload[8];
@@ -16586,14 +16947,14 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$69  = index;
     if (\$46 ) begin
       \$69  = descriptor__payload[7:0];
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$70  = run;
     if (\$46 ) begin
       \$70  = \$47 [3:0];
@@ -16603,14 +16964,14 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$71  = short_row;
     if (\$46 ) begin
       \$71  = \$49 ;
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$72  = packet__valid;
     if (packet__ready) begin
       \$72  = 1'h0;
@@ -16623,7 +16984,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$73  = packet__payload;
     if (\$signal$31 ) begin
       \$73  = o__payload[76:0];
@@ -16633,7 +16994,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$74  = \$signal ;
     if (\$54 ) begin
       \$74  = \$56 ;
@@ -16643,7 +17004,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_7 ) begin end
     \$75  = \$signal$8 ;
     if (\$54 ) begin
       \$75  = o__payload[83:80];
@@ -16727,7 +17088,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
 endmodule
 
 module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid, o__payload, wr__data, clk);
-  reg _init_strobe_6  = 0;
+  reg _init_strobe_8  = 0;
   wire \$1 ;
   wire [3:0] \$10 ;
   wire \$11 ;
@@ -16863,7 +17224,7 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid,
   always @(posedge clk)
     level <= \$17 ;
   always @* begin
-    if (_init_strobe_6 ) begin end
+    if (_init_strobe_8 ) begin end
     \$15  = wr__addr;
     if (\$3 ) begin
       \$15  = \$6 [2:0];
@@ -16873,7 +17234,7 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid,
     end
   end
   always @* begin
-    if (_init_strobe_6 ) begin end
+    if (_init_strobe_8 ) begin end
     \$16  = rd__addr;
     if (\$7 ) begin
       \$16  = \$10 [2:0];
@@ -16883,7 +17244,7 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid,
     end
   end
   always @* begin
-    if (_init_strobe_6 ) begin end
+    if (_init_strobe_8 ) begin end
     \$17  = \$14 [3:0];
     if (rst) begin
       \$17  = 4'h0;
@@ -16937,7 +17298,7 @@ endmodule
 
 module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
-  reg _init_strobe_7  = 0;
+  reg _init_strobe_9  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -25024,7 +25385,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     .wr__data(s2_cmd)
   );
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3160  = sweep;
     if (busy) begin
       \$3160  = \$1 [7:0];
@@ -25034,7 +25395,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3161  = busy;
     if (busy) begin
       if (\$2 ) begin
@@ -25046,35 +25407,35 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3162  = \$3 ;
     if (rst) begin
       \$3162  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3163  = s1_valid;
     if (rst) begin
       \$3163  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3164  = \$4 ;
     if (rst) begin
       \$3164  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3165  = fetching;
     if (rst) begin
       \$3165  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3166  = descriptor__valid;
     if (descriptor__ready) begin
       \$3166  = 1'h0;
@@ -25087,7 +25448,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3167  = descriptor__payload;
     if (fetched) begin
       \$3167 [8] = got[0];
@@ -25106,1799 +25467,1799 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3168  = \$15 [4:0];
     if (rst) begin
       \$3168  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3169  = \$26 [4:0];
     if (rst) begin
       \$3169  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3170  = \$37 [4:0];
     if (rst) begin
       \$3170  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3171  = \$48 [4:0];
     if (rst) begin
       \$3171  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3172  = \$59 [4:0];
     if (rst) begin
       \$3172  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3173  = \$70 [4:0];
     if (rst) begin
       \$3173  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3174  = \$81 [4:0];
     if (rst) begin
       \$3174  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3175  = \$92 [4:0];
     if (rst) begin
       \$3175  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3176  = \$103 [4:0];
     if (rst) begin
       \$3176  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3177  = \$114 [4:0];
     if (rst) begin
       \$3177  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3178  = \$125 [4:0];
     if (rst) begin
       \$3178  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3179  = \$136 [4:0];
     if (rst) begin
       \$3179  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3180  = \$147 [4:0];
     if (rst) begin
       \$3180  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3181  = \$158 [4:0];
     if (rst) begin
       \$3181  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3182  = \$169 [4:0];
     if (rst) begin
       \$3182  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3183  = \$180 [4:0];
     if (rst) begin
       \$3183  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3184  = \$191 [4:0];
     if (rst) begin
       \$3184  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3185  = \$202 [4:0];
     if (rst) begin
       \$3185  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3186  = \$213 [4:0];
     if (rst) begin
       \$3186  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3187  = \$224 [4:0];
     if (rst) begin
       \$3187  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3188  = \$235 [4:0];
     if (rst) begin
       \$3188  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3189  = \$246 [4:0];
     if (rst) begin
       \$3189  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3190  = \$257 [4:0];
     if (rst) begin
       \$3190  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3191  = \$268 [4:0];
     if (rst) begin
       \$3191  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3192  = \$279 [4:0];
     if (rst) begin
       \$3192  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3193  = \$290 [4:0];
     if (rst) begin
       \$3193  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3194  = \$301 [4:0];
     if (rst) begin
       \$3194  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3195  = \$312 [4:0];
     if (rst) begin
       \$3195  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3196  = \$323 [4:0];
     if (rst) begin
       \$3196  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3197  = \$334 [4:0];
     if (rst) begin
       \$3197  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3198  = \$345 [4:0];
     if (rst) begin
       \$3198  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3199  = \$356 [4:0];
     if (rst) begin
       \$3199  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3200  = \$367 [4:0];
     if (rst) begin
       \$3200  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3201  = \$378 [4:0];
     if (rst) begin
       \$3201  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3202  = \$389 [4:0];
     if (rst) begin
       \$3202  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3203  = \$400 [4:0];
     if (rst) begin
       \$3203  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3204  = \$411 [4:0];
     if (rst) begin
       \$3204  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3205  = \$422 [4:0];
     if (rst) begin
       \$3205  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3206  = \$433 [4:0];
     if (rst) begin
       \$3206  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3207  = \$444 [4:0];
     if (rst) begin
       \$3207  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3208  = \$455 [4:0];
     if (rst) begin
       \$3208  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3209  = \$466 [4:0];
     if (rst) begin
       \$3209  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3210  = \$477 [4:0];
     if (rst) begin
       \$3210  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3211  = \$488 [4:0];
     if (rst) begin
       \$3211  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3212  = \$499 [4:0];
     if (rst) begin
       \$3212  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3213  = \$510 [4:0];
     if (rst) begin
       \$3213  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3214  = \$521 [4:0];
     if (rst) begin
       \$3214  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3215  = \$532 [4:0];
     if (rst) begin
       \$3215  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3216  = \$543 [4:0];
     if (rst) begin
       \$3216  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3217  = \$554 [4:0];
     if (rst) begin
       \$3217  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3218  = \$565 [4:0];
     if (rst) begin
       \$3218  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3219  = \$576 [4:0];
     if (rst) begin
       \$3219  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3220  = \$587 [4:0];
     if (rst) begin
       \$3220  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3221  = \$598 [4:0];
     if (rst) begin
       \$3221  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3222  = \$609 [4:0];
     if (rst) begin
       \$3222  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3223  = \$620 [4:0];
     if (rst) begin
       \$3223  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3224  = \$631 [4:0];
     if (rst) begin
       \$3224  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3225  = \$642 [4:0];
     if (rst) begin
       \$3225  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3226  = \$653 [4:0];
     if (rst) begin
       \$3226  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3227  = \$664 [4:0];
     if (rst) begin
       \$3227  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3228  = \$675 [4:0];
     if (rst) begin
       \$3228  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3229  = \$686 [4:0];
     if (rst) begin
       \$3229  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3230  = \$697 [4:0];
     if (rst) begin
       \$3230  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3231  = \$708 [4:0];
     if (rst) begin
       \$3231  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3232  = \$719 [4:0];
     if (rst) begin
       \$3232  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3233  = \$730 [4:0];
     if (rst) begin
       \$3233  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3234  = \$741 [4:0];
     if (rst) begin
       \$3234  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3235  = \$752 [4:0];
     if (rst) begin
       \$3235  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3236  = \$763 [4:0];
     if (rst) begin
       \$3236  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3237  = \$774 [4:0];
     if (rst) begin
       \$3237  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3238  = \$785 [4:0];
     if (rst) begin
       \$3238  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3239  = \$796 [4:0];
     if (rst) begin
       \$3239  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3240  = \$807 [4:0];
     if (rst) begin
       \$3240  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3241  = \$818 [4:0];
     if (rst) begin
       \$3241  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3242  = \$829 [4:0];
     if (rst) begin
       \$3242  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3243  = \$840 [4:0];
     if (rst) begin
       \$3243  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3244  = \$851 [4:0];
     if (rst) begin
       \$3244  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3245  = \$862 [4:0];
     if (rst) begin
       \$3245  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3246  = \$873 [4:0];
     if (rst) begin
       \$3246  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3247  = \$884 [4:0];
     if (rst) begin
       \$3247  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3248  = \$895 [4:0];
     if (rst) begin
       \$3248  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3249  = \$906 [4:0];
     if (rst) begin
       \$3249  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3250  = \$917 [4:0];
     if (rst) begin
       \$3250  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3251  = \$928 [4:0];
     if (rst) begin
       \$3251  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3252  = \$939 [4:0];
     if (rst) begin
       \$3252  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3253  = \$950 [4:0];
     if (rst) begin
       \$3253  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3254  = \$961 [4:0];
     if (rst) begin
       \$3254  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3255  = \$972 [4:0];
     if (rst) begin
       \$3255  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3256  = \$983 [4:0];
     if (rst) begin
       \$3256  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3257  = \$994 [4:0];
     if (rst) begin
       \$3257  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3258  = \$1005 [4:0];
     if (rst) begin
       \$3258  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3259  = \$1016 [4:0];
     if (rst) begin
       \$3259  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3260  = \$1027 [4:0];
     if (rst) begin
       \$3260  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3261  = \$1038 [4:0];
     if (rst) begin
       \$3261  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3262  = \$1049 [4:0];
     if (rst) begin
       \$3262  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3263  = \$1060 [4:0];
     if (rst) begin
       \$3263  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3264  = \$1071 [4:0];
     if (rst) begin
       \$3264  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3265  = \$1082 [4:0];
     if (rst) begin
       \$3265  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3266  = \$1093 [4:0];
     if (rst) begin
       \$3266  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3267  = \$1104 [4:0];
     if (rst) begin
       \$3267  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3268  = \$1115 [4:0];
     if (rst) begin
       \$3268  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3269  = \$1126 [4:0];
     if (rst) begin
       \$3269  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3270  = \$1137 [4:0];
     if (rst) begin
       \$3270  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3271  = \$1148 [4:0];
     if (rst) begin
       \$3271  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3272  = \$1159 [4:0];
     if (rst) begin
       \$3272  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3273  = \$1170 [4:0];
     if (rst) begin
       \$3273  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3274  = \$1181 [4:0];
     if (rst) begin
       \$3274  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3275  = \$1192 [4:0];
     if (rst) begin
       \$3275  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3276  = \$1203 [4:0];
     if (rst) begin
       \$3276  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3277  = \$1214 [4:0];
     if (rst) begin
       \$3277  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3278  = \$1225 [4:0];
     if (rst) begin
       \$3278  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3279  = \$1236 [4:0];
     if (rst) begin
       \$3279  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3280  = \$1247 [4:0];
     if (rst) begin
       \$3280  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3281  = \$1258 [4:0];
     if (rst) begin
       \$3281  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3282  = \$1269 [4:0];
     if (rst) begin
       \$3282  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3283  = \$1280 [4:0];
     if (rst) begin
       \$3283  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3284  = \$1291 [4:0];
     if (rst) begin
       \$3284  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3285  = \$1302 [4:0];
     if (rst) begin
       \$3285  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3286  = \$1313 [4:0];
     if (rst) begin
       \$3286  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3287  = \$1324 [4:0];
     if (rst) begin
       \$3287  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3288  = \$1335 [4:0];
     if (rst) begin
       \$3288  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3289  = \$1346 [4:0];
     if (rst) begin
       \$3289  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3290  = \$1357 [4:0];
     if (rst) begin
       \$3290  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3291  = \$1368 [4:0];
     if (rst) begin
       \$3291  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3292  = \$1379 [4:0];
     if (rst) begin
       \$3292  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3293  = \$1390 [4:0];
     if (rst) begin
       \$3293  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3294  = \$1401 [4:0];
     if (rst) begin
       \$3294  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3295  = \$1412 [4:0];
     if (rst) begin
       \$3295  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3296  = \$1423 [4:0];
     if (rst) begin
       \$3296  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3297  = \$1434 [4:0];
     if (rst) begin
       \$3297  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3298  = \$1445 [4:0];
     if (rst) begin
       \$3298  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3299  = \$1456 [4:0];
     if (rst) begin
       \$3299  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3300  = \$1467 [4:0];
     if (rst) begin
       \$3300  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3301  = \$1478 [4:0];
     if (rst) begin
       \$3301  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3302  = \$1489 [4:0];
     if (rst) begin
       \$3302  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3303  = \$1500 [4:0];
     if (rst) begin
       \$3303  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3304  = \$1511 [4:0];
     if (rst) begin
       \$3304  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3305  = \$1522 [4:0];
     if (rst) begin
       \$3305  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3306  = \$1533 [4:0];
     if (rst) begin
       \$3306  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3307  = \$1544 [4:0];
     if (rst) begin
       \$3307  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3308  = \$1555 [4:0];
     if (rst) begin
       \$3308  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3309  = \$1566 [4:0];
     if (rst) begin
       \$3309  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3310  = \$1577 [4:0];
     if (rst) begin
       \$3310  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3311  = \$1588 [4:0];
     if (rst) begin
       \$3311  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3312  = \$1599 [4:0];
     if (rst) begin
       \$3312  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3313  = \$1610 [4:0];
     if (rst) begin
       \$3313  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3314  = \$1621 [4:0];
     if (rst) begin
       \$3314  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3315  = \$1632 [4:0];
     if (rst) begin
       \$3315  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3316  = \$1643 [4:0];
     if (rst) begin
       \$3316  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3317  = \$1654 [4:0];
     if (rst) begin
       \$3317  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3318  = \$1665 [4:0];
     if (rst) begin
       \$3318  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3319  = \$1676 [4:0];
     if (rst) begin
       \$3319  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3320  = \$1687 [4:0];
     if (rst) begin
       \$3320  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3321  = \$1698 [4:0];
     if (rst) begin
       \$3321  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3322  = \$1709 [4:0];
     if (rst) begin
       \$3322  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3323  = \$1720 [4:0];
     if (rst) begin
       \$3323  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3324  = \$1731 [4:0];
     if (rst) begin
       \$3324  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3325  = \$1742 [4:0];
     if (rst) begin
       \$3325  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3326  = \$1753 [4:0];
     if (rst) begin
       \$3326  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3327  = \$1764 [4:0];
     if (rst) begin
       \$3327  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3328  = \$1775 [4:0];
     if (rst) begin
       \$3328  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3329  = \$1786 [4:0];
     if (rst) begin
       \$3329  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3330  = \$1797 [4:0];
     if (rst) begin
       \$3330  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3331  = \$1808 [4:0];
     if (rst) begin
       \$3331  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3332  = \$1819 [4:0];
     if (rst) begin
       \$3332  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3333  = \$1830 [4:0];
     if (rst) begin
       \$3333  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3334  = \$1841 [4:0];
     if (rst) begin
       \$3334  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3335  = \$1852 [4:0];
     if (rst) begin
       \$3335  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3336  = \$1863 [4:0];
     if (rst) begin
       \$3336  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3337  = \$1874 [4:0];
     if (rst) begin
       \$3337  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3338  = \$1885 [4:0];
     if (rst) begin
       \$3338  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3339  = \$1896 [4:0];
     if (rst) begin
       \$3339  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3340  = \$1907 [4:0];
     if (rst) begin
       \$3340  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3341  = \$1918 [4:0];
     if (rst) begin
       \$3341  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3342  = \$1929 [4:0];
     if (rst) begin
       \$3342  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3343  = \$1940 [4:0];
     if (rst) begin
       \$3343  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3344  = \$1951 [4:0];
     if (rst) begin
       \$3344  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3345  = \$1962 [4:0];
     if (rst) begin
       \$3345  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3346  = \$1973 [4:0];
     if (rst) begin
       \$3346  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3347  = \$1984 [4:0];
     if (rst) begin
       \$3347  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3348  = \$1995 [4:0];
     if (rst) begin
       \$3348  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3349  = \$2006 [4:0];
     if (rst) begin
       \$3349  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3350  = \$2017 [4:0];
     if (rst) begin
       \$3350  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3351  = \$2028 [4:0];
     if (rst) begin
       \$3351  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3352  = \$2039 [4:0];
     if (rst) begin
       \$3352  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3353  = \$2050 [4:0];
     if (rst) begin
       \$3353  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3354  = \$2061 [4:0];
     if (rst) begin
       \$3354  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3355  = \$2072 [4:0];
     if (rst) begin
       \$3355  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3356  = \$2083 [4:0];
     if (rst) begin
       \$3356  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3357  = \$2094 [4:0];
     if (rst) begin
       \$3357  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3358  = \$2105 [4:0];
     if (rst) begin
       \$3358  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3359  = \$2116 [4:0];
     if (rst) begin
       \$3359  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3360  = \$2127 [4:0];
     if (rst) begin
       \$3360  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3361  = \$2138 [4:0];
     if (rst) begin
       \$3361  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3362  = \$2149 [4:0];
     if (rst) begin
       \$3362  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3363  = \$2160 [4:0];
     if (rst) begin
       \$3363  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3364  = \$2171 [4:0];
     if (rst) begin
       \$3364  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3365  = \$2182 [4:0];
     if (rst) begin
       \$3365  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3366  = \$2193 [4:0];
     if (rst) begin
       \$3366  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3367  = \$2204 [4:0];
     if (rst) begin
       \$3367  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3368  = \$2215 [4:0];
     if (rst) begin
       \$3368  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3369  = \$2226 [4:0];
     if (rst) begin
       \$3369  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3370  = \$2237 [4:0];
     if (rst) begin
       \$3370  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3371  = \$2248 [4:0];
     if (rst) begin
       \$3371  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3372  = \$2259 [4:0];
     if (rst) begin
       \$3372  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3373  = \$2270 [4:0];
     if (rst) begin
       \$3373  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3374  = \$2281 [4:0];
     if (rst) begin
       \$3374  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3375  = \$2292 [4:0];
     if (rst) begin
       \$3375  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3376  = \$2303 [4:0];
     if (rst) begin
       \$3376  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3377  = \$2314 [4:0];
     if (rst) begin
       \$3377  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3378  = \$2325 [4:0];
     if (rst) begin
       \$3378  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3379  = \$2336 [4:0];
     if (rst) begin
       \$3379  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3380  = \$2347 [4:0];
     if (rst) begin
       \$3380  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3381  = \$2358 [4:0];
     if (rst) begin
       \$3381  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3382  = \$2369 [4:0];
     if (rst) begin
       \$3382  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3383  = \$2380 [4:0];
     if (rst) begin
       \$3383  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3384  = \$2391 [4:0];
     if (rst) begin
       \$3384  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3385  = \$2402 [4:0];
     if (rst) begin
       \$3385  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3386  = \$2413 [4:0];
     if (rst) begin
       \$3386  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3387  = \$2424 [4:0];
     if (rst) begin
       \$3387  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3388  = \$2435 [4:0];
     if (rst) begin
       \$3388  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3389  = \$2446 [4:0];
     if (rst) begin
       \$3389  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3390  = \$2457 [4:0];
     if (rst) begin
       \$3390  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3391  = \$2468 [4:0];
     if (rst) begin
       \$3391  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3392  = \$2479 [4:0];
     if (rst) begin
       \$3392  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3393  = \$2490 [4:0];
     if (rst) begin
       \$3393  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3394  = \$2501 [4:0];
     if (rst) begin
       \$3394  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3395  = \$2512 [4:0];
     if (rst) begin
       \$3395  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3396  = \$2523 [4:0];
     if (rst) begin
       \$3396  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3397  = \$2534 [4:0];
     if (rst) begin
       \$3397  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3398  = \$2545 [4:0];
     if (rst) begin
       \$3398  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3399  = \$2556 [4:0];
     if (rst) begin
       \$3399  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3400  = \$2567 [4:0];
     if (rst) begin
       \$3400  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3401  = \$2578 [4:0];
     if (rst) begin
       \$3401  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3402  = \$2589 [4:0];
     if (rst) begin
       \$3402  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3403  = \$2600 [4:0];
     if (rst) begin
       \$3403  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3404  = \$2611 [4:0];
     if (rst) begin
       \$3404  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3405  = \$2622 [4:0];
     if (rst) begin
       \$3405  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3406  = \$2633 [4:0];
     if (rst) begin
       \$3406  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3407  = \$2644 [4:0];
     if (rst) begin
       \$3407  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3408  = \$2655 [4:0];
     if (rst) begin
       \$3408  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3409  = \$2666 [4:0];
     if (rst) begin
       \$3409  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3410  = \$2677 [4:0];
     if (rst) begin
       \$3410  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3411  = \$2688 [4:0];
     if (rst) begin
       \$3411  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3412  = \$2699 [4:0];
     if (rst) begin
       \$3412  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3413  = \$2710 [4:0];
     if (rst) begin
       \$3413  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3414  = \$2721 [4:0];
     if (rst) begin
       \$3414  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3415  = \$2732 [4:0];
     if (rst) begin
       \$3415  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3416  = \$2743 [4:0];
     if (rst) begin
       \$3416  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3417  = \$2754 [4:0];
     if (rst) begin
       \$3417  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3418  = \$2765 [4:0];
     if (rst) begin
       \$3418  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3419  = \$2776 [4:0];
     if (rst) begin
       \$3419  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3420  = \$2787 [4:0];
     if (rst) begin
       \$3420  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3421  = \$2798 [4:0];
     if (rst) begin
       \$3421  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3422  = \$2809 [4:0];
     if (rst) begin
       \$3422  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     \$3423  = \$2820 [4:0];
     if (rst) begin
       \$3423  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     detail = 72'h000000000000000000;
     if (refused) begin
       detail[7:0] = program__payload[7:0];
@@ -26911,7 +27272,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__addr = sweep;
@@ -26920,7 +27281,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__data = 1'h0;
@@ -26929,7 +27290,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__en = 1'h1;
@@ -26938,7 +27299,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__addr = sweep;
@@ -26947,7 +27308,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__data = 171'h0000000000000000000000000000000000000000000;
@@ -26964,7 +27325,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     end
   end
   always @* begin
-    if (_init_strobe_7 ) begin end
+    if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__en = 1'h1;
@@ -27037,7 +27398,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
 endmodule
 
 module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__payload, wr__data, level, clk);
-  reg _init_strobe_8  = 0;
+  reg _init_strobe_10  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
   wire \$11 ;
@@ -27129,7 +27490,7 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__p
   always @(posedge clk)
     level <= \$17 ;
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_10 ) begin end
     \$15  = wr__addr;
     if (\$3 ) begin
       \$15  = \$6 [3:0];
@@ -27139,7 +27500,7 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__p
     end
   end
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_10 ) begin end
     \$16  = rd__addr;
     if (\$7 ) begin
       \$16  = \$10 [3:0];
@@ -27149,7 +27510,7 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__p
     end
   end
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_10 ) begin end
     \$17  = \$14 [4:0];
     if (rst) begin
       \$17  = 5'h00;
@@ -27227,7 +27588,7 @@ module t3hw_engine__slice_dma_read (rst, o__ready, i__ready, o__valid, o__payloa
 endmodule
 
 module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
-  reg _init_strobe_9  = 0;
+  reg _init_strobe_11  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
   wire \$11 ;
@@ -27315,7 +27676,7 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__valid, o__pay
   always @(posedge clk)
     level <= \$17 ;
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_11 ) begin end
     \$15  = wr__addr;
     if (\$3 ) begin
       \$15  = \$6 [0];
@@ -27325,7 +27686,7 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__valid, o__pay
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_11 ) begin end
     \$16  = rd__addr;
     if (\$7 ) begin
       \$16  = \$10 [0];
@@ -27335,7 +27696,7 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__valid, o__pay
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_11 ) begin end
     \$17  = \$14 [1:0];
     if (rst) begin
       \$17  = 2'h0;
@@ -27419,7 +27780,7 @@ module t3hw_engine__slice_dma_response (rst, i__valid, o__ready, i__ready, o__va
 endmodule
 
 module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
-  reg _init_strobe_10  = 0;
+  reg _init_strobe_12  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
   wire \$11 ;
@@ -27503,7 +27864,7 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__valid, o_
   always @(posedge clk)
     level <= \$17 ;
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_12 ) begin end
     \$15  = wr__addr;
     if (\$3 ) begin
       \$15  = \$6 [0];
@@ -27513,7 +27874,7 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_12 ) begin end
     \$16  = rd__addr;
     if (\$7 ) begin
       \$16  = \$10 [0];
@@ -27523,7 +27884,7 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_12 ) begin end
     \$17  = \$14 [1:0];
     if (rst) begin
       \$17  = 2'h0;
@@ -27639,7 +28000,7 @@ module t3hw_engine__slice_net_dma (rst, i__ready, o__valid, o__payload, i__valid
 endmodule
 
 module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, o__payload, wr__data, o__ready, level, clk);
-  reg _init_strobe_11  = 0;
+  reg _init_strobe_13  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
   wire \$11 ;
@@ -27747,7 +28108,7 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, o__payload, wr__d
   always @(posedge clk)
     level <= \$17 ;
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_13 ) begin end
     \$15  = wr__addr;
     if (\$3 ) begin
       \$15  = \$6 [0];
@@ -27757,7 +28118,7 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, o__payload, wr__d
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_13 ) begin end
     \$16  = rd__addr;
     if (\$7 ) begin
       \$16  = \$10 [0];
@@ -27767,7 +28128,7 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, o__payload, wr__d
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_13 ) begin end
     \$17  = \$14 [1:0];
     if (rst) begin
       \$17  = 2'h0;
@@ -27801,7 +28162,7 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, o__payload, wr__d
   assign \$8  = rd__addr;
 endmodule
 
-module t3hw_engine__slice_net_store (rst, i__ready, o__valid, o__payload, i__valid, data, o__ready, clk);
+module t3hw_engine__slice_net_store (rst, i__valid, i__ready, o__valid, o__payload, data, o__ready, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -27895,7 +28256,7 @@ module t3hw_engine__slice_net_store (rst, i__ready, o__valid, o__payload, i__val
 endmodule
 
 module t3hw_engine__slice_net_store__queue (rst, push, o__valid, o__payload, wr__data, o__ready, level, clk);
-  reg _init_strobe_12  = 0;
+  reg _init_strobe_14  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
   wire \$11 ;
@@ -28003,7 +28364,7 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__valid, o__payload, wr_
   always @(posedge clk)
     level <= \$17 ;
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_14 ) begin end
     \$15  = wr__addr;
     if (\$3 ) begin
       \$15  = \$6 [0];
@@ -28013,7 +28374,7 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__valid, o__payload, wr_
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_14 ) begin end
     \$16  = rd__addr;
     if (\$7 ) begin
       \$16  = \$10 [0];
@@ -28023,7 +28384,7 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__valid, o__payload, wr_
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_14 ) begin end
     \$17  = \$14 [1:0];
     if (rst) begin
       \$17  = 2'h0;
@@ -28057,7 +28418,7 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__valid, o__payload, wr_
   assign \$8  = rd__addr;
 endmodule
 
-module t3hw_engine__slice_remote (rst, o__ready, i__ready, o__valid, o__payload, i__valid, data, clk);
+module t3hw_engine__slice_remote (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -28150,8 +28511,8 @@ module t3hw_engine__slice_remote (rst, o__ready, i__ready, o__valid, o__payload,
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
-  reg _init_strobe_13  = 0;
+module t3hw_engine__slice_remote__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
+  reg _init_strobe_15  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
   wire \$11 ;
@@ -28259,7 +28620,7 @@ module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__valid, o__paylo
   always @(posedge clk)
     level <= \$17 ;
   always @* begin
-    if (_init_strobe_13 ) begin end
+    if (_init_strobe_15 ) begin end
     \$15  = wr__addr;
     if (\$3 ) begin
       \$15  = \$6 [0];
@@ -28269,7 +28630,7 @@ module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__valid, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_13 ) begin end
+    if (_init_strobe_15 ) begin end
     \$16  = rd__addr;
     if (\$7 ) begin
       \$16  = \$10 [0];
@@ -28279,7 +28640,7 @@ module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__valid, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_13 ) begin end
+    if (_init_strobe_15 ) begin end
     \$17  = \$14 [1:0];
     if (rst) begin
       \$17  = 2'h0;
@@ -28313,7 +28674,7 @@ module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__valid, o__paylo
   assign \$8  = rd__addr;
 endmodule
 
-module t3hw_engine__slice_store (rst, o__ready, i__ready, o__valid, o__payload, i__valid, data, clk);
+module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__valid, o__payload, data, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -28407,7 +28768,7 @@ module t3hw_engine__slice_store (rst, o__ready, i__ready, o__valid, o__payload, 
 endmodule
 
 module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
-  reg _init_strobe_14  = 0;
+  reg _init_strobe_16  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
   wire \$11 ;
@@ -28515,7 +28876,7 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, o__payloa
   always @(posedge clk)
     level <= \$17 ;
   always @* begin
-    if (_init_strobe_14 ) begin end
+    if (_init_strobe_16 ) begin end
     \$15  = wr__addr;
     if (\$3 ) begin
       \$15  = \$6 [0];
@@ -28525,7 +28886,7 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, o__payloa
     end
   end
   always @* begin
-    if (_init_strobe_14 ) begin end
+    if (_init_strobe_16 ) begin end
     \$16  = rd__addr;
     if (\$7 ) begin
       \$16  = \$10 [0];
@@ -28535,7 +28896,7 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, o__payloa
     end
   end
   always @* begin
-    if (_init_strobe_14 ) begin end
+    if (_init_strobe_16 ) begin end
     \$17  = \$14 [1:0];
     if (rst) begin
       \$17  = 2'h0;
@@ -28570,7 +28931,7 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, o__payloa
 endmodule
 
 module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, trigger__payload, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, clk);
-  reg _init_strobe_15  = 0;
+  reg _init_strobe_17  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -30044,7 +30405,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, tri
     .wr__data(\data$69 )
   );
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     (* full_case = 32'd1 *)
     if (fwd_hit[0]) begin
       base = fwd_last;
@@ -30057,7 +30418,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, tri
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     (* full_case = 32'd1 *)
     casez (s3_req[1:0])
       2'h0:
@@ -30069,7 +30430,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, tri
     endcase
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$197  = sweep;
     if (busy) begin
       \$197  = sweep1[7:0];
@@ -30079,7 +30440,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, tri
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$198  = sweep1;
     if (busy) begin
       \$198  = \$79 [8:0];
@@ -30089,7 +30450,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, tri
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$199  = sweep_last;
     if (busy) begin
       \$199  = \$80 ;
@@ -30099,7 +30460,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, tri
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$200  = busy;
     if (busy) begin
       if (sweep_last) begin
@@ -30111,196 +30472,196 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, tri
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$201  = write__valid;
     if (rst) begin
       \$201  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$202  = busy;
     if (rst) begin
       \$202  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$203  = \$81 ;
     if (rst) begin
       \$203  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$204  = \$87 ;
     if (rst) begin
       \$204  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$205  = s1_valid;
     if (rst) begin
       \$205  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$206  = s1_stale;
     if (rst) begin
       \$206  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$207  = s1_prog;
     if (rst) begin
       \$207  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$208  = s1_ack;
     if (rst) begin
       \$208  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$209  = s2_valid;
     if (rst) begin
       \$209  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$210  = s2_stale;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$211  = s2_prog;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$212  = s2_ack;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$213  = \$99 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$214  = \$100 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$215  = \$123 ;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$216  = { \$132 , \$130 , \$128  };
     if (rst) begin
       \$216  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$217  = \$signal ;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$218  = base[0];
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$219  = ok_next;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$220  = \$136 ;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$221  = \$139 ;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$222  = \$143 ;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$224  = \$158 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$225  = fwd_prev_we;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$226  = fwd_last_we;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$228  = \push$56 ;
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$229  = s3_prog;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$230 [1:0] = s3_req[1:0];
     \$230 [4:2] = code;
     \$230 [20:5] = s3_tile;
@@ -30315,7 +30676,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, tri
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$231  = capture;
     if (\$164 ) begin
       \$231 [15:0] = s3_tile;
@@ -30326,28 +30687,28 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, tri
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$232  = \$169 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$233  = \$171 ;
     if (rst) begin
       \$233  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$234  = \$174 ;
     if (rst) begin
       \$234  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$235  = stats;
     if (write__valid) begin
       casez (write__payload[22:21])
@@ -30373,14 +30734,14 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, tri
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$236  = \$188 ;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
+    if (_init_strobe_17 ) begin end
     \$237  = \wait ;
     if (\$194 ) begin
       \$237  = 3'h7;
@@ -30587,7 +30948,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, tri
 endmodule
 
 module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_16  = 0;
+  reg _init_strobe_18  = 0;
   wire \$1 ;
   wire [8:0] \$10 ;
   wire \$11 ;
@@ -30918,7 +31279,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   always @(posedge clk)
     level <= \$17 ;
   always @* begin
-    if (_init_strobe_16 ) begin end
+    if (_init_strobe_18 ) begin end
     \$15  = wr__addr;
     if (\$3 ) begin
       \$15  = \$6 [7:0];
@@ -30928,7 +31289,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
     end
   end
   always @* begin
-    if (_init_strobe_16 ) begin end
+    if (_init_strobe_18 ) begin end
     \$16  = rd__addr;
     if (\$7 ) begin
       \$16  = \$10 [7:0];
@@ -30938,7 +31299,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
     end
   end
   always @* begin
-    if (_init_strobe_16 ) begin end
+    if (_init_strobe_18 ) begin end
     \$17  = \$14 [8:0];
     if (rst) begin
       \$17  = 9'h000;
@@ -30951,7 +31312,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
 endmodule
 
 module t3hw_engine__tracker__queue (rst, o__valid, o__payload, o__ready, wr__data, push, clk);
-  reg _init_strobe_17  = 0;
+  reg _init_strobe_19  = 0;
   wire \$1 ;
   wire [8:0] \$10 ;
   wire \$11 ;
@@ -31290,7 +31651,7 @@ module t3hw_engine__tracker__queue (rst, o__valid, o__payload, o__ready, wr__dat
   always @(posedge clk)
     level <= \$17 ;
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_19 ) begin end
     \$15  = wr__addr;
     if (\$3 ) begin
       \$15  = \$6 [7:0];
@@ -31300,7 +31661,7 @@ module t3hw_engine__tracker__queue (rst, o__valid, o__payload, o__ready, wr__dat
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_19 ) begin end
     \$16  = rd__addr;
     if (\$7 ) begin
       \$16  = \$10 [7:0];
@@ -31310,7 +31671,7 @@ module t3hw_engine__tracker__queue (rst, o__valid, o__payload, o__ready, wr__dat
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_19 ) begin end
     \$17  = \$14 [8:0];
     if (rst) begin
       \$17  = 9'h000;
@@ -31331,7 +31692,7 @@ module t3hw_engine__tracker__queue (rst, o__valid, o__payload, o__ready, wr__dat
 endmodule
 
 module t3hw_engine__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, o__ready);
-  reg _init_strobe_18  = 0;
+  reg _init_strobe_20  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
   reg \$11 ;
@@ -31405,7 +31766,7 @@ module t3hw_engine__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1_
   always @(posedge clk)
     last <= \$11 ;
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$9  = o__valid;
     if (o__ready) begin
       \$9  = 1'h0;
@@ -31434,7 +31795,7 @@ module t3hw_engine__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1_
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$10  = o__payload;
     (* full_case = 32'd1 *)
     casez (last)
@@ -31460,7 +31821,7 @@ module t3hw_engine__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1_
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$11  = last;
     (* full_case = 32'd1 *)
     casez (last)
@@ -31486,7 +31847,7 @@ module t3hw_engine__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1_
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     i__1__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -31506,7 +31867,7 @@ module t3hw_engine__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1_
     endcase
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     i__0__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)

@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from t3hw.spec.contract import (CSR_LOAD_CYCLES as LOAD_CYCLES, CSR_REFUSALS,
-                                CSR_VERDICT_DELAY as VERDICT_DELAY)
+                                csr_verdict_delay, addrmap_program_cycles)
 from t3hw.spec.layouts import (ArbPolicy, Codec, CsrCommand,
                           addrmap_errors_layout, arbiter_errors_layout, arbiter_stats_layout,
                           arbiter_status_layout, csr_status_layout, dma_descriptor_layout,
@@ -49,7 +49,7 @@ STAGING = {"REGION": "region_program", "DESC": "dma_program", "TRACK": "tracker_
            "ARB": "arbiter_program"}
 
 #: Staging groups whose target is always ready (their stream has no ``ready`` port).
-ALWAYS_READY = ("REGION", "ARB")
+ALWAYS_READY = ("ARB",)
 
 #: Command -> (staging group, whether it loads the group from its read-back table).
 COMMANDS = {
@@ -81,6 +81,7 @@ class CsrInputs:
     w_data:         int = 0
     w_stb:          int = 0
     r_stb:          int = 0
+    region_ready:   int = 1
     dma_ready:      int = 1
     tracker_ready:  int = 1
     tracker_errors: int = 0
@@ -153,7 +154,7 @@ class CsrModel:
         self.valid = dict.fromkeys(STAGING, False)
         self.verdict = dict.fromkeys(self.tables, False)
         # writes taken, waiting for their verdict: one flag per cycle still to wait
-        self.waiting = {g: [False] * (VERDICT_DELAY[g] - 1) for g in self.tables}
+        self.waiting = {g: [False] * (csr_verdict_delay(p)[g] - 1) for g in self.tables}
         # read commands under way: the entry read, one slot per cycle of the load (the last
         # slot's entry goes into the staging registers at the end of this cycle), or None
         self.loads = {g: [None] * LOAD_CYCLES for g in self.tables}
@@ -252,7 +253,8 @@ class CsrModel:
             The staging groups whose request the target took this cycle, with its payload.
         """
         rm = self.map
-        ready = {**dict.fromkeys(ALWAYS_READY, True), "DESC": bool(ins.dma_ready),
+        ready = {**dict.fromkeys(ALWAYS_READY, True), "REGION": bool(ins.region_ready),
+                 "DESC": bool(ins.dma_ready),
                  "TRACK": bool(ins.tracker_ready)}
         taken = {g: self.staging[g] for g in STAGING if self.valid[g] and ready[g]}
         errs = set()
@@ -408,10 +410,13 @@ class Targets:
         self.events = dict.fromkeys(self.models, 0)
         self.log = []               # (group, fields) of every request transferred
         # A target that checks a request a cycle after taking it (the address map's region
-        # writes: VERDICT_DELAY) applies it late: requests wait here, one slot per cycle.
-        self.late = {g: deque([None] * (VERDICT_DELAY.get(g, 1) - 1))
+        # writes: csr_verdict_delay) applies it late: requests wait here, one slot per cycle.
+        delay = csr_verdict_delay(params)
+        self.late = {g: deque([None] * (delay.get(g, 1) - 1))
                      for g in ("REGION", "DESC", "TRACK", "ARB")}
         self.answers = deque()      # (cycle due, packed tracker result), in order
+        # The address map takes no region write for this many cycles after one.
+        self.region_busy, self.region_gap = 0, addrmap_program_cycles(params) - 1
         self.now = 0
         self.result_codec = Codec(tracker_result_layout(params))
 
@@ -426,6 +431,7 @@ class Targets:
         ins["arbiter_status"] = self.arbiter.status()
         due = self.answers and self.answers[0][0] <= self.now
         ins["tracker_result"] = self.answers[0][1] if due else None
+        ins["region_ready"] = int(self.region_busy == 0)
         return ins
 
     def answer(self, op, tile, threshold=0, cmd=0, rearm=0):
@@ -453,6 +459,10 @@ class Targets:
 
         apply = {"REGION": self.addrmap.program, "DESC": self.dma.program,
                  "TRACK": track, "ARB": self.arbiter.program}
+        if "REGION" in taken:
+            self.region_busy = self.region_gap
+        elif self.region_busy:
+            self.region_busy -= 1
         for g, wait in self.late.items():
             wait.append(taken.get(g))
             payload = wait.popleft()

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The address map: classifies every producer store by a small region table.
+"""The address map: classifies every producer store by a region table.
 
 This is T3's "producer output address space configuration". Each of ``regions`` regions is
 ``[base, base + size)`` with a mode:
@@ -21,37 +21,57 @@ So the receiving GPU, which arms its tracker, also decides which arrivals it cou
 sender does not. Every other packet is refused with one error, the first that applies:
 ``rx_misrouted`` (another device), ``rx_remote`` (in a ``REMOTE`` region: this GPU's own
 send window), ``rx_unmapped`` (in no region that receives), ``rx_crosses`` (it ends past
-its region). This second lookup has its own comparators and registers, and never waits
-for the store path.
-The programming logic keeps the table well formed: regions never overlap and are never
-empty, so at most one region matches.
+its region). This second lookup has its own read ports and pipeline, and never waits for
+the store path.
+
+How it scales. The table is kept sorted by base address, in memory, and looked up by a
+pipelined binary search, so a lookup costs ``log2(regions) + 3`` comparators and one adder
+whatever the number of regions, and the table costs memory bits, not flip-flops and
+comparators per region:
+
+* the *records*: per sorted position, the region's base, end (``base + size``), mode,
+  device, translation (``remote_base - base``) and index;
+* the *pivots*: the bases again, split by level of the search tree (level ``s`` holds the
+  positions whose lowest set bit is ``s``), so that each search stage reads one small
+  memory;
+* two copies of both (*banks*) and a count of valid positions per bank. Lookups read the
+  *active* bank; a region write builds the new table in the other bank and, when accepted,
+  makes it active in one cycle. A store or packet reads the bank that was active when it
+  was accepted, all the way down its pipeline.
+
+Programming checks a write against the table one region per cycle: a single pass over the
+sorted positions of the active bank copies every other valid region into the other bank in
+order, inserts the written region at its place, and compares it with each region it passes
+(one overlap check, two comparators). The write is rejected (the active bank unchanged) for
+size 0, an end past the top of the address space or an unknown mode (``bad_region``), or an
+overlap with another valid region (``overlap``); removing a region (``valid = 0``) is always
+accepted. The table therefore never overlaps and never holds an empty region, so at most
+one region matches any address. Software needs no rule beyond that: regions are any
+non-overlapping ranges, programmed in any order at any index (the driver's API is the
+region write of the register block).
 """
 
-import operator
-from functools import reduce
 from types import SimpleNamespace
 
 from amaranth import *
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from t3hw.spec.contract import (addrmap_latency, addrmap_program_cycles, addrmap_queue_depth,
+                                addrmap_search_stages, addrmap_verdict_cycles)
 from t3hw.spec.layouts import (RegionMode, WriteKind, addrmap_capture_layout,
                                addrmap_errors_layout, addrmap_stats_layout, mem_store_layout,
-                               net_packet_layout, region_layout, region_program_layout,
-                               store_layout)
+                               net_packet_layout, region_program_layout, store_layout)
 from t3hw.spec.params import EngineParams, check_params
+from .queue import Queue
 from .status import count, sticky_errors
 
 
 __all__ = ["AddrMap"]
 
-#: The rx path's region lines: the modes of each.
-_RX_KINDS = {"tracked": (RegionMode.TRACKED,), "receive": (RegionMode.LOCAL, RegionMode.TRACKED),
-             "remote": (RegionMode.REMOTE,)}
-
 
 class AddrMap(wiring.Component):
-    """Region table and store classifier.
+    """Sorted region table, binary-search store classifier and packet checker.
 
     Parameters
     ----------
@@ -62,42 +82,45 @@ class AddrMap(wiring.Component):
     Members
     -------
     store : In(stream.Signature(store_layout))
-        Producer stores. Ready when the classified store ahead of it (stage A) is empty, or
-        moves into its output register this cycle, or is refused (so a stalled output holds
-        every store, in order).
-    program : In(stream.Signature(region_program_layout, always_ready=True))
-        Region writes (from the register block), one per cycle. ``valid = 0`` removes region
-        ``index``. A write with ``valid = 1`` replaces region ``index`` unless it is rejected:
-        size 0, ``base + size > 2**addr_width`` or an unknown mode sets ``bad_region``;
-        overlapping another valid region sets ``overlap``. A rejected write leaves the table
-        unchanged. A write is checked and applied over the two cycles after it (so its error
-        bit is set three cycles after it), and applies to stores and packets accepted from
-        three cycles after it on. Writes in consecutive cycles are checked in order.
+        Producer stores. Ready while fewer than ``Q`` stores are held
+        (:func:`~t3hw.spec.contract.addrmap_queue_depth`: accepted, and neither taken from
+        ``net``/``mem`` nor refused); ``ready`` is a compare of one register.
+    program : In(stream.Signature(region_program_layout))
+        Region writes (from the register block). ``valid = 0`` removes region ``index``. A
+        write with ``valid = 1`` replaces region ``index`` unless it is rejected: size 0,
+        ``base + size > 2**addr_width`` or an unknown mode sets ``bad_region``; overlapping
+        another valid region sets ``overlap``. A rejected write leaves the table unchanged.
+        A write taken in cycle t sets its error bit in t + V
+        (:func:`~t3hw.spec.contract.addrmap_verdict_cycles`, ``regions + 5``) and applies
+        to stores and packets accepted from t + V on. ``ready`` is low for
+        :func:`~t3hw.spec.contract.addrmap_program_cycles` - 1 cycles after a write is
+        taken (``regions + 2 log2(regions) + 3``), so writes are checked one at a time, in
+        order.
     net : Out(stream.Signature(net_packet_layout))
-        Stores to ``REMOTE`` regions, as ``UPDATE`` packets. ``valid`` is a register.
+        Stores to ``REMOTE`` regions, as ``UPDATE`` packets.
     mem : Out(stream.Signature(mem_store_layout))
-        Every other store, with ``tracked`` set for ``TRACKED`` regions. ``valid`` is a
-        register.
+        Every other store, with ``tracked`` set for ``TRACKED`` regions. ``net`` and ``mem``
+        are the head of one queue of classified stores, in the order they were accepted: a
+        stalled output holds the stores behind it.
     rx : In(stream.Signature(net_packet_layout))
-        Packets from the network. Ready when the checked packet ahead of it (rx stage A) is
-        empty, or moves into ``rx_mem`` this cycle, or is refused (so a stalled ``rx_mem``
-        holds two packets, in order).
+        Packets from the network. Ready while fewer than ``Q`` packets are held (accepted,
+        and neither taken from ``rx_mem`` nor refused).
     rx_mem : Out(stream.Signature(mem_store_layout))
         Each packet accepted, as a local store (its ``kind``, ``tile`` and ``bytes``),
         ``tracked`` when its region is ``TRACKED``, checked against the table and
-        ``device_id`` as they stood when the packet was taken. ``valid`` is a register
-        (latency 2).
+        ``device_id`` as they stood when the packet was accepted.
     device_id : In(device_width)
         This GPU's device number (from the register block's ``DEVICE_ID``); packets for
         another device are refused.
     errors : Out(addrmap_errors_layout)
         Sticky error bits; each stays set until the same bit of ``clear`` is pulsed (a bit set
         in the same cycle as its clear stays set). A refused store or packet sets its bit in
-        the cycle after it leaves stage A; a rejected region write three cycles after it.
+        the cycle after it is classified (``L`` cycles after it was accepted); a rejected
+        region write ``V`` cycles after it was taken.
     clear : In(addrmap_errors_layout)
         Write-one-to-clear strobe for ``errors``.
     stats : Out(addrmap_stats_layout)
-        Wrapping counters: the stores by class, counted as they leave stage A, and each
+        Wrapping counters: the stores by class, counted as they are classified, and each
         refusal under its error's name.
     capture : Out(addrmap_capture_layout)
         The details of the error events that ``errors`` shows set in this cycle, registered
@@ -106,38 +129,42 @@ class AddrMap(wiring.Component):
         write's base and device (tile 0). When events coincide, the store's win, then the
         packet's, then the region write's.
 
-    Latency 2 cycles (a store accepted in cycle t is valid at its output in t + 2);
-    throughput one store per cycle while the outputs are ready (a refused store leaves stage
-    A at once). Stage A classifies: three compares (``base <= addr < end`` and
-    ``addr + bytes <= end``) and one add (``addr + remote_base - base``) per region, all in
-    parallel on the region's stored ``end`` and translation, which programming computes;
-    its paths are one ``addr_width`` carry chain into a register, except the crossing
-    check, whose compare follows the one shared add ``addr + bytes`` (two chains; not on the
-    path of any enable). It registers the compares and every region's valid bit and
-    result. Stage B forms the one-hot hit from those registers and selects with it (an
-    AND-OR, which grows with ``log2(regions)``) into the output registers, and counts; the
-    store's class (local, remote, tracked, unmapped or crossing), which ``store.ready`` and
-    the counters wait on, is an AND-OR of stage A's registers alone.
-    Received packets take two cycles, one packet per cycle while ``rx_mem`` is ready (a
-    refused packet leaves rx stage A at once): rx stage A compares the packet with every
-    region (the same three compares each, in parallel) and its device with ``device_id``,
-    and registers them with the packet and which regions are valid and ``TRACKED``,
-    ``LOCAL`` or ``TRACKED``, and ``REMOTE``; rx stage B ANDs and ORs them into the verdict
-    and ``rx_mem``'s ``tracked`` bit. ``rx.ready`` comes from registers and ``rx_mem.ready``
-    only. Programming takes three stages: the new region's end and
-    translation are computed and registered, then it is compared with every other region
-    (each compare into its own register) and its end with the top of the address space,
-    then the compares are ANDed and ORed into the clash, the verdict is taken and the region
-    written. Region valid bits, the stages' and outputs' ``valid``, ``errors``, ``stats``
-    and ``capture`` are reset; the derived ``end`` and translation are not (they are only
-    read while their region is valid), nor are the stages' other registers.
+    Timing. A store accepted in cycle t is classified in t + L - 1 (its counter, or its
+    refusal) and, unless refused, is valid at ``net`` or ``mem`` from t + L on
+    (:func:`~t3hw.spec.contract.addrmap_latency`, ``log2(regions) + 3``), behind the
+    stores accepted before it; one store per cycle while the outputs are ready. The stages,
+    each ending in registers, with no enable (nothing stalls inside the pipeline; the
+    credit count at the input and the output queue absorb back-pressure):
+
+    * S0: the store and the active bank;
+    * search, ``log2(regions)`` stages, level ``s`` from the top: read the pivot of level
+      ``s`` under the path so far (asynchronous memory read), compare it with the address
+      (one carry chain), and take the branch; the last also adds ``addr + bytes``;
+    * F: read the record at the position found, three compares (``base <= addr``,
+      ``addr < end``, ``addr + bytes <= end``) and the translation (``addr + delta``), in
+      parallel;
+    * C: the class from F's registers: the counters, the refusal, the push into the output
+      queue (:class:`~t3hw.hw.queue.Queue`, ``Q`` items, asynchronous-read memory).
+
+    Received packets take the same stages, their own read ports and their own queue into
+    ``rx_mem``; S0 also registers ``device != device_id``.
+
+    Programming: P1 registers the write with its end, translation and field checks; the
+    pass reads the active bank's positions in order, one per cycle, into a register (stage
+    1), compares each with the write (stage 2: three compares into registers) and copies it
+    into the other bank (stage 3: at its position, one further when it sorts after the
+    write; the pivot at the level of the position's lowest set bit); then one cycle writes
+    the new region at its rank and decides (from registers): reject, or make the other bank
+    active. Valid bits, counts, the active
+    bank, the pipeline's and the pass's control, ``errors``, ``stats`` and ``capture`` are
+    reset; the memories are not (a position is read only below its bank's count).
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
         self._p = check_params(params, self)
         super().__init__({
             "store":     In(stream.Signature(store_layout(params))),
-            "program":   In(stream.Signature(region_program_layout(params), always_ready=True)),
+            "program":   In(stream.Signature(region_program_layout(params))),
             "net":       Out(stream.Signature(net_packet_layout(params))),
             "mem":       Out(stream.Signature(mem_store_layout(params))),
             "rx":        In(stream.Signature(net_packet_layout(params))),
@@ -153,371 +180,376 @@ class AddrMap(wiring.Component):
     def params(self):
         return self._p
 
+    # --- layouts ----------------------------------------------------------------------------
+
+    def _bounds_layout(self):
+        """What every reader of a record needs: its range and mode."""
+        p = self._p
+        return data.StructLayout({"base": p.addr_width, "end": p.addr_width + 1,
+                                  "mode": RegionMode})
+
+    def _route_layout(self):
+        """What the store path and the pass read besides: the translation and device."""
+        p = self._p
+        return data.StructLayout({"delta": p.addr_width, "device": p.device_width})
+
     def elaborate(self, platform):
         # The block, built in this order (the order of the calls is the order of the
         # statements, and so of the generated Verilog):
         #
-        # * the region table (``_table``): the regions and, beside each, its end and its
-        #   translation, which programming computes;
-        # * the store path: stage A compares the address with every region and registers the
-        #   compares with the store, stage B selects from them and decides the store's class
-        #   (``_classify``), loads the ``net`` or ``mem`` output register
-        #   (``_store_outputs``) and counts the store by class (``_store_counters``);
-        # * the rx path (``_rx_path``): the same lookup with its own comparators, into
-        #   ``rx_mem``;
-        # * programming, three stages: P1 registers the request and P2 checks its fields
-        #   (``_program_stages``), P3 decides and writes the region (``_program_write``), and
-        #   P2 compares the request with every region and the write ahead
-        #   (``_program_compare``);
+        # * the table (``_table``): the banks' memories, counts and the active bank;
+        # * the store path: S0, the search and F (``_lookup``), then C (``_store_class``);
+        # * the rx path: the same lookup with its own read ports, then its C (``_rx_class``);
+        # * programming (``_program``): P1, the pass, the decision;
         # * the error events of all three (``_errors``): the sticky ``errors``, the
         #   refusals' counters and ``capture``.
         m = Module()
-        t = self._table()
-        store = self._classify(m, t)
-        self._store_outputs(m, store)
-        self._store_counters(m, store)
-        rx = self._rx_path(m, t)
-        prog = self._program_stages(m)
-        p3_lines, we, prog_events = self._program_write(m, t, prog)
-        self._program_compare(m, t, prog, p3_lines, we)
-        self._errors(m, store, rx, prog, prog_events)
+        t = self._table(m)
+        store = self._lookup(m, t, "a", self.store, route=True)
+        store = self._store_class(m, store)
+        rx = self._lookup(m, t, "rx", self.rx, route=False)
+        rx = self._rx_class(m, rx)
+        prog = self._program(m, t)
+        self._errors(m, store, rx, prog)
         return m
 
-    def _table(self):
-        """The region table: ``regions`` (one :func:`region_layout` register each) and, beside
-        each, ``ends`` and ``deltas``, derived at programming time so that no lookup adds two
-        table fields: the end ``base + size`` (``addr_width + 1`` bits, it may be
-        ``2**addr_width``) and the translation ``remote_base - base`` (mod
-        ``2**addr_width``)."""
+    def _table(self, m):
+        """The two banks: per bank, ``regions`` records (three memories, by reader) and the
+        pivots (one memory per search level), the count of valid positions of each bank, and
+        the active bank. Addresses are ``Cat(position, bank)``."""
         p = self._p
-        aw = p.addr_width
-        regions = [Signal(region_layout(p), name=f"region{i}") for i in range(p.regions)]
-        ends   = [Signal(aw + 1, name=f"region{i}_end", reset_less=True)
-                  for i in range(p.regions)]
-        deltas = [Signal(aw, name=f"region{i}_delta", reset_less=True)
-                  for i in range(p.regions)]
-        return SimpleNamespace(regions=regions, ends=ends, deltas=deltas)
+        n, stages = p.regions, addrmap_search_stages(p)
+        # Every read is asynchronous, straight into a register or a compare: LUT RAM, not
+        # block RAM (whose clock-to-output would start the compares).
+        attrs = {"ram_style": "distributed"}
+        mems = dict(
+            bounds=memory.Memory(shape=self._bounds_layout(), depth=2 * n, init=[],
+                                 attrs=attrs),
+            route=memory.Memory(shape=self._route_layout(), depth=2 * n, init=[], attrs=attrs),
+            index=memory.Memory(shape=p.region_index_width, depth=2 * n, init=[],
+                                attrs=attrs),
+            **{f"pivot{s}": memory.Memory(shape=p.addr_width, depth=2 * (n >> (s + 1)),
+                                          init=[], attrs=attrs)
+               for s in range(stages)})
+        for name, mem in mems.items():
+            m.submodules[name] = mem
+        counts = Array(Signal(range(n + 1), name=f"count{b}") for b in range(2))
+        active = Signal()
+        return SimpleNamespace(mems=mems, counts=counts, active=active, stages=stages)
 
-    def _compares(self, m, t, addr, nbytes, name):
-        """Stage A's lookup of a request (``addr``, ``nbytes``) in the table ``t``: per
-        region, ``addr >= base``, ``addr < end`` (each one carry chain straight into its own
-        register: ``ge``, ``lt``) and ``addr + nbytes <= end`` (``fits``: the request's own
-        end, one add shared by every region, then one compare into the register). Returns
-        the registers and their updates."""
+    def _lookup(self, m, t, name, port, *, route):
+        """S0, the search and F of one lookup path (the store path, ``name = "a"``, with
+        ``route``: it also reads the translation and device; the rx path, ``"rx"``). Returns
+        F's registers and the count of requests held (``held``, updated by the caller)."""
         p = self._p
-        lines = SimpleNamespace(**{k: Signal(p.regions, name=f"{name}_{k}", reset_less=True)
-                                   for k in ("ge", "lt", "fits")})
-        stop = Signal(max(p.addr_width, len(nbytes)) + 1, name=f"{name}_stop")
-        m.d.comb += stop.eq(addr + nbytes)      # one past the request's last byte
-        update = []
-        for i, r in enumerate(t.regions):
-            update += [lines.ge[i].eq(addr >= r.base), lines.lt[i].eq(addr < t.ends[i]),
-                       lines.fits[i].eq(stop <= t.ends[i])]
-        return lines, update
+        aw, stages = p.addr_width, t.stages
+        payload = port.payload
+        held = Signal(range(addrmap_queue_depth(p) + 1), name=f"{name}_held")
+        m.d.comb += port.ready.eq(held < addrmap_queue_depth(p))
 
-    def _classify(self, m, t):
-        """The store path's stages A and B up to the outputs: stage A's registers and their
-        load, stage B's select of the hit region's device and translated address, the
-        store's class, and ``store.ready``. Returns what the outputs and counters use."""
-        p = self._p
-        aw = p.addr_width
-        regions = t.regions
-        # --- classify, stage A: three compares and one add per region, in parallel ---------
-        # (a region matches when base <= addr < end; every region computes its own
-        # translated address). Registered with the store: the compares, every region's
-        # valid bit, translated address and device, and the valid regions of each mode (a
-        # copy, so that a region written meanwhile does not change a store already
-        # classified).
-        st = self.store.payload
-        a_valid   = Signal()
-        a_store   = Signal(store_layout(p), reset_less=True)
-        a_lines, a_update = self._compares(m, t, st.addr, st.bytes, "a")
-        a_on      = Signal(p.regions, name="a_on", reset_less=True)     # valid regions
-        a_targets = [Signal(aw, name=f"a_target{i}", reset_less=True) for i in range(p.regions)]
-        a_devices = [Signal(p.device_width, name=f"a_device{i}", reset_less=True)
-                     for i in range(p.regions)]
-        # Per mode, the regions that are valid with that mode.
-        a_modes   = {mode: Signal(p.regions, name=f"a_{mode.name.lower()}", reset_less=True)
-                     for mode in (RegionMode.LOCAL, RegionMode.REMOTE, RegionMode.TRACKED)}
+        def stage(tag):
+            return SimpleNamespace(
+                valid=Signal(name=f"{name}_{tag}_valid"),
+                req=Signal(payload.shape(), name=f"{name}_{tag}_req", reset_less=True),
+                bank=Signal(name=f"{name}_{tag}_bank", reset_less=True),
+                pos=Signal(stages, name=f"{name}_{tag}_pos", reset_less=True),
+                other=Signal(name=f"{name}_{tag}_other", reset_less=True))
 
-        # --- stage B: the one-hot hit lines from the registered compares, then the select
-        # into the output registers. At most one region hits (the table never overlaps), so
-        # the select is an AND-OR of the hit lines, not a priority chain.
-        within = a_lines.ge & a_lines.lt
-        a_hits = Signal(p.regions, name="a_hits")
-        m.d.comb += a_hits.eq(a_on & within)
+        def follow(m, nxt, s, pos=None):
+            m.d.sync += [nxt.valid.eq(s.valid), nxt.req.eq(s.req), nxt.bank.eq(s.bank),
+                         nxt.other.eq(s.other), nxt.pos.eq(s.pos if pos is None else pos)]
 
-        def select(values):
-            return reduce(operator.or_, (Mux(a_hits[i], v, 0) for i, v in enumerate(values)))
-        device = Signal(p.device_width)
-        target = Signal(aw)                         # the translated address of the hit region
-        m.d.comb += [
-            device.eq(select(a_devices)),
-            target.eq(select(a_targets)),
+        s = stage("s0")
+        m.d.sync += [s.valid.eq(port.valid & port.ready), s.req.eq(payload), s.bank.eq(t.active),
+                     s.pos.eq(0)]
+        if not route:
+            m.d.sync += s.other.eq(payload.device != self.device_id)
+
+        # The search, two stages per level from the top: read the pivot under the path so far
+        # (and whether its position is below the bank's count) into registers, then compare
+        # it with the address and take the branch.
+        for level in reversed(range(stages)):
+            rd = stage(f"r{level}")
+            pivot = Signal(aw, name=f"{name}_r{level}_pivot", reset_less=True)
+            inside = Signal(name=f"{name}_r{level}_inside", reset_less=True)
+            rp = t.mems[f"pivot{level}"].read_port(domain="comb")
+            m.d.comb += rp.addr.eq(Cat(s.pos[level + 1:stages], s.bank))
+            follow(m, rd, s)
+            m.d.sync += [pivot.eq(rp.data),
+                         inside.eq((s.pos | (1 << level)) < t.counts[s.bank])]
+            cmp = stage(f"c{level}")
+            follow(m, cmp, rd, rd.pos | ((inside & (pivot <= rd.req.addr)) << level))
+            s = cmp
+
+        # The record at the position found, into registers, with ``addr + bytes``.
+        rec = SimpleNamespace(stage=stage("rec"),
+                              bounds=Signal(self._bounds_layout(), name=f"{name}_rec_bounds",
+                                            reset_less=True),
+                              route=Signal(self._route_layout(), name=f"{name}_rec_route",
+                                           reset_less=True),
+                              inside=Signal(name=f"{name}_rec_inside", reset_less=True),
+                              stop=Signal(aw + 1, name=f"{name}_stop", reset_less=True))
+        rb = t.mems["bounds"].read_port(domain="comb")
+        m.d.comb += rb.addr.eq(Cat(s.pos, s.bank))
+        follow(m, rec.stage, s)
+        m.d.sync += [rec.bounds.eq(rb.data), rec.inside.eq(s.pos < t.counts[s.bank]),
+                     rec.stop.eq(s.req.addr + s.req.bytes)]
+        if route:
+            rr = t.mems["route"].read_port(domain="comb")
+            m.d.comb += rr.addr.eq(Cat(s.pos, s.bank))
+            m.d.sync += rec.route.eq(rr.data)
+
+        # F: three compares and the translation, in parallel, into registers.
+        s = rec.stage
+        f = SimpleNamespace(valid=Signal(name=f"{name}_f_valid"),
+                            req=Signal(payload.shape(), name=f"{name}_f_req", reset_less=True),
+                            other=Signal(name=f"{name}_f_other", reset_less=True),
+                            hit=Signal(name=f"{name}_f_hit", reset_less=True),
+                            fits=Signal(name=f"{name}_f_fits", reset_less=True),
+                            mode=Signal(RegionMode, name=f"{name}_f_mode", reset_less=True),
+                            device=Signal(p.device_width, name=f"{name}_f_device",
+                                          reset_less=True),
+                            target=Signal(aw, name=f"{name}_f_target", reset_less=True),
+                            held=held)
+        m.d.sync += [
+            f.valid.eq(s.valid), f.req.eq(s.req), f.other.eq(s.other),
+            f.hit.eq(rec.inside & (rec.bounds.base <= s.req.addr)
+                     & (s.req.addr < rec.bounds.end)),
+            f.fits.eq(rec.stop <= rec.bounds.end),
+            f.mode.eq(rec.bounds.mode),
         ]
-        # The store's class, each an AND-OR of stage A's registers alone (no select), as
-        # they decide ``store.ready`` and which counter counts. At most one is set: a store
-        # that fits in its region is local, remote or tracked by the region's mode; one that
-        # ends past it ``crosses`` (refused); one in no region is none of them (unmapped).
-        local, remote, tracked = (Signal(name=n) for n in ("local", "remote", "tracked"))
-        crosses = Signal(name="crosses")
-        m.d.comb += [line.eq((a_modes[mode] & within & a_lines.fits).any())
-                     for line, mode in ((local, RegionMode.LOCAL), (remote, RegionMode.REMOTE),
-                                        (tracked, RegionMode.TRACKED))]
-        m.d.comb += crosses.eq((a_hits & ~a_lines.fits).any())
+        if route:
+            m.d.sync += [f.device.eq(rec.route.device),
+                         f.target.eq(s.req.addr + rec.route.delta)]
+        return f
 
-        net, mem = self.net, self.mem
-        net_free, mem_free = ~net.valid | net.ready, ~mem.valid | mem.ready
-        advance = Signal()                          # stage A moves on (or is refused)
+    def _store_class(self, m, f):
+        """C of the store path: the class, the refusal, the push into the output queue and
+        the queue's head onto ``net`` or ``mem``; the class counters."""
+        p = self._p
+        item_layout = data.StructLayout({"remote": 1, "device": p.device_width,
+                                         "addr": p.addr_width, "tile": p.tile_width,
+                                         "bytes": p.burst_width, "kind": WriteKind,
+                                         "tracked": 1})
+        m.submodules.out_queue = q = Queue(item_layout, depth=addrmap_queue_depth(p))
+        local, remote, tracked, crosses = (Signal(name=n) for n in
+                                           ("local", "remote", "tracked", "crosses"))
+        ok = f.hit & f.fits
         m.d.comb += [
-            advance.eq(a_valid & (crosses | Mux(remote, net_free, mem_free))),
-            self.store.ready.eq(~a_valid | advance),
+            local.eq(ok & (f.mode == RegionMode.LOCAL)),
+            remote.eq(ok & (f.mode == RegionMode.REMOTE)),
+            tracked.eq(ok & (f.mode == RegionMode.TRACKED)),
+            crosses.eq(f.hit & ~f.fits),
         ]
-        # Stage A loads whenever it is ready, a store or not (its registers other than
-        # ``a_valid`` are only read while it holds a store), so their enable is
-        # ``store.ready`` alone.
-        with m.If(self.store.ready):
-            m.d.sync += [a_valid.eq(self.store.valid), a_store.eq(st), *a_update,
-                         a_on.eq(Cat(r.valid for r in regions)),
-                         *(a_modes[mode].eq(Cat(r.valid & (r.mode == mode) for r in regions))
-                           for mode in a_modes)]
-            for i, r in enumerate(regions):
-                m.d.sync += [a_targets[i].eq(st.addr + t.deltas[i]),
-                             a_devices[i].eq(r.device)]
-        return SimpleNamespace(a_valid=a_valid, a_store=a_store, device=device, target=target,
-                               local=local, remote=remote, tracked=tracked, crosses=crosses,
-                               advance=advance, net_free=net_free, mem_free=mem_free)
-
-    def _store_outputs(self, m, s):
-        """Stage B's output registers, ``net`` and ``mem``, loaded from the classified store
-        ``s`` (:meth:`_classify`)."""
+        push = Signal()
+        m.d.comb += [
+            push.eq(f.valid & ~crosses),
+            q.push.eq(push),
+            q.data.remote.eq(remote),
+            q.data.device.eq(f.device),
+            q.data.addr.eq(Mux(remote, f.target, f.req.addr)),
+            q.data.tile.eq(f.req.tile),
+            q.data.bytes.eq(f.req.bytes),
+            q.data.kind.eq(Mux(remote, WriteKind.UPDATE, f.req.kind)),
+            q.data.tracked.eq(tracked),
+        ]
+        head = q.o.payload
         net, mem = self.net, self.mem
-        # Each output's payload loads whenever the output is free, whether or not the store
-        # goes there (the payload is only read while ``valid``), so its enable does not wait
-        # on the store's class; ``valid`` is set when the store moves in.
-        with m.If(net.ready):
-            m.d.sync += net.valid.eq(0)
-        with m.If(mem.ready):
-            m.d.sync += mem.valid.eq(0)
-        with m.If(s.advance & s.remote):
-            m.d.sync += net.valid.eq(1)
-        with m.If(s.advance & ~s.remote & ~s.crosses):
-            m.d.sync += mem.valid.eq(1)
-        with m.If(s.net_free):
-            m.d.sync += [
-                net.payload.device.eq(s.device),
-                net.payload.addr.eq(s.target),
-                net.payload.kind.eq(WriteKind.UPDATE),
-                net.payload.tile.eq(s.a_store.tile),
-                net.payload.bytes.eq(s.a_store.bytes),
-            ]
-        with m.If(s.mem_free):
-            m.d.sync += [
-                mem.payload.addr.eq(s.a_store.addr),
-                mem.payload.tile.eq(s.a_store.tile),
-                mem.payload.bytes.eq(s.a_store.bytes),
-                mem.payload.kind.eq(s.a_store.kind),
-                mem.payload.tracked.eq(s.tracked),
-            ]
-
-    def _store_counters(self, m, s):
-        """The ``stats`` counters of the stores' classes, one per class of the store ``s``
-        leaving stage A (a refused store is counted with the errors)."""
-        # Each counter's enable is its class and the free output it goes to (the classes
-        # exclude each other, so that is ``advance`` for a store of that class).
+        m.d.comb += [
+            net.valid.eq(q.o.valid & head.remote),
+            mem.valid.eq(q.o.valid & ~head.remote),
+            q.o.ready.eq(Mux(head.remote, net.ready, mem.ready)),
+            net.payload.device.eq(head.device), net.payload.addr.eq(head.addr),
+            net.payload.kind.eq(head.kind), net.payload.tile.eq(head.tile),
+            net.payload.bytes.eq(head.bytes),
+            mem.payload.addr.eq(head.addr), mem.payload.tile.eq(head.tile),
+            mem.payload.bytes.eq(head.bytes), mem.payload.kind.eq(head.kind),
+            mem.payload.tracked.eq(head.tracked),
+        ]
+        self._hold(m, f.held, self.store, f.valid & crosses, q)
         st = self.stats
-        unmapped = ~(s.local | s.remote | s.tracked | s.crosses)
-        for counter, line, free in ((st.local, s.local, s.mem_free),
-                                    (st.tracked, s.tracked, s.mem_free),
-                                    (st.remote, s.remote, s.net_free),
-                                    (st.unmapped, unmapped, s.mem_free)):
-            count(m, counter, s.a_valid & line & free)
+        unmapped = f.valid & ~f.hit
+        for counter, event in ((st.local, f.valid & local), (st.tracked, f.valid & tracked),
+                               (st.remote, f.valid & remote), (st.unmapped, unmapped)):
+            count(m, counter, event)
+        return SimpleNamespace(f=f, crosses=f.valid & crosses)
 
-    def _rx_path(self, m, t):
-        """The rx path: rx stage A (the packet and its compares with the table ``t``) and rx
-        stage B (the checks and the ``tracked`` bit, into ``rx_mem``). Returns the packet in
-        rx stage A and its error events (fields of :func:`addrmap_errors_layout`)."""
+    def _hold(self, m, held, port, refused, q):
+        """The count of requests held: up by one per request accepted on ``port``, down by
+        one per request ``refused`` in C and per item taken from the queue ``q``."""
+        taken = q.o.valid & q.o.ready
+        m.d.sync += held.eq(held + (port.valid & port.ready) - refused - taken)
+
+    def _rx_class(self, m, f):
+        """C of the rx path: the checks, the refusals and the push into ``rx_mem``'s queue."""
         p = self._p
-        regions = t.regions
-        # --- rx, stage A: the same table, its own comparators, three compares per region ---
-        # Registered with the packet, with the regions that are valid and of each kind
-        # (TRACKED; receiving: LOCAL or TRACKED; REMOTE), and whether the packet is for
-        # another device, so a packet is checked against the table and the device number
-        # as they stand when it is accepted.
-        rx, rx_mem = self.rx.payload, self.rx_mem
-        rx_a_valid = Signal()
-        rx_a       = Signal(net_packet_layout(p), reset_less=True)
-        rx_lines, rx_update = self._compares(m, t, rx.addr, rx.bytes, "rx_a")
-        rx_on = {k: Signal(p.regions, name=f"rx_a_{k}", reset_less=True)
-                 for k in ("tracked", "receive", "remote")}
-        rx_a_other = Signal(name="rx_a_other", reset_less=True)    # device != device_id
-
-        # --- rx, stage B: the checks and the tracked bit, ANDs and ORs of the registers ----
-        # At most one region holds the address. The events exclude each other, in order:
-        # another device; a REMOTE region; no receiving region; past the receiving region's
-        # end. A packet is accepted when it is for this device and fits in a receiving one.
-        within = rx_lines.ge & rx_lines.lt
-        in_receive, in_remote, fits = (Signal(name=f"rx_{n}") for n in
-                                       ("in_receive", "in_remote", "fits"))
-        accept = Signal(name="rx_accept")
+        m.submodules.rx_queue = q = Queue(mem_store_layout(p), depth=addrmap_queue_depth(p))
+        in_receive, in_remote, accept = (Signal(name=f"rx_{n}") for n in
+                                         ("in_receive", "in_remote", "accept"))
         m.d.comb += [
-            in_receive.eq((rx_on["receive"] & within).any()),
-            in_remote.eq((rx_on["remote"] & within).any()),
-            fits.eq((rx_on["receive"] & within & rx_lines.fits).any()),
-            accept.eq(~rx_a_other & fits),
+            in_receive.eq(f.hit & ((f.mode == RegionMode.LOCAL)
+                                   | (f.mode == RegionMode.TRACKED))),
+            in_remote.eq(f.hit & (f.mode == RegionMode.REMOTE)),
+            accept.eq(~f.other & in_receive & f.fits),
         ]
         events = SimpleNamespace(
-            rx_misrouted=rx_a_valid & rx_a_other,
-            rx_remote=rx_a_valid & ~rx_a_other & in_remote,
-            rx_unmapped=rx_a_valid & ~rx_a_other & ~in_remote & ~in_receive,
-            rx_crosses=rx_a_valid & ~rx_a_other & in_receive & ~fits)
-
-        rx_advance = Signal()                       # rx stage A moves on (or is refused)
-        rx_free = ~rx_mem.valid | rx_mem.ready
+            rx_misrouted=f.valid & f.other,
+            rx_remote=f.valid & ~f.other & in_remote,
+            rx_unmapped=f.valid & ~f.other & ~in_remote & ~in_receive,
+            rx_crosses=f.valid & ~f.other & in_receive & ~f.fits)
         m.d.comb += [
-            rx_advance.eq(rx_a_valid & (~accept | rx_free)),
-            self.rx.ready.eq(~rx_a_valid | rx_advance),
+            q.push.eq(f.valid & accept),
+            q.data.addr.eq(f.req.addr), q.data.tile.eq(f.req.tile),
+            q.data.bytes.eq(f.req.bytes), q.data.kind.eq(f.req.kind),
+            q.data.tracked.eq(f.mode == RegionMode.TRACKED),
         ]
-        with m.If(self.rx.valid & self.rx.ready):
-            m.d.sync += [
-                rx_a_valid.eq(1),
-                rx_a.eq(rx),
-                *rx_update,
-                rx_a_other.eq(rx.device != self.device_id),
-                *(rx_on[k].eq(Cat(r.valid & reduce(operator.or_, (r.mode == mode
-                                                                  for mode in modes))
-                                  for r in regions)) for k, modes in _RX_KINDS.items()),
-            ]
-        with m.Elif(rx_advance):
-            m.d.sync += rx_a_valid.eq(0)
-        with m.If(rx_mem.ready):
-            m.d.sync += rx_mem.valid.eq(0)
-        with m.If(rx_advance & accept):
-            m.d.sync += rx_mem.valid.eq(1)
-        # The payload loads whenever ``rx_mem`` is free (it is only read while ``valid``).
-        with m.If(rx_free):
-            m.d.sync += [
-                rx_mem.payload.addr.eq(rx_a.addr),
-                rx_mem.payload.tile.eq(rx_a.tile),
-                rx_mem.payload.bytes.eq(rx_a.bytes),
-                rx_mem.payload.kind.eq(rx_a.kind),
-                rx_mem.payload.tracked.eq((rx_on["tracked"] & within).any()),
-            ]
-        return SimpleNamespace(packet=rx_a, events=events)
+        wiring.connect(m, q.o, wiring.flipped(self.rx_mem))
+        self._hold(m, f.held, self.rx, f.valid & ~accept, q)
+        return SimpleNamespace(f=f, events=events)
 
-    def _program_stages(self, m):
-        """Programming's pipeline registers: P1 registers the request into P2 (``p2``) with
-        its end, translation and field checks, P2 finds it ``bad`` and passes it on to P3
-        (``p3``)."""
+    def _program(self, m, t):
+        """P1, the pass (three stages deep) and the decision. Returns the request and its
+        error events."""
         p = self._p
-        aw = p.addr_width
-        # --- program: three stages ----------------------------------------------------------
-        # P1 registers the request with its end, its translation and the checks on its
-        # fields alone (size 0, unknown mode). P2 compares it with every region, two compares
-        # each, all in parallel, each carry chain straight into its own register, and
-        # registers, per region, whether the request writes it unless it clashes and whether
-        # it removes it (so the end check, past the top of the address space, an OR of the
-        # registered end's low bits, is not behind the add). P3 ANDs and ORs the registered
-        # compares into the clash, decides and writes: each region's write enable is an
-        # AND-OR of registers. Requests are checked in order, as if each were written
-        # before the next is compared: P2 also compares with the request in P3 (written or
-        # not at the end of this cycle), and registers which of its compares that write
-        # makes stale (the region it replaces or removes; itself when it is not written).
+        aw, n, stages = p.addr_width, p.regions, t.stages
         req = self.program.payload
-        end = Signal(aw + 1)
-        m.d.comb += end.eq(req.base + req.size)
+        busy = Signal(range(addrmap_program_cycles(p)), name="p_busy")
+        take = Signal()
+        m.d.comb += [self.program.ready.eq(busy == 0), take.eq(self.program.valid
+                                                                & self.program.ready)]
+        with m.If(take):
+            m.d.sync += busy.eq(addrmap_program_cycles(p) - 1)
+        with m.Elif(busy != 0):
+            m.d.sync += busy.eq(busy - 1)
 
-        def pstage(name):
+        # P1: the request, its end and translation, and the checks of its fields alone.
+        r = SimpleNamespace(req=Signal(region_program_layout(p), name="p_req", reset_less=True),
+                            end=Signal(aw + 1, name="p_end", reset_less=True),
+                            delta=Signal(aw, name="p_delta", reset_less=True),
+                            bad=Signal(name="p_bad", reset_less=True))
+        with m.If(take):
+            m.d.sync += [
+                r.req.eq(req), r.end.eq(req.base + req.size),
+                r.delta.eq(req.remote_base - req.base),
+                r.bad.eq((req.size == 0) | (req.mode.as_value() > RegionMode.TRACKED.value)),
+            ]
+        new = r.req.valid
+        # The phase: 1 .. n read the active bank's positions 0 .. n - 1 (stage 1, into
+        # ``e1``), each compared one cycle later (stage 2, into ``e2``) and copied into the
+        # other bank one cycle after that (stage 3); in phase n + 4 the written region goes
+        # in at its rank and the verdict is taken (from registers). Then idle (0).
+        phase = Signal(range(n + 5), name="p_phase")
+        with m.If(take):
+            m.d.sync += phase.eq(1)
+        with m.Elif(phase == n + 4):
+            m.d.sync += phase.eq(0)
+        with m.Elif(phase != 0):
+            m.d.sync += phase.eq(phase + 1)
+        reading = Signal(name="p_reading")
+        deciding = Signal(name="p_deciding")
+        m.d.comb += [reading.eq((phase != 0) & (phase <= n)), deciding.eq(phase == n + 4)]
+        old = t.active                                  # the bank read; the other is written
+
+        # Stage 1: position ``phase - 1`` of the old bank, into registers, with whether it is
+        # below the count; stage 2 keeps it when it is also not the region being written
+        # (which the write replaces or removes).
+        k = Signal(range(n), name="p_k")
+        m.d.comb += k.eq(phase - 1)
+        e_at = Cat(k, old)
+        rb = t.mems["bounds"].read_port(domain="comb")
+        rr = t.mems["route"].read_port(domain="comb")
+        ri = t.mems["index"].read_port(domain="comb")
+        m.d.comb += [rb.addr.eq(e_at), rr.addr.eq(e_at), ri.addr.eq(e_at)]
+
+        def entry(name):
             return SimpleNamespace(
                 valid=Signal(name=f"{name}_valid"),
-                req=Signal(region_program_layout(p), name=f"{name}_req", reset_less=True),
-                end=Signal(aw + 1, name=f"{name}_end", reset_less=True),
-                delta=Signal(aw, name=f"{name}_delta", reset_less=True),
-                bad=Signal(name=f"{name}_bad", reset_less=True))
-        p2, p3 = pstage("p2"), pstage("p3")
+                bounds=Signal(self._bounds_layout(), name=f"{name}_bounds", reset_less=True),
+                route=Signal(self._route_layout(), name=f"{name}_route", reset_less=True),
+                index=Signal(p.region_index_width, name=f"{name}_index", reset_less=True),
+                after=Signal(name=f"{name}_after", reset_less=True),
+                lo=Signal(name=f"{name}_lo", reset_less=True),
+                hi=Signal(name=f"{name}_hi", reset_less=True))
+        e1, e2 = entry("p_e1"), entry("p_e2")
         m.d.sync += [
-            p2.valid.eq(self.program.valid),
-            p2.req.eq(req),
-            p2.end.eq(end),
-            p2.delta.eq(req.remote_base - req.base),
-            p2.bad.eq((req.size == 0) | (req.mode.as_value() > RegionMode.TRACKED.value)),
+            e1.valid.eq(reading & (phase <= t.counts[old])),
+            e1.bounds.eq(rb.data), e1.route.eq(rr.data), e1.index.eq(ri.data),
         ]
-        bad = Signal()                                  # P2's request is rejected as bad
-        m.d.comb += bad.eq(p2.bad | (p2.end[aw] & p2.end[:aw].any()))    # end > 2**aw
-        m.d.sync += [getattr(p3, k).eq(getattr(p2, k)) for k in ("valid", "req", "end",
-                                                                 "delta")]
-        m.d.sync += p3.bad.eq(bad)
-        return SimpleNamespace(p2=p2, p3=p3, bad=bad)
+        kept = Signal(name="p_kept")            # valid, and not the region being written
+        m.d.comb += kept.eq(e1.valid & (e1.index != r.req.index))
+        # Stage 2: does it sort after the written region, and the two halves of the overlap
+        # check, each compare into its own register; stage 3 ANDs them into the clash.
+        clash = Signal(name="p_clash")
+        m.d.sync += [e2.valid.eq(kept), e2.bounds.eq(e1.bounds), e2.route.eq(e1.route),
+                     e2.index.eq(e1.index), e2.after.eq(new & (r.req.base < e1.bounds.base)),
+                     e2.lo.eq(r.req.base < e1.bounds.end), e2.hi.eq(e1.bounds.base < r.end)]
+        with m.If(take):
+            m.d.sync += clash.eq(0)
+        with m.Elif(e2.valid & new & e2.lo & e2.hi):
+            m.d.sync += clash.eq(1)
+        # Stage 3: copy it to position ``o`` of the other bank, one further when it sorts after
+        # the written region; ``rank`` counts those before it.
+        o = Signal(range(n + 1), name="p_o")
+        rank = Signal(range(n + 1), name="p_rank")
+        with m.If(take):
+            m.d.sync += [o.eq(0), rank.eq(0)]
+        with m.Elif(e2.valid):
+            m.d.sync += [o.eq(o + 1), rank.eq(rank + ~e2.after)]
+        insert = Signal(name="p_insert")
+        m.d.comb += insert.eq(deciding & new)
+        at = Signal(range(n + 1), name="p_at")          # the position written
+        bounds = Signal(self._bounds_layout(), name="p_bounds")
+        route = Signal(self._route_layout(), name="p_route")
+        index = Signal(p.region_index_width, name="p_index")
+        with m.If(deciding):
+            m.d.comb += [at.eq(rank), bounds.base.eq(r.req.base), bounds.end.eq(r.end),
+                         bounds.mode.eq(r.req.mode), route.delta.eq(r.delta),
+                         route.device.eq(r.req.device), index.eq(r.req.index)]
+        with m.Else():
+            m.d.comb += [at.eq(o + e2.after), bounds.eq(e2.bounds), route.eq(e2.route),
+                         index.eq(e2.index)]
+        emit = e2.valid | insert
+        w_at = Cat(at[:stages], ~old)
+        for name, value in (("bounds", bounds), ("route", route), ("index", index)):
+            wp = t.mems[name].write_port()
+            m.d.comb += [wp.addr.eq(w_at), wp.data.eq(value), wp.en.eq(emit)]
+        # Unless it is 0, a position's pivot is at the level of its lowest set bit.
+        for s in range(stages):
+            wp = t.mems[f"pivot{s}"].write_port()
+            m.d.comb += [wp.addr.eq(Cat(at[s + 1:stages], ~old)), wp.data.eq(bounds.base),
+                         wp.en.eq(emit & at[s] & (at[:s] == 0))]
 
-    def _program_write(self, m, t, prog):
-        """P3: the request's clash, verdict and write into the table ``t`` (from registers
-        only). Returns P2's compare registers (``p3_lines``, loaded by
-        :meth:`_program_compare`), the regions written this cycle (``we``) and the error
-        events (``bad_region``, ``overlap``)."""
-        p3, n = prog.p3, self._p.regions
-        # P2's registered compares, one bit per region, then one for the request in P3 (the
-        # write ahead): the other valid with another index and the request's base below the
-        # other's end (``lo``), the other's base below the request's end (``hi``), and the
-        # other gone by the time the request is in P3 (``stale``: the region replaced or
-        # removed by the write ahead; the write ahead not written). Per region, the request
-        # in P3 writes it unless it clashes (``ok``: it passes the other checks) or removes
-        # it (``rm``).
-        p3_lines = SimpleNamespace(**{k: Signal(n + 1, name=f"p3_{k}", reset_less=True)
-                                      for k in ("lo", "hi", "stale")},
-                                   **{k: Signal(n, name=f"p3_{k}", reset_less=True)
-                                      for k in ("ok", "rm")})
+        # The verdict, registered the cycle before the decision (``clash`` is complete once
+        # the last position has been compared); then reject, or make the other bank active,
+        # with its count.
+        bad = Signal(name="p_bad_all", reset_less=True)
+        m.d.sync += bad.eq(r.bad | (r.end[aw] & r.end[:aw].any()))     # end > 2**aw
+        verdict = SimpleNamespace(bad=Signal(name="p_verdict_bad", reset_less=True),
+                                  overlap=Signal(name="p_verdict_overlap", reset_less=True))
+        m.d.sync += [verdict.bad.eq(new & bad), verdict.overlap.eq(new & ~bad & clash)]
+        events = SimpleNamespace(bad_region=deciding & verdict.bad,
+                                 overlap=deciding & verdict.overlap)
+        with m.If(deciding & ~verdict.bad & ~verdict.overlap):
+            m.d.sync += [t.active.eq(~old), t.counts[~old].eq(o + new)]
+        return SimpleNamespace(req=r.req, events=events)
 
-        # P3: the request's clash, verdict and write (from registers only).
-        clash = Signal(n + 1)
-        m.d.comb += clash.eq(p3_lines.lo & p3_lines.hi & ~p3_lines.stale)
-        we = Signal(n)                                  # region i written this cycle
-        m.d.comb += we.eq(p3_lines.rm | (p3_lines.ok & ~clash.any().replicate(n)))
-        events = SimpleNamespace(bad_region=p3.valid & p3.req.valid & p3.bad,
-                                 overlap=p3_lines.ok.any() & clash.any())
-        for i, r in enumerate(t.regions):
-            with m.If(we[i]):
-                for name in region_layout(self._p).members:
-                    m.d.sync += r[name].eq(p3.req[name])
-                m.d.sync += [t.ends[i].eq(p3.end), t.deltas[i].eq(p3.delta)]
-        return p3_lines, we, events
-
-    def _program_compare(self, m, t, prog, p3_lines, we):
-        """P2: the request's compares with every region of ``t`` and with the write ahead
-        (the request in P3, which writes ``we``), and its per-region verdicts, into
-        ``p3_lines``."""
-        p2, p3, bad, n = prog.p2, prog.p3, prog.bad, self._p.regions
-        # The mask is the top bit of the ``lo`` compare (``Cat(x, 0, ~on) < Cat(y, 0)`` is
-        # ``on & (x < y)``), so that no gate follows the carry chain.
-        others = [(r.base, t.ends[i], (p2.req.index != i) & r.valid)
-                  for i, r in enumerate(t.regions)]
-        others.append((p3.req.base, p3.end, p3.req.valid & (p3.req.index != p2.req.index)))
-        for i, (o_base, o_end, on) in enumerate(others):
-            m.d.sync += [p3_lines.lo[i].eq(Cat(p2.req.base, C(0, 1), ~on) < Cat(o_end, C(0, 1))),
-                         p3_lines.hi[i].eq(o_base < p2.end)]
-        m.d.sync += p3_lines.stale.eq(Cat(we, ~we.any()))
-        for i in range(n):
-            this = p2.valid & (p2.req.index == i)
-            m.d.sync += [p3_lines.ok[i].eq(this & p2.req.valid & ~bad),
-                         p3_lines.rm[i].eq(this & ~p2.req.valid)]
-
-    def _errors(self, m, store, rx, prog, prog_events):
-        """The error events of the store path (``store``, :meth:`_classify`), the rx path
-        (``rx``, :meth:`_rx_path`) and programming (``prog``, ``prog_events``): the sticky
+    def _errors(self, m, store, rx, prog):
+        """The error events of the store path, the rx path and programming: the sticky
         ``errors``, the refusals' counters and ``capture``, registered together."""
         events = Signal(addrmap_errors_layout(self._p))
-        store_crosses = store.a_valid & store.crosses
-        m.d.comb += [events.store_crosses.eq(store_crosses),
+        m.d.comb += [events.store_crosses.eq(store.crosses),
                      *(events[k].eq(v) for k, v in vars(rx.events).items()),
-                     *(events[k].eq(v) for k, v in vars(prog_events).items())]
+                     *(events[k].eq(v) for k, v in vars(prog.events).items())]
         sticky_errors(m, self.errors, self.clear, events)
         for name in ("store_crosses", *vars(rx.events)):
             count(m, self.stats[name], events[name])
         # The details of this cycle's events, registered with them: a refused store's win
         # over a refused packet's, which win over a rejected region write's.
-        cap, st, pk, req = self.capture, store.a_store, rx.packet, prog.p3.req
-        with m.If(store_crosses):
-            m.d.sync += [cap.addr.eq(st.addr), cap.device.eq(store.device), cap.tile.eq(st.tile)]
-        with m.Elif(reduce(operator.or_, vars(rx.events).values())):
+        cap, st, pk, req = self.capture, store.f.req, rx.f.req, prog.req
+        with m.If(store.crosses):
+            m.d.sync += [cap.addr.eq(st.addr), cap.device.eq(store.f.device),
+                         cap.tile.eq(st.tile)]
+        with m.Elif(Cat(*vars(rx.events).values()).any()):
             m.d.sync += [cap.addr.eq(pk.addr), cap.device.eq(pk.device), cap.tile.eq(pk.tile)]
-        with m.Elif(prog_events.bad_region | prog_events.overlap):
+        with m.Elif(prog.events.bad_region | prog.events.overlap):
             m.d.sync += [cap.addr.eq(req.base), cap.device.eq(req.device), cap.tile.eq(0)]

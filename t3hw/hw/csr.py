@@ -14,12 +14,11 @@ committed by writing a :class:`~t3hw.spec.layouts.CsrCommand` to ``COMMAND``:
 
 * ``REGION_WRITE``, ``DESC_WRITE``, ``TRACK_WRITE``, ``ARB_WRITE`` raise ``valid`` of the
   target's stream the next cycle. Until the target has taken the request (and, for regions
-  and descriptors, until the target's verdict arrives: three cycles after that for a region,
-  one for a descriptor, :data:`~t3hw.spec.contract.CSR_VERDICT_DELAY`; for a tracker
-  request, until the tracker's answer arrives on ``tracker_result``) the group is
-  *pending* (``STATUS``): its registers are locked. The address map and the arbiter take
-  every request at once (``region_program`` and ``arbiter_program`` are always ready), so
-  ``REGION`` stays pending for four cycles and ``ARB`` for one.
+  and descriptors, until the target's verdict arrives: ``regions + 5`` cycles after that for
+  a region, one for a descriptor, :func:`~t3hw.spec.contract.csr_verdict_delay`; for a
+  tracker request, until the tracker's answer arrives on ``tracker_result``) the group is
+  *pending* (``STATUS``): its registers are locked. The arbiter takes every request at once
+  (``arbiter_program`` is always ready), so ``ARB`` stays pending for one cycle.
 * The tracker answers every request it takes, in order, with one ``tracker_result`` item: its
   verdict (:class:`~t3hw.spec.layouts.TrackResult`) and the entry's state, which this block
   keeps in ``TRACK_RESULT`` until the next answer. A ``TRACK_WRITE`` with ``op = READ`` is
@@ -37,7 +36,7 @@ Read-back tables: the address map and the DMA keep their tables to themselves, s
 keeps a copy of each (``regions`` and ``2**cmd_width`` entries, block RAM with a synchronous
 read port) and writes it with exactly what the target stored: a write that the target
 rejects (one of the target's error events of :data:`~t3hw.spec.contract.CSR_REFUSALS`,
-:data:`~t3hw.spec.contract.CSR_VERDICT_DELAY` cycles after it took the write) is not copied. After reset both copies are cleared, one entry per
+:func:`~t3hw.spec.contract.csr_verdict_delay` cycles after it took the write) is not copied. After reset both copies are cleared, one entry per
 cycle, over ``max(regions, 2**cmd_width)`` cycles (``STATUS.sweep``).
 
 The arbiter configuration has no read-back table: the ``ARB_*`` registers reset to the
@@ -94,7 +93,7 @@ from amaranth import *
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from t3hw.spec.contract import CSR_REFUSALS, CSR_VERDICT_DELAY as VERDICT_DELAY
+from t3hw.spec.contract import CSR_REFUSALS, csr_verdict_delay
 from t3hw.spec.layouts import (CsrCommand, addrmap_capture_layout, addrmap_errors_layout,
                       addrmap_stats_layout, arbiter_config_layout, arbiter_errors_layout,
                       arbiter_stats_layout, arbiter_status_layout, csr_errors_layout,
@@ -131,8 +130,8 @@ class Csr(wiring.Component):
         ``r_stb``. One access per cycle, no wait states; a read command keeps its group
         pending for :data:`~t3hw.spec.contract.CSR_LOAD_CYCLES` cycles, a write command
         until its target took it and gave its verdict.
-    region_program : Out(stream.Signature(region_program_layout, always_ready=True))
-        To :attr:`t3hw.hw.addrmap.AddrMap.program`. ``valid`` for one cycle per REGION_WRITE.
+    region_program : Out(stream.Signature(region_program_layout))
+        To :attr:`t3hw.hw.addrmap.AddrMap.program`. ``valid`` is a register, held until taken.
     dma_program : Out(stream.Signature(dma_program_layout))
         To :attr:`t3hw.hw.dma.Dma.program`. ``valid`` is a register, held until taken.
     tracker_program : Out(stream.Signature(program_layout))
@@ -183,8 +182,7 @@ class Csr(wiring.Component):
         self._map = RegisterMap(params)
         super().__init__({
             "bus":             In(BusSignature(self._map.addr_width)),
-            "region_program":  Out(stream.Signature(region_program_layout(params),
-                                                    always_ready=True)),
+            "region_program":  Out(stream.Signature(region_program_layout(params))),
             "dma_program":     Out(stream.Signature(dma_program_layout(params))),
             "tracker_program": Out(stream.Signature(program_layout(params))),
             "tracker_errors":  In(tracker_errors_layout(params)),
@@ -316,13 +314,13 @@ class Csr(wiring.Component):
         tables = {"REGION": (tabs.rtab, region_layout(p), refused["REGION"]),
                   "DESC":   (tabs.dtab, dma_descriptor_layout(p), refused["DESC"])}
         # The cycles from the target taking a write to its error event showing on its
-        # ``errors`` port (VERDICT_DELAY): the write waits in ``waiting`` until then. A read
+        # ``errors`` port (csr_verdict_delay): the write waits in ``waiting`` until then. A read
         # command issued in cycle t reads the table at the end of t; ``fetch`` is cycle t + 1,
         # in which the table's data is registered in ``got``, ``load`` is cycle t + 2, in which
         # ``got`` is copied into the staging registers.
         verdict = {g: Signal(name=f"{g.lower()}_verdict") for g in tables}
         waiting = {g: [Signal(name=f"{g.lower()}_waiting{i}")
-                       for i in range(VERDICT_DELAY[g] - 1)] for g in tables}
+                       for i in range(csr_verdict_delay(p)[g] - 1)] for g in tables}
         fetch   = {g: Signal(name=f"{g.lower()}_fetch") for g in tables}
         load    = {g: Signal(name=f"{g.lower()}_load") for g in tables}
         loading = {g: fetch[g] | load[g] for g in tables}
@@ -347,7 +345,7 @@ class Csr(wiring.Component):
             chain = [grp.stage[g].valid & grp.stage[g].ready, *grp.waiting[g], grp.verdict[g]]
             m.d.sync += [dst.eq(src) for src, dst in zip(chain, chain[1:])]
             # The target takes the write in cycle t and reports a rejection in
-            # t + VERDICT_DELAY.
+            # t + csr_verdict_delay.
             wp = table.write_port()
             with m.If(tabs.sweep):
                 m.d.comb += [wp.addr.eq(tabs.sweep_at), wp.data.eq(0),

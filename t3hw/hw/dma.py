@@ -79,7 +79,7 @@ class Dma(wiring.Component):
         Descriptor table writes (from the register block); ready whenever not ``busy``. A
         refused write (``bad_program``, ``bad_pitch``, ``bad_range``, ``desc_busy``: see
         :class:`DmaQueue`) shows its bit on ``errors`` the cycle after it is taken
-        (:data:`~t3hw.spec.contract.CSR_VERDICT_DELAY`).
+        (:func:`~t3hw.spec.contract.csr_verdict_delay`).
     desc_held : In(1)
         The tracker holds the descriptor of ``program``'s index (see :class:`DmaQueue`): a
         write to it is refused as ``desc_busy``. Tie to 0 without a tracker.

@@ -12,28 +12,62 @@ pipeline that moves one of these figures changes it here, once.
 from .params import EngineParams
 
 
-__all__ = ["ADDRMAP_VERDICT_CYCLES", "CSR_VERDICT_DELAY", "CSR_REFUSALS", "CSR_LOAD_CYCLES",
+__all__ = ["addrmap_verdict_cycles", "addrmap_search_stages", "addrmap_program_cycles",
+           "addrmap_latency",
+           "addrmap_queue_depth", "csr_verdict_delay", "CSR_REFUSALS", "CSR_LOAD_CYCLES",
            "ARBITER_FINISH_CYCLES", "MAX_WINDOW_LOG2", "arbiter_reset_config"]
 
 
 # --- address map ----------------------------------------------------------------------------
 
-#: Cycles from the address map taking a region write to that write's error event on
-#: ``errors`` (its three programming stages); the write applies to stores and packets
-#: accepted from then on. The register block and the test environment wait this long.
-ADDRMAP_VERDICT_CYCLES = 3
+def addrmap_verdict_cycles(params: EngineParams):
+    """Cycles from the address map taking a region write to that write's error event on
+    ``errors``: one to register it, ``regions + 3`` for the pass that reads every region,
+    compares it with the write and copies it into the new sorted table (three stages deep)
+    and completes the overlap check, one to register the verdict, one to insert the write
+    and decide. The write applies to stores and packets accepted from
+    then on. The register block and the test environments wait this long."""
+    return params.regions + 5
+
+
+def addrmap_search_stages(params: EngineParams):
+    """Pipeline stages of the address map's binary search: ``log2(regions)``."""
+    return (params.regions - 1).bit_length()
+
+
+def addrmap_program_cycles(params: EngineParams):
+    """Cycles from the address map taking a region write to its ``program.ready`` rising
+    again: the verdict, then until every store and packet accepted under the old table has
+    read it (the next write rewrites that copy): ``regions`` + the latency."""
+    return params.regions + addrmap_latency(params)
+
+
+def addrmap_latency(params: EngineParams):
+    """Cycles from the address map accepting a store (or a packet) to it being valid at
+    ``net``/``mem`` (``rx_mem``): a register, two stages per level of the binary search
+    (``log2(regions)`` levels: read the pivot, compare), the region's record read, its
+    checks and translation, the class and the output queue."""
+    return 2 * addrmap_search_stages(params) + 4
+
+
+def addrmap_queue_depth(params: EngineParams):
+    """Stores (packets) the address map holds between accepting them and their output being
+    taken (or their refusal): enough for one per cycle while the output is ready."""
+    return addrmap_latency(params) + 1
 
 
 # --- register block -------------------------------------------------------------------------
 
-#: Per staging group with a read-back table: cycles from the target taking a write to its
-#: error event on the target's ``errors`` port. The address map checks a region write over
-#: the two cycles after it takes it (:data:`ADDRMAP_VERDICT_CYCLES`), so its verdict comes two
-#: cycles later than the DMA's.
-CSR_VERDICT_DELAY = {"REGION": ADDRMAP_VERDICT_CYCLES, "DESC": 1}
+def csr_verdict_delay(params: EngineParams):
+    """Per staging group with a read-back table: cycles from the target taking a write to its
+    error event on the target's ``errors`` port. The address map checks a region write
+    against every region, one per cycle (:func:`addrmap_verdict_cycles`); the DMA answers in
+    one cycle."""
+    return {"REGION": addrmap_verdict_cycles(params), "DESC": 1}
+
 
 #: Per staging group with a read-back table: the target's error bits that refuse a write,
-#: each shown :data:`CSR_VERDICT_DELAY` cycles after the target took it. Every name is a bit
+#: each shown :func:`csr_verdict_delay` cycles after the target took it. Every name is a bit
 #: of the target's errors layout.
 CSR_REFUSALS = {"REGION": ("bad_region", "overlap"),
                 "DESC":   ("bad_program", "bad_range", "bad_pitch", "desc_busy")}

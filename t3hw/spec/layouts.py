@@ -307,7 +307,7 @@ def dma_errors_layout(p: EngineParams):
 
     ``bad_program``, ``bad_range``, ``bad_pitch`` and ``desc_busy`` are the four ways a
     descriptor write is refused (the table is unchanged); exactly one of them is set per
-    refused write, :data:`~t3hw.spec.contract.CSR_VERDICT_DELAY` cycles after the write."""
+    refused write, :func:`~t3hw.spec.contract.csr_verdict_delay` cycles after the write."""
     return data.StructLayout({
         #: A trigger found its descriptor invalid (the trigger is dropped).
         "bad_descriptor": 1,

@@ -14,7 +14,10 @@ its reference model (:class:`sim_models.addrmap.AddrMapModel`), and the scenario
 Field names come from :mod:`t3hw.spec.layouts` through :class:`~t3hw.spec.layouts.Codec`.
 """
 
-from t3hw.spec.contract import ADDRMAP_VERDICT_CYCLES as VERDICT_CYCLES
+from collections import deque
+
+from t3hw.spec.contract import (addrmap_latency, addrmap_program_cycles, addrmap_queue_depth,
+                                addrmap_verdict_cycles)
 from t3hw.spec.layouts import (Codec, RegionMode, WriteKind, addrmap_capture_layout,
                                mem_store_layout, net_packet_layout, region_program_layout,
                                store_layout)
@@ -50,30 +53,31 @@ class AddrMapEnv(StreamEnv):
     random byte counts (some crossing its end), so every class and every refusal occurs;
     ``device_id`` (:attr:`device_id`) is random and changes now and then.
 
-    Scoring, every cycle: ``store.ready`` is high exactly when the classified store ahead
-    (stage A) is empty or moves on this cycle (its output empty or being taken, or the store
-    refused); ``net`` and ``mem`` show exactly the store that moved there last (held while
-    not taken), field by field, as :class:`AddrMapModel` classified it when it was accepted.
-    Packets the same way: ``rx.ready`` is high exactly when the packet ahead (rx stage A) is
-    empty or moves on this cycle (into ``rx_mem``, empty or being taken, or refused), and
-    ``rx_mem`` shows the packet that moved there last, with ``tracked`` from the model's
-    table when it was accepted. Region writes apply ``VERDICT_CYCLES - 1`` cycles after they
-    are presented (after the store and the packet accepted in that cycle), in order, as in
-    the RTL. ``errors`` and ``capture``, every cycle: a refused store or packet is an event
-    in the cycle it leaves stage A, a rejected region write in its third stage; ``errors``
-    shows the cycle's events one cycle later (sticky, ``clear`` applied), ``capture`` the
-    details of the one that wins (store, then packet, then region write) and holds them.
+    Scoring, every cycle, from the contract's figures (:mod:`t3hw.spec.contract`): latency
+    ``L`` (:func:`~t3hw.spec.contract.addrmap_latency`), ``Q`` requests held
+    (:func:`~t3hw.spec.contract.addrmap_queue_depth`), a region write's verdict ``V``
+    cycles after it is taken (:func:`~t3hw.spec.contract.addrmap_verdict_cycles`) and
+    ``program.ready`` low for :func:`~t3hw.spec.contract.addrmap_program_cycles` - 1 cycles
+    after it. ``store.ready`` is high exactly when fewer than ``Q`` stores are held (accepted
+    and neither taken nor refused); a store accepted in cycle t is classified by
+    :class:`AddrMapModel` against the table as it stands then, refused in t + L - 1 or shown
+    on ``net`` or ``mem`` from t + L on, in order, every payload field compared, held while
+    not taken. Packets the same way on ``rx`` and ``rx_mem``. A region write taken in t
+    applies to the model in t + V - 1, after the store and the packet accepted in that
+    cycle. ``errors`` and ``capture``, every cycle: a refused store or packet is an event in
+    the cycle it is classified, a rejected region write in t + V - 1; ``errors`` shows the
+    cycle's events one cycle later (sticky, ``clear`` applied), ``capture`` the details of
+    the one that wins (store, then packet, then region write) and holds them.
 
-    ``rx_held`` counts the cycles in which a packet on ``rx`` was refused because rx stage A
-    held one behind a stalled ``rx_mem`` (both full); ``coincident`` the cycles with more
-    than one error event.
+    ``rx_held`` counts the cycles in which a packet on ``rx`` was refused because ``Q``
+    packets were held (behind a stalled ``rx_mem``); ``prog_held`` the cycles a region write
+    waited for ``program.ready``; ``coincident`` the cycles with more than one error event.
     """
 
     in_streams  = ("store", "program", "rx")
     out_streams = ("net", "mem", "rx_mem")
     in_flags    = ("clear", "device_id")
     out_flags   = ("errors", "stats", "capture")
-    always_ready = ("program",)
 
     def __init__(self, params, rng, *, stores=0, errors=0.05, stall=0.1, misrouted=0.05):
         super().__init__()
@@ -88,22 +92,32 @@ class AddrMapEnv(StreamEnv):
         self.net_c     = Codec(net_packet_layout(params))
         self.mem_c     = Codec(mem_store_layout(params))
         self.capture_c = Codec(addrmap_capture_layout(params))
-        self.net_stall = Stall(rng, stall, 12)
-        self.mem_stall = Stall(rng, stall, 12)
-        self.rx_stall  = Stall(rng, stall, 12)
+        # Stalls long enough to fill the Q requests held, and more.
+        longest = 2 * addrmap_queue_depth(params)
+        self.net_stall = Stall(rng, stall, longest)
+        self.mem_stall = Stall(rng, stall, longest)
+        self.rx_stall  = Stall(rng, stall, longest)
         self.device_id = rng.getrandbits(params.device_width) if stores else 0
+        self.latency  = addrmap_latency(params)
+        self.depth    = addrmap_queue_depth(params)
+        self.verdict  = addrmap_verdict_cycles(params)
+        self.busy_for = addrmap_program_cycles(params) - 1
         self.store = None           # fields presented on `store`
         self.rx = None              # fields presented on `rx`
         self.received = 0           # packets accepted on `rx`
         self.rx_tracked = 0         # ... of which written, tracked
         self.rx_refused = 0         # ... of which refused
-        self.rx_a = None            # (where, fields) of a packet checked, before rx_mem
-        self.rx_held = 0            # cycles `rx` refused: stage A and rx_mem full, stalled
-        self.prog = None            # (index, fields) presented on `program` this cycle
-        self.late = [None] * (VERDICT_CYCLES - 1)   # ...before: applied in P3, in order
+        self.rx_held = 0            # cycles `rx` refused: Q packets held
+        self.prog = None            # (index, fields) presented on `program`
+        self.prog_held = 0          # cycles a region write waited for program.ready
+        self.busy = 0               # the RTL's busy count: program.ready = busy == 0
+        self.decide = deque()       # (cycle, index, fields): region writes taken, to apply
         self.scripted = []          # ("store"/"rx", fields) / ("program", index, fields)
-        self.out = {"net": None, "mem": None, "rx_mem": None}   # expected output registers
-        self.stage_a = None         # (where, fields): a store classified, before its output
+        # Per path: requests in flight (cycle classified, where, fields), in order; the
+        # output queue (cycle shown from, fields); the count held.
+        self.flight = {"store": deque(), "rx": deque()}
+        self.queue  = {"store": deque(), "rx": deque()}
+        self.held   = {"store": 0, "rx": 0}
         self.sent = 0               # stores accepted
         self.taken = {"net": 0, "mem": 0, "rx_mem": 0}
         self.rejected = 0           # region writes rejected
@@ -192,8 +206,7 @@ class AddrMapEnv(StreamEnv):
             self.device_id = rng.getrandbits(p.device_width)
 
     def inputs(self):
-        self.prog = None
-        if self.scripted and self.store is None and self.rx is None:
+        if self.scripted and self.store is None and self.rx is None and self.prog is None:
             head = self.scripted.pop(0)
             if head[0] == "store":
                 self.store = head[1]
@@ -216,59 +229,79 @@ class AddrMapEnv(StreamEnv):
         }
 
     # -- scoring ---------------------------------------------------------------------------
+    def _shown(self, path):
+        """The head of ``path``'s output queue if it is shown this cycle, else None."""
+        q = self.queue[path]
+        return q[0][1] if q and q[0][0] <= self.cycle else None
+
     def check(self, outs):
         ins, cyc = self._ins, self.cycle
+        expect = dict.fromkeys(("net", "mem", "rx_mem"))
+        for path in ("store", "rx"):
+            head = self._shown(path)
+            if head is not None:
+                expect[head[0]] = head[1]
         codecs = {"net": self.net_c, "mem": self.mem_c, "rx_mem": self.mem_c}
         for name in ("net", "mem", "rx_mem"):
             got = None if outs[name] is None else codecs[name].unpack(outs[name])
-            assert got == self.out[name], f"cycle {cyc}: {name} {got}, model {self.out[name]}"
+            assert got == expect[name], f"cycle {cyc}: {name} {got}, model {expect[name]}"
         errors = self.model.errors_codec.unpack(outs["errors"])
-        expect = self.model.errors_codec.unpack(self.errors_out)
-        assert errors == expect, f"cycle {cyc}: errors {errors}, model {expect}"
+        want = self.model.errors_codec.unpack(self.errors_out)
+        assert errors == want, f"cycle {cyc}: errors {errors}, model {want}"
         capture = self.capture_c.unpack(outs["capture"])
         assert capture == self.capture, f"cycle {cyc}: capture {capture}, model {self.capture}"
+        ready = {path: self.held[path] < self.depth for path in ("store", "rx")}
+        for port, path in (("store", "store"), ("rx", "rx")):
+            assert outs[port] == ready[path], \
+                f"cycle {cyc}: {port}.ready {outs[port]}, model {ready[path]}"
+        assert outs["program"] == (self.busy == 0), \
+            f"cycle {cyc}: program.ready {outs['program']}, model {self.busy == 0}"
+        self.rx_held += self.rx is not None and not ready["rx"]
+        self.prog_held += self.prog is not None and self.busy != 0
 
-        def moves(stage):       # a stage's request leaves it this cycle (taken or refused)
-            return stage is not None and (stage[0] not in self.out or self.out[stage[0]] is None
-                                          or ins[stage[0]])
-        a = self.stage_a
-        advance = moves(a)
-        free = a is None or advance
-        assert outs["store"] == free, f"cycle {cyc}: store.ready {outs['store']}, model {free}"
-        rx_advance = moves(self.rx_a)
-        rx_free = self.rx_a is None or rx_advance
-        assert outs["rx"] == rx_free, f"cycle {cyc}: rx.ready {outs['rx']}, model {rx_free}"
-        self.rx_held += self.rx is not None and not rx_free
-        for name in ("net", "mem", "rx_mem"):
-            if self.out[name] is not None and ins[name]:
-                self.out[name] = None
-                self.taken[name] += 1
+        # -- the end of this cycle ---------------------------------------------------------
         events = []                                 # (error, capture fields), winner first
-        for stage, leaves in ((a, advance), (self.rx_a, rx_advance)):
-            if leaves and stage[0] in self.out:
-                self.out[stage[0]] = stage[1]
-            elif leaves:
-                events.append(stage)
-        if rx_advance:
-            self.rx_a = None
-        if self.rx is not None and rx_free:
-            self.model.device_id = ins["device_id"]
-            self.rx_a = self.model.receive(**self.rx)
-            self.rx_tracked += self.rx_a[0] == "rx_mem" and self.rx_a[1]["tracked"]
-            self.rx_refused += self.rx_a[0] != "rx_mem"
-            self.rx = None
-            self.received += 1
-        if advance:
-            self.stage_a = None
-        if self.store is not None and free:
-            self.stage_a = self.model.classify(**self.store)
+        for path in ("store", "rx"):                # classified this cycle
+            flight = self.flight[path]
+            if flight and flight[0][0] == cyc:
+                _, where, fields = flight.popleft()
+                if where in self.taken:
+                    self.queue[path].append((cyc + 1, (where, fields)))
+                else:
+                    events.append((where, fields))
+                    self.held[path] -= 1
+        for name, value in expect.items():          # taken from the outputs
+            if value is not None and ins[name]:
+                path = "rx" if name == "rx_mem" else "store"
+                self.queue[path].popleft()
+                self.held[path] -= 1
+                self.taken[name] += 1
+        if self.store is not None and ready["store"]:   # accepted
+            where, fields = self.model.classify(**self.store)
+            self.flight["store"].append((cyc + self.latency - 1, where, fields))
+            self.held["store"] += 1
             self.store = None
             self.sent += 1
-        late = self.late.pop(0)
-        if late is not None and not self.model.program(late[0], **late[1]):
-            self.rejected += 1
-            events.append(self.model.rejection)
-        self.late.append(self.prog)
+        if self.rx is not None and ready["rx"]:
+            self.model.device_id = ins["device_id"]
+            where, fields = self.model.receive(**self.rx)
+            self.flight["rx"].append((cyc + self.latency - 1, where, fields))
+            self.held["rx"] += 1
+            self.rx_tracked += where == "rx_mem" and fields["tracked"]
+            self.rx_refused += where != "rx_mem"
+            self.rx = None
+            self.received += 1
+        if self.decide and self.decide[0][0] == cyc:    # a region write's verdict
+            _, index, fields = self.decide.popleft()
+            if not self.model.program(index, **fields):
+                self.rejected += 1
+                events.append(self.model.rejection)
+        if self.prog is not None and self.busy == 0:    # a region write taken
+            self.decide.append((cyc + self.verdict - 1, *self.prog))
+            self.prog = None
+            self.busy = self.busy_for
+        elif self.busy:
+            self.busy -= 1
         self.errors_out &= ~ins["clear"]
         for name, _ in events:
             self.errors_out |= self.model.errors_codec.pack(**{name: 1})
@@ -278,11 +311,10 @@ class AddrMapEnv(StreamEnv):
         self._outs = outs
 
     def done(self):
-        """All stores sent and taken, nothing scripted."""
+        """All stores sent and taken, nothing scripted, every region write decided."""
         return (self.sent >= self.stores and self.store is None and not self.scripted
-                and not any(self.late) and self.rx is None and self.rx_a is None
-                and self.stage_a is None
-                and all(v is None for v in self.out.values()))
+                and self.prog is None and not self.decide and self.rx is None
+                and not any(self.flight.values()) and not any(self.queue.values()))
 
     def check_state(self):
         """Compare the sticky errors and every counter."""
@@ -322,6 +354,7 @@ async def boundaries(env, cycle):
     for index, mode, base, size in layout:
         env.write(index, valid=1, mode=mode, device=1, base=base, size=size,
                   remote_base=0x40 + index)
+    await drain(env, cycle)                     # every write in effect
     expect = {                                  # address -> (output, tracked)
         0: ("mem", 0), s - 1: ("mem", 0),                       # region 0
         s: ("net", None), 2 * s - 1: ("net", None),             # region 1
@@ -372,7 +405,7 @@ async def provoke_errors(env, cycle):
     # Rewriting a region over itself is not an overlap; removing it always works.
     env.write(0, **dict(good, size=0x40))
     env.write(0, valid=0)
-    await drain(env, cycle)                     # a write applies from three cycles after it
+    await drain(env, cycle)                     # a write applies from its verdict on
     env.send(0x30)
     await drain(env, cycle)
     assert not any(env.model.errors.values()) and env.model.stats["remote"] == 0

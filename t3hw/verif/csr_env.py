@@ -17,7 +17,7 @@ Register names, addresses and fields come from :class:`t3hw.spec.regmap.Register
 from collections import deque
 from dataclasses import fields as dc_fields
 
-from t3hw.spec.contract import CSR_LOAD_CYCLES as LOAD_CYCLES, CSR_VERDICT_DELAY as VERDICT_DELAY
+from t3hw.spec.contract import CSR_LOAD_CYCLES as LOAD_CYCLES, csr_verdict_delay
 from t3hw.spec.layouts import ArbPolicy, CsrCommand
 from t3hw.spec.regmap import MAGIC, Access
 
@@ -43,8 +43,8 @@ class CsrEnv(StreamEnv):
     ops : int
         Random bus cycles to run (0 for scripted use only).
     stall : float
-        Probability per cycle that ``ready`` of ``dma_program`` and of ``tracker_program``
-        (each) drops for a burst, in [0, 1).
+        Probability per cycle that ``ready`` of ``region_program``, ``dma_program`` and
+        ``tracker_program`` (each) drops for a burst, in [0, 1).
     events : float
         Probability per cycle of a random error event on a target's ``errors`` input (besides
         the events of the target models), in [0, 1).
@@ -70,7 +70,7 @@ class CsrEnv(StreamEnv):
 
     in_streams   = ("tracker_result",)
     always_ready = ("tracker_result",)
-    out_streams  = ("dma_program", "tracker_program")
+    out_streams  = ("region_program", "dma_program", "tracker_program")
     in_flags    = ("bus__addr", "bus__w_data", "bus__w_stb", "bus__r_stb",
                    *(f"{t}_errors" for t in TARGETS), *(f"{t}_stats" for t in TARGETS),
                    *(port for port, _ in CAPTURE.values()),
@@ -100,6 +100,7 @@ class CsrEnv(StreamEnv):
             bus = tuple(n for n in CsrEnv.in_flags if n.startswith("bus__"))
             self.in_flags = tuple(n for n in CsrEnv.in_flags if n not in bus)
             self.out_flags = CsrEnv.out_flags + bus
+        self.region_stall = Stall(rng, stall, 8)
         self.dma_stall = Stall(rng, stall, 8)
         self.tracker_stall = Stall(rng, stall, 8)
         self.busy = {"tracker": params.tracker_entries, "dma": params.dma_descriptors}
@@ -161,11 +162,11 @@ class CsrEnv(StreamEnv):
     def commit(self, command):
         """Scripted: a command, then the idle cycles it keeps its group pending for: a write
         command when its target is ready, the cycle its target takes it, then the wait for the
-        target's verdict (:data:`~t3hw.spec.contract.CSR_VERDICT_DELAY`); a read command, the load
+        target's verdict (:func:`~t3hw.spec.contract.csr_verdict_delay`); a read command, the load
         (:data:`~t3hw.spec.contract.CSR_LOAD_CYCLES`)."""
         self.command(command)
         group, is_read = COMMANDS[CsrCommand(command)]
-        wait = self.answer if group == "TRACK" else VERDICT_DELAY.get(group, 1)
+        wait = self.answer if group == "TRACK" else csr_verdict_delay(self.p).get(group, 1)
         self.idle(LOAD_CYCLES if is_read else 1 + wait)
 
     def _random_access(self):
@@ -239,10 +240,13 @@ class CsrEnv(StreamEnv):
             elif self.ops and rng.random() < 0.002:
                 self.busy[name] = rng.randint(1, 20)
             busy[name] = int(self.busy[name] > 0 or self.force_busy[name])
+        # The address map's own gap after a region write, and random back-pressure.
+        region_ready = bool(ins.pop("region_ready")) and self.region_stall.ready()
         return {
             **ins, **self.stats, "dma_idle": self.dma_idle,
             "bus__addr": addr, "bus__w_data": w_data or 0, "bus__w_stb": int(w_data is not None),
             "bus__r_stb": int(read),
+            "region_program": region_ready,
             "dma_program": self.dma_stall.ready(), "tracker_program": self.tracker_stall.ready(),
             "tracker_busy": busy["tracker"], "dma_busy": busy["dma"],
         }
@@ -274,7 +278,7 @@ class CsrEnv(StreamEnv):
         self._note(addr, w_data, read)
         bus = dict(addr=addr, w_data=w_data or 0, w_stb=int(w_data is not None), r_stb=int(read))
         taken = self.model.step(CsrInputs(
-            **bus, dma_ready=int(ins["dma_program"]), tracker_ready=int(ins["tracker_program"]),
+            **bus, region_ready=int(ins["region_program"]), dma_ready=int(ins["dma_program"]), tracker_ready=int(ins["tracker_program"]),
             **{f.name: ins[f.name] for f in dc_fields(CsrInputs)
                if f.name in ins and f.name not in bus}))
         delay = self.rng.randint(1, self.answer) if self.ops else self.answer

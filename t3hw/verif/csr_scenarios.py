@@ -7,7 +7,7 @@ environment also scores every cycle against :class:`~sim_models.csr.CsrModel`. T
 environment without random stalls (``stall=0``).
 """
 
-from t3hw.spec.contract import CSR_REFUSALS, CSR_VERDICT_DELAY as VERDICT_DELAY
+from t3hw.spec.contract import CSR_REFUSALS, csr_verdict_delay
 from t3hw.spec.layouts import ArbPolicy, CsrCommand, TrackOp, TrackResult
 from t3hw.spec.regmap import IRQ_ENABLES
 
@@ -252,7 +252,7 @@ async def refused_writes(env, cycle):
                 k += 1
                 env.stage(group, **staged)
                 env.command(CsrCommand[f"{group}_WRITE"])
-                env.idle(VERDICT_DELAY[group] - early)      # taken, then the wait
+                env.idle(csr_verdict_delay(env.p)[group] - early)      # taken, then the wait
                 env.event(target, **{name: 1})
                 env.idle(2)
                 env.write(f"{target.upper()}_ERRORS", 0xffffffff)
