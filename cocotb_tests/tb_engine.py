@@ -16,6 +16,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
+from t3hw.spec.contract import addrmap_latency
 from t3hw.verif import engine_env
 from t3hw.verif.engine_env import EngineEnv, LoopScenario
 from t3hw.sw.bus import CocotbBus
@@ -77,6 +78,10 @@ async def _loop(dut, *, shape, policy="t3_mca", remote=True, hold=None, bad=None
         assert side.done(), "the mapping of the later waves did not finish"
         side.result()                       # re-raise its failure, if any
     cycles = env.cycle - start
+    # A refused input is reported when the address map classifies it, addrmap_latency
+    # cycles after the engine took it (the scenario may end in between).
+    for _ in range(addrmap_latency(env.p) + 2):
+        await RisingEdge(dut.clk)
     errors = await drv.errors()
     stats = await drv.stats()
     first = await drv.first_errors()

@@ -17,7 +17,8 @@ Register names, addresses and fields come from :class:`t3hw.spec.regmap.Register
 from collections import deque
 from dataclasses import fields as dc_fields
 
-from t3hw.spec.contract import CSR_LOAD_CYCLES as LOAD_CYCLES, csr_verdict_delay
+from t3hw.spec.contract import (CSR_LOAD_CYCLES as LOAD_CYCLES, addrmap_program_cycles,
+                                csr_verdict_delay)
 from t3hw.spec.layouts import ArbPolicy, CsrCommand
 from t3hw.spec.regmap import MAGIC, Access
 
@@ -162,11 +163,15 @@ class CsrEnv(StreamEnv):
     def commit(self, command):
         """Scripted: a command, then the idle cycles it keeps its group pending for: a write
         command when its target is ready, the cycle its target takes it, then the wait for the
-        target's verdict (:func:`~t3hw.spec.contract.csr_verdict_delay`); a read command, the load
+        target's verdict (:func:`~t3hw.spec.contract.csr_verdict_delay`; for a region write, at
+        least until the address map is ready again); a read command, the load
         (:data:`~t3hw.spec.contract.CSR_LOAD_CYCLES`)."""
         self.command(command)
         group, is_read = COMMANDS[CsrCommand(command)]
         wait = self.answer if group == "TRACK" else csr_verdict_delay(self.p).get(group, 1)
+        if group == "REGION" and not is_read:
+            # ... and until the address map is ready for the next region write
+            wait = max(wait, addrmap_program_cycles(self.p) - 1)
         self.idle(LOAD_CYCLES if is_read else 1 + wait)
 
     def _random_access(self):
