@@ -1567,80 +1567,80 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, program__ready, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, mem__payload, stats
+module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, mem__payload, stats, program__ready
 , errors, capture, store__payload);
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire [32:0] \$101 ;
+  wire [2:0] \$100 ;
+  wire \$101 ;
   wire \$102 ;
   wire \$103 ;
-  reg [3:0] \$104 ;
+  wire [1:0] \$104 ;
   wire [2:0] \$105 ;
-  wire \$106 ;
-  wire \$107 ;
+  reg [3:0] \$106 ;
+  wire [2:0] \$107 ;
   wire \$108 ;
-  wire [3:0] \$109 ;
+  wire \$109 ;
   wire \$11 ;
-  wire [3:0] \$110 ;
-  reg [3:0] \$111 ;
+  wire \$110 ;
+  wire [1:0] \$111 ;
   wire [2:0] \$112 ;
-  wire \$113 ;
+  reg [3:0] \$113 ;
   wire \$114 ;
-  wire \$115 ;
-  wire [1:0] \$116 ;
-  wire [2:0] \$117 ;
-  reg [3:0] \$118 ;
-  wire [2:0] \$119 ;
+  wire [48:0] \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire \$122 ;
-  wire [1:0] \$123 ;
-  wire [2:0] \$124 ;
-  reg [3:0] \$125 ;
+  wire [4:0] \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire [5:0] \$125 ;
   wire \$126 ;
-  wire [48:0] \$127 ;
+  wire [6:0] \$127 ;
   wire \$128 ;
   wire \$129 ;
   wire \$13 ;
   wire \$130 ;
   wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire [4:0] \$134 ;
+  wire [5:0] \$132 ;
+  wire [48:0] \$133 ;
+  wire [48:0] \$134 ;
   wire \$135 ;
   wire \$136 ;
-  wire [5:0] \$137 ;
+  wire \$137 ;
   wire \$138 ;
-  wire [6:0] \$139 ;
+  wire \$139 ;
   wire \$14 ;
-  wire \$140 ;
-  wire [5:0] \$141 ;
-  wire [48:0] \$142 ;
-  wire [48:0] \$143 ;
+  wire [4:0] \$140 ;
+  wire \$141 ;
+  reg [3:0] \$142 ;
+  wire \$143 ;
   wire \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
   wire \$148 ;
-  wire [4:0] \$149 ;
+  wire \$149 ;
   wire \$15 ;
-  reg [3:0] \$150 ;
+  wire \$150 ;
   wire \$151 ;
-  wire \$152 ;
+  wire [4:0] \$152 ;
   wire \$153 ;
-  wire \$154 ;
+  wire [4:0] \$154 ;
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
-  wire [4:0] \$160 ;
+  wire \$160 ;
   wire \$161 ;
-  wire [4:0] \$162 ;
+  wire \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
@@ -1654,19 +1654,19 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$172 ;
   wire \$173 ;
   wire \$174 ;
-  wire [4:0] \$175 ;
+  wire \$175 ;
   wire \$176 ;
-  wire [6:0] \$177 ;
-  wire [6:0] \$178 ;
+  wire [4:0] \$177 ;
+  wire \$178 ;
   wire [6:0] \$179 ;
   wire \$18 ;
-  wire [32:0] \$180 ;
-  wire [32:0] \$181 ;
+  wire [6:0] \$180 ;
+  wire [6:0] \$181 ;
   wire [32:0] \$182 ;
   wire [32:0] \$183 ;
   wire [32:0] \$184 ;
-  wire \$185 ;
-  wire \$186 ;
+  wire [32:0] \$185 ;
+  wire [32:0] \$186 ;
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
@@ -1688,8 +1688,8 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
-  reg \$205 ;
-  reg \$206 ;
+  wire \$205 ;
+  wire \$206 ;
   reg \$207 ;
   reg \$208 ;
   reg \$209 ;
@@ -1698,10 +1698,10 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   reg \$211 ;
   reg \$212 ;
   reg \$213 ;
-  reg [3:0] \$214 ;
-  reg [287:0] \$215 ;
-  reg \$216 ;
-  reg \$217 ;
+  reg \$214 ;
+  reg \$215 ;
+  reg [3:0] \$216 ;
+  reg [287:0] \$217 ;
   reg \$218 ;
   reg \$219 ;
   wire \$22 ;
@@ -1710,26 +1710,35 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   reg \$222 ;
   reg \$223 ;
   reg \$224 ;
-  reg [3:0] \$225 ;
-  reg [4:0] \$226 ;
-  reg [154:0] \$227 ;
-  reg [48:0] \$228 ;
-  reg [47:0] \$229 ;
+  reg \$225 ;
+  reg \$226 ;
+  reg [3:0] \$227 ;
+  reg \$228 ;
+  reg [4:0] \$229 ;
   wire [4:0] \$23 ;
-  reg \$230 ;
-  reg [3:0] \$231 ;
-  reg \$232 ;
+  reg [154:0] \$230 ;
+  reg [48:0] \$231 ;
+  reg [47:0] \$232 ;
   reg \$233 ;
-  reg \$234 ;
-  reg [3:0] \$235 ;
-  reg [3:0] \$236 ;
+  reg [3:0] \$234 ;
+  reg \$235 ;
+  reg \$236 ;
   reg \$237 ;
-  reg [3:0] \$238 ;
+  reg \$238 ;
   reg [3:0] \$239 ;
-  wire \$24 ;
-  reg [6:0] \$240 ;
-  reg [68:0] \$241 ;
+  wire [4:0] \$24 ;
+  reg [3:0] \$240 ;
+  reg \$241 ;
+  reg [2:0] \$242 ;
+  reg [98:0] \$243 ;
+  reg [52:0] \$244 ;
+  reg [2:0] \$245 ;
+  reg \$246 ;
+  reg [3:0] \$247 ;
+  reg [3:0] \$248 ;
+  reg [6:0] \$249 ;
   wire \$25 ;
+  reg [68:0] \$250 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -1751,66 +1760,66 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
+  reg [3:0] \$45 ;
+  wire [2:0] \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [3:0] \$50 ;
+  wire [3:0] \$51 ;
+  reg [3:0] \$52 ;
+  wire [2:0] \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  reg [3:0] \$57 ;
+  wire [1:0] \$57 ;
   wire [2:0] \$58 ;
-  wire \$59 ;
+  reg [3:0] \$59 ;
   wire \$6 ;
-  wire \$60 ;
+  wire [2:0] \$60 ;
   wire \$61 ;
-  wire [3:0] \$62 ;
-  wire [3:0] \$63 ;
-  reg [3:0] \$64 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire [1:0] \$64 ;
   wire [2:0] \$65 ;
-  wire \$66 ;
+  reg [3:0] \$66 ;
   wire \$67 ;
-  wire \$68 ;
-  wire [1:0] \$69 ;
+  wire [48:0] \$68 ;
+  wire \$69 ;
   wire \$7 ;
-  wire [2:0] \$70 ;
-  reg [3:0] \$71 ;
-  wire [2:0] \$72 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
   wire \$73 ;
-  wire \$74 ;
+  wire [48:0] \$74 ;
   wire \$75 ;
-  wire [1:0] \$76 ;
-  wire [2:0] \$77 ;
-  reg [3:0] \$78 ;
+  wire [4:0] \$76 ;
+  wire \$77 ;
+  wire [5:0] \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire [48:0] \$80 ;
+  wire [6:0] \$80 ;
   wire \$81 ;
-  wire \$82 ;
+  wire [32:0] \$82 ;
   wire \$83 ;
-  wire \$84 ;
+  wire [32:0] \$84 ;
   wire \$85 ;
-  wire [48:0] \$86 ;
+  wire [32:0] \$86 ;
   wire \$87 ;
-  wire [4:0] \$88 ;
-  wire \$89 ;
+  wire \$88 ;
+  wire [32:0] \$89 ;
   wire [47:0] \$9 ;
-  wire [5:0] \$90 ;
+  wire \$90 ;
   wire \$91 ;
-  wire [6:0] \$92 ;
-  wire \$93 ;
-  wire [32:0] \$94 ;
+  reg [3:0] \$92 ;
+  wire [2:0] \$93 ;
+  wire \$94 ;
   wire \$95 ;
-  wire [32:0] \$96 ;
-  wire \$97 ;
-  wire [32:0] \$98 ;
-  wire \$99 ;
+  wire \$96 ;
+  wire [3:0] \$97 ;
+  wire [3:0] \$98 ;
+  reg [3:0] \$99 ;
   reg a_c0_bank = 1'h0;
   reg a_c0_other = 1'h0;
   reg [2:0] a_c0_pos = 3'h0;
@@ -2059,20 +2068,12 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \o__ready$65 ;
   wire o__valid;
   wire \o__valid$68 ;
-  reg [3:0] p_at;
+  wire [3:0] p_at;
   reg p_bad = 1'h0;
   reg p_bad_all = 1'h0;
-  reg [98:0] p_bounds;
-  wire [47:0] p_bounds__base ;
-  wire [48:0] p_bounds__end ;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] p_bounds__mode ;
   reg [4:0] p_busy = 5'h00;
   reg p_clash = 1'h0;
-  wire p_deciding;
+  reg p_deciding = 1'h0;
   reg [47:0] p_delta = 48'h000000000000;
   reg [98:0] p_e1_bounds = 99'h0000000000000000000000000;
   wire [47:0] p_e1_bounds__base ;
@@ -2103,15 +2104,17 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire [47:0] p_e2_route__delta ;
   wire [4:0] p_e2_route__device ;
   reg p_e2_valid = 1'h0;
+  wire p_emit;
   reg [48:0] p_end = 49'h0000000000000;
-  reg [2:0] p_index;
-  wire p_insert;
   wire [2:0] p_k;
   wire p_kept;
   reg [3:0] p_o = 4'h0;
   reg [3:0] p_phase = 4'h0;
+  wire p_preparing;
   reg [3:0] p_rank = 4'h0;
   wire p_reading;
+  (* init = 1'h1 *)
+  wire p_ready;
   reg [154:0] p_req = 155'h000000000000000000000000000000000000000;
   wire [47:0] p_req__base ;
   wire [4:0] p_req__device ;
@@ -2124,11 +2127,28 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire [47:0] p_req__remote_base ;
   wire [47:0] p_req__size ;
   wire p_req__valid ;
-  reg [52:0] p_route;
-  wire [47:0] p_route__delta ;
-  wire [4:0] p_route__device ;
   reg p_verdict_bad = 1'h0;
   reg p_verdict_overlap = 1'h0;
+  reg [3:0] p_w_at = 4'h0;
+  reg p_w_bank = 1'h0;
+  (* init = 99'h0000000000000000000000000 *)
+  wire [98:0] p_w_bounds;
+  wire [47:0] p_w_bounds__base ;
+  wire [48:0] p_w_bounds__end ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] p_w_bounds__mode ;
+  (* init = 1'h0 *)
+  wire p_w_en;
+  (* init = 3'h0 *)
+  wire [2:0] p_w_index;
+  reg [2:0] p_w_pivot = 3'h0;
+  (* init = 53'h00000000000000 *)
+  wire [52:0] p_w_route;
+  wire [47:0] p_w_route__delta ;
+  wire [4:0] p_w_route__device ;
   input [154:0] program__payload;
   wire [154:0] program__payload;
   wire [47:0] program__payload__base ;
@@ -2143,7 +2163,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire [47:0] program__payload__size ;
   wire program__payload__valid ;
   output program__ready;
-  wire program__ready;
+  reg program__ready = 1'h1;
   input program__valid;
   wire program__valid;
   wire push;
@@ -2151,7 +2171,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \push$59 ;
   wire [3:0] rb__addr;
   wire [3:0] \rb__addr$49 ;
-  wire [3:0] \rb__addr$77 ;
+  wire [3:0] \rb__addr$76 ;
   wire [98:0] rb__data;
   wire [98:0] \rb__data$220 ;
   wire [47:0] rb__data$220__base ;
@@ -2161,14 +2181,14 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
   wire [1:0] rb__data$220__mode ;
-  wire [98:0] \rb__data$226 ;
-  wire [47:0] rb__data$226__base ;
-  wire [48:0] rb__data$226__end ;
+  wire [98:0] \rb__data$229 ;
+  wire [47:0] rb__data$229__base ;
+  wire [48:0] rb__data$229__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$226__mode ;
+  wire [1:0] rb__data$229__mode ;
   wire [47:0] rb__data__base ;
   wire [48:0] rb__data__end ;
   (* enum_base_type = "RegionMode" *)
@@ -2192,11 +2212,11 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire [47:0] \rp__data$198 ;
   wire [47:0] \rp__data$209 ;
   wire [3:0] rr__addr;
-  wire [3:0] \rr__addr$79 ;
+  wire [3:0] \rr__addr$78 ;
   wire [52:0] rr__data;
-  wire [52:0] \rr__data$228 ;
-  wire [47:0] rr__data$228__delta ;
-  wire [4:0] rr__data$228__device ;
+  wire [52:0] \rr__data$231 ;
+  wire [47:0] rr__data$231__delta ;
+  wire [4:0] rr__data$231__device ;
   wire [47:0] rr__data__delta ;
   wire [4:0] rr__data__device ;
   input rst;
@@ -2399,18 +2419,19 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire tracked;
   wire [3:0] wp__addr;
   wire [3:0] \wp__addr$102 ;
-  wire [3:0] \wp__addr$105 ;
-  wire [2:0] \wp__addr$108 ;
-  wire [1:0] \wp__addr$111 ;
-  wire \wp__addr$114 ;
-  wire [98:0] wp__data;
-  wire [52:0] \wp__data$103 ;
-  wire [47:0] wp__data$103__delta ;
-  wire [4:0] wp__data$103__device ;
-  wire [2:0] \wp__data$106 ;
-  wire [47:0] \wp__data$109 ;
-  wire [47:0] \wp__data$112 ;
-  wire [47:0] \wp__data$115 ;
+  wire [2:0] \wp__addr$106 ;
+  wire [1:0] \wp__addr$110 ;
+  (* init = 1'h0 *)
+  wire \wp__addr$113 ;
+  wire [3:0] \wp__addr$98 ;
+  reg [98:0] wp__data = 99'h0000000000000000000000000;
+  reg [2:0] \wp__data$103  = 3'h0;
+  wire [47:0] \wp__data$107 ;
+  wire [47:0] \wp__data$111 ;
+  wire [47:0] \wp__data$114 ;
+  reg [52:0] \wp__data$99  = 53'h00000000000000;
+  wire [47:0] wp__data$99__delta ;
+  wire [4:0] wp__data$99__device ;
   wire [47:0] wp__data__base ;
   wire [48:0] wp__data__end ;
   (* enum_base_type = "RegionMode" *)
@@ -2418,12 +2439,14 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
   wire [1:0] wp__data__mode ;
-  wire wp__en;
-  wire \wp__en$104 ;
-  wire \wp__en$107 ;
-  wire \wp__en$110 ;
-  wire \wp__en$113 ;
-  wire \wp__en$116 ;
+  reg wp__en = 1'h0;
+  (* init = 1'h0 *)
+  wire \wp__en$101 ;
+  (* init = 1'h0 *)
+  wire \wp__en$105 ;
+  wire \wp__en$108 ;
+  wire \wp__en$112 ;
+  wire \wp__en$115 ;
   (* ram_style = "distributed" *)
   reg [98:0] bounds [15:0];
   initial begin
@@ -2446,9 +2469,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   end
   always @(posedge clk) begin
     if (wp__en)
-      bounds[{ \$24 , p_at[2:0] }] <= p_bounds;
+      bounds[{ p_w_bank, p_w_at[2:0] }] <= wp__data;
   end
-  assign \rb__data$226  = bounds[{ active, \$21 [2:0] }];
+  assign \rb__data$229  = bounds[{ active, \$21 [2:0] }];
   assign \rb__data$220  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
   (* ram_style = "distributed" *)
@@ -2472,8 +2495,8 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     index[15] = 3'h0;
   end
   always @(posedge clk) begin
-    if (\wp__en$107 )
-      index[{ \$26 , p_at[2:0] }] <= p_index;
+    if (wp__en)
+      index[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$103 ;
   end
   assign ri__data = index[{ active, \$21 [2:0] }];
   (* ram_style = "distributed" *)
@@ -2489,8 +2512,8 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     pivot0[7] = 48'h000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$110 )
-      pivot0[{ \$27 , p_at[2:1] }] <= p_bounds[47:0];
+    if (p_w_pivot[0])
+      pivot0[{ p_w_bank, p_w_at[2:1] }] <= wp__data[47:0];
   end
   assign \rp__data$209  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
   assign \rp__data$157  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
@@ -2503,8 +2526,8 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     pivot1[3] = 48'h000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$113 )
-      pivot1[{ \$31 , p_at[2] }] <= p_bounds[47:0];
+    if (p_w_pivot[1])
+      pivot1[{ p_w_bank, p_w_at[2] }] <= wp__data[47:0];
   end
   assign \rp__data$198  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
   assign \rp__data$146  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
@@ -2515,8 +2538,8 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     pivot2[1] = 48'h000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$116 )
-      pivot2[\wp__addr$114 ] <= p_bounds[47:0];
+    if (p_w_pivot[2])
+      pivot2[p_w_bank] <= wp__data[47:0];
   end
   assign \rp__data$187  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
@@ -2541,10 +2564,10 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     route[15] = 53'h00000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$104 )
-      route[{ \$25 , p_at[2:0] }] <= p_route;
+    if (wp__en)
+      route[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$99 ;
   end
-  assign \rr__data$228  = route[{ active, \$21 [2:0] }];
+  assign \rr__data$231  = route[{ active, \$21 [2:0] }];
   assign rr__data = route[{ a_c0_bank, a_c0_pos }];
   assign store__ready = a_held < 4'hb;
   assign \$1  = a_f_hit & a_f_fits;
@@ -2578,181 +2601,175 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign rx_accept = \$17  & rx_f_fits;
   assign \push$59  = rx_f_valid & rx_accept;
   assign \$18  = rx_f_mode == 2'h2;
-  assign program__ready = ! p_busy;
   assign take = program__valid & program__ready;
   assign \$19  = | p_phase;
   assign \$20  = p_phase <= 4'h8;
   assign p_reading = \$19  & \$20 ;
-  assign p_deciding = p_phase == 4'hc;
   assign \$21  = p_phase - 1'h1;
   assign \$22  = p_e1_index != p_req[2:0];
   assign p_kept = p_e1_valid & \$22 ;
-  assign p_insert = p_deciding & p_req[3];
+  assign p_preparing = p_phase == 4'hb;
   assign \$23  = p_o + p_e2_after;
-  assign \$24  = ~ active;
-  assign wp__en = p_e2_valid | p_insert;
-  assign \$25  = ~ active;
-  assign \wp__en$104  = p_e2_valid | p_insert;
-  assign \$26  = ~ active;
-  assign \wp__en$107  = p_e2_valid | p_insert;
-  assign \$27  = ~ active;
-  assign \$28  = p_e2_valid | p_insert;
-  assign \$29  = \$28  & p_at[0];
-  assign \$31  = ~ active;
-  assign \$32  = p_e2_valid | p_insert;
-  assign \$33  = \$32  & p_at[1];
-  assign \$34  = ! p_at[0];
-  assign \wp__en$113  = \$33  & \$34 ;
-  assign \wp__addr$114  = ~ active;
-  assign \$35  = p_e2_valid | p_insert;
-  assign \$36  = \$35  & p_at[2];
-  assign \$37  = ! p_at[1:0];
-  assign \wp__en$116  = \$36  & \$37 ;
-  assign \$38  = a_f_valid & crosses;
-  assign \$39  = rx_f_valid & rx_f_other;
-  assign \$40  = ~ rx_f_other;
-  assign \$41  = rx_f_valid & \$40 ;
-  assign \$42  = \$41  & rx_in_remote;
-  assign \$43  = ~ rx_f_other;
-  assign \$44  = rx_f_valid & \$43 ;
-  assign \$45  = ~ rx_in_remote;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = ~ rx_in_receive;
-  assign \$48  = \$46  & \$47 ;
-  assign \$49  = ~ rx_f_other;
-  assign \$50  = rx_f_valid & \$49 ;
-  assign \$51  = \$50  & rx_in_receive;
-  assign \$52  = ~ rx_f_fits;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = p_deciding & p_verdict_bad;
-  assign \$55  = p_deciding & p_verdict_overlap;
-  assign \$56  = store__valid & store__ready;
-  assign \$59  = \$57  > \$58 ;
-  assign \$60  = a_r2_pivot <= a_r2_req[47:0];
-  assign \$61  = a_r2_inside & \$60 ;
-  assign \$63  = { 1'h0, a_r2_pos } | \$62 ;
-  assign \$66  = \$64  > \$65 ;
-  assign \$67  = a_r1_pivot <= a_r1_req[47:0];
-  assign \$68  = a_r1_inside & \$67 ;
-  assign \$70  = a_r1_pos | { 1'h0, \$69  };
-  assign \$73  = \$71  > \$72 ;
-  assign \$74  = a_r0_pivot <= a_r0_req[47:0];
-  assign \$75  = a_r0_inside & \$74 ;
-  assign \$77  = a_r0_pos | { 1'h0, \$76  };
-  assign \$79  = \$78  > a_c0_pos;
-  assign \$80  = a_c0_req[47:0] + a_c0_req[70:64];
-  assign \$81  = a_rec_bounds[47:0] <= a_rec_req[47:0];
-  assign \$82  = a_rec_inside & \$81 ;
-  assign \$83  = a_rec_req[47:0] < a_rec_bounds[96:48];
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = a_stop <= a_rec_bounds[96:48];
-  assign \$86  = a_rec_req[47:0] + a_rec_route[47:0];
-  assign \$87  = store__valid & store__ready;
-  assign \$88  = a_held + \$87 ;
-  assign \$89  = a_f_valid & crosses;
-  assign \$90  = \$88  - \$89 ;
-  assign \$91  = o__valid & o__ready;
-  assign \$92  = $signed(\$90 ) - $signed({ 1'h0, \$91  });
-  assign \$93  = a_f_valid & \local ;
-  assign \$94  = stats[31:0] + 1'h1;
-  assign \$95  = a_f_valid & tracked;
-  assign \$96  = stats[63:32] + 1'h1;
-  assign \$97  = a_f_valid & remote;
-  assign \$98  = stats[95:64] + 1'h1;
-  assign \$99  = ~ a_f_hit;
-  assign \$100  = a_f_valid & \$99 ;
-  assign \$101  = stats[127:96] + 1'h1;
-  assign \$102  = rx__valid & rx__ready;
-  assign \$103  = rx__payload[4:0] != device_id;
-  assign \$106  = \$104  > \$105 ;
-  assign \$107  = rx_r2_pivot <= rx_r2_req[52:5];
-  assign \$108  = rx_r2_inside & \$107 ;
-  assign \$110  = { 1'h0, rx_r2_pos } | \$109 ;
-  assign \$113  = \$111  > \$112 ;
-  assign \$114  = rx_r1_pivot <= rx_r1_req[52:5];
-  assign \$115  = rx_r1_inside & \$114 ;
-  assign \$117  = rx_r1_pos | { 1'h0, \$116  };
-  assign \$120  = \$118  > \$119 ;
-  assign \$121  = rx_r0_pivot <= rx_r0_req[52:5];
-  assign \$122  = rx_r0_inside & \$121 ;
-  assign \$124  = rx_r0_pos | { 1'h0, \$123  };
-  assign \$126  = \$125  > rx_c0_pos;
-  assign \$127  = rx_c0_req[52:5] + rx_c0_req[76:70];
-  assign \$128  = rx_rec_bounds[47:0] <= rx_rec_req[52:5];
-  assign \$129  = rx_rec_inside & \$128 ;
-  assign \$130  = rx_rec_req[52:5] < rx_rec_bounds[96:48];
-  assign \$131  = \$129  & \$130 ;
-  assign \$132  = rx_stop <= rx_rec_bounds[96:48];
-  assign \$133  = rx__valid & rx__ready;
-  assign \$134  = rx_held + \$133 ;
-  assign \$135  = ~ rx_accept;
-  assign \$136  = rx_f_valid & \$135 ;
-  assign \$137  = \$134  - \$136 ;
-  assign \$138  = rx_mem__valid & \o__ready$65 ;
-  assign \$139  = $signed(\$137 ) - $signed({ 1'h0, \$138  });
-  assign \$140  = | p_busy;
-  assign \$141  = p_busy - 1'h1;
-  assign \$142  = program__payload[58:11] + program__payload[106:59];
-  assign \$143  = program__payload[154:107] - program__payload[58:11];
-  assign \$144  = ! program__payload[106:59];
-  assign \$145  = program__payload[5:4] > 2'h2;
-  assign \$146  = \$144  | \$145 ;
-  assign \$147  = p_phase == 4'hc;
-  assign \$148  = | p_phase;
-  assign \$149  = p_phase + 1'h1;
-  assign \$151  = \$150  >= p_phase;
-  assign \$152  = p_reading & \$151 ;
-  assign \$153  = p_req[58:11] < p_e1_bounds[47:0];
-  assign \$154  = p_req[3] & \$153 ;
-  assign \$155  = p_req[58:11] < p_e1_bounds[96:48];
-  assign \$156  = p_e1_bounds[47:0] < p_end;
-  assign \$157  = p_e2_valid & p_req[3];
-  assign \$158  = \$157  & p_e2_lo;
-  assign \$159  = \$158  & p_e2_hi;
-  assign \$160  = p_o + 1'h1;
-  assign \$161  = ~ p_e2_after;
-  assign \$162  = p_rank + \$161 ;
-  assign \$163  = | p_end[47:0];
-  assign \$164  = p_end[48] & \$163 ;
-  assign \$165  = p_bad | \$164 ;
-  assign \$166  = p_req[3] & p_bad_all;
-  assign \$167  = ~ p_bad_all;
-  assign \$168  = p_req[3] & \$167 ;
-  assign \$169  = \$168  & p_clash;
-  assign \$170  = ~ p_verdict_bad;
-  assign \$171  = p_deciding & \$170 ;
-  assign \$172  = ~ p_verdict_overlap;
-  assign \$173  = \$171  & \$172 ;
-  assign \$174  = ~ active;
-  assign \$175  = p_o + p_req[3];
+  assign \$24  = p_preparing ? { 1'h0, p_rank } : \$23 ;
+  assign \$25  = p_preparing & p_req[3];
+  assign p_emit = p_e2_valid | \$25 ;
+  assign \$26  = a_f_valid & crosses;
+  assign \$27  = rx_f_valid & rx_f_other;
+  assign \$28  = ~ rx_f_other;
+  assign \$29  = rx_f_valid & \$28 ;
+  assign \$30  = \$29  & rx_in_remote;
+  assign \$31  = ~ rx_f_other;
+  assign \$32  = rx_f_valid & \$31 ;
+  assign \$33  = ~ rx_in_remote;
+  assign \$34  = \$32  & \$33 ;
+  assign \$35  = ~ rx_in_receive;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = ~ rx_f_other;
+  assign \$38  = rx_f_valid & \$37 ;
+  assign \$39  = \$38  & rx_in_receive;
+  assign \$40  = ~ rx_f_fits;
+  assign \$41  = \$39  & \$40 ;
+  assign \$42  = p_deciding & p_verdict_bad;
+  assign \$43  = p_deciding & p_verdict_overlap;
+  assign \$44  = store__valid & store__ready;
+  assign \$47  = \$45  > \$46 ;
+  assign \$48  = a_r2_pivot <= a_r2_req[47:0];
+  assign \$49  = a_r2_inside & \$48 ;
+  assign \$51  = { 1'h0, a_r2_pos } | \$50 ;
+  assign \$54  = \$52  > \$53 ;
+  assign \$55  = a_r1_pivot <= a_r1_req[47:0];
+  assign \$56  = a_r1_inside & \$55 ;
+  assign \$58  = a_r1_pos | { 1'h0, \$57  };
+  assign \$61  = \$59  > \$60 ;
+  assign \$62  = a_r0_pivot <= a_r0_req[47:0];
+  assign \$63  = a_r0_inside & \$62 ;
+  assign \$65  = a_r0_pos | { 1'h0, \$64  };
+  assign \$67  = \$66  > a_c0_pos;
+  assign \$68  = a_c0_req[47:0] + a_c0_req[70:64];
+  assign \$69  = a_rec_bounds[47:0] <= a_rec_req[47:0];
+  assign \$70  = a_rec_inside & \$69 ;
+  assign \$71  = a_rec_req[47:0] < a_rec_bounds[96:48];
+  assign \$72  = \$70  & \$71 ;
+  assign \$73  = a_stop <= a_rec_bounds[96:48];
+  assign \$74  = a_rec_req[47:0] + a_rec_route[47:0];
+  assign \$75  = store__valid & store__ready;
+  assign \$76  = a_held + \$75 ;
+  assign \$77  = a_f_valid & crosses;
+  assign \$78  = \$76  - \$77 ;
+  assign \$79  = o__valid & o__ready;
+  assign \$80  = $signed(\$78 ) - $signed({ 1'h0, \$79  });
+  assign \$81  = a_f_valid & \local ;
+  assign \$82  = stats[31:0] + 1'h1;
+  assign \$83  = a_f_valid & tracked;
+  assign \$84  = stats[63:32] + 1'h1;
+  assign \$85  = a_f_valid & remote;
+  assign \$86  = stats[95:64] + 1'h1;
+  assign \$87  = ~ a_f_hit;
+  assign \$88  = a_f_valid & \$87 ;
+  assign \$89  = stats[127:96] + 1'h1;
+  assign \$90  = rx__valid & rx__ready;
+  assign \$91  = rx__payload[4:0] != device_id;
+  assign \$94  = \$92  > \$93 ;
+  assign \$95  = rx_r2_pivot <= rx_r2_req[52:5];
+  assign \$96  = rx_r2_inside & \$95 ;
+  assign \$98  = { 1'h0, rx_r2_pos } | \$97 ;
+  assign \$101  = \$99  > \$100 ;
+  assign \$102  = rx_r1_pivot <= rx_r1_req[52:5];
+  assign \$103  = rx_r1_inside & \$102 ;
+  assign \$105  = rx_r1_pos | { 1'h0, \$104  };
+  assign \$108  = \$106  > \$107 ;
+  assign \$109  = rx_r0_pivot <= rx_r0_req[52:5];
+  assign \$110  = rx_r0_inside & \$109 ;
+  assign \$112  = rx_r0_pos | { 1'h0, \$111  };
+  assign \$114  = \$113  > rx_c0_pos;
+  assign \$115  = rx_c0_req[52:5] + rx_c0_req[76:70];
+  assign \$116  = rx_rec_bounds[47:0] <= rx_rec_req[52:5];
+  assign \$117  = rx_rec_inside & \$116 ;
+  assign \$118  = rx_rec_req[52:5] < rx_rec_bounds[96:48];
+  assign \$119  = \$117  & \$118 ;
+  assign \$120  = rx_stop <= rx_rec_bounds[96:48];
+  assign \$121  = rx__valid & rx__ready;
+  assign \$122  = rx_held + \$121 ;
+  assign \$123  = ~ rx_accept;
+  assign \$124  = rx_f_valid & \$123 ;
+  assign \$125  = \$122  - \$124 ;
+  assign \$126  = rx_mem__valid & \o__ready$65 ;
+  assign \$127  = $signed(\$125 ) - $signed({ 1'h0, \$126  });
+  assign \$128  = ~ take;
+  assign \$129  = p_busy <= 1'h1;
+  assign \$130  = \$128  & \$129 ;
+  assign \$131  = | p_busy;
+  assign \$132  = p_busy - 1'h1;
+  assign \$133  = program__payload[58:11] + program__payload[106:59];
+  assign \$134  = program__payload[154:107] - program__payload[58:11];
+  assign \$135  = ! program__payload[106:59];
+  assign \$136  = program__payload[5:4] > 2'h2;
+  assign \$137  = \$135  | \$136 ;
+  assign \$138  = p_phase == 4'hc;
+  assign \$139  = | p_phase;
+  assign \$140  = p_phase + 1'h1;
+  assign \$141  = p_phase == 4'hb;
+  assign \$143  = \$142  >= p_phase;
+  assign \$144  = p_reading & \$143 ;
+  assign \$145  = p_req[58:11] < p_e1_bounds[47:0];
+  assign \$146  = p_req[3] & \$145 ;
+  assign \$147  = p_req[58:11] < p_e1_bounds[96:48];
+  assign \$148  = p_e1_bounds[47:0] < p_end;
+  assign \$149  = p_e2_valid & p_req[3];
+  assign \$150  = \$149  & p_e2_lo;
+  assign \$151  = \$150  & p_e2_hi;
+  assign \$152  = p_o + 1'h1;
+  assign \$153  = ~ p_e2_after;
+  assign \$154  = p_rank + \$153 ;
+  assign \$155  = ~ active;
+  assign \$156  = p_emit & \$24 [0];
+  assign \$159  = p_emit & \$24 [1];
+  assign \$160  = ! \$24 [0];
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = p_emit & \$24 [2];
+  assign \$163  = ! \$24 [1:0];
+  assign \$164  = \$162  & \$163 ;
+  assign \$165  = | p_end[47:0];
+  assign \$166  = p_end[48] & \$165 ;
+  assign \$167  = p_bad | \$166 ;
+  assign \$168  = p_req[3] & p_bad_all;
+  assign \$169  = ~ p_bad_all;
+  assign \$170  = p_req[3] & \$169 ;
+  assign \$171  = \$170  & p_clash;
+  assign \$172  = ~ p_verdict_bad;
+  assign \$173  = p_deciding & \$172 ;
+  assign \$174  = ~ p_verdict_overlap;
+  assign \$175  = \$173  & \$174 ;
   assign \$176  = ~ active;
-  assign \$180  = stats[159:128] + 1'h1;
-  assign \$181  = stats[191:160] + 1'h1;
-  assign \$182  = stats[223:192] + 1'h1;
-  assign \$183  = stats[255:224] + 1'h1;
-  assign \$184  = stats[287:256] + 1'h1;
-  assign \$185  = a_f_valid & crosses;
-  assign \$186  = rx_f_valid & rx_f_other;
-  assign \$187  = ~ rx_f_other;
-  assign \$188  = rx_f_valid & \$187 ;
-  assign \$189  = \$188  & rx_in_remote;
-  assign \$190  = ~ rx_f_other;
-  assign \$191  = rx_f_valid & \$190 ;
-  assign \$192  = ~ rx_in_remote;
-  assign \$193  = \$191  & \$192 ;
-  assign \$194  = ~ rx_in_receive;
+  assign \$177  = p_o + p_req[3];
+  assign \$178  = ~ active;
+  assign \$182  = stats[159:128] + 1'h1;
+  assign \$183  = stats[191:160] + 1'h1;
+  assign \$184  = stats[223:192] + 1'h1;
+  assign \$185  = stats[255:224] + 1'h1;
+  assign \$186  = stats[287:256] + 1'h1;
+  assign \$187  = a_f_valid & crosses;
+  assign \$188  = rx_f_valid & rx_f_other;
+  assign \$189  = ~ rx_f_other;
+  assign \$190  = rx_f_valid & \$189 ;
+  assign \$191  = \$190  & rx_in_remote;
+  assign \$192  = ~ rx_f_other;
+  assign \$193  = rx_f_valid & \$192 ;
+  assign \$194  = ~ rx_in_remote;
   assign \$195  = \$193  & \$194 ;
-  assign \$196  = ~ rx_f_other;
-  assign \$197  = rx_f_valid & \$196 ;
-  assign \$198  = \$197  & rx_in_receive;
-  assign \$199  = ~ rx_f_fits;
-  assign \$200  = \$198  & \$199 ;
-  assign \$201  = | { \$200 , \$195 , \$189 , \$186  };
-  assign \$202  = p_deciding & p_verdict_bad;
-  assign \$203  = p_deciding & p_verdict_overlap;
-  assign \$204  = \$202  | \$203 ;
+  assign \$196  = ~ rx_in_receive;
+  assign \$197  = \$195  & \$196 ;
+  assign \$198  = ~ rx_f_other;
+  assign \$199  = rx_f_valid & \$198 ;
+  assign \$200  = \$199  & rx_in_receive;
+  assign \$201  = ~ rx_f_fits;
+  assign \$202  = \$200  & \$201 ;
+  assign \$203  = | { \$202 , \$197 , \$191 , \$188  };
+  assign \$204  = p_deciding & p_verdict_bad;
+  assign \$205  = p_deciding & p_verdict_overlap;
+  assign \$206  = \$204  | \$205 ;
   always @(posedge clk)
-    a_s0_valid <= \$205 ;
+    a_s0_valid <= \$207 ;
   always @(posedge clk)
     a_s0_req <= store__payload;
   always @(posedge clk)
@@ -2760,7 +2777,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_s0_pos <= 3'h0;
   always @(posedge clk)
-    a_r2_valid <= \$206 ;
+    a_r2_valid <= \$208 ;
   always @(posedge clk)
     a_r2_req <= a_s0_req;
   always @(posedge clk)
@@ -2772,9 +2789,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_r2_pivot <= rp__data;
   always @(posedge clk)
-    a_r2_inside <= \$59 ;
+    a_r2_inside <= \$47 ;
   always @(posedge clk)
-    a_c2_valid <= \$207 ;
+    a_c2_valid <= \$209 ;
   always @(posedge clk)
     a_c2_req <= a_r2_req;
   always @(posedge clk)
@@ -2782,9 +2799,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_c2_other <= a_r2_other;
   always @(posedge clk)
-    a_c2_pos <= \$63 [2:0];
+    a_c2_pos <= \$51 [2:0];
   always @(posedge clk)
-    a_r1_valid <= \$208 ;
+    a_r1_valid <= \$210 ;
   always @(posedge clk)
     a_r1_req <= a_c2_req;
   always @(posedge clk)
@@ -2796,9 +2813,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_r1_pivot <= \rp__data$146 ;
   always @(posedge clk)
-    a_r1_inside <= \$66 ;
+    a_r1_inside <= \$54 ;
   always @(posedge clk)
-    a_c1_valid <= \$209 ;
+    a_c1_valid <= \$211 ;
   always @(posedge clk)
     a_c1_req <= a_r1_req;
   always @(posedge clk)
@@ -2806,9 +2823,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_c1_other <= a_r1_other;
   always @(posedge clk)
-    a_c1_pos <= \$70 ;
+    a_c1_pos <= \$58 ;
   always @(posedge clk)
-    a_r0_valid <= \$210 ;
+    a_r0_valid <= \$212 ;
   always @(posedge clk)
     a_r0_req <= a_c1_req;
   always @(posedge clk)
@@ -2820,9 +2837,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_r0_pivot <= \rp__data$157 ;
   always @(posedge clk)
-    a_r0_inside <= \$73 ;
+    a_r0_inside <= \$61 ;
   always @(posedge clk)
-    a_c0_valid <= \$211 ;
+    a_c0_valid <= \$213 ;
   always @(posedge clk)
     a_c0_req <= a_r0_req;
   always @(posedge clk)
@@ -2830,9 +2847,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_c0_other <= a_r0_other;
   always @(posedge clk)
-    a_c0_pos <= \$77 ;
+    a_c0_pos <= \$65 ;
   always @(posedge clk)
-    a_rec_valid <= \$212 ;
+    a_rec_valid <= \$214 ;
   always @(posedge clk)
     a_rec_req <= a_c0_req;
   always @(posedge clk)
@@ -2844,33 +2861,33 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_rec_bounds <= rb__data;
   always @(posedge clk)
-    a_rec_inside <= \$79 ;
+    a_rec_inside <= \$67 ;
   always @(posedge clk)
-    a_stop <= \$80 ;
+    a_stop <= \$68 ;
   always @(posedge clk)
     a_rec_route <= rr__data;
   always @(posedge clk)
-    a_f_valid <= \$213 ;
+    a_f_valid <= \$215 ;
   always @(posedge clk)
     a_f_req <= a_rec_req;
   always @(posedge clk)
     a_f_other <= a_rec_other;
   always @(posedge clk)
-    a_f_hit <= \$84 ;
+    a_f_hit <= \$72 ;
   always @(posedge clk)
-    a_f_fits <= \$85 ;
+    a_f_fits <= \$73 ;
   always @(posedge clk)
     a_f_mode <= a_rec_bounds[98:97];
   always @(posedge clk)
     a_f_device <= a_rec_route[52:48];
   always @(posedge clk)
-    a_f_target <= \$86 [47:0];
+    a_f_target <= \$74 [47:0];
   always @(posedge clk)
-    a_held <= \$214 ;
+    a_held <= \$216 ;
   always @(posedge clk)
-    stats <= \$215 ;
+    stats <= \$217 ;
   always @(posedge clk)
-    rx_s0_valid <= \$216 ;
+    rx_s0_valid <= \$218 ;
   always @(posedge clk)
     rx_s0_req <= rx__payload;
   always @(posedge clk)
@@ -2878,9 +2895,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_s0_pos <= 3'h0;
   always @(posedge clk)
-    rx_s0_other <= \$103 ;
+    rx_s0_other <= \$91 ;
   always @(posedge clk)
-    rx_r2_valid <= \$217 ;
+    rx_r2_valid <= \$219 ;
   always @(posedge clk)
     rx_r2_req <= rx_s0_req;
   always @(posedge clk)
@@ -2892,9 +2909,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_r2_pivot <= \rp__data$187 ;
   always @(posedge clk)
-    rx_r2_inside <= \$106 ;
+    rx_r2_inside <= \$94 ;
   always @(posedge clk)
-    rx_c2_valid <= \$218 ;
+    rx_c2_valid <= \$220 ;
   always @(posedge clk)
     rx_c2_req <= rx_r2_req;
   always @(posedge clk)
@@ -2902,9 +2919,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_c2_other <= rx_r2_other;
   always @(posedge clk)
-    rx_c2_pos <= \$110 [2:0];
+    rx_c2_pos <= \$98 [2:0];
   always @(posedge clk)
-    rx_r1_valid <= \$219 ;
+    rx_r1_valid <= \$221 ;
   always @(posedge clk)
     rx_r1_req <= rx_c2_req;
   always @(posedge clk)
@@ -2916,9 +2933,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_r1_pivot <= \rp__data$198 ;
   always @(posedge clk)
-    rx_r1_inside <= \$113 ;
+    rx_r1_inside <= \$101 ;
   always @(posedge clk)
-    rx_c1_valid <= \$220 ;
+    rx_c1_valid <= \$222 ;
   always @(posedge clk)
     rx_c1_req <= rx_r1_req;
   always @(posedge clk)
@@ -2926,9 +2943,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_c1_other <= rx_r1_other;
   always @(posedge clk)
-    rx_c1_pos <= \$117 ;
+    rx_c1_pos <= \$105 ;
   always @(posedge clk)
-    rx_r0_valid <= \$221 ;
+    rx_r0_valid <= \$223 ;
   always @(posedge clk)
     rx_r0_req <= rx_c1_req;
   always @(posedge clk)
@@ -2940,9 +2957,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_r0_pivot <= \rp__data$209 ;
   always @(posedge clk)
-    rx_r0_inside <= \$120 ;
+    rx_r0_inside <= \$108 ;
   always @(posedge clk)
-    rx_c0_valid <= \$222 ;
+    rx_c0_valid <= \$224 ;
   always @(posedge clk)
     rx_c0_req <= rx_r0_req;
   always @(posedge clk)
@@ -2950,9 +2967,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_c0_other <= rx_r0_other;
   always @(posedge clk)
-    rx_c0_pos <= \$124 ;
+    rx_c0_pos <= \$112 ;
   always @(posedge clk)
-    rx_rec_valid <= \$223 ;
+    rx_rec_valid <= \$225 ;
   always @(posedge clk)
     rx_rec_req <= rx_c0_req;
   always @(posedge clk)
@@ -2964,45 +2981,49 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_rec_bounds <= \rb__data$220 ;
   always @(posedge clk)
-    rx_rec_inside <= \$126 ;
+    rx_rec_inside <= \$114 ;
   always @(posedge clk)
-    rx_stop <= \$127 ;
+    rx_stop <= \$115 ;
   always @(posedge clk)
-    rx_f_valid <= \$224 ;
+    rx_f_valid <= \$226 ;
   always @(posedge clk)
     rx_f_req <= rx_rec_req;
   always @(posedge clk)
     rx_f_other <= rx_rec_other;
   always @(posedge clk)
-    rx_f_hit <= \$131 ;
+    rx_f_hit <= \$119 ;
   always @(posedge clk)
-    rx_f_fits <= \$132 ;
+    rx_f_fits <= \$120 ;
   always @(posedge clk)
     rx_f_mode <= rx_rec_bounds[98:97];
   always @(posedge clk)
-    rx_held <= \$225 ;
+    rx_held <= \$227 ;
   always @(posedge clk)
-    p_busy <= \$226 ;
+    program__ready <= \$228 ;
   always @(posedge clk)
-    p_req <= \$227 ;
+    p_busy <= \$229 ;
   always @(posedge clk)
-    p_end <= \$228 ;
+    p_req <= \$230 ;
   always @(posedge clk)
-    p_delta <= \$229 ;
+    p_end <= \$231 ;
   always @(posedge clk)
-    p_bad <= \$230 ;
+    p_delta <= \$232 ;
   always @(posedge clk)
-    p_phase <= \$231 ;
+    p_bad <= \$233 ;
   always @(posedge clk)
-    p_e1_valid <= \$232 ;
+    p_phase <= \$234 ;
   always @(posedge clk)
-    p_e1_bounds <= \rb__data$226 ;
+    p_deciding <= \$235 ;
   always @(posedge clk)
-    p_e1_route <= \rr__data$228 ;
+    p_e1_valid <= \$236 ;
+  always @(posedge clk)
+    p_e1_bounds <= \rb__data$229 ;
+  always @(posedge clk)
+    p_e1_route <= \rr__data$231 ;
   always @(posedge clk)
     p_e1_index <= ri__data;
   always @(posedge clk)
-    p_e2_valid <= \$233 ;
+    p_e2_valid <= \$237 ;
   always @(posedge clk)
     p_e2_bounds <= p_e1_bounds;
   always @(posedge clk)
@@ -3010,33 +3031,47 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     p_e2_index <= p_e1_index;
   always @(posedge clk)
-    p_e2_after <= \$154 ;
+    p_e2_after <= \$146 ;
   always @(posedge clk)
-    p_e2_lo <= \$155 ;
+    p_e2_lo <= \$147 ;
   always @(posedge clk)
-    p_e2_hi <= \$156 ;
+    p_e2_hi <= \$148 ;
   always @(posedge clk)
-    p_clash <= \$234 ;
+    p_clash <= \$238 ;
   always @(posedge clk)
-    p_o <= \$235 ;
+    p_o <= \$239 ;
   always @(posedge clk)
-    p_rank <= \$236 ;
+    p_rank <= \$240 ;
   always @(posedge clk)
-    p_bad_all <= \$165 ;
+    p_w_at <= \$24 [3:0];
   always @(posedge clk)
-    p_verdict_bad <= \$166 ;
+    p_w_bank <= \$155 ;
   always @(posedge clk)
-    p_verdict_overlap <= \$169 ;
+    wp__en <= \$241 ;
   always @(posedge clk)
-    active <= \$237 ;
+    p_w_pivot <= \$242 ;
   always @(posedge clk)
-    count0 <= \$238 ;
+    wp__data <= \$243 ;
   always @(posedge clk)
-    count1 <= \$239 ;
+    \wp__data$99  <= \$244 ;
   always @(posedge clk)
-    errors <= \$240 ;
+    \wp__data$103  <= \$245 ;
   always @(posedge clk)
-    capture <= \$241 ;
+    p_bad_all <= \$167 ;
+  always @(posedge clk)
+    p_verdict_bad <= \$168 ;
+  always @(posedge clk)
+    p_verdict_overlap <= \$171 ;
+  always @(posedge clk)
+    active <= \$246 ;
+  always @(posedge clk)
+    count0 <= \$247 ;
+  always @(posedge clk)
+    count1 <= \$248 ;
+  always @(posedge clk)
+    errors <= \$249 ;
+  always @(posedge clk)
+    capture <= \$250 ;
   t3hw_engine__addrmap__out_queue  out_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -3060,9 +3095,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (rp__addr)
       1'h0:
-          \$57  = count0;
+          \$45  = count0;
       1'h1:
-          \$57  = count1;
+          \$45  = count1;
     endcase
   end
   always @* begin
@@ -3070,9 +3105,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (a_c2_bank)
       1'h0:
-          \$64  = count0;
+          \$52  = count0;
       1'h1:
-          \$64  = count1;
+          \$52  = count1;
     endcase
   end
   always @* begin
@@ -3080,9 +3115,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (a_c1_bank)
       1'h0:
-          \$71  = count0;
+          \$59  = count0;
       1'h1:
-          \$71  = count1;
+          \$59  = count1;
     endcase
   end
   always @* begin
@@ -3090,9 +3125,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (a_c0_bank)
       1'h0:
-          \$78  = count0;
+          \$66  = count0;
       1'h1:
-          \$78  = count1;
+          \$66  = count1;
     endcase
   end
   always @* begin
@@ -3100,9 +3135,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (\rp__addr$40 )
       1'h0:
-          \$104  = count0;
+          \$92  = count0;
       1'h1:
-          \$104  = count1;
+          \$92  = count1;
     endcase
   end
   always @* begin
@@ -3110,9 +3145,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (rx_c2_bank)
       1'h0:
-          \$111  = count0;
+          \$99  = count0;
       1'h1:
-          \$111  = count1;
+          \$99  = count1;
     endcase
   end
   always @* begin
@@ -3120,9 +3155,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (rx_c1_bank)
       1'h0:
-          \$118  = count0;
+          \$106  = count0;
       1'h1:
-          \$118  = count1;
+          \$106  = count1;
     endcase
   end
   always @* begin
@@ -3130,9 +3165,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (rx_c0_bank)
       1'h0:
-          \$125  = count0;
+          \$113  = count0;
       1'h1:
-          \$125  = count1;
+          \$113  = count1;
     endcase
   end
   always @* begin
@@ -3140,362 +3175,286 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (active)
       1'h0:
-          \$150  = count0;
+          \$142  = count0;
       1'h1:
-          \$150  = count1;
+          \$142  = count1;
     endcase
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
-    if (p_deciding) begin
-      p_at = p_rank;
-    end else begin
-      p_at = \$23 [3:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
-    if (p_deciding) begin
-      p_bounds[47:0] = p_req[58:11];
-      p_bounds[96:48] = p_end;
-      p_bounds[98:97] = p_req[5:4];
-    end else begin
-      p_bounds = p_e2_bounds;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
-    if (p_deciding) begin
-      p_route[47:0] = p_delta;
-      p_route[52:48] = p_req[10:6];
-    end else begin
-      p_route = p_e2_route;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
-    if (p_deciding) begin
-      p_index = p_req[2:0];
-    end else begin
-      p_index = p_e2_index;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$205  = \$56 ;
-    if (rst) begin
-      \$205  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$206  = a_s0_valid;
-    if (rst) begin
-      \$206  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$207  = a_r2_valid;
+    \$207  = \$44 ;
     if (rst) begin
       \$207  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$208  = a_c2_valid;
+    \$208  = a_s0_valid;
     if (rst) begin
       \$208  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$209  = a_r1_valid;
+    \$209  = a_r2_valid;
     if (rst) begin
       \$209  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$210  = a_c1_valid;
+    \$210  = a_c2_valid;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$211  = a_r0_valid;
+    \$211  = a_r1_valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$212  = a_c0_valid;
+    \$212  = a_c1_valid;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$213  = a_rec_valid;
+    \$213  = a_r0_valid;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$214  = \$92 [3:0];
+    \$214  = a_c0_valid;
     if (rst) begin
-      \$214  = 4'h0;
+      \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$215  = stats;
-    if (\$93 ) begin
-      \$215 [31:0] = \$94 [31:0];
+    \$215  = a_rec_valid;
+    if (rst) begin
+      \$215  = 1'h0;
     end
-    if (\$95 ) begin
-      \$215 [63:32] = \$96 [31:0];
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$216  = \$80 [3:0];
+    if (rst) begin
+      \$216  = 4'h0;
     end
-    if (\$97 ) begin
-      \$215 [95:64] = \$98 [31:0];
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$217  = stats;
+    if (\$81 ) begin
+      \$217 [31:0] = \$82 [31:0];
     end
-    if (\$100 ) begin
-      \$215 [127:96] = \$101 [31:0];
+    if (\$83 ) begin
+      \$217 [63:32] = \$84 [31:0];
+    end
+    if (\$85 ) begin
+      \$217 [95:64] = \$86 [31:0];
+    end
+    if (\$88 ) begin
+      \$217 [127:96] = \$89 [31:0];
     end
     if (events[2]) begin
-      \$215 [159:128] = \$180 [31:0];
+      \$217 [159:128] = \$182 [31:0];
     end
     if (events[3]) begin
-      \$215 [191:160] = \$181 [31:0];
+      \$217 [191:160] = \$183 [31:0];
     end
     if (events[4]) begin
-      \$215 [223:192] = \$182 [31:0];
+      \$217 [223:192] = \$184 [31:0];
     end
     if (events[5]) begin
-      \$215 [255:224] = \$183 [31:0];
+      \$217 [255:224] = \$185 [31:0];
     end
     if (events[6]) begin
-      \$215 [287:256] = \$184 [31:0];
+      \$217 [287:256] = \$186 [31:0];
     end
     if (rst) begin
-      \$215  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$217  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$216  = \$102 ;
-    if (rst) begin
-      \$216  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$217  = rx_s0_valid;
-    if (rst) begin
-      \$217  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$218  = rx_r2_valid;
+    \$218  = \$90 ;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$219  = rx_c2_valid;
+    \$219  = rx_s0_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$220  = rx_r1_valid;
+    \$220  = rx_r2_valid;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$221  = rx_c1_valid;
+    \$221  = rx_c2_valid;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$222  = rx_r0_valid;
+    \$222  = rx_r1_valid;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$223  = rx_c0_valid;
+    \$223  = rx_c1_valid;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$224  = rx_rec_valid;
+    \$224  = rx_r0_valid;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$225  = \$139 [3:0];
+    \$225  = rx_c0_valid;
     if (rst) begin
-      \$225  = 4'h0;
+      \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$226  = p_busy;
-    if (take) begin
-      \$226  = 5'h11;
-    end else if (\$140 ) begin
-      \$226  = \$141 [4:0];
-    end
+    \$226  = rx_rec_valid;
     if (rst) begin
-      \$226  = 5'h00;
+      \$226  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$227  = p_req;
-    if (take) begin
-      \$227  = program__payload;
+    \$227  = \$127 [3:0];
+    if (rst) begin
+      \$227  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$228  = p_end;
-    if (take) begin
-      \$228  = \$142 ;
+    \$228  = \$130 ;
+    if (rst) begin
+      \$228  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$229  = p_delta;
+    \$229  = p_busy;
     if (take) begin
-      \$229  = \$143 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$230  = p_bad;
-    if (take) begin
-      \$230  = \$146 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$231  = p_phase;
-    if (take) begin
-      \$231  = 4'h1;
-    end else if (\$147 ) begin
-      \$231  = 4'h0;
-    end else if (\$148 ) begin
-      \$231  = \$149 [3:0];
+      \$229  = 5'h11;
+    end else if (\$131 ) begin
+      \$229  = \$132 [4:0];
     end
     if (rst) begin
-      \$231  = 4'h0;
+      \$229  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$232  = \$152 ;
-    if (rst) begin
-      \$232  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$233  = p_kept;
-    if (rst) begin
-      \$233  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$234  = p_clash;
+    \$230  = p_req;
     if (take) begin
-      \$234  = 1'h0;
-    end else if (\$159 ) begin
-      \$234  = 1'h1;
-    end
-    if (rst) begin
-      \$234  = 1'h0;
+      \$230  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$235  = p_o;
+    \$231  = p_end;
     if (take) begin
-      \$235  = 4'h0;
-    end else if (p_e2_valid) begin
-      \$235  = \$160 [3:0];
-    end
-    if (rst) begin
-      \$235  = 4'h0;
+      \$231  = \$133 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$236  = p_rank;
+    \$232  = p_delta;
     if (take) begin
-      \$236  = 4'h0;
-    end else if (p_e2_valid) begin
-      \$236  = \$162 [3:0];
-    end
-    if (rst) begin
-      \$236  = 4'h0;
+      \$232  = \$134 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$237  = active;
-    if (\$173 ) begin
-      \$237  = \$174 ;
+    \$233  = p_bad;
+    if (take) begin
+      \$233  = \$137 ;
     end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$234  = p_phase;
+    if (take) begin
+      \$234  = 4'h1;
+    end else if (\$138 ) begin
+      \$234  = 4'h0;
+    end else if (\$139 ) begin
+      \$234  = \$140 [3:0];
+    end
+    if (rst) begin
+      \$234  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$235  = \$141 ;
+    if (rst) begin
+      \$235  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$236  = \$144 ;
+    if (rst) begin
+      \$236  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$237  = p_kept;
     if (rst) begin
       \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$238  = count0;
-    if (\$173 ) begin
-      casez (\$176 )
-        1'h0:
-            \$238  = \$175 [3:0];
-      endcase
+    \$238  = p_clash;
+    if (take) begin
+      \$238  = 1'h0;
+    end else if (\$151 ) begin
+      \$238  = 1'h1;
     end
     if (rst) begin
-      \$238  = 4'h0;
+      \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$239  = count1;
-    if (\$173 ) begin
-      (* full_case = 32'd1 *)
-      casez (\$176 )
-        1'h0:
-            /* empty */;
-        1'h1:
-            \$239  = \$175 [3:0];
-      endcase
+    \$239  = p_o;
+    if (take) begin
+      \$239  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$239  = \$152 [3:0];
     end
     if (rst) begin
       \$239  = 4'h0;
@@ -3503,29 +3462,124 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$240  = \$179 ;
+    \$240  = p_rank;
+    if (take) begin
+      \$240  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$240  = \$154 [3:0];
+    end
     if (rst) begin
-      \$240  = 7'h00;
+      \$240  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$241  = capture;
-    if (\$185 ) begin
-      \$241 [47:0] = a_f_req[47:0];
-      \$241 [52:48] = a_f_device;
-      \$241 [68:53] = a_f_req[63:48];
-    end else if (\$201 ) begin
-      \$241 [47:0] = rx_f_req[52:5];
-      \$241 [52:48] = rx_f_req[4:0];
-      \$241 [68:53] = rx_f_req[69:54];
-    end else if (\$204 ) begin
-      \$241 [47:0] = p_req[58:11];
-      \$241 [52:48] = p_req[10:6];
-      \$241 [68:53] = 16'h0000;
+    \$241  = p_emit;
+    if (rst) begin
+      \$241  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$242  = { \$164 , \$161 , \$158  };
+    if (rst) begin
+      \$242  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    if (p_preparing) begin
+      \$243 [47:0] = p_req[58:11];
+      \$243 [96:48] = p_end;
+      \$243 [98:97] = p_req[5:4];
+    end else begin
+      \$243  = p_e2_bounds;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    if (p_preparing) begin
+      \$244 [47:0] = p_delta;
+      \$244 [52:48] = p_req[10:6];
+    end else begin
+      \$244  = p_e2_route;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    if (p_preparing) begin
+      \$245  = p_req[2:0];
+    end else begin
+      \$245  = p_e2_index;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$246  = active;
+    if (\$175 ) begin
+      \$246  = \$176 ;
     end
     if (rst) begin
-      \$241  = 69'h000000000000000000;
+      \$246  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$247  = count0;
+    if (\$175 ) begin
+      casez (\$178 )
+        1'h0:
+            \$247  = \$177 [3:0];
+      endcase
+    end
+    if (rst) begin
+      \$247  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$248  = count1;
+    if (\$175 ) begin
+      (* full_case = 32'd1 *)
+      casez (\$178 )
+        1'h0:
+            /* empty */;
+        1'h1:
+            \$248  = \$177 [3:0];
+      endcase
+    end
+    if (rst) begin
+      \$248  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$249  = \$181 ;
+    if (rst) begin
+      \$249  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$250  = capture;
+    if (\$187 ) begin
+      \$250 [47:0] = a_f_req[47:0];
+      \$250 [52:48] = a_f_device;
+      \$250 [68:53] = a_f_req[63:48];
+    end else if (\$203 ) begin
+      \$250 [47:0] = rx_f_req[52:5];
+      \$250 [52:48] = rx_f_req[4:0];
+      \$250 [68:53] = rx_f_req[69:54];
+    end else if (\$206 ) begin
+      \$250 [47:0] = p_req[58:11];
+      \$250 [52:48] = p_req[10:6];
+      \$250 [68:53] = 16'h0000;
+    end
+    if (rst) begin
+      \$250  = 69'h000000000000000000;
     end
   end
   assign a_s0_bank = rp__addr;
@@ -3541,21 +3595,30 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign \o__payload$64  = rx_mem__payload;
   assign rx_mem__ready = \o__ready$65 ;
   assign \o__valid$68  = rx_mem__valid;
+  assign p_ready = program__ready;
   assign p_k = \$21 [2:0];
-  assign \rb__addr$77  = { active, \$21 [2:0] };
-  assign \rr__addr$79  = { active, \$21 [2:0] };
+  assign \rb__addr$76  = { active, \$21 [2:0] };
+  assign \rr__addr$78  = { active, \$21 [2:0] };
   assign ri__addr = { active, \$21 [2:0] };
-  assign wp__addr = { \$24 , p_at[2:0] };
-  assign wp__data = p_bounds;
-  assign \wp__addr$102  = { \$25 , p_at[2:0] };
-  assign \wp__data$103  = p_route;
-  assign \wp__addr$105  = { \$26 , p_at[2:0] };
-  assign \wp__data$106  = p_index;
-  assign \wp__addr$108  = { \$27 , p_at[2:1] };
-  assign \wp__data$109  = p_bounds[47:0];
-  assign \wp__addr$111  = { \$31 , p_at[2] };
-  assign \wp__data$112  = p_bounds[47:0];
-  assign \wp__data$115  = p_bounds[47:0];
+  assign p_at = \$24 [3:0];
+  assign wp__addr = { p_w_bank, p_w_at[2:0] };
+  assign p_w_bounds = wp__data;
+  assign p_w_en = wp__en;
+  assign \wp__addr$98  = { p_w_bank, p_w_at[2:0] };
+  assign p_w_route = \wp__data$99 ;
+  assign \wp__en$101  = wp__en;
+  assign \wp__addr$102  = { p_w_bank, p_w_at[2:0] };
+  assign p_w_index = \wp__data$103 ;
+  assign \wp__en$105  = wp__en;
+  assign \wp__addr$106  = { p_w_bank, p_w_at[2:1] };
+  assign \wp__data$107  = wp__data[47:0];
+  assign \wp__en$108  = p_w_pivot[0];
+  assign \wp__addr$110  = { p_w_bank, p_w_at[2] };
+  assign \wp__data$111  = wp__data[47:0];
+  assign \wp__en$112  = p_w_pivot[1];
+  assign \wp__addr$113  = p_w_bank;
+  assign \wp__data$114  = wp__data[47:0];
+  assign \wp__en$115  = p_w_pivot[2];
   assign a_s0_other = 1'h0;
   assign clear = 7'h7f;
   assign data__remote  = data[0];
@@ -3613,21 +3676,16 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign p_req__base  = p_req[58:11];
   assign p_req__size  = p_req[106:59];
   assign p_req__remote_base  = p_req[154:107];
-  assign p_bounds__base  = p_bounds[47:0];
-  assign p_bounds__end  = p_bounds[96:48];
-  assign p_bounds__mode  = p_bounds[98:97];
-  assign p_route__delta  = p_route[47:0];
-  assign p_route__device  = p_route[52:48];
-  assign p_e2_bounds__base  = p_e2_bounds[47:0];
-  assign p_e2_bounds__end  = p_e2_bounds[96:48];
-  assign p_e2_bounds__mode  = p_e2_bounds[98:97];
-  assign p_e2_route__delta  = p_e2_route[47:0];
-  assign p_e2_route__device  = p_e2_route[52:48];
-  assign wp__data__base  = p_bounds[47:0];
-  assign wp__data__end  = p_bounds[96:48];
-  assign wp__data__mode  = p_bounds[98:97];
-  assign wp__data$103__delta  = p_route[47:0];
-  assign wp__data$103__device  = p_route[52:48];
+  assign wp__data__base  = wp__data[47:0];
+  assign wp__data__end  = wp__data[96:48];
+  assign wp__data__mode  = wp__data[98:97];
+  assign p_w_bounds__base  = wp__data[47:0];
+  assign p_w_bounds__end  = wp__data[96:48];
+  assign p_w_bounds__mode  = wp__data[98:97];
+  assign wp__data$99__delta  = \wp__data$99 [47:0];
+  assign wp__data$99__device  = \wp__data$99 [52:48];
+  assign p_w_route__delta  = \wp__data$99 [47:0];
+  assign p_w_route__device  = \wp__data$99 [52:48];
   assign events__bad_region  = events[0];
   assign events__overlap  = events[1];
   assign events__store_crosses  = events[2];
@@ -3751,13 +3809,18 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign p_e1_bounds__base  = p_e1_bounds[47:0];
   assign p_e1_bounds__end  = p_e1_bounds[96:48];
   assign p_e1_bounds__mode  = p_e1_bounds[98:97];
-  assign rb__data$226__base  = \rb__data$226 [47:0];
-  assign rb__data$226__end  = \rb__data$226 [96:48];
-  assign rb__data$226__mode  = \rb__data$226 [98:97];
+  assign rb__data$229__base  = \rb__data$229 [47:0];
+  assign rb__data$229__end  = \rb__data$229 [96:48];
+  assign rb__data$229__mode  = \rb__data$229 [98:97];
   assign p_e1_route__delta  = p_e1_route[47:0];
   assign p_e1_route__device  = p_e1_route[52:48];
-  assign rr__data$228__delta  = \rr__data$228 [47:0];
-  assign rr__data$228__device  = \rr__data$228 [52:48];
+  assign rr__data$231__delta  = \rr__data$231 [47:0];
+  assign rr__data$231__device  = \rr__data$231 [52:48];
+  assign p_e2_bounds__base  = p_e2_bounds[47:0];
+  assign p_e2_bounds__end  = p_e2_bounds[96:48];
+  assign p_e2_bounds__mode  = p_e2_bounds[98:97];
+  assign p_e2_route__delta  = p_e2_route[47:0];
+  assign p_e2_route__device  = p_e2_route[52:48];
   assign errors__bad_region  = errors[0];
   assign errors__overlap  = errors[1];
   assign errors__store_crosses  = errors[2];
@@ -3775,13 +3838,13 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign capture__addr  = capture[47:0];
   assign capture__device  = capture[52:48];
   assign capture__tile  = capture[68:53];
-  assign events[1] = \$55 ;
-  assign events[0] = \$54 ;
-  assign events[6] = \$53 ;
-  assign events[5] = \$48 ;
-  assign events[4] = \$42 ;
-  assign events[3] = \$39 ;
-  assign events[2] = \$38 ;
+  assign events[1] = \$43 ;
+  assign events[0] = \$42 ;
+  assign events[6] = \$41 ;
+  assign events[5] = \$36 ;
+  assign events[4] = \$30 ;
+  assign events[3] = \$27 ;
+  assign events[2] = \$26 ;
   assign \data$61 [72] = \$18 ;
   assign \data$61 [71] = rx_f_req[53];
   assign \data$61 [70:64] = rx_f_req[76:70];
@@ -3804,29 +3867,29 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign data[53:6] = \$9 ;
   assign data[5:1] = a_f_device;
   assign data[0] = remote;
-  assign \$30  = 1'h1;
-  assign \wp__en$110  = \$29 ;
-  assign \$58 [1:0] = a_s0_pos[1:0];
-  assign \$58 [2] = 1'h1;
-  assign \$62  = { 1'h0, \$61 , 2'h0 };
-  assign { \$65 [2], \$65 [0] } = { a_c2_pos[2], a_c2_pos[0] };
-  assign \$65 [1] = 1'h1;
-  assign \$69  = { \$68 , 1'h0 };
-  assign \$72 [2:1] = a_c1_pos[2:1];
-  assign \$72 [0] = 1'h1;
-  assign \$76  = { 1'h0, \$75  };
-  assign \$105 [1:0] = rx_s0_pos[1:0];
-  assign \$105 [2] = 1'h1;
-  assign \$109  = { 1'h0, \$108 , 2'h0 };
-  assign { \$112 [2], \$112 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
-  assign \$112 [1] = 1'h1;
-  assign \$116  = { \$115 , 1'h0 };
-  assign \$119 [2:1] = rx_c1_pos[2:1];
-  assign \$119 [0] = 1'h1;
-  assign \$123  = { 1'h0, \$122  };
-  assign \$177  = 7'h00;
-  assign \$178  = 7'h00;
-  assign \$179  = { \$53 , \$48 , \$42 , \$39 , \$38 , \$55 , \$54  };
+  assign \$46 [1:0] = a_s0_pos[1:0];
+  assign \$46 [2] = 1'h1;
+  assign \$50  = { 1'h0, \$49 , 2'h0 };
+  assign { \$53 [2], \$53 [0] } = { a_c2_pos[2], a_c2_pos[0] };
+  assign \$53 [1] = 1'h1;
+  assign \$57  = { \$56 , 1'h0 };
+  assign \$60 [2:1] = a_c1_pos[2:1];
+  assign \$60 [0] = 1'h1;
+  assign \$64  = { 1'h0, \$63  };
+  assign \$93 [1:0] = rx_s0_pos[1:0];
+  assign \$93 [2] = 1'h1;
+  assign \$97  = { 1'h0, \$96 , 2'h0 };
+  assign { \$100 [2], \$100 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
+  assign \$100 [1] = 1'h1;
+  assign \$104  = { \$103 , 1'h0 };
+  assign \$107 [2:1] = rx_c1_pos[2:1];
+  assign \$107 [0] = 1'h1;
+  assign \$111  = { 1'h0, \$110  };
+  assign \$157  = 1'h1;
+  assign \$158  = \$156 ;
+  assign \$179  = 7'h00;
+  assign \$180  = 7'h00;
+  assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
 module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__data, clk);
@@ -5795,7 +5858,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign \$290  = remote__payload[71];
 endmodule
 
-module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, region_program__ready, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats
+module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
 , addrmap_errors, \addrmap_capture$167 , arbiter_stats, arbiter_errors, arbiter_status, tracker_busy, tracker_result__valid, tracker_result__payload, \tracker_capture$163 , tracker_errors, tracker_stats, dma_errors, \dma_capture$165 , dma_stats, dma_busy, bus__addr);
   reg _init_strobe_5  = 0;
   wire \$1 ;

@@ -413,10 +413,12 @@ class AddrMap(wiring.Component):
         p = self._p
         aw, n, stages = p.addr_width, p.regions, t.stages
         req = self.program.payload
+        # ``program.ready`` is a register: ``busy == 0``, one cycle ahead.
         busy = Signal(range(addrmap_program_cycles(p)), name="p_busy")
+        ready = Signal(name="p_ready", init=1)
         take = Signal()
-        m.d.comb += [self.program.ready.eq(busy == 0), take.eq(self.program.valid
-                                                                & self.program.ready)]
+        m.d.comb += [self.program.ready.eq(ready), take.eq(self.program.valid & ready)]
+        m.d.sync += ready.eq(~take & (busy <= 1))
         with m.If(take):
             m.d.sync += busy.eq(addrmap_program_cycles(p) - 1)
         with m.Elif(busy != 0):
@@ -446,8 +448,9 @@ class AddrMap(wiring.Component):
         with m.Elif(phase != 0):
             m.d.sync += phase.eq(phase + 1)
         reading = Signal(name="p_reading")
-        deciding = Signal(name="p_deciding")
-        m.d.comb += [reading.eq((phase != 0) & (phase <= n)), deciding.eq(phase == n + 4)]
+        deciding = Signal(name="p_deciding")     # phase n + 4, as a register
+        m.d.comb += reading.eq((phase != 0) & (phase <= n))
+        m.d.sync += deciding.eq(phase == n + 3)
         old = t.active                                  # the bank read; the other is written
 
         # Stage 1: position ``phase - 1`` of the old bank, into registers, with whether it is
@@ -495,29 +498,39 @@ class AddrMap(wiring.Component):
             m.d.sync += [o.eq(0), rank.eq(0)]
         with m.Elif(e2.valid):
             m.d.sync += [o.eq(o + 1), rank.eq(rank + ~e2.after)]
-        insert = Signal(name="p_insert")
-        m.d.comb += insert.eq(deciding & new)
-        at = Signal(range(n + 1), name="p_at")          # the position written
-        bounds = Signal(self._bounds_layout(), name="p_bounds")
-        route = Signal(self._route_layout(), name="p_route")
-        index = Signal(p.region_index_width, name="p_index")
-        with m.If(deciding):
-            m.d.comb += [at.eq(rank), bounds.base.eq(r.req.base), bounds.end.eq(r.end),
-                         bounds.mode.eq(r.req.mode), route.delta.eq(r.delta),
-                         route.device.eq(r.req.device), index.eq(r.req.index)]
+        # The writes into the other bank, from registers (``w``: loaded by stage 3, or in
+        # phase n + 3 with the written region at its rank; written the cycle after).
+        preparing = Signal(name="p_preparing")
+        m.d.comb += preparing.eq(phase == n + 3)
+        w = SimpleNamespace(
+            at=Signal(range(n + 1), name="p_w_at", reset_less=True),
+            bank=Signal(name="p_w_bank", reset_less=True),
+            bounds=Signal(self._bounds_layout(), name="p_w_bounds", reset_less=True),
+            route=Signal(self._route_layout(), name="p_w_route", reset_less=True),
+            index=Signal(p.region_index_width, name="p_w_index", reset_less=True),
+            en=Signal(name="p_w_en"),
+            pivot=Signal(stages, name="p_w_pivot"))
+        at = Signal(range(n + 1), name="p_at")          # the position to write
+        emit = Signal(name="p_emit")
+        m.d.comb += [at.eq(Mux(preparing, rank, o + e2.after)),
+                     emit.eq(e2.valid | (preparing & new))]
+        m.d.sync += [w.at.eq(at), w.bank.eq(~old), w.en.eq(emit),
+                     w.pivot.eq(Cat(emit & at[s] & (at[:s] == 0) for s in range(stages)))]
+        with m.If(preparing):
+            m.d.sync += [w.bounds.base.eq(r.req.base), w.bounds.end.eq(r.end),
+                         w.bounds.mode.eq(r.req.mode), w.route.delta.eq(r.delta),
+                         w.route.device.eq(r.req.device), w.index.eq(r.req.index)]
         with m.Else():
-            m.d.comb += [at.eq(o + e2.after), bounds.eq(e2.bounds), route.eq(e2.route),
-                         index.eq(e2.index)]
-        emit = e2.valid | insert
-        w_at = Cat(at[:stages], ~old)
-        for name, value in (("bounds", bounds), ("route", route), ("index", index)):
+            m.d.sync += [w.bounds.eq(e2.bounds), w.route.eq(e2.route), w.index.eq(e2.index)]
+        w_at = Cat(w.at[:stages], w.bank)
+        for name, value in (("bounds", w.bounds), ("route", w.route), ("index", w.index)):
             wp = t.mems[name].write_port()
-            m.d.comb += [wp.addr.eq(w_at), wp.data.eq(value), wp.en.eq(emit)]
+            m.d.comb += [wp.addr.eq(w_at), wp.data.eq(value), wp.en.eq(w.en)]
         # Unless it is 0, a position's pivot is at the level of its lowest set bit.
         for s in range(stages):
             wp = t.mems[f"pivot{s}"].write_port()
-            m.d.comb += [wp.addr.eq(Cat(at[s + 1:stages], ~old)), wp.data.eq(bounds.base),
-                         wp.en.eq(emit & at[s] & (at[:s] == 0))]
+            m.d.comb += [wp.addr.eq(Cat(w.at[s + 1:stages], w.bank)),
+                         wp.data.eq(w.bounds.base), wp.en.eq(w.pivot[s])]
 
         # The verdict, registered the cycle before the decision (``clash`` is complete once
         # the last position has been compared); then reject, or make the other bank active,
