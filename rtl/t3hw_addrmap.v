@@ -883,7 +883,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \wp__en$120 ;
   wire \wp__en$124 ;
   wire \wp__en$127 ;
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [98:0] bounds [15:0];
   initial begin
     bounds[0] = 99'h0000000000000000000000000;
@@ -910,7 +910,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign \rb__data$232  = bounds[{ active, \$21 [2:0] }];
   assign \rb__data$224  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
   initial begin
     index[0] = 3'h0;
@@ -935,7 +935,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
       index[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$115 ;
   end
   assign ri__data = index[{ active, \$21 [2:0] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot0 [7:0];
   initial begin
     pivot0[0] = 48'h000000000000;
@@ -953,7 +953,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   end
   assign \rp__data$213  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
   assign \rp__data$165  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
   initial begin
     pivot1[0] = 48'h000000000000;
@@ -967,7 +967,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   end
   assign \rp__data$202  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
   assign \rp__data$154  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
   initial begin
     pivot2[0] = 48'h000000000000;
@@ -979,7 +979,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   end
   assign \rp__data$191  = pivot2[\rp__addr$57 ];
   assign rp__data = pivot2[rp__addr];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
   initial begin
     route[0] = 53'h00000000000000;

@@ -2447,7 +2447,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \wp__en$108 ;
   wire \wp__en$112 ;
   wire \wp__en$115 ;
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [98:0] bounds [15:0];
   initial begin
     bounds[0] = 99'h0000000000000000000000000;
@@ -2474,7 +2474,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign \rb__data$229  = bounds[{ active, \$21 [2:0] }];
   assign \rb__data$220  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
   initial begin
     index[0] = 3'h0;
@@ -2499,7 +2499,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
       index[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$103 ;
   end
   assign ri__data = index[{ active, \$21 [2:0] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot0 [7:0];
   initial begin
     pivot0[0] = 48'h000000000000;
@@ -2517,7 +2517,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   end
   assign \rp__data$209  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
   assign \rp__data$157  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
   initial begin
     pivot1[0] = 48'h000000000000;
@@ -2531,7 +2531,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   end
   assign \rp__data$198  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
   assign \rp__data$146  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
   initial begin
     pivot2[0] = 48'h000000000000;
@@ -2543,7 +2543,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   end
   assign \rp__data$187  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
   initial begin
     route[0] = 53'h00000000000000;

@@ -3634,7 +3634,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \wp__en$108 ;
   wire \wp__en$112 ;
   wire \wp__en$115 ;
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [98:0] bounds [15:0];
   initial begin
     bounds[0] = 99'h0000000000000000000000000;
@@ -3661,7 +3661,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \rb__data$229  = bounds[{ active, \$21 [2:0] }];
   assign \rb__data$220  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
   initial begin
     index[0] = 3'h0;
@@ -3686,7 +3686,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
       index[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$103 ;
   end
   assign ri__data = index[{ active, \$21 [2:0] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot0 [7:0];
   initial begin
     pivot0[0] = 48'h000000000000;
@@ -3704,7 +3704,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   assign \rp__data$209  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
   assign \rp__data$157  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
   initial begin
     pivot1[0] = 48'h000000000000;
@@ -3718,7 +3718,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   assign \rp__data$198  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
   assign \rp__data$146  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
   initial begin
     pivot2[0] = 48'h000000000000;
@@ -3730,7 +3730,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   assign \rp__data$187  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
   initial begin
     route[0] = 53'h00000000000000;
@@ -35597,7 +35597,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \wp__en$108 ;
   wire \wp__en$112 ;
   wire \wp__en$115 ;
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [98:0] bounds [15:0];
   initial begin
     bounds[0] = 99'h0000000000000000000000000;
@@ -35624,7 +35624,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \rb__data$229  = bounds[{ active, \$21 [2:0] }];
   assign \rb__data$220  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
   initial begin
     index[0] = 3'h0;
@@ -35649,7 +35649,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
       index[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$103 ;
   end
   assign ri__data = index[{ active, \$21 [2:0] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot0 [7:0];
   initial begin
     pivot0[0] = 48'h000000000000;
@@ -35667,7 +35667,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   assign \rp__data$209  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
   assign \rp__data$157  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
   initial begin
     pivot1[0] = 48'h000000000000;
@@ -35681,7 +35681,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   assign \rp__data$198  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
   assign \rp__data$146  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
   initial begin
     pivot2[0] = 48'h000000000000;
@@ -35693,7 +35693,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   assign \rp__data$187  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
   initial begin
     route[0] = 53'h00000000000000;
@@ -67560,7 +67560,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \wp__en$108 ;
   wire \wp__en$112 ;
   wire \wp__en$115 ;
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [98:0] bounds [15:0];
   initial begin
     bounds[0] = 99'h0000000000000000000000000;
@@ -67587,7 +67587,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \rb__data$229  = bounds[{ active, \$21 [2:0] }];
   assign \rb__data$220  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
   initial begin
     index[0] = 3'h0;
@@ -67612,7 +67612,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
       index[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$103 ;
   end
   assign ri__data = index[{ active, \$21 [2:0] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot0 [7:0];
   initial begin
     pivot0[0] = 48'h000000000000;
@@ -67630,7 +67630,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   assign \rp__data$209  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
   assign \rp__data$157  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
   initial begin
     pivot1[0] = 48'h000000000000;
@@ -67644,7 +67644,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   assign \rp__data$198  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
   assign \rp__data$146  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
   initial begin
     pivot2[0] = 48'h000000000000;
@@ -67656,7 +67656,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   assign \rp__data$187  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
   initial begin
     route[0] = 53'h00000000000000;
@@ -99523,7 +99523,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \wp__en$108 ;
   wire \wp__en$112 ;
   wire \wp__en$115 ;
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [98:0] bounds [15:0];
   initial begin
     bounds[0] = 99'h0000000000000000000000000;
@@ -99550,7 +99550,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \rb__data$229  = bounds[{ active, \$21 [2:0] }];
   assign \rb__data$220  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
   initial begin
     index[0] = 3'h0;
@@ -99575,7 +99575,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
       index[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$103 ;
   end
   assign ri__data = index[{ active, \$21 [2:0] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot0 [7:0];
   initial begin
     pivot0[0] = 48'h000000000000;
@@ -99593,7 +99593,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   assign \rp__data$209  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
   assign \rp__data$157  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
   initial begin
     pivot1[0] = 48'h000000000000;
@@ -99607,7 +99607,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   assign \rp__data$198  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
   assign \rp__data$146  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
   initial begin
     pivot2[0] = 48'h000000000000;
@@ -99619,7 +99619,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   end
   assign \rp__data$187  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
-  (* ram_style = "distributed" *)
+  (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
   initial begin
     route[0] = 53'h00000000000000;

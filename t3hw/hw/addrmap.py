@@ -59,7 +59,7 @@ from amaranth.lib.wiring import In, Out
 
 from t3hw.spec.contract import (addrmap_latency, addrmap_program_cycles, addrmap_queue_depth,
                                 addrmap_search_stages, addrmap_verdict_cycles)
-from t3hw.spec.layouts import (RegionMode, WriteKind, addrmap_capture_layout,
+from t3hw.spec.layouts import (LUTRAM_ATTR, RegionMode, WriteKind, addrmap_capture_layout,
                                addrmap_errors_layout, addrmap_stats_layout, mem_store_layout,
                                net_packet_layout, region_program_layout, store_layout)
 from t3hw.spec.params import EngineParams, check_params
@@ -221,7 +221,7 @@ class AddrMap(wiring.Component):
         n, stages = p.regions, addrmap_search_stages(p)
         # Every read is asynchronous, straight into a register or a compare: LUT RAM, not
         # block RAM (whose clock-to-output would start the compares).
-        attrs = {"ram_style": "distributed"}
+        attrs = {LUTRAM_ATTR: 1}
         mems = dict(
             bounds=memory.Memory(shape=self._bounds_layout(), depth=2 * n, init=[],
                                  attrs=attrs),

@@ -27,6 +27,13 @@ __all__ = [
 RD_COLLISION_ATTR = "t3hw_rd_collision"
 
 
+#: Memory attribute: every read of the memory is asynchronous and feeds logic or a register
+#: on a short path, so an FPGA flow should map it to LUT RAM, not to block RAM (whose
+#: clock-to-output would start the path). The ECP5 flow turns it into ``ram_style``; other
+#: flows ignore it (an iCE40 has no LUT RAM).
+LUTRAM_ATTR = "t3hw_lutram"
+
+
 def rd_collision_attrs(reason):
     """``attrs`` for an :class:`amaranth.lib.memory.Memory` whose collisions are never used:
     ``"forwarded"`` (the block forwards the colliding write itself) or ``"excluded"`` (the

@@ -6,7 +6,7 @@ iCE40 targets, the defaults of a run, the script templates (package data in
 import string
 
 from .. import toolchain
-from t3hw.spec.layouts import RD_COLLISION_ATTR
+from t3hw.spec.layouts import LUTRAM_ATTR, RD_COLLISION_ATTR
 from t3hw.spec.params import DEFAULT, EngineParams
 
 
@@ -59,11 +59,12 @@ DEFAULT_FREQ_MHZ = 150.0
 #: The script templates (``t3hw/tools/synth_scripts/``, package data).
 SCRIPTS = toolchain.PACKAGE / "tools" / "synth_scripts"
 
-#: Yosys commands, run before ``synth_ecp5``, that collect the memories and declare the
-#: read/write collisions of those marked ``t3hw_rd_collision`` don't-care
-#: (``t3hw/tools/synth_scripts/ecp5.ys``).
+#: Yosys commands, run before ``synth_ecp5``, that collect the memories, declare the
+#: read/write collisions of those marked ``t3hw_rd_collision`` don't-care and map those
+#: marked ``t3hw_lutram`` to LUT RAM (``t3hw/tools/synth_scripts/ecp5.ys``).
 ECP5_COLLISIONS = ("proc; memory -nomap; "
-                   f"setparam -set RD_COLLISION_X_MASK 1'b1 t:$mem_v2 a:{RD_COLLISION_ATTR} %i")
+                   f"setparam -set RD_COLLISION_X_MASK 1'b1 t:$mem_v2 a:{RD_COLLISION_ATTR} %i; "
+                   f"setattr -set ram_style \"distributed\" t:$mem_v2 a:{LUTRAM_ATTR} %i")
 
 #: Default tool processes at a time.
 DEFAULT_JOBS = 2
