@@ -38,13 +38,13 @@ async def test_random(dut):
     await addrmap_model.drain(tb.env, tb.cycle)
     env = tb.env
     dut._log.info("seed=%d: %d stores in %d cycles, taken %s, stats %s, %d region writes "
-                  "rejected, errors %s, rx refused behind a full rx stage A in %d cycles, "
+                  "rejected, errors %s, rx refused with Q packets held in %d cycles, "
                   "%d cycles with coincident error events",
                   tb.seed, env.sent, env.cycle, env.taken, env.model.stats, env.rejected,
                   {k for k, v in env.model.errors.items() if v}, env.rx_held, env.coincident)
     assert all(env.model.stats.values()) and all(env.model.errors.values())
     assert 0 < env.rx_tracked < env.received - env.rx_refused == env.taken["rx_mem"]
-    assert env.rx_held > 0                  # rx refused behind a full stage A and rx_mem
+    assert env.rx_held > 0                  # rx refused: Q packets held behind a stalled rx_mem
     assert env.coincident > 0
 
 

@@ -256,7 +256,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [3:0] \$98 ;
   reg [3:0] \$99 ;
   reg a_c0_bank = 1'h0;
-  reg a_c0_other = 1'h0;
   reg [2:0] a_c0_pos = 3'h0;
   reg [71:0] a_c0_req = 72'h000000000000000000;
   wire [47:0] a_c0_req__addr ;
@@ -268,7 +267,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [15:0] a_c0_req__tile ;
   reg a_c0_valid = 1'h0;
   reg a_c1_bank = 1'h0;
-  reg a_c1_other = 1'h0;
   reg [2:0] a_c1_pos = 3'h0;
   reg [71:0] a_c1_req = 72'h000000000000000000;
   wire [47:0] a_c1_req__addr ;
@@ -280,7 +278,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [15:0] a_c1_req__tile ;
   reg a_c1_valid = 1'h0;
   reg a_c2_bank = 1'h0;
-  reg a_c2_other = 1'h0;
   reg [2:0] a_c2_pos = 3'h0;
   reg [71:0] a_c2_req = 72'h000000000000000000;
   wire [47:0] a_c2_req__addr ;
@@ -299,7 +296,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
   reg [1:0] a_f_mode = 2'h0;
-  reg a_f_other = 1'h0;
   reg [71:0] a_f_req = 72'h000000000000000000;
   wire [47:0] a_f_req__addr ;
   wire [6:0] a_f_req__bytes ;
@@ -313,7 +309,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   reg [3:0] a_held = 4'h0;
   reg a_r0_bank = 1'h0;
   reg a_r0_inside = 1'h0;
-  reg a_r0_other = 1'h0;
   reg [47:0] a_r0_pivot = 48'h000000000000;
   reg [2:0] a_r0_pos = 3'h0;
   reg [71:0] a_r0_req = 72'h000000000000000000;
@@ -327,7 +322,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   reg a_r0_valid = 1'h0;
   reg a_r1_bank = 1'h0;
   reg a_r1_inside = 1'h0;
-  reg a_r1_other = 1'h0;
   reg [47:0] a_r1_pivot = 48'h000000000000;
   reg [2:0] a_r1_pos = 3'h0;
   reg [71:0] a_r1_req = 72'h000000000000000000;
@@ -341,7 +335,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   reg a_r1_valid = 1'h0;
   reg a_r2_bank = 1'h0;
   reg a_r2_inside = 1'h0;
-  reg a_r2_other = 1'h0;
   reg [47:0] a_r2_pivot = 48'h000000000000;
   reg [2:0] a_r2_pos = 3'h0;
   reg [71:0] a_r2_req = 72'h000000000000000000;
@@ -363,7 +356,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   (* enum_value_10 = "TRACKED" *)
   wire [1:0] a_rec_bounds__mode ;
   reg a_rec_inside = 1'h0;
-  reg a_rec_other = 1'h0;
   reg [2:0] a_rec_pos = 3'h0;
   reg [71:0] a_rec_req = 72'h000000000000000000;
   wire [47:0] a_rec_req__addr ;
@@ -379,7 +371,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   reg a_rec_valid = 1'h0;
   (* init = 1'h0 *)
   wire a_s0_bank;
-  wire a_s0_other;
   reg [2:0] a_s0_pos = 3'h0;
   reg [71:0] a_s0_req = 72'h000000000000000000;
   wire [47:0] a_s0_req__addr ;
@@ -421,16 +412,17 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire data$78__kind ;
   wire [15:0] data$78__tile ;
   wire data$78__tracked ;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
   wire [4:0] data__device ;
+  wire data__remote ;
+  wire [72:0] data__store ;
+  wire [47:0] data__store__addr ;
+  wire [6:0] data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire data__remote ;
-  wire [15:0] data__tile ;
-  wire data__tracked ;
+  wire data__store__kind ;
+  wire [15:0] data__store__tile ;
+  wire data__store__tracked ;
   input [4:0] device_id;
   wire [4:0] device_id;
   output [6:0] errors;
@@ -489,16 +481,17 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire o__payload$80__kind ;
   wire [15:0] o__payload$80__tile ;
   wire o__payload$80__tracked ;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
+  wire o__payload__remote ;
+  wire [72:0] o__payload__store ;
+  wire [47:0] o__payload__store__addr ;
+  wire [6:0] o__payload__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire o__payload__remote ;
-  wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
+  wire o__payload__store__kind ;
+  wire [15:0] o__payload__store__tile ;
+  wire o__payload__store__tracked ;
   wire o__ready;
   wire \o__ready$81 ;
   wire o__valid;
@@ -608,22 +601,22 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [3:0] \rb__addr$66 ;
   wire [3:0] \rb__addr$88 ;
   wire [98:0] rb__data;
-  wire [98:0] \rb__data$224 ;
-  wire [47:0] rb__data$224__base ;
-  wire [48:0] rb__data$224__end ;
+  wire [98:0] \rb__data$215 ;
+  wire [47:0] rb__data$215__base ;
+  wire [48:0] rb__data$215__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$224__mode ;
-  wire [98:0] \rb__data$232 ;
-  wire [47:0] rb__data$232__base ;
-  wire [48:0] rb__data$232__end ;
+  wire [1:0] rb__data$215__mode ;
+  wire [98:0] \rb__data$223 ;
+  wire [47:0] rb__data$223__base ;
+  wire [48:0] rb__data$223__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$232__mode ;
+  wire [1:0] rb__data$223__mode ;
   wire [47:0] rb__data__base ;
   wire [48:0] rb__data__end ;
   (* enum_base_type = "RegionMode" *)
@@ -641,17 +634,17 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire [1:0] \rp__addr$60 ;
   wire [2:0] \rp__addr$63 ;
   wire [47:0] rp__data;
-  wire [47:0] \rp__data$154 ;
-  wire [47:0] \rp__data$165 ;
-  wire [47:0] \rp__data$191 ;
-  wire [47:0] \rp__data$202 ;
-  wire [47:0] \rp__data$213 ;
+  wire [47:0] \rp__data$150 ;
+  wire [47:0] \rp__data$159 ;
+  wire [47:0] \rp__data$182 ;
+  wire [47:0] \rp__data$193 ;
+  wire [47:0] \rp__data$204 ;
   wire [3:0] rr__addr;
   wire [3:0] \rr__addr$90 ;
   wire [52:0] rr__data;
-  wire [52:0] \rr__data$234 ;
-  wire [47:0] rr__data$234__delta ;
-  wire [4:0] rr__data$234__device ;
+  wire [52:0] \rr__data$225 ;
+  wire [47:0] rr__data$225__delta ;
+  wire [4:0] rr__data$225__device ;
   wire [47:0] rr__data__delta ;
   wire [4:0] rr__data__device ;
   input rst;
@@ -907,8 +900,8 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     if (wp__en)
       bounds[{ p_w_bank, p_w_at[2:0] }] <= wp__data;
   end
-  assign \rb__data$232  = bounds[{ active, \$21 [2:0] }];
-  assign \rb__data$224  = bounds[{ rx_c0_bank, rx_c0_pos }];
+  assign \rb__data$223  = bounds[{ active, \$21 [2:0] }];
+  assign \rb__data$215  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
   (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
@@ -951,8 +944,8 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     if (p_w_pivot[0])
       pivot0[{ p_w_bank, p_w_at[2:1] }] <= wp__data[47:0];
   end
-  assign \rp__data$213  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
-  assign \rp__data$165  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
+  assign \rp__data$204  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
+  assign \rp__data$159  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
   initial begin
@@ -965,8 +958,8 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     if (p_w_pivot[1])
       pivot1[{ p_w_bank, p_w_at[2] }] <= wp__data[47:0];
   end
-  assign \rp__data$202  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
-  assign \rp__data$154  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
+  assign \rp__data$193  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
+  assign \rp__data$150  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
   initial begin
@@ -977,7 +970,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     if (p_w_pivot[2])
       pivot2[p_w_bank] <= wp__data[47:0];
   end
-  assign \rp__data$191  = pivot2[\rp__addr$57 ];
+  assign \rp__data$182  = pivot2[\rp__addr$57 ];
   assign rp__data = pivot2[rp__addr];
   (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
@@ -1003,7 +996,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     if (wp__en)
       route[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$111 ;
   end
-  assign \rr__data$234  = route[{ active, \$21 [2:0] }];
+  assign \rr__data$225  = route[{ active, \$21 [2:0] }];
   assign rr__data = route[{ a_c0_bank, a_c0_pos }];
   assign store__ready = a_held < 4'hb;
   assign \$1  = a_f_hit & a_f_fits;
@@ -1222,8 +1215,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     a_r2_bank <= rp__addr;
   always @(posedge clk)
-    a_r2_other <= 1'h0;
-  always @(posedge clk)
     a_r2_pos <= a_s0_pos;
   always @(posedge clk)
     a_r2_pivot <= rp__data;
@@ -1236,8 +1227,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     a_c2_bank <= a_r2_bank;
   always @(posedge clk)
-    a_c2_other <= a_r2_other;
-  always @(posedge clk)
     a_c2_pos <= \$51 [2:0];
   always @(posedge clk)
     a_r1_valid <= \$210 ;
@@ -1246,11 +1235,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     a_r1_bank <= a_c2_bank;
   always @(posedge clk)
-    a_r1_other <= a_c2_other;
-  always @(posedge clk)
     a_r1_pos <= a_c2_pos;
   always @(posedge clk)
-    a_r1_pivot <= \rp__data$154 ;
+    a_r1_pivot <= \rp__data$150 ;
   always @(posedge clk)
     a_r1_inside <= \$54 ;
   always @(posedge clk)
@@ -1260,8 +1247,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     a_c1_bank <= a_r1_bank;
   always @(posedge clk)
-    a_c1_other <= a_r1_other;
-  always @(posedge clk)
     a_c1_pos <= \$58 ;
   always @(posedge clk)
     a_r0_valid <= \$212 ;
@@ -1270,11 +1255,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     a_r0_bank <= a_c1_bank;
   always @(posedge clk)
-    a_r0_other <= a_c1_other;
-  always @(posedge clk)
     a_r0_pos <= a_c1_pos;
   always @(posedge clk)
-    a_r0_pivot <= \rp__data$165 ;
+    a_r0_pivot <= \rp__data$159 ;
   always @(posedge clk)
     a_r0_inside <= \$61 ;
   always @(posedge clk)
@@ -1284,8 +1267,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     a_c0_bank <= a_r0_bank;
   always @(posedge clk)
-    a_c0_other <= a_r0_other;
-  always @(posedge clk)
     a_c0_pos <= \$65 ;
   always @(posedge clk)
     a_rec_valid <= \$214 ;
@@ -1293,8 +1274,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     a_rec_req <= a_c0_req;
   always @(posedge clk)
     a_rec_bank <= a_c0_bank;
-  always @(posedge clk)
-    a_rec_other <= a_c0_other;
   always @(posedge clk)
     a_rec_pos <= a_c0_pos;
   always @(posedge clk)
@@ -1309,8 +1288,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     a_f_valid <= \$215 ;
   always @(posedge clk)
     a_f_req <= a_rec_req;
-  always @(posedge clk)
-    a_f_other <= a_rec_other;
   always @(posedge clk)
     a_f_hit <= \$72 ;
   always @(posedge clk)
@@ -1342,11 +1319,11 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     rx_r2_bank <= \rp__addr$57 ;
   always @(posedge clk)
-    rx_r2_other <= rx_s0_other;
-  always @(posedge clk)
     rx_r2_pos <= rx_s0_pos;
   always @(posedge clk)
-    rx_r2_pivot <= \rp__data$191 ;
+    rx_r2_other <= rx_s0_other;
+  always @(posedge clk)
+    rx_r2_pivot <= \rp__data$182 ;
   always @(posedge clk)
     rx_r2_inside <= \$94 ;
   always @(posedge clk)
@@ -1356,9 +1333,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     rx_c2_bank <= rx_r2_bank;
   always @(posedge clk)
-    rx_c2_other <= rx_r2_other;
-  always @(posedge clk)
     rx_c2_pos <= \$98 [2:0];
+  always @(posedge clk)
+    rx_c2_other <= rx_r2_other;
   always @(posedge clk)
     rx_r1_valid <= \$221 ;
   always @(posedge clk)
@@ -1366,11 +1343,11 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     rx_r1_bank <= rx_c2_bank;
   always @(posedge clk)
-    rx_r1_other <= rx_c2_other;
-  always @(posedge clk)
     rx_r1_pos <= rx_c2_pos;
   always @(posedge clk)
-    rx_r1_pivot <= \rp__data$202 ;
+    rx_r1_other <= rx_c2_other;
+  always @(posedge clk)
+    rx_r1_pivot <= \rp__data$193 ;
   always @(posedge clk)
     rx_r1_inside <= \$101 ;
   always @(posedge clk)
@@ -1380,9 +1357,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     rx_c1_bank <= rx_r1_bank;
   always @(posedge clk)
-    rx_c1_other <= rx_r1_other;
-  always @(posedge clk)
     rx_c1_pos <= \$105 ;
+  always @(posedge clk)
+    rx_c1_other <= rx_r1_other;
   always @(posedge clk)
     rx_r0_valid <= \$223 ;
   always @(posedge clk)
@@ -1390,11 +1367,11 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     rx_r0_bank <= rx_c1_bank;
   always @(posedge clk)
-    rx_r0_other <= rx_c1_other;
-  always @(posedge clk)
     rx_r0_pos <= rx_c1_pos;
   always @(posedge clk)
-    rx_r0_pivot <= \rp__data$213 ;
+    rx_r0_other <= rx_c1_other;
+  always @(posedge clk)
+    rx_r0_pivot <= \rp__data$204 ;
   always @(posedge clk)
     rx_r0_inside <= \$108 ;
   always @(posedge clk)
@@ -1404,9 +1381,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     rx_c0_bank <= rx_r0_bank;
   always @(posedge clk)
-    rx_c0_other <= rx_r0_other;
-  always @(posedge clk)
     rx_c0_pos <= \$112 ;
+  always @(posedge clk)
+    rx_c0_other <= rx_r0_other;
   always @(posedge clk)
     rx_rec_valid <= \$225 ;
   always @(posedge clk)
@@ -1414,21 +1391,21 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     rx_rec_bank <= rx_c0_bank;
   always @(posedge clk)
-    rx_rec_other <= rx_c0_other;
-  always @(posedge clk)
     rx_rec_pos <= rx_c0_pos;
   always @(posedge clk)
-    rx_rec_bounds <= \rb__data$224 ;
+    rx_rec_other <= rx_c0_other;
+  always @(posedge clk)
+    rx_rec_bounds <= \rb__data$215 ;
   always @(posedge clk)
     rx_rec_inside <= \$114 ;
   always @(posedge clk)
     rx_stop <= \$115 ;
   always @(posedge clk)
+    rx_f_other <= rx_rec_other;
+  always @(posedge clk)
     rx_f_valid <= \$226 ;
   always @(posedge clk)
     rx_f_req <= rx_rec_req;
-  always @(posedge clk)
-    rx_f_other <= rx_rec_other;
   always @(posedge clk)
     rx_f_hit <= \$119 ;
   always @(posedge clk)
@@ -1456,9 +1433,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     p_e1_valid <= \$236 ;
   always @(posedge clk)
-    p_e1_bounds <= \rb__data$232 ;
+    p_e1_bounds <= \rb__data$223 ;
   always @(posedge clk)
-    p_e1_route <= \rr__data$234 ;
+    p_e1_route <= \rr__data$225 ;
   always @(posedge clk)
     p_e1_index <= ri__data;
   always @(posedge clk)
@@ -2058,7 +2035,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign \wp__addr$125  = p_w_bank;
   assign \wp__data$126  = wp__data[47:0];
   assign \wp__en$127  = p_w_pivot[2];
-  assign a_s0_other = 1'h0;
+  assign mem__payload = o__payload[78:6];
   assign store__payload__addr  = store__payload[47:0];
   assign store__payload__tile  = store__payload[63:48];
   assign store__payload__bytes  = store__payload[70:64];
@@ -2075,11 +2052,11 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign net__payload__kind  = net__payload[53];
   assign net__payload__tile  = net__payload[69:54];
   assign net__payload__bytes  = net__payload[76:70];
-  assign mem__payload__addr  = mem__payload[47:0];
-  assign mem__payload__tile  = mem__payload[63:48];
-  assign mem__payload__bytes  = mem__payload[70:64];
-  assign mem__payload__kind  = mem__payload[71];
-  assign mem__payload__tracked  = mem__payload[72];
+  assign mem__payload__addr  = o__payload[53:6];
+  assign mem__payload__tile  = o__payload[69:54];
+  assign mem__payload__bytes  = o__payload[76:70];
+  assign mem__payload__kind  = o__payload[77];
+  assign mem__payload__tracked  = o__payload[78];
   assign rx__payload__device  = rx__payload[4:0];
   assign rx__payload__addr  = rx__payload[52:5];
   assign rx__payload__kind  = rx__payload[53];
@@ -2118,22 +2095,24 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign capture__tile  = capture[68:53];
   assign data__remote  = data[0];
   assign data__device  = data[5:1];
-  assign data__addr  = data[53:6];
-  assign data__tile  = data[69:54];
-  assign data__bytes  = data[76:70];
-  assign data__kind  = data[77];
-  assign data__tracked  = data[78];
+  assign data__store  = data[78:6];
+  assign data__store__addr  = data[53:6];
+  assign data__store__tile  = data[69:54];
+  assign data__store__bytes  = data[76:70];
+  assign data__store__kind  = data[77];
+  assign data__store__tracked  = data[78];
   assign a_f_req__addr  = a_f_req[47:0];
   assign a_f_req__tile  = a_f_req[63:48];
   assign a_f_req__bytes  = a_f_req[70:64];
   assign a_f_req__kind  = a_f_req[71];
   assign o__payload__remote  = o__payload[0];
   assign o__payload__device  = o__payload[5:1];
-  assign o__payload__addr  = o__payload[53:6];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign o__payload__kind  = o__payload[77];
-  assign o__payload__tracked  = o__payload[78];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
   assign data$78__addr  = \data$78 [47:0];
   assign data$78__tile  = \data$78 [63:48];
   assign data$78__bytes  = \data$78 [70:64];
@@ -2258,19 +2237,19 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign rx_rec_bounds__base  = rx_rec_bounds[47:0];
   assign rx_rec_bounds__end  = rx_rec_bounds[96:48];
   assign rx_rec_bounds__mode  = rx_rec_bounds[98:97];
-  assign rb__data$224__base  = \rb__data$224 [47:0];
-  assign rb__data$224__end  = \rb__data$224 [96:48];
-  assign rb__data$224__mode  = \rb__data$224 [98:97];
+  assign rb__data$215__base  = \rb__data$215 [47:0];
+  assign rb__data$215__end  = \rb__data$215 [96:48];
+  assign rb__data$215__mode  = \rb__data$215 [98:97];
   assign p_e1_bounds__base  = p_e1_bounds[47:0];
   assign p_e1_bounds__end  = p_e1_bounds[96:48];
   assign p_e1_bounds__mode  = p_e1_bounds[98:97];
-  assign rb__data$232__base  = \rb__data$232 [47:0];
-  assign rb__data$232__end  = \rb__data$232 [96:48];
-  assign rb__data$232__mode  = \rb__data$232 [98:97];
+  assign rb__data$223__base  = \rb__data$223 [47:0];
+  assign rb__data$223__end  = \rb__data$223 [96:48];
+  assign rb__data$223__mode  = \rb__data$223 [98:97];
   assign p_e1_route__delta  = p_e1_route[47:0];
   assign p_e1_route__device  = p_e1_route[52:48];
-  assign rr__data$234__delta  = \rr__data$234 [47:0];
-  assign rr__data$234__device  = \rr__data$234 [52:48];
+  assign rr__data$225__delta  = \rr__data$225 [47:0];
+  assign rr__data$225__device  = \rr__data$225 [52:48];
   assign p_e2_bounds__base  = p_e2_bounds[47:0];
   assign p_e2_bounds__end  = p_e2_bounds[96:48];
   assign p_e2_bounds__mode  = p_e2_bounds[98:97];
@@ -2288,11 +2267,6 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign \data$78 [70:64] = rx_f_req[76:70];
   assign \data$78 [63:48] = rx_f_req[69:54];
   assign \data$78 [47:0] = rx_f_req[52:5];
-  assign mem__payload[72] = o__payload[78];
-  assign mem__payload[71] = o__payload[77];
-  assign mem__payload[70:64] = o__payload[76:70];
-  assign mem__payload[63:48] = o__payload[69:54];
-  assign mem__payload[47:0] = o__payload[53:6];
   assign net__payload[76:70] = o__payload[76:70];
   assign net__payload[69:54] = o__payload[69:54];
   assign net__payload[53] = o__payload[77];
@@ -2350,31 +2324,33 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__d
   input clk;
   wire clk;
   wire [78:0] data;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
   wire [4:0] data__device ;
+  wire data__remote ;
+  wire [72:0] data__store ;
+  wire [47:0] data__store__addr ;
+  wire [6:0] data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire data__remote ;
-  wire [15:0] data__tile ;
-  wire data__tracked ;
+  wire data__store__kind ;
+  wire [15:0] data__store__tile ;
+  wire data__store__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
   wire [78:0] o__payload;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
+  wire o__payload__remote ;
+  wire [72:0] o__payload__store ;
+  wire [47:0] o__payload__store__addr ;
+  wire [6:0] o__payload__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire o__payload__remote ;
-  wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
+  wire o__payload__store__kind ;
+  wire [15:0] o__payload__store__tile ;
+  wire o__payload__store__tracked ;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -2383,16 +2359,17 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__d
   wire push;
   reg [3:0] rd__addr = 4'h0;
   wire [78:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
   wire [4:0] rd__data__device ;
+  wire rd__data__remote ;
+  wire [72:0] rd__data__store ;
+  wire [47:0] rd__data__store__addr ;
+  wire [6:0] rd__data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire rd__data__remote ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
+  wire rd__data__store__kind ;
+  wire [15:0] rd__data__store__tile ;
+  wire rd__data__store__tracked ;
   input rst;
   wire rst;
   (* init = 4'h0 *)
@@ -2400,16 +2377,17 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__d
   reg [3:0] wr__addr = 4'h0;
   input [78:0] wr__data;
   wire [78:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
   wire [4:0] wr__data__device ;
+  wire wr__data__remote ;
+  wire [72:0] wr__data__store ;
+  wire [47:0] wr__data__store__addr ;
+  wire [6:0] wr__data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire wr__data__remote ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
+  wire wr__data__store__kind ;
+  wire [15:0] wr__data__store__tile ;
+  wire wr__data__store__tracked ;
   wire wr__en;
   reg [78:0] storage [10:0];
   initial begin
@@ -2486,32 +2464,36 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__d
   assign rd__data = o__payload;
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
-  assign wr__data__addr  = wr__data[53:6];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign wr__data__kind  = wr__data[77];
-  assign wr__data__tracked  = wr__data[78];
+  assign wr__data__store  = wr__data[78:6];
+  assign wr__data__store__addr  = wr__data[53:6];
+  assign wr__data__store__tile  = wr__data[69:54];
+  assign wr__data__store__bytes  = wr__data[76:70];
+  assign wr__data__store__kind  = wr__data[77];
+  assign wr__data__store__tracked  = wr__data[78];
   assign data__remote  = wr__data[0];
   assign data__device  = wr__data[5:1];
-  assign data__addr  = wr__data[53:6];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
-  assign data__kind  = wr__data[77];
-  assign data__tracked  = wr__data[78];
+  assign data__store  = wr__data[78:6];
+  assign data__store__addr  = wr__data[53:6];
+  assign data__store__tile  = wr__data[69:54];
+  assign data__store__bytes  = wr__data[76:70];
+  assign data__store__kind  = wr__data[77];
+  assign data__store__tracked  = wr__data[78];
   assign o__payload__remote  = o__payload[0];
   assign o__payload__device  = o__payload[5:1];
-  assign o__payload__addr  = o__payload[53:6];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign o__payload__kind  = o__payload[77];
-  assign o__payload__tracked  = o__payload[78];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
   assign rd__data__remote  = o__payload[0];
   assign rd__data__device  = o__payload[5:1];
-  assign rd__data__addr  = o__payload[53:6];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign rd__data__kind  = o__payload[77];
-  assign rd__data__tracked  = o__payload[78];
+  assign rd__data__store  = o__payload[78:6];
+  assign rd__data__store__addr  = o__payload[53:6];
+  assign rd__data__store__tile  = o__payload[69:54];
+  assign rd__data__store__bytes  = o__payload[76:70];
+  assign rd__data__store__kind  = o__payload[77];
+  assign rd__data__store__tracked  = o__payload[78];
 endmodule
 
 module t3hw_addrmap__rx_queue (clk, rst, push, o__valid, o__payload, wr__data, o__ready);

@@ -1567,7 +1567,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, mem__payload, stats, program__ready
+module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready
 , errors, capture, store__payload);
   reg _init_strobe_1  = 0;
   wire \$1 ;
@@ -1821,7 +1821,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire [3:0] \$98 ;
   reg [3:0] \$99 ;
   reg a_c0_bank = 1'h0;
-  reg a_c0_other = 1'h0;
   reg [2:0] a_c0_pos = 3'h0;
   reg [71:0] a_c0_req = 72'h000000000000000000;
   wire [47:0] a_c0_req__addr ;
@@ -1833,7 +1832,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire [15:0] a_c0_req__tile ;
   reg a_c0_valid = 1'h0;
   reg a_c1_bank = 1'h0;
-  reg a_c1_other = 1'h0;
   reg [2:0] a_c1_pos = 3'h0;
   reg [71:0] a_c1_req = 72'h000000000000000000;
   wire [47:0] a_c1_req__addr ;
@@ -1845,7 +1843,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire [15:0] a_c1_req__tile ;
   reg a_c1_valid = 1'h0;
   reg a_c2_bank = 1'h0;
-  reg a_c2_other = 1'h0;
   reg [2:0] a_c2_pos = 3'h0;
   reg [71:0] a_c2_req = 72'h000000000000000000;
   wire [47:0] a_c2_req__addr ;
@@ -1864,7 +1861,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
   reg [1:0] a_f_mode = 2'h0;
-  reg a_f_other = 1'h0;
   reg [71:0] a_f_req = 72'h000000000000000000;
   wire [47:0] a_f_req__addr ;
   wire [6:0] a_f_req__bytes ;
@@ -1878,7 +1874,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   reg [3:0] a_held = 4'h0;
   reg a_r0_bank = 1'h0;
   reg a_r0_inside = 1'h0;
-  reg a_r0_other = 1'h0;
   reg [47:0] a_r0_pivot = 48'h000000000000;
   reg [2:0] a_r0_pos = 3'h0;
   reg [71:0] a_r0_req = 72'h000000000000000000;
@@ -1892,7 +1887,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   reg a_r0_valid = 1'h0;
   reg a_r1_bank = 1'h0;
   reg a_r1_inside = 1'h0;
-  reg a_r1_other = 1'h0;
   reg [47:0] a_r1_pivot = 48'h000000000000;
   reg [2:0] a_r1_pos = 3'h0;
   reg [71:0] a_r1_req = 72'h000000000000000000;
@@ -1906,7 +1900,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   reg a_r1_valid = 1'h0;
   reg a_r2_bank = 1'h0;
   reg a_r2_inside = 1'h0;
-  reg a_r2_other = 1'h0;
   reg [47:0] a_r2_pivot = 48'h000000000000;
   reg [2:0] a_r2_pos = 3'h0;
   reg [71:0] a_r2_req = 72'h000000000000000000;
@@ -1928,7 +1921,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   (* enum_value_10 = "TRACKED" *)
   wire [1:0] a_rec_bounds__mode ;
   reg a_rec_inside = 1'h0;
-  reg a_rec_other = 1'h0;
   reg [2:0] a_rec_pos = 3'h0;
   reg [71:0] a_rec_req = 72'h000000000000000000;
   wire [47:0] a_rec_req__addr ;
@@ -1944,7 +1936,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   reg a_rec_valid = 1'h0;
   (* init = 1'h0 *)
   wire a_s0_bank;
-  wire a_s0_other;
   reg [2:0] a_s0_pos = 3'h0;
   reg [71:0] a_s0_req = 72'h000000000000000000;
   wire [47:0] a_s0_req__addr ;
@@ -1985,16 +1976,17 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire data$61__kind ;
   wire [15:0] data$61__tile ;
   wire data$61__tracked ;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
   wire [4:0] data__device ;
+  wire data__remote ;
+  wire [72:0] data__store ;
+  wire [47:0] data__store__addr ;
+  wire [6:0] data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire data__remote ;
-  wire [15:0] data__tile ;
-  wire data__tracked ;
+  wire data__store__kind ;
+  wire [15:0] data__store__tile ;
+  wire data__store__tracked ;
   input [4:0] device_id;
   wire [4:0] device_id;
   output [6:0] errors;
@@ -2053,16 +2045,17 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire o__payload$64__kind ;
   wire [15:0] o__payload$64__tile ;
   wire o__payload$64__tracked ;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
+  wire o__payload__remote ;
+  wire [72:0] o__payload__store ;
+  wire [47:0] o__payload__store__addr ;
+  wire [6:0] o__payload__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire o__payload__remote ;
-  wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
+  wire o__payload__store__kind ;
+  wire [15:0] o__payload__store__tile ;
+  wire o__payload__store__tracked ;
   wire o__ready;
   input \o__ready$65 ;
   wire \o__ready$65 ;
@@ -2173,6 +2166,14 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire [3:0] \rb__addr$49 ;
   wire [3:0] \rb__addr$76 ;
   wire [98:0] rb__data;
+  wire [98:0] \rb__data$211 ;
+  wire [47:0] rb__data$211__base ;
+  wire [48:0] rb__data$211__end ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] rb__data$211__mode ;
   wire [98:0] \rb__data$220 ;
   wire [47:0] rb__data$220__base ;
   wire [48:0] rb__data$220__end ;
@@ -2181,14 +2182,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
   wire [1:0] rb__data$220__mode ;
-  wire [98:0] \rb__data$229 ;
-  wire [47:0] rb__data$229__base ;
-  wire [48:0] rb__data$229__end ;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$229__mode ;
   wire [47:0] rb__data__base ;
   wire [48:0] rb__data__end ;
   (* enum_base_type = "RegionMode" *)
@@ -2206,17 +2199,17 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire [1:0] \rp__addr$5 ;
   wire [2:0] \rp__addr$8 ;
   wire [47:0] rp__data;
-  wire [47:0] \rp__data$146 ;
-  wire [47:0] \rp__data$157 ;
-  wire [47:0] \rp__data$187 ;
-  wire [47:0] \rp__data$198 ;
-  wire [47:0] \rp__data$209 ;
+  wire [47:0] \rp__data$142 ;
+  wire [47:0] \rp__data$151 ;
+  wire [47:0] \rp__data$178 ;
+  wire [47:0] \rp__data$189 ;
+  wire [47:0] \rp__data$200 ;
   wire [3:0] rr__addr;
   wire [3:0] \rr__addr$78 ;
   wire [52:0] rr__data;
-  wire [52:0] \rr__data$231 ;
-  wire [47:0] rr__data$231__delta ;
-  wire [4:0] rr__data$231__device ;
+  wire [52:0] \rr__data$222 ;
+  wire [47:0] rr__data$222__delta ;
+  wire [4:0] rr__data$222__device ;
   wire [47:0] rr__data__delta ;
   wire [4:0] rr__data__device ;
   input rst;
@@ -2471,8 +2464,8 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     if (wp__en)
       bounds[{ p_w_bank, p_w_at[2:0] }] <= wp__data;
   end
-  assign \rb__data$229  = bounds[{ active, \$21 [2:0] }];
-  assign \rb__data$220  = bounds[{ rx_c0_bank, rx_c0_pos }];
+  assign \rb__data$220  = bounds[{ active, \$21 [2:0] }];
+  assign \rb__data$211  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
   (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
@@ -2515,8 +2508,8 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     if (p_w_pivot[0])
       pivot0[{ p_w_bank, p_w_at[2:1] }] <= wp__data[47:0];
   end
-  assign \rp__data$209  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
-  assign \rp__data$157  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
+  assign \rp__data$200  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
+  assign \rp__data$151  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
   initial begin
@@ -2529,8 +2522,8 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     if (p_w_pivot[1])
       pivot1[{ p_w_bank, p_w_at[2] }] <= wp__data[47:0];
   end
-  assign \rp__data$198  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
-  assign \rp__data$146  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
+  assign \rp__data$189  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
+  assign \rp__data$142  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
   initial begin
@@ -2541,7 +2534,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     if (p_w_pivot[2])
       pivot2[p_w_bank] <= wp__data[47:0];
   end
-  assign \rp__data$187  = pivot2[\rp__addr$40 ];
+  assign \rp__data$178  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
   (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
@@ -2567,7 +2560,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     if (wp__en)
       route[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$99 ;
   end
-  assign \rr__data$231  = route[{ active, \$21 [2:0] }];
+  assign \rr__data$222  = route[{ active, \$21 [2:0] }];
   assign rr__data = route[{ a_c0_bank, a_c0_pos }];
   assign store__ready = a_held < 4'hb;
   assign \$1  = a_f_hit & a_f_fits;
@@ -2783,8 +2776,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_r2_bank <= rp__addr;
   always @(posedge clk)
-    a_r2_other <= 1'h0;
-  always @(posedge clk)
     a_r2_pos <= a_s0_pos;
   always @(posedge clk)
     a_r2_pivot <= rp__data;
@@ -2797,8 +2788,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_c2_bank <= a_r2_bank;
   always @(posedge clk)
-    a_c2_other <= a_r2_other;
-  always @(posedge clk)
     a_c2_pos <= \$51 [2:0];
   always @(posedge clk)
     a_r1_valid <= \$210 ;
@@ -2807,11 +2796,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_r1_bank <= a_c2_bank;
   always @(posedge clk)
-    a_r1_other <= a_c2_other;
-  always @(posedge clk)
     a_r1_pos <= a_c2_pos;
   always @(posedge clk)
-    a_r1_pivot <= \rp__data$146 ;
+    a_r1_pivot <= \rp__data$142 ;
   always @(posedge clk)
     a_r1_inside <= \$54 ;
   always @(posedge clk)
@@ -2821,8 +2808,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_c1_bank <= a_r1_bank;
   always @(posedge clk)
-    a_c1_other <= a_r1_other;
-  always @(posedge clk)
     a_c1_pos <= \$58 ;
   always @(posedge clk)
     a_r0_valid <= \$212 ;
@@ -2831,11 +2816,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_r0_bank <= a_c1_bank;
   always @(posedge clk)
-    a_r0_other <= a_c1_other;
-  always @(posedge clk)
     a_r0_pos <= a_c1_pos;
   always @(posedge clk)
-    a_r0_pivot <= \rp__data$157 ;
+    a_r0_pivot <= \rp__data$151 ;
   always @(posedge clk)
     a_r0_inside <= \$61 ;
   always @(posedge clk)
@@ -2845,8 +2828,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_c0_bank <= a_r0_bank;
   always @(posedge clk)
-    a_c0_other <= a_r0_other;
-  always @(posedge clk)
     a_c0_pos <= \$65 ;
   always @(posedge clk)
     a_rec_valid <= \$214 ;
@@ -2854,8 +2835,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     a_rec_req <= a_c0_req;
   always @(posedge clk)
     a_rec_bank <= a_c0_bank;
-  always @(posedge clk)
-    a_rec_other <= a_c0_other;
   always @(posedge clk)
     a_rec_pos <= a_c0_pos;
   always @(posedge clk)
@@ -2870,8 +2849,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     a_f_valid <= \$215 ;
   always @(posedge clk)
     a_f_req <= a_rec_req;
-  always @(posedge clk)
-    a_f_other <= a_rec_other;
   always @(posedge clk)
     a_f_hit <= \$72 ;
   always @(posedge clk)
@@ -2903,11 +2880,11 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_r2_bank <= \rp__addr$40 ;
   always @(posedge clk)
-    rx_r2_other <= rx_s0_other;
-  always @(posedge clk)
     rx_r2_pos <= rx_s0_pos;
   always @(posedge clk)
-    rx_r2_pivot <= \rp__data$187 ;
+    rx_r2_other <= rx_s0_other;
+  always @(posedge clk)
+    rx_r2_pivot <= \rp__data$178 ;
   always @(posedge clk)
     rx_r2_inside <= \$94 ;
   always @(posedge clk)
@@ -2917,9 +2894,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_c2_bank <= rx_r2_bank;
   always @(posedge clk)
-    rx_c2_other <= rx_r2_other;
-  always @(posedge clk)
     rx_c2_pos <= \$98 [2:0];
+  always @(posedge clk)
+    rx_c2_other <= rx_r2_other;
   always @(posedge clk)
     rx_r1_valid <= \$221 ;
   always @(posedge clk)
@@ -2927,11 +2904,11 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_r1_bank <= rx_c2_bank;
   always @(posedge clk)
-    rx_r1_other <= rx_c2_other;
-  always @(posedge clk)
     rx_r1_pos <= rx_c2_pos;
   always @(posedge clk)
-    rx_r1_pivot <= \rp__data$198 ;
+    rx_r1_other <= rx_c2_other;
+  always @(posedge clk)
+    rx_r1_pivot <= \rp__data$189 ;
   always @(posedge clk)
     rx_r1_inside <= \$101 ;
   always @(posedge clk)
@@ -2941,9 +2918,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_c1_bank <= rx_r1_bank;
   always @(posedge clk)
-    rx_c1_other <= rx_r1_other;
-  always @(posedge clk)
     rx_c1_pos <= \$105 ;
+  always @(posedge clk)
+    rx_c1_other <= rx_r1_other;
   always @(posedge clk)
     rx_r0_valid <= \$223 ;
   always @(posedge clk)
@@ -2951,11 +2928,11 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_r0_bank <= rx_c1_bank;
   always @(posedge clk)
-    rx_r0_other <= rx_c1_other;
-  always @(posedge clk)
     rx_r0_pos <= rx_c1_pos;
   always @(posedge clk)
-    rx_r0_pivot <= \rp__data$209 ;
+    rx_r0_other <= rx_c1_other;
+  always @(posedge clk)
+    rx_r0_pivot <= \rp__data$200 ;
   always @(posedge clk)
     rx_r0_inside <= \$108 ;
   always @(posedge clk)
@@ -2965,9 +2942,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_c0_bank <= rx_r0_bank;
   always @(posedge clk)
-    rx_c0_other <= rx_r0_other;
-  always @(posedge clk)
     rx_c0_pos <= \$112 ;
+  always @(posedge clk)
+    rx_c0_other <= rx_r0_other;
   always @(posedge clk)
     rx_rec_valid <= \$225 ;
   always @(posedge clk)
@@ -2975,21 +2952,21 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_rec_bank <= rx_c0_bank;
   always @(posedge clk)
-    rx_rec_other <= rx_c0_other;
-  always @(posedge clk)
     rx_rec_pos <= rx_c0_pos;
   always @(posedge clk)
-    rx_rec_bounds <= \rb__data$220 ;
+    rx_rec_other <= rx_c0_other;
+  always @(posedge clk)
+    rx_rec_bounds <= \rb__data$211 ;
   always @(posedge clk)
     rx_rec_inside <= \$114 ;
   always @(posedge clk)
     rx_stop <= \$115 ;
   always @(posedge clk)
+    rx_f_other <= rx_rec_other;
+  always @(posedge clk)
     rx_f_valid <= \$226 ;
   always @(posedge clk)
     rx_f_req <= rx_rec_req;
-  always @(posedge clk)
-    rx_f_other <= rx_rec_other;
   always @(posedge clk)
     rx_f_hit <= \$119 ;
   always @(posedge clk)
@@ -3017,9 +2994,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     p_e1_valid <= \$236 ;
   always @(posedge clk)
-    p_e1_bounds <= \rb__data$229 ;
+    p_e1_bounds <= \rb__data$220 ;
   always @(posedge clk)
-    p_e1_route <= \rr__data$231 ;
+    p_e1_route <= \rr__data$222 ;
   always @(posedge clk)
     p_e1_index <= ri__data;
   always @(posedge clk)
@@ -3619,36 +3596,38 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign \wp__addr$113  = p_w_bank;
   assign \wp__data$114  = wp__data[47:0];
   assign \wp__en$115  = p_w_pivot[2];
-  assign a_s0_other = 1'h0;
   assign clear = 7'h7f;
+  assign mem__payload = o__payload[78:6];
   assign data__remote  = data[0];
   assign data__device  = data[5:1];
-  assign data__addr  = data[53:6];
-  assign data__tile  = data[69:54];
-  assign data__bytes  = data[76:70];
-  assign data__kind  = data[77];
-  assign data__tracked  = data[78];
+  assign data__store  = data[78:6];
+  assign data__store__addr  = data[53:6];
+  assign data__store__tile  = data[69:54];
+  assign data__store__bytes  = data[76:70];
+  assign data__store__kind  = data[77];
+  assign data__store__tracked  = data[78];
   assign a_f_req__addr  = a_f_req[47:0];
   assign a_f_req__tile  = a_f_req[63:48];
   assign a_f_req__bytes  = a_f_req[70:64];
   assign a_f_req__kind  = a_f_req[71];
   assign o__payload__remote  = o__payload[0];
   assign o__payload__device  = o__payload[5:1];
-  assign o__payload__addr  = o__payload[53:6];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign o__payload__kind  = o__payload[77];
-  assign o__payload__tracked  = o__payload[78];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
   assign net__payload__device  = net__payload[4:0];
   assign net__payload__addr  = net__payload[52:5];
   assign net__payload__kind  = net__payload[53];
   assign net__payload__tile  = net__payload[69:54];
   assign net__payload__bytes  = net__payload[76:70];
-  assign mem__payload__addr  = mem__payload[47:0];
-  assign mem__payload__tile  = mem__payload[63:48];
-  assign mem__payload__bytes  = mem__payload[70:64];
-  assign mem__payload__kind  = mem__payload[71];
-  assign mem__payload__tracked  = mem__payload[72];
+  assign mem__payload__addr  = o__payload[53:6];
+  assign mem__payload__tile  = o__payload[69:54];
+  assign mem__payload__bytes  = o__payload[76:70];
+  assign mem__payload__kind  = o__payload[77];
+  assign mem__payload__tracked  = o__payload[78];
   assign data$61__addr  = \data$61 [47:0];
   assign data$61__tile  = \data$61 [63:48];
   assign data$61__bytes  = \data$61 [70:64];
@@ -3796,9 +3775,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign rx_rec_bounds__base  = rx_rec_bounds[47:0];
   assign rx_rec_bounds__end  = rx_rec_bounds[96:48];
   assign rx_rec_bounds__mode  = rx_rec_bounds[98:97];
-  assign rb__data$220__base  = \rb__data$220 [47:0];
-  assign rb__data$220__end  = \rb__data$220 [96:48];
-  assign rb__data$220__mode  = \rb__data$220 [98:97];
+  assign rb__data$211__base  = \rb__data$211 [47:0];
+  assign rb__data$211__end  = \rb__data$211 [96:48];
+  assign rb__data$211__mode  = \rb__data$211 [98:97];
   assign program__payload__index  = program__payload[2:0];
   assign program__payload__valid  = program__payload[3];
   assign program__payload__mode  = program__payload[5:4];
@@ -3809,13 +3788,13 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign p_e1_bounds__base  = p_e1_bounds[47:0];
   assign p_e1_bounds__end  = p_e1_bounds[96:48];
   assign p_e1_bounds__mode  = p_e1_bounds[98:97];
-  assign rb__data$229__base  = \rb__data$229 [47:0];
-  assign rb__data$229__end  = \rb__data$229 [96:48];
-  assign rb__data$229__mode  = \rb__data$229 [98:97];
+  assign rb__data$220__base  = \rb__data$220 [47:0];
+  assign rb__data$220__end  = \rb__data$220 [96:48];
+  assign rb__data$220__mode  = \rb__data$220 [98:97];
   assign p_e1_route__delta  = p_e1_route[47:0];
   assign p_e1_route__device  = p_e1_route[52:48];
-  assign rr__data$231__delta  = \rr__data$231 [47:0];
-  assign rr__data$231__device  = \rr__data$231 [52:48];
+  assign rr__data$222__delta  = \rr__data$222 [47:0];
+  assign rr__data$222__device  = \rr__data$222 [52:48];
   assign p_e2_bounds__base  = p_e2_bounds[47:0];
   assign p_e2_bounds__end  = p_e2_bounds[96:48];
   assign p_e2_bounds__mode  = p_e2_bounds[98:97];
@@ -3850,11 +3829,6 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign \data$61 [70:64] = rx_f_req[76:70];
   assign \data$61 [63:48] = rx_f_req[69:54];
   assign \data$61 [47:0] = rx_f_req[52:5];
-  assign mem__payload[72] = o__payload[78];
-  assign mem__payload[71] = o__payload[77];
-  assign mem__payload[70:64] = o__payload[76:70];
-  assign mem__payload[63:48] = o__payload[69:54];
-  assign mem__payload[47:0] = o__payload[53:6];
   assign net__payload[76:70] = o__payload[76:70];
   assign net__payload[69:54] = o__payload[69:54];
   assign net__payload[53] = o__payload[77];
@@ -3915,31 +3889,33 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, o__payloa
   input clk;
   wire clk;
   wire [78:0] data;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
   wire [4:0] data__device ;
+  wire data__remote ;
+  wire [72:0] data__store ;
+  wire [47:0] data__store__addr ;
+  wire [6:0] data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire data__remote ;
-  wire [15:0] data__tile ;
-  wire data__tracked ;
+  wire data__store__kind ;
+  wire [15:0] data__store__tile ;
+  wire data__store__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
   wire [78:0] o__payload;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
+  wire o__payload__remote ;
+  wire [72:0] o__payload__store ;
+  wire [47:0] o__payload__store__addr ;
+  wire [6:0] o__payload__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire o__payload__remote ;
-  wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
+  wire o__payload__store__kind ;
+  wire [15:0] o__payload__store__tile ;
+  wire o__payload__store__tracked ;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -3948,16 +3924,17 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, o__payloa
   wire push;
   reg [3:0] rd__addr = 4'h0;
   wire [78:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
   wire [4:0] rd__data__device ;
+  wire rd__data__remote ;
+  wire [72:0] rd__data__store ;
+  wire [47:0] rd__data__store__addr ;
+  wire [6:0] rd__data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire rd__data__remote ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
+  wire rd__data__store__kind ;
+  wire [15:0] rd__data__store__tile ;
+  wire rd__data__store__tracked ;
   input rst;
   wire rst;
   (* init = 4'h0 *)
@@ -3965,16 +3942,17 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, o__payloa
   reg [3:0] wr__addr = 4'h0;
   input [78:0] wr__data;
   wire [78:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
   wire [4:0] wr__data__device ;
+  wire wr__data__remote ;
+  wire [72:0] wr__data__store ;
+  wire [47:0] wr__data__store__addr ;
+  wire [6:0] wr__data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire wr__data__remote ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
+  wire wr__data__store__kind ;
+  wire [15:0] wr__data__store__tile ;
+  wire wr__data__store__tracked ;
   wire wr__en;
   reg [78:0] storage [10:0];
   initial begin
@@ -4051,32 +4029,36 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, o__payloa
   assign rd__data = o__payload;
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
-  assign wr__data__addr  = wr__data[53:6];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign wr__data__kind  = wr__data[77];
-  assign wr__data__tracked  = wr__data[78];
+  assign wr__data__store  = wr__data[78:6];
+  assign wr__data__store__addr  = wr__data[53:6];
+  assign wr__data__store__tile  = wr__data[69:54];
+  assign wr__data__store__bytes  = wr__data[76:70];
+  assign wr__data__store__kind  = wr__data[77];
+  assign wr__data__store__tracked  = wr__data[78];
   assign data__remote  = wr__data[0];
   assign data__device  = wr__data[5:1];
-  assign data__addr  = wr__data[53:6];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
-  assign data__kind  = wr__data[77];
-  assign data__tracked  = wr__data[78];
+  assign data__store  = wr__data[78:6];
+  assign data__store__addr  = wr__data[53:6];
+  assign data__store__tile  = wr__data[69:54];
+  assign data__store__bytes  = wr__data[76:70];
+  assign data__store__kind  = wr__data[77];
+  assign data__store__tracked  = wr__data[78];
   assign o__payload__remote  = o__payload[0];
   assign o__payload__device  = o__payload[5:1];
-  assign o__payload__addr  = o__payload[53:6];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign o__payload__kind  = o__payload[77];
-  assign o__payload__tracked  = o__payload[78];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
   assign rd__data__remote  = o__payload[0];
   assign rd__data__device  = o__payload[5:1];
-  assign rd__data__addr  = o__payload[53:6];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign rd__data__kind  = o__payload[77];
-  assign rd__data__tracked  = o__payload[78];
+  assign rd__data__store  = o__payload[78:6];
+  assign rd__data__store__addr  = o__payload[53:6];
+  assign rd__data__store__tile  = o__payload[69:54];
+  assign rd__data__store__bytes  = o__payload[76:70];
+  assign rd__data__store__kind  = o__payload[77];
+  assign rd__data__store__tracked  = o__payload[78];
 endmodule
 
 module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready, wr__data, clk);
@@ -28737,7 +28719,7 @@ module t3hw_engine__slice_remote__queue (rst, wr__data, o__ready, push, o__valid
   assign \$8  = rd__addr;
 endmodule
 
-module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__valid, o__payload, data, clk);
+module t3hw_engine__slice_store (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -28830,7 +28812,7 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__valid, o_
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_engine__slice_store__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;

@@ -2754,7 +2754,7 @@ module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, mem__payload, stats, program__ready
+module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready
 , errors, capture, store__payload);
   reg _init_strobe_1  = 0;
   wire \$1 ;
@@ -3008,7 +3008,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [3:0] \$98 ;
   reg [3:0] \$99 ;
   reg a_c0_bank = 1'h0;
-  reg a_c0_other = 1'h0;
   reg [2:0] a_c0_pos = 3'h0;
   reg [71:0] a_c0_req = 72'h000000000000000000;
   wire [47:0] a_c0_req__addr ;
@@ -3020,7 +3019,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [15:0] a_c0_req__tile ;
   reg a_c0_valid = 1'h0;
   reg a_c1_bank = 1'h0;
-  reg a_c1_other = 1'h0;
   reg [2:0] a_c1_pos = 3'h0;
   reg [71:0] a_c1_req = 72'h000000000000000000;
   wire [47:0] a_c1_req__addr ;
@@ -3032,7 +3030,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [15:0] a_c1_req__tile ;
   reg a_c1_valid = 1'h0;
   reg a_c2_bank = 1'h0;
-  reg a_c2_other = 1'h0;
   reg [2:0] a_c2_pos = 3'h0;
   reg [71:0] a_c2_req = 72'h000000000000000000;
   wire [47:0] a_c2_req__addr ;
@@ -3051,7 +3048,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
   reg [1:0] a_f_mode = 2'h0;
-  reg a_f_other = 1'h0;
   reg [71:0] a_f_req = 72'h000000000000000000;
   wire [47:0] a_f_req__addr ;
   wire [6:0] a_f_req__bytes ;
@@ -3065,7 +3061,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg [3:0] a_held = 4'h0;
   reg a_r0_bank = 1'h0;
   reg a_r0_inside = 1'h0;
-  reg a_r0_other = 1'h0;
   reg [47:0] a_r0_pivot = 48'h000000000000;
   reg [2:0] a_r0_pos = 3'h0;
   reg [71:0] a_r0_req = 72'h000000000000000000;
@@ -3079,7 +3074,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg a_r0_valid = 1'h0;
   reg a_r1_bank = 1'h0;
   reg a_r1_inside = 1'h0;
-  reg a_r1_other = 1'h0;
   reg [47:0] a_r1_pivot = 48'h000000000000;
   reg [2:0] a_r1_pos = 3'h0;
   reg [71:0] a_r1_req = 72'h000000000000000000;
@@ -3093,7 +3087,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg a_r1_valid = 1'h0;
   reg a_r2_bank = 1'h0;
   reg a_r2_inside = 1'h0;
-  reg a_r2_other = 1'h0;
   reg [47:0] a_r2_pivot = 48'h000000000000;
   reg [2:0] a_r2_pos = 3'h0;
   reg [71:0] a_r2_req = 72'h000000000000000000;
@@ -3115,7 +3108,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   (* enum_value_10 = "TRACKED" *)
   wire [1:0] a_rec_bounds__mode ;
   reg a_rec_inside = 1'h0;
-  reg a_rec_other = 1'h0;
   reg [2:0] a_rec_pos = 3'h0;
   reg [71:0] a_rec_req = 72'h000000000000000000;
   wire [47:0] a_rec_req__addr ;
@@ -3131,7 +3123,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg a_rec_valid = 1'h0;
   (* init = 1'h0 *)
   wire a_s0_bank;
-  wire a_s0_other;
   reg [2:0] a_s0_pos = 3'h0;
   reg [71:0] a_s0_req = 72'h000000000000000000;
   wire [47:0] a_s0_req__addr ;
@@ -3172,16 +3163,17 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire data$61__kind ;
   wire [15:0] data$61__tile ;
   wire data$61__tracked ;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
   wire [4:0] data__device ;
+  wire data__remote ;
+  wire [72:0] data__store ;
+  wire [47:0] data__store__addr ;
+  wire [6:0] data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire data__remote ;
-  wire [15:0] data__tile ;
-  wire data__tracked ;
+  wire data__store__kind ;
+  wire [15:0] data__store__tile ;
+  wire data__store__tracked ;
   input [4:0] device_id;
   wire [4:0] device_id;
   output [6:0] errors;
@@ -3240,16 +3232,17 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire o__payload$64__kind ;
   wire [15:0] o__payload$64__tile ;
   wire o__payload$64__tracked ;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
+  wire o__payload__remote ;
+  wire [72:0] o__payload__store ;
+  wire [47:0] o__payload__store__addr ;
+  wire [6:0] o__payload__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire o__payload__remote ;
-  wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
+  wire o__payload__store__kind ;
+  wire [15:0] o__payload__store__tile ;
+  wire o__payload__store__tracked ;
   wire o__ready;
   input \o__ready$65 ;
   wire \o__ready$65 ;
@@ -3360,6 +3353,14 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [3:0] \rb__addr$49 ;
   wire [3:0] \rb__addr$76 ;
   wire [98:0] rb__data;
+  wire [98:0] \rb__data$211 ;
+  wire [47:0] rb__data$211__base ;
+  wire [48:0] rb__data$211__end ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] rb__data$211__mode ;
   wire [98:0] \rb__data$220 ;
   wire [47:0] rb__data$220__base ;
   wire [48:0] rb__data$220__end ;
@@ -3368,14 +3369,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
   wire [1:0] rb__data$220__mode ;
-  wire [98:0] \rb__data$229 ;
-  wire [47:0] rb__data$229__base ;
-  wire [48:0] rb__data$229__end ;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$229__mode ;
   wire [47:0] rb__data__base ;
   wire [48:0] rb__data__end ;
   (* enum_base_type = "RegionMode" *)
@@ -3393,17 +3386,17 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [1:0] \rp__addr$5 ;
   wire [2:0] \rp__addr$8 ;
   wire [47:0] rp__data;
-  wire [47:0] \rp__data$146 ;
-  wire [47:0] \rp__data$157 ;
-  wire [47:0] \rp__data$187 ;
-  wire [47:0] \rp__data$198 ;
-  wire [47:0] \rp__data$209 ;
+  wire [47:0] \rp__data$142 ;
+  wire [47:0] \rp__data$151 ;
+  wire [47:0] \rp__data$178 ;
+  wire [47:0] \rp__data$189 ;
+  wire [47:0] \rp__data$200 ;
   wire [3:0] rr__addr;
   wire [3:0] \rr__addr$78 ;
   wire [52:0] rr__data;
-  wire [52:0] \rr__data$231 ;
-  wire [47:0] rr__data$231__delta ;
-  wire [4:0] rr__data$231__device ;
+  wire [52:0] \rr__data$222 ;
+  wire [47:0] rr__data$222__delta ;
+  wire [4:0] rr__data$222__device ;
   wire [47:0] rr__data__delta ;
   wire [4:0] rr__data__device ;
   input rst;
@@ -3658,8 +3651,8 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       bounds[{ p_w_bank, p_w_at[2:0] }] <= wp__data;
   end
-  assign \rb__data$229  = bounds[{ active, \$21 [2:0] }];
-  assign \rb__data$220  = bounds[{ rx_c0_bank, rx_c0_pos }];
+  assign \rb__data$220  = bounds[{ active, \$21 [2:0] }];
+  assign \rb__data$211  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
   (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
@@ -3702,8 +3695,8 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[0])
       pivot0[{ p_w_bank, p_w_at[2:1] }] <= wp__data[47:0];
   end
-  assign \rp__data$209  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
-  assign \rp__data$157  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
+  assign \rp__data$200  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
+  assign \rp__data$151  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
   initial begin
@@ -3716,8 +3709,8 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[1])
       pivot1[{ p_w_bank, p_w_at[2] }] <= wp__data[47:0];
   end
-  assign \rp__data$198  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
-  assign \rp__data$146  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
+  assign \rp__data$189  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
+  assign \rp__data$142  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
   initial begin
@@ -3728,7 +3721,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[2])
       pivot2[p_w_bank] <= wp__data[47:0];
   end
-  assign \rp__data$187  = pivot2[\rp__addr$40 ];
+  assign \rp__data$178  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
   (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
@@ -3754,7 +3747,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       route[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$99 ;
   end
-  assign \rr__data$231  = route[{ active, \$21 [2:0] }];
+  assign \rr__data$222  = route[{ active, \$21 [2:0] }];
   assign rr__data = route[{ a_c0_bank, a_c0_pos }];
   assign store__ready = a_held < 4'hb;
   assign \$1  = a_f_hit & a_f_fits;
@@ -3970,8 +3963,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r2_bank <= rp__addr;
   always @(posedge clk)
-    a_r2_other <= 1'h0;
-  always @(posedge clk)
     a_r2_pos <= a_s0_pos;
   always @(posedge clk)
     a_r2_pivot <= rp__data;
@@ -3984,8 +3975,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c2_bank <= a_r2_bank;
   always @(posedge clk)
-    a_c2_other <= a_r2_other;
-  always @(posedge clk)
     a_c2_pos <= \$51 [2:0];
   always @(posedge clk)
     a_r1_valid <= \$210 ;
@@ -3994,11 +3983,9 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r1_bank <= a_c2_bank;
   always @(posedge clk)
-    a_r1_other <= a_c2_other;
-  always @(posedge clk)
     a_r1_pos <= a_c2_pos;
   always @(posedge clk)
-    a_r1_pivot <= \rp__data$146 ;
+    a_r1_pivot <= \rp__data$142 ;
   always @(posedge clk)
     a_r1_inside <= \$54 ;
   always @(posedge clk)
@@ -4008,8 +3995,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c1_bank <= a_r1_bank;
   always @(posedge clk)
-    a_c1_other <= a_r1_other;
-  always @(posedge clk)
     a_c1_pos <= \$58 ;
   always @(posedge clk)
     a_r0_valid <= \$212 ;
@@ -4018,11 +4003,9 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r0_bank <= a_c1_bank;
   always @(posedge clk)
-    a_r0_other <= a_c1_other;
-  always @(posedge clk)
     a_r0_pos <= a_c1_pos;
   always @(posedge clk)
-    a_r0_pivot <= \rp__data$157 ;
+    a_r0_pivot <= \rp__data$151 ;
   always @(posedge clk)
     a_r0_inside <= \$61 ;
   always @(posedge clk)
@@ -4032,8 +4015,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c0_bank <= a_r0_bank;
   always @(posedge clk)
-    a_c0_other <= a_r0_other;
-  always @(posedge clk)
     a_c0_pos <= \$65 ;
   always @(posedge clk)
     a_rec_valid <= \$214 ;
@@ -4041,8 +4022,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     a_rec_req <= a_c0_req;
   always @(posedge clk)
     a_rec_bank <= a_c0_bank;
-  always @(posedge clk)
-    a_rec_other <= a_c0_other;
   always @(posedge clk)
     a_rec_pos <= a_c0_pos;
   always @(posedge clk)
@@ -4057,8 +4036,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     a_f_valid <= \$215 ;
   always @(posedge clk)
     a_f_req <= a_rec_req;
-  always @(posedge clk)
-    a_f_other <= a_rec_other;
   always @(posedge clk)
     a_f_hit <= \$72 ;
   always @(posedge clk)
@@ -4090,11 +4067,11 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r2_bank <= \rp__addr$40 ;
   always @(posedge clk)
-    rx_r2_other <= rx_s0_other;
-  always @(posedge clk)
     rx_r2_pos <= rx_s0_pos;
   always @(posedge clk)
-    rx_r2_pivot <= \rp__data$187 ;
+    rx_r2_other <= rx_s0_other;
+  always @(posedge clk)
+    rx_r2_pivot <= \rp__data$178 ;
   always @(posedge clk)
     rx_r2_inside <= \$94 ;
   always @(posedge clk)
@@ -4104,9 +4081,9 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_c2_bank <= rx_r2_bank;
   always @(posedge clk)
-    rx_c2_other <= rx_r2_other;
-  always @(posedge clk)
     rx_c2_pos <= \$98 [2:0];
+  always @(posedge clk)
+    rx_c2_other <= rx_r2_other;
   always @(posedge clk)
     rx_r1_valid <= \$221 ;
   always @(posedge clk)
@@ -4114,11 +4091,11 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r1_bank <= rx_c2_bank;
   always @(posedge clk)
-    rx_r1_other <= rx_c2_other;
-  always @(posedge clk)
     rx_r1_pos <= rx_c2_pos;
   always @(posedge clk)
-    rx_r1_pivot <= \rp__data$198 ;
+    rx_r1_other <= rx_c2_other;
+  always @(posedge clk)
+    rx_r1_pivot <= \rp__data$189 ;
   always @(posedge clk)
     rx_r1_inside <= \$101 ;
   always @(posedge clk)
@@ -4128,9 +4105,9 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_c1_bank <= rx_r1_bank;
   always @(posedge clk)
-    rx_c1_other <= rx_r1_other;
-  always @(posedge clk)
     rx_c1_pos <= \$105 ;
+  always @(posedge clk)
+    rx_c1_other <= rx_r1_other;
   always @(posedge clk)
     rx_r0_valid <= \$223 ;
   always @(posedge clk)
@@ -4138,11 +4115,11 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r0_bank <= rx_c1_bank;
   always @(posedge clk)
-    rx_r0_other <= rx_c1_other;
-  always @(posedge clk)
     rx_r0_pos <= rx_c1_pos;
   always @(posedge clk)
-    rx_r0_pivot <= \rp__data$209 ;
+    rx_r0_other <= rx_c1_other;
+  always @(posedge clk)
+    rx_r0_pivot <= \rp__data$200 ;
   always @(posedge clk)
     rx_r0_inside <= \$108 ;
   always @(posedge clk)
@@ -4152,9 +4129,9 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_c0_bank <= rx_r0_bank;
   always @(posedge clk)
-    rx_c0_other <= rx_r0_other;
-  always @(posedge clk)
     rx_c0_pos <= \$112 ;
+  always @(posedge clk)
+    rx_c0_other <= rx_r0_other;
   always @(posedge clk)
     rx_rec_valid <= \$225 ;
   always @(posedge clk)
@@ -4162,21 +4139,21 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_rec_bank <= rx_c0_bank;
   always @(posedge clk)
-    rx_rec_other <= rx_c0_other;
-  always @(posedge clk)
     rx_rec_pos <= rx_c0_pos;
   always @(posedge clk)
-    rx_rec_bounds <= \rb__data$220 ;
+    rx_rec_other <= rx_c0_other;
+  always @(posedge clk)
+    rx_rec_bounds <= \rb__data$211 ;
   always @(posedge clk)
     rx_rec_inside <= \$114 ;
   always @(posedge clk)
     rx_stop <= \$115 ;
   always @(posedge clk)
+    rx_f_other <= rx_rec_other;
+  always @(posedge clk)
     rx_f_valid <= \$226 ;
   always @(posedge clk)
     rx_f_req <= rx_rec_req;
-  always @(posedge clk)
-    rx_f_other <= rx_rec_other;
   always @(posedge clk)
     rx_f_hit <= \$119 ;
   always @(posedge clk)
@@ -4204,9 +4181,9 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     p_e1_valid <= \$236 ;
   always @(posedge clk)
-    p_e1_bounds <= \rb__data$229 ;
+    p_e1_bounds <= \rb__data$220 ;
   always @(posedge clk)
-    p_e1_route <= \rr__data$231 ;
+    p_e1_route <= \rr__data$222 ;
   always @(posedge clk)
     p_e1_index <= ri__data;
   always @(posedge clk)
@@ -4806,36 +4783,38 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \wp__addr$113  = p_w_bank;
   assign \wp__data$114  = wp__data[47:0];
   assign \wp__en$115  = p_w_pivot[2];
-  assign a_s0_other = 1'h0;
   assign clear = 7'h7f;
+  assign mem__payload = o__payload[78:6];
   assign data__remote  = data[0];
   assign data__device  = data[5:1];
-  assign data__addr  = data[53:6];
-  assign data__tile  = data[69:54];
-  assign data__bytes  = data[76:70];
-  assign data__kind  = data[77];
-  assign data__tracked  = data[78];
+  assign data__store  = data[78:6];
+  assign data__store__addr  = data[53:6];
+  assign data__store__tile  = data[69:54];
+  assign data__store__bytes  = data[76:70];
+  assign data__store__kind  = data[77];
+  assign data__store__tracked  = data[78];
   assign a_f_req__addr  = a_f_req[47:0];
   assign a_f_req__tile  = a_f_req[63:48];
   assign a_f_req__bytes  = a_f_req[70:64];
   assign a_f_req__kind  = a_f_req[71];
   assign o__payload__remote  = o__payload[0];
   assign o__payload__device  = o__payload[5:1];
-  assign o__payload__addr  = o__payload[53:6];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign o__payload__kind  = o__payload[77];
-  assign o__payload__tracked  = o__payload[78];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
   assign net__payload__device  = net__payload[4:0];
   assign net__payload__addr  = net__payload[52:5];
   assign net__payload__kind  = net__payload[53];
   assign net__payload__tile  = net__payload[69:54];
   assign net__payload__bytes  = net__payload[76:70];
-  assign mem__payload__addr  = mem__payload[47:0];
-  assign mem__payload__tile  = mem__payload[63:48];
-  assign mem__payload__bytes  = mem__payload[70:64];
-  assign mem__payload__kind  = mem__payload[71];
-  assign mem__payload__tracked  = mem__payload[72];
+  assign mem__payload__addr  = o__payload[53:6];
+  assign mem__payload__tile  = o__payload[69:54];
+  assign mem__payload__bytes  = o__payload[76:70];
+  assign mem__payload__kind  = o__payload[77];
+  assign mem__payload__tracked  = o__payload[78];
   assign data$61__addr  = \data$61 [47:0];
   assign data$61__tile  = \data$61 [63:48];
   assign data$61__bytes  = \data$61 [70:64];
@@ -4983,9 +4962,9 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign rx_rec_bounds__base  = rx_rec_bounds[47:0];
   assign rx_rec_bounds__end  = rx_rec_bounds[96:48];
   assign rx_rec_bounds__mode  = rx_rec_bounds[98:97];
-  assign rb__data$220__base  = \rb__data$220 [47:0];
-  assign rb__data$220__end  = \rb__data$220 [96:48];
-  assign rb__data$220__mode  = \rb__data$220 [98:97];
+  assign rb__data$211__base  = \rb__data$211 [47:0];
+  assign rb__data$211__end  = \rb__data$211 [96:48];
+  assign rb__data$211__mode  = \rb__data$211 [98:97];
   assign program__payload__index  = program__payload[2:0];
   assign program__payload__valid  = program__payload[3];
   assign program__payload__mode  = program__payload[5:4];
@@ -4996,13 +4975,13 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign p_e1_bounds__base  = p_e1_bounds[47:0];
   assign p_e1_bounds__end  = p_e1_bounds[96:48];
   assign p_e1_bounds__mode  = p_e1_bounds[98:97];
-  assign rb__data$229__base  = \rb__data$229 [47:0];
-  assign rb__data$229__end  = \rb__data$229 [96:48];
-  assign rb__data$229__mode  = \rb__data$229 [98:97];
+  assign rb__data$220__base  = \rb__data$220 [47:0];
+  assign rb__data$220__end  = \rb__data$220 [96:48];
+  assign rb__data$220__mode  = \rb__data$220 [98:97];
   assign p_e1_route__delta  = p_e1_route[47:0];
   assign p_e1_route__device  = p_e1_route[52:48];
-  assign rr__data$231__delta  = \rr__data$231 [47:0];
-  assign rr__data$231__device  = \rr__data$231 [52:48];
+  assign rr__data$222__delta  = \rr__data$222 [47:0];
+  assign rr__data$222__device  = \rr__data$222 [52:48];
   assign p_e2_bounds__base  = p_e2_bounds[47:0];
   assign p_e2_bounds__end  = p_e2_bounds[96:48];
   assign p_e2_bounds__mode  = p_e2_bounds[98:97];
@@ -5037,11 +5016,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \data$61 [70:64] = rx_f_req[76:70];
   assign \data$61 [63:48] = rx_f_req[69:54];
   assign \data$61 [47:0] = rx_f_req[52:5];
-  assign mem__payload[72] = o__payload[78];
-  assign mem__payload[71] = o__payload[77];
-  assign mem__payload[70:64] = o__payload[76:70];
-  assign mem__payload[63:48] = o__payload[69:54];
-  assign mem__payload[47:0] = o__payload[53:6];
   assign net__payload[76:70] = o__payload[76:70];
   assign net__payload[69:54] = o__payload[69:54];
   assign net__payload[53] = o__payload[77];
@@ -5102,31 +5076,33 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   input clk;
   wire clk;
   wire [78:0] data;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
   wire [4:0] data__device ;
+  wire data__remote ;
+  wire [72:0] data__store ;
+  wire [47:0] data__store__addr ;
+  wire [6:0] data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire data__remote ;
-  wire [15:0] data__tile ;
-  wire data__tracked ;
+  wire data__store__kind ;
+  wire [15:0] data__store__tile ;
+  wire data__store__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
   wire [78:0] o__payload;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
+  wire o__payload__remote ;
+  wire [72:0] o__payload__store ;
+  wire [47:0] o__payload__store__addr ;
+  wire [6:0] o__payload__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire o__payload__remote ;
-  wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
+  wire o__payload__store__kind ;
+  wire [15:0] o__payload__store__tile ;
+  wire o__payload__store__tracked ;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -5135,16 +5111,17 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   wire push;
   reg [3:0] rd__addr = 4'h0;
   wire [78:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
   wire [4:0] rd__data__device ;
+  wire rd__data__remote ;
+  wire [72:0] rd__data__store ;
+  wire [47:0] rd__data__store__addr ;
+  wire [6:0] rd__data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire rd__data__remote ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
+  wire rd__data__store__kind ;
+  wire [15:0] rd__data__store__tile ;
+  wire rd__data__store__tracked ;
   input rst;
   wire rst;
   (* init = 4'h0 *)
@@ -5152,16 +5129,17 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   reg [3:0] wr__addr = 4'h0;
   input [78:0] wr__data;
   wire [78:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
   wire [4:0] wr__data__device ;
+  wire wr__data__remote ;
+  wire [72:0] wr__data__store ;
+  wire [47:0] wr__data__store__addr ;
+  wire [6:0] wr__data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire wr__data__remote ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
+  wire wr__data__store__kind ;
+  wire [15:0] wr__data__store__tile ;
+  wire wr__data__store__tracked ;
   wire wr__en;
   reg [78:0] storage [10:0];
   initial begin
@@ -5238,32 +5216,36 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   assign rd__data = o__payload;
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
-  assign wr__data__addr  = wr__data[53:6];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign wr__data__kind  = wr__data[77];
-  assign wr__data__tracked  = wr__data[78];
+  assign wr__data__store  = wr__data[78:6];
+  assign wr__data__store__addr  = wr__data[53:6];
+  assign wr__data__store__tile  = wr__data[69:54];
+  assign wr__data__store__bytes  = wr__data[76:70];
+  assign wr__data__store__kind  = wr__data[77];
+  assign wr__data__store__tracked  = wr__data[78];
   assign data__remote  = wr__data[0];
   assign data__device  = wr__data[5:1];
-  assign data__addr  = wr__data[53:6];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
-  assign data__kind  = wr__data[77];
-  assign data__tracked  = wr__data[78];
+  assign data__store  = wr__data[78:6];
+  assign data__store__addr  = wr__data[53:6];
+  assign data__store__tile  = wr__data[69:54];
+  assign data__store__bytes  = wr__data[76:70];
+  assign data__store__kind  = wr__data[77];
+  assign data__store__tracked  = wr__data[78];
   assign o__payload__remote  = o__payload[0];
   assign o__payload__device  = o__payload[5:1];
-  assign o__payload__addr  = o__payload[53:6];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign o__payload__kind  = o__payload[77];
-  assign o__payload__tracked  = o__payload[78];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
   assign rd__data__remote  = o__payload[0];
   assign rd__data__device  = o__payload[5:1];
-  assign rd__data__addr  = o__payload[53:6];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign rd__data__kind  = o__payload[77];
-  assign rd__data__tracked  = o__payload[78];
+  assign rd__data__store  = o__payload[78:6];
+  assign rd__data__store__addr  = o__payload[53:6];
+  assign rd__data__store__tile  = o__payload[69:54];
+  assign rd__data__store__bytes  = o__payload[76:70];
+  assign rd__data__store__kind  = o__payload[77];
+  assign rd__data__store__tracked  = o__payload[78];
 endmodule
 
 module t3hw_system__e0__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready, wr__data, clk);
@@ -29924,7 +29906,7 @@ module t3hw_system__e0__slice_remote__queue (rst, wr__data, o__ready, push, o__v
   assign \$8  = rd__addr;
 endmodule
 
-module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__valid, o__payload, data, clk);
+module t3hw_system__e0__slice_store (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -30017,7 +29999,7 @@ module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e0__slice_store__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
@@ -34717,7 +34699,7 @@ module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, mem__payload, stats, program__ready
+module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready
 , errors, capture, store__payload);
   reg _init_strobe_21  = 0;
   wire \$1 ;
@@ -34971,7 +34953,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [3:0] \$98 ;
   reg [3:0] \$99 ;
   reg a_c0_bank = 1'h0;
-  reg a_c0_other = 1'h0;
   reg [2:0] a_c0_pos = 3'h0;
   reg [71:0] a_c0_req = 72'h000000000000000000;
   wire [47:0] a_c0_req__addr ;
@@ -34983,7 +34964,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [15:0] a_c0_req__tile ;
   reg a_c0_valid = 1'h0;
   reg a_c1_bank = 1'h0;
-  reg a_c1_other = 1'h0;
   reg [2:0] a_c1_pos = 3'h0;
   reg [71:0] a_c1_req = 72'h000000000000000000;
   wire [47:0] a_c1_req__addr ;
@@ -34995,7 +34975,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [15:0] a_c1_req__tile ;
   reg a_c1_valid = 1'h0;
   reg a_c2_bank = 1'h0;
-  reg a_c2_other = 1'h0;
   reg [2:0] a_c2_pos = 3'h0;
   reg [71:0] a_c2_req = 72'h000000000000000000;
   wire [47:0] a_c2_req__addr ;
@@ -35014,7 +34993,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
   reg [1:0] a_f_mode = 2'h0;
-  reg a_f_other = 1'h0;
   reg [71:0] a_f_req = 72'h000000000000000000;
   wire [47:0] a_f_req__addr ;
   wire [6:0] a_f_req__bytes ;
@@ -35028,7 +35006,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg [3:0] a_held = 4'h0;
   reg a_r0_bank = 1'h0;
   reg a_r0_inside = 1'h0;
-  reg a_r0_other = 1'h0;
   reg [47:0] a_r0_pivot = 48'h000000000000;
   reg [2:0] a_r0_pos = 3'h0;
   reg [71:0] a_r0_req = 72'h000000000000000000;
@@ -35042,7 +35019,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg a_r0_valid = 1'h0;
   reg a_r1_bank = 1'h0;
   reg a_r1_inside = 1'h0;
-  reg a_r1_other = 1'h0;
   reg [47:0] a_r1_pivot = 48'h000000000000;
   reg [2:0] a_r1_pos = 3'h0;
   reg [71:0] a_r1_req = 72'h000000000000000000;
@@ -35056,7 +35032,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg a_r1_valid = 1'h0;
   reg a_r2_bank = 1'h0;
   reg a_r2_inside = 1'h0;
-  reg a_r2_other = 1'h0;
   reg [47:0] a_r2_pivot = 48'h000000000000;
   reg [2:0] a_r2_pos = 3'h0;
   reg [71:0] a_r2_req = 72'h000000000000000000;
@@ -35078,7 +35053,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   (* enum_value_10 = "TRACKED" *)
   wire [1:0] a_rec_bounds__mode ;
   reg a_rec_inside = 1'h0;
-  reg a_rec_other = 1'h0;
   reg [2:0] a_rec_pos = 3'h0;
   reg [71:0] a_rec_req = 72'h000000000000000000;
   wire [47:0] a_rec_req__addr ;
@@ -35094,7 +35068,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg a_rec_valid = 1'h0;
   (* init = 1'h0 *)
   wire a_s0_bank;
-  wire a_s0_other;
   reg [2:0] a_s0_pos = 3'h0;
   reg [71:0] a_s0_req = 72'h000000000000000000;
   wire [47:0] a_s0_req__addr ;
@@ -35135,16 +35108,17 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire data$61__kind ;
   wire [15:0] data$61__tile ;
   wire data$61__tracked ;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
   wire [4:0] data__device ;
+  wire data__remote ;
+  wire [72:0] data__store ;
+  wire [47:0] data__store__addr ;
+  wire [6:0] data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire data__remote ;
-  wire [15:0] data__tile ;
-  wire data__tracked ;
+  wire data__store__kind ;
+  wire [15:0] data__store__tile ;
+  wire data__store__tracked ;
   input [4:0] device_id;
   wire [4:0] device_id;
   output [6:0] errors;
@@ -35203,16 +35177,17 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire o__payload$64__kind ;
   wire [15:0] o__payload$64__tile ;
   wire o__payload$64__tracked ;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
+  wire o__payload__remote ;
+  wire [72:0] o__payload__store ;
+  wire [47:0] o__payload__store__addr ;
+  wire [6:0] o__payload__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire o__payload__remote ;
-  wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
+  wire o__payload__store__kind ;
+  wire [15:0] o__payload__store__tile ;
+  wire o__payload__store__tracked ;
   wire o__ready;
   input \o__ready$65 ;
   wire \o__ready$65 ;
@@ -35323,6 +35298,14 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [3:0] \rb__addr$49 ;
   wire [3:0] \rb__addr$76 ;
   wire [98:0] rb__data;
+  wire [98:0] \rb__data$211 ;
+  wire [47:0] rb__data$211__base ;
+  wire [48:0] rb__data$211__end ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] rb__data$211__mode ;
   wire [98:0] \rb__data$220 ;
   wire [47:0] rb__data$220__base ;
   wire [48:0] rb__data$220__end ;
@@ -35331,14 +35314,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
   wire [1:0] rb__data$220__mode ;
-  wire [98:0] \rb__data$229 ;
-  wire [47:0] rb__data$229__base ;
-  wire [48:0] rb__data$229__end ;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$229__mode ;
   wire [47:0] rb__data__base ;
   wire [48:0] rb__data__end ;
   (* enum_base_type = "RegionMode" *)
@@ -35356,17 +35331,17 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [1:0] \rp__addr$5 ;
   wire [2:0] \rp__addr$8 ;
   wire [47:0] rp__data;
-  wire [47:0] \rp__data$146 ;
-  wire [47:0] \rp__data$157 ;
-  wire [47:0] \rp__data$187 ;
-  wire [47:0] \rp__data$198 ;
-  wire [47:0] \rp__data$209 ;
+  wire [47:0] \rp__data$142 ;
+  wire [47:0] \rp__data$151 ;
+  wire [47:0] \rp__data$178 ;
+  wire [47:0] \rp__data$189 ;
+  wire [47:0] \rp__data$200 ;
   wire [3:0] rr__addr;
   wire [3:0] \rr__addr$78 ;
   wire [52:0] rr__data;
-  wire [52:0] \rr__data$231 ;
-  wire [47:0] rr__data$231__delta ;
-  wire [4:0] rr__data$231__device ;
+  wire [52:0] \rr__data$222 ;
+  wire [47:0] rr__data$222__delta ;
+  wire [4:0] rr__data$222__device ;
   wire [47:0] rr__data__delta ;
   wire [4:0] rr__data__device ;
   input rst;
@@ -35621,8 +35596,8 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       bounds[{ p_w_bank, p_w_at[2:0] }] <= wp__data;
   end
-  assign \rb__data$229  = bounds[{ active, \$21 [2:0] }];
-  assign \rb__data$220  = bounds[{ rx_c0_bank, rx_c0_pos }];
+  assign \rb__data$220  = bounds[{ active, \$21 [2:0] }];
+  assign \rb__data$211  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
   (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
@@ -35665,8 +35640,8 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[0])
       pivot0[{ p_w_bank, p_w_at[2:1] }] <= wp__data[47:0];
   end
-  assign \rp__data$209  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
-  assign \rp__data$157  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
+  assign \rp__data$200  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
+  assign \rp__data$151  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
   initial begin
@@ -35679,8 +35654,8 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[1])
       pivot1[{ p_w_bank, p_w_at[2] }] <= wp__data[47:0];
   end
-  assign \rp__data$198  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
-  assign \rp__data$146  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
+  assign \rp__data$189  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
+  assign \rp__data$142  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
   initial begin
@@ -35691,7 +35666,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[2])
       pivot2[p_w_bank] <= wp__data[47:0];
   end
-  assign \rp__data$187  = pivot2[\rp__addr$40 ];
+  assign \rp__data$178  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
   (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
@@ -35717,7 +35692,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       route[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$99 ;
   end
-  assign \rr__data$231  = route[{ active, \$21 [2:0] }];
+  assign \rr__data$222  = route[{ active, \$21 [2:0] }];
   assign rr__data = route[{ a_c0_bank, a_c0_pos }];
   assign store__ready = a_held < 4'hb;
   assign \$1  = a_f_hit & a_f_fits;
@@ -35933,8 +35908,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r2_bank <= rp__addr;
   always @(posedge clk)
-    a_r2_other <= 1'h0;
-  always @(posedge clk)
     a_r2_pos <= a_s0_pos;
   always @(posedge clk)
     a_r2_pivot <= rp__data;
@@ -35947,8 +35920,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c2_bank <= a_r2_bank;
   always @(posedge clk)
-    a_c2_other <= a_r2_other;
-  always @(posedge clk)
     a_c2_pos <= \$51 [2:0];
   always @(posedge clk)
     a_r1_valid <= \$210 ;
@@ -35957,11 +35928,9 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r1_bank <= a_c2_bank;
   always @(posedge clk)
-    a_r1_other <= a_c2_other;
-  always @(posedge clk)
     a_r1_pos <= a_c2_pos;
   always @(posedge clk)
-    a_r1_pivot <= \rp__data$146 ;
+    a_r1_pivot <= \rp__data$142 ;
   always @(posedge clk)
     a_r1_inside <= \$54 ;
   always @(posedge clk)
@@ -35971,8 +35940,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c1_bank <= a_r1_bank;
   always @(posedge clk)
-    a_c1_other <= a_r1_other;
-  always @(posedge clk)
     a_c1_pos <= \$58 ;
   always @(posedge clk)
     a_r0_valid <= \$212 ;
@@ -35981,11 +35948,9 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r0_bank <= a_c1_bank;
   always @(posedge clk)
-    a_r0_other <= a_c1_other;
-  always @(posedge clk)
     a_r0_pos <= a_c1_pos;
   always @(posedge clk)
-    a_r0_pivot <= \rp__data$157 ;
+    a_r0_pivot <= \rp__data$151 ;
   always @(posedge clk)
     a_r0_inside <= \$61 ;
   always @(posedge clk)
@@ -35995,8 +35960,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c0_bank <= a_r0_bank;
   always @(posedge clk)
-    a_c0_other <= a_r0_other;
-  always @(posedge clk)
     a_c0_pos <= \$65 ;
   always @(posedge clk)
     a_rec_valid <= \$214 ;
@@ -36004,8 +35967,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     a_rec_req <= a_c0_req;
   always @(posedge clk)
     a_rec_bank <= a_c0_bank;
-  always @(posedge clk)
-    a_rec_other <= a_c0_other;
   always @(posedge clk)
     a_rec_pos <= a_c0_pos;
   always @(posedge clk)
@@ -36020,8 +35981,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     a_f_valid <= \$215 ;
   always @(posedge clk)
     a_f_req <= a_rec_req;
-  always @(posedge clk)
-    a_f_other <= a_rec_other;
   always @(posedge clk)
     a_f_hit <= \$72 ;
   always @(posedge clk)
@@ -36053,11 +36012,11 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r2_bank <= \rp__addr$40 ;
   always @(posedge clk)
-    rx_r2_other <= rx_s0_other;
-  always @(posedge clk)
     rx_r2_pos <= rx_s0_pos;
   always @(posedge clk)
-    rx_r2_pivot <= \rp__data$187 ;
+    rx_r2_other <= rx_s0_other;
+  always @(posedge clk)
+    rx_r2_pivot <= \rp__data$178 ;
   always @(posedge clk)
     rx_r2_inside <= \$94 ;
   always @(posedge clk)
@@ -36067,9 +36026,9 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_c2_bank <= rx_r2_bank;
   always @(posedge clk)
-    rx_c2_other <= rx_r2_other;
-  always @(posedge clk)
     rx_c2_pos <= \$98 [2:0];
+  always @(posedge clk)
+    rx_c2_other <= rx_r2_other;
   always @(posedge clk)
     rx_r1_valid <= \$221 ;
   always @(posedge clk)
@@ -36077,11 +36036,11 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r1_bank <= rx_c2_bank;
   always @(posedge clk)
-    rx_r1_other <= rx_c2_other;
-  always @(posedge clk)
     rx_r1_pos <= rx_c2_pos;
   always @(posedge clk)
-    rx_r1_pivot <= \rp__data$198 ;
+    rx_r1_other <= rx_c2_other;
+  always @(posedge clk)
+    rx_r1_pivot <= \rp__data$189 ;
   always @(posedge clk)
     rx_r1_inside <= \$101 ;
   always @(posedge clk)
@@ -36091,9 +36050,9 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_c1_bank <= rx_r1_bank;
   always @(posedge clk)
-    rx_c1_other <= rx_r1_other;
-  always @(posedge clk)
     rx_c1_pos <= \$105 ;
+  always @(posedge clk)
+    rx_c1_other <= rx_r1_other;
   always @(posedge clk)
     rx_r0_valid <= \$223 ;
   always @(posedge clk)
@@ -36101,11 +36060,11 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r0_bank <= rx_c1_bank;
   always @(posedge clk)
-    rx_r0_other <= rx_c1_other;
-  always @(posedge clk)
     rx_r0_pos <= rx_c1_pos;
   always @(posedge clk)
-    rx_r0_pivot <= \rp__data$209 ;
+    rx_r0_other <= rx_c1_other;
+  always @(posedge clk)
+    rx_r0_pivot <= \rp__data$200 ;
   always @(posedge clk)
     rx_r0_inside <= \$108 ;
   always @(posedge clk)
@@ -36115,9 +36074,9 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_c0_bank <= rx_r0_bank;
   always @(posedge clk)
-    rx_c0_other <= rx_r0_other;
-  always @(posedge clk)
     rx_c0_pos <= \$112 ;
+  always @(posedge clk)
+    rx_c0_other <= rx_r0_other;
   always @(posedge clk)
     rx_rec_valid <= \$225 ;
   always @(posedge clk)
@@ -36125,21 +36084,21 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_rec_bank <= rx_c0_bank;
   always @(posedge clk)
-    rx_rec_other <= rx_c0_other;
-  always @(posedge clk)
     rx_rec_pos <= rx_c0_pos;
   always @(posedge clk)
-    rx_rec_bounds <= \rb__data$220 ;
+    rx_rec_other <= rx_c0_other;
+  always @(posedge clk)
+    rx_rec_bounds <= \rb__data$211 ;
   always @(posedge clk)
     rx_rec_inside <= \$114 ;
   always @(posedge clk)
     rx_stop <= \$115 ;
   always @(posedge clk)
+    rx_f_other <= rx_rec_other;
+  always @(posedge clk)
     rx_f_valid <= \$226 ;
   always @(posedge clk)
     rx_f_req <= rx_rec_req;
-  always @(posedge clk)
-    rx_f_other <= rx_rec_other;
   always @(posedge clk)
     rx_f_hit <= \$119 ;
   always @(posedge clk)
@@ -36167,9 +36126,9 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     p_e1_valid <= \$236 ;
   always @(posedge clk)
-    p_e1_bounds <= \rb__data$229 ;
+    p_e1_bounds <= \rb__data$220 ;
   always @(posedge clk)
-    p_e1_route <= \rr__data$231 ;
+    p_e1_route <= \rr__data$222 ;
   always @(posedge clk)
     p_e1_index <= ri__data;
   always @(posedge clk)
@@ -36769,36 +36728,38 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \wp__addr$113  = p_w_bank;
   assign \wp__data$114  = wp__data[47:0];
   assign \wp__en$115  = p_w_pivot[2];
-  assign a_s0_other = 1'h0;
   assign clear = 7'h7f;
+  assign mem__payload = o__payload[78:6];
   assign data__remote  = data[0];
   assign data__device  = data[5:1];
-  assign data__addr  = data[53:6];
-  assign data__tile  = data[69:54];
-  assign data__bytes  = data[76:70];
-  assign data__kind  = data[77];
-  assign data__tracked  = data[78];
+  assign data__store  = data[78:6];
+  assign data__store__addr  = data[53:6];
+  assign data__store__tile  = data[69:54];
+  assign data__store__bytes  = data[76:70];
+  assign data__store__kind  = data[77];
+  assign data__store__tracked  = data[78];
   assign a_f_req__addr  = a_f_req[47:0];
   assign a_f_req__tile  = a_f_req[63:48];
   assign a_f_req__bytes  = a_f_req[70:64];
   assign a_f_req__kind  = a_f_req[71];
   assign o__payload__remote  = o__payload[0];
   assign o__payload__device  = o__payload[5:1];
-  assign o__payload__addr  = o__payload[53:6];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign o__payload__kind  = o__payload[77];
-  assign o__payload__tracked  = o__payload[78];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
   assign net__payload__device  = net__payload[4:0];
   assign net__payload__addr  = net__payload[52:5];
   assign net__payload__kind  = net__payload[53];
   assign net__payload__tile  = net__payload[69:54];
   assign net__payload__bytes  = net__payload[76:70];
-  assign mem__payload__addr  = mem__payload[47:0];
-  assign mem__payload__tile  = mem__payload[63:48];
-  assign mem__payload__bytes  = mem__payload[70:64];
-  assign mem__payload__kind  = mem__payload[71];
-  assign mem__payload__tracked  = mem__payload[72];
+  assign mem__payload__addr  = o__payload[53:6];
+  assign mem__payload__tile  = o__payload[69:54];
+  assign mem__payload__bytes  = o__payload[76:70];
+  assign mem__payload__kind  = o__payload[77];
+  assign mem__payload__tracked  = o__payload[78];
   assign data$61__addr  = \data$61 [47:0];
   assign data$61__tile  = \data$61 [63:48];
   assign data$61__bytes  = \data$61 [70:64];
@@ -36946,9 +36907,9 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign rx_rec_bounds__base  = rx_rec_bounds[47:0];
   assign rx_rec_bounds__end  = rx_rec_bounds[96:48];
   assign rx_rec_bounds__mode  = rx_rec_bounds[98:97];
-  assign rb__data$220__base  = \rb__data$220 [47:0];
-  assign rb__data$220__end  = \rb__data$220 [96:48];
-  assign rb__data$220__mode  = \rb__data$220 [98:97];
+  assign rb__data$211__base  = \rb__data$211 [47:0];
+  assign rb__data$211__end  = \rb__data$211 [96:48];
+  assign rb__data$211__mode  = \rb__data$211 [98:97];
   assign program__payload__index  = program__payload[2:0];
   assign program__payload__valid  = program__payload[3];
   assign program__payload__mode  = program__payload[5:4];
@@ -36959,13 +36920,13 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign p_e1_bounds__base  = p_e1_bounds[47:0];
   assign p_e1_bounds__end  = p_e1_bounds[96:48];
   assign p_e1_bounds__mode  = p_e1_bounds[98:97];
-  assign rb__data$229__base  = \rb__data$229 [47:0];
-  assign rb__data$229__end  = \rb__data$229 [96:48];
-  assign rb__data$229__mode  = \rb__data$229 [98:97];
+  assign rb__data$220__base  = \rb__data$220 [47:0];
+  assign rb__data$220__end  = \rb__data$220 [96:48];
+  assign rb__data$220__mode  = \rb__data$220 [98:97];
   assign p_e1_route__delta  = p_e1_route[47:0];
   assign p_e1_route__device  = p_e1_route[52:48];
-  assign rr__data$231__delta  = \rr__data$231 [47:0];
-  assign rr__data$231__device  = \rr__data$231 [52:48];
+  assign rr__data$222__delta  = \rr__data$222 [47:0];
+  assign rr__data$222__device  = \rr__data$222 [52:48];
   assign p_e2_bounds__base  = p_e2_bounds[47:0];
   assign p_e2_bounds__end  = p_e2_bounds[96:48];
   assign p_e2_bounds__mode  = p_e2_bounds[98:97];
@@ -37000,11 +36961,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \data$61 [70:64] = rx_f_req[76:70];
   assign \data$61 [63:48] = rx_f_req[69:54];
   assign \data$61 [47:0] = rx_f_req[52:5];
-  assign mem__payload[72] = o__payload[78];
-  assign mem__payload[71] = o__payload[77];
-  assign mem__payload[70:64] = o__payload[76:70];
-  assign mem__payload[63:48] = o__payload[69:54];
-  assign mem__payload[47:0] = o__payload[53:6];
   assign net__payload[76:70] = o__payload[76:70];
   assign net__payload[69:54] = o__payload[69:54];
   assign net__payload[53] = o__payload[77];
@@ -37065,31 +37021,33 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   input clk;
   wire clk;
   wire [78:0] data;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
   wire [4:0] data__device ;
+  wire data__remote ;
+  wire [72:0] data__store ;
+  wire [47:0] data__store__addr ;
+  wire [6:0] data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire data__remote ;
-  wire [15:0] data__tile ;
-  wire data__tracked ;
+  wire data__store__kind ;
+  wire [15:0] data__store__tile ;
+  wire data__store__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
   wire [78:0] o__payload;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
+  wire o__payload__remote ;
+  wire [72:0] o__payload__store ;
+  wire [47:0] o__payload__store__addr ;
+  wire [6:0] o__payload__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire o__payload__remote ;
-  wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
+  wire o__payload__store__kind ;
+  wire [15:0] o__payload__store__tile ;
+  wire o__payload__store__tracked ;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -37098,16 +37056,17 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   wire push;
   reg [3:0] rd__addr = 4'h0;
   wire [78:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
   wire [4:0] rd__data__device ;
+  wire rd__data__remote ;
+  wire [72:0] rd__data__store ;
+  wire [47:0] rd__data__store__addr ;
+  wire [6:0] rd__data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire rd__data__remote ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
+  wire rd__data__store__kind ;
+  wire [15:0] rd__data__store__tile ;
+  wire rd__data__store__tracked ;
   input rst;
   wire rst;
   (* init = 4'h0 *)
@@ -37115,16 +37074,17 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   reg [3:0] wr__addr = 4'h0;
   input [78:0] wr__data;
   wire [78:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
   wire [4:0] wr__data__device ;
+  wire wr__data__remote ;
+  wire [72:0] wr__data__store ;
+  wire [47:0] wr__data__store__addr ;
+  wire [6:0] wr__data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire wr__data__remote ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
+  wire wr__data__store__kind ;
+  wire [15:0] wr__data__store__tile ;
+  wire wr__data__store__tracked ;
   wire wr__en;
   reg [78:0] storage [10:0];
   initial begin
@@ -37201,32 +37161,36 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   assign rd__data = o__payload;
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
-  assign wr__data__addr  = wr__data[53:6];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign wr__data__kind  = wr__data[77];
-  assign wr__data__tracked  = wr__data[78];
+  assign wr__data__store  = wr__data[78:6];
+  assign wr__data__store__addr  = wr__data[53:6];
+  assign wr__data__store__tile  = wr__data[69:54];
+  assign wr__data__store__bytes  = wr__data[76:70];
+  assign wr__data__store__kind  = wr__data[77];
+  assign wr__data__store__tracked  = wr__data[78];
   assign data__remote  = wr__data[0];
   assign data__device  = wr__data[5:1];
-  assign data__addr  = wr__data[53:6];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
-  assign data__kind  = wr__data[77];
-  assign data__tracked  = wr__data[78];
+  assign data__store  = wr__data[78:6];
+  assign data__store__addr  = wr__data[53:6];
+  assign data__store__tile  = wr__data[69:54];
+  assign data__store__bytes  = wr__data[76:70];
+  assign data__store__kind  = wr__data[77];
+  assign data__store__tracked  = wr__data[78];
   assign o__payload__remote  = o__payload[0];
   assign o__payload__device  = o__payload[5:1];
-  assign o__payload__addr  = o__payload[53:6];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign o__payload__kind  = o__payload[77];
-  assign o__payload__tracked  = o__payload[78];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
   assign rd__data__remote  = o__payload[0];
   assign rd__data__device  = o__payload[5:1];
-  assign rd__data__addr  = o__payload[53:6];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign rd__data__kind  = o__payload[77];
-  assign rd__data__tracked  = o__payload[78];
+  assign rd__data__store  = o__payload[78:6];
+  assign rd__data__store__addr  = o__payload[53:6];
+  assign rd__data__store__tile  = o__payload[69:54];
+  assign rd__data__store__bytes  = o__payload[76:70];
+  assign rd__data__store__kind  = o__payload[77];
+  assign rd__data__store__tracked  = o__payload[78];
 endmodule
 
 module t3hw_system__e1__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready, wr__data, clk);
@@ -61887,7 +61851,7 @@ module t3hw_system__e1__slice_remote__queue (rst, wr__data, o__ready, push, o__v
   assign \$8  = rd__addr;
 endmodule
 
-module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__valid, o__payload, data, clk);
+module t3hw_system__e1__slice_store (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -61980,7 +61944,7 @@ module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e1__slice_store__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
   reg _init_strobe_36  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
@@ -66680,7 +66644,7 @@ module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, mem__payload, stats, program__ready
+module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready
 , errors, capture, store__payload);
   reg _init_strobe_41  = 0;
   wire \$1 ;
@@ -66934,7 +66898,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [3:0] \$98 ;
   reg [3:0] \$99 ;
   reg a_c0_bank = 1'h0;
-  reg a_c0_other = 1'h0;
   reg [2:0] a_c0_pos = 3'h0;
   reg [71:0] a_c0_req = 72'h000000000000000000;
   wire [47:0] a_c0_req__addr ;
@@ -66946,7 +66909,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [15:0] a_c0_req__tile ;
   reg a_c0_valid = 1'h0;
   reg a_c1_bank = 1'h0;
-  reg a_c1_other = 1'h0;
   reg [2:0] a_c1_pos = 3'h0;
   reg [71:0] a_c1_req = 72'h000000000000000000;
   wire [47:0] a_c1_req__addr ;
@@ -66958,7 +66920,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [15:0] a_c1_req__tile ;
   reg a_c1_valid = 1'h0;
   reg a_c2_bank = 1'h0;
-  reg a_c2_other = 1'h0;
   reg [2:0] a_c2_pos = 3'h0;
   reg [71:0] a_c2_req = 72'h000000000000000000;
   wire [47:0] a_c2_req__addr ;
@@ -66977,7 +66938,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
   reg [1:0] a_f_mode = 2'h0;
-  reg a_f_other = 1'h0;
   reg [71:0] a_f_req = 72'h000000000000000000;
   wire [47:0] a_f_req__addr ;
   wire [6:0] a_f_req__bytes ;
@@ -66991,7 +66951,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg [3:0] a_held = 4'h0;
   reg a_r0_bank = 1'h0;
   reg a_r0_inside = 1'h0;
-  reg a_r0_other = 1'h0;
   reg [47:0] a_r0_pivot = 48'h000000000000;
   reg [2:0] a_r0_pos = 3'h0;
   reg [71:0] a_r0_req = 72'h000000000000000000;
@@ -67005,7 +66964,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg a_r0_valid = 1'h0;
   reg a_r1_bank = 1'h0;
   reg a_r1_inside = 1'h0;
-  reg a_r1_other = 1'h0;
   reg [47:0] a_r1_pivot = 48'h000000000000;
   reg [2:0] a_r1_pos = 3'h0;
   reg [71:0] a_r1_req = 72'h000000000000000000;
@@ -67019,7 +66977,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg a_r1_valid = 1'h0;
   reg a_r2_bank = 1'h0;
   reg a_r2_inside = 1'h0;
-  reg a_r2_other = 1'h0;
   reg [47:0] a_r2_pivot = 48'h000000000000;
   reg [2:0] a_r2_pos = 3'h0;
   reg [71:0] a_r2_req = 72'h000000000000000000;
@@ -67041,7 +66998,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   (* enum_value_10 = "TRACKED" *)
   wire [1:0] a_rec_bounds__mode ;
   reg a_rec_inside = 1'h0;
-  reg a_rec_other = 1'h0;
   reg [2:0] a_rec_pos = 3'h0;
   reg [71:0] a_rec_req = 72'h000000000000000000;
   wire [47:0] a_rec_req__addr ;
@@ -67057,7 +67013,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg a_rec_valid = 1'h0;
   (* init = 1'h0 *)
   wire a_s0_bank;
-  wire a_s0_other;
   reg [2:0] a_s0_pos = 3'h0;
   reg [71:0] a_s0_req = 72'h000000000000000000;
   wire [47:0] a_s0_req__addr ;
@@ -67098,16 +67053,17 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire data$61__kind ;
   wire [15:0] data$61__tile ;
   wire data$61__tracked ;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
   wire [4:0] data__device ;
+  wire data__remote ;
+  wire [72:0] data__store ;
+  wire [47:0] data__store__addr ;
+  wire [6:0] data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire data__remote ;
-  wire [15:0] data__tile ;
-  wire data__tracked ;
+  wire data__store__kind ;
+  wire [15:0] data__store__tile ;
+  wire data__store__tracked ;
   input [4:0] device_id;
   wire [4:0] device_id;
   output [6:0] errors;
@@ -67166,16 +67122,17 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire o__payload$64__kind ;
   wire [15:0] o__payload$64__tile ;
   wire o__payload$64__tracked ;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
+  wire o__payload__remote ;
+  wire [72:0] o__payload__store ;
+  wire [47:0] o__payload__store__addr ;
+  wire [6:0] o__payload__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire o__payload__remote ;
-  wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
+  wire o__payload__store__kind ;
+  wire [15:0] o__payload__store__tile ;
+  wire o__payload__store__tracked ;
   wire o__ready;
   input \o__ready$65 ;
   wire \o__ready$65 ;
@@ -67286,6 +67243,14 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [3:0] \rb__addr$49 ;
   wire [3:0] \rb__addr$76 ;
   wire [98:0] rb__data;
+  wire [98:0] \rb__data$211 ;
+  wire [47:0] rb__data$211__base ;
+  wire [48:0] rb__data$211__end ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] rb__data$211__mode ;
   wire [98:0] \rb__data$220 ;
   wire [47:0] rb__data$220__base ;
   wire [48:0] rb__data$220__end ;
@@ -67294,14 +67259,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
   wire [1:0] rb__data$220__mode ;
-  wire [98:0] \rb__data$229 ;
-  wire [47:0] rb__data$229__base ;
-  wire [48:0] rb__data$229__end ;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$229__mode ;
   wire [47:0] rb__data__base ;
   wire [48:0] rb__data__end ;
   (* enum_base_type = "RegionMode" *)
@@ -67319,17 +67276,17 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [1:0] \rp__addr$5 ;
   wire [2:0] \rp__addr$8 ;
   wire [47:0] rp__data;
-  wire [47:0] \rp__data$146 ;
-  wire [47:0] \rp__data$157 ;
-  wire [47:0] \rp__data$187 ;
-  wire [47:0] \rp__data$198 ;
-  wire [47:0] \rp__data$209 ;
+  wire [47:0] \rp__data$142 ;
+  wire [47:0] \rp__data$151 ;
+  wire [47:0] \rp__data$178 ;
+  wire [47:0] \rp__data$189 ;
+  wire [47:0] \rp__data$200 ;
   wire [3:0] rr__addr;
   wire [3:0] \rr__addr$78 ;
   wire [52:0] rr__data;
-  wire [52:0] \rr__data$231 ;
-  wire [47:0] rr__data$231__delta ;
-  wire [4:0] rr__data$231__device ;
+  wire [52:0] \rr__data$222 ;
+  wire [47:0] rr__data$222__delta ;
+  wire [4:0] rr__data$222__device ;
   wire [47:0] rr__data__delta ;
   wire [4:0] rr__data__device ;
   input rst;
@@ -67584,8 +67541,8 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       bounds[{ p_w_bank, p_w_at[2:0] }] <= wp__data;
   end
-  assign \rb__data$229  = bounds[{ active, \$21 [2:0] }];
-  assign \rb__data$220  = bounds[{ rx_c0_bank, rx_c0_pos }];
+  assign \rb__data$220  = bounds[{ active, \$21 [2:0] }];
+  assign \rb__data$211  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
   (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
@@ -67628,8 +67585,8 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[0])
       pivot0[{ p_w_bank, p_w_at[2:1] }] <= wp__data[47:0];
   end
-  assign \rp__data$209  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
-  assign \rp__data$157  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
+  assign \rp__data$200  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
+  assign \rp__data$151  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
   initial begin
@@ -67642,8 +67599,8 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[1])
       pivot1[{ p_w_bank, p_w_at[2] }] <= wp__data[47:0];
   end
-  assign \rp__data$198  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
-  assign \rp__data$146  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
+  assign \rp__data$189  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
+  assign \rp__data$142  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
   initial begin
@@ -67654,7 +67611,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[2])
       pivot2[p_w_bank] <= wp__data[47:0];
   end
-  assign \rp__data$187  = pivot2[\rp__addr$40 ];
+  assign \rp__data$178  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
   (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
@@ -67680,7 +67637,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       route[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$99 ;
   end
-  assign \rr__data$231  = route[{ active, \$21 [2:0] }];
+  assign \rr__data$222  = route[{ active, \$21 [2:0] }];
   assign rr__data = route[{ a_c0_bank, a_c0_pos }];
   assign store__ready = a_held < 4'hb;
   assign \$1  = a_f_hit & a_f_fits;
@@ -67896,8 +67853,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r2_bank <= rp__addr;
   always @(posedge clk)
-    a_r2_other <= 1'h0;
-  always @(posedge clk)
     a_r2_pos <= a_s0_pos;
   always @(posedge clk)
     a_r2_pivot <= rp__data;
@@ -67910,8 +67865,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c2_bank <= a_r2_bank;
   always @(posedge clk)
-    a_c2_other <= a_r2_other;
-  always @(posedge clk)
     a_c2_pos <= \$51 [2:0];
   always @(posedge clk)
     a_r1_valid <= \$210 ;
@@ -67920,11 +67873,9 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r1_bank <= a_c2_bank;
   always @(posedge clk)
-    a_r1_other <= a_c2_other;
-  always @(posedge clk)
     a_r1_pos <= a_c2_pos;
   always @(posedge clk)
-    a_r1_pivot <= \rp__data$146 ;
+    a_r1_pivot <= \rp__data$142 ;
   always @(posedge clk)
     a_r1_inside <= \$54 ;
   always @(posedge clk)
@@ -67934,8 +67885,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c1_bank <= a_r1_bank;
   always @(posedge clk)
-    a_c1_other <= a_r1_other;
-  always @(posedge clk)
     a_c1_pos <= \$58 ;
   always @(posedge clk)
     a_r0_valid <= \$212 ;
@@ -67944,11 +67893,9 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r0_bank <= a_c1_bank;
   always @(posedge clk)
-    a_r0_other <= a_c1_other;
-  always @(posedge clk)
     a_r0_pos <= a_c1_pos;
   always @(posedge clk)
-    a_r0_pivot <= \rp__data$157 ;
+    a_r0_pivot <= \rp__data$151 ;
   always @(posedge clk)
     a_r0_inside <= \$61 ;
   always @(posedge clk)
@@ -67958,8 +67905,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c0_bank <= a_r0_bank;
   always @(posedge clk)
-    a_c0_other <= a_r0_other;
-  always @(posedge clk)
     a_c0_pos <= \$65 ;
   always @(posedge clk)
     a_rec_valid <= \$214 ;
@@ -67967,8 +67912,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     a_rec_req <= a_c0_req;
   always @(posedge clk)
     a_rec_bank <= a_c0_bank;
-  always @(posedge clk)
-    a_rec_other <= a_c0_other;
   always @(posedge clk)
     a_rec_pos <= a_c0_pos;
   always @(posedge clk)
@@ -67983,8 +67926,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     a_f_valid <= \$215 ;
   always @(posedge clk)
     a_f_req <= a_rec_req;
-  always @(posedge clk)
-    a_f_other <= a_rec_other;
   always @(posedge clk)
     a_f_hit <= \$72 ;
   always @(posedge clk)
@@ -68016,11 +67957,11 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r2_bank <= \rp__addr$40 ;
   always @(posedge clk)
-    rx_r2_other <= rx_s0_other;
-  always @(posedge clk)
     rx_r2_pos <= rx_s0_pos;
   always @(posedge clk)
-    rx_r2_pivot <= \rp__data$187 ;
+    rx_r2_other <= rx_s0_other;
+  always @(posedge clk)
+    rx_r2_pivot <= \rp__data$178 ;
   always @(posedge clk)
     rx_r2_inside <= \$94 ;
   always @(posedge clk)
@@ -68030,9 +67971,9 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_c2_bank <= rx_r2_bank;
   always @(posedge clk)
-    rx_c2_other <= rx_r2_other;
-  always @(posedge clk)
     rx_c2_pos <= \$98 [2:0];
+  always @(posedge clk)
+    rx_c2_other <= rx_r2_other;
   always @(posedge clk)
     rx_r1_valid <= \$221 ;
   always @(posedge clk)
@@ -68040,11 +67981,11 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r1_bank <= rx_c2_bank;
   always @(posedge clk)
-    rx_r1_other <= rx_c2_other;
-  always @(posedge clk)
     rx_r1_pos <= rx_c2_pos;
   always @(posedge clk)
-    rx_r1_pivot <= \rp__data$198 ;
+    rx_r1_other <= rx_c2_other;
+  always @(posedge clk)
+    rx_r1_pivot <= \rp__data$189 ;
   always @(posedge clk)
     rx_r1_inside <= \$101 ;
   always @(posedge clk)
@@ -68054,9 +67995,9 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_c1_bank <= rx_r1_bank;
   always @(posedge clk)
-    rx_c1_other <= rx_r1_other;
-  always @(posedge clk)
     rx_c1_pos <= \$105 ;
+  always @(posedge clk)
+    rx_c1_other <= rx_r1_other;
   always @(posedge clk)
     rx_r0_valid <= \$223 ;
   always @(posedge clk)
@@ -68064,11 +68005,11 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r0_bank <= rx_c1_bank;
   always @(posedge clk)
-    rx_r0_other <= rx_c1_other;
-  always @(posedge clk)
     rx_r0_pos <= rx_c1_pos;
   always @(posedge clk)
-    rx_r0_pivot <= \rp__data$209 ;
+    rx_r0_other <= rx_c1_other;
+  always @(posedge clk)
+    rx_r0_pivot <= \rp__data$200 ;
   always @(posedge clk)
     rx_r0_inside <= \$108 ;
   always @(posedge clk)
@@ -68078,9 +68019,9 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_c0_bank <= rx_r0_bank;
   always @(posedge clk)
-    rx_c0_other <= rx_r0_other;
-  always @(posedge clk)
     rx_c0_pos <= \$112 ;
+  always @(posedge clk)
+    rx_c0_other <= rx_r0_other;
   always @(posedge clk)
     rx_rec_valid <= \$225 ;
   always @(posedge clk)
@@ -68088,21 +68029,21 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_rec_bank <= rx_c0_bank;
   always @(posedge clk)
-    rx_rec_other <= rx_c0_other;
-  always @(posedge clk)
     rx_rec_pos <= rx_c0_pos;
   always @(posedge clk)
-    rx_rec_bounds <= \rb__data$220 ;
+    rx_rec_other <= rx_c0_other;
+  always @(posedge clk)
+    rx_rec_bounds <= \rb__data$211 ;
   always @(posedge clk)
     rx_rec_inside <= \$114 ;
   always @(posedge clk)
     rx_stop <= \$115 ;
   always @(posedge clk)
+    rx_f_other <= rx_rec_other;
+  always @(posedge clk)
     rx_f_valid <= \$226 ;
   always @(posedge clk)
     rx_f_req <= rx_rec_req;
-  always @(posedge clk)
-    rx_f_other <= rx_rec_other;
   always @(posedge clk)
     rx_f_hit <= \$119 ;
   always @(posedge clk)
@@ -68130,9 +68071,9 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     p_e1_valid <= \$236 ;
   always @(posedge clk)
-    p_e1_bounds <= \rb__data$229 ;
+    p_e1_bounds <= \rb__data$220 ;
   always @(posedge clk)
-    p_e1_route <= \rr__data$231 ;
+    p_e1_route <= \rr__data$222 ;
   always @(posedge clk)
     p_e1_index <= ri__data;
   always @(posedge clk)
@@ -68732,36 +68673,38 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \wp__addr$113  = p_w_bank;
   assign \wp__data$114  = wp__data[47:0];
   assign \wp__en$115  = p_w_pivot[2];
-  assign a_s0_other = 1'h0;
   assign clear = 7'h7f;
+  assign mem__payload = o__payload[78:6];
   assign data__remote  = data[0];
   assign data__device  = data[5:1];
-  assign data__addr  = data[53:6];
-  assign data__tile  = data[69:54];
-  assign data__bytes  = data[76:70];
-  assign data__kind  = data[77];
-  assign data__tracked  = data[78];
+  assign data__store  = data[78:6];
+  assign data__store__addr  = data[53:6];
+  assign data__store__tile  = data[69:54];
+  assign data__store__bytes  = data[76:70];
+  assign data__store__kind  = data[77];
+  assign data__store__tracked  = data[78];
   assign a_f_req__addr  = a_f_req[47:0];
   assign a_f_req__tile  = a_f_req[63:48];
   assign a_f_req__bytes  = a_f_req[70:64];
   assign a_f_req__kind  = a_f_req[71];
   assign o__payload__remote  = o__payload[0];
   assign o__payload__device  = o__payload[5:1];
-  assign o__payload__addr  = o__payload[53:6];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign o__payload__kind  = o__payload[77];
-  assign o__payload__tracked  = o__payload[78];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
   assign net__payload__device  = net__payload[4:0];
   assign net__payload__addr  = net__payload[52:5];
   assign net__payload__kind  = net__payload[53];
   assign net__payload__tile  = net__payload[69:54];
   assign net__payload__bytes  = net__payload[76:70];
-  assign mem__payload__addr  = mem__payload[47:0];
-  assign mem__payload__tile  = mem__payload[63:48];
-  assign mem__payload__bytes  = mem__payload[70:64];
-  assign mem__payload__kind  = mem__payload[71];
-  assign mem__payload__tracked  = mem__payload[72];
+  assign mem__payload__addr  = o__payload[53:6];
+  assign mem__payload__tile  = o__payload[69:54];
+  assign mem__payload__bytes  = o__payload[76:70];
+  assign mem__payload__kind  = o__payload[77];
+  assign mem__payload__tracked  = o__payload[78];
   assign data$61__addr  = \data$61 [47:0];
   assign data$61__tile  = \data$61 [63:48];
   assign data$61__bytes  = \data$61 [70:64];
@@ -68909,9 +68852,9 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign rx_rec_bounds__base  = rx_rec_bounds[47:0];
   assign rx_rec_bounds__end  = rx_rec_bounds[96:48];
   assign rx_rec_bounds__mode  = rx_rec_bounds[98:97];
-  assign rb__data$220__base  = \rb__data$220 [47:0];
-  assign rb__data$220__end  = \rb__data$220 [96:48];
-  assign rb__data$220__mode  = \rb__data$220 [98:97];
+  assign rb__data$211__base  = \rb__data$211 [47:0];
+  assign rb__data$211__end  = \rb__data$211 [96:48];
+  assign rb__data$211__mode  = \rb__data$211 [98:97];
   assign program__payload__index  = program__payload[2:0];
   assign program__payload__valid  = program__payload[3];
   assign program__payload__mode  = program__payload[5:4];
@@ -68922,13 +68865,13 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign p_e1_bounds__base  = p_e1_bounds[47:0];
   assign p_e1_bounds__end  = p_e1_bounds[96:48];
   assign p_e1_bounds__mode  = p_e1_bounds[98:97];
-  assign rb__data$229__base  = \rb__data$229 [47:0];
-  assign rb__data$229__end  = \rb__data$229 [96:48];
-  assign rb__data$229__mode  = \rb__data$229 [98:97];
+  assign rb__data$220__base  = \rb__data$220 [47:0];
+  assign rb__data$220__end  = \rb__data$220 [96:48];
+  assign rb__data$220__mode  = \rb__data$220 [98:97];
   assign p_e1_route__delta  = p_e1_route[47:0];
   assign p_e1_route__device  = p_e1_route[52:48];
-  assign rr__data$231__delta  = \rr__data$231 [47:0];
-  assign rr__data$231__device  = \rr__data$231 [52:48];
+  assign rr__data$222__delta  = \rr__data$222 [47:0];
+  assign rr__data$222__device  = \rr__data$222 [52:48];
   assign p_e2_bounds__base  = p_e2_bounds[47:0];
   assign p_e2_bounds__end  = p_e2_bounds[96:48];
   assign p_e2_bounds__mode  = p_e2_bounds[98:97];
@@ -68963,11 +68906,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \data$61 [70:64] = rx_f_req[76:70];
   assign \data$61 [63:48] = rx_f_req[69:54];
   assign \data$61 [47:0] = rx_f_req[52:5];
-  assign mem__payload[72] = o__payload[78];
-  assign mem__payload[71] = o__payload[77];
-  assign mem__payload[70:64] = o__payload[76:70];
-  assign mem__payload[63:48] = o__payload[69:54];
-  assign mem__payload[47:0] = o__payload[53:6];
   assign net__payload[76:70] = o__payload[76:70];
   assign net__payload[69:54] = o__payload[69:54];
   assign net__payload[53] = o__payload[77];
@@ -69028,31 +68966,33 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   input clk;
   wire clk;
   wire [78:0] data;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
   wire [4:0] data__device ;
+  wire data__remote ;
+  wire [72:0] data__store ;
+  wire [47:0] data__store__addr ;
+  wire [6:0] data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire data__remote ;
-  wire [15:0] data__tile ;
-  wire data__tracked ;
+  wire data__store__kind ;
+  wire [15:0] data__store__tile ;
+  wire data__store__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
   wire [78:0] o__payload;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
+  wire o__payload__remote ;
+  wire [72:0] o__payload__store ;
+  wire [47:0] o__payload__store__addr ;
+  wire [6:0] o__payload__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire o__payload__remote ;
-  wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
+  wire o__payload__store__kind ;
+  wire [15:0] o__payload__store__tile ;
+  wire o__payload__store__tracked ;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -69061,16 +69001,17 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   wire push;
   reg [3:0] rd__addr = 4'h0;
   wire [78:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
   wire [4:0] rd__data__device ;
+  wire rd__data__remote ;
+  wire [72:0] rd__data__store ;
+  wire [47:0] rd__data__store__addr ;
+  wire [6:0] rd__data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire rd__data__remote ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
+  wire rd__data__store__kind ;
+  wire [15:0] rd__data__store__tile ;
+  wire rd__data__store__tracked ;
   input rst;
   wire rst;
   (* init = 4'h0 *)
@@ -69078,16 +69019,17 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   reg [3:0] wr__addr = 4'h0;
   input [78:0] wr__data;
   wire [78:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
   wire [4:0] wr__data__device ;
+  wire wr__data__remote ;
+  wire [72:0] wr__data__store ;
+  wire [47:0] wr__data__store__addr ;
+  wire [6:0] wr__data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire wr__data__remote ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
+  wire wr__data__store__kind ;
+  wire [15:0] wr__data__store__tile ;
+  wire wr__data__store__tracked ;
   wire wr__en;
   reg [78:0] storage [10:0];
   initial begin
@@ -69164,32 +69106,36 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   assign rd__data = o__payload;
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
-  assign wr__data__addr  = wr__data[53:6];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign wr__data__kind  = wr__data[77];
-  assign wr__data__tracked  = wr__data[78];
+  assign wr__data__store  = wr__data[78:6];
+  assign wr__data__store__addr  = wr__data[53:6];
+  assign wr__data__store__tile  = wr__data[69:54];
+  assign wr__data__store__bytes  = wr__data[76:70];
+  assign wr__data__store__kind  = wr__data[77];
+  assign wr__data__store__tracked  = wr__data[78];
   assign data__remote  = wr__data[0];
   assign data__device  = wr__data[5:1];
-  assign data__addr  = wr__data[53:6];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
-  assign data__kind  = wr__data[77];
-  assign data__tracked  = wr__data[78];
+  assign data__store  = wr__data[78:6];
+  assign data__store__addr  = wr__data[53:6];
+  assign data__store__tile  = wr__data[69:54];
+  assign data__store__bytes  = wr__data[76:70];
+  assign data__store__kind  = wr__data[77];
+  assign data__store__tracked  = wr__data[78];
   assign o__payload__remote  = o__payload[0];
   assign o__payload__device  = o__payload[5:1];
-  assign o__payload__addr  = o__payload[53:6];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign o__payload__kind  = o__payload[77];
-  assign o__payload__tracked  = o__payload[78];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
   assign rd__data__remote  = o__payload[0];
   assign rd__data__device  = o__payload[5:1];
-  assign rd__data__addr  = o__payload[53:6];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign rd__data__kind  = o__payload[77];
-  assign rd__data__tracked  = o__payload[78];
+  assign rd__data__store  = o__payload[78:6];
+  assign rd__data__store__addr  = o__payload[53:6];
+  assign rd__data__store__tile  = o__payload[69:54];
+  assign rd__data__store__bytes  = o__payload[76:70];
+  assign rd__data__store__kind  = o__payload[77];
+  assign rd__data__store__tracked  = o__payload[78];
 endmodule
 
 module t3hw_system__e2__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready, wr__data, clk);
@@ -93850,7 +93796,7 @@ module t3hw_system__e2__slice_remote__queue (rst, wr__data, o__ready, push, o__v
   assign \$8  = rd__addr;
 endmodule
 
-module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__valid, o__payload, data, clk);
+module t3hw_system__e2__slice_store (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -93943,7 +93889,7 @@ module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e2__slice_store__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
   reg _init_strobe_56  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
@@ -98643,7 +98589,7 @@ module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, mem__payload, stats, program__ready
+module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready
 , errors, capture, store__payload);
   reg _init_strobe_61  = 0;
   wire \$1 ;
@@ -98897,7 +98843,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [3:0] \$98 ;
   reg [3:0] \$99 ;
   reg a_c0_bank = 1'h0;
-  reg a_c0_other = 1'h0;
   reg [2:0] a_c0_pos = 3'h0;
   reg [71:0] a_c0_req = 72'h000000000000000000;
   wire [47:0] a_c0_req__addr ;
@@ -98909,7 +98854,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [15:0] a_c0_req__tile ;
   reg a_c0_valid = 1'h0;
   reg a_c1_bank = 1'h0;
-  reg a_c1_other = 1'h0;
   reg [2:0] a_c1_pos = 3'h0;
   reg [71:0] a_c1_req = 72'h000000000000000000;
   wire [47:0] a_c1_req__addr ;
@@ -98921,7 +98865,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [15:0] a_c1_req__tile ;
   reg a_c1_valid = 1'h0;
   reg a_c2_bank = 1'h0;
-  reg a_c2_other = 1'h0;
   reg [2:0] a_c2_pos = 3'h0;
   reg [71:0] a_c2_req = 72'h000000000000000000;
   wire [47:0] a_c2_req__addr ;
@@ -98940,7 +98883,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
   reg [1:0] a_f_mode = 2'h0;
-  reg a_f_other = 1'h0;
   reg [71:0] a_f_req = 72'h000000000000000000;
   wire [47:0] a_f_req__addr ;
   wire [6:0] a_f_req__bytes ;
@@ -98954,7 +98896,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg [3:0] a_held = 4'h0;
   reg a_r0_bank = 1'h0;
   reg a_r0_inside = 1'h0;
-  reg a_r0_other = 1'h0;
   reg [47:0] a_r0_pivot = 48'h000000000000;
   reg [2:0] a_r0_pos = 3'h0;
   reg [71:0] a_r0_req = 72'h000000000000000000;
@@ -98968,7 +98909,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg a_r0_valid = 1'h0;
   reg a_r1_bank = 1'h0;
   reg a_r1_inside = 1'h0;
-  reg a_r1_other = 1'h0;
   reg [47:0] a_r1_pivot = 48'h000000000000;
   reg [2:0] a_r1_pos = 3'h0;
   reg [71:0] a_r1_req = 72'h000000000000000000;
@@ -98982,7 +98922,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg a_r1_valid = 1'h0;
   reg a_r2_bank = 1'h0;
   reg a_r2_inside = 1'h0;
-  reg a_r2_other = 1'h0;
   reg [47:0] a_r2_pivot = 48'h000000000000;
   reg [2:0] a_r2_pos = 3'h0;
   reg [71:0] a_r2_req = 72'h000000000000000000;
@@ -99004,7 +98943,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   (* enum_value_10 = "TRACKED" *)
   wire [1:0] a_rec_bounds__mode ;
   reg a_rec_inside = 1'h0;
-  reg a_rec_other = 1'h0;
   reg [2:0] a_rec_pos = 3'h0;
   reg [71:0] a_rec_req = 72'h000000000000000000;
   wire [47:0] a_rec_req__addr ;
@@ -99020,7 +98958,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg a_rec_valid = 1'h0;
   (* init = 1'h0 *)
   wire a_s0_bank;
-  wire a_s0_other;
   reg [2:0] a_s0_pos = 3'h0;
   reg [71:0] a_s0_req = 72'h000000000000000000;
   wire [47:0] a_s0_req__addr ;
@@ -99061,16 +98998,17 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire data$61__kind ;
   wire [15:0] data$61__tile ;
   wire data$61__tracked ;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
   wire [4:0] data__device ;
+  wire data__remote ;
+  wire [72:0] data__store ;
+  wire [47:0] data__store__addr ;
+  wire [6:0] data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire data__remote ;
-  wire [15:0] data__tile ;
-  wire data__tracked ;
+  wire data__store__kind ;
+  wire [15:0] data__store__tile ;
+  wire data__store__tracked ;
   input [4:0] device_id;
   wire [4:0] device_id;
   output [6:0] errors;
@@ -99129,16 +99067,17 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire o__payload$64__kind ;
   wire [15:0] o__payload$64__tile ;
   wire o__payload$64__tracked ;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
+  wire o__payload__remote ;
+  wire [72:0] o__payload__store ;
+  wire [47:0] o__payload__store__addr ;
+  wire [6:0] o__payload__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire o__payload__remote ;
-  wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
+  wire o__payload__store__kind ;
+  wire [15:0] o__payload__store__tile ;
+  wire o__payload__store__tracked ;
   wire o__ready;
   input \o__ready$65 ;
   wire \o__ready$65 ;
@@ -99249,6 +99188,14 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [3:0] \rb__addr$49 ;
   wire [3:0] \rb__addr$76 ;
   wire [98:0] rb__data;
+  wire [98:0] \rb__data$211 ;
+  wire [47:0] rb__data$211__base ;
+  wire [48:0] rb__data$211__end ;
+  (* enum_base_type = "RegionMode" *)
+  (* enum_value_00 = "LOCAL" *)
+  (* enum_value_01 = "REMOTE" *)
+  (* enum_value_10 = "TRACKED" *)
+  wire [1:0] rb__data$211__mode ;
   wire [98:0] \rb__data$220 ;
   wire [47:0] rb__data$220__base ;
   wire [48:0] rb__data$220__end ;
@@ -99257,14 +99204,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
   wire [1:0] rb__data$220__mode ;
-  wire [98:0] \rb__data$229 ;
-  wire [47:0] rb__data$229__base ;
-  wire [48:0] rb__data$229__end ;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$229__mode ;
   wire [47:0] rb__data__base ;
   wire [48:0] rb__data__end ;
   (* enum_base_type = "RegionMode" *)
@@ -99282,17 +99221,17 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [1:0] \rp__addr$5 ;
   wire [2:0] \rp__addr$8 ;
   wire [47:0] rp__data;
-  wire [47:0] \rp__data$146 ;
-  wire [47:0] \rp__data$157 ;
-  wire [47:0] \rp__data$187 ;
-  wire [47:0] \rp__data$198 ;
-  wire [47:0] \rp__data$209 ;
+  wire [47:0] \rp__data$142 ;
+  wire [47:0] \rp__data$151 ;
+  wire [47:0] \rp__data$178 ;
+  wire [47:0] \rp__data$189 ;
+  wire [47:0] \rp__data$200 ;
   wire [3:0] rr__addr;
   wire [3:0] \rr__addr$78 ;
   wire [52:0] rr__data;
-  wire [52:0] \rr__data$231 ;
-  wire [47:0] rr__data$231__delta ;
-  wire [4:0] rr__data$231__device ;
+  wire [52:0] \rr__data$222 ;
+  wire [47:0] rr__data$222__delta ;
+  wire [4:0] rr__data$222__device ;
   wire [47:0] rr__data__delta ;
   wire [4:0] rr__data__device ;
   input rst;
@@ -99547,8 +99486,8 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       bounds[{ p_w_bank, p_w_at[2:0] }] <= wp__data;
   end
-  assign \rb__data$229  = bounds[{ active, \$21 [2:0] }];
-  assign \rb__data$220  = bounds[{ rx_c0_bank, rx_c0_pos }];
+  assign \rb__data$220  = bounds[{ active, \$21 [2:0] }];
+  assign \rb__data$211  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
   (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
@@ -99591,8 +99530,8 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[0])
       pivot0[{ p_w_bank, p_w_at[2:1] }] <= wp__data[47:0];
   end
-  assign \rp__data$209  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
-  assign \rp__data$157  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
+  assign \rp__data$200  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
+  assign \rp__data$151  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
   initial begin
@@ -99605,8 +99544,8 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[1])
       pivot1[{ p_w_bank, p_w_at[2] }] <= wp__data[47:0];
   end
-  assign \rp__data$198  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
-  assign \rp__data$146  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
+  assign \rp__data$189  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
+  assign \rp__data$142  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
   initial begin
@@ -99617,7 +99556,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[2])
       pivot2[p_w_bank] <= wp__data[47:0];
   end
-  assign \rp__data$187  = pivot2[\rp__addr$40 ];
+  assign \rp__data$178  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
   (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
@@ -99643,7 +99582,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       route[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$99 ;
   end
-  assign \rr__data$231  = route[{ active, \$21 [2:0] }];
+  assign \rr__data$222  = route[{ active, \$21 [2:0] }];
   assign rr__data = route[{ a_c0_bank, a_c0_pos }];
   assign store__ready = a_held < 4'hb;
   assign \$1  = a_f_hit & a_f_fits;
@@ -99859,8 +99798,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r2_bank <= rp__addr;
   always @(posedge clk)
-    a_r2_other <= 1'h0;
-  always @(posedge clk)
     a_r2_pos <= a_s0_pos;
   always @(posedge clk)
     a_r2_pivot <= rp__data;
@@ -99873,8 +99810,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c2_bank <= a_r2_bank;
   always @(posedge clk)
-    a_c2_other <= a_r2_other;
-  always @(posedge clk)
     a_c2_pos <= \$51 [2:0];
   always @(posedge clk)
     a_r1_valid <= \$210 ;
@@ -99883,11 +99818,9 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r1_bank <= a_c2_bank;
   always @(posedge clk)
-    a_r1_other <= a_c2_other;
-  always @(posedge clk)
     a_r1_pos <= a_c2_pos;
   always @(posedge clk)
-    a_r1_pivot <= \rp__data$146 ;
+    a_r1_pivot <= \rp__data$142 ;
   always @(posedge clk)
     a_r1_inside <= \$54 ;
   always @(posedge clk)
@@ -99897,8 +99830,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c1_bank <= a_r1_bank;
   always @(posedge clk)
-    a_c1_other <= a_r1_other;
-  always @(posedge clk)
     a_c1_pos <= \$58 ;
   always @(posedge clk)
     a_r0_valid <= \$212 ;
@@ -99907,11 +99838,9 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r0_bank <= a_c1_bank;
   always @(posedge clk)
-    a_r0_other <= a_c1_other;
-  always @(posedge clk)
     a_r0_pos <= a_c1_pos;
   always @(posedge clk)
-    a_r0_pivot <= \rp__data$157 ;
+    a_r0_pivot <= \rp__data$151 ;
   always @(posedge clk)
     a_r0_inside <= \$61 ;
   always @(posedge clk)
@@ -99921,8 +99850,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c0_bank <= a_r0_bank;
   always @(posedge clk)
-    a_c0_other <= a_r0_other;
-  always @(posedge clk)
     a_c0_pos <= \$65 ;
   always @(posedge clk)
     a_rec_valid <= \$214 ;
@@ -99930,8 +99857,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     a_rec_req <= a_c0_req;
   always @(posedge clk)
     a_rec_bank <= a_c0_bank;
-  always @(posedge clk)
-    a_rec_other <= a_c0_other;
   always @(posedge clk)
     a_rec_pos <= a_c0_pos;
   always @(posedge clk)
@@ -99946,8 +99871,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     a_f_valid <= \$215 ;
   always @(posedge clk)
     a_f_req <= a_rec_req;
-  always @(posedge clk)
-    a_f_other <= a_rec_other;
   always @(posedge clk)
     a_f_hit <= \$72 ;
   always @(posedge clk)
@@ -99979,11 +99902,11 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r2_bank <= \rp__addr$40 ;
   always @(posedge clk)
-    rx_r2_other <= rx_s0_other;
-  always @(posedge clk)
     rx_r2_pos <= rx_s0_pos;
   always @(posedge clk)
-    rx_r2_pivot <= \rp__data$187 ;
+    rx_r2_other <= rx_s0_other;
+  always @(posedge clk)
+    rx_r2_pivot <= \rp__data$178 ;
   always @(posedge clk)
     rx_r2_inside <= \$94 ;
   always @(posedge clk)
@@ -99993,9 +99916,9 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_c2_bank <= rx_r2_bank;
   always @(posedge clk)
-    rx_c2_other <= rx_r2_other;
-  always @(posedge clk)
     rx_c2_pos <= \$98 [2:0];
+  always @(posedge clk)
+    rx_c2_other <= rx_r2_other;
   always @(posedge clk)
     rx_r1_valid <= \$221 ;
   always @(posedge clk)
@@ -100003,11 +99926,11 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r1_bank <= rx_c2_bank;
   always @(posedge clk)
-    rx_r1_other <= rx_c2_other;
-  always @(posedge clk)
     rx_r1_pos <= rx_c2_pos;
   always @(posedge clk)
-    rx_r1_pivot <= \rp__data$198 ;
+    rx_r1_other <= rx_c2_other;
+  always @(posedge clk)
+    rx_r1_pivot <= \rp__data$189 ;
   always @(posedge clk)
     rx_r1_inside <= \$101 ;
   always @(posedge clk)
@@ -100017,9 +99940,9 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_c1_bank <= rx_r1_bank;
   always @(posedge clk)
-    rx_c1_other <= rx_r1_other;
-  always @(posedge clk)
     rx_c1_pos <= \$105 ;
+  always @(posedge clk)
+    rx_c1_other <= rx_r1_other;
   always @(posedge clk)
     rx_r0_valid <= \$223 ;
   always @(posedge clk)
@@ -100027,11 +99950,11 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r0_bank <= rx_c1_bank;
   always @(posedge clk)
-    rx_r0_other <= rx_c1_other;
-  always @(posedge clk)
     rx_r0_pos <= rx_c1_pos;
   always @(posedge clk)
-    rx_r0_pivot <= \rp__data$209 ;
+    rx_r0_other <= rx_c1_other;
+  always @(posedge clk)
+    rx_r0_pivot <= \rp__data$200 ;
   always @(posedge clk)
     rx_r0_inside <= \$108 ;
   always @(posedge clk)
@@ -100041,9 +99964,9 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_c0_bank <= rx_r0_bank;
   always @(posedge clk)
-    rx_c0_other <= rx_r0_other;
-  always @(posedge clk)
     rx_c0_pos <= \$112 ;
+  always @(posedge clk)
+    rx_c0_other <= rx_r0_other;
   always @(posedge clk)
     rx_rec_valid <= \$225 ;
   always @(posedge clk)
@@ -100051,21 +99974,21 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_rec_bank <= rx_c0_bank;
   always @(posedge clk)
-    rx_rec_other <= rx_c0_other;
-  always @(posedge clk)
     rx_rec_pos <= rx_c0_pos;
   always @(posedge clk)
-    rx_rec_bounds <= \rb__data$220 ;
+    rx_rec_other <= rx_c0_other;
+  always @(posedge clk)
+    rx_rec_bounds <= \rb__data$211 ;
   always @(posedge clk)
     rx_rec_inside <= \$114 ;
   always @(posedge clk)
     rx_stop <= \$115 ;
   always @(posedge clk)
+    rx_f_other <= rx_rec_other;
+  always @(posedge clk)
     rx_f_valid <= \$226 ;
   always @(posedge clk)
     rx_f_req <= rx_rec_req;
-  always @(posedge clk)
-    rx_f_other <= rx_rec_other;
   always @(posedge clk)
     rx_f_hit <= \$119 ;
   always @(posedge clk)
@@ -100093,9 +100016,9 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     p_e1_valid <= \$236 ;
   always @(posedge clk)
-    p_e1_bounds <= \rb__data$229 ;
+    p_e1_bounds <= \rb__data$220 ;
   always @(posedge clk)
-    p_e1_route <= \rr__data$231 ;
+    p_e1_route <= \rr__data$222 ;
   always @(posedge clk)
     p_e1_index <= ri__data;
   always @(posedge clk)
@@ -100695,36 +100618,38 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \wp__addr$113  = p_w_bank;
   assign \wp__data$114  = wp__data[47:0];
   assign \wp__en$115  = p_w_pivot[2];
-  assign a_s0_other = 1'h0;
   assign clear = 7'h7f;
+  assign mem__payload = o__payload[78:6];
   assign data__remote  = data[0];
   assign data__device  = data[5:1];
-  assign data__addr  = data[53:6];
-  assign data__tile  = data[69:54];
-  assign data__bytes  = data[76:70];
-  assign data__kind  = data[77];
-  assign data__tracked  = data[78];
+  assign data__store  = data[78:6];
+  assign data__store__addr  = data[53:6];
+  assign data__store__tile  = data[69:54];
+  assign data__store__bytes  = data[76:70];
+  assign data__store__kind  = data[77];
+  assign data__store__tracked  = data[78];
   assign a_f_req__addr  = a_f_req[47:0];
   assign a_f_req__tile  = a_f_req[63:48];
   assign a_f_req__bytes  = a_f_req[70:64];
   assign a_f_req__kind  = a_f_req[71];
   assign o__payload__remote  = o__payload[0];
   assign o__payload__device  = o__payload[5:1];
-  assign o__payload__addr  = o__payload[53:6];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign o__payload__kind  = o__payload[77];
-  assign o__payload__tracked  = o__payload[78];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
   assign net__payload__device  = net__payload[4:0];
   assign net__payload__addr  = net__payload[52:5];
   assign net__payload__kind  = net__payload[53];
   assign net__payload__tile  = net__payload[69:54];
   assign net__payload__bytes  = net__payload[76:70];
-  assign mem__payload__addr  = mem__payload[47:0];
-  assign mem__payload__tile  = mem__payload[63:48];
-  assign mem__payload__bytes  = mem__payload[70:64];
-  assign mem__payload__kind  = mem__payload[71];
-  assign mem__payload__tracked  = mem__payload[72];
+  assign mem__payload__addr  = o__payload[53:6];
+  assign mem__payload__tile  = o__payload[69:54];
+  assign mem__payload__bytes  = o__payload[76:70];
+  assign mem__payload__kind  = o__payload[77];
+  assign mem__payload__tracked  = o__payload[78];
   assign data$61__addr  = \data$61 [47:0];
   assign data$61__tile  = \data$61 [63:48];
   assign data$61__bytes  = \data$61 [70:64];
@@ -100872,9 +100797,9 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign rx_rec_bounds__base  = rx_rec_bounds[47:0];
   assign rx_rec_bounds__end  = rx_rec_bounds[96:48];
   assign rx_rec_bounds__mode  = rx_rec_bounds[98:97];
-  assign rb__data$220__base  = \rb__data$220 [47:0];
-  assign rb__data$220__end  = \rb__data$220 [96:48];
-  assign rb__data$220__mode  = \rb__data$220 [98:97];
+  assign rb__data$211__base  = \rb__data$211 [47:0];
+  assign rb__data$211__end  = \rb__data$211 [96:48];
+  assign rb__data$211__mode  = \rb__data$211 [98:97];
   assign program__payload__index  = program__payload[2:0];
   assign program__payload__valid  = program__payload[3];
   assign program__payload__mode  = program__payload[5:4];
@@ -100885,13 +100810,13 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign p_e1_bounds__base  = p_e1_bounds[47:0];
   assign p_e1_bounds__end  = p_e1_bounds[96:48];
   assign p_e1_bounds__mode  = p_e1_bounds[98:97];
-  assign rb__data$229__base  = \rb__data$229 [47:0];
-  assign rb__data$229__end  = \rb__data$229 [96:48];
-  assign rb__data$229__mode  = \rb__data$229 [98:97];
+  assign rb__data$220__base  = \rb__data$220 [47:0];
+  assign rb__data$220__end  = \rb__data$220 [96:48];
+  assign rb__data$220__mode  = \rb__data$220 [98:97];
   assign p_e1_route__delta  = p_e1_route[47:0];
   assign p_e1_route__device  = p_e1_route[52:48];
-  assign rr__data$231__delta  = \rr__data$231 [47:0];
-  assign rr__data$231__device  = \rr__data$231 [52:48];
+  assign rr__data$222__delta  = \rr__data$222 [47:0];
+  assign rr__data$222__device  = \rr__data$222 [52:48];
   assign p_e2_bounds__base  = p_e2_bounds[47:0];
   assign p_e2_bounds__end  = p_e2_bounds[96:48];
   assign p_e2_bounds__mode  = p_e2_bounds[98:97];
@@ -100926,11 +100851,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \data$61 [70:64] = rx_f_req[76:70];
   assign \data$61 [63:48] = rx_f_req[69:54];
   assign \data$61 [47:0] = rx_f_req[52:5];
-  assign mem__payload[72] = o__payload[78];
-  assign mem__payload[71] = o__payload[77];
-  assign mem__payload[70:64] = o__payload[76:70];
-  assign mem__payload[63:48] = o__payload[69:54];
-  assign mem__payload[47:0] = o__payload[53:6];
   assign net__payload[76:70] = o__payload[76:70];
   assign net__payload[69:54] = o__payload[69:54];
   assign net__payload[53] = o__payload[77];
@@ -100991,31 +100911,33 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   input clk;
   wire clk;
   wire [78:0] data;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
   wire [4:0] data__device ;
+  wire data__remote ;
+  wire [72:0] data__store ;
+  wire [47:0] data__store__addr ;
+  wire [6:0] data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire data__remote ;
-  wire [15:0] data__tile ;
-  wire data__tracked ;
+  wire data__store__kind ;
+  wire [15:0] data__store__tile ;
+  wire data__store__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
   wire [78:0] o__payload;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
+  wire o__payload__remote ;
+  wire [72:0] o__payload__store ;
+  wire [47:0] o__payload__store__addr ;
+  wire [6:0] o__payload__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire o__payload__remote ;
-  wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
+  wire o__payload__store__kind ;
+  wire [15:0] o__payload__store__tile ;
+  wire o__payload__store__tracked ;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -101024,16 +100946,17 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   wire push;
   reg [3:0] rd__addr = 4'h0;
   wire [78:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
   wire [4:0] rd__data__device ;
+  wire rd__data__remote ;
+  wire [72:0] rd__data__store ;
+  wire [47:0] rd__data__store__addr ;
+  wire [6:0] rd__data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire rd__data__remote ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
+  wire rd__data__store__kind ;
+  wire [15:0] rd__data__store__tile ;
+  wire rd__data__store__tracked ;
   input rst;
   wire rst;
   (* init = 4'h0 *)
@@ -101041,16 +100964,17 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   reg [3:0] wr__addr = 4'h0;
   input [78:0] wr__data;
   wire [78:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
   wire [4:0] wr__data__device ;
+  wire wr__data__remote ;
+  wire [72:0] wr__data__store ;
+  wire [47:0] wr__data__store__addr ;
+  wire [6:0] wr__data__store__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire wr__data__remote ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
+  wire wr__data__store__kind ;
+  wire [15:0] wr__data__store__tile ;
+  wire wr__data__store__tracked ;
   wire wr__en;
   reg [78:0] storage [10:0];
   initial begin
@@ -101127,32 +101051,36 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   assign rd__data = o__payload;
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
-  assign wr__data__addr  = wr__data[53:6];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign wr__data__kind  = wr__data[77];
-  assign wr__data__tracked  = wr__data[78];
+  assign wr__data__store  = wr__data[78:6];
+  assign wr__data__store__addr  = wr__data[53:6];
+  assign wr__data__store__tile  = wr__data[69:54];
+  assign wr__data__store__bytes  = wr__data[76:70];
+  assign wr__data__store__kind  = wr__data[77];
+  assign wr__data__store__tracked  = wr__data[78];
   assign data__remote  = wr__data[0];
   assign data__device  = wr__data[5:1];
-  assign data__addr  = wr__data[53:6];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
-  assign data__kind  = wr__data[77];
-  assign data__tracked  = wr__data[78];
+  assign data__store  = wr__data[78:6];
+  assign data__store__addr  = wr__data[53:6];
+  assign data__store__tile  = wr__data[69:54];
+  assign data__store__bytes  = wr__data[76:70];
+  assign data__store__kind  = wr__data[77];
+  assign data__store__tracked  = wr__data[78];
   assign o__payload__remote  = o__payload[0];
   assign o__payload__device  = o__payload[5:1];
-  assign o__payload__addr  = o__payload[53:6];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign o__payload__kind  = o__payload[77];
-  assign o__payload__tracked  = o__payload[78];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
   assign rd__data__remote  = o__payload[0];
   assign rd__data__device  = o__payload[5:1];
-  assign rd__data__addr  = o__payload[53:6];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign rd__data__kind  = o__payload[77];
-  assign rd__data__tracked  = o__payload[78];
+  assign rd__data__store  = o__payload[78:6];
+  assign rd__data__store__addr  = o__payload[53:6];
+  assign rd__data__store__tile  = o__payload[69:54];
+  assign rd__data__store__bytes  = o__payload[76:70];
+  assign rd__data__store__kind  = o__payload[77];
+  assign rd__data__store__tracked  = o__payload[78];
 endmodule
 
 module t3hw_system__e3__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready, wr__data, clk);
@@ -125813,7 +125741,7 @@ module t3hw_system__e3__slice_remote__queue (rst, wr__data, o__ready, push, o__v
   assign \$8  = rd__addr;
 endmodule
 
-module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__valid, o__payload, data, clk);
+module t3hw_system__e3__slice_store (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -125906,7 +125834,7 @@ module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e3__slice_store__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
   reg _init_strobe_76  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;

@@ -43,7 +43,7 @@ def test_random_against_model(name, seed):
           f"error events")
     assert env.sent == 3000 and env.taken["net"] > 0 and env.taken["mem"] > 0
     assert 0 < env.rx_tracked < env.received - env.rx_refused == env.taken["rx_mem"]
-    assert env.rx_held > 0                  # rx refused behind a full stage A and rx_mem
+    assert env.rx_held > 0                  # rx refused: Q packets held behind a stalled rx_mem
     assert env.rejected > 0 and env.coincident > 0
     assert all(env.model.stats.values()), env.model.stats
     missing = {k for k, v in env.model.errors.items() if not v}

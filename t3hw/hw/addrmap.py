@@ -25,8 +25,8 @@ its region). This second lookup has its own read ports and pipeline, and never w
 the store path.
 
 How it scales. The table is kept sorted by base address, in memory, and looked up by a
-pipelined binary search, so a lookup costs ``log2(regions) + 3`` comparators and one adder
-whatever the number of regions, and the table costs memory bits, not flip-flops and
+pipelined binary search, so a lookup costs ``log2(regions) + 3`` comparators and two adders
+(``addr + bytes``; the translation, once, after the hit) whatever the number of regions, and the table costs memory bits, not flip-flops and
 comparators per region:
 
 * the *records*: per sorted position, the region's base, end (``base + size``), mode,
@@ -41,8 +41,8 @@ comparators per region:
 
 Programming checks a write against the table one region per cycle: a single pass over the
 sorted positions of the active bank copies every other valid region into the other bank in
-order, inserts the written region at its place, and compares it with each region it passes
-(one overlap check, two comparators). The write is rejected (the active bank unchanged) for
+order, compares it with the written region (where it sorts, and whether they overlap:
+three comparators in all), and the written region goes in at its rank at the end. The write is rejected (the active bank unchanged) for
 size 0, an end past the top of the address space or an unknown mode (``bad_region``), or an
 overlap with another valid region (``overlap``); removing a region (``valid = 0``) is always
 accepted. The table therefore never overlaps and never holds an empty region, so at most
@@ -131,18 +131,18 @@ class AddrMap(wiring.Component):
 
     Timing. A store accepted in cycle t is classified in t + L - 1 (its counter, or its
     refusal) and, unless refused, is valid at ``net`` or ``mem`` from t + L on
-    (:func:`~t3hw.spec.contract.addrmap_latency`, ``log2(regions) + 3``), behind the
+    (:func:`~t3hw.spec.contract.addrmap_latency`, ``2 log2(regions) + 4``), behind the
     stores accepted before it; one store per cycle while the outputs are ready. The stages,
     each ending in registers, with no enable (nothing stalls inside the pipeline; the
     credit count at the input and the output queue absorb back-pressure):
 
     * S0: the store and the active bank;
-    * search, ``log2(regions)`` stages, level ``s`` from the top: read the pivot of level
-      ``s`` under the path so far (asynchronous memory read), compare it with the address
-      (one carry chain), and take the branch; the last also adds ``addr + bytes``;
-    * F: read the record at the position found, three compares (``base <= addr``,
-      ``addr < end``, ``addr + bytes <= end``) and the translation (``addr + delta``), in
-      parallel;
+    * search, two stages per level ``s`` from the top: read the pivot of level ``s`` under
+      the path so far (asynchronous memory read) and whether its position is below the
+      bank's count; then compare it with the address (one carry chain) and take the branch;
+    * record: read the record at the position found; add ``addr + bytes``;
+    * F: three compares (``base <= addr``, ``addr < end``, ``addr + bytes <= end``) and the
+      translation (``addr + delta``), in parallel;
     * C: the class from F's registers: the counters, the refusal, the push into the output
       queue (:class:`~t3hw.hw.queue.Queue`, ``Q`` items, asynchronous-read memory).
 
@@ -150,12 +150,13 @@ class AddrMap(wiring.Component):
     ``rx_mem``; S0 also registers ``device != device_id``.
 
     Programming: P1 registers the write with its end, translation and field checks; the
-    pass reads the active bank's positions in order, one per cycle, into a register (stage
-    1), compares each with the write (stage 2: three compares into registers) and copies it
-    into the other bank (stage 3: at its position, one further when it sorts after the
-    write; the pivot at the level of the position's lowest set bit); then one cycle writes
-    the new region at its rank and decides (from registers): reject, or make the other bank
-    active. Valid bits, counts, the active
+    pass reads the active bank's positions in order, one per cycle, into registers (stage
+    1), compares each with the write (stage 2: three compares, each into a register) and
+    copies it into the other bank (stage 3: at its position, one further when it sorts
+    after the write; the pivot at the level of the position's lowest set bit; the write
+    registered, landing the cycle after); one cycle registers the verdict and the written
+    region's own write at its rank, the next writes it and decides: reject, or make the
+    other bank active. ``program.ready`` is a register. Valid bits, counts, the active
     bank, the pipeline's and the pass's control, ``errors``, ``stats`` and ``capture`` are
     reset; the memories are not (a position is read only below its bank's count).
     """
@@ -248,16 +249,20 @@ class AddrMap(wiring.Component):
         m.d.comb += port.ready.eq(held < addrmap_queue_depth(p))
 
         def stage(tag):
+            # ``other`` (the packet is for another device) rides along on the rx path only.
             return SimpleNamespace(
                 valid=Signal(name=f"{name}_{tag}_valid"),
                 req=Signal(payload.shape(), name=f"{name}_{tag}_req", reset_less=True),
                 bank=Signal(name=f"{name}_{tag}_bank", reset_less=True),
                 pos=Signal(stages, name=f"{name}_{tag}_pos", reset_less=True),
-                other=Signal(name=f"{name}_{tag}_other", reset_less=True))
+                other=C(0, 1) if route else Signal(name=f"{name}_{tag}_other",
+                                                  reset_less=True))
 
         def follow(m, nxt, s, pos=None):
             m.d.sync += [nxt.valid.eq(s.valid), nxt.req.eq(s.req), nxt.bank.eq(s.bank),
-                         nxt.other.eq(s.other), nxt.pos.eq(s.pos if pos is None else pos)]
+                         nxt.pos.eq(s.pos if pos is None else pos)]
+            if not route:
+                m.d.sync += nxt.other.eq(s.other)
 
         s = stage("s0")
         m.d.sync += [s.valid.eq(port.valid & port.ready), s.req.eq(payload), s.bank.eq(t.active),
@@ -303,7 +308,7 @@ class AddrMap(wiring.Component):
         s = rec.stage
         f = SimpleNamespace(valid=Signal(name=f"{name}_f_valid"),
                             req=Signal(payload.shape(), name=f"{name}_f_req", reset_less=True),
-                            other=Signal(name=f"{name}_f_other", reset_less=True),
+                            other=stage("f").other,
                             hit=Signal(name=f"{name}_f_hit", reset_less=True),
                             fits=Signal(name=f"{name}_f_fits", reset_less=True),
                             mode=Signal(RegionMode, name=f"{name}_f_mode", reset_less=True),
@@ -311,8 +316,10 @@ class AddrMap(wiring.Component):
                                           reset_less=True),
                             target=Signal(aw, name=f"{name}_f_target", reset_less=True),
                             held=held)
+        if not route:
+            m.d.sync += f.other.eq(s.other)
         m.d.sync += [
-            f.valid.eq(s.valid), f.req.eq(s.req), f.other.eq(s.other),
+            f.valid.eq(s.valid), f.req.eq(s.req),
             f.hit.eq(rec.inside & (rec.bounds.base <= s.req.addr)
                      & (s.req.addr < rec.bounds.end)),
             f.fits.eq(rec.stop <= rec.bounds.end),
@@ -327,10 +334,10 @@ class AddrMap(wiring.Component):
         """C of the store path: the class, the refusal, the push into the output queue and
         the queue's head onto ``net`` or ``mem``; the class counters."""
         p = self._p
+        # A queued store: the local store (or the packet's fields: the translated address,
+        # kind UPDATE), and where it goes.
         item_layout = data.StructLayout({"remote": 1, "device": p.device_width,
-                                         "addr": p.addr_width, "tile": p.tile_width,
-                                         "bytes": p.burst_width, "kind": WriteKind,
-                                         "tracked": 1})
+                                         "store": mem_store_layout(p)})
         m.submodules.out_queue = q = Queue(item_layout, depth=addrmap_queue_depth(p))
         local, remote, tracked, crosses = (Signal(name=n) for n in
                                            ("local", "remote", "tracked", "crosses"))
@@ -347,11 +354,11 @@ class AddrMap(wiring.Component):
             q.push.eq(push),
             q.data.remote.eq(remote),
             q.data.device.eq(f.device),
-            q.data.addr.eq(Mux(remote, f.target, f.req.addr)),
-            q.data.tile.eq(f.req.tile),
-            q.data.bytes.eq(f.req.bytes),
-            q.data.kind.eq(Mux(remote, WriteKind.UPDATE, f.req.kind)),
-            q.data.tracked.eq(tracked),
+            q.data.store.addr.eq(Mux(remote, f.target, f.req.addr)),
+            q.data.store.tile.eq(f.req.tile),
+            q.data.store.bytes.eq(f.req.bytes),
+            q.data.store.kind.eq(Mux(remote, WriteKind.UPDATE, f.req.kind)),
+            q.data.store.tracked.eq(tracked),
         ]
         head = q.o.payload
         net, mem = self.net, self.mem
@@ -359,12 +366,9 @@ class AddrMap(wiring.Component):
             net.valid.eq(q.o.valid & head.remote),
             mem.valid.eq(q.o.valid & ~head.remote),
             q.o.ready.eq(Mux(head.remote, net.ready, mem.ready)),
-            net.payload.device.eq(head.device), net.payload.addr.eq(head.addr),
-            net.payload.kind.eq(head.kind), net.payload.tile.eq(head.tile),
-            net.payload.bytes.eq(head.bytes),
-            mem.payload.addr.eq(head.addr), mem.payload.tile.eq(head.tile),
-            mem.payload.bytes.eq(head.bytes), mem.payload.kind.eq(head.kind),
-            mem.payload.tracked.eq(head.tracked),
+            net.payload.device.eq(head.device),
+            *(net.payload[k].eq(head.store[k]) for k in ("addr", "kind", "tile", "bytes")),
+            mem.payload.eq(head.store),
         ]
         self._hold(m, f.held, self.store, f.valid & crosses, q)
         st = self.stats
