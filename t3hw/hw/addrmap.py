@@ -26,8 +26,8 @@ the store path.
 
 How it scales. The table is kept sorted by base address, in memory, and looked up by a
 pipelined binary search, so a lookup costs ``log2(regions) + 3`` comparators and two adders
-(``addr + bytes``; the translation, once, after the hit) whatever the number of regions, and the table costs memory bits, not flip-flops and
-comparators per region:
+(``addr + bytes``; the translation, once, after the hit) whatever the number of regions,
+and the table costs memory bits, not flip-flops and comparators per region:
 
 * the *records*: per sorted position, the region's base, end (``base + size``), mode,
   device, translation (``remote_base - base``) and index;
@@ -42,13 +42,13 @@ comparators per region:
 Programming checks a write against the table one region per cycle: a single pass over the
 sorted positions of the active bank copies every other valid region into the other bank in
 order, compares it with the written region (where it sorts, and whether they overlap:
-three comparators in all), and the written region goes in at its rank at the end. The write is rejected (the active bank unchanged) for
-size 0, an end past the top of the address space or an unknown mode (``bad_region``), or an
-overlap with another valid region (``overlap``); removing a region (``valid = 0``) is always
-accepted. The table therefore never overlaps and never holds an empty region, so at most
-one region matches any address. Software needs no rule beyond that: regions are any
-non-overlapping ranges, programmed in any order at any index (the driver's API is the
-region write of the register block).
+three comparators in all), and the written region goes in at its rank at the end. The
+write is rejected (the active bank unchanged) for size 0, an end past the top of the
+address space or an unknown mode (``bad_region``), or an overlap with another valid region
+(``overlap``); removing a region (``valid = 0``) is always accepted. The table therefore
+never overlaps and never holds an empty region, so at most one region matches any address.
+Software needs no rule beyond that: regions are any non-overlapping ranges, programmed in
+any order at any index (the driver's API is the region write of the register block).
 """
 
 from types import SimpleNamespace

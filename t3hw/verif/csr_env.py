@@ -283,7 +283,8 @@ class CsrEnv(StreamEnv):
         self._note(addr, w_data, read)
         bus = dict(addr=addr, w_data=w_data or 0, w_stb=int(w_data is not None), r_stb=int(read))
         taken = self.model.step(CsrInputs(
-            **bus, region_ready=int(ins["region_program"]), dma_ready=int(ins["dma_program"]), tracker_ready=int(ins["tracker_program"]),
+            **bus, region_ready=int(ins["region_program"]), dma_ready=int(ins["dma_program"]),
+            tracker_ready=int(ins["tracker_program"]),
             **{f.name: ins[f.name] for f in dc_fields(CsrInputs)
                if f.name in ins and f.name not in bus}))
         delay = self.rng.randint(1, self.answer) if self.ops else self.answer
