@@ -700,29 +700,33 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   reg \$721 ;
   reg \$722 ;
   reg \$723 ;
-  reg [178:0] \$724 ;
-  reg [58:0] \$725 ;
+  reg \$724 ;
+  reg \$725 ;
   reg \$726 ;
-  reg [38:0] \$727 ;
-  reg [38:0] \$728 ;
-  reg [4:0] \$729 ;
+  reg \$727 ;
+  reg [178:0] \$728 ;
+  reg [58:0] \$729 ;
   wire \$73 ;
-  reg [3:0] \$730 ;
-  reg [5:0] \$731 ;
-  reg [6:0] \$732 ;
-  reg [6:0] \$733 ;
-  reg [1:0] \$734 ;
-  reg [3:0] \$735 ;
-  reg [5:0] \$736 ;
+  reg \$730 ;
+  reg [38:0] \$731 ;
+  reg [38:0] \$732 ;
+  reg [4:0] \$733 ;
+  reg [3:0] \$734 ;
+  reg [5:0] \$735 ;
+  reg [6:0] \$736 ;
   reg [6:0] \$737 ;
-  reg [6:0] \$738 ;
-  reg [1:0] \$739 ;
+  reg [1:0] \$738 ;
+  reg [3:0] \$739 ;
   wire \$74 ;
-  reg [29:0] \$740 ;
-  reg [78:0] \$741 ;
-  reg [75:0] \$742 ;
-  reg \$743 ;
-  reg [31:0] \$744 ;
+  reg [5:0] \$740 ;
+  reg [6:0] \$741 ;
+  reg [6:0] \$742 ;
+  reg [1:0] \$743 ;
+  reg [29:0] \$744 ;
+  reg [78:0] \$745 ;
+  reg [75:0] \$746 ;
+  reg \$747 ;
+  reg [31:0] \$748 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
@@ -752,18 +756,18 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$99 ;
   input [68:0] addrmap_capture;
   wire [68:0] addrmap_capture;
-  reg [75:0] \addrmap_capture$173  = 76'h0000000000000000000;
-  wire [47:0] addrmap_capture$173__addr ;
-  wire [4:0] addrmap_capture$173__device ;
-  wire [6:0] addrmap_capture$173__events ;
-  wire addrmap_capture$173__events__bad_region ;
-  wire addrmap_capture$173__events__overlap ;
-  wire addrmap_capture$173__events__rx_crosses ;
-  wire addrmap_capture$173__events__rx_misrouted ;
-  wire addrmap_capture$173__events__rx_remote ;
-  wire addrmap_capture$173__events__rx_unmapped ;
-  wire addrmap_capture$173__events__store_crosses ;
-  wire [15:0] addrmap_capture$173__tile ;
+  reg [75:0] \addrmap_capture$177  = 76'h0000000000000000000;
+  wire [47:0] addrmap_capture$177__addr ;
+  wire [4:0] addrmap_capture$177__device ;
+  wire [6:0] addrmap_capture$177__events ;
+  wire addrmap_capture$177__events__bad_region ;
+  wire addrmap_capture$177__events__overlap ;
+  wire addrmap_capture$177__events__rx_crosses ;
+  wire addrmap_capture$177__events__rx_misrouted ;
+  wire addrmap_capture$177__events__rx_remote ;
+  wire addrmap_capture$177__events__rx_unmapped ;
+  wire addrmap_capture$177__events__store_crosses ;
+  wire [15:0] addrmap_capture$177__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
   wire [15:0] addrmap_capture__tile ;
@@ -895,27 +899,31 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire desc_got__valid ;
   reg desc_load = 1'h0;
   reg desc_verdict = 1'h0;
+  reg desc_waiting0 = 1'h0;
+  reg desc_waiting1 = 1'h0;
+  reg desc_waiting2 = 1'h0;
+  reg desc_waiting3 = 1'h0;
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$150 ;
-  wire [4:0] device_id$150__device ;
+  wire [4:0] \device_id$154 ;
+  wire [4:0] device_id$154__device ;
   input dma_busy;
   wire dma_busy;
   input [71:0] dma_capture;
   wire [71:0] dma_capture;
-  reg [78:0] \dma_capture$172  = 79'h00000000000000000000;
-  wire [47:0] dma_capture$172__addr ;
-  wire [6:0] dma_capture$172__events ;
-  wire dma_capture$172__events__bad_descriptor ;
-  wire dma_capture$172__events__bad_pitch ;
-  wire dma_capture$172__events__bad_program ;
-  wire dma_capture$172__events__bad_range ;
-  wire dma_capture$172__events__bad_response ;
-  wire dma_capture$172__events__desc_busy ;
-  wire dma_capture$172__events__read_error ;
-  wire [7:0] dma_capture$172__index ;
-  wire [15:0] dma_capture$172__tile ;
+  reg [78:0] \dma_capture$176  = 79'h00000000000000000000;
+  wire [47:0] dma_capture$176__addr ;
+  wire [6:0] dma_capture$176__events ;
+  wire dma_capture$176__events__bad_descriptor ;
+  wire dma_capture$176__events__bad_pitch ;
+  wire dma_capture$176__events__bad_program ;
+  wire dma_capture$176__events__bad_range ;
+  wire dma_capture$176__events__bad_response ;
+  wire dma_capture$176__events__desc_busy ;
+  wire dma_capture$176__events__read_error ;
+  wire [7:0] dma_capture$176__index ;
+  wire [15:0] dma_capture$176__tile ;
   wire [47:0] dma_capture__addr ;
   wire [7:0] dma_capture__index ;
   wire [15:0] dma_capture__tile ;
@@ -1041,19 +1049,19 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire [2:0] rp__addr;
   wire [7:0] \rp__addr$132 ;
   wire [151:0] rp__data;
-  wire [170:0] \rp__data$160 ;
-  wire [4:0] rp__data$160__device ;
-  wire [47:0] rp__data$160__dst ;
+  wire [170:0] \rp__data$164 ;
+  wire [4:0] rp__data$164__device ;
+  wire [47:0] rp__data$164__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rp__data$160__op ;
-  wire [23:0] rp__data$160__pitch ;
-  wire [15:0] rp__data$160__row_bytes ;
-  wire [11:0] rp__data$160__rows ;
-  wire [47:0] rp__data$160__src ;
-  wire [15:0] rp__data$160__tile ;
-  wire rp__data$160__valid ;
+  wire rp__data$164__op ;
+  wire [23:0] rp__data$164__pitch ;
+  wire [15:0] rp__data$164__row_bytes ;
+  wire [11:0] rp__data$164__rows ;
+  wire [47:0] rp__data$164__src ;
+  wire [15:0] rp__data$164__tile ;
+  wire rp__data$164__valid ;
   wire [47:0] rp__data__base ;
   wire [4:0] rp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -1185,16 +1193,16 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire tracker_busy;
   input [23:0] tracker_capture;
   wire [23:0] tracker_capture;
-  reg [29:0] \tracker_capture$171  = 30'h00000000;
-  wire [7:0] tracker_capture$171__cmd ;
-  wire [5:0] tracker_capture$171__events ;
-  wire tracker_capture$171__events__bad_op ;
-  wire tracker_capture$171__events__bad_threshold ;
-  wire tracker_capture$171__events__overcount ;
-  wire tracker_capture$171__events__overflow ;
-  wire tracker_capture$171__events__reprogram ;
-  wire tracker_capture$171__events__unprogrammed ;
-  wire [15:0] tracker_capture$171__tile ;
+  reg [29:0] \tracker_capture$175  = 30'h00000000;
+  wire [7:0] tracker_capture$175__cmd ;
+  wire [5:0] tracker_capture$175__events ;
+  wire tracker_capture$175__events__bad_op ;
+  wire tracker_capture$175__events__bad_threshold ;
+  wire tracker_capture$175__events__overcount ;
+  wire tracker_capture$175__events__overflow ;
+  wire tracker_capture$175__events__reprogram ;
+  wire tracker_capture$175__events__unprogrammed ;
+  wire [15:0] tracker_capture$175__tile ;
   wire [7:0] tracker_capture__cmd ;
   wire [15:0] tracker_capture__tile ;
   output [5:0] tracker_clear;
@@ -1570,7 +1578,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @(posedge clk) begin
     _0_ <= desc_table[dma_program__payload[7:0]];
   end
-  assign \rp__data$160  = _0_;
+  assign \rp__data$164  = _0_;
   (* t3hw_rd_collision = "excluded" *)
   reg [151:0] region_table [7:0];
   initial begin
@@ -1608,11 +1616,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$271  = \$269  | \$270 ;
   assign \$273  = \$272  | sweep;
   assign \$274  = dma_program__valid | desc_verdict;
+  assign \$275  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$276  = \$274  | \$275 ;
   assign \$277  = desc_fetch | desc_load;
   assign \$278  = \$276  | \$277 ;
   assign \$280  = sweep | dma_busy;
   assign \$281  = \$279  | \$280 ;
   assign \$282  = dma_program__valid | desc_verdict;
+  assign \$283  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$284  = \$282  | \$283 ;
   assign \$285  = desc_fetch | desc_load;
   assign \$286  = \$284  | \$285 ;
   assign \$288  = \$287  | sweep;
@@ -1629,6 +1641,8 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$309  = region_fetch | region_load;
   assign \$310  = \$308  | \$309 ;
   assign \$312  = dma_program__valid | desc_verdict;
+  assign \$313  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$314  = \$312  | \$313 ;
   assign \$315  = desc_fetch | desc_load;
   assign \$316  = \$314  | \$315 ;
   assign \$322  = \$321  | track_answer;
@@ -1698,42 +1712,56 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$399  = bus__w_stb & sel_region_remote_base_hi;
   assign \$400  = bus__w_stb & sel_desc_index;
   assign \$401  = dma_program__valid | desc_verdict;
+  assign \$402  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$403  = \$401  | \$402 ;
   assign \$404  = desc_fetch | desc_load;
   assign \$405  = \$403  | \$404 ;
   assign \$407  = \$400  & \$406 ;
   assign \$408  = bus__w_stb & sel_desc_index;
   assign \$409  = bus__w_stb & sel_desc_rows;
   assign \$410  = dma_program__valid | desc_verdict;
+  assign \$411  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$412  = \$410  | \$411 ;
   assign \$413  = desc_fetch | desc_load;
   assign \$414  = \$412  | \$413 ;
   assign \$416  = \$409  & \$415 ;
   assign \$417  = bus__w_stb & sel_desc_rows;
   assign \$418  = bus__w_stb & sel_desc_pitch;
   assign \$419  = dma_program__valid | desc_verdict;
+  assign \$420  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$421  = \$419  | \$420 ;
   assign \$422  = desc_fetch | desc_load;
   assign \$423  = \$421  | \$422 ;
   assign \$425  = \$418  & \$424 ;
   assign \$426  = bus__w_stb & sel_desc_pitch;
   assign \$427  = bus__w_stb & sel_desc_src_lo;
   assign \$428  = dma_program__valid | desc_verdict;
+  assign \$429  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$430  = \$428  | \$429 ;
   assign \$431  = desc_fetch | desc_load;
   assign \$432  = \$430  | \$431 ;
   assign \$434  = \$427  & \$433 ;
   assign \$435  = bus__w_stb & sel_desc_src_lo;
   assign \$436  = bus__w_stb & sel_desc_src_hi;
   assign \$437  = dma_program__valid | desc_verdict;
+  assign \$438  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$439  = \$437  | \$438 ;
   assign \$440  = desc_fetch | desc_load;
   assign \$441  = \$439  | \$440 ;
   assign \$443  = \$436  & \$442 ;
   assign \$444  = bus__w_stb & sel_desc_src_hi;
   assign \$445  = bus__w_stb & sel_desc_dst_lo;
   assign \$446  = dma_program__valid | desc_verdict;
+  assign \$447  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$448  = \$446  | \$447 ;
   assign \$449  = desc_fetch | desc_load;
   assign \$450  = \$448  | \$449 ;
   assign \$452  = \$445  & \$451 ;
   assign \$453  = bus__w_stb & sel_desc_dst_lo;
   assign \$454  = bus__w_stb & sel_desc_dst_hi;
   assign \$455  = dma_program__valid | desc_verdict;
+  assign \$456  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$457  = \$455  | \$456 ;
   assign \$458  = desc_fetch | desc_load;
   assign \$459  = \$457  | \$458 ;
   assign \$461  = \$454  & \$460 ;
@@ -1772,11 +1800,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$513  = \$511  | \$512 ;
   assign \$515  = \$514  | sweep;
   assign \$516  = dma_program__valid | desc_verdict;
+  assign \$517  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$518  = \$516  | \$517 ;
   assign \$519  = desc_fetch | desc_load;
   assign \$520  = \$518  | \$519 ;
   assign \$522  = sweep | dma_busy;
   assign \$523  = \$521  | \$522 ;
   assign \$524  = dma_program__valid | desc_verdict;
+  assign \$525  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$526  = \$524  | \$525 ;
   assign \$527  = desc_fetch | desc_load;
   assign \$528  = \$526  | \$527 ;
   assign \$530  = \$529  | sweep;
@@ -1827,11 +1859,11 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$585  = | \$584 ;
   assign \$586  = | { \$585 , \$583 , \$581 , \$579 , \$577  };
   assign \$587  = | bus__addr[1:0];
-  assign \$588  = bus__addr[2] ? { 4'h0, \addrmap_capture$173 [75:48] } : { 16'h0000, \addrmap_capture$173 [47:32] };
-  assign \$589  = bus__addr[2] ? \addrmap_capture$173 [31:0] : { 25'h0000000, \dma_capture$172 [78:72] };
+  assign \$588  = bus__addr[2] ? { 4'h0, \addrmap_capture$177 [75:48] } : { 16'h0000, \addrmap_capture$177 [47:32] };
+  assign \$589  = bus__addr[2] ? \addrmap_capture$177 [31:0] : { 25'h0000000, \dma_capture$176 [78:72] };
   assign \$590  = bus__addr[3] ? \$588  : \$589 ;
-  assign \$591  = bus__addr[2] ? { 16'h0000, \dma_capture$172 [71:56] } : \dma_capture$172 [55:24];
-  assign \$592  = bus__addr[2] ? { 8'h00, \dma_capture$172 [23:0] } : { 2'h0, \tracker_capture$171  };
+  assign \$591  = bus__addr[2] ? { 16'h0000, \dma_capture$176 [71:56] } : \dma_capture$176 [55:24];
+  assign \$592  = bus__addr[2] ? { 8'h00, \dma_capture$176 [23:0] } : { 2'h0, \tracker_capture$175  };
   assign \$593  = bus__addr[3] ? \$591  : \$592 ;
   assign \$594  = bus__addr[4] ? \$590  : \$593 ;
   assign \$595  = bus__addr[5] ? 32'd0 : \$594 ;
@@ -1985,55 +2017,63 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @(posedge clk)
     region_program__payload <= \$720 ;
   always @(posedge clk)
-    desc_verdict <= \$721 ;
+    desc_waiting0 <= \$721 ;
   always @(posedge clk)
-    desc_got <= \rp__data$160 ;
+    desc_waiting1 <= \$722 ;
   always @(posedge clk)
-    desc_fetch <= \$722 ;
+    desc_waiting2 <= \$723 ;
   always @(posedge clk)
-    desc_load <= \$723 ;
+    desc_waiting3 <= \$724 ;
   always @(posedge clk)
-    dma_program__payload <= \$724 ;
+    desc_verdict <= \$725 ;
   always @(posedge clk)
-    track_result <= \$725 ;
+    desc_got <= \rp__data$164 ;
   always @(posedge clk)
-    track_answer <= \$726 ;
+    desc_fetch <= \$726 ;
   always @(posedge clk)
-    tracker_program__payload <= \$727 ;
+    desc_load <= \$727 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$728 ;
+    dma_program__payload <= \$728 ;
   always @(posedge clk)
-    device_id <= \$729 ;
+    track_result <= \$729 ;
   always @(posedge clk)
-    csr_irq_enable <= \$730 ;
+    track_answer <= \$730 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$731 ;
+    tracker_program__payload <= \$731 ;
   always @(posedge clk)
-    dma_irq_enable <= \$732 ;
+    arbiter_program__payload <= \$732 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$733 ;
+    device_id <= \$733 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$734 ;
+    csr_irq_enable <= \$734 ;
   always @(posedge clk)
-    errors <= \$735 ;
+    tracker_irq_enable <= \$735 ;
   always @(posedge clk)
-    tracker_sticky <= \$736 ;
+    dma_irq_enable <= \$736 ;
   always @(posedge clk)
-    dma_sticky <= \$737 ;
+    addrmap_irq_enable <= \$737 ;
   always @(posedge clk)
-    addrmap_sticky <= \$738 ;
+    arbiter_irq_enable <= \$738 ;
   always @(posedge clk)
-    arbiter_sticky <= \$739 ;
+    errors <= \$739 ;
   always @(posedge clk)
-    \tracker_capture$171  <= \$740 ;
+    tracker_sticky <= \$740 ;
   always @(posedge clk)
-    \dma_capture$172  <= \$741 ;
+    dma_sticky <= \$741 ;
   always @(posedge clk)
-    \addrmap_capture$173  <= \$742 ;
+    addrmap_sticky <= \$742 ;
   always @(posedge clk)
-    irq <= \$743 ;
+    arbiter_sticky <= \$743 ;
   always @(posedge clk)
-    bus__r_data <= \$744 ;
+    \tracker_capture$175  <= \$744 ;
+  always @(posedge clk)
+    \dma_capture$176  <= \$745 ;
+  always @(posedge clk)
+    \addrmap_capture$177  <= \$746 ;
+  always @(posedge clk)
+    irq <= \$747 ;
+  always @(posedge clk)
+    bus__r_data <= \$748 ;
   assign \$1  = bus__r_stb | bus__w_stb;
   assign \$2  = ~ mapped;
   assign \$3  = \$1  & \$2 ;
@@ -2171,6 +2211,8 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$142  = \$140  & \$141 ;
   assign \$143  = bus__w_stb & sel_desc_index;
   assign \$144  = dma_program__valid | desc_verdict;
+  assign \$145  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$146  = \$144  | \$145 ;
   assign \$147  = desc_fetch | desc_load;
   assign \$148  = \$146  | \$147 ;
   assign \$150  = \$143  & \$149 ;
@@ -2180,6 +2222,8 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$154  = \$152  & \$153 ;
   assign \$155  = bus__w_stb & sel_desc_rows;
   assign \$156  = dma_program__valid | desc_verdict;
+  assign \$157  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$158  = \$156  | \$157 ;
   assign \$159  = desc_fetch | desc_load;
   assign \$160  = \$158  | \$159 ;
   assign \$162  = \$155  & \$161 ;
@@ -2189,6 +2233,8 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$166  = \$164  & \$165 ;
   assign \$167  = bus__w_stb & sel_desc_pitch;
   assign \$168  = dma_program__valid | desc_verdict;
+  assign \$169  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$170  = \$168  | \$169 ;
   assign \$171  = desc_fetch | desc_load;
   assign \$172  = \$170  | \$171 ;
   assign \$174  = \$167  & \$173 ;
@@ -2198,6 +2244,8 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$178  = \$176  & \$177 ;
   assign \$179  = bus__w_stb & sel_desc_src_lo;
   assign \$180  = dma_program__valid | desc_verdict;
+  assign \$181  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$182  = \$180  | \$181 ;
   assign \$183  = desc_fetch | desc_load;
   assign \$184  = \$182  | \$183 ;
   assign \$186  = \$179  & \$185 ;
@@ -2207,6 +2255,8 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$190  = \$188  & \$189 ;
   assign \$191  = bus__w_stb & sel_desc_src_hi;
   assign \$192  = dma_program__valid | desc_verdict;
+  assign \$193  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$194  = \$192  | \$193 ;
   assign \$195  = desc_fetch | desc_load;
   assign \$196  = \$194  | \$195 ;
   assign \$198  = \$191  & \$197 ;
@@ -2216,6 +2266,8 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$202  = \$200  & \$201 ;
   assign \$203  = bus__w_stb & sel_desc_dst_lo;
   assign \$204  = dma_program__valid | desc_verdict;
+  assign \$205  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$206  = \$204  | \$205 ;
   assign \$207  = desc_fetch | desc_load;
   assign \$208  = \$206  | \$207 ;
   assign \$210  = \$203  & \$209 ;
@@ -2225,6 +2277,8 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$214  = \$212  & \$213 ;
   assign \$215  = bus__w_stb & sel_desc_dst_hi;
   assign \$216  = dma_program__valid | desc_verdict;
+  assign \$217  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$218  = \$216  | \$217 ;
   assign \$219  = desc_fetch | desc_load;
   assign \$220  = \$218  | \$219 ;
   assign \$222  = \$215  & \$221 ;
@@ -9422,7 +9476,35 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$722  = 1'h0;
+    \$722  = desc_waiting0;
+    if (rst) begin
+      \$722  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$723  = desc_waiting1;
+    if (rst) begin
+      \$723  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$724  = desc_waiting2;
+    if (rst) begin
+      \$724  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$725  = desc_waiting3;
+    if (rst) begin
+      \$725  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$726  = 1'h0;
     if (\$501 ) begin
       casez (bus__w_data[2:0])
         3'h1:
@@ -9435,304 +9517,304 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
             (* full_case = 32'd1 *)
             if (\$530 ) begin
             end else begin
-              \$722  = 1'h1;
+              \$726  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$722  = 1'h0;
+      \$726  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$723  = desc_fetch;
+    \$727  = desc_fetch;
     if (rst) begin
-      \$723  = 1'h0;
+      \$727  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$724  = dma_program__payload;
+    \$728  = dma_program__payload;
     if (desc_load) begin
-      \$724 [8] = desc_got[0];
-      \$724 [9] = desc_got[1];
-      \$724 [14:10] = desc_got[6:2];
-      \$724 [30:15] = desc_got[22:7];
-      \$724 [42:31] = desc_got[34:23];
-      \$724 [58:43] = desc_got[50:35];
-      \$724 [82:59] = desc_got[74:51];
-      \$724 [130:83] = desc_got[122:75];
-      \$724 [178:131] = desc_got[170:123];
+      \$728 [8] = desc_got[0];
+      \$728 [9] = desc_got[1];
+      \$728 [14:10] = desc_got[6:2];
+      \$728 [30:15] = desc_got[22:7];
+      \$728 [42:31] = desc_got[34:23];
+      \$728 [58:43] = desc_got[50:35];
+      \$728 [82:59] = desc_got[74:51];
+      \$728 [130:83] = desc_got[122:75];
+      \$728 [178:131] = desc_got[170:123];
     end
     if (\$407 ) begin
     end else if (\$408 ) begin
-      \$724 [7:0] = bus__w_data[7:0];
-      \$724 [8] = bus__w_data[8];
-      \$724 [9] = bus__w_data[9];
-      \$724 [14:10] = bus__w_data[14:10];
-      \$724 [30:15] = bus__w_data[30:15];
+      \$728 [7:0] = bus__w_data[7:0];
+      \$728 [8] = bus__w_data[8];
+      \$728 [9] = bus__w_data[9];
+      \$728 [14:10] = bus__w_data[14:10];
+      \$728 [30:15] = bus__w_data[30:15];
     end
     if (\$416 ) begin
     end else if (\$417 ) begin
-      \$724 [42:31] = bus__w_data[11:0];
-      \$724 [58:43] = bus__w_data[27:12];
+      \$728 [42:31] = bus__w_data[11:0];
+      \$728 [58:43] = bus__w_data[27:12];
     end
     if (\$425 ) begin
     end else if (\$426 ) begin
-      \$724 [82:59] = bus__w_data[23:0];
+      \$728 [82:59] = bus__w_data[23:0];
     end
     if (\$434 ) begin
     end else if (\$435 ) begin
-      \$724 [114:83] = bus__w_data;
+      \$728 [114:83] = bus__w_data;
     end
     if (\$443 ) begin
     end else if (\$444 ) begin
-      \$724 [130:115] = bus__w_data[15:0];
+      \$728 [130:115] = bus__w_data[15:0];
     end
     if (\$452 ) begin
     end else if (\$453 ) begin
-      \$724 [162:131] = bus__w_data;
+      \$728 [162:131] = bus__w_data;
     end
     if (\$461 ) begin
     end else if (\$462 ) begin
-      \$724 [178:163] = bus__w_data[15:0];
+      \$728 [178:163] = bus__w_data[15:0];
     end
     if (rst) begin
-      \$724  = 179'h000000000000000000000000000000000000000000000;
+      \$728  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$725  = track_result;
+    \$729  = track_result;
     if (tracker_result__valid) begin
-      \$725  = tracker_result__payload;
+      \$729  = tracker_result__payload;
     end
     if (rst) begin
-      \$725  = 59'h000000000000000;
+      \$729  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$726  = track_answer;
+    \$730  = track_answer;
     if (tracker_result__valid) begin
-      \$726  = 1'h0;
+      \$730  = 1'h0;
     end else if (\$336 ) begin
-      \$726  = 1'h1;
+      \$730  = 1'h1;
     end
     if (rst) begin
-      \$726  = 1'h0;
+      \$730  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$727  = tracker_program__payload;
+    \$731  = tracker_program__payload;
     if (\$469 ) begin
     end else if (\$470 ) begin
-      \$727 [1:0] = bus__w_data[1:0];
-      \$727 [17:2] = bus__w_data[17:2];
-      \$727 [29:18] = bus__w_data[29:18];
+      \$731 [1:0] = bus__w_data[1:0];
+      \$731 [17:2] = bus__w_data[17:2];
+      \$731 [29:18] = bus__w_data[29:18];
     end
     if (\$477 ) begin
     end else if (\$478 ) begin
-      \$727 [37:30] = bus__w_data[7:0];
-      \$727 [38] = bus__w_data[8];
+      \$731 [37:30] = bus__w_data[7:0];
+      \$731 [38] = bus__w_data[8];
     end
     if (rst) begin
-      \$727  = 39'h0000000000;
+      \$731  = 39'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$728  = arbiter_program__payload;
+    \$732  = arbiter_program__payload;
     if (\$485 ) begin
     end else if (\$486 ) begin
-      \$728 [1:0] = bus__w_data[1:0];
-      \$728 [9:2] = bus__w_data[9:2];
-      \$728 [17:10] = bus__w_data[17:10];
-      \$728 [22:18] = bus__w_data[22:18];
+      \$732 [1:0] = bus__w_data[1:0];
+      \$732 [9:2] = bus__w_data[9:2];
+      \$732 [17:10] = bus__w_data[17:10];
+      \$732 [22:18] = bus__w_data[22:18];
     end
     if (\$493 ) begin
     end else if (\$494 ) begin
-      \$728 [38:23] = bus__w_data[15:0];
+      \$732 [38:23] = bus__w_data[15:0];
     end
     if (rst) begin
-      \$728  = 39'h0200388002;
+      \$732  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$729  = device_id;
+    \$733  = device_id;
     if (\$495 ) begin
-      \$729  = bus__w_data[4:0];
+      \$733  = bus__w_data[4:0];
     end
     if (rst) begin
-      \$729  = 5'h00;
+      \$733  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$730  = csr_irq_enable;
+    \$734  = csr_irq_enable;
     if (\$496 ) begin
-      \$730 [0] = bus__w_data[0];
-      \$730 [1] = bus__w_data[1];
-      \$730 [2] = bus__w_data[2];
-      \$730 [3] = bus__w_data[3];
-    end
-    if (rst) begin
-      \$730  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$731  = tracker_irq_enable;
-    if (\$497 ) begin
-      \$731 [0] = bus__w_data[0];
-      \$731 [1] = bus__w_data[1];
-      \$731 [2] = bus__w_data[2];
-      \$731 [3] = bus__w_data[3];
-      \$731 [4] = bus__w_data[4];
-      \$731 [5] = bus__w_data[5];
-    end
-    if (rst) begin
-      \$731  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$732  = dma_irq_enable;
-    if (\$498 ) begin
-      \$732 [0] = bus__w_data[0];
-      \$732 [1] = bus__w_data[1];
-      \$732 [2] = bus__w_data[2];
-      \$732 [3] = bus__w_data[3];
-      \$732 [4] = bus__w_data[4];
-      \$732 [5] = bus__w_data[5];
-      \$732 [6] = bus__w_data[6];
-    end
-    if (rst) begin
-      \$732  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$733  = addrmap_irq_enable;
-    if (\$499 ) begin
-      \$733 [0] = bus__w_data[0];
-      \$733 [1] = bus__w_data[1];
-      \$733 [2] = bus__w_data[2];
-      \$733 [3] = bus__w_data[3];
-      \$733 [4] = bus__w_data[4];
-      \$733 [5] = bus__w_data[5];
-      \$733 [6] = bus__w_data[6];
-    end
-    if (rst) begin
-      \$733  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$734  = arbiter_irq_enable;
-    if (\$500 ) begin
       \$734 [0] = bus__w_data[0];
       \$734 [1] = bus__w_data[1];
+      \$734 [2] = bus__w_data[2];
+      \$734 [3] = bus__w_data[3];
     end
     if (rst) begin
-      \$734  = 2'h0;
+      \$734  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$735  = \$545 ;
+    \$735  = tracker_irq_enable;
+    if (\$497 ) begin
+      \$735 [0] = bus__w_data[0];
+      \$735 [1] = bus__w_data[1];
+      \$735 [2] = bus__w_data[2];
+      \$735 [3] = bus__w_data[3];
+      \$735 [4] = bus__w_data[4];
+      \$735 [5] = bus__w_data[5];
+    end
     if (rst) begin
-      \$735  = 4'h0;
+      \$735  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$736  = \$548 ;
+    \$736  = dma_irq_enable;
+    if (\$498 ) begin
+      \$736 [0] = bus__w_data[0];
+      \$736 [1] = bus__w_data[1];
+      \$736 [2] = bus__w_data[2];
+      \$736 [3] = bus__w_data[3];
+      \$736 [4] = bus__w_data[4];
+      \$736 [5] = bus__w_data[5];
+      \$736 [6] = bus__w_data[6];
+    end
     if (rst) begin
-      \$736  = 6'h00;
+      \$736  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$737  = \$551 ;
+    \$737  = addrmap_irq_enable;
+    if (\$499 ) begin
+      \$737 [0] = bus__w_data[0];
+      \$737 [1] = bus__w_data[1];
+      \$737 [2] = bus__w_data[2];
+      \$737 [3] = bus__w_data[3];
+      \$737 [4] = bus__w_data[4];
+      \$737 [5] = bus__w_data[5];
+      \$737 [6] = bus__w_data[6];
+    end
     if (rst) begin
       \$737  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$738  = \$554 ;
+    \$738  = arbiter_irq_enable;
+    if (\$500 ) begin
+      \$738 [0] = bus__w_data[0];
+      \$738 [1] = bus__w_data[1];
+    end
     if (rst) begin
-      \$738  = 7'h00;
+      \$738  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$739  = \$557 ;
+    \$739  = \$545 ;
     if (rst) begin
-      \$739  = 2'h0;
+      \$739  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$740  = \tracker_capture$171 ;
+    \$740  = \$548 ;
+    if (rst) begin
+      \$740  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$741  = \$551 ;
+    if (rst) begin
+      \$741  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$742  = \$554 ;
+    if (rst) begin
+      \$742  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$743  = \$557 ;
+    if (rst) begin
+      \$743  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$744  = \tracker_capture$175 ;
     if (\$563 ) begin
-      \$740 [15:0] = tracker_capture[15:0];
-      \$740 [23:16] = tracker_capture[23:16];
-      \$740 [29:24] = tracker_errors;
+      \$744 [15:0] = tracker_capture[15:0];
+      \$744 [23:16] = tracker_capture[23:16];
+      \$744 [29:24] = tracker_errors;
     end
     if (rst) begin
-      \$740  = 30'h00000000;
+      \$744  = 30'h00000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$741  = \dma_capture$172 ;
+    \$745  = \dma_capture$176 ;
     if (\$569 ) begin
-      \$741 [7:0] = dma_capture[7:0];
-      \$741 [23:8] = dma_capture[23:8];
-      \$741 [71:24] = dma_capture[71:24];
-      \$741 [78:72] = dma_errors;
+      \$745 [7:0] = dma_capture[7:0];
+      \$745 [23:8] = dma_capture[23:8];
+      \$745 [71:24] = dma_capture[71:24];
+      \$745 [78:72] = dma_errors;
     end
     if (rst) begin
-      \$741  = 79'h00000000000000000000;
+      \$745  = 79'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$742  = \addrmap_capture$173 ;
+    \$746  = \addrmap_capture$177 ;
     if (\$575 ) begin
-      \$742 [47:0] = addrmap_capture[47:0];
-      \$742 [52:48] = addrmap_capture[52:48];
-      \$742 [68:53] = addrmap_capture[68:53];
-      \$742 [75:69] = addrmap_errors;
+      \$746 [47:0] = addrmap_capture[47:0];
+      \$746 [52:48] = addrmap_capture[52:48];
+      \$746 [68:53] = addrmap_capture[68:53];
+      \$746 [75:69] = addrmap_errors;
     end
     if (rst) begin
-      \$742  = 76'h0000000000000000000;
+      \$746  = 76'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$743  = \$586 ;
+    \$747  = \$586 ;
     if (rst) begin
-      \$743  = 1'h0;
+      \$747  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$744  = bus__r_data;
+    \$748  = bus__r_data;
     if (bus__r_stb) begin
-      \$744  = \$698 ;
+      \$748  = \$698 ;
     end
     if (rst) begin
-      \$744  = 32'd0;
+      \$748  = 32'd0;
     end
   end
   assign rp__addr = region_program__payload[2:0];
   assign \rp__addr$132  = dma_program__payload[7:0];
-  assign \device_id$150  = device_id;
+  assign \device_id$154  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -9884,7 +9966,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign wp__data$129__pitch  = \wp__data$129 [74:51];
   assign wp__data$129__src  = \wp__data$129 [122:75];
   assign wp__data$129__dst  = \wp__data$129 [170:123];
-  assign device_id$150__device  = device_id;
+  assign device_id$154__device  = device_id;
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -9915,15 +9997,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign desc_got__pitch  = desc_got[74:51];
   assign desc_got__src  = desc_got[122:75];
   assign desc_got__dst  = desc_got[170:123];
-  assign rp__data$160__valid  = \rp__data$160 [0];
-  assign rp__data$160__op  = \rp__data$160 [1];
-  assign rp__data$160__device  = \rp__data$160 [6:2];
-  assign rp__data$160__tile  = \rp__data$160 [22:7];
-  assign rp__data$160__rows  = \rp__data$160 [34:23];
-  assign rp__data$160__row_bytes  = \rp__data$160 [50:35];
-  assign rp__data$160__pitch  = \rp__data$160 [74:51];
-  assign rp__data$160__src  = \rp__data$160 [122:75];
-  assign rp__data$160__dst  = \rp__data$160 [170:123];
+  assign rp__data$164__valid  = \rp__data$164 [0];
+  assign rp__data$164__op  = \rp__data$164 [1];
+  assign rp__data$164__device  = \rp__data$164 [6:2];
+  assign rp__data$164__tile  = \rp__data$164 [22:7];
+  assign rp__data$164__rows  = \rp__data$164 [34:23];
+  assign rp__data$164__row_bytes  = \rp__data$164 [50:35];
+  assign rp__data$164__pitch  = \rp__data$164 [74:51];
+  assign rp__data$164__src  = \rp__data$164 [122:75];
+  assign rp__data$164__dst  = \rp__data$164 [170:123];
   assign track_result__op  = track_result[1:0];
   assign track_result__code  = track_result[4:2];
   assign track_result__tile  = track_result[20:5];
@@ -9981,37 +10063,37 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign addrmap_sticky__rx_crosses  = addrmap_sticky[6];
   assign arbiter_sticky__bad_config  = arbiter_sticky[0];
   assign arbiter_sticky__bad_response  = arbiter_sticky[1];
-  assign tracker_capture$171__tile  = \tracker_capture$171 [15:0];
-  assign tracker_capture$171__cmd  = \tracker_capture$171 [23:16];
-  assign tracker_capture$171__events  = \tracker_capture$171 [29:24];
-  assign tracker_capture$171__events__unprogrammed  = \tracker_capture$171 [24];
-  assign tracker_capture$171__events__overcount  = \tracker_capture$171 [25];
-  assign tracker_capture$171__events__reprogram  = \tracker_capture$171 [26];
-  assign tracker_capture$171__events__bad_threshold  = \tracker_capture$171 [27];
-  assign tracker_capture$171__events__overflow  = \tracker_capture$171 [28];
-  assign tracker_capture$171__events__bad_op  = \tracker_capture$171 [29];
-  assign dma_capture$172__index  = \dma_capture$172 [7:0];
-  assign dma_capture$172__tile  = \dma_capture$172 [23:8];
-  assign dma_capture$172__addr  = \dma_capture$172 [71:24];
-  assign dma_capture$172__events  = \dma_capture$172 [78:72];
-  assign dma_capture$172__events__bad_descriptor  = \dma_capture$172 [72];
-  assign dma_capture$172__events__bad_program  = \dma_capture$172 [73];
-  assign dma_capture$172__events__bad_response  = \dma_capture$172 [74];
-  assign dma_capture$172__events__bad_range  = \dma_capture$172 [75];
-  assign dma_capture$172__events__bad_pitch  = \dma_capture$172 [76];
-  assign dma_capture$172__events__desc_busy  = \dma_capture$172 [77];
-  assign dma_capture$172__events__read_error  = \dma_capture$172 [78];
-  assign addrmap_capture$173__addr  = \addrmap_capture$173 [47:0];
-  assign addrmap_capture$173__device  = \addrmap_capture$173 [52:48];
-  assign addrmap_capture$173__tile  = \addrmap_capture$173 [68:53];
-  assign addrmap_capture$173__events  = \addrmap_capture$173 [75:69];
-  assign addrmap_capture$173__events__bad_region  = \addrmap_capture$173 [69];
-  assign addrmap_capture$173__events__overlap  = \addrmap_capture$173 [70];
-  assign addrmap_capture$173__events__store_crosses  = \addrmap_capture$173 [71];
-  assign addrmap_capture$173__events__rx_misrouted  = \addrmap_capture$173 [72];
-  assign addrmap_capture$173__events__rx_remote  = \addrmap_capture$173 [73];
-  assign addrmap_capture$173__events__rx_unmapped  = \addrmap_capture$173 [74];
-  assign addrmap_capture$173__events__rx_crosses  = \addrmap_capture$173 [75];
+  assign tracker_capture$175__tile  = \tracker_capture$175 [15:0];
+  assign tracker_capture$175__cmd  = \tracker_capture$175 [23:16];
+  assign tracker_capture$175__events  = \tracker_capture$175 [29:24];
+  assign tracker_capture$175__events__unprogrammed  = \tracker_capture$175 [24];
+  assign tracker_capture$175__events__overcount  = \tracker_capture$175 [25];
+  assign tracker_capture$175__events__reprogram  = \tracker_capture$175 [26];
+  assign tracker_capture$175__events__bad_threshold  = \tracker_capture$175 [27];
+  assign tracker_capture$175__events__overflow  = \tracker_capture$175 [28];
+  assign tracker_capture$175__events__bad_op  = \tracker_capture$175 [29];
+  assign dma_capture$176__index  = \dma_capture$176 [7:0];
+  assign dma_capture$176__tile  = \dma_capture$176 [23:8];
+  assign dma_capture$176__addr  = \dma_capture$176 [71:24];
+  assign dma_capture$176__events  = \dma_capture$176 [78:72];
+  assign dma_capture$176__events__bad_descriptor  = \dma_capture$176 [72];
+  assign dma_capture$176__events__bad_program  = \dma_capture$176 [73];
+  assign dma_capture$176__events__bad_response  = \dma_capture$176 [74];
+  assign dma_capture$176__events__bad_range  = \dma_capture$176 [75];
+  assign dma_capture$176__events__bad_pitch  = \dma_capture$176 [76];
+  assign dma_capture$176__events__desc_busy  = \dma_capture$176 [77];
+  assign dma_capture$176__events__read_error  = \dma_capture$176 [78];
+  assign addrmap_capture$177__addr  = \addrmap_capture$177 [47:0];
+  assign addrmap_capture$177__device  = \addrmap_capture$177 [52:48];
+  assign addrmap_capture$177__tile  = \addrmap_capture$177 [68:53];
+  assign addrmap_capture$177__events  = \addrmap_capture$177 [75:69];
+  assign addrmap_capture$177__events__bad_region  = \addrmap_capture$177 [69];
+  assign addrmap_capture$177__events__overlap  = \addrmap_capture$177 [70];
+  assign addrmap_capture$177__events__store_crosses  = \addrmap_capture$177 [71];
+  assign addrmap_capture$177__events__rx_misrouted  = \addrmap_capture$177 [72];
+  assign addrmap_capture$177__events__rx_remote  = \addrmap_capture$177 [73];
+  assign addrmap_capture$177__events__rx_unmapped  = \addrmap_capture$177 [74];
+  assign addrmap_capture$177__events__rx_crosses  = \addrmap_capture$177 [75];
   assign status[8] = irq;
   assign status[7] = \$327 ;
   assign status[6] = \$322 ;
@@ -10032,26 +10114,12 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$113  = \$112 ;
   assign \$125  = \$124 ;
   assign \$137  = \$136 ;
-  assign \$145  = 1'h0;
-  assign \$146  = \$144 ;
   assign \$149  = \$148 ;
-  assign \$157  = 1'h0;
-  assign \$158  = \$156 ;
   assign \$161  = \$160 ;
-  assign \$169  = 1'h0;
-  assign \$170  = \$168 ;
   assign \$173  = \$172 ;
-  assign \$181  = 1'h0;
-  assign \$182  = \$180 ;
   assign \$185  = \$184 ;
-  assign \$193  = 1'h0;
-  assign \$194  = \$192 ;
   assign \$197  = \$196 ;
-  assign \$205  = 1'h0;
-  assign \$206  = \$204 ;
   assign \$209  = \$208 ;
-  assign \$217  = 1'h0;
-  assign \$218  = \$216 ;
   assign \$221  = \$220 ;
   assign \$228  = tracker_program__valid;
   assign \$229  = 1'h0;
@@ -10073,11 +10141,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$256  = arbiter_program__valid;
   assign \$265  = \$264 ;
   assign \$272  = \$271 ;
-  assign \$275  = 1'h0;
-  assign \$276  = \$274 ;
   assign \$279  = \$278 ;
-  assign \$283  = 1'h0;
-  assign \$284  = \$282 ;
   assign \$287  = \$286 ;
   assign \$289  = tracker_program__valid;
   assign \$290  = 1'h0;
@@ -10090,8 +10154,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$299  = arbiter_program__valid;
   assign \$300  = arbiter_program__valid;
   assign \$311  = \$310 ;
-  assign \$313  = 1'h0;
-  assign \$314  = \$312 ;
   assign \$317  = \$316 ;
   assign \$318  = tracker_program__valid;
   assign \$319  = 1'h0;
@@ -10110,26 +10172,12 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$379  = \$378 ;
   assign \$388  = \$387 ;
   assign \$397  = \$396 ;
-  assign \$402  = 1'h0;
-  assign \$403  = \$401 ;
   assign \$406  = \$405 ;
-  assign \$411  = 1'h0;
-  assign \$412  = \$410 ;
   assign \$415  = \$414 ;
-  assign \$420  = 1'h0;
-  assign \$421  = \$419 ;
   assign \$424  = \$423 ;
-  assign \$429  = 1'h0;
-  assign \$430  = \$428 ;
   assign \$433  = \$432 ;
-  assign \$438  = 1'h0;
-  assign \$439  = \$437 ;
   assign \$442  = \$441 ;
-  assign \$447  = 1'h0;
-  assign \$448  = \$446 ;
   assign \$451  = \$450 ;
-  assign \$456  = 1'h0;
-  assign \$457  = \$455 ;
   assign \$460  = \$459 ;
   assign \$464  = tracker_program__valid;
   assign \$465  = 1'h0;
@@ -10151,11 +10199,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$492  = arbiter_program__valid;
   assign \$507  = \$506 ;
   assign \$514  = \$513 ;
-  assign \$517  = 1'h0;
-  assign \$518  = \$516 ;
   assign \$521  = \$520 ;
-  assign \$525  = 1'h0;
-  assign \$526  = \$524 ;
   assign \$529  = \$528 ;
   assign \$531  = tracker_program__valid;
   assign \$532  = 1'h0;

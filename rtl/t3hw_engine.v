@@ -884,7 +884,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .track_hold(track_hold)
   );
   t3hw_engine__csr  csr (
-    .\addrmap_capture$167 (addrmap_capture),
+    .\addrmap_capture$171 (addrmap_capture),
     .addrmap_errors(addrmap_errors),
     .addrmap_stats(addrmap_stats),
     .arbiter_errors(arbiter_errors),
@@ -900,7 +900,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .clk(clk),
     .device_id(device_id),
     .dma_busy(dma_busy),
-    .\dma_capture$165 (dma_capture),
+    .\dma_capture$169 (dma_capture),
     .dma_errors(dma_errors),
     .dma_idle(dma_idle),
     .dma_program__payload(\program__payload$147 ),
@@ -913,7 +913,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .region_program__valid(program__valid),
     .rst(rst),
     .tracker_busy(tracker_busy),
-    .\tracker_capture$163 (tracker_capture),
+    .\tracker_capture$167 (tracker_capture),
     .tracker_errors(tracker_errors),
     .tracker_program__payload(\program__payload$156 ),
     .tracker_program__ready(tracker_program__ready),
@@ -5841,7 +5841,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
 endmodule
 
 module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$167 , arbiter_stats, arbiter_errors, arbiter_status, tracker_busy, tracker_result__valid, tracker_result__payload, \tracker_capture$163 , tracker_errors, tracker_stats, dma_errors, \dma_capture$165 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, \addrmap_capture$171 , arbiter_stats, arbiter_errors, arbiter_status, tracker_busy, tracker_result__valid, tracker_result__payload, \tracker_capture$167 , tracker_errors, tracker_stats, dma_errors, \dma_capture$169 , dma_stats, dma_busy, bus__addr);
   reg _init_strobe_5  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -6537,29 +6537,33 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   reg \$721 ;
   reg \$722 ;
   reg \$723 ;
-  reg [178:0] \$724 ;
-  reg [58:0] \$725 ;
+  reg \$724 ;
+  reg \$725 ;
   reg \$726 ;
-  reg [38:0] \$727 ;
-  reg [38:0] \$728 ;
-  reg [4:0] \$729 ;
+  reg \$727 ;
+  reg [178:0] \$728 ;
+  reg [58:0] \$729 ;
   wire \$73 ;
-  reg [3:0] \$730 ;
-  reg [5:0] \$731 ;
-  reg [6:0] \$732 ;
-  reg [6:0] \$733 ;
-  reg [1:0] \$734 ;
-  reg [3:0] \$735 ;
-  reg [5:0] \$736 ;
+  reg \$730 ;
+  reg [38:0] \$731 ;
+  reg [38:0] \$732 ;
+  reg [4:0] \$733 ;
+  reg [3:0] \$734 ;
+  reg [5:0] \$735 ;
+  reg [6:0] \$736 ;
   reg [6:0] \$737 ;
-  reg [6:0] \$738 ;
-  reg [1:0] \$739 ;
+  reg [1:0] \$738 ;
+  reg [3:0] \$739 ;
   wire \$74 ;
-  reg [29:0] \$740 ;
-  reg [78:0] \$741 ;
-  reg [75:0] \$742 ;
-  reg \$743 ;
-  reg [31:0] \$744 ;
+  reg [5:0] \$740 ;
+  reg [6:0] \$741 ;
+  reg [6:0] \$742 ;
+  reg [1:0] \$743 ;
+  reg [29:0] \$744 ;
+  reg [78:0] \$745 ;
+  reg [75:0] \$746 ;
+  reg \$747 ;
+  reg [31:0] \$748 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
@@ -6588,11 +6592,11 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$98 ;
   wire \$99 ;
   reg [75:0] addrmap_capture = 76'h0000000000000000000;
-  input [68:0] \addrmap_capture$167 ;
-  wire [68:0] \addrmap_capture$167 ;
-  wire [47:0] addrmap_capture$167__addr ;
-  wire [4:0] addrmap_capture$167__device ;
-  wire [15:0] addrmap_capture$167__tile ;
+  input [68:0] \addrmap_capture$171 ;
+  wire [68:0] \addrmap_capture$171 ;
+  wire [47:0] addrmap_capture$171__addr ;
+  wire [4:0] addrmap_capture$171__device ;
+  wire [15:0] addrmap_capture$171__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
   wire [6:0] addrmap_capture__events ;
@@ -6730,19 +6734,23 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire desc_got__valid ;
   reg desc_load = 1'h0;
   reg desc_verdict = 1'h0;
+  reg desc_waiting0 = 1'h0;
+  reg desc_waiting1 = 1'h0;
+  reg desc_waiting2 = 1'h0;
+  reg desc_waiting3 = 1'h0;
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$120 ;
-  wire [4:0] device_id$120__device ;
+  wire [4:0] \device_id$124 ;
+  wire [4:0] device_id$124__device ;
   input dma_busy;
   wire dma_busy;
   reg [78:0] dma_capture = 79'h00000000000000000000;
-  input [71:0] \dma_capture$165 ;
-  wire [71:0] \dma_capture$165 ;
-  wire [47:0] dma_capture$165__addr ;
-  wire [7:0] dma_capture$165__index ;
-  wire [15:0] dma_capture$165__tile ;
+  input [71:0] \dma_capture$169 ;
+  wire [71:0] \dma_capture$169 ;
+  wire [47:0] dma_capture$169__addr ;
+  wire [7:0] dma_capture$169__index ;
+  wire [15:0] dma_capture$169__tile ;
   wire [47:0] dma_capture__addr ;
   wire [6:0] dma_capture__events ;
   wire dma_capture__events__bad_descriptor ;
@@ -6874,19 +6882,19 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [2:0] rp__addr;
   wire [7:0] \rp__addr$97 ;
   wire [151:0] rp__data;
-  wire [170:0] \rp__data$144 ;
-  wire [4:0] rp__data$144__device ;
-  wire [47:0] rp__data$144__dst ;
+  wire [170:0] \rp__data$148 ;
+  wire [4:0] rp__data$148__device ;
+  wire [47:0] rp__data$148__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rp__data$144__op ;
-  wire [23:0] rp__data$144__pitch ;
-  wire [15:0] rp__data$144__row_bytes ;
-  wire [11:0] rp__data$144__rows ;
-  wire [47:0] rp__data$144__src ;
-  wire [15:0] rp__data$144__tile ;
-  wire rp__data$144__valid ;
+  wire rp__data$148__op ;
+  wire [23:0] rp__data$148__pitch ;
+  wire [15:0] rp__data$148__row_bytes ;
+  wire [11:0] rp__data$148__rows ;
+  wire [47:0] rp__data$148__src ;
+  wire [15:0] rp__data$148__tile ;
+  wire rp__data$148__valid ;
   wire [47:0] rp__data__base ;
   wire [4:0] rp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -7017,10 +7025,10 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   input tracker_busy;
   wire tracker_busy;
   reg [29:0] tracker_capture = 30'h00000000;
-  input [23:0] \tracker_capture$163 ;
-  wire [23:0] \tracker_capture$163 ;
-  wire [7:0] tracker_capture$163__cmd ;
-  wire [15:0] tracker_capture$163__tile ;
+  input [23:0] \tracker_capture$167 ;
+  wire [23:0] \tracker_capture$167 ;
+  wire [7:0] tracker_capture$167__cmd ;
+  wire [15:0] tracker_capture$167__tile ;
   wire [7:0] tracker_capture__cmd ;
   wire [5:0] tracker_capture__events ;
   wire tracker_capture__events__bad_op ;
@@ -7402,7 +7410,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   always @(posedge clk) begin
     _0_ <= desc_table[dma_program__payload[7:0]];
   end
-  assign \rp__data$144  = _0_;
+  assign \rp__data$148  = _0_;
   (* t3hw_rd_collision = "excluded" *)
   reg [151:0] region_table [7:0];
   initial begin
@@ -7440,11 +7448,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$271  = \$269  | \$270 ;
   assign \$273  = \$272  | sweep;
   assign \$274  = dma_program__valid | desc_verdict;
+  assign \$275  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$276  = \$274  | \$275 ;
   assign \$277  = desc_fetch | desc_load;
   assign \$278  = \$276  | \$277 ;
   assign \$280  = sweep | dma_busy;
   assign \$281  = \$279  | \$280 ;
   assign \$282  = dma_program__valid | desc_verdict;
+  assign \$283  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$284  = \$282  | \$283 ;
   assign \$285  = desc_fetch | desc_load;
   assign \$286  = \$284  | \$285 ;
   assign \$288  = \$287  | sweep;
@@ -7461,6 +7473,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$309  = region_fetch | region_load;
   assign \$310  = \$308  | \$309 ;
   assign \$312  = dma_program__valid | desc_verdict;
+  assign \$313  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$314  = \$312  | \$313 ;
   assign \$315  = desc_fetch | desc_load;
   assign \$316  = \$314  | \$315 ;
   assign \$322  = \$321  | track_answer;
@@ -7530,42 +7544,56 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$399  = bus__w_stb & sel_region_remote_base_hi;
   assign \$400  = bus__w_stb & sel_desc_index;
   assign \$401  = dma_program__valid | desc_verdict;
+  assign \$402  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$403  = \$401  | \$402 ;
   assign \$404  = desc_fetch | desc_load;
   assign \$405  = \$403  | \$404 ;
   assign \$407  = \$400  & \$406 ;
   assign \$408  = bus__w_stb & sel_desc_index;
   assign \$409  = bus__w_stb & sel_desc_rows;
   assign \$410  = dma_program__valid | desc_verdict;
+  assign \$411  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$412  = \$410  | \$411 ;
   assign \$413  = desc_fetch | desc_load;
   assign \$414  = \$412  | \$413 ;
   assign \$416  = \$409  & \$415 ;
   assign \$417  = bus__w_stb & sel_desc_rows;
   assign \$418  = bus__w_stb & sel_desc_pitch;
   assign \$419  = dma_program__valid | desc_verdict;
+  assign \$420  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$421  = \$419  | \$420 ;
   assign \$422  = desc_fetch | desc_load;
   assign \$423  = \$421  | \$422 ;
   assign \$425  = \$418  & \$424 ;
   assign \$426  = bus__w_stb & sel_desc_pitch;
   assign \$427  = bus__w_stb & sel_desc_src_lo;
   assign \$428  = dma_program__valid | desc_verdict;
+  assign \$429  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$430  = \$428  | \$429 ;
   assign \$431  = desc_fetch | desc_load;
   assign \$432  = \$430  | \$431 ;
   assign \$434  = \$427  & \$433 ;
   assign \$435  = bus__w_stb & sel_desc_src_lo;
   assign \$436  = bus__w_stb & sel_desc_src_hi;
   assign \$437  = dma_program__valid | desc_verdict;
+  assign \$438  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$439  = \$437  | \$438 ;
   assign \$440  = desc_fetch | desc_load;
   assign \$441  = \$439  | \$440 ;
   assign \$443  = \$436  & \$442 ;
   assign \$444  = bus__w_stb & sel_desc_src_hi;
   assign \$445  = bus__w_stb & sel_desc_dst_lo;
   assign \$446  = dma_program__valid | desc_verdict;
+  assign \$447  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$448  = \$446  | \$447 ;
   assign \$449  = desc_fetch | desc_load;
   assign \$450  = \$448  | \$449 ;
   assign \$452  = \$445  & \$451 ;
   assign \$453  = bus__w_stb & sel_desc_dst_lo;
   assign \$454  = bus__w_stb & sel_desc_dst_hi;
   assign \$455  = dma_program__valid | desc_verdict;
+  assign \$456  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$457  = \$455  | \$456 ;
   assign \$458  = desc_fetch | desc_load;
   assign \$459  = \$457  | \$458 ;
   assign \$461  = \$454  & \$460 ;
@@ -7604,11 +7632,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$513  = \$511  | \$512 ;
   assign \$515  = \$514  | sweep;
   assign \$516  = dma_program__valid | desc_verdict;
+  assign \$517  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$518  = \$516  | \$517 ;
   assign \$519  = desc_fetch | desc_load;
   assign \$520  = \$518  | \$519 ;
   assign \$522  = sweep | dma_busy;
   assign \$523  = \$521  | \$522 ;
   assign \$524  = dma_program__valid | desc_verdict;
+  assign \$525  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$526  = \$524  | \$525 ;
   assign \$527  = desc_fetch | desc_load;
   assign \$528  = \$526  | \$527 ;
   assign \$530  = \$529  | sweep;
@@ -7817,55 +7849,63 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   always @(posedge clk)
     region_program__payload <= \$720 ;
   always @(posedge clk)
-    desc_verdict <= \$721 ;
+    desc_waiting0 <= \$721 ;
   always @(posedge clk)
-    desc_got <= \rp__data$144 ;
+    desc_waiting1 <= \$722 ;
   always @(posedge clk)
-    desc_fetch <= \$722 ;
+    desc_waiting2 <= \$723 ;
   always @(posedge clk)
-    desc_load <= \$723 ;
+    desc_waiting3 <= \$724 ;
   always @(posedge clk)
-    dma_program__payload <= \$724 ;
+    desc_verdict <= \$725 ;
   always @(posedge clk)
-    track_result <= \$725 ;
+    desc_got <= \rp__data$148 ;
   always @(posedge clk)
-    track_answer <= \$726 ;
+    desc_fetch <= \$726 ;
   always @(posedge clk)
-    tracker_program__payload <= \$727 ;
+    desc_load <= \$727 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$728 ;
+    dma_program__payload <= \$728 ;
   always @(posedge clk)
-    device_id <= \$729 ;
+    track_result <= \$729 ;
   always @(posedge clk)
-    csr_irq_enable <= \$730 ;
+    track_answer <= \$730 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$731 ;
+    tracker_program__payload <= \$731 ;
   always @(posedge clk)
-    dma_irq_enable <= \$732 ;
+    arbiter_program__payload <= \$732 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$733 ;
+    device_id <= \$733 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$734 ;
+    csr_irq_enable <= \$734 ;
   always @(posedge clk)
-    errors <= \$735 ;
+    tracker_irq_enable <= \$735 ;
   always @(posedge clk)
-    tracker_sticky <= \$736 ;
+    dma_irq_enable <= \$736 ;
   always @(posedge clk)
-    dma_sticky <= \$737 ;
+    addrmap_irq_enable <= \$737 ;
   always @(posedge clk)
-    addrmap_sticky <= \$738 ;
+    arbiter_irq_enable <= \$738 ;
   always @(posedge clk)
-    arbiter_sticky <= \$739 ;
+    errors <= \$739 ;
   always @(posedge clk)
-    tracker_capture <= \$740 ;
+    tracker_sticky <= \$740 ;
   always @(posedge clk)
-    dma_capture <= \$741 ;
+    dma_sticky <= \$741 ;
   always @(posedge clk)
-    addrmap_capture <= \$742 ;
+    addrmap_sticky <= \$742 ;
   always @(posedge clk)
-    irq <= \$743 ;
+    arbiter_sticky <= \$743 ;
   always @(posedge clk)
-    bus__r_data <= \$744 ;
+    tracker_capture <= \$744 ;
+  always @(posedge clk)
+    dma_capture <= \$745 ;
+  always @(posedge clk)
+    addrmap_capture <= \$746 ;
+  always @(posedge clk)
+    irq <= \$747 ;
+  always @(posedge clk)
+    bus__r_data <= \$748 ;
   assign \$1  = bus__r_stb | bus__w_stb;
   assign \$2  = ~ mapped;
   assign \$3  = \$1  & \$2 ;
@@ -8003,6 +8043,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$142  = \$140  & \$141 ;
   assign \$143  = bus__w_stb & sel_desc_index;
   assign \$144  = dma_program__valid | desc_verdict;
+  assign \$145  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$146  = \$144  | \$145 ;
   assign \$147  = desc_fetch | desc_load;
   assign \$148  = \$146  | \$147 ;
   assign \$150  = \$143  & \$149 ;
@@ -8012,6 +8054,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$154  = \$152  & \$153 ;
   assign \$155  = bus__w_stb & sel_desc_rows;
   assign \$156  = dma_program__valid | desc_verdict;
+  assign \$157  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$158  = \$156  | \$157 ;
   assign \$159  = desc_fetch | desc_load;
   assign \$160  = \$158  | \$159 ;
   assign \$162  = \$155  & \$161 ;
@@ -8021,6 +8065,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$166  = \$164  & \$165 ;
   assign \$167  = bus__w_stb & sel_desc_pitch;
   assign \$168  = dma_program__valid | desc_verdict;
+  assign \$169  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$170  = \$168  | \$169 ;
   assign \$171  = desc_fetch | desc_load;
   assign \$172  = \$170  | \$171 ;
   assign \$174  = \$167  & \$173 ;
@@ -8030,6 +8076,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$178  = \$176  & \$177 ;
   assign \$179  = bus__w_stb & sel_desc_src_lo;
   assign \$180  = dma_program__valid | desc_verdict;
+  assign \$181  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$182  = \$180  | \$181 ;
   assign \$183  = desc_fetch | desc_load;
   assign \$184  = \$182  | \$183 ;
   assign \$186  = \$179  & \$185 ;
@@ -8039,6 +8087,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$190  = \$188  & \$189 ;
   assign \$191  = bus__w_stb & sel_desc_src_hi;
   assign \$192  = dma_program__valid | desc_verdict;
+  assign \$193  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$194  = \$192  | \$193 ;
   assign \$195  = desc_fetch | desc_load;
   assign \$196  = \$194  | \$195 ;
   assign \$198  = \$191  & \$197 ;
@@ -8048,6 +8098,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$202  = \$200  & \$201 ;
   assign \$203  = bus__w_stb & sel_desc_dst_lo;
   assign \$204  = dma_program__valid | desc_verdict;
+  assign \$205  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$206  = \$204  | \$205 ;
   assign \$207  = desc_fetch | desc_load;
   assign \$208  = \$206  | \$207 ;
   assign \$210  = \$203  & \$209 ;
@@ -8057,6 +8109,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$214  = \$212  & \$213 ;
   assign \$215  = bus__w_stb & sel_desc_dst_hi;
   assign \$216  = dma_program__valid | desc_verdict;
+  assign \$217  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$218  = \$216  | \$217 ;
   assign \$219  = desc_fetch | desc_load;
   assign \$220  = \$218  | \$219 ;
   assign \$222  = \$215  & \$221 ;
@@ -15254,7 +15308,35 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$722  = 1'h0;
+    \$722  = desc_waiting0;
+    if (rst) begin
+      \$722  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$723  = desc_waiting1;
+    if (rst) begin
+      \$723  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$724  = desc_waiting2;
+    if (rst) begin
+      \$724  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$725  = desc_waiting3;
+    if (rst) begin
+      \$725  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$726  = 1'h0;
     if (\$501 ) begin
       casez (bus__w_data[2:0])
         3'h1:
@@ -15267,304 +15349,304 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$530 ) begin
             end else begin
-              \$722  = 1'h1;
+              \$726  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$722  = 1'h0;
+      \$726  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$723  = desc_fetch;
+    \$727  = desc_fetch;
     if (rst) begin
-      \$723  = 1'h0;
+      \$727  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$724  = dma_program__payload;
+    \$728  = dma_program__payload;
     if (desc_load) begin
-      \$724 [8] = desc_got[0];
-      \$724 [9] = desc_got[1];
-      \$724 [14:10] = desc_got[6:2];
-      \$724 [30:15] = desc_got[22:7];
-      \$724 [42:31] = desc_got[34:23];
-      \$724 [58:43] = desc_got[50:35];
-      \$724 [82:59] = desc_got[74:51];
-      \$724 [130:83] = desc_got[122:75];
-      \$724 [178:131] = desc_got[170:123];
+      \$728 [8] = desc_got[0];
+      \$728 [9] = desc_got[1];
+      \$728 [14:10] = desc_got[6:2];
+      \$728 [30:15] = desc_got[22:7];
+      \$728 [42:31] = desc_got[34:23];
+      \$728 [58:43] = desc_got[50:35];
+      \$728 [82:59] = desc_got[74:51];
+      \$728 [130:83] = desc_got[122:75];
+      \$728 [178:131] = desc_got[170:123];
     end
     if (\$407 ) begin
     end else if (\$408 ) begin
-      \$724 [7:0] = bus__w_data[7:0];
-      \$724 [8] = bus__w_data[8];
-      \$724 [9] = bus__w_data[9];
-      \$724 [14:10] = bus__w_data[14:10];
-      \$724 [30:15] = bus__w_data[30:15];
+      \$728 [7:0] = bus__w_data[7:0];
+      \$728 [8] = bus__w_data[8];
+      \$728 [9] = bus__w_data[9];
+      \$728 [14:10] = bus__w_data[14:10];
+      \$728 [30:15] = bus__w_data[30:15];
     end
     if (\$416 ) begin
     end else if (\$417 ) begin
-      \$724 [42:31] = bus__w_data[11:0];
-      \$724 [58:43] = bus__w_data[27:12];
+      \$728 [42:31] = bus__w_data[11:0];
+      \$728 [58:43] = bus__w_data[27:12];
     end
     if (\$425 ) begin
     end else if (\$426 ) begin
-      \$724 [82:59] = bus__w_data[23:0];
+      \$728 [82:59] = bus__w_data[23:0];
     end
     if (\$434 ) begin
     end else if (\$435 ) begin
-      \$724 [114:83] = bus__w_data;
+      \$728 [114:83] = bus__w_data;
     end
     if (\$443 ) begin
     end else if (\$444 ) begin
-      \$724 [130:115] = bus__w_data[15:0];
+      \$728 [130:115] = bus__w_data[15:0];
     end
     if (\$452 ) begin
     end else if (\$453 ) begin
-      \$724 [162:131] = bus__w_data;
+      \$728 [162:131] = bus__w_data;
     end
     if (\$461 ) begin
     end else if (\$462 ) begin
-      \$724 [178:163] = bus__w_data[15:0];
+      \$728 [178:163] = bus__w_data[15:0];
     end
     if (rst) begin
-      \$724  = 179'h000000000000000000000000000000000000000000000;
+      \$728  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$725  = track_result;
+    \$729  = track_result;
     if (tracker_result__valid) begin
-      \$725  = tracker_result__payload;
+      \$729  = tracker_result__payload;
     end
     if (rst) begin
-      \$725  = 59'h000000000000000;
+      \$729  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$726  = track_answer;
+    \$730  = track_answer;
     if (tracker_result__valid) begin
-      \$726  = 1'h0;
+      \$730  = 1'h0;
     end else if (\$336 ) begin
-      \$726  = 1'h1;
+      \$730  = 1'h1;
     end
     if (rst) begin
-      \$726  = 1'h0;
+      \$730  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$727  = tracker_program__payload;
+    \$731  = tracker_program__payload;
     if (\$469 ) begin
     end else if (\$470 ) begin
-      \$727 [1:0] = bus__w_data[1:0];
-      \$727 [17:2] = bus__w_data[17:2];
-      \$727 [29:18] = bus__w_data[29:18];
+      \$731 [1:0] = bus__w_data[1:0];
+      \$731 [17:2] = bus__w_data[17:2];
+      \$731 [29:18] = bus__w_data[29:18];
     end
     if (\$477 ) begin
     end else if (\$478 ) begin
-      \$727 [37:30] = bus__w_data[7:0];
-      \$727 [38] = bus__w_data[8];
+      \$731 [37:30] = bus__w_data[7:0];
+      \$731 [38] = bus__w_data[8];
     end
     if (rst) begin
-      \$727  = 39'h0000000000;
+      \$731  = 39'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$728  = arbiter_program__payload;
+    \$732  = arbiter_program__payload;
     if (\$485 ) begin
     end else if (\$486 ) begin
-      \$728 [1:0] = bus__w_data[1:0];
-      \$728 [9:2] = bus__w_data[9:2];
-      \$728 [17:10] = bus__w_data[17:10];
-      \$728 [22:18] = bus__w_data[22:18];
+      \$732 [1:0] = bus__w_data[1:0];
+      \$732 [9:2] = bus__w_data[9:2];
+      \$732 [17:10] = bus__w_data[17:10];
+      \$732 [22:18] = bus__w_data[22:18];
     end
     if (\$493 ) begin
     end else if (\$494 ) begin
-      \$728 [38:23] = bus__w_data[15:0];
+      \$732 [38:23] = bus__w_data[15:0];
     end
     if (rst) begin
-      \$728  = 39'h0200388002;
+      \$732  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$729  = device_id;
+    \$733  = device_id;
     if (\$495 ) begin
-      \$729  = bus__w_data[4:0];
+      \$733  = bus__w_data[4:0];
     end
     if (rst) begin
-      \$729  = 5'h00;
+      \$733  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$730  = csr_irq_enable;
+    \$734  = csr_irq_enable;
     if (\$496 ) begin
-      \$730 [0] = bus__w_data[0];
-      \$730 [1] = bus__w_data[1];
-      \$730 [2] = bus__w_data[2];
-      \$730 [3] = bus__w_data[3];
-    end
-    if (rst) begin
-      \$730  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$731  = tracker_irq_enable;
-    if (\$497 ) begin
-      \$731 [0] = bus__w_data[0];
-      \$731 [1] = bus__w_data[1];
-      \$731 [2] = bus__w_data[2];
-      \$731 [3] = bus__w_data[3];
-      \$731 [4] = bus__w_data[4];
-      \$731 [5] = bus__w_data[5];
-    end
-    if (rst) begin
-      \$731  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$732  = dma_irq_enable;
-    if (\$498 ) begin
-      \$732 [0] = bus__w_data[0];
-      \$732 [1] = bus__w_data[1];
-      \$732 [2] = bus__w_data[2];
-      \$732 [3] = bus__w_data[3];
-      \$732 [4] = bus__w_data[4];
-      \$732 [5] = bus__w_data[5];
-      \$732 [6] = bus__w_data[6];
-    end
-    if (rst) begin
-      \$732  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$733  = addrmap_irq_enable;
-    if (\$499 ) begin
-      \$733 [0] = bus__w_data[0];
-      \$733 [1] = bus__w_data[1];
-      \$733 [2] = bus__w_data[2];
-      \$733 [3] = bus__w_data[3];
-      \$733 [4] = bus__w_data[4];
-      \$733 [5] = bus__w_data[5];
-      \$733 [6] = bus__w_data[6];
-    end
-    if (rst) begin
-      \$733  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$734  = arbiter_irq_enable;
-    if (\$500 ) begin
       \$734 [0] = bus__w_data[0];
       \$734 [1] = bus__w_data[1];
+      \$734 [2] = bus__w_data[2];
+      \$734 [3] = bus__w_data[3];
     end
     if (rst) begin
-      \$734  = 2'h0;
+      \$734  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$735  = \$545 ;
+    \$735  = tracker_irq_enable;
+    if (\$497 ) begin
+      \$735 [0] = bus__w_data[0];
+      \$735 [1] = bus__w_data[1];
+      \$735 [2] = bus__w_data[2];
+      \$735 [3] = bus__w_data[3];
+      \$735 [4] = bus__w_data[4];
+      \$735 [5] = bus__w_data[5];
+    end
     if (rst) begin
-      \$735  = 4'h0;
+      \$735  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$736  = \$548 ;
+    \$736  = dma_irq_enable;
+    if (\$498 ) begin
+      \$736 [0] = bus__w_data[0];
+      \$736 [1] = bus__w_data[1];
+      \$736 [2] = bus__w_data[2];
+      \$736 [3] = bus__w_data[3];
+      \$736 [4] = bus__w_data[4];
+      \$736 [5] = bus__w_data[5];
+      \$736 [6] = bus__w_data[6];
+    end
     if (rst) begin
-      \$736  = 6'h00;
+      \$736  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$737  = \$551 ;
+    \$737  = addrmap_irq_enable;
+    if (\$499 ) begin
+      \$737 [0] = bus__w_data[0];
+      \$737 [1] = bus__w_data[1];
+      \$737 [2] = bus__w_data[2];
+      \$737 [3] = bus__w_data[3];
+      \$737 [4] = bus__w_data[4];
+      \$737 [5] = bus__w_data[5];
+      \$737 [6] = bus__w_data[6];
+    end
     if (rst) begin
       \$737  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$738  = \$554 ;
+    \$738  = arbiter_irq_enable;
+    if (\$500 ) begin
+      \$738 [0] = bus__w_data[0];
+      \$738 [1] = bus__w_data[1];
+    end
     if (rst) begin
-      \$738  = 7'h00;
+      \$738  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$739  = \$557 ;
+    \$739  = \$545 ;
     if (rst) begin
-      \$739  = 2'h0;
+      \$739  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$740  = tracker_capture;
+    \$740  = \$548 ;
+    if (rst) begin
+      \$740  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$741  = \$551 ;
+    if (rst) begin
+      \$741  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$742  = \$554 ;
+    if (rst) begin
+      \$742  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$743  = \$557 ;
+    if (rst) begin
+      \$743  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$744  = tracker_capture;
     if (\$563 ) begin
-      \$740 [15:0] = \tracker_capture$163 [15:0];
-      \$740 [23:16] = \tracker_capture$163 [23:16];
-      \$740 [29:24] = tracker_errors;
+      \$744 [15:0] = \tracker_capture$167 [15:0];
+      \$744 [23:16] = \tracker_capture$167 [23:16];
+      \$744 [29:24] = tracker_errors;
     end
     if (rst) begin
-      \$740  = 30'h00000000;
+      \$744  = 30'h00000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$741  = dma_capture;
+    \$745  = dma_capture;
     if (\$569 ) begin
-      \$741 [7:0] = \dma_capture$165 [7:0];
-      \$741 [23:8] = \dma_capture$165 [23:8];
-      \$741 [71:24] = \dma_capture$165 [71:24];
-      \$741 [78:72] = dma_errors;
+      \$745 [7:0] = \dma_capture$169 [7:0];
+      \$745 [23:8] = \dma_capture$169 [23:8];
+      \$745 [71:24] = \dma_capture$169 [71:24];
+      \$745 [78:72] = dma_errors;
     end
     if (rst) begin
-      \$741  = 79'h00000000000000000000;
+      \$745  = 79'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$742  = addrmap_capture;
+    \$746  = addrmap_capture;
     if (\$575 ) begin
-      \$742 [47:0] = \addrmap_capture$167 [47:0];
-      \$742 [52:48] = \addrmap_capture$167 [52:48];
-      \$742 [68:53] = \addrmap_capture$167 [68:53];
-      \$742 [75:69] = addrmap_errors;
+      \$746 [47:0] = \addrmap_capture$171 [47:0];
+      \$746 [52:48] = \addrmap_capture$171 [52:48];
+      \$746 [68:53] = \addrmap_capture$171 [68:53];
+      \$746 [75:69] = addrmap_errors;
     end
     if (rst) begin
-      \$742  = 76'h0000000000000000000;
+      \$746  = 76'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$743  = \$586 ;
+    \$747  = \$586 ;
     if (rst) begin
-      \$743  = 1'h0;
+      \$747  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$744  = bus__r_data;
+    \$748  = bus__r_data;
     if (bus__r_stb) begin
-      \$744  = \$698 ;
+      \$748  = \$698 ;
     end
     if (rst) begin
-      \$744  = 32'd0;
+      \$748  = 32'd0;
     end
   end
   assign rp__addr = region_program__payload[2:0];
   assign \rp__addr$97  = dma_program__payload[7:0];
-  assign \device_id$120  = device_id;
+  assign \device_id$124  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -15619,7 +15701,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign dma_errors__bad_pitch  = dma_errors[4];
   assign dma_errors__desc_busy  = dma_errors[5];
   assign dma_errors__read_error  = dma_errors[6];
-  assign device_id$120__device  = device_id;
+  assign device_id$124__device  = device_id;
   assign tracker_clear__unprogrammed  = 1'h1;
   assign tracker_clear__overcount  = 1'h1;
   assign tracker_clear__reprogram  = 1'h1;
@@ -15672,15 +15754,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign desc_got__pitch  = desc_got[74:51];
   assign desc_got__src  = desc_got[122:75];
   assign desc_got__dst  = desc_got[170:123];
-  assign rp__data$144__valid  = \rp__data$144 [0];
-  assign rp__data$144__op  = \rp__data$144 [1];
-  assign rp__data$144__device  = \rp__data$144 [6:2];
-  assign rp__data$144__tile  = \rp__data$144 [22:7];
-  assign rp__data$144__rows  = \rp__data$144 [34:23];
-  assign rp__data$144__row_bytes  = \rp__data$144 [50:35];
-  assign rp__data$144__pitch  = \rp__data$144 [74:51];
-  assign rp__data$144__src  = \rp__data$144 [122:75];
-  assign rp__data$144__dst  = \rp__data$144 [170:123];
+  assign rp__data$148__valid  = \rp__data$148 [0];
+  assign rp__data$148__op  = \rp__data$148 [1];
+  assign rp__data$148__device  = \rp__data$148 [6:2];
+  assign rp__data$148__tile  = \rp__data$148 [22:7];
+  assign rp__data$148__rows  = \rp__data$148 [34:23];
+  assign rp__data$148__row_bytes  = \rp__data$148 [50:35];
+  assign rp__data$148__pitch  = \rp__data$148 [74:51];
+  assign rp__data$148__src  = \rp__data$148 [122:75];
+  assign rp__data$148__dst  = \rp__data$148 [170:123];
   assign track_result__op  = track_result[1:0];
   assign track_result__code  = track_result[4:2];
   assign track_result__tile  = track_result[20:5];
@@ -15778,8 +15860,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign tracker_capture__events__bad_threshold  = tracker_capture[27];
   assign tracker_capture__events__overflow  = tracker_capture[28];
   assign tracker_capture__events__bad_op  = tracker_capture[29];
-  assign tracker_capture$163__tile  = \tracker_capture$163 [15:0];
-  assign tracker_capture$163__cmd  = \tracker_capture$163 [23:16];
+  assign tracker_capture$167__tile  = \tracker_capture$167 [15:0];
+  assign tracker_capture$167__cmd  = \tracker_capture$167 [23:16];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
@@ -15791,9 +15873,9 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign dma_capture__events__bad_pitch  = dma_capture[76];
   assign dma_capture__events__desc_busy  = dma_capture[77];
   assign dma_capture__events__read_error  = dma_capture[78];
-  assign dma_capture$165__index  = \dma_capture$165 [7:0];
-  assign dma_capture$165__tile  = \dma_capture$165 [23:8];
-  assign dma_capture$165__addr  = \dma_capture$165 [71:24];
+  assign dma_capture$169__index  = \dma_capture$169 [7:0];
+  assign dma_capture$169__tile  = \dma_capture$169 [23:8];
+  assign dma_capture$169__addr  = \dma_capture$169 [71:24];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
@@ -15805,9 +15887,9 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign addrmap_capture__events__rx_remote  = addrmap_capture[73];
   assign addrmap_capture__events__rx_unmapped  = addrmap_capture[74];
   assign addrmap_capture__events__rx_crosses  = addrmap_capture[75];
-  assign addrmap_capture$167__addr  = \addrmap_capture$167 [47:0];
-  assign addrmap_capture$167__device  = \addrmap_capture$167 [52:48];
-  assign addrmap_capture$167__tile  = \addrmap_capture$167 [68:53];
+  assign addrmap_capture$171__addr  = \addrmap_capture$171 [47:0];
+  assign addrmap_capture$171__device  = \addrmap_capture$171 [52:48];
+  assign addrmap_capture$171__tile  = \addrmap_capture$171 [68:53];
   assign tracker_stats__writes_compute  = tracker_stats[31:0];
   assign tracker_stats__writes_dma  = tracker_stats[63:32];
   assign tracker_stats__writes_remote  = tracker_stats[95:64];
@@ -15864,26 +15946,12 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$113  = \$112 ;
   assign \$125  = \$124 ;
   assign \$137  = \$136 ;
-  assign \$145  = 1'h0;
-  assign \$146  = \$144 ;
   assign \$149  = \$148 ;
-  assign \$157  = 1'h0;
-  assign \$158  = \$156 ;
   assign \$161  = \$160 ;
-  assign \$169  = 1'h0;
-  assign \$170  = \$168 ;
   assign \$173  = \$172 ;
-  assign \$181  = 1'h0;
-  assign \$182  = \$180 ;
   assign \$185  = \$184 ;
-  assign \$193  = 1'h0;
-  assign \$194  = \$192 ;
   assign \$197  = \$196 ;
-  assign \$205  = 1'h0;
-  assign \$206  = \$204 ;
   assign \$209  = \$208 ;
-  assign \$217  = 1'h0;
-  assign \$218  = \$216 ;
   assign \$221  = \$220 ;
   assign \$228  = tracker_program__valid;
   assign \$229  = 1'h0;
@@ -15905,11 +15973,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$256  = arbiter_program__valid;
   assign \$265  = \$264 ;
   assign \$272  = \$271 ;
-  assign \$275  = 1'h0;
-  assign \$276  = \$274 ;
   assign \$279  = \$278 ;
-  assign \$283  = 1'h0;
-  assign \$284  = \$282 ;
   assign \$287  = \$286 ;
   assign \$289  = tracker_program__valid;
   assign \$290  = 1'h0;
@@ -15922,8 +15986,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$299  = arbiter_program__valid;
   assign \$300  = arbiter_program__valid;
   assign \$311  = \$310 ;
-  assign \$313  = 1'h0;
-  assign \$314  = \$312 ;
   assign \$317  = \$316 ;
   assign \$318  = tracker_program__valid;
   assign \$319  = 1'h0;
@@ -15942,26 +16004,12 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$379  = \$378 ;
   assign \$388  = \$387 ;
   assign \$397  = \$396 ;
-  assign \$402  = 1'h0;
-  assign \$403  = \$401 ;
   assign \$406  = \$405 ;
-  assign \$411  = 1'h0;
-  assign \$412  = \$410 ;
   assign \$415  = \$414 ;
-  assign \$420  = 1'h0;
-  assign \$421  = \$419 ;
   assign \$424  = \$423 ;
-  assign \$429  = 1'h0;
-  assign \$430  = \$428 ;
   assign \$433  = \$432 ;
-  assign \$438  = 1'h0;
-  assign \$439  = \$437 ;
   assign \$442  = \$441 ;
-  assign \$447  = 1'h0;
-  assign \$448  = \$446 ;
   assign \$451  = \$450 ;
-  assign \$456  = 1'h0;
-  assign \$457  = \$455 ;
   assign \$460  = \$459 ;
   assign \$464  = tracker_program__valid;
   assign \$465  = 1'h0;
@@ -15983,11 +16031,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$492  = arbiter_program__valid;
   assign \$507  = \$506 ;
   assign \$514  = \$513 ;
-  assign \$517  = 1'h0;
-  assign \$518  = \$516 ;
   assign \$521  = \$520 ;
-  assign \$525  = 1'h0;
-  assign \$526  = \$524 ;
   assign \$529  = \$528 ;
   assign \$531  = tracker_program__valid;
   assign \$532  = 1'h0;
@@ -17346,3427 +17390,103 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   reg _init_strobe_9  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$1000 ;
-  wire [6:0] \$1001 ;
-  wire \$1002 ;
-  wire \$1003 ;
-  wire \$1004 ;
-  wire [7:0] \$1005 ;
-  wire \$1006 ;
-  wire \$1007 ;
-  wire \$1008 ;
-  wire [5:0] \$1009 ;
-  wire \$101 ;
-  wire \$1010 ;
-  wire \$1011 ;
-  wire [6:0] \$1012 ;
-  wire \$1013 ;
-  wire \$1014 ;
-  wire \$1015 ;
-  wire [7:0] \$1016 ;
-  wire \$1017 ;
-  wire \$1018 ;
-  wire \$1019 ;
-  wire \$102 ;
-  wire [5:0] \$1020 ;
-  wire \$1021 ;
-  wire \$1022 ;
-  wire [6:0] \$1023 ;
-  wire \$1024 ;
-  wire \$1025 ;
-  wire \$1026 ;
-  wire [7:0] \$1027 ;
-  wire \$1028 ;
-  wire \$1029 ;
-  wire [7:0] \$103 ;
-  wire \$1030 ;
-  wire [5:0] \$1031 ;
-  wire \$1032 ;
-  wire \$1033 ;
-  wire [6:0] \$1034 ;
-  wire \$1035 ;
-  wire \$1036 ;
-  wire \$1037 ;
-  wire [7:0] \$1038 ;
-  wire \$1039 ;
-  wire \$104 ;
-  wire \$1040 ;
-  wire \$1041 ;
-  wire [5:0] \$1042 ;
-  wire \$1043 ;
-  wire \$1044 ;
-  wire [6:0] \$1045 ;
-  wire \$1046 ;
-  wire \$1047 ;
-  wire \$1048 ;
-  wire [7:0] \$1049 ;
-  wire \$105 ;
-  wire \$1050 ;
-  wire \$1051 ;
-  wire \$1052 ;
-  wire [5:0] \$1053 ;
-  wire \$1054 ;
-  wire \$1055 ;
-  wire [6:0] \$1056 ;
-  wire \$1057 ;
-  wire \$1058 ;
-  wire \$1059 ;
-  wire \$106 ;
-  wire [7:0] \$1060 ;
-  wire \$1061 ;
-  wire \$1062 ;
-  wire \$1063 ;
-  wire [5:0] \$1064 ;
-  wire \$1065 ;
-  wire \$1066 ;
-  wire [6:0] \$1067 ;
-  wire \$1068 ;
-  wire \$1069 ;
-  wire [5:0] \$107 ;
-  wire \$1070 ;
-  wire [7:0] \$1071 ;
-  wire \$1072 ;
-  wire \$1073 ;
-  wire \$1074 ;
-  wire [5:0] \$1075 ;
-  wire \$1076 ;
-  wire \$1077 ;
-  wire [6:0] \$1078 ;
-  wire \$1079 ;
-  wire \$108 ;
-  wire \$1080 ;
-  wire \$1081 ;
-  wire [7:0] \$1082 ;
-  wire \$1083 ;
-  wire \$1084 ;
-  wire \$1085 ;
-  wire [5:0] \$1086 ;
-  wire \$1087 ;
-  wire \$1088 ;
-  wire [6:0] \$1089 ;
-  wire \$109 ;
-  wire \$1090 ;
-  wire \$1091 ;
-  wire \$1092 ;
-  wire [7:0] \$1093 ;
-  wire \$1094 ;
-  wire \$1095 ;
-  wire \$1096 ;
-  wire [5:0] \$1097 ;
-  wire \$1098 ;
-  wire \$1099 ;
-  wire [6:0] \$11 ;
-  wire [6:0] \$110 ;
-  wire [6:0] \$1100 ;
-  wire \$1101 ;
-  wire \$1102 ;
-  wire \$1103 ;
-  wire [7:0] \$1104 ;
-  wire \$1105 ;
-  wire \$1106 ;
-  wire \$1107 ;
-  wire [5:0] \$1108 ;
-  wire \$1109 ;
-  wire \$111 ;
-  wire \$1110 ;
-  wire [6:0] \$1111 ;
-  wire \$1112 ;
-  wire \$1113 ;
-  wire \$1114 ;
-  wire [7:0] \$1115 ;
-  wire \$1116 ;
-  wire \$1117 ;
-  wire \$1118 ;
-  wire [5:0] \$1119 ;
-  wire \$112 ;
-  wire \$1120 ;
-  wire \$1121 ;
-  wire [6:0] \$1122 ;
-  wire \$1123 ;
-  wire \$1124 ;
-  wire \$1125 ;
-  wire [7:0] \$1126 ;
-  wire \$1127 ;
-  wire \$1128 ;
-  wire \$1129 ;
-  wire \$113 ;
-  wire [5:0] \$1130 ;
-  wire \$1131 ;
-  wire \$1132 ;
-  wire [6:0] \$1133 ;
-  wire \$1134 ;
-  wire \$1135 ;
-  wire \$1136 ;
-  wire [7:0] \$1137 ;
-  wire \$1138 ;
-  wire \$1139 ;
-  wire [7:0] \$114 ;
-  wire \$1140 ;
-  wire [5:0] \$1141 ;
-  wire \$1142 ;
-  wire \$1143 ;
-  wire [6:0] \$1144 ;
-  wire \$1145 ;
-  wire \$1146 ;
-  wire \$1147 ;
-  wire [7:0] \$1148 ;
-  wire \$1149 ;
-  wire \$115 ;
-  wire \$1150 ;
-  wire \$1151 ;
-  wire [5:0] \$1152 ;
-  wire \$1153 ;
-  wire \$1154 ;
-  wire [6:0] \$1155 ;
-  wire \$1156 ;
-  wire \$1157 ;
-  wire \$1158 ;
-  wire [7:0] \$1159 ;
-  wire \$116 ;
-  wire \$1160 ;
-  wire \$1161 ;
-  wire \$1162 ;
-  wire [5:0] \$1163 ;
-  wire \$1164 ;
-  wire \$1165 ;
-  wire [6:0] \$1166 ;
-  wire \$1167 ;
-  wire \$1168 ;
-  wire \$1169 ;
-  wire \$117 ;
-  wire [7:0] \$1170 ;
-  wire \$1171 ;
-  wire \$1172 ;
-  wire \$1173 ;
-  wire [5:0] \$1174 ;
-  wire \$1175 ;
-  wire \$1176 ;
-  wire [6:0] \$1177 ;
-  wire \$1178 ;
-  wire \$1179 ;
-  wire [5:0] \$118 ;
-  wire \$1180 ;
-  wire [7:0] \$1181 ;
-  wire \$1182 ;
-  wire \$1183 ;
-  wire \$1184 ;
-  wire [5:0] \$1185 ;
-  wire \$1186 ;
-  wire \$1187 ;
-  wire [6:0] \$1188 ;
-  wire \$1189 ;
-  wire \$119 ;
-  wire \$1190 ;
-  wire \$1191 ;
-  wire [7:0] \$1192 ;
-  wire \$1193 ;
-  wire \$1194 ;
-  wire \$1195 ;
-  wire [5:0] \$1196 ;
-  wire \$1197 ;
-  wire \$1198 ;
-  wire [6:0] \$1199 ;
+  wire \$11 ;
   wire \$12 ;
-  wire \$120 ;
-  wire \$1200 ;
-  wire \$1201 ;
-  wire \$1202 ;
-  wire [7:0] \$1203 ;
-  wire \$1204 ;
-  wire \$1205 ;
-  wire \$1206 ;
-  wire [5:0] \$1207 ;
-  wire \$1208 ;
-  wire \$1209 ;
-  wire [6:0] \$121 ;
-  wire [6:0] \$1210 ;
-  wire \$1211 ;
-  wire \$1212 ;
-  wire \$1213 ;
-  wire [7:0] \$1214 ;
-  wire \$1215 ;
-  wire \$1216 ;
-  wire \$1217 ;
-  wire [5:0] \$1218 ;
-  wire \$1219 ;
-  wire \$122 ;
-  wire \$1220 ;
-  wire [6:0] \$1221 ;
-  wire \$1222 ;
-  wire \$1223 ;
-  wire \$1224 ;
-  wire [7:0] \$1225 ;
-  wire \$1226 ;
-  wire \$1227 ;
-  wire \$1228 ;
-  wire [5:0] \$1229 ;
-  wire \$123 ;
-  wire \$1230 ;
-  wire \$1231 ;
-  wire [6:0] \$1232 ;
-  wire \$1233 ;
-  wire \$1234 ;
-  wire \$1235 ;
-  wire [7:0] \$1236 ;
-  wire \$1237 ;
-  wire \$1238 ;
-  wire \$1239 ;
-  wire \$124 ;
-  wire [5:0] \$1240 ;
-  wire \$1241 ;
-  wire \$1242 ;
-  wire [6:0] \$1243 ;
-  wire \$1244 ;
-  wire \$1245 ;
-  wire \$1246 ;
-  wire [7:0] \$1247 ;
-  wire \$1248 ;
-  wire \$1249 ;
-  wire [7:0] \$125 ;
-  wire \$1250 ;
-  wire [5:0] \$1251 ;
-  wire \$1252 ;
-  wire \$1253 ;
-  wire [6:0] \$1254 ;
-  wire \$1255 ;
-  wire \$1256 ;
-  wire \$1257 ;
-  wire [7:0] \$1258 ;
-  wire \$1259 ;
-  wire \$126 ;
-  wire \$1260 ;
-  wire \$1261 ;
-  wire [5:0] \$1262 ;
-  wire \$1263 ;
-  wire \$1264 ;
-  wire [6:0] \$1265 ;
-  wire \$1266 ;
-  wire \$1267 ;
-  wire \$1268 ;
-  wire [7:0] \$1269 ;
-  wire \$127 ;
-  wire \$1270 ;
-  wire \$1271 ;
-  wire \$1272 ;
-  wire [5:0] \$1273 ;
-  wire \$1274 ;
-  wire \$1275 ;
-  wire [6:0] \$1276 ;
-  wire \$1277 ;
-  wire \$1278 ;
-  wire \$1279 ;
-  wire \$128 ;
-  wire [7:0] \$1280 ;
-  wire \$1281 ;
-  wire \$1282 ;
-  wire \$1283 ;
-  wire [5:0] \$1284 ;
-  wire \$1285 ;
-  wire \$1286 ;
-  wire [6:0] \$1287 ;
-  wire \$1288 ;
-  wire \$1289 ;
-  wire [5:0] \$129 ;
-  wire \$1290 ;
-  wire [7:0] \$1291 ;
-  wire \$1292 ;
-  wire \$1293 ;
-  wire \$1294 ;
-  wire [5:0] \$1295 ;
-  wire \$1296 ;
-  wire \$1297 ;
-  wire [6:0] \$1298 ;
-  wire \$1299 ;
-  wire \$13 ;
-  wire \$130 ;
-  wire \$1300 ;
-  wire \$1301 ;
-  wire [7:0] \$1302 ;
-  wire \$1303 ;
-  wire \$1304 ;
-  wire \$1305 ;
-  wire [5:0] \$1306 ;
-  wire \$1307 ;
-  wire \$1308 ;
-  wire [6:0] \$1309 ;
-  wire \$131 ;
-  wire \$1310 ;
-  wire \$1311 ;
-  wire \$1312 ;
-  wire [7:0] \$1313 ;
-  wire \$1314 ;
-  wire \$1315 ;
-  wire \$1316 ;
-  wire [5:0] \$1317 ;
-  wire \$1318 ;
-  wire \$1319 ;
-  wire [6:0] \$132 ;
-  wire [6:0] \$1320 ;
-  wire \$1321 ;
-  wire \$1322 ;
-  wire \$1323 ;
-  wire [7:0] \$1324 ;
-  wire \$1325 ;
-  wire \$1326 ;
-  wire \$1327 ;
-  wire [5:0] \$1328 ;
-  wire \$1329 ;
-  wire \$133 ;
-  wire \$1330 ;
-  wire [6:0] \$1331 ;
-  wire \$1332 ;
-  wire \$1333 ;
-  wire \$1334 ;
-  wire [7:0] \$1335 ;
-  wire \$1336 ;
-  wire \$1337 ;
-  wire \$1338 ;
-  wire [5:0] \$1339 ;
-  wire \$134 ;
-  wire \$1340 ;
-  wire \$1341 ;
-  wire [6:0] \$1342 ;
-  wire \$1343 ;
-  wire \$1344 ;
-  wire \$1345 ;
-  wire [7:0] \$1346 ;
-  wire \$1347 ;
-  wire \$1348 ;
-  wire \$1349 ;
-  wire \$135 ;
-  wire [5:0] \$1350 ;
-  wire \$1351 ;
-  wire \$1352 ;
-  wire [6:0] \$1353 ;
-  wire \$1354 ;
-  wire \$1355 ;
-  wire \$1356 ;
-  wire [7:0] \$1357 ;
-  wire \$1358 ;
-  wire \$1359 ;
-  wire [7:0] \$136 ;
-  wire \$1360 ;
-  wire [5:0] \$1361 ;
-  wire \$1362 ;
-  wire \$1363 ;
-  wire [6:0] \$1364 ;
-  wire \$1365 ;
-  wire \$1366 ;
-  wire \$1367 ;
-  wire [7:0] \$1368 ;
-  wire \$1369 ;
-  wire \$137 ;
-  wire \$1370 ;
-  wire \$1371 ;
-  wire [5:0] \$1372 ;
-  wire \$1373 ;
-  wire \$1374 ;
-  wire [6:0] \$1375 ;
-  wire \$1376 ;
-  wire \$1377 ;
-  wire \$1378 ;
-  wire [7:0] \$1379 ;
-  wire \$138 ;
-  wire \$1380 ;
-  wire \$1381 ;
-  wire \$1382 ;
-  wire [5:0] \$1383 ;
-  wire \$1384 ;
-  wire \$1385 ;
-  wire [6:0] \$1386 ;
-  wire \$1387 ;
-  wire \$1388 ;
-  wire \$1389 ;
-  wire \$139 ;
-  wire [7:0] \$1390 ;
-  wire \$1391 ;
-  wire \$1392 ;
-  wire \$1393 ;
-  wire [5:0] \$1394 ;
-  wire \$1395 ;
-  wire \$1396 ;
-  wire [6:0] \$1397 ;
-  wire \$1398 ;
-  wire \$1399 ;
-  wire \$14 ;
-  wire [5:0] \$140 ;
-  wire \$1400 ;
-  wire [7:0] \$1401 ;
-  wire \$1402 ;
-  wire \$1403 ;
-  wire \$1404 ;
-  wire [5:0] \$1405 ;
-  wire \$1406 ;
-  wire \$1407 ;
-  wire [6:0] \$1408 ;
-  wire \$1409 ;
-  wire \$141 ;
-  wire \$1410 ;
-  wire \$1411 ;
-  wire [7:0] \$1412 ;
-  wire \$1413 ;
-  wire \$1414 ;
-  wire \$1415 ;
-  wire [5:0] \$1416 ;
-  wire \$1417 ;
-  wire \$1418 ;
-  wire [6:0] \$1419 ;
-  wire \$142 ;
-  wire \$1420 ;
-  wire \$1421 ;
-  wire \$1422 ;
-  wire [7:0] \$1423 ;
-  wire \$1424 ;
-  wire \$1425 ;
-  wire \$1426 ;
-  wire [5:0] \$1427 ;
-  wire \$1428 ;
-  wire \$1429 ;
-  wire [6:0] \$143 ;
-  wire [6:0] \$1430 ;
-  wire \$1431 ;
-  wire \$1432 ;
-  wire \$1433 ;
-  wire [7:0] \$1434 ;
-  wire \$1435 ;
-  wire \$1436 ;
-  wire \$1437 ;
-  wire [5:0] \$1438 ;
-  wire \$1439 ;
-  wire \$144 ;
-  wire \$1440 ;
-  wire [6:0] \$1441 ;
-  wire \$1442 ;
-  wire \$1443 ;
-  wire \$1444 ;
-  wire [7:0] \$1445 ;
-  wire \$1446 ;
-  wire \$1447 ;
-  wire \$1448 ;
-  wire [5:0] \$1449 ;
-  wire \$145 ;
-  wire \$1450 ;
-  wire \$1451 ;
-  wire [6:0] \$1452 ;
-  wire \$1453 ;
-  wire \$1454 ;
-  wire \$1455 ;
-  wire [7:0] \$1456 ;
-  wire \$1457 ;
-  wire \$1458 ;
-  wire \$1459 ;
-  wire \$146 ;
-  wire [5:0] \$1460 ;
-  wire \$1461 ;
-  wire \$1462 ;
-  wire [6:0] \$1463 ;
-  wire \$1464 ;
-  wire \$1465 ;
-  wire \$1466 ;
-  wire [7:0] \$1467 ;
-  wire \$1468 ;
-  wire \$1469 ;
-  wire [7:0] \$147 ;
-  wire \$1470 ;
-  wire [5:0] \$1471 ;
-  wire \$1472 ;
-  wire \$1473 ;
-  wire [6:0] \$1474 ;
-  wire \$1475 ;
-  wire \$1476 ;
-  wire \$1477 ;
-  wire [7:0] \$1478 ;
-  wire \$1479 ;
-  wire \$148 ;
-  wire \$1480 ;
-  wire \$1481 ;
-  wire [5:0] \$1482 ;
-  wire \$1483 ;
-  wire \$1484 ;
-  wire [6:0] \$1485 ;
-  wire \$1486 ;
-  wire \$1487 ;
-  wire \$1488 ;
-  wire [7:0] \$1489 ;
-  wire \$149 ;
-  wire \$1490 ;
-  wire \$1491 ;
-  wire \$1492 ;
-  wire [5:0] \$1493 ;
-  wire \$1494 ;
-  wire \$1495 ;
-  wire [6:0] \$1496 ;
-  wire \$1497 ;
-  wire \$1498 ;
-  wire \$1499 ;
-  wire [7:0] \$15 ;
-  wire \$150 ;
-  wire [7:0] \$1500 ;
-  wire \$1501 ;
-  wire \$1502 ;
-  wire \$1503 ;
-  wire [5:0] \$1504 ;
-  wire \$1505 ;
-  wire \$1506 ;
-  wire [6:0] \$1507 ;
-  wire \$1508 ;
-  wire \$1509 ;
-  wire [5:0] \$151 ;
-  wire \$1510 ;
-  wire [7:0] \$1511 ;
-  wire \$1512 ;
-  wire \$1513 ;
-  wire \$1514 ;
-  wire [5:0] \$1515 ;
-  wire \$1516 ;
-  wire \$1517 ;
-  wire [6:0] \$1518 ;
-  wire \$1519 ;
-  wire \$152 ;
-  wire \$1520 ;
-  wire \$1521 ;
-  wire [7:0] \$1522 ;
-  wire \$1523 ;
-  wire \$1524 ;
-  wire \$1525 ;
-  wire [5:0] \$1526 ;
-  wire \$1527 ;
-  wire \$1528 ;
-  wire [6:0] \$1529 ;
-  wire \$153 ;
-  wire \$1530 ;
-  wire \$1531 ;
-  wire \$1532 ;
-  wire [7:0] \$1533 ;
-  wire \$1534 ;
-  wire \$1535 ;
-  wire \$1536 ;
-  wire [5:0] \$1537 ;
-  wire \$1538 ;
-  wire \$1539 ;
-  wire [6:0] \$154 ;
-  wire [6:0] \$1540 ;
-  wire \$1541 ;
-  wire \$1542 ;
-  wire \$1543 ;
-  wire [7:0] \$1544 ;
-  wire \$1545 ;
-  wire \$1546 ;
-  wire \$1547 ;
-  wire [5:0] \$1548 ;
-  wire \$1549 ;
-  wire \$155 ;
-  wire \$1550 ;
-  wire [6:0] \$1551 ;
-  wire \$1552 ;
-  wire \$1553 ;
-  wire \$1554 ;
-  wire [7:0] \$1555 ;
-  wire \$1556 ;
-  wire \$1557 ;
-  wire \$1558 ;
-  wire [5:0] \$1559 ;
-  wire \$156 ;
-  wire \$1560 ;
-  wire \$1561 ;
-  wire [6:0] \$1562 ;
-  wire \$1563 ;
-  wire \$1564 ;
-  wire \$1565 ;
-  wire [7:0] \$1566 ;
-  wire \$1567 ;
-  wire \$1568 ;
-  wire \$1569 ;
-  wire \$157 ;
-  wire [5:0] \$1570 ;
-  wire \$1571 ;
-  wire \$1572 ;
-  wire [6:0] \$1573 ;
-  wire \$1574 ;
-  wire \$1575 ;
-  wire \$1576 ;
-  wire [7:0] \$1577 ;
-  wire \$1578 ;
-  wire \$1579 ;
-  wire [7:0] \$158 ;
-  wire \$1580 ;
-  wire [5:0] \$1581 ;
-  wire \$1582 ;
-  wire \$1583 ;
-  wire [6:0] \$1584 ;
-  wire \$1585 ;
-  wire \$1586 ;
-  wire \$1587 ;
-  wire [7:0] \$1588 ;
-  wire \$1589 ;
-  wire \$159 ;
-  wire \$1590 ;
-  wire \$1591 ;
-  wire [5:0] \$1592 ;
-  wire \$1593 ;
-  wire \$1594 ;
-  wire [6:0] \$1595 ;
-  wire \$1596 ;
-  wire \$1597 ;
-  wire \$1598 ;
-  wire [7:0] \$1599 ;
+  wire [36:0] \$13 ;
+  wire [37:0] \$14 ;
+  wire \$15 ;
   wire \$16 ;
-  wire \$160 ;
-  wire \$1600 ;
-  wire \$1601 ;
-  wire \$1602 ;
-  wire [5:0] \$1603 ;
-  wire \$1604 ;
-  wire \$1605 ;
-  wire [6:0] \$1606 ;
-  wire \$1607 ;
-  wire \$1608 ;
-  wire \$1609 ;
-  wire \$161 ;
-  wire [7:0] \$1610 ;
-  wire \$1611 ;
-  wire \$1612 ;
-  wire \$1613 ;
-  wire [5:0] \$1614 ;
-  wire \$1615 ;
-  wire \$1616 ;
-  wire [6:0] \$1617 ;
-  wire \$1618 ;
-  wire \$1619 ;
-  wire [5:0] \$162 ;
-  wire \$1620 ;
-  wire [7:0] \$1621 ;
-  wire \$1622 ;
-  wire \$1623 ;
-  wire \$1624 ;
-  wire [5:0] \$1625 ;
-  wire \$1626 ;
-  wire \$1627 ;
-  wire [6:0] \$1628 ;
-  wire \$1629 ;
-  wire \$163 ;
-  wire \$1630 ;
-  wire \$1631 ;
-  wire [7:0] \$1632 ;
-  wire \$1633 ;
-  wire \$1634 ;
-  wire \$1635 ;
-  wire [5:0] \$1636 ;
-  wire \$1637 ;
-  wire \$1638 ;
-  wire [6:0] \$1639 ;
-  wire \$164 ;
-  wire \$1640 ;
-  wire \$1641 ;
-  wire \$1642 ;
-  wire [7:0] \$1643 ;
-  wire \$1644 ;
-  wire \$1645 ;
-  wire \$1646 ;
-  wire [5:0] \$1647 ;
-  wire \$1648 ;
-  wire \$1649 ;
-  wire [6:0] \$165 ;
-  wire [6:0] \$1650 ;
-  wire \$1651 ;
-  wire \$1652 ;
-  wire \$1653 ;
-  wire [7:0] \$1654 ;
-  wire \$1655 ;
-  wire \$1656 ;
-  wire \$1657 ;
-  wire [5:0] \$1658 ;
-  wire \$1659 ;
-  wire \$166 ;
-  wire \$1660 ;
-  wire [6:0] \$1661 ;
-  wire \$1662 ;
-  wire \$1663 ;
-  wire \$1664 ;
-  wire [7:0] \$1665 ;
-  wire \$1666 ;
-  wire \$1667 ;
-  wire \$1668 ;
-  wire [5:0] \$1669 ;
-  wire \$167 ;
-  wire \$1670 ;
-  wire \$1671 ;
-  wire [6:0] \$1672 ;
-  wire \$1673 ;
-  wire \$1674 ;
-  wire \$1675 ;
-  wire [7:0] \$1676 ;
-  wire \$1677 ;
-  wire \$1678 ;
-  wire \$1679 ;
-  wire \$168 ;
-  wire [5:0] \$1680 ;
-  wire \$1681 ;
-  wire \$1682 ;
-  wire [6:0] \$1683 ;
-  wire \$1684 ;
-  wire \$1685 ;
-  wire \$1686 ;
-  wire [7:0] \$1687 ;
-  wire \$1688 ;
-  wire \$1689 ;
-  wire [7:0] \$169 ;
-  wire \$1690 ;
-  wire [5:0] \$1691 ;
-  wire \$1692 ;
-  wire \$1693 ;
-  wire [6:0] \$1694 ;
-  wire \$1695 ;
-  wire \$1696 ;
-  wire \$1697 ;
-  wire [7:0] \$1698 ;
-  wire \$1699 ;
   wire \$17 ;
-  wire \$170 ;
-  wire \$1700 ;
-  wire \$1701 ;
-  wire [5:0] \$1702 ;
-  wire \$1703 ;
-  wire \$1704 ;
-  wire [6:0] \$1705 ;
-  wire \$1706 ;
-  wire \$1707 ;
-  wire \$1708 ;
-  wire [7:0] \$1709 ;
-  wire \$171 ;
-  wire \$1710 ;
-  wire \$1711 ;
-  wire \$1712 ;
-  wire [5:0] \$1713 ;
-  wire \$1714 ;
-  wire \$1715 ;
-  wire [6:0] \$1716 ;
-  wire \$1717 ;
-  wire \$1718 ;
-  wire \$1719 ;
-  wire \$172 ;
-  wire [7:0] \$1720 ;
-  wire \$1721 ;
-  wire \$1722 ;
-  wire \$1723 ;
-  wire [5:0] \$1724 ;
-  wire \$1725 ;
-  wire \$1726 ;
-  wire [6:0] \$1727 ;
-  wire \$1728 ;
-  wire \$1729 ;
-  wire [5:0] \$173 ;
-  wire \$1730 ;
-  wire [7:0] \$1731 ;
-  wire \$1732 ;
-  wire \$1733 ;
-  wire \$1734 ;
-  wire [5:0] \$1735 ;
-  wire \$1736 ;
-  wire \$1737 ;
-  wire [6:0] \$1738 ;
-  wire \$1739 ;
-  wire \$174 ;
-  wire \$1740 ;
-  wire \$1741 ;
-  wire [7:0] \$1742 ;
-  wire \$1743 ;
-  wire \$1744 ;
-  wire \$1745 ;
-  wire [5:0] \$1746 ;
-  wire \$1747 ;
-  wire \$1748 ;
-  wire [6:0] \$1749 ;
-  wire \$175 ;
-  wire \$1750 ;
-  wire \$1751 ;
-  wire \$1752 ;
-  wire [7:0] \$1753 ;
-  wire \$1754 ;
-  wire \$1755 ;
-  wire \$1756 ;
-  wire [5:0] \$1757 ;
-  wire \$1758 ;
-  wire \$1759 ;
-  wire [6:0] \$176 ;
-  wire [6:0] \$1760 ;
-  wire \$1761 ;
-  wire \$1762 ;
-  wire \$1763 ;
-  wire [7:0] \$1764 ;
-  wire \$1765 ;
-  wire \$1766 ;
-  wire \$1767 ;
-  wire [5:0] \$1768 ;
-  wire \$1769 ;
-  wire \$177 ;
-  wire \$1770 ;
-  wire [6:0] \$1771 ;
-  wire \$1772 ;
-  wire \$1773 ;
-  wire \$1774 ;
-  wire [7:0] \$1775 ;
-  wire \$1776 ;
-  wire \$1777 ;
-  wire \$1778 ;
-  wire [5:0] \$1779 ;
-  wire \$178 ;
-  wire \$1780 ;
-  wire \$1781 ;
-  wire [6:0] \$1782 ;
-  wire \$1783 ;
-  wire \$1784 ;
-  wire \$1785 ;
-  wire [7:0] \$1786 ;
-  wire \$1787 ;
-  wire \$1788 ;
-  wire \$1789 ;
-  wire \$179 ;
-  wire [5:0] \$1790 ;
-  wire \$1791 ;
-  wire \$1792 ;
-  wire [6:0] \$1793 ;
-  wire \$1794 ;
-  wire \$1795 ;
-  wire \$1796 ;
-  wire [7:0] \$1797 ;
-  wire \$1798 ;
-  wire \$1799 ;
   wire \$18 ;
-  wire [7:0] \$180 ;
-  wire \$1800 ;
-  wire [5:0] \$1801 ;
-  wire \$1802 ;
-  wire \$1803 ;
-  wire [6:0] \$1804 ;
-  wire \$1805 ;
-  wire \$1806 ;
-  wire \$1807 ;
-  wire [7:0] \$1808 ;
-  wire \$1809 ;
-  wire \$181 ;
-  wire \$1810 ;
-  wire \$1811 ;
-  wire [5:0] \$1812 ;
-  wire \$1813 ;
-  wire \$1814 ;
-  wire [6:0] \$1815 ;
-  wire \$1816 ;
-  wire \$1817 ;
-  wire \$1818 ;
-  wire [7:0] \$1819 ;
-  wire \$182 ;
-  wire \$1820 ;
-  wire \$1821 ;
-  wire \$1822 ;
-  wire [5:0] \$1823 ;
-  wire \$1824 ;
-  wire \$1825 ;
-  wire [6:0] \$1826 ;
-  wire \$1827 ;
-  wire \$1828 ;
-  wire \$1829 ;
-  wire \$183 ;
-  wire [7:0] \$1830 ;
-  wire \$1831 ;
-  wire \$1832 ;
-  wire \$1833 ;
-  wire [5:0] \$1834 ;
-  wire \$1835 ;
-  wire \$1836 ;
-  wire [6:0] \$1837 ;
-  wire \$1838 ;
-  wire \$1839 ;
-  wire [5:0] \$184 ;
-  wire \$1840 ;
-  wire [7:0] \$1841 ;
-  wire \$1842 ;
-  wire \$1843 ;
-  wire \$1844 ;
-  wire [5:0] \$1845 ;
-  wire \$1846 ;
-  wire \$1847 ;
-  wire [6:0] \$1848 ;
-  wire \$1849 ;
-  wire \$185 ;
-  wire \$1850 ;
-  wire \$1851 ;
-  wire [7:0] \$1852 ;
-  wire \$1853 ;
-  wire \$1854 ;
-  wire \$1855 ;
-  wire [5:0] \$1856 ;
-  wire \$1857 ;
-  wire \$1858 ;
-  wire [6:0] \$1859 ;
-  wire \$186 ;
-  wire \$1860 ;
-  wire \$1861 ;
-  wire \$1862 ;
-  wire [7:0] \$1863 ;
-  wire \$1864 ;
-  wire \$1865 ;
-  wire \$1866 ;
-  wire [5:0] \$1867 ;
-  wire \$1868 ;
-  wire \$1869 ;
-  wire [6:0] \$187 ;
-  wire [6:0] \$1870 ;
-  wire \$1871 ;
-  wire \$1872 ;
-  wire \$1873 ;
-  wire [7:0] \$1874 ;
-  wire \$1875 ;
-  wire \$1876 ;
-  wire \$1877 ;
-  wire [5:0] \$1878 ;
-  wire \$1879 ;
-  wire \$188 ;
-  wire \$1880 ;
-  wire [6:0] \$1881 ;
-  wire \$1882 ;
-  wire \$1883 ;
-  wire \$1884 ;
-  wire [7:0] \$1885 ;
-  wire \$1886 ;
-  wire \$1887 ;
-  wire \$1888 ;
-  wire [5:0] \$1889 ;
-  wire \$189 ;
-  wire \$1890 ;
-  wire \$1891 ;
-  wire [6:0] \$1892 ;
-  wire \$1893 ;
-  wire \$1894 ;
-  wire \$1895 ;
-  wire [7:0] \$1896 ;
-  wire \$1897 ;
-  wire \$1898 ;
-  wire \$1899 ;
-  wire [5:0] \$19 ;
-  wire \$190 ;
-  wire [5:0] \$1900 ;
-  wire \$1901 ;
-  wire \$1902 ;
-  wire [6:0] \$1903 ;
-  wire \$1904 ;
-  wire \$1905 ;
-  wire \$1906 ;
-  wire [7:0] \$1907 ;
-  wire \$1908 ;
-  wire \$1909 ;
-  wire [7:0] \$191 ;
-  wire \$1910 ;
-  wire [5:0] \$1911 ;
-  wire \$1912 ;
-  wire \$1913 ;
-  wire [6:0] \$1914 ;
-  wire \$1915 ;
-  wire \$1916 ;
-  wire \$1917 ;
-  wire [7:0] \$1918 ;
-  wire \$1919 ;
-  wire \$192 ;
-  wire \$1920 ;
-  wire \$1921 ;
-  wire [5:0] \$1922 ;
-  wire \$1923 ;
-  wire \$1924 ;
-  wire [6:0] \$1925 ;
-  wire \$1926 ;
-  wire \$1927 ;
-  wire \$1928 ;
-  wire [7:0] \$1929 ;
-  wire \$193 ;
-  wire \$1930 ;
-  wire \$1931 ;
-  wire \$1932 ;
-  wire [5:0] \$1933 ;
-  wire \$1934 ;
-  wire \$1935 ;
-  wire [6:0] \$1936 ;
-  wire \$1937 ;
-  wire \$1938 ;
-  wire \$1939 ;
-  wire \$194 ;
-  wire [7:0] \$1940 ;
-  wire \$1941 ;
-  wire \$1942 ;
-  wire \$1943 ;
-  wire [5:0] \$1944 ;
-  wire \$1945 ;
-  wire \$1946 ;
-  wire [6:0] \$1947 ;
-  wire \$1948 ;
-  wire \$1949 ;
-  wire [5:0] \$195 ;
-  wire \$1950 ;
-  wire [7:0] \$1951 ;
-  wire \$1952 ;
-  wire \$1953 ;
-  wire \$1954 ;
-  wire [5:0] \$1955 ;
-  wire \$1956 ;
-  wire \$1957 ;
-  wire [6:0] \$1958 ;
-  wire \$1959 ;
-  wire \$196 ;
-  wire \$1960 ;
-  wire \$1961 ;
-  wire [7:0] \$1962 ;
-  wire \$1963 ;
-  wire \$1964 ;
-  wire \$1965 ;
-  wire [5:0] \$1966 ;
-  wire \$1967 ;
-  wire \$1968 ;
-  wire [6:0] \$1969 ;
-  wire \$197 ;
-  wire \$1970 ;
-  wire \$1971 ;
-  wire \$1972 ;
-  wire [7:0] \$1973 ;
-  wire \$1974 ;
-  wire \$1975 ;
-  wire \$1976 ;
-  wire [5:0] \$1977 ;
-  wire \$1978 ;
-  wire \$1979 ;
-  wire [6:0] \$198 ;
-  wire [6:0] \$1980 ;
-  wire \$1981 ;
-  wire \$1982 ;
-  wire \$1983 ;
-  wire [7:0] \$1984 ;
-  wire \$1985 ;
-  wire \$1986 ;
-  wire \$1987 ;
-  wire [5:0] \$1988 ;
-  wire \$1989 ;
-  wire \$199 ;
-  wire \$1990 ;
-  wire [6:0] \$1991 ;
-  wire \$1992 ;
-  wire \$1993 ;
-  wire \$1994 ;
-  wire [7:0] \$1995 ;
-  wire \$1996 ;
-  wire \$1997 ;
-  wire \$1998 ;
-  wire [5:0] \$1999 ;
+  wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$2000 ;
-  wire \$2001 ;
-  wire [6:0] \$2002 ;
-  wire \$2003 ;
-  wire \$2004 ;
-  wire \$2005 ;
-  wire [7:0] \$2006 ;
-  wire \$2007 ;
-  wire \$2008 ;
-  wire \$2009 ;
-  wire \$201 ;
-  wire [5:0] \$2010 ;
-  wire \$2011 ;
-  wire \$2012 ;
-  wire [6:0] \$2013 ;
-  wire \$2014 ;
-  wire \$2015 ;
-  wire \$2016 ;
-  wire [7:0] \$2017 ;
-  wire \$2018 ;
-  wire \$2019 ;
-  wire [7:0] \$202 ;
-  wire \$2020 ;
-  wire [5:0] \$2021 ;
-  wire \$2022 ;
-  wire \$2023 ;
-  wire [6:0] \$2024 ;
-  wire \$2025 ;
-  wire \$2026 ;
-  wire \$2027 ;
-  wire [7:0] \$2028 ;
-  wire \$2029 ;
-  wire \$203 ;
-  wire \$2030 ;
-  wire \$2031 ;
-  wire [5:0] \$2032 ;
-  wire \$2033 ;
-  wire \$2034 ;
-  wire [6:0] \$2035 ;
-  wire \$2036 ;
-  wire \$2037 ;
-  wire \$2038 ;
-  wire [7:0] \$2039 ;
-  wire \$204 ;
-  wire \$2040 ;
-  wire \$2041 ;
-  wire \$2042 ;
-  wire [5:0] \$2043 ;
-  wire \$2044 ;
-  wire \$2045 ;
-  wire [6:0] \$2046 ;
-  wire \$2047 ;
-  wire \$2048 ;
-  wire \$2049 ;
-  wire \$205 ;
-  wire [7:0] \$2050 ;
-  wire \$2051 ;
-  wire \$2052 ;
-  wire \$2053 ;
-  wire [5:0] \$2054 ;
-  wire \$2055 ;
-  wire \$2056 ;
-  wire [6:0] \$2057 ;
-  wire \$2058 ;
-  wire \$2059 ;
-  wire [5:0] \$206 ;
-  wire \$2060 ;
-  wire [7:0] \$2061 ;
-  wire \$2062 ;
-  wire \$2063 ;
-  wire \$2064 ;
-  wire [5:0] \$2065 ;
-  wire \$2066 ;
-  wire \$2067 ;
-  wire [6:0] \$2068 ;
-  wire \$2069 ;
-  wire \$207 ;
-  wire \$2070 ;
-  wire \$2071 ;
-  wire [7:0] \$2072 ;
-  wire \$2073 ;
-  wire \$2074 ;
-  wire \$2075 ;
-  wire [5:0] \$2076 ;
-  wire \$2077 ;
-  wire \$2078 ;
-  wire [6:0] \$2079 ;
-  wire \$208 ;
-  wire \$2080 ;
-  wire \$2081 ;
-  wire \$2082 ;
-  wire [7:0] \$2083 ;
-  wire \$2084 ;
-  wire \$2085 ;
-  wire \$2086 ;
-  wire [5:0] \$2087 ;
-  wire \$2088 ;
-  wire \$2089 ;
-  wire [6:0] \$209 ;
-  wire [6:0] \$2090 ;
-  wire \$2091 ;
-  wire \$2092 ;
-  wire \$2093 ;
-  wire [7:0] \$2094 ;
-  wire \$2095 ;
-  wire \$2096 ;
-  wire \$2097 ;
-  wire [5:0] \$2098 ;
-  wire \$2099 ;
   wire \$21 ;
-  wire \$210 ;
-  wire \$2100 ;
-  wire [6:0] \$2101 ;
-  wire \$2102 ;
-  wire \$2103 ;
-  wire \$2104 ;
-  wire [7:0] \$2105 ;
-  wire \$2106 ;
-  wire \$2107 ;
-  wire \$2108 ;
-  wire [5:0] \$2109 ;
-  wire \$211 ;
-  wire \$2110 ;
-  wire \$2111 ;
-  wire [6:0] \$2112 ;
-  wire \$2113 ;
-  wire \$2114 ;
-  wire \$2115 ;
-  wire [7:0] \$2116 ;
-  wire \$2117 ;
-  wire \$2118 ;
-  wire \$2119 ;
-  wire \$212 ;
-  wire [5:0] \$2120 ;
-  wire \$2121 ;
-  wire \$2122 ;
-  wire [6:0] \$2123 ;
-  wire \$2124 ;
-  wire \$2125 ;
-  wire \$2126 ;
-  wire [7:0] \$2127 ;
-  wire \$2128 ;
-  wire \$2129 ;
-  wire [7:0] \$213 ;
-  wire \$2130 ;
-  wire [5:0] \$2131 ;
-  wire \$2132 ;
-  wire \$2133 ;
-  wire [6:0] \$2134 ;
-  wire \$2135 ;
-  wire \$2136 ;
-  wire \$2137 ;
-  wire [7:0] \$2138 ;
-  wire \$2139 ;
-  wire \$214 ;
-  wire \$2140 ;
-  wire \$2141 ;
-  wire [5:0] \$2142 ;
-  wire \$2143 ;
-  wire \$2144 ;
-  wire [6:0] \$2145 ;
-  wire \$2146 ;
-  wire \$2147 ;
-  wire \$2148 ;
-  wire [7:0] \$2149 ;
-  wire \$215 ;
-  wire \$2150 ;
-  wire \$2151 ;
-  wire \$2152 ;
-  wire [5:0] \$2153 ;
-  wire \$2154 ;
-  wire \$2155 ;
-  wire [6:0] \$2156 ;
-  wire \$2157 ;
-  wire \$2158 ;
-  wire \$2159 ;
-  wire \$216 ;
-  wire [7:0] \$2160 ;
-  wire \$2161 ;
-  wire \$2162 ;
-  wire \$2163 ;
-  wire [5:0] \$2164 ;
-  wire \$2165 ;
-  wire \$2166 ;
-  wire [6:0] \$2167 ;
-  wire \$2168 ;
-  wire \$2169 ;
-  wire [5:0] \$217 ;
-  wire \$2170 ;
-  wire [7:0] \$2171 ;
-  wire \$2172 ;
-  wire \$2173 ;
-  wire \$2174 ;
-  wire [5:0] \$2175 ;
-  wire \$2176 ;
-  wire \$2177 ;
-  wire [6:0] \$2178 ;
-  wire \$2179 ;
-  wire \$218 ;
-  wire \$2180 ;
-  wire \$2181 ;
-  wire [7:0] \$2182 ;
-  wire \$2183 ;
-  wire \$2184 ;
-  wire \$2185 ;
-  wire [5:0] \$2186 ;
-  wire \$2187 ;
-  wire \$2188 ;
-  wire [6:0] \$2189 ;
-  wire \$219 ;
-  wire \$2190 ;
-  wire \$2191 ;
-  wire \$2192 ;
-  wire [7:0] \$2193 ;
-  wire \$2194 ;
-  wire \$2195 ;
-  wire \$2196 ;
-  wire [5:0] \$2197 ;
-  wire \$2198 ;
-  wire \$2199 ;
-  wire [6:0] \$22 ;
-  wire [6:0] \$220 ;
-  wire [6:0] \$2200 ;
-  wire \$2201 ;
-  wire \$2202 ;
-  wire \$2203 ;
-  wire [7:0] \$2204 ;
-  wire \$2205 ;
-  wire \$2206 ;
-  wire \$2207 ;
-  wire [5:0] \$2208 ;
-  wire \$2209 ;
-  wire \$221 ;
-  wire \$2210 ;
-  wire [6:0] \$2211 ;
-  wire \$2212 ;
-  wire \$2213 ;
-  wire \$2214 ;
-  wire [7:0] \$2215 ;
-  wire \$2216 ;
-  wire \$2217 ;
-  wire \$2218 ;
-  wire [5:0] \$2219 ;
-  wire \$222 ;
-  wire \$2220 ;
-  wire \$2221 ;
-  wire [6:0] \$2222 ;
-  wire \$2223 ;
-  wire \$2224 ;
-  wire \$2225 ;
-  wire [7:0] \$2226 ;
-  wire \$2227 ;
-  wire \$2228 ;
-  wire \$2229 ;
-  wire \$223 ;
-  wire [5:0] \$2230 ;
-  wire \$2231 ;
-  wire \$2232 ;
-  wire [6:0] \$2233 ;
-  wire \$2234 ;
-  wire \$2235 ;
-  wire \$2236 ;
-  wire [7:0] \$2237 ;
-  wire \$2238 ;
-  wire \$2239 ;
-  wire [7:0] \$224 ;
-  wire \$2240 ;
-  wire [5:0] \$2241 ;
-  wire \$2242 ;
-  wire \$2243 ;
-  wire [6:0] \$2244 ;
-  wire \$2245 ;
-  wire \$2246 ;
-  wire \$2247 ;
-  wire [7:0] \$2248 ;
-  wire \$2249 ;
-  wire \$225 ;
-  wire \$2250 ;
-  wire \$2251 ;
-  wire [5:0] \$2252 ;
-  wire \$2253 ;
-  wire \$2254 ;
-  wire [6:0] \$2255 ;
-  wire \$2256 ;
-  wire \$2257 ;
-  wire \$2258 ;
-  wire [7:0] \$2259 ;
-  wire \$226 ;
-  wire \$2260 ;
-  wire \$2261 ;
-  wire \$2262 ;
-  wire [5:0] \$2263 ;
-  wire \$2264 ;
-  wire \$2265 ;
-  wire [6:0] \$2266 ;
-  wire \$2267 ;
-  wire \$2268 ;
-  wire \$2269 ;
-  wire \$227 ;
-  wire [7:0] \$2270 ;
-  wire \$2271 ;
-  wire \$2272 ;
-  wire \$2273 ;
-  wire [5:0] \$2274 ;
-  wire \$2275 ;
-  wire \$2276 ;
-  wire [6:0] \$2277 ;
-  wire \$2278 ;
-  wire \$2279 ;
-  wire [5:0] \$228 ;
-  wire \$2280 ;
-  wire [7:0] \$2281 ;
-  wire \$2282 ;
-  wire \$2283 ;
-  wire \$2284 ;
-  wire [5:0] \$2285 ;
-  wire \$2286 ;
-  wire \$2287 ;
-  wire [6:0] \$2288 ;
-  wire \$2289 ;
-  wire \$229 ;
-  wire \$2290 ;
-  wire \$2291 ;
-  wire [7:0] \$2292 ;
-  wire \$2293 ;
-  wire \$2294 ;
-  wire \$2295 ;
-  wire [5:0] \$2296 ;
-  wire \$2297 ;
-  wire \$2298 ;
-  wire [6:0] \$2299 ;
+  wire \$22 ;
   wire \$23 ;
-  wire \$230 ;
-  wire \$2300 ;
-  wire \$2301 ;
-  wire \$2302 ;
-  wire [7:0] \$2303 ;
-  wire \$2304 ;
-  wire \$2305 ;
-  wire \$2306 ;
-  wire [5:0] \$2307 ;
-  wire \$2308 ;
-  wire \$2309 ;
-  wire [6:0] \$231 ;
-  wire [6:0] \$2310 ;
-  wire \$2311 ;
-  wire \$2312 ;
-  wire \$2313 ;
-  wire [7:0] \$2314 ;
-  wire \$2315 ;
-  wire \$2316 ;
-  wire \$2317 ;
-  wire [5:0] \$2318 ;
-  wire \$2319 ;
-  wire \$232 ;
-  wire \$2320 ;
-  wire [6:0] \$2321 ;
-  wire \$2322 ;
-  wire \$2323 ;
-  wire \$2324 ;
-  wire [7:0] \$2325 ;
-  wire \$2326 ;
-  wire \$2327 ;
-  wire \$2328 ;
-  wire [5:0] \$2329 ;
-  wire \$233 ;
-  wire \$2330 ;
-  wire \$2331 ;
-  wire [6:0] \$2332 ;
-  wire \$2333 ;
-  wire \$2334 ;
-  wire \$2335 ;
-  wire [7:0] \$2336 ;
-  wire \$2337 ;
-  wire \$2338 ;
-  wire \$2339 ;
-  wire \$234 ;
-  wire [5:0] \$2340 ;
-  wire \$2341 ;
-  wire \$2342 ;
-  wire [6:0] \$2343 ;
-  wire \$2344 ;
-  wire \$2345 ;
-  wire \$2346 ;
-  wire [7:0] \$2347 ;
-  wire \$2348 ;
-  wire \$2349 ;
-  wire [7:0] \$235 ;
-  wire \$2350 ;
-  wire [5:0] \$2351 ;
-  wire \$2352 ;
-  wire \$2353 ;
-  wire [6:0] \$2354 ;
-  wire \$2355 ;
-  wire \$2356 ;
-  wire \$2357 ;
-  wire [7:0] \$2358 ;
-  wire \$2359 ;
-  wire \$236 ;
-  wire \$2360 ;
-  wire \$2361 ;
-  wire [5:0] \$2362 ;
-  wire \$2363 ;
-  wire \$2364 ;
-  wire [6:0] \$2365 ;
-  wire \$2366 ;
-  wire \$2367 ;
-  wire \$2368 ;
-  wire [7:0] \$2369 ;
-  wire \$237 ;
-  wire \$2370 ;
-  wire \$2371 ;
-  wire \$2372 ;
-  wire [5:0] \$2373 ;
-  wire \$2374 ;
-  wire \$2375 ;
-  wire [6:0] \$2376 ;
-  wire \$2377 ;
-  wire \$2378 ;
-  wire \$2379 ;
-  wire \$238 ;
-  wire [7:0] \$2380 ;
-  wire \$2381 ;
-  wire \$2382 ;
-  wire \$2383 ;
-  wire [5:0] \$2384 ;
-  wire \$2385 ;
-  wire \$2386 ;
-  wire [6:0] \$2387 ;
-  wire \$2388 ;
-  wire \$2389 ;
-  wire [5:0] \$239 ;
-  wire \$2390 ;
-  wire [7:0] \$2391 ;
-  wire \$2392 ;
-  wire \$2393 ;
-  wire \$2394 ;
-  wire [5:0] \$2395 ;
-  wire \$2396 ;
-  wire \$2397 ;
-  wire [6:0] \$2398 ;
-  wire \$2399 ;
   wire \$24 ;
-  wire \$240 ;
-  wire \$2400 ;
-  wire \$2401 ;
-  wire [7:0] \$2402 ;
-  wire \$2403 ;
-  wire \$2404 ;
-  wire \$2405 ;
-  wire [5:0] \$2406 ;
-  wire \$2407 ;
-  wire \$2408 ;
-  wire [6:0] \$2409 ;
-  wire \$241 ;
-  wire \$2410 ;
-  wire \$2411 ;
-  wire \$2412 ;
-  wire [7:0] \$2413 ;
-  wire \$2414 ;
-  wire \$2415 ;
-  wire \$2416 ;
-  wire [5:0] \$2417 ;
-  wire \$2418 ;
-  wire \$2419 ;
-  wire [6:0] \$242 ;
-  wire [6:0] \$2420 ;
-  wire \$2421 ;
-  wire \$2422 ;
-  wire \$2423 ;
-  wire [7:0] \$2424 ;
-  wire \$2425 ;
-  wire \$2426 ;
-  wire \$2427 ;
-  wire [5:0] \$2428 ;
-  wire \$2429 ;
-  wire \$243 ;
-  wire \$2430 ;
-  wire [6:0] \$2431 ;
-  wire \$2432 ;
-  wire \$2433 ;
-  wire \$2434 ;
-  wire [7:0] \$2435 ;
-  wire \$2436 ;
-  wire \$2437 ;
-  wire \$2438 ;
-  wire [5:0] \$2439 ;
-  wire \$244 ;
-  wire \$2440 ;
-  wire \$2441 ;
-  wire [6:0] \$2442 ;
-  wire \$2443 ;
-  wire \$2444 ;
-  wire \$2445 ;
-  wire [7:0] \$2446 ;
-  wire \$2447 ;
-  wire \$2448 ;
-  wire \$2449 ;
-  wire \$245 ;
-  wire [5:0] \$2450 ;
-  wire \$2451 ;
-  wire \$2452 ;
-  wire [6:0] \$2453 ;
-  wire \$2454 ;
-  wire \$2455 ;
-  wire \$2456 ;
-  wire [7:0] \$2457 ;
-  wire \$2458 ;
-  wire \$2459 ;
-  wire [7:0] \$246 ;
-  wire \$2460 ;
-  wire [5:0] \$2461 ;
-  wire \$2462 ;
-  wire \$2463 ;
-  wire [6:0] \$2464 ;
-  wire \$2465 ;
-  wire \$2466 ;
-  wire \$2467 ;
-  wire [7:0] \$2468 ;
-  wire \$2469 ;
-  wire \$247 ;
-  wire \$2470 ;
-  wire \$2471 ;
-  wire [5:0] \$2472 ;
-  wire \$2473 ;
-  wire \$2474 ;
-  wire [6:0] \$2475 ;
-  wire \$2476 ;
-  wire \$2477 ;
-  wire \$2478 ;
-  wire [7:0] \$2479 ;
-  wire \$248 ;
-  wire \$2480 ;
-  wire \$2481 ;
-  wire \$2482 ;
-  wire [5:0] \$2483 ;
-  wire \$2484 ;
-  wire \$2485 ;
-  wire [6:0] \$2486 ;
-  wire \$2487 ;
-  wire \$2488 ;
-  wire \$2489 ;
-  wire \$249 ;
-  wire [7:0] \$2490 ;
-  wire \$2491 ;
-  wire \$2492 ;
-  wire \$2493 ;
-  wire [5:0] \$2494 ;
-  wire \$2495 ;
-  wire \$2496 ;
-  wire [6:0] \$2497 ;
-  wire \$2498 ;
-  wire \$2499 ;
   wire \$25 ;
-  wire [5:0] \$250 ;
-  wire \$2500 ;
-  wire [7:0] \$2501 ;
-  wire \$2502 ;
-  wire \$2503 ;
-  wire \$2504 ;
-  wire [5:0] \$2505 ;
-  wire \$2506 ;
-  wire \$2507 ;
-  wire [6:0] \$2508 ;
-  wire \$2509 ;
-  wire \$251 ;
-  wire \$2510 ;
-  wire \$2511 ;
-  wire [7:0] \$2512 ;
-  wire \$2513 ;
-  wire \$2514 ;
-  wire \$2515 ;
-  wire [5:0] \$2516 ;
-  wire \$2517 ;
-  wire \$2518 ;
-  wire [6:0] \$2519 ;
-  wire \$252 ;
-  wire \$2520 ;
-  wire \$2521 ;
-  wire \$2522 ;
-  wire [7:0] \$2523 ;
-  wire \$2524 ;
-  wire \$2525 ;
-  wire \$2526 ;
-  wire [5:0] \$2527 ;
-  wire \$2528 ;
-  wire \$2529 ;
-  wire [6:0] \$253 ;
-  wire [6:0] \$2530 ;
-  wire \$2531 ;
-  wire \$2532 ;
-  wire \$2533 ;
-  wire [7:0] \$2534 ;
-  wire \$2535 ;
-  wire \$2536 ;
-  wire \$2537 ;
-  wire [5:0] \$2538 ;
-  wire \$2539 ;
-  wire \$254 ;
-  wire \$2540 ;
-  wire [6:0] \$2541 ;
-  wire \$2542 ;
-  wire \$2543 ;
-  wire \$2544 ;
-  wire [7:0] \$2545 ;
-  wire \$2546 ;
-  wire \$2547 ;
-  wire \$2548 ;
-  wire [5:0] \$2549 ;
-  wire \$255 ;
-  wire \$2550 ;
-  wire \$2551 ;
-  wire [6:0] \$2552 ;
-  wire \$2553 ;
-  wire \$2554 ;
-  wire \$2555 ;
-  wire [7:0] \$2556 ;
-  wire \$2557 ;
-  wire \$2558 ;
-  wire \$2559 ;
-  wire \$256 ;
-  wire [5:0] \$2560 ;
-  wire \$2561 ;
-  wire \$2562 ;
-  wire [6:0] \$2563 ;
-  wire \$2564 ;
-  wire \$2565 ;
-  wire \$2566 ;
-  wire [7:0] \$2567 ;
-  wire \$2568 ;
-  wire \$2569 ;
-  wire [7:0] \$257 ;
-  wire \$2570 ;
-  wire [5:0] \$2571 ;
-  wire \$2572 ;
-  wire \$2573 ;
-  wire [6:0] \$2574 ;
-  wire \$2575 ;
-  wire \$2576 ;
-  wire \$2577 ;
-  wire [7:0] \$2578 ;
-  wire \$2579 ;
-  wire \$258 ;
-  wire \$2580 ;
-  wire \$2581 ;
-  wire [5:0] \$2582 ;
-  wire \$2583 ;
-  wire \$2584 ;
-  wire [6:0] \$2585 ;
-  wire \$2586 ;
-  wire \$2587 ;
-  wire \$2588 ;
-  wire [7:0] \$2589 ;
-  wire \$259 ;
-  wire \$2590 ;
-  wire \$2591 ;
-  wire \$2592 ;
-  wire [5:0] \$2593 ;
-  wire \$2594 ;
-  wire \$2595 ;
-  wire [6:0] \$2596 ;
-  wire \$2597 ;
-  wire \$2598 ;
-  wire \$2599 ;
-  wire [7:0] \$26 ;
-  wire \$260 ;
-  wire [7:0] \$2600 ;
-  wire \$2601 ;
-  wire \$2602 ;
-  wire \$2603 ;
-  wire [5:0] \$2604 ;
-  wire \$2605 ;
-  wire \$2606 ;
-  wire [6:0] \$2607 ;
-  wire \$2608 ;
-  wire \$2609 ;
-  wire [5:0] \$261 ;
-  wire \$2610 ;
-  wire [7:0] \$2611 ;
-  wire \$2612 ;
-  wire \$2613 ;
-  wire \$2614 ;
-  wire [5:0] \$2615 ;
-  wire \$2616 ;
-  wire \$2617 ;
-  wire [6:0] \$2618 ;
-  wire \$2619 ;
-  wire \$262 ;
-  wire \$2620 ;
-  wire \$2621 ;
-  wire [7:0] \$2622 ;
-  wire \$2623 ;
-  wire \$2624 ;
-  wire \$2625 ;
-  wire [5:0] \$2626 ;
-  wire \$2627 ;
-  wire \$2628 ;
-  wire [6:0] \$2629 ;
-  wire \$263 ;
-  wire \$2630 ;
-  wire \$2631 ;
-  wire \$2632 ;
-  wire [7:0] \$2633 ;
-  wire \$2634 ;
-  wire \$2635 ;
-  wire \$2636 ;
-  wire [5:0] \$2637 ;
-  wire \$2638 ;
-  wire \$2639 ;
-  wire [6:0] \$264 ;
-  wire [6:0] \$2640 ;
-  wire \$2641 ;
-  wire \$2642 ;
-  wire \$2643 ;
-  wire [7:0] \$2644 ;
-  wire \$2645 ;
-  wire \$2646 ;
-  wire \$2647 ;
-  wire [5:0] \$2648 ;
-  wire \$2649 ;
-  wire \$265 ;
-  wire \$2650 ;
-  wire [6:0] \$2651 ;
-  wire \$2652 ;
-  wire \$2653 ;
-  wire \$2654 ;
-  wire [7:0] \$2655 ;
-  wire \$2656 ;
-  wire \$2657 ;
-  wire \$2658 ;
-  wire [5:0] \$2659 ;
-  wire \$266 ;
-  wire \$2660 ;
-  wire \$2661 ;
-  wire [6:0] \$2662 ;
-  wire \$2663 ;
-  wire \$2664 ;
-  wire \$2665 ;
-  wire [7:0] \$2666 ;
-  wire \$2667 ;
-  wire \$2668 ;
-  wire \$2669 ;
-  wire \$267 ;
-  wire [5:0] \$2670 ;
-  wire \$2671 ;
-  wire \$2672 ;
-  wire [6:0] \$2673 ;
-  wire \$2674 ;
-  wire \$2675 ;
-  wire \$2676 ;
-  wire [7:0] \$2677 ;
-  wire \$2678 ;
-  wire \$2679 ;
-  wire [7:0] \$268 ;
-  wire \$2680 ;
-  wire [5:0] \$2681 ;
-  wire \$2682 ;
-  wire \$2683 ;
-  wire [6:0] \$2684 ;
-  wire \$2685 ;
-  wire \$2686 ;
-  wire \$2687 ;
-  wire [7:0] \$2688 ;
-  wire \$2689 ;
-  wire \$269 ;
-  wire \$2690 ;
-  wire \$2691 ;
-  wire [5:0] \$2692 ;
-  wire \$2693 ;
-  wire \$2694 ;
-  wire [6:0] \$2695 ;
-  wire \$2696 ;
-  wire \$2697 ;
-  wire \$2698 ;
-  wire [7:0] \$2699 ;
+  wire \$26 ;
   wire \$27 ;
-  wire \$270 ;
-  wire \$2700 ;
-  wire \$2701 ;
-  wire \$2702 ;
-  wire [5:0] \$2703 ;
-  wire \$2704 ;
-  wire \$2705 ;
-  wire [6:0] \$2706 ;
-  wire \$2707 ;
-  wire \$2708 ;
-  wire \$2709 ;
-  wire \$271 ;
-  wire [7:0] \$2710 ;
-  wire \$2711 ;
-  wire \$2712 ;
-  wire \$2713 ;
-  wire [5:0] \$2714 ;
-  wire \$2715 ;
-  wire \$2716 ;
-  wire [6:0] \$2717 ;
-  wire \$2718 ;
-  wire \$2719 ;
-  wire [5:0] \$272 ;
-  wire \$2720 ;
-  wire [7:0] \$2721 ;
-  wire \$2722 ;
-  wire \$2723 ;
-  wire \$2724 ;
-  wire [5:0] \$2725 ;
-  wire \$2726 ;
-  wire \$2727 ;
-  wire [6:0] \$2728 ;
-  wire \$2729 ;
-  wire \$273 ;
-  wire \$2730 ;
-  wire \$2731 ;
-  wire [7:0] \$2732 ;
-  wire \$2733 ;
-  wire \$2734 ;
-  wire \$2735 ;
-  wire [5:0] \$2736 ;
-  wire \$2737 ;
-  wire \$2738 ;
-  wire [6:0] \$2739 ;
-  wire \$274 ;
-  wire \$2740 ;
-  wire \$2741 ;
-  wire \$2742 ;
-  wire [7:0] \$2743 ;
-  wire \$2744 ;
-  wire \$2745 ;
-  wire \$2746 ;
-  wire [5:0] \$2747 ;
-  wire \$2748 ;
-  wire \$2749 ;
-  wire [6:0] \$275 ;
-  wire [6:0] \$2750 ;
-  wire \$2751 ;
-  wire \$2752 ;
-  wire \$2753 ;
-  wire [7:0] \$2754 ;
-  wire \$2755 ;
-  wire \$2756 ;
-  wire \$2757 ;
-  wire [5:0] \$2758 ;
-  wire \$2759 ;
-  wire \$276 ;
-  wire \$2760 ;
-  wire [6:0] \$2761 ;
-  wire \$2762 ;
-  wire \$2763 ;
-  wire \$2764 ;
-  wire [7:0] \$2765 ;
-  wire \$2766 ;
-  wire \$2767 ;
-  wire \$2768 ;
-  wire [5:0] \$2769 ;
-  wire \$277 ;
-  wire \$2770 ;
-  wire \$2771 ;
-  wire [6:0] \$2772 ;
-  wire \$2773 ;
-  wire \$2774 ;
-  wire \$2775 ;
-  wire [7:0] \$2776 ;
-  wire \$2777 ;
-  wire \$2778 ;
-  wire \$2779 ;
-  wire \$278 ;
-  wire [5:0] \$2780 ;
-  wire \$2781 ;
-  wire \$2782 ;
-  wire [6:0] \$2783 ;
-  wire \$2784 ;
-  wire \$2785 ;
-  wire \$2786 ;
-  wire [7:0] \$2787 ;
-  wire \$2788 ;
-  wire \$2789 ;
-  wire [7:0] \$279 ;
-  wire \$2790 ;
-  wire [5:0] \$2791 ;
-  wire \$2792 ;
-  wire \$2793 ;
-  wire [6:0] \$2794 ;
-  wire \$2795 ;
-  wire \$2796 ;
-  wire \$2797 ;
-  wire [7:0] \$2798 ;
-  wire \$2799 ;
   wire \$28 ;
-  wire \$280 ;
-  wire \$2800 ;
-  wire \$2801 ;
-  wire [5:0] \$2802 ;
-  wire \$2803 ;
-  wire \$2804 ;
-  wire [6:0] \$2805 ;
-  wire \$2806 ;
-  wire \$2807 ;
-  wire \$2808 ;
-  wire [7:0] \$2809 ;
-  wire \$281 ;
-  wire \$2810 ;
-  wire \$2811 ;
-  wire \$2812 ;
-  wire [5:0] \$2813 ;
-  wire \$2814 ;
-  wire \$2815 ;
-  wire [6:0] \$2816 ;
-  wire \$2817 ;
-  wire \$2818 ;
-  wire \$2819 ;
-  wire \$282 ;
-  wire [7:0] \$2820 ;
-  wire [12:0] \$2821 ;
-  wire [36:0] \$2822 ;
-  wire [37:0] \$2823 ;
-  wire [38:0] \$2824 ;
-  wire \$2825 ;
-  wire \$2826 ;
-  wire \$2827 ;
-  wire \$2828 ;
-  wire \$2829 ;
-  wire [5:0] \$283 ;
-  wire \$2830 ;
-  wire \$2831 ;
-  wire \$2832 ;
-  wire \$2833 ;
-  wire \$2834 ;
-  wire \$2835 ;
-  wire \$2836 ;
-  wire \$2837 ;
-  wire \$2838 ;
-  wire \$2839 ;
-  wire \$284 ;
-  wire \$2840 ;
-  wire \$2841 ;
-  wire \$2842 ;
-  wire \$2843 ;
-  wire \$2844 ;
-  wire \$2845 ;
-  wire \$2846 ;
-  wire \$2847 ;
-  wire \$2848 ;
-  wire \$2849 ;
-  wire \$285 ;
-  wire \$2850 ;
-  wire \$2851 ;
-  wire \$2852 ;
-  wire \$2853 ;
-  wire \$2854 ;
-  wire \$2855 ;
-  wire \$2856 ;
-  wire \$2857 ;
-  wire \$2858 ;
-  wire \$2859 ;
-  wire [6:0] \$286 ;
-  wire \$2860 ;
-  wire \$2861 ;
-  wire \$2862 ;
-  wire \$2863 ;
-  wire \$2864 ;
-  wire \$2865 ;
-  wire \$2866 ;
-  wire \$2867 ;
-  wire \$2868 ;
-  wire \$2869 ;
-  wire \$287 ;
-  wire \$2870 ;
-  wire \$2871 ;
-  wire \$2872 ;
-  wire \$2873 ;
-  wire \$2874 ;
-  wire \$2875 ;
-  wire \$2876 ;
-  wire \$2877 ;
-  wire \$2878 ;
-  wire \$2879 ;
-  wire \$288 ;
-  wire \$2880 ;
-  wire [5:0] \$2881 ;
-  wire [6:0] \$2882 ;
-  wire \$2883 ;
-  wire \$2884 ;
-  wire \$2885 ;
-  wire \$2886 ;
-  wire \$2887 ;
-  wire \$2888 ;
-  wire \$2889 ;
-  wire \$289 ;
-  wire \$2890 ;
-  wire \$2891 ;
-  wire \$2892 ;
-  wire \$2893 ;
-  wire \$2894 ;
-  wire \$2895 ;
-  wire \$2896 ;
-  wire \$2897 ;
-  wire \$2898 ;
-  wire \$2899 ;
   wire \$29 ;
-  wire [7:0] \$290 ;
-  wire \$2900 ;
-  wire \$2901 ;
-  wire \$2902 ;
-  wire \$2903 ;
-  wire \$2904 ;
-  wire \$2905 ;
-  wire \$2906 ;
-  wire \$2907 ;
-  wire \$2908 ;
-  wire \$2909 ;
-  wire \$291 ;
-  wire \$2910 ;
-  wire \$2911 ;
-  wire \$2912 ;
-  wire \$2913 ;
-  wire \$2914 ;
-  wire \$2915 ;
-  wire \$2916 ;
-  wire \$2917 ;
-  wire \$2918 ;
-  wire \$2919 ;
-  wire \$292 ;
-  wire \$2920 ;
-  wire \$2921 ;
-  wire \$2922 ;
-  wire \$2923 ;
-  wire \$2924 ;
-  wire \$2925 ;
-  wire \$2926 ;
-  wire \$2927 ;
-  wire \$2928 ;
-  wire \$2929 ;
-  wire \$293 ;
-  wire \$2930 ;
-  wire \$2931 ;
-  wire \$2932 ;
-  wire \$2933 ;
-  wire \$2934 ;
-  wire \$2935 ;
-  wire \$2936 ;
-  wire \$2937 ;
-  wire \$2938 ;
-  wire \$2939 ;
-  wire [5:0] \$294 ;
-  wire \$2940 ;
-  wire \$2941 ;
-  wire \$2942 ;
-  wire \$2943 ;
-  wire \$2944 ;
-  wire \$2945 ;
-  wire \$2946 ;
-  wire \$2947 ;
-  wire \$2948 ;
-  wire \$2949 ;
-  wire \$295 ;
-  wire \$2950 ;
-  wire \$2951 ;
-  wire \$2952 ;
-  wire \$2953 ;
-  wire \$2954 ;
-  wire \$2955 ;
-  wire \$2956 ;
-  wire \$2957 ;
-  wire \$2958 ;
-  wire \$2959 ;
-  wire \$296 ;
-  wire \$2960 ;
-  wire \$2961 ;
-  wire \$2962 ;
-  wire \$2963 ;
-  wire \$2964 ;
-  wire \$2965 ;
-  wire \$2966 ;
-  wire \$2967 ;
-  wire \$2968 ;
-  wire \$2969 ;
-  wire [6:0] \$297 ;
-  wire \$2970 ;
-  wire \$2971 ;
-  wire \$2972 ;
-  wire \$2973 ;
-  wire \$2974 ;
-  wire \$2975 ;
-  wire \$2976 ;
-  wire \$2977 ;
-  wire \$2978 ;
-  wire \$2979 ;
-  wire \$298 ;
-  wire \$2980 ;
-  wire \$2981 ;
-  wire \$2982 ;
-  wire \$2983 ;
-  wire \$2984 ;
-  wire \$2985 ;
-  wire \$2986 ;
-  wire \$2987 ;
-  wire \$2988 ;
-  wire \$2989 ;
-  wire \$299 ;
-  wire \$2990 ;
-  wire \$2991 ;
-  wire \$2992 ;
-  wire \$2993 ;
-  wire \$2994 ;
-  wire \$2995 ;
-  wire \$2996 ;
-  wire \$2997 ;
-  wire \$2998 ;
-  wire \$2999 ;
   wire \$3 ;
-  wire [5:0] \$30 ;
-  wire \$300 ;
-  wire \$3000 ;
-  wire \$3001 ;
-  wire \$3002 ;
-  wire \$3003 ;
-  wire \$3004 ;
-  wire \$3005 ;
-  wire \$3006 ;
-  wire \$3007 ;
-  wire \$3008 ;
-  wire \$3009 ;
-  wire [7:0] \$301 ;
-  wire \$3010 ;
-  wire \$3011 ;
-  wire \$3012 ;
-  wire \$3013 ;
-  wire \$3014 ;
-  wire \$3015 ;
-  wire \$3016 ;
-  wire \$3017 ;
-  wire \$3018 ;
-  wire \$3019 ;
-  wire \$302 ;
-  wire \$3020 ;
-  wire \$3021 ;
-  wire \$3022 ;
-  wire \$3023 ;
-  wire \$3024 ;
-  wire \$3025 ;
-  wire \$3026 ;
-  wire \$3027 ;
-  wire \$3028 ;
-  wire \$3029 ;
-  wire \$303 ;
-  wire \$3030 ;
-  wire \$3031 ;
-  wire \$3032 ;
-  wire \$3033 ;
-  wire \$3034 ;
-  wire \$3035 ;
-  wire \$3036 ;
-  wire \$3037 ;
-  wire \$3038 ;
-  wire \$3039 ;
-  wire \$304 ;
-  wire \$3040 ;
-  wire \$3041 ;
-  wire \$3042 ;
-  wire \$3043 ;
-  wire \$3044 ;
-  wire \$3045 ;
-  wire \$3046 ;
-  wire \$3047 ;
-  wire \$3048 ;
-  wire \$3049 ;
-  wire [5:0] \$305 ;
-  wire \$3050 ;
-  wire \$3051 ;
-  wire \$3052 ;
-  wire \$3053 ;
-  wire \$3054 ;
-  wire \$3055 ;
-  wire \$3056 ;
-  wire \$3057 ;
-  wire \$3058 ;
-  wire \$3059 ;
-  wire \$306 ;
-  wire \$3060 ;
-  wire \$3061 ;
-  wire \$3062 ;
-  wire \$3063 ;
-  wire \$3064 ;
-  wire \$3065 ;
-  wire \$3066 ;
-  wire \$3067 ;
-  wire \$3068 ;
-  wire \$3069 ;
-  wire \$307 ;
-  wire \$3070 ;
-  wire \$3071 ;
-  wire \$3072 ;
-  wire \$3073 ;
-  wire \$3074 ;
-  wire \$3075 ;
-  wire \$3076 ;
-  wire \$3077 ;
-  wire \$3078 ;
-  wire \$3079 ;
-  wire [6:0] \$308 ;
-  wire \$3080 ;
-  wire \$3081 ;
-  wire \$3082 ;
-  wire \$3083 ;
-  wire \$3084 ;
-  wire \$3085 ;
-  wire \$3086 ;
-  wire \$3087 ;
-  wire \$3088 ;
-  wire \$3089 ;
-  wire \$309 ;
-  wire \$3090 ;
-  wire \$3091 ;
-  wire \$3092 ;
-  wire \$3093 ;
-  wire \$3094 ;
-  wire \$3095 ;
-  wire \$3096 ;
-  wire \$3097 ;
-  wire \$3098 ;
-  wire \$3099 ;
+  wire \$30 ;
   wire \$31 ;
-  wire \$310 ;
-  wire \$3100 ;
-  wire \$3101 ;
-  wire \$3102 ;
-  wire \$3103 ;
-  wire \$3104 ;
-  wire \$3105 ;
-  wire \$3106 ;
-  wire \$3107 ;
-  wire \$3108 ;
-  wire \$3109 ;
-  wire \$311 ;
-  wire \$3110 ;
-  wire \$3111 ;
-  wire \$3112 ;
-  wire \$3113 ;
-  wire \$3114 ;
-  wire \$3115 ;
-  wire \$3116 ;
-  wire \$3117 ;
-  wire \$3118 ;
-  wire \$3119 ;
-  wire [7:0] \$312 ;
-  wire \$3120 ;
-  wire \$3121 ;
-  wire \$3122 ;
-  wire \$3123 ;
-  wire \$3124 ;
-  wire \$3125 ;
-  wire \$3126 ;
-  wire \$3127 ;
-  wire \$3128 ;
-  wire \$3129 ;
-  wire \$313 ;
-  wire \$3130 ;
-  wire \$3131 ;
-  wire \$3132 ;
-  wire \$3133 ;
-  wire \$3134 ;
-  wire \$3135 ;
-  wire \$3136 ;
-  wire \$3137 ;
-  wire \$3138 ;
-  wire \$3139 ;
-  wire \$314 ;
-  wire \$3140 ;
-  wire \$3141 ;
-  wire \$3142 ;
-  wire \$3143 ;
-  wire \$3144 ;
-  wire \$3145 ;
-  wire \$3146 ;
-  wire \$3147 ;
-  wire \$3148 ;
-  wire \$3149 ;
-  wire \$315 ;
-  wire \$3150 ;
-  wire \$3151 ;
-  wire \$3152 ;
-  wire \$3153 ;
-  wire \$3154 ;
-  wire \$3155 ;
-  wire \$3156 ;
-  wire \$3157 ;
-  wire \$3158 ;
-  wire \$3159 ;
-  wire [5:0] \$316 ;
-  reg [7:0] \$3160 ;
-  reg \$3161 ;
-  reg \$3162 ;
-  reg \$3163 ;
-  reg \$3164 ;
-  reg \$3165 ;
-  reg \$3166 ;
-  reg [178:0] \$3167 ;
-  reg [4:0] \$3168 ;
-  reg [4:0] \$3169 ;
-  wire \$317 ;
-  reg [4:0] \$3170 ;
-  reg [4:0] \$3171 ;
-  reg [4:0] \$3172 ;
-  reg [4:0] \$3173 ;
-  reg [4:0] \$3174 ;
-  reg [4:0] \$3175 ;
-  reg [4:0] \$3176 ;
-  reg [4:0] \$3177 ;
-  reg [4:0] \$3178 ;
-  reg [4:0] \$3179 ;
-  wire \$318 ;
-  reg [4:0] \$3180 ;
-  reg [4:0] \$3181 ;
-  reg [4:0] \$3182 ;
-  reg [4:0] \$3183 ;
-  reg [4:0] \$3184 ;
-  reg [4:0] \$3185 ;
-  reg [4:0] \$3186 ;
-  reg [4:0] \$3187 ;
-  reg [4:0] \$3188 ;
-  reg [4:0] \$3189 ;
-  wire [6:0] \$319 ;
-  reg [4:0] \$3190 ;
-  reg [4:0] \$3191 ;
-  reg [4:0] \$3192 ;
-  reg [4:0] \$3193 ;
-  reg [4:0] \$3194 ;
-  reg [4:0] \$3195 ;
-  reg [4:0] \$3196 ;
-  reg [4:0] \$3197 ;
-  reg [4:0] \$3198 ;
-  reg [4:0] \$3199 ;
   wire \$32 ;
-  wire \$320 ;
-  reg [4:0] \$3200 ;
-  reg [4:0] \$3201 ;
-  reg [4:0] \$3202 ;
-  reg [4:0] \$3203 ;
-  reg [4:0] \$3204 ;
-  reg [4:0] \$3205 ;
-  reg [4:0] \$3206 ;
-  reg [4:0] \$3207 ;
-  reg [4:0] \$3208 ;
-  reg [4:0] \$3209 ;
-  wire \$321 ;
-  reg [4:0] \$3210 ;
-  reg [4:0] \$3211 ;
-  reg [4:0] \$3212 ;
-  reg [4:0] \$3213 ;
-  reg [4:0] \$3214 ;
-  reg [4:0] \$3215 ;
-  reg [4:0] \$3216 ;
-  reg [4:0] \$3217 ;
-  reg [4:0] \$3218 ;
-  reg [4:0] \$3219 ;
-  wire \$322 ;
-  reg [4:0] \$3220 ;
-  reg [4:0] \$3221 ;
-  reg [4:0] \$3222 ;
-  reg [4:0] \$3223 ;
-  reg [4:0] \$3224 ;
-  reg [4:0] \$3225 ;
-  reg [4:0] \$3226 ;
-  reg [4:0] \$3227 ;
-  reg [4:0] \$3228 ;
-  reg [4:0] \$3229 ;
-  wire [7:0] \$323 ;
-  reg [4:0] \$3230 ;
-  reg [4:0] \$3231 ;
-  reg [4:0] \$3232 ;
-  reg [4:0] \$3233 ;
-  reg [4:0] \$3234 ;
-  reg [4:0] \$3235 ;
-  reg [4:0] \$3236 ;
-  reg [4:0] \$3237 ;
-  reg [4:0] \$3238 ;
-  reg [4:0] \$3239 ;
-  wire \$324 ;
-  reg [4:0] \$3240 ;
-  reg [4:0] \$3241 ;
-  reg [4:0] \$3242 ;
-  reg [4:0] \$3243 ;
-  reg [4:0] \$3244 ;
-  reg [4:0] \$3245 ;
-  reg [4:0] \$3246 ;
-  reg [4:0] \$3247 ;
-  reg [4:0] \$3248 ;
-  reg [4:0] \$3249 ;
-  wire \$325 ;
-  reg [4:0] \$3250 ;
-  reg [4:0] \$3251 ;
-  reg [4:0] \$3252 ;
-  reg [4:0] \$3253 ;
-  reg [4:0] \$3254 ;
-  reg [4:0] \$3255 ;
-  reg [4:0] \$3256 ;
-  reg [4:0] \$3257 ;
-  reg [4:0] \$3258 ;
-  reg [4:0] \$3259 ;
-  wire \$326 ;
-  reg [4:0] \$3260 ;
-  reg [4:0] \$3261 ;
-  reg [4:0] \$3262 ;
-  reg [4:0] \$3263 ;
-  reg [4:0] \$3264 ;
-  reg [4:0] \$3265 ;
-  reg [4:0] \$3266 ;
-  reg [4:0] \$3267 ;
-  reg [4:0] \$3268 ;
-  reg [4:0] \$3269 ;
-  wire [5:0] \$327 ;
-  reg [4:0] \$3270 ;
-  reg [4:0] \$3271 ;
-  reg [4:0] \$3272 ;
-  reg [4:0] \$3273 ;
-  reg [4:0] \$3274 ;
-  reg [4:0] \$3275 ;
-  reg [4:0] \$3276 ;
-  reg [4:0] \$3277 ;
-  reg [4:0] \$3278 ;
-  reg [4:0] \$3279 ;
-  wire \$328 ;
-  reg [4:0] \$3280 ;
-  reg [4:0] \$3281 ;
-  reg [4:0] \$3282 ;
-  reg [4:0] \$3283 ;
-  reg [4:0] \$3284 ;
-  reg [4:0] \$3285 ;
-  reg [4:0] \$3286 ;
-  reg [4:0] \$3287 ;
-  reg [4:0] \$3288 ;
-  reg [4:0] \$3289 ;
-  wire \$329 ;
-  reg [4:0] \$3290 ;
-  reg [4:0] \$3291 ;
-  reg [4:0] \$3292 ;
-  reg [4:0] \$3293 ;
-  reg [4:0] \$3294 ;
-  reg [4:0] \$3295 ;
-  reg [4:0] \$3296 ;
-  reg [4:0] \$3297 ;
-  reg [4:0] \$3298 ;
-  reg [4:0] \$3299 ;
-  wire [6:0] \$33 ;
-  wire [6:0] \$330 ;
-  reg [4:0] \$3300 ;
-  reg [4:0] \$3301 ;
-  reg [4:0] \$3302 ;
-  reg [4:0] \$3303 ;
-  reg [4:0] \$3304 ;
-  reg [4:0] \$3305 ;
-  reg [4:0] \$3306 ;
-  reg [4:0] \$3307 ;
-  reg [4:0] \$3308 ;
-  reg [4:0] \$3309 ;
-  wire \$331 ;
-  reg [4:0] \$3310 ;
-  reg [4:0] \$3311 ;
-  reg [4:0] \$3312 ;
-  reg [4:0] \$3313 ;
-  reg [4:0] \$3314 ;
-  reg [4:0] \$3315 ;
-  reg [4:0] \$3316 ;
-  reg [4:0] \$3317 ;
-  reg [4:0] \$3318 ;
-  reg [4:0] \$3319 ;
-  wire \$332 ;
-  reg [4:0] \$3320 ;
-  reg [4:0] \$3321 ;
-  reg [4:0] \$3322 ;
-  reg [4:0] \$3323 ;
-  reg [4:0] \$3324 ;
-  reg [4:0] \$3325 ;
-  reg [4:0] \$3326 ;
-  reg [4:0] \$3327 ;
-  reg [4:0] \$3328 ;
-  reg [4:0] \$3329 ;
-  wire \$333 ;
-  reg [4:0] \$3330 ;
-  reg [4:0] \$3331 ;
-  reg [4:0] \$3332 ;
-  reg [4:0] \$3333 ;
-  reg [4:0] \$3334 ;
-  reg [4:0] \$3335 ;
-  reg [4:0] \$3336 ;
-  reg [4:0] \$3337 ;
-  reg [4:0] \$3338 ;
-  reg [4:0] \$3339 ;
-  wire [7:0] \$334 ;
-  reg [4:0] \$3340 ;
-  reg [4:0] \$3341 ;
-  reg [4:0] \$3342 ;
-  reg [4:0] \$3343 ;
-  reg [4:0] \$3344 ;
-  reg [4:0] \$3345 ;
-  reg [4:0] \$3346 ;
-  reg [4:0] \$3347 ;
-  reg [4:0] \$3348 ;
-  reg [4:0] \$3349 ;
-  wire \$335 ;
-  reg [4:0] \$3350 ;
-  reg [4:0] \$3351 ;
-  reg [4:0] \$3352 ;
-  reg [4:0] \$3353 ;
-  reg [4:0] \$3354 ;
-  reg [4:0] \$3355 ;
-  reg [4:0] \$3356 ;
-  reg [4:0] \$3357 ;
-  reg [4:0] \$3358 ;
-  reg [4:0] \$3359 ;
-  wire \$336 ;
-  reg [4:0] \$3360 ;
-  reg [4:0] \$3361 ;
-  reg [4:0] \$3362 ;
-  reg [4:0] \$3363 ;
-  reg [4:0] \$3364 ;
-  reg [4:0] \$3365 ;
-  reg [4:0] \$3366 ;
-  reg [4:0] \$3367 ;
-  reg [4:0] \$3368 ;
-  reg [4:0] \$3369 ;
-  wire \$337 ;
-  reg [4:0] \$3370 ;
-  reg [4:0] \$3371 ;
-  reg [4:0] \$3372 ;
-  reg [4:0] \$3373 ;
-  reg [4:0] \$3374 ;
-  reg [4:0] \$3375 ;
-  reg [4:0] \$3376 ;
-  reg [4:0] \$3377 ;
-  reg [4:0] \$3378 ;
-  reg [4:0] \$3379 ;
-  wire [5:0] \$338 ;
-  reg [4:0] \$3380 ;
-  reg [4:0] \$3381 ;
-  reg [4:0] \$3382 ;
-  reg [4:0] \$3383 ;
-  reg [4:0] \$3384 ;
-  reg [4:0] \$3385 ;
-  reg [4:0] \$3386 ;
-  reg [4:0] \$3387 ;
-  reg [4:0] \$3388 ;
-  reg [4:0] \$3389 ;
-  wire \$339 ;
-  reg [4:0] \$3390 ;
-  reg [4:0] \$3391 ;
-  reg [4:0] \$3392 ;
-  reg [4:0] \$3393 ;
-  reg [4:0] \$3394 ;
-  reg [4:0] \$3395 ;
-  reg [4:0] \$3396 ;
-  reg [4:0] \$3397 ;
-  reg [4:0] \$3398 ;
-  reg [4:0] \$3399 ;
+  wire \$33 ;
   wire \$34 ;
-  wire \$340 ;
-  reg [4:0] \$3400 ;
-  reg [4:0] \$3401 ;
-  reg [4:0] \$3402 ;
-  reg [4:0] \$3403 ;
-  reg [4:0] \$3404 ;
-  reg [4:0] \$3405 ;
-  reg [4:0] \$3406 ;
-  reg [4:0] \$3407 ;
-  reg [4:0] \$3408 ;
-  reg [4:0] \$3409 ;
-  wire [6:0] \$341 ;
-  reg [4:0] \$3410 ;
-  reg [4:0] \$3411 ;
-  reg [4:0] \$3412 ;
-  reg [4:0] \$3413 ;
-  reg [4:0] \$3414 ;
-  reg [4:0] \$3415 ;
-  reg [4:0] \$3416 ;
-  reg [4:0] \$3417 ;
-  reg [4:0] \$3418 ;
-  reg [4:0] \$3419 ;
-  wire \$342 ;
-  reg [4:0] \$3420 ;
-  reg [4:0] \$3421 ;
-  reg [4:0] \$3422 ;
-  reg [4:0] \$3423 ;
-  wire \$343 ;
-  wire \$344 ;
-  wire [7:0] \$345 ;
-  wire \$346 ;
-  wire \$347 ;
-  wire \$348 ;
-  wire [5:0] \$349 ;
   wire \$35 ;
-  wire \$350 ;
-  wire \$351 ;
-  wire [6:0] \$352 ;
-  wire \$353 ;
-  wire \$354 ;
-  wire \$355 ;
-  wire [7:0] \$356 ;
-  wire \$357 ;
-  wire \$358 ;
-  wire \$359 ;
   wire \$36 ;
-  wire [5:0] \$360 ;
-  wire \$361 ;
-  wire \$362 ;
-  wire [6:0] \$363 ;
-  wire \$364 ;
-  wire \$365 ;
-  wire \$366 ;
-  wire [7:0] \$367 ;
-  wire \$368 ;
-  wire \$369 ;
-  wire [7:0] \$37 ;
-  wire \$370 ;
-  wire [5:0] \$371 ;
-  wire \$372 ;
-  wire \$373 ;
-  wire [6:0] \$374 ;
-  wire \$375 ;
-  wire \$376 ;
-  wire \$377 ;
-  wire [7:0] \$378 ;
-  wire \$379 ;
+  wire \$37 ;
   wire \$38 ;
-  wire \$380 ;
-  wire \$381 ;
-  wire [5:0] \$382 ;
-  wire \$383 ;
-  wire \$384 ;
-  wire [6:0] \$385 ;
-  wire \$386 ;
-  wire \$387 ;
-  wire \$388 ;
-  wire [7:0] \$389 ;
   wire \$39 ;
-  wire \$390 ;
-  wire \$391 ;
-  wire \$392 ;
-  wire [5:0] \$393 ;
-  wire \$394 ;
-  wire \$395 ;
-  wire [6:0] \$396 ;
-  wire \$397 ;
-  wire \$398 ;
-  wire \$399 ;
   wire \$4 ;
   wire \$40 ;
-  wire [7:0] \$400 ;
-  wire \$401 ;
-  wire \$402 ;
-  wire \$403 ;
-  wire [5:0] \$404 ;
-  wire \$405 ;
-  wire \$406 ;
-  wire [6:0] \$407 ;
-  wire \$408 ;
-  wire \$409 ;
-  wire [5:0] \$41 ;
-  wire \$410 ;
-  wire [7:0] \$411 ;
-  wire \$412 ;
-  wire \$413 ;
-  wire \$414 ;
-  wire [5:0] \$415 ;
-  wire \$416 ;
-  wire \$417 ;
-  wire [6:0] \$418 ;
-  wire \$419 ;
+  wire \$41 ;
   wire \$42 ;
-  wire \$420 ;
-  wire \$421 ;
-  wire [7:0] \$422 ;
-  wire \$423 ;
-  wire \$424 ;
-  wire \$425 ;
-  wire [5:0] \$426 ;
-  wire \$427 ;
-  wire \$428 ;
-  wire [6:0] \$429 ;
   wire \$43 ;
-  wire \$430 ;
-  wire \$431 ;
-  wire \$432 ;
-  wire [7:0] \$433 ;
-  wire \$434 ;
-  wire \$435 ;
-  wire \$436 ;
-  wire [5:0] \$437 ;
-  wire \$438 ;
-  wire \$439 ;
-  wire [6:0] \$44 ;
-  wire [6:0] \$440 ;
-  wire \$441 ;
-  wire \$442 ;
-  wire \$443 ;
-  wire [7:0] \$444 ;
-  wire \$445 ;
-  wire \$446 ;
-  wire \$447 ;
-  wire [5:0] \$448 ;
-  wire \$449 ;
+  wire \$44 ;
   wire \$45 ;
-  wire \$450 ;
-  wire [6:0] \$451 ;
-  wire \$452 ;
-  wire \$453 ;
-  wire \$454 ;
-  wire [7:0] \$455 ;
-  wire \$456 ;
-  wire \$457 ;
-  wire \$458 ;
-  wire [5:0] \$459 ;
   wire \$46 ;
-  wire \$460 ;
-  wire \$461 ;
-  wire [6:0] \$462 ;
-  wire \$463 ;
-  wire \$464 ;
-  wire \$465 ;
-  wire [7:0] \$466 ;
-  wire \$467 ;
-  wire \$468 ;
-  wire \$469 ;
   wire \$47 ;
-  wire [5:0] \$470 ;
-  wire \$471 ;
-  wire \$472 ;
-  wire [6:0] \$473 ;
-  wire \$474 ;
-  wire \$475 ;
-  wire \$476 ;
-  wire [7:0] \$477 ;
-  wire \$478 ;
-  wire \$479 ;
-  wire [7:0] \$48 ;
-  wire \$480 ;
-  wire [5:0] \$481 ;
-  wire \$482 ;
-  wire \$483 ;
-  wire [6:0] \$484 ;
-  wire \$485 ;
-  wire \$486 ;
-  wire \$487 ;
-  wire [7:0] \$488 ;
-  wire \$489 ;
+  wire \$48 ;
   wire \$49 ;
-  wire \$490 ;
-  wire \$491 ;
-  wire [5:0] \$492 ;
-  wire \$493 ;
-  wire \$494 ;
-  wire [6:0] \$495 ;
-  wire \$496 ;
-  wire \$497 ;
-  wire \$498 ;
-  wire [7:0] \$499 ;
-  wire \$5 ;
+  wire [12:0] \$5 ;
   wire \$50 ;
-  wire \$500 ;
-  wire \$501 ;
-  wire \$502 ;
-  wire [5:0] \$503 ;
-  wire \$504 ;
-  wire \$505 ;
-  wire [6:0] \$506 ;
-  wire \$507 ;
-  wire \$508 ;
-  wire \$509 ;
   wire \$51 ;
-  wire [7:0] \$510 ;
-  wire \$511 ;
-  wire \$512 ;
-  wire \$513 ;
-  wire [5:0] \$514 ;
-  wire \$515 ;
-  wire \$516 ;
-  wire [6:0] \$517 ;
-  wire \$518 ;
-  wire \$519 ;
-  wire [5:0] \$52 ;
-  wire \$520 ;
-  wire [7:0] \$521 ;
-  wire \$522 ;
-  wire \$523 ;
-  wire \$524 ;
-  wire [5:0] \$525 ;
-  wire \$526 ;
-  wire \$527 ;
-  wire [6:0] \$528 ;
-  wire \$529 ;
+  wire \$52 ;
   wire \$53 ;
-  wire \$530 ;
-  wire \$531 ;
-  wire [7:0] \$532 ;
-  wire \$533 ;
-  wire \$534 ;
-  wire \$535 ;
-  wire [5:0] \$536 ;
-  wire \$537 ;
-  wire \$538 ;
-  wire [6:0] \$539 ;
   wire \$54 ;
-  wire \$540 ;
-  wire \$541 ;
-  wire \$542 ;
-  wire [7:0] \$543 ;
-  wire \$544 ;
-  wire \$545 ;
-  wire \$546 ;
-  wire [5:0] \$547 ;
-  wire \$548 ;
-  wire \$549 ;
-  wire [6:0] \$55 ;
-  wire [6:0] \$550 ;
-  wire \$551 ;
-  wire \$552 ;
-  wire \$553 ;
-  wire [7:0] \$554 ;
-  wire \$555 ;
-  wire \$556 ;
-  wire \$557 ;
-  wire [5:0] \$558 ;
-  wire \$559 ;
+  wire \$55 ;
   wire \$56 ;
-  wire \$560 ;
-  wire [6:0] \$561 ;
-  wire \$562 ;
-  wire \$563 ;
-  wire \$564 ;
-  wire [7:0] \$565 ;
-  wire \$566 ;
-  wire \$567 ;
-  wire \$568 ;
-  wire [5:0] \$569 ;
-  wire \$57 ;
-  wire \$570 ;
-  wire \$571 ;
-  wire [6:0] \$572 ;
-  wire \$573 ;
-  wire \$574 ;
-  wire \$575 ;
-  wire [7:0] \$576 ;
-  wire \$577 ;
-  wire \$578 ;
-  wire \$579 ;
-  wire \$58 ;
-  wire [5:0] \$580 ;
-  wire \$581 ;
-  wire \$582 ;
-  wire [6:0] \$583 ;
-  wire \$584 ;
-  wire \$585 ;
-  wire \$586 ;
-  wire [7:0] \$587 ;
-  wire \$588 ;
-  wire \$589 ;
-  wire [7:0] \$59 ;
-  wire \$590 ;
-  wire [5:0] \$591 ;
-  wire \$592 ;
-  wire \$593 ;
-  wire [6:0] \$594 ;
-  wire \$595 ;
-  wire \$596 ;
-  wire \$597 ;
-  wire [7:0] \$598 ;
-  wire \$599 ;
-  wire \$6 ;
+  wire [5:0] \$57 ;
+  wire [6:0] \$58 ;
+  wire \$59 ;
+  wire [35:0] \$6 ;
   wire \$60 ;
-  wire \$600 ;
-  wire \$601 ;
-  wire [5:0] \$602 ;
-  wire \$603 ;
-  wire \$604 ;
-  wire [6:0] \$605 ;
-  wire \$606 ;
-  wire \$607 ;
-  wire \$608 ;
-  wire [7:0] \$609 ;
   wire \$61 ;
-  wire \$610 ;
-  wire \$611 ;
-  wire \$612 ;
-  wire [5:0] \$613 ;
-  wire \$614 ;
-  wire \$615 ;
-  wire [6:0] \$616 ;
-  wire \$617 ;
-  wire \$618 ;
-  wire \$619 ;
   wire \$62 ;
-  wire [7:0] \$620 ;
-  wire \$621 ;
-  wire \$622 ;
-  wire \$623 ;
-  wire [5:0] \$624 ;
-  wire \$625 ;
-  wire \$626 ;
-  wire [6:0] \$627 ;
-  wire \$628 ;
-  wire \$629 ;
-  wire [5:0] \$63 ;
-  wire \$630 ;
-  wire [7:0] \$631 ;
-  wire \$632 ;
-  wire \$633 ;
-  wire \$634 ;
-  wire [5:0] \$635 ;
-  wire \$636 ;
-  wire \$637 ;
-  wire [6:0] \$638 ;
-  wire \$639 ;
+  wire \$63 ;
   wire \$64 ;
-  wire \$640 ;
-  wire \$641 ;
-  wire [7:0] \$642 ;
-  wire \$643 ;
-  wire \$644 ;
-  wire \$645 ;
-  wire [5:0] \$646 ;
-  wire \$647 ;
-  wire \$648 ;
-  wire [6:0] \$649 ;
   wire \$65 ;
-  wire \$650 ;
-  wire \$651 ;
-  wire \$652 ;
-  wire [7:0] \$653 ;
-  wire \$654 ;
-  wire \$655 ;
-  wire \$656 ;
-  wire [5:0] \$657 ;
-  wire \$658 ;
-  wire \$659 ;
-  wire [6:0] \$66 ;
-  wire [6:0] \$660 ;
-  wire \$661 ;
-  wire \$662 ;
-  wire \$663 ;
-  wire [7:0] \$664 ;
-  wire \$665 ;
-  wire \$666 ;
-  wire \$667 ;
-  wire [5:0] \$668 ;
-  wire \$669 ;
+  wire \$66 ;
   wire \$67 ;
-  wire \$670 ;
-  wire [6:0] \$671 ;
-  wire \$672 ;
-  wire \$673 ;
-  wire \$674 ;
-  wire [7:0] \$675 ;
-  wire \$676 ;
-  wire \$677 ;
-  wire \$678 ;
-  wire [5:0] \$679 ;
   wire \$68 ;
-  wire \$680 ;
-  wire \$681 ;
-  wire [6:0] \$682 ;
-  wire \$683 ;
-  wire \$684 ;
-  wire \$685 ;
-  wire [7:0] \$686 ;
-  wire \$687 ;
-  wire \$688 ;
-  wire \$689 ;
-  wire \$69 ;
-  wire [5:0] \$690 ;
-  wire \$691 ;
-  wire \$692 ;
-  wire [6:0] \$693 ;
-  wire \$694 ;
-  wire \$695 ;
-  wire \$696 ;
-  wire [7:0] \$697 ;
-  wire \$698 ;
-  wire \$699 ;
+  wire [5:0] \$69 ;
   wire \$7 ;
-  wire [7:0] \$70 ;
-  wire \$700 ;
-  wire [5:0] \$701 ;
-  wire \$702 ;
-  wire \$703 ;
-  wire [6:0] \$704 ;
-  wire \$705 ;
-  wire \$706 ;
-  wire \$707 ;
-  wire [7:0] \$708 ;
-  wire \$709 ;
-  wire \$71 ;
-  wire \$710 ;
-  wire \$711 ;
-  wire [5:0] \$712 ;
-  wire \$713 ;
-  wire \$714 ;
-  wire [6:0] \$715 ;
-  wire \$716 ;
-  wire \$717 ;
-  wire \$718 ;
-  wire [7:0] \$719 ;
-  wire \$72 ;
-  wire \$720 ;
-  wire \$721 ;
-  wire \$722 ;
-  wire [5:0] \$723 ;
-  wire \$724 ;
-  wire \$725 ;
-  wire [6:0] \$726 ;
-  wire \$727 ;
-  wire \$728 ;
-  wire \$729 ;
-  wire \$73 ;
-  wire [7:0] \$730 ;
-  wire \$731 ;
-  wire \$732 ;
-  wire \$733 ;
-  wire [5:0] \$734 ;
-  wire \$735 ;
-  wire \$736 ;
-  wire [6:0] \$737 ;
-  wire \$738 ;
-  wire \$739 ;
-  wire [5:0] \$74 ;
-  wire \$740 ;
-  wire [7:0] \$741 ;
-  wire \$742 ;
-  wire \$743 ;
-  wire \$744 ;
-  wire [5:0] \$745 ;
-  wire \$746 ;
-  wire \$747 ;
-  wire [6:0] \$748 ;
-  wire \$749 ;
+  wire [5:0] \$70 ;
+  wire [5:0] \$71 ;
+  wire [5:0] \$72 ;
+  wire [6:0] \$73 ;
+  wire \$74 ;
   wire \$75 ;
-  wire \$750 ;
-  wire \$751 ;
-  wire [7:0] \$752 ;
-  wire \$753 ;
-  wire \$754 ;
-  wire \$755 ;
-  wire [5:0] \$756 ;
-  wire \$757 ;
-  wire \$758 ;
-  wire [6:0] \$759 ;
   wire \$76 ;
-  wire \$760 ;
-  wire \$761 ;
-  wire \$762 ;
-  wire [7:0] \$763 ;
-  wire \$764 ;
-  wire \$765 ;
-  wire \$766 ;
-  wire [5:0] \$767 ;
-  wire \$768 ;
-  wire \$769 ;
-  wire [6:0] \$77 ;
-  wire [6:0] \$770 ;
-  wire \$771 ;
-  wire \$772 ;
-  wire \$773 ;
-  wire [7:0] \$774 ;
-  wire \$775 ;
-  wire \$776 ;
-  wire \$777 ;
-  wire [5:0] \$778 ;
-  wire \$779 ;
+  wire \$77 ;
   wire \$78 ;
-  wire \$780 ;
-  wire [6:0] \$781 ;
-  wire \$782 ;
-  wire \$783 ;
-  wire \$784 ;
-  wire [7:0] \$785 ;
-  wire \$786 ;
-  wire \$787 ;
-  wire \$788 ;
-  wire [5:0] \$789 ;
   wire \$79 ;
-  wire \$790 ;
-  wire \$791 ;
-  wire [6:0] \$792 ;
-  wire \$793 ;
-  wire \$794 ;
-  wire \$795 ;
-  wire [7:0] \$796 ;
-  wire \$797 ;
-  wire \$798 ;
-  wire \$799 ;
-  wire [5:0] \$8 ;
+  wire \$8 ;
   wire \$80 ;
-  wire [5:0] \$800 ;
-  wire \$801 ;
-  wire \$802 ;
-  wire [6:0] \$803 ;
-  wire \$804 ;
-  wire \$805 ;
-  wire \$806 ;
-  wire [7:0] \$807 ;
-  wire \$808 ;
-  wire \$809 ;
-  wire [7:0] \$81 ;
-  wire \$810 ;
-  wire [5:0] \$811 ;
-  wire \$812 ;
-  wire \$813 ;
-  wire [6:0] \$814 ;
-  wire \$815 ;
-  wire \$816 ;
-  wire \$817 ;
-  wire [7:0] \$818 ;
-  wire \$819 ;
+  wire \$81 ;
   wire \$82 ;
-  wire \$820 ;
-  wire \$821 ;
-  wire [5:0] \$822 ;
-  wire \$823 ;
-  wire \$824 ;
-  wire [6:0] \$825 ;
-  wire \$826 ;
-  wire \$827 ;
-  wire \$828 ;
-  wire [7:0] \$829 ;
   wire \$83 ;
-  wire \$830 ;
-  wire \$831 ;
-  wire \$832 ;
-  wire [5:0] \$833 ;
-  wire \$834 ;
-  wire \$835 ;
-  wire [6:0] \$836 ;
-  wire \$837 ;
-  wire \$838 ;
-  wire \$839 ;
-  wire \$84 ;
-  wire [7:0] \$840 ;
-  wire \$841 ;
-  wire \$842 ;
-  wire \$843 ;
-  wire [5:0] \$844 ;
-  wire \$845 ;
-  wire \$846 ;
-  wire [6:0] \$847 ;
-  wire \$848 ;
-  wire \$849 ;
-  wire [5:0] \$85 ;
-  wire \$850 ;
-  wire [7:0] \$851 ;
-  wire \$852 ;
-  wire \$853 ;
-  wire \$854 ;
-  wire [5:0] \$855 ;
-  wire \$856 ;
-  wire \$857 ;
-  wire [6:0] \$858 ;
-  wire \$859 ;
-  wire \$86 ;
-  wire \$860 ;
-  wire \$861 ;
-  wire [7:0] \$862 ;
-  wire \$863 ;
-  wire \$864 ;
-  wire \$865 ;
-  wire [5:0] \$866 ;
-  wire \$867 ;
-  wire \$868 ;
-  wire [6:0] \$869 ;
-  wire \$87 ;
-  wire \$870 ;
-  wire \$871 ;
-  wire \$872 ;
-  wire [7:0] \$873 ;
-  wire \$874 ;
-  wire \$875 ;
-  wire \$876 ;
-  wire [5:0] \$877 ;
-  wire \$878 ;
-  wire \$879 ;
-  wire [6:0] \$88 ;
-  wire [6:0] \$880 ;
-  wire \$881 ;
-  wire \$882 ;
-  wire \$883 ;
-  wire [7:0] \$884 ;
-  wire \$885 ;
-  wire \$886 ;
-  wire \$887 ;
-  wire [5:0] \$888 ;
-  wire \$889 ;
-  wire \$89 ;
-  wire \$890 ;
-  wire [6:0] \$891 ;
-  wire \$892 ;
-  wire \$893 ;
-  wire \$894 ;
-  wire [7:0] \$895 ;
-  wire \$896 ;
-  wire \$897 ;
-  wire \$898 ;
-  wire [5:0] \$899 ;
+  reg [7:0] \$84 ;
+  reg \$85 ;
+  reg [3:0] \$86 ;
+  reg [178:0] \$87 ;
+  reg \$88 ;
+  reg \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$900 ;
-  wire \$901 ;
-  wire [6:0] \$902 ;
-  wire \$903 ;
-  wire \$904 ;
-  wire \$905 ;
-  wire [7:0] \$906 ;
-  wire \$907 ;
-  wire \$908 ;
-  wire \$909 ;
-  wire \$91 ;
-  wire [5:0] \$910 ;
-  wire \$911 ;
-  wire \$912 ;
-  wire [6:0] \$913 ;
-  wire \$914 ;
-  wire \$915 ;
-  wire \$916 ;
-  wire [7:0] \$917 ;
-  wire \$918 ;
-  wire \$919 ;
-  wire [7:0] \$92 ;
-  wire \$920 ;
-  wire [5:0] \$921 ;
-  wire \$922 ;
-  wire \$923 ;
-  wire [6:0] \$924 ;
-  wire \$925 ;
-  wire \$926 ;
-  wire \$927 ;
-  wire [7:0] \$928 ;
-  wire \$929 ;
-  wire \$93 ;
-  wire \$930 ;
-  wire \$931 ;
-  wire [5:0] \$932 ;
-  wire \$933 ;
-  wire \$934 ;
-  wire [6:0] \$935 ;
-  wire \$936 ;
-  wire \$937 ;
-  wire \$938 ;
-  wire [7:0] \$939 ;
-  wire \$94 ;
-  wire \$940 ;
-  wire \$941 ;
-  wire \$942 ;
-  wire [5:0] \$943 ;
-  wire \$944 ;
-  wire \$945 ;
-  wire [6:0] \$946 ;
-  wire \$947 ;
-  wire \$948 ;
-  wire \$949 ;
-  wire \$95 ;
-  wire [7:0] \$950 ;
-  wire \$951 ;
-  wire \$952 ;
-  wire \$953 ;
-  wire [5:0] \$954 ;
-  wire \$955 ;
-  wire \$956 ;
-  wire [6:0] \$957 ;
-  wire \$958 ;
-  wire \$959 ;
-  wire [5:0] \$96 ;
-  wire \$960 ;
-  wire [7:0] \$961 ;
-  wire \$962 ;
-  wire \$963 ;
-  wire \$964 ;
-  wire [5:0] \$965 ;
-  wire \$966 ;
-  wire \$967 ;
-  wire [6:0] \$968 ;
-  wire \$969 ;
-  wire \$97 ;
-  wire \$970 ;
-  wire \$971 ;
-  wire [7:0] \$972 ;
-  wire \$973 ;
-  wire \$974 ;
-  wire \$975 ;
-  wire [5:0] \$976 ;
-  wire \$977 ;
-  wire \$978 ;
-  wire [6:0] \$979 ;
-  wire \$98 ;
-  wire \$980 ;
-  wire \$981 ;
-  wire \$982 ;
-  wire [7:0] \$983 ;
-  wire \$984 ;
-  wire \$985 ;
-  wire \$986 ;
-  wire [5:0] \$987 ;
-  wire \$988 ;
-  wire \$989 ;
-  wire [6:0] \$99 ;
-  wire [6:0] \$990 ;
-  wire \$991 ;
-  wire \$992 ;
-  wire \$993 ;
-  wire [7:0] \$994 ;
-  wire \$995 ;
-  wire \$996 ;
-  wire \$997 ;
-  wire [5:0] \$998 ;
-  wire \$999 ;
+  reg \$90 ;
+  reg \$91 ;
+  reg \$92 ;
+  reg \$93 ;
+  reg \$94 ;
+  reg [178:0] \$95 ;
+  reg \$96 ;
+  reg \$97 ;
+  reg \$98 ;
+  wire [48:0] \$signal ;
   output bad_descriptor;
   wire bad_descriptor;
   output bad_pitch;
@@ -20777,12 +17497,33 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   wire bad_range;
   output busy;
   reg busy = 1'h1;
+  reg \busy$15  = 1'h0;
+  wire [7:0] check__addr;
+  wire [7:0] \check__addr$80 ;
+  wire [7:0] \check__addr$86 ;
+  wire [4:0] check__data;
+  wire [4:0] \check__data$88 ;
+  wire [4:0] \check__data$89 ;
   output check_ok;
   wire check_ok;
   input clk;
   wire clk;
   (* init = 8'h00 *)
   wire [7:0] data;
+  reg [178:0] desc = 179'h000000000000000000000000000000000000000000000;
+  wire [4:0] desc__device ;
+  wire [47:0] desc__dst ;
+  wire [7:0] desc__index ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire desc__op ;
+  wire [23:0] desc__pitch ;
+  wire [15:0] desc__row_bytes ;
+  wire [11:0] desc__rows ;
+  wire [47:0] desc__src ;
+  wire [15:0] desc__tile ;
+  wire desc__valid ;
   output desc_busy;
   wire desc_busy;
   input desc_held;
@@ -20812,6 +17553,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
   wire [48:0] dst_end;
+  reg empty = 1'h0;
   wire enqueued;
   reg [7:0] fetch_index = 8'h00;
   reg fetched = 1'h0;
@@ -20830,6 +17572,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   wire [15:0] got__tile ;
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
+  reg held = 1'h0;
   output idle;
   wire idle;
   wire in_use;
@@ -20837,6 +17580,14 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   wire [7:0] o__payload;
   wire o__ready;
   wire o__valid;
+  reg overlap = 1'h0;
+  reg pending = 1'h0;
+  reg \pending$45  = 1'h0;
+  reg \pending$48  = 1'h0;
+  reg [7:0] pending_index = 8'h00;
+  reg [7:0] \pending_index$47  = 8'h00;
+  reg [7:0] \pending_index$49  = 8'h00;
+  reg [35:0] product = 36'h000000000;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -20874,6 +17625,13 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   wire [15:0] rd_fetch__data__tile ;
   wire rd_fetch__data__valid ;
   wire refused;
+  wire [7:0] rmw__addr;
+  (* init = 8'h00 *)
+  wire [7:0] \rmw__addr$79 ;
+  wire [7:0] \rmw__addr$85 ;
+  wire [4:0] rmw__data;
+  wire [4:0] \rmw__data$78 ;
+  wire [4:0] \rmw__data$84 ;
   input rst;
   wire rst;
   reg [7:0] s1_cmd = 8'h00;
@@ -20883,8 +17641,8 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   reg s2_ok = 1'h0;
   reg [15:0] s2_tile = 16'h0000;
   reg s2_valid = 1'h0;
-  wire [36:0] span;
-  wire [48:0] src_end;
+  reg [36:0] span = 37'h0000000000;
+  reg [3:0] stage = 4'h0;
   reg [7:0] sweep = 8'h00;
   input [23:0] trigger__payload;
   wire [23:0] trigger__payload;
@@ -20894,262 +17652,15 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   wire trigger__ready;
   input trigger__valid;
   wire trigger__valid;
-  reg [4:0] uses_0 = 5'h00;
-  reg [4:0] uses_1 = 5'h00;
-  reg [4:0] uses_10 = 5'h00;
-  reg [4:0] uses_100 = 5'h00;
-  reg [4:0] uses_101 = 5'h00;
-  reg [4:0] uses_102 = 5'h00;
-  reg [4:0] uses_103 = 5'h00;
-  reg [4:0] uses_104 = 5'h00;
-  reg [4:0] uses_105 = 5'h00;
-  reg [4:0] uses_106 = 5'h00;
-  reg [4:0] uses_107 = 5'h00;
-  reg [4:0] uses_108 = 5'h00;
-  reg [4:0] uses_109 = 5'h00;
-  reg [4:0] uses_11 = 5'h00;
-  reg [4:0] uses_110 = 5'h00;
-  reg [4:0] uses_111 = 5'h00;
-  reg [4:0] uses_112 = 5'h00;
-  reg [4:0] uses_113 = 5'h00;
-  reg [4:0] uses_114 = 5'h00;
-  reg [4:0] uses_115 = 5'h00;
-  reg [4:0] uses_116 = 5'h00;
-  reg [4:0] uses_117 = 5'h00;
-  reg [4:0] uses_118 = 5'h00;
-  reg [4:0] uses_119 = 5'h00;
-  reg [4:0] uses_12 = 5'h00;
-  reg [4:0] uses_120 = 5'h00;
-  reg [4:0] uses_121 = 5'h00;
-  reg [4:0] uses_122 = 5'h00;
-  reg [4:0] uses_123 = 5'h00;
-  reg [4:0] uses_124 = 5'h00;
-  reg [4:0] uses_125 = 5'h00;
-  reg [4:0] uses_126 = 5'h00;
-  reg [4:0] uses_127 = 5'h00;
-  reg [4:0] uses_128 = 5'h00;
-  reg [4:0] uses_129 = 5'h00;
-  reg [4:0] uses_13 = 5'h00;
-  reg [4:0] uses_130 = 5'h00;
-  reg [4:0] uses_131 = 5'h00;
-  reg [4:0] uses_132 = 5'h00;
-  reg [4:0] uses_133 = 5'h00;
-  reg [4:0] uses_134 = 5'h00;
-  reg [4:0] uses_135 = 5'h00;
-  reg [4:0] uses_136 = 5'h00;
-  reg [4:0] uses_137 = 5'h00;
-  reg [4:0] uses_138 = 5'h00;
-  reg [4:0] uses_139 = 5'h00;
-  reg [4:0] uses_14 = 5'h00;
-  reg [4:0] uses_140 = 5'h00;
-  reg [4:0] uses_141 = 5'h00;
-  reg [4:0] uses_142 = 5'h00;
-  reg [4:0] uses_143 = 5'h00;
-  reg [4:0] uses_144 = 5'h00;
-  reg [4:0] uses_145 = 5'h00;
-  reg [4:0] uses_146 = 5'h00;
-  reg [4:0] uses_147 = 5'h00;
-  reg [4:0] uses_148 = 5'h00;
-  reg [4:0] uses_149 = 5'h00;
-  reg [4:0] uses_15 = 5'h00;
-  reg [4:0] uses_150 = 5'h00;
-  reg [4:0] uses_151 = 5'h00;
-  reg [4:0] uses_152 = 5'h00;
-  reg [4:0] uses_153 = 5'h00;
-  reg [4:0] uses_154 = 5'h00;
-  reg [4:0] uses_155 = 5'h00;
-  reg [4:0] uses_156 = 5'h00;
-  reg [4:0] uses_157 = 5'h00;
-  reg [4:0] uses_158 = 5'h00;
-  reg [4:0] uses_159 = 5'h00;
-  reg [4:0] uses_16 = 5'h00;
-  reg [4:0] uses_160 = 5'h00;
-  reg [4:0] uses_161 = 5'h00;
-  reg [4:0] uses_162 = 5'h00;
-  reg [4:0] uses_163 = 5'h00;
-  reg [4:0] uses_164 = 5'h00;
-  reg [4:0] uses_165 = 5'h00;
-  reg [4:0] uses_166 = 5'h00;
-  reg [4:0] uses_167 = 5'h00;
-  reg [4:0] uses_168 = 5'h00;
-  reg [4:0] uses_169 = 5'h00;
-  reg [4:0] uses_17 = 5'h00;
-  reg [4:0] uses_170 = 5'h00;
-  reg [4:0] uses_171 = 5'h00;
-  reg [4:0] uses_172 = 5'h00;
-  reg [4:0] uses_173 = 5'h00;
-  reg [4:0] uses_174 = 5'h00;
-  reg [4:0] uses_175 = 5'h00;
-  reg [4:0] uses_176 = 5'h00;
-  reg [4:0] uses_177 = 5'h00;
-  reg [4:0] uses_178 = 5'h00;
-  reg [4:0] uses_179 = 5'h00;
-  reg [4:0] uses_18 = 5'h00;
-  reg [4:0] uses_180 = 5'h00;
-  reg [4:0] uses_181 = 5'h00;
-  reg [4:0] uses_182 = 5'h00;
-  reg [4:0] uses_183 = 5'h00;
-  reg [4:0] uses_184 = 5'h00;
-  reg [4:0] uses_185 = 5'h00;
-  reg [4:0] uses_186 = 5'h00;
-  reg [4:0] uses_187 = 5'h00;
-  reg [4:0] uses_188 = 5'h00;
-  reg [4:0] uses_189 = 5'h00;
-  reg [4:0] uses_19 = 5'h00;
-  reg [4:0] uses_190 = 5'h00;
-  reg [4:0] uses_191 = 5'h00;
-  reg [4:0] uses_192 = 5'h00;
-  reg [4:0] uses_193 = 5'h00;
-  reg [4:0] uses_194 = 5'h00;
-  reg [4:0] uses_195 = 5'h00;
-  reg [4:0] uses_196 = 5'h00;
-  reg [4:0] uses_197 = 5'h00;
-  reg [4:0] uses_198 = 5'h00;
-  reg [4:0] uses_199 = 5'h00;
-  reg [4:0] uses_2 = 5'h00;
-  reg [4:0] uses_20 = 5'h00;
-  reg [4:0] uses_200 = 5'h00;
-  reg [4:0] uses_201 = 5'h00;
-  reg [4:0] uses_202 = 5'h00;
-  reg [4:0] uses_203 = 5'h00;
-  reg [4:0] uses_204 = 5'h00;
-  reg [4:0] uses_205 = 5'h00;
-  reg [4:0] uses_206 = 5'h00;
-  reg [4:0] uses_207 = 5'h00;
-  reg [4:0] uses_208 = 5'h00;
-  reg [4:0] uses_209 = 5'h00;
-  reg [4:0] uses_21 = 5'h00;
-  reg [4:0] uses_210 = 5'h00;
-  reg [4:0] uses_211 = 5'h00;
-  reg [4:0] uses_212 = 5'h00;
-  reg [4:0] uses_213 = 5'h00;
-  reg [4:0] uses_214 = 5'h00;
-  reg [4:0] uses_215 = 5'h00;
-  reg [4:0] uses_216 = 5'h00;
-  reg [4:0] uses_217 = 5'h00;
-  reg [4:0] uses_218 = 5'h00;
-  reg [4:0] uses_219 = 5'h00;
-  reg [4:0] uses_22 = 5'h00;
-  reg [4:0] uses_220 = 5'h00;
-  reg [4:0] uses_221 = 5'h00;
-  reg [4:0] uses_222 = 5'h00;
-  reg [4:0] uses_223 = 5'h00;
-  reg [4:0] uses_224 = 5'h00;
-  reg [4:0] uses_225 = 5'h00;
-  reg [4:0] uses_226 = 5'h00;
-  reg [4:0] uses_227 = 5'h00;
-  reg [4:0] uses_228 = 5'h00;
-  reg [4:0] uses_229 = 5'h00;
-  reg [4:0] uses_23 = 5'h00;
-  reg [4:0] uses_230 = 5'h00;
-  reg [4:0] uses_231 = 5'h00;
-  reg [4:0] uses_232 = 5'h00;
-  reg [4:0] uses_233 = 5'h00;
-  reg [4:0] uses_234 = 5'h00;
-  reg [4:0] uses_235 = 5'h00;
-  reg [4:0] uses_236 = 5'h00;
-  reg [4:0] uses_237 = 5'h00;
-  reg [4:0] uses_238 = 5'h00;
-  reg [4:0] uses_239 = 5'h00;
-  reg [4:0] uses_24 = 5'h00;
-  reg [4:0] uses_240 = 5'h00;
-  reg [4:0] uses_241 = 5'h00;
-  reg [4:0] uses_242 = 5'h00;
-  reg [4:0] uses_243 = 5'h00;
-  reg [4:0] uses_244 = 5'h00;
-  reg [4:0] uses_245 = 5'h00;
-  reg [4:0] uses_246 = 5'h00;
-  reg [4:0] uses_247 = 5'h00;
-  reg [4:0] uses_248 = 5'h00;
-  reg [4:0] uses_249 = 5'h00;
-  reg [4:0] uses_25 = 5'h00;
-  reg [4:0] uses_250 = 5'h00;
-  reg [4:0] uses_251 = 5'h00;
-  reg [4:0] uses_252 = 5'h00;
-  reg [4:0] uses_253 = 5'h00;
-  reg [4:0] uses_254 = 5'h00;
-  reg [4:0] uses_255 = 5'h00;
-  reg [4:0] uses_26 = 5'h00;
-  reg [4:0] uses_27 = 5'h00;
-  reg [4:0] uses_28 = 5'h00;
-  reg [4:0] uses_29 = 5'h00;
-  reg [4:0] uses_3 = 5'h00;
-  reg [4:0] uses_30 = 5'h00;
-  reg [4:0] uses_31 = 5'h00;
-  reg [4:0] uses_32 = 5'h00;
-  reg [4:0] uses_33 = 5'h00;
-  reg [4:0] uses_34 = 5'h00;
-  reg [4:0] uses_35 = 5'h00;
-  reg [4:0] uses_36 = 5'h00;
-  reg [4:0] uses_37 = 5'h00;
-  reg [4:0] uses_38 = 5'h00;
-  reg [4:0] uses_39 = 5'h00;
-  reg [4:0] uses_4 = 5'h00;
-  reg [4:0] uses_40 = 5'h00;
-  reg [4:0] uses_41 = 5'h00;
-  reg [4:0] uses_42 = 5'h00;
-  reg [4:0] uses_43 = 5'h00;
-  reg [4:0] uses_44 = 5'h00;
-  reg [4:0] uses_45 = 5'h00;
-  reg [4:0] uses_46 = 5'h00;
-  reg [4:0] uses_47 = 5'h00;
-  reg [4:0] uses_48 = 5'h00;
-  reg [4:0] uses_49 = 5'h00;
-  reg [4:0] uses_5 = 5'h00;
-  reg [4:0] uses_50 = 5'h00;
-  reg [4:0] uses_51 = 5'h00;
-  reg [4:0] uses_52 = 5'h00;
-  reg [4:0] uses_53 = 5'h00;
-  reg [4:0] uses_54 = 5'h00;
-  reg [4:0] uses_55 = 5'h00;
-  reg [4:0] uses_56 = 5'h00;
-  reg [4:0] uses_57 = 5'h00;
-  reg [4:0] uses_58 = 5'h00;
-  reg [4:0] uses_59 = 5'h00;
-  reg [4:0] uses_6 = 5'h00;
-  reg [4:0] uses_60 = 5'h00;
-  reg [4:0] uses_61 = 5'h00;
-  reg [4:0] uses_62 = 5'h00;
-  reg [4:0] uses_63 = 5'h00;
-  reg [4:0] uses_64 = 5'h00;
-  reg [4:0] uses_65 = 5'h00;
-  reg [4:0] uses_66 = 5'h00;
-  reg [4:0] uses_67 = 5'h00;
-  reg [4:0] uses_68 = 5'h00;
-  reg [4:0] uses_69 = 5'h00;
-  reg [4:0] uses_7 = 5'h00;
-  reg [4:0] uses_70 = 5'h00;
-  reg [4:0] uses_71 = 5'h00;
-  reg [4:0] uses_72 = 5'h00;
-  reg [4:0] uses_73 = 5'h00;
-  reg [4:0] uses_74 = 5'h00;
-  reg [4:0] uses_75 = 5'h00;
-  reg [4:0] uses_76 = 5'h00;
-  reg [4:0] uses_77 = 5'h00;
-  reg [4:0] uses_78 = 5'h00;
-  reg [4:0] uses_79 = 5'h00;
-  reg [4:0] uses_8 = 5'h00;
-  reg [4:0] uses_80 = 5'h00;
-  reg [4:0] uses_81 = 5'h00;
-  reg [4:0] uses_82 = 5'h00;
-  reg [4:0] uses_83 = 5'h00;
-  reg [4:0] uses_84 = 5'h00;
-  reg [4:0] uses_85 = 5'h00;
-  reg [4:0] uses_86 = 5'h00;
-  reg [4:0] uses_87 = 5'h00;
-  reg [4:0] uses_88 = 5'h00;
-  reg [4:0] uses_89 = 5'h00;
-  reg [4:0] uses_9 = 5'h00;
-  reg [4:0] uses_90 = 5'h00;
-  reg [4:0] uses_91 = 5'h00;
-  reg [4:0] uses_92 = 5'h00;
-  reg [4:0] uses_93 = 5'h00;
-  reg [4:0] uses_94 = 5'h00;
-  reg [4:0] uses_95 = 5'h00;
-  reg [4:0] uses_96 = 5'h00;
-  reg [4:0] uses_97 = 5'h00;
-  reg [4:0] uses_98 = 5'h00;
-  reg [4:0] uses_99 = 5'h00;
+  reg [7:0] wr__addr;
+  reg [7:0] \wr__addr$75 ;
+  reg [7:0] \wr__addr$81 ;
+  reg [4:0] wr__data;
+  reg [4:0] \wr__data$76 ;
+  reg [4:0] \wr__data$82 ;
+  reg wr__en;
+  reg \wr__en$77 ;
+  reg \wr__en$83 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -21168,6 +17679,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   wire [15:0] wr_fetch__data__tile ;
   wire wr_fetch__data__valid ;
   reg wr_fetch__en;
+  reg wraps = 1'h0;
   (* t3hw_rd_collision = "excluded" *)
   reg [0:0] check_table [255:0];
   initial begin
@@ -21437,6 +17949,277 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     _0_ <= check_table[trigger__payload[7:0]];
   end
   assign rd_check__data = _0_;
+  reg [4:0] dropped_count [255:0];
+  initial begin
+    dropped_count[0] = 5'h00;
+    dropped_count[1] = 5'h00;
+    dropped_count[2] = 5'h00;
+    dropped_count[3] = 5'h00;
+    dropped_count[4] = 5'h00;
+    dropped_count[5] = 5'h00;
+    dropped_count[6] = 5'h00;
+    dropped_count[7] = 5'h00;
+    dropped_count[8] = 5'h00;
+    dropped_count[9] = 5'h00;
+    dropped_count[10] = 5'h00;
+    dropped_count[11] = 5'h00;
+    dropped_count[12] = 5'h00;
+    dropped_count[13] = 5'h00;
+    dropped_count[14] = 5'h00;
+    dropped_count[15] = 5'h00;
+    dropped_count[16] = 5'h00;
+    dropped_count[17] = 5'h00;
+    dropped_count[18] = 5'h00;
+    dropped_count[19] = 5'h00;
+    dropped_count[20] = 5'h00;
+    dropped_count[21] = 5'h00;
+    dropped_count[22] = 5'h00;
+    dropped_count[23] = 5'h00;
+    dropped_count[24] = 5'h00;
+    dropped_count[25] = 5'h00;
+    dropped_count[26] = 5'h00;
+    dropped_count[27] = 5'h00;
+    dropped_count[28] = 5'h00;
+    dropped_count[29] = 5'h00;
+    dropped_count[30] = 5'h00;
+    dropped_count[31] = 5'h00;
+    dropped_count[32] = 5'h00;
+    dropped_count[33] = 5'h00;
+    dropped_count[34] = 5'h00;
+    dropped_count[35] = 5'h00;
+    dropped_count[36] = 5'h00;
+    dropped_count[37] = 5'h00;
+    dropped_count[38] = 5'h00;
+    dropped_count[39] = 5'h00;
+    dropped_count[40] = 5'h00;
+    dropped_count[41] = 5'h00;
+    dropped_count[42] = 5'h00;
+    dropped_count[43] = 5'h00;
+    dropped_count[44] = 5'h00;
+    dropped_count[45] = 5'h00;
+    dropped_count[46] = 5'h00;
+    dropped_count[47] = 5'h00;
+    dropped_count[48] = 5'h00;
+    dropped_count[49] = 5'h00;
+    dropped_count[50] = 5'h00;
+    dropped_count[51] = 5'h00;
+    dropped_count[52] = 5'h00;
+    dropped_count[53] = 5'h00;
+    dropped_count[54] = 5'h00;
+    dropped_count[55] = 5'h00;
+    dropped_count[56] = 5'h00;
+    dropped_count[57] = 5'h00;
+    dropped_count[58] = 5'h00;
+    dropped_count[59] = 5'h00;
+    dropped_count[60] = 5'h00;
+    dropped_count[61] = 5'h00;
+    dropped_count[62] = 5'h00;
+    dropped_count[63] = 5'h00;
+    dropped_count[64] = 5'h00;
+    dropped_count[65] = 5'h00;
+    dropped_count[66] = 5'h00;
+    dropped_count[67] = 5'h00;
+    dropped_count[68] = 5'h00;
+    dropped_count[69] = 5'h00;
+    dropped_count[70] = 5'h00;
+    dropped_count[71] = 5'h00;
+    dropped_count[72] = 5'h00;
+    dropped_count[73] = 5'h00;
+    dropped_count[74] = 5'h00;
+    dropped_count[75] = 5'h00;
+    dropped_count[76] = 5'h00;
+    dropped_count[77] = 5'h00;
+    dropped_count[78] = 5'h00;
+    dropped_count[79] = 5'h00;
+    dropped_count[80] = 5'h00;
+    dropped_count[81] = 5'h00;
+    dropped_count[82] = 5'h00;
+    dropped_count[83] = 5'h00;
+    dropped_count[84] = 5'h00;
+    dropped_count[85] = 5'h00;
+    dropped_count[86] = 5'h00;
+    dropped_count[87] = 5'h00;
+    dropped_count[88] = 5'h00;
+    dropped_count[89] = 5'h00;
+    dropped_count[90] = 5'h00;
+    dropped_count[91] = 5'h00;
+    dropped_count[92] = 5'h00;
+    dropped_count[93] = 5'h00;
+    dropped_count[94] = 5'h00;
+    dropped_count[95] = 5'h00;
+    dropped_count[96] = 5'h00;
+    dropped_count[97] = 5'h00;
+    dropped_count[98] = 5'h00;
+    dropped_count[99] = 5'h00;
+    dropped_count[100] = 5'h00;
+    dropped_count[101] = 5'h00;
+    dropped_count[102] = 5'h00;
+    dropped_count[103] = 5'h00;
+    dropped_count[104] = 5'h00;
+    dropped_count[105] = 5'h00;
+    dropped_count[106] = 5'h00;
+    dropped_count[107] = 5'h00;
+    dropped_count[108] = 5'h00;
+    dropped_count[109] = 5'h00;
+    dropped_count[110] = 5'h00;
+    dropped_count[111] = 5'h00;
+    dropped_count[112] = 5'h00;
+    dropped_count[113] = 5'h00;
+    dropped_count[114] = 5'h00;
+    dropped_count[115] = 5'h00;
+    dropped_count[116] = 5'h00;
+    dropped_count[117] = 5'h00;
+    dropped_count[118] = 5'h00;
+    dropped_count[119] = 5'h00;
+    dropped_count[120] = 5'h00;
+    dropped_count[121] = 5'h00;
+    dropped_count[122] = 5'h00;
+    dropped_count[123] = 5'h00;
+    dropped_count[124] = 5'h00;
+    dropped_count[125] = 5'h00;
+    dropped_count[126] = 5'h00;
+    dropped_count[127] = 5'h00;
+    dropped_count[128] = 5'h00;
+    dropped_count[129] = 5'h00;
+    dropped_count[130] = 5'h00;
+    dropped_count[131] = 5'h00;
+    dropped_count[132] = 5'h00;
+    dropped_count[133] = 5'h00;
+    dropped_count[134] = 5'h00;
+    dropped_count[135] = 5'h00;
+    dropped_count[136] = 5'h00;
+    dropped_count[137] = 5'h00;
+    dropped_count[138] = 5'h00;
+    dropped_count[139] = 5'h00;
+    dropped_count[140] = 5'h00;
+    dropped_count[141] = 5'h00;
+    dropped_count[142] = 5'h00;
+    dropped_count[143] = 5'h00;
+    dropped_count[144] = 5'h00;
+    dropped_count[145] = 5'h00;
+    dropped_count[146] = 5'h00;
+    dropped_count[147] = 5'h00;
+    dropped_count[148] = 5'h00;
+    dropped_count[149] = 5'h00;
+    dropped_count[150] = 5'h00;
+    dropped_count[151] = 5'h00;
+    dropped_count[152] = 5'h00;
+    dropped_count[153] = 5'h00;
+    dropped_count[154] = 5'h00;
+    dropped_count[155] = 5'h00;
+    dropped_count[156] = 5'h00;
+    dropped_count[157] = 5'h00;
+    dropped_count[158] = 5'h00;
+    dropped_count[159] = 5'h00;
+    dropped_count[160] = 5'h00;
+    dropped_count[161] = 5'h00;
+    dropped_count[162] = 5'h00;
+    dropped_count[163] = 5'h00;
+    dropped_count[164] = 5'h00;
+    dropped_count[165] = 5'h00;
+    dropped_count[166] = 5'h00;
+    dropped_count[167] = 5'h00;
+    dropped_count[168] = 5'h00;
+    dropped_count[169] = 5'h00;
+    dropped_count[170] = 5'h00;
+    dropped_count[171] = 5'h00;
+    dropped_count[172] = 5'h00;
+    dropped_count[173] = 5'h00;
+    dropped_count[174] = 5'h00;
+    dropped_count[175] = 5'h00;
+    dropped_count[176] = 5'h00;
+    dropped_count[177] = 5'h00;
+    dropped_count[178] = 5'h00;
+    dropped_count[179] = 5'h00;
+    dropped_count[180] = 5'h00;
+    dropped_count[181] = 5'h00;
+    dropped_count[182] = 5'h00;
+    dropped_count[183] = 5'h00;
+    dropped_count[184] = 5'h00;
+    dropped_count[185] = 5'h00;
+    dropped_count[186] = 5'h00;
+    dropped_count[187] = 5'h00;
+    dropped_count[188] = 5'h00;
+    dropped_count[189] = 5'h00;
+    dropped_count[190] = 5'h00;
+    dropped_count[191] = 5'h00;
+    dropped_count[192] = 5'h00;
+    dropped_count[193] = 5'h00;
+    dropped_count[194] = 5'h00;
+    dropped_count[195] = 5'h00;
+    dropped_count[196] = 5'h00;
+    dropped_count[197] = 5'h00;
+    dropped_count[198] = 5'h00;
+    dropped_count[199] = 5'h00;
+    dropped_count[200] = 5'h00;
+    dropped_count[201] = 5'h00;
+    dropped_count[202] = 5'h00;
+    dropped_count[203] = 5'h00;
+    dropped_count[204] = 5'h00;
+    dropped_count[205] = 5'h00;
+    dropped_count[206] = 5'h00;
+    dropped_count[207] = 5'h00;
+    dropped_count[208] = 5'h00;
+    dropped_count[209] = 5'h00;
+    dropped_count[210] = 5'h00;
+    dropped_count[211] = 5'h00;
+    dropped_count[212] = 5'h00;
+    dropped_count[213] = 5'h00;
+    dropped_count[214] = 5'h00;
+    dropped_count[215] = 5'h00;
+    dropped_count[216] = 5'h00;
+    dropped_count[217] = 5'h00;
+    dropped_count[218] = 5'h00;
+    dropped_count[219] = 5'h00;
+    dropped_count[220] = 5'h00;
+    dropped_count[221] = 5'h00;
+    dropped_count[222] = 5'h00;
+    dropped_count[223] = 5'h00;
+    dropped_count[224] = 5'h00;
+    dropped_count[225] = 5'h00;
+    dropped_count[226] = 5'h00;
+    dropped_count[227] = 5'h00;
+    dropped_count[228] = 5'h00;
+    dropped_count[229] = 5'h00;
+    dropped_count[230] = 5'h00;
+    dropped_count[231] = 5'h00;
+    dropped_count[232] = 5'h00;
+    dropped_count[233] = 5'h00;
+    dropped_count[234] = 5'h00;
+    dropped_count[235] = 5'h00;
+    dropped_count[236] = 5'h00;
+    dropped_count[237] = 5'h00;
+    dropped_count[238] = 5'h00;
+    dropped_count[239] = 5'h00;
+    dropped_count[240] = 5'h00;
+    dropped_count[241] = 5'h00;
+    dropped_count[242] = 5'h00;
+    dropped_count[243] = 5'h00;
+    dropped_count[244] = 5'h00;
+    dropped_count[245] = 5'h00;
+    dropped_count[246] = 5'h00;
+    dropped_count[247] = 5'h00;
+    dropped_count[248] = 5'h00;
+    dropped_count[249] = 5'h00;
+    dropped_count[250] = 5'h00;
+    dropped_count[251] = 5'h00;
+    dropped_count[252] = 5'h00;
+    dropped_count[253] = 5'h00;
+    dropped_count[254] = 5'h00;
+    dropped_count[255] = 5'h00;
+  end
+  always @(posedge clk) begin
+    if (\wr__en$77 )
+      dropped_count[\wr__addr$75 ] <= \wr__data$76 ;
+  end
+  reg [7:0] _1_;
+  reg [7:0] _2_;
+  always @(posedge clk) begin
+    _1_ <= desc[7:0];
+    _2_ <= s2_cmd;
+  end
+  assign \check__data$88  = dropped_count[_1_];
+  assign \rmw__data$78  = dropped_count[_2_];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -21701,3192 +18484,677 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     if (wr_fetch__en)
       fetch_table[wr_fetch__addr] <= wr_fetch__data;
   end
-  reg [170:0] _1_;
+  reg [170:0] _3_;
   always @(posedge clk) begin
-    _1_ <= fetch_table[o__payload];
+    _3_ <= fetch_table[o__payload];
   end
-  assign rd_fetch__data = _1_;
-  assign \$1  = sweep + 1'h1;
+  assign rd_fetch__data = _3_;
+  reg [4:0] issued_count [255:0];
+  initial begin
+    issued_count[0] = 5'h00;
+    issued_count[1] = 5'h00;
+    issued_count[2] = 5'h00;
+    issued_count[3] = 5'h00;
+    issued_count[4] = 5'h00;
+    issued_count[5] = 5'h00;
+    issued_count[6] = 5'h00;
+    issued_count[7] = 5'h00;
+    issued_count[8] = 5'h00;
+    issued_count[9] = 5'h00;
+    issued_count[10] = 5'h00;
+    issued_count[11] = 5'h00;
+    issued_count[12] = 5'h00;
+    issued_count[13] = 5'h00;
+    issued_count[14] = 5'h00;
+    issued_count[15] = 5'h00;
+    issued_count[16] = 5'h00;
+    issued_count[17] = 5'h00;
+    issued_count[18] = 5'h00;
+    issued_count[19] = 5'h00;
+    issued_count[20] = 5'h00;
+    issued_count[21] = 5'h00;
+    issued_count[22] = 5'h00;
+    issued_count[23] = 5'h00;
+    issued_count[24] = 5'h00;
+    issued_count[25] = 5'h00;
+    issued_count[26] = 5'h00;
+    issued_count[27] = 5'h00;
+    issued_count[28] = 5'h00;
+    issued_count[29] = 5'h00;
+    issued_count[30] = 5'h00;
+    issued_count[31] = 5'h00;
+    issued_count[32] = 5'h00;
+    issued_count[33] = 5'h00;
+    issued_count[34] = 5'h00;
+    issued_count[35] = 5'h00;
+    issued_count[36] = 5'h00;
+    issued_count[37] = 5'h00;
+    issued_count[38] = 5'h00;
+    issued_count[39] = 5'h00;
+    issued_count[40] = 5'h00;
+    issued_count[41] = 5'h00;
+    issued_count[42] = 5'h00;
+    issued_count[43] = 5'h00;
+    issued_count[44] = 5'h00;
+    issued_count[45] = 5'h00;
+    issued_count[46] = 5'h00;
+    issued_count[47] = 5'h00;
+    issued_count[48] = 5'h00;
+    issued_count[49] = 5'h00;
+    issued_count[50] = 5'h00;
+    issued_count[51] = 5'h00;
+    issued_count[52] = 5'h00;
+    issued_count[53] = 5'h00;
+    issued_count[54] = 5'h00;
+    issued_count[55] = 5'h00;
+    issued_count[56] = 5'h00;
+    issued_count[57] = 5'h00;
+    issued_count[58] = 5'h00;
+    issued_count[59] = 5'h00;
+    issued_count[60] = 5'h00;
+    issued_count[61] = 5'h00;
+    issued_count[62] = 5'h00;
+    issued_count[63] = 5'h00;
+    issued_count[64] = 5'h00;
+    issued_count[65] = 5'h00;
+    issued_count[66] = 5'h00;
+    issued_count[67] = 5'h00;
+    issued_count[68] = 5'h00;
+    issued_count[69] = 5'h00;
+    issued_count[70] = 5'h00;
+    issued_count[71] = 5'h00;
+    issued_count[72] = 5'h00;
+    issued_count[73] = 5'h00;
+    issued_count[74] = 5'h00;
+    issued_count[75] = 5'h00;
+    issued_count[76] = 5'h00;
+    issued_count[77] = 5'h00;
+    issued_count[78] = 5'h00;
+    issued_count[79] = 5'h00;
+    issued_count[80] = 5'h00;
+    issued_count[81] = 5'h00;
+    issued_count[82] = 5'h00;
+    issued_count[83] = 5'h00;
+    issued_count[84] = 5'h00;
+    issued_count[85] = 5'h00;
+    issued_count[86] = 5'h00;
+    issued_count[87] = 5'h00;
+    issued_count[88] = 5'h00;
+    issued_count[89] = 5'h00;
+    issued_count[90] = 5'h00;
+    issued_count[91] = 5'h00;
+    issued_count[92] = 5'h00;
+    issued_count[93] = 5'h00;
+    issued_count[94] = 5'h00;
+    issued_count[95] = 5'h00;
+    issued_count[96] = 5'h00;
+    issued_count[97] = 5'h00;
+    issued_count[98] = 5'h00;
+    issued_count[99] = 5'h00;
+    issued_count[100] = 5'h00;
+    issued_count[101] = 5'h00;
+    issued_count[102] = 5'h00;
+    issued_count[103] = 5'h00;
+    issued_count[104] = 5'h00;
+    issued_count[105] = 5'h00;
+    issued_count[106] = 5'h00;
+    issued_count[107] = 5'h00;
+    issued_count[108] = 5'h00;
+    issued_count[109] = 5'h00;
+    issued_count[110] = 5'h00;
+    issued_count[111] = 5'h00;
+    issued_count[112] = 5'h00;
+    issued_count[113] = 5'h00;
+    issued_count[114] = 5'h00;
+    issued_count[115] = 5'h00;
+    issued_count[116] = 5'h00;
+    issued_count[117] = 5'h00;
+    issued_count[118] = 5'h00;
+    issued_count[119] = 5'h00;
+    issued_count[120] = 5'h00;
+    issued_count[121] = 5'h00;
+    issued_count[122] = 5'h00;
+    issued_count[123] = 5'h00;
+    issued_count[124] = 5'h00;
+    issued_count[125] = 5'h00;
+    issued_count[126] = 5'h00;
+    issued_count[127] = 5'h00;
+    issued_count[128] = 5'h00;
+    issued_count[129] = 5'h00;
+    issued_count[130] = 5'h00;
+    issued_count[131] = 5'h00;
+    issued_count[132] = 5'h00;
+    issued_count[133] = 5'h00;
+    issued_count[134] = 5'h00;
+    issued_count[135] = 5'h00;
+    issued_count[136] = 5'h00;
+    issued_count[137] = 5'h00;
+    issued_count[138] = 5'h00;
+    issued_count[139] = 5'h00;
+    issued_count[140] = 5'h00;
+    issued_count[141] = 5'h00;
+    issued_count[142] = 5'h00;
+    issued_count[143] = 5'h00;
+    issued_count[144] = 5'h00;
+    issued_count[145] = 5'h00;
+    issued_count[146] = 5'h00;
+    issued_count[147] = 5'h00;
+    issued_count[148] = 5'h00;
+    issued_count[149] = 5'h00;
+    issued_count[150] = 5'h00;
+    issued_count[151] = 5'h00;
+    issued_count[152] = 5'h00;
+    issued_count[153] = 5'h00;
+    issued_count[154] = 5'h00;
+    issued_count[155] = 5'h00;
+    issued_count[156] = 5'h00;
+    issued_count[157] = 5'h00;
+    issued_count[158] = 5'h00;
+    issued_count[159] = 5'h00;
+    issued_count[160] = 5'h00;
+    issued_count[161] = 5'h00;
+    issued_count[162] = 5'h00;
+    issued_count[163] = 5'h00;
+    issued_count[164] = 5'h00;
+    issued_count[165] = 5'h00;
+    issued_count[166] = 5'h00;
+    issued_count[167] = 5'h00;
+    issued_count[168] = 5'h00;
+    issued_count[169] = 5'h00;
+    issued_count[170] = 5'h00;
+    issued_count[171] = 5'h00;
+    issued_count[172] = 5'h00;
+    issued_count[173] = 5'h00;
+    issued_count[174] = 5'h00;
+    issued_count[175] = 5'h00;
+    issued_count[176] = 5'h00;
+    issued_count[177] = 5'h00;
+    issued_count[178] = 5'h00;
+    issued_count[179] = 5'h00;
+    issued_count[180] = 5'h00;
+    issued_count[181] = 5'h00;
+    issued_count[182] = 5'h00;
+    issued_count[183] = 5'h00;
+    issued_count[184] = 5'h00;
+    issued_count[185] = 5'h00;
+    issued_count[186] = 5'h00;
+    issued_count[187] = 5'h00;
+    issued_count[188] = 5'h00;
+    issued_count[189] = 5'h00;
+    issued_count[190] = 5'h00;
+    issued_count[191] = 5'h00;
+    issued_count[192] = 5'h00;
+    issued_count[193] = 5'h00;
+    issued_count[194] = 5'h00;
+    issued_count[195] = 5'h00;
+    issued_count[196] = 5'h00;
+    issued_count[197] = 5'h00;
+    issued_count[198] = 5'h00;
+    issued_count[199] = 5'h00;
+    issued_count[200] = 5'h00;
+    issued_count[201] = 5'h00;
+    issued_count[202] = 5'h00;
+    issued_count[203] = 5'h00;
+    issued_count[204] = 5'h00;
+    issued_count[205] = 5'h00;
+    issued_count[206] = 5'h00;
+    issued_count[207] = 5'h00;
+    issued_count[208] = 5'h00;
+    issued_count[209] = 5'h00;
+    issued_count[210] = 5'h00;
+    issued_count[211] = 5'h00;
+    issued_count[212] = 5'h00;
+    issued_count[213] = 5'h00;
+    issued_count[214] = 5'h00;
+    issued_count[215] = 5'h00;
+    issued_count[216] = 5'h00;
+    issued_count[217] = 5'h00;
+    issued_count[218] = 5'h00;
+    issued_count[219] = 5'h00;
+    issued_count[220] = 5'h00;
+    issued_count[221] = 5'h00;
+    issued_count[222] = 5'h00;
+    issued_count[223] = 5'h00;
+    issued_count[224] = 5'h00;
+    issued_count[225] = 5'h00;
+    issued_count[226] = 5'h00;
+    issued_count[227] = 5'h00;
+    issued_count[228] = 5'h00;
+    issued_count[229] = 5'h00;
+    issued_count[230] = 5'h00;
+    issued_count[231] = 5'h00;
+    issued_count[232] = 5'h00;
+    issued_count[233] = 5'h00;
+    issued_count[234] = 5'h00;
+    issued_count[235] = 5'h00;
+    issued_count[236] = 5'h00;
+    issued_count[237] = 5'h00;
+    issued_count[238] = 5'h00;
+    issued_count[239] = 5'h00;
+    issued_count[240] = 5'h00;
+    issued_count[241] = 5'h00;
+    issued_count[242] = 5'h00;
+    issued_count[243] = 5'h00;
+    issued_count[244] = 5'h00;
+    issued_count[245] = 5'h00;
+    issued_count[246] = 5'h00;
+    issued_count[247] = 5'h00;
+    issued_count[248] = 5'h00;
+    issued_count[249] = 5'h00;
+    issued_count[250] = 5'h00;
+    issued_count[251] = 5'h00;
+    issued_count[252] = 5'h00;
+    issued_count[253] = 5'h00;
+    issued_count[254] = 5'h00;
+    issued_count[255] = 5'h00;
+  end
+  always @(posedge clk) begin
+    if (wr__en)
+      issued_count[wr__addr] <= wr__data;
+  end
+  reg [7:0] _4_;
+  reg [7:0] _5_;
+  always @(posedge clk) begin
+    _4_ <= desc[7:0];
+    _5_ <= trigger__payload[7:0];
+  end
+  assign check__data = issued_count[_4_];
+  assign rmw__data = issued_count[_5_];
+  reg [4:0] taken_count [255:0];
+  initial begin
+    taken_count[0] = 5'h00;
+    taken_count[1] = 5'h00;
+    taken_count[2] = 5'h00;
+    taken_count[3] = 5'h00;
+    taken_count[4] = 5'h00;
+    taken_count[5] = 5'h00;
+    taken_count[6] = 5'h00;
+    taken_count[7] = 5'h00;
+    taken_count[8] = 5'h00;
+    taken_count[9] = 5'h00;
+    taken_count[10] = 5'h00;
+    taken_count[11] = 5'h00;
+    taken_count[12] = 5'h00;
+    taken_count[13] = 5'h00;
+    taken_count[14] = 5'h00;
+    taken_count[15] = 5'h00;
+    taken_count[16] = 5'h00;
+    taken_count[17] = 5'h00;
+    taken_count[18] = 5'h00;
+    taken_count[19] = 5'h00;
+    taken_count[20] = 5'h00;
+    taken_count[21] = 5'h00;
+    taken_count[22] = 5'h00;
+    taken_count[23] = 5'h00;
+    taken_count[24] = 5'h00;
+    taken_count[25] = 5'h00;
+    taken_count[26] = 5'h00;
+    taken_count[27] = 5'h00;
+    taken_count[28] = 5'h00;
+    taken_count[29] = 5'h00;
+    taken_count[30] = 5'h00;
+    taken_count[31] = 5'h00;
+    taken_count[32] = 5'h00;
+    taken_count[33] = 5'h00;
+    taken_count[34] = 5'h00;
+    taken_count[35] = 5'h00;
+    taken_count[36] = 5'h00;
+    taken_count[37] = 5'h00;
+    taken_count[38] = 5'h00;
+    taken_count[39] = 5'h00;
+    taken_count[40] = 5'h00;
+    taken_count[41] = 5'h00;
+    taken_count[42] = 5'h00;
+    taken_count[43] = 5'h00;
+    taken_count[44] = 5'h00;
+    taken_count[45] = 5'h00;
+    taken_count[46] = 5'h00;
+    taken_count[47] = 5'h00;
+    taken_count[48] = 5'h00;
+    taken_count[49] = 5'h00;
+    taken_count[50] = 5'h00;
+    taken_count[51] = 5'h00;
+    taken_count[52] = 5'h00;
+    taken_count[53] = 5'h00;
+    taken_count[54] = 5'h00;
+    taken_count[55] = 5'h00;
+    taken_count[56] = 5'h00;
+    taken_count[57] = 5'h00;
+    taken_count[58] = 5'h00;
+    taken_count[59] = 5'h00;
+    taken_count[60] = 5'h00;
+    taken_count[61] = 5'h00;
+    taken_count[62] = 5'h00;
+    taken_count[63] = 5'h00;
+    taken_count[64] = 5'h00;
+    taken_count[65] = 5'h00;
+    taken_count[66] = 5'h00;
+    taken_count[67] = 5'h00;
+    taken_count[68] = 5'h00;
+    taken_count[69] = 5'h00;
+    taken_count[70] = 5'h00;
+    taken_count[71] = 5'h00;
+    taken_count[72] = 5'h00;
+    taken_count[73] = 5'h00;
+    taken_count[74] = 5'h00;
+    taken_count[75] = 5'h00;
+    taken_count[76] = 5'h00;
+    taken_count[77] = 5'h00;
+    taken_count[78] = 5'h00;
+    taken_count[79] = 5'h00;
+    taken_count[80] = 5'h00;
+    taken_count[81] = 5'h00;
+    taken_count[82] = 5'h00;
+    taken_count[83] = 5'h00;
+    taken_count[84] = 5'h00;
+    taken_count[85] = 5'h00;
+    taken_count[86] = 5'h00;
+    taken_count[87] = 5'h00;
+    taken_count[88] = 5'h00;
+    taken_count[89] = 5'h00;
+    taken_count[90] = 5'h00;
+    taken_count[91] = 5'h00;
+    taken_count[92] = 5'h00;
+    taken_count[93] = 5'h00;
+    taken_count[94] = 5'h00;
+    taken_count[95] = 5'h00;
+    taken_count[96] = 5'h00;
+    taken_count[97] = 5'h00;
+    taken_count[98] = 5'h00;
+    taken_count[99] = 5'h00;
+    taken_count[100] = 5'h00;
+    taken_count[101] = 5'h00;
+    taken_count[102] = 5'h00;
+    taken_count[103] = 5'h00;
+    taken_count[104] = 5'h00;
+    taken_count[105] = 5'h00;
+    taken_count[106] = 5'h00;
+    taken_count[107] = 5'h00;
+    taken_count[108] = 5'h00;
+    taken_count[109] = 5'h00;
+    taken_count[110] = 5'h00;
+    taken_count[111] = 5'h00;
+    taken_count[112] = 5'h00;
+    taken_count[113] = 5'h00;
+    taken_count[114] = 5'h00;
+    taken_count[115] = 5'h00;
+    taken_count[116] = 5'h00;
+    taken_count[117] = 5'h00;
+    taken_count[118] = 5'h00;
+    taken_count[119] = 5'h00;
+    taken_count[120] = 5'h00;
+    taken_count[121] = 5'h00;
+    taken_count[122] = 5'h00;
+    taken_count[123] = 5'h00;
+    taken_count[124] = 5'h00;
+    taken_count[125] = 5'h00;
+    taken_count[126] = 5'h00;
+    taken_count[127] = 5'h00;
+    taken_count[128] = 5'h00;
+    taken_count[129] = 5'h00;
+    taken_count[130] = 5'h00;
+    taken_count[131] = 5'h00;
+    taken_count[132] = 5'h00;
+    taken_count[133] = 5'h00;
+    taken_count[134] = 5'h00;
+    taken_count[135] = 5'h00;
+    taken_count[136] = 5'h00;
+    taken_count[137] = 5'h00;
+    taken_count[138] = 5'h00;
+    taken_count[139] = 5'h00;
+    taken_count[140] = 5'h00;
+    taken_count[141] = 5'h00;
+    taken_count[142] = 5'h00;
+    taken_count[143] = 5'h00;
+    taken_count[144] = 5'h00;
+    taken_count[145] = 5'h00;
+    taken_count[146] = 5'h00;
+    taken_count[147] = 5'h00;
+    taken_count[148] = 5'h00;
+    taken_count[149] = 5'h00;
+    taken_count[150] = 5'h00;
+    taken_count[151] = 5'h00;
+    taken_count[152] = 5'h00;
+    taken_count[153] = 5'h00;
+    taken_count[154] = 5'h00;
+    taken_count[155] = 5'h00;
+    taken_count[156] = 5'h00;
+    taken_count[157] = 5'h00;
+    taken_count[158] = 5'h00;
+    taken_count[159] = 5'h00;
+    taken_count[160] = 5'h00;
+    taken_count[161] = 5'h00;
+    taken_count[162] = 5'h00;
+    taken_count[163] = 5'h00;
+    taken_count[164] = 5'h00;
+    taken_count[165] = 5'h00;
+    taken_count[166] = 5'h00;
+    taken_count[167] = 5'h00;
+    taken_count[168] = 5'h00;
+    taken_count[169] = 5'h00;
+    taken_count[170] = 5'h00;
+    taken_count[171] = 5'h00;
+    taken_count[172] = 5'h00;
+    taken_count[173] = 5'h00;
+    taken_count[174] = 5'h00;
+    taken_count[175] = 5'h00;
+    taken_count[176] = 5'h00;
+    taken_count[177] = 5'h00;
+    taken_count[178] = 5'h00;
+    taken_count[179] = 5'h00;
+    taken_count[180] = 5'h00;
+    taken_count[181] = 5'h00;
+    taken_count[182] = 5'h00;
+    taken_count[183] = 5'h00;
+    taken_count[184] = 5'h00;
+    taken_count[185] = 5'h00;
+    taken_count[186] = 5'h00;
+    taken_count[187] = 5'h00;
+    taken_count[188] = 5'h00;
+    taken_count[189] = 5'h00;
+    taken_count[190] = 5'h00;
+    taken_count[191] = 5'h00;
+    taken_count[192] = 5'h00;
+    taken_count[193] = 5'h00;
+    taken_count[194] = 5'h00;
+    taken_count[195] = 5'h00;
+    taken_count[196] = 5'h00;
+    taken_count[197] = 5'h00;
+    taken_count[198] = 5'h00;
+    taken_count[199] = 5'h00;
+    taken_count[200] = 5'h00;
+    taken_count[201] = 5'h00;
+    taken_count[202] = 5'h00;
+    taken_count[203] = 5'h00;
+    taken_count[204] = 5'h00;
+    taken_count[205] = 5'h00;
+    taken_count[206] = 5'h00;
+    taken_count[207] = 5'h00;
+    taken_count[208] = 5'h00;
+    taken_count[209] = 5'h00;
+    taken_count[210] = 5'h00;
+    taken_count[211] = 5'h00;
+    taken_count[212] = 5'h00;
+    taken_count[213] = 5'h00;
+    taken_count[214] = 5'h00;
+    taken_count[215] = 5'h00;
+    taken_count[216] = 5'h00;
+    taken_count[217] = 5'h00;
+    taken_count[218] = 5'h00;
+    taken_count[219] = 5'h00;
+    taken_count[220] = 5'h00;
+    taken_count[221] = 5'h00;
+    taken_count[222] = 5'h00;
+    taken_count[223] = 5'h00;
+    taken_count[224] = 5'h00;
+    taken_count[225] = 5'h00;
+    taken_count[226] = 5'h00;
+    taken_count[227] = 5'h00;
+    taken_count[228] = 5'h00;
+    taken_count[229] = 5'h00;
+    taken_count[230] = 5'h00;
+    taken_count[231] = 5'h00;
+    taken_count[232] = 5'h00;
+    taken_count[233] = 5'h00;
+    taken_count[234] = 5'h00;
+    taken_count[235] = 5'h00;
+    taken_count[236] = 5'h00;
+    taken_count[237] = 5'h00;
+    taken_count[238] = 5'h00;
+    taken_count[239] = 5'h00;
+    taken_count[240] = 5'h00;
+    taken_count[241] = 5'h00;
+    taken_count[242] = 5'h00;
+    taken_count[243] = 5'h00;
+    taken_count[244] = 5'h00;
+    taken_count[245] = 5'h00;
+    taken_count[246] = 5'h00;
+    taken_count[247] = 5'h00;
+    taken_count[248] = 5'h00;
+    taken_count[249] = 5'h00;
+    taken_count[250] = 5'h00;
+    taken_count[251] = 5'h00;
+    taken_count[252] = 5'h00;
+    taken_count[253] = 5'h00;
+    taken_count[254] = 5'h00;
+    taken_count[255] = 5'h00;
+  end
+  always @(posedge clk) begin
+    if (\wr__en$83 )
+      taken_count[\wr__addr$81 ] <= \wr__data$82 ;
+  end
+  reg [7:0] _6_;
+  reg [7:0] _7_;
+  always @(posedge clk) begin
+    _6_ <= desc[7:0];
+    _7_ <= descriptor__payload[7:0];
+  end
+  assign \check__data$89  = taken_count[_6_];
+  assign \rmw__data$84  = taken_count[_7_];
   assign \$2  = sweep == 8'hff;
-  assign \$3  = trigger__valid & trigger__ready;
-  assign \$4  = o__valid & o__ready;
-  assign \$5  = trigger__valid & trigger__ready;
-  assign \$6  = ! trigger__payload[7:0];
-  assign \$7  = \$5  & \$6 ;
-  assign \$8  = uses_0 + \$7 ;
-  assign \$9  = ! s2_cmd;
-  assign \$10  = bad_descriptor & \$9 ;
-  assign \$11  = \$8  - \$10 ;
-  assign \$12  = descriptor__valid & descriptor__ready;
-  assign \$13  = ! descriptor__payload[7:0];
-  assign \$14  = \$12  & \$13 ;
-  assign \$15  = $signed(\$11 ) - $signed({ 1'h0, \$14  });
-  assign \$16  = trigger__valid & trigger__ready;
-  assign \$17  = trigger__payload[7:0] == 1'h1;
-  assign \$18  = \$16  & \$17 ;
-  assign \$19  = uses_1 + \$18 ;
-  assign \$20  = s2_cmd == 1'h1;
-  assign \$21  = bad_descriptor & \$20 ;
-  assign \$22  = \$19  - \$21 ;
-  assign \$23  = descriptor__valid & descriptor__ready;
-  assign \$24  = descriptor__payload[7:0] == 1'h1;
-  assign \$25  = \$23  & \$24 ;
-  assign \$26  = $signed(\$22 ) - $signed({ 1'h0, \$25  });
-  assign \$27  = trigger__valid & trigger__ready;
-  assign \$28  = trigger__payload[7:0] == 2'h2;
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = uses_2 + \$29 ;
-  assign \$31  = s2_cmd == 2'h2;
-  assign \$32  = bad_descriptor & \$31 ;
-  assign \$33  = \$30  - \$32 ;
-  assign \$34  = descriptor__valid & descriptor__ready;
-  assign \$35  = descriptor__payload[7:0] == 2'h2;
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = $signed(\$33 ) - $signed({ 1'h0, \$36  });
-  assign \$38  = trigger__valid & trigger__ready;
-  assign \$39  = trigger__payload[7:0] == 2'h3;
-  assign \$40  = \$38  & \$39 ;
-  assign \$41  = uses_3 + \$40 ;
-  assign \$42  = s2_cmd == 2'h3;
-  assign \$43  = bad_descriptor & \$42 ;
-  assign \$44  = \$41  - \$43 ;
-  assign \$45  = descriptor__valid & descriptor__ready;
-  assign \$46  = descriptor__payload[7:0] == 2'h3;
-  assign \$47  = \$45  & \$46 ;
-  assign \$48  = $signed(\$44 ) - $signed({ 1'h0, \$47  });
-  assign \$49  = trigger__valid & trigger__ready;
-  assign \$50  = trigger__payload[7:0] == 3'h4;
-  assign \$51  = \$49  & \$50 ;
-  assign \$52  = uses_4 + \$51 ;
-  assign \$53  = s2_cmd == 3'h4;
-  assign \$54  = bad_descriptor & \$53 ;
-  assign \$55  = \$52  - \$54 ;
-  assign \$56  = descriptor__valid & descriptor__ready;
-  assign \$57  = descriptor__payload[7:0] == 3'h4;
-  assign \$58  = \$56  & \$57 ;
-  assign \$59  = $signed(\$55 ) - $signed({ 1'h0, \$58  });
-  assign \$60  = trigger__valid & trigger__ready;
-  assign \$61  = trigger__payload[7:0] == 3'h5;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = uses_5 + \$62 ;
-  assign \$64  = s2_cmd == 3'h5;
-  assign \$65  = bad_descriptor & \$64 ;
-  assign \$66  = \$63  - \$65 ;
-  assign \$67  = descriptor__valid & descriptor__ready;
-  assign \$68  = descriptor__payload[7:0] == 3'h5;
-  assign \$69  = \$67  & \$68 ;
-  assign \$70  = $signed(\$66 ) - $signed({ 1'h0, \$69  });
-  assign \$71  = trigger__valid & trigger__ready;
-  assign \$72  = trigger__payload[7:0] == 3'h6;
-  assign \$73  = \$71  & \$72 ;
-  assign \$74  = uses_6 + \$73 ;
-  assign \$75  = s2_cmd == 3'h6;
-  assign \$76  = bad_descriptor & \$75 ;
-  assign \$77  = \$74  - \$76 ;
-  assign \$78  = descriptor__valid & descriptor__ready;
-  assign \$79  = descriptor__payload[7:0] == 3'h6;
-  assign \$80  = \$78  & \$79 ;
-  assign \$81  = $signed(\$77 ) - $signed({ 1'h0, \$80  });
-  assign \$82  = trigger__valid & trigger__ready;
-  assign \$83  = trigger__payload[7:0] == 3'h7;
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = uses_7 + \$84 ;
-  assign \$86  = s2_cmd == 3'h7;
-  assign \$87  = bad_descriptor & \$86 ;
-  assign \$88  = \$85  - \$87 ;
-  assign \$89  = descriptor__valid & descriptor__ready;
-  assign \$90  = descriptor__payload[7:0] == 3'h7;
-  assign \$91  = \$89  & \$90 ;
-  assign \$92  = $signed(\$88 ) - $signed({ 1'h0, \$91  });
-  assign \$93  = trigger__valid & trigger__ready;
-  assign \$94  = trigger__payload[7:0] == 4'h8;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = uses_8 + \$95 ;
-  assign \$97  = s2_cmd == 4'h8;
-  assign \$98  = bad_descriptor & \$97 ;
-  assign \$99  = \$96  - \$98 ;
-  assign \$100  = descriptor__valid & descriptor__ready;
-  assign \$101  = descriptor__payload[7:0] == 4'h8;
-  assign \$102  = \$100  & \$101 ;
-  assign \$103  = $signed(\$99 ) - $signed({ 1'h0, \$102  });
-  assign \$104  = trigger__valid & trigger__ready;
-  assign \$105  = trigger__payload[7:0] == 4'h9;
-  assign \$106  = \$104  & \$105 ;
-  assign \$107  = uses_9 + \$106 ;
-  assign \$108  = s2_cmd == 4'h9;
-  assign \$109  = bad_descriptor & \$108 ;
-  assign \$110  = \$107  - \$109 ;
-  assign \$111  = descriptor__valid & descriptor__ready;
-  assign \$112  = descriptor__payload[7:0] == 4'h9;
-  assign \$113  = \$111  & \$112 ;
-  assign \$114  = $signed(\$110 ) - $signed({ 1'h0, \$113  });
-  assign \$115  = trigger__valid & trigger__ready;
-  assign \$116  = trigger__payload[7:0] == 4'ha;
-  assign \$117  = \$115  & \$116 ;
-  assign \$118  = uses_10 + \$117 ;
-  assign \$119  = s2_cmd == 4'ha;
-  assign \$120  = bad_descriptor & \$119 ;
-  assign \$121  = \$118  - \$120 ;
-  assign \$122  = descriptor__valid & descriptor__ready;
-  assign \$123  = descriptor__payload[7:0] == 4'ha;
-  assign \$124  = \$122  & \$123 ;
-  assign \$125  = $signed(\$121 ) - $signed({ 1'h0, \$124  });
-  assign \$126  = trigger__valid & trigger__ready;
-  assign \$127  = trigger__payload[7:0] == 4'hb;
-  assign \$128  = \$126  & \$127 ;
-  assign \$129  = uses_11 + \$128 ;
-  assign \$130  = s2_cmd == 4'hb;
-  assign \$131  = bad_descriptor & \$130 ;
-  assign \$132  = \$129  - \$131 ;
-  assign \$133  = descriptor__valid & descriptor__ready;
-  assign \$134  = descriptor__payload[7:0] == 4'hb;
-  assign \$135  = \$133  & \$134 ;
-  assign \$136  = $signed(\$132 ) - $signed({ 1'h0, \$135  });
-  assign \$137  = trigger__valid & trigger__ready;
-  assign \$138  = trigger__payload[7:0] == 4'hc;
-  assign \$139  = \$137  & \$138 ;
-  assign \$140  = uses_12 + \$139 ;
-  assign \$141  = s2_cmd == 4'hc;
-  assign \$142  = bad_descriptor & \$141 ;
-  assign \$143  = \$140  - \$142 ;
-  assign \$144  = descriptor__valid & descriptor__ready;
-  assign \$145  = descriptor__payload[7:0] == 4'hc;
-  assign \$146  = \$144  & \$145 ;
-  assign \$147  = $signed(\$143 ) - $signed({ 1'h0, \$146  });
-  assign \$148  = trigger__valid & trigger__ready;
-  assign \$149  = trigger__payload[7:0] == 4'hd;
-  assign \$150  = \$148  & \$149 ;
-  assign \$151  = uses_13 + \$150 ;
-  assign \$152  = s2_cmd == 4'hd;
-  assign \$153  = bad_descriptor & \$152 ;
-  assign \$154  = \$151  - \$153 ;
-  assign \$155  = descriptor__valid & descriptor__ready;
-  assign \$156  = descriptor__payload[7:0] == 4'hd;
-  assign \$157  = \$155  & \$156 ;
-  assign \$158  = $signed(\$154 ) - $signed({ 1'h0, \$157  });
-  assign \$159  = trigger__valid & trigger__ready;
-  assign \$160  = trigger__payload[7:0] == 4'he;
-  assign \$161  = \$159  & \$160 ;
-  assign \$162  = uses_14 + \$161 ;
-  assign \$163  = s2_cmd == 4'he;
-  assign \$164  = bad_descriptor & \$163 ;
-  assign \$165  = \$162  - \$164 ;
-  assign \$166  = descriptor__valid & descriptor__ready;
-  assign \$167  = descriptor__payload[7:0] == 4'he;
-  assign \$168  = \$166  & \$167 ;
-  assign \$169  = $signed(\$165 ) - $signed({ 1'h0, \$168  });
-  assign \$170  = trigger__valid & trigger__ready;
-  assign \$171  = trigger__payload[7:0] == 4'hf;
-  assign \$172  = \$170  & \$171 ;
-  assign \$173  = uses_15 + \$172 ;
-  assign \$174  = s2_cmd == 4'hf;
-  assign \$175  = bad_descriptor & \$174 ;
-  assign \$176  = \$173  - \$175 ;
-  assign \$177  = descriptor__valid & descriptor__ready;
-  assign \$178  = descriptor__payload[7:0] == 4'hf;
-  assign \$179  = \$177  & \$178 ;
-  assign \$180  = $signed(\$176 ) - $signed({ 1'h0, \$179  });
-  assign \$181  = trigger__valid & trigger__ready;
-  assign \$182  = trigger__payload[7:0] == 5'h10;
-  assign \$183  = \$181  & \$182 ;
-  assign \$184  = uses_16 + \$183 ;
-  assign \$185  = s2_cmd == 5'h10;
-  assign \$186  = bad_descriptor & \$185 ;
-  assign \$187  = \$184  - \$186 ;
-  assign \$188  = descriptor__valid & descriptor__ready;
-  assign \$189  = descriptor__payload[7:0] == 5'h10;
-  assign \$190  = \$188  & \$189 ;
-  assign \$191  = $signed(\$187 ) - $signed({ 1'h0, \$190  });
-  assign \$192  = trigger__valid & trigger__ready;
-  assign \$193  = trigger__payload[7:0] == 5'h11;
-  assign \$194  = \$192  & \$193 ;
-  assign \$195  = uses_17 + \$194 ;
-  assign \$196  = s2_cmd == 5'h11;
-  assign \$197  = bad_descriptor & \$196 ;
-  assign \$198  = \$195  - \$197 ;
-  assign \$199  = descriptor__valid & descriptor__ready;
-  assign \$200  = descriptor__payload[7:0] == 5'h11;
-  assign \$201  = \$199  & \$200 ;
-  assign \$202  = $signed(\$198 ) - $signed({ 1'h0, \$201  });
-  assign \$203  = trigger__valid & trigger__ready;
-  assign \$204  = trigger__payload[7:0] == 5'h12;
-  assign \$205  = \$203  & \$204 ;
-  assign \$206  = uses_18 + \$205 ;
-  assign \$207  = s2_cmd == 5'h12;
-  assign \$208  = bad_descriptor & \$207 ;
-  assign \$209  = \$206  - \$208 ;
-  assign \$210  = descriptor__valid & descriptor__ready;
-  assign \$211  = descriptor__payload[7:0] == 5'h12;
-  assign \$212  = \$210  & \$211 ;
-  assign \$213  = $signed(\$209 ) - $signed({ 1'h0, \$212  });
-  assign \$214  = trigger__valid & trigger__ready;
-  assign \$215  = trigger__payload[7:0] == 5'h13;
-  assign \$216  = \$214  & \$215 ;
-  assign \$217  = uses_19 + \$216 ;
-  assign \$218  = s2_cmd == 5'h13;
-  assign \$219  = bad_descriptor & \$218 ;
-  assign \$220  = \$217  - \$219 ;
-  assign \$221  = descriptor__valid & descriptor__ready;
-  assign \$222  = descriptor__payload[7:0] == 5'h13;
-  assign \$223  = \$221  & \$222 ;
-  assign \$224  = $signed(\$220 ) - $signed({ 1'h0, \$223  });
-  assign \$225  = trigger__valid & trigger__ready;
-  assign \$226  = trigger__payload[7:0] == 5'h14;
-  assign \$227  = \$225  & \$226 ;
-  assign \$228  = uses_20 + \$227 ;
-  assign \$229  = s2_cmd == 5'h14;
-  assign \$230  = bad_descriptor & \$229 ;
-  assign \$231  = \$228  - \$230 ;
-  assign \$232  = descriptor__valid & descriptor__ready;
-  assign \$233  = descriptor__payload[7:0] == 5'h14;
-  assign \$234  = \$232  & \$233 ;
-  assign \$235  = $signed(\$231 ) - $signed({ 1'h0, \$234  });
-  assign \$236  = trigger__valid & trigger__ready;
-  assign \$237  = trigger__payload[7:0] == 5'h15;
-  assign \$238  = \$236  & \$237 ;
-  assign \$239  = uses_21 + \$238 ;
-  assign \$240  = s2_cmd == 5'h15;
-  assign \$241  = bad_descriptor & \$240 ;
-  assign \$242  = \$239  - \$241 ;
-  assign \$243  = descriptor__valid & descriptor__ready;
-  assign \$244  = descriptor__payload[7:0] == 5'h15;
-  assign \$245  = \$243  & \$244 ;
-  assign \$246  = $signed(\$242 ) - $signed({ 1'h0, \$245  });
-  assign \$247  = trigger__valid & trigger__ready;
-  assign \$248  = trigger__payload[7:0] == 5'h16;
-  assign \$249  = \$247  & \$248 ;
-  assign \$250  = uses_22 + \$249 ;
-  assign \$251  = s2_cmd == 5'h16;
-  assign \$252  = bad_descriptor & \$251 ;
-  assign \$253  = \$250  - \$252 ;
-  assign \$254  = descriptor__valid & descriptor__ready;
-  assign \$255  = descriptor__payload[7:0] == 5'h16;
-  assign \$256  = \$254  & \$255 ;
-  assign \$257  = $signed(\$253 ) - $signed({ 1'h0, \$256  });
-  assign \$258  = trigger__valid & trigger__ready;
-  assign \$259  = trigger__payload[7:0] == 5'h17;
-  assign \$260  = \$258  & \$259 ;
-  assign \$261  = uses_23 + \$260 ;
-  assign \$262  = s2_cmd == 5'h17;
-  assign \$263  = bad_descriptor & \$262 ;
-  assign \$264  = \$261  - \$263 ;
-  assign \$265  = descriptor__valid & descriptor__ready;
-  assign \$266  = descriptor__payload[7:0] == 5'h17;
-  assign \$267  = \$265  & \$266 ;
-  assign \$268  = $signed(\$264 ) - $signed({ 1'h0, \$267  });
-  assign \$269  = trigger__valid & trigger__ready;
-  assign \$270  = trigger__payload[7:0] == 5'h18;
-  assign \$271  = \$269  & \$270 ;
-  assign \$272  = uses_24 + \$271 ;
-  assign \$273  = s2_cmd == 5'h18;
-  assign \$274  = bad_descriptor & \$273 ;
-  assign \$275  = \$272  - \$274 ;
-  assign \$276  = descriptor__valid & descriptor__ready;
-  assign \$277  = descriptor__payload[7:0] == 5'h18;
-  assign \$278  = \$276  & \$277 ;
-  assign \$279  = $signed(\$275 ) - $signed({ 1'h0, \$278  });
-  assign \$280  = trigger__valid & trigger__ready;
-  assign \$281  = trigger__payload[7:0] == 5'h19;
-  assign \$282  = \$280  & \$281 ;
-  assign \$283  = uses_25 + \$282 ;
-  assign \$284  = s2_cmd == 5'h19;
-  assign \$285  = bad_descriptor & \$284 ;
-  assign \$286  = \$283  - \$285 ;
-  assign \$287  = descriptor__valid & descriptor__ready;
-  assign \$288  = descriptor__payload[7:0] == 5'h19;
-  assign \$289  = \$287  & \$288 ;
-  assign \$290  = $signed(\$286 ) - $signed({ 1'h0, \$289  });
-  assign \$291  = trigger__valid & trigger__ready;
-  assign \$292  = trigger__payload[7:0] == 5'h1a;
-  assign \$293  = \$291  & \$292 ;
-  assign \$294  = uses_26 + \$293 ;
-  assign \$295  = s2_cmd == 5'h1a;
-  assign \$296  = bad_descriptor & \$295 ;
-  assign \$297  = \$294  - \$296 ;
-  assign \$298  = descriptor__valid & descriptor__ready;
-  assign \$299  = descriptor__payload[7:0] == 5'h1a;
-  assign \$300  = \$298  & \$299 ;
-  assign \$301  = $signed(\$297 ) - $signed({ 1'h0, \$300  });
-  assign \$302  = trigger__valid & trigger__ready;
-  assign \$303  = trigger__payload[7:0] == 5'h1b;
-  assign \$304  = \$302  & \$303 ;
-  assign \$305  = uses_27 + \$304 ;
-  assign \$306  = s2_cmd == 5'h1b;
-  assign \$307  = bad_descriptor & \$306 ;
-  assign \$308  = \$305  - \$307 ;
-  assign \$309  = descriptor__valid & descriptor__ready;
-  assign \$310  = descriptor__payload[7:0] == 5'h1b;
-  assign \$311  = \$309  & \$310 ;
-  assign \$312  = $signed(\$308 ) - $signed({ 1'h0, \$311  });
-  assign \$313  = trigger__valid & trigger__ready;
-  assign \$314  = trigger__payload[7:0] == 5'h1c;
-  assign \$315  = \$313  & \$314 ;
-  assign \$316  = uses_28 + \$315 ;
-  assign \$317  = s2_cmd == 5'h1c;
-  assign \$318  = bad_descriptor & \$317 ;
-  assign \$319  = \$316  - \$318 ;
-  assign \$320  = descriptor__valid & descriptor__ready;
-  assign \$321  = descriptor__payload[7:0] == 5'h1c;
-  assign \$322  = \$320  & \$321 ;
-  assign \$323  = $signed(\$319 ) - $signed({ 1'h0, \$322  });
-  assign \$324  = trigger__valid & trigger__ready;
-  assign \$325  = trigger__payload[7:0] == 5'h1d;
-  assign \$326  = \$324  & \$325 ;
-  assign \$327  = uses_29 + \$326 ;
-  assign \$328  = s2_cmd == 5'h1d;
-  assign \$329  = bad_descriptor & \$328 ;
-  assign \$330  = \$327  - \$329 ;
-  assign \$331  = descriptor__valid & descriptor__ready;
-  assign \$332  = descriptor__payload[7:0] == 5'h1d;
-  assign \$333  = \$331  & \$332 ;
-  assign \$334  = $signed(\$330 ) - $signed({ 1'h0, \$333  });
-  assign \$335  = trigger__valid & trigger__ready;
-  assign \$336  = trigger__payload[7:0] == 5'h1e;
-  assign \$337  = \$335  & \$336 ;
-  assign \$338  = uses_30 + \$337 ;
-  assign \$339  = s2_cmd == 5'h1e;
-  assign \$340  = bad_descriptor & \$339 ;
-  assign \$341  = \$338  - \$340 ;
-  assign \$342  = descriptor__valid & descriptor__ready;
-  assign \$343  = descriptor__payload[7:0] == 5'h1e;
-  assign \$344  = \$342  & \$343 ;
-  assign \$345  = $signed(\$341 ) - $signed({ 1'h0, \$344  });
-  assign \$346  = trigger__valid & trigger__ready;
-  assign \$347  = trigger__payload[7:0] == 5'h1f;
-  assign \$348  = \$346  & \$347 ;
-  assign \$349  = uses_31 + \$348 ;
-  assign \$350  = s2_cmd == 5'h1f;
-  assign \$351  = bad_descriptor & \$350 ;
-  assign \$352  = \$349  - \$351 ;
-  assign \$353  = descriptor__valid & descriptor__ready;
-  assign \$354  = descriptor__payload[7:0] == 5'h1f;
-  assign \$355  = \$353  & \$354 ;
-  assign \$356  = $signed(\$352 ) - $signed({ 1'h0, \$355  });
-  assign \$357  = trigger__valid & trigger__ready;
-  assign \$358  = trigger__payload[7:0] == 6'h20;
-  assign \$359  = \$357  & \$358 ;
-  assign \$360  = uses_32 + \$359 ;
-  assign \$361  = s2_cmd == 6'h20;
-  assign \$362  = bad_descriptor & \$361 ;
-  assign \$363  = \$360  - \$362 ;
-  assign \$364  = descriptor__valid & descriptor__ready;
-  assign \$365  = descriptor__payload[7:0] == 6'h20;
-  assign \$366  = \$364  & \$365 ;
-  assign \$367  = $signed(\$363 ) - $signed({ 1'h0, \$366  });
-  assign \$368  = trigger__valid & trigger__ready;
-  assign \$369  = trigger__payload[7:0] == 6'h21;
-  assign \$370  = \$368  & \$369 ;
-  assign \$371  = uses_33 + \$370 ;
-  assign \$372  = s2_cmd == 6'h21;
-  assign \$373  = bad_descriptor & \$372 ;
-  assign \$374  = \$371  - \$373 ;
-  assign \$375  = descriptor__valid & descriptor__ready;
-  assign \$376  = descriptor__payload[7:0] == 6'h21;
-  assign \$377  = \$375  & \$376 ;
-  assign \$378  = $signed(\$374 ) - $signed({ 1'h0, \$377  });
-  assign \$379  = trigger__valid & trigger__ready;
-  assign \$380  = trigger__payload[7:0] == 6'h22;
-  assign \$381  = \$379  & \$380 ;
-  assign \$382  = uses_34 + \$381 ;
-  assign \$383  = s2_cmd == 6'h22;
-  assign \$384  = bad_descriptor & \$383 ;
-  assign \$385  = \$382  - \$384 ;
-  assign \$386  = descriptor__valid & descriptor__ready;
-  assign \$387  = descriptor__payload[7:0] == 6'h22;
-  assign \$388  = \$386  & \$387 ;
-  assign \$389  = $signed(\$385 ) - $signed({ 1'h0, \$388  });
-  assign \$390  = trigger__valid & trigger__ready;
-  assign \$391  = trigger__payload[7:0] == 6'h23;
-  assign \$392  = \$390  & \$391 ;
-  assign \$393  = uses_35 + \$392 ;
-  assign \$394  = s2_cmd == 6'h23;
-  assign \$395  = bad_descriptor & \$394 ;
-  assign \$396  = \$393  - \$395 ;
-  assign \$397  = descriptor__valid & descriptor__ready;
-  assign \$398  = descriptor__payload[7:0] == 6'h23;
-  assign \$399  = \$397  & \$398 ;
-  assign \$400  = $signed(\$396 ) - $signed({ 1'h0, \$399  });
-  assign \$401  = trigger__valid & trigger__ready;
-  assign \$402  = trigger__payload[7:0] == 6'h24;
-  assign \$403  = \$401  & \$402 ;
-  assign \$404  = uses_36 + \$403 ;
-  assign \$405  = s2_cmd == 6'h24;
-  assign \$406  = bad_descriptor & \$405 ;
-  assign \$407  = \$404  - \$406 ;
-  assign \$408  = descriptor__valid & descriptor__ready;
-  assign \$409  = descriptor__payload[7:0] == 6'h24;
-  assign \$410  = \$408  & \$409 ;
-  assign \$411  = $signed(\$407 ) - $signed({ 1'h0, \$410  });
-  assign \$412  = trigger__valid & trigger__ready;
-  assign \$413  = trigger__payload[7:0] == 6'h25;
-  assign \$414  = \$412  & \$413 ;
-  assign \$415  = uses_37 + \$414 ;
-  assign \$416  = s2_cmd == 6'h25;
-  assign \$417  = bad_descriptor & \$416 ;
-  assign \$418  = \$415  - \$417 ;
-  assign \$419  = descriptor__valid & descriptor__ready;
-  assign \$420  = descriptor__payload[7:0] == 6'h25;
-  assign \$421  = \$419  & \$420 ;
-  assign \$422  = $signed(\$418 ) - $signed({ 1'h0, \$421  });
-  assign \$423  = trigger__valid & trigger__ready;
-  assign \$424  = trigger__payload[7:0] == 6'h26;
-  assign \$425  = \$423  & \$424 ;
-  assign \$426  = uses_38 + \$425 ;
-  assign \$427  = s2_cmd == 6'h26;
-  assign \$428  = bad_descriptor & \$427 ;
-  assign \$429  = \$426  - \$428 ;
-  assign \$430  = descriptor__valid & descriptor__ready;
-  assign \$431  = descriptor__payload[7:0] == 6'h26;
-  assign \$432  = \$430  & \$431 ;
-  assign \$433  = $signed(\$429 ) - $signed({ 1'h0, \$432  });
-  assign \$434  = trigger__valid & trigger__ready;
-  assign \$435  = trigger__payload[7:0] == 6'h27;
-  assign \$436  = \$434  & \$435 ;
-  assign \$437  = uses_39 + \$436 ;
-  assign \$438  = s2_cmd == 6'h27;
-  assign \$439  = bad_descriptor & \$438 ;
-  assign \$440  = \$437  - \$439 ;
-  assign \$441  = descriptor__valid & descriptor__ready;
-  assign \$442  = descriptor__payload[7:0] == 6'h27;
-  assign \$443  = \$441  & \$442 ;
-  assign \$444  = $signed(\$440 ) - $signed({ 1'h0, \$443  });
-  assign \$445  = trigger__valid & trigger__ready;
-  assign \$446  = trigger__payload[7:0] == 6'h28;
-  assign \$447  = \$445  & \$446 ;
-  assign \$448  = uses_40 + \$447 ;
-  assign \$449  = s2_cmd == 6'h28;
-  assign \$450  = bad_descriptor & \$449 ;
-  assign \$451  = \$448  - \$450 ;
-  assign \$452  = descriptor__valid & descriptor__ready;
-  assign \$453  = descriptor__payload[7:0] == 6'h28;
-  assign \$454  = \$452  & \$453 ;
-  assign \$455  = $signed(\$451 ) - $signed({ 1'h0, \$454  });
-  assign \$456  = trigger__valid & trigger__ready;
-  assign \$457  = trigger__payload[7:0] == 6'h29;
-  assign \$458  = \$456  & \$457 ;
-  assign \$459  = uses_41 + \$458 ;
-  assign \$460  = s2_cmd == 6'h29;
-  assign \$461  = bad_descriptor & \$460 ;
-  assign \$462  = \$459  - \$461 ;
-  assign \$463  = descriptor__valid & descriptor__ready;
-  assign \$464  = descriptor__payload[7:0] == 6'h29;
-  assign \$465  = \$463  & \$464 ;
-  assign \$466  = $signed(\$462 ) - $signed({ 1'h0, \$465  });
-  assign \$467  = trigger__valid & trigger__ready;
-  assign \$468  = trigger__payload[7:0] == 6'h2a;
-  assign \$469  = \$467  & \$468 ;
-  assign \$470  = uses_42 + \$469 ;
-  assign \$471  = s2_cmd == 6'h2a;
-  assign \$472  = bad_descriptor & \$471 ;
-  assign \$473  = \$470  - \$472 ;
-  assign \$474  = descriptor__valid & descriptor__ready;
-  assign \$475  = descriptor__payload[7:0] == 6'h2a;
-  assign \$476  = \$474  & \$475 ;
-  assign \$477  = $signed(\$473 ) - $signed({ 1'h0, \$476  });
-  assign \$478  = trigger__valid & trigger__ready;
-  assign \$479  = trigger__payload[7:0] == 6'h2b;
-  assign \$480  = \$478  & \$479 ;
-  assign \$481  = uses_43 + \$480 ;
-  assign \$482  = s2_cmd == 6'h2b;
-  assign \$483  = bad_descriptor & \$482 ;
-  assign \$484  = \$481  - \$483 ;
-  assign \$485  = descriptor__valid & descriptor__ready;
-  assign \$486  = descriptor__payload[7:0] == 6'h2b;
-  assign \$487  = \$485  & \$486 ;
-  assign \$488  = $signed(\$484 ) - $signed({ 1'h0, \$487  });
-  assign \$489  = trigger__valid & trigger__ready;
-  assign \$490  = trigger__payload[7:0] == 6'h2c;
-  assign \$491  = \$489  & \$490 ;
-  assign \$492  = uses_44 + \$491 ;
-  assign \$493  = s2_cmd == 6'h2c;
-  assign \$494  = bad_descriptor & \$493 ;
-  assign \$495  = \$492  - \$494 ;
-  assign \$496  = descriptor__valid & descriptor__ready;
-  assign \$497  = descriptor__payload[7:0] == 6'h2c;
-  assign \$498  = \$496  & \$497 ;
-  assign \$499  = $signed(\$495 ) - $signed({ 1'h0, \$498  });
-  assign \$500  = trigger__valid & trigger__ready;
-  assign \$501  = trigger__payload[7:0] == 6'h2d;
-  assign \$502  = \$500  & \$501 ;
-  assign \$503  = uses_45 + \$502 ;
-  assign \$504  = s2_cmd == 6'h2d;
-  assign \$505  = bad_descriptor & \$504 ;
-  assign \$506  = \$503  - \$505 ;
-  assign \$507  = descriptor__valid & descriptor__ready;
-  assign \$508  = descriptor__payload[7:0] == 6'h2d;
-  assign \$509  = \$507  & \$508 ;
-  assign \$510  = $signed(\$506 ) - $signed({ 1'h0, \$509  });
-  assign \$511  = trigger__valid & trigger__ready;
-  assign \$512  = trigger__payload[7:0] == 6'h2e;
-  assign \$513  = \$511  & \$512 ;
-  assign \$514  = uses_46 + \$513 ;
-  assign \$515  = s2_cmd == 6'h2e;
-  assign \$516  = bad_descriptor & \$515 ;
-  assign \$517  = \$514  - \$516 ;
-  assign \$518  = descriptor__valid & descriptor__ready;
-  assign \$519  = descriptor__payload[7:0] == 6'h2e;
-  assign \$520  = \$518  & \$519 ;
-  assign \$521  = $signed(\$517 ) - $signed({ 1'h0, \$520  });
-  assign \$522  = trigger__valid & trigger__ready;
-  assign \$523  = trigger__payload[7:0] == 6'h2f;
-  assign \$524  = \$522  & \$523 ;
-  assign \$525  = uses_47 + \$524 ;
-  assign \$526  = s2_cmd == 6'h2f;
-  assign \$527  = bad_descriptor & \$526 ;
-  assign \$528  = \$525  - \$527 ;
-  assign \$529  = descriptor__valid & descriptor__ready;
-  assign \$530  = descriptor__payload[7:0] == 6'h2f;
-  assign \$531  = \$529  & \$530 ;
-  assign \$532  = $signed(\$528 ) - $signed({ 1'h0, \$531  });
-  assign \$533  = trigger__valid & trigger__ready;
-  assign \$534  = trigger__payload[7:0] == 6'h30;
-  assign \$535  = \$533  & \$534 ;
-  assign \$536  = uses_48 + \$535 ;
-  assign \$537  = s2_cmd == 6'h30;
-  assign \$538  = bad_descriptor & \$537 ;
-  assign \$539  = \$536  - \$538 ;
-  assign \$540  = descriptor__valid & descriptor__ready;
-  assign \$541  = descriptor__payload[7:0] == 6'h30;
-  assign \$542  = \$540  & \$541 ;
-  assign \$543  = $signed(\$539 ) - $signed({ 1'h0, \$542  });
-  assign \$544  = trigger__valid & trigger__ready;
-  assign \$545  = trigger__payload[7:0] == 6'h31;
-  assign \$546  = \$544  & \$545 ;
-  assign \$547  = uses_49 + \$546 ;
-  assign \$548  = s2_cmd == 6'h31;
-  assign \$549  = bad_descriptor & \$548 ;
-  assign \$550  = \$547  - \$549 ;
-  assign \$551  = descriptor__valid & descriptor__ready;
-  assign \$552  = descriptor__payload[7:0] == 6'h31;
-  assign \$553  = \$551  & \$552 ;
-  assign \$554  = $signed(\$550 ) - $signed({ 1'h0, \$553  });
-  assign \$555  = trigger__valid & trigger__ready;
-  assign \$556  = trigger__payload[7:0] == 6'h32;
-  assign \$557  = \$555  & \$556 ;
-  assign \$558  = uses_50 + \$557 ;
-  assign \$559  = s2_cmd == 6'h32;
-  assign \$560  = bad_descriptor & \$559 ;
-  assign \$561  = \$558  - \$560 ;
-  assign \$562  = descriptor__valid & descriptor__ready;
-  assign \$563  = descriptor__payload[7:0] == 6'h32;
-  assign \$564  = \$562  & \$563 ;
-  assign \$565  = $signed(\$561 ) - $signed({ 1'h0, \$564  });
-  assign \$566  = trigger__valid & trigger__ready;
-  assign \$567  = trigger__payload[7:0] == 6'h33;
-  assign \$568  = \$566  & \$567 ;
-  assign \$569  = uses_51 + \$568 ;
-  assign \$570  = s2_cmd == 6'h33;
-  assign \$571  = bad_descriptor & \$570 ;
-  assign \$572  = \$569  - \$571 ;
-  assign \$573  = descriptor__valid & descriptor__ready;
-  assign \$574  = descriptor__payload[7:0] == 6'h33;
-  assign \$575  = \$573  & \$574 ;
-  assign \$576  = $signed(\$572 ) - $signed({ 1'h0, \$575  });
-  assign \$577  = trigger__valid & trigger__ready;
-  assign \$578  = trigger__payload[7:0] == 6'h34;
-  assign \$579  = \$577  & \$578 ;
-  assign \$580  = uses_52 + \$579 ;
-  assign \$581  = s2_cmd == 6'h34;
-  assign \$582  = bad_descriptor & \$581 ;
-  assign \$583  = \$580  - \$582 ;
-  assign \$584  = descriptor__valid & descriptor__ready;
-  assign \$585  = descriptor__payload[7:0] == 6'h34;
-  assign \$586  = \$584  & \$585 ;
-  assign \$587  = $signed(\$583 ) - $signed({ 1'h0, \$586  });
-  assign \$588  = trigger__valid & trigger__ready;
-  assign \$589  = trigger__payload[7:0] == 6'h35;
-  assign \$590  = \$588  & \$589 ;
-  assign \$591  = uses_53 + \$590 ;
-  assign \$592  = s2_cmd == 6'h35;
-  assign \$593  = bad_descriptor & \$592 ;
-  assign \$594  = \$591  - \$593 ;
-  assign \$595  = descriptor__valid & descriptor__ready;
-  assign \$596  = descriptor__payload[7:0] == 6'h35;
-  assign \$597  = \$595  & \$596 ;
-  assign \$598  = $signed(\$594 ) - $signed({ 1'h0, \$597  });
-  assign \$599  = trigger__valid & trigger__ready;
-  assign \$600  = trigger__payload[7:0] == 6'h36;
-  assign \$601  = \$599  & \$600 ;
-  assign \$602  = uses_54 + \$601 ;
-  assign \$603  = s2_cmd == 6'h36;
-  assign \$604  = bad_descriptor & \$603 ;
-  assign \$605  = \$602  - \$604 ;
-  assign \$606  = descriptor__valid & descriptor__ready;
-  assign \$607  = descriptor__payload[7:0] == 6'h36;
-  assign \$608  = \$606  & \$607 ;
-  assign \$609  = $signed(\$605 ) - $signed({ 1'h0, \$608  });
-  assign \$610  = trigger__valid & trigger__ready;
-  assign \$611  = trigger__payload[7:0] == 6'h37;
-  assign \$612  = \$610  & \$611 ;
-  assign \$613  = uses_55 + \$612 ;
-  assign \$614  = s2_cmd == 6'h37;
-  assign \$615  = bad_descriptor & \$614 ;
-  assign \$616  = \$613  - \$615 ;
-  assign \$617  = descriptor__valid & descriptor__ready;
-  assign \$618  = descriptor__payload[7:0] == 6'h37;
-  assign \$619  = \$617  & \$618 ;
-  assign \$620  = $signed(\$616 ) - $signed({ 1'h0, \$619  });
-  assign \$621  = trigger__valid & trigger__ready;
-  assign \$622  = trigger__payload[7:0] == 6'h38;
-  assign \$623  = \$621  & \$622 ;
-  assign \$624  = uses_56 + \$623 ;
-  assign \$625  = s2_cmd == 6'h38;
-  assign \$626  = bad_descriptor & \$625 ;
-  assign \$627  = \$624  - \$626 ;
-  assign \$628  = descriptor__valid & descriptor__ready;
-  assign \$629  = descriptor__payload[7:0] == 6'h38;
-  assign \$630  = \$628  & \$629 ;
-  assign \$631  = $signed(\$627 ) - $signed({ 1'h0, \$630  });
-  assign \$632  = trigger__valid & trigger__ready;
-  assign \$633  = trigger__payload[7:0] == 6'h39;
-  assign \$634  = \$632  & \$633 ;
-  assign \$635  = uses_57 + \$634 ;
-  assign \$636  = s2_cmd == 6'h39;
-  assign \$637  = bad_descriptor & \$636 ;
-  assign \$638  = \$635  - \$637 ;
-  assign \$639  = descriptor__valid & descriptor__ready;
-  assign \$640  = descriptor__payload[7:0] == 6'h39;
-  assign \$641  = \$639  & \$640 ;
-  assign \$642  = $signed(\$638 ) - $signed({ 1'h0, \$641  });
-  assign \$643  = trigger__valid & trigger__ready;
-  assign \$644  = trigger__payload[7:0] == 6'h3a;
-  assign \$645  = \$643  & \$644 ;
-  assign \$646  = uses_58 + \$645 ;
-  assign \$647  = s2_cmd == 6'h3a;
-  assign \$648  = bad_descriptor & \$647 ;
-  assign \$649  = \$646  - \$648 ;
-  assign \$650  = descriptor__valid & descriptor__ready;
-  assign \$651  = descriptor__payload[7:0] == 6'h3a;
-  assign \$652  = \$650  & \$651 ;
-  assign \$653  = $signed(\$649 ) - $signed({ 1'h0, \$652  });
-  assign \$654  = trigger__valid & trigger__ready;
-  assign \$655  = trigger__payload[7:0] == 6'h3b;
-  assign \$656  = \$654  & \$655 ;
-  assign \$657  = uses_59 + \$656 ;
-  assign \$658  = s2_cmd == 6'h3b;
-  assign \$659  = bad_descriptor & \$658 ;
-  assign \$660  = \$657  - \$659 ;
-  assign \$661  = descriptor__valid & descriptor__ready;
-  assign \$662  = descriptor__payload[7:0] == 6'h3b;
-  assign \$663  = \$661  & \$662 ;
-  assign \$664  = $signed(\$660 ) - $signed({ 1'h0, \$663  });
-  assign \$665  = trigger__valid & trigger__ready;
-  assign \$666  = trigger__payload[7:0] == 6'h3c;
-  assign \$667  = \$665  & \$666 ;
-  assign \$668  = uses_60 + \$667 ;
-  assign \$669  = s2_cmd == 6'h3c;
-  assign \$670  = bad_descriptor & \$669 ;
-  assign \$671  = \$668  - \$670 ;
-  assign \$672  = descriptor__valid & descriptor__ready;
-  assign \$673  = descriptor__payload[7:0] == 6'h3c;
-  assign \$674  = \$672  & \$673 ;
-  assign \$675  = $signed(\$671 ) - $signed({ 1'h0, \$674  });
-  assign \$676  = trigger__valid & trigger__ready;
-  assign \$677  = trigger__payload[7:0] == 6'h3d;
-  assign \$678  = \$676  & \$677 ;
-  assign \$679  = uses_61 + \$678 ;
-  assign \$680  = s2_cmd == 6'h3d;
-  assign \$681  = bad_descriptor & \$680 ;
-  assign \$682  = \$679  - \$681 ;
-  assign \$683  = descriptor__valid & descriptor__ready;
-  assign \$684  = descriptor__payload[7:0] == 6'h3d;
-  assign \$685  = \$683  & \$684 ;
-  assign \$686  = $signed(\$682 ) - $signed({ 1'h0, \$685  });
-  assign \$687  = trigger__valid & trigger__ready;
-  assign \$688  = trigger__payload[7:0] == 6'h3e;
-  assign \$689  = \$687  & \$688 ;
-  assign \$690  = uses_62 + \$689 ;
-  assign \$691  = s2_cmd == 6'h3e;
-  assign \$692  = bad_descriptor & \$691 ;
-  assign \$693  = \$690  - \$692 ;
-  assign \$694  = descriptor__valid & descriptor__ready;
-  assign \$695  = descriptor__payload[7:0] == 6'h3e;
-  assign \$696  = \$694  & \$695 ;
-  assign \$697  = $signed(\$693 ) - $signed({ 1'h0, \$696  });
-  assign \$698  = trigger__valid & trigger__ready;
-  assign \$699  = trigger__payload[7:0] == 6'h3f;
-  assign \$700  = \$698  & \$699 ;
-  assign \$701  = uses_63 + \$700 ;
-  assign \$702  = s2_cmd == 6'h3f;
-  assign \$703  = bad_descriptor & \$702 ;
-  assign \$704  = \$701  - \$703 ;
-  assign \$705  = descriptor__valid & descriptor__ready;
-  assign \$706  = descriptor__payload[7:0] == 6'h3f;
-  assign \$707  = \$705  & \$706 ;
-  assign \$708  = $signed(\$704 ) - $signed({ 1'h0, \$707  });
-  assign \$709  = trigger__valid & trigger__ready;
-  assign \$710  = trigger__payload[7:0] == 7'h40;
-  assign \$711  = \$709  & \$710 ;
-  assign \$712  = uses_64 + \$711 ;
-  assign \$713  = s2_cmd == 7'h40;
-  assign \$714  = bad_descriptor & \$713 ;
-  assign \$715  = \$712  - \$714 ;
-  assign \$716  = descriptor__valid & descriptor__ready;
-  assign \$717  = descriptor__payload[7:0] == 7'h40;
-  assign \$718  = \$716  & \$717 ;
-  assign \$719  = $signed(\$715 ) - $signed({ 1'h0, \$718  });
-  assign \$720  = trigger__valid & trigger__ready;
-  assign \$721  = trigger__payload[7:0] == 7'h41;
-  assign \$722  = \$720  & \$721 ;
-  assign \$723  = uses_65 + \$722 ;
-  assign \$724  = s2_cmd == 7'h41;
-  assign \$725  = bad_descriptor & \$724 ;
-  assign \$726  = \$723  - \$725 ;
-  assign \$727  = descriptor__valid & descriptor__ready;
-  assign \$728  = descriptor__payload[7:0] == 7'h41;
-  assign \$729  = \$727  & \$728 ;
-  assign \$730  = $signed(\$726 ) - $signed({ 1'h0, \$729  });
-  assign \$731  = trigger__valid & trigger__ready;
-  assign \$732  = trigger__payload[7:0] == 7'h42;
-  assign \$733  = \$731  & \$732 ;
-  assign \$734  = uses_66 + \$733 ;
-  assign \$735  = s2_cmd == 7'h42;
-  assign \$736  = bad_descriptor & \$735 ;
-  assign \$737  = \$734  - \$736 ;
-  assign \$738  = descriptor__valid & descriptor__ready;
-  assign \$739  = descriptor__payload[7:0] == 7'h42;
-  assign \$740  = \$738  & \$739 ;
-  assign \$741  = $signed(\$737 ) - $signed({ 1'h0, \$740  });
-  assign \$742  = trigger__valid & trigger__ready;
-  assign \$743  = trigger__payload[7:0] == 7'h43;
-  assign \$744  = \$742  & \$743 ;
-  assign \$745  = uses_67 + \$744 ;
-  assign \$746  = s2_cmd == 7'h43;
-  assign \$747  = bad_descriptor & \$746 ;
-  assign \$748  = \$745  - \$747 ;
-  assign \$749  = descriptor__valid & descriptor__ready;
-  assign \$750  = descriptor__payload[7:0] == 7'h43;
-  assign \$751  = \$749  & \$750 ;
-  assign \$752  = $signed(\$748 ) - $signed({ 1'h0, \$751  });
-  assign \$753  = trigger__valid & trigger__ready;
-  assign \$754  = trigger__payload[7:0] == 7'h44;
-  assign \$755  = \$753  & \$754 ;
-  assign \$756  = uses_68 + \$755 ;
-  assign \$757  = s2_cmd == 7'h44;
-  assign \$758  = bad_descriptor & \$757 ;
-  assign \$759  = \$756  - \$758 ;
-  assign \$760  = descriptor__valid & descriptor__ready;
-  assign \$761  = descriptor__payload[7:0] == 7'h44;
-  assign \$762  = \$760  & \$761 ;
-  assign \$763  = $signed(\$759 ) - $signed({ 1'h0, \$762  });
-  assign \$764  = trigger__valid & trigger__ready;
-  assign \$765  = trigger__payload[7:0] == 7'h45;
-  assign \$766  = \$764  & \$765 ;
-  assign \$767  = uses_69 + \$766 ;
-  assign \$768  = s2_cmd == 7'h45;
-  assign \$769  = bad_descriptor & \$768 ;
-  assign \$770  = \$767  - \$769 ;
-  assign \$771  = descriptor__valid & descriptor__ready;
-  assign \$772  = descriptor__payload[7:0] == 7'h45;
-  assign \$773  = \$771  & \$772 ;
-  assign \$774  = $signed(\$770 ) - $signed({ 1'h0, \$773  });
-  assign \$775  = trigger__valid & trigger__ready;
-  assign \$776  = trigger__payload[7:0] == 7'h46;
-  assign \$777  = \$775  & \$776 ;
-  assign \$778  = uses_70 + \$777 ;
-  assign \$779  = s2_cmd == 7'h46;
-  assign \$780  = bad_descriptor & \$779 ;
-  assign \$781  = \$778  - \$780 ;
-  assign \$782  = descriptor__valid & descriptor__ready;
-  assign \$783  = descriptor__payload[7:0] == 7'h46;
-  assign \$784  = \$782  & \$783 ;
-  assign \$785  = $signed(\$781 ) - $signed({ 1'h0, \$784  });
-  assign \$786  = trigger__valid & trigger__ready;
-  assign \$787  = trigger__payload[7:0] == 7'h47;
-  assign \$788  = \$786  & \$787 ;
-  assign \$789  = uses_71 + \$788 ;
-  assign \$790  = s2_cmd == 7'h47;
-  assign \$791  = bad_descriptor & \$790 ;
-  assign \$792  = \$789  - \$791 ;
-  assign \$793  = descriptor__valid & descriptor__ready;
-  assign \$794  = descriptor__payload[7:0] == 7'h47;
-  assign \$795  = \$793  & \$794 ;
-  assign \$796  = $signed(\$792 ) - $signed({ 1'h0, \$795  });
-  assign \$797  = trigger__valid & trigger__ready;
-  assign \$798  = trigger__payload[7:0] == 7'h48;
-  assign \$799  = \$797  & \$798 ;
-  assign \$800  = uses_72 + \$799 ;
-  assign \$801  = s2_cmd == 7'h48;
-  assign \$802  = bad_descriptor & \$801 ;
-  assign \$803  = \$800  - \$802 ;
-  assign \$804  = descriptor__valid & descriptor__ready;
-  assign \$805  = descriptor__payload[7:0] == 7'h48;
-  assign \$806  = \$804  & \$805 ;
-  assign \$807  = $signed(\$803 ) - $signed({ 1'h0, \$806  });
-  assign \$808  = trigger__valid & trigger__ready;
-  assign \$809  = trigger__payload[7:0] == 7'h49;
-  assign \$810  = \$808  & \$809 ;
-  assign \$811  = uses_73 + \$810 ;
-  assign \$812  = s2_cmd == 7'h49;
-  assign \$813  = bad_descriptor & \$812 ;
-  assign \$814  = \$811  - \$813 ;
-  assign \$815  = descriptor__valid & descriptor__ready;
-  assign \$816  = descriptor__payload[7:0] == 7'h49;
-  assign \$817  = \$815  & \$816 ;
-  assign \$818  = $signed(\$814 ) - $signed({ 1'h0, \$817  });
-  assign \$819  = trigger__valid & trigger__ready;
-  assign \$820  = trigger__payload[7:0] == 7'h4a;
-  assign \$821  = \$819  & \$820 ;
-  assign \$822  = uses_74 + \$821 ;
-  assign \$823  = s2_cmd == 7'h4a;
-  assign \$824  = bad_descriptor & \$823 ;
-  assign \$825  = \$822  - \$824 ;
-  assign \$826  = descriptor__valid & descriptor__ready;
-  assign \$827  = descriptor__payload[7:0] == 7'h4a;
-  assign \$828  = \$826  & \$827 ;
-  assign \$829  = $signed(\$825 ) - $signed({ 1'h0, \$828  });
-  assign \$830  = trigger__valid & trigger__ready;
-  assign \$831  = trigger__payload[7:0] == 7'h4b;
-  assign \$832  = \$830  & \$831 ;
-  assign \$833  = uses_75 + \$832 ;
-  assign \$834  = s2_cmd == 7'h4b;
-  assign \$835  = bad_descriptor & \$834 ;
-  assign \$836  = \$833  - \$835 ;
-  assign \$837  = descriptor__valid & descriptor__ready;
-  assign \$838  = descriptor__payload[7:0] == 7'h4b;
-  assign \$839  = \$837  & \$838 ;
-  assign \$840  = $signed(\$836 ) - $signed({ 1'h0, \$839  });
-  assign \$841  = trigger__valid & trigger__ready;
-  assign \$842  = trigger__payload[7:0] == 7'h4c;
-  assign \$843  = \$841  & \$842 ;
-  assign \$844  = uses_76 + \$843 ;
-  assign \$845  = s2_cmd == 7'h4c;
-  assign \$846  = bad_descriptor & \$845 ;
-  assign \$847  = \$844  - \$846 ;
-  assign \$848  = descriptor__valid & descriptor__ready;
-  assign \$849  = descriptor__payload[7:0] == 7'h4c;
-  assign \$850  = \$848  & \$849 ;
-  assign \$851  = $signed(\$847 ) - $signed({ 1'h0, \$850  });
-  assign \$852  = trigger__valid & trigger__ready;
-  assign \$853  = trigger__payload[7:0] == 7'h4d;
-  assign \$854  = \$852  & \$853 ;
-  assign \$855  = uses_77 + \$854 ;
-  assign \$856  = s2_cmd == 7'h4d;
-  assign \$857  = bad_descriptor & \$856 ;
-  assign \$858  = \$855  - \$857 ;
-  assign \$859  = descriptor__valid & descriptor__ready;
-  assign \$860  = descriptor__payload[7:0] == 7'h4d;
-  assign \$861  = \$859  & \$860 ;
-  assign \$862  = $signed(\$858 ) - $signed({ 1'h0, \$861  });
-  assign \$863  = trigger__valid & trigger__ready;
-  assign \$864  = trigger__payload[7:0] == 7'h4e;
-  assign \$865  = \$863  & \$864 ;
-  assign \$866  = uses_78 + \$865 ;
-  assign \$867  = s2_cmd == 7'h4e;
-  assign \$868  = bad_descriptor & \$867 ;
-  assign \$869  = \$866  - \$868 ;
-  assign \$870  = descriptor__valid & descriptor__ready;
-  assign \$871  = descriptor__payload[7:0] == 7'h4e;
-  assign \$872  = \$870  & \$871 ;
-  assign \$873  = $signed(\$869 ) - $signed({ 1'h0, \$872  });
-  assign \$874  = trigger__valid & trigger__ready;
-  assign \$875  = trigger__payload[7:0] == 7'h4f;
-  assign \$876  = \$874  & \$875 ;
-  assign \$877  = uses_79 + \$876 ;
-  assign \$878  = s2_cmd == 7'h4f;
-  assign \$879  = bad_descriptor & \$878 ;
-  assign \$880  = \$877  - \$879 ;
-  assign \$881  = descriptor__valid & descriptor__ready;
-  assign \$882  = descriptor__payload[7:0] == 7'h4f;
-  assign \$883  = \$881  & \$882 ;
-  assign \$884  = $signed(\$880 ) - $signed({ 1'h0, \$883  });
-  assign \$885  = trigger__valid & trigger__ready;
-  assign \$886  = trigger__payload[7:0] == 7'h50;
-  assign \$887  = \$885  & \$886 ;
-  assign \$888  = uses_80 + \$887 ;
-  assign \$889  = s2_cmd == 7'h50;
-  assign \$890  = bad_descriptor & \$889 ;
-  assign \$891  = \$888  - \$890 ;
-  assign \$892  = descriptor__valid & descriptor__ready;
-  assign \$893  = descriptor__payload[7:0] == 7'h50;
-  assign \$894  = \$892  & \$893 ;
-  assign \$895  = $signed(\$891 ) - $signed({ 1'h0, \$894  });
-  assign \$896  = trigger__valid & trigger__ready;
-  assign \$897  = trigger__payload[7:0] == 7'h51;
-  assign \$898  = \$896  & \$897 ;
-  assign \$899  = uses_81 + \$898 ;
-  assign \$900  = s2_cmd == 7'h51;
-  assign \$901  = bad_descriptor & \$900 ;
-  assign \$902  = \$899  - \$901 ;
-  assign \$903  = descriptor__valid & descriptor__ready;
-  assign \$904  = descriptor__payload[7:0] == 7'h51;
-  assign \$905  = \$903  & \$904 ;
-  assign \$906  = $signed(\$902 ) - $signed({ 1'h0, \$905  });
-  assign \$907  = trigger__valid & trigger__ready;
-  assign \$908  = trigger__payload[7:0] == 7'h52;
-  assign \$909  = \$907  & \$908 ;
-  assign \$910  = uses_82 + \$909 ;
-  assign \$911  = s2_cmd == 7'h52;
-  assign \$912  = bad_descriptor & \$911 ;
-  assign \$913  = \$910  - \$912 ;
-  assign \$914  = descriptor__valid & descriptor__ready;
-  assign \$915  = descriptor__payload[7:0] == 7'h52;
-  assign \$916  = \$914  & \$915 ;
-  assign \$917  = $signed(\$913 ) - $signed({ 1'h0, \$916  });
-  assign \$918  = trigger__valid & trigger__ready;
-  assign \$919  = trigger__payload[7:0] == 7'h53;
-  assign \$920  = \$918  & \$919 ;
-  assign \$921  = uses_83 + \$920 ;
-  assign \$922  = s2_cmd == 7'h53;
-  assign \$923  = bad_descriptor & \$922 ;
-  assign \$924  = \$921  - \$923 ;
-  assign \$925  = descriptor__valid & descriptor__ready;
-  assign \$926  = descriptor__payload[7:0] == 7'h53;
-  assign \$927  = \$925  & \$926 ;
-  assign \$928  = $signed(\$924 ) - $signed({ 1'h0, \$927  });
-  assign \$929  = trigger__valid & trigger__ready;
-  assign \$930  = trigger__payload[7:0] == 7'h54;
-  assign \$931  = \$929  & \$930 ;
-  assign \$932  = uses_84 + \$931 ;
-  assign \$933  = s2_cmd == 7'h54;
-  assign \$934  = bad_descriptor & \$933 ;
-  assign \$935  = \$932  - \$934 ;
-  assign \$936  = descriptor__valid & descriptor__ready;
-  assign \$937  = descriptor__payload[7:0] == 7'h54;
-  assign \$938  = \$936  & \$937 ;
-  assign \$939  = $signed(\$935 ) - $signed({ 1'h0, \$938  });
-  assign \$940  = trigger__valid & trigger__ready;
-  assign \$941  = trigger__payload[7:0] == 7'h55;
-  assign \$942  = \$940  & \$941 ;
-  assign \$943  = uses_85 + \$942 ;
-  assign \$944  = s2_cmd == 7'h55;
-  assign \$945  = bad_descriptor & \$944 ;
-  assign \$946  = \$943  - \$945 ;
-  assign \$947  = descriptor__valid & descriptor__ready;
-  assign \$948  = descriptor__payload[7:0] == 7'h55;
-  assign \$949  = \$947  & \$948 ;
-  assign \$950  = $signed(\$946 ) - $signed({ 1'h0, \$949  });
-  assign \$951  = trigger__valid & trigger__ready;
-  assign \$952  = trigger__payload[7:0] == 7'h56;
-  assign \$953  = \$951  & \$952 ;
-  assign \$954  = uses_86 + \$953 ;
-  assign \$955  = s2_cmd == 7'h56;
-  assign \$956  = bad_descriptor & \$955 ;
-  assign \$957  = \$954  - \$956 ;
-  assign \$958  = descriptor__valid & descriptor__ready;
-  assign \$959  = descriptor__payload[7:0] == 7'h56;
-  assign \$960  = \$958  & \$959 ;
-  assign \$961  = $signed(\$957 ) - $signed({ 1'h0, \$960  });
-  assign \$962  = trigger__valid & trigger__ready;
-  assign \$963  = trigger__payload[7:0] == 7'h57;
-  assign \$964  = \$962  & \$963 ;
-  assign \$965  = uses_87 + \$964 ;
-  assign \$966  = s2_cmd == 7'h57;
-  assign \$967  = bad_descriptor & \$966 ;
-  assign \$968  = \$965  - \$967 ;
-  assign \$969  = descriptor__valid & descriptor__ready;
-  assign \$970  = descriptor__payload[7:0] == 7'h57;
-  assign \$971  = \$969  & \$970 ;
-  assign \$972  = $signed(\$968 ) - $signed({ 1'h0, \$971  });
-  assign \$973  = trigger__valid & trigger__ready;
-  assign \$974  = trigger__payload[7:0] == 7'h58;
-  assign \$975  = \$973  & \$974 ;
-  assign \$976  = uses_88 + \$975 ;
-  assign \$977  = s2_cmd == 7'h58;
-  assign \$978  = bad_descriptor & \$977 ;
-  assign \$979  = \$976  - \$978 ;
-  assign \$980  = descriptor__valid & descriptor__ready;
-  assign \$981  = descriptor__payload[7:0] == 7'h58;
-  assign \$982  = \$980  & \$981 ;
-  assign \$983  = $signed(\$979 ) - $signed({ 1'h0, \$982  });
-  assign \$984  = trigger__valid & trigger__ready;
-  assign \$985  = trigger__payload[7:0] == 7'h59;
-  assign \$986  = \$984  & \$985 ;
-  assign \$987  = uses_89 + \$986 ;
-  assign \$988  = s2_cmd == 7'h59;
-  assign \$989  = bad_descriptor & \$988 ;
-  assign \$990  = \$987  - \$989 ;
-  assign \$991  = descriptor__valid & descriptor__ready;
-  assign \$992  = descriptor__payload[7:0] == 7'h59;
-  assign \$993  = \$991  & \$992 ;
-  assign \$994  = $signed(\$990 ) - $signed({ 1'h0, \$993  });
-  assign \$995  = trigger__valid & trigger__ready;
-  assign \$996  = trigger__payload[7:0] == 7'h5a;
-  assign \$997  = \$995  & \$996 ;
-  assign \$998  = uses_90 + \$997 ;
-  assign \$999  = s2_cmd == 7'h5a;
-  assign \$1000  = bad_descriptor & \$999 ;
-  assign \$1001  = \$998  - \$1000 ;
-  assign \$1002  = descriptor__valid & descriptor__ready;
-  assign \$1003  = descriptor__payload[7:0] == 7'h5a;
-  assign \$1004  = \$1002  & \$1003 ;
-  assign \$1005  = $signed(\$1001 ) - $signed({ 1'h0, \$1004  });
-  assign \$1006  = trigger__valid & trigger__ready;
-  assign \$1007  = trigger__payload[7:0] == 7'h5b;
-  assign \$1008  = \$1006  & \$1007 ;
-  assign \$1009  = uses_91 + \$1008 ;
-  assign \$1010  = s2_cmd == 7'h5b;
-  assign \$1011  = bad_descriptor & \$1010 ;
-  assign \$1012  = \$1009  - \$1011 ;
-  assign \$1013  = descriptor__valid & descriptor__ready;
-  assign \$1014  = descriptor__payload[7:0] == 7'h5b;
-  assign \$1015  = \$1013  & \$1014 ;
-  assign \$1016  = $signed(\$1012 ) - $signed({ 1'h0, \$1015  });
-  assign \$1017  = trigger__valid & trigger__ready;
-  assign \$1018  = trigger__payload[7:0] == 7'h5c;
-  assign \$1019  = \$1017  & \$1018 ;
-  assign \$1020  = uses_92 + \$1019 ;
-  assign \$1021  = s2_cmd == 7'h5c;
-  assign \$1022  = bad_descriptor & \$1021 ;
-  assign \$1023  = \$1020  - \$1022 ;
-  assign \$1024  = descriptor__valid & descriptor__ready;
-  assign \$1025  = descriptor__payload[7:0] == 7'h5c;
-  assign \$1026  = \$1024  & \$1025 ;
-  assign \$1027  = $signed(\$1023 ) - $signed({ 1'h0, \$1026  });
-  assign \$1028  = trigger__valid & trigger__ready;
-  assign \$1029  = trigger__payload[7:0] == 7'h5d;
-  assign \$1030  = \$1028  & \$1029 ;
-  assign \$1031  = uses_93 + \$1030 ;
-  assign \$1032  = s2_cmd == 7'h5d;
-  assign \$1033  = bad_descriptor & \$1032 ;
-  assign \$1034  = \$1031  - \$1033 ;
-  assign \$1035  = descriptor__valid & descriptor__ready;
-  assign \$1036  = descriptor__payload[7:0] == 7'h5d;
-  assign \$1037  = \$1035  & \$1036 ;
-  assign \$1038  = $signed(\$1034 ) - $signed({ 1'h0, \$1037  });
-  assign \$1039  = trigger__valid & trigger__ready;
-  assign \$1040  = trigger__payload[7:0] == 7'h5e;
-  assign \$1041  = \$1039  & \$1040 ;
-  assign \$1042  = uses_94 + \$1041 ;
-  assign \$1043  = s2_cmd == 7'h5e;
-  assign \$1044  = bad_descriptor & \$1043 ;
-  assign \$1045  = \$1042  - \$1044 ;
-  assign \$1046  = descriptor__valid & descriptor__ready;
-  assign \$1047  = descriptor__payload[7:0] == 7'h5e;
-  assign \$1048  = \$1046  & \$1047 ;
-  assign \$1049  = $signed(\$1045 ) - $signed({ 1'h0, \$1048  });
-  assign \$1050  = trigger__valid & trigger__ready;
-  assign \$1051  = trigger__payload[7:0] == 7'h5f;
-  assign \$1052  = \$1050  & \$1051 ;
-  assign \$1053  = uses_95 + \$1052 ;
-  assign \$1054  = s2_cmd == 7'h5f;
-  assign \$1055  = bad_descriptor & \$1054 ;
-  assign \$1056  = \$1053  - \$1055 ;
-  assign \$1057  = descriptor__valid & descriptor__ready;
-  assign \$1058  = descriptor__payload[7:0] == 7'h5f;
-  assign \$1059  = \$1057  & \$1058 ;
-  assign \$1060  = $signed(\$1056 ) - $signed({ 1'h0, \$1059  });
-  assign \$1061  = trigger__valid & trigger__ready;
-  assign \$1062  = trigger__payload[7:0] == 7'h60;
-  assign \$1063  = \$1061  & \$1062 ;
-  assign \$1064  = uses_96 + \$1063 ;
-  assign \$1065  = s2_cmd == 7'h60;
-  assign \$1066  = bad_descriptor & \$1065 ;
-  assign \$1067  = \$1064  - \$1066 ;
-  assign \$1068  = descriptor__valid & descriptor__ready;
-  assign \$1069  = descriptor__payload[7:0] == 7'h60;
-  assign \$1070  = \$1068  & \$1069 ;
-  assign \$1071  = $signed(\$1067 ) - $signed({ 1'h0, \$1070  });
-  assign \$1072  = trigger__valid & trigger__ready;
-  assign \$1073  = trigger__payload[7:0] == 7'h61;
-  assign \$1074  = \$1072  & \$1073 ;
-  assign \$1075  = uses_97 + \$1074 ;
-  assign \$1076  = s2_cmd == 7'h61;
-  assign \$1077  = bad_descriptor & \$1076 ;
-  assign \$1078  = \$1075  - \$1077 ;
-  assign \$1079  = descriptor__valid & descriptor__ready;
-  assign \$1080  = descriptor__payload[7:0] == 7'h61;
-  assign \$1081  = \$1079  & \$1080 ;
-  assign \$1082  = $signed(\$1078 ) - $signed({ 1'h0, \$1081  });
-  assign \$1083  = trigger__valid & trigger__ready;
-  assign \$1084  = trigger__payload[7:0] == 7'h62;
-  assign \$1085  = \$1083  & \$1084 ;
-  assign \$1086  = uses_98 + \$1085 ;
-  assign \$1087  = s2_cmd == 7'h62;
-  assign \$1088  = bad_descriptor & \$1087 ;
-  assign \$1089  = \$1086  - \$1088 ;
-  assign \$1090  = descriptor__valid & descriptor__ready;
-  assign \$1091  = descriptor__payload[7:0] == 7'h62;
-  assign \$1092  = \$1090  & \$1091 ;
-  assign \$1093  = $signed(\$1089 ) - $signed({ 1'h0, \$1092  });
-  assign \$1094  = trigger__valid & trigger__ready;
-  assign \$1095  = trigger__payload[7:0] == 7'h63;
-  assign \$1096  = \$1094  & \$1095 ;
-  assign \$1097  = uses_99 + \$1096 ;
-  assign \$1098  = s2_cmd == 7'h63;
-  assign \$1099  = bad_descriptor & \$1098 ;
-  assign \$1100  = \$1097  - \$1099 ;
-  assign \$1101  = descriptor__valid & descriptor__ready;
-  assign \$1102  = descriptor__payload[7:0] == 7'h63;
-  assign \$1103  = \$1101  & \$1102 ;
-  assign \$1104  = $signed(\$1100 ) - $signed({ 1'h0, \$1103  });
-  assign \$1105  = trigger__valid & trigger__ready;
-  assign \$1106  = trigger__payload[7:0] == 7'h64;
-  assign \$1107  = \$1105  & \$1106 ;
-  assign \$1108  = uses_100 + \$1107 ;
-  assign \$1109  = s2_cmd == 7'h64;
-  assign \$1110  = bad_descriptor & \$1109 ;
-  assign \$1111  = \$1108  - \$1110 ;
-  assign \$1112  = descriptor__valid & descriptor__ready;
-  assign \$1113  = descriptor__payload[7:0] == 7'h64;
-  assign \$1114  = \$1112  & \$1113 ;
-  assign \$1115  = $signed(\$1111 ) - $signed({ 1'h0, \$1114  });
-  assign \$1116  = trigger__valid & trigger__ready;
-  assign \$1117  = trigger__payload[7:0] == 7'h65;
-  assign \$1118  = \$1116  & \$1117 ;
-  assign \$1119  = uses_101 + \$1118 ;
-  assign \$1120  = s2_cmd == 7'h65;
-  assign \$1121  = bad_descriptor & \$1120 ;
-  assign \$1122  = \$1119  - \$1121 ;
-  assign \$1123  = descriptor__valid & descriptor__ready;
-  assign \$1124  = descriptor__payload[7:0] == 7'h65;
-  assign \$1125  = \$1123  & \$1124 ;
-  assign \$1126  = $signed(\$1122 ) - $signed({ 1'h0, \$1125  });
-  assign \$1127  = trigger__valid & trigger__ready;
-  assign \$1128  = trigger__payload[7:0] == 7'h66;
-  assign \$1129  = \$1127  & \$1128 ;
-  assign \$1130  = uses_102 + \$1129 ;
-  assign \$1131  = s2_cmd == 7'h66;
-  assign \$1132  = bad_descriptor & \$1131 ;
-  assign \$1133  = \$1130  - \$1132 ;
-  assign \$1134  = descriptor__valid & descriptor__ready;
-  assign \$1135  = descriptor__payload[7:0] == 7'h66;
-  assign \$1136  = \$1134  & \$1135 ;
-  assign \$1137  = $signed(\$1133 ) - $signed({ 1'h0, \$1136  });
-  assign \$1138  = trigger__valid & trigger__ready;
-  assign \$1139  = trigger__payload[7:0] == 7'h67;
-  assign \$1140  = \$1138  & \$1139 ;
-  assign \$1141  = uses_103 + \$1140 ;
-  assign \$1142  = s2_cmd == 7'h67;
-  assign \$1143  = bad_descriptor & \$1142 ;
-  assign \$1144  = \$1141  - \$1143 ;
-  assign \$1145  = descriptor__valid & descriptor__ready;
-  assign \$1146  = descriptor__payload[7:0] == 7'h67;
-  assign \$1147  = \$1145  & \$1146 ;
-  assign \$1148  = $signed(\$1144 ) - $signed({ 1'h0, \$1147  });
-  assign \$1149  = trigger__valid & trigger__ready;
-  assign \$1150  = trigger__payload[7:0] == 7'h68;
-  assign \$1151  = \$1149  & \$1150 ;
-  assign \$1152  = uses_104 + \$1151 ;
-  assign \$1153  = s2_cmd == 7'h68;
-  assign \$1154  = bad_descriptor & \$1153 ;
-  assign \$1155  = \$1152  - \$1154 ;
-  assign \$1156  = descriptor__valid & descriptor__ready;
-  assign \$1157  = descriptor__payload[7:0] == 7'h68;
-  assign \$1158  = \$1156  & \$1157 ;
-  assign \$1159  = $signed(\$1155 ) - $signed({ 1'h0, \$1158  });
-  assign \$1160  = trigger__valid & trigger__ready;
-  assign \$1161  = trigger__payload[7:0] == 7'h69;
-  assign \$1162  = \$1160  & \$1161 ;
-  assign \$1163  = uses_105 + \$1162 ;
-  assign \$1164  = s2_cmd == 7'h69;
-  assign \$1165  = bad_descriptor & \$1164 ;
-  assign \$1166  = \$1163  - \$1165 ;
-  assign \$1167  = descriptor__valid & descriptor__ready;
-  assign \$1168  = descriptor__payload[7:0] == 7'h69;
-  assign \$1169  = \$1167  & \$1168 ;
-  assign \$1170  = $signed(\$1166 ) - $signed({ 1'h0, \$1169  });
-  assign \$1171  = trigger__valid & trigger__ready;
-  assign \$1172  = trigger__payload[7:0] == 7'h6a;
-  assign \$1173  = \$1171  & \$1172 ;
-  assign \$1174  = uses_106 + \$1173 ;
-  assign \$1175  = s2_cmd == 7'h6a;
-  assign \$1176  = bad_descriptor & \$1175 ;
-  assign \$1177  = \$1174  - \$1176 ;
-  assign \$1178  = descriptor__valid & descriptor__ready;
-  assign \$1179  = descriptor__payload[7:0] == 7'h6a;
-  assign \$1180  = \$1178  & \$1179 ;
-  assign \$1181  = $signed(\$1177 ) - $signed({ 1'h0, \$1180  });
-  assign \$1182  = trigger__valid & trigger__ready;
-  assign \$1183  = trigger__payload[7:0] == 7'h6b;
-  assign \$1184  = \$1182  & \$1183 ;
-  assign \$1185  = uses_107 + \$1184 ;
-  assign \$1186  = s2_cmd == 7'h6b;
-  assign \$1187  = bad_descriptor & \$1186 ;
-  assign \$1188  = \$1185  - \$1187 ;
-  assign \$1189  = descriptor__valid & descriptor__ready;
-  assign \$1190  = descriptor__payload[7:0] == 7'h6b;
-  assign \$1191  = \$1189  & \$1190 ;
-  assign \$1192  = $signed(\$1188 ) - $signed({ 1'h0, \$1191  });
-  assign \$1193  = trigger__valid & trigger__ready;
-  assign \$1194  = trigger__payload[7:0] == 7'h6c;
-  assign \$1195  = \$1193  & \$1194 ;
-  assign \$1196  = uses_108 + \$1195 ;
-  assign \$1197  = s2_cmd == 7'h6c;
-  assign \$1198  = bad_descriptor & \$1197 ;
-  assign \$1199  = \$1196  - \$1198 ;
-  assign \$1200  = descriptor__valid & descriptor__ready;
-  assign \$1201  = descriptor__payload[7:0] == 7'h6c;
-  assign \$1202  = \$1200  & \$1201 ;
-  assign \$1203  = $signed(\$1199 ) - $signed({ 1'h0, \$1202  });
-  assign \$1204  = trigger__valid & trigger__ready;
-  assign \$1205  = trigger__payload[7:0] == 7'h6d;
-  assign \$1206  = \$1204  & \$1205 ;
-  assign \$1207  = uses_109 + \$1206 ;
-  assign \$1208  = s2_cmd == 7'h6d;
-  assign \$1209  = bad_descriptor & \$1208 ;
-  assign \$1210  = \$1207  - \$1209 ;
-  assign \$1211  = descriptor__valid & descriptor__ready;
-  assign \$1212  = descriptor__payload[7:0] == 7'h6d;
-  assign \$1213  = \$1211  & \$1212 ;
-  assign \$1214  = $signed(\$1210 ) - $signed({ 1'h0, \$1213  });
-  assign \$1215  = trigger__valid & trigger__ready;
-  assign \$1216  = trigger__payload[7:0] == 7'h6e;
-  assign \$1217  = \$1215  & \$1216 ;
-  assign \$1218  = uses_110 + \$1217 ;
-  assign \$1219  = s2_cmd == 7'h6e;
-  assign \$1220  = bad_descriptor & \$1219 ;
-  assign \$1221  = \$1218  - \$1220 ;
-  assign \$1222  = descriptor__valid & descriptor__ready;
-  assign \$1223  = descriptor__payload[7:0] == 7'h6e;
-  assign \$1224  = \$1222  & \$1223 ;
-  assign \$1225  = $signed(\$1221 ) - $signed({ 1'h0, \$1224  });
-  assign \$1226  = trigger__valid & trigger__ready;
-  assign \$1227  = trigger__payload[7:0] == 7'h6f;
-  assign \$1228  = \$1226  & \$1227 ;
-  assign \$1229  = uses_111 + \$1228 ;
-  assign \$1230  = s2_cmd == 7'h6f;
-  assign \$1231  = bad_descriptor & \$1230 ;
-  assign \$1232  = \$1229  - \$1231 ;
-  assign \$1233  = descriptor__valid & descriptor__ready;
-  assign \$1234  = descriptor__payload[7:0] == 7'h6f;
-  assign \$1235  = \$1233  & \$1234 ;
-  assign \$1236  = $signed(\$1232 ) - $signed({ 1'h0, \$1235  });
-  assign \$1237  = trigger__valid & trigger__ready;
-  assign \$1238  = trigger__payload[7:0] == 7'h70;
-  assign \$1239  = \$1237  & \$1238 ;
-  assign \$1240  = uses_112 + \$1239 ;
-  assign \$1241  = s2_cmd == 7'h70;
-  assign \$1242  = bad_descriptor & \$1241 ;
-  assign \$1243  = \$1240  - \$1242 ;
-  assign \$1244  = descriptor__valid & descriptor__ready;
-  assign \$1245  = descriptor__payload[7:0] == 7'h70;
-  assign \$1246  = \$1244  & \$1245 ;
-  assign \$1247  = $signed(\$1243 ) - $signed({ 1'h0, \$1246  });
-  assign \$1248  = trigger__valid & trigger__ready;
-  assign \$1249  = trigger__payload[7:0] == 7'h71;
-  assign \$1250  = \$1248  & \$1249 ;
-  assign \$1251  = uses_113 + \$1250 ;
-  assign \$1252  = s2_cmd == 7'h71;
-  assign \$1253  = bad_descriptor & \$1252 ;
-  assign \$1254  = \$1251  - \$1253 ;
-  assign \$1255  = descriptor__valid & descriptor__ready;
-  assign \$1256  = descriptor__payload[7:0] == 7'h71;
-  assign \$1257  = \$1255  & \$1256 ;
-  assign \$1258  = $signed(\$1254 ) - $signed({ 1'h0, \$1257  });
-  assign \$1259  = trigger__valid & trigger__ready;
-  assign \$1260  = trigger__payload[7:0] == 7'h72;
-  assign \$1261  = \$1259  & \$1260 ;
-  assign \$1262  = uses_114 + \$1261 ;
-  assign \$1263  = s2_cmd == 7'h72;
-  assign \$1264  = bad_descriptor & \$1263 ;
-  assign \$1265  = \$1262  - \$1264 ;
-  assign \$1266  = descriptor__valid & descriptor__ready;
-  assign \$1267  = descriptor__payload[7:0] == 7'h72;
-  assign \$1268  = \$1266  & \$1267 ;
-  assign \$1269  = $signed(\$1265 ) - $signed({ 1'h0, \$1268  });
-  assign \$1270  = trigger__valid & trigger__ready;
-  assign \$1271  = trigger__payload[7:0] == 7'h73;
-  assign \$1272  = \$1270  & \$1271 ;
-  assign \$1273  = uses_115 + \$1272 ;
-  assign \$1274  = s2_cmd == 7'h73;
-  assign \$1275  = bad_descriptor & \$1274 ;
-  assign \$1276  = \$1273  - \$1275 ;
-  assign \$1277  = descriptor__valid & descriptor__ready;
-  assign \$1278  = descriptor__payload[7:0] == 7'h73;
-  assign \$1279  = \$1277  & \$1278 ;
-  assign \$1280  = $signed(\$1276 ) - $signed({ 1'h0, \$1279  });
-  assign \$1281  = trigger__valid & trigger__ready;
-  assign \$1282  = trigger__payload[7:0] == 7'h74;
-  assign \$1283  = \$1281  & \$1282 ;
-  assign \$1284  = uses_116 + \$1283 ;
-  assign \$1285  = s2_cmd == 7'h74;
-  assign \$1286  = bad_descriptor & \$1285 ;
-  assign \$1287  = \$1284  - \$1286 ;
-  assign \$1288  = descriptor__valid & descriptor__ready;
-  assign \$1289  = descriptor__payload[7:0] == 7'h74;
-  assign \$1290  = \$1288  & \$1289 ;
-  assign \$1291  = $signed(\$1287 ) - $signed({ 1'h0, \$1290  });
-  assign \$1292  = trigger__valid & trigger__ready;
-  assign \$1293  = trigger__payload[7:0] == 7'h75;
-  assign \$1294  = \$1292  & \$1293 ;
-  assign \$1295  = uses_117 + \$1294 ;
-  assign \$1296  = s2_cmd == 7'h75;
-  assign \$1297  = bad_descriptor & \$1296 ;
-  assign \$1298  = \$1295  - \$1297 ;
-  assign \$1299  = descriptor__valid & descriptor__ready;
-  assign \$1300  = descriptor__payload[7:0] == 7'h75;
-  assign \$1301  = \$1299  & \$1300 ;
-  assign \$1302  = $signed(\$1298 ) - $signed({ 1'h0, \$1301  });
-  assign \$1303  = trigger__valid & trigger__ready;
-  assign \$1304  = trigger__payload[7:0] == 7'h76;
-  assign \$1305  = \$1303  & \$1304 ;
-  assign \$1306  = uses_118 + \$1305 ;
-  assign \$1307  = s2_cmd == 7'h76;
-  assign \$1308  = bad_descriptor & \$1307 ;
-  assign \$1309  = \$1306  - \$1308 ;
-  assign \$1310  = descriptor__valid & descriptor__ready;
-  assign \$1311  = descriptor__payload[7:0] == 7'h76;
-  assign \$1312  = \$1310  & \$1311 ;
-  assign \$1313  = $signed(\$1309 ) - $signed({ 1'h0, \$1312  });
-  assign \$1314  = trigger__valid & trigger__ready;
-  assign \$1315  = trigger__payload[7:0] == 7'h77;
-  assign \$1316  = \$1314  & \$1315 ;
-  assign \$1317  = uses_119 + \$1316 ;
-  assign \$1318  = s2_cmd == 7'h77;
-  assign \$1319  = bad_descriptor & \$1318 ;
-  assign \$1320  = \$1317  - \$1319 ;
-  assign \$1321  = descriptor__valid & descriptor__ready;
-  assign \$1322  = descriptor__payload[7:0] == 7'h77;
-  assign \$1323  = \$1321  & \$1322 ;
-  assign \$1324  = $signed(\$1320 ) - $signed({ 1'h0, \$1323  });
-  assign \$1325  = trigger__valid & trigger__ready;
-  assign \$1326  = trigger__payload[7:0] == 7'h78;
-  assign \$1327  = \$1325  & \$1326 ;
-  assign \$1328  = uses_120 + \$1327 ;
-  assign \$1329  = s2_cmd == 7'h78;
-  assign \$1330  = bad_descriptor & \$1329 ;
-  assign \$1331  = \$1328  - \$1330 ;
-  assign \$1332  = descriptor__valid & descriptor__ready;
-  assign \$1333  = descriptor__payload[7:0] == 7'h78;
-  assign \$1334  = \$1332  & \$1333 ;
-  assign \$1335  = $signed(\$1331 ) - $signed({ 1'h0, \$1334  });
-  assign \$1336  = trigger__valid & trigger__ready;
-  assign \$1337  = trigger__payload[7:0] == 7'h79;
-  assign \$1338  = \$1336  & \$1337 ;
-  assign \$1339  = uses_121 + \$1338 ;
-  assign \$1340  = s2_cmd == 7'h79;
-  assign \$1341  = bad_descriptor & \$1340 ;
-  assign \$1342  = \$1339  - \$1341 ;
-  assign \$1343  = descriptor__valid & descriptor__ready;
-  assign \$1344  = descriptor__payload[7:0] == 7'h79;
-  assign \$1345  = \$1343  & \$1344 ;
-  assign \$1346  = $signed(\$1342 ) - $signed({ 1'h0, \$1345  });
-  assign \$1347  = trigger__valid & trigger__ready;
-  assign \$1348  = trigger__payload[7:0] == 7'h7a;
-  assign \$1349  = \$1347  & \$1348 ;
-  assign \$1350  = uses_122 + \$1349 ;
-  assign \$1351  = s2_cmd == 7'h7a;
-  assign \$1352  = bad_descriptor & \$1351 ;
-  assign \$1353  = \$1350  - \$1352 ;
-  assign \$1354  = descriptor__valid & descriptor__ready;
-  assign \$1355  = descriptor__payload[7:0] == 7'h7a;
-  assign \$1356  = \$1354  & \$1355 ;
-  assign \$1357  = $signed(\$1353 ) - $signed({ 1'h0, \$1356  });
-  assign \$1358  = trigger__valid & trigger__ready;
-  assign \$1359  = trigger__payload[7:0] == 7'h7b;
-  assign \$1360  = \$1358  & \$1359 ;
-  assign \$1361  = uses_123 + \$1360 ;
-  assign \$1362  = s2_cmd == 7'h7b;
-  assign \$1363  = bad_descriptor & \$1362 ;
-  assign \$1364  = \$1361  - \$1363 ;
-  assign \$1365  = descriptor__valid & descriptor__ready;
-  assign \$1366  = descriptor__payload[7:0] == 7'h7b;
-  assign \$1367  = \$1365  & \$1366 ;
-  assign \$1368  = $signed(\$1364 ) - $signed({ 1'h0, \$1367  });
-  assign \$1369  = trigger__valid & trigger__ready;
-  assign \$1370  = trigger__payload[7:0] == 7'h7c;
-  assign \$1371  = \$1369  & \$1370 ;
-  assign \$1372  = uses_124 + \$1371 ;
-  assign \$1373  = s2_cmd == 7'h7c;
-  assign \$1374  = bad_descriptor & \$1373 ;
-  assign \$1375  = \$1372  - \$1374 ;
-  assign \$1376  = descriptor__valid & descriptor__ready;
-  assign \$1377  = descriptor__payload[7:0] == 7'h7c;
-  assign \$1378  = \$1376  & \$1377 ;
-  assign \$1379  = $signed(\$1375 ) - $signed({ 1'h0, \$1378  });
-  assign \$1380  = trigger__valid & trigger__ready;
-  assign \$1381  = trigger__payload[7:0] == 7'h7d;
-  assign \$1382  = \$1380  & \$1381 ;
-  assign \$1383  = uses_125 + \$1382 ;
-  assign \$1384  = s2_cmd == 7'h7d;
-  assign \$1385  = bad_descriptor & \$1384 ;
-  assign \$1386  = \$1383  - \$1385 ;
-  assign \$1387  = descriptor__valid & descriptor__ready;
-  assign \$1388  = descriptor__payload[7:0] == 7'h7d;
-  assign \$1389  = \$1387  & \$1388 ;
-  assign \$1390  = $signed(\$1386 ) - $signed({ 1'h0, \$1389  });
-  assign \$1391  = trigger__valid & trigger__ready;
-  assign \$1392  = trigger__payload[7:0] == 7'h7e;
-  assign \$1393  = \$1391  & \$1392 ;
-  assign \$1394  = uses_126 + \$1393 ;
-  assign \$1395  = s2_cmd == 7'h7e;
-  assign \$1396  = bad_descriptor & \$1395 ;
-  assign \$1397  = \$1394  - \$1396 ;
-  assign \$1398  = descriptor__valid & descriptor__ready;
-  assign \$1399  = descriptor__payload[7:0] == 7'h7e;
-  assign \$1400  = \$1398  & \$1399 ;
-  assign \$1401  = $signed(\$1397 ) - $signed({ 1'h0, \$1400  });
-  assign \$1402  = trigger__valid & trigger__ready;
-  assign \$1403  = trigger__payload[7:0] == 7'h7f;
-  assign \$1404  = \$1402  & \$1403 ;
-  assign \$1405  = uses_127 + \$1404 ;
-  assign \$1406  = s2_cmd == 7'h7f;
-  assign \$1407  = bad_descriptor & \$1406 ;
-  assign \$1408  = \$1405  - \$1407 ;
-  assign \$1409  = descriptor__valid & descriptor__ready;
-  assign \$1410  = descriptor__payload[7:0] == 7'h7f;
-  assign \$1411  = \$1409  & \$1410 ;
-  assign \$1412  = $signed(\$1408 ) - $signed({ 1'h0, \$1411  });
-  assign \$1413  = trigger__valid & trigger__ready;
-  assign \$1414  = trigger__payload[7:0] == 8'h80;
-  assign \$1415  = \$1413  & \$1414 ;
-  assign \$1416  = uses_128 + \$1415 ;
-  assign \$1417  = s2_cmd == 8'h80;
-  assign \$1418  = bad_descriptor & \$1417 ;
-  assign \$1419  = \$1416  - \$1418 ;
-  assign \$1420  = descriptor__valid & descriptor__ready;
-  assign \$1421  = descriptor__payload[7:0] == 8'h80;
-  assign \$1422  = \$1420  & \$1421 ;
-  assign \$1423  = $signed(\$1419 ) - $signed({ 1'h0, \$1422  });
-  assign \$1424  = trigger__valid & trigger__ready;
-  assign \$1425  = trigger__payload[7:0] == 8'h81;
-  assign \$1426  = \$1424  & \$1425 ;
-  assign \$1427  = uses_129 + \$1426 ;
-  assign \$1428  = s2_cmd == 8'h81;
-  assign \$1429  = bad_descriptor & \$1428 ;
-  assign \$1430  = \$1427  - \$1429 ;
-  assign \$1431  = descriptor__valid & descriptor__ready;
-  assign \$1432  = descriptor__payload[7:0] == 8'h81;
-  assign \$1433  = \$1431  & \$1432 ;
-  assign \$1434  = $signed(\$1430 ) - $signed({ 1'h0, \$1433  });
-  assign \$1435  = trigger__valid & trigger__ready;
-  assign \$1436  = trigger__payload[7:0] == 8'h82;
-  assign \$1437  = \$1435  & \$1436 ;
-  assign \$1438  = uses_130 + \$1437 ;
-  assign \$1439  = s2_cmd == 8'h82;
-  assign \$1440  = bad_descriptor & \$1439 ;
-  assign \$1441  = \$1438  - \$1440 ;
-  assign \$1442  = descriptor__valid & descriptor__ready;
-  assign \$1443  = descriptor__payload[7:0] == 8'h82;
-  assign \$1444  = \$1442  & \$1443 ;
-  assign \$1445  = $signed(\$1441 ) - $signed({ 1'h0, \$1444  });
-  assign \$1446  = trigger__valid & trigger__ready;
-  assign \$1447  = trigger__payload[7:0] == 8'h83;
-  assign \$1448  = \$1446  & \$1447 ;
-  assign \$1449  = uses_131 + \$1448 ;
-  assign \$1450  = s2_cmd == 8'h83;
-  assign \$1451  = bad_descriptor & \$1450 ;
-  assign \$1452  = \$1449  - \$1451 ;
-  assign \$1453  = descriptor__valid & descriptor__ready;
-  assign \$1454  = descriptor__payload[7:0] == 8'h83;
-  assign \$1455  = \$1453  & \$1454 ;
-  assign \$1456  = $signed(\$1452 ) - $signed({ 1'h0, \$1455  });
-  assign \$1457  = trigger__valid & trigger__ready;
-  assign \$1458  = trigger__payload[7:0] == 8'h84;
-  assign \$1459  = \$1457  & \$1458 ;
-  assign \$1460  = uses_132 + \$1459 ;
-  assign \$1461  = s2_cmd == 8'h84;
-  assign \$1462  = bad_descriptor & \$1461 ;
-  assign \$1463  = \$1460  - \$1462 ;
-  assign \$1464  = descriptor__valid & descriptor__ready;
-  assign \$1465  = descriptor__payload[7:0] == 8'h84;
-  assign \$1466  = \$1464  & \$1465 ;
-  assign \$1467  = $signed(\$1463 ) - $signed({ 1'h0, \$1466  });
-  assign \$1468  = trigger__valid & trigger__ready;
-  assign \$1469  = trigger__payload[7:0] == 8'h85;
-  assign \$1470  = \$1468  & \$1469 ;
-  assign \$1471  = uses_133 + \$1470 ;
-  assign \$1472  = s2_cmd == 8'h85;
-  assign \$1473  = bad_descriptor & \$1472 ;
-  assign \$1474  = \$1471  - \$1473 ;
-  assign \$1475  = descriptor__valid & descriptor__ready;
-  assign \$1476  = descriptor__payload[7:0] == 8'h85;
-  assign \$1477  = \$1475  & \$1476 ;
-  assign \$1478  = $signed(\$1474 ) - $signed({ 1'h0, \$1477  });
-  assign \$1479  = trigger__valid & trigger__ready;
-  assign \$1480  = trigger__payload[7:0] == 8'h86;
-  assign \$1481  = \$1479  & \$1480 ;
-  assign \$1482  = uses_134 + \$1481 ;
-  assign \$1483  = s2_cmd == 8'h86;
-  assign \$1484  = bad_descriptor & \$1483 ;
-  assign \$1485  = \$1482  - \$1484 ;
-  assign \$1486  = descriptor__valid & descriptor__ready;
-  assign \$1487  = descriptor__payload[7:0] == 8'h86;
-  assign \$1488  = \$1486  & \$1487 ;
-  assign \$1489  = $signed(\$1485 ) - $signed({ 1'h0, \$1488  });
-  assign \$1490  = trigger__valid & trigger__ready;
-  assign \$1491  = trigger__payload[7:0] == 8'h87;
-  assign \$1492  = \$1490  & \$1491 ;
-  assign \$1493  = uses_135 + \$1492 ;
-  assign \$1494  = s2_cmd == 8'h87;
-  assign \$1495  = bad_descriptor & \$1494 ;
-  assign \$1496  = \$1493  - \$1495 ;
-  assign \$1497  = descriptor__valid & descriptor__ready;
-  assign \$1498  = descriptor__payload[7:0] == 8'h87;
-  assign \$1499  = \$1497  & \$1498 ;
-  assign \$1500  = $signed(\$1496 ) - $signed({ 1'h0, \$1499  });
-  assign \$1501  = trigger__valid & trigger__ready;
-  assign \$1502  = trigger__payload[7:0] == 8'h88;
-  assign \$1503  = \$1501  & \$1502 ;
-  assign \$1504  = uses_136 + \$1503 ;
-  assign \$1505  = s2_cmd == 8'h88;
-  assign \$1506  = bad_descriptor & \$1505 ;
-  assign \$1507  = \$1504  - \$1506 ;
-  assign \$1508  = descriptor__valid & descriptor__ready;
-  assign \$1509  = descriptor__payload[7:0] == 8'h88;
-  assign \$1510  = \$1508  & \$1509 ;
-  assign \$1511  = $signed(\$1507 ) - $signed({ 1'h0, \$1510  });
-  assign \$1512  = trigger__valid & trigger__ready;
-  assign \$1513  = trigger__payload[7:0] == 8'h89;
-  assign \$1514  = \$1512  & \$1513 ;
-  assign \$1515  = uses_137 + \$1514 ;
-  assign \$1516  = s2_cmd == 8'h89;
-  assign \$1517  = bad_descriptor & \$1516 ;
-  assign \$1518  = \$1515  - \$1517 ;
-  assign \$1519  = descriptor__valid & descriptor__ready;
-  assign \$1520  = descriptor__payload[7:0] == 8'h89;
-  assign \$1521  = \$1519  & \$1520 ;
-  assign \$1522  = $signed(\$1518 ) - $signed({ 1'h0, \$1521  });
-  assign \$1523  = trigger__valid & trigger__ready;
-  assign \$1524  = trigger__payload[7:0] == 8'h8a;
-  assign \$1525  = \$1523  & \$1524 ;
-  assign \$1526  = uses_138 + \$1525 ;
-  assign \$1527  = s2_cmd == 8'h8a;
-  assign \$1528  = bad_descriptor & \$1527 ;
-  assign \$1529  = \$1526  - \$1528 ;
-  assign \$1530  = descriptor__valid & descriptor__ready;
-  assign \$1531  = descriptor__payload[7:0] == 8'h8a;
-  assign \$1532  = \$1530  & \$1531 ;
-  assign \$1533  = $signed(\$1529 ) - $signed({ 1'h0, \$1532  });
-  assign \$1534  = trigger__valid & trigger__ready;
-  assign \$1535  = trigger__payload[7:0] == 8'h8b;
-  assign \$1536  = \$1534  & \$1535 ;
-  assign \$1537  = uses_139 + \$1536 ;
-  assign \$1538  = s2_cmd == 8'h8b;
-  assign \$1539  = bad_descriptor & \$1538 ;
-  assign \$1540  = \$1537  - \$1539 ;
-  assign \$1541  = descriptor__valid & descriptor__ready;
-  assign \$1542  = descriptor__payload[7:0] == 8'h8b;
-  assign \$1543  = \$1541  & \$1542 ;
-  assign \$1544  = $signed(\$1540 ) - $signed({ 1'h0, \$1543  });
-  assign \$1545  = trigger__valid & trigger__ready;
-  assign \$1546  = trigger__payload[7:0] == 8'h8c;
-  assign \$1547  = \$1545  & \$1546 ;
-  assign \$1548  = uses_140 + \$1547 ;
-  assign \$1549  = s2_cmd == 8'h8c;
-  assign \$1550  = bad_descriptor & \$1549 ;
-  assign \$1551  = \$1548  - \$1550 ;
-  assign \$1552  = descriptor__valid & descriptor__ready;
-  assign \$1553  = descriptor__payload[7:0] == 8'h8c;
-  assign \$1554  = \$1552  & \$1553 ;
-  assign \$1555  = $signed(\$1551 ) - $signed({ 1'h0, \$1554  });
-  assign \$1556  = trigger__valid & trigger__ready;
-  assign \$1557  = trigger__payload[7:0] == 8'h8d;
-  assign \$1558  = \$1556  & \$1557 ;
-  assign \$1559  = uses_141 + \$1558 ;
-  assign \$1560  = s2_cmd == 8'h8d;
-  assign \$1561  = bad_descriptor & \$1560 ;
-  assign \$1562  = \$1559  - \$1561 ;
-  assign \$1563  = descriptor__valid & descriptor__ready;
-  assign \$1564  = descriptor__payload[7:0] == 8'h8d;
-  assign \$1565  = \$1563  & \$1564 ;
-  assign \$1566  = $signed(\$1562 ) - $signed({ 1'h0, \$1565  });
-  assign \$1567  = trigger__valid & trigger__ready;
-  assign \$1568  = trigger__payload[7:0] == 8'h8e;
-  assign \$1569  = \$1567  & \$1568 ;
-  assign \$1570  = uses_142 + \$1569 ;
-  assign \$1571  = s2_cmd == 8'h8e;
-  assign \$1572  = bad_descriptor & \$1571 ;
-  assign \$1573  = \$1570  - \$1572 ;
-  assign \$1574  = descriptor__valid & descriptor__ready;
-  assign \$1575  = descriptor__payload[7:0] == 8'h8e;
-  assign \$1576  = \$1574  & \$1575 ;
-  assign \$1577  = $signed(\$1573 ) - $signed({ 1'h0, \$1576  });
-  assign \$1578  = trigger__valid & trigger__ready;
-  assign \$1579  = trigger__payload[7:0] == 8'h8f;
-  assign \$1580  = \$1578  & \$1579 ;
-  assign \$1581  = uses_143 + \$1580 ;
-  assign \$1582  = s2_cmd == 8'h8f;
-  assign \$1583  = bad_descriptor & \$1582 ;
-  assign \$1584  = \$1581  - \$1583 ;
-  assign \$1585  = descriptor__valid & descriptor__ready;
-  assign \$1586  = descriptor__payload[7:0] == 8'h8f;
-  assign \$1587  = \$1585  & \$1586 ;
-  assign \$1588  = $signed(\$1584 ) - $signed({ 1'h0, \$1587  });
-  assign \$1589  = trigger__valid & trigger__ready;
-  assign \$1590  = trigger__payload[7:0] == 8'h90;
-  assign \$1591  = \$1589  & \$1590 ;
-  assign \$1592  = uses_144 + \$1591 ;
-  assign \$1593  = s2_cmd == 8'h90;
-  assign \$1594  = bad_descriptor & \$1593 ;
-  assign \$1595  = \$1592  - \$1594 ;
-  assign \$1596  = descriptor__valid & descriptor__ready;
-  assign \$1597  = descriptor__payload[7:0] == 8'h90;
-  assign \$1598  = \$1596  & \$1597 ;
-  assign \$1599  = $signed(\$1595 ) - $signed({ 1'h0, \$1598  });
-  assign \$1600  = trigger__valid & trigger__ready;
-  assign \$1601  = trigger__payload[7:0] == 8'h91;
-  assign \$1602  = \$1600  & \$1601 ;
-  assign \$1603  = uses_145 + \$1602 ;
-  assign \$1604  = s2_cmd == 8'h91;
-  assign \$1605  = bad_descriptor & \$1604 ;
-  assign \$1606  = \$1603  - \$1605 ;
-  assign \$1607  = descriptor__valid & descriptor__ready;
-  assign \$1608  = descriptor__payload[7:0] == 8'h91;
-  assign \$1609  = \$1607  & \$1608 ;
-  assign \$1610  = $signed(\$1606 ) - $signed({ 1'h0, \$1609  });
-  assign \$1611  = trigger__valid & trigger__ready;
-  assign \$1612  = trigger__payload[7:0] == 8'h92;
-  assign \$1613  = \$1611  & \$1612 ;
-  assign \$1614  = uses_146 + \$1613 ;
-  assign \$1615  = s2_cmd == 8'h92;
-  assign \$1616  = bad_descriptor & \$1615 ;
-  assign \$1617  = \$1614  - \$1616 ;
-  assign \$1618  = descriptor__valid & descriptor__ready;
-  assign \$1619  = descriptor__payload[7:0] == 8'h92;
-  assign \$1620  = \$1618  & \$1619 ;
-  assign \$1621  = $signed(\$1617 ) - $signed({ 1'h0, \$1620  });
-  assign \$1622  = trigger__valid & trigger__ready;
-  assign \$1623  = trigger__payload[7:0] == 8'h93;
-  assign \$1624  = \$1622  & \$1623 ;
-  assign \$1625  = uses_147 + \$1624 ;
-  assign \$1626  = s2_cmd == 8'h93;
-  assign \$1627  = bad_descriptor & \$1626 ;
-  assign \$1628  = \$1625  - \$1627 ;
-  assign \$1629  = descriptor__valid & descriptor__ready;
-  assign \$1630  = descriptor__payload[7:0] == 8'h93;
-  assign \$1631  = \$1629  & \$1630 ;
-  assign \$1632  = $signed(\$1628 ) - $signed({ 1'h0, \$1631  });
-  assign \$1633  = trigger__valid & trigger__ready;
-  assign \$1634  = trigger__payload[7:0] == 8'h94;
-  assign \$1635  = \$1633  & \$1634 ;
-  assign \$1636  = uses_148 + \$1635 ;
-  assign \$1637  = s2_cmd == 8'h94;
-  assign \$1638  = bad_descriptor & \$1637 ;
-  assign \$1639  = \$1636  - \$1638 ;
-  assign \$1640  = descriptor__valid & descriptor__ready;
-  assign \$1641  = descriptor__payload[7:0] == 8'h94;
-  assign \$1642  = \$1640  & \$1641 ;
-  assign \$1643  = $signed(\$1639 ) - $signed({ 1'h0, \$1642  });
-  assign \$1644  = trigger__valid & trigger__ready;
-  assign \$1645  = trigger__payload[7:0] == 8'h95;
-  assign \$1646  = \$1644  & \$1645 ;
-  assign \$1647  = uses_149 + \$1646 ;
-  assign \$1648  = s2_cmd == 8'h95;
-  assign \$1649  = bad_descriptor & \$1648 ;
-  assign \$1650  = \$1647  - \$1649 ;
-  assign \$1651  = descriptor__valid & descriptor__ready;
-  assign \$1652  = descriptor__payload[7:0] == 8'h95;
-  assign \$1653  = \$1651  & \$1652 ;
-  assign \$1654  = $signed(\$1650 ) - $signed({ 1'h0, \$1653  });
-  assign \$1655  = trigger__valid & trigger__ready;
-  assign \$1656  = trigger__payload[7:0] == 8'h96;
-  assign \$1657  = \$1655  & \$1656 ;
-  assign \$1658  = uses_150 + \$1657 ;
-  assign \$1659  = s2_cmd == 8'h96;
-  assign \$1660  = bad_descriptor & \$1659 ;
-  assign \$1661  = \$1658  - \$1660 ;
-  assign \$1662  = descriptor__valid & descriptor__ready;
-  assign \$1663  = descriptor__payload[7:0] == 8'h96;
-  assign \$1664  = \$1662  & \$1663 ;
-  assign \$1665  = $signed(\$1661 ) - $signed({ 1'h0, \$1664  });
-  assign \$1666  = trigger__valid & trigger__ready;
-  assign \$1667  = trigger__payload[7:0] == 8'h97;
-  assign \$1668  = \$1666  & \$1667 ;
-  assign \$1669  = uses_151 + \$1668 ;
-  assign \$1670  = s2_cmd == 8'h97;
-  assign \$1671  = bad_descriptor & \$1670 ;
-  assign \$1672  = \$1669  - \$1671 ;
-  assign \$1673  = descriptor__valid & descriptor__ready;
-  assign \$1674  = descriptor__payload[7:0] == 8'h97;
-  assign \$1675  = \$1673  & \$1674 ;
-  assign \$1676  = $signed(\$1672 ) - $signed({ 1'h0, \$1675  });
-  assign \$1677  = trigger__valid & trigger__ready;
-  assign \$1678  = trigger__payload[7:0] == 8'h98;
-  assign \$1679  = \$1677  & \$1678 ;
-  assign \$1680  = uses_152 + \$1679 ;
-  assign \$1681  = s2_cmd == 8'h98;
-  assign \$1682  = bad_descriptor & \$1681 ;
-  assign \$1683  = \$1680  - \$1682 ;
-  assign \$1684  = descriptor__valid & descriptor__ready;
-  assign \$1685  = descriptor__payload[7:0] == 8'h98;
-  assign \$1686  = \$1684  & \$1685 ;
-  assign \$1687  = $signed(\$1683 ) - $signed({ 1'h0, \$1686  });
-  assign \$1688  = trigger__valid & trigger__ready;
-  assign \$1689  = trigger__payload[7:0] == 8'h99;
-  assign \$1690  = \$1688  & \$1689 ;
-  assign \$1691  = uses_153 + \$1690 ;
-  assign \$1692  = s2_cmd == 8'h99;
-  assign \$1693  = bad_descriptor & \$1692 ;
-  assign \$1694  = \$1691  - \$1693 ;
-  assign \$1695  = descriptor__valid & descriptor__ready;
-  assign \$1696  = descriptor__payload[7:0] == 8'h99;
-  assign \$1697  = \$1695  & \$1696 ;
-  assign \$1698  = $signed(\$1694 ) - $signed({ 1'h0, \$1697  });
-  assign \$1699  = trigger__valid & trigger__ready;
-  assign \$1700  = trigger__payload[7:0] == 8'h9a;
-  assign \$1701  = \$1699  & \$1700 ;
-  assign \$1702  = uses_154 + \$1701 ;
-  assign \$1703  = s2_cmd == 8'h9a;
-  assign \$1704  = bad_descriptor & \$1703 ;
-  assign \$1705  = \$1702  - \$1704 ;
-  assign \$1706  = descriptor__valid & descriptor__ready;
-  assign \$1707  = descriptor__payload[7:0] == 8'h9a;
-  assign \$1708  = \$1706  & \$1707 ;
-  assign \$1709  = $signed(\$1705 ) - $signed({ 1'h0, \$1708  });
-  assign \$1710  = trigger__valid & trigger__ready;
-  assign \$1711  = trigger__payload[7:0] == 8'h9b;
-  assign \$1712  = \$1710  & \$1711 ;
-  assign \$1713  = uses_155 + \$1712 ;
-  assign \$1714  = s2_cmd == 8'h9b;
-  assign \$1715  = bad_descriptor & \$1714 ;
-  assign \$1716  = \$1713  - \$1715 ;
-  assign \$1717  = descriptor__valid & descriptor__ready;
-  assign \$1718  = descriptor__payload[7:0] == 8'h9b;
-  assign \$1719  = \$1717  & \$1718 ;
-  assign \$1720  = $signed(\$1716 ) - $signed({ 1'h0, \$1719  });
-  assign \$1721  = trigger__valid & trigger__ready;
-  assign \$1722  = trigger__payload[7:0] == 8'h9c;
-  assign \$1723  = \$1721  & \$1722 ;
-  assign \$1724  = uses_156 + \$1723 ;
-  assign \$1725  = s2_cmd == 8'h9c;
-  assign \$1726  = bad_descriptor & \$1725 ;
-  assign \$1727  = \$1724  - \$1726 ;
-  assign \$1728  = descriptor__valid & descriptor__ready;
-  assign \$1729  = descriptor__payload[7:0] == 8'h9c;
-  assign \$1730  = \$1728  & \$1729 ;
-  assign \$1731  = $signed(\$1727 ) - $signed({ 1'h0, \$1730  });
-  assign \$1732  = trigger__valid & trigger__ready;
-  assign \$1733  = trigger__payload[7:0] == 8'h9d;
-  assign \$1734  = \$1732  & \$1733 ;
-  assign \$1735  = uses_157 + \$1734 ;
-  assign \$1736  = s2_cmd == 8'h9d;
-  assign \$1737  = bad_descriptor & \$1736 ;
-  assign \$1738  = \$1735  - \$1737 ;
-  assign \$1739  = descriptor__valid & descriptor__ready;
-  assign \$1740  = descriptor__payload[7:0] == 8'h9d;
-  assign \$1741  = \$1739  & \$1740 ;
-  assign \$1742  = $signed(\$1738 ) - $signed({ 1'h0, \$1741  });
-  assign \$1743  = trigger__valid & trigger__ready;
-  assign \$1744  = trigger__payload[7:0] == 8'h9e;
-  assign \$1745  = \$1743  & \$1744 ;
-  assign \$1746  = uses_158 + \$1745 ;
-  assign \$1747  = s2_cmd == 8'h9e;
-  assign \$1748  = bad_descriptor & \$1747 ;
-  assign \$1749  = \$1746  - \$1748 ;
-  assign \$1750  = descriptor__valid & descriptor__ready;
-  assign \$1751  = descriptor__payload[7:0] == 8'h9e;
-  assign \$1752  = \$1750  & \$1751 ;
-  assign \$1753  = $signed(\$1749 ) - $signed({ 1'h0, \$1752  });
-  assign \$1754  = trigger__valid & trigger__ready;
-  assign \$1755  = trigger__payload[7:0] == 8'h9f;
-  assign \$1756  = \$1754  & \$1755 ;
-  assign \$1757  = uses_159 + \$1756 ;
-  assign \$1758  = s2_cmd == 8'h9f;
-  assign \$1759  = bad_descriptor & \$1758 ;
-  assign \$1760  = \$1757  - \$1759 ;
-  assign \$1761  = descriptor__valid & descriptor__ready;
-  assign \$1762  = descriptor__payload[7:0] == 8'h9f;
-  assign \$1763  = \$1761  & \$1762 ;
-  assign \$1764  = $signed(\$1760 ) - $signed({ 1'h0, \$1763  });
-  assign \$1765  = trigger__valid & trigger__ready;
-  assign \$1766  = trigger__payload[7:0] == 8'ha0;
-  assign \$1767  = \$1765  & \$1766 ;
-  assign \$1768  = uses_160 + \$1767 ;
-  assign \$1769  = s2_cmd == 8'ha0;
-  assign \$1770  = bad_descriptor & \$1769 ;
-  assign \$1771  = \$1768  - \$1770 ;
-  assign \$1772  = descriptor__valid & descriptor__ready;
-  assign \$1773  = descriptor__payload[7:0] == 8'ha0;
-  assign \$1774  = \$1772  & \$1773 ;
-  assign \$1775  = $signed(\$1771 ) - $signed({ 1'h0, \$1774  });
-  assign \$1776  = trigger__valid & trigger__ready;
-  assign \$1777  = trigger__payload[7:0] == 8'ha1;
-  assign \$1778  = \$1776  & \$1777 ;
-  assign \$1779  = uses_161 + \$1778 ;
-  assign \$1780  = s2_cmd == 8'ha1;
-  assign \$1781  = bad_descriptor & \$1780 ;
-  assign \$1782  = \$1779  - \$1781 ;
-  assign \$1783  = descriptor__valid & descriptor__ready;
-  assign \$1784  = descriptor__payload[7:0] == 8'ha1;
-  assign \$1785  = \$1783  & \$1784 ;
-  assign \$1786  = $signed(\$1782 ) - $signed({ 1'h0, \$1785  });
-  assign \$1787  = trigger__valid & trigger__ready;
-  assign \$1788  = trigger__payload[7:0] == 8'ha2;
-  assign \$1789  = \$1787  & \$1788 ;
-  assign \$1790  = uses_162 + \$1789 ;
-  assign \$1791  = s2_cmd == 8'ha2;
-  assign \$1792  = bad_descriptor & \$1791 ;
-  assign \$1793  = \$1790  - \$1792 ;
-  assign \$1794  = descriptor__valid & descriptor__ready;
-  assign \$1795  = descriptor__payload[7:0] == 8'ha2;
-  assign \$1796  = \$1794  & \$1795 ;
-  assign \$1797  = $signed(\$1793 ) - $signed({ 1'h0, \$1796  });
-  assign \$1798  = trigger__valid & trigger__ready;
-  assign \$1799  = trigger__payload[7:0] == 8'ha3;
-  assign \$1800  = \$1798  & \$1799 ;
-  assign \$1801  = uses_163 + \$1800 ;
-  assign \$1802  = s2_cmd == 8'ha3;
-  assign \$1803  = bad_descriptor & \$1802 ;
-  assign \$1804  = \$1801  - \$1803 ;
-  assign \$1805  = descriptor__valid & descriptor__ready;
-  assign \$1806  = descriptor__payload[7:0] == 8'ha3;
-  assign \$1807  = \$1805  & \$1806 ;
-  assign \$1808  = $signed(\$1804 ) - $signed({ 1'h0, \$1807  });
-  assign \$1809  = trigger__valid & trigger__ready;
-  assign \$1810  = trigger__payload[7:0] == 8'ha4;
-  assign \$1811  = \$1809  & \$1810 ;
-  assign \$1812  = uses_164 + \$1811 ;
-  assign \$1813  = s2_cmd == 8'ha4;
-  assign \$1814  = bad_descriptor & \$1813 ;
-  assign \$1815  = \$1812  - \$1814 ;
-  assign \$1816  = descriptor__valid & descriptor__ready;
-  assign \$1817  = descriptor__payload[7:0] == 8'ha4;
-  assign \$1818  = \$1816  & \$1817 ;
-  assign \$1819  = $signed(\$1815 ) - $signed({ 1'h0, \$1818  });
-  assign \$1820  = trigger__valid & trigger__ready;
-  assign \$1821  = trigger__payload[7:0] == 8'ha5;
-  assign \$1822  = \$1820  & \$1821 ;
-  assign \$1823  = uses_165 + \$1822 ;
-  assign \$1824  = s2_cmd == 8'ha5;
-  assign \$1825  = bad_descriptor & \$1824 ;
-  assign \$1826  = \$1823  - \$1825 ;
-  assign \$1827  = descriptor__valid & descriptor__ready;
-  assign \$1828  = descriptor__payload[7:0] == 8'ha5;
-  assign \$1829  = \$1827  & \$1828 ;
-  assign \$1830  = $signed(\$1826 ) - $signed({ 1'h0, \$1829  });
-  assign \$1831  = trigger__valid & trigger__ready;
-  assign \$1832  = trigger__payload[7:0] == 8'ha6;
-  assign \$1833  = \$1831  & \$1832 ;
-  assign \$1834  = uses_166 + \$1833 ;
-  assign \$1835  = s2_cmd == 8'ha6;
-  assign \$1836  = bad_descriptor & \$1835 ;
-  assign \$1837  = \$1834  - \$1836 ;
-  assign \$1838  = descriptor__valid & descriptor__ready;
-  assign \$1839  = descriptor__payload[7:0] == 8'ha6;
-  assign \$1840  = \$1838  & \$1839 ;
-  assign \$1841  = $signed(\$1837 ) - $signed({ 1'h0, \$1840  });
-  assign \$1842  = trigger__valid & trigger__ready;
-  assign \$1843  = trigger__payload[7:0] == 8'ha7;
-  assign \$1844  = \$1842  & \$1843 ;
-  assign \$1845  = uses_167 + \$1844 ;
-  assign \$1846  = s2_cmd == 8'ha7;
-  assign \$1847  = bad_descriptor & \$1846 ;
-  assign \$1848  = \$1845  - \$1847 ;
-  assign \$1849  = descriptor__valid & descriptor__ready;
-  assign \$1850  = descriptor__payload[7:0] == 8'ha7;
-  assign \$1851  = \$1849  & \$1850 ;
-  assign \$1852  = $signed(\$1848 ) - $signed({ 1'h0, \$1851  });
-  assign \$1853  = trigger__valid & trigger__ready;
-  assign \$1854  = trigger__payload[7:0] == 8'ha8;
-  assign \$1855  = \$1853  & \$1854 ;
-  assign \$1856  = uses_168 + \$1855 ;
-  assign \$1857  = s2_cmd == 8'ha8;
-  assign \$1858  = bad_descriptor & \$1857 ;
-  assign \$1859  = \$1856  - \$1858 ;
-  assign \$1860  = descriptor__valid & descriptor__ready;
-  assign \$1861  = descriptor__payload[7:0] == 8'ha8;
-  assign \$1862  = \$1860  & \$1861 ;
-  assign \$1863  = $signed(\$1859 ) - $signed({ 1'h0, \$1862  });
-  assign \$1864  = trigger__valid & trigger__ready;
-  assign \$1865  = trigger__payload[7:0] == 8'ha9;
-  assign \$1866  = \$1864  & \$1865 ;
-  assign \$1867  = uses_169 + \$1866 ;
-  assign \$1868  = s2_cmd == 8'ha9;
-  assign \$1869  = bad_descriptor & \$1868 ;
-  assign \$1870  = \$1867  - \$1869 ;
-  assign \$1871  = descriptor__valid & descriptor__ready;
-  assign \$1872  = descriptor__payload[7:0] == 8'ha9;
-  assign \$1873  = \$1871  & \$1872 ;
-  assign \$1874  = $signed(\$1870 ) - $signed({ 1'h0, \$1873  });
-  assign \$1875  = trigger__valid & trigger__ready;
-  assign \$1876  = trigger__payload[7:0] == 8'haa;
-  assign \$1877  = \$1875  & \$1876 ;
-  assign \$1878  = uses_170 + \$1877 ;
-  assign \$1879  = s2_cmd == 8'haa;
-  assign \$1880  = bad_descriptor & \$1879 ;
-  assign \$1881  = \$1878  - \$1880 ;
-  assign \$1882  = descriptor__valid & descriptor__ready;
-  assign \$1883  = descriptor__payload[7:0] == 8'haa;
-  assign \$1884  = \$1882  & \$1883 ;
-  assign \$1885  = $signed(\$1881 ) - $signed({ 1'h0, \$1884  });
-  assign \$1886  = trigger__valid & trigger__ready;
-  assign \$1887  = trigger__payload[7:0] == 8'hab;
-  assign \$1888  = \$1886  & \$1887 ;
-  assign \$1889  = uses_171 + \$1888 ;
-  assign \$1890  = s2_cmd == 8'hab;
-  assign \$1891  = bad_descriptor & \$1890 ;
-  assign \$1892  = \$1889  - \$1891 ;
-  assign \$1893  = descriptor__valid & descriptor__ready;
-  assign \$1894  = descriptor__payload[7:0] == 8'hab;
-  assign \$1895  = \$1893  & \$1894 ;
-  assign \$1896  = $signed(\$1892 ) - $signed({ 1'h0, \$1895  });
-  assign \$1897  = trigger__valid & trigger__ready;
-  assign \$1898  = trigger__payload[7:0] == 8'hac;
-  assign \$1899  = \$1897  & \$1898 ;
-  assign \$1900  = uses_172 + \$1899 ;
-  assign \$1901  = s2_cmd == 8'hac;
-  assign \$1902  = bad_descriptor & \$1901 ;
-  assign \$1903  = \$1900  - \$1902 ;
-  assign \$1904  = descriptor__valid & descriptor__ready;
-  assign \$1905  = descriptor__payload[7:0] == 8'hac;
-  assign \$1906  = \$1904  & \$1905 ;
-  assign \$1907  = $signed(\$1903 ) - $signed({ 1'h0, \$1906  });
-  assign \$1908  = trigger__valid & trigger__ready;
-  assign \$1909  = trigger__payload[7:0] == 8'had;
-  assign \$1910  = \$1908  & \$1909 ;
-  assign \$1911  = uses_173 + \$1910 ;
-  assign \$1912  = s2_cmd == 8'had;
-  assign \$1913  = bad_descriptor & \$1912 ;
-  assign \$1914  = \$1911  - \$1913 ;
-  assign \$1915  = descriptor__valid & descriptor__ready;
-  assign \$1916  = descriptor__payload[7:0] == 8'had;
-  assign \$1917  = \$1915  & \$1916 ;
-  assign \$1918  = $signed(\$1914 ) - $signed({ 1'h0, \$1917  });
-  assign \$1919  = trigger__valid & trigger__ready;
-  assign \$1920  = trigger__payload[7:0] == 8'hae;
-  assign \$1921  = \$1919  & \$1920 ;
-  assign \$1922  = uses_174 + \$1921 ;
-  assign \$1923  = s2_cmd == 8'hae;
-  assign \$1924  = bad_descriptor & \$1923 ;
-  assign \$1925  = \$1922  - \$1924 ;
-  assign \$1926  = descriptor__valid & descriptor__ready;
-  assign \$1927  = descriptor__payload[7:0] == 8'hae;
-  assign \$1928  = \$1926  & \$1927 ;
-  assign \$1929  = $signed(\$1925 ) - $signed({ 1'h0, \$1928  });
-  assign \$1930  = trigger__valid & trigger__ready;
-  assign \$1931  = trigger__payload[7:0] == 8'haf;
-  assign \$1932  = \$1930  & \$1931 ;
-  assign \$1933  = uses_175 + \$1932 ;
-  assign \$1934  = s2_cmd == 8'haf;
-  assign \$1935  = bad_descriptor & \$1934 ;
-  assign \$1936  = \$1933  - \$1935 ;
-  assign \$1937  = descriptor__valid & descriptor__ready;
-  assign \$1938  = descriptor__payload[7:0] == 8'haf;
-  assign \$1939  = \$1937  & \$1938 ;
-  assign \$1940  = $signed(\$1936 ) - $signed({ 1'h0, \$1939  });
-  assign \$1941  = trigger__valid & trigger__ready;
-  assign \$1942  = trigger__payload[7:0] == 8'hb0;
-  assign \$1943  = \$1941  & \$1942 ;
-  assign \$1944  = uses_176 + \$1943 ;
-  assign \$1945  = s2_cmd == 8'hb0;
-  assign \$1946  = bad_descriptor & \$1945 ;
-  assign \$1947  = \$1944  - \$1946 ;
-  assign \$1948  = descriptor__valid & descriptor__ready;
-  assign \$1949  = descriptor__payload[7:0] == 8'hb0;
-  assign \$1950  = \$1948  & \$1949 ;
-  assign \$1951  = $signed(\$1947 ) - $signed({ 1'h0, \$1950  });
-  assign \$1952  = trigger__valid & trigger__ready;
-  assign \$1953  = trigger__payload[7:0] == 8'hb1;
-  assign \$1954  = \$1952  & \$1953 ;
-  assign \$1955  = uses_177 + \$1954 ;
-  assign \$1956  = s2_cmd == 8'hb1;
-  assign \$1957  = bad_descriptor & \$1956 ;
-  assign \$1958  = \$1955  - \$1957 ;
-  assign \$1959  = descriptor__valid & descriptor__ready;
-  assign \$1960  = descriptor__payload[7:0] == 8'hb1;
-  assign \$1961  = \$1959  & \$1960 ;
-  assign \$1962  = $signed(\$1958 ) - $signed({ 1'h0, \$1961  });
-  assign \$1963  = trigger__valid & trigger__ready;
-  assign \$1964  = trigger__payload[7:0] == 8'hb2;
-  assign \$1965  = \$1963  & \$1964 ;
-  assign \$1966  = uses_178 + \$1965 ;
-  assign \$1967  = s2_cmd == 8'hb2;
-  assign \$1968  = bad_descriptor & \$1967 ;
-  assign \$1969  = \$1966  - \$1968 ;
-  assign \$1970  = descriptor__valid & descriptor__ready;
-  assign \$1971  = descriptor__payload[7:0] == 8'hb2;
-  assign \$1972  = \$1970  & \$1971 ;
-  assign \$1973  = $signed(\$1969 ) - $signed({ 1'h0, \$1972  });
-  assign \$1974  = trigger__valid & trigger__ready;
-  assign \$1975  = trigger__payload[7:0] == 8'hb3;
-  assign \$1976  = \$1974  & \$1975 ;
-  assign \$1977  = uses_179 + \$1976 ;
-  assign \$1978  = s2_cmd == 8'hb3;
-  assign \$1979  = bad_descriptor & \$1978 ;
-  assign \$1980  = \$1977  - \$1979 ;
-  assign \$1981  = descriptor__valid & descriptor__ready;
-  assign \$1982  = descriptor__payload[7:0] == 8'hb3;
-  assign \$1983  = \$1981  & \$1982 ;
-  assign \$1984  = $signed(\$1980 ) - $signed({ 1'h0, \$1983  });
-  assign \$1985  = trigger__valid & trigger__ready;
-  assign \$1986  = trigger__payload[7:0] == 8'hb4;
-  assign \$1987  = \$1985  & \$1986 ;
-  assign \$1988  = uses_180 + \$1987 ;
-  assign \$1989  = s2_cmd == 8'hb4;
-  assign \$1990  = bad_descriptor & \$1989 ;
-  assign \$1991  = \$1988  - \$1990 ;
-  assign \$1992  = descriptor__valid & descriptor__ready;
-  assign \$1993  = descriptor__payload[7:0] == 8'hb4;
-  assign \$1994  = \$1992  & \$1993 ;
-  assign \$1995  = $signed(\$1991 ) - $signed({ 1'h0, \$1994  });
-  assign \$1996  = trigger__valid & trigger__ready;
-  assign \$1997  = trigger__payload[7:0] == 8'hb5;
-  assign \$1998  = \$1996  & \$1997 ;
-  assign \$1999  = uses_181 + \$1998 ;
-  assign \$2000  = s2_cmd == 8'hb5;
-  assign \$2001  = bad_descriptor & \$2000 ;
-  assign \$2002  = \$1999  - \$2001 ;
-  assign \$2003  = descriptor__valid & descriptor__ready;
-  assign \$2004  = descriptor__payload[7:0] == 8'hb5;
-  assign \$2005  = \$2003  & \$2004 ;
-  assign \$2006  = $signed(\$2002 ) - $signed({ 1'h0, \$2005  });
-  assign \$2007  = trigger__valid & trigger__ready;
-  assign \$2008  = trigger__payload[7:0] == 8'hb6;
-  assign \$2009  = \$2007  & \$2008 ;
-  assign \$2010  = uses_182 + \$2009 ;
-  assign \$2011  = s2_cmd == 8'hb6;
-  assign \$2012  = bad_descriptor & \$2011 ;
-  assign \$2013  = \$2010  - \$2012 ;
-  assign \$2014  = descriptor__valid & descriptor__ready;
-  assign \$2015  = descriptor__payload[7:0] == 8'hb6;
-  assign \$2016  = \$2014  & \$2015 ;
-  assign \$2017  = $signed(\$2013 ) - $signed({ 1'h0, \$2016  });
-  assign \$2018  = trigger__valid & trigger__ready;
-  assign \$2019  = trigger__payload[7:0] == 8'hb7;
-  assign \$2020  = \$2018  & \$2019 ;
-  assign \$2021  = uses_183 + \$2020 ;
-  assign \$2022  = s2_cmd == 8'hb7;
-  assign \$2023  = bad_descriptor & \$2022 ;
-  assign \$2024  = \$2021  - \$2023 ;
-  assign \$2025  = descriptor__valid & descriptor__ready;
-  assign \$2026  = descriptor__payload[7:0] == 8'hb7;
-  assign \$2027  = \$2025  & \$2026 ;
-  assign \$2028  = $signed(\$2024 ) - $signed({ 1'h0, \$2027  });
-  assign \$2029  = trigger__valid & trigger__ready;
-  assign \$2030  = trigger__payload[7:0] == 8'hb8;
-  assign \$2031  = \$2029  & \$2030 ;
-  assign \$2032  = uses_184 + \$2031 ;
-  assign \$2033  = s2_cmd == 8'hb8;
-  assign \$2034  = bad_descriptor & \$2033 ;
-  assign \$2035  = \$2032  - \$2034 ;
-  assign \$2036  = descriptor__valid & descriptor__ready;
-  assign \$2037  = descriptor__payload[7:0] == 8'hb8;
-  assign \$2038  = \$2036  & \$2037 ;
-  assign \$2039  = $signed(\$2035 ) - $signed({ 1'h0, \$2038  });
-  assign \$2040  = trigger__valid & trigger__ready;
-  assign \$2041  = trigger__payload[7:0] == 8'hb9;
-  assign \$2042  = \$2040  & \$2041 ;
-  assign \$2043  = uses_185 + \$2042 ;
-  assign \$2044  = s2_cmd == 8'hb9;
-  assign \$2045  = bad_descriptor & \$2044 ;
-  assign \$2046  = \$2043  - \$2045 ;
-  assign \$2047  = descriptor__valid & descriptor__ready;
-  assign \$2048  = descriptor__payload[7:0] == 8'hb9;
-  assign \$2049  = \$2047  & \$2048 ;
-  assign \$2050  = $signed(\$2046 ) - $signed({ 1'h0, \$2049  });
-  assign \$2051  = trigger__valid & trigger__ready;
-  assign \$2052  = trigger__payload[7:0] == 8'hba;
-  assign \$2053  = \$2051  & \$2052 ;
-  assign \$2054  = uses_186 + \$2053 ;
-  assign \$2055  = s2_cmd == 8'hba;
-  assign \$2056  = bad_descriptor & \$2055 ;
-  assign \$2057  = \$2054  - \$2056 ;
-  assign \$2058  = descriptor__valid & descriptor__ready;
-  assign \$2059  = descriptor__payload[7:0] == 8'hba;
-  assign \$2060  = \$2058  & \$2059 ;
-  assign \$2061  = $signed(\$2057 ) - $signed({ 1'h0, \$2060  });
-  assign \$2062  = trigger__valid & trigger__ready;
-  assign \$2063  = trigger__payload[7:0] == 8'hbb;
-  assign \$2064  = \$2062  & \$2063 ;
-  assign \$2065  = uses_187 + \$2064 ;
-  assign \$2066  = s2_cmd == 8'hbb;
-  assign \$2067  = bad_descriptor & \$2066 ;
-  assign \$2068  = \$2065  - \$2067 ;
-  assign \$2069  = descriptor__valid & descriptor__ready;
-  assign \$2070  = descriptor__payload[7:0] == 8'hbb;
-  assign \$2071  = \$2069  & \$2070 ;
-  assign \$2072  = $signed(\$2068 ) - $signed({ 1'h0, \$2071  });
-  assign \$2073  = trigger__valid & trigger__ready;
-  assign \$2074  = trigger__payload[7:0] == 8'hbc;
-  assign \$2075  = \$2073  & \$2074 ;
-  assign \$2076  = uses_188 + \$2075 ;
-  assign \$2077  = s2_cmd == 8'hbc;
-  assign \$2078  = bad_descriptor & \$2077 ;
-  assign \$2079  = \$2076  - \$2078 ;
-  assign \$2080  = descriptor__valid & descriptor__ready;
-  assign \$2081  = descriptor__payload[7:0] == 8'hbc;
-  assign \$2082  = \$2080  & \$2081 ;
-  assign \$2083  = $signed(\$2079 ) - $signed({ 1'h0, \$2082  });
-  assign \$2084  = trigger__valid & trigger__ready;
-  assign \$2085  = trigger__payload[7:0] == 8'hbd;
-  assign \$2086  = \$2084  & \$2085 ;
-  assign \$2087  = uses_189 + \$2086 ;
-  assign \$2088  = s2_cmd == 8'hbd;
-  assign \$2089  = bad_descriptor & \$2088 ;
-  assign \$2090  = \$2087  - \$2089 ;
-  assign \$2091  = descriptor__valid & descriptor__ready;
-  assign \$2092  = descriptor__payload[7:0] == 8'hbd;
-  assign \$2093  = \$2091  & \$2092 ;
-  assign \$2094  = $signed(\$2090 ) - $signed({ 1'h0, \$2093  });
-  assign \$2095  = trigger__valid & trigger__ready;
-  assign \$2096  = trigger__payload[7:0] == 8'hbe;
-  assign \$2097  = \$2095  & \$2096 ;
-  assign \$2098  = uses_190 + \$2097 ;
-  assign \$2099  = s2_cmd == 8'hbe;
-  assign \$2100  = bad_descriptor & \$2099 ;
-  assign \$2101  = \$2098  - \$2100 ;
-  assign \$2102  = descriptor__valid & descriptor__ready;
-  assign \$2103  = descriptor__payload[7:0] == 8'hbe;
-  assign \$2104  = \$2102  & \$2103 ;
-  assign \$2105  = $signed(\$2101 ) - $signed({ 1'h0, \$2104  });
-  assign \$2106  = trigger__valid & trigger__ready;
-  assign \$2107  = trigger__payload[7:0] == 8'hbf;
-  assign \$2108  = \$2106  & \$2107 ;
-  assign \$2109  = uses_191 + \$2108 ;
-  assign \$2110  = s2_cmd == 8'hbf;
-  assign \$2111  = bad_descriptor & \$2110 ;
-  assign \$2112  = \$2109  - \$2111 ;
-  assign \$2113  = descriptor__valid & descriptor__ready;
-  assign \$2114  = descriptor__payload[7:0] == 8'hbf;
-  assign \$2115  = \$2113  & \$2114 ;
-  assign \$2116  = $signed(\$2112 ) - $signed({ 1'h0, \$2115  });
-  assign \$2117  = trigger__valid & trigger__ready;
-  assign \$2118  = trigger__payload[7:0] == 8'hc0;
-  assign \$2119  = \$2117  & \$2118 ;
-  assign \$2120  = uses_192 + \$2119 ;
-  assign \$2121  = s2_cmd == 8'hc0;
-  assign \$2122  = bad_descriptor & \$2121 ;
-  assign \$2123  = \$2120  - \$2122 ;
-  assign \$2124  = descriptor__valid & descriptor__ready;
-  assign \$2125  = descriptor__payload[7:0] == 8'hc0;
-  assign \$2126  = \$2124  & \$2125 ;
-  assign \$2127  = $signed(\$2123 ) - $signed({ 1'h0, \$2126  });
-  assign \$2128  = trigger__valid & trigger__ready;
-  assign \$2129  = trigger__payload[7:0] == 8'hc1;
-  assign \$2130  = \$2128  & \$2129 ;
-  assign \$2131  = uses_193 + \$2130 ;
-  assign \$2132  = s2_cmd == 8'hc1;
-  assign \$2133  = bad_descriptor & \$2132 ;
-  assign \$2134  = \$2131  - \$2133 ;
-  assign \$2135  = descriptor__valid & descriptor__ready;
-  assign \$2136  = descriptor__payload[7:0] == 8'hc1;
-  assign \$2137  = \$2135  & \$2136 ;
-  assign \$2138  = $signed(\$2134 ) - $signed({ 1'h0, \$2137  });
-  assign \$2139  = trigger__valid & trigger__ready;
-  assign \$2140  = trigger__payload[7:0] == 8'hc2;
-  assign \$2141  = \$2139  & \$2140 ;
-  assign \$2142  = uses_194 + \$2141 ;
-  assign \$2143  = s2_cmd == 8'hc2;
-  assign \$2144  = bad_descriptor & \$2143 ;
-  assign \$2145  = \$2142  - \$2144 ;
-  assign \$2146  = descriptor__valid & descriptor__ready;
-  assign \$2147  = descriptor__payload[7:0] == 8'hc2;
-  assign \$2148  = \$2146  & \$2147 ;
-  assign \$2149  = $signed(\$2145 ) - $signed({ 1'h0, \$2148  });
-  assign \$2150  = trigger__valid & trigger__ready;
-  assign \$2151  = trigger__payload[7:0] == 8'hc3;
-  assign \$2152  = \$2150  & \$2151 ;
-  assign \$2153  = uses_195 + \$2152 ;
-  assign \$2154  = s2_cmd == 8'hc3;
-  assign \$2155  = bad_descriptor & \$2154 ;
-  assign \$2156  = \$2153  - \$2155 ;
-  assign \$2157  = descriptor__valid & descriptor__ready;
-  assign \$2158  = descriptor__payload[7:0] == 8'hc3;
-  assign \$2159  = \$2157  & \$2158 ;
-  assign \$2160  = $signed(\$2156 ) - $signed({ 1'h0, \$2159  });
-  assign \$2161  = trigger__valid & trigger__ready;
-  assign \$2162  = trigger__payload[7:0] == 8'hc4;
-  assign \$2163  = \$2161  & \$2162 ;
-  assign \$2164  = uses_196 + \$2163 ;
-  assign \$2165  = s2_cmd == 8'hc4;
-  assign \$2166  = bad_descriptor & \$2165 ;
-  assign \$2167  = \$2164  - \$2166 ;
-  assign \$2168  = descriptor__valid & descriptor__ready;
-  assign \$2169  = descriptor__payload[7:0] == 8'hc4;
-  assign \$2170  = \$2168  & \$2169 ;
-  assign \$2171  = $signed(\$2167 ) - $signed({ 1'h0, \$2170  });
-  assign \$2172  = trigger__valid & trigger__ready;
-  assign \$2173  = trigger__payload[7:0] == 8'hc5;
-  assign \$2174  = \$2172  & \$2173 ;
-  assign \$2175  = uses_197 + \$2174 ;
-  assign \$2176  = s2_cmd == 8'hc5;
-  assign \$2177  = bad_descriptor & \$2176 ;
-  assign \$2178  = \$2175  - \$2177 ;
-  assign \$2179  = descriptor__valid & descriptor__ready;
-  assign \$2180  = descriptor__payload[7:0] == 8'hc5;
-  assign \$2181  = \$2179  & \$2180 ;
-  assign \$2182  = $signed(\$2178 ) - $signed({ 1'h0, \$2181  });
-  assign \$2183  = trigger__valid & trigger__ready;
-  assign \$2184  = trigger__payload[7:0] == 8'hc6;
-  assign \$2185  = \$2183  & \$2184 ;
-  assign \$2186  = uses_198 + \$2185 ;
-  assign \$2187  = s2_cmd == 8'hc6;
-  assign \$2188  = bad_descriptor & \$2187 ;
-  assign \$2189  = \$2186  - \$2188 ;
-  assign \$2190  = descriptor__valid & descriptor__ready;
-  assign \$2191  = descriptor__payload[7:0] == 8'hc6;
-  assign \$2192  = \$2190  & \$2191 ;
-  assign \$2193  = $signed(\$2189 ) - $signed({ 1'h0, \$2192  });
-  assign \$2194  = trigger__valid & trigger__ready;
-  assign \$2195  = trigger__payload[7:0] == 8'hc7;
-  assign \$2196  = \$2194  & \$2195 ;
-  assign \$2197  = uses_199 + \$2196 ;
-  assign \$2198  = s2_cmd == 8'hc7;
-  assign \$2199  = bad_descriptor & \$2198 ;
-  assign \$2200  = \$2197  - \$2199 ;
-  assign \$2201  = descriptor__valid & descriptor__ready;
-  assign \$2202  = descriptor__payload[7:0] == 8'hc7;
-  assign \$2203  = \$2201  & \$2202 ;
-  assign \$2204  = $signed(\$2200 ) - $signed({ 1'h0, \$2203  });
-  assign \$2205  = trigger__valid & trigger__ready;
-  assign \$2206  = trigger__payload[7:0] == 8'hc8;
-  assign \$2207  = \$2205  & \$2206 ;
-  assign \$2208  = uses_200 + \$2207 ;
-  assign \$2209  = s2_cmd == 8'hc8;
-  assign \$2210  = bad_descriptor & \$2209 ;
-  assign \$2211  = \$2208  - \$2210 ;
-  assign \$2212  = descriptor__valid & descriptor__ready;
-  assign \$2213  = descriptor__payload[7:0] == 8'hc8;
-  assign \$2214  = \$2212  & \$2213 ;
-  assign \$2215  = $signed(\$2211 ) - $signed({ 1'h0, \$2214  });
-  assign \$2216  = trigger__valid & trigger__ready;
-  assign \$2217  = trigger__payload[7:0] == 8'hc9;
-  assign \$2218  = \$2216  & \$2217 ;
-  assign \$2219  = uses_201 + \$2218 ;
-  assign \$2220  = s2_cmd == 8'hc9;
-  assign \$2221  = bad_descriptor & \$2220 ;
-  assign \$2222  = \$2219  - \$2221 ;
-  assign \$2223  = descriptor__valid & descriptor__ready;
-  assign \$2224  = descriptor__payload[7:0] == 8'hc9;
-  assign \$2225  = \$2223  & \$2224 ;
-  assign \$2226  = $signed(\$2222 ) - $signed({ 1'h0, \$2225  });
-  assign \$2227  = trigger__valid & trigger__ready;
-  assign \$2228  = trigger__payload[7:0] == 8'hca;
-  assign \$2229  = \$2227  & \$2228 ;
-  assign \$2230  = uses_202 + \$2229 ;
-  assign \$2231  = s2_cmd == 8'hca;
-  assign \$2232  = bad_descriptor & \$2231 ;
-  assign \$2233  = \$2230  - \$2232 ;
-  assign \$2234  = descriptor__valid & descriptor__ready;
-  assign \$2235  = descriptor__payload[7:0] == 8'hca;
-  assign \$2236  = \$2234  & \$2235 ;
-  assign \$2237  = $signed(\$2233 ) - $signed({ 1'h0, \$2236  });
-  assign \$2238  = trigger__valid & trigger__ready;
-  assign \$2239  = trigger__payload[7:0] == 8'hcb;
-  assign \$2240  = \$2238  & \$2239 ;
-  assign \$2241  = uses_203 + \$2240 ;
-  assign \$2242  = s2_cmd == 8'hcb;
-  assign \$2243  = bad_descriptor & \$2242 ;
-  assign \$2244  = \$2241  - \$2243 ;
-  assign \$2245  = descriptor__valid & descriptor__ready;
-  assign \$2246  = descriptor__payload[7:0] == 8'hcb;
-  assign \$2247  = \$2245  & \$2246 ;
-  assign \$2248  = $signed(\$2244 ) - $signed({ 1'h0, \$2247  });
-  assign \$2249  = trigger__valid & trigger__ready;
-  assign \$2250  = trigger__payload[7:0] == 8'hcc;
-  assign \$2251  = \$2249  & \$2250 ;
-  assign \$2252  = uses_204 + \$2251 ;
-  assign \$2253  = s2_cmd == 8'hcc;
-  assign \$2254  = bad_descriptor & \$2253 ;
-  assign \$2255  = \$2252  - \$2254 ;
-  assign \$2256  = descriptor__valid & descriptor__ready;
-  assign \$2257  = descriptor__payload[7:0] == 8'hcc;
-  assign \$2258  = \$2256  & \$2257 ;
-  assign \$2259  = $signed(\$2255 ) - $signed({ 1'h0, \$2258  });
-  assign \$2260  = trigger__valid & trigger__ready;
-  assign \$2261  = trigger__payload[7:0] == 8'hcd;
-  assign \$2262  = \$2260  & \$2261 ;
-  assign \$2263  = uses_205 + \$2262 ;
-  assign \$2264  = s2_cmd == 8'hcd;
-  assign \$2265  = bad_descriptor & \$2264 ;
-  assign \$2266  = \$2263  - \$2265 ;
-  assign \$2267  = descriptor__valid & descriptor__ready;
-  assign \$2268  = descriptor__payload[7:0] == 8'hcd;
-  assign \$2269  = \$2267  & \$2268 ;
-  assign \$2270  = $signed(\$2266 ) - $signed({ 1'h0, \$2269  });
-  assign \$2271  = trigger__valid & trigger__ready;
-  assign \$2272  = trigger__payload[7:0] == 8'hce;
-  assign \$2273  = \$2271  & \$2272 ;
-  assign \$2274  = uses_206 + \$2273 ;
-  assign \$2275  = s2_cmd == 8'hce;
-  assign \$2276  = bad_descriptor & \$2275 ;
-  assign \$2277  = \$2274  - \$2276 ;
-  assign \$2278  = descriptor__valid & descriptor__ready;
-  assign \$2279  = descriptor__payload[7:0] == 8'hce;
-  assign \$2280  = \$2278  & \$2279 ;
-  assign \$2281  = $signed(\$2277 ) - $signed({ 1'h0, \$2280  });
-  assign \$2282  = trigger__valid & trigger__ready;
-  assign \$2283  = trigger__payload[7:0] == 8'hcf;
-  assign \$2284  = \$2282  & \$2283 ;
-  assign \$2285  = uses_207 + \$2284 ;
-  assign \$2286  = s2_cmd == 8'hcf;
-  assign \$2287  = bad_descriptor & \$2286 ;
-  assign \$2288  = \$2285  - \$2287 ;
-  assign \$2289  = descriptor__valid & descriptor__ready;
-  assign \$2290  = descriptor__payload[7:0] == 8'hcf;
-  assign \$2291  = \$2289  & \$2290 ;
-  assign \$2292  = $signed(\$2288 ) - $signed({ 1'h0, \$2291  });
-  assign \$2293  = trigger__valid & trigger__ready;
-  assign \$2294  = trigger__payload[7:0] == 8'hd0;
-  assign \$2295  = \$2293  & \$2294 ;
-  assign \$2296  = uses_208 + \$2295 ;
-  assign \$2297  = s2_cmd == 8'hd0;
-  assign \$2298  = bad_descriptor & \$2297 ;
-  assign \$2299  = \$2296  - \$2298 ;
-  assign \$2300  = descriptor__valid & descriptor__ready;
-  assign \$2301  = descriptor__payload[7:0] == 8'hd0;
-  assign \$2302  = \$2300  & \$2301 ;
-  assign \$2303  = $signed(\$2299 ) - $signed({ 1'h0, \$2302  });
-  assign \$2304  = trigger__valid & trigger__ready;
-  assign \$2305  = trigger__payload[7:0] == 8'hd1;
-  assign \$2306  = \$2304  & \$2305 ;
-  assign \$2307  = uses_209 + \$2306 ;
-  assign \$2308  = s2_cmd == 8'hd1;
-  assign \$2309  = bad_descriptor & \$2308 ;
-  assign \$2310  = \$2307  - \$2309 ;
-  assign \$2311  = descriptor__valid & descriptor__ready;
-  assign \$2312  = descriptor__payload[7:0] == 8'hd1;
-  assign \$2313  = \$2311  & \$2312 ;
-  assign \$2314  = $signed(\$2310 ) - $signed({ 1'h0, \$2313  });
-  assign \$2315  = trigger__valid & trigger__ready;
-  assign \$2316  = trigger__payload[7:0] == 8'hd2;
-  assign \$2317  = \$2315  & \$2316 ;
-  assign \$2318  = uses_210 + \$2317 ;
-  assign \$2319  = s2_cmd == 8'hd2;
-  assign \$2320  = bad_descriptor & \$2319 ;
-  assign \$2321  = \$2318  - \$2320 ;
-  assign \$2322  = descriptor__valid & descriptor__ready;
-  assign \$2323  = descriptor__payload[7:0] == 8'hd2;
-  assign \$2324  = \$2322  & \$2323 ;
-  assign \$2325  = $signed(\$2321 ) - $signed({ 1'h0, \$2324  });
-  assign \$2326  = trigger__valid & trigger__ready;
-  assign \$2327  = trigger__payload[7:0] == 8'hd3;
-  assign \$2328  = \$2326  & \$2327 ;
-  assign \$2329  = uses_211 + \$2328 ;
-  assign \$2330  = s2_cmd == 8'hd3;
-  assign \$2331  = bad_descriptor & \$2330 ;
-  assign \$2332  = \$2329  - \$2331 ;
-  assign \$2333  = descriptor__valid & descriptor__ready;
-  assign \$2334  = descriptor__payload[7:0] == 8'hd3;
-  assign \$2335  = \$2333  & \$2334 ;
-  assign \$2336  = $signed(\$2332 ) - $signed({ 1'h0, \$2335  });
-  assign \$2337  = trigger__valid & trigger__ready;
-  assign \$2338  = trigger__payload[7:0] == 8'hd4;
-  assign \$2339  = \$2337  & \$2338 ;
-  assign \$2340  = uses_212 + \$2339 ;
-  assign \$2341  = s2_cmd == 8'hd4;
-  assign \$2342  = bad_descriptor & \$2341 ;
-  assign \$2343  = \$2340  - \$2342 ;
-  assign \$2344  = descriptor__valid & descriptor__ready;
-  assign \$2345  = descriptor__payload[7:0] == 8'hd4;
-  assign \$2346  = \$2344  & \$2345 ;
-  assign \$2347  = $signed(\$2343 ) - $signed({ 1'h0, \$2346  });
-  assign \$2348  = trigger__valid & trigger__ready;
-  assign \$2349  = trigger__payload[7:0] == 8'hd5;
-  assign \$2350  = \$2348  & \$2349 ;
-  assign \$2351  = uses_213 + \$2350 ;
-  assign \$2352  = s2_cmd == 8'hd5;
-  assign \$2353  = bad_descriptor & \$2352 ;
-  assign \$2354  = \$2351  - \$2353 ;
-  assign \$2355  = descriptor__valid & descriptor__ready;
-  assign \$2356  = descriptor__payload[7:0] == 8'hd5;
-  assign \$2357  = \$2355  & \$2356 ;
-  assign \$2358  = $signed(\$2354 ) - $signed({ 1'h0, \$2357  });
-  assign \$2359  = trigger__valid & trigger__ready;
-  assign \$2360  = trigger__payload[7:0] == 8'hd6;
-  assign \$2361  = \$2359  & \$2360 ;
-  assign \$2362  = uses_214 + \$2361 ;
-  assign \$2363  = s2_cmd == 8'hd6;
-  assign \$2364  = bad_descriptor & \$2363 ;
-  assign \$2365  = \$2362  - \$2364 ;
-  assign \$2366  = descriptor__valid & descriptor__ready;
-  assign \$2367  = descriptor__payload[7:0] == 8'hd6;
-  assign \$2368  = \$2366  & \$2367 ;
-  assign \$2369  = $signed(\$2365 ) - $signed({ 1'h0, \$2368  });
-  assign \$2370  = trigger__valid & trigger__ready;
-  assign \$2371  = trigger__payload[7:0] == 8'hd7;
-  assign \$2372  = \$2370  & \$2371 ;
-  assign \$2373  = uses_215 + \$2372 ;
-  assign \$2374  = s2_cmd == 8'hd7;
-  assign \$2375  = bad_descriptor & \$2374 ;
-  assign \$2376  = \$2373  - \$2375 ;
-  assign \$2377  = descriptor__valid & descriptor__ready;
-  assign \$2378  = descriptor__payload[7:0] == 8'hd7;
-  assign \$2379  = \$2377  & \$2378 ;
-  assign \$2380  = $signed(\$2376 ) - $signed({ 1'h0, \$2379  });
-  assign \$2381  = trigger__valid & trigger__ready;
-  assign \$2382  = trigger__payload[7:0] == 8'hd8;
-  assign \$2383  = \$2381  & \$2382 ;
-  assign \$2384  = uses_216 + \$2383 ;
-  assign \$2385  = s2_cmd == 8'hd8;
-  assign \$2386  = bad_descriptor & \$2385 ;
-  assign \$2387  = \$2384  - \$2386 ;
-  assign \$2388  = descriptor__valid & descriptor__ready;
-  assign \$2389  = descriptor__payload[7:0] == 8'hd8;
-  assign \$2390  = \$2388  & \$2389 ;
-  assign \$2391  = $signed(\$2387 ) - $signed({ 1'h0, \$2390  });
-  assign \$2392  = trigger__valid & trigger__ready;
-  assign \$2393  = trigger__payload[7:0] == 8'hd9;
-  assign \$2394  = \$2392  & \$2393 ;
-  assign \$2395  = uses_217 + \$2394 ;
-  assign \$2396  = s2_cmd == 8'hd9;
-  assign \$2397  = bad_descriptor & \$2396 ;
-  assign \$2398  = \$2395  - \$2397 ;
-  assign \$2399  = descriptor__valid & descriptor__ready;
-  assign \$2400  = descriptor__payload[7:0] == 8'hd9;
-  assign \$2401  = \$2399  & \$2400 ;
-  assign \$2402  = $signed(\$2398 ) - $signed({ 1'h0, \$2401  });
-  assign \$2403  = trigger__valid & trigger__ready;
-  assign \$2404  = trigger__payload[7:0] == 8'hda;
-  assign \$2405  = \$2403  & \$2404 ;
-  assign \$2406  = uses_218 + \$2405 ;
-  assign \$2407  = s2_cmd == 8'hda;
-  assign \$2408  = bad_descriptor & \$2407 ;
-  assign \$2409  = \$2406  - \$2408 ;
-  assign \$2410  = descriptor__valid & descriptor__ready;
-  assign \$2411  = descriptor__payload[7:0] == 8'hda;
-  assign \$2412  = \$2410  & \$2411 ;
-  assign \$2413  = $signed(\$2409 ) - $signed({ 1'h0, \$2412  });
-  assign \$2414  = trigger__valid & trigger__ready;
-  assign \$2415  = trigger__payload[7:0] == 8'hdb;
-  assign \$2416  = \$2414  & \$2415 ;
-  assign \$2417  = uses_219 + \$2416 ;
-  assign \$2418  = s2_cmd == 8'hdb;
-  assign \$2419  = bad_descriptor & \$2418 ;
-  assign \$2420  = \$2417  - \$2419 ;
-  assign \$2421  = descriptor__valid & descriptor__ready;
-  assign \$2422  = descriptor__payload[7:0] == 8'hdb;
-  assign \$2423  = \$2421  & \$2422 ;
-  assign \$2424  = $signed(\$2420 ) - $signed({ 1'h0, \$2423  });
-  assign \$2425  = trigger__valid & trigger__ready;
-  assign \$2426  = trigger__payload[7:0] == 8'hdc;
-  assign \$2427  = \$2425  & \$2426 ;
-  assign \$2428  = uses_220 + \$2427 ;
-  assign \$2429  = s2_cmd == 8'hdc;
-  assign \$2430  = bad_descriptor & \$2429 ;
-  assign \$2431  = \$2428  - \$2430 ;
-  assign \$2432  = descriptor__valid & descriptor__ready;
-  assign \$2433  = descriptor__payload[7:0] == 8'hdc;
-  assign \$2434  = \$2432  & \$2433 ;
-  assign \$2435  = $signed(\$2431 ) - $signed({ 1'h0, \$2434  });
-  assign \$2436  = trigger__valid & trigger__ready;
-  assign \$2437  = trigger__payload[7:0] == 8'hdd;
-  assign \$2438  = \$2436  & \$2437 ;
-  assign \$2439  = uses_221 + \$2438 ;
-  assign \$2440  = s2_cmd == 8'hdd;
-  assign \$2441  = bad_descriptor & \$2440 ;
-  assign \$2442  = \$2439  - \$2441 ;
-  assign \$2443  = descriptor__valid & descriptor__ready;
-  assign \$2444  = descriptor__payload[7:0] == 8'hdd;
-  assign \$2445  = \$2443  & \$2444 ;
-  assign \$2446  = $signed(\$2442 ) - $signed({ 1'h0, \$2445  });
-  assign \$2447  = trigger__valid & trigger__ready;
-  assign \$2448  = trigger__payload[7:0] == 8'hde;
-  assign \$2449  = \$2447  & \$2448 ;
-  assign \$2450  = uses_222 + \$2449 ;
-  assign \$2451  = s2_cmd == 8'hde;
-  assign \$2452  = bad_descriptor & \$2451 ;
-  assign \$2453  = \$2450  - \$2452 ;
-  assign \$2454  = descriptor__valid & descriptor__ready;
-  assign \$2455  = descriptor__payload[7:0] == 8'hde;
-  assign \$2456  = \$2454  & \$2455 ;
-  assign \$2457  = $signed(\$2453 ) - $signed({ 1'h0, \$2456  });
-  assign \$2458  = trigger__valid & trigger__ready;
-  assign \$2459  = trigger__payload[7:0] == 8'hdf;
-  assign \$2460  = \$2458  & \$2459 ;
-  assign \$2461  = uses_223 + \$2460 ;
-  assign \$2462  = s2_cmd == 8'hdf;
-  assign \$2463  = bad_descriptor & \$2462 ;
-  assign \$2464  = \$2461  - \$2463 ;
-  assign \$2465  = descriptor__valid & descriptor__ready;
-  assign \$2466  = descriptor__payload[7:0] == 8'hdf;
-  assign \$2467  = \$2465  & \$2466 ;
-  assign \$2468  = $signed(\$2464 ) - $signed({ 1'h0, \$2467  });
-  assign \$2469  = trigger__valid & trigger__ready;
-  assign \$2470  = trigger__payload[7:0] == 8'he0;
-  assign \$2471  = \$2469  & \$2470 ;
-  assign \$2472  = uses_224 + \$2471 ;
-  assign \$2473  = s2_cmd == 8'he0;
-  assign \$2474  = bad_descriptor & \$2473 ;
-  assign \$2475  = \$2472  - \$2474 ;
-  assign \$2476  = descriptor__valid & descriptor__ready;
-  assign \$2477  = descriptor__payload[7:0] == 8'he0;
-  assign \$2478  = \$2476  & \$2477 ;
-  assign \$2479  = $signed(\$2475 ) - $signed({ 1'h0, \$2478  });
-  assign \$2480  = trigger__valid & trigger__ready;
-  assign \$2481  = trigger__payload[7:0] == 8'he1;
-  assign \$2482  = \$2480  & \$2481 ;
-  assign \$2483  = uses_225 + \$2482 ;
-  assign \$2484  = s2_cmd == 8'he1;
-  assign \$2485  = bad_descriptor & \$2484 ;
-  assign \$2486  = \$2483  - \$2485 ;
-  assign \$2487  = descriptor__valid & descriptor__ready;
-  assign \$2488  = descriptor__payload[7:0] == 8'he1;
-  assign \$2489  = \$2487  & \$2488 ;
-  assign \$2490  = $signed(\$2486 ) - $signed({ 1'h0, \$2489  });
-  assign \$2491  = trigger__valid & trigger__ready;
-  assign \$2492  = trigger__payload[7:0] == 8'he2;
-  assign \$2493  = \$2491  & \$2492 ;
-  assign \$2494  = uses_226 + \$2493 ;
-  assign \$2495  = s2_cmd == 8'he2;
-  assign \$2496  = bad_descriptor & \$2495 ;
-  assign \$2497  = \$2494  - \$2496 ;
-  assign \$2498  = descriptor__valid & descriptor__ready;
-  assign \$2499  = descriptor__payload[7:0] == 8'he2;
-  assign \$2500  = \$2498  & \$2499 ;
-  assign \$2501  = $signed(\$2497 ) - $signed({ 1'h0, \$2500  });
-  assign \$2502  = trigger__valid & trigger__ready;
-  assign \$2503  = trigger__payload[7:0] == 8'he3;
-  assign \$2504  = \$2502  & \$2503 ;
-  assign \$2505  = uses_227 + \$2504 ;
-  assign \$2506  = s2_cmd == 8'he3;
-  assign \$2507  = bad_descriptor & \$2506 ;
-  assign \$2508  = \$2505  - \$2507 ;
-  assign \$2509  = descriptor__valid & descriptor__ready;
-  assign \$2510  = descriptor__payload[7:0] == 8'he3;
-  assign \$2511  = \$2509  & \$2510 ;
-  assign \$2512  = $signed(\$2508 ) - $signed({ 1'h0, \$2511  });
-  assign \$2513  = trigger__valid & trigger__ready;
-  assign \$2514  = trigger__payload[7:0] == 8'he4;
-  assign \$2515  = \$2513  & \$2514 ;
-  assign \$2516  = uses_228 + \$2515 ;
-  assign \$2517  = s2_cmd == 8'he4;
-  assign \$2518  = bad_descriptor & \$2517 ;
-  assign \$2519  = \$2516  - \$2518 ;
-  assign \$2520  = descriptor__valid & descriptor__ready;
-  assign \$2521  = descriptor__payload[7:0] == 8'he4;
-  assign \$2522  = \$2520  & \$2521 ;
-  assign \$2523  = $signed(\$2519 ) - $signed({ 1'h0, \$2522  });
-  assign \$2524  = trigger__valid & trigger__ready;
-  assign \$2525  = trigger__payload[7:0] == 8'he5;
-  assign \$2526  = \$2524  & \$2525 ;
-  assign \$2527  = uses_229 + \$2526 ;
-  assign \$2528  = s2_cmd == 8'he5;
-  assign \$2529  = bad_descriptor & \$2528 ;
-  assign \$2530  = \$2527  - \$2529 ;
-  assign \$2531  = descriptor__valid & descriptor__ready;
-  assign \$2532  = descriptor__payload[7:0] == 8'he5;
-  assign \$2533  = \$2531  & \$2532 ;
-  assign \$2534  = $signed(\$2530 ) - $signed({ 1'h0, \$2533  });
-  assign \$2535  = trigger__valid & trigger__ready;
-  assign \$2536  = trigger__payload[7:0] == 8'he6;
-  assign \$2537  = \$2535  & \$2536 ;
-  assign \$2538  = uses_230 + \$2537 ;
-  assign \$2539  = s2_cmd == 8'he6;
-  assign \$2540  = bad_descriptor & \$2539 ;
-  assign \$2541  = \$2538  - \$2540 ;
-  assign \$2542  = descriptor__valid & descriptor__ready;
-  assign \$2543  = descriptor__payload[7:0] == 8'he6;
-  assign \$2544  = \$2542  & \$2543 ;
-  assign \$2545  = $signed(\$2541 ) - $signed({ 1'h0, \$2544  });
-  assign \$2546  = trigger__valid & trigger__ready;
-  assign \$2547  = trigger__payload[7:0] == 8'he7;
-  assign \$2548  = \$2546  & \$2547 ;
-  assign \$2549  = uses_231 + \$2548 ;
-  assign \$2550  = s2_cmd == 8'he7;
-  assign \$2551  = bad_descriptor & \$2550 ;
-  assign \$2552  = \$2549  - \$2551 ;
-  assign \$2553  = descriptor__valid & descriptor__ready;
-  assign \$2554  = descriptor__payload[7:0] == 8'he7;
-  assign \$2555  = \$2553  & \$2554 ;
-  assign \$2556  = $signed(\$2552 ) - $signed({ 1'h0, \$2555  });
-  assign \$2557  = trigger__valid & trigger__ready;
-  assign \$2558  = trigger__payload[7:0] == 8'he8;
-  assign \$2559  = \$2557  & \$2558 ;
-  assign \$2560  = uses_232 + \$2559 ;
-  assign \$2561  = s2_cmd == 8'he8;
-  assign \$2562  = bad_descriptor & \$2561 ;
-  assign \$2563  = \$2560  - \$2562 ;
-  assign \$2564  = descriptor__valid & descriptor__ready;
-  assign \$2565  = descriptor__payload[7:0] == 8'he8;
-  assign \$2566  = \$2564  & \$2565 ;
-  assign \$2567  = $signed(\$2563 ) - $signed({ 1'h0, \$2566  });
-  assign \$2568  = trigger__valid & trigger__ready;
-  assign \$2569  = trigger__payload[7:0] == 8'he9;
-  assign \$2570  = \$2568  & \$2569 ;
-  assign \$2571  = uses_233 + \$2570 ;
-  assign \$2572  = s2_cmd == 8'he9;
-  assign \$2573  = bad_descriptor & \$2572 ;
-  assign \$2574  = \$2571  - \$2573 ;
-  assign \$2575  = descriptor__valid & descriptor__ready;
-  assign \$2576  = descriptor__payload[7:0] == 8'he9;
-  assign \$2577  = \$2575  & \$2576 ;
-  assign \$2578  = $signed(\$2574 ) - $signed({ 1'h0, \$2577  });
-  assign \$2579  = trigger__valid & trigger__ready;
-  assign \$2580  = trigger__payload[7:0] == 8'hea;
-  assign \$2581  = \$2579  & \$2580 ;
-  assign \$2582  = uses_234 + \$2581 ;
-  assign \$2583  = s2_cmd == 8'hea;
-  assign \$2584  = bad_descriptor & \$2583 ;
-  assign \$2585  = \$2582  - \$2584 ;
-  assign \$2586  = descriptor__valid & descriptor__ready;
-  assign \$2587  = descriptor__payload[7:0] == 8'hea;
-  assign \$2588  = \$2586  & \$2587 ;
-  assign \$2589  = $signed(\$2585 ) - $signed({ 1'h0, \$2588  });
-  assign \$2590  = trigger__valid & trigger__ready;
-  assign \$2591  = trigger__payload[7:0] == 8'heb;
-  assign \$2592  = \$2590  & \$2591 ;
-  assign \$2593  = uses_235 + \$2592 ;
-  assign \$2594  = s2_cmd == 8'heb;
-  assign \$2595  = bad_descriptor & \$2594 ;
-  assign \$2596  = \$2593  - \$2595 ;
-  assign \$2597  = descriptor__valid & descriptor__ready;
-  assign \$2598  = descriptor__payload[7:0] == 8'heb;
-  assign \$2599  = \$2597  & \$2598 ;
-  assign \$2600  = $signed(\$2596 ) - $signed({ 1'h0, \$2599  });
-  assign \$2601  = trigger__valid & trigger__ready;
-  assign \$2602  = trigger__payload[7:0] == 8'hec;
-  assign \$2603  = \$2601  & \$2602 ;
-  assign \$2604  = uses_236 + \$2603 ;
-  assign \$2605  = s2_cmd == 8'hec;
-  assign \$2606  = bad_descriptor & \$2605 ;
-  assign \$2607  = \$2604  - \$2606 ;
-  assign \$2608  = descriptor__valid & descriptor__ready;
-  assign \$2609  = descriptor__payload[7:0] == 8'hec;
-  assign \$2610  = \$2608  & \$2609 ;
-  assign \$2611  = $signed(\$2607 ) - $signed({ 1'h0, \$2610  });
-  assign \$2612  = trigger__valid & trigger__ready;
-  assign \$2613  = trigger__payload[7:0] == 8'hed;
-  assign \$2614  = \$2612  & \$2613 ;
-  assign \$2615  = uses_237 + \$2614 ;
-  assign \$2616  = s2_cmd == 8'hed;
-  assign \$2617  = bad_descriptor & \$2616 ;
-  assign \$2618  = \$2615  - \$2617 ;
-  assign \$2619  = descriptor__valid & descriptor__ready;
-  assign \$2620  = descriptor__payload[7:0] == 8'hed;
-  assign \$2621  = \$2619  & \$2620 ;
-  assign \$2622  = $signed(\$2618 ) - $signed({ 1'h0, \$2621  });
-  assign \$2623  = trigger__valid & trigger__ready;
-  assign \$2624  = trigger__payload[7:0] == 8'hee;
-  assign \$2625  = \$2623  & \$2624 ;
-  assign \$2626  = uses_238 + \$2625 ;
-  assign \$2627  = s2_cmd == 8'hee;
-  assign \$2628  = bad_descriptor & \$2627 ;
-  assign \$2629  = \$2626  - \$2628 ;
-  assign \$2630  = descriptor__valid & descriptor__ready;
-  assign \$2631  = descriptor__payload[7:0] == 8'hee;
-  assign \$2632  = \$2630  & \$2631 ;
-  assign \$2633  = $signed(\$2629 ) - $signed({ 1'h0, \$2632  });
-  assign \$2634  = trigger__valid & trigger__ready;
-  assign \$2635  = trigger__payload[7:0] == 8'hef;
-  assign \$2636  = \$2634  & \$2635 ;
-  assign \$2637  = uses_239 + \$2636 ;
-  assign \$2638  = s2_cmd == 8'hef;
-  assign \$2639  = bad_descriptor & \$2638 ;
-  assign \$2640  = \$2637  - \$2639 ;
-  assign \$2641  = descriptor__valid & descriptor__ready;
-  assign \$2642  = descriptor__payload[7:0] == 8'hef;
-  assign \$2643  = \$2641  & \$2642 ;
-  assign \$2644  = $signed(\$2640 ) - $signed({ 1'h0, \$2643  });
-  assign \$2645  = trigger__valid & trigger__ready;
-  assign \$2646  = trigger__payload[7:0] == 8'hf0;
-  assign \$2647  = \$2645  & \$2646 ;
-  assign \$2648  = uses_240 + \$2647 ;
-  assign \$2649  = s2_cmd == 8'hf0;
-  assign \$2650  = bad_descriptor & \$2649 ;
-  assign \$2651  = \$2648  - \$2650 ;
-  assign \$2652  = descriptor__valid & descriptor__ready;
-  assign \$2653  = descriptor__payload[7:0] == 8'hf0;
-  assign \$2654  = \$2652  & \$2653 ;
-  assign \$2655  = $signed(\$2651 ) - $signed({ 1'h0, \$2654  });
-  assign \$2656  = trigger__valid & trigger__ready;
-  assign \$2657  = trigger__payload[7:0] == 8'hf1;
-  assign \$2658  = \$2656  & \$2657 ;
-  assign \$2659  = uses_241 + \$2658 ;
-  assign \$2660  = s2_cmd == 8'hf1;
-  assign \$2661  = bad_descriptor & \$2660 ;
-  assign \$2662  = \$2659  - \$2661 ;
-  assign \$2663  = descriptor__valid & descriptor__ready;
-  assign \$2664  = descriptor__payload[7:0] == 8'hf1;
-  assign \$2665  = \$2663  & \$2664 ;
-  assign \$2666  = $signed(\$2662 ) - $signed({ 1'h0, \$2665  });
-  assign \$2667  = trigger__valid & trigger__ready;
-  assign \$2668  = trigger__payload[7:0] == 8'hf2;
-  assign \$2669  = \$2667  & \$2668 ;
-  assign \$2670  = uses_242 + \$2669 ;
-  assign \$2671  = s2_cmd == 8'hf2;
-  assign \$2672  = bad_descriptor & \$2671 ;
-  assign \$2673  = \$2670  - \$2672 ;
-  assign \$2674  = descriptor__valid & descriptor__ready;
-  assign \$2675  = descriptor__payload[7:0] == 8'hf2;
-  assign \$2676  = \$2674  & \$2675 ;
-  assign \$2677  = $signed(\$2673 ) - $signed({ 1'h0, \$2676  });
-  assign \$2678  = trigger__valid & trigger__ready;
-  assign \$2679  = trigger__payload[7:0] == 8'hf3;
-  assign \$2680  = \$2678  & \$2679 ;
-  assign \$2681  = uses_243 + \$2680 ;
-  assign \$2682  = s2_cmd == 8'hf3;
-  assign \$2683  = bad_descriptor & \$2682 ;
-  assign \$2684  = \$2681  - \$2683 ;
-  assign \$2685  = descriptor__valid & descriptor__ready;
-  assign \$2686  = descriptor__payload[7:0] == 8'hf3;
-  assign \$2687  = \$2685  & \$2686 ;
-  assign \$2688  = $signed(\$2684 ) - $signed({ 1'h0, \$2687  });
-  assign \$2689  = trigger__valid & trigger__ready;
-  assign \$2690  = trigger__payload[7:0] == 8'hf4;
-  assign \$2691  = \$2689  & \$2690 ;
-  assign \$2692  = uses_244 + \$2691 ;
-  assign \$2693  = s2_cmd == 8'hf4;
-  assign \$2694  = bad_descriptor & \$2693 ;
-  assign \$2695  = \$2692  - \$2694 ;
-  assign \$2696  = descriptor__valid & descriptor__ready;
-  assign \$2697  = descriptor__payload[7:0] == 8'hf4;
-  assign \$2698  = \$2696  & \$2697 ;
-  assign \$2699  = $signed(\$2695 ) - $signed({ 1'h0, \$2698  });
-  assign \$2700  = trigger__valid & trigger__ready;
-  assign \$2701  = trigger__payload[7:0] == 8'hf5;
-  assign \$2702  = \$2700  & \$2701 ;
-  assign \$2703  = uses_245 + \$2702 ;
-  assign \$2704  = s2_cmd == 8'hf5;
-  assign \$2705  = bad_descriptor & \$2704 ;
-  assign \$2706  = \$2703  - \$2705 ;
-  assign \$2707  = descriptor__valid & descriptor__ready;
-  assign \$2708  = descriptor__payload[7:0] == 8'hf5;
-  assign \$2709  = \$2707  & \$2708 ;
-  assign \$2710  = $signed(\$2706 ) - $signed({ 1'h0, \$2709  });
-  assign \$2711  = trigger__valid & trigger__ready;
-  assign \$2712  = trigger__payload[7:0] == 8'hf6;
-  assign \$2713  = \$2711  & \$2712 ;
-  assign \$2714  = uses_246 + \$2713 ;
-  assign \$2715  = s2_cmd == 8'hf6;
-  assign \$2716  = bad_descriptor & \$2715 ;
-  assign \$2717  = \$2714  - \$2716 ;
-  assign \$2718  = descriptor__valid & descriptor__ready;
-  assign \$2719  = descriptor__payload[7:0] == 8'hf6;
-  assign \$2720  = \$2718  & \$2719 ;
-  assign \$2721  = $signed(\$2717 ) - $signed({ 1'h0, \$2720  });
-  assign \$2722  = trigger__valid & trigger__ready;
-  assign \$2723  = trigger__payload[7:0] == 8'hf7;
-  assign \$2724  = \$2722  & \$2723 ;
-  assign \$2725  = uses_247 + \$2724 ;
-  assign \$2726  = s2_cmd == 8'hf7;
-  assign \$2727  = bad_descriptor & \$2726 ;
-  assign \$2728  = \$2725  - \$2727 ;
-  assign \$2729  = descriptor__valid & descriptor__ready;
-  assign \$2730  = descriptor__payload[7:0] == 8'hf7;
-  assign \$2731  = \$2729  & \$2730 ;
-  assign \$2732  = $signed(\$2728 ) - $signed({ 1'h0, \$2731  });
-  assign \$2733  = trigger__valid & trigger__ready;
-  assign \$2734  = trigger__payload[7:0] == 8'hf8;
-  assign \$2735  = \$2733  & \$2734 ;
-  assign \$2736  = uses_248 + \$2735 ;
-  assign \$2737  = s2_cmd == 8'hf8;
-  assign \$2738  = bad_descriptor & \$2737 ;
-  assign \$2739  = \$2736  - \$2738 ;
-  assign \$2740  = descriptor__valid & descriptor__ready;
-  assign \$2741  = descriptor__payload[7:0] == 8'hf8;
-  assign \$2742  = \$2740  & \$2741 ;
-  assign \$2743  = $signed(\$2739 ) - $signed({ 1'h0, \$2742  });
-  assign \$2744  = trigger__valid & trigger__ready;
-  assign \$2745  = trigger__payload[7:0] == 8'hf9;
-  assign \$2746  = \$2744  & \$2745 ;
-  assign \$2747  = uses_249 + \$2746 ;
-  assign \$2748  = s2_cmd == 8'hf9;
-  assign \$2749  = bad_descriptor & \$2748 ;
-  assign \$2750  = \$2747  - \$2749 ;
-  assign \$2751  = descriptor__valid & descriptor__ready;
-  assign \$2752  = descriptor__payload[7:0] == 8'hf9;
-  assign \$2753  = \$2751  & \$2752 ;
-  assign \$2754  = $signed(\$2750 ) - $signed({ 1'h0, \$2753  });
-  assign \$2755  = trigger__valid & trigger__ready;
-  assign \$2756  = trigger__payload[7:0] == 8'hfa;
-  assign \$2757  = \$2755  & \$2756 ;
-  assign \$2758  = uses_250 + \$2757 ;
-  assign \$2759  = s2_cmd == 8'hfa;
-  assign \$2760  = bad_descriptor & \$2759 ;
-  assign \$2761  = \$2758  - \$2760 ;
-  assign \$2762  = descriptor__valid & descriptor__ready;
-  assign \$2763  = descriptor__payload[7:0] == 8'hfa;
-  assign \$2764  = \$2762  & \$2763 ;
-  assign \$2765  = $signed(\$2761 ) - $signed({ 1'h0, \$2764  });
-  assign \$2766  = trigger__valid & trigger__ready;
-  assign \$2767  = trigger__payload[7:0] == 8'hfb;
-  assign \$2768  = \$2766  & \$2767 ;
-  assign \$2769  = uses_251 + \$2768 ;
-  assign \$2770  = s2_cmd == 8'hfb;
-  assign \$2771  = bad_descriptor & \$2770 ;
-  assign \$2772  = \$2769  - \$2771 ;
-  assign \$2773  = descriptor__valid & descriptor__ready;
-  assign \$2774  = descriptor__payload[7:0] == 8'hfb;
-  assign \$2775  = \$2773  & \$2774 ;
-  assign \$2776  = $signed(\$2772 ) - $signed({ 1'h0, \$2775  });
-  assign \$2777  = trigger__valid & trigger__ready;
-  assign \$2778  = trigger__payload[7:0] == 8'hfc;
-  assign \$2779  = \$2777  & \$2778 ;
-  assign \$2780  = uses_252 + \$2779 ;
-  assign \$2781  = s2_cmd == 8'hfc;
-  assign \$2782  = bad_descriptor & \$2781 ;
-  assign \$2783  = \$2780  - \$2782 ;
-  assign \$2784  = descriptor__valid & descriptor__ready;
-  assign \$2785  = descriptor__payload[7:0] == 8'hfc;
-  assign \$2786  = \$2784  & \$2785 ;
-  assign \$2787  = $signed(\$2783 ) - $signed({ 1'h0, \$2786  });
-  assign \$2788  = trigger__valid & trigger__ready;
-  assign \$2789  = trigger__payload[7:0] == 8'hfd;
-  assign \$2790  = \$2788  & \$2789 ;
-  assign \$2791  = uses_253 + \$2790 ;
-  assign \$2792  = s2_cmd == 8'hfd;
-  assign \$2793  = bad_descriptor & \$2792 ;
-  assign \$2794  = \$2791  - \$2793 ;
-  assign \$2795  = descriptor__valid & descriptor__ready;
-  assign \$2796  = descriptor__payload[7:0] == 8'hfd;
-  assign \$2797  = \$2795  & \$2796 ;
-  assign \$2798  = $signed(\$2794 ) - $signed({ 1'h0, \$2797  });
-  assign \$2799  = trigger__valid & trigger__ready;
-  assign \$2800  = trigger__payload[7:0] == 8'hfe;
-  assign \$2801  = \$2799  & \$2800 ;
-  assign \$2802  = uses_254 + \$2801 ;
-  assign \$2803  = s2_cmd == 8'hfe;
-  assign \$2804  = bad_descriptor & \$2803 ;
-  assign \$2805  = \$2802  - \$2804 ;
-  assign \$2806  = descriptor__valid & descriptor__ready;
-  assign \$2807  = descriptor__payload[7:0] == 8'hfe;
-  assign \$2808  = \$2806  & \$2807 ;
-  assign \$2809  = $signed(\$2805 ) - $signed({ 1'h0, \$2808  });
-  assign \$2810  = trigger__valid & trigger__ready;
-  assign \$2811  = trigger__payload[7:0] == 8'hff;
-  assign \$2812  = \$2810  & \$2811 ;
-  assign \$2813  = uses_255 + \$2812 ;
-  assign \$2814  = s2_cmd == 8'hff;
-  assign \$2815  = bad_descriptor & \$2814 ;
-  assign \$2816  = \$2813  - \$2815 ;
-  assign \$2817  = descriptor__valid & descriptor__ready;
-  assign \$2818  = descriptor__payload[7:0] == 8'hff;
-  assign \$2819  = \$2817  & \$2818 ;
-  assign \$2820  = $signed(\$2816 ) - $signed({ 1'h0, \$2819  });
-  assign program__ready = ~ busy;
-  assign \$2821  = program__payload[42:31] - 1'h1;
-  assign \$2822  = $signed(\$2821 ) * $signed({ 1'h0, program__payload[82:59] });
-  assign \$2823  = $signed(\$2822 ) + $signed({ 1'h0, program__payload[58:43] });
-  assign \$2824  = $signed(\$2823 ) - $signed(2'h1);
-  assign src_end = program__payload[130:83] + \$2824 [36:0];
-  assign dst_end = program__payload[178:131] + \$2824 [36:0];
-  assign \$2825  = program__valid & program__ready;
-  assign \$2826  = \$2825  & program__payload[8];
-  assign \$2827  = ! program__payload[42:31];
-  assign \$2828  = ! program__payload[58:43];
-  assign \$2829  = \$2827  | \$2828 ;
-  assign bad_program = \$2826  & \$2829 ;
-  assign \$2830  = program__valid & program__ready;
-  assign \$2831  = \$2830  & program__payload[8];
-  assign \$2832  = ! program__payload[42:31];
-  assign \$2833  = ! program__payload[58:43];
-  assign \$2834  = \$2832  | \$2833 ;
-  assign \$2835  = ~ \$2834 ;
-  assign \$2836  = \$2831  & \$2835 ;
-  assign \$2837  = program__payload[42:31] > 1'h1;
-  assign \$2838  = program__payload[82:59] < program__payload[58:43];
-  assign \$2839  = \$2837  & \$2838 ;
-  assign bad_pitch = \$2836  & \$2839 ;
-  assign \$2840  = program__valid & program__ready;
-  assign \$2841  = \$2840  & program__payload[8];
-  assign \$2842  = ! program__payload[42:31];
-  assign \$2843  = ! program__payload[58:43];
-  assign \$2844  = \$2842  | \$2843 ;
-  assign \$2845  = ~ \$2844 ;
-  assign \$2846  = \$2841  & \$2845 ;
-  assign \$2847  = program__payload[42:31] > 1'h1;
-  assign \$2848  = program__payload[82:59] < program__payload[58:43];
-  assign \$2849  = \$2847  & \$2848 ;
-  assign \$2850  = ~ \$2849 ;
-  assign \$2851  = \$2846  & \$2850 ;
-  assign \$2854  = \$2852  | \$2853 ;
-  assign bad_range = \$2851  & \$2854 ;
-  assign \$2855  = program__valid & program__ready;
-  assign \$2856  = ! program__payload[42:31];
-  assign \$2857  = ! program__payload[58:43];
-  assign \$2858  = \$2856  | \$2857 ;
-  assign \$2859  = program__payload[42:31] > 1'h1;
-  assign \$2860  = program__payload[82:59] < program__payload[58:43];
-  assign \$2861  = \$2859  & \$2860 ;
-  assign \$2862  = \$2858  | \$2861 ;
-  assign \$2865  = \$2863  | \$2864 ;
-  assign \$2866  = \$2862  | \$2865 ;
-  assign \$2867  = program__payload[8] & \$2866 ;
-  assign \$2868  = ~ \$2867 ;
-  assign \$2869  = \$2855  & \$2868 ;
-  assign desc_busy = \$2869  & in_use;
-  assign \$2870  = bad_program | bad_pitch;
-  assign \$2871  = \$2870  | bad_range;
-  assign refused = \$2871  | desc_busy;
-  assign \$2872  = program__valid & program__ready;
-  assign \$2873  = ~ refused;
-  assign \$2874  = \$2872  & \$2873 ;
-  assign \$2875  = program__valid & program__ready;
-  assign \$2876  = ~ refused;
-  assign \$2877  = \$2875  & \$2876 ;
-  assign \$2878  = ~ busy;
-  assign \$2879  = ~ program__valid;
-  assign \$2880  = \$2878  & \$2879 ;
-  assign \$2881  = level + s1_valid;
-  assign \$2882  = \$2881  + s2_valid;
-  assign \$2883  = \$2882  < 5'h10;
-  assign trigger__ready = \$2880  & \$2883 ;
+  assign \$3  = program__valid & program__ready;
+  assign \$4  = program__valid & program__ready;
+  assign \$5  = desc[42:31] - 1'h1;
+  assign \$6  = \$5 [11:0] * desc[82:59];
+  assign \$7  = ! desc[42:31];
+  assign \$8  = ! desc[58:43];
+  assign \$9  = \$7  | \$8 ;
+  assign \$10  = desc[42:31] > 1'h1;
+  assign \$11  = desc[82:59] < desc[58:43];
+  assign \$12  = \$10  & \$11 ;
+  assign \$13  = product + desc[58:43];
+  assign \$14  = \$13  - 1'h1;
+  assign \$15  = in_use | held;
+  assign \$18  = \$16  | \$17 ;
+  assign \$19  = trigger__valid & trigger__ready;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = trigger__valid & trigger__ready;
+  assign \$22  = ~ busy;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = ~ busy;
+  assign \$25  = bad_descriptor & \$24 ;
+  assign \$26  = descriptor__valid & descriptor__ready;
+  assign \$27  = ~ busy;
+  assign \$28  = \$26  & \$27 ;
+  assign \$29  = ~ busy;
+  assign \$30  = ! stage;
+  assign program__ready = \$29  & \$30 ;
+  assign \$signal  = desc[130:83] + span;
+  assign dst_end = desc[178:131] + span;
+  assign \$31  = stage[3] & desc[8];
+  assign bad_program = \$31  & empty;
+  assign \$32  = stage[3] & desc[8];
+  assign \$33  = ~ empty;
+  assign \$34  = \$32  & \$33 ;
+  assign bad_pitch = \$34  & overlap;
+  assign \$35  = stage[3] & desc[8];
+  assign \$36  = ~ empty;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = ~ overlap;
+  assign \$39  = \$37  & \$38 ;
+  assign bad_range = \$39  & wraps;
+  assign \$40  = empty | overlap;
+  assign \$41  = \$40  | wraps;
+  assign \$42  = desc[8] & \$41 ;
+  assign \$43  = ~ \$42 ;
+  assign \$44  = stage[3] & \$43 ;
+  assign desc_busy = \$44  & \busy$15 ;
+  assign \$45  = bad_program | bad_pitch;
+  assign \$46  = \$45  | bad_range;
+  assign refused = \$46  | desc_busy;
+  assign \$47  = ~ refused;
+  assign \$48  = stage[3] & \$47 ;
+  assign \$49  = ~ refused;
+  assign \$50  = stage[3] & \$49 ;
+  assign \$51  = ~ busy;
+  assign \$52  = ~ program__valid;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = | stage;
+  assign \$55  = ~ \$54 ;
+  assign \$56  = \$53  & \$55 ;
+  assign \$57  = level + s1_valid;
+  assign \$58  = \$57  + s2_valid;
+  assign \$59  = \$58  < 5'h10;
+  assign trigger__ready = \$56  & \$59 ;
   assign check_ok = s2_valid & s2_ok;
-  assign \$2884  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$2884 ;
-  assign \$2885  = ~ refused;
-  assign \$2886  = ~ fetching;
-  assign \$2887  = ~ fetched;
-  assign \$2888  = \$2886  & \$2887 ;
-  assign \$2889  = ~ descriptor__valid;
-  assign \$2890  = \$2889  | descriptor__ready;
-  assign \$2891  = \$2888  & \$2890 ;
-  assign \$2892  = ~ program__valid;
-  assign o__ready = \$2891  & \$2892 ;
-  assign \$2893  = | uses_0;
-  assign \$2894  = | uses_1;
-  assign \$2895  = | uses_2;
-  assign \$2896  = | uses_3;
-  assign \$2897  = | uses_4;
-  assign \$2898  = | uses_5;
-  assign \$2899  = | uses_6;
-  assign \$2900  = | uses_7;
-  assign \$2901  = | uses_8;
-  assign \$2902  = | uses_9;
-  assign \$2903  = | uses_10;
-  assign \$2904  = | uses_11;
-  assign \$2905  = | uses_12;
-  assign \$2906  = | uses_13;
-  assign \$2907  = | uses_14;
-  assign \$2908  = | uses_15;
-  assign \$2909  = | uses_16;
-  assign \$2910  = | uses_17;
-  assign \$2911  = | uses_18;
-  assign \$2912  = | uses_19;
-  assign \$2913  = | uses_20;
-  assign \$2914  = | uses_21;
-  assign \$2915  = | uses_22;
-  assign \$2916  = | uses_23;
-  assign \$2917  = | uses_24;
-  assign \$2918  = | uses_25;
-  assign \$2919  = | uses_26;
-  assign \$2920  = | uses_27;
-  assign \$2921  = | uses_28;
-  assign \$2922  = | uses_29;
-  assign \$2923  = | uses_30;
-  assign \$2924  = | uses_31;
-  assign \$2925  = | uses_32;
-  assign \$2926  = | uses_33;
-  assign \$2927  = | uses_34;
-  assign \$2928  = | uses_35;
-  assign \$2929  = | uses_36;
-  assign \$2930  = | uses_37;
-  assign \$2931  = | uses_38;
-  assign \$2932  = | uses_39;
-  assign \$2933  = | uses_40;
-  assign \$2934  = | uses_41;
-  assign \$2935  = | uses_42;
-  assign \$2936  = | uses_43;
-  assign \$2937  = | uses_44;
-  assign \$2938  = | uses_45;
-  assign \$2939  = | uses_46;
-  assign \$2940  = | uses_47;
-  assign \$2941  = | uses_48;
-  assign \$2942  = | uses_49;
-  assign \$2943  = | uses_50;
-  assign \$2944  = | uses_51;
-  assign \$2945  = | uses_52;
-  assign \$2946  = | uses_53;
-  assign \$2947  = | uses_54;
-  assign \$2948  = | uses_55;
-  assign \$2949  = | uses_56;
-  assign \$2950  = | uses_57;
-  assign \$2951  = | uses_58;
-  assign \$2952  = | uses_59;
-  assign \$2953  = | uses_60;
-  assign \$2954  = | uses_61;
-  assign \$2955  = | uses_62;
-  assign \$2956  = | uses_63;
-  assign \$2957  = | uses_64;
-  assign \$2958  = | uses_65;
-  assign \$2959  = | uses_66;
-  assign \$2960  = | uses_67;
-  assign \$2961  = | uses_68;
-  assign \$2962  = | uses_69;
-  assign \$2963  = | uses_70;
-  assign \$2964  = | uses_71;
-  assign \$2965  = | uses_72;
-  assign \$2966  = | uses_73;
-  assign \$2967  = | uses_74;
-  assign \$2968  = | uses_75;
-  assign \$2969  = | uses_76;
-  assign \$2970  = | uses_77;
-  assign \$2971  = | uses_78;
-  assign \$2972  = | uses_79;
-  assign \$2973  = | uses_80;
-  assign \$2974  = | uses_81;
-  assign \$2975  = | uses_82;
-  assign \$2976  = | uses_83;
-  assign \$2977  = | uses_84;
-  assign \$2978  = | uses_85;
-  assign \$2979  = | uses_86;
-  assign \$2980  = | uses_87;
-  assign \$2981  = | uses_88;
-  assign \$2982  = | uses_89;
-  assign \$2983  = | uses_90;
-  assign \$2984  = | uses_91;
-  assign \$2985  = | uses_92;
-  assign \$2986  = | uses_93;
-  assign \$2987  = | uses_94;
-  assign \$2988  = | uses_95;
-  assign \$2989  = | uses_96;
-  assign \$2990  = | uses_97;
-  assign \$2991  = | uses_98;
-  assign \$2992  = | uses_99;
-  assign \$2993  = | uses_100;
-  assign \$2994  = | uses_101;
-  assign \$2995  = | uses_102;
-  assign \$2996  = | uses_103;
-  assign \$2997  = | uses_104;
-  assign \$2998  = | uses_105;
-  assign \$2999  = | uses_106;
-  assign \$3000  = | uses_107;
-  assign \$3001  = | uses_108;
-  assign \$3002  = | uses_109;
-  assign \$3003  = | uses_110;
-  assign \$3004  = | uses_111;
-  assign \$3005  = | uses_112;
-  assign \$3006  = | uses_113;
-  assign \$3007  = | uses_114;
-  assign \$3008  = | uses_115;
-  assign \$3009  = | uses_116;
-  assign \$3010  = | uses_117;
-  assign \$3011  = | uses_118;
-  assign \$3012  = | uses_119;
-  assign \$3013  = | uses_120;
-  assign \$3014  = | uses_121;
-  assign \$3015  = | uses_122;
-  assign \$3016  = | uses_123;
-  assign \$3017  = | uses_124;
-  assign \$3018  = | uses_125;
-  assign \$3019  = | uses_126;
-  assign \$3020  = | uses_127;
-  assign \$3021  = | uses_128;
-  assign \$3022  = | uses_129;
-  assign \$3023  = | uses_130;
-  assign \$3024  = | uses_131;
-  assign \$3025  = | uses_132;
-  assign \$3026  = | uses_133;
-  assign \$3027  = | uses_134;
-  assign \$3028  = | uses_135;
-  assign \$3029  = | uses_136;
-  assign \$3030  = | uses_137;
-  assign \$3031  = | uses_138;
-  assign \$3032  = | uses_139;
-  assign \$3033  = | uses_140;
-  assign \$3034  = | uses_141;
-  assign \$3035  = | uses_142;
-  assign \$3036  = | uses_143;
-  assign \$3037  = | uses_144;
-  assign \$3038  = | uses_145;
-  assign \$3039  = | uses_146;
-  assign \$3040  = | uses_147;
-  assign \$3041  = | uses_148;
-  assign \$3042  = | uses_149;
-  assign \$3043  = | uses_150;
-  assign \$3044  = | uses_151;
-  assign \$3045  = | uses_152;
-  assign \$3046  = | uses_153;
-  assign \$3047  = | uses_154;
-  assign \$3048  = | uses_155;
-  assign \$3049  = | uses_156;
-  assign \$3050  = | uses_157;
-  assign \$3051  = | uses_158;
-  assign \$3052  = | uses_159;
-  assign \$3053  = | uses_160;
-  assign \$3054  = | uses_161;
-  assign \$3055  = | uses_162;
-  assign \$3056  = | uses_163;
-  assign \$3057  = | uses_164;
-  assign \$3058  = | uses_165;
-  assign \$3059  = | uses_166;
-  assign \$3060  = | uses_167;
-  assign \$3061  = | uses_168;
-  assign \$3062  = | uses_169;
-  assign \$3063  = | uses_170;
-  assign \$3064  = | uses_171;
-  assign \$3065  = | uses_172;
-  assign \$3066  = | uses_173;
-  assign \$3067  = | uses_174;
-  assign \$3068  = | uses_175;
-  assign \$3069  = | uses_176;
-  assign \$3070  = | uses_177;
-  assign \$3071  = | uses_178;
-  assign \$3072  = | uses_179;
-  assign \$3073  = | uses_180;
-  assign \$3074  = | uses_181;
-  assign \$3075  = | uses_182;
-  assign \$3076  = | uses_183;
-  assign \$3077  = | uses_184;
-  assign \$3078  = | uses_185;
-  assign \$3079  = | uses_186;
-  assign \$3080  = | uses_187;
-  assign \$3081  = | uses_188;
-  assign \$3082  = | uses_189;
-  assign \$3083  = | uses_190;
-  assign \$3084  = | uses_191;
-  assign \$3085  = | uses_192;
-  assign \$3086  = | uses_193;
-  assign \$3087  = | uses_194;
-  assign \$3088  = | uses_195;
-  assign \$3089  = | uses_196;
-  assign \$3090  = | uses_197;
-  assign \$3091  = | uses_198;
-  assign \$3092  = | uses_199;
-  assign \$3093  = | uses_200;
-  assign \$3094  = | uses_201;
-  assign \$3095  = | uses_202;
-  assign \$3096  = | uses_203;
-  assign \$3097  = | uses_204;
-  assign \$3098  = | uses_205;
-  assign \$3099  = | uses_206;
-  assign \$3100  = | uses_207;
-  assign \$3101  = | uses_208;
-  assign \$3102  = | uses_209;
-  assign \$3103  = | uses_210;
-  assign \$3104  = | uses_211;
-  assign \$3105  = | uses_212;
-  assign \$3106  = | uses_213;
-  assign \$3107  = | uses_214;
-  assign \$3108  = | uses_215;
-  assign \$3109  = | uses_216;
-  assign \$3110  = | uses_217;
-  assign \$3111  = | uses_218;
-  assign \$3112  = | uses_219;
-  assign \$3113  = | uses_220;
-  assign \$3114  = | uses_221;
-  assign \$3115  = | uses_222;
-  assign \$3116  = | uses_223;
-  assign \$3117  = | uses_224;
-  assign \$3118  = | uses_225;
-  assign \$3119  = | uses_226;
-  assign \$3120  = | uses_227;
-  assign \$3121  = | uses_228;
-  assign \$3122  = | uses_229;
-  assign \$3123  = | uses_230;
-  assign \$3124  = | uses_231;
-  assign \$3125  = | uses_232;
-  assign \$3126  = | uses_233;
-  assign \$3127  = | uses_234;
-  assign \$3128  = | uses_235;
-  assign \$3129  = | uses_236;
-  assign \$3130  = | uses_237;
-  assign \$3131  = | uses_238;
-  assign \$3132  = | uses_239;
-  assign \$3133  = | uses_240;
-  assign \$3134  = | uses_241;
-  assign \$3135  = | uses_242;
-  assign \$3136  = | uses_243;
-  assign \$3137  = | uses_244;
-  assign \$3138  = | uses_245;
-  assign \$3139  = | uses_246;
-  assign \$3140  = | uses_247;
-  assign \$3141  = | uses_248;
-  assign \$3142  = | uses_249;
-  assign \$3143  = | uses_250;
-  assign \$3144  = | uses_251;
-  assign \$3145  = | uses_252;
-  assign \$3146  = | uses_253;
-  assign \$3147  = | uses_254;
-  assign \$3148  = | uses_255;
-  assign \$3149  = { \$3148 , \$3147 , \$3146 , \$3145 , \$3144 , \$3143 , \$3142 , \$3141 , \$3140 , \$3139 , \$3138 , \$3137 , \$3136 , \$3135 , \$3134 , \$3133 , \$3132 , \$3131 , \$3130 , \$3129 , \$3128 , \$3127 , \$3126 , \$3125 , \$3124 , \$3123 , \$3122 , \$3121 , \$3120 , \$3119 , \$3118 , \$3117 , \$3116 , \$3115 , \$3114 , \$3113 , \$3112 , \$3111 , \$3110 , \$3109 , \$3108 , \$3107 , \$3106 , \$3105 , \$3104 , \$3103 , \$3102 , \$3101 , \$3100 , \$3099 , \$3098 , \$3097 , \$3096 , \$3095 , \$3094 , \$3093 , \$3092 , \$3091 , \$3090 , \$3089 , \$3088 , \$3087 , \$3086 , \$3085 , \$3084 , \$3083 , \$3082 , \$3081 , \$3080 , \$3079 , \$3078 , \$3077 , \$3076 , \$3075 , \$3074 , \$3073 , \$3072 , \$3071 , \$3070 , \$3069 , \$3068 , \$3067 , \$3066 , \$3065 , \$3064 , \$3063 , \$3062 , \$3061 , \$3060 , \$3059 , \$3058 , \$3057 , \$3056 , \$3055 , \$3054 , \$3053 , \$3052 , \$3051 , \$3050 , \$3049 , \$3048 , \$3047 , \$3046 , \$3045 , \$3044 , \$3043 , \$3042 , \$3041 , \$3040 , \$3039 , \$3038 , \$3037 , \$3036 , \$3035 , \$3034 , \$3033 , \$3032 , \$3031 , \$3030 , \$3029 , \$3028 , \$3027 , \$3026 , \$3025 , \$3024 , \$3023 , \$3022 , \$3021 , \$3020 , \$3019 , \$3018 , \$3017 , \$3016 , \$3015 , \$3014 , \$3013 , \$3012 , \$3011 , \$3010 , \$3009 , \$3008 , \$3007 , \$3006 , \$3005 , \$3004 , \$3003 , \$3002 , \$3001 , \$3000 , \$2999 , \$2998 , \$2997 , \$2996 , \$2995 , \$2994 , \$2993 , \$2992 , \$2991 , \$2990 , \$2989 , \$2988 , \$2987 , \$2986 , \$2985 , \$2984 , \$2983 , \$2982 , \$2981 , \$2980 , \$2979 , \$2978 , \$2977 , \$2976 , \$2975 , \$2974 , \$2973 , \$2972 , \$2971 , \$2970 , \$2969 , \$2968 , \$2967 , \$2966 , \$2965 , \$2964 , \$2963 , \$2962 , \$2961 , \$2960 , \$2959 , \$2958 , \$2957 , \$2956 , \$2955 , \$2954 , \$2953 , \$2952 , \$2951 , \$2950 , \$2949 , \$2948 , \$2947 , \$2946 , \$2945 , \$2944 , \$2943 , \$2942 , \$2941 , \$2940 , \$2939 , \$2938 , \$2937 , \$2936 , \$2935 , \$2934 , \$2933 , \$2932 , \$2931 , \$2930 , \$2929 , \$2928 , \$2927 , \$2926 , \$2925 , \$2924 , \$2923 , \$2922 , \$2921 , \$2920 , \$2919 , \$2918 , \$2917 , \$2916 , \$2915 , \$2914 , \$2913 , \$2912 , \$2911 , \$2910 , \$2909 , \$2908 , \$2907 , \$2906 , \$2905 , \$2904 , \$2903 , \$2902 , \$2901 , \$2900 , \$2899 , \$2898 , \$2897 , \$2896 , \$2895 , \$2894 , \$2893  } >> program__payload[7:0];
-  assign in_use = \$3149  | desc_held;
-  assign \$3150  = ~ s1_valid;
-  assign \$3151  = ~ s2_valid;
-  assign \$3152  = \$3150  & \$3151 ;
-  assign \$3153  = ~ o__valid;
-  assign \$3154  = \$3152  & \$3153 ;
-  assign \$3155  = ~ fetching;
-  assign \$3156  = \$3154  & \$3155 ;
-  assign \$3157  = ~ fetched;
-  assign \$3158  = \$3156  & \$3157 ;
-  assign \$3159  = ~ descriptor__valid;
-  assign idle = \$3158  & \$3159 ;
+  assign \$60  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$60 ;
+  assign \$61  = ~ refused;
+  assign \$62  = ~ fetching;
+  assign \$63  = ~ fetched;
+  assign \$64  = \$62  & \$63 ;
+  assign \$65  = ~ descriptor__valid;
+  assign \$66  = \$65  | descriptor__ready;
+  assign \$67  = \$64  & \$66 ;
+  assign \$68  = ~ stage[3];
+  assign o__ready = \$67  & \$68 ;
+  assign \$69  = rmw__data + 1'h1;
+  assign \$70  = \rmw__data$78  + 1'h1;
+  assign \$71  = \rmw__data$84  + 1'h1;
+  assign \$72  = check__data - \check__data$88 ;
+  assign \$73  = $signed(\$72 ) - $signed({ 1'h0, \check__data$89  });
+  assign in_use = | \$73 [4:0];
+  assign \$74  = ~ s1_valid;
+  assign \$75  = ~ s2_valid;
+  assign \$76  = \$74  & \$75 ;
+  assign \$77  = ~ o__valid;
+  assign \$78  = \$76  & \$77 ;
+  assign \$79  = ~ fetching;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = ~ fetched;
+  assign \$82  = \$80  & \$81 ;
+  assign \$83  = ~ descriptor__valid;
+  assign idle = \$82  & \$83 ;
   always @(posedge clk)
-    sweep <= \$3160 ;
+    sweep <= \$84 ;
   always @(posedge clk)
-    busy <= \$3161 ;
+    busy <= \$85 ;
   always @(posedge clk)
-    s1_valid <= \$3162 ;
+    stage <= \$86 ;
+  always @(posedge clk)
+    desc <= \$87 ;
+  always @(posedge clk)
+    held <= \$88 ;
+  always @(posedge clk)
+    product <= \$6 ;
+  always @(posedge clk)
+    empty <= \$9 ;
+  always @(posedge clk)
+    overlap <= \$12 ;
+  always @(posedge clk)
+    span <= \$14 [36:0];
+  always @(posedge clk)
+    \busy$15  <= \$89 ;
+  always @(posedge clk)
+    wraps <= \$18 ;
+  always @(posedge clk)
+    s1_valid <= \$90 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$3163 ;
+    s2_valid <= \$91 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -24894,9 +19162,9 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    fetching <= \$3164 ;
+    fetching <= \$92 ;
   always @(posedge clk)
-    fetched <= \$3165 ;
+    fetched <= \$93 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -24904,521 +19172,22 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$3166 ;
+    descriptor__valid <= \$94 ;
   always @(posedge clk)
-    descriptor__payload <= \$3167 ;
+    descriptor__payload <= \$95 ;
   always @(posedge clk)
-    uses_0 <= \$3168 ;
+    pending <= \$96 ;
   always @(posedge clk)
-    uses_1 <= \$3169 ;
+    pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    uses_2 <= \$3170 ;
+    \pending$45  <= \$97 ;
   always @(posedge clk)
-    uses_3 <= \$3171 ;
+    \pending_index$47  <= s2_cmd;
   always @(posedge clk)
-    uses_4 <= \$3172 ;
+    \pending$48  <= \$98 ;
   always @(posedge clk)
-    uses_5 <= \$3173 ;
-  always @(posedge clk)
-    uses_6 <= \$3174 ;
-  always @(posedge clk)
-    uses_7 <= \$3175 ;
-  always @(posedge clk)
-    uses_8 <= \$3176 ;
-  always @(posedge clk)
-    uses_9 <= \$3177 ;
-  always @(posedge clk)
-    uses_10 <= \$3178 ;
-  always @(posedge clk)
-    uses_11 <= \$3179 ;
-  always @(posedge clk)
-    uses_12 <= \$3180 ;
-  always @(posedge clk)
-    uses_13 <= \$3181 ;
-  always @(posedge clk)
-    uses_14 <= \$3182 ;
-  always @(posedge clk)
-    uses_15 <= \$3183 ;
-  always @(posedge clk)
-    uses_16 <= \$3184 ;
-  always @(posedge clk)
-    uses_17 <= \$3185 ;
-  always @(posedge clk)
-    uses_18 <= \$3186 ;
-  always @(posedge clk)
-    uses_19 <= \$3187 ;
-  always @(posedge clk)
-    uses_20 <= \$3188 ;
-  always @(posedge clk)
-    uses_21 <= \$3189 ;
-  always @(posedge clk)
-    uses_22 <= \$3190 ;
-  always @(posedge clk)
-    uses_23 <= \$3191 ;
-  always @(posedge clk)
-    uses_24 <= \$3192 ;
-  always @(posedge clk)
-    uses_25 <= \$3193 ;
-  always @(posedge clk)
-    uses_26 <= \$3194 ;
-  always @(posedge clk)
-    uses_27 <= \$3195 ;
-  always @(posedge clk)
-    uses_28 <= \$3196 ;
-  always @(posedge clk)
-    uses_29 <= \$3197 ;
-  always @(posedge clk)
-    uses_30 <= \$3198 ;
-  always @(posedge clk)
-    uses_31 <= \$3199 ;
-  always @(posedge clk)
-    uses_32 <= \$3200 ;
-  always @(posedge clk)
-    uses_33 <= \$3201 ;
-  always @(posedge clk)
-    uses_34 <= \$3202 ;
-  always @(posedge clk)
-    uses_35 <= \$3203 ;
-  always @(posedge clk)
-    uses_36 <= \$3204 ;
-  always @(posedge clk)
-    uses_37 <= \$3205 ;
-  always @(posedge clk)
-    uses_38 <= \$3206 ;
-  always @(posedge clk)
-    uses_39 <= \$3207 ;
-  always @(posedge clk)
-    uses_40 <= \$3208 ;
-  always @(posedge clk)
-    uses_41 <= \$3209 ;
-  always @(posedge clk)
-    uses_42 <= \$3210 ;
-  always @(posedge clk)
-    uses_43 <= \$3211 ;
-  always @(posedge clk)
-    uses_44 <= \$3212 ;
-  always @(posedge clk)
-    uses_45 <= \$3213 ;
-  always @(posedge clk)
-    uses_46 <= \$3214 ;
-  always @(posedge clk)
-    uses_47 <= \$3215 ;
-  always @(posedge clk)
-    uses_48 <= \$3216 ;
-  always @(posedge clk)
-    uses_49 <= \$3217 ;
-  always @(posedge clk)
-    uses_50 <= \$3218 ;
-  always @(posedge clk)
-    uses_51 <= \$3219 ;
-  always @(posedge clk)
-    uses_52 <= \$3220 ;
-  always @(posedge clk)
-    uses_53 <= \$3221 ;
-  always @(posedge clk)
-    uses_54 <= \$3222 ;
-  always @(posedge clk)
-    uses_55 <= \$3223 ;
-  always @(posedge clk)
-    uses_56 <= \$3224 ;
-  always @(posedge clk)
-    uses_57 <= \$3225 ;
-  always @(posedge clk)
-    uses_58 <= \$3226 ;
-  always @(posedge clk)
-    uses_59 <= \$3227 ;
-  always @(posedge clk)
-    uses_60 <= \$3228 ;
-  always @(posedge clk)
-    uses_61 <= \$3229 ;
-  always @(posedge clk)
-    uses_62 <= \$3230 ;
-  always @(posedge clk)
-    uses_63 <= \$3231 ;
-  always @(posedge clk)
-    uses_64 <= \$3232 ;
-  always @(posedge clk)
-    uses_65 <= \$3233 ;
-  always @(posedge clk)
-    uses_66 <= \$3234 ;
-  always @(posedge clk)
-    uses_67 <= \$3235 ;
-  always @(posedge clk)
-    uses_68 <= \$3236 ;
-  always @(posedge clk)
-    uses_69 <= \$3237 ;
-  always @(posedge clk)
-    uses_70 <= \$3238 ;
-  always @(posedge clk)
-    uses_71 <= \$3239 ;
-  always @(posedge clk)
-    uses_72 <= \$3240 ;
-  always @(posedge clk)
-    uses_73 <= \$3241 ;
-  always @(posedge clk)
-    uses_74 <= \$3242 ;
-  always @(posedge clk)
-    uses_75 <= \$3243 ;
-  always @(posedge clk)
-    uses_76 <= \$3244 ;
-  always @(posedge clk)
-    uses_77 <= \$3245 ;
-  always @(posedge clk)
-    uses_78 <= \$3246 ;
-  always @(posedge clk)
-    uses_79 <= \$3247 ;
-  always @(posedge clk)
-    uses_80 <= \$3248 ;
-  always @(posedge clk)
-    uses_81 <= \$3249 ;
-  always @(posedge clk)
-    uses_82 <= \$3250 ;
-  always @(posedge clk)
-    uses_83 <= \$3251 ;
-  always @(posedge clk)
-    uses_84 <= \$3252 ;
-  always @(posedge clk)
-    uses_85 <= \$3253 ;
-  always @(posedge clk)
-    uses_86 <= \$3254 ;
-  always @(posedge clk)
-    uses_87 <= \$3255 ;
-  always @(posedge clk)
-    uses_88 <= \$3256 ;
-  always @(posedge clk)
-    uses_89 <= \$3257 ;
-  always @(posedge clk)
-    uses_90 <= \$3258 ;
-  always @(posedge clk)
-    uses_91 <= \$3259 ;
-  always @(posedge clk)
-    uses_92 <= \$3260 ;
-  always @(posedge clk)
-    uses_93 <= \$3261 ;
-  always @(posedge clk)
-    uses_94 <= \$3262 ;
-  always @(posedge clk)
-    uses_95 <= \$3263 ;
-  always @(posedge clk)
-    uses_96 <= \$3264 ;
-  always @(posedge clk)
-    uses_97 <= \$3265 ;
-  always @(posedge clk)
-    uses_98 <= \$3266 ;
-  always @(posedge clk)
-    uses_99 <= \$3267 ;
-  always @(posedge clk)
-    uses_100 <= \$3268 ;
-  always @(posedge clk)
-    uses_101 <= \$3269 ;
-  always @(posedge clk)
-    uses_102 <= \$3270 ;
-  always @(posedge clk)
-    uses_103 <= \$3271 ;
-  always @(posedge clk)
-    uses_104 <= \$3272 ;
-  always @(posedge clk)
-    uses_105 <= \$3273 ;
-  always @(posedge clk)
-    uses_106 <= \$3274 ;
-  always @(posedge clk)
-    uses_107 <= \$3275 ;
-  always @(posedge clk)
-    uses_108 <= \$3276 ;
-  always @(posedge clk)
-    uses_109 <= \$3277 ;
-  always @(posedge clk)
-    uses_110 <= \$3278 ;
-  always @(posedge clk)
-    uses_111 <= \$3279 ;
-  always @(posedge clk)
-    uses_112 <= \$3280 ;
-  always @(posedge clk)
-    uses_113 <= \$3281 ;
-  always @(posedge clk)
-    uses_114 <= \$3282 ;
-  always @(posedge clk)
-    uses_115 <= \$3283 ;
-  always @(posedge clk)
-    uses_116 <= \$3284 ;
-  always @(posedge clk)
-    uses_117 <= \$3285 ;
-  always @(posedge clk)
-    uses_118 <= \$3286 ;
-  always @(posedge clk)
-    uses_119 <= \$3287 ;
-  always @(posedge clk)
-    uses_120 <= \$3288 ;
-  always @(posedge clk)
-    uses_121 <= \$3289 ;
-  always @(posedge clk)
-    uses_122 <= \$3290 ;
-  always @(posedge clk)
-    uses_123 <= \$3291 ;
-  always @(posedge clk)
-    uses_124 <= \$3292 ;
-  always @(posedge clk)
-    uses_125 <= \$3293 ;
-  always @(posedge clk)
-    uses_126 <= \$3294 ;
-  always @(posedge clk)
-    uses_127 <= \$3295 ;
-  always @(posedge clk)
-    uses_128 <= \$3296 ;
-  always @(posedge clk)
-    uses_129 <= \$3297 ;
-  always @(posedge clk)
-    uses_130 <= \$3298 ;
-  always @(posedge clk)
-    uses_131 <= \$3299 ;
-  always @(posedge clk)
-    uses_132 <= \$3300 ;
-  always @(posedge clk)
-    uses_133 <= \$3301 ;
-  always @(posedge clk)
-    uses_134 <= \$3302 ;
-  always @(posedge clk)
-    uses_135 <= \$3303 ;
-  always @(posedge clk)
-    uses_136 <= \$3304 ;
-  always @(posedge clk)
-    uses_137 <= \$3305 ;
-  always @(posedge clk)
-    uses_138 <= \$3306 ;
-  always @(posedge clk)
-    uses_139 <= \$3307 ;
-  always @(posedge clk)
-    uses_140 <= \$3308 ;
-  always @(posedge clk)
-    uses_141 <= \$3309 ;
-  always @(posedge clk)
-    uses_142 <= \$3310 ;
-  always @(posedge clk)
-    uses_143 <= \$3311 ;
-  always @(posedge clk)
-    uses_144 <= \$3312 ;
-  always @(posedge clk)
-    uses_145 <= \$3313 ;
-  always @(posedge clk)
-    uses_146 <= \$3314 ;
-  always @(posedge clk)
-    uses_147 <= \$3315 ;
-  always @(posedge clk)
-    uses_148 <= \$3316 ;
-  always @(posedge clk)
-    uses_149 <= \$3317 ;
-  always @(posedge clk)
-    uses_150 <= \$3318 ;
-  always @(posedge clk)
-    uses_151 <= \$3319 ;
-  always @(posedge clk)
-    uses_152 <= \$3320 ;
-  always @(posedge clk)
-    uses_153 <= \$3321 ;
-  always @(posedge clk)
-    uses_154 <= \$3322 ;
-  always @(posedge clk)
-    uses_155 <= \$3323 ;
-  always @(posedge clk)
-    uses_156 <= \$3324 ;
-  always @(posedge clk)
-    uses_157 <= \$3325 ;
-  always @(posedge clk)
-    uses_158 <= \$3326 ;
-  always @(posedge clk)
-    uses_159 <= \$3327 ;
-  always @(posedge clk)
-    uses_160 <= \$3328 ;
-  always @(posedge clk)
-    uses_161 <= \$3329 ;
-  always @(posedge clk)
-    uses_162 <= \$3330 ;
-  always @(posedge clk)
-    uses_163 <= \$3331 ;
-  always @(posedge clk)
-    uses_164 <= \$3332 ;
-  always @(posedge clk)
-    uses_165 <= \$3333 ;
-  always @(posedge clk)
-    uses_166 <= \$3334 ;
-  always @(posedge clk)
-    uses_167 <= \$3335 ;
-  always @(posedge clk)
-    uses_168 <= \$3336 ;
-  always @(posedge clk)
-    uses_169 <= \$3337 ;
-  always @(posedge clk)
-    uses_170 <= \$3338 ;
-  always @(posedge clk)
-    uses_171 <= \$3339 ;
-  always @(posedge clk)
-    uses_172 <= \$3340 ;
-  always @(posedge clk)
-    uses_173 <= \$3341 ;
-  always @(posedge clk)
-    uses_174 <= \$3342 ;
-  always @(posedge clk)
-    uses_175 <= \$3343 ;
-  always @(posedge clk)
-    uses_176 <= \$3344 ;
-  always @(posedge clk)
-    uses_177 <= \$3345 ;
-  always @(posedge clk)
-    uses_178 <= \$3346 ;
-  always @(posedge clk)
-    uses_179 <= \$3347 ;
-  always @(posedge clk)
-    uses_180 <= \$3348 ;
-  always @(posedge clk)
-    uses_181 <= \$3349 ;
-  always @(posedge clk)
-    uses_182 <= \$3350 ;
-  always @(posedge clk)
-    uses_183 <= \$3351 ;
-  always @(posedge clk)
-    uses_184 <= \$3352 ;
-  always @(posedge clk)
-    uses_185 <= \$3353 ;
-  always @(posedge clk)
-    uses_186 <= \$3354 ;
-  always @(posedge clk)
-    uses_187 <= \$3355 ;
-  always @(posedge clk)
-    uses_188 <= \$3356 ;
-  always @(posedge clk)
-    uses_189 <= \$3357 ;
-  always @(posedge clk)
-    uses_190 <= \$3358 ;
-  always @(posedge clk)
-    uses_191 <= \$3359 ;
-  always @(posedge clk)
-    uses_192 <= \$3360 ;
-  always @(posedge clk)
-    uses_193 <= \$3361 ;
-  always @(posedge clk)
-    uses_194 <= \$3362 ;
-  always @(posedge clk)
-    uses_195 <= \$3363 ;
-  always @(posedge clk)
-    uses_196 <= \$3364 ;
-  always @(posedge clk)
-    uses_197 <= \$3365 ;
-  always @(posedge clk)
-    uses_198 <= \$3366 ;
-  always @(posedge clk)
-    uses_199 <= \$3367 ;
-  always @(posedge clk)
-    uses_200 <= \$3368 ;
-  always @(posedge clk)
-    uses_201 <= \$3369 ;
-  always @(posedge clk)
-    uses_202 <= \$3370 ;
-  always @(posedge clk)
-    uses_203 <= \$3371 ;
-  always @(posedge clk)
-    uses_204 <= \$3372 ;
-  always @(posedge clk)
-    uses_205 <= \$3373 ;
-  always @(posedge clk)
-    uses_206 <= \$3374 ;
-  always @(posedge clk)
-    uses_207 <= \$3375 ;
-  always @(posedge clk)
-    uses_208 <= \$3376 ;
-  always @(posedge clk)
-    uses_209 <= \$3377 ;
-  always @(posedge clk)
-    uses_210 <= \$3378 ;
-  always @(posedge clk)
-    uses_211 <= \$3379 ;
-  always @(posedge clk)
-    uses_212 <= \$3380 ;
-  always @(posedge clk)
-    uses_213 <= \$3381 ;
-  always @(posedge clk)
-    uses_214 <= \$3382 ;
-  always @(posedge clk)
-    uses_215 <= \$3383 ;
-  always @(posedge clk)
-    uses_216 <= \$3384 ;
-  always @(posedge clk)
-    uses_217 <= \$3385 ;
-  always @(posedge clk)
-    uses_218 <= \$3386 ;
-  always @(posedge clk)
-    uses_219 <= \$3387 ;
-  always @(posedge clk)
-    uses_220 <= \$3388 ;
-  always @(posedge clk)
-    uses_221 <= \$3389 ;
-  always @(posedge clk)
-    uses_222 <= \$3390 ;
-  always @(posedge clk)
-    uses_223 <= \$3391 ;
-  always @(posedge clk)
-    uses_224 <= \$3392 ;
-  always @(posedge clk)
-    uses_225 <= \$3393 ;
-  always @(posedge clk)
-    uses_226 <= \$3394 ;
-  always @(posedge clk)
-    uses_227 <= \$3395 ;
-  always @(posedge clk)
-    uses_228 <= \$3396 ;
-  always @(posedge clk)
-    uses_229 <= \$3397 ;
-  always @(posedge clk)
-    uses_230 <= \$3398 ;
-  always @(posedge clk)
-    uses_231 <= \$3399 ;
-  always @(posedge clk)
-    uses_232 <= \$3400 ;
-  always @(posedge clk)
-    uses_233 <= \$3401 ;
-  always @(posedge clk)
-    uses_234 <= \$3402 ;
-  always @(posedge clk)
-    uses_235 <= \$3403 ;
-  always @(posedge clk)
-    uses_236 <= \$3404 ;
-  always @(posedge clk)
-    uses_237 <= \$3405 ;
-  always @(posedge clk)
-    uses_238 <= \$3406 ;
-  always @(posedge clk)
-    uses_239 <= \$3407 ;
-  always @(posedge clk)
-    uses_240 <= \$3408 ;
-  always @(posedge clk)
-    uses_241 <= \$3409 ;
-  always @(posedge clk)
-    uses_242 <= \$3410 ;
-  always @(posedge clk)
-    uses_243 <= \$3411 ;
-  always @(posedge clk)
-    uses_244 <= \$3412 ;
-  always @(posedge clk)
-    uses_245 <= \$3413 ;
-  always @(posedge clk)
-    uses_246 <= \$3414 ;
-  always @(posedge clk)
-    uses_247 <= \$3415 ;
-  always @(posedge clk)
-    uses_248 <= \$3416 ;
-  always @(posedge clk)
-    uses_249 <= \$3417 ;
-  always @(posedge clk)
-    uses_250 <= \$3418 ;
-  always @(posedge clk)
-    uses_251 <= \$3419 ;
-  always @(posedge clk)
-    uses_252 <= \$3420 ;
-  always @(posedge clk)
-    uses_253 <= \$3421 ;
-  always @(posedge clk)
-    uses_254 <= \$3422 ;
-  always @(posedge clk)
-    uses_255 <= \$3423 ;
+    \pending_index$49  <= descriptor__payload[7:0];
+  assign \$1  = sweep + 1'h1;
   t3hw_engine__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .level(level),
@@ -25431,1887 +19200,144 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   );
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$3160  = sweep;
+    \$84  = sweep;
     if (busy) begin
-      \$3160  = \$1 [7:0];
+      \$84  = \$1 [7:0];
     end
     if (rst) begin
-      \$3160  = 8'h00;
+      \$84  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$3161  = busy;
+    \$85  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$3161  = 1'h0;
+        \$85  = 1'h0;
       end
     end
     if (rst) begin
-      \$3161  = 1'h1;
+      \$85  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$3162  = \$3 ;
+    \$86  = { stage[2:0], \$3  };
     if (rst) begin
-      \$3162  = 1'h0;
+      \$86  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$3163  = s1_valid;
+    \$87  = desc;
+    if (\$4 ) begin
+      \$87  = program__payload;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$88  = held;
+    if (\$4 ) begin
+      \$88  = desc_held;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$89  = \busy$15 ;
+    if (stage[1]) begin
+      \$89  = \$15 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$90  = \$19 ;
     if (rst) begin
-      \$3163  = 1'h0;
+      \$90  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$3164  = \$4 ;
+    \$91  = s1_valid;
     if (rst) begin
-      \$3164  = 1'h0;
+      \$91  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$3165  = fetching;
+    \$92  = \$20 ;
     if (rst) begin
-      \$3165  = 1'h0;
+      \$92  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$3166  = descriptor__valid;
+    \$93  = fetching;
+    if (rst) begin
+      \$93  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$94  = descriptor__valid;
     if (descriptor__ready) begin
-      \$3166  = 1'h0;
+      \$94  = 1'h0;
     end
     if (fetched) begin
-      \$3166  = 1'h1;
+      \$94  = 1'h1;
     end
     if (rst) begin
-      \$3166  = 1'h0;
+      \$94  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$3167  = descriptor__payload;
+    \$95  = descriptor__payload;
     if (fetched) begin
-      \$3167 [8] = got[0];
-      \$3167 [9] = got[1];
-      \$3167 [14:10] = got[6:2];
-      \$3167 [30:15] = got[22:7];
-      \$3167 [42:31] = got[34:23];
-      \$3167 [58:43] = got[50:35];
-      \$3167 [82:59] = got[74:51];
-      \$3167 [130:83] = got[122:75];
-      \$3167 [178:131] = got[170:123];
-      \$3167 [7:0] = got_index;
+      \$95 [8] = got[0];
+      \$95 [9] = got[1];
+      \$95 [14:10] = got[6:2];
+      \$95 [30:15] = got[22:7];
+      \$95 [42:31] = got[34:23];
+      \$95 [58:43] = got[50:35];
+      \$95 [82:59] = got[74:51];
+      \$95 [130:83] = got[122:75];
+      \$95 [178:131] = got[170:123];
+      \$95 [7:0] = got_index;
     end
     if (rst) begin
-      \$3167  = 179'h000000000000000000000000000000000000000000000;
+      \$95  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$3168  = \$15 [4:0];
+    \$96  = \$23 ;
     if (rst) begin
-      \$3168  = 5'h00;
+      \$96  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$3169  = \$26 [4:0];
+    \$97  = \$25 ;
     if (rst) begin
-      \$3169  = 5'h00;
+      \$97  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$3170  = \$37 [4:0];
+    \$98  = \$28 ;
     if (rst) begin
-      \$3170  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3171  = \$48 [4:0];
-    if (rst) begin
-      \$3171  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3172  = \$59 [4:0];
-    if (rst) begin
-      \$3172  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3173  = \$70 [4:0];
-    if (rst) begin
-      \$3173  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3174  = \$81 [4:0];
-    if (rst) begin
-      \$3174  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3175  = \$92 [4:0];
-    if (rst) begin
-      \$3175  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3176  = \$103 [4:0];
-    if (rst) begin
-      \$3176  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3177  = \$114 [4:0];
-    if (rst) begin
-      \$3177  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3178  = \$125 [4:0];
-    if (rst) begin
-      \$3178  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3179  = \$136 [4:0];
-    if (rst) begin
-      \$3179  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3180  = \$147 [4:0];
-    if (rst) begin
-      \$3180  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3181  = \$158 [4:0];
-    if (rst) begin
-      \$3181  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3182  = \$169 [4:0];
-    if (rst) begin
-      \$3182  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3183  = \$180 [4:0];
-    if (rst) begin
-      \$3183  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3184  = \$191 [4:0];
-    if (rst) begin
-      \$3184  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3185  = \$202 [4:0];
-    if (rst) begin
-      \$3185  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3186  = \$213 [4:0];
-    if (rst) begin
-      \$3186  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3187  = \$224 [4:0];
-    if (rst) begin
-      \$3187  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3188  = \$235 [4:0];
-    if (rst) begin
-      \$3188  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3189  = \$246 [4:0];
-    if (rst) begin
-      \$3189  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3190  = \$257 [4:0];
-    if (rst) begin
-      \$3190  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3191  = \$268 [4:0];
-    if (rst) begin
-      \$3191  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3192  = \$279 [4:0];
-    if (rst) begin
-      \$3192  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3193  = \$290 [4:0];
-    if (rst) begin
-      \$3193  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3194  = \$301 [4:0];
-    if (rst) begin
-      \$3194  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3195  = \$312 [4:0];
-    if (rst) begin
-      \$3195  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3196  = \$323 [4:0];
-    if (rst) begin
-      \$3196  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3197  = \$334 [4:0];
-    if (rst) begin
-      \$3197  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3198  = \$345 [4:0];
-    if (rst) begin
-      \$3198  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3199  = \$356 [4:0];
-    if (rst) begin
-      \$3199  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3200  = \$367 [4:0];
-    if (rst) begin
-      \$3200  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3201  = \$378 [4:0];
-    if (rst) begin
-      \$3201  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3202  = \$389 [4:0];
-    if (rst) begin
-      \$3202  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3203  = \$400 [4:0];
-    if (rst) begin
-      \$3203  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3204  = \$411 [4:0];
-    if (rst) begin
-      \$3204  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3205  = \$422 [4:0];
-    if (rst) begin
-      \$3205  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3206  = \$433 [4:0];
-    if (rst) begin
-      \$3206  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3207  = \$444 [4:0];
-    if (rst) begin
-      \$3207  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3208  = \$455 [4:0];
-    if (rst) begin
-      \$3208  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3209  = \$466 [4:0];
-    if (rst) begin
-      \$3209  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3210  = \$477 [4:0];
-    if (rst) begin
-      \$3210  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3211  = \$488 [4:0];
-    if (rst) begin
-      \$3211  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3212  = \$499 [4:0];
-    if (rst) begin
-      \$3212  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3213  = \$510 [4:0];
-    if (rst) begin
-      \$3213  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3214  = \$521 [4:0];
-    if (rst) begin
-      \$3214  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3215  = \$532 [4:0];
-    if (rst) begin
-      \$3215  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3216  = \$543 [4:0];
-    if (rst) begin
-      \$3216  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3217  = \$554 [4:0];
-    if (rst) begin
-      \$3217  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3218  = \$565 [4:0];
-    if (rst) begin
-      \$3218  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3219  = \$576 [4:0];
-    if (rst) begin
-      \$3219  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3220  = \$587 [4:0];
-    if (rst) begin
-      \$3220  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3221  = \$598 [4:0];
-    if (rst) begin
-      \$3221  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3222  = \$609 [4:0];
-    if (rst) begin
-      \$3222  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3223  = \$620 [4:0];
-    if (rst) begin
-      \$3223  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3224  = \$631 [4:0];
-    if (rst) begin
-      \$3224  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3225  = \$642 [4:0];
-    if (rst) begin
-      \$3225  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3226  = \$653 [4:0];
-    if (rst) begin
-      \$3226  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3227  = \$664 [4:0];
-    if (rst) begin
-      \$3227  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3228  = \$675 [4:0];
-    if (rst) begin
-      \$3228  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3229  = \$686 [4:0];
-    if (rst) begin
-      \$3229  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3230  = \$697 [4:0];
-    if (rst) begin
-      \$3230  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3231  = \$708 [4:0];
-    if (rst) begin
-      \$3231  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3232  = \$719 [4:0];
-    if (rst) begin
-      \$3232  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3233  = \$730 [4:0];
-    if (rst) begin
-      \$3233  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3234  = \$741 [4:0];
-    if (rst) begin
-      \$3234  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3235  = \$752 [4:0];
-    if (rst) begin
-      \$3235  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3236  = \$763 [4:0];
-    if (rst) begin
-      \$3236  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3237  = \$774 [4:0];
-    if (rst) begin
-      \$3237  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3238  = \$785 [4:0];
-    if (rst) begin
-      \$3238  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3239  = \$796 [4:0];
-    if (rst) begin
-      \$3239  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3240  = \$807 [4:0];
-    if (rst) begin
-      \$3240  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3241  = \$818 [4:0];
-    if (rst) begin
-      \$3241  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3242  = \$829 [4:0];
-    if (rst) begin
-      \$3242  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3243  = \$840 [4:0];
-    if (rst) begin
-      \$3243  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3244  = \$851 [4:0];
-    if (rst) begin
-      \$3244  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3245  = \$862 [4:0];
-    if (rst) begin
-      \$3245  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3246  = \$873 [4:0];
-    if (rst) begin
-      \$3246  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3247  = \$884 [4:0];
-    if (rst) begin
-      \$3247  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3248  = \$895 [4:0];
-    if (rst) begin
-      \$3248  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3249  = \$906 [4:0];
-    if (rst) begin
-      \$3249  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3250  = \$917 [4:0];
-    if (rst) begin
-      \$3250  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3251  = \$928 [4:0];
-    if (rst) begin
-      \$3251  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3252  = \$939 [4:0];
-    if (rst) begin
-      \$3252  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3253  = \$950 [4:0];
-    if (rst) begin
-      \$3253  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3254  = \$961 [4:0];
-    if (rst) begin
-      \$3254  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3255  = \$972 [4:0];
-    if (rst) begin
-      \$3255  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3256  = \$983 [4:0];
-    if (rst) begin
-      \$3256  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3257  = \$994 [4:0];
-    if (rst) begin
-      \$3257  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3258  = \$1005 [4:0];
-    if (rst) begin
-      \$3258  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3259  = \$1016 [4:0];
-    if (rst) begin
-      \$3259  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3260  = \$1027 [4:0];
-    if (rst) begin
-      \$3260  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3261  = \$1038 [4:0];
-    if (rst) begin
-      \$3261  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3262  = \$1049 [4:0];
-    if (rst) begin
-      \$3262  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3263  = \$1060 [4:0];
-    if (rst) begin
-      \$3263  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3264  = \$1071 [4:0];
-    if (rst) begin
-      \$3264  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3265  = \$1082 [4:0];
-    if (rst) begin
-      \$3265  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3266  = \$1093 [4:0];
-    if (rst) begin
-      \$3266  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3267  = \$1104 [4:0];
-    if (rst) begin
-      \$3267  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3268  = \$1115 [4:0];
-    if (rst) begin
-      \$3268  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3269  = \$1126 [4:0];
-    if (rst) begin
-      \$3269  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3270  = \$1137 [4:0];
-    if (rst) begin
-      \$3270  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3271  = \$1148 [4:0];
-    if (rst) begin
-      \$3271  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3272  = \$1159 [4:0];
-    if (rst) begin
-      \$3272  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3273  = \$1170 [4:0];
-    if (rst) begin
-      \$3273  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3274  = \$1181 [4:0];
-    if (rst) begin
-      \$3274  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3275  = \$1192 [4:0];
-    if (rst) begin
-      \$3275  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3276  = \$1203 [4:0];
-    if (rst) begin
-      \$3276  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3277  = \$1214 [4:0];
-    if (rst) begin
-      \$3277  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3278  = \$1225 [4:0];
-    if (rst) begin
-      \$3278  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3279  = \$1236 [4:0];
-    if (rst) begin
-      \$3279  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3280  = \$1247 [4:0];
-    if (rst) begin
-      \$3280  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3281  = \$1258 [4:0];
-    if (rst) begin
-      \$3281  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3282  = \$1269 [4:0];
-    if (rst) begin
-      \$3282  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3283  = \$1280 [4:0];
-    if (rst) begin
-      \$3283  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3284  = \$1291 [4:0];
-    if (rst) begin
-      \$3284  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3285  = \$1302 [4:0];
-    if (rst) begin
-      \$3285  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3286  = \$1313 [4:0];
-    if (rst) begin
-      \$3286  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3287  = \$1324 [4:0];
-    if (rst) begin
-      \$3287  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3288  = \$1335 [4:0];
-    if (rst) begin
-      \$3288  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3289  = \$1346 [4:0];
-    if (rst) begin
-      \$3289  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3290  = \$1357 [4:0];
-    if (rst) begin
-      \$3290  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3291  = \$1368 [4:0];
-    if (rst) begin
-      \$3291  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3292  = \$1379 [4:0];
-    if (rst) begin
-      \$3292  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3293  = \$1390 [4:0];
-    if (rst) begin
-      \$3293  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3294  = \$1401 [4:0];
-    if (rst) begin
-      \$3294  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3295  = \$1412 [4:0];
-    if (rst) begin
-      \$3295  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3296  = \$1423 [4:0];
-    if (rst) begin
-      \$3296  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3297  = \$1434 [4:0];
-    if (rst) begin
-      \$3297  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3298  = \$1445 [4:0];
-    if (rst) begin
-      \$3298  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3299  = \$1456 [4:0];
-    if (rst) begin
-      \$3299  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3300  = \$1467 [4:0];
-    if (rst) begin
-      \$3300  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3301  = \$1478 [4:0];
-    if (rst) begin
-      \$3301  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3302  = \$1489 [4:0];
-    if (rst) begin
-      \$3302  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3303  = \$1500 [4:0];
-    if (rst) begin
-      \$3303  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3304  = \$1511 [4:0];
-    if (rst) begin
-      \$3304  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3305  = \$1522 [4:0];
-    if (rst) begin
-      \$3305  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3306  = \$1533 [4:0];
-    if (rst) begin
-      \$3306  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3307  = \$1544 [4:0];
-    if (rst) begin
-      \$3307  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3308  = \$1555 [4:0];
-    if (rst) begin
-      \$3308  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3309  = \$1566 [4:0];
-    if (rst) begin
-      \$3309  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3310  = \$1577 [4:0];
-    if (rst) begin
-      \$3310  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3311  = \$1588 [4:0];
-    if (rst) begin
-      \$3311  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3312  = \$1599 [4:0];
-    if (rst) begin
-      \$3312  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3313  = \$1610 [4:0];
-    if (rst) begin
-      \$3313  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3314  = \$1621 [4:0];
-    if (rst) begin
-      \$3314  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3315  = \$1632 [4:0];
-    if (rst) begin
-      \$3315  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3316  = \$1643 [4:0];
-    if (rst) begin
-      \$3316  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3317  = \$1654 [4:0];
-    if (rst) begin
-      \$3317  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3318  = \$1665 [4:0];
-    if (rst) begin
-      \$3318  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3319  = \$1676 [4:0];
-    if (rst) begin
-      \$3319  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3320  = \$1687 [4:0];
-    if (rst) begin
-      \$3320  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3321  = \$1698 [4:0];
-    if (rst) begin
-      \$3321  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3322  = \$1709 [4:0];
-    if (rst) begin
-      \$3322  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3323  = \$1720 [4:0];
-    if (rst) begin
-      \$3323  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3324  = \$1731 [4:0];
-    if (rst) begin
-      \$3324  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3325  = \$1742 [4:0];
-    if (rst) begin
-      \$3325  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3326  = \$1753 [4:0];
-    if (rst) begin
-      \$3326  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3327  = \$1764 [4:0];
-    if (rst) begin
-      \$3327  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3328  = \$1775 [4:0];
-    if (rst) begin
-      \$3328  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3329  = \$1786 [4:0];
-    if (rst) begin
-      \$3329  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3330  = \$1797 [4:0];
-    if (rst) begin
-      \$3330  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3331  = \$1808 [4:0];
-    if (rst) begin
-      \$3331  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3332  = \$1819 [4:0];
-    if (rst) begin
-      \$3332  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3333  = \$1830 [4:0];
-    if (rst) begin
-      \$3333  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3334  = \$1841 [4:0];
-    if (rst) begin
-      \$3334  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3335  = \$1852 [4:0];
-    if (rst) begin
-      \$3335  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3336  = \$1863 [4:0];
-    if (rst) begin
-      \$3336  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3337  = \$1874 [4:0];
-    if (rst) begin
-      \$3337  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3338  = \$1885 [4:0];
-    if (rst) begin
-      \$3338  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3339  = \$1896 [4:0];
-    if (rst) begin
-      \$3339  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3340  = \$1907 [4:0];
-    if (rst) begin
-      \$3340  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3341  = \$1918 [4:0];
-    if (rst) begin
-      \$3341  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3342  = \$1929 [4:0];
-    if (rst) begin
-      \$3342  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3343  = \$1940 [4:0];
-    if (rst) begin
-      \$3343  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3344  = \$1951 [4:0];
-    if (rst) begin
-      \$3344  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3345  = \$1962 [4:0];
-    if (rst) begin
-      \$3345  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3346  = \$1973 [4:0];
-    if (rst) begin
-      \$3346  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3347  = \$1984 [4:0];
-    if (rst) begin
-      \$3347  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3348  = \$1995 [4:0];
-    if (rst) begin
-      \$3348  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3349  = \$2006 [4:0];
-    if (rst) begin
-      \$3349  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3350  = \$2017 [4:0];
-    if (rst) begin
-      \$3350  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3351  = \$2028 [4:0];
-    if (rst) begin
-      \$3351  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3352  = \$2039 [4:0];
-    if (rst) begin
-      \$3352  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3353  = \$2050 [4:0];
-    if (rst) begin
-      \$3353  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3354  = \$2061 [4:0];
-    if (rst) begin
-      \$3354  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3355  = \$2072 [4:0];
-    if (rst) begin
-      \$3355  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3356  = \$2083 [4:0];
-    if (rst) begin
-      \$3356  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3357  = \$2094 [4:0];
-    if (rst) begin
-      \$3357  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3358  = \$2105 [4:0];
-    if (rst) begin
-      \$3358  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3359  = \$2116 [4:0];
-    if (rst) begin
-      \$3359  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3360  = \$2127 [4:0];
-    if (rst) begin
-      \$3360  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3361  = \$2138 [4:0];
-    if (rst) begin
-      \$3361  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3362  = \$2149 [4:0];
-    if (rst) begin
-      \$3362  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3363  = \$2160 [4:0];
-    if (rst) begin
-      \$3363  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3364  = \$2171 [4:0];
-    if (rst) begin
-      \$3364  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3365  = \$2182 [4:0];
-    if (rst) begin
-      \$3365  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3366  = \$2193 [4:0];
-    if (rst) begin
-      \$3366  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3367  = \$2204 [4:0];
-    if (rst) begin
-      \$3367  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3368  = \$2215 [4:0];
-    if (rst) begin
-      \$3368  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3369  = \$2226 [4:0];
-    if (rst) begin
-      \$3369  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3370  = \$2237 [4:0];
-    if (rst) begin
-      \$3370  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3371  = \$2248 [4:0];
-    if (rst) begin
-      \$3371  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3372  = \$2259 [4:0];
-    if (rst) begin
-      \$3372  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3373  = \$2270 [4:0];
-    if (rst) begin
-      \$3373  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3374  = \$2281 [4:0];
-    if (rst) begin
-      \$3374  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3375  = \$2292 [4:0];
-    if (rst) begin
-      \$3375  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3376  = \$2303 [4:0];
-    if (rst) begin
-      \$3376  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3377  = \$2314 [4:0];
-    if (rst) begin
-      \$3377  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3378  = \$2325 [4:0];
-    if (rst) begin
-      \$3378  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3379  = \$2336 [4:0];
-    if (rst) begin
-      \$3379  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3380  = \$2347 [4:0];
-    if (rst) begin
-      \$3380  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3381  = \$2358 [4:0];
-    if (rst) begin
-      \$3381  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3382  = \$2369 [4:0];
-    if (rst) begin
-      \$3382  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3383  = \$2380 [4:0];
-    if (rst) begin
-      \$3383  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3384  = \$2391 [4:0];
-    if (rst) begin
-      \$3384  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3385  = \$2402 [4:0];
-    if (rst) begin
-      \$3385  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3386  = \$2413 [4:0];
-    if (rst) begin
-      \$3386  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3387  = \$2424 [4:0];
-    if (rst) begin
-      \$3387  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3388  = \$2435 [4:0];
-    if (rst) begin
-      \$3388  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3389  = \$2446 [4:0];
-    if (rst) begin
-      \$3389  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3390  = \$2457 [4:0];
-    if (rst) begin
-      \$3390  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3391  = \$2468 [4:0];
-    if (rst) begin
-      \$3391  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3392  = \$2479 [4:0];
-    if (rst) begin
-      \$3392  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3393  = \$2490 [4:0];
-    if (rst) begin
-      \$3393  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3394  = \$2501 [4:0];
-    if (rst) begin
-      \$3394  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3395  = \$2512 [4:0];
-    if (rst) begin
-      \$3395  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3396  = \$2523 [4:0];
-    if (rst) begin
-      \$3396  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3397  = \$2534 [4:0];
-    if (rst) begin
-      \$3397  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3398  = \$2545 [4:0];
-    if (rst) begin
-      \$3398  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3399  = \$2556 [4:0];
-    if (rst) begin
-      \$3399  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3400  = \$2567 [4:0];
-    if (rst) begin
-      \$3400  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3401  = \$2578 [4:0];
-    if (rst) begin
-      \$3401  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3402  = \$2589 [4:0];
-    if (rst) begin
-      \$3402  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3403  = \$2600 [4:0];
-    if (rst) begin
-      \$3403  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3404  = \$2611 [4:0];
-    if (rst) begin
-      \$3404  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3405  = \$2622 [4:0];
-    if (rst) begin
-      \$3405  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3406  = \$2633 [4:0];
-    if (rst) begin
-      \$3406  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3407  = \$2644 [4:0];
-    if (rst) begin
-      \$3407  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3408  = \$2655 [4:0];
-    if (rst) begin
-      \$3408  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3409  = \$2666 [4:0];
-    if (rst) begin
-      \$3409  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3410  = \$2677 [4:0];
-    if (rst) begin
-      \$3410  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3411  = \$2688 [4:0];
-    if (rst) begin
-      \$3411  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3412  = \$2699 [4:0];
-    if (rst) begin
-      \$3412  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3413  = \$2710 [4:0];
-    if (rst) begin
-      \$3413  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3414  = \$2721 [4:0];
-    if (rst) begin
-      \$3414  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3415  = \$2732 [4:0];
-    if (rst) begin
-      \$3415  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3416  = \$2743 [4:0];
-    if (rst) begin
-      \$3416  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3417  = \$2754 [4:0];
-    if (rst) begin
-      \$3417  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3418  = \$2765 [4:0];
-    if (rst) begin
-      \$3418  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3419  = \$2776 [4:0];
-    if (rst) begin
-      \$3419  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3420  = \$2787 [4:0];
-    if (rst) begin
-      \$3420  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3421  = \$2798 [4:0];
-    if (rst) begin
-      \$3421  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3422  = \$2809 [4:0];
-    if (rst) begin
-      \$3422  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$3423  = \$2820 [4:0];
-    if (rst) begin
-      \$3423  = 5'h00;
+      \$98  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     detail = 72'h000000000000000000;
     if (refused) begin
-      detail[7:0] = program__payload[7:0];
-      detail[23:8] = program__payload[30:15];
-      detail[71:24] = program__payload[130:83];
+      detail[7:0] = desc[7:0];
+      detail[23:8] = desc[30:15];
+      detail[71:24] = desc[130:83];
     end
-    if (\$2885 ) begin
+    if (\$61 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -27322,7 +19348,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     if (busy) begin
       wr_check__addr = sweep;
     end else begin
-      wr_check__addr = program__payload[7:0];
+      wr_check__addr = desc[7:0];
     end
   end
   always @* begin
@@ -27331,7 +19357,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     if (busy) begin
       wr_check__data = 1'h0;
     end else begin
-      wr_check__data = program__payload[8];
+      wr_check__data = desc[8];
     end
   end
   always @* begin
@@ -27340,7 +19366,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$2874 ;
+      wr_check__en = \$48 ;
     end
   end
   always @* begin
@@ -27349,7 +19375,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     if (busy) begin
       wr_fetch__addr = sweep;
     end else begin
-      wr_fetch__addr = program__payload[7:0];
+      wr_fetch__addr = desc[7:0];
     end
   end
   always @* begin
@@ -27358,15 +19384,15 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     if (busy) begin
       wr_fetch__data = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      wr_fetch__data[0] = program__payload[8];
-      wr_fetch__data[1] = program__payload[9];
-      wr_fetch__data[6:2] = program__payload[14:10];
-      wr_fetch__data[22:7] = program__payload[30:15];
-      wr_fetch__data[34:23] = program__payload[42:31];
-      wr_fetch__data[50:35] = program__payload[58:43];
-      wr_fetch__data[74:51] = program__payload[82:59];
-      wr_fetch__data[122:75] = program__payload[130:83];
-      wr_fetch__data[170:123] = program__payload[178:131];
+      wr_fetch__data[0] = desc[8];
+      wr_fetch__data[1] = desc[9];
+      wr_fetch__data[6:2] = desc[14:10];
+      wr_fetch__data[22:7] = desc[30:15];
+      wr_fetch__data[34:23] = desc[42:31];
+      wr_fetch__data[50:35] = desc[58:43];
+      wr_fetch__data[74:51] = desc[82:59];
+      wr_fetch__data[122:75] = desc[130:83];
+      wr_fetch__data[170:123] = desc[178:131];
     end
   end
   always @* begin
@@ -27375,15 +19401,121 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$2877 ;
+      wr_fetch__en = \$50 ;
     end
   end
-  assign span = \$2824 [36:0];
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    (* full_case = 32'd1 *)
+    if (busy) begin
+      wr__addr = sweep;
+    end else begin
+      wr__addr = pending_index;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    (* full_case = 32'd1 *)
+    if (busy) begin
+      wr__data = 5'h00;
+    end else begin
+      wr__data = \$69 [4:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    (* full_case = 32'd1 *)
+    if (busy) begin
+      wr__en = 1'h1;
+    end else begin
+      wr__en = pending;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    (* full_case = 32'd1 *)
+    if (busy) begin
+      \wr__addr$75  = sweep;
+    end else begin
+      \wr__addr$75  = \pending_index$47 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    (* full_case = 32'd1 *)
+    if (busy) begin
+      \wr__data$76  = 5'h00;
+    end else begin
+      \wr__data$76  = \$70 [4:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    (* full_case = 32'd1 *)
+    if (busy) begin
+      \wr__en$77  = 1'h1;
+    end else begin
+      \wr__en$77  = \pending$45 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    (* full_case = 32'd1 *)
+    if (busy) begin
+      \wr__addr$81  = sweep;
+    end else begin
+      \wr__addr$81  = \pending_index$49 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    (* full_case = 32'd1 *)
+    if (busy) begin
+      \wr__data$82  = 5'h00;
+    end else begin
+      \wr__data$82  = \$71 [4:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    (* full_case = 32'd1 *)
+    if (busy) begin
+      \wr__en$83  = 1'h1;
+    end else begin
+      \wr__en$83  = \pending$48 ;
+    end
+  end
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
   assign enqueued = check_ok;
   assign rd_fetch__addr = o__payload;
+  assign rmw__addr = trigger__payload[7:0];
+  assign check__addr = desc[7:0];
+  assign \rmw__addr$79  = s2_cmd;
+  assign \check__addr$80  = desc[7:0];
+  assign \rmw__addr$85  = descriptor__payload[7:0];
+  assign \check__addr$86  = desc[7:0];
+  assign desc__index  = desc[7:0];
+  assign desc__valid  = desc[8];
+  assign desc__op  = desc[9];
+  assign desc__device  = desc[14:10];
+  assign desc__tile  = desc[30:15];
+  assign desc__rows  = desc[42:31];
+  assign desc__row_bytes  = desc[58:43];
+  assign desc__pitch  = desc[82:59];
+  assign desc__src  = desc[130:83];
+  assign desc__dst  = desc[178:131];
+  assign program__payload__index  = program__payload[7:0];
+  assign program__payload__valid  = program__payload[8];
+  assign program__payload__op  = program__payload[9];
+  assign program__payload__device  = program__payload[14:10];
+  assign program__payload__tile  = program__payload[30:15];
+  assign program__payload__rows  = program__payload[42:31];
+  assign program__payload__row_bytes  = program__payload[58:43];
+  assign program__payload__pitch  = program__payload[82:59];
+  assign program__payload__src  = program__payload[130:83];
+  assign program__payload__dst  = program__payload[178:131];
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
   assign got__valid  = got[0];
@@ -27414,16 +19546,6 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   assign descriptor__payload__pitch  = descriptor__payload[82:59];
   assign descriptor__payload__src  = descriptor__payload[130:83];
   assign descriptor__payload__dst  = descriptor__payload[178:131];
-  assign program__payload__index  = program__payload[7:0];
-  assign program__payload__valid  = program__payload[8];
-  assign program__payload__op  = program__payload[9];
-  assign program__payload__device  = program__payload[14:10];
-  assign program__payload__tile  = program__payload[30:15];
-  assign program__payload__rows  = program__payload[42:31];
-  assign program__payload__row_bytes  = program__payload[58:43];
-  assign program__payload__pitch  = program__payload[82:59];
-  assign program__payload__src  = program__payload[130:83];
-  assign program__payload__dst  = program__payload[178:131];
   assign detail__index  = detail[7:0];
   assign detail__tile  = detail[23:8];
   assign detail__addr  = detail[71:24];
@@ -27436,10 +19558,8 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
   assign wr_fetch__data__src  = wr_fetch__data[122:75];
   assign wr_fetch__data__dst  = wr_fetch__data[170:123];
-  assign \$2852  = src_end[48];
-  assign \$2853  = dst_end[48];
-  assign \$2863  = src_end[48];
-  assign \$2864  = dst_end[48];
+  assign \$16  = \$signal [48];
+  assign \$17  = dst_end[48];
 endmodule
 
 module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__payload, wr__data, level, clk);

@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from t3hw.spec.contract import (CSR_LOAD_CYCLES as LOAD_CYCLES, CSR_REFUSALS,
-                                csr_verdict_delay, addrmap_program_cycles)
+                                csr_verdict_delay, addrmap_program_cycles, dma_program_cycles)
 from t3hw.spec.layouts import (ArbPolicy, Codec, CsrCommand,
                           addrmap_errors_layout, arbiter_errors_layout, arbiter_stats_layout,
                           arbiter_status_layout, csr_status_layout, dma_descriptor_layout,
@@ -415,8 +415,11 @@ class Targets:
         self.late = {g: deque([None] * (delay.get(g, 1) - 1))
                      for g in ("REGION", "DESC", "TRACK", "ARB")}
         self.answers = deque()      # (cycle due, packed tracker result), in order
-        # The address map takes no region write for this many cycles after one.
-        self.region_busy, self.region_gap = 0, addrmap_program_cycles(params) - 1
+        # The address map (the DMA) takes no region (descriptor) write for this many cycles
+        # after one.
+        self.gap = {"REGION": addrmap_program_cycles(params) - 1,
+                    "DESC": dma_program_cycles(params) - 1}
+        self.gap_left = dict.fromkeys(self.gap, 0)
         self.now = 0
         self.result_codec = Codec(tracker_result_layout(params))
 
@@ -431,7 +434,8 @@ class Targets:
         ins["arbiter_status"] = self.arbiter.status()
         due = self.answers and self.answers[0][0] <= self.now
         ins["tracker_result"] = self.answers[0][1] if due else None
-        ins["region_ready"] = int(self.region_busy == 0)
+        ins["region_ready"] = int(self.gap_left["REGION"] == 0)
+        ins["dma_ready"] = int(self.gap_left["DESC"] == 0)
         return ins
 
     def answer(self, op, tile, threshold=0, cmd=0, rearm=0):
@@ -459,10 +463,8 @@ class Targets:
 
         apply = {"REGION": self.addrmap.program, "DESC": self.dma.program,
                  "TRACK": track, "ARB": self.arbiter.program}
-        if "REGION" in taken:
-            self.region_busy = self.region_gap
-        elif self.region_busy:
-            self.region_busy -= 1
+        for g, gap in self.gap.items():
+            self.gap_left[g] = gap if g in taken else max(0, self.gap_left[g] - 1)
         for g, wait in self.late.items():
             wait.append(taken.get(g))
             payload = wait.popleft()

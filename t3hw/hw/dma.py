@@ -76,16 +76,18 @@ class Dma(wiring.Component):
     Members
     -------
     program : In(stream.Signature(dma_program_layout))
-        Descriptor table writes (from the register block); ready whenever not ``busy``. A
-        refused write (``bad_program``, ``bad_pitch``, ``bad_range``, ``desc_busy``: see
-        :class:`DmaQueue`) shows its bit on ``errors`` the cycle after it is taken
-        (:func:`~t3hw.spec.contract.csr_verdict_delay`).
+        Descriptor table writes (from the register block), one at a time: ready when not
+        ``busy`` and no write is being checked
+        (:func:`~t3hw.spec.contract.dma_program_cycles`). A refused write (``bad_program``,
+        ``bad_pitch``, ``bad_range``, ``desc_busy``: see :class:`DmaQueue`) shows its bit
+        on ``errors`` :func:`~t3hw.spec.contract.dma_verdict_cycles` cycles after it is
+        taken.
     desc_held : In(1)
         The tracker holds the descriptor of ``program``'s index (see :class:`DmaQueue`): a
         write to it is refused as ``desc_busy``. Tie to 0 without a tracker.
     trigger : In(stream.Signature(trigger_layout))
         Triggers from the tracker; back-pressured (never dropped) when the ready queue is
-        full, and in a cycle in which ``program.valid`` is high (programming goes first).
+        full, and while a descriptor write is presented or checked (programming goes first).
     read : Out(stream.Signature(read_request_layout))
         Comm-stream burst reads; see :class:`DmaEngine`.
     response : In(stream.Signature(read_response_layout))
@@ -113,7 +115,8 @@ class Dma(wiring.Component):
     first read of a trigger accepted in cycle t is valid in cycle t + 8 (valid-bit read,
     check, ready queue, table read, fetch register, ``descriptor`` register, walker, ``read``
     register). Registers that hold payloads are ``reset_less``; only valid bits, the walker's
-    ``active``, its run number, the abort mark, the read tag and the use counters are reset.
+    ``active``, its run number, the abort mark, the read tag and the programming check's
+    stage bits are reset; the reset sweep clears the descriptor and use-count tables.
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
@@ -280,10 +283,11 @@ def _uses_properties(m, p, dut, queue, desc):
     m.d.sync += shadow.eq(shadow + (trig.valid & trig.ready & (trig.payload.cmd == j))
                           - (queue.bad_descriptor & (fv.reject_cmd == j))
                           - (desc.valid & desc.ready & (desc.payload.index == j)))
-    use = Signal.like(fv.uses[0])
-    m.d.comb += use.eq(Array(fv.uses)[j])
+    watch, use = fv.uses
+    m.d.comb += watch.eq(j)
     m.d.comb += [
-        Assert(use == shadow, "dma: a use count differs from triggers taken minus retired"),
+        Assert(use == shadow[:len(use)],
+               "dma: a use count differs from triggers taken minus retired"),
         Assert(shadow <= p.dma_ready_depth + 1, "dma: more uses in flight than the bound"),
         Assert(~(fv.write & ~dut.busy & (fv.write_addr == j) & (shadow != 0)),
                "dma: a descriptor in use was written"),

@@ -32,24 +32,29 @@ class DmaQueue(wiring.Component):
     Members
     -------
     program : In(stream.Signature(dma_program_layout))
-        Descriptor writes. Ready whenever not ``busy``; a write takes effect for triggers and
-        fetches from the next cycle on. A write is refused (the table is unchanged) with one
-        pulse, in the cycle it is taken, of the first that applies of: ``bad_program``
-        (``valid`` and 0 rows or 0 bytes per row), ``bad_pitch`` (``valid``, more than one
-        row and ``pitch < row_bytes``), ``bad_range`` (``valid`` and the source or the
-        destination range ends past ``2**addr_width - 1``: its last byte is
-        ``base + (rows - 1) * pitch + row_bytes - 1``), ``desc_busy`` (the descriptor is in
-        use, or ``desc_held``; whatever ``valid``). Programming has priority: in a cycle in which
-        ``program.valid`` is high no trigger is taken and no descriptor is fetched.
+        Descriptor writes, one at a time: ``ready`` is a register, high when not ``busy`` and
+        no write is being checked. A write taken in cycle t is checked in a four-stage
+        pipeline (below) and, unless refused, written in cycle
+        ``t + dma_verdict_cycles - 1``; it takes effect for triggers and fetches from the
+        cycle after. A write is refused (the table is unchanged) with one pulse, in that
+        cycle, of the first that applies of: ``bad_program`` (``valid`` and 0 rows or 0
+        bytes per row), ``bad_pitch`` (``valid``, more than one row and ``pitch <
+        row_bytes``), ``bad_range`` (``valid`` and the source or the destination range ends
+        past ``2**addr_width - 1``: its last byte is ``base + (rows - 1) * pitch +
+        row_bytes - 1``), ``desc_busy`` (the descriptor is in use as of cycle t, its
+        retirements in t included, or ``desc_held`` was high in t; whatever ``valid``).
+        Programming has priority: from the cycle a write is presented until the cycle it
+        is written no trigger is taken, and no descriptor is fetched in that last cycle.
     trigger : In(stream.Signature(trigger_layout))
         Triggers; ``cmd`` is the descriptor index (``tile`` only goes to ``detail``). Ready
-        while not ``busy``, while ``program.valid`` is low, and while the ready queue has
-        room for it and for the triggers being checked; a full queue holds ``ready`` low:
-        triggers are never dropped.
+        while not ``busy``, while no descriptor write is presented or being checked, and
+        while the ready queue has room for it and for the triggers being checked; a full
+        queue holds ``ready`` low: triggers are never dropped.
     desc_held : In(1)
         The descriptor of ``program``'s index is named by a firing still pending in the
-        tracker (its ``desc_held``, queried with ``program.payload.index``): a write to it is
-        refused as ``desc_busy``, as for a descriptor in use here. 0 when no tracker drives it.
+        tracker (its ``desc_held``, queried with ``program.payload.index``), sampled in the
+        cycle the write is taken: a write to it is refused as ``desc_busy``, as for a
+        descriptor in use here. 0 when no tracker drives it.
     descriptor : Out(stream.Signature(dma_program_layout))
         The next descriptor to run, with its index (``valid`` field always 1). ``valid`` is a
         register.
@@ -70,35 +75,48 @@ class DmaQueue(wiring.Component):
     **Uses in flight.** A descriptor is *in use* from the cycle after a trigger naming it is
     accepted until that trigger is dropped by the check or its descriptor is taken from
     ``descriptor`` (the cycle after the transfer). Several triggers may name the same
-    descriptor: each descriptor has a counter of its uses (``range(dma_ready_depth + 2)``:
-    the check stages and the ready queue hold at most ``dma_ready_depth`` triggers, the fetch
-    stages and ``descriptor`` one more), incremented by an accepted trigger and decremented
-    by a dropped one and by a take, in the same cycle if they coincide. A write to a
-    descriptor whose counter is not 0 is refused (``desc_busy``): a trigger always runs the
-    descriptor it found valid when it was accepted, and a queued descriptor is never found
-    invalid when it is fetched.
+    descriptor, so each descriptor has a count of its uses, kept as three counters in three
+    tables, one per event that changes it, so that each table has one writer: *issued*
+    (+1 for an accepted trigger), *dropped* (+1 for a trigger dropped by the check) and
+    *taken* (+1 for a take from ``descriptor``); the uses in flight are ``issued - dropped
+    - taken`` modulo ``2**w``, ``w`` the width of ``dma_ready_depth + 1`` (the check stages
+    and the ready queue hold at most ``dma_ready_depth`` triggers, the fetch stages and
+    ``descriptor`` one more). Each event reads its counter in the cycle it happens and
+    writes it back plus one the cycle after (the read sees that write: no forwarding
+    register). A write to a descriptor with uses in flight is refused (``desc_busy``): a
+    trigger always runs the descriptor it found valid when it was accepted, and a queued
+    descriptor is never found invalid when it is fetched. The tables are RAM (block RAM at
+    large ``cmd_width``), so their cost grows with ``2**cmd_width`` as bits, not as
+    counters and comparators.
 
-    Storage: two tables of ``2**cmd_width`` entries, written together (same index, same
-    cycle) by ``program`` and by the reset sweep, each with one write port and one
-    synchronous read port: the *check* table holds only the ``valid`` bit (the one field the
-    trigger check reads; 1 bit per entry), the *fetch* table the whole descriptor. No read
-    whose data is used ever meets a write: the sweep runs while no trigger is taken and the
-    ready queue is empty, and a ``program`` write presented holds off both reads that cycle.
-    So the tables need no read-before-write behaviour, and say so to the synthesis flow
-    (``t3hw_rd_collision = "excluded"``): a table in block RAM needs no bypass logic between
-    the RAM and the register its read data goes into.
+    Storage: two descriptor tables of ``2**cmd_width`` entries, written together (same
+    index, same cycle) by ``program`` and by the reset sweep, each with one write port and
+    one synchronous read port: the *check* table holds only the ``valid`` bit (the one field
+    the trigger check reads; 1 bit per entry), the *fetch* table the whole descriptor. No
+    read whose data is used ever meets a write: the sweep runs while no trigger is taken
+    and the ready queue is empty, and a ``program`` write holds off triggers from the cycle
+    it is presented and the fetch in the cycle it is written. So the tables need no
+    read-before-write behaviour, and say so to the synthesis flow (``t3hw_rd_collision =
+    "excluded"``): a table in block RAM needs no bypass logic between the RAM and the
+    register its read data goes into. The three use-count tables (``2**cmd_width`` x ``w``
+    bits) each have one write port and two synchronous read ports that see the write of
+    their cycle (the read-modify-write's, and the programming check's); the reset sweep
+    clears them too.
 
     Timing: a trigger accepted in cycle t has its descriptor's valid bit read in t + 1 and
     checked in t + 2 (invalid: the ``bad_descriptor`` pulse; valid: the index enters the
     ready queue). The descriptor of the head index is read in the cycle the index leaves the
     queue, which is as soon as ``descriptor`` is empty or being taken, no fetch is under way
-    and ``program.valid`` is low; it is registered, then offered on ``descriptor`` the cycle
-    after. Every read of a table goes straight into a register. The write checks are
-    combinational in the cycle the write is taken (a ``rows_width`` x ``pitch_width``
-    multiply and two ``addr_width``-bit adds). Throughput: one descriptor every 3 cycles at
+    and no descriptor is being written; it is registered, then offered on ``descriptor``
+    the cycle after. Every read of a table goes straight into a register. A descriptor
+    write taken in cycle t: t + 1, ``(rows - 1) * pitch`` and the shape checks, and the
+    use counts read; t + 2, the span ``+ row_bytes - 1`` and the in-use verdict; t + 3, the
+    two range ends and their carries; t + 4 (:func:`~t3hw.spec.contract.dma_verdict_cycles`
+    - 1), the verdict from registers, the tables written or the refusal pulsed;
+    ``program.ready`` again from t + 5. Throughput: one descriptor every 3 cycles at
     ``descriptor``; with ``dma_ready_depth = 1`` one trigger every 4 cycles, otherwise up
-    to 1 per cycle while the queue has room; each cycle with ``program.valid`` high costs
-    triggers and fetches that cycle.
+    to 1 per cycle while the queue has room; a descriptor write costs the triggers of the
+    5 cycles from its presentation and one fetch cycle.
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
@@ -128,7 +146,8 @@ class DmaQueue(wiring.Component):
         # are written with the same index in the same cycle. A table read whose data is used
         # (a trigger taken, an index popped for its fetch) never happens in a cycle with a
         # write: the sweep keeps triggers out and the ready queue empty, and a program write
-        # presented holds both reads off (below). The attribute tells the synthesis flow
+        # holds triggers off from the cycle it is presented and the fetch in the cycle it is
+        # written (below). The attribute tells the synthesis flow
         # (``t3hw/tools/synth_scripts/ecp5.ys``) that no read-before-write bypass is needed
         # after the RAMs.
         no_collision = rd_collision_attrs("excluded")
@@ -150,21 +169,17 @@ class DmaQueue(wiring.Component):
             with m.If(sweep == p.dma_descriptors - 1):
                 m.d.sync += self.busy.eq(0)
 
-        # --- program: write both tables unless the write is refused --------------------------
-        prog = self.program.payload
-        m.d.comb += self.program.ready.eq(~self.busy)
-        take_prog = self.program.valid & self.program.ready
-        in_use = Signal()
-        refused = self._program_checks(m, take_prog, in_use)
+        # --- program: a four-stage check, then write both tables unless refused ------------
+        chk = self._program_pipeline(m)
         with m.If(self.busy):
             m.d.comb += [wr_check.addr.eq(sweep), wr_check.data.eq(0), wr_check.en.eq(1),
                          wr_fetch.addr.eq(sweep), wr_fetch.data.eq(0), wr_fetch.en.eq(1)]
         with m.Else():
-            m.d.comb += [wr_check.addr.eq(prog.index), wr_check.data.eq(prog.valid),
-                         wr_check.en.eq(take_prog & ~refused),
-                         wr_fetch.addr.eq(prog.index), wr_fetch.en.eq(take_prog & ~refused)]
+            m.d.comb += [wr_check.addr.eq(chk.desc.index), wr_check.data.eq(chk.desc.valid),
+                         wr_check.en.eq(chk.write),
+                         wr_fetch.addr.eq(chk.desc.index), wr_fetch.en.eq(chk.write)]
             for name in dlayout.members:
-                m.d.comb += wr_fetch.data[name].eq(prog[name])
+                m.d.comb += wr_fetch.data[name].eq(chk.desc[name])
 
         # --- trigger: read the valid bit, register it, enqueue -------------------------------
         # (the block RAM's data goes straight into a register: its clock-to-out is most of a
@@ -177,7 +192,8 @@ class DmaQueue(wiring.Component):
         s2_tile  = Signal(p.tile_width, reset_less=True)
         s2_ok    = Signal(reset_less=True)
         room = rq.level + s1_valid + s2_valid < p.dma_ready_depth
-        m.d.comb += self.trigger.ready.eq(~self.busy & ~self.program.valid & room)
+        m.d.comb += self.trigger.ready.eq(~self.busy & ~self.program.valid & ~chk.checking
+                                          & room)
         take_trig = self.trigger.valid & self.trigger.ready
         m.d.comb += rd_check.addr.eq(self.trigger.payload.cmd)
         m.d.sync += [s1_valid.eq(take_trig), s1_cmd.eq(self.trigger.payload.cmd),
@@ -192,7 +208,7 @@ class DmaQueue(wiring.Component):
             self.enqueued.eq(check_ok),
             self.bad_descriptor.eq(s2_valid & ~s2_ok),
         ]
-        with m.If(~refused):
+        with m.If(~chk.refused):
             m.d.comb += [self.detail.index.eq(s2_cmd), self.detail.tile.eq(s2_tile)]
 
         # --- fetch: pop the head index, read its descriptor, offer it ------------------------
@@ -204,7 +220,7 @@ class DmaQueue(wiring.Component):
         out = self.descriptor
         fetch_slot = ~fetching & ~fetched & (~out.valid | out.ready)
         m.d.comb += [
-            rq.o.ready.eq(fetch_slot & ~self.program.valid),
+            rq.o.ready.eq(fetch_slot & ~chk.writing),
             rd_fetch.addr.eq(rq.o.payload),
         ]
         m.d.sync += [fetching.eq(rq.o.valid & rq.o.ready), fetched.eq(fetching),
@@ -220,7 +236,10 @@ class DmaQueue(wiring.Component):
                 m.d.sync += out.payload[name].eq(got[name])
             m.d.sync += out.payload.index.eq(got_index)
 
-        uses = self._uses(m, take_trig, self.bad_descriptor, s2_cmd, in_use)
+        taken = out.valid & out.ready
+        uses = self._uses(m, sweep, chk, [("issued", take_trig, self.trigger.payload.cmd),
+                                          ("dropped", self.bad_descriptor, s2_cmd),
+                                          ("taken", taken, out.payload.index)], platform)
         m.d.comb += self.idle.eq(~s1_valid & ~s2_valid & ~rq.o.valid & ~fetching & ~fetched
                                  & ~out.valid)
         if platform == "formal":
@@ -228,58 +247,117 @@ class DmaQueue(wiring.Component):
             self.formal_view = SimpleNamespace(
                 ready_queue=rq, write=wr_check.en | wr_fetch.en, write_addr=wr_fetch.addr,
                 check_read=take_trig, fetch_read=rq.o.valid & rq.o.ready,
-                trigger_held=self.trigger.valid & ~self.busy & room & self.program.valid,
-                fetch_held=rq.o.valid & fetch_slot & self.program.valid,
+                trigger_held=self.trigger.valid & ~self.busy & room
+                             & (self.program.valid | chk.checking),
+                fetch_held=rq.o.valid & fetch_slot & chk.writing,
                 uses=uses, fetched=fetched, got=got, reject_cmd=s2_cmd)
         return m
 
-    def _program_checks(self, m, take_prog, in_use):
-        """The checks of a descriptor write taken this cycle: drives the four refusal pulses
-        and, for a refused write, ``detail``; returns ``refused``. ``in_use``: the written
-        descriptor has a use in flight."""
+    def _program_pipeline(self, m):
+        """The checks of a descriptor write, four stages after the cycle it is taken (t):
+
+        * t + 1: ``(rows - 1) * pitch``; empty, overlapping rows; the use counts read;
+        * t + 2: the span ``+ row_bytes - 1``; in use (counts or ``desc_held``);
+        * t + 3: the ends ``src + span``, ``dst + span`` and whether either wraps;
+        * t + 4: the verdict from registers: the four refusal pulses, ``detail`` of a refused
+          write, or the table write.
+
+        Returns a namespace: ``desc`` (the write, registered), ``index_read`` (the index the
+        use counts are read at, for :meth:`_uses`), ``in_use`` (to be driven by
+        :meth:`_uses`: the uses in flight of ``desc.index`` read in the cycle before, not 0;
+        taken in t + 2, from the read of t + 1, which the events up to t have updated), ``checking`` (a write is
+        in t + 1 .. t + 4), ``writing`` (t + 4), ``write`` (t + 4, not refused) and
+        ``refused``."""
         p = self._p
-        prog = self.program.payload
-        # Last byte offset of each range: (rows - 1) * pitch + row_bytes - 1, for rows and
-        # row_bytes of at least 1 (0 is refused first). The ends have a carry bit above
-        # addr_width: set when the range wraps.
-        span = Signal(max(p.rows_width + p.pitch_width, p.row_bytes_width) + 1)
-        src_end = Signal(max(p.addr_width, len(span)) + 1)
-        dst_end = Signal(max(p.addr_width, len(span)) + 1)
-        m.d.comb += [
-            span.eq((prog.rows - 1) * prog.pitch + prog.row_bytes - 1),
-            src_end.eq(prog.src + span),
-            dst_end.eq(prog.dst + span),
-        ]
-        empty    = (prog.rows == 0) | (prog.row_bytes == 0)
-        overlap  = (prog.rows > 1) & (prog.pitch < prog.row_bytes)
-        wraps    = src_end[p.addr_width:].any() | dst_end[p.addr_width:].any()
+        prog = self.program
+        # Stage registers: the write and what each stage found.
+        desc = Signal(dma_program_layout(p), reset_less=True)
+        held = Signal(reset_less=True)
+        stage = Signal(4)                   # one-hot: the write is in t + 1 .. t + 4
+        m.d.comb += prog.ready.eq(~self.busy & (stage == 0))
+        take = prog.valid & prog.ready
+        m.d.sync += stage.eq(Cat(take, stage[:3]))
+        with m.If(take):
+            m.d.sync += [desc.eq(prog.payload), held.eq(self.desc_held)]
+        # t + 1
+        product = Signal(p.rows_width + p.pitch_width, reset_less=True)
+        empty   = Signal(reset_less=True)
+        overlap = Signal(reset_less=True)
+        m.d.sync += [product.eq((desc.rows - 1)[:p.rows_width] * desc.pitch),
+                     empty.eq((desc.rows == 0) | (desc.row_bytes == 0)),
+                     overlap.eq((desc.rows > 1) & (desc.pitch < desc.row_bytes))]
+        # t + 2. Last byte offset of each range: (rows - 1) * pitch + row_bytes - 1, for rows
+        # and row_bytes of at least 1 (0 is refused first).
+        span = Signal(max(len(product), p.row_bytes_width) + 1, reset_less=True)
+        in_use = Signal()
+        busy = Signal(reset_less=True)
+        m.d.sync += span.eq(product + desc.row_bytes - 1)
+        with m.If(stage[1]):
+            m.d.sync += busy.eq(in_use | held)
+        # t + 3. The ends have carry bits above addr_width: set when the range wraps.
+        width = max(p.addr_width, len(span)) + 1
+        wraps = Signal(reset_less=True)
+        src_end, dst_end = Signal(width), Signal(width)
+        m.d.comb += [src_end.eq(desc.src + span), dst_end.eq(desc.dst + span)]
+        m.d.sync += wraps.eq(src_end[p.addr_width:].any() | dst_end[p.addr_width:].any())
+        # t + 4: the verdict.
+        writing = stage[3]
+        bad = desc.valid & (empty | overlap | wraps)
         refused = Signal()
         m.d.comb += [
-            self.bad_program.eq(take_prog & prog.valid & empty),
-            self.bad_pitch.eq(take_prog & prog.valid & ~empty & overlap),
-            self.bad_range.eq(take_prog & prog.valid & ~empty & ~overlap & wraps),
-            self.desc_busy.eq(take_prog & ~(prog.valid & (empty | overlap | wraps)) & in_use),
+            self.bad_program.eq(writing & desc.valid & empty),
+            self.bad_pitch.eq(writing & desc.valid & ~empty & overlap),
+            self.bad_range.eq(writing & desc.valid & ~empty & ~overlap & wraps),
+            self.desc_busy.eq(writing & ~bad & busy),
             refused.eq(self.bad_program | self.bad_pitch | self.bad_range | self.desc_busy),
         ]
         with m.If(refused):
-            m.d.comb += [self.detail.index.eq(prog.index), self.detail.tile.eq(prog.tile),
-                         self.detail.addr.eq(prog.src)]
-        return refused
+            m.d.comb += [self.detail.index.eq(desc.index), self.detail.tile.eq(desc.tile),
+                         self.detail.addr.eq(desc.src)]
+        return SimpleNamespace(desc=desc, index_read=desc.index, in_use=in_use,
+                               checking=stage.any(), writing=writing,
+                               write=writing & ~refused, refused=refused)
 
-    def _uses(self, m, take_trig, dropped, dropped_cmd, in_use):
-        """The per-descriptor use counters: +1 for a trigger taken, -1 for a trigger dropped
-        by the check, -1 for a descriptor taken from ``descriptor``. Drives ``in_use`` (the
-        counter of ``program``'s index is not 0, or the tracker holds it: ``desc_held``); returns
-        the counters."""
+    def _uses(self, m, sweep, chk, events, platform):
+        """The use counts (see the class docstring): one table per ``(name, event, index)``
+        of ``events``, counting the cycles ``event`` was high for ``index``. Drives
+        ``chk.in_use`` (read at ``chk.index_read`` in every cycle; the programming check
+        takes it in t + 2). Under
+        ``platform == "formal"`` returns ``(index, count)``: the count of uses in flight of
+        ``index`` (a signal to drive) after the events of the cycles before this one; else
+        None."""
         p = self._p
-        out = self.descriptor
-        taken = out.valid & out.ready
-        cmd = self.trigger.payload.cmd
-        uses = [Signal(range(p.dma_ready_depth + 2), name=f"uses_{i}")
-                for i in range(p.dma_descriptors)]
-        for i, u in enumerate(uses):
-            m.d.sync += u.eq(u + (take_trig & (cmd == i)) - (dropped & (dropped_cmd == i))
-                             - (taken & (out.payload.index == i)))
-        busy = Cat(u != 0 for u in uses)
-        m.d.comb += in_use.eq(busy.bit_select(self.program.payload.index, 1) | self.desc_held)
-        return uses
+        width = (p.dma_ready_depth + 1).bit_length()
+        counts, formal_counts = [], []
+        watch = Signal(p.cmd_width) if platform == "formal" else None
+        for name, event, index in events:
+            table = memory.Memory(shape=width, depth=p.dma_descriptors, init=[])
+            m.submodules[f"{name}_count"] = table
+            wr = table.write_port()
+            rmw = table.read_port(domain="sync", transparent_for=(wr,))
+            check = table.read_port(domain="sync", transparent_for=(wr,))
+            pending = Signal()
+            pending_index = Signal(p.cmd_width, reset_less=True)
+            m.d.sync += [pending.eq(event & ~self.busy), pending_index.eq(index)]
+            with m.If(self.busy):
+                m.d.comb += [wr.addr.eq(sweep), wr.data.eq(0), wr.en.eq(1)]
+            with m.Else():
+                m.d.comb += [wr.addr.eq(pending_index), wr.data.eq(rmw.data + 1),
+                             wr.en.eq(pending)]
+            m.d.comb += [rmw.addr.eq(index), check.addr.eq(chk.index_read)]
+            counts.append(check.data)
+            if watch is not None:
+                peek = table.read_port(domain="comb")
+                now = Signal(width, name=f"{name}_now")
+                m.d.comb += [peek.addr.eq(watch),
+                             now.eq(Mux(pending & (pending_index == watch), wr.data,
+                                        peek.data))]
+                formal_counts.append(now)
+        issued, dropped, taken = counts
+        m.d.comb += chk.in_use.eq((issued - dropped - taken)[:width] != 0)
+        if watch is None:
+            return None
+        count = Signal(width)
+        issued, dropped, taken = formal_counts
+        m.d.comb += count.eq(issued - dropped - taken)
+        return watch, count

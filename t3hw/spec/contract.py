@@ -14,7 +14,8 @@ from .params import EngineParams
 
 __all__ = ["addrmap_verdict_cycles", "addrmap_search_stages", "addrmap_program_cycles",
            "addrmap_latency",
-           "addrmap_queue_depth", "csr_verdict_delay", "CSR_REFUSALS", "CSR_LOAD_CYCLES",
+           "addrmap_queue_depth", "dma_verdict_cycles", "dma_program_cycles",
+           "csr_verdict_delay", "CSR_REFUSALS", "CSR_LOAD_CYCLES",
            "ARBITER_FINISH_CYCLES", "MAX_WINDOW_LOG2", "arbiter_reset_config"]
 
 
@@ -56,14 +57,31 @@ def addrmap_queue_depth(params: EngineParams):
     return addrmap_latency(params) + 1
 
 
+# --- DMA ------------------------------------------------------------------------------------
+
+def dma_verdict_cycles(params: EngineParams):
+    """Cycles from the DMA taking a descriptor write to that write's error event on
+    ``errors``: four pipeline stages of checks (the ``(rows - 1) * pitch`` product, the
+    span and the in-use verdict, the range ends, the verdict that writes the tables) and the
+    sticky register. The write applies to triggers taken from the cycle of its event on.
+    The same at every parameter set."""
+    return 5
+
+
+def dma_program_cycles(params: EngineParams):
+    """Cycles from the DMA taking a descriptor write to its ``program.ready`` rising again
+    (one write in its checks at a time); triggers wait as long."""
+    return 5
+
+
 # --- register block -------------------------------------------------------------------------
 
 def csr_verdict_delay(params: EngineParams):
     """Per staging group with a read-back table: cycles from the target taking a write to its
     error event on the target's ``errors`` port. The address map checks a region write
-    against every region, one per cycle (:func:`addrmap_verdict_cycles`); the DMA answers in
-    one cycle."""
-    return {"REGION": addrmap_verdict_cycles(params), "DESC": 1}
+    against every region, one per cycle (:func:`addrmap_verdict_cycles`); the DMA checks a
+    descriptor write in a pipeline (:func:`dma_verdict_cycles`)."""
+    return {"REGION": addrmap_verdict_cycles(params), "DESC": dma_verdict_cycles(params)}
 
 
 #: Per staging group with a read-back table: the target's error bits that refuse a write,

@@ -245,14 +245,15 @@ class CsrEnv(StreamEnv):
             elif self.ops and rng.random() < 0.002:
                 self.busy[name] = rng.randint(1, 20)
             busy[name] = int(self.busy[name] > 0 or self.force_busy[name])
-        # The address map's own gap after a region write, and random back-pressure.
+        # The address map's and the DMA's own gaps after a write, and random back-pressure.
         region_ready = bool(ins.pop("region_ready")) and self.region_stall.ready()
+        dma_ready = bool(ins.pop("dma_ready")) and self.dma_stall.ready()
         return {
             **ins, **self.stats, "dma_idle": self.dma_idle,
             "bus__addr": addr, "bus__w_data": w_data or 0, "bus__w_stb": int(w_data is not None),
             "bus__r_stb": int(read),
             "region_program": region_ready,
-            "dma_program": self.dma_stall.ready(), "tracker_program": self.tracker_stall.ready(),
+            "dma_program": dma_ready, "tracker_program": self.tracker_stall.ready(),
             "tracker_busy": busy["tracker"], "dma_busy": busy["dma"],
         }
 

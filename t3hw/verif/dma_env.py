@@ -17,6 +17,7 @@ Field names come from :mod:`t3hw.spec.layouts` through :class:`~t3hw.spec.layout
 from collections import deque
 from dataclasses import asdict
 
+from t3hw.spec.contract import dma_program_cycles, dma_verdict_cycles
 from t3hw.spec.layouts import (Codec, WriteKind, dma_capture_layout, dma_program_layout,
                                net_packet_layout, read_request_layout, read_response_layout,
                                trigger_layout)
@@ -59,16 +60,20 @@ class DmaEnv(StreamEnv):
     the response that produced it; ``valid``/``payload`` of ``read`` and ``packet`` must hold
     until the transfer; requested-and-unreturned reads never exceed ``max_outstanding``;
     ``idle`` is never high while work is pending; ``trigger.ready`` is low in every cycle in
-    which a descriptor write is presented. ``clear`` is all ones in every cycle (as the
-    register block drives it), so ``errors`` shows each cycle's events: every cycle they
-    must be the model's events of that cycle (a refused write and a response the cycle
-    after, a rejected trigger 3 cycles after it is accepted), and ``capture`` the details of
-    the one that wins (response, then write, then trigger). :meth:`check_state` compares the
-    errors seen and the counters. Stimulus rule: the random writes avoid a descriptor whose
-    only queued triggers are the model's first two (the RTL may have started it already),
-    and one whose invalid trigger was accepted in the last 2 cycles (still being checked);
-    every other write, to a busy descriptor too, has an exact verdict. ``desc_held`` (the
-    tracker's answer) is high in 5% of the cycles a random write is presented: refused.
+    which a descriptor write is presented or checked, and ``program.ready`` is exactly
+    ``not busy`` outside the :func:`~t3hw.spec.contract.dma_program_cycles` after a write is
+    taken. ``clear`` is all ones in every cycle (as the register block drives it), so
+    ``errors`` shows each cycle's events: every cycle they must be the model's events of
+    that cycle (a response the cycle after, a refused write
+    :func:`~t3hw.spec.contract.dma_verdict_cycles` after it is taken, a rejected trigger 3
+    cycles after it is accepted), and ``capture`` the details of the one that wins
+    (response, then write, then trigger). :meth:`check_state` compares the errors seen and
+    the counters. Stimulus rule: a random write is presented only when the DMA takes it at
+    once, and avoids a descriptor whose only queued triggers are the model's first two (the
+    RTL may have started it already), and one whose invalid trigger was accepted in the last
+    2 cycles (still being checked); every other write, to a busy descriptor too, has an
+    exact verdict. ``desc_held`` (the tracker's answer) is high in 5% of the cycles a random
+    write is presented: refused.
     """
 
     in_streams  = ("program", "trigger", "response")
@@ -76,8 +81,6 @@ class DmaEnv(StreamEnv):
     in_flags    = ("clear", "desc_held")
     out_flags   = ("idle", "busy", "errors", "capture", "stats")
 
-    #: Cycles from a model event to the RTL's ``errors``, and its rank for ``capture``.
-    EVENT_DELAY = {"response": (1, 0), "program": (1, 1), "trigger": (3, 2)}
 
     def __init__(self, params, rng, *, jobs=0, errors=0.02, stall=0.05, max_latency=12,
                  max_bursts=256):
@@ -89,6 +92,11 @@ class DmaEnv(StreamEnv):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
         self.p, self.rng = params, rng
+        #: Cycles from a model event to the RTL's ``errors``, and its rank for ``capture``.
+        self.event_delay = {"response": (1, 0), "program": (dma_verdict_cycles(params), 1),
+                            "trigger": (3, 2)}
+        self.checked_until = -1     # last cycle of the check of the last write taken
+        self._outs = {}             # the outputs of the last cycle
         self.model = DmaModel(params)
         self.jobs, self.error_rate = jobs, errors
         self.max_latency, self.max_bursts = max_latency, max_bursts
@@ -250,7 +258,8 @@ class DmaEnv(StreamEnv):
                 self.trig = (args[0], rng.getrandbits(p.tile_width))
         if self.started < self.jobs:
             valid = len(self.model.table)
-            if self.prog is None and rng.random() < (0.5 if valid < 2 else 0.05):
+            takes_now = self.cycle > self.checked_until and not self._outs.get("busy", 1)
+            if self.prog is None and takes_now and rng.random() < (0.5 if valid < 2 else 0.05):
                 self.prog = self._new_program()
             if self.trig is None and rng.random() < 0.3:
                 cmd = self._new_trigger()
@@ -282,7 +291,7 @@ class DmaEnv(StreamEnv):
     # -- scoring ---------------------------------------------------------------------------
     def _schedule(self, source):
         """Expect the model's new events on ``errors`` after the delay of ``source``."""
-        delay, rank = self.EVENT_DELAY[source]
+        delay, rank = self.event_delay[source]
         for name, capture in self.model.events:
             self.due.setdefault(self.cycle + delay, []).append((rank, name, capture))
         self.model.events.clear()
@@ -323,9 +332,14 @@ class DmaEnv(StreamEnv):
             assert not outs["program"] and not outs["trigger"], \
                 f"cycle {cyc}: program/trigger ready during the reset sweep"
         # Programming goes first: no trigger is taken in a cycle with a descriptor write
-        # presented, so a trigger always checks the table as every earlier write left it.
-        assert ins["program"] is None or not outs["trigger"], \
-            f"cycle {cyc}: trigger ready with a descriptor write presented"
+        # presented or checked, so a trigger always checks the table as every earlier write
+        # left it; one write is checked at a time.
+        checking = cyc <= self.checked_until
+        assert (ins["program"] is None and not checking) or not outs["trigger"], \
+            f"cycle {cyc}: trigger ready with a descriptor write presented or checked"
+        assert outs["program"] == (not outs["busy"] and not checking), \
+            f"cycle {cyc}: program.ready {outs['program']}, busy {outs['busy']}, " \
+            f"checking {checking}"
         if ins["trigger"] is not None and outs["trigger"]:
             if model.trigger(*self.trig):
                 self.triggered += 1
@@ -338,6 +352,7 @@ class DmaEnv(StreamEnv):
         if ins["program"] is not None and outs["program"]:
             model.program(self.prog[0], held=bool(ins["desc_held"]), **self.prog[1])
             self._schedule("program")
+            self.checked_until = cyc + dma_program_cycles(p) - 1
             self.prog = None
         if outs["read"] is not None and ins["read"]:
             got = self.read_c.unpack(outs["read"])
@@ -389,10 +404,11 @@ class DmaEnv(StreamEnv):
         return bool(m.queue or m.bursts_left or m.outstanding or self.expected or self.returns)
 
     def done(self):
-        """All random jobs issued and nothing presented, pending or due on ``errors``."""
+        """All random jobs issued and nothing presented, checked, pending or due on
+        ``errors``."""
         return (self.started >= self.jobs and self.prog is None and self.trig is None
                 and not self.scripted and not self.spurious and not self.pending()
-                and not self.due)
+                and not self.due and self.cycle > self.checked_until)
 
     def check_state(self):
         """Compare the errors seen and every counter (after the RTL went idle)."""

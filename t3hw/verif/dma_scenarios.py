@@ -10,6 +10,7 @@ design under test (``env.apply``, settle, ``env.sample``, clock edge): :func:`re
 """
 
 from sim_models.dma import walk
+from t3hw.spec.contract import dma_program_cycles
 
 
 __all__ = ["reset_sweep", "drain", "provoke_errors", "busy_rewrite", "abort_mid_descriptor",
@@ -126,8 +127,9 @@ async def busy_rewrite(env, cycle):
     assert [i for i, _ in env.model.queue] == [0, 0, 0], "the triggers are not all queued"
     env.write(0, **new)
     env.write(0, valid=0)
-    for _ in range(4):
+    for _ in range(2 * dma_program_cycles(p) + 2):    # both taken (one at a time)
         await cycle()
+    assert env.prog is None and not env.scripted, "the rewrites were not both taken"
     env.read_stall.hold = False
     await _expect(env, cycle, "desc_busy", busy + 2, index=0, tile=0, addr=0)
     bursts = len(list(walk(p, old)))
@@ -211,8 +213,9 @@ async def back_to_back(env, cycle, *, runs=3):
 
 async def program_first(env, cycle):
     """A descriptor write and a trigger of the same, invalid, descriptor presented in the
-    same cycle: the write is taken and the trigger held that cycle; the next cycle the
-    trigger is taken, finds the descriptor valid and runs it (nothing rejected)."""
+    same cycle: the write is taken and the trigger held while the write is checked
+    (:func:`~t3hw.spec.contract.dma_program_cycles`); the next cycle the trigger is taken,
+    finds the descriptor valid and runs it (nothing rejected)."""
     p = env.p
     index = p.dma_descriptors - 1
     desc = _desc(p, tile=3, src=0x40, dst=0x80)
@@ -223,7 +226,10 @@ async def program_first(env, cycle):
     env.trig = (index, 0)
     await cycle()
     assert env.prog is None and env.trig is not None, "the write did not go first"
+    for _ in range(dma_program_cycles(p) - 1):
+        await cycle()
+        assert env.trig is not None, "a trigger was taken while a write was checked"
     await cycle()
-    assert env.trig is None, "the trigger was not taken the cycle after the write"
+    assert env.trig is None, "the trigger was not taken after the write's check"
     await drain(env, cycle)
     assert env.triggered == runs + 1 and env.model.stats["rejected"] == 0
