@@ -431,8 +431,11 @@ class EngineEnv(StreamEnv):
     def done(self):
         """Every stimulus given and drained: a store or packet the engine has taken but not
         yet written to DRAM still holds its data in ``local_data``/``remote_data``/``rx_data``
-        (a packet accepted on ``net_rx`` can sit in the engine's queues for a while)."""
+        (a packet accepted on ``net_rx`` can sit in the engine's queues for a while); every
+        load the engine took answered (it may still be inside the engine when the last packet
+        leaves)."""
         return (not self.stores and self.store is None and not self.loads_left
+                and not any(self.loads_out.values())
                 and not self.bad_rx and not self.later
                 and self.load is None and not self.queue and not self.responses
                 and not self.wire and self.rx is None
