@@ -2301,25 +2301,59 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign \$158  = \$156 ;
 endmodule
 
-module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__data, clk);
+module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_2  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [78:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -2337,9 +2371,22 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__d
   wire data__store__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 79'h00000000000000000000 *)
+  wire [78:0] head_reg;
+  wire [4:0] head_reg__device ;
+  wire head_reg__remote ;
+  wire [72:0] head_reg__store ;
+  wire [47:0] head_reg__store__addr ;
+  wire [6:0] head_reg__store__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__store__kind ;
+  wire [15:0] head_reg__store__tile ;
+  wire head_reg__store__tracked ;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
-  wire [78:0] o__payload;
+  reg [78:0] o__payload = 79'h00000000000000000000;
   wire [4:0] o__payload__device ;
   wire o__payload__remote ;
   wire [72:0] o__payload__store ;
@@ -2389,7 +2436,7 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__d
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [10:0];
+  reg [78:0] storage [9:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -2401,67 +2448,127 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__d
     storage[7] = 79'h00000000000000000000;
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
-    storage[10] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'hb;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'ha;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'ha;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'h9;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'h9;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__remote  = o__payload[0];
+  assign o__payload__device  = o__payload[5:1];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
+  assign head_reg__remote  = o__payload[0];
+  assign head_reg__device  = o__payload[5:1];
+  assign head_reg__store  = o__payload[78:6];
+  assign head_reg__store__addr  = o__payload[53:6];
+  assign head_reg__store__tile  = o__payload[69:54];
+  assign head_reg__store__bytes  = o__payload[76:70];
+  assign head_reg__store__kind  = o__payload[77];
+  assign head_reg__store__tracked  = o__payload[78];
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
   assign wr__data__store  = wr__data[78:6];
@@ -2478,43 +2585,69 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__d
   assign data__store__bytes  = wr__data[76:70];
   assign data__store__kind  = wr__data[77];
   assign data__store__tracked  = wr__data[78];
-  assign o__payload__remote  = o__payload[0];
-  assign o__payload__device  = o__payload[5:1];
-  assign o__payload__store  = o__payload[78:6];
-  assign o__payload__store__addr  = o__payload[53:6];
-  assign o__payload__store__tile  = o__payload[69:54];
-  assign o__payload__store__bytes  = o__payload[76:70];
-  assign o__payload__store__kind  = o__payload[77];
-  assign o__payload__store__tracked  = o__payload[78];
-  assign rd__data__remote  = o__payload[0];
-  assign rd__data__device  = o__payload[5:1];
-  assign rd__data__store  = o__payload[78:6];
-  assign rd__data__store__addr  = o__payload[53:6];
-  assign rd__data__store__tile  = o__payload[69:54];
-  assign rd__data__store__bytes  = o__payload[76:70];
-  assign rd__data__store__kind  = o__payload[77];
-  assign rd__data__store__tracked  = o__payload[78];
+  assign rd__data__remote  = rd__data[0];
+  assign rd__data__device  = rd__data[5:1];
+  assign rd__data__store  = rd__data[78:6];
+  assign rd__data__store__addr  = rd__data[53:6];
+  assign rd__data__store__tile  = rd__data[69:54];
+  assign rd__data__store__bytes  = rd__data[76:70];
+  assign rd__data__store__kind  = rd__data[77];
+  assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
-module t3hw_addrmap__rx_queue (clk, rst, push, o__valid, o__payload, wr__data, o__ready);
+module t3hw_addrmap__rx_queue (clk, rst, push, o__valid, wr__data, o__payload, o__ready);
   reg _init_strobe_3  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [72:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -2529,9 +2662,19 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__valid, o__payload, wr__data, o
   wire data__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   reg [3:0] level = 4'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -2572,7 +2715,7 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__valid, o__payload, wr__data, o
   wire [15:0] wr__data__tile ;
   wire wr__data__tracked ;
   wire wr__en;
-  reg [72:0] storage [10:0];
+  reg [72:0] storage [9:0];
   initial begin
     storage[0] = 73'h0000000000000000000;
     storage[1] = 73'h0000000000000000000;
@@ -2584,67 +2727,121 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__valid, o__payload, wr__data, o
     storage[7] = 73'h0000000000000000000;
     storage[8] = 73'h0000000000000000000;
     storage[9] = 73'h0000000000000000000;
-    storage[10] = 73'h0000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'hb;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'ha;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'ha;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'h9;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'h9;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
   assign wr__data__addr  = wr__data[47:0];
   assign wr__data__tile  = wr__data[63:48];
   assign wr__data__bytes  = wr__data[70:64];
@@ -2655,14 +2852,9 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__valid, o__payload, wr__data, o
   assign data__bytes  = wr__data[70:64];
   assign data__kind  = wr__data[71];
   assign data__tracked  = wr__data[72];
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
+  assign rd__data__addr  = rd__data[47:0];
+  assign rd__data__tile  = rd__data[63:48];
+  assign rd__data__bytes  = rd__data[70:64];
+  assign rd__data__kind  = rd__data[71];
+  assign rd__data__tracked  = rd__data[72];
 endmodule

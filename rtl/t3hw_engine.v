@@ -1567,8 +1567,8 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready
-, errors, capture, store__payload);
+module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
+, mem__payload, rx_mem__payload, store__payload);
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3866,25 +3866,59 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__data, clk);
+module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_2  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [78:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -3902,9 +3936,22 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, o__payloa
   wire data__store__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 79'h00000000000000000000 *)
+  wire [78:0] head_reg;
+  wire [4:0] head_reg__device ;
+  wire head_reg__remote ;
+  wire [72:0] head_reg__store ;
+  wire [47:0] head_reg__store__addr ;
+  wire [6:0] head_reg__store__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__store__kind ;
+  wire [15:0] head_reg__store__tile ;
+  wire head_reg__store__tracked ;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
-  wire [78:0] o__payload;
+  reg [78:0] o__payload = 79'h00000000000000000000;
   wire [4:0] o__payload__device ;
   wire o__payload__remote ;
   wire [72:0] o__payload__store ;
@@ -3954,7 +4001,7 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, o__payloa
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [10:0];
+  reg [78:0] storage [9:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -3966,67 +4013,127 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, o__payloa
     storage[7] = 79'h00000000000000000000;
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
-    storage[10] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'hb;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'ha;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'ha;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'h9;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'h9;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__remote  = o__payload[0];
+  assign o__payload__device  = o__payload[5:1];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
+  assign head_reg__remote  = o__payload[0];
+  assign head_reg__device  = o__payload[5:1];
+  assign head_reg__store  = o__payload[78:6];
+  assign head_reg__store__addr  = o__payload[53:6];
+  assign head_reg__store__tile  = o__payload[69:54];
+  assign head_reg__store__bytes  = o__payload[76:70];
+  assign head_reg__store__kind  = o__payload[77];
+  assign head_reg__store__tracked  = o__payload[78];
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
   assign wr__data__store  = wr__data[78:6];
@@ -4043,43 +4150,69 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, o__payloa
   assign data__store__bytes  = wr__data[76:70];
   assign data__store__kind  = wr__data[77];
   assign data__store__tracked  = wr__data[78];
-  assign o__payload__remote  = o__payload[0];
-  assign o__payload__device  = o__payload[5:1];
-  assign o__payload__store  = o__payload[78:6];
-  assign o__payload__store__addr  = o__payload[53:6];
-  assign o__payload__store__tile  = o__payload[69:54];
-  assign o__payload__store__bytes  = o__payload[76:70];
-  assign o__payload__store__kind  = o__payload[77];
-  assign o__payload__store__tracked  = o__payload[78];
-  assign rd__data__remote  = o__payload[0];
-  assign rd__data__device  = o__payload[5:1];
-  assign rd__data__store  = o__payload[78:6];
-  assign rd__data__store__addr  = o__payload[53:6];
-  assign rd__data__store__tile  = o__payload[69:54];
-  assign rd__data__store__bytes  = o__payload[76:70];
-  assign rd__data__store__kind  = o__payload[77];
-  assign rd__data__store__tracked  = o__payload[78];
+  assign rd__data__remote  = rd__data[0];
+  assign rd__data__device  = rd__data[5:1];
+  assign rd__data__store  = rd__data[78:6];
+  assign rd__data__store__addr  = rd__data[53:6];
+  assign rd__data__store__tile  = rd__data[69:54];
+  assign rd__data__store__bytes  = rd__data[76:70];
+  assign rd__data__store__kind  = rd__data[77];
+  assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
-module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready, wr__data, clk);
+module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, o__payload, clk);
   reg _init_strobe_3  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [72:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -4094,9 +4227,19 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready
   wire data__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   reg [3:0] level = 4'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -4137,7 +4280,7 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready
   wire [15:0] wr__data__tile ;
   wire wr__data__tracked ;
   wire wr__en;
-  reg [72:0] storage [10:0];
+  reg [72:0] storage [9:0];
   initial begin
     storage[0] = 73'h0000000000000000000;
     storage[1] = 73'h0000000000000000000;
@@ -4149,67 +4292,121 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready
     storage[7] = 73'h0000000000000000000;
     storage[8] = 73'h0000000000000000000;
     storage[9] = 73'h0000000000000000000;
-    storage[10] = 73'h0000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'hb;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'ha;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'ha;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'h9;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'h9;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
   assign wr__data__addr  = wr__data[47:0];
   assign wr__data__tile  = wr__data[63:48];
   assign wr__data__bytes  = wr__data[70:64];
@@ -4220,20 +4417,15 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready
   assign data__bytes  = wr__data[70:64];
   assign data__kind  = wr__data[71];
   assign data__tracked  = wr__data[72];
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
+  assign rd__data__addr  = rd__data[47:0];
+  assign rd__data__tile  = rd__data[63:48];
+  assign rd__data__bytes  = rd__data[70:64];
+  assign rd__data__kind  = rd__data[71];
+  assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload
-, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, load__payload);
+module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, remote__valid, dma__valid, dma_response__ready, config__valid, config__payload
+, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, remote__payload, dma__payload, load__payload);
   reg _init_strobe_4  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -16045,8 +16237,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_engine__dma (rst, desc_held, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, response__payload, packet__ready, program__valid, program__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid
-, packet__payload, clk);
+module t3hw_engine__dma (rst, desc_held, trigger__valid, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, packet__ready, program__valid, program__payload, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
+, response__payload, clk);
   reg _init_strobe_6  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
@@ -16525,7 +16717,7 @@ module t3hw_engine__dma (rst, desc_held, trigger__valid, trigger__payload, idle,
   assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, clk);
+module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__payload, clk);
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
@@ -17176,25 +17368,59 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid, o__payload, wr__data, clk);
+module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_8  = 0;
   wire \$1 ;
-  wire [3:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [2:0] \$15 ;
-  reg [2:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [3:0] \$33 ;
+  wire [3:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [3:0] \$39 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [3:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [139:0] \$48 ;
+  reg [2:0] \$49 ;
+  wire \$5 ;
+  reg [2:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [3:0] \$9 ;
+  wire \$9 ;
   output accept;
   wire accept;
   input clk;
@@ -17215,9 +17441,24 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid,
   wire [2:0] data__tag ;
   (* init = 3'h0 *)
   wire [2:0] head;
+  (* init = 140'h00000000000000000000000000000000000 *)
+  wire [139:0] head_reg;
+  wire [7:0] head_reg__index ;
+  wire [76:0] head_reg__packet ;
+  wire [47:0] head_reg__packet__addr ;
+  wire [6:0] head_reg__packet__bytes ;
+  wire [4:0] head_reg__packet__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__packet__kind ;
+  wire [15:0] head_reg__packet__tile ;
+  wire [3:0] head_reg__run ;
+  wire [47:0] head_reg__src ;
+  wire [2:0] head_reg__tag ;
   reg [3:0] level = 4'h0;
   output [139:0] o__payload;
-  wire [139:0] o__payload;
+  reg [139:0] o__payload = 140'h00000000000000000000000000000000000;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -17273,7 +17514,7 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid,
   wire [47:0] wr__data__src ;
   wire [2:0] wr__data__tag ;
   wire wr__en;
-  reg [139:0] storage [7:0];
+  reg [139:0] storage [6:0];
   initial begin
     storage[0] = 140'h00000000000000000000000000000000000;
     storage[1] = 140'h00000000000000000000000000000000000;
@@ -17282,67 +17523,131 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid,
     storage[4] = 140'h00000000000000000000000000000000000;
     storage[5] = 140'h00000000000000000000000000000000000;
     storage[6] = 140'h00000000000000000000000000000000000;
-    storage[7] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'h8;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 3'h7;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 3'h7;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 4'h0 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 3'h6;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 4'h0 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 3'h6;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 4'h0 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [2:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 3'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [2:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [2:0];
     end
     if (rst) begin
-      \$16  = 3'h0;
+      \$49  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [2:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 3'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__packet  = o__payload[76:0];
+  assign o__payload__packet__device  = o__payload[4:0];
+  assign o__payload__packet__addr  = o__payload[52:5];
+  assign o__payload__packet__kind  = o__payload[53];
+  assign o__payload__packet__tile  = o__payload[69:54];
+  assign o__payload__packet__bytes  = o__payload[76:70];
+  assign o__payload__tag  = o__payload[79:77];
+  assign o__payload__run  = o__payload[83:80];
+  assign o__payload__index  = o__payload[91:84];
+  assign o__payload__src  = o__payload[139:92];
+  assign head_reg__packet  = o__payload[76:0];
+  assign head_reg__packet__device  = o__payload[4:0];
+  assign head_reg__packet__addr  = o__payload[52:5];
+  assign head_reg__packet__kind  = o__payload[53];
+  assign head_reg__packet__tile  = o__payload[69:54];
+  assign head_reg__packet__bytes  = o__payload[76:70];
+  assign head_reg__tag  = o__payload[79:77];
+  assign head_reg__run  = o__payload[83:80];
+  assign head_reg__index  = o__payload[91:84];
+  assign head_reg__src  = o__payload[139:92];
   assign wr__data__packet  = wr__data[76:0];
   assign wr__data__packet__device  = wr__data[4:0];
   assign wr__data__packet__addr  = wr__data[52:5];
@@ -17363,33 +17668,27 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid,
   assign data__run  = wr__data[83:80];
   assign data__index  = wr__data[91:84];
   assign data__src  = wr__data[139:92];
-  assign o__payload__packet  = o__payload[76:0];
-  assign o__payload__packet__device  = o__payload[4:0];
-  assign o__payload__packet__addr  = o__payload[52:5];
-  assign o__payload__packet__kind  = o__payload[53];
-  assign o__payload__packet__tile  = o__payload[69:54];
-  assign o__payload__packet__bytes  = o__payload[76:70];
-  assign o__payload__tag  = o__payload[79:77];
-  assign o__payload__run  = o__payload[83:80];
-  assign o__payload__index  = o__payload[91:84];
-  assign o__payload__src  = o__payload[139:92];
-  assign rd__data__packet  = o__payload[76:0];
-  assign rd__data__packet__device  = o__payload[4:0];
-  assign rd__data__packet__addr  = o__payload[52:5];
-  assign rd__data__packet__kind  = o__payload[53];
-  assign rd__data__packet__tile  = o__payload[69:54];
-  assign rd__data__packet__bytes  = o__payload[76:70];
-  assign rd__data__tag  = o__payload[79:77];
-  assign rd__data__run  = o__payload[83:80];
-  assign rd__data__index  = o__payload[91:84];
-  assign rd__data__src  = o__payload[139:92];
+  assign rd__data__packet  = rd__data[76:0];
+  assign rd__data__packet__device  = rd__data[4:0];
+  assign rd__data__packet__addr  = rd__data[52:5];
+  assign rd__data__packet__kind  = rd__data[53];
+  assign rd__data__packet__tile  = rd__data[69:54];
+  assign rd__data__packet__bytes  = rd__data[76:70];
+  assign rd__data__tag  = rd__data[79:77];
+  assign rd__data__run  = rd__data[83:80];
+  assign rd__data__index  = rd__data[91:84];
+  assign rd__data__src  = rd__data[139:92];
 endmodule
 
-module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, busy, descriptor__valid, descriptor__payload, detail, clk
+module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
   reg _init_strobe_9  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
+  reg [178:0] \$100 ;
+  reg \$101 ;
+  reg \$102 ;
+  reg \$103 ;
   wire \$11 ;
   wire \$12 ;
   wire [36:0] \$13 ;
@@ -17440,28 +17739,28 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [5:0] \$57 ;
-  wire [6:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
   wire [35:0] \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [5:0] \$61 ;
+  wire [6:0] \$62 ;
   wire \$63 ;
-  wire \$64 ;
+  wire [7:0] \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [5:0] \$69 ;
+  wire \$69 ;
   wire \$7 ;
-  wire [5:0] \$70 ;
-  wire [5:0] \$71 ;
+  wire \$70 ;
+  wire \$71 ;
   wire [5:0] \$72 ;
-  wire [6:0] \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [5:0] \$73 ;
+  wire [5:0] \$74 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
@@ -17470,22 +17769,23 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
-  reg [7:0] \$84 ;
-  reg \$85 ;
-  reg [3:0] \$86 ;
-  reg [178:0] \$87 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  reg [7:0] \$87 ;
   reg \$88 ;
-  reg \$89 ;
+  reg [3:0] \$89 ;
   wire \$9 ;
-  reg \$90 ;
+  reg [178:0] \$90 ;
   reg \$91 ;
   reg \$92 ;
   reg \$93 ;
   reg \$94 ;
-  reg [178:0] \$95 ;
+  reg [4:0] \$95 ;
   reg \$96 ;
   reg \$97 ;
   reg \$98 ;
+  reg \$99 ;
   wire [48:0] \$signal ;
   output bad_descriptor;
   wire bad_descriptor;
@@ -17499,11 +17799,11 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   reg busy = 1'h1;
   reg \busy$15  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$80 ;
-  wire [7:0] \check__addr$86 ;
+  wire [7:0] \check__addr$82 ;
+  wire [7:0] \check__addr$88 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$88 ;
-  wire [4:0] \check__data$89 ;
+  wire [4:0] \check__data$90 ;
+  wire [4:0] \check__data$91 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -17573,20 +17873,21 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
+  reg [4:0] \held$31  = 5'h00;
+  wire [4:0] held_next;
   output idle;
   wire idle;
   wire in_use;
-  wire [4:0] level;
   wire [7:0] o__payload;
   wire o__ready;
   wire o__valid;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$45  = 1'h0;
   reg \pending$48  = 1'h0;
+  reg \pending$51  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$47  = 8'h00;
-  reg [7:0] \pending_index$49  = 8'h00;
+  reg [7:0] \pending_index$50  = 8'h00;
+  reg [7:0] \pending_index$52  = 8'h00;
   reg [35:0] product = 36'h000000000;
   input [178:0] program__payload;
   wire [178:0] program__payload;
@@ -17627,11 +17928,12 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   wire refused;
   wire [7:0] rmw__addr;
   (* init = 8'h00 *)
-  wire [7:0] \rmw__addr$79 ;
-  wire [7:0] \rmw__addr$85 ;
+  wire [7:0] \rmw__addr$81 ;
+  wire [7:0] \rmw__addr$87 ;
   wire [4:0] rmw__data;
-  wire [4:0] \rmw__data$78 ;
-  wire [4:0] \rmw__data$84 ;
+  wire [4:0] \rmw__data$80 ;
+  wire [4:0] \rmw__data$86 ;
+  reg room = 1'h1;
   input rst;
   wire rst;
   reg [7:0] s1_cmd = 8'h00;
@@ -17653,14 +17955,14 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   input trigger__valid;
   wire trigger__valid;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$75 ;
-  reg [7:0] \wr__addr$81 ;
+  reg [7:0] \wr__addr$77 ;
+  reg [7:0] \wr__addr$83 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$76 ;
-  reg [4:0] \wr__data$82 ;
+  reg [4:0] \wr__data$78 ;
+  reg [4:0] \wr__data$84 ;
   reg wr__en;
-  reg \wr__en$77 ;
-  reg \wr__en$83 ;
+  reg \wr__en$79 ;
+  reg \wr__en$85 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -18209,8 +18511,8 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$77 )
-      dropped_count[\wr__addr$75 ] <= \wr__data$76 ;
+    if (\wr__en$79 )
+      dropped_count[\wr__addr$77 ] <= \wr__data$78 ;
   end
   reg [7:0] _1_;
   reg [7:0] _2_;
@@ -18218,8 +18520,8 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     _1_ <= desc[7:0];
     _2_ <= s2_cmd;
   end
-  assign \check__data$88  = dropped_count[_1_];
-  assign \rmw__data$78  = dropped_count[_2_];
+  assign \check__data$90  = dropped_count[_1_];
+  assign \rmw__data$80  = dropped_count[_2_];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -19020,8 +19322,8 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$83 )
-      taken_count[\wr__addr$81 ] <= \wr__data$82 ;
+    if (\wr__en$85 )
+      taken_count[\wr__addr$83 ] <= \wr__data$84 ;
   end
   reg [7:0] _6_;
   reg [7:0] _7_;
@@ -19029,8 +19331,9 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     _6_ <= desc[7:0];
     _7_ <= descriptor__payload[7:0];
   end
-  assign \check__data$89  = taken_count[_6_];
-  assign \rmw__data$84  = taken_count[_7_];
+  assign \check__data$91  = taken_count[_6_];
+  assign \rmw__data$86  = taken_count[_7_];
+  assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
   assign \$4  = program__valid & program__ready;
@@ -19047,94 +19350,97 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   assign \$15  = in_use | held;
   assign \$18  = \$16  | \$17 ;
   assign \$19  = trigger__valid & trigger__ready;
-  assign \$20  = o__valid & o__ready;
-  assign \$21  = trigger__valid & trigger__ready;
-  assign \$22  = ~ busy;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = ~ busy;
-  assign \$25  = bad_descriptor & \$24 ;
-  assign \$26  = descriptor__valid & descriptor__ready;
-  assign \$27  = ~ busy;
-  assign \$28  = \$26  & \$27 ;
-  assign \$29  = ~ busy;
-  assign \$30  = ! stage;
-  assign program__ready = \$29  & \$30 ;
+  assign \$20  = \$64 [4:0] < 5'h10;
+  assign \$21  = o__valid & o__ready;
+  assign \$22  = trigger__valid & trigger__ready;
+  assign \$23  = ~ busy;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = ~ busy;
+  assign \$26  = bad_descriptor & \$25 ;
+  assign \$27  = descriptor__valid & descriptor__ready;
+  assign \$28  = ~ busy;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = ~ busy;
+  assign \$31  = ! stage;
+  assign program__ready = \$30  & \$31 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$31  = stage[3] & desc[8];
-  assign bad_program = \$31  & empty;
   assign \$32  = stage[3] & desc[8];
-  assign \$33  = ~ empty;
-  assign \$34  = \$32  & \$33 ;
-  assign bad_pitch = \$34  & overlap;
-  assign \$35  = stage[3] & desc[8];
-  assign \$36  = ~ empty;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = ~ overlap;
-  assign \$39  = \$37  & \$38 ;
-  assign bad_range = \$39  & wraps;
-  assign \$40  = empty | overlap;
-  assign \$41  = \$40  | wraps;
-  assign \$42  = desc[8] & \$41 ;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = stage[3] & \$43 ;
-  assign desc_busy = \$44  & \busy$15 ;
-  assign \$45  = bad_program | bad_pitch;
-  assign \$46  = \$45  | bad_range;
-  assign refused = \$46  | desc_busy;
-  assign \$47  = ~ refused;
-  assign \$48  = stage[3] & \$47 ;
-  assign \$49  = ~ refused;
-  assign \$50  = stage[3] & \$49 ;
-  assign \$51  = ~ busy;
-  assign \$52  = ~ program__valid;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = | stage;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level + s1_valid;
-  assign \$58  = \$57  + s2_valid;
-  assign \$59  = \$58  < 5'h10;
-  assign trigger__ready = \$56  & \$59 ;
+  assign bad_program = \$32  & empty;
+  assign \$33  = stage[3] & desc[8];
+  assign \$34  = ~ empty;
+  assign \$35  = \$33  & \$34 ;
+  assign bad_pitch = \$35  & overlap;
+  assign \$36  = stage[3] & desc[8];
+  assign \$37  = ~ empty;
+  assign \$38  = \$36  & \$37 ;
+  assign \$39  = ~ overlap;
+  assign \$40  = \$38  & \$39 ;
+  assign bad_range = \$40  & wraps;
+  assign \$41  = empty | overlap;
+  assign \$42  = \$41  | wraps;
+  assign \$43  = desc[8] & \$42 ;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = stage[3] & \$44 ;
+  assign desc_busy = \$45  & \busy$15 ;
+  assign \$46  = bad_program | bad_pitch;
+  assign \$47  = \$46  | bad_range;
+  assign refused = \$47  | desc_busy;
+  assign \$48  = ~ refused;
+  assign \$49  = stage[3] & \$48 ;
+  assign \$50  = ~ refused;
+  assign \$51  = stage[3] & \$50 ;
+  assign \$52  = ~ busy;
+  assign \$53  = ~ program__valid;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = | stage;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign trigger__ready = \$57  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$60  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$60 ;
-  assign \$61  = ~ refused;
-  assign \$62  = ~ fetching;
-  assign \$63  = ~ fetched;
-  assign \$64  = \$62  & \$63 ;
-  assign \$65  = ~ descriptor__valid;
-  assign \$66  = \$65  | descriptor__ready;
-  assign \$67  = \$64  & \$66 ;
-  assign \$68  = ~ stage[3];
-  assign o__ready = \$67  & \$68 ;
-  assign \$69  = rmw__data + 1'h1;
-  assign \$70  = \rmw__data$78  + 1'h1;
-  assign \$71  = \rmw__data$84  + 1'h1;
-  assign \$72  = check__data - \check__data$88 ;
-  assign \$73  = $signed(\$72 ) - $signed({ 1'h0, \check__data$89  });
-  assign in_use = | \$73 [4:0];
-  assign \$74  = ~ s1_valid;
-  assign \$75  = ~ s2_valid;
-  assign \$76  = \$74  & \$75 ;
-  assign \$77  = ~ o__valid;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = ~ fetching;
-  assign \$80  = \$78  & \$79 ;
-  assign \$81  = ~ fetched;
-  assign \$82  = \$80  & \$81 ;
-  assign \$83  = ~ descriptor__valid;
-  assign idle = \$82  & \$83 ;
+  assign \$58  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$58 ;
+  assign \$59  = ~ refused;
+  assign \$60  = trigger__valid & trigger__ready;
+  assign \$61  = \held$31  + \$60 ;
+  assign \$62  = \$61  - bad_descriptor;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = $signed(\$62 ) - $signed({ 1'h0, \$63  });
+  assign \$65  = ~ fetching;
+  assign \$66  = ~ fetched;
+  assign \$67  = \$65  & \$66 ;
+  assign \$68  = ~ descriptor__valid;
+  assign \$69  = \$68  | descriptor__ready;
+  assign \$70  = \$67  & \$69 ;
+  assign \$71  = ~ stage[3];
+  assign o__ready = \$70  & \$71 ;
+  assign \$72  = rmw__data + 1'h1;
+  assign \$73  = \rmw__data$80  + 1'h1;
+  assign \$74  = \rmw__data$86  + 1'h1;
+  assign \$75  = check__data - \check__data$90 ;
+  assign \$76  = $signed(\$75 ) - $signed({ 1'h0, \check__data$91  });
+  assign in_use = | \$76 [4:0];
+  assign \$77  = ~ s1_valid;
+  assign \$78  = ~ s2_valid;
+  assign \$79  = \$77  & \$78 ;
+  assign \$80  = ~ o__valid;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ fetching;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = ~ fetched;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = ~ descriptor__valid;
+  assign idle = \$85  & \$86 ;
   always @(posedge clk)
-    sweep <= \$84 ;
+    sweep <= \$87 ;
   always @(posedge clk)
-    busy <= \$85 ;
+    busy <= \$88 ;
   always @(posedge clk)
-    stage <= \$86 ;
+    stage <= \$89 ;
   always @(posedge clk)
-    desc <= \$87 ;
+    desc <= \$90 ;
   always @(posedge clk)
-    held <= \$88 ;
+    held <= \$91 ;
   always @(posedge clk)
     product <= \$6 ;
   always @(posedge clk)
@@ -19144,17 +19450,17 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   always @(posedge clk)
     span <= \$14 [36:0];
   always @(posedge clk)
-    \busy$15  <= \$89 ;
+    \busy$15  <= \$92 ;
   always @(posedge clk)
     wraps <= \$18 ;
   always @(posedge clk)
-    s1_valid <= \$90 ;
+    s1_valid <= \$93 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$91 ;
+    s2_valid <= \$94 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -19162,9 +19468,13 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    fetching <= \$92 ;
+    \held$31  <= \$95 ;
   always @(posedge clk)
-    fetched <= \$93 ;
+    room <= \$96 ;
+  always @(posedge clk)
+    fetching <= \$97 ;
+  always @(posedge clk)
+    fetched <= \$98 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -19172,25 +19482,23 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$94 ;
+    descriptor__valid <= \$99 ;
   always @(posedge clk)
-    descriptor__payload <= \$95 ;
+    descriptor__payload <= \$100 ;
   always @(posedge clk)
-    pending <= \$96 ;
+    pending <= \$101 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    \pending$45  <= \$97 ;
+    \pending$48  <= \$102 ;
   always @(posedge clk)
-    \pending_index$47  <= s2_cmd;
+    \pending_index$50  <= s2_cmd;
   always @(posedge clk)
-    \pending$48  <= \$98 ;
+    \pending$51  <= \$103 ;
   always @(posedge clk)
-    \pending_index$49  <= descriptor__payload[7:0];
-  assign \$1  = sweep + 1'h1;
+    \pending_index$52  <= descriptor__payload[7:0];
   t3hw_engine__dma__queue__ready_queue  ready_queue (
     .clk(clk),
-    .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -19200,133 +19508,147 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   );
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$84  = sweep;
+    \$87  = sweep;
     if (busy) begin
-      \$84  = \$1 [7:0];
+      \$87  = \$1 [7:0];
     end
     if (rst) begin
-      \$84  = 8'h00;
+      \$87  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$85  = busy;
+    \$88  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$85  = 1'h0;
+        \$88  = 1'h0;
       end
     end
     if (rst) begin
-      \$85  = 1'h1;
+      \$88  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$86  = { stage[2:0], \$3  };
+    \$89  = { stage[2:0], \$3  };
     if (rst) begin
-      \$86  = 4'h0;
+      \$89  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$87  = desc;
+    \$90  = desc;
     if (\$4 ) begin
-      \$87  = program__payload;
+      \$90  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$88  = held;
+    \$91  = held;
     if (\$4 ) begin
-      \$88  = desc_held;
+      \$91  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$89  = \busy$15 ;
+    \$92  = \busy$15 ;
     if (stage[1]) begin
-      \$89  = \$15 ;
+      \$92  = \$15 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$90  = \$19 ;
-    if (rst) begin
-      \$90  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$91  = s1_valid;
-    if (rst) begin
-      \$91  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$92  = \$20 ;
-    if (rst) begin
-      \$92  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$93  = fetching;
+    \$93  = \$19 ;
     if (rst) begin
       \$93  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$94  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$94  = 1'h0;
-    end
-    if (fetched) begin
-      \$94  = 1'h1;
-    end
+    \$94  = s1_valid;
     if (rst) begin
       \$94  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$95  = descriptor__payload;
-    if (fetched) begin
-      \$95 [8] = got[0];
-      \$95 [9] = got[1];
-      \$95 [14:10] = got[6:2];
-      \$95 [30:15] = got[22:7];
-      \$95 [42:31] = got[34:23];
-      \$95 [58:43] = got[50:35];
-      \$95 [82:59] = got[74:51];
-      \$95 [130:83] = got[122:75];
-      \$95 [178:131] = got[170:123];
-      \$95 [7:0] = got_index;
-    end
+    \$95  = \$64 [4:0];
     if (rst) begin
-      \$95  = 179'h000000000000000000000000000000000000000000000;
+      \$95  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$96  = \$23 ;
+    \$96  = \$20 ;
     if (rst) begin
-      \$96  = 1'h0;
+      \$96  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$97  = \$25 ;
+    \$97  = \$21 ;
     if (rst) begin
       \$97  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$98  = \$28 ;
+    \$98  = fetching;
     if (rst) begin
       \$98  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$99  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$99  = 1'h0;
+    end
+    if (fetched) begin
+      \$99  = 1'h1;
+    end
+    if (rst) begin
+      \$99  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$100  = descriptor__payload;
+    if (fetched) begin
+      \$100 [8] = got[0];
+      \$100 [9] = got[1];
+      \$100 [14:10] = got[6:2];
+      \$100 [30:15] = got[22:7];
+      \$100 [42:31] = got[34:23];
+      \$100 [58:43] = got[50:35];
+      \$100 [82:59] = got[74:51];
+      \$100 [130:83] = got[122:75];
+      \$100 [178:131] = got[170:123];
+      \$100 [7:0] = got_index;
+    end
+    if (rst) begin
+      \$100  = 179'h000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$101  = \$24 ;
+    if (rst) begin
+      \$101  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$102  = \$26 ;
+    if (rst) begin
+      \$102  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$103  = \$29 ;
+    if (rst) begin
+      \$103  = 1'h0;
     end
   end
   always @* begin
@@ -19337,7 +19659,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$61 ) begin
+    if (\$59 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -19366,7 +19688,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$48 ;
+      wr_check__en = \$49 ;
     end
   end
   always @* begin
@@ -19401,7 +19723,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$50 ;
+      wr_fetch__en = \$51 ;
     end
   end
   always @* begin
@@ -19419,7 +19741,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$69 [4:0];
+      wr__data = \$72 [4:0];
     end
   end
   always @* begin
@@ -19435,56 +19757,57 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$75  = sweep;
+      \wr__addr$77  = sweep;
     end else begin
-      \wr__addr$75  = \pending_index$47 ;
+      \wr__addr$77  = \pending_index$50 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$76  = 5'h00;
+      \wr__data$78  = 5'h00;
     end else begin
-      \wr__data$76  = \$70 [4:0];
+      \wr__data$78  = \$73 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$77  = 1'h1;
+      \wr__en$79  = 1'h1;
     end else begin
-      \wr__en$77  = \pending$45 ;
+      \wr__en$79  = \pending$48 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$81  = sweep;
+      \wr__addr$83  = sweep;
     end else begin
-      \wr__addr$81  = \pending_index$49 ;
+      \wr__addr$83  = \pending_index$52 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$82  = 5'h00;
+      \wr__data$84  = 5'h00;
     end else begin
-      \wr__data$82  = \$71 [4:0];
+      \wr__data$84  = \$74 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$83  = 1'h1;
+      \wr__en$85  = 1'h1;
     end else begin
-      \wr__en$83  = \pending$48 ;
+      \wr__en$85  = \pending$51 ;
     end
   end
+  assign held_next = \$64 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -19492,10 +19815,10 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   assign rd_fetch__addr = o__payload;
   assign rmw__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \rmw__addr$79  = s2_cmd;
-  assign \check__addr$80  = desc[7:0];
-  assign \rmw__addr$85  = descriptor__payload[7:0];
-  assign \check__addr$86  = desc[7:0];
+  assign \rmw__addr$81  = s2_cmd;
+  assign \check__addr$82  = desc[7:0];
+  assign \rmw__addr$87  = descriptor__payload[7:0];
+  assign \check__addr$88  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -19562,35 +19885,70 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, trigger__payload
   assign \$17  = dst_end[48];
 endmodule
 
-module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__payload, wr__data, level, clk);
+module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_10  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [5:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [6:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [4:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [5:0] \$45 ;
+  wire \$46 ;
+  wire [6:0] \$47 ;
+  reg [7:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [4:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [7:0] data;
   (* init = 4'h0 *)
   wire [3:0] head;
-  output [4:0] level;
+  (* init = 8'h00 *)
+  wire [7:0] head_reg;
   reg [4:0] level = 5'h00;
   output [7:0] o__payload;
-  wire [7:0] o__payload;
+  reg [7:0] o__payload = 8'h00;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -19607,7 +19965,7 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__p
   input [7:0] wr__data;
   wire [7:0] wr__data;
   wire wr__en;
-  reg [7:0] storage [15:0];
+  reg [7:0] storage [14:0];
   initial begin
     storage[0] = 8'h00;
     storage[1] = 8'h00;
@@ -19624,70 +19982,114 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__p
     storage[12] = 8'h00;
     storage[13] = 8'h00;
     storage[14] = 8'h00;
-    storage[15] = 8'h00;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 5'h10;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'hf;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'hf;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'he;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'he;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$17  = \$14 [4:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 5'h00;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$51  = \$47 [4:0];
+    if (rst) begin
+      \$51  = 5'h00;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
 endmodule
 
-module t3hw_engine__slice_dma_read (rst, o__ready, i__ready, o__valid, o__payload, i__valid, data, clk);
+module t3hw_engine__slice_dma_read (rst, o__ready, i__ready, o__valid, i__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [57:0] data;
@@ -19726,13 +20128,13 @@ module t3hw_engine__slice_dma_read (rst, o__ready, i__ready, o__valid, o__payloa
   assign push = i__valid & i__ready;
   t3hw_engine__slice_dma_read__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -19752,38 +20154,56 @@ module t3hw_engine__slice_dma_read (rst, o__ready, i__ready, o__valid, o__payloa
   assign o__payload$7__tag  = o__payload[57:55];
 endmodule
 
-module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_11  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [57:0] \$29 ;
   wire \$3 ;
+  reg [57:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [57:0] data;
   wire [57:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 58'h000000000000000 *)
+  wire [57:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [2:0] head_reg__tag ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [57:0] o__payload;
-  wire [57:0] o__payload;
+  reg [57:0] o__payload = 58'h000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [2:0] o__payload__tag ;
@@ -19793,101 +20213,88 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__valid, o__pay
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [57:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [2:0] rd__data__tag ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [57:0] wr__data;
-  wire [57:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [2:0] wr__data__tag ;
-  wire wr__en;
-  reg [57:0] storage [1:0];
-  initial begin
-    storage[0] = 58'h000000000000000;
-    storage[1] = 58'h000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  reg [57:0] slot = 58'h000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [2:0] slot__tag ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__bytes  = wr__data[54:48];
-  assign wr__data__tag  = wr__data[57:55];
-  assign data__addr  = wr__data[47:0];
-  assign data__bytes  = wr__data[54:48];
-  assign data__tag  = wr__data[57:55];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__bytes  = o__payload[54:48];
   assign o__payload__tag  = o__payload[57:55];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__bytes  = o__payload[54:48];
-  assign rd__data__tag  = o__payload[57:55];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__bytes  = o__payload[54:48];
+  assign head_reg__tag  = o__payload[57:55];
+  assign data__addr  = data[47:0];
+  assign data__bytes  = data[54:48];
+  assign data__tag  = data[57:55];
+  assign slot__addr  = slot[47:0];
+  assign slot__bytes  = slot[54:48];
+  assign slot__tag  = slot[57:55];
 endmodule
 
-module t3hw_engine__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, o__payload, data, clk);
+module t3hw_engine__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [3:0] data;
@@ -19922,13 +20329,13 @@ module t3hw_engine__slice_dma_response (rst, i__valid, o__ready, i__ready, o__va
   assign push = i__valid & i__ready;
   t3hw_engine__slice_dma_response__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -19944,37 +20351,54 @@ module t3hw_engine__slice_dma_response (rst, i__valid, o__ready, i__ready, o__va
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_12  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [3:0] \$29 ;
   wire \$3 ;
+  reg [3:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [3:0] data;
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 4'h0 *)
+  wire [3:0] head_reg;
+  wire head_reg__error ;
+  wire [2:0] head_reg__tag ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [3:0] o__payload;
-  wire [3:0] o__payload;
+  reg [3:0] o__payload = 4'h0;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
   input o__ready;
@@ -19983,95 +20407,83 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__valid, o_
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [3:0] rd__data;
-  wire rd__data__error ;
-  wire [2:0] rd__data__tag ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [3:0] wr__data;
-  wire [3:0] wr__data;
-  wire wr__data__error ;
-  wire [2:0] wr__data__tag ;
-  wire wr__en;
-  reg [3:0] storage [1:0];
-  initial begin
-    storage[0] = 4'h0;
-    storage[1] = 4'h0;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  reg [3:0] slot = 4'h0;
+  wire slot__error ;
+  wire [2:0] slot__tag ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__tag  = wr__data[2:0];
-  assign wr__data__error  = wr__data[3];
-  assign data__tag  = wr__data[2:0];
-  assign data__error  = wr__data[3];
+  assign head_reg = o__payload;
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
-  assign rd__data__tag  = o__payload[2:0];
-  assign rd__data__error  = o__payload[3];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__tag  = o__payload[2:0];
+  assign head_reg__error  = o__payload[3];
+  assign data__tag  = data[2:0];
+  assign data__error  = data[3];
+  assign slot__tag  = slot[2:0];
+  assign slot__error  = slot[3];
 endmodule
 
-module t3hw_engine__slice_net_dma (rst, i__ready, o__valid, o__payload, i__valid, data, o__ready, clk);
+module t3hw_engine__slice_net_dma (rst, i__ready, o__valid, i__valid, data, o__ready, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -20130,13 +20542,13 @@ module t3hw_engine__slice_net_dma (rst, i__ready, o__valid, o__payload, i__valid
   assign push = i__valid & i__ready;
   t3hw_engine__slice_net_dma__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -20164,28 +20576,43 @@ module t3hw_engine__slice_net_dma (rst, i__ready, o__valid, o__payload, i__valid
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, o__payload, wr__data, o__ready, level, clk);
+module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
   reg _init_strobe_13  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [76:0] \$29 ;
   wire \$3 ;
+  reg [76:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [76:0] data;
   wire [76:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -20195,12 +20622,20 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, o__payload, wr__d
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [4:0] head_reg__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  wire [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -20215,119 +20650,101 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, o__payload, wr__d
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [76:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [4:0] rd__data__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [76:0] wr__data;
-  wire [76:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [4:0] wr__data__device ;
+  reg [76:0] slot = 77'h00000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [4:0] slot__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__en;
-  reg [76:0] storage [1:0];
-  initial begin
-    storage[0] = 77'h00000000000000000000;
-    storage[1] = 77'h00000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__device  = wr__data[4:0];
-  assign wr__data__addr  = wr__data[52:5];
-  assign wr__data__kind  = wr__data[53];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign data__device  = wr__data[4:0];
-  assign data__addr  = wr__data[52:5];
-  assign data__kind  = wr__data[53];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
+  assign head_reg = o__payload;
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign rd__data__device  = o__payload[4:0];
-  assign rd__data__addr  = o__payload[52:5];
-  assign rd__data__kind  = o__payload[53];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__device  = o__payload[4:0];
+  assign head_reg__addr  = o__payload[52:5];
+  assign head_reg__kind  = o__payload[53];
+  assign head_reg__tile  = o__payload[69:54];
+  assign head_reg__bytes  = o__payload[76:70];
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign slot__device  = slot[4:0];
+  assign slot__addr  = slot[52:5];
+  assign slot__kind  = slot[53];
+  assign slot__tile  = slot[69:54];
+  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_engine__slice_net_store (rst, i__valid, i__ready, o__valid, o__payload, data, o__ready, clk);
+module t3hw_engine__slice_net_store (rst, i__valid, i__ready, o__valid, data, o__ready, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -20386,13 +20803,13 @@ module t3hw_engine__slice_net_store (rst, i__valid, i__ready, o__valid, o__paylo
   assign push = i__valid & i__ready;
   t3hw_engine__slice_net_store__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -20420,28 +20837,43 @@ module t3hw_engine__slice_net_store (rst, i__valid, i__ready, o__valid, o__paylo
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_engine__slice_net_store__queue (rst, push, o__valid, o__payload, wr__data, o__ready, level, clk);
+module t3hw_engine__slice_net_store__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
   reg _init_strobe_14  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [76:0] \$29 ;
   wire \$3 ;
+  reg [76:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [76:0] data;
   wire [76:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -20451,12 +20883,20 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__valid, o__payload, wr_
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [4:0] head_reg__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  wire [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -20471,119 +20911,101 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__valid, o__payload, wr_
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [76:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [4:0] rd__data__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [76:0] wr__data;
-  wire [76:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [4:0] wr__data__device ;
+  reg [76:0] slot = 77'h00000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [4:0] slot__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__en;
-  reg [76:0] storage [1:0];
-  initial begin
-    storage[0] = 77'h00000000000000000000;
-    storage[1] = 77'h00000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__device  = wr__data[4:0];
-  assign wr__data__addr  = wr__data[52:5];
-  assign wr__data__kind  = wr__data[53];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign data__device  = wr__data[4:0];
-  assign data__addr  = wr__data[52:5];
-  assign data__kind  = wr__data[53];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
+  assign head_reg = o__payload;
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign rd__data__device  = o__payload[4:0];
-  assign rd__data__addr  = o__payload[52:5];
-  assign rd__data__kind  = o__payload[53];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__device  = o__payload[4:0];
+  assign head_reg__addr  = o__payload[52:5];
+  assign head_reg__kind  = o__payload[53];
+  assign head_reg__tile  = o__payload[69:54];
+  assign head_reg__bytes  = o__payload[76:70];
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign slot__device  = slot[4:0];
+  assign slot__addr  = slot[52:5];
+  assign slot__kind  = slot[53];
+  assign slot__tile  = slot[69:54];
+  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_engine__slice_remote (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
+module t3hw_engine__slice_remote (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -20642,13 +21064,13 @@ module t3hw_engine__slice_remote (rst, i__valid, data, o__ready, i__ready, o__va
   assign push = i__valid & i__ready;
   t3hw_engine__slice_remote__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -20676,28 +21098,43 @@ module t3hw_engine__slice_remote (rst, i__valid, data, o__ready, i__ready, o__va
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_engine__slice_remote__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
+module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_15  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [72:0] \$29 ;
   wire \$3 ;
+  reg [72:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [72:0] data;
   wire [72:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -20707,12 +21144,20 @@ module t3hw_engine__slice_remote__queue (rst, wr__data, o__ready, push, o__valid
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -20727,119 +21172,101 @@ module t3hw_engine__slice_remote__queue (rst, wr__data, o__ready, push, o__valid
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [72:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [72:0] wr__data;
-  wire [72:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
+  reg [72:0] slot = 73'h0000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
-  wire wr__en;
-  reg [72:0] storage [1:0];
-  initial begin
-    storage[0] = 73'h0000000000000000000;
-    storage[1] = 73'h0000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
+  wire slot__tracked ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__tile  = wr__data[63:48];
-  assign wr__data__bytes  = wr__data[70:64];
-  assign wr__data__kind  = wr__data[71];
-  assign wr__data__tracked  = wr__data[72];
-  assign data__addr  = wr__data[47:0];
-  assign data__tile  = wr__data[63:48];
-  assign data__bytes  = wr__data[70:64];
-  assign data__kind  = wr__data[71];
-  assign data__tracked  = wr__data[72];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign slot__addr  = slot[47:0];
+  assign slot__tile  = slot[63:48];
+  assign slot__bytes  = slot[70:64];
+  assign slot__kind  = slot[71];
+  assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_engine__slice_store (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
+module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -20898,13 +21325,13 @@ module t3hw_engine__slice_store (rst, i__valid, data, o__ready, i__ready, o__val
   assign push = i__valid & i__ready;
   t3hw_engine__slice_store__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -20932,28 +21359,43 @@ module t3hw_engine__slice_store (rst, i__valid, data, o__ready, i__ready, o__val
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_engine__slice_store__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
+module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [72:0] \$29 ;
   wire \$3 ;
+  reg [72:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [72:0] data;
   wire [72:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -20963,12 +21405,20 @@ module t3hw_engine__slice_store__queue (rst, wr__data, o__ready, push, o__valid,
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -20983,119 +21433,101 @@ module t3hw_engine__slice_store__queue (rst, wr__data, o__ready, push, o__valid,
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [72:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [72:0] wr__data;
-  wire [72:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
+  reg [72:0] slot = 73'h0000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
-  wire wr__en;
-  reg [72:0] storage [1:0];
-  initial begin
-    storage[0] = 73'h0000000000000000000;
-    storage[1] = 73'h0000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
+  wire slot__tracked ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__tile  = wr__data[63:48];
-  assign wr__data__bytes  = wr__data[70:64];
-  assign wr__data__kind  = wr__data[71];
-  assign wr__data__tracked  = wr__data[72];
-  assign data__addr  = wr__data[47:0];
-  assign data__tile  = wr__data[63:48];
-  assign data__bytes  = wr__data[70:64];
-  assign data__kind  = wr__data[71];
-  assign data__tracked  = wr__data[72];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign slot__addr  = slot[47:0];
+  assign slot__tile  = slot[63:48];
+  assign slot__bytes  = slot[70:64];
+  assign slot__kind  = slot[71];
+  assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, trigger__payload, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, clk);
+module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, trigger__payload, clk);
   reg _init_strobe_17  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -23112,34 +23544,70 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, tri
   assign \$174  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
 endmodule
 
-module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
+module t3hw_engine__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_18  = 0;
   wire \$1 ;
-  wire [8:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [9:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [10:0] \$14 ;
-  reg [7:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [8:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [8:0] \$33 ;
+  wire [8:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [8:0] \$39 ;
   wire \$4 ;
-  wire [8:0] \$5 ;
-  wire [8:0] \$6 ;
+  wire [8:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [9:0] \$45 ;
+  wire \$46 ;
+  wire [10:0] \$47 ;
+  reg [15:0] \$48 ;
+  reg [7:0] \$49 ;
+  wire \$5 ;
+  reg [7:0] \$50 ;
+  reg [8:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [8:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
   (* init = 8'h00 *)
   wire [7:0] head;
+  (* init = 16'h0000 *)
+  wire [15:0] head_reg;
   reg [8:0] level = 9'h000;
   output [15:0] o__payload;
-  wire [15:0] o__payload;
+  reg [15:0] o__payload = 16'h0000;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -23156,7 +23624,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   input [15:0] wr__data;
   wire [15:0] wr__data;
   wire wr__en;
-  reg [15:0] storage [255:0];
+  reg [15:0] storage [254:0];
   initial begin
     storage[0] = 16'h0000;
     storage[1] = 16'h0000;
@@ -23413,88 +23881,166 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
     storage[252] = 16'h0000;
     storage[253] = 16'h0000;
     storage[254] = 16'h0000;
-    storage[255] = 16'h0000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 9'h100;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 8'hff;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 9'h000 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 8'hff;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 9'h000 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 8'hfe;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 9'h000 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 8'hfe;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 9'h000 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [7:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 8'h00;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [7:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [7:0];
     end
     if (rst) begin
-      \$16  = 8'h00;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$17  = \$14 [8:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [7:0];
+    end
     if (rst) begin
-      \$17  = 9'h000;
+      \$50  = 8'h00;
     end
   end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$51  = \$47 [8:0];
+    if (rst) begin
+      \$51  = 9'h000;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
 endmodule
 
-module t3hw_engine__tracker__queue (rst, o__valid, o__payload, o__ready, wr__data, push, clk);
+module t3hw_engine__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__payload, clk);
   reg _init_strobe_19  = 0;
   wire \$1 ;
-  wire [8:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [9:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [10:0] \$14 ;
-  reg [7:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [8:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [8:0] \$33 ;
+  wire [8:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [8:0] \$39 ;
   wire \$4 ;
-  wire [8:0] \$5 ;
-  wire [8:0] \$6 ;
+  wire [8:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [9:0] \$45 ;
+  wire \$46 ;
+  wire [10:0] \$47 ;
+  reg [23:0] \$48 ;
+  reg [7:0] \$49 ;
+  wire \$5 ;
+  reg [7:0] \$50 ;
+  reg [8:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [8:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -23503,9 +24049,13 @@ module t3hw_engine__tracker__queue (rst, o__valid, o__payload, o__ready, wr__dat
   wire [15:0] data__tile ;
   (* init = 8'h00 *)
   wire [7:0] head;
+  (* init = 24'h000000 *)
+  wire [23:0] head_reg;
+  wire [7:0] head_reg__cmd ;
+  wire [15:0] head_reg__tile ;
   reg [8:0] level = 9'h000;
   output [23:0] o__payload;
-  wire [23:0] o__payload;
+  reg [23:0] o__payload = 24'h000000;
   wire [7:0] o__payload__cmd ;
   wire [15:0] o__payload__tile ;
   input o__ready;
@@ -23528,7 +24078,7 @@ module t3hw_engine__tracker__queue (rst, o__valid, o__payload, o__ready, wr__dat
   wire [7:0] wr__data__cmd ;
   wire [15:0] wr__data__tile ;
   wire wr__en;
-  reg [23:0] storage [255:0];
+  reg [23:0] storage [254:0];
   initial begin
     storage[0] = 24'h000000;
     storage[1] = 24'h000000;
@@ -23785,78 +24335,124 @@ module t3hw_engine__tracker__queue (rst, o__valid, o__payload, o__ready, wr__dat
     storage[252] = 24'h000000;
     storage[253] = 24'h000000;
     storage[254] = 24'h000000;
-    storage[255] = 24'h000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 9'h100;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 8'hff;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 9'h000 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 8'hff;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 9'h000 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 8'hfe;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 9'h000 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 8'hfe;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 9'h000 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [7:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 8'h00;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [7:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [7:0];
     end
     if (rst) begin
-      \$16  = 8'h00;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$17  = \$14 [8:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [7:0];
+    end
     if (rst) begin
-      \$17  = 9'h000;
+      \$50  = 8'h00;
     end
   end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$51  = \$47 [8:0];
+    if (rst) begin
+      \$51  = 9'h000;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__cmd  = o__payload[7:0];
+  assign o__payload__tile  = o__payload[23:8];
+  assign head_reg__cmd  = o__payload[7:0];
+  assign head_reg__tile  = o__payload[23:8];
   assign wr__data__cmd  = wr__data[7:0];
   assign wr__data__tile  = wr__data[23:8];
   assign data__cmd  = wr__data[7:0];
   assign data__tile  = wr__data[23:8];
-  assign o__payload__cmd  = o__payload[7:0];
-  assign o__payload__tile  = o__payload[23:8];
-  assign rd__data__cmd  = o__payload[7:0];
-  assign rd__data__tile  = o__payload[23:8];
+  assign rd__data__cmd  = rd__data[7:0];
+  assign rd__data__tile  = rd__data[23:8];
 endmodule
 
-module t3hw_engine__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, o__ready);
+module t3hw_engine__tx (clk, rst, i__0__valid, i__1__valid, o__valid, o__payload, i__1__ready, i__0__ready, i__0__payload, i__1__payload, o__ready);
   reg _init_strobe_20  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;

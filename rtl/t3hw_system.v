@@ -2754,8 +2754,8 @@ module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready
-, errors, capture, store__payload);
+module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
+, mem__payload, rx_mem__payload, store__payload);
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -5053,25 +5053,59 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__data, clk);
+module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_2  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [78:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -5089,9 +5123,22 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   wire data__store__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 79'h00000000000000000000 *)
+  wire [78:0] head_reg;
+  wire [4:0] head_reg__device ;
+  wire head_reg__remote ;
+  wire [72:0] head_reg__store ;
+  wire [47:0] head_reg__store__addr ;
+  wire [6:0] head_reg__store__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__store__kind ;
+  wire [15:0] head_reg__store__tile ;
+  wire head_reg__store__tracked ;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
-  wire [78:0] o__payload;
+  reg [78:0] o__payload = 79'h00000000000000000000;
   wire [4:0] o__payload__device ;
   wire o__payload__remote ;
   wire [72:0] o__payload__store ;
@@ -5141,7 +5188,7 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [10:0];
+  reg [78:0] storage [9:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -5153,67 +5200,127 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
     storage[7] = 79'h00000000000000000000;
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
-    storage[10] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'hb;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'ha;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'ha;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'h9;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'h9;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__remote  = o__payload[0];
+  assign o__payload__device  = o__payload[5:1];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
+  assign head_reg__remote  = o__payload[0];
+  assign head_reg__device  = o__payload[5:1];
+  assign head_reg__store  = o__payload[78:6];
+  assign head_reg__store__addr  = o__payload[53:6];
+  assign head_reg__store__tile  = o__payload[69:54];
+  assign head_reg__store__bytes  = o__payload[76:70];
+  assign head_reg__store__kind  = o__payload[77];
+  assign head_reg__store__tracked  = o__payload[78];
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
   assign wr__data__store  = wr__data[78:6];
@@ -5230,43 +5337,69 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   assign data__store__bytes  = wr__data[76:70];
   assign data__store__kind  = wr__data[77];
   assign data__store__tracked  = wr__data[78];
-  assign o__payload__remote  = o__payload[0];
-  assign o__payload__device  = o__payload[5:1];
-  assign o__payload__store  = o__payload[78:6];
-  assign o__payload__store__addr  = o__payload[53:6];
-  assign o__payload__store__tile  = o__payload[69:54];
-  assign o__payload__store__bytes  = o__payload[76:70];
-  assign o__payload__store__kind  = o__payload[77];
-  assign o__payload__store__tracked  = o__payload[78];
-  assign rd__data__remote  = o__payload[0];
-  assign rd__data__device  = o__payload[5:1];
-  assign rd__data__store  = o__payload[78:6];
-  assign rd__data__store__addr  = o__payload[53:6];
-  assign rd__data__store__tile  = o__payload[69:54];
-  assign rd__data__store__bytes  = o__payload[76:70];
-  assign rd__data__store__kind  = o__payload[77];
-  assign rd__data__store__tracked  = o__payload[78];
+  assign rd__data__remote  = rd__data[0];
+  assign rd__data__device  = rd__data[5:1];
+  assign rd__data__store  = rd__data[78:6];
+  assign rd__data__store__addr  = rd__data[53:6];
+  assign rd__data__store__tile  = rd__data[69:54];
+  assign rd__data__store__bytes  = rd__data[76:70];
+  assign rd__data__store__kind  = rd__data[77];
+  assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
-module t3hw_system__e0__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready, wr__data, clk);
+module t3hw_system__e0__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, o__payload, clk);
   reg _init_strobe_3  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [72:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -5281,9 +5414,19 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
   wire data__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   reg [3:0] level = 4'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -5324,7 +5467,7 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
   wire [15:0] wr__data__tile ;
   wire wr__data__tracked ;
   wire wr__en;
-  reg [72:0] storage [10:0];
+  reg [72:0] storage [9:0];
   initial begin
     storage[0] = 73'h0000000000000000000;
     storage[1] = 73'h0000000000000000000;
@@ -5336,67 +5479,121 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
     storage[7] = 73'h0000000000000000000;
     storage[8] = 73'h0000000000000000000;
     storage[9] = 73'h0000000000000000000;
-    storage[10] = 73'h0000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'hb;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'ha;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'ha;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'h9;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'h9;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
   assign wr__data__addr  = wr__data[47:0];
   assign wr__data__tile  = wr__data[63:48];
   assign wr__data__bytes  = wr__data[70:64];
@@ -5407,20 +5604,15 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
   assign data__bytes  = wr__data[70:64];
   assign data__kind  = wr__data[71];
   assign data__tracked  = wr__data[72];
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
+  assign rd__data__addr  = rd__data[47:0];
+  assign rd__data__tile  = rd__data[63:48];
+  assign rd__data__bytes  = rd__data[70:64];
+  assign rd__data__kind  = rd__data[71];
+  assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload
-, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, load__payload);
+module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, remote__valid, dma__valid, dma_response__ready, config__valid, config__payload
+, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, remote__payload, dma__payload, load__payload);
   reg _init_strobe_4  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -17232,8 +17424,8 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e0__dma (rst, desc_held, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, response__payload, packet__ready, program__valid, program__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid
-, packet__payload, clk);
+module t3hw_system__e0__dma (rst, desc_held, trigger__valid, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, packet__ready, program__valid, program__payload, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
+, response__payload, clk);
   reg _init_strobe_6  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
@@ -17712,7 +17904,7 @@ module t3hw_system__e0__dma (rst, desc_held, trigger__valid, trigger__payload, i
   assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, clk);
+module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__payload, clk);
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
@@ -18363,25 +18555,59 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, accept, o__valid, o__payload, wr__data, clk);
+module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_8  = 0;
   wire \$1 ;
-  wire [3:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [2:0] \$15 ;
-  reg [2:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [3:0] \$33 ;
+  wire [3:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [3:0] \$39 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [3:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [139:0] \$48 ;
+  reg [2:0] \$49 ;
+  wire \$5 ;
+  reg [2:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [3:0] \$9 ;
+  wire \$9 ;
   output accept;
   wire accept;
   input clk;
@@ -18402,9 +18628,24 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire [2:0] data__tag ;
   (* init = 3'h0 *)
   wire [2:0] head;
+  (* init = 140'h00000000000000000000000000000000000 *)
+  wire [139:0] head_reg;
+  wire [7:0] head_reg__index ;
+  wire [76:0] head_reg__packet ;
+  wire [47:0] head_reg__packet__addr ;
+  wire [6:0] head_reg__packet__bytes ;
+  wire [4:0] head_reg__packet__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__packet__kind ;
+  wire [15:0] head_reg__packet__tile ;
+  wire [3:0] head_reg__run ;
+  wire [47:0] head_reg__src ;
+  wire [2:0] head_reg__tag ;
   reg [3:0] level = 4'h0;
   output [139:0] o__payload;
-  wire [139:0] o__payload;
+  reg [139:0] o__payload = 140'h00000000000000000000000000000000000;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -18460,7 +18701,7 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire [47:0] wr__data__src ;
   wire [2:0] wr__data__tag ;
   wire wr__en;
-  reg [139:0] storage [7:0];
+  reg [139:0] storage [6:0];
   initial begin
     storage[0] = 140'h00000000000000000000000000000000000;
     storage[1] = 140'h00000000000000000000000000000000000;
@@ -18469,67 +18710,131 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, accept, o__va
     storage[4] = 140'h00000000000000000000000000000000000;
     storage[5] = 140'h00000000000000000000000000000000000;
     storage[6] = 140'h00000000000000000000000000000000000;
-    storage[7] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'h8;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 3'h7;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 3'h7;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 4'h0 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 3'h6;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 4'h0 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 3'h6;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 4'h0 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [2:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 3'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [2:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [2:0];
     end
     if (rst) begin
-      \$16  = 3'h0;
+      \$49  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [2:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 3'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__packet  = o__payload[76:0];
+  assign o__payload__packet__device  = o__payload[4:0];
+  assign o__payload__packet__addr  = o__payload[52:5];
+  assign o__payload__packet__kind  = o__payload[53];
+  assign o__payload__packet__tile  = o__payload[69:54];
+  assign o__payload__packet__bytes  = o__payload[76:70];
+  assign o__payload__tag  = o__payload[79:77];
+  assign o__payload__run  = o__payload[83:80];
+  assign o__payload__index  = o__payload[91:84];
+  assign o__payload__src  = o__payload[139:92];
+  assign head_reg__packet  = o__payload[76:0];
+  assign head_reg__packet__device  = o__payload[4:0];
+  assign head_reg__packet__addr  = o__payload[52:5];
+  assign head_reg__packet__kind  = o__payload[53];
+  assign head_reg__packet__tile  = o__payload[69:54];
+  assign head_reg__packet__bytes  = o__payload[76:70];
+  assign head_reg__tag  = o__payload[79:77];
+  assign head_reg__run  = o__payload[83:80];
+  assign head_reg__index  = o__payload[91:84];
+  assign head_reg__src  = o__payload[139:92];
   assign wr__data__packet  = wr__data[76:0];
   assign wr__data__packet__device  = wr__data[4:0];
   assign wr__data__packet__addr  = wr__data[52:5];
@@ -18550,33 +18855,27 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, accept, o__va
   assign data__run  = wr__data[83:80];
   assign data__index  = wr__data[91:84];
   assign data__src  = wr__data[139:92];
-  assign o__payload__packet  = o__payload[76:0];
-  assign o__payload__packet__device  = o__payload[4:0];
-  assign o__payload__packet__addr  = o__payload[52:5];
-  assign o__payload__packet__kind  = o__payload[53];
-  assign o__payload__packet__tile  = o__payload[69:54];
-  assign o__payload__packet__bytes  = o__payload[76:70];
-  assign o__payload__tag  = o__payload[79:77];
-  assign o__payload__run  = o__payload[83:80];
-  assign o__payload__index  = o__payload[91:84];
-  assign o__payload__src  = o__payload[139:92];
-  assign rd__data__packet  = o__payload[76:0];
-  assign rd__data__packet__device  = o__payload[4:0];
-  assign rd__data__packet__addr  = o__payload[52:5];
-  assign rd__data__packet__kind  = o__payload[53];
-  assign rd__data__packet__tile  = o__payload[69:54];
-  assign rd__data__packet__bytes  = o__payload[76:70];
-  assign rd__data__tag  = o__payload[79:77];
-  assign rd__data__run  = o__payload[83:80];
-  assign rd__data__index  = o__payload[91:84];
-  assign rd__data__src  = o__payload[139:92];
+  assign rd__data__packet  = rd__data[76:0];
+  assign rd__data__packet__device  = rd__data[4:0];
+  assign rd__data__packet__addr  = rd__data[52:5];
+  assign rd__data__packet__kind  = rd__data[53];
+  assign rd__data__packet__tile  = rd__data[69:54];
+  assign rd__data__packet__bytes  = rd__data[76:70];
+  assign rd__data__tag  = rd__data[79:77];
+  assign rd__data__run  = rd__data[83:80];
+  assign rd__data__index  = rd__data[91:84];
+  assign rd__data__src  = rd__data[139:92];
 endmodule
 
-module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__payload, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, busy, descriptor__valid, descriptor__payload, detail, clk
+module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
   reg _init_strobe_9  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
+  reg [178:0] \$100 ;
+  reg \$101 ;
+  reg \$102 ;
+  reg \$103 ;
   wire \$11 ;
   wire \$12 ;
   wire [36:0] \$13 ;
@@ -18627,28 +18926,28 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [5:0] \$57 ;
-  wire [6:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
   wire [35:0] \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [5:0] \$61 ;
+  wire [6:0] \$62 ;
   wire \$63 ;
-  wire \$64 ;
+  wire [7:0] \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [5:0] \$69 ;
+  wire \$69 ;
   wire \$7 ;
-  wire [5:0] \$70 ;
-  wire [5:0] \$71 ;
+  wire \$70 ;
+  wire \$71 ;
   wire [5:0] \$72 ;
-  wire [6:0] \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [5:0] \$73 ;
+  wire [5:0] \$74 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
@@ -18657,22 +18956,23 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
-  reg [7:0] \$84 ;
-  reg \$85 ;
-  reg [3:0] \$86 ;
-  reg [178:0] \$87 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  reg [7:0] \$87 ;
   reg \$88 ;
-  reg \$89 ;
+  reg [3:0] \$89 ;
   wire \$9 ;
-  reg \$90 ;
+  reg [178:0] \$90 ;
   reg \$91 ;
   reg \$92 ;
   reg \$93 ;
   reg \$94 ;
-  reg [178:0] \$95 ;
+  reg [4:0] \$95 ;
   reg \$96 ;
   reg \$97 ;
   reg \$98 ;
+  reg \$99 ;
   wire [48:0] \$signal ;
   output bad_descriptor;
   wire bad_descriptor;
@@ -18686,11 +18986,11 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   reg busy = 1'h1;
   reg \busy$15  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$80 ;
-  wire [7:0] \check__addr$86 ;
+  wire [7:0] \check__addr$82 ;
+  wire [7:0] \check__addr$88 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$88 ;
-  wire [4:0] \check__data$89 ;
+  wire [4:0] \check__data$90 ;
+  wire [4:0] \check__data$91 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -18760,20 +19060,21 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
+  reg [4:0] \held$31  = 5'h00;
+  wire [4:0] held_next;
   output idle;
   wire idle;
   wire in_use;
-  wire [4:0] level;
   wire [7:0] o__payload;
   wire o__ready;
   wire o__valid;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$45  = 1'h0;
   reg \pending$48  = 1'h0;
+  reg \pending$51  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$47  = 8'h00;
-  reg [7:0] \pending_index$49  = 8'h00;
+  reg [7:0] \pending_index$50  = 8'h00;
+  reg [7:0] \pending_index$52  = 8'h00;
   reg [35:0] product = 36'h000000000;
   input [178:0] program__payload;
   wire [178:0] program__payload;
@@ -18814,11 +19115,12 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire refused;
   wire [7:0] rmw__addr;
   (* init = 8'h00 *)
-  wire [7:0] \rmw__addr$79 ;
-  wire [7:0] \rmw__addr$85 ;
+  wire [7:0] \rmw__addr$81 ;
+  wire [7:0] \rmw__addr$87 ;
   wire [4:0] rmw__data;
-  wire [4:0] \rmw__data$78 ;
-  wire [4:0] \rmw__data$84 ;
+  wire [4:0] \rmw__data$80 ;
+  wire [4:0] \rmw__data$86 ;
+  reg room = 1'h1;
   input rst;
   wire rst;
   reg [7:0] s1_cmd = 8'h00;
@@ -18840,14 +19142,14 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   input trigger__valid;
   wire trigger__valid;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$75 ;
-  reg [7:0] \wr__addr$81 ;
+  reg [7:0] \wr__addr$77 ;
+  reg [7:0] \wr__addr$83 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$76 ;
-  reg [4:0] \wr__data$82 ;
+  reg [4:0] \wr__data$78 ;
+  reg [4:0] \wr__data$84 ;
   reg wr__en;
-  reg \wr__en$77 ;
-  reg \wr__en$83 ;
+  reg \wr__en$79 ;
+  reg \wr__en$85 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -19396,8 +19698,8 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$77 )
-      dropped_count[\wr__addr$75 ] <= \wr__data$76 ;
+    if (\wr__en$79 )
+      dropped_count[\wr__addr$77 ] <= \wr__data$78 ;
   end
   reg [7:0] _1_;
   reg [7:0] _2_;
@@ -19405,8 +19707,8 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     _1_ <= desc[7:0];
     _2_ <= s2_cmd;
   end
-  assign \check__data$88  = dropped_count[_1_];
-  assign \rmw__data$78  = dropped_count[_2_];
+  assign \check__data$90  = dropped_count[_1_];
+  assign \rmw__data$80  = dropped_count[_2_];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -20207,8 +20509,8 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$83 )
-      taken_count[\wr__addr$81 ] <= \wr__data$82 ;
+    if (\wr__en$85 )
+      taken_count[\wr__addr$83 ] <= \wr__data$84 ;
   end
   reg [7:0] _6_;
   reg [7:0] _7_;
@@ -20216,8 +20518,9 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     _6_ <= desc[7:0];
     _7_ <= descriptor__payload[7:0];
   end
-  assign \check__data$89  = taken_count[_6_];
-  assign \rmw__data$84  = taken_count[_7_];
+  assign \check__data$91  = taken_count[_6_];
+  assign \rmw__data$86  = taken_count[_7_];
+  assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
   assign \$4  = program__valid & program__ready;
@@ -20234,94 +20537,97 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   assign \$15  = in_use | held;
   assign \$18  = \$16  | \$17 ;
   assign \$19  = trigger__valid & trigger__ready;
-  assign \$20  = o__valid & o__ready;
-  assign \$21  = trigger__valid & trigger__ready;
-  assign \$22  = ~ busy;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = ~ busy;
-  assign \$25  = bad_descriptor & \$24 ;
-  assign \$26  = descriptor__valid & descriptor__ready;
-  assign \$27  = ~ busy;
-  assign \$28  = \$26  & \$27 ;
-  assign \$29  = ~ busy;
-  assign \$30  = ! stage;
-  assign program__ready = \$29  & \$30 ;
+  assign \$20  = \$64 [4:0] < 5'h10;
+  assign \$21  = o__valid & o__ready;
+  assign \$22  = trigger__valid & trigger__ready;
+  assign \$23  = ~ busy;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = ~ busy;
+  assign \$26  = bad_descriptor & \$25 ;
+  assign \$27  = descriptor__valid & descriptor__ready;
+  assign \$28  = ~ busy;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = ~ busy;
+  assign \$31  = ! stage;
+  assign program__ready = \$30  & \$31 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$31  = stage[3] & desc[8];
-  assign bad_program = \$31  & empty;
   assign \$32  = stage[3] & desc[8];
-  assign \$33  = ~ empty;
-  assign \$34  = \$32  & \$33 ;
-  assign bad_pitch = \$34  & overlap;
-  assign \$35  = stage[3] & desc[8];
-  assign \$36  = ~ empty;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = ~ overlap;
-  assign \$39  = \$37  & \$38 ;
-  assign bad_range = \$39  & wraps;
-  assign \$40  = empty | overlap;
-  assign \$41  = \$40  | wraps;
-  assign \$42  = desc[8] & \$41 ;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = stage[3] & \$43 ;
-  assign desc_busy = \$44  & \busy$15 ;
-  assign \$45  = bad_program | bad_pitch;
-  assign \$46  = \$45  | bad_range;
-  assign refused = \$46  | desc_busy;
-  assign \$47  = ~ refused;
-  assign \$48  = stage[3] & \$47 ;
-  assign \$49  = ~ refused;
-  assign \$50  = stage[3] & \$49 ;
-  assign \$51  = ~ busy;
-  assign \$52  = ~ program__valid;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = | stage;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level + s1_valid;
-  assign \$58  = \$57  + s2_valid;
-  assign \$59  = \$58  < 5'h10;
-  assign trigger__ready = \$56  & \$59 ;
+  assign bad_program = \$32  & empty;
+  assign \$33  = stage[3] & desc[8];
+  assign \$34  = ~ empty;
+  assign \$35  = \$33  & \$34 ;
+  assign bad_pitch = \$35  & overlap;
+  assign \$36  = stage[3] & desc[8];
+  assign \$37  = ~ empty;
+  assign \$38  = \$36  & \$37 ;
+  assign \$39  = ~ overlap;
+  assign \$40  = \$38  & \$39 ;
+  assign bad_range = \$40  & wraps;
+  assign \$41  = empty | overlap;
+  assign \$42  = \$41  | wraps;
+  assign \$43  = desc[8] & \$42 ;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = stage[3] & \$44 ;
+  assign desc_busy = \$45  & \busy$15 ;
+  assign \$46  = bad_program | bad_pitch;
+  assign \$47  = \$46  | bad_range;
+  assign refused = \$47  | desc_busy;
+  assign \$48  = ~ refused;
+  assign \$49  = stage[3] & \$48 ;
+  assign \$50  = ~ refused;
+  assign \$51  = stage[3] & \$50 ;
+  assign \$52  = ~ busy;
+  assign \$53  = ~ program__valid;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = | stage;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign trigger__ready = \$57  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$60  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$60 ;
-  assign \$61  = ~ refused;
-  assign \$62  = ~ fetching;
-  assign \$63  = ~ fetched;
-  assign \$64  = \$62  & \$63 ;
-  assign \$65  = ~ descriptor__valid;
-  assign \$66  = \$65  | descriptor__ready;
-  assign \$67  = \$64  & \$66 ;
-  assign \$68  = ~ stage[3];
-  assign o__ready = \$67  & \$68 ;
-  assign \$69  = rmw__data + 1'h1;
-  assign \$70  = \rmw__data$78  + 1'h1;
-  assign \$71  = \rmw__data$84  + 1'h1;
-  assign \$72  = check__data - \check__data$88 ;
-  assign \$73  = $signed(\$72 ) - $signed({ 1'h0, \check__data$89  });
-  assign in_use = | \$73 [4:0];
-  assign \$74  = ~ s1_valid;
-  assign \$75  = ~ s2_valid;
-  assign \$76  = \$74  & \$75 ;
-  assign \$77  = ~ o__valid;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = ~ fetching;
-  assign \$80  = \$78  & \$79 ;
-  assign \$81  = ~ fetched;
-  assign \$82  = \$80  & \$81 ;
-  assign \$83  = ~ descriptor__valid;
-  assign idle = \$82  & \$83 ;
+  assign \$58  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$58 ;
+  assign \$59  = ~ refused;
+  assign \$60  = trigger__valid & trigger__ready;
+  assign \$61  = \held$31  + \$60 ;
+  assign \$62  = \$61  - bad_descriptor;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = $signed(\$62 ) - $signed({ 1'h0, \$63  });
+  assign \$65  = ~ fetching;
+  assign \$66  = ~ fetched;
+  assign \$67  = \$65  & \$66 ;
+  assign \$68  = ~ descriptor__valid;
+  assign \$69  = \$68  | descriptor__ready;
+  assign \$70  = \$67  & \$69 ;
+  assign \$71  = ~ stage[3];
+  assign o__ready = \$70  & \$71 ;
+  assign \$72  = rmw__data + 1'h1;
+  assign \$73  = \rmw__data$80  + 1'h1;
+  assign \$74  = \rmw__data$86  + 1'h1;
+  assign \$75  = check__data - \check__data$90 ;
+  assign \$76  = $signed(\$75 ) - $signed({ 1'h0, \check__data$91  });
+  assign in_use = | \$76 [4:0];
+  assign \$77  = ~ s1_valid;
+  assign \$78  = ~ s2_valid;
+  assign \$79  = \$77  & \$78 ;
+  assign \$80  = ~ o__valid;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ fetching;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = ~ fetched;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = ~ descriptor__valid;
+  assign idle = \$85  & \$86 ;
   always @(posedge clk)
-    sweep <= \$84 ;
+    sweep <= \$87 ;
   always @(posedge clk)
-    busy <= \$85 ;
+    busy <= \$88 ;
   always @(posedge clk)
-    stage <= \$86 ;
+    stage <= \$89 ;
   always @(posedge clk)
-    desc <= \$87 ;
+    desc <= \$90 ;
   always @(posedge clk)
-    held <= \$88 ;
+    held <= \$91 ;
   always @(posedge clk)
     product <= \$6 ;
   always @(posedge clk)
@@ -20331,17 +20637,17 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   always @(posedge clk)
     span <= \$14 [36:0];
   always @(posedge clk)
-    \busy$15  <= \$89 ;
+    \busy$15  <= \$92 ;
   always @(posedge clk)
     wraps <= \$18 ;
   always @(posedge clk)
-    s1_valid <= \$90 ;
+    s1_valid <= \$93 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$91 ;
+    s2_valid <= \$94 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -20349,9 +20655,13 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    fetching <= \$92 ;
+    \held$31  <= \$95 ;
   always @(posedge clk)
-    fetched <= \$93 ;
+    room <= \$96 ;
+  always @(posedge clk)
+    fetching <= \$97 ;
+  always @(posedge clk)
+    fetched <= \$98 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -20359,25 +20669,23 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$94 ;
+    descriptor__valid <= \$99 ;
   always @(posedge clk)
-    descriptor__payload <= \$95 ;
+    descriptor__payload <= \$100 ;
   always @(posedge clk)
-    pending <= \$96 ;
+    pending <= \$101 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    \pending$45  <= \$97 ;
+    \pending$48  <= \$102 ;
   always @(posedge clk)
-    \pending_index$47  <= s2_cmd;
+    \pending_index$50  <= s2_cmd;
   always @(posedge clk)
-    \pending$48  <= \$98 ;
+    \pending$51  <= \$103 ;
   always @(posedge clk)
-    \pending_index$49  <= descriptor__payload[7:0];
-  assign \$1  = sweep + 1'h1;
+    \pending_index$52  <= descriptor__payload[7:0];
   t3hw_system__e0__dma__queue__ready_queue  ready_queue (
     .clk(clk),
-    .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -20387,133 +20695,147 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   );
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$84  = sweep;
+    \$87  = sweep;
     if (busy) begin
-      \$84  = \$1 [7:0];
+      \$87  = \$1 [7:0];
     end
     if (rst) begin
-      \$84  = 8'h00;
+      \$87  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$85  = busy;
+    \$88  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$85  = 1'h0;
+        \$88  = 1'h0;
       end
     end
     if (rst) begin
-      \$85  = 1'h1;
+      \$88  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$86  = { stage[2:0], \$3  };
+    \$89  = { stage[2:0], \$3  };
     if (rst) begin
-      \$86  = 4'h0;
+      \$89  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$87  = desc;
+    \$90  = desc;
     if (\$4 ) begin
-      \$87  = program__payload;
+      \$90  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$88  = held;
+    \$91  = held;
     if (\$4 ) begin
-      \$88  = desc_held;
+      \$91  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$89  = \busy$15 ;
+    \$92  = \busy$15 ;
     if (stage[1]) begin
-      \$89  = \$15 ;
+      \$92  = \$15 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$90  = \$19 ;
-    if (rst) begin
-      \$90  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$91  = s1_valid;
-    if (rst) begin
-      \$91  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$92  = \$20 ;
-    if (rst) begin
-      \$92  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$93  = fetching;
+    \$93  = \$19 ;
     if (rst) begin
       \$93  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$94  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$94  = 1'h0;
-    end
-    if (fetched) begin
-      \$94  = 1'h1;
-    end
+    \$94  = s1_valid;
     if (rst) begin
       \$94  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$95  = descriptor__payload;
-    if (fetched) begin
-      \$95 [8] = got[0];
-      \$95 [9] = got[1];
-      \$95 [14:10] = got[6:2];
-      \$95 [30:15] = got[22:7];
-      \$95 [42:31] = got[34:23];
-      \$95 [58:43] = got[50:35];
-      \$95 [82:59] = got[74:51];
-      \$95 [130:83] = got[122:75];
-      \$95 [178:131] = got[170:123];
-      \$95 [7:0] = got_index;
-    end
+    \$95  = \$64 [4:0];
     if (rst) begin
-      \$95  = 179'h000000000000000000000000000000000000000000000;
+      \$95  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$96  = \$23 ;
+    \$96  = \$20 ;
     if (rst) begin
-      \$96  = 1'h0;
+      \$96  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$97  = \$25 ;
+    \$97  = \$21 ;
     if (rst) begin
       \$97  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$98  = \$28 ;
+    \$98  = fetching;
     if (rst) begin
       \$98  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$99  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$99  = 1'h0;
+    end
+    if (fetched) begin
+      \$99  = 1'h1;
+    end
+    if (rst) begin
+      \$99  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$100  = descriptor__payload;
+    if (fetched) begin
+      \$100 [8] = got[0];
+      \$100 [9] = got[1];
+      \$100 [14:10] = got[6:2];
+      \$100 [30:15] = got[22:7];
+      \$100 [42:31] = got[34:23];
+      \$100 [58:43] = got[50:35];
+      \$100 [82:59] = got[74:51];
+      \$100 [130:83] = got[122:75];
+      \$100 [178:131] = got[170:123];
+      \$100 [7:0] = got_index;
+    end
+    if (rst) begin
+      \$100  = 179'h000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$101  = \$24 ;
+    if (rst) begin
+      \$101  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$102  = \$26 ;
+    if (rst) begin
+      \$102  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$103  = \$29 ;
+    if (rst) begin
+      \$103  = 1'h0;
     end
   end
   always @* begin
@@ -20524,7 +20846,7 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$61 ) begin
+    if (\$59 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -20553,7 +20875,7 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$48 ;
+      wr_check__en = \$49 ;
     end
   end
   always @* begin
@@ -20588,7 +20910,7 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$50 ;
+      wr_fetch__en = \$51 ;
     end
   end
   always @* begin
@@ -20606,7 +20928,7 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$69 [4:0];
+      wr__data = \$72 [4:0];
     end
   end
   always @* begin
@@ -20622,56 +20944,57 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$75  = sweep;
+      \wr__addr$77  = sweep;
     end else begin
-      \wr__addr$75  = \pending_index$47 ;
+      \wr__addr$77  = \pending_index$50 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$76  = 5'h00;
+      \wr__data$78  = 5'h00;
     end else begin
-      \wr__data$76  = \$70 [4:0];
+      \wr__data$78  = \$73 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$77  = 1'h1;
+      \wr__en$79  = 1'h1;
     end else begin
-      \wr__en$77  = \pending$45 ;
+      \wr__en$79  = \pending$48 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$81  = sweep;
+      \wr__addr$83  = sweep;
     end else begin
-      \wr__addr$81  = \pending_index$49 ;
+      \wr__addr$83  = \pending_index$52 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$82  = 5'h00;
+      \wr__data$84  = 5'h00;
     end else begin
-      \wr__data$82  = \$71 [4:0];
+      \wr__data$84  = \$74 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$83  = 1'h1;
+      \wr__en$85  = 1'h1;
     end else begin
-      \wr__en$83  = \pending$48 ;
+      \wr__en$85  = \pending$51 ;
     end
   end
+  assign held_next = \$64 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -20679,10 +21002,10 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   assign rd_fetch__addr = o__payload;
   assign rmw__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \rmw__addr$79  = s2_cmd;
-  assign \check__addr$80  = desc[7:0];
-  assign \rmw__addr$85  = descriptor__payload[7:0];
-  assign \check__addr$86  = desc[7:0];
+  assign \rmw__addr$81  = s2_cmd;
+  assign \check__addr$82  = desc[7:0];
+  assign \rmw__addr$87  = descriptor__payload[7:0];
+  assign \check__addr$88  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -20749,35 +21072,70 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   assign \$17  = dst_end[48];
 endmodule
 
-module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_10  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [5:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [6:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [4:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [5:0] \$45 ;
+  wire \$46 ;
+  wire [6:0] \$47 ;
+  reg [7:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [4:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [7:0] data;
   (* init = 4'h0 *)
   wire [3:0] head;
-  output [4:0] level;
+  (* init = 8'h00 *)
+  wire [7:0] head_reg;
   reg [4:0] level = 5'h00;
   output [7:0] o__payload;
-  wire [7:0] o__payload;
+  reg [7:0] o__payload = 8'h00;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -20794,7 +21152,7 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   input [7:0] wr__data;
   wire [7:0] wr__data;
   wire wr__en;
-  reg [7:0] storage [15:0];
+  reg [7:0] storage [14:0];
   initial begin
     storage[0] = 8'h00;
     storage[1] = 8'h00;
@@ -20811,70 +21169,114 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
     storage[12] = 8'h00;
     storage[13] = 8'h00;
     storage[14] = 8'h00;
-    storage[15] = 8'h00;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 5'h10;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'hf;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'hf;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'he;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'he;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$17  = \$14 [4:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 5'h00;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$51  = \$47 [4:0];
+    if (rst) begin
+      \$51  = 5'h00;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
 endmodule
 
-module t3hw_system__e0__slice_dma_read (rst, o__ready, i__ready, o__valid, o__payload, i__valid, data, clk);
+module t3hw_system__e0__slice_dma_read (rst, o__ready, i__ready, o__valid, i__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [57:0] data;
@@ -20913,13 +21315,13 @@ module t3hw_system__e0__slice_dma_read (rst, o__ready, i__ready, o__valid, o__pa
   assign push = i__valid & i__ready;
   t3hw_system__e0__slice_dma_read__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -20939,38 +21341,56 @@ module t3hw_system__e0__slice_dma_read (rst, o__ready, i__ready, o__valid, o__pa
   assign o__payload$7__tag  = o__payload[57:55];
 endmodule
 
-module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_11  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [57:0] \$29 ;
   wire \$3 ;
+  reg [57:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [57:0] data;
   wire [57:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 58'h000000000000000 *)
+  wire [57:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [2:0] head_reg__tag ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [57:0] o__payload;
-  wire [57:0] o__payload;
+  reg [57:0] o__payload = 58'h000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [2:0] o__payload__tag ;
@@ -20980,101 +21400,88 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__valid, o_
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [57:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [2:0] rd__data__tag ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [57:0] wr__data;
-  wire [57:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [2:0] wr__data__tag ;
-  wire wr__en;
-  reg [57:0] storage [1:0];
-  initial begin
-    storage[0] = 58'h000000000000000;
-    storage[1] = 58'h000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  reg [57:0] slot = 58'h000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [2:0] slot__tag ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__bytes  = wr__data[54:48];
-  assign wr__data__tag  = wr__data[57:55];
-  assign data__addr  = wr__data[47:0];
-  assign data__bytes  = wr__data[54:48];
-  assign data__tag  = wr__data[57:55];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__bytes  = o__payload[54:48];
   assign o__payload__tag  = o__payload[57:55];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__bytes  = o__payload[54:48];
-  assign rd__data__tag  = o__payload[57:55];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__bytes  = o__payload[54:48];
+  assign head_reg__tag  = o__payload[57:55];
+  assign data__addr  = data[47:0];
+  assign data__bytes  = data[54:48];
+  assign data__tag  = data[57:55];
+  assign slot__addr  = slot[47:0];
+  assign slot__bytes  = slot[54:48];
+  assign slot__tag  = slot[57:55];
 endmodule
 
-module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, o__payload, data, clk);
+module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [3:0] data;
@@ -21109,13 +21516,13 @@ module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign push = i__valid & i__ready;
   t3hw_system__e0__slice_dma_response__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -21131,37 +21538,54 @@ module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_12  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [3:0] \$29 ;
   wire \$3 ;
+  reg [3:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [3:0] data;
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 4'h0 *)
+  wire [3:0] head_reg;
+  wire head_reg__error ;
+  wire [2:0] head_reg__tag ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [3:0] o__payload;
-  wire [3:0] o__payload;
+  reg [3:0] o__payload = 4'h0;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
   input o__ready;
@@ -21170,95 +21594,83 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__valid
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [3:0] rd__data;
-  wire rd__data__error ;
-  wire [2:0] rd__data__tag ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [3:0] wr__data;
-  wire [3:0] wr__data;
-  wire wr__data__error ;
-  wire [2:0] wr__data__tag ;
-  wire wr__en;
-  reg [3:0] storage [1:0];
-  initial begin
-    storage[0] = 4'h0;
-    storage[1] = 4'h0;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  reg [3:0] slot = 4'h0;
+  wire slot__error ;
+  wire [2:0] slot__tag ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__tag  = wr__data[2:0];
-  assign wr__data__error  = wr__data[3];
-  assign data__tag  = wr__data[2:0];
-  assign data__error  = wr__data[3];
+  assign head_reg = o__payload;
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
-  assign rd__data__tag  = o__payload[2:0];
-  assign rd__data__error  = o__payload[3];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__tag  = o__payload[2:0];
+  assign head_reg__error  = o__payload[3];
+  assign data__tag  = data[2:0];
+  assign data__error  = data[3];
+  assign slot__tag  = slot[2:0];
+  assign slot__error  = slot[3];
 endmodule
 
-module t3hw_system__e0__slice_net_dma (rst, i__ready, o__valid, o__payload, i__valid, data, o__ready, clk);
+module t3hw_system__e0__slice_net_dma (rst, i__ready, o__valid, i__valid, data, o__ready, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -21317,13 +21729,13 @@ module t3hw_system__e0__slice_net_dma (rst, i__ready, o__valid, o__payload, i__v
   assign push = i__valid & i__ready;
   t3hw_system__e0__slice_net_dma__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -21351,28 +21763,43 @@ module t3hw_system__e0__slice_net_dma (rst, i__ready, o__valid, o__payload, i__v
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e0__slice_net_dma__queue (rst, push, o__valid, o__payload, wr__data, o__ready, level, clk);
+module t3hw_system__e0__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
   reg _init_strobe_13  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [76:0] \$29 ;
   wire \$3 ;
+  reg [76:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [76:0] data;
   wire [76:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -21382,12 +21809,20 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, o__valid, o__payload, w
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [4:0] head_reg__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  wire [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -21402,119 +21837,101 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, o__valid, o__payload, w
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [76:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [4:0] rd__data__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [76:0] wr__data;
-  wire [76:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [4:0] wr__data__device ;
+  reg [76:0] slot = 77'h00000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [4:0] slot__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__en;
-  reg [76:0] storage [1:0];
-  initial begin
-    storage[0] = 77'h00000000000000000000;
-    storage[1] = 77'h00000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__device  = wr__data[4:0];
-  assign wr__data__addr  = wr__data[52:5];
-  assign wr__data__kind  = wr__data[53];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign data__device  = wr__data[4:0];
-  assign data__addr  = wr__data[52:5];
-  assign data__kind  = wr__data[53];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
+  assign head_reg = o__payload;
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign rd__data__device  = o__payload[4:0];
-  assign rd__data__addr  = o__payload[52:5];
-  assign rd__data__kind  = o__payload[53];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__device  = o__payload[4:0];
+  assign head_reg__addr  = o__payload[52:5];
+  assign head_reg__kind  = o__payload[53];
+  assign head_reg__tile  = o__payload[69:54];
+  assign head_reg__bytes  = o__payload[76:70];
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign slot__device  = slot[4:0];
+  assign slot__addr  = slot[52:5];
+  assign slot__kind  = slot[53];
+  assign slot__tile  = slot[69:54];
+  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, o__valid, o__payload, data, o__ready, clk);
+module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, o__valid, data, o__ready, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -21573,13 +21990,13 @@ module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, o__valid, o__p
   assign push = i__valid & i__ready;
   t3hw_system__e0__slice_net_store__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -21607,28 +22024,43 @@ module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, o__valid, o__p
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e0__slice_net_store__queue (rst, push, o__valid, o__payload, wr__data, o__ready, level, clk);
+module t3hw_system__e0__slice_net_store__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
   reg _init_strobe_14  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [76:0] \$29 ;
   wire \$3 ;
+  reg [76:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [76:0] data;
   wire [76:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -21638,12 +22070,20 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, o__valid, o__payload,
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [4:0] head_reg__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  wire [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -21658,119 +22098,101 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, o__valid, o__payload,
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [76:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [4:0] rd__data__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [76:0] wr__data;
-  wire [76:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [4:0] wr__data__device ;
+  reg [76:0] slot = 77'h00000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [4:0] slot__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__en;
-  reg [76:0] storage [1:0];
-  initial begin
-    storage[0] = 77'h00000000000000000000;
-    storage[1] = 77'h00000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__device  = wr__data[4:0];
-  assign wr__data__addr  = wr__data[52:5];
-  assign wr__data__kind  = wr__data[53];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign data__device  = wr__data[4:0];
-  assign data__addr  = wr__data[52:5];
-  assign data__kind  = wr__data[53];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
+  assign head_reg = o__payload;
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign rd__data__device  = o__payload[4:0];
-  assign rd__data__addr  = o__payload[52:5];
-  assign rd__data__kind  = o__payload[53];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__device  = o__payload[4:0];
+  assign head_reg__addr  = o__payload[52:5];
+  assign head_reg__kind  = o__payload[53];
+  assign head_reg__tile  = o__payload[69:54];
+  assign head_reg__bytes  = o__payload[76:70];
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign slot__device  = slot[4:0];
+  assign slot__addr  = slot[52:5];
+  assign slot__kind  = slot[53];
+  assign slot__tile  = slot[69:54];
+  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e0__slice_remote (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
+module t3hw_system__e0__slice_remote (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -21829,13 +22251,13 @@ module t3hw_system__e0__slice_remote (rst, i__valid, data, o__ready, i__ready, o
   assign push = i__valid & i__ready;
   t3hw_system__e0__slice_remote__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -21863,28 +22285,43 @@ module t3hw_system__e0__slice_remote (rst, i__valid, data, o__ready, i__ready, o
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e0__slice_remote__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
+module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_15  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [72:0] \$29 ;
   wire \$3 ;
+  reg [72:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [72:0] data;
   wire [72:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -21894,12 +22331,20 @@ module t3hw_system__e0__slice_remote__queue (rst, wr__data, o__ready, push, o__v
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -21914,119 +22359,101 @@ module t3hw_system__e0__slice_remote__queue (rst, wr__data, o__ready, push, o__v
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [72:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [72:0] wr__data;
-  wire [72:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
+  reg [72:0] slot = 73'h0000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
-  wire wr__en;
-  reg [72:0] storage [1:0];
-  initial begin
-    storage[0] = 73'h0000000000000000000;
-    storage[1] = 73'h0000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
+  wire slot__tracked ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__tile  = wr__data[63:48];
-  assign wr__data__bytes  = wr__data[70:64];
-  assign wr__data__kind  = wr__data[71];
-  assign wr__data__tracked  = wr__data[72];
-  assign data__addr  = wr__data[47:0];
-  assign data__tile  = wr__data[63:48];
-  assign data__bytes  = wr__data[70:64];
-  assign data__kind  = wr__data[71];
-  assign data__tracked  = wr__data[72];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign slot__addr  = slot[47:0];
+  assign slot__tile  = slot[63:48];
+  assign slot__bytes  = slot[70:64];
+  assign slot__kind  = slot[71];
+  assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e0__slice_store (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
+module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -22085,13 +22512,13 @@ module t3hw_system__e0__slice_store (rst, i__valid, data, o__ready, i__ready, o_
   assign push = i__valid & i__ready;
   t3hw_system__e0__slice_store__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -22119,28 +22546,43 @@ module t3hw_system__e0__slice_store (rst, i__valid, data, o__ready, i__ready, o_
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e0__slice_store__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
+module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [72:0] \$29 ;
   wire \$3 ;
+  reg [72:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [72:0] data;
   wire [72:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -22150,12 +22592,20 @@ module t3hw_system__e0__slice_store__queue (rst, wr__data, o__ready, push, o__va
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -22170,119 +22620,101 @@ module t3hw_system__e0__slice_store__queue (rst, wr__data, o__ready, push, o__va
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [72:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [72:0] wr__data;
-  wire [72:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
+  reg [72:0] slot = 73'h0000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
-  wire wr__en;
-  reg [72:0] storage [1:0];
-  initial begin
-    storage[0] = 73'h0000000000000000000;
-    storage[1] = 73'h0000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
+  wire slot__tracked ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__tile  = wr__data[63:48];
-  assign wr__data__bytes  = wr__data[70:64];
-  assign wr__data__kind  = wr__data[71];
-  assign wr__data__tracked  = wr__data[72];
-  assign data__addr  = wr__data[47:0];
-  assign data__tile  = wr__data[63:48];
-  assign data__bytes  = wr__data[70:64];
-  assign data__kind  = wr__data[71];
-  assign data__tracked  = wr__data[72];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign slot__addr  = slot[47:0];
+  assign slot__tile  = slot[63:48];
+  assign slot__bytes  = slot[70:64];
+  assign slot__kind  = slot[71];
+  assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid, trigger__payload, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, clk);
+module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, trigger__payload, clk);
   reg _init_strobe_17  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -24299,34 +24731,70 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   assign \$174  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
 endmodule
 
-module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
+module t3hw_system__e0__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_18  = 0;
   wire \$1 ;
-  wire [8:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [9:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [10:0] \$14 ;
-  reg [7:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [8:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [8:0] \$33 ;
+  wire [8:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [8:0] \$39 ;
   wire \$4 ;
-  wire [8:0] \$5 ;
-  wire [8:0] \$6 ;
+  wire [8:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [9:0] \$45 ;
+  wire \$46 ;
+  wire [10:0] \$47 ;
+  reg [15:0] \$48 ;
+  reg [7:0] \$49 ;
+  wire \$5 ;
+  reg [7:0] \$50 ;
+  reg [8:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [8:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
   (* init = 8'h00 *)
   wire [7:0] head;
+  (* init = 16'h0000 *)
+  wire [15:0] head_reg;
   reg [8:0] level = 9'h000;
   output [15:0] o__payload;
-  wire [15:0] o__payload;
+  reg [15:0] o__payload = 16'h0000;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -24343,7 +24811,7 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   input [15:0] wr__data;
   wire [15:0] wr__data;
   wire wr__en;
-  reg [15:0] storage [255:0];
+  reg [15:0] storage [254:0];
   initial begin
     storage[0] = 16'h0000;
     storage[1] = 16'h0000;
@@ -24600,88 +25068,166 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
     storage[252] = 16'h0000;
     storage[253] = 16'h0000;
     storage[254] = 16'h0000;
-    storage[255] = 16'h0000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 9'h100;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 8'hff;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 9'h000 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 8'hff;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 9'h000 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 8'hfe;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 9'h000 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 8'hfe;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 9'h000 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [7:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 8'h00;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [7:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [7:0];
     end
     if (rst) begin
-      \$16  = 8'h00;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$17  = \$14 [8:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [7:0];
+    end
     if (rst) begin
-      \$17  = 9'h000;
+      \$50  = 8'h00;
     end
   end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$51  = \$47 [8:0];
+    if (rst) begin
+      \$51  = 9'h000;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
 endmodule
 
-module t3hw_system__e0__tracker__queue (rst, o__valid, o__payload, o__ready, wr__data, push, clk);
+module t3hw_system__e0__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__payload, clk);
   reg _init_strobe_19  = 0;
   wire \$1 ;
-  wire [8:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [9:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [10:0] \$14 ;
-  reg [7:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [8:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [8:0] \$33 ;
+  wire [8:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [8:0] \$39 ;
   wire \$4 ;
-  wire [8:0] \$5 ;
-  wire [8:0] \$6 ;
+  wire [8:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [9:0] \$45 ;
+  wire \$46 ;
+  wire [10:0] \$47 ;
+  reg [23:0] \$48 ;
+  reg [7:0] \$49 ;
+  wire \$5 ;
+  reg [7:0] \$50 ;
+  reg [8:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [8:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -24690,9 +25236,13 @@ module t3hw_system__e0__tracker__queue (rst, o__valid, o__payload, o__ready, wr_
   wire [15:0] data__tile ;
   (* init = 8'h00 *)
   wire [7:0] head;
+  (* init = 24'h000000 *)
+  wire [23:0] head_reg;
+  wire [7:0] head_reg__cmd ;
+  wire [15:0] head_reg__tile ;
   reg [8:0] level = 9'h000;
   output [23:0] o__payload;
-  wire [23:0] o__payload;
+  reg [23:0] o__payload = 24'h000000;
   wire [7:0] o__payload__cmd ;
   wire [15:0] o__payload__tile ;
   input o__ready;
@@ -24715,7 +25265,7 @@ module t3hw_system__e0__tracker__queue (rst, o__valid, o__payload, o__ready, wr_
   wire [7:0] wr__data__cmd ;
   wire [15:0] wr__data__tile ;
   wire wr__en;
-  reg [23:0] storage [255:0];
+  reg [23:0] storage [254:0];
   initial begin
     storage[0] = 24'h000000;
     storage[1] = 24'h000000;
@@ -24972,78 +25522,124 @@ module t3hw_system__e0__tracker__queue (rst, o__valid, o__payload, o__ready, wr_
     storage[252] = 24'h000000;
     storage[253] = 24'h000000;
     storage[254] = 24'h000000;
-    storage[255] = 24'h000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 9'h100;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 8'hff;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 9'h000 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 8'hff;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 9'h000 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 8'hfe;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 9'h000 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 8'hfe;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 9'h000 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [7:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 8'h00;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [7:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [7:0];
     end
     if (rst) begin
-      \$16  = 8'h00;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$17  = \$14 [8:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [7:0];
+    end
     if (rst) begin
-      \$17  = 9'h000;
+      \$50  = 8'h00;
     end
   end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$51  = \$47 [8:0];
+    if (rst) begin
+      \$51  = 9'h000;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__cmd  = o__payload[7:0];
+  assign o__payload__tile  = o__payload[23:8];
+  assign head_reg__cmd  = o__payload[7:0];
+  assign head_reg__tile  = o__payload[23:8];
   assign wr__data__cmd  = wr__data[7:0];
   assign wr__data__tile  = wr__data[23:8];
   assign data__cmd  = wr__data[7:0];
   assign data__tile  = wr__data[23:8];
-  assign o__payload__cmd  = o__payload[7:0];
-  assign o__payload__tile  = o__payload[23:8];
-  assign rd__data__cmd  = o__payload[7:0];
-  assign rd__data__tile  = o__payload[23:8];
+  assign rd__data__cmd  = rd__data[7:0];
+  assign rd__data__tile  = rd__data[23:8];
 endmodule
 
-module t3hw_system__e0__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, o__ready);
+module t3hw_system__e0__tx (clk, rst, i__0__valid, i__1__valid, o__valid, o__payload, i__1__ready, i__0__ready, i__0__payload, i__1__payload, o__ready);
   reg _init_strobe_20  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
@@ -26819,8 +27415,8 @@ module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready
-, errors, capture, store__payload);
+module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
+, mem__payload, rx_mem__payload, store__payload);
   reg _init_strobe_21  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -29118,25 +29714,59 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__data, clk);
+module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_22  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [78:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -29154,9 +29784,22 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   wire data__store__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 79'h00000000000000000000 *)
+  wire [78:0] head_reg;
+  wire [4:0] head_reg__device ;
+  wire head_reg__remote ;
+  wire [72:0] head_reg__store ;
+  wire [47:0] head_reg__store__addr ;
+  wire [6:0] head_reg__store__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__store__kind ;
+  wire [15:0] head_reg__store__tile ;
+  wire head_reg__store__tracked ;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
-  wire [78:0] o__payload;
+  reg [78:0] o__payload = 79'h00000000000000000000;
   wire [4:0] o__payload__device ;
   wire o__payload__remote ;
   wire [72:0] o__payload__store ;
@@ -29206,7 +29849,7 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [10:0];
+  reg [78:0] storage [9:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -29218,67 +29861,127 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
     storage[7] = 79'h00000000000000000000;
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
-    storage[10] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'hb;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'ha;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'ha;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'h9;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'h9;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_22 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__remote  = o__payload[0];
+  assign o__payload__device  = o__payload[5:1];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
+  assign head_reg__remote  = o__payload[0];
+  assign head_reg__device  = o__payload[5:1];
+  assign head_reg__store  = o__payload[78:6];
+  assign head_reg__store__addr  = o__payload[53:6];
+  assign head_reg__store__tile  = o__payload[69:54];
+  assign head_reg__store__bytes  = o__payload[76:70];
+  assign head_reg__store__kind  = o__payload[77];
+  assign head_reg__store__tracked  = o__payload[78];
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
   assign wr__data__store  = wr__data[78:6];
@@ -29295,43 +29998,69 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   assign data__store__bytes  = wr__data[76:70];
   assign data__store__kind  = wr__data[77];
   assign data__store__tracked  = wr__data[78];
-  assign o__payload__remote  = o__payload[0];
-  assign o__payload__device  = o__payload[5:1];
-  assign o__payload__store  = o__payload[78:6];
-  assign o__payload__store__addr  = o__payload[53:6];
-  assign o__payload__store__tile  = o__payload[69:54];
-  assign o__payload__store__bytes  = o__payload[76:70];
-  assign o__payload__store__kind  = o__payload[77];
-  assign o__payload__store__tracked  = o__payload[78];
-  assign rd__data__remote  = o__payload[0];
-  assign rd__data__device  = o__payload[5:1];
-  assign rd__data__store  = o__payload[78:6];
-  assign rd__data__store__addr  = o__payload[53:6];
-  assign rd__data__store__tile  = o__payload[69:54];
-  assign rd__data__store__bytes  = o__payload[76:70];
-  assign rd__data__store__kind  = o__payload[77];
-  assign rd__data__store__tracked  = o__payload[78];
+  assign rd__data__remote  = rd__data[0];
+  assign rd__data__device  = rd__data[5:1];
+  assign rd__data__store  = rd__data[78:6];
+  assign rd__data__store__addr  = rd__data[53:6];
+  assign rd__data__store__tile  = rd__data[69:54];
+  assign rd__data__store__bytes  = rd__data[76:70];
+  assign rd__data__store__kind  = rd__data[77];
+  assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
-module t3hw_system__e1__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready, wr__data, clk);
+module t3hw_system__e1__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, o__payload, clk);
   reg _init_strobe_23  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [72:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -29346,9 +30075,19 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
   wire data__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   reg [3:0] level = 4'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -29389,7 +30128,7 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
   wire [15:0] wr__data__tile ;
   wire wr__data__tracked ;
   wire wr__en;
-  reg [72:0] storage [10:0];
+  reg [72:0] storage [9:0];
   initial begin
     storage[0] = 73'h0000000000000000000;
     storage[1] = 73'h0000000000000000000;
@@ -29401,67 +30140,121 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
     storage[7] = 73'h0000000000000000000;
     storage[8] = 73'h0000000000000000000;
     storage[9] = 73'h0000000000000000000;
-    storage[10] = 73'h0000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'hb;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'ha;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'ha;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'h9;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'h9;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
   assign wr__data__addr  = wr__data[47:0];
   assign wr__data__tile  = wr__data[63:48];
   assign wr__data__bytes  = wr__data[70:64];
@@ -29472,20 +30265,15 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
   assign data__bytes  = wr__data[70:64];
   assign data__kind  = wr__data[71];
   assign data__tracked  = wr__data[72];
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
+  assign rd__data__addr  = rd__data[47:0];
+  assign rd__data__tile  = rd__data[63:48];
+  assign rd__data__bytes  = rd__data[70:64];
+  assign rd__data__kind  = rd__data[71];
+  assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload
-, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, load__payload);
+module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, remote__valid, dma__valid, dma_response__ready, config__valid, config__payload
+, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, remote__payload, dma__payload, load__payload);
   reg _init_strobe_24  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -41297,8 +42085,8 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e1__dma (rst, desc_held, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, response__payload, packet__ready, program__valid, program__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid
-, packet__payload, clk);
+module t3hw_system__e1__dma (rst, desc_held, trigger__valid, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, packet__ready, program__valid, program__payload, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
+, response__payload, clk);
   reg _init_strobe_26  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
@@ -41777,7 +42565,7 @@ module t3hw_system__e1__dma (rst, desc_held, trigger__valid, trigger__payload, i
   assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, clk);
+module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__payload, clk);
   reg _init_strobe_27  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
@@ -42428,25 +43216,59 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, accept, o__valid, o__payload, wr__data, clk);
+module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_28  = 0;
   wire \$1 ;
-  wire [3:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [2:0] \$15 ;
-  reg [2:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [3:0] \$33 ;
+  wire [3:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [3:0] \$39 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [3:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [139:0] \$48 ;
+  reg [2:0] \$49 ;
+  wire \$5 ;
+  reg [2:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [3:0] \$9 ;
+  wire \$9 ;
   output accept;
   wire accept;
   input clk;
@@ -42467,9 +43289,24 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire [2:0] data__tag ;
   (* init = 3'h0 *)
   wire [2:0] head;
+  (* init = 140'h00000000000000000000000000000000000 *)
+  wire [139:0] head_reg;
+  wire [7:0] head_reg__index ;
+  wire [76:0] head_reg__packet ;
+  wire [47:0] head_reg__packet__addr ;
+  wire [6:0] head_reg__packet__bytes ;
+  wire [4:0] head_reg__packet__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__packet__kind ;
+  wire [15:0] head_reg__packet__tile ;
+  wire [3:0] head_reg__run ;
+  wire [47:0] head_reg__src ;
+  wire [2:0] head_reg__tag ;
   reg [3:0] level = 4'h0;
   output [139:0] o__payload;
-  wire [139:0] o__payload;
+  reg [139:0] o__payload = 140'h00000000000000000000000000000000000;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -42525,7 +43362,7 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire [47:0] wr__data__src ;
   wire [2:0] wr__data__tag ;
   wire wr__en;
-  reg [139:0] storage [7:0];
+  reg [139:0] storage [6:0];
   initial begin
     storage[0] = 140'h00000000000000000000000000000000000;
     storage[1] = 140'h00000000000000000000000000000000000;
@@ -42534,67 +43371,131 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, accept, o__va
     storage[4] = 140'h00000000000000000000000000000000000;
     storage[5] = 140'h00000000000000000000000000000000000;
     storage[6] = 140'h00000000000000000000000000000000000;
-    storage[7] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'h8;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 3'h7;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 3'h7;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 4'h0 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 3'h6;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 4'h0 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 3'h6;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 4'h0 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [2:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 3'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [2:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [2:0];
     end
     if (rst) begin
-      \$16  = 3'h0;
+      \$49  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [2:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 3'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__packet  = o__payload[76:0];
+  assign o__payload__packet__device  = o__payload[4:0];
+  assign o__payload__packet__addr  = o__payload[52:5];
+  assign o__payload__packet__kind  = o__payload[53];
+  assign o__payload__packet__tile  = o__payload[69:54];
+  assign o__payload__packet__bytes  = o__payload[76:70];
+  assign o__payload__tag  = o__payload[79:77];
+  assign o__payload__run  = o__payload[83:80];
+  assign o__payload__index  = o__payload[91:84];
+  assign o__payload__src  = o__payload[139:92];
+  assign head_reg__packet  = o__payload[76:0];
+  assign head_reg__packet__device  = o__payload[4:0];
+  assign head_reg__packet__addr  = o__payload[52:5];
+  assign head_reg__packet__kind  = o__payload[53];
+  assign head_reg__packet__tile  = o__payload[69:54];
+  assign head_reg__packet__bytes  = o__payload[76:70];
+  assign head_reg__tag  = o__payload[79:77];
+  assign head_reg__run  = o__payload[83:80];
+  assign head_reg__index  = o__payload[91:84];
+  assign head_reg__src  = o__payload[139:92];
   assign wr__data__packet  = wr__data[76:0];
   assign wr__data__packet__device  = wr__data[4:0];
   assign wr__data__packet__addr  = wr__data[52:5];
@@ -42615,33 +43516,27 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, accept, o__va
   assign data__run  = wr__data[83:80];
   assign data__index  = wr__data[91:84];
   assign data__src  = wr__data[139:92];
-  assign o__payload__packet  = o__payload[76:0];
-  assign o__payload__packet__device  = o__payload[4:0];
-  assign o__payload__packet__addr  = o__payload[52:5];
-  assign o__payload__packet__kind  = o__payload[53];
-  assign o__payload__packet__tile  = o__payload[69:54];
-  assign o__payload__packet__bytes  = o__payload[76:70];
-  assign o__payload__tag  = o__payload[79:77];
-  assign o__payload__run  = o__payload[83:80];
-  assign o__payload__index  = o__payload[91:84];
-  assign o__payload__src  = o__payload[139:92];
-  assign rd__data__packet  = o__payload[76:0];
-  assign rd__data__packet__device  = o__payload[4:0];
-  assign rd__data__packet__addr  = o__payload[52:5];
-  assign rd__data__packet__kind  = o__payload[53];
-  assign rd__data__packet__tile  = o__payload[69:54];
-  assign rd__data__packet__bytes  = o__payload[76:70];
-  assign rd__data__tag  = o__payload[79:77];
-  assign rd__data__run  = o__payload[83:80];
-  assign rd__data__index  = o__payload[91:84];
-  assign rd__data__src  = o__payload[139:92];
+  assign rd__data__packet  = rd__data[76:0];
+  assign rd__data__packet__device  = rd__data[4:0];
+  assign rd__data__packet__addr  = rd__data[52:5];
+  assign rd__data__packet__kind  = rd__data[53];
+  assign rd__data__packet__tile  = rd__data[69:54];
+  assign rd__data__packet__bytes  = rd__data[76:70];
+  assign rd__data__tag  = rd__data[79:77];
+  assign rd__data__run  = rd__data[83:80];
+  assign rd__data__index  = rd__data[91:84];
+  assign rd__data__src  = rd__data[139:92];
 endmodule
 
-module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__payload, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, busy, descriptor__valid, descriptor__payload, detail, clk
+module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
   reg _init_strobe_29  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
+  reg [178:0] \$100 ;
+  reg \$101 ;
+  reg \$102 ;
+  reg \$103 ;
   wire \$11 ;
   wire \$12 ;
   wire [36:0] \$13 ;
@@ -42692,28 +43587,28 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [5:0] \$57 ;
-  wire [6:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
   wire [35:0] \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [5:0] \$61 ;
+  wire [6:0] \$62 ;
   wire \$63 ;
-  wire \$64 ;
+  wire [7:0] \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [5:0] \$69 ;
+  wire \$69 ;
   wire \$7 ;
-  wire [5:0] \$70 ;
-  wire [5:0] \$71 ;
+  wire \$70 ;
+  wire \$71 ;
   wire [5:0] \$72 ;
-  wire [6:0] \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [5:0] \$73 ;
+  wire [5:0] \$74 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
@@ -42722,22 +43617,23 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
-  reg [7:0] \$84 ;
-  reg \$85 ;
-  reg [3:0] \$86 ;
-  reg [178:0] \$87 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  reg [7:0] \$87 ;
   reg \$88 ;
-  reg \$89 ;
+  reg [3:0] \$89 ;
   wire \$9 ;
-  reg \$90 ;
+  reg [178:0] \$90 ;
   reg \$91 ;
   reg \$92 ;
   reg \$93 ;
   reg \$94 ;
-  reg [178:0] \$95 ;
+  reg [4:0] \$95 ;
   reg \$96 ;
   reg \$97 ;
   reg \$98 ;
+  reg \$99 ;
   wire [48:0] \$signal ;
   output bad_descriptor;
   wire bad_descriptor;
@@ -42751,11 +43647,11 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   reg busy = 1'h1;
   reg \busy$15  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$80 ;
-  wire [7:0] \check__addr$86 ;
+  wire [7:0] \check__addr$82 ;
+  wire [7:0] \check__addr$88 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$88 ;
-  wire [4:0] \check__data$89 ;
+  wire [4:0] \check__data$90 ;
+  wire [4:0] \check__data$91 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -42825,20 +43721,21 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
+  reg [4:0] \held$31  = 5'h00;
+  wire [4:0] held_next;
   output idle;
   wire idle;
   wire in_use;
-  wire [4:0] level;
   wire [7:0] o__payload;
   wire o__ready;
   wire o__valid;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$45  = 1'h0;
   reg \pending$48  = 1'h0;
+  reg \pending$51  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$47  = 8'h00;
-  reg [7:0] \pending_index$49  = 8'h00;
+  reg [7:0] \pending_index$50  = 8'h00;
+  reg [7:0] \pending_index$52  = 8'h00;
   reg [35:0] product = 36'h000000000;
   input [178:0] program__payload;
   wire [178:0] program__payload;
@@ -42879,11 +43776,12 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire refused;
   wire [7:0] rmw__addr;
   (* init = 8'h00 *)
-  wire [7:0] \rmw__addr$79 ;
-  wire [7:0] \rmw__addr$85 ;
+  wire [7:0] \rmw__addr$81 ;
+  wire [7:0] \rmw__addr$87 ;
   wire [4:0] rmw__data;
-  wire [4:0] \rmw__data$78 ;
-  wire [4:0] \rmw__data$84 ;
+  wire [4:0] \rmw__data$80 ;
+  wire [4:0] \rmw__data$86 ;
+  reg room = 1'h1;
   input rst;
   wire rst;
   reg [7:0] s1_cmd = 8'h00;
@@ -42905,14 +43803,14 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   input trigger__valid;
   wire trigger__valid;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$75 ;
-  reg [7:0] \wr__addr$81 ;
+  reg [7:0] \wr__addr$77 ;
+  reg [7:0] \wr__addr$83 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$76 ;
-  reg [4:0] \wr__data$82 ;
+  reg [4:0] \wr__data$78 ;
+  reg [4:0] \wr__data$84 ;
   reg wr__en;
-  reg \wr__en$77 ;
-  reg \wr__en$83 ;
+  reg \wr__en$79 ;
+  reg \wr__en$85 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -43461,8 +44359,8 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$77 )
-      dropped_count[\wr__addr$75 ] <= \wr__data$76 ;
+    if (\wr__en$79 )
+      dropped_count[\wr__addr$77 ] <= \wr__data$78 ;
   end
   reg [7:0] _1_;
   reg [7:0] _2_;
@@ -43470,8 +44368,8 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     _1_ <= desc[7:0];
     _2_ <= s2_cmd;
   end
-  assign \check__data$88  = dropped_count[_1_];
-  assign \rmw__data$78  = dropped_count[_2_];
+  assign \check__data$90  = dropped_count[_1_];
+  assign \rmw__data$80  = dropped_count[_2_];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -44272,8 +45170,8 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$83 )
-      taken_count[\wr__addr$81 ] <= \wr__data$82 ;
+    if (\wr__en$85 )
+      taken_count[\wr__addr$83 ] <= \wr__data$84 ;
   end
   reg [7:0] _6_;
   reg [7:0] _7_;
@@ -44281,8 +45179,9 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     _6_ <= desc[7:0];
     _7_ <= descriptor__payload[7:0];
   end
-  assign \check__data$89  = taken_count[_6_];
-  assign \rmw__data$84  = taken_count[_7_];
+  assign \check__data$91  = taken_count[_6_];
+  assign \rmw__data$86  = taken_count[_7_];
+  assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
   assign \$4  = program__valid & program__ready;
@@ -44299,94 +45198,97 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   assign \$15  = in_use | held;
   assign \$18  = \$16  | \$17 ;
   assign \$19  = trigger__valid & trigger__ready;
-  assign \$20  = o__valid & o__ready;
-  assign \$21  = trigger__valid & trigger__ready;
-  assign \$22  = ~ busy;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = ~ busy;
-  assign \$25  = bad_descriptor & \$24 ;
-  assign \$26  = descriptor__valid & descriptor__ready;
-  assign \$27  = ~ busy;
-  assign \$28  = \$26  & \$27 ;
-  assign \$29  = ~ busy;
-  assign \$30  = ! stage;
-  assign program__ready = \$29  & \$30 ;
+  assign \$20  = \$64 [4:0] < 5'h10;
+  assign \$21  = o__valid & o__ready;
+  assign \$22  = trigger__valid & trigger__ready;
+  assign \$23  = ~ busy;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = ~ busy;
+  assign \$26  = bad_descriptor & \$25 ;
+  assign \$27  = descriptor__valid & descriptor__ready;
+  assign \$28  = ~ busy;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = ~ busy;
+  assign \$31  = ! stage;
+  assign program__ready = \$30  & \$31 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$31  = stage[3] & desc[8];
-  assign bad_program = \$31  & empty;
   assign \$32  = stage[3] & desc[8];
-  assign \$33  = ~ empty;
-  assign \$34  = \$32  & \$33 ;
-  assign bad_pitch = \$34  & overlap;
-  assign \$35  = stage[3] & desc[8];
-  assign \$36  = ~ empty;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = ~ overlap;
-  assign \$39  = \$37  & \$38 ;
-  assign bad_range = \$39  & wraps;
-  assign \$40  = empty | overlap;
-  assign \$41  = \$40  | wraps;
-  assign \$42  = desc[8] & \$41 ;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = stage[3] & \$43 ;
-  assign desc_busy = \$44  & \busy$15 ;
-  assign \$45  = bad_program | bad_pitch;
-  assign \$46  = \$45  | bad_range;
-  assign refused = \$46  | desc_busy;
-  assign \$47  = ~ refused;
-  assign \$48  = stage[3] & \$47 ;
-  assign \$49  = ~ refused;
-  assign \$50  = stage[3] & \$49 ;
-  assign \$51  = ~ busy;
-  assign \$52  = ~ program__valid;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = | stage;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level + s1_valid;
-  assign \$58  = \$57  + s2_valid;
-  assign \$59  = \$58  < 5'h10;
-  assign trigger__ready = \$56  & \$59 ;
+  assign bad_program = \$32  & empty;
+  assign \$33  = stage[3] & desc[8];
+  assign \$34  = ~ empty;
+  assign \$35  = \$33  & \$34 ;
+  assign bad_pitch = \$35  & overlap;
+  assign \$36  = stage[3] & desc[8];
+  assign \$37  = ~ empty;
+  assign \$38  = \$36  & \$37 ;
+  assign \$39  = ~ overlap;
+  assign \$40  = \$38  & \$39 ;
+  assign bad_range = \$40  & wraps;
+  assign \$41  = empty | overlap;
+  assign \$42  = \$41  | wraps;
+  assign \$43  = desc[8] & \$42 ;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = stage[3] & \$44 ;
+  assign desc_busy = \$45  & \busy$15 ;
+  assign \$46  = bad_program | bad_pitch;
+  assign \$47  = \$46  | bad_range;
+  assign refused = \$47  | desc_busy;
+  assign \$48  = ~ refused;
+  assign \$49  = stage[3] & \$48 ;
+  assign \$50  = ~ refused;
+  assign \$51  = stage[3] & \$50 ;
+  assign \$52  = ~ busy;
+  assign \$53  = ~ program__valid;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = | stage;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign trigger__ready = \$57  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$60  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$60 ;
-  assign \$61  = ~ refused;
-  assign \$62  = ~ fetching;
-  assign \$63  = ~ fetched;
-  assign \$64  = \$62  & \$63 ;
-  assign \$65  = ~ descriptor__valid;
-  assign \$66  = \$65  | descriptor__ready;
-  assign \$67  = \$64  & \$66 ;
-  assign \$68  = ~ stage[3];
-  assign o__ready = \$67  & \$68 ;
-  assign \$69  = rmw__data + 1'h1;
-  assign \$70  = \rmw__data$78  + 1'h1;
-  assign \$71  = \rmw__data$84  + 1'h1;
-  assign \$72  = check__data - \check__data$88 ;
-  assign \$73  = $signed(\$72 ) - $signed({ 1'h0, \check__data$89  });
-  assign in_use = | \$73 [4:0];
-  assign \$74  = ~ s1_valid;
-  assign \$75  = ~ s2_valid;
-  assign \$76  = \$74  & \$75 ;
-  assign \$77  = ~ o__valid;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = ~ fetching;
-  assign \$80  = \$78  & \$79 ;
-  assign \$81  = ~ fetched;
-  assign \$82  = \$80  & \$81 ;
-  assign \$83  = ~ descriptor__valid;
-  assign idle = \$82  & \$83 ;
+  assign \$58  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$58 ;
+  assign \$59  = ~ refused;
+  assign \$60  = trigger__valid & trigger__ready;
+  assign \$61  = \held$31  + \$60 ;
+  assign \$62  = \$61  - bad_descriptor;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = $signed(\$62 ) - $signed({ 1'h0, \$63  });
+  assign \$65  = ~ fetching;
+  assign \$66  = ~ fetched;
+  assign \$67  = \$65  & \$66 ;
+  assign \$68  = ~ descriptor__valid;
+  assign \$69  = \$68  | descriptor__ready;
+  assign \$70  = \$67  & \$69 ;
+  assign \$71  = ~ stage[3];
+  assign o__ready = \$70  & \$71 ;
+  assign \$72  = rmw__data + 1'h1;
+  assign \$73  = \rmw__data$80  + 1'h1;
+  assign \$74  = \rmw__data$86  + 1'h1;
+  assign \$75  = check__data - \check__data$90 ;
+  assign \$76  = $signed(\$75 ) - $signed({ 1'h0, \check__data$91  });
+  assign in_use = | \$76 [4:0];
+  assign \$77  = ~ s1_valid;
+  assign \$78  = ~ s2_valid;
+  assign \$79  = \$77  & \$78 ;
+  assign \$80  = ~ o__valid;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ fetching;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = ~ fetched;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = ~ descriptor__valid;
+  assign idle = \$85  & \$86 ;
   always @(posedge clk)
-    sweep <= \$84 ;
+    sweep <= \$87 ;
   always @(posedge clk)
-    busy <= \$85 ;
+    busy <= \$88 ;
   always @(posedge clk)
-    stage <= \$86 ;
+    stage <= \$89 ;
   always @(posedge clk)
-    desc <= \$87 ;
+    desc <= \$90 ;
   always @(posedge clk)
-    held <= \$88 ;
+    held <= \$91 ;
   always @(posedge clk)
     product <= \$6 ;
   always @(posedge clk)
@@ -44396,17 +45298,17 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   always @(posedge clk)
     span <= \$14 [36:0];
   always @(posedge clk)
-    \busy$15  <= \$89 ;
+    \busy$15  <= \$92 ;
   always @(posedge clk)
     wraps <= \$18 ;
   always @(posedge clk)
-    s1_valid <= \$90 ;
+    s1_valid <= \$93 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$91 ;
+    s2_valid <= \$94 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -44414,9 +45316,13 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    fetching <= \$92 ;
+    \held$31  <= \$95 ;
   always @(posedge clk)
-    fetched <= \$93 ;
+    room <= \$96 ;
+  always @(posedge clk)
+    fetching <= \$97 ;
+  always @(posedge clk)
+    fetched <= \$98 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -44424,25 +45330,23 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$94 ;
+    descriptor__valid <= \$99 ;
   always @(posedge clk)
-    descriptor__payload <= \$95 ;
+    descriptor__payload <= \$100 ;
   always @(posedge clk)
-    pending <= \$96 ;
+    pending <= \$101 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    \pending$45  <= \$97 ;
+    \pending$48  <= \$102 ;
   always @(posedge clk)
-    \pending_index$47  <= s2_cmd;
+    \pending_index$50  <= s2_cmd;
   always @(posedge clk)
-    \pending$48  <= \$98 ;
+    \pending$51  <= \$103 ;
   always @(posedge clk)
-    \pending_index$49  <= descriptor__payload[7:0];
-  assign \$1  = sweep + 1'h1;
+    \pending_index$52  <= descriptor__payload[7:0];
   t3hw_system__e1__dma__queue__ready_queue  ready_queue (
     .clk(clk),
-    .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -44452,133 +45356,147 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   );
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$84  = sweep;
+    \$87  = sweep;
     if (busy) begin
-      \$84  = \$1 [7:0];
+      \$87  = \$1 [7:0];
     end
     if (rst) begin
-      \$84  = 8'h00;
+      \$87  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$85  = busy;
+    \$88  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$85  = 1'h0;
+        \$88  = 1'h0;
       end
     end
     if (rst) begin
-      \$85  = 1'h1;
+      \$88  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$86  = { stage[2:0], \$3  };
+    \$89  = { stage[2:0], \$3  };
     if (rst) begin
-      \$86  = 4'h0;
+      \$89  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$87  = desc;
+    \$90  = desc;
     if (\$4 ) begin
-      \$87  = program__payload;
+      \$90  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$88  = held;
+    \$91  = held;
     if (\$4 ) begin
-      \$88  = desc_held;
+      \$91  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$89  = \busy$15 ;
+    \$92  = \busy$15 ;
     if (stage[1]) begin
-      \$89  = \$15 ;
+      \$92  = \$15 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$90  = \$19 ;
-    if (rst) begin
-      \$90  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_29 ) begin end
-    \$91  = s1_valid;
-    if (rst) begin
-      \$91  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_29 ) begin end
-    \$92  = \$20 ;
-    if (rst) begin
-      \$92  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_29 ) begin end
-    \$93  = fetching;
+    \$93  = \$19 ;
     if (rst) begin
       \$93  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$94  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$94  = 1'h0;
-    end
-    if (fetched) begin
-      \$94  = 1'h1;
-    end
+    \$94  = s1_valid;
     if (rst) begin
       \$94  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$95  = descriptor__payload;
-    if (fetched) begin
-      \$95 [8] = got[0];
-      \$95 [9] = got[1];
-      \$95 [14:10] = got[6:2];
-      \$95 [30:15] = got[22:7];
-      \$95 [42:31] = got[34:23];
-      \$95 [58:43] = got[50:35];
-      \$95 [82:59] = got[74:51];
-      \$95 [130:83] = got[122:75];
-      \$95 [178:131] = got[170:123];
-      \$95 [7:0] = got_index;
-    end
+    \$95  = \$64 [4:0];
     if (rst) begin
-      \$95  = 179'h000000000000000000000000000000000000000000000;
+      \$95  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$96  = \$23 ;
+    \$96  = \$20 ;
     if (rst) begin
-      \$96  = 1'h0;
+      \$96  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$97  = \$25 ;
+    \$97  = \$21 ;
     if (rst) begin
       \$97  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$98  = \$28 ;
+    \$98  = fetching;
     if (rst) begin
       \$98  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$99  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$99  = 1'h0;
+    end
+    if (fetched) begin
+      \$99  = 1'h1;
+    end
+    if (rst) begin
+      \$99  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$100  = descriptor__payload;
+    if (fetched) begin
+      \$100 [8] = got[0];
+      \$100 [9] = got[1];
+      \$100 [14:10] = got[6:2];
+      \$100 [30:15] = got[22:7];
+      \$100 [42:31] = got[34:23];
+      \$100 [58:43] = got[50:35];
+      \$100 [82:59] = got[74:51];
+      \$100 [130:83] = got[122:75];
+      \$100 [178:131] = got[170:123];
+      \$100 [7:0] = got_index;
+    end
+    if (rst) begin
+      \$100  = 179'h000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$101  = \$24 ;
+    if (rst) begin
+      \$101  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$102  = \$26 ;
+    if (rst) begin
+      \$102  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$103  = \$29 ;
+    if (rst) begin
+      \$103  = 1'h0;
     end
   end
   always @* begin
@@ -44589,7 +45507,7 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$61 ) begin
+    if (\$59 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -44618,7 +45536,7 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$48 ;
+      wr_check__en = \$49 ;
     end
   end
   always @* begin
@@ -44653,7 +45571,7 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$50 ;
+      wr_fetch__en = \$51 ;
     end
   end
   always @* begin
@@ -44671,7 +45589,7 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$69 [4:0];
+      wr__data = \$72 [4:0];
     end
   end
   always @* begin
@@ -44687,56 +45605,57 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$75  = sweep;
+      \wr__addr$77  = sweep;
     end else begin
-      \wr__addr$75  = \pending_index$47 ;
+      \wr__addr$77  = \pending_index$50 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$76  = 5'h00;
+      \wr__data$78  = 5'h00;
     end else begin
-      \wr__data$76  = \$70 [4:0];
+      \wr__data$78  = \$73 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$77  = 1'h1;
+      \wr__en$79  = 1'h1;
     end else begin
-      \wr__en$77  = \pending$45 ;
+      \wr__en$79  = \pending$48 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$81  = sweep;
+      \wr__addr$83  = sweep;
     end else begin
-      \wr__addr$81  = \pending_index$49 ;
+      \wr__addr$83  = \pending_index$52 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$82  = 5'h00;
+      \wr__data$84  = 5'h00;
     end else begin
-      \wr__data$82  = \$71 [4:0];
+      \wr__data$84  = \$74 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$83  = 1'h1;
+      \wr__en$85  = 1'h1;
     end else begin
-      \wr__en$83  = \pending$48 ;
+      \wr__en$85  = \pending$51 ;
     end
   end
+  assign held_next = \$64 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -44744,10 +45663,10 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   assign rd_fetch__addr = o__payload;
   assign rmw__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \rmw__addr$79  = s2_cmd;
-  assign \check__addr$80  = desc[7:0];
-  assign \rmw__addr$85  = descriptor__payload[7:0];
-  assign \check__addr$86  = desc[7:0];
+  assign \rmw__addr$81  = s2_cmd;
+  assign \check__addr$82  = desc[7:0];
+  assign \rmw__addr$87  = descriptor__payload[7:0];
+  assign \check__addr$88  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -44814,35 +45733,70 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   assign \$17  = dst_end[48];
 endmodule
 
-module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_30  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [5:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [6:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [4:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [5:0] \$45 ;
+  wire \$46 ;
+  wire [6:0] \$47 ;
+  reg [7:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [4:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [7:0] data;
   (* init = 4'h0 *)
   wire [3:0] head;
-  output [4:0] level;
+  (* init = 8'h00 *)
+  wire [7:0] head_reg;
   reg [4:0] level = 5'h00;
   output [7:0] o__payload;
-  wire [7:0] o__payload;
+  reg [7:0] o__payload = 8'h00;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -44859,7 +45813,7 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   input [7:0] wr__data;
   wire [7:0] wr__data;
   wire wr__en;
-  reg [7:0] storage [15:0];
+  reg [7:0] storage [14:0];
   initial begin
     storage[0] = 8'h00;
     storage[1] = 8'h00;
@@ -44876,70 +45830,114 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
     storage[12] = 8'h00;
     storage[13] = 8'h00;
     storage[14] = 8'h00;
-    storage[15] = 8'h00;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 5'h10;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'hf;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'hf;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'he;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'he;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$17  = \$14 [4:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 5'h00;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_30 ) begin end
+    \$51  = \$47 [4:0];
+    if (rst) begin
+      \$51  = 5'h00;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
 endmodule
 
-module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, o__valid, o__payload, i__valid, data, clk);
+module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, o__valid, i__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [57:0] data;
@@ -44978,13 +45976,13 @@ module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, o__valid, o__pa
   assign push = i__valid & i__ready;
   t3hw_system__e1__slice_dma_read__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -45004,38 +46002,56 @@ module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, o__valid, o__pa
   assign o__payload$7__tag  = o__payload[57:55];
 endmodule
 
-module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_31  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [57:0] \$29 ;
   wire \$3 ;
+  reg [57:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [57:0] data;
   wire [57:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 58'h000000000000000 *)
+  wire [57:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [2:0] head_reg__tag ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [57:0] o__payload;
-  wire [57:0] o__payload;
+  reg [57:0] o__payload = 58'h000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [2:0] o__payload__tag ;
@@ -45045,101 +46061,88 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__valid, o_
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [57:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [2:0] rd__data__tag ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [57:0] wr__data;
-  wire [57:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [2:0] wr__data__tag ;
-  wire wr__en;
-  reg [57:0] storage [1:0];
-  initial begin
-    storage[0] = 58'h000000000000000;
-    storage[1] = 58'h000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  reg [57:0] slot = 58'h000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [2:0] slot__tag ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__bytes  = wr__data[54:48];
-  assign wr__data__tag  = wr__data[57:55];
-  assign data__addr  = wr__data[47:0];
-  assign data__bytes  = wr__data[54:48];
-  assign data__tag  = wr__data[57:55];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__bytes  = o__payload[54:48];
   assign o__payload__tag  = o__payload[57:55];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__bytes  = o__payload[54:48];
-  assign rd__data__tag  = o__payload[57:55];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__bytes  = o__payload[54:48];
+  assign head_reg__tag  = o__payload[57:55];
+  assign data__addr  = data[47:0];
+  assign data__bytes  = data[54:48];
+  assign data__tag  = data[57:55];
+  assign slot__addr  = slot[47:0];
+  assign slot__bytes  = slot[54:48];
+  assign slot__tag  = slot[57:55];
 endmodule
 
-module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, o__payload, data, clk);
+module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [3:0] data;
@@ -45174,13 +46177,13 @@ module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign push = i__valid & i__ready;
   t3hw_system__e1__slice_dma_response__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -45196,37 +46199,54 @@ module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_32  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [3:0] \$29 ;
   wire \$3 ;
+  reg [3:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [3:0] data;
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 4'h0 *)
+  wire [3:0] head_reg;
+  wire head_reg__error ;
+  wire [2:0] head_reg__tag ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [3:0] o__payload;
-  wire [3:0] o__payload;
+  reg [3:0] o__payload = 4'h0;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
   input o__ready;
@@ -45235,95 +46255,83 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__valid
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [3:0] rd__data;
-  wire rd__data__error ;
-  wire [2:0] rd__data__tag ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [3:0] wr__data;
-  wire [3:0] wr__data;
-  wire wr__data__error ;
-  wire [2:0] wr__data__tag ;
-  wire wr__en;
-  reg [3:0] storage [1:0];
-  initial begin
-    storage[0] = 4'h0;
-    storage[1] = 4'h0;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  reg [3:0] slot = 4'h0;
+  wire slot__error ;
+  wire [2:0] slot__tag ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__tag  = wr__data[2:0];
-  assign wr__data__error  = wr__data[3];
-  assign data__tag  = wr__data[2:0];
-  assign data__error  = wr__data[3];
+  assign head_reg = o__payload;
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
-  assign rd__data__tag  = o__payload[2:0];
-  assign rd__data__error  = o__payload[3];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__tag  = o__payload[2:0];
+  assign head_reg__error  = o__payload[3];
+  assign data__tag  = data[2:0];
+  assign data__error  = data[3];
+  assign slot__tag  = slot[2:0];
+  assign slot__error  = slot[3];
 endmodule
 
-module t3hw_system__e1__slice_net_dma (rst, i__ready, o__valid, o__payload, i__valid, data, o__ready, clk);
+module t3hw_system__e1__slice_net_dma (rst, i__ready, o__valid, i__valid, data, o__ready, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -45382,13 +46390,13 @@ module t3hw_system__e1__slice_net_dma (rst, i__ready, o__valid, o__payload, i__v
   assign push = i__valid & i__ready;
   t3hw_system__e1__slice_net_dma__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -45416,28 +46424,43 @@ module t3hw_system__e1__slice_net_dma (rst, i__ready, o__valid, o__payload, i__v
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e1__slice_net_dma__queue (rst, push, o__valid, o__payload, wr__data, o__ready, level, clk);
+module t3hw_system__e1__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
   reg _init_strobe_33  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [76:0] \$29 ;
   wire \$3 ;
+  reg [76:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [76:0] data;
   wire [76:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -45447,12 +46470,20 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__valid, o__payload, w
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [4:0] head_reg__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  wire [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -45467,119 +46498,101 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__valid, o__payload, w
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [76:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [4:0] rd__data__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [76:0] wr__data;
-  wire [76:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [4:0] wr__data__device ;
+  reg [76:0] slot = 77'h00000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [4:0] slot__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__en;
-  reg [76:0] storage [1:0];
-  initial begin
-    storage[0] = 77'h00000000000000000000;
-    storage[1] = 77'h00000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__device  = wr__data[4:0];
-  assign wr__data__addr  = wr__data[52:5];
-  assign wr__data__kind  = wr__data[53];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign data__device  = wr__data[4:0];
-  assign data__addr  = wr__data[52:5];
-  assign data__kind  = wr__data[53];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
+  assign head_reg = o__payload;
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign rd__data__device  = o__payload[4:0];
-  assign rd__data__addr  = o__payload[52:5];
-  assign rd__data__kind  = o__payload[53];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__device  = o__payload[4:0];
+  assign head_reg__addr  = o__payload[52:5];
+  assign head_reg__kind  = o__payload[53];
+  assign head_reg__tile  = o__payload[69:54];
+  assign head_reg__bytes  = o__payload[76:70];
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign slot__device  = slot[4:0];
+  assign slot__addr  = slot[52:5];
+  assign slot__kind  = slot[53];
+  assign slot__tile  = slot[69:54];
+  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, o__valid, o__payload, data, o__ready, clk);
+module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, o__valid, data, o__ready, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -45638,13 +46651,13 @@ module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, o__valid, o__p
   assign push = i__valid & i__ready;
   t3hw_system__e1__slice_net_store__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -45672,28 +46685,43 @@ module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, o__valid, o__p
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e1__slice_net_store__queue (rst, push, o__valid, o__payload, wr__data, o__ready, level, clk);
+module t3hw_system__e1__slice_net_store__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
   reg _init_strobe_34  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [76:0] \$29 ;
   wire \$3 ;
+  reg [76:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [76:0] data;
   wire [76:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -45703,12 +46731,20 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__valid, o__payload,
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [4:0] head_reg__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  wire [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -45723,119 +46759,101 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__valid, o__payload,
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [76:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [4:0] rd__data__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [76:0] wr__data;
-  wire [76:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [4:0] wr__data__device ;
+  reg [76:0] slot = 77'h00000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [4:0] slot__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__en;
-  reg [76:0] storage [1:0];
-  initial begin
-    storage[0] = 77'h00000000000000000000;
-    storage[1] = 77'h00000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__device  = wr__data[4:0];
-  assign wr__data__addr  = wr__data[52:5];
-  assign wr__data__kind  = wr__data[53];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign data__device  = wr__data[4:0];
-  assign data__addr  = wr__data[52:5];
-  assign data__kind  = wr__data[53];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
+  assign head_reg = o__payload;
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign rd__data__device  = o__payload[4:0];
-  assign rd__data__addr  = o__payload[52:5];
-  assign rd__data__kind  = o__payload[53];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__device  = o__payload[4:0];
+  assign head_reg__addr  = o__payload[52:5];
+  assign head_reg__kind  = o__payload[53];
+  assign head_reg__tile  = o__payload[69:54];
+  assign head_reg__bytes  = o__payload[76:70];
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign slot__device  = slot[4:0];
+  assign slot__addr  = slot[52:5];
+  assign slot__kind  = slot[53];
+  assign slot__tile  = slot[69:54];
+  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e1__slice_remote (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
+module t3hw_system__e1__slice_remote (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -45894,13 +46912,13 @@ module t3hw_system__e1__slice_remote (rst, i__valid, data, o__ready, i__ready, o
   assign push = i__valid & i__ready;
   t3hw_system__e1__slice_remote__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -45928,28 +46946,43 @@ module t3hw_system__e1__slice_remote (rst, i__valid, data, o__ready, i__ready, o
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e1__slice_remote__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
+module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_35  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [72:0] \$29 ;
   wire \$3 ;
+  reg [72:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [72:0] data;
   wire [72:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -45959,12 +46992,20 @@ module t3hw_system__e1__slice_remote__queue (rst, wr__data, o__ready, push, o__v
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -45979,119 +47020,101 @@ module t3hw_system__e1__slice_remote__queue (rst, wr__data, o__ready, push, o__v
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [72:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [72:0] wr__data;
-  wire [72:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
+  reg [72:0] slot = 73'h0000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
-  wire wr__en;
-  reg [72:0] storage [1:0];
-  initial begin
-    storage[0] = 73'h0000000000000000000;
-    storage[1] = 73'h0000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
+  wire slot__tracked ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__tile  = wr__data[63:48];
-  assign wr__data__bytes  = wr__data[70:64];
-  assign wr__data__kind  = wr__data[71];
-  assign wr__data__tracked  = wr__data[72];
-  assign data__addr  = wr__data[47:0];
-  assign data__tile  = wr__data[63:48];
-  assign data__bytes  = wr__data[70:64];
-  assign data__kind  = wr__data[71];
-  assign data__tracked  = wr__data[72];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign slot__addr  = slot[47:0];
+  assign slot__tile  = slot[63:48];
+  assign slot__bytes  = slot[70:64];
+  assign slot__kind  = slot[71];
+  assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e1__slice_store (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
+module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -46150,13 +47173,13 @@ module t3hw_system__e1__slice_store (rst, i__valid, data, o__ready, i__ready, o_
   assign push = i__valid & i__ready;
   t3hw_system__e1__slice_store__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -46184,28 +47207,43 @@ module t3hw_system__e1__slice_store (rst, i__valid, data, o__ready, i__ready, o_
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e1__slice_store__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
+module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_36  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [72:0] \$29 ;
   wire \$3 ;
+  reg [72:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [72:0] data;
   wire [72:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -46215,12 +47253,20 @@ module t3hw_system__e1__slice_store__queue (rst, wr__data, o__ready, push, o__va
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -46235,119 +47281,101 @@ module t3hw_system__e1__slice_store__queue (rst, wr__data, o__ready, push, o__va
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [72:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [72:0] wr__data;
-  wire [72:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
+  reg [72:0] slot = 73'h0000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
-  wire wr__en;
-  reg [72:0] storage [1:0];
-  initial begin
-    storage[0] = 73'h0000000000000000000;
-    storage[1] = 73'h0000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
+  wire slot__tracked ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__tile  = wr__data[63:48];
-  assign wr__data__bytes  = wr__data[70:64];
-  assign wr__data__kind  = wr__data[71];
-  assign wr__data__tracked  = wr__data[72];
-  assign data__addr  = wr__data[47:0];
-  assign data__tile  = wr__data[63:48];
-  assign data__bytes  = wr__data[70:64];
-  assign data__kind  = wr__data[71];
-  assign data__tracked  = wr__data[72];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign slot__addr  = slot[47:0];
+  assign slot__tile  = slot[63:48];
+  assign slot__bytes  = slot[70:64];
+  assign slot__kind  = slot[71];
+  assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid, trigger__payload, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, clk);
+module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, trigger__payload, clk);
   reg _init_strobe_37  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -48364,34 +49392,70 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   assign \$174  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
 endmodule
 
-module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
+module t3hw_system__e1__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_38  = 0;
   wire \$1 ;
-  wire [8:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [9:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [10:0] \$14 ;
-  reg [7:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [8:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [8:0] \$33 ;
+  wire [8:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [8:0] \$39 ;
   wire \$4 ;
-  wire [8:0] \$5 ;
-  wire [8:0] \$6 ;
+  wire [8:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [9:0] \$45 ;
+  wire \$46 ;
+  wire [10:0] \$47 ;
+  reg [15:0] \$48 ;
+  reg [7:0] \$49 ;
+  wire \$5 ;
+  reg [7:0] \$50 ;
+  reg [8:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [8:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
   (* init = 8'h00 *)
   wire [7:0] head;
+  (* init = 16'h0000 *)
+  wire [15:0] head_reg;
   reg [8:0] level = 9'h000;
   output [15:0] o__payload;
-  wire [15:0] o__payload;
+  reg [15:0] o__payload = 16'h0000;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -48408,7 +49472,7 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   input [15:0] wr__data;
   wire [15:0] wr__data;
   wire wr__en;
-  reg [15:0] storage [255:0];
+  reg [15:0] storage [254:0];
   initial begin
     storage[0] = 16'h0000;
     storage[1] = 16'h0000;
@@ -48665,88 +49729,166 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
     storage[252] = 16'h0000;
     storage[253] = 16'h0000;
     storage[254] = 16'h0000;
-    storage[255] = 16'h0000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 9'h100;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 8'hff;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 9'h000 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 8'hff;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 9'h000 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 8'hfe;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 9'h000 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 8'hfe;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 9'h000 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [7:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 8'h00;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [7:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [7:0];
     end
     if (rst) begin
-      \$16  = 8'h00;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$17  = \$14 [8:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [7:0];
+    end
     if (rst) begin
-      \$17  = 9'h000;
+      \$50  = 8'h00;
     end
   end
+  always @* begin
+    if (_init_strobe_38 ) begin end
+    \$51  = \$47 [8:0];
+    if (rst) begin
+      \$51  = 9'h000;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
 endmodule
 
-module t3hw_system__e1__tracker__queue (rst, o__valid, o__payload, o__ready, wr__data, push, clk);
+module t3hw_system__e1__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__payload, clk);
   reg _init_strobe_39  = 0;
   wire \$1 ;
-  wire [8:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [9:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [10:0] \$14 ;
-  reg [7:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [8:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [8:0] \$33 ;
+  wire [8:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [8:0] \$39 ;
   wire \$4 ;
-  wire [8:0] \$5 ;
-  wire [8:0] \$6 ;
+  wire [8:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [9:0] \$45 ;
+  wire \$46 ;
+  wire [10:0] \$47 ;
+  reg [23:0] \$48 ;
+  reg [7:0] \$49 ;
+  wire \$5 ;
+  reg [7:0] \$50 ;
+  reg [8:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [8:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -48755,9 +49897,13 @@ module t3hw_system__e1__tracker__queue (rst, o__valid, o__payload, o__ready, wr_
   wire [15:0] data__tile ;
   (* init = 8'h00 *)
   wire [7:0] head;
+  (* init = 24'h000000 *)
+  wire [23:0] head_reg;
+  wire [7:0] head_reg__cmd ;
+  wire [15:0] head_reg__tile ;
   reg [8:0] level = 9'h000;
   output [23:0] o__payload;
-  wire [23:0] o__payload;
+  reg [23:0] o__payload = 24'h000000;
   wire [7:0] o__payload__cmd ;
   wire [15:0] o__payload__tile ;
   input o__ready;
@@ -48780,7 +49926,7 @@ module t3hw_system__e1__tracker__queue (rst, o__valid, o__payload, o__ready, wr_
   wire [7:0] wr__data__cmd ;
   wire [15:0] wr__data__tile ;
   wire wr__en;
-  reg [23:0] storage [255:0];
+  reg [23:0] storage [254:0];
   initial begin
     storage[0] = 24'h000000;
     storage[1] = 24'h000000;
@@ -49037,78 +50183,124 @@ module t3hw_system__e1__tracker__queue (rst, o__valid, o__payload, o__ready, wr_
     storage[252] = 24'h000000;
     storage[253] = 24'h000000;
     storage[254] = 24'h000000;
-    storage[255] = 24'h000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 9'h100;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 8'hff;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 9'h000 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 8'hff;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 9'h000 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 8'hfe;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 9'h000 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 8'hfe;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 9'h000 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [7:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 8'h00;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [7:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [7:0];
     end
     if (rst) begin
-      \$16  = 8'h00;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$17  = \$14 [8:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [7:0];
+    end
     if (rst) begin
-      \$17  = 9'h000;
+      \$50  = 8'h00;
     end
   end
+  always @* begin
+    if (_init_strobe_39 ) begin end
+    \$51  = \$47 [8:0];
+    if (rst) begin
+      \$51  = 9'h000;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__cmd  = o__payload[7:0];
+  assign o__payload__tile  = o__payload[23:8];
+  assign head_reg__cmd  = o__payload[7:0];
+  assign head_reg__tile  = o__payload[23:8];
   assign wr__data__cmd  = wr__data[7:0];
   assign wr__data__tile  = wr__data[23:8];
   assign data__cmd  = wr__data[7:0];
   assign data__tile  = wr__data[23:8];
-  assign o__payload__cmd  = o__payload[7:0];
-  assign o__payload__tile  = o__payload[23:8];
-  assign rd__data__cmd  = o__payload[7:0];
-  assign rd__data__tile  = o__payload[23:8];
+  assign rd__data__cmd  = rd__data[7:0];
+  assign rd__data__tile  = rd__data[23:8];
 endmodule
 
-module t3hw_system__e1__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, o__ready);
+module t3hw_system__e1__tx (clk, rst, i__0__valid, i__1__valid, o__valid, o__payload, i__1__ready, i__0__ready, i__0__payload, i__1__payload, o__ready);
   reg _init_strobe_40  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
@@ -50884,8 +52076,8 @@ module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready
-, errors, capture, store__payload);
+module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
+, mem__payload, rx_mem__payload, store__payload);
   reg _init_strobe_41  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -53183,25 +54375,59 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__data, clk);
+module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_42  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [78:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -53219,9 +54445,22 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   wire data__store__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 79'h00000000000000000000 *)
+  wire [78:0] head_reg;
+  wire [4:0] head_reg__device ;
+  wire head_reg__remote ;
+  wire [72:0] head_reg__store ;
+  wire [47:0] head_reg__store__addr ;
+  wire [6:0] head_reg__store__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__store__kind ;
+  wire [15:0] head_reg__store__tile ;
+  wire head_reg__store__tracked ;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
-  wire [78:0] o__payload;
+  reg [78:0] o__payload = 79'h00000000000000000000;
   wire [4:0] o__payload__device ;
   wire o__payload__remote ;
   wire [72:0] o__payload__store ;
@@ -53271,7 +54510,7 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [10:0];
+  reg [78:0] storage [9:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -53283,67 +54522,127 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
     storage[7] = 79'h00000000000000000000;
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
-    storage[10] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'hb;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'ha;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'ha;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'h9;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'h9;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__remote  = o__payload[0];
+  assign o__payload__device  = o__payload[5:1];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
+  assign head_reg__remote  = o__payload[0];
+  assign head_reg__device  = o__payload[5:1];
+  assign head_reg__store  = o__payload[78:6];
+  assign head_reg__store__addr  = o__payload[53:6];
+  assign head_reg__store__tile  = o__payload[69:54];
+  assign head_reg__store__bytes  = o__payload[76:70];
+  assign head_reg__store__kind  = o__payload[77];
+  assign head_reg__store__tracked  = o__payload[78];
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
   assign wr__data__store  = wr__data[78:6];
@@ -53360,43 +54659,69 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   assign data__store__bytes  = wr__data[76:70];
   assign data__store__kind  = wr__data[77];
   assign data__store__tracked  = wr__data[78];
-  assign o__payload__remote  = o__payload[0];
-  assign o__payload__device  = o__payload[5:1];
-  assign o__payload__store  = o__payload[78:6];
-  assign o__payload__store__addr  = o__payload[53:6];
-  assign o__payload__store__tile  = o__payload[69:54];
-  assign o__payload__store__bytes  = o__payload[76:70];
-  assign o__payload__store__kind  = o__payload[77];
-  assign o__payload__store__tracked  = o__payload[78];
-  assign rd__data__remote  = o__payload[0];
-  assign rd__data__device  = o__payload[5:1];
-  assign rd__data__store  = o__payload[78:6];
-  assign rd__data__store__addr  = o__payload[53:6];
-  assign rd__data__store__tile  = o__payload[69:54];
-  assign rd__data__store__bytes  = o__payload[76:70];
-  assign rd__data__store__kind  = o__payload[77];
-  assign rd__data__store__tracked  = o__payload[78];
+  assign rd__data__remote  = rd__data[0];
+  assign rd__data__device  = rd__data[5:1];
+  assign rd__data__store  = rd__data[78:6];
+  assign rd__data__store__addr  = rd__data[53:6];
+  assign rd__data__store__tile  = rd__data[69:54];
+  assign rd__data__store__bytes  = rd__data[76:70];
+  assign rd__data__store__kind  = rd__data[77];
+  assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
-module t3hw_system__e2__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready, wr__data, clk);
+module t3hw_system__e2__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, o__payload, clk);
   reg _init_strobe_43  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [72:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -53411,9 +54736,19 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
   wire data__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   reg [3:0] level = 4'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -53454,7 +54789,7 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
   wire [15:0] wr__data__tile ;
   wire wr__data__tracked ;
   wire wr__en;
-  reg [72:0] storage [10:0];
+  reg [72:0] storage [9:0];
   initial begin
     storage[0] = 73'h0000000000000000000;
     storage[1] = 73'h0000000000000000000;
@@ -53466,67 +54801,121 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
     storage[7] = 73'h0000000000000000000;
     storage[8] = 73'h0000000000000000000;
     storage[9] = 73'h0000000000000000000;
-    storage[10] = 73'h0000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'hb;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'ha;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'ha;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'h9;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'h9;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_43 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_43 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_43 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_43 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
   assign wr__data__addr  = wr__data[47:0];
   assign wr__data__tile  = wr__data[63:48];
   assign wr__data__bytes  = wr__data[70:64];
@@ -53537,20 +54926,15 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
   assign data__bytes  = wr__data[70:64];
   assign data__kind  = wr__data[71];
   assign data__tracked  = wr__data[72];
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
+  assign rd__data__addr  = rd__data[47:0];
+  assign rd__data__tile  = rd__data[63:48];
+  assign rd__data__bytes  = rd__data[70:64];
+  assign rd__data__kind  = rd__data[71];
+  assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload
-, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, load__payload);
+module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, remote__valid, dma__valid, dma_response__ready, config__valid, config__payload
+, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, remote__payload, dma__payload, load__payload);
   reg _init_strobe_44  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -65362,8 +66746,8 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e2__dma (rst, desc_held, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, response__payload, packet__ready, program__valid, program__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid
-, packet__payload, clk);
+module t3hw_system__e2__dma (rst, desc_held, trigger__valid, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, packet__ready, program__valid, program__payload, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
+, response__payload, clk);
   reg _init_strobe_46  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
@@ -65842,7 +67226,7 @@ module t3hw_system__e2__dma (rst, desc_held, trigger__valid, trigger__payload, i
   assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, clk);
+module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__payload, clk);
   reg _init_strobe_47  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
@@ -66493,25 +67877,59 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, accept, o__valid, o__payload, wr__data, clk);
+module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_48  = 0;
   wire \$1 ;
-  wire [3:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [2:0] \$15 ;
-  reg [2:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [3:0] \$33 ;
+  wire [3:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [3:0] \$39 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [3:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [139:0] \$48 ;
+  reg [2:0] \$49 ;
+  wire \$5 ;
+  reg [2:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [3:0] \$9 ;
+  wire \$9 ;
   output accept;
   wire accept;
   input clk;
@@ -66532,9 +67950,24 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire [2:0] data__tag ;
   (* init = 3'h0 *)
   wire [2:0] head;
+  (* init = 140'h00000000000000000000000000000000000 *)
+  wire [139:0] head_reg;
+  wire [7:0] head_reg__index ;
+  wire [76:0] head_reg__packet ;
+  wire [47:0] head_reg__packet__addr ;
+  wire [6:0] head_reg__packet__bytes ;
+  wire [4:0] head_reg__packet__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__packet__kind ;
+  wire [15:0] head_reg__packet__tile ;
+  wire [3:0] head_reg__run ;
+  wire [47:0] head_reg__src ;
+  wire [2:0] head_reg__tag ;
   reg [3:0] level = 4'h0;
   output [139:0] o__payload;
-  wire [139:0] o__payload;
+  reg [139:0] o__payload = 140'h00000000000000000000000000000000000;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -66590,7 +68023,7 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire [47:0] wr__data__src ;
   wire [2:0] wr__data__tag ;
   wire wr__en;
-  reg [139:0] storage [7:0];
+  reg [139:0] storage [6:0];
   initial begin
     storage[0] = 140'h00000000000000000000000000000000000;
     storage[1] = 140'h00000000000000000000000000000000000;
@@ -66599,67 +68032,131 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, accept, o__va
     storage[4] = 140'h00000000000000000000000000000000000;
     storage[5] = 140'h00000000000000000000000000000000000;
     storage[6] = 140'h00000000000000000000000000000000000;
-    storage[7] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'h8;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 3'h7;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 3'h7;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 4'h0 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 3'h6;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 4'h0 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 3'h6;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 4'h0 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [2:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 3'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [2:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [2:0];
     end
     if (rst) begin
-      \$16  = 3'h0;
+      \$49  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [2:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 3'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_48 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__packet  = o__payload[76:0];
+  assign o__payload__packet__device  = o__payload[4:0];
+  assign o__payload__packet__addr  = o__payload[52:5];
+  assign o__payload__packet__kind  = o__payload[53];
+  assign o__payload__packet__tile  = o__payload[69:54];
+  assign o__payload__packet__bytes  = o__payload[76:70];
+  assign o__payload__tag  = o__payload[79:77];
+  assign o__payload__run  = o__payload[83:80];
+  assign o__payload__index  = o__payload[91:84];
+  assign o__payload__src  = o__payload[139:92];
+  assign head_reg__packet  = o__payload[76:0];
+  assign head_reg__packet__device  = o__payload[4:0];
+  assign head_reg__packet__addr  = o__payload[52:5];
+  assign head_reg__packet__kind  = o__payload[53];
+  assign head_reg__packet__tile  = o__payload[69:54];
+  assign head_reg__packet__bytes  = o__payload[76:70];
+  assign head_reg__tag  = o__payload[79:77];
+  assign head_reg__run  = o__payload[83:80];
+  assign head_reg__index  = o__payload[91:84];
+  assign head_reg__src  = o__payload[139:92];
   assign wr__data__packet  = wr__data[76:0];
   assign wr__data__packet__device  = wr__data[4:0];
   assign wr__data__packet__addr  = wr__data[52:5];
@@ -66680,33 +68177,27 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, accept, o__va
   assign data__run  = wr__data[83:80];
   assign data__index  = wr__data[91:84];
   assign data__src  = wr__data[139:92];
-  assign o__payload__packet  = o__payload[76:0];
-  assign o__payload__packet__device  = o__payload[4:0];
-  assign o__payload__packet__addr  = o__payload[52:5];
-  assign o__payload__packet__kind  = o__payload[53];
-  assign o__payload__packet__tile  = o__payload[69:54];
-  assign o__payload__packet__bytes  = o__payload[76:70];
-  assign o__payload__tag  = o__payload[79:77];
-  assign o__payload__run  = o__payload[83:80];
-  assign o__payload__index  = o__payload[91:84];
-  assign o__payload__src  = o__payload[139:92];
-  assign rd__data__packet  = o__payload[76:0];
-  assign rd__data__packet__device  = o__payload[4:0];
-  assign rd__data__packet__addr  = o__payload[52:5];
-  assign rd__data__packet__kind  = o__payload[53];
-  assign rd__data__packet__tile  = o__payload[69:54];
-  assign rd__data__packet__bytes  = o__payload[76:70];
-  assign rd__data__tag  = o__payload[79:77];
-  assign rd__data__run  = o__payload[83:80];
-  assign rd__data__index  = o__payload[91:84];
-  assign rd__data__src  = o__payload[139:92];
+  assign rd__data__packet  = rd__data[76:0];
+  assign rd__data__packet__device  = rd__data[4:0];
+  assign rd__data__packet__addr  = rd__data[52:5];
+  assign rd__data__packet__kind  = rd__data[53];
+  assign rd__data__packet__tile  = rd__data[69:54];
+  assign rd__data__packet__bytes  = rd__data[76:70];
+  assign rd__data__tag  = rd__data[79:77];
+  assign rd__data__run  = rd__data[83:80];
+  assign rd__data__index  = rd__data[91:84];
+  assign rd__data__src  = rd__data[139:92];
 endmodule
 
-module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__payload, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, busy, descriptor__valid, descriptor__payload, detail, clk
+module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
   reg _init_strobe_49  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
+  reg [178:0] \$100 ;
+  reg \$101 ;
+  reg \$102 ;
+  reg \$103 ;
   wire \$11 ;
   wire \$12 ;
   wire [36:0] \$13 ;
@@ -66757,28 +68248,28 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [5:0] \$57 ;
-  wire [6:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
   wire [35:0] \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [5:0] \$61 ;
+  wire [6:0] \$62 ;
   wire \$63 ;
-  wire \$64 ;
+  wire [7:0] \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [5:0] \$69 ;
+  wire \$69 ;
   wire \$7 ;
-  wire [5:0] \$70 ;
-  wire [5:0] \$71 ;
+  wire \$70 ;
+  wire \$71 ;
   wire [5:0] \$72 ;
-  wire [6:0] \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [5:0] \$73 ;
+  wire [5:0] \$74 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
@@ -66787,22 +68278,23 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
-  reg [7:0] \$84 ;
-  reg \$85 ;
-  reg [3:0] \$86 ;
-  reg [178:0] \$87 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  reg [7:0] \$87 ;
   reg \$88 ;
-  reg \$89 ;
+  reg [3:0] \$89 ;
   wire \$9 ;
-  reg \$90 ;
+  reg [178:0] \$90 ;
   reg \$91 ;
   reg \$92 ;
   reg \$93 ;
   reg \$94 ;
-  reg [178:0] \$95 ;
+  reg [4:0] \$95 ;
   reg \$96 ;
   reg \$97 ;
   reg \$98 ;
+  reg \$99 ;
   wire [48:0] \$signal ;
   output bad_descriptor;
   wire bad_descriptor;
@@ -66816,11 +68308,11 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   reg busy = 1'h1;
   reg \busy$15  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$80 ;
-  wire [7:0] \check__addr$86 ;
+  wire [7:0] \check__addr$82 ;
+  wire [7:0] \check__addr$88 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$88 ;
-  wire [4:0] \check__data$89 ;
+  wire [4:0] \check__data$90 ;
+  wire [4:0] \check__data$91 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -66890,20 +68382,21 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
+  reg [4:0] \held$31  = 5'h00;
+  wire [4:0] held_next;
   output idle;
   wire idle;
   wire in_use;
-  wire [4:0] level;
   wire [7:0] o__payload;
   wire o__ready;
   wire o__valid;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$45  = 1'h0;
   reg \pending$48  = 1'h0;
+  reg \pending$51  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$47  = 8'h00;
-  reg [7:0] \pending_index$49  = 8'h00;
+  reg [7:0] \pending_index$50  = 8'h00;
+  reg [7:0] \pending_index$52  = 8'h00;
   reg [35:0] product = 36'h000000000;
   input [178:0] program__payload;
   wire [178:0] program__payload;
@@ -66944,11 +68437,12 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire refused;
   wire [7:0] rmw__addr;
   (* init = 8'h00 *)
-  wire [7:0] \rmw__addr$79 ;
-  wire [7:0] \rmw__addr$85 ;
+  wire [7:0] \rmw__addr$81 ;
+  wire [7:0] \rmw__addr$87 ;
   wire [4:0] rmw__data;
-  wire [4:0] \rmw__data$78 ;
-  wire [4:0] \rmw__data$84 ;
+  wire [4:0] \rmw__data$80 ;
+  wire [4:0] \rmw__data$86 ;
+  reg room = 1'h1;
   input rst;
   wire rst;
   reg [7:0] s1_cmd = 8'h00;
@@ -66970,14 +68464,14 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   input trigger__valid;
   wire trigger__valid;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$75 ;
-  reg [7:0] \wr__addr$81 ;
+  reg [7:0] \wr__addr$77 ;
+  reg [7:0] \wr__addr$83 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$76 ;
-  reg [4:0] \wr__data$82 ;
+  reg [4:0] \wr__data$78 ;
+  reg [4:0] \wr__data$84 ;
   reg wr__en;
-  reg \wr__en$77 ;
-  reg \wr__en$83 ;
+  reg \wr__en$79 ;
+  reg \wr__en$85 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -67526,8 +69020,8 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$77 )
-      dropped_count[\wr__addr$75 ] <= \wr__data$76 ;
+    if (\wr__en$79 )
+      dropped_count[\wr__addr$77 ] <= \wr__data$78 ;
   end
   reg [7:0] _1_;
   reg [7:0] _2_;
@@ -67535,8 +69029,8 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     _1_ <= desc[7:0];
     _2_ <= s2_cmd;
   end
-  assign \check__data$88  = dropped_count[_1_];
-  assign \rmw__data$78  = dropped_count[_2_];
+  assign \check__data$90  = dropped_count[_1_];
+  assign \rmw__data$80  = dropped_count[_2_];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -68337,8 +69831,8 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$83 )
-      taken_count[\wr__addr$81 ] <= \wr__data$82 ;
+    if (\wr__en$85 )
+      taken_count[\wr__addr$83 ] <= \wr__data$84 ;
   end
   reg [7:0] _6_;
   reg [7:0] _7_;
@@ -68346,8 +69840,9 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     _6_ <= desc[7:0];
     _7_ <= descriptor__payload[7:0];
   end
-  assign \check__data$89  = taken_count[_6_];
-  assign \rmw__data$84  = taken_count[_7_];
+  assign \check__data$91  = taken_count[_6_];
+  assign \rmw__data$86  = taken_count[_7_];
+  assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
   assign \$4  = program__valid & program__ready;
@@ -68364,94 +69859,97 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   assign \$15  = in_use | held;
   assign \$18  = \$16  | \$17 ;
   assign \$19  = trigger__valid & trigger__ready;
-  assign \$20  = o__valid & o__ready;
-  assign \$21  = trigger__valid & trigger__ready;
-  assign \$22  = ~ busy;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = ~ busy;
-  assign \$25  = bad_descriptor & \$24 ;
-  assign \$26  = descriptor__valid & descriptor__ready;
-  assign \$27  = ~ busy;
-  assign \$28  = \$26  & \$27 ;
-  assign \$29  = ~ busy;
-  assign \$30  = ! stage;
-  assign program__ready = \$29  & \$30 ;
+  assign \$20  = \$64 [4:0] < 5'h10;
+  assign \$21  = o__valid & o__ready;
+  assign \$22  = trigger__valid & trigger__ready;
+  assign \$23  = ~ busy;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = ~ busy;
+  assign \$26  = bad_descriptor & \$25 ;
+  assign \$27  = descriptor__valid & descriptor__ready;
+  assign \$28  = ~ busy;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = ~ busy;
+  assign \$31  = ! stage;
+  assign program__ready = \$30  & \$31 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$31  = stage[3] & desc[8];
-  assign bad_program = \$31  & empty;
   assign \$32  = stage[3] & desc[8];
-  assign \$33  = ~ empty;
-  assign \$34  = \$32  & \$33 ;
-  assign bad_pitch = \$34  & overlap;
-  assign \$35  = stage[3] & desc[8];
-  assign \$36  = ~ empty;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = ~ overlap;
-  assign \$39  = \$37  & \$38 ;
-  assign bad_range = \$39  & wraps;
-  assign \$40  = empty | overlap;
-  assign \$41  = \$40  | wraps;
-  assign \$42  = desc[8] & \$41 ;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = stage[3] & \$43 ;
-  assign desc_busy = \$44  & \busy$15 ;
-  assign \$45  = bad_program | bad_pitch;
-  assign \$46  = \$45  | bad_range;
-  assign refused = \$46  | desc_busy;
-  assign \$47  = ~ refused;
-  assign \$48  = stage[3] & \$47 ;
-  assign \$49  = ~ refused;
-  assign \$50  = stage[3] & \$49 ;
-  assign \$51  = ~ busy;
-  assign \$52  = ~ program__valid;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = | stage;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level + s1_valid;
-  assign \$58  = \$57  + s2_valid;
-  assign \$59  = \$58  < 5'h10;
-  assign trigger__ready = \$56  & \$59 ;
+  assign bad_program = \$32  & empty;
+  assign \$33  = stage[3] & desc[8];
+  assign \$34  = ~ empty;
+  assign \$35  = \$33  & \$34 ;
+  assign bad_pitch = \$35  & overlap;
+  assign \$36  = stage[3] & desc[8];
+  assign \$37  = ~ empty;
+  assign \$38  = \$36  & \$37 ;
+  assign \$39  = ~ overlap;
+  assign \$40  = \$38  & \$39 ;
+  assign bad_range = \$40  & wraps;
+  assign \$41  = empty | overlap;
+  assign \$42  = \$41  | wraps;
+  assign \$43  = desc[8] & \$42 ;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = stage[3] & \$44 ;
+  assign desc_busy = \$45  & \busy$15 ;
+  assign \$46  = bad_program | bad_pitch;
+  assign \$47  = \$46  | bad_range;
+  assign refused = \$47  | desc_busy;
+  assign \$48  = ~ refused;
+  assign \$49  = stage[3] & \$48 ;
+  assign \$50  = ~ refused;
+  assign \$51  = stage[3] & \$50 ;
+  assign \$52  = ~ busy;
+  assign \$53  = ~ program__valid;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = | stage;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign trigger__ready = \$57  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$60  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$60 ;
-  assign \$61  = ~ refused;
-  assign \$62  = ~ fetching;
-  assign \$63  = ~ fetched;
-  assign \$64  = \$62  & \$63 ;
-  assign \$65  = ~ descriptor__valid;
-  assign \$66  = \$65  | descriptor__ready;
-  assign \$67  = \$64  & \$66 ;
-  assign \$68  = ~ stage[3];
-  assign o__ready = \$67  & \$68 ;
-  assign \$69  = rmw__data + 1'h1;
-  assign \$70  = \rmw__data$78  + 1'h1;
-  assign \$71  = \rmw__data$84  + 1'h1;
-  assign \$72  = check__data - \check__data$88 ;
-  assign \$73  = $signed(\$72 ) - $signed({ 1'h0, \check__data$89  });
-  assign in_use = | \$73 [4:0];
-  assign \$74  = ~ s1_valid;
-  assign \$75  = ~ s2_valid;
-  assign \$76  = \$74  & \$75 ;
-  assign \$77  = ~ o__valid;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = ~ fetching;
-  assign \$80  = \$78  & \$79 ;
-  assign \$81  = ~ fetched;
-  assign \$82  = \$80  & \$81 ;
-  assign \$83  = ~ descriptor__valid;
-  assign idle = \$82  & \$83 ;
+  assign \$58  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$58 ;
+  assign \$59  = ~ refused;
+  assign \$60  = trigger__valid & trigger__ready;
+  assign \$61  = \held$31  + \$60 ;
+  assign \$62  = \$61  - bad_descriptor;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = $signed(\$62 ) - $signed({ 1'h0, \$63  });
+  assign \$65  = ~ fetching;
+  assign \$66  = ~ fetched;
+  assign \$67  = \$65  & \$66 ;
+  assign \$68  = ~ descriptor__valid;
+  assign \$69  = \$68  | descriptor__ready;
+  assign \$70  = \$67  & \$69 ;
+  assign \$71  = ~ stage[3];
+  assign o__ready = \$70  & \$71 ;
+  assign \$72  = rmw__data + 1'h1;
+  assign \$73  = \rmw__data$80  + 1'h1;
+  assign \$74  = \rmw__data$86  + 1'h1;
+  assign \$75  = check__data - \check__data$90 ;
+  assign \$76  = $signed(\$75 ) - $signed({ 1'h0, \check__data$91  });
+  assign in_use = | \$76 [4:0];
+  assign \$77  = ~ s1_valid;
+  assign \$78  = ~ s2_valid;
+  assign \$79  = \$77  & \$78 ;
+  assign \$80  = ~ o__valid;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ fetching;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = ~ fetched;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = ~ descriptor__valid;
+  assign idle = \$85  & \$86 ;
   always @(posedge clk)
-    sweep <= \$84 ;
+    sweep <= \$87 ;
   always @(posedge clk)
-    busy <= \$85 ;
+    busy <= \$88 ;
   always @(posedge clk)
-    stage <= \$86 ;
+    stage <= \$89 ;
   always @(posedge clk)
-    desc <= \$87 ;
+    desc <= \$90 ;
   always @(posedge clk)
-    held <= \$88 ;
+    held <= \$91 ;
   always @(posedge clk)
     product <= \$6 ;
   always @(posedge clk)
@@ -68461,17 +69959,17 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   always @(posedge clk)
     span <= \$14 [36:0];
   always @(posedge clk)
-    \busy$15  <= \$89 ;
+    \busy$15  <= \$92 ;
   always @(posedge clk)
     wraps <= \$18 ;
   always @(posedge clk)
-    s1_valid <= \$90 ;
+    s1_valid <= \$93 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$91 ;
+    s2_valid <= \$94 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -68479,9 +69977,13 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    fetching <= \$92 ;
+    \held$31  <= \$95 ;
   always @(posedge clk)
-    fetched <= \$93 ;
+    room <= \$96 ;
+  always @(posedge clk)
+    fetching <= \$97 ;
+  always @(posedge clk)
+    fetched <= \$98 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -68489,25 +69991,23 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$94 ;
+    descriptor__valid <= \$99 ;
   always @(posedge clk)
-    descriptor__payload <= \$95 ;
+    descriptor__payload <= \$100 ;
   always @(posedge clk)
-    pending <= \$96 ;
+    pending <= \$101 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    \pending$45  <= \$97 ;
+    \pending$48  <= \$102 ;
   always @(posedge clk)
-    \pending_index$47  <= s2_cmd;
+    \pending_index$50  <= s2_cmd;
   always @(posedge clk)
-    \pending$48  <= \$98 ;
+    \pending$51  <= \$103 ;
   always @(posedge clk)
-    \pending_index$49  <= descriptor__payload[7:0];
-  assign \$1  = sweep + 1'h1;
+    \pending_index$52  <= descriptor__payload[7:0];
   t3hw_system__e2__dma__queue__ready_queue  ready_queue (
     .clk(clk),
-    .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -68517,133 +70017,147 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   );
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$84  = sweep;
+    \$87  = sweep;
     if (busy) begin
-      \$84  = \$1 [7:0];
+      \$87  = \$1 [7:0];
     end
     if (rst) begin
-      \$84  = 8'h00;
+      \$87  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$85  = busy;
+    \$88  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$85  = 1'h0;
+        \$88  = 1'h0;
       end
     end
     if (rst) begin
-      \$85  = 1'h1;
+      \$88  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$86  = { stage[2:0], \$3  };
+    \$89  = { stage[2:0], \$3  };
     if (rst) begin
-      \$86  = 4'h0;
+      \$89  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$87  = desc;
+    \$90  = desc;
     if (\$4 ) begin
-      \$87  = program__payload;
+      \$90  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$88  = held;
+    \$91  = held;
     if (\$4 ) begin
-      \$88  = desc_held;
+      \$91  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$89  = \busy$15 ;
+    \$92  = \busy$15 ;
     if (stage[1]) begin
-      \$89  = \$15 ;
+      \$92  = \$15 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$90  = \$19 ;
-    if (rst) begin
-      \$90  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$91  = s1_valid;
-    if (rst) begin
-      \$91  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$92  = \$20 ;
-    if (rst) begin
-      \$92  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$93  = fetching;
+    \$93  = \$19 ;
     if (rst) begin
       \$93  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$94  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$94  = 1'h0;
-    end
-    if (fetched) begin
-      \$94  = 1'h1;
-    end
+    \$94  = s1_valid;
     if (rst) begin
       \$94  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$95  = descriptor__payload;
-    if (fetched) begin
-      \$95 [8] = got[0];
-      \$95 [9] = got[1];
-      \$95 [14:10] = got[6:2];
-      \$95 [30:15] = got[22:7];
-      \$95 [42:31] = got[34:23];
-      \$95 [58:43] = got[50:35];
-      \$95 [82:59] = got[74:51];
-      \$95 [130:83] = got[122:75];
-      \$95 [178:131] = got[170:123];
-      \$95 [7:0] = got_index;
-    end
+    \$95  = \$64 [4:0];
     if (rst) begin
-      \$95  = 179'h000000000000000000000000000000000000000000000;
+      \$95  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$96  = \$23 ;
+    \$96  = \$20 ;
     if (rst) begin
-      \$96  = 1'h0;
+      \$96  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$97  = \$25 ;
+    \$97  = \$21 ;
     if (rst) begin
       \$97  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$98  = \$28 ;
+    \$98  = fetching;
     if (rst) begin
       \$98  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$99  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$99  = 1'h0;
+    end
+    if (fetched) begin
+      \$99  = 1'h1;
+    end
+    if (rst) begin
+      \$99  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$100  = descriptor__payload;
+    if (fetched) begin
+      \$100 [8] = got[0];
+      \$100 [9] = got[1];
+      \$100 [14:10] = got[6:2];
+      \$100 [30:15] = got[22:7];
+      \$100 [42:31] = got[34:23];
+      \$100 [58:43] = got[50:35];
+      \$100 [82:59] = got[74:51];
+      \$100 [130:83] = got[122:75];
+      \$100 [178:131] = got[170:123];
+      \$100 [7:0] = got_index;
+    end
+    if (rst) begin
+      \$100  = 179'h000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$101  = \$24 ;
+    if (rst) begin
+      \$101  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$102  = \$26 ;
+    if (rst) begin
+      \$102  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$103  = \$29 ;
+    if (rst) begin
+      \$103  = 1'h0;
     end
   end
   always @* begin
@@ -68654,7 +70168,7 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$61 ) begin
+    if (\$59 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -68683,7 +70197,7 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$48 ;
+      wr_check__en = \$49 ;
     end
   end
   always @* begin
@@ -68718,7 +70232,7 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$50 ;
+      wr_fetch__en = \$51 ;
     end
   end
   always @* begin
@@ -68736,7 +70250,7 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$69 [4:0];
+      wr__data = \$72 [4:0];
     end
   end
   always @* begin
@@ -68752,56 +70266,57 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$75  = sweep;
+      \wr__addr$77  = sweep;
     end else begin
-      \wr__addr$75  = \pending_index$47 ;
+      \wr__addr$77  = \pending_index$50 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$76  = 5'h00;
+      \wr__data$78  = 5'h00;
     end else begin
-      \wr__data$76  = \$70 [4:0];
+      \wr__data$78  = \$73 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$77  = 1'h1;
+      \wr__en$79  = 1'h1;
     end else begin
-      \wr__en$77  = \pending$45 ;
+      \wr__en$79  = \pending$48 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$81  = sweep;
+      \wr__addr$83  = sweep;
     end else begin
-      \wr__addr$81  = \pending_index$49 ;
+      \wr__addr$83  = \pending_index$52 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$82  = 5'h00;
+      \wr__data$84  = 5'h00;
     end else begin
-      \wr__data$82  = \$71 [4:0];
+      \wr__data$84  = \$74 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$83  = 1'h1;
+      \wr__en$85  = 1'h1;
     end else begin
-      \wr__en$83  = \pending$48 ;
+      \wr__en$85  = \pending$51 ;
     end
   end
+  assign held_next = \$64 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -68809,10 +70324,10 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   assign rd_fetch__addr = o__payload;
   assign rmw__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \rmw__addr$79  = s2_cmd;
-  assign \check__addr$80  = desc[7:0];
-  assign \rmw__addr$85  = descriptor__payload[7:0];
-  assign \check__addr$86  = desc[7:0];
+  assign \rmw__addr$81  = s2_cmd;
+  assign \check__addr$82  = desc[7:0];
+  assign \rmw__addr$87  = descriptor__payload[7:0];
+  assign \check__addr$88  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -68879,35 +70394,70 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   assign \$17  = dst_end[48];
 endmodule
 
-module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_50  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [5:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [6:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [4:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [5:0] \$45 ;
+  wire \$46 ;
+  wire [6:0] \$47 ;
+  reg [7:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [4:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [7:0] data;
   (* init = 4'h0 *)
   wire [3:0] head;
-  output [4:0] level;
+  (* init = 8'h00 *)
+  wire [7:0] head_reg;
   reg [4:0] level = 5'h00;
   output [7:0] o__payload;
-  wire [7:0] o__payload;
+  reg [7:0] o__payload = 8'h00;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -68924,7 +70474,7 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   input [7:0] wr__data;
   wire [7:0] wr__data;
   wire wr__en;
-  reg [7:0] storage [15:0];
+  reg [7:0] storage [14:0];
   initial begin
     storage[0] = 8'h00;
     storage[1] = 8'h00;
@@ -68941,70 +70491,114 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
     storage[12] = 8'h00;
     storage[13] = 8'h00;
     storage[14] = 8'h00;
-    storage[15] = 8'h00;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 5'h10;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'hf;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'hf;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'he;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'he;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$17  = \$14 [4:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 5'h00;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$51  = \$47 [4:0];
+    if (rst) begin
+      \$51  = 5'h00;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
 endmodule
 
-module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, o__valid, o__payload, i__valid, data, clk);
+module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, o__valid, i__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [57:0] data;
@@ -69043,13 +70637,13 @@ module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, o__valid, o__pa
   assign push = i__valid & i__ready;
   t3hw_system__e2__slice_dma_read__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -69069,38 +70663,56 @@ module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, o__valid, o__pa
   assign o__payload$7__tag  = o__payload[57:55];
 endmodule
 
-module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_51  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [57:0] \$29 ;
   wire \$3 ;
+  reg [57:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [57:0] data;
   wire [57:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 58'h000000000000000 *)
+  wire [57:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [2:0] head_reg__tag ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [57:0] o__payload;
-  wire [57:0] o__payload;
+  reg [57:0] o__payload = 58'h000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [2:0] o__payload__tag ;
@@ -69110,101 +70722,88 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__valid, o_
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [57:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [2:0] rd__data__tag ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [57:0] wr__data;
-  wire [57:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [2:0] wr__data__tag ;
-  wire wr__en;
-  reg [57:0] storage [1:0];
-  initial begin
-    storage[0] = 58'h000000000000000;
-    storage[1] = 58'h000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  reg [57:0] slot = 58'h000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [2:0] slot__tag ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__bytes  = wr__data[54:48];
-  assign wr__data__tag  = wr__data[57:55];
-  assign data__addr  = wr__data[47:0];
-  assign data__bytes  = wr__data[54:48];
-  assign data__tag  = wr__data[57:55];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__bytes  = o__payload[54:48];
   assign o__payload__tag  = o__payload[57:55];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__bytes  = o__payload[54:48];
-  assign rd__data__tag  = o__payload[57:55];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__bytes  = o__payload[54:48];
+  assign head_reg__tag  = o__payload[57:55];
+  assign data__addr  = data[47:0];
+  assign data__bytes  = data[54:48];
+  assign data__tag  = data[57:55];
+  assign slot__addr  = slot[47:0];
+  assign slot__bytes  = slot[54:48];
+  assign slot__tag  = slot[57:55];
 endmodule
 
-module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, o__payload, data, clk);
+module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [3:0] data;
@@ -69239,13 +70838,13 @@ module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign push = i__valid & i__ready;
   t3hw_system__e2__slice_dma_response__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -69261,37 +70860,54 @@ module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_52  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [3:0] \$29 ;
   wire \$3 ;
+  reg [3:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [3:0] data;
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 4'h0 *)
+  wire [3:0] head_reg;
+  wire head_reg__error ;
+  wire [2:0] head_reg__tag ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [3:0] o__payload;
-  wire [3:0] o__payload;
+  reg [3:0] o__payload = 4'h0;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
   input o__ready;
@@ -69300,95 +70916,83 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__valid
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [3:0] rd__data;
-  wire rd__data__error ;
-  wire [2:0] rd__data__tag ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [3:0] wr__data;
-  wire [3:0] wr__data;
-  wire wr__data__error ;
-  wire [2:0] wr__data__tag ;
-  wire wr__en;
-  reg [3:0] storage [1:0];
-  initial begin
-    storage[0] = 4'h0;
-    storage[1] = 4'h0;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  reg [3:0] slot = 4'h0;
+  wire slot__error ;
+  wire [2:0] slot__tag ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__tag  = wr__data[2:0];
-  assign wr__data__error  = wr__data[3];
-  assign data__tag  = wr__data[2:0];
-  assign data__error  = wr__data[3];
+  assign head_reg = o__payload;
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
-  assign rd__data__tag  = o__payload[2:0];
-  assign rd__data__error  = o__payload[3];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__tag  = o__payload[2:0];
+  assign head_reg__error  = o__payload[3];
+  assign data__tag  = data[2:0];
+  assign data__error  = data[3];
+  assign slot__tag  = slot[2:0];
+  assign slot__error  = slot[3];
 endmodule
 
-module t3hw_system__e2__slice_net_dma (rst, i__ready, o__valid, o__payload, i__valid, data, o__ready, clk);
+module t3hw_system__e2__slice_net_dma (rst, i__ready, o__valid, i__valid, data, o__ready, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -69447,13 +71051,13 @@ module t3hw_system__e2__slice_net_dma (rst, i__ready, o__valid, o__payload, i__v
   assign push = i__valid & i__ready;
   t3hw_system__e2__slice_net_dma__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -69481,28 +71085,43 @@ module t3hw_system__e2__slice_net_dma (rst, i__ready, o__valid, o__payload, i__v
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e2__slice_net_dma__queue (rst, push, o__valid, o__payload, wr__data, o__ready, level, clk);
+module t3hw_system__e2__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
   reg _init_strobe_53  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [76:0] \$29 ;
   wire \$3 ;
+  reg [76:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [76:0] data;
   wire [76:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -69512,12 +71131,20 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__valid, o__payload, w
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [4:0] head_reg__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  wire [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -69532,119 +71159,101 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__valid, o__payload, w
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [76:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [4:0] rd__data__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [76:0] wr__data;
-  wire [76:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [4:0] wr__data__device ;
+  reg [76:0] slot = 77'h00000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [4:0] slot__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__en;
-  reg [76:0] storage [1:0];
-  initial begin
-    storage[0] = 77'h00000000000000000000;
-    storage[1] = 77'h00000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__device  = wr__data[4:0];
-  assign wr__data__addr  = wr__data[52:5];
-  assign wr__data__kind  = wr__data[53];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign data__device  = wr__data[4:0];
-  assign data__addr  = wr__data[52:5];
-  assign data__kind  = wr__data[53];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
+  assign head_reg = o__payload;
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign rd__data__device  = o__payload[4:0];
-  assign rd__data__addr  = o__payload[52:5];
-  assign rd__data__kind  = o__payload[53];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__device  = o__payload[4:0];
+  assign head_reg__addr  = o__payload[52:5];
+  assign head_reg__kind  = o__payload[53];
+  assign head_reg__tile  = o__payload[69:54];
+  assign head_reg__bytes  = o__payload[76:70];
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign slot__device  = slot[4:0];
+  assign slot__addr  = slot[52:5];
+  assign slot__kind  = slot[53];
+  assign slot__tile  = slot[69:54];
+  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, o__valid, o__payload, data, o__ready, clk);
+module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, o__valid, data, o__ready, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -69703,13 +71312,13 @@ module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, o__valid, o__p
   assign push = i__valid & i__ready;
   t3hw_system__e2__slice_net_store__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -69737,28 +71346,43 @@ module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, o__valid, o__p
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e2__slice_net_store__queue (rst, push, o__valid, o__payload, wr__data, o__ready, level, clk);
+module t3hw_system__e2__slice_net_store__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
   reg _init_strobe_54  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [76:0] \$29 ;
   wire \$3 ;
+  reg [76:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [76:0] data;
   wire [76:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -69768,12 +71392,20 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__valid, o__payload,
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [4:0] head_reg__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  wire [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -69788,119 +71420,101 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__valid, o__payload,
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [76:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [4:0] rd__data__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [76:0] wr__data;
-  wire [76:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [4:0] wr__data__device ;
+  reg [76:0] slot = 77'h00000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [4:0] slot__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__en;
-  reg [76:0] storage [1:0];
-  initial begin
-    storage[0] = 77'h00000000000000000000;
-    storage[1] = 77'h00000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__device  = wr__data[4:0];
-  assign wr__data__addr  = wr__data[52:5];
-  assign wr__data__kind  = wr__data[53];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign data__device  = wr__data[4:0];
-  assign data__addr  = wr__data[52:5];
-  assign data__kind  = wr__data[53];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
+  assign head_reg = o__payload;
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign rd__data__device  = o__payload[4:0];
-  assign rd__data__addr  = o__payload[52:5];
-  assign rd__data__kind  = o__payload[53];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__device  = o__payload[4:0];
+  assign head_reg__addr  = o__payload[52:5];
+  assign head_reg__kind  = o__payload[53];
+  assign head_reg__tile  = o__payload[69:54];
+  assign head_reg__bytes  = o__payload[76:70];
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign slot__device  = slot[4:0];
+  assign slot__addr  = slot[52:5];
+  assign slot__kind  = slot[53];
+  assign slot__tile  = slot[69:54];
+  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e2__slice_remote (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
+module t3hw_system__e2__slice_remote (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -69959,13 +71573,13 @@ module t3hw_system__e2__slice_remote (rst, i__valid, data, o__ready, i__ready, o
   assign push = i__valid & i__ready;
   t3hw_system__e2__slice_remote__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -69993,28 +71607,43 @@ module t3hw_system__e2__slice_remote (rst, i__valid, data, o__ready, i__ready, o
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e2__slice_remote__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
+module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_55  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [72:0] \$29 ;
   wire \$3 ;
+  reg [72:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [72:0] data;
   wire [72:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -70024,12 +71653,20 @@ module t3hw_system__e2__slice_remote__queue (rst, wr__data, o__ready, push, o__v
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -70044,119 +71681,101 @@ module t3hw_system__e2__slice_remote__queue (rst, wr__data, o__ready, push, o__v
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [72:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [72:0] wr__data;
-  wire [72:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
+  reg [72:0] slot = 73'h0000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
-  wire wr__en;
-  reg [72:0] storage [1:0];
-  initial begin
-    storage[0] = 73'h0000000000000000000;
-    storage[1] = 73'h0000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
+  wire slot__tracked ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__tile  = wr__data[63:48];
-  assign wr__data__bytes  = wr__data[70:64];
-  assign wr__data__kind  = wr__data[71];
-  assign wr__data__tracked  = wr__data[72];
-  assign data__addr  = wr__data[47:0];
-  assign data__tile  = wr__data[63:48];
-  assign data__bytes  = wr__data[70:64];
-  assign data__kind  = wr__data[71];
-  assign data__tracked  = wr__data[72];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign slot__addr  = slot[47:0];
+  assign slot__tile  = slot[63:48];
+  assign slot__bytes  = slot[70:64];
+  assign slot__kind  = slot[71];
+  assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e2__slice_store (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
+module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -70215,13 +71834,13 @@ module t3hw_system__e2__slice_store (rst, i__valid, data, o__ready, i__ready, o_
   assign push = i__valid & i__ready;
   t3hw_system__e2__slice_store__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -70249,28 +71868,43 @@ module t3hw_system__e2__slice_store (rst, i__valid, data, o__ready, i__ready, o_
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e2__slice_store__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
+module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_56  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [72:0] \$29 ;
   wire \$3 ;
+  reg [72:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [72:0] data;
   wire [72:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -70280,12 +71914,20 @@ module t3hw_system__e2__slice_store__queue (rst, wr__data, o__ready, push, o__va
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -70300,119 +71942,101 @@ module t3hw_system__e2__slice_store__queue (rst, wr__data, o__ready, push, o__va
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [72:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [72:0] wr__data;
-  wire [72:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
+  reg [72:0] slot = 73'h0000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
-  wire wr__en;
-  reg [72:0] storage [1:0];
-  initial begin
-    storage[0] = 73'h0000000000000000000;
-    storage[1] = 73'h0000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
+  wire slot__tracked ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__tile  = wr__data[63:48];
-  assign wr__data__bytes  = wr__data[70:64];
-  assign wr__data__kind  = wr__data[71];
-  assign wr__data__tracked  = wr__data[72];
-  assign data__addr  = wr__data[47:0];
-  assign data__tile  = wr__data[63:48];
-  assign data__bytes  = wr__data[70:64];
-  assign data__kind  = wr__data[71];
-  assign data__tracked  = wr__data[72];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign slot__addr  = slot[47:0];
+  assign slot__tile  = slot[63:48];
+  assign slot__bytes  = slot[70:64];
+  assign slot__kind  = slot[71];
+  assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid, trigger__payload, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, clk);
+module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, trigger__payload, clk);
   reg _init_strobe_57  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -72429,34 +74053,70 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   assign \$174  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
 endmodule
 
-module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
+module t3hw_system__e2__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_58  = 0;
   wire \$1 ;
-  wire [8:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [9:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [10:0] \$14 ;
-  reg [7:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [8:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [8:0] \$33 ;
+  wire [8:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [8:0] \$39 ;
   wire \$4 ;
-  wire [8:0] \$5 ;
-  wire [8:0] \$6 ;
+  wire [8:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [9:0] \$45 ;
+  wire \$46 ;
+  wire [10:0] \$47 ;
+  reg [15:0] \$48 ;
+  reg [7:0] \$49 ;
+  wire \$5 ;
+  reg [7:0] \$50 ;
+  reg [8:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [8:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
   (* init = 8'h00 *)
   wire [7:0] head;
+  (* init = 16'h0000 *)
+  wire [15:0] head_reg;
   reg [8:0] level = 9'h000;
   output [15:0] o__payload;
-  wire [15:0] o__payload;
+  reg [15:0] o__payload = 16'h0000;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -72473,7 +74133,7 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   input [15:0] wr__data;
   wire [15:0] wr__data;
   wire wr__en;
-  reg [15:0] storage [255:0];
+  reg [15:0] storage [254:0];
   initial begin
     storage[0] = 16'h0000;
     storage[1] = 16'h0000;
@@ -72730,88 +74390,166 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
     storage[252] = 16'h0000;
     storage[253] = 16'h0000;
     storage[254] = 16'h0000;
-    storage[255] = 16'h0000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 9'h100;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 8'hff;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 9'h000 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 8'hff;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 9'h000 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 8'hfe;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 9'h000 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 8'hfe;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 9'h000 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [7:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 8'h00;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [7:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [7:0];
     end
     if (rst) begin
-      \$16  = 8'h00;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$17  = \$14 [8:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [7:0];
+    end
     if (rst) begin
-      \$17  = 9'h000;
+      \$50  = 8'h00;
     end
   end
+  always @* begin
+    if (_init_strobe_58 ) begin end
+    \$51  = \$47 [8:0];
+    if (rst) begin
+      \$51  = 9'h000;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
 endmodule
 
-module t3hw_system__e2__tracker__queue (rst, o__valid, o__payload, o__ready, wr__data, push, clk);
+module t3hw_system__e2__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__payload, clk);
   reg _init_strobe_59  = 0;
   wire \$1 ;
-  wire [8:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [9:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [10:0] \$14 ;
-  reg [7:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [8:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [8:0] \$33 ;
+  wire [8:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [8:0] \$39 ;
   wire \$4 ;
-  wire [8:0] \$5 ;
-  wire [8:0] \$6 ;
+  wire [8:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [9:0] \$45 ;
+  wire \$46 ;
+  wire [10:0] \$47 ;
+  reg [23:0] \$48 ;
+  reg [7:0] \$49 ;
+  wire \$5 ;
+  reg [7:0] \$50 ;
+  reg [8:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [8:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -72820,9 +74558,13 @@ module t3hw_system__e2__tracker__queue (rst, o__valid, o__payload, o__ready, wr_
   wire [15:0] data__tile ;
   (* init = 8'h00 *)
   wire [7:0] head;
+  (* init = 24'h000000 *)
+  wire [23:0] head_reg;
+  wire [7:0] head_reg__cmd ;
+  wire [15:0] head_reg__tile ;
   reg [8:0] level = 9'h000;
   output [23:0] o__payload;
-  wire [23:0] o__payload;
+  reg [23:0] o__payload = 24'h000000;
   wire [7:0] o__payload__cmd ;
   wire [15:0] o__payload__tile ;
   input o__ready;
@@ -72845,7 +74587,7 @@ module t3hw_system__e2__tracker__queue (rst, o__valid, o__payload, o__ready, wr_
   wire [7:0] wr__data__cmd ;
   wire [15:0] wr__data__tile ;
   wire wr__en;
-  reg [23:0] storage [255:0];
+  reg [23:0] storage [254:0];
   initial begin
     storage[0] = 24'h000000;
     storage[1] = 24'h000000;
@@ -73102,78 +74844,124 @@ module t3hw_system__e2__tracker__queue (rst, o__valid, o__payload, o__ready, wr_
     storage[252] = 24'h000000;
     storage[253] = 24'h000000;
     storage[254] = 24'h000000;
-    storage[255] = 24'h000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 9'h100;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 8'hff;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 9'h000 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 8'hff;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 9'h000 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 8'hfe;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 9'h000 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 8'hfe;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 9'h000 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [7:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 8'h00;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [7:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [7:0];
     end
     if (rst) begin
-      \$16  = 8'h00;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$17  = \$14 [8:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [7:0];
+    end
     if (rst) begin
-      \$17  = 9'h000;
+      \$50  = 8'h00;
     end
   end
+  always @* begin
+    if (_init_strobe_59 ) begin end
+    \$51  = \$47 [8:0];
+    if (rst) begin
+      \$51  = 9'h000;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__cmd  = o__payload[7:0];
+  assign o__payload__tile  = o__payload[23:8];
+  assign head_reg__cmd  = o__payload[7:0];
+  assign head_reg__tile  = o__payload[23:8];
   assign wr__data__cmd  = wr__data[7:0];
   assign wr__data__tile  = wr__data[23:8];
   assign data__cmd  = wr__data[7:0];
   assign data__tile  = wr__data[23:8];
-  assign o__payload__cmd  = o__payload[7:0];
-  assign o__payload__tile  = o__payload[23:8];
-  assign rd__data__cmd  = o__payload[7:0];
-  assign rd__data__tile  = o__payload[23:8];
+  assign rd__data__cmd  = rd__data[7:0];
+  assign rd__data__tile  = rd__data[23:8];
 endmodule
 
-module t3hw_system__e2__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, o__ready);
+module t3hw_system__e2__tx (clk, rst, i__0__valid, i__1__valid, o__valid, o__payload, i__1__ready, i__0__ready, i__0__payload, i__1__payload, o__ready);
   reg _init_strobe_60  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
@@ -74949,8 +76737,8 @@ module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__valid, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready
-, errors, capture, store__payload);
+module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
+, mem__payload, rx_mem__payload, store__payload);
   reg _init_strobe_61  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -77248,25 +79036,59 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, o__payload, wr__data, clk);
+module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_62  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [78:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -77284,9 +79106,22 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   wire data__store__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 79'h00000000000000000000 *)
+  wire [78:0] head_reg;
+  wire [4:0] head_reg__device ;
+  wire head_reg__remote ;
+  wire [72:0] head_reg__store ;
+  wire [47:0] head_reg__store__addr ;
+  wire [6:0] head_reg__store__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__store__kind ;
+  wire [15:0] head_reg__store__tile ;
+  wire head_reg__store__tracked ;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
-  wire [78:0] o__payload;
+  reg [78:0] o__payload = 79'h00000000000000000000;
   wire [4:0] o__payload__device ;
   wire o__payload__remote ;
   wire [72:0] o__payload__store ;
@@ -77336,7 +79171,7 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [10:0];
+  reg [78:0] storage [9:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -77348,67 +79183,127 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
     storage[7] = 79'h00000000000000000000;
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
-    storage[10] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'hb;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'ha;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'ha;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'h9;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'h9;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__remote  = o__payload[0];
+  assign o__payload__device  = o__payload[5:1];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
+  assign head_reg__remote  = o__payload[0];
+  assign head_reg__device  = o__payload[5:1];
+  assign head_reg__store  = o__payload[78:6];
+  assign head_reg__store__addr  = o__payload[53:6];
+  assign head_reg__store__tile  = o__payload[69:54];
+  assign head_reg__store__bytes  = o__payload[76:70];
+  assign head_reg__store__kind  = o__payload[77];
+  assign head_reg__store__tracked  = o__payload[78];
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
   assign wr__data__store  = wr__data[78:6];
@@ -77425,43 +79320,69 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, o__pa
   assign data__store__bytes  = wr__data[76:70];
   assign data__store__kind  = wr__data[77];
   assign data__store__tracked  = wr__data[78];
-  assign o__payload__remote  = o__payload[0];
-  assign o__payload__device  = o__payload[5:1];
-  assign o__payload__store  = o__payload[78:6];
-  assign o__payload__store__addr  = o__payload[53:6];
-  assign o__payload__store__tile  = o__payload[69:54];
-  assign o__payload__store__bytes  = o__payload[76:70];
-  assign o__payload__store__kind  = o__payload[77];
-  assign o__payload__store__tracked  = o__payload[78];
-  assign rd__data__remote  = o__payload[0];
-  assign rd__data__device  = o__payload[5:1];
-  assign rd__data__store  = o__payload[78:6];
-  assign rd__data__store__addr  = o__payload[53:6];
-  assign rd__data__store__tile  = o__payload[69:54];
-  assign rd__data__store__bytes  = o__payload[76:70];
-  assign rd__data__store__kind  = o__payload[77];
-  assign rd__data__store__tracked  = o__payload[78];
+  assign rd__data__remote  = rd__data[0];
+  assign rd__data__device  = rd__data[5:1];
+  assign rd__data__store  = rd__data[78:6];
+  assign rd__data__store__addr  = rd__data[53:6];
+  assign rd__data__store__tile  = rd__data[69:54];
+  assign rd__data__store__bytes  = rd__data[76:70];
+  assign rd__data__store__kind  = rd__data[77];
+  assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
-module t3hw_system__e3__addrmap__rx_queue (rst, push, o__valid, o__payload, o__ready, wr__data, clk);
+module t3hw_system__e3__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, o__payload, clk);
   reg _init_strobe_63  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [72:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -77476,9 +79397,19 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
   wire data__tracked ;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   reg [3:0] level = 4'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -77519,7 +79450,7 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
   wire [15:0] wr__data__tile ;
   wire wr__data__tracked ;
   wire wr__en;
-  reg [72:0] storage [10:0];
+  reg [72:0] storage [9:0];
   initial begin
     storage[0] = 73'h0000000000000000000;
     storage[1] = 73'h0000000000000000000;
@@ -77531,67 +79462,121 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
     storage[7] = 73'h0000000000000000000;
     storage[8] = 73'h0000000000000000000;
     storage[9] = 73'h0000000000000000000;
-    storage[10] = 73'h0000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'hb;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'ha;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'ha;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'h9;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'h9;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_63 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_63 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_63 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_63 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
   assign wr__data__addr  = wr__data[47:0];
   assign wr__data__tile  = wr__data[63:48];
   assign wr__data__bytes  = wr__data[70:64];
@@ -77602,20 +79587,15 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__valid, o__payload, o__r
   assign data__bytes  = wr__data[70:64];
   assign data__kind  = wr__data[71];
   assign data__tracked  = wr__data[72];
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
+  assign rd__data__addr  = rd__data[47:0];
+  assign rd__data__tile  = rd__data[63:48];
+  assign rd__data__bytes  = rd__data[70:64];
+  assign rd__data__kind  = rd__data[71];
+  assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload
-, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, load__payload);
+module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, remote__valid, dma__valid, dma_response__ready, config__valid, config__payload
+, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, remote__payload, dma__payload, load__payload);
   reg _init_strobe_64  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -89427,8 +91407,8 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e3__dma (rst, desc_held, trigger__valid, trigger__payload, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, response__payload, packet__ready, program__valid, program__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid
-, packet__payload, clk);
+module t3hw_system__e3__dma (rst, desc_held, trigger__valid, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, packet__ready, program__valid, program__payload, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
+, response__payload, clk);
   reg _init_strobe_66  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
@@ -89907,7 +91887,7 @@ module t3hw_system__e3__dma (rst, desc_held, trigger__valid, trigger__payload, i
   assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, clk);
+module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__payload, clk);
   reg _init_strobe_67  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
@@ -90558,25 +92538,59 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, accept, o__valid, o__payload, wr__data, clk);
+module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_68  = 0;
   wire \$1 ;
-  wire [3:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [4:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [5:0] \$14 ;
-  reg [2:0] \$15 ;
-  reg [2:0] \$16 ;
-  reg [3:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [3:0] \$33 ;
+  wire [3:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [3:0] \$39 ;
   wire \$4 ;
-  wire [3:0] \$5 ;
-  wire [3:0] \$6 ;
+  wire [3:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
+  wire [5:0] \$47 ;
+  reg [139:0] \$48 ;
+  reg [2:0] \$49 ;
+  wire \$5 ;
+  reg [2:0] \$50 ;
+  reg [3:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [3:0] \$9 ;
+  wire \$9 ;
   output accept;
   wire accept;
   input clk;
@@ -90597,9 +92611,24 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire [2:0] data__tag ;
   (* init = 3'h0 *)
   wire [2:0] head;
+  (* init = 140'h00000000000000000000000000000000000 *)
+  wire [139:0] head_reg;
+  wire [7:0] head_reg__index ;
+  wire [76:0] head_reg__packet ;
+  wire [47:0] head_reg__packet__addr ;
+  wire [6:0] head_reg__packet__bytes ;
+  wire [4:0] head_reg__packet__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__packet__kind ;
+  wire [15:0] head_reg__packet__tile ;
+  wire [3:0] head_reg__run ;
+  wire [47:0] head_reg__src ;
+  wire [2:0] head_reg__tag ;
   reg [3:0] level = 4'h0;
   output [139:0] o__payload;
-  wire [139:0] o__payload;
+  reg [139:0] o__payload = 140'h00000000000000000000000000000000000;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -90655,7 +92684,7 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire [47:0] wr__data__src ;
   wire [2:0] wr__data__tag ;
   wire wr__en;
-  reg [139:0] storage [7:0];
+  reg [139:0] storage [6:0];
   initial begin
     storage[0] = 140'h00000000000000000000000000000000000;
     storage[1] = 140'h00000000000000000000000000000000000;
@@ -90664,67 +92693,131 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, accept, o__va
     storage[4] = 140'h00000000000000000000000000000000000;
     storage[5] = 140'h00000000000000000000000000000000000;
     storage[6] = 140'h00000000000000000000000000000000000;
-    storage[7] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 4'h8;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 3'h7;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 4'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 3'h7;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 4'h0 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 3'h6;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 4'h0 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 3'h6;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 4'h0 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [2:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 3'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [2:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [2:0];
     end
     if (rst) begin
-      \$16  = 3'h0;
+      \$49  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$17  = \$14 [3:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [2:0];
+    end
     if (rst) begin
-      \$17  = 4'h0;
+      \$50  = 3'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_68 ) begin end
+    \$51  = \$47 [3:0];
+    if (rst) begin
+      \$51  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__packet  = o__payload[76:0];
+  assign o__payload__packet__device  = o__payload[4:0];
+  assign o__payload__packet__addr  = o__payload[52:5];
+  assign o__payload__packet__kind  = o__payload[53];
+  assign o__payload__packet__tile  = o__payload[69:54];
+  assign o__payload__packet__bytes  = o__payload[76:70];
+  assign o__payload__tag  = o__payload[79:77];
+  assign o__payload__run  = o__payload[83:80];
+  assign o__payload__index  = o__payload[91:84];
+  assign o__payload__src  = o__payload[139:92];
+  assign head_reg__packet  = o__payload[76:0];
+  assign head_reg__packet__device  = o__payload[4:0];
+  assign head_reg__packet__addr  = o__payload[52:5];
+  assign head_reg__packet__kind  = o__payload[53];
+  assign head_reg__packet__tile  = o__payload[69:54];
+  assign head_reg__packet__bytes  = o__payload[76:70];
+  assign head_reg__tag  = o__payload[79:77];
+  assign head_reg__run  = o__payload[83:80];
+  assign head_reg__index  = o__payload[91:84];
+  assign head_reg__src  = o__payload[139:92];
   assign wr__data__packet  = wr__data[76:0];
   assign wr__data__packet__device  = wr__data[4:0];
   assign wr__data__packet__addr  = wr__data[52:5];
@@ -90745,33 +92838,27 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, accept, o__va
   assign data__run  = wr__data[83:80];
   assign data__index  = wr__data[91:84];
   assign data__src  = wr__data[139:92];
-  assign o__payload__packet  = o__payload[76:0];
-  assign o__payload__packet__device  = o__payload[4:0];
-  assign o__payload__packet__addr  = o__payload[52:5];
-  assign o__payload__packet__kind  = o__payload[53];
-  assign o__payload__packet__tile  = o__payload[69:54];
-  assign o__payload__packet__bytes  = o__payload[76:70];
-  assign o__payload__tag  = o__payload[79:77];
-  assign o__payload__run  = o__payload[83:80];
-  assign o__payload__index  = o__payload[91:84];
-  assign o__payload__src  = o__payload[139:92];
-  assign rd__data__packet  = o__payload[76:0];
-  assign rd__data__packet__device  = o__payload[4:0];
-  assign rd__data__packet__addr  = o__payload[52:5];
-  assign rd__data__packet__kind  = o__payload[53];
-  assign rd__data__packet__tile  = o__payload[69:54];
-  assign rd__data__packet__bytes  = o__payload[76:70];
-  assign rd__data__tag  = o__payload[79:77];
-  assign rd__data__run  = o__payload[83:80];
-  assign rd__data__index  = o__payload[91:84];
-  assign rd__data__src  = o__payload[139:92];
+  assign rd__data__packet  = rd__data[76:0];
+  assign rd__data__packet__device  = rd__data[4:0];
+  assign rd__data__packet__addr  = rd__data[52:5];
+  assign rd__data__packet__kind  = rd__data[53];
+  assign rd__data__packet__tile  = rd__data[69:54];
+  assign rd__data__packet__bytes  = rd__data[76:70];
+  assign rd__data__tag  = rd__data[79:77];
+  assign rd__data__run  = rd__data[83:80];
+  assign rd__data__index  = rd__data[91:84];
+  assign rd__data__src  = rd__data[139:92];
 endmodule
 
-module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__payload, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, busy, descriptor__valid, descriptor__payload, detail, clk
+module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
   reg _init_strobe_69  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
+  reg [178:0] \$100 ;
+  reg \$101 ;
+  reg \$102 ;
+  reg \$103 ;
   wire \$11 ;
   wire \$12 ;
   wire [36:0] \$13 ;
@@ -90822,28 +92909,28 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [5:0] \$57 ;
-  wire [6:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
   wire [35:0] \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [5:0] \$61 ;
+  wire [6:0] \$62 ;
   wire \$63 ;
-  wire \$64 ;
+  wire [7:0] \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [5:0] \$69 ;
+  wire \$69 ;
   wire \$7 ;
-  wire [5:0] \$70 ;
-  wire [5:0] \$71 ;
+  wire \$70 ;
+  wire \$71 ;
   wire [5:0] \$72 ;
-  wire [6:0] \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [5:0] \$73 ;
+  wire [5:0] \$74 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
@@ -90852,22 +92939,23 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
-  reg [7:0] \$84 ;
-  reg \$85 ;
-  reg [3:0] \$86 ;
-  reg [178:0] \$87 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  reg [7:0] \$87 ;
   reg \$88 ;
-  reg \$89 ;
+  reg [3:0] \$89 ;
   wire \$9 ;
-  reg \$90 ;
+  reg [178:0] \$90 ;
   reg \$91 ;
   reg \$92 ;
   reg \$93 ;
   reg \$94 ;
-  reg [178:0] \$95 ;
+  reg [4:0] \$95 ;
   reg \$96 ;
   reg \$97 ;
   reg \$98 ;
+  reg \$99 ;
   wire [48:0] \$signal ;
   output bad_descriptor;
   wire bad_descriptor;
@@ -90881,11 +92969,11 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   reg busy = 1'h1;
   reg \busy$15  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$80 ;
-  wire [7:0] \check__addr$86 ;
+  wire [7:0] \check__addr$82 ;
+  wire [7:0] \check__addr$88 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$88 ;
-  wire [4:0] \check__data$89 ;
+  wire [4:0] \check__data$90 ;
+  wire [4:0] \check__data$91 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -90955,20 +93043,21 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
+  reg [4:0] \held$31  = 5'h00;
+  wire [4:0] held_next;
   output idle;
   wire idle;
   wire in_use;
-  wire [4:0] level;
   wire [7:0] o__payload;
   wire o__ready;
   wire o__valid;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$45  = 1'h0;
   reg \pending$48  = 1'h0;
+  reg \pending$51  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$47  = 8'h00;
-  reg [7:0] \pending_index$49  = 8'h00;
+  reg [7:0] \pending_index$50  = 8'h00;
+  reg [7:0] \pending_index$52  = 8'h00;
   reg [35:0] product = 36'h000000000;
   input [178:0] program__payload;
   wire [178:0] program__payload;
@@ -91009,11 +93098,12 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   wire refused;
   wire [7:0] rmw__addr;
   (* init = 8'h00 *)
-  wire [7:0] \rmw__addr$79 ;
-  wire [7:0] \rmw__addr$85 ;
+  wire [7:0] \rmw__addr$81 ;
+  wire [7:0] \rmw__addr$87 ;
   wire [4:0] rmw__data;
-  wire [4:0] \rmw__data$78 ;
-  wire [4:0] \rmw__data$84 ;
+  wire [4:0] \rmw__data$80 ;
+  wire [4:0] \rmw__data$86 ;
+  reg room = 1'h1;
   input rst;
   wire rst;
   reg [7:0] s1_cmd = 8'h00;
@@ -91035,14 +93125,14 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   input trigger__valid;
   wire trigger__valid;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$75 ;
-  reg [7:0] \wr__addr$81 ;
+  reg [7:0] \wr__addr$77 ;
+  reg [7:0] \wr__addr$83 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$76 ;
-  reg [4:0] \wr__data$82 ;
+  reg [4:0] \wr__data$78 ;
+  reg [4:0] \wr__data$84 ;
   reg wr__en;
-  reg \wr__en$77 ;
-  reg \wr__en$83 ;
+  reg \wr__en$79 ;
+  reg \wr__en$85 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -91591,8 +93681,8 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$77 )
-      dropped_count[\wr__addr$75 ] <= \wr__data$76 ;
+    if (\wr__en$79 )
+      dropped_count[\wr__addr$77 ] <= \wr__data$78 ;
   end
   reg [7:0] _1_;
   reg [7:0] _2_;
@@ -91600,8 +93690,8 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     _1_ <= desc[7:0];
     _2_ <= s2_cmd;
   end
-  assign \check__data$88  = dropped_count[_1_];
-  assign \rmw__data$78  = dropped_count[_2_];
+  assign \check__data$90  = dropped_count[_1_];
+  assign \rmw__data$80  = dropped_count[_2_];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -92402,8 +94492,8 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$83 )
-      taken_count[\wr__addr$81 ] <= \wr__data$82 ;
+    if (\wr__en$85 )
+      taken_count[\wr__addr$83 ] <= \wr__data$84 ;
   end
   reg [7:0] _6_;
   reg [7:0] _7_;
@@ -92411,8 +94501,9 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     _6_ <= desc[7:0];
     _7_ <= descriptor__payload[7:0];
   end
-  assign \check__data$89  = taken_count[_6_];
-  assign \rmw__data$84  = taken_count[_7_];
+  assign \check__data$91  = taken_count[_6_];
+  assign \rmw__data$86  = taken_count[_7_];
+  assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
   assign \$4  = program__valid & program__ready;
@@ -92429,94 +94520,97 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   assign \$15  = in_use | held;
   assign \$18  = \$16  | \$17 ;
   assign \$19  = trigger__valid & trigger__ready;
-  assign \$20  = o__valid & o__ready;
-  assign \$21  = trigger__valid & trigger__ready;
-  assign \$22  = ~ busy;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = ~ busy;
-  assign \$25  = bad_descriptor & \$24 ;
-  assign \$26  = descriptor__valid & descriptor__ready;
-  assign \$27  = ~ busy;
-  assign \$28  = \$26  & \$27 ;
-  assign \$29  = ~ busy;
-  assign \$30  = ! stage;
-  assign program__ready = \$29  & \$30 ;
+  assign \$20  = \$64 [4:0] < 5'h10;
+  assign \$21  = o__valid & o__ready;
+  assign \$22  = trigger__valid & trigger__ready;
+  assign \$23  = ~ busy;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = ~ busy;
+  assign \$26  = bad_descriptor & \$25 ;
+  assign \$27  = descriptor__valid & descriptor__ready;
+  assign \$28  = ~ busy;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = ~ busy;
+  assign \$31  = ! stage;
+  assign program__ready = \$30  & \$31 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$31  = stage[3] & desc[8];
-  assign bad_program = \$31  & empty;
   assign \$32  = stage[3] & desc[8];
-  assign \$33  = ~ empty;
-  assign \$34  = \$32  & \$33 ;
-  assign bad_pitch = \$34  & overlap;
-  assign \$35  = stage[3] & desc[8];
-  assign \$36  = ~ empty;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = ~ overlap;
-  assign \$39  = \$37  & \$38 ;
-  assign bad_range = \$39  & wraps;
-  assign \$40  = empty | overlap;
-  assign \$41  = \$40  | wraps;
-  assign \$42  = desc[8] & \$41 ;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = stage[3] & \$43 ;
-  assign desc_busy = \$44  & \busy$15 ;
-  assign \$45  = bad_program | bad_pitch;
-  assign \$46  = \$45  | bad_range;
-  assign refused = \$46  | desc_busy;
-  assign \$47  = ~ refused;
-  assign \$48  = stage[3] & \$47 ;
-  assign \$49  = ~ refused;
-  assign \$50  = stage[3] & \$49 ;
-  assign \$51  = ~ busy;
-  assign \$52  = ~ program__valid;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = | stage;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level + s1_valid;
-  assign \$58  = \$57  + s2_valid;
-  assign \$59  = \$58  < 5'h10;
-  assign trigger__ready = \$56  & \$59 ;
+  assign bad_program = \$32  & empty;
+  assign \$33  = stage[3] & desc[8];
+  assign \$34  = ~ empty;
+  assign \$35  = \$33  & \$34 ;
+  assign bad_pitch = \$35  & overlap;
+  assign \$36  = stage[3] & desc[8];
+  assign \$37  = ~ empty;
+  assign \$38  = \$36  & \$37 ;
+  assign \$39  = ~ overlap;
+  assign \$40  = \$38  & \$39 ;
+  assign bad_range = \$40  & wraps;
+  assign \$41  = empty | overlap;
+  assign \$42  = \$41  | wraps;
+  assign \$43  = desc[8] & \$42 ;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = stage[3] & \$44 ;
+  assign desc_busy = \$45  & \busy$15 ;
+  assign \$46  = bad_program | bad_pitch;
+  assign \$47  = \$46  | bad_range;
+  assign refused = \$47  | desc_busy;
+  assign \$48  = ~ refused;
+  assign \$49  = stage[3] & \$48 ;
+  assign \$50  = ~ refused;
+  assign \$51  = stage[3] & \$50 ;
+  assign \$52  = ~ busy;
+  assign \$53  = ~ program__valid;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = | stage;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign trigger__ready = \$57  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$60  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$60 ;
-  assign \$61  = ~ refused;
-  assign \$62  = ~ fetching;
-  assign \$63  = ~ fetched;
-  assign \$64  = \$62  & \$63 ;
-  assign \$65  = ~ descriptor__valid;
-  assign \$66  = \$65  | descriptor__ready;
-  assign \$67  = \$64  & \$66 ;
-  assign \$68  = ~ stage[3];
-  assign o__ready = \$67  & \$68 ;
-  assign \$69  = rmw__data + 1'h1;
-  assign \$70  = \rmw__data$78  + 1'h1;
-  assign \$71  = \rmw__data$84  + 1'h1;
-  assign \$72  = check__data - \check__data$88 ;
-  assign \$73  = $signed(\$72 ) - $signed({ 1'h0, \check__data$89  });
-  assign in_use = | \$73 [4:0];
-  assign \$74  = ~ s1_valid;
-  assign \$75  = ~ s2_valid;
-  assign \$76  = \$74  & \$75 ;
-  assign \$77  = ~ o__valid;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = ~ fetching;
-  assign \$80  = \$78  & \$79 ;
-  assign \$81  = ~ fetched;
-  assign \$82  = \$80  & \$81 ;
-  assign \$83  = ~ descriptor__valid;
-  assign idle = \$82  & \$83 ;
+  assign \$58  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$58 ;
+  assign \$59  = ~ refused;
+  assign \$60  = trigger__valid & trigger__ready;
+  assign \$61  = \held$31  + \$60 ;
+  assign \$62  = \$61  - bad_descriptor;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = $signed(\$62 ) - $signed({ 1'h0, \$63  });
+  assign \$65  = ~ fetching;
+  assign \$66  = ~ fetched;
+  assign \$67  = \$65  & \$66 ;
+  assign \$68  = ~ descriptor__valid;
+  assign \$69  = \$68  | descriptor__ready;
+  assign \$70  = \$67  & \$69 ;
+  assign \$71  = ~ stage[3];
+  assign o__ready = \$70  & \$71 ;
+  assign \$72  = rmw__data + 1'h1;
+  assign \$73  = \rmw__data$80  + 1'h1;
+  assign \$74  = \rmw__data$86  + 1'h1;
+  assign \$75  = check__data - \check__data$90 ;
+  assign \$76  = $signed(\$75 ) - $signed({ 1'h0, \check__data$91  });
+  assign in_use = | \$76 [4:0];
+  assign \$77  = ~ s1_valid;
+  assign \$78  = ~ s2_valid;
+  assign \$79  = \$77  & \$78 ;
+  assign \$80  = ~ o__valid;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ fetching;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = ~ fetched;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = ~ descriptor__valid;
+  assign idle = \$85  & \$86 ;
   always @(posedge clk)
-    sweep <= \$84 ;
+    sweep <= \$87 ;
   always @(posedge clk)
-    busy <= \$85 ;
+    busy <= \$88 ;
   always @(posedge clk)
-    stage <= \$86 ;
+    stage <= \$89 ;
   always @(posedge clk)
-    desc <= \$87 ;
+    desc <= \$90 ;
   always @(posedge clk)
-    held <= \$88 ;
+    held <= \$91 ;
   always @(posedge clk)
     product <= \$6 ;
   always @(posedge clk)
@@ -92526,17 +94620,17 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   always @(posedge clk)
     span <= \$14 [36:0];
   always @(posedge clk)
-    \busy$15  <= \$89 ;
+    \busy$15  <= \$92 ;
   always @(posedge clk)
     wraps <= \$18 ;
   always @(posedge clk)
-    s1_valid <= \$90 ;
+    s1_valid <= \$93 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$91 ;
+    s2_valid <= \$94 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -92544,9 +94638,13 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    fetching <= \$92 ;
+    \held$31  <= \$95 ;
   always @(posedge clk)
-    fetched <= \$93 ;
+    room <= \$96 ;
+  always @(posedge clk)
+    fetching <= \$97 ;
+  always @(posedge clk)
+    fetched <= \$98 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -92554,25 +94652,23 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$94 ;
+    descriptor__valid <= \$99 ;
   always @(posedge clk)
-    descriptor__payload <= \$95 ;
+    descriptor__payload <= \$100 ;
   always @(posedge clk)
-    pending <= \$96 ;
+    pending <= \$101 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    \pending$45  <= \$97 ;
+    \pending$48  <= \$102 ;
   always @(posedge clk)
-    \pending_index$47  <= s2_cmd;
+    \pending_index$50  <= s2_cmd;
   always @(posedge clk)
-    \pending$48  <= \$98 ;
+    \pending$51  <= \$103 ;
   always @(posedge clk)
-    \pending_index$49  <= descriptor__payload[7:0];
-  assign \$1  = sweep + 1'h1;
+    \pending_index$52  <= descriptor__payload[7:0];
   t3hw_system__e3__dma__queue__ready_queue  ready_queue (
     .clk(clk),
-    .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -92582,133 +94678,147 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   );
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$84  = sweep;
+    \$87  = sweep;
     if (busy) begin
-      \$84  = \$1 [7:0];
+      \$87  = \$1 [7:0];
     end
     if (rst) begin
-      \$84  = 8'h00;
+      \$87  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$85  = busy;
+    \$88  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$85  = 1'h0;
+        \$88  = 1'h0;
       end
     end
     if (rst) begin
-      \$85  = 1'h1;
+      \$88  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$86  = { stage[2:0], \$3  };
+    \$89  = { stage[2:0], \$3  };
     if (rst) begin
-      \$86  = 4'h0;
+      \$89  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$87  = desc;
+    \$90  = desc;
     if (\$4 ) begin
-      \$87  = program__payload;
+      \$90  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$88  = held;
+    \$91  = held;
     if (\$4 ) begin
-      \$88  = desc_held;
+      \$91  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$89  = \busy$15 ;
+    \$92  = \busy$15 ;
     if (stage[1]) begin
-      \$89  = \$15 ;
+      \$92  = \$15 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$90  = \$19 ;
-    if (rst) begin
-      \$90  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_69 ) begin end
-    \$91  = s1_valid;
-    if (rst) begin
-      \$91  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_69 ) begin end
-    \$92  = \$20 ;
-    if (rst) begin
-      \$92  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_69 ) begin end
-    \$93  = fetching;
+    \$93  = \$19 ;
     if (rst) begin
       \$93  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$94  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$94  = 1'h0;
-    end
-    if (fetched) begin
-      \$94  = 1'h1;
-    end
+    \$94  = s1_valid;
     if (rst) begin
       \$94  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$95  = descriptor__payload;
-    if (fetched) begin
-      \$95 [8] = got[0];
-      \$95 [9] = got[1];
-      \$95 [14:10] = got[6:2];
-      \$95 [30:15] = got[22:7];
-      \$95 [42:31] = got[34:23];
-      \$95 [58:43] = got[50:35];
-      \$95 [82:59] = got[74:51];
-      \$95 [130:83] = got[122:75];
-      \$95 [178:131] = got[170:123];
-      \$95 [7:0] = got_index;
-    end
+    \$95  = \$64 [4:0];
     if (rst) begin
-      \$95  = 179'h000000000000000000000000000000000000000000000;
+      \$95  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$96  = \$23 ;
+    \$96  = \$20 ;
     if (rst) begin
-      \$96  = 1'h0;
+      \$96  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$97  = \$25 ;
+    \$97  = \$21 ;
     if (rst) begin
       \$97  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$98  = \$28 ;
+    \$98  = fetching;
     if (rst) begin
       \$98  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_69 ) begin end
+    \$99  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$99  = 1'h0;
+    end
+    if (fetched) begin
+      \$99  = 1'h1;
+    end
+    if (rst) begin
+      \$99  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_69 ) begin end
+    \$100  = descriptor__payload;
+    if (fetched) begin
+      \$100 [8] = got[0];
+      \$100 [9] = got[1];
+      \$100 [14:10] = got[6:2];
+      \$100 [30:15] = got[22:7];
+      \$100 [42:31] = got[34:23];
+      \$100 [58:43] = got[50:35];
+      \$100 [82:59] = got[74:51];
+      \$100 [130:83] = got[122:75];
+      \$100 [178:131] = got[170:123];
+      \$100 [7:0] = got_index;
+    end
+    if (rst) begin
+      \$100  = 179'h000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_69 ) begin end
+    \$101  = \$24 ;
+    if (rst) begin
+      \$101  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_69 ) begin end
+    \$102  = \$26 ;
+    if (rst) begin
+      \$102  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_69 ) begin end
+    \$103  = \$29 ;
+    if (rst) begin
+      \$103  = 1'h0;
     end
   end
   always @* begin
@@ -92719,7 +94829,7 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$61 ) begin
+    if (\$59 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -92748,7 +94858,7 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$48 ;
+      wr_check__en = \$49 ;
     end
   end
   always @* begin
@@ -92783,7 +94893,7 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$50 ;
+      wr_fetch__en = \$51 ;
     end
   end
   always @* begin
@@ -92801,7 +94911,7 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$69 [4:0];
+      wr__data = \$72 [4:0];
     end
   end
   always @* begin
@@ -92817,56 +94927,57 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$75  = sweep;
+      \wr__addr$77  = sweep;
     end else begin
-      \wr__addr$75  = \pending_index$47 ;
+      \wr__addr$77  = \pending_index$50 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$76  = 5'h00;
+      \wr__data$78  = 5'h00;
     end else begin
-      \wr__data$76  = \$70 [4:0];
+      \wr__data$78  = \$73 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$77  = 1'h1;
+      \wr__en$79  = 1'h1;
     end else begin
-      \wr__en$77  = \pending$45 ;
+      \wr__en$79  = \pending$48 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$81  = sweep;
+      \wr__addr$83  = sweep;
     end else begin
-      \wr__addr$81  = \pending_index$49 ;
+      \wr__addr$83  = \pending_index$52 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$82  = 5'h00;
+      \wr__data$84  = 5'h00;
     end else begin
-      \wr__data$82  = \$71 [4:0];
+      \wr__data$84  = \$74 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$83  = 1'h1;
+      \wr__en$85  = 1'h1;
     end else begin
-      \wr__en$83  = \pending$48 ;
+      \wr__en$85  = \pending$51 ;
     end
   end
+  assign held_next = \$64 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -92874,10 +94985,10 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   assign rd_fetch__addr = o__payload;
   assign rmw__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \rmw__addr$79  = s2_cmd;
-  assign \check__addr$80  = desc[7:0];
-  assign \rmw__addr$85  = descriptor__payload[7:0];
-  assign \check__addr$86  = desc[7:0];
+  assign \rmw__addr$81  = s2_cmd;
+  assign \check__addr$82  = desc[7:0];
+  assign \rmw__addr$87  = descriptor__payload[7:0];
+  assign \check__addr$88  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -92944,35 +95055,70 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, trigger__pay
   assign \$17  = dst_end[48];
 endmodule
 
-module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_70  = 0;
   wire \$1 ;
-  wire [4:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [5:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [6:0] \$14 ;
-  reg [3:0] \$15 ;
-  reg [3:0] \$16 ;
-  reg [4:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [4:0] \$33 ;
+  wire [4:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
-  wire [4:0] \$5 ;
-  wire [4:0] \$6 ;
+  wire [4:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [5:0] \$45 ;
+  wire \$46 ;
+  wire [6:0] \$47 ;
+  reg [7:0] \$48 ;
+  reg [3:0] \$49 ;
+  wire \$5 ;
+  reg [3:0] \$50 ;
+  reg [4:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [4:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [7:0] data;
   (* init = 4'h0 *)
   wire [3:0] head;
-  output [4:0] level;
+  (* init = 8'h00 *)
+  wire [7:0] head_reg;
   reg [4:0] level = 5'h00;
   output [7:0] o__payload;
-  wire [7:0] o__payload;
+  reg [7:0] o__payload = 8'h00;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -92989,7 +95135,7 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   input [7:0] wr__data;
   wire [7:0] wr__data;
   wire wr__en;
-  reg [7:0] storage [15:0];
+  reg [7:0] storage [14:0];
   initial begin
     storage[0] = 8'h00;
     storage[1] = 8'h00;
@@ -93006,70 +95152,114 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
     storage[12] = 8'h00;
     storage[13] = 8'h00;
     storage[14] = 8'h00;
-    storage[15] = 8'h00;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 5'h10;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 4'hf;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 5'h00 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 4'hf;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 5'h00 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 4'he;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 5'h00 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 4'he;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 5'h00 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [3:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 4'h0;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [3:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [3:0];
     end
     if (rst) begin
-      \$16  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$17  = \$14 [4:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [3:0];
+    end
     if (rst) begin
-      \$17  = 5'h00;
+      \$50  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$51  = \$47 [4:0];
+    if (rst) begin
+      \$51  = 5'h00;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
 endmodule
 
-module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, o__valid, o__payload, i__valid, data, clk);
+module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, o__valid, i__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [57:0] data;
@@ -93108,13 +95298,13 @@ module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, o__valid, o__pa
   assign push = i__valid & i__ready;
   t3hw_system__e3__slice_dma_read__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -93134,38 +95324,56 @@ module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, o__valid, o__pa
   assign o__payload$7__tag  = o__payload[57:55];
 endmodule
 
-module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_71  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [57:0] \$29 ;
   wire \$3 ;
+  reg [57:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [57:0] data;
   wire [57:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 58'h000000000000000 *)
+  wire [57:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [2:0] head_reg__tag ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [57:0] o__payload;
-  wire [57:0] o__payload;
+  reg [57:0] o__payload = 58'h000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [2:0] o__payload__tag ;
@@ -93175,101 +95383,88 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__valid, o_
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [57:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [2:0] rd__data__tag ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [57:0] wr__data;
-  wire [57:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [2:0] wr__data__tag ;
-  wire wr__en;
-  reg [57:0] storage [1:0];
-  initial begin
-    storage[0] = 58'h000000000000000;
-    storage[1] = 58'h000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  reg [57:0] slot = 58'h000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [2:0] slot__tag ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__bytes  = wr__data[54:48];
-  assign wr__data__tag  = wr__data[57:55];
-  assign data__addr  = wr__data[47:0];
-  assign data__bytes  = wr__data[54:48];
-  assign data__tag  = wr__data[57:55];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__bytes  = o__payload[54:48];
   assign o__payload__tag  = o__payload[57:55];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__bytes  = o__payload[54:48];
-  assign rd__data__tag  = o__payload[57:55];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__bytes  = o__payload[54:48];
+  assign head_reg__tag  = o__payload[57:55];
+  assign data__addr  = data[47:0];
+  assign data__bytes  = data[54:48];
+  assign data__tag  = data[57:55];
+  assign slot__addr  = slot[47:0];
+  assign slot__bytes  = slot[54:48];
+  assign slot__tag  = slot[57:55];
 endmodule
 
-module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, o__payload, data, clk);
+module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [3:0] data;
@@ -93304,13 +95499,13 @@ module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign push = i__valid & i__ready;
   t3hw_system__e3__slice_dma_response__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -93326,37 +95521,54 @@ module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__valid, o__payload, wr__data, level, clk);
+module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_72  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [3:0] \$29 ;
   wire \$3 ;
+  reg [3:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [3:0] data;
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 4'h0 *)
+  wire [3:0] head_reg;
+  wire head_reg__error ;
+  wire [2:0] head_reg__tag ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [3:0] o__payload;
-  wire [3:0] o__payload;
+  reg [3:0] o__payload = 4'h0;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
   input o__ready;
@@ -93365,95 +95577,83 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__valid
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [3:0] rd__data;
-  wire rd__data__error ;
-  wire [2:0] rd__data__tag ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [3:0] wr__data;
-  wire [3:0] wr__data;
-  wire wr__data__error ;
-  wire [2:0] wr__data__tag ;
-  wire wr__en;
-  reg [3:0] storage [1:0];
-  initial begin
-    storage[0] = 4'h0;
-    storage[1] = 4'h0;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  reg [3:0] slot = 4'h0;
+  wire slot__error ;
+  wire [2:0] slot__tag ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__tag  = wr__data[2:0];
-  assign wr__data__error  = wr__data[3];
-  assign data__tag  = wr__data[2:0];
-  assign data__error  = wr__data[3];
+  assign head_reg = o__payload;
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
-  assign rd__data__tag  = o__payload[2:0];
-  assign rd__data__error  = o__payload[3];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__tag  = o__payload[2:0];
+  assign head_reg__error  = o__payload[3];
+  assign data__tag  = data[2:0];
+  assign data__error  = data[3];
+  assign slot__tag  = slot[2:0];
+  assign slot__error  = slot[3];
 endmodule
 
-module t3hw_system__e3__slice_net_dma (rst, i__ready, o__valid, o__payload, i__valid, data, o__ready, clk);
+module t3hw_system__e3__slice_net_dma (rst, i__ready, o__valid, i__valid, data, o__ready, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -93512,13 +95712,13 @@ module t3hw_system__e3__slice_net_dma (rst, i__ready, o__valid, o__payload, i__v
   assign push = i__valid & i__ready;
   t3hw_system__e3__slice_net_dma__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -93546,28 +95746,43 @@ module t3hw_system__e3__slice_net_dma (rst, i__ready, o__valid, o__payload, i__v
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e3__slice_net_dma__queue (rst, push, o__valid, o__payload, wr__data, o__ready, level, clk);
+module t3hw_system__e3__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
   reg _init_strobe_73  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [76:0] \$29 ;
   wire \$3 ;
+  reg [76:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [76:0] data;
   wire [76:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -93577,12 +95792,20 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__valid, o__payload, w
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [4:0] head_reg__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  wire [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -93597,119 +95820,101 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__valid, o__payload, w
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [76:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [4:0] rd__data__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [76:0] wr__data;
-  wire [76:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [4:0] wr__data__device ;
+  reg [76:0] slot = 77'h00000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [4:0] slot__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__en;
-  reg [76:0] storage [1:0];
-  initial begin
-    storage[0] = 77'h00000000000000000000;
-    storage[1] = 77'h00000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_73 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_73 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_73 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__device  = wr__data[4:0];
-  assign wr__data__addr  = wr__data[52:5];
-  assign wr__data__kind  = wr__data[53];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign data__device  = wr__data[4:0];
-  assign data__addr  = wr__data[52:5];
-  assign data__kind  = wr__data[53];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
+  assign head_reg = o__payload;
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign rd__data__device  = o__payload[4:0];
-  assign rd__data__addr  = o__payload[52:5];
-  assign rd__data__kind  = o__payload[53];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__device  = o__payload[4:0];
+  assign head_reg__addr  = o__payload[52:5];
+  assign head_reg__kind  = o__payload[53];
+  assign head_reg__tile  = o__payload[69:54];
+  assign head_reg__bytes  = o__payload[76:70];
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign slot__device  = slot[4:0];
+  assign slot__addr  = slot[52:5];
+  assign slot__kind  = slot[53];
+  assign slot__tile  = slot[69:54];
+  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, o__valid, o__payload, data, o__ready, clk);
+module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, o__valid, data, o__ready, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -93768,13 +95973,13 @@ module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, o__valid, o__p
   assign push = i__valid & i__ready;
   t3hw_system__e3__slice_net_store__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -93802,28 +96007,43 @@ module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, o__valid, o__p
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e3__slice_net_store__queue (rst, push, o__valid, o__payload, wr__data, o__ready, level, clk);
+module t3hw_system__e3__slice_net_store__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
   reg _init_strobe_74  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [76:0] \$29 ;
   wire \$3 ;
+  reg [76:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [76:0] data;
   wire [76:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -93833,12 +96053,20 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__valid, o__payload,
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [4:0] head_reg__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  wire [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -93853,119 +96081,101 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__valid, o__payload,
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [76:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  wire [4:0] rd__data__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [76:0] wr__data;
-  wire [76:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
-  wire [4:0] wr__data__device ;
+  reg [76:0] slot = 77'h00000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
+  wire [4:0] slot__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__en;
-  reg [76:0] storage [1:0];
-  initial begin
-    storage[0] = 77'h00000000000000000000;
-    storage[1] = 77'h00000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__device  = wr__data[4:0];
-  assign wr__data__addr  = wr__data[52:5];
-  assign wr__data__kind  = wr__data[53];
-  assign wr__data__tile  = wr__data[69:54];
-  assign wr__data__bytes  = wr__data[76:70];
-  assign data__device  = wr__data[4:0];
-  assign data__addr  = wr__data[52:5];
-  assign data__kind  = wr__data[53];
-  assign data__tile  = wr__data[69:54];
-  assign data__bytes  = wr__data[76:70];
+  assign head_reg = o__payload;
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign rd__data__device  = o__payload[4:0];
-  assign rd__data__addr  = o__payload[52:5];
-  assign rd__data__kind  = o__payload[53];
-  assign rd__data__tile  = o__payload[69:54];
-  assign rd__data__bytes  = o__payload[76:70];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__device  = o__payload[4:0];
+  assign head_reg__addr  = o__payload[52:5];
+  assign head_reg__kind  = o__payload[53];
+  assign head_reg__tile  = o__payload[69:54];
+  assign head_reg__bytes  = o__payload[76:70];
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign slot__device  = slot[4:0];
+  assign slot__addr  = slot[52:5];
+  assign slot__kind  = slot[53];
+  assign slot__tile  = slot[69:54];
+  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e3__slice_remote (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
+module t3hw_system__e3__slice_remote (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -94024,13 +96234,13 @@ module t3hw_system__e3__slice_remote (rst, i__valid, data, o__ready, i__ready, o
   assign push = i__valid & i__ready;
   t3hw_system__e3__slice_remote__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -94058,28 +96268,43 @@ module t3hw_system__e3__slice_remote (rst, i__valid, data, o__ready, i__ready, o
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e3__slice_remote__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
+module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_75  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [72:0] \$29 ;
   wire \$3 ;
+  reg [72:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [72:0] data;
   wire [72:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -94089,12 +96314,20 @@ module t3hw_system__e3__slice_remote__queue (rst, wr__data, o__ready, push, o__v
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -94109,119 +96342,101 @@ module t3hw_system__e3__slice_remote__queue (rst, wr__data, o__ready, push, o__v
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [72:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [72:0] wr__data;
-  wire [72:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
+  reg [72:0] slot = 73'h0000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
-  wire wr__en;
-  reg [72:0] storage [1:0];
-  initial begin
-    storage[0] = 73'h0000000000000000000;
-    storage[1] = 73'h0000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
+  wire slot__tracked ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__tile  = wr__data[63:48];
-  assign wr__data__bytes  = wr__data[70:64];
-  assign wr__data__kind  = wr__data[71];
-  assign wr__data__tracked  = wr__data[72];
-  assign data__addr  = wr__data[47:0];
-  assign data__tile  = wr__data[63:48];
-  assign data__bytes  = wr__data[70:64];
-  assign data__kind  = wr__data[71];
-  assign data__tracked  = wr__data[72];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign slot__addr  = slot[47:0];
+  assign slot__tile  = slot[63:48];
+  assign slot__bytes  = slot[70:64];
+  assign slot__kind  = slot[71];
+  assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e3__slice_store (rst, i__valid, data, o__ready, i__ready, o__valid, o__payload, clk);
+module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -94280,13 +96495,13 @@ module t3hw_system__e3__slice_store (rst, i__valid, data, o__ready, i__ready, o_
   assign push = i__valid & i__ready;
   t3hw_system__e3__slice_store__queue  queue (
     .clk(clk),
+    .data(data),
     .level(level),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
-    .rst(rst),
-    .wr__data(data)
+    .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
@@ -94314,28 +96529,43 @@ module t3hw_system__e3__slice_store (rst, i__valid, data, o__ready, i__ready, o_
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e3__slice_store__queue (rst, wr__data, o__ready, push, o__valid, o__payload, level, clk);
+module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
   reg _init_strobe_76  = 0;
   wire \$1 ;
-  wire [1:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [2:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [3:0] \$14 ;
-  reg \$15 ;
-  reg \$16 ;
-  reg [1:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire [2:0] \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  reg [72:0] \$29 ;
   wire \$3 ;
+  reg [72:0] \$30 ;
+  reg [1:0] \$31 ;
   wire \$4 ;
-  wire [1:0] \$5 ;
-  wire [1:0] \$6 ;
+  wire \$5 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [1:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
+  input [72:0] data;
   wire [72:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
@@ -94345,12 +96575,20 @@ module t3hw_system__e3__slice_store__queue (rst, wr__data, o__ready, push, o__va
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  (* init = 1'h0 *)
-  wire head;
+  (* init = 73'h0000000000000000000 *)
+  wire [72:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
+  wire head_reg__tracked ;
   output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  wire [72:0] o__payload;
+  reg [72:0] o__payload = 73'h0000000000000000000;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -94365,119 +96603,101 @@ module t3hw_system__e3__slice_store__queue (rst, wr__data, o__ready, push, o__va
   wire o__valid;
   input push;
   wire push;
-  reg rd__addr = 1'h0;
-  wire [72:0] rd__data;
-  wire [47:0] rd__data__addr ;
-  wire [6:0] rd__data__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd__data__kind ;
-  wire [15:0] rd__data__tile ;
-  wire rd__data__tracked ;
   input rst;
   wire rst;
-  (* init = 1'h0 *)
-  wire tail;
-  reg wr__addr = 1'h0;
-  input [72:0] wr__data;
-  wire [72:0] wr__data;
-  wire [47:0] wr__data__addr ;
-  wire [6:0] wr__data__bytes ;
+  reg [72:0] slot = 73'h0000000000000000000;
+  wire [47:0] slot__addr ;
+  wire [6:0] slot__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wr__data__kind ;
-  wire [15:0] wr__data__tile ;
-  wire wr__data__tracked ;
-  wire wr__en;
-  reg [72:0] storage [1:0];
-  initial begin
-    storage[0] = 73'h0000000000000000000;
-    storage[1] = 73'h0000000000000000000;
-  end
-  always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
-  end
-  assign o__payload = storage[rd__addr];
+  wire slot__kind ;
+  wire [15:0] slot__tile ;
+  wire slot__tracked ;
   assign \$1  = level != 2'h2;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 2'h0 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 2'h0 : \$9 ;
+  assign \$4  = ! level;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = level > 1'h1;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = \$4  | \$8 ;
+  assign \$10  = \$3  & \$9 ;
   assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
+  assign \$12  = push & accept;
+  assign \$13  = ! level;
+  assign \$14  = o__valid & o__ready;
+  assign \$15  = level > 1'h1;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = \$13  | \$17 ;
+  assign \$19  = \$12  & \$18 ;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$11  & \$20 ;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = level > 1'h1;
+  assign \$24  = \$22  & \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = level + \$25 ;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = \$26  - \$27 ;
   always @(posedge clk)
-    wr__addr <= \$15 ;
+    o__payload <= \$29 ;
   always @(posedge clk)
-    rd__addr <= \$16 ;
+    slot <= \$30 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$31 ;
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [0];
+    \$29  = o__payload;
+    if (\$10 ) begin
+      \$29  = data;
     end
-    if (rst) begin
-      \$15  = 1'h0;
+    if (\$24 ) begin
+      \$29  = slot;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [0];
-    end
-    if (rst) begin
-      \$16  = 1'h0;
+    \$30  = slot;
+    if (\$21 ) begin
+      \$30  = data;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$17  = \$14 [1:0];
+    \$31  = \$28 [1:0];
     if (rst) begin
-      \$17  = 2'h0;
+      \$31  = 2'h0;
     end
   end
-  assign tail = wr__addr;
-  assign data = wr__data;
-  assign head = rd__addr;
-  assign rd__data = o__payload;
-  assign wr__data__addr  = wr__data[47:0];
-  assign wr__data__tile  = wr__data[63:48];
-  assign wr__data__bytes  = wr__data[70:64];
-  assign wr__data__kind  = wr__data[71];
-  assign wr__data__tracked  = wr__data[72];
-  assign data__addr  = wr__data[47:0];
-  assign data__tile  = wr__data[63:48];
-  assign data__bytes  = wr__data[70:64];
-  assign data__kind  = wr__data[71];
-  assign data__tracked  = wr__data[72];
+  assign head_reg = o__payload;
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign rd__data__addr  = o__payload[47:0];
-  assign rd__data__tile  = o__payload[63:48];
-  assign rd__data__bytes  = o__payload[70:64];
-  assign rd__data__kind  = o__payload[71];
-  assign rd__data__tracked  = o__payload[72];
-  assign \$4  = wr__addr;
-  assign \$8  = rd__addr;
+  assign head_reg__addr  = o__payload[47:0];
+  assign head_reg__tile  = o__payload[63:48];
+  assign head_reg__bytes  = o__payload[70:64];
+  assign head_reg__kind  = o__payload[71];
+  assign head_reg__tracked  = o__payload[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign slot__addr  = slot[47:0];
+  assign slot__tile  = slot[63:48];
+  assign slot__bytes  = slot[70:64];
+  assign slot__kind  = slot[71];
+  assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid, trigger__payload, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, clk);
+module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, trigger__payload, clk);
   reg _init_strobe_77  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -96494,34 +98714,70 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   assign \$174  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
 endmodule
 
-module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
+module t3hw_system__e3__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_78  = 0;
   wire \$1 ;
-  wire [8:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [9:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [10:0] \$14 ;
-  reg [7:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [8:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [8:0] \$33 ;
+  wire [8:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [8:0] \$39 ;
   wire \$4 ;
-  wire [8:0] \$5 ;
-  wire [8:0] \$6 ;
+  wire [8:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [9:0] \$45 ;
+  wire \$46 ;
+  wire [10:0] \$47 ;
+  reg [15:0] \$48 ;
+  reg [7:0] \$49 ;
+  wire \$5 ;
+  reg [7:0] \$50 ;
+  reg [8:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [8:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
   (* init = 8'h00 *)
   wire [7:0] head;
+  (* init = 16'h0000 *)
+  wire [15:0] head_reg;
   reg [8:0] level = 9'h000;
   output [15:0] o__payload;
-  wire [15:0] o__payload;
+  reg [15:0] o__payload = 16'h0000;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -96538,7 +98794,7 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   input [15:0] wr__data;
   wire [15:0] wr__data;
   wire wr__en;
-  reg [15:0] storage [255:0];
+  reg [15:0] storage [254:0];
   initial begin
     storage[0] = 16'h0000;
     storage[1] = 16'h0000;
@@ -96795,88 +99051,166 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
     storage[252] = 16'h0000;
     storage[253] = 16'h0000;
     storage[254] = 16'h0000;
-    storage[255] = 16'h0000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 9'h100;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 8'hff;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 9'h000 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 8'hff;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 9'h000 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 8'hfe;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 9'h000 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 8'hfe;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 9'h000 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [7:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 8'h00;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [7:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [7:0];
     end
     if (rst) begin
-      \$16  = 8'h00;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$17  = \$14 [8:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [7:0];
+    end
     if (rst) begin
-      \$17  = 9'h000;
+      \$50  = 8'h00;
     end
   end
+  always @* begin
+    if (_init_strobe_78 ) begin end
+    \$51  = \$47 [8:0];
+    if (rst) begin
+      \$51  = 9'h000;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
 endmodule
 
-module t3hw_system__e3__tracker__queue (rst, o__valid, o__payload, o__ready, wr__data, push, clk);
+module t3hw_system__e3__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__payload, clk);
   reg _init_strobe_79  = 0;
   wire \$1 ;
-  wire [8:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [9:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [10:0] \$14 ;
-  reg [7:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [8:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [8:0] \$33 ;
+  wire [8:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [8:0] \$39 ;
   wire \$4 ;
-  wire [8:0] \$5 ;
-  wire [8:0] \$6 ;
+  wire [8:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [9:0] \$45 ;
+  wire \$46 ;
+  wire [10:0] \$47 ;
+  reg [23:0] \$48 ;
+  reg [7:0] \$49 ;
+  wire \$5 ;
+  reg [7:0] \$50 ;
+  reg [8:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [8:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -96885,9 +99219,13 @@ module t3hw_system__e3__tracker__queue (rst, o__valid, o__payload, o__ready, wr_
   wire [15:0] data__tile ;
   (* init = 8'h00 *)
   wire [7:0] head;
+  (* init = 24'h000000 *)
+  wire [23:0] head_reg;
+  wire [7:0] head_reg__cmd ;
+  wire [15:0] head_reg__tile ;
   reg [8:0] level = 9'h000;
   output [23:0] o__payload;
-  wire [23:0] o__payload;
+  reg [23:0] o__payload = 24'h000000;
   wire [7:0] o__payload__cmd ;
   wire [15:0] o__payload__tile ;
   input o__ready;
@@ -96910,7 +99248,7 @@ module t3hw_system__e3__tracker__queue (rst, o__valid, o__payload, o__ready, wr_
   wire [7:0] wr__data__cmd ;
   wire [15:0] wr__data__tile ;
   wire wr__en;
-  reg [23:0] storage [255:0];
+  reg [23:0] storage [254:0];
   initial begin
     storage[0] = 24'h000000;
     storage[1] = 24'h000000;
@@ -97167,78 +99505,124 @@ module t3hw_system__e3__tracker__queue (rst, o__valid, o__payload, o__ready, wr_
     storage[252] = 24'h000000;
     storage[253] = 24'h000000;
     storage[254] = 24'h000000;
-    storage[255] = 24'h000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 9'h100;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 8'hff;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 9'h000 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 8'hff;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 9'h000 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 8'hfe;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 9'h000 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 8'hfe;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 9'h000 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [7:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 8'h00;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [7:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [7:0];
     end
     if (rst) begin
-      \$16  = 8'h00;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$17  = \$14 [8:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [7:0];
+    end
     if (rst) begin
-      \$17  = 9'h000;
+      \$50  = 8'h00;
     end
   end
+  always @* begin
+    if (_init_strobe_79 ) begin end
+    \$51  = \$47 [8:0];
+    if (rst) begin
+      \$51  = 9'h000;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__cmd  = o__payload[7:0];
+  assign o__payload__tile  = o__payload[23:8];
+  assign head_reg__cmd  = o__payload[7:0];
+  assign head_reg__tile  = o__payload[23:8];
   assign wr__data__cmd  = wr__data[7:0];
   assign wr__data__tile  = wr__data[23:8];
   assign data__cmd  = wr__data[7:0];
   assign data__tile  = wr__data[23:8];
-  assign o__payload__cmd  = o__payload[7:0];
-  assign o__payload__tile  = o__payload[23:8];
-  assign rd__data__cmd  = o__payload[7:0];
-  assign rd__data__tile  = o__payload[23:8];
+  assign rd__data__cmd  = rd__data[7:0];
+  assign rd__data__tile  = rd__data[23:8];
 endmodule
 
-module t3hw_system__e3__tx (clk, rst, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, o__ready);
+module t3hw_system__e3__tx (clk, rst, i__0__valid, i__1__valid, o__valid, o__payload, i__1__ready, i__0__ready, i__0__payload, i__1__payload, o__ready);
   reg _init_strobe_80  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;

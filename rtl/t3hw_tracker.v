@@ -2019,34 +2019,70 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign cur[0] = \$12 ;
 endmodule
 
-module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
+module t3hw_tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
   reg _init_strobe_2  = 0;
   wire \$1 ;
-  wire [8:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [9:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [10:0] \$14 ;
-  reg [7:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [8:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [8:0] \$33 ;
+  wire [8:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [8:0] \$39 ;
   wire \$4 ;
-  wire [8:0] \$5 ;
-  wire [8:0] \$6 ;
+  wire [8:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [9:0] \$45 ;
+  wire \$46 ;
+  wire [10:0] \$47 ;
+  reg [15:0] \$48 ;
+  reg [7:0] \$49 ;
+  wire \$5 ;
+  reg [7:0] \$50 ;
+  reg [8:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [8:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
   (* init = 8'h00 *)
   wire [7:0] head;
+  (* init = 16'h0000 *)
+  wire [15:0] head_reg;
   reg [8:0] level = 9'h000;
   output [15:0] o__payload;
-  wire [15:0] o__payload;
+  reg [15:0] o__payload = 16'h0000;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -2063,7 +2099,7 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   input [15:0] wr__data;
   wire [15:0] wr__data;
   wire wr__en;
-  reg [15:0] storage [255:0];
+  reg [15:0] storage [254:0];
   initial begin
     storage[0] = 16'h0000;
     storage[1] = 16'h0000;
@@ -2320,88 +2356,166 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
     storage[252] = 16'h0000;
     storage[253] = 16'h0000;
     storage[254] = 16'h0000;
-    storage[255] = 16'h0000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 9'h100;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 8'hff;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 9'h000 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 8'hff;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 9'h000 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 8'hfe;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 9'h000 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 8'hfe;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 9'h000 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [7:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 8'h00;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [7:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [7:0];
     end
     if (rst) begin
-      \$16  = 8'h00;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$17  = \$14 [8:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [7:0];
+    end
     if (rst) begin
-      \$17  = 9'h000;
+      \$50  = 8'h00;
     end
   end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$51  = \$47 [8:0];
+    if (rst) begin
+      \$51  = 9'h000;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
 endmodule
 
-module t3hw_tracker__queue (clk, rst, o__valid, o__payload, wr__data, push, o__ready);
+module t3hw_tracker__queue (clk, rst, o__valid, wr__data, push, o__payload, o__ready);
   reg _init_strobe_3  = 0;
   wire \$1 ;
-  wire [8:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
-  wire [9:0] \$12 ;
+  wire \$12 ;
   wire \$13 ;
-  wire [10:0] \$14 ;
-  reg [7:0] \$15 ;
-  reg [7:0] \$16 ;
-  reg [8:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
   wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [8:0] \$33 ;
+  wire [8:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [8:0] \$39 ;
   wire \$4 ;
-  wire [8:0] \$5 ;
-  wire [8:0] \$6 ;
+  wire [8:0] \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [9:0] \$45 ;
+  wire \$46 ;
+  wire [10:0] \$47 ;
+  reg [23:0] \$48 ;
+  reg [7:0] \$49 ;
+  wire \$5 ;
+  reg [7:0] \$50 ;
+  reg [8:0] \$51 ;
+  wire \$6 ;
   wire \$7 ;
   wire \$8 ;
-  wire [8:0] \$9 ;
+  wire \$9 ;
   wire accept;
   input clk;
   wire clk;
@@ -2410,9 +2524,13 @@ module t3hw_tracker__queue (clk, rst, o__valid, o__payload, wr__data, push, o__r
   wire [15:0] data__tile ;
   (* init = 8'h00 *)
   wire [7:0] head;
+  (* init = 24'h000000 *)
+  wire [23:0] head_reg;
+  wire [7:0] head_reg__cmd ;
+  wire [15:0] head_reg__tile ;
   reg [8:0] level = 9'h000;
   output [23:0] o__payload;
-  wire [23:0] o__payload;
+  reg [23:0] o__payload = 24'h000000;
   wire [7:0] o__payload__cmd ;
   wire [15:0] o__payload__tile ;
   input o__ready;
@@ -2435,7 +2553,7 @@ module t3hw_tracker__queue (clk, rst, o__valid, o__payload, wr__data, push, o__r
   wire [7:0] wr__data__cmd ;
   wire [15:0] wr__data__tile ;
   wire wr__en;
-  reg [23:0] storage [255:0];
+  reg [23:0] storage [254:0];
   initial begin
     storage[0] = 24'h000000;
     storage[1] = 24'h000000;
@@ -2692,73 +2810,119 @@ module t3hw_tracker__queue (clk, rst, o__valid, o__payload, wr__data, push, o__r
     storage[252] = 24'h000000;
     storage[253] = 24'h000000;
     storage[254] = 24'h000000;
-    storage[255] = 24'h000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
+  assign rd__data = storage[rd__addr];
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = \$45  - \$46 ;
+  always @(posedge clk)
+    o__payload <= \$48 ;
+  always @(posedge clk)
+    wr__addr <= \$49 ;
+  always @(posedge clk)
+    rd__addr <= \$50 ;
+  always @(posedge clk)
+    level <= \$51 ;
   assign \$1  = level != 9'h100;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__valid = | level;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = wr__addr == 8'hff;
-  assign \$5  = wr__addr + 1'h1;
-  assign \$6  = \$4  ? 9'h000 : \$5 ;
-  assign \$7  = o__valid & o__ready;
-  assign \$8  = rd__addr == 8'hff;
-  assign \$9  = rd__addr + 1'h1;
-  assign \$10  = \$8  ? 9'h000 : \$9 ;
-  assign \$11  = push & accept;
-  assign \$12  = level + \$11 ;
-  assign \$13  = o__valid & o__ready;
-  assign \$14  = \$12  - \$13 ;
-  always @(posedge clk)
-    wr__addr <= \$15 ;
-  always @(posedge clk)
-    rd__addr <= \$16 ;
-  always @(posedge clk)
-    level <= \$17 ;
+  assign \$4  = push & accept;
+  assign \$5  = ! level;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = level > 1'h1;
+  assign \$8  = ~ \$7 ;
+  assign \$9  = \$6  & \$8 ;
+  assign \$10  = \$5  | \$9 ;
+  assign \$11  = \$4  & \$10 ;
+  assign \$12  = ~ \$11 ;
+  assign wr__en = \$3  & \$12 ;
+  assign \$13  = push & accept;
+  assign \$14  = ! level;
+  assign \$15  = o__valid & o__ready;
+  assign \$16  = level > 1'h1;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = \$14  | \$18 ;
+  assign \$20  = \$13  & \$19 ;
+  assign \$21  = push & accept;
+  assign \$22  = push & accept;
+  assign \$23  = ! level;
+  assign \$24  = o__valid & o__ready;
+  assign \$25  = level > 1'h1;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$24  & \$26 ;
+  assign \$28  = \$23  | \$27 ;
+  assign \$29  = \$22  & \$28 ;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$21  & \$30 ;
+  assign \$32  = wr__addr == 8'hfe;
+  assign \$33  = wr__addr + 1'h1;
+  assign \$34  = \$32  ? 9'h000 : \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = level > 1'h1;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = rd__addr == 8'hfe;
+  assign \$39  = rd__addr + 1'h1;
+  assign \$40  = \$38  ? 9'h000 : \$39 ;
+  assign \$41  = o__valid & o__ready;
+  assign \$42  = level > 1'h1;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = push & accept;
+  assign \$45  = level + \$44 ;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$15  = wr__addr;
-    if (\$3 ) begin
-      \$15  = \$6 [7:0];
+    \$48  = o__payload;
+    if (\$20 ) begin
+      \$48  = wr__data;
     end
-    if (rst) begin
-      \$15  = 8'h00;
+    if (\$43 ) begin
+      \$48  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$16  = rd__addr;
-    if (\$7 ) begin
-      \$16  = \$10 [7:0];
+    \$49  = wr__addr;
+    if (\$31 ) begin
+      \$49  = \$34 [7:0];
     end
     if (rst) begin
-      \$16  = 8'h00;
+      \$49  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$17  = \$14 [8:0];
+    \$50  = rd__addr;
+    if (\$37 ) begin
+      \$50  = \$40 [7:0];
+    end
     if (rst) begin
-      \$17  = 9'h000;
+      \$50  = 8'h00;
     end
   end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$51  = \$47 [8:0];
+    if (rst) begin
+      \$51  = 9'h000;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__cmd  = o__payload[7:0];
+  assign o__payload__tile  = o__payload[23:8];
+  assign head_reg__cmd  = o__payload[7:0];
+  assign head_reg__tile  = o__payload[23:8];
   assign wr__data__cmd  = wr__data[7:0];
   assign wr__data__tile  = wr__data[23:8];
   assign data__cmd  = wr__data[7:0];
   assign data__tile  = wr__data[23:8];
-  assign o__payload__cmd  = o__payload[7:0];
-  assign o__payload__tile  = o__payload[23:8];
-  assign rd__data__cmd  = o__payload[7:0];
-  assign rd__data__tile  = o__payload[23:8];
+  assign rd__data__cmd  = rd__data[7:0];
+  assign rd__data__tile  = rd__data[23:8];
 endmodule

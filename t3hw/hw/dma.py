@@ -202,7 +202,9 @@ def formal_spec(params: EngineParams):
       :meth:`~t3hw.hw.queue.Queue.properties` (never above their depth, so never more than
       ``max_outstanding`` reads outstanding; stalled head unchanged; first in first out);
     * **a trigger is never dropped**: every checked trigger whose descriptor is valid is
-      taken by the ready queue (``trigger.ready`` reserved its room);
+      taken by the ready queue (``trigger.ready`` reserved its room), and the count of
+      triggers held behind ``trigger.ready`` is the ready queue's level plus the triggers
+      being checked;
     * ``program`` and ``trigger`` are not ready during the reset sweep;
     * **no table read whose data is used meets a write**: no cycle writes the descriptor
       tables and takes a trigger (check read) or pops an index (fetch read), which is what
@@ -241,8 +243,11 @@ def formal_spec(params: EngineParams):
         rq.properties(m)
         pending.properties(m)
 
+        qv = queue.formal_view
         m.d.comb += [
             Assert(~rq.push | rq.accept, "dma: a checked trigger found the ready queue full"),
+            Assert(qv.held == rq.level + qv.s1_valid + qv.s2_valid,
+                   "dma: the count of triggers held is not the queue's level plus the checks"),
             Assert(~(dut.busy & (dut.program.ready | dut.trigger.ready)),
                    "dma: program or trigger ready during the reset sweep"),
             Assert(~(queue.formal_view.write

@@ -191,7 +191,12 @@ class DmaQueue(wiring.Component):
         s2_cmd   = Signal(p.cmd_width, reset_less=True)
         s2_tile  = Signal(p.tile_width, reset_less=True)
         s2_ok    = Signal(reset_less=True)
-        room = rq.level + s1_valid + s2_valid < p.dma_ready_depth
+        # `held` counts the triggers being checked and the indices queued (rq.level + s1_valid
+        # + s2_valid); `room` is `held < dma_ready_depth` as a register, computed from the
+        # count this cycle's events leave, so that `trigger.ready` is a few gates of
+        # registers and no adder lies on the tracker's path into its trigger queue.
+        held = Signal(range(p.dma_ready_depth + 1))
+        room = Signal(init=1)
         m.d.comb += self.trigger.ready.eq(~self.busy & ~self.program.valid & ~chk.checking
                                           & room)
         take_trig = self.trigger.valid & self.trigger.ready
@@ -210,6 +215,10 @@ class DmaQueue(wiring.Component):
         ]
         with m.If(~chk.refused):
             m.d.comb += [self.detail.index.eq(s2_cmd), self.detail.tile.eq(s2_tile)]
+        held_next = Signal.like(held)
+        m.d.comb += held_next.eq(held + take_trig - self.bad_descriptor
+                                 - (rq.o.valid & rq.o.ready))
+        m.d.sync += [held.eq(held_next), room.eq(held_next < p.dma_ready_depth)]
 
         # --- fetch: pop the head index, read its descriptor, offer it ------------------------
         fetching = Signal()                 # the RAM shows the popped index's descriptor
@@ -250,7 +259,8 @@ class DmaQueue(wiring.Component):
                 trigger_held=self.trigger.valid & ~self.busy & room
                              & (self.program.valid | chk.checking),
                 fetch_held=rq.o.valid & fetch_slot & chk.writing,
-                uses=uses, fetched=fetched, got=got, reject_cmd=s2_cmd)
+                uses=uses, fetched=fetched, got=got, reject_cmd=s2_cmd,
+                held=held, s1_valid=s1_valid, s2_valid=s2_valid)
         return m
 
     def _program_pipeline(self, m):

@@ -41,8 +41,10 @@ class Queue(wiring.Component):
     level : Out(range(depth + 1))
         Items held.
 
-    Storage is a memory with an asynchronous read port (LUT RAM on FPGAs). Latency: an item
-    pushed in cycle t is valid at ``o`` in cycle t + 1.
+    Storage: the head item in a register (``o.payload`` and ``o.valid`` come from flip-flops),
+    the ``depth - 1`` items behind it in a memory with an asynchronous read port (LUT RAM on
+    FPGAs; a register when ``depth`` is 2). Latency: an item pushed in cycle t is valid at
+    ``o`` in cycle t + 1.
     """
 
     def __init__(self, shape, *, depth):
@@ -65,27 +67,44 @@ class Queue(wiring.Component):
         do_push = self.push & self.accept
         m.d.comb += self.o.valid.eq(self.level != 0)
 
-        if depth == 1:
-            # A single register.
-            store = Signal(self._shape, reset_less=True)
-            with m.If(do_push):
-                m.d.sync += store.eq(self.data)
-            m.d.comb += self.o.payload.eq(store)
-        else:
-            m.submodules.storage = storage = memory.Memory(shape=self._shape, depth=depth,
-                                                           init=[])
-            wr = storage.write_port()
-            rd = storage.read_port(domain="comb")
-            head = Signal(range(depth))
-            tail = Signal(range(depth))
-            m.d.comb += [
-                wr.addr.eq(tail), wr.data.eq(self.data), wr.en.eq(do_push),
-                rd.addr.eq(head), self.o.payload.eq(rd.data),
-            ]
-            with m.If(do_push):
-                m.d.sync += tail.eq(Mux(tail == depth - 1, 0, tail + 1))
-            with m.If(pop):
-                m.d.sync += head.eq(Mux(head == depth - 1, 0, head + 1))
+        # The head is a register (``o.payload``); the items behind it wait in a memory of
+        # ``depth - 1`` entries with an asynchronous read port. An item pushed while the
+        # head register is empty or leaving, and nothing waits, goes straight into it;
+        # otherwise it waits. When the head leaves, the oldest waiting item moves into the
+        # head register. So the head's payload comes from a flip-flop, not through a RAM read,
+        # with the same cycle behaviour as a queue read at its head (latency 1, one item
+        # per cycle, a full queue takes a push while its head leaves).
+        head_reg = Signal(self._shape, reset_less=True)
+        m.d.comb += self.o.payload.eq(head_reg)
+        waiting = self.level > 1                        # items behind the head
+        direct = do_push & ((self.level == 0) | (pop & ~waiting))
+        with m.If(direct):
+            m.d.sync += head_reg.eq(self.data)
+        if depth > 1:
+            behind = depth - 1
+            enqueue = do_push & ~direct
+            dequeue = pop & waiting
+            if behind == 1:
+                slot = Signal(self._shape, reset_less=True)
+                with m.If(enqueue):
+                    m.d.sync += slot.eq(self.data)
+                oldest = slot
+            else:
+                m.submodules.storage = storage = memory.Memory(shape=self._shape, depth=behind,
+                                                               init=[])
+                wr = storage.write_port()
+                rd = storage.read_port(domain="comb")
+                head = Signal(range(behind))
+                tail = Signal(range(behind))
+                m.d.comb += [wr.addr.eq(tail), wr.data.eq(self.data), wr.en.eq(enqueue),
+                             rd.addr.eq(head)]
+                with m.If(enqueue):
+                    m.d.sync += tail.eq(Mux(tail == behind - 1, 0, tail + 1))
+                with m.If(dequeue):
+                    m.d.sync += head.eq(Mux(head == behind - 1, 0, head + 1))
+                oldest = rd.data
+            with m.If(dequeue):
+                m.d.sync += head_reg.eq(oldest)
         m.d.sync += self.level.eq(self.level + do_push - pop)
         return m
 

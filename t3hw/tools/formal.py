@@ -126,8 +126,11 @@ PROOFS = {proof.name: proof for proof in [
     Proof("queue_depth1", lambda: _queue(1), {"bmc": 8, "prove": 8, "cover": 8},
           "two states (empty, full); k-induction proves it for all time"),
     Proof("queue_depth3", lambda: _queue(3), {"bmc": 10, "cover": 10},
-          "3 pushes fill it and wrap the write pointer; 10 cycles fill it, pass items while "
+          "the head register and 2 entries behind it; 10 cycles fill it, pass items while "
           "full, wrap both pointers and bring an item pushed behind 2 others to the head"),
+    Proof("queue_depth4", lambda: _queue(4), {"bmc": 12, "cover": 12},
+          "the head register and 3 entries behind it (pointers that wrap at 3, not a power "
+          "of two); 12 cycles fill it, pass items while full and drain it"),
     Proof("slice", _slice, {"bmc": 10, "cover": 10},
           "two entries: 2 cycles fill it, and 10 cycles pass items through it full, "
           "stalled and flowing, with every pointer wrapped"),
