@@ -392,3 +392,15 @@ def test_synth_block_ecp5_only_keeps_going(tmp_path, monkeypatch):
     with pytest.raises(ToolError, match="device has 83640"):
         synth.synth_block("tracker", "small", workdir=tmp_path, seeds=[1], jobs=1,
                           flows=("ecp5",))
+
+
+def test_sweep_two_points_at_a_time(tmp_path):
+    """``jobs=2`` measures points from two threads and records the same figures."""
+    one = _sweep(tmp_path / "one.json", FakeFlow())
+    two = _sweep(tmp_path / "two.json", FakeFlow(), jobs=2)
+    strip = ("wall_s", "date")
+    for x, rec in one["axes"]["tracker_entries"]["results"]["tracker"].items():
+        other = two["axes"]["tracker_entries"]["results"]["tracker"][x]
+        assert {k: v for k, v in rec.items() if k not in strip} \
+            == {k: v for k, v in other.items() if k not in strip}
+    assert two["last_run"]["jobs"] == 2 and two["last_run"]["measured"] == 3
