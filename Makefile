@@ -8,7 +8,7 @@ T3HW   := $(VENV)/bin/t3hw
 STAMP  := $(VENV)/.installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup demo test verilog check-rtl lint bench paper formal synth bitstream check-install clean help
+.PHONY: setup demo test verilog check-rtl lint bench paper formal synth synth-scale bitstream check-install clean help
 
 setup: $(STAMP)
 
@@ -52,6 +52,12 @@ formal: $(STAMP)
 synth: $(STAMP)
 	$(T3HW) synth --json synth/results.json --docs docs/synthesis.md
 
+# The scaling sweep (docs/synthesis.md, "Scaling"): every axis point of every block it
+# changes and of the engine, seed 1, one point at a time; hours, and not part of `make test`.
+# Rerunning it reuses every point already measured on the same Verilog and tools.
+synth-scale: $(STAMP)
+	$(T3HW) synth-scale --json synth/scaling.json --seed 1 --pnr-timeout 3600 --docs docs/synthesis.md --plot docs/img/synth_scaling.png
+
 bitstream: $(STAMP)
 	$(T3HW) bitstream --out build/ulx3s
 
@@ -77,6 +83,7 @@ help:
 	@echo "make paper          the performance model over the paper's table, with plots and the sweep"
 	@echo "make formal         the formal proofs alone (docs/formal.md)"
 	@echo "make synth          Yosys/nextpnr utilisation and Fmax of every block into synth/results.json and docs/synthesis.md"
+	@echo "make synth-scale    utilisation, Fmax and growth law of the blocks and the engine as regions, tracker entries, descriptors and address width grow (hours)"
 	@echo "make bitstream      the engine on a ULX3S-85F (docs/fpga.md)"
 	@echo "make check-install  pip install . into a fresh venv and use the kit from outside the clone (several minutes)"
 	@echo "make clean          remove build/, out/ and .pytest_cache"

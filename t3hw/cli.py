@@ -16,6 +16,8 @@
     t3hw waves DIR
     t3hw formal [NAME ...] [--task bmc|prove|cover]
     t3hw synth --json FILE [--blocks B,..] [--params SET,..] [--seed N,..] [--docs FILE]
+    t3hw synth-scale [--json FILE] [--axes A,..] [--blocks B,..] [--points AXIS=X,..]
+                     [--seed N,..] [--jobs N] [--docs FILE] [--plot PNG] [--no-run]
     t3hw bitstream --out DIR [--seed N] [--baud N]
 
 Global option: ``--build DIR`` puts every build (Verilator, synthesis, formal) under ``DIR``
@@ -99,6 +101,11 @@ COMMANDS = (
     Command("synth", "synthesize the blocks (Yosys generic, ECP5, iCE40) and place and route "
                      "them on an ECP5-85F for Fmax", synth.add_arguments, synth.cmd,
             {"json": "file", "work": "dir"}),
+    Command("synth-scale", "synthesize and place and route the blocks and the engine as "
+                           "regions, tracker entries, descriptors and address width grow; "
+                           "fit the growth law of each figure",
+            synth.add_scale_arguments, synth.scale_cmd,
+            {"json": "file", "plot": "file", "work": "dir"}),
     Command("bitstream", "build the engine for the ULX3S-85F with its registers on the UART",
             board.add_arguments, board.cmd,
             {"out": "dir"}),

@@ -67,16 +67,20 @@ One module per part of the flow; everything is imported from here:
 * :mod:`.flow`: the tool runner, the scheduler, one job per block and parameter set,
   :func:`synth_block` and :func:`run`;
 * :mod:`.docs`: the Markdown tables and their update in ``docs/synthesis.md``;
-* :mod:`.command`: the ``t3hw synth`` options and command.
+* :mod:`.command`: the ``t3hw synth`` and ``t3hw synth-scale`` options and commands;
+* :mod:`.scaling`: ``t3hw synth-scale``, the scaling sweep: its axes, the power-law fits, the
+  sweep and its results file;
+* :mod:`.scaling_report`: the sweep's Markdown tables, their update in ``docs/synthesis.md``,
+  and its plot.
 """
 
 from ..errors import ToolError
-from .command import add_arguments, cmd
+from .command import add_arguments, add_scale_arguments, cmd, scale_cmd
 from .config import (BLOCKS, DEFAULT_FREQ_MHZ, DEFAULT_JOBS, DEFAULT_PNR_TIMEOUT_S,
                      DEFAULT_SEEDS, DEFAULT_TIMEOUT_S, ECP5, ECP5_COLLISIONS, ICE40, MAX_JOBS,
                      PARAM_SETS, SCRIPTS, entry_name, tracker_storage, tracker_storage_bits)
 from .docs import critical_paths_table, markdown_table
-from .flow import ToolTimeout, run, synth_block, tool_versions
+from .flow import FLOWS, ToolTimeout, run, synth_block, tool_versions
 from .netlist import absorb_ram_output_registers, net_sinks
 from .reports import (ecp5_figures, generic_figures, ice40_figures, parse_memories,
                       parse_nextpnr_report, parse_stat, parse_utilization, signal_of,
@@ -90,4 +94,5 @@ __all__ = ["BLOCKS", "PARAM_SETS", "ECP5", "ICE40", "DEFAULT_SEEDS", "DEFAULT_FR
            "parse_memories", "parse_nextpnr_report", "parse_utilization", "signal_of",
            "source_lines", "generic_figures", "ecp5_figures", "net_sinks",
            "absorb_ram_output_registers", "ice40_figures", "tool_versions",
-           "synth_block", "run", "markdown_table", "critical_paths_table", "add_arguments", "cmd"]
+           "synth_block", "run", "markdown_table", "critical_paths_table", "add_arguments", "cmd",
+           "FLOWS", "add_scale_arguments", "scale_cmd"]

