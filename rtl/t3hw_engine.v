@@ -21531,8 +21531,8 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   reg _init_strobe_17  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire [4:0] \$101 ;
+  wire [4:0] \$100 ;
+  wire \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
@@ -21566,8 +21566,8 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire [11:0] \$13 ;
   wire \$130 ;
   wire \$131 ;
-  wire \$132 ;
-  wire [11:0] \$133 ;
+  wire [11:0] \$132 ;
+  wire \$133 ;
   wire \$134 ;
   wire \$135 ;
   wire \$136 ;
@@ -21581,50 +21581,50 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire \$143 ;
   wire \$144 ;
   wire \$145 ;
-  wire \$146 ;
-  wire [3:0] \$147 ;
+  wire [3:0] \$146 ;
+  wire \$147 ;
   wire \$148 ;
   wire \$149 ;
   wire [3:0] \$15 ;
-  wire \$150 ;
-  wire [4:0] \$151 ;
-  wire \$152 ;
-  wire [7:0] \$153 ;
-  wire [11:0] \$154 ;
-  wire [7:0] \$155 ;
+  wire [4:0] \$150 ;
+  wire \$151 ;
+  wire [7:0] \$152 ;
+  wire [11:0] \$153 ;
+  wire [7:0] \$154 ;
+  wire \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
-  wire \$159 ;
+  wire [11:0] \$159 ;
   wire \$16 ;
-  wire [11:0] \$160 ;
-  wire [7:0] \$161 ;
+  wire [7:0] \$160 ;
+  wire [12:0] \$161 ;
   wire [12:0] \$162 ;
-  wire [12:0] \$163 ;
-  wire \$164 ;
+  wire \$163 ;
+  wire [7:0] \$164 ;
   wire [7:0] \$165 ;
-  wire [7:0] \$166 ;
+  wire \$166 ;
   wire \$167 ;
   wire \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire [5:0] \$172 ;
-  wire [5:0] \$173 ;
-  wire [5:0] \$174 ;
-  wire [32:0] \$175 ;
-  wire [32:0] \$176 ;
-  wire [32:0] \$177 ;
+  wire \$172 ;
+  wire \$173 ;
+  wire [8:0] \$174 ;
+  wire [5:0] \$175 ;
+  wire [5:0] \$176 ;
+  wire [5:0] \$177 ;
   wire [32:0] \$178 ;
-  wire \$179 ;
+  wire [32:0] \$179 ;
   wire \$18 ;
-  wire \$180 ;
+  wire [32:0] \$180 ;
   wire [32:0] \$181 ;
-  wire [32:0] \$182 ;
+  wire \$182 ;
   wire \$183 ;
-  wire \$184 ;
-  wire \$185 ;
+  wire [32:0] \$184 ;
+  wire [32:0] \$185 ;
   wire \$186 ;
   wire \$187 ;
   wire \$188 ;
@@ -21636,14 +21636,14 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire \$193 ;
   wire \$194 ;
   wire \$195 ;
-  wire [3:0] \$196 ;
-  reg [7:0] \$197 ;
-  reg [8:0] \$198 ;
-  reg \$199 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire [3:0] \$199 ;
   wire \$2 ;
   wire [11:0] \$20 ;
-  reg \$200 ;
-  reg \$201 ;
+  reg [7:0] \$200 ;
+  reg [8:0] \$201 ;
   reg \$202 ;
   reg \$203 ;
   reg \$204 ;
@@ -21659,31 +21659,34 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   reg \$213 ;
   reg \$214 ;
   reg \$215 ;
-  reg [2:0] \$216 ;
+  reg \$216 ;
   reg \$217 ;
   reg \$218 ;
-  reg \$219 ;
+  reg [2:0] \$219 ;
   wire [12:0] \$22 ;
   reg \$220 ;
   reg \$221 ;
   reg \$222 ;
-  wire [28:0] \$223 ;
+  reg \$223 ;
   reg \$224 ;
   reg \$225 ;
-  reg \$226 ;
-  wire [23:0] \$227 ;
+  wire [28:0] \$226 ;
+  reg \$227 ;
   reg \$228 ;
   reg \$229 ;
   wire [12:0] \$23 ;
-  reg [58:0] \$230 ;
-  reg [23:0] \$231 ;
+  wire [23:0] \$230 ;
+  reg \$231 ;
   reg \$232 ;
-  reg \$233 ;
-  reg [5:0] \$234 ;
-  reg [191:0] \$235 ;
+  reg [58:0] \$233 ;
+  reg [23:0] \$234 ;
+  reg \$235 ;
   reg \$236 ;
-  reg [2:0] \$237 ;
+  reg [5:0] \$237 ;
+  reg [191:0] \$238 ;
+  reg \$239 ;
   wire [11:0] \$24 ;
+  reg [2:0] \$240 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
@@ -21734,16 +21737,16 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire [9:0] \$68 ;
   wire [10:0] \$69 ;
   wire \$7 ;
-  wire [10:0] \$70 ;
+  wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire \$73 ;
-  wire [9:0] \$74 ;
+  wire [9:0] \$73 ;
+  wire \$74 ;
   wire \$75 ;
-  wire \$76 ;
-  wire [10:0] \$77 ;
-  wire \$78 ;
-  wire [9:0] \$79 ;
+  wire [10:0] \$76 ;
+  wire \$77 ;
+  wire [9:0] \$78 ;
+  wire \$79 ;
   wire [15:0] \$8 ;
   wire \$80 ;
   wire \$81 ;
@@ -21752,9 +21755,9 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
-  wire \$87 ;
+  wire [15:0] \$87 ;
   wire [15:0] \$88 ;
-  wire [15:0] \$89 ;
+  wire \$89 ;
   wire [15:0] \$9 ;
   wire \$90 ;
   wire \$91 ;
@@ -21762,12 +21765,12 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
-  wire \$96 ;
-  wire [7:0] \$97 ;
+  wire [7:0] \$96 ;
+  wire \$97 ;
   wire \$98 ;
   wire \$99 ;
   reg \$signal  = 1'h0;
-  reg \$signal$78  = 1'h0;
+  reg \$signal$75  = 1'h0;
   wire [8:0] after;
   wire arm;
   reg [45:0] base;
@@ -21873,6 +21876,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   reg hold = 1'h0;
   wire idle;
   wire lost;
+  wire [8:0] \new ;
   wire [11:0] new_left;
   wire [45:0] nxt;
   wire [7:0] nxt__cmd ;
@@ -21896,6 +21900,8 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire \o__valid$13 ;
   wire ok_next;
   wire over;
+  wire [7:0] pre__addr;
+  wire [8:0] pre__data;
   input [38:0] program__payload;
   wire [38:0] program__payload;
   wire [7:0] program__payload__cmd ;
@@ -22047,6 +22053,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire [15:0] s3_write__tile ;
   reg [7:0] s4_cmd = 8'h00;
   reg s4_dec = 1'h0;
+  reg [8:0] s4_old = 9'h000;
   (* init = 1'h0 *)
   wire s4_push;
   wire [5:0] set_err;
@@ -22081,14 +22088,12 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire trigger__ready;
   output trigger__valid;
   wire trigger__valid;
-  wire [7:0] upd__addr;
-  wire [8:0] upd__data;
   reg [2:0] \wait  = 3'h0;
   reg [7:0] wr__addr = 8'h00;
-  wire [7:0] \wr__addr$75 ;
+  wire [7:0] \wr__addr$78 ;
   (* init = 46'h000000000000 *)
   wire [45:0] wr__data;
-  wire [8:0] \wr__data$76 ;
+  wire [8:0] \wr__data$80 ;
   wire [7:0] wr__data__cmd ;
   wire [11:0] wr__data__left ;
   wire [3:0] wr__data__pending ;
@@ -22097,7 +22102,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire [11:0] wr__data__threshold ;
   wire wr__data__valid ;
   wire wr__en;
-  wire \wr__en$80 ;
+  wire \wr__en$81 ;
   input [22:0] write__payload;
   wire [22:0] write__payload;
   wire [3:0] write__payload__beats ;
@@ -22642,11 +22647,11 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
     held[255] = 9'h000;
   end
   always @(posedge clk) begin
-    if (\wr__en$80 )
-      held[upd__addr] <= \$70 [8:0];
+    if (\wr__en$81 )
+      held[\wr__addr$78 ] <= \wr__data$80 ;
   end
   assign query__data = held[query__addr];
-  assign upd__data = held[upd__addr];
+  assign pre__data = held[ent[28:21]];
   assign push = trigger__valid & o__ready;
   assign \$1  = ~ write__valid;
   assign \$2  = ~ busy;
@@ -22728,165 +22733,169 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   assign \$66  = s3_prog & \$65 ;
   assign nxt_index = busy ? sweep : s3_tile[7:0];
   assign \$67  = fwd_last_we ? 2'h3 : 2'h0;
-  assign upd__addr = busy ? sweep : s4_cmd;
-  assign \$68  = upd__data + \$signal$78 ;
+  assign \$68  = s4_old + \$signal$75 ;
   assign \$69  = \$68  - s4_dec;
-  assign \$70  = busy ? 11'h000 : \$69 ;
-  assign \$71  = busy | \$signal$78 ;
-  assign \wr__en$80  = \$71  | s4_dec;
-  assign \$72  = s4_cmd == query__addr;
-  assign \$73  = \$signal$78  & \$72 ;
-  assign \$74  = query__data + \$73 ;
-  assign \$75  = s4_cmd == query__addr;
-  assign \$76  = s4_dec & \$75 ;
-  assign \$77  = \$74  - \$76 ;
-  assign \$78  = | \$77 [8:0];
-  assign desc_held = busy | \$78 ;
-  assign \$79  = sweep1 + 1'h1;
-  assign \$80  = sweep1 == 8'hff;
-  assign \$81  = program__valid & program__ready;
-  assign \$82  = ~ write__valid;
-  assign \$83  = ~ busy;
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = ~ program__valid;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = \$86  & \o__valid$13 ;
-  assign \$88  = program__valid ? program__payload[17:2] : \o__payload$15 ;
-  assign \$89  = write__valid ? write__payload[15:0] : \$88 ;
-  assign \$90  = ~ sweep_last;
-  assign \$91  = busy & \$90 ;
-  assign \$92  = \$91  | s2_valid;
-  assign \$93  = \$92  | s2_prog;
-  assign \$94  = \$93  | s2_ack;
-  assign \$95  = ~ sweep_last;
-  assign \$96  = busy & \$95 ;
-  assign \$97  = \$96  ? sweep1[7:0] : s2_tile[7:0];
-  assign \$98  = \$97  == s1_tile[7:0];
-  assign \$99  = \$94  & \$98 ;
-  assign \$100  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$101  = s1_write[19:16] + 1'h1;
-  assign \$102  = busy | s3_valid;
-  assign \$103  = \$102  | s3_prog;
-  assign \$104  = \$103  | s3_ack;
-  assign \$105  = nxt_index == s1_tile[7:0];
-  assign \$106  = \$104  & \$105 ;
-  assign \$107  = wr__addr == s1_tile[7:0];
-  assign \$108  = fwd_last_we & \$107 ;
-  assign \$109  = fwd_prev_index == s1_tile[7:0];
-  assign \$110  = fwd_prev_we & \$109 ;
-  assign \$111  = busy | s3_valid;
-  assign \$112  = \$111  | s3_prog;
-  assign \$113  = \$112  | s3_ack;
-  assign \$114  = nxt_index == s1_tile[7:0];
-  assign \$115  = \$113  & \$114 ;
-  assign \$116  = wr__addr == s1_tile[7:0];
-  assign \$117  = fwd_last_we & \$116 ;
-  assign \$118  = fwd_prev_index == s1_tile[7:0];
-  assign \$119  = fwd_prev_we & \$118 ;
-  assign \$120  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$121  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$122  = \$117  ? \$120  : \$121 ;
-  assign \$123  = \$106  ? nxt_tag_eq1 : \$122 ;
-  assign \$124  = busy | s3_valid;
-  assign \$125  = \$124  | s3_prog;
-  assign \$126  = \$125  | s3_ack;
-  assign \$127  = nxt_index == s1_tile[7:0];
-  assign \$128  = \$126  & \$127 ;
-  assign \$129  = wr__addr == s1_tile[7:0];
-  assign \$130  = fwd_last_we & \$129 ;
-  assign \$131  = fwd_prev_index == s1_tile[7:0];
-  assign \$132  = fwd_prev_we & \$131 ;
-  assign \$133  = base[0] ? base[33:22] : s2_req[29:18];
-  assign \$134  = ~ s2_stale;
-  assign \$135  = s2_valid & \$134 ;
-  assign \$136  = \$135  & ok_next;
-  assign \$137  = s2_req[1:0] == 1'h1;
-  assign \$138  = s2_prog & \$137 ;
-  assign \$139  = \$138  & ok_next;
-  assign \$140  = ! s2_req[1:0];
-  assign \$141  = s2_prog & \$140 ;
-  assign \$142  = | s2_req[29:18];
-  assign \$143  = \$141  & \$142 ;
-  assign \$144  = ~ s2_stale;
-  assign \$145  = s2_valid & \$144 ;
-  assign \$146  = \$145  & ok_next;
-  assign \$147  = \$146  ? s2_write[19:16] : 4'h0;
-  assign \$148  = ~ s2_stale;
-  assign \$149  = s2_valid & \$148 ;
-  assign \$150  = \$149  & ok_next;
-  assign \$151  = \$150  ? s2_beats1 : 5'h01;
-  assign \$152  = \$signal  ? nxt[1] : base[1];
-  assign \$153  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$154  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$155  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$156  = busy | s3_valid;
-  assign \$157  = \$156  | s3_prog;
-  assign \$158  = \$157  | s3_ack;
-  assign \$159  = nxt[0] & nxt[1];
-  assign \$160  = nxt[0] ? nxt[21:10] : 12'h000;
-  assign \$161  = nxt[0] ? nxt[41:34] : 8'h00;
-  assign \$162  = nxt[21:10] - nxt[33:22];
-  assign \$163  = nxt[0] ? \$162  : 13'h0000;
-  assign \$164  = | set_err;
-  assign \$165  = hit ? ent[28:21] : 8'h00;
-  assign \$166  = s3_prog ? s3_req[37:30] : \$165 ;
-  assign \$167  = complete & idle;
-  assign \$168  = ~ busy;
-  assign \$169  = \$167  & \$168 ;
-  assign \$170  = cur[45:42] == 1'h1;
-  assign \$171  = s3_ack & \$170 ;
-  assign \$175  = stats[31:0] + 1'h1;
-  assign \$176  = stats[63:32] + 1'h1;
-  assign \$177  = stats[95:64] + 1'h1;
-  assign \$178  = stats[127:96] + 1'h1;
-  assign \$179  = ~ lost;
-  assign \$180  = complete & \$179 ;
-  assign \$181  = stats[159:128] + 1'h1;
-  assign \$182  = stats[191:160] + 1'h1;
-  assign \$183  = ~ busy;
-  assign \$184  = program__valid | \o__valid$13 ;
-  assign \$185  = \$183  & \$184 ;
-  assign \$186  = \$185  & write__valid;
-  assign \$187  = ! \wait ;
+  assign \wr__addr$78  = busy ? sweep : s4_cmd;
+  assign \wr__data$80  = busy ? 9'h000 : \$69 [8:0];
+  assign \$70  = \$signal$75  | s4_dec;
+  assign \wr__en$81  = busy | \$70 ;
+  assign \$71  = s4_cmd == query__addr;
+  assign \$72  = \$signal$75  & \$71 ;
+  assign \$73  = query__data + \$72 ;
+  assign \$74  = s4_cmd == query__addr;
+  assign \$75  = s4_dec & \$74 ;
+  assign \$76  = \$73  - \$75 ;
+  assign \$77  = | \$76 [8:0];
+  assign desc_held = busy | \$77 ;
+  assign \$78  = sweep1 + 1'h1;
+  assign \$79  = sweep1 == 8'hff;
+  assign \$80  = program__valid & program__ready;
+  assign \$81  = ~ write__valid;
+  assign \$82  = ~ busy;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = ~ program__valid;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = \$85  & \o__valid$13 ;
+  assign \$87  = program__valid ? program__payload[17:2] : \o__payload$15 ;
+  assign \$88  = write__valid ? write__payload[15:0] : \$87 ;
+  assign \$89  = ~ sweep_last;
+  assign \$90  = busy & \$89 ;
+  assign \$91  = \$90  | s2_valid;
+  assign \$92  = \$91  | s2_prog;
+  assign \$93  = \$92  | s2_ack;
+  assign \$94  = ~ sweep_last;
+  assign \$95  = busy & \$94 ;
+  assign \$96  = \$95  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$97  = \$96  == s1_tile[7:0];
+  assign \$98  = \$93  & \$97 ;
+  assign \$99  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$100  = s1_write[19:16] + 1'h1;
+  assign \$101  = busy | s3_valid;
+  assign \$102  = \$101  | s3_prog;
+  assign \$103  = \$102  | s3_ack;
+  assign \$104  = nxt_index == s1_tile[7:0];
+  assign \$105  = \$103  & \$104 ;
+  assign \$106  = wr__addr == s1_tile[7:0];
+  assign \$107  = fwd_last_we & \$106 ;
+  assign \$108  = fwd_prev_index == s1_tile[7:0];
+  assign \$109  = fwd_prev_we & \$108 ;
+  assign \$110  = busy | s3_valid;
+  assign \$111  = \$110  | s3_prog;
+  assign \$112  = \$111  | s3_ack;
+  assign \$113  = nxt_index == s1_tile[7:0];
+  assign \$114  = \$112  & \$113 ;
+  assign \$115  = wr__addr == s1_tile[7:0];
+  assign \$116  = fwd_last_we & \$115 ;
+  assign \$117  = fwd_prev_index == s1_tile[7:0];
+  assign \$118  = fwd_prev_we & \$117 ;
+  assign \$119  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$120  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$121  = \$116  ? \$119  : \$120 ;
+  assign \$122  = \$105  ? nxt_tag_eq1 : \$121 ;
+  assign \$123  = busy | s3_valid;
+  assign \$124  = \$123  | s3_prog;
+  assign \$125  = \$124  | s3_ack;
+  assign \$126  = nxt_index == s1_tile[7:0];
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = wr__addr == s1_tile[7:0];
+  assign \$129  = fwd_last_we & \$128 ;
+  assign \$130  = fwd_prev_index == s1_tile[7:0];
+  assign \$131  = fwd_prev_we & \$130 ;
+  assign \$132  = base[0] ? base[33:22] : s2_req[29:18];
+  assign \$133  = ~ s2_stale;
+  assign \$134  = s2_valid & \$133 ;
+  assign \$135  = \$134  & ok_next;
+  assign \$136  = s2_req[1:0] == 1'h1;
+  assign \$137  = s2_prog & \$136 ;
+  assign \$138  = \$137  & ok_next;
+  assign \$139  = ! s2_req[1:0];
+  assign \$140  = s2_prog & \$139 ;
+  assign \$141  = | s2_req[29:18];
+  assign \$142  = \$140  & \$141 ;
+  assign \$143  = ~ s2_stale;
+  assign \$144  = s2_valid & \$143 ;
+  assign \$145  = \$144  & ok_next;
+  assign \$146  = \$145  ? s2_write[19:16] : 4'h0;
+  assign \$147  = ~ s2_stale;
+  assign \$148  = s2_valid & \$147 ;
+  assign \$149  = \$148  & ok_next;
+  assign \$150  = \$149  ? s2_beats1 : 5'h01;
+  assign \$151  = \$signal  ? nxt[1] : base[1];
+  assign \$152  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$153  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$154  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$155  = busy | s3_valid;
+  assign \$156  = \$155  | s3_prog;
+  assign \$157  = \$156  | s3_ack;
+  assign \$158  = nxt[0] & nxt[1];
+  assign \$159  = nxt[0] ? nxt[21:10] : 12'h000;
+  assign \$160  = nxt[0] ? nxt[41:34] : 8'h00;
+  assign \$161  = nxt[21:10] - nxt[33:22];
+  assign \$162  = nxt[0] ? \$161  : 13'h0000;
+  assign \$163  = | set_err;
+  assign \$164  = hit ? ent[28:21] : 8'h00;
+  assign \$165  = s3_prog ? s3_req[37:30] : \$164 ;
+  assign \$166  = complete & idle;
+  assign \$167  = ~ busy;
+  assign \$168  = \$166  & \$167 ;
+  assign \$169  = cur[45:42] == 1'h1;
+  assign \$170  = s3_ack & \$169 ;
+  assign \$171  = \$signal$75  | s4_dec;
+  assign \$172  = s4_cmd == ent[28:21];
+  assign \$173  = \$171  & \$172 ;
+  assign \$174  = \$173  ? \$69 [8:0] : pre__data;
+  assign \$178  = stats[31:0] + 1'h1;
+  assign \$179  = stats[63:32] + 1'h1;
+  assign \$180  = stats[95:64] + 1'h1;
+  assign \$181  = stats[127:96] + 1'h1;
+  assign \$182  = ~ lost;
+  assign \$183  = complete & \$182 ;
+  assign \$184  = stats[159:128] + 1'h1;
+  assign \$185  = stats[191:160] + 1'h1;
+  assign \$186  = ~ busy;
+  assign \$187  = program__valid | \o__valid$13 ;
   assign \$188  = \$186  & \$187 ;
-  assign \$189  = ~ busy;
-  assign \$190  = program__valid | \o__valid$13 ;
+  assign \$189  = \$188  & write__valid;
+  assign \$190  = ! \wait ;
   assign \$191  = \$189  & \$190 ;
-  assign \$192  = \$191  & write__valid;
-  assign \$193  = ! \wait ;
+  assign \$192  = ~ busy;
+  assign \$193  = program__valid | \o__valid$13 ;
   assign \$194  = \$192  & \$193 ;
-  assign \$195  = | \wait ;
-  assign \$196  = \wait  - 1'h1;
+  assign \$195  = \$194  & write__valid;
+  assign \$196  = ! \wait ;
+  assign \$197  = \$195  & \$196 ;
+  assign \$198  = | \wait ;
+  assign \$199  = \wait  - 1'h1;
   always @(posedge clk)
-    sweep <= \$197 ;
+    sweep <= \$200 ;
   always @(posedge clk)
-    sweep1 <= \$198 ;
+    sweep1 <= \$201 ;
   always @(posedge clk)
-    sweep_last <= \$199 ;
+    sweep_last <= \$202 ;
   always @(posedge clk)
-    busy <= \$200 ;
+    busy <= \$203 ;
   always @(posedge clk)
-    s1_valid <= \$201 ;
+    s1_valid <= \$204 ;
   always @(posedge clk)
-    s1_stale <= \$202 ;
+    s1_stale <= \$205 ;
   always @(posedge clk)
-    s1_prog <= \$203 ;
+    s1_prog <= \$206 ;
   always @(posedge clk)
-    s1_ack <= \$204 ;
+    s1_ack <= \$207 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s1_tile <= \$89 ;
+    s1_tile <= \$88 ;
   always @(posedge clk)
-    s2_valid <= \$205 ;
+    s2_valid <= \$208 ;
   always @(posedge clk)
-    s2_stale <= \$206 ;
+    s2_stale <= \$209 ;
   always @(posedge clk)
-    s2_prog <= \$207 ;
+    s2_prog <= \$210 ;
   always @(posedge clk)
-    s2_ack <= \$208 ;
+    s2_ack <= \$211 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -22894,13 +22903,13 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$209 ;
+    s3_valid <= \$212 ;
   always @(posedge clk)
-    s3_stale <= \$210 ;
+    s3_stale <= \$213 ;
   always @(posedge clk)
-    s3_prog <= \$211 ;
+    s3_prog <= \$214 ;
   always @(posedge clk)
-    s3_ack <= \$212 ;
+    s3_ack <= \$215 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -22908,81 +22917,83 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$213 ;
+    \$signal  <= \$216 ;
   always @(posedge clk)
-    tag_ahead <= \$214 ;
+    tag_ahead <= \$217 ;
   always @(posedge clk)
-    s2_beats1 <= \$101 ;
+    s2_beats1 <= \$100 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$215 ;
+    fwd_tag_eq <= \$218 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$216 ;
+    fwd_hit <= \$219 ;
   always @(posedge clk)
-    s3_hit <= \$217 ;
+    s3_hit <= \$220 ;
   always @(posedge clk)
-    base_valid <= \$218 ;
+    base_valid <= \$221 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$219 ;
+    tag_ok <= \$222 ;
   always @(posedge clk)
-    base_left <= \$133 ;
+    base_left <= \$132 ;
   always @(posedge clk)
-    count_ok <= \$220 ;
+    count_ok <= \$223 ;
   always @(posedge clk)
-    disarm_ok <= \$221 ;
+    disarm_ok <= \$224 ;
   always @(posedge clk)
-    s3_arm <= \$222 ;
+    s3_arm <= \$225 ;
   always @(posedge clk)
-    s3_beats <= \$147 ;
+    s3_beats <= \$146 ;
   always @(posedge clk)
-    s3_beats1 <= \$151 ;
+    s3_beats1 <= \$150 ;
   always @(posedge clk)
-    ent <= \$223 ;
+    ent <= \$226 ;
   always @(posedge clk)
-    fwd_last_we <= \$224 ;
+    fwd_last_we <= \$227 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$225 ;
+    fwd_old_we <= \$228 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$226 ;
+    fwd_prev_we <= \$229 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$69  <= \$227 ;
+    \data$69  <= \$230 ;
   always @(posedge clk)
-    \push$71  <= \$228 ;
+    \push$71  <= \$231 ;
   always @(posedge clk)
-    result__valid <= \$229 ;
+    result__valid <= \$232 ;
   always @(posedge clk)
-    result__payload <= \$230 ;
+    result__payload <= \$233 ;
   always @(posedge clk)
-    capture <= \$231 ;
+    capture <= \$234 ;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$78  <= \$232 ;
+    \$signal$75  <= \$235 ;
   always @(posedge clk)
-    s4_dec <= \$233 ;
+    s4_dec <= \$236 ;
   always @(posedge clk)
-    errors <= \$234 ;
+    s4_old <= \$174 ;
   always @(posedge clk)
-    stats <= \$235 ;
+    errors <= \$237 ;
   always @(posedge clk)
-    hold <= \$236 ;
+    stats <= \$238 ;
   always @(posedge clk)
-    \wait  <= \$237 ;
+    hold <= \$239 ;
+  always @(posedge clk)
+    \wait  <= \$240 ;
   t3hw_engine__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -23028,325 +23039,325 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$197  = sweep;
+    \$200  = sweep;
     if (busy) begin
-      \$197  = sweep1[7:0];
+      \$200  = sweep1[7:0];
     end
     if (rst) begin
-      \$197  = 8'h00;
+      \$200  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$198  = sweep1;
+    \$201  = sweep1;
     if (busy) begin
-      \$198  = \$79 [8:0];
+      \$201  = \$78 [8:0];
     end
     if (rst) begin
-      \$198  = 9'h001;
+      \$201  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$199  = sweep_last;
+    \$202  = sweep_last;
     if (busy) begin
-      \$199  = \$80 ;
+      \$202  = \$79 ;
     end
-    if (rst) begin
-      \$199  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$200  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$200  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$200  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$201  = write__valid;
-    if (rst) begin
-      \$201  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$202  = busy;
     if (rst) begin
       \$202  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$203  = \$81 ;
+    \$203  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$203  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$203  = 1'h0;
+      \$203  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$204  = \$87 ;
+    \$204  = write__valid;
     if (rst) begin
       \$204  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$205  = s1_valid;
+    \$205  = busy;
     if (rst) begin
       \$205  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$206  = s1_stale;
+    \$206  = \$80 ;
     if (rst) begin
       \$206  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$207  = s1_prog;
+    \$207  = \$86 ;
     if (rst) begin
       \$207  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$208  = s1_ack;
+    \$208  = s1_valid;
     if (rst) begin
       \$208  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$209  = s2_valid;
+    \$209  = s1_stale;
     if (rst) begin
       \$209  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$210  = s2_stale;
+    \$210  = s1_prog;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$211  = s2_prog;
+    \$211  = s1_ack;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$212  = s2_ack;
+    \$212  = s2_valid;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$213  = \$99 ;
+    \$213  = s2_stale;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$214  = \$100 ;
+    \$214  = s2_prog;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$215  = \$123 ;
+    \$215  = s2_ack;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$216  = { \$132 , \$130 , \$128  };
+    \$216  = \$98 ;
     if (rst) begin
-      \$216  = 3'h0;
+      \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$217  = \$signal ;
+    \$217  = \$99 ;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$218  = base[0];
+    \$218  = \$122 ;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$219  = ok_next;
+    \$219  = { \$131 , \$129 , \$127  };
     if (rst) begin
-      \$219  = 1'h0;
+      \$219  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$220  = \$136 ;
+    \$220  = \$signal ;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$221  = \$139 ;
+    \$221  = base[0];
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$222  = \$143 ;
+    \$222  = ok_next;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$224  = \$158 ;
+    \$223  = \$135 ;
+    if (rst) begin
+      \$223  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$224  = \$138 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$225  = fwd_prev_we;
+    \$225  = \$142 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$226  = fwd_last_we;
+    \$227  = \$157 ;
     if (rst) begin
-      \$226  = 1'h0;
+      \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$228  = \push$56 ;
+    \$228  = fwd_prev_we;
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$229  = s3_prog;
+    \$229  = fwd_last_we;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$230 [1:0] = s3_req[1:0];
-    \$230 [4:2] = code;
-    \$230 [20:5] = s3_tile;
-    \$230 [21] = nxt[0];
-    \$230 [26:23] = nxt[45:42];
-    \$230 [22] = \$159 ;
-    \$230 [38:27] = \$160 ;
-    \$230 [58:51] = \$161 ;
-    \$230 [50:39] = \$163 [11:0];
+    \$231  = \push$56 ;
     if (rst) begin
-      \$230  = 59'h000000000000000;
+      \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$231  = capture;
-    if (\$164 ) begin
-      \$231 [15:0] = s3_tile;
-      \$231 [23:16] = \$166 ;
-    end
-    if (rst) begin
-      \$231  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$232  = \$169 ;
+    \$232  = s3_prog;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$233  = \$171 ;
+    \$233 [1:0] = s3_req[1:0];
+    \$233 [4:2] = code;
+    \$233 [20:5] = s3_tile;
+    \$233 [21] = nxt[0];
+    \$233 [26:23] = nxt[45:42];
+    \$233 [22] = \$158 ;
+    \$233 [38:27] = \$159 ;
+    \$233 [58:51] = \$160 ;
+    \$233 [50:39] = \$162 [11:0];
     if (rst) begin
-      \$233  = 1'h0;
+      \$233  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$234  = \$174 ;
+    \$234  = capture;
+    if (\$163 ) begin
+      \$234 [15:0] = s3_tile;
+      \$234 [23:16] = \$165 ;
+    end
     if (rst) begin
-      \$234  = 6'h00;
+      \$234  = 24'h000000;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$235  = stats;
-    if (write__valid) begin
-      casez (write__payload[22:21])
-        2'h0:
-            \$235 [31:0] = \$175 [31:0];
-        2'h1:
-            \$235 [63:32] = \$176 [31:0];
-        2'h2:
-            \$235 [95:64] = \$177 [31:0];
-      endcase
-    end
-    if (set_err[0]) begin
-      \$235 [127:96] = \$178 [31:0];
-    end
-    if (\$180 ) begin
-      \$235 [159:128] = \$181 [31:0];
-    end
-    if (lost) begin
-      \$235 [191:160] = \$182 [31:0];
-    end
+    \$235  = \$168 ;
     if (rst) begin
-      \$235  = 192'h000000000000000000000000000000000000000000000000;
+      \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$236  = \$188 ;
+    \$236  = \$170 ;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$237  = \wait ;
-    if (\$194 ) begin
-      \$237  = 3'h7;
-    end else if (\$195 ) begin
-      \$237  = \$196 [2:0];
+    \$237  = \$177 ;
+    if (rst) begin
+      \$237  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$238  = stats;
+    if (write__valid) begin
+      casez (write__payload[22:21])
+        2'h0:
+            \$238 [31:0] = \$178 [31:0];
+        2'h1:
+            \$238 [63:32] = \$179 [31:0];
+        2'h2:
+            \$238 [95:64] = \$180 [31:0];
+      endcase
+    end
+    if (set_err[0]) begin
+      \$238 [127:96] = \$181 [31:0];
+    end
+    if (\$183 ) begin
+      \$238 [159:128] = \$184 [31:0];
+    end
+    if (lost) begin
+      \$238 [191:160] = \$185 [31:0];
     end
     if (rst) begin
-      \$237  = 3'h0;
+      \$238  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$239  = \$191 ;
+    if (rst) begin
+      \$239  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$240  = \wait ;
+    if (\$197 ) begin
+      \$240  = 3'h7;
+    end else if (\$198 ) begin
+      \$240  = \$199 [2:0];
+    end
+    if (rst) begin
+      \$240  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -23362,10 +23373,10 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   assign wr__data = fwd_last;
   assign trig = \data$69 ;
   assign s4_push = \push$71 ;
-  assign \wr__addr$75  = upd__addr;
-  assign \wr__data$76  = \$70 [8:0];
+  assign \new  = \$69 [8:0];
+  assign pre__addr = ent[28:21];
   assign desc_query = query__addr;
-  assign after = \$77 [8:0];
+  assign after = \$76 [8:0];
   assign clear = 6'h3f;
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
@@ -23513,12 +23524,12 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$227 [23:8] = s3_tile;
-  assign \$227 [7:0] = ent[28:21];
-  assign \$223 [28:21] = \$155 ;
-  assign \$223 [20:9] = \$154 ;
-  assign \$223 [8:1] = \$153 ;
-  assign \$223 [0] = \$152 ;
+  assign \$230 [23:8] = s3_tile;
+  assign \$230 [7:0] = ent[28:21];
+  assign \$226 [28:21] = \$154 ;
+  assign \$226 [20:9] = \$153 ;
+  assign \$226 [8:1] = \$152 ;
+  assign \$226 [0] = \$151 ;
   assign set_err[5] = \$66 ;
   assign set_err[4] = lost;
   assign set_err[3] = \$64 ;
@@ -23539,9 +23550,9 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   assign cur[45:42] = \$15 ;
   assign cur[33:22] = \$14 ;
   assign cur[0] = \$12 ;
-  assign \$172  = 6'h00;
-  assign \$173  = 6'h00;
-  assign \$174  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
+  assign \$175  = 6'h00;
+  assign \$176  = 6'h00;
+  assign \$177  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
 endmodule
 
 module t3hw_engine__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, clk);

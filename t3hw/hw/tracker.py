@@ -537,25 +537,32 @@ class Tracker(wiring.Component):
     def _held(self, m, sweep, s3, ent, out):
         """The ``held`` counters: per descriptor index, the entries with a firing pending
         under it. S3 decides at most one change (a first firing, or an ack of the last one)
-        and registers it; S4 reads the counter, adds or subtracts one and writes it back in
-        the same cycle (an asynchronous read of distributed RAM), so back-to-back changes
-        need no forwarding. ``desc_held`` reads the queried counter as S4 leaves it (its
-        change of this cycle included), so a descriptor is held from the cycle after its
-        entry completes, and released from the cycle after the ack of its last firing."""
+        and registers it; it also reads the counter of its entry's command (an asynchronous
+        read of distributed RAM, from the ``ent.cmd`` register) into a register, taking the
+        value S4 writes in the same cycle when S4 changes the same counter. S4 adds or
+        subtracts one and writes the counter back. So neither the RAM read nor the adder
+        lies on the other's path. ``desc_held`` reads the queried counter as S4 leaves it
+        (its change of this cycle included), so a descriptor is held from the cycle after
+        its entry completes, and released from the cycle after the ack of its last firing."""
         p = self._p
         m.submodules.held = held = memory.Memory(
             shape=range(p.tracker_entries + 1), depth=p.dma_descriptors, init=[])
-        upd = held.read_port(domain="comb")
+        pre = held.read_port(domain="comb")
         query = held.read_port(domain="comb")
         wr = held.write_port()
         s4_cmd = Signal(p.cmd_width, reset_less=True)
+        s4_old = Signal(range(p.tracker_entries + 1), reset_less=True)
         s4_inc, s4_dec = Signal(), Signal()
+        new = Signal(range(p.tracker_entries + 2))
+        m.d.comb += [new.eq(s4_old + s4_inc - s4_dec), pre.addr.eq(ent.cmd)]
+        changes = s4_inc | s4_dec
         m.d.sync += [s4_cmd.eq(ent.cmd), s4_inc.eq(out.complete & out.idle & ~self.busy),
-                     s4_dec.eq(s3.ack & (out.cur.pending == 1))]
+                     s4_dec.eq(s3.ack & (out.cur.pending == 1)),
+                     s4_old.eq(Mux(changes & (s4_cmd == ent.cmd), new, pre.data))]
         m.d.comb += [
-            upd.addr.eq(Mux(self.busy, sweep.sweep, s4_cmd)), wr.addr.eq(upd.addr),
-            wr.data.eq(Mux(self.busy, 0, upd.data + s4_inc - s4_dec)),
-            wr.en.eq(self.busy | s4_inc | s4_dec),
+            wr.addr.eq(Mux(self.busy, sweep.sweep, s4_cmd)),
+            wr.data.eq(Mux(self.busy, 0, new)),
+            wr.en.eq(self.busy | changes),
             query.addr.eq(self.desc_query),
         ]
         # The queried counter as S4 leaves it.
