@@ -76,7 +76,7 @@ class Queue(wiring.Component):
         # per cycle, a full queue takes a push while its head leaves).
         head_reg = Signal(self._shape, reset_less=True)
         m.d.comb += self.o.payload.eq(head_reg)
-        waiting = self.level > 1                        # items behind the head
+        waiting = (self.level > 1) if depth > 1 else C(0)    # items behind the head
         direct = do_push & ((self.level == 0) | (pop & ~waiting))
         with m.If(direct):
             m.d.sync += head_reg.eq(self.data)
