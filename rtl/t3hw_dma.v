@@ -2016,6 +2016,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     _0_ <= check_table[trigger__payload[7:0]];
   end
   assign rd_check__data = _0_;
+  (* t3hw_lutram = 32'd1 *)
   reg [4:0] dropped_count [255:0];
   initial begin
     dropped_count[0] = 5'h00;
@@ -2556,6 +2557,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     _3_ <= fetch_table[o__payload];
   end
   assign rd_fetch__data = _3_;
+  (* t3hw_lutram = 32'd1 *)
   reg [4:0] issued_count [255:0];
   initial begin
     issued_count[0] = 5'h00;
@@ -2827,6 +2829,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   end
   assign check__data = issued_count[_4_];
   assign rmw__data = issued_count[_5_];
+  (* t3hw_lutram = 32'd1 *)
   reg [4:0] taken_count [255:0];
   initial begin
     taken_count[0] = 5'h00;

@@ -18251,6 +18251,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
     _0_ <= check_table[trigger__payload[7:0]];
   end
   assign rd_check__data = _0_;
+  (* t3hw_lutram = 32'd1 *)
   reg [4:0] dropped_count [255:0];
   initial begin
     dropped_count[0] = 5'h00;
@@ -18791,6 +18792,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
     _3_ <= fetch_table[o__payload];
   end
   assign rd_fetch__data = _3_;
+  (* t3hw_lutram = 32'd1 *)
   reg [4:0] issued_count [255:0];
   initial begin
     issued_count[0] = 5'h00;
@@ -19062,6 +19064,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
   end
   assign check__data = issued_count[_4_];
   assign rmw__data = issued_count[_5_];
+  (* t3hw_lutram = 32'd1 *)
   reg [4:0] taken_count [255:0];
   initial begin
     taken_count[0] = 5'h00;
@@ -21531,10 +21534,10 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   reg _init_strobe_17  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [4:0] \$100 ;
+  wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
+  wire [4:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
@@ -21566,10 +21569,10 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire [11:0] \$13 ;
   wire \$130 ;
   wire \$131 ;
-  wire [11:0] \$132 ;
+  wire \$132 ;
   wire \$133 ;
   wire \$134 ;
-  wire \$135 ;
+  wire [11:0] \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
@@ -21581,53 +21584,53 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire \$143 ;
   wire \$144 ;
   wire \$145 ;
-  wire [3:0] \$146 ;
+  wire \$146 ;
   wire \$147 ;
   wire \$148 ;
-  wire \$149 ;
+  wire [3:0] \$149 ;
   wire [3:0] \$15 ;
-  wire [4:0] \$150 ;
+  wire \$150 ;
   wire \$151 ;
-  wire [7:0] \$152 ;
-  wire [11:0] \$153 ;
-  wire [7:0] \$154 ;
-  wire \$155 ;
-  wire \$156 ;
-  wire \$157 ;
+  wire \$152 ;
+  wire [4:0] \$153 ;
+  wire \$154 ;
+  wire [7:0] \$155 ;
+  wire [11:0] \$156 ;
+  wire [7:0] \$157 ;
   wire \$158 ;
-  wire [11:0] \$159 ;
+  wire \$159 ;
   wire \$16 ;
-  wire [7:0] \$160 ;
-  wire [12:0] \$161 ;
-  wire [12:0] \$162 ;
-  wire \$163 ;
-  wire [7:0] \$164 ;
-  wire [7:0] \$165 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire [11:0] \$162 ;
+  wire [7:0] \$163 ;
+  wire [12:0] \$164 ;
+  wire [12:0] \$165 ;
   wire \$166 ;
-  wire \$167 ;
-  wire \$168 ;
+  wire [7:0] \$167 ;
+  wire [7:0] \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
   wire \$172 ;
   wire \$173 ;
-  wire [8:0] \$174 ;
-  wire [5:0] \$175 ;
-  wire [5:0] \$176 ;
-  wire [5:0] \$177 ;
-  wire [32:0] \$178 ;
-  wire [32:0] \$179 ;
+  wire \$174 ;
+  wire \$175 ;
+  wire \$176 ;
+  wire [8:0] \$177 ;
+  wire [5:0] \$178 ;
+  wire [5:0] \$179 ;
   wire \$18 ;
-  wire [32:0] \$180 ;
+  wire [5:0] \$180 ;
   wire [32:0] \$181 ;
-  wire \$182 ;
-  wire \$183 ;
+  wire [32:0] \$182 ;
+  wire [32:0] \$183 ;
   wire [32:0] \$184 ;
-  wire [32:0] \$185 ;
+  wire \$185 ;
   wire \$186 ;
-  wire \$187 ;
-  wire \$188 ;
+  wire [32:0] \$187 ;
+  wire [32:0] \$188 ;
   wire \$189 ;
   wire [7:0] \$19 ;
   wire \$190 ;
@@ -21639,14 +21642,14 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
-  wire [3:0] \$199 ;
+  wire \$199 ;
   wire \$2 ;
   wire [11:0] \$20 ;
-  reg [7:0] \$200 ;
-  reg [8:0] \$201 ;
-  reg \$202 ;
-  reg \$203 ;
-  reg \$204 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire [3:0] \$202 ;
+  reg [7:0] \$203 ;
+  reg [8:0] \$204 ;
   reg \$205 ;
   reg \$206 ;
   reg \$207 ;
@@ -21662,31 +21665,34 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   reg \$216 ;
   reg \$217 ;
   reg \$218 ;
-  reg [2:0] \$219 ;
+  reg \$219 ;
   wire [12:0] \$22 ;
   reg \$220 ;
   reg \$221 ;
-  reg \$222 ;
+  reg [2:0] \$222 ;
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
-  wire [28:0] \$226 ;
+  reg \$226 ;
   reg \$227 ;
   reg \$228 ;
-  reg \$229 ;
+  wire [28:0] \$229 ;
   wire [12:0] \$23 ;
-  wire [23:0] \$230 ;
+  reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  reg [58:0] \$233 ;
-  reg [23:0] \$234 ;
+  wire [23:0] \$233 ;
+  reg \$234 ;
   reg \$235 ;
-  reg \$236 ;
-  reg [5:0] \$237 ;
-  reg [191:0] \$238 ;
+  reg [58:0] \$236 ;
+  reg [23:0] \$237 ;
+  reg \$238 ;
   reg \$239 ;
   wire [11:0] \$24 ;
-  reg [2:0] \$240 ;
+  reg [5:0] \$240 ;
+  reg [191:0] \$241 ;
+  reg \$242 ;
+  reg [2:0] \$243 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
@@ -21740,38 +21746,37 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [9:0] \$73 ;
+  wire \$73 ;
   wire \$74 ;
   wire \$75 ;
-  wire [10:0] \$76 ;
+  wire \$76 ;
   wire \$77 ;
-  wire [9:0] \$78 ;
+  wire \$78 ;
   wire \$79 ;
   wire [15:0] \$8 ;
   wire \$80 ;
-  wire \$81 ;
+  wire [9:0] \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
-  wire [15:0] \$87 ;
-  wire [15:0] \$88 ;
+  wire \$87 ;
+  wire \$88 ;
   wire \$89 ;
   wire [15:0] \$9 ;
-  wire \$90 ;
-  wire \$91 ;
+  wire [15:0] \$90 ;
+  wire [15:0] \$91 ;
   wire \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
-  wire [7:0] \$96 ;
+  wire \$96 ;
   wire \$97 ;
   wire \$98 ;
-  wire \$99 ;
+  wire [7:0] \$99 ;
   reg \$signal  = 1'h0;
   reg \$signal$75  = 1'h0;
-  wire [8:0] after;
   wire arm;
   reg [45:0] base;
   wire [7:0] base__cmd ;
@@ -22740,162 +22745,165 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   assign \$70  = \$signal$75  | s4_dec;
   assign \wr__en$81  = busy | \$70 ;
   assign \$71  = s4_cmd == query__addr;
-  assign \$72  = \$signal$75  & \$71 ;
-  assign \$73  = query__data + \$72 ;
-  assign \$74  = s4_cmd == query__addr;
-  assign \$75  = s4_dec & \$74 ;
-  assign \$76  = \$73  - \$75 ;
-  assign \$77  = | \$76 [8:0];
-  assign desc_held = busy | \$77 ;
-  assign \$78  = sweep1 + 1'h1;
-  assign \$79  = sweep1 == 8'hff;
-  assign \$80  = program__valid & program__ready;
-  assign \$81  = ~ write__valid;
-  assign \$82  = ~ busy;
-  assign \$83  = \$81  & \$82 ;
-  assign \$84  = ~ program__valid;
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = \$85  & \o__valid$13 ;
-  assign \$87  = program__valid ? program__payload[17:2] : \o__payload$15 ;
-  assign \$88  = write__valid ? write__payload[15:0] : \$87 ;
-  assign \$89  = ~ sweep_last;
-  assign \$90  = busy & \$89 ;
-  assign \$91  = \$90  | s2_valid;
-  assign \$92  = \$91  | s2_prog;
-  assign \$93  = \$92  | s2_ack;
-  assign \$94  = ~ sweep_last;
-  assign \$95  = busy & \$94 ;
-  assign \$96  = \$95  ? sweep1[7:0] : s2_tile[7:0];
-  assign \$97  = \$96  == s1_tile[7:0];
-  assign \$98  = \$93  & \$97 ;
-  assign \$99  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$100  = s1_write[19:16] + 1'h1;
-  assign \$101  = busy | s3_valid;
-  assign \$102  = \$101  | s3_prog;
-  assign \$103  = \$102  | s3_ack;
-  assign \$104  = nxt_index == s1_tile[7:0];
-  assign \$105  = \$103  & \$104 ;
-  assign \$106  = wr__addr == s1_tile[7:0];
-  assign \$107  = fwd_last_we & \$106 ;
-  assign \$108  = fwd_prev_index == s1_tile[7:0];
-  assign \$109  = fwd_prev_we & \$108 ;
-  assign \$110  = busy | s3_valid;
-  assign \$111  = \$110  | s3_prog;
-  assign \$112  = \$111  | s3_ack;
-  assign \$113  = nxt_index == s1_tile[7:0];
-  assign \$114  = \$112  & \$113 ;
-  assign \$115  = wr__addr == s1_tile[7:0];
-  assign \$116  = fwd_last_we & \$115 ;
-  assign \$117  = fwd_prev_index == s1_tile[7:0];
-  assign \$118  = fwd_prev_we & \$117 ;
-  assign \$119  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$120  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$121  = \$116  ? \$119  : \$120 ;
-  assign \$122  = \$105  ? nxt_tag_eq1 : \$121 ;
-  assign \$123  = busy | s3_valid;
-  assign \$124  = \$123  | s3_prog;
-  assign \$125  = \$124  | s3_ack;
-  assign \$126  = nxt_index == s1_tile[7:0];
-  assign \$127  = \$125  & \$126 ;
-  assign \$128  = wr__addr == s1_tile[7:0];
-  assign \$129  = fwd_last_we & \$128 ;
-  assign \$130  = fwd_prev_index == s1_tile[7:0];
-  assign \$131  = fwd_prev_we & \$130 ;
-  assign \$132  = base[0] ? base[33:22] : s2_req[29:18];
-  assign \$133  = ~ s2_stale;
-  assign \$134  = s2_valid & \$133 ;
-  assign \$135  = \$134  & ok_next;
-  assign \$136  = s2_req[1:0] == 1'h1;
-  assign \$137  = s2_prog & \$136 ;
+  assign \$72  = \$71  & \$signal$75 ;
+  assign \$73  = busy | \$72 ;
+  assign \$74  = | query__data;
+  assign \$75  = s4_cmd == query__addr;
+  assign \$76  = \$75  & s4_dec;
+  assign \$77  = query__data == 1'h1;
+  assign \$78  = \$76  & \$77 ;
+  assign \$79  = ~ \$78 ;
+  assign \$80  = \$74  & \$79 ;
+  assign desc_held = \$73  | \$80 ;
+  assign \$81  = sweep1 + 1'h1;
+  assign \$82  = sweep1 == 8'hff;
+  assign \$83  = program__valid & program__ready;
+  assign \$84  = ~ write__valid;
+  assign \$85  = ~ busy;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = ~ program__valid;
+  assign \$88  = \$86  & \$87 ;
+  assign \$89  = \$88  & \o__valid$13 ;
+  assign \$90  = program__valid ? program__payload[17:2] : \o__payload$15 ;
+  assign \$91  = write__valid ? write__payload[15:0] : \$90 ;
+  assign \$92  = ~ sweep_last;
+  assign \$93  = busy & \$92 ;
+  assign \$94  = \$93  | s2_valid;
+  assign \$95  = \$94  | s2_prog;
+  assign \$96  = \$95  | s2_ack;
+  assign \$97  = ~ sweep_last;
+  assign \$98  = busy & \$97 ;
+  assign \$99  = \$98  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$100  = \$99  == s1_tile[7:0];
+  assign \$101  = \$96  & \$100 ;
+  assign \$102  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$103  = s1_write[19:16] + 1'h1;
+  assign \$104  = busy | s3_valid;
+  assign \$105  = \$104  | s3_prog;
+  assign \$106  = \$105  | s3_ack;
+  assign \$107  = nxt_index == s1_tile[7:0];
+  assign \$108  = \$106  & \$107 ;
+  assign \$109  = wr__addr == s1_tile[7:0];
+  assign \$110  = fwd_last_we & \$109 ;
+  assign \$111  = fwd_prev_index == s1_tile[7:0];
+  assign \$112  = fwd_prev_we & \$111 ;
+  assign \$113  = busy | s3_valid;
+  assign \$114  = \$113  | s3_prog;
+  assign \$115  = \$114  | s3_ack;
+  assign \$116  = nxt_index == s1_tile[7:0];
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = wr__addr == s1_tile[7:0];
+  assign \$119  = fwd_last_we & \$118 ;
+  assign \$120  = fwd_prev_index == s1_tile[7:0];
+  assign \$121  = fwd_prev_we & \$120 ;
+  assign \$122  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$123  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$124  = \$119  ? \$122  : \$123 ;
+  assign \$125  = \$108  ? nxt_tag_eq1 : \$124 ;
+  assign \$126  = busy | s3_valid;
+  assign \$127  = \$126  | s3_prog;
+  assign \$128  = \$127  | s3_ack;
+  assign \$129  = nxt_index == s1_tile[7:0];
+  assign \$130  = \$128  & \$129 ;
+  assign \$131  = wr__addr == s1_tile[7:0];
+  assign \$132  = fwd_last_we & \$131 ;
+  assign \$133  = fwd_prev_index == s1_tile[7:0];
+  assign \$134  = fwd_prev_we & \$133 ;
+  assign \$135  = base[0] ? base[33:22] : s2_req[29:18];
+  assign \$136  = ~ s2_stale;
+  assign \$137  = s2_valid & \$136 ;
   assign \$138  = \$137  & ok_next;
-  assign \$139  = ! s2_req[1:0];
+  assign \$139  = s2_req[1:0] == 1'h1;
   assign \$140  = s2_prog & \$139 ;
-  assign \$141  = | s2_req[29:18];
-  assign \$142  = \$140  & \$141 ;
-  assign \$143  = ~ s2_stale;
-  assign \$144  = s2_valid & \$143 ;
-  assign \$145  = \$144  & ok_next;
-  assign \$146  = \$145  ? s2_write[19:16] : 4'h0;
-  assign \$147  = ~ s2_stale;
-  assign \$148  = s2_valid & \$147 ;
-  assign \$149  = \$148  & ok_next;
-  assign \$150  = \$149  ? s2_beats1 : 5'h01;
-  assign \$151  = \$signal  ? nxt[1] : base[1];
-  assign \$152  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$153  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$154  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$155  = busy | s3_valid;
-  assign \$156  = \$155  | s3_prog;
-  assign \$157  = \$156  | s3_ack;
-  assign \$158  = nxt[0] & nxt[1];
-  assign \$159  = nxt[0] ? nxt[21:10] : 12'h000;
-  assign \$160  = nxt[0] ? nxt[41:34] : 8'h00;
-  assign \$161  = nxt[21:10] - nxt[33:22];
-  assign \$162  = nxt[0] ? \$161  : 13'h0000;
-  assign \$163  = | set_err;
-  assign \$164  = hit ? ent[28:21] : 8'h00;
-  assign \$165  = s3_prog ? s3_req[37:30] : \$164 ;
-  assign \$166  = complete & idle;
-  assign \$167  = ~ busy;
-  assign \$168  = \$166  & \$167 ;
-  assign \$169  = cur[45:42] == 1'h1;
-  assign \$170  = s3_ack & \$169 ;
-  assign \$171  = \$signal$75  | s4_dec;
-  assign \$172  = s4_cmd == ent[28:21];
-  assign \$173  = \$171  & \$172 ;
-  assign \$174  = \$173  ? \$69 [8:0] : pre__data;
-  assign \$178  = stats[31:0] + 1'h1;
-  assign \$179  = stats[63:32] + 1'h1;
-  assign \$180  = stats[95:64] + 1'h1;
-  assign \$181  = stats[127:96] + 1'h1;
-  assign \$182  = ~ lost;
-  assign \$183  = complete & \$182 ;
-  assign \$184  = stats[159:128] + 1'h1;
-  assign \$185  = stats[191:160] + 1'h1;
-  assign \$186  = ~ busy;
-  assign \$187  = program__valid | \o__valid$13 ;
-  assign \$188  = \$186  & \$187 ;
-  assign \$189  = \$188  & write__valid;
-  assign \$190  = ! \wait ;
+  assign \$141  = \$140  & ok_next;
+  assign \$142  = ! s2_req[1:0];
+  assign \$143  = s2_prog & \$142 ;
+  assign \$144  = | s2_req[29:18];
+  assign \$145  = \$143  & \$144 ;
+  assign \$146  = ~ s2_stale;
+  assign \$147  = s2_valid & \$146 ;
+  assign \$148  = \$147  & ok_next;
+  assign \$149  = \$148  ? s2_write[19:16] : 4'h0;
+  assign \$150  = ~ s2_stale;
+  assign \$151  = s2_valid & \$150 ;
+  assign \$152  = \$151  & ok_next;
+  assign \$153  = \$152  ? s2_beats1 : 5'h01;
+  assign \$154  = \$signal  ? nxt[1] : base[1];
+  assign \$155  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$156  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$157  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$158  = busy | s3_valid;
+  assign \$159  = \$158  | s3_prog;
+  assign \$160  = \$159  | s3_ack;
+  assign \$161  = nxt[0] & nxt[1];
+  assign \$162  = nxt[0] ? nxt[21:10] : 12'h000;
+  assign \$163  = nxt[0] ? nxt[41:34] : 8'h00;
+  assign \$164  = nxt[21:10] - nxt[33:22];
+  assign \$165  = nxt[0] ? \$164  : 13'h0000;
+  assign \$166  = | set_err;
+  assign \$167  = hit ? ent[28:21] : 8'h00;
+  assign \$168  = s3_prog ? s3_req[37:30] : \$167 ;
+  assign \$169  = complete & idle;
+  assign \$170  = ~ busy;
+  assign \$171  = \$169  & \$170 ;
+  assign \$172  = cur[45:42] == 1'h1;
+  assign \$173  = s3_ack & \$172 ;
+  assign \$174  = \$signal$75  | s4_dec;
+  assign \$175  = s4_cmd == ent[28:21];
+  assign \$176  = \$174  & \$175 ;
+  assign \$177  = \$176  ? \$69 [8:0] : pre__data;
+  assign \$181  = stats[31:0] + 1'h1;
+  assign \$182  = stats[63:32] + 1'h1;
+  assign \$183  = stats[95:64] + 1'h1;
+  assign \$184  = stats[127:96] + 1'h1;
+  assign \$185  = ~ lost;
+  assign \$186  = complete & \$185 ;
+  assign \$187  = stats[159:128] + 1'h1;
+  assign \$188  = stats[191:160] + 1'h1;
+  assign \$189  = ~ busy;
+  assign \$190  = program__valid | \o__valid$13 ;
   assign \$191  = \$189  & \$190 ;
-  assign \$192  = ~ busy;
-  assign \$193  = program__valid | \o__valid$13 ;
+  assign \$192  = \$191  & write__valid;
+  assign \$193  = ! \wait ;
   assign \$194  = \$192  & \$193 ;
-  assign \$195  = \$194  & write__valid;
-  assign \$196  = ! \wait ;
+  assign \$195  = ~ busy;
+  assign \$196  = program__valid | \o__valid$13 ;
   assign \$197  = \$195  & \$196 ;
-  assign \$198  = | \wait ;
-  assign \$199  = \wait  - 1'h1;
+  assign \$198  = \$197  & write__valid;
+  assign \$199  = ! \wait ;
+  assign \$200  = \$198  & \$199 ;
+  assign \$201  = | \wait ;
+  assign \$202  = \wait  - 1'h1;
   always @(posedge clk)
-    sweep <= \$200 ;
+    sweep <= \$203 ;
   always @(posedge clk)
-    sweep1 <= \$201 ;
+    sweep1 <= \$204 ;
   always @(posedge clk)
-    sweep_last <= \$202 ;
+    sweep_last <= \$205 ;
   always @(posedge clk)
-    busy <= \$203 ;
+    busy <= \$206 ;
   always @(posedge clk)
-    s1_valid <= \$204 ;
+    s1_valid <= \$207 ;
   always @(posedge clk)
-    s1_stale <= \$205 ;
+    s1_stale <= \$208 ;
   always @(posedge clk)
-    s1_prog <= \$206 ;
+    s1_prog <= \$209 ;
   always @(posedge clk)
-    s1_ack <= \$207 ;
+    s1_ack <= \$210 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s1_tile <= \$88 ;
+    s1_tile <= \$91 ;
   always @(posedge clk)
-    s2_valid <= \$208 ;
+    s2_valid <= \$211 ;
   always @(posedge clk)
-    s2_stale <= \$209 ;
+    s2_stale <= \$212 ;
   always @(posedge clk)
-    s2_prog <= \$210 ;
+    s2_prog <= \$213 ;
   always @(posedge clk)
-    s2_ack <= \$211 ;
+    s2_ack <= \$214 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -22903,13 +22911,13 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$212 ;
+    s3_valid <= \$215 ;
   always @(posedge clk)
-    s3_stale <= \$213 ;
+    s3_stale <= \$216 ;
   always @(posedge clk)
-    s3_prog <= \$214 ;
+    s3_prog <= \$217 ;
   always @(posedge clk)
-    s3_ack <= \$215 ;
+    s3_ack <= \$218 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -22917,83 +22925,83 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$216 ;
+    \$signal  <= \$219 ;
   always @(posedge clk)
-    tag_ahead <= \$217 ;
+    tag_ahead <= \$220 ;
   always @(posedge clk)
-    s2_beats1 <= \$100 ;
+    s2_beats1 <= \$103 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$218 ;
+    fwd_tag_eq <= \$221 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$219 ;
+    fwd_hit <= \$222 ;
   always @(posedge clk)
-    s3_hit <= \$220 ;
+    s3_hit <= \$223 ;
   always @(posedge clk)
-    base_valid <= \$221 ;
+    base_valid <= \$224 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$222 ;
+    tag_ok <= \$225 ;
   always @(posedge clk)
-    base_left <= \$132 ;
+    base_left <= \$135 ;
   always @(posedge clk)
-    count_ok <= \$223 ;
+    count_ok <= \$226 ;
   always @(posedge clk)
-    disarm_ok <= \$224 ;
+    disarm_ok <= \$227 ;
   always @(posedge clk)
-    s3_arm <= \$225 ;
+    s3_arm <= \$228 ;
   always @(posedge clk)
-    s3_beats <= \$146 ;
+    s3_beats <= \$149 ;
   always @(posedge clk)
-    s3_beats1 <= \$150 ;
+    s3_beats1 <= \$153 ;
   always @(posedge clk)
-    ent <= \$226 ;
+    ent <= \$229 ;
   always @(posedge clk)
-    fwd_last_we <= \$227 ;
+    fwd_last_we <= \$230 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$228 ;
+    fwd_old_we <= \$231 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$229 ;
+    fwd_prev_we <= \$232 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$69  <= \$230 ;
+    \data$69  <= \$233 ;
   always @(posedge clk)
-    \push$71  <= \$231 ;
+    \push$71  <= \$234 ;
   always @(posedge clk)
-    result__valid <= \$232 ;
+    result__valid <= \$235 ;
   always @(posedge clk)
-    result__payload <= \$233 ;
+    result__payload <= \$236 ;
   always @(posedge clk)
-    capture <= \$234 ;
+    capture <= \$237 ;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$75  <= \$235 ;
+    \$signal$75  <= \$238 ;
   always @(posedge clk)
-    s4_dec <= \$236 ;
+    s4_dec <= \$239 ;
   always @(posedge clk)
-    s4_old <= \$174 ;
+    s4_old <= \$177 ;
   always @(posedge clk)
-    errors <= \$237 ;
+    errors <= \$240 ;
   always @(posedge clk)
-    stats <= \$238 ;
+    stats <= \$241 ;
   always @(posedge clk)
-    hold <= \$239 ;
+    hold <= \$242 ;
   always @(posedge clk)
-    \wait  <= \$240 ;
+    \wait  <= \$243 ;
   t3hw_engine__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -23039,325 +23047,325 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$200  = sweep;
+    \$203  = sweep;
     if (busy) begin
-      \$200  = sweep1[7:0];
+      \$203  = sweep1[7:0];
     end
     if (rst) begin
-      \$200  = 8'h00;
+      \$203  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$201  = sweep1;
+    \$204  = sweep1;
     if (busy) begin
-      \$201  = \$78 [8:0];
+      \$204  = \$81 [8:0];
     end
     if (rst) begin
-      \$201  = 9'h001;
+      \$204  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$202  = sweep_last;
+    \$205  = sweep_last;
     if (busy) begin
-      \$202  = \$79 ;
+      \$205  = \$82 ;
     end
-    if (rst) begin
-      \$202  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$203  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$203  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$203  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$204  = write__valid;
-    if (rst) begin
-      \$204  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$205  = busy;
     if (rst) begin
       \$205  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$206  = \$80 ;
+    \$206  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$206  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$206  = 1'h0;
+      \$206  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$207  = \$86 ;
+    \$207  = write__valid;
     if (rst) begin
       \$207  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$208  = s1_valid;
+    \$208  = busy;
     if (rst) begin
       \$208  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$209  = s1_stale;
+    \$209  = \$83 ;
     if (rst) begin
       \$209  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$210  = s1_prog;
+    \$210  = \$89 ;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$211  = s1_ack;
+    \$211  = s1_valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$212  = s2_valid;
+    \$212  = s1_stale;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$213  = s2_stale;
+    \$213  = s1_prog;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$214  = s2_prog;
+    \$214  = s1_ack;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$215  = s2_ack;
+    \$215  = s2_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$216  = \$98 ;
+    \$216  = s2_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$217  = \$99 ;
+    \$217  = s2_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$218  = \$122 ;
+    \$218  = s2_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$219  = { \$131 , \$129 , \$127  };
+    \$219  = \$101 ;
     if (rst) begin
-      \$219  = 3'h0;
+      \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$220  = \$signal ;
+    \$220  = \$102 ;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$221  = base[0];
+    \$221  = \$125 ;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$222  = ok_next;
+    \$222  = { \$134 , \$132 , \$130  };
     if (rst) begin
-      \$222  = 1'h0;
+      \$222  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$223  = \$135 ;
+    \$223  = \$signal ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$224  = \$138 ;
+    \$224  = base[0];
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$225  = \$142 ;
+    \$225  = ok_next;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$227  = \$157 ;
+    \$226  = \$138 ;
+    if (rst) begin
+      \$226  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$227  = \$141 ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$228  = fwd_prev_we;
+    \$228  = \$145 ;
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$229  = fwd_last_we;
+    \$230  = \$160 ;
     if (rst) begin
-      \$229  = 1'h0;
+      \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$231  = \push$56 ;
+    \$231  = fwd_prev_we;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$232  = s3_prog;
+    \$232  = fwd_last_we;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$233 [1:0] = s3_req[1:0];
-    \$233 [4:2] = code;
-    \$233 [20:5] = s3_tile;
-    \$233 [21] = nxt[0];
-    \$233 [26:23] = nxt[45:42];
-    \$233 [22] = \$158 ;
-    \$233 [38:27] = \$159 ;
-    \$233 [58:51] = \$160 ;
-    \$233 [50:39] = \$162 [11:0];
+    \$234  = \push$56 ;
     if (rst) begin
-      \$233  = 59'h000000000000000;
+      \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$234  = capture;
-    if (\$163 ) begin
-      \$234 [15:0] = s3_tile;
-      \$234 [23:16] = \$165 ;
-    end
-    if (rst) begin
-      \$234  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$235  = \$168 ;
+    \$235  = s3_prog;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$236  = \$170 ;
+    \$236 [1:0] = s3_req[1:0];
+    \$236 [4:2] = code;
+    \$236 [20:5] = s3_tile;
+    \$236 [21] = nxt[0];
+    \$236 [26:23] = nxt[45:42];
+    \$236 [22] = \$161 ;
+    \$236 [38:27] = \$162 ;
+    \$236 [58:51] = \$163 ;
+    \$236 [50:39] = \$165 [11:0];
     if (rst) begin
-      \$236  = 1'h0;
+      \$236  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$237  = \$177 ;
+    \$237  = capture;
+    if (\$166 ) begin
+      \$237 [15:0] = s3_tile;
+      \$237 [23:16] = \$168 ;
+    end
     if (rst) begin
-      \$237  = 6'h00;
+      \$237  = 24'h000000;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$238  = stats;
-    if (write__valid) begin
-      casez (write__payload[22:21])
-        2'h0:
-            \$238 [31:0] = \$178 [31:0];
-        2'h1:
-            \$238 [63:32] = \$179 [31:0];
-        2'h2:
-            \$238 [95:64] = \$180 [31:0];
-      endcase
-    end
-    if (set_err[0]) begin
-      \$238 [127:96] = \$181 [31:0];
-    end
-    if (\$183 ) begin
-      \$238 [159:128] = \$184 [31:0];
-    end
-    if (lost) begin
-      \$238 [191:160] = \$185 [31:0];
-    end
+    \$238  = \$171 ;
     if (rst) begin
-      \$238  = 192'h000000000000000000000000000000000000000000000000;
+      \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$239  = \$191 ;
+    \$239  = \$173 ;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$240  = \wait ;
-    if (\$197 ) begin
-      \$240  = 3'h7;
-    end else if (\$198 ) begin
-      \$240  = \$199 [2:0];
+    \$240  = \$180 ;
+    if (rst) begin
+      \$240  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$241  = stats;
+    if (write__valid) begin
+      casez (write__payload[22:21])
+        2'h0:
+            \$241 [31:0] = \$181 [31:0];
+        2'h1:
+            \$241 [63:32] = \$182 [31:0];
+        2'h2:
+            \$241 [95:64] = \$183 [31:0];
+      endcase
+    end
+    if (set_err[0]) begin
+      \$241 [127:96] = \$184 [31:0];
+    end
+    if (\$186 ) begin
+      \$241 [159:128] = \$187 [31:0];
+    end
+    if (lost) begin
+      \$241 [191:160] = \$188 [31:0];
     end
     if (rst) begin
-      \$240  = 3'h0;
+      \$241  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$242  = \$194 ;
+    if (rst) begin
+      \$242  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$243  = \wait ;
+    if (\$200 ) begin
+      \$243  = 3'h7;
+    end else if (\$201 ) begin
+      \$243  = \$202 [2:0];
+    end
+    if (rst) begin
+      \$243  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -23376,7 +23384,6 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   assign \new  = \$69 [8:0];
   assign pre__addr = ent[28:21];
   assign desc_query = query__addr;
-  assign after = \$76 [8:0];
   assign clear = 6'h3f;
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
@@ -23524,12 +23531,12 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$230 [23:8] = s3_tile;
-  assign \$230 [7:0] = ent[28:21];
-  assign \$226 [28:21] = \$154 ;
-  assign \$226 [20:9] = \$153 ;
-  assign \$226 [8:1] = \$152 ;
-  assign \$226 [0] = \$151 ;
+  assign \$233 [23:8] = s3_tile;
+  assign \$233 [7:0] = ent[28:21];
+  assign \$229 [28:21] = \$157 ;
+  assign \$229 [20:9] = \$156 ;
+  assign \$229 [8:1] = \$155 ;
+  assign \$229 [0] = \$154 ;
   assign set_err[5] = \$66 ;
   assign set_err[4] = lost;
   assign set_err[3] = \$64 ;
@@ -23550,9 +23557,9 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   assign cur[45:42] = \$15 ;
   assign cur[33:22] = \$14 ;
   assign cur[0] = \$12 ;
-  assign \$175  = 6'h00;
-  assign \$176  = 6'h00;
-  assign \$177  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
+  assign \$178  = 6'h00;
+  assign \$179  = 6'h00;
+  assign \$180  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
 endmodule
 
 module t3hw_engine__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, clk);

@@ -565,11 +565,13 @@ class Tracker(wiring.Component):
             wr.en.eq(self.busy | changes),
             query.addr.eq(self.desc_query),
         ]
-        # The queried counter as S4 leaves it.
+        # The queried counter as S4 leaves it is not 0: S4 adds one to it, or it is not 0 and
+        # S4 does not take its last one away (compares side by side, no adder after the
+        # RAM read).
         match = s4_cmd == self.desc_query
-        after = Signal(range(p.tracker_entries + 2))
-        m.d.comb += [after.eq(query.data + (s4_inc & match) - (s4_dec & match)),
-                     self.desc_held.eq(self.busy | (after != 0))]
+        m.d.comb += self.desc_held.eq(self.busy | (match & s4_inc)
+                                      | ((query.data != 0)
+                                         & ~(match & s4_dec & (query.data == 1))))
 
     def _stats(self, m, out):
         """The statistics: writes by source, unprogrammed writes, firings and lost firings."""
