@@ -1450,18 +1450,34 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   reg _init_strobe_4  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
-  reg [178:0] \$100 ;
+  reg [7:0] \$100 ;
   reg \$101 ;
-  reg \$102 ;
-  reg \$103 ;
+  reg [3:0] \$102 ;
+  reg [178:0] \$103 ;
+  reg \$104 ;
+  reg \$105 ;
+  reg \$106 ;
+  reg \$107 ;
+  reg [4:0] \$108 ;
+  reg \$109 ;
   wire \$11 ;
+  reg \$110 ;
+  reg \$111 ;
+  reg \$112 ;
+  reg [178:0] \$113 ;
+  reg \$114 ;
+  reg [4:0] \$115 ;
+  reg \$116 ;
+  reg [4:0] \$117 ;
+  reg \$118 ;
+  reg [4:0] \$119 ;
   wire \$12 ;
-  wire [36:0] \$13 ;
-  wire [37:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire [38:0] \$15 ;
+  wire [39:0] \$16 ;
+  wire [40:0] \$17 ;
+  wire [41:0] \$18 ;
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
@@ -1476,19 +1492,19 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$31 ;
+  wire [4:0] \$31 ;
   wire \$32 ;
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire \$36 ;
+  wire [4:0] \$36 ;
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
+  wire [4:0] \$42 ;
   wire \$43 ;
   wire \$44 ;
   wire \$45 ;
@@ -1507,50 +1523,50 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [35:0] \$6 ;
+  wire [23:0] \$6 ;
   wire \$60 ;
-  wire [5:0] \$61 ;
-  wire [6:0] \$62 ;
+  wire \$61 ;
+  wire \$62 ;
   wire \$63 ;
-  wire [7:0] \$64 ;
+  wire \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire \$7 ;
+  wire [12:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire [5:0] \$72 ;
-  wire [5:0] \$73 ;
+  wire \$72 ;
+  wire \$73 ;
   wire [5:0] \$74 ;
-  wire [5:0] \$75 ;
-  wire [6:0] \$76 ;
-  wire \$77 ;
+  wire [6:0] \$75 ;
+  wire \$76 ;
+  wire [7:0] \$77 ;
   wire \$78 ;
   wire \$79 ;
-  wire \$8 ;
+  wire [23:0] \$8 ;
   wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  reg [7:0] \$87 ;
-  reg \$88 ;
-  reg [3:0] \$89 ;
+  wire [5:0] \$85 ;
+  wire [5:0] \$86 ;
+  wire [5:0] \$87 ;
+  wire [5:0] \$88 ;
+  wire [6:0] \$89 ;
   wire \$9 ;
-  reg [178:0] \$90 ;
-  reg \$91 ;
-  reg \$92 ;
-  reg \$93 ;
-  reg \$94 ;
-  reg [4:0] \$95 ;
-  reg \$96 ;
-  reg \$97 ;
-  reg \$98 ;
-  reg \$99 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
   wire [48:0] \$signal ;
   output bad_descriptor;
   wire bad_descriptor;
@@ -1562,13 +1578,13 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire bad_range;
   output busy;
   reg busy = 1'h1;
-  reg \busy$15  = 1'h0;
+  reg \busy$16  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$82 ;
-  wire [7:0] \check__addr$88 ;
+  wire [7:0] \check__addr$101 ;
+  wire [7:0] \check__addr$96 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$90 ;
-  wire [4:0] \check__data$91 ;
+  wire [4:0] \check__data$61 ;
+  wire [4:0] \check__data$68 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -1617,6 +1633,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire [47:0] detail__addr ;
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
+  reg [4:0] dropped_checked = 5'h00;
   wire [48:0] dst_end;
   reg empty = 1'h0;
   wire enqueued;
@@ -1638,22 +1655,34 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
-  reg [4:0] \held$31  = 5'h00;
+  reg [4:0] \held$32  = 5'h00;
   wire [4:0] held_next;
+  reg [23:0] hi = 24'h000000;
   output idle;
   wire idle;
   wire in_use;
+  reg [4:0] issued_checked = 5'h00;
+  reg [23:0] lo = 24'h000000;
   wire [7:0] o__payload;
   wire o__ready;
   wire o__valid;
+  reg [4:0] old = 5'h00;
+  reg [4:0] \old$57  = 5'h00;
+  reg [4:0] \old$64  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$48  = 1'h0;
-  reg \pending$51  = 1'h0;
+  reg \pending$54  = 1'h0;
+  reg \pending$62  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$50  = 8'h00;
-  reg [7:0] \pending_index$52  = 8'h00;
-  reg [35:0] product = 36'h000000000;
+  reg [7:0] \pending_index$56  = 8'h00;
+  reg [7:0] \pending_index$63  = 8'h00;
+  wire [7:0] pre__addr;
+  (* init = 8'h00 *)
+  wire [7:0] \pre__addr$92 ;
+  wire [7:0] \pre__addr$97 ;
+  wire [4:0] pre__data;
+  wire [4:0] \pre__data$58 ;
+  wire [4:0] \pre__data$65 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -1691,13 +1720,6 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire [15:0] rd_fetch__data__tile ;
   wire rd_fetch__data__valid ;
   wire refused;
-  wire [7:0] rmw__addr;
-  (* init = 8'h00 *)
-  wire [7:0] \rmw__addr$81 ;
-  wire [7:0] \rmw__addr$87 ;
-  wire [4:0] rmw__data;
-  wire [4:0] \rmw__data$80 ;
-  wire [4:0] \rmw__data$86 ;
   reg room = 1'h1;
   input rst;
   wire rst;
@@ -1711,6 +1733,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   reg [36:0] span = 37'h0000000000;
   reg [3:0] stage = 4'h0;
   reg [7:0] sweep = 8'h00;
+  reg [4:0] taken_checked = 5'h00;
   input [23:0] trigger__payload;
   wire [23:0] trigger__payload;
   wire [7:0] trigger__payload__cmd ;
@@ -1719,15 +1742,18 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire trigger__ready;
   input trigger__valid;
   wire trigger__valid;
+  wire [4:0] value;
+  wire [4:0] \value$59 ;
+  wire [4:0] \value$66 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$77 ;
-  reg [7:0] \wr__addr$83 ;
+  reg [7:0] \wr__addr$93 ;
+  reg [7:0] \wr__addr$98 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$78 ;
-  reg [4:0] \wr__data$84 ;
+  reg [4:0] \wr__data$94 ;
+  reg [4:0] \wr__data$99 ;
   reg wr__en;
-  reg \wr__en$79 ;
-  reg \wr__en$85 ;
+  reg \wr__en$100 ;
+  reg \wr__en$95 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -2277,17 +2303,11 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$79 )
-      dropped_count[\wr__addr$77 ] <= \wr__data$78 ;
+    if (\wr__en$95 )
+      dropped_count[\wr__addr$93 ] <= \wr__data$94 ;
   end
-  reg [7:0] _1_;
-  reg [7:0] _2_;
-  always @(posedge clk) begin
-    _1_ <= desc[7:0];
-    _2_ <= s2_cmd;
-  end
-  assign \check__data$90  = dropped_count[_1_];
-  assign \rmw__data$80  = dropped_count[_2_];
+  assign \check__data$61  = dropped_count[desc[7:0]];
+  assign \pre__data$58  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -2552,11 +2572,11 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (wr_fetch__en)
       fetch_table[wr_fetch__addr] <= wr_fetch__data;
   end
-  reg [170:0] _3_;
+  reg [170:0] _1_;
   always @(posedge clk) begin
-    _3_ <= fetch_table[o__payload];
+    _1_ <= fetch_table[o__payload];
   end
-  assign rd_fetch__data = _3_;
+  assign rd_fetch__data = _1_;
   (* t3hw_lutram = 32'd1 *)
   reg [4:0] issued_count [255:0];
   initial begin
@@ -2821,14 +2841,8 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (wr__en)
       issued_count[wr__addr] <= wr__data;
   end
-  reg [7:0] _4_;
-  reg [7:0] _5_;
-  always @(posedge clk) begin
-    _4_ <= desc[7:0];
-    _5_ <= trigger__payload[7:0];
-  end
-  assign check__data = issued_count[_4_];
-  assign rmw__data = issued_count[_5_];
+  assign check__data = issued_count[desc[7:0]];
+  assign pre__data = issued_count[trigger__payload[7:0]];
   (* t3hw_lutram = 32'd1 *)
   reg [4:0] taken_count [255:0];
   initial begin
@@ -3090,145 +3104,153 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$85 )
-      taken_count[\wr__addr$83 ] <= \wr__data$84 ;
+    if (\wr__en$100 )
+      taken_count[\wr__addr$98 ] <= \wr__data$99 ;
   end
-  reg [7:0] _6_;
-  reg [7:0] _7_;
-  always @(posedge clk) begin
-    _6_ <= desc[7:0];
-    _7_ <= descriptor__payload[7:0];
-  end
-  assign \check__data$91  = taken_count[_6_];
-  assign \rmw__data$86  = taken_count[_7_];
+  assign \check__data$68  = taken_count[desc[7:0]];
+  assign \pre__data$65  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
   assign \$4  = program__valid & program__ready;
   assign \$5  = desc[42:31] - 1'h1;
-  assign \$6  = \$5 [11:0] * desc[82:59];
-  assign \$7  = ! desc[42:31];
-  assign \$8  = ! desc[58:43];
-  assign \$9  = \$7  | \$8 ;
-  assign \$10  = desc[42:31] > 1'h1;
-  assign \$11  = desc[82:59] < desc[58:43];
-  assign \$12  = \$10  & \$11 ;
-  assign \$13  = product + desc[58:43];
-  assign \$14  = \$13  - 1'h1;
-  assign \$15  = in_use | held;
-  assign \$18  = \$16  | \$17 ;
-  assign \$19  = trigger__valid & trigger__ready;
-  assign \$20  = \$64 [4:0] < 5'h10;
-  assign \$21  = o__valid & o__ready;
-  assign \$22  = trigger__valid & trigger__ready;
-  assign \$23  = ~ busy;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = ~ busy;
-  assign \$26  = bad_descriptor & \$25 ;
-  assign \$27  = descriptor__valid & descriptor__ready;
-  assign \$28  = ~ busy;
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = ~ busy;
-  assign \$31  = ! stage;
-  assign program__ready = \$30  & \$31 ;
+  assign \$6  = \$5 [11:0] * desc[70:59];
+  assign \$7  = desc[42:31] - 1'h1;
+  assign \$8  = \$7 [11:0] * desc[82:71];
+  assign \$9  = ! desc[42:31];
+  assign \$10  = ! desc[58:43];
+  assign \$11  = \$9  | \$10 ;
+  assign \$12  = desc[42:31] > 1'h1;
+  assign \$13  = desc[82:59] < desc[58:43];
+  assign \$14  = \$12  & \$13 ;
+  assign \$16  = lo + \$15 ;
+  assign \$17  = \$16  + desc[58:43];
+  assign \$18  = \$17  - 1'h1;
+  assign \$19  = in_use | held;
+  assign \$22  = \$20  | \$21 ;
+  assign \$23  = trigger__valid & trigger__ready;
+  assign \$24  = \$77 [4:0] < 5'h10;
+  assign \$25  = o__valid & o__ready;
+  assign \$26  = trigger__valid & trigger__ready;
+  assign \$27  = ~ busy;
+  assign \$28  = \$26  & \$27 ;
+  assign \$29  = pending_index == trigger__payload[7:0];
+  assign \$30  = pending & \$29 ;
+  assign \$31  = \$30  ? \$85 [4:0] : pre__data;
+  assign \$32  = ~ busy;
+  assign \$33  = bad_descriptor & \$32 ;
+  assign \$34  = \pending_index$56  == s2_cmd;
+  assign \$35  = \pending$54  & \$34 ;
+  assign \$36  = \$35  ? \$86 [4:0] : \pre__data$58 ;
+  assign \$37  = descriptor__valid & descriptor__ready;
+  assign \$38  = ~ busy;
+  assign \$39  = \$37  & \$38 ;
+  assign \$40  = \pending_index$63  == descriptor__payload[7:0];
+  assign \$41  = \pending$62  & \$40 ;
+  assign \$42  = \$41  ? \$87 [4:0] : \pre__data$65 ;
+  assign \$43  = ~ busy;
+  assign \$44  = ! stage;
+  assign program__ready = \$43  & \$44 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$32  = stage[3] & desc[8];
-  assign bad_program = \$32  & empty;
-  assign \$33  = stage[3] & desc[8];
-  assign \$34  = ~ empty;
-  assign \$35  = \$33  & \$34 ;
-  assign bad_pitch = \$35  & overlap;
-  assign \$36  = stage[3] & desc[8];
-  assign \$37  = ~ empty;
-  assign \$38  = \$36  & \$37 ;
-  assign \$39  = ~ overlap;
-  assign \$40  = \$38  & \$39 ;
-  assign bad_range = \$40  & wraps;
-  assign \$41  = empty | overlap;
-  assign \$42  = \$41  | wraps;
-  assign \$43  = desc[8] & \$42 ;
-  assign \$44  = ~ \$43 ;
-  assign \$45  = stage[3] & \$44 ;
-  assign desc_busy = \$45  & \busy$15 ;
-  assign \$46  = bad_program | bad_pitch;
-  assign \$47  = \$46  | bad_range;
-  assign refused = \$47  | desc_busy;
-  assign \$48  = ~ refused;
-  assign \$49  = stage[3] & \$48 ;
-  assign \$50  = ~ refused;
-  assign \$51  = stage[3] & \$50 ;
-  assign \$52  = ~ busy;
-  assign \$53  = ~ program__valid;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = | stage;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$54  & \$56 ;
-  assign trigger__ready = \$57  & room;
-  assign check_ok = s2_valid & s2_ok;
-  assign \$58  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$58 ;
-  assign \$59  = ~ refused;
-  assign \$60  = trigger__valid & trigger__ready;
-  assign \$61  = \held$31  + \$60 ;
-  assign \$62  = \$61  - bad_descriptor;
-  assign \$63  = o__valid & o__ready;
-  assign \$64  = $signed(\$62 ) - $signed({ 1'h0, \$63  });
-  assign \$65  = ~ fetching;
-  assign \$66  = ~ fetched;
+  assign \$45  = stage[3] & desc[8];
+  assign bad_program = \$45  & empty;
+  assign \$46  = stage[3] & desc[8];
+  assign \$47  = ~ empty;
+  assign \$48  = \$46  & \$47 ;
+  assign bad_pitch = \$48  & overlap;
+  assign \$49  = stage[3] & desc[8];
+  assign \$50  = ~ empty;
+  assign \$51  = \$49  & \$50 ;
+  assign \$52  = ~ overlap;
+  assign \$53  = \$51  & \$52 ;
+  assign bad_range = \$53  & wraps;
+  assign \$54  = empty | overlap;
+  assign \$55  = \$54  | wraps;
+  assign \$56  = desc[8] & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = stage[3] & \$57 ;
+  assign desc_busy = \$58  & \busy$16 ;
+  assign \$59  = bad_program | bad_pitch;
+  assign \$60  = \$59  | bad_range;
+  assign refused = \$60  | desc_busy;
+  assign \$61  = ~ refused;
+  assign \$62  = stage[3] & \$61 ;
+  assign \$63  = ~ refused;
+  assign \$64  = stage[3] & \$63 ;
+  assign \$65  = ~ busy;
+  assign \$66  = ~ program__valid;
   assign \$67  = \$65  & \$66 ;
-  assign \$68  = ~ descriptor__valid;
-  assign \$69  = \$68  | descriptor__ready;
+  assign \$68  = | stage;
+  assign \$69  = ~ \$68 ;
   assign \$70  = \$67  & \$69 ;
-  assign \$71  = ~ stage[3];
-  assign o__ready = \$70  & \$71 ;
-  assign \$72  = rmw__data + 1'h1;
-  assign \$73  = \rmw__data$80  + 1'h1;
-  assign \$74  = \rmw__data$86  + 1'h1;
-  assign \$75  = check__data - \check__data$90 ;
-  assign \$76  = $signed(\$75 ) - $signed({ 1'h0, \check__data$91  });
-  assign in_use = | \$76 [4:0];
-  assign \$77  = ~ s1_valid;
-  assign \$78  = ~ s2_valid;
-  assign \$79  = \$77  & \$78 ;
-  assign \$80  = ~ o__valid;
-  assign \$81  = \$79  & \$80 ;
-  assign \$82  = ~ fetching;
-  assign \$83  = \$81  & \$82 ;
-  assign \$84  = ~ fetched;
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = ~ descriptor__valid;
-  assign idle = \$85  & \$86 ;
+  assign trigger__ready = \$70  & room;
+  assign check_ok = s2_valid & s2_ok;
+  assign \$71  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$71 ;
+  assign \$72  = ~ refused;
+  assign \$73  = trigger__valid & trigger__ready;
+  assign \$74  = \held$32  + \$73 ;
+  assign \$75  = \$74  - bad_descriptor;
+  assign \$76  = o__valid & o__ready;
+  assign \$77  = $signed(\$75 ) - $signed({ 1'h0, \$76  });
+  assign \$78  = ~ fetching;
+  assign \$79  = ~ fetched;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = ~ descriptor__valid;
+  assign \$82  = \$81  | descriptor__ready;
+  assign \$83  = \$80  & \$82 ;
+  assign \$84  = ~ stage[3];
+  assign o__ready = \$83  & \$84 ;
+  assign \$85  = old + 1'h1;
+  assign \$86  = \old$57  + 1'h1;
+  assign \$87  = \old$64  + 1'h1;
+  assign \$88  = issued_checked - dropped_checked;
+  assign \$89  = $signed(\$88 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$89 [4:0];
+  assign \$90  = ~ s1_valid;
+  assign \$91  = ~ s2_valid;
+  assign \$92  = \$90  & \$91 ;
+  assign \$93  = ~ o__valid;
+  assign \$94  = \$92  & \$93 ;
+  assign \$95  = ~ fetching;
+  assign \$96  = \$94  & \$95 ;
+  assign \$97  = ~ fetched;
+  assign \$98  = \$96  & \$97 ;
+  assign \$99  = ~ descriptor__valid;
+  assign idle = \$98  & \$99 ;
   always @(posedge clk)
-    sweep <= \$87 ;
+    sweep <= \$100 ;
   always @(posedge clk)
-    busy <= \$88 ;
+    busy <= \$101 ;
   always @(posedge clk)
-    stage <= \$89 ;
+    stage <= \$102 ;
   always @(posedge clk)
-    desc <= \$90 ;
+    desc <= \$103 ;
   always @(posedge clk)
-    held <= \$91 ;
+    held <= \$104 ;
   always @(posedge clk)
-    product <= \$6 ;
+    lo <= \$6 ;
   always @(posedge clk)
-    empty <= \$9 ;
+    hi <= \$8 ;
   always @(posedge clk)
-    overlap <= \$12 ;
+    empty <= \$11 ;
   always @(posedge clk)
-    span <= \$14 [36:0];
+    overlap <= \$14 ;
   always @(posedge clk)
-    \busy$15  <= \$92 ;
+    span <= \$18 [36:0];
   always @(posedge clk)
-    wraps <= \$18 ;
+    \busy$16  <= \$105 ;
   always @(posedge clk)
-    s1_valid <= \$93 ;
+    wraps <= \$22 ;
+  always @(posedge clk)
+    s1_valid <= \$106 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$94 ;
+    s2_valid <= \$107 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -3236,13 +3258,13 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$31  <= \$95 ;
+    \held$32  <= \$108 ;
   always @(posedge clk)
-    room <= \$96 ;
+    room <= \$109 ;
   always @(posedge clk)
-    fetching <= \$97 ;
+    fetching <= \$110 ;
   always @(posedge clk)
-    fetched <= \$98 ;
+    fetched <= \$111 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -3250,21 +3272,33 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$99 ;
+    descriptor__valid <= \$112 ;
   always @(posedge clk)
-    descriptor__payload <= \$100 ;
+    descriptor__payload <= \$113 ;
   always @(posedge clk)
-    pending <= \$101 ;
+    pending <= \$114 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    \pending$48  <= \$102 ;
+    old <= \$31 ;
   always @(posedge clk)
-    \pending_index$50  <= s2_cmd;
+    issued_checked <= \$115 ;
   always @(posedge clk)
-    \pending$51  <= \$103 ;
+    \pending$54  <= \$116 ;
   always @(posedge clk)
-    \pending_index$52  <= descriptor__payload[7:0];
+    \pending_index$56  <= s2_cmd;
+  always @(posedge clk)
+    \old$57  <= \$36 ;
+  always @(posedge clk)
+    dropped_checked <= \$117 ;
+  always @(posedge clk)
+    \pending$62  <= \$118 ;
+  always @(posedge clk)
+    \pending_index$63  <= descriptor__payload[7:0];
+  always @(posedge clk)
+    \old$64  <= \$42 ;
+  always @(posedge clk)
+    taken_checked <= \$119 ;
   t3hw_dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -3276,147 +3310,168 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   );
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$87  = sweep;
+    \$100  = sweep;
     if (busy) begin
-      \$87  = \$1 [7:0];
+      \$100  = \$1 [7:0];
     end
     if (rst) begin
-      \$87  = 8'h00;
+      \$100  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$88  = busy;
+    \$101  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$88  = 1'h0;
+        \$101  = 1'h0;
       end
     end
     if (rst) begin
-      \$88  = 1'h1;
+      \$101  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$89  = { stage[2:0], \$3  };
+    \$102  = { stage[2:0], \$3  };
     if (rst) begin
-      \$89  = 4'h0;
+      \$102  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$90  = desc;
+    \$103  = desc;
     if (\$4 ) begin
-      \$90  = program__payload;
+      \$103  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$91  = held;
+    \$104  = held;
     if (\$4 ) begin
-      \$91  = desc_held;
+      \$104  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$92  = \busy$15 ;
-    if (stage[1]) begin
-      \$92  = \$15 ;
+    \$105  = \busy$16 ;
+    if (stage[2]) begin
+      \$105  = \$19 ;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$93  = \$19 ;
+    \$106  = \$23 ;
     if (rst) begin
-      \$93  = 1'h0;
+      \$106  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$94  = s1_valid;
+    \$107  = s1_valid;
     if (rst) begin
-      \$94  = 1'h0;
+      \$107  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$95  = \$64 [4:0];
+    \$108  = \$77 [4:0];
     if (rst) begin
-      \$95  = 5'h00;
+      \$108  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$96  = \$20 ;
+    \$109  = \$24 ;
     if (rst) begin
-      \$96  = 1'h1;
+      \$109  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$97  = \$21 ;
+    \$110  = \$25 ;
     if (rst) begin
-      \$97  = 1'h0;
+      \$110  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$98  = fetching;
+    \$111  = fetching;
     if (rst) begin
-      \$98  = 1'h0;
+      \$111  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$99  = descriptor__valid;
+    \$112  = descriptor__valid;
     if (descriptor__ready) begin
-      \$99  = 1'h0;
+      \$112  = 1'h0;
     end
     if (fetched) begin
-      \$99  = 1'h1;
+      \$112  = 1'h1;
     end
     if (rst) begin
-      \$99  = 1'h0;
+      \$112  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$100  = descriptor__payload;
+    \$113  = descriptor__payload;
     if (fetched) begin
-      \$100 [8] = got[0];
-      \$100 [9] = got[1];
-      \$100 [14:10] = got[6:2];
-      \$100 [30:15] = got[22:7];
-      \$100 [42:31] = got[34:23];
-      \$100 [58:43] = got[50:35];
-      \$100 [82:59] = got[74:51];
-      \$100 [130:83] = got[122:75];
-      \$100 [178:131] = got[170:123];
-      \$100 [7:0] = got_index;
+      \$113 [8] = got[0];
+      \$113 [9] = got[1];
+      \$113 [14:10] = got[6:2];
+      \$113 [30:15] = got[22:7];
+      \$113 [42:31] = got[34:23];
+      \$113 [58:43] = got[50:35];
+      \$113 [82:59] = got[74:51];
+      \$113 [130:83] = got[122:75];
+      \$113 [178:131] = got[170:123];
+      \$113 [7:0] = got_index;
     end
     if (rst) begin
-      \$100  = 179'h000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$101  = \$24 ;
-    if (rst) begin
-      \$101  = 1'h0;
+      \$113  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$102  = \$26 ;
+    \$114  = \$28 ;
     if (rst) begin
-      \$102  = 1'h0;
+      \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$103  = \$29 ;
+    \$115  = issued_checked;
+    if (stage[1]) begin
+      \$115  = check__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$116  = \$33 ;
     if (rst) begin
-      \$103  = 1'h0;
+      \$116  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$117  = dropped_checked;
+    if (stage[1]) begin
+      \$117  = \check__data$61 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$118  = \$39 ;
+    if (rst) begin
+      \$118  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$119  = taken_checked;
+    if (stage[1]) begin
+      \$119  = \check__data$68 ;
     end
   end
   always @* begin
@@ -3427,7 +3482,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$59 ) begin
+    if (\$72 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -3456,7 +3511,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$49 ;
+      wr_check__en = \$62 ;
     end
   end
   always @* begin
@@ -3491,7 +3546,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$51 ;
+      wr_fetch__en = \$64 ;
     end
   end
   always @* begin
@@ -3509,7 +3564,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$72 [4:0];
+      wr__data = \$85 [4:0];
     end
   end
   always @* begin
@@ -3525,68 +3580,71 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$77  = sweep;
+      \wr__addr$93  = sweep;
     end else begin
-      \wr__addr$77  = \pending_index$50 ;
+      \wr__addr$93  = \pending_index$56 ;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$78  = 5'h00;
+      \wr__data$94  = 5'h00;
     end else begin
-      \wr__data$78  = \$73 [4:0];
+      \wr__data$94  = \$86 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$79  = 1'h1;
+      \wr__en$95  = 1'h1;
     end else begin
-      \wr__en$79  = \pending$48 ;
+      \wr__en$95  = \pending$54 ;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$83  = sweep;
+      \wr__addr$98  = sweep;
     end else begin
-      \wr__addr$83  = \pending_index$52 ;
+      \wr__addr$98  = \pending_index$63 ;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$84  = 5'h00;
+      \wr__data$99  = 5'h00;
     end else begin
-      \wr__data$84  = \$74 [4:0];
+      \wr__data$99  = \$87 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$85  = 1'h1;
+      \wr__en$100  = 1'h1;
     end else begin
-      \wr__en$85  = \pending$51 ;
+      \wr__en$100  = \pending$62 ;
     end
   end
-  assign held_next = \$64 [4:0];
+  assign held_next = \$77 [4:0];
+  assign value = \$85 [4:0];
+  assign \value$59  = \$86 [4:0];
+  assign \value$66  = \$87 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
   assign enqueued = check_ok;
   assign rd_fetch__addr = o__payload;
-  assign rmw__addr = trigger__payload[7:0];
+  assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \rmw__addr$81  = s2_cmd;
-  assign \check__addr$82  = desc[7:0];
-  assign \rmw__addr$87  = descriptor__payload[7:0];
-  assign \check__addr$88  = desc[7:0];
+  assign \pre__addr$92  = s2_cmd;
+  assign \check__addr$96  = desc[7:0];
+  assign \pre__addr$97  = descriptor__payload[7:0];
+  assign \check__addr$101  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -3649,8 +3707,9 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
   assign wr_fetch__data__src  = wr_fetch__data[122:75];
   assign wr_fetch__data__dst  = wr_fetch__data[170:123];
-  assign \$16  = \$signal [48];
-  assign \$17  = dst_end[48];
+  assign \$15  = { 3'h0, hi, 12'h000 };
+  assign \$20  = \$signal [48];
+  assign \$21  = dst_end[48];
 endmodule
 
 module t3hw_dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);

@@ -81,13 +81,14 @@ class DmaQueue(wiring.Component):
     *taken* (+1 for a take from ``descriptor``); the uses in flight are ``issued - dropped
     - taken`` modulo ``2**w``, ``w`` the width of ``dma_ready_depth + 1`` (the check stages
     and the ready queue hold at most ``dma_ready_depth`` triggers, the fetch stages and
-    ``descriptor`` one more). Each event reads its counter in the cycle it happens and
-    writes it back plus one the cycle after (the read sees that write: no forwarding
-    register). A write to a descriptor with uses in flight is refused (``desc_busy``): a
-    trigger always runs the descriptor it found valid when it was accepted, and a queued
-    descriptor is never found invalid when it is fetched. The tables are RAM (block RAM at
-    large ``cmd_width``), so their cost grows with ``2**cmd_width`` as bits, not as
-    counters and comparators.
+    ``descriptor`` one more). A write to a descriptor with uses in flight is refused
+    (``desc_busy``): a trigger always runs the descriptor it found valid when it was
+    accepted, and a queued descriptor is never found invalid when it is fetched. The tables
+    are LUT RAM (marked ``t3hw_lutram``), so their cost grows with ``2**cmd_width`` as RAM
+    bits and a read multiplexer, not as counters and comparators. An event's cycle reads
+    its counter into a register (or takes the value written in the same cycle, when the
+    previous event wrote the same counter); the next cycle writes it plus one: the RAM read
+    and the adder are in different cycles.
 
     Storage: two descriptor tables of ``2**cmd_width`` entries, written together (same
     index, same cycle) by ``program`` and by the reset sweep, each with one write port and
@@ -99,9 +100,9 @@ class DmaQueue(wiring.Component):
     read-before-write behaviour, and say so to the synthesis flow (``t3hw_rd_collision =
     "excluded"``): a table in block RAM needs no bypass logic between the RAM and the
     register its read data goes into. The three use-count tables (``2**cmd_width`` x ``w``
-    bits) each have one write port and two synchronous read ports that see the write of
-    their cycle (the read-modify-write's, and the programming check's); the reset sweep
-    clears them too.
+    bits) each have one write port and two asynchronous read ports (the
+    read-modify-write's, and the programming check's), each read into a register; the reset
+    sweep clears them too.
 
     Timing: a trigger accepted in cycle t has its descriptor's valid bit read in t + 1 and
     checked in t + 2 (invalid: the ``bad_descriptor`` pulse; valid: the index enters the
@@ -109,9 +110,9 @@ class DmaQueue(wiring.Component):
     queue, which is as soon as ``descriptor`` is empty or being taken, no fetch is under way
     and no descriptor is being written; it is registered, then offered on ``descriptor``
     the cycle after. Every read of a table goes straight into a register. A descriptor
-    write taken in cycle t: t + 1, ``(rows - 1) * pitch`` and the shape checks, and the
-    use counts read; t + 2, the span ``+ row_bytes - 1`` and the in-use verdict; t + 3, the
-    two range ends and their carries; t + 4 (:func:`~t3hw.spec.contract.dma_verdict_cycles`
+    write taken in cycle t: t + 1, ``(rows - 1) * pitch`` and the shape checks; t + 2, the
+    span ``+ row_bytes - 1`` and the use counts read into registers; t + 3, the two range
+    ends and their carries, and the in-use verdict; t + 4 (:func:`~t3hw.spec.contract.dma_verdict_cycles`
     - 1), the verdict from registers, the tables written or the refusal pulsed;
     ``program.ready`` again from t + 5. Throughput: one descriptor every 3 cycles at
     ``descriptor``; with ``dma_ready_depth = 1`` one trigger every 4 cycles, otherwise up
@@ -266,16 +267,19 @@ class DmaQueue(wiring.Component):
     def _program_pipeline(self, m):
         """The checks of a descriptor write, four stages after the cycle it is taken (t):
 
-        * t + 1: ``(rows - 1) * pitch``; empty, overlapping rows; the use counts read;
-        * t + 2: the span ``+ row_bytes - 1``; in use (counts or ``desc_held``);
-        * t + 3: the ends ``src + span``, ``dst + span`` and whether either wraps;
+        * t + 1: ``(rows - 1) * pitch``, in two products (the halves of ``pitch``); empty,
+          overlapping rows;
+        * t + 2: the span ``+ row_bytes - 1``; the use counts read (as the events up to t
+          left them) into registers;
+        * t + 3: the ends ``src + span``, ``dst + span`` and whether either wraps; in use
+          (the counts, or ``desc_held``);
         * t + 4: the verdict from registers: the four refusal pulses, ``detail`` of a refused
           write, or the table write.
 
         Returns a namespace: ``desc`` (the write, registered), ``index_read`` (the index the
         use counts are read at, for :meth:`_uses`), ``in_use`` (to be driven by
-        :meth:`_uses`: the uses in flight of ``desc.index`` read in the cycle before, not 0;
-        taken in t + 2, from the read of t + 1, which the events up to t have updated), ``checking`` (a write is
+        :meth:`_uses`: the counts it registered in t + 2 give uses in flight; taken in
+        t + 3), ``stage`` (one-hot, the write in t + 1 .. t + 4), ``checking`` (a write is
         in t + 1 .. t + 4), ``writing`` (t + 4), ``write`` (t + 4, not refused) and
         ``refused``."""
         p = self._p
@@ -290,19 +294,26 @@ class DmaQueue(wiring.Component):
         with m.If(take):
             m.d.sync += [desc.eq(prog.payload), held.eq(self.desc_held)]
         # t + 1
-        product = Signal(p.rows_width + p.pitch_width, reset_less=True)
+        # The product in two halves of the pitch, each a multiplier of its own (one DSP
+        # block each at the default widths: a single rows x pitch multiply is two DSPs and
+        # an adder in one cycle), added in t + 2.
+        half = (p.pitch_width + 1) // 2
+        rows1 = (desc.rows - 1)[:p.rows_width]
+        lo = Signal(p.rows_width + half, reset_less=True)
+        hi = Signal(p.rows_width + p.pitch_width - half, reset_less=True)
         empty   = Signal(reset_less=True)
         overlap = Signal(reset_less=True)
-        m.d.sync += [product.eq((desc.rows - 1)[:p.rows_width] * desc.pitch),
+        m.d.sync += [lo.eq(rows1 * desc.pitch[:half]), hi.eq(rows1 * desc.pitch[half:]),
                      empty.eq((desc.rows == 0) | (desc.row_bytes == 0)),
                      overlap.eq((desc.rows > 1) & (desc.pitch < desc.row_bytes))]
         # t + 2. Last byte offset of each range: (rows - 1) * pitch + row_bytes - 1, for rows
         # and row_bytes of at least 1 (0 is refused first).
-        span = Signal(max(len(product), p.row_bytes_width) + 1, reset_less=True)
+        span = Signal(max(p.rows_width + p.pitch_width, p.row_bytes_width) + 1,
+                      reset_less=True)
         in_use = Signal()
         busy = Signal(reset_less=True)
-        m.d.sync += span.eq(product + desc.row_bytes - 1)
-        with m.If(stage[1]):
+        m.d.sync += span.eq(lo + (hi << half) + desc.row_bytes - 1)
+        with m.If(stage[2]):
             m.d.sync += busy.eq(in_use | held)
         # t + 3. The ends have carry bits above addr_width: set when the range wraps.
         width = max(p.addr_width, len(span)) + 1
@@ -324,15 +335,15 @@ class DmaQueue(wiring.Component):
         with m.If(refused):
             m.d.comb += [self.detail.index.eq(desc.index), self.detail.tile.eq(desc.tile),
                          self.detail.addr.eq(desc.src)]
-        return SimpleNamespace(desc=desc, index_read=desc.index, in_use=in_use,
+        return SimpleNamespace(desc=desc, index_read=desc.index, in_use=in_use, stage=stage,
                                checking=stage.any(), writing=writing,
                                write=writing & ~refused, refused=refused)
 
     def _uses(self, m, sweep, chk, events, platform):
         """The use counts (see the class docstring): one table per ``(name, event, index)``
         of ``events``, counting the cycles ``event`` was high for ``index``. Drives
-        ``chk.in_use`` (read at ``chk.index_read`` in every cycle; the programming check
-        takes it in t + 2). Under
+        ``chk.in_use`` (the counts at ``chk.index_read``, read and registered in t + 2 of
+        the programming check; it takes ``in_use`` in t + 3). Under
         ``platform == "formal"`` returns ``(index, count)``: the count of uses in flight of
         ``index`` (a signal to drive) after the events of the cycles before this one; else
         None."""
@@ -341,26 +352,38 @@ class DmaQueue(wiring.Component):
         counts, formal_counts = [], []
         watch = Signal(p.cmd_width) if platform == "formal" else None
         for name, event, index in events:
-            # LUT RAM: the read-modify-write goes from the read data to the write port in
-            # one cycle, and a block RAM's clock-to-out without its output register is most
-            # of a cycle (5.8 ns on the ECP5: the DMA closed at 76.4 MHz with these in
-            # DP16KD).
+            # LUT RAM, read asynchronously: each step of the read-modify-write has a register
+            # between the RAM read and the adder (a block RAM's clock-to-out without its
+            # output register is most of a cycle: 5.8 ns on the ECP5, where the DMA closed
+            # at 76.4 MHz with these tables in DP16KD and the add after the read).
             table = memory.Memory(shape=width, depth=p.dma_descriptors, init=[],
                                   attrs={LUTRAM_ATTR: 1})
             m.submodules[f"{name}_count"] = table
             wr = table.write_port()
-            rmw = table.read_port(domain="sync", transparent_for=(wr,))
-            check = table.read_port(domain="sync", transparent_for=(wr,))
+            pre = table.read_port(domain="comb")
+            check = table.read_port(domain="comb")
+            # The event's cycle: read the counter into `old`, or take the value written this
+            # cycle when the previous event wrote the same counter. The cycle after: write
+            # `old + 1`.
             pending = Signal()
             pending_index = Signal(p.cmd_width, reset_less=True)
-            m.d.sync += [pending.eq(event & ~self.busy), pending_index.eq(index)]
+            old = Signal(width, reset_less=True)
+            value = Signal(width)
+            m.d.comb += [value.eq(old + 1), pre.addr.eq(index)]
+            m.d.sync += [pending.eq(event & ~self.busy), pending_index.eq(index),
+                         old.eq(Mux(pending & (pending_index == index), value, pre.data))]
             with m.If(self.busy):
                 m.d.comb += [wr.addr.eq(sweep), wr.data.eq(0), wr.en.eq(1)]
             with m.Else():
-                m.d.comb += [wr.addr.eq(pending_index), wr.data.eq(rmw.data + 1),
+                m.d.comb += [wr.addr.eq(pending_index), wr.data.eq(value),
                              wr.en.eq(pending)]
-            m.d.comb += [rmw.addr.eq(index), check.addr.eq(chk.index_read)]
-            counts.append(check.data)
+            # The programming check: in t + 2 the table holds the events up to t (the write
+            # of t + 1 is t's). Registered, then compared in t + 3.
+            count = Signal(width, name=f"{name}_checked", reset_less=True)
+            m.d.comb += check.addr.eq(chk.index_read)
+            with m.If(chk.stage[1]):
+                m.d.sync += count.eq(check.data)
+            counts.append(count)
             if watch is not None:
                 peek = table.read_port(domain="comb")
                 now = Signal(width, name=f"{name}_now")
