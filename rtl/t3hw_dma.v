@@ -1450,28 +1450,31 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   reg _init_strobe_4  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
-  reg [7:0] \$100 ;
-  reg \$101 ;
-  reg [3:0] \$102 ;
-  reg [178:0] \$103 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
+  reg [7:0] \$103 ;
   reg \$104 ;
-  reg \$105 ;
-  reg \$106 ;
+  reg [3:0] \$105 ;
+  reg [178:0] \$106 ;
   reg \$107 ;
-  reg [4:0] \$108 ;
+  reg \$108 ;
   reg \$109 ;
   wire \$11 ;
   reg \$110 ;
-  reg \$111 ;
+  reg [4:0] \$111 ;
   reg \$112 ;
-  reg [178:0] \$113 ;
+  reg \$113 ;
   reg \$114 ;
-  reg [4:0] \$115 ;
-  reg \$116 ;
-  reg [4:0] \$117 ;
-  reg \$118 ;
-  reg [4:0] \$119 ;
+  reg \$115 ;
+  reg [178:0] \$116 ;
+  reg \$117 ;
+  reg [4:0] \$118 ;
+  reg \$119 ;
   wire \$12 ;
+  reg [4:0] \$120 ;
+  reg \$121 ;
+  reg [4:0] \$122 ;
   wire \$13 ;
   wire \$14 ;
   wire [38:0] \$15 ;
@@ -1485,29 +1488,29 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$22 ;
   wire \$23 ;
   wire \$24 ;
-  wire \$25 ;
-  wire \$26 ;
+  wire [5:0] \$25 ;
+  wire [6:0] \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire [4:0] \$31 ;
+  wire \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire \$34 ;
+  wire [4:0] \$34 ;
   wire \$35 ;
-  wire [4:0] \$36 ;
+  wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire \$39 ;
+  wire [4:0] \$39 ;
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
-  wire [4:0] \$42 ;
+  wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
+  wire [4:0] \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
@@ -1539,27 +1542,27 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire [5:0] \$74 ;
-  wire [6:0] \$75 ;
+  wire \$74 ;
+  wire \$75 ;
   wire \$76 ;
-  wire [7:0] \$77 ;
-  wire \$78 ;
+  wire [5:0] \$77 ;
+  wire [6:0] \$78 ;
   wire \$79 ;
   wire [23:0] \$8 ;
-  wire \$80 ;
+  wire [7:0] \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire [5:0] \$85 ;
-  wire [5:0] \$86 ;
-  wire [5:0] \$87 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
   wire [5:0] \$88 ;
-  wire [6:0] \$89 ;
+  wire [5:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
+  wire [5:0] \$90 ;
+  wire [5:0] \$91 ;
+  wire [6:0] \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
@@ -1671,7 +1674,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   reg [4:0] \old$64  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$54  = 1'h0;
+  reg \pending$55  = 1'h0;
   reg \pending$62  = 1'h0;
   reg [7:0] pending_index = 8'h00;
   reg [7:0] \pending_index$56  = 8'h00;
@@ -3129,106 +3132,109 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   assign \$19  = in_use | held;
   assign \$22  = \$20  | \$21 ;
   assign \$23  = trigger__valid & trigger__ready;
-  assign \$24  = \$77 [4:0] < 5'h10;
-  assign \$25  = o__valid & o__ready;
-  assign \$26  = trigger__valid & trigger__ready;
-  assign \$27  = ~ busy;
-  assign \$28  = \$26  & \$27 ;
-  assign \$29  = pending_index == trigger__payload[7:0];
-  assign \$30  = pending & \$29 ;
-  assign \$31  = \$30  ? \$85 [4:0] : pre__data;
-  assign \$32  = ~ busy;
-  assign \$33  = bad_descriptor & \$32 ;
-  assign \$34  = \pending_index$56  == s2_cmd;
-  assign \$35  = \pending$54  & \$34 ;
-  assign \$36  = \$35  ? \$86 [4:0] : \pre__data$58 ;
-  assign \$37  = descriptor__valid & descriptor__ready;
-  assign \$38  = ~ busy;
-  assign \$39  = \$37  & \$38 ;
-  assign \$40  = \pending_index$63  == descriptor__payload[7:0];
-  assign \$41  = \pending$62  & \$40 ;
-  assign \$42  = \$41  ? \$87 [4:0] : \pre__data$65 ;
-  assign \$43  = ~ busy;
-  assign \$44  = ! stage;
-  assign program__ready = \$43  & \$44 ;
+  assign \$24  = trigger__valid & trigger__ready;
+  assign \$25  = \held$32  + \$24 ;
+  assign \$26  = \$25  - bad_descriptor;
+  assign \$27  = $signed(\$26 ) < $signed(6'h10);
+  assign \$28  = o__valid & o__ready;
+  assign \$29  = trigger__valid & trigger__ready;
+  assign \$30  = ~ busy;
+  assign \$31  = \$29  & \$30 ;
+  assign \$32  = pending_index == trigger__payload[7:0];
+  assign \$33  = pending & \$32 ;
+  assign \$34  = \$33  ? \$88 [4:0] : pre__data;
+  assign \$35  = ~ busy;
+  assign \$36  = bad_descriptor & \$35 ;
+  assign \$37  = \pending_index$56  == s2_cmd;
+  assign \$38  = \pending$55  & \$37 ;
+  assign \$39  = \$38  ? \$89 [4:0] : \pre__data$58 ;
+  assign \$40  = descriptor__valid & descriptor__ready;
+  assign \$41  = ~ busy;
+  assign \$42  = \$40  & \$41 ;
+  assign \$43  = \pending_index$63  == descriptor__payload[7:0];
+  assign \$44  = \pending$62  & \$43 ;
+  assign \$45  = \$44  ? \$90 [4:0] : \pre__data$65 ;
+  assign \$46  = ~ busy;
+  assign \$47  = ! stage;
+  assign program__ready = \$46  & \$47 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$45  = stage[3] & desc[8];
-  assign bad_program = \$45  & empty;
-  assign \$46  = stage[3] & desc[8];
-  assign \$47  = ~ empty;
-  assign \$48  = \$46  & \$47 ;
-  assign bad_pitch = \$48  & overlap;
+  assign \$48  = stage[3] & desc[8];
+  assign bad_program = \$48  & empty;
   assign \$49  = stage[3] & desc[8];
   assign \$50  = ~ empty;
   assign \$51  = \$49  & \$50 ;
-  assign \$52  = ~ overlap;
-  assign \$53  = \$51  & \$52 ;
-  assign bad_range = \$53  & wraps;
-  assign \$54  = empty | overlap;
-  assign \$55  = \$54  | wraps;
-  assign \$56  = desc[8] & \$55 ;
-  assign \$57  = ~ \$56 ;
-  assign \$58  = stage[3] & \$57 ;
-  assign desc_busy = \$58  & \busy$16 ;
-  assign \$59  = bad_program | bad_pitch;
-  assign \$60  = \$59  | bad_range;
-  assign refused = \$60  | desc_busy;
-  assign \$61  = ~ refused;
-  assign \$62  = stage[3] & \$61 ;
-  assign \$63  = ~ refused;
-  assign \$64  = stage[3] & \$63 ;
-  assign \$65  = ~ busy;
-  assign \$66  = ~ program__valid;
-  assign \$67  = \$65  & \$66 ;
-  assign \$68  = | stage;
-  assign \$69  = ~ \$68 ;
-  assign \$70  = \$67  & \$69 ;
-  assign trigger__ready = \$70  & room;
+  assign bad_pitch = \$51  & overlap;
+  assign \$52  = stage[3] & desc[8];
+  assign \$53  = ~ empty;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = ~ overlap;
+  assign \$56  = \$54  & \$55 ;
+  assign bad_range = \$56  & wraps;
+  assign \$57  = empty | overlap;
+  assign \$58  = \$57  | wraps;
+  assign \$59  = desc[8] & \$58 ;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = stage[3] & \$60 ;
+  assign desc_busy = \$61  & \busy$16 ;
+  assign \$62  = bad_program | bad_pitch;
+  assign \$63  = \$62  | bad_range;
+  assign refused = \$63  | desc_busy;
+  assign \$64  = ~ refused;
+  assign \$65  = stage[3] & \$64 ;
+  assign \$66  = ~ refused;
+  assign \$67  = stage[3] & \$66 ;
+  assign \$68  = ~ busy;
+  assign \$69  = ~ program__valid;
+  assign \$70  = \$68  & \$69 ;
+  assign \$71  = | stage;
+  assign \$72  = ~ \$71 ;
+  assign \$73  = \$70  & \$72 ;
+  assign trigger__ready = \$73  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$71  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$71 ;
-  assign \$72  = ~ refused;
-  assign \$73  = trigger__valid & trigger__ready;
-  assign \$74  = \held$32  + \$73 ;
-  assign \$75  = \$74  - bad_descriptor;
-  assign \$76  = o__valid & o__ready;
-  assign \$77  = $signed(\$75 ) - $signed({ 1'h0, \$76  });
-  assign \$78  = ~ fetching;
-  assign \$79  = ~ fetched;
-  assign \$80  = \$78  & \$79 ;
-  assign \$81  = ~ descriptor__valid;
-  assign \$82  = \$81  | descriptor__ready;
-  assign \$83  = \$80  & \$82 ;
-  assign \$84  = ~ stage[3];
-  assign o__ready = \$83  & \$84 ;
-  assign \$85  = old + 1'h1;
-  assign \$86  = \old$57  + 1'h1;
-  assign \$87  = \old$64  + 1'h1;
-  assign \$88  = issued_checked - dropped_checked;
-  assign \$89  = $signed(\$88 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$89 [4:0];
-  assign \$90  = ~ s1_valid;
-  assign \$91  = ~ s2_valid;
-  assign \$92  = \$90  & \$91 ;
-  assign \$93  = ~ o__valid;
-  assign \$94  = \$92  & \$93 ;
-  assign \$95  = ~ fetching;
-  assign \$96  = \$94  & \$95 ;
-  assign \$97  = ~ fetched;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = ~ descriptor__valid;
-  assign idle = \$98  & \$99 ;
+  assign \$74  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$74 ;
+  assign \$75  = ~ refused;
+  assign \$76  = trigger__valid & trigger__ready;
+  assign \$77  = \held$32  + \$76 ;
+  assign \$78  = \$77  - bad_descriptor;
+  assign \$79  = o__valid & o__ready;
+  assign \$80  = $signed(\$78 ) - $signed({ 1'h0, \$79  });
+  assign \$81  = ~ fetching;
+  assign \$82  = ~ fetched;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = ~ descriptor__valid;
+  assign \$85  = \$84  | descriptor__ready;
+  assign \$86  = \$83  & \$85 ;
+  assign \$87  = ~ stage[3];
+  assign o__ready = \$86  & \$87 ;
+  assign \$88  = old + 1'h1;
+  assign \$89  = \old$57  + 1'h1;
+  assign \$90  = \old$64  + 1'h1;
+  assign \$91  = issued_checked - dropped_checked;
+  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$92 [4:0];
+  assign \$93  = ~ s1_valid;
+  assign \$94  = ~ s2_valid;
+  assign \$95  = \$93  & \$94 ;
+  assign \$96  = ~ o__valid;
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = ~ fetching;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = ~ fetched;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = ~ descriptor__valid;
+  assign idle = \$101  & \$102 ;
   always @(posedge clk)
-    sweep <= \$100 ;
+    sweep <= \$103 ;
   always @(posedge clk)
-    busy <= \$101 ;
+    busy <= \$104 ;
   always @(posedge clk)
-    stage <= \$102 ;
+    stage <= \$105 ;
   always @(posedge clk)
-    desc <= \$103 ;
+    desc <= \$106 ;
   always @(posedge clk)
-    held <= \$104 ;
+    held <= \$107 ;
   always @(posedge clk)
     lo <= \$6 ;
   always @(posedge clk)
@@ -3240,17 +3246,17 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     span <= \$18 [36:0];
   always @(posedge clk)
-    \busy$16  <= \$105 ;
+    \busy$16  <= \$108 ;
   always @(posedge clk)
     wraps <= \$22 ;
   always @(posedge clk)
-    s1_valid <= \$106 ;
+    s1_valid <= \$109 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$107 ;
+    s2_valid <= \$110 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -3258,13 +3264,13 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$32  <= \$108 ;
+    \held$32  <= \$111 ;
   always @(posedge clk)
-    room <= \$109 ;
+    room <= \$112 ;
   always @(posedge clk)
-    fetching <= \$110 ;
+    fetching <= \$113 ;
   always @(posedge clk)
-    fetched <= \$111 ;
+    fetched <= \$114 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -3272,33 +3278,33 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$112 ;
+    descriptor__valid <= \$115 ;
   always @(posedge clk)
-    descriptor__payload <= \$113 ;
+    descriptor__payload <= \$116 ;
   always @(posedge clk)
-    pending <= \$114 ;
+    pending <= \$117 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$31 ;
+    old <= \$34 ;
   always @(posedge clk)
-    issued_checked <= \$115 ;
+    issued_checked <= \$118 ;
   always @(posedge clk)
-    \pending$54  <= \$116 ;
+    \pending$55  <= \$119 ;
   always @(posedge clk)
     \pending_index$56  <= s2_cmd;
   always @(posedge clk)
-    \old$57  <= \$36 ;
+    \old$57  <= \$39 ;
   always @(posedge clk)
-    dropped_checked <= \$117 ;
+    dropped_checked <= \$120 ;
   always @(posedge clk)
-    \pending$62  <= \$118 ;
+    \pending$62  <= \$121 ;
   always @(posedge clk)
     \pending_index$63  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$64  <= \$42 ;
+    \old$64  <= \$45 ;
   always @(posedge clk)
-    taken_checked <= \$119 ;
+    taken_checked <= \$122 ;
   t3hw_dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -3310,168 +3316,168 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   );
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$100  = sweep;
+    \$103  = sweep;
     if (busy) begin
-      \$100  = \$1 [7:0];
+      \$103  = \$1 [7:0];
     end
     if (rst) begin
-      \$100  = 8'h00;
+      \$103  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$101  = busy;
+    \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$101  = 1'h0;
+        \$104  = 1'h0;
       end
     end
     if (rst) begin
-      \$101  = 1'h1;
+      \$104  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$102  = { stage[2:0], \$3  };
+    \$105  = { stage[2:0], \$3  };
     if (rst) begin
-      \$102  = 4'h0;
+      \$105  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$103  = desc;
+    \$106  = desc;
     if (\$4 ) begin
-      \$103  = program__payload;
+      \$106  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$104  = held;
+    \$107  = held;
     if (\$4 ) begin
-      \$104  = desc_held;
+      \$107  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$105  = \busy$16 ;
+    \$108  = \busy$16 ;
     if (stage[2]) begin
-      \$105  = \$19 ;
+      \$108  = \$19 ;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$106  = \$23 ;
+    \$109  = \$23 ;
     if (rst) begin
-      \$106  = 1'h0;
+      \$109  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$107  = s1_valid;
-    if (rst) begin
-      \$107  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$108  = \$77 [4:0];
-    if (rst) begin
-      \$108  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$109  = \$24 ;
-    if (rst) begin
-      \$109  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$110  = \$25 ;
+    \$110  = s1_valid;
     if (rst) begin
       \$110  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$111  = fetching;
+    \$111  = \$80 [4:0];
     if (rst) begin
-      \$111  = 1'h0;
+      \$111  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$112  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$112  = 1'h0;
-    end
-    if (fetched) begin
+    \$112  = \$27 ;
+    if (rst) begin
       \$112  = 1'h1;
     end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$113  = \$28 ;
     if (rst) begin
-      \$112  = 1'h0;
+      \$113  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$113  = descriptor__payload;
-    if (fetched) begin
-      \$113 [8] = got[0];
-      \$113 [9] = got[1];
-      \$113 [14:10] = got[6:2];
-      \$113 [30:15] = got[22:7];
-      \$113 [42:31] = got[34:23];
-      \$113 [58:43] = got[50:35];
-      \$113 [82:59] = got[74:51];
-      \$113 [130:83] = got[122:75];
-      \$113 [178:131] = got[170:123];
-      \$113 [7:0] = got_index;
-    end
-    if (rst) begin
-      \$113  = 179'h000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$114  = \$28 ;
+    \$114  = fetching;
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$115  = issued_checked;
-    if (stage[1]) begin
-      \$115  = check__data;
+    \$115  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$115  = 1'h0;
     end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$116  = \$33 ;
+    if (fetched) begin
+      \$115  = 1'h1;
+    end
     if (rst) begin
-      \$116  = 1'h0;
+      \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$117  = dropped_checked;
-    if (stage[1]) begin
-      \$117  = \check__data$61 ;
+    \$116  = descriptor__payload;
+    if (fetched) begin
+      \$116 [8] = got[0];
+      \$116 [9] = got[1];
+      \$116 [14:10] = got[6:2];
+      \$116 [30:15] = got[22:7];
+      \$116 [42:31] = got[34:23];
+      \$116 [58:43] = got[50:35];
+      \$116 [82:59] = got[74:51];
+      \$116 [130:83] = got[122:75];
+      \$116 [178:131] = got[170:123];
+      \$116 [7:0] = got_index;
     end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$118  = \$39 ;
     if (rst) begin
-      \$118  = 1'h0;
+      \$116  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$119  = taken_checked;
+    \$117  = \$31 ;
+    if (rst) begin
+      \$117  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$118  = issued_checked;
     if (stage[1]) begin
-      \$119  = \check__data$68 ;
+      \$118  = check__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$119  = \$36 ;
+    if (rst) begin
+      \$119  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$120  = dropped_checked;
+    if (stage[1]) begin
+      \$120  = \check__data$61 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$121  = \$42 ;
+    if (rst) begin
+      \$121  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$122  = taken_checked;
+    if (stage[1]) begin
+      \$122  = \check__data$68 ;
     end
   end
   always @* begin
@@ -3482,7 +3488,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$72 ) begin
+    if (\$75 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -3511,7 +3517,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$62 ;
+      wr_check__en = \$65 ;
     end
   end
   always @* begin
@@ -3546,7 +3552,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$64 ;
+      wr_fetch__en = \$67 ;
     end
   end
   always @* begin
@@ -3564,7 +3570,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$85 [4:0];
+      wr__data = \$88 [4:0];
     end
   end
   always @* begin
@@ -3591,7 +3597,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       \wr__data$94  = 5'h00;
     end else begin
-      \wr__data$94  = \$86 [4:0];
+      \wr__data$94  = \$89 [4:0];
     end
   end
   always @* begin
@@ -3600,7 +3606,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       \wr__en$95  = 1'h1;
     end else begin
-      \wr__en$95  = \pending$54 ;
+      \wr__en$95  = \pending$55 ;
     end
   end
   always @* begin
@@ -3618,7 +3624,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       \wr__data$99  = 5'h00;
     end else begin
-      \wr__data$99  = \$87 [4:0];
+      \wr__data$99  = \$90 [4:0];
     end
   end
   always @* begin
@@ -3630,10 +3636,10 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
       \wr__en$100  = \pending$62 ;
     end
   end
-  assign held_next = \$77 [4:0];
-  assign value = \$85 [4:0];
-  assign \value$59  = \$86 [4:0];
-  assign \value$66  = \$87 [4:0];
+  assign held_next = \$80 [4:0];
+  assign value = \$88 [4:0];
+  assign \value$59  = \$89 [4:0];
+  assign \value$66  = \$90 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;

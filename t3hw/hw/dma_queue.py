@@ -48,8 +48,9 @@ class DmaQueue(wiring.Component):
     trigger : In(stream.Signature(trigger_layout))
         Triggers; ``cmd`` is the descriptor index (``tile`` only goes to ``detail``). Ready
         while not ``busy``, while no descriptor write is presented or being checked, and
-        while the ready queue has room for it and for the triggers being checked; a full
-        queue holds ``ready`` low: triggers are never dropped.
+        while the ready queue has room for it and for the triggers being checked (a
+        register: a place freed by a fetch counts from the cycle after next); a full queue
+        holds ``ready`` low: triggers are never dropped.
     desc_held : In(1)
         The descriptor of ``program``'s index is named by a firing still pending in the
         tracker (its ``desc_held``, queried with ``program.payload.index``), sampled in the
@@ -115,7 +116,7 @@ class DmaQueue(wiring.Component):
     ends and their carries, and the in-use verdict; t + 4 (:func:`~t3hw.spec.contract.dma_verdict_cycles`
     - 1), the verdict from registers, the tables written or the refusal pulsed;
     ``program.ready`` again from t + 5. Throughput: one descriptor every 3 cycles at
-    ``descriptor``; with ``dma_ready_depth = 1`` one trigger every 4 cycles, otherwise up
+    ``descriptor``; with ``dma_ready_depth = 1`` one trigger every 5 cycles, otherwise up
     to 1 per cycle while the queue has room; a descriptor write costs the triggers of the
     5 cycles from its presentation and one fetch cycle.
     """
@@ -193,9 +194,9 @@ class DmaQueue(wiring.Component):
         s2_tile  = Signal(p.tile_width, reset_less=True)
         s2_ok    = Signal(reset_less=True)
         # `held` counts the triggers being checked and the indices queued (rq.level + s1_valid
-        # + s2_valid); `room` is `held < dma_ready_depth` as a register, computed from the
-        # count this cycle's events leave, so that `trigger.ready` is a few gates of
-        # registers and no adder lies on the tracker's path into its trigger queue.
+        # + s2_valid); `room` is a register, `held < dma_ready_depth` for the count this
+        # cycle's takes and drops leave, so that `trigger.ready` is a few gates of registers
+        # and no adder lies on the tracker's path into its trigger queue.
         held = Signal(range(p.dma_ready_depth + 1))
         room = Signal(init=1)
         m.d.comb += self.trigger.ready.eq(~self.busy & ~self.program.valid & ~chk.checking
@@ -216,10 +217,14 @@ class DmaQueue(wiring.Component):
         ]
         with m.If(~chk.refused):
             m.d.comb += [self.detail.index.eq(s2_cmd), self.detail.tile.eq(s2_tile)]
+        # `room` leaves out this cycle's pop (it would bring the walker's `descriptor.ready`
+        # into it): in the cycle after a pop it may be low with one place free, never high
+        # without one.
         held_next = Signal.like(held)
         m.d.comb += held_next.eq(held + take_trig - self.bad_descriptor
                                  - (rq.o.valid & rq.o.ready))
-        m.d.sync += [held.eq(held_next), room.eq(held_next < p.dma_ready_depth)]
+        m.d.sync += [held.eq(held_next),
+                     room.eq(held + take_trig - self.bad_descriptor < p.dma_ready_depth)]
 
         # --- fetch: pop the head index, read its descriptor, offer it ------------------------
         fetching = Signal()                 # the RAM shows the popped index's descriptor
