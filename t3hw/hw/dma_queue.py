@@ -227,6 +227,33 @@ class DmaQueue(wiring.Component):
                      room.eq(held + take_trig - self.bad_descriptor < p.dma_ready_depth)]
 
         # --- fetch: pop the head index, read its descriptor, offer it ------------------------
+        f = self._fetch(m, rq, rd_fetch, chk, dlayout)
+        fetching, fetched, got, fetch_slot, out = f.fetching, f.fetched, f.got, f.slot, f.out
+        taken = out.valid & out.ready
+        uses = self._uses(m, sweep, chk, [("issued", take_trig, self.trigger.payload.cmd),
+                                          ("dropped", self.bad_descriptor, s2_cmd),
+                                          ("taken", taken, out.payload.index)], platform)
+        m.d.comb += self.idle.eq(~s1_valid & ~s2_valid & ~rq.o.valid & ~fetching & ~fetched
+                                 & ~out.valid)
+        if platform == "formal":
+            # Formal only (never in rtl/): what formal_spec() checks inside.
+            self.formal_view = SimpleNamespace(
+                ready_queue=rq, write=wr_check.en | wr_fetch.en, write_addr=wr_fetch.addr,
+                check_read=take_trig, fetch_read=rq.o.valid & rq.o.ready,
+                trigger_held=self.trigger.valid & ~self.busy & room
+                             & (self.program.valid | chk.checking),
+                fetch_held=rq.o.valid & fetch_slot & chk.writing,
+                uses=uses, fetched=fetched, got=got, reject_cmd=s2_cmd,
+                held=held, s1_valid=s1_valid, s2_valid=s2_valid)
+        return m
+
+    def _fetch(self, m, rq, rd_fetch, chk, dlayout):
+        """The fetch: pop the head index of the ready queue ``rq`` when ``descriptor`` is
+        empty or being taken and no fetch or descriptor write is under way, read its
+        descriptor (``rd_fetch``, a synchronous read) into a register, and offer it on
+        ``descriptor`` the cycle after. Returns the fetch's state (``fetching``, ``fetched``,
+        ``got``), ``slot`` (the pop may happen) and ``out`` (``descriptor``)."""
+        p = self._p
         fetching = Signal()                 # the RAM shows the popped index's descriptor
         fetched  = Signal()                 # ...registered in `got`
         fetch_index = Signal(p.cmd_width, reset_less=True)
@@ -250,24 +277,8 @@ class DmaQueue(wiring.Component):
             for name in dlayout.members:
                 m.d.sync += out.payload[name].eq(got[name])
             m.d.sync += out.payload.index.eq(got_index)
-
-        taken = out.valid & out.ready
-        uses = self._uses(m, sweep, chk, [("issued", take_trig, self.trigger.payload.cmd),
-                                          ("dropped", self.bad_descriptor, s2_cmd),
-                                          ("taken", taken, out.payload.index)], platform)
-        m.d.comb += self.idle.eq(~s1_valid & ~s2_valid & ~rq.o.valid & ~fetching & ~fetched
-                                 & ~out.valid)
-        if platform == "formal":
-            # Formal only (never in rtl/): what formal_spec() checks inside.
-            self.formal_view = SimpleNamespace(
-                ready_queue=rq, write=wr_check.en | wr_fetch.en, write_addr=wr_fetch.addr,
-                check_read=take_trig, fetch_read=rq.o.valid & rq.o.ready,
-                trigger_held=self.trigger.valid & ~self.busy & room
-                             & (self.program.valid | chk.checking),
-                fetch_held=rq.o.valid & fetch_slot & chk.writing,
-                uses=uses, fetched=fetched, got=got, reject_cmd=s2_cmd,
-                held=held, s1_valid=s1_valid, s2_valid=s2_valid)
-        return m
+        return SimpleNamespace(fetching=fetching, fetched=fetched, got=got, slot=fetch_slot,
+                               out=out)
 
     def _program_pipeline(self, m):
         """The checks of a descriptor write, four stages after the cycle it is taken (t):

@@ -204,10 +204,15 @@ class DmaEnv(StreamEnv):
                     pitch=pitch, src=bases[0], dst=bases[1])
 
     def ambiguous(self):
-        """Descriptors whose write verdict the model cannot tell: only the first two queued
-        triggers name them, or an invalid trigger of them is still being checked."""
+        """Descriptors whose write verdict the model cannot tell: only the first three queued
+        triggers name them, or an invalid trigger of them is still being checked. The model
+        starts a descriptor when its first read is taken; the DMA releases it when the walker
+        takes it, which can be three descriptors earlier: one whose first burst waits in the
+        ``read`` register (taken in the write's cycle, which the model scores after the
+        write), the walker's, whose burst is loaded in that cycle, and the next, which the
+        walker takes in the same cycle (the write's verdict counts that cycle's takes)."""
         queue = [i for i, _ in self.model.queue]
-        return ((set(queue[:2]) - set(queue[2:]))
+        return ((set(queue[:3]) - set(queue[3:]))
                 | {i for i, c in self.checking.items() if self.cycle - c <= 2})
 
     def _new_program(self):
