@@ -2301,15 +2301,15 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign \$158  = \$156 ;
 endmodule
 
-module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_2  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -2329,30 +2329,62 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payl
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [78:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [78:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -2369,6 +2401,7 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payl
   wire data__store__kind ;
   wire [15:0] data__store__tile ;
   wire data__store__tracked ;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 79'h00000000000000000000 *)
@@ -2401,7 +2434,7 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payl
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -2421,6 +2454,7 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payl
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [78:0] wr__data;
   wire [78:0] wr__data;
@@ -2454,99 +2488,154 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payl
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'hb;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'h9;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'h9;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -2595,15 +2684,15 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payl
   assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
-module t3hw_addrmap__rx_queue (clk, rst, push, o__valid, wr__data, o__payload, o__ready);
+module t3hw_addrmap__rx_queue (clk, rst, push, wr__data, o__valid, o__payload, o__ready);
   reg _init_strobe_3  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -2623,30 +2712,62 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__valid, wr__data, o__payload, o
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [72:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [72:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -2660,6 +2781,7 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__valid, wr__data, o__payload, o
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 73'h0000000000000000000 *)
@@ -2686,7 +2808,7 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__valid, wr__data, o__payload, o
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -2703,6 +2825,7 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__valid, wr__data, o__payload, o
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [72:0] wr__data;
   wire [72:0] wr__data;
@@ -2733,99 +2856,154 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__valid, wr__data, o__payload, o
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'hb;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'h9;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'h9;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;

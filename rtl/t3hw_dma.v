@@ -1133,15 +1133,15 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__data, o__payload, clk);
+module t3hw_dma__engine__pending (rst, push, o__ready, accept, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_3  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -1161,30 +1161,62 @@ module t3hw_dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__dat
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [3:0] \$33 ;
-  wire [3:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [3:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [3:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [139:0] \$48 ;
-  reg [2:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [2:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [3:0] \$68 ;
+  wire [3:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [3:0] \$73 ;
+  wire [3:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [139:0] \$81 ;
+  reg [2:0] \$82 ;
+  reg [2:0] \$83 ;
   wire \$9 ;
   output accept;
   wire accept;
@@ -1204,6 +1236,7 @@ module t3hw_dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__dat
   wire [3:0] data__run ;
   wire [47:0] data__src ;
   wire [2:0] data__tag ;
+  reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
   (* init = 140'h00000000000000000000000000000000000 *)
@@ -1240,7 +1273,7 @@ module t3hw_dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__dat
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [2:0] rd__addr = 3'h0;
@@ -1262,6 +1295,7 @@ module t3hw_dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__dat
   wire rst;
   (* init = 3'h0 *)
   wire [2:0] tail;
+  reg waiting = 1'h0;
   reg [2:0] wr__addr = 3'h0;
   input [139:0] wr__data;
   wire [139:0] wr__data;
@@ -1294,99 +1328,154 @@ module t3hw_dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__dat
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 3'h7;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 3'h6;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 4'h0 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 3'h6;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 4'h0 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'h8;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 3'h6;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 4'h0 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 3'h6;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 4'h0 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [2:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 3'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [2:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 3'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [2:0];
+    end
+    if (rst) begin
+      \$82  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [2:0];
+    end
+    if (rst) begin
+      \$83  = 3'h0;
     end
   end
   assign head_reg = o__payload;
@@ -1451,45 +1540,44 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  reg [7:0] \$103 ;
-  reg \$104 ;
-  reg [3:0] \$105 ;
-  reg [178:0] \$106 ;
+  reg [7:0] \$101 ;
+  reg \$102 ;
+  reg [3:0] \$103 ;
+  reg [178:0] \$104 ;
+  reg [11:0] \$105 ;
+  reg \$106 ;
   reg \$107 ;
   reg \$108 ;
   reg \$109 ;
   wire \$11 ;
-  reg \$110 ;
-  reg [4:0] \$111 ;
+  reg [4:0] \$110 ;
+  reg \$111 ;
   reg \$112 ;
   reg \$113 ;
   reg \$114 ;
-  reg \$115 ;
-  reg [178:0] \$116 ;
-  reg \$117 ;
-  reg [4:0] \$118 ;
-  reg \$119 ;
+  reg [178:0] \$115 ;
+  reg \$116 ;
+  reg [4:0] \$117 ;
+  reg \$118 ;
+  reg [4:0] \$119 ;
   wire \$12 ;
-  reg [4:0] \$120 ;
-  reg \$121 ;
-  reg [4:0] \$122 ;
+  reg \$120 ;
+  reg [4:0] \$121 ;
   wire \$13 ;
-  wire \$14 ;
-  wire [38:0] \$15 ;
-  wire [39:0] \$16 ;
-  wire [40:0] \$17 ;
-  wire [41:0] \$18 ;
+  wire [38:0] \$14 ;
+  wire [39:0] \$15 ;
+  wire [40:0] \$16 ;
+  wire [41:0] \$17 ;
+  wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
   wire \$23 ;
-  wire \$24 ;
-  wire [5:0] \$25 ;
-  wire [6:0] \$26 ;
+  wire [5:0] \$24 ;
+  wire [6:0] \$25 ;
+  wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
@@ -1497,20 +1585,20 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire \$33 ;
-  wire [4:0] \$34 ;
+  wire [4:0] \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire [4:0] \$39 ;
+  wire [4:0] \$38 ;
+  wire \$39 ;
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire [4:0] \$45 ;
+  wire [4:0] \$44 ;
+  wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
@@ -1537,32 +1625,32 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire [12:0] \$7 ;
+  wire [23:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
   wire \$75 ;
-  wire \$76 ;
-  wire [5:0] \$77 ;
-  wire [6:0] \$78 ;
-  wire \$79 ;
-  wire [23:0] \$8 ;
-  wire [7:0] \$80 ;
+  wire [5:0] \$76 ;
+  wire [6:0] \$77 ;
+  wire \$78 ;
+  wire [7:0] \$79 ;
+  wire \$8 ;
+  wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
+  wire [5:0] \$86 ;
+  wire [5:0] \$87 ;
   wire [5:0] \$88 ;
   wire [5:0] \$89 ;
   wire \$9 ;
-  wire [5:0] \$90 ;
-  wire [5:0] \$91 ;
-  wire [6:0] \$92 ;
+  wire [6:0] \$90 ;
+  wire \$91 ;
+  wire \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
@@ -1581,13 +1669,13 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire bad_range;
   output busy;
   reg busy = 1'h1;
-  reg \busy$16  = 1'h0;
+  reg \busy$17  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$101 ;
-  wire [7:0] \check__addr$96 ;
+  wire [7:0] \check__addr$102 ;
+  wire [7:0] \check__addr$97 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$61 ;
-  wire [4:0] \check__data$68 ;
+  wire [4:0] \check__data$62 ;
+  wire [4:0] \check__data$69 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -1658,7 +1746,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
-  reg [4:0] \held$32  = 5'h00;
+  reg [4:0] \held$33  = 5'h00;
   wire [4:0] held_next;
   reg [23:0] hi = 24'h000000;
   output idle;
@@ -1670,22 +1758,22 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire o__ready;
   wire o__valid;
   reg [4:0] old = 5'h00;
-  reg [4:0] \old$57  = 5'h00;
-  reg [4:0] \old$64  = 5'h00;
+  reg [4:0] \old$58  = 5'h00;
+  reg [4:0] \old$65  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$55  = 1'h0;
-  reg \pending$62  = 1'h0;
+  reg \pending$56  = 1'h0;
+  reg \pending$63  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$56  = 8'h00;
-  reg [7:0] \pending_index$63  = 8'h00;
+  reg [7:0] \pending_index$57  = 8'h00;
+  reg [7:0] \pending_index$64  = 8'h00;
   wire [7:0] pre__addr;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$92 ;
-  wire [7:0] \pre__addr$97 ;
+  wire [7:0] \pre__addr$93 ;
+  wire [7:0] \pre__addr$98 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$58 ;
-  wire [4:0] \pre__data$65 ;
+  wire [4:0] \pre__data$59 ;
+  wire [4:0] \pre__data$66 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -1724,6 +1812,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire rd_fetch__data__valid ;
   wire refused;
   reg room = 1'h1;
+  reg [11:0] rows1 = 12'h000;
   input rst;
   wire rst;
   reg [7:0] s1_cmd = 8'h00;
@@ -1746,17 +1835,17 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$59 ;
-  wire [4:0] \value$66 ;
+  wire [4:0] \value$60 ;
+  wire [4:0] \value$67 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$93 ;
-  reg [7:0] \wr__addr$98 ;
+  reg [7:0] \wr__addr$94 ;
+  reg [7:0] \wr__addr$99 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$94 ;
-  reg [4:0] \wr__data$99 ;
+  reg [4:0] \wr__data$100 ;
+  reg [4:0] \wr__data$95 ;
   reg wr__en;
-  reg \wr__en$100 ;
-  reg \wr__en$95 ;
+  reg \wr__en$101 ;
+  reg \wr__en$96 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -2306,11 +2395,11 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$95 )
-      dropped_count[\wr__addr$93 ] <= \wr__data$94 ;
+    if (\wr__en$96 )
+      dropped_count[\wr__addr$94 ] <= \wr__data$95 ;
   end
-  assign \check__data$61  = dropped_count[desc[7:0]];
-  assign \pre__data$58  = dropped_count[s2_cmd];
+  assign \check__data$62  = dropped_count[desc[7:0]];
+  assign \pre__data$59  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -3107,156 +3196,156 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$100 )
-      taken_count[\wr__addr$98 ] <= \wr__data$99 ;
+    if (\wr__en$101 )
+      taken_count[\wr__addr$99 ] <= \wr__data$100 ;
   end
-  assign \check__data$68  = taken_count[desc[7:0]];
-  assign \pre__data$65  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$69  = taken_count[desc[7:0]];
+  assign \pre__data$66  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
   assign \$4  = program__valid & program__ready;
-  assign \$5  = desc[42:31] - 1'h1;
-  assign \$6  = \$5 [11:0] * desc[70:59];
-  assign \$7  = desc[42:31] - 1'h1;
-  assign \$8  = \$7 [11:0] * desc[82:71];
-  assign \$9  = ! desc[42:31];
-  assign \$10  = ! desc[58:43];
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = desc[42:31] > 1'h1;
-  assign \$13  = desc[82:59] < desc[58:43];
-  assign \$14  = \$12  & \$13 ;
-  assign \$16  = lo + \$15 ;
-  assign \$17  = \$16  + desc[58:43];
-  assign \$18  = \$17  - 1'h1;
-  assign \$19  = in_use | held;
-  assign \$22  = \$20  | \$21 ;
+  assign \$5  = program__payload[42:31] - 1'h1;
+  assign \$6  = rows1 * desc[70:59];
+  assign \$7  = rows1 * desc[82:71];
+  assign \$8  = ! desc[42:31];
+  assign \$9  = ! desc[58:43];
+  assign \$10  = \$8  | \$9 ;
+  assign \$11  = desc[42:31] > 1'h1;
+  assign \$12  = desc[82:59] < desc[58:43];
+  assign \$13  = \$11  & \$12 ;
+  assign \$15  = lo + \$14 ;
+  assign \$16  = \$15  + desc[58:43];
+  assign \$17  = \$16  - 1'h1;
+  assign \$18  = in_use | held;
+  assign \$21  = \$19  | \$20 ;
+  assign \$22  = trigger__valid & trigger__ready;
   assign \$23  = trigger__valid & trigger__ready;
-  assign \$24  = trigger__valid & trigger__ready;
-  assign \$25  = \held$32  + \$24 ;
-  assign \$26  = \$25  - bad_descriptor;
-  assign \$27  = $signed(\$26 ) < $signed(6'h10);
-  assign \$28  = o__valid & o__ready;
-  assign \$29  = trigger__valid & trigger__ready;
-  assign \$30  = ~ busy;
-  assign \$31  = \$29  & \$30 ;
-  assign \$32  = pending_index == trigger__payload[7:0];
-  assign \$33  = pending & \$32 ;
-  assign \$34  = \$33  ? \$88 [4:0] : pre__data;
-  assign \$35  = ~ busy;
-  assign \$36  = bad_descriptor & \$35 ;
-  assign \$37  = \pending_index$56  == s2_cmd;
-  assign \$38  = \pending$55  & \$37 ;
-  assign \$39  = \$38  ? \$89 [4:0] : \pre__data$58 ;
-  assign \$40  = descriptor__valid & descriptor__ready;
-  assign \$41  = ~ busy;
-  assign \$42  = \$40  & \$41 ;
-  assign \$43  = \pending_index$63  == descriptor__payload[7:0];
-  assign \$44  = \pending$62  & \$43 ;
-  assign \$45  = \$44  ? \$90 [4:0] : \pre__data$65 ;
-  assign \$46  = ~ busy;
-  assign \$47  = ! stage;
-  assign program__ready = \$46  & \$47 ;
+  assign \$24  = \held$33  + \$23 ;
+  assign \$25  = \$24  - bad_descriptor;
+  assign \$26  = $signed(\$25 ) < $signed(6'h10);
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = trigger__valid & trigger__ready;
+  assign \$29  = ~ busy;
+  assign \$30  = \$28  & \$29 ;
+  assign \$31  = pending_index == trigger__payload[7:0];
+  assign \$32  = pending & \$31 ;
+  assign \$33  = \$32  ? \$86 [4:0] : pre__data;
+  assign \$34  = ~ busy;
+  assign \$35  = bad_descriptor & \$34 ;
+  assign \$36  = \pending_index$57  == s2_cmd;
+  assign \$37  = \pending$56  & \$36 ;
+  assign \$38  = \$37  ? \$87 [4:0] : \pre__data$59 ;
+  assign \$39  = descriptor__valid & descriptor__ready;
+  assign \$40  = ~ busy;
+  assign \$41  = \$39  & \$40 ;
+  assign \$42  = \pending_index$64  == descriptor__payload[7:0];
+  assign \$43  = \pending$63  & \$42 ;
+  assign \$44  = \$43  ? \$88 [4:0] : \pre__data$66 ;
+  assign \$45  = ~ busy;
+  assign \$46  = ! stage;
+  assign program__ready = \$45  & \$46 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
+  assign \$47  = stage[3] & desc[8];
+  assign bad_program = \$47  & empty;
   assign \$48  = stage[3] & desc[8];
-  assign bad_program = \$48  & empty;
-  assign \$49  = stage[3] & desc[8];
-  assign \$50  = ~ empty;
-  assign \$51  = \$49  & \$50 ;
-  assign bad_pitch = \$51  & overlap;
-  assign \$52  = stage[3] & desc[8];
-  assign \$53  = ~ empty;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = ~ overlap;
-  assign \$56  = \$54  & \$55 ;
-  assign bad_range = \$56  & wraps;
-  assign \$57  = empty | overlap;
-  assign \$58  = \$57  | wraps;
-  assign \$59  = desc[8] & \$58 ;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = stage[3] & \$60 ;
-  assign desc_busy = \$61  & \busy$16 ;
-  assign \$62  = bad_program | bad_pitch;
-  assign \$63  = \$62  | bad_range;
-  assign refused = \$63  | desc_busy;
-  assign \$64  = ~ refused;
-  assign \$65  = stage[3] & \$64 ;
-  assign \$66  = ~ refused;
-  assign \$67  = stage[3] & \$66 ;
-  assign \$68  = ~ busy;
-  assign \$69  = ~ program__valid;
-  assign \$70  = \$68  & \$69 ;
-  assign \$71  = | stage;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = \$70  & \$72 ;
-  assign trigger__ready = \$73  & room;
+  assign \$49  = ~ empty;
+  assign \$50  = \$48  & \$49 ;
+  assign bad_pitch = \$50  & overlap;
+  assign \$51  = stage[3] & desc[8];
+  assign \$52  = ~ empty;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = ~ overlap;
+  assign \$55  = \$53  & \$54 ;
+  assign bad_range = \$55  & wraps;
+  assign \$56  = empty | overlap;
+  assign \$57  = \$56  | wraps;
+  assign \$58  = desc[8] & \$57 ;
+  assign \$59  = ~ \$58 ;
+  assign \$60  = stage[3] & \$59 ;
+  assign desc_busy = \$60  & \busy$17 ;
+  assign \$61  = bad_program | bad_pitch;
+  assign \$62  = \$61  | bad_range;
+  assign refused = \$62  | desc_busy;
+  assign \$63  = ~ refused;
+  assign \$64  = stage[3] & \$63 ;
+  assign \$65  = ~ refused;
+  assign \$66  = stage[3] & \$65 ;
+  assign \$67  = ~ busy;
+  assign \$68  = ~ program__valid;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = | stage;
+  assign \$71  = ~ \$70 ;
+  assign \$72  = \$69  & \$71 ;
+  assign trigger__ready = \$72  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$74  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$74 ;
-  assign \$75  = ~ refused;
-  assign \$76  = trigger__valid & trigger__ready;
-  assign \$77  = \held$32  + \$76 ;
-  assign \$78  = \$77  - bad_descriptor;
-  assign \$79  = o__valid & o__ready;
-  assign \$80  = $signed(\$78 ) - $signed({ 1'h0, \$79  });
-  assign \$81  = ~ fetching;
-  assign \$82  = ~ fetched;
-  assign \$83  = \$81  & \$82 ;
-  assign \$84  = ~ descriptor__valid;
-  assign \$85  = \$84  | descriptor__ready;
-  assign \$86  = \$83  & \$85 ;
-  assign \$87  = ~ stage[3];
-  assign o__ready = \$86  & \$87 ;
-  assign \$88  = old + 1'h1;
-  assign \$89  = \old$57  + 1'h1;
-  assign \$90  = \old$64  + 1'h1;
-  assign \$91  = issued_checked - dropped_checked;
-  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$92 [4:0];
-  assign \$93  = ~ s1_valid;
-  assign \$94  = ~ s2_valid;
+  assign \$73  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$73 ;
+  assign \$74  = ~ refused;
+  assign \$75  = trigger__valid & trigger__ready;
+  assign \$76  = \held$33  + \$75 ;
+  assign \$77  = \$76  - bad_descriptor;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = $signed(\$77 ) - $signed({ 1'h0, \$78  });
+  assign \$80  = ~ fetching;
+  assign \$81  = ~ fetched;
+  assign \$82  = \$80  & \$81 ;
+  assign \$83  = ~ descriptor__valid;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ stage[3];
+  assign o__ready = \$84  & \$85 ;
+  assign \$86  = old + 1'h1;
+  assign \$87  = \old$58  + 1'h1;
+  assign \$88  = \old$65  + 1'h1;
+  assign \$89  = issued_checked - dropped_checked;
+  assign \$90  = $signed(\$89 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$90 [4:0];
+  assign \$91  = ~ s1_valid;
+  assign \$92  = ~ s2_valid;
+  assign \$93  = \$91  & \$92 ;
+  assign \$94  = ~ o__valid;
   assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ o__valid;
+  assign \$96  = ~ fetching;
   assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetching;
+  assign \$98  = ~ fetched;
   assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ fetched;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = ~ descriptor__valid;
-  assign idle = \$101  & \$102 ;
+  assign \$100  = ~ descriptor__valid;
+  assign idle = \$99  & \$100 ;
   always @(posedge clk)
-    sweep <= \$103 ;
+    sweep <= \$101 ;
   always @(posedge clk)
-    busy <= \$104 ;
+    busy <= \$102 ;
   always @(posedge clk)
-    stage <= \$105 ;
+    stage <= \$103 ;
   always @(posedge clk)
-    desc <= \$106 ;
+    desc <= \$104 ;
   always @(posedge clk)
-    held <= \$107 ;
+    rows1 <= \$105 ;
+  always @(posedge clk)
+    held <= \$106 ;
   always @(posedge clk)
     lo <= \$6 ;
   always @(posedge clk)
-    hi <= \$8 ;
+    hi <= \$7 ;
   always @(posedge clk)
-    empty <= \$11 ;
+    empty <= \$10 ;
   always @(posedge clk)
-    overlap <= \$14 ;
+    overlap <= \$13 ;
   always @(posedge clk)
-    span <= \$18 [36:0];
+    span <= \$17 [36:0];
   always @(posedge clk)
-    \busy$16  <= \$108 ;
+    \busy$17  <= \$107 ;
   always @(posedge clk)
-    wraps <= \$22 ;
+    wraps <= \$21 ;
   always @(posedge clk)
-    s1_valid <= \$109 ;
+    s1_valid <= \$108 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$110 ;
+    s2_valid <= \$109 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -3264,13 +3353,13 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$32  <= \$111 ;
+    \held$33  <= \$110 ;
   always @(posedge clk)
-    room <= \$112 ;
+    room <= \$111 ;
   always @(posedge clk)
-    fetching <= \$113 ;
+    fetching <= \$112 ;
   always @(posedge clk)
-    fetched <= \$114 ;
+    fetched <= \$113 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -3278,33 +3367,33 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$115 ;
+    descriptor__valid <= \$114 ;
   always @(posedge clk)
-    descriptor__payload <= \$116 ;
+    descriptor__payload <= \$115 ;
   always @(posedge clk)
-    pending <= \$117 ;
+    pending <= \$116 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$34 ;
+    old <= \$33 ;
   always @(posedge clk)
-    issued_checked <= \$118 ;
+    issued_checked <= \$117 ;
   always @(posedge clk)
-    \pending$55  <= \$119 ;
+    \pending$56  <= \$118 ;
   always @(posedge clk)
-    \pending_index$56  <= s2_cmd;
+    \pending_index$57  <= s2_cmd;
   always @(posedge clk)
-    \old$57  <= \$39 ;
+    \old$58  <= \$38 ;
   always @(posedge clk)
-    dropped_checked <= \$120 ;
+    dropped_checked <= \$119 ;
   always @(posedge clk)
-    \pending$62  <= \$121 ;
+    \pending$63  <= \$120 ;
   always @(posedge clk)
-    \pending_index$63  <= descriptor__payload[7:0];
+    \pending_index$64  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$64  <= \$45 ;
+    \old$65  <= \$44 ;
   always @(posedge clk)
-    taken_checked <= \$122 ;
+    taken_checked <= \$121 ;
   t3hw_dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -3316,168 +3405,175 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   );
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$103  = sweep;
+    \$101  = sweep;
     if (busy) begin
-      \$103  = \$1 [7:0];
+      \$101  = \$1 [7:0];
     end
     if (rst) begin
-      \$103  = 8'h00;
+      \$101  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$104  = busy;
+    \$102  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$104  = 1'h0;
+        \$102  = 1'h0;
       end
     end
     if (rst) begin
-      \$104  = 1'h1;
+      \$102  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$105  = { stage[2:0], \$3  };
+    \$103  = { stage[2:0], \$3  };
     if (rst) begin
-      \$105  = 4'h0;
+      \$103  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$106  = desc;
+    \$104  = desc;
     if (\$4 ) begin
-      \$106  = program__payload;
+      \$104  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$107  = held;
+    \$105  = rows1;
     if (\$4 ) begin
-      \$107  = desc_held;
+      \$105  = \$5 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$108  = \busy$16 ;
+    \$106  = held;
+    if (stage[0]) begin
+      \$106  = desc_held;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$107  = \busy$17 ;
     if (stage[2]) begin
-      \$108  = \$19 ;
+      \$107  = \$18 ;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$109  = \$23 ;
+    \$108  = \$22 ;
+    if (rst) begin
+      \$108  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$109  = s1_valid;
     if (rst) begin
       \$109  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$110  = s1_valid;
+    \$110  = \$79 [4:0];
     if (rst) begin
-      \$110  = 1'h0;
+      \$110  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$111  = \$80 [4:0];
+    \$111  = \$26 ;
     if (rst) begin
-      \$111  = 5'h00;
+      \$111  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     \$112  = \$27 ;
     if (rst) begin
-      \$112  = 1'h1;
+      \$112  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$113  = \$28 ;
+    \$113  = fetching;
     if (rst) begin
       \$113  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$114  = fetching;
+    \$114  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$114  = 1'h0;
+    end
+    if (fetched) begin
+      \$114  = 1'h1;
+    end
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$115  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$115  = 1'h0;
-    end
+    \$115  = descriptor__payload;
     if (fetched) begin
-      \$115  = 1'h1;
+      \$115 [8] = got[0];
+      \$115 [9] = got[1];
+      \$115 [14:10] = got[6:2];
+      \$115 [30:15] = got[22:7];
+      \$115 [42:31] = got[34:23];
+      \$115 [58:43] = got[50:35];
+      \$115 [82:59] = got[74:51];
+      \$115 [130:83] = got[122:75];
+      \$115 [178:131] = got[170:123];
+      \$115 [7:0] = got_index;
     end
     if (rst) begin
-      \$115  = 1'h0;
+      \$115  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$116  = descriptor__payload;
-    if (fetched) begin
-      \$116 [8] = got[0];
-      \$116 [9] = got[1];
-      \$116 [14:10] = got[6:2];
-      \$116 [30:15] = got[22:7];
-      \$116 [42:31] = got[34:23];
-      \$116 [58:43] = got[50:35];
-      \$116 [82:59] = got[74:51];
-      \$116 [130:83] = got[122:75];
-      \$116 [178:131] = got[170:123];
-      \$116 [7:0] = got_index;
-    end
+    \$116  = \$30 ;
     if (rst) begin
-      \$116  = 179'h000000000000000000000000000000000000000000000;
+      \$116  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$117  = \$31 ;
-    if (rst) begin
-      \$117  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$118  = issued_checked;
+    \$117  = issued_checked;
     if (stage[1]) begin
-      \$118  = check__data;
+      \$117  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$119  = \$36 ;
+    \$118  = \$35 ;
     if (rst) begin
-      \$119  = 1'h0;
+      \$118  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$120  = dropped_checked;
+    \$119  = dropped_checked;
     if (stage[1]) begin
-      \$120  = \check__data$61 ;
+      \$119  = \check__data$62 ;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$121  = \$42 ;
+    \$120  = \$41 ;
     if (rst) begin
-      \$121  = 1'h0;
+      \$120  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$122  = taken_checked;
+    \$121  = taken_checked;
     if (stage[1]) begin
-      \$122  = \check__data$68 ;
+      \$121  = \check__data$69 ;
     end
   end
   always @* begin
@@ -3488,7 +3584,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$75 ) begin
+    if (\$74 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -3517,7 +3613,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$65 ;
+      wr_check__en = \$64 ;
     end
   end
   always @* begin
@@ -3552,7 +3648,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$67 ;
+      wr_fetch__en = \$66 ;
     end
   end
   always @* begin
@@ -3570,7 +3666,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$88 [4:0];
+      wr__data = \$86 [4:0];
     end
   end
   always @* begin
@@ -3586,60 +3682,60 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$93  = sweep;
+      \wr__addr$94  = sweep;
     end else begin
-      \wr__addr$93  = \pending_index$56 ;
+      \wr__addr$94  = \pending_index$57 ;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$94  = 5'h00;
+      \wr__data$95  = 5'h00;
     end else begin
-      \wr__data$94  = \$89 [4:0];
+      \wr__data$95  = \$87 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$95  = 1'h1;
+      \wr__en$96  = 1'h1;
     end else begin
-      \wr__en$95  = \pending$55 ;
+      \wr__en$96  = \pending$56 ;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$98  = sweep;
+      \wr__addr$99  = sweep;
     end else begin
-      \wr__addr$98  = \pending_index$63 ;
+      \wr__addr$99  = \pending_index$64 ;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$99  = 5'h00;
+      \wr__data$100  = 5'h00;
     end else begin
-      \wr__data$99  = \$90 [4:0];
+      \wr__data$100  = \$88 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$100  = 1'h1;
+      \wr__en$101  = 1'h1;
     end else begin
-      \wr__en$100  = \pending$62 ;
+      \wr__en$101  = \pending$63 ;
     end
   end
-  assign held_next = \$80 [4:0];
-  assign value = \$88 [4:0];
-  assign \value$59  = \$89 [4:0];
-  assign \value$66  = \$90 [4:0];
+  assign held_next = \$79 [4:0];
+  assign value = \$86 [4:0];
+  assign \value$60  = \$87 [4:0];
+  assign \value$67  = \$88 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -3647,10 +3743,10 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$92  = s2_cmd;
-  assign \check__addr$96  = desc[7:0];
-  assign \pre__addr$97  = descriptor__payload[7:0];
-  assign \check__addr$101  = desc[7:0];
+  assign \pre__addr$93  = s2_cmd;
+  assign \check__addr$97  = desc[7:0];
+  assign \pre__addr$98  = descriptor__payload[7:0];
+  assign \check__addr$102  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -3713,20 +3809,20 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
   assign wr_fetch__data__src  = wr_fetch__data[122:75];
   assign wr_fetch__data__dst  = wr_fetch__data[170:123];
-  assign \$15  = { 3'h0, hi, 12'h000 };
-  assign \$20  = \$signal [48];
-  assign \$21  = dst_end[48];
+  assign \$14  = { 3'h0, hi, 12'h000 };
+  assign \$19  = \$signal [48];
+  assign \$20  = dst_end[48];
 endmodule
 
-module t3hw_dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_5  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [5:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [6:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -3746,35 +3842,68 @@ module t3hw_dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o_
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [5:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [6:0] \$47 ;
-  reg [7:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [4:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [4:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [7:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [7:0] data;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 8'h00 *)
@@ -3785,7 +3914,7 @@ module t3hw_dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o_
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -3794,6 +3923,7 @@ module t3hw_dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o_
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [7:0] wr__data;
   wire [7:0] wr__data;
@@ -3821,99 +3951,154 @@ module t3hw_dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o_
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'hf;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'he;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'he;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 5'h10;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'he;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'he;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [4:0];
+    if (rst) begin
+      \$77  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$51  = \$47 [4:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 5'h00;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;

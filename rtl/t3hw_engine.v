@@ -1567,8 +1567,8 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
-, mem__payload, rx_mem__payload, store__payload);
+module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture, mem__payload
+, rx_mem__valid, rx_mem__payload, store__payload);
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3866,15 +3866,15 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_2  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -3894,30 +3894,62 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data,
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [78:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [78:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -3934,6 +3966,7 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data,
   wire data__store__kind ;
   wire [15:0] data__store__tile ;
   wire data__store__tracked ;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 79'h00000000000000000000 *)
@@ -3966,7 +3999,7 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data,
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -3986,6 +4019,7 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data,
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [78:0] wr__data;
   wire [78:0] wr__data;
@@ -4019,99 +4053,154 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data,
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'hb;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'h9;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'h9;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -4160,15 +4249,15 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data,
   assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
-module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, o__payload, clk);
+module t3hw_engine__addrmap__rx_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_3  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -4188,30 +4277,62 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, 
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [72:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [72:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -4225,6 +4346,7 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, 
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 73'h0000000000000000000 *)
@@ -4251,7 +4373,7 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, 
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -4268,6 +4390,7 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, 
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [72:0] wr__data;
   wire [72:0] wr__data;
@@ -4298,99 +4421,154 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'hb;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'h9;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'h9;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -4424,8 +4602,8 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, 
   assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, remote__valid, dma__valid, dma_response__ready, config__valid, config__payload
-, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, remote__payload, dma__payload, load__payload);
+module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid
+, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload, load__payload);
   reg _init_strobe_4  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -6033,7 +6211,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
 endmodule
 
 module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$171 , arbiter_stats, arbiter_errors, arbiter_status, tracker_busy, tracker_result__valid, tracker_result__payload, \tracker_capture$167 , tracker_errors, tracker_stats, dma_errors, \dma_capture$169 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, \addrmap_capture$171 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$167 , tracker_errors, tracker_stats, dma_errors, \dma_capture$169 , dma_stats, dma_busy, bus__addr);
   reg _init_strobe_5  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -16237,7 +16415,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_engine__dma (rst, desc_held, trigger__valid, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, packet__ready, program__valid, program__payload, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
+module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
 , response__payload, clk);
   reg _init_strobe_6  = 0;
   wire [6:0] \$1 ;
@@ -16717,7 +16895,7 @@ module t3hw_engine__dma (rst, desc_held, trigger__valid, idle, program__ready, t
   assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__payload, clk);
+module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, response__payload, clk);
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
@@ -17368,15 +17546,15 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__data, o__payload, clk);
+module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_8  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -17396,30 +17574,62 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid,
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [3:0] \$33 ;
-  wire [3:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [3:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [3:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [139:0] \$48 ;
-  reg [2:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [2:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [3:0] \$68 ;
+  wire [3:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [3:0] \$73 ;
+  wire [3:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [139:0] \$81 ;
+  reg [2:0] \$82 ;
+  reg [2:0] \$83 ;
   wire \$9 ;
   output accept;
   wire accept;
@@ -17439,6 +17649,7 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid,
   wire [3:0] data__run ;
   wire [47:0] data__src ;
   wire [2:0] data__tag ;
+  reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
   (* init = 140'h00000000000000000000000000000000000 *)
@@ -17475,7 +17686,7 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid,
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [2:0] rd__addr = 3'h0;
@@ -17497,6 +17708,7 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid,
   wire rst;
   (* init = 3'h0 *)
   wire [2:0] tail;
+  reg waiting = 1'h0;
   reg [2:0] wr__addr = 3'h0;
   input [139:0] wr__data;
   wire [139:0] wr__data;
@@ -17529,99 +17741,154 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid,
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 3'h7;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 3'h6;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 4'h0 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 3'h6;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 4'h0 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'h8;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 3'h6;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 4'h0 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 3'h6;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 4'h0 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [2:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 3'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [2:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 3'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [2:0];
+    end
+    if (rst) begin
+      \$82  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [2:0];
+    end
+    if (rst) begin
+      \$83  = 3'h0;
     end
   end
   assign head_reg = o__payload;
@@ -17680,51 +17947,50 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, o__valid,
   assign rd__data__src  = rd__data[139:92];
 endmodule
 
-module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
+module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
   reg _init_strobe_9  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  reg [7:0] \$103 ;
-  reg \$104 ;
-  reg [3:0] \$105 ;
-  reg [178:0] \$106 ;
+  reg [7:0] \$101 ;
+  reg \$102 ;
+  reg [3:0] \$103 ;
+  reg [178:0] \$104 ;
+  reg [11:0] \$105 ;
+  reg \$106 ;
   reg \$107 ;
   reg \$108 ;
   reg \$109 ;
   wire \$11 ;
-  reg \$110 ;
-  reg [4:0] \$111 ;
+  reg [4:0] \$110 ;
+  reg \$111 ;
   reg \$112 ;
   reg \$113 ;
   reg \$114 ;
-  reg \$115 ;
-  reg [178:0] \$116 ;
-  reg \$117 ;
-  reg [4:0] \$118 ;
-  reg \$119 ;
+  reg [178:0] \$115 ;
+  reg \$116 ;
+  reg [4:0] \$117 ;
+  reg \$118 ;
+  reg [4:0] \$119 ;
   wire \$12 ;
-  reg [4:0] \$120 ;
-  reg \$121 ;
-  reg [4:0] \$122 ;
+  reg \$120 ;
+  reg [4:0] \$121 ;
   wire \$13 ;
-  wire \$14 ;
-  wire [38:0] \$15 ;
-  wire [39:0] \$16 ;
-  wire [40:0] \$17 ;
-  wire [41:0] \$18 ;
+  wire [38:0] \$14 ;
+  wire [39:0] \$15 ;
+  wire [40:0] \$16 ;
+  wire [41:0] \$17 ;
+  wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
   wire \$23 ;
-  wire \$24 ;
-  wire [5:0] \$25 ;
-  wire [6:0] \$26 ;
+  wire [5:0] \$24 ;
+  wire [6:0] \$25 ;
+  wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
@@ -17732,20 +17998,20 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire \$33 ;
-  wire [4:0] \$34 ;
+  wire [4:0] \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire [4:0] \$39 ;
+  wire [4:0] \$38 ;
+  wire \$39 ;
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire [4:0] \$45 ;
+  wire [4:0] \$44 ;
+  wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
@@ -17772,32 +18038,32 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire [12:0] \$7 ;
+  wire [23:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
   wire \$75 ;
-  wire \$76 ;
-  wire [5:0] \$77 ;
-  wire [6:0] \$78 ;
-  wire \$79 ;
-  wire [23:0] \$8 ;
-  wire [7:0] \$80 ;
+  wire [5:0] \$76 ;
+  wire [6:0] \$77 ;
+  wire \$78 ;
+  wire [7:0] \$79 ;
+  wire \$8 ;
+  wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
+  wire [5:0] \$86 ;
+  wire [5:0] \$87 ;
   wire [5:0] \$88 ;
   wire [5:0] \$89 ;
   wire \$9 ;
-  wire [5:0] \$90 ;
-  wire [5:0] \$91 ;
-  wire [6:0] \$92 ;
+  wire [6:0] \$90 ;
+  wire \$91 ;
+  wire \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
@@ -17816,13 +18082,13 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
   wire bad_range;
   output busy;
   reg busy = 1'h1;
-  reg \busy$16  = 1'h0;
+  reg \busy$17  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$101 ;
-  wire [7:0] \check__addr$96 ;
+  wire [7:0] \check__addr$102 ;
+  wire [7:0] \check__addr$97 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$61 ;
-  wire [4:0] \check__data$68 ;
+  wire [4:0] \check__data$62 ;
+  wire [4:0] \check__data$69 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -17893,7 +18159,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
-  reg [4:0] \held$32  = 5'h00;
+  reg [4:0] \held$33  = 5'h00;
   wire [4:0] held_next;
   reg [23:0] hi = 24'h000000;
   output idle;
@@ -17905,22 +18171,22 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
   wire o__ready;
   wire o__valid;
   reg [4:0] old = 5'h00;
-  reg [4:0] \old$57  = 5'h00;
-  reg [4:0] \old$64  = 5'h00;
+  reg [4:0] \old$58  = 5'h00;
+  reg [4:0] \old$65  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$55  = 1'h0;
-  reg \pending$62  = 1'h0;
+  reg \pending$56  = 1'h0;
+  reg \pending$63  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$56  = 8'h00;
-  reg [7:0] \pending_index$63  = 8'h00;
+  reg [7:0] \pending_index$57  = 8'h00;
+  reg [7:0] \pending_index$64  = 8'h00;
   wire [7:0] pre__addr;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$92 ;
-  wire [7:0] \pre__addr$97 ;
+  wire [7:0] \pre__addr$93 ;
+  wire [7:0] \pre__addr$98 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$58 ;
-  wire [4:0] \pre__data$65 ;
+  wire [4:0] \pre__data$59 ;
+  wire [4:0] \pre__data$66 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -17959,6 +18225,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
   wire rd_fetch__data__valid ;
   wire refused;
   reg room = 1'h1;
+  reg [11:0] rows1 = 12'h000;
   input rst;
   wire rst;
   reg [7:0] s1_cmd = 8'h00;
@@ -17981,17 +18248,17 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$59 ;
-  wire [4:0] \value$66 ;
+  wire [4:0] \value$60 ;
+  wire [4:0] \value$67 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$93 ;
-  reg [7:0] \wr__addr$98 ;
+  reg [7:0] \wr__addr$94 ;
+  reg [7:0] \wr__addr$99 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$94 ;
-  reg [4:0] \wr__data$99 ;
+  reg [4:0] \wr__data$100 ;
+  reg [4:0] \wr__data$95 ;
   reg wr__en;
-  reg \wr__en$100 ;
-  reg \wr__en$95 ;
+  reg \wr__en$101 ;
+  reg \wr__en$96 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -18541,11 +18808,11 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$95 )
-      dropped_count[\wr__addr$93 ] <= \wr__data$94 ;
+    if (\wr__en$96 )
+      dropped_count[\wr__addr$94 ] <= \wr__data$95 ;
   end
-  assign \check__data$61  = dropped_count[desc[7:0]];
-  assign \pre__data$58  = dropped_count[s2_cmd];
+  assign \check__data$62  = dropped_count[desc[7:0]];
+  assign \pre__data$59  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -19342,156 +19609,156 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$100 )
-      taken_count[\wr__addr$98 ] <= \wr__data$99 ;
+    if (\wr__en$101 )
+      taken_count[\wr__addr$99 ] <= \wr__data$100 ;
   end
-  assign \check__data$68  = taken_count[desc[7:0]];
-  assign \pre__data$65  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$69  = taken_count[desc[7:0]];
+  assign \pre__data$66  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
   assign \$4  = program__valid & program__ready;
-  assign \$5  = desc[42:31] - 1'h1;
-  assign \$6  = \$5 [11:0] * desc[70:59];
-  assign \$7  = desc[42:31] - 1'h1;
-  assign \$8  = \$7 [11:0] * desc[82:71];
-  assign \$9  = ! desc[42:31];
-  assign \$10  = ! desc[58:43];
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = desc[42:31] > 1'h1;
-  assign \$13  = desc[82:59] < desc[58:43];
-  assign \$14  = \$12  & \$13 ;
-  assign \$16  = lo + \$15 ;
-  assign \$17  = \$16  + desc[58:43];
-  assign \$18  = \$17  - 1'h1;
-  assign \$19  = in_use | held;
-  assign \$22  = \$20  | \$21 ;
+  assign \$5  = program__payload[42:31] - 1'h1;
+  assign \$6  = rows1 * desc[70:59];
+  assign \$7  = rows1 * desc[82:71];
+  assign \$8  = ! desc[42:31];
+  assign \$9  = ! desc[58:43];
+  assign \$10  = \$8  | \$9 ;
+  assign \$11  = desc[42:31] > 1'h1;
+  assign \$12  = desc[82:59] < desc[58:43];
+  assign \$13  = \$11  & \$12 ;
+  assign \$15  = lo + \$14 ;
+  assign \$16  = \$15  + desc[58:43];
+  assign \$17  = \$16  - 1'h1;
+  assign \$18  = in_use | held;
+  assign \$21  = \$19  | \$20 ;
+  assign \$22  = trigger__valid & trigger__ready;
   assign \$23  = trigger__valid & trigger__ready;
-  assign \$24  = trigger__valid & trigger__ready;
-  assign \$25  = \held$32  + \$24 ;
-  assign \$26  = \$25  - bad_descriptor;
-  assign \$27  = $signed(\$26 ) < $signed(6'h10);
-  assign \$28  = o__valid & o__ready;
-  assign \$29  = trigger__valid & trigger__ready;
-  assign \$30  = ~ busy;
-  assign \$31  = \$29  & \$30 ;
-  assign \$32  = pending_index == trigger__payload[7:0];
-  assign \$33  = pending & \$32 ;
-  assign \$34  = \$33  ? \$88 [4:0] : pre__data;
-  assign \$35  = ~ busy;
-  assign \$36  = bad_descriptor & \$35 ;
-  assign \$37  = \pending_index$56  == s2_cmd;
-  assign \$38  = \pending$55  & \$37 ;
-  assign \$39  = \$38  ? \$89 [4:0] : \pre__data$58 ;
-  assign \$40  = descriptor__valid & descriptor__ready;
-  assign \$41  = ~ busy;
-  assign \$42  = \$40  & \$41 ;
-  assign \$43  = \pending_index$63  == descriptor__payload[7:0];
-  assign \$44  = \pending$62  & \$43 ;
-  assign \$45  = \$44  ? \$90 [4:0] : \pre__data$65 ;
-  assign \$46  = ~ busy;
-  assign \$47  = ! stage;
-  assign program__ready = \$46  & \$47 ;
+  assign \$24  = \held$33  + \$23 ;
+  assign \$25  = \$24  - bad_descriptor;
+  assign \$26  = $signed(\$25 ) < $signed(6'h10);
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = trigger__valid & trigger__ready;
+  assign \$29  = ~ busy;
+  assign \$30  = \$28  & \$29 ;
+  assign \$31  = pending_index == trigger__payload[7:0];
+  assign \$32  = pending & \$31 ;
+  assign \$33  = \$32  ? \$86 [4:0] : pre__data;
+  assign \$34  = ~ busy;
+  assign \$35  = bad_descriptor & \$34 ;
+  assign \$36  = \pending_index$57  == s2_cmd;
+  assign \$37  = \pending$56  & \$36 ;
+  assign \$38  = \$37  ? \$87 [4:0] : \pre__data$59 ;
+  assign \$39  = descriptor__valid & descriptor__ready;
+  assign \$40  = ~ busy;
+  assign \$41  = \$39  & \$40 ;
+  assign \$42  = \pending_index$64  == descriptor__payload[7:0];
+  assign \$43  = \pending$63  & \$42 ;
+  assign \$44  = \$43  ? \$88 [4:0] : \pre__data$66 ;
+  assign \$45  = ~ busy;
+  assign \$46  = ! stage;
+  assign program__ready = \$45  & \$46 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
+  assign \$47  = stage[3] & desc[8];
+  assign bad_program = \$47  & empty;
   assign \$48  = stage[3] & desc[8];
-  assign bad_program = \$48  & empty;
-  assign \$49  = stage[3] & desc[8];
-  assign \$50  = ~ empty;
-  assign \$51  = \$49  & \$50 ;
-  assign bad_pitch = \$51  & overlap;
-  assign \$52  = stage[3] & desc[8];
-  assign \$53  = ~ empty;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = ~ overlap;
-  assign \$56  = \$54  & \$55 ;
-  assign bad_range = \$56  & wraps;
-  assign \$57  = empty | overlap;
-  assign \$58  = \$57  | wraps;
-  assign \$59  = desc[8] & \$58 ;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = stage[3] & \$60 ;
-  assign desc_busy = \$61  & \busy$16 ;
-  assign \$62  = bad_program | bad_pitch;
-  assign \$63  = \$62  | bad_range;
-  assign refused = \$63  | desc_busy;
-  assign \$64  = ~ refused;
-  assign \$65  = stage[3] & \$64 ;
-  assign \$66  = ~ refused;
-  assign \$67  = stage[3] & \$66 ;
-  assign \$68  = ~ busy;
-  assign \$69  = ~ program__valid;
-  assign \$70  = \$68  & \$69 ;
-  assign \$71  = | stage;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = \$70  & \$72 ;
-  assign trigger__ready = \$73  & room;
+  assign \$49  = ~ empty;
+  assign \$50  = \$48  & \$49 ;
+  assign bad_pitch = \$50  & overlap;
+  assign \$51  = stage[3] & desc[8];
+  assign \$52  = ~ empty;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = ~ overlap;
+  assign \$55  = \$53  & \$54 ;
+  assign bad_range = \$55  & wraps;
+  assign \$56  = empty | overlap;
+  assign \$57  = \$56  | wraps;
+  assign \$58  = desc[8] & \$57 ;
+  assign \$59  = ~ \$58 ;
+  assign \$60  = stage[3] & \$59 ;
+  assign desc_busy = \$60  & \busy$17 ;
+  assign \$61  = bad_program | bad_pitch;
+  assign \$62  = \$61  | bad_range;
+  assign refused = \$62  | desc_busy;
+  assign \$63  = ~ refused;
+  assign \$64  = stage[3] & \$63 ;
+  assign \$65  = ~ refused;
+  assign \$66  = stage[3] & \$65 ;
+  assign \$67  = ~ busy;
+  assign \$68  = ~ program__valid;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = | stage;
+  assign \$71  = ~ \$70 ;
+  assign \$72  = \$69  & \$71 ;
+  assign trigger__ready = \$72  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$74  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$74 ;
-  assign \$75  = ~ refused;
-  assign \$76  = trigger__valid & trigger__ready;
-  assign \$77  = \held$32  + \$76 ;
-  assign \$78  = \$77  - bad_descriptor;
-  assign \$79  = o__valid & o__ready;
-  assign \$80  = $signed(\$78 ) - $signed({ 1'h0, \$79  });
-  assign \$81  = ~ fetching;
-  assign \$82  = ~ fetched;
-  assign \$83  = \$81  & \$82 ;
-  assign \$84  = ~ descriptor__valid;
-  assign \$85  = \$84  | descriptor__ready;
-  assign \$86  = \$83  & \$85 ;
-  assign \$87  = ~ stage[3];
-  assign o__ready = \$86  & \$87 ;
-  assign \$88  = old + 1'h1;
-  assign \$89  = \old$57  + 1'h1;
-  assign \$90  = \old$64  + 1'h1;
-  assign \$91  = issued_checked - dropped_checked;
-  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$92 [4:0];
-  assign \$93  = ~ s1_valid;
-  assign \$94  = ~ s2_valid;
+  assign \$73  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$73 ;
+  assign \$74  = ~ refused;
+  assign \$75  = trigger__valid & trigger__ready;
+  assign \$76  = \held$33  + \$75 ;
+  assign \$77  = \$76  - bad_descriptor;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = $signed(\$77 ) - $signed({ 1'h0, \$78  });
+  assign \$80  = ~ fetching;
+  assign \$81  = ~ fetched;
+  assign \$82  = \$80  & \$81 ;
+  assign \$83  = ~ descriptor__valid;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ stage[3];
+  assign o__ready = \$84  & \$85 ;
+  assign \$86  = old + 1'h1;
+  assign \$87  = \old$58  + 1'h1;
+  assign \$88  = \old$65  + 1'h1;
+  assign \$89  = issued_checked - dropped_checked;
+  assign \$90  = $signed(\$89 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$90 [4:0];
+  assign \$91  = ~ s1_valid;
+  assign \$92  = ~ s2_valid;
+  assign \$93  = \$91  & \$92 ;
+  assign \$94  = ~ o__valid;
   assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ o__valid;
+  assign \$96  = ~ fetching;
   assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetching;
+  assign \$98  = ~ fetched;
   assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ fetched;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = ~ descriptor__valid;
-  assign idle = \$101  & \$102 ;
+  assign \$100  = ~ descriptor__valid;
+  assign idle = \$99  & \$100 ;
   always @(posedge clk)
-    sweep <= \$103 ;
+    sweep <= \$101 ;
   always @(posedge clk)
-    busy <= \$104 ;
+    busy <= \$102 ;
   always @(posedge clk)
-    stage <= \$105 ;
+    stage <= \$103 ;
   always @(posedge clk)
-    desc <= \$106 ;
+    desc <= \$104 ;
   always @(posedge clk)
-    held <= \$107 ;
+    rows1 <= \$105 ;
+  always @(posedge clk)
+    held <= \$106 ;
   always @(posedge clk)
     lo <= \$6 ;
   always @(posedge clk)
-    hi <= \$8 ;
+    hi <= \$7 ;
   always @(posedge clk)
-    empty <= \$11 ;
+    empty <= \$10 ;
   always @(posedge clk)
-    overlap <= \$14 ;
+    overlap <= \$13 ;
   always @(posedge clk)
-    span <= \$18 [36:0];
+    span <= \$17 [36:0];
   always @(posedge clk)
-    \busy$16  <= \$108 ;
+    \busy$17  <= \$107 ;
   always @(posedge clk)
-    wraps <= \$22 ;
+    wraps <= \$21 ;
   always @(posedge clk)
-    s1_valid <= \$109 ;
+    s1_valid <= \$108 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$110 ;
+    s2_valid <= \$109 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -19499,13 +19766,13 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$32  <= \$111 ;
+    \held$33  <= \$110 ;
   always @(posedge clk)
-    room <= \$112 ;
+    room <= \$111 ;
   always @(posedge clk)
-    fetching <= \$113 ;
+    fetching <= \$112 ;
   always @(posedge clk)
-    fetched <= \$114 ;
+    fetched <= \$113 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -19513,33 +19780,33 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$115 ;
+    descriptor__valid <= \$114 ;
   always @(posedge clk)
-    descriptor__payload <= \$116 ;
+    descriptor__payload <= \$115 ;
   always @(posedge clk)
-    pending <= \$117 ;
+    pending <= \$116 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$34 ;
+    old <= \$33 ;
   always @(posedge clk)
-    issued_checked <= \$118 ;
+    issued_checked <= \$117 ;
   always @(posedge clk)
-    \pending$55  <= \$119 ;
+    \pending$56  <= \$118 ;
   always @(posedge clk)
-    \pending_index$56  <= s2_cmd;
+    \pending_index$57  <= s2_cmd;
   always @(posedge clk)
-    \old$57  <= \$39 ;
+    \old$58  <= \$38 ;
   always @(posedge clk)
-    dropped_checked <= \$120 ;
+    dropped_checked <= \$119 ;
   always @(posedge clk)
-    \pending$62  <= \$121 ;
+    \pending$63  <= \$120 ;
   always @(posedge clk)
-    \pending_index$63  <= descriptor__payload[7:0];
+    \pending_index$64  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$64  <= \$45 ;
+    \old$65  <= \$44 ;
   always @(posedge clk)
-    taken_checked <= \$122 ;
+    taken_checked <= \$121 ;
   t3hw_engine__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -19551,168 +19818,175 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
   );
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$103  = sweep;
+    \$101  = sweep;
     if (busy) begin
-      \$103  = \$1 [7:0];
+      \$101  = \$1 [7:0];
     end
     if (rst) begin
-      \$103  = 8'h00;
+      \$101  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$104  = busy;
+    \$102  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$104  = 1'h0;
+        \$102  = 1'h0;
       end
     end
     if (rst) begin
-      \$104  = 1'h1;
+      \$102  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$105  = { stage[2:0], \$3  };
+    \$103  = { stage[2:0], \$3  };
     if (rst) begin
-      \$105  = 4'h0;
+      \$103  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$106  = desc;
+    \$104  = desc;
     if (\$4 ) begin
-      \$106  = program__payload;
+      \$104  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$107  = held;
+    \$105  = rows1;
     if (\$4 ) begin
-      \$107  = desc_held;
+      \$105  = \$5 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$108  = \busy$16 ;
+    \$106  = held;
+    if (stage[0]) begin
+      \$106  = desc_held;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$107  = \busy$17 ;
     if (stage[2]) begin
-      \$108  = \$19 ;
+      \$107  = \$18 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$109  = \$23 ;
+    \$108  = \$22 ;
+    if (rst) begin
+      \$108  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$109  = s1_valid;
     if (rst) begin
       \$109  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$110  = s1_valid;
+    \$110  = \$79 [4:0];
     if (rst) begin
-      \$110  = 1'h0;
+      \$110  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$111  = \$80 [4:0];
+    \$111  = \$26 ;
     if (rst) begin
-      \$111  = 5'h00;
+      \$111  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     \$112  = \$27 ;
     if (rst) begin
-      \$112  = 1'h1;
+      \$112  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$113  = \$28 ;
+    \$113  = fetching;
     if (rst) begin
       \$113  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$114  = fetching;
+    \$114  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$114  = 1'h0;
+    end
+    if (fetched) begin
+      \$114  = 1'h1;
+    end
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$115  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$115  = 1'h0;
-    end
+    \$115  = descriptor__payload;
     if (fetched) begin
-      \$115  = 1'h1;
+      \$115 [8] = got[0];
+      \$115 [9] = got[1];
+      \$115 [14:10] = got[6:2];
+      \$115 [30:15] = got[22:7];
+      \$115 [42:31] = got[34:23];
+      \$115 [58:43] = got[50:35];
+      \$115 [82:59] = got[74:51];
+      \$115 [130:83] = got[122:75];
+      \$115 [178:131] = got[170:123];
+      \$115 [7:0] = got_index;
     end
     if (rst) begin
-      \$115  = 1'h0;
+      \$115  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$116  = descriptor__payload;
-    if (fetched) begin
-      \$116 [8] = got[0];
-      \$116 [9] = got[1];
-      \$116 [14:10] = got[6:2];
-      \$116 [30:15] = got[22:7];
-      \$116 [42:31] = got[34:23];
-      \$116 [58:43] = got[50:35];
-      \$116 [82:59] = got[74:51];
-      \$116 [130:83] = got[122:75];
-      \$116 [178:131] = got[170:123];
-      \$116 [7:0] = got_index;
-    end
+    \$116  = \$30 ;
     if (rst) begin
-      \$116  = 179'h000000000000000000000000000000000000000000000;
+      \$116  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$117  = \$31 ;
-    if (rst) begin
-      \$117  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$118  = issued_checked;
+    \$117  = issued_checked;
     if (stage[1]) begin
-      \$118  = check__data;
+      \$117  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$119  = \$36 ;
+    \$118  = \$35 ;
     if (rst) begin
-      \$119  = 1'h0;
+      \$118  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$120  = dropped_checked;
+    \$119  = dropped_checked;
     if (stage[1]) begin
-      \$120  = \check__data$61 ;
+      \$119  = \check__data$62 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$121  = \$42 ;
+    \$120  = \$41 ;
     if (rst) begin
-      \$121  = 1'h0;
+      \$120  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$122  = taken_checked;
+    \$121  = taken_checked;
     if (stage[1]) begin
-      \$122  = \check__data$68 ;
+      \$121  = \check__data$69 ;
     end
   end
   always @* begin
@@ -19723,7 +19997,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$75 ) begin
+    if (\$74 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -19752,7 +20026,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$65 ;
+      wr_check__en = \$64 ;
     end
   end
   always @* begin
@@ -19787,7 +20061,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$67 ;
+      wr_fetch__en = \$66 ;
     end
   end
   always @* begin
@@ -19805,7 +20079,7 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$88 [4:0];
+      wr__data = \$86 [4:0];
     end
   end
   always @* begin
@@ -19821,60 +20095,60 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$93  = sweep;
+      \wr__addr$94  = sweep;
     end else begin
-      \wr__addr$93  = \pending_index$56 ;
+      \wr__addr$94  = \pending_index$57 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$94  = 5'h00;
+      \wr__data$95  = 5'h00;
     end else begin
-      \wr__data$94  = \$89 [4:0];
+      \wr__data$95  = \$87 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$95  = 1'h1;
+      \wr__en$96  = 1'h1;
     end else begin
-      \wr__en$95  = \pending$55 ;
+      \wr__en$96  = \pending$56 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$98  = sweep;
+      \wr__addr$99  = sweep;
     end else begin
-      \wr__addr$98  = \pending_index$63 ;
+      \wr__addr$99  = \pending_index$64 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$99  = 5'h00;
+      \wr__data$100  = 5'h00;
     end else begin
-      \wr__data$99  = \$90 [4:0];
+      \wr__data$100  = \$88 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$100  = 1'h1;
+      \wr__en$101  = 1'h1;
     end else begin
-      \wr__en$100  = \pending$62 ;
+      \wr__en$101  = \pending$63 ;
     end
   end
-  assign held_next = \$80 [4:0];
-  assign value = \$88 [4:0];
-  assign \value$59  = \$89 [4:0];
-  assign \value$66  = \$90 [4:0];
+  assign held_next = \$79 [4:0];
+  assign value = \$86 [4:0];
+  assign \value$60  = \$87 [4:0];
+  assign \value$67  = \$88 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -19882,10 +20156,10 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$92  = s2_cmd;
-  assign \check__addr$96  = desc[7:0];
-  assign \pre__addr$97  = descriptor__payload[7:0];
-  assign \check__addr$101  = desc[7:0];
+  assign \pre__addr$93  = s2_cmd;
+  assign \check__addr$97  = desc[7:0];
+  assign \pre__addr$98  = descriptor__payload[7:0];
+  assign \check__addr$102  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -19948,20 +20222,20 @@ module t3hw_engine__dma__queue (rst, desc_held, trigger__valid, program__ready, 
   assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
   assign wr_fetch__data__src  = wr_fetch__data[122:75];
   assign wr_fetch__data__dst  = wr_fetch__data[170:123];
-  assign \$15  = { 3'h0, hi, 12'h000 };
-  assign \$20  = \$signal [48];
-  assign \$21  = dst_end[48];
+  assign \$14  = { 3'h0, hi, 12'h000 };
+  assign \$19  = \$signal [48];
+  assign \$20  = dst_end[48];
 endmodule
 
-module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_10  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [5:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [6:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -19981,35 +20255,68 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [5:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [6:0] \$47 ;
-  reg [7:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [4:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [4:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [7:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [7:0] data;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 8'h00 *)
@@ -20020,7 +20327,7 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -20029,6 +20336,7 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [7:0] wr__data;
   wire [7:0] wr__data;
@@ -20056,99 +20364,154 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'hf;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'he;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'he;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 5'h10;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'he;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'he;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [4:0];
+    if (rst) begin
+      \$77  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$51  = \$47 [4:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 5'h00;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -20157,7 +20520,7 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__
   assign head = rd__addr;
 endmodule
 
-module t3hw_engine__slice_dma_read (rst, o__ready, i__ready, o__valid, i__valid, data, o__payload, clk);
+module t3hw_engine__slice_dma_read (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [57:0] data;
@@ -20165,6 +20528,7 @@ module t3hw_engine__slice_dma_read (rst, o__ready, i__ready, o__valid, i__valid,
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
+  wire full;
   wire [57:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -20173,7 +20537,6 @@ module t3hw_engine__slice_dma_read (rst, o__ready, i__ready, o__valid, i__valid,
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [57:0] o__payload;
   wire [57:0] o__payload;
   wire [57:0] \o__payload$7 ;
@@ -20192,12 +20555,12 @@ module t3hw_engine__slice_dma_read (rst, o__ready, i__ready, o__valid, i__valid,
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_engine__slice_dma_read__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -20222,7 +20585,7 @@ module t3hw_engine__slice_dma_read (rst, o__ready, i__ready, o__valid, i__valid,
   assign o__payload$7__tag  = o__payload[57:55];
 endmodule
 
-module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_11  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -20242,16 +20605,50 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__valid, data, 
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [57:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [57:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [57:0] \$64 ;
+  reg [57:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -20263,12 +20660,13 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__valid, data, 
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
+  output full;
+  reg full = 1'h0;
   (* init = 58'h000000000000000 *)
   wire [57:0] head_reg;
   wire [47:0] head_reg__addr ;
   wire [6:0] head_reg__bytes ;
   wire [2:0] head_reg__tag ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [57:0] o__payload;
   reg [57:0] o__payload = 58'h000000000000000;
@@ -20278,7 +20676,7 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__valid, data, 
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -20287,64 +20685,122 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__valid, data, 
   wire [47:0] slot__addr ;
   wire [6:0] slot__bytes ;
   wire [2:0] slot__tag ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_11 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_11 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -20362,13 +20818,14 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__valid, data, 
   assign slot__tag  = slot[57:55];
 endmodule
 
-module t3hw_engine__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_engine__slice_dma_response (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [3:0] data;
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
+  wire full;
   wire [3:0] i__payload;
   wire i__payload__error ;
   wire [2:0] i__payload__tag ;
@@ -20376,7 +20833,6 @@ module t3hw_engine__slice_dma_response (rst, i__valid, o__ready, i__ready, o__va
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [3:0] o__payload;
   wire [3:0] o__payload;
   wire [3:0] \o__payload$7 ;
@@ -20393,12 +20849,12 @@ module t3hw_engine__slice_dma_response (rst, i__valid, o__ready, i__ready, o__va
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_engine__slice_dma_response__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -20419,7 +20875,7 @@ module t3hw_engine__slice_dma_response (rst, i__valid, o__ready, i__ready, o__va
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_12  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -20439,16 +20895,50 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__valid, da
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [3:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [3:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [3:0] \$64 ;
+  reg [3:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -20459,11 +20949,12 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__valid, da
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
+  output full;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head_reg;
   wire head_reg__error ;
   wire [2:0] head_reg__tag ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [3:0] o__payload;
   reg [3:0] o__payload = 4'h0;
@@ -20472,7 +20963,7 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__valid, da
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -20480,64 +20971,122 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__valid, da
   reg [3:0] slot = 4'h0;
   wire slot__error ;
   wire [2:0] slot__tag ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_12 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_12 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -20551,7 +21100,7 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__valid, da
   assign slot__error  = slot[3];
 endmodule
 
-module t3hw_engine__slice_net_dma (rst, i__ready, o__valid, i__valid, data, o__ready, o__payload, clk);
+module t3hw_engine__slice_net_dma (rst, i__ready, i__valid, data, o__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -20564,6 +21113,7 @@ module t3hw_engine__slice_net_dma (rst, i__ready, o__valid, i__valid, data, o__r
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  wire full;
   wire [76:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -20577,7 +21127,6 @@ module t3hw_engine__slice_net_dma (rst, i__ready, o__valid, i__valid, data, o__r
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [76:0] o__payload;
   wire [76:0] o__payload;
   wire [76:0] \o__payload$7 ;
@@ -20606,12 +21155,12 @@ module t3hw_engine__slice_net_dma (rst, i__ready, o__valid, i__valid, data, o__r
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_engine__slice_net_dma__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -20644,7 +21193,7 @@ module t3hw_engine__slice_net_dma (rst, i__ready, o__valid, i__valid, data, o__r
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
+module t3hw_engine__slice_net_dma__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
   reg _init_strobe_13  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -20664,16 +21213,50 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [76:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [76:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [76:0] \$64 ;
+  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -20690,6 +21273,8 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  output full;
+  reg full = 1'h0;
   (* init = 77'h00000000000000000000 *)
   wire [76:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -20700,7 +21285,6 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o
   (* enum_value_1 = "UPDATE" *)
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
   reg [76:0] o__payload = 77'h00000000000000000000;
@@ -20715,7 +21299,7 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -20729,64 +21313,122 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o
   (* enum_value_1 = "UPDATE" *)
   wire slot__kind ;
   wire [15:0] slot__tile ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -20812,7 +21454,7 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o
   assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_engine__slice_net_store (rst, i__valid, i__ready, o__valid, data, o__ready, o__payload, clk);
+module t3hw_engine__slice_net_store (rst, i__valid, i__ready, data, o__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -20825,6 +21467,7 @@ module t3hw_engine__slice_net_store (rst, i__valid, i__ready, o__valid, data, o_
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  wire full;
   wire [76:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -20838,7 +21481,6 @@ module t3hw_engine__slice_net_store (rst, i__valid, i__ready, o__valid, data, o_
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [76:0] o__payload;
   wire [76:0] o__payload;
   wire [76:0] \o__payload$7 ;
@@ -20867,12 +21509,12 @@ module t3hw_engine__slice_net_store (rst, i__valid, i__ready, o__valid, data, o_
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_engine__slice_net_store__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -20905,7 +21547,7 @@ module t3hw_engine__slice_net_store (rst, i__valid, i__ready, o__valid, data, o_
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_engine__slice_net_store__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
+module t3hw_engine__slice_net_store__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
   reg _init_strobe_14  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -20925,16 +21567,50 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__valid, data, o__ready,
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [76:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [76:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [76:0] \$64 ;
+  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -20951,6 +21627,8 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__valid, data, o__ready,
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  output full;
+  reg full = 1'h0;
   (* init = 77'h00000000000000000000 *)
   wire [76:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -20961,7 +21639,6 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__valid, data, o__ready,
   (* enum_value_1 = "UPDATE" *)
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
   reg [76:0] o__payload = 77'h00000000000000000000;
@@ -20976,7 +21653,7 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__valid, data, o__ready,
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -20990,64 +21667,122 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__valid, data, o__ready,
   (* enum_value_1 = "UPDATE" *)
   wire slot__kind ;
   wire [15:0] slot__tile ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_14 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_14 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -21073,7 +21808,7 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__valid, data, o__ready,
   assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_engine__slice_remote (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_engine__slice_remote (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -21086,6 +21821,7 @@ module t3hw_engine__slice_remote (rst, i__valid, o__ready, i__ready, o__valid, d
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  wire full;
   wire [72:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -21099,7 +21835,6 @@ module t3hw_engine__slice_remote (rst, i__valid, o__ready, i__ready, o__valid, d
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [72:0] o__payload;
   wire [72:0] o__payload;
   wire [72:0] \o__payload$7 ;
@@ -21128,12 +21863,12 @@ module t3hw_engine__slice_remote (rst, i__valid, o__ready, i__ready, o__valid, d
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_engine__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -21166,7 +21901,7 @@ module t3hw_engine__slice_remote (rst, i__valid, o__ready, i__ready, o__valid, d
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_engine__slice_remote__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_15  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -21186,16 +21921,50 @@ module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__valid, data, o_
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [72:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [72:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [72:0] \$64 ;
+  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -21212,6 +21981,8 @@ module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__valid, data, o_
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  output full;
+  reg full = 1'h0;
   (* init = 73'h0000000000000000000 *)
   wire [72:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -21222,7 +21993,6 @@ module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__valid, data, o_
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
   wire head_reg__tracked ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
   reg [72:0] o__payload = 73'h0000000000000000000;
@@ -21237,7 +22007,7 @@ module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__valid, data, o_
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -21251,64 +22021,122 @@ module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__valid, data, o_
   wire slot__kind ;
   wire [15:0] slot__tile ;
   wire slot__tracked ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -21334,7 +22162,7 @@ module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__valid, data, o_
   assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -21347,6 +22175,7 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__valid, da
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  wire full;
   wire [72:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -21360,7 +22189,6 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__valid, da
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [72:0] o__payload;
   wire [72:0] o__payload;
   wire [72:0] \o__payload$7 ;
@@ -21389,12 +22217,12 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__valid, da
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_engine__slice_store__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -21427,7 +22255,7 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__valid, da
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_engine__slice_store__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -21447,16 +22275,50 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, data, o__
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [72:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [72:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [72:0] \$64 ;
+  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -21473,6 +22335,8 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, data, o__
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  output full;
+  reg full = 1'h0;
   (* init = 73'h0000000000000000000 *)
   wire [72:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -21483,7 +22347,6 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, data, o__
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
   wire head_reg__tracked ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
   reg [72:0] o__payload = 73'h0000000000000000000;
@@ -21498,7 +22361,7 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, data, o__
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -21512,64 +22375,122 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, data, o__
   wire slot__kind ;
   wire [15:0] slot__tile ;
   wire slot__tracked ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -21595,14 +22516,14 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__valid, data, o__
   assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, trigger__payload, clk);
+module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
   reg _init_strobe_17  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire [4:0] \$103 ;
+  wire \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
@@ -21632,12 +22553,12 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire \$128 ;
   wire \$129 ;
   wire [11:0] \$13 ;
-  wire \$130 ;
+  wire [11:0] \$130 ;
   wire \$131 ;
   wire \$132 ;
   wire \$133 ;
   wire \$134 ;
-  wire [11:0] \$135 ;
+  wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
@@ -21647,33 +22568,33 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [3:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
-  wire \$148 ;
-  wire [3:0] \$149 ;
+  wire [4:0] \$148 ;
+  wire \$149 ;
   wire [3:0] \$15 ;
-  wire \$150 ;
-  wire \$151 ;
-  wire \$152 ;
-  wire [4:0] \$153 ;
+  wire [7:0] \$150 ;
+  wire [11:0] \$151 ;
+  wire [7:0] \$152 ;
+  wire \$153 ;
   wire \$154 ;
-  wire [7:0] \$155 ;
-  wire [11:0] \$156 ;
+  wire \$155 ;
+  wire \$156 ;
   wire [7:0] \$157 ;
-  wire \$158 ;
+  wire [7:0] \$158 ;
   wire \$159 ;
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire [11:0] \$162 ;
-  wire [7:0] \$163 ;
-  wire [12:0] \$164 ;
-  wire [12:0] \$165 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
   wire \$166 ;
-  wire [7:0] \$167 ;
-  wire [7:0] \$168 ;
+  wire [8:0] \$167 ;
+  wire \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -21683,27 +22604,27 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire [8:0] \$177 ;
-  wire [5:0] \$178 ;
+  wire \$177 ;
+  wire \$178 ;
   wire [5:0] \$179 ;
   wire \$18 ;
   wire [5:0] \$180 ;
-  wire [32:0] \$181 ;
-  wire [32:0] \$182 ;
-  wire [32:0] \$183 ;
+  wire [5:0] \$181 ;
+  wire \$182 ;
+  wire \$183 ;
   wire [32:0] \$184 ;
   wire \$185 ;
   wire \$186 ;
   wire [32:0] \$187 ;
-  wire [32:0] \$188 ;
+  wire \$188 ;
   wire \$189 ;
   wire [7:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
+  wire [32:0] \$190 ;
+  wire [32:0] \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [32:0] \$194 ;
+  wire [32:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
@@ -21712,17 +22633,17 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire [11:0] \$20 ;
   wire \$200 ;
   wire \$201 ;
-  wire [3:0] \$202 ;
-  reg [7:0] \$203 ;
-  reg [8:0] \$204 ;
-  reg \$205 ;
-  reg \$206 ;
-  reg \$207 ;
-  reg \$208 ;
-  reg \$209 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire [3:0] \$209 ;
   wire [7:0] \$21 ;
-  reg \$210 ;
-  reg \$211 ;
+  reg [7:0] \$210 ;
+  reg [8:0] \$211 ;
   reg \$212 ;
   reg \$213 ;
   reg \$214 ;
@@ -21734,31 +22655,38 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire [12:0] \$22 ;
   reg \$220 ;
   reg \$221 ;
-  reg [2:0] \$222 ;
+  reg \$222 ;
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
   reg \$226 ;
   reg \$227 ;
   reg \$228 ;
-  wire [28:0] \$229 ;
+  reg [2:0] \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  wire [23:0] \$233 ;
+  reg \$233 ;
   reg \$234 ;
   reg \$235 ;
-  reg [58:0] \$236 ;
-  reg [23:0] \$237 ;
+  wire [28:0] \$236 ;
+  reg \$237 ;
   reg \$238 ;
   reg \$239 ;
   wire [11:0] \$24 ;
-  reg [5:0] \$240 ;
-  reg [191:0] \$241 ;
+  wire [23:0] \$240 ;
+  reg \$241 ;
   reg \$242 ;
-  reg [2:0] \$243 ;
+  reg [23:0] \$243 ;
+  reg \$244 ;
+  reg \$245 ;
+  reg \$246 ;
+  reg [5:0] \$247 ;
+  reg [191:0] \$248 ;
+  reg \$249 ;
   wire \$25 ;
+  reg [2:0] \$250 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -21805,43 +22733,56 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire \$65 ;
   wire \$66 ;
   wire [1:0] \$67 ;
-  wire [9:0] \$68 ;
-  wire [10:0] \$69 ;
+  wire \$68 ;
+  wire [11:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
+  wire [7:0] \$70 ;
+  wire [12:0] \$71 ;
+  wire [12:0] \$72 ;
+  wire [9:0] \$73 ;
+  wire [10:0] \$74 ;
   wire \$75 ;
-  wire \$76 ;
+  wire [9:0] \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire [15:0] \$8 ;
   wire \$80 ;
-  wire [9:0] \$81 ;
+  wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
+  wire [15:0] \$85 ;
+  wire [15:0] \$86 ;
   wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire [15:0] \$9 ;
-  wire [15:0] \$90 ;
-  wire [15:0] \$91 ;
+  wire \$90 ;
+  wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [7:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire [7:0] \$99 ;
+  wire [4:0] \$98 ;
+  wire \$99 ;
+  (* enum_base_type = "TrackOp" *)
+  (* enum_value_00 = "ARM" *)
+  (* enum_value_01 = "DISARM" *)
+  (* enum_value_10 = "READ" *)
+  reg [1:0] \$like  = 2'h0;
+  (* enum_base_type = "TrackResult" *)
+  (* enum_value_000 = "OK" *)
+  (* enum_value_001 = "BUSY" *)
+  (* enum_value_010 = "BAD_THRESHOLD" *)
+  (* enum_value_011 = "NOT_ARMED" *)
+  (* enum_value_100 = "BAD_OP" *)
+  reg [2:0] \$like$75  = 3'h0;
+  reg [15:0] \$like$76  = 16'h0000;
   reg \$signal  = 1'h0;
-  reg \$signal$75  = 1'h0;
+  reg \$signal$79  = 1'h0;
   wire arm;
   reg [45:0] base;
   wire [7:0] base__cmd ;
@@ -21891,7 +22832,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire [7:0] data$69__cmd ;
   wire [15:0] data$69__tile ;
   output desc_held;
-  wire desc_held;
+  reg desc_held = 1'h1;
   wire [7:0] desc_query;
   reg disarm_ok = 1'h0;
   wire done;
@@ -22011,7 +22952,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire [11:0] rdata__threshold ;
   wire rdata__valid ;
   output [58:0] result__payload;
-  reg [58:0] result__payload = 59'h000000000000000;
+  wire [58:0] result__payload;
   wire [7:0] result__payload__cmd ;
   (* enum_base_type = "TrackResult" *)
   (* enum_value_000 = "OK" *)
@@ -22160,10 +23101,10 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire trigger__valid;
   reg [2:0] \wait  = 3'h0;
   reg [7:0] wr__addr = 8'h00;
-  wire [7:0] \wr__addr$78 ;
+  wire [7:0] \wr__addr$82 ;
   (* init = 46'h000000000000 *)
   wire [45:0] wr__data;
-  wire [8:0] \wr__data$80 ;
+  wire [8:0] \wr__data$84 ;
   wire [7:0] wr__data__cmd ;
   wire [11:0] wr__data__left ;
   wire [3:0] wr__data__pending ;
@@ -22172,7 +23113,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   wire [11:0] wr__data__threshold ;
   wire wr__data__valid ;
   wire wr__en;
-  wire \wr__en$81 ;
+  wire \wr__en$85 ;
   input [22:0] write__payload;
   wire [22:0] write__payload;
   wire [3:0] write__payload__beats ;
@@ -22717,8 +23658,8 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
     held[255] = 9'h000;
   end
   always @(posedge clk) begin
-    if (\wr__en$81 )
-      held[\wr__addr$78 ] <= \wr__data$80 ;
+    if (\wr__en$85 )
+      held[\wr__addr$82 ] <= \wr__data$84 ;
   end
   assign query__data = held[query__addr];
   assign pre__data = held[ent[28:21]];
@@ -22803,172 +23744,178 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   assign \$66  = s3_prog & \$65 ;
   assign nxt_index = busy ? sweep : s3_tile[7:0];
   assign \$67  = fwd_last_we ? 2'h3 : 2'h0;
-  assign \$68  = s4_old + \$signal$75 ;
-  assign \$69  = \$68  - s4_dec;
-  assign \wr__addr$78  = busy ? sweep : s4_cmd;
-  assign \wr__data$80  = busy ? 9'h000 : \$69 [8:0];
-  assign \$70  = \$signal$75  | s4_dec;
-  assign \wr__en$81  = busy | \$70 ;
-  assign \$71  = s4_cmd == query__addr;
-  assign \$72  = \$71  & \$signal$75 ;
-  assign \$73  = busy | \$72 ;
-  assign \$74  = | query__data;
-  assign \$75  = s4_cmd == query__addr;
-  assign \$76  = \$75  & s4_dec;
-  assign \$77  = query__data == 1'h1;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = ~ \$78 ;
-  assign \$80  = \$74  & \$79 ;
-  assign desc_held = \$73  | \$80 ;
-  assign \$81  = sweep1 + 1'h1;
-  assign \$82  = sweep1 == 8'hff;
-  assign \$83  = program__valid & program__ready;
-  assign \$84  = ~ write__valid;
-  assign \$85  = ~ busy;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = ~ program__valid;
-  assign \$88  = \$86  & \$87 ;
-  assign \$89  = \$88  & \o__valid$13 ;
-  assign \$90  = program__valid ? program__payload[17:2] : \o__payload$15 ;
-  assign \$91  = write__valid ? write__payload[15:0] : \$90 ;
+  assign \$68  = fwd_last[0] & fwd_last[1];
+  assign \$69  = fwd_last[0] ? fwd_last[21:10] : 12'h000;
+  assign \$70  = fwd_last[0] ? fwd_last[41:34] : 8'h00;
+  assign \$71  = fwd_last[21:10] - fwd_last[33:22];
+  assign \$72  = fwd_last[0] ? \$71  : 13'h0000;
+  assign \$73  = s4_old + \$signal$79 ;
+  assign \$74  = \$73  - s4_dec;
+  assign \wr__addr$82  = busy ? sweep : s4_cmd;
+  assign \wr__data$84  = busy ? 9'h000 : \$74 [8:0];
+  assign \$75  = \$signal$79  | s4_dec;
+  assign \wr__en$85  = busy | \$75 ;
+  assign \$76  = sweep1 + 1'h1;
+  assign \$77  = sweep1 == 8'hff;
+  assign \$78  = program__valid & program__ready;
+  assign \$79  = ~ write__valid;
+  assign \$80  = ~ busy;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ program__valid;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = \$83  & \o__valid$13 ;
+  assign \$85  = program__valid ? program__payload[17:2] : \o__payload$15 ;
+  assign \$86  = write__valid ? write__payload[15:0] : \$85 ;
+  assign \$87  = ~ sweep_last;
+  assign \$88  = busy & \$87 ;
+  assign \$89  = \$88  | s2_valid;
+  assign \$90  = \$89  | s2_prog;
+  assign \$91  = \$90  | s2_ack;
   assign \$92  = ~ sweep_last;
   assign \$93  = busy & \$92 ;
-  assign \$94  = \$93  | s2_valid;
-  assign \$95  = \$94  | s2_prog;
-  assign \$96  = \$95  | s2_ack;
-  assign \$97  = ~ sweep_last;
-  assign \$98  = busy & \$97 ;
-  assign \$99  = \$98  ? sweep1[7:0] : s2_tile[7:0];
-  assign \$100  = \$99  == s1_tile[7:0];
-  assign \$101  = \$96  & \$100 ;
-  assign \$102  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$103  = s1_write[19:16] + 1'h1;
-  assign \$104  = busy | s3_valid;
-  assign \$105  = \$104  | s3_prog;
-  assign \$106  = \$105  | s3_ack;
-  assign \$107  = nxt_index == s1_tile[7:0];
-  assign \$108  = \$106  & \$107 ;
-  assign \$109  = wr__addr == s1_tile[7:0];
-  assign \$110  = fwd_last_we & \$109 ;
-  assign \$111  = fwd_prev_index == s1_tile[7:0];
-  assign \$112  = fwd_prev_we & \$111 ;
-  assign \$113  = busy | s3_valid;
-  assign \$114  = \$113  | s3_prog;
-  assign \$115  = \$114  | s3_ack;
-  assign \$116  = nxt_index == s1_tile[7:0];
-  assign \$117  = \$115  & \$116 ;
-  assign \$118  = wr__addr == s1_tile[7:0];
-  assign \$119  = fwd_last_we & \$118 ;
-  assign \$120  = fwd_prev_index == s1_tile[7:0];
-  assign \$121  = fwd_prev_we & \$120 ;
-  assign \$122  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$123  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$124  = \$119  ? \$122  : \$123 ;
-  assign \$125  = \$108  ? nxt_tag_eq1 : \$124 ;
-  assign \$126  = busy | s3_valid;
-  assign \$127  = \$126  | s3_prog;
-  assign \$128  = \$127  | s3_ack;
-  assign \$129  = nxt_index == s1_tile[7:0];
-  assign \$130  = \$128  & \$129 ;
-  assign \$131  = wr__addr == s1_tile[7:0];
-  assign \$132  = fwd_last_we & \$131 ;
-  assign \$133  = fwd_prev_index == s1_tile[7:0];
-  assign \$134  = fwd_prev_we & \$133 ;
-  assign \$135  = base[0] ? base[33:22] : s2_req[29:18];
-  assign \$136  = ~ s2_stale;
-  assign \$137  = s2_valid & \$136 ;
-  assign \$138  = \$137  & ok_next;
-  assign \$139  = s2_req[1:0] == 1'h1;
-  assign \$140  = s2_prog & \$139 ;
-  assign \$141  = \$140  & ok_next;
-  assign \$142  = ! s2_req[1:0];
-  assign \$143  = s2_prog & \$142 ;
-  assign \$144  = | s2_req[29:18];
-  assign \$145  = \$143  & \$144 ;
-  assign \$146  = ~ s2_stale;
-  assign \$147  = s2_valid & \$146 ;
-  assign \$148  = \$147  & ok_next;
-  assign \$149  = \$148  ? s2_write[19:16] : 4'h0;
-  assign \$150  = ~ s2_stale;
-  assign \$151  = s2_valid & \$150 ;
-  assign \$152  = \$151  & ok_next;
-  assign \$153  = \$152  ? s2_beats1 : 5'h01;
-  assign \$154  = \$signal  ? nxt[1] : base[1];
-  assign \$155  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$156  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$157  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$158  = busy | s3_valid;
-  assign \$159  = \$158  | s3_prog;
-  assign \$160  = \$159  | s3_ack;
-  assign \$161  = nxt[0] & nxt[1];
-  assign \$162  = nxt[0] ? nxt[21:10] : 12'h000;
-  assign \$163  = nxt[0] ? nxt[41:34] : 8'h00;
-  assign \$164  = nxt[21:10] - nxt[33:22];
-  assign \$165  = nxt[0] ? \$164  : 13'h0000;
-  assign \$166  = | set_err;
-  assign \$167  = hit ? ent[28:21] : 8'h00;
-  assign \$168  = s3_prog ? s3_req[37:30] : \$167 ;
-  assign \$169  = complete & idle;
-  assign \$170  = ~ busy;
-  assign \$171  = \$169  & \$170 ;
-  assign \$172  = cur[45:42] == 1'h1;
-  assign \$173  = s3_ack & \$172 ;
-  assign \$174  = \$signal$75  | s4_dec;
-  assign \$175  = s4_cmd == ent[28:21];
-  assign \$176  = \$174  & \$175 ;
-  assign \$177  = \$176  ? \$69 [8:0] : pre__data;
-  assign \$181  = stats[31:0] + 1'h1;
-  assign \$182  = stats[63:32] + 1'h1;
-  assign \$183  = stats[95:64] + 1'h1;
-  assign \$184  = stats[127:96] + 1'h1;
-  assign \$185  = ~ lost;
-  assign \$186  = complete & \$185 ;
-  assign \$187  = stats[159:128] + 1'h1;
-  assign \$188  = stats[191:160] + 1'h1;
-  assign \$189  = ~ busy;
-  assign \$190  = program__valid | \o__valid$13 ;
-  assign \$191  = \$189  & \$190 ;
-  assign \$192  = \$191  & write__valid;
-  assign \$193  = ! \wait ;
-  assign \$194  = \$192  & \$193 ;
-  assign \$195  = ~ busy;
-  assign \$196  = program__valid | \o__valid$13 ;
-  assign \$197  = \$195  & \$196 ;
-  assign \$198  = \$197  & write__valid;
-  assign \$199  = ! \wait ;
-  assign \$200  = \$198  & \$199 ;
-  assign \$201  = | \wait ;
-  assign \$202  = \wait  - 1'h1;
+  assign \$94  = \$93  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$95  = \$94  == s1_tile[7:0];
+  assign \$96  = \$91  & \$95 ;
+  assign \$97  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$98  = s1_write[19:16] + 1'h1;
+  assign \$99  = busy | s3_valid;
+  assign \$100  = \$99  | s3_prog;
+  assign \$101  = \$100  | s3_ack;
+  assign \$102  = nxt_index == s1_tile[7:0];
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = wr__addr == s1_tile[7:0];
+  assign \$105  = fwd_last_we & \$104 ;
+  assign \$106  = fwd_prev_index == s1_tile[7:0];
+  assign \$107  = fwd_prev_we & \$106 ;
+  assign \$108  = busy | s3_valid;
+  assign \$109  = \$108  | s3_prog;
+  assign \$110  = \$109  | s3_ack;
+  assign \$111  = nxt_index == s1_tile[7:0];
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = wr__addr == s1_tile[7:0];
+  assign \$114  = fwd_last_we & \$113 ;
+  assign \$115  = fwd_prev_index == s1_tile[7:0];
+  assign \$116  = fwd_prev_we & \$115 ;
+  assign \$117  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$118  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$119  = \$114  ? \$117  : \$118 ;
+  assign \$120  = \$103  ? nxt_tag_eq1 : \$119 ;
+  assign \$121  = busy | s3_valid;
+  assign \$122  = \$121  | s3_prog;
+  assign \$123  = \$122  | s3_ack;
+  assign \$124  = nxt_index == s1_tile[7:0];
+  assign \$125  = \$123  & \$124 ;
+  assign \$126  = wr__addr == s1_tile[7:0];
+  assign \$127  = fwd_last_we & \$126 ;
+  assign \$128  = fwd_prev_index == s1_tile[7:0];
+  assign \$129  = fwd_prev_we & \$128 ;
+  assign \$130  = base[0] ? base[33:22] : s2_req[29:18];
+  assign \$131  = ~ s2_stale;
+  assign \$132  = s2_valid & \$131 ;
+  assign \$133  = \$132  & ok_next;
+  assign \$134  = s2_req[1:0] == 1'h1;
+  assign \$135  = s2_prog & \$134 ;
+  assign \$136  = \$135  & ok_next;
+  assign \$137  = ! s2_req[1:0];
+  assign \$138  = s2_prog & \$137 ;
+  assign \$139  = | s2_req[29:18];
+  assign \$140  = \$138  & \$139 ;
+  assign \$141  = ~ s2_stale;
+  assign \$142  = s2_valid & \$141 ;
+  assign \$143  = \$142  & ok_next;
+  assign \$144  = \$143  ? s2_write[19:16] : 4'h0;
+  assign \$145  = ~ s2_stale;
+  assign \$146  = s2_valid & \$145 ;
+  assign \$147  = \$146  & ok_next;
+  assign \$148  = \$147  ? s2_beats1 : 5'h01;
+  assign \$149  = \$signal  ? nxt[1] : base[1];
+  assign \$150  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$151  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$152  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$153  = busy | s3_valid;
+  assign \$154  = \$153  | s3_prog;
+  assign \$155  = \$154  | s3_ack;
+  assign \$156  = | set_err;
+  assign \$157  = hit ? ent[28:21] : 8'h00;
+  assign \$158  = s3_prog ? s3_req[37:30] : \$157 ;
+  assign \$159  = complete & idle;
+  assign \$160  = ~ busy;
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = cur[45:42] == 1'h1;
+  assign \$163  = s3_ack & \$162 ;
+  assign \$164  = \$signal$79  | s4_dec;
+  assign \$165  = s4_cmd == ent[28:21];
+  assign \$166  = \$164  & \$165 ;
+  assign \$167  = \$166  ? \$74 [8:0] : pre__data;
+  assign \$168  = s4_cmd == query__addr;
+  assign \$169  = \$168  & \$signal$79 ;
+  assign \$170  = busy | \$169 ;
+  assign \$171  = | query__data;
+  assign \$172  = s4_cmd == query__addr;
+  assign \$173  = \$172  & s4_dec;
+  assign \$174  = query__data == 1'h1;
+  assign \$175  = \$173  & \$174 ;
+  assign \$176  = ~ \$175 ;
+  assign \$177  = \$171  & \$176 ;
+  assign \$178  = \$170  | \$177 ;
+  assign \$182  = ! write__payload[22:21];
+  assign \$183  = write__valid & \$182 ;
+  assign \$184  = stats[31:0] + 1'h1;
+  assign \$185  = write__payload[22:21] == 1'h1;
+  assign \$186  = write__valid & \$185 ;
+  assign \$187  = stats[63:32] + 1'h1;
+  assign \$188  = write__payload[22:21] == 2'h2;
+  assign \$189  = write__valid & \$188 ;
+  assign \$190  = stats[95:64] + 1'h1;
+  assign \$191  = stats[127:96] + 1'h1;
+  assign \$192  = ~ lost;
+  assign \$193  = complete & \$192 ;
+  assign \$194  = stats[159:128] + 1'h1;
+  assign \$195  = stats[191:160] + 1'h1;
+  assign \$196  = ~ busy;
+  assign \$197  = program__valid | \o__valid$13 ;
+  assign \$198  = \$196  & \$197 ;
+  assign \$199  = \$198  & write__valid;
+  assign \$200  = ! \wait ;
+  assign \$201  = \$199  & \$200 ;
+  assign \$202  = ~ busy;
+  assign \$203  = program__valid | \o__valid$13 ;
+  assign \$204  = \$202  & \$203 ;
+  assign \$205  = \$204  & write__valid;
+  assign \$206  = ! \wait ;
+  assign \$207  = \$205  & \$206 ;
+  assign \$208  = | \wait ;
+  assign \$209  = \wait  - 1'h1;
   always @(posedge clk)
-    sweep <= \$203 ;
+    sweep <= \$210 ;
   always @(posedge clk)
-    sweep1 <= \$204 ;
+    sweep1 <= \$211 ;
   always @(posedge clk)
-    sweep_last <= \$205 ;
+    sweep_last <= \$212 ;
   always @(posedge clk)
-    busy <= \$206 ;
+    busy <= \$213 ;
   always @(posedge clk)
-    s1_valid <= \$207 ;
+    s1_valid <= \$214 ;
   always @(posedge clk)
-    s1_stale <= \$208 ;
+    s1_stale <= \$215 ;
   always @(posedge clk)
-    s1_prog <= \$209 ;
+    s1_prog <= \$216 ;
   always @(posedge clk)
-    s1_ack <= \$210 ;
+    s1_ack <= \$217 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s1_tile <= \$91 ;
+    s1_tile <= \$86 ;
   always @(posedge clk)
-    s2_valid <= \$211 ;
+    s2_valid <= \$218 ;
   always @(posedge clk)
-    s2_stale <= \$212 ;
+    s2_stale <= \$219 ;
   always @(posedge clk)
-    s2_prog <= \$213 ;
+    s2_prog <= \$220 ;
   always @(posedge clk)
-    s2_ack <= \$214 ;
+    s2_ack <= \$221 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -22976,13 +23923,13 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$215 ;
+    s3_valid <= \$222 ;
   always @(posedge clk)
-    s3_stale <= \$216 ;
+    s3_stale <= \$223 ;
   always @(posedge clk)
-    s3_prog <= \$217 ;
+    s3_prog <= \$224 ;
   always @(posedge clk)
-    s3_ack <= \$218 ;
+    s3_ack <= \$225 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -22990,83 +23937,89 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$219 ;
+    \$signal  <= \$226 ;
   always @(posedge clk)
-    tag_ahead <= \$220 ;
+    tag_ahead <= \$227 ;
   always @(posedge clk)
-    s2_beats1 <= \$103 ;
+    s2_beats1 <= \$98 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$221 ;
+    fwd_tag_eq <= \$228 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$222 ;
+    fwd_hit <= \$229 ;
   always @(posedge clk)
-    s3_hit <= \$223 ;
+    s3_hit <= \$230 ;
   always @(posedge clk)
-    base_valid <= \$224 ;
+    base_valid <= \$231 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$225 ;
+    tag_ok <= \$232 ;
   always @(posedge clk)
-    base_left <= \$135 ;
+    base_left <= \$130 ;
   always @(posedge clk)
-    count_ok <= \$226 ;
+    count_ok <= \$233 ;
   always @(posedge clk)
-    disarm_ok <= \$227 ;
+    disarm_ok <= \$234 ;
   always @(posedge clk)
-    s3_arm <= \$228 ;
+    s3_arm <= \$235 ;
   always @(posedge clk)
-    s3_beats <= \$149 ;
+    s3_beats <= \$144 ;
   always @(posedge clk)
-    s3_beats1 <= \$153 ;
+    s3_beats1 <= \$148 ;
   always @(posedge clk)
-    ent <= \$229 ;
+    ent <= \$236 ;
   always @(posedge clk)
-    fwd_last_we <= \$230 ;
+    fwd_last_we <= \$237 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$231 ;
+    fwd_old_we <= \$238 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$232 ;
+    fwd_prev_we <= \$239 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$69  <= \$233 ;
+    \data$69  <= \$240 ;
   always @(posedge clk)
-    \push$71  <= \$234 ;
+    \push$71  <= \$241 ;
   always @(posedge clk)
-    result__valid <= \$235 ;
+    result__valid <= \$242 ;
   always @(posedge clk)
-    result__payload <= \$236 ;
+    \$like  <= s3_req[1:0];
   always @(posedge clk)
-    capture <= \$237 ;
+    \$like$75  <= code;
+  always @(posedge clk)
+    \$like$76  <= s3_tile;
+  always @(posedge clk)
+    capture <= \$243 ;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$75  <= \$238 ;
+    \$signal$79  <= \$244 ;
   always @(posedge clk)
-    s4_dec <= \$239 ;
+    s4_dec <= \$245 ;
   always @(posedge clk)
-    s4_old <= \$177 ;
+    s4_old <= \$167 ;
   always @(posedge clk)
-    errors <= \$240 ;
+    desc_held <= \$246 ;
   always @(posedge clk)
-    stats <= \$241 ;
+    errors <= \$247 ;
   always @(posedge clk)
-    hold <= \$242 ;
+    stats <= \$248 ;
   always @(posedge clk)
-    \wait  <= \$243 ;
+    hold <= \$249 ;
+  always @(posedge clk)
+    \wait  <= \$250 ;
   t3hw_engine__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -23112,325 +24065,316 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$203  = sweep;
+    \$210  = sweep;
     if (busy) begin
-      \$203  = sweep1[7:0];
+      \$210  = sweep1[7:0];
     end
     if (rst) begin
-      \$203  = 8'h00;
+      \$210  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$204  = sweep1;
+    \$211  = sweep1;
     if (busy) begin
-      \$204  = \$81 [8:0];
+      \$211  = \$76 [8:0];
     end
     if (rst) begin
-      \$204  = 9'h001;
+      \$211  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$205  = sweep_last;
+    \$212  = sweep_last;
     if (busy) begin
-      \$205  = \$82 ;
+      \$212  = \$77 ;
     end
-    if (rst) begin
-      \$205  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$206  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$206  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$206  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$207  = write__valid;
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$208  = busy;
-    if (rst) begin
-      \$208  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$209  = \$83 ;
-    if (rst) begin
-      \$209  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$210  = \$89 ;
-    if (rst) begin
-      \$210  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$211  = s1_valid;
-    if (rst) begin
-      \$211  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$212  = s1_stale;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$213  = s1_prog;
+    \$213  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$213  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$213  = 1'h0;
+      \$213  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$214  = s1_ack;
+    \$214  = write__valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$215  = s2_valid;
+    \$215  = busy;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$216  = s2_stale;
+    \$216  = \$78 ;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$217  = s2_prog;
+    \$217  = \$84 ;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$218  = s2_ack;
+    \$218  = s1_valid;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$219  = \$101 ;
+    \$219  = s1_stale;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$220  = \$102 ;
+    \$220  = s1_prog;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$221  = \$125 ;
+    \$221  = s1_ack;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$222  = { \$134 , \$132 , \$130  };
+    \$222  = s2_valid;
     if (rst) begin
-      \$222  = 3'h0;
+      \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$223  = \$signal ;
+    \$223  = s2_stale;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$224  = base[0];
+    \$224  = s2_prog;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$225  = ok_next;
+    \$225  = s2_ack;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$226  = \$138 ;
+    \$226  = \$96 ;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$227  = \$141 ;
+    \$227  = \$97 ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$228  = \$145 ;
+    \$228  = \$120 ;
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$230  = \$160 ;
+    \$229  = { \$129 , \$127 , \$125  };
+    if (rst) begin
+      \$229  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$230  = \$signal ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$231  = fwd_prev_we;
+    \$231  = base[0];
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$232  = fwd_last_we;
+    \$232  = ok_next;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$234  = \push$56 ;
+    \$233  = \$133 ;
+    if (rst) begin
+      \$233  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$234  = \$136 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$235  = s3_prog;
+    \$235  = \$140 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$236 [1:0] = s3_req[1:0];
-    \$236 [4:2] = code;
-    \$236 [20:5] = s3_tile;
-    \$236 [21] = nxt[0];
-    \$236 [26:23] = nxt[45:42];
-    \$236 [22] = \$161 ;
-    \$236 [38:27] = \$162 ;
-    \$236 [58:51] = \$163 ;
-    \$236 [50:39] = \$165 [11:0];
+    \$237  = \$155 ;
     if (rst) begin
-      \$236  = 59'h000000000000000;
+      \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$237  = capture;
-    if (\$166 ) begin
-      \$237 [15:0] = s3_tile;
-      \$237 [23:16] = \$168 ;
-    end
-    if (rst) begin
-      \$237  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$238  = \$171 ;
+    \$238  = fwd_prev_we;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$239  = \$173 ;
+    \$239  = fwd_last_we;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$240  = \$180 ;
+    \$241  = \push$56 ;
     if (rst) begin
-      \$240  = 6'h00;
+      \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$241  = stats;
-    if (write__valid) begin
-      casez (write__payload[22:21])
-        2'h0:
-            \$241 [31:0] = \$181 [31:0];
-        2'h1:
-            \$241 [63:32] = \$182 [31:0];
-        2'h2:
-            \$241 [95:64] = \$183 [31:0];
-      endcase
-    end
-    if (set_err[0]) begin
-      \$241 [127:96] = \$184 [31:0];
-    end
-    if (\$186 ) begin
-      \$241 [159:128] = \$187 [31:0];
-    end
-    if (lost) begin
-      \$241 [191:160] = \$188 [31:0];
-    end
-    if (rst) begin
-      \$241  = 192'h000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$242  = \$194 ;
+    \$242  = s3_prog;
     if (rst) begin
       \$242  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$243  = \wait ;
-    if (\$200 ) begin
-      \$243  = 3'h7;
-    end else if (\$201 ) begin
-      \$243  = \$202 [2:0];
+    \$243  = capture;
+    if (\$156 ) begin
+      \$243 [15:0] = s3_tile;
+      \$243 [23:16] = \$158 ;
     end
     if (rst) begin
-      \$243  = 3'h0;
+      \$243  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$244  = \$161 ;
+    if (rst) begin
+      \$244  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$245  = \$163 ;
+    if (rst) begin
+      \$245  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$246  = \$178 ;
+    if (rst) begin
+      \$246  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$247  = \$181 ;
+    if (rst) begin
+      \$247  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$248  = stats;
+    if (\$183 ) begin
+      \$248 [31:0] = \$184 [31:0];
+    end
+    if (\$186 ) begin
+      \$248 [63:32] = \$187 [31:0];
+    end
+    if (\$189 ) begin
+      \$248 [95:64] = \$190 [31:0];
+    end
+    if (set_err[0]) begin
+      \$248 [127:96] = \$191 [31:0];
+    end
+    if (\$193 ) begin
+      \$248 [159:128] = \$194 [31:0];
+    end
+    if (lost) begin
+      \$248 [191:160] = \$195 [31:0];
+    end
+    if (rst) begin
+      \$248  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$249  = \$201 ;
+    if (rst) begin
+      \$249  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$250  = \wait ;
+    if (\$207 ) begin
+      \$250  = 3'h7;
+    end else if (\$208 ) begin
+      \$250  = \$209 [2:0];
+    end
+    if (rst) begin
+      \$250  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -23446,7 +24390,7 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   assign wr__data = fwd_last;
   assign trig = \data$69 ;
   assign s4_push = \push$71 ;
-  assign \new  = \$69 [8:0];
+  assign \new  = \$74 [8:0];
   assign pre__addr = ent[28:21];
   assign desc_query = query__addr;
   assign clear = 6'h3f;
@@ -23538,6 +24482,15 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   assign data$69__tile  = \data$69 [23:8];
   assign trig__cmd  = \data$69 [7:0];
   assign trig__tile  = \data$69 [23:8];
+  assign result__payload__op  = result__payload[1:0];
+  assign result__payload__code  = result__payload[4:2];
+  assign result__payload__tile  = result__payload[20:5];
+  assign result__payload__valid  = result__payload[21];
+  assign result__payload__rearm  = result__payload[22];
+  assign result__payload__pending  = result__payload[26:23];
+  assign result__payload__threshold  = result__payload[38:27];
+  assign result__payload__count  = result__payload[50:39];
+  assign result__payload__cmd  = result__payload[58:51];
   assign s1_write__tile  = s1_write[15:0];
   assign s1_write__beats  = s1_write[19:16];
   assign s1_write__kind  = s1_write[20];
@@ -23567,15 +24520,6 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   assign rd__data__left  = rd__data[33:22];
   assign rd__data__cmd  = rd__data[41:34];
   assign rd__data__pending  = rd__data[45:42];
-  assign result__payload__op  = result__payload[1:0];
-  assign result__payload__code  = result__payload[4:2];
-  assign result__payload__tile  = result__payload[20:5];
-  assign result__payload__valid  = result__payload[21];
-  assign result__payload__rearm  = result__payload[22];
-  assign result__payload__pending  = result__payload[26:23];
-  assign result__payload__threshold  = result__payload[38:27];
-  assign result__payload__count  = result__payload[50:39];
-  assign result__payload__cmd  = result__payload[58:51];
   assign capture__tile  = capture[15:0];
   assign capture__cmd  = capture[23:16];
   assign errors__unprogrammed  = errors[0];
@@ -23596,12 +24540,21 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$233 [23:8] = s3_tile;
-  assign \$233 [7:0] = ent[28:21];
-  assign \$229 [28:21] = \$157 ;
-  assign \$229 [20:9] = \$156 ;
-  assign \$229 [8:1] = \$155 ;
-  assign \$229 [0] = \$154 ;
+  assign \$240 [23:8] = s3_tile;
+  assign \$240 [7:0] = ent[28:21];
+  assign \$236 [28:21] = \$152 ;
+  assign \$236 [20:9] = \$151 ;
+  assign \$236 [8:1] = \$150 ;
+  assign \$236 [0] = \$149 ;
+  assign result__payload[50:39] = \$72 [11:0];
+  assign result__payload[58:51] = \$70 ;
+  assign result__payload[38:27] = \$69 ;
+  assign result__payload[22] = \$68 ;
+  assign result__payload[26:23] = fwd_last[45:42];
+  assign result__payload[21] = fwd_last[0];
+  assign result__payload[20:5] = \$like$76 ;
+  assign result__payload[4:2] = \$like$75 ;
+  assign result__payload[1:0] = \$like ;
   assign set_err[5] = \$66 ;
   assign set_err[4] = lost;
   assign set_err[3] = \$64 ;
@@ -23622,20 +24575,20 @@ module t3hw_engine__tracker (rst, program__ready, desc_held, trigger__valid, o__
   assign cur[45:42] = \$15 ;
   assign cur[33:22] = \$14 ;
   assign cur[0] = \$12 ;
-  assign \$178  = 6'h00;
   assign \$179  = 6'h00;
-  assign \$180  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
+  assign \$180  = 6'h00;
+  assign \$181  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
 endmodule
 
-module t3hw_engine__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_18  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [9:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [10:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -23655,35 +24608,68 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__p
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [8:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [9:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [10:0] \$47 ;
-  reg [15:0] \$48 ;
-  reg [7:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [7:0] \$50 ;
-  reg [8:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [8:0] \$68 ;
+  wire [8:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [8:0] \$73 ;
+  wire [8:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [8:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [15:0] \$81 ;
+  reg [7:0] \$82 ;
+  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
+  reg full = 1'h0;
   (* init = 8'h00 *)
   wire [7:0] head;
   (* init = 16'h0000 *)
@@ -23694,7 +24680,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__p
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [7:0] rd__addr = 8'h00;
@@ -23703,6 +24689,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__p
   wire rst;
   (* init = 8'h00 *)
   wire [7:0] tail;
+  reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [15:0] wr__data;
   wire [15:0] wr__data;
@@ -23970,99 +24957,154 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__p
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 8'hff;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 8'hfe;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 9'h000 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 8'hfe;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 9'h000 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 9'h100;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 8'hfe;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 9'h000 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 8'hfe;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 9'h000 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [8:0];
+    if (rst) begin
+      \$77  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [7:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 8'h00;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [7:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 8'h00;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$51  = \$47 [8:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 9'h000;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [7:0];
+    end
+    if (rst) begin
+      \$82  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [7:0];
+    end
+    if (rst) begin
+      \$83  = 8'h00;
     end
   end
   assign head_reg = o__payload;
@@ -24071,15 +25113,15 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__p
   assign head = rd__addr;
 endmodule
 
-module t3hw_engine__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__payload, clk);
+module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
   reg _init_strobe_19  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [9:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [10:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -24099,30 +25141,62 @@ module t3hw_engine__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [8:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [9:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [10:0] \$47 ;
-  reg [23:0] \$48 ;
-  reg [7:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [7:0] \$50 ;
-  reg [8:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [8:0] \$68 ;
+  wire [8:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [8:0] \$73 ;
+  wire [8:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [8:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [23:0] \$81 ;
+  reg [7:0] \$82 ;
+  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -24130,6 +25204,7 @@ module t3hw_engine__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__
   wire [23:0] data;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
+  reg full = 1'h0;
   (* init = 8'h00 *)
   wire [7:0] head;
   (* init = 24'h000000 *)
@@ -24144,7 +25219,7 @@ module t3hw_engine__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [7:0] rd__addr = 8'h00;
@@ -24155,6 +25230,7 @@ module t3hw_engine__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__
   wire rst;
   (* init = 8'h00 *)
   wire [7:0] tail;
+  reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [23:0] wr__data;
   wire [23:0] wr__data;
@@ -24424,99 +25500,154 @@ module t3hw_engine__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 8'hff;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 8'hfe;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 9'h000 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 8'hfe;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 9'h000 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 9'h100;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 8'hfe;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 9'h000 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 8'hfe;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 9'h000 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [8:0];
+    if (rst) begin
+      \$77  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [7:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 8'h00;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [7:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 8'h00;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$51  = \$47 [8:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 9'h000;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [7:0];
+    end
+    if (rst) begin
+      \$82  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [7:0];
+    end
+    if (rst) begin
+      \$83  = 8'h00;
     end
   end
   assign head_reg = o__payload;
@@ -24535,7 +25666,7 @@ module t3hw_engine__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__
   assign rd__data__tile  = rd__data[23:8];
 endmodule
 
-module t3hw_engine__tx (clk, rst, i__0__valid, i__1__valid, o__valid, o__payload, i__1__ready, i__0__ready, i__0__payload, i__1__payload, o__ready);
+module t3hw_engine__tx (clk, rst, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__ready);
   reg _init_strobe_20  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;

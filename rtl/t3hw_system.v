@@ -2754,8 +2754,8 @@ module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
-, mem__payload, rx_mem__payload, store__payload);
+module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture, mem__payload
+, rx_mem__valid, rx_mem__payload, store__payload);
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -5053,15 +5053,15 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_2  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -5081,30 +5081,62 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [78:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [78:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -5121,6 +5153,7 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   wire data__store__kind ;
   wire [15:0] data__store__tile ;
   wire data__store__tracked ;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 79'h00000000000000000000 *)
@@ -5153,7 +5186,7 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -5173,6 +5206,7 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [78:0] wr__data;
   wire [78:0] wr__data;
@@ -5206,99 +5240,154 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'hb;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'h9;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'h9;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -5347,15 +5436,15 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
-module t3hw_system__e0__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, o__payload, clk);
+module t3hw_system__e0__addrmap__rx_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_3  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -5375,30 +5464,62 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [72:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [72:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -5412,6 +5533,7 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 73'h0000000000000000000 *)
@@ -5438,7 +5560,7 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -5455,6 +5577,7 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [72:0] wr__data;
   wire [72:0] wr__data;
@@ -5485,99 +5608,154 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'hb;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'h9;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'h9;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -5611,8 +5789,8 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, remote__valid, dma__valid, dma_response__ready, config__valid, config__payload
-, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, remote__payload, dma__payload, load__payload);
+module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid
+, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload, load__payload);
   reg _init_strobe_4  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -7220,7 +7398,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
 endmodule
 
 module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$171 , arbiter_stats, arbiter_errors, arbiter_status, tracker_busy, tracker_result__valid, tracker_result__payload, \tracker_capture$167 , tracker_errors, tracker_stats, dma_errors, \dma_capture$169 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, \addrmap_capture$171 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$167 , tracker_errors, tracker_stats, dma_errors, \dma_capture$169 , dma_stats, dma_busy, bus__addr);
   reg _init_strobe_5  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -17424,7 +17602,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e0__dma (rst, desc_held, trigger__valid, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, packet__ready, program__valid, program__payload, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
+module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
 , response__payload, clk);
   reg _init_strobe_6  = 0;
   wire [6:0] \$1 ;
@@ -17904,7 +18082,7 @@ module t3hw_system__e0__dma (rst, desc_held, trigger__valid, idle, program__read
   assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__payload, clk);
+module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, response__payload, clk);
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
@@ -18555,15 +18733,15 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, accept, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_8  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -18583,30 +18761,62 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [3:0] \$33 ;
-  wire [3:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [3:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [3:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [139:0] \$48 ;
-  reg [2:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [2:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [3:0] \$68 ;
+  wire [3:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [3:0] \$73 ;
+  wire [3:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [139:0] \$81 ;
+  reg [2:0] \$82 ;
+  reg [2:0] \$83 ;
   wire \$9 ;
   output accept;
   wire accept;
@@ -18626,6 +18836,7 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire [3:0] data__run ;
   wire [47:0] data__src ;
   wire [2:0] data__tag ;
+  reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
   (* init = 140'h00000000000000000000000000000000000 *)
@@ -18662,7 +18873,7 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, accept, o__va
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [2:0] rd__addr = 3'h0;
@@ -18684,6 +18895,7 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire rst;
   (* init = 3'h0 *)
   wire [2:0] tail;
+  reg waiting = 1'h0;
   reg [2:0] wr__addr = 3'h0;
   input [139:0] wr__data;
   wire [139:0] wr__data;
@@ -18716,99 +18928,154 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, accept, o__va
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 3'h7;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 3'h6;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 4'h0 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 3'h6;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 4'h0 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'h8;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 3'h6;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 4'h0 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 3'h6;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 4'h0 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [2:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 3'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [2:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 3'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [2:0];
+    end
+    if (rst) begin
+      \$82  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [2:0];
+    end
+    if (rst) begin
+      \$83  = 3'h0;
     end
   end
   assign head_reg = o__payload;
@@ -18867,51 +19134,50 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, accept, o__va
   assign rd__data__src  = rd__data[139:92];
 endmodule
 
-module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
+module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
   reg _init_strobe_9  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  reg [7:0] \$103 ;
-  reg \$104 ;
-  reg [3:0] \$105 ;
-  reg [178:0] \$106 ;
+  reg [7:0] \$101 ;
+  reg \$102 ;
+  reg [3:0] \$103 ;
+  reg [178:0] \$104 ;
+  reg [11:0] \$105 ;
+  reg \$106 ;
   reg \$107 ;
   reg \$108 ;
   reg \$109 ;
   wire \$11 ;
-  reg \$110 ;
-  reg [4:0] \$111 ;
+  reg [4:0] \$110 ;
+  reg \$111 ;
   reg \$112 ;
   reg \$113 ;
   reg \$114 ;
-  reg \$115 ;
-  reg [178:0] \$116 ;
-  reg \$117 ;
-  reg [4:0] \$118 ;
-  reg \$119 ;
+  reg [178:0] \$115 ;
+  reg \$116 ;
+  reg [4:0] \$117 ;
+  reg \$118 ;
+  reg [4:0] \$119 ;
   wire \$12 ;
-  reg [4:0] \$120 ;
-  reg \$121 ;
-  reg [4:0] \$122 ;
+  reg \$120 ;
+  reg [4:0] \$121 ;
   wire \$13 ;
-  wire \$14 ;
-  wire [38:0] \$15 ;
-  wire [39:0] \$16 ;
-  wire [40:0] \$17 ;
-  wire [41:0] \$18 ;
+  wire [38:0] \$14 ;
+  wire [39:0] \$15 ;
+  wire [40:0] \$16 ;
+  wire [41:0] \$17 ;
+  wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
   wire \$23 ;
-  wire \$24 ;
-  wire [5:0] \$25 ;
-  wire [6:0] \$26 ;
+  wire [5:0] \$24 ;
+  wire [6:0] \$25 ;
+  wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
@@ -18919,20 +19185,20 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire \$33 ;
-  wire [4:0] \$34 ;
+  wire [4:0] \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire [4:0] \$39 ;
+  wire [4:0] \$38 ;
+  wire \$39 ;
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire [4:0] \$45 ;
+  wire [4:0] \$44 ;
+  wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
@@ -18959,32 +19225,32 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire [12:0] \$7 ;
+  wire [23:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
   wire \$75 ;
-  wire \$76 ;
-  wire [5:0] \$77 ;
-  wire [6:0] \$78 ;
-  wire \$79 ;
-  wire [23:0] \$8 ;
-  wire [7:0] \$80 ;
+  wire [5:0] \$76 ;
+  wire [6:0] \$77 ;
+  wire \$78 ;
+  wire [7:0] \$79 ;
+  wire \$8 ;
+  wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
+  wire [5:0] \$86 ;
+  wire [5:0] \$87 ;
   wire [5:0] \$88 ;
   wire [5:0] \$89 ;
   wire \$9 ;
-  wire [5:0] \$90 ;
-  wire [5:0] \$91 ;
-  wire [6:0] \$92 ;
+  wire [6:0] \$90 ;
+  wire \$91 ;
+  wire \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
@@ -19003,13 +19269,13 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire bad_range;
   output busy;
   reg busy = 1'h1;
-  reg \busy$16  = 1'h0;
+  reg \busy$17  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$101 ;
-  wire [7:0] \check__addr$96 ;
+  wire [7:0] \check__addr$102 ;
+  wire [7:0] \check__addr$97 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$61 ;
-  wire [4:0] \check__data$68 ;
+  wire [4:0] \check__data$62 ;
+  wire [4:0] \check__data$69 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -19080,7 +19346,7 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
-  reg [4:0] \held$32  = 5'h00;
+  reg [4:0] \held$33  = 5'h00;
   wire [4:0] held_next;
   reg [23:0] hi = 24'h000000;
   output idle;
@@ -19092,22 +19358,22 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire o__ready;
   wire o__valid;
   reg [4:0] old = 5'h00;
-  reg [4:0] \old$57  = 5'h00;
-  reg [4:0] \old$64  = 5'h00;
+  reg [4:0] \old$58  = 5'h00;
+  reg [4:0] \old$65  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$55  = 1'h0;
-  reg \pending$62  = 1'h0;
+  reg \pending$56  = 1'h0;
+  reg \pending$63  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$56  = 8'h00;
-  reg [7:0] \pending_index$63  = 8'h00;
+  reg [7:0] \pending_index$57  = 8'h00;
+  reg [7:0] \pending_index$64  = 8'h00;
   wire [7:0] pre__addr;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$92 ;
-  wire [7:0] \pre__addr$97 ;
+  wire [7:0] \pre__addr$93 ;
+  wire [7:0] \pre__addr$98 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$58 ;
-  wire [4:0] \pre__data$65 ;
+  wire [4:0] \pre__data$59 ;
+  wire [4:0] \pre__data$66 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -19146,6 +19412,7 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire rd_fetch__data__valid ;
   wire refused;
   reg room = 1'h1;
+  reg [11:0] rows1 = 12'h000;
   input rst;
   wire rst;
   reg [7:0] s1_cmd = 8'h00;
@@ -19168,17 +19435,17 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$59 ;
-  wire [4:0] \value$66 ;
+  wire [4:0] \value$60 ;
+  wire [4:0] \value$67 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$93 ;
-  reg [7:0] \wr__addr$98 ;
+  reg [7:0] \wr__addr$94 ;
+  reg [7:0] \wr__addr$99 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$94 ;
-  reg [4:0] \wr__data$99 ;
+  reg [4:0] \wr__data$100 ;
+  reg [4:0] \wr__data$95 ;
   reg wr__en;
-  reg \wr__en$100 ;
-  reg \wr__en$95 ;
+  reg \wr__en$101 ;
+  reg \wr__en$96 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -19728,11 +19995,11 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$95 )
-      dropped_count[\wr__addr$93 ] <= \wr__data$94 ;
+    if (\wr__en$96 )
+      dropped_count[\wr__addr$94 ] <= \wr__data$95 ;
   end
-  assign \check__data$61  = dropped_count[desc[7:0]];
-  assign \pre__data$58  = dropped_count[s2_cmd];
+  assign \check__data$62  = dropped_count[desc[7:0]];
+  assign \pre__data$59  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -20529,156 +20796,156 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$100 )
-      taken_count[\wr__addr$98 ] <= \wr__data$99 ;
+    if (\wr__en$101 )
+      taken_count[\wr__addr$99 ] <= \wr__data$100 ;
   end
-  assign \check__data$68  = taken_count[desc[7:0]];
-  assign \pre__data$65  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$69  = taken_count[desc[7:0]];
+  assign \pre__data$66  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
   assign \$4  = program__valid & program__ready;
-  assign \$5  = desc[42:31] - 1'h1;
-  assign \$6  = \$5 [11:0] * desc[70:59];
-  assign \$7  = desc[42:31] - 1'h1;
-  assign \$8  = \$7 [11:0] * desc[82:71];
-  assign \$9  = ! desc[42:31];
-  assign \$10  = ! desc[58:43];
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = desc[42:31] > 1'h1;
-  assign \$13  = desc[82:59] < desc[58:43];
-  assign \$14  = \$12  & \$13 ;
-  assign \$16  = lo + \$15 ;
-  assign \$17  = \$16  + desc[58:43];
-  assign \$18  = \$17  - 1'h1;
-  assign \$19  = in_use | held;
-  assign \$22  = \$20  | \$21 ;
+  assign \$5  = program__payload[42:31] - 1'h1;
+  assign \$6  = rows1 * desc[70:59];
+  assign \$7  = rows1 * desc[82:71];
+  assign \$8  = ! desc[42:31];
+  assign \$9  = ! desc[58:43];
+  assign \$10  = \$8  | \$9 ;
+  assign \$11  = desc[42:31] > 1'h1;
+  assign \$12  = desc[82:59] < desc[58:43];
+  assign \$13  = \$11  & \$12 ;
+  assign \$15  = lo + \$14 ;
+  assign \$16  = \$15  + desc[58:43];
+  assign \$17  = \$16  - 1'h1;
+  assign \$18  = in_use | held;
+  assign \$21  = \$19  | \$20 ;
+  assign \$22  = trigger__valid & trigger__ready;
   assign \$23  = trigger__valid & trigger__ready;
-  assign \$24  = trigger__valid & trigger__ready;
-  assign \$25  = \held$32  + \$24 ;
-  assign \$26  = \$25  - bad_descriptor;
-  assign \$27  = $signed(\$26 ) < $signed(6'h10);
-  assign \$28  = o__valid & o__ready;
-  assign \$29  = trigger__valid & trigger__ready;
-  assign \$30  = ~ busy;
-  assign \$31  = \$29  & \$30 ;
-  assign \$32  = pending_index == trigger__payload[7:0];
-  assign \$33  = pending & \$32 ;
-  assign \$34  = \$33  ? \$88 [4:0] : pre__data;
-  assign \$35  = ~ busy;
-  assign \$36  = bad_descriptor & \$35 ;
-  assign \$37  = \pending_index$56  == s2_cmd;
-  assign \$38  = \pending$55  & \$37 ;
-  assign \$39  = \$38  ? \$89 [4:0] : \pre__data$58 ;
-  assign \$40  = descriptor__valid & descriptor__ready;
-  assign \$41  = ~ busy;
-  assign \$42  = \$40  & \$41 ;
-  assign \$43  = \pending_index$63  == descriptor__payload[7:0];
-  assign \$44  = \pending$62  & \$43 ;
-  assign \$45  = \$44  ? \$90 [4:0] : \pre__data$65 ;
-  assign \$46  = ~ busy;
-  assign \$47  = ! stage;
-  assign program__ready = \$46  & \$47 ;
+  assign \$24  = \held$33  + \$23 ;
+  assign \$25  = \$24  - bad_descriptor;
+  assign \$26  = $signed(\$25 ) < $signed(6'h10);
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = trigger__valid & trigger__ready;
+  assign \$29  = ~ busy;
+  assign \$30  = \$28  & \$29 ;
+  assign \$31  = pending_index == trigger__payload[7:0];
+  assign \$32  = pending & \$31 ;
+  assign \$33  = \$32  ? \$86 [4:0] : pre__data;
+  assign \$34  = ~ busy;
+  assign \$35  = bad_descriptor & \$34 ;
+  assign \$36  = \pending_index$57  == s2_cmd;
+  assign \$37  = \pending$56  & \$36 ;
+  assign \$38  = \$37  ? \$87 [4:0] : \pre__data$59 ;
+  assign \$39  = descriptor__valid & descriptor__ready;
+  assign \$40  = ~ busy;
+  assign \$41  = \$39  & \$40 ;
+  assign \$42  = \pending_index$64  == descriptor__payload[7:0];
+  assign \$43  = \pending$63  & \$42 ;
+  assign \$44  = \$43  ? \$88 [4:0] : \pre__data$66 ;
+  assign \$45  = ~ busy;
+  assign \$46  = ! stage;
+  assign program__ready = \$45  & \$46 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
+  assign \$47  = stage[3] & desc[8];
+  assign bad_program = \$47  & empty;
   assign \$48  = stage[3] & desc[8];
-  assign bad_program = \$48  & empty;
-  assign \$49  = stage[3] & desc[8];
-  assign \$50  = ~ empty;
-  assign \$51  = \$49  & \$50 ;
-  assign bad_pitch = \$51  & overlap;
-  assign \$52  = stage[3] & desc[8];
-  assign \$53  = ~ empty;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = ~ overlap;
-  assign \$56  = \$54  & \$55 ;
-  assign bad_range = \$56  & wraps;
-  assign \$57  = empty | overlap;
-  assign \$58  = \$57  | wraps;
-  assign \$59  = desc[8] & \$58 ;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = stage[3] & \$60 ;
-  assign desc_busy = \$61  & \busy$16 ;
-  assign \$62  = bad_program | bad_pitch;
-  assign \$63  = \$62  | bad_range;
-  assign refused = \$63  | desc_busy;
-  assign \$64  = ~ refused;
-  assign \$65  = stage[3] & \$64 ;
-  assign \$66  = ~ refused;
-  assign \$67  = stage[3] & \$66 ;
-  assign \$68  = ~ busy;
-  assign \$69  = ~ program__valid;
-  assign \$70  = \$68  & \$69 ;
-  assign \$71  = | stage;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = \$70  & \$72 ;
-  assign trigger__ready = \$73  & room;
+  assign \$49  = ~ empty;
+  assign \$50  = \$48  & \$49 ;
+  assign bad_pitch = \$50  & overlap;
+  assign \$51  = stage[3] & desc[8];
+  assign \$52  = ~ empty;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = ~ overlap;
+  assign \$55  = \$53  & \$54 ;
+  assign bad_range = \$55  & wraps;
+  assign \$56  = empty | overlap;
+  assign \$57  = \$56  | wraps;
+  assign \$58  = desc[8] & \$57 ;
+  assign \$59  = ~ \$58 ;
+  assign \$60  = stage[3] & \$59 ;
+  assign desc_busy = \$60  & \busy$17 ;
+  assign \$61  = bad_program | bad_pitch;
+  assign \$62  = \$61  | bad_range;
+  assign refused = \$62  | desc_busy;
+  assign \$63  = ~ refused;
+  assign \$64  = stage[3] & \$63 ;
+  assign \$65  = ~ refused;
+  assign \$66  = stage[3] & \$65 ;
+  assign \$67  = ~ busy;
+  assign \$68  = ~ program__valid;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = | stage;
+  assign \$71  = ~ \$70 ;
+  assign \$72  = \$69  & \$71 ;
+  assign trigger__ready = \$72  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$74  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$74 ;
-  assign \$75  = ~ refused;
-  assign \$76  = trigger__valid & trigger__ready;
-  assign \$77  = \held$32  + \$76 ;
-  assign \$78  = \$77  - bad_descriptor;
-  assign \$79  = o__valid & o__ready;
-  assign \$80  = $signed(\$78 ) - $signed({ 1'h0, \$79  });
-  assign \$81  = ~ fetching;
-  assign \$82  = ~ fetched;
-  assign \$83  = \$81  & \$82 ;
-  assign \$84  = ~ descriptor__valid;
-  assign \$85  = \$84  | descriptor__ready;
-  assign \$86  = \$83  & \$85 ;
-  assign \$87  = ~ stage[3];
-  assign o__ready = \$86  & \$87 ;
-  assign \$88  = old + 1'h1;
-  assign \$89  = \old$57  + 1'h1;
-  assign \$90  = \old$64  + 1'h1;
-  assign \$91  = issued_checked - dropped_checked;
-  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$92 [4:0];
-  assign \$93  = ~ s1_valid;
-  assign \$94  = ~ s2_valid;
+  assign \$73  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$73 ;
+  assign \$74  = ~ refused;
+  assign \$75  = trigger__valid & trigger__ready;
+  assign \$76  = \held$33  + \$75 ;
+  assign \$77  = \$76  - bad_descriptor;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = $signed(\$77 ) - $signed({ 1'h0, \$78  });
+  assign \$80  = ~ fetching;
+  assign \$81  = ~ fetched;
+  assign \$82  = \$80  & \$81 ;
+  assign \$83  = ~ descriptor__valid;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ stage[3];
+  assign o__ready = \$84  & \$85 ;
+  assign \$86  = old + 1'h1;
+  assign \$87  = \old$58  + 1'h1;
+  assign \$88  = \old$65  + 1'h1;
+  assign \$89  = issued_checked - dropped_checked;
+  assign \$90  = $signed(\$89 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$90 [4:0];
+  assign \$91  = ~ s1_valid;
+  assign \$92  = ~ s2_valid;
+  assign \$93  = \$91  & \$92 ;
+  assign \$94  = ~ o__valid;
   assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ o__valid;
+  assign \$96  = ~ fetching;
   assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetching;
+  assign \$98  = ~ fetched;
   assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ fetched;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = ~ descriptor__valid;
-  assign idle = \$101  & \$102 ;
+  assign \$100  = ~ descriptor__valid;
+  assign idle = \$99  & \$100 ;
   always @(posedge clk)
-    sweep <= \$103 ;
+    sweep <= \$101 ;
   always @(posedge clk)
-    busy <= \$104 ;
+    busy <= \$102 ;
   always @(posedge clk)
-    stage <= \$105 ;
+    stage <= \$103 ;
   always @(posedge clk)
-    desc <= \$106 ;
+    desc <= \$104 ;
   always @(posedge clk)
-    held <= \$107 ;
+    rows1 <= \$105 ;
+  always @(posedge clk)
+    held <= \$106 ;
   always @(posedge clk)
     lo <= \$6 ;
   always @(posedge clk)
-    hi <= \$8 ;
+    hi <= \$7 ;
   always @(posedge clk)
-    empty <= \$11 ;
+    empty <= \$10 ;
   always @(posedge clk)
-    overlap <= \$14 ;
+    overlap <= \$13 ;
   always @(posedge clk)
-    span <= \$18 [36:0];
+    span <= \$17 [36:0];
   always @(posedge clk)
-    \busy$16  <= \$108 ;
+    \busy$17  <= \$107 ;
   always @(posedge clk)
-    wraps <= \$22 ;
+    wraps <= \$21 ;
   always @(posedge clk)
-    s1_valid <= \$109 ;
+    s1_valid <= \$108 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$110 ;
+    s2_valid <= \$109 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -20686,13 +20953,13 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$32  <= \$111 ;
+    \held$33  <= \$110 ;
   always @(posedge clk)
-    room <= \$112 ;
+    room <= \$111 ;
   always @(posedge clk)
-    fetching <= \$113 ;
+    fetching <= \$112 ;
   always @(posedge clk)
-    fetched <= \$114 ;
+    fetched <= \$113 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -20700,33 +20967,33 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$115 ;
+    descriptor__valid <= \$114 ;
   always @(posedge clk)
-    descriptor__payload <= \$116 ;
+    descriptor__payload <= \$115 ;
   always @(posedge clk)
-    pending <= \$117 ;
+    pending <= \$116 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$34 ;
+    old <= \$33 ;
   always @(posedge clk)
-    issued_checked <= \$118 ;
+    issued_checked <= \$117 ;
   always @(posedge clk)
-    \pending$55  <= \$119 ;
+    \pending$56  <= \$118 ;
   always @(posedge clk)
-    \pending_index$56  <= s2_cmd;
+    \pending_index$57  <= s2_cmd;
   always @(posedge clk)
-    \old$57  <= \$39 ;
+    \old$58  <= \$38 ;
   always @(posedge clk)
-    dropped_checked <= \$120 ;
+    dropped_checked <= \$119 ;
   always @(posedge clk)
-    \pending$62  <= \$121 ;
+    \pending$63  <= \$120 ;
   always @(posedge clk)
-    \pending_index$63  <= descriptor__payload[7:0];
+    \pending_index$64  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$64  <= \$45 ;
+    \old$65  <= \$44 ;
   always @(posedge clk)
-    taken_checked <= \$122 ;
+    taken_checked <= \$121 ;
   t3hw_system__e0__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -20738,168 +21005,175 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
   );
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$103  = sweep;
+    \$101  = sweep;
     if (busy) begin
-      \$103  = \$1 [7:0];
+      \$101  = \$1 [7:0];
     end
     if (rst) begin
-      \$103  = 8'h00;
+      \$101  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$104  = busy;
+    \$102  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$104  = 1'h0;
+        \$102  = 1'h0;
       end
     end
     if (rst) begin
-      \$104  = 1'h1;
+      \$102  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$105  = { stage[2:0], \$3  };
+    \$103  = { stage[2:0], \$3  };
     if (rst) begin
-      \$105  = 4'h0;
+      \$103  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$106  = desc;
+    \$104  = desc;
     if (\$4 ) begin
-      \$106  = program__payload;
+      \$104  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$107  = held;
+    \$105  = rows1;
     if (\$4 ) begin
-      \$107  = desc_held;
+      \$105  = \$5 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$108  = \busy$16 ;
+    \$106  = held;
+    if (stage[0]) begin
+      \$106  = desc_held;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$107  = \busy$17 ;
     if (stage[2]) begin
-      \$108  = \$19 ;
+      \$107  = \$18 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$109  = \$23 ;
+    \$108  = \$22 ;
+    if (rst) begin
+      \$108  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$109  = s1_valid;
     if (rst) begin
       \$109  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$110  = s1_valid;
+    \$110  = \$79 [4:0];
     if (rst) begin
-      \$110  = 1'h0;
+      \$110  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$111  = \$80 [4:0];
+    \$111  = \$26 ;
     if (rst) begin
-      \$111  = 5'h00;
+      \$111  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     \$112  = \$27 ;
     if (rst) begin
-      \$112  = 1'h1;
+      \$112  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$113  = \$28 ;
+    \$113  = fetching;
     if (rst) begin
       \$113  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$114  = fetching;
+    \$114  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$114  = 1'h0;
+    end
+    if (fetched) begin
+      \$114  = 1'h1;
+    end
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$115  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$115  = 1'h0;
-    end
+    \$115  = descriptor__payload;
     if (fetched) begin
-      \$115  = 1'h1;
+      \$115 [8] = got[0];
+      \$115 [9] = got[1];
+      \$115 [14:10] = got[6:2];
+      \$115 [30:15] = got[22:7];
+      \$115 [42:31] = got[34:23];
+      \$115 [58:43] = got[50:35];
+      \$115 [82:59] = got[74:51];
+      \$115 [130:83] = got[122:75];
+      \$115 [178:131] = got[170:123];
+      \$115 [7:0] = got_index;
     end
     if (rst) begin
-      \$115  = 1'h0;
+      \$115  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$116  = descriptor__payload;
-    if (fetched) begin
-      \$116 [8] = got[0];
-      \$116 [9] = got[1];
-      \$116 [14:10] = got[6:2];
-      \$116 [30:15] = got[22:7];
-      \$116 [42:31] = got[34:23];
-      \$116 [58:43] = got[50:35];
-      \$116 [82:59] = got[74:51];
-      \$116 [130:83] = got[122:75];
-      \$116 [178:131] = got[170:123];
-      \$116 [7:0] = got_index;
-    end
+    \$116  = \$30 ;
     if (rst) begin
-      \$116  = 179'h000000000000000000000000000000000000000000000;
+      \$116  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$117  = \$31 ;
-    if (rst) begin
-      \$117  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$118  = issued_checked;
+    \$117  = issued_checked;
     if (stage[1]) begin
-      \$118  = check__data;
+      \$117  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$119  = \$36 ;
+    \$118  = \$35 ;
     if (rst) begin
-      \$119  = 1'h0;
+      \$118  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$120  = dropped_checked;
+    \$119  = dropped_checked;
     if (stage[1]) begin
-      \$120  = \check__data$61 ;
+      \$119  = \check__data$62 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$121  = \$42 ;
+    \$120  = \$41 ;
     if (rst) begin
-      \$121  = 1'h0;
+      \$120  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$122  = taken_checked;
+    \$121  = taken_checked;
     if (stage[1]) begin
-      \$122  = \check__data$68 ;
+      \$121  = \check__data$69 ;
     end
   end
   always @* begin
@@ -20910,7 +21184,7 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$75 ) begin
+    if (\$74 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -20939,7 +21213,7 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$65 ;
+      wr_check__en = \$64 ;
     end
   end
   always @* begin
@@ -20974,7 +21248,7 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$67 ;
+      wr_fetch__en = \$66 ;
     end
   end
   always @* begin
@@ -20992,7 +21266,7 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$88 [4:0];
+      wr__data = \$86 [4:0];
     end
   end
   always @* begin
@@ -21008,60 +21282,60 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$93  = sweep;
+      \wr__addr$94  = sweep;
     end else begin
-      \wr__addr$93  = \pending_index$56 ;
+      \wr__addr$94  = \pending_index$57 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$94  = 5'h00;
+      \wr__data$95  = 5'h00;
     end else begin
-      \wr__data$94  = \$89 [4:0];
+      \wr__data$95  = \$87 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$95  = 1'h1;
+      \wr__en$96  = 1'h1;
     end else begin
-      \wr__en$95  = \pending$55 ;
+      \wr__en$96  = \pending$56 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$98  = sweep;
+      \wr__addr$99  = sweep;
     end else begin
-      \wr__addr$98  = \pending_index$63 ;
+      \wr__addr$99  = \pending_index$64 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$99  = 5'h00;
+      \wr__data$100  = 5'h00;
     end else begin
-      \wr__data$99  = \$90 [4:0];
+      \wr__data$100  = \$88 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$100  = 1'h1;
+      \wr__en$101  = 1'h1;
     end else begin
-      \wr__en$100  = \pending$62 ;
+      \wr__en$101  = \pending$63 ;
     end
   end
-  assign held_next = \$80 [4:0];
-  assign value = \$88 [4:0];
-  assign \value$59  = \$89 [4:0];
-  assign \value$66  = \$90 [4:0];
+  assign held_next = \$79 [4:0];
+  assign value = \$86 [4:0];
+  assign \value$60  = \$87 [4:0];
+  assign \value$67  = \$88 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -21069,10 +21343,10 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$92  = s2_cmd;
-  assign \check__addr$96  = desc[7:0];
-  assign \pre__addr$97  = descriptor__payload[7:0];
-  assign \check__addr$101  = desc[7:0];
+  assign \pre__addr$93  = s2_cmd;
+  assign \check__addr$97  = desc[7:0];
+  assign \pre__addr$98  = descriptor__payload[7:0];
+  assign \check__addr$102  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -21135,20 +21409,20 @@ module t3hw_system__e0__dma__queue (rst, desc_held, trigger__valid, program__rea
   assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
   assign wr_fetch__data__src  = wr_fetch__data[122:75];
   assign wr_fetch__data__dst  = wr_fetch__data[170:123];
-  assign \$15  = { 3'h0, hi, 12'h000 };
-  assign \$20  = \$signal [48];
-  assign \$21  = dst_end[48];
+  assign \$14  = { 3'h0, hi, 12'h000 };
+  assign \$19  = \$signal [48];
+  assign \$20  = dst_end[48];
 endmodule
 
-module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_10  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [5:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [6:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -21168,35 +21442,68 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [5:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [6:0] \$47 ;
-  reg [7:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [4:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [4:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [7:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [7:0] data;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 8'h00 *)
@@ -21207,7 +21514,7 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -21216,6 +21523,7 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [7:0] wr__data;
   wire [7:0] wr__data;
@@ -21243,99 +21551,154 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'hf;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'he;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'he;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 5'h10;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'he;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'he;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [4:0];
+    if (rst) begin
+      \$77  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$51  = \$47 [4:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 5'h00;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -21344,7 +21707,7 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   assign head = rd__addr;
 endmodule
 
-module t3hw_system__e0__slice_dma_read (rst, o__ready, i__ready, o__valid, i__valid, data, o__payload, clk);
+module t3hw_system__e0__slice_dma_read (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [57:0] data;
@@ -21352,6 +21715,7 @@ module t3hw_system__e0__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
+  wire full;
   wire [57:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -21360,7 +21724,6 @@ module t3hw_system__e0__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [57:0] o__payload;
   wire [57:0] o__payload;
   wire [57:0] \o__payload$7 ;
@@ -21379,12 +21742,12 @@ module t3hw_system__e0__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e0__slice_dma_read__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -21409,7 +21772,7 @@ module t3hw_system__e0__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   assign o__payload$7__tag  = o__payload[57:55];
 endmodule
 
-module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_11  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -21429,16 +21792,50 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [57:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [57:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [57:0] \$64 ;
+  reg [57:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -21450,12 +21847,13 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
+  output full;
+  reg full = 1'h0;
   (* init = 58'h000000000000000 *)
   wire [57:0] head_reg;
   wire [47:0] head_reg__addr ;
   wire [6:0] head_reg__bytes ;
   wire [2:0] head_reg__tag ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [57:0] o__payload;
   reg [57:0] o__payload = 58'h000000000000000;
@@ -21465,7 +21863,7 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -21474,64 +21872,122 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   wire [47:0] slot__addr ;
   wire [6:0] slot__bytes ;
   wire [2:0] slot__tag ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_11 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_11 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -21549,13 +22005,14 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   assign slot__tag  = slot[57:55];
 endmodule
 
-module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [3:0] data;
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
+  wire full;
   wire [3:0] i__payload;
   wire i__payload__error ;
   wire [2:0] i__payload__tag ;
@@ -21563,7 +22020,6 @@ module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [3:0] o__payload;
   wire [3:0] o__payload;
   wire [3:0] \o__payload$7 ;
@@ -21580,12 +22036,12 @@ module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e0__slice_dma_response__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -21606,7 +22062,7 @@ module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_12  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -21626,16 +22082,50 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__valid
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [3:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [3:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [3:0] \$64 ;
+  reg [3:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -21646,11 +22136,12 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__valid
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
+  output full;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head_reg;
   wire head_reg__error ;
   wire [2:0] head_reg__tag ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [3:0] o__payload;
   reg [3:0] o__payload = 4'h0;
@@ -21659,7 +22150,7 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__valid
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -21667,64 +22158,122 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__valid
   reg [3:0] slot = 4'h0;
   wire slot__error ;
   wire [2:0] slot__tag ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_12 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_12 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -21738,7 +22287,7 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__valid
   assign slot__error  = slot[3];
 endmodule
 
-module t3hw_system__e0__slice_net_dma (rst, i__ready, o__valid, i__valid, data, o__ready, o__payload, clk);
+module t3hw_system__e0__slice_net_dma (rst, i__ready, i__valid, data, o__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -21751,6 +22300,7 @@ module t3hw_system__e0__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  wire full;
   wire [76:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -21764,7 +22314,6 @@ module t3hw_system__e0__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [76:0] o__payload;
   wire [76:0] o__payload;
   wire [76:0] \o__payload$7 ;
@@ -21793,12 +22342,12 @@ module t3hw_system__e0__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e0__slice_net_dma__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -21831,7 +22380,7 @@ module t3hw_system__e0__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e0__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
+module t3hw_system__e0__slice_net_dma__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
   reg _init_strobe_13  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -21851,16 +22400,50 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, o__valid, data, o__read
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [76:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [76:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [76:0] \$64 ;
+  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -21877,6 +22460,8 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, o__valid, data, o__read
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  output full;
+  reg full = 1'h0;
   (* init = 77'h00000000000000000000 *)
   wire [76:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -21887,7 +22472,6 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, o__valid, data, o__read
   (* enum_value_1 = "UPDATE" *)
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
   reg [76:0] o__payload = 77'h00000000000000000000;
@@ -21902,7 +22486,7 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, o__valid, data, o__read
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -21916,64 +22500,122 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, o__valid, data, o__read
   (* enum_value_1 = "UPDATE" *)
   wire slot__kind ;
   wire [15:0] slot__tile ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -21999,7 +22641,7 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, o__valid, data, o__read
   assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, o__valid, data, o__ready, o__payload, clk);
+module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, data, o__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -22012,6 +22654,7 @@ module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, o__valid, data
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  wire full;
   wire [76:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -22025,7 +22668,6 @@ module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, o__valid, data
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [76:0] o__payload;
   wire [76:0] o__payload;
   wire [76:0] \o__payload$7 ;
@@ -22054,12 +22696,12 @@ module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, o__valid, data
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e0__slice_net_store__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -22092,7 +22734,7 @@ module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, o__valid, data
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e0__slice_net_store__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
+module t3hw_system__e0__slice_net_store__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
   reg _init_strobe_14  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -22112,16 +22754,50 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, o__valid, data, o__re
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [76:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [76:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [76:0] \$64 ;
+  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -22138,6 +22814,8 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, o__valid, data, o__re
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  output full;
+  reg full = 1'h0;
   (* init = 77'h00000000000000000000 *)
   wire [76:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -22148,7 +22826,6 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, o__valid, data, o__re
   (* enum_value_1 = "UPDATE" *)
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
   reg [76:0] o__payload = 77'h00000000000000000000;
@@ -22163,7 +22840,7 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, o__valid, data, o__re
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -22177,64 +22854,122 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, o__valid, data, o__re
   (* enum_value_1 = "UPDATE" *)
   wire slot__kind ;
   wire [15:0] slot__tile ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_14 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_14 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -22260,7 +22995,7 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, o__valid, data, o__re
   assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e0__slice_remote (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_system__e0__slice_remote (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -22273,6 +23008,7 @@ module t3hw_system__e0__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  wire full;
   wire [72:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -22286,7 +23022,6 @@ module t3hw_system__e0__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [72:0] o__payload;
   wire [72:0] o__payload;
   wire [72:0] \o__payload$7 ;
@@ -22315,12 +23050,12 @@ module t3hw_system__e0__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e0__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -22353,7 +23088,7 @@ module t3hw_system__e0__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_15  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -22373,16 +23108,50 @@ module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [72:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [72:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [72:0] \$64 ;
+  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -22399,6 +23168,8 @@ module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  output full;
+  reg full = 1'h0;
   (* init = 73'h0000000000000000000 *)
   wire [72:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -22409,7 +23180,6 @@ module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
   wire head_reg__tracked ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
   reg [72:0] o__payload = 73'h0000000000000000000;
@@ -22424,7 +23194,7 @@ module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, o__valid, data
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -22438,64 +23208,122 @@ module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire slot__kind ;
   wire [15:0] slot__tile ;
   wire slot__tracked ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -22521,7 +23349,7 @@ module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, o__valid, data
   assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -22534,6 +23362,7 @@ module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  wire full;
   wire [72:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -22547,7 +23376,6 @@ module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [72:0] o__payload;
   wire [72:0] o__payload;
   wire [72:0] \o__payload$7 ;
@@ -22576,12 +23404,12 @@ module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e0__slice_store__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -22614,7 +23442,7 @@ module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e0__slice_store__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -22634,16 +23462,50 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [72:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [72:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [72:0] \$64 ;
+  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -22660,6 +23522,8 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  output full;
+  reg full = 1'h0;
   (* init = 73'h0000000000000000000 *)
   wire [72:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -22670,7 +23534,6 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
   wire head_reg__tracked ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
   reg [72:0] o__payload = 73'h0000000000000000000;
@@ -22685,7 +23548,7 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__valid, data,
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -22699,64 +23562,122 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire slot__kind ;
   wire [15:0] slot__tile ;
   wire slot__tracked ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -22782,14 +23703,14 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__valid, data,
   assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, trigger__payload, clk);
+module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
   reg _init_strobe_17  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire [4:0] \$103 ;
+  wire \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
@@ -22819,12 +23740,12 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$128 ;
   wire \$129 ;
   wire [11:0] \$13 ;
-  wire \$130 ;
+  wire [11:0] \$130 ;
   wire \$131 ;
   wire \$132 ;
   wire \$133 ;
   wire \$134 ;
-  wire [11:0] \$135 ;
+  wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
@@ -22834,33 +23755,33 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [3:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
-  wire \$148 ;
-  wire [3:0] \$149 ;
+  wire [4:0] \$148 ;
+  wire \$149 ;
   wire [3:0] \$15 ;
-  wire \$150 ;
-  wire \$151 ;
-  wire \$152 ;
-  wire [4:0] \$153 ;
+  wire [7:0] \$150 ;
+  wire [11:0] \$151 ;
+  wire [7:0] \$152 ;
+  wire \$153 ;
   wire \$154 ;
-  wire [7:0] \$155 ;
-  wire [11:0] \$156 ;
+  wire \$155 ;
+  wire \$156 ;
   wire [7:0] \$157 ;
-  wire \$158 ;
+  wire [7:0] \$158 ;
   wire \$159 ;
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire [11:0] \$162 ;
-  wire [7:0] \$163 ;
-  wire [12:0] \$164 ;
-  wire [12:0] \$165 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
   wire \$166 ;
-  wire [7:0] \$167 ;
-  wire [7:0] \$168 ;
+  wire [8:0] \$167 ;
+  wire \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -22870,27 +23791,27 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire [8:0] \$177 ;
-  wire [5:0] \$178 ;
+  wire \$177 ;
+  wire \$178 ;
   wire [5:0] \$179 ;
   wire \$18 ;
   wire [5:0] \$180 ;
-  wire [32:0] \$181 ;
-  wire [32:0] \$182 ;
-  wire [32:0] \$183 ;
+  wire [5:0] \$181 ;
+  wire \$182 ;
+  wire \$183 ;
   wire [32:0] \$184 ;
   wire \$185 ;
   wire \$186 ;
   wire [32:0] \$187 ;
-  wire [32:0] \$188 ;
+  wire \$188 ;
   wire \$189 ;
   wire [7:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
+  wire [32:0] \$190 ;
+  wire [32:0] \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [32:0] \$194 ;
+  wire [32:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
@@ -22899,17 +23820,17 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [11:0] \$20 ;
   wire \$200 ;
   wire \$201 ;
-  wire [3:0] \$202 ;
-  reg [7:0] \$203 ;
-  reg [8:0] \$204 ;
-  reg \$205 ;
-  reg \$206 ;
-  reg \$207 ;
-  reg \$208 ;
-  reg \$209 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire [3:0] \$209 ;
   wire [7:0] \$21 ;
-  reg \$210 ;
-  reg \$211 ;
+  reg [7:0] \$210 ;
+  reg [8:0] \$211 ;
   reg \$212 ;
   reg \$213 ;
   reg \$214 ;
@@ -22921,31 +23842,38 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [12:0] \$22 ;
   reg \$220 ;
   reg \$221 ;
-  reg [2:0] \$222 ;
+  reg \$222 ;
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
   reg \$226 ;
   reg \$227 ;
   reg \$228 ;
-  wire [28:0] \$229 ;
+  reg [2:0] \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  wire [23:0] \$233 ;
+  reg \$233 ;
   reg \$234 ;
   reg \$235 ;
-  reg [58:0] \$236 ;
-  reg [23:0] \$237 ;
+  wire [28:0] \$236 ;
+  reg \$237 ;
   reg \$238 ;
   reg \$239 ;
   wire [11:0] \$24 ;
-  reg [5:0] \$240 ;
-  reg [191:0] \$241 ;
+  wire [23:0] \$240 ;
+  reg \$241 ;
   reg \$242 ;
-  reg [2:0] \$243 ;
+  reg [23:0] \$243 ;
+  reg \$244 ;
+  reg \$245 ;
+  reg \$246 ;
+  reg [5:0] \$247 ;
+  reg [191:0] \$248 ;
+  reg \$249 ;
   wire \$25 ;
+  reg [2:0] \$250 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -22992,43 +23920,56 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$65 ;
   wire \$66 ;
   wire [1:0] \$67 ;
-  wire [9:0] \$68 ;
-  wire [10:0] \$69 ;
+  wire \$68 ;
+  wire [11:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
+  wire [7:0] \$70 ;
+  wire [12:0] \$71 ;
+  wire [12:0] \$72 ;
+  wire [9:0] \$73 ;
+  wire [10:0] \$74 ;
   wire \$75 ;
-  wire \$76 ;
+  wire [9:0] \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire [15:0] \$8 ;
   wire \$80 ;
-  wire [9:0] \$81 ;
+  wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
+  wire [15:0] \$85 ;
+  wire [15:0] \$86 ;
   wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire [15:0] \$9 ;
-  wire [15:0] \$90 ;
-  wire [15:0] \$91 ;
+  wire \$90 ;
+  wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [7:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire [7:0] \$99 ;
+  wire [4:0] \$98 ;
+  wire \$99 ;
+  (* enum_base_type = "TrackOp" *)
+  (* enum_value_00 = "ARM" *)
+  (* enum_value_01 = "DISARM" *)
+  (* enum_value_10 = "READ" *)
+  reg [1:0] \$like  = 2'h0;
+  (* enum_base_type = "TrackResult" *)
+  (* enum_value_000 = "OK" *)
+  (* enum_value_001 = "BUSY" *)
+  (* enum_value_010 = "BAD_THRESHOLD" *)
+  (* enum_value_011 = "NOT_ARMED" *)
+  (* enum_value_100 = "BAD_OP" *)
+  reg [2:0] \$like$75  = 3'h0;
+  reg [15:0] \$like$76  = 16'h0000;
   reg \$signal  = 1'h0;
-  reg \$signal$75  = 1'h0;
+  reg \$signal$79  = 1'h0;
   wire arm;
   reg [45:0] base;
   wire [7:0] base__cmd ;
@@ -23078,7 +24019,7 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [7:0] data$69__cmd ;
   wire [15:0] data$69__tile ;
   output desc_held;
-  wire desc_held;
+  reg desc_held = 1'h1;
   wire [7:0] desc_query;
   reg disarm_ok = 1'h0;
   wire done;
@@ -23198,7 +24139,7 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [11:0] rdata__threshold ;
   wire rdata__valid ;
   output [58:0] result__payload;
-  reg [58:0] result__payload = 59'h000000000000000;
+  wire [58:0] result__payload;
   wire [7:0] result__payload__cmd ;
   (* enum_base_type = "TrackResult" *)
   (* enum_value_000 = "OK" *)
@@ -23347,10 +24288,10 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   wire trigger__valid;
   reg [2:0] \wait  = 3'h0;
   reg [7:0] wr__addr = 8'h00;
-  wire [7:0] \wr__addr$78 ;
+  wire [7:0] \wr__addr$82 ;
   (* init = 46'h000000000000 *)
   wire [45:0] wr__data;
-  wire [8:0] \wr__data$80 ;
+  wire [8:0] \wr__data$84 ;
   wire [7:0] wr__data__cmd ;
   wire [11:0] wr__data__left ;
   wire [3:0] wr__data__pending ;
@@ -23359,7 +24300,7 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [11:0] wr__data__threshold ;
   wire wr__data__valid ;
   wire wr__en;
-  wire \wr__en$81 ;
+  wire \wr__en$85 ;
   input [22:0] write__payload;
   wire [22:0] write__payload;
   wire [3:0] write__payload__beats ;
@@ -23904,8 +24845,8 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
     held[255] = 9'h000;
   end
   always @(posedge clk) begin
-    if (\wr__en$81 )
-      held[\wr__addr$78 ] <= \wr__data$80 ;
+    if (\wr__en$85 )
+      held[\wr__addr$82 ] <= \wr__data$84 ;
   end
   assign query__data = held[query__addr];
   assign pre__data = held[ent[28:21]];
@@ -23990,172 +24931,178 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   assign \$66  = s3_prog & \$65 ;
   assign nxt_index = busy ? sweep : s3_tile[7:0];
   assign \$67  = fwd_last_we ? 2'h3 : 2'h0;
-  assign \$68  = s4_old + \$signal$75 ;
-  assign \$69  = \$68  - s4_dec;
-  assign \wr__addr$78  = busy ? sweep : s4_cmd;
-  assign \wr__data$80  = busy ? 9'h000 : \$69 [8:0];
-  assign \$70  = \$signal$75  | s4_dec;
-  assign \wr__en$81  = busy | \$70 ;
-  assign \$71  = s4_cmd == query__addr;
-  assign \$72  = \$71  & \$signal$75 ;
-  assign \$73  = busy | \$72 ;
-  assign \$74  = | query__data;
-  assign \$75  = s4_cmd == query__addr;
-  assign \$76  = \$75  & s4_dec;
-  assign \$77  = query__data == 1'h1;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = ~ \$78 ;
-  assign \$80  = \$74  & \$79 ;
-  assign desc_held = \$73  | \$80 ;
-  assign \$81  = sweep1 + 1'h1;
-  assign \$82  = sweep1 == 8'hff;
-  assign \$83  = program__valid & program__ready;
-  assign \$84  = ~ write__valid;
-  assign \$85  = ~ busy;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = ~ program__valid;
-  assign \$88  = \$86  & \$87 ;
-  assign \$89  = \$88  & \o__valid$13 ;
-  assign \$90  = program__valid ? program__payload[17:2] : \o__payload$15 ;
-  assign \$91  = write__valid ? write__payload[15:0] : \$90 ;
+  assign \$68  = fwd_last[0] & fwd_last[1];
+  assign \$69  = fwd_last[0] ? fwd_last[21:10] : 12'h000;
+  assign \$70  = fwd_last[0] ? fwd_last[41:34] : 8'h00;
+  assign \$71  = fwd_last[21:10] - fwd_last[33:22];
+  assign \$72  = fwd_last[0] ? \$71  : 13'h0000;
+  assign \$73  = s4_old + \$signal$79 ;
+  assign \$74  = \$73  - s4_dec;
+  assign \wr__addr$82  = busy ? sweep : s4_cmd;
+  assign \wr__data$84  = busy ? 9'h000 : \$74 [8:0];
+  assign \$75  = \$signal$79  | s4_dec;
+  assign \wr__en$85  = busy | \$75 ;
+  assign \$76  = sweep1 + 1'h1;
+  assign \$77  = sweep1 == 8'hff;
+  assign \$78  = program__valid & program__ready;
+  assign \$79  = ~ write__valid;
+  assign \$80  = ~ busy;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ program__valid;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = \$83  & \o__valid$13 ;
+  assign \$85  = program__valid ? program__payload[17:2] : \o__payload$15 ;
+  assign \$86  = write__valid ? write__payload[15:0] : \$85 ;
+  assign \$87  = ~ sweep_last;
+  assign \$88  = busy & \$87 ;
+  assign \$89  = \$88  | s2_valid;
+  assign \$90  = \$89  | s2_prog;
+  assign \$91  = \$90  | s2_ack;
   assign \$92  = ~ sweep_last;
   assign \$93  = busy & \$92 ;
-  assign \$94  = \$93  | s2_valid;
-  assign \$95  = \$94  | s2_prog;
-  assign \$96  = \$95  | s2_ack;
-  assign \$97  = ~ sweep_last;
-  assign \$98  = busy & \$97 ;
-  assign \$99  = \$98  ? sweep1[7:0] : s2_tile[7:0];
-  assign \$100  = \$99  == s1_tile[7:0];
-  assign \$101  = \$96  & \$100 ;
-  assign \$102  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$103  = s1_write[19:16] + 1'h1;
-  assign \$104  = busy | s3_valid;
-  assign \$105  = \$104  | s3_prog;
-  assign \$106  = \$105  | s3_ack;
-  assign \$107  = nxt_index == s1_tile[7:0];
-  assign \$108  = \$106  & \$107 ;
-  assign \$109  = wr__addr == s1_tile[7:0];
-  assign \$110  = fwd_last_we & \$109 ;
-  assign \$111  = fwd_prev_index == s1_tile[7:0];
-  assign \$112  = fwd_prev_we & \$111 ;
-  assign \$113  = busy | s3_valid;
-  assign \$114  = \$113  | s3_prog;
-  assign \$115  = \$114  | s3_ack;
-  assign \$116  = nxt_index == s1_tile[7:0];
-  assign \$117  = \$115  & \$116 ;
-  assign \$118  = wr__addr == s1_tile[7:0];
-  assign \$119  = fwd_last_we & \$118 ;
-  assign \$120  = fwd_prev_index == s1_tile[7:0];
-  assign \$121  = fwd_prev_we & \$120 ;
-  assign \$122  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$123  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$124  = \$119  ? \$122  : \$123 ;
-  assign \$125  = \$108  ? nxt_tag_eq1 : \$124 ;
-  assign \$126  = busy | s3_valid;
-  assign \$127  = \$126  | s3_prog;
-  assign \$128  = \$127  | s3_ack;
-  assign \$129  = nxt_index == s1_tile[7:0];
-  assign \$130  = \$128  & \$129 ;
-  assign \$131  = wr__addr == s1_tile[7:0];
-  assign \$132  = fwd_last_we & \$131 ;
-  assign \$133  = fwd_prev_index == s1_tile[7:0];
-  assign \$134  = fwd_prev_we & \$133 ;
-  assign \$135  = base[0] ? base[33:22] : s2_req[29:18];
-  assign \$136  = ~ s2_stale;
-  assign \$137  = s2_valid & \$136 ;
-  assign \$138  = \$137  & ok_next;
-  assign \$139  = s2_req[1:0] == 1'h1;
-  assign \$140  = s2_prog & \$139 ;
-  assign \$141  = \$140  & ok_next;
-  assign \$142  = ! s2_req[1:0];
-  assign \$143  = s2_prog & \$142 ;
-  assign \$144  = | s2_req[29:18];
-  assign \$145  = \$143  & \$144 ;
-  assign \$146  = ~ s2_stale;
-  assign \$147  = s2_valid & \$146 ;
-  assign \$148  = \$147  & ok_next;
-  assign \$149  = \$148  ? s2_write[19:16] : 4'h0;
-  assign \$150  = ~ s2_stale;
-  assign \$151  = s2_valid & \$150 ;
-  assign \$152  = \$151  & ok_next;
-  assign \$153  = \$152  ? s2_beats1 : 5'h01;
-  assign \$154  = \$signal  ? nxt[1] : base[1];
-  assign \$155  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$156  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$157  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$158  = busy | s3_valid;
-  assign \$159  = \$158  | s3_prog;
-  assign \$160  = \$159  | s3_ack;
-  assign \$161  = nxt[0] & nxt[1];
-  assign \$162  = nxt[0] ? nxt[21:10] : 12'h000;
-  assign \$163  = nxt[0] ? nxt[41:34] : 8'h00;
-  assign \$164  = nxt[21:10] - nxt[33:22];
-  assign \$165  = nxt[0] ? \$164  : 13'h0000;
-  assign \$166  = | set_err;
-  assign \$167  = hit ? ent[28:21] : 8'h00;
-  assign \$168  = s3_prog ? s3_req[37:30] : \$167 ;
-  assign \$169  = complete & idle;
-  assign \$170  = ~ busy;
-  assign \$171  = \$169  & \$170 ;
-  assign \$172  = cur[45:42] == 1'h1;
-  assign \$173  = s3_ack & \$172 ;
-  assign \$174  = \$signal$75  | s4_dec;
-  assign \$175  = s4_cmd == ent[28:21];
-  assign \$176  = \$174  & \$175 ;
-  assign \$177  = \$176  ? \$69 [8:0] : pre__data;
-  assign \$181  = stats[31:0] + 1'h1;
-  assign \$182  = stats[63:32] + 1'h1;
-  assign \$183  = stats[95:64] + 1'h1;
-  assign \$184  = stats[127:96] + 1'h1;
-  assign \$185  = ~ lost;
-  assign \$186  = complete & \$185 ;
-  assign \$187  = stats[159:128] + 1'h1;
-  assign \$188  = stats[191:160] + 1'h1;
-  assign \$189  = ~ busy;
-  assign \$190  = program__valid | \o__valid$13 ;
-  assign \$191  = \$189  & \$190 ;
-  assign \$192  = \$191  & write__valid;
-  assign \$193  = ! \wait ;
-  assign \$194  = \$192  & \$193 ;
-  assign \$195  = ~ busy;
-  assign \$196  = program__valid | \o__valid$13 ;
-  assign \$197  = \$195  & \$196 ;
-  assign \$198  = \$197  & write__valid;
-  assign \$199  = ! \wait ;
-  assign \$200  = \$198  & \$199 ;
-  assign \$201  = | \wait ;
-  assign \$202  = \wait  - 1'h1;
+  assign \$94  = \$93  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$95  = \$94  == s1_tile[7:0];
+  assign \$96  = \$91  & \$95 ;
+  assign \$97  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$98  = s1_write[19:16] + 1'h1;
+  assign \$99  = busy | s3_valid;
+  assign \$100  = \$99  | s3_prog;
+  assign \$101  = \$100  | s3_ack;
+  assign \$102  = nxt_index == s1_tile[7:0];
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = wr__addr == s1_tile[7:0];
+  assign \$105  = fwd_last_we & \$104 ;
+  assign \$106  = fwd_prev_index == s1_tile[7:0];
+  assign \$107  = fwd_prev_we & \$106 ;
+  assign \$108  = busy | s3_valid;
+  assign \$109  = \$108  | s3_prog;
+  assign \$110  = \$109  | s3_ack;
+  assign \$111  = nxt_index == s1_tile[7:0];
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = wr__addr == s1_tile[7:0];
+  assign \$114  = fwd_last_we & \$113 ;
+  assign \$115  = fwd_prev_index == s1_tile[7:0];
+  assign \$116  = fwd_prev_we & \$115 ;
+  assign \$117  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$118  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$119  = \$114  ? \$117  : \$118 ;
+  assign \$120  = \$103  ? nxt_tag_eq1 : \$119 ;
+  assign \$121  = busy | s3_valid;
+  assign \$122  = \$121  | s3_prog;
+  assign \$123  = \$122  | s3_ack;
+  assign \$124  = nxt_index == s1_tile[7:0];
+  assign \$125  = \$123  & \$124 ;
+  assign \$126  = wr__addr == s1_tile[7:0];
+  assign \$127  = fwd_last_we & \$126 ;
+  assign \$128  = fwd_prev_index == s1_tile[7:0];
+  assign \$129  = fwd_prev_we & \$128 ;
+  assign \$130  = base[0] ? base[33:22] : s2_req[29:18];
+  assign \$131  = ~ s2_stale;
+  assign \$132  = s2_valid & \$131 ;
+  assign \$133  = \$132  & ok_next;
+  assign \$134  = s2_req[1:0] == 1'h1;
+  assign \$135  = s2_prog & \$134 ;
+  assign \$136  = \$135  & ok_next;
+  assign \$137  = ! s2_req[1:0];
+  assign \$138  = s2_prog & \$137 ;
+  assign \$139  = | s2_req[29:18];
+  assign \$140  = \$138  & \$139 ;
+  assign \$141  = ~ s2_stale;
+  assign \$142  = s2_valid & \$141 ;
+  assign \$143  = \$142  & ok_next;
+  assign \$144  = \$143  ? s2_write[19:16] : 4'h0;
+  assign \$145  = ~ s2_stale;
+  assign \$146  = s2_valid & \$145 ;
+  assign \$147  = \$146  & ok_next;
+  assign \$148  = \$147  ? s2_beats1 : 5'h01;
+  assign \$149  = \$signal  ? nxt[1] : base[1];
+  assign \$150  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$151  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$152  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$153  = busy | s3_valid;
+  assign \$154  = \$153  | s3_prog;
+  assign \$155  = \$154  | s3_ack;
+  assign \$156  = | set_err;
+  assign \$157  = hit ? ent[28:21] : 8'h00;
+  assign \$158  = s3_prog ? s3_req[37:30] : \$157 ;
+  assign \$159  = complete & idle;
+  assign \$160  = ~ busy;
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = cur[45:42] == 1'h1;
+  assign \$163  = s3_ack & \$162 ;
+  assign \$164  = \$signal$79  | s4_dec;
+  assign \$165  = s4_cmd == ent[28:21];
+  assign \$166  = \$164  & \$165 ;
+  assign \$167  = \$166  ? \$74 [8:0] : pre__data;
+  assign \$168  = s4_cmd == query__addr;
+  assign \$169  = \$168  & \$signal$79 ;
+  assign \$170  = busy | \$169 ;
+  assign \$171  = | query__data;
+  assign \$172  = s4_cmd == query__addr;
+  assign \$173  = \$172  & s4_dec;
+  assign \$174  = query__data == 1'h1;
+  assign \$175  = \$173  & \$174 ;
+  assign \$176  = ~ \$175 ;
+  assign \$177  = \$171  & \$176 ;
+  assign \$178  = \$170  | \$177 ;
+  assign \$182  = ! write__payload[22:21];
+  assign \$183  = write__valid & \$182 ;
+  assign \$184  = stats[31:0] + 1'h1;
+  assign \$185  = write__payload[22:21] == 1'h1;
+  assign \$186  = write__valid & \$185 ;
+  assign \$187  = stats[63:32] + 1'h1;
+  assign \$188  = write__payload[22:21] == 2'h2;
+  assign \$189  = write__valid & \$188 ;
+  assign \$190  = stats[95:64] + 1'h1;
+  assign \$191  = stats[127:96] + 1'h1;
+  assign \$192  = ~ lost;
+  assign \$193  = complete & \$192 ;
+  assign \$194  = stats[159:128] + 1'h1;
+  assign \$195  = stats[191:160] + 1'h1;
+  assign \$196  = ~ busy;
+  assign \$197  = program__valid | \o__valid$13 ;
+  assign \$198  = \$196  & \$197 ;
+  assign \$199  = \$198  & write__valid;
+  assign \$200  = ! \wait ;
+  assign \$201  = \$199  & \$200 ;
+  assign \$202  = ~ busy;
+  assign \$203  = program__valid | \o__valid$13 ;
+  assign \$204  = \$202  & \$203 ;
+  assign \$205  = \$204  & write__valid;
+  assign \$206  = ! \wait ;
+  assign \$207  = \$205  & \$206 ;
+  assign \$208  = | \wait ;
+  assign \$209  = \wait  - 1'h1;
   always @(posedge clk)
-    sweep <= \$203 ;
+    sweep <= \$210 ;
   always @(posedge clk)
-    sweep1 <= \$204 ;
+    sweep1 <= \$211 ;
   always @(posedge clk)
-    sweep_last <= \$205 ;
+    sweep_last <= \$212 ;
   always @(posedge clk)
-    busy <= \$206 ;
+    busy <= \$213 ;
   always @(posedge clk)
-    s1_valid <= \$207 ;
+    s1_valid <= \$214 ;
   always @(posedge clk)
-    s1_stale <= \$208 ;
+    s1_stale <= \$215 ;
   always @(posedge clk)
-    s1_prog <= \$209 ;
+    s1_prog <= \$216 ;
   always @(posedge clk)
-    s1_ack <= \$210 ;
+    s1_ack <= \$217 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s1_tile <= \$91 ;
+    s1_tile <= \$86 ;
   always @(posedge clk)
-    s2_valid <= \$211 ;
+    s2_valid <= \$218 ;
   always @(posedge clk)
-    s2_stale <= \$212 ;
+    s2_stale <= \$219 ;
   always @(posedge clk)
-    s2_prog <= \$213 ;
+    s2_prog <= \$220 ;
   always @(posedge clk)
-    s2_ack <= \$214 ;
+    s2_ack <= \$221 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -24163,13 +25110,13 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$215 ;
+    s3_valid <= \$222 ;
   always @(posedge clk)
-    s3_stale <= \$216 ;
+    s3_stale <= \$223 ;
   always @(posedge clk)
-    s3_prog <= \$217 ;
+    s3_prog <= \$224 ;
   always @(posedge clk)
-    s3_ack <= \$218 ;
+    s3_ack <= \$225 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -24177,83 +25124,89 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$219 ;
+    \$signal  <= \$226 ;
   always @(posedge clk)
-    tag_ahead <= \$220 ;
+    tag_ahead <= \$227 ;
   always @(posedge clk)
-    s2_beats1 <= \$103 ;
+    s2_beats1 <= \$98 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$221 ;
+    fwd_tag_eq <= \$228 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$222 ;
+    fwd_hit <= \$229 ;
   always @(posedge clk)
-    s3_hit <= \$223 ;
+    s3_hit <= \$230 ;
   always @(posedge clk)
-    base_valid <= \$224 ;
+    base_valid <= \$231 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$225 ;
+    tag_ok <= \$232 ;
   always @(posedge clk)
-    base_left <= \$135 ;
+    base_left <= \$130 ;
   always @(posedge clk)
-    count_ok <= \$226 ;
+    count_ok <= \$233 ;
   always @(posedge clk)
-    disarm_ok <= \$227 ;
+    disarm_ok <= \$234 ;
   always @(posedge clk)
-    s3_arm <= \$228 ;
+    s3_arm <= \$235 ;
   always @(posedge clk)
-    s3_beats <= \$149 ;
+    s3_beats <= \$144 ;
   always @(posedge clk)
-    s3_beats1 <= \$153 ;
+    s3_beats1 <= \$148 ;
   always @(posedge clk)
-    ent <= \$229 ;
+    ent <= \$236 ;
   always @(posedge clk)
-    fwd_last_we <= \$230 ;
+    fwd_last_we <= \$237 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$231 ;
+    fwd_old_we <= \$238 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$232 ;
+    fwd_prev_we <= \$239 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$69  <= \$233 ;
+    \data$69  <= \$240 ;
   always @(posedge clk)
-    \push$71  <= \$234 ;
+    \push$71  <= \$241 ;
   always @(posedge clk)
-    result__valid <= \$235 ;
+    result__valid <= \$242 ;
   always @(posedge clk)
-    result__payload <= \$236 ;
+    \$like  <= s3_req[1:0];
   always @(posedge clk)
-    capture <= \$237 ;
+    \$like$75  <= code;
+  always @(posedge clk)
+    \$like$76  <= s3_tile;
+  always @(posedge clk)
+    capture <= \$243 ;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$75  <= \$238 ;
+    \$signal$79  <= \$244 ;
   always @(posedge clk)
-    s4_dec <= \$239 ;
+    s4_dec <= \$245 ;
   always @(posedge clk)
-    s4_old <= \$177 ;
+    s4_old <= \$167 ;
   always @(posedge clk)
-    errors <= \$240 ;
+    desc_held <= \$246 ;
   always @(posedge clk)
-    stats <= \$241 ;
+    errors <= \$247 ;
   always @(posedge clk)
-    hold <= \$242 ;
+    stats <= \$248 ;
   always @(posedge clk)
-    \wait  <= \$243 ;
+    hold <= \$249 ;
+  always @(posedge clk)
+    \wait  <= \$250 ;
   t3hw_system__e0__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -24299,325 +25252,316 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$203  = sweep;
+    \$210  = sweep;
     if (busy) begin
-      \$203  = sweep1[7:0];
+      \$210  = sweep1[7:0];
     end
     if (rst) begin
-      \$203  = 8'h00;
+      \$210  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$204  = sweep1;
+    \$211  = sweep1;
     if (busy) begin
-      \$204  = \$81 [8:0];
+      \$211  = \$76 [8:0];
     end
     if (rst) begin
-      \$204  = 9'h001;
+      \$211  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$205  = sweep_last;
+    \$212  = sweep_last;
     if (busy) begin
-      \$205  = \$82 ;
+      \$212  = \$77 ;
     end
-    if (rst) begin
-      \$205  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$206  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$206  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$206  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$207  = write__valid;
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$208  = busy;
-    if (rst) begin
-      \$208  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$209  = \$83 ;
-    if (rst) begin
-      \$209  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$210  = \$89 ;
-    if (rst) begin
-      \$210  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$211  = s1_valid;
-    if (rst) begin
-      \$211  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$212  = s1_stale;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$213  = s1_prog;
+    \$213  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$213  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$213  = 1'h0;
+      \$213  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$214  = s1_ack;
+    \$214  = write__valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$215  = s2_valid;
+    \$215  = busy;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$216  = s2_stale;
+    \$216  = \$78 ;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$217  = s2_prog;
+    \$217  = \$84 ;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$218  = s2_ack;
+    \$218  = s1_valid;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$219  = \$101 ;
+    \$219  = s1_stale;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$220  = \$102 ;
+    \$220  = s1_prog;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$221  = \$125 ;
+    \$221  = s1_ack;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$222  = { \$134 , \$132 , \$130  };
+    \$222  = s2_valid;
     if (rst) begin
-      \$222  = 3'h0;
+      \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$223  = \$signal ;
+    \$223  = s2_stale;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$224  = base[0];
+    \$224  = s2_prog;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$225  = ok_next;
+    \$225  = s2_ack;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$226  = \$138 ;
+    \$226  = \$96 ;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$227  = \$141 ;
+    \$227  = \$97 ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$228  = \$145 ;
+    \$228  = \$120 ;
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$230  = \$160 ;
+    \$229  = { \$129 , \$127 , \$125  };
+    if (rst) begin
+      \$229  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$230  = \$signal ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$231  = fwd_prev_we;
+    \$231  = base[0];
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$232  = fwd_last_we;
+    \$232  = ok_next;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$234  = \push$56 ;
+    \$233  = \$133 ;
+    if (rst) begin
+      \$233  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$234  = \$136 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$235  = s3_prog;
+    \$235  = \$140 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$236 [1:0] = s3_req[1:0];
-    \$236 [4:2] = code;
-    \$236 [20:5] = s3_tile;
-    \$236 [21] = nxt[0];
-    \$236 [26:23] = nxt[45:42];
-    \$236 [22] = \$161 ;
-    \$236 [38:27] = \$162 ;
-    \$236 [58:51] = \$163 ;
-    \$236 [50:39] = \$165 [11:0];
+    \$237  = \$155 ;
     if (rst) begin
-      \$236  = 59'h000000000000000;
+      \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$237  = capture;
-    if (\$166 ) begin
-      \$237 [15:0] = s3_tile;
-      \$237 [23:16] = \$168 ;
-    end
-    if (rst) begin
-      \$237  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$238  = \$171 ;
+    \$238  = fwd_prev_we;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$239  = \$173 ;
+    \$239  = fwd_last_we;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$240  = \$180 ;
+    \$241  = \push$56 ;
     if (rst) begin
-      \$240  = 6'h00;
+      \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$241  = stats;
-    if (write__valid) begin
-      casez (write__payload[22:21])
-        2'h0:
-            \$241 [31:0] = \$181 [31:0];
-        2'h1:
-            \$241 [63:32] = \$182 [31:0];
-        2'h2:
-            \$241 [95:64] = \$183 [31:0];
-      endcase
-    end
-    if (set_err[0]) begin
-      \$241 [127:96] = \$184 [31:0];
-    end
-    if (\$186 ) begin
-      \$241 [159:128] = \$187 [31:0];
-    end
-    if (lost) begin
-      \$241 [191:160] = \$188 [31:0];
-    end
-    if (rst) begin
-      \$241  = 192'h000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$242  = \$194 ;
+    \$242  = s3_prog;
     if (rst) begin
       \$242  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$243  = \wait ;
-    if (\$200 ) begin
-      \$243  = 3'h7;
-    end else if (\$201 ) begin
-      \$243  = \$202 [2:0];
+    \$243  = capture;
+    if (\$156 ) begin
+      \$243 [15:0] = s3_tile;
+      \$243 [23:16] = \$158 ;
     end
     if (rst) begin
-      \$243  = 3'h0;
+      \$243  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$244  = \$161 ;
+    if (rst) begin
+      \$244  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$245  = \$163 ;
+    if (rst) begin
+      \$245  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$246  = \$178 ;
+    if (rst) begin
+      \$246  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$247  = \$181 ;
+    if (rst) begin
+      \$247  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$248  = stats;
+    if (\$183 ) begin
+      \$248 [31:0] = \$184 [31:0];
+    end
+    if (\$186 ) begin
+      \$248 [63:32] = \$187 [31:0];
+    end
+    if (\$189 ) begin
+      \$248 [95:64] = \$190 [31:0];
+    end
+    if (set_err[0]) begin
+      \$248 [127:96] = \$191 [31:0];
+    end
+    if (\$193 ) begin
+      \$248 [159:128] = \$194 [31:0];
+    end
+    if (lost) begin
+      \$248 [191:160] = \$195 [31:0];
+    end
+    if (rst) begin
+      \$248  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$249  = \$201 ;
+    if (rst) begin
+      \$249  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$250  = \wait ;
+    if (\$207 ) begin
+      \$250  = 3'h7;
+    end else if (\$208 ) begin
+      \$250  = \$209 [2:0];
+    end
+    if (rst) begin
+      \$250  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -24633,7 +25577,7 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   assign wr__data = fwd_last;
   assign trig = \data$69 ;
   assign s4_push = \push$71 ;
-  assign \new  = \$69 [8:0];
+  assign \new  = \$74 [8:0];
   assign pre__addr = ent[28:21];
   assign desc_query = query__addr;
   assign clear = 6'h3f;
@@ -24725,6 +25669,15 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   assign data$69__tile  = \data$69 [23:8];
   assign trig__cmd  = \data$69 [7:0];
   assign trig__tile  = \data$69 [23:8];
+  assign result__payload__op  = result__payload[1:0];
+  assign result__payload__code  = result__payload[4:2];
+  assign result__payload__tile  = result__payload[20:5];
+  assign result__payload__valid  = result__payload[21];
+  assign result__payload__rearm  = result__payload[22];
+  assign result__payload__pending  = result__payload[26:23];
+  assign result__payload__threshold  = result__payload[38:27];
+  assign result__payload__count  = result__payload[50:39];
+  assign result__payload__cmd  = result__payload[58:51];
   assign s1_write__tile  = s1_write[15:0];
   assign s1_write__beats  = s1_write[19:16];
   assign s1_write__kind  = s1_write[20];
@@ -24754,15 +25707,6 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   assign rd__data__left  = rd__data[33:22];
   assign rd__data__cmd  = rd__data[41:34];
   assign rd__data__pending  = rd__data[45:42];
-  assign result__payload__op  = result__payload[1:0];
-  assign result__payload__code  = result__payload[4:2];
-  assign result__payload__tile  = result__payload[20:5];
-  assign result__payload__valid  = result__payload[21];
-  assign result__payload__rearm  = result__payload[22];
-  assign result__payload__pending  = result__payload[26:23];
-  assign result__payload__threshold  = result__payload[38:27];
-  assign result__payload__count  = result__payload[50:39];
-  assign result__payload__cmd  = result__payload[58:51];
   assign capture__tile  = capture[15:0];
   assign capture__cmd  = capture[23:16];
   assign errors__unprogrammed  = errors[0];
@@ -24783,12 +25727,21 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$233 [23:8] = s3_tile;
-  assign \$233 [7:0] = ent[28:21];
-  assign \$229 [28:21] = \$157 ;
-  assign \$229 [20:9] = \$156 ;
-  assign \$229 [8:1] = \$155 ;
-  assign \$229 [0] = \$154 ;
+  assign \$240 [23:8] = s3_tile;
+  assign \$240 [7:0] = ent[28:21];
+  assign \$236 [28:21] = \$152 ;
+  assign \$236 [20:9] = \$151 ;
+  assign \$236 [8:1] = \$150 ;
+  assign \$236 [0] = \$149 ;
+  assign result__payload[50:39] = \$72 [11:0];
+  assign result__payload[58:51] = \$70 ;
+  assign result__payload[38:27] = \$69 ;
+  assign result__payload[22] = \$68 ;
+  assign result__payload[26:23] = fwd_last[45:42];
+  assign result__payload[21] = fwd_last[0];
+  assign result__payload[20:5] = \$like$76 ;
+  assign result__payload[4:2] = \$like$75 ;
+  assign result__payload[1:0] = \$like ;
   assign set_err[5] = \$66 ;
   assign set_err[4] = lost;
   assign set_err[3] = \$64 ;
@@ -24809,20 +25762,20 @@ module t3hw_system__e0__tracker (rst, program__ready, desc_held, trigger__valid,
   assign cur[45:42] = \$15 ;
   assign cur[33:22] = \$14 ;
   assign cur[0] = \$12 ;
-  assign \$178  = 6'h00;
   assign \$179  = 6'h00;
-  assign \$180  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
+  assign \$180  = 6'h00;
+  assign \$181  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
 endmodule
 
-module t3hw_system__e0__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_18  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [9:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [10:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -24842,35 +25795,68 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [8:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [9:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [10:0] \$47 ;
-  reg [15:0] \$48 ;
-  reg [7:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [7:0] \$50 ;
-  reg [8:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [8:0] \$68 ;
+  wire [8:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [8:0] \$73 ;
+  wire [8:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [8:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [15:0] \$81 ;
+  reg [7:0] \$82 ;
+  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
+  reg full = 1'h0;
   (* init = 8'h00 *)
   wire [7:0] head;
   (* init = 16'h0000 *)
@@ -24881,7 +25867,7 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [7:0] rd__addr = 8'h00;
@@ -24890,6 +25876,7 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   wire rst;
   (* init = 8'h00 *)
   wire [7:0] tail;
+  reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [15:0] wr__data;
   wire [15:0] wr__data;
@@ -25157,99 +26144,154 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 8'hff;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 8'hfe;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 9'h000 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 8'hfe;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 9'h000 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 9'h100;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 8'hfe;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 9'h000 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 8'hfe;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 9'h000 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [8:0];
+    if (rst) begin
+      \$77  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [7:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 8'h00;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [7:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 8'h00;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$51  = \$47 [8:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 9'h000;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [7:0];
+    end
+    if (rst) begin
+      \$82  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [7:0];
+    end
+    if (rst) begin
+      \$83  = 8'h00;
     end
   end
   assign head_reg = o__payload;
@@ -25258,15 +26300,15 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   assign head = rd__addr;
 endmodule
 
-module t3hw_system__e0__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__payload, clk);
+module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
   reg _init_strobe_19  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [9:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [10:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -25286,30 +26328,62 @@ module t3hw_system__e0__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [8:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [9:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [10:0] \$47 ;
-  reg [23:0] \$48 ;
-  reg [7:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [7:0] \$50 ;
-  reg [8:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [8:0] \$68 ;
+  wire [8:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [8:0] \$73 ;
+  wire [8:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [8:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [23:0] \$81 ;
+  reg [7:0] \$82 ;
+  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -25317,6 +26391,7 @@ module t3hw_system__e0__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   wire [23:0] data;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
+  reg full = 1'h0;
   (* init = 8'h00 *)
   wire [7:0] head;
   (* init = 24'h000000 *)
@@ -25331,7 +26406,7 @@ module t3hw_system__e0__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [7:0] rd__addr = 8'h00;
@@ -25342,6 +26417,7 @@ module t3hw_system__e0__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   wire rst;
   (* init = 8'h00 *)
   wire [7:0] tail;
+  reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [23:0] wr__data;
   wire [23:0] wr__data;
@@ -25611,99 +26687,154 @@ module t3hw_system__e0__tracker__queue (rst, o__valid, o__ready, wr__data, push,
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 8'hff;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 8'hfe;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 9'h000 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 8'hfe;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 9'h000 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 9'h100;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 8'hfe;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 9'h000 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 8'hfe;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 9'h000 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [8:0];
+    if (rst) begin
+      \$77  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [7:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 8'h00;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [7:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 8'h00;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$51  = \$47 [8:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 9'h000;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [7:0];
+    end
+    if (rst) begin
+      \$82  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [7:0];
+    end
+    if (rst) begin
+      \$83  = 8'h00;
     end
   end
   assign head_reg = o__payload;
@@ -25722,7 +26853,7 @@ module t3hw_system__e0__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   assign rd__data__tile  = rd__data[23:8];
 endmodule
 
-module t3hw_system__e0__tx (clk, rst, i__0__valid, i__1__valid, o__valid, o__payload, i__1__ready, i__0__ready, i__0__payload, i__1__payload, o__ready);
+module t3hw_system__e0__tx (clk, rst, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__ready);
   reg _init_strobe_20  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
@@ -27498,8 +28629,8 @@ module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
-, mem__payload, rx_mem__payload, store__payload);
+module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture, mem__payload
+, rx_mem__valid, rx_mem__payload, store__payload);
   reg _init_strobe_21  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -29797,15 +30928,15 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_22  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -29825,30 +30956,62 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [78:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [78:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -29865,6 +31028,7 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   wire data__store__kind ;
   wire [15:0] data__store__tile ;
   wire data__store__tracked ;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 79'h00000000000000000000 *)
@@ -29897,7 +31061,7 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -29917,6 +31081,7 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [78:0] wr__data;
   wire [78:0] wr__data;
@@ -29950,99 +31115,154 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'hb;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'h9;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'h9;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_22 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_22 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_22 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -30091,15 +31311,15 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
-module t3hw_system__e1__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, o__payload, clk);
+module t3hw_system__e1__addrmap__rx_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_23  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -30119,30 +31339,62 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [72:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [72:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -30156,6 +31408,7 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 73'h0000000000000000000 *)
@@ -30182,7 +31435,7 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -30199,6 +31452,7 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [72:0] wr__data;
   wire [72:0] wr__data;
@@ -30229,99 +31483,154 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'hb;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'h9;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'h9;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -30355,8 +31664,8 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, remote__valid, dma__valid, dma_response__ready, config__valid, config__payload
-, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, remote__payload, dma__payload, load__payload);
+module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid
+, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload, load__payload);
   reg _init_strobe_24  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -31964,7 +33273,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
 endmodule
 
 module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$171 , arbiter_stats, arbiter_errors, arbiter_status, tracker_busy, tracker_result__valid, tracker_result__payload, \tracker_capture$167 , tracker_errors, tracker_stats, dma_errors, \dma_capture$169 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, \addrmap_capture$171 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$167 , tracker_errors, tracker_stats, dma_errors, \dma_capture$169 , dma_stats, dma_busy, bus__addr);
   reg _init_strobe_25  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -42168,7 +43477,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e1__dma (rst, desc_held, trigger__valid, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, packet__ready, program__valid, program__payload, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
+module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
 , response__payload, clk);
   reg _init_strobe_26  = 0;
   wire [6:0] \$1 ;
@@ -42648,7 +43957,7 @@ module t3hw_system__e1__dma (rst, desc_held, trigger__valid, idle, program__read
   assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__payload, clk);
+module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, response__payload, clk);
   reg _init_strobe_27  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
@@ -43299,15 +44608,15 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, accept, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_28  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -43327,30 +44636,62 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [3:0] \$33 ;
-  wire [3:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [3:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [3:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [139:0] \$48 ;
-  reg [2:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [2:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [3:0] \$68 ;
+  wire [3:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [3:0] \$73 ;
+  wire [3:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [139:0] \$81 ;
+  reg [2:0] \$82 ;
+  reg [2:0] \$83 ;
   wire \$9 ;
   output accept;
   wire accept;
@@ -43370,6 +44711,7 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire [3:0] data__run ;
   wire [47:0] data__src ;
   wire [2:0] data__tag ;
+  reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
   (* init = 140'h00000000000000000000000000000000000 *)
@@ -43406,7 +44748,7 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, accept, o__va
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [2:0] rd__addr = 3'h0;
@@ -43428,6 +44770,7 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire rst;
   (* init = 3'h0 *)
   wire [2:0] tail;
+  reg waiting = 1'h0;
   reg [2:0] wr__addr = 3'h0;
   input [139:0] wr__data;
   wire [139:0] wr__data;
@@ -43460,99 +44803,154 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, accept, o__va
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 3'h7;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 3'h6;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 4'h0 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 3'h6;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 4'h0 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'h8;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 3'h6;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 4'h0 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 3'h6;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 4'h0 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [2:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 3'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [2:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 3'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [2:0];
+    end
+    if (rst) begin
+      \$82  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [2:0];
+    end
+    if (rst) begin
+      \$83  = 3'h0;
     end
   end
   assign head_reg = o__payload;
@@ -43611,51 +45009,50 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, accept, o__va
   assign rd__data__src  = rd__data[139:92];
 endmodule
 
-module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
+module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
   reg _init_strobe_29  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  reg [7:0] \$103 ;
-  reg \$104 ;
-  reg [3:0] \$105 ;
-  reg [178:0] \$106 ;
+  reg [7:0] \$101 ;
+  reg \$102 ;
+  reg [3:0] \$103 ;
+  reg [178:0] \$104 ;
+  reg [11:0] \$105 ;
+  reg \$106 ;
   reg \$107 ;
   reg \$108 ;
   reg \$109 ;
   wire \$11 ;
-  reg \$110 ;
-  reg [4:0] \$111 ;
+  reg [4:0] \$110 ;
+  reg \$111 ;
   reg \$112 ;
   reg \$113 ;
   reg \$114 ;
-  reg \$115 ;
-  reg [178:0] \$116 ;
-  reg \$117 ;
-  reg [4:0] \$118 ;
-  reg \$119 ;
+  reg [178:0] \$115 ;
+  reg \$116 ;
+  reg [4:0] \$117 ;
+  reg \$118 ;
+  reg [4:0] \$119 ;
   wire \$12 ;
-  reg [4:0] \$120 ;
-  reg \$121 ;
-  reg [4:0] \$122 ;
+  reg \$120 ;
+  reg [4:0] \$121 ;
   wire \$13 ;
-  wire \$14 ;
-  wire [38:0] \$15 ;
-  wire [39:0] \$16 ;
-  wire [40:0] \$17 ;
-  wire [41:0] \$18 ;
+  wire [38:0] \$14 ;
+  wire [39:0] \$15 ;
+  wire [40:0] \$16 ;
+  wire [41:0] \$17 ;
+  wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
   wire \$23 ;
-  wire \$24 ;
-  wire [5:0] \$25 ;
-  wire [6:0] \$26 ;
+  wire [5:0] \$24 ;
+  wire [6:0] \$25 ;
+  wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
@@ -43663,20 +45060,20 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire \$33 ;
-  wire [4:0] \$34 ;
+  wire [4:0] \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire [4:0] \$39 ;
+  wire [4:0] \$38 ;
+  wire \$39 ;
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire [4:0] \$45 ;
+  wire [4:0] \$44 ;
+  wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
@@ -43703,32 +45100,32 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire [12:0] \$7 ;
+  wire [23:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
   wire \$75 ;
-  wire \$76 ;
-  wire [5:0] \$77 ;
-  wire [6:0] \$78 ;
-  wire \$79 ;
-  wire [23:0] \$8 ;
-  wire [7:0] \$80 ;
+  wire [5:0] \$76 ;
+  wire [6:0] \$77 ;
+  wire \$78 ;
+  wire [7:0] \$79 ;
+  wire \$8 ;
+  wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
+  wire [5:0] \$86 ;
+  wire [5:0] \$87 ;
   wire [5:0] \$88 ;
   wire [5:0] \$89 ;
   wire \$9 ;
-  wire [5:0] \$90 ;
-  wire [5:0] \$91 ;
-  wire [6:0] \$92 ;
+  wire [6:0] \$90 ;
+  wire \$91 ;
+  wire \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
@@ -43747,13 +45144,13 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire bad_range;
   output busy;
   reg busy = 1'h1;
-  reg \busy$16  = 1'h0;
+  reg \busy$17  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$101 ;
-  wire [7:0] \check__addr$96 ;
+  wire [7:0] \check__addr$102 ;
+  wire [7:0] \check__addr$97 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$61 ;
-  wire [4:0] \check__data$68 ;
+  wire [4:0] \check__data$62 ;
+  wire [4:0] \check__data$69 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -43824,7 +45221,7 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
-  reg [4:0] \held$32  = 5'h00;
+  reg [4:0] \held$33  = 5'h00;
   wire [4:0] held_next;
   reg [23:0] hi = 24'h000000;
   output idle;
@@ -43836,22 +45233,22 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire o__ready;
   wire o__valid;
   reg [4:0] old = 5'h00;
-  reg [4:0] \old$57  = 5'h00;
-  reg [4:0] \old$64  = 5'h00;
+  reg [4:0] \old$58  = 5'h00;
+  reg [4:0] \old$65  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$55  = 1'h0;
-  reg \pending$62  = 1'h0;
+  reg \pending$56  = 1'h0;
+  reg \pending$63  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$56  = 8'h00;
-  reg [7:0] \pending_index$63  = 8'h00;
+  reg [7:0] \pending_index$57  = 8'h00;
+  reg [7:0] \pending_index$64  = 8'h00;
   wire [7:0] pre__addr;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$92 ;
-  wire [7:0] \pre__addr$97 ;
+  wire [7:0] \pre__addr$93 ;
+  wire [7:0] \pre__addr$98 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$58 ;
-  wire [4:0] \pre__data$65 ;
+  wire [4:0] \pre__data$59 ;
+  wire [4:0] \pre__data$66 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -43890,6 +45287,7 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire rd_fetch__data__valid ;
   wire refused;
   reg room = 1'h1;
+  reg [11:0] rows1 = 12'h000;
   input rst;
   wire rst;
   reg [7:0] s1_cmd = 8'h00;
@@ -43912,17 +45310,17 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$59 ;
-  wire [4:0] \value$66 ;
+  wire [4:0] \value$60 ;
+  wire [4:0] \value$67 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$93 ;
-  reg [7:0] \wr__addr$98 ;
+  reg [7:0] \wr__addr$94 ;
+  reg [7:0] \wr__addr$99 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$94 ;
-  reg [4:0] \wr__data$99 ;
+  reg [4:0] \wr__data$100 ;
+  reg [4:0] \wr__data$95 ;
   reg wr__en;
-  reg \wr__en$100 ;
-  reg \wr__en$95 ;
+  reg \wr__en$101 ;
+  reg \wr__en$96 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -44472,11 +45870,11 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$95 )
-      dropped_count[\wr__addr$93 ] <= \wr__data$94 ;
+    if (\wr__en$96 )
+      dropped_count[\wr__addr$94 ] <= \wr__data$95 ;
   end
-  assign \check__data$61  = dropped_count[desc[7:0]];
-  assign \pre__data$58  = dropped_count[s2_cmd];
+  assign \check__data$62  = dropped_count[desc[7:0]];
+  assign \pre__data$59  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -45273,156 +46671,156 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$100 )
-      taken_count[\wr__addr$98 ] <= \wr__data$99 ;
+    if (\wr__en$101 )
+      taken_count[\wr__addr$99 ] <= \wr__data$100 ;
   end
-  assign \check__data$68  = taken_count[desc[7:0]];
-  assign \pre__data$65  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$69  = taken_count[desc[7:0]];
+  assign \pre__data$66  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
   assign \$4  = program__valid & program__ready;
-  assign \$5  = desc[42:31] - 1'h1;
-  assign \$6  = \$5 [11:0] * desc[70:59];
-  assign \$7  = desc[42:31] - 1'h1;
-  assign \$8  = \$7 [11:0] * desc[82:71];
-  assign \$9  = ! desc[42:31];
-  assign \$10  = ! desc[58:43];
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = desc[42:31] > 1'h1;
-  assign \$13  = desc[82:59] < desc[58:43];
-  assign \$14  = \$12  & \$13 ;
-  assign \$16  = lo + \$15 ;
-  assign \$17  = \$16  + desc[58:43];
-  assign \$18  = \$17  - 1'h1;
-  assign \$19  = in_use | held;
-  assign \$22  = \$20  | \$21 ;
+  assign \$5  = program__payload[42:31] - 1'h1;
+  assign \$6  = rows1 * desc[70:59];
+  assign \$7  = rows1 * desc[82:71];
+  assign \$8  = ! desc[42:31];
+  assign \$9  = ! desc[58:43];
+  assign \$10  = \$8  | \$9 ;
+  assign \$11  = desc[42:31] > 1'h1;
+  assign \$12  = desc[82:59] < desc[58:43];
+  assign \$13  = \$11  & \$12 ;
+  assign \$15  = lo + \$14 ;
+  assign \$16  = \$15  + desc[58:43];
+  assign \$17  = \$16  - 1'h1;
+  assign \$18  = in_use | held;
+  assign \$21  = \$19  | \$20 ;
+  assign \$22  = trigger__valid & trigger__ready;
   assign \$23  = trigger__valid & trigger__ready;
-  assign \$24  = trigger__valid & trigger__ready;
-  assign \$25  = \held$32  + \$24 ;
-  assign \$26  = \$25  - bad_descriptor;
-  assign \$27  = $signed(\$26 ) < $signed(6'h10);
-  assign \$28  = o__valid & o__ready;
-  assign \$29  = trigger__valid & trigger__ready;
-  assign \$30  = ~ busy;
-  assign \$31  = \$29  & \$30 ;
-  assign \$32  = pending_index == trigger__payload[7:0];
-  assign \$33  = pending & \$32 ;
-  assign \$34  = \$33  ? \$88 [4:0] : pre__data;
-  assign \$35  = ~ busy;
-  assign \$36  = bad_descriptor & \$35 ;
-  assign \$37  = \pending_index$56  == s2_cmd;
-  assign \$38  = \pending$55  & \$37 ;
-  assign \$39  = \$38  ? \$89 [4:0] : \pre__data$58 ;
-  assign \$40  = descriptor__valid & descriptor__ready;
-  assign \$41  = ~ busy;
-  assign \$42  = \$40  & \$41 ;
-  assign \$43  = \pending_index$63  == descriptor__payload[7:0];
-  assign \$44  = \pending$62  & \$43 ;
-  assign \$45  = \$44  ? \$90 [4:0] : \pre__data$65 ;
-  assign \$46  = ~ busy;
-  assign \$47  = ! stage;
-  assign program__ready = \$46  & \$47 ;
+  assign \$24  = \held$33  + \$23 ;
+  assign \$25  = \$24  - bad_descriptor;
+  assign \$26  = $signed(\$25 ) < $signed(6'h10);
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = trigger__valid & trigger__ready;
+  assign \$29  = ~ busy;
+  assign \$30  = \$28  & \$29 ;
+  assign \$31  = pending_index == trigger__payload[7:0];
+  assign \$32  = pending & \$31 ;
+  assign \$33  = \$32  ? \$86 [4:0] : pre__data;
+  assign \$34  = ~ busy;
+  assign \$35  = bad_descriptor & \$34 ;
+  assign \$36  = \pending_index$57  == s2_cmd;
+  assign \$37  = \pending$56  & \$36 ;
+  assign \$38  = \$37  ? \$87 [4:0] : \pre__data$59 ;
+  assign \$39  = descriptor__valid & descriptor__ready;
+  assign \$40  = ~ busy;
+  assign \$41  = \$39  & \$40 ;
+  assign \$42  = \pending_index$64  == descriptor__payload[7:0];
+  assign \$43  = \pending$63  & \$42 ;
+  assign \$44  = \$43  ? \$88 [4:0] : \pre__data$66 ;
+  assign \$45  = ~ busy;
+  assign \$46  = ! stage;
+  assign program__ready = \$45  & \$46 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
+  assign \$47  = stage[3] & desc[8];
+  assign bad_program = \$47  & empty;
   assign \$48  = stage[3] & desc[8];
-  assign bad_program = \$48  & empty;
-  assign \$49  = stage[3] & desc[8];
-  assign \$50  = ~ empty;
-  assign \$51  = \$49  & \$50 ;
-  assign bad_pitch = \$51  & overlap;
-  assign \$52  = stage[3] & desc[8];
-  assign \$53  = ~ empty;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = ~ overlap;
-  assign \$56  = \$54  & \$55 ;
-  assign bad_range = \$56  & wraps;
-  assign \$57  = empty | overlap;
-  assign \$58  = \$57  | wraps;
-  assign \$59  = desc[8] & \$58 ;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = stage[3] & \$60 ;
-  assign desc_busy = \$61  & \busy$16 ;
-  assign \$62  = bad_program | bad_pitch;
-  assign \$63  = \$62  | bad_range;
-  assign refused = \$63  | desc_busy;
-  assign \$64  = ~ refused;
-  assign \$65  = stage[3] & \$64 ;
-  assign \$66  = ~ refused;
-  assign \$67  = stage[3] & \$66 ;
-  assign \$68  = ~ busy;
-  assign \$69  = ~ program__valid;
-  assign \$70  = \$68  & \$69 ;
-  assign \$71  = | stage;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = \$70  & \$72 ;
-  assign trigger__ready = \$73  & room;
+  assign \$49  = ~ empty;
+  assign \$50  = \$48  & \$49 ;
+  assign bad_pitch = \$50  & overlap;
+  assign \$51  = stage[3] & desc[8];
+  assign \$52  = ~ empty;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = ~ overlap;
+  assign \$55  = \$53  & \$54 ;
+  assign bad_range = \$55  & wraps;
+  assign \$56  = empty | overlap;
+  assign \$57  = \$56  | wraps;
+  assign \$58  = desc[8] & \$57 ;
+  assign \$59  = ~ \$58 ;
+  assign \$60  = stage[3] & \$59 ;
+  assign desc_busy = \$60  & \busy$17 ;
+  assign \$61  = bad_program | bad_pitch;
+  assign \$62  = \$61  | bad_range;
+  assign refused = \$62  | desc_busy;
+  assign \$63  = ~ refused;
+  assign \$64  = stage[3] & \$63 ;
+  assign \$65  = ~ refused;
+  assign \$66  = stage[3] & \$65 ;
+  assign \$67  = ~ busy;
+  assign \$68  = ~ program__valid;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = | stage;
+  assign \$71  = ~ \$70 ;
+  assign \$72  = \$69  & \$71 ;
+  assign trigger__ready = \$72  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$74  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$74 ;
-  assign \$75  = ~ refused;
-  assign \$76  = trigger__valid & trigger__ready;
-  assign \$77  = \held$32  + \$76 ;
-  assign \$78  = \$77  - bad_descriptor;
-  assign \$79  = o__valid & o__ready;
-  assign \$80  = $signed(\$78 ) - $signed({ 1'h0, \$79  });
-  assign \$81  = ~ fetching;
-  assign \$82  = ~ fetched;
-  assign \$83  = \$81  & \$82 ;
-  assign \$84  = ~ descriptor__valid;
-  assign \$85  = \$84  | descriptor__ready;
-  assign \$86  = \$83  & \$85 ;
-  assign \$87  = ~ stage[3];
-  assign o__ready = \$86  & \$87 ;
-  assign \$88  = old + 1'h1;
-  assign \$89  = \old$57  + 1'h1;
-  assign \$90  = \old$64  + 1'h1;
-  assign \$91  = issued_checked - dropped_checked;
-  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$92 [4:0];
-  assign \$93  = ~ s1_valid;
-  assign \$94  = ~ s2_valid;
+  assign \$73  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$73 ;
+  assign \$74  = ~ refused;
+  assign \$75  = trigger__valid & trigger__ready;
+  assign \$76  = \held$33  + \$75 ;
+  assign \$77  = \$76  - bad_descriptor;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = $signed(\$77 ) - $signed({ 1'h0, \$78  });
+  assign \$80  = ~ fetching;
+  assign \$81  = ~ fetched;
+  assign \$82  = \$80  & \$81 ;
+  assign \$83  = ~ descriptor__valid;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ stage[3];
+  assign o__ready = \$84  & \$85 ;
+  assign \$86  = old + 1'h1;
+  assign \$87  = \old$58  + 1'h1;
+  assign \$88  = \old$65  + 1'h1;
+  assign \$89  = issued_checked - dropped_checked;
+  assign \$90  = $signed(\$89 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$90 [4:0];
+  assign \$91  = ~ s1_valid;
+  assign \$92  = ~ s2_valid;
+  assign \$93  = \$91  & \$92 ;
+  assign \$94  = ~ o__valid;
   assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ o__valid;
+  assign \$96  = ~ fetching;
   assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetching;
+  assign \$98  = ~ fetched;
   assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ fetched;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = ~ descriptor__valid;
-  assign idle = \$101  & \$102 ;
+  assign \$100  = ~ descriptor__valid;
+  assign idle = \$99  & \$100 ;
   always @(posedge clk)
-    sweep <= \$103 ;
+    sweep <= \$101 ;
   always @(posedge clk)
-    busy <= \$104 ;
+    busy <= \$102 ;
   always @(posedge clk)
-    stage <= \$105 ;
+    stage <= \$103 ;
   always @(posedge clk)
-    desc <= \$106 ;
+    desc <= \$104 ;
   always @(posedge clk)
-    held <= \$107 ;
+    rows1 <= \$105 ;
+  always @(posedge clk)
+    held <= \$106 ;
   always @(posedge clk)
     lo <= \$6 ;
   always @(posedge clk)
-    hi <= \$8 ;
+    hi <= \$7 ;
   always @(posedge clk)
-    empty <= \$11 ;
+    empty <= \$10 ;
   always @(posedge clk)
-    overlap <= \$14 ;
+    overlap <= \$13 ;
   always @(posedge clk)
-    span <= \$18 [36:0];
+    span <= \$17 [36:0];
   always @(posedge clk)
-    \busy$16  <= \$108 ;
+    \busy$17  <= \$107 ;
   always @(posedge clk)
-    wraps <= \$22 ;
+    wraps <= \$21 ;
   always @(posedge clk)
-    s1_valid <= \$109 ;
+    s1_valid <= \$108 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$110 ;
+    s2_valid <= \$109 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -45430,13 +46828,13 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$32  <= \$111 ;
+    \held$33  <= \$110 ;
   always @(posedge clk)
-    room <= \$112 ;
+    room <= \$111 ;
   always @(posedge clk)
-    fetching <= \$113 ;
+    fetching <= \$112 ;
   always @(posedge clk)
-    fetched <= \$114 ;
+    fetched <= \$113 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -45444,33 +46842,33 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$115 ;
+    descriptor__valid <= \$114 ;
   always @(posedge clk)
-    descriptor__payload <= \$116 ;
+    descriptor__payload <= \$115 ;
   always @(posedge clk)
-    pending <= \$117 ;
+    pending <= \$116 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$34 ;
+    old <= \$33 ;
   always @(posedge clk)
-    issued_checked <= \$118 ;
+    issued_checked <= \$117 ;
   always @(posedge clk)
-    \pending$55  <= \$119 ;
+    \pending$56  <= \$118 ;
   always @(posedge clk)
-    \pending_index$56  <= s2_cmd;
+    \pending_index$57  <= s2_cmd;
   always @(posedge clk)
-    \old$57  <= \$39 ;
+    \old$58  <= \$38 ;
   always @(posedge clk)
-    dropped_checked <= \$120 ;
+    dropped_checked <= \$119 ;
   always @(posedge clk)
-    \pending$62  <= \$121 ;
+    \pending$63  <= \$120 ;
   always @(posedge clk)
-    \pending_index$63  <= descriptor__payload[7:0];
+    \pending_index$64  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$64  <= \$45 ;
+    \old$65  <= \$44 ;
   always @(posedge clk)
-    taken_checked <= \$122 ;
+    taken_checked <= \$121 ;
   t3hw_system__e1__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -45482,168 +46880,175 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
   );
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$103  = sweep;
+    \$101  = sweep;
     if (busy) begin
-      \$103  = \$1 [7:0];
+      \$101  = \$1 [7:0];
     end
     if (rst) begin
-      \$103  = 8'h00;
+      \$101  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$104  = busy;
+    \$102  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$104  = 1'h0;
+        \$102  = 1'h0;
       end
     end
     if (rst) begin
-      \$104  = 1'h1;
+      \$102  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$105  = { stage[2:0], \$3  };
+    \$103  = { stage[2:0], \$3  };
     if (rst) begin
-      \$105  = 4'h0;
+      \$103  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$106  = desc;
+    \$104  = desc;
     if (\$4 ) begin
-      \$106  = program__payload;
+      \$104  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$107  = held;
+    \$105  = rows1;
     if (\$4 ) begin
-      \$107  = desc_held;
+      \$105  = \$5 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$108  = \busy$16 ;
+    \$106  = held;
+    if (stage[0]) begin
+      \$106  = desc_held;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$107  = \busy$17 ;
     if (stage[2]) begin
-      \$108  = \$19 ;
+      \$107  = \$18 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$109  = \$23 ;
+    \$108  = \$22 ;
+    if (rst) begin
+      \$108  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$109  = s1_valid;
     if (rst) begin
       \$109  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$110  = s1_valid;
+    \$110  = \$79 [4:0];
     if (rst) begin
-      \$110  = 1'h0;
+      \$110  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$111  = \$80 [4:0];
+    \$111  = \$26 ;
     if (rst) begin
-      \$111  = 5'h00;
+      \$111  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     \$112  = \$27 ;
     if (rst) begin
-      \$112  = 1'h1;
+      \$112  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$113  = \$28 ;
+    \$113  = fetching;
     if (rst) begin
       \$113  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$114  = fetching;
+    \$114  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$114  = 1'h0;
+    end
+    if (fetched) begin
+      \$114  = 1'h1;
+    end
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$115  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$115  = 1'h0;
-    end
+    \$115  = descriptor__payload;
     if (fetched) begin
-      \$115  = 1'h1;
+      \$115 [8] = got[0];
+      \$115 [9] = got[1];
+      \$115 [14:10] = got[6:2];
+      \$115 [30:15] = got[22:7];
+      \$115 [42:31] = got[34:23];
+      \$115 [58:43] = got[50:35];
+      \$115 [82:59] = got[74:51];
+      \$115 [130:83] = got[122:75];
+      \$115 [178:131] = got[170:123];
+      \$115 [7:0] = got_index;
     end
     if (rst) begin
-      \$115  = 1'h0;
+      \$115  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$116  = descriptor__payload;
-    if (fetched) begin
-      \$116 [8] = got[0];
-      \$116 [9] = got[1];
-      \$116 [14:10] = got[6:2];
-      \$116 [30:15] = got[22:7];
-      \$116 [42:31] = got[34:23];
-      \$116 [58:43] = got[50:35];
-      \$116 [82:59] = got[74:51];
-      \$116 [130:83] = got[122:75];
-      \$116 [178:131] = got[170:123];
-      \$116 [7:0] = got_index;
-    end
+    \$116  = \$30 ;
     if (rst) begin
-      \$116  = 179'h000000000000000000000000000000000000000000000;
+      \$116  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$117  = \$31 ;
-    if (rst) begin
-      \$117  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_29 ) begin end
-    \$118  = issued_checked;
+    \$117  = issued_checked;
     if (stage[1]) begin
-      \$118  = check__data;
+      \$117  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$119  = \$36 ;
+    \$118  = \$35 ;
     if (rst) begin
-      \$119  = 1'h0;
+      \$118  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$120  = dropped_checked;
+    \$119  = dropped_checked;
     if (stage[1]) begin
-      \$120  = \check__data$61 ;
+      \$119  = \check__data$62 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$121  = \$42 ;
+    \$120  = \$41 ;
     if (rst) begin
-      \$121  = 1'h0;
+      \$120  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$122  = taken_checked;
+    \$121  = taken_checked;
     if (stage[1]) begin
-      \$122  = \check__data$68 ;
+      \$121  = \check__data$69 ;
     end
   end
   always @* begin
@@ -45654,7 +47059,7 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$75 ) begin
+    if (\$74 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -45683,7 +47088,7 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$65 ;
+      wr_check__en = \$64 ;
     end
   end
   always @* begin
@@ -45718,7 +47123,7 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$67 ;
+      wr_fetch__en = \$66 ;
     end
   end
   always @* begin
@@ -45736,7 +47141,7 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$88 [4:0];
+      wr__data = \$86 [4:0];
     end
   end
   always @* begin
@@ -45752,60 +47157,60 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$93  = sweep;
+      \wr__addr$94  = sweep;
     end else begin
-      \wr__addr$93  = \pending_index$56 ;
+      \wr__addr$94  = \pending_index$57 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$94  = 5'h00;
+      \wr__data$95  = 5'h00;
     end else begin
-      \wr__data$94  = \$89 [4:0];
+      \wr__data$95  = \$87 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$95  = 1'h1;
+      \wr__en$96  = 1'h1;
     end else begin
-      \wr__en$95  = \pending$55 ;
+      \wr__en$96  = \pending$56 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$98  = sweep;
+      \wr__addr$99  = sweep;
     end else begin
-      \wr__addr$98  = \pending_index$63 ;
+      \wr__addr$99  = \pending_index$64 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$99  = 5'h00;
+      \wr__data$100  = 5'h00;
     end else begin
-      \wr__data$99  = \$90 [4:0];
+      \wr__data$100  = \$88 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$100  = 1'h1;
+      \wr__en$101  = 1'h1;
     end else begin
-      \wr__en$100  = \pending$62 ;
+      \wr__en$101  = \pending$63 ;
     end
   end
-  assign held_next = \$80 [4:0];
-  assign value = \$88 [4:0];
-  assign \value$59  = \$89 [4:0];
-  assign \value$66  = \$90 [4:0];
+  assign held_next = \$79 [4:0];
+  assign value = \$86 [4:0];
+  assign \value$60  = \$87 [4:0];
+  assign \value$67  = \$88 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -45813,10 +47218,10 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$92  = s2_cmd;
-  assign \check__addr$96  = desc[7:0];
-  assign \pre__addr$97  = descriptor__payload[7:0];
-  assign \check__addr$101  = desc[7:0];
+  assign \pre__addr$93  = s2_cmd;
+  assign \check__addr$97  = desc[7:0];
+  assign \pre__addr$98  = descriptor__payload[7:0];
+  assign \check__addr$102  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -45879,20 +47284,20 @@ module t3hw_system__e1__dma__queue (rst, desc_held, trigger__valid, program__rea
   assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
   assign wr_fetch__data__src  = wr_fetch__data[122:75];
   assign wr_fetch__data__dst  = wr_fetch__data[170:123];
-  assign \$15  = { 3'h0, hi, 12'h000 };
-  assign \$20  = \$signal [48];
-  assign \$21  = dst_end[48];
+  assign \$14  = { 3'h0, hi, 12'h000 };
+  assign \$19  = \$signal [48];
+  assign \$20  = dst_end[48];
 endmodule
 
-module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_30  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [5:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [6:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -45912,35 +47317,68 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [5:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [6:0] \$47 ;
-  reg [7:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [4:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [4:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [7:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [7:0] data;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 8'h00 *)
@@ -45951,7 +47389,7 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -45960,6 +47398,7 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [7:0] wr__data;
   wire [7:0] wr__data;
@@ -45987,99 +47426,154 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'hf;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'he;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'he;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 5'h10;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'he;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'he;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [4:0];
+    if (rst) begin
+      \$77  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$51  = \$47 [4:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 5'h00;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_30 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_30 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_30 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -46088,7 +47582,7 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   assign head = rd__addr;
 endmodule
 
-module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, o__valid, i__valid, data, o__payload, clk);
+module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [57:0] data;
@@ -46096,6 +47590,7 @@ module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
+  wire full;
   wire [57:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -46104,7 +47599,6 @@ module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [57:0] o__payload;
   wire [57:0] o__payload;
   wire [57:0] \o__payload$7 ;
@@ -46123,12 +47617,12 @@ module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e1__slice_dma_read__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -46153,7 +47647,7 @@ module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   assign o__payload$7__tag  = o__payload[57:55];
 endmodule
 
-module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_31  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -46173,16 +47667,50 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [57:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [57:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [57:0] \$64 ;
+  reg [57:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -46194,12 +47722,13 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
+  output full;
+  reg full = 1'h0;
   (* init = 58'h000000000000000 *)
   wire [57:0] head_reg;
   wire [47:0] head_reg__addr ;
   wire [6:0] head_reg__bytes ;
   wire [2:0] head_reg__tag ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [57:0] o__payload;
   reg [57:0] o__payload = 58'h000000000000000;
@@ -46209,7 +47738,7 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -46218,64 +47747,122 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   wire [47:0] slot__addr ;
   wire [6:0] slot__bytes ;
   wire [2:0] slot__tag ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_31 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_31 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -46293,13 +47880,14 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   assign slot__tag  = slot[57:55];
 endmodule
 
-module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [3:0] data;
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
+  wire full;
   wire [3:0] i__payload;
   wire i__payload__error ;
   wire [2:0] i__payload__tag ;
@@ -46307,7 +47895,6 @@ module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [3:0] o__payload;
   wire [3:0] o__payload;
   wire [3:0] \o__payload$7 ;
@@ -46324,12 +47911,12 @@ module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e1__slice_dma_response__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -46350,7 +47937,7 @@ module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_32  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -46370,16 +47957,50 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__valid
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [3:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [3:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [3:0] \$64 ;
+  reg [3:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -46390,11 +48011,12 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__valid
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
+  output full;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head_reg;
   wire head_reg__error ;
   wire [2:0] head_reg__tag ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [3:0] o__payload;
   reg [3:0] o__payload = 4'h0;
@@ -46403,7 +48025,7 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__valid
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -46411,64 +48033,122 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__valid
   reg [3:0] slot = 4'h0;
   wire slot__error ;
   wire [2:0] slot__tag ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_32 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_32 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_32 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_32 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_32 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_32 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_32 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -46482,7 +48162,7 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__valid
   assign slot__error  = slot[3];
 endmodule
 
-module t3hw_system__e1__slice_net_dma (rst, i__ready, o__valid, i__valid, data, o__ready, o__payload, clk);
+module t3hw_system__e1__slice_net_dma (rst, i__ready, i__valid, data, o__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -46495,6 +48175,7 @@ module t3hw_system__e1__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  wire full;
   wire [76:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -46508,7 +48189,6 @@ module t3hw_system__e1__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [76:0] o__payload;
   wire [76:0] o__payload;
   wire [76:0] \o__payload$7 ;
@@ -46537,12 +48217,12 @@ module t3hw_system__e1__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e1__slice_net_dma__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -46575,7 +48255,7 @@ module t3hw_system__e1__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e1__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
+module t3hw_system__e1__slice_net_dma__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
   reg _init_strobe_33  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -46595,16 +48275,50 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__valid, data, o__read
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [76:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [76:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [76:0] \$64 ;
+  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -46621,6 +48335,8 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__valid, data, o__read
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  output full;
+  reg full = 1'h0;
   (* init = 77'h00000000000000000000 *)
   wire [76:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -46631,7 +48347,6 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__valid, data, o__read
   (* enum_value_1 = "UPDATE" *)
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
   reg [76:0] o__payload = 77'h00000000000000000000;
@@ -46646,7 +48361,7 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__valid, data, o__read
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -46660,64 +48375,122 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__valid, data, o__read
   (* enum_value_1 = "UPDATE" *)
   wire slot__kind ;
   wire [15:0] slot__tile ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_33 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_33 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_33 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_33 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_33 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_33 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_33 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -46743,7 +48516,7 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__valid, data, o__read
   assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, o__valid, data, o__ready, o__payload, clk);
+module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, data, o__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -46756,6 +48529,7 @@ module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, o__valid, data
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  wire full;
   wire [76:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -46769,7 +48543,6 @@ module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, o__valid, data
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [76:0] o__payload;
   wire [76:0] o__payload;
   wire [76:0] \o__payload$7 ;
@@ -46798,12 +48571,12 @@ module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, o__valid, data
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e1__slice_net_store__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -46836,7 +48609,7 @@ module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, o__valid, data
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e1__slice_net_store__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
+module t3hw_system__e1__slice_net_store__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
   reg _init_strobe_34  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -46856,16 +48629,50 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__valid, data, o__re
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [76:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [76:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [76:0] \$64 ;
+  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -46882,6 +48689,8 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__valid, data, o__re
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  output full;
+  reg full = 1'h0;
   (* init = 77'h00000000000000000000 *)
   wire [76:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -46892,7 +48701,6 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__valid, data, o__re
   (* enum_value_1 = "UPDATE" *)
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
   reg [76:0] o__payload = 77'h00000000000000000000;
@@ -46907,7 +48715,7 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__valid, data, o__re
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -46921,64 +48729,122 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__valid, data, o__re
   (* enum_value_1 = "UPDATE" *)
   wire slot__kind ;
   wire [15:0] slot__tile ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_34 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_34 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -47004,7 +48870,7 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__valid, data, o__re
   assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e1__slice_remote (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_system__e1__slice_remote (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -47017,6 +48883,7 @@ module t3hw_system__e1__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  wire full;
   wire [72:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -47030,7 +48897,6 @@ module t3hw_system__e1__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [72:0] o__payload;
   wire [72:0] o__payload;
   wire [72:0] \o__payload$7 ;
@@ -47059,12 +48925,12 @@ module t3hw_system__e1__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e1__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -47097,7 +48963,7 @@ module t3hw_system__e1__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_35  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -47117,16 +48983,50 @@ module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [72:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [72:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [72:0] \$64 ;
+  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -47143,6 +49043,8 @@ module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  output full;
+  reg full = 1'h0;
   (* init = 73'h0000000000000000000 *)
   wire [72:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -47153,7 +49055,6 @@ module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
   wire head_reg__tracked ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
   reg [72:0] o__payload = 73'h0000000000000000000;
@@ -47168,7 +49069,7 @@ module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, o__valid, data
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -47182,64 +49083,122 @@ module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire slot__kind ;
   wire [15:0] slot__tile ;
   wire slot__tracked ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_35 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_35 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_35 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_35 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_35 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_35 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_35 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -47265,7 +49224,7 @@ module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, o__valid, data
   assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -47278,6 +49237,7 @@ module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  wire full;
   wire [72:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -47291,7 +49251,6 @@ module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [72:0] o__payload;
   wire [72:0] o__payload;
   wire [72:0] \o__payload$7 ;
@@ -47320,12 +49279,12 @@ module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e1__slice_store__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -47358,7 +49317,7 @@ module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e1__slice_store__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_36  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -47378,16 +49337,50 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [72:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [72:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [72:0] \$64 ;
+  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -47404,6 +49397,8 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  output full;
+  reg full = 1'h0;
   (* init = 73'h0000000000000000000 *)
   wire [72:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -47414,7 +49409,6 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
   wire head_reg__tracked ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
   reg [72:0] o__payload = 73'h0000000000000000000;
@@ -47429,7 +49423,7 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__valid, data,
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -47443,64 +49437,122 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire slot__kind ;
   wire [15:0] slot__tile ;
   wire slot__tracked ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_36 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_36 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_36 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_36 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_36 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_36 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_36 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -47526,14 +49578,14 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__valid, data,
   assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, trigger__payload, clk);
+module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
   reg _init_strobe_37  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire [4:0] \$103 ;
+  wire \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
@@ -47563,12 +49615,12 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$128 ;
   wire \$129 ;
   wire [11:0] \$13 ;
-  wire \$130 ;
+  wire [11:0] \$130 ;
   wire \$131 ;
   wire \$132 ;
   wire \$133 ;
   wire \$134 ;
-  wire [11:0] \$135 ;
+  wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
@@ -47578,33 +49630,33 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [3:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
-  wire \$148 ;
-  wire [3:0] \$149 ;
+  wire [4:0] \$148 ;
+  wire \$149 ;
   wire [3:0] \$15 ;
-  wire \$150 ;
-  wire \$151 ;
-  wire \$152 ;
-  wire [4:0] \$153 ;
+  wire [7:0] \$150 ;
+  wire [11:0] \$151 ;
+  wire [7:0] \$152 ;
+  wire \$153 ;
   wire \$154 ;
-  wire [7:0] \$155 ;
-  wire [11:0] \$156 ;
+  wire \$155 ;
+  wire \$156 ;
   wire [7:0] \$157 ;
-  wire \$158 ;
+  wire [7:0] \$158 ;
   wire \$159 ;
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire [11:0] \$162 ;
-  wire [7:0] \$163 ;
-  wire [12:0] \$164 ;
-  wire [12:0] \$165 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
   wire \$166 ;
-  wire [7:0] \$167 ;
-  wire [7:0] \$168 ;
+  wire [8:0] \$167 ;
+  wire \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -47614,27 +49666,27 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire [8:0] \$177 ;
-  wire [5:0] \$178 ;
+  wire \$177 ;
+  wire \$178 ;
   wire [5:0] \$179 ;
   wire \$18 ;
   wire [5:0] \$180 ;
-  wire [32:0] \$181 ;
-  wire [32:0] \$182 ;
-  wire [32:0] \$183 ;
+  wire [5:0] \$181 ;
+  wire \$182 ;
+  wire \$183 ;
   wire [32:0] \$184 ;
   wire \$185 ;
   wire \$186 ;
   wire [32:0] \$187 ;
-  wire [32:0] \$188 ;
+  wire \$188 ;
   wire \$189 ;
   wire [7:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
+  wire [32:0] \$190 ;
+  wire [32:0] \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [32:0] \$194 ;
+  wire [32:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
@@ -47643,17 +49695,17 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [11:0] \$20 ;
   wire \$200 ;
   wire \$201 ;
-  wire [3:0] \$202 ;
-  reg [7:0] \$203 ;
-  reg [8:0] \$204 ;
-  reg \$205 ;
-  reg \$206 ;
-  reg \$207 ;
-  reg \$208 ;
-  reg \$209 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire [3:0] \$209 ;
   wire [7:0] \$21 ;
-  reg \$210 ;
-  reg \$211 ;
+  reg [7:0] \$210 ;
+  reg [8:0] \$211 ;
   reg \$212 ;
   reg \$213 ;
   reg \$214 ;
@@ -47665,31 +49717,38 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [12:0] \$22 ;
   reg \$220 ;
   reg \$221 ;
-  reg [2:0] \$222 ;
+  reg \$222 ;
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
   reg \$226 ;
   reg \$227 ;
   reg \$228 ;
-  wire [28:0] \$229 ;
+  reg [2:0] \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  wire [23:0] \$233 ;
+  reg \$233 ;
   reg \$234 ;
   reg \$235 ;
-  reg [58:0] \$236 ;
-  reg [23:0] \$237 ;
+  wire [28:0] \$236 ;
+  reg \$237 ;
   reg \$238 ;
   reg \$239 ;
   wire [11:0] \$24 ;
-  reg [5:0] \$240 ;
-  reg [191:0] \$241 ;
+  wire [23:0] \$240 ;
+  reg \$241 ;
   reg \$242 ;
-  reg [2:0] \$243 ;
+  reg [23:0] \$243 ;
+  reg \$244 ;
+  reg \$245 ;
+  reg \$246 ;
+  reg [5:0] \$247 ;
+  reg [191:0] \$248 ;
+  reg \$249 ;
   wire \$25 ;
+  reg [2:0] \$250 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -47736,43 +49795,56 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$65 ;
   wire \$66 ;
   wire [1:0] \$67 ;
-  wire [9:0] \$68 ;
-  wire [10:0] \$69 ;
+  wire \$68 ;
+  wire [11:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
+  wire [7:0] \$70 ;
+  wire [12:0] \$71 ;
+  wire [12:0] \$72 ;
+  wire [9:0] \$73 ;
+  wire [10:0] \$74 ;
   wire \$75 ;
-  wire \$76 ;
+  wire [9:0] \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire [15:0] \$8 ;
   wire \$80 ;
-  wire [9:0] \$81 ;
+  wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
+  wire [15:0] \$85 ;
+  wire [15:0] \$86 ;
   wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire [15:0] \$9 ;
-  wire [15:0] \$90 ;
-  wire [15:0] \$91 ;
+  wire \$90 ;
+  wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [7:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire [7:0] \$99 ;
+  wire [4:0] \$98 ;
+  wire \$99 ;
+  (* enum_base_type = "TrackOp" *)
+  (* enum_value_00 = "ARM" *)
+  (* enum_value_01 = "DISARM" *)
+  (* enum_value_10 = "READ" *)
+  reg [1:0] \$like  = 2'h0;
+  (* enum_base_type = "TrackResult" *)
+  (* enum_value_000 = "OK" *)
+  (* enum_value_001 = "BUSY" *)
+  (* enum_value_010 = "BAD_THRESHOLD" *)
+  (* enum_value_011 = "NOT_ARMED" *)
+  (* enum_value_100 = "BAD_OP" *)
+  reg [2:0] \$like$75  = 3'h0;
+  reg [15:0] \$like$76  = 16'h0000;
   reg \$signal  = 1'h0;
-  reg \$signal$75  = 1'h0;
+  reg \$signal$79  = 1'h0;
   wire arm;
   reg [45:0] base;
   wire [7:0] base__cmd ;
@@ -47822,7 +49894,7 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [7:0] data$69__cmd ;
   wire [15:0] data$69__tile ;
   output desc_held;
-  wire desc_held;
+  reg desc_held = 1'h1;
   wire [7:0] desc_query;
   reg disarm_ok = 1'h0;
   wire done;
@@ -47942,7 +50014,7 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [11:0] rdata__threshold ;
   wire rdata__valid ;
   output [58:0] result__payload;
-  reg [58:0] result__payload = 59'h000000000000000;
+  wire [58:0] result__payload;
   wire [7:0] result__payload__cmd ;
   (* enum_base_type = "TrackResult" *)
   (* enum_value_000 = "OK" *)
@@ -48091,10 +50163,10 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   wire trigger__valid;
   reg [2:0] \wait  = 3'h0;
   reg [7:0] wr__addr = 8'h00;
-  wire [7:0] \wr__addr$78 ;
+  wire [7:0] \wr__addr$82 ;
   (* init = 46'h000000000000 *)
   wire [45:0] wr__data;
-  wire [8:0] \wr__data$80 ;
+  wire [8:0] \wr__data$84 ;
   wire [7:0] wr__data__cmd ;
   wire [11:0] wr__data__left ;
   wire [3:0] wr__data__pending ;
@@ -48103,7 +50175,7 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [11:0] wr__data__threshold ;
   wire wr__data__valid ;
   wire wr__en;
-  wire \wr__en$81 ;
+  wire \wr__en$85 ;
   input [22:0] write__payload;
   wire [22:0] write__payload;
   wire [3:0] write__payload__beats ;
@@ -48648,8 +50720,8 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
     held[255] = 9'h000;
   end
   always @(posedge clk) begin
-    if (\wr__en$81 )
-      held[\wr__addr$78 ] <= \wr__data$80 ;
+    if (\wr__en$85 )
+      held[\wr__addr$82 ] <= \wr__data$84 ;
   end
   assign query__data = held[query__addr];
   assign pre__data = held[ent[28:21]];
@@ -48734,172 +50806,178 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   assign \$66  = s3_prog & \$65 ;
   assign nxt_index = busy ? sweep : s3_tile[7:0];
   assign \$67  = fwd_last_we ? 2'h3 : 2'h0;
-  assign \$68  = s4_old + \$signal$75 ;
-  assign \$69  = \$68  - s4_dec;
-  assign \wr__addr$78  = busy ? sweep : s4_cmd;
-  assign \wr__data$80  = busy ? 9'h000 : \$69 [8:0];
-  assign \$70  = \$signal$75  | s4_dec;
-  assign \wr__en$81  = busy | \$70 ;
-  assign \$71  = s4_cmd == query__addr;
-  assign \$72  = \$71  & \$signal$75 ;
-  assign \$73  = busy | \$72 ;
-  assign \$74  = | query__data;
-  assign \$75  = s4_cmd == query__addr;
-  assign \$76  = \$75  & s4_dec;
-  assign \$77  = query__data == 1'h1;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = ~ \$78 ;
-  assign \$80  = \$74  & \$79 ;
-  assign desc_held = \$73  | \$80 ;
-  assign \$81  = sweep1 + 1'h1;
-  assign \$82  = sweep1 == 8'hff;
-  assign \$83  = program__valid & program__ready;
-  assign \$84  = ~ write__valid;
-  assign \$85  = ~ busy;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = ~ program__valid;
-  assign \$88  = \$86  & \$87 ;
-  assign \$89  = \$88  & \o__valid$13 ;
-  assign \$90  = program__valid ? program__payload[17:2] : \o__payload$15 ;
-  assign \$91  = write__valid ? write__payload[15:0] : \$90 ;
+  assign \$68  = fwd_last[0] & fwd_last[1];
+  assign \$69  = fwd_last[0] ? fwd_last[21:10] : 12'h000;
+  assign \$70  = fwd_last[0] ? fwd_last[41:34] : 8'h00;
+  assign \$71  = fwd_last[21:10] - fwd_last[33:22];
+  assign \$72  = fwd_last[0] ? \$71  : 13'h0000;
+  assign \$73  = s4_old + \$signal$79 ;
+  assign \$74  = \$73  - s4_dec;
+  assign \wr__addr$82  = busy ? sweep : s4_cmd;
+  assign \wr__data$84  = busy ? 9'h000 : \$74 [8:0];
+  assign \$75  = \$signal$79  | s4_dec;
+  assign \wr__en$85  = busy | \$75 ;
+  assign \$76  = sweep1 + 1'h1;
+  assign \$77  = sweep1 == 8'hff;
+  assign \$78  = program__valid & program__ready;
+  assign \$79  = ~ write__valid;
+  assign \$80  = ~ busy;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ program__valid;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = \$83  & \o__valid$13 ;
+  assign \$85  = program__valid ? program__payload[17:2] : \o__payload$15 ;
+  assign \$86  = write__valid ? write__payload[15:0] : \$85 ;
+  assign \$87  = ~ sweep_last;
+  assign \$88  = busy & \$87 ;
+  assign \$89  = \$88  | s2_valid;
+  assign \$90  = \$89  | s2_prog;
+  assign \$91  = \$90  | s2_ack;
   assign \$92  = ~ sweep_last;
   assign \$93  = busy & \$92 ;
-  assign \$94  = \$93  | s2_valid;
-  assign \$95  = \$94  | s2_prog;
-  assign \$96  = \$95  | s2_ack;
-  assign \$97  = ~ sweep_last;
-  assign \$98  = busy & \$97 ;
-  assign \$99  = \$98  ? sweep1[7:0] : s2_tile[7:0];
-  assign \$100  = \$99  == s1_tile[7:0];
-  assign \$101  = \$96  & \$100 ;
-  assign \$102  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$103  = s1_write[19:16] + 1'h1;
-  assign \$104  = busy | s3_valid;
-  assign \$105  = \$104  | s3_prog;
-  assign \$106  = \$105  | s3_ack;
-  assign \$107  = nxt_index == s1_tile[7:0];
-  assign \$108  = \$106  & \$107 ;
-  assign \$109  = wr__addr == s1_tile[7:0];
-  assign \$110  = fwd_last_we & \$109 ;
-  assign \$111  = fwd_prev_index == s1_tile[7:0];
-  assign \$112  = fwd_prev_we & \$111 ;
-  assign \$113  = busy | s3_valid;
-  assign \$114  = \$113  | s3_prog;
-  assign \$115  = \$114  | s3_ack;
-  assign \$116  = nxt_index == s1_tile[7:0];
-  assign \$117  = \$115  & \$116 ;
-  assign \$118  = wr__addr == s1_tile[7:0];
-  assign \$119  = fwd_last_we & \$118 ;
-  assign \$120  = fwd_prev_index == s1_tile[7:0];
-  assign \$121  = fwd_prev_we & \$120 ;
-  assign \$122  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$123  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$124  = \$119  ? \$122  : \$123 ;
-  assign \$125  = \$108  ? nxt_tag_eq1 : \$124 ;
-  assign \$126  = busy | s3_valid;
-  assign \$127  = \$126  | s3_prog;
-  assign \$128  = \$127  | s3_ack;
-  assign \$129  = nxt_index == s1_tile[7:0];
-  assign \$130  = \$128  & \$129 ;
-  assign \$131  = wr__addr == s1_tile[7:0];
-  assign \$132  = fwd_last_we & \$131 ;
-  assign \$133  = fwd_prev_index == s1_tile[7:0];
-  assign \$134  = fwd_prev_we & \$133 ;
-  assign \$135  = base[0] ? base[33:22] : s2_req[29:18];
-  assign \$136  = ~ s2_stale;
-  assign \$137  = s2_valid & \$136 ;
-  assign \$138  = \$137  & ok_next;
-  assign \$139  = s2_req[1:0] == 1'h1;
-  assign \$140  = s2_prog & \$139 ;
-  assign \$141  = \$140  & ok_next;
-  assign \$142  = ! s2_req[1:0];
-  assign \$143  = s2_prog & \$142 ;
-  assign \$144  = | s2_req[29:18];
-  assign \$145  = \$143  & \$144 ;
-  assign \$146  = ~ s2_stale;
-  assign \$147  = s2_valid & \$146 ;
-  assign \$148  = \$147  & ok_next;
-  assign \$149  = \$148  ? s2_write[19:16] : 4'h0;
-  assign \$150  = ~ s2_stale;
-  assign \$151  = s2_valid & \$150 ;
-  assign \$152  = \$151  & ok_next;
-  assign \$153  = \$152  ? s2_beats1 : 5'h01;
-  assign \$154  = \$signal  ? nxt[1] : base[1];
-  assign \$155  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$156  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$157  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$158  = busy | s3_valid;
-  assign \$159  = \$158  | s3_prog;
-  assign \$160  = \$159  | s3_ack;
-  assign \$161  = nxt[0] & nxt[1];
-  assign \$162  = nxt[0] ? nxt[21:10] : 12'h000;
-  assign \$163  = nxt[0] ? nxt[41:34] : 8'h00;
-  assign \$164  = nxt[21:10] - nxt[33:22];
-  assign \$165  = nxt[0] ? \$164  : 13'h0000;
-  assign \$166  = | set_err;
-  assign \$167  = hit ? ent[28:21] : 8'h00;
-  assign \$168  = s3_prog ? s3_req[37:30] : \$167 ;
-  assign \$169  = complete & idle;
-  assign \$170  = ~ busy;
-  assign \$171  = \$169  & \$170 ;
-  assign \$172  = cur[45:42] == 1'h1;
-  assign \$173  = s3_ack & \$172 ;
-  assign \$174  = \$signal$75  | s4_dec;
-  assign \$175  = s4_cmd == ent[28:21];
-  assign \$176  = \$174  & \$175 ;
-  assign \$177  = \$176  ? \$69 [8:0] : pre__data;
-  assign \$181  = stats[31:0] + 1'h1;
-  assign \$182  = stats[63:32] + 1'h1;
-  assign \$183  = stats[95:64] + 1'h1;
-  assign \$184  = stats[127:96] + 1'h1;
-  assign \$185  = ~ lost;
-  assign \$186  = complete & \$185 ;
-  assign \$187  = stats[159:128] + 1'h1;
-  assign \$188  = stats[191:160] + 1'h1;
-  assign \$189  = ~ busy;
-  assign \$190  = program__valid | \o__valid$13 ;
-  assign \$191  = \$189  & \$190 ;
-  assign \$192  = \$191  & write__valid;
-  assign \$193  = ! \wait ;
-  assign \$194  = \$192  & \$193 ;
-  assign \$195  = ~ busy;
-  assign \$196  = program__valid | \o__valid$13 ;
-  assign \$197  = \$195  & \$196 ;
-  assign \$198  = \$197  & write__valid;
-  assign \$199  = ! \wait ;
-  assign \$200  = \$198  & \$199 ;
-  assign \$201  = | \wait ;
-  assign \$202  = \wait  - 1'h1;
+  assign \$94  = \$93  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$95  = \$94  == s1_tile[7:0];
+  assign \$96  = \$91  & \$95 ;
+  assign \$97  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$98  = s1_write[19:16] + 1'h1;
+  assign \$99  = busy | s3_valid;
+  assign \$100  = \$99  | s3_prog;
+  assign \$101  = \$100  | s3_ack;
+  assign \$102  = nxt_index == s1_tile[7:0];
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = wr__addr == s1_tile[7:0];
+  assign \$105  = fwd_last_we & \$104 ;
+  assign \$106  = fwd_prev_index == s1_tile[7:0];
+  assign \$107  = fwd_prev_we & \$106 ;
+  assign \$108  = busy | s3_valid;
+  assign \$109  = \$108  | s3_prog;
+  assign \$110  = \$109  | s3_ack;
+  assign \$111  = nxt_index == s1_tile[7:0];
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = wr__addr == s1_tile[7:0];
+  assign \$114  = fwd_last_we & \$113 ;
+  assign \$115  = fwd_prev_index == s1_tile[7:0];
+  assign \$116  = fwd_prev_we & \$115 ;
+  assign \$117  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$118  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$119  = \$114  ? \$117  : \$118 ;
+  assign \$120  = \$103  ? nxt_tag_eq1 : \$119 ;
+  assign \$121  = busy | s3_valid;
+  assign \$122  = \$121  | s3_prog;
+  assign \$123  = \$122  | s3_ack;
+  assign \$124  = nxt_index == s1_tile[7:0];
+  assign \$125  = \$123  & \$124 ;
+  assign \$126  = wr__addr == s1_tile[7:0];
+  assign \$127  = fwd_last_we & \$126 ;
+  assign \$128  = fwd_prev_index == s1_tile[7:0];
+  assign \$129  = fwd_prev_we & \$128 ;
+  assign \$130  = base[0] ? base[33:22] : s2_req[29:18];
+  assign \$131  = ~ s2_stale;
+  assign \$132  = s2_valid & \$131 ;
+  assign \$133  = \$132  & ok_next;
+  assign \$134  = s2_req[1:0] == 1'h1;
+  assign \$135  = s2_prog & \$134 ;
+  assign \$136  = \$135  & ok_next;
+  assign \$137  = ! s2_req[1:0];
+  assign \$138  = s2_prog & \$137 ;
+  assign \$139  = | s2_req[29:18];
+  assign \$140  = \$138  & \$139 ;
+  assign \$141  = ~ s2_stale;
+  assign \$142  = s2_valid & \$141 ;
+  assign \$143  = \$142  & ok_next;
+  assign \$144  = \$143  ? s2_write[19:16] : 4'h0;
+  assign \$145  = ~ s2_stale;
+  assign \$146  = s2_valid & \$145 ;
+  assign \$147  = \$146  & ok_next;
+  assign \$148  = \$147  ? s2_beats1 : 5'h01;
+  assign \$149  = \$signal  ? nxt[1] : base[1];
+  assign \$150  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$151  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$152  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$153  = busy | s3_valid;
+  assign \$154  = \$153  | s3_prog;
+  assign \$155  = \$154  | s3_ack;
+  assign \$156  = | set_err;
+  assign \$157  = hit ? ent[28:21] : 8'h00;
+  assign \$158  = s3_prog ? s3_req[37:30] : \$157 ;
+  assign \$159  = complete & idle;
+  assign \$160  = ~ busy;
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = cur[45:42] == 1'h1;
+  assign \$163  = s3_ack & \$162 ;
+  assign \$164  = \$signal$79  | s4_dec;
+  assign \$165  = s4_cmd == ent[28:21];
+  assign \$166  = \$164  & \$165 ;
+  assign \$167  = \$166  ? \$74 [8:0] : pre__data;
+  assign \$168  = s4_cmd == query__addr;
+  assign \$169  = \$168  & \$signal$79 ;
+  assign \$170  = busy | \$169 ;
+  assign \$171  = | query__data;
+  assign \$172  = s4_cmd == query__addr;
+  assign \$173  = \$172  & s4_dec;
+  assign \$174  = query__data == 1'h1;
+  assign \$175  = \$173  & \$174 ;
+  assign \$176  = ~ \$175 ;
+  assign \$177  = \$171  & \$176 ;
+  assign \$178  = \$170  | \$177 ;
+  assign \$182  = ! write__payload[22:21];
+  assign \$183  = write__valid & \$182 ;
+  assign \$184  = stats[31:0] + 1'h1;
+  assign \$185  = write__payload[22:21] == 1'h1;
+  assign \$186  = write__valid & \$185 ;
+  assign \$187  = stats[63:32] + 1'h1;
+  assign \$188  = write__payload[22:21] == 2'h2;
+  assign \$189  = write__valid & \$188 ;
+  assign \$190  = stats[95:64] + 1'h1;
+  assign \$191  = stats[127:96] + 1'h1;
+  assign \$192  = ~ lost;
+  assign \$193  = complete & \$192 ;
+  assign \$194  = stats[159:128] + 1'h1;
+  assign \$195  = stats[191:160] + 1'h1;
+  assign \$196  = ~ busy;
+  assign \$197  = program__valid | \o__valid$13 ;
+  assign \$198  = \$196  & \$197 ;
+  assign \$199  = \$198  & write__valid;
+  assign \$200  = ! \wait ;
+  assign \$201  = \$199  & \$200 ;
+  assign \$202  = ~ busy;
+  assign \$203  = program__valid | \o__valid$13 ;
+  assign \$204  = \$202  & \$203 ;
+  assign \$205  = \$204  & write__valid;
+  assign \$206  = ! \wait ;
+  assign \$207  = \$205  & \$206 ;
+  assign \$208  = | \wait ;
+  assign \$209  = \wait  - 1'h1;
   always @(posedge clk)
-    sweep <= \$203 ;
+    sweep <= \$210 ;
   always @(posedge clk)
-    sweep1 <= \$204 ;
+    sweep1 <= \$211 ;
   always @(posedge clk)
-    sweep_last <= \$205 ;
+    sweep_last <= \$212 ;
   always @(posedge clk)
-    busy <= \$206 ;
+    busy <= \$213 ;
   always @(posedge clk)
-    s1_valid <= \$207 ;
+    s1_valid <= \$214 ;
   always @(posedge clk)
-    s1_stale <= \$208 ;
+    s1_stale <= \$215 ;
   always @(posedge clk)
-    s1_prog <= \$209 ;
+    s1_prog <= \$216 ;
   always @(posedge clk)
-    s1_ack <= \$210 ;
+    s1_ack <= \$217 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s1_tile <= \$91 ;
+    s1_tile <= \$86 ;
   always @(posedge clk)
-    s2_valid <= \$211 ;
+    s2_valid <= \$218 ;
   always @(posedge clk)
-    s2_stale <= \$212 ;
+    s2_stale <= \$219 ;
   always @(posedge clk)
-    s2_prog <= \$213 ;
+    s2_prog <= \$220 ;
   always @(posedge clk)
-    s2_ack <= \$214 ;
+    s2_ack <= \$221 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -48907,13 +50985,13 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$215 ;
+    s3_valid <= \$222 ;
   always @(posedge clk)
-    s3_stale <= \$216 ;
+    s3_stale <= \$223 ;
   always @(posedge clk)
-    s3_prog <= \$217 ;
+    s3_prog <= \$224 ;
   always @(posedge clk)
-    s3_ack <= \$218 ;
+    s3_ack <= \$225 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -48921,83 +50999,89 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$219 ;
+    \$signal  <= \$226 ;
   always @(posedge clk)
-    tag_ahead <= \$220 ;
+    tag_ahead <= \$227 ;
   always @(posedge clk)
-    s2_beats1 <= \$103 ;
+    s2_beats1 <= \$98 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$221 ;
+    fwd_tag_eq <= \$228 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$222 ;
+    fwd_hit <= \$229 ;
   always @(posedge clk)
-    s3_hit <= \$223 ;
+    s3_hit <= \$230 ;
   always @(posedge clk)
-    base_valid <= \$224 ;
+    base_valid <= \$231 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$225 ;
+    tag_ok <= \$232 ;
   always @(posedge clk)
-    base_left <= \$135 ;
+    base_left <= \$130 ;
   always @(posedge clk)
-    count_ok <= \$226 ;
+    count_ok <= \$233 ;
   always @(posedge clk)
-    disarm_ok <= \$227 ;
+    disarm_ok <= \$234 ;
   always @(posedge clk)
-    s3_arm <= \$228 ;
+    s3_arm <= \$235 ;
   always @(posedge clk)
-    s3_beats <= \$149 ;
+    s3_beats <= \$144 ;
   always @(posedge clk)
-    s3_beats1 <= \$153 ;
+    s3_beats1 <= \$148 ;
   always @(posedge clk)
-    ent <= \$229 ;
+    ent <= \$236 ;
   always @(posedge clk)
-    fwd_last_we <= \$230 ;
+    fwd_last_we <= \$237 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$231 ;
+    fwd_old_we <= \$238 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$232 ;
+    fwd_prev_we <= \$239 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$69  <= \$233 ;
+    \data$69  <= \$240 ;
   always @(posedge clk)
-    \push$71  <= \$234 ;
+    \push$71  <= \$241 ;
   always @(posedge clk)
-    result__valid <= \$235 ;
+    result__valid <= \$242 ;
   always @(posedge clk)
-    result__payload <= \$236 ;
+    \$like  <= s3_req[1:0];
   always @(posedge clk)
-    capture <= \$237 ;
+    \$like$75  <= code;
+  always @(posedge clk)
+    \$like$76  <= s3_tile;
+  always @(posedge clk)
+    capture <= \$243 ;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$75  <= \$238 ;
+    \$signal$79  <= \$244 ;
   always @(posedge clk)
-    s4_dec <= \$239 ;
+    s4_dec <= \$245 ;
   always @(posedge clk)
-    s4_old <= \$177 ;
+    s4_old <= \$167 ;
   always @(posedge clk)
-    errors <= \$240 ;
+    desc_held <= \$246 ;
   always @(posedge clk)
-    stats <= \$241 ;
+    errors <= \$247 ;
   always @(posedge clk)
-    hold <= \$242 ;
+    stats <= \$248 ;
   always @(posedge clk)
-    \wait  <= \$243 ;
+    hold <= \$249 ;
+  always @(posedge clk)
+    \wait  <= \$250 ;
   t3hw_system__e1__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -49043,325 +51127,316 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$203  = sweep;
+    \$210  = sweep;
     if (busy) begin
-      \$203  = sweep1[7:0];
+      \$210  = sweep1[7:0];
     end
     if (rst) begin
-      \$203  = 8'h00;
+      \$210  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$204  = sweep1;
+    \$211  = sweep1;
     if (busy) begin
-      \$204  = \$81 [8:0];
+      \$211  = \$76 [8:0];
     end
     if (rst) begin
-      \$204  = 9'h001;
+      \$211  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$205  = sweep_last;
+    \$212  = sweep_last;
     if (busy) begin
-      \$205  = \$82 ;
+      \$212  = \$77 ;
     end
-    if (rst) begin
-      \$205  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$206  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$206  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$206  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$207  = write__valid;
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$208  = busy;
-    if (rst) begin
-      \$208  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$209  = \$83 ;
-    if (rst) begin
-      \$209  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$210  = \$89 ;
-    if (rst) begin
-      \$210  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$211  = s1_valid;
-    if (rst) begin
-      \$211  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$212  = s1_stale;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$213  = s1_prog;
+    \$213  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$213  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$213  = 1'h0;
+      \$213  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$214  = s1_ack;
+    \$214  = write__valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$215  = s2_valid;
+    \$215  = busy;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$216  = s2_stale;
+    \$216  = \$78 ;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$217  = s2_prog;
+    \$217  = \$84 ;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$218  = s2_ack;
+    \$218  = s1_valid;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$219  = \$101 ;
+    \$219  = s1_stale;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$220  = \$102 ;
+    \$220  = s1_prog;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$221  = \$125 ;
+    \$221  = s1_ack;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$222  = { \$134 , \$132 , \$130  };
+    \$222  = s2_valid;
     if (rst) begin
-      \$222  = 3'h0;
+      \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$223  = \$signal ;
+    \$223  = s2_stale;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$224  = base[0];
+    \$224  = s2_prog;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$225  = ok_next;
+    \$225  = s2_ack;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$226  = \$138 ;
+    \$226  = \$96 ;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$227  = \$141 ;
+    \$227  = \$97 ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$228  = \$145 ;
+    \$228  = \$120 ;
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$230  = \$160 ;
+    \$229  = { \$129 , \$127 , \$125  };
+    if (rst) begin
+      \$229  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$230  = \$signal ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$231  = fwd_prev_we;
+    \$231  = base[0];
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$232  = fwd_last_we;
+    \$232  = ok_next;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$234  = \push$56 ;
+    \$233  = \$133 ;
+    if (rst) begin
+      \$233  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$234  = \$136 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$235  = s3_prog;
+    \$235  = \$140 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$236 [1:0] = s3_req[1:0];
-    \$236 [4:2] = code;
-    \$236 [20:5] = s3_tile;
-    \$236 [21] = nxt[0];
-    \$236 [26:23] = nxt[45:42];
-    \$236 [22] = \$161 ;
-    \$236 [38:27] = \$162 ;
-    \$236 [58:51] = \$163 ;
-    \$236 [50:39] = \$165 [11:0];
+    \$237  = \$155 ;
     if (rst) begin
-      \$236  = 59'h000000000000000;
+      \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$237  = capture;
-    if (\$166 ) begin
-      \$237 [15:0] = s3_tile;
-      \$237 [23:16] = \$168 ;
-    end
-    if (rst) begin
-      \$237  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$238  = \$171 ;
+    \$238  = fwd_prev_we;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$239  = \$173 ;
+    \$239  = fwd_last_we;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$240  = \$180 ;
+    \$241  = \push$56 ;
     if (rst) begin
-      \$240  = 6'h00;
+      \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$241  = stats;
-    if (write__valid) begin
-      casez (write__payload[22:21])
-        2'h0:
-            \$241 [31:0] = \$181 [31:0];
-        2'h1:
-            \$241 [63:32] = \$182 [31:0];
-        2'h2:
-            \$241 [95:64] = \$183 [31:0];
-      endcase
-    end
-    if (set_err[0]) begin
-      \$241 [127:96] = \$184 [31:0];
-    end
-    if (\$186 ) begin
-      \$241 [159:128] = \$187 [31:0];
-    end
-    if (lost) begin
-      \$241 [191:160] = \$188 [31:0];
-    end
-    if (rst) begin
-      \$241  = 192'h000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$242  = \$194 ;
+    \$242  = s3_prog;
     if (rst) begin
       \$242  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$243  = \wait ;
-    if (\$200 ) begin
-      \$243  = 3'h7;
-    end else if (\$201 ) begin
-      \$243  = \$202 [2:0];
+    \$243  = capture;
+    if (\$156 ) begin
+      \$243 [15:0] = s3_tile;
+      \$243 [23:16] = \$158 ;
     end
     if (rst) begin
-      \$243  = 3'h0;
+      \$243  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$244  = \$161 ;
+    if (rst) begin
+      \$244  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$245  = \$163 ;
+    if (rst) begin
+      \$245  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$246  = \$178 ;
+    if (rst) begin
+      \$246  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$247  = \$181 ;
+    if (rst) begin
+      \$247  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$248  = stats;
+    if (\$183 ) begin
+      \$248 [31:0] = \$184 [31:0];
+    end
+    if (\$186 ) begin
+      \$248 [63:32] = \$187 [31:0];
+    end
+    if (\$189 ) begin
+      \$248 [95:64] = \$190 [31:0];
+    end
+    if (set_err[0]) begin
+      \$248 [127:96] = \$191 [31:0];
+    end
+    if (\$193 ) begin
+      \$248 [159:128] = \$194 [31:0];
+    end
+    if (lost) begin
+      \$248 [191:160] = \$195 [31:0];
+    end
+    if (rst) begin
+      \$248  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$249  = \$201 ;
+    if (rst) begin
+      \$249  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$250  = \wait ;
+    if (\$207 ) begin
+      \$250  = 3'h7;
+    end else if (\$208 ) begin
+      \$250  = \$209 [2:0];
+    end
+    if (rst) begin
+      \$250  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -49377,7 +51452,7 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   assign wr__data = fwd_last;
   assign trig = \data$69 ;
   assign s4_push = \push$71 ;
-  assign \new  = \$69 [8:0];
+  assign \new  = \$74 [8:0];
   assign pre__addr = ent[28:21];
   assign desc_query = query__addr;
   assign clear = 6'h3f;
@@ -49469,6 +51544,15 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   assign data$69__tile  = \data$69 [23:8];
   assign trig__cmd  = \data$69 [7:0];
   assign trig__tile  = \data$69 [23:8];
+  assign result__payload__op  = result__payload[1:0];
+  assign result__payload__code  = result__payload[4:2];
+  assign result__payload__tile  = result__payload[20:5];
+  assign result__payload__valid  = result__payload[21];
+  assign result__payload__rearm  = result__payload[22];
+  assign result__payload__pending  = result__payload[26:23];
+  assign result__payload__threshold  = result__payload[38:27];
+  assign result__payload__count  = result__payload[50:39];
+  assign result__payload__cmd  = result__payload[58:51];
   assign s1_write__tile  = s1_write[15:0];
   assign s1_write__beats  = s1_write[19:16];
   assign s1_write__kind  = s1_write[20];
@@ -49498,15 +51582,6 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   assign rd__data__left  = rd__data[33:22];
   assign rd__data__cmd  = rd__data[41:34];
   assign rd__data__pending  = rd__data[45:42];
-  assign result__payload__op  = result__payload[1:0];
-  assign result__payload__code  = result__payload[4:2];
-  assign result__payload__tile  = result__payload[20:5];
-  assign result__payload__valid  = result__payload[21];
-  assign result__payload__rearm  = result__payload[22];
-  assign result__payload__pending  = result__payload[26:23];
-  assign result__payload__threshold  = result__payload[38:27];
-  assign result__payload__count  = result__payload[50:39];
-  assign result__payload__cmd  = result__payload[58:51];
   assign capture__tile  = capture[15:0];
   assign capture__cmd  = capture[23:16];
   assign errors__unprogrammed  = errors[0];
@@ -49527,12 +51602,21 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$233 [23:8] = s3_tile;
-  assign \$233 [7:0] = ent[28:21];
-  assign \$229 [28:21] = \$157 ;
-  assign \$229 [20:9] = \$156 ;
-  assign \$229 [8:1] = \$155 ;
-  assign \$229 [0] = \$154 ;
+  assign \$240 [23:8] = s3_tile;
+  assign \$240 [7:0] = ent[28:21];
+  assign \$236 [28:21] = \$152 ;
+  assign \$236 [20:9] = \$151 ;
+  assign \$236 [8:1] = \$150 ;
+  assign \$236 [0] = \$149 ;
+  assign result__payload[50:39] = \$72 [11:0];
+  assign result__payload[58:51] = \$70 ;
+  assign result__payload[38:27] = \$69 ;
+  assign result__payload[22] = \$68 ;
+  assign result__payload[26:23] = fwd_last[45:42];
+  assign result__payload[21] = fwd_last[0];
+  assign result__payload[20:5] = \$like$76 ;
+  assign result__payload[4:2] = \$like$75 ;
+  assign result__payload[1:0] = \$like ;
   assign set_err[5] = \$66 ;
   assign set_err[4] = lost;
   assign set_err[3] = \$64 ;
@@ -49553,20 +51637,20 @@ module t3hw_system__e1__tracker (rst, program__ready, desc_held, trigger__valid,
   assign cur[45:42] = \$15 ;
   assign cur[33:22] = \$14 ;
   assign cur[0] = \$12 ;
-  assign \$178  = 6'h00;
   assign \$179  = 6'h00;
-  assign \$180  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
+  assign \$180  = 6'h00;
+  assign \$181  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
 endmodule
 
-module t3hw_system__e1__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_38  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [9:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [10:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -49586,35 +51670,68 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [8:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [9:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [10:0] \$47 ;
-  reg [15:0] \$48 ;
-  reg [7:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [7:0] \$50 ;
-  reg [8:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [8:0] \$68 ;
+  wire [8:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [8:0] \$73 ;
+  wire [8:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [8:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [15:0] \$81 ;
+  reg [7:0] \$82 ;
+  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
+  reg full = 1'h0;
   (* init = 8'h00 *)
   wire [7:0] head;
   (* init = 16'h0000 *)
@@ -49625,7 +51742,7 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [7:0] rd__addr = 8'h00;
@@ -49634,6 +51751,7 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   wire rst;
   (* init = 8'h00 *)
   wire [7:0] tail;
+  reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [15:0] wr__data;
   wire [15:0] wr__data;
@@ -49901,99 +52019,154 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 8'hff;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 8'hfe;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 9'h000 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 8'hfe;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 9'h000 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 9'h100;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 8'hfe;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 9'h000 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 8'hfe;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 9'h000 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [8:0];
+    if (rst) begin
+      \$77  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [7:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 8'h00;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [7:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 8'h00;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$51  = \$47 [8:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 9'h000;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_38 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_38 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [7:0];
+    end
+    if (rst) begin
+      \$82  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_38 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [7:0];
+    end
+    if (rst) begin
+      \$83  = 8'h00;
     end
   end
   assign head_reg = o__payload;
@@ -50002,15 +52175,15 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   assign head = rd__addr;
 endmodule
 
-module t3hw_system__e1__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__payload, clk);
+module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
   reg _init_strobe_39  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [9:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [10:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -50030,30 +52203,62 @@ module t3hw_system__e1__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [8:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [9:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [10:0] \$47 ;
-  reg [23:0] \$48 ;
-  reg [7:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [7:0] \$50 ;
-  reg [8:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [8:0] \$68 ;
+  wire [8:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [8:0] \$73 ;
+  wire [8:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [8:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [23:0] \$81 ;
+  reg [7:0] \$82 ;
+  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -50061,6 +52266,7 @@ module t3hw_system__e1__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   wire [23:0] data;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
+  reg full = 1'h0;
   (* init = 8'h00 *)
   wire [7:0] head;
   (* init = 24'h000000 *)
@@ -50075,7 +52281,7 @@ module t3hw_system__e1__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [7:0] rd__addr = 8'h00;
@@ -50086,6 +52292,7 @@ module t3hw_system__e1__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   wire rst;
   (* init = 8'h00 *)
   wire [7:0] tail;
+  reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [23:0] wr__data;
   wire [23:0] wr__data;
@@ -50355,99 +52562,154 @@ module t3hw_system__e1__tracker__queue (rst, o__valid, o__ready, wr__data, push,
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 8'hff;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 8'hfe;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 9'h000 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 8'hfe;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 9'h000 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 9'h100;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 8'hfe;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 9'h000 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 8'hfe;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 9'h000 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [8:0];
+    if (rst) begin
+      \$77  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [7:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 8'h00;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [7:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 8'h00;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$51  = \$47 [8:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 9'h000;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_39 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_39 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [7:0];
+    end
+    if (rst) begin
+      \$82  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_39 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [7:0];
+    end
+    if (rst) begin
+      \$83  = 8'h00;
     end
   end
   assign head_reg = o__payload;
@@ -50466,7 +52728,7 @@ module t3hw_system__e1__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   assign rd__data__tile  = rd__data[23:8];
 endmodule
 
-module t3hw_system__e1__tx (clk, rst, i__0__valid, i__1__valid, o__valid, o__payload, i__1__ready, i__0__ready, i__0__payload, i__1__payload, o__ready);
+module t3hw_system__e1__tx (clk, rst, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__ready);
   reg _init_strobe_40  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
@@ -52242,8 +54504,8 @@ module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
-, mem__payload, rx_mem__payload, store__payload);
+module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture, mem__payload
+, rx_mem__valid, rx_mem__payload, store__payload);
   reg _init_strobe_41  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -54541,15 +56803,15 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_42  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -54569,30 +56831,62 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [78:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [78:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -54609,6 +56903,7 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   wire data__store__kind ;
   wire [15:0] data__store__tile ;
   wire data__store__tracked ;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 79'h00000000000000000000 *)
@@ -54641,7 +56936,7 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -54661,6 +56956,7 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [78:0] wr__data;
   wire [78:0] wr__data;
@@ -54694,99 +56990,154 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'hb;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'h9;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'h9;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -54835,15 +57186,15 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
-module t3hw_system__e2__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, o__payload, clk);
+module t3hw_system__e2__addrmap__rx_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_43  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -54863,30 +57214,62 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [72:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [72:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -54900,6 +57283,7 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 73'h0000000000000000000 *)
@@ -54926,7 +57310,7 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -54943,6 +57327,7 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [72:0] wr__data;
   wire [72:0] wr__data;
@@ -54973,99 +57358,154 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'hb;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'h9;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'h9;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_43 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_43 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_43 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_43 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_43 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_43 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_43 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -55099,8 +57539,8 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, remote__valid, dma__valid, dma_response__ready, config__valid, config__payload
-, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, remote__payload, dma__payload, load__payload);
+module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid
+, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload, load__payload);
   reg _init_strobe_44  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -56708,7 +59148,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
 endmodule
 
 module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$171 , arbiter_stats, arbiter_errors, arbiter_status, tracker_busy, tracker_result__valid, tracker_result__payload, \tracker_capture$167 , tracker_errors, tracker_stats, dma_errors, \dma_capture$169 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, \addrmap_capture$171 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$167 , tracker_errors, tracker_stats, dma_errors, \dma_capture$169 , dma_stats, dma_busy, bus__addr);
   reg _init_strobe_45  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -66912,7 +69352,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e2__dma (rst, desc_held, trigger__valid, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, packet__ready, program__valid, program__payload, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
+module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
 , response__payload, clk);
   reg _init_strobe_46  = 0;
   wire [6:0] \$1 ;
@@ -67392,7 +69832,7 @@ module t3hw_system__e2__dma (rst, desc_held, trigger__valid, idle, program__read
   assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__payload, clk);
+module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, response__payload, clk);
   reg _init_strobe_47  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
@@ -68043,15 +70483,15 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, accept, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_48  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -68071,30 +70511,62 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [3:0] \$33 ;
-  wire [3:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [3:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [3:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [139:0] \$48 ;
-  reg [2:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [2:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [3:0] \$68 ;
+  wire [3:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [3:0] \$73 ;
+  wire [3:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [139:0] \$81 ;
+  reg [2:0] \$82 ;
+  reg [2:0] \$83 ;
   wire \$9 ;
   output accept;
   wire accept;
@@ -68114,6 +70586,7 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire [3:0] data__run ;
   wire [47:0] data__src ;
   wire [2:0] data__tag ;
+  reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
   (* init = 140'h00000000000000000000000000000000000 *)
@@ -68150,7 +70623,7 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, accept, o__va
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [2:0] rd__addr = 3'h0;
@@ -68172,6 +70645,7 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire rst;
   (* init = 3'h0 *)
   wire [2:0] tail;
+  reg waiting = 1'h0;
   reg [2:0] wr__addr = 3'h0;
   input [139:0] wr__data;
   wire [139:0] wr__data;
@@ -68204,99 +70678,154 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, accept, o__va
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 3'h7;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 3'h6;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 4'h0 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 3'h6;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 4'h0 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'h8;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 3'h6;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 4'h0 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 3'h6;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 4'h0 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [2:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 3'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [2:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 3'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_48 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_48 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [2:0];
+    end
+    if (rst) begin
+      \$82  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_48 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [2:0];
+    end
+    if (rst) begin
+      \$83  = 3'h0;
     end
   end
   assign head_reg = o__payload;
@@ -68355,51 +70884,50 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, accept, o__va
   assign rd__data__src  = rd__data[139:92];
 endmodule
 
-module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
+module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
   reg _init_strobe_49  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  reg [7:0] \$103 ;
-  reg \$104 ;
-  reg [3:0] \$105 ;
-  reg [178:0] \$106 ;
+  reg [7:0] \$101 ;
+  reg \$102 ;
+  reg [3:0] \$103 ;
+  reg [178:0] \$104 ;
+  reg [11:0] \$105 ;
+  reg \$106 ;
   reg \$107 ;
   reg \$108 ;
   reg \$109 ;
   wire \$11 ;
-  reg \$110 ;
-  reg [4:0] \$111 ;
+  reg [4:0] \$110 ;
+  reg \$111 ;
   reg \$112 ;
   reg \$113 ;
   reg \$114 ;
-  reg \$115 ;
-  reg [178:0] \$116 ;
-  reg \$117 ;
-  reg [4:0] \$118 ;
-  reg \$119 ;
+  reg [178:0] \$115 ;
+  reg \$116 ;
+  reg [4:0] \$117 ;
+  reg \$118 ;
+  reg [4:0] \$119 ;
   wire \$12 ;
-  reg [4:0] \$120 ;
-  reg \$121 ;
-  reg [4:0] \$122 ;
+  reg \$120 ;
+  reg [4:0] \$121 ;
   wire \$13 ;
-  wire \$14 ;
-  wire [38:0] \$15 ;
-  wire [39:0] \$16 ;
-  wire [40:0] \$17 ;
-  wire [41:0] \$18 ;
+  wire [38:0] \$14 ;
+  wire [39:0] \$15 ;
+  wire [40:0] \$16 ;
+  wire [41:0] \$17 ;
+  wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
   wire \$23 ;
-  wire \$24 ;
-  wire [5:0] \$25 ;
-  wire [6:0] \$26 ;
+  wire [5:0] \$24 ;
+  wire [6:0] \$25 ;
+  wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
@@ -68407,20 +70935,20 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire \$33 ;
-  wire [4:0] \$34 ;
+  wire [4:0] \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire [4:0] \$39 ;
+  wire [4:0] \$38 ;
+  wire \$39 ;
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire [4:0] \$45 ;
+  wire [4:0] \$44 ;
+  wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
@@ -68447,32 +70975,32 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire [12:0] \$7 ;
+  wire [23:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
   wire \$75 ;
-  wire \$76 ;
-  wire [5:0] \$77 ;
-  wire [6:0] \$78 ;
-  wire \$79 ;
-  wire [23:0] \$8 ;
-  wire [7:0] \$80 ;
+  wire [5:0] \$76 ;
+  wire [6:0] \$77 ;
+  wire \$78 ;
+  wire [7:0] \$79 ;
+  wire \$8 ;
+  wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
+  wire [5:0] \$86 ;
+  wire [5:0] \$87 ;
   wire [5:0] \$88 ;
   wire [5:0] \$89 ;
   wire \$9 ;
-  wire [5:0] \$90 ;
-  wire [5:0] \$91 ;
-  wire [6:0] \$92 ;
+  wire [6:0] \$90 ;
+  wire \$91 ;
+  wire \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
@@ -68491,13 +71019,13 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire bad_range;
   output busy;
   reg busy = 1'h1;
-  reg \busy$16  = 1'h0;
+  reg \busy$17  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$101 ;
-  wire [7:0] \check__addr$96 ;
+  wire [7:0] \check__addr$102 ;
+  wire [7:0] \check__addr$97 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$61 ;
-  wire [4:0] \check__data$68 ;
+  wire [4:0] \check__data$62 ;
+  wire [4:0] \check__data$69 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -68568,7 +71096,7 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
-  reg [4:0] \held$32  = 5'h00;
+  reg [4:0] \held$33  = 5'h00;
   wire [4:0] held_next;
   reg [23:0] hi = 24'h000000;
   output idle;
@@ -68580,22 +71108,22 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire o__ready;
   wire o__valid;
   reg [4:0] old = 5'h00;
-  reg [4:0] \old$57  = 5'h00;
-  reg [4:0] \old$64  = 5'h00;
+  reg [4:0] \old$58  = 5'h00;
+  reg [4:0] \old$65  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$55  = 1'h0;
-  reg \pending$62  = 1'h0;
+  reg \pending$56  = 1'h0;
+  reg \pending$63  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$56  = 8'h00;
-  reg [7:0] \pending_index$63  = 8'h00;
+  reg [7:0] \pending_index$57  = 8'h00;
+  reg [7:0] \pending_index$64  = 8'h00;
   wire [7:0] pre__addr;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$92 ;
-  wire [7:0] \pre__addr$97 ;
+  wire [7:0] \pre__addr$93 ;
+  wire [7:0] \pre__addr$98 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$58 ;
-  wire [4:0] \pre__data$65 ;
+  wire [4:0] \pre__data$59 ;
+  wire [4:0] \pre__data$66 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -68634,6 +71162,7 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire rd_fetch__data__valid ;
   wire refused;
   reg room = 1'h1;
+  reg [11:0] rows1 = 12'h000;
   input rst;
   wire rst;
   reg [7:0] s1_cmd = 8'h00;
@@ -68656,17 +71185,17 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$59 ;
-  wire [4:0] \value$66 ;
+  wire [4:0] \value$60 ;
+  wire [4:0] \value$67 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$93 ;
-  reg [7:0] \wr__addr$98 ;
+  reg [7:0] \wr__addr$94 ;
+  reg [7:0] \wr__addr$99 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$94 ;
-  reg [4:0] \wr__data$99 ;
+  reg [4:0] \wr__data$100 ;
+  reg [4:0] \wr__data$95 ;
   reg wr__en;
-  reg \wr__en$100 ;
-  reg \wr__en$95 ;
+  reg \wr__en$101 ;
+  reg \wr__en$96 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -69216,11 +71745,11 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$95 )
-      dropped_count[\wr__addr$93 ] <= \wr__data$94 ;
+    if (\wr__en$96 )
+      dropped_count[\wr__addr$94 ] <= \wr__data$95 ;
   end
-  assign \check__data$61  = dropped_count[desc[7:0]];
-  assign \pre__data$58  = dropped_count[s2_cmd];
+  assign \check__data$62  = dropped_count[desc[7:0]];
+  assign \pre__data$59  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -70017,156 +72546,156 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$100 )
-      taken_count[\wr__addr$98 ] <= \wr__data$99 ;
+    if (\wr__en$101 )
+      taken_count[\wr__addr$99 ] <= \wr__data$100 ;
   end
-  assign \check__data$68  = taken_count[desc[7:0]];
-  assign \pre__data$65  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$69  = taken_count[desc[7:0]];
+  assign \pre__data$66  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
   assign \$4  = program__valid & program__ready;
-  assign \$5  = desc[42:31] - 1'h1;
-  assign \$6  = \$5 [11:0] * desc[70:59];
-  assign \$7  = desc[42:31] - 1'h1;
-  assign \$8  = \$7 [11:0] * desc[82:71];
-  assign \$9  = ! desc[42:31];
-  assign \$10  = ! desc[58:43];
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = desc[42:31] > 1'h1;
-  assign \$13  = desc[82:59] < desc[58:43];
-  assign \$14  = \$12  & \$13 ;
-  assign \$16  = lo + \$15 ;
-  assign \$17  = \$16  + desc[58:43];
-  assign \$18  = \$17  - 1'h1;
-  assign \$19  = in_use | held;
-  assign \$22  = \$20  | \$21 ;
+  assign \$5  = program__payload[42:31] - 1'h1;
+  assign \$6  = rows1 * desc[70:59];
+  assign \$7  = rows1 * desc[82:71];
+  assign \$8  = ! desc[42:31];
+  assign \$9  = ! desc[58:43];
+  assign \$10  = \$8  | \$9 ;
+  assign \$11  = desc[42:31] > 1'h1;
+  assign \$12  = desc[82:59] < desc[58:43];
+  assign \$13  = \$11  & \$12 ;
+  assign \$15  = lo + \$14 ;
+  assign \$16  = \$15  + desc[58:43];
+  assign \$17  = \$16  - 1'h1;
+  assign \$18  = in_use | held;
+  assign \$21  = \$19  | \$20 ;
+  assign \$22  = trigger__valid & trigger__ready;
   assign \$23  = trigger__valid & trigger__ready;
-  assign \$24  = trigger__valid & trigger__ready;
-  assign \$25  = \held$32  + \$24 ;
-  assign \$26  = \$25  - bad_descriptor;
-  assign \$27  = $signed(\$26 ) < $signed(6'h10);
-  assign \$28  = o__valid & o__ready;
-  assign \$29  = trigger__valid & trigger__ready;
-  assign \$30  = ~ busy;
-  assign \$31  = \$29  & \$30 ;
-  assign \$32  = pending_index == trigger__payload[7:0];
-  assign \$33  = pending & \$32 ;
-  assign \$34  = \$33  ? \$88 [4:0] : pre__data;
-  assign \$35  = ~ busy;
-  assign \$36  = bad_descriptor & \$35 ;
-  assign \$37  = \pending_index$56  == s2_cmd;
-  assign \$38  = \pending$55  & \$37 ;
-  assign \$39  = \$38  ? \$89 [4:0] : \pre__data$58 ;
-  assign \$40  = descriptor__valid & descriptor__ready;
-  assign \$41  = ~ busy;
-  assign \$42  = \$40  & \$41 ;
-  assign \$43  = \pending_index$63  == descriptor__payload[7:0];
-  assign \$44  = \pending$62  & \$43 ;
-  assign \$45  = \$44  ? \$90 [4:0] : \pre__data$65 ;
-  assign \$46  = ~ busy;
-  assign \$47  = ! stage;
-  assign program__ready = \$46  & \$47 ;
+  assign \$24  = \held$33  + \$23 ;
+  assign \$25  = \$24  - bad_descriptor;
+  assign \$26  = $signed(\$25 ) < $signed(6'h10);
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = trigger__valid & trigger__ready;
+  assign \$29  = ~ busy;
+  assign \$30  = \$28  & \$29 ;
+  assign \$31  = pending_index == trigger__payload[7:0];
+  assign \$32  = pending & \$31 ;
+  assign \$33  = \$32  ? \$86 [4:0] : pre__data;
+  assign \$34  = ~ busy;
+  assign \$35  = bad_descriptor & \$34 ;
+  assign \$36  = \pending_index$57  == s2_cmd;
+  assign \$37  = \pending$56  & \$36 ;
+  assign \$38  = \$37  ? \$87 [4:0] : \pre__data$59 ;
+  assign \$39  = descriptor__valid & descriptor__ready;
+  assign \$40  = ~ busy;
+  assign \$41  = \$39  & \$40 ;
+  assign \$42  = \pending_index$64  == descriptor__payload[7:0];
+  assign \$43  = \pending$63  & \$42 ;
+  assign \$44  = \$43  ? \$88 [4:0] : \pre__data$66 ;
+  assign \$45  = ~ busy;
+  assign \$46  = ! stage;
+  assign program__ready = \$45  & \$46 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
+  assign \$47  = stage[3] & desc[8];
+  assign bad_program = \$47  & empty;
   assign \$48  = stage[3] & desc[8];
-  assign bad_program = \$48  & empty;
-  assign \$49  = stage[3] & desc[8];
-  assign \$50  = ~ empty;
-  assign \$51  = \$49  & \$50 ;
-  assign bad_pitch = \$51  & overlap;
-  assign \$52  = stage[3] & desc[8];
-  assign \$53  = ~ empty;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = ~ overlap;
-  assign \$56  = \$54  & \$55 ;
-  assign bad_range = \$56  & wraps;
-  assign \$57  = empty | overlap;
-  assign \$58  = \$57  | wraps;
-  assign \$59  = desc[8] & \$58 ;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = stage[3] & \$60 ;
-  assign desc_busy = \$61  & \busy$16 ;
-  assign \$62  = bad_program | bad_pitch;
-  assign \$63  = \$62  | bad_range;
-  assign refused = \$63  | desc_busy;
-  assign \$64  = ~ refused;
-  assign \$65  = stage[3] & \$64 ;
-  assign \$66  = ~ refused;
-  assign \$67  = stage[3] & \$66 ;
-  assign \$68  = ~ busy;
-  assign \$69  = ~ program__valid;
-  assign \$70  = \$68  & \$69 ;
-  assign \$71  = | stage;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = \$70  & \$72 ;
-  assign trigger__ready = \$73  & room;
+  assign \$49  = ~ empty;
+  assign \$50  = \$48  & \$49 ;
+  assign bad_pitch = \$50  & overlap;
+  assign \$51  = stage[3] & desc[8];
+  assign \$52  = ~ empty;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = ~ overlap;
+  assign \$55  = \$53  & \$54 ;
+  assign bad_range = \$55  & wraps;
+  assign \$56  = empty | overlap;
+  assign \$57  = \$56  | wraps;
+  assign \$58  = desc[8] & \$57 ;
+  assign \$59  = ~ \$58 ;
+  assign \$60  = stage[3] & \$59 ;
+  assign desc_busy = \$60  & \busy$17 ;
+  assign \$61  = bad_program | bad_pitch;
+  assign \$62  = \$61  | bad_range;
+  assign refused = \$62  | desc_busy;
+  assign \$63  = ~ refused;
+  assign \$64  = stage[3] & \$63 ;
+  assign \$65  = ~ refused;
+  assign \$66  = stage[3] & \$65 ;
+  assign \$67  = ~ busy;
+  assign \$68  = ~ program__valid;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = | stage;
+  assign \$71  = ~ \$70 ;
+  assign \$72  = \$69  & \$71 ;
+  assign trigger__ready = \$72  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$74  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$74 ;
-  assign \$75  = ~ refused;
-  assign \$76  = trigger__valid & trigger__ready;
-  assign \$77  = \held$32  + \$76 ;
-  assign \$78  = \$77  - bad_descriptor;
-  assign \$79  = o__valid & o__ready;
-  assign \$80  = $signed(\$78 ) - $signed({ 1'h0, \$79  });
-  assign \$81  = ~ fetching;
-  assign \$82  = ~ fetched;
-  assign \$83  = \$81  & \$82 ;
-  assign \$84  = ~ descriptor__valid;
-  assign \$85  = \$84  | descriptor__ready;
-  assign \$86  = \$83  & \$85 ;
-  assign \$87  = ~ stage[3];
-  assign o__ready = \$86  & \$87 ;
-  assign \$88  = old + 1'h1;
-  assign \$89  = \old$57  + 1'h1;
-  assign \$90  = \old$64  + 1'h1;
-  assign \$91  = issued_checked - dropped_checked;
-  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$92 [4:0];
-  assign \$93  = ~ s1_valid;
-  assign \$94  = ~ s2_valid;
+  assign \$73  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$73 ;
+  assign \$74  = ~ refused;
+  assign \$75  = trigger__valid & trigger__ready;
+  assign \$76  = \held$33  + \$75 ;
+  assign \$77  = \$76  - bad_descriptor;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = $signed(\$77 ) - $signed({ 1'h0, \$78  });
+  assign \$80  = ~ fetching;
+  assign \$81  = ~ fetched;
+  assign \$82  = \$80  & \$81 ;
+  assign \$83  = ~ descriptor__valid;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ stage[3];
+  assign o__ready = \$84  & \$85 ;
+  assign \$86  = old + 1'h1;
+  assign \$87  = \old$58  + 1'h1;
+  assign \$88  = \old$65  + 1'h1;
+  assign \$89  = issued_checked - dropped_checked;
+  assign \$90  = $signed(\$89 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$90 [4:0];
+  assign \$91  = ~ s1_valid;
+  assign \$92  = ~ s2_valid;
+  assign \$93  = \$91  & \$92 ;
+  assign \$94  = ~ o__valid;
   assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ o__valid;
+  assign \$96  = ~ fetching;
   assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetching;
+  assign \$98  = ~ fetched;
   assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ fetched;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = ~ descriptor__valid;
-  assign idle = \$101  & \$102 ;
+  assign \$100  = ~ descriptor__valid;
+  assign idle = \$99  & \$100 ;
   always @(posedge clk)
-    sweep <= \$103 ;
+    sweep <= \$101 ;
   always @(posedge clk)
-    busy <= \$104 ;
+    busy <= \$102 ;
   always @(posedge clk)
-    stage <= \$105 ;
+    stage <= \$103 ;
   always @(posedge clk)
-    desc <= \$106 ;
+    desc <= \$104 ;
   always @(posedge clk)
-    held <= \$107 ;
+    rows1 <= \$105 ;
+  always @(posedge clk)
+    held <= \$106 ;
   always @(posedge clk)
     lo <= \$6 ;
   always @(posedge clk)
-    hi <= \$8 ;
+    hi <= \$7 ;
   always @(posedge clk)
-    empty <= \$11 ;
+    empty <= \$10 ;
   always @(posedge clk)
-    overlap <= \$14 ;
+    overlap <= \$13 ;
   always @(posedge clk)
-    span <= \$18 [36:0];
+    span <= \$17 [36:0];
   always @(posedge clk)
-    \busy$16  <= \$108 ;
+    \busy$17  <= \$107 ;
   always @(posedge clk)
-    wraps <= \$22 ;
+    wraps <= \$21 ;
   always @(posedge clk)
-    s1_valid <= \$109 ;
+    s1_valid <= \$108 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$110 ;
+    s2_valid <= \$109 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -70174,13 +72703,13 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$32  <= \$111 ;
+    \held$33  <= \$110 ;
   always @(posedge clk)
-    room <= \$112 ;
+    room <= \$111 ;
   always @(posedge clk)
-    fetching <= \$113 ;
+    fetching <= \$112 ;
   always @(posedge clk)
-    fetched <= \$114 ;
+    fetched <= \$113 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -70188,33 +72717,33 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$115 ;
+    descriptor__valid <= \$114 ;
   always @(posedge clk)
-    descriptor__payload <= \$116 ;
+    descriptor__payload <= \$115 ;
   always @(posedge clk)
-    pending <= \$117 ;
+    pending <= \$116 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$34 ;
+    old <= \$33 ;
   always @(posedge clk)
-    issued_checked <= \$118 ;
+    issued_checked <= \$117 ;
   always @(posedge clk)
-    \pending$55  <= \$119 ;
+    \pending$56  <= \$118 ;
   always @(posedge clk)
-    \pending_index$56  <= s2_cmd;
+    \pending_index$57  <= s2_cmd;
   always @(posedge clk)
-    \old$57  <= \$39 ;
+    \old$58  <= \$38 ;
   always @(posedge clk)
-    dropped_checked <= \$120 ;
+    dropped_checked <= \$119 ;
   always @(posedge clk)
-    \pending$62  <= \$121 ;
+    \pending$63  <= \$120 ;
   always @(posedge clk)
-    \pending_index$63  <= descriptor__payload[7:0];
+    \pending_index$64  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$64  <= \$45 ;
+    \old$65  <= \$44 ;
   always @(posedge clk)
-    taken_checked <= \$122 ;
+    taken_checked <= \$121 ;
   t3hw_system__e2__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -70226,168 +72755,175 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
   );
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$103  = sweep;
+    \$101  = sweep;
     if (busy) begin
-      \$103  = \$1 [7:0];
+      \$101  = \$1 [7:0];
     end
     if (rst) begin
-      \$103  = 8'h00;
+      \$101  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$104  = busy;
+    \$102  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$104  = 1'h0;
+        \$102  = 1'h0;
       end
     end
     if (rst) begin
-      \$104  = 1'h1;
+      \$102  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$105  = { stage[2:0], \$3  };
+    \$103  = { stage[2:0], \$3  };
     if (rst) begin
-      \$105  = 4'h0;
+      \$103  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$106  = desc;
+    \$104  = desc;
     if (\$4 ) begin
-      \$106  = program__payload;
+      \$104  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$107  = held;
+    \$105  = rows1;
     if (\$4 ) begin
-      \$107  = desc_held;
+      \$105  = \$5 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$108  = \busy$16 ;
+    \$106  = held;
+    if (stage[0]) begin
+      \$106  = desc_held;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$107  = \busy$17 ;
     if (stage[2]) begin
-      \$108  = \$19 ;
+      \$107  = \$18 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$109  = \$23 ;
+    \$108  = \$22 ;
+    if (rst) begin
+      \$108  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$109  = s1_valid;
     if (rst) begin
       \$109  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$110  = s1_valid;
+    \$110  = \$79 [4:0];
     if (rst) begin
-      \$110  = 1'h0;
+      \$110  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$111  = \$80 [4:0];
+    \$111  = \$26 ;
     if (rst) begin
-      \$111  = 5'h00;
+      \$111  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     \$112  = \$27 ;
     if (rst) begin
-      \$112  = 1'h1;
+      \$112  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$113  = \$28 ;
+    \$113  = fetching;
     if (rst) begin
       \$113  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$114  = fetching;
+    \$114  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$114  = 1'h0;
+    end
+    if (fetched) begin
+      \$114  = 1'h1;
+    end
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$115  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$115  = 1'h0;
-    end
+    \$115  = descriptor__payload;
     if (fetched) begin
-      \$115  = 1'h1;
+      \$115 [8] = got[0];
+      \$115 [9] = got[1];
+      \$115 [14:10] = got[6:2];
+      \$115 [30:15] = got[22:7];
+      \$115 [42:31] = got[34:23];
+      \$115 [58:43] = got[50:35];
+      \$115 [82:59] = got[74:51];
+      \$115 [130:83] = got[122:75];
+      \$115 [178:131] = got[170:123];
+      \$115 [7:0] = got_index;
     end
     if (rst) begin
-      \$115  = 1'h0;
+      \$115  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$116  = descriptor__payload;
-    if (fetched) begin
-      \$116 [8] = got[0];
-      \$116 [9] = got[1];
-      \$116 [14:10] = got[6:2];
-      \$116 [30:15] = got[22:7];
-      \$116 [42:31] = got[34:23];
-      \$116 [58:43] = got[50:35];
-      \$116 [82:59] = got[74:51];
-      \$116 [130:83] = got[122:75];
-      \$116 [178:131] = got[170:123];
-      \$116 [7:0] = got_index;
-    end
+    \$116  = \$30 ;
     if (rst) begin
-      \$116  = 179'h000000000000000000000000000000000000000000000;
+      \$116  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$117  = \$31 ;
-    if (rst) begin
-      \$117  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$118  = issued_checked;
+    \$117  = issued_checked;
     if (stage[1]) begin
-      \$118  = check__data;
+      \$117  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$119  = \$36 ;
+    \$118  = \$35 ;
     if (rst) begin
-      \$119  = 1'h0;
+      \$118  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$120  = dropped_checked;
+    \$119  = dropped_checked;
     if (stage[1]) begin
-      \$120  = \check__data$61 ;
+      \$119  = \check__data$62 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$121  = \$42 ;
+    \$120  = \$41 ;
     if (rst) begin
-      \$121  = 1'h0;
+      \$120  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$122  = taken_checked;
+    \$121  = taken_checked;
     if (stage[1]) begin
-      \$122  = \check__data$68 ;
+      \$121  = \check__data$69 ;
     end
   end
   always @* begin
@@ -70398,7 +72934,7 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$75 ) begin
+    if (\$74 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -70427,7 +72963,7 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$65 ;
+      wr_check__en = \$64 ;
     end
   end
   always @* begin
@@ -70462,7 +72998,7 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$67 ;
+      wr_fetch__en = \$66 ;
     end
   end
   always @* begin
@@ -70480,7 +73016,7 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$88 [4:0];
+      wr__data = \$86 [4:0];
     end
   end
   always @* begin
@@ -70496,60 +73032,60 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$93  = sweep;
+      \wr__addr$94  = sweep;
     end else begin
-      \wr__addr$93  = \pending_index$56 ;
+      \wr__addr$94  = \pending_index$57 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$94  = 5'h00;
+      \wr__data$95  = 5'h00;
     end else begin
-      \wr__data$94  = \$89 [4:0];
+      \wr__data$95  = \$87 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$95  = 1'h1;
+      \wr__en$96  = 1'h1;
     end else begin
-      \wr__en$95  = \pending$55 ;
+      \wr__en$96  = \pending$56 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$98  = sweep;
+      \wr__addr$99  = sweep;
     end else begin
-      \wr__addr$98  = \pending_index$63 ;
+      \wr__addr$99  = \pending_index$64 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$99  = 5'h00;
+      \wr__data$100  = 5'h00;
     end else begin
-      \wr__data$99  = \$90 [4:0];
+      \wr__data$100  = \$88 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$100  = 1'h1;
+      \wr__en$101  = 1'h1;
     end else begin
-      \wr__en$100  = \pending$62 ;
+      \wr__en$101  = \pending$63 ;
     end
   end
-  assign held_next = \$80 [4:0];
-  assign value = \$88 [4:0];
-  assign \value$59  = \$89 [4:0];
-  assign \value$66  = \$90 [4:0];
+  assign held_next = \$79 [4:0];
+  assign value = \$86 [4:0];
+  assign \value$60  = \$87 [4:0];
+  assign \value$67  = \$88 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -70557,10 +73093,10 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$92  = s2_cmd;
-  assign \check__addr$96  = desc[7:0];
-  assign \pre__addr$97  = descriptor__payload[7:0];
-  assign \check__addr$101  = desc[7:0];
+  assign \pre__addr$93  = s2_cmd;
+  assign \check__addr$97  = desc[7:0];
+  assign \pre__addr$98  = descriptor__payload[7:0];
+  assign \check__addr$102  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -70623,20 +73159,20 @@ module t3hw_system__e2__dma__queue (rst, desc_held, trigger__valid, program__rea
   assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
   assign wr_fetch__data__src  = wr_fetch__data[122:75];
   assign wr_fetch__data__dst  = wr_fetch__data[170:123];
-  assign \$15  = { 3'h0, hi, 12'h000 };
-  assign \$20  = \$signal [48];
-  assign \$21  = dst_end[48];
+  assign \$14  = { 3'h0, hi, 12'h000 };
+  assign \$19  = \$signal [48];
+  assign \$20  = dst_end[48];
 endmodule
 
-module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_50  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [5:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [6:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -70656,35 +73192,68 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [5:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [6:0] \$47 ;
-  reg [7:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [4:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [4:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [7:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [7:0] data;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 8'h00 *)
@@ -70695,7 +73264,7 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -70704,6 +73273,7 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [7:0] wr__data;
   wire [7:0] wr__data;
@@ -70731,99 +73301,154 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'hf;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'he;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'he;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 5'h10;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'he;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'he;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [4:0];
+    if (rst) begin
+      \$77  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$51  = \$47 [4:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 5'h00;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -70832,7 +73457,7 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   assign head = rd__addr;
 endmodule
 
-module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, o__valid, i__valid, data, o__payload, clk);
+module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [57:0] data;
@@ -70840,6 +73465,7 @@ module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
+  wire full;
   wire [57:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -70848,7 +73474,6 @@ module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [57:0] o__payload;
   wire [57:0] o__payload;
   wire [57:0] \o__payload$7 ;
@@ -70867,12 +73492,12 @@ module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e2__slice_dma_read__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -70897,7 +73522,7 @@ module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   assign o__payload$7__tag  = o__payload[57:55];
 endmodule
 
-module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_51  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -70917,16 +73542,50 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [57:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [57:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [57:0] \$64 ;
+  reg [57:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -70938,12 +73597,13 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
+  output full;
+  reg full = 1'h0;
   (* init = 58'h000000000000000 *)
   wire [57:0] head_reg;
   wire [47:0] head_reg__addr ;
   wire [6:0] head_reg__bytes ;
   wire [2:0] head_reg__tag ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [57:0] o__payload;
   reg [57:0] o__payload = 58'h000000000000000;
@@ -70953,7 +73613,7 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -70962,64 +73622,122 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   wire [47:0] slot__addr ;
   wire [6:0] slot__bytes ;
   wire [2:0] slot__tag ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_51 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_51 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_51 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_51 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_51 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_51 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_51 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -71037,13 +73755,14 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   assign slot__tag  = slot[57:55];
 endmodule
 
-module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [3:0] data;
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
+  wire full;
   wire [3:0] i__payload;
   wire i__payload__error ;
   wire [2:0] i__payload__tag ;
@@ -71051,7 +73770,6 @@ module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [3:0] o__payload;
   wire [3:0] o__payload;
   wire [3:0] \o__payload$7 ;
@@ -71068,12 +73786,12 @@ module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e2__slice_dma_response__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -71094,7 +73812,7 @@ module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_52  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -71114,16 +73832,50 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__valid
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [3:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [3:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [3:0] \$64 ;
+  reg [3:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -71134,11 +73886,12 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__valid
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
+  output full;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head_reg;
   wire head_reg__error ;
   wire [2:0] head_reg__tag ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [3:0] o__payload;
   reg [3:0] o__payload = 4'h0;
@@ -71147,7 +73900,7 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__valid
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -71155,64 +73908,122 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__valid
   reg [3:0] slot = 4'h0;
   wire slot__error ;
   wire [2:0] slot__tag ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -71226,7 +74037,7 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__valid
   assign slot__error  = slot[3];
 endmodule
 
-module t3hw_system__e2__slice_net_dma (rst, i__ready, o__valid, i__valid, data, o__ready, o__payload, clk);
+module t3hw_system__e2__slice_net_dma (rst, i__ready, i__valid, data, o__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -71239,6 +74050,7 @@ module t3hw_system__e2__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  wire full;
   wire [76:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -71252,7 +74064,6 @@ module t3hw_system__e2__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [76:0] o__payload;
   wire [76:0] o__payload;
   wire [76:0] \o__payload$7 ;
@@ -71281,12 +74092,12 @@ module t3hw_system__e2__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e2__slice_net_dma__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -71319,7 +74130,7 @@ module t3hw_system__e2__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e2__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
+module t3hw_system__e2__slice_net_dma__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
   reg _init_strobe_53  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -71339,16 +74150,50 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__valid, data, o__read
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [76:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [76:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [76:0] \$64 ;
+  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -71365,6 +74210,8 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__valid, data, o__read
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  output full;
+  reg full = 1'h0;
   (* init = 77'h00000000000000000000 *)
   wire [76:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -71375,7 +74222,6 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__valid, data, o__read
   (* enum_value_1 = "UPDATE" *)
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
   reg [76:0] o__payload = 77'h00000000000000000000;
@@ -71390,7 +74236,7 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__valid, data, o__read
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -71404,64 +74250,122 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__valid, data, o__read
   (* enum_value_1 = "UPDATE" *)
   wire slot__kind ;
   wire [15:0] slot__tile ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_53 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_53 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -71487,7 +74391,7 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__valid, data, o__read
   assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, o__valid, data, o__ready, o__payload, clk);
+module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, data, o__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -71500,6 +74404,7 @@ module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, o__valid, data
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  wire full;
   wire [76:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -71513,7 +74418,6 @@ module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, o__valid, data
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [76:0] o__payload;
   wire [76:0] o__payload;
   wire [76:0] \o__payload$7 ;
@@ -71542,12 +74446,12 @@ module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, o__valid, data
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e2__slice_net_store__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -71580,7 +74484,7 @@ module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, o__valid, data
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e2__slice_net_store__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
+module t3hw_system__e2__slice_net_store__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
   reg _init_strobe_54  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -71600,16 +74504,50 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__valid, data, o__re
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [76:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [76:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [76:0] \$64 ;
+  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -71626,6 +74564,8 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__valid, data, o__re
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  output full;
+  reg full = 1'h0;
   (* init = 77'h00000000000000000000 *)
   wire [76:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -71636,7 +74576,6 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__valid, data, o__re
   (* enum_value_1 = "UPDATE" *)
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
   reg [76:0] o__payload = 77'h00000000000000000000;
@@ -71651,7 +74590,7 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__valid, data, o__re
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -71665,64 +74604,122 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__valid, data, o__re
   (* enum_value_1 = "UPDATE" *)
   wire slot__kind ;
   wire [15:0] slot__tile ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_54 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_54 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_54 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_54 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_54 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_54 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_54 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -71748,7 +74745,7 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__valid, data, o__re
   assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e2__slice_remote (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_system__e2__slice_remote (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -71761,6 +74758,7 @@ module t3hw_system__e2__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  wire full;
   wire [72:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -71774,7 +74772,6 @@ module t3hw_system__e2__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [72:0] o__payload;
   wire [72:0] o__payload;
   wire [72:0] \o__payload$7 ;
@@ -71803,12 +74800,12 @@ module t3hw_system__e2__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e2__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -71841,7 +74838,7 @@ module t3hw_system__e2__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_55  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -71861,16 +74858,50 @@ module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [72:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [72:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [72:0] \$64 ;
+  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -71887,6 +74918,8 @@ module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  output full;
+  reg full = 1'h0;
   (* init = 73'h0000000000000000000 *)
   wire [72:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -71897,7 +74930,6 @@ module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
   wire head_reg__tracked ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
   reg [72:0] o__payload = 73'h0000000000000000000;
@@ -71912,7 +74944,7 @@ module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, o__valid, data
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -71926,64 +74958,122 @@ module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire slot__kind ;
   wire [15:0] slot__tile ;
   wire slot__tracked ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_55 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_55 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_55 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_55 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_55 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_55 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_55 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -72009,7 +75099,7 @@ module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, o__valid, data
   assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -72022,6 +75112,7 @@ module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  wire full;
   wire [72:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -72035,7 +75126,6 @@ module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [72:0] o__payload;
   wire [72:0] o__payload;
   wire [72:0] \o__payload$7 ;
@@ -72064,12 +75154,12 @@ module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e2__slice_store__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -72102,7 +75192,7 @@ module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e2__slice_store__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_56  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -72122,16 +75212,50 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [72:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [72:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [72:0] \$64 ;
+  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -72148,6 +75272,8 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  output full;
+  reg full = 1'h0;
   (* init = 73'h0000000000000000000 *)
   wire [72:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -72158,7 +75284,6 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
   wire head_reg__tracked ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
   reg [72:0] o__payload = 73'h0000000000000000000;
@@ -72173,7 +75298,7 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__valid, data,
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -72187,64 +75312,122 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire slot__kind ;
   wire [15:0] slot__tile ;
   wire slot__tracked ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_56 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_56 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_56 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_56 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_56 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_56 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_56 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -72270,14 +75453,14 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__valid, data,
   assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, trigger__payload, clk);
+module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
   reg _init_strobe_57  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire [4:0] \$103 ;
+  wire \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
@@ -72307,12 +75490,12 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$128 ;
   wire \$129 ;
   wire [11:0] \$13 ;
-  wire \$130 ;
+  wire [11:0] \$130 ;
   wire \$131 ;
   wire \$132 ;
   wire \$133 ;
   wire \$134 ;
-  wire [11:0] \$135 ;
+  wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
@@ -72322,33 +75505,33 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [3:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
-  wire \$148 ;
-  wire [3:0] \$149 ;
+  wire [4:0] \$148 ;
+  wire \$149 ;
   wire [3:0] \$15 ;
-  wire \$150 ;
-  wire \$151 ;
-  wire \$152 ;
-  wire [4:0] \$153 ;
+  wire [7:0] \$150 ;
+  wire [11:0] \$151 ;
+  wire [7:0] \$152 ;
+  wire \$153 ;
   wire \$154 ;
-  wire [7:0] \$155 ;
-  wire [11:0] \$156 ;
+  wire \$155 ;
+  wire \$156 ;
   wire [7:0] \$157 ;
-  wire \$158 ;
+  wire [7:0] \$158 ;
   wire \$159 ;
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire [11:0] \$162 ;
-  wire [7:0] \$163 ;
-  wire [12:0] \$164 ;
-  wire [12:0] \$165 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
   wire \$166 ;
-  wire [7:0] \$167 ;
-  wire [7:0] \$168 ;
+  wire [8:0] \$167 ;
+  wire \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -72358,27 +75541,27 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire [8:0] \$177 ;
-  wire [5:0] \$178 ;
+  wire \$177 ;
+  wire \$178 ;
   wire [5:0] \$179 ;
   wire \$18 ;
   wire [5:0] \$180 ;
-  wire [32:0] \$181 ;
-  wire [32:0] \$182 ;
-  wire [32:0] \$183 ;
+  wire [5:0] \$181 ;
+  wire \$182 ;
+  wire \$183 ;
   wire [32:0] \$184 ;
   wire \$185 ;
   wire \$186 ;
   wire [32:0] \$187 ;
-  wire [32:0] \$188 ;
+  wire \$188 ;
   wire \$189 ;
   wire [7:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
+  wire [32:0] \$190 ;
+  wire [32:0] \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [32:0] \$194 ;
+  wire [32:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
@@ -72387,17 +75570,17 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [11:0] \$20 ;
   wire \$200 ;
   wire \$201 ;
-  wire [3:0] \$202 ;
-  reg [7:0] \$203 ;
-  reg [8:0] \$204 ;
-  reg \$205 ;
-  reg \$206 ;
-  reg \$207 ;
-  reg \$208 ;
-  reg \$209 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire [3:0] \$209 ;
   wire [7:0] \$21 ;
-  reg \$210 ;
-  reg \$211 ;
+  reg [7:0] \$210 ;
+  reg [8:0] \$211 ;
   reg \$212 ;
   reg \$213 ;
   reg \$214 ;
@@ -72409,31 +75592,38 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [12:0] \$22 ;
   reg \$220 ;
   reg \$221 ;
-  reg [2:0] \$222 ;
+  reg \$222 ;
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
   reg \$226 ;
   reg \$227 ;
   reg \$228 ;
-  wire [28:0] \$229 ;
+  reg [2:0] \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  wire [23:0] \$233 ;
+  reg \$233 ;
   reg \$234 ;
   reg \$235 ;
-  reg [58:0] \$236 ;
-  reg [23:0] \$237 ;
+  wire [28:0] \$236 ;
+  reg \$237 ;
   reg \$238 ;
   reg \$239 ;
   wire [11:0] \$24 ;
-  reg [5:0] \$240 ;
-  reg [191:0] \$241 ;
+  wire [23:0] \$240 ;
+  reg \$241 ;
   reg \$242 ;
-  reg [2:0] \$243 ;
+  reg [23:0] \$243 ;
+  reg \$244 ;
+  reg \$245 ;
+  reg \$246 ;
+  reg [5:0] \$247 ;
+  reg [191:0] \$248 ;
+  reg \$249 ;
   wire \$25 ;
+  reg [2:0] \$250 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -72480,43 +75670,56 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$65 ;
   wire \$66 ;
   wire [1:0] \$67 ;
-  wire [9:0] \$68 ;
-  wire [10:0] \$69 ;
+  wire \$68 ;
+  wire [11:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
+  wire [7:0] \$70 ;
+  wire [12:0] \$71 ;
+  wire [12:0] \$72 ;
+  wire [9:0] \$73 ;
+  wire [10:0] \$74 ;
   wire \$75 ;
-  wire \$76 ;
+  wire [9:0] \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire [15:0] \$8 ;
   wire \$80 ;
-  wire [9:0] \$81 ;
+  wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
+  wire [15:0] \$85 ;
+  wire [15:0] \$86 ;
   wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire [15:0] \$9 ;
-  wire [15:0] \$90 ;
-  wire [15:0] \$91 ;
+  wire \$90 ;
+  wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [7:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire [7:0] \$99 ;
+  wire [4:0] \$98 ;
+  wire \$99 ;
+  (* enum_base_type = "TrackOp" *)
+  (* enum_value_00 = "ARM" *)
+  (* enum_value_01 = "DISARM" *)
+  (* enum_value_10 = "READ" *)
+  reg [1:0] \$like  = 2'h0;
+  (* enum_base_type = "TrackResult" *)
+  (* enum_value_000 = "OK" *)
+  (* enum_value_001 = "BUSY" *)
+  (* enum_value_010 = "BAD_THRESHOLD" *)
+  (* enum_value_011 = "NOT_ARMED" *)
+  (* enum_value_100 = "BAD_OP" *)
+  reg [2:0] \$like$75  = 3'h0;
+  reg [15:0] \$like$76  = 16'h0000;
   reg \$signal  = 1'h0;
-  reg \$signal$75  = 1'h0;
+  reg \$signal$79  = 1'h0;
   wire arm;
   reg [45:0] base;
   wire [7:0] base__cmd ;
@@ -72566,7 +75769,7 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [7:0] data$69__cmd ;
   wire [15:0] data$69__tile ;
   output desc_held;
-  wire desc_held;
+  reg desc_held = 1'h1;
   wire [7:0] desc_query;
   reg disarm_ok = 1'h0;
   wire done;
@@ -72686,7 +75889,7 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [11:0] rdata__threshold ;
   wire rdata__valid ;
   output [58:0] result__payload;
-  reg [58:0] result__payload = 59'h000000000000000;
+  wire [58:0] result__payload;
   wire [7:0] result__payload__cmd ;
   (* enum_base_type = "TrackResult" *)
   (* enum_value_000 = "OK" *)
@@ -72835,10 +76038,10 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   wire trigger__valid;
   reg [2:0] \wait  = 3'h0;
   reg [7:0] wr__addr = 8'h00;
-  wire [7:0] \wr__addr$78 ;
+  wire [7:0] \wr__addr$82 ;
   (* init = 46'h000000000000 *)
   wire [45:0] wr__data;
-  wire [8:0] \wr__data$80 ;
+  wire [8:0] \wr__data$84 ;
   wire [7:0] wr__data__cmd ;
   wire [11:0] wr__data__left ;
   wire [3:0] wr__data__pending ;
@@ -72847,7 +76050,7 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [11:0] wr__data__threshold ;
   wire wr__data__valid ;
   wire wr__en;
-  wire \wr__en$81 ;
+  wire \wr__en$85 ;
   input [22:0] write__payload;
   wire [22:0] write__payload;
   wire [3:0] write__payload__beats ;
@@ -73392,8 +76595,8 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
     held[255] = 9'h000;
   end
   always @(posedge clk) begin
-    if (\wr__en$81 )
-      held[\wr__addr$78 ] <= \wr__data$80 ;
+    if (\wr__en$85 )
+      held[\wr__addr$82 ] <= \wr__data$84 ;
   end
   assign query__data = held[query__addr];
   assign pre__data = held[ent[28:21]];
@@ -73478,172 +76681,178 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   assign \$66  = s3_prog & \$65 ;
   assign nxt_index = busy ? sweep : s3_tile[7:0];
   assign \$67  = fwd_last_we ? 2'h3 : 2'h0;
-  assign \$68  = s4_old + \$signal$75 ;
-  assign \$69  = \$68  - s4_dec;
-  assign \wr__addr$78  = busy ? sweep : s4_cmd;
-  assign \wr__data$80  = busy ? 9'h000 : \$69 [8:0];
-  assign \$70  = \$signal$75  | s4_dec;
-  assign \wr__en$81  = busy | \$70 ;
-  assign \$71  = s4_cmd == query__addr;
-  assign \$72  = \$71  & \$signal$75 ;
-  assign \$73  = busy | \$72 ;
-  assign \$74  = | query__data;
-  assign \$75  = s4_cmd == query__addr;
-  assign \$76  = \$75  & s4_dec;
-  assign \$77  = query__data == 1'h1;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = ~ \$78 ;
-  assign \$80  = \$74  & \$79 ;
-  assign desc_held = \$73  | \$80 ;
-  assign \$81  = sweep1 + 1'h1;
-  assign \$82  = sweep1 == 8'hff;
-  assign \$83  = program__valid & program__ready;
-  assign \$84  = ~ write__valid;
-  assign \$85  = ~ busy;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = ~ program__valid;
-  assign \$88  = \$86  & \$87 ;
-  assign \$89  = \$88  & \o__valid$13 ;
-  assign \$90  = program__valid ? program__payload[17:2] : \o__payload$15 ;
-  assign \$91  = write__valid ? write__payload[15:0] : \$90 ;
+  assign \$68  = fwd_last[0] & fwd_last[1];
+  assign \$69  = fwd_last[0] ? fwd_last[21:10] : 12'h000;
+  assign \$70  = fwd_last[0] ? fwd_last[41:34] : 8'h00;
+  assign \$71  = fwd_last[21:10] - fwd_last[33:22];
+  assign \$72  = fwd_last[0] ? \$71  : 13'h0000;
+  assign \$73  = s4_old + \$signal$79 ;
+  assign \$74  = \$73  - s4_dec;
+  assign \wr__addr$82  = busy ? sweep : s4_cmd;
+  assign \wr__data$84  = busy ? 9'h000 : \$74 [8:0];
+  assign \$75  = \$signal$79  | s4_dec;
+  assign \wr__en$85  = busy | \$75 ;
+  assign \$76  = sweep1 + 1'h1;
+  assign \$77  = sweep1 == 8'hff;
+  assign \$78  = program__valid & program__ready;
+  assign \$79  = ~ write__valid;
+  assign \$80  = ~ busy;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ program__valid;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = \$83  & \o__valid$13 ;
+  assign \$85  = program__valid ? program__payload[17:2] : \o__payload$15 ;
+  assign \$86  = write__valid ? write__payload[15:0] : \$85 ;
+  assign \$87  = ~ sweep_last;
+  assign \$88  = busy & \$87 ;
+  assign \$89  = \$88  | s2_valid;
+  assign \$90  = \$89  | s2_prog;
+  assign \$91  = \$90  | s2_ack;
   assign \$92  = ~ sweep_last;
   assign \$93  = busy & \$92 ;
-  assign \$94  = \$93  | s2_valid;
-  assign \$95  = \$94  | s2_prog;
-  assign \$96  = \$95  | s2_ack;
-  assign \$97  = ~ sweep_last;
-  assign \$98  = busy & \$97 ;
-  assign \$99  = \$98  ? sweep1[7:0] : s2_tile[7:0];
-  assign \$100  = \$99  == s1_tile[7:0];
-  assign \$101  = \$96  & \$100 ;
-  assign \$102  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$103  = s1_write[19:16] + 1'h1;
-  assign \$104  = busy | s3_valid;
-  assign \$105  = \$104  | s3_prog;
-  assign \$106  = \$105  | s3_ack;
-  assign \$107  = nxt_index == s1_tile[7:0];
-  assign \$108  = \$106  & \$107 ;
-  assign \$109  = wr__addr == s1_tile[7:0];
-  assign \$110  = fwd_last_we & \$109 ;
-  assign \$111  = fwd_prev_index == s1_tile[7:0];
-  assign \$112  = fwd_prev_we & \$111 ;
-  assign \$113  = busy | s3_valid;
-  assign \$114  = \$113  | s3_prog;
-  assign \$115  = \$114  | s3_ack;
-  assign \$116  = nxt_index == s1_tile[7:0];
-  assign \$117  = \$115  & \$116 ;
-  assign \$118  = wr__addr == s1_tile[7:0];
-  assign \$119  = fwd_last_we & \$118 ;
-  assign \$120  = fwd_prev_index == s1_tile[7:0];
-  assign \$121  = fwd_prev_we & \$120 ;
-  assign \$122  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$123  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$124  = \$119  ? \$122  : \$123 ;
-  assign \$125  = \$108  ? nxt_tag_eq1 : \$124 ;
-  assign \$126  = busy | s3_valid;
-  assign \$127  = \$126  | s3_prog;
-  assign \$128  = \$127  | s3_ack;
-  assign \$129  = nxt_index == s1_tile[7:0];
-  assign \$130  = \$128  & \$129 ;
-  assign \$131  = wr__addr == s1_tile[7:0];
-  assign \$132  = fwd_last_we & \$131 ;
-  assign \$133  = fwd_prev_index == s1_tile[7:0];
-  assign \$134  = fwd_prev_we & \$133 ;
-  assign \$135  = base[0] ? base[33:22] : s2_req[29:18];
-  assign \$136  = ~ s2_stale;
-  assign \$137  = s2_valid & \$136 ;
-  assign \$138  = \$137  & ok_next;
-  assign \$139  = s2_req[1:0] == 1'h1;
-  assign \$140  = s2_prog & \$139 ;
-  assign \$141  = \$140  & ok_next;
-  assign \$142  = ! s2_req[1:0];
-  assign \$143  = s2_prog & \$142 ;
-  assign \$144  = | s2_req[29:18];
-  assign \$145  = \$143  & \$144 ;
-  assign \$146  = ~ s2_stale;
-  assign \$147  = s2_valid & \$146 ;
-  assign \$148  = \$147  & ok_next;
-  assign \$149  = \$148  ? s2_write[19:16] : 4'h0;
-  assign \$150  = ~ s2_stale;
-  assign \$151  = s2_valid & \$150 ;
-  assign \$152  = \$151  & ok_next;
-  assign \$153  = \$152  ? s2_beats1 : 5'h01;
-  assign \$154  = \$signal  ? nxt[1] : base[1];
-  assign \$155  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$156  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$157  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$158  = busy | s3_valid;
-  assign \$159  = \$158  | s3_prog;
-  assign \$160  = \$159  | s3_ack;
-  assign \$161  = nxt[0] & nxt[1];
-  assign \$162  = nxt[0] ? nxt[21:10] : 12'h000;
-  assign \$163  = nxt[0] ? nxt[41:34] : 8'h00;
-  assign \$164  = nxt[21:10] - nxt[33:22];
-  assign \$165  = nxt[0] ? \$164  : 13'h0000;
-  assign \$166  = | set_err;
-  assign \$167  = hit ? ent[28:21] : 8'h00;
-  assign \$168  = s3_prog ? s3_req[37:30] : \$167 ;
-  assign \$169  = complete & idle;
-  assign \$170  = ~ busy;
-  assign \$171  = \$169  & \$170 ;
-  assign \$172  = cur[45:42] == 1'h1;
-  assign \$173  = s3_ack & \$172 ;
-  assign \$174  = \$signal$75  | s4_dec;
-  assign \$175  = s4_cmd == ent[28:21];
-  assign \$176  = \$174  & \$175 ;
-  assign \$177  = \$176  ? \$69 [8:0] : pre__data;
-  assign \$181  = stats[31:0] + 1'h1;
-  assign \$182  = stats[63:32] + 1'h1;
-  assign \$183  = stats[95:64] + 1'h1;
-  assign \$184  = stats[127:96] + 1'h1;
-  assign \$185  = ~ lost;
-  assign \$186  = complete & \$185 ;
-  assign \$187  = stats[159:128] + 1'h1;
-  assign \$188  = stats[191:160] + 1'h1;
-  assign \$189  = ~ busy;
-  assign \$190  = program__valid | \o__valid$13 ;
-  assign \$191  = \$189  & \$190 ;
-  assign \$192  = \$191  & write__valid;
-  assign \$193  = ! \wait ;
-  assign \$194  = \$192  & \$193 ;
-  assign \$195  = ~ busy;
-  assign \$196  = program__valid | \o__valid$13 ;
-  assign \$197  = \$195  & \$196 ;
-  assign \$198  = \$197  & write__valid;
-  assign \$199  = ! \wait ;
-  assign \$200  = \$198  & \$199 ;
-  assign \$201  = | \wait ;
-  assign \$202  = \wait  - 1'h1;
+  assign \$94  = \$93  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$95  = \$94  == s1_tile[7:0];
+  assign \$96  = \$91  & \$95 ;
+  assign \$97  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$98  = s1_write[19:16] + 1'h1;
+  assign \$99  = busy | s3_valid;
+  assign \$100  = \$99  | s3_prog;
+  assign \$101  = \$100  | s3_ack;
+  assign \$102  = nxt_index == s1_tile[7:0];
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = wr__addr == s1_tile[7:0];
+  assign \$105  = fwd_last_we & \$104 ;
+  assign \$106  = fwd_prev_index == s1_tile[7:0];
+  assign \$107  = fwd_prev_we & \$106 ;
+  assign \$108  = busy | s3_valid;
+  assign \$109  = \$108  | s3_prog;
+  assign \$110  = \$109  | s3_ack;
+  assign \$111  = nxt_index == s1_tile[7:0];
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = wr__addr == s1_tile[7:0];
+  assign \$114  = fwd_last_we & \$113 ;
+  assign \$115  = fwd_prev_index == s1_tile[7:0];
+  assign \$116  = fwd_prev_we & \$115 ;
+  assign \$117  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$118  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$119  = \$114  ? \$117  : \$118 ;
+  assign \$120  = \$103  ? nxt_tag_eq1 : \$119 ;
+  assign \$121  = busy | s3_valid;
+  assign \$122  = \$121  | s3_prog;
+  assign \$123  = \$122  | s3_ack;
+  assign \$124  = nxt_index == s1_tile[7:0];
+  assign \$125  = \$123  & \$124 ;
+  assign \$126  = wr__addr == s1_tile[7:0];
+  assign \$127  = fwd_last_we & \$126 ;
+  assign \$128  = fwd_prev_index == s1_tile[7:0];
+  assign \$129  = fwd_prev_we & \$128 ;
+  assign \$130  = base[0] ? base[33:22] : s2_req[29:18];
+  assign \$131  = ~ s2_stale;
+  assign \$132  = s2_valid & \$131 ;
+  assign \$133  = \$132  & ok_next;
+  assign \$134  = s2_req[1:0] == 1'h1;
+  assign \$135  = s2_prog & \$134 ;
+  assign \$136  = \$135  & ok_next;
+  assign \$137  = ! s2_req[1:0];
+  assign \$138  = s2_prog & \$137 ;
+  assign \$139  = | s2_req[29:18];
+  assign \$140  = \$138  & \$139 ;
+  assign \$141  = ~ s2_stale;
+  assign \$142  = s2_valid & \$141 ;
+  assign \$143  = \$142  & ok_next;
+  assign \$144  = \$143  ? s2_write[19:16] : 4'h0;
+  assign \$145  = ~ s2_stale;
+  assign \$146  = s2_valid & \$145 ;
+  assign \$147  = \$146  & ok_next;
+  assign \$148  = \$147  ? s2_beats1 : 5'h01;
+  assign \$149  = \$signal  ? nxt[1] : base[1];
+  assign \$150  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$151  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$152  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$153  = busy | s3_valid;
+  assign \$154  = \$153  | s3_prog;
+  assign \$155  = \$154  | s3_ack;
+  assign \$156  = | set_err;
+  assign \$157  = hit ? ent[28:21] : 8'h00;
+  assign \$158  = s3_prog ? s3_req[37:30] : \$157 ;
+  assign \$159  = complete & idle;
+  assign \$160  = ~ busy;
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = cur[45:42] == 1'h1;
+  assign \$163  = s3_ack & \$162 ;
+  assign \$164  = \$signal$79  | s4_dec;
+  assign \$165  = s4_cmd == ent[28:21];
+  assign \$166  = \$164  & \$165 ;
+  assign \$167  = \$166  ? \$74 [8:0] : pre__data;
+  assign \$168  = s4_cmd == query__addr;
+  assign \$169  = \$168  & \$signal$79 ;
+  assign \$170  = busy | \$169 ;
+  assign \$171  = | query__data;
+  assign \$172  = s4_cmd == query__addr;
+  assign \$173  = \$172  & s4_dec;
+  assign \$174  = query__data == 1'h1;
+  assign \$175  = \$173  & \$174 ;
+  assign \$176  = ~ \$175 ;
+  assign \$177  = \$171  & \$176 ;
+  assign \$178  = \$170  | \$177 ;
+  assign \$182  = ! write__payload[22:21];
+  assign \$183  = write__valid & \$182 ;
+  assign \$184  = stats[31:0] + 1'h1;
+  assign \$185  = write__payload[22:21] == 1'h1;
+  assign \$186  = write__valid & \$185 ;
+  assign \$187  = stats[63:32] + 1'h1;
+  assign \$188  = write__payload[22:21] == 2'h2;
+  assign \$189  = write__valid & \$188 ;
+  assign \$190  = stats[95:64] + 1'h1;
+  assign \$191  = stats[127:96] + 1'h1;
+  assign \$192  = ~ lost;
+  assign \$193  = complete & \$192 ;
+  assign \$194  = stats[159:128] + 1'h1;
+  assign \$195  = stats[191:160] + 1'h1;
+  assign \$196  = ~ busy;
+  assign \$197  = program__valid | \o__valid$13 ;
+  assign \$198  = \$196  & \$197 ;
+  assign \$199  = \$198  & write__valid;
+  assign \$200  = ! \wait ;
+  assign \$201  = \$199  & \$200 ;
+  assign \$202  = ~ busy;
+  assign \$203  = program__valid | \o__valid$13 ;
+  assign \$204  = \$202  & \$203 ;
+  assign \$205  = \$204  & write__valid;
+  assign \$206  = ! \wait ;
+  assign \$207  = \$205  & \$206 ;
+  assign \$208  = | \wait ;
+  assign \$209  = \wait  - 1'h1;
   always @(posedge clk)
-    sweep <= \$203 ;
+    sweep <= \$210 ;
   always @(posedge clk)
-    sweep1 <= \$204 ;
+    sweep1 <= \$211 ;
   always @(posedge clk)
-    sweep_last <= \$205 ;
+    sweep_last <= \$212 ;
   always @(posedge clk)
-    busy <= \$206 ;
+    busy <= \$213 ;
   always @(posedge clk)
-    s1_valid <= \$207 ;
+    s1_valid <= \$214 ;
   always @(posedge clk)
-    s1_stale <= \$208 ;
+    s1_stale <= \$215 ;
   always @(posedge clk)
-    s1_prog <= \$209 ;
+    s1_prog <= \$216 ;
   always @(posedge clk)
-    s1_ack <= \$210 ;
+    s1_ack <= \$217 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s1_tile <= \$91 ;
+    s1_tile <= \$86 ;
   always @(posedge clk)
-    s2_valid <= \$211 ;
+    s2_valid <= \$218 ;
   always @(posedge clk)
-    s2_stale <= \$212 ;
+    s2_stale <= \$219 ;
   always @(posedge clk)
-    s2_prog <= \$213 ;
+    s2_prog <= \$220 ;
   always @(posedge clk)
-    s2_ack <= \$214 ;
+    s2_ack <= \$221 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -73651,13 +76860,13 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$215 ;
+    s3_valid <= \$222 ;
   always @(posedge clk)
-    s3_stale <= \$216 ;
+    s3_stale <= \$223 ;
   always @(posedge clk)
-    s3_prog <= \$217 ;
+    s3_prog <= \$224 ;
   always @(posedge clk)
-    s3_ack <= \$218 ;
+    s3_ack <= \$225 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -73665,83 +76874,89 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$219 ;
+    \$signal  <= \$226 ;
   always @(posedge clk)
-    tag_ahead <= \$220 ;
+    tag_ahead <= \$227 ;
   always @(posedge clk)
-    s2_beats1 <= \$103 ;
+    s2_beats1 <= \$98 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$221 ;
+    fwd_tag_eq <= \$228 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$222 ;
+    fwd_hit <= \$229 ;
   always @(posedge clk)
-    s3_hit <= \$223 ;
+    s3_hit <= \$230 ;
   always @(posedge clk)
-    base_valid <= \$224 ;
+    base_valid <= \$231 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$225 ;
+    tag_ok <= \$232 ;
   always @(posedge clk)
-    base_left <= \$135 ;
+    base_left <= \$130 ;
   always @(posedge clk)
-    count_ok <= \$226 ;
+    count_ok <= \$233 ;
   always @(posedge clk)
-    disarm_ok <= \$227 ;
+    disarm_ok <= \$234 ;
   always @(posedge clk)
-    s3_arm <= \$228 ;
+    s3_arm <= \$235 ;
   always @(posedge clk)
-    s3_beats <= \$149 ;
+    s3_beats <= \$144 ;
   always @(posedge clk)
-    s3_beats1 <= \$153 ;
+    s3_beats1 <= \$148 ;
   always @(posedge clk)
-    ent <= \$229 ;
+    ent <= \$236 ;
   always @(posedge clk)
-    fwd_last_we <= \$230 ;
+    fwd_last_we <= \$237 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$231 ;
+    fwd_old_we <= \$238 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$232 ;
+    fwd_prev_we <= \$239 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$69  <= \$233 ;
+    \data$69  <= \$240 ;
   always @(posedge clk)
-    \push$71  <= \$234 ;
+    \push$71  <= \$241 ;
   always @(posedge clk)
-    result__valid <= \$235 ;
+    result__valid <= \$242 ;
   always @(posedge clk)
-    result__payload <= \$236 ;
+    \$like  <= s3_req[1:0];
   always @(posedge clk)
-    capture <= \$237 ;
+    \$like$75  <= code;
+  always @(posedge clk)
+    \$like$76  <= s3_tile;
+  always @(posedge clk)
+    capture <= \$243 ;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$75  <= \$238 ;
+    \$signal$79  <= \$244 ;
   always @(posedge clk)
-    s4_dec <= \$239 ;
+    s4_dec <= \$245 ;
   always @(posedge clk)
-    s4_old <= \$177 ;
+    s4_old <= \$167 ;
   always @(posedge clk)
-    errors <= \$240 ;
+    desc_held <= \$246 ;
   always @(posedge clk)
-    stats <= \$241 ;
+    errors <= \$247 ;
   always @(posedge clk)
-    hold <= \$242 ;
+    stats <= \$248 ;
   always @(posedge clk)
-    \wait  <= \$243 ;
+    hold <= \$249 ;
+  always @(posedge clk)
+    \wait  <= \$250 ;
   t3hw_system__e2__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -73787,325 +77002,316 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$203  = sweep;
+    \$210  = sweep;
     if (busy) begin
-      \$203  = sweep1[7:0];
+      \$210  = sweep1[7:0];
     end
     if (rst) begin
-      \$203  = 8'h00;
+      \$210  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$204  = sweep1;
+    \$211  = sweep1;
     if (busy) begin
-      \$204  = \$81 [8:0];
+      \$211  = \$76 [8:0];
     end
     if (rst) begin
-      \$204  = 9'h001;
+      \$211  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$205  = sweep_last;
+    \$212  = sweep_last;
     if (busy) begin
-      \$205  = \$82 ;
+      \$212  = \$77 ;
     end
-    if (rst) begin
-      \$205  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$206  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$206  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$206  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$207  = write__valid;
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$208  = busy;
-    if (rst) begin
-      \$208  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$209  = \$83 ;
-    if (rst) begin
-      \$209  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$210  = \$89 ;
-    if (rst) begin
-      \$210  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$211  = s1_valid;
-    if (rst) begin
-      \$211  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$212  = s1_stale;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$213  = s1_prog;
+    \$213  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$213  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$213  = 1'h0;
+      \$213  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$214  = s1_ack;
+    \$214  = write__valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$215  = s2_valid;
+    \$215  = busy;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$216  = s2_stale;
+    \$216  = \$78 ;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$217  = s2_prog;
+    \$217  = \$84 ;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$218  = s2_ack;
+    \$218  = s1_valid;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$219  = \$101 ;
+    \$219  = s1_stale;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$220  = \$102 ;
+    \$220  = s1_prog;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$221  = \$125 ;
+    \$221  = s1_ack;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$222  = { \$134 , \$132 , \$130  };
+    \$222  = s2_valid;
     if (rst) begin
-      \$222  = 3'h0;
+      \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$223  = \$signal ;
+    \$223  = s2_stale;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$224  = base[0];
+    \$224  = s2_prog;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$225  = ok_next;
+    \$225  = s2_ack;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$226  = \$138 ;
+    \$226  = \$96 ;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$227  = \$141 ;
+    \$227  = \$97 ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$228  = \$145 ;
+    \$228  = \$120 ;
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$230  = \$160 ;
+    \$229  = { \$129 , \$127 , \$125  };
+    if (rst) begin
+      \$229  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$230  = \$signal ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$231  = fwd_prev_we;
+    \$231  = base[0];
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$232  = fwd_last_we;
+    \$232  = ok_next;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$234  = \push$56 ;
+    \$233  = \$133 ;
+    if (rst) begin
+      \$233  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$234  = \$136 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$235  = s3_prog;
+    \$235  = \$140 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$236 [1:0] = s3_req[1:0];
-    \$236 [4:2] = code;
-    \$236 [20:5] = s3_tile;
-    \$236 [21] = nxt[0];
-    \$236 [26:23] = nxt[45:42];
-    \$236 [22] = \$161 ;
-    \$236 [38:27] = \$162 ;
-    \$236 [58:51] = \$163 ;
-    \$236 [50:39] = \$165 [11:0];
+    \$237  = \$155 ;
     if (rst) begin
-      \$236  = 59'h000000000000000;
+      \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$237  = capture;
-    if (\$166 ) begin
-      \$237 [15:0] = s3_tile;
-      \$237 [23:16] = \$168 ;
-    end
-    if (rst) begin
-      \$237  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$238  = \$171 ;
+    \$238  = fwd_prev_we;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$239  = \$173 ;
+    \$239  = fwd_last_we;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$240  = \$180 ;
+    \$241  = \push$56 ;
     if (rst) begin
-      \$240  = 6'h00;
+      \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$241  = stats;
-    if (write__valid) begin
-      casez (write__payload[22:21])
-        2'h0:
-            \$241 [31:0] = \$181 [31:0];
-        2'h1:
-            \$241 [63:32] = \$182 [31:0];
-        2'h2:
-            \$241 [95:64] = \$183 [31:0];
-      endcase
-    end
-    if (set_err[0]) begin
-      \$241 [127:96] = \$184 [31:0];
-    end
-    if (\$186 ) begin
-      \$241 [159:128] = \$187 [31:0];
-    end
-    if (lost) begin
-      \$241 [191:160] = \$188 [31:0];
-    end
-    if (rst) begin
-      \$241  = 192'h000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$242  = \$194 ;
+    \$242  = s3_prog;
     if (rst) begin
       \$242  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$243  = \wait ;
-    if (\$200 ) begin
-      \$243  = 3'h7;
-    end else if (\$201 ) begin
-      \$243  = \$202 [2:0];
+    \$243  = capture;
+    if (\$156 ) begin
+      \$243 [15:0] = s3_tile;
+      \$243 [23:16] = \$158 ;
     end
     if (rst) begin
-      \$243  = 3'h0;
+      \$243  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$244  = \$161 ;
+    if (rst) begin
+      \$244  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$245  = \$163 ;
+    if (rst) begin
+      \$245  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$246  = \$178 ;
+    if (rst) begin
+      \$246  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$247  = \$181 ;
+    if (rst) begin
+      \$247  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$248  = stats;
+    if (\$183 ) begin
+      \$248 [31:0] = \$184 [31:0];
+    end
+    if (\$186 ) begin
+      \$248 [63:32] = \$187 [31:0];
+    end
+    if (\$189 ) begin
+      \$248 [95:64] = \$190 [31:0];
+    end
+    if (set_err[0]) begin
+      \$248 [127:96] = \$191 [31:0];
+    end
+    if (\$193 ) begin
+      \$248 [159:128] = \$194 [31:0];
+    end
+    if (lost) begin
+      \$248 [191:160] = \$195 [31:0];
+    end
+    if (rst) begin
+      \$248  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$249  = \$201 ;
+    if (rst) begin
+      \$249  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$250  = \wait ;
+    if (\$207 ) begin
+      \$250  = 3'h7;
+    end else if (\$208 ) begin
+      \$250  = \$209 [2:0];
+    end
+    if (rst) begin
+      \$250  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -74121,7 +77327,7 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   assign wr__data = fwd_last;
   assign trig = \data$69 ;
   assign s4_push = \push$71 ;
-  assign \new  = \$69 [8:0];
+  assign \new  = \$74 [8:0];
   assign pre__addr = ent[28:21];
   assign desc_query = query__addr;
   assign clear = 6'h3f;
@@ -74213,6 +77419,15 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   assign data$69__tile  = \data$69 [23:8];
   assign trig__cmd  = \data$69 [7:0];
   assign trig__tile  = \data$69 [23:8];
+  assign result__payload__op  = result__payload[1:0];
+  assign result__payload__code  = result__payload[4:2];
+  assign result__payload__tile  = result__payload[20:5];
+  assign result__payload__valid  = result__payload[21];
+  assign result__payload__rearm  = result__payload[22];
+  assign result__payload__pending  = result__payload[26:23];
+  assign result__payload__threshold  = result__payload[38:27];
+  assign result__payload__count  = result__payload[50:39];
+  assign result__payload__cmd  = result__payload[58:51];
   assign s1_write__tile  = s1_write[15:0];
   assign s1_write__beats  = s1_write[19:16];
   assign s1_write__kind  = s1_write[20];
@@ -74242,15 +77457,6 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   assign rd__data__left  = rd__data[33:22];
   assign rd__data__cmd  = rd__data[41:34];
   assign rd__data__pending  = rd__data[45:42];
-  assign result__payload__op  = result__payload[1:0];
-  assign result__payload__code  = result__payload[4:2];
-  assign result__payload__tile  = result__payload[20:5];
-  assign result__payload__valid  = result__payload[21];
-  assign result__payload__rearm  = result__payload[22];
-  assign result__payload__pending  = result__payload[26:23];
-  assign result__payload__threshold  = result__payload[38:27];
-  assign result__payload__count  = result__payload[50:39];
-  assign result__payload__cmd  = result__payload[58:51];
   assign capture__tile  = capture[15:0];
   assign capture__cmd  = capture[23:16];
   assign errors__unprogrammed  = errors[0];
@@ -74271,12 +77477,21 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$233 [23:8] = s3_tile;
-  assign \$233 [7:0] = ent[28:21];
-  assign \$229 [28:21] = \$157 ;
-  assign \$229 [20:9] = \$156 ;
-  assign \$229 [8:1] = \$155 ;
-  assign \$229 [0] = \$154 ;
+  assign \$240 [23:8] = s3_tile;
+  assign \$240 [7:0] = ent[28:21];
+  assign \$236 [28:21] = \$152 ;
+  assign \$236 [20:9] = \$151 ;
+  assign \$236 [8:1] = \$150 ;
+  assign \$236 [0] = \$149 ;
+  assign result__payload[50:39] = \$72 [11:0];
+  assign result__payload[58:51] = \$70 ;
+  assign result__payload[38:27] = \$69 ;
+  assign result__payload[22] = \$68 ;
+  assign result__payload[26:23] = fwd_last[45:42];
+  assign result__payload[21] = fwd_last[0];
+  assign result__payload[20:5] = \$like$76 ;
+  assign result__payload[4:2] = \$like$75 ;
+  assign result__payload[1:0] = \$like ;
   assign set_err[5] = \$66 ;
   assign set_err[4] = lost;
   assign set_err[3] = \$64 ;
@@ -74297,20 +77512,20 @@ module t3hw_system__e2__tracker (rst, program__ready, desc_held, trigger__valid,
   assign cur[45:42] = \$15 ;
   assign cur[33:22] = \$14 ;
   assign cur[0] = \$12 ;
-  assign \$178  = 6'h00;
   assign \$179  = 6'h00;
-  assign \$180  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
+  assign \$180  = 6'h00;
+  assign \$181  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
 endmodule
 
-module t3hw_system__e2__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_58  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [9:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [10:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -74330,35 +77545,68 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [8:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [9:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [10:0] \$47 ;
-  reg [15:0] \$48 ;
-  reg [7:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [7:0] \$50 ;
-  reg [8:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [8:0] \$68 ;
+  wire [8:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [8:0] \$73 ;
+  wire [8:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [8:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [15:0] \$81 ;
+  reg [7:0] \$82 ;
+  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
+  reg full = 1'h0;
   (* init = 8'h00 *)
   wire [7:0] head;
   (* init = 16'h0000 *)
@@ -74369,7 +77617,7 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [7:0] rd__addr = 8'h00;
@@ -74378,6 +77626,7 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   wire rst;
   (* init = 8'h00 *)
   wire [7:0] tail;
+  reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [15:0] wr__data;
   wire [15:0] wr__data;
@@ -74645,99 +77894,154 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 8'hff;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 8'hfe;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 9'h000 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 8'hfe;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 9'h000 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 9'h100;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 8'hfe;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 9'h000 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 8'hfe;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 9'h000 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [8:0];
+    if (rst) begin
+      \$77  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [7:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 8'h00;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [7:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 8'h00;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$51  = \$47 [8:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 9'h000;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_58 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_58 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [7:0];
+    end
+    if (rst) begin
+      \$82  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_58 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [7:0];
+    end
+    if (rst) begin
+      \$83  = 8'h00;
     end
   end
   assign head_reg = o__payload;
@@ -74746,15 +78050,15 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   assign head = rd__addr;
 endmodule
 
-module t3hw_system__e2__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__payload, clk);
+module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
   reg _init_strobe_59  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [9:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [10:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -74774,30 +78078,62 @@ module t3hw_system__e2__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [8:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [9:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [10:0] \$47 ;
-  reg [23:0] \$48 ;
-  reg [7:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [7:0] \$50 ;
-  reg [8:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [8:0] \$68 ;
+  wire [8:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [8:0] \$73 ;
+  wire [8:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [8:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [23:0] \$81 ;
+  reg [7:0] \$82 ;
+  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -74805,6 +78141,7 @@ module t3hw_system__e2__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   wire [23:0] data;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
+  reg full = 1'h0;
   (* init = 8'h00 *)
   wire [7:0] head;
   (* init = 24'h000000 *)
@@ -74819,7 +78156,7 @@ module t3hw_system__e2__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [7:0] rd__addr = 8'h00;
@@ -74830,6 +78167,7 @@ module t3hw_system__e2__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   wire rst;
   (* init = 8'h00 *)
   wire [7:0] tail;
+  reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [23:0] wr__data;
   wire [23:0] wr__data;
@@ -75099,99 +78437,154 @@ module t3hw_system__e2__tracker__queue (rst, o__valid, o__ready, wr__data, push,
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 8'hff;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 8'hfe;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 9'h000 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 8'hfe;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 9'h000 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 9'h100;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 8'hfe;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 9'h000 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 8'hfe;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 9'h000 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [8:0];
+    if (rst) begin
+      \$77  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [7:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 8'h00;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [7:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 8'h00;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$51  = \$47 [8:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 9'h000;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_59 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_59 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [7:0];
+    end
+    if (rst) begin
+      \$82  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_59 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [7:0];
+    end
+    if (rst) begin
+      \$83  = 8'h00;
     end
   end
   assign head_reg = o__payload;
@@ -75210,7 +78603,7 @@ module t3hw_system__e2__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   assign rd__data__tile  = rd__data[23:8];
 endmodule
 
-module t3hw_system__e2__tx (clk, rst, i__0__valid, i__1__valid, o__valid, o__payload, i__1__ready, i__0__ready, i__0__payload, i__1__payload, o__ready);
+module t3hw_system__e2__tx (clk, rst, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__ready);
   reg _init_strobe_60  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
@@ -76986,8 +80379,8 @@ module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__valid, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
-, mem__payload, rx_mem__payload, store__payload);
+module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture, mem__payload
+, rx_mem__valid, rx_mem__payload, store__payload);
   reg _init_strobe_61  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -79285,15 +82678,15 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_62  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -79313,30 +82706,62 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [78:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [78:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -79353,6 +82778,7 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   wire data__store__kind ;
   wire [15:0] data__store__tile ;
   wire data__store__tracked ;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 79'h00000000000000000000 *)
@@ -79385,7 +82811,7 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -79405,6 +82831,7 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [78:0] wr__data;
   wire [78:0] wr__data;
@@ -79438,99 +82865,154 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'hb;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'h9;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'h9;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -79579,15 +83061,15 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__valid, wr__d
   assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
-module t3hw_system__e3__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__data, o__payload, clk);
+module t3hw_system__e3__addrmap__rx_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_63  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -79607,30 +83089,62 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [72:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [72:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -79644,6 +83158,7 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 73'h0000000000000000000 *)
@@ -79670,7 +83185,7 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -79687,6 +83202,7 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [72:0] wr__data;
   wire [72:0] wr__data;
@@ -79717,99 +83233,154 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'hb;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'h9;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'h9;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_63 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_63 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_63 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_63 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_63 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_63 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_63 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -79843,8 +83414,8 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__valid, o__ready, wr__da
   assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, store__valid, remote__valid, dma__valid, dma_response__ready, config__valid, config__payload
-, dram__valid, dram__payload, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, remote__payload, dma__payload, load__payload);
+module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid
+, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload, load__payload);
   reg _init_strobe_64  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -81452,7 +85023,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
 endmodule
 
 module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$171 , arbiter_stats, arbiter_errors, arbiter_status, tracker_busy, tracker_result__valid, tracker_result__payload, \tracker_capture$167 , tracker_errors, tracker_stats, dma_errors, \dma_capture$169 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, \addrmap_capture$171 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$167 , tracker_errors, tracker_stats, dma_errors, \dma_capture$169 , dma_stats, dma_busy, bus__addr);
   reg _init_strobe_65  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -91656,7 +95227,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e3__dma (rst, desc_held, trigger__valid, idle, program__ready, trigger__ready, response__ready, read__ready, response__valid, packet__ready, program__valid, program__payload, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
+module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
 , response__payload, clk);
   reg _init_strobe_66  = 0;
   wire [6:0] \$1 ;
@@ -92136,7 +95707,7 @@ module t3hw_system__e3__dma (rst, desc_held, trigger__valid, idle, program__read
   assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__valid, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__payload, clk);
+module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, response__payload, clk);
   reg _init_strobe_67  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
@@ -92787,15 +96358,15 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, accept, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, accept, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_68  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -92815,30 +96386,62 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [3:0] \$33 ;
-  wire [3:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [3:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [3:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [5:0] \$47 ;
-  reg [139:0] \$48 ;
-  reg [2:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [2:0] \$50 ;
-  reg [3:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [3:0] \$68 ;
+  wire [3:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [3:0] \$73 ;
+  wire [3:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [139:0] \$81 ;
+  reg [2:0] \$82 ;
+  reg [2:0] \$83 ;
   wire \$9 ;
   output accept;
   wire accept;
@@ -92858,6 +96461,7 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire [3:0] data__run ;
   wire [47:0] data__src ;
   wire [2:0] data__tag ;
+  reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
   (* init = 140'h00000000000000000000000000000000000 *)
@@ -92894,7 +96498,7 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, accept, o__va
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [2:0] rd__addr = 3'h0;
@@ -92916,6 +96520,7 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, accept, o__va
   wire rst;
   (* init = 3'h0 *)
   wire [2:0] tail;
+  reg waiting = 1'h0;
   reg [2:0] wr__addr = 3'h0;
   input [139:0] wr__data;
   wire [139:0] wr__data;
@@ -92948,99 +96553,154 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, accept, o__va
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 3'h7;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 3'h6;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 4'h0 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 3'h6;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 4'h0 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 4'h8;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 3'h6;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 4'h0 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 3'h6;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 4'h0 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [3:0];
+    if (rst) begin
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [2:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 3'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [2:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 3'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$51  = \$47 [3:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 4'h0;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_68 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_68 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [2:0];
+    end
+    if (rst) begin
+      \$82  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_68 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [2:0];
+    end
+    if (rst) begin
+      \$83  = 3'h0;
     end
   end
   assign head_reg = o__payload;
@@ -93099,51 +96759,50 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, accept, o__va
   assign rd__data__src  = rd__data[139:92];
 endmodule
 
-module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
+module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
   reg _init_strobe_69  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  reg [7:0] \$103 ;
-  reg \$104 ;
-  reg [3:0] \$105 ;
-  reg [178:0] \$106 ;
+  reg [7:0] \$101 ;
+  reg \$102 ;
+  reg [3:0] \$103 ;
+  reg [178:0] \$104 ;
+  reg [11:0] \$105 ;
+  reg \$106 ;
   reg \$107 ;
   reg \$108 ;
   reg \$109 ;
   wire \$11 ;
-  reg \$110 ;
-  reg [4:0] \$111 ;
+  reg [4:0] \$110 ;
+  reg \$111 ;
   reg \$112 ;
   reg \$113 ;
   reg \$114 ;
-  reg \$115 ;
-  reg [178:0] \$116 ;
-  reg \$117 ;
-  reg [4:0] \$118 ;
-  reg \$119 ;
+  reg [178:0] \$115 ;
+  reg \$116 ;
+  reg [4:0] \$117 ;
+  reg \$118 ;
+  reg [4:0] \$119 ;
   wire \$12 ;
-  reg [4:0] \$120 ;
-  reg \$121 ;
-  reg [4:0] \$122 ;
+  reg \$120 ;
+  reg [4:0] \$121 ;
   wire \$13 ;
-  wire \$14 ;
-  wire [38:0] \$15 ;
-  wire [39:0] \$16 ;
-  wire [40:0] \$17 ;
-  wire [41:0] \$18 ;
+  wire [38:0] \$14 ;
+  wire [39:0] \$15 ;
+  wire [40:0] \$16 ;
+  wire [41:0] \$17 ;
+  wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
   wire \$23 ;
-  wire \$24 ;
-  wire [5:0] \$25 ;
-  wire [6:0] \$26 ;
+  wire [5:0] \$24 ;
+  wire [6:0] \$25 ;
+  wire \$26 ;
   wire \$27 ;
   wire \$28 ;
   wire \$29 ;
@@ -93151,20 +96810,20 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire \$33 ;
-  wire [4:0] \$34 ;
+  wire [4:0] \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire [4:0] \$39 ;
+  wire [4:0] \$38 ;
+  wire \$39 ;
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  wire [4:0] \$45 ;
+  wire [4:0] \$44 ;
+  wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
@@ -93191,32 +96850,32 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire [12:0] \$7 ;
+  wire [23:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
   wire \$75 ;
-  wire \$76 ;
-  wire [5:0] \$77 ;
-  wire [6:0] \$78 ;
-  wire \$79 ;
-  wire [23:0] \$8 ;
-  wire [7:0] \$80 ;
+  wire [5:0] \$76 ;
+  wire [6:0] \$77 ;
+  wire \$78 ;
+  wire [7:0] \$79 ;
+  wire \$8 ;
+  wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
+  wire [5:0] \$86 ;
+  wire [5:0] \$87 ;
   wire [5:0] \$88 ;
   wire [5:0] \$89 ;
   wire \$9 ;
-  wire [5:0] \$90 ;
-  wire [5:0] \$91 ;
-  wire [6:0] \$92 ;
+  wire [6:0] \$90 ;
+  wire \$91 ;
+  wire \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
@@ -93235,13 +96894,13 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire bad_range;
   output busy;
   reg busy = 1'h1;
-  reg \busy$16  = 1'h0;
+  reg \busy$17  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$101 ;
-  wire [7:0] \check__addr$96 ;
+  wire [7:0] \check__addr$102 ;
+  wire [7:0] \check__addr$97 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$61 ;
-  wire [4:0] \check__data$68 ;
+  wire [4:0] \check__data$62 ;
+  wire [4:0] \check__data$69 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -93312,7 +96971,7 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
-  reg [4:0] \held$32  = 5'h00;
+  reg [4:0] \held$33  = 5'h00;
   wire [4:0] held_next;
   reg [23:0] hi = 24'h000000;
   output idle;
@@ -93324,22 +96983,22 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire o__ready;
   wire o__valid;
   reg [4:0] old = 5'h00;
-  reg [4:0] \old$57  = 5'h00;
-  reg [4:0] \old$64  = 5'h00;
+  reg [4:0] \old$58  = 5'h00;
+  reg [4:0] \old$65  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$55  = 1'h0;
-  reg \pending$62  = 1'h0;
+  reg \pending$56  = 1'h0;
+  reg \pending$63  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$56  = 8'h00;
-  reg [7:0] \pending_index$63  = 8'h00;
+  reg [7:0] \pending_index$57  = 8'h00;
+  reg [7:0] \pending_index$64  = 8'h00;
   wire [7:0] pre__addr;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$92 ;
-  wire [7:0] \pre__addr$97 ;
+  wire [7:0] \pre__addr$93 ;
+  wire [7:0] \pre__addr$98 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$58 ;
-  wire [4:0] \pre__data$65 ;
+  wire [4:0] \pre__data$59 ;
+  wire [4:0] \pre__data$66 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -93378,6 +97037,7 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
   wire rd_fetch__data__valid ;
   wire refused;
   reg room = 1'h1;
+  reg [11:0] rows1 = 12'h000;
   input rst;
   wire rst;
   reg [7:0] s1_cmd = 8'h00;
@@ -93400,17 +97060,17 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$59 ;
-  wire [4:0] \value$66 ;
+  wire [4:0] \value$60 ;
+  wire [4:0] \value$67 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$93 ;
-  reg [7:0] \wr__addr$98 ;
+  reg [7:0] \wr__addr$94 ;
+  reg [7:0] \wr__addr$99 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$94 ;
-  reg [4:0] \wr__data$99 ;
+  reg [4:0] \wr__data$100 ;
+  reg [4:0] \wr__data$95 ;
   reg wr__en;
-  reg \wr__en$100 ;
-  reg \wr__en$95 ;
+  reg \wr__en$101 ;
+  reg \wr__en$96 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -93960,11 +97620,11 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$95 )
-      dropped_count[\wr__addr$93 ] <= \wr__data$94 ;
+    if (\wr__en$96 )
+      dropped_count[\wr__addr$94 ] <= \wr__data$95 ;
   end
-  assign \check__data$61  = dropped_count[desc[7:0]];
-  assign \pre__data$58  = dropped_count[s2_cmd];
+  assign \check__data$62  = dropped_count[desc[7:0]];
+  assign \pre__data$59  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -94761,156 +98421,156 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$100 )
-      taken_count[\wr__addr$98 ] <= \wr__data$99 ;
+    if (\wr__en$101 )
+      taken_count[\wr__addr$99 ] <= \wr__data$100 ;
   end
-  assign \check__data$68  = taken_count[desc[7:0]];
-  assign \pre__data$65  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$69  = taken_count[desc[7:0]];
+  assign \pre__data$66  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
   assign \$4  = program__valid & program__ready;
-  assign \$5  = desc[42:31] - 1'h1;
-  assign \$6  = \$5 [11:0] * desc[70:59];
-  assign \$7  = desc[42:31] - 1'h1;
-  assign \$8  = \$7 [11:0] * desc[82:71];
-  assign \$9  = ! desc[42:31];
-  assign \$10  = ! desc[58:43];
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = desc[42:31] > 1'h1;
-  assign \$13  = desc[82:59] < desc[58:43];
-  assign \$14  = \$12  & \$13 ;
-  assign \$16  = lo + \$15 ;
-  assign \$17  = \$16  + desc[58:43];
-  assign \$18  = \$17  - 1'h1;
-  assign \$19  = in_use | held;
-  assign \$22  = \$20  | \$21 ;
+  assign \$5  = program__payload[42:31] - 1'h1;
+  assign \$6  = rows1 * desc[70:59];
+  assign \$7  = rows1 * desc[82:71];
+  assign \$8  = ! desc[42:31];
+  assign \$9  = ! desc[58:43];
+  assign \$10  = \$8  | \$9 ;
+  assign \$11  = desc[42:31] > 1'h1;
+  assign \$12  = desc[82:59] < desc[58:43];
+  assign \$13  = \$11  & \$12 ;
+  assign \$15  = lo + \$14 ;
+  assign \$16  = \$15  + desc[58:43];
+  assign \$17  = \$16  - 1'h1;
+  assign \$18  = in_use | held;
+  assign \$21  = \$19  | \$20 ;
+  assign \$22  = trigger__valid & trigger__ready;
   assign \$23  = trigger__valid & trigger__ready;
-  assign \$24  = trigger__valid & trigger__ready;
-  assign \$25  = \held$32  + \$24 ;
-  assign \$26  = \$25  - bad_descriptor;
-  assign \$27  = $signed(\$26 ) < $signed(6'h10);
-  assign \$28  = o__valid & o__ready;
-  assign \$29  = trigger__valid & trigger__ready;
-  assign \$30  = ~ busy;
-  assign \$31  = \$29  & \$30 ;
-  assign \$32  = pending_index == trigger__payload[7:0];
-  assign \$33  = pending & \$32 ;
-  assign \$34  = \$33  ? \$88 [4:0] : pre__data;
-  assign \$35  = ~ busy;
-  assign \$36  = bad_descriptor & \$35 ;
-  assign \$37  = \pending_index$56  == s2_cmd;
-  assign \$38  = \pending$55  & \$37 ;
-  assign \$39  = \$38  ? \$89 [4:0] : \pre__data$58 ;
-  assign \$40  = descriptor__valid & descriptor__ready;
-  assign \$41  = ~ busy;
-  assign \$42  = \$40  & \$41 ;
-  assign \$43  = \pending_index$63  == descriptor__payload[7:0];
-  assign \$44  = \pending$62  & \$43 ;
-  assign \$45  = \$44  ? \$90 [4:0] : \pre__data$65 ;
-  assign \$46  = ~ busy;
-  assign \$47  = ! stage;
-  assign program__ready = \$46  & \$47 ;
+  assign \$24  = \held$33  + \$23 ;
+  assign \$25  = \$24  - bad_descriptor;
+  assign \$26  = $signed(\$25 ) < $signed(6'h10);
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = trigger__valid & trigger__ready;
+  assign \$29  = ~ busy;
+  assign \$30  = \$28  & \$29 ;
+  assign \$31  = pending_index == trigger__payload[7:0];
+  assign \$32  = pending & \$31 ;
+  assign \$33  = \$32  ? \$86 [4:0] : pre__data;
+  assign \$34  = ~ busy;
+  assign \$35  = bad_descriptor & \$34 ;
+  assign \$36  = \pending_index$57  == s2_cmd;
+  assign \$37  = \pending$56  & \$36 ;
+  assign \$38  = \$37  ? \$87 [4:0] : \pre__data$59 ;
+  assign \$39  = descriptor__valid & descriptor__ready;
+  assign \$40  = ~ busy;
+  assign \$41  = \$39  & \$40 ;
+  assign \$42  = \pending_index$64  == descriptor__payload[7:0];
+  assign \$43  = \pending$63  & \$42 ;
+  assign \$44  = \$43  ? \$88 [4:0] : \pre__data$66 ;
+  assign \$45  = ~ busy;
+  assign \$46  = ! stage;
+  assign program__ready = \$45  & \$46 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
+  assign \$47  = stage[3] & desc[8];
+  assign bad_program = \$47  & empty;
   assign \$48  = stage[3] & desc[8];
-  assign bad_program = \$48  & empty;
-  assign \$49  = stage[3] & desc[8];
-  assign \$50  = ~ empty;
-  assign \$51  = \$49  & \$50 ;
-  assign bad_pitch = \$51  & overlap;
-  assign \$52  = stage[3] & desc[8];
-  assign \$53  = ~ empty;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = ~ overlap;
-  assign \$56  = \$54  & \$55 ;
-  assign bad_range = \$56  & wraps;
-  assign \$57  = empty | overlap;
-  assign \$58  = \$57  | wraps;
-  assign \$59  = desc[8] & \$58 ;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = stage[3] & \$60 ;
-  assign desc_busy = \$61  & \busy$16 ;
-  assign \$62  = bad_program | bad_pitch;
-  assign \$63  = \$62  | bad_range;
-  assign refused = \$63  | desc_busy;
-  assign \$64  = ~ refused;
-  assign \$65  = stage[3] & \$64 ;
-  assign \$66  = ~ refused;
-  assign \$67  = stage[3] & \$66 ;
-  assign \$68  = ~ busy;
-  assign \$69  = ~ program__valid;
-  assign \$70  = \$68  & \$69 ;
-  assign \$71  = | stage;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = \$70  & \$72 ;
-  assign trigger__ready = \$73  & room;
+  assign \$49  = ~ empty;
+  assign \$50  = \$48  & \$49 ;
+  assign bad_pitch = \$50  & overlap;
+  assign \$51  = stage[3] & desc[8];
+  assign \$52  = ~ empty;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = ~ overlap;
+  assign \$55  = \$53  & \$54 ;
+  assign bad_range = \$55  & wraps;
+  assign \$56  = empty | overlap;
+  assign \$57  = \$56  | wraps;
+  assign \$58  = desc[8] & \$57 ;
+  assign \$59  = ~ \$58 ;
+  assign \$60  = stage[3] & \$59 ;
+  assign desc_busy = \$60  & \busy$17 ;
+  assign \$61  = bad_program | bad_pitch;
+  assign \$62  = \$61  | bad_range;
+  assign refused = \$62  | desc_busy;
+  assign \$63  = ~ refused;
+  assign \$64  = stage[3] & \$63 ;
+  assign \$65  = ~ refused;
+  assign \$66  = stage[3] & \$65 ;
+  assign \$67  = ~ busy;
+  assign \$68  = ~ program__valid;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = | stage;
+  assign \$71  = ~ \$70 ;
+  assign \$72  = \$69  & \$71 ;
+  assign trigger__ready = \$72  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$74  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$74 ;
-  assign \$75  = ~ refused;
-  assign \$76  = trigger__valid & trigger__ready;
-  assign \$77  = \held$32  + \$76 ;
-  assign \$78  = \$77  - bad_descriptor;
-  assign \$79  = o__valid & o__ready;
-  assign \$80  = $signed(\$78 ) - $signed({ 1'h0, \$79  });
-  assign \$81  = ~ fetching;
-  assign \$82  = ~ fetched;
-  assign \$83  = \$81  & \$82 ;
-  assign \$84  = ~ descriptor__valid;
-  assign \$85  = \$84  | descriptor__ready;
-  assign \$86  = \$83  & \$85 ;
-  assign \$87  = ~ stage[3];
-  assign o__ready = \$86  & \$87 ;
-  assign \$88  = old + 1'h1;
-  assign \$89  = \old$57  + 1'h1;
-  assign \$90  = \old$64  + 1'h1;
-  assign \$91  = issued_checked - dropped_checked;
-  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$92 [4:0];
-  assign \$93  = ~ s1_valid;
-  assign \$94  = ~ s2_valid;
+  assign \$73  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$73 ;
+  assign \$74  = ~ refused;
+  assign \$75  = trigger__valid & trigger__ready;
+  assign \$76  = \held$33  + \$75 ;
+  assign \$77  = \$76  - bad_descriptor;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = $signed(\$77 ) - $signed({ 1'h0, \$78  });
+  assign \$80  = ~ fetching;
+  assign \$81  = ~ fetched;
+  assign \$82  = \$80  & \$81 ;
+  assign \$83  = ~ descriptor__valid;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ stage[3];
+  assign o__ready = \$84  & \$85 ;
+  assign \$86  = old + 1'h1;
+  assign \$87  = \old$58  + 1'h1;
+  assign \$88  = \old$65  + 1'h1;
+  assign \$89  = issued_checked - dropped_checked;
+  assign \$90  = $signed(\$89 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$90 [4:0];
+  assign \$91  = ~ s1_valid;
+  assign \$92  = ~ s2_valid;
+  assign \$93  = \$91  & \$92 ;
+  assign \$94  = ~ o__valid;
   assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ o__valid;
+  assign \$96  = ~ fetching;
   assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetching;
+  assign \$98  = ~ fetched;
   assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ fetched;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = ~ descriptor__valid;
-  assign idle = \$101  & \$102 ;
+  assign \$100  = ~ descriptor__valid;
+  assign idle = \$99  & \$100 ;
   always @(posedge clk)
-    sweep <= \$103 ;
+    sweep <= \$101 ;
   always @(posedge clk)
-    busy <= \$104 ;
+    busy <= \$102 ;
   always @(posedge clk)
-    stage <= \$105 ;
+    stage <= \$103 ;
   always @(posedge clk)
-    desc <= \$106 ;
+    desc <= \$104 ;
   always @(posedge clk)
-    held <= \$107 ;
+    rows1 <= \$105 ;
+  always @(posedge clk)
+    held <= \$106 ;
   always @(posedge clk)
     lo <= \$6 ;
   always @(posedge clk)
-    hi <= \$8 ;
+    hi <= \$7 ;
   always @(posedge clk)
-    empty <= \$11 ;
+    empty <= \$10 ;
   always @(posedge clk)
-    overlap <= \$14 ;
+    overlap <= \$13 ;
   always @(posedge clk)
-    span <= \$18 [36:0];
+    span <= \$17 [36:0];
   always @(posedge clk)
-    \busy$16  <= \$108 ;
+    \busy$17  <= \$107 ;
   always @(posedge clk)
-    wraps <= \$22 ;
+    wraps <= \$21 ;
   always @(posedge clk)
-    s1_valid <= \$109 ;
+    s1_valid <= \$108 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$110 ;
+    s2_valid <= \$109 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -94918,13 +98578,13 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$32  <= \$111 ;
+    \held$33  <= \$110 ;
   always @(posedge clk)
-    room <= \$112 ;
+    room <= \$111 ;
   always @(posedge clk)
-    fetching <= \$113 ;
+    fetching <= \$112 ;
   always @(posedge clk)
-    fetched <= \$114 ;
+    fetched <= \$113 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -94932,33 +98592,33 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$115 ;
+    descriptor__valid <= \$114 ;
   always @(posedge clk)
-    descriptor__payload <= \$116 ;
+    descriptor__payload <= \$115 ;
   always @(posedge clk)
-    pending <= \$117 ;
+    pending <= \$116 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$34 ;
+    old <= \$33 ;
   always @(posedge clk)
-    issued_checked <= \$118 ;
+    issued_checked <= \$117 ;
   always @(posedge clk)
-    \pending$55  <= \$119 ;
+    \pending$56  <= \$118 ;
   always @(posedge clk)
-    \pending_index$56  <= s2_cmd;
+    \pending_index$57  <= s2_cmd;
   always @(posedge clk)
-    \old$57  <= \$39 ;
+    \old$58  <= \$38 ;
   always @(posedge clk)
-    dropped_checked <= \$120 ;
+    dropped_checked <= \$119 ;
   always @(posedge clk)
-    \pending$62  <= \$121 ;
+    \pending$63  <= \$120 ;
   always @(posedge clk)
-    \pending_index$63  <= descriptor__payload[7:0];
+    \pending_index$64  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$64  <= \$45 ;
+    \old$65  <= \$44 ;
   always @(posedge clk)
-    taken_checked <= \$122 ;
+    taken_checked <= \$121 ;
   t3hw_system__e3__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -94970,168 +98630,175 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
   );
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$103  = sweep;
+    \$101  = sweep;
     if (busy) begin
-      \$103  = \$1 [7:0];
+      \$101  = \$1 [7:0];
     end
     if (rst) begin
-      \$103  = 8'h00;
+      \$101  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$104  = busy;
+    \$102  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$104  = 1'h0;
+        \$102  = 1'h0;
       end
     end
     if (rst) begin
-      \$104  = 1'h1;
+      \$102  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$105  = { stage[2:0], \$3  };
+    \$103  = { stage[2:0], \$3  };
     if (rst) begin
-      \$105  = 4'h0;
+      \$103  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$106  = desc;
+    \$104  = desc;
     if (\$4 ) begin
-      \$106  = program__payload;
+      \$104  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$107  = held;
+    \$105  = rows1;
     if (\$4 ) begin
-      \$107  = desc_held;
+      \$105  = \$5 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$108  = \busy$16 ;
+    \$106  = held;
+    if (stage[0]) begin
+      \$106  = desc_held;
+    end
+  end
+  always @* begin
+    if (_init_strobe_69 ) begin end
+    \$107  = \busy$17 ;
     if (stage[2]) begin
-      \$108  = \$19 ;
+      \$107  = \$18 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$109  = \$23 ;
+    \$108  = \$22 ;
+    if (rst) begin
+      \$108  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_69 ) begin end
+    \$109  = s1_valid;
     if (rst) begin
       \$109  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$110  = s1_valid;
+    \$110  = \$79 [4:0];
     if (rst) begin
-      \$110  = 1'h0;
+      \$110  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$111  = \$80 [4:0];
+    \$111  = \$26 ;
     if (rst) begin
-      \$111  = 5'h00;
+      \$111  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     \$112  = \$27 ;
     if (rst) begin
-      \$112  = 1'h1;
+      \$112  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$113  = \$28 ;
+    \$113  = fetching;
     if (rst) begin
       \$113  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$114  = fetching;
+    \$114  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$114  = 1'h0;
+    end
+    if (fetched) begin
+      \$114  = 1'h1;
+    end
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$115  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$115  = 1'h0;
-    end
+    \$115  = descriptor__payload;
     if (fetched) begin
-      \$115  = 1'h1;
+      \$115 [8] = got[0];
+      \$115 [9] = got[1];
+      \$115 [14:10] = got[6:2];
+      \$115 [30:15] = got[22:7];
+      \$115 [42:31] = got[34:23];
+      \$115 [58:43] = got[50:35];
+      \$115 [82:59] = got[74:51];
+      \$115 [130:83] = got[122:75];
+      \$115 [178:131] = got[170:123];
+      \$115 [7:0] = got_index;
     end
     if (rst) begin
-      \$115  = 1'h0;
+      \$115  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$116  = descriptor__payload;
-    if (fetched) begin
-      \$116 [8] = got[0];
-      \$116 [9] = got[1];
-      \$116 [14:10] = got[6:2];
-      \$116 [30:15] = got[22:7];
-      \$116 [42:31] = got[34:23];
-      \$116 [58:43] = got[50:35];
-      \$116 [82:59] = got[74:51];
-      \$116 [130:83] = got[122:75];
-      \$116 [178:131] = got[170:123];
-      \$116 [7:0] = got_index;
-    end
+    \$116  = \$30 ;
     if (rst) begin
-      \$116  = 179'h000000000000000000000000000000000000000000000;
+      \$116  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$117  = \$31 ;
-    if (rst) begin
-      \$117  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_69 ) begin end
-    \$118  = issued_checked;
+    \$117  = issued_checked;
     if (stage[1]) begin
-      \$118  = check__data;
+      \$117  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$119  = \$36 ;
+    \$118  = \$35 ;
     if (rst) begin
-      \$119  = 1'h0;
+      \$118  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$120  = dropped_checked;
+    \$119  = dropped_checked;
     if (stage[1]) begin
-      \$120  = \check__data$61 ;
+      \$119  = \check__data$62 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$121  = \$42 ;
+    \$120  = \$41 ;
     if (rst) begin
-      \$121  = 1'h0;
+      \$120  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$122  = taken_checked;
+    \$121  = taken_checked;
     if (stage[1]) begin
-      \$122  = \check__data$68 ;
+      \$121  = \check__data$69 ;
     end
   end
   always @* begin
@@ -95142,7 +98809,7 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$75 ) begin
+    if (\$74 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -95171,7 +98838,7 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$65 ;
+      wr_check__en = \$64 ;
     end
   end
   always @* begin
@@ -95206,7 +98873,7 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$67 ;
+      wr_fetch__en = \$66 ;
     end
   end
   always @* begin
@@ -95224,7 +98891,7 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$88 [4:0];
+      wr__data = \$86 [4:0];
     end
   end
   always @* begin
@@ -95240,60 +98907,60 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$93  = sweep;
+      \wr__addr$94  = sweep;
     end else begin
-      \wr__addr$93  = \pending_index$56 ;
+      \wr__addr$94  = \pending_index$57 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$94  = 5'h00;
+      \wr__data$95  = 5'h00;
     end else begin
-      \wr__data$94  = \$89 [4:0];
+      \wr__data$95  = \$87 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$95  = 1'h1;
+      \wr__en$96  = 1'h1;
     end else begin
-      \wr__en$95  = \pending$55 ;
+      \wr__en$96  = \pending$56 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$98  = sweep;
+      \wr__addr$99  = sweep;
     end else begin
-      \wr__addr$98  = \pending_index$63 ;
+      \wr__addr$99  = \pending_index$64 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$99  = 5'h00;
+      \wr__data$100  = 5'h00;
     end else begin
-      \wr__data$99  = \$90 [4:0];
+      \wr__data$100  = \$88 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$100  = 1'h1;
+      \wr__en$101  = 1'h1;
     end else begin
-      \wr__en$100  = \pending$62 ;
+      \wr__en$101  = \pending$63 ;
     end
   end
-  assign held_next = \$80 [4:0];
-  assign value = \$88 [4:0];
-  assign \value$59  = \$89 [4:0];
-  assign \value$66  = \$90 [4:0];
+  assign held_next = \$79 [4:0];
+  assign value = \$86 [4:0];
+  assign \value$60  = \$87 [4:0];
+  assign \value$67  = \$88 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -95301,10 +98968,10 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$92  = s2_cmd;
-  assign \check__addr$96  = desc[7:0];
-  assign \pre__addr$97  = descriptor__payload[7:0];
-  assign \check__addr$101  = desc[7:0];
+  assign \pre__addr$93  = s2_cmd;
+  assign \check__addr$97  = desc[7:0];
+  assign \pre__addr$98  = descriptor__payload[7:0];
+  assign \check__addr$102  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -95367,20 +99034,20 @@ module t3hw_system__e3__dma__queue (rst, desc_held, trigger__valid, program__rea
   assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
   assign wr_fetch__data__src  = wr_fetch__data[122:75];
   assign wr_fetch__data__dst  = wr_fetch__data[170:123];
-  assign \$15  = { 3'h0, hi, 12'h000 };
-  assign \$20  = \$signal [48];
-  assign \$21  = dst_end[48];
+  assign \$14  = { 3'h0, hi, 12'h000 };
+  assign \$19  = \$signal [48];
+  assign \$20  = dst_end[48];
 endmodule
 
-module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_70  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [5:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [6:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -95400,35 +99067,68 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [4:0] \$33 ;
-  wire [4:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [4:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [5:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [6:0] \$47 ;
-  reg [7:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [4:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [4:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [7:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [7:0] data;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
   (* init = 8'h00 *)
@@ -95439,7 +99139,7 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [3:0] rd__addr = 4'h0;
@@ -95448,6 +99148,7 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   wire rst;
   (* init = 4'h0 *)
   wire [3:0] tail;
+  reg waiting = 1'h0;
   reg [3:0] wr__addr = 4'h0;
   input [7:0] wr__data;
   wire [7:0] wr__data;
@@ -95475,99 +99176,154 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'hf;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'he;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'he;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 5'h10;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 4'he;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 5'h00 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 4'he;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 5'h00 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [4:0];
+    if (rst) begin
+      \$77  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [3:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [3:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$51  = \$47 [4:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 5'h00;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
+    end
+    if (rst) begin
+      \$82  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
     end
   end
   assign head_reg = o__payload;
@@ -95576,7 +99332,7 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, o__valid, 
   assign head = rd__addr;
 endmodule
 
-module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, o__valid, i__valid, data, o__payload, clk);
+module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [57:0] data;
@@ -95584,6 +99340,7 @@ module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
+  wire full;
   wire [57:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -95592,7 +99349,6 @@ module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [57:0] o__payload;
   wire [57:0] o__payload;
   wire [57:0] \o__payload$7 ;
@@ -95611,12 +99367,12 @@ module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e3__slice_dma_read__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -95641,7 +99397,7 @@ module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, o__valid, i__va
   assign o__payload$7__tag  = o__payload[57:55];
 endmodule
 
-module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_71  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -95661,16 +99417,50 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [57:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [57:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [57:0] \$64 ;
+  reg [57:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -95682,12 +99472,13 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
+  output full;
+  reg full = 1'h0;
   (* init = 58'h000000000000000 *)
   wire [57:0] head_reg;
   wire [47:0] head_reg__addr ;
   wire [6:0] head_reg__bytes ;
   wire [2:0] head_reg__tag ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [57:0] o__payload;
   reg [57:0] o__payload = 58'h000000000000000;
@@ -95697,7 +99488,7 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -95706,64 +99497,122 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   wire [47:0] slot__addr ;
   wire [6:0] slot__bytes ;
   wire [2:0] slot__tag ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_71 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_71 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -95781,13 +99630,14 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__valid, da
   assign slot__tag  = slot[57:55];
 endmodule
 
-module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [3:0] data;
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
+  wire full;
   wire [3:0] i__payload;
   wire i__payload__error ;
   wire [2:0] i__payload__tag ;
@@ -95795,7 +99645,6 @@ module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [3:0] o__payload;
   wire [3:0] o__payload;
   wire [3:0] \o__payload$7 ;
@@ -95812,12 +99661,12 @@ module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e3__slice_dma_response__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -95838,7 +99687,7 @@ module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_72  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -95858,16 +99707,50 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__valid
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [3:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [3:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [3:0] \$64 ;
+  reg [3:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -95878,11 +99761,12 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__valid
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
+  output full;
+  reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head_reg;
   wire head_reg__error ;
   wire [2:0] head_reg__tag ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [3:0] o__payload;
   reg [3:0] o__payload = 4'h0;
@@ -95891,7 +99775,7 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__valid
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -95899,64 +99783,122 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__valid
   reg [3:0] slot = 4'h0;
   wire slot__error ;
   wire [2:0] slot__tag ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_72 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_72 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_72 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_72 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_72 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_72 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_72 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -95970,7 +99912,7 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__valid
   assign slot__error  = slot[3];
 endmodule
 
-module t3hw_system__e3__slice_net_dma (rst, i__ready, o__valid, i__valid, data, o__ready, o__payload, clk);
+module t3hw_system__e3__slice_net_dma (rst, i__ready, i__valid, data, o__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -95983,6 +99925,7 @@ module t3hw_system__e3__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  wire full;
   wire [76:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -95996,7 +99939,6 @@ module t3hw_system__e3__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [76:0] o__payload;
   wire [76:0] o__payload;
   wire [76:0] \o__payload$7 ;
@@ -96025,12 +99967,12 @@ module t3hw_system__e3__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e3__slice_net_dma__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -96063,7 +100005,7 @@ module t3hw_system__e3__slice_net_dma (rst, i__ready, o__valid, i__valid, data, 
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e3__slice_net_dma__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
+module t3hw_system__e3__slice_net_dma__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
   reg _init_strobe_73  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -96083,16 +100025,50 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__valid, data, o__read
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [76:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [76:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [76:0] \$64 ;
+  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -96109,6 +100085,8 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__valid, data, o__read
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  output full;
+  reg full = 1'h0;
   (* init = 77'h00000000000000000000 *)
   wire [76:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -96119,7 +100097,6 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__valid, data, o__read
   (* enum_value_1 = "UPDATE" *)
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
   reg [76:0] o__payload = 77'h00000000000000000000;
@@ -96134,7 +100111,7 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__valid, data, o__read
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -96148,64 +100125,122 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__valid, data, o__read
   (* enum_value_1 = "UPDATE" *)
   wire slot__kind ;
   wire [15:0] slot__tile ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_73 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_73 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_73 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_73 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_73 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_73 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_73 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_73 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -96231,7 +100266,7 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__valid, data, o__read
   assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, o__valid, data, o__ready, o__payload, clk);
+module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, data, o__ready, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -96244,6 +100279,7 @@ module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, o__valid, data
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  wire full;
   wire [76:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -96257,7 +100293,6 @@ module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, o__valid, data
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [76:0] o__payload;
   wire [76:0] o__payload;
   wire [76:0] \o__payload$7 ;
@@ -96286,12 +100321,12 @@ module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, o__valid, data
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e3__slice_net_store__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -96324,7 +100359,7 @@ module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, o__valid, data
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e3__slice_net_store__queue (rst, push, o__valid, data, o__ready, o__payload, level, clk);
+module t3hw_system__e3__slice_net_store__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
   reg _init_strobe_74  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -96344,16 +100379,50 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__valid, data, o__re
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [76:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [76:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [76:0] \$64 ;
+  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -96370,6 +100439,8 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__valid, data, o__re
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
+  output full;
+  reg full = 1'h0;
   (* init = 77'h00000000000000000000 *)
   wire [76:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -96380,7 +100451,6 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__valid, data, o__re
   (* enum_value_1 = "UPDATE" *)
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
   reg [76:0] o__payload = 77'h00000000000000000000;
@@ -96395,7 +100465,7 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__valid, data, o__re
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -96409,64 +100479,122 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__valid, data, o__re
   (* enum_value_1 = "UPDATE" *)
   wire slot__kind ;
   wire [15:0] slot__tile ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_74 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_74 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_74 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_74 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_74 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_74 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_74 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -96492,7 +100620,7 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__valid, data, o__re
   assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e3__slice_remote (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_system__e3__slice_remote (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -96505,6 +100633,7 @@ module t3hw_system__e3__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  wire full;
   wire [72:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -96518,7 +100647,6 @@ module t3hw_system__e3__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [72:0] o__payload;
   wire [72:0] o__payload;
   wire [72:0] \o__payload$7 ;
@@ -96547,12 +100675,12 @@ module t3hw_system__e3__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e3__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -96585,7 +100713,7 @@ module t3hw_system__e3__slice_remote (rst, i__valid, o__ready, i__ready, o__vali
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_75  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -96605,16 +100733,50 @@ module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [72:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [72:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [72:0] \$64 ;
+  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -96631,6 +100793,8 @@ module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  output full;
+  reg full = 1'h0;
   (* init = 73'h0000000000000000000 *)
   wire [72:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -96641,7 +100805,6 @@ module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
   wire head_reg__tracked ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
   reg [72:0] o__payload = 73'h0000000000000000000;
@@ -96656,7 +100819,7 @@ module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, o__valid, data
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -96670,64 +100833,122 @@ module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, o__valid, data
   wire slot__kind ;
   wire [15:0] slot__tile ;
   wire slot__tracked ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_75 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_75 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_75 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_75 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_75 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_75 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_75 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -96753,7 +100974,7 @@ module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, o__valid, data
   assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__valid, data, o__payload, clk);
+module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -96766,6 +100987,7 @@ module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  wire full;
   wire [72:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -96779,7 +101001,6 @@ module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   wire i__ready;
   input i__valid;
   wire i__valid;
-  wire [1:0] level;
   output [72:0] o__payload;
   wire [72:0] o__payload;
   wire [72:0] \o__payload$7 ;
@@ -96808,12 +101029,12 @@ module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   wire push;
   input rst;
   wire rst;
-  assign i__ready = level != 2'h2;
+  assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_system__e3__slice_store__queue  queue (
     .clk(clk),
     .data(data),
-    .level(level),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -96846,7 +101067,7 @@ module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__valid
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__valid, data, o__payload, level, clk);
+module t3hw_system__e3__slice_store__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
   reg _init_strobe_76  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -96866,16 +101087,50 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [3:0] \$28 ;
-  reg [72:0] \$29 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg [72:0] \$30 ;
-  reg [1:0] \$31 ;
-  wire \$4 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [3:0] \$6 ;
+  reg [1:0] \$60 ;
+  reg \$61 ;
+  reg \$62 ;
+  reg \$63 ;
+  reg [72:0] \$64 ;
+  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -96892,6 +101147,8 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
+  output full;
+  reg full = 1'h0;
   (* init = 73'h0000000000000000000 *)
   wire [72:0] head_reg;
   wire [47:0] head_reg__addr ;
@@ -96902,7 +101159,6 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire head_reg__kind ;
   wire [15:0] head_reg__tile ;
   wire head_reg__tracked ;
-  output [1:0] level;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
   reg [72:0] o__payload = 73'h0000000000000000000;
@@ -96917,7 +101173,7 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__valid, data,
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   input rst;
@@ -96931,64 +101187,122 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__valid, data,
   wire slot__kind ;
   wire [15:0] slot__tile ;
   wire slot__tracked ;
-  assign \$1  = level != 2'h2;
+  reg waiting = 1'h0;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ o__valid;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ waiting;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$42  | \$45 ;
+  assign \$47  = \$41  & \$46 ;
+  assign \$48  = push & accept;
+  assign \$49  = push & accept;
+  assign \$50  = ~ o__valid;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ waiting;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = \$50  | \$53 ;
+  assign \$55  = \$49  & \$54 ;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$48  & \$56 ;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = \$58  & waiting;
+  always @(posedge clk)
+    level <= \$60 ;
+  always @(posedge clk)
+    o__valid <= \$61 ;
+  always @(posedge clk)
+    full <= \$62 ;
+  always @(posedge clk)
+    waiting <= \$63 ;
+  always @(posedge clk)
+    o__payload <= \$64 ;
+  always @(posedge clk)
+    slot <= \$65 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
-  assign \$4  = ! level;
+  assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
-  assign \$6  = level > 1'h1;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = \$4  | \$8 ;
-  assign \$10  = \$3  & \$9 ;
-  assign \$11  = push & accept;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = ! level;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = level > 1'h1;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = \$13  | \$17 ;
-  assign \$19  = \$12  & \$18 ;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$11  & \$20 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
   assign \$22  = o__valid & o__ready;
-  assign \$23  = level > 1'h1;
-  assign \$24  = \$22  & \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = level + \$25 ;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = \$26  - \$27 ;
-  always @(posedge clk)
-    o__payload <= \$29 ;
-  always @(posedge clk)
-    slot <= \$30 ;
-  always @(posedge clk)
-    level <= \$31 ;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$29  = o__payload;
-    if (\$10 ) begin
-      \$29  = data;
-    end
-    if (\$24 ) begin
-      \$29  = slot;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$30  = slot;
-    if (\$21 ) begin
-      \$30  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$31  = \$28 [1:0];
+    \$60  = \$6 [1:0];
     if (rst) begin
-      \$31  = 2'h0;
+      \$60  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$61  = \$16 ;
+    if (rst) begin
+      \$61  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$62  = \$28 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$63  = \$40 ;
+    if (rst) begin
+      \$63  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$64  = o__payload;
+    if (\$47 ) begin
+      \$64  = data;
+    end
+    if (\$59 ) begin
+      \$64  = slot;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$65  = slot;
+    if (\$57 ) begin
+      \$65  = data;
     end
   end
   assign head_reg = o__payload;
@@ -97014,14 +101328,14 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__valid, data,
   assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, busy, result__valid, result__payload, capture, errors, stats, hold, trigger__payload, clk);
+module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
   reg _init_strobe_77  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire [4:0] \$103 ;
+  wire \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
@@ -97051,12 +101365,12 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$128 ;
   wire \$129 ;
   wire [11:0] \$13 ;
-  wire \$130 ;
+  wire [11:0] \$130 ;
   wire \$131 ;
   wire \$132 ;
   wire \$133 ;
   wire \$134 ;
-  wire [11:0] \$135 ;
+  wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
@@ -97066,33 +101380,33 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [3:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
-  wire \$148 ;
-  wire [3:0] \$149 ;
+  wire [4:0] \$148 ;
+  wire \$149 ;
   wire [3:0] \$15 ;
-  wire \$150 ;
-  wire \$151 ;
-  wire \$152 ;
-  wire [4:0] \$153 ;
+  wire [7:0] \$150 ;
+  wire [11:0] \$151 ;
+  wire [7:0] \$152 ;
+  wire \$153 ;
   wire \$154 ;
-  wire [7:0] \$155 ;
-  wire [11:0] \$156 ;
+  wire \$155 ;
+  wire \$156 ;
   wire [7:0] \$157 ;
-  wire \$158 ;
+  wire [7:0] \$158 ;
   wire \$159 ;
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire [11:0] \$162 ;
-  wire [7:0] \$163 ;
-  wire [12:0] \$164 ;
-  wire [12:0] \$165 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
   wire \$166 ;
-  wire [7:0] \$167 ;
-  wire [7:0] \$168 ;
+  wire [8:0] \$167 ;
+  wire \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -97102,27 +101416,27 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire [8:0] \$177 ;
-  wire [5:0] \$178 ;
+  wire \$177 ;
+  wire \$178 ;
   wire [5:0] \$179 ;
   wire \$18 ;
   wire [5:0] \$180 ;
-  wire [32:0] \$181 ;
-  wire [32:0] \$182 ;
-  wire [32:0] \$183 ;
+  wire [5:0] \$181 ;
+  wire \$182 ;
+  wire \$183 ;
   wire [32:0] \$184 ;
   wire \$185 ;
   wire \$186 ;
   wire [32:0] \$187 ;
-  wire [32:0] \$188 ;
+  wire \$188 ;
   wire \$189 ;
   wire [7:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
+  wire [32:0] \$190 ;
+  wire [32:0] \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [32:0] \$194 ;
+  wire [32:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
@@ -97131,17 +101445,17 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [11:0] \$20 ;
   wire \$200 ;
   wire \$201 ;
-  wire [3:0] \$202 ;
-  reg [7:0] \$203 ;
-  reg [8:0] \$204 ;
-  reg \$205 ;
-  reg \$206 ;
-  reg \$207 ;
-  reg \$208 ;
-  reg \$209 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire [3:0] \$209 ;
   wire [7:0] \$21 ;
-  reg \$210 ;
-  reg \$211 ;
+  reg [7:0] \$210 ;
+  reg [8:0] \$211 ;
   reg \$212 ;
   reg \$213 ;
   reg \$214 ;
@@ -97153,31 +101467,38 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [12:0] \$22 ;
   reg \$220 ;
   reg \$221 ;
-  reg [2:0] \$222 ;
+  reg \$222 ;
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
   reg \$226 ;
   reg \$227 ;
   reg \$228 ;
-  wire [28:0] \$229 ;
+  reg [2:0] \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  wire [23:0] \$233 ;
+  reg \$233 ;
   reg \$234 ;
   reg \$235 ;
-  reg [58:0] \$236 ;
-  reg [23:0] \$237 ;
+  wire [28:0] \$236 ;
+  reg \$237 ;
   reg \$238 ;
   reg \$239 ;
   wire [11:0] \$24 ;
-  reg [5:0] \$240 ;
-  reg [191:0] \$241 ;
+  wire [23:0] \$240 ;
+  reg \$241 ;
   reg \$242 ;
-  reg [2:0] \$243 ;
+  reg [23:0] \$243 ;
+  reg \$244 ;
+  reg \$245 ;
+  reg \$246 ;
+  reg [5:0] \$247 ;
+  reg [191:0] \$248 ;
+  reg \$249 ;
   wire \$25 ;
+  reg [2:0] \$250 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -97224,43 +101545,56 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   wire \$65 ;
   wire \$66 ;
   wire [1:0] \$67 ;
-  wire [9:0] \$68 ;
-  wire [10:0] \$69 ;
+  wire \$68 ;
+  wire [11:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
+  wire [7:0] \$70 ;
+  wire [12:0] \$71 ;
+  wire [12:0] \$72 ;
+  wire [9:0] \$73 ;
+  wire [10:0] \$74 ;
   wire \$75 ;
-  wire \$76 ;
+  wire [9:0] \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire [15:0] \$8 ;
   wire \$80 ;
-  wire [9:0] \$81 ;
+  wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
+  wire [15:0] \$85 ;
+  wire [15:0] \$86 ;
   wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire [15:0] \$9 ;
-  wire [15:0] \$90 ;
-  wire [15:0] \$91 ;
+  wire \$90 ;
+  wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [7:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire [7:0] \$99 ;
+  wire [4:0] \$98 ;
+  wire \$99 ;
+  (* enum_base_type = "TrackOp" *)
+  (* enum_value_00 = "ARM" *)
+  (* enum_value_01 = "DISARM" *)
+  (* enum_value_10 = "READ" *)
+  reg [1:0] \$like  = 2'h0;
+  (* enum_base_type = "TrackResult" *)
+  (* enum_value_000 = "OK" *)
+  (* enum_value_001 = "BUSY" *)
+  (* enum_value_010 = "BAD_THRESHOLD" *)
+  (* enum_value_011 = "NOT_ARMED" *)
+  (* enum_value_100 = "BAD_OP" *)
+  reg [2:0] \$like$75  = 3'h0;
+  reg [15:0] \$like$76  = 16'h0000;
   reg \$signal  = 1'h0;
-  reg \$signal$75  = 1'h0;
+  reg \$signal$79  = 1'h0;
   wire arm;
   reg [45:0] base;
   wire [7:0] base__cmd ;
@@ -97310,7 +101644,7 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [7:0] data$69__cmd ;
   wire [15:0] data$69__tile ;
   output desc_held;
-  wire desc_held;
+  reg desc_held = 1'h1;
   wire [7:0] desc_query;
   reg disarm_ok = 1'h0;
   wire done;
@@ -97430,7 +101764,7 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [11:0] rdata__threshold ;
   wire rdata__valid ;
   output [58:0] result__payload;
-  reg [58:0] result__payload = 59'h000000000000000;
+  wire [58:0] result__payload;
   wire [7:0] result__payload__cmd ;
   (* enum_base_type = "TrackResult" *)
   (* enum_value_000 = "OK" *)
@@ -97579,10 +101913,10 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   wire trigger__valid;
   reg [2:0] \wait  = 3'h0;
   reg [7:0] wr__addr = 8'h00;
-  wire [7:0] \wr__addr$78 ;
+  wire [7:0] \wr__addr$82 ;
   (* init = 46'h000000000000 *)
   wire [45:0] wr__data;
-  wire [8:0] \wr__data$80 ;
+  wire [8:0] \wr__data$84 ;
   wire [7:0] wr__data__cmd ;
   wire [11:0] wr__data__left ;
   wire [3:0] wr__data__pending ;
@@ -97591,7 +101925,7 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   wire [11:0] wr__data__threshold ;
   wire wr__data__valid ;
   wire wr__en;
-  wire \wr__en$81 ;
+  wire \wr__en$85 ;
   input [22:0] write__payload;
   wire [22:0] write__payload;
   wire [3:0] write__payload__beats ;
@@ -98136,8 +102470,8 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
     held[255] = 9'h000;
   end
   always @(posedge clk) begin
-    if (\wr__en$81 )
-      held[\wr__addr$78 ] <= \wr__data$80 ;
+    if (\wr__en$85 )
+      held[\wr__addr$82 ] <= \wr__data$84 ;
   end
   assign query__data = held[query__addr];
   assign pre__data = held[ent[28:21]];
@@ -98222,172 +102556,178 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   assign \$66  = s3_prog & \$65 ;
   assign nxt_index = busy ? sweep : s3_tile[7:0];
   assign \$67  = fwd_last_we ? 2'h3 : 2'h0;
-  assign \$68  = s4_old + \$signal$75 ;
-  assign \$69  = \$68  - s4_dec;
-  assign \wr__addr$78  = busy ? sweep : s4_cmd;
-  assign \wr__data$80  = busy ? 9'h000 : \$69 [8:0];
-  assign \$70  = \$signal$75  | s4_dec;
-  assign \wr__en$81  = busy | \$70 ;
-  assign \$71  = s4_cmd == query__addr;
-  assign \$72  = \$71  & \$signal$75 ;
-  assign \$73  = busy | \$72 ;
-  assign \$74  = | query__data;
-  assign \$75  = s4_cmd == query__addr;
-  assign \$76  = \$75  & s4_dec;
-  assign \$77  = query__data == 1'h1;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = ~ \$78 ;
-  assign \$80  = \$74  & \$79 ;
-  assign desc_held = \$73  | \$80 ;
-  assign \$81  = sweep1 + 1'h1;
-  assign \$82  = sweep1 == 8'hff;
-  assign \$83  = program__valid & program__ready;
-  assign \$84  = ~ write__valid;
-  assign \$85  = ~ busy;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = ~ program__valid;
-  assign \$88  = \$86  & \$87 ;
-  assign \$89  = \$88  & \o__valid$13 ;
-  assign \$90  = program__valid ? program__payload[17:2] : \o__payload$15 ;
-  assign \$91  = write__valid ? write__payload[15:0] : \$90 ;
+  assign \$68  = fwd_last[0] & fwd_last[1];
+  assign \$69  = fwd_last[0] ? fwd_last[21:10] : 12'h000;
+  assign \$70  = fwd_last[0] ? fwd_last[41:34] : 8'h00;
+  assign \$71  = fwd_last[21:10] - fwd_last[33:22];
+  assign \$72  = fwd_last[0] ? \$71  : 13'h0000;
+  assign \$73  = s4_old + \$signal$79 ;
+  assign \$74  = \$73  - s4_dec;
+  assign \wr__addr$82  = busy ? sweep : s4_cmd;
+  assign \wr__data$84  = busy ? 9'h000 : \$74 [8:0];
+  assign \$75  = \$signal$79  | s4_dec;
+  assign \wr__en$85  = busy | \$75 ;
+  assign \$76  = sweep1 + 1'h1;
+  assign \$77  = sweep1 == 8'hff;
+  assign \$78  = program__valid & program__ready;
+  assign \$79  = ~ write__valid;
+  assign \$80  = ~ busy;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ program__valid;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = \$83  & \o__valid$13 ;
+  assign \$85  = program__valid ? program__payload[17:2] : \o__payload$15 ;
+  assign \$86  = write__valid ? write__payload[15:0] : \$85 ;
+  assign \$87  = ~ sweep_last;
+  assign \$88  = busy & \$87 ;
+  assign \$89  = \$88  | s2_valid;
+  assign \$90  = \$89  | s2_prog;
+  assign \$91  = \$90  | s2_ack;
   assign \$92  = ~ sweep_last;
   assign \$93  = busy & \$92 ;
-  assign \$94  = \$93  | s2_valid;
-  assign \$95  = \$94  | s2_prog;
-  assign \$96  = \$95  | s2_ack;
-  assign \$97  = ~ sweep_last;
-  assign \$98  = busy & \$97 ;
-  assign \$99  = \$98  ? sweep1[7:0] : s2_tile[7:0];
-  assign \$100  = \$99  == s1_tile[7:0];
-  assign \$101  = \$96  & \$100 ;
-  assign \$102  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$103  = s1_write[19:16] + 1'h1;
-  assign \$104  = busy | s3_valid;
-  assign \$105  = \$104  | s3_prog;
-  assign \$106  = \$105  | s3_ack;
-  assign \$107  = nxt_index == s1_tile[7:0];
-  assign \$108  = \$106  & \$107 ;
-  assign \$109  = wr__addr == s1_tile[7:0];
-  assign \$110  = fwd_last_we & \$109 ;
-  assign \$111  = fwd_prev_index == s1_tile[7:0];
-  assign \$112  = fwd_prev_we & \$111 ;
-  assign \$113  = busy | s3_valid;
-  assign \$114  = \$113  | s3_prog;
-  assign \$115  = \$114  | s3_ack;
-  assign \$116  = nxt_index == s1_tile[7:0];
-  assign \$117  = \$115  & \$116 ;
-  assign \$118  = wr__addr == s1_tile[7:0];
-  assign \$119  = fwd_last_we & \$118 ;
-  assign \$120  = fwd_prev_index == s1_tile[7:0];
-  assign \$121  = fwd_prev_we & \$120 ;
-  assign \$122  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$123  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$124  = \$119  ? \$122  : \$123 ;
-  assign \$125  = \$108  ? nxt_tag_eq1 : \$124 ;
-  assign \$126  = busy | s3_valid;
-  assign \$127  = \$126  | s3_prog;
-  assign \$128  = \$127  | s3_ack;
-  assign \$129  = nxt_index == s1_tile[7:0];
-  assign \$130  = \$128  & \$129 ;
-  assign \$131  = wr__addr == s1_tile[7:0];
-  assign \$132  = fwd_last_we & \$131 ;
-  assign \$133  = fwd_prev_index == s1_tile[7:0];
-  assign \$134  = fwd_prev_we & \$133 ;
-  assign \$135  = base[0] ? base[33:22] : s2_req[29:18];
-  assign \$136  = ~ s2_stale;
-  assign \$137  = s2_valid & \$136 ;
-  assign \$138  = \$137  & ok_next;
-  assign \$139  = s2_req[1:0] == 1'h1;
-  assign \$140  = s2_prog & \$139 ;
-  assign \$141  = \$140  & ok_next;
-  assign \$142  = ! s2_req[1:0];
-  assign \$143  = s2_prog & \$142 ;
-  assign \$144  = | s2_req[29:18];
-  assign \$145  = \$143  & \$144 ;
-  assign \$146  = ~ s2_stale;
-  assign \$147  = s2_valid & \$146 ;
-  assign \$148  = \$147  & ok_next;
-  assign \$149  = \$148  ? s2_write[19:16] : 4'h0;
-  assign \$150  = ~ s2_stale;
-  assign \$151  = s2_valid & \$150 ;
-  assign \$152  = \$151  & ok_next;
-  assign \$153  = \$152  ? s2_beats1 : 5'h01;
-  assign \$154  = \$signal  ? nxt[1] : base[1];
-  assign \$155  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$156  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$157  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$158  = busy | s3_valid;
-  assign \$159  = \$158  | s3_prog;
-  assign \$160  = \$159  | s3_ack;
-  assign \$161  = nxt[0] & nxt[1];
-  assign \$162  = nxt[0] ? nxt[21:10] : 12'h000;
-  assign \$163  = nxt[0] ? nxt[41:34] : 8'h00;
-  assign \$164  = nxt[21:10] - nxt[33:22];
-  assign \$165  = nxt[0] ? \$164  : 13'h0000;
-  assign \$166  = | set_err;
-  assign \$167  = hit ? ent[28:21] : 8'h00;
-  assign \$168  = s3_prog ? s3_req[37:30] : \$167 ;
-  assign \$169  = complete & idle;
-  assign \$170  = ~ busy;
-  assign \$171  = \$169  & \$170 ;
-  assign \$172  = cur[45:42] == 1'h1;
-  assign \$173  = s3_ack & \$172 ;
-  assign \$174  = \$signal$75  | s4_dec;
-  assign \$175  = s4_cmd == ent[28:21];
-  assign \$176  = \$174  & \$175 ;
-  assign \$177  = \$176  ? \$69 [8:0] : pre__data;
-  assign \$181  = stats[31:0] + 1'h1;
-  assign \$182  = stats[63:32] + 1'h1;
-  assign \$183  = stats[95:64] + 1'h1;
-  assign \$184  = stats[127:96] + 1'h1;
-  assign \$185  = ~ lost;
-  assign \$186  = complete & \$185 ;
-  assign \$187  = stats[159:128] + 1'h1;
-  assign \$188  = stats[191:160] + 1'h1;
-  assign \$189  = ~ busy;
-  assign \$190  = program__valid | \o__valid$13 ;
-  assign \$191  = \$189  & \$190 ;
-  assign \$192  = \$191  & write__valid;
-  assign \$193  = ! \wait ;
-  assign \$194  = \$192  & \$193 ;
-  assign \$195  = ~ busy;
-  assign \$196  = program__valid | \o__valid$13 ;
-  assign \$197  = \$195  & \$196 ;
-  assign \$198  = \$197  & write__valid;
-  assign \$199  = ! \wait ;
-  assign \$200  = \$198  & \$199 ;
-  assign \$201  = | \wait ;
-  assign \$202  = \wait  - 1'h1;
+  assign \$94  = \$93  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$95  = \$94  == s1_tile[7:0];
+  assign \$96  = \$91  & \$95 ;
+  assign \$97  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$98  = s1_write[19:16] + 1'h1;
+  assign \$99  = busy | s3_valid;
+  assign \$100  = \$99  | s3_prog;
+  assign \$101  = \$100  | s3_ack;
+  assign \$102  = nxt_index == s1_tile[7:0];
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = wr__addr == s1_tile[7:0];
+  assign \$105  = fwd_last_we & \$104 ;
+  assign \$106  = fwd_prev_index == s1_tile[7:0];
+  assign \$107  = fwd_prev_we & \$106 ;
+  assign \$108  = busy | s3_valid;
+  assign \$109  = \$108  | s3_prog;
+  assign \$110  = \$109  | s3_ack;
+  assign \$111  = nxt_index == s1_tile[7:0];
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = wr__addr == s1_tile[7:0];
+  assign \$114  = fwd_last_we & \$113 ;
+  assign \$115  = fwd_prev_index == s1_tile[7:0];
+  assign \$116  = fwd_prev_we & \$115 ;
+  assign \$117  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$118  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$119  = \$114  ? \$117  : \$118 ;
+  assign \$120  = \$103  ? nxt_tag_eq1 : \$119 ;
+  assign \$121  = busy | s3_valid;
+  assign \$122  = \$121  | s3_prog;
+  assign \$123  = \$122  | s3_ack;
+  assign \$124  = nxt_index == s1_tile[7:0];
+  assign \$125  = \$123  & \$124 ;
+  assign \$126  = wr__addr == s1_tile[7:0];
+  assign \$127  = fwd_last_we & \$126 ;
+  assign \$128  = fwd_prev_index == s1_tile[7:0];
+  assign \$129  = fwd_prev_we & \$128 ;
+  assign \$130  = base[0] ? base[33:22] : s2_req[29:18];
+  assign \$131  = ~ s2_stale;
+  assign \$132  = s2_valid & \$131 ;
+  assign \$133  = \$132  & ok_next;
+  assign \$134  = s2_req[1:0] == 1'h1;
+  assign \$135  = s2_prog & \$134 ;
+  assign \$136  = \$135  & ok_next;
+  assign \$137  = ! s2_req[1:0];
+  assign \$138  = s2_prog & \$137 ;
+  assign \$139  = | s2_req[29:18];
+  assign \$140  = \$138  & \$139 ;
+  assign \$141  = ~ s2_stale;
+  assign \$142  = s2_valid & \$141 ;
+  assign \$143  = \$142  & ok_next;
+  assign \$144  = \$143  ? s2_write[19:16] : 4'h0;
+  assign \$145  = ~ s2_stale;
+  assign \$146  = s2_valid & \$145 ;
+  assign \$147  = \$146  & ok_next;
+  assign \$148  = \$147  ? s2_beats1 : 5'h01;
+  assign \$149  = \$signal  ? nxt[1] : base[1];
+  assign \$150  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$151  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$152  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$153  = busy | s3_valid;
+  assign \$154  = \$153  | s3_prog;
+  assign \$155  = \$154  | s3_ack;
+  assign \$156  = | set_err;
+  assign \$157  = hit ? ent[28:21] : 8'h00;
+  assign \$158  = s3_prog ? s3_req[37:30] : \$157 ;
+  assign \$159  = complete & idle;
+  assign \$160  = ~ busy;
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = cur[45:42] == 1'h1;
+  assign \$163  = s3_ack & \$162 ;
+  assign \$164  = \$signal$79  | s4_dec;
+  assign \$165  = s4_cmd == ent[28:21];
+  assign \$166  = \$164  & \$165 ;
+  assign \$167  = \$166  ? \$74 [8:0] : pre__data;
+  assign \$168  = s4_cmd == query__addr;
+  assign \$169  = \$168  & \$signal$79 ;
+  assign \$170  = busy | \$169 ;
+  assign \$171  = | query__data;
+  assign \$172  = s4_cmd == query__addr;
+  assign \$173  = \$172  & s4_dec;
+  assign \$174  = query__data == 1'h1;
+  assign \$175  = \$173  & \$174 ;
+  assign \$176  = ~ \$175 ;
+  assign \$177  = \$171  & \$176 ;
+  assign \$178  = \$170  | \$177 ;
+  assign \$182  = ! write__payload[22:21];
+  assign \$183  = write__valid & \$182 ;
+  assign \$184  = stats[31:0] + 1'h1;
+  assign \$185  = write__payload[22:21] == 1'h1;
+  assign \$186  = write__valid & \$185 ;
+  assign \$187  = stats[63:32] + 1'h1;
+  assign \$188  = write__payload[22:21] == 2'h2;
+  assign \$189  = write__valid & \$188 ;
+  assign \$190  = stats[95:64] + 1'h1;
+  assign \$191  = stats[127:96] + 1'h1;
+  assign \$192  = ~ lost;
+  assign \$193  = complete & \$192 ;
+  assign \$194  = stats[159:128] + 1'h1;
+  assign \$195  = stats[191:160] + 1'h1;
+  assign \$196  = ~ busy;
+  assign \$197  = program__valid | \o__valid$13 ;
+  assign \$198  = \$196  & \$197 ;
+  assign \$199  = \$198  & write__valid;
+  assign \$200  = ! \wait ;
+  assign \$201  = \$199  & \$200 ;
+  assign \$202  = ~ busy;
+  assign \$203  = program__valid | \o__valid$13 ;
+  assign \$204  = \$202  & \$203 ;
+  assign \$205  = \$204  & write__valid;
+  assign \$206  = ! \wait ;
+  assign \$207  = \$205  & \$206 ;
+  assign \$208  = | \wait ;
+  assign \$209  = \wait  - 1'h1;
   always @(posedge clk)
-    sweep <= \$203 ;
+    sweep <= \$210 ;
   always @(posedge clk)
-    sweep1 <= \$204 ;
+    sweep1 <= \$211 ;
   always @(posedge clk)
-    sweep_last <= \$205 ;
+    sweep_last <= \$212 ;
   always @(posedge clk)
-    busy <= \$206 ;
+    busy <= \$213 ;
   always @(posedge clk)
-    s1_valid <= \$207 ;
+    s1_valid <= \$214 ;
   always @(posedge clk)
-    s1_stale <= \$208 ;
+    s1_stale <= \$215 ;
   always @(posedge clk)
-    s1_prog <= \$209 ;
+    s1_prog <= \$216 ;
   always @(posedge clk)
-    s1_ack <= \$210 ;
+    s1_ack <= \$217 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s1_tile <= \$91 ;
+    s1_tile <= \$86 ;
   always @(posedge clk)
-    s2_valid <= \$211 ;
+    s2_valid <= \$218 ;
   always @(posedge clk)
-    s2_stale <= \$212 ;
+    s2_stale <= \$219 ;
   always @(posedge clk)
-    s2_prog <= \$213 ;
+    s2_prog <= \$220 ;
   always @(posedge clk)
-    s2_ack <= \$214 ;
+    s2_ack <= \$221 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -98395,13 +102735,13 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$215 ;
+    s3_valid <= \$222 ;
   always @(posedge clk)
-    s3_stale <= \$216 ;
+    s3_stale <= \$223 ;
   always @(posedge clk)
-    s3_prog <= \$217 ;
+    s3_prog <= \$224 ;
   always @(posedge clk)
-    s3_ack <= \$218 ;
+    s3_ack <= \$225 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -98409,83 +102749,89 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$219 ;
+    \$signal  <= \$226 ;
   always @(posedge clk)
-    tag_ahead <= \$220 ;
+    tag_ahead <= \$227 ;
   always @(posedge clk)
-    s2_beats1 <= \$103 ;
+    s2_beats1 <= \$98 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$221 ;
+    fwd_tag_eq <= \$228 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$222 ;
+    fwd_hit <= \$229 ;
   always @(posedge clk)
-    s3_hit <= \$223 ;
+    s3_hit <= \$230 ;
   always @(posedge clk)
-    base_valid <= \$224 ;
+    base_valid <= \$231 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$225 ;
+    tag_ok <= \$232 ;
   always @(posedge clk)
-    base_left <= \$135 ;
+    base_left <= \$130 ;
   always @(posedge clk)
-    count_ok <= \$226 ;
+    count_ok <= \$233 ;
   always @(posedge clk)
-    disarm_ok <= \$227 ;
+    disarm_ok <= \$234 ;
   always @(posedge clk)
-    s3_arm <= \$228 ;
+    s3_arm <= \$235 ;
   always @(posedge clk)
-    s3_beats <= \$149 ;
+    s3_beats <= \$144 ;
   always @(posedge clk)
-    s3_beats1 <= \$153 ;
+    s3_beats1 <= \$148 ;
   always @(posedge clk)
-    ent <= \$229 ;
+    ent <= \$236 ;
   always @(posedge clk)
-    fwd_last_we <= \$230 ;
+    fwd_last_we <= \$237 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$231 ;
+    fwd_old_we <= \$238 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$232 ;
+    fwd_prev_we <= \$239 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$69  <= \$233 ;
+    \data$69  <= \$240 ;
   always @(posedge clk)
-    \push$71  <= \$234 ;
+    \push$71  <= \$241 ;
   always @(posedge clk)
-    result__valid <= \$235 ;
+    result__valid <= \$242 ;
   always @(posedge clk)
-    result__payload <= \$236 ;
+    \$like  <= s3_req[1:0];
   always @(posedge clk)
-    capture <= \$237 ;
+    \$like$75  <= code;
+  always @(posedge clk)
+    \$like$76  <= s3_tile;
+  always @(posedge clk)
+    capture <= \$243 ;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$75  <= \$238 ;
+    \$signal$79  <= \$244 ;
   always @(posedge clk)
-    s4_dec <= \$239 ;
+    s4_dec <= \$245 ;
   always @(posedge clk)
-    s4_old <= \$177 ;
+    s4_old <= \$167 ;
   always @(posedge clk)
-    errors <= \$240 ;
+    desc_held <= \$246 ;
   always @(posedge clk)
-    stats <= \$241 ;
+    errors <= \$247 ;
   always @(posedge clk)
-    hold <= \$242 ;
+    stats <= \$248 ;
   always @(posedge clk)
-    \wait  <= \$243 ;
+    hold <= \$249 ;
+  always @(posedge clk)
+    \wait  <= \$250 ;
   t3hw_system__e3__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -98531,325 +102877,316 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$203  = sweep;
+    \$210  = sweep;
     if (busy) begin
-      \$203  = sweep1[7:0];
+      \$210  = sweep1[7:0];
     end
     if (rst) begin
-      \$203  = 8'h00;
+      \$210  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$204  = sweep1;
+    \$211  = sweep1;
     if (busy) begin
-      \$204  = \$81 [8:0];
+      \$211  = \$76 [8:0];
     end
     if (rst) begin
-      \$204  = 9'h001;
+      \$211  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$205  = sweep_last;
+    \$212  = sweep_last;
     if (busy) begin
-      \$205  = \$82 ;
+      \$212  = \$77 ;
     end
-    if (rst) begin
-      \$205  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$206  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$206  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$206  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$207  = write__valid;
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$208  = busy;
-    if (rst) begin
-      \$208  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$209  = \$83 ;
-    if (rst) begin
-      \$209  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$210  = \$89 ;
-    if (rst) begin
-      \$210  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$211  = s1_valid;
-    if (rst) begin
-      \$211  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$212  = s1_stale;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$213  = s1_prog;
+    \$213  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$213  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$213  = 1'h0;
+      \$213  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$214  = s1_ack;
+    \$214  = write__valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$215  = s2_valid;
+    \$215  = busy;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$216  = s2_stale;
+    \$216  = \$78 ;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$217  = s2_prog;
+    \$217  = \$84 ;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$218  = s2_ack;
+    \$218  = s1_valid;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$219  = \$101 ;
+    \$219  = s1_stale;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$220  = \$102 ;
+    \$220  = s1_prog;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$221  = \$125 ;
+    \$221  = s1_ack;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$222  = { \$134 , \$132 , \$130  };
+    \$222  = s2_valid;
     if (rst) begin
-      \$222  = 3'h0;
+      \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$223  = \$signal ;
+    \$223  = s2_stale;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$224  = base[0];
+    \$224  = s2_prog;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$225  = ok_next;
+    \$225  = s2_ack;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$226  = \$138 ;
+    \$226  = \$96 ;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$227  = \$141 ;
+    \$227  = \$97 ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$228  = \$145 ;
+    \$228  = \$120 ;
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$230  = \$160 ;
+    \$229  = { \$129 , \$127 , \$125  };
+    if (rst) begin
+      \$229  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$230  = \$signal ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$231  = fwd_prev_we;
+    \$231  = base[0];
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$232  = fwd_last_we;
+    \$232  = ok_next;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$234  = \push$56 ;
+    \$233  = \$133 ;
+    if (rst) begin
+      \$233  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$234  = \$136 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$235  = s3_prog;
+    \$235  = \$140 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$236 [1:0] = s3_req[1:0];
-    \$236 [4:2] = code;
-    \$236 [20:5] = s3_tile;
-    \$236 [21] = nxt[0];
-    \$236 [26:23] = nxt[45:42];
-    \$236 [22] = \$161 ;
-    \$236 [38:27] = \$162 ;
-    \$236 [58:51] = \$163 ;
-    \$236 [50:39] = \$165 [11:0];
+    \$237  = \$155 ;
     if (rst) begin
-      \$236  = 59'h000000000000000;
+      \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$237  = capture;
-    if (\$166 ) begin
-      \$237 [15:0] = s3_tile;
-      \$237 [23:16] = \$168 ;
-    end
-    if (rst) begin
-      \$237  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$238  = \$171 ;
+    \$238  = fwd_prev_we;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$239  = \$173 ;
+    \$239  = fwd_last_we;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$240  = \$180 ;
+    \$241  = \push$56 ;
     if (rst) begin
-      \$240  = 6'h00;
+      \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$241  = stats;
-    if (write__valid) begin
-      casez (write__payload[22:21])
-        2'h0:
-            \$241 [31:0] = \$181 [31:0];
-        2'h1:
-            \$241 [63:32] = \$182 [31:0];
-        2'h2:
-            \$241 [95:64] = \$183 [31:0];
-      endcase
-    end
-    if (set_err[0]) begin
-      \$241 [127:96] = \$184 [31:0];
-    end
-    if (\$186 ) begin
-      \$241 [159:128] = \$187 [31:0];
-    end
-    if (lost) begin
-      \$241 [191:160] = \$188 [31:0];
-    end
-    if (rst) begin
-      \$241  = 192'h000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$242  = \$194 ;
+    \$242  = s3_prog;
     if (rst) begin
       \$242  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$243  = \wait ;
-    if (\$200 ) begin
-      \$243  = 3'h7;
-    end else if (\$201 ) begin
-      \$243  = \$202 [2:0];
+    \$243  = capture;
+    if (\$156 ) begin
+      \$243 [15:0] = s3_tile;
+      \$243 [23:16] = \$158 ;
     end
     if (rst) begin
-      \$243  = 3'h0;
+      \$243  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$244  = \$161 ;
+    if (rst) begin
+      \$244  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$245  = \$163 ;
+    if (rst) begin
+      \$245  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$246  = \$178 ;
+    if (rst) begin
+      \$246  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$247  = \$181 ;
+    if (rst) begin
+      \$247  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$248  = stats;
+    if (\$183 ) begin
+      \$248 [31:0] = \$184 [31:0];
+    end
+    if (\$186 ) begin
+      \$248 [63:32] = \$187 [31:0];
+    end
+    if (\$189 ) begin
+      \$248 [95:64] = \$190 [31:0];
+    end
+    if (set_err[0]) begin
+      \$248 [127:96] = \$191 [31:0];
+    end
+    if (\$193 ) begin
+      \$248 [159:128] = \$194 [31:0];
+    end
+    if (lost) begin
+      \$248 [191:160] = \$195 [31:0];
+    end
+    if (rst) begin
+      \$248  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$249  = \$201 ;
+    if (rst) begin
+      \$249  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$250  = \wait ;
+    if (\$207 ) begin
+      \$250  = 3'h7;
+    end else if (\$208 ) begin
+      \$250  = \$209 [2:0];
+    end
+    if (rst) begin
+      \$250  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -98865,7 +103202,7 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   assign wr__data = fwd_last;
   assign trig = \data$69 ;
   assign s4_push = \push$71 ;
-  assign \new  = \$69 [8:0];
+  assign \new  = \$74 [8:0];
   assign pre__addr = ent[28:21];
   assign desc_query = query__addr;
   assign clear = 6'h3f;
@@ -98957,6 +103294,15 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   assign data$69__tile  = \data$69 [23:8];
   assign trig__cmd  = \data$69 [7:0];
   assign trig__tile  = \data$69 [23:8];
+  assign result__payload__op  = result__payload[1:0];
+  assign result__payload__code  = result__payload[4:2];
+  assign result__payload__tile  = result__payload[20:5];
+  assign result__payload__valid  = result__payload[21];
+  assign result__payload__rearm  = result__payload[22];
+  assign result__payload__pending  = result__payload[26:23];
+  assign result__payload__threshold  = result__payload[38:27];
+  assign result__payload__count  = result__payload[50:39];
+  assign result__payload__cmd  = result__payload[58:51];
   assign s1_write__tile  = s1_write[15:0];
   assign s1_write__beats  = s1_write[19:16];
   assign s1_write__kind  = s1_write[20];
@@ -98986,15 +103332,6 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   assign rd__data__left  = rd__data[33:22];
   assign rd__data__cmd  = rd__data[41:34];
   assign rd__data__pending  = rd__data[45:42];
-  assign result__payload__op  = result__payload[1:0];
-  assign result__payload__code  = result__payload[4:2];
-  assign result__payload__tile  = result__payload[20:5];
-  assign result__payload__valid  = result__payload[21];
-  assign result__payload__rearm  = result__payload[22];
-  assign result__payload__pending  = result__payload[26:23];
-  assign result__payload__threshold  = result__payload[38:27];
-  assign result__payload__count  = result__payload[50:39];
-  assign result__payload__cmd  = result__payload[58:51];
   assign capture__tile  = capture[15:0];
   assign capture__cmd  = capture[23:16];
   assign errors__unprogrammed  = errors[0];
@@ -99015,12 +103352,21 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$233 [23:8] = s3_tile;
-  assign \$233 [7:0] = ent[28:21];
-  assign \$229 [28:21] = \$157 ;
-  assign \$229 [20:9] = \$156 ;
-  assign \$229 [8:1] = \$155 ;
-  assign \$229 [0] = \$154 ;
+  assign \$240 [23:8] = s3_tile;
+  assign \$240 [7:0] = ent[28:21];
+  assign \$236 [28:21] = \$152 ;
+  assign \$236 [20:9] = \$151 ;
+  assign \$236 [8:1] = \$150 ;
+  assign \$236 [0] = \$149 ;
+  assign result__payload[50:39] = \$72 [11:0];
+  assign result__payload[58:51] = \$70 ;
+  assign result__payload[38:27] = \$69 ;
+  assign result__payload[22] = \$68 ;
+  assign result__payload[26:23] = fwd_last[45:42];
+  assign result__payload[21] = fwd_last[0];
+  assign result__payload[20:5] = \$like$76 ;
+  assign result__payload[4:2] = \$like$75 ;
+  assign result__payload[1:0] = \$like ;
   assign set_err[5] = \$66 ;
   assign set_err[4] = lost;
   assign set_err[3] = \$64 ;
@@ -99041,20 +103387,20 @@ module t3hw_system__e3__tracker (rst, program__ready, desc_held, trigger__valid,
   assign cur[45:42] = \$15 ;
   assign cur[33:22] = \$14 ;
   assign cur[0] = \$12 ;
-  assign \$178  = 6'h00;
   assign \$179  = 6'h00;
-  assign \$180  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
+  assign \$180  = 6'h00;
+  assign \$181  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
 endmodule
 
-module t3hw_system__e3__tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_78  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [9:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [10:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -99074,35 +103420,68 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [8:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [9:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [10:0] \$47 ;
-  reg [15:0] \$48 ;
-  reg [7:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [7:0] \$50 ;
-  reg [8:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [8:0] \$68 ;
+  wire [8:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [8:0] \$73 ;
+  wire [8:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [8:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [15:0] \$81 ;
+  reg [7:0] \$82 ;
+  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
+  reg full = 1'h0;
   (* init = 8'h00 *)
   wire [7:0] head;
   (* init = 16'h0000 *)
@@ -99113,7 +103492,7 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [7:0] rd__addr = 8'h00;
@@ -99122,6 +103501,7 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   wire rst;
   (* init = 8'h00 *)
   wire [7:0] tail;
+  reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [15:0] wr__data;
   wire [15:0] wr__data;
@@ -99389,99 +103769,154 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 8'hff;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 8'hfe;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 9'h000 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 8'hfe;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 9'h000 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 9'h100;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 8'hfe;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 9'h000 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 8'hfe;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 9'h000 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [8:0];
+    if (rst) begin
+      \$77  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [7:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 8'h00;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [7:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 8'h00;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$51  = \$47 [8:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 9'h000;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_78 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_78 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [7:0];
+    end
+    if (rst) begin
+      \$82  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_78 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [7:0];
+    end
+    if (rst) begin
+      \$83  = 8'h00;
     end
   end
   assign head_reg = o__payload;
@@ -99490,15 +103925,15 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, o__valid, wr__data, 
   assign head = rd__addr;
 endmodule
 
-module t3hw_system__e3__tracker__queue (rst, o__valid, o__ready, wr__data, push, o__payload, clk);
+module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
   reg _init_strobe_79  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [9:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [10:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -99518,30 +103953,62 @@ module t3hw_system__e3__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [8:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [9:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [10:0] \$47 ;
-  reg [23:0] \$48 ;
-  reg [7:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [7:0] \$50 ;
-  reg [8:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [8:0] \$68 ;
+  wire [8:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [8:0] \$73 ;
+  wire [8:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [8:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [23:0] \$81 ;
+  reg [7:0] \$82 ;
+  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -99549,6 +104016,7 @@ module t3hw_system__e3__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   wire [23:0] data;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
+  reg full = 1'h0;
   (* init = 8'h00 *)
   wire [7:0] head;
   (* init = 24'h000000 *)
@@ -99563,7 +104031,7 @@ module t3hw_system__e3__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [7:0] rd__addr = 8'h00;
@@ -99574,6 +104042,7 @@ module t3hw_system__e3__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   wire rst;
   (* init = 8'h00 *)
   wire [7:0] tail;
+  reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [23:0] wr__data;
   wire [23:0] wr__data;
@@ -99843,99 +104312,154 @@ module t3hw_system__e3__tracker__queue (rst, o__valid, o__ready, wr__data, push,
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 8'hff;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 8'hfe;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 9'h000 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 8'hfe;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 9'h000 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 9'h100;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 8'hfe;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 9'h000 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 8'hfe;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 9'h000 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [8:0];
+    if (rst) begin
+      \$77  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [7:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 8'h00;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [7:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 8'h00;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$51  = \$47 [8:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 9'h000;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_79 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_79 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [7:0];
+    end
+    if (rst) begin
+      \$82  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_79 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [7:0];
+    end
+    if (rst) begin
+      \$83  = 8'h00;
     end
   end
   assign head_reg = o__payload;
@@ -99954,7 +104478,7 @@ module t3hw_system__e3__tracker__queue (rst, o__valid, o__ready, wr__data, push,
   assign rd__data__tile  = rd__data[23:8];
 endmodule
 
-module t3hw_system__e3__tx (clk, rst, i__0__valid, i__1__valid, o__valid, o__payload, i__1__ready, i__0__ready, i__0__payload, i__1__payload, o__ready);
+module t3hw_system__e3__tx (clk, rst, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__ready);
   reg _init_strobe_80  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;

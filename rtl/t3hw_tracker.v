@@ -9,7 +9,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire [4:0] \$103 ;
+  wire \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
@@ -39,12 +39,12 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$128 ;
   wire \$129 ;
   wire [11:0] \$13 ;
-  wire \$130 ;
+  wire [11:0] \$130 ;
   wire \$131 ;
   wire \$132 ;
   wire \$133 ;
   wire \$134 ;
-  wire [11:0] \$135 ;
+  wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
@@ -54,33 +54,33 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [3:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
-  wire \$148 ;
-  wire [3:0] \$149 ;
+  wire [4:0] \$148 ;
+  wire \$149 ;
   wire [3:0] \$15 ;
-  wire \$150 ;
-  wire \$151 ;
-  wire \$152 ;
-  wire [4:0] \$153 ;
+  wire [7:0] \$150 ;
+  wire [11:0] \$151 ;
+  wire [7:0] \$152 ;
+  wire \$153 ;
   wire \$154 ;
-  wire [7:0] \$155 ;
-  wire [11:0] \$156 ;
+  wire \$155 ;
+  wire \$156 ;
   wire [7:0] \$157 ;
-  wire \$158 ;
+  wire [7:0] \$158 ;
   wire \$159 ;
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire [11:0] \$162 ;
-  wire [7:0] \$163 ;
-  wire [12:0] \$164 ;
-  wire [12:0] \$165 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
   wire \$166 ;
-  wire [7:0] \$167 ;
-  wire [7:0] \$168 ;
+  wire [8:0] \$167 ;
+  wire \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -90,27 +90,27 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire [8:0] \$177 ;
-  wire [5:0] \$178 ;
+  wire \$177 ;
+  wire \$178 ;
   wire [5:0] \$179 ;
   wire \$18 ;
   wire [5:0] \$180 ;
-  wire [32:0] \$181 ;
-  wire [32:0] \$182 ;
-  wire [32:0] \$183 ;
+  wire [5:0] \$181 ;
+  wire \$182 ;
+  wire \$183 ;
   wire [32:0] \$184 ;
   wire \$185 ;
   wire \$186 ;
   wire [32:0] \$187 ;
-  wire [32:0] \$188 ;
+  wire \$188 ;
   wire \$189 ;
   wire [7:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
+  wire [32:0] \$190 ;
+  wire [32:0] \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [32:0] \$194 ;
+  wire [32:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
@@ -119,17 +119,17 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [11:0] \$20 ;
   wire \$200 ;
   wire \$201 ;
-  wire [3:0] \$202 ;
-  reg [7:0] \$203 ;
-  reg [8:0] \$204 ;
-  reg \$205 ;
-  reg \$206 ;
-  reg \$207 ;
-  reg \$208 ;
-  reg \$209 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire [3:0] \$209 ;
   wire [7:0] \$21 ;
-  reg \$210 ;
-  reg \$211 ;
+  reg [7:0] \$210 ;
+  reg [8:0] \$211 ;
   reg \$212 ;
   reg \$213 ;
   reg \$214 ;
@@ -141,31 +141,38 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [12:0] \$22 ;
   reg \$220 ;
   reg \$221 ;
-  reg [2:0] \$222 ;
+  reg \$222 ;
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
   reg \$226 ;
   reg \$227 ;
   reg \$228 ;
-  wire [28:0] \$229 ;
+  reg [2:0] \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  wire [23:0] \$233 ;
+  reg \$233 ;
   reg \$234 ;
   reg \$235 ;
-  reg [58:0] \$236 ;
-  reg [23:0] \$237 ;
+  wire [28:0] \$236 ;
+  reg \$237 ;
   reg \$238 ;
   reg \$239 ;
   wire [11:0] \$24 ;
-  reg [5:0] \$240 ;
-  reg [191:0] \$241 ;
+  wire [23:0] \$240 ;
+  reg \$241 ;
   reg \$242 ;
-  reg [2:0] \$243 ;
+  reg [23:0] \$243 ;
+  reg \$244 ;
+  reg \$245 ;
+  reg \$246 ;
+  reg [5:0] \$247 ;
+  reg [191:0] \$248 ;
+  reg \$249 ;
   wire \$25 ;
+  reg [2:0] \$250 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -212,43 +219,56 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$65 ;
   wire \$66 ;
   wire [1:0] \$67 ;
-  wire [9:0] \$68 ;
-  wire [10:0] \$69 ;
+  wire \$68 ;
+  wire [11:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
+  wire [7:0] \$70 ;
+  wire [12:0] \$71 ;
+  wire [12:0] \$72 ;
+  wire [9:0] \$73 ;
+  wire [10:0] \$74 ;
   wire \$75 ;
-  wire \$76 ;
+  wire [9:0] \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire [15:0] \$8 ;
   wire \$80 ;
-  wire [9:0] \$81 ;
+  wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
+  wire [15:0] \$85 ;
+  wire [15:0] \$86 ;
   wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire [15:0] \$9 ;
-  wire [15:0] \$90 ;
-  wire [15:0] \$91 ;
+  wire \$90 ;
+  wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [7:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire [7:0] \$99 ;
+  wire [4:0] \$98 ;
+  wire \$99 ;
+  (* enum_base_type = "TrackOp" *)
+  (* enum_value_00 = "ARM" *)
+  (* enum_value_01 = "DISARM" *)
+  (* enum_value_10 = "READ" *)
+  reg [1:0] \$like  = 2'h0;
+  (* enum_base_type = "TrackResult" *)
+  (* enum_value_000 = "OK" *)
+  (* enum_value_001 = "BUSY" *)
+  (* enum_value_010 = "BAD_THRESHOLD" *)
+  (* enum_value_011 = "NOT_ARMED" *)
+  (* enum_value_100 = "BAD_OP" *)
+  reg [2:0] \$like$85  = 3'h0;
+  reg [15:0] \$like$86  = 16'h0000;
   reg \$signal  = 1'h0;
-  reg \$signal$86  = 1'h0;
+  reg \$signal$89  = 1'h0;
   wire arm;
   reg [45:0] base;
   wire [7:0] base__cmd ;
@@ -299,7 +319,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [7:0] data$80__cmd ;
   wire [15:0] data$80__tile ;
   output desc_held;
-  wire desc_held;
+  reg desc_held = 1'h1;
   input [7:0] desc_query;
   wire [7:0] desc_query;
   reg disarm_ok = 1'h0;
@@ -418,7 +438,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [11:0] rdata__threshold ;
   wire rdata__valid ;
   output [58:0] result__payload;
-  reg [58:0] result__payload = 59'h000000000000000;
+  wire [58:0] result__payload;
   wire [7:0] result__payload__cmd ;
   (* enum_base_type = "TrackResult" *)
   (* enum_value_000 = "OK" *)
@@ -568,10 +588,10 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire trigger__valid;
   reg [2:0] \wait  = 3'h0;
   reg [7:0] wr__addr = 8'h00;
-  wire [7:0] \wr__addr$89 ;
+  wire [7:0] \wr__addr$92 ;
   (* init = 46'h000000000000 *)
   wire [45:0] wr__data;
-  wire [8:0] \wr__data$91 ;
+  wire [8:0] \wr__data$94 ;
   wire [7:0] wr__data__cmd ;
   wire [11:0] wr__data__left ;
   wire [3:0] wr__data__pending ;
@@ -580,7 +600,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [11:0] wr__data__threshold ;
   wire wr__data__valid ;
   wire wr__en;
-  wire \wr__en$92 ;
+  wire \wr__en$95 ;
   input [22:0] write__payload;
   wire [22:0] write__payload;
   wire [3:0] write__payload__beats ;
@@ -1125,8 +1145,8 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
     held[255] = 9'h000;
   end
   always @(posedge clk) begin
-    if (\wr__en$92 )
-      held[\wr__addr$89 ] <= \wr__data$91 ;
+    if (\wr__en$95 )
+      held[\wr__addr$92 ] <= \wr__data$94 ;
   end
   assign query__data = held[desc_query];
   assign pre__data = held[ent[28:21]];
@@ -1211,175 +1231,181 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign \$66  = s3_prog & \$65 ;
   assign nxt_index = busy ? sweep : s3_tile[7:0];
   assign \$67  = fwd_last_we ? 2'h3 : 2'h0;
-  assign \$68  = s4_old + \$signal$86 ;
-  assign \$69  = \$68  - s4_dec;
-  assign \wr__addr$89  = busy ? sweep : s4_cmd;
-  assign \wr__data$91  = busy ? 9'h000 : \$69 [8:0];
-  assign \$70  = \$signal$86  | s4_dec;
-  assign \wr__en$92  = busy | \$70 ;
-  assign \$71  = s4_cmd == desc_query;
-  assign \$72  = \$71  & \$signal$86 ;
-  assign \$73  = busy | \$72 ;
-  assign \$74  = | query__data;
-  assign \$75  = s4_cmd == desc_query;
-  assign \$76  = \$75  & s4_dec;
-  assign \$77  = query__data == 1'h1;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = ~ \$78 ;
-  assign \$80  = \$74  & \$79 ;
-  assign desc_held = \$73  | \$80 ;
-  assign \$81  = sweep1 + 1'h1;
-  assign \$82  = sweep1 == 8'hff;
-  assign \$83  = program__valid & program__ready;
-  assign \$84  = ~ write__valid;
-  assign \$85  = ~ busy;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = ~ program__valid;
-  assign \$88  = \$86  & \$87 ;
-  assign \$89  = \$88  & \o__valid$26 ;
-  assign \$90  = program__valid ? program__payload[17:2] : \o__payload$28 ;
-  assign \$91  = write__valid ? write__payload[15:0] : \$90 ;
+  assign \$68  = fwd_last[0] & fwd_last[1];
+  assign \$69  = fwd_last[0] ? fwd_last[21:10] : 12'h000;
+  assign \$70  = fwd_last[0] ? fwd_last[41:34] : 8'h00;
+  assign \$71  = fwd_last[21:10] - fwd_last[33:22];
+  assign \$72  = fwd_last[0] ? \$71  : 13'h0000;
+  assign \$73  = s4_old + \$signal$89 ;
+  assign \$74  = \$73  - s4_dec;
+  assign \wr__addr$92  = busy ? sweep : s4_cmd;
+  assign \wr__data$94  = busy ? 9'h000 : \$74 [8:0];
+  assign \$75  = \$signal$89  | s4_dec;
+  assign \wr__en$95  = busy | \$75 ;
+  assign \$76  = sweep1 + 1'h1;
+  assign \$77  = sweep1 == 8'hff;
+  assign \$78  = program__valid & program__ready;
+  assign \$79  = ~ write__valid;
+  assign \$80  = ~ busy;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ program__valid;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = \$83  & \o__valid$26 ;
+  assign \$85  = program__valid ? program__payload[17:2] : \o__payload$28 ;
+  assign \$86  = write__valid ? write__payload[15:0] : \$85 ;
+  assign \$87  = ~ sweep_last;
+  assign \$88  = busy & \$87 ;
+  assign \$89  = \$88  | s2_valid;
+  assign \$90  = \$89  | s2_prog;
+  assign \$91  = \$90  | s2_ack;
   assign \$92  = ~ sweep_last;
   assign \$93  = busy & \$92 ;
-  assign \$94  = \$93  | s2_valid;
-  assign \$95  = \$94  | s2_prog;
-  assign \$96  = \$95  | s2_ack;
-  assign \$97  = ~ sweep_last;
-  assign \$98  = busy & \$97 ;
-  assign \$99  = \$98  ? sweep1[7:0] : s2_tile[7:0];
-  assign \$100  = \$99  == s1_tile[7:0];
-  assign \$101  = \$96  & \$100 ;
-  assign \$102  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$103  = s1_write[19:16] + 1'h1;
-  assign \$104  = busy | s3_valid;
-  assign \$105  = \$104  | s3_prog;
-  assign \$106  = \$105  | s3_ack;
-  assign \$107  = nxt_index == s1_tile[7:0];
-  assign \$108  = \$106  & \$107 ;
-  assign \$109  = wr__addr == s1_tile[7:0];
-  assign \$110  = fwd_last_we & \$109 ;
-  assign \$111  = fwd_prev_index == s1_tile[7:0];
-  assign \$112  = fwd_prev_we & \$111 ;
-  assign \$113  = busy | s3_valid;
-  assign \$114  = \$113  | s3_prog;
-  assign \$115  = \$114  | s3_ack;
-  assign \$116  = nxt_index == s1_tile[7:0];
-  assign \$117  = \$115  & \$116 ;
-  assign \$118  = wr__addr == s1_tile[7:0];
-  assign \$119  = fwd_last_we & \$118 ;
-  assign \$120  = fwd_prev_index == s1_tile[7:0];
-  assign \$121  = fwd_prev_we & \$120 ;
-  assign \$122  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$123  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$124  = \$119  ? \$122  : \$123 ;
-  assign \$125  = \$108  ? nxt_tag_eq1 : \$124 ;
-  assign \$126  = busy | s3_valid;
-  assign \$127  = \$126  | s3_prog;
-  assign \$128  = \$127  | s3_ack;
-  assign \$129  = nxt_index == s1_tile[7:0];
-  assign \$130  = \$128  & \$129 ;
-  assign \$131  = wr__addr == s1_tile[7:0];
-  assign \$132  = fwd_last_we & \$131 ;
-  assign \$133  = fwd_prev_index == s1_tile[7:0];
-  assign \$134  = fwd_prev_we & \$133 ;
-  assign \$135  = base[0] ? base[33:22] : s2_req[29:18];
-  assign \$136  = ~ s2_stale;
-  assign \$137  = s2_valid & \$136 ;
-  assign \$138  = \$137  & ok_next;
-  assign \$139  = s2_req[1:0] == 1'h1;
-  assign \$140  = s2_prog & \$139 ;
-  assign \$141  = \$140  & ok_next;
-  assign \$142  = ! s2_req[1:0];
-  assign \$143  = s2_prog & \$142 ;
-  assign \$144  = | s2_req[29:18];
-  assign \$145  = \$143  & \$144 ;
-  assign \$146  = ~ s2_stale;
-  assign \$147  = s2_valid & \$146 ;
-  assign \$148  = \$147  & ok_next;
-  assign \$149  = \$148  ? s2_write[19:16] : 4'h0;
-  assign \$150  = ~ s2_stale;
-  assign \$151  = s2_valid & \$150 ;
-  assign \$152  = \$151  & ok_next;
-  assign \$153  = \$152  ? s2_beats1 : 5'h01;
-  assign \$154  = \$signal  ? nxt[1] : base[1];
-  assign \$155  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$156  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$157  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$158  = busy | s3_valid;
-  assign \$159  = \$158  | s3_prog;
-  assign \$160  = \$159  | s3_ack;
-  assign \$161  = nxt[0] & nxt[1];
-  assign \$162  = nxt[0] ? nxt[21:10] : 12'h000;
-  assign \$163  = nxt[0] ? nxt[41:34] : 8'h00;
-  assign \$164  = nxt[21:10] - nxt[33:22];
-  assign \$165  = nxt[0] ? \$164  : 13'h0000;
-  assign \$166  = | set_err;
-  assign \$167  = hit ? ent[28:21] : 8'h00;
-  assign \$168  = s3_prog ? s3_req[37:30] : \$167 ;
-  assign \$169  = complete & idle;
-  assign \$170  = ~ busy;
-  assign \$171  = \$169  & \$170 ;
-  assign \$172  = cur[45:42] == 1'h1;
-  assign \$173  = s3_ack & \$172 ;
-  assign \$174  = \$signal$86  | s4_dec;
-  assign \$175  = s4_cmd == ent[28:21];
-  assign \$176  = \$174  & \$175 ;
-  assign \$177  = \$176  ? \$69 [8:0] : pre__data;
-  assign \$178  = ~ clear;
-  assign \$179  = errors & \$178 ;
-  assign \$180  = \$179  | set_err;
-  assign \$181  = stats[31:0] + 1'h1;
-  assign \$182  = stats[63:32] + 1'h1;
-  assign \$183  = stats[95:64] + 1'h1;
-  assign \$184  = stats[127:96] + 1'h1;
-  assign \$185  = ~ lost;
-  assign \$186  = complete & \$185 ;
-  assign \$187  = stats[159:128] + 1'h1;
-  assign \$188  = stats[191:160] + 1'h1;
-  assign \$189  = ~ busy;
-  assign \$190  = program__valid | \o__valid$26 ;
-  assign \$191  = \$189  & \$190 ;
-  assign \$192  = \$191  & write__valid;
-  assign \$193  = ! \wait ;
-  assign \$194  = \$192  & \$193 ;
-  assign \$195  = ~ busy;
-  assign \$196  = program__valid | \o__valid$26 ;
-  assign \$197  = \$195  & \$196 ;
-  assign \$198  = \$197  & write__valid;
-  assign \$199  = ! \wait ;
-  assign \$200  = \$198  & \$199 ;
-  assign \$201  = | \wait ;
-  assign \$202  = \wait  - 1'h1;
+  assign \$94  = \$93  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$95  = \$94  == s1_tile[7:0];
+  assign \$96  = \$91  & \$95 ;
+  assign \$97  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$98  = s1_write[19:16] + 1'h1;
+  assign \$99  = busy | s3_valid;
+  assign \$100  = \$99  | s3_prog;
+  assign \$101  = \$100  | s3_ack;
+  assign \$102  = nxt_index == s1_tile[7:0];
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = wr__addr == s1_tile[7:0];
+  assign \$105  = fwd_last_we & \$104 ;
+  assign \$106  = fwd_prev_index == s1_tile[7:0];
+  assign \$107  = fwd_prev_we & \$106 ;
+  assign \$108  = busy | s3_valid;
+  assign \$109  = \$108  | s3_prog;
+  assign \$110  = \$109  | s3_ack;
+  assign \$111  = nxt_index == s1_tile[7:0];
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = wr__addr == s1_tile[7:0];
+  assign \$114  = fwd_last_we & \$113 ;
+  assign \$115  = fwd_prev_index == s1_tile[7:0];
+  assign \$116  = fwd_prev_we & \$115 ;
+  assign \$117  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$118  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$119  = \$114  ? \$117  : \$118 ;
+  assign \$120  = \$103  ? nxt_tag_eq1 : \$119 ;
+  assign \$121  = busy | s3_valid;
+  assign \$122  = \$121  | s3_prog;
+  assign \$123  = \$122  | s3_ack;
+  assign \$124  = nxt_index == s1_tile[7:0];
+  assign \$125  = \$123  & \$124 ;
+  assign \$126  = wr__addr == s1_tile[7:0];
+  assign \$127  = fwd_last_we & \$126 ;
+  assign \$128  = fwd_prev_index == s1_tile[7:0];
+  assign \$129  = fwd_prev_we & \$128 ;
+  assign \$130  = base[0] ? base[33:22] : s2_req[29:18];
+  assign \$131  = ~ s2_stale;
+  assign \$132  = s2_valid & \$131 ;
+  assign \$133  = \$132  & ok_next;
+  assign \$134  = s2_req[1:0] == 1'h1;
+  assign \$135  = s2_prog & \$134 ;
+  assign \$136  = \$135  & ok_next;
+  assign \$137  = ! s2_req[1:0];
+  assign \$138  = s2_prog & \$137 ;
+  assign \$139  = | s2_req[29:18];
+  assign \$140  = \$138  & \$139 ;
+  assign \$141  = ~ s2_stale;
+  assign \$142  = s2_valid & \$141 ;
+  assign \$143  = \$142  & ok_next;
+  assign \$144  = \$143  ? s2_write[19:16] : 4'h0;
+  assign \$145  = ~ s2_stale;
+  assign \$146  = s2_valid & \$145 ;
+  assign \$147  = \$146  & ok_next;
+  assign \$148  = \$147  ? s2_beats1 : 5'h01;
+  assign \$149  = \$signal  ? nxt[1] : base[1];
+  assign \$150  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$151  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$152  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$153  = busy | s3_valid;
+  assign \$154  = \$153  | s3_prog;
+  assign \$155  = \$154  | s3_ack;
+  assign \$156  = | set_err;
+  assign \$157  = hit ? ent[28:21] : 8'h00;
+  assign \$158  = s3_prog ? s3_req[37:30] : \$157 ;
+  assign \$159  = complete & idle;
+  assign \$160  = ~ busy;
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = cur[45:42] == 1'h1;
+  assign \$163  = s3_ack & \$162 ;
+  assign \$164  = \$signal$89  | s4_dec;
+  assign \$165  = s4_cmd == ent[28:21];
+  assign \$166  = \$164  & \$165 ;
+  assign \$167  = \$166  ? \$74 [8:0] : pre__data;
+  assign \$168  = s4_cmd == desc_query;
+  assign \$169  = \$168  & \$signal$89 ;
+  assign \$170  = busy | \$169 ;
+  assign \$171  = | query__data;
+  assign \$172  = s4_cmd == desc_query;
+  assign \$173  = \$172  & s4_dec;
+  assign \$174  = query__data == 1'h1;
+  assign \$175  = \$173  & \$174 ;
+  assign \$176  = ~ \$175 ;
+  assign \$177  = \$171  & \$176 ;
+  assign \$178  = \$170  | \$177 ;
+  assign \$179  = ~ clear;
+  assign \$180  = errors & \$179 ;
+  assign \$181  = \$180  | set_err;
+  assign \$182  = ! write__payload[22:21];
+  assign \$183  = write__valid & \$182 ;
+  assign \$184  = stats[31:0] + 1'h1;
+  assign \$185  = write__payload[22:21] == 1'h1;
+  assign \$186  = write__valid & \$185 ;
+  assign \$187  = stats[63:32] + 1'h1;
+  assign \$188  = write__payload[22:21] == 2'h2;
+  assign \$189  = write__valid & \$188 ;
+  assign \$190  = stats[95:64] + 1'h1;
+  assign \$191  = stats[127:96] + 1'h1;
+  assign \$192  = ~ lost;
+  assign \$193  = complete & \$192 ;
+  assign \$194  = stats[159:128] + 1'h1;
+  assign \$195  = stats[191:160] + 1'h1;
+  assign \$196  = ~ busy;
+  assign \$197  = program__valid | \o__valid$26 ;
+  assign \$198  = \$196  & \$197 ;
+  assign \$199  = \$198  & write__valid;
+  assign \$200  = ! \wait ;
+  assign \$201  = \$199  & \$200 ;
+  assign \$202  = ~ busy;
+  assign \$203  = program__valid | \o__valid$26 ;
+  assign \$204  = \$202  & \$203 ;
+  assign \$205  = \$204  & write__valid;
+  assign \$206  = ! \wait ;
+  assign \$207  = \$205  & \$206 ;
+  assign \$208  = | \wait ;
+  assign \$209  = \wait  - 1'h1;
   always @(posedge clk)
-    sweep <= \$203 ;
+    sweep <= \$210 ;
   always @(posedge clk)
-    sweep1 <= \$204 ;
+    sweep1 <= \$211 ;
   always @(posedge clk)
-    sweep_last <= \$205 ;
+    sweep_last <= \$212 ;
   always @(posedge clk)
-    busy <= \$206 ;
+    busy <= \$213 ;
   always @(posedge clk)
-    s1_valid <= \$207 ;
+    s1_valid <= \$214 ;
   always @(posedge clk)
-    s1_stale <= \$208 ;
+    s1_stale <= \$215 ;
   always @(posedge clk)
-    s1_prog <= \$209 ;
+    s1_prog <= \$216 ;
   always @(posedge clk)
-    s1_ack <= \$210 ;
+    s1_ack <= \$217 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s1_tile <= \$91 ;
+    s1_tile <= \$86 ;
   always @(posedge clk)
-    s2_valid <= \$211 ;
+    s2_valid <= \$218 ;
   always @(posedge clk)
-    s2_stale <= \$212 ;
+    s2_stale <= \$219 ;
   always @(posedge clk)
-    s2_prog <= \$213 ;
+    s2_prog <= \$220 ;
   always @(posedge clk)
-    s2_ack <= \$214 ;
+    s2_ack <= \$221 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -1387,13 +1413,13 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$215 ;
+    s3_valid <= \$222 ;
   always @(posedge clk)
-    s3_stale <= \$216 ;
+    s3_stale <= \$223 ;
   always @(posedge clk)
-    s3_prog <= \$217 ;
+    s3_prog <= \$224 ;
   always @(posedge clk)
-    s3_ack <= \$218 ;
+    s3_ack <= \$225 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -1401,83 +1427,89 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$219 ;
+    \$signal  <= \$226 ;
   always @(posedge clk)
-    tag_ahead <= \$220 ;
+    tag_ahead <= \$227 ;
   always @(posedge clk)
-    s2_beats1 <= \$103 ;
+    s2_beats1 <= \$98 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$221 ;
+    fwd_tag_eq <= \$228 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$222 ;
+    fwd_hit <= \$229 ;
   always @(posedge clk)
-    s3_hit <= \$223 ;
+    s3_hit <= \$230 ;
   always @(posedge clk)
-    base_valid <= \$224 ;
+    base_valid <= \$231 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$225 ;
+    tag_ok <= \$232 ;
   always @(posedge clk)
-    base_left <= \$135 ;
+    base_left <= \$130 ;
   always @(posedge clk)
-    count_ok <= \$226 ;
+    count_ok <= \$233 ;
   always @(posedge clk)
-    disarm_ok <= \$227 ;
+    disarm_ok <= \$234 ;
   always @(posedge clk)
-    s3_arm <= \$228 ;
+    s3_arm <= \$235 ;
   always @(posedge clk)
-    s3_beats <= \$149 ;
+    s3_beats <= \$144 ;
   always @(posedge clk)
-    s3_beats1 <= \$153 ;
+    s3_beats1 <= \$148 ;
   always @(posedge clk)
-    ent <= \$229 ;
+    ent <= \$236 ;
   always @(posedge clk)
-    fwd_last_we <= \$230 ;
+    fwd_last_we <= \$237 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$231 ;
+    fwd_old_we <= \$238 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$232 ;
+    fwd_prev_we <= \$239 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$80  <= \$233 ;
+    \data$80  <= \$240 ;
   always @(posedge clk)
-    \push$82  <= \$234 ;
+    \push$82  <= \$241 ;
   always @(posedge clk)
-    result__valid <= \$235 ;
+    result__valid <= \$242 ;
   always @(posedge clk)
-    result__payload <= \$236 ;
+    \$like  <= s3_req[1:0];
   always @(posedge clk)
-    capture <= \$237 ;
+    \$like$85  <= code;
+  always @(posedge clk)
+    \$like$86  <= s3_tile;
+  always @(posedge clk)
+    capture <= \$243 ;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$86  <= \$238 ;
+    \$signal$89  <= \$244 ;
   always @(posedge clk)
-    s4_dec <= \$239 ;
+    s4_dec <= \$245 ;
   always @(posedge clk)
-    s4_old <= \$177 ;
+    s4_old <= \$167 ;
   always @(posedge clk)
-    errors <= \$240 ;
+    desc_held <= \$246 ;
   always @(posedge clk)
-    stats <= \$241 ;
+    errors <= \$247 ;
   always @(posedge clk)
-    hold <= \$242 ;
+    stats <= \$248 ;
   always @(posedge clk)
-    \wait  <= \$243 ;
+    hold <= \$249 ;
+  always @(posedge clk)
+    \wait  <= \$250 ;
   t3hw_tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$28 ),
@@ -1523,325 +1555,316 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$203  = sweep;
+    \$210  = sweep;
     if (busy) begin
-      \$203  = sweep1[7:0];
+      \$210  = sweep1[7:0];
     end
     if (rst) begin
-      \$203  = 8'h00;
+      \$210  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$204  = sweep1;
+    \$211  = sweep1;
     if (busy) begin
-      \$204  = \$81 [8:0];
+      \$211  = \$76 [8:0];
     end
     if (rst) begin
-      \$204  = 9'h001;
+      \$211  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$205  = sweep_last;
+    \$212  = sweep_last;
     if (busy) begin
-      \$205  = \$82 ;
+      \$212  = \$77 ;
     end
-    if (rst) begin
-      \$205  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$206  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$206  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$206  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$207  = write__valid;
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$208  = busy;
-    if (rst) begin
-      \$208  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$209  = \$83 ;
-    if (rst) begin
-      \$209  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$210  = \$89 ;
-    if (rst) begin
-      \$210  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$211  = s1_valid;
-    if (rst) begin
-      \$211  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$212  = s1_stale;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$213  = s1_prog;
+    \$213  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$213  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$213  = 1'h0;
+      \$213  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$214  = s1_ack;
+    \$214  = write__valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$215  = s2_valid;
+    \$215  = busy;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$216  = s2_stale;
+    \$216  = \$78 ;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$217  = s2_prog;
+    \$217  = \$84 ;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$218  = s2_ack;
+    \$218  = s1_valid;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$219  = \$101 ;
+    \$219  = s1_stale;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$220  = \$102 ;
+    \$220  = s1_prog;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$221  = \$125 ;
+    \$221  = s1_ack;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$222  = { \$134 , \$132 , \$130  };
+    \$222  = s2_valid;
     if (rst) begin
-      \$222  = 3'h0;
+      \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$223  = \$signal ;
+    \$223  = s2_stale;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$224  = base[0];
+    \$224  = s2_prog;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$225  = ok_next;
+    \$225  = s2_ack;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$226  = \$138 ;
+    \$226  = \$96 ;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$227  = \$141 ;
+    \$227  = \$97 ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$228  = \$145 ;
+    \$228  = \$120 ;
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$230  = \$160 ;
+    \$229  = { \$129 , \$127 , \$125  };
+    if (rst) begin
+      \$229  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$230  = \$signal ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$231  = fwd_prev_we;
+    \$231  = base[0];
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$232  = fwd_last_we;
+    \$232  = ok_next;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$234  = \push$67 ;
+    \$233  = \$133 ;
+    if (rst) begin
+      \$233  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$234  = \$136 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$235  = s3_prog;
+    \$235  = \$140 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$236 [1:0] = s3_req[1:0];
-    \$236 [4:2] = code;
-    \$236 [20:5] = s3_tile;
-    \$236 [21] = nxt[0];
-    \$236 [26:23] = nxt[45:42];
-    \$236 [22] = \$161 ;
-    \$236 [38:27] = \$162 ;
-    \$236 [58:51] = \$163 ;
-    \$236 [50:39] = \$165 [11:0];
+    \$237  = \$155 ;
     if (rst) begin
-      \$236  = 59'h000000000000000;
+      \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$237  = capture;
-    if (\$166 ) begin
-      \$237 [15:0] = s3_tile;
-      \$237 [23:16] = \$168 ;
-    end
-    if (rst) begin
-      \$237  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$238  = \$171 ;
+    \$238  = fwd_prev_we;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$239  = \$173 ;
+    \$239  = fwd_last_we;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$240  = \$180 ;
+    \$241  = \push$67 ;
     if (rst) begin
-      \$240  = 6'h00;
+      \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$241  = stats;
-    if (write__valid) begin
-      casez (write__payload[22:21])
-        2'h0:
-            \$241 [31:0] = \$181 [31:0];
-        2'h1:
-            \$241 [63:32] = \$182 [31:0];
-        2'h2:
-            \$241 [95:64] = \$183 [31:0];
-      endcase
-    end
-    if (set_err[0]) begin
-      \$241 [127:96] = \$184 [31:0];
-    end
-    if (\$186 ) begin
-      \$241 [159:128] = \$187 [31:0];
-    end
-    if (lost) begin
-      \$241 [191:160] = \$188 [31:0];
-    end
-    if (rst) begin
-      \$241  = 192'h000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$242  = \$194 ;
+    \$242  = s3_prog;
     if (rst) begin
       \$242  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$243  = \wait ;
-    if (\$200 ) begin
-      \$243  = 3'h7;
-    end else if (\$201 ) begin
-      \$243  = \$202 [2:0];
+    \$243  = capture;
+    if (\$156 ) begin
+      \$243 [15:0] = s3_tile;
+      \$243 [23:16] = \$158 ;
     end
     if (rst) begin
-      \$243  = 3'h0;
+      \$243  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$244  = \$161 ;
+    if (rst) begin
+      \$244  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$245  = \$163 ;
+    if (rst) begin
+      \$245  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$246  = \$178 ;
+    if (rst) begin
+      \$246  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$247  = \$181 ;
+    if (rst) begin
+      \$247  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$248  = stats;
+    if (\$183 ) begin
+      \$248 [31:0] = \$184 [31:0];
+    end
+    if (\$186 ) begin
+      \$248 [63:32] = \$187 [31:0];
+    end
+    if (\$189 ) begin
+      \$248 [95:64] = \$190 [31:0];
+    end
+    if (set_err[0]) begin
+      \$248 [127:96] = \$191 [31:0];
+    end
+    if (\$193 ) begin
+      \$248 [159:128] = \$194 [31:0];
+    end
+    if (lost) begin
+      \$248 [191:160] = \$195 [31:0];
+    end
+    if (rst) begin
+      \$248  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$249  = \$201 ;
+    if (rst) begin
+      \$249  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$250  = \wait ;
+    if (\$207 ) begin
+      \$250  = 3'h7;
+    end else if (\$208 ) begin
+      \$250  = \$209 [2:0];
+    end
+    if (rst) begin
+      \$250  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -1857,7 +1880,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign wr__data = fwd_last;
   assign trig = \data$80 ;
   assign s4_push = \push$82 ;
-  assign \new  = \$69 [8:0];
+  assign \new  = \$74 [8:0];
   assign pre__addr = ent[28:21];
   assign query__addr = desc_query;
   assign write__payload__tile  = write__payload[15:0];
@@ -2006,12 +2029,21 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign rd__data__left  = rd__data[33:22];
   assign rd__data__cmd  = rd__data[41:34];
   assign rd__data__pending  = rd__data[45:42];
-  assign \$233 [23:8] = s3_tile;
-  assign \$233 [7:0] = ent[28:21];
-  assign \$229 [28:21] = \$157 ;
-  assign \$229 [20:9] = \$156 ;
-  assign \$229 [8:1] = \$155 ;
-  assign \$229 [0] = \$154 ;
+  assign \$240 [23:8] = s3_tile;
+  assign \$240 [7:0] = ent[28:21];
+  assign \$236 [28:21] = \$152 ;
+  assign \$236 [20:9] = \$151 ;
+  assign \$236 [8:1] = \$150 ;
+  assign \$236 [0] = \$149 ;
+  assign result__payload[50:39] = \$72 [11:0];
+  assign result__payload[58:51] = \$70 ;
+  assign result__payload[38:27] = \$69 ;
+  assign result__payload[22] = \$68 ;
+  assign result__payload[26:23] = fwd_last[45:42];
+  assign result__payload[21] = fwd_last[0];
+  assign result__payload[20:5] = \$like$86 ;
+  assign result__payload[4:2] = \$like$85 ;
+  assign result__payload[1:0] = \$like ;
   assign set_err[5] = \$66 ;
   assign set_err[4] = lost;
   assign set_err[3] = \$64 ;
@@ -2034,15 +2066,15 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign cur[0] = \$12 ;
 endmodule
 
-module t3hw_tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, clk);
+module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_2  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [9:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [10:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -2062,35 +2094,68 @@ module t3hw_tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, 
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [8:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [9:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [10:0] \$47 ;
-  reg [15:0] \$48 ;
-  reg [7:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [7:0] \$50 ;
-  reg [8:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [8:0] \$68 ;
+  wire [8:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [8:0] \$73 ;
+  wire [8:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [8:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [15:0] \$81 ;
+  reg [7:0] \$82 ;
+  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
+  reg full = 1'h0;
   (* init = 8'h00 *)
   wire [7:0] head;
   (* init = 16'h0000 *)
@@ -2101,7 +2166,7 @@ module t3hw_tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, 
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [7:0] rd__addr = 8'h00;
@@ -2110,6 +2175,7 @@ module t3hw_tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, 
   wire rst;
   (* init = 8'h00 *)
   wire [7:0] tail;
+  reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [15:0] wr__data;
   wire [15:0] wr__data;
@@ -2377,99 +2443,154 @@ module t3hw_tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 8'hff;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 8'hfe;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 9'h000 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 8'hfe;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 9'h000 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 9'h100;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 8'hfe;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 9'h000 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 8'hfe;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 9'h000 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [8:0];
+    if (rst) begin
+      \$77  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [7:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 8'h00;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [7:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 8'h00;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$51  = \$47 [8:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 9'h000;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [7:0];
+    end
+    if (rst) begin
+      \$82  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [7:0];
+    end
+    if (rst) begin
+      \$83  = 8'h00;
     end
   end
   assign head_reg = o__payload;
@@ -2478,15 +2599,15 @@ module t3hw_tracker__acks (rst, push, o__ready, o__valid, wr__data, o__payload, 
   assign head = rd__addr;
 endmodule
 
-module t3hw_tracker__queue (clk, rst, o__valid, wr__data, push, o__payload, o__ready);
+module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__ready);
   reg _init_strobe_3  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [9:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [10:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -2506,30 +2627,62 @@ module t3hw_tracker__queue (clk, rst, o__valid, wr__data, push, o__payload, o__r
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [8:0] \$33 ;
-  wire [8:0] \$34 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [8:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [8:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [9:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [10:0] \$47 ;
-  reg [23:0] \$48 ;
-  reg [7:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [7:0] \$50 ;
-  reg [8:0] \$51 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [8:0] \$68 ;
+  wire [8:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [8:0] \$73 ;
+  wire [8:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [8:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [23:0] \$81 ;
+  reg [7:0] \$82 ;
+  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -2537,6 +2690,7 @@ module t3hw_tracker__queue (clk, rst, o__valid, wr__data, push, o__payload, o__r
   wire [23:0] data;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
+  reg full = 1'h0;
   (* init = 8'h00 *)
   wire [7:0] head;
   (* init = 24'h000000 *)
@@ -2551,7 +2705,7 @@ module t3hw_tracker__queue (clk, rst, o__valid, wr__data, push, o__payload, o__r
   input o__ready;
   wire o__ready;
   output o__valid;
-  wire o__valid;
+  reg o__valid = 1'h0;
   input push;
   wire push;
   reg [7:0] rd__addr = 8'h00;
@@ -2562,6 +2716,7 @@ module t3hw_tracker__queue (clk, rst, o__valid, wr__data, push, o__payload, o__r
   wire rst;
   (* init = 8'h00 *)
   wire [7:0] tail;
+  reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [23:0] wr__data;
   wire [23:0] wr__data;
@@ -2831,99 +2986,154 @@ module t3hw_tracker__queue (clk, rst, o__valid, wr__data, push, o__payload, o__r
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = \$45  - \$46 ;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 8'hff;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 8'hfe;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 9'h000 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 8'hfe;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 9'h000 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    o__payload <= \$48 ;
+    level <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$49 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$50 ;
+    full <= \$79 ;
   always @(posedge clk)
-    level <= \$51 ;
-  assign \$1  = level != 9'h100;
+    waiting <= \$80 ;
+  always @(posedge clk)
+    o__payload <= \$81 ;
+  always @(posedge clk)
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
+  assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__valid = | level;
   assign \$3  = push & accept;
   assign \$4  = push & accept;
-  assign \$5  = ! level;
+  assign \$5  = ~ o__valid;
   assign \$6  = o__valid & o__ready;
-  assign \$7  = level > 1'h1;
-  assign \$8  = ~ \$7 ;
-  assign \$9  = \$6  & \$8 ;
-  assign \$10  = \$5  | \$9 ;
-  assign \$11  = \$4  & \$10 ;
-  assign \$12  = ~ \$11 ;
-  assign wr__en = \$3  & \$12 ;
-  assign \$13  = push & accept;
-  assign \$14  = ! level;
-  assign \$15  = o__valid & o__ready;
-  assign \$16  = level > 1'h1;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = \$14  | \$18 ;
-  assign \$20  = \$13  & \$19 ;
-  assign \$21  = push & accept;
-  assign \$22  = push & accept;
-  assign \$23  = ! level;
-  assign \$24  = o__valid & o__ready;
-  assign \$25  = level > 1'h1;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$24  & \$26 ;
-  assign \$28  = \$23  | \$27 ;
-  assign \$29  = \$22  & \$28 ;
-  assign \$30  = ~ \$29 ;
-  assign \$31  = \$21  & \$30 ;
-  assign \$32  = wr__addr == 8'hfe;
-  assign \$33  = wr__addr + 1'h1;
-  assign \$34  = \$32  ? 9'h000 : \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = level > 1'h1;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = rd__addr == 8'hfe;
-  assign \$39  = rd__addr + 1'h1;
-  assign \$40  = \$38  ? 9'h000 : \$39 ;
-  assign \$41  = o__valid & o__ready;
-  assign \$42  = level > 1'h1;
-  assign \$43  = \$41  & \$42 ;
-  assign \$44  = push & accept;
-  assign \$45  = level + \$44 ;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
+  assign \$12  = push & accept;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$48  = o__payload;
-    if (\$20 ) begin
-      \$48  = wr__data;
-    end
-    if (\$43 ) begin
-      \$48  = rd__data;
+    \$77  = \$15 [8:0];
+    if (rst) begin
+      \$77  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$49  = wr__addr;
-    if (\$31 ) begin
-      \$49  = \$34 [7:0];
-    end
+    \$78  = \$25 ;
     if (rst) begin
-      \$49  = 8'h00;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$50  = rd__addr;
-    if (\$37 ) begin
-      \$50  = \$40 [7:0];
-    end
+    \$79  = \$37 ;
     if (rst) begin
-      \$50  = 8'h00;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$51  = \$47 [8:0];
+    \$80  = \$49 ;
     if (rst) begin
-      \$51  = 9'h000;
+      \$80  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
+    end
+    if (\$76 ) begin
+      \$81  = rd__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [7:0];
+    end
+    if (rst) begin
+      \$82  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [7:0];
+    end
+    if (rst) begin
+      \$83  = 8'h00;
     end
   end
   assign head_reg = o__payload;

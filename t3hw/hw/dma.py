@@ -83,8 +83,9 @@ class Dma(wiring.Component):
         on ``errors`` :func:`~t3hw.spec.contract.dma_verdict_cycles` cycles after it is
         taken.
     desc_held : In(1)
-        The tracker holds the descriptor of ``program``'s index (see :class:`DmaQueue`): a
-        write to it is refused as ``desc_busy``. Tie to 0 without a tracker.
+        The tracker holds the descriptor of ``program``'s index, sampled the cycle after the
+        write is taken (see :class:`DmaQueue`): a write to it is refused as ``desc_busy``.
+        Tie to 0 without a tracker.
     trigger : In(stream.Signature(trigger_layout))
         Triggers from the tracker; back-pressured (never dropped) when the ready queue is
         full, and while a descriptor write is presented or checked (programming goes first).

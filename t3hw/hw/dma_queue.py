@@ -42,7 +42,7 @@ class DmaQueue(wiring.Component):
         row_bytes``), ``bad_range`` (``valid`` and the source or the destination range ends
         past ``2**addr_width - 1``: its last byte is ``base + (rows - 1) * pitch +
         row_bytes - 1``), ``desc_busy`` (the descriptor is in use as of cycle t, its
-        retirements in t included, or ``desc_held`` was high in t; whatever ``valid``).
+        retirements in t included, or ``desc_held`` was high in t + 1; whatever ``valid``).
         Programming has priority: from the cycle a write is presented until the cycle it
         is written no trigger is taken, and no descriptor is fetched in that last cycle.
     trigger : In(stream.Signature(trigger_layout))
@@ -53,9 +53,10 @@ class DmaQueue(wiring.Component):
         holds ``ready`` low: triggers are never dropped.
     desc_held : In(1)
         The descriptor of ``program``'s index is named by a firing still pending in the
-        tracker (its ``desc_held``, queried with ``program.payload.index``), sampled in the
-        cycle the write is taken: a write to it is refused as ``desc_busy``, as for a
-        descriptor in use here. 0 when no tracker drives it.
+        tracker (its ``desc_held``, a register, answering ``program.payload.index`` as
+        queried in the cycle the write is taken), sampled in the cycle after the write is
+        taken: a write to it is refused as ``desc_busy``, as for a descriptor in use here.
+        0 when no tracker drives it.
     descriptor : Out(stream.Signature(dma_program_layout))
         The next descriptor to run, with its index (``valid`` field always 1). ``valid`` is a
         register.
@@ -115,8 +116,8 @@ class DmaQueue(wiring.Component):
     span ``+ row_bytes - 1`` and the use counts read into registers; t + 3, the two range
     ends and their carries, and the in-use verdict; t + 4 (:func:`~t3hw.spec.contract.dma_verdict_cycles`
     - 1), the verdict from registers, the tables written or the refusal pulsed;
-    ``program.ready`` again from t + 5. Throughput: one descriptor every 3 cycles at
-    ``descriptor``; with ``dma_ready_depth = 1`` one trigger every 5 cycles, otherwise up
+    ``program.ready`` again from t + 5. Throughput: one descriptor every 4 cycles at
+    ``descriptor`` (the fetch starts the cycle after the last one is taken); with ``dma_ready_depth = 1`` one trigger every 5 cycles, otherwise up
     to 1 per cycle while the queue has room; a descriptor write costs the triggers of the
     5 cycles from its presentation and one fetch cycle.
     """
@@ -249,7 +250,9 @@ class DmaQueue(wiring.Component):
 
     def _fetch(self, m, rq, rd_fetch, chk, dlayout):
         """The fetch: pop the head index of the ready queue ``rq`` when ``descriptor`` is
-        empty or being taken and no fetch or descriptor write is under way, read its
+        empty (a register: whether the walker takes it this cycle stays out of the pop, the
+        ready queue's level and the trigger room) and no fetch or descriptor write is under
+        way, read its
         descriptor (``rd_fetch``, a synchronous read) into a register, and offer it on
         ``descriptor`` the cycle after. Returns the fetch's state (``fetching``, ``fetched``,
         ``got``), ``slot`` (the pop may happen) and ``out`` (``descriptor``)."""
@@ -260,7 +263,7 @@ class DmaQueue(wiring.Component):
         got      = Signal(dlayout, reset_less=True)
         got_index = Signal(p.cmd_width, reset_less=True)
         out = self.descriptor
-        fetch_slot = ~fetching & ~fetched & (~out.valid | out.ready)
+        fetch_slot = ~fetching & ~fetched & ~out.valid
         m.d.comb += [
             rq.o.ready.eq(fetch_slot & ~chk.writing),
             rd_fetch.addr.eq(rq.o.payload),
@@ -271,7 +274,7 @@ class DmaQueue(wiring.Component):
         with m.If(out.ready):
             m.d.sync += out.valid.eq(0)
         with m.If(fetched):
-            # `out` is empty here: it was empty or being taken when the index was popped. The
+            # `out` is empty here: it was empty when the index was popped. The
             # descriptor is valid: it has been in use since its trigger was checked valid.
             m.d.sync += out.valid.eq(1)
             for name in dlayout.members:
@@ -307,14 +310,18 @@ class DmaQueue(wiring.Component):
         m.d.comb += prog.ready.eq(~self.busy & (stage == 0))
         take = prog.valid & prog.ready
         m.d.sync += stage.eq(Cat(take, stage[:3]))
+        # ``rows - 1`` is registered with the write, so that the multipliers of t + 1 start
+        # from flip-flops (a decrement in front of them was on the critical path).
+        rows1 = Signal(p.rows_width, reset_less=True)
         with m.If(take):
-            m.d.sync += [desc.eq(prog.payload), held.eq(self.desc_held)]
+            m.d.sync += [desc.eq(prog.payload), rows1.eq(prog.payload.rows - 1)]
+        with m.If(stage[0]):
+            m.d.sync += held.eq(self.desc_held)
         # t + 1
         # The product in two halves of the pitch, each a multiplier of its own (one DSP
         # block each at the default widths: a single rows x pitch multiply is two DSPs and
         # an adder in one cycle), added in t + 2.
         half = (p.pitch_width + 1) // 2
-        rows1 = (desc.rows - 1)[:p.rows_width]
         lo = Signal(p.rows_width + half, reset_less=True)
         hi = Signal(p.rows_width + p.pitch_width - half, reset_less=True)
         empty   = Signal(reset_less=True)

@@ -29,10 +29,10 @@
 * Every stream from one block to another (``mem``, ``rx_mem``, the DMA's reads and their
   responses, both packet streams into the merge) passes a register slice
   (:class:`~t3hw.hw.queue.Slice`): one cycle more, and no combinational path spans two blocks
-  but one: the DMA asks the tracker whether the descriptor being written is named by a
-  pending firing (``desc_query`` from the register block's registered write, a
-  distributed-RAM read and a compare, back as ``desc_held``), so that such a write is
-  refused (``desc_busy``) in the cycle it is taken.
+  but one: the tracker answers whether the descriptor being written is named by a pending
+  firing (``desc_query`` from the register block's registered write, a distributed-RAM read
+  and a compare into the tracker's ``desc_held`` register, which the DMA samples the cycle
+  after it takes the write), so that such a write is refused (``desc_busy``).
 
 Data does not flow through the engine: requests and packets carry addresses, lengths, tile
 ids and tags; the DRAM and the network move the bytes.

@@ -40,6 +40,8 @@ class Queue(wiring.Component):
         Head of the queue; ``o.valid`` is a register output (not combinational on ``ready``).
     level : Out(range(depth + 1))
         Items held.
+    full : Out(1)
+        ``level == depth``, a register.
 
     Storage: the head item in a register (``o.payload`` and ``o.valid`` come from flip-flops),
     the ``depth - 1`` items behind it in a memory with an asynchronous read port (LUT RAM on
@@ -57,15 +59,34 @@ class Queue(wiring.Component):
             "accept": Out(1),
             "o":      Out(stream.Signature(shape)),
             "level":  Out(range(depth + 1)),
+            "full":   Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
         depth = self._depth
+        # ``o.valid`` ("not empty"), ``full`` and ``waiting`` (more than one item: some wait
+        # behind the head) are registers, kept equal to compares of ``level`` (the formal
+        # properties assert it), so that the pop and the head's enable start from flip-flops,
+        # not from a compare of the level counter.
+        full = self.full
+        waiting = Signal(name="waiting") if depth > 1 else C(0)
         pop = self.o.valid & self.o.ready
-        m.d.comb += self.accept.eq((self.level != depth) | pop)
+        m.d.comb += self.accept.eq(~full | pop)
         do_push = self.push & self.accept
-        m.d.comb += self.o.valid.eq(self.level != 0)
+        # Each flag's next value is a compare of the current ``level`` (beside the control,
+        # from registers) selected by whether the level goes up or down: no adder on the
+        # path from ``push`` and ``o.ready``.
+        up = do_push & ~pop
+        down = pop & ~do_push
+        level = self.level
+        m.d.sync += [
+            level.eq(level + do_push - pop),
+            self.o.valid.eq(Mux(up, 1, Mux(down, waiting, self.o.valid))),
+            full.eq(Mux(up, level == depth - 1, ~down & full)),
+        ]
+        if depth > 1:
+            m.d.sync += waiting.eq(Mux(up, level >= 1, Mux(down, level >= 3, waiting)))
 
         # The head is a register (``o.payload``); the items behind it wait in a memory of
         # ``depth - 1`` entries with an asynchronous read port. An item pushed while the
@@ -76,8 +97,7 @@ class Queue(wiring.Component):
         # per cycle, a full queue takes a push while its head leaves).
         head_reg = Signal(self._shape, reset_less=True)
         m.d.comb += self.o.payload.eq(head_reg)
-        waiting = (self.level > 1) if depth > 1 else C(0)    # items behind the head
-        direct = do_push & ((self.level == 0) | (pop & ~waiting))
+        direct = do_push & (~self.o.valid | (pop & ~waiting))
         with m.If(direct):
             m.d.sync += head_reg.eq(self.data)
         if depth > 1:
@@ -105,7 +125,6 @@ class Queue(wiring.Component):
                 oldest = rd.data
             with m.If(dequeue):
                 m.d.sync += head_reg.eq(oldest)
-        m.d.sync += self.level.eq(self.level + do_push - pop)
         return m
 
     # --- formal properties (docs/formal.md); never part of the generated Verilog -----------
@@ -131,6 +150,7 @@ class Queue(wiring.Component):
         m.d.comb += [
             Assert(self.level <= depth, "queue: level above depth"),
             Assert(self.o.valid == (self.level != 0), "queue: o.valid is not level != 0"),
+            Assert(self.full == (self.level == depth), "queue: full is not level == depth"),
             Assert(self.accept == ((self.level != depth) | pop),
                    "queue: accept is not (not full, or popping)"),
             Assert(self.level == level_was + past(m, do_push) - past(m, pop),
@@ -206,7 +226,7 @@ class Slice(wiring.Component):
         m = Module()
         m.submodules.queue = queue = Queue(self._shape, depth=2)
         m.d.comb += [
-            self.i.ready.eq(queue.level != 2),
+            self.i.ready.eq(~queue.full),
             queue.push.eq(self.i.valid & self.i.ready),
             queue.data.eq(self.i.payload),
         ]

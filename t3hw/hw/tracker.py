@@ -44,9 +44,8 @@ ahead, from registers. S2 also precomputes everything S3 needs that the loop doe
 change (the request's kind, the tag compare, the subtrahends, the fields only an ARM
 writes), so the only single-cycle loop is the count update of one entry (``valid``,
 ``left`` and ``pending``: a 3:1 operand mux, a carry chain, a 2:1 select), and back-to-back
-writes to one
-entry count exactly. The block RAM's clock-to-out reaches a register, not the adder
-(``docs/synthesis.md``).
+writes to one entry count exactly. The block RAM's clock-to-out reaches a register, not the
+adder (``docs/synthesis.md``).
 
 * **Throughput**: one observed write per cycle, every cycle. ``write`` has no ready signal.
 * **Programming** is accepted only in cycles with no observed write (``program.ready`` is low
@@ -81,8 +80,8 @@ entry count exactly. The block RAM's clock-to-out reaches a register, not the ad
   DMA command (descriptor index), the entries that have a firing pending under it
   (``held``, a small table of ``2**cmd_width`` counters in distributed RAM, one update per
   cycle at S4: +1 when an entry's first firing becomes pending, -1 when an ack takes its
-  last one). ``desc_held`` answers, combinationally, whether descriptor ``desc_query`` is
-  named by such a firing; the DMA refuses a write to it (``desc_busy``). The DMA's own use
+  last one). ``desc_held`` answers, a cycle later (a register), whether descriptor
+  ``desc_query`` is named by such a firing; the DMA refuses a write to it (``desc_busy``). The DMA's own use
   counters cover a trigger from the cycle after it takes it, long before its ack reaches
   S3, so a descriptor is held from the cycle after the completion until its DMA starts.
 * **Reset**: block RAM has no reset, so after ``rst`` the tracker spends
@@ -161,10 +160,9 @@ class Tracker(wiring.Component):
     desc_query : In(cmd_width)
         A descriptor index (the DMA's descriptor write, in the engine).
     desc_held : Out(1)
-        A pending firing names descriptor ``desc_query`` (from the cycle after its
-        completion to the cycle of the ack of the entry's last firing, both in S3), or the
-        reset sweep runs.
-        Combinational from ``desc_query``.
+        A register (high from reset): in cycle t + 1, whether in t a pending firing named
+        descriptor ``desc_query`` (from the cycle after its completion to the cycle of the
+        ack of the entry's last firing, both in S3), or the reset sweep ran.
     busy : Out(1)
         High while the table is being cleared after reset.
     """
@@ -182,7 +180,7 @@ class Tracker(wiring.Component):
             "capture": Out(tracker_capture_layout(params)),
             "stats":   Out(tracker_stats_layout(params)),
             "desc_query": In(params.cmd_width),
-            "desc_held":  Out(1),
+            "desc_held":  Out(1, init=1),
             "busy":    Out(1, init=1),
         })
 
@@ -503,7 +501,8 @@ class Tracker(wiring.Component):
         m.d.comb += [wr.addr.eq(fwd[0].index), wr.en.eq(Mux(fwd[0].we, -1, 0)),
                      wr.data.eq(fwd_last)]
         return SimpleNamespace(cur=cur, push=push, set_err=set_err, code=code, nxt=nxt,
-                               complete=complete, lost=lost, hit=hit, idle=idle)
+                               last=fwd_last, complete=complete, lost=lost, hit=hit,
+                               idle=idle)
 
     def _s4(self, m, queue, s3, ent, out):
         """S4: push the token into the trigger queue (it always has room: an entry has at
@@ -516,17 +515,21 @@ class Tracker(wiring.Component):
         s4_push = Signal()
         m.d.sync += [trig.cmd.eq(ent.cmd), trig.tile.eq(s3.tile), s4_push.eq(out.push)]
         m.d.comb += [queue.data.eq(trig), queue.push.eq(s4_push)]
-        res, nxt = self.result.payload, out.nxt
-        m.d.sync += [
-            self.result.valid.eq(s3.prog),
-            res.op.eq(s3.req.op), res.code.eq(out.code), res.tile.eq(s3.tile),
+        # The entry's fields come from ``fwd_last`` (S3's entry, registered), so that the
+        # count-update loop does not run on into the result's subtract and selects.
+        res, last = self.result.payload, out.last
+        op, code, tile = (Signal.like(x, reset_less=True) for x in (res.op, res.code, res.tile))
+        m.d.sync += [self.result.valid.eq(s3.prog), op.eq(s3.req.op), code.eq(out.code),
+                     tile.eq(s3.tile)]
+        m.d.comb += [
+            res.op.eq(op), res.code.eq(code), res.tile.eq(tile),
             # An entry that is not armed shows 0 in its other fields (its table fields are
             # don't-care, and undefined in a simulator until first written).
-            res.valid.eq(nxt.valid), res.pending.eq(nxt.pending),
-            res.rearm.eq(nxt.valid & nxt.rearm),
-            res.threshold.eq(Mux(nxt.valid, nxt.threshold, 0)),
-            res.cmd.eq(Mux(nxt.valid, nxt.cmd, 0)),
-            res.count.eq(Mux(nxt.valid, nxt.threshold - nxt.left, 0)),
+            res.valid.eq(last.valid), res.pending.eq(last.pending),
+            res.rearm.eq(last.valid & last.rearm),
+            res.threshold.eq(Mux(last.valid, last.threshold, 0)),
+            res.cmd.eq(Mux(last.valid, last.cmd, 0)),
+            res.count.eq(Mux(last.valid, last.threshold - last.left, 0)),
         ]
         with m.If(Value.cast(out.set_err).any()):
             m.d.sync += [self.capture.tile.eq(s3.tile),
@@ -541,9 +544,9 @@ class Tracker(wiring.Component):
         read of distributed RAM, from the ``ent.cmd`` register) into a register, taking the
         value S4 writes in the same cycle when S4 changes the same counter. S4 adds or
         subtracts one and writes the counter back. So neither the RAM read nor the adder
-        lies on the other's path. ``desc_held`` reads the queried counter as S4 leaves it
-        (its change of this cycle included), so a descriptor is held from the cycle after
-        its entry completes, and released from the cycle after the ack of its last firing."""
+        lies on the other's path. ``desc_held`` registers whether the queried counter as S4
+        leaves it (its change of this cycle included) is not 0: a descriptor is held from
+        the cycle after its entry completes to the ack of its last firing."""
         p = self._p
         m.submodules.held = held = memory.Memory(
             shape=range(p.tracker_entries + 1), depth=p.dma_descriptors, init=[])
@@ -569,19 +572,16 @@ class Tracker(wiring.Component):
         # S4 does not take its last one away (compares side by side, no adder after the
         # RAM read).
         match = s4_cmd == self.desc_query
-        m.d.comb += self.desc_held.eq(self.busy | (match & s4_inc)
+        m.d.sync += self.desc_held.eq(self.busy | (match & s4_inc)
                                       | ((query.data != 0)
                                          & ~(match & s4_dec & (query.data == 1))))
 
     def _stats(self, m, out):
         """The statistics: writes by source, unprogrammed writes, firings and lost firings."""
         st = self.stats
-        with m.If(self.write.valid):
-            with m.Switch(self.write.payload.source):
-                for source in (WriteSource.COMPUTE, WriteSource.DMA, WriteSource.REMOTE):
-                    with m.Case(source):
-                        c = st[f"writes_{source.name.lower()}"]
-                        m.d.sync += c.eq(c + 1)
+        for source in (WriteSource.COMPUTE, WriteSource.DMA, WriteSource.REMOTE):
+            count(m, st[f"writes_{source.name.lower()}"],
+                  self.write.valid & (self.write.payload.source == source))
         count(m, st.unprogrammed, out.set_err.unprogrammed)
         count(m, st.triggers, out.complete & ~out.lost)
         count(m, st.dropped, out.lost)

@@ -199,8 +199,10 @@ def formal_spec(params: EngineParams, *, bug=None):
                                "or more than one")
 
         # A firing of I pending under cmd c holds descriptor c (``desc_held`` reflects every
-        # request S3 has finished, that is the shadow as of ``before``).
-        with m.If(~dut.busy & (before.pending != 0) & (before.cmd == dut.desc_query)):
+        # request S3 has finished, that is the shadow as of ``before``, a cycle later).
+        named = past(m, ~dut.busy & (before.pending != 0) & (before.cmd == dut.desc_query),
+                     name="held_named")
+        with m.If(named):
             m.d.comb += Assert(dut.desc_held,
                                "tracker: a descriptor named by a pending firing is not held")
         m.d.comb += Assert(~(dut.program.ready & (dut.write.valid | dut.busy)),

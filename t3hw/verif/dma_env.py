@@ -69,11 +69,12 @@ class DmaEnv(StreamEnv):
     cycles after it is accepted), and ``capture`` the details of the one that wins
     (response, then write, then trigger). :meth:`check_state` compares the errors seen and
     the counters. Stimulus rule: a random write is presented only when the DMA takes it at
-    once, and avoids a descriptor whose only queued triggers are the model's first two (the
+    once, and avoids a descriptor whose only queued triggers are the model's first three (the
     RTL may have started it already), and one whose invalid trigger was accepted in the last
     2 cycles (still being checked); every other write, to a busy descriptor too, has an
-    exact verdict. ``desc_held`` (the tracker's answer) is high in 5% of the cycles a random
-    write is presented: refused.
+    exact verdict. ``desc_held`` (the tracker's answer, sampled the cycle after a write is
+    taken) is high then for 5% of the random writes, which are refused, and random (5%) in
+    every other cycle, which must not matter.
     """
 
     in_streams  = ("program", "trigger", "response")
@@ -123,6 +124,7 @@ class DmaEnv(StreamEnv):
         self.sent = []              # every packet checked (fields)
         self.shapes = {}            # shape kind -> descriptors written
         self.clear = (1 << self.model.errors_codec.width) - 1
+        self.held_due = None        # desc_held to drive next cycle: the last write was taken
         self.in_flight = 0          # reads transferred, responses not yet taken
         self.max_in_flight = 0
         self.latency = None         # fixed read-return latency, else random
@@ -278,10 +280,10 @@ class DmaEnv(StreamEnv):
             "read":     self.read_stall.ready(),
             "packet":   self.packet_stall.ready(),
             "clear":    self.clear,
-            # the tracker's answer for the written index: held now and then (the write must
-            # then be refused as desc_busy)
-            "desc_held": int(self.prog is not None and self.jobs > 0
-                             and rng.random() < 0.05),
+            # the tracker's answer for the write taken last cycle (held now and then: the
+            # write must then be refused as desc_busy); noise in other cycles
+            "desc_held": int(self.held_due if self.held_due is not None
+                             else rng.random() < 0.05),
         }
         if self.returns and self.returns[0][0] <= self.cycle:
             _, tag, fault = self.returns[0]
@@ -291,6 +293,7 @@ class DmaEnv(StreamEnv):
             ins["response"] = self.response_c.pack(tag=0)
         else:
             ins["response"] = None
+        self.held_due = None
         return ins
 
     # -- scoring ---------------------------------------------------------------------------
@@ -355,7 +358,8 @@ class DmaEnv(StreamEnv):
         elif ins["trigger"] is not None:
             self.refused += 1
         if ins["program"] is not None and outs["program"]:
-            model.program(self.prog[0], held=bool(ins["desc_held"]), **self.prog[1])
+            self.held_due = self.jobs > 0 and self.rng.random() < 0.05
+            model.program(self.prog[0], held=self.held_due, **self.prog[1])
             self._schedule("program")
             self.checked_until = cyc + dma_program_cycles(p) - 1
             self.prog = None

@@ -57,6 +57,8 @@ class TrackerCheck:
         self.log = []
         self.results = []
         self._query = 0         # desc_query driven this cycle (drive sets it)
+        self._held = (True, None)   # desc_held due this cycle: the last query's answer
+                                    # (a register, high from reset)
 
     def drive(self, set_, write=None, program=None, ready=True):
         """Set this cycle's inputs: an observed ``write`` and a ``program`` request (dicts of
@@ -95,9 +97,10 @@ class TrackerCheck:
             got = self.trigger_c.unpack(get("trigger__payload"))
             assert Trigger(**got) == exp_trig, f"cycle {n}: trigger {got}, model {exp_trig}"
         query = self._query
-        got_held, exp_held = get("desc_held"), model.desc_held(query)
+        got_held, (exp_held, last) = get("desc_held"), self._held
         assert got_held == exp_held, \
-            f"cycle {n}: desc_held {got_held} for command {query}, model {exp_held}"
+            f"cycle {n}: desc_held {got_held} for command {last}, model {exp_held}"
+        self._held = (model.desc_held(query), query)
         exp_result, exp_hold = model.outputs()
         got_hold = get("hold")
         assert got_hold == exp_hold, f"cycle {n}: hold {got_hold}, model {exp_hold}"
