@@ -206,3 +206,10 @@ def test_next_due_sleeps_only_when_idle():
         dram.serve(cycle)
     assert dram.responses[0] == {"source": WriteSource.DMA.value, "tag": 5}
     assert dram.next_due() is None and dram.pending() == 0
+
+
+def test_cosim_config_memory_is_checked():
+    from sim_models.cosim import CosimConfig, HbmDram as Exported
+    assert CosimConfig().memory == "fixed" and Exported is HbmDram
+    with pytest.raises(ValueError, match="memory must be one of .*'ddr4'"):
+        CosimConfig(memory="ddr4")
