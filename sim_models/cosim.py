@@ -13,9 +13,12 @@ the engines of the system top, one engine per GPU:
   tiles in the staggered T3 order (:class:`~sim_models.gpu.GemmProducer`, with its L2),
   loading on the engine's ``load`` port; the output rows leave on ``store``, one burst per
   store, as near-memory updates carrying the tracked unit's id.
-* **NMC DRAM** (:class:`~sim_models.dram.NmcDram`): one request per cycle from ``dram``,
-  served in order ``dram_latency`` cycles later (updates added in place), answers on
-  ``dram_response``, its queue length on ``occupancy``; bytes counted per traffic class.
+* **NMC DRAM** (:class:`~sim_models.dram.NmcDram`, ``memory="fixed"``): one request per
+  cycle from ``dram``, served in order ``dram_latency`` cycles later (updates added in
+  place), answers on ``dram_response``, its queue length on ``occupancy``; bytes counted per
+  traffic class. With ``memory="hbm"``, :class:`~sim_models.hbm_dram.HbmDram`: the same
+  data and order, the timing of the HBM2 model (banks, rows, FR-FCFS, refresh), its
+  waiting requests on ``occupancy``.
 * **Network** (:class:`~sim_models.network.Ring`): one link from each GPU to the previous
   one, a transmit buffer (``net_tx`` is ready while it has room), serialization at
   ``link_bytes_per_cycle``, ``link_latency`` cycles of flight, optional jitter and
@@ -39,16 +42,21 @@ from t3hw.spec.params import EngineParams
 from .collective import B_BASE, DTYPE as _DTYPE, Plan
 from .dram import NmcDram
 from .engine_model import POLICIES
+from .hbm_dram import HbmDram
 from .gpu import GemmShape, GpuConfig, GpuCores
 from .network import Ring
 from .workloads import SUBLAYERS, Workload
 
 
-__all__ = ["POLICIES", "COLLECTIVES", "CosimConfig", "Plan", "GpuCores", "NmcDram", "Ring",
-           "SystemEnv", "model_cycles"]
+__all__ = ["POLICIES", "COLLECTIVES", "MEMORIES", "CosimConfig", "Plan", "GpuCores",
+           "NmcDram", "HbmDram", "Ring", "SystemEnv", "model_cycles"]
 
 #: Collectives: fused GEMM + reduce-scatter, or fused GEMM + all-reduce.
 COLLECTIVES = ("rs", "allreduce")
+
+#: DRAM timings: ``"fixed"`` (:class:`NmcDram`: in order, one request per cycle, a fixed
+#: latency) or ``"hbm"`` (:class:`HbmDram`: the HBM2 bank and row model).
+MEMORIES = ("fixed", "hbm")
 
 
 def _int(name, value, low, high=None):
@@ -98,6 +106,11 @@ class CosimConfig:
         Packets may overtake each other (jittered arrivals are not re-sorted per link).
     dram_stall : float
         Probability per cycle that the DRAM starts refusing requests for 1 .. 16 cycles.
+    memory : str
+        One of :data:`MEMORIES`: the DRAM's timing (the data is the same). ``"fixed"``
+        serves one request per cycle in order after ``dram_latency`` cycles; ``"hbm"`` is
+        :data:`sim_models.hbm_dram.COSIM_HBM`, 4 HBM2 pseudo-channels (64 B per cycle at the
+        pins) clocked with the RTL, and ignores ``dram_latency``.
     threshold_error : int
         Added to every tracker threshold (a test of the checks: -1 triggers one write early).
     params : EngineParams
@@ -129,6 +142,7 @@ class CosimConfig:
     net_jitter:           int = 0
     reorder:              bool = False
     dram_stall:           float = 0.0
+    memory:               str = "fixed"
     threshold_error:      int = 0
     params:               EngineParams = field(default_factory=lambda: EngineParams(
                               mca_saturation=64, mca_window_log2=12,                               max_outstanding=64))
@@ -144,6 +158,8 @@ class CosimConfig:
             raise ValueError(f"policy must be one of {POLICIES}, not {self.policy!r}")
         if self.collective not in COLLECTIVES:
             raise ValueError(f"collective must be one of {COLLECTIVES}, not {self.collective!r}")
+        if self.memory not in MEMORIES:
+            raise ValueError(f"memory must be one of {MEMORIES}, not {self.memory!r}")
         for name in ("cus", "flops_per_cu_cycle", "tile_m", "tile_n", "l2_bytes",
                      "dram_latency", "link_latency", "tx_buffer_bytes"):
             _int(name, getattr(self, name), 1)
@@ -263,10 +279,15 @@ class SystemEnv:
         self.gpus = [GpuCores(plan.producers[i], functools.partial(plan.tile_stores, i),
                               index=i, tag_width=p.load_tag_width, burst_bytes=p.burst_bytes,
                               load_base=B_BASE) for i in range(n)]
-        self.drams = [NmcDram(rng, base=plan.o_base, result_base=plan.r_base,
-                              size_bytes=plan.r_base - plan.o_base + plan.out_bytes,
-                              latency=cfg.dram_latency, stall=cfg.dram_stall, dtype=_DTYPE)
-                      for _ in range(n)]
+        size = plan.r_base - plan.o_base + plan.out_bytes
+        if cfg.memory == "hbm":
+            self.drams = [HbmDram(rng, base=plan.o_base, result_base=plan.r_base,
+                                  size_bytes=size, stall=cfg.dram_stall, dtype=_DTYPE)
+                          for _ in range(n)]
+        else:
+            self.drams = [NmcDram(rng, base=plan.o_base, result_base=plan.r_base,
+                                  size_bytes=size, latency=cfg.dram_latency,
+                                  stall=cfg.dram_stall, dtype=_DTYPE) for _ in range(n)]
         self.ring = Ring(n, rng, bytes_per_cycle=cfg.link_bytes_per_cycle,
                          latency=cfg.link_latency, tx_bytes=cfg.tx_buffer_bytes,
                          jitter=cfg.net_jitter, reorder=cfg.reorder)
@@ -402,7 +423,7 @@ class SystemEnv:
 
     # -- completion and results --------------------------------------------------------------
     def done(self):
-        return all(d.r_writes >= self.r_expected and not d.queue and not d.responses
+        return all(d.r_writes >= self.r_expected and not d.pending() and not d.responses
                    for d in self.drams) and all(g.done for g in self.gpus) \
             and self.ring.empty() and all(p.net_rx is None for p in self.ports)
 

@@ -309,17 +309,25 @@ class NmcDram:
         if not self.queue or self.queue[0][0] > cycle:
             return False
         _, req, data = self.queue.popleft()
+        raw = self.access(req, data)
+        if req["op"] == MemOp.READ.value:
+            self.respond(req, raw)
+        else:
+            self.written(cycle, req)
+        return True
+
+    def access(self, req, data):
+        """Apply request ``req`` (with the ``data`` of a write) to :attr:`memory` now and
+        count its bytes; returns a DMA read's data (a snapshot), else None."""
         mem, nbytes = self.memory, req["bytes"]
         in_r = req["addr"] >= self.result_base
         if req["op"] == MemOp.READ.value:
             if req["source"] == WriteSource.DMA.value:
                 raw = mem.read(req["addr"] - self.base, nbytes,
                                cls="ag_reads" if in_r else "rs_reads")
-                self.dma_data.append(raw.view(self.dtype))
-            else:
-                mem.count("gemm_reads", nbytes)
-            self.responses.append({"source": req["source"], "tag": req["tag"]})
-            return True
+                return raw.view(self.dtype)
+            mem.count("gemm_reads", nbytes)
+            return None
         if req["source"] == WriteSource.COMPUTE.value:
             cls = "gemm_writes"
         else:
@@ -328,10 +336,25 @@ class NmcDram:
             mem.write(req["addr"] - self.base, data, cls=cls)
         else:
             mem.update(req["addr"] - self.base, data, cls=cls)
-        if in_r:
-            self.r_writes += nbytes
+        return None
+
+    def respond(self, req, raw):
+        """Answer read ``req`` on :attr:`responses` (its data ``raw``, if any, on
+        :attr:`dma_data`)."""
+        if raw is not None:
+            self.dma_data.append(raw)
+        self.responses.append({"source": req["source"], "tag": req["tag"]})
+
+    def written(self, cycle, req):
+        """Write ``req`` is done at ``cycle``: count it into :attr:`r_writes` if it lands in
+        the results."""
+        if req["addr"] >= self.result_base:
+            self.r_writes += req["bytes"]
             self.last_write = cycle
-        return True
+
+    def pending(self):
+        """Requests taken and not yet served (0: the DRAM is idle)."""
+        return len(self.queue)
 
     @property
     def occupancy(self):

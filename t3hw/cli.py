@@ -12,7 +12,7 @@
     t3hw arbiter-plot --out PNG [--json FILE] [--cycles N]
     t3hw cosim [--gpus N] [--model M] [--tp P] [--sublayer S] [--tokens T] [--hidden H]
                [--policy X]
-               [--collective rs|allreduce] --json FILE [--waves DIR]
+               [--collective rs|allreduce] [--memory fixed|hbm] --json FILE [--waves DIR]
     t3hw waves DIR
     t3hw formal [NAME ...] [--task bmc|prove|cover]
     t3hw synth --json FILE [--blocks B,..] [--params SET,..] [--seed N,..] [--docs FILE]

@@ -105,6 +105,8 @@ BAD = [
     ("cosim-json-missing", ["cosim"], "--json", None),
     ("cosim-policy-unknown", ["cosim", "--policy", "fifo", "--json", "x.json"], "--policy",
      None),
+    ("cosim-memory-unknown", ["cosim", "--memory", "ddr4", "--json", "x.json"], "--memory",
+     None),
     # generate: folders and files
     ("generate-out-etc-passwd", ["generate", "--out", "/etc/passwd"], "--out", None),
     ("generate-out-is-a-file", ["generate", "--out", "afile"], "not a folder", _afile),

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from sim_models.cosim import COLLECTIVES, POLICIES, CosimConfig, model_cycles
+from sim_models.cosim import COLLECTIVES, MEMORIES, POLICIES, CosimConfig, model_cycles
 from sim_models.workloads import MODELS, SUBLAYERS
 from . import simulate, toolchain
 from .errors import CliError
@@ -161,7 +161,9 @@ def result_line(r):
     """One line summing up a result."""
     c = r["cycles"]
     model = f", model {c['model']:,.0f} ({100 * c['gap']:+.1f}%)" if "model" in c else ""
-    return (f"{r['config']['gpus']} GPUs {r['config']['collective']} {r['config']['policy']}: "
+    mem = r["config"].get("memory", "fixed")
+    return (f"{r['config']['gpus']} GPUs {r['config']['collective']} {r['config']['policy']} "
+            f"({mem} DRAM): "
             f"{c['rtl']:,} RTL cycles{model}; numerics "
             f"{'exact' if r['numerics_ok'] else 'WRONG'} (max err {r['max_abs_err']:g}); "
             f"{r['triggers']} triggers; {r['rtl_cycles_per_s']:,.0f} cycles/s")
@@ -194,6 +196,9 @@ def add_arguments(p):
     p.add_argument("--dram-stall", type=float, default=0.0, metavar="P",
                    help="probability per cycle, in [0, 1), that the DRAM starts a refusal "
                         "burst")
+    p.add_argument("--memory", default=d.memory, choices=MEMORIES,
+                   help="DRAM timing: 'fixed' (in order, one request per cycle, fixed "
+                        "latency) or 'hbm' (the HBM2 bank/row model, docs/cosim.md)")
     p.add_argument("--json", required=True, metavar="FILE", help="the results file")
     p.add_argument("--waves", metavar="DIR", help="also dump waves and a .gtkw there")
     p.add_argument("--wave-format", choices=WAVE_FORMATS, default=WAVE_FORMATS[0],
@@ -205,7 +210,7 @@ def cmd(args):
     opts = dict(gpus=args.gpus, model=args.model, tp=args.tp, sublayer=args.sublayer,
                 tokens=args.tokens, hidden=args.hidden, policy=args.policy,
                 collective=args.collective, seed=args.seed, net_jitter=args.net_jitter,
-                reorder=args.reorder, dram_stall=args.dram_stall)
+                reorder=args.reorder, dram_stall=args.dram_stall, memory=args.memory)
     try:                                    # every limit is checked here, before the build
         cfg = CosimConfig(**opts)
     except ValueError as exc:

@@ -228,6 +228,9 @@ async def cosim(dut):
         "packets": env.packets,
         "store_wait_cycles": env.store_wait,
         "dram_bytes": env.traffic(),
+        "memory": cfg.memory,
+        "hbm": [dict(d.hbm.stats, late_reads=d.late_reads) for d in env.drams]
+        if cfg.memory == "hbm" else None,
         "errors": bad,
         "stats": stats,
         "units": {"per_chunk": len(plan.units), "group": plan.group},
