@@ -111,13 +111,18 @@ class _Engine:
     def offer(self, s, item, pack):
         """Drive input stream ``s`` with ``item`` (None: idle). The payload is packed when
         the item is first offered, not again while it waits."""
+        valid, payload, _ = _NAMES[s]
         if item is None:
-            self.set(s + "_valid", 0)
+            self.set(valid, 0)
             return
         if item is not self.item[s]:
             self.item[s] = item
-            self.set(s + "_payload", pack(item))
-        self.set(s + "_valid", 1)
+            self.set(payload, pack(item))
+        self.set(valid, 1)
+
+
+#: Per stream, its ports' names in :class:`_Engine`: ``(valid, payload, ready)``.
+_NAMES = {s: (f"{s}_valid", f"{s}_payload", f"{s}_ready") for s in _Engine.IN + _Engine.OUT}
 
 
 def _unpacker(codec, names):
@@ -215,7 +220,7 @@ async def cosim(dut):
             for s in _Engine.IN:
                 e.offer(s, getattr(port, s), pack[s])
             for s in _Engine.OUT:
-                e.set(s + "_ready", int(rdy[s]))
+                e.set(_NAMES[s][2], int(rdy[s]))
             e.set("occupancy", min(env.drams[e.index].occupancy, occupancy_max))
         if any(e.moved for e in engines):
             await ReadOnly()
@@ -226,14 +231,15 @@ async def cosim(dut):
         for i, e in enumerate(engines):
             port, rdy = drive[i]
             get = e.get
-            took = {s: getattr(port, s) is not None and get[s + "_ready"]()
+            took = {s: getattr(port, s) is not None and get[_NAMES[s][2]]()
                     for s in _Engine.IN}
             shown = {}
             for s in _Engine.OUT:
-                if get[s + "_valid"]():
+                valid, payload, _ = _NAMES[s]
+                if get[valid]():
                     any_valid = True
                     if rdy[s]:
-                        shown[s] = unpack[s](get[s + "_payload"]())
+                        shown[s] = unpack[s](get[payload]())
             env.observe(i, took, shown)
         env.tick()
         stepped += 1
