@@ -7,10 +7,12 @@ The driver programs every engine through its own register port, as software woul
 in parallel): address-map regions, arbiter policy, DMA descriptors and tracker entries of
 :class:`sim_models.collective.Plan`. Then the models run, one RTL clock per memory-controller
 cycle. While some model has something to do or some output is valid, every cycle is
-stepped in Python; once nothing has moved for ``QUIET`` cycles and no model acts before
-cycle ``t``, the testbench lowers every output's ``ready`` (so nothing can transfer unseen:
-the stream rules hold a ``valid`` until it is taken) and lets the simulator run to ``t``
-with a single trigger. At the end it reads every engine's error bits and counters over its
+stepped in Python, on one trigger: at the cycle's falling edge the testbench writes the
+inputs and reads the outputs, and waits for ``ReadOnly`` before reading only when an input
+of :data:`COMBINATIONAL` changed (``docs/cosim.md``, "One trigger per cycle"). Once
+nothing has moved for ``QUIET`` cycles and no model acts before cycle ``t``, the testbench
+lowers every output's ``ready`` (so nothing can transfer unseen: the stream rules hold a
+``valid`` until it is taken) and lets the simulator run to ``t`` with a single trigger. At the end it reads every engine's error bits and counters over its
 bus and writes the results (``T3HW_COSIM_OUT``, JSON).
 
 Settings (set by :func:`t3hw.tools.cosim.run`): ``T3HW_COSIM`` (JSON of
