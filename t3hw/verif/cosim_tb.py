@@ -75,8 +75,9 @@ class _Engine:
     the GPI object under its handle (``handle._handle``, cocotb 2.1's ``sim_obj``, pinned in
     ``pyproject.toml``): ``get_signal_val_long`` up to 32 bits, ``get_signal_val_binstr``
     above (Verilator is two-state: always a plain binary string), and the matching setters
-    with cocotb's ``Immediate`` action. The loop writes at falling edges only, where no
-    register samples (every process of the system is ``always @(posedge clk)``).
+    with cocotb's ``Immediate`` action. Once the clock runs, the testbench writes them at
+    falling edges only, where no register samples (every process of the system is
+    ``always @(posedge clk)``).
     """
 
     IN  = ("store", "load", "dram_response", "net_rx")
