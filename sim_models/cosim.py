@@ -59,6 +59,10 @@ COLLECTIVES = ("rs", "allreduce")
 MEMORIES = ("fixed", "hbm")
 
 
+# the enums' values, read once (an enum member's .value is a descriptor call)
+_READ, _COMPUTE, _UPDATE = MemOp.READ.value, WriteSource.COMPUTE.value, WriteKind.UPDATE.value
+
+
 def _int(name, value, low, high=None):
     if isinstance(value, bool) or not isinstance(value, int) or value < low or \
             (high is not None and value > high):
@@ -356,8 +360,8 @@ class SystemEnv:
         req = shown.get("dram")
         if req is not None:
             data = None
-            if req["op"] != MemOp.READ.value:
-                src = self.local_data[i] if req["source"] == WriteSource.COMPUTE.value \
+            if req["op"] != _READ:
+                src = self.local_data[i] if req["source"] == _COMPUTE \
                     else self.rx_data[i]
                 if not src:
                     raise AssertionError(f"cycle {cyc}: GPU {i} DRAM write {req} with no "
@@ -374,7 +378,7 @@ class SystemEnv:
             active = True
         pkt = shown.get("net_tx")
         if pkt is not None:
-            from_store = (pkt["kind"] == WriteKind.UPDATE.value
+            from_store = (pkt["kind"] == _UPDATE
                           and pkt["tile"] // self.plan.ids.units == self.remote_chunk[i])
             src = self.remote_data[i] if from_store else d.dma_data
             if not src:

@@ -42,6 +42,10 @@ from t3hw.spec.layouts import MemOp, WriteSource
 
 __all__ = ["TRAFFIC_CLASSES", "DramModel", "NmcDram"]
 
+# the enums' values, read once (an enum member's .value is a descriptor call)
+_READ, _STORE = MemOp.READ.value, MemOp.STORE.value
+_COMPUTE, _DMA = WriteSource.COMPUTE.value, WriteSource.DMA.value
+
 
 #: The traffic classes, in report order.
 TRAFFIC_CLASSES = ("gemm_reads", "gemm_writes", "rs_reads", "rs_writes", "ag_reads", "ag_writes")
@@ -310,7 +314,7 @@ class NmcDram:
             return False
         _, req, data = self.queue.popleft()
         raw = self.access(req, data)
-        if req["op"] == MemOp.READ.value:
+        if req["op"] == _READ:
             self.respond(req, raw)
         else:
             self.written(cycle, req)
@@ -321,18 +325,18 @@ class NmcDram:
         count its bytes; returns a DMA read's data (a snapshot), else None."""
         mem, nbytes = self.memory, req["bytes"]
         in_r = req["addr"] >= self.result_base
-        if req["op"] == MemOp.READ.value:
-            if req["source"] == WriteSource.DMA.value:
+        if req["op"] == _READ:
+            if req["source"] == _DMA:
                 raw = mem.read(req["addr"] - self.base, nbytes,
                                cls="ag_reads" if in_r else "rs_reads")
                 return raw.view(self.dtype)
             mem.count("gemm_reads", nbytes)
             return None
-        if req["source"] == WriteSource.COMPUTE.value:
+        if req["source"] == _COMPUTE:
             cls = "gemm_writes"
         else:
-            cls = "ag_writes" if req["op"] == MemOp.STORE.value else "rs_writes"
-        if req["op"] == MemOp.STORE.value:
+            cls = "ag_writes" if req["op"] == _STORE else "rs_writes"
+        if req["op"] == _STORE:
             mem.write(req["addr"] - self.base, data, cls=cls)
         else:
             mem.update(req["addr"] - self.base, data, cls=cls)

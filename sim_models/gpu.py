@@ -422,8 +422,20 @@ class GpuCores:
         self.compute = self.prod.compute_cycles
         self.first_load = None
         self.last_store = None
+        # Kept as they change, so that no per-cycle call scans the CUs:
+        self.busy = 0                            # CUs holding a tile
+        self.loading = 0                         # CUs with loads still to issue
+        self.due = []                            # heap (retire cycle, CU) of the CUs whose
+                                                 # reads are all issued and back
+
+    def _reads_done(self, k, cycle):
+        """CU ``k`` has no load to issue or outstanding since ``cycle``: it retires once its
+        compute is over too (at the earliest the next cycle)."""
+        heapq.heappush(self.due, (max(self.cus[k]["start"] + self.compute, cycle + 1), k))
 
     def dispatch(self, cycle):
+        if not self.order or self.busy == len(self.cus):
+            return
         for k, cu in enumerate(self.cus):
             if cu is None and self.order:
                 t = self.order.popleft()
@@ -431,10 +443,15 @@ class GpuCores:
                 self.cus[k] = {"tile": t, "loads": -(-nbytes // self.burst), "out": 0,
                                "addr": self.load_base + (t * 4096) % (1 << 30), "start": cycle,
                                "last": cycle}
+                self.busy += 1
+                if self.cus[k]["loads"]:
+                    self.loading += 1
+                else:
+                    self._reads_done(k, cycle)
 
     def load(self):
         """The next load to issue ``(cu, payload fields)`` or None (round-robin over CUs)."""
-        if not self.free_tags:
+        if not self.free_tags or not self.loading:
             return None
         n = len(self.cus)
         for d in range(n):
@@ -449,6 +466,8 @@ class GpuCores:
         tag = self.free_tags.popleft()
         self.tag_cu[tag] = k
         cu["loads"] -= 1
+        if not cu["loads"]:
+            self.loading -= 1
         cu["out"] += 1
         cu["addr"] += self.burst
         self.load_rr = (k + 1) % len(self.cus)
@@ -465,29 +484,32 @@ class GpuCores:
         cu = self.cus[k]
         cu["out"] -= 1
         cu["last"] = cycle
+        if not cu["out"] and not cu["loads"]:
+            self._reads_done(k, cycle)
 
     def retire(self, cycle):
-        """Tiles whose reads are back and whose compute is over leave for the write buffer."""
-        for k, cu in enumerate(self.cus):
-            if cu is not None and not cu["loads"] and not cu["out"] and \
-                    cycle >= max(cu["start"] + self.compute, cu["last"] + 1):
-                self.prod.retire(cu["tile"])
-                self.stores.extend(self.tile_stores(cu["tile"]))
-                self.cus[k] = None
-                self.tiles_done += 1
+        """Tiles whose reads are back and whose compute is over leave for the write buffer,
+        in CU order."""
+        due = self.due
+        if not due or due[0][0] > cycle:
+            return
+        ks = []
+        while due and due[0][0] <= cycle:
+            ks.append(heapq.heappop(due)[1])
+        for k in sorted(ks):
+            cu = self.cus[k]
+            self.prod.retire(cu["tile"])
+            self.stores.extend(self.tile_stores(cu["tile"]))
+            self.cus[k] = None
+            self.busy -= 1
+            self.tiles_done += 1
 
     def next_event(self, cycle):
         """The earliest cycle at which a CU can retire, if none can act now."""
-        times = []
-        for cu in self.cus:
-            if cu is None:
-                continue
-            if cu["loads"]:
-                return cycle
-            if not cu["out"]:
-                times.append(max(cu["start"] + self.compute, cu["last"] + 1))
-        return min(times) if times else None
+        if self.loading:
+            return cycle
+        return self.due[0][0] if self.due else None
 
     @property
     def done(self):
-        return not self.order and all(cu is None for cu in self.cus) and not self.stores
+        return not self.order and not self.busy and not self.stores

@@ -191,6 +191,7 @@ class Ring:
         self.links = [Link(src=i, dst=(i - 1) % n, bytes_per_cycle=bytes_per_cycle,
                            latency_cycles=latency) for i in range(n)]
         self.departures = [deque() for _ in range(n)]   # (departure time, bytes) in the buffer
+        self.held = [0] * n                             # bytes of departures[i]
         self.last_arrival = [0] * n
         self.wire = [[] for _ in range(n)]   # per destination: heap (arrival, seq, pkt, data)
         self.seq = 0
@@ -198,10 +199,11 @@ class Ring:
         self.bytes = 0
 
     def buffered(self, i, cycle):
+        """Bytes in GPU ``i``'s transmit buffer at ``cycle`` (kept as a running sum)."""
         dq = self.departures[i]
         while dq and dq[0][0] <= cycle:
-            dq.popleft()
-        return sum(b for _, b in dq)
+            self.held[i] -= dq.popleft()[1]
+        return self.held[i]
 
     def tx_ready(self, i, cycle, nbytes):
         return self.buffered(i, cycle) + nbytes <= self.tx_bytes
@@ -216,6 +218,7 @@ class Ring:
         link.enqueue(nbytes, ready=float(cycle))
         link.transmit(math.inf)                  # the link's queue is empty: it starts now
         self.departures[i].append((link.free_at, nbytes))
+        self.held[i] += nbytes
         arrival = math.ceil(link.free_at) + self.latency
         if self.jitter:                      # queueing delay: exponential, mean `jitter`
             arrival += int(self.rng.expovariate(1.0 / self.jitter))

@@ -7,10 +7,12 @@ The driver programs every engine through its own register port, as software woul
 in parallel): address-map regions, arbiter policy, DMA descriptors and tracker entries of
 :class:`sim_models.collective.Plan`. Then the models run, one RTL clock per memory-controller
 cycle. While some model has something to do or some output is valid, every cycle is
-stepped in Python; once nothing has moved for ``QUIET`` cycles and no model acts before
-cycle ``t``, the testbench lowers every output's ``ready`` (so nothing can transfer unseen:
-the stream rules hold a ``valid`` until it is taken) and lets the simulator run to ``t``
-with a single trigger. At the end it reads every engine's error bits and counters over its
+stepped in Python, on one trigger: at the cycle's falling edge the testbench writes the
+inputs and reads the outputs, and waits for ``ReadOnly`` before reading only when an input
+of :data:`COMBINATIONAL` changed (``docs/cosim.md``, "One trigger per cycle"). Once
+nothing has moved for ``QUIET`` cycles and no model acts before cycle ``t``, the testbench
+lowers every output's ``ready`` (so nothing can transfer unseen: the stream rules hold a
+``valid`` until it is taken) and lets the simulator run to ``t`` with a single trigger. At the end it reads every engine's error bits and counters over its
 bus and writes the results (``T3HW_COSIM_OUT``, JSON).
 
 Settings (set by :func:`t3hw.tools.cosim.run`): ``T3HW_COSIM`` (JSON of
@@ -18,6 +20,7 @@ Settings (set by :func:`t3hw.tools.cosim.run`): ``T3HW_COSIM`` (JSON of
 (a file the progress is written to, optional).
 """
 
+import functools
 import json
 import os
 import random
@@ -25,7 +28,7 @@ import time
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
 from sim_models.cosim import CosimConfig, Plan, SystemEnv
 from t3hw.sw.bus import CocotbBus
@@ -42,34 +45,94 @@ MAX_SKIP = 20_000
 STUCK = 100_000
 
 
+#: The outputs the loop samples that depend combinationally on inputs of the same cycle,
+#: with those inputs (port names as ``<stream>_<field>``), in the generated Verilog:
+#: the arbiter takes a load straight to the ``dram`` port's register slice, and routes a
+#: compute read's response straight from ``dram_response`` to ``load_response``. Every other
+#: sampled output (the other streams' ``valid``, ``payload`` and ``ready``) comes from
+#: registers only. ``tests/test_cosim_comb.py`` derives this map from ``rtl/t3hw_system.v``
+#: with Yosys and checks it.
+COMBINATIONAL = {
+    "load_ready":            ("load_valid", "dram_ready"),
+    "dram_response_ready":   ("dram_response_payload", "load_response_ready"),
+    "load_response_valid":   ("dram_response_payload", "dram_response_valid"),
+    "load_response_payload": ("dram_response_payload",),
+}
+_COMB_INPUTS = frozenset(i for inputs in COMBINATIONAL.values() for i in inputs)
+
+#: cocotb's ``Immediate`` write action (``GPI_NO_DELAY`` in cocotb 2.1's ``gpi.h``: a VPI
+#: ``vpiNoDelay`` put, in the model at once, evaluated when the callback returns).
+_GPI_NO_DELAY = 3
+
+
 class _Engine:
-    """Cached handles and last driven values of engine ``i``'s data ports."""
+    """Engine ``i``'s data ports: the simulator objects under their cocotb handles, the last
+    value driven on each input, and the item whose payload each input stream carries.
+
+    The loop reads and writes some 30 values per engine per cycle. cocotb 2.1's
+    ``handle.value`` turns every read into a :class:`~cocotb.types.LogicArray` and queues
+    every write for a ``ReadWrite`` callback; here each port is read and written through
+    the GPI object under its handle (``handle._handle``, cocotb 2.1's ``sim_obj``, pinned in
+    ``pyproject.toml``): ``get_signal_val_long`` up to 32 bits, ``get_signal_val_binstr``
+    above (Verilator is two-state: always a plain binary string), and the matching setters
+    with cocotb's ``Immediate`` action. Once the clock runs, the testbench writes them at
+    falling edges only, where no register samples (every process of the system is
+    ``always @(posedge clk)``).
+    """
 
     IN  = ("store", "load", "dram_response", "net_rx")
     OUT = ("dram", "load_response", "net_tx")
 
     def __init__(self, dut, i):
-        pre = f"e{i}__"
-        self.h = {}
-        for s in self.IN:
+        self.index = i
+        self.get, self._put, self.last = {}, {}, {}
+        for s in self.IN + self.OUT:
             for f in ("valid", "payload", "ready"):
-                self.h[f"{s}_{f}"] = getattr(dut, f"{pre}{s}__{f}")
-        for s in self.OUT:
-            for f in ("valid", "payload", "ready"):
-                self.h[f"{s}_{f}"] = getattr(dut, f"{pre}{s}__{f}")
-        self.h["occupancy"] = getattr(dut, f"{pre}occupancy")
-        self.last = {}
+                self._port(dut, f"{s}_{f}", f"e{i}__{s}__{f}")
+        self._port(dut, "occupancy", f"e{i}__occupancy")
+        self.item = dict.fromkeys(self.IN)
+        self.moved = False          # an input of COMBINATIONAL changed since the last read
+
+    def _port(self, dut, name, port):
+        handle = getattr(dut, port)
+        raw, width = handle._handle, len(handle)
+        if width <= 32:
+            self.get[name] = raw.get_signal_val_long
+            self._put[name] = functools.partial(raw.set_signal_val_int, _GPI_NO_DELAY)
+        else:
+            self.get[name] = lambda: int(raw.get_signal_val_binstr(), 2)
+            self._put[name] = lambda v, fmt=f"0{width}b": \
+                raw.set_signal_val_binstr(_GPI_NO_DELAY, format(v, fmt))
 
     def set(self, name, value):
         if self.last.get(name) != value:
-            self.h[name].value = value
+            self._put[name](value)
             self.last[name] = value
+            if name in _COMB_INPUTS:
+                self.moved = True
 
-    def get(self, name):
-        return int(self.h[name].value)
+    def offer(self, s, item, pack):
+        """Drive input stream ``s`` with ``item`` (None: idle). The payload is packed when
+        the item is first offered, not again while it waits."""
+        valid, payload, _ = _NAMES[s]
+        if item is None:
+            self.set(valid, 0)
+            return
+        if item is not self.item[s]:
+            self.item[s] = item
+            self.set(payload, pack(item))
+        self.set(valid, 1)
 
-    def payload(self, name):
-        return self.h[f"{name}_payload"].value.to_unsigned()
+
+#: Per stream, its ports' names in :class:`_Engine`: ``(valid, payload, ready)``.
+_NAMES = {s: (f"{s}_valid", f"{s}_payload", f"{s}_ready") for s in _Engine.IN + _Engine.OUT}
+
+
+def _unpacker(codec, names):
+    """Unpack of ``codec``'s fields ``names`` only: ``bits`` to ``{name: int}``."""
+    fields = [(name, offset, (1 << width) - 1) for name, offset, width in codec.fields
+              if name in names]
+    return lambda bits: {name: bits >> offset & mask for name, offset, mask in fields}
 
 
 @cocotb.test()
@@ -132,48 +195,58 @@ async def cosim(dut):
     # -- the run ------------------------------------------------------------------------------
     t_run = time.perf_counter()
     start = 0
-    skipped = stepped = skips = late = 0
+    skipped = stepped = skips = late = settled = 0
     next_report = 0.0
     stuck = False
-    unpack = {k: v.unpack for k, v in c.items()}
+    # a payload is packed once per item; of a transfer, only the fields the models read
+    pack = {"store": lambda item: c["store"].pack(addr=item[0], tile=item[1],
+                                                  bytes=item[2].nbytes, kind=1),
+            "load": lambda item: c["load"].pack(**item[1]),
+            "dram_response": lambda item: c["dram_response"].pack(**item),
+            "net_rx": lambda item: c["net"].pack(**item[2])}
+    unpack = {"dram": _unpacker(c["dram"], ("op", "source", "addr", "bytes", "tag")),
+              "load_response": _unpacker(c["load_response"], ("tag",)),
+              "net_tx": _unpacker(c["net"], c["net"].names)}
+    occupancy_max = (1 << p.occupancy_width) - 1
+    await FallingEdge(dut.clk)
     while not env.done():
-        drive = []
-        for i, e in enumerate(engines):
-            port, rdy = env.drive(i)
-            e.set("store_valid", int(port.store is not None))
-            if port.store is not None:
-                addr, tile, data = port.store
-                e.set("store_payload", c["store"].pack(addr=addr, tile=tile,
-                                                        bytes=data.nbytes, kind=1))
-            e.set("load_valid", int(port.load is not None))
-            if port.load is not None:
-                e.set("load_payload", c["load"].pack(**port.load[1]))
-            e.set("dram_response_valid", int(port.dram_response is not None))
-            if port.dram_response is not None:
-                e.set("dram_response_payload", c["dram_response"].pack(**port.dram_response))
-            e.set("net_rx_valid", int(port.net_rx is not None))
-            if port.net_rx is not None:
-                e.set("net_rx_payload", c["net"].pack(**port.net_rx[2]))
+        # At the falling edge in the middle of cycle env.cycle: the rising edge that began it
+        # has been evaluated with the inputs written at the last falling edge (the cycle
+        # before's), and no register samples before the next rising edge, so the inputs of
+        # this cycle are written now. The outputs sampled below are functions of the
+        # registers, and of the inputs in COMBINATIONAL: when none of those inputs changes
+        # value, every output already has the value it keeps once this cycle's inputs settle
+        # and is read at once (one trigger per cycle); otherwise the loop waits for ReadOnly
+        # first (two). docs/cosim.md, "One trigger per cycle", has the argument.
+        drive = [env.drive(i) for i in range(n)]      # all drives, then all observes: the
+        for e, (port, rdy) in zip(engines, drive):    # order of the models' random draws
+            for s in _Engine.IN:
+                e.offer(s, getattr(port, s), pack[s])
             for s in _Engine.OUT:
-                e.set(f"{s}_ready", int(rdy[s]))
-            e.set("occupancy", min(env.drams[i].occupancy, (1 << p.occupancy_width) - 1))
-            drive.append((port, rdy))
-        await ReadOnly()
+                e.set(_NAMES[s][2], int(rdy[s]))
+            e.set("occupancy", min(env.drams[e.index].occupancy, occupancy_max))
+        if any(e.moved for e in engines):
+            await ReadOnly()
+            settled += 1
+            for e in engines:
+                e.moved = False
         any_valid = False
         for i, e in enumerate(engines):
             port, rdy = drive[i]
-            took = {s: getattr(port, s) is not None and e.get(f"{s}_ready")
+            get = e.get
+            took = {s: getattr(port, s) is not None and get[_NAMES[s][2]]()
                     for s in _Engine.IN}
             shown = {}
             for s in _Engine.OUT:
-                if e.get(f"{s}_valid"):
+                valid, payload, _ = _NAMES[s]
+                if get[valid]():
                     any_valid = True
                     if rdy[s]:
-                        shown[s] = unpack["net" if s == "net_tx" else s](e.payload(s))
+                        shown[s] = unpack[s](get[payload]())
             env.observe(i, took, shown)
         env.tick()
         stepped += 1
-        await RisingEdge(dut.clk)
+        await FallingEdge(dut.clk)
         if not any_valid and env.cycle - env.last_activity >= QUIET and \
                 not env.pending_inputs():
             t_next = env.next_event()
@@ -184,14 +257,16 @@ async def cosim(dut):
                         e.set(f"{s}_valid", 0)
                     for s in _Engine.OUT:
                         e.set(f"{s}_ready", 0)
-                await ClockCycles(dut.clk, k)
+                await ClockCycles(dut.clk, k, rising=False)
                 env.cycle += k
                 skipped += k
                 skips += 1
-                await ReadOnly()
-                if any(e.get(f"{s}_valid") for e in engines for s in _Engine.OUT):
+                await ReadOnly()             # outputs of cycle env.cycle, settled
+                for e in engines:
+                    e.moved = False
+                if any(e.get[f"{s}_valid"]() for e in engines for s in _Engine.OUT):
                     late += 1                    # an output rose during the skip: it waited
-                await RisingEdge(dut.clk)
+                await FallingEdge(dut.clk)
                 env.cycle += 1
                 skipped += 1
         if progress_path and time.perf_counter() >= next_report:
@@ -222,7 +297,8 @@ async def cosim(dut):
         "config": cfg.to_dict(),
         "numerics_ok": ok and not stuck, "max_abs_err": err, "stuck": stuck,
         "cycles": {"rtl": end - start, "programming": prog_cycles, "stepped": stepped,
-                   "skipped": skipped, "skips": skips, "late_after_skip": late},
+                   "skipped": skipped, "skips": skips, "late_after_skip": late,
+                   "settled": settled},
         "triggers": [s["tracker"]["triggers"] for s in stats],
         "armed": triggers_armed,
         "packets": env.packets,
