@@ -117,8 +117,9 @@ class DmaQueue(wiring.Component):
     ends and their carries, and the in-use verdict; t + 4 (:func:`~t3hw.spec.contract.dma_verdict_cycles`
     - 1), the verdict from registers, the tables written or the refusal pulsed;
     ``program.ready`` again from t + 5. Throughput: one descriptor every 4 cycles at
-    ``descriptor`` (the fetch starts the cycle after the last one is taken); with ``dma_ready_depth = 1`` one trigger every 5 cycles, otherwise up
-    to 1 per cycle while the queue has room; a descriptor write costs the triggers of the
+    ``descriptor`` (the fetch starts the cycle after the last one is taken); with
+    ``dma_ready_depth = 1`` one trigger every 5 cycles, otherwise up to 1 per cycle while
+    the queue has room; a descriptor write costs the triggers of the
     5 cycles from its presentation and one fetch cycle.
     """
 
@@ -252,10 +253,10 @@ class DmaQueue(wiring.Component):
         """The fetch: pop the head index of the ready queue ``rq`` when ``descriptor`` is
         empty (a register: whether the walker takes it this cycle stays out of the pop, the
         ready queue's level and the trigger room) and no fetch or descriptor write is under
-        way, read its
-        descriptor (``rd_fetch``, a synchronous read) into a register, and offer it on
-        ``descriptor`` the cycle after. Returns the fetch's state (``fetching``, ``fetched``,
-        ``got``), ``slot`` (the pop may happen) and ``out`` (``descriptor``)."""
+        way, read its descriptor (``rd_fetch``, a synchronous read) into a register, and
+        offer it on ``descriptor`` the cycle after. Returns the fetch's state
+        (``fetching``, ``fetched``, ``got``), ``slot`` (the pop may happen) and ``out``
+        (``descriptor``)."""
         p = self._p
         fetching = Signal()                 # the RAM shows the popped index's descriptor
         fetched  = Signal()                 # ...registered in `got`

@@ -81,9 +81,10 @@ adder (``docs/synthesis.md``).
   (``held``, a small table of ``2**cmd_width`` counters in distributed RAM, one update per
   cycle at S4: +1 when an entry's first firing becomes pending, -1 when an ack takes its
   last one). ``desc_held`` answers, a cycle later (a register), whether descriptor
-  ``desc_query`` is named by such a firing; the DMA refuses a write to it (``desc_busy``). The DMA's own use
-  counters cover a trigger from the cycle after it takes it, long before its ack reaches
-  S3, so a descriptor is held from the cycle after the completion until its DMA starts.
+  ``desc_query`` is named by such a firing; the DMA refuses a write to it (``desc_busy``).
+  The DMA's own use counters cover a trigger from the cycle after it takes it, long before
+  its ack reaches S3, so a descriptor is held from the cycle after the completion until its
+  DMA starts.
 * **Reset**: block RAM has no reset, so after ``rst`` the tracker spends
   ``max(tracker_entries, 2**cmd_width)`` cycles clearing the table and the ``held``
   counters, with ``busy`` high (``desc_held`` is high meanwhile). Programming waits; a
@@ -515,8 +516,7 @@ class Tracker(wiring.Component):
         s4_push = Signal()
         m.d.sync += [trig.cmd.eq(ent.cmd), trig.tile.eq(s3.tile), s4_push.eq(out.push)]
         m.d.comb += [queue.data.eq(trig), queue.push.eq(s4_push)]
-        # The entry's fields come from ``fwd_last`` (S3's entry, registered), so that the
-        # count-update loop does not run on into the result's subtract and selects.
+        # The entry's fields from ``fwd_last`` (S3's entry, registered): off the count loop.
         res, last = self.result.payload, out.last
         op, code, tile = (Signal.like(x, reset_less=True) for x in (res.op, res.code, res.tile))
         m.d.sync += [self.result.valid.eq(s3.prog), op.eq(s3.req.op), code.eq(out.code),

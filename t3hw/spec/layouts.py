@@ -222,6 +222,17 @@ class Codec:
         return {name: (bits >> offset) & ((1 << width) - 1)
                 for name, offset, width in self.fields}
 
+    def unpacker(self, names):
+        """A function from an integer to the ``{field: int}`` dict of the fields ``names``
+        only, its shifts and masks computed once (for per-cycle loops that read a few
+        fields)."""
+        unknown = set(names) - set(self.names)
+        if unknown:
+            raise ValueError(f"unknown field(s) {sorted(unknown)!r}; fields are {self.names!r}")
+        fields = [(name, offset, (1 << width) - 1) for name, offset, width in self.fields
+                  if name in names]
+        return lambda bits: {name: bits >> offset & mask for name, offset, mask in fields}
+
 
 # --- DMA queue and engine (t3hw/hw/dma.py) and address map (t3hw/hw/addrmap.py) -------------------
 

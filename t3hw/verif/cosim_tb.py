@@ -12,8 +12,9 @@ inputs and reads the outputs, and waits for ``ReadOnly`` before reading only whe
 of :data:`COMBINATIONAL` changed (``docs/cosim.md``, "One trigger per cycle"). Once
 nothing has moved for ``QUIET`` cycles and no model acts before cycle ``t``, the testbench
 lowers every output's ``ready`` (so nothing can transfer unseen: the stream rules hold a
-``valid`` until it is taken) and lets the simulator run to ``t`` with a single trigger. At the end it reads every engine's error bits and counters over its
-bus and writes the results (``T3HW_COSIM_OUT``, JSON).
+``valid`` until it is taken) and lets the simulator run to ``t`` with a single trigger. At
+the end it reads every engine's error bits and counters over its bus and writes the results
+(``T3HW_COSIM_OUT``, JSON).
 
 Settings (set by :func:`t3hw.tools.cosim.run`): ``T3HW_COSIM`` (JSON of
 :class:`~sim_models.cosim.CosimConfig`), ``T3HW_COSIM_OUT``, ``T3HW_COSIM_PROGRESS``
@@ -128,13 +129,6 @@ class _Engine:
 _NAMES = {s: (f"{s}_valid", f"{s}_payload", f"{s}_ready") for s in _Engine.IN + _Engine.OUT}
 
 
-def _unpacker(codec, names):
-    """Unpack of ``codec``'s fields ``names`` only: ``bits`` to ``{name: int}``."""
-    fields = [(name, offset, (1 << width) - 1) for name, offset, width in codec.fields
-              if name in names]
-    return lambda bits: {name: bits >> offset & mask for name, offset, mask in fields}
-
-
 @cocotb.test()
 async def cosim(dut):
     """Program every engine over its bus, run the scenario to completion, check numerics,
@@ -204,9 +198,9 @@ async def cosim(dut):
             "load": lambda item: c["load"].pack(**item[1]),
             "dram_response": lambda item: c["dram_response"].pack(**item),
             "net_rx": lambda item: c["net"].pack(**item[2])}
-    unpack = {"dram": _unpacker(c["dram"], ("op", "source", "addr", "bytes", "tag")),
-              "load_response": _unpacker(c["load_response"], ("tag",)),
-              "net_tx": _unpacker(c["net"], c["net"].names)}
+    unpack = {"dram": c["dram"].unpacker(("op", "source", "addr", "bytes", "tag")),
+              "load_response": c["load_response"].unpacker(("tag",)),
+              "net_tx": c["net"].unpacker(c["net"].names)}
     occupancy_max = (1 << p.occupancy_width) - 1
     await FallingEdge(dut.clk)
     while not env.done():
