@@ -19139,44 +19139,43 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   reg _init_strobe_9  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  reg [7:0] \$101 ;
-  reg \$102 ;
-  reg [3:0] \$103 ;
-  reg [178:0] \$104 ;
-  reg [11:0] \$105 ;
+  reg [7:0] \$100 ;
+  reg \$101 ;
+  reg [3:0] \$102 ;
+  reg [178:0] \$103 ;
+  reg [11:0] \$104 ;
+  reg \$105 ;
   reg \$106 ;
   reg \$107 ;
   reg \$108 ;
-  reg \$109 ;
+  reg [4:0] \$109 ;
   wire \$11 ;
-  reg [4:0] \$110 ;
+  reg \$110 ;
   reg \$111 ;
   reg \$112 ;
   reg \$113 ;
-  reg \$114 ;
-  reg [178:0] \$115 ;
-  reg \$116 ;
-  reg [4:0] \$117 ;
-  reg \$118 ;
-  reg [4:0] \$119 ;
+  reg [178:0] \$114 ;
+  reg \$115 ;
+  reg [4:0] \$116 ;
+  reg \$117 ;
+  reg [4:0] \$118 ;
+  reg \$119 ;
   wire \$12 ;
-  reg \$120 ;
-  reg [4:0] \$121 ;
-  wire \$13 ;
-  wire [38:0] \$14 ;
-  wire [39:0] \$15 ;
-  wire [40:0] \$16 ;
-  wire [41:0] \$17 ;
+  reg [4:0] \$120 ;
+  wire [38:0] \$13 ;
+  wire [39:0] \$14 ;
+  wire [40:0] \$15 ;
+  wire [41:0] \$16 ;
+  wire \$17 ;
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
-  wire \$23 ;
-  wire [5:0] \$24 ;
-  wire [6:0] \$25 ;
+  wire [5:0] \$23 ;
+  wire [6:0] \$24 ;
+  wire \$25 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -19184,26 +19183,26 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire \$32 ;
-  wire [4:0] \$33 ;
+  wire [4:0] \$32 ;
+  wire \$33 ;
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire \$37 ;
-  wire [4:0] \$38 ;
+  wire [4:0] \$37 ;
+  wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [12:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
-  wire [4:0] \$44 ;
+  wire [4:0] \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
-  wire [12:0] \$5 ;
+  wire [23:0] \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
@@ -19225,30 +19224,30 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire [23:0] \$7 ;
+  wire \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire [5:0] \$76 ;
-  wire [6:0] \$77 ;
-  wire \$78 ;
-  wire [7:0] \$79 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
+  wire \$77 ;
+  wire [7:0] \$78 ;
+  wire \$79 ;
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire \$85 ;
+  wire [5:0] \$85 ;
   wire [5:0] \$86 ;
   wire [5:0] \$87 ;
   wire [5:0] \$88 ;
-  wire [5:0] \$89 ;
+  wire [6:0] \$89 ;
   wire \$9 ;
-  wire [6:0] \$90 ;
+  wire \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
@@ -20804,148 +20803,147 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
-  assign \$4  = program__valid & program__ready;
-  assign \$5  = program__payload[42:31] - 1'h1;
-  assign \$6  = rows1 * desc[70:59];
-  assign \$7  = rows1 * desc[82:71];
-  assign \$8  = ! desc[42:31];
-  assign \$9  = ! desc[58:43];
-  assign \$10  = \$8  | \$9 ;
-  assign \$11  = desc[42:31] > 1'h1;
-  assign \$12  = desc[82:59] < desc[58:43];
-  assign \$13  = \$11  & \$12 ;
-  assign \$15  = lo + \$14 ;
-  assign \$16  = \$15  + desc[58:43];
-  assign \$17  = \$16  - 1'h1;
-  assign \$18  = in_use | held;
-  assign \$21  = \$19  | \$20 ;
+  assign \$4  = program__payload[42:31] - 1'h1;
+  assign \$5  = rows1 * desc[70:59];
+  assign \$6  = rows1 * desc[82:71];
+  assign \$7  = ! desc[42:31];
+  assign \$8  = ! desc[58:43];
+  assign \$9  = \$7  | \$8 ;
+  assign \$10  = desc[42:31] > 1'h1;
+  assign \$11  = desc[82:59] < desc[58:43];
+  assign \$12  = \$10  & \$11 ;
+  assign \$14  = lo + \$13 ;
+  assign \$15  = \$14  + desc[58:43];
+  assign \$16  = \$15  - 1'h1;
+  assign \$17  = in_use | held;
+  assign \$20  = \$18  | \$19 ;
+  assign \$21  = trigger__valid & trigger__ready;
   assign \$22  = trigger__valid & trigger__ready;
-  assign \$23  = trigger__valid & trigger__ready;
-  assign \$24  = \held$33  + \$23 ;
-  assign \$25  = \$24  - bad_descriptor;
-  assign \$26  = $signed(\$25 ) < $signed(6'h10);
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = trigger__valid & trigger__ready;
-  assign \$29  = ~ busy;
-  assign \$30  = \$28  & \$29 ;
-  assign \$31  = pending_index == trigger__payload[7:0];
-  assign \$32  = pending & \$31 ;
-  assign \$33  = \$32  ? \$86 [4:0] : pre__data;
-  assign \$34  = ~ busy;
-  assign \$35  = bad_descriptor & \$34 ;
-  assign \$36  = \pending_index$57  == s2_cmd;
-  assign \$37  = \pending$56  & \$36 ;
-  assign \$38  = \$37  ? \$87 [4:0] : \pre__data$59 ;
-  assign \$39  = descriptor__valid & descriptor__ready;
-  assign \$40  = ~ busy;
-  assign \$41  = \$39  & \$40 ;
-  assign \$42  = \pending_index$64  == descriptor__payload[7:0];
-  assign \$43  = \pending$63  & \$42 ;
-  assign \$44  = \$43  ? \$88 [4:0] : \pre__data$66 ;
-  assign \$45  = ~ busy;
-  assign \$46  = ! stage;
-  assign program__ready = \$45  & \$46 ;
+  assign \$23  = \held$33  + \$22 ;
+  assign \$24  = \$23  - bad_descriptor;
+  assign \$25  = $signed(\$24 ) < $signed(6'h10);
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = trigger__valid & trigger__ready;
+  assign \$28  = ~ busy;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = pending_index == trigger__payload[7:0];
+  assign \$31  = pending & \$30 ;
+  assign \$32  = \$31  ? \$85 [4:0] : pre__data;
+  assign \$33  = ~ busy;
+  assign \$34  = bad_descriptor & \$33 ;
+  assign \$35  = \pending_index$57  == s2_cmd;
+  assign \$36  = \pending$56  & \$35 ;
+  assign \$37  = \$36  ? \$86 [4:0] : \pre__data$59 ;
+  assign \$38  = descriptor__valid & descriptor__ready;
+  assign \$39  = ~ busy;
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = \pending_index$64  == descriptor__payload[7:0];
+  assign \$42  = \pending$63  & \$41 ;
+  assign \$43  = \$42  ? \$87 [4:0] : \pre__data$66 ;
+  assign \$44  = ~ busy;
+  assign \$45  = ! stage;
+  assign program__ready = \$44  & \$45 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
+  assign \$46  = stage[3] & desc[8];
+  assign bad_program = \$46  & empty;
   assign \$47  = stage[3] & desc[8];
-  assign bad_program = \$47  & empty;
-  assign \$48  = stage[3] & desc[8];
-  assign \$49  = ~ empty;
-  assign \$50  = \$48  & \$49 ;
-  assign bad_pitch = \$50  & overlap;
-  assign \$51  = stage[3] & desc[8];
-  assign \$52  = ~ empty;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = ~ overlap;
-  assign \$55  = \$53  & \$54 ;
-  assign bad_range = \$55  & wraps;
-  assign \$56  = empty | overlap;
-  assign \$57  = \$56  | wraps;
-  assign \$58  = desc[8] & \$57 ;
-  assign \$59  = ~ \$58 ;
-  assign \$60  = stage[3] & \$59 ;
-  assign desc_busy = \$60  & \busy$17 ;
-  assign \$61  = bad_program | bad_pitch;
-  assign \$62  = \$61  | bad_range;
-  assign refused = \$62  | desc_busy;
-  assign \$63  = ~ refused;
-  assign \$64  = stage[3] & \$63 ;
-  assign \$65  = ~ refused;
-  assign \$66  = stage[3] & \$65 ;
-  assign \$67  = ~ busy;
-  assign \$68  = ~ program__valid;
-  assign \$69  = \$67  & \$68 ;
-  assign \$70  = | stage;
-  assign \$71  = ~ \$70 ;
-  assign \$72  = \$69  & \$71 ;
-  assign trigger__ready = \$72  & room;
+  assign \$48  = ~ empty;
+  assign \$49  = \$47  & \$48 ;
+  assign bad_pitch = \$49  & overlap;
+  assign \$50  = stage[3] & desc[8];
+  assign \$51  = ~ empty;
+  assign \$52  = \$50  & \$51 ;
+  assign \$53  = ~ overlap;
+  assign \$54  = \$52  & \$53 ;
+  assign bad_range = \$54  & wraps;
+  assign \$55  = empty | overlap;
+  assign \$56  = \$55  | wraps;
+  assign \$57  = desc[8] & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = stage[3] & \$58 ;
+  assign desc_busy = \$59  & \busy$17 ;
+  assign \$60  = bad_program | bad_pitch;
+  assign \$61  = \$60  | bad_range;
+  assign refused = \$61  | desc_busy;
+  assign \$62  = ~ refused;
+  assign \$63  = stage[3] & \$62 ;
+  assign \$64  = ~ refused;
+  assign \$65  = stage[3] & \$64 ;
+  assign \$66  = ~ busy;
+  assign \$67  = ~ program__valid;
+  assign \$68  = \$66  & \$67 ;
+  assign \$69  = | stage;
+  assign \$70  = ~ \$69 ;
+  assign \$71  = \$68  & \$70 ;
+  assign trigger__ready = \$71  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$73  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$73 ;
-  assign \$74  = ~ refused;
-  assign \$75  = trigger__valid & trigger__ready;
-  assign \$76  = \held$33  + \$75 ;
-  assign \$77  = \$76  - bad_descriptor;
-  assign \$78  = o__valid & o__ready;
-  assign \$79  = $signed(\$77 ) - $signed({ 1'h0, \$78  });
-  assign \$80  = ~ fetching;
-  assign \$81  = ~ fetched;
-  assign \$82  = \$80  & \$81 ;
-  assign \$83  = ~ descriptor__valid;
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = ~ stage[3];
-  assign o__ready = \$84  & \$85 ;
-  assign \$86  = old + 1'h1;
-  assign \$87  = \old$58  + 1'h1;
-  assign \$88  = \old$65  + 1'h1;
-  assign \$89  = issued_checked - dropped_checked;
-  assign \$90  = $signed(\$89 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$90 [4:0];
-  assign \$91  = ~ s1_valid;
-  assign \$92  = ~ s2_valid;
-  assign \$93  = \$91  & \$92 ;
-  assign \$94  = ~ o__valid;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ fetching;
-  assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetched;
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ descriptor__valid;
-  assign idle = \$99  & \$100 ;
+  assign \$72  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$72 ;
+  assign \$73  = ~ refused;
+  assign \$74  = trigger__valid & trigger__ready;
+  assign \$75  = \held$33  + \$74 ;
+  assign \$76  = \$75  - bad_descriptor;
+  assign \$77  = o__valid & o__ready;
+  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
+  assign \$79  = ~ fetching;
+  assign \$80  = ~ fetched;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ descriptor__valid;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = ~ stage[3];
+  assign o__ready = \$83  & \$84 ;
+  assign \$85  = old + 1'h1;
+  assign \$86  = \old$58  + 1'h1;
+  assign \$87  = \old$65  + 1'h1;
+  assign \$88  = issued_checked - dropped_checked;
+  assign \$89  = $signed(\$88 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$89 [4:0];
+  assign \$90  = ~ s1_valid;
+  assign \$91  = ~ s2_valid;
+  assign \$92  = \$90  & \$91 ;
+  assign \$93  = ~ o__valid;
+  assign \$94  = \$92  & \$93 ;
+  assign \$95  = ~ fetching;
+  assign \$96  = \$94  & \$95 ;
+  assign \$97  = ~ fetched;
+  assign \$98  = \$96  & \$97 ;
+  assign \$99  = ~ descriptor__valid;
+  assign idle = \$98  & \$99 ;
   always @(posedge clk)
-    sweep <= \$101 ;
+    sweep <= \$100 ;
   always @(posedge clk)
-    busy <= \$102 ;
+    busy <= \$101 ;
   always @(posedge clk)
-    stage <= \$103 ;
+    stage <= \$102 ;
   always @(posedge clk)
-    desc <= \$104 ;
+    desc <= \$103 ;
   always @(posedge clk)
-    rows1 <= \$105 ;
+    rows1 <= \$104 ;
   always @(posedge clk)
-    held <= \$106 ;
+    held <= \$105 ;
   always @(posedge clk)
-    lo <= \$6 ;
+    lo <= \$5 ;
   always @(posedge clk)
-    hi <= \$7 ;
+    hi <= \$6 ;
   always @(posedge clk)
-    empty <= \$10 ;
+    empty <= \$9 ;
   always @(posedge clk)
-    overlap <= \$13 ;
+    overlap <= \$12 ;
   always @(posedge clk)
-    span <= \$17 [36:0];
+    span <= \$16 [36:0];
   always @(posedge clk)
-    \busy$17  <= \$107 ;
+    \busy$17  <= \$106 ;
   always @(posedge clk)
-    wraps <= \$21 ;
+    wraps <= \$20 ;
   always @(posedge clk)
-    s1_valid <= \$108 ;
+    s1_valid <= \$107 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$109 ;
+    s2_valid <= \$108 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -20953,13 +20951,13 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$33  <= \$110 ;
+    \held$33  <= \$109 ;
   always @(posedge clk)
-    room <= \$111 ;
+    room <= \$110 ;
   always @(posedge clk)
-    fetching <= \$112 ;
+    fetching <= \$111 ;
   always @(posedge clk)
-    fetched <= \$113 ;
+    fetched <= \$112 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -20967,33 +20965,33 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$114 ;
+    descriptor__valid <= \$113 ;
   always @(posedge clk)
-    descriptor__payload <= \$115 ;
+    descriptor__payload <= \$114 ;
   always @(posedge clk)
-    pending <= \$116 ;
+    pending <= \$115 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$33 ;
+    old <= \$32 ;
   always @(posedge clk)
-    issued_checked <= \$117 ;
+    issued_checked <= \$116 ;
   always @(posedge clk)
-    \pending$56  <= \$118 ;
+    \pending$56  <= \$117 ;
   always @(posedge clk)
     \pending_index$57  <= s2_cmd;
   always @(posedge clk)
-    \old$58  <= \$38 ;
+    \old$58  <= \$37 ;
   always @(posedge clk)
-    dropped_checked <= \$119 ;
+    dropped_checked <= \$118 ;
   always @(posedge clk)
-    \pending$63  <= \$120 ;
+    \pending$63  <= \$119 ;
   always @(posedge clk)
     \pending_index$64  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$65  <= \$44 ;
+    \old$65  <= \$43 ;
   always @(posedge clk)
-    taken_checked <= \$121 ;
+    taken_checked <= \$120 ;
   t3hw_system__e0__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -21005,175 +21003,175 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   );
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$101  = sweep;
+    \$100  = sweep;
     if (busy) begin
-      \$101  = \$1 [7:0];
+      \$100  = \$1 [7:0];
     end
     if (rst) begin
-      \$101  = 8'h00;
+      \$100  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$102  = busy;
+    \$101  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$102  = 1'h0;
+        \$101  = 1'h0;
       end
     end
     if (rst) begin
-      \$102  = 1'h1;
+      \$101  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$103  = { stage[2:0], \$3  };
+    \$102  = { stage[2:0], \$3  };
     if (rst) begin
-      \$103  = 4'h0;
+      \$102  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$104  = desc;
-    if (\$4 ) begin
-      \$104  = program__payload;
+    \$103  = desc;
+    if (program__ready) begin
+      \$103  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$105  = rows1;
-    if (\$4 ) begin
-      \$105  = \$5 [11:0];
+    \$104  = rows1;
+    if (program__ready) begin
+      \$104  = \$4 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$106  = held;
+    \$105  = held;
     if (stage[0]) begin
-      \$106  = desc_held;
+      \$105  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$107  = \busy$17 ;
+    \$106  = \busy$17 ;
     if (stage[2]) begin
-      \$107  = \$18 ;
+      \$106  = \$17 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$108  = \$22 ;
+    \$107  = \$21 ;
+    if (rst) begin
+      \$107  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$108  = s1_valid;
     if (rst) begin
       \$108  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$109  = s1_valid;
+    \$109  = \$78 [4:0];
     if (rst) begin
-      \$109  = 1'h0;
+      \$109  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$110  = \$79 [4:0];
+    \$110  = \$25 ;
     if (rst) begin
-      \$110  = 5'h00;
+      \$110  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     \$111  = \$26 ;
     if (rst) begin
-      \$111  = 1'h1;
+      \$111  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$112  = \$27 ;
+    \$112  = fetching;
     if (rst) begin
       \$112  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$113  = fetching;
+    \$113  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$113  = 1'h0;
+    end
+    if (fetched) begin
+      \$113  = 1'h1;
+    end
     if (rst) begin
       \$113  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$114  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$114  = 1'h0;
-    end
+    \$114  = descriptor__payload;
     if (fetched) begin
-      \$114  = 1'h1;
+      \$114 [8] = got[0];
+      \$114 [9] = got[1];
+      \$114 [14:10] = got[6:2];
+      \$114 [30:15] = got[22:7];
+      \$114 [42:31] = got[34:23];
+      \$114 [58:43] = got[50:35];
+      \$114 [82:59] = got[74:51];
+      \$114 [130:83] = got[122:75];
+      \$114 [178:131] = got[170:123];
+      \$114 [7:0] = got_index;
     end
     if (rst) begin
-      \$114  = 1'h0;
+      \$114  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$115  = descriptor__payload;
-    if (fetched) begin
-      \$115 [8] = got[0];
-      \$115 [9] = got[1];
-      \$115 [14:10] = got[6:2];
-      \$115 [30:15] = got[22:7];
-      \$115 [42:31] = got[34:23];
-      \$115 [58:43] = got[50:35];
-      \$115 [82:59] = got[74:51];
-      \$115 [130:83] = got[122:75];
-      \$115 [178:131] = got[170:123];
-      \$115 [7:0] = got_index;
-    end
+    \$115  = \$29 ;
     if (rst) begin
-      \$115  = 179'h000000000000000000000000000000000000000000000;
+      \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$116  = \$30 ;
-    if (rst) begin
-      \$116  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$117  = issued_checked;
+    \$116  = issued_checked;
     if (stage[1]) begin
-      \$117  = check__data;
+      \$116  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$118  = \$35 ;
+    \$117  = \$34 ;
     if (rst) begin
-      \$118  = 1'h0;
+      \$117  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$119  = dropped_checked;
+    \$118  = dropped_checked;
     if (stage[1]) begin
-      \$119  = \check__data$62 ;
+      \$118  = \check__data$62 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$120  = \$41 ;
+    \$119  = \$40 ;
     if (rst) begin
-      \$120  = 1'h0;
+      \$119  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$121  = taken_checked;
+    \$120  = taken_checked;
     if (stage[1]) begin
-      \$121  = \check__data$69 ;
+      \$120  = \check__data$69 ;
     end
   end
   always @* begin
@@ -21184,7 +21182,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$74 ) begin
+    if (\$73 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -21213,7 +21211,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$64 ;
+      wr_check__en = \$63 ;
     end
   end
   always @* begin
@@ -21248,7 +21246,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$66 ;
+      wr_fetch__en = \$65 ;
     end
   end
   always @* begin
@@ -21266,7 +21264,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$86 [4:0];
+      wr__data = \$85 [4:0];
     end
   end
   always @* begin
@@ -21293,7 +21291,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$95  = 5'h00;
     end else begin
-      \wr__data$95  = \$87 [4:0];
+      \wr__data$95  = \$86 [4:0];
     end
   end
   always @* begin
@@ -21320,7 +21318,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$100  = 5'h00;
     end else begin
-      \wr__data$100  = \$88 [4:0];
+      \wr__data$100  = \$87 [4:0];
     end
   end
   always @* begin
@@ -21332,10 +21330,10 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
       \wr__en$101  = \pending$63 ;
     end
   end
-  assign held_next = \$79 [4:0];
-  assign value = \$86 [4:0];
-  assign \value$60  = \$87 [4:0];
-  assign \value$67  = \$88 [4:0];
+  assign held_next = \$78 [4:0];
+  assign value = \$85 [4:0];
+  assign \value$60  = \$86 [4:0];
+  assign \value$67  = \$87 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -21409,9 +21407,9 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
   assign wr_fetch__data__src  = wr_fetch__data[122:75];
   assign wr_fetch__data__dst  = wr_fetch__data[170:123];
-  assign \$14  = { 3'h0, hi, 12'h000 };
-  assign \$19  = \$signal [48];
-  assign \$20  = dst_end[48];
+  assign \$13  = { 3'h0, hi, 12'h000 };
+  assign \$18  = \$signal [48];
+  assign \$19  = dst_end[48];
 endmodule
 
 module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -45014,44 +45012,43 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   reg _init_strobe_29  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  reg [7:0] \$101 ;
-  reg \$102 ;
-  reg [3:0] \$103 ;
-  reg [178:0] \$104 ;
-  reg [11:0] \$105 ;
+  reg [7:0] \$100 ;
+  reg \$101 ;
+  reg [3:0] \$102 ;
+  reg [178:0] \$103 ;
+  reg [11:0] \$104 ;
+  reg \$105 ;
   reg \$106 ;
   reg \$107 ;
   reg \$108 ;
-  reg \$109 ;
+  reg [4:0] \$109 ;
   wire \$11 ;
-  reg [4:0] \$110 ;
+  reg \$110 ;
   reg \$111 ;
   reg \$112 ;
   reg \$113 ;
-  reg \$114 ;
-  reg [178:0] \$115 ;
-  reg \$116 ;
-  reg [4:0] \$117 ;
-  reg \$118 ;
-  reg [4:0] \$119 ;
+  reg [178:0] \$114 ;
+  reg \$115 ;
+  reg [4:0] \$116 ;
+  reg \$117 ;
+  reg [4:0] \$118 ;
+  reg \$119 ;
   wire \$12 ;
-  reg \$120 ;
-  reg [4:0] \$121 ;
-  wire \$13 ;
-  wire [38:0] \$14 ;
-  wire [39:0] \$15 ;
-  wire [40:0] \$16 ;
-  wire [41:0] \$17 ;
+  reg [4:0] \$120 ;
+  wire [38:0] \$13 ;
+  wire [39:0] \$14 ;
+  wire [40:0] \$15 ;
+  wire [41:0] \$16 ;
+  wire \$17 ;
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
-  wire \$23 ;
-  wire [5:0] \$24 ;
-  wire [6:0] \$25 ;
+  wire [5:0] \$23 ;
+  wire [6:0] \$24 ;
+  wire \$25 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -45059,26 +45056,26 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire \$32 ;
-  wire [4:0] \$33 ;
+  wire [4:0] \$32 ;
+  wire \$33 ;
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire \$37 ;
-  wire [4:0] \$38 ;
+  wire [4:0] \$37 ;
+  wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [12:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
-  wire [4:0] \$44 ;
+  wire [4:0] \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
-  wire [12:0] \$5 ;
+  wire [23:0] \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
@@ -45100,30 +45097,30 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire [23:0] \$7 ;
+  wire \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire [5:0] \$76 ;
-  wire [6:0] \$77 ;
-  wire \$78 ;
-  wire [7:0] \$79 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
+  wire \$77 ;
+  wire [7:0] \$78 ;
+  wire \$79 ;
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire \$85 ;
+  wire [5:0] \$85 ;
   wire [5:0] \$86 ;
   wire [5:0] \$87 ;
   wire [5:0] \$88 ;
-  wire [5:0] \$89 ;
+  wire [6:0] \$89 ;
   wire \$9 ;
-  wire [6:0] \$90 ;
+  wire \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
@@ -46679,148 +46676,147 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
-  assign \$4  = program__valid & program__ready;
-  assign \$5  = program__payload[42:31] - 1'h1;
-  assign \$6  = rows1 * desc[70:59];
-  assign \$7  = rows1 * desc[82:71];
-  assign \$8  = ! desc[42:31];
-  assign \$9  = ! desc[58:43];
-  assign \$10  = \$8  | \$9 ;
-  assign \$11  = desc[42:31] > 1'h1;
-  assign \$12  = desc[82:59] < desc[58:43];
-  assign \$13  = \$11  & \$12 ;
-  assign \$15  = lo + \$14 ;
-  assign \$16  = \$15  + desc[58:43];
-  assign \$17  = \$16  - 1'h1;
-  assign \$18  = in_use | held;
-  assign \$21  = \$19  | \$20 ;
+  assign \$4  = program__payload[42:31] - 1'h1;
+  assign \$5  = rows1 * desc[70:59];
+  assign \$6  = rows1 * desc[82:71];
+  assign \$7  = ! desc[42:31];
+  assign \$8  = ! desc[58:43];
+  assign \$9  = \$7  | \$8 ;
+  assign \$10  = desc[42:31] > 1'h1;
+  assign \$11  = desc[82:59] < desc[58:43];
+  assign \$12  = \$10  & \$11 ;
+  assign \$14  = lo + \$13 ;
+  assign \$15  = \$14  + desc[58:43];
+  assign \$16  = \$15  - 1'h1;
+  assign \$17  = in_use | held;
+  assign \$20  = \$18  | \$19 ;
+  assign \$21  = trigger__valid & trigger__ready;
   assign \$22  = trigger__valid & trigger__ready;
-  assign \$23  = trigger__valid & trigger__ready;
-  assign \$24  = \held$33  + \$23 ;
-  assign \$25  = \$24  - bad_descriptor;
-  assign \$26  = $signed(\$25 ) < $signed(6'h10);
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = trigger__valid & trigger__ready;
-  assign \$29  = ~ busy;
-  assign \$30  = \$28  & \$29 ;
-  assign \$31  = pending_index == trigger__payload[7:0];
-  assign \$32  = pending & \$31 ;
-  assign \$33  = \$32  ? \$86 [4:0] : pre__data;
-  assign \$34  = ~ busy;
-  assign \$35  = bad_descriptor & \$34 ;
-  assign \$36  = \pending_index$57  == s2_cmd;
-  assign \$37  = \pending$56  & \$36 ;
-  assign \$38  = \$37  ? \$87 [4:0] : \pre__data$59 ;
-  assign \$39  = descriptor__valid & descriptor__ready;
-  assign \$40  = ~ busy;
-  assign \$41  = \$39  & \$40 ;
-  assign \$42  = \pending_index$64  == descriptor__payload[7:0];
-  assign \$43  = \pending$63  & \$42 ;
-  assign \$44  = \$43  ? \$88 [4:0] : \pre__data$66 ;
-  assign \$45  = ~ busy;
-  assign \$46  = ! stage;
-  assign program__ready = \$45  & \$46 ;
+  assign \$23  = \held$33  + \$22 ;
+  assign \$24  = \$23  - bad_descriptor;
+  assign \$25  = $signed(\$24 ) < $signed(6'h10);
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = trigger__valid & trigger__ready;
+  assign \$28  = ~ busy;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = pending_index == trigger__payload[7:0];
+  assign \$31  = pending & \$30 ;
+  assign \$32  = \$31  ? \$85 [4:0] : pre__data;
+  assign \$33  = ~ busy;
+  assign \$34  = bad_descriptor & \$33 ;
+  assign \$35  = \pending_index$57  == s2_cmd;
+  assign \$36  = \pending$56  & \$35 ;
+  assign \$37  = \$36  ? \$86 [4:0] : \pre__data$59 ;
+  assign \$38  = descriptor__valid & descriptor__ready;
+  assign \$39  = ~ busy;
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = \pending_index$64  == descriptor__payload[7:0];
+  assign \$42  = \pending$63  & \$41 ;
+  assign \$43  = \$42  ? \$87 [4:0] : \pre__data$66 ;
+  assign \$44  = ~ busy;
+  assign \$45  = ! stage;
+  assign program__ready = \$44  & \$45 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
+  assign \$46  = stage[3] & desc[8];
+  assign bad_program = \$46  & empty;
   assign \$47  = stage[3] & desc[8];
-  assign bad_program = \$47  & empty;
-  assign \$48  = stage[3] & desc[8];
-  assign \$49  = ~ empty;
-  assign \$50  = \$48  & \$49 ;
-  assign bad_pitch = \$50  & overlap;
-  assign \$51  = stage[3] & desc[8];
-  assign \$52  = ~ empty;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = ~ overlap;
-  assign \$55  = \$53  & \$54 ;
-  assign bad_range = \$55  & wraps;
-  assign \$56  = empty | overlap;
-  assign \$57  = \$56  | wraps;
-  assign \$58  = desc[8] & \$57 ;
-  assign \$59  = ~ \$58 ;
-  assign \$60  = stage[3] & \$59 ;
-  assign desc_busy = \$60  & \busy$17 ;
-  assign \$61  = bad_program | bad_pitch;
-  assign \$62  = \$61  | bad_range;
-  assign refused = \$62  | desc_busy;
-  assign \$63  = ~ refused;
-  assign \$64  = stage[3] & \$63 ;
-  assign \$65  = ~ refused;
-  assign \$66  = stage[3] & \$65 ;
-  assign \$67  = ~ busy;
-  assign \$68  = ~ program__valid;
-  assign \$69  = \$67  & \$68 ;
-  assign \$70  = | stage;
-  assign \$71  = ~ \$70 ;
-  assign \$72  = \$69  & \$71 ;
-  assign trigger__ready = \$72  & room;
+  assign \$48  = ~ empty;
+  assign \$49  = \$47  & \$48 ;
+  assign bad_pitch = \$49  & overlap;
+  assign \$50  = stage[3] & desc[8];
+  assign \$51  = ~ empty;
+  assign \$52  = \$50  & \$51 ;
+  assign \$53  = ~ overlap;
+  assign \$54  = \$52  & \$53 ;
+  assign bad_range = \$54  & wraps;
+  assign \$55  = empty | overlap;
+  assign \$56  = \$55  | wraps;
+  assign \$57  = desc[8] & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = stage[3] & \$58 ;
+  assign desc_busy = \$59  & \busy$17 ;
+  assign \$60  = bad_program | bad_pitch;
+  assign \$61  = \$60  | bad_range;
+  assign refused = \$61  | desc_busy;
+  assign \$62  = ~ refused;
+  assign \$63  = stage[3] & \$62 ;
+  assign \$64  = ~ refused;
+  assign \$65  = stage[3] & \$64 ;
+  assign \$66  = ~ busy;
+  assign \$67  = ~ program__valid;
+  assign \$68  = \$66  & \$67 ;
+  assign \$69  = | stage;
+  assign \$70  = ~ \$69 ;
+  assign \$71  = \$68  & \$70 ;
+  assign trigger__ready = \$71  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$73  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$73 ;
-  assign \$74  = ~ refused;
-  assign \$75  = trigger__valid & trigger__ready;
-  assign \$76  = \held$33  + \$75 ;
-  assign \$77  = \$76  - bad_descriptor;
-  assign \$78  = o__valid & o__ready;
-  assign \$79  = $signed(\$77 ) - $signed({ 1'h0, \$78  });
-  assign \$80  = ~ fetching;
-  assign \$81  = ~ fetched;
-  assign \$82  = \$80  & \$81 ;
-  assign \$83  = ~ descriptor__valid;
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = ~ stage[3];
-  assign o__ready = \$84  & \$85 ;
-  assign \$86  = old + 1'h1;
-  assign \$87  = \old$58  + 1'h1;
-  assign \$88  = \old$65  + 1'h1;
-  assign \$89  = issued_checked - dropped_checked;
-  assign \$90  = $signed(\$89 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$90 [4:0];
-  assign \$91  = ~ s1_valid;
-  assign \$92  = ~ s2_valid;
-  assign \$93  = \$91  & \$92 ;
-  assign \$94  = ~ o__valid;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ fetching;
-  assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetched;
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ descriptor__valid;
-  assign idle = \$99  & \$100 ;
+  assign \$72  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$72 ;
+  assign \$73  = ~ refused;
+  assign \$74  = trigger__valid & trigger__ready;
+  assign \$75  = \held$33  + \$74 ;
+  assign \$76  = \$75  - bad_descriptor;
+  assign \$77  = o__valid & o__ready;
+  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
+  assign \$79  = ~ fetching;
+  assign \$80  = ~ fetched;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ descriptor__valid;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = ~ stage[3];
+  assign o__ready = \$83  & \$84 ;
+  assign \$85  = old + 1'h1;
+  assign \$86  = \old$58  + 1'h1;
+  assign \$87  = \old$65  + 1'h1;
+  assign \$88  = issued_checked - dropped_checked;
+  assign \$89  = $signed(\$88 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$89 [4:0];
+  assign \$90  = ~ s1_valid;
+  assign \$91  = ~ s2_valid;
+  assign \$92  = \$90  & \$91 ;
+  assign \$93  = ~ o__valid;
+  assign \$94  = \$92  & \$93 ;
+  assign \$95  = ~ fetching;
+  assign \$96  = \$94  & \$95 ;
+  assign \$97  = ~ fetched;
+  assign \$98  = \$96  & \$97 ;
+  assign \$99  = ~ descriptor__valid;
+  assign idle = \$98  & \$99 ;
   always @(posedge clk)
-    sweep <= \$101 ;
+    sweep <= \$100 ;
   always @(posedge clk)
-    busy <= \$102 ;
+    busy <= \$101 ;
   always @(posedge clk)
-    stage <= \$103 ;
+    stage <= \$102 ;
   always @(posedge clk)
-    desc <= \$104 ;
+    desc <= \$103 ;
   always @(posedge clk)
-    rows1 <= \$105 ;
+    rows1 <= \$104 ;
   always @(posedge clk)
-    held <= \$106 ;
+    held <= \$105 ;
   always @(posedge clk)
-    lo <= \$6 ;
+    lo <= \$5 ;
   always @(posedge clk)
-    hi <= \$7 ;
+    hi <= \$6 ;
   always @(posedge clk)
-    empty <= \$10 ;
+    empty <= \$9 ;
   always @(posedge clk)
-    overlap <= \$13 ;
+    overlap <= \$12 ;
   always @(posedge clk)
-    span <= \$17 [36:0];
+    span <= \$16 [36:0];
   always @(posedge clk)
-    \busy$17  <= \$107 ;
+    \busy$17  <= \$106 ;
   always @(posedge clk)
-    wraps <= \$21 ;
+    wraps <= \$20 ;
   always @(posedge clk)
-    s1_valid <= \$108 ;
+    s1_valid <= \$107 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$109 ;
+    s2_valid <= \$108 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -46828,13 +46824,13 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$33  <= \$110 ;
+    \held$33  <= \$109 ;
   always @(posedge clk)
-    room <= \$111 ;
+    room <= \$110 ;
   always @(posedge clk)
-    fetching <= \$112 ;
+    fetching <= \$111 ;
   always @(posedge clk)
-    fetched <= \$113 ;
+    fetched <= \$112 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -46842,33 +46838,33 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$114 ;
+    descriptor__valid <= \$113 ;
   always @(posedge clk)
-    descriptor__payload <= \$115 ;
+    descriptor__payload <= \$114 ;
   always @(posedge clk)
-    pending <= \$116 ;
+    pending <= \$115 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$33 ;
+    old <= \$32 ;
   always @(posedge clk)
-    issued_checked <= \$117 ;
+    issued_checked <= \$116 ;
   always @(posedge clk)
-    \pending$56  <= \$118 ;
+    \pending$56  <= \$117 ;
   always @(posedge clk)
     \pending_index$57  <= s2_cmd;
   always @(posedge clk)
-    \old$58  <= \$38 ;
+    \old$58  <= \$37 ;
   always @(posedge clk)
-    dropped_checked <= \$119 ;
+    dropped_checked <= \$118 ;
   always @(posedge clk)
-    \pending$63  <= \$120 ;
+    \pending$63  <= \$119 ;
   always @(posedge clk)
     \pending_index$64  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$65  <= \$44 ;
+    \old$65  <= \$43 ;
   always @(posedge clk)
-    taken_checked <= \$121 ;
+    taken_checked <= \$120 ;
   t3hw_system__e1__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -46880,175 +46876,175 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   );
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$101  = sweep;
+    \$100  = sweep;
     if (busy) begin
-      \$101  = \$1 [7:0];
+      \$100  = \$1 [7:0];
     end
     if (rst) begin
-      \$101  = 8'h00;
+      \$100  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$102  = busy;
+    \$101  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$102  = 1'h0;
+        \$101  = 1'h0;
       end
     end
     if (rst) begin
-      \$102  = 1'h1;
+      \$101  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$103  = { stage[2:0], \$3  };
+    \$102  = { stage[2:0], \$3  };
     if (rst) begin
-      \$103  = 4'h0;
+      \$102  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$104  = desc;
-    if (\$4 ) begin
-      \$104  = program__payload;
+    \$103  = desc;
+    if (program__ready) begin
+      \$103  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$105  = rows1;
-    if (\$4 ) begin
-      \$105  = \$5 [11:0];
+    \$104  = rows1;
+    if (program__ready) begin
+      \$104  = \$4 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$106  = held;
+    \$105  = held;
     if (stage[0]) begin
-      \$106  = desc_held;
+      \$105  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$107  = \busy$17 ;
+    \$106  = \busy$17 ;
     if (stage[2]) begin
-      \$107  = \$18 ;
+      \$106  = \$17 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$108  = \$22 ;
+    \$107  = \$21 ;
+    if (rst) begin
+      \$107  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$108  = s1_valid;
     if (rst) begin
       \$108  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$109  = s1_valid;
+    \$109  = \$78 [4:0];
     if (rst) begin
-      \$109  = 1'h0;
+      \$109  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$110  = \$79 [4:0];
+    \$110  = \$25 ;
     if (rst) begin
-      \$110  = 5'h00;
+      \$110  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     \$111  = \$26 ;
     if (rst) begin
-      \$111  = 1'h1;
+      \$111  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$112  = \$27 ;
+    \$112  = fetching;
     if (rst) begin
       \$112  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$113  = fetching;
+    \$113  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$113  = 1'h0;
+    end
+    if (fetched) begin
+      \$113  = 1'h1;
+    end
     if (rst) begin
       \$113  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$114  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$114  = 1'h0;
-    end
+    \$114  = descriptor__payload;
     if (fetched) begin
-      \$114  = 1'h1;
+      \$114 [8] = got[0];
+      \$114 [9] = got[1];
+      \$114 [14:10] = got[6:2];
+      \$114 [30:15] = got[22:7];
+      \$114 [42:31] = got[34:23];
+      \$114 [58:43] = got[50:35];
+      \$114 [82:59] = got[74:51];
+      \$114 [130:83] = got[122:75];
+      \$114 [178:131] = got[170:123];
+      \$114 [7:0] = got_index;
     end
     if (rst) begin
-      \$114  = 1'h0;
+      \$114  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$115  = descriptor__payload;
-    if (fetched) begin
-      \$115 [8] = got[0];
-      \$115 [9] = got[1];
-      \$115 [14:10] = got[6:2];
-      \$115 [30:15] = got[22:7];
-      \$115 [42:31] = got[34:23];
-      \$115 [58:43] = got[50:35];
-      \$115 [82:59] = got[74:51];
-      \$115 [130:83] = got[122:75];
-      \$115 [178:131] = got[170:123];
-      \$115 [7:0] = got_index;
-    end
+    \$115  = \$29 ;
     if (rst) begin
-      \$115  = 179'h000000000000000000000000000000000000000000000;
+      \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$116  = \$30 ;
-    if (rst) begin
-      \$116  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_29 ) begin end
-    \$117  = issued_checked;
+    \$116  = issued_checked;
     if (stage[1]) begin
-      \$117  = check__data;
+      \$116  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$118  = \$35 ;
+    \$117  = \$34 ;
     if (rst) begin
-      \$118  = 1'h0;
+      \$117  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$119  = dropped_checked;
+    \$118  = dropped_checked;
     if (stage[1]) begin
-      \$119  = \check__data$62 ;
+      \$118  = \check__data$62 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$120  = \$41 ;
+    \$119  = \$40 ;
     if (rst) begin
-      \$120  = 1'h0;
+      \$119  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$121  = taken_checked;
+    \$120  = taken_checked;
     if (stage[1]) begin
-      \$121  = \check__data$69 ;
+      \$120  = \check__data$69 ;
     end
   end
   always @* begin
@@ -47059,7 +47055,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$74 ) begin
+    if (\$73 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -47088,7 +47084,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$64 ;
+      wr_check__en = \$63 ;
     end
   end
   always @* begin
@@ -47123,7 +47119,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$66 ;
+      wr_fetch__en = \$65 ;
     end
   end
   always @* begin
@@ -47141,7 +47137,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$86 [4:0];
+      wr__data = \$85 [4:0];
     end
   end
   always @* begin
@@ -47168,7 +47164,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$95  = 5'h00;
     end else begin
-      \wr__data$95  = \$87 [4:0];
+      \wr__data$95  = \$86 [4:0];
     end
   end
   always @* begin
@@ -47195,7 +47191,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$100  = 5'h00;
     end else begin
-      \wr__data$100  = \$88 [4:0];
+      \wr__data$100  = \$87 [4:0];
     end
   end
   always @* begin
@@ -47207,10 +47203,10 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
       \wr__en$101  = \pending$63 ;
     end
   end
-  assign held_next = \$79 [4:0];
-  assign value = \$86 [4:0];
-  assign \value$60  = \$87 [4:0];
-  assign \value$67  = \$88 [4:0];
+  assign held_next = \$78 [4:0];
+  assign value = \$85 [4:0];
+  assign \value$60  = \$86 [4:0];
+  assign \value$67  = \$87 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -47284,9 +47280,9 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
   assign wr_fetch__data__src  = wr_fetch__data[122:75];
   assign wr_fetch__data__dst  = wr_fetch__data[170:123];
-  assign \$14  = { 3'h0, hi, 12'h000 };
-  assign \$19  = \$signal [48];
-  assign \$20  = dst_end[48];
+  assign \$13  = { 3'h0, hi, 12'h000 };
+  assign \$18  = \$signal [48];
+  assign \$19  = dst_end[48];
 endmodule
 
 module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -70889,44 +70885,43 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   reg _init_strobe_49  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  reg [7:0] \$101 ;
-  reg \$102 ;
-  reg [3:0] \$103 ;
-  reg [178:0] \$104 ;
-  reg [11:0] \$105 ;
+  reg [7:0] \$100 ;
+  reg \$101 ;
+  reg [3:0] \$102 ;
+  reg [178:0] \$103 ;
+  reg [11:0] \$104 ;
+  reg \$105 ;
   reg \$106 ;
   reg \$107 ;
   reg \$108 ;
-  reg \$109 ;
+  reg [4:0] \$109 ;
   wire \$11 ;
-  reg [4:0] \$110 ;
+  reg \$110 ;
   reg \$111 ;
   reg \$112 ;
   reg \$113 ;
-  reg \$114 ;
-  reg [178:0] \$115 ;
-  reg \$116 ;
-  reg [4:0] \$117 ;
-  reg \$118 ;
-  reg [4:0] \$119 ;
+  reg [178:0] \$114 ;
+  reg \$115 ;
+  reg [4:0] \$116 ;
+  reg \$117 ;
+  reg [4:0] \$118 ;
+  reg \$119 ;
   wire \$12 ;
-  reg \$120 ;
-  reg [4:0] \$121 ;
-  wire \$13 ;
-  wire [38:0] \$14 ;
-  wire [39:0] \$15 ;
-  wire [40:0] \$16 ;
-  wire [41:0] \$17 ;
+  reg [4:0] \$120 ;
+  wire [38:0] \$13 ;
+  wire [39:0] \$14 ;
+  wire [40:0] \$15 ;
+  wire [41:0] \$16 ;
+  wire \$17 ;
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
-  wire \$23 ;
-  wire [5:0] \$24 ;
-  wire [6:0] \$25 ;
+  wire [5:0] \$23 ;
+  wire [6:0] \$24 ;
+  wire \$25 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -70934,26 +70929,26 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire \$32 ;
-  wire [4:0] \$33 ;
+  wire [4:0] \$32 ;
+  wire \$33 ;
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire \$37 ;
-  wire [4:0] \$38 ;
+  wire [4:0] \$37 ;
+  wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [12:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
-  wire [4:0] \$44 ;
+  wire [4:0] \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
-  wire [12:0] \$5 ;
+  wire [23:0] \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
@@ -70975,30 +70970,30 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire [23:0] \$7 ;
+  wire \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire [5:0] \$76 ;
-  wire [6:0] \$77 ;
-  wire \$78 ;
-  wire [7:0] \$79 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
+  wire \$77 ;
+  wire [7:0] \$78 ;
+  wire \$79 ;
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire \$85 ;
+  wire [5:0] \$85 ;
   wire [5:0] \$86 ;
   wire [5:0] \$87 ;
   wire [5:0] \$88 ;
-  wire [5:0] \$89 ;
+  wire [6:0] \$89 ;
   wire \$9 ;
-  wire [6:0] \$90 ;
+  wire \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
@@ -72554,148 +72549,147 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
-  assign \$4  = program__valid & program__ready;
-  assign \$5  = program__payload[42:31] - 1'h1;
-  assign \$6  = rows1 * desc[70:59];
-  assign \$7  = rows1 * desc[82:71];
-  assign \$8  = ! desc[42:31];
-  assign \$9  = ! desc[58:43];
-  assign \$10  = \$8  | \$9 ;
-  assign \$11  = desc[42:31] > 1'h1;
-  assign \$12  = desc[82:59] < desc[58:43];
-  assign \$13  = \$11  & \$12 ;
-  assign \$15  = lo + \$14 ;
-  assign \$16  = \$15  + desc[58:43];
-  assign \$17  = \$16  - 1'h1;
-  assign \$18  = in_use | held;
-  assign \$21  = \$19  | \$20 ;
+  assign \$4  = program__payload[42:31] - 1'h1;
+  assign \$5  = rows1 * desc[70:59];
+  assign \$6  = rows1 * desc[82:71];
+  assign \$7  = ! desc[42:31];
+  assign \$8  = ! desc[58:43];
+  assign \$9  = \$7  | \$8 ;
+  assign \$10  = desc[42:31] > 1'h1;
+  assign \$11  = desc[82:59] < desc[58:43];
+  assign \$12  = \$10  & \$11 ;
+  assign \$14  = lo + \$13 ;
+  assign \$15  = \$14  + desc[58:43];
+  assign \$16  = \$15  - 1'h1;
+  assign \$17  = in_use | held;
+  assign \$20  = \$18  | \$19 ;
+  assign \$21  = trigger__valid & trigger__ready;
   assign \$22  = trigger__valid & trigger__ready;
-  assign \$23  = trigger__valid & trigger__ready;
-  assign \$24  = \held$33  + \$23 ;
-  assign \$25  = \$24  - bad_descriptor;
-  assign \$26  = $signed(\$25 ) < $signed(6'h10);
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = trigger__valid & trigger__ready;
-  assign \$29  = ~ busy;
-  assign \$30  = \$28  & \$29 ;
-  assign \$31  = pending_index == trigger__payload[7:0];
-  assign \$32  = pending & \$31 ;
-  assign \$33  = \$32  ? \$86 [4:0] : pre__data;
-  assign \$34  = ~ busy;
-  assign \$35  = bad_descriptor & \$34 ;
-  assign \$36  = \pending_index$57  == s2_cmd;
-  assign \$37  = \pending$56  & \$36 ;
-  assign \$38  = \$37  ? \$87 [4:0] : \pre__data$59 ;
-  assign \$39  = descriptor__valid & descriptor__ready;
-  assign \$40  = ~ busy;
-  assign \$41  = \$39  & \$40 ;
-  assign \$42  = \pending_index$64  == descriptor__payload[7:0];
-  assign \$43  = \pending$63  & \$42 ;
-  assign \$44  = \$43  ? \$88 [4:0] : \pre__data$66 ;
-  assign \$45  = ~ busy;
-  assign \$46  = ! stage;
-  assign program__ready = \$45  & \$46 ;
+  assign \$23  = \held$33  + \$22 ;
+  assign \$24  = \$23  - bad_descriptor;
+  assign \$25  = $signed(\$24 ) < $signed(6'h10);
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = trigger__valid & trigger__ready;
+  assign \$28  = ~ busy;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = pending_index == trigger__payload[7:0];
+  assign \$31  = pending & \$30 ;
+  assign \$32  = \$31  ? \$85 [4:0] : pre__data;
+  assign \$33  = ~ busy;
+  assign \$34  = bad_descriptor & \$33 ;
+  assign \$35  = \pending_index$57  == s2_cmd;
+  assign \$36  = \pending$56  & \$35 ;
+  assign \$37  = \$36  ? \$86 [4:0] : \pre__data$59 ;
+  assign \$38  = descriptor__valid & descriptor__ready;
+  assign \$39  = ~ busy;
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = \pending_index$64  == descriptor__payload[7:0];
+  assign \$42  = \pending$63  & \$41 ;
+  assign \$43  = \$42  ? \$87 [4:0] : \pre__data$66 ;
+  assign \$44  = ~ busy;
+  assign \$45  = ! stage;
+  assign program__ready = \$44  & \$45 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
+  assign \$46  = stage[3] & desc[8];
+  assign bad_program = \$46  & empty;
   assign \$47  = stage[3] & desc[8];
-  assign bad_program = \$47  & empty;
-  assign \$48  = stage[3] & desc[8];
-  assign \$49  = ~ empty;
-  assign \$50  = \$48  & \$49 ;
-  assign bad_pitch = \$50  & overlap;
-  assign \$51  = stage[3] & desc[8];
-  assign \$52  = ~ empty;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = ~ overlap;
-  assign \$55  = \$53  & \$54 ;
-  assign bad_range = \$55  & wraps;
-  assign \$56  = empty | overlap;
-  assign \$57  = \$56  | wraps;
-  assign \$58  = desc[8] & \$57 ;
-  assign \$59  = ~ \$58 ;
-  assign \$60  = stage[3] & \$59 ;
-  assign desc_busy = \$60  & \busy$17 ;
-  assign \$61  = bad_program | bad_pitch;
-  assign \$62  = \$61  | bad_range;
-  assign refused = \$62  | desc_busy;
-  assign \$63  = ~ refused;
-  assign \$64  = stage[3] & \$63 ;
-  assign \$65  = ~ refused;
-  assign \$66  = stage[3] & \$65 ;
-  assign \$67  = ~ busy;
-  assign \$68  = ~ program__valid;
-  assign \$69  = \$67  & \$68 ;
-  assign \$70  = | stage;
-  assign \$71  = ~ \$70 ;
-  assign \$72  = \$69  & \$71 ;
-  assign trigger__ready = \$72  & room;
+  assign \$48  = ~ empty;
+  assign \$49  = \$47  & \$48 ;
+  assign bad_pitch = \$49  & overlap;
+  assign \$50  = stage[3] & desc[8];
+  assign \$51  = ~ empty;
+  assign \$52  = \$50  & \$51 ;
+  assign \$53  = ~ overlap;
+  assign \$54  = \$52  & \$53 ;
+  assign bad_range = \$54  & wraps;
+  assign \$55  = empty | overlap;
+  assign \$56  = \$55  | wraps;
+  assign \$57  = desc[8] & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = stage[3] & \$58 ;
+  assign desc_busy = \$59  & \busy$17 ;
+  assign \$60  = bad_program | bad_pitch;
+  assign \$61  = \$60  | bad_range;
+  assign refused = \$61  | desc_busy;
+  assign \$62  = ~ refused;
+  assign \$63  = stage[3] & \$62 ;
+  assign \$64  = ~ refused;
+  assign \$65  = stage[3] & \$64 ;
+  assign \$66  = ~ busy;
+  assign \$67  = ~ program__valid;
+  assign \$68  = \$66  & \$67 ;
+  assign \$69  = | stage;
+  assign \$70  = ~ \$69 ;
+  assign \$71  = \$68  & \$70 ;
+  assign trigger__ready = \$71  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$73  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$73 ;
-  assign \$74  = ~ refused;
-  assign \$75  = trigger__valid & trigger__ready;
-  assign \$76  = \held$33  + \$75 ;
-  assign \$77  = \$76  - bad_descriptor;
-  assign \$78  = o__valid & o__ready;
-  assign \$79  = $signed(\$77 ) - $signed({ 1'h0, \$78  });
-  assign \$80  = ~ fetching;
-  assign \$81  = ~ fetched;
-  assign \$82  = \$80  & \$81 ;
-  assign \$83  = ~ descriptor__valid;
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = ~ stage[3];
-  assign o__ready = \$84  & \$85 ;
-  assign \$86  = old + 1'h1;
-  assign \$87  = \old$58  + 1'h1;
-  assign \$88  = \old$65  + 1'h1;
-  assign \$89  = issued_checked - dropped_checked;
-  assign \$90  = $signed(\$89 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$90 [4:0];
-  assign \$91  = ~ s1_valid;
-  assign \$92  = ~ s2_valid;
-  assign \$93  = \$91  & \$92 ;
-  assign \$94  = ~ o__valid;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ fetching;
-  assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetched;
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ descriptor__valid;
-  assign idle = \$99  & \$100 ;
+  assign \$72  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$72 ;
+  assign \$73  = ~ refused;
+  assign \$74  = trigger__valid & trigger__ready;
+  assign \$75  = \held$33  + \$74 ;
+  assign \$76  = \$75  - bad_descriptor;
+  assign \$77  = o__valid & o__ready;
+  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
+  assign \$79  = ~ fetching;
+  assign \$80  = ~ fetched;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ descriptor__valid;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = ~ stage[3];
+  assign o__ready = \$83  & \$84 ;
+  assign \$85  = old + 1'h1;
+  assign \$86  = \old$58  + 1'h1;
+  assign \$87  = \old$65  + 1'h1;
+  assign \$88  = issued_checked - dropped_checked;
+  assign \$89  = $signed(\$88 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$89 [4:0];
+  assign \$90  = ~ s1_valid;
+  assign \$91  = ~ s2_valid;
+  assign \$92  = \$90  & \$91 ;
+  assign \$93  = ~ o__valid;
+  assign \$94  = \$92  & \$93 ;
+  assign \$95  = ~ fetching;
+  assign \$96  = \$94  & \$95 ;
+  assign \$97  = ~ fetched;
+  assign \$98  = \$96  & \$97 ;
+  assign \$99  = ~ descriptor__valid;
+  assign idle = \$98  & \$99 ;
   always @(posedge clk)
-    sweep <= \$101 ;
+    sweep <= \$100 ;
   always @(posedge clk)
-    busy <= \$102 ;
+    busy <= \$101 ;
   always @(posedge clk)
-    stage <= \$103 ;
+    stage <= \$102 ;
   always @(posedge clk)
-    desc <= \$104 ;
+    desc <= \$103 ;
   always @(posedge clk)
-    rows1 <= \$105 ;
+    rows1 <= \$104 ;
   always @(posedge clk)
-    held <= \$106 ;
+    held <= \$105 ;
   always @(posedge clk)
-    lo <= \$6 ;
+    lo <= \$5 ;
   always @(posedge clk)
-    hi <= \$7 ;
+    hi <= \$6 ;
   always @(posedge clk)
-    empty <= \$10 ;
+    empty <= \$9 ;
   always @(posedge clk)
-    overlap <= \$13 ;
+    overlap <= \$12 ;
   always @(posedge clk)
-    span <= \$17 [36:0];
+    span <= \$16 [36:0];
   always @(posedge clk)
-    \busy$17  <= \$107 ;
+    \busy$17  <= \$106 ;
   always @(posedge clk)
-    wraps <= \$21 ;
+    wraps <= \$20 ;
   always @(posedge clk)
-    s1_valid <= \$108 ;
+    s1_valid <= \$107 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$109 ;
+    s2_valid <= \$108 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -72703,13 +72697,13 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$33  <= \$110 ;
+    \held$33  <= \$109 ;
   always @(posedge clk)
-    room <= \$111 ;
+    room <= \$110 ;
   always @(posedge clk)
-    fetching <= \$112 ;
+    fetching <= \$111 ;
   always @(posedge clk)
-    fetched <= \$113 ;
+    fetched <= \$112 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -72717,33 +72711,33 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$114 ;
+    descriptor__valid <= \$113 ;
   always @(posedge clk)
-    descriptor__payload <= \$115 ;
+    descriptor__payload <= \$114 ;
   always @(posedge clk)
-    pending <= \$116 ;
+    pending <= \$115 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$33 ;
+    old <= \$32 ;
   always @(posedge clk)
-    issued_checked <= \$117 ;
+    issued_checked <= \$116 ;
   always @(posedge clk)
-    \pending$56  <= \$118 ;
+    \pending$56  <= \$117 ;
   always @(posedge clk)
     \pending_index$57  <= s2_cmd;
   always @(posedge clk)
-    \old$58  <= \$38 ;
+    \old$58  <= \$37 ;
   always @(posedge clk)
-    dropped_checked <= \$119 ;
+    dropped_checked <= \$118 ;
   always @(posedge clk)
-    \pending$63  <= \$120 ;
+    \pending$63  <= \$119 ;
   always @(posedge clk)
     \pending_index$64  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$65  <= \$44 ;
+    \old$65  <= \$43 ;
   always @(posedge clk)
-    taken_checked <= \$121 ;
+    taken_checked <= \$120 ;
   t3hw_system__e2__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -72755,175 +72749,175 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   );
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$101  = sweep;
+    \$100  = sweep;
     if (busy) begin
-      \$101  = \$1 [7:0];
+      \$100  = \$1 [7:0];
     end
     if (rst) begin
-      \$101  = 8'h00;
+      \$100  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$102  = busy;
+    \$101  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$102  = 1'h0;
+        \$101  = 1'h0;
       end
     end
     if (rst) begin
-      \$102  = 1'h1;
+      \$101  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$103  = { stage[2:0], \$3  };
+    \$102  = { stage[2:0], \$3  };
     if (rst) begin
-      \$103  = 4'h0;
+      \$102  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$104  = desc;
-    if (\$4 ) begin
-      \$104  = program__payload;
+    \$103  = desc;
+    if (program__ready) begin
+      \$103  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$105  = rows1;
-    if (\$4 ) begin
-      \$105  = \$5 [11:0];
+    \$104  = rows1;
+    if (program__ready) begin
+      \$104  = \$4 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$106  = held;
+    \$105  = held;
     if (stage[0]) begin
-      \$106  = desc_held;
+      \$105  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$107  = \busy$17 ;
+    \$106  = \busy$17 ;
     if (stage[2]) begin
-      \$107  = \$18 ;
+      \$106  = \$17 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$108  = \$22 ;
+    \$107  = \$21 ;
+    if (rst) begin
+      \$107  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$108  = s1_valid;
     if (rst) begin
       \$108  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$109  = s1_valid;
+    \$109  = \$78 [4:0];
     if (rst) begin
-      \$109  = 1'h0;
+      \$109  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$110  = \$79 [4:0];
+    \$110  = \$25 ;
     if (rst) begin
-      \$110  = 5'h00;
+      \$110  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     \$111  = \$26 ;
     if (rst) begin
-      \$111  = 1'h1;
+      \$111  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$112  = \$27 ;
+    \$112  = fetching;
     if (rst) begin
       \$112  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$113  = fetching;
+    \$113  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$113  = 1'h0;
+    end
+    if (fetched) begin
+      \$113  = 1'h1;
+    end
     if (rst) begin
       \$113  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$114  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$114  = 1'h0;
-    end
+    \$114  = descriptor__payload;
     if (fetched) begin
-      \$114  = 1'h1;
+      \$114 [8] = got[0];
+      \$114 [9] = got[1];
+      \$114 [14:10] = got[6:2];
+      \$114 [30:15] = got[22:7];
+      \$114 [42:31] = got[34:23];
+      \$114 [58:43] = got[50:35];
+      \$114 [82:59] = got[74:51];
+      \$114 [130:83] = got[122:75];
+      \$114 [178:131] = got[170:123];
+      \$114 [7:0] = got_index;
     end
     if (rst) begin
-      \$114  = 1'h0;
+      \$114  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$115  = descriptor__payload;
-    if (fetched) begin
-      \$115 [8] = got[0];
-      \$115 [9] = got[1];
-      \$115 [14:10] = got[6:2];
-      \$115 [30:15] = got[22:7];
-      \$115 [42:31] = got[34:23];
-      \$115 [58:43] = got[50:35];
-      \$115 [82:59] = got[74:51];
-      \$115 [130:83] = got[122:75];
-      \$115 [178:131] = got[170:123];
-      \$115 [7:0] = got_index;
-    end
+    \$115  = \$29 ;
     if (rst) begin
-      \$115  = 179'h000000000000000000000000000000000000000000000;
+      \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$116  = \$30 ;
-    if (rst) begin
-      \$116  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$117  = issued_checked;
+    \$116  = issued_checked;
     if (stage[1]) begin
-      \$117  = check__data;
+      \$116  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$118  = \$35 ;
+    \$117  = \$34 ;
     if (rst) begin
-      \$118  = 1'h0;
+      \$117  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$119  = dropped_checked;
+    \$118  = dropped_checked;
     if (stage[1]) begin
-      \$119  = \check__data$62 ;
+      \$118  = \check__data$62 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$120  = \$41 ;
+    \$119  = \$40 ;
     if (rst) begin
-      \$120  = 1'h0;
+      \$119  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$121  = taken_checked;
+    \$120  = taken_checked;
     if (stage[1]) begin
-      \$121  = \check__data$69 ;
+      \$120  = \check__data$69 ;
     end
   end
   always @* begin
@@ -72934,7 +72928,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$74 ) begin
+    if (\$73 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -72963,7 +72957,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$64 ;
+      wr_check__en = \$63 ;
     end
   end
   always @* begin
@@ -72998,7 +72992,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$66 ;
+      wr_fetch__en = \$65 ;
     end
   end
   always @* begin
@@ -73016,7 +73010,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$86 [4:0];
+      wr__data = \$85 [4:0];
     end
   end
   always @* begin
@@ -73043,7 +73037,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$95  = 5'h00;
     end else begin
-      \wr__data$95  = \$87 [4:0];
+      \wr__data$95  = \$86 [4:0];
     end
   end
   always @* begin
@@ -73070,7 +73064,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$100  = 5'h00;
     end else begin
-      \wr__data$100  = \$88 [4:0];
+      \wr__data$100  = \$87 [4:0];
     end
   end
   always @* begin
@@ -73082,10 +73076,10 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
       \wr__en$101  = \pending$63 ;
     end
   end
-  assign held_next = \$79 [4:0];
-  assign value = \$86 [4:0];
-  assign \value$60  = \$87 [4:0];
-  assign \value$67  = \$88 [4:0];
+  assign held_next = \$78 [4:0];
+  assign value = \$85 [4:0];
+  assign \value$60  = \$86 [4:0];
+  assign \value$67  = \$87 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -73159,9 +73153,9 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
   assign wr_fetch__data__src  = wr_fetch__data[122:75];
   assign wr_fetch__data__dst  = wr_fetch__data[170:123];
-  assign \$14  = { 3'h0, hi, 12'h000 };
-  assign \$19  = \$signal [48];
-  assign \$20  = dst_end[48];
+  assign \$13  = { 3'h0, hi, 12'h000 };
+  assign \$18  = \$signal [48];
+  assign \$19  = dst_end[48];
 endmodule
 
 module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -96764,44 +96758,43 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   reg _init_strobe_69  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  reg [7:0] \$101 ;
-  reg \$102 ;
-  reg [3:0] \$103 ;
-  reg [178:0] \$104 ;
-  reg [11:0] \$105 ;
+  reg [7:0] \$100 ;
+  reg \$101 ;
+  reg [3:0] \$102 ;
+  reg [178:0] \$103 ;
+  reg [11:0] \$104 ;
+  reg \$105 ;
   reg \$106 ;
   reg \$107 ;
   reg \$108 ;
-  reg \$109 ;
+  reg [4:0] \$109 ;
   wire \$11 ;
-  reg [4:0] \$110 ;
+  reg \$110 ;
   reg \$111 ;
   reg \$112 ;
   reg \$113 ;
-  reg \$114 ;
-  reg [178:0] \$115 ;
-  reg \$116 ;
-  reg [4:0] \$117 ;
-  reg \$118 ;
-  reg [4:0] \$119 ;
+  reg [178:0] \$114 ;
+  reg \$115 ;
+  reg [4:0] \$116 ;
+  reg \$117 ;
+  reg [4:0] \$118 ;
+  reg \$119 ;
   wire \$12 ;
-  reg \$120 ;
-  reg [4:0] \$121 ;
-  wire \$13 ;
-  wire [38:0] \$14 ;
-  wire [39:0] \$15 ;
-  wire [40:0] \$16 ;
-  wire [41:0] \$17 ;
+  reg [4:0] \$120 ;
+  wire [38:0] \$13 ;
+  wire [39:0] \$14 ;
+  wire [40:0] \$15 ;
+  wire [41:0] \$16 ;
+  wire \$17 ;
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
-  wire \$23 ;
-  wire [5:0] \$24 ;
-  wire [6:0] \$25 ;
+  wire [5:0] \$23 ;
+  wire [6:0] \$24 ;
+  wire \$25 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -96809,26 +96802,26 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire \$32 ;
-  wire [4:0] \$33 ;
+  wire [4:0] \$32 ;
+  wire \$33 ;
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire \$37 ;
-  wire [4:0] \$38 ;
+  wire [4:0] \$37 ;
+  wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [12:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
-  wire [4:0] \$44 ;
+  wire [4:0] \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
-  wire [12:0] \$5 ;
+  wire [23:0] \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
@@ -96850,30 +96843,30 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire [23:0] \$7 ;
+  wire \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire [5:0] \$76 ;
-  wire [6:0] \$77 ;
-  wire \$78 ;
-  wire [7:0] \$79 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
+  wire \$77 ;
+  wire [7:0] \$78 ;
+  wire \$79 ;
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire \$85 ;
+  wire [5:0] \$85 ;
   wire [5:0] \$86 ;
   wire [5:0] \$87 ;
   wire [5:0] \$88 ;
-  wire [5:0] \$89 ;
+  wire [6:0] \$89 ;
   wire \$9 ;
-  wire [6:0] \$90 ;
+  wire \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
@@ -98429,148 +98422,147 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
-  assign \$4  = program__valid & program__ready;
-  assign \$5  = program__payload[42:31] - 1'h1;
-  assign \$6  = rows1 * desc[70:59];
-  assign \$7  = rows1 * desc[82:71];
-  assign \$8  = ! desc[42:31];
-  assign \$9  = ! desc[58:43];
-  assign \$10  = \$8  | \$9 ;
-  assign \$11  = desc[42:31] > 1'h1;
-  assign \$12  = desc[82:59] < desc[58:43];
-  assign \$13  = \$11  & \$12 ;
-  assign \$15  = lo + \$14 ;
-  assign \$16  = \$15  + desc[58:43];
-  assign \$17  = \$16  - 1'h1;
-  assign \$18  = in_use | held;
-  assign \$21  = \$19  | \$20 ;
+  assign \$4  = program__payload[42:31] - 1'h1;
+  assign \$5  = rows1 * desc[70:59];
+  assign \$6  = rows1 * desc[82:71];
+  assign \$7  = ! desc[42:31];
+  assign \$8  = ! desc[58:43];
+  assign \$9  = \$7  | \$8 ;
+  assign \$10  = desc[42:31] > 1'h1;
+  assign \$11  = desc[82:59] < desc[58:43];
+  assign \$12  = \$10  & \$11 ;
+  assign \$14  = lo + \$13 ;
+  assign \$15  = \$14  + desc[58:43];
+  assign \$16  = \$15  - 1'h1;
+  assign \$17  = in_use | held;
+  assign \$20  = \$18  | \$19 ;
+  assign \$21  = trigger__valid & trigger__ready;
   assign \$22  = trigger__valid & trigger__ready;
-  assign \$23  = trigger__valid & trigger__ready;
-  assign \$24  = \held$33  + \$23 ;
-  assign \$25  = \$24  - bad_descriptor;
-  assign \$26  = $signed(\$25 ) < $signed(6'h10);
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = trigger__valid & trigger__ready;
-  assign \$29  = ~ busy;
-  assign \$30  = \$28  & \$29 ;
-  assign \$31  = pending_index == trigger__payload[7:0];
-  assign \$32  = pending & \$31 ;
-  assign \$33  = \$32  ? \$86 [4:0] : pre__data;
-  assign \$34  = ~ busy;
-  assign \$35  = bad_descriptor & \$34 ;
-  assign \$36  = \pending_index$57  == s2_cmd;
-  assign \$37  = \pending$56  & \$36 ;
-  assign \$38  = \$37  ? \$87 [4:0] : \pre__data$59 ;
-  assign \$39  = descriptor__valid & descriptor__ready;
-  assign \$40  = ~ busy;
-  assign \$41  = \$39  & \$40 ;
-  assign \$42  = \pending_index$64  == descriptor__payload[7:0];
-  assign \$43  = \pending$63  & \$42 ;
-  assign \$44  = \$43  ? \$88 [4:0] : \pre__data$66 ;
-  assign \$45  = ~ busy;
-  assign \$46  = ! stage;
-  assign program__ready = \$45  & \$46 ;
+  assign \$23  = \held$33  + \$22 ;
+  assign \$24  = \$23  - bad_descriptor;
+  assign \$25  = $signed(\$24 ) < $signed(6'h10);
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = trigger__valid & trigger__ready;
+  assign \$28  = ~ busy;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = pending_index == trigger__payload[7:0];
+  assign \$31  = pending & \$30 ;
+  assign \$32  = \$31  ? \$85 [4:0] : pre__data;
+  assign \$33  = ~ busy;
+  assign \$34  = bad_descriptor & \$33 ;
+  assign \$35  = \pending_index$57  == s2_cmd;
+  assign \$36  = \pending$56  & \$35 ;
+  assign \$37  = \$36  ? \$86 [4:0] : \pre__data$59 ;
+  assign \$38  = descriptor__valid & descriptor__ready;
+  assign \$39  = ~ busy;
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = \pending_index$64  == descriptor__payload[7:0];
+  assign \$42  = \pending$63  & \$41 ;
+  assign \$43  = \$42  ? \$87 [4:0] : \pre__data$66 ;
+  assign \$44  = ~ busy;
+  assign \$45  = ! stage;
+  assign program__ready = \$44  & \$45 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
+  assign \$46  = stage[3] & desc[8];
+  assign bad_program = \$46  & empty;
   assign \$47  = stage[3] & desc[8];
-  assign bad_program = \$47  & empty;
-  assign \$48  = stage[3] & desc[8];
-  assign \$49  = ~ empty;
-  assign \$50  = \$48  & \$49 ;
-  assign bad_pitch = \$50  & overlap;
-  assign \$51  = stage[3] & desc[8];
-  assign \$52  = ~ empty;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = ~ overlap;
-  assign \$55  = \$53  & \$54 ;
-  assign bad_range = \$55  & wraps;
-  assign \$56  = empty | overlap;
-  assign \$57  = \$56  | wraps;
-  assign \$58  = desc[8] & \$57 ;
-  assign \$59  = ~ \$58 ;
-  assign \$60  = stage[3] & \$59 ;
-  assign desc_busy = \$60  & \busy$17 ;
-  assign \$61  = bad_program | bad_pitch;
-  assign \$62  = \$61  | bad_range;
-  assign refused = \$62  | desc_busy;
-  assign \$63  = ~ refused;
-  assign \$64  = stage[3] & \$63 ;
-  assign \$65  = ~ refused;
-  assign \$66  = stage[3] & \$65 ;
-  assign \$67  = ~ busy;
-  assign \$68  = ~ program__valid;
-  assign \$69  = \$67  & \$68 ;
-  assign \$70  = | stage;
-  assign \$71  = ~ \$70 ;
-  assign \$72  = \$69  & \$71 ;
-  assign trigger__ready = \$72  & room;
+  assign \$48  = ~ empty;
+  assign \$49  = \$47  & \$48 ;
+  assign bad_pitch = \$49  & overlap;
+  assign \$50  = stage[3] & desc[8];
+  assign \$51  = ~ empty;
+  assign \$52  = \$50  & \$51 ;
+  assign \$53  = ~ overlap;
+  assign \$54  = \$52  & \$53 ;
+  assign bad_range = \$54  & wraps;
+  assign \$55  = empty | overlap;
+  assign \$56  = \$55  | wraps;
+  assign \$57  = desc[8] & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = stage[3] & \$58 ;
+  assign desc_busy = \$59  & \busy$17 ;
+  assign \$60  = bad_program | bad_pitch;
+  assign \$61  = \$60  | bad_range;
+  assign refused = \$61  | desc_busy;
+  assign \$62  = ~ refused;
+  assign \$63  = stage[3] & \$62 ;
+  assign \$64  = ~ refused;
+  assign \$65  = stage[3] & \$64 ;
+  assign \$66  = ~ busy;
+  assign \$67  = ~ program__valid;
+  assign \$68  = \$66  & \$67 ;
+  assign \$69  = | stage;
+  assign \$70  = ~ \$69 ;
+  assign \$71  = \$68  & \$70 ;
+  assign trigger__ready = \$71  & room;
   assign check_ok = s2_valid & s2_ok;
-  assign \$73  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$73 ;
-  assign \$74  = ~ refused;
-  assign \$75  = trigger__valid & trigger__ready;
-  assign \$76  = \held$33  + \$75 ;
-  assign \$77  = \$76  - bad_descriptor;
-  assign \$78  = o__valid & o__ready;
-  assign \$79  = $signed(\$77 ) - $signed({ 1'h0, \$78  });
-  assign \$80  = ~ fetching;
-  assign \$81  = ~ fetched;
-  assign \$82  = \$80  & \$81 ;
-  assign \$83  = ~ descriptor__valid;
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = ~ stage[3];
-  assign o__ready = \$84  & \$85 ;
-  assign \$86  = old + 1'h1;
-  assign \$87  = \old$58  + 1'h1;
-  assign \$88  = \old$65  + 1'h1;
-  assign \$89  = issued_checked - dropped_checked;
-  assign \$90  = $signed(\$89 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$90 [4:0];
-  assign \$91  = ~ s1_valid;
-  assign \$92  = ~ s2_valid;
-  assign \$93  = \$91  & \$92 ;
-  assign \$94  = ~ o__valid;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ fetching;
-  assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetched;
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ descriptor__valid;
-  assign idle = \$99  & \$100 ;
+  assign \$72  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$72 ;
+  assign \$73  = ~ refused;
+  assign \$74  = trigger__valid & trigger__ready;
+  assign \$75  = \held$33  + \$74 ;
+  assign \$76  = \$75  - bad_descriptor;
+  assign \$77  = o__valid & o__ready;
+  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
+  assign \$79  = ~ fetching;
+  assign \$80  = ~ fetched;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ descriptor__valid;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = ~ stage[3];
+  assign o__ready = \$83  & \$84 ;
+  assign \$85  = old + 1'h1;
+  assign \$86  = \old$58  + 1'h1;
+  assign \$87  = \old$65  + 1'h1;
+  assign \$88  = issued_checked - dropped_checked;
+  assign \$89  = $signed(\$88 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$89 [4:0];
+  assign \$90  = ~ s1_valid;
+  assign \$91  = ~ s2_valid;
+  assign \$92  = \$90  & \$91 ;
+  assign \$93  = ~ o__valid;
+  assign \$94  = \$92  & \$93 ;
+  assign \$95  = ~ fetching;
+  assign \$96  = \$94  & \$95 ;
+  assign \$97  = ~ fetched;
+  assign \$98  = \$96  & \$97 ;
+  assign \$99  = ~ descriptor__valid;
+  assign idle = \$98  & \$99 ;
   always @(posedge clk)
-    sweep <= \$101 ;
+    sweep <= \$100 ;
   always @(posedge clk)
-    busy <= \$102 ;
+    busy <= \$101 ;
   always @(posedge clk)
-    stage <= \$103 ;
+    stage <= \$102 ;
   always @(posedge clk)
-    desc <= \$104 ;
+    desc <= \$103 ;
   always @(posedge clk)
-    rows1 <= \$105 ;
+    rows1 <= \$104 ;
   always @(posedge clk)
-    held <= \$106 ;
+    held <= \$105 ;
   always @(posedge clk)
-    lo <= \$6 ;
+    lo <= \$5 ;
   always @(posedge clk)
-    hi <= \$7 ;
+    hi <= \$6 ;
   always @(posedge clk)
-    empty <= \$10 ;
+    empty <= \$9 ;
   always @(posedge clk)
-    overlap <= \$13 ;
+    overlap <= \$12 ;
   always @(posedge clk)
-    span <= \$17 [36:0];
+    span <= \$16 [36:0];
   always @(posedge clk)
-    \busy$17  <= \$107 ;
+    \busy$17  <= \$106 ;
   always @(posedge clk)
-    wraps <= \$21 ;
+    wraps <= \$20 ;
   always @(posedge clk)
-    s1_valid <= \$108 ;
+    s1_valid <= \$107 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$109 ;
+    s2_valid <= \$108 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -98578,13 +98570,13 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$33  <= \$110 ;
+    \held$33  <= \$109 ;
   always @(posedge clk)
-    room <= \$111 ;
+    room <= \$110 ;
   always @(posedge clk)
-    fetching <= \$112 ;
+    fetching <= \$111 ;
   always @(posedge clk)
-    fetched <= \$113 ;
+    fetched <= \$112 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -98592,33 +98584,33 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$114 ;
+    descriptor__valid <= \$113 ;
   always @(posedge clk)
-    descriptor__payload <= \$115 ;
+    descriptor__payload <= \$114 ;
   always @(posedge clk)
-    pending <= \$116 ;
+    pending <= \$115 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$33 ;
+    old <= \$32 ;
   always @(posedge clk)
-    issued_checked <= \$117 ;
+    issued_checked <= \$116 ;
   always @(posedge clk)
-    \pending$56  <= \$118 ;
+    \pending$56  <= \$117 ;
   always @(posedge clk)
     \pending_index$57  <= s2_cmd;
   always @(posedge clk)
-    \old$58  <= \$38 ;
+    \old$58  <= \$37 ;
   always @(posedge clk)
-    dropped_checked <= \$119 ;
+    dropped_checked <= \$118 ;
   always @(posedge clk)
-    \pending$63  <= \$120 ;
+    \pending$63  <= \$119 ;
   always @(posedge clk)
     \pending_index$64  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$65  <= \$44 ;
+    \old$65  <= \$43 ;
   always @(posedge clk)
-    taken_checked <= \$121 ;
+    taken_checked <= \$120 ;
   t3hw_system__e3__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -98630,175 +98622,175 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   );
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$101  = sweep;
+    \$100  = sweep;
     if (busy) begin
-      \$101  = \$1 [7:0];
+      \$100  = \$1 [7:0];
     end
     if (rst) begin
-      \$101  = 8'h00;
+      \$100  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$102  = busy;
+    \$101  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$102  = 1'h0;
+        \$101  = 1'h0;
       end
     end
     if (rst) begin
-      \$102  = 1'h1;
+      \$101  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$103  = { stage[2:0], \$3  };
+    \$102  = { stage[2:0], \$3  };
     if (rst) begin
-      \$103  = 4'h0;
+      \$102  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$104  = desc;
-    if (\$4 ) begin
-      \$104  = program__payload;
+    \$103  = desc;
+    if (program__ready) begin
+      \$103  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$105  = rows1;
-    if (\$4 ) begin
-      \$105  = \$5 [11:0];
+    \$104  = rows1;
+    if (program__ready) begin
+      \$104  = \$4 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$106  = held;
+    \$105  = held;
     if (stage[0]) begin
-      \$106  = desc_held;
+      \$105  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$107  = \busy$17 ;
+    \$106  = \busy$17 ;
     if (stage[2]) begin
-      \$107  = \$18 ;
+      \$106  = \$17 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$108  = \$22 ;
+    \$107  = \$21 ;
+    if (rst) begin
+      \$107  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_69 ) begin end
+    \$108  = s1_valid;
     if (rst) begin
       \$108  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$109  = s1_valid;
+    \$109  = \$78 [4:0];
     if (rst) begin
-      \$109  = 1'h0;
+      \$109  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$110  = \$79 [4:0];
+    \$110  = \$25 ;
     if (rst) begin
-      \$110  = 5'h00;
+      \$110  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     \$111  = \$26 ;
     if (rst) begin
-      \$111  = 1'h1;
+      \$111  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$112  = \$27 ;
+    \$112  = fetching;
     if (rst) begin
       \$112  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$113  = fetching;
+    \$113  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$113  = 1'h0;
+    end
+    if (fetched) begin
+      \$113  = 1'h1;
+    end
     if (rst) begin
       \$113  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$114  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$114  = 1'h0;
-    end
+    \$114  = descriptor__payload;
     if (fetched) begin
-      \$114  = 1'h1;
+      \$114 [8] = got[0];
+      \$114 [9] = got[1];
+      \$114 [14:10] = got[6:2];
+      \$114 [30:15] = got[22:7];
+      \$114 [42:31] = got[34:23];
+      \$114 [58:43] = got[50:35];
+      \$114 [82:59] = got[74:51];
+      \$114 [130:83] = got[122:75];
+      \$114 [178:131] = got[170:123];
+      \$114 [7:0] = got_index;
     end
     if (rst) begin
-      \$114  = 1'h0;
+      \$114  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$115  = descriptor__payload;
-    if (fetched) begin
-      \$115 [8] = got[0];
-      \$115 [9] = got[1];
-      \$115 [14:10] = got[6:2];
-      \$115 [30:15] = got[22:7];
-      \$115 [42:31] = got[34:23];
-      \$115 [58:43] = got[50:35];
-      \$115 [82:59] = got[74:51];
-      \$115 [130:83] = got[122:75];
-      \$115 [178:131] = got[170:123];
-      \$115 [7:0] = got_index;
-    end
+    \$115  = \$29 ;
     if (rst) begin
-      \$115  = 179'h000000000000000000000000000000000000000000000;
+      \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$116  = \$30 ;
-    if (rst) begin
-      \$116  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_69 ) begin end
-    \$117  = issued_checked;
+    \$116  = issued_checked;
     if (stage[1]) begin
-      \$117  = check__data;
+      \$116  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$118  = \$35 ;
+    \$117  = \$34 ;
     if (rst) begin
-      \$118  = 1'h0;
+      \$117  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$119  = dropped_checked;
+    \$118  = dropped_checked;
     if (stage[1]) begin
-      \$119  = \check__data$62 ;
+      \$118  = \check__data$62 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$120  = \$41 ;
+    \$119  = \$40 ;
     if (rst) begin
-      \$120  = 1'h0;
+      \$119  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$121  = taken_checked;
+    \$120  = taken_checked;
     if (stage[1]) begin
-      \$121  = \check__data$69 ;
+      \$120  = \check__data$69 ;
     end
   end
   always @* begin
@@ -98809,7 +98801,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$74 ) begin
+    if (\$73 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -98838,7 +98830,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$64 ;
+      wr_check__en = \$63 ;
     end
   end
   always @* begin
@@ -98873,7 +98865,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$66 ;
+      wr_fetch__en = \$65 ;
     end
   end
   always @* begin
@@ -98891,7 +98883,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$86 [4:0];
+      wr__data = \$85 [4:0];
     end
   end
   always @* begin
@@ -98918,7 +98910,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$95  = 5'h00;
     end else begin
-      \wr__data$95  = \$87 [4:0];
+      \wr__data$95  = \$86 [4:0];
     end
   end
   always @* begin
@@ -98945,7 +98937,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$100  = 5'h00;
     end else begin
-      \wr__data$100  = \$88 [4:0];
+      \wr__data$100  = \$87 [4:0];
     end
   end
   always @* begin
@@ -98957,10 +98949,10 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
       \wr__en$101  = \pending$63 ;
     end
   end
-  assign held_next = \$79 [4:0];
-  assign value = \$86 [4:0];
-  assign \value$60  = \$87 [4:0];
-  assign \value$67  = \$88 [4:0];
+  assign held_next = \$78 [4:0];
+  assign value = \$85 [4:0];
+  assign \value$60  = \$86 [4:0];
+  assign \value$67  = \$87 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -99034,9 +99026,9 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
   assign wr_fetch__data__src  = wr_fetch__data[122:75];
   assign wr_fetch__data__dst  = wr_fetch__data[170:123];
-  assign \$14  = { 3'h0, hi, 12'h000 };
-  assign \$19  = \$signal [48];
-  assign \$20  = dst_end[48];
+  assign \$13  = { 3'h0, hi, 12'h000 };
+  assign \$18  = \$signal [48];
+  assign \$19  = dst_end[48];
 endmodule
 
 module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);

@@ -314,7 +314,12 @@ class DmaQueue(wiring.Component):
         # ``rows - 1`` is registered with the write, so that the multipliers of t + 1 start
         # from flip-flops (a decrement in front of them was on the critical path).
         rows1 = Signal(p.rows_width, reset_less=True)
-        with m.If(take):
+        # The write register loads whenever ``program.ready`` is high, a function of this
+        # block's registers, not on the take (``valid & ready``): the take's ``valid`` comes
+        # from the register block across the die, and fanned out to every bit's enable it was
+        # the engine's worst path. Without a take the register holds garbage that no stage
+        # looks at (``stage`` stays 0 and ``ready`` stays high until the next write).
+        with m.If(prog.ready):
             m.d.sync += [desc.eq(prog.payload), rows1.eq(prog.payload.rows - 1)]
         with m.If(stage[0]):
             m.d.sync += held.eq(self.desc_held)
