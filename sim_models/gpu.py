@@ -7,8 +7,8 @@ One GEMM, two clocks:
   issue order, each tile's compute cycles, its DRAM reads through the L2 (:class:`L2Model`)
   and its output region. :meth:`GemmProducer.events` runs it alone.
 * :class:`SteppedCores` runs a producer's tiles on the CUs in steps of many cycles, each
-  tile at a roofline under the DRAM bytes it was delivered (fluid): the performance model's
-  GPU (:mod:`sim_models.perf`).
+  tile at a roofline under the DRAM bytes it was delivered (fluid), reading its panels
+  K-slice by K-slice through the L2: the performance model's GPU (:mod:`sim_models.perf`).
 * :class:`GpuCores` runs a producer's tiles cycle by cycle against an engine's ports: loads
   of ``burst_bytes`` with tags, then the output's stores one burst per cycle: the
   co-simulation's GPU (:class:`sim_models.cosim.SystemEnv`, around the RTL).
@@ -25,19 +25,34 @@ Documented choices
   their valid part. Tiles are issued to the C CUs in order; a CU takes the next tile as soon
   as it retires one, so tiles run in waves of C.
 * **Tile time.** A tile's compute is ``2 * tile_m * tile_n * K / flops_per_cu_cycle`` cycles;
-  its DRAM reads (the A and B panels that miss in L2) stream evenly over that compute, so the
-  tile runs at ``min(compute rate, delivered bytes / needed bytes)``: a per-tile roofline under
-  whatever DRAM bandwidth the tile gets. The tile ends with the stores of its output, tagged
-  with its tile id.
-* **L2 reuse** (:class:`L2Model`), at panel granularity. A tile reads the A row-panel of its
-  tile row (``tile_m x K``) and the B column-panel of its tile column (``K x tile_n``). A panel
-  already used by a running tile is shared (concurrent tiles stream the same K-slices, so
-  the lines are fetched once). When its last user retires, the panel stays in L2 and ages in
-  LRU order; a later tile that needs it hits if it was not evicted. Live and retained panels
-  together fill at most ``l2_bytes``. If ``cache_outputs`` is set (the baseline: output
-  stores are write-back L2 traffic), each retired tile's output also enters the LRU and
-  pushes panels out; T3's output stores are updates that bypass the L2 and leave it to the
-  inputs.
+  its DRAM reads (the A and B panel slices that miss in L2) stream evenly over the compute
+  of their K-slice, so the tile runs at ``min(compute rate, delivered bytes / needed
+  bytes)``: a per-tile roofline under whatever DRAM bandwidth the tile gets. The tile ends
+  with the stores of its output, tagged with its tile id.
+* **L2 reuse, stepped GPU** (:class:`SteppedCores`, the performance model), at K-slice
+  granularity. A tile's K loop runs ``ceil(K / tile_k)`` iterations (``tile_k = 64``, the
+  K-depth of one iteration of a 256 x 128 FP16 macro-tile kernel); iteration ``i`` reads the
+  ``tile_m x tile_k`` slice ``i`` of its A row-panel and the ``tile_k x tile_n`` slice ``i``
+  of its B column-panel. Every slice goes through one fully-associative LRU of ``l2_bytes``
+  (:meth:`L2Model.access`); nothing is pinned, so the L2 holds what its capacity allows and
+  no more. A slice is looked up when the tile's read frontier (its compute position plus the
+  CU's lookahead) enters it, in the order the running tiles get there: the tiles of a wave
+  that stream the same slices close together in time share them (the first misses, the
+  others hit), tiles that have drifted apart share them only if the slice survives in
+  between, and a wave reuses the previous wave's slices only if everything read in between
+  fits. Drift is not set: it comes from the tiles' different start times and delivered
+  bytes. A hit costs no DRAM bytes (a request merged with an outstanding miss counts as a
+  hit, and does not wait for it). If ``cache_outputs`` is set (the baseline: output stores
+  are write-back L2 traffic), each retired tile's output enters the LRU and pushes slices
+  out; T3's output stores are updates that bypass the L2 and leave it to the inputs.
+* **L2 reuse, panel path** (:meth:`GemmProducer.dispatch` / :meth:`GemmProducer.retire`:
+  :meth:`GemmProducer.events` and the co-simulation's :class:`GpuCores`), at panel
+  granularity, unchanged: a tile reads the A row-panel of its tile row (``tile_m x K``) and
+  the B column-panel of its tile column (``K x tile_n``) when it starts. A panel already used
+  by a running tile is shared, and held (never evicted) until its last user retires; then it
+  ages in LRU order. Live and retained panels together fill at most ``l2_bytes`` only while
+  the live ones fit: the co-simulation's default GEMM does, the paper's do not (whence the
+  slice path for the performance model).
 * **Staggered order.** With ``n_gpus = N`` the output is cut into N chunks of consecutive
   tiles (row-major tile order, sizes as equal as possible) and GPU ``i`` issues chunk
   ``(i + 1 + s) % N`` at stage ``s``.
@@ -154,7 +169,9 @@ class TileEvent:
 
 
 class L2Model:
-    """Panel-granular L2 with sharing among running tiles and LRU retention.
+    """The L2: an LRU of ``capacity`` bytes. :meth:`access` reads a block through it (the
+    stepped GPU's K-slices); :meth:`acquire` / :meth:`release` hold whole panels while
+    running tiles use them (the panel path, module docstring).
 
     Parameters
     ----------
