@@ -7,8 +7,8 @@ One GEMM, two clocks:
   issue order, each tile's compute cycles, its DRAM reads through the L2 (:class:`L2Model`)
   and its output region. :meth:`GemmProducer.events` runs it alone.
 * :class:`SteppedCores` runs a producer's tiles on the CUs in steps of many cycles, each
-  tile at a roofline under the DRAM bytes it was delivered (fluid): the performance model's
-  GPU (:mod:`sim_models.perf`).
+  tile at a roofline under the DRAM bytes it was delivered (fluid), reading its panels
+  K-slice by K-slice through the L2: the performance model's GPU (:mod:`sim_models.perf`).
 * :class:`GpuCores` runs a producer's tiles cycle by cycle against an engine's ports: loads
   of ``burst_bytes`` with tags, then the output's stores one burst per cycle: the
   co-simulation's GPU (:class:`sim_models.cosim.SystemEnv`, around the RTL).
@@ -25,19 +25,34 @@ Documented choices
   their valid part. Tiles are issued to the C CUs in order; a CU takes the next tile as soon
   as it retires one, so tiles run in waves of C.
 * **Tile time.** A tile's compute is ``2 * tile_m * tile_n * K / flops_per_cu_cycle`` cycles;
-  its DRAM reads (the A and B panels that miss in L2) stream evenly over that compute, so the
-  tile runs at ``min(compute rate, delivered bytes / needed bytes)``: a per-tile roofline under
-  whatever DRAM bandwidth the tile gets. The tile ends with the stores of its output, tagged
-  with its tile id.
-* **L2 reuse** (:class:`L2Model`), at panel granularity. A tile reads the A row-panel of its
-  tile row (``tile_m x K``) and the B column-panel of its tile column (``K x tile_n``). A panel
-  already used by a running tile is shared (concurrent tiles stream the same K-slices, so
-  the lines are fetched once). When its last user retires, the panel stays in L2 and ages in
-  LRU order; a later tile that needs it hits if it was not evicted. Live and retained panels
-  together fill at most ``l2_bytes``. If ``cache_outputs`` is set (the baseline: output
-  stores are write-back L2 traffic), each retired tile's output also enters the LRU and
-  pushes panels out; T3's output stores are updates that bypass the L2 and leave it to the
-  inputs.
+  its DRAM reads (the A and B panel slices that miss in L2) stream evenly over the compute
+  of their K-slice, so the tile runs at ``min(compute rate, delivered bytes / needed
+  bytes)``: a per-tile roofline under whatever DRAM bandwidth the tile gets. The tile ends
+  with the stores of its output, tagged with its tile id.
+* **L2 reuse, stepped GPU** (:class:`SteppedCores`, the performance model), at K-slice
+  granularity. A tile's K loop runs ``ceil(K / tile_k)`` iterations (``tile_k = 64``, the
+  K-depth of one iteration of a 256 x 128 FP16 macro-tile kernel); iteration ``i`` reads the
+  ``tile_m x tile_k`` slice ``i`` of its A row-panel and the ``tile_k x tile_n`` slice ``i``
+  of its B column-panel. Every slice goes through one fully-associative LRU of ``l2_bytes``
+  (:meth:`L2Model.access`); nothing is pinned, so the L2 holds what its capacity allows and
+  no more. A slice is looked up when the tile's read frontier (its compute position plus the
+  CU's lookahead) enters it, in the order the running tiles get there: the tiles of a wave
+  that stream the same slices close together in time share them (the first misses, the
+  others hit), tiles that have drifted apart share them only if the slice survives in
+  between, and a wave reuses the previous wave's slices only if everything read in between
+  fits. Drift is not set: it comes from the tiles' different start times and delivered
+  bytes. A hit costs no DRAM bytes (a request merged with an outstanding miss counts as a
+  hit, and does not wait for it). If ``cache_outputs`` is set (the baseline: output stores
+  are write-back L2 traffic), each retired tile's output enters the LRU and pushes slices
+  out; T3's output stores are updates that bypass the L2 and leave it to the inputs.
+* **L2 reuse, panel path** (:meth:`GemmProducer.dispatch` / :meth:`GemmProducer.retire`:
+  :meth:`GemmProducer.events` and the co-simulation's :class:`GpuCores`), at panel
+  granularity, unchanged: a tile reads the A row-panel of its tile row (``tile_m x K``) and
+  the B column-panel of its tile column (``K x tile_n``) when it starts. A panel already used
+  by a running tile is shared, and held (never evicted) until its last user retires; then it
+  ages in LRU order. Live and retained panels together fill at most ``l2_bytes`` only while
+  the live ones fit: the co-simulation's default GEMM does, the paper's do not (whence the
+  slice path for the performance model).
 * **Staggered order.** With ``n_gpus = N`` the output is cut into N chunks of consecutive
   tiles (row-major tile order, sizes as equal as possible) and GPU ``i`` issues chunk
   ``(i + 1 + s) % N`` at stage ``s``.
@@ -76,6 +91,9 @@ class GpuConfig:
         Peak FP16 matrix FLOP per CU per cycle (1024, see the module docstring).
     tile_m, tile_n : int
         Output macro-tile of one workgroup (256 x 128).
+    tile_k : int
+        K-depth of one iteration of a tile's K loop (64): the granularity at which the
+        stepped GPU (:class:`SteppedCores`) reads its A and B panels through the L2.
     elem_bytes : int
         Bytes per element (2: FP16).
     """
@@ -87,9 +105,11 @@ class GpuConfig:
     tile_m:             int = 256
     tile_n:             int = 128
     elem_bytes:         int = 2
+    tile_k:             int = 64
 
     def __post_init__(self):
-        for name in ("cus", "l2_bytes", "flops_per_cu_cycle", "tile_m", "tile_n", "elem_bytes"):
+        for name in ("cus", "l2_bytes", "flops_per_cu_cycle", "tile_m", "tile_n", "elem_bytes",
+                     "tile_k"):
             _check_int(name, getattr(self, name), 1)
         if not self.freq_ghz > 0:
             raise ValueError(f"freq_ghz must be in (0, inf), not {self.freq_ghz!r}")
@@ -149,7 +169,9 @@ class TileEvent:
 
 
 class L2Model:
-    """Panel-granular L2 with sharing among running tiles and LRU retention.
+    """The L2: an LRU of ``capacity`` bytes. :meth:`access` reads a block through it (the
+    stepped GPU's K-slices); :meth:`acquire` / :meth:`release` hold whole panels while
+    running tiles use them (the panel path, module docstring).
 
     Parameters
     ----------
@@ -166,6 +188,7 @@ class L2Model:
         self.live = {}              # key -> [users, nbytes]
         self.lru = OrderedDict()    # key -> nbytes, oldest first
         self.used = 0
+        self.hits = self.misses = 0  # bytes read by :meth:`access`
 
     def _evict(self):
         while self.used > self.capacity and self.lru:
@@ -192,6 +215,19 @@ class L2Model:
             del self.live[key]
             self.lru[key] = entry[1]
             self._evict()
+
+    def access(self, key, nbytes):
+        """Read ``key`` (``nbytes``) through the LRU, nothing pinned: return the bytes it
+        must read from DRAM (0 on a hit, which makes it the most recently used)."""
+        if key in self.lru:
+            self.lru.move_to_end(key)
+            self.hits += nbytes
+            return 0
+        self.lru[key] = nbytes
+        self.used += nbytes
+        self.misses += nbytes
+        self._evict()
+        return nbytes
 
     def store_output(self, key, nbytes):
         """A retiring tile's output: inserted if ``cache_outputs``, else bypasses."""
@@ -249,6 +285,7 @@ class GemmProducer:
         self.compute_cycles = math.ceil(2 * gpu.tile_m * gpu.tile_n * shape.k
                                         / gpu.flops_per_cu_cycle)
         self.l2 = L2Model(capacity=gpu.l2_bytes, cache_outputs=cache_outputs)
+        self.k_bounds = list(range(0, shape.k, gpu.tile_k)) + [shape.k]
 
     def stage_chunk(self, stage):
         """The chunk this GPU produces at ring stage ``stage``: ``(i + 1 + s) % N``."""
@@ -286,6 +323,32 @@ class GemmProducer:
         for key, _ in self._panels(tile):
             self.l2.release(key)
         self.l2.store_output(("C", tile), self.store_bytes(tile))
+
+    @property
+    def k_slices(self):
+        """Iterations of a tile's K loop: ``ceil(k / tile_k)``."""
+        return len(self.k_bounds) - 1
+
+    def _slices(self, tile, i):
+        t, e = self.tiles[tile], self.gpu.elem_bytes
+        depth = self.k_bounds[i + 1] - self.k_bounds[i]
+        return ((("A", t.row, i), t.rows * depth * e), (("B", t.col, i), depth * t.cols * e))
+
+    def read_slice(self, tile, i):
+        """``tile`` reads the ``i``-th K-slice of its A and B panels (``tile_m x tile_k`` and
+        ``tile_k x tile_n``) through the L2's LRU; returns the bytes that miss (the
+        stepped GPU's path, :class:`SteppedCores`)."""
+        return sum(self.l2.access(key, nbytes) for key, nbytes in self._slices(tile, i))
+
+    def write_output(self, tile):
+        """``tile`` finished on the stepped GPU: its output passes through the L2."""
+        self.l2.store_output(("C", tile), self.store_bytes(tile))
+
+    def panel_read_bytes(self):
+        """Bytes the tiles read from their A and B panels (hits and misses): the hit rates'
+        denominator."""
+        e, k = self.gpu.elem_bytes, self.shape.k
+        return sum((t.rows + t.cols) * k * e for t in self.tiles)
 
     def min_read_bytes(self):
         """Compulsory DRAM reads: every element of A and B once."""
@@ -327,6 +390,13 @@ class SteppedCores:
     (free CUs take the next tiles), :meth:`requests` (the read bytes the CUs issue, a per-CU
     array, up to ``lookahead_steps`` ahead of their compute), :meth:`deliver` (the bytes the
     DRAM served them) and :meth:`advance`; a finished tile holds its CU until :meth:`free`.
+
+    A tile's K loop is ``producer.k_slices`` iterations; its reads are those of its A and B
+    K-slices that miss in the L2 (:meth:`GemmProducer.read_slice`), looked up when the
+    tile's read frontier (its compute position plus the lookahead) enters the slice, in
+    the order the running tiles get there. A tile's cumulative miss bytes over its K
+    position are piecewise linear (flat over a slice that hit): the CU requests them up
+    to its read frontier, and computes up to where its delivered bytes reach.
     """
 
     def __init__(self, producer, lookahead_steps=2):
@@ -334,13 +404,19 @@ class SteppedCores:
         cus = producer.gpu.cus
         self.queue = deque(producer.order())
         self.tile = np.full(cus, -1)
-        self.need = np.zeros(cus)
         self.req = np.zeros(cus)
         self.got = np.zeros(cus)
         self.frac = np.zeros(cus)
         self.held = np.zeros(cus, dtype=bool)
         self.tc = float(producer.compute_cycles)
         self.lookahead = lookahead_steps
+        n = producer.k_slices
+        self.kb = np.array(producer.k_bounds, dtype=float) / producer.shape.k
+        self.kw = np.diff(self.kb)
+        self.miss = np.zeros((cus, n))           # miss bytes per K-slice of the running tile
+        self.cum = np.zeros((cus, n + 1))        # their prefix sums
+        self.known = np.zeros(cus, dtype=int)    # slices looked up so far
+        self._cols = np.arange(n)
 
     @property
     def done(self):
@@ -350,15 +426,27 @@ class SteppedCores:
         for cu in np.flatnonzero(self.tile < 0):
             if not self.queue:
                 break
-            t = self.queue.popleft()
-            self.tile[cu] = t
-            self.need[cu] = self.p.dispatch(t)
+            self.tile[cu] = self.queue.popleft()
             self.req[cu] = self.got[cu] = self.frac[cu] = 0.0
+            self.miss[cu] = self.cum[cu] = 0.0
+            self.known[cu] = 0
 
     def requests(self, dt):
         """Read bytes the CUs issue this step (a per-CU array): up to a few steps ahead."""
-        target = np.minimum(self.need, (self.frac + self.lookahead * dt / self.tc) * self.need)
-        new = np.where(self.tile >= 0, np.maximum(target - self.req, 0.0), 0.0)
+        active = self.tile >= 0
+        front = np.where(active, np.minimum(1.0, self.frac + self.lookahead * dt / self.tc), 0.0)
+        upto = np.where(active, np.searchsorted(self.kb[:-1], front, side="left"), 0)
+        todo = [((self.kb[i] - self.frac[cu]), cu, i)
+                for cu in np.flatnonzero(upto > self.known)
+                for i in range(self.known[cu], upto[cu])]
+        for _, cu, i in sorted(todo):
+            self.miss[cu, i] = self.p.read_slice(int(self.tile[cu]), i)
+            self.cum[cu, i + 1] = self.cum[cu, i] + self.miss[cu, i]
+        self.known = np.maximum(self.known, upto)
+        i = np.minimum(np.searchsorted(self.kb, front, side="right") - 1, len(self.kw) - 1)
+        rows = np.arange(len(front))
+        target = self.cum[rows, i] + (front - self.kb[i]) / self.kw[i] * self.miss[rows, i]
+        new = np.where(active, np.maximum(target - self.req, 0.0), 0.0)
         self.req += new
         return new
 
@@ -368,15 +456,22 @@ class SteppedCores:
     def advance(self, dt):
         """Advance the running tiles by ``dt``; return the CUs whose tile just finished."""
         running = (self.tile >= 0) & ~self.held
-        have = np.where(self.need - self.got < 1.0, 1.0,
-                        self.got / np.maximum(self.need, 1.0))
+        rows = np.arange(len(running))
+        # slices whose bytes are all delivered (a prefix), and how far into the next
+        j = ((self.cum[:, 1:] <= self.got[:, None] + 1.0)
+             & (self._cols < self.known[:, None])).sum(axis=1)
+        jj = np.minimum(j, len(self.kw) - 1)
+        part = np.where(j < self.known,
+                        (self.got - self.cum[rows, jj]) / np.maximum(self.miss[rows, jj], 1.0),
+                        0.0)
+        have = self.kb[j] + np.clip(part, 0.0, 1.0) * np.where(j < self.known, self.kw[jj], 0.0)
         self.frac = np.where(running, np.minimum(self.frac + dt / self.tc, have), self.frac)
         fin = np.flatnonzero(running & (self.frac >= 1.0 - 1e-9))
         self.held[fin] = True
         return fin
 
     def free(self, cu):
-        self.p.retire(int(self.tile[cu]))
+        self.p.write_output(int(self.tile[cu]))
         self.tile[cu] = -1
         self.held[cu] = False
 

@@ -286,3 +286,25 @@ def test_ideal_rs_nmc():
     assert cfg.ring(n).reduce_scatter_cycles(total) <= rs_nmc <= seq["rs"]
     assert r["cycles"]["ideal_rs_nmc"] == max(seq["gemm"], rs_nmc) + seq["ag"]
     assert r["cycles"]["ideal_rs_nmc"] <= r["cycles"]["ideal"]
+
+
+def test_gemm_reads_depend_on_l2_capacity():
+    """The GEMM's DRAM reads come from an L2 of bounded capacity: SMALL_FC's B (3072 x 3072,
+    18 MB) fits a 64-MB L2 (compulsory reads only) but not the paper's 16 MB, where the
+    second wave (the last 16 tiles of tile row 3 of 4, columns 8 to 23 of 24) reads their
+    B column-panels and row 3's A panel again; a larger L2 never reads more. T3 (outputs
+    bypass the L2) reads no more than Sequential."""
+    from sim_models.gpu import GemmProducer, GpuConfig
+    prod = GemmProducer(shape=SMALL_FC.shape)
+    compulsory = prod.min_read_bytes()
+    a_bytes = SMALL_FC.shape.m * SMALL_FC.shape.k * 2
+    b_bytes = SMALL_FC.shape.k * SMALL_FC.shape.n * 2
+    reads = {}
+    for mb in (4, 16, 64):
+        cfg = SystemConfig(gpu=GpuConfig(l2_bytes=mb * 2**20))
+        reads[mb] = simulate_sequential(SMALL_FC, cfg).traffic["gemm_reads"]
+    assert reads[64] == pytest.approx(compulsory, rel=1e-4)
+    assert reads[16] == pytest.approx(compulsory + 16 / 24 * b_bytes + a_bytes / 4, rel=1e-4)
+    assert reads[4] >= reads[16] >= reads[64]
+    t3 = simulate_t3(SMALL_FC, SystemConfig(gpu=GpuConfig(l2_bytes=4 * 2**20)))
+    assert compulsory * (1 - 1e-4) <= t3.traffic["gemm_reads"] <= reads[4] * (1 + 1e-4)
