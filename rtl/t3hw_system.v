@@ -1190,8 +1190,8 @@ module t3hw_system(e0__bus__w_data, e0__bus__w_stb, e0__bus__r_stb, e0__store__p
   assign store__payload$223__kind  = e3__store__payload[71];
 endmodule
 
-module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__valid, load__payload, load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, \o__ready$124 , rx__payload, rx__valid, clk, rst, store__ready, net_rx__ready, load__ready, load_response__valid
-, dram_response__ready, irq, bus__r_data, dram__valid, dram__payload, net_tx__valid, net_tx__payload, bus__addr);
+module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__valid, load__payload, load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, \o__ready$124 , rx__payload, rx__valid, clk, rst, store__ready, net_rx__ready, load__ready, dram__payload
+, load_response__valid, dram_response__ready, irq, bus__r_data, dram__valid, net_tx__valid, net_tx__payload, bus__addr);
   wire [68:0] addrmap_capture;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
@@ -5789,41 +5789,41 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__ready, wr__data, o__val
   assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid
+module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, track__valid
 , track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload, load__payload);
   reg _init_strobe_4  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [32:0] \$100 ;
-  wire [32:0] \$101 ;
+  wire \$100 ;
+  wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire [32:0] \$105 ;
-  wire [32:0] \$106 ;
+  wire [32:0] \$103 ;
+  wire [32:0] \$104 ;
+  wire \$105 ;
+  wire \$106 ;
   wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [32:0] \$108 ;
+  wire [32:0] \$109 ;
   wire \$11 ;
-  wire [32:0] \$110 ;
-  wire [32:0] \$111 ;
+  wire \$110 ;
+  wire \$111 ;
   wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire [32:0] \$115 ;
-  wire [32:0] \$116 ;
+  wire [32:0] \$113 ;
+  wire [32:0] \$114 ;
+  wire \$115 ;
+  wire \$116 ;
   wire \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire [32:0] \$124 ;
+  wire [32:0] \$122 ;
+  wire [1:0] \$123 ;
+  wire [1:0] \$124 ;
   wire [1:0] \$125 ;
-  wire [1:0] \$126 ;
-  wire [1:0] \$127 ;
+  wire \$126 ;
+  wire \$127 ;
   wire \$128 ;
   wire \$129 ;
   wire \$13 ;
@@ -5925,22 +5925,22 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$216 ;
   wire \$217 ;
   wire \$218 ;
-  wire \$219 ;
+  wire [1:0] \$219 ;
   wire \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
-  wire [1:0] \$223 ;
+  wire \$223 ;
   wire \$224 ;
   wire \$225 ;
   wire \$226 ;
   wire \$227 ;
-  wire \$228 ;
+  wire [1:0] \$228 ;
   wire \$229 ;
-  wire \$23 ;
+  wire [17:0] \$23 ;
   wire \$230 ;
   wire \$231 ;
-  wire [1:0] \$232 ;
+  wire \$232 ;
   wire \$233 ;
   wire \$234 ;
   wire \$235 ;
@@ -5948,7 +5948,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$237 ;
   wire \$238 ;
   wire \$239 ;
-  wire [17:0] \$24 ;
+  wire \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
@@ -5960,11 +5960,11 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$248 ;
   wire \$249 ;
   wire \$25 ;
-  wire \$250 ;
+  wire [1:0] \$250 ;
   wire \$251 ;
   wire \$252 ;
   wire \$253 ;
-  wire [1:0] \$254 ;
+  wire \$254 ;
   wire \$255 ;
   wire \$256 ;
   wire \$257 ;
@@ -5972,11 +5972,11 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$259 ;
   wire \$26 ;
   wire \$260 ;
-  wire \$261 ;
+  wire [1:0] \$261 ;
   wire \$262 ;
   wire \$263 ;
   wire \$264 ;
-  wire [1:0] \$265 ;
+  wire \$265 ;
   wire \$266 ;
   wire \$267 ;
   wire \$268 ;
@@ -5998,17 +5998,17 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$282 ;
   wire \$283 ;
   wire \$284 ;
-  wire \$285 ;
+  wire [1:0] \$285 ;
   wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire [1:0] \$289 ;
+  wire [1:0] \$287 ;
+  wire [83:0] \$288 ;
+  wire \$289 ;
   wire \$29 ;
   wire \$290 ;
-  wire [1:0] \$291 ;
-  wire [83:0] \$292 ;
-  wire [83:0] \$293 ;
-  wire [83:0] \$294 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
   wire \$295 ;
   wire \$296 ;
   wire \$297 ;
@@ -6028,55 +6028,51 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$309 ;
   wire \$31 ;
   wire \$310 ;
-  wire \$311 ;
-  wire \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
+  reg \$311 ;
+  reg \$312 ;
+  reg \$313 ;
+  reg \$314 ;
+  reg [16:0] \$315 ;
+  reg \$316 ;
   reg \$317 ;
   reg \$318 ;
   reg \$319 ;
   wire \$32 ;
-  reg [16:0] \$320 ;
+  reg \$320 ;
   reg \$321 ;
-  reg \$322 ;
-  reg \$323 ;
+  reg [83:0] \$322 ;
+  reg [83:0] \$323 ;
   reg \$324 ;
-  reg \$325 ;
-  reg \$326 ;
-  reg [82:0] \$327 ;
-  reg \$328 ;
-  reg [22:0] \$329 ;
+  reg [22:0] \$325 ;
+  reg [31:0] \$326 ;
+  reg [24:0] \$327 ;
+  reg [8:0] \$328 ;
+  reg [33:0] \$329 ;
   wire \$33 ;
-  reg [31:0] \$330 ;
-  reg [24:0] \$331 ;
-  reg [8:0] \$332 ;
-  reg [33:0] \$333 ;
+  reg \$330 ;
+  reg [38:0] \$331 ;
+  reg [7:0] \$332 ;
+  reg \$333 ;
   reg \$334 ;
-  reg [38:0] \$335 ;
-  reg [7:0] \$336 ;
-  reg \$337 ;
-  reg \$338 ;
-  reg \$339 ;
+  reg \$335 ;
+  reg [1:0] \$336 ;
+  reg [4:0] \$337 ;
+  reg [31:0] \$338 ;
+  reg [24:0] \$339 ;
   wire \$34 ;
-  reg [1:0] \$340 ;
-  reg [4:0] \$341 ;
-  reg [31:0] \$342 ;
-  reg [24:0] \$343 ;
-  reg [33:0] \$344 ;
+  reg [33:0] \$340 ;
+  reg \$341 ;
+  reg \$342 ;
+  reg [287:0] \$343 ;
+  reg \$344 ;
   reg \$345 ;
   reg \$346 ;
-  reg [287:0] \$347 ;
+  reg \$347 ;
   reg \$348 ;
   reg \$349 ;
   wire \$35 ;
   reg \$350 ;
-  reg \$351 ;
-  reg \$352 ;
-  reg \$353 ;
-  reg \$354 ;
-  reg [1:0] \$355 ;
+  reg [1:0] \$351 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
@@ -6084,8 +6080,8 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
+  wire [83:0] \$42 ;
+  wire [83:0] \$43 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
@@ -6093,13 +6089,13 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire [38:0] \$52 ;
-  wire [31:0] \$53 ;
-  wire [8:0] \$54 ;
-  wire [39:0] \$55 ;
-  wire [40:0] \$56 ;
+  wire [38:0] \$50 ;
+  wire [31:0] \$51 ;
+  wire [8:0] \$52 ;
+  wire [39:0] \$53 ;
+  wire [40:0] \$54 ;
+  wire \$55 ;
+  wire \$56 ;
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
@@ -6107,9 +6103,9 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire \$63 ;
+  wire [5:0] \$63 ;
   wire \$64 ;
-  wire [5:0] \$65 ;
+  wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
@@ -6134,25 +6130,27 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire \$88 ;
+  wire [25:0] \$88 ;
   wire \$89 ;
   wire \$9 ;
   wire [25:0] \$90 ;
-  wire \$91 ;
-  wire [25:0] \$92 ;
-  wire [32:0] \$93 ;
-  wire [2:0] \$94 ;
-  wire [34:0] \$95 ;
-  wire [33:0] \$96 ;
+  wire [32:0] \$91 ;
+  wire [2:0] \$92 ;
+  wire [34:0] \$93 ;
+  wire [33:0] \$94 ;
+  wire \$95 ;
+  wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire [32:0] \$98 ;
+  wire [32:0] \$99 ;
   (* keep = 32'd1 *)
   wire \$signal ;
+  reg [83:0] \$signal$30  = 84'h000000000000000000000;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
+  reg below = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
   (* enum_value_00 = "ROUND_ROBIN" *)
@@ -6171,6 +6169,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   reg comm_first = 1'h0;
   (* keep = 32'd1 *)
   wire [1:0] comm_first_next;
+  reg [83:0] comm_q = 84'h000000000000000000000;
   input [38:0] config__payload;
   wire [38:0] config__payload;
   (* enum_base_type = "ArbPolicy" *)
@@ -6219,7 +6218,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire dma_response__valid;
   reg dma_stalled = 1'h0;
   output [82:0] dram__payload;
-  reg [82:0] dram__payload = 83'h000000000000000000000;
+  wire [82:0] dram__payload;
   wire [47:0] dram__payload__addr ;
   wire [6:0] dram__payload__bytes ;
   (* enum_base_type = "MemOp" *)
@@ -6249,6 +6248,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
+  reg is_comm = 1'h0;
   reg last_comm = 1'h0;
   (* keep = 32'd1 *)
   wire [1:0] last_comm_next;
@@ -6301,7 +6301,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   reg [33:0] num = 34'h000000000;
   input [7:0] occupancy;
   wire [7:0] occupancy;
-  reg out_tracked = 1'h0;
+  wire out_tracked;
   (* keep = 32'd1 *)
   wire pick_c;
   input [72:0] remote__payload;
@@ -6337,21 +6337,6 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire [7:0] remote_req__tag ;
   wire [15:0] remote_req__tile ;
   reg remote_stalled = 1'h0;
-  wire [82:0] req;
-  wire [47:0] req__addr ;
-  wire [6:0] req__bytes ;
-  (* enum_base_type = "MemOp" *)
-  (* enum_value_00 = "READ" *)
-  (* enum_value_01 = "STORE" *)
-  (* enum_value_10 = "UPDATE" *)
-  wire [1:0] req__op ;
-  (* enum_base_type = "WriteSource" *)
-  (* enum_value_00 = "COMPUTE" *)
-  (* enum_value_01 = "DMA" *)
-  (* enum_value_10 = "REMOTE" *)
-  wire [1:0] req__source ;
-  wire [7:0] req__tag ;
-  wire [15:0] req__tile ;
   input [10:0] response__payload;
   wire [10:0] response__payload;
   wire response__payload__error ;
@@ -6448,7 +6433,6 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   reg track__valid = 1'h0;
   input track_hold;
   wire track_hold;
-  wire tracked;
   reg [24:0] unit = 25'h0000400;
   reg [16:0] wait1 = 17'h00001;
   reg wait_full = 1'h0;
@@ -6466,801 +6450,816 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$8  = \$6  | \$7 ;
   assign \$9  = \$5  & \$8 ;
   assign \$10  = config__valid & \$9 ;
-  assign \$11  = ~ dram__valid;
-  assign \$12  = \$11  | dram__ready;
-  assign \$13  = \$12  & pick_c;
-  assign \$14  = occupancy < thr;
-  assign \$15  = gate_m & \$14 ;
+  assign \$11  = occupancy < thr;
+  assign \$12  = ~ dram__valid;
+  assign \$13  = \$12  | dram__ready;
+  assign \$14  = \$13  & pick_c;
+  assign \$15  = gate_m & below;
   assign \$16  = \$signal  | \$15 ;
-  assign \$17  = occupancy < thr;
-  assign \$18  = gate_m & \$17 ;
-  assign \$19  = drop_wait | \$18 ;
-  assign \$20  = ~ dram__valid;
-  assign \$21  = \$20  | dram__ready;
-  assign \$22  = ~ wait_full;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = wait1 + 1'h1;
-  assign \$25  = \new [1:0] == 2'h2;
-  assign \$26  = | \new [9:2];
-  assign \$27  = \$25  & \$26 ;
-  assign \$28  = cfg[1:0] == 2'h2;
-  assign \$29  = finish[1] ? \$28  : gated;
-  assign \$30  = accept ? \$27  : \$29 ;
-  assign \$31  = occupancy < thr;
-  assign \$32  = { \$185 , \$178  } >> \$31 ;
-  assign \$33  = occupancy < thr;
-  assign \$34  = { \$222 , \$203  } >> \$33 ;
-  assign \$35  = occupancy < thr;
-  assign \$36  = { \$287 , \$253  } >> \$35 ;
-  assign \$37  = ~ dram__valid;
-  assign \$38  = \$37  | dram__ready;
-  assign \$39  = ~ dram__valid;
-  assign \$40  = \$39  | dram__ready;
-  assign \$41  = \$40  & pick_c;
-  assign \$42  = occupancy < thr;
-  assign \$43  = gate_m & \$42 ;
-  assign \$44  = \$signal  | \$43 ;
-  assign \$45  = \$41  | \$44 ;
-  assign \$46  = dram__valid & dram__ready;
-  assign \$47  = \$46  & out_tracked;
-  assign \$48  = | dram__payload[1:0];
-  assign \$49  = \$47  & \$48 ;
-  assign \$50  = dram__payload[1:0] == 2'h2;
-  assign \$51  = \$50  ? 1'h1 : 1'h0;
-  assign \$52  = cfg[17:10] << scale;
-  assign \$53  = 1'h1 << scale;
-  assign \$54  = cfg[17:10] + 2'h2;
-  assign \$56  = \$55  - unit;
-  assign \$57  = ~ dram__valid;
-  assign \$58  = \$57  | dram__ready;
-  assign \$59  = \$58  & pick_c;
-  assign \$60  = ~ accept;
-  assign \$61  = \$59  & \$60 ;
-  assign \$62  = armed & grant_c_q;
-  assign \$63  = ! \new [9:2];
-  assign \$64  = ! \new [9:2];
-  assign \$65  = 5'h18 - \new [22:18];
-  assign \$66  = cfg[22:18] == 1'h1;
-  assign \$67  = cfg[22:18] > 2'h2;
-  assign \$68  = cfg[22:18] > 2'h3;
-  assign \$69  = cfg[22:18] > 3'h4;
-  assign \$70  = cfg[22:18] > 3'h5;
-  assign \$71  = cfg[22:18] > 3'h6;
-  assign \$72  = cfg[22:18] > 3'h7;
-  assign \$73  = cfg[22:18] > 4'h8;
-  assign \$74  = cfg[22:18] > 4'h9;
-  assign \$75  = cfg[22:18] > 4'ha;
-  assign \$76  = cfg[22:18] > 4'hb;
-  assign \$77  = cfg[22:18] > 4'hc;
-  assign \$78  = cfg[22:18] > 4'hd;
-  assign \$79  = cfg[22:18] > 4'he;
-  assign \$80  = cfg[22:18] > 4'hf;
-  assign \$81  = cfg[22:18] > 5'h10;
-  assign \$82  = cfg[22:18] > 5'h11;
-  assign \$83  = cfg[22:18] > 5'h12;
-  assign \$84  = cfg[22:18] > 5'h13;
-  assign \$85  = cfg[22:18] > 5'h14;
-  assign \$86  = cfg[22:18] > 5'h15;
-  assign \$87  = cfg[22:18] > 5'h16;
-  assign \$88  = cfg[22:18] > 5'h17;
-  assign \$89  = cfg[22:18] > 5'h18;
-  assign \$90  = \$66  ? 26'h3ffffff : { 1'h0, \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , 2'h1 };
-  assign \$91  = ! cfg[22:18];
-  assign \$92  = $signed(left) - $signed(2'h1);
-  assign \$93  = acc + sat_s;
-  assign \$95  = base + acc;
-  assign \$97  = load__valid & load__ready;
-  assign \$98  = ~ load__ready;
-  assign \$99  = load__valid & \$98 ;
-  assign \$100  = stats[31:0] + 1'h1;
-  assign \$101  = stats[159:128] + 1'h1;
-  assign \$102  = store__valid & store__ready;
-  assign \$103  = ~ store__ready;
-  assign \$104  = store__valid & \$103 ;
-  assign \$105  = stats[63:32] + 1'h1;
-  assign \$106  = stats[191:160] + 1'h1;
-  assign \$107  = dma__valid & dma__ready;
-  assign \$108  = ~ dma__ready;
-  assign \$109  = dma__valid & \$108 ;
-  assign \$110  = stats[95:64] + 1'h1;
-  assign \$111  = stats[223:192] + 1'h1;
-  assign \$112  = remote__valid & remote__ready;
-  assign \$113  = ~ remote__ready;
-  assign \$114  = remote__valid & \$113 ;
-  assign \$115  = stats[127:96] + 1'h1;
-  assign \$116  = stats[255:224] + 1'h1;
-  assign \$117  = ~ dram__valid;
-  assign \$118  = \$117  | dram__ready;
-  assign \$119  = dma__valid | remote_ok;
-  assign \$120  = \$119  & wait_full;
-  assign \$121  = cfg[1:0] == 2'h2;
-  assign \$122  = \$120  & \$121 ;
-  assign \$123  = \$118  & \$122 ;
-  assign \$124  = stats[287:256] + 1'h1;
-  assign \$128  = track_hold & store__payload[72];
+  assign \$17  = gate_m & below;
+  assign \$18  = drop_wait | \$17 ;
+  assign \$19  = ~ dram__valid;
+  assign \$20  = \$19  | dram__ready;
+  assign \$21  = ~ wait_full;
+  assign \$22  = \$20  & \$21 ;
+  assign \$23  = wait1 + 1'h1;
+  assign \$24  = \new [1:0] == 2'h2;
+  assign \$25  = | \new [9:2];
+  assign \$26  = \$24  & \$25 ;
+  assign \$27  = cfg[1:0] == 2'h2;
+  assign \$28  = finish[1] ? \$27  : gated;
+  assign \$29  = accept ? \$26  : \$28 ;
+  assign \$30  = { \$181 , \$174  } >> below;
+  assign \$31  = { \$218 , \$199  } >> below;
+  assign \$32  = { \$283 , \$249  } >> below;
+  assign \$33  = ~ dram__valid;
+  assign \$34  = \$33  | dram__ready;
+  assign \$35  = ~ dram__valid;
+  assign \$36  = \$35  | dram__ready;
+  assign \$37  = \$36  & pick_c;
+  assign \$38  = gate_m & below;
+  assign \$39  = \$signal  | \$38 ;
+  assign \$40  = \$37  | \$39 ;
+  assign \$41  = ~ pick_c;
+  assign \$42  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
+  assign \$43  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
+  assign \$44  = dram__valid & dram__ready;
+  assign \$45  = \$44  & \$288 [83];
+  assign \$46  = | \$288 [1:0];
+  assign \$47  = \$45  & \$46 ;
+  assign \$48  = \$288 [1:0] == 2'h2;
+  assign \$49  = \$48  ? 1'h1 : 1'h0;
+  assign \$50  = cfg[17:10] << scale;
+  assign \$51  = 1'h1 << scale;
+  assign \$52  = cfg[17:10] + 2'h2;
+  assign \$54  = \$53  - unit;
+  assign \$55  = ~ dram__valid;
+  assign \$56  = \$55  | dram__ready;
+  assign \$57  = \$56  & pick_c;
+  assign \$58  = ~ accept;
+  assign \$59  = \$57  & \$58 ;
+  assign \$60  = armed & grant_c_q;
+  assign \$61  = ! \new [9:2];
+  assign \$62  = ! \new [9:2];
+  assign \$63  = 5'h18 - \new [22:18];
+  assign \$64  = cfg[22:18] == 1'h1;
+  assign \$65  = cfg[22:18] > 2'h2;
+  assign \$66  = cfg[22:18] > 2'h3;
+  assign \$67  = cfg[22:18] > 3'h4;
+  assign \$68  = cfg[22:18] > 3'h5;
+  assign \$69  = cfg[22:18] > 3'h6;
+  assign \$70  = cfg[22:18] > 3'h7;
+  assign \$71  = cfg[22:18] > 4'h8;
+  assign \$72  = cfg[22:18] > 4'h9;
+  assign \$73  = cfg[22:18] > 4'ha;
+  assign \$74  = cfg[22:18] > 4'hb;
+  assign \$75  = cfg[22:18] > 4'hc;
+  assign \$76  = cfg[22:18] > 4'hd;
+  assign \$77  = cfg[22:18] > 4'he;
+  assign \$78  = cfg[22:18] > 4'hf;
+  assign \$79  = cfg[22:18] > 5'h10;
+  assign \$80  = cfg[22:18] > 5'h11;
+  assign \$81  = cfg[22:18] > 5'h12;
+  assign \$82  = cfg[22:18] > 5'h13;
+  assign \$83  = cfg[22:18] > 5'h14;
+  assign \$84  = cfg[22:18] > 5'h15;
+  assign \$85  = cfg[22:18] > 5'h16;
+  assign \$86  = cfg[22:18] > 5'h17;
+  assign \$87  = cfg[22:18] > 5'h18;
+  assign \$88  = \$64  ? 26'h3ffffff : { 1'h0, \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , \$66 , \$65 , 2'h1 };
+  assign \$89  = ! cfg[22:18];
+  assign \$90  = $signed(left) - $signed(2'h1);
+  assign \$91  = acc + sat_s;
+  assign \$93  = base + acc;
+  assign \$95  = load__valid & load__ready;
+  assign \$96  = ~ load__ready;
+  assign \$97  = load__valid & \$96 ;
+  assign \$98  = stats[31:0] + 1'h1;
+  assign \$99  = stats[159:128] + 1'h1;
+  assign \$100  = store__valid & store__ready;
+  assign \$101  = ~ store__ready;
+  assign \$102  = store__valid & \$101 ;
+  assign \$103  = stats[63:32] + 1'h1;
+  assign \$104  = stats[191:160] + 1'h1;
+  assign \$105  = dma__valid & dma__ready;
+  assign \$106  = ~ dma__ready;
+  assign \$107  = dma__valid & \$106 ;
+  assign \$108  = stats[95:64] + 1'h1;
+  assign \$109  = stats[223:192] + 1'h1;
+  assign \$110  = remote__valid & remote__ready;
+  assign \$111  = ~ remote__ready;
+  assign \$112  = remote__valid & \$111 ;
+  assign \$113  = stats[127:96] + 1'h1;
+  assign \$114  = stats[255:224] + 1'h1;
+  assign \$115  = ~ dram__valid;
+  assign \$116  = \$115  | dram__ready;
+  assign \$117  = dma__valid | remote_ok;
+  assign \$118  = \$117  & wait_full;
+  assign \$119  = cfg[1:0] == 2'h2;
+  assign \$120  = \$118  & \$119 ;
+  assign \$121  = \$116  & \$120 ;
+  assign \$122  = stats[287:256] + 1'h1;
+  assign \$126  = track_hold & store__payload[72];
+  assign \$127  = ~ \$126 ;
+  assign store_ok = store__valid & \$127 ;
+  assign \$128  = track_hold & remote__payload[72];
   assign \$129  = ~ \$128 ;
-  assign store_ok = store__valid & \$129 ;
-  assign \$130  = track_hold & remote__payload[72];
-  assign \$131  = ~ \$130 ;
-  assign remote_ok = remote__valid & \$131 ;
-  assign \$132  = load__valid | store_ok;
-  assign \$133  = dma__valid | remote_ok;
-  assign \$134  = \$133  & comm_first;
-  assign \$135  = ~ \$134 ;
-  assign pick_c = \$132  & \$135 ;
-  assign \$136  = ~ dram__valid;
-  assign \$137  = \$136  | dram__ready;
-  assign \$138  = dma__valid | remote_ok;
-  assign \$139  = \$137  & \$138 ;
-  assign \$140  = load__valid | store_ok;
-  assign \$141  = ~ \$140 ;
-  assign \$142  = ~ gated;
-  assign \$143  = \$141  & \$142 ;
-  assign \$144  = comm_first | \$143 ;
-  assign \$signal  = \$139  & \$144 ;
-  assign \$145  = ~ dram__valid;
-  assign \$146  = \$145  | dram__ready;
-  assign \$147  = dma__valid | remote_ok;
-  assign \$148  = \$146  & \$147 ;
-  assign \$149  = load__valid | store_ok;
-  assign \$150  = ~ \$149 ;
-  assign \$151  = \$148  & \$150 ;
-  assign gate_m = \$151  & gated;
-  assign \$152  = ~ load__valid;
-  assign \$153  = ~ last_store;
-  assign \$154  = \$152  | \$153 ;
-  assign sel_store = store_ok & \$154 ;
-  assign \$155  = ~ dma__valid;
-  assign \$156  = ~ last_remote;
-  assign \$157  = \$155  | \$156 ;
-  assign sel_remote = remote_ok & \$157 ;
-  assign \$158  = ~ dram__valid;
-  assign \$159  = \$158  | dram__ready;
-  assign \$160  = \$159  & pick_c;
-  assign \$161  = ~ sel_store;
-  assign load__ready = \$160  & \$161 ;
-  assign \$162  = ~ dram__valid;
-  assign \$163  = \$162  | dram__ready;
-  assign \$164  = \$163  & pick_c;
-  assign store__ready = \$164  & sel_store;
-  assign \$165  = occupancy < thr;
-  assign \$166  = gate_m & \$165 ;
+  assign remote_ok = remote__valid & \$129 ;
+  assign \$130  = load__valid | store_ok;
+  assign \$131  = dma__valid | remote_ok;
+  assign \$132  = \$131  & comm_first;
+  assign \$133  = ~ \$132 ;
+  assign pick_c = \$130  & \$133 ;
+  assign \$134  = ~ dram__valid;
+  assign \$135  = \$134  | dram__ready;
+  assign \$136  = dma__valid | remote_ok;
+  assign \$137  = \$135  & \$136 ;
+  assign \$138  = load__valid | store_ok;
+  assign \$139  = ~ \$138 ;
+  assign \$140  = ~ gated;
+  assign \$141  = \$139  & \$140 ;
+  assign \$142  = comm_first | \$141 ;
+  assign \$signal  = \$137  & \$142 ;
+  assign \$143  = ~ dram__valid;
+  assign \$144  = \$143  | dram__ready;
+  assign \$145  = dma__valid | remote_ok;
+  assign \$146  = \$144  & \$145 ;
+  assign \$147  = load__valid | store_ok;
+  assign \$148  = ~ \$147 ;
+  assign \$149  = \$146  & \$148 ;
+  assign gate_m = \$149  & gated;
+  assign \$150  = ~ load__valid;
+  assign \$151  = ~ last_store;
+  assign \$152  = \$150  | \$151 ;
+  assign sel_store = store_ok & \$152 ;
+  assign \$153  = ~ dma__valid;
+  assign \$154  = ~ last_remote;
+  assign \$155  = \$153  | \$154 ;
+  assign sel_remote = remote_ok & \$155 ;
+  assign \$156  = ~ dram__valid;
+  assign \$157  = \$156  | dram__ready;
+  assign \$158  = \$157  & pick_c;
+  assign \$159  = ~ sel_store;
+  assign load__ready = \$158  & \$159 ;
+  assign \$160  = ~ dram__valid;
+  assign \$161  = \$160  | dram__ready;
+  assign \$162  = \$161  & pick_c;
+  assign store__ready = \$162  & sel_store;
+  assign \$163  = gate_m & below;
+  assign \$164  = \$signal  | \$163 ;
+  assign \$165  = ~ sel_remote;
+  assign dma__ready = \$164  & \$165 ;
+  assign \$166  = gate_m & below;
   assign \$167  = \$signal  | \$166 ;
-  assign \$168  = ~ sel_remote;
-  assign dma__ready = \$167  & \$168 ;
-  assign \$169  = occupancy < thr;
-  assign \$170  = gate_m & \$169 ;
-  assign \$171  = \$signal  | \$170 ;
-  assign remote__ready = \$171  & sel_remote;
-  assign \$172  = dma__valid | remote__valid;
-  assign \$173  = ~ \$172 ;
-  assign drop_wait = \$173  | \$signal ;
-  assign \$174  = ~ dram__valid;
-  assign \$175  = \$174  | dram__ready;
-  assign \$176  = \$175  & pick_c;
-  assign \$177  = \$176  | \$signal ;
-  assign \$178  = \$177  ? \$signal  : last_comm;
-  assign \$179  = ~ dram__valid;
-  assign \$180  = \$179  | dram__ready;
-  assign \$181  = \$180  & pick_c;
-  assign \$182  = \$signal  | gate_m;
-  assign \$183  = \$181  | \$182 ;
-  assign \$184  = \$signal  | gate_m;
-  assign \$185  = \$183  ? \$184  : last_comm;
-  assign \$186  = dma__valid | remote__valid;
-  assign \$187  = ~ \$signal ;
+  assign remote__ready = \$167  & sel_remote;
+  assign \$168  = dma__valid | remote__valid;
+  assign \$169  = ~ \$168 ;
+  assign drop_wait = \$169  | \$signal ;
+  assign \$170  = ~ dram__valid;
+  assign \$171  = \$170  | dram__ready;
+  assign \$172  = \$171  & pick_c;
+  assign \$173  = \$172  | \$signal ;
+  assign \$174  = \$173  ? \$signal  : last_comm;
+  assign \$175  = ~ dram__valid;
+  assign \$176  = \$175  | dram__ready;
+  assign \$177  = \$176  & pick_c;
+  assign \$178  = \$signal  | gate_m;
+  assign \$179  = \$177  | \$178 ;
+  assign \$180  = \$signal  | gate_m;
+  assign \$181  = \$179  ? \$180  : last_comm;
+  assign \$182  = dma__valid | remote__valid;
+  assign \$183  = ~ \$signal ;
+  assign \$184  = \$182  & \$183 ;
+  assign \$185  = ~ dram__valid;
+  assign \$186  = \$185  | dram__ready;
+  assign \$187  = ~ wait_full;
   assign \$188  = \$186  & \$187 ;
-  assign \$189  = ~ dram__valid;
-  assign \$190  = \$189  | dram__ready;
-  assign \$191  = ~ wait_full;
-  assign \$192  = \$190  & \$191 ;
-  assign \$193  = wait1 >= \new [38:23];
-  assign \$194  = wait1 > \new [38:23];
-  assign \$195  = \$192  ? \$193  : \$194 ;
-  assign \$196  = ~ dram__valid;
-  assign \$197  = \$196  | dram__ready;
-  assign \$198  = ~ wait_full;
-  assign \$199  = \$197  & \$198 ;
-  assign \$200  = wait1 == cfg[38:23];
-  assign \$201  = \$199  ? \$200  : wait_full;
-  assign \$202  = accept ? \$195  : \$201 ;
-  assign \$203  = \$188  & \$202 ;
-  assign \$204  = dma__valid | remote__valid;
-  assign \$205  = \$signal  | gate_m;
-  assign \$206  = ~ \$205 ;
-  assign \$207  = \$204  & \$206 ;
-  assign \$208  = ~ dram__valid;
-  assign \$209  = \$208  | dram__ready;
-  assign \$210  = ~ wait_full;
-  assign \$211  = \$209  & \$210 ;
-  assign \$212  = wait1 >= \new [38:23];
-  assign \$213  = wait1 > \new [38:23];
-  assign \$214  = \$211  ? \$212  : \$213 ;
-  assign \$215  = ~ dram__valid;
-  assign \$216  = \$215  | dram__ready;
-  assign \$217  = ~ wait_full;
-  assign \$218  = \$216  & \$217 ;
-  assign \$219  = wait1 == cfg[38:23];
-  assign \$220  = \$218  ? \$219  : wait_full;
-  assign \$221  = accept ? \$214  : \$220 ;
-  assign \$222  = \$207  & \$221 ;
-  assign \$223  = accept ? \new [1:0] : cfg[1:0];
-  assign \$224  = ! \$223 ;
-  assign \$225  = ~ dram__valid;
-  assign \$226  = \$225  | dram__ready;
-  assign \$227  = \$226  & pick_c;
-  assign \$228  = \$227  | \$signal ;
-  assign \$229  = \$228  ? \$signal  : last_comm;
-  assign \$230  = ~ \$229 ;
-  assign \$231  = \$224  & \$230 ;
-  assign \$232  = accept ? \new [1:0] : cfg[1:0];
-  assign \$233  = \$232  == 2'h2;
-  assign \$234  = dma__valid | remote__valid;
-  assign \$235  = ~ \$signal ;
+  assign \$189  = wait1 >= \new [38:23];
+  assign \$190  = wait1 > \new [38:23];
+  assign \$191  = \$188  ? \$189  : \$190 ;
+  assign \$192  = ~ dram__valid;
+  assign \$193  = \$192  | dram__ready;
+  assign \$194  = ~ wait_full;
+  assign \$195  = \$193  & \$194 ;
+  assign \$196  = wait1 == cfg[38:23];
+  assign \$197  = \$195  ? \$196  : wait_full;
+  assign \$198  = accept ? \$191  : \$197 ;
+  assign \$199  = \$184  & \$198 ;
+  assign \$200  = dma__valid | remote__valid;
+  assign \$201  = \$signal  | gate_m;
+  assign \$202  = ~ \$201 ;
+  assign \$203  = \$200  & \$202 ;
+  assign \$204  = ~ dram__valid;
+  assign \$205  = \$204  | dram__ready;
+  assign \$206  = ~ wait_full;
+  assign \$207  = \$205  & \$206 ;
+  assign \$208  = wait1 >= \new [38:23];
+  assign \$209  = wait1 > \new [38:23];
+  assign \$210  = \$207  ? \$208  : \$209 ;
+  assign \$211  = ~ dram__valid;
+  assign \$212  = \$211  | dram__ready;
+  assign \$213  = ~ wait_full;
+  assign \$214  = \$212  & \$213 ;
+  assign \$215  = wait1 == cfg[38:23];
+  assign \$216  = \$214  ? \$215  : wait_full;
+  assign \$217  = accept ? \$210  : \$216 ;
+  assign \$218  = \$203  & \$217 ;
+  assign \$219  = accept ? \new [1:0] : cfg[1:0];
+  assign \$220  = ! \$219 ;
+  assign \$221  = ~ dram__valid;
+  assign \$222  = \$221  | dram__ready;
+  assign \$223  = \$222  & pick_c;
+  assign \$224  = \$223  | \$signal ;
+  assign \$225  = \$224  ? \$signal  : last_comm;
+  assign \$226  = ~ \$225 ;
+  assign \$227  = \$220  & \$226 ;
+  assign \$228  = accept ? \new [1:0] : cfg[1:0];
+  assign \$229  = \$228  == 2'h2;
+  assign \$230  = dma__valid | remote__valid;
+  assign \$231  = ~ \$signal ;
+  assign \$232  = \$230  & \$231 ;
+  assign \$233  = ~ dram__valid;
+  assign \$234  = \$233  | dram__ready;
+  assign \$235  = ~ wait_full;
   assign \$236  = \$234  & \$235 ;
-  assign \$237  = ~ dram__valid;
-  assign \$238  = \$237  | dram__ready;
-  assign \$239  = ~ wait_full;
-  assign \$240  = \$238  & \$239 ;
-  assign \$241  = wait1 >= \new [38:23];
-  assign \$242  = wait1 > \new [38:23];
-  assign \$243  = \$240  ? \$241  : \$242 ;
-  assign \$244  = ~ dram__valid;
-  assign \$245  = \$244  | dram__ready;
-  assign \$246  = ~ wait_full;
-  assign \$247  = \$245  & \$246 ;
-  assign \$248  = wait1 == cfg[38:23];
-  assign \$249  = \$247  ? \$248  : wait_full;
-  assign \$250  = accept ? \$243  : \$249 ;
-  assign \$251  = \$236  & \$250 ;
-  assign \$252  = \$233  & \$251 ;
-  assign \$253  = \$231  | \$252 ;
-  assign \$254  = accept ? \new [1:0] : cfg[1:0];
-  assign \$255  = ! \$254 ;
-  assign \$256  = ~ dram__valid;
-  assign \$257  = \$256  | dram__ready;
-  assign \$258  = \$257  & pick_c;
-  assign \$259  = \$signal  | gate_m;
-  assign \$260  = \$258  | \$259 ;
-  assign \$261  = \$signal  | gate_m;
-  assign \$262  = \$260  ? \$261  : last_comm;
-  assign \$263  = ~ \$262 ;
-  assign \$264  = \$255  & \$263 ;
-  assign \$265  = accept ? \new [1:0] : cfg[1:0];
-  assign \$266  = \$265  == 2'h2;
-  assign \$267  = dma__valid | remote__valid;
-  assign \$268  = \$signal  | gate_m;
-  assign \$269  = ~ \$268 ;
-  assign \$270  = \$267  & \$269 ;
-  assign \$271  = ~ dram__valid;
-  assign \$272  = \$271  | dram__ready;
-  assign \$273  = ~ wait_full;
-  assign \$274  = \$272  & \$273 ;
-  assign \$275  = wait1 >= \new [38:23];
-  assign \$276  = wait1 > \new [38:23];
-  assign \$277  = \$274  ? \$275  : \$276 ;
-  assign \$278  = ~ dram__valid;
-  assign \$279  = \$278  | dram__ready;
-  assign \$280  = ~ wait_full;
-  assign \$281  = \$279  & \$280 ;
-  assign \$282  = wait1 == cfg[38:23];
-  assign \$283  = \$281  ? \$282  : wait_full;
-  assign \$284  = accept ? \$277  : \$283 ;
-  assign \$285  = \$270  & \$284 ;
-  assign \$286  = \$266  & \$285 ;
-  assign \$287  = \$264  | \$286 ;
-  assign \$289  = \$288  ? 2'h2 : 2'h1;
-  assign \$291  = \$290  ? 2'h2 : 2'h1;
-  assign \$292  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
-  assign \$293  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
-  assign \$294  = pick_c ? \$292  : \$293 ;
-  assign \$295  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$295 ;
-  assign \$296  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$296 ;
-  assign \$297  = ! response__payload[1:0];
-  assign \$298  = response__payload[1:0] == 1'h1;
-  assign \$299  = \$298  ? dma_response__ready : 1'h1;
-  assign response__ready = \$297  ? load_response__ready : \$299 ;
-  assign \$300  = ! response__payload[1:0];
-  assign \$301  = ~ \$300 ;
-  assign \$302  = response__valid & \$301 ;
-  assign \$303  = response__payload[1:0] == 1'h1;
-  assign \$304  = ~ \$303 ;
-  assign \$305  = \$302  & \$304 ;
-  assign \$306  = config__payload[1:0] != 2'h3;
-  assign \$307  = | config__payload[38:23];
-  assign \$308  = \$306  & \$307 ;
-  assign \$309  = config__payload[22:18] <= 5'h18;
-  assign \$310  = \$308  & \$309 ;
-  assign \$311  = | config__payload[9:2];
-  assign \$312  = | config__payload[17:10];
-  assign \$313  = \$311  | \$312 ;
-  assign \$314  = \$310  & \$313 ;
-  assign \$315  = ~ \$314 ;
-  assign \$316  = config__valid & \$315 ;
+  assign \$237  = wait1 >= \new [38:23];
+  assign \$238  = wait1 > \new [38:23];
+  assign \$239  = \$236  ? \$237  : \$238 ;
+  assign \$240  = ~ dram__valid;
+  assign \$241  = \$240  | dram__ready;
+  assign \$242  = ~ wait_full;
+  assign \$243  = \$241  & \$242 ;
+  assign \$244  = wait1 == cfg[38:23];
+  assign \$245  = \$243  ? \$244  : wait_full;
+  assign \$246  = accept ? \$239  : \$245 ;
+  assign \$247  = \$232  & \$246 ;
+  assign \$248  = \$229  & \$247 ;
+  assign \$249  = \$227  | \$248 ;
+  assign \$250  = accept ? \new [1:0] : cfg[1:0];
+  assign \$251  = ! \$250 ;
+  assign \$252  = ~ dram__valid;
+  assign \$253  = \$252  | dram__ready;
+  assign \$254  = \$253  & pick_c;
+  assign \$255  = \$signal  | gate_m;
+  assign \$256  = \$254  | \$255 ;
+  assign \$257  = \$signal  | gate_m;
+  assign \$258  = \$256  ? \$257  : last_comm;
+  assign \$259  = ~ \$258 ;
+  assign \$260  = \$251  & \$259 ;
+  assign \$261  = accept ? \new [1:0] : cfg[1:0];
+  assign \$262  = \$261  == 2'h2;
+  assign \$263  = dma__valid | remote__valid;
+  assign \$264  = \$signal  | gate_m;
+  assign \$265  = ~ \$264 ;
+  assign \$266  = \$263  & \$265 ;
+  assign \$267  = ~ dram__valid;
+  assign \$268  = \$267  | dram__ready;
+  assign \$269  = ~ wait_full;
+  assign \$270  = \$268  & \$269 ;
+  assign \$271  = wait1 >= \new [38:23];
+  assign \$272  = wait1 > \new [38:23];
+  assign \$273  = \$270  ? \$271  : \$272 ;
+  assign \$274  = ~ dram__valid;
+  assign \$275  = \$274  | dram__ready;
+  assign \$276  = ~ wait_full;
+  assign \$277  = \$275  & \$276 ;
+  assign \$278  = wait1 == cfg[38:23];
+  assign \$279  = \$277  ? \$278  : wait_full;
+  assign \$280  = accept ? \$273  : \$279 ;
+  assign \$281  = \$266  & \$280 ;
+  assign \$282  = \$262  & \$281 ;
+  assign \$283  = \$260  | \$282 ;
+  assign \$285  = \$284  ? 2'h2 : 2'h1;
+  assign \$287  = \$286  ? 2'h2 : 2'h1;
+  assign \$288  = is_comm ? comm_q : \$signal$30 ;
+  assign \$289  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$289 ;
+  assign \$290  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$290 ;
+  assign \$291  = ! response__payload[1:0];
+  assign \$292  = response__payload[1:0] == 1'h1;
+  assign \$293  = \$292  ? dma_response__ready : 1'h1;
+  assign response__ready = \$291  ? load_response__ready : \$293 ;
+  assign \$294  = ! response__payload[1:0];
+  assign \$295  = ~ \$294 ;
+  assign \$296  = response__valid & \$295 ;
+  assign \$297  = response__payload[1:0] == 1'h1;
+  assign \$298  = ~ \$297 ;
+  assign \$299  = \$296  & \$298 ;
+  assign \$300  = config__payload[1:0] != 2'h3;
+  assign \$301  = | config__payload[38:23];
+  assign \$302  = \$300  & \$301 ;
+  assign \$303  = config__payload[22:18] <= 5'h18;
+  assign \$304  = \$302  & \$303 ;
+  assign \$305  = | config__payload[9:2];
+  assign \$306  = | config__payload[17:10];
+  assign \$307  = \$305  | \$306 ;
+  assign \$308  = \$304  & \$307 ;
+  assign \$309  = ~ \$308 ;
+  assign \$310  = config__valid & \$309 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$317 ;
+    accept <= \$311 ;
   always @(posedge clk)
-    last_store <= \$318 ;
+    below <= \$312 ;
   always @(posedge clk)
-    last_remote <= \$319 ;
+    last_store <= \$313 ;
   always @(posedge clk)
-    wait1 <= \$320 ;
+    last_remote <= \$314 ;
   always @(posedge clk)
-    gated <= \$321 ;
+    wait1 <= \$315 ;
   always @(posedge clk)
-    last_comm <= \$322 ;
+    gated <= \$316 ;
   always @(posedge clk)
-    wait_full <= \$323 ;
+    last_comm <= \$317 ;
   always @(posedge clk)
-    comm_first <= \$324 ;
+    wait_full <= \$318 ;
   always @(posedge clk)
-    dram__valid <= \$325 ;
+    comm_first <= \$319 ;
   always @(posedge clk)
-    out_tracked <= \$326 ;
+    dram__valid <= \$320 ;
   always @(posedge clk)
-    dram__payload <= \$327 ;
+    is_comm <= \$321 ;
   always @(posedge clk)
-    track__valid <= \$328 ;
+    \$signal$30  <= \$322 ;
   always @(posedge clk)
-    track__payload <= \$329 ;
+    comm_q <= \$323 ;
   always @(posedge clk)
-    sat_s <= \$330 ;
+    track__valid <= \$324 ;
   always @(posedge clk)
-    unit <= \$331 ;
+    track__payload <= \$325 ;
   always @(posedge clk)
-    sat2 <= \$332 ;
+    sat_s <= \$326 ;
   always @(posedge clk)
-    base <= \$333 ;
+    unit <= \$327 ;
   always @(posedge clk)
-    grant_c_q <= \$334 ;
+    sat2 <= \$328 ;
   always @(posedge clk)
-    cfg <= \$335 ;
+    base <= \$329 ;
   always @(posedge clk)
-    thr <= \$336 ;
+    grant_c_q <= \$330 ;
   always @(posedge clk)
-    measuring <= \$337 ;
+    cfg <= \$331 ;
   always @(posedge clk)
-    armed <= \$338 ;
+    thr <= \$332 ;
   always @(posedge clk)
-    window <= \$339 ;
+    measuring <= \$333 ;
   always @(posedge clk)
-    finish <= \$340 ;
+    armed <= \$334 ;
   always @(posedge clk)
-    scale <= \$341 ;
+    window <= \$335 ;
   always @(posedge clk)
-    acc <= \$342 ;
+    finish <= \$336 ;
   always @(posedge clk)
-    left <= \$343 ;
+    scale <= \$337 ;
   always @(posedge clk)
-    num <= \$344 ;
+    acc <= \$338 ;
   always @(posedge clk)
-    load_granted <= \$345 ;
+    left <= \$339 ;
   always @(posedge clk)
-    load_stalled <= \$346 ;
+    num <= \$340 ;
   always @(posedge clk)
-    stats <= \$347 ;
+    load_granted <= \$341 ;
   always @(posedge clk)
-    store_granted <= \$348 ;
+    load_stalled <= \$342 ;
   always @(posedge clk)
-    store_stalled <= \$349 ;
+    stats <= \$343 ;
   always @(posedge clk)
-    dma_granted <= \$350 ;
+    store_granted <= \$344 ;
   always @(posedge clk)
-    dma_stalled <= \$351 ;
+    store_stalled <= \$345 ;
   always @(posedge clk)
-    remote_granted <= \$352 ;
+    dma_granted <= \$346 ;
   always @(posedge clk)
-    remote_stalled <= \$353 ;
+    dma_stalled <= \$347 ;
   always @(posedge clk)
-    was_forced <= \$354 ;
+    remote_granted <= \$348 ;
   always @(posedge clk)
-    errors <= \$355 ;
+    remote_stalled <= \$349 ;
+  always @(posedge clk)
+    was_forced <= \$350 ;
+  always @(posedge clk)
+    errors <= \$351 ;
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$317  = \$10 ;
+    \$311  = \$10 ;
+    if (rst) begin
+      \$311  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$312  = \$11 ;
+    if (rst) begin
+      \$312  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$313  = last_store;
+    if (\$14 ) begin
+      \$313  = sel_store;
+    end
+    if (rst) begin
+      \$313  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$314  = last_remote;
+    if (\$16 ) begin
+      \$314  = sel_remote;
+    end
+    if (rst) begin
+      \$314  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$315  = wait1;
+    if (\$18 ) begin
+      \$315  = 17'h00001;
+    end else if (\$22 ) begin
+      \$315  = \$23 [16:0];
+    end
+    if (rst) begin
+      \$315  = 17'h00001;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$316  = \$29 ;
+    if (rst) begin
+      \$316  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$317  = \$30 ;
     if (rst) begin
       \$317  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$318  = last_store;
-    if (\$13 ) begin
-      \$318  = sel_store;
-    end
+    \$318  = \$31 ;
     if (rst) begin
       \$318  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$319  = last_remote;
-    if (\$16 ) begin
-      \$319  = sel_remote;
-    end
+    \$319  = \$32 ;
     if (rst) begin
       \$319  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$320  = wait1;
-    if (\$19 ) begin
-      \$320  = 17'h00001;
-    end else if (\$23 ) begin
-      \$320  = \$24 [16:0];
+    \$320  = dram__valid;
+    if (\$34 ) begin
+      \$320  = \$40 ;
     end
     if (rst) begin
-      \$320  = 17'h00001;
+      \$320  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$321  = \$30 ;
+    \$321  = is_comm;
+    if (\$34 ) begin
+      \$321  = \$41 ;
+    end
     if (rst) begin
       \$321  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$322  = \$32 ;
+    \$322  = \$signal$30 ;
+    if (\$34 ) begin
+      \$322  = \$42 ;
+    end
     if (rst) begin
-      \$322  = 1'h0;
+      \$322  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$323  = \$34 ;
+    \$323  = comm_q;
+    if (\$34 ) begin
+      \$323  = \$43 ;
+    end
     if (rst) begin
-      \$323  = 1'h0;
+      \$323  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$324  = \$36 ;
+    \$324  = \$47 ;
     if (rst) begin
       \$324  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$325  = dram__valid;
-    if (\$38 ) begin
-      \$325  = \$45 ;
-    end
+    \$325 [15:0] = \$288 [74:59];
+    \$325 [19:16] = 4'h1;
+    \$325 [20] = \$49 ;
+    \$325 [22:21] = \$288 [3:2];
     if (rst) begin
-      \$325  = 1'h0;
+      \$325  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$326  = out_tracked;
-    if (\$38 ) begin
-      \$326  = \$294 [83];
-    end
+    \$326  = \$50 [31:0];
     if (rst) begin
-      \$326  = 1'h0;
+      \$326  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$327  = dram__payload;
-    if (\$38 ) begin
-      \$327  = \$294 [82:0];
-    end
+    \$327  = \$51 [24:0];
     if (rst) begin
-      \$327  = 83'h000000000000000000000;
+      \$327  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$328  = \$49 ;
+    \$328  = \$52 ;
     if (rst) begin
-      \$328  = 1'h0;
+      \$328  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$329 [15:0] = dram__payload[74:59];
-    \$329 [19:16] = 4'h1;
-    \$329 [20] = \$51 ;
-    \$329 [22:21] = dram__payload[3:2];
+    \$329  = \$54 [33:0];
     if (rst) begin
-      \$329  = 23'h000000;
+      \$329  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$330  = \$52 [31:0];
+    \$330  = \$59 ;
     if (rst) begin
-      \$330  = 32'd32768;
+      \$330  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$331  = \$53 [24:0];
+    \$331  = cfg;
+    if (accept) begin
+      \$331  = \new ;
+    end
     if (rst) begin
-      \$331  = 25'h0000400;
+      \$331  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$332  = \$54 ;
+    \$332  = thr;
+    if (accept) begin
+      \$332  = \new [9:2];
+    end else if (\$60 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$332  = \$94 [7:0];
+    end
     if (rst) begin
-      \$332  = 9'h022;
+      \$332  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$333  = \$56 [33:0];
+    \$333  = measuring;
+    if (accept) begin
+      \$333  = \$61 ;
+    end else if (\$60 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$333  = 1'h0;
+    end
     if (rst) begin
-      \$333  = 34'h021fffc00;
+      \$333  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$334  = \$61 ;
-    if (rst) begin
+    \$334  = armed;
+    if (accept) begin
+      \$334  = \$62 ;
+    end else if (\$60 ) begin
       \$334  = 1'h0;
     end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$335  = cfg;
-    if (accept) begin
-      \$335  = \new ;
-    end
     if (rst) begin
-      \$335  = 39'h0200388002;
+      \$334  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$336  = thr;
+    \$335  = window;
     if (accept) begin
-      \$336  = \new [9:2];
-    end else if (\$62 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$336  = \$96 [7:0];
-    end
-    if (rst) begin
-      \$336  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$337  = measuring;
-    if (accept) begin
-      \$337  = \$63 ;
-    end else if (\$62 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$337  = 1'h0;
-    end
-    if (rst) begin
-      \$337  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$338  = armed;
-    if (accept) begin
-      \$338  = \$64 ;
-    end else if (\$62 ) begin
-      \$338  = 1'h0;
-    end
-    if (rst) begin
-      \$338  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$339  = window;
-    if (accept) begin
-      \$339  = 1'h0;
-    end else if (\$62 ) begin
+      \$335  = 1'h0;
+    end else if (\$60 ) begin
       (* full_case = 32'd1 *)
-      if (\$91 ) begin
+      if (\$89 ) begin
       end else begin
-        \$339  = 1'h1;
+        \$335  = 1'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$339  = 1'h0;
+        \$335  = 1'h0;
       end
     end
     if (rst) begin
-      \$339  = 1'h0;
+      \$335  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$340  = finish;
+    \$336  = finish;
     if (accept) begin
-      \$340  = 2'h0;
-    end else if (\$62 ) begin
-      if (\$91 ) begin
-        \$340  = 2'h1;
+      \$336  = 2'h0;
+    end else if (\$60 ) begin
+      if (\$89 ) begin
+        \$336  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$340  = 2'h1;
+        \$336  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$340  = \$94 [1:0];
+      \$336  = \$92 [1:0];
     end else if (finish[1]) begin
-      \$340  = 2'h0;
+      \$336  = 2'h0;
     end
     if (rst) begin
-      \$340  = 2'h0;
+      \$336  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$341  = scale;
+    \$337  = scale;
     if (accept) begin
-      \$341  = \$65 [4:0];
+      \$337  = \$63 [4:0];
     end
     if (rst) begin
-      \$341  = 5'h0a;
+      \$337  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$342  = acc;
+    \$338  = acc;
     if (accept) begin
-    end else if (\$62 ) begin
-      \$342  = sat_s;
+    end else if (\$60 ) begin
+      \$338  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$342  = \$93 [31:0];
+        \$338  = \$91 [31:0];
       end
     end
     if (rst) begin
-      \$342  = 32'd0;
+      \$338  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$343  = left;
+    \$339  = left;
     if (accept) begin
-    end else if (\$62 ) begin
-      \$343  = \$90 [24:0];
+    end else if (\$60 ) begin
+      \$339  = \$88 [24:0];
     end else if (window) begin
-      \$343  = \$92 [24:0];
+      \$339  = \$90 [24:0];
     end
     if (rst) begin
-      \$343  = 25'h0000000;
+      \$339  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$344  = num;
+    \$340  = num;
     if (accept) begin
-    end else if (\$62 ) begin
+    end else if (\$60 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$344  = \$95 [33:0];
+      \$340  = \$93 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$345  = \$97 ;
+    \$341  = \$95 ;
+    if (rst) begin
+      \$341  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$342  = \$97 ;
+    if (rst) begin
+      \$342  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$343  = stats;
+    if (load_granted) begin
+      \$343 [31:0] = \$98 [31:0];
+    end
+    if (load_stalled) begin
+      \$343 [159:128] = \$99 [31:0];
+    end
+    if (store_granted) begin
+      \$343 [63:32] = \$103 [31:0];
+    end
+    if (store_stalled) begin
+      \$343 [191:160] = \$104 [31:0];
+    end
+    if (dma_granted) begin
+      \$343 [95:64] = \$108 [31:0];
+    end
+    if (dma_stalled) begin
+      \$343 [223:192] = \$109 [31:0];
+    end
+    if (remote_granted) begin
+      \$343 [127:96] = \$113 [31:0];
+    end
+    if (remote_stalled) begin
+      \$343 [255:224] = \$114 [31:0];
+    end
+    if (was_forced) begin
+      \$343 [287:256] = \$122 [31:0];
+    end
+    if (rst) begin
+      \$343  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$344  = \$100 ;
+    if (rst) begin
+      \$344  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$345  = \$102 ;
     if (rst) begin
       \$345  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$346  = \$99 ;
+    \$346  = \$105 ;
     if (rst) begin
       \$346  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$347  = stats;
-    if (load_granted) begin
-      \$347 [31:0] = \$100 [31:0];
-    end
-    if (load_stalled) begin
-      \$347 [159:128] = \$101 [31:0];
-    end
-    if (store_granted) begin
-      \$347 [63:32] = \$105 [31:0];
-    end
-    if (store_stalled) begin
-      \$347 [191:160] = \$106 [31:0];
-    end
-    if (dma_granted) begin
-      \$347 [95:64] = \$110 [31:0];
-    end
-    if (dma_stalled) begin
-      \$347 [223:192] = \$111 [31:0];
-    end
-    if (remote_granted) begin
-      \$347 [127:96] = \$115 [31:0];
-    end
-    if (remote_stalled) begin
-      \$347 [255:224] = \$116 [31:0];
-    end
-    if (was_forced) begin
-      \$347 [287:256] = \$124 [31:0];
-    end
+    \$347  = \$107 ;
     if (rst) begin
-      \$347  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$347  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$348  = \$102 ;
+    \$348  = \$110 ;
     if (rst) begin
       \$348  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$349  = \$104 ;
+    \$349  = \$112 ;
     if (rst) begin
       \$349  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$350  = \$107 ;
+    \$350  = \$121 ;
     if (rst) begin
       \$350  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$351  = \$109 ;
+    \$351  = \$125 ;
     if (rst) begin
-      \$351  = 1'h0;
+      \$351  = 2'h0;
     end
   end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$352  = \$112 ;
-    if (rst) begin
-      \$352  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$353  = \$114 ;
-    if (rst) begin
-      \$353  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$354  = \$123 ;
-    if (rst) begin
-      \$354  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$355  = \$127 ;
-    if (rst) begin
-      \$355  = 2'h0;
-    end
-  end
-  assign last_comm_next = { \$185 , \$178  };
-  assign wait_full_next = { \$222 , \$203  };
-  assign comm_first_next = { \$287 , \$253  };
-  assign tracked = \$294 [83];
-  assign req = \$294 [82:0];
+  assign last_comm_next = { \$181 , \$174  };
+  assign wait_full_next = { \$218 , \$199  };
+  assign comm_first_next = { \$283 , \$249  };
+  assign out_tracked = \$288 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
+  assign dram__payload = \$288 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -7276,18 +7275,46 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign cfg__saturation  = cfg[17:10];
   assign cfg__window_log2  = cfg[22:18];
   assign cfg__starvation_limit  = cfg[38:23];
-  assign dram__payload__op  = dram__payload[1:0];
-  assign dram__payload__source  = dram__payload[3:2];
-  assign dram__payload__addr  = dram__payload[51:4];
-  assign dram__payload__bytes  = dram__payload[58:52];
-  assign dram__payload__tile  = dram__payload[74:59];
-  assign dram__payload__tag  = dram__payload[82:75];
-  assign req__op  = \$294 [1:0];
-  assign req__source  = \$294 [3:2];
-  assign req__addr  = \$294 [51:4];
-  assign req__bytes  = \$294 [58:52];
-  assign req__tile  = \$294 [74:59];
-  assign req__tag  = \$294 [82:75];
+  assign load_req__op  = load_req[1:0];
+  assign load_req__source  = load_req[3:2];
+  assign load_req__addr  = load_req[51:4];
+  assign load_req__bytes  = load_req[58:52];
+  assign load_req__tile  = load_req[74:59];
+  assign load_req__tag  = load_req[82:75];
+  assign store_req__op  = store_req[1:0];
+  assign store_req__source  = store_req[3:2];
+  assign store_req__addr  = store_req[51:4];
+  assign store_req__bytes  = store_req[58:52];
+  assign store_req__tile  = store_req[74:59];
+  assign store_req__tag  = store_req[82:75];
+  assign store__payload__addr  = store__payload[47:0];
+  assign store__payload__tile  = store__payload[63:48];
+  assign store__payload__bytes  = store__payload[70:64];
+  assign store__payload__kind  = store__payload[71];
+  assign store__payload__tracked  = store__payload[72];
+  assign dma_req__op  = dma_req[1:0];
+  assign dma_req__source  = dma_req[3:2];
+  assign dma_req__addr  = dma_req[51:4];
+  assign dma_req__bytes  = dma_req[58:52];
+  assign dma_req__tile  = dma_req[74:59];
+  assign dma_req__tag  = dma_req[82:75];
+  assign remote_req__op  = remote_req[1:0];
+  assign remote_req__source  = remote_req[3:2];
+  assign remote_req__addr  = remote_req[51:4];
+  assign remote_req__bytes  = remote_req[58:52];
+  assign remote_req__tile  = remote_req[74:59];
+  assign remote_req__tag  = remote_req[82:75];
+  assign remote__payload__addr  = remote__payload[47:0];
+  assign remote__payload__tile  = remote__payload[63:48];
+  assign remote__payload__bytes  = remote__payload[70:64];
+  assign remote__payload__kind  = remote__payload[71];
+  assign remote__payload__tracked  = remote__payload[72];
+  assign dram__payload__op  = \$288 [1:0];
+  assign dram__payload__source  = \$288 [3:2];
+  assign dram__payload__addr  = \$288 [51:4];
+  assign dram__payload__bytes  = \$288 [58:52];
+  assign dram__payload__tile  = \$288 [74:59];
+  assign dram__payload__tag  = \$288 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -7307,43 +7334,9 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign clear__bad_response  = 1'h1;
   assign set_err__bad_config  = set_err[0];
   assign set_err__bad_response  = set_err[1];
-  assign store__payload__addr  = store__payload[47:0];
-  assign store__payload__tile  = store__payload[63:48];
-  assign store__payload__bytes  = store__payload[70:64];
-  assign store__payload__kind  = store__payload[71];
-  assign store__payload__tracked  = store__payload[72];
-  assign remote__payload__addr  = remote__payload[47:0];
-  assign remote__payload__tile  = remote__payload[63:48];
-  assign remote__payload__bytes  = remote__payload[70:64];
-  assign remote__payload__kind  = remote__payload[71];
-  assign remote__payload__tracked  = remote__payload[72];
-  assign store_req__op  = store_req[1:0];
-  assign store_req__source  = store_req[3:2];
-  assign store_req__addr  = store_req[51:4];
-  assign store_req__bytes  = store_req[58:52];
-  assign store_req__tile  = store_req[74:59];
-  assign store_req__tag  = store_req[82:75];
-  assign remote_req__op  = remote_req[1:0];
-  assign remote_req__source  = remote_req[3:2];
-  assign remote_req__addr  = remote_req[51:4];
-  assign remote_req__bytes  = remote_req[58:52];
-  assign remote_req__tile  = remote_req[74:59];
-  assign remote_req__tag  = remote_req[82:75];
-  assign load_req__op  = load_req[1:0];
-  assign load_req__source  = load_req[3:2];
-  assign load_req__addr  = load_req[51:4];
-  assign load_req__bytes  = load_req[58:52];
-  assign load_req__tile  = load_req[74:59];
-  assign load_req__tag  = load_req[82:75];
   assign load__payload__addr  = load__payload[47:0];
   assign load__payload__bytes  = load__payload[54:48];
   assign load__payload__tag  = load__payload[62:55];
-  assign dma_req__op  = dma_req[1:0];
-  assign dma_req__source  = dma_req[3:2];
-  assign dma_req__addr  = dma_req[51:4];
-  assign dma_req__bytes  = dma_req[58:52];
-  assign dma_req__tile  = dma_req[74:59];
-  assign dma_req__tag  = dma_req[82:75];
   assign dma__payload__addr  = dma__payload[47:0];
   assign dma__payload__bytes  = dma__payload[54:48];
   assign dma__payload__tag  = dma__payload[57:55];
@@ -7359,8 +7352,8 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$316 ;
-  assign set_err[1] = \$305 ;
+  assign set_err[0] = \$310 ;
+  assign set_err[1] = \$299 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -7379,22 +7372,22 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$291 ;
+  assign remote_req[1:0] = \$287 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$289 ;
+  assign store_req[1:0] = \$285 ;
   assign store_req[82:75] = 8'h00;
-  assign \$55  = { 7'h00, sat2, 24'h000000 };
-  assign \$94  = { finish, 1'h0 };
-  assign \$96  = { 25'h0000000, num[33:25] };
-  assign \$125  = 2'h0;
-  assign \$126  = 2'h0;
-  assign \$127  = { \$305 , \$316  };
-  assign \$288  = store__payload[71];
-  assign \$290  = remote__payload[71];
+  assign \$284  = store__payload[71];
+  assign \$286  = remote__payload[71];
+  assign \$53  = { 7'h00, sat2, 24'h000000 };
+  assign \$92  = { finish, 1'h0 };
+  assign \$94  = { 25'h0000000, num[33:25] };
+  assign \$123  = 2'h0;
+  assign \$124  = 2'h0;
+  assign \$125  = { \$299 , \$310  };
 endmodule
 
 module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -27063,8 +27056,8 @@ module t3hw_system__e0__tx (clk, rst, o__valid, o__payload, i__1__ready, i__0__r
   assign i__0__payload__bytes  = i__0__payload[76:70];
 endmodule
 
-module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__valid, load__payload, load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, \o__ready$124 , rx__payload, rx__valid, clk, rst, store__ready, net_rx__ready, load__ready, load_response__valid
-, dram_response__ready, irq, bus__r_data, dram__valid, dram__payload, net_tx__valid, net_tx__payload, bus__addr);
+module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__valid, load__payload, load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, \o__ready$124 , rx__payload, rx__valid, clk, rst, store__ready, net_rx__ready, load__ready, dram__payload
+, load_response__valid, dram_response__ready, irq, bus__r_data, dram__valid, net_tx__valid, net_tx__payload, bus__addr);
   wire [68:0] addrmap_capture;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
@@ -31662,41 +31655,41 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__ready, wr__data, o__val
   assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid
+module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, track__valid
 , track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload, load__payload);
   reg _init_strobe_24  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [32:0] \$100 ;
-  wire [32:0] \$101 ;
+  wire \$100 ;
+  wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire [32:0] \$105 ;
-  wire [32:0] \$106 ;
+  wire [32:0] \$103 ;
+  wire [32:0] \$104 ;
+  wire \$105 ;
+  wire \$106 ;
   wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [32:0] \$108 ;
+  wire [32:0] \$109 ;
   wire \$11 ;
-  wire [32:0] \$110 ;
-  wire [32:0] \$111 ;
+  wire \$110 ;
+  wire \$111 ;
   wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire [32:0] \$115 ;
-  wire [32:0] \$116 ;
+  wire [32:0] \$113 ;
+  wire [32:0] \$114 ;
+  wire \$115 ;
+  wire \$116 ;
   wire \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire [32:0] \$124 ;
+  wire [32:0] \$122 ;
+  wire [1:0] \$123 ;
+  wire [1:0] \$124 ;
   wire [1:0] \$125 ;
-  wire [1:0] \$126 ;
-  wire [1:0] \$127 ;
+  wire \$126 ;
+  wire \$127 ;
   wire \$128 ;
   wire \$129 ;
   wire \$13 ;
@@ -31798,22 +31791,22 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$216 ;
   wire \$217 ;
   wire \$218 ;
-  wire \$219 ;
+  wire [1:0] \$219 ;
   wire \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
-  wire [1:0] \$223 ;
+  wire \$223 ;
   wire \$224 ;
   wire \$225 ;
   wire \$226 ;
   wire \$227 ;
-  wire \$228 ;
+  wire [1:0] \$228 ;
   wire \$229 ;
-  wire \$23 ;
+  wire [17:0] \$23 ;
   wire \$230 ;
   wire \$231 ;
-  wire [1:0] \$232 ;
+  wire \$232 ;
   wire \$233 ;
   wire \$234 ;
   wire \$235 ;
@@ -31821,7 +31814,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$237 ;
   wire \$238 ;
   wire \$239 ;
-  wire [17:0] \$24 ;
+  wire \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
@@ -31833,11 +31826,11 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$248 ;
   wire \$249 ;
   wire \$25 ;
-  wire \$250 ;
+  wire [1:0] \$250 ;
   wire \$251 ;
   wire \$252 ;
   wire \$253 ;
-  wire [1:0] \$254 ;
+  wire \$254 ;
   wire \$255 ;
   wire \$256 ;
   wire \$257 ;
@@ -31845,11 +31838,11 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$259 ;
   wire \$26 ;
   wire \$260 ;
-  wire \$261 ;
+  wire [1:0] \$261 ;
   wire \$262 ;
   wire \$263 ;
   wire \$264 ;
-  wire [1:0] \$265 ;
+  wire \$265 ;
   wire \$266 ;
   wire \$267 ;
   wire \$268 ;
@@ -31871,17 +31864,17 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$282 ;
   wire \$283 ;
   wire \$284 ;
-  wire \$285 ;
+  wire [1:0] \$285 ;
   wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire [1:0] \$289 ;
+  wire [1:0] \$287 ;
+  wire [83:0] \$288 ;
+  wire \$289 ;
   wire \$29 ;
   wire \$290 ;
-  wire [1:0] \$291 ;
-  wire [83:0] \$292 ;
-  wire [83:0] \$293 ;
-  wire [83:0] \$294 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
   wire \$295 ;
   wire \$296 ;
   wire \$297 ;
@@ -31901,55 +31894,51 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$309 ;
   wire \$31 ;
   wire \$310 ;
-  wire \$311 ;
-  wire \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
+  reg \$311 ;
+  reg \$312 ;
+  reg \$313 ;
+  reg \$314 ;
+  reg [16:0] \$315 ;
+  reg \$316 ;
   reg \$317 ;
   reg \$318 ;
   reg \$319 ;
   wire \$32 ;
-  reg [16:0] \$320 ;
+  reg \$320 ;
   reg \$321 ;
-  reg \$322 ;
-  reg \$323 ;
+  reg [83:0] \$322 ;
+  reg [83:0] \$323 ;
   reg \$324 ;
-  reg \$325 ;
-  reg \$326 ;
-  reg [82:0] \$327 ;
-  reg \$328 ;
-  reg [22:0] \$329 ;
+  reg [22:0] \$325 ;
+  reg [31:0] \$326 ;
+  reg [24:0] \$327 ;
+  reg [8:0] \$328 ;
+  reg [33:0] \$329 ;
   wire \$33 ;
-  reg [31:0] \$330 ;
-  reg [24:0] \$331 ;
-  reg [8:0] \$332 ;
-  reg [33:0] \$333 ;
+  reg \$330 ;
+  reg [38:0] \$331 ;
+  reg [7:0] \$332 ;
+  reg \$333 ;
   reg \$334 ;
-  reg [38:0] \$335 ;
-  reg [7:0] \$336 ;
-  reg \$337 ;
-  reg \$338 ;
-  reg \$339 ;
+  reg \$335 ;
+  reg [1:0] \$336 ;
+  reg [4:0] \$337 ;
+  reg [31:0] \$338 ;
+  reg [24:0] \$339 ;
   wire \$34 ;
-  reg [1:0] \$340 ;
-  reg [4:0] \$341 ;
-  reg [31:0] \$342 ;
-  reg [24:0] \$343 ;
-  reg [33:0] \$344 ;
+  reg [33:0] \$340 ;
+  reg \$341 ;
+  reg \$342 ;
+  reg [287:0] \$343 ;
+  reg \$344 ;
   reg \$345 ;
   reg \$346 ;
-  reg [287:0] \$347 ;
+  reg \$347 ;
   reg \$348 ;
   reg \$349 ;
   wire \$35 ;
   reg \$350 ;
-  reg \$351 ;
-  reg \$352 ;
-  reg \$353 ;
-  reg \$354 ;
-  reg [1:0] \$355 ;
+  reg [1:0] \$351 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
@@ -31957,8 +31946,8 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
+  wire [83:0] \$42 ;
+  wire [83:0] \$43 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
@@ -31966,13 +31955,13 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire [38:0] \$52 ;
-  wire [31:0] \$53 ;
-  wire [8:0] \$54 ;
-  wire [39:0] \$55 ;
-  wire [40:0] \$56 ;
+  wire [38:0] \$50 ;
+  wire [31:0] \$51 ;
+  wire [8:0] \$52 ;
+  wire [39:0] \$53 ;
+  wire [40:0] \$54 ;
+  wire \$55 ;
+  wire \$56 ;
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
@@ -31980,9 +31969,9 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire \$63 ;
+  wire [5:0] \$63 ;
   wire \$64 ;
-  wire [5:0] \$65 ;
+  wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
@@ -32007,25 +31996,27 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire \$88 ;
+  wire [25:0] \$88 ;
   wire \$89 ;
   wire \$9 ;
   wire [25:0] \$90 ;
-  wire \$91 ;
-  wire [25:0] \$92 ;
-  wire [32:0] \$93 ;
-  wire [2:0] \$94 ;
-  wire [34:0] \$95 ;
-  wire [33:0] \$96 ;
+  wire [32:0] \$91 ;
+  wire [2:0] \$92 ;
+  wire [34:0] \$93 ;
+  wire [33:0] \$94 ;
+  wire \$95 ;
+  wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire [32:0] \$98 ;
+  wire [32:0] \$99 ;
   (* keep = 32'd1 *)
   wire \$signal ;
+  reg [83:0] \$signal$30  = 84'h000000000000000000000;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
+  reg below = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
   (* enum_value_00 = "ROUND_ROBIN" *)
@@ -32044,6 +32035,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   reg comm_first = 1'h0;
   (* keep = 32'd1 *)
   wire [1:0] comm_first_next;
+  reg [83:0] comm_q = 84'h000000000000000000000;
   input [38:0] config__payload;
   wire [38:0] config__payload;
   (* enum_base_type = "ArbPolicy" *)
@@ -32092,7 +32084,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire dma_response__valid;
   reg dma_stalled = 1'h0;
   output [82:0] dram__payload;
-  reg [82:0] dram__payload = 83'h000000000000000000000;
+  wire [82:0] dram__payload;
   wire [47:0] dram__payload__addr ;
   wire [6:0] dram__payload__bytes ;
   (* enum_base_type = "MemOp" *)
@@ -32122,6 +32114,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
+  reg is_comm = 1'h0;
   reg last_comm = 1'h0;
   (* keep = 32'd1 *)
   wire [1:0] last_comm_next;
@@ -32174,7 +32167,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   reg [33:0] num = 34'h000000000;
   input [7:0] occupancy;
   wire [7:0] occupancy;
-  reg out_tracked = 1'h0;
+  wire out_tracked;
   (* keep = 32'd1 *)
   wire pick_c;
   input [72:0] remote__payload;
@@ -32210,21 +32203,6 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire [7:0] remote_req__tag ;
   wire [15:0] remote_req__tile ;
   reg remote_stalled = 1'h0;
-  wire [82:0] req;
-  wire [47:0] req__addr ;
-  wire [6:0] req__bytes ;
-  (* enum_base_type = "MemOp" *)
-  (* enum_value_00 = "READ" *)
-  (* enum_value_01 = "STORE" *)
-  (* enum_value_10 = "UPDATE" *)
-  wire [1:0] req__op ;
-  (* enum_base_type = "WriteSource" *)
-  (* enum_value_00 = "COMPUTE" *)
-  (* enum_value_01 = "DMA" *)
-  (* enum_value_10 = "REMOTE" *)
-  wire [1:0] req__source ;
-  wire [7:0] req__tag ;
-  wire [15:0] req__tile ;
   input [10:0] response__payload;
   wire [10:0] response__payload;
   wire response__payload__error ;
@@ -32321,7 +32299,6 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   reg track__valid = 1'h0;
   input track_hold;
   wire track_hold;
-  wire tracked;
   reg [24:0] unit = 25'h0000400;
   reg [16:0] wait1 = 17'h00001;
   reg wait_full = 1'h0;
@@ -32339,801 +32316,816 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$8  = \$6  | \$7 ;
   assign \$9  = \$5  & \$8 ;
   assign \$10  = config__valid & \$9 ;
-  assign \$11  = ~ dram__valid;
-  assign \$12  = \$11  | dram__ready;
-  assign \$13  = \$12  & pick_c;
-  assign \$14  = occupancy < thr;
-  assign \$15  = gate_m & \$14 ;
+  assign \$11  = occupancy < thr;
+  assign \$12  = ~ dram__valid;
+  assign \$13  = \$12  | dram__ready;
+  assign \$14  = \$13  & pick_c;
+  assign \$15  = gate_m & below;
   assign \$16  = \$signal  | \$15 ;
-  assign \$17  = occupancy < thr;
-  assign \$18  = gate_m & \$17 ;
-  assign \$19  = drop_wait | \$18 ;
-  assign \$20  = ~ dram__valid;
-  assign \$21  = \$20  | dram__ready;
-  assign \$22  = ~ wait_full;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = wait1 + 1'h1;
-  assign \$25  = \new [1:0] == 2'h2;
-  assign \$26  = | \new [9:2];
-  assign \$27  = \$25  & \$26 ;
-  assign \$28  = cfg[1:0] == 2'h2;
-  assign \$29  = finish[1] ? \$28  : gated;
-  assign \$30  = accept ? \$27  : \$29 ;
-  assign \$31  = occupancy < thr;
-  assign \$32  = { \$185 , \$178  } >> \$31 ;
-  assign \$33  = occupancy < thr;
-  assign \$34  = { \$222 , \$203  } >> \$33 ;
-  assign \$35  = occupancy < thr;
-  assign \$36  = { \$287 , \$253  } >> \$35 ;
-  assign \$37  = ~ dram__valid;
-  assign \$38  = \$37  | dram__ready;
-  assign \$39  = ~ dram__valid;
-  assign \$40  = \$39  | dram__ready;
-  assign \$41  = \$40  & pick_c;
-  assign \$42  = occupancy < thr;
-  assign \$43  = gate_m & \$42 ;
-  assign \$44  = \$signal  | \$43 ;
-  assign \$45  = \$41  | \$44 ;
-  assign \$46  = dram__valid & dram__ready;
-  assign \$47  = \$46  & out_tracked;
-  assign \$48  = | dram__payload[1:0];
-  assign \$49  = \$47  & \$48 ;
-  assign \$50  = dram__payload[1:0] == 2'h2;
-  assign \$51  = \$50  ? 1'h1 : 1'h0;
-  assign \$52  = cfg[17:10] << scale;
-  assign \$53  = 1'h1 << scale;
-  assign \$54  = cfg[17:10] + 2'h2;
-  assign \$56  = \$55  - unit;
-  assign \$57  = ~ dram__valid;
-  assign \$58  = \$57  | dram__ready;
-  assign \$59  = \$58  & pick_c;
-  assign \$60  = ~ accept;
-  assign \$61  = \$59  & \$60 ;
-  assign \$62  = armed & grant_c_q;
-  assign \$63  = ! \new [9:2];
-  assign \$64  = ! \new [9:2];
-  assign \$65  = 5'h18 - \new [22:18];
-  assign \$66  = cfg[22:18] == 1'h1;
-  assign \$67  = cfg[22:18] > 2'h2;
-  assign \$68  = cfg[22:18] > 2'h3;
-  assign \$69  = cfg[22:18] > 3'h4;
-  assign \$70  = cfg[22:18] > 3'h5;
-  assign \$71  = cfg[22:18] > 3'h6;
-  assign \$72  = cfg[22:18] > 3'h7;
-  assign \$73  = cfg[22:18] > 4'h8;
-  assign \$74  = cfg[22:18] > 4'h9;
-  assign \$75  = cfg[22:18] > 4'ha;
-  assign \$76  = cfg[22:18] > 4'hb;
-  assign \$77  = cfg[22:18] > 4'hc;
-  assign \$78  = cfg[22:18] > 4'hd;
-  assign \$79  = cfg[22:18] > 4'he;
-  assign \$80  = cfg[22:18] > 4'hf;
-  assign \$81  = cfg[22:18] > 5'h10;
-  assign \$82  = cfg[22:18] > 5'h11;
-  assign \$83  = cfg[22:18] > 5'h12;
-  assign \$84  = cfg[22:18] > 5'h13;
-  assign \$85  = cfg[22:18] > 5'h14;
-  assign \$86  = cfg[22:18] > 5'h15;
-  assign \$87  = cfg[22:18] > 5'h16;
-  assign \$88  = cfg[22:18] > 5'h17;
-  assign \$89  = cfg[22:18] > 5'h18;
-  assign \$90  = \$66  ? 26'h3ffffff : { 1'h0, \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , 2'h1 };
-  assign \$91  = ! cfg[22:18];
-  assign \$92  = $signed(left) - $signed(2'h1);
-  assign \$93  = acc + sat_s;
-  assign \$95  = base + acc;
-  assign \$97  = load__valid & load__ready;
-  assign \$98  = ~ load__ready;
-  assign \$99  = load__valid & \$98 ;
-  assign \$100  = stats[31:0] + 1'h1;
-  assign \$101  = stats[159:128] + 1'h1;
-  assign \$102  = store__valid & store__ready;
-  assign \$103  = ~ store__ready;
-  assign \$104  = store__valid & \$103 ;
-  assign \$105  = stats[63:32] + 1'h1;
-  assign \$106  = stats[191:160] + 1'h1;
-  assign \$107  = dma__valid & dma__ready;
-  assign \$108  = ~ dma__ready;
-  assign \$109  = dma__valid & \$108 ;
-  assign \$110  = stats[95:64] + 1'h1;
-  assign \$111  = stats[223:192] + 1'h1;
-  assign \$112  = remote__valid & remote__ready;
-  assign \$113  = ~ remote__ready;
-  assign \$114  = remote__valid & \$113 ;
-  assign \$115  = stats[127:96] + 1'h1;
-  assign \$116  = stats[255:224] + 1'h1;
-  assign \$117  = ~ dram__valid;
-  assign \$118  = \$117  | dram__ready;
-  assign \$119  = dma__valid | remote_ok;
-  assign \$120  = \$119  & wait_full;
-  assign \$121  = cfg[1:0] == 2'h2;
-  assign \$122  = \$120  & \$121 ;
-  assign \$123  = \$118  & \$122 ;
-  assign \$124  = stats[287:256] + 1'h1;
-  assign \$128  = track_hold & store__payload[72];
+  assign \$17  = gate_m & below;
+  assign \$18  = drop_wait | \$17 ;
+  assign \$19  = ~ dram__valid;
+  assign \$20  = \$19  | dram__ready;
+  assign \$21  = ~ wait_full;
+  assign \$22  = \$20  & \$21 ;
+  assign \$23  = wait1 + 1'h1;
+  assign \$24  = \new [1:0] == 2'h2;
+  assign \$25  = | \new [9:2];
+  assign \$26  = \$24  & \$25 ;
+  assign \$27  = cfg[1:0] == 2'h2;
+  assign \$28  = finish[1] ? \$27  : gated;
+  assign \$29  = accept ? \$26  : \$28 ;
+  assign \$30  = { \$181 , \$174  } >> below;
+  assign \$31  = { \$218 , \$199  } >> below;
+  assign \$32  = { \$283 , \$249  } >> below;
+  assign \$33  = ~ dram__valid;
+  assign \$34  = \$33  | dram__ready;
+  assign \$35  = ~ dram__valid;
+  assign \$36  = \$35  | dram__ready;
+  assign \$37  = \$36  & pick_c;
+  assign \$38  = gate_m & below;
+  assign \$39  = \$signal  | \$38 ;
+  assign \$40  = \$37  | \$39 ;
+  assign \$41  = ~ pick_c;
+  assign \$42  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
+  assign \$43  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
+  assign \$44  = dram__valid & dram__ready;
+  assign \$45  = \$44  & \$288 [83];
+  assign \$46  = | \$288 [1:0];
+  assign \$47  = \$45  & \$46 ;
+  assign \$48  = \$288 [1:0] == 2'h2;
+  assign \$49  = \$48  ? 1'h1 : 1'h0;
+  assign \$50  = cfg[17:10] << scale;
+  assign \$51  = 1'h1 << scale;
+  assign \$52  = cfg[17:10] + 2'h2;
+  assign \$54  = \$53  - unit;
+  assign \$55  = ~ dram__valid;
+  assign \$56  = \$55  | dram__ready;
+  assign \$57  = \$56  & pick_c;
+  assign \$58  = ~ accept;
+  assign \$59  = \$57  & \$58 ;
+  assign \$60  = armed & grant_c_q;
+  assign \$61  = ! \new [9:2];
+  assign \$62  = ! \new [9:2];
+  assign \$63  = 5'h18 - \new [22:18];
+  assign \$64  = cfg[22:18] == 1'h1;
+  assign \$65  = cfg[22:18] > 2'h2;
+  assign \$66  = cfg[22:18] > 2'h3;
+  assign \$67  = cfg[22:18] > 3'h4;
+  assign \$68  = cfg[22:18] > 3'h5;
+  assign \$69  = cfg[22:18] > 3'h6;
+  assign \$70  = cfg[22:18] > 3'h7;
+  assign \$71  = cfg[22:18] > 4'h8;
+  assign \$72  = cfg[22:18] > 4'h9;
+  assign \$73  = cfg[22:18] > 4'ha;
+  assign \$74  = cfg[22:18] > 4'hb;
+  assign \$75  = cfg[22:18] > 4'hc;
+  assign \$76  = cfg[22:18] > 4'hd;
+  assign \$77  = cfg[22:18] > 4'he;
+  assign \$78  = cfg[22:18] > 4'hf;
+  assign \$79  = cfg[22:18] > 5'h10;
+  assign \$80  = cfg[22:18] > 5'h11;
+  assign \$81  = cfg[22:18] > 5'h12;
+  assign \$82  = cfg[22:18] > 5'h13;
+  assign \$83  = cfg[22:18] > 5'h14;
+  assign \$84  = cfg[22:18] > 5'h15;
+  assign \$85  = cfg[22:18] > 5'h16;
+  assign \$86  = cfg[22:18] > 5'h17;
+  assign \$87  = cfg[22:18] > 5'h18;
+  assign \$88  = \$64  ? 26'h3ffffff : { 1'h0, \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , \$66 , \$65 , 2'h1 };
+  assign \$89  = ! cfg[22:18];
+  assign \$90  = $signed(left) - $signed(2'h1);
+  assign \$91  = acc + sat_s;
+  assign \$93  = base + acc;
+  assign \$95  = load__valid & load__ready;
+  assign \$96  = ~ load__ready;
+  assign \$97  = load__valid & \$96 ;
+  assign \$98  = stats[31:0] + 1'h1;
+  assign \$99  = stats[159:128] + 1'h1;
+  assign \$100  = store__valid & store__ready;
+  assign \$101  = ~ store__ready;
+  assign \$102  = store__valid & \$101 ;
+  assign \$103  = stats[63:32] + 1'h1;
+  assign \$104  = stats[191:160] + 1'h1;
+  assign \$105  = dma__valid & dma__ready;
+  assign \$106  = ~ dma__ready;
+  assign \$107  = dma__valid & \$106 ;
+  assign \$108  = stats[95:64] + 1'h1;
+  assign \$109  = stats[223:192] + 1'h1;
+  assign \$110  = remote__valid & remote__ready;
+  assign \$111  = ~ remote__ready;
+  assign \$112  = remote__valid & \$111 ;
+  assign \$113  = stats[127:96] + 1'h1;
+  assign \$114  = stats[255:224] + 1'h1;
+  assign \$115  = ~ dram__valid;
+  assign \$116  = \$115  | dram__ready;
+  assign \$117  = dma__valid | remote_ok;
+  assign \$118  = \$117  & wait_full;
+  assign \$119  = cfg[1:0] == 2'h2;
+  assign \$120  = \$118  & \$119 ;
+  assign \$121  = \$116  & \$120 ;
+  assign \$122  = stats[287:256] + 1'h1;
+  assign \$126  = track_hold & store__payload[72];
+  assign \$127  = ~ \$126 ;
+  assign store_ok = store__valid & \$127 ;
+  assign \$128  = track_hold & remote__payload[72];
   assign \$129  = ~ \$128 ;
-  assign store_ok = store__valid & \$129 ;
-  assign \$130  = track_hold & remote__payload[72];
-  assign \$131  = ~ \$130 ;
-  assign remote_ok = remote__valid & \$131 ;
-  assign \$132  = load__valid | store_ok;
-  assign \$133  = dma__valid | remote_ok;
-  assign \$134  = \$133  & comm_first;
-  assign \$135  = ~ \$134 ;
-  assign pick_c = \$132  & \$135 ;
-  assign \$136  = ~ dram__valid;
-  assign \$137  = \$136  | dram__ready;
-  assign \$138  = dma__valid | remote_ok;
-  assign \$139  = \$137  & \$138 ;
-  assign \$140  = load__valid | store_ok;
-  assign \$141  = ~ \$140 ;
-  assign \$142  = ~ gated;
-  assign \$143  = \$141  & \$142 ;
-  assign \$144  = comm_first | \$143 ;
-  assign \$signal  = \$139  & \$144 ;
-  assign \$145  = ~ dram__valid;
-  assign \$146  = \$145  | dram__ready;
-  assign \$147  = dma__valid | remote_ok;
-  assign \$148  = \$146  & \$147 ;
-  assign \$149  = load__valid | store_ok;
-  assign \$150  = ~ \$149 ;
-  assign \$151  = \$148  & \$150 ;
-  assign gate_m = \$151  & gated;
-  assign \$152  = ~ load__valid;
-  assign \$153  = ~ last_store;
-  assign \$154  = \$152  | \$153 ;
-  assign sel_store = store_ok & \$154 ;
-  assign \$155  = ~ dma__valid;
-  assign \$156  = ~ last_remote;
-  assign \$157  = \$155  | \$156 ;
-  assign sel_remote = remote_ok & \$157 ;
-  assign \$158  = ~ dram__valid;
-  assign \$159  = \$158  | dram__ready;
-  assign \$160  = \$159  & pick_c;
-  assign \$161  = ~ sel_store;
-  assign load__ready = \$160  & \$161 ;
-  assign \$162  = ~ dram__valid;
-  assign \$163  = \$162  | dram__ready;
-  assign \$164  = \$163  & pick_c;
-  assign store__ready = \$164  & sel_store;
-  assign \$165  = occupancy < thr;
-  assign \$166  = gate_m & \$165 ;
+  assign remote_ok = remote__valid & \$129 ;
+  assign \$130  = load__valid | store_ok;
+  assign \$131  = dma__valid | remote_ok;
+  assign \$132  = \$131  & comm_first;
+  assign \$133  = ~ \$132 ;
+  assign pick_c = \$130  & \$133 ;
+  assign \$134  = ~ dram__valid;
+  assign \$135  = \$134  | dram__ready;
+  assign \$136  = dma__valid | remote_ok;
+  assign \$137  = \$135  & \$136 ;
+  assign \$138  = load__valid | store_ok;
+  assign \$139  = ~ \$138 ;
+  assign \$140  = ~ gated;
+  assign \$141  = \$139  & \$140 ;
+  assign \$142  = comm_first | \$141 ;
+  assign \$signal  = \$137  & \$142 ;
+  assign \$143  = ~ dram__valid;
+  assign \$144  = \$143  | dram__ready;
+  assign \$145  = dma__valid | remote_ok;
+  assign \$146  = \$144  & \$145 ;
+  assign \$147  = load__valid | store_ok;
+  assign \$148  = ~ \$147 ;
+  assign \$149  = \$146  & \$148 ;
+  assign gate_m = \$149  & gated;
+  assign \$150  = ~ load__valid;
+  assign \$151  = ~ last_store;
+  assign \$152  = \$150  | \$151 ;
+  assign sel_store = store_ok & \$152 ;
+  assign \$153  = ~ dma__valid;
+  assign \$154  = ~ last_remote;
+  assign \$155  = \$153  | \$154 ;
+  assign sel_remote = remote_ok & \$155 ;
+  assign \$156  = ~ dram__valid;
+  assign \$157  = \$156  | dram__ready;
+  assign \$158  = \$157  & pick_c;
+  assign \$159  = ~ sel_store;
+  assign load__ready = \$158  & \$159 ;
+  assign \$160  = ~ dram__valid;
+  assign \$161  = \$160  | dram__ready;
+  assign \$162  = \$161  & pick_c;
+  assign store__ready = \$162  & sel_store;
+  assign \$163  = gate_m & below;
+  assign \$164  = \$signal  | \$163 ;
+  assign \$165  = ~ sel_remote;
+  assign dma__ready = \$164  & \$165 ;
+  assign \$166  = gate_m & below;
   assign \$167  = \$signal  | \$166 ;
-  assign \$168  = ~ sel_remote;
-  assign dma__ready = \$167  & \$168 ;
-  assign \$169  = occupancy < thr;
-  assign \$170  = gate_m & \$169 ;
-  assign \$171  = \$signal  | \$170 ;
-  assign remote__ready = \$171  & sel_remote;
-  assign \$172  = dma__valid | remote__valid;
-  assign \$173  = ~ \$172 ;
-  assign drop_wait = \$173  | \$signal ;
-  assign \$174  = ~ dram__valid;
-  assign \$175  = \$174  | dram__ready;
-  assign \$176  = \$175  & pick_c;
-  assign \$177  = \$176  | \$signal ;
-  assign \$178  = \$177  ? \$signal  : last_comm;
-  assign \$179  = ~ dram__valid;
-  assign \$180  = \$179  | dram__ready;
-  assign \$181  = \$180  & pick_c;
-  assign \$182  = \$signal  | gate_m;
-  assign \$183  = \$181  | \$182 ;
-  assign \$184  = \$signal  | gate_m;
-  assign \$185  = \$183  ? \$184  : last_comm;
-  assign \$186  = dma__valid | remote__valid;
-  assign \$187  = ~ \$signal ;
+  assign remote__ready = \$167  & sel_remote;
+  assign \$168  = dma__valid | remote__valid;
+  assign \$169  = ~ \$168 ;
+  assign drop_wait = \$169  | \$signal ;
+  assign \$170  = ~ dram__valid;
+  assign \$171  = \$170  | dram__ready;
+  assign \$172  = \$171  & pick_c;
+  assign \$173  = \$172  | \$signal ;
+  assign \$174  = \$173  ? \$signal  : last_comm;
+  assign \$175  = ~ dram__valid;
+  assign \$176  = \$175  | dram__ready;
+  assign \$177  = \$176  & pick_c;
+  assign \$178  = \$signal  | gate_m;
+  assign \$179  = \$177  | \$178 ;
+  assign \$180  = \$signal  | gate_m;
+  assign \$181  = \$179  ? \$180  : last_comm;
+  assign \$182  = dma__valid | remote__valid;
+  assign \$183  = ~ \$signal ;
+  assign \$184  = \$182  & \$183 ;
+  assign \$185  = ~ dram__valid;
+  assign \$186  = \$185  | dram__ready;
+  assign \$187  = ~ wait_full;
   assign \$188  = \$186  & \$187 ;
-  assign \$189  = ~ dram__valid;
-  assign \$190  = \$189  | dram__ready;
-  assign \$191  = ~ wait_full;
-  assign \$192  = \$190  & \$191 ;
-  assign \$193  = wait1 >= \new [38:23];
-  assign \$194  = wait1 > \new [38:23];
-  assign \$195  = \$192  ? \$193  : \$194 ;
-  assign \$196  = ~ dram__valid;
-  assign \$197  = \$196  | dram__ready;
-  assign \$198  = ~ wait_full;
-  assign \$199  = \$197  & \$198 ;
-  assign \$200  = wait1 == cfg[38:23];
-  assign \$201  = \$199  ? \$200  : wait_full;
-  assign \$202  = accept ? \$195  : \$201 ;
-  assign \$203  = \$188  & \$202 ;
-  assign \$204  = dma__valid | remote__valid;
-  assign \$205  = \$signal  | gate_m;
-  assign \$206  = ~ \$205 ;
-  assign \$207  = \$204  & \$206 ;
-  assign \$208  = ~ dram__valid;
-  assign \$209  = \$208  | dram__ready;
-  assign \$210  = ~ wait_full;
-  assign \$211  = \$209  & \$210 ;
-  assign \$212  = wait1 >= \new [38:23];
-  assign \$213  = wait1 > \new [38:23];
-  assign \$214  = \$211  ? \$212  : \$213 ;
-  assign \$215  = ~ dram__valid;
-  assign \$216  = \$215  | dram__ready;
-  assign \$217  = ~ wait_full;
-  assign \$218  = \$216  & \$217 ;
-  assign \$219  = wait1 == cfg[38:23];
-  assign \$220  = \$218  ? \$219  : wait_full;
-  assign \$221  = accept ? \$214  : \$220 ;
-  assign \$222  = \$207  & \$221 ;
-  assign \$223  = accept ? \new [1:0] : cfg[1:0];
-  assign \$224  = ! \$223 ;
-  assign \$225  = ~ dram__valid;
-  assign \$226  = \$225  | dram__ready;
-  assign \$227  = \$226  & pick_c;
-  assign \$228  = \$227  | \$signal ;
-  assign \$229  = \$228  ? \$signal  : last_comm;
-  assign \$230  = ~ \$229 ;
-  assign \$231  = \$224  & \$230 ;
-  assign \$232  = accept ? \new [1:0] : cfg[1:0];
-  assign \$233  = \$232  == 2'h2;
-  assign \$234  = dma__valid | remote__valid;
-  assign \$235  = ~ \$signal ;
+  assign \$189  = wait1 >= \new [38:23];
+  assign \$190  = wait1 > \new [38:23];
+  assign \$191  = \$188  ? \$189  : \$190 ;
+  assign \$192  = ~ dram__valid;
+  assign \$193  = \$192  | dram__ready;
+  assign \$194  = ~ wait_full;
+  assign \$195  = \$193  & \$194 ;
+  assign \$196  = wait1 == cfg[38:23];
+  assign \$197  = \$195  ? \$196  : wait_full;
+  assign \$198  = accept ? \$191  : \$197 ;
+  assign \$199  = \$184  & \$198 ;
+  assign \$200  = dma__valid | remote__valid;
+  assign \$201  = \$signal  | gate_m;
+  assign \$202  = ~ \$201 ;
+  assign \$203  = \$200  & \$202 ;
+  assign \$204  = ~ dram__valid;
+  assign \$205  = \$204  | dram__ready;
+  assign \$206  = ~ wait_full;
+  assign \$207  = \$205  & \$206 ;
+  assign \$208  = wait1 >= \new [38:23];
+  assign \$209  = wait1 > \new [38:23];
+  assign \$210  = \$207  ? \$208  : \$209 ;
+  assign \$211  = ~ dram__valid;
+  assign \$212  = \$211  | dram__ready;
+  assign \$213  = ~ wait_full;
+  assign \$214  = \$212  & \$213 ;
+  assign \$215  = wait1 == cfg[38:23];
+  assign \$216  = \$214  ? \$215  : wait_full;
+  assign \$217  = accept ? \$210  : \$216 ;
+  assign \$218  = \$203  & \$217 ;
+  assign \$219  = accept ? \new [1:0] : cfg[1:0];
+  assign \$220  = ! \$219 ;
+  assign \$221  = ~ dram__valid;
+  assign \$222  = \$221  | dram__ready;
+  assign \$223  = \$222  & pick_c;
+  assign \$224  = \$223  | \$signal ;
+  assign \$225  = \$224  ? \$signal  : last_comm;
+  assign \$226  = ~ \$225 ;
+  assign \$227  = \$220  & \$226 ;
+  assign \$228  = accept ? \new [1:0] : cfg[1:0];
+  assign \$229  = \$228  == 2'h2;
+  assign \$230  = dma__valid | remote__valid;
+  assign \$231  = ~ \$signal ;
+  assign \$232  = \$230  & \$231 ;
+  assign \$233  = ~ dram__valid;
+  assign \$234  = \$233  | dram__ready;
+  assign \$235  = ~ wait_full;
   assign \$236  = \$234  & \$235 ;
-  assign \$237  = ~ dram__valid;
-  assign \$238  = \$237  | dram__ready;
-  assign \$239  = ~ wait_full;
-  assign \$240  = \$238  & \$239 ;
-  assign \$241  = wait1 >= \new [38:23];
-  assign \$242  = wait1 > \new [38:23];
-  assign \$243  = \$240  ? \$241  : \$242 ;
-  assign \$244  = ~ dram__valid;
-  assign \$245  = \$244  | dram__ready;
-  assign \$246  = ~ wait_full;
-  assign \$247  = \$245  & \$246 ;
-  assign \$248  = wait1 == cfg[38:23];
-  assign \$249  = \$247  ? \$248  : wait_full;
-  assign \$250  = accept ? \$243  : \$249 ;
-  assign \$251  = \$236  & \$250 ;
-  assign \$252  = \$233  & \$251 ;
-  assign \$253  = \$231  | \$252 ;
-  assign \$254  = accept ? \new [1:0] : cfg[1:0];
-  assign \$255  = ! \$254 ;
-  assign \$256  = ~ dram__valid;
-  assign \$257  = \$256  | dram__ready;
-  assign \$258  = \$257  & pick_c;
-  assign \$259  = \$signal  | gate_m;
-  assign \$260  = \$258  | \$259 ;
-  assign \$261  = \$signal  | gate_m;
-  assign \$262  = \$260  ? \$261  : last_comm;
-  assign \$263  = ~ \$262 ;
-  assign \$264  = \$255  & \$263 ;
-  assign \$265  = accept ? \new [1:0] : cfg[1:0];
-  assign \$266  = \$265  == 2'h2;
-  assign \$267  = dma__valid | remote__valid;
-  assign \$268  = \$signal  | gate_m;
-  assign \$269  = ~ \$268 ;
-  assign \$270  = \$267  & \$269 ;
-  assign \$271  = ~ dram__valid;
-  assign \$272  = \$271  | dram__ready;
-  assign \$273  = ~ wait_full;
-  assign \$274  = \$272  & \$273 ;
-  assign \$275  = wait1 >= \new [38:23];
-  assign \$276  = wait1 > \new [38:23];
-  assign \$277  = \$274  ? \$275  : \$276 ;
-  assign \$278  = ~ dram__valid;
-  assign \$279  = \$278  | dram__ready;
-  assign \$280  = ~ wait_full;
-  assign \$281  = \$279  & \$280 ;
-  assign \$282  = wait1 == cfg[38:23];
-  assign \$283  = \$281  ? \$282  : wait_full;
-  assign \$284  = accept ? \$277  : \$283 ;
-  assign \$285  = \$270  & \$284 ;
-  assign \$286  = \$266  & \$285 ;
-  assign \$287  = \$264  | \$286 ;
-  assign \$289  = \$288  ? 2'h2 : 2'h1;
-  assign \$291  = \$290  ? 2'h2 : 2'h1;
-  assign \$292  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
-  assign \$293  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
-  assign \$294  = pick_c ? \$292  : \$293 ;
-  assign \$295  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$295 ;
-  assign \$296  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$296 ;
-  assign \$297  = ! response__payload[1:0];
-  assign \$298  = response__payload[1:0] == 1'h1;
-  assign \$299  = \$298  ? dma_response__ready : 1'h1;
-  assign response__ready = \$297  ? load_response__ready : \$299 ;
-  assign \$300  = ! response__payload[1:0];
-  assign \$301  = ~ \$300 ;
-  assign \$302  = response__valid & \$301 ;
-  assign \$303  = response__payload[1:0] == 1'h1;
-  assign \$304  = ~ \$303 ;
-  assign \$305  = \$302  & \$304 ;
-  assign \$306  = config__payload[1:0] != 2'h3;
-  assign \$307  = | config__payload[38:23];
-  assign \$308  = \$306  & \$307 ;
-  assign \$309  = config__payload[22:18] <= 5'h18;
-  assign \$310  = \$308  & \$309 ;
-  assign \$311  = | config__payload[9:2];
-  assign \$312  = | config__payload[17:10];
-  assign \$313  = \$311  | \$312 ;
-  assign \$314  = \$310  & \$313 ;
-  assign \$315  = ~ \$314 ;
-  assign \$316  = config__valid & \$315 ;
+  assign \$237  = wait1 >= \new [38:23];
+  assign \$238  = wait1 > \new [38:23];
+  assign \$239  = \$236  ? \$237  : \$238 ;
+  assign \$240  = ~ dram__valid;
+  assign \$241  = \$240  | dram__ready;
+  assign \$242  = ~ wait_full;
+  assign \$243  = \$241  & \$242 ;
+  assign \$244  = wait1 == cfg[38:23];
+  assign \$245  = \$243  ? \$244  : wait_full;
+  assign \$246  = accept ? \$239  : \$245 ;
+  assign \$247  = \$232  & \$246 ;
+  assign \$248  = \$229  & \$247 ;
+  assign \$249  = \$227  | \$248 ;
+  assign \$250  = accept ? \new [1:0] : cfg[1:0];
+  assign \$251  = ! \$250 ;
+  assign \$252  = ~ dram__valid;
+  assign \$253  = \$252  | dram__ready;
+  assign \$254  = \$253  & pick_c;
+  assign \$255  = \$signal  | gate_m;
+  assign \$256  = \$254  | \$255 ;
+  assign \$257  = \$signal  | gate_m;
+  assign \$258  = \$256  ? \$257  : last_comm;
+  assign \$259  = ~ \$258 ;
+  assign \$260  = \$251  & \$259 ;
+  assign \$261  = accept ? \new [1:0] : cfg[1:0];
+  assign \$262  = \$261  == 2'h2;
+  assign \$263  = dma__valid | remote__valid;
+  assign \$264  = \$signal  | gate_m;
+  assign \$265  = ~ \$264 ;
+  assign \$266  = \$263  & \$265 ;
+  assign \$267  = ~ dram__valid;
+  assign \$268  = \$267  | dram__ready;
+  assign \$269  = ~ wait_full;
+  assign \$270  = \$268  & \$269 ;
+  assign \$271  = wait1 >= \new [38:23];
+  assign \$272  = wait1 > \new [38:23];
+  assign \$273  = \$270  ? \$271  : \$272 ;
+  assign \$274  = ~ dram__valid;
+  assign \$275  = \$274  | dram__ready;
+  assign \$276  = ~ wait_full;
+  assign \$277  = \$275  & \$276 ;
+  assign \$278  = wait1 == cfg[38:23];
+  assign \$279  = \$277  ? \$278  : wait_full;
+  assign \$280  = accept ? \$273  : \$279 ;
+  assign \$281  = \$266  & \$280 ;
+  assign \$282  = \$262  & \$281 ;
+  assign \$283  = \$260  | \$282 ;
+  assign \$285  = \$284  ? 2'h2 : 2'h1;
+  assign \$287  = \$286  ? 2'h2 : 2'h1;
+  assign \$288  = is_comm ? comm_q : \$signal$30 ;
+  assign \$289  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$289 ;
+  assign \$290  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$290 ;
+  assign \$291  = ! response__payload[1:0];
+  assign \$292  = response__payload[1:0] == 1'h1;
+  assign \$293  = \$292  ? dma_response__ready : 1'h1;
+  assign response__ready = \$291  ? load_response__ready : \$293 ;
+  assign \$294  = ! response__payload[1:0];
+  assign \$295  = ~ \$294 ;
+  assign \$296  = response__valid & \$295 ;
+  assign \$297  = response__payload[1:0] == 1'h1;
+  assign \$298  = ~ \$297 ;
+  assign \$299  = \$296  & \$298 ;
+  assign \$300  = config__payload[1:0] != 2'h3;
+  assign \$301  = | config__payload[38:23];
+  assign \$302  = \$300  & \$301 ;
+  assign \$303  = config__payload[22:18] <= 5'h18;
+  assign \$304  = \$302  & \$303 ;
+  assign \$305  = | config__payload[9:2];
+  assign \$306  = | config__payload[17:10];
+  assign \$307  = \$305  | \$306 ;
+  assign \$308  = \$304  & \$307 ;
+  assign \$309  = ~ \$308 ;
+  assign \$310  = config__valid & \$309 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$317 ;
+    accept <= \$311 ;
   always @(posedge clk)
-    last_store <= \$318 ;
+    below <= \$312 ;
   always @(posedge clk)
-    last_remote <= \$319 ;
+    last_store <= \$313 ;
   always @(posedge clk)
-    wait1 <= \$320 ;
+    last_remote <= \$314 ;
   always @(posedge clk)
-    gated <= \$321 ;
+    wait1 <= \$315 ;
   always @(posedge clk)
-    last_comm <= \$322 ;
+    gated <= \$316 ;
   always @(posedge clk)
-    wait_full <= \$323 ;
+    last_comm <= \$317 ;
   always @(posedge clk)
-    comm_first <= \$324 ;
+    wait_full <= \$318 ;
   always @(posedge clk)
-    dram__valid <= \$325 ;
+    comm_first <= \$319 ;
   always @(posedge clk)
-    out_tracked <= \$326 ;
+    dram__valid <= \$320 ;
   always @(posedge clk)
-    dram__payload <= \$327 ;
+    is_comm <= \$321 ;
   always @(posedge clk)
-    track__valid <= \$328 ;
+    \$signal$30  <= \$322 ;
   always @(posedge clk)
-    track__payload <= \$329 ;
+    comm_q <= \$323 ;
   always @(posedge clk)
-    sat_s <= \$330 ;
+    track__valid <= \$324 ;
   always @(posedge clk)
-    unit <= \$331 ;
+    track__payload <= \$325 ;
   always @(posedge clk)
-    sat2 <= \$332 ;
+    sat_s <= \$326 ;
   always @(posedge clk)
-    base <= \$333 ;
+    unit <= \$327 ;
   always @(posedge clk)
-    grant_c_q <= \$334 ;
+    sat2 <= \$328 ;
   always @(posedge clk)
-    cfg <= \$335 ;
+    base <= \$329 ;
   always @(posedge clk)
-    thr <= \$336 ;
+    grant_c_q <= \$330 ;
   always @(posedge clk)
-    measuring <= \$337 ;
+    cfg <= \$331 ;
   always @(posedge clk)
-    armed <= \$338 ;
+    thr <= \$332 ;
   always @(posedge clk)
-    window <= \$339 ;
+    measuring <= \$333 ;
   always @(posedge clk)
-    finish <= \$340 ;
+    armed <= \$334 ;
   always @(posedge clk)
-    scale <= \$341 ;
+    window <= \$335 ;
   always @(posedge clk)
-    acc <= \$342 ;
+    finish <= \$336 ;
   always @(posedge clk)
-    left <= \$343 ;
+    scale <= \$337 ;
   always @(posedge clk)
-    num <= \$344 ;
+    acc <= \$338 ;
   always @(posedge clk)
-    load_granted <= \$345 ;
+    left <= \$339 ;
   always @(posedge clk)
-    load_stalled <= \$346 ;
+    num <= \$340 ;
   always @(posedge clk)
-    stats <= \$347 ;
+    load_granted <= \$341 ;
   always @(posedge clk)
-    store_granted <= \$348 ;
+    load_stalled <= \$342 ;
   always @(posedge clk)
-    store_stalled <= \$349 ;
+    stats <= \$343 ;
   always @(posedge clk)
-    dma_granted <= \$350 ;
+    store_granted <= \$344 ;
   always @(posedge clk)
-    dma_stalled <= \$351 ;
+    store_stalled <= \$345 ;
   always @(posedge clk)
-    remote_granted <= \$352 ;
+    dma_granted <= \$346 ;
   always @(posedge clk)
-    remote_stalled <= \$353 ;
+    dma_stalled <= \$347 ;
   always @(posedge clk)
-    was_forced <= \$354 ;
+    remote_granted <= \$348 ;
   always @(posedge clk)
-    errors <= \$355 ;
+    remote_stalled <= \$349 ;
+  always @(posedge clk)
+    was_forced <= \$350 ;
+  always @(posedge clk)
+    errors <= \$351 ;
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$317  = \$10 ;
+    \$311  = \$10 ;
+    if (rst) begin
+      \$311  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$312  = \$11 ;
+    if (rst) begin
+      \$312  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$313  = last_store;
+    if (\$14 ) begin
+      \$313  = sel_store;
+    end
+    if (rst) begin
+      \$313  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$314  = last_remote;
+    if (\$16 ) begin
+      \$314  = sel_remote;
+    end
+    if (rst) begin
+      \$314  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$315  = wait1;
+    if (\$18 ) begin
+      \$315  = 17'h00001;
+    end else if (\$22 ) begin
+      \$315  = \$23 [16:0];
+    end
+    if (rst) begin
+      \$315  = 17'h00001;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$316  = \$29 ;
+    if (rst) begin
+      \$316  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$317  = \$30 ;
     if (rst) begin
       \$317  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$318  = last_store;
-    if (\$13 ) begin
-      \$318  = sel_store;
-    end
+    \$318  = \$31 ;
     if (rst) begin
       \$318  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$319  = last_remote;
-    if (\$16 ) begin
-      \$319  = sel_remote;
-    end
+    \$319  = \$32 ;
     if (rst) begin
       \$319  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$320  = wait1;
-    if (\$19 ) begin
-      \$320  = 17'h00001;
-    end else if (\$23 ) begin
-      \$320  = \$24 [16:0];
+    \$320  = dram__valid;
+    if (\$34 ) begin
+      \$320  = \$40 ;
     end
     if (rst) begin
-      \$320  = 17'h00001;
+      \$320  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$321  = \$30 ;
+    \$321  = is_comm;
+    if (\$34 ) begin
+      \$321  = \$41 ;
+    end
     if (rst) begin
       \$321  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$322  = \$32 ;
+    \$322  = \$signal$30 ;
+    if (\$34 ) begin
+      \$322  = \$42 ;
+    end
     if (rst) begin
-      \$322  = 1'h0;
+      \$322  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$323  = \$34 ;
+    \$323  = comm_q;
+    if (\$34 ) begin
+      \$323  = \$43 ;
+    end
     if (rst) begin
-      \$323  = 1'h0;
+      \$323  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$324  = \$36 ;
+    \$324  = \$47 ;
     if (rst) begin
       \$324  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$325  = dram__valid;
-    if (\$38 ) begin
-      \$325  = \$45 ;
-    end
+    \$325 [15:0] = \$288 [74:59];
+    \$325 [19:16] = 4'h1;
+    \$325 [20] = \$49 ;
+    \$325 [22:21] = \$288 [3:2];
     if (rst) begin
-      \$325  = 1'h0;
+      \$325  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$326  = out_tracked;
-    if (\$38 ) begin
-      \$326  = \$294 [83];
-    end
+    \$326  = \$50 [31:0];
     if (rst) begin
-      \$326  = 1'h0;
+      \$326  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$327  = dram__payload;
-    if (\$38 ) begin
-      \$327  = \$294 [82:0];
-    end
+    \$327  = \$51 [24:0];
     if (rst) begin
-      \$327  = 83'h000000000000000000000;
+      \$327  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$328  = \$49 ;
+    \$328  = \$52 ;
     if (rst) begin
-      \$328  = 1'h0;
+      \$328  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$329 [15:0] = dram__payload[74:59];
-    \$329 [19:16] = 4'h1;
-    \$329 [20] = \$51 ;
-    \$329 [22:21] = dram__payload[3:2];
+    \$329  = \$54 [33:0];
     if (rst) begin
-      \$329  = 23'h000000;
+      \$329  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$330  = \$52 [31:0];
+    \$330  = \$59 ;
     if (rst) begin
-      \$330  = 32'd32768;
+      \$330  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$331  = \$53 [24:0];
+    \$331  = cfg;
+    if (accept) begin
+      \$331  = \new ;
+    end
     if (rst) begin
-      \$331  = 25'h0000400;
+      \$331  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$332  = \$54 ;
+    \$332  = thr;
+    if (accept) begin
+      \$332  = \new [9:2];
+    end else if (\$60 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$332  = \$94 [7:0];
+    end
     if (rst) begin
-      \$332  = 9'h022;
+      \$332  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$333  = \$56 [33:0];
+    \$333  = measuring;
+    if (accept) begin
+      \$333  = \$61 ;
+    end else if (\$60 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$333  = 1'h0;
+    end
     if (rst) begin
-      \$333  = 34'h021fffc00;
+      \$333  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$334  = \$61 ;
-    if (rst) begin
+    \$334  = armed;
+    if (accept) begin
+      \$334  = \$62 ;
+    end else if (\$60 ) begin
       \$334  = 1'h0;
     end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$335  = cfg;
-    if (accept) begin
-      \$335  = \new ;
-    end
     if (rst) begin
-      \$335  = 39'h0200388002;
+      \$334  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$336  = thr;
+    \$335  = window;
     if (accept) begin
-      \$336  = \new [9:2];
-    end else if (\$62 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$336  = \$96 [7:0];
-    end
-    if (rst) begin
-      \$336  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$337  = measuring;
-    if (accept) begin
-      \$337  = \$63 ;
-    end else if (\$62 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$337  = 1'h0;
-    end
-    if (rst) begin
-      \$337  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$338  = armed;
-    if (accept) begin
-      \$338  = \$64 ;
-    end else if (\$62 ) begin
-      \$338  = 1'h0;
-    end
-    if (rst) begin
-      \$338  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$339  = window;
-    if (accept) begin
-      \$339  = 1'h0;
-    end else if (\$62 ) begin
+      \$335  = 1'h0;
+    end else if (\$60 ) begin
       (* full_case = 32'd1 *)
-      if (\$91 ) begin
+      if (\$89 ) begin
       end else begin
-        \$339  = 1'h1;
+        \$335  = 1'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$339  = 1'h0;
+        \$335  = 1'h0;
       end
     end
     if (rst) begin
-      \$339  = 1'h0;
+      \$335  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$340  = finish;
+    \$336  = finish;
     if (accept) begin
-      \$340  = 2'h0;
-    end else if (\$62 ) begin
-      if (\$91 ) begin
-        \$340  = 2'h1;
+      \$336  = 2'h0;
+    end else if (\$60 ) begin
+      if (\$89 ) begin
+        \$336  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$340  = 2'h1;
+        \$336  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$340  = \$94 [1:0];
+      \$336  = \$92 [1:0];
     end else if (finish[1]) begin
-      \$340  = 2'h0;
+      \$336  = 2'h0;
     end
     if (rst) begin
-      \$340  = 2'h0;
+      \$336  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$341  = scale;
+    \$337  = scale;
     if (accept) begin
-      \$341  = \$65 [4:0];
+      \$337  = \$63 [4:0];
     end
     if (rst) begin
-      \$341  = 5'h0a;
+      \$337  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$342  = acc;
+    \$338  = acc;
     if (accept) begin
-    end else if (\$62 ) begin
-      \$342  = sat_s;
+    end else if (\$60 ) begin
+      \$338  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$342  = \$93 [31:0];
+        \$338  = \$91 [31:0];
       end
     end
     if (rst) begin
-      \$342  = 32'd0;
+      \$338  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$343  = left;
+    \$339  = left;
     if (accept) begin
-    end else if (\$62 ) begin
-      \$343  = \$90 [24:0];
+    end else if (\$60 ) begin
+      \$339  = \$88 [24:0];
     end else if (window) begin
-      \$343  = \$92 [24:0];
+      \$339  = \$90 [24:0];
     end
     if (rst) begin
-      \$343  = 25'h0000000;
+      \$339  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$344  = num;
+    \$340  = num;
     if (accept) begin
-    end else if (\$62 ) begin
+    end else if (\$60 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$344  = \$95 [33:0];
+      \$340  = \$93 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$345  = \$97 ;
+    \$341  = \$95 ;
+    if (rst) begin
+      \$341  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$342  = \$97 ;
+    if (rst) begin
+      \$342  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$343  = stats;
+    if (load_granted) begin
+      \$343 [31:0] = \$98 [31:0];
+    end
+    if (load_stalled) begin
+      \$343 [159:128] = \$99 [31:0];
+    end
+    if (store_granted) begin
+      \$343 [63:32] = \$103 [31:0];
+    end
+    if (store_stalled) begin
+      \$343 [191:160] = \$104 [31:0];
+    end
+    if (dma_granted) begin
+      \$343 [95:64] = \$108 [31:0];
+    end
+    if (dma_stalled) begin
+      \$343 [223:192] = \$109 [31:0];
+    end
+    if (remote_granted) begin
+      \$343 [127:96] = \$113 [31:0];
+    end
+    if (remote_stalled) begin
+      \$343 [255:224] = \$114 [31:0];
+    end
+    if (was_forced) begin
+      \$343 [287:256] = \$122 [31:0];
+    end
+    if (rst) begin
+      \$343  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$344  = \$100 ;
+    if (rst) begin
+      \$344  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$345  = \$102 ;
     if (rst) begin
       \$345  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$346  = \$99 ;
+    \$346  = \$105 ;
     if (rst) begin
       \$346  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$347  = stats;
-    if (load_granted) begin
-      \$347 [31:0] = \$100 [31:0];
-    end
-    if (load_stalled) begin
-      \$347 [159:128] = \$101 [31:0];
-    end
-    if (store_granted) begin
-      \$347 [63:32] = \$105 [31:0];
-    end
-    if (store_stalled) begin
-      \$347 [191:160] = \$106 [31:0];
-    end
-    if (dma_granted) begin
-      \$347 [95:64] = \$110 [31:0];
-    end
-    if (dma_stalled) begin
-      \$347 [223:192] = \$111 [31:0];
-    end
-    if (remote_granted) begin
-      \$347 [127:96] = \$115 [31:0];
-    end
-    if (remote_stalled) begin
-      \$347 [255:224] = \$116 [31:0];
-    end
-    if (was_forced) begin
-      \$347 [287:256] = \$124 [31:0];
-    end
+    \$347  = \$107 ;
     if (rst) begin
-      \$347  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$347  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$348  = \$102 ;
+    \$348  = \$110 ;
     if (rst) begin
       \$348  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$349  = \$104 ;
+    \$349  = \$112 ;
     if (rst) begin
       \$349  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$350  = \$107 ;
+    \$350  = \$121 ;
     if (rst) begin
       \$350  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$351  = \$109 ;
+    \$351  = \$125 ;
     if (rst) begin
-      \$351  = 1'h0;
+      \$351  = 2'h0;
     end
   end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$352  = \$112 ;
-    if (rst) begin
-      \$352  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$353  = \$114 ;
-    if (rst) begin
-      \$353  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$354  = \$123 ;
-    if (rst) begin
-      \$354  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$355  = \$127 ;
-    if (rst) begin
-      \$355  = 2'h0;
-    end
-  end
-  assign last_comm_next = { \$185 , \$178  };
-  assign wait_full_next = { \$222 , \$203  };
-  assign comm_first_next = { \$287 , \$253  };
-  assign tracked = \$294 [83];
-  assign req = \$294 [82:0];
+  assign last_comm_next = { \$181 , \$174  };
+  assign wait_full_next = { \$218 , \$199  };
+  assign comm_first_next = { \$283 , \$249  };
+  assign out_tracked = \$288 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
+  assign dram__payload = \$288 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -33149,18 +33141,46 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign cfg__saturation  = cfg[17:10];
   assign cfg__window_log2  = cfg[22:18];
   assign cfg__starvation_limit  = cfg[38:23];
-  assign dram__payload__op  = dram__payload[1:0];
-  assign dram__payload__source  = dram__payload[3:2];
-  assign dram__payload__addr  = dram__payload[51:4];
-  assign dram__payload__bytes  = dram__payload[58:52];
-  assign dram__payload__tile  = dram__payload[74:59];
-  assign dram__payload__tag  = dram__payload[82:75];
-  assign req__op  = \$294 [1:0];
-  assign req__source  = \$294 [3:2];
-  assign req__addr  = \$294 [51:4];
-  assign req__bytes  = \$294 [58:52];
-  assign req__tile  = \$294 [74:59];
-  assign req__tag  = \$294 [82:75];
+  assign load_req__op  = load_req[1:0];
+  assign load_req__source  = load_req[3:2];
+  assign load_req__addr  = load_req[51:4];
+  assign load_req__bytes  = load_req[58:52];
+  assign load_req__tile  = load_req[74:59];
+  assign load_req__tag  = load_req[82:75];
+  assign store_req__op  = store_req[1:0];
+  assign store_req__source  = store_req[3:2];
+  assign store_req__addr  = store_req[51:4];
+  assign store_req__bytes  = store_req[58:52];
+  assign store_req__tile  = store_req[74:59];
+  assign store_req__tag  = store_req[82:75];
+  assign store__payload__addr  = store__payload[47:0];
+  assign store__payload__tile  = store__payload[63:48];
+  assign store__payload__bytes  = store__payload[70:64];
+  assign store__payload__kind  = store__payload[71];
+  assign store__payload__tracked  = store__payload[72];
+  assign dma_req__op  = dma_req[1:0];
+  assign dma_req__source  = dma_req[3:2];
+  assign dma_req__addr  = dma_req[51:4];
+  assign dma_req__bytes  = dma_req[58:52];
+  assign dma_req__tile  = dma_req[74:59];
+  assign dma_req__tag  = dma_req[82:75];
+  assign remote_req__op  = remote_req[1:0];
+  assign remote_req__source  = remote_req[3:2];
+  assign remote_req__addr  = remote_req[51:4];
+  assign remote_req__bytes  = remote_req[58:52];
+  assign remote_req__tile  = remote_req[74:59];
+  assign remote_req__tag  = remote_req[82:75];
+  assign remote__payload__addr  = remote__payload[47:0];
+  assign remote__payload__tile  = remote__payload[63:48];
+  assign remote__payload__bytes  = remote__payload[70:64];
+  assign remote__payload__kind  = remote__payload[71];
+  assign remote__payload__tracked  = remote__payload[72];
+  assign dram__payload__op  = \$288 [1:0];
+  assign dram__payload__source  = \$288 [3:2];
+  assign dram__payload__addr  = \$288 [51:4];
+  assign dram__payload__bytes  = \$288 [58:52];
+  assign dram__payload__tile  = \$288 [74:59];
+  assign dram__payload__tag  = \$288 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -33180,43 +33200,9 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign clear__bad_response  = 1'h1;
   assign set_err__bad_config  = set_err[0];
   assign set_err__bad_response  = set_err[1];
-  assign store__payload__addr  = store__payload[47:0];
-  assign store__payload__tile  = store__payload[63:48];
-  assign store__payload__bytes  = store__payload[70:64];
-  assign store__payload__kind  = store__payload[71];
-  assign store__payload__tracked  = store__payload[72];
-  assign remote__payload__addr  = remote__payload[47:0];
-  assign remote__payload__tile  = remote__payload[63:48];
-  assign remote__payload__bytes  = remote__payload[70:64];
-  assign remote__payload__kind  = remote__payload[71];
-  assign remote__payload__tracked  = remote__payload[72];
-  assign store_req__op  = store_req[1:0];
-  assign store_req__source  = store_req[3:2];
-  assign store_req__addr  = store_req[51:4];
-  assign store_req__bytes  = store_req[58:52];
-  assign store_req__tile  = store_req[74:59];
-  assign store_req__tag  = store_req[82:75];
-  assign remote_req__op  = remote_req[1:0];
-  assign remote_req__source  = remote_req[3:2];
-  assign remote_req__addr  = remote_req[51:4];
-  assign remote_req__bytes  = remote_req[58:52];
-  assign remote_req__tile  = remote_req[74:59];
-  assign remote_req__tag  = remote_req[82:75];
-  assign load_req__op  = load_req[1:0];
-  assign load_req__source  = load_req[3:2];
-  assign load_req__addr  = load_req[51:4];
-  assign load_req__bytes  = load_req[58:52];
-  assign load_req__tile  = load_req[74:59];
-  assign load_req__tag  = load_req[82:75];
   assign load__payload__addr  = load__payload[47:0];
   assign load__payload__bytes  = load__payload[54:48];
   assign load__payload__tag  = load__payload[62:55];
-  assign dma_req__op  = dma_req[1:0];
-  assign dma_req__source  = dma_req[3:2];
-  assign dma_req__addr  = dma_req[51:4];
-  assign dma_req__bytes  = dma_req[58:52];
-  assign dma_req__tile  = dma_req[74:59];
-  assign dma_req__tag  = dma_req[82:75];
   assign dma__payload__addr  = dma__payload[47:0];
   assign dma__payload__bytes  = dma__payload[54:48];
   assign dma__payload__tag  = dma__payload[57:55];
@@ -33232,8 +33218,8 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$316 ;
-  assign set_err[1] = \$305 ;
+  assign set_err[0] = \$310 ;
+  assign set_err[1] = \$299 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -33252,22 +33238,22 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$291 ;
+  assign remote_req[1:0] = \$287 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$289 ;
+  assign store_req[1:0] = \$285 ;
   assign store_req[82:75] = 8'h00;
-  assign \$55  = { 7'h00, sat2, 24'h000000 };
-  assign \$94  = { finish, 1'h0 };
-  assign \$96  = { 25'h0000000, num[33:25] };
-  assign \$125  = 2'h0;
-  assign \$126  = 2'h0;
-  assign \$127  = { \$305 , \$316  };
-  assign \$288  = store__payload[71];
-  assign \$290  = remote__payload[71];
+  assign \$284  = store__payload[71];
+  assign \$286  = remote__payload[71];
+  assign \$53  = { 7'h00, sat2, 24'h000000 };
+  assign \$92  = { finish, 1'h0 };
+  assign \$94  = { 25'h0000000, num[33:25] };
+  assign \$123  = 2'h0;
+  assign \$124  = 2'h0;
+  assign \$125  = { \$299 , \$310  };
 endmodule
 
 module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -52936,8 +52922,8 @@ module t3hw_system__e1__tx (clk, rst, o__valid, o__payload, i__1__ready, i__0__r
   assign i__0__payload__bytes  = i__0__payload[76:70];
 endmodule
 
-module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__valid, load__payload, load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, \o__ready$124 , rx__payload, rx__valid, clk, rst, store__ready, net_rx__ready, load__ready, load_response__valid
-, dram_response__ready, irq, bus__r_data, dram__valid, dram__payload, net_tx__valid, net_tx__payload, bus__addr);
+module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__valid, load__payload, load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, \o__ready$124 , rx__payload, rx__valid, clk, rst, store__ready, net_rx__ready, load__ready, dram__payload
+, load_response__valid, dram_response__ready, irq, bus__r_data, dram__valid, net_tx__valid, net_tx__payload, bus__addr);
   wire [68:0] addrmap_capture;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
@@ -57535,41 +57521,41 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__ready, wr__data, o__val
   assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid
+module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, track__valid
 , track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload, load__payload);
   reg _init_strobe_44  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [32:0] \$100 ;
-  wire [32:0] \$101 ;
+  wire \$100 ;
+  wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire [32:0] \$105 ;
-  wire [32:0] \$106 ;
+  wire [32:0] \$103 ;
+  wire [32:0] \$104 ;
+  wire \$105 ;
+  wire \$106 ;
   wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [32:0] \$108 ;
+  wire [32:0] \$109 ;
   wire \$11 ;
-  wire [32:0] \$110 ;
-  wire [32:0] \$111 ;
+  wire \$110 ;
+  wire \$111 ;
   wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire [32:0] \$115 ;
-  wire [32:0] \$116 ;
+  wire [32:0] \$113 ;
+  wire [32:0] \$114 ;
+  wire \$115 ;
+  wire \$116 ;
   wire \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire [32:0] \$124 ;
+  wire [32:0] \$122 ;
+  wire [1:0] \$123 ;
+  wire [1:0] \$124 ;
   wire [1:0] \$125 ;
-  wire [1:0] \$126 ;
-  wire [1:0] \$127 ;
+  wire \$126 ;
+  wire \$127 ;
   wire \$128 ;
   wire \$129 ;
   wire \$13 ;
@@ -57671,22 +57657,22 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$216 ;
   wire \$217 ;
   wire \$218 ;
-  wire \$219 ;
+  wire [1:0] \$219 ;
   wire \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
-  wire [1:0] \$223 ;
+  wire \$223 ;
   wire \$224 ;
   wire \$225 ;
   wire \$226 ;
   wire \$227 ;
-  wire \$228 ;
+  wire [1:0] \$228 ;
   wire \$229 ;
-  wire \$23 ;
+  wire [17:0] \$23 ;
   wire \$230 ;
   wire \$231 ;
-  wire [1:0] \$232 ;
+  wire \$232 ;
   wire \$233 ;
   wire \$234 ;
   wire \$235 ;
@@ -57694,7 +57680,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$237 ;
   wire \$238 ;
   wire \$239 ;
-  wire [17:0] \$24 ;
+  wire \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
@@ -57706,11 +57692,11 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$248 ;
   wire \$249 ;
   wire \$25 ;
-  wire \$250 ;
+  wire [1:0] \$250 ;
   wire \$251 ;
   wire \$252 ;
   wire \$253 ;
-  wire [1:0] \$254 ;
+  wire \$254 ;
   wire \$255 ;
   wire \$256 ;
   wire \$257 ;
@@ -57718,11 +57704,11 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$259 ;
   wire \$26 ;
   wire \$260 ;
-  wire \$261 ;
+  wire [1:0] \$261 ;
   wire \$262 ;
   wire \$263 ;
   wire \$264 ;
-  wire [1:0] \$265 ;
+  wire \$265 ;
   wire \$266 ;
   wire \$267 ;
   wire \$268 ;
@@ -57744,17 +57730,17 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$282 ;
   wire \$283 ;
   wire \$284 ;
-  wire \$285 ;
+  wire [1:0] \$285 ;
   wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire [1:0] \$289 ;
+  wire [1:0] \$287 ;
+  wire [83:0] \$288 ;
+  wire \$289 ;
   wire \$29 ;
   wire \$290 ;
-  wire [1:0] \$291 ;
-  wire [83:0] \$292 ;
-  wire [83:0] \$293 ;
-  wire [83:0] \$294 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
   wire \$295 ;
   wire \$296 ;
   wire \$297 ;
@@ -57774,55 +57760,51 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$309 ;
   wire \$31 ;
   wire \$310 ;
-  wire \$311 ;
-  wire \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
+  reg \$311 ;
+  reg \$312 ;
+  reg \$313 ;
+  reg \$314 ;
+  reg [16:0] \$315 ;
+  reg \$316 ;
   reg \$317 ;
   reg \$318 ;
   reg \$319 ;
   wire \$32 ;
-  reg [16:0] \$320 ;
+  reg \$320 ;
   reg \$321 ;
-  reg \$322 ;
-  reg \$323 ;
+  reg [83:0] \$322 ;
+  reg [83:0] \$323 ;
   reg \$324 ;
-  reg \$325 ;
-  reg \$326 ;
-  reg [82:0] \$327 ;
-  reg \$328 ;
-  reg [22:0] \$329 ;
+  reg [22:0] \$325 ;
+  reg [31:0] \$326 ;
+  reg [24:0] \$327 ;
+  reg [8:0] \$328 ;
+  reg [33:0] \$329 ;
   wire \$33 ;
-  reg [31:0] \$330 ;
-  reg [24:0] \$331 ;
-  reg [8:0] \$332 ;
-  reg [33:0] \$333 ;
+  reg \$330 ;
+  reg [38:0] \$331 ;
+  reg [7:0] \$332 ;
+  reg \$333 ;
   reg \$334 ;
-  reg [38:0] \$335 ;
-  reg [7:0] \$336 ;
-  reg \$337 ;
-  reg \$338 ;
-  reg \$339 ;
+  reg \$335 ;
+  reg [1:0] \$336 ;
+  reg [4:0] \$337 ;
+  reg [31:0] \$338 ;
+  reg [24:0] \$339 ;
   wire \$34 ;
-  reg [1:0] \$340 ;
-  reg [4:0] \$341 ;
-  reg [31:0] \$342 ;
-  reg [24:0] \$343 ;
-  reg [33:0] \$344 ;
+  reg [33:0] \$340 ;
+  reg \$341 ;
+  reg \$342 ;
+  reg [287:0] \$343 ;
+  reg \$344 ;
   reg \$345 ;
   reg \$346 ;
-  reg [287:0] \$347 ;
+  reg \$347 ;
   reg \$348 ;
   reg \$349 ;
   wire \$35 ;
   reg \$350 ;
-  reg \$351 ;
-  reg \$352 ;
-  reg \$353 ;
-  reg \$354 ;
-  reg [1:0] \$355 ;
+  reg [1:0] \$351 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
@@ -57830,8 +57812,8 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
+  wire [83:0] \$42 ;
+  wire [83:0] \$43 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
@@ -57839,13 +57821,13 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire [38:0] \$52 ;
-  wire [31:0] \$53 ;
-  wire [8:0] \$54 ;
-  wire [39:0] \$55 ;
-  wire [40:0] \$56 ;
+  wire [38:0] \$50 ;
+  wire [31:0] \$51 ;
+  wire [8:0] \$52 ;
+  wire [39:0] \$53 ;
+  wire [40:0] \$54 ;
+  wire \$55 ;
+  wire \$56 ;
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
@@ -57853,9 +57835,9 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire \$63 ;
+  wire [5:0] \$63 ;
   wire \$64 ;
-  wire [5:0] \$65 ;
+  wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
@@ -57880,25 +57862,27 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire \$88 ;
+  wire [25:0] \$88 ;
   wire \$89 ;
   wire \$9 ;
   wire [25:0] \$90 ;
-  wire \$91 ;
-  wire [25:0] \$92 ;
-  wire [32:0] \$93 ;
-  wire [2:0] \$94 ;
-  wire [34:0] \$95 ;
-  wire [33:0] \$96 ;
+  wire [32:0] \$91 ;
+  wire [2:0] \$92 ;
+  wire [34:0] \$93 ;
+  wire [33:0] \$94 ;
+  wire \$95 ;
+  wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire [32:0] \$98 ;
+  wire [32:0] \$99 ;
   (* keep = 32'd1 *)
   wire \$signal ;
+  reg [83:0] \$signal$30  = 84'h000000000000000000000;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
+  reg below = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
   (* enum_value_00 = "ROUND_ROBIN" *)
@@ -57917,6 +57901,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   reg comm_first = 1'h0;
   (* keep = 32'd1 *)
   wire [1:0] comm_first_next;
+  reg [83:0] comm_q = 84'h000000000000000000000;
   input [38:0] config__payload;
   wire [38:0] config__payload;
   (* enum_base_type = "ArbPolicy" *)
@@ -57965,7 +57950,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire dma_response__valid;
   reg dma_stalled = 1'h0;
   output [82:0] dram__payload;
-  reg [82:0] dram__payload = 83'h000000000000000000000;
+  wire [82:0] dram__payload;
   wire [47:0] dram__payload__addr ;
   wire [6:0] dram__payload__bytes ;
   (* enum_base_type = "MemOp" *)
@@ -57995,6 +57980,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
+  reg is_comm = 1'h0;
   reg last_comm = 1'h0;
   (* keep = 32'd1 *)
   wire [1:0] last_comm_next;
@@ -58047,7 +58033,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   reg [33:0] num = 34'h000000000;
   input [7:0] occupancy;
   wire [7:0] occupancy;
-  reg out_tracked = 1'h0;
+  wire out_tracked;
   (* keep = 32'd1 *)
   wire pick_c;
   input [72:0] remote__payload;
@@ -58083,21 +58069,6 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire [7:0] remote_req__tag ;
   wire [15:0] remote_req__tile ;
   reg remote_stalled = 1'h0;
-  wire [82:0] req;
-  wire [47:0] req__addr ;
-  wire [6:0] req__bytes ;
-  (* enum_base_type = "MemOp" *)
-  (* enum_value_00 = "READ" *)
-  (* enum_value_01 = "STORE" *)
-  (* enum_value_10 = "UPDATE" *)
-  wire [1:0] req__op ;
-  (* enum_base_type = "WriteSource" *)
-  (* enum_value_00 = "COMPUTE" *)
-  (* enum_value_01 = "DMA" *)
-  (* enum_value_10 = "REMOTE" *)
-  wire [1:0] req__source ;
-  wire [7:0] req__tag ;
-  wire [15:0] req__tile ;
   input [10:0] response__payload;
   wire [10:0] response__payload;
   wire response__payload__error ;
@@ -58194,7 +58165,6 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   reg track__valid = 1'h0;
   input track_hold;
   wire track_hold;
-  wire tracked;
   reg [24:0] unit = 25'h0000400;
   reg [16:0] wait1 = 17'h00001;
   reg wait_full = 1'h0;
@@ -58212,801 +58182,816 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$8  = \$6  | \$7 ;
   assign \$9  = \$5  & \$8 ;
   assign \$10  = config__valid & \$9 ;
-  assign \$11  = ~ dram__valid;
-  assign \$12  = \$11  | dram__ready;
-  assign \$13  = \$12  & pick_c;
-  assign \$14  = occupancy < thr;
-  assign \$15  = gate_m & \$14 ;
+  assign \$11  = occupancy < thr;
+  assign \$12  = ~ dram__valid;
+  assign \$13  = \$12  | dram__ready;
+  assign \$14  = \$13  & pick_c;
+  assign \$15  = gate_m & below;
   assign \$16  = \$signal  | \$15 ;
-  assign \$17  = occupancy < thr;
-  assign \$18  = gate_m & \$17 ;
-  assign \$19  = drop_wait | \$18 ;
-  assign \$20  = ~ dram__valid;
-  assign \$21  = \$20  | dram__ready;
-  assign \$22  = ~ wait_full;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = wait1 + 1'h1;
-  assign \$25  = \new [1:0] == 2'h2;
-  assign \$26  = | \new [9:2];
-  assign \$27  = \$25  & \$26 ;
-  assign \$28  = cfg[1:0] == 2'h2;
-  assign \$29  = finish[1] ? \$28  : gated;
-  assign \$30  = accept ? \$27  : \$29 ;
-  assign \$31  = occupancy < thr;
-  assign \$32  = { \$185 , \$178  } >> \$31 ;
-  assign \$33  = occupancy < thr;
-  assign \$34  = { \$222 , \$203  } >> \$33 ;
-  assign \$35  = occupancy < thr;
-  assign \$36  = { \$287 , \$253  } >> \$35 ;
-  assign \$37  = ~ dram__valid;
-  assign \$38  = \$37  | dram__ready;
-  assign \$39  = ~ dram__valid;
-  assign \$40  = \$39  | dram__ready;
-  assign \$41  = \$40  & pick_c;
-  assign \$42  = occupancy < thr;
-  assign \$43  = gate_m & \$42 ;
-  assign \$44  = \$signal  | \$43 ;
-  assign \$45  = \$41  | \$44 ;
-  assign \$46  = dram__valid & dram__ready;
-  assign \$47  = \$46  & out_tracked;
-  assign \$48  = | dram__payload[1:0];
-  assign \$49  = \$47  & \$48 ;
-  assign \$50  = dram__payload[1:0] == 2'h2;
-  assign \$51  = \$50  ? 1'h1 : 1'h0;
-  assign \$52  = cfg[17:10] << scale;
-  assign \$53  = 1'h1 << scale;
-  assign \$54  = cfg[17:10] + 2'h2;
-  assign \$56  = \$55  - unit;
-  assign \$57  = ~ dram__valid;
-  assign \$58  = \$57  | dram__ready;
-  assign \$59  = \$58  & pick_c;
-  assign \$60  = ~ accept;
-  assign \$61  = \$59  & \$60 ;
-  assign \$62  = armed & grant_c_q;
-  assign \$63  = ! \new [9:2];
-  assign \$64  = ! \new [9:2];
-  assign \$65  = 5'h18 - \new [22:18];
-  assign \$66  = cfg[22:18] == 1'h1;
-  assign \$67  = cfg[22:18] > 2'h2;
-  assign \$68  = cfg[22:18] > 2'h3;
-  assign \$69  = cfg[22:18] > 3'h4;
-  assign \$70  = cfg[22:18] > 3'h5;
-  assign \$71  = cfg[22:18] > 3'h6;
-  assign \$72  = cfg[22:18] > 3'h7;
-  assign \$73  = cfg[22:18] > 4'h8;
-  assign \$74  = cfg[22:18] > 4'h9;
-  assign \$75  = cfg[22:18] > 4'ha;
-  assign \$76  = cfg[22:18] > 4'hb;
-  assign \$77  = cfg[22:18] > 4'hc;
-  assign \$78  = cfg[22:18] > 4'hd;
-  assign \$79  = cfg[22:18] > 4'he;
-  assign \$80  = cfg[22:18] > 4'hf;
-  assign \$81  = cfg[22:18] > 5'h10;
-  assign \$82  = cfg[22:18] > 5'h11;
-  assign \$83  = cfg[22:18] > 5'h12;
-  assign \$84  = cfg[22:18] > 5'h13;
-  assign \$85  = cfg[22:18] > 5'h14;
-  assign \$86  = cfg[22:18] > 5'h15;
-  assign \$87  = cfg[22:18] > 5'h16;
-  assign \$88  = cfg[22:18] > 5'h17;
-  assign \$89  = cfg[22:18] > 5'h18;
-  assign \$90  = \$66  ? 26'h3ffffff : { 1'h0, \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , 2'h1 };
-  assign \$91  = ! cfg[22:18];
-  assign \$92  = $signed(left) - $signed(2'h1);
-  assign \$93  = acc + sat_s;
-  assign \$95  = base + acc;
-  assign \$97  = load__valid & load__ready;
-  assign \$98  = ~ load__ready;
-  assign \$99  = load__valid & \$98 ;
-  assign \$100  = stats[31:0] + 1'h1;
-  assign \$101  = stats[159:128] + 1'h1;
-  assign \$102  = store__valid & store__ready;
-  assign \$103  = ~ store__ready;
-  assign \$104  = store__valid & \$103 ;
-  assign \$105  = stats[63:32] + 1'h1;
-  assign \$106  = stats[191:160] + 1'h1;
-  assign \$107  = dma__valid & dma__ready;
-  assign \$108  = ~ dma__ready;
-  assign \$109  = dma__valid & \$108 ;
-  assign \$110  = stats[95:64] + 1'h1;
-  assign \$111  = stats[223:192] + 1'h1;
-  assign \$112  = remote__valid & remote__ready;
-  assign \$113  = ~ remote__ready;
-  assign \$114  = remote__valid & \$113 ;
-  assign \$115  = stats[127:96] + 1'h1;
-  assign \$116  = stats[255:224] + 1'h1;
-  assign \$117  = ~ dram__valid;
-  assign \$118  = \$117  | dram__ready;
-  assign \$119  = dma__valid | remote_ok;
-  assign \$120  = \$119  & wait_full;
-  assign \$121  = cfg[1:0] == 2'h2;
-  assign \$122  = \$120  & \$121 ;
-  assign \$123  = \$118  & \$122 ;
-  assign \$124  = stats[287:256] + 1'h1;
-  assign \$128  = track_hold & store__payload[72];
+  assign \$17  = gate_m & below;
+  assign \$18  = drop_wait | \$17 ;
+  assign \$19  = ~ dram__valid;
+  assign \$20  = \$19  | dram__ready;
+  assign \$21  = ~ wait_full;
+  assign \$22  = \$20  & \$21 ;
+  assign \$23  = wait1 + 1'h1;
+  assign \$24  = \new [1:0] == 2'h2;
+  assign \$25  = | \new [9:2];
+  assign \$26  = \$24  & \$25 ;
+  assign \$27  = cfg[1:0] == 2'h2;
+  assign \$28  = finish[1] ? \$27  : gated;
+  assign \$29  = accept ? \$26  : \$28 ;
+  assign \$30  = { \$181 , \$174  } >> below;
+  assign \$31  = { \$218 , \$199  } >> below;
+  assign \$32  = { \$283 , \$249  } >> below;
+  assign \$33  = ~ dram__valid;
+  assign \$34  = \$33  | dram__ready;
+  assign \$35  = ~ dram__valid;
+  assign \$36  = \$35  | dram__ready;
+  assign \$37  = \$36  & pick_c;
+  assign \$38  = gate_m & below;
+  assign \$39  = \$signal  | \$38 ;
+  assign \$40  = \$37  | \$39 ;
+  assign \$41  = ~ pick_c;
+  assign \$42  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
+  assign \$43  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
+  assign \$44  = dram__valid & dram__ready;
+  assign \$45  = \$44  & \$288 [83];
+  assign \$46  = | \$288 [1:0];
+  assign \$47  = \$45  & \$46 ;
+  assign \$48  = \$288 [1:0] == 2'h2;
+  assign \$49  = \$48  ? 1'h1 : 1'h0;
+  assign \$50  = cfg[17:10] << scale;
+  assign \$51  = 1'h1 << scale;
+  assign \$52  = cfg[17:10] + 2'h2;
+  assign \$54  = \$53  - unit;
+  assign \$55  = ~ dram__valid;
+  assign \$56  = \$55  | dram__ready;
+  assign \$57  = \$56  & pick_c;
+  assign \$58  = ~ accept;
+  assign \$59  = \$57  & \$58 ;
+  assign \$60  = armed & grant_c_q;
+  assign \$61  = ! \new [9:2];
+  assign \$62  = ! \new [9:2];
+  assign \$63  = 5'h18 - \new [22:18];
+  assign \$64  = cfg[22:18] == 1'h1;
+  assign \$65  = cfg[22:18] > 2'h2;
+  assign \$66  = cfg[22:18] > 2'h3;
+  assign \$67  = cfg[22:18] > 3'h4;
+  assign \$68  = cfg[22:18] > 3'h5;
+  assign \$69  = cfg[22:18] > 3'h6;
+  assign \$70  = cfg[22:18] > 3'h7;
+  assign \$71  = cfg[22:18] > 4'h8;
+  assign \$72  = cfg[22:18] > 4'h9;
+  assign \$73  = cfg[22:18] > 4'ha;
+  assign \$74  = cfg[22:18] > 4'hb;
+  assign \$75  = cfg[22:18] > 4'hc;
+  assign \$76  = cfg[22:18] > 4'hd;
+  assign \$77  = cfg[22:18] > 4'he;
+  assign \$78  = cfg[22:18] > 4'hf;
+  assign \$79  = cfg[22:18] > 5'h10;
+  assign \$80  = cfg[22:18] > 5'h11;
+  assign \$81  = cfg[22:18] > 5'h12;
+  assign \$82  = cfg[22:18] > 5'h13;
+  assign \$83  = cfg[22:18] > 5'h14;
+  assign \$84  = cfg[22:18] > 5'h15;
+  assign \$85  = cfg[22:18] > 5'h16;
+  assign \$86  = cfg[22:18] > 5'h17;
+  assign \$87  = cfg[22:18] > 5'h18;
+  assign \$88  = \$64  ? 26'h3ffffff : { 1'h0, \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , \$66 , \$65 , 2'h1 };
+  assign \$89  = ! cfg[22:18];
+  assign \$90  = $signed(left) - $signed(2'h1);
+  assign \$91  = acc + sat_s;
+  assign \$93  = base + acc;
+  assign \$95  = load__valid & load__ready;
+  assign \$96  = ~ load__ready;
+  assign \$97  = load__valid & \$96 ;
+  assign \$98  = stats[31:0] + 1'h1;
+  assign \$99  = stats[159:128] + 1'h1;
+  assign \$100  = store__valid & store__ready;
+  assign \$101  = ~ store__ready;
+  assign \$102  = store__valid & \$101 ;
+  assign \$103  = stats[63:32] + 1'h1;
+  assign \$104  = stats[191:160] + 1'h1;
+  assign \$105  = dma__valid & dma__ready;
+  assign \$106  = ~ dma__ready;
+  assign \$107  = dma__valid & \$106 ;
+  assign \$108  = stats[95:64] + 1'h1;
+  assign \$109  = stats[223:192] + 1'h1;
+  assign \$110  = remote__valid & remote__ready;
+  assign \$111  = ~ remote__ready;
+  assign \$112  = remote__valid & \$111 ;
+  assign \$113  = stats[127:96] + 1'h1;
+  assign \$114  = stats[255:224] + 1'h1;
+  assign \$115  = ~ dram__valid;
+  assign \$116  = \$115  | dram__ready;
+  assign \$117  = dma__valid | remote_ok;
+  assign \$118  = \$117  & wait_full;
+  assign \$119  = cfg[1:0] == 2'h2;
+  assign \$120  = \$118  & \$119 ;
+  assign \$121  = \$116  & \$120 ;
+  assign \$122  = stats[287:256] + 1'h1;
+  assign \$126  = track_hold & store__payload[72];
+  assign \$127  = ~ \$126 ;
+  assign store_ok = store__valid & \$127 ;
+  assign \$128  = track_hold & remote__payload[72];
   assign \$129  = ~ \$128 ;
-  assign store_ok = store__valid & \$129 ;
-  assign \$130  = track_hold & remote__payload[72];
-  assign \$131  = ~ \$130 ;
-  assign remote_ok = remote__valid & \$131 ;
-  assign \$132  = load__valid | store_ok;
-  assign \$133  = dma__valid | remote_ok;
-  assign \$134  = \$133  & comm_first;
-  assign \$135  = ~ \$134 ;
-  assign pick_c = \$132  & \$135 ;
-  assign \$136  = ~ dram__valid;
-  assign \$137  = \$136  | dram__ready;
-  assign \$138  = dma__valid | remote_ok;
-  assign \$139  = \$137  & \$138 ;
-  assign \$140  = load__valid | store_ok;
-  assign \$141  = ~ \$140 ;
-  assign \$142  = ~ gated;
-  assign \$143  = \$141  & \$142 ;
-  assign \$144  = comm_first | \$143 ;
-  assign \$signal  = \$139  & \$144 ;
-  assign \$145  = ~ dram__valid;
-  assign \$146  = \$145  | dram__ready;
-  assign \$147  = dma__valid | remote_ok;
-  assign \$148  = \$146  & \$147 ;
-  assign \$149  = load__valid | store_ok;
-  assign \$150  = ~ \$149 ;
-  assign \$151  = \$148  & \$150 ;
-  assign gate_m = \$151  & gated;
-  assign \$152  = ~ load__valid;
-  assign \$153  = ~ last_store;
-  assign \$154  = \$152  | \$153 ;
-  assign sel_store = store_ok & \$154 ;
-  assign \$155  = ~ dma__valid;
-  assign \$156  = ~ last_remote;
-  assign \$157  = \$155  | \$156 ;
-  assign sel_remote = remote_ok & \$157 ;
-  assign \$158  = ~ dram__valid;
-  assign \$159  = \$158  | dram__ready;
-  assign \$160  = \$159  & pick_c;
-  assign \$161  = ~ sel_store;
-  assign load__ready = \$160  & \$161 ;
-  assign \$162  = ~ dram__valid;
-  assign \$163  = \$162  | dram__ready;
-  assign \$164  = \$163  & pick_c;
-  assign store__ready = \$164  & sel_store;
-  assign \$165  = occupancy < thr;
-  assign \$166  = gate_m & \$165 ;
+  assign remote_ok = remote__valid & \$129 ;
+  assign \$130  = load__valid | store_ok;
+  assign \$131  = dma__valid | remote_ok;
+  assign \$132  = \$131  & comm_first;
+  assign \$133  = ~ \$132 ;
+  assign pick_c = \$130  & \$133 ;
+  assign \$134  = ~ dram__valid;
+  assign \$135  = \$134  | dram__ready;
+  assign \$136  = dma__valid | remote_ok;
+  assign \$137  = \$135  & \$136 ;
+  assign \$138  = load__valid | store_ok;
+  assign \$139  = ~ \$138 ;
+  assign \$140  = ~ gated;
+  assign \$141  = \$139  & \$140 ;
+  assign \$142  = comm_first | \$141 ;
+  assign \$signal  = \$137  & \$142 ;
+  assign \$143  = ~ dram__valid;
+  assign \$144  = \$143  | dram__ready;
+  assign \$145  = dma__valid | remote_ok;
+  assign \$146  = \$144  & \$145 ;
+  assign \$147  = load__valid | store_ok;
+  assign \$148  = ~ \$147 ;
+  assign \$149  = \$146  & \$148 ;
+  assign gate_m = \$149  & gated;
+  assign \$150  = ~ load__valid;
+  assign \$151  = ~ last_store;
+  assign \$152  = \$150  | \$151 ;
+  assign sel_store = store_ok & \$152 ;
+  assign \$153  = ~ dma__valid;
+  assign \$154  = ~ last_remote;
+  assign \$155  = \$153  | \$154 ;
+  assign sel_remote = remote_ok & \$155 ;
+  assign \$156  = ~ dram__valid;
+  assign \$157  = \$156  | dram__ready;
+  assign \$158  = \$157  & pick_c;
+  assign \$159  = ~ sel_store;
+  assign load__ready = \$158  & \$159 ;
+  assign \$160  = ~ dram__valid;
+  assign \$161  = \$160  | dram__ready;
+  assign \$162  = \$161  & pick_c;
+  assign store__ready = \$162  & sel_store;
+  assign \$163  = gate_m & below;
+  assign \$164  = \$signal  | \$163 ;
+  assign \$165  = ~ sel_remote;
+  assign dma__ready = \$164  & \$165 ;
+  assign \$166  = gate_m & below;
   assign \$167  = \$signal  | \$166 ;
-  assign \$168  = ~ sel_remote;
-  assign dma__ready = \$167  & \$168 ;
-  assign \$169  = occupancy < thr;
-  assign \$170  = gate_m & \$169 ;
-  assign \$171  = \$signal  | \$170 ;
-  assign remote__ready = \$171  & sel_remote;
-  assign \$172  = dma__valid | remote__valid;
-  assign \$173  = ~ \$172 ;
-  assign drop_wait = \$173  | \$signal ;
-  assign \$174  = ~ dram__valid;
-  assign \$175  = \$174  | dram__ready;
-  assign \$176  = \$175  & pick_c;
-  assign \$177  = \$176  | \$signal ;
-  assign \$178  = \$177  ? \$signal  : last_comm;
-  assign \$179  = ~ dram__valid;
-  assign \$180  = \$179  | dram__ready;
-  assign \$181  = \$180  & pick_c;
-  assign \$182  = \$signal  | gate_m;
-  assign \$183  = \$181  | \$182 ;
-  assign \$184  = \$signal  | gate_m;
-  assign \$185  = \$183  ? \$184  : last_comm;
-  assign \$186  = dma__valid | remote__valid;
-  assign \$187  = ~ \$signal ;
+  assign remote__ready = \$167  & sel_remote;
+  assign \$168  = dma__valid | remote__valid;
+  assign \$169  = ~ \$168 ;
+  assign drop_wait = \$169  | \$signal ;
+  assign \$170  = ~ dram__valid;
+  assign \$171  = \$170  | dram__ready;
+  assign \$172  = \$171  & pick_c;
+  assign \$173  = \$172  | \$signal ;
+  assign \$174  = \$173  ? \$signal  : last_comm;
+  assign \$175  = ~ dram__valid;
+  assign \$176  = \$175  | dram__ready;
+  assign \$177  = \$176  & pick_c;
+  assign \$178  = \$signal  | gate_m;
+  assign \$179  = \$177  | \$178 ;
+  assign \$180  = \$signal  | gate_m;
+  assign \$181  = \$179  ? \$180  : last_comm;
+  assign \$182  = dma__valid | remote__valid;
+  assign \$183  = ~ \$signal ;
+  assign \$184  = \$182  & \$183 ;
+  assign \$185  = ~ dram__valid;
+  assign \$186  = \$185  | dram__ready;
+  assign \$187  = ~ wait_full;
   assign \$188  = \$186  & \$187 ;
-  assign \$189  = ~ dram__valid;
-  assign \$190  = \$189  | dram__ready;
-  assign \$191  = ~ wait_full;
-  assign \$192  = \$190  & \$191 ;
-  assign \$193  = wait1 >= \new [38:23];
-  assign \$194  = wait1 > \new [38:23];
-  assign \$195  = \$192  ? \$193  : \$194 ;
-  assign \$196  = ~ dram__valid;
-  assign \$197  = \$196  | dram__ready;
-  assign \$198  = ~ wait_full;
-  assign \$199  = \$197  & \$198 ;
-  assign \$200  = wait1 == cfg[38:23];
-  assign \$201  = \$199  ? \$200  : wait_full;
-  assign \$202  = accept ? \$195  : \$201 ;
-  assign \$203  = \$188  & \$202 ;
-  assign \$204  = dma__valid | remote__valid;
-  assign \$205  = \$signal  | gate_m;
-  assign \$206  = ~ \$205 ;
-  assign \$207  = \$204  & \$206 ;
-  assign \$208  = ~ dram__valid;
-  assign \$209  = \$208  | dram__ready;
-  assign \$210  = ~ wait_full;
-  assign \$211  = \$209  & \$210 ;
-  assign \$212  = wait1 >= \new [38:23];
-  assign \$213  = wait1 > \new [38:23];
-  assign \$214  = \$211  ? \$212  : \$213 ;
-  assign \$215  = ~ dram__valid;
-  assign \$216  = \$215  | dram__ready;
-  assign \$217  = ~ wait_full;
-  assign \$218  = \$216  & \$217 ;
-  assign \$219  = wait1 == cfg[38:23];
-  assign \$220  = \$218  ? \$219  : wait_full;
-  assign \$221  = accept ? \$214  : \$220 ;
-  assign \$222  = \$207  & \$221 ;
-  assign \$223  = accept ? \new [1:0] : cfg[1:0];
-  assign \$224  = ! \$223 ;
-  assign \$225  = ~ dram__valid;
-  assign \$226  = \$225  | dram__ready;
-  assign \$227  = \$226  & pick_c;
-  assign \$228  = \$227  | \$signal ;
-  assign \$229  = \$228  ? \$signal  : last_comm;
-  assign \$230  = ~ \$229 ;
-  assign \$231  = \$224  & \$230 ;
-  assign \$232  = accept ? \new [1:0] : cfg[1:0];
-  assign \$233  = \$232  == 2'h2;
-  assign \$234  = dma__valid | remote__valid;
-  assign \$235  = ~ \$signal ;
+  assign \$189  = wait1 >= \new [38:23];
+  assign \$190  = wait1 > \new [38:23];
+  assign \$191  = \$188  ? \$189  : \$190 ;
+  assign \$192  = ~ dram__valid;
+  assign \$193  = \$192  | dram__ready;
+  assign \$194  = ~ wait_full;
+  assign \$195  = \$193  & \$194 ;
+  assign \$196  = wait1 == cfg[38:23];
+  assign \$197  = \$195  ? \$196  : wait_full;
+  assign \$198  = accept ? \$191  : \$197 ;
+  assign \$199  = \$184  & \$198 ;
+  assign \$200  = dma__valid | remote__valid;
+  assign \$201  = \$signal  | gate_m;
+  assign \$202  = ~ \$201 ;
+  assign \$203  = \$200  & \$202 ;
+  assign \$204  = ~ dram__valid;
+  assign \$205  = \$204  | dram__ready;
+  assign \$206  = ~ wait_full;
+  assign \$207  = \$205  & \$206 ;
+  assign \$208  = wait1 >= \new [38:23];
+  assign \$209  = wait1 > \new [38:23];
+  assign \$210  = \$207  ? \$208  : \$209 ;
+  assign \$211  = ~ dram__valid;
+  assign \$212  = \$211  | dram__ready;
+  assign \$213  = ~ wait_full;
+  assign \$214  = \$212  & \$213 ;
+  assign \$215  = wait1 == cfg[38:23];
+  assign \$216  = \$214  ? \$215  : wait_full;
+  assign \$217  = accept ? \$210  : \$216 ;
+  assign \$218  = \$203  & \$217 ;
+  assign \$219  = accept ? \new [1:0] : cfg[1:0];
+  assign \$220  = ! \$219 ;
+  assign \$221  = ~ dram__valid;
+  assign \$222  = \$221  | dram__ready;
+  assign \$223  = \$222  & pick_c;
+  assign \$224  = \$223  | \$signal ;
+  assign \$225  = \$224  ? \$signal  : last_comm;
+  assign \$226  = ~ \$225 ;
+  assign \$227  = \$220  & \$226 ;
+  assign \$228  = accept ? \new [1:0] : cfg[1:0];
+  assign \$229  = \$228  == 2'h2;
+  assign \$230  = dma__valid | remote__valid;
+  assign \$231  = ~ \$signal ;
+  assign \$232  = \$230  & \$231 ;
+  assign \$233  = ~ dram__valid;
+  assign \$234  = \$233  | dram__ready;
+  assign \$235  = ~ wait_full;
   assign \$236  = \$234  & \$235 ;
-  assign \$237  = ~ dram__valid;
-  assign \$238  = \$237  | dram__ready;
-  assign \$239  = ~ wait_full;
-  assign \$240  = \$238  & \$239 ;
-  assign \$241  = wait1 >= \new [38:23];
-  assign \$242  = wait1 > \new [38:23];
-  assign \$243  = \$240  ? \$241  : \$242 ;
-  assign \$244  = ~ dram__valid;
-  assign \$245  = \$244  | dram__ready;
-  assign \$246  = ~ wait_full;
-  assign \$247  = \$245  & \$246 ;
-  assign \$248  = wait1 == cfg[38:23];
-  assign \$249  = \$247  ? \$248  : wait_full;
-  assign \$250  = accept ? \$243  : \$249 ;
-  assign \$251  = \$236  & \$250 ;
-  assign \$252  = \$233  & \$251 ;
-  assign \$253  = \$231  | \$252 ;
-  assign \$254  = accept ? \new [1:0] : cfg[1:0];
-  assign \$255  = ! \$254 ;
-  assign \$256  = ~ dram__valid;
-  assign \$257  = \$256  | dram__ready;
-  assign \$258  = \$257  & pick_c;
-  assign \$259  = \$signal  | gate_m;
-  assign \$260  = \$258  | \$259 ;
-  assign \$261  = \$signal  | gate_m;
-  assign \$262  = \$260  ? \$261  : last_comm;
-  assign \$263  = ~ \$262 ;
-  assign \$264  = \$255  & \$263 ;
-  assign \$265  = accept ? \new [1:0] : cfg[1:0];
-  assign \$266  = \$265  == 2'h2;
-  assign \$267  = dma__valid | remote__valid;
-  assign \$268  = \$signal  | gate_m;
-  assign \$269  = ~ \$268 ;
-  assign \$270  = \$267  & \$269 ;
-  assign \$271  = ~ dram__valid;
-  assign \$272  = \$271  | dram__ready;
-  assign \$273  = ~ wait_full;
-  assign \$274  = \$272  & \$273 ;
-  assign \$275  = wait1 >= \new [38:23];
-  assign \$276  = wait1 > \new [38:23];
-  assign \$277  = \$274  ? \$275  : \$276 ;
-  assign \$278  = ~ dram__valid;
-  assign \$279  = \$278  | dram__ready;
-  assign \$280  = ~ wait_full;
-  assign \$281  = \$279  & \$280 ;
-  assign \$282  = wait1 == cfg[38:23];
-  assign \$283  = \$281  ? \$282  : wait_full;
-  assign \$284  = accept ? \$277  : \$283 ;
-  assign \$285  = \$270  & \$284 ;
-  assign \$286  = \$266  & \$285 ;
-  assign \$287  = \$264  | \$286 ;
-  assign \$289  = \$288  ? 2'h2 : 2'h1;
-  assign \$291  = \$290  ? 2'h2 : 2'h1;
-  assign \$292  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
-  assign \$293  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
-  assign \$294  = pick_c ? \$292  : \$293 ;
-  assign \$295  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$295 ;
-  assign \$296  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$296 ;
-  assign \$297  = ! response__payload[1:0];
-  assign \$298  = response__payload[1:0] == 1'h1;
-  assign \$299  = \$298  ? dma_response__ready : 1'h1;
-  assign response__ready = \$297  ? load_response__ready : \$299 ;
-  assign \$300  = ! response__payload[1:0];
-  assign \$301  = ~ \$300 ;
-  assign \$302  = response__valid & \$301 ;
-  assign \$303  = response__payload[1:0] == 1'h1;
-  assign \$304  = ~ \$303 ;
-  assign \$305  = \$302  & \$304 ;
-  assign \$306  = config__payload[1:0] != 2'h3;
-  assign \$307  = | config__payload[38:23];
-  assign \$308  = \$306  & \$307 ;
-  assign \$309  = config__payload[22:18] <= 5'h18;
-  assign \$310  = \$308  & \$309 ;
-  assign \$311  = | config__payload[9:2];
-  assign \$312  = | config__payload[17:10];
-  assign \$313  = \$311  | \$312 ;
-  assign \$314  = \$310  & \$313 ;
-  assign \$315  = ~ \$314 ;
-  assign \$316  = config__valid & \$315 ;
+  assign \$237  = wait1 >= \new [38:23];
+  assign \$238  = wait1 > \new [38:23];
+  assign \$239  = \$236  ? \$237  : \$238 ;
+  assign \$240  = ~ dram__valid;
+  assign \$241  = \$240  | dram__ready;
+  assign \$242  = ~ wait_full;
+  assign \$243  = \$241  & \$242 ;
+  assign \$244  = wait1 == cfg[38:23];
+  assign \$245  = \$243  ? \$244  : wait_full;
+  assign \$246  = accept ? \$239  : \$245 ;
+  assign \$247  = \$232  & \$246 ;
+  assign \$248  = \$229  & \$247 ;
+  assign \$249  = \$227  | \$248 ;
+  assign \$250  = accept ? \new [1:0] : cfg[1:0];
+  assign \$251  = ! \$250 ;
+  assign \$252  = ~ dram__valid;
+  assign \$253  = \$252  | dram__ready;
+  assign \$254  = \$253  & pick_c;
+  assign \$255  = \$signal  | gate_m;
+  assign \$256  = \$254  | \$255 ;
+  assign \$257  = \$signal  | gate_m;
+  assign \$258  = \$256  ? \$257  : last_comm;
+  assign \$259  = ~ \$258 ;
+  assign \$260  = \$251  & \$259 ;
+  assign \$261  = accept ? \new [1:0] : cfg[1:0];
+  assign \$262  = \$261  == 2'h2;
+  assign \$263  = dma__valid | remote__valid;
+  assign \$264  = \$signal  | gate_m;
+  assign \$265  = ~ \$264 ;
+  assign \$266  = \$263  & \$265 ;
+  assign \$267  = ~ dram__valid;
+  assign \$268  = \$267  | dram__ready;
+  assign \$269  = ~ wait_full;
+  assign \$270  = \$268  & \$269 ;
+  assign \$271  = wait1 >= \new [38:23];
+  assign \$272  = wait1 > \new [38:23];
+  assign \$273  = \$270  ? \$271  : \$272 ;
+  assign \$274  = ~ dram__valid;
+  assign \$275  = \$274  | dram__ready;
+  assign \$276  = ~ wait_full;
+  assign \$277  = \$275  & \$276 ;
+  assign \$278  = wait1 == cfg[38:23];
+  assign \$279  = \$277  ? \$278  : wait_full;
+  assign \$280  = accept ? \$273  : \$279 ;
+  assign \$281  = \$266  & \$280 ;
+  assign \$282  = \$262  & \$281 ;
+  assign \$283  = \$260  | \$282 ;
+  assign \$285  = \$284  ? 2'h2 : 2'h1;
+  assign \$287  = \$286  ? 2'h2 : 2'h1;
+  assign \$288  = is_comm ? comm_q : \$signal$30 ;
+  assign \$289  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$289 ;
+  assign \$290  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$290 ;
+  assign \$291  = ! response__payload[1:0];
+  assign \$292  = response__payload[1:0] == 1'h1;
+  assign \$293  = \$292  ? dma_response__ready : 1'h1;
+  assign response__ready = \$291  ? load_response__ready : \$293 ;
+  assign \$294  = ! response__payload[1:0];
+  assign \$295  = ~ \$294 ;
+  assign \$296  = response__valid & \$295 ;
+  assign \$297  = response__payload[1:0] == 1'h1;
+  assign \$298  = ~ \$297 ;
+  assign \$299  = \$296  & \$298 ;
+  assign \$300  = config__payload[1:0] != 2'h3;
+  assign \$301  = | config__payload[38:23];
+  assign \$302  = \$300  & \$301 ;
+  assign \$303  = config__payload[22:18] <= 5'h18;
+  assign \$304  = \$302  & \$303 ;
+  assign \$305  = | config__payload[9:2];
+  assign \$306  = | config__payload[17:10];
+  assign \$307  = \$305  | \$306 ;
+  assign \$308  = \$304  & \$307 ;
+  assign \$309  = ~ \$308 ;
+  assign \$310  = config__valid & \$309 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$317 ;
+    accept <= \$311 ;
   always @(posedge clk)
-    last_store <= \$318 ;
+    below <= \$312 ;
   always @(posedge clk)
-    last_remote <= \$319 ;
+    last_store <= \$313 ;
   always @(posedge clk)
-    wait1 <= \$320 ;
+    last_remote <= \$314 ;
   always @(posedge clk)
-    gated <= \$321 ;
+    wait1 <= \$315 ;
   always @(posedge clk)
-    last_comm <= \$322 ;
+    gated <= \$316 ;
   always @(posedge clk)
-    wait_full <= \$323 ;
+    last_comm <= \$317 ;
   always @(posedge clk)
-    comm_first <= \$324 ;
+    wait_full <= \$318 ;
   always @(posedge clk)
-    dram__valid <= \$325 ;
+    comm_first <= \$319 ;
   always @(posedge clk)
-    out_tracked <= \$326 ;
+    dram__valid <= \$320 ;
   always @(posedge clk)
-    dram__payload <= \$327 ;
+    is_comm <= \$321 ;
   always @(posedge clk)
-    track__valid <= \$328 ;
+    \$signal$30  <= \$322 ;
   always @(posedge clk)
-    track__payload <= \$329 ;
+    comm_q <= \$323 ;
   always @(posedge clk)
-    sat_s <= \$330 ;
+    track__valid <= \$324 ;
   always @(posedge clk)
-    unit <= \$331 ;
+    track__payload <= \$325 ;
   always @(posedge clk)
-    sat2 <= \$332 ;
+    sat_s <= \$326 ;
   always @(posedge clk)
-    base <= \$333 ;
+    unit <= \$327 ;
   always @(posedge clk)
-    grant_c_q <= \$334 ;
+    sat2 <= \$328 ;
   always @(posedge clk)
-    cfg <= \$335 ;
+    base <= \$329 ;
   always @(posedge clk)
-    thr <= \$336 ;
+    grant_c_q <= \$330 ;
   always @(posedge clk)
-    measuring <= \$337 ;
+    cfg <= \$331 ;
   always @(posedge clk)
-    armed <= \$338 ;
+    thr <= \$332 ;
   always @(posedge clk)
-    window <= \$339 ;
+    measuring <= \$333 ;
   always @(posedge clk)
-    finish <= \$340 ;
+    armed <= \$334 ;
   always @(posedge clk)
-    scale <= \$341 ;
+    window <= \$335 ;
   always @(posedge clk)
-    acc <= \$342 ;
+    finish <= \$336 ;
   always @(posedge clk)
-    left <= \$343 ;
+    scale <= \$337 ;
   always @(posedge clk)
-    num <= \$344 ;
+    acc <= \$338 ;
   always @(posedge clk)
-    load_granted <= \$345 ;
+    left <= \$339 ;
   always @(posedge clk)
-    load_stalled <= \$346 ;
+    num <= \$340 ;
   always @(posedge clk)
-    stats <= \$347 ;
+    load_granted <= \$341 ;
   always @(posedge clk)
-    store_granted <= \$348 ;
+    load_stalled <= \$342 ;
   always @(posedge clk)
-    store_stalled <= \$349 ;
+    stats <= \$343 ;
   always @(posedge clk)
-    dma_granted <= \$350 ;
+    store_granted <= \$344 ;
   always @(posedge clk)
-    dma_stalled <= \$351 ;
+    store_stalled <= \$345 ;
   always @(posedge clk)
-    remote_granted <= \$352 ;
+    dma_granted <= \$346 ;
   always @(posedge clk)
-    remote_stalled <= \$353 ;
+    dma_stalled <= \$347 ;
   always @(posedge clk)
-    was_forced <= \$354 ;
+    remote_granted <= \$348 ;
   always @(posedge clk)
-    errors <= \$355 ;
+    remote_stalled <= \$349 ;
+  always @(posedge clk)
+    was_forced <= \$350 ;
+  always @(posedge clk)
+    errors <= \$351 ;
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$317  = \$10 ;
+    \$311  = \$10 ;
+    if (rst) begin
+      \$311  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_44 ) begin end
+    \$312  = \$11 ;
+    if (rst) begin
+      \$312  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_44 ) begin end
+    \$313  = last_store;
+    if (\$14 ) begin
+      \$313  = sel_store;
+    end
+    if (rst) begin
+      \$313  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_44 ) begin end
+    \$314  = last_remote;
+    if (\$16 ) begin
+      \$314  = sel_remote;
+    end
+    if (rst) begin
+      \$314  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_44 ) begin end
+    \$315  = wait1;
+    if (\$18 ) begin
+      \$315  = 17'h00001;
+    end else if (\$22 ) begin
+      \$315  = \$23 [16:0];
+    end
+    if (rst) begin
+      \$315  = 17'h00001;
+    end
+  end
+  always @* begin
+    if (_init_strobe_44 ) begin end
+    \$316  = \$29 ;
+    if (rst) begin
+      \$316  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_44 ) begin end
+    \$317  = \$30 ;
     if (rst) begin
       \$317  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$318  = last_store;
-    if (\$13 ) begin
-      \$318  = sel_store;
-    end
+    \$318  = \$31 ;
     if (rst) begin
       \$318  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$319  = last_remote;
-    if (\$16 ) begin
-      \$319  = sel_remote;
-    end
+    \$319  = \$32 ;
     if (rst) begin
       \$319  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$320  = wait1;
-    if (\$19 ) begin
-      \$320  = 17'h00001;
-    end else if (\$23 ) begin
-      \$320  = \$24 [16:0];
+    \$320  = dram__valid;
+    if (\$34 ) begin
+      \$320  = \$40 ;
     end
     if (rst) begin
-      \$320  = 17'h00001;
+      \$320  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$321  = \$30 ;
+    \$321  = is_comm;
+    if (\$34 ) begin
+      \$321  = \$41 ;
+    end
     if (rst) begin
       \$321  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$322  = \$32 ;
+    \$322  = \$signal$30 ;
+    if (\$34 ) begin
+      \$322  = \$42 ;
+    end
     if (rst) begin
-      \$322  = 1'h0;
+      \$322  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$323  = \$34 ;
+    \$323  = comm_q;
+    if (\$34 ) begin
+      \$323  = \$43 ;
+    end
     if (rst) begin
-      \$323  = 1'h0;
+      \$323  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$324  = \$36 ;
+    \$324  = \$47 ;
     if (rst) begin
       \$324  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$325  = dram__valid;
-    if (\$38 ) begin
-      \$325  = \$45 ;
-    end
+    \$325 [15:0] = \$288 [74:59];
+    \$325 [19:16] = 4'h1;
+    \$325 [20] = \$49 ;
+    \$325 [22:21] = \$288 [3:2];
     if (rst) begin
-      \$325  = 1'h0;
+      \$325  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$326  = out_tracked;
-    if (\$38 ) begin
-      \$326  = \$294 [83];
-    end
+    \$326  = \$50 [31:0];
     if (rst) begin
-      \$326  = 1'h0;
+      \$326  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$327  = dram__payload;
-    if (\$38 ) begin
-      \$327  = \$294 [82:0];
-    end
+    \$327  = \$51 [24:0];
     if (rst) begin
-      \$327  = 83'h000000000000000000000;
+      \$327  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$328  = \$49 ;
+    \$328  = \$52 ;
     if (rst) begin
-      \$328  = 1'h0;
+      \$328  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$329 [15:0] = dram__payload[74:59];
-    \$329 [19:16] = 4'h1;
-    \$329 [20] = \$51 ;
-    \$329 [22:21] = dram__payload[3:2];
+    \$329  = \$54 [33:0];
     if (rst) begin
-      \$329  = 23'h000000;
+      \$329  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$330  = \$52 [31:0];
+    \$330  = \$59 ;
     if (rst) begin
-      \$330  = 32'd32768;
+      \$330  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$331  = \$53 [24:0];
+    \$331  = cfg;
+    if (accept) begin
+      \$331  = \new ;
+    end
     if (rst) begin
-      \$331  = 25'h0000400;
+      \$331  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$332  = \$54 ;
+    \$332  = thr;
+    if (accept) begin
+      \$332  = \new [9:2];
+    end else if (\$60 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$332  = \$94 [7:0];
+    end
     if (rst) begin
-      \$332  = 9'h022;
+      \$332  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$333  = \$56 [33:0];
+    \$333  = measuring;
+    if (accept) begin
+      \$333  = \$61 ;
+    end else if (\$60 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$333  = 1'h0;
+    end
     if (rst) begin
-      \$333  = 34'h021fffc00;
+      \$333  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$334  = \$61 ;
-    if (rst) begin
+    \$334  = armed;
+    if (accept) begin
+      \$334  = \$62 ;
+    end else if (\$60 ) begin
       \$334  = 1'h0;
     end
-  end
-  always @* begin
-    if (_init_strobe_44 ) begin end
-    \$335  = cfg;
-    if (accept) begin
-      \$335  = \new ;
-    end
     if (rst) begin
-      \$335  = 39'h0200388002;
+      \$334  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$336  = thr;
+    \$335  = window;
     if (accept) begin
-      \$336  = \new [9:2];
-    end else if (\$62 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$336  = \$96 [7:0];
-    end
-    if (rst) begin
-      \$336  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_44 ) begin end
-    \$337  = measuring;
-    if (accept) begin
-      \$337  = \$63 ;
-    end else if (\$62 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$337  = 1'h0;
-    end
-    if (rst) begin
-      \$337  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_44 ) begin end
-    \$338  = armed;
-    if (accept) begin
-      \$338  = \$64 ;
-    end else if (\$62 ) begin
-      \$338  = 1'h0;
-    end
-    if (rst) begin
-      \$338  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_44 ) begin end
-    \$339  = window;
-    if (accept) begin
-      \$339  = 1'h0;
-    end else if (\$62 ) begin
+      \$335  = 1'h0;
+    end else if (\$60 ) begin
       (* full_case = 32'd1 *)
-      if (\$91 ) begin
+      if (\$89 ) begin
       end else begin
-        \$339  = 1'h1;
+        \$335  = 1'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$339  = 1'h0;
+        \$335  = 1'h0;
       end
     end
     if (rst) begin
-      \$339  = 1'h0;
+      \$335  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$340  = finish;
+    \$336  = finish;
     if (accept) begin
-      \$340  = 2'h0;
-    end else if (\$62 ) begin
-      if (\$91 ) begin
-        \$340  = 2'h1;
+      \$336  = 2'h0;
+    end else if (\$60 ) begin
+      if (\$89 ) begin
+        \$336  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$340  = 2'h1;
+        \$336  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$340  = \$94 [1:0];
+      \$336  = \$92 [1:0];
     end else if (finish[1]) begin
-      \$340  = 2'h0;
+      \$336  = 2'h0;
     end
     if (rst) begin
-      \$340  = 2'h0;
+      \$336  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$341  = scale;
+    \$337  = scale;
     if (accept) begin
-      \$341  = \$65 [4:0];
+      \$337  = \$63 [4:0];
     end
     if (rst) begin
-      \$341  = 5'h0a;
+      \$337  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$342  = acc;
+    \$338  = acc;
     if (accept) begin
-    end else if (\$62 ) begin
-      \$342  = sat_s;
+    end else if (\$60 ) begin
+      \$338  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$342  = \$93 [31:0];
+        \$338  = \$91 [31:0];
       end
     end
     if (rst) begin
-      \$342  = 32'd0;
+      \$338  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$343  = left;
+    \$339  = left;
     if (accept) begin
-    end else if (\$62 ) begin
-      \$343  = \$90 [24:0];
+    end else if (\$60 ) begin
+      \$339  = \$88 [24:0];
     end else if (window) begin
-      \$343  = \$92 [24:0];
+      \$339  = \$90 [24:0];
     end
     if (rst) begin
-      \$343  = 25'h0000000;
+      \$339  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$344  = num;
+    \$340  = num;
     if (accept) begin
-    end else if (\$62 ) begin
+    end else if (\$60 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$344  = \$95 [33:0];
+      \$340  = \$93 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$345  = \$97 ;
+    \$341  = \$95 ;
+    if (rst) begin
+      \$341  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_44 ) begin end
+    \$342  = \$97 ;
+    if (rst) begin
+      \$342  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_44 ) begin end
+    \$343  = stats;
+    if (load_granted) begin
+      \$343 [31:0] = \$98 [31:0];
+    end
+    if (load_stalled) begin
+      \$343 [159:128] = \$99 [31:0];
+    end
+    if (store_granted) begin
+      \$343 [63:32] = \$103 [31:0];
+    end
+    if (store_stalled) begin
+      \$343 [191:160] = \$104 [31:0];
+    end
+    if (dma_granted) begin
+      \$343 [95:64] = \$108 [31:0];
+    end
+    if (dma_stalled) begin
+      \$343 [223:192] = \$109 [31:0];
+    end
+    if (remote_granted) begin
+      \$343 [127:96] = \$113 [31:0];
+    end
+    if (remote_stalled) begin
+      \$343 [255:224] = \$114 [31:0];
+    end
+    if (was_forced) begin
+      \$343 [287:256] = \$122 [31:0];
+    end
+    if (rst) begin
+      \$343  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_44 ) begin end
+    \$344  = \$100 ;
+    if (rst) begin
+      \$344  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_44 ) begin end
+    \$345  = \$102 ;
     if (rst) begin
       \$345  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$346  = \$99 ;
+    \$346  = \$105 ;
     if (rst) begin
       \$346  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$347  = stats;
-    if (load_granted) begin
-      \$347 [31:0] = \$100 [31:0];
-    end
-    if (load_stalled) begin
-      \$347 [159:128] = \$101 [31:0];
-    end
-    if (store_granted) begin
-      \$347 [63:32] = \$105 [31:0];
-    end
-    if (store_stalled) begin
-      \$347 [191:160] = \$106 [31:0];
-    end
-    if (dma_granted) begin
-      \$347 [95:64] = \$110 [31:0];
-    end
-    if (dma_stalled) begin
-      \$347 [223:192] = \$111 [31:0];
-    end
-    if (remote_granted) begin
-      \$347 [127:96] = \$115 [31:0];
-    end
-    if (remote_stalled) begin
-      \$347 [255:224] = \$116 [31:0];
-    end
-    if (was_forced) begin
-      \$347 [287:256] = \$124 [31:0];
-    end
+    \$347  = \$107 ;
     if (rst) begin
-      \$347  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$347  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$348  = \$102 ;
+    \$348  = \$110 ;
     if (rst) begin
       \$348  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$349  = \$104 ;
+    \$349  = \$112 ;
     if (rst) begin
       \$349  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$350  = \$107 ;
+    \$350  = \$121 ;
     if (rst) begin
       \$350  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$351  = \$109 ;
+    \$351  = \$125 ;
     if (rst) begin
-      \$351  = 1'h0;
+      \$351  = 2'h0;
     end
   end
-  always @* begin
-    if (_init_strobe_44 ) begin end
-    \$352  = \$112 ;
-    if (rst) begin
-      \$352  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_44 ) begin end
-    \$353  = \$114 ;
-    if (rst) begin
-      \$353  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_44 ) begin end
-    \$354  = \$123 ;
-    if (rst) begin
-      \$354  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_44 ) begin end
-    \$355  = \$127 ;
-    if (rst) begin
-      \$355  = 2'h0;
-    end
-  end
-  assign last_comm_next = { \$185 , \$178  };
-  assign wait_full_next = { \$222 , \$203  };
-  assign comm_first_next = { \$287 , \$253  };
-  assign tracked = \$294 [83];
-  assign req = \$294 [82:0];
+  assign last_comm_next = { \$181 , \$174  };
+  assign wait_full_next = { \$218 , \$199  };
+  assign comm_first_next = { \$283 , \$249  };
+  assign out_tracked = \$288 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
+  assign dram__payload = \$288 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -59022,18 +59007,46 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign cfg__saturation  = cfg[17:10];
   assign cfg__window_log2  = cfg[22:18];
   assign cfg__starvation_limit  = cfg[38:23];
-  assign dram__payload__op  = dram__payload[1:0];
-  assign dram__payload__source  = dram__payload[3:2];
-  assign dram__payload__addr  = dram__payload[51:4];
-  assign dram__payload__bytes  = dram__payload[58:52];
-  assign dram__payload__tile  = dram__payload[74:59];
-  assign dram__payload__tag  = dram__payload[82:75];
-  assign req__op  = \$294 [1:0];
-  assign req__source  = \$294 [3:2];
-  assign req__addr  = \$294 [51:4];
-  assign req__bytes  = \$294 [58:52];
-  assign req__tile  = \$294 [74:59];
-  assign req__tag  = \$294 [82:75];
+  assign load_req__op  = load_req[1:0];
+  assign load_req__source  = load_req[3:2];
+  assign load_req__addr  = load_req[51:4];
+  assign load_req__bytes  = load_req[58:52];
+  assign load_req__tile  = load_req[74:59];
+  assign load_req__tag  = load_req[82:75];
+  assign store_req__op  = store_req[1:0];
+  assign store_req__source  = store_req[3:2];
+  assign store_req__addr  = store_req[51:4];
+  assign store_req__bytes  = store_req[58:52];
+  assign store_req__tile  = store_req[74:59];
+  assign store_req__tag  = store_req[82:75];
+  assign store__payload__addr  = store__payload[47:0];
+  assign store__payload__tile  = store__payload[63:48];
+  assign store__payload__bytes  = store__payload[70:64];
+  assign store__payload__kind  = store__payload[71];
+  assign store__payload__tracked  = store__payload[72];
+  assign dma_req__op  = dma_req[1:0];
+  assign dma_req__source  = dma_req[3:2];
+  assign dma_req__addr  = dma_req[51:4];
+  assign dma_req__bytes  = dma_req[58:52];
+  assign dma_req__tile  = dma_req[74:59];
+  assign dma_req__tag  = dma_req[82:75];
+  assign remote_req__op  = remote_req[1:0];
+  assign remote_req__source  = remote_req[3:2];
+  assign remote_req__addr  = remote_req[51:4];
+  assign remote_req__bytes  = remote_req[58:52];
+  assign remote_req__tile  = remote_req[74:59];
+  assign remote_req__tag  = remote_req[82:75];
+  assign remote__payload__addr  = remote__payload[47:0];
+  assign remote__payload__tile  = remote__payload[63:48];
+  assign remote__payload__bytes  = remote__payload[70:64];
+  assign remote__payload__kind  = remote__payload[71];
+  assign remote__payload__tracked  = remote__payload[72];
+  assign dram__payload__op  = \$288 [1:0];
+  assign dram__payload__source  = \$288 [3:2];
+  assign dram__payload__addr  = \$288 [51:4];
+  assign dram__payload__bytes  = \$288 [58:52];
+  assign dram__payload__tile  = \$288 [74:59];
+  assign dram__payload__tag  = \$288 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -59053,43 +59066,9 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign clear__bad_response  = 1'h1;
   assign set_err__bad_config  = set_err[0];
   assign set_err__bad_response  = set_err[1];
-  assign store__payload__addr  = store__payload[47:0];
-  assign store__payload__tile  = store__payload[63:48];
-  assign store__payload__bytes  = store__payload[70:64];
-  assign store__payload__kind  = store__payload[71];
-  assign store__payload__tracked  = store__payload[72];
-  assign remote__payload__addr  = remote__payload[47:0];
-  assign remote__payload__tile  = remote__payload[63:48];
-  assign remote__payload__bytes  = remote__payload[70:64];
-  assign remote__payload__kind  = remote__payload[71];
-  assign remote__payload__tracked  = remote__payload[72];
-  assign store_req__op  = store_req[1:0];
-  assign store_req__source  = store_req[3:2];
-  assign store_req__addr  = store_req[51:4];
-  assign store_req__bytes  = store_req[58:52];
-  assign store_req__tile  = store_req[74:59];
-  assign store_req__tag  = store_req[82:75];
-  assign remote_req__op  = remote_req[1:0];
-  assign remote_req__source  = remote_req[3:2];
-  assign remote_req__addr  = remote_req[51:4];
-  assign remote_req__bytes  = remote_req[58:52];
-  assign remote_req__tile  = remote_req[74:59];
-  assign remote_req__tag  = remote_req[82:75];
-  assign load_req__op  = load_req[1:0];
-  assign load_req__source  = load_req[3:2];
-  assign load_req__addr  = load_req[51:4];
-  assign load_req__bytes  = load_req[58:52];
-  assign load_req__tile  = load_req[74:59];
-  assign load_req__tag  = load_req[82:75];
   assign load__payload__addr  = load__payload[47:0];
   assign load__payload__bytes  = load__payload[54:48];
   assign load__payload__tag  = load__payload[62:55];
-  assign dma_req__op  = dma_req[1:0];
-  assign dma_req__source  = dma_req[3:2];
-  assign dma_req__addr  = dma_req[51:4];
-  assign dma_req__bytes  = dma_req[58:52];
-  assign dma_req__tile  = dma_req[74:59];
-  assign dma_req__tag  = dma_req[82:75];
   assign dma__payload__addr  = dma__payload[47:0];
   assign dma__payload__bytes  = dma__payload[54:48];
   assign dma__payload__tag  = dma__payload[57:55];
@@ -59105,8 +59084,8 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$316 ;
-  assign set_err[1] = \$305 ;
+  assign set_err[0] = \$310 ;
+  assign set_err[1] = \$299 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -59125,22 +59104,22 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$291 ;
+  assign remote_req[1:0] = \$287 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$289 ;
+  assign store_req[1:0] = \$285 ;
   assign store_req[82:75] = 8'h00;
-  assign \$55  = { 7'h00, sat2, 24'h000000 };
-  assign \$94  = { finish, 1'h0 };
-  assign \$96  = { 25'h0000000, num[33:25] };
-  assign \$125  = 2'h0;
-  assign \$126  = 2'h0;
-  assign \$127  = { \$305 , \$316  };
-  assign \$288  = store__payload[71];
-  assign \$290  = remote__payload[71];
+  assign \$284  = store__payload[71];
+  assign \$286  = remote__payload[71];
+  assign \$53  = { 7'h00, sat2, 24'h000000 };
+  assign \$92  = { finish, 1'h0 };
+  assign \$94  = { 25'h0000000, num[33:25] };
+  assign \$123  = 2'h0;
+  assign \$124  = 2'h0;
+  assign \$125  = { \$299 , \$310  };
 endmodule
 
 module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -78809,8 +78788,8 @@ module t3hw_system__e2__tx (clk, rst, o__valid, o__payload, i__1__ready, i__0__r
   assign i__0__payload__bytes  = i__0__payload[76:70];
 endmodule
 
-module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__valid, load__payload, load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, \o__ready$124 , rx__payload, rx__valid, clk, rst, store__ready, net_rx__ready, load__ready, load_response__valid
-, dram_response__ready, irq, bus__r_data, dram__valid, dram__payload, net_tx__valid, net_tx__payload, bus__addr);
+module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__valid, load__payload, load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, \o__ready$124 , rx__payload, rx__valid, clk, rst, store__ready, net_rx__ready, load__ready, dram__payload
+, load_response__valid, dram_response__ready, irq, bus__r_data, dram__valid, net_tx__valid, net_tx__payload, bus__addr);
   wire [68:0] addrmap_capture;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
@@ -83408,41 +83387,41 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__ready, wr__data, o__val
   assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, dram__payload, track__valid
+module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, track__valid
 , track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload, load__payload);
   reg _init_strobe_64  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [32:0] \$100 ;
-  wire [32:0] \$101 ;
+  wire \$100 ;
+  wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire [32:0] \$105 ;
-  wire [32:0] \$106 ;
+  wire [32:0] \$103 ;
+  wire [32:0] \$104 ;
+  wire \$105 ;
+  wire \$106 ;
   wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [32:0] \$108 ;
+  wire [32:0] \$109 ;
   wire \$11 ;
-  wire [32:0] \$110 ;
-  wire [32:0] \$111 ;
+  wire \$110 ;
+  wire \$111 ;
   wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire [32:0] \$115 ;
-  wire [32:0] \$116 ;
+  wire [32:0] \$113 ;
+  wire [32:0] \$114 ;
+  wire \$115 ;
+  wire \$116 ;
   wire \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire [32:0] \$124 ;
+  wire [32:0] \$122 ;
+  wire [1:0] \$123 ;
+  wire [1:0] \$124 ;
   wire [1:0] \$125 ;
-  wire [1:0] \$126 ;
-  wire [1:0] \$127 ;
+  wire \$126 ;
+  wire \$127 ;
   wire \$128 ;
   wire \$129 ;
   wire \$13 ;
@@ -83544,22 +83523,22 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$216 ;
   wire \$217 ;
   wire \$218 ;
-  wire \$219 ;
+  wire [1:0] \$219 ;
   wire \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
-  wire [1:0] \$223 ;
+  wire \$223 ;
   wire \$224 ;
   wire \$225 ;
   wire \$226 ;
   wire \$227 ;
-  wire \$228 ;
+  wire [1:0] \$228 ;
   wire \$229 ;
-  wire \$23 ;
+  wire [17:0] \$23 ;
   wire \$230 ;
   wire \$231 ;
-  wire [1:0] \$232 ;
+  wire \$232 ;
   wire \$233 ;
   wire \$234 ;
   wire \$235 ;
@@ -83567,7 +83546,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$237 ;
   wire \$238 ;
   wire \$239 ;
-  wire [17:0] \$24 ;
+  wire \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
@@ -83579,11 +83558,11 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$248 ;
   wire \$249 ;
   wire \$25 ;
-  wire \$250 ;
+  wire [1:0] \$250 ;
   wire \$251 ;
   wire \$252 ;
   wire \$253 ;
-  wire [1:0] \$254 ;
+  wire \$254 ;
   wire \$255 ;
   wire \$256 ;
   wire \$257 ;
@@ -83591,11 +83570,11 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$259 ;
   wire \$26 ;
   wire \$260 ;
-  wire \$261 ;
+  wire [1:0] \$261 ;
   wire \$262 ;
   wire \$263 ;
   wire \$264 ;
-  wire [1:0] \$265 ;
+  wire \$265 ;
   wire \$266 ;
   wire \$267 ;
   wire \$268 ;
@@ -83617,17 +83596,17 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$282 ;
   wire \$283 ;
   wire \$284 ;
-  wire \$285 ;
+  wire [1:0] \$285 ;
   wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire [1:0] \$289 ;
+  wire [1:0] \$287 ;
+  wire [83:0] \$288 ;
+  wire \$289 ;
   wire \$29 ;
   wire \$290 ;
-  wire [1:0] \$291 ;
-  wire [83:0] \$292 ;
-  wire [83:0] \$293 ;
-  wire [83:0] \$294 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
   wire \$295 ;
   wire \$296 ;
   wire \$297 ;
@@ -83647,55 +83626,51 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$309 ;
   wire \$31 ;
   wire \$310 ;
-  wire \$311 ;
-  wire \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
+  reg \$311 ;
+  reg \$312 ;
+  reg \$313 ;
+  reg \$314 ;
+  reg [16:0] \$315 ;
+  reg \$316 ;
   reg \$317 ;
   reg \$318 ;
   reg \$319 ;
   wire \$32 ;
-  reg [16:0] \$320 ;
+  reg \$320 ;
   reg \$321 ;
-  reg \$322 ;
-  reg \$323 ;
+  reg [83:0] \$322 ;
+  reg [83:0] \$323 ;
   reg \$324 ;
-  reg \$325 ;
-  reg \$326 ;
-  reg [82:0] \$327 ;
-  reg \$328 ;
-  reg [22:0] \$329 ;
+  reg [22:0] \$325 ;
+  reg [31:0] \$326 ;
+  reg [24:0] \$327 ;
+  reg [8:0] \$328 ;
+  reg [33:0] \$329 ;
   wire \$33 ;
-  reg [31:0] \$330 ;
-  reg [24:0] \$331 ;
-  reg [8:0] \$332 ;
-  reg [33:0] \$333 ;
+  reg \$330 ;
+  reg [38:0] \$331 ;
+  reg [7:0] \$332 ;
+  reg \$333 ;
   reg \$334 ;
-  reg [38:0] \$335 ;
-  reg [7:0] \$336 ;
-  reg \$337 ;
-  reg \$338 ;
-  reg \$339 ;
+  reg \$335 ;
+  reg [1:0] \$336 ;
+  reg [4:0] \$337 ;
+  reg [31:0] \$338 ;
+  reg [24:0] \$339 ;
   wire \$34 ;
-  reg [1:0] \$340 ;
-  reg [4:0] \$341 ;
-  reg [31:0] \$342 ;
-  reg [24:0] \$343 ;
-  reg [33:0] \$344 ;
+  reg [33:0] \$340 ;
+  reg \$341 ;
+  reg \$342 ;
+  reg [287:0] \$343 ;
+  reg \$344 ;
   reg \$345 ;
   reg \$346 ;
-  reg [287:0] \$347 ;
+  reg \$347 ;
   reg \$348 ;
   reg \$349 ;
   wire \$35 ;
   reg \$350 ;
-  reg \$351 ;
-  reg \$352 ;
-  reg \$353 ;
-  reg \$354 ;
-  reg [1:0] \$355 ;
+  reg [1:0] \$351 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
@@ -83703,8 +83678,8 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
+  wire [83:0] \$42 ;
+  wire [83:0] \$43 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
@@ -83712,13 +83687,13 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire [38:0] \$52 ;
-  wire [31:0] \$53 ;
-  wire [8:0] \$54 ;
-  wire [39:0] \$55 ;
-  wire [40:0] \$56 ;
+  wire [38:0] \$50 ;
+  wire [31:0] \$51 ;
+  wire [8:0] \$52 ;
+  wire [39:0] \$53 ;
+  wire [40:0] \$54 ;
+  wire \$55 ;
+  wire \$56 ;
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
@@ -83726,9 +83701,9 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire \$63 ;
+  wire [5:0] \$63 ;
   wire \$64 ;
-  wire [5:0] \$65 ;
+  wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
@@ -83753,25 +83728,27 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire \$88 ;
+  wire [25:0] \$88 ;
   wire \$89 ;
   wire \$9 ;
   wire [25:0] \$90 ;
-  wire \$91 ;
-  wire [25:0] \$92 ;
-  wire [32:0] \$93 ;
-  wire [2:0] \$94 ;
-  wire [34:0] \$95 ;
-  wire [33:0] \$96 ;
+  wire [32:0] \$91 ;
+  wire [2:0] \$92 ;
+  wire [34:0] \$93 ;
+  wire [33:0] \$94 ;
+  wire \$95 ;
+  wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire [32:0] \$98 ;
+  wire [32:0] \$99 ;
   (* keep = 32'd1 *)
   wire \$signal ;
+  reg [83:0] \$signal$30  = 84'h000000000000000000000;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
+  reg below = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
   (* enum_value_00 = "ROUND_ROBIN" *)
@@ -83790,6 +83767,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   reg comm_first = 1'h0;
   (* keep = 32'd1 *)
   wire [1:0] comm_first_next;
+  reg [83:0] comm_q = 84'h000000000000000000000;
   input [38:0] config__payload;
   wire [38:0] config__payload;
   (* enum_base_type = "ArbPolicy" *)
@@ -83838,7 +83816,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire dma_response__valid;
   reg dma_stalled = 1'h0;
   output [82:0] dram__payload;
-  reg [82:0] dram__payload = 83'h000000000000000000000;
+  wire [82:0] dram__payload;
   wire [47:0] dram__payload__addr ;
   wire [6:0] dram__payload__bytes ;
   (* enum_base_type = "MemOp" *)
@@ -83868,6 +83846,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
+  reg is_comm = 1'h0;
   reg last_comm = 1'h0;
   (* keep = 32'd1 *)
   wire [1:0] last_comm_next;
@@ -83920,7 +83899,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   reg [33:0] num = 34'h000000000;
   input [7:0] occupancy;
   wire [7:0] occupancy;
-  reg out_tracked = 1'h0;
+  wire out_tracked;
   (* keep = 32'd1 *)
   wire pick_c;
   input [72:0] remote__payload;
@@ -83956,21 +83935,6 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire [7:0] remote_req__tag ;
   wire [15:0] remote_req__tile ;
   reg remote_stalled = 1'h0;
-  wire [82:0] req;
-  wire [47:0] req__addr ;
-  wire [6:0] req__bytes ;
-  (* enum_base_type = "MemOp" *)
-  (* enum_value_00 = "READ" *)
-  (* enum_value_01 = "STORE" *)
-  (* enum_value_10 = "UPDATE" *)
-  wire [1:0] req__op ;
-  (* enum_base_type = "WriteSource" *)
-  (* enum_value_00 = "COMPUTE" *)
-  (* enum_value_01 = "DMA" *)
-  (* enum_value_10 = "REMOTE" *)
-  wire [1:0] req__source ;
-  wire [7:0] req__tag ;
-  wire [15:0] req__tile ;
   input [10:0] response__payload;
   wire [10:0] response__payload;
   wire response__payload__error ;
@@ -84067,7 +84031,6 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   reg track__valid = 1'h0;
   input track_hold;
   wire track_hold;
-  wire tracked;
   reg [24:0] unit = 25'h0000400;
   reg [16:0] wait1 = 17'h00001;
   reg wait_full = 1'h0;
@@ -84085,801 +84048,816 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$8  = \$6  | \$7 ;
   assign \$9  = \$5  & \$8 ;
   assign \$10  = config__valid & \$9 ;
-  assign \$11  = ~ dram__valid;
-  assign \$12  = \$11  | dram__ready;
-  assign \$13  = \$12  & pick_c;
-  assign \$14  = occupancy < thr;
-  assign \$15  = gate_m & \$14 ;
+  assign \$11  = occupancy < thr;
+  assign \$12  = ~ dram__valid;
+  assign \$13  = \$12  | dram__ready;
+  assign \$14  = \$13  & pick_c;
+  assign \$15  = gate_m & below;
   assign \$16  = \$signal  | \$15 ;
-  assign \$17  = occupancy < thr;
-  assign \$18  = gate_m & \$17 ;
-  assign \$19  = drop_wait | \$18 ;
-  assign \$20  = ~ dram__valid;
-  assign \$21  = \$20  | dram__ready;
-  assign \$22  = ~ wait_full;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = wait1 + 1'h1;
-  assign \$25  = \new [1:0] == 2'h2;
-  assign \$26  = | \new [9:2];
-  assign \$27  = \$25  & \$26 ;
-  assign \$28  = cfg[1:0] == 2'h2;
-  assign \$29  = finish[1] ? \$28  : gated;
-  assign \$30  = accept ? \$27  : \$29 ;
-  assign \$31  = occupancy < thr;
-  assign \$32  = { \$185 , \$178  } >> \$31 ;
-  assign \$33  = occupancy < thr;
-  assign \$34  = { \$222 , \$203  } >> \$33 ;
-  assign \$35  = occupancy < thr;
-  assign \$36  = { \$287 , \$253  } >> \$35 ;
-  assign \$37  = ~ dram__valid;
-  assign \$38  = \$37  | dram__ready;
-  assign \$39  = ~ dram__valid;
-  assign \$40  = \$39  | dram__ready;
-  assign \$41  = \$40  & pick_c;
-  assign \$42  = occupancy < thr;
-  assign \$43  = gate_m & \$42 ;
-  assign \$44  = \$signal  | \$43 ;
-  assign \$45  = \$41  | \$44 ;
-  assign \$46  = dram__valid & dram__ready;
-  assign \$47  = \$46  & out_tracked;
-  assign \$48  = | dram__payload[1:0];
-  assign \$49  = \$47  & \$48 ;
-  assign \$50  = dram__payload[1:0] == 2'h2;
-  assign \$51  = \$50  ? 1'h1 : 1'h0;
-  assign \$52  = cfg[17:10] << scale;
-  assign \$53  = 1'h1 << scale;
-  assign \$54  = cfg[17:10] + 2'h2;
-  assign \$56  = \$55  - unit;
-  assign \$57  = ~ dram__valid;
-  assign \$58  = \$57  | dram__ready;
-  assign \$59  = \$58  & pick_c;
-  assign \$60  = ~ accept;
-  assign \$61  = \$59  & \$60 ;
-  assign \$62  = armed & grant_c_q;
-  assign \$63  = ! \new [9:2];
-  assign \$64  = ! \new [9:2];
-  assign \$65  = 5'h18 - \new [22:18];
-  assign \$66  = cfg[22:18] == 1'h1;
-  assign \$67  = cfg[22:18] > 2'h2;
-  assign \$68  = cfg[22:18] > 2'h3;
-  assign \$69  = cfg[22:18] > 3'h4;
-  assign \$70  = cfg[22:18] > 3'h5;
-  assign \$71  = cfg[22:18] > 3'h6;
-  assign \$72  = cfg[22:18] > 3'h7;
-  assign \$73  = cfg[22:18] > 4'h8;
-  assign \$74  = cfg[22:18] > 4'h9;
-  assign \$75  = cfg[22:18] > 4'ha;
-  assign \$76  = cfg[22:18] > 4'hb;
-  assign \$77  = cfg[22:18] > 4'hc;
-  assign \$78  = cfg[22:18] > 4'hd;
-  assign \$79  = cfg[22:18] > 4'he;
-  assign \$80  = cfg[22:18] > 4'hf;
-  assign \$81  = cfg[22:18] > 5'h10;
-  assign \$82  = cfg[22:18] > 5'h11;
-  assign \$83  = cfg[22:18] > 5'h12;
-  assign \$84  = cfg[22:18] > 5'h13;
-  assign \$85  = cfg[22:18] > 5'h14;
-  assign \$86  = cfg[22:18] > 5'h15;
-  assign \$87  = cfg[22:18] > 5'h16;
-  assign \$88  = cfg[22:18] > 5'h17;
-  assign \$89  = cfg[22:18] > 5'h18;
-  assign \$90  = \$66  ? 26'h3ffffff : { 1'h0, \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , 2'h1 };
-  assign \$91  = ! cfg[22:18];
-  assign \$92  = $signed(left) - $signed(2'h1);
-  assign \$93  = acc + sat_s;
-  assign \$95  = base + acc;
-  assign \$97  = load__valid & load__ready;
-  assign \$98  = ~ load__ready;
-  assign \$99  = load__valid & \$98 ;
-  assign \$100  = stats[31:0] + 1'h1;
-  assign \$101  = stats[159:128] + 1'h1;
-  assign \$102  = store__valid & store__ready;
-  assign \$103  = ~ store__ready;
-  assign \$104  = store__valid & \$103 ;
-  assign \$105  = stats[63:32] + 1'h1;
-  assign \$106  = stats[191:160] + 1'h1;
-  assign \$107  = dma__valid & dma__ready;
-  assign \$108  = ~ dma__ready;
-  assign \$109  = dma__valid & \$108 ;
-  assign \$110  = stats[95:64] + 1'h1;
-  assign \$111  = stats[223:192] + 1'h1;
-  assign \$112  = remote__valid & remote__ready;
-  assign \$113  = ~ remote__ready;
-  assign \$114  = remote__valid & \$113 ;
-  assign \$115  = stats[127:96] + 1'h1;
-  assign \$116  = stats[255:224] + 1'h1;
-  assign \$117  = ~ dram__valid;
-  assign \$118  = \$117  | dram__ready;
-  assign \$119  = dma__valid | remote_ok;
-  assign \$120  = \$119  & wait_full;
-  assign \$121  = cfg[1:0] == 2'h2;
-  assign \$122  = \$120  & \$121 ;
-  assign \$123  = \$118  & \$122 ;
-  assign \$124  = stats[287:256] + 1'h1;
-  assign \$128  = track_hold & store__payload[72];
+  assign \$17  = gate_m & below;
+  assign \$18  = drop_wait | \$17 ;
+  assign \$19  = ~ dram__valid;
+  assign \$20  = \$19  | dram__ready;
+  assign \$21  = ~ wait_full;
+  assign \$22  = \$20  & \$21 ;
+  assign \$23  = wait1 + 1'h1;
+  assign \$24  = \new [1:0] == 2'h2;
+  assign \$25  = | \new [9:2];
+  assign \$26  = \$24  & \$25 ;
+  assign \$27  = cfg[1:0] == 2'h2;
+  assign \$28  = finish[1] ? \$27  : gated;
+  assign \$29  = accept ? \$26  : \$28 ;
+  assign \$30  = { \$181 , \$174  } >> below;
+  assign \$31  = { \$218 , \$199  } >> below;
+  assign \$32  = { \$283 , \$249  } >> below;
+  assign \$33  = ~ dram__valid;
+  assign \$34  = \$33  | dram__ready;
+  assign \$35  = ~ dram__valid;
+  assign \$36  = \$35  | dram__ready;
+  assign \$37  = \$36  & pick_c;
+  assign \$38  = gate_m & below;
+  assign \$39  = \$signal  | \$38 ;
+  assign \$40  = \$37  | \$39 ;
+  assign \$41  = ~ pick_c;
+  assign \$42  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
+  assign \$43  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
+  assign \$44  = dram__valid & dram__ready;
+  assign \$45  = \$44  & \$288 [83];
+  assign \$46  = | \$288 [1:0];
+  assign \$47  = \$45  & \$46 ;
+  assign \$48  = \$288 [1:0] == 2'h2;
+  assign \$49  = \$48  ? 1'h1 : 1'h0;
+  assign \$50  = cfg[17:10] << scale;
+  assign \$51  = 1'h1 << scale;
+  assign \$52  = cfg[17:10] + 2'h2;
+  assign \$54  = \$53  - unit;
+  assign \$55  = ~ dram__valid;
+  assign \$56  = \$55  | dram__ready;
+  assign \$57  = \$56  & pick_c;
+  assign \$58  = ~ accept;
+  assign \$59  = \$57  & \$58 ;
+  assign \$60  = armed & grant_c_q;
+  assign \$61  = ! \new [9:2];
+  assign \$62  = ! \new [9:2];
+  assign \$63  = 5'h18 - \new [22:18];
+  assign \$64  = cfg[22:18] == 1'h1;
+  assign \$65  = cfg[22:18] > 2'h2;
+  assign \$66  = cfg[22:18] > 2'h3;
+  assign \$67  = cfg[22:18] > 3'h4;
+  assign \$68  = cfg[22:18] > 3'h5;
+  assign \$69  = cfg[22:18] > 3'h6;
+  assign \$70  = cfg[22:18] > 3'h7;
+  assign \$71  = cfg[22:18] > 4'h8;
+  assign \$72  = cfg[22:18] > 4'h9;
+  assign \$73  = cfg[22:18] > 4'ha;
+  assign \$74  = cfg[22:18] > 4'hb;
+  assign \$75  = cfg[22:18] > 4'hc;
+  assign \$76  = cfg[22:18] > 4'hd;
+  assign \$77  = cfg[22:18] > 4'he;
+  assign \$78  = cfg[22:18] > 4'hf;
+  assign \$79  = cfg[22:18] > 5'h10;
+  assign \$80  = cfg[22:18] > 5'h11;
+  assign \$81  = cfg[22:18] > 5'h12;
+  assign \$82  = cfg[22:18] > 5'h13;
+  assign \$83  = cfg[22:18] > 5'h14;
+  assign \$84  = cfg[22:18] > 5'h15;
+  assign \$85  = cfg[22:18] > 5'h16;
+  assign \$86  = cfg[22:18] > 5'h17;
+  assign \$87  = cfg[22:18] > 5'h18;
+  assign \$88  = \$64  ? 26'h3ffffff : { 1'h0, \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , \$66 , \$65 , 2'h1 };
+  assign \$89  = ! cfg[22:18];
+  assign \$90  = $signed(left) - $signed(2'h1);
+  assign \$91  = acc + sat_s;
+  assign \$93  = base + acc;
+  assign \$95  = load__valid & load__ready;
+  assign \$96  = ~ load__ready;
+  assign \$97  = load__valid & \$96 ;
+  assign \$98  = stats[31:0] + 1'h1;
+  assign \$99  = stats[159:128] + 1'h1;
+  assign \$100  = store__valid & store__ready;
+  assign \$101  = ~ store__ready;
+  assign \$102  = store__valid & \$101 ;
+  assign \$103  = stats[63:32] + 1'h1;
+  assign \$104  = stats[191:160] + 1'h1;
+  assign \$105  = dma__valid & dma__ready;
+  assign \$106  = ~ dma__ready;
+  assign \$107  = dma__valid & \$106 ;
+  assign \$108  = stats[95:64] + 1'h1;
+  assign \$109  = stats[223:192] + 1'h1;
+  assign \$110  = remote__valid & remote__ready;
+  assign \$111  = ~ remote__ready;
+  assign \$112  = remote__valid & \$111 ;
+  assign \$113  = stats[127:96] + 1'h1;
+  assign \$114  = stats[255:224] + 1'h1;
+  assign \$115  = ~ dram__valid;
+  assign \$116  = \$115  | dram__ready;
+  assign \$117  = dma__valid | remote_ok;
+  assign \$118  = \$117  & wait_full;
+  assign \$119  = cfg[1:0] == 2'h2;
+  assign \$120  = \$118  & \$119 ;
+  assign \$121  = \$116  & \$120 ;
+  assign \$122  = stats[287:256] + 1'h1;
+  assign \$126  = track_hold & store__payload[72];
+  assign \$127  = ~ \$126 ;
+  assign store_ok = store__valid & \$127 ;
+  assign \$128  = track_hold & remote__payload[72];
   assign \$129  = ~ \$128 ;
-  assign store_ok = store__valid & \$129 ;
-  assign \$130  = track_hold & remote__payload[72];
-  assign \$131  = ~ \$130 ;
-  assign remote_ok = remote__valid & \$131 ;
-  assign \$132  = load__valid | store_ok;
-  assign \$133  = dma__valid | remote_ok;
-  assign \$134  = \$133  & comm_first;
-  assign \$135  = ~ \$134 ;
-  assign pick_c = \$132  & \$135 ;
-  assign \$136  = ~ dram__valid;
-  assign \$137  = \$136  | dram__ready;
-  assign \$138  = dma__valid | remote_ok;
-  assign \$139  = \$137  & \$138 ;
-  assign \$140  = load__valid | store_ok;
-  assign \$141  = ~ \$140 ;
-  assign \$142  = ~ gated;
-  assign \$143  = \$141  & \$142 ;
-  assign \$144  = comm_first | \$143 ;
-  assign \$signal  = \$139  & \$144 ;
-  assign \$145  = ~ dram__valid;
-  assign \$146  = \$145  | dram__ready;
-  assign \$147  = dma__valid | remote_ok;
-  assign \$148  = \$146  & \$147 ;
-  assign \$149  = load__valid | store_ok;
-  assign \$150  = ~ \$149 ;
-  assign \$151  = \$148  & \$150 ;
-  assign gate_m = \$151  & gated;
-  assign \$152  = ~ load__valid;
-  assign \$153  = ~ last_store;
-  assign \$154  = \$152  | \$153 ;
-  assign sel_store = store_ok & \$154 ;
-  assign \$155  = ~ dma__valid;
-  assign \$156  = ~ last_remote;
-  assign \$157  = \$155  | \$156 ;
-  assign sel_remote = remote_ok & \$157 ;
-  assign \$158  = ~ dram__valid;
-  assign \$159  = \$158  | dram__ready;
-  assign \$160  = \$159  & pick_c;
-  assign \$161  = ~ sel_store;
-  assign load__ready = \$160  & \$161 ;
-  assign \$162  = ~ dram__valid;
-  assign \$163  = \$162  | dram__ready;
-  assign \$164  = \$163  & pick_c;
-  assign store__ready = \$164  & sel_store;
-  assign \$165  = occupancy < thr;
-  assign \$166  = gate_m & \$165 ;
+  assign remote_ok = remote__valid & \$129 ;
+  assign \$130  = load__valid | store_ok;
+  assign \$131  = dma__valid | remote_ok;
+  assign \$132  = \$131  & comm_first;
+  assign \$133  = ~ \$132 ;
+  assign pick_c = \$130  & \$133 ;
+  assign \$134  = ~ dram__valid;
+  assign \$135  = \$134  | dram__ready;
+  assign \$136  = dma__valid | remote_ok;
+  assign \$137  = \$135  & \$136 ;
+  assign \$138  = load__valid | store_ok;
+  assign \$139  = ~ \$138 ;
+  assign \$140  = ~ gated;
+  assign \$141  = \$139  & \$140 ;
+  assign \$142  = comm_first | \$141 ;
+  assign \$signal  = \$137  & \$142 ;
+  assign \$143  = ~ dram__valid;
+  assign \$144  = \$143  | dram__ready;
+  assign \$145  = dma__valid | remote_ok;
+  assign \$146  = \$144  & \$145 ;
+  assign \$147  = load__valid | store_ok;
+  assign \$148  = ~ \$147 ;
+  assign \$149  = \$146  & \$148 ;
+  assign gate_m = \$149  & gated;
+  assign \$150  = ~ load__valid;
+  assign \$151  = ~ last_store;
+  assign \$152  = \$150  | \$151 ;
+  assign sel_store = store_ok & \$152 ;
+  assign \$153  = ~ dma__valid;
+  assign \$154  = ~ last_remote;
+  assign \$155  = \$153  | \$154 ;
+  assign sel_remote = remote_ok & \$155 ;
+  assign \$156  = ~ dram__valid;
+  assign \$157  = \$156  | dram__ready;
+  assign \$158  = \$157  & pick_c;
+  assign \$159  = ~ sel_store;
+  assign load__ready = \$158  & \$159 ;
+  assign \$160  = ~ dram__valid;
+  assign \$161  = \$160  | dram__ready;
+  assign \$162  = \$161  & pick_c;
+  assign store__ready = \$162  & sel_store;
+  assign \$163  = gate_m & below;
+  assign \$164  = \$signal  | \$163 ;
+  assign \$165  = ~ sel_remote;
+  assign dma__ready = \$164  & \$165 ;
+  assign \$166  = gate_m & below;
   assign \$167  = \$signal  | \$166 ;
-  assign \$168  = ~ sel_remote;
-  assign dma__ready = \$167  & \$168 ;
-  assign \$169  = occupancy < thr;
-  assign \$170  = gate_m & \$169 ;
-  assign \$171  = \$signal  | \$170 ;
-  assign remote__ready = \$171  & sel_remote;
-  assign \$172  = dma__valid | remote__valid;
-  assign \$173  = ~ \$172 ;
-  assign drop_wait = \$173  | \$signal ;
-  assign \$174  = ~ dram__valid;
-  assign \$175  = \$174  | dram__ready;
-  assign \$176  = \$175  & pick_c;
-  assign \$177  = \$176  | \$signal ;
-  assign \$178  = \$177  ? \$signal  : last_comm;
-  assign \$179  = ~ dram__valid;
-  assign \$180  = \$179  | dram__ready;
-  assign \$181  = \$180  & pick_c;
-  assign \$182  = \$signal  | gate_m;
-  assign \$183  = \$181  | \$182 ;
-  assign \$184  = \$signal  | gate_m;
-  assign \$185  = \$183  ? \$184  : last_comm;
-  assign \$186  = dma__valid | remote__valid;
-  assign \$187  = ~ \$signal ;
+  assign remote__ready = \$167  & sel_remote;
+  assign \$168  = dma__valid | remote__valid;
+  assign \$169  = ~ \$168 ;
+  assign drop_wait = \$169  | \$signal ;
+  assign \$170  = ~ dram__valid;
+  assign \$171  = \$170  | dram__ready;
+  assign \$172  = \$171  & pick_c;
+  assign \$173  = \$172  | \$signal ;
+  assign \$174  = \$173  ? \$signal  : last_comm;
+  assign \$175  = ~ dram__valid;
+  assign \$176  = \$175  | dram__ready;
+  assign \$177  = \$176  & pick_c;
+  assign \$178  = \$signal  | gate_m;
+  assign \$179  = \$177  | \$178 ;
+  assign \$180  = \$signal  | gate_m;
+  assign \$181  = \$179  ? \$180  : last_comm;
+  assign \$182  = dma__valid | remote__valid;
+  assign \$183  = ~ \$signal ;
+  assign \$184  = \$182  & \$183 ;
+  assign \$185  = ~ dram__valid;
+  assign \$186  = \$185  | dram__ready;
+  assign \$187  = ~ wait_full;
   assign \$188  = \$186  & \$187 ;
-  assign \$189  = ~ dram__valid;
-  assign \$190  = \$189  | dram__ready;
-  assign \$191  = ~ wait_full;
-  assign \$192  = \$190  & \$191 ;
-  assign \$193  = wait1 >= \new [38:23];
-  assign \$194  = wait1 > \new [38:23];
-  assign \$195  = \$192  ? \$193  : \$194 ;
-  assign \$196  = ~ dram__valid;
-  assign \$197  = \$196  | dram__ready;
-  assign \$198  = ~ wait_full;
-  assign \$199  = \$197  & \$198 ;
-  assign \$200  = wait1 == cfg[38:23];
-  assign \$201  = \$199  ? \$200  : wait_full;
-  assign \$202  = accept ? \$195  : \$201 ;
-  assign \$203  = \$188  & \$202 ;
-  assign \$204  = dma__valid | remote__valid;
-  assign \$205  = \$signal  | gate_m;
-  assign \$206  = ~ \$205 ;
-  assign \$207  = \$204  & \$206 ;
-  assign \$208  = ~ dram__valid;
-  assign \$209  = \$208  | dram__ready;
-  assign \$210  = ~ wait_full;
-  assign \$211  = \$209  & \$210 ;
-  assign \$212  = wait1 >= \new [38:23];
-  assign \$213  = wait1 > \new [38:23];
-  assign \$214  = \$211  ? \$212  : \$213 ;
-  assign \$215  = ~ dram__valid;
-  assign \$216  = \$215  | dram__ready;
-  assign \$217  = ~ wait_full;
-  assign \$218  = \$216  & \$217 ;
-  assign \$219  = wait1 == cfg[38:23];
-  assign \$220  = \$218  ? \$219  : wait_full;
-  assign \$221  = accept ? \$214  : \$220 ;
-  assign \$222  = \$207  & \$221 ;
-  assign \$223  = accept ? \new [1:0] : cfg[1:0];
-  assign \$224  = ! \$223 ;
-  assign \$225  = ~ dram__valid;
-  assign \$226  = \$225  | dram__ready;
-  assign \$227  = \$226  & pick_c;
-  assign \$228  = \$227  | \$signal ;
-  assign \$229  = \$228  ? \$signal  : last_comm;
-  assign \$230  = ~ \$229 ;
-  assign \$231  = \$224  & \$230 ;
-  assign \$232  = accept ? \new [1:0] : cfg[1:0];
-  assign \$233  = \$232  == 2'h2;
-  assign \$234  = dma__valid | remote__valid;
-  assign \$235  = ~ \$signal ;
+  assign \$189  = wait1 >= \new [38:23];
+  assign \$190  = wait1 > \new [38:23];
+  assign \$191  = \$188  ? \$189  : \$190 ;
+  assign \$192  = ~ dram__valid;
+  assign \$193  = \$192  | dram__ready;
+  assign \$194  = ~ wait_full;
+  assign \$195  = \$193  & \$194 ;
+  assign \$196  = wait1 == cfg[38:23];
+  assign \$197  = \$195  ? \$196  : wait_full;
+  assign \$198  = accept ? \$191  : \$197 ;
+  assign \$199  = \$184  & \$198 ;
+  assign \$200  = dma__valid | remote__valid;
+  assign \$201  = \$signal  | gate_m;
+  assign \$202  = ~ \$201 ;
+  assign \$203  = \$200  & \$202 ;
+  assign \$204  = ~ dram__valid;
+  assign \$205  = \$204  | dram__ready;
+  assign \$206  = ~ wait_full;
+  assign \$207  = \$205  & \$206 ;
+  assign \$208  = wait1 >= \new [38:23];
+  assign \$209  = wait1 > \new [38:23];
+  assign \$210  = \$207  ? \$208  : \$209 ;
+  assign \$211  = ~ dram__valid;
+  assign \$212  = \$211  | dram__ready;
+  assign \$213  = ~ wait_full;
+  assign \$214  = \$212  & \$213 ;
+  assign \$215  = wait1 == cfg[38:23];
+  assign \$216  = \$214  ? \$215  : wait_full;
+  assign \$217  = accept ? \$210  : \$216 ;
+  assign \$218  = \$203  & \$217 ;
+  assign \$219  = accept ? \new [1:0] : cfg[1:0];
+  assign \$220  = ! \$219 ;
+  assign \$221  = ~ dram__valid;
+  assign \$222  = \$221  | dram__ready;
+  assign \$223  = \$222  & pick_c;
+  assign \$224  = \$223  | \$signal ;
+  assign \$225  = \$224  ? \$signal  : last_comm;
+  assign \$226  = ~ \$225 ;
+  assign \$227  = \$220  & \$226 ;
+  assign \$228  = accept ? \new [1:0] : cfg[1:0];
+  assign \$229  = \$228  == 2'h2;
+  assign \$230  = dma__valid | remote__valid;
+  assign \$231  = ~ \$signal ;
+  assign \$232  = \$230  & \$231 ;
+  assign \$233  = ~ dram__valid;
+  assign \$234  = \$233  | dram__ready;
+  assign \$235  = ~ wait_full;
   assign \$236  = \$234  & \$235 ;
-  assign \$237  = ~ dram__valid;
-  assign \$238  = \$237  | dram__ready;
-  assign \$239  = ~ wait_full;
-  assign \$240  = \$238  & \$239 ;
-  assign \$241  = wait1 >= \new [38:23];
-  assign \$242  = wait1 > \new [38:23];
-  assign \$243  = \$240  ? \$241  : \$242 ;
-  assign \$244  = ~ dram__valid;
-  assign \$245  = \$244  | dram__ready;
-  assign \$246  = ~ wait_full;
-  assign \$247  = \$245  & \$246 ;
-  assign \$248  = wait1 == cfg[38:23];
-  assign \$249  = \$247  ? \$248  : wait_full;
-  assign \$250  = accept ? \$243  : \$249 ;
-  assign \$251  = \$236  & \$250 ;
-  assign \$252  = \$233  & \$251 ;
-  assign \$253  = \$231  | \$252 ;
-  assign \$254  = accept ? \new [1:0] : cfg[1:0];
-  assign \$255  = ! \$254 ;
-  assign \$256  = ~ dram__valid;
-  assign \$257  = \$256  | dram__ready;
-  assign \$258  = \$257  & pick_c;
-  assign \$259  = \$signal  | gate_m;
-  assign \$260  = \$258  | \$259 ;
-  assign \$261  = \$signal  | gate_m;
-  assign \$262  = \$260  ? \$261  : last_comm;
-  assign \$263  = ~ \$262 ;
-  assign \$264  = \$255  & \$263 ;
-  assign \$265  = accept ? \new [1:0] : cfg[1:0];
-  assign \$266  = \$265  == 2'h2;
-  assign \$267  = dma__valid | remote__valid;
-  assign \$268  = \$signal  | gate_m;
-  assign \$269  = ~ \$268 ;
-  assign \$270  = \$267  & \$269 ;
-  assign \$271  = ~ dram__valid;
-  assign \$272  = \$271  | dram__ready;
-  assign \$273  = ~ wait_full;
-  assign \$274  = \$272  & \$273 ;
-  assign \$275  = wait1 >= \new [38:23];
-  assign \$276  = wait1 > \new [38:23];
-  assign \$277  = \$274  ? \$275  : \$276 ;
-  assign \$278  = ~ dram__valid;
-  assign \$279  = \$278  | dram__ready;
-  assign \$280  = ~ wait_full;
-  assign \$281  = \$279  & \$280 ;
-  assign \$282  = wait1 == cfg[38:23];
-  assign \$283  = \$281  ? \$282  : wait_full;
-  assign \$284  = accept ? \$277  : \$283 ;
-  assign \$285  = \$270  & \$284 ;
-  assign \$286  = \$266  & \$285 ;
-  assign \$287  = \$264  | \$286 ;
-  assign \$289  = \$288  ? 2'h2 : 2'h1;
-  assign \$291  = \$290  ? 2'h2 : 2'h1;
-  assign \$292  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
-  assign \$293  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
-  assign \$294  = pick_c ? \$292  : \$293 ;
-  assign \$295  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$295 ;
-  assign \$296  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$296 ;
-  assign \$297  = ! response__payload[1:0];
-  assign \$298  = response__payload[1:0] == 1'h1;
-  assign \$299  = \$298  ? dma_response__ready : 1'h1;
-  assign response__ready = \$297  ? load_response__ready : \$299 ;
-  assign \$300  = ! response__payload[1:0];
-  assign \$301  = ~ \$300 ;
-  assign \$302  = response__valid & \$301 ;
-  assign \$303  = response__payload[1:0] == 1'h1;
-  assign \$304  = ~ \$303 ;
-  assign \$305  = \$302  & \$304 ;
-  assign \$306  = config__payload[1:0] != 2'h3;
-  assign \$307  = | config__payload[38:23];
-  assign \$308  = \$306  & \$307 ;
-  assign \$309  = config__payload[22:18] <= 5'h18;
-  assign \$310  = \$308  & \$309 ;
-  assign \$311  = | config__payload[9:2];
-  assign \$312  = | config__payload[17:10];
-  assign \$313  = \$311  | \$312 ;
-  assign \$314  = \$310  & \$313 ;
-  assign \$315  = ~ \$314 ;
-  assign \$316  = config__valid & \$315 ;
+  assign \$237  = wait1 >= \new [38:23];
+  assign \$238  = wait1 > \new [38:23];
+  assign \$239  = \$236  ? \$237  : \$238 ;
+  assign \$240  = ~ dram__valid;
+  assign \$241  = \$240  | dram__ready;
+  assign \$242  = ~ wait_full;
+  assign \$243  = \$241  & \$242 ;
+  assign \$244  = wait1 == cfg[38:23];
+  assign \$245  = \$243  ? \$244  : wait_full;
+  assign \$246  = accept ? \$239  : \$245 ;
+  assign \$247  = \$232  & \$246 ;
+  assign \$248  = \$229  & \$247 ;
+  assign \$249  = \$227  | \$248 ;
+  assign \$250  = accept ? \new [1:0] : cfg[1:0];
+  assign \$251  = ! \$250 ;
+  assign \$252  = ~ dram__valid;
+  assign \$253  = \$252  | dram__ready;
+  assign \$254  = \$253  & pick_c;
+  assign \$255  = \$signal  | gate_m;
+  assign \$256  = \$254  | \$255 ;
+  assign \$257  = \$signal  | gate_m;
+  assign \$258  = \$256  ? \$257  : last_comm;
+  assign \$259  = ~ \$258 ;
+  assign \$260  = \$251  & \$259 ;
+  assign \$261  = accept ? \new [1:0] : cfg[1:0];
+  assign \$262  = \$261  == 2'h2;
+  assign \$263  = dma__valid | remote__valid;
+  assign \$264  = \$signal  | gate_m;
+  assign \$265  = ~ \$264 ;
+  assign \$266  = \$263  & \$265 ;
+  assign \$267  = ~ dram__valid;
+  assign \$268  = \$267  | dram__ready;
+  assign \$269  = ~ wait_full;
+  assign \$270  = \$268  & \$269 ;
+  assign \$271  = wait1 >= \new [38:23];
+  assign \$272  = wait1 > \new [38:23];
+  assign \$273  = \$270  ? \$271  : \$272 ;
+  assign \$274  = ~ dram__valid;
+  assign \$275  = \$274  | dram__ready;
+  assign \$276  = ~ wait_full;
+  assign \$277  = \$275  & \$276 ;
+  assign \$278  = wait1 == cfg[38:23];
+  assign \$279  = \$277  ? \$278  : wait_full;
+  assign \$280  = accept ? \$273  : \$279 ;
+  assign \$281  = \$266  & \$280 ;
+  assign \$282  = \$262  & \$281 ;
+  assign \$283  = \$260  | \$282 ;
+  assign \$285  = \$284  ? 2'h2 : 2'h1;
+  assign \$287  = \$286  ? 2'h2 : 2'h1;
+  assign \$288  = is_comm ? comm_q : \$signal$30 ;
+  assign \$289  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$289 ;
+  assign \$290  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$290 ;
+  assign \$291  = ! response__payload[1:0];
+  assign \$292  = response__payload[1:0] == 1'h1;
+  assign \$293  = \$292  ? dma_response__ready : 1'h1;
+  assign response__ready = \$291  ? load_response__ready : \$293 ;
+  assign \$294  = ! response__payload[1:0];
+  assign \$295  = ~ \$294 ;
+  assign \$296  = response__valid & \$295 ;
+  assign \$297  = response__payload[1:0] == 1'h1;
+  assign \$298  = ~ \$297 ;
+  assign \$299  = \$296  & \$298 ;
+  assign \$300  = config__payload[1:0] != 2'h3;
+  assign \$301  = | config__payload[38:23];
+  assign \$302  = \$300  & \$301 ;
+  assign \$303  = config__payload[22:18] <= 5'h18;
+  assign \$304  = \$302  & \$303 ;
+  assign \$305  = | config__payload[9:2];
+  assign \$306  = | config__payload[17:10];
+  assign \$307  = \$305  | \$306 ;
+  assign \$308  = \$304  & \$307 ;
+  assign \$309  = ~ \$308 ;
+  assign \$310  = config__valid & \$309 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$317 ;
+    accept <= \$311 ;
   always @(posedge clk)
-    last_store <= \$318 ;
+    below <= \$312 ;
   always @(posedge clk)
-    last_remote <= \$319 ;
+    last_store <= \$313 ;
   always @(posedge clk)
-    wait1 <= \$320 ;
+    last_remote <= \$314 ;
   always @(posedge clk)
-    gated <= \$321 ;
+    wait1 <= \$315 ;
   always @(posedge clk)
-    last_comm <= \$322 ;
+    gated <= \$316 ;
   always @(posedge clk)
-    wait_full <= \$323 ;
+    last_comm <= \$317 ;
   always @(posedge clk)
-    comm_first <= \$324 ;
+    wait_full <= \$318 ;
   always @(posedge clk)
-    dram__valid <= \$325 ;
+    comm_first <= \$319 ;
   always @(posedge clk)
-    out_tracked <= \$326 ;
+    dram__valid <= \$320 ;
   always @(posedge clk)
-    dram__payload <= \$327 ;
+    is_comm <= \$321 ;
   always @(posedge clk)
-    track__valid <= \$328 ;
+    \$signal$30  <= \$322 ;
   always @(posedge clk)
-    track__payload <= \$329 ;
+    comm_q <= \$323 ;
   always @(posedge clk)
-    sat_s <= \$330 ;
+    track__valid <= \$324 ;
   always @(posedge clk)
-    unit <= \$331 ;
+    track__payload <= \$325 ;
   always @(posedge clk)
-    sat2 <= \$332 ;
+    sat_s <= \$326 ;
   always @(posedge clk)
-    base <= \$333 ;
+    unit <= \$327 ;
   always @(posedge clk)
-    grant_c_q <= \$334 ;
+    sat2 <= \$328 ;
   always @(posedge clk)
-    cfg <= \$335 ;
+    base <= \$329 ;
   always @(posedge clk)
-    thr <= \$336 ;
+    grant_c_q <= \$330 ;
   always @(posedge clk)
-    measuring <= \$337 ;
+    cfg <= \$331 ;
   always @(posedge clk)
-    armed <= \$338 ;
+    thr <= \$332 ;
   always @(posedge clk)
-    window <= \$339 ;
+    measuring <= \$333 ;
   always @(posedge clk)
-    finish <= \$340 ;
+    armed <= \$334 ;
   always @(posedge clk)
-    scale <= \$341 ;
+    window <= \$335 ;
   always @(posedge clk)
-    acc <= \$342 ;
+    finish <= \$336 ;
   always @(posedge clk)
-    left <= \$343 ;
+    scale <= \$337 ;
   always @(posedge clk)
-    num <= \$344 ;
+    acc <= \$338 ;
   always @(posedge clk)
-    load_granted <= \$345 ;
+    left <= \$339 ;
   always @(posedge clk)
-    load_stalled <= \$346 ;
+    num <= \$340 ;
   always @(posedge clk)
-    stats <= \$347 ;
+    load_granted <= \$341 ;
   always @(posedge clk)
-    store_granted <= \$348 ;
+    load_stalled <= \$342 ;
   always @(posedge clk)
-    store_stalled <= \$349 ;
+    stats <= \$343 ;
   always @(posedge clk)
-    dma_granted <= \$350 ;
+    store_granted <= \$344 ;
   always @(posedge clk)
-    dma_stalled <= \$351 ;
+    store_stalled <= \$345 ;
   always @(posedge clk)
-    remote_granted <= \$352 ;
+    dma_granted <= \$346 ;
   always @(posedge clk)
-    remote_stalled <= \$353 ;
+    dma_stalled <= \$347 ;
   always @(posedge clk)
-    was_forced <= \$354 ;
+    remote_granted <= \$348 ;
   always @(posedge clk)
-    errors <= \$355 ;
+    remote_stalled <= \$349 ;
+  always @(posedge clk)
+    was_forced <= \$350 ;
+  always @(posedge clk)
+    errors <= \$351 ;
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$317  = \$10 ;
+    \$311  = \$10 ;
+    if (rst) begin
+      \$311  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$312  = \$11 ;
+    if (rst) begin
+      \$312  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$313  = last_store;
+    if (\$14 ) begin
+      \$313  = sel_store;
+    end
+    if (rst) begin
+      \$313  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$314  = last_remote;
+    if (\$16 ) begin
+      \$314  = sel_remote;
+    end
+    if (rst) begin
+      \$314  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$315  = wait1;
+    if (\$18 ) begin
+      \$315  = 17'h00001;
+    end else if (\$22 ) begin
+      \$315  = \$23 [16:0];
+    end
+    if (rst) begin
+      \$315  = 17'h00001;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$316  = \$29 ;
+    if (rst) begin
+      \$316  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$317  = \$30 ;
     if (rst) begin
       \$317  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$318  = last_store;
-    if (\$13 ) begin
-      \$318  = sel_store;
-    end
+    \$318  = \$31 ;
     if (rst) begin
       \$318  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$319  = last_remote;
-    if (\$16 ) begin
-      \$319  = sel_remote;
-    end
+    \$319  = \$32 ;
     if (rst) begin
       \$319  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$320  = wait1;
-    if (\$19 ) begin
-      \$320  = 17'h00001;
-    end else if (\$23 ) begin
-      \$320  = \$24 [16:0];
+    \$320  = dram__valid;
+    if (\$34 ) begin
+      \$320  = \$40 ;
     end
     if (rst) begin
-      \$320  = 17'h00001;
+      \$320  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$321  = \$30 ;
+    \$321  = is_comm;
+    if (\$34 ) begin
+      \$321  = \$41 ;
+    end
     if (rst) begin
       \$321  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$322  = \$32 ;
+    \$322  = \$signal$30 ;
+    if (\$34 ) begin
+      \$322  = \$42 ;
+    end
     if (rst) begin
-      \$322  = 1'h0;
+      \$322  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$323  = \$34 ;
+    \$323  = comm_q;
+    if (\$34 ) begin
+      \$323  = \$43 ;
+    end
     if (rst) begin
-      \$323  = 1'h0;
+      \$323  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$324  = \$36 ;
+    \$324  = \$47 ;
     if (rst) begin
       \$324  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$325  = dram__valid;
-    if (\$38 ) begin
-      \$325  = \$45 ;
-    end
+    \$325 [15:0] = \$288 [74:59];
+    \$325 [19:16] = 4'h1;
+    \$325 [20] = \$49 ;
+    \$325 [22:21] = \$288 [3:2];
     if (rst) begin
-      \$325  = 1'h0;
+      \$325  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$326  = out_tracked;
-    if (\$38 ) begin
-      \$326  = \$294 [83];
-    end
+    \$326  = \$50 [31:0];
     if (rst) begin
-      \$326  = 1'h0;
+      \$326  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$327  = dram__payload;
-    if (\$38 ) begin
-      \$327  = \$294 [82:0];
-    end
+    \$327  = \$51 [24:0];
     if (rst) begin
-      \$327  = 83'h000000000000000000000;
+      \$327  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$328  = \$49 ;
+    \$328  = \$52 ;
     if (rst) begin
-      \$328  = 1'h0;
+      \$328  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$329 [15:0] = dram__payload[74:59];
-    \$329 [19:16] = 4'h1;
-    \$329 [20] = \$51 ;
-    \$329 [22:21] = dram__payload[3:2];
+    \$329  = \$54 [33:0];
     if (rst) begin
-      \$329  = 23'h000000;
+      \$329  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$330  = \$52 [31:0];
+    \$330  = \$59 ;
     if (rst) begin
-      \$330  = 32'd32768;
+      \$330  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$331  = \$53 [24:0];
+    \$331  = cfg;
+    if (accept) begin
+      \$331  = \new ;
+    end
     if (rst) begin
-      \$331  = 25'h0000400;
+      \$331  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$332  = \$54 ;
+    \$332  = thr;
+    if (accept) begin
+      \$332  = \new [9:2];
+    end else if (\$60 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$332  = \$94 [7:0];
+    end
     if (rst) begin
-      \$332  = 9'h022;
+      \$332  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$333  = \$56 [33:0];
+    \$333  = measuring;
+    if (accept) begin
+      \$333  = \$61 ;
+    end else if (\$60 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$333  = 1'h0;
+    end
     if (rst) begin
-      \$333  = 34'h021fffc00;
+      \$333  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$334  = \$61 ;
-    if (rst) begin
+    \$334  = armed;
+    if (accept) begin
+      \$334  = \$62 ;
+    end else if (\$60 ) begin
       \$334  = 1'h0;
     end
-  end
-  always @* begin
-    if (_init_strobe_64 ) begin end
-    \$335  = cfg;
-    if (accept) begin
-      \$335  = \new ;
-    end
     if (rst) begin
-      \$335  = 39'h0200388002;
+      \$334  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$336  = thr;
+    \$335  = window;
     if (accept) begin
-      \$336  = \new [9:2];
-    end else if (\$62 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$336  = \$96 [7:0];
-    end
-    if (rst) begin
-      \$336  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_64 ) begin end
-    \$337  = measuring;
-    if (accept) begin
-      \$337  = \$63 ;
-    end else if (\$62 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$337  = 1'h0;
-    end
-    if (rst) begin
-      \$337  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_64 ) begin end
-    \$338  = armed;
-    if (accept) begin
-      \$338  = \$64 ;
-    end else if (\$62 ) begin
-      \$338  = 1'h0;
-    end
-    if (rst) begin
-      \$338  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_64 ) begin end
-    \$339  = window;
-    if (accept) begin
-      \$339  = 1'h0;
-    end else if (\$62 ) begin
+      \$335  = 1'h0;
+    end else if (\$60 ) begin
       (* full_case = 32'd1 *)
-      if (\$91 ) begin
+      if (\$89 ) begin
       end else begin
-        \$339  = 1'h1;
+        \$335  = 1'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$339  = 1'h0;
+        \$335  = 1'h0;
       end
     end
     if (rst) begin
-      \$339  = 1'h0;
+      \$335  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$340  = finish;
+    \$336  = finish;
     if (accept) begin
-      \$340  = 2'h0;
-    end else if (\$62 ) begin
-      if (\$91 ) begin
-        \$340  = 2'h1;
+      \$336  = 2'h0;
+    end else if (\$60 ) begin
+      if (\$89 ) begin
+        \$336  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$340  = 2'h1;
+        \$336  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$340  = \$94 [1:0];
+      \$336  = \$92 [1:0];
     end else if (finish[1]) begin
-      \$340  = 2'h0;
+      \$336  = 2'h0;
     end
     if (rst) begin
-      \$340  = 2'h0;
+      \$336  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$341  = scale;
+    \$337  = scale;
     if (accept) begin
-      \$341  = \$65 [4:0];
+      \$337  = \$63 [4:0];
     end
     if (rst) begin
-      \$341  = 5'h0a;
+      \$337  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$342  = acc;
+    \$338  = acc;
     if (accept) begin
-    end else if (\$62 ) begin
-      \$342  = sat_s;
+    end else if (\$60 ) begin
+      \$338  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$342  = \$93 [31:0];
+        \$338  = \$91 [31:0];
       end
     end
     if (rst) begin
-      \$342  = 32'd0;
+      \$338  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$343  = left;
+    \$339  = left;
     if (accept) begin
-    end else if (\$62 ) begin
-      \$343  = \$90 [24:0];
+    end else if (\$60 ) begin
+      \$339  = \$88 [24:0];
     end else if (window) begin
-      \$343  = \$92 [24:0];
+      \$339  = \$90 [24:0];
     end
     if (rst) begin
-      \$343  = 25'h0000000;
+      \$339  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$344  = num;
+    \$340  = num;
     if (accept) begin
-    end else if (\$62 ) begin
+    end else if (\$60 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$344  = \$95 [33:0];
+      \$340  = \$93 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$345  = \$97 ;
+    \$341  = \$95 ;
+    if (rst) begin
+      \$341  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$342  = \$97 ;
+    if (rst) begin
+      \$342  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$343  = stats;
+    if (load_granted) begin
+      \$343 [31:0] = \$98 [31:0];
+    end
+    if (load_stalled) begin
+      \$343 [159:128] = \$99 [31:0];
+    end
+    if (store_granted) begin
+      \$343 [63:32] = \$103 [31:0];
+    end
+    if (store_stalled) begin
+      \$343 [191:160] = \$104 [31:0];
+    end
+    if (dma_granted) begin
+      \$343 [95:64] = \$108 [31:0];
+    end
+    if (dma_stalled) begin
+      \$343 [223:192] = \$109 [31:0];
+    end
+    if (remote_granted) begin
+      \$343 [127:96] = \$113 [31:0];
+    end
+    if (remote_stalled) begin
+      \$343 [255:224] = \$114 [31:0];
+    end
+    if (was_forced) begin
+      \$343 [287:256] = \$122 [31:0];
+    end
+    if (rst) begin
+      \$343  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$344  = \$100 ;
+    if (rst) begin
+      \$344  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$345  = \$102 ;
     if (rst) begin
       \$345  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$346  = \$99 ;
+    \$346  = \$105 ;
     if (rst) begin
       \$346  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$347  = stats;
-    if (load_granted) begin
-      \$347 [31:0] = \$100 [31:0];
-    end
-    if (load_stalled) begin
-      \$347 [159:128] = \$101 [31:0];
-    end
-    if (store_granted) begin
-      \$347 [63:32] = \$105 [31:0];
-    end
-    if (store_stalled) begin
-      \$347 [191:160] = \$106 [31:0];
-    end
-    if (dma_granted) begin
-      \$347 [95:64] = \$110 [31:0];
-    end
-    if (dma_stalled) begin
-      \$347 [223:192] = \$111 [31:0];
-    end
-    if (remote_granted) begin
-      \$347 [127:96] = \$115 [31:0];
-    end
-    if (remote_stalled) begin
-      \$347 [255:224] = \$116 [31:0];
-    end
-    if (was_forced) begin
-      \$347 [287:256] = \$124 [31:0];
-    end
+    \$347  = \$107 ;
     if (rst) begin
-      \$347  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$347  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$348  = \$102 ;
+    \$348  = \$110 ;
     if (rst) begin
       \$348  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$349  = \$104 ;
+    \$349  = \$112 ;
     if (rst) begin
       \$349  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$350  = \$107 ;
+    \$350  = \$121 ;
     if (rst) begin
       \$350  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$351  = \$109 ;
+    \$351  = \$125 ;
     if (rst) begin
-      \$351  = 1'h0;
+      \$351  = 2'h0;
     end
   end
-  always @* begin
-    if (_init_strobe_64 ) begin end
-    \$352  = \$112 ;
-    if (rst) begin
-      \$352  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_64 ) begin end
-    \$353  = \$114 ;
-    if (rst) begin
-      \$353  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_64 ) begin end
-    \$354  = \$123 ;
-    if (rst) begin
-      \$354  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_64 ) begin end
-    \$355  = \$127 ;
-    if (rst) begin
-      \$355  = 2'h0;
-    end
-  end
-  assign last_comm_next = { \$185 , \$178  };
-  assign wait_full_next = { \$222 , \$203  };
-  assign comm_first_next = { \$287 , \$253  };
-  assign tracked = \$294 [83];
-  assign req = \$294 [82:0];
+  assign last_comm_next = { \$181 , \$174  };
+  assign wait_full_next = { \$218 , \$199  };
+  assign comm_first_next = { \$283 , \$249  };
+  assign out_tracked = \$288 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
+  assign dram__payload = \$288 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -84895,18 +84873,46 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign cfg__saturation  = cfg[17:10];
   assign cfg__window_log2  = cfg[22:18];
   assign cfg__starvation_limit  = cfg[38:23];
-  assign dram__payload__op  = dram__payload[1:0];
-  assign dram__payload__source  = dram__payload[3:2];
-  assign dram__payload__addr  = dram__payload[51:4];
-  assign dram__payload__bytes  = dram__payload[58:52];
-  assign dram__payload__tile  = dram__payload[74:59];
-  assign dram__payload__tag  = dram__payload[82:75];
-  assign req__op  = \$294 [1:0];
-  assign req__source  = \$294 [3:2];
-  assign req__addr  = \$294 [51:4];
-  assign req__bytes  = \$294 [58:52];
-  assign req__tile  = \$294 [74:59];
-  assign req__tag  = \$294 [82:75];
+  assign load_req__op  = load_req[1:0];
+  assign load_req__source  = load_req[3:2];
+  assign load_req__addr  = load_req[51:4];
+  assign load_req__bytes  = load_req[58:52];
+  assign load_req__tile  = load_req[74:59];
+  assign load_req__tag  = load_req[82:75];
+  assign store_req__op  = store_req[1:0];
+  assign store_req__source  = store_req[3:2];
+  assign store_req__addr  = store_req[51:4];
+  assign store_req__bytes  = store_req[58:52];
+  assign store_req__tile  = store_req[74:59];
+  assign store_req__tag  = store_req[82:75];
+  assign store__payload__addr  = store__payload[47:0];
+  assign store__payload__tile  = store__payload[63:48];
+  assign store__payload__bytes  = store__payload[70:64];
+  assign store__payload__kind  = store__payload[71];
+  assign store__payload__tracked  = store__payload[72];
+  assign dma_req__op  = dma_req[1:0];
+  assign dma_req__source  = dma_req[3:2];
+  assign dma_req__addr  = dma_req[51:4];
+  assign dma_req__bytes  = dma_req[58:52];
+  assign dma_req__tile  = dma_req[74:59];
+  assign dma_req__tag  = dma_req[82:75];
+  assign remote_req__op  = remote_req[1:0];
+  assign remote_req__source  = remote_req[3:2];
+  assign remote_req__addr  = remote_req[51:4];
+  assign remote_req__bytes  = remote_req[58:52];
+  assign remote_req__tile  = remote_req[74:59];
+  assign remote_req__tag  = remote_req[82:75];
+  assign remote__payload__addr  = remote__payload[47:0];
+  assign remote__payload__tile  = remote__payload[63:48];
+  assign remote__payload__bytes  = remote__payload[70:64];
+  assign remote__payload__kind  = remote__payload[71];
+  assign remote__payload__tracked  = remote__payload[72];
+  assign dram__payload__op  = \$288 [1:0];
+  assign dram__payload__source  = \$288 [3:2];
+  assign dram__payload__addr  = \$288 [51:4];
+  assign dram__payload__bytes  = \$288 [58:52];
+  assign dram__payload__tile  = \$288 [74:59];
+  assign dram__payload__tag  = \$288 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -84926,43 +84932,9 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign clear__bad_response  = 1'h1;
   assign set_err__bad_config  = set_err[0];
   assign set_err__bad_response  = set_err[1];
-  assign store__payload__addr  = store__payload[47:0];
-  assign store__payload__tile  = store__payload[63:48];
-  assign store__payload__bytes  = store__payload[70:64];
-  assign store__payload__kind  = store__payload[71];
-  assign store__payload__tracked  = store__payload[72];
-  assign remote__payload__addr  = remote__payload[47:0];
-  assign remote__payload__tile  = remote__payload[63:48];
-  assign remote__payload__bytes  = remote__payload[70:64];
-  assign remote__payload__kind  = remote__payload[71];
-  assign remote__payload__tracked  = remote__payload[72];
-  assign store_req__op  = store_req[1:0];
-  assign store_req__source  = store_req[3:2];
-  assign store_req__addr  = store_req[51:4];
-  assign store_req__bytes  = store_req[58:52];
-  assign store_req__tile  = store_req[74:59];
-  assign store_req__tag  = store_req[82:75];
-  assign remote_req__op  = remote_req[1:0];
-  assign remote_req__source  = remote_req[3:2];
-  assign remote_req__addr  = remote_req[51:4];
-  assign remote_req__bytes  = remote_req[58:52];
-  assign remote_req__tile  = remote_req[74:59];
-  assign remote_req__tag  = remote_req[82:75];
-  assign load_req__op  = load_req[1:0];
-  assign load_req__source  = load_req[3:2];
-  assign load_req__addr  = load_req[51:4];
-  assign load_req__bytes  = load_req[58:52];
-  assign load_req__tile  = load_req[74:59];
-  assign load_req__tag  = load_req[82:75];
   assign load__payload__addr  = load__payload[47:0];
   assign load__payload__bytes  = load__payload[54:48];
   assign load__payload__tag  = load__payload[62:55];
-  assign dma_req__op  = dma_req[1:0];
-  assign dma_req__source  = dma_req[3:2];
-  assign dma_req__addr  = dma_req[51:4];
-  assign dma_req__bytes  = dma_req[58:52];
-  assign dma_req__tile  = dma_req[74:59];
-  assign dma_req__tag  = dma_req[82:75];
   assign dma__payload__addr  = dma__payload[47:0];
   assign dma__payload__bytes  = dma__payload[54:48];
   assign dma__payload__tag  = dma__payload[57:55];
@@ -84978,8 +84950,8 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$316 ;
-  assign set_err[1] = \$305 ;
+  assign set_err[0] = \$310 ;
+  assign set_err[1] = \$299 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -84998,22 +84970,22 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$291 ;
+  assign remote_req[1:0] = \$287 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$289 ;
+  assign store_req[1:0] = \$285 ;
   assign store_req[82:75] = 8'h00;
-  assign \$55  = { 7'h00, sat2, 24'h000000 };
-  assign \$94  = { finish, 1'h0 };
-  assign \$96  = { 25'h0000000, num[33:25] };
-  assign \$125  = 2'h0;
-  assign \$126  = 2'h0;
-  assign \$127  = { \$305 , \$316  };
-  assign \$288  = store__payload[71];
-  assign \$290  = remote__payload[71];
+  assign \$284  = store__payload[71];
+  assign \$286  = remote__payload[71];
+  assign \$53  = { 7'h00, sat2, 24'h000000 };
+  assign \$92  = { finish, 1'h0 };
+  assign \$94  = { 25'h0000000, num[33:25] };
+  assign \$123  = 2'h0;
+  assign \$124  = 2'h0;
+  assign \$125  = { \$299 , \$310  };
 endmodule
 
 module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready

@@ -67,8 +67,9 @@ def hold_bounds(bound, holds):
 class ArbiterModel(BlockModel):
     """Cycle model of :class:`t3hw.hw.arbiter.Arbiter`.
 
-    Each cycle: :meth:`decide` with the valid inputs, the DRAM's ready and the occupancy
-    gives the grants (the readies), then :meth:`step` clocks. Requests and the DRAM request
+    Each cycle: :meth:`decide` with the valid inputs and the DRAM's ready gives the grants
+    (the readies), then :meth:`step` clocks with the cycle's occupancy, which T3-MCA's gate
+    uses the cycle after (``below``). Requests and the DRAM request
     are dicts of layout fields.
 
     Attributes
@@ -93,6 +94,7 @@ class ArbiterModel(BlockModel):
         self.last_comm = self.last_store = self.last_remote = False
         self.out, self.out_tracked, self.track = None, False, None
         self.counted = []                            # counter events of the last cycle
+        self.below = True                            # last cycle's occupancy < threshold
         self.staged = None                           # a configuration accepted last cycle
 
     @property
@@ -115,11 +117,12 @@ class ArbiterModel(BlockModel):
         return frozenset(n for n in ("store", "remote")
                          if requests[n] is not None and requests[n]["tracked"])
 
-    def decide(self, valid, dram_ready, occupancy, held=frozenset()):
+    def decide(self, valid, dram_ready, held=frozenset()):
         """The grants of this cycle: ``(granted input or None, forced, slot)``.
 
         ``valid`` is ``{input: bool}``; ``held`` the inputs :meth:`held` holds back, which
-        the decision treats as not requesting.
+        the decision treats as not requesting. T3-MCA's gate looks at the occupancy of the
+        cycle before (``below``, set by :meth:`step`), not this cycle's.
         """
         slot = self.out is None or dram_ready
         valid = {n: v and n not in held for n, v in valid.items()}
@@ -134,7 +137,7 @@ class ArbiterModel(BlockModel):
                 cls, forced = "comm", True               # also while deriving
             elif cp:
                 cls = "compute"
-            elif mp and (self.measuring or occupancy < self.thr):
+            elif mp and (self.measuring or self.below):  # last cycle's occupancy
                 cls = "comm"
             else:
                 cls = None
@@ -175,7 +178,7 @@ class ArbiterModel(BlockModel):
         dropped; ``config`` a configuration presented this cycle; ``track_hold`` holds back
         the tracked writes (:meth:`held`)."""
         valid = {n: requests[n] is not None for n in INPUTS}
-        pick, forced, slot = self.decide(valid, dram_ready, occupancy,
+        pick, forced, slot = self.decide(valid, dram_ready,
                                          self.held(requests, track_hold))
         mp = valid["dma"] or valid["remote"]
         events = set()
@@ -212,6 +215,8 @@ class ArbiterModel(BlockModel):
         if response is not None and response["source"] not in (WriteSource.COMPUTE.value,
                                                                 WriteSource.DMA.value):
             events.add("bad_response")
+        # the occupancy compare the next cycle's decision uses, with this cycle's threshold
+        self.below = occupancy < self.thr
         # configuration (checked now, in effect from the cycle after next), derivation
         staged, self.staged = self.staged, None
         if config is not None and not config_ok(config):

@@ -39,11 +39,12 @@ def _forced(env):
 
 def _comm_over_threshold(env, threshold=None):
     """Cycles with a communication grant while the occupancy was at or above the threshold
-    (the one in effect, from ``status``, or ``threshold``), outside the derivation."""
+    (the one in effect, from ``status``, or ``threshold``), outside the derivation. The gate
+    compares the occupancy of the cycle before with the threshold of that cycle."""
     return [c for c, g in enumerate(env.granted)
-            if g == "m" and not env.measuring_log[c]
-            and env.occupancy_log[c] >= (env.threshold_log[c] if threshold is None
-                                         else threshold)]
+            if c > 0 and g == "m" and not env.measuring_log[c]
+            and env.occupancy_log[c - 1] >= (env.threshold_log[c - 1] if threshold is None
+                                             else threshold)]
 
 
 def test_every_request_is_granted_and_served(runs):

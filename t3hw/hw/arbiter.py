@@ -27,8 +27,9 @@ registers at run time)
      (*forced*; counted in ``starved``), from reset on, while the threshold is being
      derived too;
   2. else compute, if it requests;
-  3. else communication, if it requests and the DRAM ``occupancy`` is below ``threshold``
-     (while the threshold is being derived, ``status.measuring``: whatever the occupancy);
+  3. else communication, if it requests and the DRAM ``occupancy`` of the cycle before was
+     below the ``threshold`` of that cycle (a registered compare: *Timing*); while the
+     threshold is being derived, ``status.measuring``: whatever the occupancy;
   4. else nothing.
 
   ``wait`` counts the issue slots in which communication requested and was not granted (a
@@ -90,12 +91,13 @@ decisions from cycle t + 2 (``status`` shows it from then). An accepted one with
 Timing
 ------
 The decision is one level of logic over the requests (each write input's ``valid`` gated by
-``track_hold`` and its ``tracked`` bit), ``dram.ready``, the occupancy compare
-(``occupancy < threshold``, one carry chain) and registers; ``measuring``, the policy and
-the starvation state enter it as registers with their own next-state logic. Nothing but the
-readies, the output register and a few one-bit registers hang off the grant: the payload is
-loaded in every issue slot, the counters count a cycle later, and the derivation counts
-registered grants.
+``track_hold`` and its ``tracked`` bit), ``dram.ready`` and registers: the occupancy compare
+(``occupancy < threshold``, one carry chain) is registered (``below``, so the gate sees the
+occupancy one cycle late), and ``measuring``, the policy and the starvation state enter it
+as registers with their own next-state logic. Nothing but the readies, the class register
+and a few one-bit registers hang off the grant: each class's payload register is loaded in
+every issue slot (``dram.payload`` is the multiplexer of the two, by the class register),
+the counters count a cycle later, and the derivation counts registered grants.
 
 Writes and the tracker
 ----------------------
@@ -276,15 +278,20 @@ class Arbiter(wiring.Component):
         m.d.comb += pick_c.eq(cp & ~(mp_ok & comm_first))
         forced = mp_ok & wait_full & (cfg.policy == ArbPolicy.T3_MCA)    # counted only
         grant_c = slot & pick_c
-        # The communication grant is ``go_m | (gate_m & (occupancy < thr))``: communication
-        # goes first, or after no compute request without (``go_m``) or with (``gate_m``)
-        # the threshold. Both are kept as wires, so that the occupancy compare, the latest
-        # input of the decision (a carry chain from the ``occupancy`` port), enters the last
-        # level of logic of every ready and every register the grant drives.
+        # The communication grant is ``go_m | (gate_m & below)``: communication goes first,
+        # or after no compute request without (``go_m``) or with (``gate_m``) the threshold.
+        # Both are kept as wires, so that the occupancy compare enters the last level of
+        # logic of every ready and every register the grant drives.
         go_m, gate_m = Signal(attrs={"keep": 1}), Signal(attrs={"keep": 1})
         m.d.comb += [go_m.eq(slot & mp_ok & (comm_first | (~cp & ~gated))),
                      gate_m.eq(slot & mp_ok & ~cp & gated)]
-        below = self.occupancy < dv.thr
+        # ``below`` is the occupancy compare of the cycle before, registered: the occupancy
+        # (an input, from the DRAM) and the threshold meet in a carry chain that was the
+        # head of the engine's worst path, through the decision into the slices' pops.
+        # T3-MCA so compares the occupancy one cycle late, as it is reported one cycle
+        # late anyway by any DRAM that registers it.
+        below = Signal(init=1)                             # the occupancy of reset, 0
+        m.d.sync += below.eq(self.occupancy < dv.thr)
         grant_m = go_m | (gate_m & below)
 
         # --- inside each class: alternate when both inputs request --------------------------
@@ -373,19 +380,23 @@ class Arbiter(wiring.Component):
                          r.bytes.eq(port.bytes), r.tag.eq(port.tag)]
         full = {name: Cat(r.as_value(), {"store": st.tracked, "remote": rm.tracked}.get(name, 0))
                 for name, r in reqs.items()}
-        # The payload is loaded in every issue slot, one 4:1 multiplexer per bit selected by
-        # the class the policy picks (``pick_c``) and the input inside each class, not by the
-        # grant: without a grant ``dram.valid`` is 0 and the payload is not looked at, so the
-        # grant drives no enable of the payload register.
-        chosen = Mux(d.pick_c, Mux(d.sel_store, full["store"], full["load"]),
-                     Mux(d.sel_remote, full["remote"], full["dma"]))
-        req = Signal(mem_request_layout(p))
-        tracked = Signal()
-        m.d.comb += Cat(req.as_value(), tracked).eq(chosen)
-        out_tracked = Signal()
+        # The payload is loaded in every issue slot, not by the grant: without a grant
+        # ``dram.valid`` is 0 and the payload is not looked at, so the grant drives no enable
+        # of a payload register. Each class has its own register, loaded with the request
+        # its input select picks, and a one-bit register remembers the class the policy
+        # picked (``pick_c``): ``dram.payload`` is the multiplexer of the two registers. So
+        # the class decision, from every input's ``valid``, drives one flip-flop, not the
+        # select of every payload bit.
+        width = len(full["load"])
+        comp_q, comm_q = Signal(width), Signal(width)
+        is_comm = Signal()
         with m.If(d.slot):
-            m.d.sync += [self.dram.valid.eq(d.grant_c | d.grant_m), out_tracked.eq(tracked),
-                         self.dram.payload.eq(req)]
+            m.d.sync += [self.dram.valid.eq(d.grant_c | d.grant_m), is_comm.eq(~d.pick_c),
+                         comp_q.eq(Mux(d.sel_store, full["store"], full["load"])),
+                         comm_q.eq(Mux(d.sel_remote, full["remote"], full["dma"]))]
+        out_tracked = Signal()
+        m.d.comb += Cat(self.dram.payload.as_value(), out_tracked).eq(
+            Mux(is_comm, comm_q, comp_q))
         # The tracker sees each tracked write the DRAM takes, one cycle later.
         out = self.dram.payload
         m.d.sync += [

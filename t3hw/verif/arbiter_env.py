@@ -228,7 +228,7 @@ class ArbiterEnv(StreamEnv):
             assert not outs[n] or self.pending[n] is not None, \
                 f"cycle {cyc}: {n}.ready without a request"
         held = m.held(self.pending, self.track_hold)
-        pick, forced, slot = m.decide(valid, ins["dram"], self.occupancy, held)
+        pick, forced, slot = m.decide(valid, ins["dram"], held)
         for n in INPUTS:
             assert outs[n] == (n == pick), \
                 f"cycle {cyc}: {n}.ready {outs[n]}, model grants {pick} (status {m.status()}," \
@@ -515,19 +515,23 @@ async def round_robin_alternates(env, cycle, *, cycles=200):
 
 async def threshold_gates_comm(env, cycle, *, threshold=5):
     """T3-MCA without compute: a DMA read waits while the occupancy is at the threshold and
-    goes every slot once it is one below."""
+    goes every slot from the cycle after the occupancy falls one below (the gate compares
+    the occupancy of the cycle before)."""
     await _quiesce(env, cycle)
     smax = (1 << env.p.starvation_width) - 1
     env.configure(policy=ArbPolicy.T3_MCA.value, threshold=threshold, starvation_limit=smax)
     env.hold_occupancy, env.always = threshold, {"dma"}
-    await _cycles(env, cycle, 2)
+    # the configuration is in effect two cycles after it is written, and compared with the
+    # occupancy in the cycle after that
+    await _cycles(env, cycle, 3)
     start = env.cycle
     await _cycles(env, cycle, min(smax, 10))
     assert not _granted(env, "dma", start)
     env.hold_occupancy = threshold - 1
     start = env.cycle
     await _cycles(env, cycle, 10)
-    assert _granted(env, "dma", start) == list(range(start, start + 10)), (start, list(env.log)[-12:])
+    assert _granted(env, "dma", start) == list(range(start + 1, start + 10)), \
+        (start, list(env.log)[-12:])
     env.always, env.hold_occupancy = set(), None
 
 
