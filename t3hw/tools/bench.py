@@ -195,6 +195,9 @@ def add_arguments(p):
                    help="the results file (other sections are kept)")
     p.add_argument("--events", type=int, default=100000, metavar="N",
                    help="tracker events of the throughput run, at least 1000")
+    p.add_argument("--docs", default="docs/benchmarks.md", metavar="FILE",
+                   help="the Markdown file whose generated table is replaced (skipped if "
+                        "it does not exist)")
 
 
 def cmd(args):
@@ -202,4 +205,4 @@ def cmd(args):
     _testbenches()
     if args.events < 1000:
         raise CliError(f"--events must be at least 1000, not {args.events}")
-    run_bench(json_path=Path(args.json), events=args.events)
+    run_bench(json_path=Path(args.json), events=args.events, docs=Path(args.docs))
