@@ -7,23 +7,23 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
+  wire [32:0] \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire [32:0] \$103 ;
+  wire \$103 ;
   wire [32:0] \$104 ;
-  wire \$105 ;
+  wire [32:0] \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [32:0] \$108 ;
+  wire \$108 ;
   wire [32:0] \$109 ;
-  wire \$11 ;
-  wire \$110 ;
+  wire [8:0] \$11 ;
+  wire [32:0] \$110 ;
   wire \$111 ;
   wire \$112 ;
-  wire [32:0] \$113 ;
+  wire \$113 ;
   wire [32:0] \$114 ;
-  wire \$115 ;
+  wire [32:0] \$115 ;
   wire \$116 ;
   wire \$117 ;
   wire \$118 ;
@@ -31,11 +31,11 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [32:0] \$122 ;
-  wire [1:0] \$123 ;
+  wire \$122 ;
+  wire [32:0] \$123 ;
   wire [1:0] \$124 ;
   wire [1:0] \$125 ;
-  wire \$126 ;
+  wire [1:0] \$126 ;
   wire \$127 ;
   wire \$128 ;
   wire \$129 ;
@@ -138,9 +138,9 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$216 ;
   wire \$217 ;
   wire \$218 ;
-  wire [1:0] \$219 ;
+  wire \$219 ;
   wire \$22 ;
-  wire \$220 ;
+  wire [1:0] \$220 ;
   wire \$221 ;
   wire \$222 ;
   wire \$223 ;
@@ -148,9 +148,9 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$225 ;
   wire \$226 ;
   wire \$227 ;
-  wire [1:0] \$228 ;
-  wire \$229 ;
-  wire [17:0] \$23 ;
+  wire \$228 ;
+  wire [1:0] \$229 ;
+  wire \$23 ;
   wire \$230 ;
   wire \$231 ;
   wire \$232 ;
@@ -161,7 +161,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$237 ;
   wire \$238 ;
   wire \$239 ;
-  wire \$24 ;
+  wire [17:0] \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
@@ -173,8 +173,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$248 ;
   wire \$249 ;
   wire \$25 ;
-  wire [1:0] \$250 ;
-  wire \$251 ;
+  wire \$250 ;
+  wire [1:0] \$251 ;
   wire \$252 ;
   wire \$253 ;
   wire \$254 ;
@@ -185,8 +185,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$259 ;
   wire \$26 ;
   wire \$260 ;
-  wire [1:0] \$261 ;
-  wire \$262 ;
+  wire \$261 ;
+  wire [1:0] \$262 ;
   wire \$263 ;
   wire \$264 ;
   wire \$265 ;
@@ -211,11 +211,11 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$282 ;
   wire \$283 ;
   wire \$284 ;
-  wire [1:0] \$285 ;
-  wire \$286 ;
-  wire [1:0] \$287 ;
-  wire [83:0] \$288 ;
-  wire \$289 ;
+  wire \$285 ;
+  wire [1:0] \$286 ;
+  wire \$287 ;
+  wire [1:0] \$288 ;
+  wire [83:0] \$289 ;
   wire \$29 ;
   wire \$290 ;
   wire \$291 ;
@@ -241,43 +241,43 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$309 ;
   wire \$31 ;
   wire \$310 ;
-  reg \$311 ;
+  wire \$311 ;
   reg \$312 ;
   reg \$313 ;
   reg \$314 ;
-  reg [16:0] \$315 ;
-  reg \$316 ;
+  reg \$315 ;
+  reg [16:0] \$316 ;
   reg \$317 ;
   reg \$318 ;
   reg \$319 ;
   wire \$32 ;
   reg \$320 ;
   reg \$321 ;
-  reg [83:0] \$322 ;
+  reg \$322 ;
   reg [83:0] \$323 ;
-  reg \$324 ;
-  reg [22:0] \$325 ;
-  reg [31:0] \$326 ;
-  reg [24:0] \$327 ;
-  reg [8:0] \$328 ;
-  reg [33:0] \$329 ;
+  reg [83:0] \$324 ;
+  reg \$325 ;
+  reg [22:0] \$326 ;
+  reg [31:0] \$327 ;
+  reg [24:0] \$328 ;
+  reg [8:0] \$329 ;
   wire \$33 ;
-  reg \$330 ;
-  reg [38:0] \$331 ;
-  reg [7:0] \$332 ;
-  reg \$333 ;
+  reg [33:0] \$330 ;
+  reg \$331 ;
+  reg [38:0] \$332 ;
+  reg [7:0] \$333 ;
   reg \$334 ;
   reg \$335 ;
-  reg [1:0] \$336 ;
-  reg [4:0] \$337 ;
-  reg [31:0] \$338 ;
-  reg [24:0] \$339 ;
+  reg \$336 ;
+  reg [1:0] \$337 ;
+  reg [4:0] \$338 ;
+  reg [31:0] \$339 ;
   wire \$34 ;
-  reg [33:0] \$340 ;
-  reg \$341 ;
+  reg [24:0] \$340 ;
+  reg [33:0] \$341 ;
   reg \$342 ;
-  reg [287:0] \$343 ;
-  reg \$344 ;
+  reg \$343 ;
+  reg [287:0] \$344 ;
   reg \$345 ;
   reg \$346 ;
   reg \$347 ;
@@ -285,7 +285,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg \$349 ;
   wire \$35 ;
   reg \$350 ;
-  reg [1:0] \$351 ;
+  reg \$351 ;
+  reg [1:0] \$352 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
@@ -293,21 +294,21 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
-  wire [83:0] \$42 ;
+  wire \$42 ;
   wire [83:0] \$43 ;
-  wire \$44 ;
+  wire [83:0] \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire [38:0] \$50 ;
-  wire [31:0] \$51 ;
-  wire [8:0] \$52 ;
-  wire [39:0] \$53 ;
-  wire [40:0] \$54 ;
-  wire \$55 ;
+  wire \$50 ;
+  wire [38:0] \$51 ;
+  wire [31:0] \$52 ;
+  wire [8:0] \$53 ;
+  wire [39:0] \$54 ;
+  wire [40:0] \$55 ;
   wire \$56 ;
   wire \$57 ;
   wire \$58 ;
@@ -316,8 +317,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [5:0] \$63 ;
-  wire \$64 ;
+  wire \$63 ;
+  wire [5:0] \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
@@ -343,18 +344,18 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire [25:0] \$88 ;
-  wire \$89 ;
+  wire \$88 ;
+  wire [25:0] \$89 ;
   wire \$9 ;
-  wire [25:0] \$90 ;
-  wire [32:0] \$91 ;
-  wire [2:0] \$92 ;
-  wire [34:0] \$93 ;
-  wire [33:0] \$94 ;
-  wire \$95 ;
+  wire \$90 ;
+  wire [25:0] \$91 ;
+  wire [32:0] \$92 ;
+  wire [2:0] \$93 ;
+  wire [34:0] \$94 ;
+  wire [33:0] \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire [32:0] \$98 ;
+  wire \$98 ;
   wire [32:0] \$99 ;
   (* keep = 32'd1 *)
   wire \$signal ;
@@ -665,429 +666,420 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign \$8  = \$6  | \$7 ;
   assign \$9  = \$5  & \$8 ;
   assign \$10  = config__valid & \$9 ;
-  assign \$11  = occupancy < thr;
-  assign \$12  = ~ dram__valid;
-  assign \$13  = \$12  | dram__ready;
-  assign \$14  = \$13  & pick_c;
-  assign \$15  = gate_m & below;
-  assign \$16  = \$signal  | \$15 ;
-  assign \$17  = gate_m & below;
-  assign \$18  = drop_wait | \$17 ;
-  assign \$19  = ~ dram__valid;
-  assign \$20  = \$19  | dram__ready;
-  assign \$21  = ~ wait_full;
-  assign \$22  = \$20  & \$21 ;
-  assign \$23  = wait1 + 1'h1;
-  assign \$24  = \new [1:0] == 2'h2;
-  assign \$25  = | \new [9:2];
-  assign \$26  = \$24  & \$25 ;
-  assign \$27  = cfg[1:0] == 2'h2;
-  assign \$28  = finish[1] ? \$27  : gated;
-  assign \$29  = accept ? \$26  : \$28 ;
-  assign \$30  = { \$181 , \$174  } >> below;
-  assign \$31  = { \$218 , \$199  } >> below;
-  assign \$32  = { \$283 , \$249  } >> below;
-  assign \$33  = ~ dram__valid;
-  assign \$34  = \$33  | dram__ready;
-  assign \$35  = ~ dram__valid;
-  assign \$36  = \$35  | dram__ready;
-  assign \$37  = \$36  & pick_c;
-  assign \$38  = gate_m & below;
-  assign \$39  = \$signal  | \$38 ;
-  assign \$40  = \$37  | \$39 ;
-  assign \$41  = ~ pick_c;
-  assign \$42  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
-  assign \$43  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
-  assign \$44  = dram__valid & dram__ready;
-  assign \$45  = \$44  & \$288 [83];
-  assign \$46  = | \$288 [1:0];
-  assign \$47  = \$45  & \$46 ;
-  assign \$48  = \$288 [1:0] == 2'h2;
-  assign \$49  = \$48  ? 1'h1 : 1'h0;
-  assign \$50  = cfg[17:10] << scale;
-  assign \$51  = 1'h1 << scale;
-  assign \$52  = cfg[17:10] + 2'h2;
-  assign \$54  = \$53  - unit;
-  assign \$55  = ~ dram__valid;
-  assign \$56  = \$55  | dram__ready;
-  assign \$57  = \$56  & pick_c;
-  assign \$58  = ~ accept;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = armed & grant_c_q;
-  assign \$61  = ! \new [9:2];
+  assign \$11  = occupancy + 1'h1;
+  assign \$12  = \$11  < thr;
+  assign \$13  = ~ dram__valid;
+  assign \$14  = \$13  | dram__ready;
+  assign \$15  = \$14  & pick_c;
+  assign \$16  = gate_m & below;
+  assign \$17  = \$signal  | \$16 ;
+  assign \$18  = gate_m & below;
+  assign \$19  = drop_wait | \$18 ;
+  assign \$20  = ~ dram__valid;
+  assign \$21  = \$20  | dram__ready;
+  assign \$22  = ~ wait_full;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = wait1 + 1'h1;
+  assign \$25  = \new [1:0] == 2'h2;
+  assign \$26  = | \new [9:2];
+  assign \$27  = \$25  & \$26 ;
+  assign \$28  = cfg[1:0] == 2'h2;
+  assign \$29  = finish[1] ? \$28  : gated;
+  assign \$30  = accept ? \$27  : \$29 ;
+  assign \$31  = { \$182 , \$175  } >> below;
+  assign \$32  = { \$219 , \$200  } >> below;
+  assign \$33  = { \$284 , \$250  } >> below;
+  assign \$34  = ~ dram__valid;
+  assign \$35  = \$34  | dram__ready;
+  assign \$36  = ~ dram__valid;
+  assign \$37  = \$36  | dram__ready;
+  assign \$38  = \$37  & pick_c;
+  assign \$39  = gate_m & below;
+  assign \$40  = \$signal  | \$39 ;
+  assign \$41  = \$38  | \$40 ;
+  assign \$42  = ~ pick_c;
+  assign \$43  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
+  assign \$44  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
+  assign \$45  = dram__valid & dram__ready;
+  assign \$46  = \$45  & \$289 [83];
+  assign \$47  = | \$289 [1:0];
+  assign \$48  = \$46  & \$47 ;
+  assign \$49  = \$289 [1:0] == 2'h2;
+  assign \$50  = \$49  ? 1'h1 : 1'h0;
+  assign \$51  = cfg[17:10] << scale;
+  assign \$52  = 1'h1 << scale;
+  assign \$53  = cfg[17:10] + 2'h2;
+  assign \$55  = \$54  - unit;
+  assign \$56  = ~ dram__valid;
+  assign \$57  = \$56  | dram__ready;
+  assign \$58  = \$57  & pick_c;
+  assign \$59  = ~ accept;
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = armed & grant_c_q;
   assign \$62  = ! \new [9:2];
-  assign \$63  = 5'h18 - \new [22:18];
-  assign \$64  = cfg[22:18] == 1'h1;
-  assign \$65  = cfg[22:18] > 2'h2;
-  assign \$66  = cfg[22:18] > 2'h3;
-  assign \$67  = cfg[22:18] > 3'h4;
-  assign \$68  = cfg[22:18] > 3'h5;
-  assign \$69  = cfg[22:18] > 3'h6;
-  assign \$70  = cfg[22:18] > 3'h7;
-  assign \$71  = cfg[22:18] > 4'h8;
-  assign \$72  = cfg[22:18] > 4'h9;
-  assign \$73  = cfg[22:18] > 4'ha;
-  assign \$74  = cfg[22:18] > 4'hb;
-  assign \$75  = cfg[22:18] > 4'hc;
-  assign \$76  = cfg[22:18] > 4'hd;
-  assign \$77  = cfg[22:18] > 4'he;
-  assign \$78  = cfg[22:18] > 4'hf;
-  assign \$79  = cfg[22:18] > 5'h10;
-  assign \$80  = cfg[22:18] > 5'h11;
-  assign \$81  = cfg[22:18] > 5'h12;
-  assign \$82  = cfg[22:18] > 5'h13;
-  assign \$83  = cfg[22:18] > 5'h14;
-  assign \$84  = cfg[22:18] > 5'h15;
-  assign \$85  = cfg[22:18] > 5'h16;
-  assign \$86  = cfg[22:18] > 5'h17;
-  assign \$87  = cfg[22:18] > 5'h18;
-  assign \$88  = \$64  ? 26'h3ffffff : { 1'h0, \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , \$66 , \$65 , 2'h1 };
-  assign \$89  = ! cfg[22:18];
-  assign \$90  = $signed(left) - $signed(2'h1);
-  assign \$91  = acc + sat_s;
-  assign \$93  = base + acc;
-  assign \$95  = load__valid & load__ready;
-  assign \$96  = ~ load__ready;
-  assign \$97  = load__valid & \$96 ;
-  assign \$98  = stats[31:0] + 1'h1;
-  assign \$99  = stats[159:128] + 1'h1;
-  assign \$100  = store__valid & store__ready;
-  assign \$101  = ~ store__ready;
-  assign \$102  = store__valid & \$101 ;
-  assign \$103  = stats[63:32] + 1'h1;
-  assign \$104  = stats[191:160] + 1'h1;
-  assign \$105  = dma__valid & dma__ready;
-  assign \$106  = ~ dma__ready;
-  assign \$107  = dma__valid & \$106 ;
-  assign \$108  = stats[95:64] + 1'h1;
-  assign \$109  = stats[223:192] + 1'h1;
-  assign \$110  = remote__valid & remote__ready;
-  assign \$111  = ~ remote__ready;
-  assign \$112  = remote__valid & \$111 ;
-  assign \$113  = stats[127:96] + 1'h1;
-  assign \$114  = stats[255:224] + 1'h1;
-  assign \$115  = ~ dram__valid;
-  assign \$116  = \$115  | dram__ready;
-  assign \$117  = dma__valid | remote_ok;
-  assign \$118  = \$117  & wait_full;
-  assign \$119  = cfg[1:0] == 2'h2;
-  assign \$120  = \$118  & \$119 ;
-  assign \$121  = \$116  & \$120 ;
-  assign \$122  = stats[287:256] + 1'h1;
-  assign \$123  = ~ clear;
-  assign \$124  = errors & \$123 ;
-  assign \$125  = \$124  | set_err;
-  assign \$126  = track_hold & store__payload[72];
-  assign \$127  = ~ \$126 ;
-  assign store_ok = store__valid & \$127 ;
-  assign \$128  = track_hold & remote__payload[72];
-  assign \$129  = ~ \$128 ;
-  assign remote_ok = remote__valid & \$129 ;
-  assign \$130  = load__valid | store_ok;
-  assign \$131  = dma__valid | remote_ok;
-  assign \$132  = \$131  & comm_first;
-  assign \$133  = ~ \$132 ;
-  assign pick_c = \$130  & \$133 ;
-  assign \$134  = ~ dram__valid;
-  assign \$135  = \$134  | dram__ready;
-  assign \$136  = dma__valid | remote_ok;
-  assign \$137  = \$135  & \$136 ;
-  assign \$138  = load__valid | store_ok;
-  assign \$139  = ~ \$138 ;
-  assign \$140  = ~ gated;
-  assign \$141  = \$139  & \$140 ;
-  assign \$142  = comm_first | \$141 ;
-  assign \$signal  = \$137  & \$142 ;
-  assign \$143  = ~ dram__valid;
-  assign \$144  = \$143  | dram__ready;
-  assign \$145  = dma__valid | remote_ok;
-  assign \$146  = \$144  & \$145 ;
-  assign \$147  = load__valid | store_ok;
-  assign \$148  = ~ \$147 ;
-  assign \$149  = \$146  & \$148 ;
-  assign gate_m = \$149  & gated;
-  assign \$150  = ~ load__valid;
-  assign \$151  = ~ last_store;
-  assign \$152  = \$150  | \$151 ;
-  assign sel_store = store_ok & \$152 ;
-  assign \$153  = ~ dma__valid;
-  assign \$154  = ~ last_remote;
-  assign \$155  = \$153  | \$154 ;
-  assign sel_remote = remote_ok & \$155 ;
-  assign \$156  = ~ dram__valid;
-  assign \$157  = \$156  | dram__ready;
-  assign \$158  = \$157  & pick_c;
-  assign \$159  = ~ sel_store;
-  assign load__ready = \$158  & \$159 ;
-  assign \$160  = ~ dram__valid;
-  assign \$161  = \$160  | dram__ready;
-  assign \$162  = \$161  & pick_c;
-  assign store__ready = \$162  & sel_store;
-  assign \$163  = gate_m & below;
-  assign \$164  = \$signal  | \$163 ;
-  assign \$165  = ~ sel_remote;
-  assign dma__ready = \$164  & \$165 ;
-  assign \$166  = gate_m & below;
-  assign \$167  = \$signal  | \$166 ;
-  assign remote__ready = \$167  & sel_remote;
-  assign \$168  = dma__valid | remote__valid;
-  assign \$169  = ~ \$168 ;
-  assign drop_wait = \$169  | \$signal ;
-  assign \$170  = ~ dram__valid;
-  assign \$171  = \$170  | dram__ready;
-  assign \$172  = \$171  & pick_c;
-  assign \$173  = \$172  | \$signal ;
-  assign \$174  = \$173  ? \$signal  : last_comm;
-  assign \$175  = ~ dram__valid;
-  assign \$176  = \$175  | dram__ready;
-  assign \$177  = \$176  & pick_c;
-  assign \$178  = \$signal  | gate_m;
-  assign \$179  = \$177  | \$178 ;
-  assign \$180  = \$signal  | gate_m;
-  assign \$181  = \$179  ? \$180  : last_comm;
-  assign \$182  = dma__valid | remote__valid;
-  assign \$183  = ~ \$signal ;
-  assign \$184  = \$182  & \$183 ;
-  assign \$185  = ~ dram__valid;
-  assign \$186  = \$185  | dram__ready;
-  assign \$187  = ~ wait_full;
-  assign \$188  = \$186  & \$187 ;
-  assign \$189  = wait1 >= \new [38:23];
-  assign \$190  = wait1 > \new [38:23];
-  assign \$191  = \$188  ? \$189  : \$190 ;
-  assign \$192  = ~ dram__valid;
-  assign \$193  = \$192  | dram__ready;
-  assign \$194  = ~ wait_full;
-  assign \$195  = \$193  & \$194 ;
-  assign \$196  = wait1 == cfg[38:23];
-  assign \$197  = \$195  ? \$196  : wait_full;
-  assign \$198  = accept ? \$191  : \$197 ;
-  assign \$199  = \$184  & \$198 ;
-  assign \$200  = dma__valid | remote__valid;
-  assign \$201  = \$signal  | gate_m;
-  assign \$202  = ~ \$201 ;
-  assign \$203  = \$200  & \$202 ;
-  assign \$204  = ~ dram__valid;
-  assign \$205  = \$204  | dram__ready;
-  assign \$206  = ~ wait_full;
-  assign \$207  = \$205  & \$206 ;
-  assign \$208  = wait1 >= \new [38:23];
-  assign \$209  = wait1 > \new [38:23];
-  assign \$210  = \$207  ? \$208  : \$209 ;
-  assign \$211  = ~ dram__valid;
-  assign \$212  = \$211  | dram__ready;
-  assign \$213  = ~ wait_full;
-  assign \$214  = \$212  & \$213 ;
-  assign \$215  = wait1 == cfg[38:23];
-  assign \$216  = \$214  ? \$215  : wait_full;
-  assign \$217  = accept ? \$210  : \$216 ;
-  assign \$218  = \$203  & \$217 ;
-  assign \$219  = accept ? \new [1:0] : cfg[1:0];
-  assign \$220  = ! \$219 ;
-  assign \$221  = ~ dram__valid;
-  assign \$222  = \$221  | dram__ready;
-  assign \$223  = \$222  & pick_c;
-  assign \$224  = \$223  | \$signal ;
-  assign \$225  = \$224  ? \$signal  : last_comm;
-  assign \$226  = ~ \$225 ;
-  assign \$227  = \$220  & \$226 ;
-  assign \$228  = accept ? \new [1:0] : cfg[1:0];
-  assign \$229  = \$228  == 2'h2;
-  assign \$230  = dma__valid | remote__valid;
-  assign \$231  = ~ \$signal ;
-  assign \$232  = \$230  & \$231 ;
-  assign \$233  = ~ dram__valid;
-  assign \$234  = \$233  | dram__ready;
-  assign \$235  = ~ wait_full;
-  assign \$236  = \$234  & \$235 ;
-  assign \$237  = wait1 >= \new [38:23];
-  assign \$238  = wait1 > \new [38:23];
-  assign \$239  = \$236  ? \$237  : \$238 ;
-  assign \$240  = ~ dram__valid;
-  assign \$241  = \$240  | dram__ready;
-  assign \$242  = ~ wait_full;
-  assign \$243  = \$241  & \$242 ;
-  assign \$244  = wait1 == cfg[38:23];
-  assign \$245  = \$243  ? \$244  : wait_full;
-  assign \$246  = accept ? \$239  : \$245 ;
-  assign \$247  = \$232  & \$246 ;
-  assign \$248  = \$229  & \$247 ;
-  assign \$249  = \$227  | \$248 ;
-  assign \$250  = accept ? \new [1:0] : cfg[1:0];
-  assign \$251  = ! \$250 ;
-  assign \$252  = ~ dram__valid;
-  assign \$253  = \$252  | dram__ready;
-  assign \$254  = \$253  & pick_c;
-  assign \$255  = \$signal  | gate_m;
-  assign \$256  = \$254  | \$255 ;
-  assign \$257  = \$signal  | gate_m;
-  assign \$258  = \$256  ? \$257  : last_comm;
-  assign \$259  = ~ \$258 ;
-  assign \$260  = \$251  & \$259 ;
-  assign \$261  = accept ? \new [1:0] : cfg[1:0];
-  assign \$262  = \$261  == 2'h2;
-  assign \$263  = dma__valid | remote__valid;
-  assign \$264  = \$signal  | gate_m;
-  assign \$265  = ~ \$264 ;
-  assign \$266  = \$263  & \$265 ;
-  assign \$267  = ~ dram__valid;
-  assign \$268  = \$267  | dram__ready;
-  assign \$269  = ~ wait_full;
-  assign \$270  = \$268  & \$269 ;
-  assign \$271  = wait1 >= \new [38:23];
-  assign \$272  = wait1 > \new [38:23];
-  assign \$273  = \$270  ? \$271  : \$272 ;
-  assign \$274  = ~ dram__valid;
-  assign \$275  = \$274  | dram__ready;
-  assign \$276  = ~ wait_full;
-  assign \$277  = \$275  & \$276 ;
-  assign \$278  = wait1 == cfg[38:23];
-  assign \$279  = \$277  ? \$278  : wait_full;
-  assign \$280  = accept ? \$273  : \$279 ;
-  assign \$281  = \$266  & \$280 ;
-  assign \$282  = \$262  & \$281 ;
-  assign \$283  = \$260  | \$282 ;
-  assign \$285  = \$284  ? 2'h2 : 2'h1;
-  assign \$287  = \$286  ? 2'h2 : 2'h1;
-  assign \$288  = is_comm ? comm_q : \$signal$59 ;
-  assign \$289  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$289 ;
-  assign \$290  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$290 ;
-  assign \$291  = ! response__payload[1:0];
-  assign \$292  = response__payload[1:0] == 1'h1;
-  assign \$293  = \$292  ? dma_response__ready : 1'h1;
-  assign response__ready = \$291  ? load_response__ready : \$293 ;
-  assign \$294  = ! response__payload[1:0];
-  assign \$295  = ~ \$294 ;
-  assign \$296  = response__valid & \$295 ;
-  assign \$297  = response__payload[1:0] == 1'h1;
-  assign \$298  = ~ \$297 ;
-  assign \$299  = \$296  & \$298 ;
-  assign \$300  = config__payload[1:0] != 2'h3;
-  assign \$301  = | config__payload[38:23];
-  assign \$302  = \$300  & \$301 ;
-  assign \$303  = config__payload[22:18] <= 5'h18;
-  assign \$304  = \$302  & \$303 ;
-  assign \$305  = | config__payload[9:2];
-  assign \$306  = | config__payload[17:10];
-  assign \$307  = \$305  | \$306 ;
-  assign \$308  = \$304  & \$307 ;
-  assign \$309  = ~ \$308 ;
-  assign \$310  = config__valid & \$309 ;
+  assign \$63  = ! \new [9:2];
+  assign \$64  = 5'h18 - \new [22:18];
+  assign \$65  = cfg[22:18] == 1'h1;
+  assign \$66  = cfg[22:18] > 2'h2;
+  assign \$67  = cfg[22:18] > 2'h3;
+  assign \$68  = cfg[22:18] > 3'h4;
+  assign \$69  = cfg[22:18] > 3'h5;
+  assign \$70  = cfg[22:18] > 3'h6;
+  assign \$71  = cfg[22:18] > 3'h7;
+  assign \$72  = cfg[22:18] > 4'h8;
+  assign \$73  = cfg[22:18] > 4'h9;
+  assign \$74  = cfg[22:18] > 4'ha;
+  assign \$75  = cfg[22:18] > 4'hb;
+  assign \$76  = cfg[22:18] > 4'hc;
+  assign \$77  = cfg[22:18] > 4'hd;
+  assign \$78  = cfg[22:18] > 4'he;
+  assign \$79  = cfg[22:18] > 4'hf;
+  assign \$80  = cfg[22:18] > 5'h10;
+  assign \$81  = cfg[22:18] > 5'h11;
+  assign \$82  = cfg[22:18] > 5'h12;
+  assign \$83  = cfg[22:18] > 5'h13;
+  assign \$84  = cfg[22:18] > 5'h14;
+  assign \$85  = cfg[22:18] > 5'h15;
+  assign \$86  = cfg[22:18] > 5'h16;
+  assign \$87  = cfg[22:18] > 5'h17;
+  assign \$88  = cfg[22:18] > 5'h18;
+  assign \$89  = \$65  ? 26'h3ffffff : { 1'h0, \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , \$66 , 2'h1 };
+  assign \$90  = ! cfg[22:18];
+  assign \$91  = $signed(left) - $signed(2'h1);
+  assign \$92  = acc + sat_s;
+  assign \$94  = base + acc;
+  assign \$96  = load__valid & load__ready;
+  assign \$97  = ~ load__ready;
+  assign \$98  = load__valid & \$97 ;
+  assign \$99  = stats[31:0] + 1'h1;
+  assign \$100  = stats[159:128] + 1'h1;
+  assign \$101  = store__valid & store__ready;
+  assign \$102  = ~ store__ready;
+  assign \$103  = store__valid & \$102 ;
+  assign \$104  = stats[63:32] + 1'h1;
+  assign \$105  = stats[191:160] + 1'h1;
+  assign \$106  = dma__valid & dma__ready;
+  assign \$107  = ~ dma__ready;
+  assign \$108  = dma__valid & \$107 ;
+  assign \$109  = stats[95:64] + 1'h1;
+  assign \$110  = stats[223:192] + 1'h1;
+  assign \$111  = remote__valid & remote__ready;
+  assign \$112  = ~ remote__ready;
+  assign \$113  = remote__valid & \$112 ;
+  assign \$114  = stats[127:96] + 1'h1;
+  assign \$115  = stats[255:224] + 1'h1;
+  assign \$116  = ~ dram__valid;
+  assign \$117  = \$116  | dram__ready;
+  assign \$118  = dma__valid | remote_ok;
+  assign \$119  = \$118  & wait_full;
+  assign \$120  = cfg[1:0] == 2'h2;
+  assign \$121  = \$119  & \$120 ;
+  assign \$122  = \$117  & \$121 ;
+  assign \$123  = stats[287:256] + 1'h1;
+  assign \$124  = ~ clear;
+  assign \$125  = errors & \$124 ;
+  assign \$126  = \$125  | set_err;
+  assign \$127  = track_hold & store__payload[72];
+  assign \$128  = ~ \$127 ;
+  assign store_ok = store__valid & \$128 ;
+  assign \$129  = track_hold & remote__payload[72];
+  assign \$130  = ~ \$129 ;
+  assign remote_ok = remote__valid & \$130 ;
+  assign \$131  = load__valid | store_ok;
+  assign \$132  = dma__valid | remote_ok;
+  assign \$133  = \$132  & comm_first;
+  assign \$134  = ~ \$133 ;
+  assign pick_c = \$131  & \$134 ;
+  assign \$135  = ~ dram__valid;
+  assign \$136  = \$135  | dram__ready;
+  assign \$137  = dma__valid | remote_ok;
+  assign \$138  = \$136  & \$137 ;
+  assign \$139  = load__valid | store_ok;
+  assign \$140  = ~ \$139 ;
+  assign \$141  = ~ gated;
+  assign \$142  = \$140  & \$141 ;
+  assign \$143  = comm_first | \$142 ;
+  assign \$signal  = \$138  & \$143 ;
+  assign \$144  = ~ dram__valid;
+  assign \$145  = \$144  | dram__ready;
+  assign \$146  = dma__valid | remote_ok;
+  assign \$147  = \$145  & \$146 ;
+  assign \$148  = load__valid | store_ok;
+  assign \$149  = ~ \$148 ;
+  assign \$150  = \$147  & \$149 ;
+  assign gate_m = \$150  & gated;
+  assign \$151  = ~ load__valid;
+  assign \$152  = ~ last_store;
+  assign \$153  = \$151  | \$152 ;
+  assign sel_store = store_ok & \$153 ;
+  assign \$154  = ~ dma__valid;
+  assign \$155  = ~ last_remote;
+  assign \$156  = \$154  | \$155 ;
+  assign sel_remote = remote_ok & \$156 ;
+  assign \$157  = ~ dram__valid;
+  assign \$158  = \$157  | dram__ready;
+  assign \$159  = \$158  & pick_c;
+  assign \$160  = ~ sel_store;
+  assign load__ready = \$159  & \$160 ;
+  assign \$161  = ~ dram__valid;
+  assign \$162  = \$161  | dram__ready;
+  assign \$163  = \$162  & pick_c;
+  assign store__ready = \$163  & sel_store;
+  assign \$164  = gate_m & below;
+  assign \$165  = \$signal  | \$164 ;
+  assign \$166  = ~ sel_remote;
+  assign dma__ready = \$165  & \$166 ;
+  assign \$167  = gate_m & below;
+  assign \$168  = \$signal  | \$167 ;
+  assign remote__ready = \$168  & sel_remote;
+  assign \$169  = dma__valid | remote__valid;
+  assign \$170  = ~ \$169 ;
+  assign drop_wait = \$170  | \$signal ;
+  assign \$171  = ~ dram__valid;
+  assign \$172  = \$171  | dram__ready;
+  assign \$173  = \$172  & pick_c;
+  assign \$174  = \$173  | \$signal ;
+  assign \$175  = \$174  ? \$signal  : last_comm;
+  assign \$176  = ~ dram__valid;
+  assign \$177  = \$176  | dram__ready;
+  assign \$178  = \$177  & pick_c;
+  assign \$179  = \$signal  | gate_m;
+  assign \$180  = \$178  | \$179 ;
+  assign \$181  = \$signal  | gate_m;
+  assign \$182  = \$180  ? \$181  : last_comm;
+  assign \$183  = dma__valid | remote__valid;
+  assign \$184  = ~ \$signal ;
+  assign \$185  = \$183  & \$184 ;
+  assign \$186  = ~ dram__valid;
+  assign \$187  = \$186  | dram__ready;
+  assign \$188  = ~ wait_full;
+  assign \$189  = \$187  & \$188 ;
+  assign \$190  = wait1 >= \new [38:23];
+  assign \$191  = wait1 > \new [38:23];
+  assign \$192  = \$189  ? \$190  : \$191 ;
+  assign \$193  = ~ dram__valid;
+  assign \$194  = \$193  | dram__ready;
+  assign \$195  = ~ wait_full;
+  assign \$196  = \$194  & \$195 ;
+  assign \$197  = wait1 == cfg[38:23];
+  assign \$198  = \$196  ? \$197  : wait_full;
+  assign \$199  = accept ? \$192  : \$198 ;
+  assign \$200  = \$185  & \$199 ;
+  assign \$201  = dma__valid | remote__valid;
+  assign \$202  = \$signal  | gate_m;
+  assign \$203  = ~ \$202 ;
+  assign \$204  = \$201  & \$203 ;
+  assign \$205  = ~ dram__valid;
+  assign \$206  = \$205  | dram__ready;
+  assign \$207  = ~ wait_full;
+  assign \$208  = \$206  & \$207 ;
+  assign \$209  = wait1 >= \new [38:23];
+  assign \$210  = wait1 > \new [38:23];
+  assign \$211  = \$208  ? \$209  : \$210 ;
+  assign \$212  = ~ dram__valid;
+  assign \$213  = \$212  | dram__ready;
+  assign \$214  = ~ wait_full;
+  assign \$215  = \$213  & \$214 ;
+  assign \$216  = wait1 == cfg[38:23];
+  assign \$217  = \$215  ? \$216  : wait_full;
+  assign \$218  = accept ? \$211  : \$217 ;
+  assign \$219  = \$204  & \$218 ;
+  assign \$220  = accept ? \new [1:0] : cfg[1:0];
+  assign \$221  = ! \$220 ;
+  assign \$222  = ~ dram__valid;
+  assign \$223  = \$222  | dram__ready;
+  assign \$224  = \$223  & pick_c;
+  assign \$225  = \$224  | \$signal ;
+  assign \$226  = \$225  ? \$signal  : last_comm;
+  assign \$227  = ~ \$226 ;
+  assign \$228  = \$221  & \$227 ;
+  assign \$229  = accept ? \new [1:0] : cfg[1:0];
+  assign \$230  = \$229  == 2'h2;
+  assign \$231  = dma__valid | remote__valid;
+  assign \$232  = ~ \$signal ;
+  assign \$233  = \$231  & \$232 ;
+  assign \$234  = ~ dram__valid;
+  assign \$235  = \$234  | dram__ready;
+  assign \$236  = ~ wait_full;
+  assign \$237  = \$235  & \$236 ;
+  assign \$238  = wait1 >= \new [38:23];
+  assign \$239  = wait1 > \new [38:23];
+  assign \$240  = \$237  ? \$238  : \$239 ;
+  assign \$241  = ~ dram__valid;
+  assign \$242  = \$241  | dram__ready;
+  assign \$243  = ~ wait_full;
+  assign \$244  = \$242  & \$243 ;
+  assign \$245  = wait1 == cfg[38:23];
+  assign \$246  = \$244  ? \$245  : wait_full;
+  assign \$247  = accept ? \$240  : \$246 ;
+  assign \$248  = \$233  & \$247 ;
+  assign \$249  = \$230  & \$248 ;
+  assign \$250  = \$228  | \$249 ;
+  assign \$251  = accept ? \new [1:0] : cfg[1:0];
+  assign \$252  = ! \$251 ;
+  assign \$253  = ~ dram__valid;
+  assign \$254  = \$253  | dram__ready;
+  assign \$255  = \$254  & pick_c;
+  assign \$256  = \$signal  | gate_m;
+  assign \$257  = \$255  | \$256 ;
+  assign \$258  = \$signal  | gate_m;
+  assign \$259  = \$257  ? \$258  : last_comm;
+  assign \$260  = ~ \$259 ;
+  assign \$261  = \$252  & \$260 ;
+  assign \$262  = accept ? \new [1:0] : cfg[1:0];
+  assign \$263  = \$262  == 2'h2;
+  assign \$264  = dma__valid | remote__valid;
+  assign \$265  = \$signal  | gate_m;
+  assign \$266  = ~ \$265 ;
+  assign \$267  = \$264  & \$266 ;
+  assign \$268  = ~ dram__valid;
+  assign \$269  = \$268  | dram__ready;
+  assign \$270  = ~ wait_full;
+  assign \$271  = \$269  & \$270 ;
+  assign \$272  = wait1 >= \new [38:23];
+  assign \$273  = wait1 > \new [38:23];
+  assign \$274  = \$271  ? \$272  : \$273 ;
+  assign \$275  = ~ dram__valid;
+  assign \$276  = \$275  | dram__ready;
+  assign \$277  = ~ wait_full;
+  assign \$278  = \$276  & \$277 ;
+  assign \$279  = wait1 == cfg[38:23];
+  assign \$280  = \$278  ? \$279  : wait_full;
+  assign \$281  = accept ? \$274  : \$280 ;
+  assign \$282  = \$267  & \$281 ;
+  assign \$283  = \$263  & \$282 ;
+  assign \$284  = \$261  | \$283 ;
+  assign \$286  = \$285  ? 2'h2 : 2'h1;
+  assign \$288  = \$287  ? 2'h2 : 2'h1;
+  assign \$289  = is_comm ? comm_q : \$signal$59 ;
+  assign \$290  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$290 ;
+  assign \$291  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$291 ;
+  assign \$292  = ! response__payload[1:0];
+  assign \$293  = response__payload[1:0] == 1'h1;
+  assign \$294  = \$293  ? dma_response__ready : 1'h1;
+  assign response__ready = \$292  ? load_response__ready : \$294 ;
+  assign \$295  = ! response__payload[1:0];
+  assign \$296  = ~ \$295 ;
+  assign \$297  = response__valid & \$296 ;
+  assign \$298  = response__payload[1:0] == 1'h1;
+  assign \$299  = ~ \$298 ;
+  assign \$300  = \$297  & \$299 ;
+  assign \$301  = config__payload[1:0] != 2'h3;
+  assign \$302  = | config__payload[38:23];
+  assign \$303  = \$301  & \$302 ;
+  assign \$304  = config__payload[22:18] <= 5'h18;
+  assign \$305  = \$303  & \$304 ;
+  assign \$306  = | config__payload[9:2];
+  assign \$307  = | config__payload[17:10];
+  assign \$308  = \$306  | \$307 ;
+  assign \$309  = \$305  & \$308 ;
+  assign \$310  = ~ \$309 ;
+  assign \$311  = config__valid & \$310 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$311 ;
+    accept <= \$312 ;
   always @(posedge clk)
-    below <= \$312 ;
+    below <= \$313 ;
   always @(posedge clk)
-    last_store <= \$313 ;
+    last_store <= \$314 ;
   always @(posedge clk)
-    last_remote <= \$314 ;
+    last_remote <= \$315 ;
   always @(posedge clk)
-    wait1 <= \$315 ;
+    wait1 <= \$316 ;
   always @(posedge clk)
-    gated <= \$316 ;
+    gated <= \$317 ;
   always @(posedge clk)
-    last_comm <= \$317 ;
+    last_comm <= \$318 ;
   always @(posedge clk)
-    wait_full <= \$318 ;
+    wait_full <= \$319 ;
   always @(posedge clk)
-    comm_first <= \$319 ;
+    comm_first <= \$320 ;
   always @(posedge clk)
-    dram__valid <= \$320 ;
+    dram__valid <= \$321 ;
   always @(posedge clk)
-    is_comm <= \$321 ;
+    is_comm <= \$322 ;
   always @(posedge clk)
-    \$signal$59  <= \$322 ;
+    \$signal$59  <= \$323 ;
   always @(posedge clk)
-    comm_q <= \$323 ;
+    comm_q <= \$324 ;
   always @(posedge clk)
-    track__valid <= \$324 ;
+    track__valid <= \$325 ;
   always @(posedge clk)
-    track__payload <= \$325 ;
+    track__payload <= \$326 ;
   always @(posedge clk)
-    sat_s <= \$326 ;
+    sat_s <= \$327 ;
   always @(posedge clk)
-    unit <= \$327 ;
+    unit <= \$328 ;
   always @(posedge clk)
-    sat2 <= \$328 ;
+    sat2 <= \$329 ;
   always @(posedge clk)
-    base <= \$329 ;
+    base <= \$330 ;
   always @(posedge clk)
-    grant_c_q <= \$330 ;
+    grant_c_q <= \$331 ;
   always @(posedge clk)
-    cfg <= \$331 ;
+    cfg <= \$332 ;
   always @(posedge clk)
-    thr <= \$332 ;
+    thr <= \$333 ;
   always @(posedge clk)
-    measuring <= \$333 ;
+    measuring <= \$334 ;
   always @(posedge clk)
-    armed <= \$334 ;
+    armed <= \$335 ;
   always @(posedge clk)
-    window <= \$335 ;
+    window <= \$336 ;
   always @(posedge clk)
-    finish <= \$336 ;
+    finish <= \$337 ;
   always @(posedge clk)
-    scale <= \$337 ;
+    scale <= \$338 ;
   always @(posedge clk)
-    acc <= \$338 ;
+    acc <= \$339 ;
   always @(posedge clk)
-    left <= \$339 ;
+    left <= \$340 ;
   always @(posedge clk)
-    num <= \$340 ;
+    num <= \$341 ;
   always @(posedge clk)
-    load_granted <= \$341 ;
+    load_granted <= \$342 ;
   always @(posedge clk)
-    load_stalled <= \$342 ;
+    load_stalled <= \$343 ;
   always @(posedge clk)
-    stats <= \$343 ;
+    stats <= \$344 ;
   always @(posedge clk)
-    store_granted <= \$344 ;
+    store_granted <= \$345 ;
   always @(posedge clk)
-    store_stalled <= \$345 ;
+    store_stalled <= \$346 ;
   always @(posedge clk)
-    dma_granted <= \$346 ;
+    dma_granted <= \$347 ;
   always @(posedge clk)
-    dma_stalled <= \$347 ;
+    dma_stalled <= \$348 ;
   always @(posedge clk)
-    remote_granted <= \$348 ;
+    remote_granted <= \$349 ;
   always @(posedge clk)
-    remote_stalled <= \$349 ;
+    remote_stalled <= \$350 ;
   always @(posedge clk)
-    was_forced <= \$350 ;
+    was_forced <= \$351 ;
   always @(posedge clk)
-    errors <= \$351 ;
+    errors <= \$352 ;
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$311  = \$10 ;
+    \$312  = \$10 ;
     if (rst) begin
-      \$311  = 1'h0;
+      \$312  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$312  = \$11 ;
+    \$313  = \$12 ;
     if (rst) begin
-      \$312  = 1'h1;
+      \$313  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$313  = last_store;
-    if (\$14 ) begin
-      \$313  = sel_store;
-    end
-    if (rst) begin
-      \$313  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$314  = last_remote;
-    if (\$16 ) begin
-      \$314  = sel_remote;
+    \$314  = last_store;
+    if (\$15 ) begin
+      \$314  = sel_store;
     end
     if (rst) begin
       \$314  = 1'h0;
@@ -1095,21 +1087,24 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$315  = wait1;
-    if (\$18 ) begin
-      \$315  = 17'h00001;
-    end else if (\$22 ) begin
-      \$315  = \$23 [16:0];
+    \$315  = last_remote;
+    if (\$17 ) begin
+      \$315  = sel_remote;
     end
     if (rst) begin
-      \$315  = 17'h00001;
+      \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$316  = \$29 ;
+    \$316  = wait1;
+    if (\$19 ) begin
+      \$316  = 17'h00001;
+    end else if (\$23 ) begin
+      \$316  = \$24 [16:0];
+    end
     if (rst) begin
-      \$316  = 1'h0;
+      \$316  = 17'h00001;
     end
   end
   always @* begin
@@ -1135,18 +1130,15 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$320  = dram__valid;
-    if (\$34 ) begin
-      \$320  = \$40 ;
-    end
+    \$320  = \$33 ;
     if (rst) begin
       \$320  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$321  = is_comm;
-    if (\$34 ) begin
+    \$321  = dram__valid;
+    if (\$35 ) begin
       \$321  = \$41 ;
     end
     if (rst) begin
@@ -1155,18 +1147,18 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$322  = \$signal$59 ;
-    if (\$34 ) begin
+    \$322  = is_comm;
+    if (\$35 ) begin
       \$322  = \$42 ;
     end
     if (rst) begin
-      \$322  = 84'h000000000000000000000;
+      \$322  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$323  = comm_q;
-    if (\$34 ) begin
+    \$323  = \$signal$59 ;
+    if (\$35 ) begin
       \$323  = \$43 ;
     end
     if (rst) begin
@@ -1175,102 +1167,100 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$324  = \$47 ;
+    \$324  = comm_q;
+    if (\$35 ) begin
+      \$324  = \$44 ;
+    end
     if (rst) begin
-      \$324  = 1'h0;
+      \$324  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$325 [15:0] = \$288 [74:59];
-    \$325 [19:16] = 4'h1;
-    \$325 [20] = \$49 ;
-    \$325 [22:21] = \$288 [3:2];
+    \$325  = \$48 ;
     if (rst) begin
-      \$325  = 23'h000000;
+      \$325  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$326  = \$50 [31:0];
+    \$326 [15:0] = \$289 [74:59];
+    \$326 [19:16] = 4'h1;
+    \$326 [20] = \$50 ;
+    \$326 [22:21] = \$289 [3:2];
     if (rst) begin
-      \$326  = 32'd32768;
+      \$326  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$327  = \$51 [24:0];
+    \$327  = \$51 [31:0];
     if (rst) begin
-      \$327  = 25'h0000400;
+      \$327  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$328  = \$52 ;
+    \$328  = \$52 [24:0];
     if (rst) begin
-      \$328  = 9'h022;
+      \$328  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$329  = \$54 [33:0];
+    \$329  = \$53 ;
     if (rst) begin
-      \$329  = 34'h021fffc00;
+      \$329  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$330  = \$59 ;
+    \$330  = \$55 [33:0];
     if (rst) begin
-      \$330  = 1'h0;
+      \$330  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$331  = cfg;
+    \$331  = \$60 ;
+    if (rst) begin
+      \$331  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$332  = cfg;
     if (accept) begin
-      \$331  = \new ;
+      \$332  = \new ;
     end
     if (rst) begin
-      \$331  = 39'h0200388002;
+      \$332  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$332  = thr;
+    \$333  = thr;
     if (accept) begin
-      \$332  = \new [9:2];
-    end else if (\$60 ) begin
+      \$333  = \new [9:2];
+    end else if (\$61 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$332  = \$94 [7:0];
+      \$333  = \$95 [7:0];
     end
     if (rst) begin
-      \$332  = 8'h00;
+      \$333  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$333  = measuring;
-    if (accept) begin
-      \$333  = \$61 ;
-    end else if (\$60 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$333  = 1'h0;
-    end
-    if (rst) begin
-      \$333  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$334  = armed;
+    \$334  = measuring;
     if (accept) begin
       \$334  = \$62 ;
-    end else if (\$60 ) begin
+    end else if (\$61 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
       \$334  = 1'h0;
     end
     if (rst) begin
@@ -1279,203 +1269,215 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$335  = window;
+    \$335  = armed;
     if (accept) begin
+      \$335  = \$63 ;
+    end else if (\$61 ) begin
       \$335  = 1'h0;
-    end else if (\$60 ) begin
-      (* full_case = 32'd1 *)
-      if (\$89 ) begin
-      end else begin
-        \$335  = 1'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$335  = 1'h0;
-      end
     end
     if (rst) begin
-      \$335  = 1'h0;
+      \$335  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$336  = finish;
+    \$336  = window;
     if (accept) begin
-      \$336  = 2'h0;
-    end else if (\$60 ) begin
-      if (\$89 ) begin
-        \$336  = 2'h1;
+      \$336  = 1'h0;
+    end else if (\$61 ) begin
+      (* full_case = 32'd1 *)
+      if (\$90 ) begin
+      end else begin
+        \$336  = 1'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$336  = 2'h1;
+        \$336  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$336  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$337  = finish;
+    if (accept) begin
+      \$337  = 2'h0;
+    end else if (\$61 ) begin
+      if (\$90 ) begin
+        \$337  = 2'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$337  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$336  = \$92 [1:0];
+      \$337  = \$93 [1:0];
     end else if (finish[1]) begin
-      \$336  = 2'h0;
+      \$337  = 2'h0;
     end
     if (rst) begin
-      \$336  = 2'h0;
+      \$337  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$337  = scale;
+    \$338  = scale;
     if (accept) begin
-      \$337  = \$63 [4:0];
+      \$338  = \$64 [4:0];
     end
     if (rst) begin
-      \$337  = 5'h0a;
+      \$338  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$338  = acc;
+    \$339  = acc;
     if (accept) begin
-    end else if (\$60 ) begin
-      \$338  = sat_s;
+    end else if (\$61 ) begin
+      \$339  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$338  = \$91 [31:0];
+        \$339  = \$92 [31:0];
       end
     end
     if (rst) begin
-      \$338  = 32'd0;
+      \$339  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$339  = left;
+    \$340  = left;
     if (accept) begin
-    end else if (\$60 ) begin
-      \$339  = \$88 [24:0];
+    end else if (\$61 ) begin
+      \$340  = \$89 [24:0];
     end else if (window) begin
-      \$339  = \$90 [24:0];
+      \$340  = \$91 [24:0];
     end
     if (rst) begin
-      \$339  = 25'h0000000;
+      \$340  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$340  = num;
+    \$341  = num;
     if (accept) begin
-    end else if (\$60 ) begin
+    end else if (\$61 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$340  = \$93 [33:0];
+      \$341  = \$94 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$341  = \$95 ;
-    if (rst) begin
-      \$341  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$342  = \$97 ;
+    \$342  = \$96 ;
     if (rst) begin
       \$342  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$343  = stats;
+    \$343  = \$98 ;
+    if (rst) begin
+      \$343  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$344  = stats;
     if (load_granted) begin
-      \$343 [31:0] = \$98 [31:0];
+      \$344 [31:0] = \$99 [31:0];
     end
     if (load_stalled) begin
-      \$343 [159:128] = \$99 [31:0];
+      \$344 [159:128] = \$100 [31:0];
     end
     if (store_granted) begin
-      \$343 [63:32] = \$103 [31:0];
+      \$344 [63:32] = \$104 [31:0];
     end
     if (store_stalled) begin
-      \$343 [191:160] = \$104 [31:0];
+      \$344 [191:160] = \$105 [31:0];
     end
     if (dma_granted) begin
-      \$343 [95:64] = \$108 [31:0];
+      \$344 [95:64] = \$109 [31:0];
     end
     if (dma_stalled) begin
-      \$343 [223:192] = \$109 [31:0];
+      \$344 [223:192] = \$110 [31:0];
     end
     if (remote_granted) begin
-      \$343 [127:96] = \$113 [31:0];
+      \$344 [127:96] = \$114 [31:0];
     end
     if (remote_stalled) begin
-      \$343 [255:224] = \$114 [31:0];
+      \$344 [255:224] = \$115 [31:0];
     end
     if (was_forced) begin
-      \$343 [287:256] = \$122 [31:0];
+      \$344 [287:256] = \$123 [31:0];
     end
     if (rst) begin
-      \$343  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$344  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$344  = \$100 ;
-    if (rst) begin
-      \$344  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$345  = \$102 ;
+    \$345  = \$101 ;
     if (rst) begin
       \$345  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$346  = \$105 ;
+    \$346  = \$103 ;
     if (rst) begin
       \$346  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$347  = \$107 ;
+    \$347  = \$106 ;
     if (rst) begin
       \$347  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$348  = \$110 ;
+    \$348  = \$108 ;
     if (rst) begin
       \$348  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$349  = \$112 ;
+    \$349  = \$111 ;
     if (rst) begin
       \$349  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$350  = \$121 ;
+    \$350  = \$113 ;
     if (rst) begin
       \$350  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$351  = \$125 ;
+    \$351  = \$122 ;
     if (rst) begin
-      \$351  = 2'h0;
+      \$351  = 1'h0;
     end
   end
-  assign last_comm_next = { \$181 , \$174  };
-  assign wait_full_next = { \$218 , \$199  };
-  assign comm_first_next = { \$283 , \$249  };
-  assign out_tracked = \$288 [83];
-  assign dram__payload = \$288 [82:0];
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$352  = \$126 ;
+    if (rst) begin
+      \$352  = 2'h0;
+    end
+  end
+  assign last_comm_next = { \$182 , \$175  };
+  assign wait_full_next = { \$219 , \$200  };
+  assign comm_first_next = { \$284 , \$250  };
+  assign out_tracked = \$289 [83];
+  assign dram__payload = \$289 [82:0];
   assign load_response__payload = response__payload[9:2];
   assign load__payload__addr  = load__payload[47:0];
   assign load__payload__bytes  = load__payload[54:48];
@@ -1493,12 +1495,12 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$288 [1:0];
-  assign dram__payload__source  = \$288 [3:2];
-  assign dram__payload__addr  = \$288 [51:4];
-  assign dram__payload__bytes  = \$288 [58:52];
-  assign dram__payload__tile  = \$288 [74:59];
-  assign dram__payload__tag  = \$288 [82:75];
+  assign dram__payload__op  = \$289 [1:0];
+  assign dram__payload__source  = \$289 [3:2];
+  assign dram__payload__addr  = \$289 [51:4];
+  assign dram__payload__bytes  = \$289 [58:52];
+  assign dram__payload__tile  = \$289 [74:59];
+  assign dram__payload__tag  = \$289 [82:75];
   assign response__payload__source  = response__payload[1:0];
   assign response__payload__tag  = response__payload[9:2];
   assign response__payload__error  = response__payload[10];
@@ -1569,8 +1571,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$310 ;
-  assign set_err[1] = \$299 ;
+  assign set_err[0] = \$311 ;
+  assign set_err[1] = \$300 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -1589,17 +1591,17 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$287 ;
+  assign remote_req[1:0] = \$288 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$285 ;
+  assign store_req[1:0] = \$286 ;
   assign store_req[82:75] = 8'h00;
-  assign \$284  = store__payload[71];
-  assign \$286  = remote__payload[71];
-  assign \$53  = { 7'h00, sat2, 24'h000000 };
-  assign \$92  = { finish, 1'h0 };
-  assign \$94  = { 25'h0000000, num[33:25] };
+  assign \$285  = store__payload[71];
+  assign \$287  = remote__payload[71];
+  assign \$54  = { 7'h00, sat2, 24'h000000 };
+  assign \$93  = { finish, 1'h0 };
+  assign \$95  = { 25'h0000000, num[33:25] };
 endmodule

@@ -94,7 +94,7 @@ class ArbiterModel(BlockModel):
         self.last_comm = self.last_store = self.last_remote = False
         self.out, self.out_tracked, self.track = None, False, None
         self.counted = []                            # counter events of the last cycle
-        self.below = True                            # last cycle's occupancy < threshold
+        self.below = True                            # last cycle's occupancy + 1 < threshold
         self.staged = None                           # a configuration accepted last cycle
 
     @property
@@ -122,7 +122,7 @@ class ArbiterModel(BlockModel):
 
         ``valid`` is ``{input: bool}``; ``held`` the inputs :meth:`held` holds back, which
         the decision treats as not requesting. T3-MCA's gate looks at the occupancy of the
-        cycle before (``below``, set by :meth:`step`), not this cycle's.
+        cycle before plus one (``below``, set by :meth:`step`), not this cycle's.
         """
         slot = self.out is None or dram_ready
         valid = {n: v and n not in held for n, v in valid.items()}
@@ -215,8 +215,9 @@ class ArbiterModel(BlockModel):
         if response is not None and response["source"] not in (WriteSource.COMPUTE.value,
                                                                 WriteSource.DMA.value):
             events.add("bad_response")
-        # the occupancy compare the next cycle's decision uses, with this cycle's threshold
-        self.below = occupancy < self.thr
+        # the occupancy compare the next cycle's decision uses, with this cycle's threshold;
+        # one more for the request this cycle's grant may add to the DRAM's queue
+        self.below = occupancy + 1 < self.thr
         # configuration (checked now, in effect from the cycle after next), derivation
         staged, self.staged = self.staged, None
         if config is not None and not config_ok(config):

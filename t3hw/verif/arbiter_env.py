@@ -514,9 +514,10 @@ async def round_robin_alternates(env, cycle, *, cycles=200):
 
 
 async def threshold_gates_comm(env, cycle, *, threshold=5):
-    """T3-MCA without compute: a DMA read waits while the occupancy is at the threshold and
-    goes every slot from the cycle after the occupancy falls one below (the gate compares
-    the occupancy of the cycle before)."""
+    """T3-MCA without compute: a DMA read waits while the occupancy is at the threshold or
+    one below, and goes every slot from the cycle after it falls two below (the gate
+    compares the occupancy of the cycle before, plus the request it may have issued since,
+    with the threshold)."""
     await _quiesce(env, cycle)
     smax = (1 << env.p.starvation_width) - 1
     env.configure(policy=ArbPolicy.T3_MCA.value, threshold=threshold, starvation_limit=smax)
@@ -524,10 +525,16 @@ async def threshold_gates_comm(env, cycle, *, threshold=5):
     # the configuration is in effect two cycles after it is written, and compared with the
     # occupancy in the cycle after that
     await _cycles(env, cycle, 3)
+    # both closed phases together stay below the starvation limit (no forced grant)
+    k = max(1, min(10, (smax - 4) // 2))
     start = env.cycle
-    await _cycles(env, cycle, min(smax, 10))
+    await _cycles(env, cycle, k)
     assert not _granted(env, "dma", start)
     env.hold_occupancy = threshold - 1
+    start = env.cycle
+    await _cycles(env, cycle, k)
+    assert not _granted(env, "dma", start)
+    env.hold_occupancy = threshold - 2
     start = env.cycle
     await _cycles(env, cycle, 10)
     assert _granted(env, "dma", start) == list(range(start + 1, start + 10)), \
