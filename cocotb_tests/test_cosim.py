@@ -25,9 +25,15 @@ from t3hw.spec.params import EngineParams
 
 
 #: Allowed relative gap between the RTL's cycles and the performance model's for the fused
-#: reduce-scatter at these sizes; the fused all-reduce must beat the model, which runs the
-#: all-gather after the reduce-scatter, by at most ALLREDUCE_LEAD. docs/cosim.md gives the
-#: measured gaps and where the two differ.
+#: reduce-scatter at these sizes. The fused all-reduce overlaps its all-gather, which the
+#: model runs after the reduce-scatter: it must take no more than the reduce-scatter's
+#: allowance over the model's fused phase plus the model's all-gather, less than the same
+#: RTL's reduce-scatter plus the model's all-gather, and beat the model by at most
+#: ALLREDUCE_LEAD. (It used to be required to beat the model outright; since the
+#: model's GPU reads its panels K-slice by K-slice through an LRU L2 and the co-simulation's
+#: GPU still holds whole panels, the model's fused phase is shorter on the smallest run, N = 2:
+#: 2,408 cycles against 2,704, and that run's RTL is 3 % over the model's all-reduce.)
+#: docs/cosim.md gives the measured gaps and where the two differ.
 TOLERANCE = 0.20
 ALLREDUCE_LEAD = 0.30
 
@@ -69,8 +75,16 @@ def test_scenario(gpus, collective, policy, seed):
     if collective == "rs":
         assert abs(c["gap"]) <= TOLERANCE, c
     else:
-        # the model runs the all-gather after the reduce-scatter; the RTL overlaps them
-        assert -ALLREDUCE_LEAD <= c["gap"] <= 0.0, c
+        # the model runs the all-gather after the reduce-scatter; the RTL overlaps them, so
+        # it takes at most the reduce-scatter's allowance over the model's fused phase plus
+        # the model's all-gather, and no more than ALLREDUCE_LEAD less than the model
+        ph = r["model"]["phases"]["t3"]
+        assert c["rtl"] <= (1 + TOLERANCE) * ph["gemm_rs"] + ph["ag"], (c, ph)
+        assert -ALLREDUCE_LEAD <= c["gap"], c
+        # and the overlap gains something: less than the same RTL's reduce-scatter followed
+        # by the model's all-gather
+        rs = cosim.run(small(gpus, collective="rs", policy=policy, seed=seed % 1000))
+        assert c["rtl"] < rs["cycles"]["rtl"] + ph["ag"], (c["rtl"], rs["cycles"]["rtl"], ph)
     assert c["sequential"] > 0
 
 
