@@ -24,36 +24,16 @@ of any co-simulation that steps it cycle by cycle.
 """
 
 import json
-import re
 import subprocess
 import time
 from pathlib import Path
 
 from . import simulate
+from .synth.wrapper import verilog_ports
 from .toolchain import toolchain_env
 
 
-__all__ = ["ports", "main_cpp", "build", "run"]
-
-_DECL = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?(\S+?)\s*;", re.M)
-
-
-def ports(source, module):
-    """``[(direction, name, width)]`` of ``module``'s ports, from its declarations in the
-    generated Verilog ``source`` (the module's own lines only)."""
-    text = Path(source).read_text()
-    start = re.search(rf"^module\s+{re.escape(module)}\s*\(", text, re.M)
-    if start is None:
-        raise RuntimeError(f"no declaration of module {module} in {source}")
-    end = text.index("endmodule", start.end())
-    head = re.search(r"\(([^)]*)\);", text[start.start():end])
-    names = {p.strip() for p in head.group(1).split(",")}
-    found = [(d, n, int(w) + 1 if w else 1) for d, w, n in _DECL.findall(text[start.end():end])
-             if n in names]
-    if len(found) != len(names):
-        raise RuntimeError(f"{module}: {len(names)} ports declared, {len(found)} found")
-    return found
-
+__all__ = ["main_cpp", "build", "run"]
 
 def _cxx(name):
     """The C++ member Verilator gives port ``name`` (it escapes each ``__`` as ``___05F``)."""
@@ -82,7 +62,8 @@ def _checksum(name, width):
 
 
 def main_cpp(port_list, *, top="Vtop"):
-    """The C++ ``main`` of the harness for ``port_list`` (:func:`ports`): arguments
+    """The C++ ``main`` of the harness for ``port_list`` (``(direction, name, width)`` of
+    every port, :func:`t3hw.tools.synth.verilog_ports`, the timing wrapper's): arguments
     ``cycles`` and ``seed``; prints one JSON line."""
     drive, outs = [], []
     for direction, port, width in port_list:
@@ -145,19 +126,20 @@ def build(cfg, *, root=None, jobs=2):
     """Build the harness for the system top of ``cfg`` (a
     :class:`~sim_models.cosim.CosimConfig`: its ``gpus`` and ``params``); returns the
     executable's path. The Verilog is the co-simulation's (:mod:`t3hw.tools.cosim`); the
-    build is redone only when it changed."""
+    build is redone only when it or the generated ``main`` changed."""
     from . import cosim
     env = toolchain_env()
     bdir = Path(root or simulate.build_root()) / f"native{cfg.gpus}-{cosim._key(cfg, False)}"
-    src = bdir / f"{cosim.MODULE}.v"
+    src, main = bdir / f"{cosim.MODULE}.v", bdir / "native_main.cpp"
     text = cosim._system_verilog(cfg.gpus, cfg.params)
+    code = main_cpp(verilog_ports(text, cosim.MODULE))
     exe = bdir / "obj_dir" / "native"
-    if src.is_file() and src.read_text() == text and exe.is_file():
+    if (exe.is_file() and src.is_file() and src.read_text() == text and main.is_file()
+            and main.read_text() == code):
         return exe
     bdir.mkdir(parents=True, exist_ok=True)
     src.write_text(text)
-    main = bdir / "native_main.cpp"
-    main.write_text(main_cpp(ports(src, cosim.MODULE)))
+    main.write_text(code)
     cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(jobs), *simulate.VERILATOR_ARGS,
            "--top-module", cosim.MODULE, "--prefix", "Vtop", "-o", "native",
            # the wheel's missing precompiled-header flag, as in simulate.verilator_runner

@@ -25,7 +25,6 @@ format: name ``trace_file`` of :func:`run` with it (``.vcd`` / ``.fst``).
 
 import hashlib
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -184,11 +183,11 @@ def build(block, params: EngineParams, *, waves=False, root=None, verbose=False,
 def ports_vlt(source, module, bdir):
     """A Verilator configuration file making each port of ``module`` (read from the header
     of its declaration in ``source``) public for cocotb, and nothing else."""
-    text = Path(source).read_text()
-    found = re.search(rf"^module\s+{re.escape(module)}\s*\(([^)]*)\);", text, re.M)
-    if found is None:
-        raise RuntimeError(f"no declaration of module {module} in {source}")
-    ports = [p.strip() for p in found.group(1).split(",") if p.strip()]
+    from .synth.wrapper import verilog_ports      # (the synth package imports this module)
+    try:
+        ports = [name for _, name, _ in verilog_ports(Path(source).read_text(), module)]
+    except ValueError as exc:
+        raise RuntimeError(f"{source}: {exc}") from None
     lines = ["`verilator_config", f"// the ports of {module}: all that cocotb touches"]
     lines += [f'public_flat_rw -module "{module}" -var "{p}"' for p in ports]
     path = Path(bdir) / "ports.vlt"
