@@ -65,6 +65,7 @@ async def test_directed(dut):
     await arbiter_model.hold_frees_track(env, cycle)
     await arbiter_model.compute_first_starves(env, cycle)
     await arbiter_model.round_robin_alternates(env, cycle)
+    await arbiter_model.mca_rr_alternates_below_threshold(env, cycle)
     await arbiter_model.threshold_gates_comm(env, cycle)
     for saturation, window_log2, duty in ((11, 4, 3), (15, 0, 1), (9, 6, 2)):
         await arbiter_model.derives_threshold(env, cycle, saturation=saturation,

@@ -180,7 +180,8 @@ async def test_driver_arbiter(dut):
         assert arbiter.config == {"policy": policy.value, **cfg}
         assert await driver.arbiter_status() == dict(
             policy=policy.value, threshold=cfg["threshold"],
-            measuring=int(policy == ArbPolicy.T3_MCA and cfg["threshold"] == 0))
+            measuring=int(policy in (ArbPolicy.T3_MCA, ArbPolicy.T3_MCA_RR)
+                          and cfg["threshold"] == 0))
     good = dict(arbiter.config)
     with pytest.raises(RuntimeError, match="the arbiter rejected the configuration"):
         await driver.program_arbiter(policy="t3_mca", window_log2=MAX_WINDOW_LOG2 + 1)

@@ -7,41 +7,41 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [32:0] \$100 ;
+  wire \$100 ;
   wire \$101 ;
   wire \$102 ;
   wire \$103 ;
-  wire [32:0] \$104 ;
-  wire [32:0] \$105 ;
+  wire \$104 ;
+  wire \$105 ;
   wire \$106 ;
   wire \$107 ;
   wire \$108 ;
-  wire [32:0] \$109 ;
-  wire [8:0] \$11 ;
-  wire [32:0] \$110 ;
+  wire \$109 ;
+  wire \$11 ;
+  wire \$110 ;
   wire \$111 ;
   wire \$112 ;
   wire \$113 ;
-  wire [32:0] \$114 ;
-  wire [32:0] \$115 ;
+  wire \$114 ;
+  wire \$115 ;
   wire \$116 ;
   wire \$117 ;
   wire \$118 ;
-  wire \$119 ;
+  wire [83:0] \$119 ;
   wire \$12 ;
-  wire \$120 ;
+  wire [83:0] \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire [32:0] \$123 ;
-  wire [1:0] \$124 ;
-  wire [1:0] \$125 ;
-  wire [1:0] \$126 ;
-  wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire [38:0] \$127 ;
+  wire [31:0] \$128 ;
+  wire [8:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
+  wire [39:0] \$130 ;
+  wire [40:0] \$131 ;
   wire \$132 ;
   wire \$133 ;
   wire \$134 ;
@@ -51,7 +51,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
-  wire \$140 ;
+  wire [5:0] \$140 ;
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
@@ -78,48 +78,48 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$162 ;
   wire \$163 ;
   wire \$164 ;
-  wire \$165 ;
+  wire [25:0] \$165 ;
   wire \$166 ;
-  wire \$167 ;
-  wire \$168 ;
-  wire \$169 ;
+  wire [25:0] \$167 ;
+  wire [32:0] \$168 ;
+  wire [2:0] \$169 ;
   wire \$17 ;
-  wire \$170 ;
-  wire \$171 ;
+  wire [34:0] \$170 ;
+  wire [33:0] \$171 ;
   wire \$172 ;
   wire \$173 ;
   wire \$174 ;
-  wire \$175 ;
-  wire \$176 ;
+  wire [32:0] \$175 ;
+  wire [32:0] \$176 ;
   wire \$177 ;
   wire \$178 ;
   wire \$179 ;
   wire \$18 ;
-  wire \$180 ;
-  wire \$181 ;
+  wire [32:0] \$180 ;
+  wire [32:0] \$181 ;
   wire \$182 ;
   wire \$183 ;
   wire \$184 ;
-  wire \$185 ;
-  wire \$186 ;
+  wire [32:0] \$185 ;
+  wire [32:0] \$186 ;
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
   wire \$19 ;
-  wire \$190 ;
-  wire \$191 ;
+  wire [32:0] \$190 ;
+  wire [32:0] \$191 ;
   wire \$192 ;
   wire \$193 ;
   wire \$194 ;
   wire \$195 ;
   wire \$196 ;
   wire \$197 ;
-  wire \$198 ;
-  wire \$199 ;
+  wire [32:0] \$198 ;
+  wire [1:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$201 ;
+  wire [1:0] \$200 ;
+  wire [1:0] \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
@@ -139,8 +139,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$217 ;
   wire \$218 ;
   wire \$219 ;
-  wire \$22 ;
-  wire [1:0] \$220 ;
+  wire [17:0] \$22 ;
+  wire \$220 ;
   wire \$221 ;
   wire \$222 ;
   wire \$223 ;
@@ -149,7 +149,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$226 ;
   wire \$227 ;
   wire \$228 ;
-  wire [1:0] \$229 ;
+  wire \$229 ;
   wire \$23 ;
   wire \$230 ;
   wire \$231 ;
@@ -161,7 +161,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$237 ;
   wire \$238 ;
   wire \$239 ;
-  wire [17:0] \$24 ;
+  wire \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
@@ -174,11 +174,11 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$249 ;
   wire \$25 ;
   wire \$250 ;
-  wire [1:0] \$251 ;
-  wire \$252 ;
+  wire \$251 ;
+  wire [1:0] \$252 ;
   wire \$253 ;
-  wire \$254 ;
-  wire \$255 ;
+  wire [1:0] \$254 ;
+  wire [83:0] \$255 ;
   wire \$256 ;
   wire \$257 ;
   wire \$258 ;
@@ -186,7 +186,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$26 ;
   wire \$260 ;
   wire \$261 ;
-  wire [1:0] \$262 ;
+  wire \$262 ;
   wire \$263 ;
   wire \$264 ;
   wire \$265 ;
@@ -201,92 +201,57 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$273 ;
   wire \$274 ;
   wire \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
+  reg \$276 ;
+  reg \$277 ;
+  reg \$278 ;
+  reg \$279 ;
   wire \$28 ;
-  wire \$280 ;
-  wire \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire \$284 ;
-  wire \$285 ;
-  wire [1:0] \$286 ;
-  wire \$287 ;
-  wire [1:0] \$288 ;
-  wire [83:0] \$289 ;
+  reg [16:0] \$280 ;
+  reg \$281 ;
+  reg \$282 ;
+  reg \$283 ;
+  reg \$284 ;
+  reg \$285 ;
+  reg \$286 ;
+  reg \$287 ;
+  reg [83:0] \$288 ;
+  reg [83:0] \$289 ;
   wire \$29 ;
-  wire \$290 ;
-  wire \$291 ;
-  wire \$292 ;
-  wire \$293 ;
-  wire \$294 ;
-  wire \$295 ;
-  wire \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
+  reg \$290 ;
+  reg [22:0] \$291 ;
+  reg [31:0] \$292 ;
+  reg [24:0] \$293 ;
+  reg [8:0] \$294 ;
+  reg [33:0] \$295 ;
+  reg \$296 ;
+  reg [38:0] \$297 ;
+  reg [7:0] \$298 ;
+  reg \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$300 ;
-  wire \$301 ;
-  wire \$302 ;
-  wire \$303 ;
-  wire \$304 ;
-  wire \$305 ;
-  wire \$306 ;
-  wire \$307 ;
-  wire \$308 ;
-  wire \$309 ;
+  reg \$300 ;
+  reg \$301 ;
+  reg [1:0] \$302 ;
+  reg [4:0] \$303 ;
+  reg [31:0] \$304 ;
+  reg [24:0] \$305 ;
+  reg [33:0] \$306 ;
+  reg \$307 ;
+  reg \$308 ;
+  reg [287:0] \$309 ;
   wire \$31 ;
-  wire \$310 ;
-  wire \$311 ;
+  reg \$310 ;
+  reg \$311 ;
   reg \$312 ;
   reg \$313 ;
   reg \$314 ;
   reg \$315 ;
-  reg [16:0] \$316 ;
-  reg \$317 ;
-  reg \$318 ;
-  reg \$319 ;
+  reg \$316 ;
+  reg [1:0] \$317 ;
   wire \$32 ;
-  reg \$320 ;
-  reg \$321 ;
-  reg \$322 ;
-  reg [83:0] \$323 ;
-  reg [83:0] \$324 ;
-  reg \$325 ;
-  reg [22:0] \$326 ;
-  reg [31:0] \$327 ;
-  reg [24:0] \$328 ;
-  reg [8:0] \$329 ;
   wire \$33 ;
-  reg [33:0] \$330 ;
-  reg \$331 ;
-  reg [38:0] \$332 ;
-  reg [7:0] \$333 ;
-  reg \$334 ;
-  reg \$335 ;
-  reg \$336 ;
-  reg [1:0] \$337 ;
-  reg [4:0] \$338 ;
-  reg [31:0] \$339 ;
   wire \$34 ;
-  reg [24:0] \$340 ;
-  reg [33:0] \$341 ;
-  reg \$342 ;
-  reg \$343 ;
-  reg [287:0] \$344 ;
-  reg \$345 ;
-  reg \$346 ;
-  reg \$347 ;
-  reg \$348 ;
-  reg \$349 ;
   wire \$35 ;
-  reg \$350 ;
-  reg \$351 ;
-  reg [1:0] \$352 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
@@ -295,8 +260,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [83:0] \$43 ;
-  wire [83:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
@@ -304,12 +269,12 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire [38:0] \$51 ;
-  wire [31:0] \$52 ;
-  wire [8:0] \$53 ;
-  wire [39:0] \$54 ;
-  wire [40:0] \$55 ;
-  wire \$56 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire [1:0] \$56 ;
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
@@ -318,12 +283,12 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
-  wire [5:0] \$64 ;
+  wire \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire \$69 ;
+  wire [1:0] \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
@@ -345,21 +310,21 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$86 ;
   wire \$87 ;
   wire \$88 ;
-  wire [25:0] \$89 ;
-  wire \$9 ;
+  wire \$89 ;
+  wire [8:0] \$9 ;
   wire \$90 ;
-  wire [25:0] \$91 ;
-  wire [32:0] \$92 ;
-  wire [2:0] \$93 ;
-  wire [34:0] \$94 ;
-  wire [33:0] \$95 ;
-  wire \$96 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire \$95 ;
+  wire [1:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
-  wire [32:0] \$99 ;
+  wire \$99 ;
   (* keep = 32'd1 *)
   wire \$signal ;
-  reg [83:0] \$signal$59  = 84'h000000000000000000000;
+  reg [83:0] \$signal$57  = 84'h000000000000000000000;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
@@ -370,6 +335,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   (* enum_value_00 = "ROUND_ROBIN" *)
   (* enum_value_01 = "COMPUTE_FIRST" *)
   (* enum_value_10 = "T3_MCA" *)
+  (* enum_value_11 = "T3_MCA_RR" *)
   wire [1:0] cfg__policy ;
   wire [7:0] cfg__saturation ;
   wire [15:0] cfg__starvation_limit ;
@@ -382,8 +348,6 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   input clk;
   wire clk;
   reg comm_first = 1'h0;
-  (* keep = 32'd1 *)
-  wire [1:0] comm_first_next;
   reg [83:0] comm_q = 84'h000000000000000000000;
   input [38:0] config__payload;
   wire [38:0] config__payload;
@@ -391,6 +355,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   (* enum_value_00 = "ROUND_ROBIN" *)
   (* enum_value_01 = "COMPUTE_FIRST" *)
   (* enum_value_10 = "T3_MCA" *)
+  (* enum_value_11 = "T3_MCA_RR" *)
   wire [1:0] config__payload__policy ;
   wire [7:0] config__payload__saturation ;
   wire [15:0] config__payload__starvation_limit ;
@@ -465,8 +430,6 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg grant_c_q = 1'h0;
   reg is_comm = 1'h0;
   reg last_comm = 1'h0;
-  (* keep = 32'd1 *)
-  wire [1:0] last_comm_next;
   reg last_remote = 1'h0;
   reg last_store = 1'h0;
   reg [24:0] left = 25'h0000000;
@@ -509,6 +472,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   (* enum_value_00 = "ROUND_ROBIN" *)
   (* enum_value_01 = "COMPUTE_FIRST" *)
   (* enum_value_10 = "T3_MCA" *)
+  (* enum_value_11 = "T3_MCA_RR" *)
   wire [1:0] new__policy ;
   wire [7:0] new__saturation ;
   wire [15:0] new__starvation_limit ;
@@ -566,6 +530,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire response__ready;
   input response__valid;
   wire response__valid;
+  reg rr_turn = 1'h0;
   input rst;
   wire rst;
   reg [8:0] sat2 = 9'h022;
@@ -596,6 +561,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   (* enum_value_00 = "ROUND_ROBIN" *)
   (* enum_value_01 = "COMPUTE_FIRST" *)
   (* enum_value_10 = "T3_MCA" *)
+  (* enum_value_11 = "T3_MCA_RR" *)
   wire [1:0] status__policy ;
   wire [7:0] status__threshold ;
   input [72:0] store__payload;
@@ -652,832 +618,800 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg [24:0] unit = 25'h0000400;
   reg [16:0] wait1 = 17'h00001;
   reg wait_full = 1'h0;
-  (* keep = 32'd1 *)
-  wire [1:0] wait_full_next;
   reg was_forced = 1'h0;
   reg window = 1'h0;
-  assign \$1  = config__payload[1:0] != 2'h3;
-  assign \$2  = | config__payload[38:23];
+  assign \$1  = | config__payload[38:23];
+  assign \$2  = config__payload[22:18] <= 5'h18;
   assign \$3  = \$1  & \$2 ;
-  assign \$4  = config__payload[22:18] <= 5'h18;
-  assign \$5  = \$3  & \$4 ;
-  assign \$6  = | config__payload[9:2];
-  assign \$7  = | config__payload[17:10];
-  assign \$8  = \$6  | \$7 ;
-  assign \$9  = \$5  & \$8 ;
-  assign \$10  = config__valid & \$9 ;
-  assign \$11  = occupancy + 1'h1;
-  assign \$12  = \$11  < thr;
-  assign \$13  = ~ dram__valid;
-  assign \$14  = \$13  | dram__ready;
-  assign \$15  = \$14  & pick_c;
+  assign \$4  = | config__payload[9:2];
+  assign \$5  = | config__payload[17:10];
+  assign \$6  = \$4  | \$5 ;
+  assign \$7  = \$3  & \$6 ;
+  assign \$8  = config__valid & \$7 ;
+  assign \$9  = occupancy + 1'h1;
+  assign \$10  = \$9  < thr;
+  assign \$11  = ~ dram__valid;
+  assign \$12  = \$11  | dram__ready;
+  assign \$13  = \$12  & pick_c;
+  assign \$14  = gate_m & below;
+  assign \$15  = \$signal  | \$14 ;
   assign \$16  = gate_m & below;
-  assign \$17  = \$signal  | \$16 ;
-  assign \$18  = gate_m & below;
-  assign \$19  = drop_wait | \$18 ;
-  assign \$20  = ~ dram__valid;
-  assign \$21  = \$20  | dram__ready;
-  assign \$22  = ~ wait_full;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = wait1 + 1'h1;
-  assign \$25  = \new [1:0] == 2'h2;
-  assign \$26  = | \new [9:2];
-  assign \$27  = \$25  & \$26 ;
-  assign \$28  = cfg[1:0] == 2'h2;
-  assign \$29  = finish[1] ? \$28  : gated;
-  assign \$30  = accept ? \$27  : \$29 ;
-  assign \$31  = { \$182 , \$175  } >> below;
-  assign \$32  = { \$219 , \$200  } >> below;
-  assign \$33  = { \$284 , \$250  } >> below;
-  assign \$34  = ~ dram__valid;
-  assign \$35  = \$34  | dram__ready;
-  assign \$36  = ~ dram__valid;
-  assign \$37  = \$36  | dram__ready;
-  assign \$38  = \$37  & pick_c;
-  assign \$39  = gate_m & below;
-  assign \$40  = \$signal  | \$39 ;
-  assign \$41  = \$38  | \$40 ;
-  assign \$42  = ~ pick_c;
-  assign \$43  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
-  assign \$44  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
-  assign \$45  = dram__valid & dram__ready;
-  assign \$46  = \$45  & \$289 [83];
-  assign \$47  = | \$289 [1:0];
-  assign \$48  = \$46  & \$47 ;
-  assign \$49  = \$289 [1:0] == 2'h2;
-  assign \$50  = \$49  ? 1'h1 : 1'h0;
-  assign \$51  = cfg[17:10] << scale;
-  assign \$52  = 1'h1 << scale;
-  assign \$53  = cfg[17:10] + 2'h2;
-  assign \$55  = \$54  - unit;
-  assign \$56  = ~ dram__valid;
-  assign \$57  = \$56  | dram__ready;
-  assign \$58  = \$57  & pick_c;
-  assign \$59  = ~ accept;
-  assign \$60  = \$58  & \$59 ;
-  assign \$61  = armed & grant_c_q;
-  assign \$62  = ! \new [9:2];
-  assign \$63  = ! \new [9:2];
-  assign \$64  = 5'h18 - \new [22:18];
-  assign \$65  = cfg[22:18] == 1'h1;
-  assign \$66  = cfg[22:18] > 2'h2;
-  assign \$67  = cfg[22:18] > 2'h3;
-  assign \$68  = cfg[22:18] > 3'h4;
-  assign \$69  = cfg[22:18] > 3'h5;
-  assign \$70  = cfg[22:18] > 3'h6;
-  assign \$71  = cfg[22:18] > 3'h7;
-  assign \$72  = cfg[22:18] > 4'h8;
-  assign \$73  = cfg[22:18] > 4'h9;
-  assign \$74  = cfg[22:18] > 4'ha;
-  assign \$75  = cfg[22:18] > 4'hb;
-  assign \$76  = cfg[22:18] > 4'hc;
-  assign \$77  = cfg[22:18] > 4'hd;
-  assign \$78  = cfg[22:18] > 4'he;
-  assign \$79  = cfg[22:18] > 4'hf;
-  assign \$80  = cfg[22:18] > 5'h10;
-  assign \$81  = cfg[22:18] > 5'h11;
-  assign \$82  = cfg[22:18] > 5'h12;
-  assign \$83  = cfg[22:18] > 5'h13;
-  assign \$84  = cfg[22:18] > 5'h14;
-  assign \$85  = cfg[22:18] > 5'h15;
-  assign \$86  = cfg[22:18] > 5'h16;
-  assign \$87  = cfg[22:18] > 5'h17;
-  assign \$88  = cfg[22:18] > 5'h18;
-  assign \$89  = \$65  ? 26'h3ffffff : { 1'h0, \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , \$66 , 2'h1 };
-  assign \$90  = ! cfg[22:18];
-  assign \$91  = $signed(left) - $signed(2'h1);
-  assign \$92  = acc + sat_s;
-  assign \$94  = base + acc;
-  assign \$96  = load__valid & load__ready;
-  assign \$97  = ~ load__ready;
-  assign \$98  = load__valid & \$97 ;
-  assign \$99  = stats[31:0] + 1'h1;
-  assign \$100  = stats[159:128] + 1'h1;
-  assign \$101  = store__valid & store__ready;
-  assign \$102  = ~ store__ready;
-  assign \$103  = store__valid & \$102 ;
-  assign \$104  = stats[63:32] + 1'h1;
-  assign \$105  = stats[191:160] + 1'h1;
-  assign \$106  = dma__valid & dma__ready;
-  assign \$107  = ~ dma__ready;
-  assign \$108  = dma__valid & \$107 ;
-  assign \$109  = stats[95:64] + 1'h1;
-  assign \$110  = stats[223:192] + 1'h1;
-  assign \$111  = remote__valid & remote__ready;
-  assign \$112  = ~ remote__ready;
-  assign \$113  = remote__valid & \$112 ;
-  assign \$114  = stats[127:96] + 1'h1;
-  assign \$115  = stats[255:224] + 1'h1;
-  assign \$116  = ~ dram__valid;
-  assign \$117  = \$116  | dram__ready;
-  assign \$118  = dma__valid | remote_ok;
-  assign \$119  = \$118  & wait_full;
-  assign \$120  = cfg[1:0] == 2'h2;
-  assign \$121  = \$119  & \$120 ;
-  assign \$122  = \$117  & \$121 ;
-  assign \$123  = stats[287:256] + 1'h1;
-  assign \$124  = ~ clear;
-  assign \$125  = errors & \$124 ;
-  assign \$126  = \$125  | set_err;
-  assign \$127  = track_hold & store__payload[72];
-  assign \$128  = ~ \$127 ;
-  assign store_ok = store__valid & \$128 ;
-  assign \$129  = track_hold & remote__payload[72];
-  assign \$130  = ~ \$129 ;
-  assign remote_ok = remote__valid & \$130 ;
-  assign \$131  = load__valid | store_ok;
-  assign \$132  = dma__valid | remote_ok;
-  assign \$133  = \$132  & comm_first;
-  assign \$134  = ~ \$133 ;
-  assign pick_c = \$131  & \$134 ;
-  assign \$135  = ~ dram__valid;
-  assign \$136  = \$135  | dram__ready;
-  assign \$137  = dma__valid | remote_ok;
-  assign \$138  = \$136  & \$137 ;
-  assign \$139  = load__valid | store_ok;
-  assign \$140  = ~ \$139 ;
-  assign \$141  = ~ gated;
-  assign \$142  = \$140  & \$141 ;
-  assign \$143  = comm_first | \$142 ;
-  assign \$signal  = \$138  & \$143 ;
-  assign \$144  = ~ dram__valid;
-  assign \$145  = \$144  | dram__ready;
-  assign \$146  = dma__valid | remote_ok;
-  assign \$147  = \$145  & \$146 ;
-  assign \$148  = load__valid | store_ok;
-  assign \$149  = ~ \$148 ;
-  assign \$150  = \$147  & \$149 ;
-  assign gate_m = \$150  & gated;
-  assign \$151  = ~ load__valid;
-  assign \$152  = ~ last_store;
-  assign \$153  = \$151  | \$152 ;
-  assign sel_store = store_ok & \$153 ;
-  assign \$154  = ~ dma__valid;
-  assign \$155  = ~ last_remote;
-  assign \$156  = \$154  | \$155 ;
-  assign sel_remote = remote_ok & \$156 ;
-  assign \$157  = ~ dram__valid;
-  assign \$158  = \$157  | dram__ready;
-  assign \$159  = \$158  & pick_c;
-  assign \$160  = ~ sel_store;
-  assign load__ready = \$159  & \$160 ;
-  assign \$161  = ~ dram__valid;
-  assign \$162  = \$161  | dram__ready;
-  assign \$163  = \$162  & pick_c;
-  assign store__ready = \$163  & sel_store;
-  assign \$164  = gate_m & below;
-  assign \$165  = \$signal  | \$164 ;
-  assign \$166  = ~ sel_remote;
-  assign dma__ready = \$165  & \$166 ;
-  assign \$167  = gate_m & below;
-  assign \$168  = \$signal  | \$167 ;
-  assign remote__ready = \$168  & sel_remote;
-  assign \$169  = dma__valid | remote__valid;
-  assign \$170  = ~ \$169 ;
-  assign drop_wait = \$170  | \$signal ;
-  assign \$171  = ~ dram__valid;
-  assign \$172  = \$171  | dram__ready;
-  assign \$173  = \$172  & pick_c;
-  assign \$174  = \$173  | \$signal ;
-  assign \$175  = \$174  ? \$signal  : last_comm;
-  assign \$176  = ~ dram__valid;
-  assign \$177  = \$176  | dram__ready;
-  assign \$178  = \$177  & pick_c;
-  assign \$179  = \$signal  | gate_m;
-  assign \$180  = \$178  | \$179 ;
-  assign \$181  = \$signal  | gate_m;
-  assign \$182  = \$180  ? \$181  : last_comm;
-  assign \$183  = dma__valid | remote__valid;
-  assign \$184  = ~ \$signal ;
-  assign \$185  = \$183  & \$184 ;
-  assign \$186  = ~ dram__valid;
-  assign \$187  = \$186  | dram__ready;
-  assign \$188  = ~ wait_full;
-  assign \$189  = \$187  & \$188 ;
-  assign \$190  = wait1 >= \new [38:23];
-  assign \$191  = wait1 > \new [38:23];
-  assign \$192  = \$189  ? \$190  : \$191 ;
-  assign \$193  = ~ dram__valid;
-  assign \$194  = \$193  | dram__ready;
-  assign \$195  = ~ wait_full;
-  assign \$196  = \$194  & \$195 ;
-  assign \$197  = wait1 == cfg[38:23];
-  assign \$198  = \$196  ? \$197  : wait_full;
-  assign \$199  = accept ? \$192  : \$198 ;
-  assign \$200  = \$185  & \$199 ;
-  assign \$201  = dma__valid | remote__valid;
-  assign \$202  = \$signal  | gate_m;
+  assign \$17  = drop_wait | \$16 ;
+  assign \$18  = ~ dram__valid;
+  assign \$19  = \$18  | dram__ready;
+  assign \$20  = ~ wait_full;
+  assign \$21  = \$19  & \$20 ;
+  assign \$22  = wait1 + 1'h1;
+  assign \$23  = | \new [9:2];
+  assign \$24  = \new [1] & \$23 ;
+  assign \$25  = finish[1] ? cfg[1] : gated;
+  assign \$26  = accept ? \$24  : \$25 ;
+  assign \$27  = ~ dram__valid;
+  assign \$28  = \$27  | dram__ready;
+  assign \$29  = \$28  & pick_c;
+  assign \$30  = gate_m & below;
+  assign \$31  = \$signal  | \$30 ;
+  assign \$32  = \$29  | \$31 ;
+  assign \$33  = gate_m & below;
+  assign \$34  = \$signal  | \$33 ;
+  assign \$35  = \$32  ? \$34  : last_comm;
+  assign \$36  = dma__valid | remote__valid;
+  assign \$37  = gate_m & below;
+  assign \$38  = \$signal  | \$37 ;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$36  & \$39 ;
+  assign \$41  = ~ dram__valid;
+  assign \$42  = \$41  | dram__ready;
+  assign \$43  = ~ wait_full;
+  assign \$44  = \$42  & \$43 ;
+  assign \$45  = wait1 >= \new [38:23];
+  assign \$46  = wait1 > \new [38:23];
+  assign \$47  = \$44  ? \$45  : \$46 ;
+  assign \$48  = ~ dram__valid;
+  assign \$49  = \$48  | dram__ready;
+  assign \$50  = ~ wait_full;
+  assign \$51  = \$49  & \$50 ;
+  assign \$52  = wait1 == cfg[38:23];
+  assign \$53  = \$51  ? \$52  : wait_full;
+  assign \$54  = accept ? \$47  : \$53 ;
+  assign \$55  = \$40  & \$54 ;
+  assign \$56  = accept ? \new [1:0] : cfg[1:0];
+  assign \$57  = ! \$56 ;
+  assign \$58  = ~ dram__valid;
+  assign \$59  = \$58  | dram__ready;
+  assign \$60  = \$59  & pick_c;
+  assign \$61  = gate_m & below;
+  assign \$62  = \$signal  | \$61 ;
+  assign \$63  = \$60  | \$62 ;
+  assign \$64  = gate_m & below;
+  assign \$65  = \$signal  | \$64 ;
+  assign \$66  = \$63  ? \$65  : last_comm;
+  assign \$67  = ~ \$66 ;
+  assign \$68  = \$57  & \$67 ;
+  assign \$69  = accept ? \new [1:0] : cfg[1:0];
+  assign \$70  = dma__valid | remote__valid;
+  assign \$71  = gate_m & below;
+  assign \$72  = \$signal  | \$71 ;
+  assign \$73  = ~ \$72 ;
+  assign \$74  = \$70  & \$73 ;
+  assign \$75  = ~ dram__valid;
+  assign \$76  = \$75  | dram__ready;
+  assign \$77  = ~ wait_full;
+  assign \$78  = \$76  & \$77 ;
+  assign \$79  = wait1 >= \new [38:23];
+  assign \$80  = wait1 > \new [38:23];
+  assign \$81  = \$78  ? \$79  : \$80 ;
+  assign \$82  = ~ dram__valid;
+  assign \$83  = \$82  | dram__ready;
+  assign \$84  = ~ wait_full;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = wait1 == cfg[38:23];
+  assign \$87  = \$85  ? \$86  : wait_full;
+  assign \$88  = accept ? \$81  : \$87 ;
+  assign \$89  = \$74  & \$88 ;
+  assign \$90  = \$69 [1] & \$89 ;
+  assign \$91  = \$68  | \$90 ;
+  assign \$92  = | \new [9:2];
+  assign \$93  = \new [1] & \$92 ;
+  assign \$94  = finish[1] ? cfg[1] : gated;
+  assign \$95  = accept ? \$93  : \$94 ;
+  assign \$96  = accept ? \new [1:0] : cfg[1:0];
+  assign \$97  = \$96  == 2'h3;
+  assign \$98  = \$95  & \$97 ;
+  assign \$99  = ~ dram__valid;
+  assign \$100  = \$99  | dram__ready;
+  assign \$101  = \$100  & pick_c;
+  assign \$102  = gate_m & below;
+  assign \$103  = \$signal  | \$102 ;
+  assign \$104  = \$101  | \$103 ;
+  assign \$105  = gate_m & below;
+  assign \$106  = \$signal  | \$105 ;
+  assign \$107  = \$104  ? \$106  : last_comm;
+  assign \$108  = ~ \$107 ;
+  assign \$109  = \$98  & \$108 ;
+  assign \$110  = ~ dram__valid;
+  assign \$111  = \$110  | dram__ready;
+  assign \$112  = ~ dram__valid;
+  assign \$113  = \$112  | dram__ready;
+  assign \$114  = \$113  & pick_c;
+  assign \$115  = gate_m & below;
+  assign \$116  = \$signal  | \$115 ;
+  assign \$117  = \$114  | \$116 ;
+  assign \$118  = ~ pick_c;
+  assign \$119  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
+  assign \$120  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
+  assign \$121  = dram__valid & dram__ready;
+  assign \$122  = \$121  & \$255 [83];
+  assign \$123  = | \$255 [1:0];
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = \$255 [1:0] == 2'h2;
+  assign \$126  = \$125  ? 1'h1 : 1'h0;
+  assign \$127  = cfg[17:10] << scale;
+  assign \$128  = 1'h1 << scale;
+  assign \$129  = cfg[17:10] + 2'h2;
+  assign \$131  = \$130  - unit;
+  assign \$132  = ~ dram__valid;
+  assign \$133  = \$132  | dram__ready;
+  assign \$134  = \$133  & pick_c;
+  assign \$135  = ~ accept;
+  assign \$136  = \$134  & \$135 ;
+  assign \$137  = armed & grant_c_q;
+  assign \$138  = ! \new [9:2];
+  assign \$139  = ! \new [9:2];
+  assign \$140  = 5'h18 - \new [22:18];
+  assign \$141  = cfg[22:18] == 1'h1;
+  assign \$142  = cfg[22:18] > 2'h2;
+  assign \$143  = cfg[22:18] > 2'h3;
+  assign \$144  = cfg[22:18] > 3'h4;
+  assign \$145  = cfg[22:18] > 3'h5;
+  assign \$146  = cfg[22:18] > 3'h6;
+  assign \$147  = cfg[22:18] > 3'h7;
+  assign \$148  = cfg[22:18] > 4'h8;
+  assign \$149  = cfg[22:18] > 4'h9;
+  assign \$150  = cfg[22:18] > 4'ha;
+  assign \$151  = cfg[22:18] > 4'hb;
+  assign \$152  = cfg[22:18] > 4'hc;
+  assign \$153  = cfg[22:18] > 4'hd;
+  assign \$154  = cfg[22:18] > 4'he;
+  assign \$155  = cfg[22:18] > 4'hf;
+  assign \$156  = cfg[22:18] > 5'h10;
+  assign \$157  = cfg[22:18] > 5'h11;
+  assign \$158  = cfg[22:18] > 5'h12;
+  assign \$159  = cfg[22:18] > 5'h13;
+  assign \$160  = cfg[22:18] > 5'h14;
+  assign \$161  = cfg[22:18] > 5'h15;
+  assign \$162  = cfg[22:18] > 5'h16;
+  assign \$163  = cfg[22:18] > 5'h17;
+  assign \$164  = cfg[22:18] > 5'h18;
+  assign \$165  = \$141  ? 26'h3ffffff : { 1'h0, \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , \$143 , \$142 , 2'h1 };
+  assign \$166  = ! cfg[22:18];
+  assign \$167  = $signed(left) - $signed(2'h1);
+  assign \$168  = acc + sat_s;
+  assign \$170  = base + acc;
+  assign \$172  = load__valid & load__ready;
+  assign \$173  = ~ load__ready;
+  assign \$174  = load__valid & \$173 ;
+  assign \$175  = stats[31:0] + 1'h1;
+  assign \$176  = stats[159:128] + 1'h1;
+  assign \$177  = store__valid & store__ready;
+  assign \$178  = ~ store__ready;
+  assign \$179  = store__valid & \$178 ;
+  assign \$180  = stats[63:32] + 1'h1;
+  assign \$181  = stats[191:160] + 1'h1;
+  assign \$182  = dma__valid & dma__ready;
+  assign \$183  = ~ dma__ready;
+  assign \$184  = dma__valid & \$183 ;
+  assign \$185  = stats[95:64] + 1'h1;
+  assign \$186  = stats[223:192] + 1'h1;
+  assign \$187  = remote__valid & remote__ready;
+  assign \$188  = ~ remote__ready;
+  assign \$189  = remote__valid & \$188 ;
+  assign \$190  = stats[127:96] + 1'h1;
+  assign \$191  = stats[255:224] + 1'h1;
+  assign \$192  = ~ dram__valid;
+  assign \$193  = \$192  | dram__ready;
+  assign \$194  = dma__valid | remote_ok;
+  assign \$195  = \$194  & wait_full;
+  assign \$196  = \$195  & cfg[1];
+  assign \$197  = \$193  & \$196 ;
+  assign \$198  = stats[287:256] + 1'h1;
+  assign \$199  = ~ clear;
+  assign \$200  = errors & \$199 ;
+  assign \$201  = \$200  | set_err;
+  assign \$202  = track_hold & store__payload[72];
   assign \$203  = ~ \$202 ;
-  assign \$204  = \$201  & \$203 ;
-  assign \$205  = ~ dram__valid;
-  assign \$206  = \$205  | dram__ready;
-  assign \$207  = ~ wait_full;
-  assign \$208  = \$206  & \$207 ;
-  assign \$209  = wait1 >= \new [38:23];
-  assign \$210  = wait1 > \new [38:23];
-  assign \$211  = \$208  ? \$209  : \$210 ;
+  assign store_ok = store__valid & \$203 ;
+  assign \$204  = track_hold & remote__payload[72];
+  assign \$205  = ~ \$204 ;
+  assign remote_ok = remote__valid & \$205 ;
+  assign \$206  = load__valid | store_ok;
+  assign \$207  = dma__valid | remote_ok;
+  assign \$208  = rr_turn & below;
+  assign \$209  = comm_first | \$208 ;
+  assign \$210  = \$207  & \$209 ;
+  assign \$211  = ~ \$210 ;
+  assign pick_c = \$206  & \$211 ;
   assign \$212  = ~ dram__valid;
   assign \$213  = \$212  | dram__ready;
-  assign \$214  = ~ wait_full;
+  assign \$214  = dma__valid | remote_ok;
   assign \$215  = \$213  & \$214 ;
-  assign \$216  = wait1 == cfg[38:23];
-  assign \$217  = \$215  ? \$216  : wait_full;
-  assign \$218  = accept ? \$211  : \$217 ;
-  assign \$219  = \$204  & \$218 ;
-  assign \$220  = accept ? \new [1:0] : cfg[1:0];
-  assign \$221  = ! \$220 ;
-  assign \$222  = ~ dram__valid;
-  assign \$223  = \$222  | dram__ready;
-  assign \$224  = \$223  & pick_c;
-  assign \$225  = \$224  | \$signal ;
-  assign \$226  = \$225  ? \$signal  : last_comm;
-  assign \$227  = ~ \$226 ;
-  assign \$228  = \$221  & \$227 ;
-  assign \$229  = accept ? \new [1:0] : cfg[1:0];
-  assign \$230  = \$229  == 2'h2;
-  assign \$231  = dma__valid | remote__valid;
-  assign \$232  = ~ \$signal ;
-  assign \$233  = \$231  & \$232 ;
-  assign \$234  = ~ dram__valid;
-  assign \$235  = \$234  | dram__ready;
-  assign \$236  = ~ wait_full;
-  assign \$237  = \$235  & \$236 ;
-  assign \$238  = wait1 >= \new [38:23];
-  assign \$239  = wait1 > \new [38:23];
-  assign \$240  = \$237  ? \$238  : \$239 ;
+  assign \$216  = load__valid | store_ok;
+  assign \$217  = ~ \$216 ;
+  assign \$218  = ~ gated;
+  assign \$219  = \$217  & \$218 ;
+  assign \$220  = comm_first | \$219 ;
+  assign \$signal  = \$215  & \$220 ;
+  assign \$221  = ~ dram__valid;
+  assign \$222  = \$221  | dram__ready;
+  assign \$223  = dma__valid | remote_ok;
+  assign \$224  = \$222  & \$223 ;
+  assign \$225  = ~ comm_first;
+  assign \$226  = \$224  & \$225 ;
+  assign \$227  = load__valid | store_ok;
+  assign \$228  = ~ \$227 ;
+  assign \$229  = \$228  & gated;
+  assign \$230  = \$229  | rr_turn;
+  assign gate_m = \$226  & \$230 ;
+  assign \$231  = ~ load__valid;
+  assign \$232  = ~ last_store;
+  assign \$233  = \$231  | \$232 ;
+  assign sel_store = store_ok & \$233 ;
+  assign \$234  = ~ dma__valid;
+  assign \$235  = ~ last_remote;
+  assign \$236  = \$234  | \$235 ;
+  assign sel_remote = remote_ok & \$236 ;
+  assign \$237  = ~ dram__valid;
+  assign \$238  = \$237  | dram__ready;
+  assign \$239  = \$238  & pick_c;
+  assign \$240  = ~ sel_store;
+  assign load__ready = \$239  & \$240 ;
   assign \$241  = ~ dram__valid;
   assign \$242  = \$241  | dram__ready;
-  assign \$243  = ~ wait_full;
-  assign \$244  = \$242  & \$243 ;
-  assign \$245  = wait1 == cfg[38:23];
-  assign \$246  = \$244  ? \$245  : wait_full;
-  assign \$247  = accept ? \$240  : \$246 ;
-  assign \$248  = \$233  & \$247 ;
-  assign \$249  = \$230  & \$248 ;
-  assign \$250  = \$228  | \$249 ;
-  assign \$251  = accept ? \new [1:0] : cfg[1:0];
-  assign \$252  = ! \$251 ;
-  assign \$253  = ~ dram__valid;
-  assign \$254  = \$253  | dram__ready;
-  assign \$255  = \$254  & pick_c;
-  assign \$256  = \$signal  | gate_m;
-  assign \$257  = \$255  | \$256 ;
-  assign \$258  = \$signal  | gate_m;
-  assign \$259  = \$257  ? \$258  : last_comm;
-  assign \$260  = ~ \$259 ;
-  assign \$261  = \$252  & \$260 ;
-  assign \$262  = accept ? \new [1:0] : cfg[1:0];
-  assign \$263  = \$262  == 2'h2;
-  assign \$264  = dma__valid | remote__valid;
-  assign \$265  = \$signal  | gate_m;
-  assign \$266  = ~ \$265 ;
-  assign \$267  = \$264  & \$266 ;
-  assign \$268  = ~ dram__valid;
-  assign \$269  = \$268  | dram__ready;
-  assign \$270  = ~ wait_full;
-  assign \$271  = \$269  & \$270 ;
-  assign \$272  = wait1 >= \new [38:23];
-  assign \$273  = wait1 > \new [38:23];
-  assign \$274  = \$271  ? \$272  : \$273 ;
-  assign \$275  = ~ dram__valid;
-  assign \$276  = \$275  | dram__ready;
-  assign \$277  = ~ wait_full;
-  assign \$278  = \$276  & \$277 ;
-  assign \$279  = wait1 == cfg[38:23];
-  assign \$280  = \$278  ? \$279  : wait_full;
-  assign \$281  = accept ? \$274  : \$280 ;
-  assign \$282  = \$267  & \$281 ;
-  assign \$283  = \$263  & \$282 ;
-  assign \$284  = \$261  | \$283 ;
-  assign \$286  = \$285  ? 2'h2 : 2'h1;
-  assign \$288  = \$287  ? 2'h2 : 2'h1;
-  assign \$289  = is_comm ? comm_q : \$signal$59 ;
-  assign \$290  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$290 ;
-  assign \$291  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$291 ;
-  assign \$292  = ! response__payload[1:0];
-  assign \$293  = response__payload[1:0] == 1'h1;
-  assign \$294  = \$293  ? dma_response__ready : 1'h1;
-  assign response__ready = \$292  ? load_response__ready : \$294 ;
-  assign \$295  = ! response__payload[1:0];
-  assign \$296  = ~ \$295 ;
-  assign \$297  = response__valid & \$296 ;
-  assign \$298  = response__payload[1:0] == 1'h1;
-  assign \$299  = ~ \$298 ;
-  assign \$300  = \$297  & \$299 ;
-  assign \$301  = config__payload[1:0] != 2'h3;
-  assign \$302  = | config__payload[38:23];
-  assign \$303  = \$301  & \$302 ;
-  assign \$304  = config__payload[22:18] <= 5'h18;
-  assign \$305  = \$303  & \$304 ;
-  assign \$306  = | config__payload[9:2];
-  assign \$307  = | config__payload[17:10];
-  assign \$308  = \$306  | \$307 ;
-  assign \$309  = \$305  & \$308 ;
-  assign \$310  = ~ \$309 ;
-  assign \$311  = config__valid & \$310 ;
+  assign \$243  = \$242  & pick_c;
+  assign store__ready = \$243  & sel_store;
+  assign \$244  = gate_m & below;
+  assign \$245  = \$signal  | \$244 ;
+  assign \$246  = ~ sel_remote;
+  assign dma__ready = \$245  & \$246 ;
+  assign \$247  = gate_m & below;
+  assign \$248  = \$signal  | \$247 ;
+  assign remote__ready = \$248  & sel_remote;
+  assign \$249  = dma__valid | remote__valid;
+  assign \$250  = ~ \$249 ;
+  assign drop_wait = \$250  | \$signal ;
+  assign \$252  = \$251  ? 2'h2 : 2'h1;
+  assign \$254  = \$253  ? 2'h2 : 2'h1;
+  assign \$255  = is_comm ? comm_q : \$signal$57 ;
+  assign \$256  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$256 ;
+  assign \$257  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$257 ;
+  assign \$258  = ! response__payload[1:0];
+  assign \$259  = response__payload[1:0] == 1'h1;
+  assign \$260  = \$259  ? dma_response__ready : 1'h1;
+  assign response__ready = \$258  ? load_response__ready : \$260 ;
+  assign \$261  = ! response__payload[1:0];
+  assign \$262  = ~ \$261 ;
+  assign \$263  = response__valid & \$262 ;
+  assign \$264  = response__payload[1:0] == 1'h1;
+  assign \$265  = ~ \$264 ;
+  assign \$266  = \$263  & \$265 ;
+  assign \$267  = | config__payload[38:23];
+  assign \$268  = config__payload[22:18] <= 5'h18;
+  assign \$269  = \$267  & \$268 ;
+  assign \$270  = | config__payload[9:2];
+  assign \$271  = | config__payload[17:10];
+  assign \$272  = \$270  | \$271 ;
+  assign \$273  = \$269  & \$272 ;
+  assign \$274  = ~ \$273 ;
+  assign \$275  = config__valid & \$274 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$312 ;
+    accept <= \$276 ;
   always @(posedge clk)
-    below <= \$313 ;
+    below <= \$277 ;
   always @(posedge clk)
-    last_store <= \$314 ;
+    last_store <= \$278 ;
   always @(posedge clk)
-    last_remote <= \$315 ;
+    last_remote <= \$279 ;
   always @(posedge clk)
-    wait1 <= \$316 ;
+    wait1 <= \$280 ;
   always @(posedge clk)
-    gated <= \$317 ;
+    gated <= \$281 ;
   always @(posedge clk)
-    last_comm <= \$318 ;
+    last_comm <= \$282 ;
   always @(posedge clk)
-    wait_full <= \$319 ;
+    wait_full <= \$283 ;
   always @(posedge clk)
-    comm_first <= \$320 ;
+    comm_first <= \$284 ;
   always @(posedge clk)
-    dram__valid <= \$321 ;
+    rr_turn <= \$285 ;
   always @(posedge clk)
-    is_comm <= \$322 ;
+    dram__valid <= \$286 ;
   always @(posedge clk)
-    \$signal$59  <= \$323 ;
+    is_comm <= \$287 ;
   always @(posedge clk)
-    comm_q <= \$324 ;
+    \$signal$57  <= \$288 ;
   always @(posedge clk)
-    track__valid <= \$325 ;
+    comm_q <= \$289 ;
   always @(posedge clk)
-    track__payload <= \$326 ;
+    track__valid <= \$290 ;
   always @(posedge clk)
-    sat_s <= \$327 ;
+    track__payload <= \$291 ;
   always @(posedge clk)
-    unit <= \$328 ;
+    sat_s <= \$292 ;
   always @(posedge clk)
-    sat2 <= \$329 ;
+    unit <= \$293 ;
   always @(posedge clk)
-    base <= \$330 ;
+    sat2 <= \$294 ;
   always @(posedge clk)
-    grant_c_q <= \$331 ;
+    base <= \$295 ;
   always @(posedge clk)
-    cfg <= \$332 ;
+    grant_c_q <= \$296 ;
   always @(posedge clk)
-    thr <= \$333 ;
+    cfg <= \$297 ;
   always @(posedge clk)
-    measuring <= \$334 ;
+    thr <= \$298 ;
   always @(posedge clk)
-    armed <= \$335 ;
+    measuring <= \$299 ;
   always @(posedge clk)
-    window <= \$336 ;
+    armed <= \$300 ;
   always @(posedge clk)
-    finish <= \$337 ;
+    window <= \$301 ;
   always @(posedge clk)
-    scale <= \$338 ;
+    finish <= \$302 ;
   always @(posedge clk)
-    acc <= \$339 ;
+    scale <= \$303 ;
   always @(posedge clk)
-    left <= \$340 ;
+    acc <= \$304 ;
   always @(posedge clk)
-    num <= \$341 ;
+    left <= \$305 ;
   always @(posedge clk)
-    load_granted <= \$342 ;
+    num <= \$306 ;
   always @(posedge clk)
-    load_stalled <= \$343 ;
+    load_granted <= \$307 ;
   always @(posedge clk)
-    stats <= \$344 ;
+    load_stalled <= \$308 ;
   always @(posedge clk)
-    store_granted <= \$345 ;
+    stats <= \$309 ;
   always @(posedge clk)
-    store_stalled <= \$346 ;
+    store_granted <= \$310 ;
   always @(posedge clk)
-    dma_granted <= \$347 ;
+    store_stalled <= \$311 ;
   always @(posedge clk)
-    dma_stalled <= \$348 ;
+    dma_granted <= \$312 ;
   always @(posedge clk)
-    remote_granted <= \$349 ;
+    dma_stalled <= \$313 ;
   always @(posedge clk)
-    remote_stalled <= \$350 ;
+    remote_granted <= \$314 ;
   always @(posedge clk)
-    was_forced <= \$351 ;
+    remote_stalled <= \$315 ;
   always @(posedge clk)
-    errors <= \$352 ;
+    was_forced <= \$316 ;
+  always @(posedge clk)
+    errors <= \$317 ;
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$312  = \$10 ;
+    \$276  = \$8 ;
+    if (rst) begin
+      \$276  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$277  = \$10 ;
+    if (rst) begin
+      \$277  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$278  = last_store;
+    if (\$13 ) begin
+      \$278  = sel_store;
+    end
+    if (rst) begin
+      \$278  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$279  = last_remote;
+    if (\$15 ) begin
+      \$279  = sel_remote;
+    end
+    if (rst) begin
+      \$279  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$280  = wait1;
+    if (\$17 ) begin
+      \$280  = 17'h00001;
+    end else if (\$21 ) begin
+      \$280  = \$22 [16:0];
+    end
+    if (rst) begin
+      \$280  = 17'h00001;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$281  = \$26 ;
+    if (rst) begin
+      \$281  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$282  = \$35 ;
+    if (rst) begin
+      \$282  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$283  = \$55 ;
+    if (rst) begin
+      \$283  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$284  = \$91 ;
+    if (rst) begin
+      \$284  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$285  = \$109 ;
+    if (rst) begin
+      \$285  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$286  = dram__valid;
+    if (\$111 ) begin
+      \$286  = \$117 ;
+    end
+    if (rst) begin
+      \$286  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$287  = is_comm;
+    if (\$111 ) begin
+      \$287  = \$118 ;
+    end
+    if (rst) begin
+      \$287  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$288  = \$signal$57 ;
+    if (\$111 ) begin
+      \$288  = \$119 ;
+    end
+    if (rst) begin
+      \$288  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$289  = comm_q;
+    if (\$111 ) begin
+      \$289  = \$120 ;
+    end
+    if (rst) begin
+      \$289  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$290  = \$124 ;
+    if (rst) begin
+      \$290  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$291 [15:0] = \$255 [74:59];
+    \$291 [19:16] = 4'h1;
+    \$291 [20] = \$126 ;
+    \$291 [22:21] = \$255 [3:2];
+    if (rst) begin
+      \$291  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$292  = \$127 [31:0];
+    if (rst) begin
+      \$292  = 32'd32768;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$293  = \$128 [24:0];
+    if (rst) begin
+      \$293  = 25'h0000400;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$294  = \$129 ;
+    if (rst) begin
+      \$294  = 9'h022;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$295  = \$131 [33:0];
+    if (rst) begin
+      \$295  = 34'h021fffc00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$296  = \$136 ;
+    if (rst) begin
+      \$296  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$297  = cfg;
+    if (accept) begin
+      \$297  = \new ;
+    end
+    if (rst) begin
+      \$297  = 39'h0200388002;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$298  = thr;
+    if (accept) begin
+      \$298  = \new [9:2];
+    end else if (\$137 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$298  = \$171 [7:0];
+    end
+    if (rst) begin
+      \$298  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$299  = measuring;
+    if (accept) begin
+      \$299  = \$138 ;
+    end else if (\$137 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$299  = 1'h0;
+    end
+    if (rst) begin
+      \$299  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$300  = armed;
+    if (accept) begin
+      \$300  = \$139 ;
+    end else if (\$137 ) begin
+      \$300  = 1'h0;
+    end
+    if (rst) begin
+      \$300  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$301  = window;
+    if (accept) begin
+      \$301  = 1'h0;
+    end else if (\$137 ) begin
+      (* full_case = 32'd1 *)
+      if (\$166 ) begin
+      end else begin
+        \$301  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$301  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$301  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$302  = finish;
+    if (accept) begin
+      \$302  = 2'h0;
+    end else if (\$137 ) begin
+      if (\$166 ) begin
+        \$302  = 2'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$302  = 2'h1;
+      end
+    end else if (finish[0]) begin
+      \$302  = \$169 [1:0];
+    end else if (finish[1]) begin
+      \$302  = 2'h0;
+    end
+    if (rst) begin
+      \$302  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$303  = scale;
+    if (accept) begin
+      \$303  = \$140 [4:0];
+    end
+    if (rst) begin
+      \$303  = 5'h0a;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$304  = acc;
+    if (accept) begin
+    end else if (\$137 ) begin
+      \$304  = sat_s;
+    end else if (window) begin
+      if (grant_c_q) begin
+        \$304  = \$168 [31:0];
+      end
+    end
+    if (rst) begin
+      \$304  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$305  = left;
+    if (accept) begin
+    end else if (\$137 ) begin
+      \$305  = \$165 [24:0];
+    end else if (window) begin
+      \$305  = \$167 [24:0];
+    end
+    if (rst) begin
+      \$305  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$306  = num;
+    if (accept) begin
+    end else if (\$137 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+      \$306  = \$170 [33:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$307  = \$172 ;
+    if (rst) begin
+      \$307  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$308  = \$174 ;
+    if (rst) begin
+      \$308  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$309  = stats;
+    if (load_granted) begin
+      \$309 [31:0] = \$175 [31:0];
+    end
+    if (load_stalled) begin
+      \$309 [159:128] = \$176 [31:0];
+    end
+    if (store_granted) begin
+      \$309 [63:32] = \$180 [31:0];
+    end
+    if (store_stalled) begin
+      \$309 [191:160] = \$181 [31:0];
+    end
+    if (dma_granted) begin
+      \$309 [95:64] = \$185 [31:0];
+    end
+    if (dma_stalled) begin
+      \$309 [223:192] = \$186 [31:0];
+    end
+    if (remote_granted) begin
+      \$309 [127:96] = \$190 [31:0];
+    end
+    if (remote_stalled) begin
+      \$309 [255:224] = \$191 [31:0];
+    end
+    if (was_forced) begin
+      \$309 [287:256] = \$198 [31:0];
+    end
+    if (rst) begin
+      \$309  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$310  = \$177 ;
+    if (rst) begin
+      \$310  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$311  = \$179 ;
+    if (rst) begin
+      \$311  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$312  = \$182 ;
     if (rst) begin
       \$312  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$313  = \$12 ;
+    \$313  = \$184 ;
     if (rst) begin
-      \$313  = 1'h1;
+      \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$314  = last_store;
-    if (\$15 ) begin
-      \$314  = sel_store;
-    end
+    \$314  = \$187 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$315  = last_remote;
-    if (\$17 ) begin
-      \$315  = sel_remote;
-    end
+    \$315  = \$189 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$316  = wait1;
-    if (\$19 ) begin
-      \$316  = 17'h00001;
-    end else if (\$23 ) begin
-      \$316  = \$24 [16:0];
-    end
+    \$316  = \$197 ;
     if (rst) begin
-      \$316  = 17'h00001;
+      \$316  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$317  = \$30 ;
+    \$317  = \$201 ;
     if (rst) begin
-      \$317  = 1'h0;
+      \$317  = 2'h0;
     end
   end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$318  = \$31 ;
-    if (rst) begin
-      \$318  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$319  = \$32 ;
-    if (rst) begin
-      \$319  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$320  = \$33 ;
-    if (rst) begin
-      \$320  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$321  = dram__valid;
-    if (\$35 ) begin
-      \$321  = \$41 ;
-    end
-    if (rst) begin
-      \$321  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$322  = is_comm;
-    if (\$35 ) begin
-      \$322  = \$42 ;
-    end
-    if (rst) begin
-      \$322  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$323  = \$signal$59 ;
-    if (\$35 ) begin
-      \$323  = \$43 ;
-    end
-    if (rst) begin
-      \$323  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$324  = comm_q;
-    if (\$35 ) begin
-      \$324  = \$44 ;
-    end
-    if (rst) begin
-      \$324  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$325  = \$48 ;
-    if (rst) begin
-      \$325  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$326 [15:0] = \$289 [74:59];
-    \$326 [19:16] = 4'h1;
-    \$326 [20] = \$50 ;
-    \$326 [22:21] = \$289 [3:2];
-    if (rst) begin
-      \$326  = 23'h000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$327  = \$51 [31:0];
-    if (rst) begin
-      \$327  = 32'd32768;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$328  = \$52 [24:0];
-    if (rst) begin
-      \$328  = 25'h0000400;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$329  = \$53 ;
-    if (rst) begin
-      \$329  = 9'h022;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$330  = \$55 [33:0];
-    if (rst) begin
-      \$330  = 34'h021fffc00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$331  = \$60 ;
-    if (rst) begin
-      \$331  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$332  = cfg;
-    if (accept) begin
-      \$332  = \new ;
-    end
-    if (rst) begin
-      \$332  = 39'h0200388002;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$333  = thr;
-    if (accept) begin
-      \$333  = \new [9:2];
-    end else if (\$61 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$333  = \$95 [7:0];
-    end
-    if (rst) begin
-      \$333  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$334  = measuring;
-    if (accept) begin
-      \$334  = \$62 ;
-    end else if (\$61 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$334  = 1'h0;
-    end
-    if (rst) begin
-      \$334  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$335  = armed;
-    if (accept) begin
-      \$335  = \$63 ;
-    end else if (\$61 ) begin
-      \$335  = 1'h0;
-    end
-    if (rst) begin
-      \$335  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$336  = window;
-    if (accept) begin
-      \$336  = 1'h0;
-    end else if (\$61 ) begin
-      (* full_case = 32'd1 *)
-      if (\$90 ) begin
-      end else begin
-        \$336  = 1'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$336  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$336  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$337  = finish;
-    if (accept) begin
-      \$337  = 2'h0;
-    end else if (\$61 ) begin
-      if (\$90 ) begin
-        \$337  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$337  = 2'h1;
-      end
-    end else if (finish[0]) begin
-      \$337  = \$93 [1:0];
-    end else if (finish[1]) begin
-      \$337  = 2'h0;
-    end
-    if (rst) begin
-      \$337  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$338  = scale;
-    if (accept) begin
-      \$338  = \$64 [4:0];
-    end
-    if (rst) begin
-      \$338  = 5'h0a;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$339  = acc;
-    if (accept) begin
-    end else if (\$61 ) begin
-      \$339  = sat_s;
-    end else if (window) begin
-      if (grant_c_q) begin
-        \$339  = \$92 [31:0];
-      end
-    end
-    if (rst) begin
-      \$339  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$340  = left;
-    if (accept) begin
-    end else if (\$61 ) begin
-      \$340  = \$89 [24:0];
-    end else if (window) begin
-      \$340  = \$91 [24:0];
-    end
-    if (rst) begin
-      \$340  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$341  = num;
-    if (accept) begin
-    end else if (\$61 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-      \$341  = \$94 [33:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$342  = \$96 ;
-    if (rst) begin
-      \$342  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$343  = \$98 ;
-    if (rst) begin
-      \$343  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$344  = stats;
-    if (load_granted) begin
-      \$344 [31:0] = \$99 [31:0];
-    end
-    if (load_stalled) begin
-      \$344 [159:128] = \$100 [31:0];
-    end
-    if (store_granted) begin
-      \$344 [63:32] = \$104 [31:0];
-    end
-    if (store_stalled) begin
-      \$344 [191:160] = \$105 [31:0];
-    end
-    if (dma_granted) begin
-      \$344 [95:64] = \$109 [31:0];
-    end
-    if (dma_stalled) begin
-      \$344 [223:192] = \$110 [31:0];
-    end
-    if (remote_granted) begin
-      \$344 [127:96] = \$114 [31:0];
-    end
-    if (remote_stalled) begin
-      \$344 [255:224] = \$115 [31:0];
-    end
-    if (was_forced) begin
-      \$344 [287:256] = \$123 [31:0];
-    end
-    if (rst) begin
-      \$344  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$345  = \$101 ;
-    if (rst) begin
-      \$345  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$346  = \$103 ;
-    if (rst) begin
-      \$346  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$347  = \$106 ;
-    if (rst) begin
-      \$347  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$348  = \$108 ;
-    if (rst) begin
-      \$348  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$349  = \$111 ;
-    if (rst) begin
-      \$349  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$350  = \$113 ;
-    if (rst) begin
-      \$350  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$351  = \$122 ;
-    if (rst) begin
-      \$351  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$352  = \$126 ;
-    if (rst) begin
-      \$352  = 2'h0;
-    end
-  end
-  assign last_comm_next = { \$182 , \$175  };
-  assign wait_full_next = { \$219 , \$200  };
-  assign comm_first_next = { \$284 , \$250  };
-  assign out_tracked = \$289 [83];
-  assign dram__payload = \$289 [82:0];
+  assign out_tracked = \$255 [83];
+  assign dram__payload = \$255 [82:0];
   assign load_response__payload = response__payload[9:2];
   assign load__payload__addr  = load__payload[47:0];
   assign load__payload__bytes  = load__payload[54:48];
@@ -1495,12 +1429,12 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$289 [1:0];
-  assign dram__payload__source  = \$289 [3:2];
-  assign dram__payload__addr  = \$289 [51:4];
-  assign dram__payload__bytes  = \$289 [58:52];
-  assign dram__payload__tile  = \$289 [74:59];
-  assign dram__payload__tag  = \$289 [82:75];
+  assign dram__payload__op  = \$255 [1:0];
+  assign dram__payload__source  = \$255 [3:2];
+  assign dram__payload__addr  = \$255 [51:4];
+  assign dram__payload__bytes  = \$255 [58:52];
+  assign dram__payload__tile  = \$255 [74:59];
+  assign dram__payload__tag  = \$255 [82:75];
   assign response__payload__source  = response__payload[1:0];
   assign response__payload__tag  = response__payload[9:2];
   assign response__payload__error  = response__payload[10];
@@ -1571,8 +1505,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$311 ;
-  assign set_err[1] = \$300 ;
+  assign set_err[0] = \$275 ;
+  assign set_err[1] = \$266 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -1591,17 +1525,17 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$288 ;
+  assign remote_req[1:0] = \$254 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$286 ;
+  assign store_req[1:0] = \$252 ;
   assign store_req[82:75] = 8'h00;
-  assign \$285  = store__payload[71];
-  assign \$287  = remote__payload[71];
-  assign \$54  = { 7'h00, sat2, 24'h000000 };
-  assign \$93  = { finish, 1'h0 };
-  assign \$95  = { 25'h0000000, num[33:25] };
+  assign \$251  = store__payload[71];
+  assign \$253  = remote__payload[71];
+  assign \$130  = { 7'h00, sat2, 24'h000000 };
+  assign \$169  = { finish, 1'h0 };
+  assign \$171  = { 25'h0000000, num[33:25] };
 endmodule

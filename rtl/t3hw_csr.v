@@ -835,6 +835,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   (* enum_value_00 = "ROUND_ROBIN" *)
   (* enum_value_01 = "COMPUTE_FIRST" *)
   (* enum_value_10 = "T3_MCA" *)
+  (* enum_value_11 = "T3_MCA_RR" *)
   wire [1:0] arbiter_program__payload__policy ;
   wire [7:0] arbiter_program__payload__saturation ;
   wire [15:0] arbiter_program__payload__starvation_limit ;
@@ -860,6 +861,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   (* enum_value_00 = "ROUND_ROBIN" *)
   (* enum_value_01 = "COMPUTE_FIRST" *)
   (* enum_value_10 = "T3_MCA" *)
+  (* enum_value_11 = "T3_MCA_RR" *)
   wire [1:0] arbiter_status__policy ;
   wire [7:0] arbiter_status__threshold ;
   reg [1:0] arbiter_sticky = 2'h0;

@@ -64,6 +64,7 @@
 #define T3HW_ARBITER_POLICY_ROUND_ROBIN                   0u
 #define T3HW_ARBITER_POLICY_COMPUTE_FIRST                 1u
 #define T3HW_ARBITER_POLICY_T3_MCA                        2u
+#define T3HW_ARBITER_POLICY_T3_MCA_RR                     3u
 
 /* ID (ro): Identification: `magic` reads 0x54334857 ("T3HW"). */
 #define T3HW_ID                                           0x000u

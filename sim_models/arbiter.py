@@ -51,7 +51,8 @@ def derived_threshold(saturation, window_log2, grants):
 def starvation_bound(policy, limit):
     """Issue slots a pending communication request may go without a communication grant
     (None: unbounded)."""
-    return {ArbPolicy.ROUND_ROBIN: 1, ArbPolicy.T3_MCA: limit}.get(ArbPolicy(policy))
+    return {ArbPolicy.ROUND_ROBIN: 1, ArbPolicy.T3_MCA: limit,
+            ArbPolicy.T3_MCA_RR: limit}.get(ArbPolicy(policy))
 
 
 def hold_bounds(bound, holds):
@@ -132,9 +133,12 @@ class ArbiterModel(BlockModel):
         if policy == ArbPolicy.ROUND_ROBIN:
             cls = ("compute" if cp and (not mp or self.last_comm)
                    else "comm" if mp else None)
-        elif policy == ArbPolicy.T3_MCA:
+        elif policy in (ArbPolicy.T3_MCA, ArbPolicy.T3_MCA_RR):
             if mp and self.wait >= self.cfg["starvation_limit"]:
                 cls, forced = "comm", True               # also while deriving
+            elif (policy == ArbPolicy.T3_MCA_RR and cp and mp and not self.measuring
+                  and self.below and not self.last_comm):
+                cls = "comm"                             # its round-robin turn, gate open
             elif cp:
                 cls = "compute"
             elif mp and (self.measuring or self.below):  # last cycle's occupancy

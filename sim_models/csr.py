@@ -372,11 +372,13 @@ class ArbiterConfig(BlockModel):
 
     def status(self):
         """The packed ``status`` port: the policy and the programmed threshold; ``measuring``
-        while T3-MCA derives its threshold (threshold 0), simplified to "always then"."""
+        while T3-MCA or T3_MCA_RR derives its threshold (threshold 0), simplified to "always
+        then"."""
         cfg = self.config
         return self.status_codec.pack(
             policy=cfg["policy"], threshold=cfg["threshold"],
-            measuring=int(cfg["policy"] == ArbPolicy.T3_MCA.value and cfg["threshold"] == 0))
+            measuring=int(cfg["policy"] in (ArbPolicy.T3_MCA.value, ArbPolicy.T3_MCA_RR.value)
+                          and cfg["threshold"] == 0))
 
 
 class Targets:

@@ -220,7 +220,7 @@ class Arbiter:
     @property
     def measuring(self):
         """True while a T3-MCA arbiter is still deriving its threshold."""
-        return self.policy == "t3_mca" and self.threshold is None
+        return self.policy in ("t3_mca", "t3_mca_rr") and self.threshold is None
 
     def measure(self, cycles, compute_rate):
         """Record ``cycles`` of the GEMM in which compute used ``compute_rate`` of the DRAM.
@@ -257,6 +257,9 @@ class Arbiter:
         elif comm_ready and self.wait >= self.starvation_limit:     # also while measuring
             choice = "comm"
             self.forced += 1
+        elif (self.policy == "t3_mca_rr" and compute_ready and comm_ready
+              and not self.measuring and self._open(occupancy)):
+            choice = "compute" if self.last == "comm" else "comm"
         elif compute_ready:
             choice = "compute"
         elif comm_ready and self._open(occupancy):
@@ -295,6 +298,13 @@ class Arbiter:
         room = capacity - gc - forced
         if self.measuring:                  # compute-first plus the forced requests
             extra = max(0.0, min(comm - forced, room))
+        elif self._open(occupancy) and self.policy == "t3_mca_rr":
+            # round robin while the gate is open: communication takes at least half of
+            # what the forced requests leave, more if compute asks for less
+            allow = (self.threshold - occupancy) * burst_bytes * cycles / latency
+            left = capacity - forced
+            extra = max(0.0, min(comm - forced, left - min(compute, left / 2), allow))
+            gc = min(compute, left - extra)
         elif self._open(occupancy) and room > 0:
             allow = (self.threshold - occupancy) * burst_bytes * cycles / latency
             extra = min(comm - forced, room, allow)

@@ -54,6 +54,7 @@ def test_directed():
         await arbiter_model.hold_frees_track(env, cycle)
         await arbiter_model.compute_first_starves(env, cycle, cycles=100)
         await arbiter_model.round_robin_alternates(env, cycle)
+        await arbiter_model.mca_rr_alternates_below_threshold(env, cycle)
         await arbiter_model.threshold_gates_comm(env, cycle)
         await arbiter_model.derives_threshold(env, cycle, saturation=11, window_log2=4, duty=3)
         await arbiter_model.derives_threshold(env, cycle, saturation=15, window_log2=0, duty=1)
@@ -81,7 +82,7 @@ def test_reset_configuration_matches_parameters():
     assert ArbiterModel(EngineParams()).status()["measuring"] == 1
 
 
-@pytest.mark.parametrize("bad", [dict(policy=3), dict(starvation_limit=0),
+@pytest.mark.parametrize("bad", [dict(starvation_limit=0),
                                  dict(window_log2=MAX_WINDOW_LOG2 + 1),
                                  dict(threshold=0, saturation=0)])
 def test_config_check(bad):
@@ -97,7 +98,7 @@ def test_derived_threshold_closed_form(sat, log2, grants, expect):
     assert derived_threshold(sat, log2, grants) == expect
 
 
-@pytest.mark.parametrize("name, value", [("arbiter_policy", 3), ("mca_window_log2", 25),
+@pytest.mark.parametrize("name, value", [("arbiter_policy", 4), ("mca_window_log2", 25),
                                          ("starvation_limit", 0), ("mca_saturation", 0)])
 def test_bad_parameters_raise_with_range(name, value):
     with pytest.raises(ValueError, match=rf"{name} must be .*not {value}"):

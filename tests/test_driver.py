@@ -244,14 +244,15 @@ def test_program_arbiter():
         for policy, threshold, more, code in ((ArbPolicy.COMPUTE_FIRST, 5, {}, 1),
                                               ("Round_Robin", 0, dict(starvation_limit=1), 0),
                                               (2, 0, dict(saturation=255, window_log2=24), 2),
-                                              ("t3_mca", 17, {}, 2)):
+                                              ("t3_mca", 17, {}, 2),
+                                              ("T3_MCA_RR", 0, {}, 3)):
             await driver.program_arbiter(policy=policy, threshold=threshold, **more)
             want = dict(policy=code, threshold=threshold, **{**rest, **more})
             assert arb.config == want and await driver.read_group("ARB") == want
             assert await driver.arbiter_status() == dict(policy=code, threshold=threshold,
-                                                         measuring=int(code == 2 and not threshold))
+                                                         measuring=int(code >= 2 and not threshold))
         good = dict(arb.config)
-        for bad in (dict(policy=3), dict(policy="compute_first", starvation_limit=0),
+        for bad in (dict(policy="compute_first", starvation_limit=0),
                     dict(policy="t3_mca", window_log2=25),
                     dict(policy="round_robin", threshold=0, saturation=0)):
             with pytest.raises(RuntimeError, match=r"the arbiter rejected the configuration .*"
@@ -268,7 +269,7 @@ def test_program_arbiter():
         # Arguments checked before any access.
         log = len(bus.targets.log)
         with pytest.raises(ValueError, match=r"policy must be one of \['round_robin', "
-                                             r"'compute_first', 't3_mca'\], not 'fifo'"):
+                                             r"'compute_first', 't3_mca', 't3_mca_rr'\], not 'fifo'"):
             await driver.program_arbiter(policy="fifo")
         with pytest.raises(ValueError, match=r"field 'threshold' must be in \[0, 255\], not 256"):
             await driver.program_arbiter(policy="t3_mca", threshold=256)

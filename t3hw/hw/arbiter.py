@@ -37,14 +37,22 @@ registers at run time)
   request held back by ``track_hold`` included); it is cleared by a communication grant and
   in any cycle without a communication request, and saturates at ``starvation_limit``. So
   while the threshold is being derived T3-MCA is compute-first plus the starvation bound.
+* ``T3_MCA_RR`` (ours: T3-MCA with round robin below the threshold): T3-MCA, with one more
+  rule between 1 and 2: if both classes request, the threshold is in effect (not being
+  derived), the occupancy gate of rule 3 is open and the last grant went to compute,
+  communication is granted. So while the DRAM's queue is below the threshold (it has room)
+  the classes alternate as under ``ROUND_ROBIN``, and at or above it compute goes first as
+  under T3-MCA. T3-MCA leaves communication only the slots compute does not use, even when
+  the queue is short; when the GEMM issues in nearly every slot but the DRAM keeps up,
+  communication then waits for the starvation limit although the DRAM has room for it.
 
 Starvation bounds
 -----------------
 In issue slots in which a communication request is pending, ``ROUND_ROBIN`` grants
-communication within 2 slots and ``T3_MCA`` within ``starvation_limit + 1``, at all times
-(from reset, and while the threshold is being derived); ``COMPUTE_FIRST`` has no bound. So
-the class goes at most ``L`` slots in a row without a grant, ``L`` = 1 (round robin) or
-``starvation_limit`` (T3-MCA). Inside a class the two inputs alternate, so one input of a
+communication within 2 slots and ``T3_MCA`` and ``T3_MCA_RR`` within ``starvation_limit +
+1``, at all times (from reset, and while the threshold is being derived); ``COMPUTE_FIRST``
+has no bound. So the class goes at most ``L`` slots in a row without a grant, ``L`` = 1
+(round robin) or ``starvation_limit`` (T3-MCA, T3_MCA_RR). Inside a class the two inputs alternate, so one input of a
 class waits at most ``2 L + 1`` slots. No input is ever granted without a request.
 ``track_hold`` (below) adds to these: each issue slot in which it held back every pending
 communication request adds at most one slot to the class's wait (``L + h`` for ``h`` such
@@ -82,7 +90,7 @@ timing.
 Configuration
 -------------
 ``config`` (from the register block) replaces the whole configuration, or is rejected with
-the ``bad_config`` event when its policy code is 3, ``starvation_limit`` is 0,
+the ``bad_config`` event when its ``starvation_limit`` is 0,
 ``window_log2`` is above 24, or ``threshold`` and ``saturation`` are both 0. It is checked in
 the cycle it is written (``bad_config`` is set the cycle after) and an accepted one is
 registered and takes effect the cycle after that: written in cycle t, it governs the
@@ -94,8 +102,9 @@ Timing
 The decision is one level of logic over the requests (each write input's ``valid`` gated by
 ``track_hold`` and its ``tracked`` bit), ``dram.ready`` and registers: the occupancy compare
 (``occupancy + 1 < threshold``, one carry chain) is registered (``below``: the gate sees
-the occupancy one cycle late, and counts the request it may have issued since), and ``measuring``, the policy and the starvation state enter it
-as registers with their own next-state logic. Nothing but the readies, the class register
+the occupancy one cycle late, and counts the request it may have issued since), and
+``measuring``, the policy, the round-robin turn and the starvation state enter it as
+registers with their own next-state logic. Nothing but the readies, the class register
 and a few one-bit registers hang off the grant: each class's payload register is loaded in
 every issue slot (``dram.payload`` is the multiplexer of the two, by the class register),
 the counters count a cycle later, and the derivation counts registered grants.
@@ -134,6 +143,16 @@ from .status import count, sticky_errors
 
 
 __all__ = ["Arbiter", "formal_spec"]
+
+#: The policies that gate communication by the occupancy threshold and force it after
+#: ``starvation_limit`` slots.
+_MCA_POLICIES = (ArbPolicy.T3_MCA, ArbPolicy.T3_MCA_RR)
+
+
+def _is_mca(policy):
+    """Whether ``policy`` (an :class:`ArbPolicy` view) is T3-MCA or T3_MCA_RR: codes 2 and 3,
+    its high bit."""
+    return Value.cast(policy)[1]
 
 
 class Arbiter(wiring.Component):
@@ -262,30 +281,14 @@ class Arbiter(wiring.Component):
         wait1 = Signal(p.starvation_width + 1, init=1)
         wait_full = Signal()
         last_comm = Signal()                               # the last grant went to comm
-        # The policy enters the decision through two registers, each with its next-state
-        # logic (:meth:`_policy_state`), so that the decision is a function of the requests,
-        # the occupancy compare and flip-flops only: ``gated``, T3-MCA outside the derivation
+        # The policy enters the decision through three registers, each with its next-state
+        # logic (:meth:`_policy_state`), so that the decision is a function of the requests
+        # and flip-flops only: ``gated``, T3-MCA or T3_MCA_RR outside the derivation
         # (communication goes below the threshold after compute); ``comm_first``,
         # communication goes before compute if it requests (round robin after a compute
-        # grant, or T3-MCA, deriving or not, and ``wait_full``: forced). Under compute-first
-        # both are 0; under T3-MCA while deriving ``gated`` is 0 (compute-first, but forced).
-        rst_policy = ArbPolicy(rst_cfg["policy"])
-        gated = Signal(init=rst_policy == ArbPolicy.T3_MCA and not dv.derive)
-        comm_first = Signal(init=rst_policy == ArbPolicy.ROUND_ROBIN)
-        # ``pick_c`` and the selects inside each class are kept as wires, so that synthesis
-        # maps the payload multiplexer (:meth:`_output`) as one 4:1 multiplexer per bit
-        # behind them.
-        pick_c = Signal(attrs={"keep": 1})
-        m.d.comb += pick_c.eq(cp & ~(mp_ok & comm_first))
-        forced = mp_ok & wait_full & (cfg.policy == ArbPolicy.T3_MCA)    # counted only
-        grant_c = slot & pick_c
-        # The communication grant is ``go_m | (gate_m & below)``: communication goes first,
-        # or after no compute request without (``go_m``) or with (``gate_m``) the threshold.
-        # Both are kept as wires, so that the occupancy compare enters the last level of
-        # logic of every ready and every register the grant drives.
-        go_m, gate_m = Signal(attrs={"keep": 1}), Signal(attrs={"keep": 1})
-        m.d.comb += [go_m.eq(slot & mp_ok & (comm_first | (~cp & ~gated))),
-                     gate_m.eq(slot & mp_ok & ~cp & gated)]
+        # grant, or T3-MCA or T3_MCA_RR, deriving or not, and ``wait_full``: forced);
+        # ``rr_turn`` (below). Under compute-first all are 0; while deriving ``gated`` and
+        # ``rr_turn`` are 0 (compute-first, but forced).
         # ``below`` is the occupancy compare of the cycle before, registered: the occupancy
         # (an input, from the DRAM) and the threshold meet in a carry chain that was the
         # head of the engine's worst path, through the decision into the slices' pops. The
@@ -298,6 +301,26 @@ class Arbiter(wiring.Component):
         # 10,737.)
         below = Signal(init=1)                             # the occupancy of reset, 0
         m.d.sync += below.eq(self.occupancy + 1 < dv.thr)
+        # ``rr_turn``: under T3_MCA_RR outside the derivation, communication's round-robin
+        # turn (the last grant went to compute), which it takes while ``below`` holds.
+        rst_policy = ArbPolicy(rst_cfg["policy"])
+        rst_mca = rst_policy in _MCA_POLICIES
+        gated = Signal(init=rst_mca and not dv.derive)
+        comm_first = Signal(init=rst_policy == ArbPolicy.ROUND_ROBIN)
+        rr_turn = Signal(init=rst_policy == ArbPolicy.T3_MCA_RR and not dv.derive)
+        # ``pick_c`` and the selects inside each class are kept as wires, so that synthesis
+        # maps the payload multiplexer (:meth:`_output`) as one 4:1 multiplexer per bit
+        # behind them.
+        pick_c = Signal(attrs={"keep": 1})
+        m.d.comb += pick_c.eq(cp & ~(mp_ok & (comm_first | (rr_turn & below))))
+        forced = mp_ok & wait_full & _is_mca(cfg.policy)                 # counted only
+        grant_c = slot & pick_c
+        # The communication grant is ``go_m | (gate_m & below)``: communication goes first
+        # (``go_m``: its priority, or no compute request and no gate), or when the threshold
+        # lets it (``gate_m``: no compute request, or its round-robin turn under T3_MCA_RR).
+        go_m, gate_m = Signal(attrs={"keep": 1}), Signal(attrs={"keep": 1})
+        m.d.comb += [go_m.eq(slot & mp_ok & (comm_first | (~cp & ~gated))),
+                     gate_m.eq(slot & mp_ok & ~comm_first & ((~cp & gated) | rr_turn))]
         grant_m = go_m | (gate_m & below)
 
         # --- inside each class: alternate when both inputs request --------------------------
@@ -319,13 +342,14 @@ class Arbiter(wiring.Component):
             m.d.sync += last_remote.eq(sel_remote)
         return SimpleNamespace(
             new=new, accept=accept, slot=slot, mp=mp, wait1=wait1, wait_full=wait_full,
-            last_comm=last_comm, gated=gated, comm_first=comm_first, pick_c=pick_c,
+            last_comm=last_comm, gated=gated, comm_first=comm_first, rr_turn=rr_turn,
+            pick_c=pick_c,
             forced=forced, grant_c=grant_c, go_m=go_m, gate_m=gate_m, below=below,
             grant_m=grant_m, sel_store=sel_store, sel_remote=sel_remote)
 
     def _policy_state(self, m, cfg, dv, d):
         """The next state of the registers the decision reads: ``wait1``, ``wait_full``,
-        ``gated``, ``last_comm`` and ``comm_first``."""
+        ``gated``, ``last_comm``, ``comm_first`` and ``rr_turn``."""
         new, accept, mp, go_m, gate_m, below = d.new, d.accept, d.mp, d.go_m, d.gate_m, d.below
         wait1, wait_full, gated = d.wait1, d.wait_full, d.gated
         # ``wait_full`` next cycle is ``wait >= limit`` with the wait and the limit of the next
@@ -343,26 +367,21 @@ class Arbiter(wiring.Component):
         with m.Elif(grow):
             m.d.sync += wait1.eq(wait1 + 1)
         # ``gated`` changes with the configuration and when a derivation ends.
-        gated_next = Mux(accept, (new.policy == ArbPolicy.T3_MCA) & (new.threshold != 0),
-                         Mux(dv.finish[1], cfg.policy == ArbPolicy.T3_MCA, gated))
+        gated_next = Mux(accept, _is_mca(new.policy) & (new.threshold != 0),
+                         Mux(dv.finish[1], _is_mca(cfg.policy), gated))
         m.d.sync += gated.eq(gated_next)
         policy_next = Mux(accept, new.policy, cfg.policy)
-
-        def policy_state(grant_m):
-            """``last_comm``, ``wait_full`` and ``comm_first`` next cycle, with the
-            communication grant ``grant_m``."""
-            last_comm_next = Mux(d.grant_c | grant_m, grant_m, d.last_comm)
-            wait_full_next = mp & ~grant_m & Mux(accept, full_new, full_keep)
-            return [last_comm_next, wait_full_next,
-                    ((policy_next == ArbPolicy.ROUND_ROBIN) & ~last_comm_next)
-                    | ((policy_next == ArbPolicy.T3_MCA) & wait_full_next)]
-
-        # Computed for both outcomes of the occupancy compare, kept, and selected by it.
-        for reg, if_below, if_not in zip((d.last_comm, wait_full, d.comm_first),
-                                         policy_state(go_m | gate_m), policy_state(go_m)):
-            pair = Signal(2, name=f"{reg.name}_next", attrs={"keep": 1})
-            m.d.comb += pair.eq(Cat(if_not, if_below))
-            m.d.sync += reg.eq(pair.bit_select(below, 1))
+        # ``below`` is a register, so the communication grant is one level of logic over
+        # flip-flops and the requests, and the registers below follow it directly.
+        last_comm_next = Mux(d.grant_c | d.grant_m, d.grant_m, d.last_comm)
+        wait_full_next = mp & ~d.grant_m & Mux(accept, full_new, full_keep)
+        m.d.sync += [
+            d.last_comm.eq(last_comm_next),
+            wait_full.eq(wait_full_next),
+            d.comm_first.eq(((policy_next == ArbPolicy.ROUND_ROBIN) & ~last_comm_next)
+                            | (_is_mca(policy_next) & wait_full_next)),
+            d.rr_turn.eq(gated_next & (policy_next == ArbPolicy.T3_MCA_RR) & ~last_comm_next),
+        ]
 
     def _output(self, m, d):
         """The output register (the payload loaded in every issue slot, ``dram.valid`` set by
@@ -473,7 +492,7 @@ def formal_spec(params: EngineParams, *, bug=None):
       back every pending communication request; ``dma`` at most ``2 L + 1``, and
       ``remote`` at most ``2 L + 1 + (L + 1) h``, ``h`` the slots in which its own request
       was held; ``L`` is 1 under ``ROUND_ROBIN`` and ``starvation_limit`` under ``T3_MCA``
-      (``COMPUTE_FIRST`` has no bound);
+      and ``T3_MCA_RR`` (``COMPUTE_FIRST`` has no bound);
     * **track_hold**: no tracked ``store`` or ``remote`` write is granted in a cycle with
       ``track_hold`` high, and ``track.valid`` is low in one of the two cycles after it;
     * ``dram``, ``load_response`` and ``dma_response`` obey the stream rules.
@@ -481,7 +500,8 @@ def formal_spec(params: EngineParams, *, bug=None):
     Covers: under T3-MCA a communication request is forced through after exactly ``L``
     slots, also while the threshold is being derived, and after exactly ``L + 1`` with one
     held slot; ``dma`` is granted after exactly ``2 L + 1``; a held tracked store's slot
-    goes to a load; ``track`` is high in the cycle after a ``track_hold``.
+    goes to a load; ``track`` is high in the cycle after a ``track_hold``; under T3_MCA_RR
+    communication takes its round-robin turn beside a compute request before it is forced.
 
     ``bug="tight_bound"`` asserts the T3-MCA class bound one slot tighter than documented
     (``starvation_limit - 1``): a mutated property that the proof must catch, with a trace in
@@ -533,7 +553,7 @@ def formal_spec(params: EngineParams, *, bug=None):
         bound = Mux(rr, 1, p.starvation_limit)                      # L
         # a configuration written in cycle t is in effect from t + 2
         written = dut.config.valid | past(m, dut.config.valid, name="config_written")
-        steady = ~written & (rr | (policy == ArbPolicy.T3_MCA))    # deriving or not
+        steady = ~written & (rr | _is_mca(policy))                 # deriving or not
         comm_granted = dut.dma.ready | dut.remote.ready
         remote_held = dut.track_hold & dut.remote.valid & dut.remote.payload.tracked
         waits, holds = {}, {}
@@ -552,7 +572,7 @@ def formal_spec(params: EngineParams, *, bug=None):
                 m.d.sync += [wait.eq(wait + 1), hold.eq(h)]
                 m.d.comb += Assert(wait + 1 <= limit,
                                    f"arbiter: {key} waited more than its bound")
-        mca = steady & (policy == ArbPolicy.T3_MCA)
+        mca = steady & _is_mca(policy)
 
         # --- track_hold ---------------------------------------------------------------------
         # No tracked write is granted in a slot with track_hold high; so a cycle with
@@ -577,5 +597,7 @@ def formal_spec(params: EngineParams, *, bug=None):
             Cover(dut.track_hold & dut.store.valid & dut.store.payload.tracked
                   & dut.load.ready),
             Cover(hold_q2 & track_q),
+            Cover(steady & (policy == ArbPolicy.T3_MCA_RR) & ~dut.status.measuring
+                  & dut.load.valid & comm_granted & (waits["comm"] < p.starvation_limit)),
         ]
     return Spec(body)

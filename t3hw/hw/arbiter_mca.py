@@ -38,10 +38,10 @@ __all__ = ["config_ok", "derivation_state", "derivation"]
 
 def config_ok(new):
     """Whether the arbiter accepts configuration ``new`` (a view of
-    :func:`t3hw.spec.layouts.arbiter_config_layout`): a known policy, a starvation limit of at
-    least 1, a window of at most ``2**MAX_WINDOW_LOG2`` cycles, and a threshold or a
-    saturation to derive one from."""
-    return ((new.policy.as_value() != 3) & (new.starvation_limit != 0)
+    :func:`t3hw.spec.layouts.arbiter_config_layout`): a starvation limit of at least 1, a
+    window of at most ``2**MAX_WINDOW_LOG2`` cycles, and a threshold or a saturation to
+    derive one from (every policy code is a policy)."""
+    return ((new.starvation_limit != 0)
             & (new.window_log2 <= MAX_WINDOW_LOG2)
             & ((new.threshold != 0) | (new.saturation != 0)))
 

@@ -21,8 +21,7 @@ WINDOW_LOG2_WIDTH = 5
 
 
 class ArbPolicy(enum.Enum, shape=2):
-    """How the arbiter shares the DRAM between the compute and the communication streams.
-    Code 3 is rejected with the ``bad_config`` error."""
+    """How the arbiter shares the DRAM between the compute and the communication streams."""
     #: Alternate between the two streams when both request (plain T3).
     ROUND_ROBIN   = 0
     #: Compute always first (strict priority); communication only in idle compute slots.
@@ -30,6 +29,10 @@ class ArbPolicy(enum.Enum, shape=2):
     #: T3-MCA: compute first; communication only below an occupancy threshold, and forced
     #: after a bounded wait (see :mod:`t3hw.hw.arbiter`).
     T3_MCA        = 2
+    #: T3-MCA with round robin below the threshold: T3-MCA, except that while the gate is
+    #: open (the occupancy below the threshold, the threshold derived) the two streams
+    #: alternate when both request, as under ``ROUND_ROBIN`` (see :mod:`t3hw.hw.arbiter`).
+    T3_MCA_RR     = 3
 
 
 class MemOp(enum.Enum, shape=2):
@@ -116,7 +119,7 @@ def arbiter_status_layout(p: EngineParams):
 def arbiter_errors_layout(p: EngineParams):
     """Sticky error bits of the arbiter (bit order = register bit order)."""
     return data.StructLayout({
-        #: A configuration with policy code 3, a starvation limit of 0, a window above
+        #: A configuration with a starvation limit of 0, a window above
         #: 2**24 cycles, or threshold and saturation both 0 (rejected; the old one stays).
         "bad_config":   1,
         #: A DRAM response whose source issues no reads (``REMOTE``; dropped).

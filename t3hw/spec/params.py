@@ -33,7 +33,7 @@ PARAM_RANGES = {
     "regions":         (2, 64),
     "load_tag_width":  (1, 16),
     "occupancy_width": (1, 16),
-    "arbiter_policy":  (0, 2),
+    "arbiter_policy":  (0, 3),
     "mca_threshold":   (0, 65535),
     "mca_saturation":  (1, 65535),
     "mca_window_log2": (0, 24),
@@ -103,7 +103,8 @@ class EngineParams:
         and saturation occupancy (requests).
     arbiter_policy : int
         Arbitration policy after reset, an :class:`~t3hw.spec.layouts.ArbPolicy` value
-        (0 round-robin, 1 compute-first, 2 T3-MCA); software may change it at run time.
+        (0 round-robin, 1 compute-first, 2 T3-MCA, 3 T3-MCA with round robin below the
+        threshold); software may change it at run time.
     mca_threshold : int
         T3-MCA occupancy threshold after reset; 0 derives it in hardware from the compute
         request rate (see :mod:`t3hw.hw.arbiter`). Below ``2**occupancy_width``.

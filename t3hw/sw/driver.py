@@ -330,9 +330,9 @@ class Driver:
         if (await self.read_group("ARBITER_ERRORS"))["bad_config"]:
             shown = {k: getattr(v, "name", v) for k, v in config.items()}
             raise RuntimeError(f"the arbiter rejected the configuration {shown} "
-                               f"(ARBITER_ERRORS.bad_config: policy code 3, starvation_limit "
-                               f"0, window_log2 above {MAX_WINDOW_LOG2}, or threshold and "
-                               f"saturation both 0); the previous configuration stays in effect")
+                               f"(ARBITER_ERRORS.bad_config: starvation_limit 0, window_log2 "
+                               f"above {MAX_WINDOW_LOG2}, or threshold and saturation both 0); "
+                               f"the previous configuration stays in effect")
 
     async def arbiter_status(self):
         """What the arbiter uses (``ARB_STATUS``): ``policy`` (its code), the T3-MCA

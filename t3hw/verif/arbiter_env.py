@@ -13,7 +13,8 @@ directed scenarios.
 * Scenarios shared by the amaranth.sim tests and the cocotb testbench: :func:`run`,
   :func:`bound_holds_from_reset`, :func:`starvation_is_tight`, :func:`hold_costs_one_slot`,
   :func:`hold_skips_tracked_writes`, :func:`hold_frees_track`, :func:`compute_first_starves`,
-  :func:`round_robin_alternates`, :func:`threshold_gates_comm`, :func:`derives_threshold`,
+  :func:`round_robin_alternates`, :func:`mca_rr_alternates_below_threshold`,
+  :func:`threshold_gates_comm`, :func:`derives_threshold`,
   :func:`rejects_bad_config`, :func:`drops_bad_response`.
 
 Field names come from :mod:`t3hw.spec.layouts` through :class:`~t3hw.spec.layouts.Codec`.
@@ -41,7 +42,8 @@ LOG_CYCLES = 4096
 __all__ = ["LOG_CYCLES", "ArbiterEnv", "run", "starvation_is_tight", "bound_holds_from_reset",
            "hold_skips_tracked_writes", "hold_frees_track", "hold_costs_one_slot",
            "compute_first_starves",
-           "round_robin_alternates", "threshold_gates_comm", "derives_threshold",
+           "round_robin_alternates", "mca_rr_alternates_below_threshold",
+           "threshold_gates_comm", "derives_threshold",
            "rejects_bad_config", "drops_bad_response"]
 
 
@@ -154,10 +156,8 @@ class ArbiterEnv(StreamEnv):
                "starvation_limit": rng.choice([1, rng.randint(1, min(smax, 16)),
                                                rng.randint(1, smax)])}
         if rng.random() < 0.1:
-            bad = rng.choice(["policy", "starvation_limit", "window_log2", "zero"])
-            if bad == "policy":
-                cfg["policy"] = 3
-            elif bad == "starvation_limit":
+            bad = rng.choice(["starvation_limit", "window_log2", "zero"])
+            if bad == "starvation_limit":
                 cfg["starvation_limit"] = 0
             elif bad == "window_log2":
                 cfg["window_log2"] = rng.randint(MAX_WINDOW_LOG2 + 1,
@@ -513,6 +513,30 @@ async def round_robin_alternates(env, cycle, *, cycles=200):
     env.always = set()
 
 
+async def mca_rr_alternates_below_threshold(env, cycle, *, threshold=5, cycles=60):
+    """T3_MCA_RR with a load and a DMA read requesting every cycle: while the occupancy
+    stays two below the threshold the classes alternate (round robin); once it is held at
+    the threshold only the load goes until the DMA read is forced through, every
+    ``limit + 1`` slots (T3-MCA)."""
+    await _quiesce(env, cycle)
+    limit = 7
+    env.configure(policy=ArbPolicy.T3_MCA_RR.value, threshold=threshold, starvation_limit=limit)
+    env.hold_occupancy, env.always = threshold - 2, {"load", "dma"}
+    await _cycles(env, cycle, 4)
+    start = env.cycle
+    await _cycles(env, cycle, cycles)
+    order = [g for c, g, _ in env.log if c >= start]
+    assert None not in order and all(a != b for a, b in zip(order, order[1:])), order
+    env.hold_occupancy = threshold
+    await _cycles(env, cycle, 2)                      # the gate sees the occupancy late
+    start = env.cycle
+    await _cycles(env, cycle, 4 * (limit + 1) + 2)
+    grants = _granted(env, "dma", start)
+    assert len(grants) >= 3 and {b - a for a, b in zip(grants, grants[1:])} == {limit + 1}, \
+        (limit, grants)
+    env.always, env.hold_occupancy = set(), None
+
+
 async def threshold_gates_comm(env, cycle, *, threshold=5):
     """T3-MCA without compute: a DMA read waits while the occupancy is at the threshold or
     one below, and goes every slot from the cycle after it falls two below (the gate
@@ -572,7 +596,7 @@ async def derives_threshold(env, cycle, *, saturation, window_log2, duty):
 async def rejects_bad_config(env, cycle):
     """Each kind of bad configuration sets ``bad_config`` and changes nothing."""
     await _quiesce(env, cycle)
-    bads = [dict(policy=3), dict(starvation_limit=0), dict(window_log2=MAX_WINDOW_LOG2 + 1),
+    bads = [dict(starvation_limit=0), dict(window_log2=MAX_WINDOW_LOG2 + 1),
             dict(threshold=0, saturation=0)]
     for bad in bads:
         before = env.log[-1][2] if env.log else None

@@ -498,7 +498,7 @@ async def provoke_errors(env, cycle):
     env.read("ARB_STATUS")
     assert await run_script(env, cycle) == [0] + arb_status_words(rm, good)
     bad_config, in_effect = field_mask(rm, "ARBITER_ERRORS", "bad_config"), arb_status_words(rm, good)
-    for bad in (dict(good, policy=3), dict(good, starvation_limit=0),
+    for bad in (dict(good, starvation_limit=0),
                 dict(good, window_log2=MAX_WINDOW_LOG2 + 1),
                 dict(good, threshold=0, saturation=0)):
         assert not config_ok(bad), bad
