@@ -19,7 +19,7 @@ SMALL = EngineParams(tracker_entries=32, tile_width=8, count_width=8, cmd_width=
 HERE = Path(__file__).resolve().parent
 
 
-@pytest.mark.parametrize("policy", ["round_robin", "compute_first", "t3_mca"])
+@pytest.mark.parametrize("policy", ["round_robin", "compute_first", "t3_mca", "t3_mca_rr"])
 def test_engine_loop(policy, seed):
     runner, module, bdir = simulate.build("engine", SMALL)
     simulate.run(runner, module, bdir, "tb_engine", params=SMALL, seed=seed, test_dir=HERE,

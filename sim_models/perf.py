@@ -488,7 +488,8 @@ def simulate_sequential(work, cfg=None):
 
 
 def simulate_t3(work, cfg=None, *, policy="round_robin", ag=None):
-    """T3 (``policy="round_robin"``) or T3-MCA (``"t3_mca"``): fused GEMM+RS, then AG.
+    """T3 (``policy="round_robin"``), T3-MCA (``"t3_mca"``) or T3-MCA with round robin below
+    the threshold (``"t3_mca_rr"``, ours): fused GEMM+RS, then AG.
 
     ``ag`` is ``(cycles, traffic)`` of the all-gather if already simulated (it is the same
     phase as Sequential's).
@@ -498,7 +499,7 @@ def simulate_t3(work, cfg=None, *, policy="round_robin", ag=None):
     ag_cycles, ag_traffic = ag if ag is not None else _ring_sim(work, cfg, "ag")
     traffic = {c: f_traffic[c] + ag_traffic[c] for c in TRAFFIC_CLASSES}
     return PhaseResult({"gemm_rs": fused, "ag": ag_cycles, "total": fused + ag_cycles}, traffic,
-                       arb.threshold if policy == "t3_mca" else None)
+                       arb.threshold if policy in ("t3_mca", "t3_mca_rr") else None)
 
 
 def run_workload(work, cfg=None):
@@ -514,14 +515,17 @@ def run_workload(work, cfg=None):
     ag = (seq.cycles["ag"], {c: (v if c.startswith("ag") else 0) for c, v in seq.traffic.items()})
     t3 = simulate_t3(work, cfg, policy="round_robin", ag=ag)
     mca = simulate_t3(work, cfg, policy="t3_mca", ag=ag)
+    rr = simulate_t3(work, cfg, policy="t3_mca_rr", ag=ag)
     ideal = max(seq.cycles["gemm"], seq.cycles["rs"]) + seq.cycles["ag"]
     rs_nmc, _ = _ring_sim(work, cfg, "rs_nmc")
     ideal_nmc = max(seq.cycles["gemm"], rs_nmc) + seq.cycles["ag"]
     return {"model": work.model, "tp": work.tp, "sublayer": work.sublayer, "tokens": work.tokens,
             "cycles": {"sequential": seq.total, "t3": t3.total, "t3_mca": mca.total,
-                       "ideal": ideal, "ideal_rs_nmc": ideal_nmc},
-            "dram_bytes": {"sequential": seq.traffic, "t3": t3.traffic, "t3_mca": mca.traffic},
+                       "t3_mca_rr": rr.total, "ideal": ideal, "ideal_rs_nmc": ideal_nmc},
+            "dram_bytes": {"sequential": seq.traffic, "t3": t3.traffic, "t3_mca": mca.traffic,
+                           "t3_mca_rr": rr.traffic},
             "phases": {"sequential": seq.cycles, "t3": t3.cycles, "t3_mca": mca.cycles,
+                       "t3_mca_rr": rr.cycles,
                        "rs_nmc": {"rs": rs_nmc}}}
 
 
@@ -537,7 +541,7 @@ def summarize(configs):
     if not configs:
         raise ValueError("configs must be a non-empty list")
     out = {"speedup_geomean": {}, "speedup_max": {}}
-    for key in ("t3", "t3_mca", "ideal", "ideal_rs_nmc"):
+    for key in ("t3", "t3_mca", "t3_mca_rr", "ideal", "ideal_rs_nmc"):
         if key not in configs[0]["cycles"]:
             continue
         ratios = [c["cycles"]["sequential"] / c["cycles"][key] for c in configs]

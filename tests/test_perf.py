@@ -105,6 +105,34 @@ def test_mca_grant_respects_threshold_and_starvation():
     assert arb.forced > 0
 
 
+def test_mca_rr_grant_alternates_below_threshold_only():
+    """T3_MCA_RR: with both streams requesting, the grants alternate while the occupancy is
+    below the threshold and go to compute at or above it until communication is forced."""
+    arb = Arbiter(policy="t3_mca_rr", threshold=5, starvation_limit=8)
+    below = [arb.grant(compute_ready=True, comm_ready=True, occupancy=3) for _ in range(10)]
+    assert all(a != b for a, b in zip(below, below[1:])), below
+    above = [arb.grant(compute_ready=True, comm_ready=True, occupancy=5) for _ in range(18)]
+    assert [i for i, g in enumerate(above) if g == "comm"] == [8, 17], above
+    mca = Arbiter(policy="t3_mca", threshold=5, starvation_limit=8)
+    assert [mca.grant(compute_ready=True, comm_ready=True, occupancy=3)
+            for _ in range(9)] == ["compute"] * 8 + ["comm"]
+
+
+def test_mca_rr_split_shares_below_threshold():
+    """The fluid T3_MCA_RR: below the threshold communication gets at least half the step
+    (up to the queue room), where T3-MCA gives it only what compute leaves; at the threshold
+    both give it nothing."""
+    kw = dict(capacity=1e5, cycles=500, compute=1e5, comm=1e5, burst_bytes=256, latency=350)
+    rr = Arbiter(policy="t3_mca_rr", threshold=1000, starvation_limit=10**6)
+    mca = Arbiter(policy="t3_mca", threshold=1000, starvation_limit=10**6)
+    assert rr.split(occupancy=10, **kw) == (5e4, 5e4)
+    assert mca.split(occupancy=10, **kw) == (1e5, 0)
+    assert rr.split(occupancy=1000, **kw) == mca.split(occupancy=1000, **kw) == (1e5, 0)
+    room = Arbiter(policy="t3_mca_rr", threshold=20, starvation_limit=10**6)
+    gc, gm = room.split(occupancy=10, **kw)
+    assert gm == pytest.approx(10 * 256 * 500 / 350) and gc == 1e5 - gm
+
+
 def test_mca_split_blocks_comm_above_threshold():
     arb = Arbiter(policy="t3_mca", threshold=100, starvation_limit=1000)
     gc, gm = arb.split(capacity=1e5, cycles=500, compute=0, comm=1e5, occupancy=100,
@@ -256,13 +284,14 @@ def test_run_paper_json_shape(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "p.json").read_text())["summary"] == res["summary"]
     for c in res["configs"]:
         assert set(c) == {"model", "tp", "sublayer", "tokens", "cycles", "dram_bytes"}
-        assert set(c["cycles"]) == {"sequential", "t3", "t3_mca", "ideal", "ideal_rs_nmc"}
-        assert set(c["dram_bytes"]) == {"sequential", "t3", "t3_mca"}
+        assert set(c["cycles"]) == {"sequential", "t3", "t3_mca", "t3_mca_rr", "ideal",
+                                    "ideal_rs_nmc"}
+        assert set(c["dram_bytes"]) == {"sequential", "t3", "t3_mca", "t3_mca_rr"}
         assert set(c["dram_bytes"]["t3"]) == set(perf.TRAFFIC_CLASSES)
     for key in ("summary", "summary_tp32"):
         s = res[key]
         assert set(s["speedup_geomean"]) == set(s["speedup_max"]) == \
-            {"t3", "t3_mca", "ideal", "ideal_rs_nmc"}
+            {"t3", "t3_mca", "t3_mca_rr", "ideal", "ideal_rs_nmc"}
         assert {"dram_reduction_geomean", "dram_reduction_max"} <= set(s)
     assert res["summary"] == summarize(res["configs"][:1])
     assert (tmp_path / "img" / "paper_speedup.png").exists()

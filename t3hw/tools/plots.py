@@ -32,9 +32,12 @@ def plot_results(result, plot_dir, *, prefix="paper"):
               if prefix != "paper" else "") for c in configs]
     x = np.arange(len(configs))
     fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(configs)), 4.5))
-    for i, (key, name) in enumerate((("t3", "T3"), ("t3_mca", "T3-MCA"), ("ideal", "Ideal"))):
+    bars = [(k, n) for k, n in (("t3", "T3"), ("t3_mca", "T3-MCA"), ("t3_mca_rr", "T3-MCA-RR"),
+                                ("ideal", "Ideal")) if k in configs[0]["cycles"]]
+    width = 0.8 / len(bars)
+    for i, (key, name) in enumerate(bars):
         y = [100 * (c["cycles"]["sequential"] / c["cycles"][key] - 1) for c in configs]
-        ax.bar(x + (i - 1) * 0.27, y, 0.27, label=name)
+        ax.bar(x + (i - (len(bars) - 1) / 2) * width, y, width, label=name)
     if prefix == "paper":
         for (key, name), color in zip((("t3", "T3"), ("t3_mca", "T3-MCA"), ("ideal", "Ideal")),
                                       plt.get_cmap("tab10").colors):
