@@ -17,7 +17,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$107 ;
   wire \$108 ;
   wire \$109 ;
-  wire \$11 ;
+  wire [8:0] \$11 ;
   wire \$110 ;
   wire \$111 ;
   wire \$112 ;
@@ -27,35 +27,35 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$116 ;
   wire \$117 ;
   wire \$118 ;
-  wire [83:0] \$119 ;
+  wire \$119 ;
   wire \$12 ;
-  wire [83:0] \$120 ;
+  wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
+  wire [83:0] \$123 ;
+  wire [83:0] \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [38:0] \$127 ;
-  wire [31:0] \$128 ;
-  wire [8:0] \$129 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
-  wire [39:0] \$130 ;
-  wire [40:0] \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
+  wire \$130 ;
+  wire [38:0] \$131 ;
+  wire [31:0] \$132 ;
+  wire [8:0] \$133 ;
+  wire [39:0] \$134 ;
+  wire [40:0] \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
-  wire [5:0] \$140 ;
+  wire \$140 ;
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [5:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
@@ -78,52 +78,52 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$162 ;
   wire \$163 ;
   wire \$164 ;
-  wire [25:0] \$165 ;
+  wire \$165 ;
   wire \$166 ;
-  wire [25:0] \$167 ;
-  wire [32:0] \$168 ;
-  wire [2:0] \$169 ;
+  wire \$167 ;
+  wire \$168 ;
+  wire [25:0] \$169 ;
   wire \$17 ;
-  wire [34:0] \$170 ;
-  wire [33:0] \$171 ;
-  wire \$172 ;
-  wire \$173 ;
-  wire \$174 ;
-  wire [32:0] \$175 ;
-  wire [32:0] \$176 ;
+  wire \$170 ;
+  wire [25:0] \$171 ;
+  wire [32:0] \$172 ;
+  wire [2:0] \$173 ;
+  wire [34:0] \$174 ;
+  wire [33:0] \$175 ;
+  wire \$176 ;
   wire \$177 ;
   wire \$178 ;
-  wire \$179 ;
+  wire [32:0] \$179 ;
   wire \$18 ;
   wire [32:0] \$180 ;
-  wire [32:0] \$181 ;
+  wire \$181 ;
   wire \$182 ;
   wire \$183 ;
-  wire \$184 ;
+  wire [32:0] \$184 ;
   wire [32:0] \$185 ;
-  wire [32:0] \$186 ;
+  wire \$186 ;
   wire \$187 ;
   wire \$188 ;
-  wire \$189 ;
+  wire [32:0] \$189 ;
   wire \$19 ;
   wire [32:0] \$190 ;
-  wire [32:0] \$191 ;
+  wire \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [32:0] \$194 ;
+  wire [32:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
-  wire [32:0] \$198 ;
-  wire [1:0] \$199 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [1:0] \$200 ;
-  wire [1:0] \$201 ;
-  wire \$202 ;
-  wire \$203 ;
-  wire \$204 ;
-  wire \$205 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire [32:0] \$202 ;
+  wire [1:0] \$203 ;
+  wire [1:0] \$204 ;
+  wire [1:0] \$205 ;
   wire \$206 ;
   wire \$207 ;
   wire \$208 ;
@@ -139,7 +139,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$217 ;
   wire \$218 ;
   wire \$219 ;
-  wire [17:0] \$22 ;
+  wire \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
@@ -161,7 +161,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$237 ;
   wire \$238 ;
   wire \$239 ;
-  wire \$24 ;
+  wire [17:0] \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
@@ -174,11 +174,11 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$249 ;
   wire \$25 ;
   wire \$250 ;
-  wire \$251 ;
-  wire [1:0] \$252 ;
-  wire \$253 ;
-  wire [1:0] \$254 ;
-  wire [83:0] \$255 ;
+  wire [1:0] \$251 ;
+  wire \$252 ;
+  wire [1:0] \$253 ;
+  wire [83:0] \$254 ;
+  wire \$255 ;
   wire \$256 ;
   wire \$257 ;
   wire \$258 ;
@@ -200,7 +200,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$272 ;
   wire \$273 ;
   wire \$274 ;
-  wire \$275 ;
+  reg \$275 ;
   reg \$276 ;
   reg \$277 ;
   reg \$278 ;
@@ -213,32 +213,32 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg \$284 ;
   reg \$285 ;
   reg \$286 ;
-  reg \$287 ;
+  reg [83:0] \$287 ;
   reg [83:0] \$288 ;
-  reg [83:0] \$289 ;
+  reg \$289 ;
   wire \$29 ;
-  reg \$290 ;
-  reg [22:0] \$291 ;
-  reg [31:0] \$292 ;
-  reg [24:0] \$293 ;
-  reg [8:0] \$294 ;
-  reg [33:0] \$295 ;
-  reg \$296 ;
-  reg [38:0] \$297 ;
-  reg [7:0] \$298 ;
+  reg [22:0] \$290 ;
+  reg [31:0] \$291 ;
+  reg [24:0] \$292 ;
+  reg [8:0] \$293 ;
+  reg [33:0] \$294 ;
+  reg \$295 ;
+  reg [38:0] \$296 ;
+  reg [7:0] \$297 ;
+  reg \$298 ;
   reg \$299 ;
   wire \$3 ;
   wire \$30 ;
   reg \$300 ;
-  reg \$301 ;
-  reg [1:0] \$302 ;
-  reg [4:0] \$303 ;
-  reg [31:0] \$304 ;
-  reg [24:0] \$305 ;
-  reg [33:0] \$306 ;
+  reg [1:0] \$301 ;
+  reg [4:0] \$302 ;
+  reg [31:0] \$303 ;
+  reg [24:0] \$304 ;
+  reg [33:0] \$305 ;
+  reg \$306 ;
   reg \$307 ;
-  reg \$308 ;
-  reg [287:0] \$309 ;
+  reg [287:0] \$308 ;
+  reg \$309 ;
   wire \$31 ;
   reg \$310 ;
   reg \$311 ;
@@ -246,8 +246,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg \$313 ;
   reg \$314 ;
   reg \$315 ;
-  reg \$316 ;
-  reg [1:0] \$317 ;
+  reg [1:0] \$316 ;
   wire \$32 ;
   wire \$33 ;
   wire \$34 ;
@@ -274,9 +273,9 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [1:0] \$56 ;
+  wire \$56 ;
   wire \$57 ;
-  wire \$58 ;
+  wire [1:0] \$58 ;
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
@@ -288,10 +287,10 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [1:0] \$69 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
+  wire [1:0] \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
@@ -316,9 +315,9 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [1:0] \$94 ;
   wire \$95 ;
-  wire [1:0] \$96 ;
+  wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -330,6 +329,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
   reg below = 1'h1;
+  reg below2 = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
   (* enum_value_00 = "ROUND_ROBIN" *)
@@ -530,7 +530,6 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire response__ready;
   input response__valid;
   wire response__valid;
-  reg rr_turn = 1'h0;
   input rst;
   wire rst;
   reg [8:0] sat2 = 9'h022;
@@ -630,287 +629,288 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign \$8  = config__valid & \$7 ;
   assign \$9  = occupancy + 1'h1;
   assign \$10  = \$9  < thr;
-  assign \$11  = ~ dram__valid;
-  assign \$12  = \$11  | dram__ready;
-  assign \$13  = \$12  & pick_c;
-  assign \$14  = gate_m & below;
-  assign \$15  = \$signal  | \$14 ;
+  assign \$11  = occupancy + 2'h2;
+  assign \$12  = \$11  < thr;
+  assign \$13  = ~ dram__valid;
+  assign \$14  = \$13  | dram__ready;
+  assign \$15  = \$14  & pick_c;
   assign \$16  = gate_m & below;
-  assign \$17  = drop_wait | \$16 ;
-  assign \$18  = ~ dram__valid;
-  assign \$19  = \$18  | dram__ready;
-  assign \$20  = ~ wait_full;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = wait1 + 1'h1;
-  assign \$23  = | \new [9:2];
-  assign \$24  = \new [1] & \$23 ;
-  assign \$25  = finish[1] ? cfg[1] : gated;
-  assign \$26  = accept ? \$24  : \$25 ;
-  assign \$27  = ~ dram__valid;
-  assign \$28  = \$27  | dram__ready;
-  assign \$29  = \$28  & pick_c;
-  assign \$30  = gate_m & below;
-  assign \$31  = \$signal  | \$30 ;
-  assign \$32  = \$29  | \$31 ;
-  assign \$33  = gate_m & below;
-  assign \$34  = \$signal  | \$33 ;
-  assign \$35  = \$32  ? \$34  : last_comm;
-  assign \$36  = dma__valid | remote__valid;
-  assign \$37  = gate_m & below;
-  assign \$38  = \$signal  | \$37 ;
-  assign \$39  = ~ \$38 ;
-  assign \$40  = \$36  & \$39 ;
-  assign \$41  = ~ dram__valid;
-  assign \$42  = \$41  | dram__ready;
-  assign \$43  = ~ wait_full;
-  assign \$44  = \$42  & \$43 ;
-  assign \$45  = wait1 >= \new [38:23];
-  assign \$46  = wait1 > \new [38:23];
-  assign \$47  = \$44  ? \$45  : \$46 ;
-  assign \$48  = ~ dram__valid;
-  assign \$49  = \$48  | dram__ready;
-  assign \$50  = ~ wait_full;
-  assign \$51  = \$49  & \$50 ;
-  assign \$52  = wait1 == cfg[38:23];
-  assign \$53  = \$51  ? \$52  : wait_full;
-  assign \$54  = accept ? \$47  : \$53 ;
-  assign \$55  = \$40  & \$54 ;
-  assign \$56  = accept ? \new [1:0] : cfg[1:0];
-  assign \$57  = ! \$56 ;
-  assign \$58  = ~ dram__valid;
-  assign \$59  = \$58  | dram__ready;
-  assign \$60  = \$59  & pick_c;
-  assign \$61  = gate_m & below;
-  assign \$62  = \$signal  | \$61 ;
-  assign \$63  = \$60  | \$62 ;
-  assign \$64  = gate_m & below;
-  assign \$65  = \$signal  | \$64 ;
-  assign \$66  = \$63  ? \$65  : last_comm;
-  assign \$67  = ~ \$66 ;
-  assign \$68  = \$57  & \$67 ;
-  assign \$69  = accept ? \new [1:0] : cfg[1:0];
-  assign \$70  = dma__valid | remote__valid;
-  assign \$71  = gate_m & below;
-  assign \$72  = \$signal  | \$71 ;
-  assign \$73  = ~ \$72 ;
-  assign \$74  = \$70  & \$73 ;
-  assign \$75  = ~ dram__valid;
-  assign \$76  = \$75  | dram__ready;
-  assign \$77  = ~ wait_full;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = wait1 >= \new [38:23];
-  assign \$80  = wait1 > \new [38:23];
-  assign \$81  = \$78  ? \$79  : \$80 ;
-  assign \$82  = ~ dram__valid;
-  assign \$83  = \$82  | dram__ready;
-  assign \$84  = ~ wait_full;
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = wait1 == cfg[38:23];
-  assign \$87  = \$85  ? \$86  : wait_full;
-  assign \$88  = accept ? \$81  : \$87 ;
-  assign \$89  = \$74  & \$88 ;
-  assign \$90  = \$69 [1] & \$89 ;
-  assign \$91  = \$68  | \$90 ;
-  assign \$92  = | \new [9:2];
-  assign \$93  = \new [1] & \$92 ;
-  assign \$94  = finish[1] ? cfg[1] : gated;
-  assign \$95  = accept ? \$93  : \$94 ;
-  assign \$96  = accept ? \new [1:0] : cfg[1:0];
-  assign \$97  = \$96  == 2'h3;
-  assign \$98  = \$95  & \$97 ;
-  assign \$99  = ~ dram__valid;
-  assign \$100  = \$99  | dram__ready;
-  assign \$101  = \$100  & pick_c;
-  assign \$102  = gate_m & below;
-  assign \$103  = \$signal  | \$102 ;
-  assign \$104  = \$101  | \$103 ;
-  assign \$105  = gate_m & below;
-  assign \$106  = \$signal  | \$105 ;
-  assign \$107  = \$104  ? \$106  : last_comm;
-  assign \$108  = ~ \$107 ;
-  assign \$109  = \$98  & \$108 ;
-  assign \$110  = ~ dram__valid;
-  assign \$111  = \$110  | dram__ready;
-  assign \$112  = ~ dram__valid;
-  assign \$113  = \$112  | dram__ready;
-  assign \$114  = \$113  & pick_c;
-  assign \$115  = gate_m & below;
-  assign \$116  = \$signal  | \$115 ;
-  assign \$117  = \$114  | \$116 ;
-  assign \$118  = ~ pick_c;
-  assign \$119  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
-  assign \$120  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
-  assign \$121  = dram__valid & dram__ready;
-  assign \$122  = \$121  & \$255 [83];
-  assign \$123  = | \$255 [1:0];
-  assign \$124  = \$122  & \$123 ;
-  assign \$125  = \$255 [1:0] == 2'h2;
-  assign \$126  = \$125  ? 1'h1 : 1'h0;
-  assign \$127  = cfg[17:10] << scale;
-  assign \$128  = 1'h1 << scale;
-  assign \$129  = cfg[17:10] + 2'h2;
-  assign \$131  = \$130  - unit;
-  assign \$132  = ~ dram__valid;
-  assign \$133  = \$132  | dram__ready;
-  assign \$134  = \$133  & pick_c;
-  assign \$135  = ~ accept;
-  assign \$136  = \$134  & \$135 ;
-  assign \$137  = armed & grant_c_q;
-  assign \$138  = ! \new [9:2];
-  assign \$139  = ! \new [9:2];
-  assign \$140  = 5'h18 - \new [22:18];
-  assign \$141  = cfg[22:18] == 1'h1;
-  assign \$142  = cfg[22:18] > 2'h2;
-  assign \$143  = cfg[22:18] > 2'h3;
-  assign \$144  = cfg[22:18] > 3'h4;
-  assign \$145  = cfg[22:18] > 3'h5;
-  assign \$146  = cfg[22:18] > 3'h6;
-  assign \$147  = cfg[22:18] > 3'h7;
-  assign \$148  = cfg[22:18] > 4'h8;
-  assign \$149  = cfg[22:18] > 4'h9;
-  assign \$150  = cfg[22:18] > 4'ha;
-  assign \$151  = cfg[22:18] > 4'hb;
-  assign \$152  = cfg[22:18] > 4'hc;
-  assign \$153  = cfg[22:18] > 4'hd;
-  assign \$154  = cfg[22:18] > 4'he;
-  assign \$155  = cfg[22:18] > 4'hf;
-  assign \$156  = cfg[22:18] > 5'h10;
-  assign \$157  = cfg[22:18] > 5'h11;
-  assign \$158  = cfg[22:18] > 5'h12;
-  assign \$159  = cfg[22:18] > 5'h13;
-  assign \$160  = cfg[22:18] > 5'h14;
-  assign \$161  = cfg[22:18] > 5'h15;
-  assign \$162  = cfg[22:18] > 5'h16;
-  assign \$163  = cfg[22:18] > 5'h17;
-  assign \$164  = cfg[22:18] > 5'h18;
-  assign \$165  = \$141  ? 26'h3ffffff : { 1'h0, \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , \$143 , \$142 , 2'h1 };
-  assign \$166  = ! cfg[22:18];
-  assign \$167  = $signed(left) - $signed(2'h1);
-  assign \$168  = acc + sat_s;
-  assign \$170  = base + acc;
-  assign \$172  = load__valid & load__ready;
-  assign \$173  = ~ load__ready;
-  assign \$174  = load__valid & \$173 ;
-  assign \$175  = stats[31:0] + 1'h1;
-  assign \$176  = stats[159:128] + 1'h1;
-  assign \$177  = store__valid & store__ready;
-  assign \$178  = ~ store__ready;
-  assign \$179  = store__valid & \$178 ;
-  assign \$180  = stats[63:32] + 1'h1;
-  assign \$181  = stats[191:160] + 1'h1;
-  assign \$182  = dma__valid & dma__ready;
-  assign \$183  = ~ dma__ready;
-  assign \$184  = dma__valid & \$183 ;
-  assign \$185  = stats[95:64] + 1'h1;
-  assign \$186  = stats[223:192] + 1'h1;
-  assign \$187  = remote__valid & remote__ready;
-  assign \$188  = ~ remote__ready;
-  assign \$189  = remote__valid & \$188 ;
-  assign \$190  = stats[127:96] + 1'h1;
-  assign \$191  = stats[255:224] + 1'h1;
-  assign \$192  = ~ dram__valid;
-  assign \$193  = \$192  | dram__ready;
-  assign \$194  = dma__valid | remote_ok;
-  assign \$195  = \$194  & wait_full;
-  assign \$196  = \$195  & cfg[1];
-  assign \$197  = \$193  & \$196 ;
-  assign \$198  = stats[287:256] + 1'h1;
-  assign \$199  = ~ clear;
-  assign \$200  = errors & \$199 ;
-  assign \$201  = \$200  | set_err;
-  assign \$202  = track_hold & store__payload[72];
-  assign \$203  = ~ \$202 ;
-  assign store_ok = store__valid & \$203 ;
-  assign \$204  = track_hold & remote__payload[72];
-  assign \$205  = ~ \$204 ;
-  assign remote_ok = remote__valid & \$205 ;
-  assign \$206  = load__valid | store_ok;
-  assign \$207  = dma__valid | remote_ok;
-  assign \$208  = rr_turn & below;
-  assign \$209  = comm_first | \$208 ;
-  assign \$210  = \$207  & \$209 ;
-  assign \$211  = ~ \$210 ;
-  assign pick_c = \$206  & \$211 ;
-  assign \$212  = ~ dram__valid;
-  assign \$213  = \$212  | dram__ready;
-  assign \$214  = dma__valid | remote_ok;
-  assign \$215  = \$213  & \$214 ;
-  assign \$216  = load__valid | store_ok;
-  assign \$217  = ~ \$216 ;
-  assign \$218  = ~ gated;
-  assign \$219  = \$217  & \$218 ;
-  assign \$220  = comm_first | \$219 ;
-  assign \$signal  = \$215  & \$220 ;
-  assign \$221  = ~ dram__valid;
-  assign \$222  = \$221  | dram__ready;
-  assign \$223  = dma__valid | remote_ok;
-  assign \$224  = \$222  & \$223 ;
-  assign \$225  = ~ comm_first;
+  assign \$17  = \$signal  | \$16 ;
+  assign \$18  = gate_m & below;
+  assign \$19  = drop_wait | \$18 ;
+  assign \$20  = ~ dram__valid;
+  assign \$21  = \$20  | dram__ready;
+  assign \$22  = ~ wait_full;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = wait1 + 1'h1;
+  assign \$25  = | \new [9:2];
+  assign \$26  = \new [1] & \$25 ;
+  assign \$27  = finish[1] ? cfg[1] : gated;
+  assign \$28  = accept ? \$26  : \$27 ;
+  assign \$29  = ~ dram__valid;
+  assign \$30  = \$29  | dram__ready;
+  assign \$31  = \$30  & pick_c;
+  assign \$32  = gate_m & below;
+  assign \$33  = \$signal  | \$32 ;
+  assign \$34  = \$31  | \$33 ;
+  assign \$35  = gate_m & below;
+  assign \$36  = \$signal  | \$35 ;
+  assign \$37  = \$34  ? \$36  : last_comm;
+  assign \$38  = dma__valid | remote__valid;
+  assign \$39  = gate_m & below;
+  assign \$40  = \$signal  | \$39 ;
+  assign \$41  = ~ \$40 ;
+  assign \$42  = \$38  & \$41 ;
+  assign \$43  = ~ dram__valid;
+  assign \$44  = \$43  | dram__ready;
+  assign \$45  = ~ wait_full;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = wait1 >= \new [38:23];
+  assign \$48  = wait1 > \new [38:23];
+  assign \$49  = \$46  ? \$47  : \$48 ;
+  assign \$50  = ~ dram__valid;
+  assign \$51  = \$50  | dram__ready;
+  assign \$52  = ~ wait_full;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = wait1 == cfg[38:23];
+  assign \$55  = \$53  ? \$54  : wait_full;
+  assign \$56  = accept ? \$49  : \$55 ;
+  assign \$57  = \$42  & \$56 ;
+  assign \$58  = accept ? \new [1:0] : cfg[1:0];
+  assign \$59  = ! \$58 ;
+  assign \$60  = ~ dram__valid;
+  assign \$61  = \$60  | dram__ready;
+  assign \$62  = \$61  & pick_c;
+  assign \$63  = gate_m & below;
+  assign \$64  = \$signal  | \$63 ;
+  assign \$65  = \$62  | \$64 ;
+  assign \$66  = gate_m & below;
+  assign \$67  = \$signal  | \$66 ;
+  assign \$68  = \$65  ? \$67  : last_comm;
+  assign \$69  = ~ \$68 ;
+  assign \$70  = \$59  & \$69 ;
+  assign \$71  = accept ? \new [1:0] : cfg[1:0];
+  assign \$72  = dma__valid | remote__valid;
+  assign \$73  = gate_m & below;
+  assign \$74  = \$signal  | \$73 ;
+  assign \$75  = ~ \$74 ;
+  assign \$76  = \$72  & \$75 ;
+  assign \$77  = ~ dram__valid;
+  assign \$78  = \$77  | dram__ready;
+  assign \$79  = ~ wait_full;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = wait1 >= \new [38:23];
+  assign \$82  = wait1 > \new [38:23];
+  assign \$83  = \$80  ? \$81  : \$82 ;
+  assign \$84  = ~ dram__valid;
+  assign \$85  = \$84  | dram__ready;
+  assign \$86  = ~ wait_full;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = wait1 == cfg[38:23];
+  assign \$89  = \$87  ? \$88  : wait_full;
+  assign \$90  = accept ? \$83  : \$89 ;
+  assign \$91  = \$76  & \$90 ;
+  assign \$92  = \$71 [1] & \$91 ;
+  assign \$93  = \$70  | \$92 ;
+  assign \$94  = accept ? \new [1:0] : cfg[1:0];
+  assign \$95  = \$94  == 2'h3;
+  assign \$96  = | \new [9:2];
+  assign \$97  = \new [1] & \$96 ;
+  assign \$98  = finish[1] ? cfg[1] : gated;
+  assign \$99  = accept ? \$97  : \$98 ;
+  assign \$100  = \$95  & \$99 ;
+  assign \$101  = ~ dram__valid;
+  assign \$102  = \$101  | dram__ready;
+  assign \$103  = \$102  & pick_c;
+  assign \$104  = gate_m & below;
+  assign \$105  = \$signal  | \$104 ;
+  assign \$106  = \$103  | \$105 ;
+  assign \$107  = gate_m & below;
+  assign \$108  = \$signal  | \$107 ;
+  assign \$109  = \$106  ? \$108  : last_comm;
+  assign \$110  = ~ \$109 ;
+  assign \$111  = \$100  & \$110 ;
+  assign \$112  = \$111  & below2;
+  assign \$113  = \$93  | \$112 ;
+  assign \$114  = ~ dram__valid;
+  assign \$115  = \$114  | dram__ready;
+  assign \$116  = ~ dram__valid;
+  assign \$117  = \$116  | dram__ready;
+  assign \$118  = \$117  & pick_c;
+  assign \$119  = gate_m & below;
+  assign \$120  = \$signal  | \$119 ;
+  assign \$121  = \$118  | \$120 ;
+  assign \$122  = ~ pick_c;
+  assign \$123  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
+  assign \$124  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
+  assign \$125  = dram__valid & dram__ready;
+  assign \$126  = \$125  & \$254 [83];
+  assign \$127  = | \$254 [1:0];
+  assign \$128  = \$126  & \$127 ;
+  assign \$129  = \$254 [1:0] == 2'h2;
+  assign \$130  = \$129  ? 1'h1 : 1'h0;
+  assign \$131  = cfg[17:10] << scale;
+  assign \$132  = 1'h1 << scale;
+  assign \$133  = cfg[17:10] + 2'h2;
+  assign \$135  = \$134  - unit;
+  assign \$136  = ~ dram__valid;
+  assign \$137  = \$136  | dram__ready;
+  assign \$138  = \$137  & pick_c;
+  assign \$139  = ~ accept;
+  assign \$140  = \$138  & \$139 ;
+  assign \$141  = armed & grant_c_q;
+  assign \$142  = ! \new [9:2];
+  assign \$143  = ! \new [9:2];
+  assign \$144  = 5'h18 - \new [22:18];
+  assign \$145  = cfg[22:18] == 1'h1;
+  assign \$146  = cfg[22:18] > 2'h2;
+  assign \$147  = cfg[22:18] > 2'h3;
+  assign \$148  = cfg[22:18] > 3'h4;
+  assign \$149  = cfg[22:18] > 3'h5;
+  assign \$150  = cfg[22:18] > 3'h6;
+  assign \$151  = cfg[22:18] > 3'h7;
+  assign \$152  = cfg[22:18] > 4'h8;
+  assign \$153  = cfg[22:18] > 4'h9;
+  assign \$154  = cfg[22:18] > 4'ha;
+  assign \$155  = cfg[22:18] > 4'hb;
+  assign \$156  = cfg[22:18] > 4'hc;
+  assign \$157  = cfg[22:18] > 4'hd;
+  assign \$158  = cfg[22:18] > 4'he;
+  assign \$159  = cfg[22:18] > 4'hf;
+  assign \$160  = cfg[22:18] > 5'h10;
+  assign \$161  = cfg[22:18] > 5'h11;
+  assign \$162  = cfg[22:18] > 5'h12;
+  assign \$163  = cfg[22:18] > 5'h13;
+  assign \$164  = cfg[22:18] > 5'h14;
+  assign \$165  = cfg[22:18] > 5'h15;
+  assign \$166  = cfg[22:18] > 5'h16;
+  assign \$167  = cfg[22:18] > 5'h17;
+  assign \$168  = cfg[22:18] > 5'h18;
+  assign \$169  = \$145  ? 26'h3ffffff : { 1'h0, \$168 , \$167 , \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , 2'h1 };
+  assign \$170  = ! cfg[22:18];
+  assign \$171  = $signed(left) - $signed(2'h1);
+  assign \$172  = acc + sat_s;
+  assign \$174  = base + acc;
+  assign \$176  = load__valid & load__ready;
+  assign \$177  = ~ load__ready;
+  assign \$178  = load__valid & \$177 ;
+  assign \$179  = stats[31:0] + 1'h1;
+  assign \$180  = stats[159:128] + 1'h1;
+  assign \$181  = store__valid & store__ready;
+  assign \$182  = ~ store__ready;
+  assign \$183  = store__valid & \$182 ;
+  assign \$184  = stats[63:32] + 1'h1;
+  assign \$185  = stats[191:160] + 1'h1;
+  assign \$186  = dma__valid & dma__ready;
+  assign \$187  = ~ dma__ready;
+  assign \$188  = dma__valid & \$187 ;
+  assign \$189  = stats[95:64] + 1'h1;
+  assign \$190  = stats[223:192] + 1'h1;
+  assign \$191  = remote__valid & remote__ready;
+  assign \$192  = ~ remote__ready;
+  assign \$193  = remote__valid & \$192 ;
+  assign \$194  = stats[127:96] + 1'h1;
+  assign \$195  = stats[255:224] + 1'h1;
+  assign \$196  = ~ dram__valid;
+  assign \$197  = \$196  | dram__ready;
+  assign \$198  = dma__valid | remote_ok;
+  assign \$199  = \$198  & wait_full;
+  assign \$200  = \$199  & cfg[1];
+  assign \$201  = \$197  & \$200 ;
+  assign \$202  = stats[287:256] + 1'h1;
+  assign \$203  = ~ clear;
+  assign \$204  = errors & \$203 ;
+  assign \$205  = \$204  | set_err;
+  assign \$206  = track_hold & store__payload[72];
+  assign \$207  = ~ \$206 ;
+  assign store_ok = store__valid & \$207 ;
+  assign \$208  = track_hold & remote__payload[72];
+  assign \$209  = ~ \$208 ;
+  assign remote_ok = remote__valid & \$209 ;
+  assign \$210  = load__valid | store_ok;
+  assign \$211  = dma__valid | remote_ok;
+  assign \$212  = \$211  & comm_first;
+  assign \$213  = ~ \$212 ;
+  assign pick_c = \$210  & \$213 ;
+  assign \$214  = ~ dram__valid;
+  assign \$215  = \$214  | dram__ready;
+  assign \$216  = dma__valid | remote_ok;
+  assign \$217  = \$215  & \$216 ;
+  assign \$218  = load__valid | store_ok;
+  assign \$219  = ~ \$218 ;
+  assign \$220  = ~ gated;
+  assign \$221  = \$219  & \$220 ;
+  assign \$222  = comm_first | \$221 ;
+  assign \$signal  = \$217  & \$222 ;
+  assign \$223  = ~ dram__valid;
+  assign \$224  = \$223  | dram__ready;
+  assign \$225  = dma__valid | remote_ok;
   assign \$226  = \$224  & \$225 ;
   assign \$227  = load__valid | store_ok;
   assign \$228  = ~ \$227 ;
-  assign \$229  = \$228  & gated;
-  assign \$230  = \$229  | rr_turn;
-  assign gate_m = \$226  & \$230 ;
-  assign \$231  = ~ load__valid;
-  assign \$232  = ~ last_store;
-  assign \$233  = \$231  | \$232 ;
-  assign sel_store = store_ok & \$233 ;
-  assign \$234  = ~ dma__valid;
-  assign \$235  = ~ last_remote;
-  assign \$236  = \$234  | \$235 ;
-  assign sel_remote = remote_ok & \$236 ;
-  assign \$237  = ~ dram__valid;
-  assign \$238  = \$237  | dram__ready;
-  assign \$239  = \$238  & pick_c;
-  assign \$240  = ~ sel_store;
-  assign load__ready = \$239  & \$240 ;
-  assign \$241  = ~ dram__valid;
-  assign \$242  = \$241  | dram__ready;
-  assign \$243  = \$242  & pick_c;
-  assign store__ready = \$243  & sel_store;
-  assign \$244  = gate_m & below;
-  assign \$245  = \$signal  | \$244 ;
-  assign \$246  = ~ sel_remote;
-  assign dma__ready = \$245  & \$246 ;
-  assign \$247  = gate_m & below;
-  assign \$248  = \$signal  | \$247 ;
-  assign remote__ready = \$248  & sel_remote;
-  assign \$249  = dma__valid | remote__valid;
-  assign \$250  = ~ \$249 ;
-  assign drop_wait = \$250  | \$signal ;
-  assign \$252  = \$251  ? 2'h2 : 2'h1;
-  assign \$254  = \$253  ? 2'h2 : 2'h1;
-  assign \$255  = is_comm ? comm_q : \$signal$57 ;
-  assign \$256  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$256 ;
-  assign \$257  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$257 ;
-  assign \$258  = ! response__payload[1:0];
-  assign \$259  = response__payload[1:0] == 1'h1;
-  assign \$260  = \$259  ? dma_response__ready : 1'h1;
-  assign response__ready = \$258  ? load_response__ready : \$260 ;
-  assign \$261  = ! response__payload[1:0];
-  assign \$262  = ~ \$261 ;
-  assign \$263  = response__valid & \$262 ;
-  assign \$264  = response__payload[1:0] == 1'h1;
-  assign \$265  = ~ \$264 ;
-  assign \$266  = \$263  & \$265 ;
-  assign \$267  = | config__payload[38:23];
-  assign \$268  = config__payload[22:18] <= 5'h18;
-  assign \$269  = \$267  & \$268 ;
-  assign \$270  = | config__payload[9:2];
-  assign \$271  = | config__payload[17:10];
-  assign \$272  = \$270  | \$271 ;
-  assign \$273  = \$269  & \$272 ;
-  assign \$274  = ~ \$273 ;
-  assign \$275  = config__valid & \$274 ;
+  assign \$229  = \$226  & \$228 ;
+  assign gate_m = \$229  & gated;
+  assign \$230  = ~ load__valid;
+  assign \$231  = ~ last_store;
+  assign \$232  = \$230  | \$231 ;
+  assign sel_store = store_ok & \$232 ;
+  assign \$233  = ~ dma__valid;
+  assign \$234  = ~ last_remote;
+  assign \$235  = \$233  | \$234 ;
+  assign sel_remote = remote_ok & \$235 ;
+  assign \$236  = ~ dram__valid;
+  assign \$237  = \$236  | dram__ready;
+  assign \$238  = \$237  & pick_c;
+  assign \$239  = ~ sel_store;
+  assign load__ready = \$238  & \$239 ;
+  assign \$240  = ~ dram__valid;
+  assign \$241  = \$240  | dram__ready;
+  assign \$242  = \$241  & pick_c;
+  assign store__ready = \$242  & sel_store;
+  assign \$243  = gate_m & below;
+  assign \$244  = \$signal  | \$243 ;
+  assign \$245  = ~ sel_remote;
+  assign dma__ready = \$244  & \$245 ;
+  assign \$246  = gate_m & below;
+  assign \$247  = \$signal  | \$246 ;
+  assign remote__ready = \$247  & sel_remote;
+  assign \$248  = dma__valid | remote__valid;
+  assign \$249  = ~ \$248 ;
+  assign drop_wait = \$249  | \$signal ;
+  assign \$251  = \$250  ? 2'h2 : 2'h1;
+  assign \$253  = \$252  ? 2'h2 : 2'h1;
+  assign \$254  = is_comm ? comm_q : \$signal$57 ;
+  assign \$255  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$255 ;
+  assign \$256  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$256 ;
+  assign \$257  = ! response__payload[1:0];
+  assign \$258  = response__payload[1:0] == 1'h1;
+  assign \$259  = \$258  ? dma_response__ready : 1'h1;
+  assign response__ready = \$257  ? load_response__ready : \$259 ;
+  assign \$260  = ! response__payload[1:0];
+  assign \$261  = ~ \$260 ;
+  assign \$262  = response__valid & \$261 ;
+  assign \$263  = response__payload[1:0] == 1'h1;
+  assign \$264  = ~ \$263 ;
+  assign \$265  = \$262  & \$264 ;
+  assign \$266  = | config__payload[38:23];
+  assign \$267  = config__payload[22:18] <= 5'h18;
+  assign \$268  = \$266  & \$267 ;
+  assign \$269  = | config__payload[9:2];
+  assign \$270  = | config__payload[17:10];
+  assign \$271  = \$269  | \$270 ;
+  assign \$272  = \$268  & \$271 ;
+  assign \$273  = ~ \$272 ;
+  assign \$274  = config__valid & \$273 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$276 ;
+    accept <= \$275 ;
   always @(posedge clk)
-    below <= \$277 ;
+    below <= \$276 ;
+  always @(posedge clk)
+    below2 <= \$277 ;
   always @(posedge clk)
     last_store <= \$278 ;
   always @(posedge clk)
@@ -926,81 +926,86 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   always @(posedge clk)
     comm_first <= \$284 ;
   always @(posedge clk)
-    rr_turn <= \$285 ;
+    dram__valid <= \$285 ;
   always @(posedge clk)
-    dram__valid <= \$286 ;
+    is_comm <= \$286 ;
   always @(posedge clk)
-    is_comm <= \$287 ;
+    \$signal$57  <= \$287 ;
   always @(posedge clk)
-    \$signal$57  <= \$288 ;
+    comm_q <= \$288 ;
   always @(posedge clk)
-    comm_q <= \$289 ;
+    track__valid <= \$289 ;
   always @(posedge clk)
-    track__valid <= \$290 ;
+    track__payload <= \$290 ;
   always @(posedge clk)
-    track__payload <= \$291 ;
+    sat_s <= \$291 ;
   always @(posedge clk)
-    sat_s <= \$292 ;
+    unit <= \$292 ;
   always @(posedge clk)
-    unit <= \$293 ;
+    sat2 <= \$293 ;
   always @(posedge clk)
-    sat2 <= \$294 ;
+    base <= \$294 ;
   always @(posedge clk)
-    base <= \$295 ;
+    grant_c_q <= \$295 ;
   always @(posedge clk)
-    grant_c_q <= \$296 ;
+    cfg <= \$296 ;
   always @(posedge clk)
-    cfg <= \$297 ;
+    thr <= \$297 ;
   always @(posedge clk)
-    thr <= \$298 ;
+    measuring <= \$298 ;
   always @(posedge clk)
-    measuring <= \$299 ;
+    armed <= \$299 ;
   always @(posedge clk)
-    armed <= \$300 ;
+    window <= \$300 ;
   always @(posedge clk)
-    window <= \$301 ;
+    finish <= \$301 ;
   always @(posedge clk)
-    finish <= \$302 ;
+    scale <= \$302 ;
   always @(posedge clk)
-    scale <= \$303 ;
+    acc <= \$303 ;
   always @(posedge clk)
-    acc <= \$304 ;
+    left <= \$304 ;
   always @(posedge clk)
-    left <= \$305 ;
+    num <= \$305 ;
   always @(posedge clk)
-    num <= \$306 ;
+    load_granted <= \$306 ;
   always @(posedge clk)
-    load_granted <= \$307 ;
+    load_stalled <= \$307 ;
   always @(posedge clk)
-    load_stalled <= \$308 ;
+    stats <= \$308 ;
   always @(posedge clk)
-    stats <= \$309 ;
+    store_granted <= \$309 ;
   always @(posedge clk)
-    store_granted <= \$310 ;
+    store_stalled <= \$310 ;
   always @(posedge clk)
-    store_stalled <= \$311 ;
+    dma_granted <= \$311 ;
   always @(posedge clk)
-    dma_granted <= \$312 ;
+    dma_stalled <= \$312 ;
   always @(posedge clk)
-    dma_stalled <= \$313 ;
+    remote_granted <= \$313 ;
   always @(posedge clk)
-    remote_granted <= \$314 ;
+    remote_stalled <= \$314 ;
   always @(posedge clk)
-    remote_stalled <= \$315 ;
+    was_forced <= \$315 ;
   always @(posedge clk)
-    was_forced <= \$316 ;
-  always @(posedge clk)
-    errors <= \$317 ;
+    errors <= \$316 ;
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$276  = \$8 ;
+    \$275  = \$8 ;
     if (rst) begin
-      \$276  = 1'h0;
+      \$275  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$277  = \$10 ;
+    \$276  = \$10 ;
+    if (rst) begin
+      \$276  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$277  = \$12 ;
     if (rst) begin
       \$277  = 1'h1;
     end
@@ -1008,7 +1013,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   always @* begin
     if (_init_strobe_1 ) begin end
     \$278  = last_store;
-    if (\$13 ) begin
+    if (\$15 ) begin
       \$278  = sel_store;
     end
     if (rst) begin
@@ -1018,7 +1023,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   always @* begin
     if (_init_strobe_1 ) begin end
     \$279  = last_remote;
-    if (\$15 ) begin
+    if (\$17 ) begin
       \$279  = sel_remote;
     end
     if (rst) begin
@@ -1028,10 +1033,10 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   always @* begin
     if (_init_strobe_1 ) begin end
     \$280  = wait1;
-    if (\$17 ) begin
+    if (\$19 ) begin
       \$280  = 17'h00001;
-    end else if (\$21 ) begin
-      \$280  = \$22 [16:0];
+    end else if (\$23 ) begin
+      \$280  = \$24 [16:0];
     end
     if (rst) begin
       \$280  = 17'h00001;
@@ -1039,44 +1044,47 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$281  = \$26 ;
+    \$281  = \$28 ;
     if (rst) begin
       \$281  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$282  = \$35 ;
+    \$282  = \$37 ;
     if (rst) begin
       \$282  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$283  = \$55 ;
+    \$283  = \$57 ;
     if (rst) begin
       \$283  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$284  = \$91 ;
+    \$284  = \$113 ;
     if (rst) begin
       \$284  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$285  = \$109 ;
+    \$285  = dram__valid;
+    if (\$115 ) begin
+      \$285  = \$121 ;
+    end
     if (rst) begin
       \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$286  = dram__valid;
-    if (\$111 ) begin
-      \$286  = \$117 ;
+    \$286  = is_comm;
+    if (\$115 ) begin
+      \$286  = \$122 ;
     end
     if (rst) begin
       \$286  = 1'h0;
@@ -1084,19 +1092,19 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$287  = is_comm;
-    if (\$111 ) begin
-      \$287  = \$118 ;
+    \$287  = \$signal$57 ;
+    if (\$115 ) begin
+      \$287  = \$123 ;
     end
     if (rst) begin
-      \$287  = 1'h0;
+      \$287  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$288  = \$signal$57 ;
-    if (\$111 ) begin
-      \$288  = \$119 ;
+    \$288  = comm_q;
+    if (\$115 ) begin
+      \$288  = \$124 ;
     end
     if (rst) begin
       \$288  = 84'h000000000000000000000;
@@ -1104,100 +1112,102 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$289  = comm_q;
-    if (\$111 ) begin
-      \$289  = \$120 ;
-    end
+    \$289  = \$128 ;
     if (rst) begin
-      \$289  = 84'h000000000000000000000;
+      \$289  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$290  = \$124 ;
+    \$290 [15:0] = \$254 [74:59];
+    \$290 [19:16] = 4'h1;
+    \$290 [20] = \$130 ;
+    \$290 [22:21] = \$254 [3:2];
     if (rst) begin
-      \$290  = 1'h0;
+      \$290  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$291 [15:0] = \$255 [74:59];
-    \$291 [19:16] = 4'h1;
-    \$291 [20] = \$126 ;
-    \$291 [22:21] = \$255 [3:2];
+    \$291  = \$131 [31:0];
     if (rst) begin
-      \$291  = 23'h000000;
+      \$291  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$292  = \$127 [31:0];
+    \$292  = \$132 [24:0];
     if (rst) begin
-      \$292  = 32'd32768;
+      \$292  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$293  = \$128 [24:0];
+    \$293  = \$133 ;
     if (rst) begin
-      \$293  = 25'h0000400;
+      \$293  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$294  = \$129 ;
+    \$294  = \$135 [33:0];
     if (rst) begin
-      \$294  = 9'h022;
+      \$294  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$295  = \$131 [33:0];
+    \$295  = \$140 ;
     if (rst) begin
-      \$295  = 34'h021fffc00;
+      \$295  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$296  = \$136 ;
-    if (rst) begin
-      \$296  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$297  = cfg;
+    \$296  = cfg;
     if (accept) begin
-      \$297  = \new ;
+      \$296  = \new ;
     end
     if (rst) begin
-      \$297  = 39'h0200388002;
+      \$296  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$298  = thr;
+    \$297  = thr;
     if (accept) begin
-      \$298  = \new [9:2];
-    end else if (\$137 ) begin
+      \$297  = \new [9:2];
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$298  = \$171 [7:0];
+      \$297  = \$175 [7:0];
     end
     if (rst) begin
-      \$298  = 8'h00;
+      \$297  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$299  = measuring;
+    \$298  = measuring;
     if (accept) begin
-      \$299  = \$138 ;
-    end else if (\$137 ) begin
+      \$298  = \$142 ;
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
+      \$298  = 1'h0;
+    end
+    if (rst) begin
+      \$298  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$299  = armed;
+    if (accept) begin
+      \$299  = \$143 ;
+    end else if (\$141 ) begin
       \$299  = 1'h0;
     end
     if (rst) begin
@@ -1206,212 +1216,200 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$300  = armed;
+    \$300  = window;
     if (accept) begin
-      \$300  = \$139 ;
-    end else if (\$137 ) begin
+      \$300  = 1'h0;
+    end else if (\$141 ) begin
+      (* full_case = 32'd1 *)
+      if (\$170 ) begin
+      end else begin
+        \$300  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$300  = 1'h0;
+      end
+    end
+    if (rst) begin
       \$300  = 1'h0;
     end
-    if (rst) begin
-      \$300  = 1'h1;
-    end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$301  = window;
+    \$301  = finish;
     if (accept) begin
-      \$301  = 1'h0;
-    end else if (\$137 ) begin
-      (* full_case = 32'd1 *)
-      if (\$166 ) begin
-      end else begin
-        \$301  = 1'h1;
+      \$301  = 2'h0;
+    end else if (\$141 ) begin
+      if (\$170 ) begin
+        \$301  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$301  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$301  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$302  = finish;
-    if (accept) begin
-      \$302  = 2'h0;
-    end else if (\$137 ) begin
-      if (\$166 ) begin
-        \$302  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$302  = 2'h1;
+        \$301  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$302  = \$169 [1:0];
+      \$301  = \$173 [1:0];
     end else if (finish[1]) begin
-      \$302  = 2'h0;
+      \$301  = 2'h0;
     end
     if (rst) begin
-      \$302  = 2'h0;
+      \$301  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$303  = scale;
+    \$302  = scale;
     if (accept) begin
-      \$303  = \$140 [4:0];
+      \$302  = \$144 [4:0];
     end
     if (rst) begin
-      \$303  = 5'h0a;
+      \$302  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$304  = acc;
+    \$303  = acc;
     if (accept) begin
-    end else if (\$137 ) begin
-      \$304  = sat_s;
+    end else if (\$141 ) begin
+      \$303  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$304  = \$168 [31:0];
+        \$303  = \$172 [31:0];
       end
     end
     if (rst) begin
-      \$304  = 32'd0;
+      \$303  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$305  = left;
+    \$304  = left;
     if (accept) begin
-    end else if (\$137 ) begin
-      \$305  = \$165 [24:0];
+    end else if (\$141 ) begin
+      \$304  = \$169 [24:0];
     end else if (window) begin
-      \$305  = \$167 [24:0];
+      \$304  = \$171 [24:0];
     end
     if (rst) begin
-      \$305  = 25'h0000000;
+      \$304  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$306  = num;
+    \$305  = num;
     if (accept) begin
-    end else if (\$137 ) begin
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$306  = \$170 [33:0];
+      \$305  = \$174 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$307  = \$172 ;
+    \$306  = \$176 ;
+    if (rst) begin
+      \$306  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$307  = \$178 ;
     if (rst) begin
       \$307  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$308  = \$174 ;
-    if (rst) begin
-      \$308  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$309  = stats;
+    \$308  = stats;
     if (load_granted) begin
-      \$309 [31:0] = \$175 [31:0];
+      \$308 [31:0] = \$179 [31:0];
     end
     if (load_stalled) begin
-      \$309 [159:128] = \$176 [31:0];
+      \$308 [159:128] = \$180 [31:0];
     end
     if (store_granted) begin
-      \$309 [63:32] = \$180 [31:0];
+      \$308 [63:32] = \$184 [31:0];
     end
     if (store_stalled) begin
-      \$309 [191:160] = \$181 [31:0];
+      \$308 [191:160] = \$185 [31:0];
     end
     if (dma_granted) begin
-      \$309 [95:64] = \$185 [31:0];
+      \$308 [95:64] = \$189 [31:0];
     end
     if (dma_stalled) begin
-      \$309 [223:192] = \$186 [31:0];
+      \$308 [223:192] = \$190 [31:0];
     end
     if (remote_granted) begin
-      \$309 [127:96] = \$190 [31:0];
+      \$308 [127:96] = \$194 [31:0];
     end
     if (remote_stalled) begin
-      \$309 [255:224] = \$191 [31:0];
+      \$308 [255:224] = \$195 [31:0];
     end
     if (was_forced) begin
-      \$309 [287:256] = \$198 [31:0];
+      \$308 [287:256] = \$202 [31:0];
     end
     if (rst) begin
-      \$309  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$308  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$310  = \$177 ;
+    \$309  = \$181 ;
+    if (rst) begin
+      \$309  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$310  = \$183 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$311  = \$179 ;
+    \$311  = \$186 ;
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$312  = \$182 ;
+    \$312  = \$188 ;
     if (rst) begin
       \$312  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$313  = \$184 ;
+    \$313  = \$191 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$314  = \$187 ;
+    \$314  = \$193 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$315  = \$189 ;
+    \$315  = \$201 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$316  = \$197 ;
+    \$316  = \$205 ;
     if (rst) begin
-      \$316  = 1'h0;
+      \$316  = 2'h0;
     end
   end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$317  = \$201 ;
-    if (rst) begin
-      \$317  = 2'h0;
-    end
-  end
-  assign out_tracked = \$255 [83];
-  assign dram__payload = \$255 [82:0];
+  assign out_tracked = \$254 [83];
+  assign dram__payload = \$254 [82:0];
   assign load_response__payload = response__payload[9:2];
   assign load__payload__addr  = load__payload[47:0];
   assign load__payload__bytes  = load__payload[54:48];
@@ -1429,12 +1427,12 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$255 [1:0];
-  assign dram__payload__source  = \$255 [3:2];
-  assign dram__payload__addr  = \$255 [51:4];
-  assign dram__payload__bytes  = \$255 [58:52];
-  assign dram__payload__tile  = \$255 [74:59];
-  assign dram__payload__tag  = \$255 [82:75];
+  assign dram__payload__op  = \$254 [1:0];
+  assign dram__payload__source  = \$254 [3:2];
+  assign dram__payload__addr  = \$254 [51:4];
+  assign dram__payload__bytes  = \$254 [58:52];
+  assign dram__payload__tile  = \$254 [74:59];
+  assign dram__payload__tag  = \$254 [82:75];
   assign response__payload__source  = response__payload[1:0];
   assign response__payload__tag  = response__payload[9:2];
   assign response__payload__error  = response__payload[10];
@@ -1505,8 +1503,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$275 ;
-  assign set_err[1] = \$266 ;
+  assign set_err[0] = \$274 ;
+  assign set_err[1] = \$265 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -1525,17 +1523,17 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$254 ;
+  assign remote_req[1:0] = \$253 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$252 ;
+  assign store_req[1:0] = \$251 ;
   assign store_req[82:75] = 8'h00;
-  assign \$251  = store__payload[71];
-  assign \$253  = remote__payload[71];
-  assign \$130  = { 7'h00, sat2, 24'h000000 };
-  assign \$169  = { finish, 1'h0 };
-  assign \$171  = { 25'h0000000, num[33:25] };
+  assign \$250  = store__payload[71];
+  assign \$252  = remote__payload[71];
+  assign \$134  = { 7'h00, sat2, 24'h000000 };
+  assign \$173  = { finish, 1'h0 };
+  assign \$175  = { 25'h0000000, num[33:25] };
 endmodule

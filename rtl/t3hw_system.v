@@ -5793,8 +5793,8 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__ready, wr__data, o__val
   assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, track__valid
-, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload, load__payload);
+module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, store__payload, remote__payload, dma__payload, dma_response__ready, config__valid
+, config__payload, dram__valid, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, remote__valid, dma__valid, load__payload);
   reg _init_strobe_4  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -5808,7 +5808,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$107 ;
   wire \$108 ;
   wire \$109 ;
-  wire \$11 ;
+  wire [8:0] \$11 ;
   wire \$110 ;
   wire \$111 ;
   wire \$112 ;
@@ -5818,35 +5818,35 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$116 ;
   wire \$117 ;
   wire \$118 ;
-  wire [83:0] \$119 ;
+  wire \$119 ;
   wire \$12 ;
-  wire [83:0] \$120 ;
+  wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
+  wire [83:0] \$123 ;
+  wire [83:0] \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [38:0] \$127 ;
-  wire [31:0] \$128 ;
-  wire [8:0] \$129 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
-  wire [39:0] \$130 ;
-  wire [40:0] \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
+  wire \$130 ;
+  wire [38:0] \$131 ;
+  wire [31:0] \$132 ;
+  wire [8:0] \$133 ;
+  wire [39:0] \$134 ;
+  wire [40:0] \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
-  wire [5:0] \$140 ;
+  wire \$140 ;
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [5:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
@@ -5869,52 +5869,52 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$162 ;
   wire \$163 ;
   wire \$164 ;
-  wire [25:0] \$165 ;
+  wire \$165 ;
   wire \$166 ;
-  wire [25:0] \$167 ;
-  wire [32:0] \$168 ;
-  wire [2:0] \$169 ;
+  wire \$167 ;
+  wire \$168 ;
+  wire [25:0] \$169 ;
   wire \$17 ;
-  wire [34:0] \$170 ;
-  wire [33:0] \$171 ;
-  wire \$172 ;
-  wire \$173 ;
-  wire \$174 ;
-  wire [32:0] \$175 ;
-  wire [32:0] \$176 ;
+  wire \$170 ;
+  wire [25:0] \$171 ;
+  wire [32:0] \$172 ;
+  wire [2:0] \$173 ;
+  wire [34:0] \$174 ;
+  wire [33:0] \$175 ;
+  wire \$176 ;
   wire \$177 ;
   wire \$178 ;
-  wire \$179 ;
+  wire [32:0] \$179 ;
   wire \$18 ;
   wire [32:0] \$180 ;
-  wire [32:0] \$181 ;
+  wire \$181 ;
   wire \$182 ;
   wire \$183 ;
-  wire \$184 ;
+  wire [32:0] \$184 ;
   wire [32:0] \$185 ;
-  wire [32:0] \$186 ;
+  wire \$186 ;
   wire \$187 ;
   wire \$188 ;
-  wire \$189 ;
+  wire [32:0] \$189 ;
   wire \$19 ;
   wire [32:0] \$190 ;
-  wire [32:0] \$191 ;
+  wire \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [32:0] \$194 ;
+  wire [32:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
-  wire [32:0] \$198 ;
-  wire [1:0] \$199 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [1:0] \$200 ;
-  wire [1:0] \$201 ;
-  wire \$202 ;
-  wire \$203 ;
-  wire \$204 ;
-  wire \$205 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire [32:0] \$202 ;
+  wire [1:0] \$203 ;
+  wire [1:0] \$204 ;
+  wire [1:0] \$205 ;
   wire \$206 ;
   wire \$207 ;
   wire \$208 ;
@@ -5930,7 +5930,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$217 ;
   wire \$218 ;
   wire \$219 ;
-  wire [17:0] \$22 ;
+  wire \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
@@ -5952,7 +5952,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$237 ;
   wire \$238 ;
   wire \$239 ;
-  wire \$24 ;
+  wire [17:0] \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
@@ -5965,11 +5965,11 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$249 ;
   wire \$25 ;
   wire \$250 ;
-  wire \$251 ;
-  wire [1:0] \$252 ;
-  wire \$253 ;
-  wire [1:0] \$254 ;
-  wire [83:0] \$255 ;
+  wire [1:0] \$251 ;
+  wire \$252 ;
+  wire [1:0] \$253 ;
+  wire [83:0] \$254 ;
+  wire \$255 ;
   wire \$256 ;
   wire \$257 ;
   wire \$258 ;
@@ -5991,7 +5991,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$272 ;
   wire \$273 ;
   wire \$274 ;
-  wire \$275 ;
+  reg \$275 ;
   reg \$276 ;
   reg \$277 ;
   reg \$278 ;
@@ -6004,32 +6004,32 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   reg \$284 ;
   reg \$285 ;
   reg \$286 ;
-  reg \$287 ;
+  reg [83:0] \$287 ;
   reg [83:0] \$288 ;
-  reg [83:0] \$289 ;
+  reg \$289 ;
   wire \$29 ;
-  reg \$290 ;
-  reg [22:0] \$291 ;
-  reg [31:0] \$292 ;
-  reg [24:0] \$293 ;
-  reg [8:0] \$294 ;
-  reg [33:0] \$295 ;
-  reg \$296 ;
-  reg [38:0] \$297 ;
-  reg [7:0] \$298 ;
+  reg [22:0] \$290 ;
+  reg [31:0] \$291 ;
+  reg [24:0] \$292 ;
+  reg [8:0] \$293 ;
+  reg [33:0] \$294 ;
+  reg \$295 ;
+  reg [38:0] \$296 ;
+  reg [7:0] \$297 ;
+  reg \$298 ;
   reg \$299 ;
   wire \$3 ;
   wire \$30 ;
   reg \$300 ;
-  reg \$301 ;
-  reg [1:0] \$302 ;
-  reg [4:0] \$303 ;
-  reg [31:0] \$304 ;
-  reg [24:0] \$305 ;
-  reg [33:0] \$306 ;
+  reg [1:0] \$301 ;
+  reg [4:0] \$302 ;
+  reg [31:0] \$303 ;
+  reg [24:0] \$304 ;
+  reg [33:0] \$305 ;
+  reg \$306 ;
   reg \$307 ;
-  reg \$308 ;
-  reg [287:0] \$309 ;
+  reg [287:0] \$308 ;
+  reg \$309 ;
   wire \$31 ;
   reg \$310 ;
   reg \$311 ;
@@ -6037,8 +6037,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   reg \$313 ;
   reg \$314 ;
   reg \$315 ;
-  reg \$316 ;
-  reg [1:0] \$317 ;
+  reg [1:0] \$316 ;
   wire \$32 ;
   wire \$33 ;
   wire \$34 ;
@@ -6065,9 +6064,9 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [1:0] \$56 ;
+  wire \$56 ;
   wire \$57 ;
-  wire \$58 ;
+  wire [1:0] \$58 ;
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
@@ -6079,10 +6078,10 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [1:0] \$69 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
+  wire [1:0] \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
@@ -6107,9 +6106,9 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [1:0] \$94 ;
   wire \$95 ;
-  wire [1:0] \$96 ;
+  wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -6121,6 +6120,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
   reg below = 1'h1;
+  reg below2 = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
   (* enum_value_00 = "ROUND_ROBIN" *)
@@ -6319,7 +6319,6 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire response__ready;
   input response__valid;
   wire response__valid;
-  reg rr_turn = 1'h0;
   input rst;
   wire rst;
   reg [8:0] sat2 = 9'h022;
@@ -6419,284 +6418,285 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$8  = config__valid & \$7 ;
   assign \$9  = occupancy + 1'h1;
   assign \$10  = \$9  < thr;
-  assign \$11  = ~ dram__valid;
-  assign \$12  = \$11  | dram__ready;
-  assign \$13  = \$12  & pick_c;
-  assign \$14  = gate_m & below;
-  assign \$15  = \$signal  | \$14 ;
+  assign \$11  = occupancy + 2'h2;
+  assign \$12  = \$11  < thr;
+  assign \$13  = ~ dram__valid;
+  assign \$14  = \$13  | dram__ready;
+  assign \$15  = \$14  & pick_c;
   assign \$16  = gate_m & below;
-  assign \$17  = drop_wait | \$16 ;
-  assign \$18  = ~ dram__valid;
-  assign \$19  = \$18  | dram__ready;
-  assign \$20  = ~ wait_full;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = wait1 + 1'h1;
-  assign \$23  = | \new [9:2];
-  assign \$24  = \new [1] & \$23 ;
-  assign \$25  = finish[1] ? cfg[1] : gated;
-  assign \$26  = accept ? \$24  : \$25 ;
-  assign \$27  = ~ dram__valid;
-  assign \$28  = \$27  | dram__ready;
-  assign \$29  = \$28  & pick_c;
-  assign \$30  = gate_m & below;
-  assign \$31  = \$signal  | \$30 ;
-  assign \$32  = \$29  | \$31 ;
-  assign \$33  = gate_m & below;
-  assign \$34  = \$signal  | \$33 ;
-  assign \$35  = \$32  ? \$34  : last_comm;
-  assign \$36  = dma__valid | remote__valid;
-  assign \$37  = gate_m & below;
-  assign \$38  = \$signal  | \$37 ;
-  assign \$39  = ~ \$38 ;
-  assign \$40  = \$36  & \$39 ;
-  assign \$41  = ~ dram__valid;
-  assign \$42  = \$41  | dram__ready;
-  assign \$43  = ~ wait_full;
-  assign \$44  = \$42  & \$43 ;
-  assign \$45  = wait1 >= \new [38:23];
-  assign \$46  = wait1 > \new [38:23];
-  assign \$47  = \$44  ? \$45  : \$46 ;
-  assign \$48  = ~ dram__valid;
-  assign \$49  = \$48  | dram__ready;
-  assign \$50  = ~ wait_full;
-  assign \$51  = \$49  & \$50 ;
-  assign \$52  = wait1 == cfg[38:23];
-  assign \$53  = \$51  ? \$52  : wait_full;
-  assign \$54  = accept ? \$47  : \$53 ;
-  assign \$55  = \$40  & \$54 ;
-  assign \$56  = accept ? \new [1:0] : cfg[1:0];
-  assign \$57  = ! \$56 ;
-  assign \$58  = ~ dram__valid;
-  assign \$59  = \$58  | dram__ready;
-  assign \$60  = \$59  & pick_c;
-  assign \$61  = gate_m & below;
-  assign \$62  = \$signal  | \$61 ;
-  assign \$63  = \$60  | \$62 ;
-  assign \$64  = gate_m & below;
-  assign \$65  = \$signal  | \$64 ;
-  assign \$66  = \$63  ? \$65  : last_comm;
-  assign \$67  = ~ \$66 ;
-  assign \$68  = \$57  & \$67 ;
-  assign \$69  = accept ? \new [1:0] : cfg[1:0];
-  assign \$70  = dma__valid | remote__valid;
-  assign \$71  = gate_m & below;
-  assign \$72  = \$signal  | \$71 ;
-  assign \$73  = ~ \$72 ;
-  assign \$74  = \$70  & \$73 ;
-  assign \$75  = ~ dram__valid;
-  assign \$76  = \$75  | dram__ready;
-  assign \$77  = ~ wait_full;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = wait1 >= \new [38:23];
-  assign \$80  = wait1 > \new [38:23];
-  assign \$81  = \$78  ? \$79  : \$80 ;
-  assign \$82  = ~ dram__valid;
-  assign \$83  = \$82  | dram__ready;
-  assign \$84  = ~ wait_full;
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = wait1 == cfg[38:23];
-  assign \$87  = \$85  ? \$86  : wait_full;
-  assign \$88  = accept ? \$81  : \$87 ;
-  assign \$89  = \$74  & \$88 ;
-  assign \$90  = \$69 [1] & \$89 ;
-  assign \$91  = \$68  | \$90 ;
-  assign \$92  = | \new [9:2];
-  assign \$93  = \new [1] & \$92 ;
-  assign \$94  = finish[1] ? cfg[1] : gated;
-  assign \$95  = accept ? \$93  : \$94 ;
-  assign \$96  = accept ? \new [1:0] : cfg[1:0];
-  assign \$97  = \$96  == 2'h3;
-  assign \$98  = \$95  & \$97 ;
-  assign \$99  = ~ dram__valid;
-  assign \$100  = \$99  | dram__ready;
-  assign \$101  = \$100  & pick_c;
-  assign \$102  = gate_m & below;
-  assign \$103  = \$signal  | \$102 ;
-  assign \$104  = \$101  | \$103 ;
-  assign \$105  = gate_m & below;
-  assign \$106  = \$signal  | \$105 ;
-  assign \$107  = \$104  ? \$106  : last_comm;
-  assign \$108  = ~ \$107 ;
-  assign \$109  = \$98  & \$108 ;
-  assign \$110  = ~ dram__valid;
-  assign \$111  = \$110  | dram__ready;
-  assign \$112  = ~ dram__valid;
-  assign \$113  = \$112  | dram__ready;
-  assign \$114  = \$113  & pick_c;
-  assign \$115  = gate_m & below;
-  assign \$116  = \$signal  | \$115 ;
-  assign \$117  = \$114  | \$116 ;
-  assign \$118  = ~ pick_c;
-  assign \$119  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
-  assign \$120  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
-  assign \$121  = dram__valid & dram__ready;
-  assign \$122  = \$121  & \$255 [83];
-  assign \$123  = | \$255 [1:0];
-  assign \$124  = \$122  & \$123 ;
-  assign \$125  = \$255 [1:0] == 2'h2;
-  assign \$126  = \$125  ? 1'h1 : 1'h0;
-  assign \$127  = cfg[17:10] << scale;
-  assign \$128  = 1'h1 << scale;
-  assign \$129  = cfg[17:10] + 2'h2;
-  assign \$131  = \$130  - unit;
-  assign \$132  = ~ dram__valid;
-  assign \$133  = \$132  | dram__ready;
-  assign \$134  = \$133  & pick_c;
-  assign \$135  = ~ accept;
-  assign \$136  = \$134  & \$135 ;
-  assign \$137  = armed & grant_c_q;
-  assign \$138  = ! \new [9:2];
-  assign \$139  = ! \new [9:2];
-  assign \$140  = 5'h18 - \new [22:18];
-  assign \$141  = cfg[22:18] == 1'h1;
-  assign \$142  = cfg[22:18] > 2'h2;
-  assign \$143  = cfg[22:18] > 2'h3;
-  assign \$144  = cfg[22:18] > 3'h4;
-  assign \$145  = cfg[22:18] > 3'h5;
-  assign \$146  = cfg[22:18] > 3'h6;
-  assign \$147  = cfg[22:18] > 3'h7;
-  assign \$148  = cfg[22:18] > 4'h8;
-  assign \$149  = cfg[22:18] > 4'h9;
-  assign \$150  = cfg[22:18] > 4'ha;
-  assign \$151  = cfg[22:18] > 4'hb;
-  assign \$152  = cfg[22:18] > 4'hc;
-  assign \$153  = cfg[22:18] > 4'hd;
-  assign \$154  = cfg[22:18] > 4'he;
-  assign \$155  = cfg[22:18] > 4'hf;
-  assign \$156  = cfg[22:18] > 5'h10;
-  assign \$157  = cfg[22:18] > 5'h11;
-  assign \$158  = cfg[22:18] > 5'h12;
-  assign \$159  = cfg[22:18] > 5'h13;
-  assign \$160  = cfg[22:18] > 5'h14;
-  assign \$161  = cfg[22:18] > 5'h15;
-  assign \$162  = cfg[22:18] > 5'h16;
-  assign \$163  = cfg[22:18] > 5'h17;
-  assign \$164  = cfg[22:18] > 5'h18;
-  assign \$165  = \$141  ? 26'h3ffffff : { 1'h0, \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , \$143 , \$142 , 2'h1 };
-  assign \$166  = ! cfg[22:18];
-  assign \$167  = $signed(left) - $signed(2'h1);
-  assign \$168  = acc + sat_s;
-  assign \$170  = base + acc;
-  assign \$172  = load__valid & load__ready;
-  assign \$173  = ~ load__ready;
-  assign \$174  = load__valid & \$173 ;
-  assign \$175  = stats[31:0] + 1'h1;
-  assign \$176  = stats[159:128] + 1'h1;
-  assign \$177  = store__valid & store__ready;
-  assign \$178  = ~ store__ready;
-  assign \$179  = store__valid & \$178 ;
-  assign \$180  = stats[63:32] + 1'h1;
-  assign \$181  = stats[191:160] + 1'h1;
-  assign \$182  = dma__valid & dma__ready;
-  assign \$183  = ~ dma__ready;
-  assign \$184  = dma__valid & \$183 ;
-  assign \$185  = stats[95:64] + 1'h1;
-  assign \$186  = stats[223:192] + 1'h1;
-  assign \$187  = remote__valid & remote__ready;
-  assign \$188  = ~ remote__ready;
-  assign \$189  = remote__valid & \$188 ;
-  assign \$190  = stats[127:96] + 1'h1;
-  assign \$191  = stats[255:224] + 1'h1;
-  assign \$192  = ~ dram__valid;
-  assign \$193  = \$192  | dram__ready;
-  assign \$194  = dma__valid | remote_ok;
-  assign \$195  = \$194  & wait_full;
-  assign \$196  = \$195  & cfg[1];
-  assign \$197  = \$193  & \$196 ;
-  assign \$198  = stats[287:256] + 1'h1;
-  assign \$202  = track_hold & store__payload[72];
-  assign \$203  = ~ \$202 ;
-  assign store_ok = store__valid & \$203 ;
-  assign \$204  = track_hold & remote__payload[72];
-  assign \$205  = ~ \$204 ;
-  assign remote_ok = remote__valid & \$205 ;
-  assign \$206  = load__valid | store_ok;
-  assign \$207  = dma__valid | remote_ok;
-  assign \$208  = rr_turn & below;
-  assign \$209  = comm_first | \$208 ;
-  assign \$210  = \$207  & \$209 ;
-  assign \$211  = ~ \$210 ;
-  assign pick_c = \$206  & \$211 ;
-  assign \$212  = ~ dram__valid;
-  assign \$213  = \$212  | dram__ready;
-  assign \$214  = dma__valid | remote_ok;
-  assign \$215  = \$213  & \$214 ;
-  assign \$216  = load__valid | store_ok;
-  assign \$217  = ~ \$216 ;
-  assign \$218  = ~ gated;
-  assign \$219  = \$217  & \$218 ;
-  assign \$220  = comm_first | \$219 ;
-  assign \$signal  = \$215  & \$220 ;
-  assign \$221  = ~ dram__valid;
-  assign \$222  = \$221  | dram__ready;
-  assign \$223  = dma__valid | remote_ok;
-  assign \$224  = \$222  & \$223 ;
-  assign \$225  = ~ comm_first;
+  assign \$17  = \$signal  | \$16 ;
+  assign \$18  = gate_m & below;
+  assign \$19  = drop_wait | \$18 ;
+  assign \$20  = ~ dram__valid;
+  assign \$21  = \$20  | dram__ready;
+  assign \$22  = ~ wait_full;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = wait1 + 1'h1;
+  assign \$25  = | \new [9:2];
+  assign \$26  = \new [1] & \$25 ;
+  assign \$27  = finish[1] ? cfg[1] : gated;
+  assign \$28  = accept ? \$26  : \$27 ;
+  assign \$29  = ~ dram__valid;
+  assign \$30  = \$29  | dram__ready;
+  assign \$31  = \$30  & pick_c;
+  assign \$32  = gate_m & below;
+  assign \$33  = \$signal  | \$32 ;
+  assign \$34  = \$31  | \$33 ;
+  assign \$35  = gate_m & below;
+  assign \$36  = \$signal  | \$35 ;
+  assign \$37  = \$34  ? \$36  : last_comm;
+  assign \$38  = dma__valid | remote__valid;
+  assign \$39  = gate_m & below;
+  assign \$40  = \$signal  | \$39 ;
+  assign \$41  = ~ \$40 ;
+  assign \$42  = \$38  & \$41 ;
+  assign \$43  = ~ dram__valid;
+  assign \$44  = \$43  | dram__ready;
+  assign \$45  = ~ wait_full;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = wait1 >= \new [38:23];
+  assign \$48  = wait1 > \new [38:23];
+  assign \$49  = \$46  ? \$47  : \$48 ;
+  assign \$50  = ~ dram__valid;
+  assign \$51  = \$50  | dram__ready;
+  assign \$52  = ~ wait_full;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = wait1 == cfg[38:23];
+  assign \$55  = \$53  ? \$54  : wait_full;
+  assign \$56  = accept ? \$49  : \$55 ;
+  assign \$57  = \$42  & \$56 ;
+  assign \$58  = accept ? \new [1:0] : cfg[1:0];
+  assign \$59  = ! \$58 ;
+  assign \$60  = ~ dram__valid;
+  assign \$61  = \$60  | dram__ready;
+  assign \$62  = \$61  & pick_c;
+  assign \$63  = gate_m & below;
+  assign \$64  = \$signal  | \$63 ;
+  assign \$65  = \$62  | \$64 ;
+  assign \$66  = gate_m & below;
+  assign \$67  = \$signal  | \$66 ;
+  assign \$68  = \$65  ? \$67  : last_comm;
+  assign \$69  = ~ \$68 ;
+  assign \$70  = \$59  & \$69 ;
+  assign \$71  = accept ? \new [1:0] : cfg[1:0];
+  assign \$72  = dma__valid | remote__valid;
+  assign \$73  = gate_m & below;
+  assign \$74  = \$signal  | \$73 ;
+  assign \$75  = ~ \$74 ;
+  assign \$76  = \$72  & \$75 ;
+  assign \$77  = ~ dram__valid;
+  assign \$78  = \$77  | dram__ready;
+  assign \$79  = ~ wait_full;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = wait1 >= \new [38:23];
+  assign \$82  = wait1 > \new [38:23];
+  assign \$83  = \$80  ? \$81  : \$82 ;
+  assign \$84  = ~ dram__valid;
+  assign \$85  = \$84  | dram__ready;
+  assign \$86  = ~ wait_full;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = wait1 == cfg[38:23];
+  assign \$89  = \$87  ? \$88  : wait_full;
+  assign \$90  = accept ? \$83  : \$89 ;
+  assign \$91  = \$76  & \$90 ;
+  assign \$92  = \$71 [1] & \$91 ;
+  assign \$93  = \$70  | \$92 ;
+  assign \$94  = accept ? \new [1:0] : cfg[1:0];
+  assign \$95  = \$94  == 2'h3;
+  assign \$96  = | \new [9:2];
+  assign \$97  = \new [1] & \$96 ;
+  assign \$98  = finish[1] ? cfg[1] : gated;
+  assign \$99  = accept ? \$97  : \$98 ;
+  assign \$100  = \$95  & \$99 ;
+  assign \$101  = ~ dram__valid;
+  assign \$102  = \$101  | dram__ready;
+  assign \$103  = \$102  & pick_c;
+  assign \$104  = gate_m & below;
+  assign \$105  = \$signal  | \$104 ;
+  assign \$106  = \$103  | \$105 ;
+  assign \$107  = gate_m & below;
+  assign \$108  = \$signal  | \$107 ;
+  assign \$109  = \$106  ? \$108  : last_comm;
+  assign \$110  = ~ \$109 ;
+  assign \$111  = \$100  & \$110 ;
+  assign \$112  = \$111  & below2;
+  assign \$113  = \$93  | \$112 ;
+  assign \$114  = ~ dram__valid;
+  assign \$115  = \$114  | dram__ready;
+  assign \$116  = ~ dram__valid;
+  assign \$117  = \$116  | dram__ready;
+  assign \$118  = \$117  & pick_c;
+  assign \$119  = gate_m & below;
+  assign \$120  = \$signal  | \$119 ;
+  assign \$121  = \$118  | \$120 ;
+  assign \$122  = ~ pick_c;
+  assign \$123  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
+  assign \$124  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
+  assign \$125  = dram__valid & dram__ready;
+  assign \$126  = \$125  & \$254 [83];
+  assign \$127  = | \$254 [1:0];
+  assign \$128  = \$126  & \$127 ;
+  assign \$129  = \$254 [1:0] == 2'h2;
+  assign \$130  = \$129  ? 1'h1 : 1'h0;
+  assign \$131  = cfg[17:10] << scale;
+  assign \$132  = 1'h1 << scale;
+  assign \$133  = cfg[17:10] + 2'h2;
+  assign \$135  = \$134  - unit;
+  assign \$136  = ~ dram__valid;
+  assign \$137  = \$136  | dram__ready;
+  assign \$138  = \$137  & pick_c;
+  assign \$139  = ~ accept;
+  assign \$140  = \$138  & \$139 ;
+  assign \$141  = armed & grant_c_q;
+  assign \$142  = ! \new [9:2];
+  assign \$143  = ! \new [9:2];
+  assign \$144  = 5'h18 - \new [22:18];
+  assign \$145  = cfg[22:18] == 1'h1;
+  assign \$146  = cfg[22:18] > 2'h2;
+  assign \$147  = cfg[22:18] > 2'h3;
+  assign \$148  = cfg[22:18] > 3'h4;
+  assign \$149  = cfg[22:18] > 3'h5;
+  assign \$150  = cfg[22:18] > 3'h6;
+  assign \$151  = cfg[22:18] > 3'h7;
+  assign \$152  = cfg[22:18] > 4'h8;
+  assign \$153  = cfg[22:18] > 4'h9;
+  assign \$154  = cfg[22:18] > 4'ha;
+  assign \$155  = cfg[22:18] > 4'hb;
+  assign \$156  = cfg[22:18] > 4'hc;
+  assign \$157  = cfg[22:18] > 4'hd;
+  assign \$158  = cfg[22:18] > 4'he;
+  assign \$159  = cfg[22:18] > 4'hf;
+  assign \$160  = cfg[22:18] > 5'h10;
+  assign \$161  = cfg[22:18] > 5'h11;
+  assign \$162  = cfg[22:18] > 5'h12;
+  assign \$163  = cfg[22:18] > 5'h13;
+  assign \$164  = cfg[22:18] > 5'h14;
+  assign \$165  = cfg[22:18] > 5'h15;
+  assign \$166  = cfg[22:18] > 5'h16;
+  assign \$167  = cfg[22:18] > 5'h17;
+  assign \$168  = cfg[22:18] > 5'h18;
+  assign \$169  = \$145  ? 26'h3ffffff : { 1'h0, \$168 , \$167 , \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , 2'h1 };
+  assign \$170  = ! cfg[22:18];
+  assign \$171  = $signed(left) - $signed(2'h1);
+  assign \$172  = acc + sat_s;
+  assign \$174  = base + acc;
+  assign \$176  = load__valid & load__ready;
+  assign \$177  = ~ load__ready;
+  assign \$178  = load__valid & \$177 ;
+  assign \$179  = stats[31:0] + 1'h1;
+  assign \$180  = stats[159:128] + 1'h1;
+  assign \$181  = store__valid & store__ready;
+  assign \$182  = ~ store__ready;
+  assign \$183  = store__valid & \$182 ;
+  assign \$184  = stats[63:32] + 1'h1;
+  assign \$185  = stats[191:160] + 1'h1;
+  assign \$186  = dma__valid & dma__ready;
+  assign \$187  = ~ dma__ready;
+  assign \$188  = dma__valid & \$187 ;
+  assign \$189  = stats[95:64] + 1'h1;
+  assign \$190  = stats[223:192] + 1'h1;
+  assign \$191  = remote__valid & remote__ready;
+  assign \$192  = ~ remote__ready;
+  assign \$193  = remote__valid & \$192 ;
+  assign \$194  = stats[127:96] + 1'h1;
+  assign \$195  = stats[255:224] + 1'h1;
+  assign \$196  = ~ dram__valid;
+  assign \$197  = \$196  | dram__ready;
+  assign \$198  = dma__valid | remote_ok;
+  assign \$199  = \$198  & wait_full;
+  assign \$200  = \$199  & cfg[1];
+  assign \$201  = \$197  & \$200 ;
+  assign \$202  = stats[287:256] + 1'h1;
+  assign \$206  = track_hold & store__payload[72];
+  assign \$207  = ~ \$206 ;
+  assign store_ok = store__valid & \$207 ;
+  assign \$208  = track_hold & remote__payload[72];
+  assign \$209  = ~ \$208 ;
+  assign remote_ok = remote__valid & \$209 ;
+  assign \$210  = load__valid | store_ok;
+  assign \$211  = dma__valid | remote_ok;
+  assign \$212  = \$211  & comm_first;
+  assign \$213  = ~ \$212 ;
+  assign pick_c = \$210  & \$213 ;
+  assign \$214  = ~ dram__valid;
+  assign \$215  = \$214  | dram__ready;
+  assign \$216  = dma__valid | remote_ok;
+  assign \$217  = \$215  & \$216 ;
+  assign \$218  = load__valid | store_ok;
+  assign \$219  = ~ \$218 ;
+  assign \$220  = ~ gated;
+  assign \$221  = \$219  & \$220 ;
+  assign \$222  = comm_first | \$221 ;
+  assign \$signal  = \$217  & \$222 ;
+  assign \$223  = ~ dram__valid;
+  assign \$224  = \$223  | dram__ready;
+  assign \$225  = dma__valid | remote_ok;
   assign \$226  = \$224  & \$225 ;
   assign \$227  = load__valid | store_ok;
   assign \$228  = ~ \$227 ;
-  assign \$229  = \$228  & gated;
-  assign \$230  = \$229  | rr_turn;
-  assign gate_m = \$226  & \$230 ;
-  assign \$231  = ~ load__valid;
-  assign \$232  = ~ last_store;
-  assign \$233  = \$231  | \$232 ;
-  assign sel_store = store_ok & \$233 ;
-  assign \$234  = ~ dma__valid;
-  assign \$235  = ~ last_remote;
-  assign \$236  = \$234  | \$235 ;
-  assign sel_remote = remote_ok & \$236 ;
-  assign \$237  = ~ dram__valid;
-  assign \$238  = \$237  | dram__ready;
-  assign \$239  = \$238  & pick_c;
-  assign \$240  = ~ sel_store;
-  assign load__ready = \$239  & \$240 ;
-  assign \$241  = ~ dram__valid;
-  assign \$242  = \$241  | dram__ready;
-  assign \$243  = \$242  & pick_c;
-  assign store__ready = \$243  & sel_store;
-  assign \$244  = gate_m & below;
-  assign \$245  = \$signal  | \$244 ;
-  assign \$246  = ~ sel_remote;
-  assign dma__ready = \$245  & \$246 ;
-  assign \$247  = gate_m & below;
-  assign \$248  = \$signal  | \$247 ;
-  assign remote__ready = \$248  & sel_remote;
-  assign \$249  = dma__valid | remote__valid;
-  assign \$250  = ~ \$249 ;
-  assign drop_wait = \$250  | \$signal ;
-  assign \$252  = \$251  ? 2'h2 : 2'h1;
-  assign \$254  = \$253  ? 2'h2 : 2'h1;
-  assign \$255  = is_comm ? comm_q : \$signal$30 ;
-  assign \$256  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$256 ;
-  assign \$257  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$257 ;
-  assign \$258  = ! response__payload[1:0];
-  assign \$259  = response__payload[1:0] == 1'h1;
-  assign \$260  = \$259  ? dma_response__ready : 1'h1;
-  assign response__ready = \$258  ? load_response__ready : \$260 ;
-  assign \$261  = ! response__payload[1:0];
-  assign \$262  = ~ \$261 ;
-  assign \$263  = response__valid & \$262 ;
-  assign \$264  = response__payload[1:0] == 1'h1;
-  assign \$265  = ~ \$264 ;
-  assign \$266  = \$263  & \$265 ;
-  assign \$267  = | config__payload[38:23];
-  assign \$268  = config__payload[22:18] <= 5'h18;
-  assign \$269  = \$267  & \$268 ;
-  assign \$270  = | config__payload[9:2];
-  assign \$271  = | config__payload[17:10];
-  assign \$272  = \$270  | \$271 ;
-  assign \$273  = \$269  & \$272 ;
-  assign \$274  = ~ \$273 ;
-  assign \$275  = config__valid & \$274 ;
+  assign \$229  = \$226  & \$228 ;
+  assign gate_m = \$229  & gated;
+  assign \$230  = ~ load__valid;
+  assign \$231  = ~ last_store;
+  assign \$232  = \$230  | \$231 ;
+  assign sel_store = store_ok & \$232 ;
+  assign \$233  = ~ dma__valid;
+  assign \$234  = ~ last_remote;
+  assign \$235  = \$233  | \$234 ;
+  assign sel_remote = remote_ok & \$235 ;
+  assign \$236  = ~ dram__valid;
+  assign \$237  = \$236  | dram__ready;
+  assign \$238  = \$237  & pick_c;
+  assign \$239  = ~ sel_store;
+  assign load__ready = \$238  & \$239 ;
+  assign \$240  = ~ dram__valid;
+  assign \$241  = \$240  | dram__ready;
+  assign \$242  = \$241  & pick_c;
+  assign store__ready = \$242  & sel_store;
+  assign \$243  = gate_m & below;
+  assign \$244  = \$signal  | \$243 ;
+  assign \$245  = ~ sel_remote;
+  assign dma__ready = \$244  & \$245 ;
+  assign \$246  = gate_m & below;
+  assign \$247  = \$signal  | \$246 ;
+  assign remote__ready = \$247  & sel_remote;
+  assign \$248  = dma__valid | remote__valid;
+  assign \$249  = ~ \$248 ;
+  assign drop_wait = \$249  | \$signal ;
+  assign \$251  = \$250  ? 2'h2 : 2'h1;
+  assign \$253  = \$252  ? 2'h2 : 2'h1;
+  assign \$254  = is_comm ? comm_q : \$signal$30 ;
+  assign \$255  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$255 ;
+  assign \$256  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$256 ;
+  assign \$257  = ! response__payload[1:0];
+  assign \$258  = response__payload[1:0] == 1'h1;
+  assign \$259  = \$258  ? dma_response__ready : 1'h1;
+  assign response__ready = \$257  ? load_response__ready : \$259 ;
+  assign \$260  = ! response__payload[1:0];
+  assign \$261  = ~ \$260 ;
+  assign \$262  = response__valid & \$261 ;
+  assign \$263  = response__payload[1:0] == 1'h1;
+  assign \$264  = ~ \$263 ;
+  assign \$265  = \$262  & \$264 ;
+  assign \$266  = | config__payload[38:23];
+  assign \$267  = config__payload[22:18] <= 5'h18;
+  assign \$268  = \$266  & \$267 ;
+  assign \$269  = | config__payload[9:2];
+  assign \$270  = | config__payload[17:10];
+  assign \$271  = \$269  | \$270 ;
+  assign \$272  = \$268  & \$271 ;
+  assign \$273  = ~ \$272 ;
+  assign \$274  = config__valid & \$273 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$276 ;
+    accept <= \$275 ;
   always @(posedge clk)
-    below <= \$277 ;
+    below <= \$276 ;
+  always @(posedge clk)
+    below2 <= \$277 ;
   always @(posedge clk)
     last_store <= \$278 ;
   always @(posedge clk)
@@ -6712,81 +6712,86 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   always @(posedge clk)
     comm_first <= \$284 ;
   always @(posedge clk)
-    rr_turn <= \$285 ;
+    dram__valid <= \$285 ;
   always @(posedge clk)
-    dram__valid <= \$286 ;
+    is_comm <= \$286 ;
   always @(posedge clk)
-    is_comm <= \$287 ;
+    \$signal$30  <= \$287 ;
   always @(posedge clk)
-    \$signal$30  <= \$288 ;
+    comm_q <= \$288 ;
   always @(posedge clk)
-    comm_q <= \$289 ;
+    track__valid <= \$289 ;
   always @(posedge clk)
-    track__valid <= \$290 ;
+    track__payload <= \$290 ;
   always @(posedge clk)
-    track__payload <= \$291 ;
+    sat_s <= \$291 ;
   always @(posedge clk)
-    sat_s <= \$292 ;
+    unit <= \$292 ;
   always @(posedge clk)
-    unit <= \$293 ;
+    sat2 <= \$293 ;
   always @(posedge clk)
-    sat2 <= \$294 ;
+    base <= \$294 ;
   always @(posedge clk)
-    base <= \$295 ;
+    grant_c_q <= \$295 ;
   always @(posedge clk)
-    grant_c_q <= \$296 ;
+    cfg <= \$296 ;
   always @(posedge clk)
-    cfg <= \$297 ;
+    thr <= \$297 ;
   always @(posedge clk)
-    thr <= \$298 ;
+    measuring <= \$298 ;
   always @(posedge clk)
-    measuring <= \$299 ;
+    armed <= \$299 ;
   always @(posedge clk)
-    armed <= \$300 ;
+    window <= \$300 ;
   always @(posedge clk)
-    window <= \$301 ;
+    finish <= \$301 ;
   always @(posedge clk)
-    finish <= \$302 ;
+    scale <= \$302 ;
   always @(posedge clk)
-    scale <= \$303 ;
+    acc <= \$303 ;
   always @(posedge clk)
-    acc <= \$304 ;
+    left <= \$304 ;
   always @(posedge clk)
-    left <= \$305 ;
+    num <= \$305 ;
   always @(posedge clk)
-    num <= \$306 ;
+    load_granted <= \$306 ;
   always @(posedge clk)
-    load_granted <= \$307 ;
+    load_stalled <= \$307 ;
   always @(posedge clk)
-    load_stalled <= \$308 ;
+    stats <= \$308 ;
   always @(posedge clk)
-    stats <= \$309 ;
+    store_granted <= \$309 ;
   always @(posedge clk)
-    store_granted <= \$310 ;
+    store_stalled <= \$310 ;
   always @(posedge clk)
-    store_stalled <= \$311 ;
+    dma_granted <= \$311 ;
   always @(posedge clk)
-    dma_granted <= \$312 ;
+    dma_stalled <= \$312 ;
   always @(posedge clk)
-    dma_stalled <= \$313 ;
+    remote_granted <= \$313 ;
   always @(posedge clk)
-    remote_granted <= \$314 ;
+    remote_stalled <= \$314 ;
   always @(posedge clk)
-    remote_stalled <= \$315 ;
+    was_forced <= \$315 ;
   always @(posedge clk)
-    was_forced <= \$316 ;
-  always @(posedge clk)
-    errors <= \$317 ;
+    errors <= \$316 ;
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$276  = \$8 ;
+    \$275  = \$8 ;
     if (rst) begin
-      \$276  = 1'h0;
+      \$275  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$277  = \$10 ;
+    \$276  = \$10 ;
+    if (rst) begin
+      \$276  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$277  = \$12 ;
     if (rst) begin
       \$277  = 1'h1;
     end
@@ -6794,7 +6799,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   always @* begin
     if (_init_strobe_4 ) begin end
     \$278  = last_store;
-    if (\$13 ) begin
+    if (\$15 ) begin
       \$278  = sel_store;
     end
     if (rst) begin
@@ -6804,7 +6809,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   always @* begin
     if (_init_strobe_4 ) begin end
     \$279  = last_remote;
-    if (\$15 ) begin
+    if (\$17 ) begin
       \$279  = sel_remote;
     end
     if (rst) begin
@@ -6814,10 +6819,10 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   always @* begin
     if (_init_strobe_4 ) begin end
     \$280  = wait1;
-    if (\$17 ) begin
+    if (\$19 ) begin
       \$280  = 17'h00001;
-    end else if (\$21 ) begin
-      \$280  = \$22 [16:0];
+    end else if (\$23 ) begin
+      \$280  = \$24 [16:0];
     end
     if (rst) begin
       \$280  = 17'h00001;
@@ -6825,44 +6830,47 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$281  = \$26 ;
+    \$281  = \$28 ;
     if (rst) begin
       \$281  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$282  = \$35 ;
+    \$282  = \$37 ;
     if (rst) begin
       \$282  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$283  = \$55 ;
+    \$283  = \$57 ;
     if (rst) begin
       \$283  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$284  = \$91 ;
+    \$284  = \$113 ;
     if (rst) begin
       \$284  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$285  = \$109 ;
+    \$285  = dram__valid;
+    if (\$115 ) begin
+      \$285  = \$121 ;
+    end
     if (rst) begin
       \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$286  = dram__valid;
-    if (\$111 ) begin
-      \$286  = \$117 ;
+    \$286  = is_comm;
+    if (\$115 ) begin
+      \$286  = \$122 ;
     end
     if (rst) begin
       \$286  = 1'h0;
@@ -6870,19 +6878,19 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$287  = is_comm;
-    if (\$111 ) begin
-      \$287  = \$118 ;
+    \$287  = \$signal$30 ;
+    if (\$115 ) begin
+      \$287  = \$123 ;
     end
     if (rst) begin
-      \$287  = 1'h0;
+      \$287  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$288  = \$signal$30 ;
-    if (\$111 ) begin
-      \$288  = \$119 ;
+    \$288  = comm_q;
+    if (\$115 ) begin
+      \$288  = \$124 ;
     end
     if (rst) begin
       \$288  = 84'h000000000000000000000;
@@ -6890,100 +6898,102 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$289  = comm_q;
-    if (\$111 ) begin
-      \$289  = \$120 ;
-    end
+    \$289  = \$128 ;
     if (rst) begin
-      \$289  = 84'h000000000000000000000;
+      \$289  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$290  = \$124 ;
+    \$290 [15:0] = \$254 [74:59];
+    \$290 [19:16] = 4'h1;
+    \$290 [20] = \$130 ;
+    \$290 [22:21] = \$254 [3:2];
     if (rst) begin
-      \$290  = 1'h0;
+      \$290  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$291 [15:0] = \$255 [74:59];
-    \$291 [19:16] = 4'h1;
-    \$291 [20] = \$126 ;
-    \$291 [22:21] = \$255 [3:2];
+    \$291  = \$131 [31:0];
     if (rst) begin
-      \$291  = 23'h000000;
+      \$291  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$292  = \$127 [31:0];
+    \$292  = \$132 [24:0];
     if (rst) begin
-      \$292  = 32'd32768;
+      \$292  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$293  = \$128 [24:0];
+    \$293  = \$133 ;
     if (rst) begin
-      \$293  = 25'h0000400;
+      \$293  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$294  = \$129 ;
+    \$294  = \$135 [33:0];
     if (rst) begin
-      \$294  = 9'h022;
+      \$294  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$295  = \$131 [33:0];
+    \$295  = \$140 ;
     if (rst) begin
-      \$295  = 34'h021fffc00;
+      \$295  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$296  = \$136 ;
-    if (rst) begin
-      \$296  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$297  = cfg;
+    \$296  = cfg;
     if (accept) begin
-      \$297  = \new ;
+      \$296  = \new ;
     end
     if (rst) begin
-      \$297  = 39'h0200388002;
+      \$296  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$298  = thr;
+    \$297  = thr;
     if (accept) begin
-      \$298  = \new [9:2];
-    end else if (\$137 ) begin
+      \$297  = \new [9:2];
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$298  = \$171 [7:0];
+      \$297  = \$175 [7:0];
     end
     if (rst) begin
-      \$298  = 8'h00;
+      \$297  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$299  = measuring;
+    \$298  = measuring;
     if (accept) begin
-      \$299  = \$138 ;
-    end else if (\$137 ) begin
+      \$298  = \$142 ;
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
+      \$298  = 1'h0;
+    end
+    if (rst) begin
+      \$298  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$299  = armed;
+    if (accept) begin
+      \$299  = \$143 ;
+    end else if (\$141 ) begin
       \$299  = 1'h0;
     end
     if (rst) begin
@@ -6992,214 +7002,202 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$300  = armed;
+    \$300  = window;
     if (accept) begin
-      \$300  = \$139 ;
-    end else if (\$137 ) begin
+      \$300  = 1'h0;
+    end else if (\$141 ) begin
+      (* full_case = 32'd1 *)
+      if (\$170 ) begin
+      end else begin
+        \$300  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$300  = 1'h0;
+      end
+    end
+    if (rst) begin
       \$300  = 1'h0;
     end
-    if (rst) begin
-      \$300  = 1'h1;
-    end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$301  = window;
+    \$301  = finish;
     if (accept) begin
-      \$301  = 1'h0;
-    end else if (\$137 ) begin
-      (* full_case = 32'd1 *)
-      if (\$166 ) begin
-      end else begin
-        \$301  = 1'h1;
+      \$301  = 2'h0;
+    end else if (\$141 ) begin
+      if (\$170 ) begin
+        \$301  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$301  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$301  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$302  = finish;
-    if (accept) begin
-      \$302  = 2'h0;
-    end else if (\$137 ) begin
-      if (\$166 ) begin
-        \$302  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$302  = 2'h1;
+        \$301  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$302  = \$169 [1:0];
+      \$301  = \$173 [1:0];
     end else if (finish[1]) begin
-      \$302  = 2'h0;
+      \$301  = 2'h0;
     end
     if (rst) begin
-      \$302  = 2'h0;
+      \$301  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$303  = scale;
+    \$302  = scale;
     if (accept) begin
-      \$303  = \$140 [4:0];
+      \$302  = \$144 [4:0];
     end
     if (rst) begin
-      \$303  = 5'h0a;
+      \$302  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$304  = acc;
+    \$303  = acc;
     if (accept) begin
-    end else if (\$137 ) begin
-      \$304  = sat_s;
+    end else if (\$141 ) begin
+      \$303  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$304  = \$168 [31:0];
+        \$303  = \$172 [31:0];
       end
     end
     if (rst) begin
-      \$304  = 32'd0;
+      \$303  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$305  = left;
+    \$304  = left;
     if (accept) begin
-    end else if (\$137 ) begin
-      \$305  = \$165 [24:0];
+    end else if (\$141 ) begin
+      \$304  = \$169 [24:0];
     end else if (window) begin
-      \$305  = \$167 [24:0];
+      \$304  = \$171 [24:0];
     end
     if (rst) begin
-      \$305  = 25'h0000000;
+      \$304  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$306  = num;
+    \$305  = num;
     if (accept) begin
-    end else if (\$137 ) begin
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$306  = \$170 [33:0];
+      \$305  = \$174 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$307  = \$172 ;
+    \$306  = \$176 ;
+    if (rst) begin
+      \$306  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$307  = \$178 ;
     if (rst) begin
       \$307  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$308  = \$174 ;
-    if (rst) begin
-      \$308  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$309  = stats;
+    \$308  = stats;
     if (load_granted) begin
-      \$309 [31:0] = \$175 [31:0];
+      \$308 [31:0] = \$179 [31:0];
     end
     if (load_stalled) begin
-      \$309 [159:128] = \$176 [31:0];
+      \$308 [159:128] = \$180 [31:0];
     end
     if (store_granted) begin
-      \$309 [63:32] = \$180 [31:0];
+      \$308 [63:32] = \$184 [31:0];
     end
     if (store_stalled) begin
-      \$309 [191:160] = \$181 [31:0];
+      \$308 [191:160] = \$185 [31:0];
     end
     if (dma_granted) begin
-      \$309 [95:64] = \$185 [31:0];
+      \$308 [95:64] = \$189 [31:0];
     end
     if (dma_stalled) begin
-      \$309 [223:192] = \$186 [31:0];
+      \$308 [223:192] = \$190 [31:0];
     end
     if (remote_granted) begin
-      \$309 [127:96] = \$190 [31:0];
+      \$308 [127:96] = \$194 [31:0];
     end
     if (remote_stalled) begin
-      \$309 [255:224] = \$191 [31:0];
+      \$308 [255:224] = \$195 [31:0];
     end
     if (was_forced) begin
-      \$309 [287:256] = \$198 [31:0];
+      \$308 [287:256] = \$202 [31:0];
     end
     if (rst) begin
-      \$309  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$308  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$310  = \$177 ;
+    \$309  = \$181 ;
+    if (rst) begin
+      \$309  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$310  = \$183 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$311  = \$179 ;
+    \$311  = \$186 ;
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$312  = \$182 ;
+    \$312  = \$188 ;
     if (rst) begin
       \$312  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$313  = \$184 ;
+    \$313  = \$191 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$314  = \$187 ;
+    \$314  = \$193 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$315  = \$189 ;
+    \$315  = \$201 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$316  = \$197 ;
+    \$316  = \$205 ;
     if (rst) begin
-      \$316  = 1'h0;
+      \$316  = 2'h0;
     end
   end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$317  = \$201 ;
-    if (rst) begin
-      \$317  = 2'h0;
-    end
-  end
-  assign out_tracked = \$255 [83];
+  assign out_tracked = \$254 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$255 [82:0];
+  assign dram__payload = \$254 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -7249,12 +7247,12 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$255 [1:0];
-  assign dram__payload__source  = \$255 [3:2];
-  assign dram__payload__addr  = \$255 [51:4];
-  assign dram__payload__bytes  = \$255 [58:52];
-  assign dram__payload__tile  = \$255 [74:59];
-  assign dram__payload__tag  = \$255 [82:75];
+  assign dram__payload__op  = \$254 [1:0];
+  assign dram__payload__source  = \$254 [3:2];
+  assign dram__payload__addr  = \$254 [51:4];
+  assign dram__payload__bytes  = \$254 [58:52];
+  assign dram__payload__tile  = \$254 [74:59];
+  assign dram__payload__tag  = \$254 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -7292,8 +7290,8 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$275 ;
-  assign set_err[1] = \$266 ;
+  assign set_err[0] = \$274 ;
+  assign set_err[1] = \$265 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -7312,22 +7310,22 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$254 ;
+  assign remote_req[1:0] = \$253 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$252 ;
+  assign store_req[1:0] = \$251 ;
   assign store_req[82:75] = 8'h00;
-  assign \$251  = store__payload[71];
-  assign \$253  = remote__payload[71];
-  assign \$130  = { 7'h00, sat2, 24'h000000 };
-  assign \$169  = { finish, 1'h0 };
-  assign \$171  = { 25'h0000000, num[33:25] };
-  assign \$199  = 2'h0;
-  assign \$200  = 2'h0;
-  assign \$201  = { \$266 , \$275  };
+  assign \$250  = store__payload[71];
+  assign \$252  = remote__payload[71];
+  assign \$134  = { 7'h00, sat2, 24'h000000 };
+  assign \$173  = { finish, 1'h0 };
+  assign \$175  = { 25'h0000000, num[33:25] };
+  assign \$203  = 2'h0;
+  assign \$204  = 2'h0;
+  assign \$205  = { \$265 , \$274  };
 endmodule
 
 module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -17537,8 +17535,8 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
-, response__payload, clk);
+module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
+, response__valid, clk);
   reg _init_strobe_6  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
@@ -18017,7 +18015,7 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
   assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, response__payload, clk);
+module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
@@ -21640,7 +21638,7 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign head = rd__addr;
 endmodule
 
-module t3hw_system__e0__slice_dma_read (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
+module t3hw_system__e0__slice_dma_read (rst, o__ready, i__ready, o__payload, i__valid, data, o__valid, clk);
   input clk;
   wire clk;
   input [57:0] data;
@@ -21705,7 +21703,7 @@ module t3hw_system__e0__slice_dma_read (rst, o__ready, i__ready, i__valid, data,
   assign o__payload$7__tag  = o__payload[57:55];
 endmodule
 
-module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_11  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -21746,32 +21744,20 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, data, o__val
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [57:0] \$50 ;
+  reg [57:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [57:0] \$64 ;
-  reg [57:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -21780,16 +21766,19 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, data, o__val
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
+  reg [57:0] entry0 = 58'h000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  wire [2:0] entry0__tag ;
+  reg [57:0] entry1 = 58'h000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  wire [2:0] entry1__tag ;
   output full;
   reg full = 1'h0;
-  (* init = 58'h000000000000000 *)
-  wire [57:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
-  wire [2:0] head_reg__tag ;
   reg [1:0] level = 2'h0;
   output [57:0] o__payload;
-  reg [57:0] o__payload = 58'h000000000000000;
+  wire [57:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [2:0] o__payload__tag ;
@@ -21799,54 +21788,30 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, data, o__val
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [57:0] slot = 58'h000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  wire [2:0] slot__tag ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -21878,67 +21843,100 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, data, o__val
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_11 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__bytes  = o__payload[54:48];
   assign o__payload__tag  = o__payload[57:55];
-  assign head_reg__addr  = o__payload[47:0];
-  assign head_reg__bytes  = o__payload[54:48];
-  assign head_reg__tag  = o__payload[57:55];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__bytes  = entry0[54:48];
+  assign entry0__tag  = entry0[57:55];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__bytes  = entry1[54:48];
+  assign entry1__tag  = entry1[57:55];
   assign data__addr  = data[47:0];
   assign data__bytes  = data[54:48];
   assign data__tag  = data[57:55];
-  assign slot__addr  = slot[47:0];
-  assign slot__bytes  = slot[54:48];
-  assign slot__tag  = slot[57:55];
 endmodule
 
-module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
+module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [3:0] data;
@@ -21995,7 +21993,7 @@ module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, d
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_12  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -22036,32 +22034,20 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, data, o_
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [3:0] \$64 ;
-  reg [3:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -22069,15 +22055,17 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, data, o_
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
+  reg [3:0] entry0 = 4'h0;
+  wire entry0__error ;
+  wire [2:0] entry0__tag ;
+  reg [3:0] entry1 = 4'h0;
+  wire entry1__error ;
+  wire [2:0] entry1__tag ;
   output full;
   reg full = 1'h0;
-  (* init = 4'h0 *)
-  wire [3:0] head_reg;
-  wire head_reg__error ;
-  wire [2:0] head_reg__tag ;
   reg [1:0] level = 2'h0;
   output [3:0] o__payload;
-  reg [3:0] o__payload = 4'h0;
+  wire [3:0] o__payload;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
   input o__ready;
@@ -22086,53 +22074,30 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, data, o_
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [3:0] slot = 4'h0;
-  wire slot__error ;
-  wire [2:0] slot__tag ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -22164,63 +22129,96 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, data, o_
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
-  assign head_reg__tag  = o__payload[2:0];
-  assign head_reg__error  = o__payload[3];
+  assign entry0__tag  = entry0[2:0];
+  assign entry0__error  = entry0[3];
+  assign entry1__tag  = entry1[2:0];
+  assign entry1__error  = entry1[3];
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
-  assign slot__tag  = slot[2:0];
-  assign slot__error  = slot[3];
 endmodule
 
-module t3hw_system__e0__slice_net_dma (rst, i__ready, i__valid, data, o__ready, o__valid, o__payload, clk);
+module t3hw_system__e0__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -22313,7 +22311,7 @@ module t3hw_system__e0__slice_net_dma (rst, i__ready, i__valid, data, o__ready, 
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e0__slice_net_dma__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
+module t3hw_system__e0__slice_net_dma__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
   reg _init_strobe_13  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -22354,32 +22352,20 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [76:0] \$50 ;
+  reg [76:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [76:0] \$64 ;
-  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -22393,21 +22379,29 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  output full;
-  reg full = 1'h0;
-  (* init = 77'h00000000000000000000 *)
-  wire [76:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
-  wire [4:0] head_reg__device ;
+  reg [76:0] entry0 = 77'h00000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  wire [4:0] entry0__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  reg [76:0] entry1 = 77'h00000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  wire [4:0] entry1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [76:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -22422,59 +22416,30 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [76:0] slot = 77'h00000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  wire [4:0] slot__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -22506,75 +22471,108 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign head_reg__device  = o__payload[4:0];
-  assign head_reg__addr  = o__payload[52:5];
-  assign head_reg__kind  = o__payload[53];
-  assign head_reg__tile  = o__payload[69:54];
-  assign head_reg__bytes  = o__payload[76:70];
+  assign entry0__device  = entry0[4:0];
+  assign entry0__addr  = entry0[52:5];
+  assign entry0__kind  = entry0[53];
+  assign entry0__tile  = entry0[69:54];
+  assign entry0__bytes  = entry0[76:70];
+  assign entry1__device  = entry1[4:0];
+  assign entry1__addr  = entry1[52:5];
+  assign entry1__kind  = entry1[53];
+  assign entry1__tile  = entry1[69:54];
+  assign entry1__bytes  = entry1[76:70];
   assign data__device  = data[4:0];
   assign data__addr  = data[52:5];
   assign data__kind  = data[53];
   assign data__tile  = data[69:54];
   assign data__bytes  = data[76:70];
-  assign slot__device  = slot[4:0];
-  assign slot__addr  = slot[52:5];
-  assign slot__kind  = slot[53];
-  assign slot__tile  = slot[69:54];
-  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, data, o__ready, o__valid, o__payload, clk);
+module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, o__payload, data, o__ready, o__valid, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -22667,7 +22665,7 @@ module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, data, o__ready
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e0__slice_net_store__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
+module t3hw_system__e0__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
   reg _init_strobe_14  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -22708,32 +22706,20 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, data, o__ready, o__va
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [76:0] \$50 ;
+  reg [76:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [76:0] \$64 ;
-  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -22747,21 +22733,29 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, data, o__ready, o__va
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  output full;
-  reg full = 1'h0;
-  (* init = 77'h00000000000000000000 *)
-  wire [76:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
-  wire [4:0] head_reg__device ;
+  reg [76:0] entry0 = 77'h00000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  wire [4:0] entry0__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  reg [76:0] entry1 = 77'h00000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  wire [4:0] entry1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [76:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -22776,59 +22770,30 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, data, o__ready, o__va
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [76:0] slot = 77'h00000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  wire [4:0] slot__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -22860,75 +22825,108 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, data, o__ready, o__va
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign head_reg__device  = o__payload[4:0];
-  assign head_reg__addr  = o__payload[52:5];
-  assign head_reg__kind  = o__payload[53];
-  assign head_reg__tile  = o__payload[69:54];
-  assign head_reg__bytes  = o__payload[76:70];
+  assign entry0__device  = entry0[4:0];
+  assign entry0__addr  = entry0[52:5];
+  assign entry0__kind  = entry0[53];
+  assign entry0__tile  = entry0[69:54];
+  assign entry0__bytes  = entry0[76:70];
+  assign entry1__device  = entry1[4:0];
+  assign entry1__addr  = entry1[52:5];
+  assign entry1__kind  = entry1[53];
+  assign entry1__tile  = entry1[69:54];
+  assign entry1__bytes  = entry1[76:70];
   assign data__device  = data[4:0];
   assign data__addr  = data[52:5];
   assign data__kind  = data[53];
   assign data__tile  = data[69:54];
   assign data__bytes  = data[76:70];
-  assign slot__device  = slot[4:0];
-  assign slot__addr  = slot[52:5];
-  assign slot__kind  = slot[53];
-  assign slot__tile  = slot[69:54];
-  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e0__slice_remote (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
+module t3hw_system__e0__slice_remote (rst, o__ready, i__ready, o__payload, i__valid, data, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -23021,7 +23019,7 @@ module t3hw_system__e0__slice_remote (rst, o__ready, i__ready, i__valid, data, o
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_15  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -23062,32 +23060,20 @@ module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, data, o__valid
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [72:0] \$50 ;
+  reg [72:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [72:0] \$64 ;
-  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -23101,21 +23087,29 @@ module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, data, o__valid
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  output full;
-  reg full = 1'h0;
-  (* init = 73'h0000000000000000000 *)
-  wire [72:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
+  reg [72:0] entry0 = 73'h0000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
-  wire head_reg__tracked ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  wire entry0__tracked ;
+  reg [72:0] entry1 = 73'h0000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  wire entry1__tracked ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  reg [72:0] o__payload = 73'h0000000000000000000;
+  wire [72:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -23130,59 +23124,30 @@ module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, data, o__valid
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [72:0] slot = 73'h0000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
-  wire slot__tracked ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -23214,75 +23179,108 @@ module t3hw_system__e0__slice_remote__queue (rst, o__ready, push, data, o__valid
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign head_reg__addr  = o__payload[47:0];
-  assign head_reg__tile  = o__payload[63:48];
-  assign head_reg__bytes  = o__payload[70:64];
-  assign head_reg__kind  = o__payload[71];
-  assign head_reg__tracked  = o__payload[72];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__tile  = entry0[63:48];
+  assign entry0__bytes  = entry0[70:64];
+  assign entry0__kind  = entry0[71];
+  assign entry0__tracked  = entry0[72];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__tile  = entry1[63:48];
+  assign entry1__bytes  = entry1[70:64];
+  assign entry1__kind  = entry1[71];
+  assign entry1__tracked  = entry1[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
   assign data__kind  = data[71];
   assign data__tracked  = data[72];
-  assign slot__addr  = slot[47:0];
-  assign slot__tile  = slot[63:48];
-  assign slot__bytes  = slot[70:64];
-  assign slot__kind  = slot[71];
-  assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
+module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -23375,7 +23373,7 @@ module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, data, o_
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e0__slice_store__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -23416,32 +23414,20 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, data, o__valid,
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [72:0] \$50 ;
+  reg [72:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [72:0] \$64 ;
-  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -23455,21 +23441,29 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, data, o__valid,
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  output full;
-  reg full = 1'h0;
-  (* init = 73'h0000000000000000000 *)
-  wire [72:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
+  reg [72:0] entry0 = 73'h0000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
-  wire head_reg__tracked ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  wire entry0__tracked ;
+  reg [72:0] entry1 = 73'h0000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  wire entry1__tracked ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  reg [72:0] o__payload = 73'h0000000000000000000;
+  wire [72:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -23484,59 +23478,30 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, data, o__valid,
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [72:0] slot = 73'h0000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
-  wire slot__tracked ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -23568,72 +23533,105 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, data, o__valid,
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign head_reg__addr  = o__payload[47:0];
-  assign head_reg__tile  = o__payload[63:48];
-  assign head_reg__bytes  = o__payload[70:64];
-  assign head_reg__kind  = o__payload[71];
-  assign head_reg__tracked  = o__payload[72];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__tile  = entry0[63:48];
+  assign entry0__bytes  = entry0[70:64];
+  assign entry0__kind  = entry0[71];
+  assign entry0__tracked  = entry0[72];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__tile  = entry1[63:48];
+  assign entry1__bytes  = entry1[70:64];
+  assign entry1__kind  = entry1[71];
+  assign entry1__tracked  = entry1[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
   assign data__kind  = data[71];
   assign data__tracked  = data[72];
-  assign slot__addr  = slot[47:0];
-  assign slot__tile  = slot[63:48];
-  assign slot__bytes  = slot[70:64];
-  assign slot__kind  = slot[71];
-  assign slot__tracked  = slot[72];
 endmodule
 
 module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
@@ -26786,7 +26784,7 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign rd__data__tile  = rd__data[23:8];
 endmodule
 
-module t3hw_system__e0__tx (clk, rst, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__ready);
+module t3hw_system__e0__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
   reg _init_strobe_20  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
@@ -31601,8 +31599,8 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__ready, wr__data, o__val
   assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, track__valid
-, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload, load__payload);
+module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, store__payload, remote__payload, dma__payload, dma_response__ready, config__valid
+, config__payload, dram__valid, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, remote__valid, dma__valid, load__payload);
   reg _init_strobe_24  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -31616,7 +31614,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$107 ;
   wire \$108 ;
   wire \$109 ;
-  wire \$11 ;
+  wire [8:0] \$11 ;
   wire \$110 ;
   wire \$111 ;
   wire \$112 ;
@@ -31626,35 +31624,35 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$116 ;
   wire \$117 ;
   wire \$118 ;
-  wire [83:0] \$119 ;
+  wire \$119 ;
   wire \$12 ;
-  wire [83:0] \$120 ;
+  wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
+  wire [83:0] \$123 ;
+  wire [83:0] \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [38:0] \$127 ;
-  wire [31:0] \$128 ;
-  wire [8:0] \$129 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
-  wire [39:0] \$130 ;
-  wire [40:0] \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
+  wire \$130 ;
+  wire [38:0] \$131 ;
+  wire [31:0] \$132 ;
+  wire [8:0] \$133 ;
+  wire [39:0] \$134 ;
+  wire [40:0] \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
-  wire [5:0] \$140 ;
+  wire \$140 ;
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [5:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
@@ -31677,52 +31675,52 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$162 ;
   wire \$163 ;
   wire \$164 ;
-  wire [25:0] \$165 ;
+  wire \$165 ;
   wire \$166 ;
-  wire [25:0] \$167 ;
-  wire [32:0] \$168 ;
-  wire [2:0] \$169 ;
+  wire \$167 ;
+  wire \$168 ;
+  wire [25:0] \$169 ;
   wire \$17 ;
-  wire [34:0] \$170 ;
-  wire [33:0] \$171 ;
-  wire \$172 ;
-  wire \$173 ;
-  wire \$174 ;
-  wire [32:0] \$175 ;
-  wire [32:0] \$176 ;
+  wire \$170 ;
+  wire [25:0] \$171 ;
+  wire [32:0] \$172 ;
+  wire [2:0] \$173 ;
+  wire [34:0] \$174 ;
+  wire [33:0] \$175 ;
+  wire \$176 ;
   wire \$177 ;
   wire \$178 ;
-  wire \$179 ;
+  wire [32:0] \$179 ;
   wire \$18 ;
   wire [32:0] \$180 ;
-  wire [32:0] \$181 ;
+  wire \$181 ;
   wire \$182 ;
   wire \$183 ;
-  wire \$184 ;
+  wire [32:0] \$184 ;
   wire [32:0] \$185 ;
-  wire [32:0] \$186 ;
+  wire \$186 ;
   wire \$187 ;
   wire \$188 ;
-  wire \$189 ;
+  wire [32:0] \$189 ;
   wire \$19 ;
   wire [32:0] \$190 ;
-  wire [32:0] \$191 ;
+  wire \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [32:0] \$194 ;
+  wire [32:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
-  wire [32:0] \$198 ;
-  wire [1:0] \$199 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [1:0] \$200 ;
-  wire [1:0] \$201 ;
-  wire \$202 ;
-  wire \$203 ;
-  wire \$204 ;
-  wire \$205 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire [32:0] \$202 ;
+  wire [1:0] \$203 ;
+  wire [1:0] \$204 ;
+  wire [1:0] \$205 ;
   wire \$206 ;
   wire \$207 ;
   wire \$208 ;
@@ -31738,7 +31736,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$217 ;
   wire \$218 ;
   wire \$219 ;
-  wire [17:0] \$22 ;
+  wire \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
@@ -31760,7 +31758,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$237 ;
   wire \$238 ;
   wire \$239 ;
-  wire \$24 ;
+  wire [17:0] \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
@@ -31773,11 +31771,11 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$249 ;
   wire \$25 ;
   wire \$250 ;
-  wire \$251 ;
-  wire [1:0] \$252 ;
-  wire \$253 ;
-  wire [1:0] \$254 ;
-  wire [83:0] \$255 ;
+  wire [1:0] \$251 ;
+  wire \$252 ;
+  wire [1:0] \$253 ;
+  wire [83:0] \$254 ;
+  wire \$255 ;
   wire \$256 ;
   wire \$257 ;
   wire \$258 ;
@@ -31799,7 +31797,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$272 ;
   wire \$273 ;
   wire \$274 ;
-  wire \$275 ;
+  reg \$275 ;
   reg \$276 ;
   reg \$277 ;
   reg \$278 ;
@@ -31812,32 +31810,32 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   reg \$284 ;
   reg \$285 ;
   reg \$286 ;
-  reg \$287 ;
+  reg [83:0] \$287 ;
   reg [83:0] \$288 ;
-  reg [83:0] \$289 ;
+  reg \$289 ;
   wire \$29 ;
-  reg \$290 ;
-  reg [22:0] \$291 ;
-  reg [31:0] \$292 ;
-  reg [24:0] \$293 ;
-  reg [8:0] \$294 ;
-  reg [33:0] \$295 ;
-  reg \$296 ;
-  reg [38:0] \$297 ;
-  reg [7:0] \$298 ;
+  reg [22:0] \$290 ;
+  reg [31:0] \$291 ;
+  reg [24:0] \$292 ;
+  reg [8:0] \$293 ;
+  reg [33:0] \$294 ;
+  reg \$295 ;
+  reg [38:0] \$296 ;
+  reg [7:0] \$297 ;
+  reg \$298 ;
   reg \$299 ;
   wire \$3 ;
   wire \$30 ;
   reg \$300 ;
-  reg \$301 ;
-  reg [1:0] \$302 ;
-  reg [4:0] \$303 ;
-  reg [31:0] \$304 ;
-  reg [24:0] \$305 ;
-  reg [33:0] \$306 ;
+  reg [1:0] \$301 ;
+  reg [4:0] \$302 ;
+  reg [31:0] \$303 ;
+  reg [24:0] \$304 ;
+  reg [33:0] \$305 ;
+  reg \$306 ;
   reg \$307 ;
-  reg \$308 ;
-  reg [287:0] \$309 ;
+  reg [287:0] \$308 ;
+  reg \$309 ;
   wire \$31 ;
   reg \$310 ;
   reg \$311 ;
@@ -31845,8 +31843,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   reg \$313 ;
   reg \$314 ;
   reg \$315 ;
-  reg \$316 ;
-  reg [1:0] \$317 ;
+  reg [1:0] \$316 ;
   wire \$32 ;
   wire \$33 ;
   wire \$34 ;
@@ -31873,9 +31870,9 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [1:0] \$56 ;
+  wire \$56 ;
   wire \$57 ;
-  wire \$58 ;
+  wire [1:0] \$58 ;
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
@@ -31887,10 +31884,10 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [1:0] \$69 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
+  wire [1:0] \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
@@ -31915,9 +31912,9 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [1:0] \$94 ;
   wire \$95 ;
-  wire [1:0] \$96 ;
+  wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -31929,6 +31926,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
   reg below = 1'h1;
+  reg below2 = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
   (* enum_value_00 = "ROUND_ROBIN" *)
@@ -32127,7 +32125,6 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire response__ready;
   input response__valid;
   wire response__valid;
-  reg rr_turn = 1'h0;
   input rst;
   wire rst;
   reg [8:0] sat2 = 9'h022;
@@ -32227,284 +32224,285 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$8  = config__valid & \$7 ;
   assign \$9  = occupancy + 1'h1;
   assign \$10  = \$9  < thr;
-  assign \$11  = ~ dram__valid;
-  assign \$12  = \$11  | dram__ready;
-  assign \$13  = \$12  & pick_c;
-  assign \$14  = gate_m & below;
-  assign \$15  = \$signal  | \$14 ;
+  assign \$11  = occupancy + 2'h2;
+  assign \$12  = \$11  < thr;
+  assign \$13  = ~ dram__valid;
+  assign \$14  = \$13  | dram__ready;
+  assign \$15  = \$14  & pick_c;
   assign \$16  = gate_m & below;
-  assign \$17  = drop_wait | \$16 ;
-  assign \$18  = ~ dram__valid;
-  assign \$19  = \$18  | dram__ready;
-  assign \$20  = ~ wait_full;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = wait1 + 1'h1;
-  assign \$23  = | \new [9:2];
-  assign \$24  = \new [1] & \$23 ;
-  assign \$25  = finish[1] ? cfg[1] : gated;
-  assign \$26  = accept ? \$24  : \$25 ;
-  assign \$27  = ~ dram__valid;
-  assign \$28  = \$27  | dram__ready;
-  assign \$29  = \$28  & pick_c;
-  assign \$30  = gate_m & below;
-  assign \$31  = \$signal  | \$30 ;
-  assign \$32  = \$29  | \$31 ;
-  assign \$33  = gate_m & below;
-  assign \$34  = \$signal  | \$33 ;
-  assign \$35  = \$32  ? \$34  : last_comm;
-  assign \$36  = dma__valid | remote__valid;
-  assign \$37  = gate_m & below;
-  assign \$38  = \$signal  | \$37 ;
-  assign \$39  = ~ \$38 ;
-  assign \$40  = \$36  & \$39 ;
-  assign \$41  = ~ dram__valid;
-  assign \$42  = \$41  | dram__ready;
-  assign \$43  = ~ wait_full;
-  assign \$44  = \$42  & \$43 ;
-  assign \$45  = wait1 >= \new [38:23];
-  assign \$46  = wait1 > \new [38:23];
-  assign \$47  = \$44  ? \$45  : \$46 ;
-  assign \$48  = ~ dram__valid;
-  assign \$49  = \$48  | dram__ready;
-  assign \$50  = ~ wait_full;
-  assign \$51  = \$49  & \$50 ;
-  assign \$52  = wait1 == cfg[38:23];
-  assign \$53  = \$51  ? \$52  : wait_full;
-  assign \$54  = accept ? \$47  : \$53 ;
-  assign \$55  = \$40  & \$54 ;
-  assign \$56  = accept ? \new [1:0] : cfg[1:0];
-  assign \$57  = ! \$56 ;
-  assign \$58  = ~ dram__valid;
-  assign \$59  = \$58  | dram__ready;
-  assign \$60  = \$59  & pick_c;
-  assign \$61  = gate_m & below;
-  assign \$62  = \$signal  | \$61 ;
-  assign \$63  = \$60  | \$62 ;
-  assign \$64  = gate_m & below;
-  assign \$65  = \$signal  | \$64 ;
-  assign \$66  = \$63  ? \$65  : last_comm;
-  assign \$67  = ~ \$66 ;
-  assign \$68  = \$57  & \$67 ;
-  assign \$69  = accept ? \new [1:0] : cfg[1:0];
-  assign \$70  = dma__valid | remote__valid;
-  assign \$71  = gate_m & below;
-  assign \$72  = \$signal  | \$71 ;
-  assign \$73  = ~ \$72 ;
-  assign \$74  = \$70  & \$73 ;
-  assign \$75  = ~ dram__valid;
-  assign \$76  = \$75  | dram__ready;
-  assign \$77  = ~ wait_full;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = wait1 >= \new [38:23];
-  assign \$80  = wait1 > \new [38:23];
-  assign \$81  = \$78  ? \$79  : \$80 ;
-  assign \$82  = ~ dram__valid;
-  assign \$83  = \$82  | dram__ready;
-  assign \$84  = ~ wait_full;
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = wait1 == cfg[38:23];
-  assign \$87  = \$85  ? \$86  : wait_full;
-  assign \$88  = accept ? \$81  : \$87 ;
-  assign \$89  = \$74  & \$88 ;
-  assign \$90  = \$69 [1] & \$89 ;
-  assign \$91  = \$68  | \$90 ;
-  assign \$92  = | \new [9:2];
-  assign \$93  = \new [1] & \$92 ;
-  assign \$94  = finish[1] ? cfg[1] : gated;
-  assign \$95  = accept ? \$93  : \$94 ;
-  assign \$96  = accept ? \new [1:0] : cfg[1:0];
-  assign \$97  = \$96  == 2'h3;
-  assign \$98  = \$95  & \$97 ;
-  assign \$99  = ~ dram__valid;
-  assign \$100  = \$99  | dram__ready;
-  assign \$101  = \$100  & pick_c;
-  assign \$102  = gate_m & below;
-  assign \$103  = \$signal  | \$102 ;
-  assign \$104  = \$101  | \$103 ;
-  assign \$105  = gate_m & below;
-  assign \$106  = \$signal  | \$105 ;
-  assign \$107  = \$104  ? \$106  : last_comm;
-  assign \$108  = ~ \$107 ;
-  assign \$109  = \$98  & \$108 ;
-  assign \$110  = ~ dram__valid;
-  assign \$111  = \$110  | dram__ready;
-  assign \$112  = ~ dram__valid;
-  assign \$113  = \$112  | dram__ready;
-  assign \$114  = \$113  & pick_c;
-  assign \$115  = gate_m & below;
-  assign \$116  = \$signal  | \$115 ;
-  assign \$117  = \$114  | \$116 ;
-  assign \$118  = ~ pick_c;
-  assign \$119  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
-  assign \$120  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
-  assign \$121  = dram__valid & dram__ready;
-  assign \$122  = \$121  & \$255 [83];
-  assign \$123  = | \$255 [1:0];
-  assign \$124  = \$122  & \$123 ;
-  assign \$125  = \$255 [1:0] == 2'h2;
-  assign \$126  = \$125  ? 1'h1 : 1'h0;
-  assign \$127  = cfg[17:10] << scale;
-  assign \$128  = 1'h1 << scale;
-  assign \$129  = cfg[17:10] + 2'h2;
-  assign \$131  = \$130  - unit;
-  assign \$132  = ~ dram__valid;
-  assign \$133  = \$132  | dram__ready;
-  assign \$134  = \$133  & pick_c;
-  assign \$135  = ~ accept;
-  assign \$136  = \$134  & \$135 ;
-  assign \$137  = armed & grant_c_q;
-  assign \$138  = ! \new [9:2];
-  assign \$139  = ! \new [9:2];
-  assign \$140  = 5'h18 - \new [22:18];
-  assign \$141  = cfg[22:18] == 1'h1;
-  assign \$142  = cfg[22:18] > 2'h2;
-  assign \$143  = cfg[22:18] > 2'h3;
-  assign \$144  = cfg[22:18] > 3'h4;
-  assign \$145  = cfg[22:18] > 3'h5;
-  assign \$146  = cfg[22:18] > 3'h6;
-  assign \$147  = cfg[22:18] > 3'h7;
-  assign \$148  = cfg[22:18] > 4'h8;
-  assign \$149  = cfg[22:18] > 4'h9;
-  assign \$150  = cfg[22:18] > 4'ha;
-  assign \$151  = cfg[22:18] > 4'hb;
-  assign \$152  = cfg[22:18] > 4'hc;
-  assign \$153  = cfg[22:18] > 4'hd;
-  assign \$154  = cfg[22:18] > 4'he;
-  assign \$155  = cfg[22:18] > 4'hf;
-  assign \$156  = cfg[22:18] > 5'h10;
-  assign \$157  = cfg[22:18] > 5'h11;
-  assign \$158  = cfg[22:18] > 5'h12;
-  assign \$159  = cfg[22:18] > 5'h13;
-  assign \$160  = cfg[22:18] > 5'h14;
-  assign \$161  = cfg[22:18] > 5'h15;
-  assign \$162  = cfg[22:18] > 5'h16;
-  assign \$163  = cfg[22:18] > 5'h17;
-  assign \$164  = cfg[22:18] > 5'h18;
-  assign \$165  = \$141  ? 26'h3ffffff : { 1'h0, \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , \$143 , \$142 , 2'h1 };
-  assign \$166  = ! cfg[22:18];
-  assign \$167  = $signed(left) - $signed(2'h1);
-  assign \$168  = acc + sat_s;
-  assign \$170  = base + acc;
-  assign \$172  = load__valid & load__ready;
-  assign \$173  = ~ load__ready;
-  assign \$174  = load__valid & \$173 ;
-  assign \$175  = stats[31:0] + 1'h1;
-  assign \$176  = stats[159:128] + 1'h1;
-  assign \$177  = store__valid & store__ready;
-  assign \$178  = ~ store__ready;
-  assign \$179  = store__valid & \$178 ;
-  assign \$180  = stats[63:32] + 1'h1;
-  assign \$181  = stats[191:160] + 1'h1;
-  assign \$182  = dma__valid & dma__ready;
-  assign \$183  = ~ dma__ready;
-  assign \$184  = dma__valid & \$183 ;
-  assign \$185  = stats[95:64] + 1'h1;
-  assign \$186  = stats[223:192] + 1'h1;
-  assign \$187  = remote__valid & remote__ready;
-  assign \$188  = ~ remote__ready;
-  assign \$189  = remote__valid & \$188 ;
-  assign \$190  = stats[127:96] + 1'h1;
-  assign \$191  = stats[255:224] + 1'h1;
-  assign \$192  = ~ dram__valid;
-  assign \$193  = \$192  | dram__ready;
-  assign \$194  = dma__valid | remote_ok;
-  assign \$195  = \$194  & wait_full;
-  assign \$196  = \$195  & cfg[1];
-  assign \$197  = \$193  & \$196 ;
-  assign \$198  = stats[287:256] + 1'h1;
-  assign \$202  = track_hold & store__payload[72];
-  assign \$203  = ~ \$202 ;
-  assign store_ok = store__valid & \$203 ;
-  assign \$204  = track_hold & remote__payload[72];
-  assign \$205  = ~ \$204 ;
-  assign remote_ok = remote__valid & \$205 ;
-  assign \$206  = load__valid | store_ok;
-  assign \$207  = dma__valid | remote_ok;
-  assign \$208  = rr_turn & below;
-  assign \$209  = comm_first | \$208 ;
-  assign \$210  = \$207  & \$209 ;
-  assign \$211  = ~ \$210 ;
-  assign pick_c = \$206  & \$211 ;
-  assign \$212  = ~ dram__valid;
-  assign \$213  = \$212  | dram__ready;
-  assign \$214  = dma__valid | remote_ok;
-  assign \$215  = \$213  & \$214 ;
-  assign \$216  = load__valid | store_ok;
-  assign \$217  = ~ \$216 ;
-  assign \$218  = ~ gated;
-  assign \$219  = \$217  & \$218 ;
-  assign \$220  = comm_first | \$219 ;
-  assign \$signal  = \$215  & \$220 ;
-  assign \$221  = ~ dram__valid;
-  assign \$222  = \$221  | dram__ready;
-  assign \$223  = dma__valid | remote_ok;
-  assign \$224  = \$222  & \$223 ;
-  assign \$225  = ~ comm_first;
+  assign \$17  = \$signal  | \$16 ;
+  assign \$18  = gate_m & below;
+  assign \$19  = drop_wait | \$18 ;
+  assign \$20  = ~ dram__valid;
+  assign \$21  = \$20  | dram__ready;
+  assign \$22  = ~ wait_full;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = wait1 + 1'h1;
+  assign \$25  = | \new [9:2];
+  assign \$26  = \new [1] & \$25 ;
+  assign \$27  = finish[1] ? cfg[1] : gated;
+  assign \$28  = accept ? \$26  : \$27 ;
+  assign \$29  = ~ dram__valid;
+  assign \$30  = \$29  | dram__ready;
+  assign \$31  = \$30  & pick_c;
+  assign \$32  = gate_m & below;
+  assign \$33  = \$signal  | \$32 ;
+  assign \$34  = \$31  | \$33 ;
+  assign \$35  = gate_m & below;
+  assign \$36  = \$signal  | \$35 ;
+  assign \$37  = \$34  ? \$36  : last_comm;
+  assign \$38  = dma__valid | remote__valid;
+  assign \$39  = gate_m & below;
+  assign \$40  = \$signal  | \$39 ;
+  assign \$41  = ~ \$40 ;
+  assign \$42  = \$38  & \$41 ;
+  assign \$43  = ~ dram__valid;
+  assign \$44  = \$43  | dram__ready;
+  assign \$45  = ~ wait_full;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = wait1 >= \new [38:23];
+  assign \$48  = wait1 > \new [38:23];
+  assign \$49  = \$46  ? \$47  : \$48 ;
+  assign \$50  = ~ dram__valid;
+  assign \$51  = \$50  | dram__ready;
+  assign \$52  = ~ wait_full;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = wait1 == cfg[38:23];
+  assign \$55  = \$53  ? \$54  : wait_full;
+  assign \$56  = accept ? \$49  : \$55 ;
+  assign \$57  = \$42  & \$56 ;
+  assign \$58  = accept ? \new [1:0] : cfg[1:0];
+  assign \$59  = ! \$58 ;
+  assign \$60  = ~ dram__valid;
+  assign \$61  = \$60  | dram__ready;
+  assign \$62  = \$61  & pick_c;
+  assign \$63  = gate_m & below;
+  assign \$64  = \$signal  | \$63 ;
+  assign \$65  = \$62  | \$64 ;
+  assign \$66  = gate_m & below;
+  assign \$67  = \$signal  | \$66 ;
+  assign \$68  = \$65  ? \$67  : last_comm;
+  assign \$69  = ~ \$68 ;
+  assign \$70  = \$59  & \$69 ;
+  assign \$71  = accept ? \new [1:0] : cfg[1:0];
+  assign \$72  = dma__valid | remote__valid;
+  assign \$73  = gate_m & below;
+  assign \$74  = \$signal  | \$73 ;
+  assign \$75  = ~ \$74 ;
+  assign \$76  = \$72  & \$75 ;
+  assign \$77  = ~ dram__valid;
+  assign \$78  = \$77  | dram__ready;
+  assign \$79  = ~ wait_full;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = wait1 >= \new [38:23];
+  assign \$82  = wait1 > \new [38:23];
+  assign \$83  = \$80  ? \$81  : \$82 ;
+  assign \$84  = ~ dram__valid;
+  assign \$85  = \$84  | dram__ready;
+  assign \$86  = ~ wait_full;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = wait1 == cfg[38:23];
+  assign \$89  = \$87  ? \$88  : wait_full;
+  assign \$90  = accept ? \$83  : \$89 ;
+  assign \$91  = \$76  & \$90 ;
+  assign \$92  = \$71 [1] & \$91 ;
+  assign \$93  = \$70  | \$92 ;
+  assign \$94  = accept ? \new [1:0] : cfg[1:0];
+  assign \$95  = \$94  == 2'h3;
+  assign \$96  = | \new [9:2];
+  assign \$97  = \new [1] & \$96 ;
+  assign \$98  = finish[1] ? cfg[1] : gated;
+  assign \$99  = accept ? \$97  : \$98 ;
+  assign \$100  = \$95  & \$99 ;
+  assign \$101  = ~ dram__valid;
+  assign \$102  = \$101  | dram__ready;
+  assign \$103  = \$102  & pick_c;
+  assign \$104  = gate_m & below;
+  assign \$105  = \$signal  | \$104 ;
+  assign \$106  = \$103  | \$105 ;
+  assign \$107  = gate_m & below;
+  assign \$108  = \$signal  | \$107 ;
+  assign \$109  = \$106  ? \$108  : last_comm;
+  assign \$110  = ~ \$109 ;
+  assign \$111  = \$100  & \$110 ;
+  assign \$112  = \$111  & below2;
+  assign \$113  = \$93  | \$112 ;
+  assign \$114  = ~ dram__valid;
+  assign \$115  = \$114  | dram__ready;
+  assign \$116  = ~ dram__valid;
+  assign \$117  = \$116  | dram__ready;
+  assign \$118  = \$117  & pick_c;
+  assign \$119  = gate_m & below;
+  assign \$120  = \$signal  | \$119 ;
+  assign \$121  = \$118  | \$120 ;
+  assign \$122  = ~ pick_c;
+  assign \$123  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
+  assign \$124  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
+  assign \$125  = dram__valid & dram__ready;
+  assign \$126  = \$125  & \$254 [83];
+  assign \$127  = | \$254 [1:0];
+  assign \$128  = \$126  & \$127 ;
+  assign \$129  = \$254 [1:0] == 2'h2;
+  assign \$130  = \$129  ? 1'h1 : 1'h0;
+  assign \$131  = cfg[17:10] << scale;
+  assign \$132  = 1'h1 << scale;
+  assign \$133  = cfg[17:10] + 2'h2;
+  assign \$135  = \$134  - unit;
+  assign \$136  = ~ dram__valid;
+  assign \$137  = \$136  | dram__ready;
+  assign \$138  = \$137  & pick_c;
+  assign \$139  = ~ accept;
+  assign \$140  = \$138  & \$139 ;
+  assign \$141  = armed & grant_c_q;
+  assign \$142  = ! \new [9:2];
+  assign \$143  = ! \new [9:2];
+  assign \$144  = 5'h18 - \new [22:18];
+  assign \$145  = cfg[22:18] == 1'h1;
+  assign \$146  = cfg[22:18] > 2'h2;
+  assign \$147  = cfg[22:18] > 2'h3;
+  assign \$148  = cfg[22:18] > 3'h4;
+  assign \$149  = cfg[22:18] > 3'h5;
+  assign \$150  = cfg[22:18] > 3'h6;
+  assign \$151  = cfg[22:18] > 3'h7;
+  assign \$152  = cfg[22:18] > 4'h8;
+  assign \$153  = cfg[22:18] > 4'h9;
+  assign \$154  = cfg[22:18] > 4'ha;
+  assign \$155  = cfg[22:18] > 4'hb;
+  assign \$156  = cfg[22:18] > 4'hc;
+  assign \$157  = cfg[22:18] > 4'hd;
+  assign \$158  = cfg[22:18] > 4'he;
+  assign \$159  = cfg[22:18] > 4'hf;
+  assign \$160  = cfg[22:18] > 5'h10;
+  assign \$161  = cfg[22:18] > 5'h11;
+  assign \$162  = cfg[22:18] > 5'h12;
+  assign \$163  = cfg[22:18] > 5'h13;
+  assign \$164  = cfg[22:18] > 5'h14;
+  assign \$165  = cfg[22:18] > 5'h15;
+  assign \$166  = cfg[22:18] > 5'h16;
+  assign \$167  = cfg[22:18] > 5'h17;
+  assign \$168  = cfg[22:18] > 5'h18;
+  assign \$169  = \$145  ? 26'h3ffffff : { 1'h0, \$168 , \$167 , \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , 2'h1 };
+  assign \$170  = ! cfg[22:18];
+  assign \$171  = $signed(left) - $signed(2'h1);
+  assign \$172  = acc + sat_s;
+  assign \$174  = base + acc;
+  assign \$176  = load__valid & load__ready;
+  assign \$177  = ~ load__ready;
+  assign \$178  = load__valid & \$177 ;
+  assign \$179  = stats[31:0] + 1'h1;
+  assign \$180  = stats[159:128] + 1'h1;
+  assign \$181  = store__valid & store__ready;
+  assign \$182  = ~ store__ready;
+  assign \$183  = store__valid & \$182 ;
+  assign \$184  = stats[63:32] + 1'h1;
+  assign \$185  = stats[191:160] + 1'h1;
+  assign \$186  = dma__valid & dma__ready;
+  assign \$187  = ~ dma__ready;
+  assign \$188  = dma__valid & \$187 ;
+  assign \$189  = stats[95:64] + 1'h1;
+  assign \$190  = stats[223:192] + 1'h1;
+  assign \$191  = remote__valid & remote__ready;
+  assign \$192  = ~ remote__ready;
+  assign \$193  = remote__valid & \$192 ;
+  assign \$194  = stats[127:96] + 1'h1;
+  assign \$195  = stats[255:224] + 1'h1;
+  assign \$196  = ~ dram__valid;
+  assign \$197  = \$196  | dram__ready;
+  assign \$198  = dma__valid | remote_ok;
+  assign \$199  = \$198  & wait_full;
+  assign \$200  = \$199  & cfg[1];
+  assign \$201  = \$197  & \$200 ;
+  assign \$202  = stats[287:256] + 1'h1;
+  assign \$206  = track_hold & store__payload[72];
+  assign \$207  = ~ \$206 ;
+  assign store_ok = store__valid & \$207 ;
+  assign \$208  = track_hold & remote__payload[72];
+  assign \$209  = ~ \$208 ;
+  assign remote_ok = remote__valid & \$209 ;
+  assign \$210  = load__valid | store_ok;
+  assign \$211  = dma__valid | remote_ok;
+  assign \$212  = \$211  & comm_first;
+  assign \$213  = ~ \$212 ;
+  assign pick_c = \$210  & \$213 ;
+  assign \$214  = ~ dram__valid;
+  assign \$215  = \$214  | dram__ready;
+  assign \$216  = dma__valid | remote_ok;
+  assign \$217  = \$215  & \$216 ;
+  assign \$218  = load__valid | store_ok;
+  assign \$219  = ~ \$218 ;
+  assign \$220  = ~ gated;
+  assign \$221  = \$219  & \$220 ;
+  assign \$222  = comm_first | \$221 ;
+  assign \$signal  = \$217  & \$222 ;
+  assign \$223  = ~ dram__valid;
+  assign \$224  = \$223  | dram__ready;
+  assign \$225  = dma__valid | remote_ok;
   assign \$226  = \$224  & \$225 ;
   assign \$227  = load__valid | store_ok;
   assign \$228  = ~ \$227 ;
-  assign \$229  = \$228  & gated;
-  assign \$230  = \$229  | rr_turn;
-  assign gate_m = \$226  & \$230 ;
-  assign \$231  = ~ load__valid;
-  assign \$232  = ~ last_store;
-  assign \$233  = \$231  | \$232 ;
-  assign sel_store = store_ok & \$233 ;
-  assign \$234  = ~ dma__valid;
-  assign \$235  = ~ last_remote;
-  assign \$236  = \$234  | \$235 ;
-  assign sel_remote = remote_ok & \$236 ;
-  assign \$237  = ~ dram__valid;
-  assign \$238  = \$237  | dram__ready;
-  assign \$239  = \$238  & pick_c;
-  assign \$240  = ~ sel_store;
-  assign load__ready = \$239  & \$240 ;
-  assign \$241  = ~ dram__valid;
-  assign \$242  = \$241  | dram__ready;
-  assign \$243  = \$242  & pick_c;
-  assign store__ready = \$243  & sel_store;
-  assign \$244  = gate_m & below;
-  assign \$245  = \$signal  | \$244 ;
-  assign \$246  = ~ sel_remote;
-  assign dma__ready = \$245  & \$246 ;
-  assign \$247  = gate_m & below;
-  assign \$248  = \$signal  | \$247 ;
-  assign remote__ready = \$248  & sel_remote;
-  assign \$249  = dma__valid | remote__valid;
-  assign \$250  = ~ \$249 ;
-  assign drop_wait = \$250  | \$signal ;
-  assign \$252  = \$251  ? 2'h2 : 2'h1;
-  assign \$254  = \$253  ? 2'h2 : 2'h1;
-  assign \$255  = is_comm ? comm_q : \$signal$30 ;
-  assign \$256  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$256 ;
-  assign \$257  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$257 ;
-  assign \$258  = ! response__payload[1:0];
-  assign \$259  = response__payload[1:0] == 1'h1;
-  assign \$260  = \$259  ? dma_response__ready : 1'h1;
-  assign response__ready = \$258  ? load_response__ready : \$260 ;
-  assign \$261  = ! response__payload[1:0];
-  assign \$262  = ~ \$261 ;
-  assign \$263  = response__valid & \$262 ;
-  assign \$264  = response__payload[1:0] == 1'h1;
-  assign \$265  = ~ \$264 ;
-  assign \$266  = \$263  & \$265 ;
-  assign \$267  = | config__payload[38:23];
-  assign \$268  = config__payload[22:18] <= 5'h18;
-  assign \$269  = \$267  & \$268 ;
-  assign \$270  = | config__payload[9:2];
-  assign \$271  = | config__payload[17:10];
-  assign \$272  = \$270  | \$271 ;
-  assign \$273  = \$269  & \$272 ;
-  assign \$274  = ~ \$273 ;
-  assign \$275  = config__valid & \$274 ;
+  assign \$229  = \$226  & \$228 ;
+  assign gate_m = \$229  & gated;
+  assign \$230  = ~ load__valid;
+  assign \$231  = ~ last_store;
+  assign \$232  = \$230  | \$231 ;
+  assign sel_store = store_ok & \$232 ;
+  assign \$233  = ~ dma__valid;
+  assign \$234  = ~ last_remote;
+  assign \$235  = \$233  | \$234 ;
+  assign sel_remote = remote_ok & \$235 ;
+  assign \$236  = ~ dram__valid;
+  assign \$237  = \$236  | dram__ready;
+  assign \$238  = \$237  & pick_c;
+  assign \$239  = ~ sel_store;
+  assign load__ready = \$238  & \$239 ;
+  assign \$240  = ~ dram__valid;
+  assign \$241  = \$240  | dram__ready;
+  assign \$242  = \$241  & pick_c;
+  assign store__ready = \$242  & sel_store;
+  assign \$243  = gate_m & below;
+  assign \$244  = \$signal  | \$243 ;
+  assign \$245  = ~ sel_remote;
+  assign dma__ready = \$244  & \$245 ;
+  assign \$246  = gate_m & below;
+  assign \$247  = \$signal  | \$246 ;
+  assign remote__ready = \$247  & sel_remote;
+  assign \$248  = dma__valid | remote__valid;
+  assign \$249  = ~ \$248 ;
+  assign drop_wait = \$249  | \$signal ;
+  assign \$251  = \$250  ? 2'h2 : 2'h1;
+  assign \$253  = \$252  ? 2'h2 : 2'h1;
+  assign \$254  = is_comm ? comm_q : \$signal$30 ;
+  assign \$255  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$255 ;
+  assign \$256  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$256 ;
+  assign \$257  = ! response__payload[1:0];
+  assign \$258  = response__payload[1:0] == 1'h1;
+  assign \$259  = \$258  ? dma_response__ready : 1'h1;
+  assign response__ready = \$257  ? load_response__ready : \$259 ;
+  assign \$260  = ! response__payload[1:0];
+  assign \$261  = ~ \$260 ;
+  assign \$262  = response__valid & \$261 ;
+  assign \$263  = response__payload[1:0] == 1'h1;
+  assign \$264  = ~ \$263 ;
+  assign \$265  = \$262  & \$264 ;
+  assign \$266  = | config__payload[38:23];
+  assign \$267  = config__payload[22:18] <= 5'h18;
+  assign \$268  = \$266  & \$267 ;
+  assign \$269  = | config__payload[9:2];
+  assign \$270  = | config__payload[17:10];
+  assign \$271  = \$269  | \$270 ;
+  assign \$272  = \$268  & \$271 ;
+  assign \$273  = ~ \$272 ;
+  assign \$274  = config__valid & \$273 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$276 ;
+    accept <= \$275 ;
   always @(posedge clk)
-    below <= \$277 ;
+    below <= \$276 ;
+  always @(posedge clk)
+    below2 <= \$277 ;
   always @(posedge clk)
     last_store <= \$278 ;
   always @(posedge clk)
@@ -32520,81 +32518,86 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   always @(posedge clk)
     comm_first <= \$284 ;
   always @(posedge clk)
-    rr_turn <= \$285 ;
+    dram__valid <= \$285 ;
   always @(posedge clk)
-    dram__valid <= \$286 ;
+    is_comm <= \$286 ;
   always @(posedge clk)
-    is_comm <= \$287 ;
+    \$signal$30  <= \$287 ;
   always @(posedge clk)
-    \$signal$30  <= \$288 ;
+    comm_q <= \$288 ;
   always @(posedge clk)
-    comm_q <= \$289 ;
+    track__valid <= \$289 ;
   always @(posedge clk)
-    track__valid <= \$290 ;
+    track__payload <= \$290 ;
   always @(posedge clk)
-    track__payload <= \$291 ;
+    sat_s <= \$291 ;
   always @(posedge clk)
-    sat_s <= \$292 ;
+    unit <= \$292 ;
   always @(posedge clk)
-    unit <= \$293 ;
+    sat2 <= \$293 ;
   always @(posedge clk)
-    sat2 <= \$294 ;
+    base <= \$294 ;
   always @(posedge clk)
-    base <= \$295 ;
+    grant_c_q <= \$295 ;
   always @(posedge clk)
-    grant_c_q <= \$296 ;
+    cfg <= \$296 ;
   always @(posedge clk)
-    cfg <= \$297 ;
+    thr <= \$297 ;
   always @(posedge clk)
-    thr <= \$298 ;
+    measuring <= \$298 ;
   always @(posedge clk)
-    measuring <= \$299 ;
+    armed <= \$299 ;
   always @(posedge clk)
-    armed <= \$300 ;
+    window <= \$300 ;
   always @(posedge clk)
-    window <= \$301 ;
+    finish <= \$301 ;
   always @(posedge clk)
-    finish <= \$302 ;
+    scale <= \$302 ;
   always @(posedge clk)
-    scale <= \$303 ;
+    acc <= \$303 ;
   always @(posedge clk)
-    acc <= \$304 ;
+    left <= \$304 ;
   always @(posedge clk)
-    left <= \$305 ;
+    num <= \$305 ;
   always @(posedge clk)
-    num <= \$306 ;
+    load_granted <= \$306 ;
   always @(posedge clk)
-    load_granted <= \$307 ;
+    load_stalled <= \$307 ;
   always @(posedge clk)
-    load_stalled <= \$308 ;
+    stats <= \$308 ;
   always @(posedge clk)
-    stats <= \$309 ;
+    store_granted <= \$309 ;
   always @(posedge clk)
-    store_granted <= \$310 ;
+    store_stalled <= \$310 ;
   always @(posedge clk)
-    store_stalled <= \$311 ;
+    dma_granted <= \$311 ;
   always @(posedge clk)
-    dma_granted <= \$312 ;
+    dma_stalled <= \$312 ;
   always @(posedge clk)
-    dma_stalled <= \$313 ;
+    remote_granted <= \$313 ;
   always @(posedge clk)
-    remote_granted <= \$314 ;
+    remote_stalled <= \$314 ;
   always @(posedge clk)
-    remote_stalled <= \$315 ;
+    was_forced <= \$315 ;
   always @(posedge clk)
-    was_forced <= \$316 ;
-  always @(posedge clk)
-    errors <= \$317 ;
+    errors <= \$316 ;
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$276  = \$8 ;
+    \$275  = \$8 ;
     if (rst) begin
-      \$276  = 1'h0;
+      \$275  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$277  = \$10 ;
+    \$276  = \$10 ;
+    if (rst) begin
+      \$276  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$277  = \$12 ;
     if (rst) begin
       \$277  = 1'h1;
     end
@@ -32602,7 +32605,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   always @* begin
     if (_init_strobe_24 ) begin end
     \$278  = last_store;
-    if (\$13 ) begin
+    if (\$15 ) begin
       \$278  = sel_store;
     end
     if (rst) begin
@@ -32612,7 +32615,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   always @* begin
     if (_init_strobe_24 ) begin end
     \$279  = last_remote;
-    if (\$15 ) begin
+    if (\$17 ) begin
       \$279  = sel_remote;
     end
     if (rst) begin
@@ -32622,10 +32625,10 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   always @* begin
     if (_init_strobe_24 ) begin end
     \$280  = wait1;
-    if (\$17 ) begin
+    if (\$19 ) begin
       \$280  = 17'h00001;
-    end else if (\$21 ) begin
-      \$280  = \$22 [16:0];
+    end else if (\$23 ) begin
+      \$280  = \$24 [16:0];
     end
     if (rst) begin
       \$280  = 17'h00001;
@@ -32633,44 +32636,47 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$281  = \$26 ;
+    \$281  = \$28 ;
     if (rst) begin
       \$281  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$282  = \$35 ;
+    \$282  = \$37 ;
     if (rst) begin
       \$282  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$283  = \$55 ;
+    \$283  = \$57 ;
     if (rst) begin
       \$283  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$284  = \$91 ;
+    \$284  = \$113 ;
     if (rst) begin
       \$284  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$285  = \$109 ;
+    \$285  = dram__valid;
+    if (\$115 ) begin
+      \$285  = \$121 ;
+    end
     if (rst) begin
       \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$286  = dram__valid;
-    if (\$111 ) begin
-      \$286  = \$117 ;
+    \$286  = is_comm;
+    if (\$115 ) begin
+      \$286  = \$122 ;
     end
     if (rst) begin
       \$286  = 1'h0;
@@ -32678,19 +32684,19 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$287  = is_comm;
-    if (\$111 ) begin
-      \$287  = \$118 ;
+    \$287  = \$signal$30 ;
+    if (\$115 ) begin
+      \$287  = \$123 ;
     end
     if (rst) begin
-      \$287  = 1'h0;
+      \$287  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$288  = \$signal$30 ;
-    if (\$111 ) begin
-      \$288  = \$119 ;
+    \$288  = comm_q;
+    if (\$115 ) begin
+      \$288  = \$124 ;
     end
     if (rst) begin
       \$288  = 84'h000000000000000000000;
@@ -32698,100 +32704,102 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$289  = comm_q;
-    if (\$111 ) begin
-      \$289  = \$120 ;
-    end
+    \$289  = \$128 ;
     if (rst) begin
-      \$289  = 84'h000000000000000000000;
+      \$289  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$290  = \$124 ;
+    \$290 [15:0] = \$254 [74:59];
+    \$290 [19:16] = 4'h1;
+    \$290 [20] = \$130 ;
+    \$290 [22:21] = \$254 [3:2];
     if (rst) begin
-      \$290  = 1'h0;
+      \$290  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$291 [15:0] = \$255 [74:59];
-    \$291 [19:16] = 4'h1;
-    \$291 [20] = \$126 ;
-    \$291 [22:21] = \$255 [3:2];
+    \$291  = \$131 [31:0];
     if (rst) begin
-      \$291  = 23'h000000;
+      \$291  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$292  = \$127 [31:0];
+    \$292  = \$132 [24:0];
     if (rst) begin
-      \$292  = 32'd32768;
+      \$292  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$293  = \$128 [24:0];
+    \$293  = \$133 ;
     if (rst) begin
-      \$293  = 25'h0000400;
+      \$293  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$294  = \$129 ;
+    \$294  = \$135 [33:0];
     if (rst) begin
-      \$294  = 9'h022;
+      \$294  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$295  = \$131 [33:0];
+    \$295  = \$140 ;
     if (rst) begin
-      \$295  = 34'h021fffc00;
+      \$295  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$296  = \$136 ;
-    if (rst) begin
-      \$296  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$297  = cfg;
+    \$296  = cfg;
     if (accept) begin
-      \$297  = \new ;
+      \$296  = \new ;
     end
     if (rst) begin
-      \$297  = 39'h0200388002;
+      \$296  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$298  = thr;
+    \$297  = thr;
     if (accept) begin
-      \$298  = \new [9:2];
-    end else if (\$137 ) begin
+      \$297  = \new [9:2];
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$298  = \$171 [7:0];
+      \$297  = \$175 [7:0];
     end
     if (rst) begin
-      \$298  = 8'h00;
+      \$297  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$299  = measuring;
+    \$298  = measuring;
     if (accept) begin
-      \$299  = \$138 ;
-    end else if (\$137 ) begin
+      \$298  = \$142 ;
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
+      \$298  = 1'h0;
+    end
+    if (rst) begin
+      \$298  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$299  = armed;
+    if (accept) begin
+      \$299  = \$143 ;
+    end else if (\$141 ) begin
       \$299  = 1'h0;
     end
     if (rst) begin
@@ -32800,214 +32808,202 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$300  = armed;
+    \$300  = window;
     if (accept) begin
-      \$300  = \$139 ;
-    end else if (\$137 ) begin
+      \$300  = 1'h0;
+    end else if (\$141 ) begin
+      (* full_case = 32'd1 *)
+      if (\$170 ) begin
+      end else begin
+        \$300  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$300  = 1'h0;
+      end
+    end
+    if (rst) begin
       \$300  = 1'h0;
     end
-    if (rst) begin
-      \$300  = 1'h1;
-    end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$301  = window;
+    \$301  = finish;
     if (accept) begin
-      \$301  = 1'h0;
-    end else if (\$137 ) begin
-      (* full_case = 32'd1 *)
-      if (\$166 ) begin
-      end else begin
-        \$301  = 1'h1;
+      \$301  = 2'h0;
+    end else if (\$141 ) begin
+      if (\$170 ) begin
+        \$301  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$301  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$301  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$302  = finish;
-    if (accept) begin
-      \$302  = 2'h0;
-    end else if (\$137 ) begin
-      if (\$166 ) begin
-        \$302  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$302  = 2'h1;
+        \$301  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$302  = \$169 [1:0];
+      \$301  = \$173 [1:0];
     end else if (finish[1]) begin
-      \$302  = 2'h0;
+      \$301  = 2'h0;
     end
     if (rst) begin
-      \$302  = 2'h0;
+      \$301  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$303  = scale;
+    \$302  = scale;
     if (accept) begin
-      \$303  = \$140 [4:0];
+      \$302  = \$144 [4:0];
     end
     if (rst) begin
-      \$303  = 5'h0a;
+      \$302  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$304  = acc;
+    \$303  = acc;
     if (accept) begin
-    end else if (\$137 ) begin
-      \$304  = sat_s;
+    end else if (\$141 ) begin
+      \$303  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$304  = \$168 [31:0];
+        \$303  = \$172 [31:0];
       end
     end
     if (rst) begin
-      \$304  = 32'd0;
+      \$303  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$305  = left;
+    \$304  = left;
     if (accept) begin
-    end else if (\$137 ) begin
-      \$305  = \$165 [24:0];
+    end else if (\$141 ) begin
+      \$304  = \$169 [24:0];
     end else if (window) begin
-      \$305  = \$167 [24:0];
+      \$304  = \$171 [24:0];
     end
     if (rst) begin
-      \$305  = 25'h0000000;
+      \$304  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$306  = num;
+    \$305  = num;
     if (accept) begin
-    end else if (\$137 ) begin
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$306  = \$170 [33:0];
+      \$305  = \$174 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$307  = \$172 ;
+    \$306  = \$176 ;
+    if (rst) begin
+      \$306  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$307  = \$178 ;
     if (rst) begin
       \$307  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$308  = \$174 ;
-    if (rst) begin
-      \$308  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$309  = stats;
+    \$308  = stats;
     if (load_granted) begin
-      \$309 [31:0] = \$175 [31:0];
+      \$308 [31:0] = \$179 [31:0];
     end
     if (load_stalled) begin
-      \$309 [159:128] = \$176 [31:0];
+      \$308 [159:128] = \$180 [31:0];
     end
     if (store_granted) begin
-      \$309 [63:32] = \$180 [31:0];
+      \$308 [63:32] = \$184 [31:0];
     end
     if (store_stalled) begin
-      \$309 [191:160] = \$181 [31:0];
+      \$308 [191:160] = \$185 [31:0];
     end
     if (dma_granted) begin
-      \$309 [95:64] = \$185 [31:0];
+      \$308 [95:64] = \$189 [31:0];
     end
     if (dma_stalled) begin
-      \$309 [223:192] = \$186 [31:0];
+      \$308 [223:192] = \$190 [31:0];
     end
     if (remote_granted) begin
-      \$309 [127:96] = \$190 [31:0];
+      \$308 [127:96] = \$194 [31:0];
     end
     if (remote_stalled) begin
-      \$309 [255:224] = \$191 [31:0];
+      \$308 [255:224] = \$195 [31:0];
     end
     if (was_forced) begin
-      \$309 [287:256] = \$198 [31:0];
+      \$308 [287:256] = \$202 [31:0];
     end
     if (rst) begin
-      \$309  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$308  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$310  = \$177 ;
+    \$309  = \$181 ;
+    if (rst) begin
+      \$309  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$310  = \$183 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$311  = \$179 ;
+    \$311  = \$186 ;
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$312  = \$182 ;
+    \$312  = \$188 ;
     if (rst) begin
       \$312  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$313  = \$184 ;
+    \$313  = \$191 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$314  = \$187 ;
+    \$314  = \$193 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$315  = \$189 ;
+    \$315  = \$201 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$316  = \$197 ;
+    \$316  = \$205 ;
     if (rst) begin
-      \$316  = 1'h0;
+      \$316  = 2'h0;
     end
   end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$317  = \$201 ;
-    if (rst) begin
-      \$317  = 2'h0;
-    end
-  end
-  assign out_tracked = \$255 [83];
+  assign out_tracked = \$254 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$255 [82:0];
+  assign dram__payload = \$254 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -33057,12 +33053,12 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$255 [1:0];
-  assign dram__payload__source  = \$255 [3:2];
-  assign dram__payload__addr  = \$255 [51:4];
-  assign dram__payload__bytes  = \$255 [58:52];
-  assign dram__payload__tile  = \$255 [74:59];
-  assign dram__payload__tag  = \$255 [82:75];
+  assign dram__payload__op  = \$254 [1:0];
+  assign dram__payload__source  = \$254 [3:2];
+  assign dram__payload__addr  = \$254 [51:4];
+  assign dram__payload__bytes  = \$254 [58:52];
+  assign dram__payload__tile  = \$254 [74:59];
+  assign dram__payload__tag  = \$254 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -33100,8 +33096,8 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$275 ;
-  assign set_err[1] = \$266 ;
+  assign set_err[0] = \$274 ;
+  assign set_err[1] = \$265 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -33120,22 +33116,22 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$254 ;
+  assign remote_req[1:0] = \$253 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$252 ;
+  assign store_req[1:0] = \$251 ;
   assign store_req[82:75] = 8'h00;
-  assign \$251  = store__payload[71];
-  assign \$253  = remote__payload[71];
-  assign \$130  = { 7'h00, sat2, 24'h000000 };
-  assign \$169  = { finish, 1'h0 };
-  assign \$171  = { 25'h0000000, num[33:25] };
-  assign \$199  = 2'h0;
-  assign \$200  = 2'h0;
-  assign \$201  = { \$266 , \$275  };
+  assign \$250  = store__payload[71];
+  assign \$252  = remote__payload[71];
+  assign \$134  = { 7'h00, sat2, 24'h000000 };
+  assign \$173  = { finish, 1'h0 };
+  assign \$175  = { 25'h0000000, num[33:25] };
+  assign \$203  = 2'h0;
+  assign \$204  = 2'h0;
+  assign \$205  = { \$265 , \$274  };
 endmodule
 
 module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -43345,8 +43341,8 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
-, response__payload, clk);
+module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
+, response__valid, clk);
   reg _init_strobe_26  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
@@ -43825,7 +43821,7 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
   assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, response__payload, clk);
+module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
   reg _init_strobe_27  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
@@ -47448,7 +47444,7 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign head = rd__addr;
 endmodule
 
-module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
+module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, o__payload, i__valid, data, o__valid, clk);
   input clk;
   wire clk;
   input [57:0] data;
@@ -47513,7 +47509,7 @@ module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, i__valid, data,
   assign o__payload$7__tag  = o__payload[57:55];
 endmodule
 
-module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_31  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -47554,32 +47550,20 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, data, o__val
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [57:0] \$50 ;
+  reg [57:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [57:0] \$64 ;
-  reg [57:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -47588,16 +47572,19 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, data, o__val
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
+  reg [57:0] entry0 = 58'h000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  wire [2:0] entry0__tag ;
+  reg [57:0] entry1 = 58'h000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  wire [2:0] entry1__tag ;
   output full;
   reg full = 1'h0;
-  (* init = 58'h000000000000000 *)
-  wire [57:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
-  wire [2:0] head_reg__tag ;
   reg [1:0] level = 2'h0;
   output [57:0] o__payload;
-  reg [57:0] o__payload = 58'h000000000000000;
+  wire [57:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [2:0] o__payload__tag ;
@@ -47607,54 +47594,30 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, data, o__val
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [57:0] slot = 58'h000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  wire [2:0] slot__tag ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -47686,67 +47649,100 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, data, o__val
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_31 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__bytes  = o__payload[54:48];
   assign o__payload__tag  = o__payload[57:55];
-  assign head_reg__addr  = o__payload[47:0];
-  assign head_reg__bytes  = o__payload[54:48];
-  assign head_reg__tag  = o__payload[57:55];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__bytes  = entry0[54:48];
+  assign entry0__tag  = entry0[57:55];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__bytes  = entry1[54:48];
+  assign entry1__tag  = entry1[57:55];
   assign data__addr  = data[47:0];
   assign data__bytes  = data[54:48];
   assign data__tag  = data[57:55];
-  assign slot__addr  = slot[47:0];
-  assign slot__bytes  = slot[54:48];
-  assign slot__tag  = slot[57:55];
 endmodule
 
-module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
+module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [3:0] data;
@@ -47803,7 +47799,7 @@ module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, d
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_32  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -47844,32 +47840,20 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, data, o_
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [3:0] \$64 ;
-  reg [3:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -47877,15 +47861,17 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, data, o_
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
+  reg [3:0] entry0 = 4'h0;
+  wire entry0__error ;
+  wire [2:0] entry0__tag ;
+  reg [3:0] entry1 = 4'h0;
+  wire entry1__error ;
+  wire [2:0] entry1__tag ;
   output full;
   reg full = 1'h0;
-  (* init = 4'h0 *)
-  wire [3:0] head_reg;
-  wire head_reg__error ;
-  wire [2:0] head_reg__tag ;
   reg [1:0] level = 2'h0;
   output [3:0] o__payload;
-  reg [3:0] o__payload = 4'h0;
+  wire [3:0] o__payload;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
   input o__ready;
@@ -47894,53 +47880,30 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, data, o_
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [3:0] slot = 4'h0;
-  wire slot__error ;
-  wire [2:0] slot__tag ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -47972,63 +47935,96 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, data, o_
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_32 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_32 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
-  assign head_reg__tag  = o__payload[2:0];
-  assign head_reg__error  = o__payload[3];
+  assign entry0__tag  = entry0[2:0];
+  assign entry0__error  = entry0[3];
+  assign entry1__tag  = entry1[2:0];
+  assign entry1__error  = entry1[3];
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
-  assign slot__tag  = slot[2:0];
-  assign slot__error  = slot[3];
 endmodule
 
-module t3hw_system__e1__slice_net_dma (rst, i__ready, i__valid, data, o__ready, o__valid, o__payload, clk);
+module t3hw_system__e1__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -48121,7 +48117,7 @@ module t3hw_system__e1__slice_net_dma (rst, i__ready, i__valid, data, o__ready, 
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e1__slice_net_dma__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
+module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
   reg _init_strobe_33  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -48162,32 +48158,20 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [76:0] \$50 ;
+  reg [76:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [76:0] \$64 ;
-  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -48201,21 +48185,29 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  output full;
-  reg full = 1'h0;
-  (* init = 77'h00000000000000000000 *)
-  wire [76:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
-  wire [4:0] head_reg__device ;
+  reg [76:0] entry0 = 77'h00000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  wire [4:0] entry0__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  reg [76:0] entry1 = 77'h00000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  wire [4:0] entry1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [76:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -48230,59 +48222,30 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [76:0] slot = 77'h00000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  wire [4:0] slot__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -48314,75 +48277,108 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_33 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_33 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign head_reg__device  = o__payload[4:0];
-  assign head_reg__addr  = o__payload[52:5];
-  assign head_reg__kind  = o__payload[53];
-  assign head_reg__tile  = o__payload[69:54];
-  assign head_reg__bytes  = o__payload[76:70];
+  assign entry0__device  = entry0[4:0];
+  assign entry0__addr  = entry0[52:5];
+  assign entry0__kind  = entry0[53];
+  assign entry0__tile  = entry0[69:54];
+  assign entry0__bytes  = entry0[76:70];
+  assign entry1__device  = entry1[4:0];
+  assign entry1__addr  = entry1[52:5];
+  assign entry1__kind  = entry1[53];
+  assign entry1__tile  = entry1[69:54];
+  assign entry1__bytes  = entry1[76:70];
   assign data__device  = data[4:0];
   assign data__addr  = data[52:5];
   assign data__kind  = data[53];
   assign data__tile  = data[69:54];
   assign data__bytes  = data[76:70];
-  assign slot__device  = slot[4:0];
-  assign slot__addr  = slot[52:5];
-  assign slot__kind  = slot[53];
-  assign slot__tile  = slot[69:54];
-  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, data, o__ready, o__valid, o__payload, clk);
+module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, o__payload, data, o__ready, o__valid, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -48475,7 +48471,7 @@ module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, data, o__ready
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e1__slice_net_store__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
+module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
   reg _init_strobe_34  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -48516,32 +48512,20 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, data, o__ready, o__va
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [76:0] \$50 ;
+  reg [76:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [76:0] \$64 ;
-  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -48555,21 +48539,29 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, data, o__ready, o__va
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  output full;
-  reg full = 1'h0;
-  (* init = 77'h00000000000000000000 *)
-  wire [76:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
-  wire [4:0] head_reg__device ;
+  reg [76:0] entry0 = 77'h00000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  wire [4:0] entry0__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  reg [76:0] entry1 = 77'h00000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  wire [4:0] entry1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [76:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -48584,59 +48576,30 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, data, o__ready, o__va
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [76:0] slot = 77'h00000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  wire [4:0] slot__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -48668,75 +48631,108 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, data, o__ready, o__va
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign head_reg__device  = o__payload[4:0];
-  assign head_reg__addr  = o__payload[52:5];
-  assign head_reg__kind  = o__payload[53];
-  assign head_reg__tile  = o__payload[69:54];
-  assign head_reg__bytes  = o__payload[76:70];
+  assign entry0__device  = entry0[4:0];
+  assign entry0__addr  = entry0[52:5];
+  assign entry0__kind  = entry0[53];
+  assign entry0__tile  = entry0[69:54];
+  assign entry0__bytes  = entry0[76:70];
+  assign entry1__device  = entry1[4:0];
+  assign entry1__addr  = entry1[52:5];
+  assign entry1__kind  = entry1[53];
+  assign entry1__tile  = entry1[69:54];
+  assign entry1__bytes  = entry1[76:70];
   assign data__device  = data[4:0];
   assign data__addr  = data[52:5];
   assign data__kind  = data[53];
   assign data__tile  = data[69:54];
   assign data__bytes  = data[76:70];
-  assign slot__device  = slot[4:0];
-  assign slot__addr  = slot[52:5];
-  assign slot__kind  = slot[53];
-  assign slot__tile  = slot[69:54];
-  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e1__slice_remote (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
+module t3hw_system__e1__slice_remote (rst, o__ready, i__ready, o__payload, i__valid, data, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -48829,7 +48825,7 @@ module t3hw_system__e1__slice_remote (rst, o__ready, i__ready, i__valid, data, o
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_35  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -48870,32 +48866,20 @@ module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, data, o__valid
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [72:0] \$50 ;
+  reg [72:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [72:0] \$64 ;
-  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -48909,21 +48893,29 @@ module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, data, o__valid
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  output full;
-  reg full = 1'h0;
-  (* init = 73'h0000000000000000000 *)
-  wire [72:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
+  reg [72:0] entry0 = 73'h0000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
-  wire head_reg__tracked ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  wire entry0__tracked ;
+  reg [72:0] entry1 = 73'h0000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  wire entry1__tracked ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  reg [72:0] o__payload = 73'h0000000000000000000;
+  wire [72:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -48938,59 +48930,30 @@ module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, data, o__valid
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [72:0] slot = 73'h0000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
-  wire slot__tracked ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -49022,75 +48985,108 @@ module t3hw_system__e1__slice_remote__queue (rst, o__ready, push, data, o__valid
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_35 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_35 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign head_reg__addr  = o__payload[47:0];
-  assign head_reg__tile  = o__payload[63:48];
-  assign head_reg__bytes  = o__payload[70:64];
-  assign head_reg__kind  = o__payload[71];
-  assign head_reg__tracked  = o__payload[72];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__tile  = entry0[63:48];
+  assign entry0__bytes  = entry0[70:64];
+  assign entry0__kind  = entry0[71];
+  assign entry0__tracked  = entry0[72];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__tile  = entry1[63:48];
+  assign entry1__bytes  = entry1[70:64];
+  assign entry1__kind  = entry1[71];
+  assign entry1__tracked  = entry1[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
   assign data__kind  = data[71];
   assign data__tracked  = data[72];
-  assign slot__addr  = slot[47:0];
-  assign slot__tile  = slot[63:48];
-  assign slot__bytes  = slot[70:64];
-  assign slot__kind  = slot[71];
-  assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
+module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -49183,7 +49179,7 @@ module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, data, o_
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e1__slice_store__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_36  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -49224,32 +49220,20 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, data, o__valid,
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [72:0] \$50 ;
+  reg [72:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [72:0] \$64 ;
-  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -49263,21 +49247,29 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, data, o__valid,
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  output full;
-  reg full = 1'h0;
-  (* init = 73'h0000000000000000000 *)
-  wire [72:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
+  reg [72:0] entry0 = 73'h0000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
-  wire head_reg__tracked ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  wire entry0__tracked ;
+  reg [72:0] entry1 = 73'h0000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  wire entry1__tracked ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  reg [72:0] o__payload = 73'h0000000000000000000;
+  wire [72:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -49292,59 +49284,30 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, data, o__valid,
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [72:0] slot = 73'h0000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
-  wire slot__tracked ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -49376,72 +49339,105 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, data, o__valid,
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_36 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_36 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign head_reg__addr  = o__payload[47:0];
-  assign head_reg__tile  = o__payload[63:48];
-  assign head_reg__bytes  = o__payload[70:64];
-  assign head_reg__kind  = o__payload[71];
-  assign head_reg__tracked  = o__payload[72];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__tile  = entry0[63:48];
+  assign entry0__bytes  = entry0[70:64];
+  assign entry0__kind  = entry0[71];
+  assign entry0__tracked  = entry0[72];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__tile  = entry1[63:48];
+  assign entry1__bytes  = entry1[70:64];
+  assign entry1__kind  = entry1[71];
+  assign entry1__tracked  = entry1[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
   assign data__kind  = data[71];
   assign data__tracked  = data[72];
-  assign slot__addr  = slot[47:0];
-  assign slot__tile  = slot[63:48];
-  assign slot__bytes  = slot[70:64];
-  assign slot__kind  = slot[71];
-  assign slot__tracked  = slot[72];
 endmodule
 
 module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
@@ -52594,7 +52590,7 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign rd__data__tile  = rd__data[23:8];
 endmodule
 
-module t3hw_system__e1__tx (clk, rst, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__ready);
+module t3hw_system__e1__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
   reg _init_strobe_40  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
@@ -57409,8 +57405,8 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__ready, wr__data, o__val
   assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, track__valid
-, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload, load__payload);
+module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, store__payload, remote__payload, dma__payload, dma_response__ready, config__valid
+, config__payload, dram__valid, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, remote__valid, dma__valid, load__payload);
   reg _init_strobe_44  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -57424,7 +57420,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$107 ;
   wire \$108 ;
   wire \$109 ;
-  wire \$11 ;
+  wire [8:0] \$11 ;
   wire \$110 ;
   wire \$111 ;
   wire \$112 ;
@@ -57434,35 +57430,35 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$116 ;
   wire \$117 ;
   wire \$118 ;
-  wire [83:0] \$119 ;
+  wire \$119 ;
   wire \$12 ;
-  wire [83:0] \$120 ;
+  wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
+  wire [83:0] \$123 ;
+  wire [83:0] \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [38:0] \$127 ;
-  wire [31:0] \$128 ;
-  wire [8:0] \$129 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
-  wire [39:0] \$130 ;
-  wire [40:0] \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
+  wire \$130 ;
+  wire [38:0] \$131 ;
+  wire [31:0] \$132 ;
+  wire [8:0] \$133 ;
+  wire [39:0] \$134 ;
+  wire [40:0] \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
-  wire [5:0] \$140 ;
+  wire \$140 ;
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [5:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
@@ -57485,52 +57481,52 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$162 ;
   wire \$163 ;
   wire \$164 ;
-  wire [25:0] \$165 ;
+  wire \$165 ;
   wire \$166 ;
-  wire [25:0] \$167 ;
-  wire [32:0] \$168 ;
-  wire [2:0] \$169 ;
+  wire \$167 ;
+  wire \$168 ;
+  wire [25:0] \$169 ;
   wire \$17 ;
-  wire [34:0] \$170 ;
-  wire [33:0] \$171 ;
-  wire \$172 ;
-  wire \$173 ;
-  wire \$174 ;
-  wire [32:0] \$175 ;
-  wire [32:0] \$176 ;
+  wire \$170 ;
+  wire [25:0] \$171 ;
+  wire [32:0] \$172 ;
+  wire [2:0] \$173 ;
+  wire [34:0] \$174 ;
+  wire [33:0] \$175 ;
+  wire \$176 ;
   wire \$177 ;
   wire \$178 ;
-  wire \$179 ;
+  wire [32:0] \$179 ;
   wire \$18 ;
   wire [32:0] \$180 ;
-  wire [32:0] \$181 ;
+  wire \$181 ;
   wire \$182 ;
   wire \$183 ;
-  wire \$184 ;
+  wire [32:0] \$184 ;
   wire [32:0] \$185 ;
-  wire [32:0] \$186 ;
+  wire \$186 ;
   wire \$187 ;
   wire \$188 ;
-  wire \$189 ;
+  wire [32:0] \$189 ;
   wire \$19 ;
   wire [32:0] \$190 ;
-  wire [32:0] \$191 ;
+  wire \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [32:0] \$194 ;
+  wire [32:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
-  wire [32:0] \$198 ;
-  wire [1:0] \$199 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [1:0] \$200 ;
-  wire [1:0] \$201 ;
-  wire \$202 ;
-  wire \$203 ;
-  wire \$204 ;
-  wire \$205 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire [32:0] \$202 ;
+  wire [1:0] \$203 ;
+  wire [1:0] \$204 ;
+  wire [1:0] \$205 ;
   wire \$206 ;
   wire \$207 ;
   wire \$208 ;
@@ -57546,7 +57542,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$217 ;
   wire \$218 ;
   wire \$219 ;
-  wire [17:0] \$22 ;
+  wire \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
@@ -57568,7 +57564,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$237 ;
   wire \$238 ;
   wire \$239 ;
-  wire \$24 ;
+  wire [17:0] \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
@@ -57581,11 +57577,11 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$249 ;
   wire \$25 ;
   wire \$250 ;
-  wire \$251 ;
-  wire [1:0] \$252 ;
-  wire \$253 ;
-  wire [1:0] \$254 ;
-  wire [83:0] \$255 ;
+  wire [1:0] \$251 ;
+  wire \$252 ;
+  wire [1:0] \$253 ;
+  wire [83:0] \$254 ;
+  wire \$255 ;
   wire \$256 ;
   wire \$257 ;
   wire \$258 ;
@@ -57607,7 +57603,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$272 ;
   wire \$273 ;
   wire \$274 ;
-  wire \$275 ;
+  reg \$275 ;
   reg \$276 ;
   reg \$277 ;
   reg \$278 ;
@@ -57620,32 +57616,32 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   reg \$284 ;
   reg \$285 ;
   reg \$286 ;
-  reg \$287 ;
+  reg [83:0] \$287 ;
   reg [83:0] \$288 ;
-  reg [83:0] \$289 ;
+  reg \$289 ;
   wire \$29 ;
-  reg \$290 ;
-  reg [22:0] \$291 ;
-  reg [31:0] \$292 ;
-  reg [24:0] \$293 ;
-  reg [8:0] \$294 ;
-  reg [33:0] \$295 ;
-  reg \$296 ;
-  reg [38:0] \$297 ;
-  reg [7:0] \$298 ;
+  reg [22:0] \$290 ;
+  reg [31:0] \$291 ;
+  reg [24:0] \$292 ;
+  reg [8:0] \$293 ;
+  reg [33:0] \$294 ;
+  reg \$295 ;
+  reg [38:0] \$296 ;
+  reg [7:0] \$297 ;
+  reg \$298 ;
   reg \$299 ;
   wire \$3 ;
   wire \$30 ;
   reg \$300 ;
-  reg \$301 ;
-  reg [1:0] \$302 ;
-  reg [4:0] \$303 ;
-  reg [31:0] \$304 ;
-  reg [24:0] \$305 ;
-  reg [33:0] \$306 ;
+  reg [1:0] \$301 ;
+  reg [4:0] \$302 ;
+  reg [31:0] \$303 ;
+  reg [24:0] \$304 ;
+  reg [33:0] \$305 ;
+  reg \$306 ;
   reg \$307 ;
-  reg \$308 ;
-  reg [287:0] \$309 ;
+  reg [287:0] \$308 ;
+  reg \$309 ;
   wire \$31 ;
   reg \$310 ;
   reg \$311 ;
@@ -57653,8 +57649,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   reg \$313 ;
   reg \$314 ;
   reg \$315 ;
-  reg \$316 ;
-  reg [1:0] \$317 ;
+  reg [1:0] \$316 ;
   wire \$32 ;
   wire \$33 ;
   wire \$34 ;
@@ -57681,9 +57676,9 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [1:0] \$56 ;
+  wire \$56 ;
   wire \$57 ;
-  wire \$58 ;
+  wire [1:0] \$58 ;
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
@@ -57695,10 +57690,10 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [1:0] \$69 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
+  wire [1:0] \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
@@ -57723,9 +57718,9 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [1:0] \$94 ;
   wire \$95 ;
-  wire [1:0] \$96 ;
+  wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -57737,6 +57732,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
   reg below = 1'h1;
+  reg below2 = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
   (* enum_value_00 = "ROUND_ROBIN" *)
@@ -57935,7 +57931,6 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire response__ready;
   input response__valid;
   wire response__valid;
-  reg rr_turn = 1'h0;
   input rst;
   wire rst;
   reg [8:0] sat2 = 9'h022;
@@ -58035,284 +58030,285 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$8  = config__valid & \$7 ;
   assign \$9  = occupancy + 1'h1;
   assign \$10  = \$9  < thr;
-  assign \$11  = ~ dram__valid;
-  assign \$12  = \$11  | dram__ready;
-  assign \$13  = \$12  & pick_c;
-  assign \$14  = gate_m & below;
-  assign \$15  = \$signal  | \$14 ;
+  assign \$11  = occupancy + 2'h2;
+  assign \$12  = \$11  < thr;
+  assign \$13  = ~ dram__valid;
+  assign \$14  = \$13  | dram__ready;
+  assign \$15  = \$14  & pick_c;
   assign \$16  = gate_m & below;
-  assign \$17  = drop_wait | \$16 ;
-  assign \$18  = ~ dram__valid;
-  assign \$19  = \$18  | dram__ready;
-  assign \$20  = ~ wait_full;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = wait1 + 1'h1;
-  assign \$23  = | \new [9:2];
-  assign \$24  = \new [1] & \$23 ;
-  assign \$25  = finish[1] ? cfg[1] : gated;
-  assign \$26  = accept ? \$24  : \$25 ;
-  assign \$27  = ~ dram__valid;
-  assign \$28  = \$27  | dram__ready;
-  assign \$29  = \$28  & pick_c;
-  assign \$30  = gate_m & below;
-  assign \$31  = \$signal  | \$30 ;
-  assign \$32  = \$29  | \$31 ;
-  assign \$33  = gate_m & below;
-  assign \$34  = \$signal  | \$33 ;
-  assign \$35  = \$32  ? \$34  : last_comm;
-  assign \$36  = dma__valid | remote__valid;
-  assign \$37  = gate_m & below;
-  assign \$38  = \$signal  | \$37 ;
-  assign \$39  = ~ \$38 ;
-  assign \$40  = \$36  & \$39 ;
-  assign \$41  = ~ dram__valid;
-  assign \$42  = \$41  | dram__ready;
-  assign \$43  = ~ wait_full;
-  assign \$44  = \$42  & \$43 ;
-  assign \$45  = wait1 >= \new [38:23];
-  assign \$46  = wait1 > \new [38:23];
-  assign \$47  = \$44  ? \$45  : \$46 ;
-  assign \$48  = ~ dram__valid;
-  assign \$49  = \$48  | dram__ready;
-  assign \$50  = ~ wait_full;
-  assign \$51  = \$49  & \$50 ;
-  assign \$52  = wait1 == cfg[38:23];
-  assign \$53  = \$51  ? \$52  : wait_full;
-  assign \$54  = accept ? \$47  : \$53 ;
-  assign \$55  = \$40  & \$54 ;
-  assign \$56  = accept ? \new [1:0] : cfg[1:0];
-  assign \$57  = ! \$56 ;
-  assign \$58  = ~ dram__valid;
-  assign \$59  = \$58  | dram__ready;
-  assign \$60  = \$59  & pick_c;
-  assign \$61  = gate_m & below;
-  assign \$62  = \$signal  | \$61 ;
-  assign \$63  = \$60  | \$62 ;
-  assign \$64  = gate_m & below;
-  assign \$65  = \$signal  | \$64 ;
-  assign \$66  = \$63  ? \$65  : last_comm;
-  assign \$67  = ~ \$66 ;
-  assign \$68  = \$57  & \$67 ;
-  assign \$69  = accept ? \new [1:0] : cfg[1:0];
-  assign \$70  = dma__valid | remote__valid;
-  assign \$71  = gate_m & below;
-  assign \$72  = \$signal  | \$71 ;
-  assign \$73  = ~ \$72 ;
-  assign \$74  = \$70  & \$73 ;
-  assign \$75  = ~ dram__valid;
-  assign \$76  = \$75  | dram__ready;
-  assign \$77  = ~ wait_full;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = wait1 >= \new [38:23];
-  assign \$80  = wait1 > \new [38:23];
-  assign \$81  = \$78  ? \$79  : \$80 ;
-  assign \$82  = ~ dram__valid;
-  assign \$83  = \$82  | dram__ready;
-  assign \$84  = ~ wait_full;
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = wait1 == cfg[38:23];
-  assign \$87  = \$85  ? \$86  : wait_full;
-  assign \$88  = accept ? \$81  : \$87 ;
-  assign \$89  = \$74  & \$88 ;
-  assign \$90  = \$69 [1] & \$89 ;
-  assign \$91  = \$68  | \$90 ;
-  assign \$92  = | \new [9:2];
-  assign \$93  = \new [1] & \$92 ;
-  assign \$94  = finish[1] ? cfg[1] : gated;
-  assign \$95  = accept ? \$93  : \$94 ;
-  assign \$96  = accept ? \new [1:0] : cfg[1:0];
-  assign \$97  = \$96  == 2'h3;
-  assign \$98  = \$95  & \$97 ;
-  assign \$99  = ~ dram__valid;
-  assign \$100  = \$99  | dram__ready;
-  assign \$101  = \$100  & pick_c;
-  assign \$102  = gate_m & below;
-  assign \$103  = \$signal  | \$102 ;
-  assign \$104  = \$101  | \$103 ;
-  assign \$105  = gate_m & below;
-  assign \$106  = \$signal  | \$105 ;
-  assign \$107  = \$104  ? \$106  : last_comm;
-  assign \$108  = ~ \$107 ;
-  assign \$109  = \$98  & \$108 ;
-  assign \$110  = ~ dram__valid;
-  assign \$111  = \$110  | dram__ready;
-  assign \$112  = ~ dram__valid;
-  assign \$113  = \$112  | dram__ready;
-  assign \$114  = \$113  & pick_c;
-  assign \$115  = gate_m & below;
-  assign \$116  = \$signal  | \$115 ;
-  assign \$117  = \$114  | \$116 ;
-  assign \$118  = ~ pick_c;
-  assign \$119  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
-  assign \$120  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
-  assign \$121  = dram__valid & dram__ready;
-  assign \$122  = \$121  & \$255 [83];
-  assign \$123  = | \$255 [1:0];
-  assign \$124  = \$122  & \$123 ;
-  assign \$125  = \$255 [1:0] == 2'h2;
-  assign \$126  = \$125  ? 1'h1 : 1'h0;
-  assign \$127  = cfg[17:10] << scale;
-  assign \$128  = 1'h1 << scale;
-  assign \$129  = cfg[17:10] + 2'h2;
-  assign \$131  = \$130  - unit;
-  assign \$132  = ~ dram__valid;
-  assign \$133  = \$132  | dram__ready;
-  assign \$134  = \$133  & pick_c;
-  assign \$135  = ~ accept;
-  assign \$136  = \$134  & \$135 ;
-  assign \$137  = armed & grant_c_q;
-  assign \$138  = ! \new [9:2];
-  assign \$139  = ! \new [9:2];
-  assign \$140  = 5'h18 - \new [22:18];
-  assign \$141  = cfg[22:18] == 1'h1;
-  assign \$142  = cfg[22:18] > 2'h2;
-  assign \$143  = cfg[22:18] > 2'h3;
-  assign \$144  = cfg[22:18] > 3'h4;
-  assign \$145  = cfg[22:18] > 3'h5;
-  assign \$146  = cfg[22:18] > 3'h6;
-  assign \$147  = cfg[22:18] > 3'h7;
-  assign \$148  = cfg[22:18] > 4'h8;
-  assign \$149  = cfg[22:18] > 4'h9;
-  assign \$150  = cfg[22:18] > 4'ha;
-  assign \$151  = cfg[22:18] > 4'hb;
-  assign \$152  = cfg[22:18] > 4'hc;
-  assign \$153  = cfg[22:18] > 4'hd;
-  assign \$154  = cfg[22:18] > 4'he;
-  assign \$155  = cfg[22:18] > 4'hf;
-  assign \$156  = cfg[22:18] > 5'h10;
-  assign \$157  = cfg[22:18] > 5'h11;
-  assign \$158  = cfg[22:18] > 5'h12;
-  assign \$159  = cfg[22:18] > 5'h13;
-  assign \$160  = cfg[22:18] > 5'h14;
-  assign \$161  = cfg[22:18] > 5'h15;
-  assign \$162  = cfg[22:18] > 5'h16;
-  assign \$163  = cfg[22:18] > 5'h17;
-  assign \$164  = cfg[22:18] > 5'h18;
-  assign \$165  = \$141  ? 26'h3ffffff : { 1'h0, \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , \$143 , \$142 , 2'h1 };
-  assign \$166  = ! cfg[22:18];
-  assign \$167  = $signed(left) - $signed(2'h1);
-  assign \$168  = acc + sat_s;
-  assign \$170  = base + acc;
-  assign \$172  = load__valid & load__ready;
-  assign \$173  = ~ load__ready;
-  assign \$174  = load__valid & \$173 ;
-  assign \$175  = stats[31:0] + 1'h1;
-  assign \$176  = stats[159:128] + 1'h1;
-  assign \$177  = store__valid & store__ready;
-  assign \$178  = ~ store__ready;
-  assign \$179  = store__valid & \$178 ;
-  assign \$180  = stats[63:32] + 1'h1;
-  assign \$181  = stats[191:160] + 1'h1;
-  assign \$182  = dma__valid & dma__ready;
-  assign \$183  = ~ dma__ready;
-  assign \$184  = dma__valid & \$183 ;
-  assign \$185  = stats[95:64] + 1'h1;
-  assign \$186  = stats[223:192] + 1'h1;
-  assign \$187  = remote__valid & remote__ready;
-  assign \$188  = ~ remote__ready;
-  assign \$189  = remote__valid & \$188 ;
-  assign \$190  = stats[127:96] + 1'h1;
-  assign \$191  = stats[255:224] + 1'h1;
-  assign \$192  = ~ dram__valid;
-  assign \$193  = \$192  | dram__ready;
-  assign \$194  = dma__valid | remote_ok;
-  assign \$195  = \$194  & wait_full;
-  assign \$196  = \$195  & cfg[1];
-  assign \$197  = \$193  & \$196 ;
-  assign \$198  = stats[287:256] + 1'h1;
-  assign \$202  = track_hold & store__payload[72];
-  assign \$203  = ~ \$202 ;
-  assign store_ok = store__valid & \$203 ;
-  assign \$204  = track_hold & remote__payload[72];
-  assign \$205  = ~ \$204 ;
-  assign remote_ok = remote__valid & \$205 ;
-  assign \$206  = load__valid | store_ok;
-  assign \$207  = dma__valid | remote_ok;
-  assign \$208  = rr_turn & below;
-  assign \$209  = comm_first | \$208 ;
-  assign \$210  = \$207  & \$209 ;
-  assign \$211  = ~ \$210 ;
-  assign pick_c = \$206  & \$211 ;
-  assign \$212  = ~ dram__valid;
-  assign \$213  = \$212  | dram__ready;
-  assign \$214  = dma__valid | remote_ok;
-  assign \$215  = \$213  & \$214 ;
-  assign \$216  = load__valid | store_ok;
-  assign \$217  = ~ \$216 ;
-  assign \$218  = ~ gated;
-  assign \$219  = \$217  & \$218 ;
-  assign \$220  = comm_first | \$219 ;
-  assign \$signal  = \$215  & \$220 ;
-  assign \$221  = ~ dram__valid;
-  assign \$222  = \$221  | dram__ready;
-  assign \$223  = dma__valid | remote_ok;
-  assign \$224  = \$222  & \$223 ;
-  assign \$225  = ~ comm_first;
+  assign \$17  = \$signal  | \$16 ;
+  assign \$18  = gate_m & below;
+  assign \$19  = drop_wait | \$18 ;
+  assign \$20  = ~ dram__valid;
+  assign \$21  = \$20  | dram__ready;
+  assign \$22  = ~ wait_full;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = wait1 + 1'h1;
+  assign \$25  = | \new [9:2];
+  assign \$26  = \new [1] & \$25 ;
+  assign \$27  = finish[1] ? cfg[1] : gated;
+  assign \$28  = accept ? \$26  : \$27 ;
+  assign \$29  = ~ dram__valid;
+  assign \$30  = \$29  | dram__ready;
+  assign \$31  = \$30  & pick_c;
+  assign \$32  = gate_m & below;
+  assign \$33  = \$signal  | \$32 ;
+  assign \$34  = \$31  | \$33 ;
+  assign \$35  = gate_m & below;
+  assign \$36  = \$signal  | \$35 ;
+  assign \$37  = \$34  ? \$36  : last_comm;
+  assign \$38  = dma__valid | remote__valid;
+  assign \$39  = gate_m & below;
+  assign \$40  = \$signal  | \$39 ;
+  assign \$41  = ~ \$40 ;
+  assign \$42  = \$38  & \$41 ;
+  assign \$43  = ~ dram__valid;
+  assign \$44  = \$43  | dram__ready;
+  assign \$45  = ~ wait_full;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = wait1 >= \new [38:23];
+  assign \$48  = wait1 > \new [38:23];
+  assign \$49  = \$46  ? \$47  : \$48 ;
+  assign \$50  = ~ dram__valid;
+  assign \$51  = \$50  | dram__ready;
+  assign \$52  = ~ wait_full;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = wait1 == cfg[38:23];
+  assign \$55  = \$53  ? \$54  : wait_full;
+  assign \$56  = accept ? \$49  : \$55 ;
+  assign \$57  = \$42  & \$56 ;
+  assign \$58  = accept ? \new [1:0] : cfg[1:0];
+  assign \$59  = ! \$58 ;
+  assign \$60  = ~ dram__valid;
+  assign \$61  = \$60  | dram__ready;
+  assign \$62  = \$61  & pick_c;
+  assign \$63  = gate_m & below;
+  assign \$64  = \$signal  | \$63 ;
+  assign \$65  = \$62  | \$64 ;
+  assign \$66  = gate_m & below;
+  assign \$67  = \$signal  | \$66 ;
+  assign \$68  = \$65  ? \$67  : last_comm;
+  assign \$69  = ~ \$68 ;
+  assign \$70  = \$59  & \$69 ;
+  assign \$71  = accept ? \new [1:0] : cfg[1:0];
+  assign \$72  = dma__valid | remote__valid;
+  assign \$73  = gate_m & below;
+  assign \$74  = \$signal  | \$73 ;
+  assign \$75  = ~ \$74 ;
+  assign \$76  = \$72  & \$75 ;
+  assign \$77  = ~ dram__valid;
+  assign \$78  = \$77  | dram__ready;
+  assign \$79  = ~ wait_full;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = wait1 >= \new [38:23];
+  assign \$82  = wait1 > \new [38:23];
+  assign \$83  = \$80  ? \$81  : \$82 ;
+  assign \$84  = ~ dram__valid;
+  assign \$85  = \$84  | dram__ready;
+  assign \$86  = ~ wait_full;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = wait1 == cfg[38:23];
+  assign \$89  = \$87  ? \$88  : wait_full;
+  assign \$90  = accept ? \$83  : \$89 ;
+  assign \$91  = \$76  & \$90 ;
+  assign \$92  = \$71 [1] & \$91 ;
+  assign \$93  = \$70  | \$92 ;
+  assign \$94  = accept ? \new [1:0] : cfg[1:0];
+  assign \$95  = \$94  == 2'h3;
+  assign \$96  = | \new [9:2];
+  assign \$97  = \new [1] & \$96 ;
+  assign \$98  = finish[1] ? cfg[1] : gated;
+  assign \$99  = accept ? \$97  : \$98 ;
+  assign \$100  = \$95  & \$99 ;
+  assign \$101  = ~ dram__valid;
+  assign \$102  = \$101  | dram__ready;
+  assign \$103  = \$102  & pick_c;
+  assign \$104  = gate_m & below;
+  assign \$105  = \$signal  | \$104 ;
+  assign \$106  = \$103  | \$105 ;
+  assign \$107  = gate_m & below;
+  assign \$108  = \$signal  | \$107 ;
+  assign \$109  = \$106  ? \$108  : last_comm;
+  assign \$110  = ~ \$109 ;
+  assign \$111  = \$100  & \$110 ;
+  assign \$112  = \$111  & below2;
+  assign \$113  = \$93  | \$112 ;
+  assign \$114  = ~ dram__valid;
+  assign \$115  = \$114  | dram__ready;
+  assign \$116  = ~ dram__valid;
+  assign \$117  = \$116  | dram__ready;
+  assign \$118  = \$117  & pick_c;
+  assign \$119  = gate_m & below;
+  assign \$120  = \$signal  | \$119 ;
+  assign \$121  = \$118  | \$120 ;
+  assign \$122  = ~ pick_c;
+  assign \$123  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
+  assign \$124  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
+  assign \$125  = dram__valid & dram__ready;
+  assign \$126  = \$125  & \$254 [83];
+  assign \$127  = | \$254 [1:0];
+  assign \$128  = \$126  & \$127 ;
+  assign \$129  = \$254 [1:0] == 2'h2;
+  assign \$130  = \$129  ? 1'h1 : 1'h0;
+  assign \$131  = cfg[17:10] << scale;
+  assign \$132  = 1'h1 << scale;
+  assign \$133  = cfg[17:10] + 2'h2;
+  assign \$135  = \$134  - unit;
+  assign \$136  = ~ dram__valid;
+  assign \$137  = \$136  | dram__ready;
+  assign \$138  = \$137  & pick_c;
+  assign \$139  = ~ accept;
+  assign \$140  = \$138  & \$139 ;
+  assign \$141  = armed & grant_c_q;
+  assign \$142  = ! \new [9:2];
+  assign \$143  = ! \new [9:2];
+  assign \$144  = 5'h18 - \new [22:18];
+  assign \$145  = cfg[22:18] == 1'h1;
+  assign \$146  = cfg[22:18] > 2'h2;
+  assign \$147  = cfg[22:18] > 2'h3;
+  assign \$148  = cfg[22:18] > 3'h4;
+  assign \$149  = cfg[22:18] > 3'h5;
+  assign \$150  = cfg[22:18] > 3'h6;
+  assign \$151  = cfg[22:18] > 3'h7;
+  assign \$152  = cfg[22:18] > 4'h8;
+  assign \$153  = cfg[22:18] > 4'h9;
+  assign \$154  = cfg[22:18] > 4'ha;
+  assign \$155  = cfg[22:18] > 4'hb;
+  assign \$156  = cfg[22:18] > 4'hc;
+  assign \$157  = cfg[22:18] > 4'hd;
+  assign \$158  = cfg[22:18] > 4'he;
+  assign \$159  = cfg[22:18] > 4'hf;
+  assign \$160  = cfg[22:18] > 5'h10;
+  assign \$161  = cfg[22:18] > 5'h11;
+  assign \$162  = cfg[22:18] > 5'h12;
+  assign \$163  = cfg[22:18] > 5'h13;
+  assign \$164  = cfg[22:18] > 5'h14;
+  assign \$165  = cfg[22:18] > 5'h15;
+  assign \$166  = cfg[22:18] > 5'h16;
+  assign \$167  = cfg[22:18] > 5'h17;
+  assign \$168  = cfg[22:18] > 5'h18;
+  assign \$169  = \$145  ? 26'h3ffffff : { 1'h0, \$168 , \$167 , \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , 2'h1 };
+  assign \$170  = ! cfg[22:18];
+  assign \$171  = $signed(left) - $signed(2'h1);
+  assign \$172  = acc + sat_s;
+  assign \$174  = base + acc;
+  assign \$176  = load__valid & load__ready;
+  assign \$177  = ~ load__ready;
+  assign \$178  = load__valid & \$177 ;
+  assign \$179  = stats[31:0] + 1'h1;
+  assign \$180  = stats[159:128] + 1'h1;
+  assign \$181  = store__valid & store__ready;
+  assign \$182  = ~ store__ready;
+  assign \$183  = store__valid & \$182 ;
+  assign \$184  = stats[63:32] + 1'h1;
+  assign \$185  = stats[191:160] + 1'h1;
+  assign \$186  = dma__valid & dma__ready;
+  assign \$187  = ~ dma__ready;
+  assign \$188  = dma__valid & \$187 ;
+  assign \$189  = stats[95:64] + 1'h1;
+  assign \$190  = stats[223:192] + 1'h1;
+  assign \$191  = remote__valid & remote__ready;
+  assign \$192  = ~ remote__ready;
+  assign \$193  = remote__valid & \$192 ;
+  assign \$194  = stats[127:96] + 1'h1;
+  assign \$195  = stats[255:224] + 1'h1;
+  assign \$196  = ~ dram__valid;
+  assign \$197  = \$196  | dram__ready;
+  assign \$198  = dma__valid | remote_ok;
+  assign \$199  = \$198  & wait_full;
+  assign \$200  = \$199  & cfg[1];
+  assign \$201  = \$197  & \$200 ;
+  assign \$202  = stats[287:256] + 1'h1;
+  assign \$206  = track_hold & store__payload[72];
+  assign \$207  = ~ \$206 ;
+  assign store_ok = store__valid & \$207 ;
+  assign \$208  = track_hold & remote__payload[72];
+  assign \$209  = ~ \$208 ;
+  assign remote_ok = remote__valid & \$209 ;
+  assign \$210  = load__valid | store_ok;
+  assign \$211  = dma__valid | remote_ok;
+  assign \$212  = \$211  & comm_first;
+  assign \$213  = ~ \$212 ;
+  assign pick_c = \$210  & \$213 ;
+  assign \$214  = ~ dram__valid;
+  assign \$215  = \$214  | dram__ready;
+  assign \$216  = dma__valid | remote_ok;
+  assign \$217  = \$215  & \$216 ;
+  assign \$218  = load__valid | store_ok;
+  assign \$219  = ~ \$218 ;
+  assign \$220  = ~ gated;
+  assign \$221  = \$219  & \$220 ;
+  assign \$222  = comm_first | \$221 ;
+  assign \$signal  = \$217  & \$222 ;
+  assign \$223  = ~ dram__valid;
+  assign \$224  = \$223  | dram__ready;
+  assign \$225  = dma__valid | remote_ok;
   assign \$226  = \$224  & \$225 ;
   assign \$227  = load__valid | store_ok;
   assign \$228  = ~ \$227 ;
-  assign \$229  = \$228  & gated;
-  assign \$230  = \$229  | rr_turn;
-  assign gate_m = \$226  & \$230 ;
-  assign \$231  = ~ load__valid;
-  assign \$232  = ~ last_store;
-  assign \$233  = \$231  | \$232 ;
-  assign sel_store = store_ok & \$233 ;
-  assign \$234  = ~ dma__valid;
-  assign \$235  = ~ last_remote;
-  assign \$236  = \$234  | \$235 ;
-  assign sel_remote = remote_ok & \$236 ;
-  assign \$237  = ~ dram__valid;
-  assign \$238  = \$237  | dram__ready;
-  assign \$239  = \$238  & pick_c;
-  assign \$240  = ~ sel_store;
-  assign load__ready = \$239  & \$240 ;
-  assign \$241  = ~ dram__valid;
-  assign \$242  = \$241  | dram__ready;
-  assign \$243  = \$242  & pick_c;
-  assign store__ready = \$243  & sel_store;
-  assign \$244  = gate_m & below;
-  assign \$245  = \$signal  | \$244 ;
-  assign \$246  = ~ sel_remote;
-  assign dma__ready = \$245  & \$246 ;
-  assign \$247  = gate_m & below;
-  assign \$248  = \$signal  | \$247 ;
-  assign remote__ready = \$248  & sel_remote;
-  assign \$249  = dma__valid | remote__valid;
-  assign \$250  = ~ \$249 ;
-  assign drop_wait = \$250  | \$signal ;
-  assign \$252  = \$251  ? 2'h2 : 2'h1;
-  assign \$254  = \$253  ? 2'h2 : 2'h1;
-  assign \$255  = is_comm ? comm_q : \$signal$30 ;
-  assign \$256  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$256 ;
-  assign \$257  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$257 ;
-  assign \$258  = ! response__payload[1:0];
-  assign \$259  = response__payload[1:0] == 1'h1;
-  assign \$260  = \$259  ? dma_response__ready : 1'h1;
-  assign response__ready = \$258  ? load_response__ready : \$260 ;
-  assign \$261  = ! response__payload[1:0];
-  assign \$262  = ~ \$261 ;
-  assign \$263  = response__valid & \$262 ;
-  assign \$264  = response__payload[1:0] == 1'h1;
-  assign \$265  = ~ \$264 ;
-  assign \$266  = \$263  & \$265 ;
-  assign \$267  = | config__payload[38:23];
-  assign \$268  = config__payload[22:18] <= 5'h18;
-  assign \$269  = \$267  & \$268 ;
-  assign \$270  = | config__payload[9:2];
-  assign \$271  = | config__payload[17:10];
-  assign \$272  = \$270  | \$271 ;
-  assign \$273  = \$269  & \$272 ;
-  assign \$274  = ~ \$273 ;
-  assign \$275  = config__valid & \$274 ;
+  assign \$229  = \$226  & \$228 ;
+  assign gate_m = \$229  & gated;
+  assign \$230  = ~ load__valid;
+  assign \$231  = ~ last_store;
+  assign \$232  = \$230  | \$231 ;
+  assign sel_store = store_ok & \$232 ;
+  assign \$233  = ~ dma__valid;
+  assign \$234  = ~ last_remote;
+  assign \$235  = \$233  | \$234 ;
+  assign sel_remote = remote_ok & \$235 ;
+  assign \$236  = ~ dram__valid;
+  assign \$237  = \$236  | dram__ready;
+  assign \$238  = \$237  & pick_c;
+  assign \$239  = ~ sel_store;
+  assign load__ready = \$238  & \$239 ;
+  assign \$240  = ~ dram__valid;
+  assign \$241  = \$240  | dram__ready;
+  assign \$242  = \$241  & pick_c;
+  assign store__ready = \$242  & sel_store;
+  assign \$243  = gate_m & below;
+  assign \$244  = \$signal  | \$243 ;
+  assign \$245  = ~ sel_remote;
+  assign dma__ready = \$244  & \$245 ;
+  assign \$246  = gate_m & below;
+  assign \$247  = \$signal  | \$246 ;
+  assign remote__ready = \$247  & sel_remote;
+  assign \$248  = dma__valid | remote__valid;
+  assign \$249  = ~ \$248 ;
+  assign drop_wait = \$249  | \$signal ;
+  assign \$251  = \$250  ? 2'h2 : 2'h1;
+  assign \$253  = \$252  ? 2'h2 : 2'h1;
+  assign \$254  = is_comm ? comm_q : \$signal$30 ;
+  assign \$255  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$255 ;
+  assign \$256  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$256 ;
+  assign \$257  = ! response__payload[1:0];
+  assign \$258  = response__payload[1:0] == 1'h1;
+  assign \$259  = \$258  ? dma_response__ready : 1'h1;
+  assign response__ready = \$257  ? load_response__ready : \$259 ;
+  assign \$260  = ! response__payload[1:0];
+  assign \$261  = ~ \$260 ;
+  assign \$262  = response__valid & \$261 ;
+  assign \$263  = response__payload[1:0] == 1'h1;
+  assign \$264  = ~ \$263 ;
+  assign \$265  = \$262  & \$264 ;
+  assign \$266  = | config__payload[38:23];
+  assign \$267  = config__payload[22:18] <= 5'h18;
+  assign \$268  = \$266  & \$267 ;
+  assign \$269  = | config__payload[9:2];
+  assign \$270  = | config__payload[17:10];
+  assign \$271  = \$269  | \$270 ;
+  assign \$272  = \$268  & \$271 ;
+  assign \$273  = ~ \$272 ;
+  assign \$274  = config__valid & \$273 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$276 ;
+    accept <= \$275 ;
   always @(posedge clk)
-    below <= \$277 ;
+    below <= \$276 ;
+  always @(posedge clk)
+    below2 <= \$277 ;
   always @(posedge clk)
     last_store <= \$278 ;
   always @(posedge clk)
@@ -58328,81 +58324,86 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   always @(posedge clk)
     comm_first <= \$284 ;
   always @(posedge clk)
-    rr_turn <= \$285 ;
+    dram__valid <= \$285 ;
   always @(posedge clk)
-    dram__valid <= \$286 ;
+    is_comm <= \$286 ;
   always @(posedge clk)
-    is_comm <= \$287 ;
+    \$signal$30  <= \$287 ;
   always @(posedge clk)
-    \$signal$30  <= \$288 ;
+    comm_q <= \$288 ;
   always @(posedge clk)
-    comm_q <= \$289 ;
+    track__valid <= \$289 ;
   always @(posedge clk)
-    track__valid <= \$290 ;
+    track__payload <= \$290 ;
   always @(posedge clk)
-    track__payload <= \$291 ;
+    sat_s <= \$291 ;
   always @(posedge clk)
-    sat_s <= \$292 ;
+    unit <= \$292 ;
   always @(posedge clk)
-    unit <= \$293 ;
+    sat2 <= \$293 ;
   always @(posedge clk)
-    sat2 <= \$294 ;
+    base <= \$294 ;
   always @(posedge clk)
-    base <= \$295 ;
+    grant_c_q <= \$295 ;
   always @(posedge clk)
-    grant_c_q <= \$296 ;
+    cfg <= \$296 ;
   always @(posedge clk)
-    cfg <= \$297 ;
+    thr <= \$297 ;
   always @(posedge clk)
-    thr <= \$298 ;
+    measuring <= \$298 ;
   always @(posedge clk)
-    measuring <= \$299 ;
+    armed <= \$299 ;
   always @(posedge clk)
-    armed <= \$300 ;
+    window <= \$300 ;
   always @(posedge clk)
-    window <= \$301 ;
+    finish <= \$301 ;
   always @(posedge clk)
-    finish <= \$302 ;
+    scale <= \$302 ;
   always @(posedge clk)
-    scale <= \$303 ;
+    acc <= \$303 ;
   always @(posedge clk)
-    acc <= \$304 ;
+    left <= \$304 ;
   always @(posedge clk)
-    left <= \$305 ;
+    num <= \$305 ;
   always @(posedge clk)
-    num <= \$306 ;
+    load_granted <= \$306 ;
   always @(posedge clk)
-    load_granted <= \$307 ;
+    load_stalled <= \$307 ;
   always @(posedge clk)
-    load_stalled <= \$308 ;
+    stats <= \$308 ;
   always @(posedge clk)
-    stats <= \$309 ;
+    store_granted <= \$309 ;
   always @(posedge clk)
-    store_granted <= \$310 ;
+    store_stalled <= \$310 ;
   always @(posedge clk)
-    store_stalled <= \$311 ;
+    dma_granted <= \$311 ;
   always @(posedge clk)
-    dma_granted <= \$312 ;
+    dma_stalled <= \$312 ;
   always @(posedge clk)
-    dma_stalled <= \$313 ;
+    remote_granted <= \$313 ;
   always @(posedge clk)
-    remote_granted <= \$314 ;
+    remote_stalled <= \$314 ;
   always @(posedge clk)
-    remote_stalled <= \$315 ;
+    was_forced <= \$315 ;
   always @(posedge clk)
-    was_forced <= \$316 ;
-  always @(posedge clk)
-    errors <= \$317 ;
+    errors <= \$316 ;
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$276  = \$8 ;
+    \$275  = \$8 ;
     if (rst) begin
-      \$276  = 1'h0;
+      \$275  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$277  = \$10 ;
+    \$276  = \$10 ;
+    if (rst) begin
+      \$276  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_44 ) begin end
+    \$277  = \$12 ;
     if (rst) begin
       \$277  = 1'h1;
     end
@@ -58410,7 +58411,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   always @* begin
     if (_init_strobe_44 ) begin end
     \$278  = last_store;
-    if (\$13 ) begin
+    if (\$15 ) begin
       \$278  = sel_store;
     end
     if (rst) begin
@@ -58420,7 +58421,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   always @* begin
     if (_init_strobe_44 ) begin end
     \$279  = last_remote;
-    if (\$15 ) begin
+    if (\$17 ) begin
       \$279  = sel_remote;
     end
     if (rst) begin
@@ -58430,10 +58431,10 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   always @* begin
     if (_init_strobe_44 ) begin end
     \$280  = wait1;
-    if (\$17 ) begin
+    if (\$19 ) begin
       \$280  = 17'h00001;
-    end else if (\$21 ) begin
-      \$280  = \$22 [16:0];
+    end else if (\$23 ) begin
+      \$280  = \$24 [16:0];
     end
     if (rst) begin
       \$280  = 17'h00001;
@@ -58441,44 +58442,47 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$281  = \$26 ;
+    \$281  = \$28 ;
     if (rst) begin
       \$281  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$282  = \$35 ;
+    \$282  = \$37 ;
     if (rst) begin
       \$282  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$283  = \$55 ;
+    \$283  = \$57 ;
     if (rst) begin
       \$283  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$284  = \$91 ;
+    \$284  = \$113 ;
     if (rst) begin
       \$284  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$285  = \$109 ;
+    \$285  = dram__valid;
+    if (\$115 ) begin
+      \$285  = \$121 ;
+    end
     if (rst) begin
       \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$286  = dram__valid;
-    if (\$111 ) begin
-      \$286  = \$117 ;
+    \$286  = is_comm;
+    if (\$115 ) begin
+      \$286  = \$122 ;
     end
     if (rst) begin
       \$286  = 1'h0;
@@ -58486,19 +58490,19 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$287  = is_comm;
-    if (\$111 ) begin
-      \$287  = \$118 ;
+    \$287  = \$signal$30 ;
+    if (\$115 ) begin
+      \$287  = \$123 ;
     end
     if (rst) begin
-      \$287  = 1'h0;
+      \$287  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$288  = \$signal$30 ;
-    if (\$111 ) begin
-      \$288  = \$119 ;
+    \$288  = comm_q;
+    if (\$115 ) begin
+      \$288  = \$124 ;
     end
     if (rst) begin
       \$288  = 84'h000000000000000000000;
@@ -58506,100 +58510,102 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$289  = comm_q;
-    if (\$111 ) begin
-      \$289  = \$120 ;
-    end
+    \$289  = \$128 ;
     if (rst) begin
-      \$289  = 84'h000000000000000000000;
+      \$289  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$290  = \$124 ;
+    \$290 [15:0] = \$254 [74:59];
+    \$290 [19:16] = 4'h1;
+    \$290 [20] = \$130 ;
+    \$290 [22:21] = \$254 [3:2];
     if (rst) begin
-      \$290  = 1'h0;
+      \$290  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$291 [15:0] = \$255 [74:59];
-    \$291 [19:16] = 4'h1;
-    \$291 [20] = \$126 ;
-    \$291 [22:21] = \$255 [3:2];
+    \$291  = \$131 [31:0];
     if (rst) begin
-      \$291  = 23'h000000;
+      \$291  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$292  = \$127 [31:0];
+    \$292  = \$132 [24:0];
     if (rst) begin
-      \$292  = 32'd32768;
+      \$292  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$293  = \$128 [24:0];
+    \$293  = \$133 ;
     if (rst) begin
-      \$293  = 25'h0000400;
+      \$293  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$294  = \$129 ;
+    \$294  = \$135 [33:0];
     if (rst) begin
-      \$294  = 9'h022;
+      \$294  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$295  = \$131 [33:0];
+    \$295  = \$140 ;
     if (rst) begin
-      \$295  = 34'h021fffc00;
+      \$295  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$296  = \$136 ;
-    if (rst) begin
-      \$296  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_44 ) begin end
-    \$297  = cfg;
+    \$296  = cfg;
     if (accept) begin
-      \$297  = \new ;
+      \$296  = \new ;
     end
     if (rst) begin
-      \$297  = 39'h0200388002;
+      \$296  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$298  = thr;
+    \$297  = thr;
     if (accept) begin
-      \$298  = \new [9:2];
-    end else if (\$137 ) begin
+      \$297  = \new [9:2];
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$298  = \$171 [7:0];
+      \$297  = \$175 [7:0];
     end
     if (rst) begin
-      \$298  = 8'h00;
+      \$297  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$299  = measuring;
+    \$298  = measuring;
     if (accept) begin
-      \$299  = \$138 ;
-    end else if (\$137 ) begin
+      \$298  = \$142 ;
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
+      \$298  = 1'h0;
+    end
+    if (rst) begin
+      \$298  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_44 ) begin end
+    \$299  = armed;
+    if (accept) begin
+      \$299  = \$143 ;
+    end else if (\$141 ) begin
       \$299  = 1'h0;
     end
     if (rst) begin
@@ -58608,214 +58614,202 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$300  = armed;
+    \$300  = window;
     if (accept) begin
-      \$300  = \$139 ;
-    end else if (\$137 ) begin
+      \$300  = 1'h0;
+    end else if (\$141 ) begin
+      (* full_case = 32'd1 *)
+      if (\$170 ) begin
+      end else begin
+        \$300  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$300  = 1'h0;
+      end
+    end
+    if (rst) begin
       \$300  = 1'h0;
     end
-    if (rst) begin
-      \$300  = 1'h1;
-    end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$301  = window;
+    \$301  = finish;
     if (accept) begin
-      \$301  = 1'h0;
-    end else if (\$137 ) begin
-      (* full_case = 32'd1 *)
-      if (\$166 ) begin
-      end else begin
-        \$301  = 1'h1;
+      \$301  = 2'h0;
+    end else if (\$141 ) begin
+      if (\$170 ) begin
+        \$301  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$301  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$301  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_44 ) begin end
-    \$302  = finish;
-    if (accept) begin
-      \$302  = 2'h0;
-    end else if (\$137 ) begin
-      if (\$166 ) begin
-        \$302  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$302  = 2'h1;
+        \$301  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$302  = \$169 [1:0];
+      \$301  = \$173 [1:0];
     end else if (finish[1]) begin
-      \$302  = 2'h0;
+      \$301  = 2'h0;
     end
     if (rst) begin
-      \$302  = 2'h0;
+      \$301  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$303  = scale;
+    \$302  = scale;
     if (accept) begin
-      \$303  = \$140 [4:0];
+      \$302  = \$144 [4:0];
     end
     if (rst) begin
-      \$303  = 5'h0a;
+      \$302  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$304  = acc;
+    \$303  = acc;
     if (accept) begin
-    end else if (\$137 ) begin
-      \$304  = sat_s;
+    end else if (\$141 ) begin
+      \$303  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$304  = \$168 [31:0];
+        \$303  = \$172 [31:0];
       end
     end
     if (rst) begin
-      \$304  = 32'd0;
+      \$303  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$305  = left;
+    \$304  = left;
     if (accept) begin
-    end else if (\$137 ) begin
-      \$305  = \$165 [24:0];
+    end else if (\$141 ) begin
+      \$304  = \$169 [24:0];
     end else if (window) begin
-      \$305  = \$167 [24:0];
+      \$304  = \$171 [24:0];
     end
     if (rst) begin
-      \$305  = 25'h0000000;
+      \$304  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$306  = num;
+    \$305  = num;
     if (accept) begin
-    end else if (\$137 ) begin
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$306  = \$170 [33:0];
+      \$305  = \$174 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$307  = \$172 ;
+    \$306  = \$176 ;
+    if (rst) begin
+      \$306  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_44 ) begin end
+    \$307  = \$178 ;
     if (rst) begin
       \$307  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$308  = \$174 ;
-    if (rst) begin
-      \$308  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_44 ) begin end
-    \$309  = stats;
+    \$308  = stats;
     if (load_granted) begin
-      \$309 [31:0] = \$175 [31:0];
+      \$308 [31:0] = \$179 [31:0];
     end
     if (load_stalled) begin
-      \$309 [159:128] = \$176 [31:0];
+      \$308 [159:128] = \$180 [31:0];
     end
     if (store_granted) begin
-      \$309 [63:32] = \$180 [31:0];
+      \$308 [63:32] = \$184 [31:0];
     end
     if (store_stalled) begin
-      \$309 [191:160] = \$181 [31:0];
+      \$308 [191:160] = \$185 [31:0];
     end
     if (dma_granted) begin
-      \$309 [95:64] = \$185 [31:0];
+      \$308 [95:64] = \$189 [31:0];
     end
     if (dma_stalled) begin
-      \$309 [223:192] = \$186 [31:0];
+      \$308 [223:192] = \$190 [31:0];
     end
     if (remote_granted) begin
-      \$309 [127:96] = \$190 [31:0];
+      \$308 [127:96] = \$194 [31:0];
     end
     if (remote_stalled) begin
-      \$309 [255:224] = \$191 [31:0];
+      \$308 [255:224] = \$195 [31:0];
     end
     if (was_forced) begin
-      \$309 [287:256] = \$198 [31:0];
+      \$308 [287:256] = \$202 [31:0];
     end
     if (rst) begin
-      \$309  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$308  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$310  = \$177 ;
+    \$309  = \$181 ;
+    if (rst) begin
+      \$309  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_44 ) begin end
+    \$310  = \$183 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$311  = \$179 ;
+    \$311  = \$186 ;
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$312  = \$182 ;
+    \$312  = \$188 ;
     if (rst) begin
       \$312  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$313  = \$184 ;
+    \$313  = \$191 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$314  = \$187 ;
+    \$314  = \$193 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$315  = \$189 ;
+    \$315  = \$201 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$316  = \$197 ;
+    \$316  = \$205 ;
     if (rst) begin
-      \$316  = 1'h0;
+      \$316  = 2'h0;
     end
   end
-  always @* begin
-    if (_init_strobe_44 ) begin end
-    \$317  = \$201 ;
-    if (rst) begin
-      \$317  = 2'h0;
-    end
-  end
-  assign out_tracked = \$255 [83];
+  assign out_tracked = \$254 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$255 [82:0];
+  assign dram__payload = \$254 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -58865,12 +58859,12 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$255 [1:0];
-  assign dram__payload__source  = \$255 [3:2];
-  assign dram__payload__addr  = \$255 [51:4];
-  assign dram__payload__bytes  = \$255 [58:52];
-  assign dram__payload__tile  = \$255 [74:59];
-  assign dram__payload__tag  = \$255 [82:75];
+  assign dram__payload__op  = \$254 [1:0];
+  assign dram__payload__source  = \$254 [3:2];
+  assign dram__payload__addr  = \$254 [51:4];
+  assign dram__payload__bytes  = \$254 [58:52];
+  assign dram__payload__tile  = \$254 [74:59];
+  assign dram__payload__tag  = \$254 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -58908,8 +58902,8 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$275 ;
-  assign set_err[1] = \$266 ;
+  assign set_err[0] = \$274 ;
+  assign set_err[1] = \$265 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -58928,22 +58922,22 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$254 ;
+  assign remote_req[1:0] = \$253 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$252 ;
+  assign store_req[1:0] = \$251 ;
   assign store_req[82:75] = 8'h00;
-  assign \$251  = store__payload[71];
-  assign \$253  = remote__payload[71];
-  assign \$130  = { 7'h00, sat2, 24'h000000 };
-  assign \$169  = { finish, 1'h0 };
-  assign \$171  = { 25'h0000000, num[33:25] };
-  assign \$199  = 2'h0;
-  assign \$200  = 2'h0;
-  assign \$201  = { \$266 , \$275  };
+  assign \$250  = store__payload[71];
+  assign \$252  = remote__payload[71];
+  assign \$134  = { 7'h00, sat2, 24'h000000 };
+  assign \$173  = { finish, 1'h0 };
+  assign \$175  = { 25'h0000000, num[33:25] };
+  assign \$203  = 2'h0;
+  assign \$204  = 2'h0;
+  assign \$205  = { \$265 , \$274  };
 endmodule
 
 module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -69153,8 +69147,8 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
-, response__payload, clk);
+module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
+, response__valid, clk);
   reg _init_strobe_46  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
@@ -69633,7 +69627,7 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
   assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, response__payload, clk);
+module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
   reg _init_strobe_47  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
@@ -73256,7 +73250,7 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign head = rd__addr;
 endmodule
 
-module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
+module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, o__payload, i__valid, data, o__valid, clk);
   input clk;
   wire clk;
   input [57:0] data;
@@ -73321,7 +73315,7 @@ module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, i__valid, data,
   assign o__payload$7__tag  = o__payload[57:55];
 endmodule
 
-module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_51  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -73362,32 +73356,20 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, data, o__val
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [57:0] \$50 ;
+  reg [57:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [57:0] \$64 ;
-  reg [57:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -73396,16 +73378,19 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, data, o__val
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
+  reg [57:0] entry0 = 58'h000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  wire [2:0] entry0__tag ;
+  reg [57:0] entry1 = 58'h000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  wire [2:0] entry1__tag ;
   output full;
   reg full = 1'h0;
-  (* init = 58'h000000000000000 *)
-  wire [57:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
-  wire [2:0] head_reg__tag ;
   reg [1:0] level = 2'h0;
   output [57:0] o__payload;
-  reg [57:0] o__payload = 58'h000000000000000;
+  wire [57:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [2:0] o__payload__tag ;
@@ -73415,54 +73400,30 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, data, o__val
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [57:0] slot = 58'h000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  wire [2:0] slot__tag ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -73494,67 +73455,100 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, data, o__val
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_51 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_51 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__bytes  = o__payload[54:48];
   assign o__payload__tag  = o__payload[57:55];
-  assign head_reg__addr  = o__payload[47:0];
-  assign head_reg__bytes  = o__payload[54:48];
-  assign head_reg__tag  = o__payload[57:55];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__bytes  = entry0[54:48];
+  assign entry0__tag  = entry0[57:55];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__bytes  = entry1[54:48];
+  assign entry1__tag  = entry1[57:55];
   assign data__addr  = data[47:0];
   assign data__bytes  = data[54:48];
   assign data__tag  = data[57:55];
-  assign slot__addr  = slot[47:0];
-  assign slot__bytes  = slot[54:48];
-  assign slot__tag  = slot[57:55];
 endmodule
 
-module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
+module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [3:0] data;
@@ -73611,7 +73605,7 @@ module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, d
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_52  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -73652,32 +73646,20 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, data, o_
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [3:0] \$64 ;
-  reg [3:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -73685,15 +73667,17 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, data, o_
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
+  reg [3:0] entry0 = 4'h0;
+  wire entry0__error ;
+  wire [2:0] entry0__tag ;
+  reg [3:0] entry1 = 4'h0;
+  wire entry1__error ;
+  wire [2:0] entry1__tag ;
   output full;
   reg full = 1'h0;
-  (* init = 4'h0 *)
-  wire [3:0] head_reg;
-  wire head_reg__error ;
-  wire [2:0] head_reg__tag ;
   reg [1:0] level = 2'h0;
   output [3:0] o__payload;
-  reg [3:0] o__payload = 4'h0;
+  wire [3:0] o__payload;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
   input o__ready;
@@ -73702,53 +73686,30 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, data, o_
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [3:0] slot = 4'h0;
-  wire slot__error ;
-  wire [2:0] slot__tag ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -73780,63 +73741,96 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, data, o_
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
-  assign head_reg__tag  = o__payload[2:0];
-  assign head_reg__error  = o__payload[3];
+  assign entry0__tag  = entry0[2:0];
+  assign entry0__error  = entry0[3];
+  assign entry1__tag  = entry1[2:0];
+  assign entry1__error  = entry1[3];
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
-  assign slot__tag  = slot[2:0];
-  assign slot__error  = slot[3];
 endmodule
 
-module t3hw_system__e2__slice_net_dma (rst, i__ready, i__valid, data, o__ready, o__valid, o__payload, clk);
+module t3hw_system__e2__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -73929,7 +73923,7 @@ module t3hw_system__e2__slice_net_dma (rst, i__ready, i__valid, data, o__ready, 
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e2__slice_net_dma__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
+module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
   reg _init_strobe_53  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -73970,32 +73964,20 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [76:0] \$50 ;
+  reg [76:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [76:0] \$64 ;
-  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -74009,21 +73991,29 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  output full;
-  reg full = 1'h0;
-  (* init = 77'h00000000000000000000 *)
-  wire [76:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
-  wire [4:0] head_reg__device ;
+  reg [76:0] entry0 = 77'h00000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  wire [4:0] entry0__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  reg [76:0] entry1 = 77'h00000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  wire [4:0] entry1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [76:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -74038,59 +74028,30 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [76:0] slot = 77'h00000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  wire [4:0] slot__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -74122,75 +74083,108 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign head_reg__device  = o__payload[4:0];
-  assign head_reg__addr  = o__payload[52:5];
-  assign head_reg__kind  = o__payload[53];
-  assign head_reg__tile  = o__payload[69:54];
-  assign head_reg__bytes  = o__payload[76:70];
+  assign entry0__device  = entry0[4:0];
+  assign entry0__addr  = entry0[52:5];
+  assign entry0__kind  = entry0[53];
+  assign entry0__tile  = entry0[69:54];
+  assign entry0__bytes  = entry0[76:70];
+  assign entry1__device  = entry1[4:0];
+  assign entry1__addr  = entry1[52:5];
+  assign entry1__kind  = entry1[53];
+  assign entry1__tile  = entry1[69:54];
+  assign entry1__bytes  = entry1[76:70];
   assign data__device  = data[4:0];
   assign data__addr  = data[52:5];
   assign data__kind  = data[53];
   assign data__tile  = data[69:54];
   assign data__bytes  = data[76:70];
-  assign slot__device  = slot[4:0];
-  assign slot__addr  = slot[52:5];
-  assign slot__kind  = slot[53];
-  assign slot__tile  = slot[69:54];
-  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, data, o__ready, o__valid, o__payload, clk);
+module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, o__payload, data, o__ready, o__valid, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -74283,7 +74277,7 @@ module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, data, o__ready
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e2__slice_net_store__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
+module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
   reg _init_strobe_54  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -74324,32 +74318,20 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, data, o__ready, o__va
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [76:0] \$50 ;
+  reg [76:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [76:0] \$64 ;
-  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -74363,21 +74345,29 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, data, o__ready, o__va
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  output full;
-  reg full = 1'h0;
-  (* init = 77'h00000000000000000000 *)
-  wire [76:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
-  wire [4:0] head_reg__device ;
+  reg [76:0] entry0 = 77'h00000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  wire [4:0] entry0__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  reg [76:0] entry1 = 77'h00000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  wire [4:0] entry1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [76:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -74392,59 +74382,30 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, data, o__ready, o__va
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [76:0] slot = 77'h00000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  wire [4:0] slot__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -74476,75 +74437,108 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, data, o__ready, o__va
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_54 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_54 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign head_reg__device  = o__payload[4:0];
-  assign head_reg__addr  = o__payload[52:5];
-  assign head_reg__kind  = o__payload[53];
-  assign head_reg__tile  = o__payload[69:54];
-  assign head_reg__bytes  = o__payload[76:70];
+  assign entry0__device  = entry0[4:0];
+  assign entry0__addr  = entry0[52:5];
+  assign entry0__kind  = entry0[53];
+  assign entry0__tile  = entry0[69:54];
+  assign entry0__bytes  = entry0[76:70];
+  assign entry1__device  = entry1[4:0];
+  assign entry1__addr  = entry1[52:5];
+  assign entry1__kind  = entry1[53];
+  assign entry1__tile  = entry1[69:54];
+  assign entry1__bytes  = entry1[76:70];
   assign data__device  = data[4:0];
   assign data__addr  = data[52:5];
   assign data__kind  = data[53];
   assign data__tile  = data[69:54];
   assign data__bytes  = data[76:70];
-  assign slot__device  = slot[4:0];
-  assign slot__addr  = slot[52:5];
-  assign slot__kind  = slot[53];
-  assign slot__tile  = slot[69:54];
-  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e2__slice_remote (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
+module t3hw_system__e2__slice_remote (rst, o__ready, i__ready, o__payload, i__valid, data, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -74637,7 +74631,7 @@ module t3hw_system__e2__slice_remote (rst, o__ready, i__ready, i__valid, data, o
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_55  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -74678,32 +74672,20 @@ module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, data, o__valid
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [72:0] \$50 ;
+  reg [72:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [72:0] \$64 ;
-  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -74717,21 +74699,29 @@ module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, data, o__valid
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  output full;
-  reg full = 1'h0;
-  (* init = 73'h0000000000000000000 *)
-  wire [72:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
+  reg [72:0] entry0 = 73'h0000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
-  wire head_reg__tracked ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  wire entry0__tracked ;
+  reg [72:0] entry1 = 73'h0000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  wire entry1__tracked ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  reg [72:0] o__payload = 73'h0000000000000000000;
+  wire [72:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -74746,59 +74736,30 @@ module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, data, o__valid
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [72:0] slot = 73'h0000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
-  wire slot__tracked ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -74830,75 +74791,108 @@ module t3hw_system__e2__slice_remote__queue (rst, o__ready, push, data, o__valid
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_55 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_55 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign head_reg__addr  = o__payload[47:0];
-  assign head_reg__tile  = o__payload[63:48];
-  assign head_reg__bytes  = o__payload[70:64];
-  assign head_reg__kind  = o__payload[71];
-  assign head_reg__tracked  = o__payload[72];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__tile  = entry0[63:48];
+  assign entry0__bytes  = entry0[70:64];
+  assign entry0__kind  = entry0[71];
+  assign entry0__tracked  = entry0[72];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__tile  = entry1[63:48];
+  assign entry1__bytes  = entry1[70:64];
+  assign entry1__kind  = entry1[71];
+  assign entry1__tracked  = entry1[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
   assign data__kind  = data[71];
   assign data__tracked  = data[72];
-  assign slot__addr  = slot[47:0];
-  assign slot__tile  = slot[63:48];
-  assign slot__bytes  = slot[70:64];
-  assign slot__kind  = slot[71];
-  assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
+module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -74991,7 +74985,7 @@ module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, data, o_
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e2__slice_store__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_56  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -75032,32 +75026,20 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, data, o__valid,
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [72:0] \$50 ;
+  reg [72:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [72:0] \$64 ;
-  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -75071,21 +75053,29 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, data, o__valid,
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  output full;
-  reg full = 1'h0;
-  (* init = 73'h0000000000000000000 *)
-  wire [72:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
+  reg [72:0] entry0 = 73'h0000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
-  wire head_reg__tracked ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  wire entry0__tracked ;
+  reg [72:0] entry1 = 73'h0000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  wire entry1__tracked ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  reg [72:0] o__payload = 73'h0000000000000000000;
+  wire [72:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -75100,59 +75090,30 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, data, o__valid,
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [72:0] slot = 73'h0000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
-  wire slot__tracked ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -75184,72 +75145,105 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, data, o__valid,
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_56 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_56 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign head_reg__addr  = o__payload[47:0];
-  assign head_reg__tile  = o__payload[63:48];
-  assign head_reg__bytes  = o__payload[70:64];
-  assign head_reg__kind  = o__payload[71];
-  assign head_reg__tracked  = o__payload[72];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__tile  = entry0[63:48];
+  assign entry0__bytes  = entry0[70:64];
+  assign entry0__kind  = entry0[71];
+  assign entry0__tracked  = entry0[72];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__tile  = entry1[63:48];
+  assign entry1__bytes  = entry1[70:64];
+  assign entry1__kind  = entry1[71];
+  assign entry1__tracked  = entry1[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
   assign data__kind  = data[71];
   assign data__tracked  = data[72];
-  assign slot__addr  = slot[47:0];
-  assign slot__tile  = slot[63:48];
-  assign slot__bytes  = slot[70:64];
-  assign slot__kind  = slot[71];
-  assign slot__tracked  = slot[72];
 endmodule
 
 module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
@@ -78402,7 +78396,7 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign rd__data__tile  = rd__data[23:8];
 endmodule
 
-module t3hw_system__e2__tx (clk, rst, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__ready);
+module t3hw_system__e2__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
   reg _init_strobe_60  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
@@ -83217,8 +83211,8 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__ready, wr__data, o__val
   assign rd__data__tracked  = rd__data[72];
 endmodule
 
-module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, dma_response__ready, config__valid, config__payload, dram__valid, track__valid
-, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, store__payload, remote__valid, remote__payload, dma__valid, dma__payload, load__payload);
+module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, store__payload, remote__payload, dma__payload, dma_response__ready, config__valid
+, config__payload, dram__valid, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, remote__valid, dma__valid, load__payload);
   reg _init_strobe_64  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -83232,7 +83226,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$107 ;
   wire \$108 ;
   wire \$109 ;
-  wire \$11 ;
+  wire [8:0] \$11 ;
   wire \$110 ;
   wire \$111 ;
   wire \$112 ;
@@ -83242,35 +83236,35 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$116 ;
   wire \$117 ;
   wire \$118 ;
-  wire [83:0] \$119 ;
+  wire \$119 ;
   wire \$12 ;
-  wire [83:0] \$120 ;
+  wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
+  wire [83:0] \$123 ;
+  wire [83:0] \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [38:0] \$127 ;
-  wire [31:0] \$128 ;
-  wire [8:0] \$129 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
-  wire [39:0] \$130 ;
-  wire [40:0] \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
+  wire \$130 ;
+  wire [38:0] \$131 ;
+  wire [31:0] \$132 ;
+  wire [8:0] \$133 ;
+  wire [39:0] \$134 ;
+  wire [40:0] \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
-  wire [5:0] \$140 ;
+  wire \$140 ;
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [5:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
@@ -83293,52 +83287,52 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$162 ;
   wire \$163 ;
   wire \$164 ;
-  wire [25:0] \$165 ;
+  wire \$165 ;
   wire \$166 ;
-  wire [25:0] \$167 ;
-  wire [32:0] \$168 ;
-  wire [2:0] \$169 ;
+  wire \$167 ;
+  wire \$168 ;
+  wire [25:0] \$169 ;
   wire \$17 ;
-  wire [34:0] \$170 ;
-  wire [33:0] \$171 ;
-  wire \$172 ;
-  wire \$173 ;
-  wire \$174 ;
-  wire [32:0] \$175 ;
-  wire [32:0] \$176 ;
+  wire \$170 ;
+  wire [25:0] \$171 ;
+  wire [32:0] \$172 ;
+  wire [2:0] \$173 ;
+  wire [34:0] \$174 ;
+  wire [33:0] \$175 ;
+  wire \$176 ;
   wire \$177 ;
   wire \$178 ;
-  wire \$179 ;
+  wire [32:0] \$179 ;
   wire \$18 ;
   wire [32:0] \$180 ;
-  wire [32:0] \$181 ;
+  wire \$181 ;
   wire \$182 ;
   wire \$183 ;
-  wire \$184 ;
+  wire [32:0] \$184 ;
   wire [32:0] \$185 ;
-  wire [32:0] \$186 ;
+  wire \$186 ;
   wire \$187 ;
   wire \$188 ;
-  wire \$189 ;
+  wire [32:0] \$189 ;
   wire \$19 ;
   wire [32:0] \$190 ;
-  wire [32:0] \$191 ;
+  wire \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [32:0] \$194 ;
+  wire [32:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
-  wire [32:0] \$198 ;
-  wire [1:0] \$199 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [1:0] \$200 ;
-  wire [1:0] \$201 ;
-  wire \$202 ;
-  wire \$203 ;
-  wire \$204 ;
-  wire \$205 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire [32:0] \$202 ;
+  wire [1:0] \$203 ;
+  wire [1:0] \$204 ;
+  wire [1:0] \$205 ;
   wire \$206 ;
   wire \$207 ;
   wire \$208 ;
@@ -83354,7 +83348,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$217 ;
   wire \$218 ;
   wire \$219 ;
-  wire [17:0] \$22 ;
+  wire \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
@@ -83376,7 +83370,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$237 ;
   wire \$238 ;
   wire \$239 ;
-  wire \$24 ;
+  wire [17:0] \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
@@ -83389,11 +83383,11 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$249 ;
   wire \$25 ;
   wire \$250 ;
-  wire \$251 ;
-  wire [1:0] \$252 ;
-  wire \$253 ;
-  wire [1:0] \$254 ;
-  wire [83:0] \$255 ;
+  wire [1:0] \$251 ;
+  wire \$252 ;
+  wire [1:0] \$253 ;
+  wire [83:0] \$254 ;
+  wire \$255 ;
   wire \$256 ;
   wire \$257 ;
   wire \$258 ;
@@ -83415,7 +83409,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$272 ;
   wire \$273 ;
   wire \$274 ;
-  wire \$275 ;
+  reg \$275 ;
   reg \$276 ;
   reg \$277 ;
   reg \$278 ;
@@ -83428,32 +83422,32 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   reg \$284 ;
   reg \$285 ;
   reg \$286 ;
-  reg \$287 ;
+  reg [83:0] \$287 ;
   reg [83:0] \$288 ;
-  reg [83:0] \$289 ;
+  reg \$289 ;
   wire \$29 ;
-  reg \$290 ;
-  reg [22:0] \$291 ;
-  reg [31:0] \$292 ;
-  reg [24:0] \$293 ;
-  reg [8:0] \$294 ;
-  reg [33:0] \$295 ;
-  reg \$296 ;
-  reg [38:0] \$297 ;
-  reg [7:0] \$298 ;
+  reg [22:0] \$290 ;
+  reg [31:0] \$291 ;
+  reg [24:0] \$292 ;
+  reg [8:0] \$293 ;
+  reg [33:0] \$294 ;
+  reg \$295 ;
+  reg [38:0] \$296 ;
+  reg [7:0] \$297 ;
+  reg \$298 ;
   reg \$299 ;
   wire \$3 ;
   wire \$30 ;
   reg \$300 ;
-  reg \$301 ;
-  reg [1:0] \$302 ;
-  reg [4:0] \$303 ;
-  reg [31:0] \$304 ;
-  reg [24:0] \$305 ;
-  reg [33:0] \$306 ;
+  reg [1:0] \$301 ;
+  reg [4:0] \$302 ;
+  reg [31:0] \$303 ;
+  reg [24:0] \$304 ;
+  reg [33:0] \$305 ;
+  reg \$306 ;
   reg \$307 ;
-  reg \$308 ;
-  reg [287:0] \$309 ;
+  reg [287:0] \$308 ;
+  reg \$309 ;
   wire \$31 ;
   reg \$310 ;
   reg \$311 ;
@@ -83461,8 +83455,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   reg \$313 ;
   reg \$314 ;
   reg \$315 ;
-  reg \$316 ;
-  reg [1:0] \$317 ;
+  reg [1:0] \$316 ;
   wire \$32 ;
   wire \$33 ;
   wire \$34 ;
@@ -83489,9 +83482,9 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [1:0] \$56 ;
+  wire \$56 ;
   wire \$57 ;
-  wire \$58 ;
+  wire [1:0] \$58 ;
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
@@ -83503,10 +83496,10 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [1:0] \$69 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
+  wire [1:0] \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
@@ -83531,9 +83524,9 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [1:0] \$94 ;
   wire \$95 ;
-  wire [1:0] \$96 ;
+  wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -83545,6 +83538,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
   reg below = 1'h1;
+  reg below2 = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
   (* enum_value_00 = "ROUND_ROBIN" *)
@@ -83743,7 +83737,6 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire response__ready;
   input response__valid;
   wire response__valid;
-  reg rr_turn = 1'h0;
   input rst;
   wire rst;
   reg [8:0] sat2 = 9'h022;
@@ -83843,284 +83836,285 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$8  = config__valid & \$7 ;
   assign \$9  = occupancy + 1'h1;
   assign \$10  = \$9  < thr;
-  assign \$11  = ~ dram__valid;
-  assign \$12  = \$11  | dram__ready;
-  assign \$13  = \$12  & pick_c;
-  assign \$14  = gate_m & below;
-  assign \$15  = \$signal  | \$14 ;
+  assign \$11  = occupancy + 2'h2;
+  assign \$12  = \$11  < thr;
+  assign \$13  = ~ dram__valid;
+  assign \$14  = \$13  | dram__ready;
+  assign \$15  = \$14  & pick_c;
   assign \$16  = gate_m & below;
-  assign \$17  = drop_wait | \$16 ;
-  assign \$18  = ~ dram__valid;
-  assign \$19  = \$18  | dram__ready;
-  assign \$20  = ~ wait_full;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = wait1 + 1'h1;
-  assign \$23  = | \new [9:2];
-  assign \$24  = \new [1] & \$23 ;
-  assign \$25  = finish[1] ? cfg[1] : gated;
-  assign \$26  = accept ? \$24  : \$25 ;
-  assign \$27  = ~ dram__valid;
-  assign \$28  = \$27  | dram__ready;
-  assign \$29  = \$28  & pick_c;
-  assign \$30  = gate_m & below;
-  assign \$31  = \$signal  | \$30 ;
-  assign \$32  = \$29  | \$31 ;
-  assign \$33  = gate_m & below;
-  assign \$34  = \$signal  | \$33 ;
-  assign \$35  = \$32  ? \$34  : last_comm;
-  assign \$36  = dma__valid | remote__valid;
-  assign \$37  = gate_m & below;
-  assign \$38  = \$signal  | \$37 ;
-  assign \$39  = ~ \$38 ;
-  assign \$40  = \$36  & \$39 ;
-  assign \$41  = ~ dram__valid;
-  assign \$42  = \$41  | dram__ready;
-  assign \$43  = ~ wait_full;
-  assign \$44  = \$42  & \$43 ;
-  assign \$45  = wait1 >= \new [38:23];
-  assign \$46  = wait1 > \new [38:23];
-  assign \$47  = \$44  ? \$45  : \$46 ;
-  assign \$48  = ~ dram__valid;
-  assign \$49  = \$48  | dram__ready;
-  assign \$50  = ~ wait_full;
-  assign \$51  = \$49  & \$50 ;
-  assign \$52  = wait1 == cfg[38:23];
-  assign \$53  = \$51  ? \$52  : wait_full;
-  assign \$54  = accept ? \$47  : \$53 ;
-  assign \$55  = \$40  & \$54 ;
-  assign \$56  = accept ? \new [1:0] : cfg[1:0];
-  assign \$57  = ! \$56 ;
-  assign \$58  = ~ dram__valid;
-  assign \$59  = \$58  | dram__ready;
-  assign \$60  = \$59  & pick_c;
-  assign \$61  = gate_m & below;
-  assign \$62  = \$signal  | \$61 ;
-  assign \$63  = \$60  | \$62 ;
-  assign \$64  = gate_m & below;
-  assign \$65  = \$signal  | \$64 ;
-  assign \$66  = \$63  ? \$65  : last_comm;
-  assign \$67  = ~ \$66 ;
-  assign \$68  = \$57  & \$67 ;
-  assign \$69  = accept ? \new [1:0] : cfg[1:0];
-  assign \$70  = dma__valid | remote__valid;
-  assign \$71  = gate_m & below;
-  assign \$72  = \$signal  | \$71 ;
-  assign \$73  = ~ \$72 ;
-  assign \$74  = \$70  & \$73 ;
-  assign \$75  = ~ dram__valid;
-  assign \$76  = \$75  | dram__ready;
-  assign \$77  = ~ wait_full;
-  assign \$78  = \$76  & \$77 ;
-  assign \$79  = wait1 >= \new [38:23];
-  assign \$80  = wait1 > \new [38:23];
-  assign \$81  = \$78  ? \$79  : \$80 ;
-  assign \$82  = ~ dram__valid;
-  assign \$83  = \$82  | dram__ready;
-  assign \$84  = ~ wait_full;
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = wait1 == cfg[38:23];
-  assign \$87  = \$85  ? \$86  : wait_full;
-  assign \$88  = accept ? \$81  : \$87 ;
-  assign \$89  = \$74  & \$88 ;
-  assign \$90  = \$69 [1] & \$89 ;
-  assign \$91  = \$68  | \$90 ;
-  assign \$92  = | \new [9:2];
-  assign \$93  = \new [1] & \$92 ;
-  assign \$94  = finish[1] ? cfg[1] : gated;
-  assign \$95  = accept ? \$93  : \$94 ;
-  assign \$96  = accept ? \new [1:0] : cfg[1:0];
-  assign \$97  = \$96  == 2'h3;
-  assign \$98  = \$95  & \$97 ;
-  assign \$99  = ~ dram__valid;
-  assign \$100  = \$99  | dram__ready;
-  assign \$101  = \$100  & pick_c;
-  assign \$102  = gate_m & below;
-  assign \$103  = \$signal  | \$102 ;
-  assign \$104  = \$101  | \$103 ;
-  assign \$105  = gate_m & below;
-  assign \$106  = \$signal  | \$105 ;
-  assign \$107  = \$104  ? \$106  : last_comm;
-  assign \$108  = ~ \$107 ;
-  assign \$109  = \$98  & \$108 ;
-  assign \$110  = ~ dram__valid;
-  assign \$111  = \$110  | dram__ready;
-  assign \$112  = ~ dram__valid;
-  assign \$113  = \$112  | dram__ready;
-  assign \$114  = \$113  & pick_c;
-  assign \$115  = gate_m & below;
-  assign \$116  = \$signal  | \$115 ;
-  assign \$117  = \$114  | \$116 ;
-  assign \$118  = ~ pick_c;
-  assign \$119  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
-  assign \$120  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
-  assign \$121  = dram__valid & dram__ready;
-  assign \$122  = \$121  & \$255 [83];
-  assign \$123  = | \$255 [1:0];
-  assign \$124  = \$122  & \$123 ;
-  assign \$125  = \$255 [1:0] == 2'h2;
-  assign \$126  = \$125  ? 1'h1 : 1'h0;
-  assign \$127  = cfg[17:10] << scale;
-  assign \$128  = 1'h1 << scale;
-  assign \$129  = cfg[17:10] + 2'h2;
-  assign \$131  = \$130  - unit;
-  assign \$132  = ~ dram__valid;
-  assign \$133  = \$132  | dram__ready;
-  assign \$134  = \$133  & pick_c;
-  assign \$135  = ~ accept;
-  assign \$136  = \$134  & \$135 ;
-  assign \$137  = armed & grant_c_q;
-  assign \$138  = ! \new [9:2];
-  assign \$139  = ! \new [9:2];
-  assign \$140  = 5'h18 - \new [22:18];
-  assign \$141  = cfg[22:18] == 1'h1;
-  assign \$142  = cfg[22:18] > 2'h2;
-  assign \$143  = cfg[22:18] > 2'h3;
-  assign \$144  = cfg[22:18] > 3'h4;
-  assign \$145  = cfg[22:18] > 3'h5;
-  assign \$146  = cfg[22:18] > 3'h6;
-  assign \$147  = cfg[22:18] > 3'h7;
-  assign \$148  = cfg[22:18] > 4'h8;
-  assign \$149  = cfg[22:18] > 4'h9;
-  assign \$150  = cfg[22:18] > 4'ha;
-  assign \$151  = cfg[22:18] > 4'hb;
-  assign \$152  = cfg[22:18] > 4'hc;
-  assign \$153  = cfg[22:18] > 4'hd;
-  assign \$154  = cfg[22:18] > 4'he;
-  assign \$155  = cfg[22:18] > 4'hf;
-  assign \$156  = cfg[22:18] > 5'h10;
-  assign \$157  = cfg[22:18] > 5'h11;
-  assign \$158  = cfg[22:18] > 5'h12;
-  assign \$159  = cfg[22:18] > 5'h13;
-  assign \$160  = cfg[22:18] > 5'h14;
-  assign \$161  = cfg[22:18] > 5'h15;
-  assign \$162  = cfg[22:18] > 5'h16;
-  assign \$163  = cfg[22:18] > 5'h17;
-  assign \$164  = cfg[22:18] > 5'h18;
-  assign \$165  = \$141  ? 26'h3ffffff : { 1'h0, \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , \$143 , \$142 , 2'h1 };
-  assign \$166  = ! cfg[22:18];
-  assign \$167  = $signed(left) - $signed(2'h1);
-  assign \$168  = acc + sat_s;
-  assign \$170  = base + acc;
-  assign \$172  = load__valid & load__ready;
-  assign \$173  = ~ load__ready;
-  assign \$174  = load__valid & \$173 ;
-  assign \$175  = stats[31:0] + 1'h1;
-  assign \$176  = stats[159:128] + 1'h1;
-  assign \$177  = store__valid & store__ready;
-  assign \$178  = ~ store__ready;
-  assign \$179  = store__valid & \$178 ;
-  assign \$180  = stats[63:32] + 1'h1;
-  assign \$181  = stats[191:160] + 1'h1;
-  assign \$182  = dma__valid & dma__ready;
-  assign \$183  = ~ dma__ready;
-  assign \$184  = dma__valid & \$183 ;
-  assign \$185  = stats[95:64] + 1'h1;
-  assign \$186  = stats[223:192] + 1'h1;
-  assign \$187  = remote__valid & remote__ready;
-  assign \$188  = ~ remote__ready;
-  assign \$189  = remote__valid & \$188 ;
-  assign \$190  = stats[127:96] + 1'h1;
-  assign \$191  = stats[255:224] + 1'h1;
-  assign \$192  = ~ dram__valid;
-  assign \$193  = \$192  | dram__ready;
-  assign \$194  = dma__valid | remote_ok;
-  assign \$195  = \$194  & wait_full;
-  assign \$196  = \$195  & cfg[1];
-  assign \$197  = \$193  & \$196 ;
-  assign \$198  = stats[287:256] + 1'h1;
-  assign \$202  = track_hold & store__payload[72];
-  assign \$203  = ~ \$202 ;
-  assign store_ok = store__valid & \$203 ;
-  assign \$204  = track_hold & remote__payload[72];
-  assign \$205  = ~ \$204 ;
-  assign remote_ok = remote__valid & \$205 ;
-  assign \$206  = load__valid | store_ok;
-  assign \$207  = dma__valid | remote_ok;
-  assign \$208  = rr_turn & below;
-  assign \$209  = comm_first | \$208 ;
-  assign \$210  = \$207  & \$209 ;
-  assign \$211  = ~ \$210 ;
-  assign pick_c = \$206  & \$211 ;
-  assign \$212  = ~ dram__valid;
-  assign \$213  = \$212  | dram__ready;
-  assign \$214  = dma__valid | remote_ok;
-  assign \$215  = \$213  & \$214 ;
-  assign \$216  = load__valid | store_ok;
-  assign \$217  = ~ \$216 ;
-  assign \$218  = ~ gated;
-  assign \$219  = \$217  & \$218 ;
-  assign \$220  = comm_first | \$219 ;
-  assign \$signal  = \$215  & \$220 ;
-  assign \$221  = ~ dram__valid;
-  assign \$222  = \$221  | dram__ready;
-  assign \$223  = dma__valid | remote_ok;
-  assign \$224  = \$222  & \$223 ;
-  assign \$225  = ~ comm_first;
+  assign \$17  = \$signal  | \$16 ;
+  assign \$18  = gate_m & below;
+  assign \$19  = drop_wait | \$18 ;
+  assign \$20  = ~ dram__valid;
+  assign \$21  = \$20  | dram__ready;
+  assign \$22  = ~ wait_full;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = wait1 + 1'h1;
+  assign \$25  = | \new [9:2];
+  assign \$26  = \new [1] & \$25 ;
+  assign \$27  = finish[1] ? cfg[1] : gated;
+  assign \$28  = accept ? \$26  : \$27 ;
+  assign \$29  = ~ dram__valid;
+  assign \$30  = \$29  | dram__ready;
+  assign \$31  = \$30  & pick_c;
+  assign \$32  = gate_m & below;
+  assign \$33  = \$signal  | \$32 ;
+  assign \$34  = \$31  | \$33 ;
+  assign \$35  = gate_m & below;
+  assign \$36  = \$signal  | \$35 ;
+  assign \$37  = \$34  ? \$36  : last_comm;
+  assign \$38  = dma__valid | remote__valid;
+  assign \$39  = gate_m & below;
+  assign \$40  = \$signal  | \$39 ;
+  assign \$41  = ~ \$40 ;
+  assign \$42  = \$38  & \$41 ;
+  assign \$43  = ~ dram__valid;
+  assign \$44  = \$43  | dram__ready;
+  assign \$45  = ~ wait_full;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = wait1 >= \new [38:23];
+  assign \$48  = wait1 > \new [38:23];
+  assign \$49  = \$46  ? \$47  : \$48 ;
+  assign \$50  = ~ dram__valid;
+  assign \$51  = \$50  | dram__ready;
+  assign \$52  = ~ wait_full;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = wait1 == cfg[38:23];
+  assign \$55  = \$53  ? \$54  : wait_full;
+  assign \$56  = accept ? \$49  : \$55 ;
+  assign \$57  = \$42  & \$56 ;
+  assign \$58  = accept ? \new [1:0] : cfg[1:0];
+  assign \$59  = ! \$58 ;
+  assign \$60  = ~ dram__valid;
+  assign \$61  = \$60  | dram__ready;
+  assign \$62  = \$61  & pick_c;
+  assign \$63  = gate_m & below;
+  assign \$64  = \$signal  | \$63 ;
+  assign \$65  = \$62  | \$64 ;
+  assign \$66  = gate_m & below;
+  assign \$67  = \$signal  | \$66 ;
+  assign \$68  = \$65  ? \$67  : last_comm;
+  assign \$69  = ~ \$68 ;
+  assign \$70  = \$59  & \$69 ;
+  assign \$71  = accept ? \new [1:0] : cfg[1:0];
+  assign \$72  = dma__valid | remote__valid;
+  assign \$73  = gate_m & below;
+  assign \$74  = \$signal  | \$73 ;
+  assign \$75  = ~ \$74 ;
+  assign \$76  = \$72  & \$75 ;
+  assign \$77  = ~ dram__valid;
+  assign \$78  = \$77  | dram__ready;
+  assign \$79  = ~ wait_full;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = wait1 >= \new [38:23];
+  assign \$82  = wait1 > \new [38:23];
+  assign \$83  = \$80  ? \$81  : \$82 ;
+  assign \$84  = ~ dram__valid;
+  assign \$85  = \$84  | dram__ready;
+  assign \$86  = ~ wait_full;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = wait1 == cfg[38:23];
+  assign \$89  = \$87  ? \$88  : wait_full;
+  assign \$90  = accept ? \$83  : \$89 ;
+  assign \$91  = \$76  & \$90 ;
+  assign \$92  = \$71 [1] & \$91 ;
+  assign \$93  = \$70  | \$92 ;
+  assign \$94  = accept ? \new [1:0] : cfg[1:0];
+  assign \$95  = \$94  == 2'h3;
+  assign \$96  = | \new [9:2];
+  assign \$97  = \new [1] & \$96 ;
+  assign \$98  = finish[1] ? cfg[1] : gated;
+  assign \$99  = accept ? \$97  : \$98 ;
+  assign \$100  = \$95  & \$99 ;
+  assign \$101  = ~ dram__valid;
+  assign \$102  = \$101  | dram__ready;
+  assign \$103  = \$102  & pick_c;
+  assign \$104  = gate_m & below;
+  assign \$105  = \$signal  | \$104 ;
+  assign \$106  = \$103  | \$105 ;
+  assign \$107  = gate_m & below;
+  assign \$108  = \$signal  | \$107 ;
+  assign \$109  = \$106  ? \$108  : last_comm;
+  assign \$110  = ~ \$109 ;
+  assign \$111  = \$100  & \$110 ;
+  assign \$112  = \$111  & below2;
+  assign \$113  = \$93  | \$112 ;
+  assign \$114  = ~ dram__valid;
+  assign \$115  = \$114  | dram__ready;
+  assign \$116  = ~ dram__valid;
+  assign \$117  = \$116  | dram__ready;
+  assign \$118  = \$117  & pick_c;
+  assign \$119  = gate_m & below;
+  assign \$120  = \$signal  | \$119 ;
+  assign \$121  = \$118  | \$120 ;
+  assign \$122  = ~ pick_c;
+  assign \$123  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
+  assign \$124  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
+  assign \$125  = dram__valid & dram__ready;
+  assign \$126  = \$125  & \$254 [83];
+  assign \$127  = | \$254 [1:0];
+  assign \$128  = \$126  & \$127 ;
+  assign \$129  = \$254 [1:0] == 2'h2;
+  assign \$130  = \$129  ? 1'h1 : 1'h0;
+  assign \$131  = cfg[17:10] << scale;
+  assign \$132  = 1'h1 << scale;
+  assign \$133  = cfg[17:10] + 2'h2;
+  assign \$135  = \$134  - unit;
+  assign \$136  = ~ dram__valid;
+  assign \$137  = \$136  | dram__ready;
+  assign \$138  = \$137  & pick_c;
+  assign \$139  = ~ accept;
+  assign \$140  = \$138  & \$139 ;
+  assign \$141  = armed & grant_c_q;
+  assign \$142  = ! \new [9:2];
+  assign \$143  = ! \new [9:2];
+  assign \$144  = 5'h18 - \new [22:18];
+  assign \$145  = cfg[22:18] == 1'h1;
+  assign \$146  = cfg[22:18] > 2'h2;
+  assign \$147  = cfg[22:18] > 2'h3;
+  assign \$148  = cfg[22:18] > 3'h4;
+  assign \$149  = cfg[22:18] > 3'h5;
+  assign \$150  = cfg[22:18] > 3'h6;
+  assign \$151  = cfg[22:18] > 3'h7;
+  assign \$152  = cfg[22:18] > 4'h8;
+  assign \$153  = cfg[22:18] > 4'h9;
+  assign \$154  = cfg[22:18] > 4'ha;
+  assign \$155  = cfg[22:18] > 4'hb;
+  assign \$156  = cfg[22:18] > 4'hc;
+  assign \$157  = cfg[22:18] > 4'hd;
+  assign \$158  = cfg[22:18] > 4'he;
+  assign \$159  = cfg[22:18] > 4'hf;
+  assign \$160  = cfg[22:18] > 5'h10;
+  assign \$161  = cfg[22:18] > 5'h11;
+  assign \$162  = cfg[22:18] > 5'h12;
+  assign \$163  = cfg[22:18] > 5'h13;
+  assign \$164  = cfg[22:18] > 5'h14;
+  assign \$165  = cfg[22:18] > 5'h15;
+  assign \$166  = cfg[22:18] > 5'h16;
+  assign \$167  = cfg[22:18] > 5'h17;
+  assign \$168  = cfg[22:18] > 5'h18;
+  assign \$169  = \$145  ? 26'h3ffffff : { 1'h0, \$168 , \$167 , \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , 2'h1 };
+  assign \$170  = ! cfg[22:18];
+  assign \$171  = $signed(left) - $signed(2'h1);
+  assign \$172  = acc + sat_s;
+  assign \$174  = base + acc;
+  assign \$176  = load__valid & load__ready;
+  assign \$177  = ~ load__ready;
+  assign \$178  = load__valid & \$177 ;
+  assign \$179  = stats[31:0] + 1'h1;
+  assign \$180  = stats[159:128] + 1'h1;
+  assign \$181  = store__valid & store__ready;
+  assign \$182  = ~ store__ready;
+  assign \$183  = store__valid & \$182 ;
+  assign \$184  = stats[63:32] + 1'h1;
+  assign \$185  = stats[191:160] + 1'h1;
+  assign \$186  = dma__valid & dma__ready;
+  assign \$187  = ~ dma__ready;
+  assign \$188  = dma__valid & \$187 ;
+  assign \$189  = stats[95:64] + 1'h1;
+  assign \$190  = stats[223:192] + 1'h1;
+  assign \$191  = remote__valid & remote__ready;
+  assign \$192  = ~ remote__ready;
+  assign \$193  = remote__valid & \$192 ;
+  assign \$194  = stats[127:96] + 1'h1;
+  assign \$195  = stats[255:224] + 1'h1;
+  assign \$196  = ~ dram__valid;
+  assign \$197  = \$196  | dram__ready;
+  assign \$198  = dma__valid | remote_ok;
+  assign \$199  = \$198  & wait_full;
+  assign \$200  = \$199  & cfg[1];
+  assign \$201  = \$197  & \$200 ;
+  assign \$202  = stats[287:256] + 1'h1;
+  assign \$206  = track_hold & store__payload[72];
+  assign \$207  = ~ \$206 ;
+  assign store_ok = store__valid & \$207 ;
+  assign \$208  = track_hold & remote__payload[72];
+  assign \$209  = ~ \$208 ;
+  assign remote_ok = remote__valid & \$209 ;
+  assign \$210  = load__valid | store_ok;
+  assign \$211  = dma__valid | remote_ok;
+  assign \$212  = \$211  & comm_first;
+  assign \$213  = ~ \$212 ;
+  assign pick_c = \$210  & \$213 ;
+  assign \$214  = ~ dram__valid;
+  assign \$215  = \$214  | dram__ready;
+  assign \$216  = dma__valid | remote_ok;
+  assign \$217  = \$215  & \$216 ;
+  assign \$218  = load__valid | store_ok;
+  assign \$219  = ~ \$218 ;
+  assign \$220  = ~ gated;
+  assign \$221  = \$219  & \$220 ;
+  assign \$222  = comm_first | \$221 ;
+  assign \$signal  = \$217  & \$222 ;
+  assign \$223  = ~ dram__valid;
+  assign \$224  = \$223  | dram__ready;
+  assign \$225  = dma__valid | remote_ok;
   assign \$226  = \$224  & \$225 ;
   assign \$227  = load__valid | store_ok;
   assign \$228  = ~ \$227 ;
-  assign \$229  = \$228  & gated;
-  assign \$230  = \$229  | rr_turn;
-  assign gate_m = \$226  & \$230 ;
-  assign \$231  = ~ load__valid;
-  assign \$232  = ~ last_store;
-  assign \$233  = \$231  | \$232 ;
-  assign sel_store = store_ok & \$233 ;
-  assign \$234  = ~ dma__valid;
-  assign \$235  = ~ last_remote;
-  assign \$236  = \$234  | \$235 ;
-  assign sel_remote = remote_ok & \$236 ;
-  assign \$237  = ~ dram__valid;
-  assign \$238  = \$237  | dram__ready;
-  assign \$239  = \$238  & pick_c;
-  assign \$240  = ~ sel_store;
-  assign load__ready = \$239  & \$240 ;
-  assign \$241  = ~ dram__valid;
-  assign \$242  = \$241  | dram__ready;
-  assign \$243  = \$242  & pick_c;
-  assign store__ready = \$243  & sel_store;
-  assign \$244  = gate_m & below;
-  assign \$245  = \$signal  | \$244 ;
-  assign \$246  = ~ sel_remote;
-  assign dma__ready = \$245  & \$246 ;
-  assign \$247  = gate_m & below;
-  assign \$248  = \$signal  | \$247 ;
-  assign remote__ready = \$248  & sel_remote;
-  assign \$249  = dma__valid | remote__valid;
-  assign \$250  = ~ \$249 ;
-  assign drop_wait = \$250  | \$signal ;
-  assign \$252  = \$251  ? 2'h2 : 2'h1;
-  assign \$254  = \$253  ? 2'h2 : 2'h1;
-  assign \$255  = is_comm ? comm_q : \$signal$30 ;
-  assign \$256  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$256 ;
-  assign \$257  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$257 ;
-  assign \$258  = ! response__payload[1:0];
-  assign \$259  = response__payload[1:0] == 1'h1;
-  assign \$260  = \$259  ? dma_response__ready : 1'h1;
-  assign response__ready = \$258  ? load_response__ready : \$260 ;
-  assign \$261  = ! response__payload[1:0];
-  assign \$262  = ~ \$261 ;
-  assign \$263  = response__valid & \$262 ;
-  assign \$264  = response__payload[1:0] == 1'h1;
-  assign \$265  = ~ \$264 ;
-  assign \$266  = \$263  & \$265 ;
-  assign \$267  = | config__payload[38:23];
-  assign \$268  = config__payload[22:18] <= 5'h18;
-  assign \$269  = \$267  & \$268 ;
-  assign \$270  = | config__payload[9:2];
-  assign \$271  = | config__payload[17:10];
-  assign \$272  = \$270  | \$271 ;
-  assign \$273  = \$269  & \$272 ;
-  assign \$274  = ~ \$273 ;
-  assign \$275  = config__valid & \$274 ;
+  assign \$229  = \$226  & \$228 ;
+  assign gate_m = \$229  & gated;
+  assign \$230  = ~ load__valid;
+  assign \$231  = ~ last_store;
+  assign \$232  = \$230  | \$231 ;
+  assign sel_store = store_ok & \$232 ;
+  assign \$233  = ~ dma__valid;
+  assign \$234  = ~ last_remote;
+  assign \$235  = \$233  | \$234 ;
+  assign sel_remote = remote_ok & \$235 ;
+  assign \$236  = ~ dram__valid;
+  assign \$237  = \$236  | dram__ready;
+  assign \$238  = \$237  & pick_c;
+  assign \$239  = ~ sel_store;
+  assign load__ready = \$238  & \$239 ;
+  assign \$240  = ~ dram__valid;
+  assign \$241  = \$240  | dram__ready;
+  assign \$242  = \$241  & pick_c;
+  assign store__ready = \$242  & sel_store;
+  assign \$243  = gate_m & below;
+  assign \$244  = \$signal  | \$243 ;
+  assign \$245  = ~ sel_remote;
+  assign dma__ready = \$244  & \$245 ;
+  assign \$246  = gate_m & below;
+  assign \$247  = \$signal  | \$246 ;
+  assign remote__ready = \$247  & sel_remote;
+  assign \$248  = dma__valid | remote__valid;
+  assign \$249  = ~ \$248 ;
+  assign drop_wait = \$249  | \$signal ;
+  assign \$251  = \$250  ? 2'h2 : 2'h1;
+  assign \$253  = \$252  ? 2'h2 : 2'h1;
+  assign \$254  = is_comm ? comm_q : \$signal$30 ;
+  assign \$255  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$255 ;
+  assign \$256  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$256 ;
+  assign \$257  = ! response__payload[1:0];
+  assign \$258  = response__payload[1:0] == 1'h1;
+  assign \$259  = \$258  ? dma_response__ready : 1'h1;
+  assign response__ready = \$257  ? load_response__ready : \$259 ;
+  assign \$260  = ! response__payload[1:0];
+  assign \$261  = ~ \$260 ;
+  assign \$262  = response__valid & \$261 ;
+  assign \$263  = response__payload[1:0] == 1'h1;
+  assign \$264  = ~ \$263 ;
+  assign \$265  = \$262  & \$264 ;
+  assign \$266  = | config__payload[38:23];
+  assign \$267  = config__payload[22:18] <= 5'h18;
+  assign \$268  = \$266  & \$267 ;
+  assign \$269  = | config__payload[9:2];
+  assign \$270  = | config__payload[17:10];
+  assign \$271  = \$269  | \$270 ;
+  assign \$272  = \$268  & \$271 ;
+  assign \$273  = ~ \$272 ;
+  assign \$274  = config__valid & \$273 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$276 ;
+    accept <= \$275 ;
   always @(posedge clk)
-    below <= \$277 ;
+    below <= \$276 ;
+  always @(posedge clk)
+    below2 <= \$277 ;
   always @(posedge clk)
     last_store <= \$278 ;
   always @(posedge clk)
@@ -84136,81 +84130,86 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   always @(posedge clk)
     comm_first <= \$284 ;
   always @(posedge clk)
-    rr_turn <= \$285 ;
+    dram__valid <= \$285 ;
   always @(posedge clk)
-    dram__valid <= \$286 ;
+    is_comm <= \$286 ;
   always @(posedge clk)
-    is_comm <= \$287 ;
+    \$signal$30  <= \$287 ;
   always @(posedge clk)
-    \$signal$30  <= \$288 ;
+    comm_q <= \$288 ;
   always @(posedge clk)
-    comm_q <= \$289 ;
+    track__valid <= \$289 ;
   always @(posedge clk)
-    track__valid <= \$290 ;
+    track__payload <= \$290 ;
   always @(posedge clk)
-    track__payload <= \$291 ;
+    sat_s <= \$291 ;
   always @(posedge clk)
-    sat_s <= \$292 ;
+    unit <= \$292 ;
   always @(posedge clk)
-    unit <= \$293 ;
+    sat2 <= \$293 ;
   always @(posedge clk)
-    sat2 <= \$294 ;
+    base <= \$294 ;
   always @(posedge clk)
-    base <= \$295 ;
+    grant_c_q <= \$295 ;
   always @(posedge clk)
-    grant_c_q <= \$296 ;
+    cfg <= \$296 ;
   always @(posedge clk)
-    cfg <= \$297 ;
+    thr <= \$297 ;
   always @(posedge clk)
-    thr <= \$298 ;
+    measuring <= \$298 ;
   always @(posedge clk)
-    measuring <= \$299 ;
+    armed <= \$299 ;
   always @(posedge clk)
-    armed <= \$300 ;
+    window <= \$300 ;
   always @(posedge clk)
-    window <= \$301 ;
+    finish <= \$301 ;
   always @(posedge clk)
-    finish <= \$302 ;
+    scale <= \$302 ;
   always @(posedge clk)
-    scale <= \$303 ;
+    acc <= \$303 ;
   always @(posedge clk)
-    acc <= \$304 ;
+    left <= \$304 ;
   always @(posedge clk)
-    left <= \$305 ;
+    num <= \$305 ;
   always @(posedge clk)
-    num <= \$306 ;
+    load_granted <= \$306 ;
   always @(posedge clk)
-    load_granted <= \$307 ;
+    load_stalled <= \$307 ;
   always @(posedge clk)
-    load_stalled <= \$308 ;
+    stats <= \$308 ;
   always @(posedge clk)
-    stats <= \$309 ;
+    store_granted <= \$309 ;
   always @(posedge clk)
-    store_granted <= \$310 ;
+    store_stalled <= \$310 ;
   always @(posedge clk)
-    store_stalled <= \$311 ;
+    dma_granted <= \$311 ;
   always @(posedge clk)
-    dma_granted <= \$312 ;
+    dma_stalled <= \$312 ;
   always @(posedge clk)
-    dma_stalled <= \$313 ;
+    remote_granted <= \$313 ;
   always @(posedge clk)
-    remote_granted <= \$314 ;
+    remote_stalled <= \$314 ;
   always @(posedge clk)
-    remote_stalled <= \$315 ;
+    was_forced <= \$315 ;
   always @(posedge clk)
-    was_forced <= \$316 ;
-  always @(posedge clk)
-    errors <= \$317 ;
+    errors <= \$316 ;
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$276  = \$8 ;
+    \$275  = \$8 ;
     if (rst) begin
-      \$276  = 1'h0;
+      \$275  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$277  = \$10 ;
+    \$276  = \$10 ;
+    if (rst) begin
+      \$276  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$277  = \$12 ;
     if (rst) begin
       \$277  = 1'h1;
     end
@@ -84218,7 +84217,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   always @* begin
     if (_init_strobe_64 ) begin end
     \$278  = last_store;
-    if (\$13 ) begin
+    if (\$15 ) begin
       \$278  = sel_store;
     end
     if (rst) begin
@@ -84228,7 +84227,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   always @* begin
     if (_init_strobe_64 ) begin end
     \$279  = last_remote;
-    if (\$15 ) begin
+    if (\$17 ) begin
       \$279  = sel_remote;
     end
     if (rst) begin
@@ -84238,10 +84237,10 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   always @* begin
     if (_init_strobe_64 ) begin end
     \$280  = wait1;
-    if (\$17 ) begin
+    if (\$19 ) begin
       \$280  = 17'h00001;
-    end else if (\$21 ) begin
-      \$280  = \$22 [16:0];
+    end else if (\$23 ) begin
+      \$280  = \$24 [16:0];
     end
     if (rst) begin
       \$280  = 17'h00001;
@@ -84249,44 +84248,47 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$281  = \$26 ;
+    \$281  = \$28 ;
     if (rst) begin
       \$281  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$282  = \$35 ;
+    \$282  = \$37 ;
     if (rst) begin
       \$282  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$283  = \$55 ;
+    \$283  = \$57 ;
     if (rst) begin
       \$283  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$284  = \$91 ;
+    \$284  = \$113 ;
     if (rst) begin
       \$284  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$285  = \$109 ;
+    \$285  = dram__valid;
+    if (\$115 ) begin
+      \$285  = \$121 ;
+    end
     if (rst) begin
       \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$286  = dram__valid;
-    if (\$111 ) begin
-      \$286  = \$117 ;
+    \$286  = is_comm;
+    if (\$115 ) begin
+      \$286  = \$122 ;
     end
     if (rst) begin
       \$286  = 1'h0;
@@ -84294,19 +84296,19 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$287  = is_comm;
-    if (\$111 ) begin
-      \$287  = \$118 ;
+    \$287  = \$signal$30 ;
+    if (\$115 ) begin
+      \$287  = \$123 ;
     end
     if (rst) begin
-      \$287  = 1'h0;
+      \$287  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$288  = \$signal$30 ;
-    if (\$111 ) begin
-      \$288  = \$119 ;
+    \$288  = comm_q;
+    if (\$115 ) begin
+      \$288  = \$124 ;
     end
     if (rst) begin
       \$288  = 84'h000000000000000000000;
@@ -84314,100 +84316,102 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$289  = comm_q;
-    if (\$111 ) begin
-      \$289  = \$120 ;
-    end
+    \$289  = \$128 ;
     if (rst) begin
-      \$289  = 84'h000000000000000000000;
+      \$289  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$290  = \$124 ;
+    \$290 [15:0] = \$254 [74:59];
+    \$290 [19:16] = 4'h1;
+    \$290 [20] = \$130 ;
+    \$290 [22:21] = \$254 [3:2];
     if (rst) begin
-      \$290  = 1'h0;
+      \$290  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$291 [15:0] = \$255 [74:59];
-    \$291 [19:16] = 4'h1;
-    \$291 [20] = \$126 ;
-    \$291 [22:21] = \$255 [3:2];
+    \$291  = \$131 [31:0];
     if (rst) begin
-      \$291  = 23'h000000;
+      \$291  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$292  = \$127 [31:0];
+    \$292  = \$132 [24:0];
     if (rst) begin
-      \$292  = 32'd32768;
+      \$292  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$293  = \$128 [24:0];
+    \$293  = \$133 ;
     if (rst) begin
-      \$293  = 25'h0000400;
+      \$293  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$294  = \$129 ;
+    \$294  = \$135 [33:0];
     if (rst) begin
-      \$294  = 9'h022;
+      \$294  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$295  = \$131 [33:0];
+    \$295  = \$140 ;
     if (rst) begin
-      \$295  = 34'h021fffc00;
+      \$295  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$296  = \$136 ;
-    if (rst) begin
-      \$296  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_64 ) begin end
-    \$297  = cfg;
+    \$296  = cfg;
     if (accept) begin
-      \$297  = \new ;
+      \$296  = \new ;
     end
     if (rst) begin
-      \$297  = 39'h0200388002;
+      \$296  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$298  = thr;
+    \$297  = thr;
     if (accept) begin
-      \$298  = \new [9:2];
-    end else if (\$137 ) begin
+      \$297  = \new [9:2];
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$298  = \$171 [7:0];
+      \$297  = \$175 [7:0];
     end
     if (rst) begin
-      \$298  = 8'h00;
+      \$297  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$299  = measuring;
+    \$298  = measuring;
     if (accept) begin
-      \$299  = \$138 ;
-    end else if (\$137 ) begin
+      \$298  = \$142 ;
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
+      \$298  = 1'h0;
+    end
+    if (rst) begin
+      \$298  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$299  = armed;
+    if (accept) begin
+      \$299  = \$143 ;
+    end else if (\$141 ) begin
       \$299  = 1'h0;
     end
     if (rst) begin
@@ -84416,214 +84420,202 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$300  = armed;
+    \$300  = window;
     if (accept) begin
-      \$300  = \$139 ;
-    end else if (\$137 ) begin
+      \$300  = 1'h0;
+    end else if (\$141 ) begin
+      (* full_case = 32'd1 *)
+      if (\$170 ) begin
+      end else begin
+        \$300  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$300  = 1'h0;
+      end
+    end
+    if (rst) begin
       \$300  = 1'h0;
     end
-    if (rst) begin
-      \$300  = 1'h1;
-    end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$301  = window;
+    \$301  = finish;
     if (accept) begin
-      \$301  = 1'h0;
-    end else if (\$137 ) begin
-      (* full_case = 32'd1 *)
-      if (\$166 ) begin
-      end else begin
-        \$301  = 1'h1;
+      \$301  = 2'h0;
+    end else if (\$141 ) begin
+      if (\$170 ) begin
+        \$301  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$301  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$301  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_64 ) begin end
-    \$302  = finish;
-    if (accept) begin
-      \$302  = 2'h0;
-    end else if (\$137 ) begin
-      if (\$166 ) begin
-        \$302  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$302  = 2'h1;
+        \$301  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$302  = \$169 [1:0];
+      \$301  = \$173 [1:0];
     end else if (finish[1]) begin
-      \$302  = 2'h0;
+      \$301  = 2'h0;
     end
     if (rst) begin
-      \$302  = 2'h0;
+      \$301  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$303  = scale;
+    \$302  = scale;
     if (accept) begin
-      \$303  = \$140 [4:0];
+      \$302  = \$144 [4:0];
     end
     if (rst) begin
-      \$303  = 5'h0a;
+      \$302  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$304  = acc;
+    \$303  = acc;
     if (accept) begin
-    end else if (\$137 ) begin
-      \$304  = sat_s;
+    end else if (\$141 ) begin
+      \$303  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$304  = \$168 [31:0];
+        \$303  = \$172 [31:0];
       end
     end
     if (rst) begin
-      \$304  = 32'd0;
+      \$303  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$305  = left;
+    \$304  = left;
     if (accept) begin
-    end else if (\$137 ) begin
-      \$305  = \$165 [24:0];
+    end else if (\$141 ) begin
+      \$304  = \$169 [24:0];
     end else if (window) begin
-      \$305  = \$167 [24:0];
+      \$304  = \$171 [24:0];
     end
     if (rst) begin
-      \$305  = 25'h0000000;
+      \$304  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$306  = num;
+    \$305  = num;
     if (accept) begin
-    end else if (\$137 ) begin
+    end else if (\$141 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$306  = \$170 [33:0];
+      \$305  = \$174 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$307  = \$172 ;
+    \$306  = \$176 ;
+    if (rst) begin
+      \$306  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$307  = \$178 ;
     if (rst) begin
       \$307  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$308  = \$174 ;
-    if (rst) begin
-      \$308  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_64 ) begin end
-    \$309  = stats;
+    \$308  = stats;
     if (load_granted) begin
-      \$309 [31:0] = \$175 [31:0];
+      \$308 [31:0] = \$179 [31:0];
     end
     if (load_stalled) begin
-      \$309 [159:128] = \$176 [31:0];
+      \$308 [159:128] = \$180 [31:0];
     end
     if (store_granted) begin
-      \$309 [63:32] = \$180 [31:0];
+      \$308 [63:32] = \$184 [31:0];
     end
     if (store_stalled) begin
-      \$309 [191:160] = \$181 [31:0];
+      \$308 [191:160] = \$185 [31:0];
     end
     if (dma_granted) begin
-      \$309 [95:64] = \$185 [31:0];
+      \$308 [95:64] = \$189 [31:0];
     end
     if (dma_stalled) begin
-      \$309 [223:192] = \$186 [31:0];
+      \$308 [223:192] = \$190 [31:0];
     end
     if (remote_granted) begin
-      \$309 [127:96] = \$190 [31:0];
+      \$308 [127:96] = \$194 [31:0];
     end
     if (remote_stalled) begin
-      \$309 [255:224] = \$191 [31:0];
+      \$308 [255:224] = \$195 [31:0];
     end
     if (was_forced) begin
-      \$309 [287:256] = \$198 [31:0];
+      \$308 [287:256] = \$202 [31:0];
     end
     if (rst) begin
-      \$309  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$308  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$310  = \$177 ;
+    \$309  = \$181 ;
+    if (rst) begin
+      \$309  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$310  = \$183 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$311  = \$179 ;
+    \$311  = \$186 ;
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$312  = \$182 ;
+    \$312  = \$188 ;
     if (rst) begin
       \$312  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$313  = \$184 ;
+    \$313  = \$191 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$314  = \$187 ;
+    \$314  = \$193 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$315  = \$189 ;
+    \$315  = \$201 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$316  = \$197 ;
+    \$316  = \$205 ;
     if (rst) begin
-      \$316  = 1'h0;
+      \$316  = 2'h0;
     end
   end
-  always @* begin
-    if (_init_strobe_64 ) begin end
-    \$317  = \$201 ;
-    if (rst) begin
-      \$317  = 2'h0;
-    end
-  end
-  assign out_tracked = \$255 [83];
+  assign out_tracked = \$254 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$255 [82:0];
+  assign dram__payload = \$254 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -84673,12 +84665,12 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$255 [1:0];
-  assign dram__payload__source  = \$255 [3:2];
-  assign dram__payload__addr  = \$255 [51:4];
-  assign dram__payload__bytes  = \$255 [58:52];
-  assign dram__payload__tile  = \$255 [74:59];
-  assign dram__payload__tag  = \$255 [82:75];
+  assign dram__payload__op  = \$254 [1:0];
+  assign dram__payload__source  = \$254 [3:2];
+  assign dram__payload__addr  = \$254 [51:4];
+  assign dram__payload__bytes  = \$254 [58:52];
+  assign dram__payload__tile  = \$254 [74:59];
+  assign dram__payload__tag  = \$254 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -84716,8 +84708,8 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$275 ;
-  assign set_err[1] = \$266 ;
+  assign set_err[0] = \$274 ;
+  assign set_err[1] = \$265 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -84736,22 +84728,22 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$254 ;
+  assign remote_req[1:0] = \$253 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$252 ;
+  assign store_req[1:0] = \$251 ;
   assign store_req[82:75] = 8'h00;
-  assign \$251  = store__payload[71];
-  assign \$253  = remote__payload[71];
-  assign \$130  = { 7'h00, sat2, 24'h000000 };
-  assign \$169  = { finish, 1'h0 };
-  assign \$171  = { 25'h0000000, num[33:25] };
-  assign \$199  = 2'h0;
-  assign \$200  = 2'h0;
-  assign \$201  = { \$266 , \$275  };
+  assign \$250  = store__payload[71];
+  assign \$252  = remote__payload[71];
+  assign \$134  = { 7'h00, sat2, 24'h000000 };
+  assign \$173  = { finish, 1'h0 };
+  assign \$175  = { 25'h0000000, num[33:25] };
+  assign \$203  = 2'h0;
+  assign \$204  = 2'h0;
+  assign \$205  = { \$265 , \$274  };
 endmodule
 
 module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -94961,8 +94953,8 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$542  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
-, response__payload, clk);
+module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
+, response__valid, clk);
   reg _init_strobe_66  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
@@ -95441,7 +95433,7 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
   assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, response__payload, clk);
+module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
   reg _init_strobe_67  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
@@ -99064,7 +99056,7 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign head = rd__addr;
 endmodule
 
-module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
+module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, o__payload, i__valid, data, o__valid, clk);
   input clk;
   wire clk;
   input [57:0] data;
@@ -99129,7 +99121,7 @@ module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, i__valid, data,
   assign o__payload$7__tag  = o__payload[57:55];
 endmodule
 
-module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_71  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -99170,32 +99162,20 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, data, o__val
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [57:0] \$50 ;
+  reg [57:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [57:0] \$64 ;
-  reg [57:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -99204,16 +99184,19 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, data, o__val
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   wire [2:0] data__tag ;
+  reg [57:0] entry0 = 58'h000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  wire [2:0] entry0__tag ;
+  reg [57:0] entry1 = 58'h000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  wire [2:0] entry1__tag ;
   output full;
   reg full = 1'h0;
-  (* init = 58'h000000000000000 *)
-  wire [57:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
-  wire [2:0] head_reg__tag ;
   reg [1:0] level = 2'h0;
   output [57:0] o__payload;
-  reg [57:0] o__payload = 58'h000000000000000;
+  wire [57:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [2:0] o__payload__tag ;
@@ -99223,54 +99206,30 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, data, o__val
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [57:0] slot = 58'h000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  wire [2:0] slot__tag ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -99302,67 +99261,100 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, data, o__val
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__bytes  = o__payload[54:48];
   assign o__payload__tag  = o__payload[57:55];
-  assign head_reg__addr  = o__payload[47:0];
-  assign head_reg__bytes  = o__payload[54:48];
-  assign head_reg__tag  = o__payload[57:55];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__bytes  = entry0[54:48];
+  assign entry0__tag  = entry0[57:55];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__bytes  = entry1[54:48];
+  assign entry1__tag  = entry1[57:55];
   assign data__addr  = data[47:0];
   assign data__bytes  = data[54:48];
   assign data__tag  = data[57:55];
-  assign slot__addr  = slot[47:0];
-  assign slot__bytes  = slot[54:48];
-  assign slot__tag  = slot[57:55];
 endmodule
 
-module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
+module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [3:0] data;
@@ -99419,7 +99411,7 @@ module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, d
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_72  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -99460,32 +99452,20 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, data, o_
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [3:0] \$50 ;
+  reg [3:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [3:0] \$64 ;
-  reg [3:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -99493,15 +99473,17 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, data, o_
   wire [3:0] data;
   wire data__error ;
   wire [2:0] data__tag ;
+  reg [3:0] entry0 = 4'h0;
+  wire entry0__error ;
+  wire [2:0] entry0__tag ;
+  reg [3:0] entry1 = 4'h0;
+  wire entry1__error ;
+  wire [2:0] entry1__tag ;
   output full;
   reg full = 1'h0;
-  (* init = 4'h0 *)
-  wire [3:0] head_reg;
-  wire head_reg__error ;
-  wire [2:0] head_reg__tag ;
   reg [1:0] level = 2'h0;
   output [3:0] o__payload;
-  reg [3:0] o__payload = 4'h0;
+  wire [3:0] o__payload;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
   input o__ready;
@@ -99510,53 +99492,30 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, data, o_
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [3:0] slot = 4'h0;
-  wire slot__error ;
-  wire [2:0] slot__tag ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -99588,63 +99547,96 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, data, o_
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_72 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_72 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
-  assign head_reg__tag  = o__payload[2:0];
-  assign head_reg__error  = o__payload[3];
+  assign entry0__tag  = entry0[2:0];
+  assign entry0__error  = entry0[3];
+  assign entry1__tag  = entry1[2:0];
+  assign entry1__error  = entry1[3];
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
-  assign slot__tag  = slot[2:0];
-  assign slot__error  = slot[3];
 endmodule
 
-module t3hw_system__e3__slice_net_dma (rst, i__ready, i__valid, data, o__ready, o__valid, o__payload, clk);
+module t3hw_system__e3__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -99737,7 +99729,7 @@ module t3hw_system__e3__slice_net_dma (rst, i__ready, i__valid, data, o__ready, 
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e3__slice_net_dma__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
+module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
   reg _init_strobe_73  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -99778,32 +99770,20 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [76:0] \$50 ;
+  reg [76:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [76:0] \$64 ;
-  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -99817,21 +99797,29 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  output full;
-  reg full = 1'h0;
-  (* init = 77'h00000000000000000000 *)
-  wire [76:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
-  wire [4:0] head_reg__device ;
+  reg [76:0] entry0 = 77'h00000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  wire [4:0] entry0__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  reg [76:0] entry1 = 77'h00000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  wire [4:0] entry1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [76:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -99846,59 +99834,30 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [76:0] slot = 77'h00000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  wire [4:0] slot__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -99930,75 +99889,108 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, data, o__ready, o__vali
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_73 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_73 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_73 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_73 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_73 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_73 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_73 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_73 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign head_reg__device  = o__payload[4:0];
-  assign head_reg__addr  = o__payload[52:5];
-  assign head_reg__kind  = o__payload[53];
-  assign head_reg__tile  = o__payload[69:54];
-  assign head_reg__bytes  = o__payload[76:70];
+  assign entry0__device  = entry0[4:0];
+  assign entry0__addr  = entry0[52:5];
+  assign entry0__kind  = entry0[53];
+  assign entry0__tile  = entry0[69:54];
+  assign entry0__bytes  = entry0[76:70];
+  assign entry1__device  = entry1[4:0];
+  assign entry1__addr  = entry1[52:5];
+  assign entry1__kind  = entry1[53];
+  assign entry1__tile  = entry1[69:54];
+  assign entry1__bytes  = entry1[76:70];
   assign data__device  = data[4:0];
   assign data__addr  = data[52:5];
   assign data__kind  = data[53];
   assign data__tile  = data[69:54];
   assign data__bytes  = data[76:70];
-  assign slot__device  = slot[4:0];
-  assign slot__addr  = slot[52:5];
-  assign slot__kind  = slot[53];
-  assign slot__tile  = slot[69:54];
-  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, data, o__ready, o__valid, o__payload, clk);
+module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, o__payload, data, o__ready, o__valid, clk);
   input clk;
   wire clk;
   input [76:0] data;
@@ -100091,7 +100083,7 @@ module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, data, o__ready
   assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e3__slice_net_store__queue (rst, push, data, o__ready, o__valid, full, o__payload, clk);
+module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
   reg _init_strobe_74  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -100132,32 +100124,20 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, data, o__ready, o__va
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [76:0] \$50 ;
+  reg [76:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [76:0] \$64 ;
-  reg [76:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -100171,21 +100151,29 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, data, o__ready, o__va
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  output full;
-  reg full = 1'h0;
-  (* init = 77'h00000000000000000000 *)
-  wire [76:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
-  wire [4:0] head_reg__device ;
+  reg [76:0] entry0 = 77'h00000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  wire [4:0] entry0__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  reg [76:0] entry1 = 77'h00000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  wire [4:0] entry1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [76:0] o__payload;
-  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [76:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -100200,59 +100188,30 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, data, o__ready, o__va
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [76:0] slot = 77'h00000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  wire [4:0] slot__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -100284,75 +100243,108 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, data, o__ready, o__va
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_74 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_74 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign head_reg__device  = o__payload[4:0];
-  assign head_reg__addr  = o__payload[52:5];
-  assign head_reg__kind  = o__payload[53];
-  assign head_reg__tile  = o__payload[69:54];
-  assign head_reg__bytes  = o__payload[76:70];
+  assign entry0__device  = entry0[4:0];
+  assign entry0__addr  = entry0[52:5];
+  assign entry0__kind  = entry0[53];
+  assign entry0__tile  = entry0[69:54];
+  assign entry0__bytes  = entry0[76:70];
+  assign entry1__device  = entry1[4:0];
+  assign entry1__addr  = entry1[52:5];
+  assign entry1__kind  = entry1[53];
+  assign entry1__tile  = entry1[69:54];
+  assign entry1__bytes  = entry1[76:70];
   assign data__device  = data[4:0];
   assign data__addr  = data[52:5];
   assign data__kind  = data[53];
   assign data__tile  = data[69:54];
   assign data__bytes  = data[76:70];
-  assign slot__device  = slot[4:0];
-  assign slot__addr  = slot[52:5];
-  assign slot__kind  = slot[53];
-  assign slot__tile  = slot[69:54];
-  assign slot__bytes  = slot[76:70];
 endmodule
 
-module t3hw_system__e3__slice_remote (rst, o__ready, i__ready, i__valid, data, o__valid, o__payload, clk);
+module t3hw_system__e3__slice_remote (rst, o__ready, i__ready, o__payload, i__valid, data, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -100445,7 +100437,7 @@ module t3hw_system__e3__slice_remote (rst, o__ready, i__ready, i__valid, data, o
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_75  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -100486,32 +100478,20 @@ module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, data, o__valid
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [72:0] \$50 ;
+  reg [72:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [72:0] \$64 ;
-  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -100525,21 +100505,29 @@ module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, data, o__valid
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  output full;
-  reg full = 1'h0;
-  (* init = 73'h0000000000000000000 *)
-  wire [72:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
+  reg [72:0] entry0 = 73'h0000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
-  wire head_reg__tracked ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  wire entry0__tracked ;
+  reg [72:0] entry1 = 73'h0000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  wire entry1__tracked ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  reg [72:0] o__payload = 73'h0000000000000000000;
+  wire [72:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -100554,59 +100542,30 @@ module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, data, o__valid
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [72:0] slot = 73'h0000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
-  wire slot__tracked ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -100638,75 +100597,108 @@ module t3hw_system__e3__slice_remote__queue (rst, o__ready, push, data, o__valid
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_75 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_75 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign head_reg__addr  = o__payload[47:0];
-  assign head_reg__tile  = o__payload[63:48];
-  assign head_reg__bytes  = o__payload[70:64];
-  assign head_reg__kind  = o__payload[71];
-  assign head_reg__tracked  = o__payload[72];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__tile  = entry0[63:48];
+  assign entry0__bytes  = entry0[70:64];
+  assign entry0__kind  = entry0[71];
+  assign entry0__tracked  = entry0[72];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__tile  = entry1[63:48];
+  assign entry1__bytes  = entry1[70:64];
+  assign entry1__kind  = entry1[71];
+  assign entry1__tracked  = entry1[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
   assign data__kind  = data[71];
   assign data__tracked  = data[72];
-  assign slot__addr  = slot[47:0];
-  assign slot__tile  = slot[63:48];
-  assign slot__bytes  = slot[70:64];
-  assign slot__kind  = slot[71];
-  assign slot__tracked  = slot[72];
 endmodule
 
-module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, data, o__valid, o__payload, clk);
+module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -100799,7 +100791,7 @@ module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, data, o_
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e3__slice_store__queue (rst, o__ready, push, data, o__valid, full, o__payload, clk);
+module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_76  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -100840,32 +100832,20 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, data, o__valid,
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  reg [72:0] \$50 ;
+  reg [72:0] \$51 ;
+  reg \$52 ;
   wire [3:0] \$6 ;
-  reg [1:0] \$60 ;
-  reg \$61 ;
-  reg \$62 ;
-  reg \$63 ;
-  reg [72:0] \$64 ;
-  reg [72:0] \$65 ;
   wire \$7 ;
   wire \$8 ;
   wire \$9 ;
+  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
@@ -100879,21 +100859,29 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, data, o__valid,
   wire data__kind ;
   wire [15:0] data__tile ;
   wire data__tracked ;
-  output full;
-  reg full = 1'h0;
-  (* init = 73'h0000000000000000000 *)
-  wire [72:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
+  reg [72:0] entry0 = 73'h0000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
-  wire head_reg__tracked ;
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  wire entry0__tracked ;
+  reg [72:0] entry1 = 73'h0000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  wire entry1__tracked ;
+  output full;
+  reg full = 1'h0;
   reg [1:0] level = 2'h0;
   output [72:0] o__payload;
-  reg [72:0] o__payload = 73'h0000000000000000000;
+  wire [72:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -100908,59 +100896,30 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, data, o__valid,
   reg o__valid = 1'h0;
   input push;
   wire push;
+  reg rd = 1'h0;
   input rst;
   wire rst;
-  reg [72:0] slot = 73'h0000000000000000000;
-  wire [47:0] slot__addr ;
-  wire [6:0] slot__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire slot__kind ;
-  wire [15:0] slot__tile ;
-  wire slot__tracked ;
   reg waiting = 1'h0;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ o__valid;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ waiting;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$42  | \$45 ;
-  assign \$47  = \$41  & \$46 ;
-  assign \$48  = push & accept;
-  assign \$49  = push & accept;
-  assign \$50  = ~ o__valid;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ waiting;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = \$50  | \$53 ;
-  assign \$55  = \$49  & \$54 ;
-  assign \$56  = ~ \$55 ;
-  assign \$57  = \$48  & \$56 ;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = \$58  & waiting;
   always @(posedge clk)
-    level <= \$60 ;
+    level <= \$45 ;
   always @(posedge clk)
-    o__valid <= \$61 ;
+    o__valid <= \$46 ;
   always @(posedge clk)
-    full <= \$62 ;
+    full <= \$47 ;
   always @(posedge clk)
-    waiting <= \$63 ;
+    waiting <= \$48 ;
   always @(posedge clk)
-    o__payload <= \$64 ;
+    \$signal  <= \$49 ;
   always @(posedge clk)
-    slot <= \$65 ;
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
   assign \$5  = o__valid & o__ready;
@@ -100992,72 +100951,105 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, data, o__valid,
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$60  = \$6 [1:0];
+    \$46  = \$16 ;
     if (rst) begin
-      \$60  = 2'h0;
+      \$46  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$61  = \$16 ;
+    \$47  = \$28 ;
     if (rst) begin
-      \$61  = 1'h0;
+      \$47  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$62  = \$28 ;
+    \$48  = \$40 ;
     if (rst) begin
-      \$62  = 1'h0;
+      \$48  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$63  = \$40 ;
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
     if (rst) begin
-      \$63  = 1'h0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$64  = o__payload;
-    if (\$47 ) begin
-      \$64  = data;
-    end
-    if (\$59 ) begin
-      \$64  = slot;
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$65  = slot;
-    if (\$57 ) begin
-      \$65  = data;
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
     end
   end
-  assign head_reg = o__payload;
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign head_reg__addr  = o__payload[47:0];
-  assign head_reg__tile  = o__payload[63:48];
-  assign head_reg__bytes  = o__payload[70:64];
-  assign head_reg__kind  = o__payload[71];
-  assign head_reg__tracked  = o__payload[72];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__tile  = entry0[63:48];
+  assign entry0__bytes  = entry0[70:64];
+  assign entry0__kind  = entry0[71];
+  assign entry0__tracked  = entry0[72];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__tile  = entry1[63:48];
+  assign entry1__bytes  = entry1[70:64];
+  assign entry1__kind  = entry1[71];
+  assign entry1__tracked  = entry1[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
   assign data__kind  = data[71];
   assign data__tracked  = data[72];
-  assign slot__addr  = slot[47:0];
-  assign slot__tile  = slot[63:48];
-  assign slot__bytes  = slot[70:64];
-  assign slot__kind  = slot[71];
-  assign slot__tracked  = slot[72];
 endmodule
 
 module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
@@ -104210,7 +104202,7 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign rd__data__tile  = rd__data[23:8];
 endmodule
 
-module t3hw_system__e3__tx (clk, rst, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__0__payload, i__1__valid, i__1__payload, o__ready);
+module t3hw_system__e3__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
   reg _init_strobe_80  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;

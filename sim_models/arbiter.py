@@ -96,6 +96,8 @@ class ArbiterModel(BlockModel):
         self.out, self.out_tracked, self.track = None, False, None
         self.counted = []                            # counter events of the last cycle
         self.below = True                            # last cycle's occupancy + 1 < threshold
+        self.below2 = True                           # last cycle's occupancy + 2 < threshold
+        self.rr_below = True                         # below2 of the cycle before (T3_MCA_RR)
         self.staged = None                           # a configuration accepted last cycle
 
     @property
@@ -136,8 +138,8 @@ class ArbiterModel(BlockModel):
         elif policy in (ArbPolicy.T3_MCA, ArbPolicy.T3_MCA_RR):
             if mp and self.wait >= self.cfg["starvation_limit"]:
                 cls, forced = "comm", True               # also while deriving
-            elif (policy == ArbPolicy.T3_MCA_RR and cp and mp and not self.measuring
-                  and self.below and not self.last_comm):
+            elif (policy == ArbPolicy.T3_MCA_RR and mp and not self.measuring
+                  and self.rr_below and not self.last_comm):
                 cls = "comm"                             # its round-robin turn, gate open
             elif cp:
                 cls = "compute"
@@ -222,6 +224,8 @@ class ArbiterModel(BlockModel):
         # the occupancy compare the next cycle's decision uses, with this cycle's threshold;
         # one more for the request this cycle's grant may add to the DRAM's queue
         self.below = occupancy + 1 < self.thr
+        # T3_MCA_RR's round-robin turn: the compare of two requests more, one cycle older
+        self.rr_below, self.below2 = self.below2, occupancy + 2 < self.thr
         # configuration (checked now, in effect from the cycle after next), derivation
         staged, self.staged = self.staged, None
         if config is not None and not config_ok(config):

@@ -46,6 +46,13 @@ expressed in the measurable rate instead of the occupancy: communication may fil
 halfway from the GEMM's typical level to saturation, and is held back when the GEMM itself
 bursts above that. A memory-intensive GEMM (rate near 1) gets a threshold close to saturation
 (little room left for comm), a compute-bound one (rate near 0) about half of saturation.
+
+T3-MCA-RR rule (policy ``"t3_mca_rr"``, this kit's)
+---------------------------------------------------
+T3-MCA, except that while the threshold is in effect and the occupancy is below it, the two
+streams alternate when both request (round robin), where T3-MCA gives compute every such
+slot. The RTL's turn looks at the occupancy two cycles late (``docs/arbiter.md``); this
+model, which serves the performance model, compares the occupancy it is given.
 """
 
 import math

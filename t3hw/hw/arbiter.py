@@ -38,9 +38,11 @@ registers at run time)
   in any cycle without a communication request, and saturates at ``starvation_limit``. So
   while the threshold is being derived T3-MCA is compute-first plus the starvation bound.
 * ``T3_MCA_RR`` (ours: T3-MCA with round robin below the threshold): T3-MCA, with one more
-  rule between 1 and 2: if both classes request, the threshold is in effect (not being
-  derived), the occupancy gate of rule 3 is open and the last grant went to compute,
-  communication is granted. So while the DRAM's queue is below the threshold (it has room)
+  rule between 1 and 2: if communication requests, the threshold is in effect (not being
+  derived), the last grant went to compute, and the DRAM ``occupancy`` of two cycles
+  before, plus two (the requests issued since), was below the ``threshold`` of that cycle
+  (a compare registered twice: *Timing*), communication is granted (whether or not
+  compute requests: the queue is below the threshold either way). So while the DRAM's queue is below the threshold (it has room)
   the classes alternate as under ``ROUND_ROBIN``, and at or above it compute goes first as
   under T3-MCA. T3-MCA leaves communication only the slots compute does not use, even when
   the queue is short; when the GEMM issues in nearly every slot but the DRAM keeps up,
@@ -103,8 +105,8 @@ The decision is one level of logic over the requests (each write input's ``valid
 ``track_hold`` and its ``tracked`` bit), ``dram.ready`` and registers: the occupancy compare
 (``occupancy + 1 < threshold``, one carry chain) is registered (``below``: the gate sees
 the occupancy one cycle late, and counts the request it may have issued since), and
-``measuring``, the policy, the round-robin turn and the starvation state enter it as
-registers with their own next-state logic. Nothing but the readies, the class register
+``measuring``, the policy, the round-robin turn (T3_MCA_RR) and the starvation state enter
+it as registers with their own next-state logic. Nothing but the readies, the class register
 and a few one-bit registers hang off the grant: each class's payload register is loaded in
 every issue slot (``dram.payload`` is the multiplexer of the two, by the class register),
 the counters count a cycle later, and the derivation counts registered grants.
@@ -281,14 +283,15 @@ class Arbiter(wiring.Component):
         wait1 = Signal(p.starvation_width + 1, init=1)
         wait_full = Signal()
         last_comm = Signal()                               # the last grant went to comm
-        # The policy enters the decision through three registers, each with its next-state
+        # The policy enters the decision through two registers, each with its next-state
         # logic (:meth:`_policy_state`), so that the decision is a function of the requests
         # and flip-flops only: ``gated``, T3-MCA or T3_MCA_RR outside the derivation
         # (communication goes below the threshold after compute); ``comm_first``,
-        # communication goes before compute if it requests (round robin after a compute
-        # grant, or T3-MCA or T3_MCA_RR, deriving or not, and ``wait_full``: forced);
-        # ``rr_turn`` (below). Under compute-first all are 0; while deriving ``gated`` and
-        # ``rr_turn`` are 0 (compute-first, but forced).
+        # communication goes before compute if it requests: round robin after a compute
+        # grant; T3-MCA or T3_MCA_RR, deriving or not, and ``wait_full`` (forced); T3_MCA_RR
+        # outside the derivation after a compute grant with ``below2`` (its round-robin
+        # turn, the gate open; below). Under compute-first both are 0; while deriving
+        # ``gated`` is 0 (compute-first, but forced).
         # ``below`` is the occupancy compare of the cycle before, registered: the occupancy
         # (an input, from the DRAM) and the threshold meet in a carry chain that was the
         # head of the engine's worst path, through the decision into the slices' pops. The
@@ -301,26 +304,29 @@ class Arbiter(wiring.Component):
         # 10,737.)
         below = Signal(init=1)                             # the occupancy of reset, 0
         m.d.sync += below.eq(self.occupancy + 1 < dv.thr)
-        # ``rr_turn``: under T3_MCA_RR outside the derivation, communication's round-robin
-        # turn (the last grant went to compute), which it takes while ``below`` holds.
+        # T3_MCA_RR's round-robin turn enters ``comm_first`` at the clock edge, so it uses
+        # the compare registered a cycle earlier still: ``below2``, the occupancy plus two
+        # (the requests the arbiter may have issued in the two cycles since) below the
+        # threshold. Its compare drives one flip-flop, as ``below``'s does.
+        below2 = Signal(init=1)
+        m.d.sync += below2.eq(self.occupancy + 2 < dv.thr)
         rst_policy = ArbPolicy(rst_cfg["policy"])
         rst_mca = rst_policy in _MCA_POLICIES
         gated = Signal(init=rst_mca and not dv.derive)
-        comm_first = Signal(init=rst_policy == ArbPolicy.ROUND_ROBIN)
-        rr_turn = Signal(init=rst_policy == ArbPolicy.T3_MCA_RR and not dv.derive)
+        comm_first = Signal(init=rst_policy == ArbPolicy.ROUND_ROBIN
+                             or (rst_policy == ArbPolicy.T3_MCA_RR and not dv.derive))
         # ``pick_c`` and the selects inside each class are kept as wires, so that synthesis
         # maps the payload multiplexer (:meth:`_output`) as one 4:1 multiplexer per bit
         # behind them.
         pick_c = Signal(attrs={"keep": 1})
-        m.d.comb += pick_c.eq(cp & ~(mp_ok & (comm_first | (rr_turn & below))))
+        m.d.comb += pick_c.eq(cp & ~(mp_ok & comm_first))
         forced = mp_ok & wait_full & _is_mca(cfg.policy)                 # counted only
         grant_c = slot & pick_c
-        # The communication grant is ``go_m | (gate_m & below)``: communication goes first
-        # (``go_m``: its priority, or no compute request and no gate), or when the threshold
-        # lets it (``gate_m``: no compute request, or its round-robin turn under T3_MCA_RR).
+        # The communication grant is ``go_m | (gate_m & below)``: communication goes first,
+        # or after no compute request without (``go_m``) or with (``gate_m``) the threshold.
         go_m, gate_m = Signal(attrs={"keep": 1}), Signal(attrs={"keep": 1})
         m.d.comb += [go_m.eq(slot & mp_ok & (comm_first | (~cp & ~gated))),
-                     gate_m.eq(slot & mp_ok & ~comm_first & ((~cp & gated) | rr_turn))]
+                     gate_m.eq(slot & mp_ok & ~cp & gated)]
         grant_m = go_m | (gate_m & below)
 
         # --- inside each class: alternate when both inputs request --------------------------
@@ -342,14 +348,14 @@ class Arbiter(wiring.Component):
             m.d.sync += last_remote.eq(sel_remote)
         return SimpleNamespace(
             new=new, accept=accept, slot=slot, mp=mp, wait1=wait1, wait_full=wait_full,
-            last_comm=last_comm, gated=gated, comm_first=comm_first, rr_turn=rr_turn,
-            pick_c=pick_c,
+            last_comm=last_comm, gated=gated, comm_first=comm_first, pick_c=pick_c,
             forced=forced, grant_c=grant_c, go_m=go_m, gate_m=gate_m, below=below,
+            below2=below2,
             grant_m=grant_m, sel_store=sel_store, sel_remote=sel_remote)
 
     def _policy_state(self, m, cfg, dv, d):
         """The next state of the registers the decision reads: ``wait1``, ``wait_full``,
-        ``gated``, ``last_comm``, ``comm_first`` and ``rr_turn``."""
+        ``gated``, ``last_comm`` and ``comm_first``."""
         new, accept, mp, go_m, gate_m, below = d.new, d.accept, d.mp, d.go_m, d.gate_m, d.below
         wait1, wait_full, gated = d.wait1, d.wait_full, d.gated
         # ``wait_full`` next cycle is ``wait >= limit`` with the wait and the limit of the next
@@ -379,8 +385,9 @@ class Arbiter(wiring.Component):
             d.last_comm.eq(last_comm_next),
             wait_full.eq(wait_full_next),
             d.comm_first.eq(((policy_next == ArbPolicy.ROUND_ROBIN) & ~last_comm_next)
-                            | (_is_mca(policy_next) & wait_full_next)),
-            d.rr_turn.eq(gated_next & (policy_next == ArbPolicy.T3_MCA_RR) & ~last_comm_next),
+                            | (_is_mca(policy_next) & wait_full_next)
+                            | ((policy_next == ArbPolicy.T3_MCA_RR) & gated_next
+                               & ~last_comm_next & d.below2)),
         ]
 
     def _output(self, m, d):

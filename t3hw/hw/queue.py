@@ -26,6 +26,11 @@ class Queue(wiring.Component):
         Shape of an item.
     depth : int
         Items held, at least 1.
+    head : str
+        Where the head item is kept: ``"register"`` (the default, below) or ``"select"``
+        (``depth`` 2 only): both items in registers, ``o.payload`` the one a read pointer
+        selects, so that a pop toggles one flip-flop instead of enabling a register as wide
+        as an item.
 
     Members
     -------
@@ -43,16 +48,22 @@ class Queue(wiring.Component):
     full : Out(1)
         ``level == depth``, a register.
 
-    Storage: the head item in a register (``o.payload`` and ``o.valid`` come from flip-flops),
-    the ``depth - 1`` items behind it in a memory with an asynchronous read port (LUT RAM on
-    FPGAs; a register when ``depth`` is 2). Latency: an item pushed in cycle t is valid at
-    ``o`` in cycle t + 1.
+    Storage, ``head="register"``: the head item in a register (``o.payload`` and ``o.valid``
+    come from flip-flops), the ``depth - 1`` items behind it in a memory with an asynchronous
+    read port (LUT RAM on FPGAs; a register when ``depth`` is 2). ``head="select"``: two
+    registers written in turn by the pushes and read in turn by the pops (``o.payload`` is
+    a 2:1 multiplexer of them by a flip-flop). Either way an item pushed in cycle t is valid
+    at ``o`` in cycle t + 1, and the cycle behaviour is the same.
     """
 
-    def __init__(self, shape, *, depth):
+    def __init__(self, shape, *, depth, head="register"):
         if not isinstance(depth, int) or depth < 1:
             raise ValueError(f"depth must be a positive integer, not {depth!r}")
-        self._shape, self._depth = shape, depth
+        if head not in ("register", "select"):
+            raise ValueError(f"head must be 'register' or 'select', not {head!r}")
+        if head == "select" and depth != 2:
+            raise ValueError(f"head='select' needs depth 2, not {depth!r}")
+        self._shape, self._depth, self._head = shape, depth, head
         super().__init__({
             "push":   In(1),
             "data":   In(shape),
@@ -88,6 +99,22 @@ class Queue(wiring.Component):
         if depth > 1:
             m.d.sync += waiting.eq(Mux(up, level >= 1, Mux(down, level >= 3, waiting)))
 
+        if self._head == "select":
+            # Two registers, written in turn (``wr``) and read in turn (``rd``): the pop
+            # reaches one flip-flop, the push (from the writer's side) the enable of one
+            # register.
+            entries = [Signal(self._shape, reset_less=True, name=f"entry{i}") for i in (0, 1)]
+            wr, rd = Signal(), Signal()
+            with m.If(do_push):
+                m.d.sync += wr.eq(~wr)
+                with m.If(wr):
+                    m.d.sync += entries[1].eq(self.data)
+                with m.Else():
+                    m.d.sync += entries[0].eq(self.data)
+            with m.If(pop):
+                m.d.sync += rd.eq(~rd)
+            m.d.comb += self.o.payload.eq(Mux(rd, entries[1], entries[0]))
+            return m
         # The head is a register (``o.payload``); the items behind it wait in a memory of
         # ``depth - 1`` entries with an asynchronous read port. An item pushed while the
         # head register is empty or leaving, and nothing waits, goes straight into it;
@@ -212,7 +239,11 @@ class Slice(wiring.Component):
         The head item.
 
     Latency 1 cycle; throughput one item per cycle while ``o.ready`` is high (the second
-    entry absorbs the cycle in which ``o.ready`` falls). A :class:`Queue` of depth 2 inside.
+    entry absorbs the cycle in which ``o.ready`` falls). A :class:`Queue` of depth 2 inside,
+    with ``head="select"``: ``o.ready`` (the reader's decision, the head of every
+    ready-to-pop path in the engine) drives the read pointer and the level flags, a handful
+    of flip-flops, not the enable of a payload-wide head register; ``o.payload`` is one 2:1
+    multiplexer level behind the two registers.
     """
 
     def __init__(self, shape):
@@ -224,7 +255,7 @@ class Slice(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.queue = queue = Queue(self._shape, depth=2)
+        m.submodules.queue = queue = Queue(self._shape, depth=2, head="select")
         m.d.comb += [
             self.i.ready.eq(~queue.full),
             queue.push.eq(self.i.valid & self.i.ready),

@@ -515,20 +515,21 @@ async def round_robin_alternates(env, cycle, *, cycles=200):
 
 async def mca_rr_alternates_below_threshold(env, cycle, *, threshold=5, cycles=60):
     """T3_MCA_RR with a load and a DMA read requesting every cycle: while the occupancy
-    stays two below the threshold the classes alternate (round robin); once it is held at
-    the threshold only the load goes until the DMA read is forced through, every
-    ``limit + 1`` slots (T3-MCA)."""
+    stays three below the threshold the classes alternate (round robin: its turn compares
+    the occupancy of two cycles before, plus two, with the threshold); once it is held at
+    two below the threshold only the load goes until the DMA read is forced through,
+    every ``limit + 1`` slots (T3-MCA)."""
     await _quiesce(env, cycle)
     limit = 7
     env.configure(policy=ArbPolicy.T3_MCA_RR.value, threshold=threshold, starvation_limit=limit)
-    env.hold_occupancy, env.always = threshold - 2, {"load", "dma"}
+    env.hold_occupancy, env.always = threshold - 3, {"load", "dma"}
     await _cycles(env, cycle, 4)
     start = env.cycle
     await _cycles(env, cycle, cycles)
     order = [g for c, g, _ in env.log if c >= start]
     assert None not in order and all(a != b for a, b in zip(order, order[1:])), order
-    env.hold_occupancy = threshold
-    await _cycles(env, cycle, 2)                      # the gate sees the occupancy late
+    env.hold_occupancy = threshold - 2
+    await _cycles(env, cycle, 3)                      # the turn sees the occupancy late
     start = env.cycle
     await _cycles(env, cycle, 4 * (limit + 1) + 2)
     grants = _granted(env, "dma", start)
