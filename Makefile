@@ -8,7 +8,7 @@ T3HW   := $(VENV)/bin/t3hw
 STAMP  := $(VENV)/.installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup demo test verilog check-rtl lint bench paper formal synth synth-scale bitstream check-install clean help
+.PHONY: setup demo test verilog check-rtl lint bench paper sweep formal synth synth-scale bitstream check-install clean help
 
 setup: $(STAMP)
 
@@ -72,6 +72,11 @@ clean:
 paper: $(STAMP)
 	$(T3HW) paper --json bench/paper.json --plot docs/img --sweep
 
+# The four arbitration policies on the HBM2 DRAM at the demo's size, on a local Dask cluster
+# (one worker per core; docs/cosim.md, "Sweeps").
+sweep: $(STAMP)
+	$(T3HW) sweep --gpus 4 --memory hbm --policy round_robin,compute_first,t3_mca,t3_mca_rr --json bench/sweep.json
+
 help:
 	@echo "make setup          create .venv from the pinned versions in pyproject.toml (every target does it first)"
 	@echo "make demo           make verilog, then a 4-GPU fused GEMM + ring reduce-scatter co-simulated on generated RTL"
@@ -81,6 +86,7 @@ help:
 	@echo "make lint           verilator --lint-only -Wall on rtl/ with the waivers of t3hw/tools/lint_waivers.vlt"
 	@echo "make bench          co-simulation throughput and Verilator build time into bench/results.json"
 	@echo "make paper          the performance model over the paper's table, with plots and the sweep"
+	@echo "make sweep          the four arbitration policies co-simulated on the HBM2 DRAM, on a local Dask cluster (bench/sweep.json)"
 	@echo "make formal         the formal proofs alone (docs/formal.md)"
 	@echo "make synth          Yosys/nextpnr utilisation and Fmax of every block into synth/results.json and docs/synthesis.md"
 	@echo "make synth-scale    utilisation, Fmax and growth law of the blocks and the engine as regions, tracker entries, descriptors and address width grow (hours)"

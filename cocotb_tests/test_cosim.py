@@ -20,9 +20,8 @@ import sys
 
 import pytest
 
-from sim_models.cosim import CosimConfig
 from t3hw.tools import cosim
-from t3hw.spec.params import EngineParams
+from t3hw.verif.cosim_scenarios import small
 
 
 #: Allowed relative gap between the RTL's cycles and the performance model's for the fused
@@ -39,19 +38,7 @@ TOLERANCE = 0.20
 ALLREDUCE_LEAD = 0.30
 
 
-#: Engines sized for these runs (64 tracker entries and descriptors, narrower addresses and
-#: counters): the same RTL, a smaller system top to build. The co-simulation's own settings
-#: (CosimConfig.params) are kept: T3-MCA saturation and window, a trigger queue as deep as
-#: the tracker, 64 DMA reads in flight.
-PARAMS = EngineParams(tracker_entries=64, tile_width=8, cmd_width=6, count_width=10,
-                      addr_width=36, device_width=3, counter_width=20,                       rows_width=8, row_bytes_width=12, pitch_width=16, max_outstanding=64,
-                      mca_saturation=64, mca_window_log2=12)
-
-
-def small(gpus, **kw):
-    return CosimConfig(gpus=gpus, model="Mega-GPT-2", tp=8, sublayer="FC-2", tokens=32 * gpus,
-                       hidden=256, link_bytes_per_cycle=16.0, link_latency=200, params=PARAMS,
-                       **kw)
+# The regression's sizes (small engines, a narrow layer): t3hw.verif.cosim_scenarios.small.
 
 
 @functools.lru_cache(maxsize=None)
@@ -97,6 +84,14 @@ def test_scenario(gpus, collective, policy, seed):
     assert c["sequential"] > 0
 
 
+@pytest.mark.parametrize("collective", ["rs", "allreduce"])
+def test_scenario_mca_rr(collective, seed):
+    """This kit's policy, T3-MCA with round robin below the threshold, on the 4-GPU
+    scenarios: exact numerics, every trigger, and the same allowances against the model as
+    the paper's policies."""
+    test_scenario(4, collective, "t3_mca_rr", seed)
+
+
 @pytest.mark.parametrize("fault", ["jitter_reorder", "dram_backpressure"])
 def test_faults_keep_numerics_exact(fault, seed):
     kw = dict(net_jitter=300, reorder=True) if fault == "jitter_reorder" else \
@@ -111,11 +106,12 @@ def test_hbm_memory_policies_differ(seed):
     """On the HBM2 DRAM (``memory="hbm"``: banks, rows, FR-FCFS, refresh, updates that use
     their bank twice) the DRAM is the bottleneck and the GEMM's loads and stores compete
     with the DMA's reads and the received updates: the arbiter's policy matters. Each
-    policy's run is numerically exact with every trigger fired; the three give three
-    different cycle counts, round robin (communication every other slot) the most. The
-    fixed-latency DRAM gives the three the same cycles here (docs/cosim.md)."""
+    policy's run is numerically exact with every trigger fired; the four (T3-MCA-RR, this
+    kit's, included) give four different cycle counts, round robin (communication every
+    other slot) the most. The fixed-latency DRAM gives the paper's three the same cycles
+    here (docs/cosim.md)."""
     cycles = {}
-    for policy in ("round_robin", "compute_first", "t3_mca"):
+    for policy in ("round_robin", "compute_first", "t3_mca", "t3_mca_rr"):
         cfg = small(4, policy=policy, memory="hbm", seed=seed % 1000)
         r = cosim.run(cfg, model=False)
         print(cosim.result_line(r))
@@ -124,7 +120,7 @@ def test_hbm_memory_policies_differ(seed):
         assert all(h["accesses"] > 0 for h in r["hbm"]), r["hbm"]
         cycles[policy] = r["cycles"]["rtl"]
     print(cycles)
-    assert len(set(cycles.values())) == 3, cycles
+    assert len(set(cycles.values())) == 4, cycles
     assert cycles["round_robin"] == max(cycles.values()), cycles
 
 

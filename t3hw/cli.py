@@ -13,6 +13,8 @@
     t3hw cosim [--gpus N] [--model M] [--tp P] [--sublayer S] [--tokens T] [--hidden H]
                [--policy X]
                [--collective rs|allreduce] [--memory fixed|hbm] --json FILE [--waves DIR]
+    t3hw sweep [--gpus N,..] [--policy X,..] [--memory M,..] [FIELD V,..] --json FILE
+               [--scheduler tcp://HOST:8786 | --workers N]
     t3hw waves DIR
     t3hw formal [NAME ...] [--task bmc|prove|cover]
     t3hw synth --json FILE [--blocks B,..] [--params SET,..] [--seed N,..] [--docs FILE]
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from t3hw.tools import (arbiter_plot, bench, board, check, cosim, demo, formal, generate, paper,
-                        paths, synth, waves)
+                        paths, sweep, synth, waves)
 from t3hw.tools.errors import CliError
 
 
@@ -98,6 +100,9 @@ COMMANDS = (
     Command("cosim", "co-simulate N engines of generated Verilog in the GPU, DRAM and "
                      "network models", cosim.add_arguments, cosim.cmd,
             {"json": "file", "waves": "dir"}),
+    Command("sweep", "co-simulate a grid of configurations on Dask workers (a local cluster, "
+                     "or a scheduler's), results in one JSON", sweep.add_arguments, sweep.cmd,
+            {"json": "file"}),
     Command("synth", "synthesize the blocks (Yosys generic, ECP5, iCE40) and place and route "
                      "them on an ECP5-85F for Fmax", synth.add_arguments, synth.cmd,
             {"json": "file", "work": "dir"}),

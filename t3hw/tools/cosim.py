@@ -8,6 +8,8 @@ Verilates it (one build folder per ``(n, parameters, waves)``); :func:`run` runs
 compare.
 """
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import json
@@ -51,6 +53,20 @@ def _system_verilog(gpus, params):
     return _header("system", MODULE, params) + convert(System(params, n=gpus), MODULE)
 
 
+@contextlib.contextmanager
+def _locked(path):
+    """Hold an exclusive lock on ``path`` (created if missing) while the body runs: the
+    processes that share a build folder (the workers of a sweep, on one machine or on a
+    network file system) build it one at a time, and the later ones find it built."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def build(cfg: CosimConfig, *, waves=False, root=None):
     """Generate and Verilate the ``cfg.gpus``-engine system; returns (runner, build dir).
 
@@ -64,6 +80,11 @@ def build(cfg: CosimConfig, *, waves=False, root=None):
     if waves and waves not in WAVE_FORMATS:
         raise ValueError(f"waves must be one of {WAVE_FORMATS}, not {waves!r}")
     bdir = Path(root or toolchain.build_root()) / f"system{cfg.gpus}-{_key(cfg, waves)}"
+    with _locked(bdir.with_name(bdir.name + ".lock")):
+        return _build(cfg, bdir, waves)
+
+
+def _build(cfg, bdir, waves):
     src = bdir / "rtl" / f"{MODULE}.v"
     # Generated once per process, written only when it changed: the Verilator build is redone
     # exactly when the RTL changed (a build folder is keyed by the parameters, not by the
@@ -128,7 +149,8 @@ def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, roo
     with Progress(enabled=progress).follow(prog, _progress):
         try:
             simulate.run(runner, MODULE, bdir, "t3hw.verif.cosim_tb", params=cfg.params,
-                        seed=cfg.seed, test_dir=bdir, extra_env=env, trace_file=trace)
+                        seed=cfg.seed, test_dir=bdir, extra_env=env, trace_file=trace,
+                        tag=f"cosim-{tag}")
         except AssertionError as e:          # a failed check: report it with the results
             if not out.is_file():
                 raise

@@ -224,12 +224,14 @@ def _runner_sim(runner):
 
 
 def run(runner, module, bdir, test_module, *, params: EngineParams, seed, test_dir,
-        extra_env=None, trace_file=None, testcase=None, sim=None):
+        extra_env=None, trace_file=None, testcase=None, sim=None, tag=None):
     """Run the cocotb ``test_module`` on a built design and return the results file path.
 
     The testbench finds ``params`` and ``seed`` in ``T3HW_PARAMS`` (JSON) and ``T3HW_SEED``
     (read by :mod:`t3hw.verif.cocotb_tb`); ``extra_env`` adds the testbench's own settings. ``sim`` is the
     simulator ``runner`` was built for (:func:`build`'s); ``None`` takes it from ``runner``.
+    ``tag`` names this run's results and log files (``<test_module>.<tag>.xml``), so that
+    runs of one build at the same time (a sweep's workers) keep theirs apart.
 
     ``trace_file`` (needs a design built with ``waves=True``) writes the dump there: under
     Verilator in the format the design was built for (a VCD, or an FST with
@@ -258,8 +260,9 @@ def run(runner, module, bdir, test_module, *, params: EngineParams, seed, test_d
             plusargs = [f"+dumpfile_path={trace_file}"]
         else:
             test_args = ["--trace-file", str(trace_file)]
-    results = Path(bdir) / f"{test_module}.xml"
-    log = Path(bdir) / f"{test_module}.log"
+    stem = f"{test_module}.{tag}" if tag else test_module
+    results = Path(bdir) / f"{stem}.xml"
+    log = Path(bdir) / f"{stem}.log"
     try:
         runner.test(test_module=test_module, hdl_toplevel=module, build_dir=bdir,
                     test_dir=test_dir, extra_env=env, waves=waves, testcase=testcase,

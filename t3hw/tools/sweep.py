@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``t3hw sweep``: a grid of co-simulations spread over Dask workers, results in one JSON.
+
+A sweep is the cross product of lists of :class:`~sim_models.cosim.CosimConfig` fields
+(``--gpus 2,4 --policy t3_mca,t3_mca_rr --memory fixed,hbm``: eight co-simulations). Each
+point is one :func:`t3hw.tools.cosim.run` on a worker; the results come back to the client
+and are written to one JSON file, in grid order, with the sweep's own figures (workers,
+wall time, each point's worker and seconds).
+
+Where it runs
+-------------
+* By default on this machine: a :class:`distributed.LocalCluster` of ``--workers`` worker
+  processes (default: the CPU count), one thread each, no dashboard.
+* On a cluster: ``--scheduler tcp://HOST:8786`` connects to a running Dask scheduler and
+  uses its workers (``dask scheduler`` on one machine, ``dask worker tcp://HOST:8786
+  --nthreads 1`` on each of the others, every machine with this kit installed; or any
+  deployment Dask supports: SSH, SLURM through dask-jobqueue, Kubernetes). A worker builds
+  the Verilated system top it needs under its own ``T3HW_BUILD`` (``./build`` of its working
+  directory); a build folder shared by several workers (the same machine, or a network file
+  system) is built once, under a file lock (:func:`t3hw.tools.cosim.build`).
+
+Why Dask and not Ray: both schedule Python functions on a pool of processes across
+machines; Dask's scheduler and workers are pure-Python wheels (``dask``, ``distributed``)
+that install with the kit's other pinned dependencies on any Python this kit supports, start
+with one command each, and run on the batch systems HPC sites have (dask-jobqueue). A
+co-simulation is one coarse task (seconds to minutes, a subprocess for the simulator), so
+Ray's low-latency actor scheduling and object store buy nothing here, and its larger
+platform wheels would be a dependency the kit does not otherwise need.
+"""
+
+import dataclasses
+import itertools
+import json
+import os
+import time
+from pathlib import Path
+
+from sim_models.cosim import COLLECTIVES, MEMORIES, POLICIES, CosimConfig
+from sim_models.workloads import MODELS, SUBLAYERS
+
+from . import cosim
+from .errors import CliError
+from .progress import Progress
+
+
+__all__ = ["GRID_FIELDS", "grid", "run_sweep", "add_arguments", "cmd"]
+
+#: The :class:`CosimConfig` fields a sweep can list, with the type of one value.
+GRID_FIELDS = {"gpus": int, "model": str, "tp": int, "sublayer": str, "tokens": int,
+               "hidden": int, "policy": str, "collective": str, "memory": str, "seed": int}
+
+
+def grid(base=None, **lists):
+    """The :class:`CosimConfig` of every point of the cross product of ``lists`` (field name
+    to a list of values), in row-major order over the fields in :data:`GRID_FIELDS` order
+    (whatever the order of ``lists``): the last of them varies fastest. Every other
+    field is ``base``'s (default: ``CosimConfig()``'s), the engines' parameters and the
+    link included. Raises ValueError (the field's own message) for a bad value."""
+    unknown = sorted(set(lists) - set(GRID_FIELDS))
+    if unknown:
+        raise ValueError(f"fields {unknown} cannot be swept; sweepable: {sorted(GRID_FIELDS)}")
+    names = [n for n in GRID_FIELDS if n in lists]
+    for n in names:
+        if not lists[n]:
+            raise ValueError(f"{n} needs at least one value")
+    base = base if base is not None else CosimConfig()
+    return [dataclasses.replace(base, **dict(zip(names, values)))
+            for values in itertools.product(*(lists[n] for n in names))]
+
+
+def _point(cfg_dict, model):
+    """One sweep point on a worker: the co-simulation, and where and how long it ran."""
+    from distributed import get_worker
+    t0 = time.perf_counter()
+    r = cosim.run(CosimConfig.from_dict(cfg_dict), model=model)
+    r["sweep_point"] = {"worker": get_worker().address, "seconds": time.perf_counter() - t0}
+    return r
+
+
+def run_sweep(configs, *, scheduler=None, workers=None, json_path=None, progress=False,
+              model=True):
+    """Co-simulate every :class:`CosimConfig` of ``configs`` on Dask workers.
+
+    ``scheduler`` is a Dask scheduler's address (``tcp://HOST:8786``); None starts a local
+    cluster of ``workers`` processes (default: the CPU count) for the sweep. ``model`` also
+    runs the performance model beside each point (its ``cycles.model`` and ``gap``).
+
+    Returns (and writes to ``json_path``) ``{"sweep": {...}, "points": [result, ...]}``, the
+    results in the order of ``configs``; a point whose checks failed carries its
+    ``failure``, as :func:`t3hw.tools.cosim.run` reports it.
+    """
+    from distributed import Client, LocalCluster, as_completed
+    configs = list(configs)
+    if not configs:
+        raise ValueError("configs must not be empty")
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be an integer >= 1, not {workers!r}")
+    t0 = time.perf_counter()
+    cluster = None
+    if scheduler is None:
+        n = workers or os.cpu_count() or 1
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+        client = Client(cluster)
+    else:
+        client = Client(scheduler)
+    try:
+        n_workers = len(client.scheduler_info()["workers"])
+        futures = {client.submit(_point, cfg.to_dict(), model, pure=False): i
+                   for i, cfg in enumerate(configs)}
+        results = [None] * len(configs)
+        bar = Progress(len(configs), progress)
+        for fut in as_completed(futures):
+            i = futures[fut]
+            results[i] = fut.result()
+            bar.step(cosim.result_line(results[i]))
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    out = {"sweep": {"points": len(configs), "workers": n_workers,
+                     "scheduler": scheduler or "local", "wall_s": time.perf_counter() - t0},
+           "points": results}
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+def _list(kind, choices=None):
+    def parse(text):
+        values = [v.strip() for v in text.split(",") if v.strip()]
+        if not values:
+            raise ValueError("no value")
+        if choices is not None:
+            bad = [v for v in values if v not in choices]
+            if bad:
+                raise ValueError(f"{bad[0]!r} is not one of {', '.join(choices)}")
+        return [kind(v) for v in values]
+    parse.__name__ = "comma-separated list"
+    return parse
+
+
+def add_arguments(p):
+    """The options of ``t3hw sweep``: comma-separated values of the co-simulation's fields."""
+    lists = {"model": list(MODELS), "sublayer": list(SUBLAYERS), "policy": list(POLICIES),
+             "collective": list(COLLECTIVES), "memory": list(MEMORIES)}
+    for name, kind in GRID_FIELDS.items():
+        p.add_argument(f"--{name}", type=_list(kind, lists.get(name)), metavar="V[,V...]",
+                       help=f"values of the co-simulation's --{name} (default: its own)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a running Dask scheduler, tcp://HOST:8786 (default: a local cluster)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="worker processes of the local cluster (default: the CPU count)")
+    p.add_argument("--no-model", action="store_true",
+                   help="skip the performance model beside each point")
+    p.add_argument("--json", required=True, metavar="FILE", help="the results file")
+
+
+def cmd(args):
+    """``t3hw sweep``: run the grid, print one line per point; a failed point is an error."""
+    lists = {n: getattr(args, n) for n in GRID_FIELDS if getattr(args, n) is not None}
+    try:
+        configs = grid(**lists)
+    except ValueError as exc:
+        msg = str(exc)
+        name = next((k for k in GRID_FIELDS if msg.startswith(f"{k} ")), None)
+        raise CliError(f"--{name}: {msg}" if name else msg) from None
+    if args.workers is not None and args.workers < 1:
+        raise CliError(f"--workers must be at least 1, not {args.workers}")
+    import sys
+    out = run_sweep(configs, scheduler=args.scheduler, workers=args.workers,
+                    json_path=args.json, progress=sys.stderr.isatty(), model=not args.no_model)
+    for r in out["points"]:
+        print(cosim.result_line(r))
+    s = out["sweep"]
+    print(f"{s['points']} points on {s['workers']} workers ({s['scheduler']}) in "
+          f"{s['wall_s']:.0f} s; written: {args.json}")
+    failed = [r for r in out["points"] if r["failure"] or not r["numerics_ok"]]
+    if failed:
+        raise CliError(f"{len(failed)} of {len(out['points'])} points failed their checks; "
+                       f"first: {cosim.result_line(failed[0])}")

@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``t3hw sweep`` (:mod:`t3hw.tools.sweep`): a small grid of co-simulations on a local
+two-worker Dask cluster, and the grid and CLI checks."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from t3hw.tools import cosim
+from t3hw.verif.cosim_scenarios import REGRESSION_PARAMS, small
+from t3hw.tools.sweep import grid, run_sweep
+
+# The co-simulation regression's 2-engine scenario: its system top is the one that
+# regression builds (one build folder, built under its lock by whichever test comes first).
+BASE = small(2)
+
+
+def test_grid_is_the_cross_product_in_order():
+    pts = grid(BASE, memory=["fixed", "hbm"], policy=["round_robin", "t3_mca_rr"])
+    assert [(c.policy, c.memory) for c in pts] == [   # GRID_FIELDS order: memory fastest
+        ("round_robin", "fixed"), ("round_robin", "hbm"), ("t3_mca_rr", "fixed"),
+        ("t3_mca_rr", "hbm")]
+    with pytest.raises(ValueError, match=r"tokens must be a multiple"):
+        grid(BASE, gpus=[4])                  # 64 tokens: not a multiple of 4 x 32
+    assert all(c.params == REGRESSION_PARAMS and c.hidden == 256 for c in pts)
+    with pytest.raises(ValueError, match=r"policy must be one of .*not 'fifo'"):
+        grid(BASE, policy=["fifo"])
+    with pytest.raises(ValueError, match=r"cannot be swept"):
+        grid(BASE, link_latency=[1])
+
+
+def test_sweep_on_a_local_two_worker_cluster(tmp_path):
+    """Two co-simulations on two worker processes: both exact, every trigger fired, in grid
+    order in one JSON, and each the same run as the co-simulation of its configuration in
+    this process (the co-simulation is deterministic)."""
+    configs = grid(BASE, policy=["round_robin", "t3_mca"], seed=[7])
+    out = run_sweep(configs, workers=2, json_path=tmp_path / "sweep.json", model=False)
+    assert out["sweep"]["workers"] == 2 and out["sweep"]["points"] == 2
+    assert json.loads((tmp_path / "sweep.json").read_text())["points"] == \
+        json.loads(json.dumps(out["points"]))
+    for cfg, r in zip(configs, out["points"]):
+        print(cosim.result_line(r), r["sweep_point"])
+        assert r["config"]["policy"] == cfg.policy and r["config"]["seed"] == 7
+        assert not r["failure"] and r["numerics_ok"] and r["max_abs_err"] == 0.0
+        assert r["triggers_per_gpu"] == r["armed"]
+        assert r["sweep_point"]["worker"].startswith("tcp://")
+    here = cosim.run(configs[1], model=False)
+    assert here["cycles"]["rtl"] == out["points"][1]["cycles"]["rtl"]
+    assert here["triggers_per_gpu"] == out["points"][1]["triggers_per_gpu"]
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    for args, want in ((["--policy", "fifo"], "--policy"), (["--gpus", "1"], "--gpus"),
+                       (["--workers", "0"], "--workers")):
+        p = subprocess.run([sys.executable, "-m", "t3hw", "sweep", *args, "--json",
+                            str(tmp_path / "s.json")], capture_output=True, text=True)
+        assert p.returncode == 2, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1 and want in p.stderr, p.stderr
