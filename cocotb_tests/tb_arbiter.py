@@ -15,7 +15,7 @@ import os
 
 import cocotb
 
-from t3hw.verif import arbiter_env as arbiter_model
+from t3hw.verif import arbiter_directed as arbiter_model
 from t3hw.verif.arbiter_env import ArbiterEnv
 from t3hw.spec.layouts import ArbPolicy
 from t3hw.verif.cocotb_tb import EnvTB

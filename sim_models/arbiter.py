@@ -9,8 +9,8 @@
 * :func:`config_ok`, :func:`derived_threshold`, :func:`starvation_bound`,
   :func:`hold_bounds`: the rules on their own.
 
-The cycle-exact environment that drives and scores the RTL against the model, and the
-directed scenarios, are in :mod:`t3hw.verif.arbiter_env`.
+The cycle-exact environment that drives and scores the RTL against the model is in
+:mod:`t3hw.verif.arbiter_env`, the directed scenarios in :mod:`t3hw.verif.arbiter_directed`.
 
 Field names come from :mod:`t3hw.spec.layouts` through :class:`~t3hw.spec.layouts.Codec`.
 """

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from sim_models.arbiter import ArbiterModel, config_ok, derived_threshold
-from t3hw.verif import arbiter_env as arbiter_model
+from t3hw.verif import arbiter_directed as arbiter_model
 from t3hw.verif.arbiter_env import ArbiterEnv
 from t3hw.verif.amsim import run_env
 from t3hw.hw.arbiter import Arbiter

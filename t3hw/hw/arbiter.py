@@ -146,14 +146,12 @@ from .status import count, sticky_errors
 
 __all__ = ["Arbiter", "formal_spec"]
 
-#: The policies that gate communication by the occupancy threshold and force it after
-#: ``starvation_limit`` slots.
+#: The policies with T3-MCA's threshold gate and forcing.
 _MCA_POLICIES = (ArbPolicy.T3_MCA, ArbPolicy.T3_MCA_RR)
 
 
 def _is_mca(policy):
-    """Whether ``policy`` (an :class:`ArbPolicy` view) is T3-MCA or T3_MCA_RR: codes 2 and 3,
-    its high bit."""
+    """Whether ``policy`` is T3-MCA or T3_MCA_RR (codes 2 and 3: the high bit)."""
     return Value.cast(policy)[1]
 
 
@@ -292,22 +290,14 @@ class Arbiter(wiring.Component):
         # outside the derivation after a compute grant with ``below2`` (its round-robin
         # turn, the gate open; below). Under compute-first both are 0; while deriving
         # ``gated`` is 0 (compute-first, but forced).
-        # ``below`` is the occupancy compare of the cycle before, registered: the occupancy
-        # (an input, from the DRAM) and the threshold meet in a carry chain that was the
-        # head of the engine's worst path, through the decision into the slices' pops. The
-        # compare counts one request more than the occupancy it sees, the one this arbiter
-        # may have issued since (it issues at most one per cycle, so the DRAM's queue grows
-        # by at most one per cycle): a gated grant never finds the queue at the threshold,
-        # as with the compare of the same cycle. (Without the one, the late compare let a
-        # request in over the threshold at every crossing, and T3-MCA's run of the 4-GPU
-        # reduce-scatter on the HBM2 DRAM took 11,479 cycles instead of 10,661; with it,
-        # 10,737.)
+        # ``below``: the occupancy compare of the cycle before, registered (its carry chain
+        # was the head of the engine's worst path). It counts one request more than the
+        # occupancy it sees, the one this arbiter may have issued since (at most one per
+        # cycle), so a gated grant never finds the queue at the threshold (docs/arbiter.md,
+        # "Timing"). T3_MCA_RR's turn enters ``comm_first`` at the clock edge, so it uses a
+        # compare one cycle older still, with two requests more: ``below2``.
         below = Signal(init=1)                             # the occupancy of reset, 0
         m.d.sync += below.eq(self.occupancy + 1 < dv.thr)
-        # T3_MCA_RR's round-robin turn enters ``comm_first`` at the clock edge, so it uses
-        # the compare registered a cycle earlier still: ``below2``, the occupancy plus two
-        # (the requests the arbiter may have issued in the two cycles since) below the
-        # threshold. Its compare drives one flip-flop, as ``below``'s does.
         below2 = Signal(init=1)
         m.d.sync += below2.eq(self.occupancy + 2 < dv.thr)
         rst_policy = ArbPolicy(rst_cfg["policy"])
