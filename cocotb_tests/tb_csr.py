@@ -22,6 +22,7 @@ import pytest
 from cocotb.triggers import RisingEdge
 
 from sim_models.arbiter import MAX_WINDOW_LOG2, config_ok
+from sim_models.csr import ArbiterConfig
 from t3hw.verif import csr_env as csr_model, csr_scenarios
 from t3hw.verif.csr_env import CsrEnv
 from sim_models.gpu import GemmProducer, GemmShape, GpuConfig
@@ -180,8 +181,7 @@ async def test_driver_arbiter(dut):
         assert arbiter.config == {"policy": policy.value, **cfg}
         assert await driver.arbiter_status() == dict(
             policy=policy.value, threshold=cfg["threshold"],
-            measuring=int(policy in (ArbPolicy.T3_MCA, ArbPolicy.T3_MCA_RR)
-                          and cfg["threshold"] == 0))
+            measuring=ArbiterConfig.measuring({"policy": policy.value, **cfg}))
     good = dict(arbiter.config)
     with pytest.raises(RuntimeError, match="the arbiter rejected the configuration"):
         await driver.program_arbiter(policy="t3_mca", window_log2=MAX_WINDOW_LOG2 + 1)

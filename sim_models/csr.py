@@ -370,15 +370,19 @@ class ArbiterConfig(BlockModel):
         else:
             self.errors["bad_config"] = True
 
+    @staticmethod
+    def measuring(cfg):
+        """``status.measuring`` of this stand-in under configuration ``cfg``: while T3-MCA or
+        T3_MCA_RR derives its threshold (threshold 0), simplified to "always then"."""
+        return int(cfg["policy"] in (ArbPolicy.T3_MCA.value, ArbPolicy.T3_MCA_RR.value)
+                   and cfg["threshold"] == 0)
+
     def status(self):
-        """The packed ``status`` port: the policy and the programmed threshold; ``measuring``
-        while T3-MCA or T3_MCA_RR derives its threshold (threshold 0), simplified to "always
-        then"."""
+        """The packed ``status`` port: the policy, the programmed threshold and
+        :meth:`measuring`."""
         cfg = self.config
-        return self.status_codec.pack(
-            policy=cfg["policy"], threshold=cfg["threshold"],
-            measuring=int(cfg["policy"] in (ArbPolicy.T3_MCA.value, ArbPolicy.T3_MCA_RR.value)
-                          and cfg["threshold"] == 0))
+        return self.status_codec.pack(policy=cfg["policy"], threshold=cfg["threshold"],
+                                      measuring=self.measuring(cfg))
 
 
 class Targets:

@@ -24,7 +24,7 @@ from t3hw.spec.regmap import MAGIC, Access
 
 from sim_models.arbiter import MAX_WINDOW_LOG2, config_ok
 from sim_models.csr import (ALWAYS_READY, CAPTURE, STATS, STICKY, TARGETS, COMMANDS, STAGING,
-                            CsrInputs, CsrModel, Targets)
+                            ArbiterConfig, CsrInputs, CsrModel, Targets)
 
 from .env import Stall, StreamEnv
 
@@ -355,9 +355,9 @@ async def wait_reset(env, cycle):
 def arb_status_words(rm, cfg):
     """The ``ARB_STATUS`` words of an arbiter in configuration ``cfg`` (:class:`ArbiterConfig`
     written out)."""
-    measuring = cfg["policy"] == ArbPolicy.T3_MCA.value and cfg["threshold"] == 0
     return [w for _, w in rm.encode("ARB_STATUS", policy=cfg["policy"],
-                                    threshold=cfg["threshold"], measuring=int(measuring))]
+                                    threshold=cfg["threshold"],
+                                    measuring=ArbiterConfig.measuring(cfg))]
 
 
 async def every_register(env, cycle):
