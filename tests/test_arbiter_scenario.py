@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from dataclasses import replace
 
 import pytest
 
@@ -17,6 +18,7 @@ from t3hw.verif import arbiter_scenario as scenario
 from sim_models.arbiter import derived_threshold
 from t3hw import cli
 from t3hw.spec.contract import ARBITER_FINISH_CYCLES as FINISH_CYCLES
+from t3hw.spec.layouts import ArbPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -120,6 +122,29 @@ def test_bounded_policies_finish_the_burst(runs):
     # the trade: communication finishes first under round robin
     rr = envs["round_robin"].summary()["comm_finish"]
     assert all(envs[k].summary()["comm_finish"] > rr for k in ("t3_mca", "t3_mca_derived"))
+
+
+def test_mca_rr_keeps_the_gate_and_its_bound(runs):
+    """T3-MCA-RR's turn looks at the occupancy two cycles late, plus two: no unforced
+    communication grant finds the queue at or above the threshold in its own cycle, and the
+    starvation bound is T3-MCA's. (On this traffic the GEMM's read bursts hold the queue at
+    the threshold whenever both classes request, so its grants are T3-MCA's.)"""
+    rr = runs[1]["t3_mca_rr"]
+    at = [c for c, g in enumerate(rr.granted)
+          if g == "m" and not rr.measuring_log[c] and rr.occupancy_log[c] >= rr.threshold_log[c]]
+    assert set(at) <= _forced(rr), sorted(set(at) - _forced(rr))
+    assert rr.worst["comm"] <= scenario.STARVATION_LIMIT
+
+
+def test_mca_rr_shares_an_open_gate():
+    """A DRAM that serves a request per cycle and a threshold above its saturation: the
+    gate stays open through the GEMM's read bursts. T3-MCA still gives every such slot to
+    compute; T3-MCA-RR gives communication every other one, so the GEMM stalls more."""
+    traffic = replace(scenario.Traffic.for_cycles(CYCLES), service=1)
+    mca = scenario.run_policy(traffic, ArbPolicy.T3_MCA, 30, CYCLES).summary()
+    rr = scenario.run_policy(traffic, ArbPolicy.T3_MCA_RR, 30, CYCLES).summary()
+    assert rr["compute_stalls"] > mca["compute_stalls"], (rr, mca)
+    assert rr["comm_finish"] is not None and rr["forced"] <= mca["forced"], (rr, mca)
 
 
 def test_derived_threshold_is_the_rule(runs):

@@ -98,6 +98,7 @@ POLICIES = (
     ("compute_first",  "compute-first",             ArbPolicy.COMPUTE_FIRST, None),
     ("t3_mca",         "T3-MCA, threshold 10",      ArbPolicy.T3_MCA,        10),
     ("t3_mca_derived", "T3-MCA, derived threshold", ArbPolicy.T3_MCA,        0),
+    ("t3_mca_rr",      "T3-MCA-RR, threshold 10",   ArbPolicy.T3_MCA_RR,     10),
 )
 
 #: Arbiter parameters besides the policy and threshold (saturation comes from the DRAM).
