@@ -15,8 +15,8 @@ The cycle-exact environment that drives and scores the RTL against the model is 
 Field names come from :mod:`t3hw.spec.layouts` through :class:`~t3hw.spec.layouts.Codec`.
 """
 
-from t3hw.spec.layouts import (ArbPolicy, MemOp, WriteKind, WriteSource, arbiter_errors_layout,
-                               arbiter_stats_layout)
+from t3hw.spec.layouts import (MCA_POLICIES, ArbPolicy, MemOp, WriteKind, WriteSource,
+                               arbiter_errors_layout, arbiter_stats_layout)
 from t3hw.spec.contract import (ARBITER_FINISH_CYCLES as FINISH_CYCLES, MAX_WINDOW_LOG2,
                                 arbiter_reset_config as reset_config)
 from t3hw.spec.params import EngineParams
@@ -51,8 +51,8 @@ def derived_threshold(saturation, window_log2, grants):
 def starvation_bound(policy, limit):
     """Issue slots a pending communication request may go without a communication grant
     (None: unbounded)."""
-    return {ArbPolicy.ROUND_ROBIN: 1, ArbPolicy.T3_MCA: limit,
-            ArbPolicy.T3_MCA_RR: limit}.get(ArbPolicy(policy))
+    policy = ArbPolicy(policy)
+    return 1 if policy == ArbPolicy.ROUND_ROBIN else limit if policy in MCA_POLICIES else None
 
 
 def hold_bounds(bound, holds):
@@ -135,7 +135,7 @@ class ArbiterModel(BlockModel):
         if policy == ArbPolicy.ROUND_ROBIN:
             cls = ("compute" if cp and (not mp or self.last_comm)
                    else "comm" if mp else None)
-        elif policy in (ArbPolicy.T3_MCA, ArbPolicy.T3_MCA_RR):
+        elif policy in MCA_POLICIES:
             if mp and self.wait >= self.cfg["starvation_limit"]:
                 cls, forced = "comm", True               # also while deriving
             elif (policy == ArbPolicy.T3_MCA_RR and mp and not self.measuring

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from t3hw.spec.contract import (CSR_LOAD_CYCLES as LOAD_CYCLES, CSR_REFUSALS,
                                 csr_verdict_delay, addrmap_program_cycles, dma_program_cycles)
-from t3hw.spec.layouts import (ArbPolicy, Codec, CsrCommand,
+from t3hw.spec.layouts import (MCA_POLICIES, ArbPolicy, Codec, CsrCommand,
                           addrmap_errors_layout, arbiter_errors_layout, arbiter_stats_layout,
                           arbiter_status_layout, csr_status_layout, dma_descriptor_layout,
                           dma_errors_layout, region_layout, tracker_result_layout)
@@ -374,8 +374,7 @@ class ArbiterConfig(BlockModel):
     def measuring(cfg):
         """``status.measuring`` of this stand-in under configuration ``cfg``: while T3-MCA or
         T3_MCA_RR derives its threshold (threshold 0), simplified to "always then"."""
-        return int(cfg["policy"] in (ArbPolicy.T3_MCA.value, ArbPolicy.T3_MCA_RR.value)
-                   and cfg["threshold"] == 0)
+        return int(ArbPolicy(cfg["policy"]) in MCA_POLICIES and cfg["threshold"] == 0)
 
     def status(self):
         """The packed ``status`` port: the policy, the programmed threshold and

@@ -63,11 +63,12 @@ import numpy as np
 
 from .dma import walk as dma_walk
 from .tracker import TrackerModel
-from t3hw.spec.layouts import ArbPolicy, WriteKind, WriteSource
+from t3hw.spec.layouts import MCA_POLICIES, ArbPolicy, WriteKind, WriteSource
 from t3hw.spec.params import EngineParams
 
 
-__all__ = ["MODES", "POLICIES", "Region", "AddressMap", "Burst", "DmaDescriptor", "Arbiter",
+__all__ = ["MODES", "POLICIES", "MCA_NAMES",
+           "Region", "AddressMap", "Burst", "DmaDescriptor", "Arbiter",
            "Packet", "EngineModel", "observe_bytes"]
 
 
@@ -76,6 +77,9 @@ MODES = ("local", "remote", "tracked")
 #: Arbitration policies: the names of :class:`~t3hw.spec.layouts.ArbPolicy`, lower case, in
 #: code order (``POLICIES[code]``); the one list of them in the models.
 POLICIES = tuple(p.name.lower() for p in ArbPolicy)
+
+#: The names of :data:`~t3hw.spec.layouts.MCA_POLICIES`: T3-MCA's gate and derivation.
+MCA_NAMES = frozenset(p.name.lower() for p in MCA_POLICIES)
 
 
 def _nonneg_int(name, value, low=0):
@@ -227,7 +231,7 @@ class Arbiter:
     @property
     def measuring(self):
         """True while a T3-MCA arbiter is still deriving its threshold."""
-        return self.policy in ("t3_mca", "t3_mca_rr") and self.threshold is None
+        return self.policy in MCA_NAMES and self.threshold is None
 
     def measure(self, cycles, compute_rate):
         """Record ``cycles`` of the GEMM in which compute used ``compute_rate`` of the DRAM.

@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .dram import TRAFFIC_CLASSES, DramModel
-from .engine_model import Arbiter, DmaDescriptor, observe_bytes
+from .engine_model import MCA_NAMES, Arbiter, DmaDescriptor, observe_bytes
 from .gpu import GemmProducer, GpuConfig, SteppedCores
 from .hbm_params import HbmParams
 from .memsys import HbmMemory
@@ -499,7 +499,7 @@ def simulate_t3(work, cfg=None, *, policy="round_robin", ag=None):
     ag_cycles, ag_traffic = ag if ag is not None else _ring_sim(work, cfg, "ag")
     traffic = {c: f_traffic[c] + ag_traffic[c] for c in TRAFFIC_CLASSES}
     return PhaseResult({"gemm_rs": fused, "ag": ag_cycles, "total": fused + ag_cycles}, traffic,
-                       arb.threshold if policy in ("t3_mca", "t3_mca_rr") else None)
+                       arb.threshold if policy in MCA_NAMES else None)
 
 
 def run_workload(work, cfg=None):

@@ -42,9 +42,9 @@ registers at run time)
   derived), the last grant went to compute, and the DRAM ``occupancy`` of two cycles
   before, plus two (the requests issued since), was below the ``threshold`` of that cycle
   (a compare registered twice: *Timing*), communication is granted (whether or not
-  compute requests: the queue is below the threshold either way). So while the DRAM's queue is below the threshold (it has room)
-  the classes alternate as under ``ROUND_ROBIN``, and at or above it compute goes first as
-  under T3-MCA. T3-MCA leaves communication only the slots compute does not use, even when
+  compute requests: the queue is below the threshold either way). So while the DRAM's
+  queue is below the threshold (it has room) the classes alternate as under
+  ``ROUND_ROBIN``, and at or above it compute goes first as under T3-MCA. T3-MCA leaves communication only the slots compute does not use, even when
   the queue is short; when the GEMM issues in nearly every slot but the DRAM keeps up,
   communication then waits for the starvation limit although the DRAM has room for it.
 
@@ -54,8 +54,8 @@ In issue slots in which a communication request is pending, ``ROUND_ROBIN`` gran
 communication within 2 slots and ``T3_MCA`` and ``T3_MCA_RR`` within ``starvation_limit +
 1``, at all times (from reset, and while the threshold is being derived); ``COMPUTE_FIRST``
 has no bound. So the class goes at most ``L`` slots in a row without a grant, ``L`` = 1
-(round robin) or ``starvation_limit`` (T3-MCA, T3_MCA_RR). Inside a class the two inputs alternate, so one input of a
-class waits at most ``2 L + 1`` slots. No input is ever granted without a request.
+(round robin) or ``starvation_limit`` (T3-MCA, T3_MCA_RR). Inside a class the two inputs
+alternate, so one input of a class waits at most ``2 L + 1`` slots. No input is ever granted without a request.
 ``track_hold`` (below) adds to these: each issue slot in which it held back every pending
 communication request adds at most one slot to the class's wait (``L + h`` for ``h`` such
 slots), and each one in which it held back an input's own request at most one turn of its
@@ -132,9 +132,9 @@ from amaranth.hdl import Assume, Cover
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from t3hw.spec.layouts import (ArbPolicy, MemOp, WriteKind, WriteSource, arbiter_config_layout,
-                      arbiter_errors_layout, arbiter_stats_layout, arbiter_status_layout,
-                      load_layout, load_response_layout, mem_request_layout,
+from t3hw.spec.layouts import (MCA_POLICIES, ArbPolicy, MemOp, WriteKind, WriteSource,
+                      arbiter_config_layout, arbiter_errors_layout, arbiter_stats_layout,
+                      arbiter_status_layout, load_layout, load_response_layout, mem_request_layout,
                       mem_response_layout, mem_store_layout,
                       read_request_layout, read_response_layout, write_layout)
 from t3hw.spec.contract import arbiter_reset_config as reset_config
@@ -146,12 +146,8 @@ from .status import count, sticky_errors
 
 __all__ = ["Arbiter", "formal_spec"]
 
-#: The policies with T3-MCA's threshold gate and forcing.
-_MCA_POLICIES = (ArbPolicy.T3_MCA, ArbPolicy.T3_MCA_RR)
-
-
 def _is_mca(policy):
-    """Whether ``policy`` is T3-MCA or T3_MCA_RR (codes 2 and 3: the high bit)."""
+    """Whether ``policy`` is one of :data:`MCA_POLICIES` (codes 2 and 3: the high bit)."""
     return Value.cast(policy)[1]
 
 
@@ -301,7 +297,7 @@ class Arbiter(wiring.Component):
         below2 = Signal(init=1)
         m.d.sync += below2.eq(self.occupancy + 2 < dv.thr)
         rst_policy = ArbPolicy(rst_cfg["policy"])
-        rst_mca = rst_policy in _MCA_POLICIES
+        rst_mca = rst_policy in MCA_POLICIES
         gated = Signal(init=rst_mca and not dv.derive)
         comm_first = Signal(init=rst_policy == ArbPolicy.ROUND_ROBIN
                              or (rst_policy == ArbPolicy.T3_MCA_RR and not dv.derive))

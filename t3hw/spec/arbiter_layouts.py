@@ -13,7 +13,7 @@ from .kinds import WriteSource
 __all__ = [
     "ArbPolicy", "MemOp", "load_layout", "load_response_layout", "mem_request_layout",
     "mem_response_layout", "arbiter_config_layout", "arbiter_status_layout",
-    "arbiter_errors_layout", "arbiter_stats_layout", "WINDOW_LOG2_WIDTH",
+    "arbiter_errors_layout", "arbiter_stats_layout", "WINDOW_LOG2_WIDTH", "MCA_POLICIES",
 ]
 
 #: Width of the ``window_log2`` field of the arbiter configuration (values 0 .. 24).
@@ -33,6 +33,11 @@ class ArbPolicy(enum.Enum, shape=2):
     #: open (the occupancy below the threshold, the threshold derived) the two streams
     #: alternate when both request, as under ``ROUND_ROBIN`` (see :mod:`t3hw.hw.arbiter`).
     T3_MCA_RR     = 3
+
+
+#: The policies with T3-MCA's occupancy gate, forcing and threshold derivation (codes 2 and
+#: 3: the high bit of the code).
+MCA_POLICIES = frozenset({ArbPolicy.T3_MCA, ArbPolicy.T3_MCA_RR})
 
 
 class MemOp(enum.Enum, shape=2):

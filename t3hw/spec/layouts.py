@@ -494,7 +494,8 @@ __all__ += [
 # --- arbiter (t3hw/hw/arbiter.py) and engine ports (t3hw/hw/engine.py) -----------------------------
 # Defined in t3hw/spec/arbiter_layouts.py (this module would be too long), exported from here.
 
-from .arbiter_layouts import (ArbPolicy, MemOp, WINDOW_LOG2_WIDTH,  # noqa: E402
+from .arbiter_layouts import (MCA_POLICIES, ArbPolicy, MemOp,  # noqa: E402
+                              WINDOW_LOG2_WIDTH,
                               arbiter_config_layout, arbiter_errors_layout,
                               arbiter_stats_layout, arbiter_status_layout, load_layout,
                               load_response_layout, mem_request_layout, mem_response_layout)
@@ -502,5 +503,5 @@ from .arbiter_layouts import (ArbPolicy, MemOp, WINDOW_LOG2_WIDTH,  # noqa: E402
 __all__ += [
     "ArbPolicy", "MemOp", "load_layout", "load_response_layout", "mem_request_layout",
     "mem_response_layout", "arbiter_config_layout", "arbiter_status_layout",
-    "arbiter_errors_layout", "arbiter_stats_layout", "WINDOW_LOG2_WIDTH",
+    "arbiter_errors_layout", "arbiter_stats_layout", "WINDOW_LOG2_WIDTH", "MCA_POLICIES",
 ]

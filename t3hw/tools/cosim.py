@@ -227,6 +227,14 @@ def add_arguments(p):
                    help="dump format of --waves (FST is about 50x smaller than VCD)")
 
 
+def config_error(exc, fields):
+    """The :class:`CliError` of a :class:`CosimConfig` ``ValueError``: its message, led by
+    the option of the field it names (one of ``fields``), if any."""
+    msg = str(exc)
+    name = next((k for k in fields if msg.startswith(f"{k} ")), None)
+    return CliError(f"--{name.replace('_', '-')}: {msg}" if name else msg)
+
+
 def cmd(args):
     """``t3hw cosim``: run one scenario, print its result line; a failed check is an error."""
     opts = dict(gpus=args.gpus, model=args.model, tp=args.tp, sublayer=args.sublayer,
@@ -236,9 +244,7 @@ def cmd(args):
     try:                                    # every limit is checked here, before the build
         cfg = CosimConfig(**opts)
     except ValueError as exc:
-        msg = str(exc)
-        name = next((k for k in opts if msg.startswith(f"{k} ")), None)
-        raise CliError(f"--{name.replace('_', '-')}: {msg}" if name else msg) from None
+        raise config_error(exc, opts) from None
     r = run(cfg, json_path=args.json, waves_dir=args.waves, progress=sys.stderr.isatty(),
             wave_format=args.wave_format)
     print(result_line(r))

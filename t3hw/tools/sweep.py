@@ -32,6 +32,7 @@ import dataclasses
 import itertools
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -163,12 +164,9 @@ def cmd(args):
     try:
         configs = grid(**lists)
     except ValueError as exc:
-        msg = str(exc)
-        name = next((k for k in GRID_FIELDS if msg.startswith(f"{k} ")), None)
-        raise CliError(f"--{name}: {msg}" if name else msg) from None
+        raise cosim.config_error(exc, GRID_FIELDS) from None
     if args.workers is not None and args.workers < 1:
         raise CliError(f"--workers must be at least 1, not {args.workers}")
-    import sys
     out = run_sweep(configs, scheduler=args.scheduler, workers=args.workers,
                     json_path=args.json, progress=sys.stderr.isatty(), model=not args.no_model)
     for r in out["points"]:
