@@ -90,6 +90,10 @@ class Plan:
         self.out_bytes = shape.m * self.pitch
         self.chunk_rows = shape.m // n
         self.chunk_bytes = self.chunk_rows * self.pitch
+        #: Bytes written into ``R`` at every GPU when the collective is complete: its own
+        #: chunk's last-stage stores and the forwarded updates (twice the chunk), plus, in
+        #: the all-reduce, the ``N - 1`` reduced chunks copied in.
+        self.r_expected = self.chunk_bytes * (2 if not self.gather else 2 + (n - 1))
         span = 1 << (self.out_bytes - 1).bit_length()
         self.o_base, self.r_base = O_BASE, O_BASE + span
         if self.r_base + span > 1 << p.addr_width:

@@ -44,12 +44,12 @@ from .dram import NmcDram
 from .engine_model import POLICIES
 from .hbm_dram import HbmDram
 from .gpu import GemmShape, GpuConfig, GpuCores
-from .network import Ring
+from .network import Ring, link_rate
 from .workloads import SUBLAYERS, Workload
 
 
 __all__ = ["POLICIES", "COLLECTIVES", "MEMORIES", "CosimConfig", "Plan", "GpuCores",
-           "NmcDram", "HbmDram", "Ring", "SystemEnv", "model_cycles"]
+           "NmcDram", "HbmDram", "Ring", "SystemEnv", "check_numerics", "model_cycles"]
 
 #: Collectives: fused GEMM + reduce-scatter, or fused GEMM + all-reduce.
 COLLECTIVES = ("rs", "allreduce")
@@ -170,9 +170,7 @@ class CosimConfig:
         _int("net_jitter", self.net_jitter, 0)
         _int("seed", self.seed, 0)
         _int("threshold_error", self.threshold_error, -1, 1)
-        if not self.link_bytes_per_cycle > 0:
-            raise ValueError(f"link_bytes_per_cycle must be in (0, inf), "
-                             f"not {self.link_bytes_per_cycle!r}")
+        link_rate(self.link_bytes_per_cycle)     # a ratio of integers, > 0
         if not 0 <= self.dram_stall < 1:
             raise ValueError(f"dram_stall must be in [0, 1), not {self.dram_stall!r}")
         if self.tile_n * 2 % self.params.burst_bytes:
@@ -304,8 +302,7 @@ class SystemEnv:
         self.packets = [0] * n
         self.store_wait = [0] * n          # cycles a GPU store was offered and not taken
         self.regions = [plan.regions(i) for i in range(n)]
-        want = plan.chunk_bytes * (2 if not plan.gather else 2 + (n - 1))
-        self.r_expected = want                 # bytes written into R at every GPU
+        self.r_expected = plan.r_expected      # bytes written into R at every GPU
         self.last_activity = 0
 
     # -- per engine, per cycle -------------------------------------------------------------
@@ -436,21 +433,25 @@ class SystemEnv:
         return max(d.last_write for d in self.drams)
 
     def numerics(self):
-        """``(ok, max_abs_err)``: every GPU's final chunk (all of ``R`` for the all-reduce)
-        against numpy's float64 sum of the partials."""
-        plan = self.plan
-        exact = plan.expected()
-        worst = 0.0
-        for i, d in enumerate(self.drams):
-            r = d.view(plan.r_base, plan.out_bytes).reshape(plan.shape.m, plan.shape.n)
-            rows = slice(None) if plan.gather else \
-                slice(i * plan.chunk_rows, (i + 1) * plan.chunk_rows)
-            err = np.abs(r[rows].astype(np.float64) - exact[rows])
-            worst = max(worst, float(err.max()))
-        return worst == 0.0, worst
+        """``(ok, max_abs_err)``: :func:`check_numerics` of the DRAMs."""
+        return check_numerics(self.plan, self.drams)
 
     def traffic(self):
         return {k: sum(d.traffic[k] for d in self.drams) for k in self.drams[0].traffic}
+
+
+def check_numerics(plan, drams):
+    """``(ok, max_abs_err)``: every GPU's final chunk (all of ``R`` for the all-reduce) in its
+    DRAM (:meth:`NmcDram.view`) against numpy's float64 sum of the partials."""
+    exact = plan.expected()
+    worst = 0.0
+    for i, d in enumerate(drams):
+        r = d.view(plan.r_base, plan.out_bytes).reshape(plan.shape.m, plan.shape.n)
+        rows = slice(None) if plan.gather else \
+            slice(i * plan.chunk_rows, (i + 1) * plan.chunk_rows)
+        err = np.abs(r[rows].astype(np.float64) - exact[rows])
+        worst = max(worst, float(err.max()))
+    return worst == 0.0, worst
 
 
 def model_cycles(cfg: CosimConfig):

@@ -11,23 +11,30 @@ A :class:`Link` is one direction of one link: a FIFO of packets, each serialized
 ``bytes_per_cycle`` once the link is free and the packet is ready, and delivered
 ``latency_cycles`` after its last byte left. A started packet always completes (no
 preemption), so stepping :meth:`Link.transmit` in chunks of time gives the same deliveries as
-one call. Both rings below serialize their packets on :class:`Link`:
+one call. Two rings:
 
-* :class:`RingNetwork`: links in fractional cycles, messages cut into packets, closed forms;
-  the performance model's network (:mod:`sim_models.perf`), stepped in chunks of time.
+* :class:`RingNetwork`: links (:class:`Link`) in fractional (float) cycles, messages cut
+  into packets, closed forms; the performance model's network (:mod:`sim_models.perf`),
+  stepped in chunks of time.
 * :class:`Ring`: the co-simulation's network (:class:`sim_models.cosim.SystemEnv`), cycle by
   cycle at the RTL's ``net_tx`` and ``net_rx`` ports: a transmit buffer per GPU (back
   pressure on ``net_tx``), arrivals rounded up to whole cycles, optional jitter and
-  reordering, and the packets' data carried along.
+  reordering, and the packets' data carried along. Its links serialize in exact rational
+  time (:func:`link_rate`), so that :mod:`t3hw.verif.simhdl.ring`, the same ring in
+  simulation-only HDL, matches it cycle for cycle.
 """
 
 import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
+from fractions import Fraction
 
 
-__all__ = ["Delivery", "Link", "RingNetwork", "Ring"]
+__all__ = ["Delivery", "Link", "RingNetwork", "Ring", "link_rate", "MAX_RATE_DENOMINATOR"]
+
+#: Largest denominator of a :class:`Ring`'s exact link rate (:func:`link_rate`).
+MAX_RATE_DENOMINATOR = 10**6
 
 
 @dataclass(frozen=True)
@@ -173,24 +180,98 @@ class RingNetwork:
         return (n - 1) * self.ring_step_cycles(total_bytes / n)
 
 
+def link_rate(bytes_per_cycle):
+    """A link's bytes per cycle as an exact :class:`~fractions.Fraction` ``P/Q``.
+
+    A float is read as the decimal it prints as (``Fraction(str(x))``: 4.8 is 24/5, not the
+    binary double nearest to it); an int or a :class:`~fractions.Fraction` is taken as it
+    is. :class:`Ring` and its hardware twin serialize in whole multiples of ``1/P`` cycle
+    (one byte takes ``Q/P`` cycles), so their departures are exact.
+
+    Parameters
+    ----------
+    bytes_per_cycle : int, float or Fraction
+        Above 0, with a denominator of at most ``10**6`` once exact.
+
+    Returns
+    -------
+    Fraction
+
+    Raises
+    ------
+    ValueError
+        ``bytes_per_cycle`` is not a number, is not above 0, is not finite, or needs a
+        denominator above ``10**6``.
+    """
+    value = bytes_per_cycle
+    if isinstance(value, Fraction):
+        rate = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        rate = Fraction(value)
+    elif isinstance(value, float) and math.isfinite(value):
+        rate = Fraction(repr(float(value)))   # repr of a float: its shortest decimal
+    else:
+        rate = None
+    if rate is None or rate <= 0 or rate.denominator > MAX_RATE_DENOMINATOR:
+        raise ValueError(f"bytes_per_cycle must be a rational number in (0, inf) with a "
+                         f"denominator of at most {MAX_RATE_DENOMINATOR} (an int, a "
+                         f"Fraction, or a float read as its decimal), not {value!r}")
+    return rate
+
+
 class Ring:
     """Unidirectional ring, cycle by cycle: GPU ``i`` sends to GPU ``i - 1`` over its own
-    :class:`Link` (the co-simulation's network, module docstring).
+    link (the co-simulation's network, module docstring).
 
     A packet taken from ``net_tx`` at cycle ``t`` waits in the transmit buffer for the link,
     is serialized at ``bytes_per_cycle`` and arrives ``latency`` cycles (plus, with
-    ``jitter``, an exponential delay of that mean) after the cycle its last byte left.
-    Without ``reorder`` the arrivals of a link keep their sending order. The transmit buffer
-    holds ``tx_bytes``: a packet's bytes stay in it until their last byte has left.
+    ``jitter``, an exponential delay of that mean) after the cycle its last byte left (its
+    departure rounded up to a whole cycle). Without ``reorder`` the arrivals of a link keep
+    their sending order. The transmit buffer holds ``tx_bytes``: a packet's bytes stay in it
+    until their last byte has left (the departure, not rounded: bytes that leave exactly at
+    cycle ``c`` are gone at ``c``).
+
+    Time is exact: the rate is the fraction ``P/Q`` of :func:`link_rate`, and a link's times
+    are integers in units of ``1/P`` cycle (a byte takes ``Q`` units), so that 4.8 B per
+    cycle serializes three 64-B packets in exactly 40 cycles.
+
+    Parameters
+    ----------
+    n : int
+        Ring size.
+    rng : random.Random
+        Draws the jitter (one ``expovariate`` per packet sent, only when ``jitter``).
+    bytes_per_cycle : int, float or Fraction
+        Link bandwidth (:func:`link_rate`).
+    latency : int
+        Cycles of flight.
+    tx_bytes : int
+        Transmit buffer of each GPU in bytes.
+    jitter : int
+        Mean extra flight time (0: none).
+    reorder : bool
+        Jittered packets may overtake each other.
+
+    Attributes
+    ----------
+    rate : Fraction
+        ``bytes_per_cycle`` exactly; ``rate_p``, ``rate_q`` its numerator and denominator.
+    free : list of int
+        Per link: when its last queued byte leaves, in units of ``1/rate_p`` cycle.
+    wire : list of list
+        Per destination: a heap of ``(arrival, seq, pkt, data)``.
+    packets, bytes : int
+        Sent so far, all GPUs.
     """
 
     def __init__(self, n, rng, *, bytes_per_cycle, latency, tx_bytes, jitter, reorder):
         self.n, self.rng = n, rng
+        self.rate = link_rate(bytes_per_cycle)
+        self.rate_p, self.rate_q = self.rate.numerator, self.rate.denominator
         self.bpc, self.latency, self.tx_bytes = bytes_per_cycle, latency, tx_bytes
         self.jitter, self.reorder = jitter, reorder
-        self.links = [Link(src=i, dst=(i - 1) % n, bytes_per_cycle=bytes_per_cycle,
-                           latency_cycles=latency) for i in range(n)]
-        self.departures = [deque() for _ in range(n)]   # (departure time, bytes) in the buffer
+        self.free = [0] * n
+        self.departures = [deque() for _ in range(n)]   # (departure in 1/P cycles, bytes)
         self.held = [0] * n                             # bytes of departures[i]
         self.last_arrival = [0] * n
         self.wire = [[] for _ in range(n)]   # per destination: heap (arrival, seq, pkt, data)
@@ -198,28 +279,36 @@ class Ring:
         self.packets = 0
         self.bytes = 0
 
+    def dst(self, i):
+        """GPU ``i``'s ring neighbour, the destination of its link."""
+        return (i - 1) % self.n
+
     def buffered(self, i, cycle):
         """Bytes in GPU ``i``'s transmit buffer at ``cycle`` (kept as a running sum)."""
-        dq = self.departures[i]
-        while dq and dq[0][0] <= cycle:
+        dq, now = self.departures[i], cycle * self.rate_p
+        while dq and dq[0][0] <= now:
             self.held[i] -= dq.popleft()[1]
         return self.held[i]
 
     def tx_ready(self, i, cycle, nbytes):
+        """Whether GPU ``i``'s transmit buffer takes ``nbytes`` more at ``cycle``."""
         return self.buffered(i, cycle) + nbytes <= self.tx_bytes
 
     def send(self, i, cycle, pkt, data):
-        link = self.links[i]
-        dst = link.dst
+        """GPU ``i`` sends ``pkt`` (a dict: ``device``, ``bytes``, ...) with ``data`` at
+        ``cycle``; raises AssertionError if ``pkt["device"]`` is not its neighbour."""
+        dst = self.dst(i)
         if pkt["device"] != dst:
             raise AssertionError(f"cycle {cycle}: GPU {i} sent {pkt} to device "
                                  f"{pkt['device']}; its ring neighbour is {dst}")
         nbytes = pkt["bytes"]
-        link.enqueue(nbytes, ready=float(cycle))
-        link.transmit(math.inf)                  # the link's queue is empty: it starts now
-        self.departures[i].append((link.free_at, nbytes))
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes <= 0:
+            raise ValueError(f"nbytes must be a positive integer, not {nbytes!r}")
+        p = self.rate_p
+        free = self.free[i] = max(self.free[i], cycle * p) + nbytes * self.rate_q
+        self.departures[i].append((free, nbytes))
         self.held[i] += nbytes
-        arrival = math.ceil(link.free_at) + self.latency
+        arrival = -(-free // p) + self.latency          # the departure's cycle, rounded up
         if self.jitter:                      # queueing delay: exponential, mean `jitter`
             arrival += int(self.rng.expovariate(1.0 / self.jitter))
         if not self.reorder:
@@ -237,8 +326,10 @@ class Ring:
         return heapq.heappop(w) if w and w[0][0] <= cycle else None
 
     def next_arrival(self):
+        """The earliest arrival still on the wire (None: nothing on it)."""
         times = [w[0][0] for w in self.wire if w]
         return min(times) if times else None
 
     def empty(self):
+        """Nothing on the wire."""
         return not any(self.wire)

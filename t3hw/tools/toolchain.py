@@ -17,6 +17,8 @@ scope and the synthesis scripts, found beside the modules that use them whether 
 from a clone or from an installed copy.
 """
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -26,7 +28,7 @@ from pathlib import Path
 from .errors import ToolError
 
 
-__all__ = ["find_tool", "require_tool", "yowasp", "toolchain_env", "verilator_bin",
+__all__ = ["find_tool", "require_tool", "yowasp", "toolchain_env", "verilator_bin", "locked",
            "build_root", "data_file", "WAIVERS", "lint"]
 
 
@@ -107,3 +109,17 @@ def lint(sources, *, waivers=WAIVERS):
         rc = max(rc, proc.returncode)
         out.append(proc.stdout + proc.stderr)
     return rc, "".join(out)
+
+
+@contextlib.contextmanager
+def locked(path):
+    """Hold an exclusive lock on ``path`` (created if missing) while the body runs: the
+    processes that share a build folder (the workers of a sweep, on one machine or on a
+    network file system) build it one at a time, and the later ones find it built."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
