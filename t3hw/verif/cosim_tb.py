@@ -129,6 +129,61 @@ class _Engine:
 _NAMES = {s: (f"{s}_valid", f"{s}_payload", f"{s}_ready") for s in _Engine.IN + _Engine.OUT}
 
 
+async def reset_and_program(dut, cfg, plan, quiet=None):
+    """Reset the system top (``quiet()``, if given, idles the data ports meanwhile) and program
+    every engine in parallel over its own register port, as software would: device id,
+    address-map regions, arbiter policy, DMA descriptors and tracker entries of ``plan``.
+
+    Returns ``(drivers, armed, cycles)``: the engines' :class:`~t3hw.sw.driver.Driver`, the
+    triggers armed per engine and the cycles programming took. The exact and the fast
+    co-simulation (:mod:`t3hw.verif.cosim_fast_tb`) share it, so both start their run on
+    the same cycle of the same engines' state."""
+    p, n = cfg.params, cfg.gpus
+    dut.rst.value = 1
+    if quiet is not None:
+        quiet()
+    for i in range(n):
+        getattr(dut, f"e{i}__bus__w_stb").value = 0
+        getattr(dut, f"e{i}__bus__r_stb").value = 0
+    for _ in range(2):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    drivers = [Driver(CocotbBus(dut, f"e{i}__"), p) for i in range(n)]
+    armed = [0] * n
+
+    async def program(i):
+        drv = drivers[i]
+        await drv.check()
+        await drv.set_device_id(i)          # received packets for another GPU are refused
+        for index, (mode, base, size, device, remote) in enumerate(plan.regions(i)):
+            await drv.program_region(index, mode=mode, base=base, size=size, device=device,
+                                     remote_base=remote)
+        await drv.program_arbiter(policy=cfg.policy, threshold=p.mca_threshold,
+                                  saturation=p.mca_saturation,
+                                  window_log2=p.mca_window_log2,
+                                  starvation_limit=p.starvation_limit)
+        for tile, threshold, d in plan.entries(i):
+            fields = dict(d)
+            await drv.dma_map(tile, threshold, cmd=tile, dst_tile=fields.pop("tile"), **fields)
+            armed[i] += 1
+
+    tasks = [cocotb.start_soon(program(i)) for i in range(n)]
+    for t in tasks:
+        await t
+    return drivers, armed, max(d.bus.accesses for d in drivers)
+
+
+async def read_back(drivers):
+    """Every engine's error bits and counters over its bus: ``(errors, stats, bad)``, ``bad``
+    the names of the error bits set, per engine and block."""
+    errors, stats = [], []
+    for drv in drivers:
+        errors.append(await drv.errors())
+        stats.append(await drv.stats())
+    bad = [{blk: [k for k, v in bits.items() if v] for blk, bits in e.items()} for e in errors]
+    return errors, stats, bad
+
+
 @cocotb.test()
 async def cosim(dut):
     """Program every engine over its bus, run the scenario to completion, check numerics,
@@ -148,42 +203,15 @@ async def cosim(dut):
         ("net", net_packet_layout))}
     engines = [_Engine(dut, i) for i in range(n)]
 
-    # -- reset, then program every engine in parallel ---------------------------------------
-    dut.rst.value = 1
-    for i, e in enumerate(engines):
-        for s in _Engine.IN:
-            e.set(f"{s}_valid", 0)
-        for s in _Engine.OUT:
-            e.set(f"{s}_ready", 0)
-        e.set("occupancy", 0)
-        getattr(dut, f"e{i}__bus__w_stb").value = 0
-        getattr(dut, f"e{i}__bus__r_stb").value = 0
-    for _ in range(2):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    drivers = [Driver(CocotbBus(dut, f"e{i}__"), p) for i in range(n)]
-    triggers_armed = [0] * n
+    def quiet():
+        for e in engines:
+            for s in _Engine.IN:
+                e.set(f"{s}_valid", 0)
+            for s in _Engine.OUT:
+                e.set(f"{s}_ready", 0)
+            e.set("occupancy", 0)
 
-    async def program(i):
-        drv = drivers[i]
-        await drv.check()
-        await drv.set_device_id(i)          # received packets for another GPU are refused
-        for index, (mode, base, size, device, remote) in enumerate(plan.regions(i)):
-            await drv.program_region(index, mode=mode, base=base, size=size, device=device,
-                                     remote_base=remote)
-        await drv.program_arbiter(policy=cfg.policy, threshold=p.mca_threshold,
-                                  saturation=p.mca_saturation,
-                                  window_log2=p.mca_window_log2,
-                                  starvation_limit=p.starvation_limit)
-        for tile, threshold, d in plan.entries(i):
-            fields = dict(d)
-            await drv.dma_map(tile, threshold, cmd=tile, dst_tile=fields.pop("tile"), **fields)
-            triggers_armed[i] += 1
-
-    tasks = [cocotb.start_soon(program(i)) for i in range(n)]
-    for t in tasks:
-        await t
-    prog_cycles = max(d.bus.accesses for d in drivers)
+    drivers, triggers_armed, prog_cycles = await reset_and_program(dut, cfg, plan, quiet)
     await RisingEdge(dut.clk)
 
     # -- the run ------------------------------------------------------------------------------
@@ -281,12 +309,8 @@ async def cosim(dut):
     for e in engines:
         for s in _Engine.IN:
             e.set(f"{s}_valid", 0)
-    errors, stats = [], []
-    for drv in drivers:
-        errors.append(await drv.errors())
-        stats.append(await drv.stats())
+    errors, stats, bad = await read_back(drivers)
     ok, err = env.numerics()
-    bad = [{blk: [k for k, v in bits.items() if v] for blk, bits in e.items()} for e in errors]
     result = {
         "config": cfg.to_dict(),
         "numerics_ok": ok and not stuck, "max_abs_err": err, "stuck": stuck,

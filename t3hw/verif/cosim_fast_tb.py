@@ -1,0 +1,194 @@
+# SPDX-License-Identifier: Apache-2.0
+"""cocotb testbench of the fast co-simulation: the simulation shell around
+:class:`~t3hw.verif.simhdl.top.FastSystem` generates the clock, and the GPU cores, DRAMs and
+ring run as simulation-only HDL; Python is woken at tile events only.
+
+The run, against the exact co-simulation (:mod:`t3hw.verif.cosim_tb`):
+
+* reset and programming are the same code (:func:`~t3hw.verif.cosim_tb.reset_and_program`),
+  so the run starts on the same cycle of the same engine state; the testbench raises ``run``
+  at the falling edge where the exact loop writes its first inputs (cycle 0);
+* then it sleeps on the top's ``stamp`` (it changes in every cycle in which some GPU retires
+  or dispatches a tile, and once the run is done). At an event it does what
+  :class:`sim_models.gpu.GpuCores` does in Python at that cycle's end: the retiring compute
+  units' tiles leave the producer's L2 (:meth:`~sim_models.gpu.GemmProducer.retire`, in CU
+  order), the dispatched tiles enter it (:meth:`~sim_models.gpu.GemmProducer.dispatch`),
+  and each dispatched CU's load count is written on ``g<i>__loads`` before the clock edge
+  that ends the cycle samples it;
+* at the end it reads the counters of the models and, over the register buses, every
+  engine's error bits and counters, and writes the results, with each GPU's tiles in the
+  order they retired: :func:`t3hw.verif.cosim_replay.replay` attaches the data to the log the
+  shell wrote and checks the numerics afterwards.
+
+Settings (set by :mod:`t3hw.tools.cosim_fast`): ``T3HW_COSIM`` (JSON of
+:class:`~sim_models.cosim.CosimConfig`), ``T3HW_COSIM_OUT`` (the results, JSON),
+``T3HW_COSIM_PROGRESS`` (optional).
+"""
+
+import json
+import os
+import time
+
+import cocotb
+from cocotb.triggers import Edge, FallingEdge, First, RisingEdge, Timer
+
+from sim_models.cosim import CosimConfig, Plan
+from .cosim_tb import read_back, reset_and_program
+
+
+#: Simulated time between the testbench's checks of progress and of a stuck run (ns; the
+#: shell's clock period is 10 ns).
+CHECK_NS = 2_000_000
+#: Checks in a row without any tile retired, packet sent or result byte written: stuck.
+STUCK_CHECKS = 5
+#: cocotb's ``Immediate`` write action (``GPI_NO_DELAY``).
+_GPI_NO_DELAY = 3
+
+
+class _Gpu:
+    """GPU ``i``'s event ports (raw simulator objects) and its producer."""
+
+    def __init__(self, dut, i, plan, burst):
+        self.i, self.prod, self.burst = i, plan.producers[i], burst
+        h = lambda name: getattr(dut, f"g{i}__{name}")
+        self.retire, self.dispatch = h("retire")._handle, h("dispatch")._handle
+        self.dispatch_tile, self.cu_tile = h("dispatch_tile"), h("cu_tile")
+        self.loads = h("loads")
+        self.cus = len(h("retire"))
+        self.tw = len(self.cu_tile) // self.cus
+        self.lw = len(self.loads) // self.cus
+        self.retired = []                           # tiles, in the order they retired
+
+    @staticmethod
+    def _get(handle):
+        raw = handle._handle
+        return raw.get_signal_val_long() if len(handle) <= 32 else \
+            int(raw.get_signal_val_binstr(), 2)
+
+    def handle(self):
+        """This cycle's retires and dispatches, as ``GpuCores.retire`` then ``dispatch``."""
+        r, d = self.retire.get_signal_val_long(), self.dispatch.get_signal_val_long()
+        if r:
+            held = self._get(self.cu_tile)
+            for k in range(self.cus):
+                if r >> k & 1:
+                    t = held >> (k * self.tw) & ((1 << self.tw) - 1)
+                    self.prod.retire(t)
+                    self.retired.append(t)
+        if d:
+            tiles = self._get(self.dispatch_tile)
+            value = 0
+            for k in range(self.cus):
+                if d >> k & 1:
+                    t = tiles >> (k * self.tw) & ((1 << self.tw) - 1)
+                    loads = -(-self.prod.dispatch(t) // self.burst)
+                    if loads >> self.lw:
+                        raise AssertionError(f"GPU {self.i}: tile {t} needs {loads} loads, "
+                                             f"more than the {self.lw}-bit load count holds")
+                    value |= loads << (k * self.lw)
+            raw = self.loads._handle
+            if len(self.loads) <= 32:
+                raw.set_signal_val_int(_GPI_NO_DELAY, value)
+            else:
+                raw.set_signal_val_binstr(_GPI_NO_DELAY, format(value, f"0{len(self.loads)}b"))
+
+
+def _val(dut, name):
+    return int(getattr(dut, name).value)
+
+
+@cocotb.test()
+async def cosim_fast(dut):
+    """Program every engine, run the scenario with Python at tile events, write the results."""
+    cfg = CosimConfig.from_dict(json.loads(os.environ["T3HW_COSIM"]))
+    out_path = os.environ["T3HW_COSIM_OUT"]
+    progress_path = os.environ.get("T3HW_COSIM_PROGRESS")
+    n = cfg.gpus
+    dut._log.info("seed=%d %s", cfg.seed, cfg.to_dict())
+    t_wall = time.perf_counter()
+    plan = Plan(cfg)
+    dut.run.value = 0
+    for i in range(n):
+        getattr(dut, f"g{i}__loads").value = 0
+    drivers, armed, prog_cycles = await reset_and_program(dut, cfg, plan)
+    await RisingEdge(dut.clk)
+    gpus = [_Gpu(dut, i, plan, cfg.params.burst_bytes) for i in range(n)]
+    tiles_total = n * len(plan.producers[0].tiles)
+
+    # -- the run: cycle 0 starts at this falling edge, as in the exact loop ------------------
+    await FallingEdge(dut.clk)
+    t_run = time.perf_counter()
+    dut.run._handle.set_signal_val_int(_GPI_NO_DELAY, 1)
+    await Timer(1, "ns")                        # cycle 0's dispatch, before its edge
+    for g in gpus:
+        g.handle()
+    stamp = dut.stamp._handle
+    events = wakes = 0
+    stuck, last, quiet = False, None, 0
+    while True:
+        trig = await First(Edge(dut.stamp), Timer(CHECK_NS, "ns"))
+        wakes += 1
+        if isinstance(trig, Timer):
+            mark = (sum(g.retired.__len__() for g in gpus),
+                    sum(_val(dut, f"g{i}__packets") + _val(dut, f"g{i}__r_writes")
+                        for i in range(n)))
+            quiet = quiet + 1 if mark == last else 0
+            last = mark
+            if progress_path:
+                with open(progress_path, "w") as f:
+                    f.write(json.dumps({"cycle": _val(dut, "cycle"), "tiles": mark[0],
+                                        "tiles_total": tiles_total,
+                                        "r_bytes": sum(_val(dut, f"g{i}__r_writes")
+                                                       for i in range(n)),
+                                        "r_total": n * plan.r_expected}))
+            if quiet >= STUCK_CHECKS or _val(dut, "error"):
+                stuck = quiet >= STUCK_CHECKS
+                break
+            continue
+        if not stamp.get_signal_val_long():
+            continue
+        if _val(dut, "done") or _val(dut, "error"):
+            break
+        events += 1
+        for g in gpus:
+            g.handle()
+    cycle = _val(dut, "cycle")
+    wall_run = time.perf_counter() - t_run
+
+    per_gpu = [{k: _val(dut, f"g{i}__{k}") for k in
+                ("tiles_done", "store_wait", "packets", "r_writes", "last_write", "gpu_error",
+                 "dram_error", "error_cycle")} for i in range(n)]
+    errors, stats, bad = await read_back(drivers)
+    result = {
+        "config": cfg.to_dict(),
+        "mode": "fast",
+        "stuck": stuck,
+        "model_error": {"any": _val(dut, "error"), "ring": _val(dut, "ring_error"),
+                        "ring_cycle": _val(dut, "ring_error_cycle"),
+                        "gpu": [g["gpu_error"] for g in per_gpu],
+                        "dram": [g["dram_error"] for g in per_gpu],
+                        "cycle": [g["error_cycle"] for g in per_gpu]},
+        "cycles": {"rtl": max(g["last_write"] for g in per_gpu), "programming": prog_cycles,
+                   "run": cycle, "events": events, "wakes": wakes},
+        "triggers": [s["tracker"]["triggers"] for s in stats],
+        "armed": armed,
+        "packets": [g["packets"] for g in per_gpu],
+        "store_wait_cycles": [g["store_wait"] for g in per_gpu],
+        "tiles_done": [g["tiles_done"] for g in per_gpu],
+        "r_writes": [g["r_writes"] for g in per_gpu],
+        "retired": [g.retired for g in gpus],
+        "memory": cfg.memory,
+        "hbm": None,
+        "errors": bad,
+        "stats": stats,
+        "units": {"per_chunk": len(plan.units), "group": plan.group},
+        "sim_wall_s": time.perf_counter() - t_wall,
+        "run_wall_s": wall_run,
+    }
+    with open(out_path, "w") as f:
+        json.dump(result, f)
+    dut._log.info("cycles %d (run %d), %d events, %d wakes, %.0f cycles/s; errors %s",
+                  result["cycles"]["rtl"], cycle, events, wakes,
+                  cycle / wall_run if wall_run else 0, bad)
+    assert not stuck, f"stuck at cycle {cycle}: per GPU {per_gpu}"
+    assert not result["model_error"]["any"], f"a model's error: {result['model_error']}"

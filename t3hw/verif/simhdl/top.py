@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The fast co-simulation's top: the N engines of :class:`~t3hw.hw.system.System` with their
+GPU cores, DRAMs and ring as simulation-only HDL, for one scenario.
+
+:class:`FastSystem` connects, per GPU ``i``, :class:`~t3hw.verif.simhdl.gpu.GpuHdl` to engine
+``i``'s ``load``, ``load_response`` and ``store`` ports,
+:class:`~t3hw.verif.simhdl.dram.FixedDram` to its ``dram``, ``dram_response`` and
+``occupancy``, and :class:`~t3hw.verif.simhdl.ring.RingHdl` to every engine's ``net_tx`` and
+``net_rx``: the connections :class:`sim_models.cosim.SystemEnv` makes in Python, cycle by
+cycle, in the exact co-simulation (:mod:`t3hw.verif.cosim_tb`). What is left to Python
+(:mod:`t3hw.verif.cosim_fast_tb`) is what is not per cycle:
+
+* programming every engine over its register bus (``e<i>__bus__*``), as in the exact mode;
+* the L2 model, at tile events: a GPU's ``retire`` and ``dispatch`` masks say which compute
+  units retire a tile and take a new one this cycle; Python answers on ``loads`` before the
+  cycle ends (``stamp`` changes whenever some GPU has an event, so the testbench sleeps on it);
+* the data: every request a DRAM serves and every packet an engine sends is on the ``log<i>``
+  ports, which the simulation shell writes to a file (``t3hw.tools.cosim_fast``), and the
+  testbench replays the stores, packets and near-memory additions in numpy afterwards.
+
+Nothing before ``run`` rises: ``cycle`` counts from 0 at the first cycle with ``run`` high,
+which the testbench raises where the exact mode's loop starts.
+"""
+
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out, connect, flipped
+
+from sim_models.collective import B_BASE
+from t3hw.hw.csr_bus import BusSignature
+from t3hw.hw.engine import Engine
+from t3hw.spec.regmap import RegisterMap
+
+from .dram import CYCLE_WIDTH, FixedDram
+from .gpu import GpuHdl, store_descriptors
+from .ring import RingHdl
+
+
+__all__ = ["FastSystem", "check_fast"]
+
+
+def check_fast(cfg):
+    """Raise ``ValueError`` if the fast co-simulation cannot run ``cfg`` exactly: it has the
+    fixed-latency DRAM only, and no random refusals, jitter or reordering."""
+    for name, value, want in (("memory", cfg.memory, "fixed"), ("dram_stall", cfg.dram_stall, 0),
+                              ("net_jitter", cfg.net_jitter, 0), ("reorder", cfg.reorder, False)):
+        if value != want:
+            raise ValueError(f"{name} must be {want!r} in the fast co-simulation (the exact "
+                             f"one, --exact, runs every setting), not {value!r}")
+
+
+def _log_signature(p):
+    return wiring.Signature({
+        "serve_valid": Out(1), "serve_op": Out(2), "serve_source": Out(2),
+        "serve_addr": Out(p.addr_width), "serve_bytes": Out(p.burst_width),
+        "tx_valid": Out(1), "tx_kind": Out(1), "tx_tile": Out(p.tile_width),
+    })
+
+
+class FastSystem(wiring.Component):
+    """N engines and their GPU, DRAM and ring models (module docstring).
+
+    Parameters
+    ----------
+    cfg : CosimConfig
+        The scenario (:func:`check_fast` must accept it).
+    plan : Plan
+        Its plan (:class:`sim_models.collective.Plan`): each GPU's tile order and stores.
+
+    Members
+    -------
+    run : In(1)
+        The models start.
+    cycle, stamp, done, error : Out(40), Out(40), Out(1), Out(1)
+        The cycle number; ``cycle + 1`` while some GPU has a tile event or the run is done,
+        else 0; the run is done (:meth:`sim_models.cosim.SystemEnv.done`); some model's
+        sticky error.
+    e<i> : Out(Signature({"bus": In(BusSignature)}))
+        Engine ``i``'s register bus.
+    g<i> : Out(...)
+        GPU ``i``'s event ports (``retire``, ``dispatch``, ``dispatch_tile``, ``cu_tile``,
+        ``loads``), its counters (``tiles_done``, ``store_wait``, ``packets``), its DRAM's
+        ``r_writes`` and ``last_write``, and the error bits of its GPU and DRAM.
+    log<i> : Out(...)
+        The request its DRAM serves and the packet its engine sends, this cycle.
+    """
+
+    def __init__(self, cfg, plan):
+        check_fast(cfg)
+        p, n = cfg.params, cfg.gpus
+        self._cfg, self._plan = cfg, plan
+        self.n = n
+        self._engines = [Engine(p) for _ in range(n)]
+        self._gpus = []
+        for i in range(n):
+            prod = plan.producers[i]
+            self._gpus.append(GpuHdl(
+                p, cus=prod.gpu.cus, compute_cycles=prod.compute_cycles,
+                burst_bytes=p.burst_bytes, tag_width=p.load_tag_width, load_base=B_BASE,
+                order=list(prod.order()), stores=store_descriptors(plan, i)))
+        self._drams = [FixedDram(p, latency=cfg.dram_latency, result_base=plan.r_base)
+                       for _ in range(n)]
+        self._ring = RingHdl(p, n=n, bytes_per_cycle=cfg.link_bytes_per_cycle,
+                             latency=cfg.link_latency, tx_bytes=cfg.tx_buffer_bytes)
+        bus = BusSignature(RegisterMap(p).addr_width)
+        members = {"run": In(1), "cycle": Out(CYCLE_WIDTH), "stamp": Out(CYCLE_WIDTH),
+                   "done": Out(1), "error": Out(1)}
+        for i, g in enumerate(self._gpus):
+            members[f"e{i}"] = Out(wiring.Signature({"bus": In(bus)}))
+            members[f"g{i}"] = Out(wiring.Signature({
+                "retire": Out(len(g.retire)), "dispatch": Out(len(g.dispatch)),
+                "dispatch_tile": Out(g.dispatch_tile.shape()), "cu_tile": Out(g.cu_tile.shape()),
+                "loads": In(g.loads.shape()),
+                "tiles_done": Out(32), "store_wait": Out(32), "packets": Out(32),
+                "r_writes": Out(48), "last_write": Out(CYCLE_WIDTH),
+                "gpu_error": Out(len(g.error)), "dram_error": Out(2),
+                "error_cycle": Out(CYCLE_WIDTH)}))
+            members[f"log{i}"] = Out(_log_signature(p))
+        members["ring_error"] = Out(len(self._ring.error))
+        members["ring_error_cycle"] = Out(CYCLE_WIDTH)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        plan, n = self._plan, self.n
+        m.submodules.ring = ring = self._ring
+        m.d.comb += ring.cycle.eq(self.cycle)
+        with m.If(self.run):
+            m.d.sync += self.cycle.eq(self.cycle + 1)
+        finished, event, errors = [], [], []
+        for i in range(n):
+            eng, g, d = self._engines[i], self._gpus[i], self._drams[i]
+            m.submodules[f"e{i}"] = eng
+            m.submodules[f"g{i}"] = g
+            m.submodules[f"d{i}"] = d
+            gp, lg = getattr(self, f"g{i}"), getattr(self, f"log{i}")
+            connect(m, flipped(getattr(self, f"e{i}").bus), eng.bus)
+            connect(m, g.load, eng.load)
+            connect(m, eng.load_response, g.load_response)
+            connect(m, g.store, eng.store)
+            connect(m, eng.dram, d.req)
+            connect(m, d.rsp, eng.dram_response)
+            connect(m, eng.net_tx, getattr(ring, f"tx{i}"))
+            connect(m, getattr(ring, f"rx{i}"), eng.net_rx)
+            tx = eng.net_tx
+            m.d.comb += [
+                g.run.eq(self.run), g.cycle.eq(self.cycle), d.cycle.eq(self.cycle),
+                eng.occupancy.eq(d.occupancy),
+                gp.retire.eq(g.retire), gp.dispatch.eq(g.dispatch),
+                gp.dispatch_tile.eq(g.dispatch_tile), gp.cu_tile.eq(g.cu_tile),
+                g.loads.eq(gp.loads),
+                gp.tiles_done.eq(g.tiles_done), gp.store_wait.eq(g.store_wait),
+                gp.packets.eq(getattr(ring, f"packets{i}")),
+                gp.r_writes.eq(d.r_writes), gp.last_write.eq(d.last_write),
+                gp.gpu_error.eq(g.error), gp.dram_error.eq(d.error),
+                gp.error_cycle.eq(Mux(g.error != 0, g.error_cycle, d.error_cycle)),
+                lg.serve_valid.eq(d.serve_valid), lg.serve_op.eq(d.serve.op),
+                lg.serve_source.eq(d.serve.source), lg.serve_addr.eq(d.serve.addr),
+                lg.serve_bytes.eq(d.serve.bytes),
+                lg.tx_valid.eq(tx.valid & tx.ready), lg.tx_kind.eq(tx.payload.kind),
+                lg.tx_tile.eq(tx.payload.tile),
+            ]
+            finished.append((d.r_writes >= plan.r_expected) & d.idle & g.done)
+            event.append(g.event)
+            errors += [g.error != 0, d.error != 0]
+        done = Cat(*finished).all() & ring.idle
+        m.d.comb += [
+            self.done.eq(self.run & done),
+            self.stamp.eq(Mux(Cat(*event).any() | self.done, self.cycle + 1, 0)),
+            self.error.eq(Cat(*errors, ring.error != 0).any()),
+            self.ring_error.eq(ring.error), self.ring_error_cycle.eq(ring.error_cycle),
+        ]
+        return m
