@@ -46,7 +46,7 @@ def run_once(cfg):
     """``cosim.run(cfg)``, once per configuration in a test session: the all-reduce check
     compares with the reduce-scatter run of the same configuration, which its own test ran.
     (``pytest --dist loadfile`` keeps this file's tests on one worker.)"""
-    return cosim.run(cfg)
+    return cosim.run(cfg, mode="exact")
 
 
 def check(r, cfg):
@@ -59,14 +59,29 @@ def check(r, cfg):
         assert s["dma"]["packets"] == s["dma"]["reads"]
 
 
+def check_fast(cfg, exact):
+    """The fast mode (simulation-only HDL models, Python at tile events) runs ``cfg`` to the
+    same result as the exact mode did: cycles, triggers, packets, store waits, DRAM bytes
+    per class, every error bit and every engine counter, and numerics."""
+    f = cosim.run(cfg, model=False, mode="fast")
+    print(cosim.result_line(f))
+    assert f["mode"] == "fast" and exact["mode"] == "exact"
+    assert not f["failure"], f["failure"]
+    assert cosim.differences(f, exact) == [], \
+        {k: (f.get(k), exact.get(k)) for k in cosim.differences(f, exact)}
+
+
 @pytest.mark.parametrize("policy", ["round_robin", "compute_first", "t3_mca"])
 @pytest.mark.parametrize("collective", ["rs", "allreduce"])
 @pytest.mark.parametrize("gpus", [2, 4, 8])
 def test_scenario(gpus, collective, policy, seed):
+    """Exact numerics, clear error bits, every armed trigger fired, cycles within the
+    allowance of the model's; and the fast mode's result the same as the exact mode's."""
     cfg = small(gpus, collective=collective, policy=policy, seed=seed % 1000)
     r = run_once(cfg)
     print(cosim.result_line(r))
     check(r, cfg)
+    check_fast(cfg, r)
     c = r["cycles"]
     if collective == "rs":
         assert abs(c["gap"]) <= TOLERANCE, c
@@ -97,7 +112,7 @@ def test_faults_keep_numerics_exact(fault, seed):
     kw = dict(net_jitter=300, reorder=True) if fault == "jitter_reorder" else \
         dict(dram_stall=0.05)
     cfg = small(4, collective="allreduce", policy="t3_mca", seed=seed % 1000, **kw)
-    r = cosim.run(cfg, model=False)
+    r = cosim.run(cfg, model=False, mode="exact")
     print(cosim.result_line(r))
     check(r, cfg)
 
@@ -113,7 +128,7 @@ def test_hbm_memory_policies_differ(seed):
     cycles = {}
     for policy in ("round_robin", "compute_first", "t3_mca", "t3_mca_rr"):
         cfg = small(4, policy=policy, memory="hbm", seed=seed % 1000)
-        r = cosim.run(cfg, model=False)
+        r = cosim.run(cfg, model=False, mode="exact")
         print(cosim.result_line(r))
         check(r, cfg)
         assert r["memory"] == "hbm" and r["config"]["memory"] == "hbm"
@@ -135,7 +150,7 @@ def test_threshold_one_too_low_is_caught(seed, memory):
     too."""
     cfg = small(4, collective="allreduce", policy="t3_mca", seed=seed % 1000,
                 threshold_error=-1, net_jitter=300, reorder=True, memory=memory)
-    r = cosim.run(cfg, model=False)
+    r = cosim.run(cfg, model=False, mode="exact")
     print(cosim.result_line(r))
     assert not r["numerics_ok"] and r["max_abs_err"] > 0
     # each late write then finds its entry disarmed: the tracker flags it as well

@@ -28,7 +28,7 @@ def _request(rng):
 def _run(seed, latency, cycles, rsp_depth=256, busy=0.8, rsp_ready=0.6):
     rng = random.Random(seed)
     print(f"seed={seed} latency={latency}")
-    dut = FixedDram(P, latency=latency, result_base=RESULT, rsp_depth=rsp_depth)
+    dut = FixedDram(P, latency=latency, rsp_depth=rsp_depth)
     model = NmcDram(random.Random(0), base=0, size_bytes=SIZE, result_base=RESULT,
                     latency=latency, stall=0.0)
     omax = (1 << P.occupancy_width) - 1
@@ -37,6 +37,7 @@ def _run(seed, latency, cycles, rsp_depth=256, busy=0.8, rsp_ready=0.6):
     async def bench(ctx):
         offered = None
         held = None                      # the response the model offers, held until taken
+        ctx.set(dut.result_base, RESULT)
         for c in range(cycles):
             ctx.set(dut.cycle, c)
             # drive (the testbench's order): the model's port values for cycle c
@@ -94,7 +95,7 @@ def test_fixed_dram_matches_nmc_dram(latency):
 def test_response_queue_overflow_is_a_sticky_error():
     """Responses held past the response queue's capacity: error bit 1, with its cycle."""
     p = P
-    dut = FixedDram(p, latency=2, result_base=RESULT, rsp_depth=4)
+    dut = FixedDram(p, latency=2, rsp_depth=4)
 
     async def bench(ctx):
         ctx.set(dut.rsp.ready, 0)
@@ -120,9 +121,8 @@ def test_response_queue_overflow_is_a_sticky_error():
 
 
 @pytest.mark.parametrize("kw, text", [
-    (dict(latency=0, result_base=0), "latency must be an integer in [1, 4096], not 0"),
-    (dict(latency=4, result_base=-1), "result_base must be an integer in [0, "),
-    (dict(latency=4, result_base=0, rsp_depth=1), "rsp_depth must be an integer in [2, 65536]"),
+    (dict(latency=0), "latency must be an integer in [1, 4096], not 0"),
+    (dict(latency=4, rsp_depth=1), "rsp_depth must be an integer in [2, 65536]"),
 ])
 def test_bad_parameters_name_the_value_and_range(kw, text):
     with pytest.raises(ValueError, match=text.replace("[", r"\[").replace("]", r"\]")):

@@ -4,10 +4,11 @@ their Python model, :class:`sim_models.gpu.GpuCores` as :class:`sim_models.cosim
 runs it: every cycle's load and store (valid and payload), retire and dispatch masks and
 counters (and that none of them follows an input of the same cycle), under random load and
 store back-pressure (with long stalls) and load responses returned out of order after
-random latencies; a second plan's producer answers the HDL's tile events, as the fast
-testbench's L2 model does. Also: the store descriptors against
-:meth:`sim_models.collective.Plan.tile_stores`, the sticky errors and the parameter
-checks."""
+random latencies; the test plays the fast testbench: it keeps the order of the tiles and a
+second plan's producer (the L2 model) and answers the HDL's tile events with each
+dispatched unit's tile (``desc``). Also: the store descriptors against
+:meth:`sim_models.collective.Plan.tile_stores`, ``done``, the sticky errors and the
+parameter checks."""
 
 import dataclasses
 import functools
@@ -58,11 +59,19 @@ class _Ready:
         return int(self.rng.random() >= self.busy)
 
 
-def _hdl(cfg, i, plan, order, tag_width, **kw):
-    p, prod = cfg.params, plan.producers[i]
-    return GpuHdl(p, cus=prod.gpu.cus, compute_cycles=prod.compute_cycles,
-                  burst_bytes=p.burst_bytes, tag_width=tag_width, load_base=B_BASE,
-                  order=order, stores=store_descriptors(plan, i), **kw)
+def _desc(loads, load_addr, store):
+    """One unit's ``desc`` entry: its loads, first load address and store descriptor."""
+    return dict(loads=loads, load_addr=load_addr, **dict(zip(_FIELDS, store)))
+
+
+_FIELDS = ("addr0", "rows", "row_bytes", "pitch", "tid")
+
+
+def _junk(rng, p):
+    """A random ``desc`` entry, for a unit that does not take a tile (ignored)."""
+    return _desc(rng.getrandbits(32), rng.getrandbits(p.addr_width),
+                 (rng.getrandbits(p.addr_width), rng.getrandbits(16), rng.getrandbits(16),
+                  rng.getrandbits(32), rng.getrandbits(p.tile_width)))
 
 
 def _equivalence(cfg, i, seed, *, tag_width, cut=None, latency=40, rsp_rate=0.7,
@@ -74,25 +83,31 @@ def _equivalence(cfg, i, seed, *, tag_width, cut=None, latency=40, rsp_rate=0.7,
     p = cfg.params
     burst = p.burst_bytes
     plan, plan2 = Plan(cfg), Plan(cfg)          # plan2: the L2 that answers the HDL's events
-    prod2 = plan2.producers[i]
-    order = plan.producers[i].order()[:cut]
-    g = _Cores(plan.producers[i], functools.partial(plan.tile_stores, i), index=i,
-               tag_width=tag_width, burst_bytes=burst, load_base=B_BASE)
+    prod, prod2 = plan.producers[i], plan2.producers[i]
+    order = prod.order()[:cut]
+    g = _Cores(prod, functools.partial(plan.tile_stores, i), index=i, tag_width=tag_width,
+               burst_bytes=burst, load_base=B_BASE)
     g.order = deque(order)
-    dut = _hdl(cfg, i, plan, order, tag_width)
+    dut = GpuHdl(p, cus=prod.gpu.cus, burst_bytes=burst, tag_width=tag_width)
+    stores = store_descriptors(plan2, i)
+    pending, held = deque(order), [None] * cfg.cus     # the testbench's order, units' tiles
     load_ready = _Ready(rng, busy=0.2, stall=0.02, longest=40)
     store_ready = _Ready(rng, busy=0.3, stall=0.01, longest=60)
     seen = {}
-    # what must not depend combinationally on loads, load.ready, load_response, store.ready
+    # what must not depend combinationally on desc, tiles, compute, load.ready, load_response,
+    # store.ready
     outputs = [dut.load.valid, dut.load.payload.as_value(), dut.store.valid,
-               dut.store.payload.as_value(), dut.retire, dut.dispatch,
-               dut.dispatch_tile.as_value(), dut.cu_tile.as_value(), dut.event, dut.stamp,
-               dut.done, dut.tiles_done, dut.loads_issued, dut.store_wait, dut.error]
+               dut.store.payload.as_value(), dut.retire, dut.dispatch, dut.dispatched,
+               dut.event, dut.stamp, dut.done, dut.tiles_done, dut.loads_issued,
+               dut.store_wait, dut.error]
 
     async def bench(ctx):
+        ctx.set(dut.tiles, len(order))
+        ctx.set(dut.compute, prod.compute_cycles)
         for _ in range(3):                      # before run: nothing moves
             assert not ctx.get(dut.load.valid) and not ctx.get(dut.store.valid)
             assert not ctx.get(dut.event) and ctx.get(dut.stamp) == 0
+            assert not ctx.get(dut.done) and ctx.get(dut.dispatched) == 0
             ctx.set(dut.cycle, 12345)
             await ctx.tick()
         ctx.set(dut.run, 1)
@@ -113,6 +128,7 @@ def _equivalence(cfg, i, seed, *, tag_width, cut=None, latency=40, rsp_rate=0.7,
             assert ctx.get(dut.done) == g.done, where
             assert ctx.get(dut.tiles_done) == g.tiles_done, where
             assert ctx.get(dut.loads_issued) == g.loads, where
+            assert ctx.get(dut.dispatched) == len(order) - len(g.order), where
             if g.done:
                 break
             assert ctx.get(dut.load.valid) == (port_load is not None), where
@@ -143,7 +159,8 @@ def _equivalence(cfg, i, seed, *, tag_width, cut=None, latency=40, rsp_rate=0.7,
             ctx.set(dut.load_response.valid, rsp is not None)
             ctx.set(dut.load_response.payload.tag, 0 if rsp is None else rsp[1])
             assert ctx.get(dut.load_response.ready) == 1
-            # -- the HDL's tile events, answered by the second plan's L2
+            # -- the HDL's tile events, answered as the fast testbench does: the next tiles of
+            # the order, the second plan's L2
             retire, dispatch = ctx.get(dut.retire), ctx.get(dut.dispatch)
             event = bool(retire or dispatch)
             assert ctx.get(dut.event) == event and \
@@ -151,17 +168,25 @@ def _equivalence(cfg, i, seed, *, tag_width, cut=None, latency=40, rsp_rate=0.7,
             taken = {}
             if event:
                 events += 1
-                cu_tile, dtile = ctx.get(dut.cu_tile), ctx.get(dut.dispatch_tile)
                 for k in range(cfg.cus):
                     if retire >> k & 1:
-                        prod2.retire(cu_tile[k])
-                loads = [0] * cfg.cus
+                        prod2.retire(held[k])
+                        held[k] = None
+                desc = []
                 for k in range(cfg.cus):
                     if dispatch >> k & 1:
-                        taken[k] = dtile[k]
-                        loads[k] = -(-prod2.dispatch(dtile[k]) // burst)
-                ctx.set(dut.loads, loads)
+                        taken[k] = held[k] = t = pending.popleft()
+                        loads = -(-prod2.dispatch(t) // burst)
+                        desc.append(_desc(loads, B_BASE + (t * 4096) % (1 << 30), stores[t]))
+                    else:
+                        desc.append(_junk(rng, p))      # ignored
+                ctx.set(dut.desc, desc)
+            # tiles and compute are constant during the run: no output may follow them
+            ctx.set(dut.tiles, rng.getrandbits(32))
+            ctx.set(dut.compute, rng.getrandbits(32))
             assert [ctx.get(v) for v in outputs] == shown, f"{where}: combinational path"
+            ctx.set(dut.tiles, len(order))
+            ctx.set(dut.compute, prod.compute_cycles)
             # -- SystemEnv.observe, tick
             if port_store is not None:
                 if sr:
@@ -191,7 +216,7 @@ def _equivalence(cfg, i, seed, *, tag_width, cut=None, latency=40, rsp_rate=0.7,
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    assert g.tiles_done == len(order)
+    assert g.tiles_done == len(order) and not pending
     print(seen, "loads", g.loads)
     return g, seen
 
@@ -258,22 +283,69 @@ def _bench(dut, body):
 
 
 def _synthetic(**kw):
-    """Two units, three tiles of 2 rows x 128 bytes, 4 compute cycles."""
+    """Two units (of the engine of ``small(2)``), 4 tags."""
     p = small(2).params
-    args = dict(cus=2, compute_cycles=4, burst_bytes=p.burst_bytes, tag_width=2, load_base=0,
-                order=[2, 0, 1], stores=[(4096 * t, 2, 128, 1024, t) for t in range(3)])
+    args = dict(cus=2, burst_bytes=p.burst_bytes, tag_width=2)
     args.update(kw)
     return GpuHdl(p, **args)
+
+
+def _tile(t, loads=0):
+    """Tile ``t`` of the synthetic tests: 2 rows x 128 bytes, loads from ``4096 * t``."""
+    return _desc(loads, 4096 * t, (4096 * t, 2, 128, 1024, t))
+
+
+async def _start(ctx, dut, tiles=3, compute=4):
+    """``tiles`` tiles of ``compute`` cycles; ``run`` high an edge later, at cycle 0."""
+    ctx.set(dut.tiles, tiles)
+    ctx.set(dut.compute, compute)
+    await ctx.tick()
+    ctx.set(dut.run, 1)
+    ctx.set(dut.cycle, 0)
+
+
+def test_done():
+    """``done`` needs ``run``, every tile dispatched (``dispatched``), every unit free and the
+    stores out; with ``tiles`` 0 it is ``run``."""
+    dut = _synthetic()
+
+    async def body(ctx):
+        assert not ctx.get(dut.done)                   # tiles 0 at reset, but no run
+        await _start(ctx, dut)
+        seen = []
+        for c in range(20):
+            ctx.set(dut.cycle, c)
+            ctx.set(dut.store.ready, 1)
+            dispatch = ctx.get(dut.dispatch)
+            seen.append((ctx.get(dut.done), ctx.get(dut.dispatched), dispatch))
+            ctx.set(dut.desc, [_tile(k) if dispatch >> k & 1 else _tile(0, loads=1)
+                               for k in range(2)])
+            await ctx.tick()
+        # two units at 0 (due 4), the third tile at 4 (due 8); 4 bursts a tile, one a
+        # cycle from cycle 5: the last at 16
+        assert seen[0] == (0, 0, 0b11) and seen[4] == (0, 2, 0b01) and seen[5][1] == 3
+        assert [d for d, _, _ in seen].index(1) == 17 and all(d for d, _, _ in seen[17:])
+        assert ctx.get(dut.tiles_done) == 3 and ctx.get(dut.error) == 0
+        ctx.set(dut.run, 0)
+        assert not ctx.get(dut.done)
+
+    _bench(dut, body)
+    dut = _synthetic()
+
+    async def nothing(ctx):                            # no tile to dispatch
+        await _start(ctx, dut, tiles=0)
+        assert ctx.get(dut.done) and not ctx.get(dut.dispatch)
+
+    _bench(dut, nothing)
 
 
 def test_error_response_not_outstanding():
     dut = _synthetic()
 
     async def body(ctx):
-        ctx.set(dut.run, 1)
-        ctx.set(dut.cycle, 0)
+        await _start(ctx, dut)
         assert ctx.get(dut.dispatch) == 0b11
-        ctx.set(dut.loads, [2, 0])
+        ctx.set(dut.desc, [_tile(2, loads=2), _tile(0)])
         await ctx.tick()
         ctx.set(dut.cycle, 1)
         assert ctx.get(dut.load.valid) and ctx.get(dut.load.payload.tag) == 0
@@ -298,13 +370,13 @@ def test_error_write_buffer_overflow():
     dut = _synthetic(wb_depth=1, cus=3)
 
     async def body(ctx):
-        ctx.set(dut.run, 1)
+        await _start(ctx, dut)
         ctx.set(dut.store.ready, 0)
+        ctx.set(dut.desc, [_tile(t) for t in range(3)])
         retired = 0
         for c in range(12):
             ctx.set(dut.cycle, c)
             retired += bin(ctx.get(dut.retire)).count("1")
-            ctx.set(dut.loads, [0, 0, 0])
             await ctx.tick()
         assert retired == 3
         assert ctx.get(dut.error) & ERR_OVERFLOW and ctx.get(dut.error_cycle) == 4
@@ -318,9 +390,8 @@ def test_error_too_many_loads():
     dut = _synthetic(max_loads=100)
 
     async def body(ctx):
-        ctx.set(dut.run, 1)
-        ctx.set(dut.cycle, 0)
-        ctx.set(dut.loads, [100, 101])
+        await _start(ctx, dut)
+        ctx.set(dut.desc, [_tile(0, loads=100), _tile(1, loads=101)])
         await ctx.tick()
         assert ctx.get(dut.error) == ERR_LOADS and ctx.get(dut.error_cycle) == 0
 
@@ -329,22 +400,19 @@ def test_error_too_many_loads():
 
 @pytest.mark.parametrize("kw, message", [
     (dict(cus=0), r"cus must be an integer in \[1, 256\], not 0"),
-    (dict(compute_cycles=0), r"compute_cycles must be an integer in \[1, 4294967295\], not 0"),
+    (dict(cus=True), r"cus must be an integer in \[1, 256\], not True"),
     (dict(burst_bytes=65), r"burst_bytes must be an integer in \[1, 64\], not 65"),
     (dict(tag_width=9), r"tag_width must be an integer in \[1, 8\], not 9"),
-    (dict(load_base=-1), r"load_base must be an integer in \[0, 68719476735\], not -1"),
     (dict(wb_depth=0), r"wb_depth must be an integer in \[1, 65536\], not 0"),
     (dict(max_loads=0), r"max_loads must be an integer in \[1, 4294967295\], not 0"),
-    (dict(order=[]), r"order must hold at least one tile id, not \[\]"),
-    (dict(order=[0, 3]), r"order\[1\] must be an integer in \[0, 2\], not 3"),
-    (dict(stores=[]), r"stores must hold at least one tile's descriptor"),
-    (dict(stores=[(0, 0, 128, 1024, 0)]), r"stores\[0\] rows must be an integer in "
-                                           r"\[1, 4294967295\], not 0"),
-    (dict(stores=[(0, 1, 64, 0, 256)]), r"stores\[0\] tid must be an integer in \[0, 255\], "
-                                         r"not 256"),
-    (dict(stores=[(1 << 36, 1, 64, 0, 0)], order=[0]),
-     r"stores\[0\] addr0 must be an integer in \[0, 68719476672\], not 68719476736"),
+    (dict(max_loads=1 << 32), r"max_loads must be an integer in \[1, 4294967295\], "
+                              r"not 4294967296"),
 ])
 def test_bad_parameters(kw, message):
     with pytest.raises(ValueError, match=message):
         _synthetic(**kw)
+
+
+def test_bad_params():
+    with pytest.raises(ValueError, match=r"params must be an EngineParams, not None"):
+        GpuHdl(None, cus=2, burst_bytes=64, tag_width=2)

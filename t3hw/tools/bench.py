@@ -88,18 +88,28 @@ def _amaranth_sim_run(params, cycles, seed):
 
 
 def _cosim_runs(gpus=DEFAULT_GPUS):
-    """Whole-system co-simulation: throughput at each N of ``gpus``, and the RTL's cycles
-    against the performance model's for the same scenario (the default ``t3hw cosim`` layer,
-    ``32 N`` tokens, fused reduce-scatter under T3-MCA)."""
+    """Whole-system co-simulation: throughput at each N of ``gpus`` in the fast and the exact
+    mode and natively (the same engines in a C++ loop), and the RTL's cycles against the
+    performance model's for the same scenario (the default ``t3hw cosim`` layer, ``32 N``
+    tokens, fused reduce-scatter under T3-MCA). The two modes must agree on every result
+    but the wall times: a difference is an error, not a figure."""
     from sim_models.cosim import CosimConfig
-    from . import cosim
+    from . import cosim, cosim_fast
     out = {}
     for n in gpus:
         cfg = CosimConfig(gpus=n, tokens=32 * n)
         t0 = time.perf_counter()
         cosim.build(cfg)
         build_s = time.perf_counter() - t0
-        r = cosim.run(cfg)
+        r = cosim.run(cfg, mode="exact")
+        t0 = time.perf_counter()
+        cosim_fast.build(cfg)
+        fast_build_s = time.perf_counter() - t0
+        f = cosim.run(cfg, mode="fast", model=False)
+        diff = cosim.differences(f, r)
+        if diff:
+            raise RuntimeError(f"N = {n}: the fast co-simulation differs from the exact one in "
+                               f"{', '.join(diff)}")
         t0 = time.perf_counter()
         exe = native.build(cfg)
         native_build_s = time.perf_counter() - t0
@@ -107,38 +117,59 @@ def _cosim_runs(gpus=DEFAULT_GPUS):
         out[f"n{n}"] = {
             "config": {k: r["config"][k] for k in ("gpus", "model", "tp", "sublayer", "tokens",
                                                    "policy", "collective")},
-            "build_s": round(build_s, 1), "rtl_cycles": r["cycles"]["rtl"],
+            "rtl_cycles": r["cycles"]["rtl"],
             "model_cycles": round(r["cycles"]["model"]), "gap": round(r["cycles"]["gap"], 4),
             "sequential_cycles": round(r["cycles"]["sequential"]),
-            "numerics_ok": r["numerics_ok"], "run_wall_s": round(r["run_wall_s"], 1),
-            "rtl_cycles_per_s": round(r["rtl_cycles_per_s"]),
-            "skipped_fraction": round(r["cycles"]["skipped"]
-                                      / max(1, r["cycles"]["skipped"] + r["cycles"]["stepped"]),
-                                      3),
+            "numerics_ok": r["numerics_ok"] and f["numerics_ok"],
+            # the fast mode: the headline figures
+            "build_s": round(fast_build_s, 1), "run_wall_s": round(f["run_wall_s"], 2),
+            "replay_wall_s": round(f["replay_wall_s"], 2),
+            "rtl_cycles_per_s": round(f["rtl_cycles_per_s"]),
+            "events": f["cycles"]["events"],
+            "exact": {"build_s": round(build_s, 1), "run_wall_s": round(r["run_wall_s"], 1),
+                      "rtl_cycles_per_s": round(r["rtl_cycles_per_s"]),
+                      "skipped_fraction": round(
+                          r["cycles"]["skipped"]
+                          / max(1, r["cycles"]["skipped"] + r["cycles"]["stepped"]), 3)},
             "native_cycles_per_s": round(nat["cycles_per_s"]),
             "native_cycles": nat["cycles"], "native_build_s": round(native_build_s, 1),
-            "of_native": round(r["rtl_cycles_per_s"] / nat["cycles_per_s"], 4)}
-        print(f"  {cosim.result_line(r)}", flush=True)
+            "of_native": round(f["rtl_cycles_per_s"] / nat["cycles_per_s"], 4)}
+        print(f"  exact: {cosim.result_line(r)}", flush=True)
+        print(f"  fast:  {cosim.result_line(f)}", flush=True)
         print(f"  native: {nat['cycles_per_s']:,.0f} cycles/s ({nat['cycles']:,} cycles, "
               f"build {native_build_s:.1f} s)", flush=True)
     return out
+
+
+def _cosim_row(c):
+    cfg = c["config"]
+    name = (f"{cfg['gpus']} engines ({cfg['model']} {cfg['sublayer']} TP {cfg['tp']}, "
+            f"{cfg['tokens']} tokens, {cfg['collective']}, {cfg['policy']})")
+    tail = (f"model {c['model_cycles']:,} cycles, gap {100 * c['gap']:+.1f}%; numerics "
+            f"{'exact' if c['numerics_ok'] else 'WRONG'}")
+    if "exact" not in c:                     # a run from before the fast mode: exact only
+        return [f"| co-sim, {name}, exact mode | {c['rtl_cycles_per_s']:,} RTL cycles/s "
+                f"({c['rtl_cycles']:,} cycles in {c['run_wall_s']} s; build {c['build_s']} s); "
+                f"{tail} |"]
+    e = c["exact"]
+    return [f"| co-sim, {name}, fast mode | {c['rtl_cycles_per_s']:,} RTL cycles/s "
+            f"({c['rtl_cycles']:,} cycles: run {c['run_wall_s']} s + data replay "
+            f"{c['replay_wall_s']} s; {c['events']:,} tile events; build {c['build_s']} s); "
+            f"{tail} |",
+            f"| co-sim, {cfg['gpus']} engines, exact mode (every cycle in Python), same "
+            f"results | {e['rtl_cycles_per_s']:,} RTL cycles/s ({e['run_wall_s']} s; build "
+            f"{e['build_s']} s); the fast mode is {c['rtl_cycles_per_s'] / e['rtl_cycles_per_s']:.1f}x |"]
 
 
 def _table(results):
     t = results["tracker"]
     v, a = t["verilator"], t["amaranth_sim"]
     cos = results.get("cosim", {})
-    rows = [f"| co-sim, {c['config']['gpus']} engines ({c['config']['model']} "
-            f"{c['config']['sublayer']} TP {c['config']['tp']}, {c['config']['tokens']} tokens, "
-            f"{c['config']['collective']}, {c['config']['policy']}) | "
-            f"{c['rtl_cycles_per_s']:,} RTL cycles/s ({c['rtl_cycles']:,} cycles in "
-            f"{c['run_wall_s']} s, {100 * c['skipped_fraction']:.0f}% skipped; build "
-            f"{c['build_s']} s); model {c['model_cycles']:,} cycles, gap "
-            f"{100 * c['gap']:+.1f}%; numerics {'exact' if c['numerics_ok'] else 'WRONG'} |"
-            for c in cos.values()]
+    rows = [row for c in cos.values() for row in _cosim_row(c)]
     rows += [f"| the same {c['config']['gpus']}-engine top in a C++ loop, no Python "
              f"(`t3hw/tools/native.py`) | {c['native_cycles_per_s']:,} cycles/s (build "
-             f"{c['native_build_s']} s); the co-sim runs at {100 * c['of_native']:.1f}% of it |"
+             f"{c['native_build_s']} s); the co-sim ({'fast' if 'exact' in c else 'exact'} mode) runs "
+             f"at {100 * c['of_native']:.1f}% of it |"
              for c in cos.values() if "native_cycles_per_s" in c]
     return "\n".join([
         "| figure | value |",

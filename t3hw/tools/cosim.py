@@ -22,7 +22,8 @@ from .errors import CliError
 from .progress import Progress
 
 
-__all__ = ["build", "run", "result_line", "add_arguments", "cmd"]
+__all__ = ["MODES", "SAME_IN_BOTH_MODES", "build", "run", "choose_mode", "differences",
+           "result_line", "add_arguments", "cmd"]
 
 MODULE = "t3hw_system"
 #: Which scopes ``--waves`` traces (a Verilator configuration file).
@@ -125,7 +126,7 @@ def choose_mode(cfg, mode="auto", waves=False):
 
 
 def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, root=None,
-        model=True, wave_format=WAVE_FORMATS[0], mode="exact"):
+        model=True, wave_format=WAVE_FORMATS[0], mode="auto"):
     """Run one scenario; returns the result dict (also written to ``json_path``).
 
     ``mode`` is one of :data:`MODES` (the result's ``mode`` says which ran); both modes give
@@ -189,6 +190,18 @@ def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, roo
     return r
 
 
+#: The result fields the fast and the exact mode must agree on (with ``cycles.rtl``).
+SAME_IN_BOTH_MODES = ("numerics_ok", "max_abs_err", "triggers_per_gpu", "armed", "packets",
+                      "store_wait_cycles", "dram_bytes", "errors", "stats")
+
+
+def differences(fast, exact):
+    """The fields of :data:`SAME_IN_BOTH_MODES` (and ``cycles``) in which a fast run's result
+    differs from an exact run's of the same scenario: ``[]`` when they agree."""
+    diff = [k for k in SAME_IN_BOTH_MODES if fast[k] != exact[k]]
+    return diff + ([] if fast["cycles"]["rtl"] == exact["cycles"]["rtl"] else ["cycles"])
+
+
 def _run_fast(cfg, root, progress):
     from . import cosim_fast
     prog = Path(root or toolchain.build_root()) / f"fast-{cfg.gpus}-{time.time_ns()}.progress"
@@ -221,7 +234,7 @@ def result_line(r):
     model = f", model {c['model']:,.0f} ({100 * c['gap']:+.1f}%)" if "model" in c else ""
     mem = r["config"].get("memory", "fixed")
     return (f"{r['config']['gpus']} GPUs {r['config']['collective']} {r['config']['policy']} "
-            f"({mem} DRAM): "
+            f"({mem} DRAM, {r.get('mode', 'exact')} mode): "
             f"{c['rtl']:,} RTL cycles{model}; numerics "
             f"{'exact' if r['numerics_ok'] else 'WRONG'} (max err {r['max_abs_err']:g}); "
             f"{r['triggers']} triggers; {r['rtl_cycles_per_s']:,.0f} cycles/s")
@@ -257,6 +270,11 @@ def add_arguments(p):
     p.add_argument("--memory", default=d.memory, choices=MEMORIES,
                    help="DRAM timing: 'fixed' (in order, one request per cycle, fixed "
                         "latency) or 'hbm' (the HBM2 bank/row model, docs/cosim.md)")
+    p.add_argument("--exact", action="store_true",
+                   help="step every cycle in Python (the golden mode; it runs every setting). "
+                        "Default: the fast mode (models in simulation-only HDL) where the "
+                        "scenario allows it (fixed DRAM, no jitter, stalls or reordering, no "
+                        "waves), else exact")
     p.add_argument("--json", required=True, metavar="FILE", help="the results file")
     p.add_argument("--waves", metavar="DIR", help="also dump waves and a .gtkw there")
     p.add_argument("--wave-format", choices=WAVE_FORMATS, default=WAVE_FORMATS[0],
@@ -282,7 +300,7 @@ def cmd(args):
     except ValueError as exc:
         raise config_error(exc, opts) from None
     r = run(cfg, json_path=args.json, waves_dir=args.waves, progress=sys.stderr.isatty(),
-            wave_format=args.wave_format)
+            wave_format=args.wave_format, mode="exact" if args.exact else "auto")
     print(result_line(r))
     print(f"written: {args.json}" + (f", {r['waves']['dump']}, {r['waves']['gtkw']}"
                                      if args.waves else ""))

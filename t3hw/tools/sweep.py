@@ -69,22 +69,23 @@ def grid(base=None, **lists):
             for values in itertools.product(*(lists[n] for n in names))]
 
 
-def _point(cfg_dict, model):
+def _point(cfg_dict, model, mode):
     """One sweep point on a worker: the co-simulation, and where and how long it ran."""
     from distributed import get_worker
     t0 = time.perf_counter()
-    r = cosim.run(CosimConfig.from_dict(cfg_dict), model=model)
+    r = cosim.run(CosimConfig.from_dict(cfg_dict), model=model, mode=mode)
     r["sweep_point"] = {"worker": get_worker().address, "seconds": time.perf_counter() - t0}
     return r
 
 
 def run_sweep(configs, *, scheduler=None, workers=None, json_path=None, progress=False,
-              model=True):
+              model=True, mode="auto"):
     """Co-simulate every :class:`CosimConfig` of ``configs`` on Dask workers.
 
     ``scheduler`` is a Dask scheduler's address (``tcp://HOST:8786``); None starts a local
     cluster of ``workers`` processes (default: the CPU count) for the sweep. ``model`` also
     runs the performance model beside each point (its ``cycles.model`` and ``gap``).
+    ``mode`` is :func:`t3hw.tools.cosim.run`'s (fast where a point allows it, by default).
 
     Returns (and writes to ``json_path``) ``{"sweep": {...}, "points": [result, ...]}``, the
     results in the order of ``configs``; a point whose checks failed carries its
@@ -107,7 +108,7 @@ def run_sweep(configs, *, scheduler=None, workers=None, json_path=None, progress
         client = Client(scheduler)
     try:
         n_workers = len(client.scheduler_info()["workers"])
-        futures = {client.submit(_point, cfg.to_dict(), model, pure=False): i
+        futures = {client.submit(_point, cfg.to_dict(), model, mode, pure=False): i
                    for i, cfg in enumerate(configs)}
         results = [None] * len(configs)
         bar = Progress(len(configs), progress)
@@ -153,6 +154,8 @@ def add_arguments(p):
                    help="a running Dask scheduler, tcp://HOST:8786 (default: a local cluster)")
     p.add_argument("--workers", type=int, metavar="N",
                    help="worker processes of the local cluster (default: the CPU count)")
+    p.add_argument("--exact", action="store_true",
+                   help="every point in the exact mode (t3hw cosim --exact)")
     p.add_argument("--no-model", action="store_true",
                    help="skip the performance model beside each point")
     p.add_argument("--json", required=True, metavar="FILE", help="the results file")
@@ -168,7 +171,8 @@ def cmd(args):
     if args.workers is not None and args.workers < 1:
         raise CliError(f"--workers must be at least 1, not {args.workers}")
     out = run_sweep(configs, scheduler=args.scheduler, workers=args.workers,
-                    json_path=args.json, progress=sys.stderr.isatty(), model=not args.no_model)
+                    json_path=args.json, progress=sys.stderr.isatty(), model=not args.no_model,
+                    mode="exact" if args.exact else "auto")
     for r in out["points"]:
         print(cosim.result_line(r))
     s = out["sweep"]

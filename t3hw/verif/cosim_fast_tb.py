@@ -28,12 +28,15 @@ Settings (set by :mod:`t3hw.tools.cosim_fast`): ``T3HW_COSIM`` (JSON of
 import json
 import os
 import time
+from collections import deque
 
 import cocotb
 from cocotb.triggers import Edge, FallingEdge, First, RisingEdge, Timer
 
+from sim_models.collective import B_BASE
 from sim_models.cosim import CosimConfig, Plan
 from .cosim_tb import read_back, reset_and_program
+from .simhdl.gpu import desc_layout, store_descriptors
 
 
 #: Simulated time between the testbench's checks of progress and of a stuck run (ns; the
@@ -46,51 +49,55 @@ _GPI_NO_DELAY = 3
 
 
 class _Gpu:
-    """GPU ``i``'s event ports (raw simulator objects) and its producer."""
+    """GPU ``i``'s event ports (raw simulator objects), its producer and its tile order: the
+    part of :class:`sim_models.gpu.GpuCores` that is not per cycle."""
 
-    def __init__(self, dut, i, plan, burst):
-        self.i, self.prod, self.burst = i, plan.producers[i], burst
+    def __init__(self, dut, i, plan, params):
+        self.i, self.prod, self.burst = i, plan.producers[i], params.burst_bytes
         h = lambda name: getattr(dut, f"g{i}__{name}")
         self.retire, self.dispatch = h("retire")._handle, h("dispatch")._handle
-        self.dispatch_tile, self.cu_tile = h("dispatch_tile"), h("cu_tile")
-        self.loads = h("loads")
         self.cus = len(h("retire"))
-        self.tw = len(self.cu_tile) // self.cus
-        self.lw = len(self.loads) // self.cus
+        self.desc = h("desc")
+        self.order = deque(self.prod.order())
+        self.stores = store_descriptors(plan, i)
+        self.layout = desc_layout(params)
+        self.fields = [(name, f.offset, (1 << f.width) - 1) for name, f in self.layout]
+        self.held = [None] * self.cus               # the tile each CU holds
         self.retired = []                           # tiles, in the order they retired
 
-    @staticmethod
-    def _get(handle):
-        raw = handle._handle
-        return raw.get_signal_val_long() if len(handle) <= 32 else \
-            int(raw.get_signal_val_binstr(), 2)
+    def _entry(self, t):
+        """The ``desc`` entry of tile ``t``, packed (as ``GpuCores.dispatch`` would set up
+        the CU: its loads, its first load's address, and its stores)."""
+        addr0, rows, row_bytes, pitch, tid = self.stores[t]
+        loads = -(-self.prod.dispatch(t) // self.burst)
+        values = {"loads": loads, "load_addr": B_BASE + (t * 4096) % (1 << 30), "addr0": addr0,
+                  "rows": rows, "row_bytes": row_bytes, "pitch": pitch, "tid": tid}
+        word = 0
+        for name, offset, mask in self.fields:
+            if values[name] & ~mask:
+                raise AssertionError(f"GPU {self.i}: tile {t}'s {name} = {values[name]} does "
+                                     f"not fit its field of the simulation-only GPU")
+            word |= values[name] << offset
+        return word
 
     def handle(self):
         """This cycle's retires and dispatches, as ``GpuCores.retire`` then ``dispatch``."""
         r, d = self.retire.get_signal_val_long(), self.dispatch.get_signal_val_long()
-        if r:
-            held = self._get(self.cu_tile)
-            for k in range(self.cus):
-                if r >> k & 1:
-                    t = held >> (k * self.tw) & ((1 << self.tw) - 1)
-                    self.prod.retire(t)
-                    self.retired.append(t)
+        for k in range(self.cus):
+            if r >> k & 1:
+                t = self.held[k]
+                self.prod.retire(t)
+                self.retired.append(t)
+                self.held[k] = None
         if d:
-            tiles = self._get(self.dispatch_tile)
-            value = 0
+            value, size = 0, self.layout.size
             for k in range(self.cus):
                 if d >> k & 1:
-                    t = tiles >> (k * self.tw) & ((1 << self.tw) - 1)
-                    loads = -(-self.prod.dispatch(t) // self.burst)
-                    if loads >> self.lw:
-                        raise AssertionError(f"GPU {self.i}: tile {t} needs {loads} loads, "
-                                             f"more than the {self.lw}-bit load count holds")
-                    value |= loads << (k * self.lw)
-            raw = self.loads._handle
-            if len(self.loads) <= 32:
-                raw.set_signal_val_int(_GPI_NO_DELAY, value)
-            else:
-                raw.set_signal_val_binstr(_GPI_NO_DELAY, format(value, f"0{len(self.loads)}b"))
+                    t = self.order.popleft()
+                    self.held[k] = t
+                    value |= self._entry(t) << (k * size)
+            raw, width = self.desc._handle, len(self.desc)
+            raw.set_signal_val_binstr(_GPI_NO_DELAY, format(value, f"0{width}b"))
 
 
 def _val(dut, name):
@@ -107,18 +114,24 @@ async def cosim_fast(dut):
     dut._log.info("seed=%d %s", cfg.seed, cfg.to_dict())
     t_wall = time.perf_counter()
     plan = Plan(cfg)
+    # the scenario's sizes, before reset (the shell samples them at falling edges)
     dut.run.value = 0
+    dut.result_base.value = plan.r_base
+    dut.r_expected.value = plan.r_expected
     for i in range(n):
-        getattr(dut, f"g{i}__loads").value = 0
+        getattr(dut, f"g{i}__tiles").value = len(plan.producers[i].order())
+        getattr(dut, f"g{i}__compute").value = plan.producers[i].compute_cycles
+        getattr(dut, f"g{i}__desc").value = 0
     drivers, armed, prog_cycles = await reset_and_program(dut, cfg, plan)
     await RisingEdge(dut.clk)
-    gpus = [_Gpu(dut, i, plan, cfg.params.burst_bytes) for i in range(n)]
+    gpus = [_Gpu(dut, i, plan, cfg.params) for i in range(n)]
     tiles_total = n * len(plan.producers[0].tiles)
 
-    # -- the run: cycle 0 starts at this falling edge, as in the exact loop ------------------
-    await FallingEdge(dut.clk)
+    # -- the run: cycle 0 starts at the next falling edge, as in the exact loop, where the
+    # shell samples `run` (t3hw.tools.cosim_fast.shell) --------------------------------------
     t_run = time.perf_counter()
     dut.run._handle.set_signal_val_int(_GPI_NO_DELAY, 1)
+    await FallingEdge(dut.clk)
     await Timer(1, "ns")                        # cycle 0's dispatch, before its edge
     for g in gpus:
         g.handle()

@@ -44,8 +44,6 @@ class FixedDram(wiring.Component):
         The engine's parameters (request and response layouts, occupancy width).
     latency : int
         Cycles from taking a request to serving it, at least; in [1, 4096].
-    result_base : int
-        Writes at or above it count into ``r_writes`` (the collective's completion).
     rsp_depth : int
         Responses the DRAM holds while ``rsp`` is back-pressured, in [2, 65536].
 
@@ -53,6 +51,8 @@ class FixedDram(wiring.Component):
     -------
     cycle : In(40)
         The co-simulation's cycle number.
+    result_base : In(params.addr_width)
+        Writes at or above it count into ``r_writes`` (the collective's completion).
     req : In(stream.Signature(mem_request_layout))
         From the engine's ``dram`` port. ``ready`` is low only when the request queue is full,
         which the Python model never is: that sets ``error`` bit 0.
@@ -71,20 +71,19 @@ class FixedDram(wiring.Component):
         queue full); the cycle of the first.
     """
 
-    def __init__(self, params: EngineParams = EngineParams(), *, latency, result_base,
-                 rsp_depth=256):
+    def __init__(self, params: EngineParams = EngineParams(), *, latency, rsp_depth=256):
         try:
             _check("latency", latency, 1, 4096)
             _check("rsp_depth", rsp_depth, 2, 65536)
-            _check("result_base", result_base, 0, (1 << params.addr_width) - 1)
         except ValueError:
             self._MustUse__silence = True
             raise
-        self._p, self.latency, self.result_base = params, latency, result_base
+        self._p, self.latency = params, latency
         self.depth = 1 << (latency + 2).bit_length()        # more than latency + 1 in flight
         self.rsp_depth = rsp_depth
         super().__init__({
             "cycle":       In(CYCLE_WIDTH),
+            "result_base": In(params.addr_width),
             "req":         In(stream.Signature(mem_request_layout(params))),
             "rsp":         Out(stream.Signature(mem_response_layout(params))),
             "occupancy":   Out(params.occupancy_width),

@@ -3,16 +3,19 @@
 co-simulation: :class:`sim_models.gpu.GpuCores` as :class:`sim_models.cosim.SystemEnv` drives
 it, cycle for cycle.
 
-What stays in Python is the L2 model (:class:`~sim_models.gpu.GemmProducer`), woken at tile
-events only: in a cycle in which compute units retire or take a tile, :class:`GpuHdl` shows
-which (``retire``, ``dispatch``, ``dispatch_tile``, ``cu_tile``) and the testbench answers,
-before the cycle ends, with the number of loads of every tile dispatched (``loads``). The
+The HDL depends on the hardware only (the engine's parameters, the units, the burst, the
+tags, the write buffer): the scenario stays in Python, so that one build runs them all. What
+stays in Python is the order of the tiles and the L2 model
+(:class:`~sim_models.gpu.GemmProducer`), woken at tile events only: in a cycle in which
+compute units retire or take a tile, :class:`GpuHdl` shows which (``retire``, ``dispatch``)
+and the testbench answers, before the cycle ends, with each dispatched unit's tile (``desc``:
+its number of loads, its first load's address and its :func:`store_descriptors` entry). The
 rest is here:
 
 Cycle ``c`` of the co-simulation (``cycle``), as ``SystemEnv`` runs ``GpuCores``:
 
-* ``store`` offers the next burst of the write buffer (a FIFO of retired tiles, expanded
-  burst by burst from the ``stores`` table, :func:`store_descriptors`), held until taken.
+* ``store`` offers the next burst of the write buffer (a FIFO of the store descriptors of the
+  retired tiles, expanded burst by burst as :func:`descriptor_bursts`), held until taken.
 * ``load`` offers, when no load is offered already, a load of the first compute unit with
   loads left, round-robin from the one after the last to issue, tagged with the head of the
   free-tag FIFO (if any tag is free); an offered load is held until taken. A taken load
@@ -22,15 +25,17 @@ Cycle ``c`` of the co-simulation (``cycle``), as ``SystemEnv`` runs ``GpuCores``
   A response may come in the very cycle its load is taken (the Python model issues before
   it returns). A response whose tag has no load outstanding, which the Python model raises
   on, is ignored and sets the sticky :data:`ERR_TAG`.
-* At the end of the cycle the units due at or before ``c`` retire (their tiles enter the
-  write buffer in unit order), then every free unit, in unit order, takes the next tile of
-  ``order`` while tiles remain (start ``c``, load address ``load_base + (t * 4096) % 2**30``;
-  with no load to issue it is due at ``c + compute``).
+* At the end of the cycle the units due at or before ``c`` retire (their store descriptors
+  enter the write buffer in unit order), then every free unit, in unit order, takes a tile
+  while fewer than ``tiles`` are dispatched (start ``c``; with no load to issue it is due at
+  ``c + compute``).
 
-Every output is a function of registers, ``run`` and ``cycle`` only: no path from ``loads``,
-``load.ready``, ``load_response`` or ``store.ready`` reaches an output combinationally, so
-the testbench reads them at once and the engine's inputs come from flip-flops. The module
-is never synthesised: it divides, multiplies and compares 40-bit cycle numbers freely.
+Every output is a function of registers, ``run`` and ``cycle`` only: no path from ``desc``,
+``tiles``, ``compute``, ``load.ready``, ``load_response`` or ``store.ready`` reaches an output
+combinationally, so the testbench reads them at once and the engine's inputs come from
+flip-flops (``tiles`` is sampled at every clock edge: it must be set an edge before ``run``
+rises). The module is never synthesised: it divides, multiplies and compares 40-bit cycle
+numbers freely.
 """
 
 from amaranth import *
@@ -42,12 +47,12 @@ from t3hw.spec.layouts import WriteKind, load_layout, load_response_layout, stor
 from t3hw.spec.params import EngineParams
 
 
-__all__ = ["GpuHdl", "store_descriptors", "descriptor_bursts", "CYCLE_WIDTH", "LOADS_WIDTH",
-           "MAX_LOADS", "ERR_TAG", "ERR_OVERFLOW", "ERR_LOADS"]
+__all__ = ["GpuHdl", "desc_layout", "store_descriptors", "descriptor_bursts", "CYCLE_WIDTH",
+           "LOADS_WIDTH", "MAX_LOADS", "ERR_TAG", "ERR_OVERFLOW", "ERR_LOADS"]
 
 #: Width of the co-simulation's cycle number in the simulation-only HDL.
 CYCLE_WIDTH = 40
-#: Width of each unit's entry of the ``loads`` input (what the testbench writes).
+#: Width of the ``loads`` field of a unit's ``desc`` entry (what the testbench writes).
 LOADS_WIDTH = 32
 #: Default largest number of loads of one tile (``max_loads``): 16 Mi bursts, 1 GiB of
 #: panel reads at 64-byte bursts.
@@ -58,6 +63,26 @@ ERR_TAG = 1
 ERR_OVERFLOW = 2
 #: ``error`` bits: a dispatched unit was given more than ``max_loads`` loads (clamped).
 ERR_LOADS = 4
+
+#: The fields of a :func:`store_descriptors` entry, in its order.
+_STORE_FIELDS = ("addr0", "rows", "row_bytes", "pitch", "tid")
+
+
+def _store_fields(params):
+    return {"addr0": params.addr_width, "rows": 16, "row_bytes": 16, "pitch": 32,
+            "tid": params.tile_width}
+
+
+def desc_layout(params):
+    """One unit's entry of :class:`GpuHdl`'s ``desc``: the tile it takes, as the testbench
+    writes it.
+
+    ``loads`` is the tile's number of loads (``ceil(read bytes / burst_bytes)``), ``load_addr``
+    its first load's address (the next ones go up by ``burst_bytes``), and ``addr0``, ``rows``,
+    ``row_bytes``, ``pitch``, ``tid`` its :func:`store_descriptors` entry.
+    """
+    return data.StructLayout({"loads": LOADS_WIDTH, "load_addr": params.addr_width,
+                              **_store_fields(params)})
 
 
 def _check(name, value, low, high):
@@ -116,19 +141,10 @@ class GpuHdl(wiring.Component):
         The engine's parameters (the ``load``, ``load_response`` and ``store`` layouts).
     cus : int
         Compute units, in [1, 256].
-    compute_cycles : int
-        Cycles of one tile's compute, in [1, 2**32 - 1].
     burst_bytes : int
         Bytes per load and per full store burst, in [1, ``params.burst_bytes``].
     tag_width : int
         ``2**tag_width`` loads may be outstanding; in [1, ``params.load_tag_width``].
-    load_base : int
-        Base of the load addresses, in [0, ``2**params.addr_width - 1``].
-    order : list of int
-        Tile ids in dispatch order (:meth:`~sim_models.gpu.GemmProducer.order`, or a prefix
-        of it), each in [0, ``len(stores) - 1``]; at least one.
-    stores : list of tuple
-        Per tile id, :func:`store_descriptors`' ``(addr0, rows, row_bytes, pitch, tid)``.
     wb_depth : int
         Tiles the write buffer holds (the head one included), in [1, 65536].
     max_loads : int
@@ -140,6 +156,11 @@ class GpuHdl(wiring.Component):
         No unit retires or takes a tile before it is high.
     cycle : In(40)
         The co-simulation's cycle number (0: the first cycle with ``run`` high).
+    tiles : In(32)
+        The tiles this GPU dispatches in all; constant during the run, sampled at every clock
+        edge (set it at least one edge before ``run`` rises).
+    compute : In(32)
+        Cycles of every tile's compute; constant during the run, sampled at a dispatch.
     load : Out(stream.Signature(load_layout))
         To the engine's ``load``: ``addr``, ``bytes`` (``burst_bytes``), ``tag``.
     load_response : In(stream.Signature(load_response_layout))
@@ -149,98 +170,57 @@ class GpuHdl(wiring.Component):
     retire, dispatch : Out(cus), Out(cus)
         The units that retire a tile this cycle, and those that take one (a unit may do
         both).
-    dispatch_tile, cu_tile : Out(ArrayLayout(tile_index_width, cus))
-        The tile each dispatched unit takes (0 for the others); the tile each unit holds.
-    loads : In(ArrayLayout(LOADS_WIDTH, cus))
-        The number of loads of each unit dispatched this cycle, sampled at the clock edge
-        that ends it (``ceil(read bytes / burst_bytes)``).
+    desc : In(ArrayLayout(desc_layout(params), cus))
+        The tile each unit dispatched this cycle takes (:func:`desc_layout`), written during
+        the cycle and sampled at the clock edge that ends it; ignored for the others.
+    dispatched : Out(32)
+        Tiles dispatched so far.
     event, stamp : Out(1), Out(40)
         ``run`` and some unit retires or takes a tile; ``cycle + 1`` then, else 0.
     tiles_done, loads_issued, store_wait : Out(32)
         Tiles retired; loads taken; cycles with a store offered and not taken.
     done : Out(1)
-        Every tile of ``order`` dispatched, every unit free, the write buffer empty.
+        ``run``, ``tiles`` tiles dispatched, every unit free, the write buffer empty.
     error, error_cycle : Out(4), Out(40)
         Sticky :data:`ERR_TAG`, :data:`ERR_OVERFLOW`, :data:`ERR_LOADS` (bit 3 unused); the
         cycle of the first.
     """
 
-    def __init__(self, params: EngineParams, *, cus, compute_cycles, burst_bytes, tag_width,
-                 load_base, order, stores, wb_depth=64, max_loads=MAX_LOADS):
+    def __init__(self, params: EngineParams, *, cus, burst_bytes, tag_width, wb_depth=64,
+                 max_loads=MAX_LOADS):
         try:
-            order, stores = self._checked(params, cus=cus, compute_cycles=compute_cycles,
-                                          burst_bytes=burst_bytes, tag_width=tag_width,
-                                          load_base=load_base, order=order, stores=stores,
-                                          wb_depth=wb_depth, max_loads=max_loads)
+            self._check_params(params, cus=cus, burst_bytes=burst_bytes, tag_width=tag_width,
+                               wb_depth=wb_depth, max_loads=max_loads)
         except ValueError:
             self._MustUse__silence = True
             raise
         p = params
-        self.params, self.cus, self.compute = p, cus, compute_cycles
-        self.burst, self.tag_width, self.load_base = burst_bytes, tag_width, load_base
-        self.order, self.stores = order, stores
+        self.params, self.cus, self.burst, self.tag_width = p, cus, burst_bytes, tag_width
         self.wb_depth, self.max_loads = wb_depth, max_loads
-        self.tile_index_width = max(1, (len(stores) - 1).bit_length())
         self.cu_width = max(1, (cus - 1).bit_length())
-        tw = self.tile_index_width
         super().__init__({
-            "run": In(1), "cycle": In(CYCLE_WIDTH),
+            "run": In(1), "cycle": In(CYCLE_WIDTH), "tiles": In(32), "compute": In(32),
             "load": Out(stream.Signature(load_layout(p))),
             "load_response": In(stream.Signature(load_response_layout(p))),
             "store": Out(stream.Signature(store_layout(p))),
             "retire": Out(cus), "dispatch": Out(cus),
-            "dispatch_tile": Out(data.ArrayLayout(tw, cus)),
-            "cu_tile": Out(data.ArrayLayout(tw, cus)),
-            "loads": In(data.ArrayLayout(LOADS_WIDTH, cus)),
+            "desc": In(data.ArrayLayout(desc_layout(p), cus)), "dispatched": Out(32),
             "event": Out(1), "stamp": Out(CYCLE_WIDTH),
             "tiles_done": Out(32), "loads_issued": Out(32), "store_wait": Out(32),
             "done": Out(1), "error": Out(4), "error_cycle": Out(CYCLE_WIDTH),
         })
 
     @staticmethod
-    def _checked(params, *, cus, compute_cycles, burst_bytes, tag_width, load_base, order,
-                 stores, wb_depth, max_loads):
-        """Check the parameters (``ValueError`` naming the value and its range); return
-        ``order`` and ``stores`` as lists."""
+    def _check_params(params, *, cus, burst_bytes, tag_width, wb_depth, max_loads):
+        """Check the parameters (``ValueError`` naming the value and its range)."""
         if not isinstance(params, EngineParams):
             raise ValueError(f"params must be an EngineParams, not {params!r}")
         p = params
         _check("cus", cus, 1, 256)
-        _check("compute_cycles", compute_cycles, 1, (1 << 32) - 1)
         _check("burst_bytes", burst_bytes, 1, p.burst_bytes)
         _check("tag_width", tag_width, 1, p.load_tag_width)
-        _check("load_base", load_base, 0, (1 << p.addr_width) - 1)
         _check("wb_depth", wb_depth, 1, 1 << 16)
         _check("max_loads", max_loads, 1, (1 << LOADS_WIDTH) - 1)
-        stores = [tuple(s) for s in stores]
-        if not stores:
-            raise ValueError("stores must hold at least one tile's descriptor, not []")
-        for t, s in enumerate(stores):
-            if len(s) != 5:
-                raise ValueError(f"stores[{t}] must be (addr0, rows, row_bytes, pitch, tid), "
-                                 f"not {s!r}")
-            addr0, rows, row_bytes, pitch, tid = s
-            _check(f"stores[{t}] rows", rows, 1, (1 << 32) - 1)
-            _check(f"stores[{t}] row_bytes", row_bytes, 1, (1 << 32) - 1)
-            _check(f"stores[{t}] pitch", pitch, 0, (1 << p.addr_width) - 1)
-            _check(f"stores[{t}] tid", tid, 0, (1 << p.tile_width) - 1)
-            top = (1 << p.addr_width) - (rows - 1) * pitch - row_bytes
-            if top < 0:
-                raise ValueError(f"stores[{t}]: {rows} rows of {row_bytes} bytes {pitch} "
-                                 f"apart must fit addr_width={p.addr_width}")
-            _check(f"stores[{t}] addr0", addr0, 0, top)
-        order = list(order)
-        if not order:
-            raise ValueError("order must hold at least one tile id, not []")
-        for n, t in enumerate(order):
-            _check(f"order[{n}]", t, 0, len(stores) - 1)
-        return order, stores
-
-    def _desc_layout(self):
-        widths = [max(1, max(s[f] for s in self.stores).bit_length()) for f in range(1, 4)]
-        return data.StructLayout({
-            "addr0": self.params.addr_width, "rows": widths[0], "row_bytes": widths[1],
-            "pitch": widths[2], "tid": self.params.tile_width})
 
     def elaborate(self, platform):
         m = Module()
@@ -254,22 +234,23 @@ class GpuHdl(wiring.Component):
             "end": [Signal(CYCLE_WIDTH, name=f"end{k}") for k in range(n)],
             "due": [Signal(CYCLE_WIDTH, name=f"due{k}") for k in range(n)],
             "due_v": [Signal(name=f"due_v{k}") for k in range(n)],
+            "sd": [Signal(data.StructLayout(_store_fields(self.params)), name=f"sd{k}")
+                   for k in range(n)],
         }
         ret = self._events(m)
         issue, back, bad_tag = self._load_side(m)
         over_loads = Signal()
         cyc = self.cycle
         for k in range(n):
-            left, out, loads_in = u["left"][k], u["out"][k], self.loads[k]
+            left, out, d = u["left"][k], u["out"][k], self.desc[k]
             with m.If(self.dispatch[k]):
-                clamped = Mux(loads_in > self.max_loads, self.max_loads, loads_in)
-                tile = self.dispatch_tile[k]
+                clamped = Mux(d.loads > self.max_loads, self.max_loads, d.loads)
                 m.d.sync += [
-                    u["busy"][k].eq(1), self.cu_tile[k].eq(tile), left.eq(clamped),
-                    out.eq(0), u["addr"][k].eq(self.load_base + (tile << 12)[:30]),
-                    u["end"][k].eq(cyc + self.compute),
-                    u["due_v"][k].eq(loads_in == 0), u["due"][k].eq(cyc + self.compute),
+                    u["busy"][k].eq(1), left.eq(clamped), out.eq(0),
+                    u["addr"][k].eq(d.load_addr), u["end"][k].eq(cyc + self.compute),
+                    u["due_v"][k].eq(d.loads == 0), u["due"][k].eq(cyc + self.compute),
                 ]
+                m.d.sync += [u["sd"][k][f].eq(d[f]) for f in _STORE_FIELDS]
             with m.Elif(ret[k]):
                 m.d.sync += [u["busy"][k].eq(0), u["due_v"][k].eq(0)]
             with m.Else():
@@ -282,11 +263,11 @@ class GpuHdl(wiring.Component):
                 with m.If(back[k] & (new_out == 0) & (new_left == 0)):
                     m.d.sync += [u["due_v"][k].eq(1),
                                  u["due"][k].eq(Mux(u["end"][k] > cyc + 1, u["end"][k], cyc + 1))]
-        m.d.comb += over_loads.eq(Cat(self.dispatch[k] & (self.loads[k] > self.max_loads)
+        m.d.comb += over_loads.eq(Cat(self.dispatch[k] & (self.desc[k].loads > self.max_loads)
                                       for k in range(n)).any())
         overflow = self._write_buffer(m, ret)
-        m.d.comb += self.done.eq((self._next == len(self.order)) & ~Cat(*u["busy"]).any()
-                                 & (self._wb_count == 0))
+        m.d.comb += self.done.eq(self.run & (self.dispatched == self._tiles)
+                                 & ~Cat(*u["busy"]).any() & (self._wb_count == 0))
         new = Cat(bad_tag, overflow, over_loads, C(0, 1))
         with m.If((new != 0) & (self.error == 0)):
             m.d.sync += self.error_cycle.eq(cyc)
@@ -294,26 +275,19 @@ class GpuHdl(wiring.Component):
         return m
 
     def _events(self, m):
-        """Retire and dispatch masks, the tiles taken, ``event`` and ``stamp``: from
-        registers, ``run`` and ``cycle``. Returns the retire bits."""
+        """Retire and dispatch masks, ``dispatched``, ``event`` and ``stamp``: from registers,
+        ``run`` and ``cycle``. Returns the retire bits."""
         u, n, cyc = self._u, self.cus, self.cycle
         ret = [Signal(name=f"ret{k}") for k in range(n)]
         free = [Signal(name=f"free{k}") for k in range(n)]
-        self._next = nxt = Signal(range(len(self.order) + 1))
-        order = Memory(shape=self.tile_index_width, depth=len(self.order), init=self.order)
-        m.submodules.order = order
+        self._tiles = tiles = Signal(32)           # `tiles`, registered: no path to outputs
+        m.d.sync += tiles.eq(self.tiles)
         rank = C(0, range(n + 1))
         for k in range(n):
             m.d.comb += [
                 ret[k].eq(self.run & u["busy"][k] & u["due_v"][k] & (u["due"][k] <= cyc)),
                 free[k].eq(~u["busy"][k] | ret[k]),
-            ]
-            at = Signal(range(len(self.order) + n + 1), name=f"at{k}")
-            rd = order.read_port(domain="comb")
-            m.d.comb += [
-                at.eq(nxt + rank), rd.addr.eq(at),
-                self.dispatch[k].eq(self.run & free[k] & (at < len(self.order))),
-                self.dispatch_tile[k].eq(Mux(self.dispatch[k], rd.data, 0)),
+                self.dispatch[k].eq(self.run & free[k] & (self.dispatched + rank < tiles)),
             ]
             rank = rank + free[k]
         m.d.comb += [
@@ -321,7 +295,7 @@ class GpuHdl(wiring.Component):
             self.event.eq(self.run & (Cat(*ret).any() | self.dispatch.any())),
             self.stamp.eq(Mux(self.event, cyc + 1, 0)),
         ]
-        m.d.sync += nxt.eq(nxt + sum(self.dispatch[k] for k in range(n)))
+        m.d.sync += self.dispatched.eq(self.dispatched + sum(self.dispatch[k] for k in range(n)))
         return ret
 
     def _load_side(self, m):
@@ -390,23 +364,20 @@ class GpuHdl(wiring.Component):
         return issue, back, rsp.valid & ~good
 
     def _write_buffer(self, m, ret):
-        """The FIFO of retired tiles (several pushes a cycle, in unit order) and the burst
-        expander of its head tile on ``store``. Returns the overflow error."""
+        """The FIFO of the retired tiles' store descriptors (several pushes a cycle, in unit
+        order) and the burst expander of its head on ``store``. Returns the overflow error."""
         n, depth = self.cus, self.wb_depth
-        wb = Memory(shape=self.tile_index_width, depth=depth, init=[])
-        desc = Memory(shape=self._desc_layout(), depth=len(self.stores),
-                      init=[dict(zip(("addr0", "rows", "row_bytes", "pitch", "tid"), s))
-                            for s in self.stores])
-        m.submodules.wb, m.submodules.desc = wb, desc
+        wb = Memory(shape=data.StructLayout(_store_fields(self.params)), depth=depth, init=[])
+        m.submodules.wb = wb
         head, tail = Signal(range(depth)), Signal(range(depth))
         self._wb_count = count = Signal(range(depth + 1))
-        row = Signal(32)
-        off = Signal(32)
-        head_rd, desc_rd = wb.read_port(domain="comb"), desc.read_port(domain="comb")
-        d = desc_rd.data
-        left = Signal(33)
+        row = Signal(16)
+        off = Signal(16)
+        head_rd = wb.read_port(domain="comb")
+        d = head_rd.data
+        left = Signal(17)
         m.d.comb += [
-            head_rd.addr.eq(head), desc_rd.addr.eq(head_rd.data), left.eq(d.row_bytes - off),
+            head_rd.addr.eq(head), left.eq(d.row_bytes - off),
             self.store.valid.eq(count != 0),
             self.store.payload.addr.eq(d.addr0 + row * d.pitch + off),
             self.store.payload.tile.eq(d.tid),
@@ -423,7 +394,7 @@ class GpuHdl(wiring.Component):
                 m.d.sync += row.eq(Mux(pop, 0, row + 1))
         with m.If(self.store.valid & ~self.store.ready):
             m.d.sync += self.store_wait.eq(self.store_wait + 1)
-        # pushes: unit k's tile goes to slot tail + (units retiring before k), if it fits
+        # pushes: unit k's descriptor goes to slot tail + (units retiring before k), if it fits
         space = Signal(range(depth + 2))
         m.d.comb += space.eq(depth - count + pop)
         rank = C(0, range(n + 1))
@@ -431,7 +402,7 @@ class GpuHdl(wiring.Component):
             wp = wb.write_port()
             slot = tail + rank
             m.d.comb += [wp.addr.eq(Mux(slot >= depth, slot - depth, slot)),
-                         wp.data.eq(self.cu_tile[k]), wp.en.eq(ret[k] & (rank < space))]
+                         wp.data.eq(self._u["sd"][k]), wp.en.eq(ret[k] & (rank < space))]
             rank = rank + ret[k]
         nret = Signal(range(n + 1))
         pushed = Signal(range(n + 1))

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The fast co-simulation's top: the N engines of :class:`~t3hw.hw.system.System` with their
-GPU cores, DRAMs and ring as simulation-only HDL, for one scenario.
+GPU cores, DRAMs and ring as simulation-only HDL.
 
 :class:`FastSystem` connects, per GPU ``i``, :class:`~t3hw.verif.simhdl.gpu.GpuHdl` to engine
 ``i``'s ``load``, ``load_response`` and ``store`` ports,
@@ -11,28 +11,31 @@ cycle, in the exact co-simulation (:mod:`t3hw.verif.cosim_tb`). What is left to 
 (:mod:`t3hw.verif.cosim_fast_tb`) is what is not per cycle:
 
 * programming every engine over its register bus (``e<i>__bus__*``), as in the exact mode;
-* the L2 model, at tile events: a GPU's ``retire`` and ``dispatch`` masks say which compute
-  units retire a tile and take a new one this cycle; Python answers on ``loads`` before the
-  cycle ends (``stamp`` changes whenever some GPU has an event, so the testbench sleeps on it);
+* the GEMM's tiles and the L2 model, at tile events: a GPU's ``retire`` and ``dispatch`` masks
+  say which compute units retire a tile and take a new one this cycle; Python answers on
+  ``desc`` (each new tile's loads, first load address and stores) before the cycle ends
+  (``stamp`` changes whenever some GPU has an event, so the testbench sleeps on it);
 * the data: every request a DRAM serves and every packet an engine sends is on the ``log<i>``
   ports, which the simulation shell writes to a file (``t3hw.tools.cosim_fast``), and the
   testbench replays the stores, packets and near-memory additions in numpy afterwards.
 
 Nothing before ``run`` rises: ``cycle`` counts from 0 at the first cycle with ``run`` high,
-which the testbench raises where the exact mode's loop starts.
+which the testbench raises where the exact mode's loop starts. The scenario is not in the
+HDL: its sizes (``g<i>__tiles``, ``g<i>__compute``, ``result_base``, ``r_expected``) are
+inputs written before the run, so one build serves every scenario of the same hardware
+(:func:`hardware_key`).
 """
 
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
-from sim_models.collective import B_BASE
 from t3hw.hw.csr_bus import BusSignature
 from t3hw.hw.engine import Engine
 from t3hw.spec.regmap import RegisterMap
 
 from .dram import CYCLE_WIDTH, FixedDram
-from .gpu import GpuHdl, store_descriptors
+from .gpu import GpuHdl
 from .ring import RingHdl
 
 
@@ -57,20 +60,31 @@ def _log_signature(p):
     })
 
 
+def hardware_key(cfg):
+    """What a :class:`FastSystem` for ``cfg`` is built from: scenarios with the same key share
+    one simulation build (the workload, policy, collective and seed are not in it)."""
+    return {"gpus": cfg.gpus, "params": cfg.params.to_dict(), "cus": cfg.cus,
+            "dram_latency": cfg.dram_latency, "link_bytes_per_cycle": cfg.link_bytes_per_cycle,
+            "link_latency": cfg.link_latency, "tx_buffer_bytes": cfg.tx_buffer_bytes,
+            "wb_depth": 1 << max(6, (cfg.shape.m // cfg.tile_m * -(-cfg.shape.n // cfg.tile_n)
+                                     ).bit_length())}
+
+
 class FastSystem(wiring.Component):
     """N engines and their GPU, DRAM and ring models (module docstring).
 
     Parameters
     ----------
     cfg : CosimConfig
-        The scenario (:func:`check_fast` must accept it).
-    plan : Plan
-        Its plan (:class:`sim_models.collective.Plan`): each GPU's tile order and stores.
+        The scenario (:func:`check_fast` must accept it); only its hardware
+        (:func:`hardware_key`) is used.
 
     Members
     -------
     run : In(1)
         The models start.
+    result_base, r_expected : In(addr_width), In(48)
+        Where the results start in every DRAM, and the bytes each must receive there.
     cycle, stamp, done, error : Out(40), Out(40), Out(1), Out(1)
         The cycle number; ``cycle + 1`` while some GPU has a tile event or the run is done,
         else 0; the run is done (:meth:`sim_models.cosim.SystemEnv.done`); some model's
@@ -78,41 +92,36 @@ class FastSystem(wiring.Component):
     e<i> : Out(Signature({"bus": In(BusSignature)}))
         Engine ``i``'s register bus.
     g<i> : Out(...)
-        GPU ``i``'s event ports (``retire``, ``dispatch``, ``dispatch_tile``, ``cu_tile``,
-        ``loads``), its counters (``tiles_done``, ``store_wait``, ``packets``), its DRAM's
-        ``r_writes`` and ``last_write``, and the error bits of its GPU and DRAM.
+        GPU ``i``'s inputs (``tiles``, ``compute``, ``desc``), event ports (``retire``,
+        ``dispatch``), counters (``dispatched``, ``tiles_done``, ``store_wait``, ``packets``),
+        its DRAM's ``r_writes`` and ``last_write``, and the error bits of its GPU and DRAM.
     log<i> : Out(...)
         The request its DRAM serves and the packet its engine sends, this cycle.
     """
 
-    def __init__(self, cfg, plan):
+    def __init__(self, cfg):
         check_fast(cfg)
+        hw = hardware_key(cfg)
         p, n = cfg.params, cfg.gpus
-        self._cfg, self._plan = cfg, plan
         self.n = n
         self._engines = [Engine(p) for _ in range(n)]
-        self._gpus = []
-        for i in range(n):
-            prod = plan.producers[i]
-            self._gpus.append(GpuHdl(
-                p, cus=prod.gpu.cus, compute_cycles=prod.compute_cycles,
-                burst_bytes=p.burst_bytes, tag_width=p.load_tag_width, load_base=B_BASE,
-                order=list(prod.order()), stores=store_descriptors(plan, i)))
-        self._drams = [FixedDram(p, latency=cfg.dram_latency, result_base=plan.r_base)
-                       for _ in range(n)]
+        self._gpus = [GpuHdl(p, cus=cfg.cus, burst_bytes=p.burst_bytes,
+                             tag_width=p.load_tag_width, wb_depth=hw["wb_depth"])
+                      for _ in range(n)]
+        self._drams = [FixedDram(p, latency=cfg.dram_latency) for _ in range(n)]
         self._ring = RingHdl(p, n=n, bytes_per_cycle=cfg.link_bytes_per_cycle,
                              latency=cfg.link_latency, tx_bytes=cfg.tx_buffer_bytes)
         bus = BusSignature(RegisterMap(p).addr_width)
-        members = {"run": In(1), "cycle": Out(CYCLE_WIDTH), "stamp": Out(CYCLE_WIDTH),
+        members = {"run": In(1), "result_base": In(p.addr_width), "r_expected": In(48),
+                   "cycle": Out(CYCLE_WIDTH), "stamp": Out(CYCLE_WIDTH),
                    "done": Out(1), "error": Out(1)}
         for i, g in enumerate(self._gpus):
             members[f"e{i}"] = Out(wiring.Signature({"bus": In(bus)}))
             members[f"g{i}"] = Out(wiring.Signature({
+                "tiles": In(32), "compute": In(32), "desc": In(g.desc.shape()),
                 "retire": Out(len(g.retire)), "dispatch": Out(len(g.dispatch)),
-                "dispatch_tile": Out(g.dispatch_tile.shape()), "cu_tile": Out(g.cu_tile.shape()),
-                "loads": In(g.loads.shape()),
-                "tiles_done": Out(32), "store_wait": Out(32), "packets": Out(32),
-                "r_writes": Out(48), "last_write": Out(CYCLE_WIDTH),
+                "dispatched": Out(32), "tiles_done": Out(32), "store_wait": Out(32),
+                "packets": Out(32), "r_writes": Out(48), "last_write": Out(CYCLE_WIDTH),
                 "gpu_error": Out(len(g.error)), "dram_error": Out(2),
                 "error_cycle": Out(CYCLE_WIDTH)}))
             members[f"log{i}"] = Out(_log_signature(p))
@@ -122,7 +131,7 @@ class FastSystem(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        plan, n = self._plan, self.n
+        n = self.n
         m.submodules.ring = ring = self._ring
         m.d.comb += ring.cycle.eq(self.cycle)
         with m.If(self.run):
@@ -145,10 +154,10 @@ class FastSystem(wiring.Component):
             tx = eng.net_tx
             m.d.comb += [
                 g.run.eq(self.run), g.cycle.eq(self.cycle), d.cycle.eq(self.cycle),
-                eng.occupancy.eq(d.occupancy),
+                d.result_base.eq(self.result_base), eng.occupancy.eq(d.occupancy),
+                g.tiles.eq(gp.tiles), g.compute.eq(gp.compute), g.desc.eq(gp.desc),
                 gp.retire.eq(g.retire), gp.dispatch.eq(g.dispatch),
-                gp.dispatch_tile.eq(g.dispatch_tile), gp.cu_tile.eq(g.cu_tile),
-                g.loads.eq(gp.loads),
+                gp.dispatched.eq(g.dispatched),
                 gp.tiles_done.eq(g.tiles_done), gp.store_wait.eq(g.store_wait),
                 gp.packets.eq(getattr(ring, f"packets{i}")),
                 gp.r_writes.eq(d.r_writes), gp.last_write.eq(d.last_write),
@@ -160,7 +169,7 @@ class FastSystem(wiring.Component):
                 lg.tx_valid.eq(tx.valid & tx.ready), lg.tx_kind.eq(tx.payload.kind),
                 lg.tx_tile.eq(tx.payload.tile),
             ]
-            finished.append((d.r_writes >= plan.r_expected) & d.idle & g.done)
+            finished.append((d.r_writes >= self.r_expected) & d.idle & g.done)
             event.append(g.event)
             errors += [g.error != 0, d.error != 0]
         done = Cat(*finished).all() & ring.idle
