@@ -162,3 +162,20 @@ def test_cli_bad_tokens_one_line():
                         "100", "--json", "/dev/null"], capture_output=True, text=True)
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1 and "tokens must be a multiple of" in p.stderr
+
+
+def test_fast_mode_runs_only_what_it_models():
+    """The fast mode models the fixed-latency DRAM and a deterministic ring: ``auto`` runs
+    anything else (and waves) exactly, and ``fast`` refuses it with the setting to change."""
+    assert cosim.choose_mode(small(4)) == "fast"
+    assert cosim.choose_mode(small(4), waves=True) == "exact"
+    assert cosim.choose_mode(small(4), "exact") == "exact"
+    for kw, name in ((dict(memory="hbm"), "memory must be 'fixed'"),
+                     (dict(net_jitter=5), "net_jitter must be 0"),
+                     (dict(reorder=True), "reorder must be False"),
+                     (dict(dram_stall=0.1), "dram_stall must be 0")):
+        assert cosim.choose_mode(small(4, **kw)) == "exact"
+        with pytest.raises(ValueError, match=name):
+            cosim.run(small(4, **kw), mode="fast")
+    with pytest.raises(ValueError, match=r"mode must be one of \('auto', 'fast', 'exact'\)"):
+        cosim.choose_mode(small(4), "quick")
