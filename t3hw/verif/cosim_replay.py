@@ -16,8 +16,9 @@ which each GPU's tiles retired (the testbench's events), that fixes every datum:
   sends straight on (as :meth:`SystemEnv.observe` decides), else the data of the next DMA
   read its DRAM served; a GPU's received packets are its ring neighbour's sent ones, in order,
   and are the data of its DRAM's writes from the network, in order;
-* each DRAM applies the requests it served in the order it served them
-  (:meth:`sim_models.dram.NmcDram.access`): updates add in place, DMA reads snapshot.
+* each DRAM applies the requests it served in the order it served them, as
+  :meth:`sim_models.dram.NmcDram.access` does: updates add in place (FP16), stores overwrite,
+  DMA reads snapshot; the traffic counters are summed from the log at once.
 
 The DRAMs are replayed together in cycle order, so a DMA read's snapshot is taken before any
 later write to its DRAM, and before the packet that carries it can arrive anywhere.
@@ -35,8 +36,28 @@ from t3hw.spec.layouts import MemOp, RegionMode, WriteKind, WriteSource
 
 __all__ = ["read_log", "replay"]
 
-_READ, _COMPUTE = MemOp.READ.value, WriteSource.COMPUTE.value
+_READ, _STORE = MemOp.READ.value, MemOp.STORE.value
+_COMPUTE, _DMA = WriteSource.COMPUTE.value, WriteSource.DMA.value
 _UPDATE = WriteKind.UPDATE.value
+
+
+def _count(drams, serves, result_base):
+    """Each DRAM's traffic counters, ``r_writes`` and ``last_write`` from its serves, as
+    :meth:`~sim_models.dram.NmcDram.access` and ``written`` count them one by one."""
+    for gpu, d in enumerate(drams):
+        mine = serves[serves[:, 1] == gpu]
+        op, source, addr, nbytes = mine[:, 3], mine[:, 4], mine[:, 5], mine[:, 6]
+        read, compute, in_r = op == _READ, source == _COMPUTE, addr >= result_base
+        dma_read = read & (source == _DMA)
+        remote_write = ~read & ~compute
+        for cls, mask in (("gemm_reads", read & (source != _DMA)), ("gemm_writes", ~read & compute),
+                          ("rs_reads", dma_read & ~in_r), ("ag_reads", dma_read & in_r),
+                          ("rs_writes", remote_write & (op != _STORE)),
+                          ("ag_writes", remote_write & (op == _STORE))):
+            d.memory.count(cls, int(nbytes[mask].sum()))
+        results = ~read & in_r
+        d.r_writes = int(nbytes[results].sum())
+        d.last_write = int(mine[results, 2].max()) if results.any() else 0
 
 
 def read_log(path):
@@ -103,32 +124,38 @@ def replay(cfg, plan, log, retired):
         mine = tx[tx[:, 1] == s]
         packets.append(_Packets(mine[:, 3], mine[:, 4], (s + 1) % n, plan.ids.units,
                                 remote[s], drams[s].dma_data))
-    # compute reads carry no data: count them at once, replay the rest in cycle order
-    reads = (serves[:, 3] == _READ) & (serves[:, 4] == _COMPUTE)
-    for i in range(n):
-        drams[i].memory.count("gemm_reads", int(serves[reads & (serves[:, 1] == i), 6].sum()))
-    rest = serves[~reads]
-    order = np.lexsort((rest[:, 1], rest[:, 2]))           # by cycle, then GPU
-    for gpu, cycle, op, source, addr, nbytes in rest[order][:, 1:7].tolist():
-        d = drams[gpu]
-        req = {"op": op, "source": source, "addr": addr, "bytes": nbytes}
-        data = None
-        if op != _READ:
-            if source == _COMPUTE:
-                if not local[gpu]:
-                    raise AssertionError(f"cycle {cycle}: GPU {gpu} DRAM write {req} with no "
-                                         f"store behind it")
-                data = local[gpu].popleft()
-            else:
-                data = packets[(gpu + 1) % n].take(gpu, cycle)
-            if data.nbytes != nbytes:
-                raise AssertionError(f"cycle {cycle}: GPU {gpu} write of {nbytes} bytes "
-                                     f"carries {data.nbytes} bytes of data")
-        raw = d.access(req, data)
+    _count(drams, serves, plan.r_base)
+    data_ops = serves[(serves[:, 3] != _READ) | (serves[:, 4] == _DMA)]
+    outside = (data_ops[:, 5] < plan.o_base) | (data_ops[:, 5] + data_ops[:, 6] > plan.o_base + size)
+    if outside.any():
+        gpu, cycle, _, _, addr, nbytes = data_ops[outside][0, 1:7].tolist()
+        raise AssertionError(f"cycle {cycle}: GPU {gpu} DRAM access of {nbytes} bytes at "
+                             f"{addr:#x}, outside the memory [{plan.o_base:#x}, "
+                             f"{plan.o_base + size:#x})")
+    # compute reads carry no data; the rest, in cycle order (then GPU), one numpy op each
+    rest = serves[~((serves[:, 3] == _READ) & (serves[:, 4] == _COMPUTE))]
+    rest = rest[np.lexsort((rest[:, 1], rest[:, 2]))]
+    words = [d.memory.mem.view(DTYPE) for d in drams]        # element i: byte 2 i
+    base = plan.o_base
+    for gpu, cycle, op, source, addr, nbytes in rest[:, 1:7].tolist():
+        lo = (addr - base) >> 1
+        hi = lo + (nbytes >> 1)
         if op == _READ:
-            if raw is not None:
-                d.dma_data.append(raw)
+            drams[gpu].dma_data.append(words[gpu][lo:hi].copy())
+            continue
+        if source == _COMPUTE:
+            if not local[gpu]:
+                raise AssertionError(f"cycle {cycle}: GPU {gpu} DRAM write of {nbytes} bytes at "
+                                     f"{addr:#x} with no store behind it")
+            data = local[gpu].popleft()
         else:
-            d.written(cycle, req)
+            data = packets[(gpu + 1) % n].take(gpu, cycle)
+        if data.nbytes != nbytes:
+            raise AssertionError(f"cycle {cycle}: GPU {gpu} write of {nbytes} bytes carries "
+                                 f"{data.nbytes} bytes of data")
+        if op == _STORE:
+            words[gpu][lo:hi] = data
+        else:
+            words[gpu][lo:hi] += data
     return {"drams": drams, "numerics": check_numerics(plan, drams),
             "r_writes": [d.r_writes for d in drams]}

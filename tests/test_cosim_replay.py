@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The fast co-simulation's data replay (:mod:`t3hw.verif.cosim_replay`) on hand-made logs:
+it applies the writes a DRAM served with the data the exact mode would attach, counts the
+traffic classes as :class:`sim_models.dram.NmcDram` does, and refuses a log the exact mode
+would refuse (a write with no data behind it, data of the wrong size, an access outside the
+memory). The whole-run equivalence with the exact mode is ``cocotb_tests/test_cosim.py``'s."""
+
+import numpy as np
+import pytest
+
+from sim_models.collective import Plan
+from t3hw.spec.layouts import MemOp, RegionMode, WriteSource
+from t3hw.verif.cosim_replay import read_log, replay
+from t3hw.verif.cosim_scenarios import small
+
+
+READ, STORE, UPDATE = MemOp.READ.value, MemOp.STORE.value, MemOp.UPDATE.value
+COMPUTE, DMA, REMOTE = (WriteSource.COMPUTE.value, WriteSource.DMA.value,
+                        WriteSource.REMOTE.value)
+
+
+def _local_stores(plan, gpu, tile):
+    """The stores of ``tile`` at ``gpu`` that go to its own memory (not a REMOTE region)."""
+    regions = plan.regions(gpu)
+    out = []
+    for addr, _, data in plan.tile_stores(gpu, tile):
+        mode = next(m for m, b, s, _, _ in regions if b <= addr < b + s)
+        if mode != RegionMode.REMOTE:
+            out.append((addr, data))
+    return out
+
+
+def _setup():
+    cfg = small(2)
+    plan = Plan(cfg)
+    # the first tile of GPU 0's order whose stores stay local (its first chunk is sent on)
+    tile = next(t for t in plan.producers[0].order() if _local_stores(plan, 0, t))
+    return cfg, plan, tile, _local_stores(plan, 0, tile)
+
+
+def test_local_stores_land_and_are_counted(tmp_path):
+    cfg, plan, tile, stores = _setup()
+    log = tmp_path / "log.txt"
+    lines = [f"0 0 {c} {UPDATE} {COMPUTE} {addr} {data.nbytes}"
+             for c, (addr, data) in enumerate(stores)]
+    lines.append(f"0 0 99 {READ} {COMPUTE} {plan.o_base} 64")
+    log.write_text("\n".join(lines) + "\n")
+    r = replay(cfg, plan, read_log(log), [[tile], []])
+    d = r["drams"][0]
+    for addr, data in stores:
+        assert np.array_equal(d.view(addr, data.nbytes), data)      # updates into zeros
+    assert d.traffic["gemm_writes"] == sum(x.nbytes for _, x in stores)
+    assert d.traffic["gemm_reads"] == 64
+    assert r["r_writes"] == [sum(x.nbytes for a, x in stores if a >= plan.r_base), 0]
+
+
+def test_a_write_with_no_store_behind_it_is_an_error(tmp_path):
+    cfg, plan, tile, stores = _setup()
+    log = tmp_path / "log.txt"
+    addr, data = stores[0]
+    log.write_text(f"0 0 5 {UPDATE} {COMPUTE} {addr} {data.nbytes}\n")
+    with pytest.raises(AssertionError, match="cycle 5: GPU 0 DRAM write .* no store behind it"):
+        replay(cfg, plan, read_log(log), [[], []])          # no tile retired: no store
+
+
+def test_data_of_the_wrong_size_is_an_error(tmp_path):
+    cfg, plan, tile, stores = _setup()
+    log = tmp_path / "log.txt"
+    addr, data = stores[0]
+    log.write_text(f"0 0 7 {UPDATE} {COMPUTE} {addr} {data.nbytes + 2}\n")
+    with pytest.raises(AssertionError, match="cycle 7: GPU 0 write of .* carries"):
+        replay(cfg, plan, read_log(log), [[tile], []])
+
+
+def test_an_access_outside_the_memory_is_an_error(tmp_path):
+    cfg, plan, tile, stores = _setup()
+    log = tmp_path / "log.txt"
+    log.write_text(f"0 1 3 {READ} {DMA} {plan.o_base - 64} 64\n")
+    with pytest.raises(AssertionError, match="cycle 3: GPU 1 DRAM access .* outside"):
+        replay(cfg, plan, read_log(log), [[], []])
+
+
+def test_a_received_packet_nobody_sent_is_an_error(tmp_path):
+    cfg, plan, tile, stores = _setup()
+    log = tmp_path / "log.txt"
+    log.write_text(f"0 0 9 {UPDATE} {REMOTE} {plan.o_base} 64\n")
+    with pytest.raises(AssertionError, match="cycle 9: GPU 0 writes a received packet"):
+        replay(cfg, plan, read_log(log), [[], []])
+
+
+def test_a_truncated_log_is_refused(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text("0 0 1 2 0\n")
+    with pytest.raises(ValueError, match="truncated"):
+        read_log(log)
