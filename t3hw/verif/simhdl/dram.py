@@ -100,9 +100,9 @@ class FixedDram(wiring.Component):
         m = Module()
         p = self._p
         entry = data.StructLayout({"due": CYCLE_WIDTH, "req": mem_request_layout(p)})
-        q = m.submodules.q = Memory(shape=entry, depth=self.depth, init=[])
+        q = m.submodules.requests = Memory(shape=entry, depth=self.depth, init=[])
         qw, qr = q.write_port(), q.read_port(domain="comb")
-        r = m.submodules.r = Memory(shape=mem_response_layout(p), depth=self.rsp_depth,
+        r = m.submodules.responses = Memory(shape=mem_response_layout(p), depth=self.rsp_depth,
                                     init=[])
         rw, rr = r.write_port(), r.read_port(domain="comb")
 

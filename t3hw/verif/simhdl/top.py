@@ -60,14 +60,26 @@ def _log_signature(p):
     })
 
 
+#: Most packets a ring link holds in flight and waiting at its receiver (the ring's words
+#: are cheap in Verilator, and generated once per hardware). A GPU whose engine takes no
+#: received packet for long enough makes more wait; the ring's sticky error bit then fails
+#: the run (``--exact`` has no such limit).
+WIRE_DEPTH_MAX = 1 << 16
+
+
 def hardware_key(cfg):
     """What a :class:`FastSystem` for ``cfg`` is built from: scenarios with the same key share
     one simulation build (the workload, policy, collective and seed are not in it)."""
+    tiles = cfg.shape.m // cfg.tile_m * -(-cfg.shape.n // cfg.tile_n)
+    # every packet a GPU sends may wait at its neighbour's port (under compute-first, the
+    # GEMM's loads hold the received updates back): less than its output in the
+    # reduce-scatter, and again in the all-gather
+    sent = 2 * cfg.shape.m * cfg.shape.n * cfg.gpu.elem_bytes // cfg.params.burst_bytes
     return {"gpus": cfg.gpus, "params": cfg.params.to_dict(), "cus": cfg.cus,
             "dram_latency": cfg.dram_latency, "link_bytes_per_cycle": cfg.link_bytes_per_cycle,
             "link_latency": cfg.link_latency, "tx_buffer_bytes": cfg.tx_buffer_bytes,
-            "wb_depth": 1 << max(6, (cfg.shape.m // cfg.tile_m * -(-cfg.shape.n // cfg.tile_n)
-                                     ).bit_length())}
+            "wb_depth": 1 << max(6, tiles.bit_length()),
+            "wire_depth": min(1 << max(9, sent.bit_length()), WIRE_DEPTH_MAX)}
 
 
 class FastSystem(wiring.Component):
@@ -108,9 +120,14 @@ class FastSystem(wiring.Component):
         self._gpus = [GpuHdl(p, cus=cfg.cus, burst_bytes=p.burst_bytes,
                              tag_width=p.load_tag_width, wb_depth=hw["wb_depth"])
                       for _ in range(n)]
-        self._drams = [FixedDram(p, latency=cfg.dram_latency) for _ in range(n)]
+        # responses wait for the engine: at most one per read outstanding, and an engine
+        # has at most a load tag's worth of compute reads and max_outstanding DMA reads
+        reads = (1 << p.load_tag_width) + p.max_outstanding
+        self._drams = [FixedDram(p, latency=cfg.dram_latency,
+                                 rsp_depth=1 << (reads - 1).bit_length()) for _ in range(n)]
         self._ring = RingHdl(p, n=n, bytes_per_cycle=cfg.link_bytes_per_cycle,
-                             latency=cfg.link_latency, tx_bytes=cfg.tx_buffer_bytes)
+                             latency=cfg.link_latency, tx_bytes=cfg.tx_buffer_bytes,
+                             wire_depth=hw["wire_depth"])
         bus = BusSignature(RegisterMap(p).addr_width)
         members = {"run": In(1), "result_base": In(p.addr_width), "r_expected": In(48),
                    "cycle": Out(CYCLE_WIDTH), "stamp": Out(CYCLE_WIDTH),
