@@ -141,6 +141,11 @@ def _cosim_runs(gpus=DEFAULT_GPUS):
     return out
 
 
+def _build(seconds):
+    """A build time for the table; under a second, the build folder was already built."""
+    return "built before" if seconds < 1 else f"build {seconds} s"
+
+
 def _cosim_row(c):
     cfg = c["config"]
     name = (f"{cfg['gpus']} engines ({cfg['model']} {cfg['sublayer']} TP {cfg['tp']}, "
@@ -149,16 +154,17 @@ def _cosim_row(c):
             f"{'exact' if c['numerics_ok'] else 'WRONG'}")
     if "exact" not in c:                     # a run from before the fast mode: exact only
         return [f"| co-sim, {name}, exact mode | {c['rtl_cycles_per_s']:,} RTL cycles/s "
-                f"({c['rtl_cycles']:,} cycles in {c['run_wall_s']} s; build {c['build_s']} s); "
+                f"({c['rtl_cycles']:,} cycles in {c['run_wall_s']} s; {_build(c['build_s'])}); "
                 f"{tail} |"]
     e = c["exact"]
     return [f"| co-sim, {name}, fast mode | {c['rtl_cycles_per_s']:,} RTL cycles/s "
             f"({c['rtl_cycles']:,} cycles: run {c['run_wall_s']} s + data replay "
-            f"{c['replay_wall_s']} s; {c['events']:,} tile events; build {c['build_s']} s); "
+            f"{c['replay_wall_s']} s; {c['events']:,} tile events; {_build(c['build_s'])}); "
             f"{tail} |",
             f"| co-sim, {cfg['gpus']} engines, exact mode (every cycle in Python), same "
-            f"results | {e['rtl_cycles_per_s']:,} RTL cycles/s ({e['run_wall_s']} s; build "
-            f"{e['build_s']} s); the fast mode is {c['rtl_cycles_per_s'] / e['rtl_cycles_per_s']:.1f}x |"]
+            f"results | {e['rtl_cycles_per_s']:,} RTL cycles/s ({e['run_wall_s']} s; "
+            f"{_build(e['build_s'])}); the fast mode is "
+            f"{c['rtl_cycles_per_s'] / e['rtl_cycles_per_s']:.1f}x |"]
 
 
 def _table(results):
@@ -167,9 +173,10 @@ def _table(results):
     cos = results.get("cosim", {})
     rows = [row for c in cos.values() for row in _cosim_row(c)]
     rows += [f"| the same {c['config']['gpus']}-engine top in a C++ loop, no Python "
-             f"(`t3hw/tools/native.py`) | {c['native_cycles_per_s']:,} cycles/s (build "
-             f"{c['native_build_s']} s); the co-sim ({'fast' if 'exact' in c else 'exact'} mode) runs "
-             f"at {100 * c['of_native']:.1f}% of it |"
+             f"(`t3hw/tools/native.py`) | {c['native_cycles_per_s']:,} cycles/s "
+             f"({_build(c['native_build_s'])}); the co-sim "
+             f"({'fast' if 'exact' in c else 'exact'} mode) runs at {100 * c['of_native']:.1f}% "
+             f"of it |"
              for c in cos.values() if "native_cycles_per_s" in c]
     return "\n".join([
         "| figure | value |",
@@ -184,6 +191,19 @@ def _table(results):
         "",
         f"Machine: {results['machine']}.",
     ])
+
+
+def write_table(results, docs):
+    """Write the table of ``results`` (``bench/results.json``'s contents) between the markers
+    of ``docs``, if it has them."""
+    docs = Path(docs)
+    if not docs.is_file():
+        return
+    text = docs.read_text()
+    if _BEGIN in text and _END in text:
+        head, rest = text.split(_BEGIN, 1)
+        _, tail = rest.split(_END, 1)
+        docs.write_text(f"{head}{_BEGIN}\n{_table(results)}\n{_END}{tail}")
 
 
 def run_bench(*, json_path: Path, events=100000, seed=1, docs=None, gpus=DEFAULT_GPUS):
@@ -219,13 +239,8 @@ def run_bench(*, json_path: Path, events=100000, seed=1, docs=None, gpus=DEFAULT
     results["cosim"] = dict(sorted(merged.items(), key=lambda kv: int(kv[0][1:])))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n")
-    if docs is not None and Path(docs).is_file():
-        docs = Path(docs)
-        text = docs.read_text()
-        if _BEGIN in text and _END in text:
-            head, rest = text.split(_BEGIN, 1)
-            _, tail = rest.split(_END, 1)
-            docs.write_text(f"{head}{_BEGIN}\n{_table(results)}\n{_END}{tail}")
+    if docs is not None:
+        write_table(results, docs)
     print(_table(results))
     print(f"\nwritten: {path}" + (f", {docs}" if docs is not None else ""))
 
