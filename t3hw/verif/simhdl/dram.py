@@ -24,7 +24,7 @@ from t3hw.spec.layouts import MemOp, mem_request_layout, mem_response_layout
 from t3hw.spec.params import EngineParams
 
 
-__all__ = ["FixedDram", "CYCLE_WIDTH"]
+__all__ = ["FixedDram", "CYCLE_WIDTH", "dram_members"]
 
 #: Width of the co-simulation's cycle number in the simulation-only HDL.
 CYCLE_WIDTH = 40
@@ -33,6 +33,25 @@ CYCLE_WIDTH = 40
 def _check(name, value, low, high):
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError(f"{name} must be an integer in [{low}, {high}], not {value!r}")
+
+
+def dram_members(params):
+    """The members of a simulation-only DRAM (:class:`FixedDram`, and the HBM2 one of
+    :mod:`t3hw.verif.simhdl.hbm`): the same ports, so the simulation top takes either."""
+    return {
+        "cycle":       In(CYCLE_WIDTH),
+        "result_base": In(params.addr_width),
+        "req":         In(stream.Signature(mem_request_layout(params))),
+        "rsp":         Out(stream.Signature(mem_response_layout(params))),
+        "occupancy":   Out(params.occupancy_width),
+        "serve_valid": Out(1),
+        "serve":       Out(mem_request_layout(params)),
+        "r_writes":    Out(48),
+        "last_write":  Out(CYCLE_WIDTH),
+        "idle":        Out(1),
+        "error":       Out(2),
+        "error_cycle": Out(CYCLE_WIDTH),
+    }
 
 
 class FixedDram(wiring.Component):
@@ -81,20 +100,7 @@ class FixedDram(wiring.Component):
         self._p, self.latency = params, latency
         self.depth = 1 << (latency + 2).bit_length()        # more than latency + 1 in flight
         self.rsp_depth = rsp_depth
-        super().__init__({
-            "cycle":       In(CYCLE_WIDTH),
-            "result_base": In(params.addr_width),
-            "req":         In(stream.Signature(mem_request_layout(params))),
-            "rsp":         Out(stream.Signature(mem_response_layout(params))),
-            "occupancy":   Out(params.occupancy_width),
-            "serve_valid": Out(1),
-            "serve":       Out(mem_request_layout(params)),
-            "r_writes":    Out(48),
-            "last_write":  Out(CYCLE_WIDTH),
-            "idle":        Out(1),
-            "error":       Out(2),
-            "error_cycle": Out(CYCLE_WIDTH),
-        })
+        super().__init__(dram_members(params))
 
     def elaborate(self, platform):
         m = Module()
