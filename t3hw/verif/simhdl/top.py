@@ -4,7 +4,8 @@ GPU cores, DRAMs and ring as simulation-only HDL.
 
 :class:`FastSystem` connects, per GPU ``i``, :class:`~t3hw.verif.simhdl.gpu.GpuHdl` to engine
 ``i``'s ``load``, ``load_response`` and ``store`` ports,
-:class:`~t3hw.verif.simhdl.dram.FixedDram` to its ``dram``, ``dram_response`` and
+:class:`~t3hw.verif.simhdl.dram.FixedDram` (or, with ``memory="hbm"``,
+:class:`~t3hw.verif.simhdl.hbm.HbmDramHdl`) to its ``dram``, ``dram_response`` and
 ``occupancy``, and :class:`~t3hw.verif.simhdl.ring.RingHdl` to every engine's ``net_tx`` and
 ``net_rx``: the connections :class:`sim_models.cosim.SystemEnv` makes in Python, cycle by
 cycle, in the exact co-simulation (:mod:`t3hw.verif.cosim_tb`). What is left to Python
@@ -36,6 +37,7 @@ from t3hw.spec.regmap import RegisterMap
 
 from .dram import CYCLE_WIDTH, FixedDram
 from .gpu import GpuHdl
+from .hbm import HbmDramHdl
 from .ring import RingHdl
 
 
@@ -43,9 +45,9 @@ __all__ = ["FastSystem", "check_fast"]
 
 
 def check_fast(cfg):
-    """Raise ``ValueError`` if the fast co-simulation cannot run ``cfg`` exactly: it has the
-    fixed-latency DRAM only, and no random refusals, jitter or reordering."""
-    for name, value, want in (("memory", cfg.memory, "fixed"), ("dram_stall", cfg.dram_stall, 0),
+    """Raise ``ValueError`` if the fast co-simulation cannot run ``cfg`` exactly: it has no
+    random refusals, jitter or reordering."""
+    for name, value, want in (("dram_stall", cfg.dram_stall, 0),
                               ("net_jitter", cfg.net_jitter, 0), ("reorder", cfg.reorder, False)):
         if value != want:
             raise ValueError(f"{name} must be {want!r} in the fast co-simulation (the exact "
@@ -76,6 +78,7 @@ def hardware_key(cfg):
     # reduce-scatter, and again in the all-gather
     sent = 2 * cfg.shape.m * cfg.shape.n * cfg.gpu.elem_bytes // cfg.params.burst_bytes
     return {"gpus": cfg.gpus, "params": cfg.params.to_dict(), "cus": cfg.cus,
+            "memory": cfg.memory,
             "dram_latency": cfg.dram_latency, "link_bytes_per_cycle": cfg.link_bytes_per_cycle,
             "link_latency": cfg.link_latency, "tx_buffer_bytes": cfg.tx_buffer_bytes,
             "wb_depth": 1 << max(6, tiles.bit_length()),
@@ -123,8 +126,10 @@ class FastSystem(wiring.Component):
         # responses wait for the engine: at most one per read outstanding, and an engine
         # has at most a load tag's worth of compute reads and max_outstanding DMA reads
         reads = (1 << p.load_tag_width) + p.max_outstanding
-        self._drams = [FixedDram(p, latency=cfg.dram_latency,
-                                 rsp_depth=1 << (reads - 1).bit_length()) for _ in range(n)]
+        depth = 1 << (reads - 1).bit_length()
+        self._drams = [HbmDramHdl(p, rsp_depth=depth) if cfg.memory == "hbm" else
+                       FixedDram(p, latency=cfg.dram_latency, rsp_depth=depth)
+                       for _ in range(n)]
         self._ring = RingHdl(p, n=n, bytes_per_cycle=cfg.link_bytes_per_cycle,
                              latency=cfg.link_latency, tx_bytes=cfg.tx_buffer_bytes,
                              wire_depth=hw["wire_depth"])
