@@ -101,7 +101,7 @@ def _progress(state):
 #: How a scenario runs: ``"fast"`` (the GPU, DRAM and ring models as simulation-only HDL,
 #: Python at tile events: :mod:`t3hw.tools.cosim_fast`), ``"exact"`` (every cycle stepped in
 #: Python: :mod:`t3hw.verif.cosim_tb`, the golden mode, which runs every setting), or
-#: ``"auto"``: fast when the scenario allows it (the fixed DRAM, no jitter, refusals or
+#: ``"auto"``: fast when the scenario allows it (no jitter, refusals or
 #: reordering, no waves), else exact.
 MODES = ("auto", "fast", "exact")
 
@@ -273,7 +273,7 @@ def add_arguments(p):
     p.add_argument("--exact", action="store_true",
                    help="step every cycle in Python (the golden mode; it runs every setting). "
                         "Default: the fast mode (models in simulation-only HDL) where the "
-                        "scenario allows it (fixed DRAM, no jitter, stalls or reordering, no "
+                        "scenario allows it (no jitter, stalls or reordering, no "
                         "waves), else exact")
     p.add_argument("--json", required=True, metavar="FILE", help="the results file")
     p.add_argument("--waves", metavar="DIR", help="also dump waves and a .gtkw there")
