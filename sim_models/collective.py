@@ -90,6 +90,7 @@ class Plan:
         self.out_bytes = shape.m * self.pitch
         self.chunk_rows = shape.m // n
         self.chunk_bytes = self.chunk_rows * self.pitch
+        self._region_cache = {}
         #: Bytes written into ``R`` at every GPU when the collective is complete: its own
         #: chunk's last-stage stores and the forwarded updates (twice the chunk), plus, in
         #: the all-reduce, the ``N - 1`` reduced chunks copied in.
@@ -186,6 +187,16 @@ class Plan:
         return rows * -(-row_bytes // self.p.burst_bytes)
 
     # -- what the driver programs ------------------------------------------------------------
+    def is_remote(self, i, addr):
+        """True if ``addr`` falls in one of GPU ``i``'s ``REMOTE`` regions: a store there is
+        forwarded on the network, not written locally."""
+        if i not in self._region_cache:                 # asked once per store
+            self._region_cache[i] = self.regions(i)
+        for mode, base, size, _, _ in self._region_cache[i]:
+            if base <= addr < base + size:
+                return mode == RegionMode.REMOTE
+        return False
+
     def regions(self, i):
         """``(mode, base, size, device, remote_base)`` of GPU ``i``'s regions."""
         n, cb = self.n, self.chunk_bytes

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from t3hw.spec.layouts import MemOp, RegionMode, WriteKind, WriteSource
+from t3hw.spec.layouts import MemOp, WriteKind, WriteSource
 from t3hw.spec.params import EngineParams
 
 from .collective import B_BASE, DTYPE as _DTYPE, Plan
@@ -301,17 +301,10 @@ class SystemEnv:
         self.remote_chunk = [(i + 1) % n for i in range(n)]
         self.packets = [0] * n
         self.store_wait = [0] * n          # cycles a GPU store was offered and not taken
-        self.regions = [plan.regions(i) for i in range(n)]
         self.r_expected = plan.r_expected      # bytes written into R at every GPU
         self.last_activity = 0
 
     # -- per engine, per cycle -------------------------------------------------------------
-    def _remote(self, i, addr):
-        for mode, base, size, _, _ in self.regions[i]:
-            if base <= addr < base + size:
-                return mode == RegionMode.REMOTE
-        return False
-
     def drive(self, i):
         """Inputs of engine ``i`` this cycle: a :class:`_Port` and the output readies."""
         g, d, port, cyc = self.gpus[i], self.drams[i], self.ports[i], self.cycle
@@ -338,7 +331,7 @@ class SystemEnv:
             self.store_wait[i] += 1
         if took.get("store"):
             addr, tile, data = g.stores.popleft()
-            (self.remote_data if self._remote(i, addr) else self.local_data)[i].append(data)
+            (self.remote_data if self.plan.is_remote(i, addr) else self.local_data)[i].append(data)
             port.store = None
             g.last_store = cyc
             active = True

@@ -69,7 +69,7 @@ from .l2 import L2Model
 
 
 __all__ = ["GpuConfig", "GemmShape", "Tile", "TileEvent", "L2Model", "GemmProducer",
-           "SteppedCores", "GpuCores"]
+           "SteppedCores", "GpuCores", "first_load"]
 
 
 def _check_int(name, value, low):
@@ -409,6 +409,12 @@ class SteppedCores:
         self.held[cu] = False
 
 
+def first_load(load_base, tile):
+    """The address of tile ``tile``'s first load (the next go up by a burst each): loads carry
+    timing only, so each tile's start at its own 4 KiB step, wrapped at 1 GiB."""
+    return load_base + (tile * 4096) % (1 << 30)
+
+
 class GpuCores:
     """The compute units of one GPU running its GEMM cycle by cycle, at an engine's ports.
 
@@ -469,7 +475,7 @@ class GpuCores:
                 t = self.order.popleft()
                 nbytes = self.prod.dispatch(t)
                 self.cus[k] = {"tile": t, "loads": -(-nbytes // self.burst), "out": 0,
-                               "addr": self.load_base + (t * 4096) % (1 << 30), "start": cycle,
+                               "addr": first_load(self.load_base, t), "start": cycle,
                                "last": cycle}
                 self.busy += 1
                 if self.cus[k]["loads"]:

@@ -19,7 +19,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from sim_models.collective import B_BASE, Plan
-from sim_models.gpu import GpuCores
+from sim_models.gpu import GpuCores, first_load
 from t3hw.verif.cosim_scenarios import small
 from t3hw.verif.simhdl.gpu import (ERR_LOADS, ERR_OVERFLOW, ERR_TAG, GpuHdl, descriptor_bursts,
                                    store_descriptors)
@@ -177,7 +177,7 @@ def _equivalence(cfg, i, seed, *, tag_width, cut=None, latency=40, rsp_rate=0.7,
                     if dispatch >> k & 1:
                         taken[k] = held[k] = t = pending.popleft()
                         loads = -(-prod2.dispatch(t) // burst)
-                        desc.append(_desc(loads, B_BASE + (t * 4096) % (1 << 30), stores[t]))
+                        desc.append(_desc(loads, first_load(B_BASE, t), stores[t]))
                     else:
                         desc.append(_junk(rng, p))      # ignored
                 ctx.set(dut.desc, desc)

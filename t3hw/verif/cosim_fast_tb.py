@@ -35,6 +35,7 @@ from cocotb.triggers import Edge, FallingEdge, First, RisingEdge, Timer
 
 from sim_models.collective import B_BASE
 from sim_models.cosim import CosimConfig, Plan
+from sim_models.gpu import first_load
 from .cosim_tb import read_back, reset_and_program
 from .simhdl.gpu import desc_layout, store_descriptors
 
@@ -70,7 +71,7 @@ class _Gpu:
         the CU: its loads, its first load's address, and its stores)."""
         addr0, rows, row_bytes, pitch, tid = self.stores[t]
         loads = -(-self.prod.dispatch(t) // self.burst)
-        values = {"loads": loads, "load_addr": B_BASE + (t * 4096) % (1 << 30), "addr0": addr0,
+        values = {"loads": loads, "load_addr": first_load(B_BASE, t), "addr0": addr0,
                   "rows": rows, "row_bytes": row_bytes, "pitch": pitch, "tid": tid}
         word = 0
         for name, offset, mask in self.fields:

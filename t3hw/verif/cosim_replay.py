@@ -31,7 +31,7 @@ import numpy as np
 
 from sim_models.collective import DTYPE
 from sim_models.cosim import NmcDram, check_numerics
-from t3hw.spec.layouts import MemOp, RegionMode, WriteKind, WriteSource
+from t3hw.spec.layouts import MemOp, WriteKind, WriteSource
 
 
 __all__ = ["read_log", "replay"]
@@ -71,13 +71,6 @@ def read_log(path):
     return flat.reshape(-1, 7)
 
 
-def _remote(regions, addr):
-    for mode, base, size, _, _ in regions:
-        if base <= addr < base + size:
-            return mode == RegionMode.REMOTE
-    return False
-
-
 class _Packets:
     """GPU ``s``'s sent packets, resolved to their data in order when received."""
 
@@ -113,10 +106,9 @@ def replay(cfg, plan, log, retired):
                      latency=cfg.dram_latency, stall=0.0, dtype=DTYPE) for _ in range(n)]
     local, remote = [deque() for _ in range(n)], [deque() for _ in range(n)]
     for i in range(n):
-        regions = plan.regions(i)
         for t in retired[i]:
             for addr, _tile, data in plan.tile_stores(i, t):
-                (remote if _remote(regions, addr) else local)[i].append(data)
+                (remote if plan.is_remote(i, addr) else local)[i].append(data)
     kind = log[:, 0]
     tx, serves = log[kind == 1], log[kind == 0]
     packets = []
