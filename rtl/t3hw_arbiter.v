@@ -32,20 +32,20 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire [83:0] \$123 ;
-  wire [83:0] \$124 ;
+  wire \$123 ;
+  wire \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire \$129 ;
+  wire [38:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire [38:0] \$131 ;
-  wire [31:0] \$132 ;
-  wire [8:0] \$133 ;
-  wire [39:0] \$134 ;
-  wire [40:0] \$135 ;
+  wire [31:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire [39:0] \$132 ;
+  wire [40:0] \$133 ;
+  wire \$134 ;
+  wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
@@ -53,9 +53,9 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
-  wire \$142 ;
+  wire [5:0] \$142 ;
   wire \$143 ;
-  wire [5:0] \$144 ;
+  wire \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
@@ -80,50 +80,50 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
-  wire \$167 ;
+  wire [25:0] \$167 ;
   wire \$168 ;
   wire [25:0] \$169 ;
   wire \$17 ;
-  wire \$170 ;
-  wire [25:0] \$171 ;
-  wire [32:0] \$172 ;
-  wire [2:0] \$173 ;
-  wire [34:0] \$174 ;
-  wire [33:0] \$175 ;
+  wire [32:0] \$170 ;
+  wire [2:0] \$171 ;
+  wire [34:0] \$172 ;
+  wire [33:0] \$173 ;
+  wire \$174 ;
+  wire \$175 ;
   wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
-  wire [32:0] \$179 ;
+  wire [32:0] \$177 ;
+  wire [32:0] \$178 ;
+  wire \$179 ;
   wire \$18 ;
-  wire [32:0] \$180 ;
+  wire \$180 ;
   wire \$181 ;
-  wire \$182 ;
-  wire \$183 ;
-  wire [32:0] \$184 ;
-  wire [32:0] \$185 ;
+  wire [32:0] \$182 ;
+  wire [32:0] \$183 ;
+  wire \$184 ;
+  wire \$185 ;
   wire \$186 ;
-  wire \$187 ;
-  wire \$188 ;
-  wire [32:0] \$189 ;
+  wire [32:0] \$187 ;
+  wire [32:0] \$188 ;
+  wire \$189 ;
   wire \$19 ;
-  wire [32:0] \$190 ;
+  wire \$190 ;
   wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
-  wire [32:0] \$194 ;
-  wire [32:0] \$195 ;
+  wire [32:0] \$192 ;
+  wire [32:0] \$193 ;
+  wire \$194 ;
+  wire \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
   wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$201 ;
-  wire [32:0] \$202 ;
+  wire [32:0] \$200 ;
+  wire [1:0] \$201 ;
+  wire [1:0] \$202 ;
   wire [1:0] \$203 ;
-  wire [1:0] \$204 ;
-  wire [1:0] \$205 ;
+  wire \$204 ;
+  wire \$205 ;
   wire \$206 ;
   wire \$207 ;
   wire \$208 ;
@@ -171,12 +171,12 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$246 ;
   wire \$247 ;
   wire \$248 ;
-  wire \$249 ;
+  wire [1:0] \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire [1:0] \$251 ;
-  wire \$252 ;
-  wire [1:0] \$253 ;
+  wire [83:0] \$252 ;
+  wire [83:0] \$253 ;
   wire [83:0] \$254 ;
   wire \$255 ;
   wire \$256 ;
@@ -213,41 +213,45 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg \$284 ;
   reg \$285 ;
   reg \$286 ;
-  reg [83:0] \$287 ;
-  reg [83:0] \$288 ;
-  reg \$289 ;
+  reg \$287 ;
+  reg \$288 ;
+  reg [83:0] \$289 ;
   wire \$29 ;
-  reg [22:0] \$290 ;
-  reg [31:0] \$291 ;
-  reg [24:0] \$292 ;
-  reg [8:0] \$293 ;
-  reg [33:0] \$294 ;
-  reg \$295 ;
-  reg [38:0] \$296 ;
-  reg [7:0] \$297 ;
-  reg \$298 ;
+  reg [83:0] \$290 ;
+  reg [83:0] \$291 ;
+  reg [83:0] \$292 ;
+  reg \$293 ;
+  reg [22:0] \$294 ;
+  reg [31:0] \$295 ;
+  reg [24:0] \$296 ;
+  reg [8:0] \$297 ;
+  reg [33:0] \$298 ;
   reg \$299 ;
   wire \$3 ;
   wire \$30 ;
-  reg \$300 ;
-  reg [1:0] \$301 ;
-  reg [4:0] \$302 ;
-  reg [31:0] \$303 ;
-  reg [24:0] \$304 ;
-  reg [33:0] \$305 ;
-  reg \$306 ;
-  reg \$307 ;
-  reg [287:0] \$308 ;
-  reg \$309 ;
+  reg [38:0] \$300 ;
+  reg [7:0] \$301 ;
+  reg \$302 ;
+  reg \$303 ;
+  reg \$304 ;
+  reg [1:0] \$305 ;
+  reg [4:0] \$306 ;
+  reg [31:0] \$307 ;
+  reg [24:0] \$308 ;
+  reg [33:0] \$309 ;
   wire \$31 ;
   reg \$310 ;
   reg \$311 ;
-  reg \$312 ;
+  reg [287:0] \$312 ;
   reg \$313 ;
   reg \$314 ;
   reg \$315 ;
-  reg [1:0] \$316 ;
+  reg \$316 ;
+  reg \$317 ;
+  reg \$318 ;
+  reg \$319 ;
   wire \$32 ;
+  reg [1:0] \$320 ;
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
@@ -323,7 +327,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$99 ;
   (* keep = 32'd1 *)
   wire \$signal ;
-  reg [83:0] \$signal$57  = 84'h000000000000000000000;
+  reg \$signal$56  = 1'h0;
+  reg \$signal$57  = 1'h0;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
@@ -348,7 +353,6 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   input clk;
   wire clk;
   reg comm_first = 1'h0;
-  reg [83:0] comm_q = 84'h000000000000000000000;
   input [38:0] config__payload;
   wire [38:0] config__payload;
   (* enum_base_type = "ArbPolicy" *)
@@ -373,6 +377,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   input dma__valid;
   wire dma__valid;
   reg dma_granted = 1'h0;
+  reg [83:0] dma_q = 84'h000000000000000000000;
   wire [82:0] dma_req;
   wire [47:0] dma_req__addr ;
   wire [6:0] dma_req__bytes ;
@@ -428,7 +433,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
-  reg is_comm = 1'h0;
+  reg is_remote = 1'h0;
   reg last_comm = 1'h0;
   reg last_remote = 1'h0;
   reg last_store = 1'h0;
@@ -443,6 +448,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   input load__valid;
   wire load__valid;
   reg load_granted = 1'h0;
+  reg [83:0] load_q = 84'h000000000000000000000;
   wire [82:0] load_req;
   wire [47:0] load_req__addr ;
   wire [6:0] load_req__bytes ;
@@ -501,6 +507,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg remote_granted = 1'h0;
   (* keep = 32'd1 *)
   wire remote_ok;
+  reg [83:0] remote_q = 84'h000000000000000000000;
   wire [82:0] remote_req;
   wire [47:0] remote_req__addr ;
   wire [6:0] remote_req__bytes ;
@@ -580,6 +587,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg store_granted = 1'h0;
   (* keep = 32'd1 *)
   wire store_ok;
+  reg [83:0] store_q = 84'h000000000000000000000;
   wire [82:0] store_req;
   wire [47:0] store_req__addr ;
   wire [6:0] store_req__bytes ;
@@ -741,145 +749,145 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign \$120  = \$signal  | \$119 ;
   assign \$121  = \$118  | \$120 ;
   assign \$122  = ~ pick_c;
-  assign \$123  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
-  assign \$124  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
-  assign \$125  = dram__valid & dram__ready;
-  assign \$126  = \$125  & \$254 [83];
-  assign \$127  = | \$254 [1:0];
-  assign \$128  = \$126  & \$127 ;
-  assign \$129  = \$254 [1:0] == 2'h2;
-  assign \$130  = \$129  ? 1'h1 : 1'h0;
-  assign \$131  = cfg[17:10] << scale;
-  assign \$132  = 1'h1 << scale;
-  assign \$133  = cfg[17:10] + 2'h2;
-  assign \$135  = \$134  - unit;
-  assign \$136  = ~ dram__valid;
-  assign \$137  = \$136  | dram__ready;
-  assign \$138  = \$137  & pick_c;
-  assign \$139  = ~ accept;
-  assign \$140  = \$138  & \$139 ;
-  assign \$141  = armed & grant_c_q;
-  assign \$142  = ! \new [9:2];
-  assign \$143  = ! \new [9:2];
-  assign \$144  = 5'h18 - \new [22:18];
-  assign \$145  = cfg[22:18] == 1'h1;
-  assign \$146  = cfg[22:18] > 2'h2;
-  assign \$147  = cfg[22:18] > 2'h3;
-  assign \$148  = cfg[22:18] > 3'h4;
-  assign \$149  = cfg[22:18] > 3'h5;
-  assign \$150  = cfg[22:18] > 3'h6;
-  assign \$151  = cfg[22:18] > 3'h7;
-  assign \$152  = cfg[22:18] > 4'h8;
-  assign \$153  = cfg[22:18] > 4'h9;
-  assign \$154  = cfg[22:18] > 4'ha;
-  assign \$155  = cfg[22:18] > 4'hb;
-  assign \$156  = cfg[22:18] > 4'hc;
-  assign \$157  = cfg[22:18] > 4'hd;
-  assign \$158  = cfg[22:18] > 4'he;
-  assign \$159  = cfg[22:18] > 4'hf;
-  assign \$160  = cfg[22:18] > 5'h10;
-  assign \$161  = cfg[22:18] > 5'h11;
-  assign \$162  = cfg[22:18] > 5'h12;
-  assign \$163  = cfg[22:18] > 5'h13;
-  assign \$164  = cfg[22:18] > 5'h14;
-  assign \$165  = cfg[22:18] > 5'h15;
-  assign \$166  = cfg[22:18] > 5'h16;
-  assign \$167  = cfg[22:18] > 5'h17;
-  assign \$168  = cfg[22:18] > 5'h18;
-  assign \$169  = \$145  ? 26'h3ffffff : { 1'h0, \$168 , \$167 , \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , 2'h1 };
-  assign \$170  = ! cfg[22:18];
-  assign \$171  = $signed(left) - $signed(2'h1);
-  assign \$172  = acc + sat_s;
-  assign \$174  = base + acc;
-  assign \$176  = load__valid & load__ready;
-  assign \$177  = ~ load__ready;
-  assign \$178  = load__valid & \$177 ;
-  assign \$179  = stats[31:0] + 1'h1;
-  assign \$180  = stats[159:128] + 1'h1;
-  assign \$181  = store__valid & store__ready;
-  assign \$182  = ~ store__ready;
-  assign \$183  = store__valid & \$182 ;
-  assign \$184  = stats[63:32] + 1'h1;
-  assign \$185  = stats[191:160] + 1'h1;
-  assign \$186  = dma__valid & dma__ready;
-  assign \$187  = ~ dma__ready;
-  assign \$188  = dma__valid & \$187 ;
-  assign \$189  = stats[95:64] + 1'h1;
-  assign \$190  = stats[223:192] + 1'h1;
-  assign \$191  = remote__valid & remote__ready;
-  assign \$192  = ~ remote__ready;
-  assign \$193  = remote__valid & \$192 ;
-  assign \$194  = stats[127:96] + 1'h1;
-  assign \$195  = stats[255:224] + 1'h1;
-  assign \$196  = ~ dram__valid;
-  assign \$197  = \$196  | dram__ready;
-  assign \$198  = dma__valid | remote_ok;
-  assign \$199  = \$198  & wait_full;
-  assign \$200  = \$199  & cfg[1];
-  assign \$201  = \$197  & \$200 ;
-  assign \$202  = stats[287:256] + 1'h1;
-  assign \$203  = ~ clear;
-  assign \$204  = errors & \$203 ;
-  assign \$205  = \$204  | set_err;
-  assign \$206  = track_hold & store__payload[72];
+  assign \$123  = dram__valid & dram__ready;
+  assign \$124  = \$123  & \$254 [83];
+  assign \$125  = | \$254 [1:0];
+  assign \$126  = \$124  & \$125 ;
+  assign \$127  = \$254 [1:0] == 2'h2;
+  assign \$128  = \$127  ? 1'h1 : 1'h0;
+  assign \$129  = cfg[17:10] << scale;
+  assign \$130  = 1'h1 << scale;
+  assign \$131  = cfg[17:10] + 2'h2;
+  assign \$133  = \$132  - unit;
+  assign \$134  = ~ dram__valid;
+  assign \$135  = \$134  | dram__ready;
+  assign \$136  = \$135  & pick_c;
+  assign \$137  = ~ accept;
+  assign \$138  = \$136  & \$137 ;
+  assign \$139  = armed & grant_c_q;
+  assign \$140  = ! \new [9:2];
+  assign \$141  = ! \new [9:2];
+  assign \$142  = 5'h18 - \new [22:18];
+  assign \$143  = cfg[22:18] == 1'h1;
+  assign \$144  = cfg[22:18] > 2'h2;
+  assign \$145  = cfg[22:18] > 2'h3;
+  assign \$146  = cfg[22:18] > 3'h4;
+  assign \$147  = cfg[22:18] > 3'h5;
+  assign \$148  = cfg[22:18] > 3'h6;
+  assign \$149  = cfg[22:18] > 3'h7;
+  assign \$150  = cfg[22:18] > 4'h8;
+  assign \$151  = cfg[22:18] > 4'h9;
+  assign \$152  = cfg[22:18] > 4'ha;
+  assign \$153  = cfg[22:18] > 4'hb;
+  assign \$154  = cfg[22:18] > 4'hc;
+  assign \$155  = cfg[22:18] > 4'hd;
+  assign \$156  = cfg[22:18] > 4'he;
+  assign \$157  = cfg[22:18] > 4'hf;
+  assign \$158  = cfg[22:18] > 5'h10;
+  assign \$159  = cfg[22:18] > 5'h11;
+  assign \$160  = cfg[22:18] > 5'h12;
+  assign \$161  = cfg[22:18] > 5'h13;
+  assign \$162  = cfg[22:18] > 5'h14;
+  assign \$163  = cfg[22:18] > 5'h15;
+  assign \$164  = cfg[22:18] > 5'h16;
+  assign \$165  = cfg[22:18] > 5'h17;
+  assign \$166  = cfg[22:18] > 5'h18;
+  assign \$167  = \$143  ? 26'h3ffffff : { 1'h0, \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , 2'h1 };
+  assign \$168  = ! cfg[22:18];
+  assign \$169  = $signed(left) - $signed(2'h1);
+  assign \$170  = acc + sat_s;
+  assign \$172  = base + acc;
+  assign \$174  = load__valid & load__ready;
+  assign \$175  = ~ load__ready;
+  assign \$176  = load__valid & \$175 ;
+  assign \$177  = stats[31:0] + 1'h1;
+  assign \$178  = stats[159:128] + 1'h1;
+  assign \$179  = store__valid & store__ready;
+  assign \$180  = ~ store__ready;
+  assign \$181  = store__valid & \$180 ;
+  assign \$182  = stats[63:32] + 1'h1;
+  assign \$183  = stats[191:160] + 1'h1;
+  assign \$184  = dma__valid & dma__ready;
+  assign \$185  = ~ dma__ready;
+  assign \$186  = dma__valid & \$185 ;
+  assign \$187  = stats[95:64] + 1'h1;
+  assign \$188  = stats[223:192] + 1'h1;
+  assign \$189  = remote__valid & remote__ready;
+  assign \$190  = ~ remote__ready;
+  assign \$191  = remote__valid & \$190 ;
+  assign \$192  = stats[127:96] + 1'h1;
+  assign \$193  = stats[255:224] + 1'h1;
+  assign \$194  = ~ dram__valid;
+  assign \$195  = \$194  | dram__ready;
+  assign \$196  = dma__valid | remote_ok;
+  assign \$197  = \$196  & wait_full;
+  assign \$198  = \$197  & cfg[1];
+  assign \$199  = \$195  & \$198 ;
+  assign \$200  = stats[287:256] + 1'h1;
+  assign \$201  = ~ clear;
+  assign \$202  = errors & \$201 ;
+  assign \$203  = \$202  | set_err;
+  assign \$204  = track_hold & store__payload[72];
+  assign \$205  = ~ \$204 ;
+  assign store_ok = store__valid & \$205 ;
+  assign \$206  = track_hold & remote__payload[72];
   assign \$207  = ~ \$206 ;
-  assign store_ok = store__valid & \$207 ;
-  assign \$208  = track_hold & remote__payload[72];
-  assign \$209  = ~ \$208 ;
-  assign remote_ok = remote__valid & \$209 ;
-  assign \$210  = load__valid | store_ok;
-  assign \$211  = dma__valid | remote_ok;
-  assign \$212  = \$211  & comm_first;
-  assign \$213  = ~ \$212 ;
-  assign pick_c = \$210  & \$213 ;
-  assign \$214  = ~ dram__valid;
-  assign \$215  = \$214  | dram__ready;
-  assign \$216  = dma__valid | remote_ok;
-  assign \$217  = \$215  & \$216 ;
-  assign \$218  = load__valid | store_ok;
-  assign \$219  = ~ \$218 ;
-  assign \$220  = ~ gated;
-  assign \$221  = \$219  & \$220 ;
-  assign \$222  = comm_first | \$221 ;
-  assign \$signal  = \$217  & \$222 ;
-  assign \$223  = ~ dram__valid;
-  assign \$224  = \$223  | dram__ready;
-  assign \$225  = dma__valid | remote_ok;
-  assign \$226  = \$224  & \$225 ;
-  assign \$227  = load__valid | store_ok;
-  assign \$228  = ~ \$227 ;
-  assign \$229  = \$226  & \$228 ;
-  assign gate_m = \$229  & gated;
-  assign \$230  = ~ load__valid;
-  assign \$231  = ~ last_store;
-  assign \$232  = \$230  | \$231 ;
-  assign sel_store = store_ok & \$232 ;
-  assign \$233  = ~ dma__valid;
-  assign \$234  = ~ last_remote;
-  assign \$235  = \$233  | \$234 ;
-  assign sel_remote = remote_ok & \$235 ;
-  assign \$236  = ~ dram__valid;
-  assign \$237  = \$236  | dram__ready;
-  assign \$238  = \$237  & pick_c;
-  assign \$239  = ~ sel_store;
-  assign load__ready = \$238  & \$239 ;
-  assign \$240  = ~ dram__valid;
-  assign \$241  = \$240  | dram__ready;
-  assign \$242  = \$241  & pick_c;
-  assign store__ready = \$242  & sel_store;
-  assign \$243  = gate_m & below;
-  assign \$244  = \$signal  | \$243 ;
-  assign \$245  = ~ sel_remote;
-  assign dma__ready = \$244  & \$245 ;
-  assign \$246  = gate_m & below;
-  assign \$247  = \$signal  | \$246 ;
-  assign remote__ready = \$247  & sel_remote;
-  assign \$248  = dma__valid | remote__valid;
-  assign \$249  = ~ \$248 ;
-  assign drop_wait = \$249  | \$signal ;
+  assign remote_ok = remote__valid & \$207 ;
+  assign \$208  = load__valid | store_ok;
+  assign \$209  = dma__valid | remote_ok;
+  assign \$210  = \$209  & comm_first;
+  assign \$211  = ~ \$210 ;
+  assign pick_c = \$208  & \$211 ;
+  assign \$212  = ~ dram__valid;
+  assign \$213  = \$212  | dram__ready;
+  assign \$214  = dma__valid | remote_ok;
+  assign \$215  = \$213  & \$214 ;
+  assign \$216  = load__valid | store_ok;
+  assign \$217  = ~ \$216 ;
+  assign \$218  = ~ gated;
+  assign \$219  = \$217  & \$218 ;
+  assign \$220  = comm_first | \$219 ;
+  assign \$signal  = \$215  & \$220 ;
+  assign \$221  = ~ dram__valid;
+  assign \$222  = \$221  | dram__ready;
+  assign \$223  = dma__valid | remote_ok;
+  assign \$224  = \$222  & \$223 ;
+  assign \$225  = load__valid | store_ok;
+  assign \$226  = ~ \$225 ;
+  assign \$227  = \$224  & \$226 ;
+  assign gate_m = \$227  & gated;
+  assign \$228  = ~ load__valid;
+  assign \$229  = ~ last_store;
+  assign \$230  = \$228  | \$229 ;
+  assign sel_store = store_ok & \$230 ;
+  assign \$231  = ~ dma__valid;
+  assign \$232  = ~ last_remote;
+  assign \$233  = \$231  | \$232 ;
+  assign sel_remote = remote_ok & \$233 ;
+  assign \$234  = ~ dram__valid;
+  assign \$235  = \$234  | dram__ready;
+  assign \$236  = \$235  & pick_c;
+  assign \$237  = ~ sel_store;
+  assign load__ready = \$236  & \$237 ;
+  assign \$238  = ~ dram__valid;
+  assign \$239  = \$238  | dram__ready;
+  assign \$240  = \$239  & pick_c;
+  assign store__ready = \$240  & sel_store;
+  assign \$241  = gate_m & below;
+  assign \$242  = \$signal  | \$241 ;
+  assign \$243  = ~ sel_remote;
+  assign dma__ready = \$242  & \$243 ;
+  assign \$244  = gate_m & below;
+  assign \$245  = \$signal  | \$244 ;
+  assign remote__ready = \$245  & sel_remote;
+  assign \$246  = dma__valid | remote__valid;
+  assign \$247  = ~ \$246 ;
+  assign drop_wait = \$247  | \$signal ;
+  assign \$249  = \$248  ? 2'h2 : 2'h1;
   assign \$251  = \$250  ? 2'h2 : 2'h1;
-  assign \$253  = \$252  ? 2'h2 : 2'h1;
-  assign \$254  = is_comm ? comm_q : \$signal$57 ;
+  assign \$252  = is_remote ? remote_q : dma_q;
+  assign \$253  = \$signal$57  ? store_q : load_q;
+  assign \$254  = \$signal$56  ? \$252  : \$253 ;
   assign \$255  = ! response__payload[1:0];
   assign load_response__valid = response__valid & \$255 ;
   assign \$256  = response__payload[1:0] == 1'h1;
@@ -928,67 +936,75 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   always @(posedge clk)
     dram__valid <= \$285 ;
   always @(posedge clk)
-    is_comm <= \$286 ;
+    \$signal$56  <= \$286 ;
   always @(posedge clk)
     \$signal$57  <= \$287 ;
   always @(posedge clk)
-    comm_q <= \$288 ;
+    is_remote <= \$288 ;
   always @(posedge clk)
-    track__valid <= \$289 ;
+    load_q <= \$289 ;
   always @(posedge clk)
-    track__payload <= \$290 ;
+    store_q <= \$290 ;
   always @(posedge clk)
-    sat_s <= \$291 ;
+    dma_q <= \$291 ;
   always @(posedge clk)
-    unit <= \$292 ;
+    remote_q <= \$292 ;
   always @(posedge clk)
-    sat2 <= \$293 ;
+    track__valid <= \$293 ;
   always @(posedge clk)
-    base <= \$294 ;
+    track__payload <= \$294 ;
   always @(posedge clk)
-    grant_c_q <= \$295 ;
+    sat_s <= \$295 ;
   always @(posedge clk)
-    cfg <= \$296 ;
+    unit <= \$296 ;
   always @(posedge clk)
-    thr <= \$297 ;
+    sat2 <= \$297 ;
   always @(posedge clk)
-    measuring <= \$298 ;
+    base <= \$298 ;
   always @(posedge clk)
-    armed <= \$299 ;
+    grant_c_q <= \$299 ;
   always @(posedge clk)
-    window <= \$300 ;
+    cfg <= \$300 ;
   always @(posedge clk)
-    finish <= \$301 ;
+    thr <= \$301 ;
   always @(posedge clk)
-    scale <= \$302 ;
+    measuring <= \$302 ;
   always @(posedge clk)
-    acc <= \$303 ;
+    armed <= \$303 ;
   always @(posedge clk)
-    left <= \$304 ;
+    window <= \$304 ;
   always @(posedge clk)
-    num <= \$305 ;
+    finish <= \$305 ;
   always @(posedge clk)
-    load_granted <= \$306 ;
+    scale <= \$306 ;
   always @(posedge clk)
-    load_stalled <= \$307 ;
+    acc <= \$307 ;
   always @(posedge clk)
-    stats <= \$308 ;
+    left <= \$308 ;
   always @(posedge clk)
-    store_granted <= \$309 ;
+    num <= \$309 ;
   always @(posedge clk)
-    store_stalled <= \$310 ;
+    load_granted <= \$310 ;
   always @(posedge clk)
-    dma_granted <= \$311 ;
+    load_stalled <= \$311 ;
   always @(posedge clk)
-    dma_stalled <= \$312 ;
+    stats <= \$312 ;
   always @(posedge clk)
-    remote_granted <= \$313 ;
+    store_granted <= \$313 ;
   always @(posedge clk)
-    remote_stalled <= \$314 ;
+    store_stalled <= \$314 ;
   always @(posedge clk)
-    was_forced <= \$315 ;
+    dma_granted <= \$315 ;
   always @(posedge clk)
-    errors <= \$316 ;
+    dma_stalled <= \$316 ;
+  always @(posedge clk)
+    remote_granted <= \$317 ;
+  always @(posedge clk)
+    remote_stalled <= \$318 ;
+  always @(posedge clk)
+    was_forced <= \$319 ;
+  always @(posedge clk)
+    errors <= \$320 ;
   always @* begin
     if (_init_strobe_1 ) begin end
     \$275  = \$8 ;
@@ -1082,7 +1098,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$286  = is_comm;
+    \$286  = \$signal$56 ;
     if (\$115 ) begin
       \$286  = \$122 ;
     end
@@ -1094,318 +1110,358 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
     if (_init_strobe_1 ) begin end
     \$287  = \$signal$57 ;
     if (\$115 ) begin
-      \$287  = \$123 ;
+      \$287  = sel_store;
     end
     if (rst) begin
-      \$287  = 84'h000000000000000000000;
+      \$287  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$288  = comm_q;
+    \$288  = is_remote;
     if (\$115 ) begin
-      \$288  = \$124 ;
+      \$288  = sel_remote;
     end
     if (rst) begin
-      \$288  = 84'h000000000000000000000;
+      \$288  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$289  = \$128 ;
+    \$289  = load_q;
+    if (\$115 ) begin
+      \$289  = { 1'h0, load_req };
+    end
     if (rst) begin
-      \$289  = 1'h0;
+      \$289  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$290 [15:0] = \$254 [74:59];
-    \$290 [19:16] = 4'h1;
-    \$290 [20] = \$130 ;
-    \$290 [22:21] = \$254 [3:2];
+    \$290  = store_q;
+    if (\$115 ) begin
+      \$290  = { store__payload[72], store_req };
+    end
     if (rst) begin
-      \$290  = 23'h000000;
+      \$290  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$291  = \$131 [31:0];
+    \$291  = dma_q;
+    if (\$115 ) begin
+      \$291  = { 1'h0, dma_req };
+    end
     if (rst) begin
-      \$291  = 32'd32768;
+      \$291  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$292  = \$132 [24:0];
+    \$292  = remote_q;
+    if (\$115 ) begin
+      \$292  = { remote__payload[72], remote_req };
+    end
     if (rst) begin
-      \$292  = 25'h0000400;
+      \$292  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$293  = \$133 ;
+    \$293  = \$126 ;
     if (rst) begin
-      \$293  = 9'h022;
+      \$293  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$294  = \$135 [33:0];
+    \$294 [15:0] = \$254 [74:59];
+    \$294 [19:16] = 4'h1;
+    \$294 [20] = \$128 ;
+    \$294 [22:21] = \$254 [3:2];
     if (rst) begin
-      \$294  = 34'h021fffc00;
+      \$294  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$295  = \$140 ;
+    \$295  = \$129 [31:0];
     if (rst) begin
-      \$295  = 1'h0;
+      \$295  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$296  = cfg;
-    if (accept) begin
-      \$296  = \new ;
-    end
+    \$296  = \$130 [24:0];
     if (rst) begin
-      \$296  = 39'h0200388002;
+      \$296  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$297  = thr;
-    if (accept) begin
-      \$297  = \new [9:2];
-    end else if (\$141 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$297  = \$175 [7:0];
-    end
+    \$297  = \$131 ;
     if (rst) begin
-      \$297  = 8'h00;
+      \$297  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$298  = measuring;
-    if (accept) begin
-      \$298  = \$142 ;
-    end else if (\$141 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$298  = 1'h0;
-    end
+    \$298  = \$133 [33:0];
     if (rst) begin
-      \$298  = 1'h1;
+      \$298  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$299  = armed;
-    if (accept) begin
-      \$299  = \$143 ;
-    end else if (\$141 ) begin
+    \$299  = \$138 ;
+    if (rst) begin
       \$299  = 1'h0;
     end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$300  = cfg;
+    if (accept) begin
+      \$300  = \new ;
+    end
     if (rst) begin
-      \$299  = 1'h1;
+      \$300  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$300  = window;
+    \$301  = thr;
     if (accept) begin
-      \$300  = 1'h0;
-    end else if (\$141 ) begin
+      \$301  = \new [9:2];
+    end else if (\$139 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$301  = \$173 [7:0];
+    end
+    if (rst) begin
+      \$301  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$302  = measuring;
+    if (accept) begin
+      \$302  = \$140 ;
+    end else if (\$139 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$302  = 1'h0;
+    end
+    if (rst) begin
+      \$302  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$303  = armed;
+    if (accept) begin
+      \$303  = \$141 ;
+    end else if (\$139 ) begin
+      \$303  = 1'h0;
+    end
+    if (rst) begin
+      \$303  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$304  = window;
+    if (accept) begin
+      \$304  = 1'h0;
+    end else if (\$139 ) begin
       (* full_case = 32'd1 *)
-      if (\$170 ) begin
+      if (\$168 ) begin
       end else begin
-        \$300  = 1'h1;
+        \$304  = 1'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$300  = 1'h0;
+        \$304  = 1'h0;
       end
     end
     if (rst) begin
-      \$300  = 1'h0;
+      \$304  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$301  = finish;
+    \$305  = finish;
     if (accept) begin
-      \$301  = 2'h0;
-    end else if (\$141 ) begin
-      if (\$170 ) begin
-        \$301  = 2'h1;
+      \$305  = 2'h0;
+    end else if (\$139 ) begin
+      if (\$168 ) begin
+        \$305  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$301  = 2'h1;
+        \$305  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$301  = \$173 [1:0];
+      \$305  = \$171 [1:0];
     end else if (finish[1]) begin
-      \$301  = 2'h0;
+      \$305  = 2'h0;
     end
     if (rst) begin
-      \$301  = 2'h0;
+      \$305  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$302  = scale;
+    \$306  = scale;
     if (accept) begin
-      \$302  = \$144 [4:0];
+      \$306  = \$142 [4:0];
     end
     if (rst) begin
-      \$302  = 5'h0a;
+      \$306  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$303  = acc;
+    \$307  = acc;
     if (accept) begin
-    end else if (\$141 ) begin
-      \$303  = sat_s;
+    end else if (\$139 ) begin
+      \$307  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$303  = \$172 [31:0];
+        \$307  = \$170 [31:0];
       end
     end
     if (rst) begin
-      \$303  = 32'd0;
+      \$307  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$304  = left;
+    \$308  = left;
     if (accept) begin
-    end else if (\$141 ) begin
-      \$304  = \$169 [24:0];
+    end else if (\$139 ) begin
+      \$308  = \$167 [24:0];
     end else if (window) begin
-      \$304  = \$171 [24:0];
+      \$308  = \$169 [24:0];
     end
     if (rst) begin
-      \$304  = 25'h0000000;
+      \$308  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$305  = num;
+    \$309  = num;
     if (accept) begin
-    end else if (\$141 ) begin
+    end else if (\$139 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$305  = \$174 [33:0];
+      \$309  = \$172 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$306  = \$176 ;
-    if (rst) begin
-      \$306  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$307  = \$178 ;
-    if (rst) begin
-      \$307  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$308  = stats;
-    if (load_granted) begin
-      \$308 [31:0] = \$179 [31:0];
-    end
-    if (load_stalled) begin
-      \$308 [159:128] = \$180 [31:0];
-    end
-    if (store_granted) begin
-      \$308 [63:32] = \$184 [31:0];
-    end
-    if (store_stalled) begin
-      \$308 [191:160] = \$185 [31:0];
-    end
-    if (dma_granted) begin
-      \$308 [95:64] = \$189 [31:0];
-    end
-    if (dma_stalled) begin
-      \$308 [223:192] = \$190 [31:0];
-    end
-    if (remote_granted) begin
-      \$308 [127:96] = \$194 [31:0];
-    end
-    if (remote_stalled) begin
-      \$308 [255:224] = \$195 [31:0];
-    end
-    if (was_forced) begin
-      \$308 [287:256] = \$202 [31:0];
-    end
-    if (rst) begin
-      \$308  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$309  = \$181 ;
-    if (rst) begin
-      \$309  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$310  = \$183 ;
+    \$310  = \$174 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$311  = \$186 ;
+    \$311  = \$176 ;
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$312  = \$188 ;
+    \$312  = stats;
+    if (load_granted) begin
+      \$312 [31:0] = \$177 [31:0];
+    end
+    if (load_stalled) begin
+      \$312 [159:128] = \$178 [31:0];
+    end
+    if (store_granted) begin
+      \$312 [63:32] = \$182 [31:0];
+    end
+    if (store_stalled) begin
+      \$312 [191:160] = \$183 [31:0];
+    end
+    if (dma_granted) begin
+      \$312 [95:64] = \$187 [31:0];
+    end
+    if (dma_stalled) begin
+      \$312 [223:192] = \$188 [31:0];
+    end
+    if (remote_granted) begin
+      \$312 [127:96] = \$192 [31:0];
+    end
+    if (remote_stalled) begin
+      \$312 [255:224] = \$193 [31:0];
+    end
+    if (was_forced) begin
+      \$312 [287:256] = \$200 [31:0];
+    end
     if (rst) begin
-      \$312  = 1'h0;
+      \$312  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$313  = \$191 ;
+    \$313  = \$179 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$314  = \$193 ;
+    \$314  = \$181 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$315  = \$201 ;
+    \$315  = \$184 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$316  = \$205 ;
+    \$316  = \$186 ;
     if (rst) begin
-      \$316  = 2'h0;
+      \$316  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$317  = \$189 ;
+    if (rst) begin
+      \$317  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$318  = \$191 ;
+    if (rst) begin
+      \$318  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$319  = \$199 ;
+    if (rst) begin
+      \$319  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$320  = \$203 ;
+    if (rst) begin
+      \$320  = 2'h0;
     end
   end
   assign out_tracked = \$254 [83];
@@ -1523,17 +1579,17 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$253 ;
+  assign remote_req[1:0] = \$251 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$251 ;
+  assign store_req[1:0] = \$249 ;
   assign store_req[82:75] = 8'h00;
-  assign \$250  = store__payload[71];
-  assign \$252  = remote__payload[71];
-  assign \$134  = { 7'h00, sat2, 24'h000000 };
-  assign \$173  = { finish, 1'h0 };
-  assign \$175  = { 25'h0000000, num[33:25] };
+  assign \$132  = { 7'h00, sat2, 24'h000000 };
+  assign \$171  = { finish, 1'h0 };
+  assign \$173  = { 25'h0000000, num[33:25] };
+  assign \$248  = store__payload[71];
+  assign \$250  = remote__payload[71];
 endmodule

@@ -6,7 +6,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
 , arbiter_stats, arbiter_status, clk, rst, bus__r_data, region_program__payload, region_program__valid, dma_program__payload, dma_program__valid, tracker_program__payload, tracker_program__valid, tracker_clear, dma_clear, addrmap_clear, arbiter_program__payload, arbiter_program__valid, arbiter_clear, errors, device_id, irq, bus__addr
 );
   reg _init_strobe_1  = 0;
-  wire \$1 ;
+  wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
   wire \$101 ;
@@ -136,179 +136,179 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$213 ;
   wire \$214 ;
   wire \$215 ;
-  wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire \$219 ;
+  wire [3:0] \$216 ;
+  wire [3:0] \$217 ;
+  wire [3:0] \$218 ;
+  wire [5:0] \$219 ;
   wire \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire \$224 ;
-  wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
-  wire \$228 ;
-  wire \$229 ;
+  wire [5:0] \$220 ;
+  wire [5:0] \$221 ;
+  wire [6:0] \$222 ;
+  wire [6:0] \$223 ;
+  wire [6:0] \$224 ;
+  wire [6:0] \$225 ;
+  wire [6:0] \$226 ;
+  wire [6:0] \$227 ;
+  wire [1:0] \$228 ;
+  wire [1:0] \$229 ;
   wire \$23 ;
-  wire \$230 ;
+  wire [1:0] \$230 ;
   wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
+  wire [5:0] \$232 ;
+  wire [5:0] \$233 ;
   wire \$234 ;
   wire \$235 ;
   wire \$236 ;
   wire \$237 ;
-  wire \$238 ;
-  wire \$239 ;
+  wire [6:0] \$238 ;
+  wire [6:0] \$239 ;
   wire \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
   wire \$243 ;
-  wire \$244 ;
-  wire \$245 ;
+  wire [6:0] \$244 ;
+  wire [6:0] \$245 ;
   wire \$246 ;
   wire \$247 ;
   wire \$248 ;
-  wire \$249 ;
+  wire [3:0] \$249 ;
   wire \$25 ;
   wire \$250 ;
-  wire \$251 ;
+  wire [5:0] \$251 ;
   wire \$252 ;
-  wire \$253 ;
+  wire [6:0] \$253 ;
   wire \$254 ;
-  wire \$255 ;
+  wire [6:0] \$255 ;
   wire \$256 ;
-  wire \$257 ;
+  wire [1:0] \$257 ;
   wire \$258 ;
   wire \$259 ;
   wire \$26 ;
-  wire \$260 ;
-  wire \$261 ;
-  wire \$262 ;
-  wire \$263 ;
-  wire \$264 ;
-  wire \$265 ;
-  wire \$266 ;
-  wire \$267 ;
-  wire \$268 ;
-  wire \$269 ;
+  wire [31:0] \$260 ;
+  wire [31:0] \$261 ;
+  wire [31:0] \$262 ;
+  wire [31:0] \$263 ;
+  wire [31:0] \$264 ;
+  wire [31:0] \$265 ;
+  wire [31:0] \$266 ;
+  wire [31:0] \$267 ;
+  wire [31:0] \$268 ;
+  wire [31:0] \$269 ;
   wire \$27 ;
-  wire \$270 ;
-  wire \$271 ;
-  wire \$272 ;
-  wire \$273 ;
-  wire \$274 ;
-  wire \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
+  wire [31:0] \$270 ;
+  wire [31:0] \$271 ;
+  wire [31:0] \$272 ;
+  wire [31:0] \$273 ;
+  wire [31:0] \$274 ;
+  wire [31:0] \$275 ;
+  wire [31:0] \$276 ;
+  wire [31:0] \$277 ;
+  wire [31:0] \$278 ;
+  wire [31:0] \$279 ;
   wire \$28 ;
-  wire \$280 ;
-  wire \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire \$289 ;
+  wire [31:0] \$280 ;
+  wire [31:0] \$281 ;
+  wire [31:0] \$282 ;
+  wire [31:0] \$283 ;
+  wire [31:0] \$284 ;
+  wire [31:0] \$285 ;
+  wire [31:0] \$286 ;
+  wire [31:0] \$287 ;
+  wire [31:0] \$288 ;
+  wire [31:0] \$289 ;
   wire \$29 ;
-  wire \$290 ;
-  wire \$291 ;
-  wire \$292 ;
-  wire \$293 ;
-  wire \$294 ;
-  wire \$295 ;
-  wire \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
+  wire [31:0] \$290 ;
+  wire [31:0] \$291 ;
+  wire [31:0] \$292 ;
+  wire [31:0] \$293 ;
+  wire [31:0] \$294 ;
+  wire [31:0] \$295 ;
+  wire [31:0] \$296 ;
+  wire [31:0] \$297 ;
+  wire [31:0] \$298 ;
+  wire [31:0] \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$300 ;
-  wire \$301 ;
-  wire \$302 ;
-  wire \$303 ;
-  wire \$304 ;
-  wire \$305 ;
-  wire \$306 ;
-  wire \$307 ;
-  wire \$308 ;
-  wire \$309 ;
+  wire [31:0] \$300 ;
+  wire [31:0] \$301 ;
+  wire [31:0] \$302 ;
+  wire [31:0] \$303 ;
+  wire [31:0] \$304 ;
+  wire [31:0] \$305 ;
+  wire [31:0] \$306 ;
+  wire [31:0] \$307 ;
+  wire [31:0] \$308 ;
+  wire [31:0] \$309 ;
   wire \$31 ;
-  wire \$310 ;
-  wire \$311 ;
-  wire \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
-  wire \$317 ;
-  wire \$318 ;
-  wire \$319 ;
+  wire [31:0] \$310 ;
+  wire [31:0] \$311 ;
+  wire [31:0] \$312 ;
+  wire [31:0] \$313 ;
+  wire [31:0] \$314 ;
+  wire [31:0] \$315 ;
+  wire [31:0] \$316 ;
+  wire [31:0] \$317 ;
+  wire [31:0] \$318 ;
+  wire [31:0] \$319 ;
   wire \$32 ;
-  wire \$320 ;
-  wire \$321 ;
-  wire \$322 ;
-  wire \$323 ;
-  wire \$324 ;
-  wire \$325 ;
-  wire \$326 ;
-  wire \$327 ;
-  wire [8:0] \$328 ;
-  wire \$329 ;
+  wire [31:0] \$320 ;
+  wire [31:0] \$321 ;
+  wire [31:0] \$322 ;
+  wire [31:0] \$323 ;
+  wire [31:0] \$324 ;
+  wire [31:0] \$325 ;
+  wire [31:0] \$326 ;
+  wire [31:0] \$327 ;
+  wire [31:0] \$328 ;
+  wire [31:0] \$329 ;
   wire \$33 ;
-  wire \$330 ;
-  wire \$331 ;
-  wire \$332 ;
-  wire \$333 ;
-  wire \$334 ;
-  wire \$335 ;
-  wire \$336 ;
-  wire \$337 ;
-  wire \$338 ;
-  wire \$339 ;
+  wire [31:0] \$330 ;
+  wire [31:0] \$331 ;
+  wire [31:0] \$332 ;
+  wire [31:0] \$333 ;
+  wire [31:0] \$334 ;
+  wire [31:0] \$335 ;
+  wire [31:0] \$336 ;
+  wire [31:0] \$337 ;
+  wire [31:0] \$338 ;
+  wire [31:0] \$339 ;
   wire \$34 ;
-  wire \$340 ;
-  wire \$341 ;
-  wire \$342 ;
-  wire \$343 ;
-  wire \$344 ;
-  wire \$345 ;
-  wire \$346 ;
-  wire \$347 ;
-  wire \$348 ;
-  wire \$349 ;
+  wire [31:0] \$340 ;
+  wire [31:0] \$341 ;
+  wire [31:0] \$342 ;
+  wire [31:0] \$343 ;
+  wire [31:0] \$344 ;
+  wire [31:0] \$345 ;
+  wire [31:0] \$346 ;
+  wire [31:0] \$347 ;
+  wire [31:0] \$348 ;
+  wire [31:0] \$349 ;
   wire \$35 ;
-  wire \$350 ;
-  wire \$351 ;
-  wire \$352 ;
-  wire \$353 ;
-  wire \$354 ;
+  wire [31:0] \$350 ;
+  wire [31:0] \$351 ;
+  wire [31:0] \$352 ;
+  wire [31:0] \$353 ;
+  wire [31:0] \$354 ;
   wire \$355 ;
-  wire \$356 ;
-  wire \$357 ;
-  wire \$358 ;
-  wire \$359 ;
+  wire [31:0] \$356 ;
+  wire [31:0] \$357 ;
+  wire [31:0] \$358 ;
+  wire [31:0] \$359 ;
   wire \$36 ;
-  wire \$360 ;
-  wire \$361 ;
-  wire \$362 ;
-  wire \$363 ;
-  wire \$364 ;
-  wire \$365 ;
-  wire \$366 ;
-  wire \$367 ;
-  wire \$368 ;
-  wire \$369 ;
+  wire [31:0] \$360 ;
+  wire [31:0] \$361 ;
+  wire [31:0] \$362 ;
+  wire [31:0] \$363 ;
+  wire [31:0] \$364 ;
+  wire [31:0] \$365 ;
+  wire [31:0] \$366 ;
+  wire [31:0] \$367 ;
+  wire [31:0] \$368 ;
+  wire [31:0] \$369 ;
   wire \$37 ;
-  wire \$370 ;
-  wire \$371 ;
+  wire [31:0] \$370 ;
+  wire [31:0] \$371 ;
   wire \$372 ;
   wire \$373 ;
   wire \$374 ;
@@ -499,182 +499,182 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$540 ;
   wire \$541 ;
   wire \$542 ;
-  wire [3:0] \$543 ;
-  wire [3:0] \$544 ;
-  wire [3:0] \$545 ;
-  wire [5:0] \$546 ;
-  wire [5:0] \$547 ;
-  wire [5:0] \$548 ;
-  wire [6:0] \$549 ;
+  wire \$543 ;
+  wire \$544 ;
+  wire \$545 ;
+  wire \$546 ;
+  wire \$547 ;
+  wire \$548 ;
+  wire \$549 ;
   wire \$55 ;
-  wire [6:0] \$550 ;
-  wire [6:0] \$551 ;
-  wire [6:0] \$552 ;
-  wire [6:0] \$553 ;
-  wire [6:0] \$554 ;
-  wire [1:0] \$555 ;
-  wire [1:0] \$556 ;
-  wire [1:0] \$557 ;
+  wire \$550 ;
+  wire \$551 ;
+  wire \$552 ;
+  wire \$553 ;
+  wire \$554 ;
+  wire \$555 ;
+  wire \$556 ;
+  wire \$557 ;
   wire \$558 ;
-  wire [5:0] \$559 ;
+  wire \$559 ;
   wire \$56 ;
-  wire [5:0] \$560 ;
+  wire \$560 ;
   wire \$561 ;
   wire \$562 ;
   wire \$563 ;
   wire \$564 ;
-  wire [6:0] \$565 ;
-  wire [6:0] \$566 ;
+  wire \$565 ;
+  wire \$566 ;
   wire \$567 ;
   wire \$568 ;
   wire \$569 ;
   wire \$57 ;
   wire \$570 ;
-  wire [6:0] \$571 ;
-  wire [6:0] \$572 ;
+  wire \$571 ;
+  wire \$572 ;
   wire \$573 ;
   wire \$574 ;
   wire \$575 ;
-  wire [3:0] \$576 ;
+  wire \$576 ;
   wire \$577 ;
-  wire [5:0] \$578 ;
+  wire \$578 ;
   wire \$579 ;
   wire \$58 ;
-  wire [6:0] \$580 ;
+  wire \$580 ;
   wire \$581 ;
-  wire [6:0] \$582 ;
+  wire \$582 ;
   wire \$583 ;
-  wire [1:0] \$584 ;
+  wire \$584 ;
   wire \$585 ;
   wire \$586 ;
   wire \$587 ;
-  wire [31:0] \$588 ;
-  wire [31:0] \$589 ;
+  wire \$588 ;
+  wire \$589 ;
   wire \$59 ;
-  wire [31:0] \$590 ;
-  wire [31:0] \$591 ;
-  wire [31:0] \$592 ;
-  wire [31:0] \$593 ;
-  wire [31:0] \$594 ;
-  wire [31:0] \$595 ;
-  wire [31:0] \$596 ;
-  wire [31:0] \$597 ;
-  wire [31:0] \$598 ;
-  wire [31:0] \$599 ;
+  wire \$590 ;
+  wire \$591 ;
+  wire \$592 ;
+  wire \$593 ;
+  wire \$594 ;
+  wire \$595 ;
+  wire \$596 ;
+  wire \$597 ;
+  wire \$598 ;
+  wire \$599 ;
   wire \$6 ;
   wire \$60 ;
-  wire [31:0] \$600 ;
-  wire [31:0] \$601 ;
-  wire [31:0] \$602 ;
-  wire [31:0] \$603 ;
-  wire [31:0] \$604 ;
-  wire [31:0] \$605 ;
-  wire [31:0] \$606 ;
-  wire [31:0] \$607 ;
-  wire [31:0] \$608 ;
-  wire [31:0] \$609 ;
+  wire \$600 ;
+  wire \$601 ;
+  wire \$602 ;
+  wire \$603 ;
+  wire \$604 ;
+  wire \$605 ;
+  wire \$606 ;
+  wire \$607 ;
+  wire \$608 ;
+  wire \$609 ;
   wire \$61 ;
-  wire [31:0] \$610 ;
-  wire [31:0] \$611 ;
-  wire [31:0] \$612 ;
-  wire [31:0] \$613 ;
-  wire [31:0] \$614 ;
-  wire [31:0] \$615 ;
-  wire [31:0] \$616 ;
-  wire [31:0] \$617 ;
-  wire [31:0] \$618 ;
-  wire [31:0] \$619 ;
+  wire \$610 ;
+  wire \$611 ;
+  wire \$612 ;
+  wire \$613 ;
+  wire \$614 ;
+  wire \$615 ;
+  wire \$616 ;
+  wire \$617 ;
+  wire \$618 ;
+  wire \$619 ;
   wire \$62 ;
-  wire [31:0] \$620 ;
-  wire [31:0] \$621 ;
-  wire [31:0] \$622 ;
-  wire [31:0] \$623 ;
-  wire [31:0] \$624 ;
-  wire [31:0] \$625 ;
-  wire [31:0] \$626 ;
-  wire [31:0] \$627 ;
-  wire [31:0] \$628 ;
-  wire [31:0] \$629 ;
+  wire \$620 ;
+  wire \$621 ;
+  wire \$622 ;
+  wire \$623 ;
+  wire \$624 ;
+  wire \$625 ;
+  wire \$626 ;
+  wire \$627 ;
+  wire \$628 ;
+  wire \$629 ;
   wire \$63 ;
-  wire [31:0] \$630 ;
-  wire [31:0] \$631 ;
-  wire [31:0] \$632 ;
-  wire [31:0] \$633 ;
-  wire [31:0] \$634 ;
-  wire [31:0] \$635 ;
-  wire [31:0] \$636 ;
-  wire [31:0] \$637 ;
-  wire [31:0] \$638 ;
-  wire [31:0] \$639 ;
+  wire \$630 ;
+  wire \$631 ;
+  wire \$632 ;
+  wire \$633 ;
+  wire \$634 ;
+  wire \$635 ;
+  wire \$636 ;
+  wire \$637 ;
+  wire \$638 ;
+  wire \$639 ;
   wire \$64 ;
-  wire [31:0] \$640 ;
-  wire [31:0] \$641 ;
-  wire [31:0] \$642 ;
-  wire [31:0] \$643 ;
-  wire [31:0] \$644 ;
-  wire [31:0] \$645 ;
-  wire [31:0] \$646 ;
-  wire [31:0] \$647 ;
-  wire [31:0] \$648 ;
-  wire [31:0] \$649 ;
+  wire \$640 ;
+  wire \$641 ;
+  wire \$642 ;
+  wire \$643 ;
+  wire \$644 ;
+  wire \$645 ;
+  wire \$646 ;
+  wire \$647 ;
+  wire \$648 ;
+  wire \$649 ;
   wire \$65 ;
-  wire [31:0] \$650 ;
-  wire [31:0] \$651 ;
-  wire [31:0] \$652 ;
-  wire [31:0] \$653 ;
-  wire [31:0] \$654 ;
-  wire [31:0] \$655 ;
-  wire [31:0] \$656 ;
-  wire [31:0] \$657 ;
-  wire [31:0] \$658 ;
-  wire [31:0] \$659 ;
+  wire \$650 ;
+  wire \$651 ;
+  wire \$652 ;
+  wire \$653 ;
+  wire \$654 ;
+  wire \$655 ;
+  wire \$656 ;
+  wire \$657 ;
+  wire \$658 ;
+  wire \$659 ;
   wire \$66 ;
-  wire [31:0] \$660 ;
-  wire [31:0] \$661 ;
-  wire [31:0] \$662 ;
-  wire [31:0] \$663 ;
-  wire [31:0] \$664 ;
-  wire [31:0] \$665 ;
-  wire [31:0] \$666 ;
-  wire [31:0] \$667 ;
-  wire [31:0] \$668 ;
-  wire [31:0] \$669 ;
+  wire \$660 ;
+  wire \$661 ;
+  wire \$662 ;
+  wire \$663 ;
+  wire \$664 ;
+  wire \$665 ;
+  wire \$666 ;
+  wire \$667 ;
+  wire \$668 ;
+  wire \$669 ;
   wire \$67 ;
-  wire [31:0] \$670 ;
-  wire [31:0] \$671 ;
-  wire [31:0] \$672 ;
-  wire [31:0] \$673 ;
-  wire [31:0] \$674 ;
-  wire [31:0] \$675 ;
-  wire [31:0] \$676 ;
-  wire [31:0] \$677 ;
-  wire [31:0] \$678 ;
-  wire [31:0] \$679 ;
+  wire \$670 ;
+  wire \$671 ;
+  wire \$672 ;
+  wire \$673 ;
+  wire \$674 ;
+  wire \$675 ;
+  wire \$676 ;
+  wire \$677 ;
+  wire \$678 ;
+  wire \$679 ;
   wire \$68 ;
-  wire [31:0] \$680 ;
-  wire [31:0] \$681 ;
-  wire [31:0] \$682 ;
-  wire [31:0] \$683 ;
-  wire [31:0] \$684 ;
-  wire [31:0] \$685 ;
-  wire [31:0] \$686 ;
-  wire [31:0] \$687 ;
-  wire [31:0] \$688 ;
-  wire [31:0] \$689 ;
+  wire \$680 ;
+  wire \$681 ;
+  wire \$682 ;
+  wire \$683 ;
+  wire \$684 ;
+  wire \$685 ;
+  wire \$686 ;
+  wire \$687 ;
+  wire \$688 ;
+  wire \$689 ;
   wire \$69 ;
-  wire [31:0] \$690 ;
-  wire [31:0] \$691 ;
-  wire [31:0] \$692 ;
-  wire [31:0] \$693 ;
-  wire [31:0] \$694 ;
-  wire [31:0] \$695 ;
-  wire [31:0] \$696 ;
-  wire [31:0] \$697 ;
-  wire [31:0] \$698 ;
-  reg [7:0] \$699 ;
+  wire \$690 ;
+  wire \$691 ;
+  wire \$692 ;
+  wire \$693 ;
+  wire \$694 ;
+  wire \$695 ;
+  wire \$696 ;
+  wire \$697 ;
+  wire \$698 ;
+  reg [9:0] \$699 ;
   wire \$7 ;
   wire \$70 ;
-  reg \$700 ;
+  reg [31:0] \$700 ;
   reg \$701 ;
   reg \$702 ;
   reg \$703 ;
@@ -696,7 +696,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   reg \$718 ;
   reg \$719 ;
   wire \$72 ;
-  reg [154:0] \$720 ;
+  reg \$720 ;
   reg \$721 ;
   reg \$722 ;
   reg \$723 ;
@@ -704,40 +704,137 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   reg \$725 ;
   reg \$726 ;
   reg \$727 ;
-  reg [178:0] \$728 ;
-  reg [58:0] \$729 ;
+  reg \$728 ;
+  reg \$729 ;
   wire \$73 ;
   reg \$730 ;
-  reg [38:0] \$731 ;
-  reg [38:0] \$732 ;
-  reg [4:0] \$733 ;
-  reg [3:0] \$734 ;
-  reg [5:0] \$735 ;
-  reg [6:0] \$736 ;
-  reg [6:0] \$737 ;
-  reg [1:0] \$738 ;
-  reg [3:0] \$739 ;
+  reg \$731 ;
+  reg \$732 ;
+  reg \$733 ;
+  reg \$734 ;
+  reg \$735 ;
+  reg \$736 ;
+  reg \$737 ;
+  reg \$738 ;
+  reg \$739 ;
   wire \$74 ;
-  reg [5:0] \$740 ;
-  reg [6:0] \$741 ;
-  reg [6:0] \$742 ;
-  reg [1:0] \$743 ;
-  reg [29:0] \$744 ;
-  reg [78:0] \$745 ;
-  reg [75:0] \$746 ;
+  reg \$740 ;
+  reg \$741 ;
+  reg \$742 ;
+  reg \$743 ;
+  reg \$744 ;
+  reg \$745 ;
+  reg \$746 ;
   reg \$747 ;
-  reg [31:0] \$748 ;
+  reg \$748 ;
+  reg \$749 ;
   wire \$75 ;
+  reg \$750 ;
+  reg \$751 ;
+  reg \$752 ;
+  reg \$753 ;
+  reg \$754 ;
+  reg \$755 ;
+  reg \$756 ;
+  reg \$757 ;
+  reg \$758 ;
+  reg \$759 ;
   wire \$76 ;
+  reg \$760 ;
+  reg \$761 ;
+  reg \$762 ;
+  reg \$763 ;
+  reg \$764 ;
+  reg \$765 ;
+  reg \$766 ;
+  reg \$767 ;
+  reg \$768 ;
+  reg \$769 ;
   wire \$77 ;
+  reg \$770 ;
+  reg \$771 ;
+  reg \$772 ;
+  reg \$773 ;
+  reg \$774 ;
+  reg \$775 ;
+  reg \$776 ;
+  reg \$777 ;
+  reg \$778 ;
+  reg \$779 ;
   wire \$78 ;
+  reg \$780 ;
+  reg [7:0] \$781 ;
+  reg \$782 ;
+  reg \$783 ;
+  reg \$784 ;
+  reg \$785 ;
+  reg \$786 ;
+  reg \$787 ;
+  reg \$788 ;
+  reg \$789 ;
   wire \$79 ;
+  reg \$790 ;
+  reg \$791 ;
+  reg \$792 ;
+  reg \$793 ;
+  reg \$794 ;
+  reg \$795 ;
+  reg \$796 ;
+  reg \$797 ;
+  reg \$798 ;
+  reg \$799 ;
   wire \$8 ;
   wire \$80 ;
+  reg \$800 ;
+  reg \$801 ;
+  reg [154:0] \$802 ;
+  reg \$803 ;
+  reg \$804 ;
+  reg \$805 ;
+  reg \$806 ;
+  reg \$807 ;
+  reg \$808 ;
+  reg \$809 ;
   wire \$81 ;
+  reg [178:0] \$810 ;
+  reg [58:0] \$811 ;
+  reg \$812 ;
+  reg [38:0] \$813 ;
+  reg [38:0] \$814 ;
+  reg [4:0] \$815 ;
+  reg [3:0] \$816 ;
+  reg [5:0] \$817 ;
+  reg [6:0] \$818 ;
+  reg [6:0] \$819 ;
   wire \$82 ;
+  reg [1:0] \$820 ;
+  reg [3:0] \$821 ;
+  reg [5:0] \$822 ;
+  reg [6:0] \$823 ;
+  reg [6:0] \$824 ;
+  reg [1:0] \$825 ;
+  reg [29:0] \$826 ;
+  reg [78:0] \$827 ;
+  reg [75:0] \$828 ;
+  reg \$829 ;
   wire \$83 ;
+  reg [31:0] \$830 ;
+  reg [31:0] \$831 ;
+  reg [31:0] \$832 ;
+  reg [31:0] \$833 ;
+  reg [31:0] \$834 ;
+  reg [31:0] \$835 ;
+  reg [31:0] \$836 ;
+  reg [31:0] \$837 ;
+  reg [31:0] \$838 ;
+  reg [31:0] \$839 ;
   wire \$84 ;
+  reg [31:0] \$840 ;
+  reg [31:0] \$841 ;
+  reg \$842 ;
+  reg [3:0] \$843 ;
+  reg \$844 ;
+  reg [31:0] \$845 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
@@ -756,18 +853,18 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$99 ;
   input [68:0] addrmap_capture;
   wire [68:0] addrmap_capture;
-  reg [75:0] \addrmap_capture$177  = 76'h0000000000000000000;
-  wire [47:0] addrmap_capture$177__addr ;
-  wire [4:0] addrmap_capture$177__device ;
-  wire [6:0] addrmap_capture$177__events ;
-  wire addrmap_capture$177__events__bad_region ;
-  wire addrmap_capture$177__events__overlap ;
-  wire addrmap_capture$177__events__rx_crosses ;
-  wire addrmap_capture$177__events__rx_misrouted ;
-  wire addrmap_capture$177__events__rx_remote ;
-  wire addrmap_capture$177__events__rx_unmapped ;
-  wire addrmap_capture$177__events__store_crosses ;
-  wire [15:0] addrmap_capture$177__tile ;
+  reg [75:0] \addrmap_capture$172  = 76'h0000000000000000000;
+  wire [47:0] addrmap_capture$172__addr ;
+  wire [4:0] addrmap_capture$172__device ;
+  wire [6:0] addrmap_capture$172__events ;
+  wire addrmap_capture$172__events__bad_region ;
+  wire addrmap_capture$172__events__overlap ;
+  wire addrmap_capture$172__events__rx_crosses ;
+  wire addrmap_capture$172__events__rx_misrouted ;
+  wire addrmap_capture$172__events__rx_remote ;
+  wire addrmap_capture$172__events__rx_unmapped ;
+  wire addrmap_capture$172__events__store_crosses ;
+  wire [15:0] addrmap_capture$172__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
   wire [15:0] addrmap_capture__tile ;
@@ -914,18 +1011,18 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire dma_busy;
   input [71:0] dma_capture;
   wire [71:0] dma_capture;
-  reg [78:0] \dma_capture$176  = 79'h00000000000000000000;
-  wire [47:0] dma_capture$176__addr ;
-  wire [6:0] dma_capture$176__events ;
-  wire dma_capture$176__events__bad_descriptor ;
-  wire dma_capture$176__events__bad_pitch ;
-  wire dma_capture$176__events__bad_program ;
-  wire dma_capture$176__events__bad_range ;
-  wire dma_capture$176__events__bad_response ;
-  wire dma_capture$176__events__desc_busy ;
-  wire dma_capture$176__events__read_error ;
-  wire [7:0] dma_capture$176__index ;
-  wire [15:0] dma_capture$176__tile ;
+  reg [78:0] \dma_capture$171  = 79'h00000000000000000000;
+  wire [47:0] dma_capture$171__addr ;
+  wire [6:0] dma_capture$171__events ;
+  wire dma_capture$171__events__bad_descriptor ;
+  wire dma_capture$171__events__bad_pitch ;
+  wire dma_capture$171__events__bad_program ;
+  wire dma_capture$171__events__bad_range ;
+  wire dma_capture$171__events__bad_response ;
+  wire dma_capture$171__events__desc_busy ;
+  wire dma_capture$171__events__read_error ;
+  wire [7:0] dma_capture$171__index ;
+  wire [15:0] dma_capture$171__tile ;
   wire [47:0] dma_capture__addr ;
   wire [7:0] dma_capture__index ;
   wire [15:0] dma_capture__tile ;
@@ -1004,7 +1101,22 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire errors__unmapped ;
   output irq;
   reg irq = 1'h0;
-  reg mapped;
+  reg mapped = 1'h0;
+  reg [31:0] read_part0 = 32'd0;
+  reg [31:0] read_part1 = 32'd0;
+  reg [31:0] read_part10 = 32'd0;
+  reg [31:0] read_part11 = 32'd0;
+  reg [31:0] read_part13 = 32'd0;
+  reg [31:0] read_part14 = 32'd0;
+  reg [31:0] read_part2 = 32'd0;
+  reg [31:0] read_part3 = 32'd0;
+  reg [31:0] read_part4 = 32'd0;
+  reg [31:0] read_part5 = 32'd0;
+  reg [31:0] read_part6 = 32'd0;
+  reg [31:0] read_part8 = 32'd0;
+  reg read_pending = 1'h0;
+  reg [3:0] read_section = 4'h0;
+  reg read_unaligned = 1'h0;
   reg region_fetch = 1'h0;
   reg [151:0] region_got = 152'h00000000000000000000000000000000000000;
   wire [47:0] region_got__base ;
@@ -1048,22 +1160,26 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   reg region_waiting7 = 1'h0;
   reg region_waiting8 = 1'h0;
   reg region_waiting9 = 1'h0;
+  reg [9:0] req_addr = 10'h000;
+  reg req_r_stb = 1'h0;
+  reg [31:0] req_w_data = 32'd0;
+  reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$132 ;
+  wire [7:0] \rp__addr$196 ;
   wire [151:0] rp__data;
-  wire [170:0] \rp__data$164 ;
-  wire [4:0] rp__data$164__device ;
-  wire [47:0] rp__data$164__dst ;
+  wire [170:0] \rp__data$149 ;
+  wire [4:0] rp__data$149__device ;
+  wire [47:0] rp__data$149__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rp__data$164__op ;
-  wire [23:0] rp__data$164__pitch ;
-  wire [15:0] rp__data$164__row_bytes ;
-  wire [11:0] rp__data$164__rows ;
-  wire [47:0] rp__data$164__src ;
-  wire [15:0] rp__data$164__tile ;
-  wire rp__data$164__valid ;
+  wire rp__data$149__op ;
+  wire [23:0] rp__data$149__pitch ;
+  wire [15:0] rp__data$149__row_bytes ;
+  wire [11:0] rp__data$149__rows ;
+  wire [47:0] rp__data$149__src ;
+  wire [15:0] rp__data$149__tile ;
+  wire rp__data$149__valid ;
   wire [47:0] rp__data__base ;
   wire [4:0] rp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -1076,83 +1192,83 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire rp__data__valid ;
   input rst;
   wire rst;
-  reg sel_addrmap_capture_addr_hi;
-  reg sel_addrmap_capture_addr_lo;
-  reg sel_addrmap_capture_device;
-  reg sel_addrmap_errors;
-  reg sel_addrmap_irq_enable;
-  reg sel_addrmap_local;
-  reg sel_addrmap_remote;
-  reg sel_addrmap_rx_crosses;
-  reg sel_addrmap_rx_misrouted;
-  reg sel_addrmap_rx_remote;
-  reg sel_addrmap_rx_unmapped;
-  reg sel_addrmap_store_crosses;
-  reg sel_addrmap_tracked;
-  reg sel_addrmap_unmapped;
-  reg sel_arb_policy;
-  reg sel_arb_starvation_limit;
-  reg sel_arb_status;
-  reg sel_arbiter_errors;
-  reg sel_arbiter_grants_dma;
-  reg sel_arbiter_grants_load;
-  reg sel_arbiter_grants_remote;
-  reg sel_arbiter_grants_store;
-  reg sel_arbiter_irq_enable;
-  reg sel_arbiter_stalls_dma;
-  reg sel_arbiter_stalls_load;
-  reg sel_arbiter_stalls_remote;
-  reg sel_arbiter_stalls_store;
-  reg sel_arbiter_starved;
-  reg sel_command;
-  reg sel_config;
-  reg sel_csr_errors;
-  reg sel_csr_irq_enable;
-  reg sel_desc_dst_hi;
-  reg sel_desc_dst_lo;
-  reg sel_desc_index;
-  reg sel_desc_pitch;
-  reg sel_desc_rows;
-  reg sel_desc_src_hi;
-  reg sel_desc_src_lo;
-  reg sel_device_id;
-  reg sel_dma_aborted;
-  reg sel_dma_bad_pitch;
-  reg sel_dma_bad_program;
-  reg sel_dma_bad_range;
-  reg sel_dma_capture_addr_hi;
-  reg sel_dma_capture_addr_lo;
-  reg sel_dma_capture_events;
-  reg sel_dma_capture_index;
-  reg sel_dma_desc_busy;
-  reg sel_dma_errors;
-  reg sel_dma_irq_enable;
-  reg sel_dma_packets;
-  reg sel_dma_reads;
-  reg sel_dma_rejected;
-  reg sel_dma_triggers;
-  reg sel_id;
-  reg sel_region_base_hi;
-  reg sel_region_base_lo;
-  reg sel_region_index;
-  reg sel_region_remote_base_hi;
-  reg sel_region_remote_base_lo;
-  reg sel_region_size_hi;
-  reg sel_region_size_lo;
-  reg sel_status;
-  reg sel_track_cmd;
-  reg sel_track_op;
-  reg sel_track_result_op;
-  reg sel_track_result_threshold;
-  reg sel_tracker_capture;
-  reg sel_tracker_dropped;
-  reg sel_tracker_errors;
-  reg sel_tracker_irq_enable;
-  reg sel_tracker_triggers;
-  reg sel_tracker_unprogrammed;
-  reg sel_tracker_writes_compute;
-  reg sel_tracker_writes_dma;
-  reg sel_tracker_writes_remote;
+  reg sel_addrmap_capture_addr_hi = 1'h0;
+  reg sel_addrmap_capture_addr_lo = 1'h0;
+  reg sel_addrmap_capture_device = 1'h0;
+  reg sel_addrmap_errors = 1'h0;
+  reg sel_addrmap_irq_enable = 1'h0;
+  reg sel_addrmap_local = 1'h0;
+  reg sel_addrmap_remote = 1'h0;
+  reg sel_addrmap_rx_crosses = 1'h0;
+  reg sel_addrmap_rx_misrouted = 1'h0;
+  reg sel_addrmap_rx_remote = 1'h0;
+  reg sel_addrmap_rx_unmapped = 1'h0;
+  reg sel_addrmap_store_crosses = 1'h0;
+  reg sel_addrmap_tracked = 1'h0;
+  reg sel_addrmap_unmapped = 1'h0;
+  reg sel_arb_policy = 1'h0;
+  reg sel_arb_starvation_limit = 1'h0;
+  reg sel_arb_status = 1'h0;
+  reg sel_arbiter_errors = 1'h0;
+  reg sel_arbiter_grants_dma = 1'h0;
+  reg sel_arbiter_grants_load = 1'h0;
+  reg sel_arbiter_grants_remote = 1'h0;
+  reg sel_arbiter_grants_store = 1'h0;
+  reg sel_arbiter_irq_enable = 1'h0;
+  reg sel_arbiter_stalls_dma = 1'h0;
+  reg sel_arbiter_stalls_load = 1'h0;
+  reg sel_arbiter_stalls_remote = 1'h0;
+  reg sel_arbiter_stalls_store = 1'h0;
+  reg sel_arbiter_starved = 1'h0;
+  reg sel_command = 1'h0;
+  reg sel_config = 1'h0;
+  reg sel_csr_errors = 1'h0;
+  reg sel_csr_irq_enable = 1'h0;
+  reg sel_desc_dst_hi = 1'h0;
+  reg sel_desc_dst_lo = 1'h0;
+  reg sel_desc_index = 1'h0;
+  reg sel_desc_pitch = 1'h0;
+  reg sel_desc_rows = 1'h0;
+  reg sel_desc_src_hi = 1'h0;
+  reg sel_desc_src_lo = 1'h0;
+  reg sel_device_id = 1'h0;
+  reg sel_dma_aborted = 1'h0;
+  reg sel_dma_bad_pitch = 1'h0;
+  reg sel_dma_bad_program = 1'h0;
+  reg sel_dma_bad_range = 1'h0;
+  reg sel_dma_capture_addr_hi = 1'h0;
+  reg sel_dma_capture_addr_lo = 1'h0;
+  reg sel_dma_capture_events = 1'h0;
+  reg sel_dma_capture_index = 1'h0;
+  reg sel_dma_desc_busy = 1'h0;
+  reg sel_dma_errors = 1'h0;
+  reg sel_dma_irq_enable = 1'h0;
+  reg sel_dma_packets = 1'h0;
+  reg sel_dma_reads = 1'h0;
+  reg sel_dma_rejected = 1'h0;
+  reg sel_dma_triggers = 1'h0;
+  reg sel_id = 1'h0;
+  reg sel_region_base_hi = 1'h0;
+  reg sel_region_base_lo = 1'h0;
+  reg sel_region_index = 1'h0;
+  reg sel_region_remote_base_hi = 1'h0;
+  reg sel_region_remote_base_lo = 1'h0;
+  reg sel_region_size_hi = 1'h0;
+  reg sel_region_size_lo = 1'h0;
+  reg sel_status = 1'h0;
+  reg sel_track_cmd = 1'h0;
+  reg sel_track_op = 1'h0;
+  reg sel_track_result_op = 1'h0;
+  reg sel_track_result_threshold = 1'h0;
+  reg sel_tracker_capture = 1'h0;
+  reg sel_tracker_dropped = 1'h0;
+  reg sel_tracker_errors = 1'h0;
+  reg sel_tracker_irq_enable = 1'h0;
+  reg sel_tracker_triggers = 1'h0;
+  reg sel_tracker_unprogrammed = 1'h0;
+  reg sel_tracker_writes_compute = 1'h0;
+  reg sel_tracker_writes_dma = 1'h0;
+  reg sel_tracker_writes_remote = 1'h0;
   reg [3:0] set_err;
   wire set_err__bad_command ;
   wire set_err__busy ;
@@ -1195,16 +1311,16 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire tracker_busy;
   input [23:0] tracker_capture;
   wire [23:0] tracker_capture;
-  reg [29:0] \tracker_capture$175  = 30'h00000000;
-  wire [7:0] tracker_capture$175__cmd ;
-  wire [5:0] tracker_capture$175__events ;
-  wire tracker_capture$175__events__bad_op ;
-  wire tracker_capture$175__events__bad_threshold ;
-  wire tracker_capture$175__events__overcount ;
-  wire tracker_capture$175__events__overflow ;
-  wire tracker_capture$175__events__reprogram ;
-  wire tracker_capture$175__events__unprogrammed ;
-  wire [15:0] tracker_capture$175__tile ;
+  reg [29:0] \tracker_capture$170  = 30'h00000000;
+  wire [7:0] tracker_capture$170__cmd ;
+  wire [5:0] tracker_capture$170__events ;
+  wire tracker_capture$170__events__bad_op ;
+  wire tracker_capture$170__events__bad_threshold ;
+  wire tracker_capture$170__events__overcount ;
+  wire tracker_capture$170__events__overflow ;
+  wire tracker_capture$170__events__reprogram ;
+  wire tracker_capture$170__events__unprogrammed ;
+  wire [15:0] tracker_capture$170__tile ;
   wire [7:0] tracker_capture__cmd ;
   wire [15:0] tracker_capture__tile ;
   output [5:0] tracker_clear;
@@ -1285,21 +1401,21 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$128 ;
+  reg [7:0] \wp__addr$193 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$129 ;
-  wire [4:0] wp__data$129__device ;
-  wire [47:0] wp__data$129__dst ;
+  reg [170:0] \wp__data$194 ;
+  wire [4:0] wp__data$194__device ;
+  wire [47:0] wp__data$194__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$129__op ;
-  wire [23:0] wp__data$129__pitch ;
-  wire [15:0] wp__data$129__row_bytes ;
-  wire [11:0] wp__data$129__rows ;
-  wire [47:0] wp__data$129__src ;
-  wire [15:0] wp__data$129__tile ;
-  wire wp__data$129__valid ;
+  wire wp__data$194__op ;
+  wire [23:0] wp__data$194__pitch ;
+  wire [15:0] wp__data$194__row_bytes ;
+  wire [11:0] wp__data$194__rows ;
+  wire [47:0] wp__data$194__src ;
+  wire [15:0] wp__data$194__tile ;
+  wire wp__data$194__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -1311,7 +1427,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$130 ;
+  reg \wp__en$195 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -1573,14 +1689,14 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$130 )
-      desc_table[\wp__addr$128 ] <= \wp__data$129 ;
+    if (\wp__en$195 )
+      desc_table[\wp__addr$193 ] <= \wp__data$194 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
     _0_ <= desc_table[dma_program__payload[7:0]];
   end
-  assign \rp__data$164  = _0_;
+  assign \rp__data$149  = _0_;
   (* t3hw_rd_collision = "excluded" *)
   reg [151:0] region_table [7:0];
   initial begin
@@ -1602,7456 +1718,8691 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$257  = \$251  & \$256 ;
-  assign \$258  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$259  = bus__w_stb & sel_command;
-  assign \$260  = region_program__valid | region_verdict;
-  assign \$261  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$262  = \$260  | \$261 ;
-  assign \$263  = region_fetch | region_load;
-  assign \$264  = \$262  | \$263 ;
-  assign \$266  = \$265  | sweep;
-  assign \$267  = region_program__valid | region_verdict;
-  assign \$268  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$269  = \$267  | \$268 ;
-  assign \$270  = region_fetch | region_load;
-  assign \$271  = \$269  | \$270 ;
-  assign \$273  = \$272  | sweep;
-  assign \$274  = dma_program__valid | desc_verdict;
-  assign \$275  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$276  = \$274  | \$275 ;
-  assign \$277  = desc_fetch | desc_load;
-  assign \$278  = \$276  | \$277 ;
-  assign \$280  = sweep | dma_busy;
-  assign \$281  = \$279  | \$280 ;
-  assign \$282  = dma_program__valid | desc_verdict;
-  assign \$283  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$284  = \$282  | \$283 ;
-  assign \$285  = desc_fetch | desc_load;
-  assign \$286  = \$284  | \$285 ;
-  assign \$288  = \$287  | sweep;
-  assign \$293  = \$292  | track_answer;
-  assign \$294  = \$293  | tracker_busy;
-  assign \$301  = bus__w_stb & sel_csr_errors;
-  assign \$302  = bus__w_stb & sel_tracker_errors;
-  assign \$303  = bus__w_stb & sel_dma_errors;
-  assign \$304  = bus__w_stb & sel_addrmap_errors;
-  assign \$305  = bus__w_stb & sel_arbiter_errors;
-  assign \$306  = region_program__valid | region_verdict;
-  assign \$307  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$308  = \$306  | \$307 ;
-  assign \$309  = region_fetch | region_load;
-  assign \$310  = \$308  | \$309 ;
-  assign \$312  = dma_program__valid | desc_verdict;
-  assign \$313  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$314  = \$312  | \$313 ;
-  assign \$315  = desc_fetch | desc_load;
-  assign \$316  = \$314  | \$315 ;
-  assign \$322  = \$321  | track_answer;
-  assign \$328  = sweep_at + 1'h1;
-  assign \$329  = sweep_at == 8'hff;
-  assign \$330  = region_program__valid & region_program__ready;
-  assign \$331  = dma_program__valid & dma_program__ready;
-  assign \$332  = tracker_program__valid & tracker_program__ready;
-  assign \$334  = region_program__valid & region_program__ready;
-  assign \$335  = dma_program__valid & dma_program__ready;
-  assign \$336  = tracker_program__valid & tracker_program__ready;
-  assign \$337  = bus__w_stb & sel_region_index;
-  assign \$338  = region_program__valid | region_verdict;
-  assign \$339  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$340  = \$338  | \$339 ;
-  assign \$341  = region_fetch | region_load;
-  assign \$342  = \$340  | \$341 ;
-  assign \$344  = \$337  & \$343 ;
-  assign \$345  = bus__w_stb & sel_region_index;
-  assign \$346  = bus__w_stb & sel_region_base_lo;
-  assign \$347  = region_program__valid | region_verdict;
-  assign \$348  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$349  = \$347  | \$348 ;
-  assign \$350  = region_fetch | region_load;
-  assign \$351  = \$349  | \$350 ;
-  assign \$353  = \$346  & \$352 ;
-  assign \$354  = bus__w_stb & sel_region_base_lo;
-  assign \$355  = bus__w_stb & sel_region_base_hi;
-  assign \$356  = region_program__valid | region_verdict;
-  assign \$357  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$358  = \$356  | \$357 ;
-  assign \$359  = region_fetch | region_load;
-  assign \$360  = \$358  | \$359 ;
-  assign \$362  = \$355  & \$361 ;
-  assign \$363  = bus__w_stb & sel_region_base_hi;
-  assign \$364  = bus__w_stb & sel_region_size_lo;
-  assign \$365  = region_program__valid | region_verdict;
-  assign \$366  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$367  = \$365  | \$366 ;
-  assign \$368  = region_fetch | region_load;
-  assign \$369  = \$367  | \$368 ;
-  assign \$371  = \$364  & \$370 ;
-  assign \$372  = bus__w_stb & sel_region_size_lo;
-  assign \$373  = bus__w_stb & sel_region_size_hi;
-  assign \$374  = region_program__valid | region_verdict;
-  assign \$375  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$376  = \$374  | \$375 ;
-  assign \$377  = region_fetch | region_load;
-  assign \$378  = \$376  | \$377 ;
-  assign \$380  = \$373  & \$379 ;
-  assign \$381  = bus__w_stb & sel_region_size_hi;
-  assign \$382  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$383  = region_program__valid | region_verdict;
-  assign \$384  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$385  = \$383  | \$384 ;
-  assign \$386  = region_fetch | region_load;
-  assign \$387  = \$385  | \$386 ;
-  assign \$389  = \$382  & \$388 ;
-  assign \$390  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$391  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$392  = region_program__valid | region_verdict;
-  assign \$393  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$394  = \$392  | \$393 ;
-  assign \$395  = region_fetch | region_load;
-  assign \$396  = \$394  | \$395 ;
-  assign \$398  = \$391  & \$397 ;
-  assign \$399  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$400  = bus__w_stb & sel_desc_index;
-  assign \$401  = dma_program__valid | desc_verdict;
-  assign \$402  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$403  = \$401  | \$402 ;
-  assign \$404  = desc_fetch | desc_load;
-  assign \$405  = \$403  | \$404 ;
-  assign \$407  = \$400  & \$406 ;
-  assign \$408  = bus__w_stb & sel_desc_index;
-  assign \$409  = bus__w_stb & sel_desc_rows;
-  assign \$410  = dma_program__valid | desc_verdict;
-  assign \$411  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$412  = \$410  | \$411 ;
-  assign \$413  = desc_fetch | desc_load;
-  assign \$414  = \$412  | \$413 ;
-  assign \$416  = \$409  & \$415 ;
-  assign \$417  = bus__w_stb & sel_desc_rows;
-  assign \$418  = bus__w_stb & sel_desc_pitch;
-  assign \$419  = dma_program__valid | desc_verdict;
-  assign \$420  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$421  = \$419  | \$420 ;
-  assign \$422  = desc_fetch | desc_load;
-  assign \$423  = \$421  | \$422 ;
-  assign \$425  = \$418  & \$424 ;
-  assign \$426  = bus__w_stb & sel_desc_pitch;
-  assign \$427  = bus__w_stb & sel_desc_src_lo;
-  assign \$428  = dma_program__valid | desc_verdict;
-  assign \$429  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$430  = \$428  | \$429 ;
-  assign \$431  = desc_fetch | desc_load;
-  assign \$432  = \$430  | \$431 ;
-  assign \$434  = \$427  & \$433 ;
-  assign \$435  = bus__w_stb & sel_desc_src_lo;
-  assign \$436  = bus__w_stb & sel_desc_src_hi;
-  assign \$437  = dma_program__valid | desc_verdict;
-  assign \$438  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$439  = \$437  | \$438 ;
-  assign \$440  = desc_fetch | desc_load;
-  assign \$441  = \$439  | \$440 ;
-  assign \$443  = \$436  & \$442 ;
-  assign \$444  = bus__w_stb & sel_desc_src_hi;
-  assign \$445  = bus__w_stb & sel_desc_dst_lo;
-  assign \$446  = dma_program__valid | desc_verdict;
-  assign \$447  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$448  = \$446  | \$447 ;
-  assign \$449  = desc_fetch | desc_load;
-  assign \$450  = \$448  | \$449 ;
-  assign \$452  = \$445  & \$451 ;
-  assign \$453  = bus__w_stb & sel_desc_dst_lo;
-  assign \$454  = bus__w_stb & sel_desc_dst_hi;
-  assign \$455  = dma_program__valid | desc_verdict;
-  assign \$456  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$158  = \$152  & \$157 ;
+  assign \$159  = req_w_stb & sel_arb_policy;
+  assign \$160  = req_w_stb & sel_arb_starvation_limit;
+  assign \$166  = \$160  & \$165 ;
+  assign \$167  = req_w_stb & sel_arb_starvation_limit;
+  assign \$168  = req_w_stb & sel_device_id;
+  assign \$169  = req_w_stb & sel_csr_irq_enable;
+  assign \$170  = req_w_stb & sel_tracker_irq_enable;
+  assign \$171  = req_w_stb & sel_dma_irq_enable;
+  assign \$172  = req_w_stb & sel_addrmap_irq_enable;
+  assign \$173  = req_w_stb & sel_arbiter_irq_enable;
+  assign \$174  = req_w_stb & sel_command;
+  assign \$175  = region_program__valid | region_verdict;
+  assign \$176  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$177  = \$175  | \$176 ;
+  assign \$178  = region_fetch | region_load;
+  assign \$179  = \$177  | \$178 ;
+  assign \$181  = \$180  | sweep;
+  assign \$182  = region_program__valid | region_verdict;
+  assign \$183  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$184  = \$182  | \$183 ;
+  assign \$185  = region_fetch | region_load;
+  assign \$186  = \$184  | \$185 ;
+  assign \$188  = \$187  | sweep;
+  assign \$189  = dma_program__valid | desc_verdict;
+  assign \$190  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$191  = \$189  | \$190 ;
+  assign \$192  = desc_fetch | desc_load;
+  assign \$193  = \$191  | \$192 ;
+  assign \$195  = sweep | dma_busy;
+  assign \$196  = \$194  | \$195 ;
+  assign \$197  = dma_program__valid | desc_verdict;
+  assign \$198  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$199  = \$197  | \$198 ;
+  assign \$200  = desc_fetch | desc_load;
+  assign \$201  = \$199  | \$200 ;
+  assign \$203  = \$202  | sweep;
+  assign \$208  = \$207  | track_answer;
+  assign \$209  = \$208  | tracker_busy;
+  assign \$216  = ~ csr_errors_clear;
+  assign \$217  = errors & \$216 ;
+  assign \$218  = \$217  | set_err;
+  assign \$219  = ~ tracker_errors_clear;
+  assign \$220  = tracker_sticky & \$219 ;
+  assign \$221  = \$220  | tracker_errors;
+  assign \$222  = ~ dma_errors_clear;
+  assign \$223  = dma_sticky & \$222 ;
+  assign \$224  = \$223  | dma_errors;
+  assign \$225  = ~ addrmap_errors_clear;
+  assign \$226  = addrmap_sticky & \$225 ;
+  assign \$227  = \$226  | addrmap_errors;
+  assign \$228  = ~ arbiter_errors_clear;
+  assign \$229  = arbiter_sticky & \$228 ;
+  assign \$230  = \$229  | arbiter_errors;
+  assign \$231  = | tracker_errors;
+  assign \$232  = ~ tracker_errors_clear;
+  assign \$233  = tracker_sticky & \$232 ;
+  assign \$234  = | \$233 ;
+  assign \$235  = ~ \$234 ;
+  assign \$236  = \$231  & \$235 ;
+  assign \$237  = | dma_errors;
+  assign \$238  = ~ dma_errors_clear;
+  assign \$239  = dma_sticky & \$238 ;
+  assign \$240  = | \$239 ;
+  assign \$241  = ~ \$240 ;
+  assign \$242  = \$237  & \$241 ;
+  assign \$243  = | addrmap_errors;
+  assign \$244  = ~ addrmap_errors_clear;
+  assign \$245  = addrmap_sticky & \$244 ;
+  assign \$246  = | \$245 ;
+  assign \$247  = ~ \$246 ;
+  assign \$248  = \$243  & \$247 ;
+  assign \$249  = errors & csr_irq_enable;
+  assign \$250  = | \$249 ;
+  assign \$251  = tracker_sticky & tracker_irq_enable;
+  assign \$252  = | \$251 ;
+  assign \$253  = dma_sticky & dma_irq_enable;
+  assign \$254  = | \$253 ;
+  assign \$255  = addrmap_sticky & addrmap_irq_enable;
+  assign \$256  = | \$255 ;
+  assign \$257  = arbiter_sticky & arbiter_irq_enable;
+  assign \$258  = | \$257 ;
+  assign \$259  = | { \$258 , \$256 , \$254 , \$252 , \$250  };
+  assign \$260  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
+  assign \$261  = req_addr[3] ? 32'd0 : \$260 ;
+  assign \$262  = req_addr[2] ? 32'd0 : { 23'h000000, status };
+  assign \$263  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$264  = req_addr[3] ? \$262  : \$263 ;
+  assign \$265  = req_addr[4] ? \$261  : \$264 ;
+  assign \$266  = req_addr[5] ? 32'd0 : \$265 ;
+  assign \$267  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$268  = req_addr[3] ? 32'd0 : \$267 ;
+  assign \$269  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
+  assign \$270  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$271  = req_addr[3] ? \$269  : \$270 ;
+  assign \$272  = req_addr[4] ? \$268  : \$271 ;
+  assign \$273  = req_addr[5] ? 32'd0 : \$272 ;
+  assign \$274  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$275  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$276  = req_addr[3] ? \$274  : \$275 ;
+  assign \$277  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$278  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$279  = req_addr[3] ? \$277  : \$278 ;
+  assign \$280  = req_addr[4] ? \$276  : \$279 ;
+  assign \$281  = req_addr[5] ? 32'd0 : \$280 ;
+  assign \$282  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$283  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$284  = req_addr[3] ? \$282  : \$283 ;
+  assign \$285  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$286  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$287  = req_addr[3] ? \$285  : \$286 ;
+  assign \$288  = req_addr[4] ? \$284  : \$287 ;
+  assign \$289  = req_addr[5] ? 32'd0 : \$288 ;
+  assign \$290  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
+  assign \$291  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$292  = req_addr[3] ? \$290  : \$291 ;
+  assign \$293  = req_addr[4] ? 32'd0 : \$292 ;
+  assign \$294  = req_addr[5] ? 32'd0 : \$293 ;
+  assign \$295  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$296  = req_addr[3] ? 32'd0 : \$295 ;
+  assign \$297  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$298  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$299  = req_addr[3] ? \$297  : \$298 ;
+  assign \$300  = req_addr[4] ? \$296  : \$299 ;
+  assign \$301  = req_addr[5] ? 32'd0 : \$300 ;
+  assign \$302  = req_addr[2] ? 32'd0 : dma_stats[287:256];
+  assign \$303  = req_addr[3] ? 32'd0 : \$302 ;
+  assign \$304  = req_addr[4] ? 32'd0 : \$303 ;
+  assign \$305  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
+  assign \$306  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$307  = req_addr[3] ? \$305  : \$306 ;
+  assign \$308  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$309  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$310  = req_addr[3] ? \$308  : \$309 ;
+  assign \$311  = req_addr[4] ? \$307  : \$310 ;
+  assign \$312  = req_addr[5] ? \$304  : \$311 ;
+  assign \$313  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
+  assign \$314  = req_addr[3] ? 32'd0 : \$313 ;
+  assign \$315  = req_addr[4] ? 32'd0 : \$314 ;
+  assign \$316  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
+  assign \$317  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
+  assign \$318  = req_addr[3] ? \$316  : \$317 ;
+  assign \$319  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$320  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$321  = req_addr[3] ? \$319  : \$320 ;
+  assign \$322  = req_addr[4] ? \$318  : \$321 ;
+  assign \$323  = req_addr[5] ? \$315  : \$322 ;
+  assign \$324  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$325  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$326  = req_addr[3] ? \$324  : \$325 ;
+  assign \$327  = req_addr[4] ? 32'd0 : \$326 ;
+  assign \$328  = req_addr[5] ? 32'd0 : \$327 ;
+  assign \$329  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$330  = req_addr[3] ? 32'd0 : \$329 ;
+  assign \$331  = req_addr[4] ? 32'd0 : \$330 ;
+  assign \$332  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$333  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
+  assign \$334  = req_addr[3] ? \$332  : \$333 ;
+  assign \$335  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$336  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$337  = req_addr[3] ? \$335  : \$336 ;
+  assign \$338  = req_addr[4] ? \$334  : \$337 ;
+  assign \$339  = req_addr[5] ? \$331  : \$338 ;
+  assign \$340  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
+  assign \$341  = req_addr[3] ? 32'd0 : \$340 ;
+  assign \$342  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
+  assign \$343  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$344  = req_addr[3] ? \$342  : \$343 ;
+  assign \$345  = req_addr[4] ? \$341  : \$344 ;
+  assign \$346  = req_addr[5] ? 32'd0 : \$345 ;
+  assign \$347  = req_addr[2] ? { 4'h0, \addrmap_capture$172 [75:48] } : { 16'h0000, \addrmap_capture$172 [47:32] };
+  assign \$348  = req_addr[2] ? \addrmap_capture$172 [31:0] : { 25'h0000000, \dma_capture$171 [78:72] };
+  assign \$349  = req_addr[3] ? \$347  : \$348 ;
+  assign \$350  = req_addr[2] ? { 16'h0000, \dma_capture$171 [71:56] } : \dma_capture$171 [55:24];
+  assign \$351  = req_addr[2] ? { 8'h00, \dma_capture$171 [23:0] } : { 2'h0, \tracker_capture$170  };
+  assign \$352  = req_addr[3] ? \$350  : \$351 ;
+  assign \$353  = req_addr[4] ? \$349  : \$352 ;
+  assign \$354  = req_addr[5] ? 32'd0 : \$353 ;
+  assign \$355  = | req_addr[1:0];
+  assign \$356  = read_section[0] ? 32'd0 : read_part14;
+  assign \$357  = read_section[0] ? read_part13 : 32'd0;
+  assign \$358  = read_section[1] ? \$356  : \$357 ;
+  assign \$359  = read_section[0] ? read_part11 : read_part10;
+  assign \$360  = read_section[0] ? 32'd0 : read_part8;
+  assign \$361  = read_section[1] ? \$359  : \$360 ;
+  assign \$362  = read_section[2] ? \$358  : \$361 ;
+  assign \$363  = read_section[0] ? 32'd0 : read_part6;
+  assign \$364  = read_section[0] ? read_part5 : read_part4;
+  assign \$365  = read_section[1] ? \$363  : \$364 ;
+  assign \$366  = read_section[0] ? read_part3 : read_part2;
+  assign \$367  = read_section[0] ? read_part1 : read_part0;
+  assign \$368  = read_section[1] ? \$366  : \$367 ;
+  assign \$369  = read_section[2] ? \$365  : \$368 ;
+  assign \$370  = read_section[3] ? \$362  : \$369 ;
+  assign \$371  = read_unaligned ? 32'd0 : \$370 ;
+  assign \$372  = req_r_stb | req_w_stb;
+  assign \$373  = ~ mapped;
+  assign \$374  = \$372  & \$373 ;
+  assign \$375  = req_w_stb & sel_id;
+  assign \$376  = req_w_stb & sel_config;
+  assign \$377  = req_w_stb & sel_status;
+  assign \$378  = req_w_stb & sel_track_result_op;
+  assign \$379  = req_w_stb & sel_track_result_threshold;
+  assign \$380  = req_w_stb & sel_tracker_writes_compute;
+  assign \$381  = req_w_stb & sel_tracker_writes_dma;
+  assign \$382  = req_w_stb & sel_tracker_writes_remote;
+  assign \$383  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$384  = req_w_stb & sel_tracker_triggers;
+  assign \$385  = req_w_stb & sel_tracker_dropped;
+  assign \$386  = req_w_stb & sel_dma_triggers;
+  assign \$387  = req_w_stb & sel_dma_rejected;
+  assign \$388  = req_w_stb & sel_dma_reads;
+  assign \$389  = req_w_stb & sel_dma_packets;
+  assign \$390  = req_w_stb & sel_dma_bad_program;
+  assign \$391  = req_w_stb & sel_dma_bad_range;
+  assign \$392  = req_w_stb & sel_dma_bad_pitch;
+  assign \$393  = req_w_stb & sel_dma_desc_busy;
+  assign \$394  = req_w_stb & sel_dma_aborted;
+  assign \$395  = req_w_stb & sel_addrmap_local;
+  assign \$396  = req_w_stb & sel_addrmap_tracked;
+  assign \$397  = req_w_stb & sel_addrmap_remote;
+  assign \$398  = req_w_stb & sel_addrmap_unmapped;
+  assign \$399  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$400  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$401  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$402  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$403  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$404  = req_w_stb & sel_arb_status;
+  assign \$405  = req_w_stb & sel_arbiter_grants_load;
+  assign \$406  = req_w_stb & sel_arbiter_grants_store;
+  assign \$407  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$408  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$409  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$410  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$411  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$412  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$413  = req_w_stb & sel_arbiter_starved;
+  assign \$414  = req_w_stb & sel_tracker_capture;
+  assign \$415  = req_w_stb & sel_dma_capture_index;
+  assign \$416  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$417  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$418  = req_w_stb & sel_dma_capture_events;
+  assign \$419  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$420  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$421  = req_w_stb & sel_addrmap_capture_device;
+  assign \$422  = | { \$421 , \$420 , \$419 , \$418 , \$417 , \$416 , \$415 , \$414 , \$413 , \$412 , \$411 , \$410 , \$409 , \$408 , \$407 , \$406 , \$405 , \$404 , \$403 , \$402 , \$401 , \$400 , \$399 , \$398 , \$397 , \$396 , \$395 , \$394 , \$393 , \$392 , \$391 , \$390 , \$389 , \$388 , \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375  };
+  assign \$423  = sweep_at < 4'h8;
+  assign \$424  = | addrmap_errors[1:0];
+  assign \$425  = ~ \$424 ;
+  assign \$426  = region_verdict & \$425 ;
+  assign \$427  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$428  = ~ \$427 ;
+  assign \$429  = desc_verdict & \$428 ;
+  assign \$430  = req_w_stb & sel_region_index;
+  assign \$431  = region_program__valid | region_verdict;
+  assign \$432  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$433  = \$431  | \$432 ;
+  assign \$434  = region_fetch | region_load;
+  assign \$435  = \$433  | \$434 ;
+  assign \$437  = \$430  & \$436 ;
+  assign \$438  = req_w_stb & sel_region_index;
+  assign \$439  = req_r_stb & sel_region_index;
+  assign \$440  = region_fetch | region_load;
+  assign \$441  = \$439  & \$440 ;
+  assign \$442  = req_w_stb & sel_region_base_lo;
+  assign \$443  = region_program__valid | region_verdict;
+  assign \$444  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$445  = \$443  | \$444 ;
+  assign \$446  = region_fetch | region_load;
+  assign \$447  = \$445  | \$446 ;
+  assign \$449  = \$442  & \$448 ;
+  assign \$450  = req_w_stb & sel_region_base_lo;
+  assign \$451  = req_r_stb & sel_region_base_lo;
+  assign \$452  = region_fetch | region_load;
+  assign \$453  = \$451  & \$452 ;
+  assign \$454  = req_w_stb & sel_region_base_hi;
+  assign \$455  = region_program__valid | region_verdict;
+  assign \$456  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$457  = \$455  | \$456 ;
-  assign \$458  = desc_fetch | desc_load;
+  assign \$458  = region_fetch | region_load;
   assign \$459  = \$457  | \$458 ;
   assign \$461  = \$454  & \$460 ;
-  assign \$462  = bus__w_stb & sel_desc_dst_hi;
-  assign \$463  = bus__w_stb & sel_track_op;
-  assign \$468  = \$467  | track_answer;
-  assign \$469  = \$463  & \$468 ;
-  assign \$470  = bus__w_stb & sel_track_op;
-  assign \$471  = bus__w_stb & sel_track_cmd;
-  assign \$476  = \$475  | track_answer;
-  assign \$477  = \$471  & \$476 ;
-  assign \$478  = bus__w_stb & sel_track_cmd;
-  assign \$479  = bus__w_stb & sel_arb_policy;
-  assign \$485  = \$479  & \$484 ;
-  assign \$486  = bus__w_stb & sel_arb_policy;
-  assign \$487  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$493  = \$487  & \$492 ;
-  assign \$494  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$495  = bus__w_stb & sel_device_id;
-  assign \$496  = bus__w_stb & sel_csr_irq_enable;
-  assign \$497  = bus__w_stb & sel_tracker_irq_enable;
-  assign \$498  = bus__w_stb & sel_dma_irq_enable;
-  assign \$499  = bus__w_stb & sel_addrmap_irq_enable;
-  assign \$500  = bus__w_stb & sel_arbiter_irq_enable;
-  assign \$501  = bus__w_stb & sel_command;
-  assign \$502  = region_program__valid | region_verdict;
-  assign \$503  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$504  = \$502  | \$503 ;
-  assign \$505  = region_fetch | region_load;
-  assign \$506  = \$504  | \$505 ;
-  assign \$508  = \$507  | sweep;
-  assign \$509  = region_program__valid | region_verdict;
-  assign \$510  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$511  = \$509  | \$510 ;
+  assign \$462  = req_w_stb & sel_region_base_hi;
+  assign \$463  = req_r_stb & sel_region_base_hi;
+  assign \$464  = region_fetch | region_load;
+  assign \$465  = \$463  & \$464 ;
+  assign \$466  = req_w_stb & sel_region_size_lo;
+  assign \$467  = region_program__valid | region_verdict;
+  assign \$468  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$469  = \$467  | \$468 ;
+  assign \$470  = region_fetch | region_load;
+  assign \$471  = \$469  | \$470 ;
+  assign \$473  = \$466  & \$472 ;
+  assign \$474  = req_w_stb & sel_region_size_lo;
+  assign \$475  = req_r_stb & sel_region_size_lo;
+  assign \$476  = region_fetch | region_load;
+  assign \$477  = \$475  & \$476 ;
+  assign \$478  = req_w_stb & sel_region_size_hi;
+  assign \$479  = region_program__valid | region_verdict;
+  assign \$480  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$481  = \$479  | \$480 ;
+  assign \$482  = region_fetch | region_load;
+  assign \$483  = \$481  | \$482 ;
+  assign \$485  = \$478  & \$484 ;
+  assign \$486  = req_w_stb & sel_region_size_hi;
+  assign \$487  = req_r_stb & sel_region_size_hi;
+  assign \$488  = region_fetch | region_load;
+  assign \$489  = \$487  & \$488 ;
+  assign \$490  = req_w_stb & sel_region_remote_base_lo;
+  assign \$491  = region_program__valid | region_verdict;
+  assign \$492  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$493  = \$491  | \$492 ;
+  assign \$494  = region_fetch | region_load;
+  assign \$495  = \$493  | \$494 ;
+  assign \$497  = \$490  & \$496 ;
+  assign \$498  = req_w_stb & sel_region_remote_base_lo;
+  assign \$499  = req_r_stb & sel_region_remote_base_lo;
+  assign \$500  = region_fetch | region_load;
+  assign \$501  = \$499  & \$500 ;
+  assign \$502  = req_w_stb & sel_region_remote_base_hi;
+  assign \$503  = region_program__valid | region_verdict;
+  assign \$504  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$505  = \$503  | \$504 ;
+  assign \$506  = region_fetch | region_load;
+  assign \$507  = \$505  | \$506 ;
+  assign \$509  = \$502  & \$508 ;
+  assign \$510  = req_w_stb & sel_region_remote_base_hi;
+  assign \$511  = req_r_stb & sel_region_remote_base_hi;
   assign \$512  = region_fetch | region_load;
-  assign \$513  = \$511  | \$512 ;
-  assign \$515  = \$514  | sweep;
-  assign \$516  = dma_program__valid | desc_verdict;
-  assign \$517  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$518  = \$516  | \$517 ;
-  assign \$519  = desc_fetch | desc_load;
-  assign \$520  = \$518  | \$519 ;
-  assign \$522  = sweep | dma_busy;
-  assign \$523  = \$521  | \$522 ;
-  assign \$524  = dma_program__valid | desc_verdict;
-  assign \$525  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$526  = \$524  | \$525 ;
-  assign \$527  = desc_fetch | desc_load;
-  assign \$528  = \$526  | \$527 ;
-  assign \$530  = \$529  | sweep;
-  assign \$535  = \$534  | track_answer;
-  assign \$536  = \$535  | tracker_busy;
-  assign \$543  = ~ csr_errors_clear;
-  assign \$544  = errors & \$543 ;
-  assign \$545  = \$544  | set_err;
-  assign \$546  = ~ tracker_errors_clear;
-  assign \$547  = tracker_sticky & \$546 ;
-  assign \$548  = \$547  | tracker_errors;
-  assign \$549  = ~ dma_errors_clear;
-  assign \$550  = dma_sticky & \$549 ;
-  assign \$551  = \$550  | dma_errors;
-  assign \$552  = ~ addrmap_errors_clear;
-  assign \$553  = addrmap_sticky & \$552 ;
-  assign \$554  = \$553  | addrmap_errors;
-  assign \$555  = ~ arbiter_errors_clear;
-  assign \$556  = arbiter_sticky & \$555 ;
-  assign \$557  = \$556  | arbiter_errors;
-  assign \$558  = | tracker_errors;
-  assign \$559  = ~ tracker_errors_clear;
-  assign \$560  = tracker_sticky & \$559 ;
-  assign \$561  = | \$560 ;
-  assign \$562  = ~ \$561 ;
-  assign \$563  = \$558  & \$562 ;
-  assign \$564  = | dma_errors;
-  assign \$565  = ~ dma_errors_clear;
-  assign \$566  = dma_sticky & \$565 ;
-  assign \$567  = | \$566 ;
-  assign \$568  = ~ \$567 ;
-  assign \$569  = \$564  & \$568 ;
-  assign \$570  = | addrmap_errors;
-  assign \$571  = ~ addrmap_errors_clear;
-  assign \$572  = addrmap_sticky & \$571 ;
-  assign \$573  = | \$572 ;
-  assign \$574  = ~ \$573 ;
-  assign \$575  = \$570  & \$574 ;
-  assign \$576  = errors & csr_irq_enable;
-  assign \$577  = | \$576 ;
-  assign \$578  = tracker_sticky & tracker_irq_enable;
-  assign \$579  = | \$578 ;
-  assign \$580  = dma_sticky & dma_irq_enable;
-  assign \$581  = | \$580 ;
-  assign \$582  = addrmap_sticky & addrmap_irq_enable;
-  assign \$583  = | \$582 ;
-  assign \$584  = arbiter_sticky & arbiter_irq_enable;
-  assign \$585  = | \$584 ;
-  assign \$586  = | { \$585 , \$583 , \$581 , \$579 , \$577  };
-  assign \$587  = | bus__addr[1:0];
-  assign \$588  = bus__addr[2] ? { 4'h0, \addrmap_capture$177 [75:48] } : { 16'h0000, \addrmap_capture$177 [47:32] };
-  assign \$589  = bus__addr[2] ? \addrmap_capture$177 [31:0] : { 25'h0000000, \dma_capture$176 [78:72] };
-  assign \$590  = bus__addr[3] ? \$588  : \$589 ;
-  assign \$591  = bus__addr[2] ? { 16'h0000, \dma_capture$176 [71:56] } : \dma_capture$176 [55:24];
-  assign \$592  = bus__addr[2] ? { 8'h00, \dma_capture$176 [23:0] } : { 2'h0, \tracker_capture$175  };
-  assign \$593  = bus__addr[3] ? \$591  : \$592 ;
-  assign \$594  = bus__addr[4] ? \$590  : \$593 ;
-  assign \$595  = bus__addr[5] ? 32'd0 : \$594 ;
-  assign \$596  = bus__addr[6] ? 32'd0 : \$595 ;
-  assign \$597  = bus__addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$598  = bus__addr[3] ? 32'd0 : \$597 ;
-  assign \$599  = bus__addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$600  = bus__addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
-  assign \$601  = bus__addr[3] ? \$599  : \$600 ;
-  assign \$602  = bus__addr[4] ? \$598  : \$601 ;
-  assign \$603  = bus__addr[5] ? 32'd0 : \$602 ;
-  assign \$604  = bus__addr[6] ? \$603  : 32'd0;
-  assign \$605  = bus__addr[7] ? \$596  : \$604 ;
-  assign \$606  = bus__addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$607  = bus__addr[3] ? 32'd0 : \$606 ;
-  assign \$608  = bus__addr[4] ? 32'd0 : \$607 ;
-  assign \$609  = bus__addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$610  = bus__addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
-  assign \$611  = bus__addr[3] ? \$609  : \$610 ;
-  assign \$612  = bus__addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$613  = bus__addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$614  = bus__addr[3] ? \$612  : \$613 ;
-  assign \$615  = bus__addr[4] ? \$611  : \$614 ;
-  assign \$616  = bus__addr[5] ? \$608  : \$615 ;
-  assign \$617  = bus__addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$618  = bus__addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
-  assign \$619  = bus__addr[3] ? \$617  : \$618 ;
-  assign \$620  = bus__addr[4] ? 32'd0 : \$619 ;
-  assign \$621  = bus__addr[5] ? 32'd0 : \$620 ;
-  assign \$622  = bus__addr[6] ? \$616  : \$621 ;
-  assign \$623  = bus__addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$624  = bus__addr[3] ? 32'd0 : \$623 ;
-  assign \$625  = bus__addr[4] ? 32'd0 : \$624 ;
-  assign \$626  = bus__addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$627  = bus__addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
-  assign \$628  = bus__addr[3] ? \$626  : \$627 ;
-  assign \$629  = bus__addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$630  = bus__addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$631  = bus__addr[3] ? \$629  : \$630 ;
-  assign \$632  = bus__addr[4] ? \$628  : \$631 ;
-  assign \$633  = bus__addr[5] ? \$625  : \$632 ;
-  assign \$634  = bus__addr[6] ? 32'd0 : \$633 ;
-  assign \$635  = bus__addr[7] ? \$622  : \$634 ;
-  assign \$636  = bus__addr[8] ? \$605  : \$635 ;
-  assign \$637  = bus__addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$638  = bus__addr[3] ? 32'd0 : \$637 ;
-  assign \$639  = bus__addr[4] ? 32'd0 : \$638 ;
-  assign \$640  = bus__addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$641  = bus__addr[2] ? dma_stats[191:160] : dma_stats[159:128];
-  assign \$642  = bus__addr[3] ? \$640  : \$641 ;
-  assign \$643  = bus__addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$644  = bus__addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$645  = bus__addr[3] ? \$643  : \$644 ;
-  assign \$646  = bus__addr[4] ? \$642  : \$645 ;
-  assign \$647  = bus__addr[5] ? \$639  : \$646 ;
-  assign \$648  = bus__addr[6] ? 32'd0 : \$647 ;
-  assign \$649  = bus__addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$650  = bus__addr[3] ? 32'd0 : \$649 ;
-  assign \$651  = bus__addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$652  = bus__addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$653  = bus__addr[3] ? \$651  : \$652 ;
-  assign \$654  = bus__addr[4] ? \$650  : \$653 ;
-  assign \$655  = bus__addr[5] ? 32'd0 : \$654 ;
-  assign \$656  = bus__addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$657  = bus__addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
-  assign \$658  = bus__addr[3] ? \$656  : \$657 ;
-  assign \$659  = bus__addr[4] ? 32'd0 : \$658 ;
-  assign \$660  = bus__addr[5] ? 32'd0 : \$659 ;
-  assign \$661  = bus__addr[6] ? \$655  : \$660 ;
-  assign \$662  = bus__addr[7] ? \$648  : \$661 ;
-  assign \$663  = bus__addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$664  = bus__addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
-  assign \$665  = bus__addr[3] ? \$663  : \$664 ;
-  assign \$666  = bus__addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$667  = bus__addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
-  assign \$668  = bus__addr[3] ? \$666  : \$667 ;
-  assign \$669  = bus__addr[4] ? \$665  : \$668 ;
-  assign \$670  = bus__addr[5] ? 32'd0 : \$669 ;
-  assign \$671  = bus__addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$672  = bus__addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$673  = bus__addr[3] ? \$671  : \$672 ;
-  assign \$674  = bus__addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$675  = bus__addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
-  assign \$676  = bus__addr[3] ? \$674  : \$675 ;
-  assign \$677  = bus__addr[4] ? \$673  : \$676 ;
-  assign \$678  = bus__addr[5] ? 32'd0 : \$677 ;
-  assign \$679  = bus__addr[6] ? \$670  : \$678 ;
-  assign \$680  = bus__addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$681  = bus__addr[3] ? 32'd0 : \$680 ;
-  assign \$682  = bus__addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
-  assign \$683  = bus__addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$684  = bus__addr[3] ? \$682  : \$683 ;
-  assign \$685  = bus__addr[4] ? \$681  : \$684 ;
-  assign \$686  = bus__addr[5] ? 32'd0 : \$685 ;
-  assign \$687  = bus__addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$688  = bus__addr[3] ? 32'd0 : \$687 ;
-  assign \$689  = bus__addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$690  = bus__addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$691  = bus__addr[3] ? \$689  : \$690 ;
-  assign \$692  = bus__addr[4] ? \$688  : \$691 ;
-  assign \$693  = bus__addr[5] ? 32'd0 : \$692 ;
-  assign \$694  = bus__addr[6] ? \$686  : \$693 ;
-  assign \$695  = bus__addr[7] ? \$679  : \$694 ;
-  assign \$696  = bus__addr[8] ? \$662  : \$695 ;
-  assign \$697  = bus__addr[9] ? \$636  : \$696 ;
-  assign \$698  = \$587  ? 32'd0 : \$697 ;
+  assign \$513  = \$511  & \$512 ;
+  assign \$514  = req_w_stb & sel_desc_index;
+  assign \$515  = dma_program__valid | desc_verdict;
+  assign \$516  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$517  = \$515  | \$516 ;
+  assign \$518  = desc_fetch | desc_load;
+  assign \$519  = \$517  | \$518 ;
+  assign \$521  = \$514  & \$520 ;
+  assign \$522  = req_w_stb & sel_desc_index;
+  assign \$523  = req_r_stb & sel_desc_index;
+  assign \$524  = desc_fetch | desc_load;
+  assign \$525  = \$523  & \$524 ;
+  assign \$526  = req_w_stb & sel_desc_rows;
+  assign \$527  = dma_program__valid | desc_verdict;
+  assign \$528  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$529  = \$527  | \$528 ;
+  assign \$530  = desc_fetch | desc_load;
+  assign \$531  = \$529  | \$530 ;
+  assign \$533  = \$526  & \$532 ;
+  assign \$534  = req_w_stb & sel_desc_rows;
+  assign \$535  = req_r_stb & sel_desc_rows;
+  assign \$536  = desc_fetch | desc_load;
+  assign \$537  = \$535  & \$536 ;
+  assign \$538  = req_w_stb & sel_desc_pitch;
+  assign \$539  = dma_program__valid | desc_verdict;
+  assign \$540  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$541  = \$539  | \$540 ;
+  assign \$542  = desc_fetch | desc_load;
+  assign \$543  = \$541  | \$542 ;
+  assign \$545  = \$538  & \$544 ;
+  assign \$546  = req_w_stb & sel_desc_pitch;
+  assign \$547  = req_r_stb & sel_desc_pitch;
+  assign \$548  = desc_fetch | desc_load;
+  assign \$549  = \$547  & \$548 ;
+  assign \$550  = req_w_stb & sel_desc_src_lo;
+  assign \$551  = dma_program__valid | desc_verdict;
+  assign \$552  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$553  = \$551  | \$552 ;
+  assign \$554  = desc_fetch | desc_load;
+  assign \$555  = \$553  | \$554 ;
+  assign \$557  = \$550  & \$556 ;
+  assign \$558  = req_w_stb & sel_desc_src_lo;
+  assign \$559  = req_r_stb & sel_desc_src_lo;
+  assign \$560  = desc_fetch | desc_load;
+  assign \$561  = \$559  & \$560 ;
+  assign \$562  = req_w_stb & sel_desc_src_hi;
+  assign \$563  = dma_program__valid | desc_verdict;
+  assign \$564  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$565  = \$563  | \$564 ;
+  assign \$566  = desc_fetch | desc_load;
+  assign \$567  = \$565  | \$566 ;
+  assign \$569  = \$562  & \$568 ;
+  assign \$570  = req_w_stb & sel_desc_src_hi;
+  assign \$571  = req_r_stb & sel_desc_src_hi;
+  assign \$572  = desc_fetch | desc_load;
+  assign \$573  = \$571  & \$572 ;
+  assign \$574  = req_w_stb & sel_desc_dst_lo;
+  assign \$575  = dma_program__valid | desc_verdict;
+  assign \$576  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$577  = \$575  | \$576 ;
+  assign \$578  = desc_fetch | desc_load;
+  assign \$579  = \$577  | \$578 ;
+  assign \$581  = \$574  & \$580 ;
+  assign \$582  = req_w_stb & sel_desc_dst_lo;
+  assign \$583  = req_r_stb & sel_desc_dst_lo;
+  assign \$584  = desc_fetch | desc_load;
+  assign \$585  = \$583  & \$584 ;
+  assign \$586  = req_w_stb & sel_desc_dst_hi;
+  assign \$587  = dma_program__valid | desc_verdict;
+  assign \$588  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$589  = \$587  | \$588 ;
+  assign \$590  = desc_fetch | desc_load;
+  assign \$591  = \$589  | \$590 ;
+  assign \$593  = \$586  & \$592 ;
+  assign \$594  = req_w_stb & sel_desc_dst_hi;
+  assign \$595  = req_r_stb & sel_desc_dst_hi;
+  assign \$596  = desc_fetch | desc_load;
+  assign \$597  = \$595  & \$596 ;
+  assign \$598  = req_w_stb & sel_track_op;
+  assign \$603  = \$602  | track_answer;
+  assign \$604  = \$598  & \$603 ;
+  assign \$605  = req_w_stb & sel_track_op;
+  assign \$606  = req_w_stb & sel_track_cmd;
+  assign \$611  = \$610  | track_answer;
+  assign \$612  = \$606  & \$611 ;
+  assign \$613  = req_w_stb & sel_track_cmd;
+  assign \$614  = req_w_stb & sel_arb_policy;
+  assign \$620  = \$614  & \$619 ;
+  assign \$621  = req_w_stb & sel_arb_policy;
+  assign \$622  = req_w_stb & sel_arb_starvation_limit;
+  assign \$628  = \$622  & \$627 ;
+  assign \$629  = req_w_stb & sel_arb_starvation_limit;
+  assign \$630  = req_w_stb & sel_command;
+  assign \$631  = region_program__valid | region_verdict;
+  assign \$632  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$633  = \$631  | \$632 ;
+  assign \$634  = region_fetch | region_load;
+  assign \$635  = \$633  | \$634 ;
+  assign \$637  = \$636  | sweep;
+  assign \$638  = region_program__valid | region_verdict;
+  assign \$639  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$640  = \$638  | \$639 ;
+  assign \$641  = region_fetch | region_load;
+  assign \$642  = \$640  | \$641 ;
+  assign \$644  = \$643  | sweep;
+  assign \$645  = dma_program__valid | desc_verdict;
+  assign \$646  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$647  = \$645  | \$646 ;
+  assign \$648  = desc_fetch | desc_load;
+  assign \$649  = \$647  | \$648 ;
+  assign \$651  = sweep | dma_busy;
+  assign \$652  = \$650  | \$651 ;
+  assign \$653  = dma_program__valid | desc_verdict;
+  assign \$654  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$655  = \$653  | \$654 ;
+  assign \$656  = desc_fetch | desc_load;
+  assign \$657  = \$655  | \$656 ;
+  assign \$659  = \$658  | sweep;
+  assign \$664  = \$663  | track_answer;
+  assign \$665  = \$664  | tracker_busy;
+  assign \$672  = req_w_stb & sel_csr_errors;
+  assign \$673  = req_w_stb & sel_tracker_errors;
+  assign \$674  = req_w_stb & sel_dma_errors;
+  assign \$675  = req_w_stb & sel_addrmap_errors;
+  assign \$676  = req_w_stb & sel_arbiter_errors;
+  assign \$677  = region_program__valid | region_verdict;
+  assign \$678  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$679  = \$677  | \$678 ;
+  assign \$680  = region_fetch | region_load;
+  assign \$681  = \$679  | \$680 ;
+  assign \$683  = dma_program__valid | desc_verdict;
+  assign \$684  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$685  = \$683  | \$684 ;
+  assign \$686  = desc_fetch | desc_load;
+  assign \$687  = \$685  | \$686 ;
+  assign \$693  = \$692  | track_answer;
   always @(posedge clk)
-    sweep_at <= \$699 ;
+    req_addr <= \$699 ;
   always @(posedge clk)
-    sweep <= \$700 ;
+    req_w_data <= \$700 ;
   always @(posedge clk)
-    region_program__valid <= \$701 ;
+    req_w_stb <= \$701 ;
   always @(posedge clk)
-    dma_program__valid <= \$702 ;
+    req_r_stb <= \$702 ;
   always @(posedge clk)
-    tracker_program__valid <= \$703 ;
+    sel_id <= \$703 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$704 ;
+    sel_config <= \$704 ;
   always @(posedge clk)
-    region_waiting0 <= \$705 ;
+    sel_status <= \$705 ;
   always @(posedge clk)
-    region_waiting1 <= \$706 ;
+    sel_command <= \$706 ;
   always @(posedge clk)
-    region_waiting2 <= \$707 ;
+    sel_device_id <= \$707 ;
   always @(posedge clk)
-    region_waiting3 <= \$708 ;
+    sel_csr_errors <= \$708 ;
   always @(posedge clk)
-    region_waiting4 <= \$709 ;
+    sel_tracker_errors <= \$709 ;
   always @(posedge clk)
-    region_waiting5 <= \$710 ;
+    sel_dma_errors <= \$710 ;
   always @(posedge clk)
-    region_waiting6 <= \$711 ;
+    sel_addrmap_errors <= \$711 ;
   always @(posedge clk)
-    region_waiting7 <= \$712 ;
+    sel_arbiter_errors <= \$712 ;
   always @(posedge clk)
-    region_waiting8 <= \$713 ;
+    sel_region_index <= \$713 ;
   always @(posedge clk)
-    region_waiting9 <= \$714 ;
+    sel_region_base_lo <= \$714 ;
   always @(posedge clk)
-    region_waiting10 <= \$715 ;
+    sel_region_base_hi <= \$715 ;
   always @(posedge clk)
-    region_waiting11 <= \$716 ;
+    sel_region_size_lo <= \$716 ;
   always @(posedge clk)
-    region_verdict <= \$717 ;
+    sel_region_size_hi <= \$717 ;
+  always @(posedge clk)
+    sel_region_remote_base_lo <= \$718 ;
+  always @(posedge clk)
+    sel_region_remote_base_hi <= \$719 ;
+  always @(posedge clk)
+    sel_desc_index <= \$720 ;
+  always @(posedge clk)
+    sel_desc_rows <= \$721 ;
+  always @(posedge clk)
+    sel_desc_pitch <= \$722 ;
+  always @(posedge clk)
+    sel_desc_src_lo <= \$723 ;
+  always @(posedge clk)
+    sel_desc_src_hi <= \$724 ;
+  always @(posedge clk)
+    sel_desc_dst_lo <= \$725 ;
+  always @(posedge clk)
+    sel_desc_dst_hi <= \$726 ;
+  always @(posedge clk)
+    sel_track_op <= \$727 ;
+  always @(posedge clk)
+    sel_track_cmd <= \$728 ;
+  always @(posedge clk)
+    sel_track_result_op <= \$729 ;
+  always @(posedge clk)
+    sel_track_result_threshold <= \$730 ;
+  always @(posedge clk)
+    sel_tracker_writes_compute <= \$731 ;
+  always @(posedge clk)
+    sel_tracker_writes_dma <= \$732 ;
+  always @(posedge clk)
+    sel_tracker_writes_remote <= \$733 ;
+  always @(posedge clk)
+    sel_tracker_unprogrammed <= \$734 ;
+  always @(posedge clk)
+    sel_tracker_triggers <= \$735 ;
+  always @(posedge clk)
+    sel_tracker_dropped <= \$736 ;
+  always @(posedge clk)
+    sel_dma_triggers <= \$737 ;
+  always @(posedge clk)
+    sel_dma_rejected <= \$738 ;
+  always @(posedge clk)
+    sel_dma_reads <= \$739 ;
+  always @(posedge clk)
+    sel_dma_packets <= \$740 ;
+  always @(posedge clk)
+    sel_dma_bad_program <= \$741 ;
+  always @(posedge clk)
+    sel_dma_bad_range <= \$742 ;
+  always @(posedge clk)
+    sel_dma_bad_pitch <= \$743 ;
+  always @(posedge clk)
+    sel_dma_desc_busy <= \$744 ;
+  always @(posedge clk)
+    sel_dma_aborted <= \$745 ;
+  always @(posedge clk)
+    sel_addrmap_local <= \$746 ;
+  always @(posedge clk)
+    sel_addrmap_tracked <= \$747 ;
+  always @(posedge clk)
+    sel_addrmap_remote <= \$748 ;
+  always @(posedge clk)
+    sel_addrmap_unmapped <= \$749 ;
+  always @(posedge clk)
+    sel_addrmap_store_crosses <= \$750 ;
+  always @(posedge clk)
+    sel_addrmap_rx_misrouted <= \$751 ;
+  always @(posedge clk)
+    sel_addrmap_rx_remote <= \$752 ;
+  always @(posedge clk)
+    sel_addrmap_rx_unmapped <= \$753 ;
+  always @(posedge clk)
+    sel_addrmap_rx_crosses <= \$754 ;
+  always @(posedge clk)
+    sel_arb_policy <= \$755 ;
+  always @(posedge clk)
+    sel_arb_starvation_limit <= \$756 ;
+  always @(posedge clk)
+    sel_arb_status <= \$757 ;
+  always @(posedge clk)
+    sel_arbiter_grants_load <= \$758 ;
+  always @(posedge clk)
+    sel_arbiter_grants_store <= \$759 ;
+  always @(posedge clk)
+    sel_arbiter_grants_dma <= \$760 ;
+  always @(posedge clk)
+    sel_arbiter_grants_remote <= \$761 ;
+  always @(posedge clk)
+    sel_arbiter_stalls_load <= \$762 ;
+  always @(posedge clk)
+    sel_arbiter_stalls_store <= \$763 ;
+  always @(posedge clk)
+    sel_arbiter_stalls_dma <= \$764 ;
+  always @(posedge clk)
+    sel_arbiter_stalls_remote <= \$765 ;
+  always @(posedge clk)
+    sel_arbiter_starved <= \$766 ;
+  always @(posedge clk)
+    sel_csr_irq_enable <= \$767 ;
+  always @(posedge clk)
+    sel_tracker_irq_enable <= \$768 ;
+  always @(posedge clk)
+    sel_dma_irq_enable <= \$769 ;
+  always @(posedge clk)
+    sel_addrmap_irq_enable <= \$770 ;
+  always @(posedge clk)
+    sel_arbiter_irq_enable <= \$771 ;
+  always @(posedge clk)
+    sel_tracker_capture <= \$772 ;
+  always @(posedge clk)
+    sel_dma_capture_index <= \$773 ;
+  always @(posedge clk)
+    sel_dma_capture_addr_lo <= \$774 ;
+  always @(posedge clk)
+    sel_dma_capture_addr_hi <= \$775 ;
+  always @(posedge clk)
+    sel_dma_capture_events <= \$776 ;
+  always @(posedge clk)
+    sel_addrmap_capture_addr_lo <= \$777 ;
+  always @(posedge clk)
+    sel_addrmap_capture_addr_hi <= \$778 ;
+  always @(posedge clk)
+    sel_addrmap_capture_device <= \$779 ;
+  always @(posedge clk)
+    mapped <= \$780 ;
+  always @(posedge clk)
+    sweep_at <= \$781 ;
+  always @(posedge clk)
+    sweep <= \$782 ;
+  always @(posedge clk)
+    region_program__valid <= \$783 ;
+  always @(posedge clk)
+    dma_program__valid <= \$784 ;
+  always @(posedge clk)
+    tracker_program__valid <= \$785 ;
+  always @(posedge clk)
+    arbiter_program__valid <= \$786 ;
+  always @(posedge clk)
+    region_waiting0 <= \$787 ;
+  always @(posedge clk)
+    region_waiting1 <= \$788 ;
+  always @(posedge clk)
+    region_waiting2 <= \$789 ;
+  always @(posedge clk)
+    region_waiting3 <= \$790 ;
+  always @(posedge clk)
+    region_waiting4 <= \$791 ;
+  always @(posedge clk)
+    region_waiting5 <= \$792 ;
+  always @(posedge clk)
+    region_waiting6 <= \$793 ;
+  always @(posedge clk)
+    region_waiting7 <= \$794 ;
+  always @(posedge clk)
+    region_waiting8 <= \$795 ;
+  always @(posedge clk)
+    region_waiting9 <= \$796 ;
+  always @(posedge clk)
+    region_waiting10 <= \$797 ;
+  always @(posedge clk)
+    region_waiting11 <= \$798 ;
+  always @(posedge clk)
+    region_verdict <= \$799 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$718 ;
+    region_fetch <= \$800 ;
   always @(posedge clk)
-    region_load <= \$719 ;
+    region_load <= \$801 ;
   always @(posedge clk)
-    region_program__payload <= \$720 ;
+    region_program__payload <= \$802 ;
   always @(posedge clk)
-    desc_waiting0 <= \$721 ;
+    desc_waiting0 <= \$803 ;
   always @(posedge clk)
-    desc_waiting1 <= \$722 ;
+    desc_waiting1 <= \$804 ;
   always @(posedge clk)
-    desc_waiting2 <= \$723 ;
+    desc_waiting2 <= \$805 ;
   always @(posedge clk)
-    desc_waiting3 <= \$724 ;
+    desc_waiting3 <= \$806 ;
   always @(posedge clk)
-    desc_verdict <= \$725 ;
+    desc_verdict <= \$807 ;
   always @(posedge clk)
-    desc_got <= \rp__data$164 ;
+    desc_got <= \rp__data$149 ;
   always @(posedge clk)
-    desc_fetch <= \$726 ;
+    desc_fetch <= \$808 ;
   always @(posedge clk)
-    desc_load <= \$727 ;
+    desc_load <= \$809 ;
   always @(posedge clk)
-    dma_program__payload <= \$728 ;
+    dma_program__payload <= \$810 ;
   always @(posedge clk)
-    track_result <= \$729 ;
+    track_result <= \$811 ;
   always @(posedge clk)
-    track_answer <= \$730 ;
+    track_answer <= \$812 ;
   always @(posedge clk)
-    tracker_program__payload <= \$731 ;
+    tracker_program__payload <= \$813 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$732 ;
+    arbiter_program__payload <= \$814 ;
   always @(posedge clk)
-    device_id <= \$733 ;
+    device_id <= \$815 ;
   always @(posedge clk)
-    csr_irq_enable <= \$734 ;
+    csr_irq_enable <= \$816 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$735 ;
+    tracker_irq_enable <= \$817 ;
   always @(posedge clk)
-    dma_irq_enable <= \$736 ;
+    dma_irq_enable <= \$818 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$737 ;
+    addrmap_irq_enable <= \$819 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$738 ;
+    arbiter_irq_enable <= \$820 ;
   always @(posedge clk)
-    errors <= \$739 ;
+    errors <= \$821 ;
   always @(posedge clk)
-    tracker_sticky <= \$740 ;
+    tracker_sticky <= \$822 ;
   always @(posedge clk)
-    dma_sticky <= \$741 ;
+    dma_sticky <= \$823 ;
   always @(posedge clk)
-    addrmap_sticky <= \$742 ;
+    addrmap_sticky <= \$824 ;
   always @(posedge clk)
-    arbiter_sticky <= \$743 ;
+    arbiter_sticky <= \$825 ;
   always @(posedge clk)
-    \tracker_capture$175  <= \$744 ;
+    \tracker_capture$170  <= \$826 ;
   always @(posedge clk)
-    \dma_capture$176  <= \$745 ;
+    \dma_capture$171  <= \$827 ;
   always @(posedge clk)
-    \addrmap_capture$177  <= \$746 ;
+    \addrmap_capture$172  <= \$828 ;
   always @(posedge clk)
-    irq <= \$747 ;
+    irq <= \$829 ;
   always @(posedge clk)
-    bus__r_data <= \$748 ;
-  assign \$1  = bus__r_stb | bus__w_stb;
-  assign \$2  = ~ mapped;
-  assign \$3  = \$1  & \$2 ;
-  assign \$4  = bus__w_stb & sel_id;
-  assign \$5  = bus__w_stb & sel_config;
-  assign \$6  = bus__w_stb & sel_status;
-  assign \$7  = bus__w_stb & sel_track_result_op;
-  assign \$8  = bus__w_stb & sel_track_result_threshold;
-  assign \$9  = bus__w_stb & sel_tracker_writes_compute;
-  assign \$10  = bus__w_stb & sel_tracker_writes_dma;
-  assign \$11  = bus__w_stb & sel_tracker_writes_remote;
-  assign \$12  = bus__w_stb & sel_tracker_unprogrammed;
-  assign \$13  = bus__w_stb & sel_tracker_triggers;
-  assign \$14  = bus__w_stb & sel_tracker_dropped;
-  assign \$15  = bus__w_stb & sel_dma_triggers;
-  assign \$16  = bus__w_stb & sel_dma_rejected;
-  assign \$17  = bus__w_stb & sel_dma_reads;
-  assign \$18  = bus__w_stb & sel_dma_packets;
-  assign \$19  = bus__w_stb & sel_dma_bad_program;
-  assign \$20  = bus__w_stb & sel_dma_bad_range;
-  assign \$21  = bus__w_stb & sel_dma_bad_pitch;
-  assign \$22  = bus__w_stb & sel_dma_desc_busy;
-  assign \$23  = bus__w_stb & sel_dma_aborted;
-  assign \$24  = bus__w_stb & sel_addrmap_local;
-  assign \$25  = bus__w_stb & sel_addrmap_tracked;
-  assign \$26  = bus__w_stb & sel_addrmap_remote;
-  assign \$27  = bus__w_stb & sel_addrmap_unmapped;
-  assign \$28  = bus__w_stb & sel_addrmap_store_crosses;
-  assign \$29  = bus__w_stb & sel_addrmap_rx_misrouted;
-  assign \$30  = bus__w_stb & sel_addrmap_rx_remote;
-  assign \$31  = bus__w_stb & sel_addrmap_rx_unmapped;
-  assign \$32  = bus__w_stb & sel_addrmap_rx_crosses;
-  assign \$33  = bus__w_stb & sel_arb_status;
-  assign \$34  = bus__w_stb & sel_arbiter_grants_load;
-  assign \$35  = bus__w_stb & sel_arbiter_grants_store;
-  assign \$36  = bus__w_stb & sel_arbiter_grants_dma;
-  assign \$37  = bus__w_stb & sel_arbiter_grants_remote;
-  assign \$38  = bus__w_stb & sel_arbiter_stalls_load;
-  assign \$39  = bus__w_stb & sel_arbiter_stalls_store;
-  assign \$40  = bus__w_stb & sel_arbiter_stalls_dma;
-  assign \$41  = bus__w_stb & sel_arbiter_stalls_remote;
-  assign \$42  = bus__w_stb & sel_arbiter_starved;
-  assign \$43  = bus__w_stb & sel_tracker_capture;
-  assign \$44  = bus__w_stb & sel_dma_capture_index;
-  assign \$45  = bus__w_stb & sel_dma_capture_addr_lo;
-  assign \$46  = bus__w_stb & sel_dma_capture_addr_hi;
-  assign \$47  = bus__w_stb & sel_dma_capture_events;
-  assign \$48  = bus__w_stb & sel_addrmap_capture_addr_lo;
-  assign \$49  = bus__w_stb & sel_addrmap_capture_addr_hi;
-  assign \$50  = bus__w_stb & sel_addrmap_capture_device;
-  assign \$51  = | { \$50 , \$49 , \$48 , \$47 , \$46 , \$45 , \$44 , \$43 , \$42 , \$41 , \$40 , \$39 , \$38 , \$37 , \$36 , \$35 , \$34 , \$33 , \$32 , \$31 , \$30 , \$29 , \$28 , \$27 , \$26 , \$25 , \$24 , \$23 , \$22 , \$21 , \$20 , \$19 , \$18 , \$17 , \$16 , \$15 , \$14 , \$13 , \$12 , \$11 , \$10 , \$9 , \$8 , \$7 , \$6 , \$5 , \$4  };
-  assign \$52  = sweep_at < 4'h8;
-  assign \$53  = | addrmap_errors[1:0];
-  assign \$54  = ~ \$53 ;
-  assign \$55  = region_verdict & \$54 ;
-  assign \$56  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$57  = ~ \$56 ;
-  assign \$58  = desc_verdict & \$57 ;
-  assign \$59  = bus__w_stb & sel_region_index;
-  assign \$60  = region_program__valid | region_verdict;
-  assign \$61  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$62  = \$60  | \$61 ;
-  assign \$63  = region_fetch | region_load;
-  assign \$64  = \$62  | \$63 ;
-  assign \$66  = \$59  & \$65 ;
-  assign \$67  = bus__w_stb & sel_region_index;
-  assign \$68  = bus__r_stb & sel_region_index;
-  assign \$69  = region_fetch | region_load;
-  assign \$70  = \$68  & \$69 ;
-  assign \$71  = bus__w_stb & sel_region_base_lo;
-  assign \$72  = region_program__valid | region_verdict;
-  assign \$73  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$74  = \$72  | \$73 ;
-  assign \$75  = region_fetch | region_load;
+    read_part0 <= \$830 ;
+  always @(posedge clk)
+    read_part1 <= \$831 ;
+  always @(posedge clk)
+    read_part2 <= \$832 ;
+  always @(posedge clk)
+    read_part3 <= \$833 ;
+  always @(posedge clk)
+    read_part4 <= \$834 ;
+  always @(posedge clk)
+    read_part5 <= \$835 ;
+  always @(posedge clk)
+    read_part6 <= \$836 ;
+  always @(posedge clk)
+    read_part8 <= \$837 ;
+  always @(posedge clk)
+    read_part10 <= \$838 ;
+  always @(posedge clk)
+    read_part11 <= \$839 ;
+  always @(posedge clk)
+    read_part13 <= \$840 ;
+  always @(posedge clk)
+    read_part14 <= \$841 ;
+  always @(posedge clk)
+    read_pending <= \$842 ;
+  always @(posedge clk)
+    read_section <= \$843 ;
+  always @(posedge clk)
+    read_unaligned <= \$844 ;
+  always @(posedge clk)
+    bus__r_data <= \$845 ;
+  assign \$1  = sweep_at + 1'h1;
+  assign \$2  = sweep_at == 8'hff;
+  assign \$3  = region_program__valid & region_program__ready;
+  assign \$4  = dma_program__valid & dma_program__ready;
+  assign \$5  = tracker_program__valid & tracker_program__ready;
+  assign \$7  = region_program__valid & region_program__ready;
+  assign \$8  = dma_program__valid & dma_program__ready;
+  assign \$9  = tracker_program__valid & tracker_program__ready;
+  assign \$10  = req_w_stb & sel_region_index;
+  assign \$11  = region_program__valid | region_verdict;
+  assign \$12  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$13  = \$11  | \$12 ;
+  assign \$14  = region_fetch | region_load;
+  assign \$15  = \$13  | \$14 ;
+  assign \$17  = \$10  & \$16 ;
+  assign \$18  = req_w_stb & sel_region_index;
+  assign \$19  = req_w_stb & sel_region_base_lo;
+  assign \$20  = region_program__valid | region_verdict;
+  assign \$21  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$22  = \$20  | \$21 ;
+  assign \$23  = region_fetch | region_load;
+  assign \$24  = \$22  | \$23 ;
+  assign \$26  = \$19  & \$25 ;
+  assign \$27  = req_w_stb & sel_region_base_lo;
+  assign \$28  = req_w_stb & sel_region_base_hi;
+  assign \$29  = region_program__valid | region_verdict;
+  assign \$30  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$31  = \$29  | \$30 ;
+  assign \$32  = region_fetch | region_load;
+  assign \$33  = \$31  | \$32 ;
+  assign \$35  = \$28  & \$34 ;
+  assign \$36  = req_w_stb & sel_region_base_hi;
+  assign \$37  = req_w_stb & sel_region_size_lo;
+  assign \$38  = region_program__valid | region_verdict;
+  assign \$39  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$40  = \$38  | \$39 ;
+  assign \$41  = region_fetch | region_load;
+  assign \$42  = \$40  | \$41 ;
+  assign \$44  = \$37  & \$43 ;
+  assign \$45  = req_w_stb & sel_region_size_lo;
+  assign \$46  = req_w_stb & sel_region_size_hi;
+  assign \$47  = region_program__valid | region_verdict;
+  assign \$48  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$49  = \$47  | \$48 ;
+  assign \$50  = region_fetch | region_load;
+  assign \$51  = \$49  | \$50 ;
+  assign \$53  = \$46  & \$52 ;
+  assign \$54  = req_w_stb & sel_region_size_hi;
+  assign \$55  = req_w_stb & sel_region_remote_base_lo;
+  assign \$56  = region_program__valid | region_verdict;
+  assign \$57  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$58  = \$56  | \$57 ;
+  assign \$59  = region_fetch | region_load;
+  assign \$60  = \$58  | \$59 ;
+  assign \$62  = \$55  & \$61 ;
+  assign \$63  = req_w_stb & sel_region_remote_base_lo;
+  assign \$64  = req_w_stb & sel_region_remote_base_hi;
+  assign \$65  = region_program__valid | region_verdict;
+  assign \$66  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$67  = \$65  | \$66 ;
+  assign \$68  = region_fetch | region_load;
+  assign \$69  = \$67  | \$68 ;
+  assign \$71  = \$64  & \$70 ;
+  assign \$72  = req_w_stb & sel_region_remote_base_hi;
+  assign \$73  = req_w_stb & sel_desc_index;
+  assign \$74  = dma_program__valid | desc_verdict;
+  assign \$75  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
   assign \$76  = \$74  | \$75 ;
-  assign \$78  = \$71  & \$77 ;
-  assign \$79  = bus__w_stb & sel_region_base_lo;
-  assign \$80  = bus__r_stb & sel_region_base_lo;
-  assign \$81  = region_fetch | region_load;
-  assign \$82  = \$80  & \$81 ;
-  assign \$83  = bus__w_stb & sel_region_base_hi;
-  assign \$84  = region_program__valid | region_verdict;
-  assign \$85  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$86  = \$84  | \$85 ;
-  assign \$87  = region_fetch | region_load;
-  assign \$88  = \$86  | \$87 ;
-  assign \$90  = \$83  & \$89 ;
-  assign \$91  = bus__w_stb & sel_region_base_hi;
-  assign \$92  = bus__r_stb & sel_region_base_hi;
-  assign \$93  = region_fetch | region_load;
-  assign \$94  = \$92  & \$93 ;
-  assign \$95  = bus__w_stb & sel_region_size_lo;
-  assign \$96  = region_program__valid | region_verdict;
-  assign \$97  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$98  = \$96  | \$97 ;
-  assign \$99  = region_fetch | region_load;
-  assign \$100  = \$98  | \$99 ;
-  assign \$102  = \$95  & \$101 ;
-  assign \$103  = bus__w_stb & sel_region_size_lo;
-  assign \$104  = bus__r_stb & sel_region_size_lo;
-  assign \$105  = region_fetch | region_load;
-  assign \$106  = \$104  & \$105 ;
-  assign \$107  = bus__w_stb & sel_region_size_hi;
-  assign \$108  = region_program__valid | region_verdict;
-  assign \$109  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$110  = \$108  | \$109 ;
-  assign \$111  = region_fetch | region_load;
+  assign \$77  = desc_fetch | desc_load;
+  assign \$78  = \$76  | \$77 ;
+  assign \$80  = \$73  & \$79 ;
+  assign \$81  = req_w_stb & sel_desc_index;
+  assign \$82  = req_w_stb & sel_desc_rows;
+  assign \$83  = dma_program__valid | desc_verdict;
+  assign \$84  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$85  = \$83  | \$84 ;
+  assign \$86  = desc_fetch | desc_load;
+  assign \$87  = \$85  | \$86 ;
+  assign \$89  = \$82  & \$88 ;
+  assign \$90  = req_w_stb & sel_desc_rows;
+  assign \$91  = req_w_stb & sel_desc_pitch;
+  assign \$92  = dma_program__valid | desc_verdict;
+  assign \$93  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$94  = \$92  | \$93 ;
+  assign \$95  = desc_fetch | desc_load;
+  assign \$96  = \$94  | \$95 ;
+  assign \$98  = \$91  & \$97 ;
+  assign \$99  = req_w_stb & sel_desc_pitch;
+  assign \$100  = req_w_stb & sel_desc_src_lo;
+  assign \$101  = dma_program__valid | desc_verdict;
+  assign \$102  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$103  = \$101  | \$102 ;
+  assign \$104  = desc_fetch | desc_load;
+  assign \$105  = \$103  | \$104 ;
+  assign \$107  = \$100  & \$106 ;
+  assign \$108  = req_w_stb & sel_desc_src_lo;
+  assign \$109  = req_w_stb & sel_desc_src_hi;
+  assign \$110  = dma_program__valid | desc_verdict;
+  assign \$111  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
   assign \$112  = \$110  | \$111 ;
-  assign \$114  = \$107  & \$113 ;
-  assign \$115  = bus__w_stb & sel_region_size_hi;
-  assign \$116  = bus__r_stb & sel_region_size_hi;
-  assign \$117  = region_fetch | region_load;
-  assign \$118  = \$116  & \$117 ;
-  assign \$119  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$120  = region_program__valid | region_verdict;
-  assign \$121  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$122  = \$120  | \$121 ;
-  assign \$123  = region_fetch | region_load;
-  assign \$124  = \$122  | \$123 ;
-  assign \$126  = \$119  & \$125 ;
-  assign \$127  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$128  = bus__r_stb & sel_region_remote_base_lo;
-  assign \$129  = region_fetch | region_load;
-  assign \$130  = \$128  & \$129 ;
-  assign \$131  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$132  = region_program__valid | region_verdict;
-  assign \$133  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$134  = \$132  | \$133 ;
-  assign \$135  = region_fetch | region_load;
-  assign \$136  = \$134  | \$135 ;
-  assign \$138  = \$131  & \$137 ;
-  assign \$139  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$140  = bus__r_stb & sel_region_remote_base_hi;
-  assign \$141  = region_fetch | region_load;
-  assign \$142  = \$140  & \$141 ;
-  assign \$143  = bus__w_stb & sel_desc_index;
-  assign \$144  = dma_program__valid | desc_verdict;
-  assign \$145  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$146  = \$144  | \$145 ;
-  assign \$147  = desc_fetch | desc_load;
-  assign \$148  = \$146  | \$147 ;
-  assign \$150  = \$143  & \$149 ;
-  assign \$151  = bus__w_stb & sel_desc_index;
-  assign \$152  = bus__r_stb & sel_desc_index;
-  assign \$153  = desc_fetch | desc_load;
-  assign \$154  = \$152  & \$153 ;
-  assign \$155  = bus__w_stb & sel_desc_rows;
-  assign \$156  = dma_program__valid | desc_verdict;
-  assign \$157  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$158  = \$156  | \$157 ;
-  assign \$159  = desc_fetch | desc_load;
-  assign \$160  = \$158  | \$159 ;
-  assign \$162  = \$155  & \$161 ;
-  assign \$163  = bus__w_stb & sel_desc_rows;
-  assign \$164  = bus__r_stb & sel_desc_rows;
-  assign \$165  = desc_fetch | desc_load;
-  assign \$166  = \$164  & \$165 ;
-  assign \$167  = bus__w_stb & sel_desc_pitch;
-  assign \$168  = dma_program__valid | desc_verdict;
-  assign \$169  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$170  = \$168  | \$169 ;
-  assign \$171  = desc_fetch | desc_load;
-  assign \$172  = \$170  | \$171 ;
-  assign \$174  = \$167  & \$173 ;
-  assign \$175  = bus__w_stb & sel_desc_pitch;
-  assign \$176  = bus__r_stb & sel_desc_pitch;
-  assign \$177  = desc_fetch | desc_load;
-  assign \$178  = \$176  & \$177 ;
-  assign \$179  = bus__w_stb & sel_desc_src_lo;
-  assign \$180  = dma_program__valid | desc_verdict;
-  assign \$181  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$182  = \$180  | \$181 ;
-  assign \$183  = desc_fetch | desc_load;
-  assign \$184  = \$182  | \$183 ;
-  assign \$186  = \$179  & \$185 ;
-  assign \$187  = bus__w_stb & sel_desc_src_lo;
-  assign \$188  = bus__r_stb & sel_desc_src_lo;
-  assign \$189  = desc_fetch | desc_load;
-  assign \$190  = \$188  & \$189 ;
-  assign \$191  = bus__w_stb & sel_desc_src_hi;
-  assign \$192  = dma_program__valid | desc_verdict;
-  assign \$193  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$194  = \$192  | \$193 ;
-  assign \$195  = desc_fetch | desc_load;
-  assign \$196  = \$194  | \$195 ;
-  assign \$198  = \$191  & \$197 ;
-  assign \$199  = bus__w_stb & sel_desc_src_hi;
-  assign \$200  = bus__r_stb & sel_desc_src_hi;
-  assign \$201  = desc_fetch | desc_load;
-  assign \$202  = \$200  & \$201 ;
-  assign \$203  = bus__w_stb & sel_desc_dst_lo;
-  assign \$204  = dma_program__valid | desc_verdict;
-  assign \$205  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$206  = \$204  | \$205 ;
-  assign \$207  = desc_fetch | desc_load;
-  assign \$208  = \$206  | \$207 ;
-  assign \$210  = \$203  & \$209 ;
-  assign \$211  = bus__w_stb & sel_desc_dst_lo;
-  assign \$212  = bus__r_stb & sel_desc_dst_lo;
-  assign \$213  = desc_fetch | desc_load;
-  assign \$214  = \$212  & \$213 ;
-  assign \$215  = bus__w_stb & sel_desc_dst_hi;
-  assign \$216  = dma_program__valid | desc_verdict;
-  assign \$217  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$218  = \$216  | \$217 ;
-  assign \$219  = desc_fetch | desc_load;
-  assign \$220  = \$218  | \$219 ;
-  assign \$222  = \$215  & \$221 ;
-  assign \$223  = bus__w_stb & sel_desc_dst_hi;
-  assign \$224  = bus__r_stb & sel_desc_dst_hi;
-  assign \$225  = desc_fetch | desc_load;
-  assign \$226  = \$224  & \$225 ;
-  assign \$227  = bus__w_stb & sel_track_op;
-  assign \$232  = \$231  | track_answer;
-  assign \$233  = \$227  & \$232 ;
-  assign \$234  = bus__w_stb & sel_track_op;
-  assign \$235  = bus__w_stb & sel_track_cmd;
-  assign \$240  = \$239  | track_answer;
-  assign \$241  = \$235  & \$240 ;
-  assign \$242  = bus__w_stb & sel_track_cmd;
-  assign \$243  = bus__w_stb & sel_arb_policy;
-  assign \$249  = \$243  & \$248 ;
-  assign \$250  = bus__w_stb & sel_arb_policy;
-  assign \$251  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$113  = desc_fetch | desc_load;
+  assign \$114  = \$112  | \$113 ;
+  assign \$116  = \$109  & \$115 ;
+  assign \$117  = req_w_stb & sel_desc_src_hi;
+  assign \$118  = req_w_stb & sel_desc_dst_lo;
+  assign \$119  = dma_program__valid | desc_verdict;
+  assign \$120  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$121  = \$119  | \$120 ;
+  assign \$122  = desc_fetch | desc_load;
+  assign \$123  = \$121  | \$122 ;
+  assign \$125  = \$118  & \$124 ;
+  assign \$126  = req_w_stb & sel_desc_dst_lo;
+  assign \$127  = req_w_stb & sel_desc_dst_hi;
+  assign \$128  = dma_program__valid | desc_verdict;
+  assign \$129  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$130  = \$128  | \$129 ;
+  assign \$131  = desc_fetch | desc_load;
+  assign \$132  = \$130  | \$131 ;
+  assign \$134  = \$127  & \$133 ;
+  assign \$135  = req_w_stb & sel_desc_dst_hi;
+  assign \$136  = req_w_stb & sel_track_op;
+  assign \$141  = \$140  | track_answer;
+  assign \$142  = \$136  & \$141 ;
+  assign \$143  = req_w_stb & sel_track_op;
+  assign \$144  = req_w_stb & sel_track_cmd;
+  assign \$149  = \$148  | track_answer;
+  assign \$150  = \$144  & \$149 ;
+  assign \$151  = req_w_stb & sel_track_cmd;
+  assign \$152  = req_w_stb & sel_arb_policy;
   always @* begin
     if (_init_strobe_1 ) begin end
-    sel_id = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          sel_id = 1'h1;
-    endcase
+    \$699  = bus__addr;
+    if (rst) begin
+      \$699  = 10'h000;
+    end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    mapped = 1'h0;
+    \$700  = bus__w_data;
+    if (rst) begin
+      \$700  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$701  = bus__w_stb;
+    if (rst) begin
+      \$701  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$702  = bus__r_stb;
+    if (rst) begin
+      \$702  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$703  = 1'h0;
     casez (bus__addr)
       10'h000:
-          mapped = 1'h1;
+          \$703  = 1'h1;
+    endcase
+    if (rst) begin
+      \$703  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$704  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
       10'h004:
-          mapped = 1'h1;
+          \$704  = 1'h1;
+    endcase
+    if (rst) begin
+      \$704  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$705  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
       10'h008:
-          mapped = 1'h1;
+          \$705  = 1'h1;
+    endcase
+    if (rst) begin
+      \$705  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$706  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
       10'h00c:
-          mapped = 1'h1;
+          \$706  = 1'h1;
+    endcase
+    if (rst) begin
+      \$706  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$707  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
       10'h010:
-          mapped = 1'h1;
+          \$707  = 1'h1;
+    endcase
+    if (rst) begin
+      \$707  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$708  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
       10'h040:
-          mapped = 1'h1;
+          \$708  = 1'h1;
+    endcase
+    if (rst) begin
+      \$708  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$709  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
       10'h044:
-          mapped = 1'h1;
+          \$709  = 1'h1;
+    endcase
+    if (rst) begin
+      \$709  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$710  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
       10'h048:
-          mapped = 1'h1;
+          \$710  = 1'h1;
+    endcase
+    if (rst) begin
+      \$710  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$711  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
       10'h04c:
-          mapped = 1'h1;
+          \$711  = 1'h1;
+    endcase
+    if (rst) begin
+      \$711  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$712  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
       10'h050:
-          mapped = 1'h1;
+          \$712  = 1'h1;
+    endcase
+    if (rst) begin
+      \$712  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$713  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
       10'h080:
-          mapped = 1'h1;
+          \$713  = 1'h1;
+    endcase
+    if (rst) begin
+      \$713  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$714  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
       10'h084:
-          mapped = 1'h1;
+          \$714  = 1'h1;
+    endcase
+    if (rst) begin
+      \$714  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$715  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
       10'h088:
-          mapped = 1'h1;
+          \$715  = 1'h1;
+    endcase
+    if (rst) begin
+      \$715  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$716  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
       10'h08c:
-          mapped = 1'h1;
+          \$716  = 1'h1;
+    endcase
+    if (rst) begin
+      \$716  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$717  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
       10'h090:
-          mapped = 1'h1;
+          \$717  = 1'h1;
+    endcase
+    if (rst) begin
+      \$717  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$718  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
       10'h094:
-          mapped = 1'h1;
+          \$718  = 1'h1;
+    endcase
+    if (rst) begin
+      \$718  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$719  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
       10'h098:
-          mapped = 1'h1;
+          \$719  = 1'h1;
+    endcase
+    if (rst) begin
+      \$719  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$720  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
       10'h0c0:
-          mapped = 1'h1;
+          \$720  = 1'h1;
+    endcase
+    if (rst) begin
+      \$720  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$721  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
       10'h0c4:
-          mapped = 1'h1;
+          \$721  = 1'h1;
+    endcase
+    if (rst) begin
+      \$721  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$722  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
       10'h0c8:
-          mapped = 1'h1;
+          \$722  = 1'h1;
+    endcase
+    if (rst) begin
+      \$722  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$723  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
       10'h0cc:
-          mapped = 1'h1;
+          \$723  = 1'h1;
+    endcase
+    if (rst) begin
+      \$723  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$724  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
       10'h0d0:
-          mapped = 1'h1;
+          \$724  = 1'h1;
+    endcase
+    if (rst) begin
+      \$724  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$725  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
       10'h0d4:
-          mapped = 1'h1;
+          \$725  = 1'h1;
+    endcase
+    if (rst) begin
+      \$725  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$726  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
       10'h0d8:
-          mapped = 1'h1;
+          \$726  = 1'h1;
+    endcase
+    if (rst) begin
+      \$726  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$727  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
       10'h100:
-          mapped = 1'h1;
+          \$727  = 1'h1;
+    endcase
+    if (rst) begin
+      \$727  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$728  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
       10'h104:
-          mapped = 1'h1;
+          \$728  = 1'h1;
+    endcase
+    if (rst) begin
+      \$728  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$729  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
       10'h108:
-          mapped = 1'h1;
+          \$729  = 1'h1;
+    endcase
+    if (rst) begin
+      \$729  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$730  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
       10'h10c:
-          mapped = 1'h1;
+          \$730  = 1'h1;
+    endcase
+    if (rst) begin
+      \$730  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$731  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
       10'h140:
-          mapped = 1'h1;
+          \$731  = 1'h1;
+    endcase
+    if (rst) begin
+      \$731  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$732  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
       10'h144:
-          mapped = 1'h1;
+          \$732  = 1'h1;
+    endcase
+    if (rst) begin
+      \$732  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$733  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
       10'h148:
-          mapped = 1'h1;
+          \$733  = 1'h1;
+    endcase
+    if (rst) begin
+      \$733  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$734  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
       10'h14c:
-          mapped = 1'h1;
+          \$734  = 1'h1;
+    endcase
+    if (rst) begin
+      \$734  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$735  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
       10'h150:
-          mapped = 1'h1;
+          \$735  = 1'h1;
+    endcase
+    if (rst) begin
+      \$735  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$736  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
       10'h154:
-          mapped = 1'h1;
+          \$736  = 1'h1;
+    endcase
+    if (rst) begin
+      \$736  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$737  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
       10'h180:
-          mapped = 1'h1;
+          \$737  = 1'h1;
+    endcase
+    if (rst) begin
+      \$737  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$738  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
       10'h184:
-          mapped = 1'h1;
+          \$738  = 1'h1;
+    endcase
+    if (rst) begin
+      \$738  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$739  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
       10'h188:
-          mapped = 1'h1;
+          \$739  = 1'h1;
+    endcase
+    if (rst) begin
+      \$739  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$740  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
       10'h18c:
-          mapped = 1'h1;
+          \$740  = 1'h1;
+    endcase
+    if (rst) begin
+      \$740  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$741  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
       10'h190:
-          mapped = 1'h1;
+          \$741  = 1'h1;
+    endcase
+    if (rst) begin
+      \$741  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$742  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
       10'h194:
-          mapped = 1'h1;
+          \$742  = 1'h1;
+    endcase
+    if (rst) begin
+      \$742  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$743  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
       10'h198:
-          mapped = 1'h1;
+          \$743  = 1'h1;
+    endcase
+    if (rst) begin
+      \$743  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$744  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
       10'h19c:
-          mapped = 1'h1;
+          \$744  = 1'h1;
+    endcase
+    if (rst) begin
+      \$744  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$745  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
       10'h1a0:
-          mapped = 1'h1;
+          \$745  = 1'h1;
+    endcase
+    if (rst) begin
+      \$745  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$746  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
       10'h200:
-          mapped = 1'h1;
+          \$746  = 1'h1;
+    endcase
+    if (rst) begin
+      \$746  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$747  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
       10'h204:
-          mapped = 1'h1;
+          \$747  = 1'h1;
+    endcase
+    if (rst) begin
+      \$747  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$748  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
       10'h208:
-          mapped = 1'h1;
+          \$748  = 1'h1;
+    endcase
+    if (rst) begin
+      \$748  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$749  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
       10'h20c:
-          mapped = 1'h1;
+          \$749  = 1'h1;
+    endcase
+    if (rst) begin
+      \$749  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$750  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
       10'h210:
-          mapped = 1'h1;
+          \$750  = 1'h1;
+    endcase
+    if (rst) begin
+      \$750  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$751  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
       10'h214:
-          mapped = 1'h1;
+          \$751  = 1'h1;
+    endcase
+    if (rst) begin
+      \$751  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$752  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
       10'h218:
-          mapped = 1'h1;
+          \$752  = 1'h1;
+    endcase
+    if (rst) begin
+      \$752  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$753  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
       10'h21c:
-          mapped = 1'h1;
+          \$753  = 1'h1;
+    endcase
+    if (rst) begin
+      \$753  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$754  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
       10'h220:
-          mapped = 1'h1;
+          \$754  = 1'h1;
+    endcase
+    if (rst) begin
+      \$754  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$755  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
       10'h280:
-          mapped = 1'h1;
+          \$755  = 1'h1;
+    endcase
+    if (rst) begin
+      \$755  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$756  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
       10'h284:
-          mapped = 1'h1;
+          \$756  = 1'h1;
+    endcase
+    if (rst) begin
+      \$756  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$757  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
       10'h288:
-          mapped = 1'h1;
+          \$757  = 1'h1;
+    endcase
+    if (rst) begin
+      \$757  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$758  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
       10'h2c0:
-          mapped = 1'h1;
+          \$758  = 1'h1;
+    endcase
+    if (rst) begin
+      \$758  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$759  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
       10'h2c4:
-          mapped = 1'h1;
+          \$759  = 1'h1;
+    endcase
+    if (rst) begin
+      \$759  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$760  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
       10'h2c8:
-          mapped = 1'h1;
+          \$760  = 1'h1;
+    endcase
+    if (rst) begin
+      \$760  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$761  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
       10'h2cc:
-          mapped = 1'h1;
+          \$761  = 1'h1;
+    endcase
+    if (rst) begin
+      \$761  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$762  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
       10'h2d0:
-          mapped = 1'h1;
+          \$762  = 1'h1;
+    endcase
+    if (rst) begin
+      \$762  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$763  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
       10'h2d4:
-          mapped = 1'h1;
+          \$763  = 1'h1;
+    endcase
+    if (rst) begin
+      \$763  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$764  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
       10'h2d8:
-          mapped = 1'h1;
+          \$764  = 1'h1;
+    endcase
+    if (rst) begin
+      \$764  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$765  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
       10'h2dc:
-          mapped = 1'h1;
+          \$765  = 1'h1;
+    endcase
+    if (rst) begin
+      \$765  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$766  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
       10'h2e0:
-          mapped = 1'h1;
+          \$766  = 1'h1;
+    endcase
+    if (rst) begin
+      \$766  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$767  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
       10'h340:
-          mapped = 1'h1;
+          \$767  = 1'h1;
+    endcase
+    if (rst) begin
+      \$767  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$768  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
       10'h344:
-          mapped = 1'h1;
+          \$768  = 1'h1;
+    endcase
+    if (rst) begin
+      \$768  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$769  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
       10'h348:
-          mapped = 1'h1;
+          \$769  = 1'h1;
+    endcase
+    if (rst) begin
+      \$769  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$770  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
       10'h34c:
-          mapped = 1'h1;
+          \$770  = 1'h1;
+    endcase
+    if (rst) begin
+      \$770  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$771  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
       10'h350:
-          mapped = 1'h1;
+          \$771  = 1'h1;
+    endcase
+    if (rst) begin
+      \$771  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$772  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
       10'h380:
-          mapped = 1'h1;
+          \$772  = 1'h1;
+    endcase
+    if (rst) begin
+      \$772  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$773  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
       10'h384:
-          mapped = 1'h1;
+          \$773  = 1'h1;
+    endcase
+    if (rst) begin
+      \$773  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$774  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
       10'h388:
-          mapped = 1'h1;
+          \$774  = 1'h1;
+    endcase
+    if (rst) begin
+      \$774  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$775  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
       10'h38c:
-          mapped = 1'h1;
+          \$775  = 1'h1;
+    endcase
+    if (rst) begin
+      \$775  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$776  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
       10'h390:
-          mapped = 1'h1;
+          \$776  = 1'h1;
+    endcase
+    if (rst) begin
+      \$776  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$777  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
       10'h394:
-          mapped = 1'h1;
+          \$777  = 1'h1;
+    endcase
+    if (rst) begin
+      \$777  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$778  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
       10'h398:
-          mapped = 1'h1;
+          \$778  = 1'h1;
+    endcase
+    if (rst) begin
+      \$778  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$779  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          /* empty */;
       10'h39c:
-          mapped = 1'h1;
+          \$779  = 1'h1;
     endcase
+    if (rst) begin
+      \$779  = 1'h0;
+    end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    sel_config = 1'h0;
+    \$780  = 1'h0;
     casez (bus__addr)
       10'h000:
-          /* empty */;
+          \$780  = 1'h1;
       10'h004:
-          sel_config = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_status = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
+          \$780  = 1'h1;
       10'h008:
-          sel_status = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_command = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
+          \$780  = 1'h1;
       10'h00c:
-          sel_command = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_device_id = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h010:
-          sel_device_id = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_csr_errors = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
+          \$780  = 1'h1;
       10'h040:
-          sel_csr_errors = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_tracker_errors = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
+          \$780  = 1'h1;
       10'h044:
-          sel_tracker_errors = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_errors = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
+          \$780  = 1'h1;
       10'h048:
-          sel_dma_errors = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_addrmap_errors = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
+          \$780  = 1'h1;
       10'h04c:
-          sel_addrmap_errors = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_arbiter_errors = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h050:
-          sel_arbiter_errors = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_region_index = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
+          \$780  = 1'h1;
       10'h080:
-          sel_region_index = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_region_base_lo = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
+          \$780  = 1'h1;
       10'h084:
-          sel_region_base_lo = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_region_base_hi = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
+          \$780  = 1'h1;
       10'h088:
-          sel_region_base_hi = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_region_size_lo = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
+          \$780  = 1'h1;
       10'h08c:
-          sel_region_size_lo = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_region_size_hi = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h090:
-          sel_region_size_hi = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_region_remote_base_lo = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
+          \$780  = 1'h1;
       10'h094:
-          sel_region_remote_base_lo = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_region_remote_base_hi = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
+          \$780  = 1'h1;
       10'h098:
-          sel_region_remote_base_hi = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_desc_index = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
+          \$780  = 1'h1;
       10'h0c0:
-          sel_desc_index = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_desc_rows = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
+          \$780  = 1'h1;
       10'h0c4:
-          sel_desc_rows = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_desc_pitch = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
+          \$780  = 1'h1;
       10'h0c8:
-          sel_desc_pitch = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_desc_src_lo = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
+          \$780  = 1'h1;
       10'h0cc:
-          sel_desc_src_lo = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_desc_src_hi = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
+          \$780  = 1'h1;
       10'h0d0:
-          sel_desc_src_hi = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_desc_dst_lo = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
+          \$780  = 1'h1;
       10'h0d4:
-          sel_desc_dst_lo = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_desc_dst_hi = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
+          \$780  = 1'h1;
       10'h0d8:
-          sel_desc_dst_hi = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_track_op = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
+          \$780  = 1'h1;
       10'h100:
-          sel_track_op = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_track_cmd = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
+          \$780  = 1'h1;
       10'h104:
-          sel_track_cmd = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_track_result_op = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
+          \$780  = 1'h1;
       10'h108:
-          sel_track_result_op = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_track_result_threshold = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
+          \$780  = 1'h1;
       10'h10c:
-          sel_track_result_threshold = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_tracker_writes_compute = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h140:
-          sel_tracker_writes_compute = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_tracker_writes_dma = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
+          \$780  = 1'h1;
       10'h144:
-          sel_tracker_writes_dma = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_tracker_writes_remote = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
+          \$780  = 1'h1;
       10'h148:
-          sel_tracker_writes_remote = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_tracker_unprogrammed = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
+          \$780  = 1'h1;
       10'h14c:
-          sel_tracker_unprogrammed = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_tracker_triggers = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h150:
-          sel_tracker_triggers = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_tracker_dropped = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
+          \$780  = 1'h1;
       10'h154:
-          sel_tracker_dropped = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_triggers = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
+          \$780  = 1'h1;
       10'h180:
-          sel_dma_triggers = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_rejected = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
+          \$780  = 1'h1;
       10'h184:
-          sel_dma_rejected = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_reads = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
+          \$780  = 1'h1;
       10'h188:
-          sel_dma_reads = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_packets = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
+          \$780  = 1'h1;
       10'h18c:
-          sel_dma_packets = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_bad_program = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h190:
-          sel_dma_bad_program = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_bad_range = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
+          \$780  = 1'h1;
       10'h194:
-          sel_dma_bad_range = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_bad_pitch = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
+          \$780  = 1'h1;
       10'h198:
-          sel_dma_bad_pitch = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_desc_busy = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
+          \$780  = 1'h1;
       10'h19c:
-          sel_dma_desc_busy = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_aborted = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h1a0:
-          sel_dma_aborted = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_addrmap_local = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
+          \$780  = 1'h1;
       10'h200:
-          sel_addrmap_local = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_addrmap_tracked = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
+          \$780  = 1'h1;
       10'h204:
-          sel_addrmap_tracked = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_addrmap_remote = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
+          \$780  = 1'h1;
       10'h208:
-          sel_addrmap_remote = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_addrmap_unmapped = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
+          \$780  = 1'h1;
       10'h20c:
-          sel_addrmap_unmapped = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_addrmap_store_crosses = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h210:
-          sel_addrmap_store_crosses = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_addrmap_rx_misrouted = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
+          \$780  = 1'h1;
       10'h214:
-          sel_addrmap_rx_misrouted = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_addrmap_rx_remote = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
+          \$780  = 1'h1;
       10'h218:
-          sel_addrmap_rx_remote = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_addrmap_rx_unmapped = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
+          \$780  = 1'h1;
       10'h21c:
-          sel_addrmap_rx_unmapped = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_addrmap_rx_crosses = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h220:
-          sel_addrmap_rx_crosses = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_arb_policy = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
+          \$780  = 1'h1;
       10'h280:
-          sel_arb_policy = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_arb_starvation_limit = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
+          \$780  = 1'h1;
       10'h284:
-          sel_arb_starvation_limit = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_arb_status = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
+          \$780  = 1'h1;
       10'h288:
-          sel_arb_status = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_arbiter_grants_load = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2c0:
-          sel_arbiter_grants_load = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_arbiter_grants_store = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2c4:
-          sel_arbiter_grants_store = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_arbiter_grants_dma = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2c8:
-          sel_arbiter_grants_dma = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_arbiter_grants_remote = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2cc:
-          sel_arbiter_grants_remote = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_arbiter_stalls_load = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2d0:
-          sel_arbiter_stalls_load = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_arbiter_stalls_store = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2d4:
-          sel_arbiter_stalls_store = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_arbiter_stalls_dma = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2d8:
-          sel_arbiter_stalls_dma = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_arbiter_stalls_remote = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2dc:
-          sel_arbiter_stalls_remote = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_arbiter_starved = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2e0:
-          sel_arbiter_starved = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_csr_irq_enable = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
+          \$780  = 1'h1;
       10'h340:
-          sel_csr_irq_enable = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_tracker_irq_enable = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
+          \$780  = 1'h1;
       10'h344:
-          sel_tracker_irq_enable = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_irq_enable = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
+          \$780  = 1'h1;
       10'h348:
-          sel_dma_irq_enable = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_addrmap_irq_enable = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
+          \$780  = 1'h1;
       10'h34c:
-          sel_addrmap_irq_enable = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_arbiter_irq_enable = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h350:
-          sel_arbiter_irq_enable = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_tracker_capture = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
+          \$780  = 1'h1;
       10'h380:
-          sel_tracker_capture = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_capture_index = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
+          \$780  = 1'h1;
       10'h384:
-          sel_dma_capture_index = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_capture_addr_lo = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
+          \$780  = 1'h1;
       10'h388:
-          sel_dma_capture_addr_lo = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_capture_addr_hi = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
+          \$780  = 1'h1;
       10'h38c:
-          sel_dma_capture_addr_hi = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_dma_capture_events = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h390:
-          sel_dma_capture_events = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_addrmap_capture_addr_lo = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
+          \$780  = 1'h1;
       10'h394:
-          sel_addrmap_capture_addr_lo = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_addrmap_capture_addr_hi = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
+          \$780  = 1'h1;
       10'h398:
-          sel_addrmap_capture_addr_hi = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    sel_addrmap_capture_device = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
-          /* empty */;
+          \$780  = 1'h1;
       10'h39c:
-          sel_addrmap_capture_device = 1'h1;
+          \$780  = 1'h1;
     endcase
+    if (rst) begin
+      \$780  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$781  = sweep_at;
+    if (sweep) begin
+      \$781  = \$1 [7:0];
+    end
+    if (rst) begin
+      \$781  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$782  = sweep;
+    if (sweep) begin
+      if (\$2 ) begin
+        \$782  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$782  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$783  = region_program__valid;
+    if (\$3 ) begin
+      \$783  = 1'h0;
+    end
+    if (\$174 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            (* full_case = 32'd1 *)
+            if (\$181 ) begin
+            end else begin
+              \$783  = 1'h1;
+            end
+      endcase
+    end
+    if (rst) begin
+      \$783  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$784  = dma_program__valid;
+    if (\$4 ) begin
+      \$784  = 1'h0;
+    end
+    if (\$174 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            (* full_case = 32'd1 *)
+            if (\$196 ) begin
+            end else begin
+              \$784  = 1'h1;
+            end
+      endcase
+    end
+    if (rst) begin
+      \$784  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$785  = tracker_program__valid;
+    if (\$5 ) begin
+      \$785  = 1'h0;
+    end
+    if (\$174 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            /* empty */;
+        3'h4:
+            /* empty */;
+        3'h5:
+            (* full_case = 32'd1 *)
+            if (\$209 ) begin
+            end else begin
+              \$785  = 1'h1;
+            end
+      endcase
+    end
+    if (rst) begin
+      \$785  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$786  = arbiter_program__valid;
+    if (\$6 ) begin
+      \$786  = 1'h0;
+    end
+    if (\$174 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            /* empty */;
+        3'h4:
+            /* empty */;
+        3'h5:
+            /* empty */;
+        3'h6:
+            (* full_case = 32'd1 *)
+            if (\$215 ) begin
+            end else begin
+              \$786  = 1'h1;
+            end
+      endcase
+    end
+    if (rst) begin
+      \$786  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$787  = \$7 ;
+    if (rst) begin
+      \$787  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$788  = region_waiting0;
+    if (rst) begin
+      \$788  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$789  = region_waiting1;
+    if (rst) begin
+      \$789  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$790  = region_waiting2;
+    if (rst) begin
+      \$790  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$791  = region_waiting3;
+    if (rst) begin
+      \$791  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$792  = region_waiting4;
+    if (rst) begin
+      \$792  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$793  = region_waiting5;
+    if (rst) begin
+      \$793  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$794  = region_waiting6;
+    if (rst) begin
+      \$794  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$795  = region_waiting7;
+    if (rst) begin
+      \$795  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$796  = region_waiting8;
+    if (rst) begin
+      \$796  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$797  = region_waiting9;
+    if (rst) begin
+      \$797  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$798  = region_waiting10;
+    if (rst) begin
+      \$798  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$799  = region_waiting11;
+    if (rst) begin
+      \$799  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$800  = 1'h0;
+    if (\$174 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            (* full_case = 32'd1 *)
+            if (\$188 ) begin
+            end else begin
+              \$800  = 1'h1;
+            end
+      endcase
+    end
+    if (rst) begin
+      \$800  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$801  = region_fetch;
+    if (rst) begin
+      \$801  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$802  = region_program__payload;
+    if (region_load) begin
+      \$802 [3] = region_got[0];
+      \$802 [5:4] = region_got[2:1];
+      \$802 [10:6] = region_got[7:3];
+      \$802 [58:11] = region_got[55:8];
+      \$802 [106:59] = region_got[103:56];
+      \$802 [154:107] = region_got[151:104];
+    end
+    if (\$17 ) begin
+    end else if (\$18 ) begin
+      \$802 [2:0] = req_w_data[2:0];
+      \$802 [3] = req_w_data[3];
+      \$802 [5:4] = req_w_data[5:4];
+      \$802 [10:6] = req_w_data[10:6];
+    end
+    if (\$26 ) begin
+    end else if (\$27 ) begin
+      \$802 [42:11] = req_w_data;
+    end
+    if (\$35 ) begin
+    end else if (\$36 ) begin
+      \$802 [58:43] = req_w_data[15:0];
+    end
+    if (\$44 ) begin
+    end else if (\$45 ) begin
+      \$802 [90:59] = req_w_data;
+    end
+    if (\$53 ) begin
+    end else if (\$54 ) begin
+      \$802 [106:91] = req_w_data[15:0];
+    end
+    if (\$62 ) begin
+    end else if (\$63 ) begin
+      \$802 [138:107] = req_w_data;
+    end
+    if (\$71 ) begin
+    end else if (\$72 ) begin
+      \$802 [154:139] = req_w_data[15:0];
+    end
+    if (rst) begin
+      \$802  = 155'h000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$803  = \$8 ;
+    if (rst) begin
+      \$803  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$804  = desc_waiting0;
+    if (rst) begin
+      \$804  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$805  = desc_waiting1;
+    if (rst) begin
+      \$805  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$806  = desc_waiting2;
+    if (rst) begin
+      \$806  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$807  = desc_waiting3;
+    if (rst) begin
+      \$807  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$808  = 1'h0;
+    if (\$174 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            /* empty */;
+        3'h4:
+            (* full_case = 32'd1 *)
+            if (\$203 ) begin
+            end else begin
+              \$808  = 1'h1;
+            end
+      endcase
+    end
+    if (rst) begin
+      \$808  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$809  = desc_fetch;
+    if (rst) begin
+      \$809  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$810  = dma_program__payload;
+    if (desc_load) begin
+      \$810 [8] = desc_got[0];
+      \$810 [9] = desc_got[1];
+      \$810 [14:10] = desc_got[6:2];
+      \$810 [30:15] = desc_got[22:7];
+      \$810 [42:31] = desc_got[34:23];
+      \$810 [58:43] = desc_got[50:35];
+      \$810 [82:59] = desc_got[74:51];
+      \$810 [130:83] = desc_got[122:75];
+      \$810 [178:131] = desc_got[170:123];
+    end
+    if (\$80 ) begin
+    end else if (\$81 ) begin
+      \$810 [7:0] = req_w_data[7:0];
+      \$810 [8] = req_w_data[8];
+      \$810 [9] = req_w_data[9];
+      \$810 [14:10] = req_w_data[14:10];
+      \$810 [30:15] = req_w_data[30:15];
+    end
+    if (\$89 ) begin
+    end else if (\$90 ) begin
+      \$810 [42:31] = req_w_data[11:0];
+      \$810 [58:43] = req_w_data[27:12];
+    end
+    if (\$98 ) begin
+    end else if (\$99 ) begin
+      \$810 [82:59] = req_w_data[23:0];
+    end
+    if (\$107 ) begin
+    end else if (\$108 ) begin
+      \$810 [114:83] = req_w_data;
+    end
+    if (\$116 ) begin
+    end else if (\$117 ) begin
+      \$810 [130:115] = req_w_data[15:0];
+    end
+    if (\$125 ) begin
+    end else if (\$126 ) begin
+      \$810 [162:131] = req_w_data;
+    end
+    if (\$134 ) begin
+    end else if (\$135 ) begin
+      \$810 [178:163] = req_w_data[15:0];
+    end
+    if (rst) begin
+      \$810  = 179'h000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$811  = track_result;
+    if (tracker_result__valid) begin
+      \$811  = tracker_result__payload;
+    end
+    if (rst) begin
+      \$811  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$812  = track_answer;
+    if (tracker_result__valid) begin
+      \$812  = 1'h0;
+    end else if (\$9 ) begin
+      \$812  = 1'h1;
+    end
+    if (rst) begin
+      \$812  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$813  = tracker_program__payload;
+    if (\$142 ) begin
+    end else if (\$143 ) begin
+      \$813 [1:0] = req_w_data[1:0];
+      \$813 [17:2] = req_w_data[17:2];
+      \$813 [29:18] = req_w_data[29:18];
+    end
+    if (\$150 ) begin
+    end else if (\$151 ) begin
+      \$813 [37:30] = req_w_data[7:0];
+      \$813 [38] = req_w_data[8];
+    end
+    if (rst) begin
+      \$813  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$814  = arbiter_program__payload;
+    if (\$158 ) begin
+    end else if (\$159 ) begin
+      \$814 [1:0] = req_w_data[1:0];
+      \$814 [9:2] = req_w_data[9:2];
+      \$814 [17:10] = req_w_data[17:10];
+      \$814 [22:18] = req_w_data[22:18];
+    end
+    if (\$166 ) begin
+    end else if (\$167 ) begin
+      \$814 [38:23] = req_w_data[15:0];
+    end
+    if (rst) begin
+      \$814  = 39'h0200388002;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$815  = device_id;
+    if (\$168 ) begin
+      \$815  = req_w_data[4:0];
+    end
+    if (rst) begin
+      \$815  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$816  = csr_irq_enable;
+    if (\$169 ) begin
+      \$816 [0] = req_w_data[0];
+      \$816 [1] = req_w_data[1];
+      \$816 [2] = req_w_data[2];
+      \$816 [3] = req_w_data[3];
+    end
+    if (rst) begin
+      \$816  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$817  = tracker_irq_enable;
+    if (\$170 ) begin
+      \$817 [0] = req_w_data[0];
+      \$817 [1] = req_w_data[1];
+      \$817 [2] = req_w_data[2];
+      \$817 [3] = req_w_data[3];
+      \$817 [4] = req_w_data[4];
+      \$817 [5] = req_w_data[5];
+    end
+    if (rst) begin
+      \$817  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$818  = dma_irq_enable;
+    if (\$171 ) begin
+      \$818 [0] = req_w_data[0];
+      \$818 [1] = req_w_data[1];
+      \$818 [2] = req_w_data[2];
+      \$818 [3] = req_w_data[3];
+      \$818 [4] = req_w_data[4];
+      \$818 [5] = req_w_data[5];
+      \$818 [6] = req_w_data[6];
+    end
+    if (rst) begin
+      \$818  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$819  = addrmap_irq_enable;
+    if (\$172 ) begin
+      \$819 [0] = req_w_data[0];
+      \$819 [1] = req_w_data[1];
+      \$819 [2] = req_w_data[2];
+      \$819 [3] = req_w_data[3];
+      \$819 [4] = req_w_data[4];
+      \$819 [5] = req_w_data[5];
+      \$819 [6] = req_w_data[6];
+    end
+    if (rst) begin
+      \$819  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$820  = arbiter_irq_enable;
+    if (\$173 ) begin
+      \$820 [0] = req_w_data[0];
+      \$820 [1] = req_w_data[1];
+    end
+    if (rst) begin
+      \$820  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$821  = \$218 ;
+    if (rst) begin
+      \$821  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$822  = \$221 ;
+    if (rst) begin
+      \$822  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$823  = \$224 ;
+    if (rst) begin
+      \$823  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$824  = \$227 ;
+    if (rst) begin
+      \$824  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$825  = \$230 ;
+    if (rst) begin
+      \$825  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$826  = \tracker_capture$170 ;
+    if (\$236 ) begin
+      \$826 [15:0] = tracker_capture[15:0];
+      \$826 [23:16] = tracker_capture[23:16];
+      \$826 [29:24] = tracker_errors;
+    end
+    if (rst) begin
+      \$826  = 30'h00000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$827  = \dma_capture$171 ;
+    if (\$242 ) begin
+      \$827 [7:0] = dma_capture[7:0];
+      \$827 [23:8] = dma_capture[23:8];
+      \$827 [71:24] = dma_capture[71:24];
+      \$827 [78:72] = dma_errors;
+    end
+    if (rst) begin
+      \$827  = 79'h00000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$828  = \addrmap_capture$172 ;
+    if (\$248 ) begin
+      \$828 [47:0] = addrmap_capture[47:0];
+      \$828 [52:48] = addrmap_capture[52:48];
+      \$828 [68:53] = addrmap_capture[68:53];
+      \$828 [75:69] = addrmap_errors;
+    end
+    if (rst) begin
+      \$828  = 76'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$829  = \$259 ;
+    if (rst) begin
+      \$829  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$830  = read_part0;
+    if (req_r_stb) begin
+      \$830  = \$266 ;
+    end
+    if (rst) begin
+      \$830  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$831  = read_part1;
+    if (req_r_stb) begin
+      \$831  = \$273 ;
+    end
+    if (rst) begin
+      \$831  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$832  = read_part2;
+    if (req_r_stb) begin
+      \$832  = \$281 ;
+    end
+    if (rst) begin
+      \$832  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$833  = read_part3;
+    if (req_r_stb) begin
+      \$833  = \$289 ;
+    end
+    if (rst) begin
+      \$833  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$834  = read_part4;
+    if (req_r_stb) begin
+      \$834  = \$294 ;
+    end
+    if (rst) begin
+      \$834  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$835  = read_part5;
+    if (req_r_stb) begin
+      \$835  = \$301 ;
+    end
+    if (rst) begin
+      \$835  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$836  = read_part6;
+    if (req_r_stb) begin
+      \$836  = \$312 ;
+    end
+    if (rst) begin
+      \$836  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$837  = read_part8;
+    if (req_r_stb) begin
+      \$837  = \$323 ;
+    end
+    if (rst) begin
+      \$837  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$838  = read_part10;
+    if (req_r_stb) begin
+      \$838  = \$328 ;
+    end
+    if (rst) begin
+      \$838  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$839  = read_part11;
+    if (req_r_stb) begin
+      \$839  = \$339 ;
+    end
+    if (rst) begin
+      \$839  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$840  = read_part13;
+    if (req_r_stb) begin
+      \$840  = \$346 ;
+    end
+    if (rst) begin
+      \$840  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$841  = read_part14;
+    if (req_r_stb) begin
+      \$841  = \$354 ;
+    end
+    if (rst) begin
+      \$841  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$842  = req_r_stb;
+    if (rst) begin
+      \$842  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$843  = read_section;
+    if (req_r_stb) begin
+      \$843  = req_addr[9:6];
+    end
+    if (rst) begin
+      \$843  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$844  = read_unaligned;
+    if (req_r_stb) begin
+      \$844  = \$355 ;
+    end
+    if (rst) begin
+      \$844  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$845  = bus__r_data;
+    if (read_pending) begin
+      \$845  = \$371 ;
+    end
+    if (rst) begin
+      \$845  = 32'd0;
+    end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$66 ) begin
+    if (\$437 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$70 ) begin
+    if (\$441 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$78 ) begin
+    if (\$449 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$82 ) begin
+    if (\$453 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$90 ) begin
+    if (\$461 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$94 ) begin
+    if (\$465 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$102 ) begin
+    if (\$473 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$106 ) begin
+    if (\$477 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$114 ) begin
+    if (\$485 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$118 ) begin
+    if (\$489 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$126 ) begin
+    if (\$497 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$130 ) begin
+    if (\$501 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$138 ) begin
+    if (\$509 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$142 ) begin
+    if (\$513 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$150 ) begin
+    if (\$521 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$154 ) begin
+    if (\$525 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$162 ) begin
+    if (\$533 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$166 ) begin
+    if (\$537 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$174 ) begin
+    if (\$545 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$178 ) begin
+    if (\$549 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$186 ) begin
+    if (\$557 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$190 ) begin
+    if (\$561 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$198 ) begin
+    if (\$569 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$202 ) begin
+    if (\$573 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$210 ) begin
+    if (\$581 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$214 ) begin
+    if (\$585 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$222 ) begin
+    if (\$593 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$226 ) begin
+    if (\$597 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$233 ) begin
+    if (\$604 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$241 ) begin
+    if (\$612 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$249 ) begin
+    if (\$620 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$257 ) begin
+    if (\$628 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$259 ) begin
+    if (\$630 ) begin
       (* full_case = 32'd1 *)
-      casez (bus__w_data[2:0])
+      casez (req_w_data[2:0])
         3'h1:
-            if (\$266 ) begin
+            if (\$637 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$273 ) begin
+            if (\$644 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$281 ) begin
+            if (\$652 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$288 ) begin
+            if (\$659 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$294 ) begin
+            if (\$665 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$300 ) begin
+            if (\$671 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -9086,737 +10437,105 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$52 ;
+      wp__en = \$423 ;
     end else begin
-      wp__en = \$55 ;
+      wp__en = \$426 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$128  = sweep_at;
+      \wp__addr$193  = sweep_at;
     end else begin
-      \wp__addr$128  = dma_program__payload[7:0];
+      \wp__addr$193  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$129  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$194  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$129 [0] = dma_program__payload[8];
-      \wp__data$129 [1] = dma_program__payload[9];
-      \wp__data$129 [6:2] = dma_program__payload[14:10];
-      \wp__data$129 [22:7] = dma_program__payload[30:15];
-      \wp__data$129 [34:23] = dma_program__payload[42:31];
-      \wp__data$129 [50:35] = dma_program__payload[58:43];
-      \wp__data$129 [74:51] = dma_program__payload[82:59];
-      \wp__data$129 [122:75] = dma_program__payload[130:83];
-      \wp__data$129 [170:123] = dma_program__payload[178:131];
+      \wp__data$194 [0] = dma_program__payload[8];
+      \wp__data$194 [1] = dma_program__payload[9];
+      \wp__data$194 [6:2] = dma_program__payload[14:10];
+      \wp__data$194 [22:7] = dma_program__payload[30:15];
+      \wp__data$194 [34:23] = dma_program__payload[42:31];
+      \wp__data$194 [50:35] = dma_program__payload[58:43];
+      \wp__data$194 [74:51] = dma_program__payload[82:59];
+      \wp__data$194 [122:75] = dma_program__payload[130:83];
+      \wp__data$194 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$130  = 1'h1;
+      \wp__en$195  = 1'h1;
     end else begin
-      \wp__en$130  = \$58 ;
+      \wp__en$195  = \$429 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     csr_errors_clear = 4'h0;
-    if (\$301 ) begin
-      csr_errors_clear[0] = bus__w_data[0];
-      csr_errors_clear[1] = bus__w_data[1];
-      csr_errors_clear[2] = bus__w_data[2];
-      csr_errors_clear[3] = bus__w_data[3];
+    if (\$672 ) begin
+      csr_errors_clear[0] = req_w_data[0];
+      csr_errors_clear[1] = req_w_data[1];
+      csr_errors_clear[2] = req_w_data[2];
+      csr_errors_clear[3] = req_w_data[3];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     tracker_errors_clear = 6'h00;
-    if (\$302 ) begin
-      tracker_errors_clear[0] = bus__w_data[0];
-      tracker_errors_clear[1] = bus__w_data[1];
-      tracker_errors_clear[2] = bus__w_data[2];
-      tracker_errors_clear[3] = bus__w_data[3];
-      tracker_errors_clear[4] = bus__w_data[4];
-      tracker_errors_clear[5] = bus__w_data[5];
+    if (\$673 ) begin
+      tracker_errors_clear[0] = req_w_data[0];
+      tracker_errors_clear[1] = req_w_data[1];
+      tracker_errors_clear[2] = req_w_data[2];
+      tracker_errors_clear[3] = req_w_data[3];
+      tracker_errors_clear[4] = req_w_data[4];
+      tracker_errors_clear[5] = req_w_data[5];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     dma_errors_clear = 7'h00;
-    if (\$303 ) begin
-      dma_errors_clear[0] = bus__w_data[0];
-      dma_errors_clear[1] = bus__w_data[1];
-      dma_errors_clear[2] = bus__w_data[2];
-      dma_errors_clear[3] = bus__w_data[3];
-      dma_errors_clear[4] = bus__w_data[4];
-      dma_errors_clear[5] = bus__w_data[5];
-      dma_errors_clear[6] = bus__w_data[6];
+    if (\$674 ) begin
+      dma_errors_clear[0] = req_w_data[0];
+      dma_errors_clear[1] = req_w_data[1];
+      dma_errors_clear[2] = req_w_data[2];
+      dma_errors_clear[3] = req_w_data[3];
+      dma_errors_clear[4] = req_w_data[4];
+      dma_errors_clear[5] = req_w_data[5];
+      dma_errors_clear[6] = req_w_data[6];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     addrmap_errors_clear = 7'h00;
-    if (\$304 ) begin
-      addrmap_errors_clear[0] = bus__w_data[0];
-      addrmap_errors_clear[1] = bus__w_data[1];
-      addrmap_errors_clear[2] = bus__w_data[2];
-      addrmap_errors_clear[3] = bus__w_data[3];
-      addrmap_errors_clear[4] = bus__w_data[4];
-      addrmap_errors_clear[5] = bus__w_data[5];
-      addrmap_errors_clear[6] = bus__w_data[6];
+    if (\$675 ) begin
+      addrmap_errors_clear[0] = req_w_data[0];
+      addrmap_errors_clear[1] = req_w_data[1];
+      addrmap_errors_clear[2] = req_w_data[2];
+      addrmap_errors_clear[3] = req_w_data[3];
+      addrmap_errors_clear[4] = req_w_data[4];
+      addrmap_errors_clear[5] = req_w_data[5];
+      addrmap_errors_clear[6] = req_w_data[6];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     arbiter_errors_clear = 2'h0;
-    if (\$305 ) begin
-      arbiter_errors_clear[0] = bus__w_data[0];
-      arbiter_errors_clear[1] = bus__w_data[1];
+    if (\$676 ) begin
+      arbiter_errors_clear[0] = req_w_data[0];
+      arbiter_errors_clear[1] = req_w_data[1];
     end
   end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$699  = sweep_at;
-    if (sweep) begin
-      \$699  = \$328 [7:0];
-    end
-    if (rst) begin
-      \$699  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$700  = sweep;
-    if (sweep) begin
-      if (\$329 ) begin
-        \$700  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$700  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$701  = region_program__valid;
-    if (\$330 ) begin
-      \$701  = 1'h0;
-    end
-    if (\$501 ) begin
-      casez (bus__w_data[2:0])
-        3'h1:
-            (* full_case = 32'd1 *)
-            if (\$508 ) begin
-            end else begin
-              \$701  = 1'h1;
-            end
-      endcase
-    end
-    if (rst) begin
-      \$701  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$702  = dma_program__valid;
-    if (\$331 ) begin
-      \$702  = 1'h0;
-    end
-    if (\$501 ) begin
-      casez (bus__w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            (* full_case = 32'd1 *)
-            if (\$523 ) begin
-            end else begin
-              \$702  = 1'h1;
-            end
-      endcase
-    end
-    if (rst) begin
-      \$702  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$703  = tracker_program__valid;
-    if (\$332 ) begin
-      \$703  = 1'h0;
-    end
-    if (\$501 ) begin
-      casez (bus__w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            /* empty */;
-        3'h4:
-            /* empty */;
-        3'h5:
-            (* full_case = 32'd1 *)
-            if (\$536 ) begin
-            end else begin
-              \$703  = 1'h1;
-            end
-      endcase
-    end
-    if (rst) begin
-      \$703  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$704  = arbiter_program__valid;
-    if (\$333 ) begin
-      \$704  = 1'h0;
-    end
-    if (\$501 ) begin
-      casez (bus__w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            /* empty */;
-        3'h4:
-            /* empty */;
-        3'h5:
-            /* empty */;
-        3'h6:
-            (* full_case = 32'd1 *)
-            if (\$542 ) begin
-            end else begin
-              \$704  = 1'h1;
-            end
-      endcase
-    end
-    if (rst) begin
-      \$704  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$705  = \$334 ;
-    if (rst) begin
-      \$705  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$706  = region_waiting0;
-    if (rst) begin
-      \$706  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$707  = region_waiting1;
-    if (rst) begin
-      \$707  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$708  = region_waiting2;
-    if (rst) begin
-      \$708  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$709  = region_waiting3;
-    if (rst) begin
-      \$709  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$710  = region_waiting4;
-    if (rst) begin
-      \$710  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$711  = region_waiting5;
-    if (rst) begin
-      \$711  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$712  = region_waiting6;
-    if (rst) begin
-      \$712  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$713  = region_waiting7;
-    if (rst) begin
-      \$713  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$714  = region_waiting8;
-    if (rst) begin
-      \$714  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$715  = region_waiting9;
-    if (rst) begin
-      \$715  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$716  = region_waiting10;
-    if (rst) begin
-      \$716  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$717  = region_waiting11;
-    if (rst) begin
-      \$717  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$718  = 1'h0;
-    if (\$501 ) begin
-      casez (bus__w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            (* full_case = 32'd1 *)
-            if (\$515 ) begin
-            end else begin
-              \$718  = 1'h1;
-            end
-      endcase
-    end
-    if (rst) begin
-      \$718  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$719  = region_fetch;
-    if (rst) begin
-      \$719  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$720  = region_program__payload;
-    if (region_load) begin
-      \$720 [3] = region_got[0];
-      \$720 [5:4] = region_got[2:1];
-      \$720 [10:6] = region_got[7:3];
-      \$720 [58:11] = region_got[55:8];
-      \$720 [106:59] = region_got[103:56];
-      \$720 [154:107] = region_got[151:104];
-    end
-    if (\$344 ) begin
-    end else if (\$345 ) begin
-      \$720 [2:0] = bus__w_data[2:0];
-      \$720 [3] = bus__w_data[3];
-      \$720 [5:4] = bus__w_data[5:4];
-      \$720 [10:6] = bus__w_data[10:6];
-    end
-    if (\$353 ) begin
-    end else if (\$354 ) begin
-      \$720 [42:11] = bus__w_data;
-    end
-    if (\$362 ) begin
-    end else if (\$363 ) begin
-      \$720 [58:43] = bus__w_data[15:0];
-    end
-    if (\$371 ) begin
-    end else if (\$372 ) begin
-      \$720 [90:59] = bus__w_data;
-    end
-    if (\$380 ) begin
-    end else if (\$381 ) begin
-      \$720 [106:91] = bus__w_data[15:0];
-    end
-    if (\$389 ) begin
-    end else if (\$390 ) begin
-      \$720 [138:107] = bus__w_data;
-    end
-    if (\$398 ) begin
-    end else if (\$399 ) begin
-      \$720 [154:139] = bus__w_data[15:0];
-    end
-    if (rst) begin
-      \$720  = 155'h000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$721  = \$335 ;
-    if (rst) begin
-      \$721  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$722  = desc_waiting0;
-    if (rst) begin
-      \$722  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$723  = desc_waiting1;
-    if (rst) begin
-      \$723  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$724  = desc_waiting2;
-    if (rst) begin
-      \$724  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$725  = desc_waiting3;
-    if (rst) begin
-      \$725  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$726  = 1'h0;
-    if (\$501 ) begin
-      casez (bus__w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            /* empty */;
-        3'h4:
-            (* full_case = 32'd1 *)
-            if (\$530 ) begin
-            end else begin
-              \$726  = 1'h1;
-            end
-      endcase
-    end
-    if (rst) begin
-      \$726  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$727  = desc_fetch;
-    if (rst) begin
-      \$727  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$728  = dma_program__payload;
-    if (desc_load) begin
-      \$728 [8] = desc_got[0];
-      \$728 [9] = desc_got[1];
-      \$728 [14:10] = desc_got[6:2];
-      \$728 [30:15] = desc_got[22:7];
-      \$728 [42:31] = desc_got[34:23];
-      \$728 [58:43] = desc_got[50:35];
-      \$728 [82:59] = desc_got[74:51];
-      \$728 [130:83] = desc_got[122:75];
-      \$728 [178:131] = desc_got[170:123];
-    end
-    if (\$407 ) begin
-    end else if (\$408 ) begin
-      \$728 [7:0] = bus__w_data[7:0];
-      \$728 [8] = bus__w_data[8];
-      \$728 [9] = bus__w_data[9];
-      \$728 [14:10] = bus__w_data[14:10];
-      \$728 [30:15] = bus__w_data[30:15];
-    end
-    if (\$416 ) begin
-    end else if (\$417 ) begin
-      \$728 [42:31] = bus__w_data[11:0];
-      \$728 [58:43] = bus__w_data[27:12];
-    end
-    if (\$425 ) begin
-    end else if (\$426 ) begin
-      \$728 [82:59] = bus__w_data[23:0];
-    end
-    if (\$434 ) begin
-    end else if (\$435 ) begin
-      \$728 [114:83] = bus__w_data;
-    end
-    if (\$443 ) begin
-    end else if (\$444 ) begin
-      \$728 [130:115] = bus__w_data[15:0];
-    end
-    if (\$452 ) begin
-    end else if (\$453 ) begin
-      \$728 [162:131] = bus__w_data;
-    end
-    if (\$461 ) begin
-    end else if (\$462 ) begin
-      \$728 [178:163] = bus__w_data[15:0];
-    end
-    if (rst) begin
-      \$728  = 179'h000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$729  = track_result;
-    if (tracker_result__valid) begin
-      \$729  = tracker_result__payload;
-    end
-    if (rst) begin
-      \$729  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$730  = track_answer;
-    if (tracker_result__valid) begin
-      \$730  = 1'h0;
-    end else if (\$336 ) begin
-      \$730  = 1'h1;
-    end
-    if (rst) begin
-      \$730  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$731  = tracker_program__payload;
-    if (\$469 ) begin
-    end else if (\$470 ) begin
-      \$731 [1:0] = bus__w_data[1:0];
-      \$731 [17:2] = bus__w_data[17:2];
-      \$731 [29:18] = bus__w_data[29:18];
-    end
-    if (\$477 ) begin
-    end else if (\$478 ) begin
-      \$731 [37:30] = bus__w_data[7:0];
-      \$731 [38] = bus__w_data[8];
-    end
-    if (rst) begin
-      \$731  = 39'h0000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$732  = arbiter_program__payload;
-    if (\$485 ) begin
-    end else if (\$486 ) begin
-      \$732 [1:0] = bus__w_data[1:0];
-      \$732 [9:2] = bus__w_data[9:2];
-      \$732 [17:10] = bus__w_data[17:10];
-      \$732 [22:18] = bus__w_data[22:18];
-    end
-    if (\$493 ) begin
-    end else if (\$494 ) begin
-      \$732 [38:23] = bus__w_data[15:0];
-    end
-    if (rst) begin
-      \$732  = 39'h0200388002;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$733  = device_id;
-    if (\$495 ) begin
-      \$733  = bus__w_data[4:0];
-    end
-    if (rst) begin
-      \$733  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$734  = csr_irq_enable;
-    if (\$496 ) begin
-      \$734 [0] = bus__w_data[0];
-      \$734 [1] = bus__w_data[1];
-      \$734 [2] = bus__w_data[2];
-      \$734 [3] = bus__w_data[3];
-    end
-    if (rst) begin
-      \$734  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$735  = tracker_irq_enable;
-    if (\$497 ) begin
-      \$735 [0] = bus__w_data[0];
-      \$735 [1] = bus__w_data[1];
-      \$735 [2] = bus__w_data[2];
-      \$735 [3] = bus__w_data[3];
-      \$735 [4] = bus__w_data[4];
-      \$735 [5] = bus__w_data[5];
-    end
-    if (rst) begin
-      \$735  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$736  = dma_irq_enable;
-    if (\$498 ) begin
-      \$736 [0] = bus__w_data[0];
-      \$736 [1] = bus__w_data[1];
-      \$736 [2] = bus__w_data[2];
-      \$736 [3] = bus__w_data[3];
-      \$736 [4] = bus__w_data[4];
-      \$736 [5] = bus__w_data[5];
-      \$736 [6] = bus__w_data[6];
-    end
-    if (rst) begin
-      \$736  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$737  = addrmap_irq_enable;
-    if (\$499 ) begin
-      \$737 [0] = bus__w_data[0];
-      \$737 [1] = bus__w_data[1];
-      \$737 [2] = bus__w_data[2];
-      \$737 [3] = bus__w_data[3];
-      \$737 [4] = bus__w_data[4];
-      \$737 [5] = bus__w_data[5];
-      \$737 [6] = bus__w_data[6];
-    end
-    if (rst) begin
-      \$737  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$738  = arbiter_irq_enable;
-    if (\$500 ) begin
-      \$738 [0] = bus__w_data[0];
-      \$738 [1] = bus__w_data[1];
-    end
-    if (rst) begin
-      \$738  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$739  = \$545 ;
-    if (rst) begin
-      \$739  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$740  = \$548 ;
-    if (rst) begin
-      \$740  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$741  = \$551 ;
-    if (rst) begin
-      \$741  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$742  = \$554 ;
-    if (rst) begin
-      \$742  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$743  = \$557 ;
-    if (rst) begin
-      \$743  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$744  = \tracker_capture$175 ;
-    if (\$563 ) begin
-      \$744 [15:0] = tracker_capture[15:0];
-      \$744 [23:16] = tracker_capture[23:16];
-      \$744 [29:24] = tracker_errors;
-    end
-    if (rst) begin
-      \$744  = 30'h00000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$745  = \dma_capture$176 ;
-    if (\$569 ) begin
-      \$745 [7:0] = dma_capture[7:0];
-      \$745 [23:8] = dma_capture[23:8];
-      \$745 [71:24] = dma_capture[71:24];
-      \$745 [78:72] = dma_errors;
-    end
-    if (rst) begin
-      \$745  = 79'h00000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$746  = \addrmap_capture$177 ;
-    if (\$575 ) begin
-      \$746 [47:0] = addrmap_capture[47:0];
-      \$746 [52:48] = addrmap_capture[52:48];
-      \$746 [68:53] = addrmap_capture[68:53];
-      \$746 [75:69] = addrmap_errors;
-    end
-    if (rst) begin
-      \$746  = 76'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$747  = \$586 ;
-    if (rst) begin
-      \$747  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$748  = bus__r_data;
-    if (bus__r_stb) begin
-      \$748  = \$698 ;
-    end
-    if (rst) begin
-      \$748  = 32'd0;
-    end
-  end
-  assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$132  = dma_program__payload[7:0];
   assign \device_id$154  = device_id;
+  assign rp__addr = region_program__payload[2:0];
+  assign \rp__addr$196  = dma_program__payload[7:0];
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -9949,35 +10668,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign errors__read_only  = errors[1];
   assign errors__bad_command  = errors[2];
   assign errors__busy  = errors[3];
-  assign set_err__unmapped  = set_err[0];
-  assign set_err__read_only  = set_err[1];
-  assign set_err__bad_command  = set_err[2];
-  assign set_err__busy  = set_err[3];
-  assign wp__data__valid  = wp__data[0];
-  assign wp__data__mode  = wp__data[2:1];
-  assign wp__data__device  = wp__data[7:3];
-  assign wp__data__base  = wp__data[55:8];
-  assign wp__data__size  = wp__data[103:56];
-  assign wp__data__remote_base  = wp__data[151:104];
-  assign wp__data$129__valid  = \wp__data$129 [0];
-  assign wp__data$129__op  = \wp__data$129 [1];
-  assign wp__data$129__device  = \wp__data$129 [6:2];
-  assign wp__data$129__tile  = \wp__data$129 [22:7];
-  assign wp__data$129__rows  = \wp__data$129 [34:23];
-  assign wp__data$129__row_bytes  = \wp__data$129 [50:35];
-  assign wp__data$129__pitch  = \wp__data$129 [74:51];
-  assign wp__data$129__src  = \wp__data$129 [122:75];
-  assign wp__data$129__dst  = \wp__data$129 [170:123];
-  assign device_id$154__device  = device_id;
-  assign status__tracker_busy  = status[0];
-  assign status__dma_busy  = status[1];
-  assign status__dma_idle  = status[2];
-  assign status__sweep  = status[3];
-  assign status__region_pending  = status[4];
-  assign status__desc_pending  = status[5];
-  assign status__track_pending  = status[6];
-  assign status__arb_pending  = status[7];
-  assign status__irq  = status[8];
   assign region_got__valid  = region_got[0];
   assign region_got__mode  = region_got[2:1];
   assign region_got__device  = region_got[7:3];
@@ -9999,15 +10689,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign desc_got__pitch  = desc_got[74:51];
   assign desc_got__src  = desc_got[122:75];
   assign desc_got__dst  = desc_got[170:123];
-  assign rp__data$164__valid  = \rp__data$164 [0];
-  assign rp__data$164__op  = \rp__data$164 [1];
-  assign rp__data$164__device  = \rp__data$164 [6:2];
-  assign rp__data$164__tile  = \rp__data$164 [22:7];
-  assign rp__data$164__rows  = \rp__data$164 [34:23];
-  assign rp__data$164__row_bytes  = \rp__data$164 [50:35];
-  assign rp__data$164__pitch  = \rp__data$164 [74:51];
-  assign rp__data$164__src  = \rp__data$164 [122:75];
-  assign rp__data$164__dst  = \rp__data$164 [170:123];
+  assign rp__data$149__valid  = \rp__data$149 [0];
+  assign rp__data$149__op  = \rp__data$149 [1];
+  assign rp__data$149__device  = \rp__data$149 [6:2];
+  assign rp__data$149__tile  = \rp__data$149 [22:7];
+  assign rp__data$149__rows  = \rp__data$149 [34:23];
+  assign rp__data$149__row_bytes  = \rp__data$149 [50:35];
+  assign rp__data$149__pitch  = \rp__data$149 [74:51];
+  assign rp__data$149__src  = \rp__data$149 [122:75];
+  assign rp__data$149__dst  = \rp__data$149 [170:123];
   assign track_result__op  = track_result[1:0];
   assign track_result__code  = track_result[4:2];
   assign track_result__tile  = track_result[20:5];
@@ -10017,6 +10707,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign track_result__threshold  = track_result[38:27];
   assign track_result__count  = track_result[50:39];
   assign track_result__cmd  = track_result[58:51];
+  assign device_id$154__device  = device_id;
   assign csr_irq_enable__unmapped  = csr_irq_enable[0];
   assign csr_irq_enable__read_only  = csr_irq_enable[1];
   assign csr_irq_enable__bad_command  = csr_irq_enable[2];
@@ -10043,6 +10734,10 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign addrmap_irq_enable__rx_crosses  = addrmap_irq_enable[6];
   assign arbiter_irq_enable__bad_config  = arbiter_irq_enable[0];
   assign arbiter_irq_enable__bad_response  = arbiter_irq_enable[1];
+  assign set_err__unmapped  = set_err[0];
+  assign set_err__read_only  = set_err[1];
+  assign set_err__bad_command  = set_err[2];
+  assign set_err__busy  = set_err[3];
   assign tracker_sticky__unprogrammed  = tracker_sticky[0];
   assign tracker_sticky__overcount  = tracker_sticky[1];
   assign tracker_sticky__reprogram  = tracker_sticky[2];
@@ -10065,152 +10760,176 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign addrmap_sticky__rx_crosses  = addrmap_sticky[6];
   assign arbiter_sticky__bad_config  = arbiter_sticky[0];
   assign arbiter_sticky__bad_response  = arbiter_sticky[1];
-  assign tracker_capture$175__tile  = \tracker_capture$175 [15:0];
-  assign tracker_capture$175__cmd  = \tracker_capture$175 [23:16];
-  assign tracker_capture$175__events  = \tracker_capture$175 [29:24];
-  assign tracker_capture$175__events__unprogrammed  = \tracker_capture$175 [24];
-  assign tracker_capture$175__events__overcount  = \tracker_capture$175 [25];
-  assign tracker_capture$175__events__reprogram  = \tracker_capture$175 [26];
-  assign tracker_capture$175__events__bad_threshold  = \tracker_capture$175 [27];
-  assign tracker_capture$175__events__overflow  = \tracker_capture$175 [28];
-  assign tracker_capture$175__events__bad_op  = \tracker_capture$175 [29];
-  assign dma_capture$176__index  = \dma_capture$176 [7:0];
-  assign dma_capture$176__tile  = \dma_capture$176 [23:8];
-  assign dma_capture$176__addr  = \dma_capture$176 [71:24];
-  assign dma_capture$176__events  = \dma_capture$176 [78:72];
-  assign dma_capture$176__events__bad_descriptor  = \dma_capture$176 [72];
-  assign dma_capture$176__events__bad_program  = \dma_capture$176 [73];
-  assign dma_capture$176__events__bad_response  = \dma_capture$176 [74];
-  assign dma_capture$176__events__bad_range  = \dma_capture$176 [75];
-  assign dma_capture$176__events__bad_pitch  = \dma_capture$176 [76];
-  assign dma_capture$176__events__desc_busy  = \dma_capture$176 [77];
-  assign dma_capture$176__events__read_error  = \dma_capture$176 [78];
-  assign addrmap_capture$177__addr  = \addrmap_capture$177 [47:0];
-  assign addrmap_capture$177__device  = \addrmap_capture$177 [52:48];
-  assign addrmap_capture$177__tile  = \addrmap_capture$177 [68:53];
-  assign addrmap_capture$177__events  = \addrmap_capture$177 [75:69];
-  assign addrmap_capture$177__events__bad_region  = \addrmap_capture$177 [69];
-  assign addrmap_capture$177__events__overlap  = \addrmap_capture$177 [70];
-  assign addrmap_capture$177__events__store_crosses  = \addrmap_capture$177 [71];
-  assign addrmap_capture$177__events__rx_misrouted  = \addrmap_capture$177 [72];
-  assign addrmap_capture$177__events__rx_remote  = \addrmap_capture$177 [73];
-  assign addrmap_capture$177__events__rx_unmapped  = \addrmap_capture$177 [74];
-  assign addrmap_capture$177__events__rx_crosses  = \addrmap_capture$177 [75];
+  assign tracker_capture$170__tile  = \tracker_capture$170 [15:0];
+  assign tracker_capture$170__cmd  = \tracker_capture$170 [23:16];
+  assign tracker_capture$170__events  = \tracker_capture$170 [29:24];
+  assign tracker_capture$170__events__unprogrammed  = \tracker_capture$170 [24];
+  assign tracker_capture$170__events__overcount  = \tracker_capture$170 [25];
+  assign tracker_capture$170__events__reprogram  = \tracker_capture$170 [26];
+  assign tracker_capture$170__events__bad_threshold  = \tracker_capture$170 [27];
+  assign tracker_capture$170__events__overflow  = \tracker_capture$170 [28];
+  assign tracker_capture$170__events__bad_op  = \tracker_capture$170 [29];
+  assign dma_capture$171__index  = \dma_capture$171 [7:0];
+  assign dma_capture$171__tile  = \dma_capture$171 [23:8];
+  assign dma_capture$171__addr  = \dma_capture$171 [71:24];
+  assign dma_capture$171__events  = \dma_capture$171 [78:72];
+  assign dma_capture$171__events__bad_descriptor  = \dma_capture$171 [72];
+  assign dma_capture$171__events__bad_program  = \dma_capture$171 [73];
+  assign dma_capture$171__events__bad_response  = \dma_capture$171 [74];
+  assign dma_capture$171__events__bad_range  = \dma_capture$171 [75];
+  assign dma_capture$171__events__bad_pitch  = \dma_capture$171 [76];
+  assign dma_capture$171__events__desc_busy  = \dma_capture$171 [77];
+  assign dma_capture$171__events__read_error  = \dma_capture$171 [78];
+  assign addrmap_capture$172__addr  = \addrmap_capture$172 [47:0];
+  assign addrmap_capture$172__device  = \addrmap_capture$172 [52:48];
+  assign addrmap_capture$172__tile  = \addrmap_capture$172 [68:53];
+  assign addrmap_capture$172__events  = \addrmap_capture$172 [75:69];
+  assign addrmap_capture$172__events__bad_region  = \addrmap_capture$172 [69];
+  assign addrmap_capture$172__events__overlap  = \addrmap_capture$172 [70];
+  assign addrmap_capture$172__events__store_crosses  = \addrmap_capture$172 [71];
+  assign addrmap_capture$172__events__rx_misrouted  = \addrmap_capture$172 [72];
+  assign addrmap_capture$172__events__rx_remote  = \addrmap_capture$172 [73];
+  assign addrmap_capture$172__events__rx_unmapped  = \addrmap_capture$172 [74];
+  assign addrmap_capture$172__events__rx_crosses  = \addrmap_capture$172 [75];
+  assign status__tracker_busy  = status[0];
+  assign status__dma_busy  = status[1];
+  assign status__dma_idle  = status[2];
+  assign status__sweep  = status[3];
+  assign status__region_pending  = status[4];
+  assign status__desc_pending  = status[5];
+  assign status__track_pending  = status[6];
+  assign status__arb_pending  = status[7];
+  assign status__irq  = status[8];
+  assign wp__data__valid  = wp__data[0];
+  assign wp__data__mode  = wp__data[2:1];
+  assign wp__data__device  = wp__data[7:3];
+  assign wp__data__base  = wp__data[55:8];
+  assign wp__data__size  = wp__data[103:56];
+  assign wp__data__remote_base  = wp__data[151:104];
+  assign wp__data$194__valid  = \wp__data$194 [0];
+  assign wp__data$194__op  = \wp__data$194 [1];
+  assign wp__data$194__device  = \wp__data$194 [6:2];
+  assign wp__data$194__tile  = \wp__data$194 [22:7];
+  assign wp__data$194__rows  = \wp__data$194 [34:23];
+  assign wp__data$194__row_bytes  = \wp__data$194 [50:35];
+  assign wp__data$194__pitch  = \wp__data$194 [74:51];
+  assign wp__data$194__src  = \wp__data$194 [122:75];
+  assign wp__data$194__dst  = \wp__data$194 [170:123];
   assign status[8] = irq;
-  assign status[7] = \$327 ;
-  assign status[6] = \$322 ;
-  assign status[5] = \$317 ;
-  assign status[4] = \$311 ;
+  assign status[7] = \$698 ;
+  assign status[6] = \$693 ;
+  assign status[5] = \$688 ;
+  assign status[4] = \$682 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$51 ;
+    set_err[1] = \$422 ;
   always @*
-    set_err[0] = \$3 ;
-  assign \$65  = \$64 ;
-  assign \$77  = \$76 ;
-  assign \$89  = \$88 ;
-  assign \$101  = \$100 ;
-  assign \$113  = \$112 ;
-  assign \$125  = \$124 ;
-  assign \$137  = \$136 ;
-  assign \$149  = \$148 ;
-  assign \$161  = \$160 ;
-  assign \$173  = \$172 ;
-  assign \$185  = \$184 ;
-  assign \$197  = \$196 ;
-  assign \$209  = \$208 ;
-  assign \$221  = \$220 ;
-  assign \$228  = tracker_program__valid;
-  assign \$229  = 1'h0;
-  assign \$230  = tracker_program__valid;
-  assign \$231  = tracker_program__valid;
-  assign \$236  = tracker_program__valid;
-  assign \$237  = 1'h0;
-  assign \$238  = tracker_program__valid;
-  assign \$239  = tracker_program__valid;
-  assign \$244  = arbiter_program__valid;
-  assign \$245  = 1'h0;
-  assign \$246  = arbiter_program__valid;
-  assign \$247  = arbiter_program__valid;
-  assign \$248  = arbiter_program__valid;
-  assign \$252  = arbiter_program__valid;
-  assign \$253  = 1'h0;
-  assign \$254  = arbiter_program__valid;
-  assign \$255  = arbiter_program__valid;
-  assign \$256  = arbiter_program__valid;
-  assign \$265  = \$264 ;
-  assign \$272  = \$271 ;
-  assign \$279  = \$278 ;
-  assign \$287  = \$286 ;
-  assign \$289  = tracker_program__valid;
-  assign \$290  = 1'h0;
-  assign \$291  = tracker_program__valid;
-  assign \$292  = tracker_program__valid;
-  assign \$295  = arbiter_program__valid;
-  assign \$296  = 1'h0;
-  assign \$297  = arbiter_program__valid;
-  assign \$298  = arbiter_program__valid;
-  assign \$299  = arbiter_program__valid;
-  assign \$300  = arbiter_program__valid;
-  assign \$311  = \$310 ;
-  assign \$317  = \$316 ;
-  assign \$318  = tracker_program__valid;
-  assign \$319  = 1'h0;
-  assign \$320  = tracker_program__valid;
-  assign \$321  = tracker_program__valid;
-  assign \$323  = arbiter_program__valid;
-  assign \$324  = 1'h0;
-  assign \$325  = arbiter_program__valid;
-  assign \$326  = arbiter_program__valid;
-  assign \$327  = arbiter_program__valid;
-  assign \$333  = arbiter_program__valid;
-  assign \$343  = \$342 ;
-  assign \$352  = \$351 ;
-  assign \$361  = \$360 ;
-  assign \$370  = \$369 ;
-  assign \$379  = \$378 ;
-  assign \$388  = \$387 ;
-  assign \$397  = \$396 ;
-  assign \$406  = \$405 ;
-  assign \$415  = \$414 ;
-  assign \$424  = \$423 ;
-  assign \$433  = \$432 ;
-  assign \$442  = \$441 ;
-  assign \$451  = \$450 ;
+    set_err[0] = \$374 ;
+  assign \$6  = arbiter_program__valid;
+  assign \$16  = \$15 ;
+  assign \$25  = \$24 ;
+  assign \$34  = \$33 ;
+  assign \$43  = \$42 ;
+  assign \$52  = \$51 ;
+  assign \$61  = \$60 ;
+  assign \$70  = \$69 ;
+  assign \$79  = \$78 ;
+  assign \$88  = \$87 ;
+  assign \$97  = \$96 ;
+  assign \$106  = \$105 ;
+  assign \$115  = \$114 ;
+  assign \$124  = \$123 ;
+  assign \$133  = \$132 ;
+  assign \$137  = tracker_program__valid;
+  assign \$138  = 1'h0;
+  assign \$139  = tracker_program__valid;
+  assign \$140  = tracker_program__valid;
+  assign \$145  = tracker_program__valid;
+  assign \$146  = 1'h0;
+  assign \$147  = tracker_program__valid;
+  assign \$148  = tracker_program__valid;
+  assign \$153  = arbiter_program__valid;
+  assign \$154  = 1'h0;
+  assign \$155  = arbiter_program__valid;
+  assign \$156  = arbiter_program__valid;
+  assign \$157  = arbiter_program__valid;
+  assign \$161  = arbiter_program__valid;
+  assign \$162  = 1'h0;
+  assign \$163  = arbiter_program__valid;
+  assign \$164  = arbiter_program__valid;
+  assign \$165  = arbiter_program__valid;
+  assign \$180  = \$179 ;
+  assign \$187  = \$186 ;
+  assign \$194  = \$193 ;
+  assign \$202  = \$201 ;
+  assign \$204  = tracker_program__valid;
+  assign \$205  = 1'h0;
+  assign \$206  = tracker_program__valid;
+  assign \$207  = tracker_program__valid;
+  assign \$210  = arbiter_program__valid;
+  assign \$211  = 1'h0;
+  assign \$212  = arbiter_program__valid;
+  assign \$213  = arbiter_program__valid;
+  assign \$214  = arbiter_program__valid;
+  assign \$215  = arbiter_program__valid;
+  assign \$682  = \$681 ;
+  assign \$688  = \$687 ;
+  assign \$689  = tracker_program__valid;
+  assign \$690  = 1'h0;
+  assign \$691  = tracker_program__valid;
+  assign \$692  = tracker_program__valid;
+  assign \$694  = arbiter_program__valid;
+  assign \$695  = 1'h0;
+  assign \$696  = arbiter_program__valid;
+  assign \$697  = arbiter_program__valid;
+  assign \$698  = arbiter_program__valid;
+  assign \$436  = \$435 ;
+  assign \$448  = \$447 ;
   assign \$460  = \$459 ;
-  assign \$464  = tracker_program__valid;
-  assign \$465  = 1'h0;
-  assign \$466  = tracker_program__valid;
-  assign \$467  = tracker_program__valid;
-  assign \$472  = tracker_program__valid;
-  assign \$473  = 1'h0;
-  assign \$474  = tracker_program__valid;
-  assign \$475  = tracker_program__valid;
-  assign \$480  = arbiter_program__valid;
-  assign \$481  = 1'h0;
-  assign \$482  = arbiter_program__valid;
-  assign \$483  = arbiter_program__valid;
-  assign \$484  = arbiter_program__valid;
-  assign \$488  = arbiter_program__valid;
-  assign \$489  = 1'h0;
-  assign \$490  = arbiter_program__valid;
-  assign \$491  = arbiter_program__valid;
-  assign \$492  = arbiter_program__valid;
-  assign \$507  = \$506 ;
-  assign \$514  = \$513 ;
-  assign \$521  = \$520 ;
-  assign \$529  = \$528 ;
-  assign \$531  = tracker_program__valid;
-  assign \$532  = 1'h0;
-  assign \$533  = tracker_program__valid;
-  assign \$534  = tracker_program__valid;
-  assign \$537  = arbiter_program__valid;
-  assign \$538  = 1'h0;
-  assign \$539  = arbiter_program__valid;
-  assign \$540  = arbiter_program__valid;
-  assign \$541  = arbiter_program__valid;
-  assign \$542  = arbiter_program__valid;
+  assign \$472  = \$471 ;
+  assign \$484  = \$483 ;
+  assign \$496  = \$495 ;
+  assign \$508  = \$507 ;
+  assign \$520  = \$519 ;
+  assign \$532  = \$531 ;
+  assign \$544  = \$543 ;
+  assign \$556  = \$555 ;
+  assign \$568  = \$567 ;
+  assign \$580  = \$579 ;
+  assign \$592  = \$591 ;
+  assign \$599  = tracker_program__valid;
+  assign \$600  = 1'h0;
+  assign \$601  = tracker_program__valid;
+  assign \$602  = tracker_program__valid;
+  assign \$607  = tracker_program__valid;
+  assign \$608  = 1'h0;
+  assign \$609  = tracker_program__valid;
+  assign \$610  = tracker_program__valid;
+  assign \$615  = arbiter_program__valid;
+  assign \$616  = 1'h0;
+  assign \$617  = arbiter_program__valid;
+  assign \$618  = arbiter_program__valid;
+  assign \$619  = arbiter_program__valid;
+  assign \$623  = arbiter_program__valid;
+  assign \$624  = 1'h0;
+  assign \$625  = arbiter_program__valid;
+  assign \$626  = arbiter_program__valid;
+  assign \$627  = arbiter_program__valid;
+  assign \$636  = \$635 ;
+  assign \$643  = \$642 ;
+  assign \$650  = \$649 ;
+  assign \$658  = \$657 ;
+  assign \$660  = tracker_program__valid;
+  assign \$661  = 1'h0;
+  assign \$662  = tracker_program__valid;
+  assign \$663  = tracker_program__valid;
+  assign \$666  = arbiter_program__valid;
+  assign \$667  = 1'h0;
+  assign \$668  = arbiter_program__valid;
+  assign \$669  = arbiter_program__valid;
+  assign \$670  = arbiter_program__valid;
+  assign \$671  = arbiter_program__valid;
 endmodule

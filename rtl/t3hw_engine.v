@@ -888,7 +888,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .track_hold(track_hold)
   );
   t3hw_engine__csr  csr (
-    .\addrmap_capture$171 (addrmap_capture),
+    .\addrmap_capture$159 (addrmap_capture),
     .addrmap_errors(addrmap_errors),
     .addrmap_stats(addrmap_stats),
     .arbiter_errors(arbiter_errors),
@@ -904,7 +904,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .clk(clk),
     .device_id(device_id),
     .dma_busy(dma_busy),
-    .\dma_capture$169 (dma_capture),
+    .\dma_capture$157 (dma_capture),
     .dma_errors(dma_errors),
     .dma_idle(dma_idle),
     .dma_program__payload(\program__payload$147 ),
@@ -917,7 +917,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .region_program__valid(program__valid),
     .rst(rst),
     .tracker_busy(tracker_busy),
-    .\tracker_capture$167 (tracker_capture),
+    .\tracker_capture$155 (tracker_capture),
     .tracker_errors(tracker_errors),
     .tracker_program__payload(\program__payload$156 ),
     .tracker_program__ready(tracker_program__ready),
@@ -1571,8 +1571,8 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture, mem__payload
-, rx_mem__valid, rx_mem__payload, store__payload);
+module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors
+, capture, rx_mem__valid, store__payload);
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3870,15 +3870,15 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
+module t3hw_engine__addrmap__out_queue (rst, push, o__ready, o__payload, wr__data, o__valid, clk);
   reg _init_strobe_2  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire [4:0] \$13 ;
+  wire \$13 ;
   wire \$14 ;
-  wire [5:0] \$15 ;
+  wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -3905,55 +3905,26 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [4:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
+  wire [4:0] \$43 ;
+  wire [4:0] \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  wire [4:0] \$47 ;
+  wire [4:0] \$48 ;
+  reg [3:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [4:0] \$68 ;
-  wire [4:0] \$69 ;
+  reg \$50 ;
+  reg \$51 ;
+  reg \$52 ;
+  reg [3:0] \$53 ;
+  reg [3:0] \$54 ;
+  wire [5:0] \$6 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [3:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [78:0] \$81 ;
-  reg [3:0] \$82 ;
-  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -3973,22 +3944,9 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
   reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
-  (* init = 79'h00000000000000000000 *)
-  wire [78:0] head_reg;
-  wire [4:0] head_reg__device ;
-  wire head_reg__remote ;
-  wire [72:0] head_reg__store ;
-  wire [47:0] head_reg__store__addr ;
-  wire [6:0] head_reg__store__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire head_reg__store__kind ;
-  wire [15:0] head_reg__store__tile ;
-  wire head_reg__store__tracked ;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
-  reg [78:0] o__payload = 79'h00000000000000000000;
+  wire [78:0] o__payload;
   wire [4:0] o__payload__device ;
   wire o__payload__remote ;
   wire [72:0] o__payload__store ;
@@ -4039,7 +3997,7 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [9:0];
+  reg [78:0] storage [10:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -4051,182 +4009,127 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
     storage[7] = 79'h00000000000000000000;
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
+    storage[10] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
-  assign \$19  = \$16  & \$18 ;
-  assign \$20  = o__valid & o__ready;
-  assign \$21  = push & accept;
-  assign \$22  = ~ \$21 ;
-  assign \$23  = \$20  & \$22 ;
-  assign \$24  = \$23  ? waiting : o__valid;
-  assign \$25  = \$19  ? 1'h1 : \$24 ;
-  assign \$26  = push & accept;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = \$26  & \$28 ;
-  assign \$30  = level == 4'ha;
-  assign \$31  = o__valid & o__ready;
-  assign \$32  = push & accept;
-  assign \$33  = ~ \$32 ;
-  assign \$34  = \$31  & \$33 ;
-  assign \$35  = ~ \$34 ;
-  assign \$36  = \$35  & full;
-  assign \$37  = \$29  ? \$30  : \$36 ;
-  assign \$38  = push & accept;
-  assign \$39  = o__valid & o__ready;
-  assign \$40  = ~ \$39 ;
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = level >= 1'h1;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = push & accept;
-  assign \$45  = ~ \$44 ;
-  assign \$46  = \$43  & \$45 ;
-  assign \$47  = level >= 2'h3;
-  assign \$48  = \$46  ? \$47  : waiting;
-  assign \$49  = \$41  ? \$42  : \$48 ;
-  assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 4'h9;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 5'h00 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 4'h9;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 5'h00 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign o__payload = storage[rd__addr];
+  assign \$44  = \$42  ? 5'h00 : \$43 ;
+  assign \$45  = o__valid & o__ready;
+  assign \$46  = rd__addr == 4'ha;
+  assign \$47  = rd__addr + 1'h1;
+  assign \$48  = \$46  ? 5'h00 : \$47 ;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$49 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$50 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$51 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$52 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$53 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
-  always @(posedge clk)
-    rd__addr <= \$83 ;
+    rd__addr <= \$54 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = push & accept;
-  assign \$5  = ~ o__valid;
-  assign \$6  = o__valid & o__ready;
-  assign \$7  = ~ waiting;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = \$5  | \$8 ;
-  assign \$10  = \$4  & \$9 ;
-  assign \$11  = ~ \$10 ;
-  assign wr__en = \$3  & \$11 ;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = level + \$12 ;
-  assign \$14  = o__valid & o__ready;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 4'ha;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = wr__addr == 4'ha;
+  assign \$43  = wr__addr + 1'h1;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$77  = \$15 [3:0];
+    \$49  = \$6 [3:0];
     if (rst) begin
-      \$77  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$78  = \$25 ;
+    \$50  = \$16 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$50  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$79  = \$37 ;
+    \$51  = \$28 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$51  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$80  = \$49 ;
+    \$52  = \$40 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$52  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [3:0];
+    \$53  = wr__addr;
+    if (\$41 ) begin
+      \$53  = \$44 [3:0];
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$53  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$83  = rd__addr;
-    if (\$71 ) begin
-      \$83  = \$74 [3:0];
+    \$54  = rd__addr;
+    if (\$45 ) begin
+      \$54  = \$48 [3:0];
     end
     if (rst) begin
-      \$83  = 4'h0;
+      \$54  = 4'h0;
     end
   end
-  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign o__payload__remote  = o__payload[0];
-  assign o__payload__device  = o__payload[5:1];
-  assign o__payload__store  = o__payload[78:6];
-  assign o__payload__store__addr  = o__payload[53:6];
-  assign o__payload__store__tile  = o__payload[69:54];
-  assign o__payload__store__bytes  = o__payload[76:70];
-  assign o__payload__store__kind  = o__payload[77];
-  assign o__payload__store__tracked  = o__payload[78];
-  assign head_reg__remote  = o__payload[0];
-  assign head_reg__device  = o__payload[5:1];
-  assign head_reg__store  = o__payload[78:6];
-  assign head_reg__store__addr  = o__payload[53:6];
-  assign head_reg__store__tile  = o__payload[69:54];
-  assign head_reg__store__bytes  = o__payload[76:70];
-  assign head_reg__store__kind  = o__payload[77];
-  assign head_reg__store__tracked  = o__payload[78];
+  assign rd__data = o__payload;
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
   assign wr__data__store  = wr__data[78:6];
@@ -4243,25 +4146,33 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
   assign data__store__bytes  = wr__data[76:70];
   assign data__store__kind  = wr__data[77];
   assign data__store__tracked  = wr__data[78];
-  assign rd__data__remote  = rd__data[0];
-  assign rd__data__device  = rd__data[5:1];
-  assign rd__data__store  = rd__data[78:6];
-  assign rd__data__store__addr  = rd__data[53:6];
-  assign rd__data__store__tile  = rd__data[69:54];
-  assign rd__data__store__bytes  = rd__data[76:70];
-  assign rd__data__store__kind  = rd__data[77];
-  assign rd__data__store__tracked  = rd__data[78];
+  assign o__payload__remote  = o__payload[0];
+  assign o__payload__device  = o__payload[5:1];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
+  assign rd__data__remote  = o__payload[0];
+  assign rd__data__device  = o__payload[5:1];
+  assign rd__data__store  = o__payload[78:6];
+  assign rd__data__store__addr  = o__payload[53:6];
+  assign rd__data__store__tile  = o__payload[69:54];
+  assign rd__data__store__bytes  = o__payload[76:70];
+  assign rd__data__store__kind  = o__payload[77];
+  assign rd__data__store__tracked  = o__payload[78];
 endmodule
 
-module t3hw_engine__addrmap__rx_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
+module t3hw_engine__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data, o__valid, clk);
   reg _init_strobe_3  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire [4:0] \$13 ;
+  wire \$13 ;
   wire \$14 ;
-  wire [5:0] \$15 ;
+  wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -4288,55 +4199,26 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__ready, wr__data, o__valid, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [4:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
+  wire [4:0] \$43 ;
+  wire [4:0] \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  wire [4:0] \$47 ;
+  wire [4:0] \$48 ;
+  reg [3:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [4:0] \$68 ;
-  wire [4:0] \$69 ;
+  reg \$50 ;
+  reg \$51 ;
+  reg \$52 ;
+  reg [3:0] \$53 ;
+  reg [3:0] \$54 ;
+  wire [5:0] \$6 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [3:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [72:0] \$81 ;
-  reg [3:0] \$82 ;
-  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -4353,19 +4235,9 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__ready, wr__data, o__valid, 
   reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
-  (* init = 73'h0000000000000000000 *)
-  wire [72:0] head_reg;
-  wire [47:0] head_reg__addr ;
-  wire [6:0] head_reg__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire head_reg__kind ;
-  wire [15:0] head_reg__tile ;
-  wire head_reg__tracked ;
   reg [3:0] level = 4'h0;
   output [72:0] o__payload;
-  reg [72:0] o__payload = 73'h0000000000000000000;
+  wire [72:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -4407,7 +4279,7 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__ready, wr__data, o__valid, 
   wire [15:0] wr__data__tile ;
   wire wr__data__tracked ;
   wire wr__en;
-  reg [72:0] storage [9:0];
+  reg [72:0] storage [10:0];
   initial begin
     storage[0] = 73'h0000000000000000000;
     storage[1] = 73'h0000000000000000000;
@@ -4419,176 +4291,127 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__ready, wr__data, o__valid, 
     storage[7] = 73'h0000000000000000000;
     storage[8] = 73'h0000000000000000000;
     storage[9] = 73'h0000000000000000000;
+    storage[10] = 73'h0000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
-  assign \$19  = \$16  & \$18 ;
-  assign \$20  = o__valid & o__ready;
-  assign \$21  = push & accept;
-  assign \$22  = ~ \$21 ;
-  assign \$23  = \$20  & \$22 ;
-  assign \$24  = \$23  ? waiting : o__valid;
-  assign \$25  = \$19  ? 1'h1 : \$24 ;
-  assign \$26  = push & accept;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = \$26  & \$28 ;
-  assign \$30  = level == 4'ha;
-  assign \$31  = o__valid & o__ready;
-  assign \$32  = push & accept;
-  assign \$33  = ~ \$32 ;
-  assign \$34  = \$31  & \$33 ;
-  assign \$35  = ~ \$34 ;
-  assign \$36  = \$35  & full;
-  assign \$37  = \$29  ? \$30  : \$36 ;
-  assign \$38  = push & accept;
-  assign \$39  = o__valid & o__ready;
-  assign \$40  = ~ \$39 ;
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = level >= 1'h1;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = push & accept;
-  assign \$45  = ~ \$44 ;
-  assign \$46  = \$43  & \$45 ;
-  assign \$47  = level >= 2'h3;
-  assign \$48  = \$46  ? \$47  : waiting;
-  assign \$49  = \$41  ? \$42  : \$48 ;
-  assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 4'h9;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 5'h00 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 4'h9;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 5'h00 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign o__payload = storage[rd__addr];
+  assign \$44  = \$42  ? 5'h00 : \$43 ;
+  assign \$45  = o__valid & o__ready;
+  assign \$46  = rd__addr == 4'ha;
+  assign \$47  = rd__addr + 1'h1;
+  assign \$48  = \$46  ? 5'h00 : \$47 ;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$49 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$50 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$51 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$52 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$53 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
-  always @(posedge clk)
-    rd__addr <= \$83 ;
+    rd__addr <= \$54 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = push & accept;
-  assign \$5  = ~ o__valid;
-  assign \$6  = o__valid & o__ready;
-  assign \$7  = ~ waiting;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = \$5  | \$8 ;
-  assign \$10  = \$4  & \$9 ;
-  assign \$11  = ~ \$10 ;
-  assign wr__en = \$3  & \$11 ;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = level + \$12 ;
-  assign \$14  = o__valid & o__ready;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 4'ha;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = wr__addr == 4'ha;
+  assign \$43  = wr__addr + 1'h1;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$77  = \$15 [3:0];
+    \$49  = \$6 [3:0];
     if (rst) begin
-      \$77  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$78  = \$25 ;
+    \$50  = \$16 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$50  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$79  = \$37 ;
+    \$51  = \$28 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$51  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$80  = \$49 ;
+    \$52  = \$40 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$52  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [3:0];
+    \$53  = wr__addr;
+    if (\$41 ) begin
+      \$53  = \$44 [3:0];
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$53  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$83  = rd__addr;
-    if (\$71 ) begin
-      \$83  = \$74 [3:0];
+    \$54  = rd__addr;
+    if (\$45 ) begin
+      \$54  = \$48 [3:0];
     end
     if (rst) begin
-      \$83  = 4'h0;
+      \$54  = 4'h0;
     end
   end
-  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign head_reg__addr  = o__payload[47:0];
-  assign head_reg__tile  = o__payload[63:48];
-  assign head_reg__bytes  = o__payload[70:64];
-  assign head_reg__kind  = o__payload[71];
-  assign head_reg__tracked  = o__payload[72];
+  assign rd__data = o__payload;
   assign wr__data__addr  = wr__data[47:0];
   assign wr__data__tile  = wr__data[63:48];
   assign wr__data__bytes  = wr__data[70:64];
@@ -4599,11 +4422,16 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__ready, wr__data, o__valid, 
   assign data__bytes  = wr__data[70:64];
   assign data__kind  = wr__data[71];
   assign data__tracked  = wr__data[72];
-  assign rd__data__addr  = rd__data[47:0];
-  assign rd__data__tile  = rd__data[63:48];
-  assign rd__data__bytes  = rd__data[70:64];
-  assign rd__data__kind  = rd__data[71];
-  assign rd__data__tracked  = rd__data[72];
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign rd__data__addr  = o__payload[47:0];
+  assign rd__data__tile  = o__payload[63:48];
+  assign rd__data__bytes  = o__payload[70:64];
+  assign rd__data__kind  = o__payload[71];
+  assign rd__data__tracked  = o__payload[72];
 endmodule
 
 module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, store__payload, remote__payload, dma__payload, dma_response__ready, config__valid
@@ -4636,20 +4464,20 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire [83:0] \$123 ;
-  wire [83:0] \$124 ;
+  wire \$123 ;
+  wire \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire \$129 ;
+  wire [38:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire [38:0] \$131 ;
-  wire [31:0] \$132 ;
-  wire [8:0] \$133 ;
-  wire [39:0] \$134 ;
-  wire [40:0] \$135 ;
+  wire [31:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire [39:0] \$132 ;
+  wire [40:0] \$133 ;
+  wire \$134 ;
+  wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
@@ -4657,9 +4485,9 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
-  wire \$142 ;
+  wire [5:0] \$142 ;
   wire \$143 ;
-  wire [5:0] \$144 ;
+  wire \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
@@ -4684,50 +4512,50 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
-  wire \$167 ;
+  wire [25:0] \$167 ;
   wire \$168 ;
   wire [25:0] \$169 ;
   wire \$17 ;
-  wire \$170 ;
-  wire [25:0] \$171 ;
-  wire [32:0] \$172 ;
-  wire [2:0] \$173 ;
-  wire [34:0] \$174 ;
-  wire [33:0] \$175 ;
+  wire [32:0] \$170 ;
+  wire [2:0] \$171 ;
+  wire [34:0] \$172 ;
+  wire [33:0] \$173 ;
+  wire \$174 ;
+  wire \$175 ;
   wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
-  wire [32:0] \$179 ;
+  wire [32:0] \$177 ;
+  wire [32:0] \$178 ;
+  wire \$179 ;
   wire \$18 ;
-  wire [32:0] \$180 ;
+  wire \$180 ;
   wire \$181 ;
-  wire \$182 ;
-  wire \$183 ;
-  wire [32:0] \$184 ;
-  wire [32:0] \$185 ;
+  wire [32:0] \$182 ;
+  wire [32:0] \$183 ;
+  wire \$184 ;
+  wire \$185 ;
   wire \$186 ;
-  wire \$187 ;
-  wire \$188 ;
-  wire [32:0] \$189 ;
+  wire [32:0] \$187 ;
+  wire [32:0] \$188 ;
+  wire \$189 ;
   wire \$19 ;
-  wire [32:0] \$190 ;
+  wire \$190 ;
   wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
-  wire [32:0] \$194 ;
-  wire [32:0] \$195 ;
+  wire [32:0] \$192 ;
+  wire [32:0] \$193 ;
+  wire \$194 ;
+  wire \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
   wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$201 ;
-  wire [32:0] \$202 ;
+  wire [32:0] \$200 ;
+  wire [1:0] \$201 ;
+  wire [1:0] \$202 ;
   wire [1:0] \$203 ;
-  wire [1:0] \$204 ;
-  wire [1:0] \$205 ;
+  wire \$204 ;
+  wire \$205 ;
   wire \$206 ;
   wire \$207 ;
   wire \$208 ;
@@ -4775,12 +4603,12 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$246 ;
   wire \$247 ;
   wire \$248 ;
-  wire \$249 ;
+  wire [1:0] \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire [1:0] \$251 ;
-  wire \$252 ;
-  wire [1:0] \$253 ;
+  wire [83:0] \$252 ;
+  wire [83:0] \$253 ;
   wire [83:0] \$254 ;
   wire \$255 ;
   wire \$256 ;
@@ -4817,41 +4645,45 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   reg \$284 ;
   reg \$285 ;
   reg \$286 ;
-  reg [83:0] \$287 ;
-  reg [83:0] \$288 ;
-  reg \$289 ;
+  reg \$287 ;
+  reg \$288 ;
+  reg [83:0] \$289 ;
   wire \$29 ;
-  reg [22:0] \$290 ;
-  reg [31:0] \$291 ;
-  reg [24:0] \$292 ;
-  reg [8:0] \$293 ;
-  reg [33:0] \$294 ;
-  reg \$295 ;
-  reg [38:0] \$296 ;
-  reg [7:0] \$297 ;
-  reg \$298 ;
+  reg [83:0] \$290 ;
+  reg [83:0] \$291 ;
+  reg [83:0] \$292 ;
+  reg \$293 ;
+  reg [22:0] \$294 ;
+  reg [31:0] \$295 ;
+  reg [24:0] \$296 ;
+  reg [8:0] \$297 ;
+  reg [33:0] \$298 ;
   reg \$299 ;
   wire \$3 ;
   wire \$30 ;
-  reg \$300 ;
-  reg [1:0] \$301 ;
-  reg [4:0] \$302 ;
-  reg [31:0] \$303 ;
-  reg [24:0] \$304 ;
-  reg [33:0] \$305 ;
-  reg \$306 ;
-  reg \$307 ;
-  reg [287:0] \$308 ;
-  reg \$309 ;
+  reg [38:0] \$300 ;
+  reg [7:0] \$301 ;
+  reg \$302 ;
+  reg \$303 ;
+  reg \$304 ;
+  reg [1:0] \$305 ;
+  reg [4:0] \$306 ;
+  reg [31:0] \$307 ;
+  reg [24:0] \$308 ;
+  reg [33:0] \$309 ;
   wire \$31 ;
   reg \$310 ;
   reg \$311 ;
-  reg \$312 ;
+  reg [287:0] \$312 ;
   reg \$313 ;
   reg \$314 ;
   reg \$315 ;
-  reg [1:0] \$316 ;
+  reg \$316 ;
+  reg \$317 ;
+  reg \$318 ;
+  reg \$319 ;
   wire \$32 ;
+  reg [1:0] \$320 ;
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
@@ -4927,7 +4759,8 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$99 ;
   (* keep = 32'd1 *)
   wire \$signal ;
-  reg [83:0] \$signal$30  = 84'h000000000000000000000;
+  reg \$signal$29  = 1'h0;
+  reg \$signal$30  = 1'h0;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
@@ -4951,7 +4784,6 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   input clk;
   wire clk;
   reg comm_first = 1'h0;
-  reg [83:0] comm_q = 84'h000000000000000000000;
   input [38:0] config__payload;
   wire [38:0] config__payload;
   (* enum_base_type = "ArbPolicy" *)
@@ -4976,6 +4808,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   input dma__valid;
   wire dma__valid;
   reg dma_granted = 1'h0;
+  reg [83:0] dma_q = 84'h000000000000000000000;
   wire [82:0] dma_req;
   wire [47:0] dma_req__addr ;
   wire [6:0] dma_req__bytes ;
@@ -5031,7 +4864,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
-  reg is_comm = 1'h0;
+  reg is_remote = 1'h0;
   reg last_comm = 1'h0;
   reg last_remote = 1'h0;
   reg last_store = 1'h0;
@@ -5046,6 +4879,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   input load__valid;
   wire load__valid;
   reg load_granted = 1'h0;
+  reg [83:0] load_q = 84'h000000000000000000000;
   wire [82:0] load_req;
   wire [47:0] load_req__addr ;
   wire [6:0] load_req__bytes ;
@@ -5103,6 +4937,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   reg remote_granted = 1'h0;
   (* keep = 32'd1 *)
   wire remote_ok;
+  reg [83:0] remote_q = 84'h000000000000000000000;
   wire [82:0] remote_req;
   wire [47:0] remote_req__addr ;
   wire [6:0] remote_req__bytes ;
@@ -5182,6 +5017,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   reg store_granted = 1'h0;
   (* keep = 32'd1 *)
   wire store_ok;
+  reg [83:0] store_q = 84'h000000000000000000000;
   wire [82:0] store_req;
   wire [47:0] store_req__addr ;
   wire [6:0] store_req__bytes ;
@@ -5343,142 +5179,142 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign \$120  = \$signal  | \$119 ;
   assign \$121  = \$118  | \$120 ;
   assign \$122  = ~ pick_c;
-  assign \$123  = sel_store ? { store__payload[72], store_req } : { 1'h0, load_req };
-  assign \$124  = sel_remote ? { remote__payload[72], remote_req } : { 1'h0, dma_req };
-  assign \$125  = dram__valid & dram__ready;
-  assign \$126  = \$125  & \$254 [83];
-  assign \$127  = | \$254 [1:0];
-  assign \$128  = \$126  & \$127 ;
-  assign \$129  = \$254 [1:0] == 2'h2;
-  assign \$130  = \$129  ? 1'h1 : 1'h0;
-  assign \$131  = cfg[17:10] << scale;
-  assign \$132  = 1'h1 << scale;
-  assign \$133  = cfg[17:10] + 2'h2;
-  assign \$135  = \$134  - unit;
-  assign \$136  = ~ dram__valid;
-  assign \$137  = \$136  | dram__ready;
-  assign \$138  = \$137  & pick_c;
-  assign \$139  = ~ accept;
-  assign \$140  = \$138  & \$139 ;
-  assign \$141  = armed & grant_c_q;
-  assign \$142  = ! \new [9:2];
-  assign \$143  = ! \new [9:2];
-  assign \$144  = 5'h18 - \new [22:18];
-  assign \$145  = cfg[22:18] == 1'h1;
-  assign \$146  = cfg[22:18] > 2'h2;
-  assign \$147  = cfg[22:18] > 2'h3;
-  assign \$148  = cfg[22:18] > 3'h4;
-  assign \$149  = cfg[22:18] > 3'h5;
-  assign \$150  = cfg[22:18] > 3'h6;
-  assign \$151  = cfg[22:18] > 3'h7;
-  assign \$152  = cfg[22:18] > 4'h8;
-  assign \$153  = cfg[22:18] > 4'h9;
-  assign \$154  = cfg[22:18] > 4'ha;
-  assign \$155  = cfg[22:18] > 4'hb;
-  assign \$156  = cfg[22:18] > 4'hc;
-  assign \$157  = cfg[22:18] > 4'hd;
-  assign \$158  = cfg[22:18] > 4'he;
-  assign \$159  = cfg[22:18] > 4'hf;
-  assign \$160  = cfg[22:18] > 5'h10;
-  assign \$161  = cfg[22:18] > 5'h11;
-  assign \$162  = cfg[22:18] > 5'h12;
-  assign \$163  = cfg[22:18] > 5'h13;
-  assign \$164  = cfg[22:18] > 5'h14;
-  assign \$165  = cfg[22:18] > 5'h15;
-  assign \$166  = cfg[22:18] > 5'h16;
-  assign \$167  = cfg[22:18] > 5'h17;
-  assign \$168  = cfg[22:18] > 5'h18;
-  assign \$169  = \$145  ? 26'h3ffffff : { 1'h0, \$168 , \$167 , \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , 2'h1 };
-  assign \$170  = ! cfg[22:18];
-  assign \$171  = $signed(left) - $signed(2'h1);
-  assign \$172  = acc + sat_s;
-  assign \$174  = base + acc;
-  assign \$176  = load__valid & load__ready;
-  assign \$177  = ~ load__ready;
-  assign \$178  = load__valid & \$177 ;
-  assign \$179  = stats[31:0] + 1'h1;
-  assign \$180  = stats[159:128] + 1'h1;
-  assign \$181  = store__valid & store__ready;
-  assign \$182  = ~ store__ready;
-  assign \$183  = store__valid & \$182 ;
-  assign \$184  = stats[63:32] + 1'h1;
-  assign \$185  = stats[191:160] + 1'h1;
-  assign \$186  = dma__valid & dma__ready;
-  assign \$187  = ~ dma__ready;
-  assign \$188  = dma__valid & \$187 ;
-  assign \$189  = stats[95:64] + 1'h1;
-  assign \$190  = stats[223:192] + 1'h1;
-  assign \$191  = remote__valid & remote__ready;
-  assign \$192  = ~ remote__ready;
-  assign \$193  = remote__valid & \$192 ;
-  assign \$194  = stats[127:96] + 1'h1;
-  assign \$195  = stats[255:224] + 1'h1;
-  assign \$196  = ~ dram__valid;
-  assign \$197  = \$196  | dram__ready;
-  assign \$198  = dma__valid | remote_ok;
-  assign \$199  = \$198  & wait_full;
-  assign \$200  = \$199  & cfg[1];
-  assign \$201  = \$197  & \$200 ;
-  assign \$202  = stats[287:256] + 1'h1;
-  assign \$206  = track_hold & store__payload[72];
+  assign \$123  = dram__valid & dram__ready;
+  assign \$124  = \$123  & \$254 [83];
+  assign \$125  = | \$254 [1:0];
+  assign \$126  = \$124  & \$125 ;
+  assign \$127  = \$254 [1:0] == 2'h2;
+  assign \$128  = \$127  ? 1'h1 : 1'h0;
+  assign \$129  = cfg[17:10] << scale;
+  assign \$130  = 1'h1 << scale;
+  assign \$131  = cfg[17:10] + 2'h2;
+  assign \$133  = \$132  - unit;
+  assign \$134  = ~ dram__valid;
+  assign \$135  = \$134  | dram__ready;
+  assign \$136  = \$135  & pick_c;
+  assign \$137  = ~ accept;
+  assign \$138  = \$136  & \$137 ;
+  assign \$139  = armed & grant_c_q;
+  assign \$140  = ! \new [9:2];
+  assign \$141  = ! \new [9:2];
+  assign \$142  = 5'h18 - \new [22:18];
+  assign \$143  = cfg[22:18] == 1'h1;
+  assign \$144  = cfg[22:18] > 2'h2;
+  assign \$145  = cfg[22:18] > 2'h3;
+  assign \$146  = cfg[22:18] > 3'h4;
+  assign \$147  = cfg[22:18] > 3'h5;
+  assign \$148  = cfg[22:18] > 3'h6;
+  assign \$149  = cfg[22:18] > 3'h7;
+  assign \$150  = cfg[22:18] > 4'h8;
+  assign \$151  = cfg[22:18] > 4'h9;
+  assign \$152  = cfg[22:18] > 4'ha;
+  assign \$153  = cfg[22:18] > 4'hb;
+  assign \$154  = cfg[22:18] > 4'hc;
+  assign \$155  = cfg[22:18] > 4'hd;
+  assign \$156  = cfg[22:18] > 4'he;
+  assign \$157  = cfg[22:18] > 4'hf;
+  assign \$158  = cfg[22:18] > 5'h10;
+  assign \$159  = cfg[22:18] > 5'h11;
+  assign \$160  = cfg[22:18] > 5'h12;
+  assign \$161  = cfg[22:18] > 5'h13;
+  assign \$162  = cfg[22:18] > 5'h14;
+  assign \$163  = cfg[22:18] > 5'h15;
+  assign \$164  = cfg[22:18] > 5'h16;
+  assign \$165  = cfg[22:18] > 5'h17;
+  assign \$166  = cfg[22:18] > 5'h18;
+  assign \$167  = \$143  ? 26'h3ffffff : { 1'h0, \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , 2'h1 };
+  assign \$168  = ! cfg[22:18];
+  assign \$169  = $signed(left) - $signed(2'h1);
+  assign \$170  = acc + sat_s;
+  assign \$172  = base + acc;
+  assign \$174  = load__valid & load__ready;
+  assign \$175  = ~ load__ready;
+  assign \$176  = load__valid & \$175 ;
+  assign \$177  = stats[31:0] + 1'h1;
+  assign \$178  = stats[159:128] + 1'h1;
+  assign \$179  = store__valid & store__ready;
+  assign \$180  = ~ store__ready;
+  assign \$181  = store__valid & \$180 ;
+  assign \$182  = stats[63:32] + 1'h1;
+  assign \$183  = stats[191:160] + 1'h1;
+  assign \$184  = dma__valid & dma__ready;
+  assign \$185  = ~ dma__ready;
+  assign \$186  = dma__valid & \$185 ;
+  assign \$187  = stats[95:64] + 1'h1;
+  assign \$188  = stats[223:192] + 1'h1;
+  assign \$189  = remote__valid & remote__ready;
+  assign \$190  = ~ remote__ready;
+  assign \$191  = remote__valid & \$190 ;
+  assign \$192  = stats[127:96] + 1'h1;
+  assign \$193  = stats[255:224] + 1'h1;
+  assign \$194  = ~ dram__valid;
+  assign \$195  = \$194  | dram__ready;
+  assign \$196  = dma__valid | remote_ok;
+  assign \$197  = \$196  & wait_full;
+  assign \$198  = \$197  & cfg[1];
+  assign \$199  = \$195  & \$198 ;
+  assign \$200  = stats[287:256] + 1'h1;
+  assign \$204  = track_hold & store__payload[72];
+  assign \$205  = ~ \$204 ;
+  assign store_ok = store__valid & \$205 ;
+  assign \$206  = track_hold & remote__payload[72];
   assign \$207  = ~ \$206 ;
-  assign store_ok = store__valid & \$207 ;
-  assign \$208  = track_hold & remote__payload[72];
-  assign \$209  = ~ \$208 ;
-  assign remote_ok = remote__valid & \$209 ;
-  assign \$210  = load__valid | store_ok;
-  assign \$211  = dma__valid | remote_ok;
-  assign \$212  = \$211  & comm_first;
-  assign \$213  = ~ \$212 ;
-  assign pick_c = \$210  & \$213 ;
-  assign \$214  = ~ dram__valid;
-  assign \$215  = \$214  | dram__ready;
-  assign \$216  = dma__valid | remote_ok;
-  assign \$217  = \$215  & \$216 ;
-  assign \$218  = load__valid | store_ok;
-  assign \$219  = ~ \$218 ;
-  assign \$220  = ~ gated;
-  assign \$221  = \$219  & \$220 ;
-  assign \$222  = comm_first | \$221 ;
-  assign \$signal  = \$217  & \$222 ;
-  assign \$223  = ~ dram__valid;
-  assign \$224  = \$223  | dram__ready;
-  assign \$225  = dma__valid | remote_ok;
-  assign \$226  = \$224  & \$225 ;
-  assign \$227  = load__valid | store_ok;
-  assign \$228  = ~ \$227 ;
-  assign \$229  = \$226  & \$228 ;
-  assign gate_m = \$229  & gated;
-  assign \$230  = ~ load__valid;
-  assign \$231  = ~ last_store;
-  assign \$232  = \$230  | \$231 ;
-  assign sel_store = store_ok & \$232 ;
-  assign \$233  = ~ dma__valid;
-  assign \$234  = ~ last_remote;
-  assign \$235  = \$233  | \$234 ;
-  assign sel_remote = remote_ok & \$235 ;
-  assign \$236  = ~ dram__valid;
-  assign \$237  = \$236  | dram__ready;
-  assign \$238  = \$237  & pick_c;
-  assign \$239  = ~ sel_store;
-  assign load__ready = \$238  & \$239 ;
-  assign \$240  = ~ dram__valid;
-  assign \$241  = \$240  | dram__ready;
-  assign \$242  = \$241  & pick_c;
-  assign store__ready = \$242  & sel_store;
-  assign \$243  = gate_m & below;
-  assign \$244  = \$signal  | \$243 ;
-  assign \$245  = ~ sel_remote;
-  assign dma__ready = \$244  & \$245 ;
-  assign \$246  = gate_m & below;
-  assign \$247  = \$signal  | \$246 ;
-  assign remote__ready = \$247  & sel_remote;
-  assign \$248  = dma__valid | remote__valid;
-  assign \$249  = ~ \$248 ;
-  assign drop_wait = \$249  | \$signal ;
+  assign remote_ok = remote__valid & \$207 ;
+  assign \$208  = load__valid | store_ok;
+  assign \$209  = dma__valid | remote_ok;
+  assign \$210  = \$209  & comm_first;
+  assign \$211  = ~ \$210 ;
+  assign pick_c = \$208  & \$211 ;
+  assign \$212  = ~ dram__valid;
+  assign \$213  = \$212  | dram__ready;
+  assign \$214  = dma__valid | remote_ok;
+  assign \$215  = \$213  & \$214 ;
+  assign \$216  = load__valid | store_ok;
+  assign \$217  = ~ \$216 ;
+  assign \$218  = ~ gated;
+  assign \$219  = \$217  & \$218 ;
+  assign \$220  = comm_first | \$219 ;
+  assign \$signal  = \$215  & \$220 ;
+  assign \$221  = ~ dram__valid;
+  assign \$222  = \$221  | dram__ready;
+  assign \$223  = dma__valid | remote_ok;
+  assign \$224  = \$222  & \$223 ;
+  assign \$225  = load__valid | store_ok;
+  assign \$226  = ~ \$225 ;
+  assign \$227  = \$224  & \$226 ;
+  assign gate_m = \$227  & gated;
+  assign \$228  = ~ load__valid;
+  assign \$229  = ~ last_store;
+  assign \$230  = \$228  | \$229 ;
+  assign sel_store = store_ok & \$230 ;
+  assign \$231  = ~ dma__valid;
+  assign \$232  = ~ last_remote;
+  assign \$233  = \$231  | \$232 ;
+  assign sel_remote = remote_ok & \$233 ;
+  assign \$234  = ~ dram__valid;
+  assign \$235  = \$234  | dram__ready;
+  assign \$236  = \$235  & pick_c;
+  assign \$237  = ~ sel_store;
+  assign load__ready = \$236  & \$237 ;
+  assign \$238  = ~ dram__valid;
+  assign \$239  = \$238  | dram__ready;
+  assign \$240  = \$239  & pick_c;
+  assign store__ready = \$240  & sel_store;
+  assign \$241  = gate_m & below;
+  assign \$242  = \$signal  | \$241 ;
+  assign \$243  = ~ sel_remote;
+  assign dma__ready = \$242  & \$243 ;
+  assign \$244  = gate_m & below;
+  assign \$245  = \$signal  | \$244 ;
+  assign remote__ready = \$245  & sel_remote;
+  assign \$246  = dma__valid | remote__valid;
+  assign \$247  = ~ \$246 ;
+  assign drop_wait = \$247  | \$signal ;
+  assign \$249  = \$248  ? 2'h2 : 2'h1;
   assign \$251  = \$250  ? 2'h2 : 2'h1;
-  assign \$253  = \$252  ? 2'h2 : 2'h1;
-  assign \$254  = is_comm ? comm_q : \$signal$30 ;
+  assign \$252  = is_remote ? remote_q : dma_q;
+  assign \$253  = \$signal$30  ? store_q : load_q;
+  assign \$254  = \$signal$29  ? \$252  : \$253 ;
   assign \$255  = ! response__payload[1:0];
   assign load_response__valid = response__valid & \$255 ;
   assign \$256  = response__payload[1:0] == 1'h1;
@@ -5527,67 +5363,75 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   always @(posedge clk)
     dram__valid <= \$285 ;
   always @(posedge clk)
-    is_comm <= \$286 ;
+    \$signal$29  <= \$286 ;
   always @(posedge clk)
     \$signal$30  <= \$287 ;
   always @(posedge clk)
-    comm_q <= \$288 ;
+    is_remote <= \$288 ;
   always @(posedge clk)
-    track__valid <= \$289 ;
+    load_q <= \$289 ;
   always @(posedge clk)
-    track__payload <= \$290 ;
+    store_q <= \$290 ;
   always @(posedge clk)
-    sat_s <= \$291 ;
+    dma_q <= \$291 ;
   always @(posedge clk)
-    unit <= \$292 ;
+    remote_q <= \$292 ;
   always @(posedge clk)
-    sat2 <= \$293 ;
+    track__valid <= \$293 ;
   always @(posedge clk)
-    base <= \$294 ;
+    track__payload <= \$294 ;
   always @(posedge clk)
-    grant_c_q <= \$295 ;
+    sat_s <= \$295 ;
   always @(posedge clk)
-    cfg <= \$296 ;
+    unit <= \$296 ;
   always @(posedge clk)
-    thr <= \$297 ;
+    sat2 <= \$297 ;
   always @(posedge clk)
-    measuring <= \$298 ;
+    base <= \$298 ;
   always @(posedge clk)
-    armed <= \$299 ;
+    grant_c_q <= \$299 ;
   always @(posedge clk)
-    window <= \$300 ;
+    cfg <= \$300 ;
   always @(posedge clk)
-    finish <= \$301 ;
+    thr <= \$301 ;
   always @(posedge clk)
-    scale <= \$302 ;
+    measuring <= \$302 ;
   always @(posedge clk)
-    acc <= \$303 ;
+    armed <= \$303 ;
   always @(posedge clk)
-    left <= \$304 ;
+    window <= \$304 ;
   always @(posedge clk)
-    num <= \$305 ;
+    finish <= \$305 ;
   always @(posedge clk)
-    load_granted <= \$306 ;
+    scale <= \$306 ;
   always @(posedge clk)
-    load_stalled <= \$307 ;
+    acc <= \$307 ;
   always @(posedge clk)
-    stats <= \$308 ;
+    left <= \$308 ;
   always @(posedge clk)
-    store_granted <= \$309 ;
+    num <= \$309 ;
   always @(posedge clk)
-    store_stalled <= \$310 ;
+    load_granted <= \$310 ;
   always @(posedge clk)
-    dma_granted <= \$311 ;
+    load_stalled <= \$311 ;
   always @(posedge clk)
-    dma_stalled <= \$312 ;
+    stats <= \$312 ;
   always @(posedge clk)
-    remote_granted <= \$313 ;
+    store_granted <= \$313 ;
   always @(posedge clk)
-    remote_stalled <= \$314 ;
+    store_stalled <= \$314 ;
   always @(posedge clk)
-    was_forced <= \$315 ;
+    dma_granted <= \$315 ;
   always @(posedge clk)
-    errors <= \$316 ;
+    dma_stalled <= \$316 ;
+  always @(posedge clk)
+    remote_granted <= \$317 ;
+  always @(posedge clk)
+    remote_stalled <= \$318 ;
+  always @(posedge clk)
+    was_forced <= \$319 ;
+  always @(posedge clk)
+    errors <= \$320 ;
   always @* begin
     if (_init_strobe_4 ) begin end
     \$275  = \$8 ;
@@ -5681,7 +5525,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$286  = is_comm;
+    \$286  = \$signal$29 ;
     if (\$115 ) begin
       \$286  = \$122 ;
     end
@@ -5693,318 +5537,358 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
     if (_init_strobe_4 ) begin end
     \$287  = \$signal$30 ;
     if (\$115 ) begin
-      \$287  = \$123 ;
+      \$287  = sel_store;
     end
     if (rst) begin
-      \$287  = 84'h000000000000000000000;
+      \$287  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$288  = comm_q;
+    \$288  = is_remote;
     if (\$115 ) begin
-      \$288  = \$124 ;
+      \$288  = sel_remote;
     end
     if (rst) begin
-      \$288  = 84'h000000000000000000000;
+      \$288  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$289  = \$128 ;
+    \$289  = load_q;
+    if (\$115 ) begin
+      \$289  = { 1'h0, load_req };
+    end
     if (rst) begin
-      \$289  = 1'h0;
+      \$289  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$290 [15:0] = \$254 [74:59];
-    \$290 [19:16] = 4'h1;
-    \$290 [20] = \$130 ;
-    \$290 [22:21] = \$254 [3:2];
+    \$290  = store_q;
+    if (\$115 ) begin
+      \$290  = { store__payload[72], store_req };
+    end
     if (rst) begin
-      \$290  = 23'h000000;
+      \$290  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$291  = \$131 [31:0];
+    \$291  = dma_q;
+    if (\$115 ) begin
+      \$291  = { 1'h0, dma_req };
+    end
     if (rst) begin
-      \$291  = 32'd32768;
+      \$291  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$292  = \$132 [24:0];
+    \$292  = remote_q;
+    if (\$115 ) begin
+      \$292  = { remote__payload[72], remote_req };
+    end
     if (rst) begin
-      \$292  = 25'h0000400;
+      \$292  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$293  = \$133 ;
+    \$293  = \$126 ;
     if (rst) begin
-      \$293  = 9'h022;
+      \$293  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$294  = \$135 [33:0];
+    \$294 [15:0] = \$254 [74:59];
+    \$294 [19:16] = 4'h1;
+    \$294 [20] = \$128 ;
+    \$294 [22:21] = \$254 [3:2];
     if (rst) begin
-      \$294  = 34'h021fffc00;
+      \$294  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$295  = \$140 ;
+    \$295  = \$129 [31:0];
     if (rst) begin
-      \$295  = 1'h0;
+      \$295  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$296  = cfg;
-    if (accept) begin
-      \$296  = \new ;
-    end
+    \$296  = \$130 [24:0];
     if (rst) begin
-      \$296  = 39'h0200388002;
+      \$296  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$297  = thr;
-    if (accept) begin
-      \$297  = \new [9:2];
-    end else if (\$141 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$297  = \$175 [7:0];
-    end
+    \$297  = \$131 ;
     if (rst) begin
-      \$297  = 8'h00;
+      \$297  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$298  = measuring;
-    if (accept) begin
-      \$298  = \$142 ;
-    end else if (\$141 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$298  = 1'h0;
-    end
+    \$298  = \$133 [33:0];
     if (rst) begin
-      \$298  = 1'h1;
+      \$298  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$299  = armed;
-    if (accept) begin
-      \$299  = \$143 ;
-    end else if (\$141 ) begin
+    \$299  = \$138 ;
+    if (rst) begin
       \$299  = 1'h0;
     end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$300  = cfg;
+    if (accept) begin
+      \$300  = \new ;
+    end
     if (rst) begin
-      \$299  = 1'h1;
+      \$300  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$300  = window;
+    \$301  = thr;
     if (accept) begin
-      \$300  = 1'h0;
-    end else if (\$141 ) begin
+      \$301  = \new [9:2];
+    end else if (\$139 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$301  = \$173 [7:0];
+    end
+    if (rst) begin
+      \$301  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$302  = measuring;
+    if (accept) begin
+      \$302  = \$140 ;
+    end else if (\$139 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$302  = 1'h0;
+    end
+    if (rst) begin
+      \$302  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$303  = armed;
+    if (accept) begin
+      \$303  = \$141 ;
+    end else if (\$139 ) begin
+      \$303  = 1'h0;
+    end
+    if (rst) begin
+      \$303  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$304  = window;
+    if (accept) begin
+      \$304  = 1'h0;
+    end else if (\$139 ) begin
       (* full_case = 32'd1 *)
-      if (\$170 ) begin
+      if (\$168 ) begin
       end else begin
-        \$300  = 1'h1;
+        \$304  = 1'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$300  = 1'h0;
+        \$304  = 1'h0;
       end
     end
     if (rst) begin
-      \$300  = 1'h0;
+      \$304  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$301  = finish;
+    \$305  = finish;
     if (accept) begin
-      \$301  = 2'h0;
-    end else if (\$141 ) begin
-      if (\$170 ) begin
-        \$301  = 2'h1;
+      \$305  = 2'h0;
+    end else if (\$139 ) begin
+      if (\$168 ) begin
+        \$305  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$301  = 2'h1;
+        \$305  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$301  = \$173 [1:0];
+      \$305  = \$171 [1:0];
     end else if (finish[1]) begin
-      \$301  = 2'h0;
+      \$305  = 2'h0;
     end
     if (rst) begin
-      \$301  = 2'h0;
+      \$305  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$302  = scale;
+    \$306  = scale;
     if (accept) begin
-      \$302  = \$144 [4:0];
+      \$306  = \$142 [4:0];
     end
     if (rst) begin
-      \$302  = 5'h0a;
+      \$306  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$303  = acc;
+    \$307  = acc;
     if (accept) begin
-    end else if (\$141 ) begin
-      \$303  = sat_s;
+    end else if (\$139 ) begin
+      \$307  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$303  = \$172 [31:0];
+        \$307  = \$170 [31:0];
       end
     end
     if (rst) begin
-      \$303  = 32'd0;
+      \$307  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$304  = left;
+    \$308  = left;
     if (accept) begin
-    end else if (\$141 ) begin
-      \$304  = \$169 [24:0];
+    end else if (\$139 ) begin
+      \$308  = \$167 [24:0];
     end else if (window) begin
-      \$304  = \$171 [24:0];
+      \$308  = \$169 [24:0];
     end
     if (rst) begin
-      \$304  = 25'h0000000;
+      \$308  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$305  = num;
+    \$309  = num;
     if (accept) begin
-    end else if (\$141 ) begin
+    end else if (\$139 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$305  = \$174 [33:0];
+      \$309  = \$172 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$306  = \$176 ;
-    if (rst) begin
-      \$306  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$307  = \$178 ;
-    if (rst) begin
-      \$307  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$308  = stats;
-    if (load_granted) begin
-      \$308 [31:0] = \$179 [31:0];
-    end
-    if (load_stalled) begin
-      \$308 [159:128] = \$180 [31:0];
-    end
-    if (store_granted) begin
-      \$308 [63:32] = \$184 [31:0];
-    end
-    if (store_stalled) begin
-      \$308 [191:160] = \$185 [31:0];
-    end
-    if (dma_granted) begin
-      \$308 [95:64] = \$189 [31:0];
-    end
-    if (dma_stalled) begin
-      \$308 [223:192] = \$190 [31:0];
-    end
-    if (remote_granted) begin
-      \$308 [127:96] = \$194 [31:0];
-    end
-    if (remote_stalled) begin
-      \$308 [255:224] = \$195 [31:0];
-    end
-    if (was_forced) begin
-      \$308 [287:256] = \$202 [31:0];
-    end
-    if (rst) begin
-      \$308  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$309  = \$181 ;
-    if (rst) begin
-      \$309  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$310  = \$183 ;
+    \$310  = \$174 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$311  = \$186 ;
+    \$311  = \$176 ;
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$312  = \$188 ;
+    \$312  = stats;
+    if (load_granted) begin
+      \$312 [31:0] = \$177 [31:0];
+    end
+    if (load_stalled) begin
+      \$312 [159:128] = \$178 [31:0];
+    end
+    if (store_granted) begin
+      \$312 [63:32] = \$182 [31:0];
+    end
+    if (store_stalled) begin
+      \$312 [191:160] = \$183 [31:0];
+    end
+    if (dma_granted) begin
+      \$312 [95:64] = \$187 [31:0];
+    end
+    if (dma_stalled) begin
+      \$312 [223:192] = \$188 [31:0];
+    end
+    if (remote_granted) begin
+      \$312 [127:96] = \$192 [31:0];
+    end
+    if (remote_stalled) begin
+      \$312 [255:224] = \$193 [31:0];
+    end
+    if (was_forced) begin
+      \$312 [287:256] = \$200 [31:0];
+    end
     if (rst) begin
-      \$312  = 1'h0;
+      \$312  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$313  = \$191 ;
+    \$313  = \$179 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$314  = \$193 ;
+    \$314  = \$181 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$315  = \$201 ;
+    \$315  = \$184 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$316  = \$205 ;
+    \$316  = \$186 ;
     if (rst) begin
-      \$316  = 2'h0;
+      \$316  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$317  = \$189 ;
+    if (rst) begin
+      \$317  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$318  = \$191 ;
+    if (rst) begin
+      \$318  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$319  = \$199 ;
+    if (rst) begin
+      \$319  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$320  = \$203 ;
+    if (rst) begin
+      \$320  = 2'h0;
     end
   end
   assign out_tracked = \$254 [83];
@@ -6123,28 +6007,28 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$253 ;
+  assign remote_req[1:0] = \$251 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$251 ;
+  assign store_req[1:0] = \$249 ;
   assign store_req[82:75] = 8'h00;
-  assign \$250  = store__payload[71];
-  assign \$252  = remote__payload[71];
-  assign \$134  = { 7'h00, sat2, 24'h000000 };
-  assign \$173  = { finish, 1'h0 };
-  assign \$175  = { 25'h0000000, num[33:25] };
-  assign \$203  = 2'h0;
-  assign \$204  = 2'h0;
-  assign \$205  = { \$265 , \$274  };
+  assign \$132  = { 7'h00, sat2, 24'h000000 };
+  assign \$171  = { finish, 1'h0 };
+  assign \$173  = { 25'h0000000, num[33:25] };
+  assign \$201  = 2'h0;
+  assign \$202  = 2'h0;
+  assign \$203  = { \$265 , \$274  };
+  assign \$248  = store__payload[71];
+  assign \$250  = remote__payload[71];
 endmodule
 
 module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$171 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$167 , tracker_errors, tracker_stats, dma_errors, \dma_capture$169 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, \addrmap_capture$159 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$155 , tracker_errors, tracker_stats, dma_errors, \dma_capture$157 , dma_stats, dma_busy, bus__addr);
   reg _init_strobe_5  = 0;
-  wire \$1 ;
+  wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
   wire \$101 ;
@@ -6274,179 +6158,179 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$213 ;
   wire \$214 ;
   wire \$215 ;
-  wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire \$219 ;
+  wire [3:0] \$216 ;
+  wire [3:0] \$217 ;
+  wire [3:0] \$218 ;
+  wire [5:0] \$219 ;
   wire \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire \$224 ;
-  wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
-  wire \$228 ;
-  wire \$229 ;
+  wire [5:0] \$220 ;
+  wire [5:0] \$221 ;
+  wire [6:0] \$222 ;
+  wire [6:0] \$223 ;
+  wire [6:0] \$224 ;
+  wire [6:0] \$225 ;
+  wire [6:0] \$226 ;
+  wire [6:0] \$227 ;
+  wire [1:0] \$228 ;
+  wire [1:0] \$229 ;
   wire \$23 ;
-  wire \$230 ;
+  wire [1:0] \$230 ;
   wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
+  wire [5:0] \$232 ;
+  wire [5:0] \$233 ;
   wire \$234 ;
   wire \$235 ;
   wire \$236 ;
   wire \$237 ;
-  wire \$238 ;
-  wire \$239 ;
+  wire [6:0] \$238 ;
+  wire [6:0] \$239 ;
   wire \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
   wire \$243 ;
-  wire \$244 ;
-  wire \$245 ;
+  wire [6:0] \$244 ;
+  wire [6:0] \$245 ;
   wire \$246 ;
   wire \$247 ;
   wire \$248 ;
-  wire \$249 ;
+  wire [3:0] \$249 ;
   wire \$25 ;
   wire \$250 ;
-  wire \$251 ;
+  wire [5:0] \$251 ;
   wire \$252 ;
-  wire \$253 ;
+  wire [6:0] \$253 ;
   wire \$254 ;
-  wire \$255 ;
+  wire [6:0] \$255 ;
   wire \$256 ;
-  wire \$257 ;
+  wire [1:0] \$257 ;
   wire \$258 ;
   wire \$259 ;
   wire \$26 ;
-  wire \$260 ;
-  wire \$261 ;
-  wire \$262 ;
-  wire \$263 ;
-  wire \$264 ;
-  wire \$265 ;
-  wire \$266 ;
-  wire \$267 ;
-  wire \$268 ;
-  wire \$269 ;
+  wire [31:0] \$260 ;
+  wire [31:0] \$261 ;
+  wire [31:0] \$262 ;
+  wire [31:0] \$263 ;
+  wire [31:0] \$264 ;
+  wire [31:0] \$265 ;
+  wire [31:0] \$266 ;
+  wire [31:0] \$267 ;
+  wire [31:0] \$268 ;
+  wire [31:0] \$269 ;
   wire \$27 ;
-  wire \$270 ;
-  wire \$271 ;
-  wire \$272 ;
-  wire \$273 ;
-  wire \$274 ;
-  wire \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
+  wire [31:0] \$270 ;
+  wire [31:0] \$271 ;
+  wire [31:0] \$272 ;
+  wire [31:0] \$273 ;
+  wire [31:0] \$274 ;
+  wire [31:0] \$275 ;
+  wire [31:0] \$276 ;
+  wire [31:0] \$277 ;
+  wire [31:0] \$278 ;
+  wire [31:0] \$279 ;
   wire \$28 ;
-  wire \$280 ;
-  wire \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire \$289 ;
+  wire [31:0] \$280 ;
+  wire [31:0] \$281 ;
+  wire [31:0] \$282 ;
+  wire [31:0] \$283 ;
+  wire [31:0] \$284 ;
+  wire [31:0] \$285 ;
+  wire [31:0] \$286 ;
+  wire [31:0] \$287 ;
+  wire [31:0] \$288 ;
+  wire [31:0] \$289 ;
   wire \$29 ;
-  wire \$290 ;
-  wire \$291 ;
-  wire \$292 ;
-  wire \$293 ;
-  wire \$294 ;
-  wire \$295 ;
-  wire \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
+  wire [31:0] \$290 ;
+  wire [31:0] \$291 ;
+  wire [31:0] \$292 ;
+  wire [31:0] \$293 ;
+  wire [31:0] \$294 ;
+  wire [31:0] \$295 ;
+  wire [31:0] \$296 ;
+  wire [31:0] \$297 ;
+  wire [31:0] \$298 ;
+  wire [31:0] \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$300 ;
-  wire \$301 ;
-  wire \$302 ;
-  wire \$303 ;
-  wire \$304 ;
-  wire \$305 ;
-  wire \$306 ;
-  wire \$307 ;
-  wire \$308 ;
-  wire \$309 ;
+  wire [31:0] \$300 ;
+  wire [31:0] \$301 ;
+  wire [31:0] \$302 ;
+  wire [31:0] \$303 ;
+  wire [31:0] \$304 ;
+  wire [31:0] \$305 ;
+  wire [31:0] \$306 ;
+  wire [31:0] \$307 ;
+  wire [31:0] \$308 ;
+  wire [31:0] \$309 ;
   wire \$31 ;
-  wire \$310 ;
-  wire \$311 ;
-  wire \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
-  wire \$317 ;
-  wire \$318 ;
-  wire \$319 ;
+  wire [31:0] \$310 ;
+  wire [31:0] \$311 ;
+  wire [31:0] \$312 ;
+  wire [31:0] \$313 ;
+  wire [31:0] \$314 ;
+  wire [31:0] \$315 ;
+  wire [31:0] \$316 ;
+  wire [31:0] \$317 ;
+  wire [31:0] \$318 ;
+  wire [31:0] \$319 ;
   wire \$32 ;
-  wire \$320 ;
-  wire \$321 ;
-  wire \$322 ;
-  wire \$323 ;
-  wire \$324 ;
-  wire \$325 ;
-  wire \$326 ;
-  wire \$327 ;
-  wire [8:0] \$328 ;
-  wire \$329 ;
+  wire [31:0] \$320 ;
+  wire [31:0] \$321 ;
+  wire [31:0] \$322 ;
+  wire [31:0] \$323 ;
+  wire [31:0] \$324 ;
+  wire [31:0] \$325 ;
+  wire [31:0] \$326 ;
+  wire [31:0] \$327 ;
+  wire [31:0] \$328 ;
+  wire [31:0] \$329 ;
   wire \$33 ;
-  wire \$330 ;
-  wire \$331 ;
-  wire \$332 ;
-  wire \$333 ;
-  wire \$334 ;
-  wire \$335 ;
-  wire \$336 ;
-  wire \$337 ;
-  wire \$338 ;
-  wire \$339 ;
+  wire [31:0] \$330 ;
+  wire [31:0] \$331 ;
+  wire [31:0] \$332 ;
+  wire [31:0] \$333 ;
+  wire [31:0] \$334 ;
+  wire [31:0] \$335 ;
+  wire [31:0] \$336 ;
+  wire [31:0] \$337 ;
+  wire [31:0] \$338 ;
+  wire [31:0] \$339 ;
   wire \$34 ;
-  wire \$340 ;
-  wire \$341 ;
-  wire \$342 ;
-  wire \$343 ;
-  wire \$344 ;
-  wire \$345 ;
-  wire \$346 ;
-  wire \$347 ;
-  wire \$348 ;
-  wire \$349 ;
+  wire [31:0] \$340 ;
+  wire [31:0] \$341 ;
+  wire [31:0] \$342 ;
+  wire [31:0] \$343 ;
+  wire [31:0] \$344 ;
+  wire [31:0] \$345 ;
+  wire [31:0] \$346 ;
+  wire [31:0] \$347 ;
+  wire [31:0] \$348 ;
+  wire [31:0] \$349 ;
   wire \$35 ;
-  wire \$350 ;
-  wire \$351 ;
-  wire \$352 ;
-  wire \$353 ;
-  wire \$354 ;
+  wire [31:0] \$350 ;
+  wire [31:0] \$351 ;
+  wire [31:0] \$352 ;
+  wire [31:0] \$353 ;
+  wire [31:0] \$354 ;
   wire \$355 ;
-  wire \$356 ;
-  wire \$357 ;
-  wire \$358 ;
-  wire \$359 ;
+  wire [31:0] \$356 ;
+  wire [31:0] \$357 ;
+  wire [31:0] \$358 ;
+  wire [31:0] \$359 ;
   wire \$36 ;
-  wire \$360 ;
-  wire \$361 ;
-  wire \$362 ;
-  wire \$363 ;
-  wire \$364 ;
-  wire \$365 ;
-  wire \$366 ;
-  wire \$367 ;
-  wire \$368 ;
-  wire \$369 ;
+  wire [31:0] \$360 ;
+  wire [31:0] \$361 ;
+  wire [31:0] \$362 ;
+  wire [31:0] \$363 ;
+  wire [31:0] \$364 ;
+  wire [31:0] \$365 ;
+  wire [31:0] \$366 ;
+  wire [31:0] \$367 ;
+  wire [31:0] \$368 ;
+  wire [31:0] \$369 ;
   wire \$37 ;
-  wire \$370 ;
-  wire \$371 ;
+  wire [31:0] \$370 ;
+  wire [31:0] \$371 ;
   wire \$372 ;
   wire \$373 ;
   wire \$374 ;
@@ -6637,182 +6521,182 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$540 ;
   wire \$541 ;
   wire \$542 ;
-  wire [3:0] \$543 ;
-  wire [3:0] \$544 ;
-  wire [3:0] \$545 ;
-  wire [5:0] \$546 ;
-  wire [5:0] \$547 ;
-  wire [5:0] \$548 ;
-  wire [6:0] \$549 ;
+  wire \$543 ;
+  wire \$544 ;
+  wire \$545 ;
+  wire \$546 ;
+  wire \$547 ;
+  wire \$548 ;
+  wire \$549 ;
   wire \$55 ;
-  wire [6:0] \$550 ;
-  wire [6:0] \$551 ;
-  wire [6:0] \$552 ;
-  wire [6:0] \$553 ;
-  wire [6:0] \$554 ;
-  wire [1:0] \$555 ;
-  wire [1:0] \$556 ;
-  wire [1:0] \$557 ;
+  wire \$550 ;
+  wire \$551 ;
+  wire \$552 ;
+  wire \$553 ;
+  wire \$554 ;
+  wire \$555 ;
+  wire \$556 ;
+  wire \$557 ;
   wire \$558 ;
-  wire [5:0] \$559 ;
+  wire \$559 ;
   wire \$56 ;
-  wire [5:0] \$560 ;
+  wire \$560 ;
   wire \$561 ;
   wire \$562 ;
   wire \$563 ;
   wire \$564 ;
-  wire [6:0] \$565 ;
-  wire [6:0] \$566 ;
+  wire \$565 ;
+  wire \$566 ;
   wire \$567 ;
   wire \$568 ;
   wire \$569 ;
   wire \$57 ;
   wire \$570 ;
-  wire [6:0] \$571 ;
-  wire [6:0] \$572 ;
+  wire \$571 ;
+  wire \$572 ;
   wire \$573 ;
   wire \$574 ;
   wire \$575 ;
-  wire [3:0] \$576 ;
+  wire \$576 ;
   wire \$577 ;
-  wire [5:0] \$578 ;
+  wire \$578 ;
   wire \$579 ;
   wire \$58 ;
-  wire [6:0] \$580 ;
+  wire \$580 ;
   wire \$581 ;
-  wire [6:0] \$582 ;
+  wire \$582 ;
   wire \$583 ;
-  wire [1:0] \$584 ;
+  wire \$584 ;
   wire \$585 ;
   wire \$586 ;
   wire \$587 ;
-  wire [31:0] \$588 ;
-  wire [31:0] \$589 ;
+  wire \$588 ;
+  wire \$589 ;
   wire \$59 ;
-  wire [31:0] \$590 ;
-  wire [31:0] \$591 ;
-  wire [31:0] \$592 ;
-  wire [31:0] \$593 ;
-  wire [31:0] \$594 ;
-  wire [31:0] \$595 ;
-  wire [31:0] \$596 ;
-  wire [31:0] \$597 ;
-  wire [31:0] \$598 ;
-  wire [31:0] \$599 ;
+  wire \$590 ;
+  wire \$591 ;
+  wire \$592 ;
+  wire \$593 ;
+  wire \$594 ;
+  wire \$595 ;
+  wire \$596 ;
+  wire \$597 ;
+  wire \$598 ;
+  wire \$599 ;
   wire \$6 ;
   wire \$60 ;
-  wire [31:0] \$600 ;
-  wire [31:0] \$601 ;
-  wire [31:0] \$602 ;
-  wire [31:0] \$603 ;
-  wire [31:0] \$604 ;
-  wire [31:0] \$605 ;
-  wire [31:0] \$606 ;
-  wire [31:0] \$607 ;
-  wire [31:0] \$608 ;
-  wire [31:0] \$609 ;
+  wire \$600 ;
+  wire \$601 ;
+  wire \$602 ;
+  wire \$603 ;
+  wire \$604 ;
+  wire \$605 ;
+  wire \$606 ;
+  wire \$607 ;
+  wire \$608 ;
+  wire \$609 ;
   wire \$61 ;
-  wire [31:0] \$610 ;
-  wire [31:0] \$611 ;
-  wire [31:0] \$612 ;
-  wire [31:0] \$613 ;
-  wire [31:0] \$614 ;
-  wire [31:0] \$615 ;
-  wire [31:0] \$616 ;
-  wire [31:0] \$617 ;
-  wire [31:0] \$618 ;
-  wire [31:0] \$619 ;
+  wire \$610 ;
+  wire \$611 ;
+  wire \$612 ;
+  wire \$613 ;
+  wire \$614 ;
+  wire \$615 ;
+  wire \$616 ;
+  wire \$617 ;
+  wire \$618 ;
+  wire \$619 ;
   wire \$62 ;
-  wire [31:0] \$620 ;
-  wire [31:0] \$621 ;
-  wire [31:0] \$622 ;
-  wire [31:0] \$623 ;
-  wire [31:0] \$624 ;
-  wire [31:0] \$625 ;
-  wire [31:0] \$626 ;
-  wire [31:0] \$627 ;
-  wire [31:0] \$628 ;
-  wire [31:0] \$629 ;
+  wire \$620 ;
+  wire \$621 ;
+  wire \$622 ;
+  wire \$623 ;
+  wire \$624 ;
+  wire \$625 ;
+  wire \$626 ;
+  wire \$627 ;
+  wire \$628 ;
+  wire \$629 ;
   wire \$63 ;
-  wire [31:0] \$630 ;
-  wire [31:0] \$631 ;
-  wire [31:0] \$632 ;
-  wire [31:0] \$633 ;
-  wire [31:0] \$634 ;
-  wire [31:0] \$635 ;
-  wire [31:0] \$636 ;
-  wire [31:0] \$637 ;
-  wire [31:0] \$638 ;
-  wire [31:0] \$639 ;
+  wire \$630 ;
+  wire \$631 ;
+  wire \$632 ;
+  wire \$633 ;
+  wire \$634 ;
+  wire \$635 ;
+  wire \$636 ;
+  wire \$637 ;
+  wire \$638 ;
+  wire \$639 ;
   wire \$64 ;
-  wire [31:0] \$640 ;
-  wire [31:0] \$641 ;
-  wire [31:0] \$642 ;
-  wire [31:0] \$643 ;
-  wire [31:0] \$644 ;
-  wire [31:0] \$645 ;
-  wire [31:0] \$646 ;
-  wire [31:0] \$647 ;
-  wire [31:0] \$648 ;
-  wire [31:0] \$649 ;
+  wire \$640 ;
+  wire \$641 ;
+  wire \$642 ;
+  wire \$643 ;
+  wire \$644 ;
+  wire \$645 ;
+  wire \$646 ;
+  wire \$647 ;
+  wire \$648 ;
+  wire \$649 ;
   wire \$65 ;
-  wire [31:0] \$650 ;
-  wire [31:0] \$651 ;
-  wire [31:0] \$652 ;
-  wire [31:0] \$653 ;
-  wire [31:0] \$654 ;
-  wire [31:0] \$655 ;
-  wire [31:0] \$656 ;
-  wire [31:0] \$657 ;
-  wire [31:0] \$658 ;
-  wire [31:0] \$659 ;
+  wire \$650 ;
+  wire \$651 ;
+  wire \$652 ;
+  wire \$653 ;
+  wire \$654 ;
+  wire \$655 ;
+  wire \$656 ;
+  wire \$657 ;
+  wire \$658 ;
+  wire \$659 ;
   wire \$66 ;
-  wire [31:0] \$660 ;
-  wire [31:0] \$661 ;
-  wire [31:0] \$662 ;
-  wire [31:0] \$663 ;
-  wire [31:0] \$664 ;
-  wire [31:0] \$665 ;
-  wire [31:0] \$666 ;
-  wire [31:0] \$667 ;
-  wire [31:0] \$668 ;
-  wire [31:0] \$669 ;
+  wire \$660 ;
+  wire \$661 ;
+  wire \$662 ;
+  wire \$663 ;
+  wire \$664 ;
+  wire \$665 ;
+  wire \$666 ;
+  wire \$667 ;
+  wire \$668 ;
+  wire \$669 ;
   wire \$67 ;
-  wire [31:0] \$670 ;
-  wire [31:0] \$671 ;
-  wire [31:0] \$672 ;
-  wire [31:0] \$673 ;
-  wire [31:0] \$674 ;
-  wire [31:0] \$675 ;
-  wire [31:0] \$676 ;
-  wire [31:0] \$677 ;
-  wire [31:0] \$678 ;
-  wire [31:0] \$679 ;
+  wire \$670 ;
+  wire \$671 ;
+  wire \$672 ;
+  wire \$673 ;
+  wire \$674 ;
+  wire \$675 ;
+  wire \$676 ;
+  wire \$677 ;
+  wire \$678 ;
+  wire \$679 ;
   wire \$68 ;
-  wire [31:0] \$680 ;
-  wire [31:0] \$681 ;
-  wire [31:0] \$682 ;
-  wire [31:0] \$683 ;
-  wire [31:0] \$684 ;
-  wire [31:0] \$685 ;
-  wire [31:0] \$686 ;
-  wire [31:0] \$687 ;
-  wire [31:0] \$688 ;
-  wire [31:0] \$689 ;
+  wire \$680 ;
+  wire \$681 ;
+  wire \$682 ;
+  wire \$683 ;
+  wire \$684 ;
+  wire \$685 ;
+  wire \$686 ;
+  wire \$687 ;
+  wire \$688 ;
+  wire \$689 ;
   wire \$69 ;
-  wire [31:0] \$690 ;
-  wire [31:0] \$691 ;
-  wire [31:0] \$692 ;
-  wire [31:0] \$693 ;
-  wire [31:0] \$694 ;
-  wire [31:0] \$695 ;
-  wire [31:0] \$696 ;
-  wire [31:0] \$697 ;
-  wire [31:0] \$698 ;
-  reg [7:0] \$699 ;
+  wire \$690 ;
+  wire \$691 ;
+  wire \$692 ;
+  wire \$693 ;
+  wire \$694 ;
+  wire \$695 ;
+  wire \$696 ;
+  wire \$697 ;
+  wire \$698 ;
+  reg [9:0] \$699 ;
   wire \$7 ;
   wire \$70 ;
-  reg \$700 ;
+  reg [31:0] \$700 ;
   reg \$701 ;
   reg \$702 ;
   reg \$703 ;
@@ -6834,7 +6718,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   reg \$718 ;
   reg \$719 ;
   wire \$72 ;
-  reg [154:0] \$720 ;
+  reg \$720 ;
   reg \$721 ;
   reg \$722 ;
   reg \$723 ;
@@ -6842,40 +6726,137 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   reg \$725 ;
   reg \$726 ;
   reg \$727 ;
-  reg [178:0] \$728 ;
-  reg [58:0] \$729 ;
+  reg \$728 ;
+  reg \$729 ;
   wire \$73 ;
   reg \$730 ;
-  reg [38:0] \$731 ;
-  reg [38:0] \$732 ;
-  reg [4:0] \$733 ;
-  reg [3:0] \$734 ;
-  reg [5:0] \$735 ;
-  reg [6:0] \$736 ;
-  reg [6:0] \$737 ;
-  reg [1:0] \$738 ;
-  reg [3:0] \$739 ;
+  reg \$731 ;
+  reg \$732 ;
+  reg \$733 ;
+  reg \$734 ;
+  reg \$735 ;
+  reg \$736 ;
+  reg \$737 ;
+  reg \$738 ;
+  reg \$739 ;
   wire \$74 ;
-  reg [5:0] \$740 ;
-  reg [6:0] \$741 ;
-  reg [6:0] \$742 ;
-  reg [1:0] \$743 ;
-  reg [29:0] \$744 ;
-  reg [78:0] \$745 ;
-  reg [75:0] \$746 ;
+  reg \$740 ;
+  reg \$741 ;
+  reg \$742 ;
+  reg \$743 ;
+  reg \$744 ;
+  reg \$745 ;
+  reg \$746 ;
   reg \$747 ;
-  reg [31:0] \$748 ;
+  reg \$748 ;
+  reg \$749 ;
   wire \$75 ;
+  reg \$750 ;
+  reg \$751 ;
+  reg \$752 ;
+  reg \$753 ;
+  reg \$754 ;
+  reg \$755 ;
+  reg \$756 ;
+  reg \$757 ;
+  reg \$758 ;
+  reg \$759 ;
   wire \$76 ;
+  reg \$760 ;
+  reg \$761 ;
+  reg \$762 ;
+  reg \$763 ;
+  reg \$764 ;
+  reg \$765 ;
+  reg \$766 ;
+  reg \$767 ;
+  reg \$768 ;
+  reg \$769 ;
   wire \$77 ;
+  reg \$770 ;
+  reg \$771 ;
+  reg \$772 ;
+  reg \$773 ;
+  reg \$774 ;
+  reg \$775 ;
+  reg \$776 ;
+  reg \$777 ;
+  reg \$778 ;
+  reg \$779 ;
   wire \$78 ;
+  reg \$780 ;
+  reg [7:0] \$781 ;
+  reg \$782 ;
+  reg \$783 ;
+  reg \$784 ;
+  reg \$785 ;
+  reg \$786 ;
+  reg \$787 ;
+  reg \$788 ;
+  reg \$789 ;
   wire \$79 ;
+  reg \$790 ;
+  reg \$791 ;
+  reg \$792 ;
+  reg \$793 ;
+  reg \$794 ;
+  reg \$795 ;
+  reg \$796 ;
+  reg \$797 ;
+  reg \$798 ;
+  reg \$799 ;
   wire \$8 ;
   wire \$80 ;
+  reg \$800 ;
+  reg \$801 ;
+  reg [154:0] \$802 ;
+  reg \$803 ;
+  reg \$804 ;
+  reg \$805 ;
+  reg \$806 ;
+  reg \$807 ;
+  reg \$808 ;
+  reg \$809 ;
   wire \$81 ;
+  reg [178:0] \$810 ;
+  reg [58:0] \$811 ;
+  reg \$812 ;
+  reg [38:0] \$813 ;
+  reg [38:0] \$814 ;
+  reg [4:0] \$815 ;
+  reg [3:0] \$816 ;
+  reg [5:0] \$817 ;
+  reg [6:0] \$818 ;
+  reg [6:0] \$819 ;
   wire \$82 ;
+  reg [1:0] \$820 ;
+  reg [3:0] \$821 ;
+  reg [5:0] \$822 ;
+  reg [6:0] \$823 ;
+  reg [6:0] \$824 ;
+  reg [1:0] \$825 ;
+  reg [29:0] \$826 ;
+  reg [78:0] \$827 ;
+  reg [75:0] \$828 ;
+  reg \$829 ;
   wire \$83 ;
+  reg [31:0] \$830 ;
+  reg [31:0] \$831 ;
+  reg [31:0] \$832 ;
+  reg [31:0] \$833 ;
+  reg [31:0] \$834 ;
+  reg [31:0] \$835 ;
+  reg [31:0] \$836 ;
+  reg [31:0] \$837 ;
+  reg [31:0] \$838 ;
+  reg [31:0] \$839 ;
   wire \$84 ;
+  reg [31:0] \$840 ;
+  reg [31:0] \$841 ;
+  reg \$842 ;
+  reg [3:0] \$843 ;
+  reg \$844 ;
+  reg [31:0] \$845 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
@@ -6893,11 +6874,11 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$98 ;
   wire \$99 ;
   reg [75:0] addrmap_capture = 76'h0000000000000000000;
-  input [68:0] \addrmap_capture$171 ;
-  wire [68:0] \addrmap_capture$171 ;
-  wire [47:0] addrmap_capture$171__addr ;
-  wire [4:0] addrmap_capture$171__device ;
-  wire [15:0] addrmap_capture$171__tile ;
+  input [68:0] \addrmap_capture$159 ;
+  wire [68:0] \addrmap_capture$159 ;
+  wire [47:0] addrmap_capture$159__addr ;
+  wire [4:0] addrmap_capture$159__device ;
+  wire [15:0] addrmap_capture$159__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
   wire [6:0] addrmap_capture__events ;
@@ -7044,16 +7025,16 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$124 ;
-  wire [4:0] device_id$124__device ;
+  wire [4:0] \device_id$191 ;
+  wire [4:0] device_id__device ;
   input dma_busy;
   wire dma_busy;
   reg [78:0] dma_capture = 79'h00000000000000000000;
-  input [71:0] \dma_capture$169 ;
-  wire [71:0] \dma_capture$169 ;
-  wire [47:0] dma_capture$169__addr ;
-  wire [7:0] dma_capture$169__index ;
-  wire [15:0] dma_capture$169__tile ;
+  input [71:0] \dma_capture$157 ;
+  wire [71:0] \dma_capture$157 ;
+  wire [47:0] dma_capture$157__addr ;
+  wire [7:0] dma_capture$157__index ;
+  wire [15:0] dma_capture$157__tile ;
   wire [47:0] dma_capture__addr ;
   wire [6:0] dma_capture__events ;
   wire dma_capture__events__bad_descriptor ;
@@ -7138,7 +7119,22 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire errors__unmapped ;
   output irq;
   reg irq = 1'h0;
-  reg mapped;
+  reg mapped = 1'h0;
+  reg [31:0] read_part0 = 32'd0;
+  reg [31:0] read_part1 = 32'd0;
+  reg [31:0] read_part10 = 32'd0;
+  reg [31:0] read_part11 = 32'd0;
+  reg [31:0] read_part13 = 32'd0;
+  reg [31:0] read_part14 = 32'd0;
+  reg [31:0] read_part2 = 32'd0;
+  reg [31:0] read_part3 = 32'd0;
+  reg [31:0] read_part4 = 32'd0;
+  reg [31:0] read_part5 = 32'd0;
+  reg [31:0] read_part6 = 32'd0;
+  reg [31:0] read_part8 = 32'd0;
+  reg read_pending = 1'h0;
+  reg [3:0] read_section = 4'h0;
+  reg read_unaligned = 1'h0;
   reg region_fetch = 1'h0;
   reg [151:0] region_got = 152'h00000000000000000000000000000000000000;
   wire [47:0] region_got__base ;
@@ -7182,22 +7178,26 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   reg region_waiting7 = 1'h0;
   reg region_waiting8 = 1'h0;
   reg region_waiting9 = 1'h0;
+  reg [9:0] req_addr = 10'h000;
+  reg req_r_stb = 1'h0;
+  reg [31:0] req_w_data = 32'd0;
+  reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$97 ;
+  wire [7:0] \rp__addr$190 ;
   wire [151:0] rp__data;
-  wire [170:0] \rp__data$148 ;
-  wire [4:0] rp__data$148__device ;
-  wire [47:0] rp__data$148__dst ;
+  wire [170:0] \rp__data$121 ;
+  wire [4:0] rp__data$121__device ;
+  wire [47:0] rp__data$121__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rp__data$148__op ;
-  wire [23:0] rp__data$148__pitch ;
-  wire [15:0] rp__data$148__row_bytes ;
-  wire [11:0] rp__data$148__rows ;
-  wire [47:0] rp__data$148__src ;
-  wire [15:0] rp__data$148__tile ;
-  wire rp__data$148__valid ;
+  wire rp__data$121__op ;
+  wire [23:0] rp__data$121__pitch ;
+  wire [15:0] rp__data$121__row_bytes ;
+  wire [11:0] rp__data$121__rows ;
+  wire [47:0] rp__data$121__src ;
+  wire [15:0] rp__data$121__tile ;
+  wire rp__data$121__valid ;
   wire [47:0] rp__data__base ;
   wire [4:0] rp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -7210,83 +7210,83 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire rp__data__valid ;
   input rst;
   wire rst;
-  reg sel_addrmap_capture_addr_hi;
-  reg sel_addrmap_capture_addr_lo;
-  reg sel_addrmap_capture_device;
-  reg sel_addrmap_errors;
-  reg sel_addrmap_irq_enable;
-  reg sel_addrmap_local;
-  reg sel_addrmap_remote;
-  reg sel_addrmap_rx_crosses;
-  reg sel_addrmap_rx_misrouted;
-  reg sel_addrmap_rx_remote;
-  reg sel_addrmap_rx_unmapped;
-  reg sel_addrmap_store_crosses;
-  reg sel_addrmap_tracked;
-  reg sel_addrmap_unmapped;
-  reg sel_arb_policy;
-  reg sel_arb_starvation_limit;
-  reg sel_arb_status;
-  reg sel_arbiter_errors;
-  reg sel_arbiter_grants_dma;
-  reg sel_arbiter_grants_load;
-  reg sel_arbiter_grants_remote;
-  reg sel_arbiter_grants_store;
-  reg sel_arbiter_irq_enable;
-  reg sel_arbiter_stalls_dma;
-  reg sel_arbiter_stalls_load;
-  reg sel_arbiter_stalls_remote;
-  reg sel_arbiter_stalls_store;
-  reg sel_arbiter_starved;
-  reg sel_command;
-  reg sel_config;
-  reg sel_csr_errors;
-  reg sel_csr_irq_enable;
-  reg sel_desc_dst_hi;
-  reg sel_desc_dst_lo;
-  reg sel_desc_index;
-  reg sel_desc_pitch;
-  reg sel_desc_rows;
-  reg sel_desc_src_hi;
-  reg sel_desc_src_lo;
-  reg sel_device_id;
-  reg sel_dma_aborted;
-  reg sel_dma_bad_pitch;
-  reg sel_dma_bad_program;
-  reg sel_dma_bad_range;
-  reg sel_dma_capture_addr_hi;
-  reg sel_dma_capture_addr_lo;
-  reg sel_dma_capture_events;
-  reg sel_dma_capture_index;
-  reg sel_dma_desc_busy;
-  reg sel_dma_errors;
-  reg sel_dma_irq_enable;
-  reg sel_dma_packets;
-  reg sel_dma_reads;
-  reg sel_dma_rejected;
-  reg sel_dma_triggers;
-  reg sel_id;
-  reg sel_region_base_hi;
-  reg sel_region_base_lo;
-  reg sel_region_index;
-  reg sel_region_remote_base_hi;
-  reg sel_region_remote_base_lo;
-  reg sel_region_size_hi;
-  reg sel_region_size_lo;
-  reg sel_status;
-  reg sel_track_cmd;
-  reg sel_track_op;
-  reg sel_track_result_op;
-  reg sel_track_result_threshold;
-  reg sel_tracker_capture;
-  reg sel_tracker_dropped;
-  reg sel_tracker_errors;
-  reg sel_tracker_irq_enable;
-  reg sel_tracker_triggers;
-  reg sel_tracker_unprogrammed;
-  reg sel_tracker_writes_compute;
-  reg sel_tracker_writes_dma;
-  reg sel_tracker_writes_remote;
+  reg sel_addrmap_capture_addr_hi = 1'h0;
+  reg sel_addrmap_capture_addr_lo = 1'h0;
+  reg sel_addrmap_capture_device = 1'h0;
+  reg sel_addrmap_errors = 1'h0;
+  reg sel_addrmap_irq_enable = 1'h0;
+  reg sel_addrmap_local = 1'h0;
+  reg sel_addrmap_remote = 1'h0;
+  reg sel_addrmap_rx_crosses = 1'h0;
+  reg sel_addrmap_rx_misrouted = 1'h0;
+  reg sel_addrmap_rx_remote = 1'h0;
+  reg sel_addrmap_rx_unmapped = 1'h0;
+  reg sel_addrmap_store_crosses = 1'h0;
+  reg sel_addrmap_tracked = 1'h0;
+  reg sel_addrmap_unmapped = 1'h0;
+  reg sel_arb_policy = 1'h0;
+  reg sel_arb_starvation_limit = 1'h0;
+  reg sel_arb_status = 1'h0;
+  reg sel_arbiter_errors = 1'h0;
+  reg sel_arbiter_grants_dma = 1'h0;
+  reg sel_arbiter_grants_load = 1'h0;
+  reg sel_arbiter_grants_remote = 1'h0;
+  reg sel_arbiter_grants_store = 1'h0;
+  reg sel_arbiter_irq_enable = 1'h0;
+  reg sel_arbiter_stalls_dma = 1'h0;
+  reg sel_arbiter_stalls_load = 1'h0;
+  reg sel_arbiter_stalls_remote = 1'h0;
+  reg sel_arbiter_stalls_store = 1'h0;
+  reg sel_arbiter_starved = 1'h0;
+  reg sel_command = 1'h0;
+  reg sel_config = 1'h0;
+  reg sel_csr_errors = 1'h0;
+  reg sel_csr_irq_enable = 1'h0;
+  reg sel_desc_dst_hi = 1'h0;
+  reg sel_desc_dst_lo = 1'h0;
+  reg sel_desc_index = 1'h0;
+  reg sel_desc_pitch = 1'h0;
+  reg sel_desc_rows = 1'h0;
+  reg sel_desc_src_hi = 1'h0;
+  reg sel_desc_src_lo = 1'h0;
+  reg sel_device_id = 1'h0;
+  reg sel_dma_aborted = 1'h0;
+  reg sel_dma_bad_pitch = 1'h0;
+  reg sel_dma_bad_program = 1'h0;
+  reg sel_dma_bad_range = 1'h0;
+  reg sel_dma_capture_addr_hi = 1'h0;
+  reg sel_dma_capture_addr_lo = 1'h0;
+  reg sel_dma_capture_events = 1'h0;
+  reg sel_dma_capture_index = 1'h0;
+  reg sel_dma_desc_busy = 1'h0;
+  reg sel_dma_errors = 1'h0;
+  reg sel_dma_irq_enable = 1'h0;
+  reg sel_dma_packets = 1'h0;
+  reg sel_dma_reads = 1'h0;
+  reg sel_dma_rejected = 1'h0;
+  reg sel_dma_triggers = 1'h0;
+  reg sel_id = 1'h0;
+  reg sel_region_base_hi = 1'h0;
+  reg sel_region_base_lo = 1'h0;
+  reg sel_region_index = 1'h0;
+  reg sel_region_remote_base_hi = 1'h0;
+  reg sel_region_remote_base_lo = 1'h0;
+  reg sel_region_size_hi = 1'h0;
+  reg sel_region_size_lo = 1'h0;
+  reg sel_status = 1'h0;
+  reg sel_track_cmd = 1'h0;
+  reg sel_track_op = 1'h0;
+  reg sel_track_result_op = 1'h0;
+  reg sel_track_result_threshold = 1'h0;
+  reg sel_tracker_capture = 1'h0;
+  reg sel_tracker_dropped = 1'h0;
+  reg sel_tracker_errors = 1'h0;
+  reg sel_tracker_irq_enable = 1'h0;
+  reg sel_tracker_triggers = 1'h0;
+  reg sel_tracker_unprogrammed = 1'h0;
+  reg sel_tracker_writes_compute = 1'h0;
+  reg sel_tracker_writes_dma = 1'h0;
+  reg sel_tracker_writes_remote = 1'h0;
   reg [3:0] set_err;
   wire set_err__bad_command ;
   wire set_err__busy ;
@@ -7328,10 +7328,10 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   input tracker_busy;
   wire tracker_busy;
   reg [29:0] tracker_capture = 30'h00000000;
-  input [23:0] \tracker_capture$167 ;
-  wire [23:0] \tracker_capture$167 ;
-  wire [7:0] tracker_capture$167__cmd ;
-  wire [15:0] tracker_capture$167__tile ;
+  input [23:0] \tracker_capture$155 ;
+  wire [23:0] \tracker_capture$155 ;
+  wire [7:0] tracker_capture$155__cmd ;
+  wire [15:0] tracker_capture$155__tile ;
   wire [7:0] tracker_capture__cmd ;
   wire [5:0] tracker_capture__events ;
   wire tracker_capture__events__bad_op ;
@@ -7418,21 +7418,21 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$91 ;
+  reg [7:0] \wp__addr$187 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$92 ;
-  wire [4:0] wp__data$92__device ;
-  wire [47:0] wp__data$92__dst ;
+  reg [170:0] \wp__data$188 ;
+  wire [4:0] wp__data$188__device ;
+  wire [47:0] wp__data$188__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$92__op ;
-  wire [23:0] wp__data$92__pitch ;
-  wire [15:0] wp__data$92__row_bytes ;
-  wire [11:0] wp__data$92__rows ;
-  wire [47:0] wp__data$92__src ;
-  wire [15:0] wp__data$92__tile ;
-  wire wp__data$92__valid ;
+  wire wp__data$188__op ;
+  wire [23:0] wp__data$188__pitch ;
+  wire [15:0] wp__data$188__row_bytes ;
+  wire [11:0] wp__data$188__rows ;
+  wire [47:0] wp__data$188__src ;
+  wire [15:0] wp__data$188__tile ;
+  wire wp__data$188__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -7444,7 +7444,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$93 ;
+  reg \wp__en$189 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -7706,14 +7706,14 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$93 )
-      desc_table[\wp__addr$91 ] <= \wp__data$92 ;
+    if (\wp__en$189 )
+      desc_table[\wp__addr$187 ] <= \wp__data$188 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
     _0_ <= desc_table[dma_program__payload[7:0]];
   end
-  assign \rp__data$148  = _0_;
+  assign \rp__data$121  = _0_;
   (* t3hw_rd_collision = "excluded" *)
   reg [151:0] region_table [7:0];
   initial begin
@@ -7735,7456 +7735,8691 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$257  = \$251  & \$256 ;
-  assign \$258  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$259  = bus__w_stb & sel_command;
-  assign \$260  = region_program__valid | region_verdict;
-  assign \$261  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$262  = \$260  | \$261 ;
-  assign \$263  = region_fetch | region_load;
-  assign \$264  = \$262  | \$263 ;
-  assign \$266  = \$265  | sweep;
-  assign \$267  = region_program__valid | region_verdict;
-  assign \$268  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$269  = \$267  | \$268 ;
-  assign \$270  = region_fetch | region_load;
-  assign \$271  = \$269  | \$270 ;
-  assign \$273  = \$272  | sweep;
-  assign \$274  = dma_program__valid | desc_verdict;
-  assign \$275  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$276  = \$274  | \$275 ;
-  assign \$277  = desc_fetch | desc_load;
-  assign \$278  = \$276  | \$277 ;
-  assign \$280  = sweep | dma_busy;
-  assign \$281  = \$279  | \$280 ;
-  assign \$282  = dma_program__valid | desc_verdict;
-  assign \$283  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$284  = \$282  | \$283 ;
-  assign \$285  = desc_fetch | desc_load;
-  assign \$286  = \$284  | \$285 ;
-  assign \$288  = \$287  | sweep;
-  assign \$293  = \$292  | track_answer;
-  assign \$294  = \$293  | tracker_busy;
-  assign \$301  = bus__w_stb & sel_csr_errors;
-  assign \$302  = bus__w_stb & sel_tracker_errors;
-  assign \$303  = bus__w_stb & sel_dma_errors;
-  assign \$304  = bus__w_stb & sel_addrmap_errors;
-  assign \$305  = bus__w_stb & sel_arbiter_errors;
-  assign \$306  = region_program__valid | region_verdict;
-  assign \$307  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$308  = \$306  | \$307 ;
-  assign \$309  = region_fetch | region_load;
-  assign \$310  = \$308  | \$309 ;
-  assign \$312  = dma_program__valid | desc_verdict;
-  assign \$313  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$314  = \$312  | \$313 ;
-  assign \$315  = desc_fetch | desc_load;
-  assign \$316  = \$314  | \$315 ;
-  assign \$322  = \$321  | track_answer;
-  assign \$328  = sweep_at + 1'h1;
-  assign \$329  = sweep_at == 8'hff;
-  assign \$330  = region_program__valid & region_program__ready;
-  assign \$331  = dma_program__valid & dma_program__ready;
-  assign \$332  = tracker_program__valid & tracker_program__ready;
-  assign \$334  = region_program__valid & region_program__ready;
-  assign \$335  = dma_program__valid & dma_program__ready;
-  assign \$336  = tracker_program__valid & tracker_program__ready;
-  assign \$337  = bus__w_stb & sel_region_index;
-  assign \$338  = region_program__valid | region_verdict;
-  assign \$339  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$340  = \$338  | \$339 ;
-  assign \$341  = region_fetch | region_load;
-  assign \$342  = \$340  | \$341 ;
-  assign \$344  = \$337  & \$343 ;
-  assign \$345  = bus__w_stb & sel_region_index;
-  assign \$346  = bus__w_stb & sel_region_base_lo;
-  assign \$347  = region_program__valid | region_verdict;
-  assign \$348  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$349  = \$347  | \$348 ;
-  assign \$350  = region_fetch | region_load;
-  assign \$351  = \$349  | \$350 ;
-  assign \$353  = \$346  & \$352 ;
-  assign \$354  = bus__w_stb & sel_region_base_lo;
-  assign \$355  = bus__w_stb & sel_region_base_hi;
-  assign \$356  = region_program__valid | region_verdict;
-  assign \$357  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$358  = \$356  | \$357 ;
-  assign \$359  = region_fetch | region_load;
-  assign \$360  = \$358  | \$359 ;
-  assign \$362  = \$355  & \$361 ;
-  assign \$363  = bus__w_stb & sel_region_base_hi;
-  assign \$364  = bus__w_stb & sel_region_size_lo;
-  assign \$365  = region_program__valid | region_verdict;
-  assign \$366  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$367  = \$365  | \$366 ;
-  assign \$368  = region_fetch | region_load;
-  assign \$369  = \$367  | \$368 ;
-  assign \$371  = \$364  & \$370 ;
-  assign \$372  = bus__w_stb & sel_region_size_lo;
-  assign \$373  = bus__w_stb & sel_region_size_hi;
-  assign \$374  = region_program__valid | region_verdict;
-  assign \$375  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$376  = \$374  | \$375 ;
-  assign \$377  = region_fetch | region_load;
-  assign \$378  = \$376  | \$377 ;
-  assign \$380  = \$373  & \$379 ;
-  assign \$381  = bus__w_stb & sel_region_size_hi;
-  assign \$382  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$383  = region_program__valid | region_verdict;
-  assign \$384  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$385  = \$383  | \$384 ;
-  assign \$386  = region_fetch | region_load;
-  assign \$387  = \$385  | \$386 ;
-  assign \$389  = \$382  & \$388 ;
-  assign \$390  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$391  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$392  = region_program__valid | region_verdict;
-  assign \$393  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$394  = \$392  | \$393 ;
-  assign \$395  = region_fetch | region_load;
-  assign \$396  = \$394  | \$395 ;
-  assign \$398  = \$391  & \$397 ;
-  assign \$399  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$400  = bus__w_stb & sel_desc_index;
-  assign \$401  = dma_program__valid | desc_verdict;
-  assign \$402  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$403  = \$401  | \$402 ;
-  assign \$404  = desc_fetch | desc_load;
-  assign \$405  = \$403  | \$404 ;
-  assign \$407  = \$400  & \$406 ;
-  assign \$408  = bus__w_stb & sel_desc_index;
-  assign \$409  = bus__w_stb & sel_desc_rows;
-  assign \$410  = dma_program__valid | desc_verdict;
-  assign \$411  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$412  = \$410  | \$411 ;
-  assign \$413  = desc_fetch | desc_load;
-  assign \$414  = \$412  | \$413 ;
-  assign \$416  = \$409  & \$415 ;
-  assign \$417  = bus__w_stb & sel_desc_rows;
-  assign \$418  = bus__w_stb & sel_desc_pitch;
-  assign \$419  = dma_program__valid | desc_verdict;
-  assign \$420  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$421  = \$419  | \$420 ;
-  assign \$422  = desc_fetch | desc_load;
-  assign \$423  = \$421  | \$422 ;
-  assign \$425  = \$418  & \$424 ;
-  assign \$426  = bus__w_stb & sel_desc_pitch;
-  assign \$427  = bus__w_stb & sel_desc_src_lo;
-  assign \$428  = dma_program__valid | desc_verdict;
-  assign \$429  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$430  = \$428  | \$429 ;
-  assign \$431  = desc_fetch | desc_load;
-  assign \$432  = \$430  | \$431 ;
-  assign \$434  = \$427  & \$433 ;
-  assign \$435  = bus__w_stb & sel_desc_src_lo;
-  assign \$436  = bus__w_stb & sel_desc_src_hi;
-  assign \$437  = dma_program__valid | desc_verdict;
-  assign \$438  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$439  = \$437  | \$438 ;
-  assign \$440  = desc_fetch | desc_load;
-  assign \$441  = \$439  | \$440 ;
-  assign \$443  = \$436  & \$442 ;
-  assign \$444  = bus__w_stb & sel_desc_src_hi;
-  assign \$445  = bus__w_stb & sel_desc_dst_lo;
-  assign \$446  = dma_program__valid | desc_verdict;
-  assign \$447  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$448  = \$446  | \$447 ;
-  assign \$449  = desc_fetch | desc_load;
-  assign \$450  = \$448  | \$449 ;
-  assign \$452  = \$445  & \$451 ;
-  assign \$453  = bus__w_stb & sel_desc_dst_lo;
-  assign \$454  = bus__w_stb & sel_desc_dst_hi;
-  assign \$455  = dma_program__valid | desc_verdict;
-  assign \$456  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$158  = \$152  & \$157 ;
+  assign \$159  = req_w_stb & sel_arb_policy;
+  assign \$160  = req_w_stb & sel_arb_starvation_limit;
+  assign \$166  = \$160  & \$165 ;
+  assign \$167  = req_w_stb & sel_arb_starvation_limit;
+  assign \$168  = req_w_stb & sel_device_id;
+  assign \$169  = req_w_stb & sel_csr_irq_enable;
+  assign \$170  = req_w_stb & sel_tracker_irq_enable;
+  assign \$171  = req_w_stb & sel_dma_irq_enable;
+  assign \$172  = req_w_stb & sel_addrmap_irq_enable;
+  assign \$173  = req_w_stb & sel_arbiter_irq_enable;
+  assign \$174  = req_w_stb & sel_command;
+  assign \$175  = region_program__valid | region_verdict;
+  assign \$176  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$177  = \$175  | \$176 ;
+  assign \$178  = region_fetch | region_load;
+  assign \$179  = \$177  | \$178 ;
+  assign \$181  = \$180  | sweep;
+  assign \$182  = region_program__valid | region_verdict;
+  assign \$183  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$184  = \$182  | \$183 ;
+  assign \$185  = region_fetch | region_load;
+  assign \$186  = \$184  | \$185 ;
+  assign \$188  = \$187  | sweep;
+  assign \$189  = dma_program__valid | desc_verdict;
+  assign \$190  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$191  = \$189  | \$190 ;
+  assign \$192  = desc_fetch | desc_load;
+  assign \$193  = \$191  | \$192 ;
+  assign \$195  = sweep | dma_busy;
+  assign \$196  = \$194  | \$195 ;
+  assign \$197  = dma_program__valid | desc_verdict;
+  assign \$198  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$199  = \$197  | \$198 ;
+  assign \$200  = desc_fetch | desc_load;
+  assign \$201  = \$199  | \$200 ;
+  assign \$203  = \$202  | sweep;
+  assign \$208  = \$207  | track_answer;
+  assign \$209  = \$208  | tracker_busy;
+  assign \$216  = ~ csr_errors_clear;
+  assign \$217  = errors & \$216 ;
+  assign \$218  = \$217  | set_err;
+  assign \$219  = ~ tracker_errors_clear;
+  assign \$220  = tracker_sticky & \$219 ;
+  assign \$221  = \$220  | tracker_errors;
+  assign \$222  = ~ dma_errors_clear;
+  assign \$223  = dma_sticky & \$222 ;
+  assign \$224  = \$223  | dma_errors;
+  assign \$225  = ~ addrmap_errors_clear;
+  assign \$226  = addrmap_sticky & \$225 ;
+  assign \$227  = \$226  | addrmap_errors;
+  assign \$228  = ~ arbiter_errors_clear;
+  assign \$229  = arbiter_sticky & \$228 ;
+  assign \$230  = \$229  | arbiter_errors;
+  assign \$231  = | tracker_errors;
+  assign \$232  = ~ tracker_errors_clear;
+  assign \$233  = tracker_sticky & \$232 ;
+  assign \$234  = | \$233 ;
+  assign \$235  = ~ \$234 ;
+  assign \$236  = \$231  & \$235 ;
+  assign \$237  = | dma_errors;
+  assign \$238  = ~ dma_errors_clear;
+  assign \$239  = dma_sticky & \$238 ;
+  assign \$240  = | \$239 ;
+  assign \$241  = ~ \$240 ;
+  assign \$242  = \$237  & \$241 ;
+  assign \$243  = | addrmap_errors;
+  assign \$244  = ~ addrmap_errors_clear;
+  assign \$245  = addrmap_sticky & \$244 ;
+  assign \$246  = | \$245 ;
+  assign \$247  = ~ \$246 ;
+  assign \$248  = \$243  & \$247 ;
+  assign \$249  = errors & csr_irq_enable;
+  assign \$250  = | \$249 ;
+  assign \$251  = tracker_sticky & tracker_irq_enable;
+  assign \$252  = | \$251 ;
+  assign \$253  = dma_sticky & dma_irq_enable;
+  assign \$254  = | \$253 ;
+  assign \$255  = addrmap_sticky & addrmap_irq_enable;
+  assign \$256  = | \$255 ;
+  assign \$257  = arbiter_sticky & arbiter_irq_enable;
+  assign \$258  = | \$257 ;
+  assign \$259  = | { \$258 , \$256 , \$254 , \$252 , \$250  };
+  assign \$260  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
+  assign \$261  = req_addr[3] ? 32'd0 : \$260 ;
+  assign \$262  = req_addr[2] ? 32'd0 : { 23'h000000, status };
+  assign \$263  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$264  = req_addr[3] ? \$262  : \$263 ;
+  assign \$265  = req_addr[4] ? \$261  : \$264 ;
+  assign \$266  = req_addr[5] ? 32'd0 : \$265 ;
+  assign \$267  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$268  = req_addr[3] ? 32'd0 : \$267 ;
+  assign \$269  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
+  assign \$270  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$271  = req_addr[3] ? \$269  : \$270 ;
+  assign \$272  = req_addr[4] ? \$268  : \$271 ;
+  assign \$273  = req_addr[5] ? 32'd0 : \$272 ;
+  assign \$274  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$275  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$276  = req_addr[3] ? \$274  : \$275 ;
+  assign \$277  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$278  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$279  = req_addr[3] ? \$277  : \$278 ;
+  assign \$280  = req_addr[4] ? \$276  : \$279 ;
+  assign \$281  = req_addr[5] ? 32'd0 : \$280 ;
+  assign \$282  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$283  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$284  = req_addr[3] ? \$282  : \$283 ;
+  assign \$285  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$286  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$287  = req_addr[3] ? \$285  : \$286 ;
+  assign \$288  = req_addr[4] ? \$284  : \$287 ;
+  assign \$289  = req_addr[5] ? 32'd0 : \$288 ;
+  assign \$290  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
+  assign \$291  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$292  = req_addr[3] ? \$290  : \$291 ;
+  assign \$293  = req_addr[4] ? 32'd0 : \$292 ;
+  assign \$294  = req_addr[5] ? 32'd0 : \$293 ;
+  assign \$295  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$296  = req_addr[3] ? 32'd0 : \$295 ;
+  assign \$297  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$298  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$299  = req_addr[3] ? \$297  : \$298 ;
+  assign \$300  = req_addr[4] ? \$296  : \$299 ;
+  assign \$301  = req_addr[5] ? 32'd0 : \$300 ;
+  assign \$302  = req_addr[2] ? 32'd0 : dma_stats[287:256];
+  assign \$303  = req_addr[3] ? 32'd0 : \$302 ;
+  assign \$304  = req_addr[4] ? 32'd0 : \$303 ;
+  assign \$305  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
+  assign \$306  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$307  = req_addr[3] ? \$305  : \$306 ;
+  assign \$308  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$309  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$310  = req_addr[3] ? \$308  : \$309 ;
+  assign \$311  = req_addr[4] ? \$307  : \$310 ;
+  assign \$312  = req_addr[5] ? \$304  : \$311 ;
+  assign \$313  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
+  assign \$314  = req_addr[3] ? 32'd0 : \$313 ;
+  assign \$315  = req_addr[4] ? 32'd0 : \$314 ;
+  assign \$316  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
+  assign \$317  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
+  assign \$318  = req_addr[3] ? \$316  : \$317 ;
+  assign \$319  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$320  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$321  = req_addr[3] ? \$319  : \$320 ;
+  assign \$322  = req_addr[4] ? \$318  : \$321 ;
+  assign \$323  = req_addr[5] ? \$315  : \$322 ;
+  assign \$324  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$325  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$326  = req_addr[3] ? \$324  : \$325 ;
+  assign \$327  = req_addr[4] ? 32'd0 : \$326 ;
+  assign \$328  = req_addr[5] ? 32'd0 : \$327 ;
+  assign \$329  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$330  = req_addr[3] ? 32'd0 : \$329 ;
+  assign \$331  = req_addr[4] ? 32'd0 : \$330 ;
+  assign \$332  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$333  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
+  assign \$334  = req_addr[3] ? \$332  : \$333 ;
+  assign \$335  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$336  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$337  = req_addr[3] ? \$335  : \$336 ;
+  assign \$338  = req_addr[4] ? \$334  : \$337 ;
+  assign \$339  = req_addr[5] ? \$331  : \$338 ;
+  assign \$340  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
+  assign \$341  = req_addr[3] ? 32'd0 : \$340 ;
+  assign \$342  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
+  assign \$343  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$344  = req_addr[3] ? \$342  : \$343 ;
+  assign \$345  = req_addr[4] ? \$341  : \$344 ;
+  assign \$346  = req_addr[5] ? 32'd0 : \$345 ;
+  assign \$347  = req_addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
+  assign \$348  = req_addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
+  assign \$349  = req_addr[3] ? \$347  : \$348 ;
+  assign \$350  = req_addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
+  assign \$351  = req_addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
+  assign \$352  = req_addr[3] ? \$350  : \$351 ;
+  assign \$353  = req_addr[4] ? \$349  : \$352 ;
+  assign \$354  = req_addr[5] ? 32'd0 : \$353 ;
+  assign \$355  = | req_addr[1:0];
+  assign \$356  = read_section[0] ? 32'd0 : read_part14;
+  assign \$357  = read_section[0] ? read_part13 : 32'd0;
+  assign \$358  = read_section[1] ? \$356  : \$357 ;
+  assign \$359  = read_section[0] ? read_part11 : read_part10;
+  assign \$360  = read_section[0] ? 32'd0 : read_part8;
+  assign \$361  = read_section[1] ? \$359  : \$360 ;
+  assign \$362  = read_section[2] ? \$358  : \$361 ;
+  assign \$363  = read_section[0] ? 32'd0 : read_part6;
+  assign \$364  = read_section[0] ? read_part5 : read_part4;
+  assign \$365  = read_section[1] ? \$363  : \$364 ;
+  assign \$366  = read_section[0] ? read_part3 : read_part2;
+  assign \$367  = read_section[0] ? read_part1 : read_part0;
+  assign \$368  = read_section[1] ? \$366  : \$367 ;
+  assign \$369  = read_section[2] ? \$365  : \$368 ;
+  assign \$370  = read_section[3] ? \$362  : \$369 ;
+  assign \$371  = read_unaligned ? 32'd0 : \$370 ;
+  assign \$372  = req_r_stb | req_w_stb;
+  assign \$373  = ~ mapped;
+  assign \$374  = \$372  & \$373 ;
+  assign \$375  = req_w_stb & sel_id;
+  assign \$376  = req_w_stb & sel_config;
+  assign \$377  = req_w_stb & sel_status;
+  assign \$378  = req_w_stb & sel_track_result_op;
+  assign \$379  = req_w_stb & sel_track_result_threshold;
+  assign \$380  = req_w_stb & sel_tracker_writes_compute;
+  assign \$381  = req_w_stb & sel_tracker_writes_dma;
+  assign \$382  = req_w_stb & sel_tracker_writes_remote;
+  assign \$383  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$384  = req_w_stb & sel_tracker_triggers;
+  assign \$385  = req_w_stb & sel_tracker_dropped;
+  assign \$386  = req_w_stb & sel_dma_triggers;
+  assign \$387  = req_w_stb & sel_dma_rejected;
+  assign \$388  = req_w_stb & sel_dma_reads;
+  assign \$389  = req_w_stb & sel_dma_packets;
+  assign \$390  = req_w_stb & sel_dma_bad_program;
+  assign \$391  = req_w_stb & sel_dma_bad_range;
+  assign \$392  = req_w_stb & sel_dma_bad_pitch;
+  assign \$393  = req_w_stb & sel_dma_desc_busy;
+  assign \$394  = req_w_stb & sel_dma_aborted;
+  assign \$395  = req_w_stb & sel_addrmap_local;
+  assign \$396  = req_w_stb & sel_addrmap_tracked;
+  assign \$397  = req_w_stb & sel_addrmap_remote;
+  assign \$398  = req_w_stb & sel_addrmap_unmapped;
+  assign \$399  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$400  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$401  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$402  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$403  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$404  = req_w_stb & sel_arb_status;
+  assign \$405  = req_w_stb & sel_arbiter_grants_load;
+  assign \$406  = req_w_stb & sel_arbiter_grants_store;
+  assign \$407  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$408  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$409  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$410  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$411  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$412  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$413  = req_w_stb & sel_arbiter_starved;
+  assign \$414  = req_w_stb & sel_tracker_capture;
+  assign \$415  = req_w_stb & sel_dma_capture_index;
+  assign \$416  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$417  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$418  = req_w_stb & sel_dma_capture_events;
+  assign \$419  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$420  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$421  = req_w_stb & sel_addrmap_capture_device;
+  assign \$422  = | { \$421 , \$420 , \$419 , \$418 , \$417 , \$416 , \$415 , \$414 , \$413 , \$412 , \$411 , \$410 , \$409 , \$408 , \$407 , \$406 , \$405 , \$404 , \$403 , \$402 , \$401 , \$400 , \$399 , \$398 , \$397 , \$396 , \$395 , \$394 , \$393 , \$392 , \$391 , \$390 , \$389 , \$388 , \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375  };
+  assign \$423  = sweep_at < 4'h8;
+  assign \$424  = | addrmap_errors[1:0];
+  assign \$425  = ~ \$424 ;
+  assign \$426  = region_verdict & \$425 ;
+  assign \$427  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$428  = ~ \$427 ;
+  assign \$429  = desc_verdict & \$428 ;
+  assign \$430  = req_w_stb & sel_region_index;
+  assign \$431  = region_program__valid | region_verdict;
+  assign \$432  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$433  = \$431  | \$432 ;
+  assign \$434  = region_fetch | region_load;
+  assign \$435  = \$433  | \$434 ;
+  assign \$437  = \$430  & \$436 ;
+  assign \$438  = req_w_stb & sel_region_index;
+  assign \$439  = req_r_stb & sel_region_index;
+  assign \$440  = region_fetch | region_load;
+  assign \$441  = \$439  & \$440 ;
+  assign \$442  = req_w_stb & sel_region_base_lo;
+  assign \$443  = region_program__valid | region_verdict;
+  assign \$444  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$445  = \$443  | \$444 ;
+  assign \$446  = region_fetch | region_load;
+  assign \$447  = \$445  | \$446 ;
+  assign \$449  = \$442  & \$448 ;
+  assign \$450  = req_w_stb & sel_region_base_lo;
+  assign \$451  = req_r_stb & sel_region_base_lo;
+  assign \$452  = region_fetch | region_load;
+  assign \$453  = \$451  & \$452 ;
+  assign \$454  = req_w_stb & sel_region_base_hi;
+  assign \$455  = region_program__valid | region_verdict;
+  assign \$456  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
   assign \$457  = \$455  | \$456 ;
-  assign \$458  = desc_fetch | desc_load;
+  assign \$458  = region_fetch | region_load;
   assign \$459  = \$457  | \$458 ;
   assign \$461  = \$454  & \$460 ;
-  assign \$462  = bus__w_stb & sel_desc_dst_hi;
-  assign \$463  = bus__w_stb & sel_track_op;
-  assign \$468  = \$467  | track_answer;
-  assign \$469  = \$463  & \$468 ;
-  assign \$470  = bus__w_stb & sel_track_op;
-  assign \$471  = bus__w_stb & sel_track_cmd;
-  assign \$476  = \$475  | track_answer;
-  assign \$477  = \$471  & \$476 ;
-  assign \$478  = bus__w_stb & sel_track_cmd;
-  assign \$479  = bus__w_stb & sel_arb_policy;
-  assign \$485  = \$479  & \$484 ;
-  assign \$486  = bus__w_stb & sel_arb_policy;
-  assign \$487  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$493  = \$487  & \$492 ;
-  assign \$494  = bus__w_stb & sel_arb_starvation_limit;
-  assign \$495  = bus__w_stb & sel_device_id;
-  assign \$496  = bus__w_stb & sel_csr_irq_enable;
-  assign \$497  = bus__w_stb & sel_tracker_irq_enable;
-  assign \$498  = bus__w_stb & sel_dma_irq_enable;
-  assign \$499  = bus__w_stb & sel_addrmap_irq_enable;
-  assign \$500  = bus__w_stb & sel_arbiter_irq_enable;
-  assign \$501  = bus__w_stb & sel_command;
-  assign \$502  = region_program__valid | region_verdict;
-  assign \$503  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$504  = \$502  | \$503 ;
-  assign \$505  = region_fetch | region_load;
-  assign \$506  = \$504  | \$505 ;
-  assign \$508  = \$507  | sweep;
-  assign \$509  = region_program__valid | region_verdict;
-  assign \$510  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$511  = \$509  | \$510 ;
+  assign \$462  = req_w_stb & sel_region_base_hi;
+  assign \$463  = req_r_stb & sel_region_base_hi;
+  assign \$464  = region_fetch | region_load;
+  assign \$465  = \$463  & \$464 ;
+  assign \$466  = req_w_stb & sel_region_size_lo;
+  assign \$467  = region_program__valid | region_verdict;
+  assign \$468  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$469  = \$467  | \$468 ;
+  assign \$470  = region_fetch | region_load;
+  assign \$471  = \$469  | \$470 ;
+  assign \$473  = \$466  & \$472 ;
+  assign \$474  = req_w_stb & sel_region_size_lo;
+  assign \$475  = req_r_stb & sel_region_size_lo;
+  assign \$476  = region_fetch | region_load;
+  assign \$477  = \$475  & \$476 ;
+  assign \$478  = req_w_stb & sel_region_size_hi;
+  assign \$479  = region_program__valid | region_verdict;
+  assign \$480  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$481  = \$479  | \$480 ;
+  assign \$482  = region_fetch | region_load;
+  assign \$483  = \$481  | \$482 ;
+  assign \$485  = \$478  & \$484 ;
+  assign \$486  = req_w_stb & sel_region_size_hi;
+  assign \$487  = req_r_stb & sel_region_size_hi;
+  assign \$488  = region_fetch | region_load;
+  assign \$489  = \$487  & \$488 ;
+  assign \$490  = req_w_stb & sel_region_remote_base_lo;
+  assign \$491  = region_program__valid | region_verdict;
+  assign \$492  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$493  = \$491  | \$492 ;
+  assign \$494  = region_fetch | region_load;
+  assign \$495  = \$493  | \$494 ;
+  assign \$497  = \$490  & \$496 ;
+  assign \$498  = req_w_stb & sel_region_remote_base_lo;
+  assign \$499  = req_r_stb & sel_region_remote_base_lo;
+  assign \$500  = region_fetch | region_load;
+  assign \$501  = \$499  & \$500 ;
+  assign \$502  = req_w_stb & sel_region_remote_base_hi;
+  assign \$503  = region_program__valid | region_verdict;
+  assign \$504  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$505  = \$503  | \$504 ;
+  assign \$506  = region_fetch | region_load;
+  assign \$507  = \$505  | \$506 ;
+  assign \$509  = \$502  & \$508 ;
+  assign \$510  = req_w_stb & sel_region_remote_base_hi;
+  assign \$511  = req_r_stb & sel_region_remote_base_hi;
   assign \$512  = region_fetch | region_load;
-  assign \$513  = \$511  | \$512 ;
-  assign \$515  = \$514  | sweep;
-  assign \$516  = dma_program__valid | desc_verdict;
-  assign \$517  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$518  = \$516  | \$517 ;
-  assign \$519  = desc_fetch | desc_load;
-  assign \$520  = \$518  | \$519 ;
-  assign \$522  = sweep | dma_busy;
-  assign \$523  = \$521  | \$522 ;
-  assign \$524  = dma_program__valid | desc_verdict;
-  assign \$525  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$526  = \$524  | \$525 ;
-  assign \$527  = desc_fetch | desc_load;
-  assign \$528  = \$526  | \$527 ;
-  assign \$530  = \$529  | sweep;
-  assign \$535  = \$534  | track_answer;
-  assign \$536  = \$535  | tracker_busy;
-  assign \$543  = ~ csr_errors_clear;
-  assign \$544  = errors & \$543 ;
-  assign \$545  = \$544  | set_err;
-  assign \$546  = ~ tracker_errors_clear;
-  assign \$547  = tracker_sticky & \$546 ;
-  assign \$548  = \$547  | tracker_errors;
-  assign \$549  = ~ dma_errors_clear;
-  assign \$550  = dma_sticky & \$549 ;
-  assign \$551  = \$550  | dma_errors;
-  assign \$552  = ~ addrmap_errors_clear;
-  assign \$553  = addrmap_sticky & \$552 ;
-  assign \$554  = \$553  | addrmap_errors;
-  assign \$555  = ~ arbiter_errors_clear;
-  assign \$556  = arbiter_sticky & \$555 ;
-  assign \$557  = \$556  | arbiter_errors;
-  assign \$558  = | tracker_errors;
-  assign \$559  = ~ tracker_errors_clear;
-  assign \$560  = tracker_sticky & \$559 ;
-  assign \$561  = | \$560 ;
-  assign \$562  = ~ \$561 ;
-  assign \$563  = \$558  & \$562 ;
-  assign \$564  = | dma_errors;
-  assign \$565  = ~ dma_errors_clear;
-  assign \$566  = dma_sticky & \$565 ;
-  assign \$567  = | \$566 ;
-  assign \$568  = ~ \$567 ;
-  assign \$569  = \$564  & \$568 ;
-  assign \$570  = | addrmap_errors;
-  assign \$571  = ~ addrmap_errors_clear;
-  assign \$572  = addrmap_sticky & \$571 ;
-  assign \$573  = | \$572 ;
-  assign \$574  = ~ \$573 ;
-  assign \$575  = \$570  & \$574 ;
-  assign \$576  = errors & csr_irq_enable;
-  assign \$577  = | \$576 ;
-  assign \$578  = tracker_sticky & tracker_irq_enable;
-  assign \$579  = | \$578 ;
-  assign \$580  = dma_sticky & dma_irq_enable;
-  assign \$581  = | \$580 ;
-  assign \$582  = addrmap_sticky & addrmap_irq_enable;
-  assign \$583  = | \$582 ;
-  assign \$584  = arbiter_sticky & arbiter_irq_enable;
-  assign \$585  = | \$584 ;
-  assign \$586  = | { \$585 , \$583 , \$581 , \$579 , \$577  };
-  assign \$587  = | bus__addr[1:0];
-  assign \$588  = bus__addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
-  assign \$589  = bus__addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
-  assign \$590  = bus__addr[3] ? \$588  : \$589 ;
-  assign \$591  = bus__addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
-  assign \$592  = bus__addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
-  assign \$593  = bus__addr[3] ? \$591  : \$592 ;
-  assign \$594  = bus__addr[4] ? \$590  : \$593 ;
-  assign \$595  = bus__addr[5] ? 32'd0 : \$594 ;
-  assign \$596  = bus__addr[6] ? 32'd0 : \$595 ;
-  assign \$597  = bus__addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$598  = bus__addr[3] ? 32'd0 : \$597 ;
-  assign \$599  = bus__addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$600  = bus__addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
-  assign \$601  = bus__addr[3] ? \$599  : \$600 ;
-  assign \$602  = bus__addr[4] ? \$598  : \$601 ;
-  assign \$603  = bus__addr[5] ? 32'd0 : \$602 ;
-  assign \$604  = bus__addr[6] ? \$603  : 32'd0;
-  assign \$605  = bus__addr[7] ? \$596  : \$604 ;
-  assign \$606  = bus__addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$607  = bus__addr[3] ? 32'd0 : \$606 ;
-  assign \$608  = bus__addr[4] ? 32'd0 : \$607 ;
-  assign \$609  = bus__addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$610  = bus__addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
-  assign \$611  = bus__addr[3] ? \$609  : \$610 ;
-  assign \$612  = bus__addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$613  = bus__addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$614  = bus__addr[3] ? \$612  : \$613 ;
-  assign \$615  = bus__addr[4] ? \$611  : \$614 ;
-  assign \$616  = bus__addr[5] ? \$608  : \$615 ;
-  assign \$617  = bus__addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$618  = bus__addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
-  assign \$619  = bus__addr[3] ? \$617  : \$618 ;
-  assign \$620  = bus__addr[4] ? 32'd0 : \$619 ;
-  assign \$621  = bus__addr[5] ? 32'd0 : \$620 ;
-  assign \$622  = bus__addr[6] ? \$616  : \$621 ;
-  assign \$623  = bus__addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$624  = bus__addr[3] ? 32'd0 : \$623 ;
-  assign \$625  = bus__addr[4] ? 32'd0 : \$624 ;
-  assign \$626  = bus__addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$627  = bus__addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
-  assign \$628  = bus__addr[3] ? \$626  : \$627 ;
-  assign \$629  = bus__addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$630  = bus__addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$631  = bus__addr[3] ? \$629  : \$630 ;
-  assign \$632  = bus__addr[4] ? \$628  : \$631 ;
-  assign \$633  = bus__addr[5] ? \$625  : \$632 ;
-  assign \$634  = bus__addr[6] ? 32'd0 : \$633 ;
-  assign \$635  = bus__addr[7] ? \$622  : \$634 ;
-  assign \$636  = bus__addr[8] ? \$605  : \$635 ;
-  assign \$637  = bus__addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$638  = bus__addr[3] ? 32'd0 : \$637 ;
-  assign \$639  = bus__addr[4] ? 32'd0 : \$638 ;
-  assign \$640  = bus__addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$641  = bus__addr[2] ? dma_stats[191:160] : dma_stats[159:128];
-  assign \$642  = bus__addr[3] ? \$640  : \$641 ;
-  assign \$643  = bus__addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$644  = bus__addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$645  = bus__addr[3] ? \$643  : \$644 ;
-  assign \$646  = bus__addr[4] ? \$642  : \$645 ;
-  assign \$647  = bus__addr[5] ? \$639  : \$646 ;
-  assign \$648  = bus__addr[6] ? 32'd0 : \$647 ;
-  assign \$649  = bus__addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$650  = bus__addr[3] ? 32'd0 : \$649 ;
-  assign \$651  = bus__addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$652  = bus__addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$653  = bus__addr[3] ? \$651  : \$652 ;
-  assign \$654  = bus__addr[4] ? \$650  : \$653 ;
-  assign \$655  = bus__addr[5] ? 32'd0 : \$654 ;
-  assign \$656  = bus__addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$657  = bus__addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
-  assign \$658  = bus__addr[3] ? \$656  : \$657 ;
-  assign \$659  = bus__addr[4] ? 32'd0 : \$658 ;
-  assign \$660  = bus__addr[5] ? 32'd0 : \$659 ;
-  assign \$661  = bus__addr[6] ? \$655  : \$660 ;
-  assign \$662  = bus__addr[7] ? \$648  : \$661 ;
-  assign \$663  = bus__addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$664  = bus__addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
-  assign \$665  = bus__addr[3] ? \$663  : \$664 ;
-  assign \$666  = bus__addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$667  = bus__addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
-  assign \$668  = bus__addr[3] ? \$666  : \$667 ;
-  assign \$669  = bus__addr[4] ? \$665  : \$668 ;
-  assign \$670  = bus__addr[5] ? 32'd0 : \$669 ;
-  assign \$671  = bus__addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$672  = bus__addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$673  = bus__addr[3] ? \$671  : \$672 ;
-  assign \$674  = bus__addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$675  = bus__addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
-  assign \$676  = bus__addr[3] ? \$674  : \$675 ;
-  assign \$677  = bus__addr[4] ? \$673  : \$676 ;
-  assign \$678  = bus__addr[5] ? 32'd0 : \$677 ;
-  assign \$679  = bus__addr[6] ? \$670  : \$678 ;
-  assign \$680  = bus__addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$681  = bus__addr[3] ? 32'd0 : \$680 ;
-  assign \$682  = bus__addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
-  assign \$683  = bus__addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$684  = bus__addr[3] ? \$682  : \$683 ;
-  assign \$685  = bus__addr[4] ? \$681  : \$684 ;
-  assign \$686  = bus__addr[5] ? 32'd0 : \$685 ;
-  assign \$687  = bus__addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$688  = bus__addr[3] ? 32'd0 : \$687 ;
-  assign \$689  = bus__addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$690  = bus__addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$691  = bus__addr[3] ? \$689  : \$690 ;
-  assign \$692  = bus__addr[4] ? \$688  : \$691 ;
-  assign \$693  = bus__addr[5] ? 32'd0 : \$692 ;
-  assign \$694  = bus__addr[6] ? \$686  : \$693 ;
-  assign \$695  = bus__addr[7] ? \$679  : \$694 ;
-  assign \$696  = bus__addr[8] ? \$662  : \$695 ;
-  assign \$697  = bus__addr[9] ? \$636  : \$696 ;
-  assign \$698  = \$587  ? 32'd0 : \$697 ;
+  assign \$513  = \$511  & \$512 ;
+  assign \$514  = req_w_stb & sel_desc_index;
+  assign \$515  = dma_program__valid | desc_verdict;
+  assign \$516  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$517  = \$515  | \$516 ;
+  assign \$518  = desc_fetch | desc_load;
+  assign \$519  = \$517  | \$518 ;
+  assign \$521  = \$514  & \$520 ;
+  assign \$522  = req_w_stb & sel_desc_index;
+  assign \$523  = req_r_stb & sel_desc_index;
+  assign \$524  = desc_fetch | desc_load;
+  assign \$525  = \$523  & \$524 ;
+  assign \$526  = req_w_stb & sel_desc_rows;
+  assign \$527  = dma_program__valid | desc_verdict;
+  assign \$528  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$529  = \$527  | \$528 ;
+  assign \$530  = desc_fetch | desc_load;
+  assign \$531  = \$529  | \$530 ;
+  assign \$533  = \$526  & \$532 ;
+  assign \$534  = req_w_stb & sel_desc_rows;
+  assign \$535  = req_r_stb & sel_desc_rows;
+  assign \$536  = desc_fetch | desc_load;
+  assign \$537  = \$535  & \$536 ;
+  assign \$538  = req_w_stb & sel_desc_pitch;
+  assign \$539  = dma_program__valid | desc_verdict;
+  assign \$540  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$541  = \$539  | \$540 ;
+  assign \$542  = desc_fetch | desc_load;
+  assign \$543  = \$541  | \$542 ;
+  assign \$545  = \$538  & \$544 ;
+  assign \$546  = req_w_stb & sel_desc_pitch;
+  assign \$547  = req_r_stb & sel_desc_pitch;
+  assign \$548  = desc_fetch | desc_load;
+  assign \$549  = \$547  & \$548 ;
+  assign \$550  = req_w_stb & sel_desc_src_lo;
+  assign \$551  = dma_program__valid | desc_verdict;
+  assign \$552  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$553  = \$551  | \$552 ;
+  assign \$554  = desc_fetch | desc_load;
+  assign \$555  = \$553  | \$554 ;
+  assign \$557  = \$550  & \$556 ;
+  assign \$558  = req_w_stb & sel_desc_src_lo;
+  assign \$559  = req_r_stb & sel_desc_src_lo;
+  assign \$560  = desc_fetch | desc_load;
+  assign \$561  = \$559  & \$560 ;
+  assign \$562  = req_w_stb & sel_desc_src_hi;
+  assign \$563  = dma_program__valid | desc_verdict;
+  assign \$564  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$565  = \$563  | \$564 ;
+  assign \$566  = desc_fetch | desc_load;
+  assign \$567  = \$565  | \$566 ;
+  assign \$569  = \$562  & \$568 ;
+  assign \$570  = req_w_stb & sel_desc_src_hi;
+  assign \$571  = req_r_stb & sel_desc_src_hi;
+  assign \$572  = desc_fetch | desc_load;
+  assign \$573  = \$571  & \$572 ;
+  assign \$574  = req_w_stb & sel_desc_dst_lo;
+  assign \$575  = dma_program__valid | desc_verdict;
+  assign \$576  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$577  = \$575  | \$576 ;
+  assign \$578  = desc_fetch | desc_load;
+  assign \$579  = \$577  | \$578 ;
+  assign \$581  = \$574  & \$580 ;
+  assign \$582  = req_w_stb & sel_desc_dst_lo;
+  assign \$583  = req_r_stb & sel_desc_dst_lo;
+  assign \$584  = desc_fetch | desc_load;
+  assign \$585  = \$583  & \$584 ;
+  assign \$586  = req_w_stb & sel_desc_dst_hi;
+  assign \$587  = dma_program__valid | desc_verdict;
+  assign \$588  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$589  = \$587  | \$588 ;
+  assign \$590  = desc_fetch | desc_load;
+  assign \$591  = \$589  | \$590 ;
+  assign \$593  = \$586  & \$592 ;
+  assign \$594  = req_w_stb & sel_desc_dst_hi;
+  assign \$595  = req_r_stb & sel_desc_dst_hi;
+  assign \$596  = desc_fetch | desc_load;
+  assign \$597  = \$595  & \$596 ;
+  assign \$598  = req_w_stb & sel_track_op;
+  assign \$603  = \$602  | track_answer;
+  assign \$604  = \$598  & \$603 ;
+  assign \$605  = req_w_stb & sel_track_op;
+  assign \$606  = req_w_stb & sel_track_cmd;
+  assign \$611  = \$610  | track_answer;
+  assign \$612  = \$606  & \$611 ;
+  assign \$613  = req_w_stb & sel_track_cmd;
+  assign \$614  = req_w_stb & sel_arb_policy;
+  assign \$620  = \$614  & \$619 ;
+  assign \$621  = req_w_stb & sel_arb_policy;
+  assign \$622  = req_w_stb & sel_arb_starvation_limit;
+  assign \$628  = \$622  & \$627 ;
+  assign \$629  = req_w_stb & sel_arb_starvation_limit;
+  assign \$630  = req_w_stb & sel_command;
+  assign \$631  = region_program__valid | region_verdict;
+  assign \$632  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$633  = \$631  | \$632 ;
+  assign \$634  = region_fetch | region_load;
+  assign \$635  = \$633  | \$634 ;
+  assign \$637  = \$636  | sweep;
+  assign \$638  = region_program__valid | region_verdict;
+  assign \$639  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$640  = \$638  | \$639 ;
+  assign \$641  = region_fetch | region_load;
+  assign \$642  = \$640  | \$641 ;
+  assign \$644  = \$643  | sweep;
+  assign \$645  = dma_program__valid | desc_verdict;
+  assign \$646  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$647  = \$645  | \$646 ;
+  assign \$648  = desc_fetch | desc_load;
+  assign \$649  = \$647  | \$648 ;
+  assign \$651  = sweep | dma_busy;
+  assign \$652  = \$650  | \$651 ;
+  assign \$653  = dma_program__valid | desc_verdict;
+  assign \$654  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$655  = \$653  | \$654 ;
+  assign \$656  = desc_fetch | desc_load;
+  assign \$657  = \$655  | \$656 ;
+  assign \$659  = \$658  | sweep;
+  assign \$664  = \$663  | track_answer;
+  assign \$665  = \$664  | tracker_busy;
+  assign \$672  = req_w_stb & sel_csr_errors;
+  assign \$673  = req_w_stb & sel_tracker_errors;
+  assign \$674  = req_w_stb & sel_dma_errors;
+  assign \$675  = req_w_stb & sel_addrmap_errors;
+  assign \$676  = req_w_stb & sel_arbiter_errors;
+  assign \$677  = region_program__valid | region_verdict;
+  assign \$678  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$679  = \$677  | \$678 ;
+  assign \$680  = region_fetch | region_load;
+  assign \$681  = \$679  | \$680 ;
+  assign \$683  = dma_program__valid | desc_verdict;
+  assign \$684  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$685  = \$683  | \$684 ;
+  assign \$686  = desc_fetch | desc_load;
+  assign \$687  = \$685  | \$686 ;
+  assign \$693  = \$692  | track_answer;
   always @(posedge clk)
-    sweep_at <= \$699 ;
+    req_addr <= \$699 ;
   always @(posedge clk)
-    sweep <= \$700 ;
+    req_w_data <= \$700 ;
   always @(posedge clk)
-    region_program__valid <= \$701 ;
+    req_w_stb <= \$701 ;
   always @(posedge clk)
-    dma_program__valid <= \$702 ;
+    req_r_stb <= \$702 ;
   always @(posedge clk)
-    tracker_program__valid <= \$703 ;
+    sel_id <= \$703 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$704 ;
+    sel_config <= \$704 ;
   always @(posedge clk)
-    region_waiting0 <= \$705 ;
+    sel_status <= \$705 ;
   always @(posedge clk)
-    region_waiting1 <= \$706 ;
+    sel_command <= \$706 ;
   always @(posedge clk)
-    region_waiting2 <= \$707 ;
+    sel_device_id <= \$707 ;
   always @(posedge clk)
-    region_waiting3 <= \$708 ;
+    sel_csr_errors <= \$708 ;
   always @(posedge clk)
-    region_waiting4 <= \$709 ;
+    sel_tracker_errors <= \$709 ;
   always @(posedge clk)
-    region_waiting5 <= \$710 ;
+    sel_dma_errors <= \$710 ;
   always @(posedge clk)
-    region_waiting6 <= \$711 ;
+    sel_addrmap_errors <= \$711 ;
   always @(posedge clk)
-    region_waiting7 <= \$712 ;
+    sel_arbiter_errors <= \$712 ;
   always @(posedge clk)
-    region_waiting8 <= \$713 ;
+    sel_region_index <= \$713 ;
   always @(posedge clk)
-    region_waiting9 <= \$714 ;
+    sel_region_base_lo <= \$714 ;
   always @(posedge clk)
-    region_waiting10 <= \$715 ;
+    sel_region_base_hi <= \$715 ;
   always @(posedge clk)
-    region_waiting11 <= \$716 ;
+    sel_region_size_lo <= \$716 ;
   always @(posedge clk)
-    region_verdict <= \$717 ;
+    sel_region_size_hi <= \$717 ;
+  always @(posedge clk)
+    sel_region_remote_base_lo <= \$718 ;
+  always @(posedge clk)
+    sel_region_remote_base_hi <= \$719 ;
+  always @(posedge clk)
+    sel_desc_index <= \$720 ;
+  always @(posedge clk)
+    sel_desc_rows <= \$721 ;
+  always @(posedge clk)
+    sel_desc_pitch <= \$722 ;
+  always @(posedge clk)
+    sel_desc_src_lo <= \$723 ;
+  always @(posedge clk)
+    sel_desc_src_hi <= \$724 ;
+  always @(posedge clk)
+    sel_desc_dst_lo <= \$725 ;
+  always @(posedge clk)
+    sel_desc_dst_hi <= \$726 ;
+  always @(posedge clk)
+    sel_track_op <= \$727 ;
+  always @(posedge clk)
+    sel_track_cmd <= \$728 ;
+  always @(posedge clk)
+    sel_track_result_op <= \$729 ;
+  always @(posedge clk)
+    sel_track_result_threshold <= \$730 ;
+  always @(posedge clk)
+    sel_tracker_writes_compute <= \$731 ;
+  always @(posedge clk)
+    sel_tracker_writes_dma <= \$732 ;
+  always @(posedge clk)
+    sel_tracker_writes_remote <= \$733 ;
+  always @(posedge clk)
+    sel_tracker_unprogrammed <= \$734 ;
+  always @(posedge clk)
+    sel_tracker_triggers <= \$735 ;
+  always @(posedge clk)
+    sel_tracker_dropped <= \$736 ;
+  always @(posedge clk)
+    sel_dma_triggers <= \$737 ;
+  always @(posedge clk)
+    sel_dma_rejected <= \$738 ;
+  always @(posedge clk)
+    sel_dma_reads <= \$739 ;
+  always @(posedge clk)
+    sel_dma_packets <= \$740 ;
+  always @(posedge clk)
+    sel_dma_bad_program <= \$741 ;
+  always @(posedge clk)
+    sel_dma_bad_range <= \$742 ;
+  always @(posedge clk)
+    sel_dma_bad_pitch <= \$743 ;
+  always @(posedge clk)
+    sel_dma_desc_busy <= \$744 ;
+  always @(posedge clk)
+    sel_dma_aborted <= \$745 ;
+  always @(posedge clk)
+    sel_addrmap_local <= \$746 ;
+  always @(posedge clk)
+    sel_addrmap_tracked <= \$747 ;
+  always @(posedge clk)
+    sel_addrmap_remote <= \$748 ;
+  always @(posedge clk)
+    sel_addrmap_unmapped <= \$749 ;
+  always @(posedge clk)
+    sel_addrmap_store_crosses <= \$750 ;
+  always @(posedge clk)
+    sel_addrmap_rx_misrouted <= \$751 ;
+  always @(posedge clk)
+    sel_addrmap_rx_remote <= \$752 ;
+  always @(posedge clk)
+    sel_addrmap_rx_unmapped <= \$753 ;
+  always @(posedge clk)
+    sel_addrmap_rx_crosses <= \$754 ;
+  always @(posedge clk)
+    sel_arb_policy <= \$755 ;
+  always @(posedge clk)
+    sel_arb_starvation_limit <= \$756 ;
+  always @(posedge clk)
+    sel_arb_status <= \$757 ;
+  always @(posedge clk)
+    sel_arbiter_grants_load <= \$758 ;
+  always @(posedge clk)
+    sel_arbiter_grants_store <= \$759 ;
+  always @(posedge clk)
+    sel_arbiter_grants_dma <= \$760 ;
+  always @(posedge clk)
+    sel_arbiter_grants_remote <= \$761 ;
+  always @(posedge clk)
+    sel_arbiter_stalls_load <= \$762 ;
+  always @(posedge clk)
+    sel_arbiter_stalls_store <= \$763 ;
+  always @(posedge clk)
+    sel_arbiter_stalls_dma <= \$764 ;
+  always @(posedge clk)
+    sel_arbiter_stalls_remote <= \$765 ;
+  always @(posedge clk)
+    sel_arbiter_starved <= \$766 ;
+  always @(posedge clk)
+    sel_csr_irq_enable <= \$767 ;
+  always @(posedge clk)
+    sel_tracker_irq_enable <= \$768 ;
+  always @(posedge clk)
+    sel_dma_irq_enable <= \$769 ;
+  always @(posedge clk)
+    sel_addrmap_irq_enable <= \$770 ;
+  always @(posedge clk)
+    sel_arbiter_irq_enable <= \$771 ;
+  always @(posedge clk)
+    sel_tracker_capture <= \$772 ;
+  always @(posedge clk)
+    sel_dma_capture_index <= \$773 ;
+  always @(posedge clk)
+    sel_dma_capture_addr_lo <= \$774 ;
+  always @(posedge clk)
+    sel_dma_capture_addr_hi <= \$775 ;
+  always @(posedge clk)
+    sel_dma_capture_events <= \$776 ;
+  always @(posedge clk)
+    sel_addrmap_capture_addr_lo <= \$777 ;
+  always @(posedge clk)
+    sel_addrmap_capture_addr_hi <= \$778 ;
+  always @(posedge clk)
+    sel_addrmap_capture_device <= \$779 ;
+  always @(posedge clk)
+    mapped <= \$780 ;
+  always @(posedge clk)
+    sweep_at <= \$781 ;
+  always @(posedge clk)
+    sweep <= \$782 ;
+  always @(posedge clk)
+    region_program__valid <= \$783 ;
+  always @(posedge clk)
+    dma_program__valid <= \$784 ;
+  always @(posedge clk)
+    tracker_program__valid <= \$785 ;
+  always @(posedge clk)
+    arbiter_program__valid <= \$786 ;
+  always @(posedge clk)
+    region_waiting0 <= \$787 ;
+  always @(posedge clk)
+    region_waiting1 <= \$788 ;
+  always @(posedge clk)
+    region_waiting2 <= \$789 ;
+  always @(posedge clk)
+    region_waiting3 <= \$790 ;
+  always @(posedge clk)
+    region_waiting4 <= \$791 ;
+  always @(posedge clk)
+    region_waiting5 <= \$792 ;
+  always @(posedge clk)
+    region_waiting6 <= \$793 ;
+  always @(posedge clk)
+    region_waiting7 <= \$794 ;
+  always @(posedge clk)
+    region_waiting8 <= \$795 ;
+  always @(posedge clk)
+    region_waiting9 <= \$796 ;
+  always @(posedge clk)
+    region_waiting10 <= \$797 ;
+  always @(posedge clk)
+    region_waiting11 <= \$798 ;
+  always @(posedge clk)
+    region_verdict <= \$799 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$718 ;
+    region_fetch <= \$800 ;
   always @(posedge clk)
-    region_load <= \$719 ;
+    region_load <= \$801 ;
   always @(posedge clk)
-    region_program__payload <= \$720 ;
+    region_program__payload <= \$802 ;
   always @(posedge clk)
-    desc_waiting0 <= \$721 ;
+    desc_waiting0 <= \$803 ;
   always @(posedge clk)
-    desc_waiting1 <= \$722 ;
+    desc_waiting1 <= \$804 ;
   always @(posedge clk)
-    desc_waiting2 <= \$723 ;
+    desc_waiting2 <= \$805 ;
   always @(posedge clk)
-    desc_waiting3 <= \$724 ;
+    desc_waiting3 <= \$806 ;
   always @(posedge clk)
-    desc_verdict <= \$725 ;
+    desc_verdict <= \$807 ;
   always @(posedge clk)
-    desc_got <= \rp__data$148 ;
+    desc_got <= \rp__data$121 ;
   always @(posedge clk)
-    desc_fetch <= \$726 ;
+    desc_fetch <= \$808 ;
   always @(posedge clk)
-    desc_load <= \$727 ;
+    desc_load <= \$809 ;
   always @(posedge clk)
-    dma_program__payload <= \$728 ;
+    dma_program__payload <= \$810 ;
   always @(posedge clk)
-    track_result <= \$729 ;
+    track_result <= \$811 ;
   always @(posedge clk)
-    track_answer <= \$730 ;
+    track_answer <= \$812 ;
   always @(posedge clk)
-    tracker_program__payload <= \$731 ;
+    tracker_program__payload <= \$813 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$732 ;
+    arbiter_program__payload <= \$814 ;
   always @(posedge clk)
-    device_id <= \$733 ;
+    device_id <= \$815 ;
   always @(posedge clk)
-    csr_irq_enable <= \$734 ;
+    csr_irq_enable <= \$816 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$735 ;
+    tracker_irq_enable <= \$817 ;
   always @(posedge clk)
-    dma_irq_enable <= \$736 ;
+    dma_irq_enable <= \$818 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$737 ;
+    addrmap_irq_enable <= \$819 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$738 ;
+    arbiter_irq_enable <= \$820 ;
   always @(posedge clk)
-    errors <= \$739 ;
+    errors <= \$821 ;
   always @(posedge clk)
-    tracker_sticky <= \$740 ;
+    tracker_sticky <= \$822 ;
   always @(posedge clk)
-    dma_sticky <= \$741 ;
+    dma_sticky <= \$823 ;
   always @(posedge clk)
-    addrmap_sticky <= \$742 ;
+    addrmap_sticky <= \$824 ;
   always @(posedge clk)
-    arbiter_sticky <= \$743 ;
+    arbiter_sticky <= \$825 ;
   always @(posedge clk)
-    tracker_capture <= \$744 ;
+    tracker_capture <= \$826 ;
   always @(posedge clk)
-    dma_capture <= \$745 ;
+    dma_capture <= \$827 ;
   always @(posedge clk)
-    addrmap_capture <= \$746 ;
+    addrmap_capture <= \$828 ;
   always @(posedge clk)
-    irq <= \$747 ;
+    irq <= \$829 ;
   always @(posedge clk)
-    bus__r_data <= \$748 ;
-  assign \$1  = bus__r_stb | bus__w_stb;
-  assign \$2  = ~ mapped;
-  assign \$3  = \$1  & \$2 ;
-  assign \$4  = bus__w_stb & sel_id;
-  assign \$5  = bus__w_stb & sel_config;
-  assign \$6  = bus__w_stb & sel_status;
-  assign \$7  = bus__w_stb & sel_track_result_op;
-  assign \$8  = bus__w_stb & sel_track_result_threshold;
-  assign \$9  = bus__w_stb & sel_tracker_writes_compute;
-  assign \$10  = bus__w_stb & sel_tracker_writes_dma;
-  assign \$11  = bus__w_stb & sel_tracker_writes_remote;
-  assign \$12  = bus__w_stb & sel_tracker_unprogrammed;
-  assign \$13  = bus__w_stb & sel_tracker_triggers;
-  assign \$14  = bus__w_stb & sel_tracker_dropped;
-  assign \$15  = bus__w_stb & sel_dma_triggers;
-  assign \$16  = bus__w_stb & sel_dma_rejected;
-  assign \$17  = bus__w_stb & sel_dma_reads;
-  assign \$18  = bus__w_stb & sel_dma_packets;
-  assign \$19  = bus__w_stb & sel_dma_bad_program;
-  assign \$20  = bus__w_stb & sel_dma_bad_range;
-  assign \$21  = bus__w_stb & sel_dma_bad_pitch;
-  assign \$22  = bus__w_stb & sel_dma_desc_busy;
-  assign \$23  = bus__w_stb & sel_dma_aborted;
-  assign \$24  = bus__w_stb & sel_addrmap_local;
-  assign \$25  = bus__w_stb & sel_addrmap_tracked;
-  assign \$26  = bus__w_stb & sel_addrmap_remote;
-  assign \$27  = bus__w_stb & sel_addrmap_unmapped;
-  assign \$28  = bus__w_stb & sel_addrmap_store_crosses;
-  assign \$29  = bus__w_stb & sel_addrmap_rx_misrouted;
-  assign \$30  = bus__w_stb & sel_addrmap_rx_remote;
-  assign \$31  = bus__w_stb & sel_addrmap_rx_unmapped;
-  assign \$32  = bus__w_stb & sel_addrmap_rx_crosses;
-  assign \$33  = bus__w_stb & sel_arb_status;
-  assign \$34  = bus__w_stb & sel_arbiter_grants_load;
-  assign \$35  = bus__w_stb & sel_arbiter_grants_store;
-  assign \$36  = bus__w_stb & sel_arbiter_grants_dma;
-  assign \$37  = bus__w_stb & sel_arbiter_grants_remote;
-  assign \$38  = bus__w_stb & sel_arbiter_stalls_load;
-  assign \$39  = bus__w_stb & sel_arbiter_stalls_store;
-  assign \$40  = bus__w_stb & sel_arbiter_stalls_dma;
-  assign \$41  = bus__w_stb & sel_arbiter_stalls_remote;
-  assign \$42  = bus__w_stb & sel_arbiter_starved;
-  assign \$43  = bus__w_stb & sel_tracker_capture;
-  assign \$44  = bus__w_stb & sel_dma_capture_index;
-  assign \$45  = bus__w_stb & sel_dma_capture_addr_lo;
-  assign \$46  = bus__w_stb & sel_dma_capture_addr_hi;
-  assign \$47  = bus__w_stb & sel_dma_capture_events;
-  assign \$48  = bus__w_stb & sel_addrmap_capture_addr_lo;
-  assign \$49  = bus__w_stb & sel_addrmap_capture_addr_hi;
-  assign \$50  = bus__w_stb & sel_addrmap_capture_device;
-  assign \$51  = | { \$50 , \$49 , \$48 , \$47 , \$46 , \$45 , \$44 , \$43 , \$42 , \$41 , \$40 , \$39 , \$38 , \$37 , \$36 , \$35 , \$34 , \$33 , \$32 , \$31 , \$30 , \$29 , \$28 , \$27 , \$26 , \$25 , \$24 , \$23 , \$22 , \$21 , \$20 , \$19 , \$18 , \$17 , \$16 , \$15 , \$14 , \$13 , \$12 , \$11 , \$10 , \$9 , \$8 , \$7 , \$6 , \$5 , \$4  };
-  assign \$52  = sweep_at < 4'h8;
-  assign \$53  = | addrmap_errors[1:0];
-  assign \$54  = ~ \$53 ;
-  assign \$55  = region_verdict & \$54 ;
-  assign \$56  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$57  = ~ \$56 ;
-  assign \$58  = desc_verdict & \$57 ;
-  assign \$59  = bus__w_stb & sel_region_index;
-  assign \$60  = region_program__valid | region_verdict;
-  assign \$61  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$62  = \$60  | \$61 ;
-  assign \$63  = region_fetch | region_load;
-  assign \$64  = \$62  | \$63 ;
-  assign \$66  = \$59  & \$65 ;
-  assign \$67  = bus__w_stb & sel_region_index;
-  assign \$68  = bus__r_stb & sel_region_index;
-  assign \$69  = region_fetch | region_load;
-  assign \$70  = \$68  & \$69 ;
-  assign \$71  = bus__w_stb & sel_region_base_lo;
-  assign \$72  = region_program__valid | region_verdict;
-  assign \$73  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$74  = \$72  | \$73 ;
-  assign \$75  = region_fetch | region_load;
+    read_part0 <= \$830 ;
+  always @(posedge clk)
+    read_part1 <= \$831 ;
+  always @(posedge clk)
+    read_part2 <= \$832 ;
+  always @(posedge clk)
+    read_part3 <= \$833 ;
+  always @(posedge clk)
+    read_part4 <= \$834 ;
+  always @(posedge clk)
+    read_part5 <= \$835 ;
+  always @(posedge clk)
+    read_part6 <= \$836 ;
+  always @(posedge clk)
+    read_part8 <= \$837 ;
+  always @(posedge clk)
+    read_part10 <= \$838 ;
+  always @(posedge clk)
+    read_part11 <= \$839 ;
+  always @(posedge clk)
+    read_part13 <= \$840 ;
+  always @(posedge clk)
+    read_part14 <= \$841 ;
+  always @(posedge clk)
+    read_pending <= \$842 ;
+  always @(posedge clk)
+    read_section <= \$843 ;
+  always @(posedge clk)
+    read_unaligned <= \$844 ;
+  always @(posedge clk)
+    bus__r_data <= \$845 ;
+  assign \$1  = sweep_at + 1'h1;
+  assign \$2  = sweep_at == 8'hff;
+  assign \$3  = region_program__valid & region_program__ready;
+  assign \$4  = dma_program__valid & dma_program__ready;
+  assign \$5  = tracker_program__valid & tracker_program__ready;
+  assign \$7  = region_program__valid & region_program__ready;
+  assign \$8  = dma_program__valid & dma_program__ready;
+  assign \$9  = tracker_program__valid & tracker_program__ready;
+  assign \$10  = req_w_stb & sel_region_index;
+  assign \$11  = region_program__valid | region_verdict;
+  assign \$12  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$13  = \$11  | \$12 ;
+  assign \$14  = region_fetch | region_load;
+  assign \$15  = \$13  | \$14 ;
+  assign \$17  = \$10  & \$16 ;
+  assign \$18  = req_w_stb & sel_region_index;
+  assign \$19  = req_w_stb & sel_region_base_lo;
+  assign \$20  = region_program__valid | region_verdict;
+  assign \$21  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$22  = \$20  | \$21 ;
+  assign \$23  = region_fetch | region_load;
+  assign \$24  = \$22  | \$23 ;
+  assign \$26  = \$19  & \$25 ;
+  assign \$27  = req_w_stb & sel_region_base_lo;
+  assign \$28  = req_w_stb & sel_region_base_hi;
+  assign \$29  = region_program__valid | region_verdict;
+  assign \$30  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$31  = \$29  | \$30 ;
+  assign \$32  = region_fetch | region_load;
+  assign \$33  = \$31  | \$32 ;
+  assign \$35  = \$28  & \$34 ;
+  assign \$36  = req_w_stb & sel_region_base_hi;
+  assign \$37  = req_w_stb & sel_region_size_lo;
+  assign \$38  = region_program__valid | region_verdict;
+  assign \$39  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$40  = \$38  | \$39 ;
+  assign \$41  = region_fetch | region_load;
+  assign \$42  = \$40  | \$41 ;
+  assign \$44  = \$37  & \$43 ;
+  assign \$45  = req_w_stb & sel_region_size_lo;
+  assign \$46  = req_w_stb & sel_region_size_hi;
+  assign \$47  = region_program__valid | region_verdict;
+  assign \$48  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$49  = \$47  | \$48 ;
+  assign \$50  = region_fetch | region_load;
+  assign \$51  = \$49  | \$50 ;
+  assign \$53  = \$46  & \$52 ;
+  assign \$54  = req_w_stb & sel_region_size_hi;
+  assign \$55  = req_w_stb & sel_region_remote_base_lo;
+  assign \$56  = region_program__valid | region_verdict;
+  assign \$57  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$58  = \$56  | \$57 ;
+  assign \$59  = region_fetch | region_load;
+  assign \$60  = \$58  | \$59 ;
+  assign \$62  = \$55  & \$61 ;
+  assign \$63  = req_w_stb & sel_region_remote_base_lo;
+  assign \$64  = req_w_stb & sel_region_remote_base_hi;
+  assign \$65  = region_program__valid | region_verdict;
+  assign \$66  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$67  = \$65  | \$66 ;
+  assign \$68  = region_fetch | region_load;
+  assign \$69  = \$67  | \$68 ;
+  assign \$71  = \$64  & \$70 ;
+  assign \$72  = req_w_stb & sel_region_remote_base_hi;
+  assign \$73  = req_w_stb & sel_desc_index;
+  assign \$74  = dma_program__valid | desc_verdict;
+  assign \$75  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
   assign \$76  = \$74  | \$75 ;
-  assign \$78  = \$71  & \$77 ;
-  assign \$79  = bus__w_stb & sel_region_base_lo;
-  assign \$80  = bus__r_stb & sel_region_base_lo;
-  assign \$81  = region_fetch | region_load;
-  assign \$82  = \$80  & \$81 ;
-  assign \$83  = bus__w_stb & sel_region_base_hi;
-  assign \$84  = region_program__valid | region_verdict;
-  assign \$85  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$86  = \$84  | \$85 ;
-  assign \$87  = region_fetch | region_load;
-  assign \$88  = \$86  | \$87 ;
-  assign \$90  = \$83  & \$89 ;
-  assign \$91  = bus__w_stb & sel_region_base_hi;
-  assign \$92  = bus__r_stb & sel_region_base_hi;
-  assign \$93  = region_fetch | region_load;
-  assign \$94  = \$92  & \$93 ;
-  assign \$95  = bus__w_stb & sel_region_size_lo;
-  assign \$96  = region_program__valid | region_verdict;
-  assign \$97  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$98  = \$96  | \$97 ;
-  assign \$99  = region_fetch | region_load;
-  assign \$100  = \$98  | \$99 ;
-  assign \$102  = \$95  & \$101 ;
-  assign \$103  = bus__w_stb & sel_region_size_lo;
-  assign \$104  = bus__r_stb & sel_region_size_lo;
-  assign \$105  = region_fetch | region_load;
-  assign \$106  = \$104  & \$105 ;
-  assign \$107  = bus__w_stb & sel_region_size_hi;
-  assign \$108  = region_program__valid | region_verdict;
-  assign \$109  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$110  = \$108  | \$109 ;
-  assign \$111  = region_fetch | region_load;
+  assign \$77  = desc_fetch | desc_load;
+  assign \$78  = \$76  | \$77 ;
+  assign \$80  = \$73  & \$79 ;
+  assign \$81  = req_w_stb & sel_desc_index;
+  assign \$82  = req_w_stb & sel_desc_rows;
+  assign \$83  = dma_program__valid | desc_verdict;
+  assign \$84  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$85  = \$83  | \$84 ;
+  assign \$86  = desc_fetch | desc_load;
+  assign \$87  = \$85  | \$86 ;
+  assign \$89  = \$82  & \$88 ;
+  assign \$90  = req_w_stb & sel_desc_rows;
+  assign \$91  = req_w_stb & sel_desc_pitch;
+  assign \$92  = dma_program__valid | desc_verdict;
+  assign \$93  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$94  = \$92  | \$93 ;
+  assign \$95  = desc_fetch | desc_load;
+  assign \$96  = \$94  | \$95 ;
+  assign \$98  = \$91  & \$97 ;
+  assign \$99  = req_w_stb & sel_desc_pitch;
+  assign \$100  = req_w_stb & sel_desc_src_lo;
+  assign \$101  = dma_program__valid | desc_verdict;
+  assign \$102  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$103  = \$101  | \$102 ;
+  assign \$104  = desc_fetch | desc_load;
+  assign \$105  = \$103  | \$104 ;
+  assign \$107  = \$100  & \$106 ;
+  assign \$108  = req_w_stb & sel_desc_src_lo;
+  assign \$109  = req_w_stb & sel_desc_src_hi;
+  assign \$110  = dma_program__valid | desc_verdict;
+  assign \$111  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
   assign \$112  = \$110  | \$111 ;
-  assign \$114  = \$107  & \$113 ;
-  assign \$115  = bus__w_stb & sel_region_size_hi;
-  assign \$116  = bus__r_stb & sel_region_size_hi;
-  assign \$117  = region_fetch | region_load;
-  assign \$118  = \$116  & \$117 ;
-  assign \$119  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$120  = region_program__valid | region_verdict;
-  assign \$121  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$122  = \$120  | \$121 ;
-  assign \$123  = region_fetch | region_load;
-  assign \$124  = \$122  | \$123 ;
-  assign \$126  = \$119  & \$125 ;
-  assign \$127  = bus__w_stb & sel_region_remote_base_lo;
-  assign \$128  = bus__r_stb & sel_region_remote_base_lo;
-  assign \$129  = region_fetch | region_load;
-  assign \$130  = \$128  & \$129 ;
-  assign \$131  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$132  = region_program__valid | region_verdict;
-  assign \$133  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$134  = \$132  | \$133 ;
-  assign \$135  = region_fetch | region_load;
-  assign \$136  = \$134  | \$135 ;
-  assign \$138  = \$131  & \$137 ;
-  assign \$139  = bus__w_stb & sel_region_remote_base_hi;
-  assign \$140  = bus__r_stb & sel_region_remote_base_hi;
-  assign \$141  = region_fetch | region_load;
-  assign \$142  = \$140  & \$141 ;
-  assign \$143  = bus__w_stb & sel_desc_index;
-  assign \$144  = dma_program__valid | desc_verdict;
-  assign \$145  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$146  = \$144  | \$145 ;
-  assign \$147  = desc_fetch | desc_load;
-  assign \$148  = \$146  | \$147 ;
-  assign \$150  = \$143  & \$149 ;
-  assign \$151  = bus__w_stb & sel_desc_index;
-  assign \$152  = bus__r_stb & sel_desc_index;
-  assign \$153  = desc_fetch | desc_load;
-  assign \$154  = \$152  & \$153 ;
-  assign \$155  = bus__w_stb & sel_desc_rows;
-  assign \$156  = dma_program__valid | desc_verdict;
-  assign \$157  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$158  = \$156  | \$157 ;
-  assign \$159  = desc_fetch | desc_load;
-  assign \$160  = \$158  | \$159 ;
-  assign \$162  = \$155  & \$161 ;
-  assign \$163  = bus__w_stb & sel_desc_rows;
-  assign \$164  = bus__r_stb & sel_desc_rows;
-  assign \$165  = desc_fetch | desc_load;
-  assign \$166  = \$164  & \$165 ;
-  assign \$167  = bus__w_stb & sel_desc_pitch;
-  assign \$168  = dma_program__valid | desc_verdict;
-  assign \$169  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$170  = \$168  | \$169 ;
-  assign \$171  = desc_fetch | desc_load;
-  assign \$172  = \$170  | \$171 ;
-  assign \$174  = \$167  & \$173 ;
-  assign \$175  = bus__w_stb & sel_desc_pitch;
-  assign \$176  = bus__r_stb & sel_desc_pitch;
-  assign \$177  = desc_fetch | desc_load;
-  assign \$178  = \$176  & \$177 ;
-  assign \$179  = bus__w_stb & sel_desc_src_lo;
-  assign \$180  = dma_program__valid | desc_verdict;
-  assign \$181  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$182  = \$180  | \$181 ;
-  assign \$183  = desc_fetch | desc_load;
-  assign \$184  = \$182  | \$183 ;
-  assign \$186  = \$179  & \$185 ;
-  assign \$187  = bus__w_stb & sel_desc_src_lo;
-  assign \$188  = bus__r_stb & sel_desc_src_lo;
-  assign \$189  = desc_fetch | desc_load;
-  assign \$190  = \$188  & \$189 ;
-  assign \$191  = bus__w_stb & sel_desc_src_hi;
-  assign \$192  = dma_program__valid | desc_verdict;
-  assign \$193  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$194  = \$192  | \$193 ;
-  assign \$195  = desc_fetch | desc_load;
-  assign \$196  = \$194  | \$195 ;
-  assign \$198  = \$191  & \$197 ;
-  assign \$199  = bus__w_stb & sel_desc_src_hi;
-  assign \$200  = bus__r_stb & sel_desc_src_hi;
-  assign \$201  = desc_fetch | desc_load;
-  assign \$202  = \$200  & \$201 ;
-  assign \$203  = bus__w_stb & sel_desc_dst_lo;
-  assign \$204  = dma_program__valid | desc_verdict;
-  assign \$205  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$206  = \$204  | \$205 ;
-  assign \$207  = desc_fetch | desc_load;
-  assign \$208  = \$206  | \$207 ;
-  assign \$210  = \$203  & \$209 ;
-  assign \$211  = bus__w_stb & sel_desc_dst_lo;
-  assign \$212  = bus__r_stb & sel_desc_dst_lo;
-  assign \$213  = desc_fetch | desc_load;
-  assign \$214  = \$212  & \$213 ;
-  assign \$215  = bus__w_stb & sel_desc_dst_hi;
-  assign \$216  = dma_program__valid | desc_verdict;
-  assign \$217  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$218  = \$216  | \$217 ;
-  assign \$219  = desc_fetch | desc_load;
-  assign \$220  = \$218  | \$219 ;
-  assign \$222  = \$215  & \$221 ;
-  assign \$223  = bus__w_stb & sel_desc_dst_hi;
-  assign \$224  = bus__r_stb & sel_desc_dst_hi;
-  assign \$225  = desc_fetch | desc_load;
-  assign \$226  = \$224  & \$225 ;
-  assign \$227  = bus__w_stb & sel_track_op;
-  assign \$232  = \$231  | track_answer;
-  assign \$233  = \$227  & \$232 ;
-  assign \$234  = bus__w_stb & sel_track_op;
-  assign \$235  = bus__w_stb & sel_track_cmd;
-  assign \$240  = \$239  | track_answer;
-  assign \$241  = \$235  & \$240 ;
-  assign \$242  = bus__w_stb & sel_track_cmd;
-  assign \$243  = bus__w_stb & sel_arb_policy;
-  assign \$249  = \$243  & \$248 ;
-  assign \$250  = bus__w_stb & sel_arb_policy;
-  assign \$251  = bus__w_stb & sel_arb_starvation_limit;
+  assign \$113  = desc_fetch | desc_load;
+  assign \$114  = \$112  | \$113 ;
+  assign \$116  = \$109  & \$115 ;
+  assign \$117  = req_w_stb & sel_desc_src_hi;
+  assign \$118  = req_w_stb & sel_desc_dst_lo;
+  assign \$119  = dma_program__valid | desc_verdict;
+  assign \$120  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$121  = \$119  | \$120 ;
+  assign \$122  = desc_fetch | desc_load;
+  assign \$123  = \$121  | \$122 ;
+  assign \$125  = \$118  & \$124 ;
+  assign \$126  = req_w_stb & sel_desc_dst_lo;
+  assign \$127  = req_w_stb & sel_desc_dst_hi;
+  assign \$128  = dma_program__valid | desc_verdict;
+  assign \$129  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$130  = \$128  | \$129 ;
+  assign \$131  = desc_fetch | desc_load;
+  assign \$132  = \$130  | \$131 ;
+  assign \$134  = \$127  & \$133 ;
+  assign \$135  = req_w_stb & sel_desc_dst_hi;
+  assign \$136  = req_w_stb & sel_track_op;
+  assign \$141  = \$140  | track_answer;
+  assign \$142  = \$136  & \$141 ;
+  assign \$143  = req_w_stb & sel_track_op;
+  assign \$144  = req_w_stb & sel_track_cmd;
+  assign \$149  = \$148  | track_answer;
+  assign \$150  = \$144  & \$149 ;
+  assign \$151  = req_w_stb & sel_track_cmd;
+  assign \$152  = req_w_stb & sel_arb_policy;
   always @* begin
     if (_init_strobe_5 ) begin end
-    sel_id = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          sel_id = 1'h1;
-    endcase
+    \$699  = bus__addr;
+    if (rst) begin
+      \$699  = 10'h000;
+    end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    mapped = 1'h0;
+    \$700  = bus__w_data;
+    if (rst) begin
+      \$700  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$701  = bus__w_stb;
+    if (rst) begin
+      \$701  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$702  = bus__r_stb;
+    if (rst) begin
+      \$702  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$703  = 1'h0;
     casez (bus__addr)
       10'h000:
-          mapped = 1'h1;
+          \$703  = 1'h1;
+    endcase
+    if (rst) begin
+      \$703  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$704  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
       10'h004:
-          mapped = 1'h1;
+          \$704  = 1'h1;
+    endcase
+    if (rst) begin
+      \$704  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$705  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
       10'h008:
-          mapped = 1'h1;
+          \$705  = 1'h1;
+    endcase
+    if (rst) begin
+      \$705  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$706  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
       10'h00c:
-          mapped = 1'h1;
+          \$706  = 1'h1;
+    endcase
+    if (rst) begin
+      \$706  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$707  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
       10'h010:
-          mapped = 1'h1;
+          \$707  = 1'h1;
+    endcase
+    if (rst) begin
+      \$707  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$708  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
       10'h040:
-          mapped = 1'h1;
+          \$708  = 1'h1;
+    endcase
+    if (rst) begin
+      \$708  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$709  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
       10'h044:
-          mapped = 1'h1;
+          \$709  = 1'h1;
+    endcase
+    if (rst) begin
+      \$709  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$710  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
       10'h048:
-          mapped = 1'h1;
+          \$710  = 1'h1;
+    endcase
+    if (rst) begin
+      \$710  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$711  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
       10'h04c:
-          mapped = 1'h1;
+          \$711  = 1'h1;
+    endcase
+    if (rst) begin
+      \$711  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$712  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
       10'h050:
-          mapped = 1'h1;
+          \$712  = 1'h1;
+    endcase
+    if (rst) begin
+      \$712  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$713  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
       10'h080:
-          mapped = 1'h1;
+          \$713  = 1'h1;
+    endcase
+    if (rst) begin
+      \$713  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$714  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
       10'h084:
-          mapped = 1'h1;
+          \$714  = 1'h1;
+    endcase
+    if (rst) begin
+      \$714  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$715  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
       10'h088:
-          mapped = 1'h1;
+          \$715  = 1'h1;
+    endcase
+    if (rst) begin
+      \$715  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$716  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
       10'h08c:
-          mapped = 1'h1;
+          \$716  = 1'h1;
+    endcase
+    if (rst) begin
+      \$716  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$717  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
       10'h090:
-          mapped = 1'h1;
+          \$717  = 1'h1;
+    endcase
+    if (rst) begin
+      \$717  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$718  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
       10'h094:
-          mapped = 1'h1;
+          \$718  = 1'h1;
+    endcase
+    if (rst) begin
+      \$718  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$719  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
       10'h098:
-          mapped = 1'h1;
+          \$719  = 1'h1;
+    endcase
+    if (rst) begin
+      \$719  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$720  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
       10'h0c0:
-          mapped = 1'h1;
+          \$720  = 1'h1;
+    endcase
+    if (rst) begin
+      \$720  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$721  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
       10'h0c4:
-          mapped = 1'h1;
+          \$721  = 1'h1;
+    endcase
+    if (rst) begin
+      \$721  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$722  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
       10'h0c8:
-          mapped = 1'h1;
+          \$722  = 1'h1;
+    endcase
+    if (rst) begin
+      \$722  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$723  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
       10'h0cc:
-          mapped = 1'h1;
+          \$723  = 1'h1;
+    endcase
+    if (rst) begin
+      \$723  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$724  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
       10'h0d0:
-          mapped = 1'h1;
+          \$724  = 1'h1;
+    endcase
+    if (rst) begin
+      \$724  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$725  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
       10'h0d4:
-          mapped = 1'h1;
+          \$725  = 1'h1;
+    endcase
+    if (rst) begin
+      \$725  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$726  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
       10'h0d8:
-          mapped = 1'h1;
+          \$726  = 1'h1;
+    endcase
+    if (rst) begin
+      \$726  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$727  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
       10'h100:
-          mapped = 1'h1;
+          \$727  = 1'h1;
+    endcase
+    if (rst) begin
+      \$727  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$728  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
       10'h104:
-          mapped = 1'h1;
+          \$728  = 1'h1;
+    endcase
+    if (rst) begin
+      \$728  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$729  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
       10'h108:
-          mapped = 1'h1;
+          \$729  = 1'h1;
+    endcase
+    if (rst) begin
+      \$729  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$730  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
       10'h10c:
-          mapped = 1'h1;
+          \$730  = 1'h1;
+    endcase
+    if (rst) begin
+      \$730  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$731  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
       10'h140:
-          mapped = 1'h1;
+          \$731  = 1'h1;
+    endcase
+    if (rst) begin
+      \$731  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$732  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
       10'h144:
-          mapped = 1'h1;
+          \$732  = 1'h1;
+    endcase
+    if (rst) begin
+      \$732  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$733  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
       10'h148:
-          mapped = 1'h1;
+          \$733  = 1'h1;
+    endcase
+    if (rst) begin
+      \$733  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$734  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
       10'h14c:
-          mapped = 1'h1;
+          \$734  = 1'h1;
+    endcase
+    if (rst) begin
+      \$734  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$735  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
       10'h150:
-          mapped = 1'h1;
+          \$735  = 1'h1;
+    endcase
+    if (rst) begin
+      \$735  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$736  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
       10'h154:
-          mapped = 1'h1;
+          \$736  = 1'h1;
+    endcase
+    if (rst) begin
+      \$736  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$737  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
       10'h180:
-          mapped = 1'h1;
+          \$737  = 1'h1;
+    endcase
+    if (rst) begin
+      \$737  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$738  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
       10'h184:
-          mapped = 1'h1;
+          \$738  = 1'h1;
+    endcase
+    if (rst) begin
+      \$738  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$739  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
       10'h188:
-          mapped = 1'h1;
+          \$739  = 1'h1;
+    endcase
+    if (rst) begin
+      \$739  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$740  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
       10'h18c:
-          mapped = 1'h1;
+          \$740  = 1'h1;
+    endcase
+    if (rst) begin
+      \$740  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$741  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
       10'h190:
-          mapped = 1'h1;
+          \$741  = 1'h1;
+    endcase
+    if (rst) begin
+      \$741  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$742  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
       10'h194:
-          mapped = 1'h1;
+          \$742  = 1'h1;
+    endcase
+    if (rst) begin
+      \$742  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$743  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
       10'h198:
-          mapped = 1'h1;
+          \$743  = 1'h1;
+    endcase
+    if (rst) begin
+      \$743  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$744  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
       10'h19c:
-          mapped = 1'h1;
+          \$744  = 1'h1;
+    endcase
+    if (rst) begin
+      \$744  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$745  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
       10'h1a0:
-          mapped = 1'h1;
+          \$745  = 1'h1;
+    endcase
+    if (rst) begin
+      \$745  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$746  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
       10'h200:
-          mapped = 1'h1;
+          \$746  = 1'h1;
+    endcase
+    if (rst) begin
+      \$746  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$747  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
       10'h204:
-          mapped = 1'h1;
+          \$747  = 1'h1;
+    endcase
+    if (rst) begin
+      \$747  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$748  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
       10'h208:
-          mapped = 1'h1;
+          \$748  = 1'h1;
+    endcase
+    if (rst) begin
+      \$748  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$749  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
       10'h20c:
-          mapped = 1'h1;
+          \$749  = 1'h1;
+    endcase
+    if (rst) begin
+      \$749  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$750  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
       10'h210:
-          mapped = 1'h1;
+          \$750  = 1'h1;
+    endcase
+    if (rst) begin
+      \$750  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$751  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
       10'h214:
-          mapped = 1'h1;
+          \$751  = 1'h1;
+    endcase
+    if (rst) begin
+      \$751  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$752  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
       10'h218:
-          mapped = 1'h1;
+          \$752  = 1'h1;
+    endcase
+    if (rst) begin
+      \$752  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$753  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
       10'h21c:
-          mapped = 1'h1;
+          \$753  = 1'h1;
+    endcase
+    if (rst) begin
+      \$753  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$754  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
       10'h220:
-          mapped = 1'h1;
+          \$754  = 1'h1;
+    endcase
+    if (rst) begin
+      \$754  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$755  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
       10'h280:
-          mapped = 1'h1;
+          \$755  = 1'h1;
+    endcase
+    if (rst) begin
+      \$755  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$756  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
       10'h284:
-          mapped = 1'h1;
+          \$756  = 1'h1;
+    endcase
+    if (rst) begin
+      \$756  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$757  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
       10'h288:
-          mapped = 1'h1;
+          \$757  = 1'h1;
+    endcase
+    if (rst) begin
+      \$757  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$758  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
       10'h2c0:
-          mapped = 1'h1;
+          \$758  = 1'h1;
+    endcase
+    if (rst) begin
+      \$758  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$759  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
       10'h2c4:
-          mapped = 1'h1;
+          \$759  = 1'h1;
+    endcase
+    if (rst) begin
+      \$759  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$760  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
       10'h2c8:
-          mapped = 1'h1;
+          \$760  = 1'h1;
+    endcase
+    if (rst) begin
+      \$760  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$761  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
       10'h2cc:
-          mapped = 1'h1;
+          \$761  = 1'h1;
+    endcase
+    if (rst) begin
+      \$761  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$762  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
       10'h2d0:
-          mapped = 1'h1;
+          \$762  = 1'h1;
+    endcase
+    if (rst) begin
+      \$762  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$763  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
       10'h2d4:
-          mapped = 1'h1;
+          \$763  = 1'h1;
+    endcase
+    if (rst) begin
+      \$763  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$764  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
       10'h2d8:
-          mapped = 1'h1;
+          \$764  = 1'h1;
+    endcase
+    if (rst) begin
+      \$764  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$765  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
       10'h2dc:
-          mapped = 1'h1;
+          \$765  = 1'h1;
+    endcase
+    if (rst) begin
+      \$765  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$766  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
       10'h2e0:
-          mapped = 1'h1;
+          \$766  = 1'h1;
+    endcase
+    if (rst) begin
+      \$766  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$767  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
       10'h340:
-          mapped = 1'h1;
+          \$767  = 1'h1;
+    endcase
+    if (rst) begin
+      \$767  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$768  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
       10'h344:
-          mapped = 1'h1;
+          \$768  = 1'h1;
+    endcase
+    if (rst) begin
+      \$768  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$769  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
       10'h348:
-          mapped = 1'h1;
+          \$769  = 1'h1;
+    endcase
+    if (rst) begin
+      \$769  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$770  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
       10'h34c:
-          mapped = 1'h1;
+          \$770  = 1'h1;
+    endcase
+    if (rst) begin
+      \$770  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$771  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
       10'h350:
-          mapped = 1'h1;
+          \$771  = 1'h1;
+    endcase
+    if (rst) begin
+      \$771  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$772  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
       10'h380:
-          mapped = 1'h1;
+          \$772  = 1'h1;
+    endcase
+    if (rst) begin
+      \$772  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$773  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
       10'h384:
-          mapped = 1'h1;
+          \$773  = 1'h1;
+    endcase
+    if (rst) begin
+      \$773  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$774  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
       10'h388:
-          mapped = 1'h1;
+          \$774  = 1'h1;
+    endcase
+    if (rst) begin
+      \$774  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$775  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
       10'h38c:
-          mapped = 1'h1;
+          \$775  = 1'h1;
+    endcase
+    if (rst) begin
+      \$775  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$776  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
       10'h390:
-          mapped = 1'h1;
+          \$776  = 1'h1;
+    endcase
+    if (rst) begin
+      \$776  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$777  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
       10'h394:
-          mapped = 1'h1;
+          \$777  = 1'h1;
+    endcase
+    if (rst) begin
+      \$777  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$778  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
       10'h398:
-          mapped = 1'h1;
+          \$778  = 1'h1;
+    endcase
+    if (rst) begin
+      \$778  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$779  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          /* empty */;
       10'h39c:
-          mapped = 1'h1;
+          \$779  = 1'h1;
     endcase
+    if (rst) begin
+      \$779  = 1'h0;
+    end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    sel_config = 1'h0;
+    \$780  = 1'h0;
     casez (bus__addr)
       10'h000:
-          /* empty */;
+          \$780  = 1'h1;
       10'h004:
-          sel_config = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_status = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
+          \$780  = 1'h1;
       10'h008:
-          sel_status = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_command = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
+          \$780  = 1'h1;
       10'h00c:
-          sel_command = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_device_id = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h010:
-          sel_device_id = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_csr_errors = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
+          \$780  = 1'h1;
       10'h040:
-          sel_csr_errors = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_tracker_errors = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
+          \$780  = 1'h1;
       10'h044:
-          sel_tracker_errors = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_errors = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
+          \$780  = 1'h1;
       10'h048:
-          sel_dma_errors = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_addrmap_errors = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
+          \$780  = 1'h1;
       10'h04c:
-          sel_addrmap_errors = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_arbiter_errors = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h050:
-          sel_arbiter_errors = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_region_index = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
+          \$780  = 1'h1;
       10'h080:
-          sel_region_index = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_region_base_lo = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
+          \$780  = 1'h1;
       10'h084:
-          sel_region_base_lo = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_region_base_hi = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
+          \$780  = 1'h1;
       10'h088:
-          sel_region_base_hi = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_region_size_lo = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
+          \$780  = 1'h1;
       10'h08c:
-          sel_region_size_lo = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_region_size_hi = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h090:
-          sel_region_size_hi = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_region_remote_base_lo = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
+          \$780  = 1'h1;
       10'h094:
-          sel_region_remote_base_lo = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_region_remote_base_hi = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
+          \$780  = 1'h1;
       10'h098:
-          sel_region_remote_base_hi = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_desc_index = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
+          \$780  = 1'h1;
       10'h0c0:
-          sel_desc_index = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_desc_rows = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
+          \$780  = 1'h1;
       10'h0c4:
-          sel_desc_rows = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_desc_pitch = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
+          \$780  = 1'h1;
       10'h0c8:
-          sel_desc_pitch = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_desc_src_lo = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
+          \$780  = 1'h1;
       10'h0cc:
-          sel_desc_src_lo = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_desc_src_hi = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
+          \$780  = 1'h1;
       10'h0d0:
-          sel_desc_src_hi = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_desc_dst_lo = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
+          \$780  = 1'h1;
       10'h0d4:
-          sel_desc_dst_lo = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_desc_dst_hi = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
+          \$780  = 1'h1;
       10'h0d8:
-          sel_desc_dst_hi = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_track_op = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
+          \$780  = 1'h1;
       10'h100:
-          sel_track_op = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_track_cmd = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
+          \$780  = 1'h1;
       10'h104:
-          sel_track_cmd = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_track_result_op = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
+          \$780  = 1'h1;
       10'h108:
-          sel_track_result_op = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_track_result_threshold = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
+          \$780  = 1'h1;
       10'h10c:
-          sel_track_result_threshold = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_tracker_writes_compute = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h140:
-          sel_tracker_writes_compute = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_tracker_writes_dma = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
+          \$780  = 1'h1;
       10'h144:
-          sel_tracker_writes_dma = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_tracker_writes_remote = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
+          \$780  = 1'h1;
       10'h148:
-          sel_tracker_writes_remote = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_tracker_unprogrammed = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
+          \$780  = 1'h1;
       10'h14c:
-          sel_tracker_unprogrammed = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_tracker_triggers = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h150:
-          sel_tracker_triggers = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_tracker_dropped = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
+          \$780  = 1'h1;
       10'h154:
-          sel_tracker_dropped = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_triggers = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
+          \$780  = 1'h1;
       10'h180:
-          sel_dma_triggers = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_rejected = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
+          \$780  = 1'h1;
       10'h184:
-          sel_dma_rejected = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_reads = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
+          \$780  = 1'h1;
       10'h188:
-          sel_dma_reads = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_packets = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
+          \$780  = 1'h1;
       10'h18c:
-          sel_dma_packets = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_bad_program = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h190:
-          sel_dma_bad_program = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_bad_range = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
+          \$780  = 1'h1;
       10'h194:
-          sel_dma_bad_range = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_bad_pitch = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
+          \$780  = 1'h1;
       10'h198:
-          sel_dma_bad_pitch = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_desc_busy = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
+          \$780  = 1'h1;
       10'h19c:
-          sel_dma_desc_busy = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_aborted = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h1a0:
-          sel_dma_aborted = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_addrmap_local = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
+          \$780  = 1'h1;
       10'h200:
-          sel_addrmap_local = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_addrmap_tracked = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
+          \$780  = 1'h1;
       10'h204:
-          sel_addrmap_tracked = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_addrmap_remote = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
+          \$780  = 1'h1;
       10'h208:
-          sel_addrmap_remote = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_addrmap_unmapped = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
+          \$780  = 1'h1;
       10'h20c:
-          sel_addrmap_unmapped = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_addrmap_store_crosses = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h210:
-          sel_addrmap_store_crosses = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_addrmap_rx_misrouted = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
+          \$780  = 1'h1;
       10'h214:
-          sel_addrmap_rx_misrouted = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_addrmap_rx_remote = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
+          \$780  = 1'h1;
       10'h218:
-          sel_addrmap_rx_remote = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_addrmap_rx_unmapped = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
+          \$780  = 1'h1;
       10'h21c:
-          sel_addrmap_rx_unmapped = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_addrmap_rx_crosses = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h220:
-          sel_addrmap_rx_crosses = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_arb_policy = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
+          \$780  = 1'h1;
       10'h280:
-          sel_arb_policy = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_arb_starvation_limit = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
+          \$780  = 1'h1;
       10'h284:
-          sel_arb_starvation_limit = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_arb_status = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
+          \$780  = 1'h1;
       10'h288:
-          sel_arb_status = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_arbiter_grants_load = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2c0:
-          sel_arbiter_grants_load = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_arbiter_grants_store = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2c4:
-          sel_arbiter_grants_store = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_arbiter_grants_dma = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2c8:
-          sel_arbiter_grants_dma = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_arbiter_grants_remote = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2cc:
-          sel_arbiter_grants_remote = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_arbiter_stalls_load = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2d0:
-          sel_arbiter_stalls_load = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_arbiter_stalls_store = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2d4:
-          sel_arbiter_stalls_store = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_arbiter_stalls_dma = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2d8:
-          sel_arbiter_stalls_dma = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_arbiter_stalls_remote = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2dc:
-          sel_arbiter_stalls_remote = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_arbiter_starved = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
+          \$780  = 1'h1;
       10'h2e0:
-          sel_arbiter_starved = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_csr_irq_enable = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
+          \$780  = 1'h1;
       10'h340:
-          sel_csr_irq_enable = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_tracker_irq_enable = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
+          \$780  = 1'h1;
       10'h344:
-          sel_tracker_irq_enable = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_irq_enable = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
+          \$780  = 1'h1;
       10'h348:
-          sel_dma_irq_enable = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_addrmap_irq_enable = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
+          \$780  = 1'h1;
       10'h34c:
-          sel_addrmap_irq_enable = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_arbiter_irq_enable = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h350:
-          sel_arbiter_irq_enable = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_tracker_capture = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
+          \$780  = 1'h1;
       10'h380:
-          sel_tracker_capture = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_capture_index = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
+          \$780  = 1'h1;
       10'h384:
-          sel_dma_capture_index = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_capture_addr_lo = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
+          \$780  = 1'h1;
       10'h388:
-          sel_dma_capture_addr_lo = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_capture_addr_hi = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
+          \$780  = 1'h1;
       10'h38c:
-          sel_dma_capture_addr_hi = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_dma_capture_events = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
+          \$780  = 1'h1;
       10'h390:
-          sel_dma_capture_events = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_addrmap_capture_addr_lo = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
+          \$780  = 1'h1;
       10'h394:
-          sel_addrmap_capture_addr_lo = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_addrmap_capture_addr_hi = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
+          \$780  = 1'h1;
       10'h398:
-          sel_addrmap_capture_addr_hi = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    sel_addrmap_capture_device = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
-          /* empty */;
+          \$780  = 1'h1;
       10'h39c:
-          sel_addrmap_capture_device = 1'h1;
+          \$780  = 1'h1;
     endcase
+    if (rst) begin
+      \$780  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$781  = sweep_at;
+    if (sweep) begin
+      \$781  = \$1 [7:0];
+    end
+    if (rst) begin
+      \$781  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$782  = sweep;
+    if (sweep) begin
+      if (\$2 ) begin
+        \$782  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$782  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$783  = region_program__valid;
+    if (\$3 ) begin
+      \$783  = 1'h0;
+    end
+    if (\$174 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            (* full_case = 32'd1 *)
+            if (\$181 ) begin
+            end else begin
+              \$783  = 1'h1;
+            end
+      endcase
+    end
+    if (rst) begin
+      \$783  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$784  = dma_program__valid;
+    if (\$4 ) begin
+      \$784  = 1'h0;
+    end
+    if (\$174 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            (* full_case = 32'd1 *)
+            if (\$196 ) begin
+            end else begin
+              \$784  = 1'h1;
+            end
+      endcase
+    end
+    if (rst) begin
+      \$784  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$785  = tracker_program__valid;
+    if (\$5 ) begin
+      \$785  = 1'h0;
+    end
+    if (\$174 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            /* empty */;
+        3'h4:
+            /* empty */;
+        3'h5:
+            (* full_case = 32'd1 *)
+            if (\$209 ) begin
+            end else begin
+              \$785  = 1'h1;
+            end
+      endcase
+    end
+    if (rst) begin
+      \$785  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$786  = arbiter_program__valid;
+    if (\$6 ) begin
+      \$786  = 1'h0;
+    end
+    if (\$174 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            /* empty */;
+        3'h4:
+            /* empty */;
+        3'h5:
+            /* empty */;
+        3'h6:
+            (* full_case = 32'd1 *)
+            if (\$215 ) begin
+            end else begin
+              \$786  = 1'h1;
+            end
+      endcase
+    end
+    if (rst) begin
+      \$786  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$787  = \$7 ;
+    if (rst) begin
+      \$787  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$788  = region_waiting0;
+    if (rst) begin
+      \$788  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$789  = region_waiting1;
+    if (rst) begin
+      \$789  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$790  = region_waiting2;
+    if (rst) begin
+      \$790  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$791  = region_waiting3;
+    if (rst) begin
+      \$791  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$792  = region_waiting4;
+    if (rst) begin
+      \$792  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$793  = region_waiting5;
+    if (rst) begin
+      \$793  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$794  = region_waiting6;
+    if (rst) begin
+      \$794  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$795  = region_waiting7;
+    if (rst) begin
+      \$795  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$796  = region_waiting8;
+    if (rst) begin
+      \$796  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$797  = region_waiting9;
+    if (rst) begin
+      \$797  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$798  = region_waiting10;
+    if (rst) begin
+      \$798  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$799  = region_waiting11;
+    if (rst) begin
+      \$799  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$800  = 1'h0;
+    if (\$174 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            (* full_case = 32'd1 *)
+            if (\$188 ) begin
+            end else begin
+              \$800  = 1'h1;
+            end
+      endcase
+    end
+    if (rst) begin
+      \$800  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$801  = region_fetch;
+    if (rst) begin
+      \$801  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$802  = region_program__payload;
+    if (region_load) begin
+      \$802 [3] = region_got[0];
+      \$802 [5:4] = region_got[2:1];
+      \$802 [10:6] = region_got[7:3];
+      \$802 [58:11] = region_got[55:8];
+      \$802 [106:59] = region_got[103:56];
+      \$802 [154:107] = region_got[151:104];
+    end
+    if (\$17 ) begin
+    end else if (\$18 ) begin
+      \$802 [2:0] = req_w_data[2:0];
+      \$802 [3] = req_w_data[3];
+      \$802 [5:4] = req_w_data[5:4];
+      \$802 [10:6] = req_w_data[10:6];
+    end
+    if (\$26 ) begin
+    end else if (\$27 ) begin
+      \$802 [42:11] = req_w_data;
+    end
+    if (\$35 ) begin
+    end else if (\$36 ) begin
+      \$802 [58:43] = req_w_data[15:0];
+    end
+    if (\$44 ) begin
+    end else if (\$45 ) begin
+      \$802 [90:59] = req_w_data;
+    end
+    if (\$53 ) begin
+    end else if (\$54 ) begin
+      \$802 [106:91] = req_w_data[15:0];
+    end
+    if (\$62 ) begin
+    end else if (\$63 ) begin
+      \$802 [138:107] = req_w_data;
+    end
+    if (\$71 ) begin
+    end else if (\$72 ) begin
+      \$802 [154:139] = req_w_data[15:0];
+    end
+    if (rst) begin
+      \$802  = 155'h000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$803  = \$8 ;
+    if (rst) begin
+      \$803  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$804  = desc_waiting0;
+    if (rst) begin
+      \$804  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$805  = desc_waiting1;
+    if (rst) begin
+      \$805  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$806  = desc_waiting2;
+    if (rst) begin
+      \$806  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$807  = desc_waiting3;
+    if (rst) begin
+      \$807  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$808  = 1'h0;
+    if (\$174 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            /* empty */;
+        3'h4:
+            (* full_case = 32'd1 *)
+            if (\$203 ) begin
+            end else begin
+              \$808  = 1'h1;
+            end
+      endcase
+    end
+    if (rst) begin
+      \$808  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$809  = desc_fetch;
+    if (rst) begin
+      \$809  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$810  = dma_program__payload;
+    if (desc_load) begin
+      \$810 [8] = desc_got[0];
+      \$810 [9] = desc_got[1];
+      \$810 [14:10] = desc_got[6:2];
+      \$810 [30:15] = desc_got[22:7];
+      \$810 [42:31] = desc_got[34:23];
+      \$810 [58:43] = desc_got[50:35];
+      \$810 [82:59] = desc_got[74:51];
+      \$810 [130:83] = desc_got[122:75];
+      \$810 [178:131] = desc_got[170:123];
+    end
+    if (\$80 ) begin
+    end else if (\$81 ) begin
+      \$810 [7:0] = req_w_data[7:0];
+      \$810 [8] = req_w_data[8];
+      \$810 [9] = req_w_data[9];
+      \$810 [14:10] = req_w_data[14:10];
+      \$810 [30:15] = req_w_data[30:15];
+    end
+    if (\$89 ) begin
+    end else if (\$90 ) begin
+      \$810 [42:31] = req_w_data[11:0];
+      \$810 [58:43] = req_w_data[27:12];
+    end
+    if (\$98 ) begin
+    end else if (\$99 ) begin
+      \$810 [82:59] = req_w_data[23:0];
+    end
+    if (\$107 ) begin
+    end else if (\$108 ) begin
+      \$810 [114:83] = req_w_data;
+    end
+    if (\$116 ) begin
+    end else if (\$117 ) begin
+      \$810 [130:115] = req_w_data[15:0];
+    end
+    if (\$125 ) begin
+    end else if (\$126 ) begin
+      \$810 [162:131] = req_w_data;
+    end
+    if (\$134 ) begin
+    end else if (\$135 ) begin
+      \$810 [178:163] = req_w_data[15:0];
+    end
+    if (rst) begin
+      \$810  = 179'h000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$811  = track_result;
+    if (tracker_result__valid) begin
+      \$811  = tracker_result__payload;
+    end
+    if (rst) begin
+      \$811  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$812  = track_answer;
+    if (tracker_result__valid) begin
+      \$812  = 1'h0;
+    end else if (\$9 ) begin
+      \$812  = 1'h1;
+    end
+    if (rst) begin
+      \$812  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$813  = tracker_program__payload;
+    if (\$142 ) begin
+    end else if (\$143 ) begin
+      \$813 [1:0] = req_w_data[1:0];
+      \$813 [17:2] = req_w_data[17:2];
+      \$813 [29:18] = req_w_data[29:18];
+    end
+    if (\$150 ) begin
+    end else if (\$151 ) begin
+      \$813 [37:30] = req_w_data[7:0];
+      \$813 [38] = req_w_data[8];
+    end
+    if (rst) begin
+      \$813  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$814  = arbiter_program__payload;
+    if (\$158 ) begin
+    end else if (\$159 ) begin
+      \$814 [1:0] = req_w_data[1:0];
+      \$814 [9:2] = req_w_data[9:2];
+      \$814 [17:10] = req_w_data[17:10];
+      \$814 [22:18] = req_w_data[22:18];
+    end
+    if (\$166 ) begin
+    end else if (\$167 ) begin
+      \$814 [38:23] = req_w_data[15:0];
+    end
+    if (rst) begin
+      \$814  = 39'h0200388002;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$815  = device_id;
+    if (\$168 ) begin
+      \$815  = req_w_data[4:0];
+    end
+    if (rst) begin
+      \$815  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$816  = csr_irq_enable;
+    if (\$169 ) begin
+      \$816 [0] = req_w_data[0];
+      \$816 [1] = req_w_data[1];
+      \$816 [2] = req_w_data[2];
+      \$816 [3] = req_w_data[3];
+    end
+    if (rst) begin
+      \$816  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$817  = tracker_irq_enable;
+    if (\$170 ) begin
+      \$817 [0] = req_w_data[0];
+      \$817 [1] = req_w_data[1];
+      \$817 [2] = req_w_data[2];
+      \$817 [3] = req_w_data[3];
+      \$817 [4] = req_w_data[4];
+      \$817 [5] = req_w_data[5];
+    end
+    if (rst) begin
+      \$817  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$818  = dma_irq_enable;
+    if (\$171 ) begin
+      \$818 [0] = req_w_data[0];
+      \$818 [1] = req_w_data[1];
+      \$818 [2] = req_w_data[2];
+      \$818 [3] = req_w_data[3];
+      \$818 [4] = req_w_data[4];
+      \$818 [5] = req_w_data[5];
+      \$818 [6] = req_w_data[6];
+    end
+    if (rst) begin
+      \$818  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$819  = addrmap_irq_enable;
+    if (\$172 ) begin
+      \$819 [0] = req_w_data[0];
+      \$819 [1] = req_w_data[1];
+      \$819 [2] = req_w_data[2];
+      \$819 [3] = req_w_data[3];
+      \$819 [4] = req_w_data[4];
+      \$819 [5] = req_w_data[5];
+      \$819 [6] = req_w_data[6];
+    end
+    if (rst) begin
+      \$819  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$820  = arbiter_irq_enable;
+    if (\$173 ) begin
+      \$820 [0] = req_w_data[0];
+      \$820 [1] = req_w_data[1];
+    end
+    if (rst) begin
+      \$820  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$821  = \$218 ;
+    if (rst) begin
+      \$821  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$822  = \$221 ;
+    if (rst) begin
+      \$822  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$823  = \$224 ;
+    if (rst) begin
+      \$823  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$824  = \$227 ;
+    if (rst) begin
+      \$824  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$825  = \$230 ;
+    if (rst) begin
+      \$825  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$826  = tracker_capture;
+    if (\$236 ) begin
+      \$826 [15:0] = \tracker_capture$155 [15:0];
+      \$826 [23:16] = \tracker_capture$155 [23:16];
+      \$826 [29:24] = tracker_errors;
+    end
+    if (rst) begin
+      \$826  = 30'h00000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$827  = dma_capture;
+    if (\$242 ) begin
+      \$827 [7:0] = \dma_capture$157 [7:0];
+      \$827 [23:8] = \dma_capture$157 [23:8];
+      \$827 [71:24] = \dma_capture$157 [71:24];
+      \$827 [78:72] = dma_errors;
+    end
+    if (rst) begin
+      \$827  = 79'h00000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$828  = addrmap_capture;
+    if (\$248 ) begin
+      \$828 [47:0] = \addrmap_capture$159 [47:0];
+      \$828 [52:48] = \addrmap_capture$159 [52:48];
+      \$828 [68:53] = \addrmap_capture$159 [68:53];
+      \$828 [75:69] = addrmap_errors;
+    end
+    if (rst) begin
+      \$828  = 76'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$829  = \$259 ;
+    if (rst) begin
+      \$829  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$830  = read_part0;
+    if (req_r_stb) begin
+      \$830  = \$266 ;
+    end
+    if (rst) begin
+      \$830  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$831  = read_part1;
+    if (req_r_stb) begin
+      \$831  = \$273 ;
+    end
+    if (rst) begin
+      \$831  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$832  = read_part2;
+    if (req_r_stb) begin
+      \$832  = \$281 ;
+    end
+    if (rst) begin
+      \$832  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$833  = read_part3;
+    if (req_r_stb) begin
+      \$833  = \$289 ;
+    end
+    if (rst) begin
+      \$833  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$834  = read_part4;
+    if (req_r_stb) begin
+      \$834  = \$294 ;
+    end
+    if (rst) begin
+      \$834  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$835  = read_part5;
+    if (req_r_stb) begin
+      \$835  = \$301 ;
+    end
+    if (rst) begin
+      \$835  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$836  = read_part6;
+    if (req_r_stb) begin
+      \$836  = \$312 ;
+    end
+    if (rst) begin
+      \$836  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$837  = read_part8;
+    if (req_r_stb) begin
+      \$837  = \$323 ;
+    end
+    if (rst) begin
+      \$837  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$838  = read_part10;
+    if (req_r_stb) begin
+      \$838  = \$328 ;
+    end
+    if (rst) begin
+      \$838  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$839  = read_part11;
+    if (req_r_stb) begin
+      \$839  = \$339 ;
+    end
+    if (rst) begin
+      \$839  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$840  = read_part13;
+    if (req_r_stb) begin
+      \$840  = \$346 ;
+    end
+    if (rst) begin
+      \$840  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$841  = read_part14;
+    if (req_r_stb) begin
+      \$841  = \$354 ;
+    end
+    if (rst) begin
+      \$841  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$842  = req_r_stb;
+    if (rst) begin
+      \$842  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$843  = read_section;
+    if (req_r_stb) begin
+      \$843  = req_addr[9:6];
+    end
+    if (rst) begin
+      \$843  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$844  = read_unaligned;
+    if (req_r_stb) begin
+      \$844  = \$355 ;
+    end
+    if (rst) begin
+      \$844  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$845  = bus__r_data;
+    if (read_pending) begin
+      \$845  = \$371 ;
+    end
+    if (rst) begin
+      \$845  = 32'd0;
+    end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$66 ) begin
+    if (\$437 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$70 ) begin
+    if (\$441 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$78 ) begin
+    if (\$449 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$82 ) begin
+    if (\$453 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$90 ) begin
+    if (\$461 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$94 ) begin
+    if (\$465 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$102 ) begin
+    if (\$473 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$106 ) begin
+    if (\$477 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$114 ) begin
+    if (\$485 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$118 ) begin
+    if (\$489 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$126 ) begin
+    if (\$497 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$130 ) begin
+    if (\$501 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$138 ) begin
+    if (\$509 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$142 ) begin
+    if (\$513 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$150 ) begin
+    if (\$521 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$154 ) begin
+    if (\$525 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$162 ) begin
+    if (\$533 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$166 ) begin
+    if (\$537 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$174 ) begin
+    if (\$545 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$178 ) begin
+    if (\$549 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$186 ) begin
+    if (\$557 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$190 ) begin
+    if (\$561 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$198 ) begin
+    if (\$569 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$202 ) begin
+    if (\$573 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$210 ) begin
+    if (\$581 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$214 ) begin
+    if (\$585 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$222 ) begin
+    if (\$593 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$226 ) begin
+    if (\$597 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$233 ) begin
+    if (\$604 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$241 ) begin
+    if (\$612 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$249 ) begin
+    if (\$620 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$257 ) begin
+    if (\$628 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$259 ) begin
+    if (\$630 ) begin
       (* full_case = 32'd1 *)
-      casez (bus__w_data[2:0])
+      casez (req_w_data[2:0])
         3'h1:
-            if (\$266 ) begin
+            if (\$637 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$273 ) begin
+            if (\$644 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$281 ) begin
+            if (\$652 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$288 ) begin
+            if (\$659 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$294 ) begin
+            if (\$665 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$300 ) begin
+            if (\$671 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -15219,823 +16454,109 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$52 ;
+      wp__en = \$423 ;
     end else begin
-      wp__en = \$55 ;
+      wp__en = \$426 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$91  = sweep_at;
+      \wp__addr$187  = sweep_at;
     end else begin
-      \wp__addr$91  = dma_program__payload[7:0];
+      \wp__addr$187  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$92  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$188  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$92 [0] = dma_program__payload[8];
-      \wp__data$92 [1] = dma_program__payload[9];
-      \wp__data$92 [6:2] = dma_program__payload[14:10];
-      \wp__data$92 [22:7] = dma_program__payload[30:15];
-      \wp__data$92 [34:23] = dma_program__payload[42:31];
-      \wp__data$92 [50:35] = dma_program__payload[58:43];
-      \wp__data$92 [74:51] = dma_program__payload[82:59];
-      \wp__data$92 [122:75] = dma_program__payload[130:83];
-      \wp__data$92 [170:123] = dma_program__payload[178:131];
+      \wp__data$188 [0] = dma_program__payload[8];
+      \wp__data$188 [1] = dma_program__payload[9];
+      \wp__data$188 [6:2] = dma_program__payload[14:10];
+      \wp__data$188 [22:7] = dma_program__payload[30:15];
+      \wp__data$188 [34:23] = dma_program__payload[42:31];
+      \wp__data$188 [50:35] = dma_program__payload[58:43];
+      \wp__data$188 [74:51] = dma_program__payload[82:59];
+      \wp__data$188 [122:75] = dma_program__payload[130:83];
+      \wp__data$188 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$93  = 1'h1;
+      \wp__en$189  = 1'h1;
     end else begin
-      \wp__en$93  = \$58 ;
+      \wp__en$189  = \$429 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     csr_errors_clear = 4'h0;
-    if (\$301 ) begin
-      csr_errors_clear[0] = bus__w_data[0];
-      csr_errors_clear[1] = bus__w_data[1];
-      csr_errors_clear[2] = bus__w_data[2];
-      csr_errors_clear[3] = bus__w_data[3];
+    if (\$672 ) begin
+      csr_errors_clear[0] = req_w_data[0];
+      csr_errors_clear[1] = req_w_data[1];
+      csr_errors_clear[2] = req_w_data[2];
+      csr_errors_clear[3] = req_w_data[3];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     tracker_errors_clear = 6'h00;
-    if (\$302 ) begin
-      tracker_errors_clear[0] = bus__w_data[0];
-      tracker_errors_clear[1] = bus__w_data[1];
-      tracker_errors_clear[2] = bus__w_data[2];
-      tracker_errors_clear[3] = bus__w_data[3];
-      tracker_errors_clear[4] = bus__w_data[4];
-      tracker_errors_clear[5] = bus__w_data[5];
+    if (\$673 ) begin
+      tracker_errors_clear[0] = req_w_data[0];
+      tracker_errors_clear[1] = req_w_data[1];
+      tracker_errors_clear[2] = req_w_data[2];
+      tracker_errors_clear[3] = req_w_data[3];
+      tracker_errors_clear[4] = req_w_data[4];
+      tracker_errors_clear[5] = req_w_data[5];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     dma_errors_clear = 7'h00;
-    if (\$303 ) begin
-      dma_errors_clear[0] = bus__w_data[0];
-      dma_errors_clear[1] = bus__w_data[1];
-      dma_errors_clear[2] = bus__w_data[2];
-      dma_errors_clear[3] = bus__w_data[3];
-      dma_errors_clear[4] = bus__w_data[4];
-      dma_errors_clear[5] = bus__w_data[5];
-      dma_errors_clear[6] = bus__w_data[6];
+    if (\$674 ) begin
+      dma_errors_clear[0] = req_w_data[0];
+      dma_errors_clear[1] = req_w_data[1];
+      dma_errors_clear[2] = req_w_data[2];
+      dma_errors_clear[3] = req_w_data[3];
+      dma_errors_clear[4] = req_w_data[4];
+      dma_errors_clear[5] = req_w_data[5];
+      dma_errors_clear[6] = req_w_data[6];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     addrmap_errors_clear = 7'h00;
-    if (\$304 ) begin
-      addrmap_errors_clear[0] = bus__w_data[0];
-      addrmap_errors_clear[1] = bus__w_data[1];
-      addrmap_errors_clear[2] = bus__w_data[2];
-      addrmap_errors_clear[3] = bus__w_data[3];
-      addrmap_errors_clear[4] = bus__w_data[4];
-      addrmap_errors_clear[5] = bus__w_data[5];
-      addrmap_errors_clear[6] = bus__w_data[6];
+    if (\$675 ) begin
+      addrmap_errors_clear[0] = req_w_data[0];
+      addrmap_errors_clear[1] = req_w_data[1];
+      addrmap_errors_clear[2] = req_w_data[2];
+      addrmap_errors_clear[3] = req_w_data[3];
+      addrmap_errors_clear[4] = req_w_data[4];
+      addrmap_errors_clear[5] = req_w_data[5];
+      addrmap_errors_clear[6] = req_w_data[6];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     arbiter_errors_clear = 2'h0;
-    if (\$305 ) begin
-      arbiter_errors_clear[0] = bus__w_data[0];
-      arbiter_errors_clear[1] = bus__w_data[1];
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$699  = sweep_at;
-    if (sweep) begin
-      \$699  = \$328 [7:0];
-    end
-    if (rst) begin
-      \$699  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$700  = sweep;
-    if (sweep) begin
-      if (\$329 ) begin
-        \$700  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$700  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$701  = region_program__valid;
-    if (\$330 ) begin
-      \$701  = 1'h0;
-    end
-    if (\$501 ) begin
-      casez (bus__w_data[2:0])
-        3'h1:
-            (* full_case = 32'd1 *)
-            if (\$508 ) begin
-            end else begin
-              \$701  = 1'h1;
-            end
-      endcase
-    end
-    if (rst) begin
-      \$701  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$702  = dma_program__valid;
-    if (\$331 ) begin
-      \$702  = 1'h0;
-    end
-    if (\$501 ) begin
-      casez (bus__w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            (* full_case = 32'd1 *)
-            if (\$523 ) begin
-            end else begin
-              \$702  = 1'h1;
-            end
-      endcase
-    end
-    if (rst) begin
-      \$702  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$703  = tracker_program__valid;
-    if (\$332 ) begin
-      \$703  = 1'h0;
-    end
-    if (\$501 ) begin
-      casez (bus__w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            /* empty */;
-        3'h4:
-            /* empty */;
-        3'h5:
-            (* full_case = 32'd1 *)
-            if (\$536 ) begin
-            end else begin
-              \$703  = 1'h1;
-            end
-      endcase
-    end
-    if (rst) begin
-      \$703  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$704  = arbiter_program__valid;
-    if (\$333 ) begin
-      \$704  = 1'h0;
-    end
-    if (\$501 ) begin
-      casez (bus__w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            /* empty */;
-        3'h4:
-            /* empty */;
-        3'h5:
-            /* empty */;
-        3'h6:
-            (* full_case = 32'd1 *)
-            if (\$542 ) begin
-            end else begin
-              \$704  = 1'h1;
-            end
-      endcase
-    end
-    if (rst) begin
-      \$704  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$705  = \$334 ;
-    if (rst) begin
-      \$705  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$706  = region_waiting0;
-    if (rst) begin
-      \$706  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$707  = region_waiting1;
-    if (rst) begin
-      \$707  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$708  = region_waiting2;
-    if (rst) begin
-      \$708  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$709  = region_waiting3;
-    if (rst) begin
-      \$709  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$710  = region_waiting4;
-    if (rst) begin
-      \$710  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$711  = region_waiting5;
-    if (rst) begin
-      \$711  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$712  = region_waiting6;
-    if (rst) begin
-      \$712  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$713  = region_waiting7;
-    if (rst) begin
-      \$713  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$714  = region_waiting8;
-    if (rst) begin
-      \$714  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$715  = region_waiting9;
-    if (rst) begin
-      \$715  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$716  = region_waiting10;
-    if (rst) begin
-      \$716  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$717  = region_waiting11;
-    if (rst) begin
-      \$717  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$718  = 1'h0;
-    if (\$501 ) begin
-      casez (bus__w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            (* full_case = 32'd1 *)
-            if (\$515 ) begin
-            end else begin
-              \$718  = 1'h1;
-            end
-      endcase
-    end
-    if (rst) begin
-      \$718  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$719  = region_fetch;
-    if (rst) begin
-      \$719  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$720  = region_program__payload;
-    if (region_load) begin
-      \$720 [3] = region_got[0];
-      \$720 [5:4] = region_got[2:1];
-      \$720 [10:6] = region_got[7:3];
-      \$720 [58:11] = region_got[55:8];
-      \$720 [106:59] = region_got[103:56];
-      \$720 [154:107] = region_got[151:104];
-    end
-    if (\$344 ) begin
-    end else if (\$345 ) begin
-      \$720 [2:0] = bus__w_data[2:0];
-      \$720 [3] = bus__w_data[3];
-      \$720 [5:4] = bus__w_data[5:4];
-      \$720 [10:6] = bus__w_data[10:6];
-    end
-    if (\$353 ) begin
-    end else if (\$354 ) begin
-      \$720 [42:11] = bus__w_data;
-    end
-    if (\$362 ) begin
-    end else if (\$363 ) begin
-      \$720 [58:43] = bus__w_data[15:0];
-    end
-    if (\$371 ) begin
-    end else if (\$372 ) begin
-      \$720 [90:59] = bus__w_data;
-    end
-    if (\$380 ) begin
-    end else if (\$381 ) begin
-      \$720 [106:91] = bus__w_data[15:0];
-    end
-    if (\$389 ) begin
-    end else if (\$390 ) begin
-      \$720 [138:107] = bus__w_data;
-    end
-    if (\$398 ) begin
-    end else if (\$399 ) begin
-      \$720 [154:139] = bus__w_data[15:0];
-    end
-    if (rst) begin
-      \$720  = 155'h000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$721  = \$335 ;
-    if (rst) begin
-      \$721  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$722  = desc_waiting0;
-    if (rst) begin
-      \$722  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$723  = desc_waiting1;
-    if (rst) begin
-      \$723  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$724  = desc_waiting2;
-    if (rst) begin
-      \$724  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$725  = desc_waiting3;
-    if (rst) begin
-      \$725  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$726  = 1'h0;
-    if (\$501 ) begin
-      casez (bus__w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            /* empty */;
-        3'h4:
-            (* full_case = 32'd1 *)
-            if (\$530 ) begin
-            end else begin
-              \$726  = 1'h1;
-            end
-      endcase
-    end
-    if (rst) begin
-      \$726  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$727  = desc_fetch;
-    if (rst) begin
-      \$727  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$728  = dma_program__payload;
-    if (desc_load) begin
-      \$728 [8] = desc_got[0];
-      \$728 [9] = desc_got[1];
-      \$728 [14:10] = desc_got[6:2];
-      \$728 [30:15] = desc_got[22:7];
-      \$728 [42:31] = desc_got[34:23];
-      \$728 [58:43] = desc_got[50:35];
-      \$728 [82:59] = desc_got[74:51];
-      \$728 [130:83] = desc_got[122:75];
-      \$728 [178:131] = desc_got[170:123];
-    end
-    if (\$407 ) begin
-    end else if (\$408 ) begin
-      \$728 [7:0] = bus__w_data[7:0];
-      \$728 [8] = bus__w_data[8];
-      \$728 [9] = bus__w_data[9];
-      \$728 [14:10] = bus__w_data[14:10];
-      \$728 [30:15] = bus__w_data[30:15];
-    end
-    if (\$416 ) begin
-    end else if (\$417 ) begin
-      \$728 [42:31] = bus__w_data[11:0];
-      \$728 [58:43] = bus__w_data[27:12];
-    end
-    if (\$425 ) begin
-    end else if (\$426 ) begin
-      \$728 [82:59] = bus__w_data[23:0];
-    end
-    if (\$434 ) begin
-    end else if (\$435 ) begin
-      \$728 [114:83] = bus__w_data;
-    end
-    if (\$443 ) begin
-    end else if (\$444 ) begin
-      \$728 [130:115] = bus__w_data[15:0];
-    end
-    if (\$452 ) begin
-    end else if (\$453 ) begin
-      \$728 [162:131] = bus__w_data;
-    end
-    if (\$461 ) begin
-    end else if (\$462 ) begin
-      \$728 [178:163] = bus__w_data[15:0];
-    end
-    if (rst) begin
-      \$728  = 179'h000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$729  = track_result;
-    if (tracker_result__valid) begin
-      \$729  = tracker_result__payload;
-    end
-    if (rst) begin
-      \$729  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$730  = track_answer;
-    if (tracker_result__valid) begin
-      \$730  = 1'h0;
-    end else if (\$336 ) begin
-      \$730  = 1'h1;
-    end
-    if (rst) begin
-      \$730  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$731  = tracker_program__payload;
-    if (\$469 ) begin
-    end else if (\$470 ) begin
-      \$731 [1:0] = bus__w_data[1:0];
-      \$731 [17:2] = bus__w_data[17:2];
-      \$731 [29:18] = bus__w_data[29:18];
-    end
-    if (\$477 ) begin
-    end else if (\$478 ) begin
-      \$731 [37:30] = bus__w_data[7:0];
-      \$731 [38] = bus__w_data[8];
-    end
-    if (rst) begin
-      \$731  = 39'h0000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$732  = arbiter_program__payload;
-    if (\$485 ) begin
-    end else if (\$486 ) begin
-      \$732 [1:0] = bus__w_data[1:0];
-      \$732 [9:2] = bus__w_data[9:2];
-      \$732 [17:10] = bus__w_data[17:10];
-      \$732 [22:18] = bus__w_data[22:18];
-    end
-    if (\$493 ) begin
-    end else if (\$494 ) begin
-      \$732 [38:23] = bus__w_data[15:0];
-    end
-    if (rst) begin
-      \$732  = 39'h0200388002;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$733  = device_id;
-    if (\$495 ) begin
-      \$733  = bus__w_data[4:0];
-    end
-    if (rst) begin
-      \$733  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$734  = csr_irq_enable;
-    if (\$496 ) begin
-      \$734 [0] = bus__w_data[0];
-      \$734 [1] = bus__w_data[1];
-      \$734 [2] = bus__w_data[2];
-      \$734 [3] = bus__w_data[3];
-    end
-    if (rst) begin
-      \$734  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$735  = tracker_irq_enable;
-    if (\$497 ) begin
-      \$735 [0] = bus__w_data[0];
-      \$735 [1] = bus__w_data[1];
-      \$735 [2] = bus__w_data[2];
-      \$735 [3] = bus__w_data[3];
-      \$735 [4] = bus__w_data[4];
-      \$735 [5] = bus__w_data[5];
-    end
-    if (rst) begin
-      \$735  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$736  = dma_irq_enable;
-    if (\$498 ) begin
-      \$736 [0] = bus__w_data[0];
-      \$736 [1] = bus__w_data[1];
-      \$736 [2] = bus__w_data[2];
-      \$736 [3] = bus__w_data[3];
-      \$736 [4] = bus__w_data[4];
-      \$736 [5] = bus__w_data[5];
-      \$736 [6] = bus__w_data[6];
-    end
-    if (rst) begin
-      \$736  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$737  = addrmap_irq_enable;
-    if (\$499 ) begin
-      \$737 [0] = bus__w_data[0];
-      \$737 [1] = bus__w_data[1];
-      \$737 [2] = bus__w_data[2];
-      \$737 [3] = bus__w_data[3];
-      \$737 [4] = bus__w_data[4];
-      \$737 [5] = bus__w_data[5];
-      \$737 [6] = bus__w_data[6];
-    end
-    if (rst) begin
-      \$737  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$738  = arbiter_irq_enable;
-    if (\$500 ) begin
-      \$738 [0] = bus__w_data[0];
-      \$738 [1] = bus__w_data[1];
-    end
-    if (rst) begin
-      \$738  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$739  = \$545 ;
-    if (rst) begin
-      \$739  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$740  = \$548 ;
-    if (rst) begin
-      \$740  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$741  = \$551 ;
-    if (rst) begin
-      \$741  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$742  = \$554 ;
-    if (rst) begin
-      \$742  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$743  = \$557 ;
-    if (rst) begin
-      \$743  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$744  = tracker_capture;
-    if (\$563 ) begin
-      \$744 [15:0] = \tracker_capture$167 [15:0];
-      \$744 [23:16] = \tracker_capture$167 [23:16];
-      \$744 [29:24] = tracker_errors;
-    end
-    if (rst) begin
-      \$744  = 30'h00000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$745  = dma_capture;
-    if (\$569 ) begin
-      \$745 [7:0] = \dma_capture$169 [7:0];
-      \$745 [23:8] = \dma_capture$169 [23:8];
-      \$745 [71:24] = \dma_capture$169 [71:24];
-      \$745 [78:72] = dma_errors;
-    end
-    if (rst) begin
-      \$745  = 79'h00000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$746  = addrmap_capture;
-    if (\$575 ) begin
-      \$746 [47:0] = \addrmap_capture$171 [47:0];
-      \$746 [52:48] = \addrmap_capture$171 [52:48];
-      \$746 [68:53] = \addrmap_capture$171 [68:53];
-      \$746 [75:69] = addrmap_errors;
-    end
-    if (rst) begin
-      \$746  = 76'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$747  = \$586 ;
-    if (rst) begin
-      \$747  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$748  = bus__r_data;
-    if (bus__r_stb) begin
-      \$748  = \$698 ;
-    end
-    if (rst) begin
-      \$748  = 32'd0;
+    if (\$676 ) begin
+      arbiter_errors_clear[0] = req_w_data[0];
+      arbiter_errors_clear[1] = req_w_data[1];
     end
   end
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$97  = dma_program__payload[7:0];
-  assign \device_id$124  = device_id;
+  assign \rp__addr$190  = dma_program__payload[7:0];
+  assign \device_id$191  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
   assign arbiter_clear = 2'h3;
-  assign set_err__unmapped  = set_err[0];
-  assign set_err__read_only  = set_err[1];
-  assign set_err__bad_command  = set_err[2];
-  assign set_err__busy  = set_err[3];
-  assign wp__data__valid  = wp__data[0];
-  assign wp__data__mode  = wp__data[2:1];
-  assign wp__data__device  = wp__data[7:3];
-  assign wp__data__base  = wp__data[55:8];
-  assign wp__data__size  = wp__data[103:56];
-  assign wp__data__remote_base  = wp__data[151:104];
-  assign region_program__payload__index  = region_program__payload[2:0];
-  assign region_program__payload__valid  = region_program__payload[3];
-  assign region_program__payload__mode  = region_program__payload[5:4];
-  assign region_program__payload__device  = region_program__payload[10:6];
-  assign region_program__payload__base  = region_program__payload[58:11];
-  assign region_program__payload__size  = region_program__payload[106:59];
-  assign region_program__payload__remote_base  = region_program__payload[154:107];
-  assign addrmap_errors__bad_region  = addrmap_errors[0];
-  assign addrmap_errors__overlap  = addrmap_errors[1];
-  assign addrmap_errors__store_crosses  = addrmap_errors[2];
-  assign addrmap_errors__rx_misrouted  = addrmap_errors[3];
-  assign addrmap_errors__rx_remote  = addrmap_errors[4];
-  assign addrmap_errors__rx_unmapped  = addrmap_errors[5];
-  assign addrmap_errors__rx_crosses  = addrmap_errors[6];
-  assign wp__data$92__valid  = \wp__data$92 [0];
-  assign wp__data$92__op  = \wp__data$92 [1];
-  assign wp__data$92__device  = \wp__data$92 [6:2];
-  assign wp__data$92__tile  = \wp__data$92 [22:7];
-  assign wp__data$92__rows  = \wp__data$92 [34:23];
-  assign wp__data$92__row_bytes  = \wp__data$92 [50:35];
-  assign wp__data$92__pitch  = \wp__data$92 [74:51];
-  assign wp__data$92__src  = \wp__data$92 [122:75];
-  assign wp__data$92__dst  = \wp__data$92 [170:123];
-  assign dma_program__payload__index  = dma_program__payload[7:0];
-  assign dma_program__payload__valid  = dma_program__payload[8];
-  assign dma_program__payload__op  = dma_program__payload[9];
-  assign dma_program__payload__device  = dma_program__payload[14:10];
-  assign dma_program__payload__tile  = dma_program__payload[30:15];
-  assign dma_program__payload__rows  = dma_program__payload[42:31];
-  assign dma_program__payload__row_bytes  = dma_program__payload[58:43];
-  assign dma_program__payload__pitch  = dma_program__payload[82:59];
-  assign dma_program__payload__src  = dma_program__payload[130:83];
-  assign dma_program__payload__dst  = dma_program__payload[178:131];
-  assign dma_errors__bad_descriptor  = dma_errors[0];
-  assign dma_errors__bad_program  = dma_errors[1];
-  assign dma_errors__bad_response  = dma_errors[2];
-  assign dma_errors__bad_range  = dma_errors[3];
-  assign dma_errors__bad_pitch  = dma_errors[4];
-  assign dma_errors__desc_busy  = dma_errors[5];
-  assign dma_errors__read_error  = dma_errors[6];
-  assign device_id$124__device  = device_id;
-  assign tracker_clear__unprogrammed  = 1'h1;
-  assign tracker_clear__overcount  = 1'h1;
-  assign tracker_clear__reprogram  = 1'h1;
-  assign tracker_clear__bad_threshold  = 1'h1;
-  assign tracker_clear__overflow  = 1'h1;
-  assign tracker_clear__bad_op  = 1'h1;
-  assign dma_clear__bad_descriptor  = 1'h1;
-  assign dma_clear__bad_program  = 1'h1;
-  assign dma_clear__bad_response  = 1'h1;
-  assign dma_clear__bad_range  = 1'h1;
-  assign dma_clear__bad_pitch  = 1'h1;
-  assign dma_clear__desc_busy  = 1'h1;
-  assign dma_clear__read_error  = 1'h1;
-  assign addrmap_clear__bad_region  = 1'h1;
-  assign addrmap_clear__overlap  = 1'h1;
-  assign addrmap_clear__store_crosses  = 1'h1;
-  assign addrmap_clear__rx_misrouted  = 1'h1;
-  assign addrmap_clear__rx_remote  = 1'h1;
-  assign addrmap_clear__rx_unmapped  = 1'h1;
-  assign addrmap_clear__rx_crosses  = 1'h1;
-  assign arbiter_clear__bad_config  = 1'h1;
-  assign arbiter_clear__bad_response  = 1'h1;
-  assign status__tracker_busy  = status[0];
-  assign status__dma_busy  = status[1];
-  assign status__dma_idle  = status[2];
-  assign status__sweep  = status[3];
-  assign status__region_pending  = status[4];
-  assign status__desc_pending  = status[5];
-  assign status__track_pending  = status[6];
-  assign status__arb_pending  = status[7];
-  assign status__irq  = status[8];
   assign region_got__valid  = region_got[0];
   assign region_got__mode  = region_got[2:1];
   assign region_got__device  = region_got[7:3];
@@ -16048,6 +16569,13 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign rp__data__base  = rp__data[55:8];
   assign rp__data__size  = rp__data[103:56];
   assign rp__data__remote_base  = rp__data[151:104];
+  assign region_program__payload__index  = region_program__payload[2:0];
+  assign region_program__payload__valid  = region_program__payload[3];
+  assign region_program__payload__mode  = region_program__payload[5:4];
+  assign region_program__payload__device  = region_program__payload[10:6];
+  assign region_program__payload__base  = region_program__payload[58:11];
+  assign region_program__payload__size  = region_program__payload[106:59];
+  assign region_program__payload__remote_base  = region_program__payload[154:107];
   assign desc_got__valid  = desc_got[0];
   assign desc_got__op  = desc_got[1];
   assign desc_got__device  = desc_got[6:2];
@@ -16057,15 +16585,25 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign desc_got__pitch  = desc_got[74:51];
   assign desc_got__src  = desc_got[122:75];
   assign desc_got__dst  = desc_got[170:123];
-  assign rp__data$148__valid  = \rp__data$148 [0];
-  assign rp__data$148__op  = \rp__data$148 [1];
-  assign rp__data$148__device  = \rp__data$148 [6:2];
-  assign rp__data$148__tile  = \rp__data$148 [22:7];
-  assign rp__data$148__rows  = \rp__data$148 [34:23];
-  assign rp__data$148__row_bytes  = \rp__data$148 [50:35];
-  assign rp__data$148__pitch  = \rp__data$148 [74:51];
-  assign rp__data$148__src  = \rp__data$148 [122:75];
-  assign rp__data$148__dst  = \rp__data$148 [170:123];
+  assign rp__data$121__valid  = \rp__data$121 [0];
+  assign rp__data$121__op  = \rp__data$121 [1];
+  assign rp__data$121__device  = \rp__data$121 [6:2];
+  assign rp__data$121__tile  = \rp__data$121 [22:7];
+  assign rp__data$121__rows  = \rp__data$121 [34:23];
+  assign rp__data$121__row_bytes  = \rp__data$121 [50:35];
+  assign rp__data$121__pitch  = \rp__data$121 [74:51];
+  assign rp__data$121__src  = \rp__data$121 [122:75];
+  assign rp__data$121__dst  = \rp__data$121 [170:123];
+  assign dma_program__payload__index  = dma_program__payload[7:0];
+  assign dma_program__payload__valid  = dma_program__payload[8];
+  assign dma_program__payload__op  = dma_program__payload[9];
+  assign dma_program__payload__device  = dma_program__payload[14:10];
+  assign dma_program__payload__tile  = dma_program__payload[30:15];
+  assign dma_program__payload__rows  = dma_program__payload[42:31];
+  assign dma_program__payload__row_bytes  = dma_program__payload[58:43];
+  assign dma_program__payload__pitch  = dma_program__payload[82:59];
+  assign dma_program__payload__src  = dma_program__payload[130:83];
+  assign dma_program__payload__dst  = dma_program__payload[178:131];
   assign track_result__op  = track_result[1:0];
   assign track_result__code  = track_result[4:2];
   assign track_result__tile  = track_result[20:5];
@@ -16094,6 +16632,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign arbiter_program__payload__saturation  = arbiter_program__payload[17:10];
   assign arbiter_program__payload__window_log2  = arbiter_program__payload[22:18];
   assign arbiter_program__payload__starvation_limit  = arbiter_program__payload[38:23];
+  assign device_id__device  = device_id;
   assign csr_irq_enable__unmapped  = csr_irq_enable[0];
   assign csr_irq_enable__read_only  = csr_irq_enable[1];
   assign csr_irq_enable__bad_command  = csr_irq_enable[2];
@@ -16124,6 +16663,10 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign errors__read_only  = errors[1];
   assign errors__bad_command  = errors[2];
   assign errors__busy  = errors[3];
+  assign set_err__unmapped  = set_err[0];
+  assign set_err__read_only  = set_err[1];
+  assign set_err__bad_command  = set_err[2];
+  assign set_err__busy  = set_err[3];
   assign tracker_sticky__unprogrammed  = tracker_sticky[0];
   assign tracker_sticky__overcount  = tracker_sticky[1];
   assign tracker_sticky__reprogram  = tracker_sticky[2];
@@ -16143,6 +16686,13 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign dma_sticky__bad_pitch  = dma_sticky[4];
   assign dma_sticky__desc_busy  = dma_sticky[5];
   assign dma_sticky__read_error  = dma_sticky[6];
+  assign dma_errors__bad_descriptor  = dma_errors[0];
+  assign dma_errors__bad_program  = dma_errors[1];
+  assign dma_errors__bad_response  = dma_errors[2];
+  assign dma_errors__bad_range  = dma_errors[3];
+  assign dma_errors__bad_pitch  = dma_errors[4];
+  assign dma_errors__desc_busy  = dma_errors[5];
+  assign dma_errors__read_error  = dma_errors[6];
   assign addrmap_sticky__bad_region  = addrmap_sticky[0];
   assign addrmap_sticky__overlap  = addrmap_sticky[1];
   assign addrmap_sticky__store_crosses  = addrmap_sticky[2];
@@ -16150,6 +16700,13 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign addrmap_sticky__rx_remote  = addrmap_sticky[4];
   assign addrmap_sticky__rx_unmapped  = addrmap_sticky[5];
   assign addrmap_sticky__rx_crosses  = addrmap_sticky[6];
+  assign addrmap_errors__bad_region  = addrmap_errors[0];
+  assign addrmap_errors__overlap  = addrmap_errors[1];
+  assign addrmap_errors__store_crosses  = addrmap_errors[2];
+  assign addrmap_errors__rx_misrouted  = addrmap_errors[3];
+  assign addrmap_errors__rx_remote  = addrmap_errors[4];
+  assign addrmap_errors__rx_unmapped  = addrmap_errors[5];
+  assign addrmap_errors__rx_crosses  = addrmap_errors[6];
   assign arbiter_sticky__bad_config  = arbiter_sticky[0];
   assign arbiter_sticky__bad_response  = arbiter_sticky[1];
   assign arbiter_errors__bad_config  = arbiter_errors[0];
@@ -16163,8 +16720,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign tracker_capture__events__bad_threshold  = tracker_capture[27];
   assign tracker_capture__events__overflow  = tracker_capture[28];
   assign tracker_capture__events__bad_op  = tracker_capture[29];
-  assign tracker_capture$167__tile  = \tracker_capture$167 [15:0];
-  assign tracker_capture$167__cmd  = \tracker_capture$167 [23:16];
+  assign tracker_capture$155__tile  = \tracker_capture$155 [15:0];
+  assign tracker_capture$155__cmd  = \tracker_capture$155 [23:16];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
@@ -16176,9 +16733,9 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign dma_capture__events__bad_pitch  = dma_capture[76];
   assign dma_capture__events__desc_busy  = dma_capture[77];
   assign dma_capture__events__read_error  = dma_capture[78];
-  assign dma_capture$169__index  = \dma_capture$169 [7:0];
-  assign dma_capture$169__tile  = \dma_capture$169 [23:8];
-  assign dma_capture$169__addr  = \dma_capture$169 [71:24];
+  assign dma_capture$157__index  = \dma_capture$157 [7:0];
+  assign dma_capture$157__tile  = \dma_capture$157 [23:8];
+  assign dma_capture$157__addr  = \dma_capture$157 [71:24];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
@@ -16190,9 +16747,18 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign addrmap_capture__events__rx_remote  = addrmap_capture[73];
   assign addrmap_capture__events__rx_unmapped  = addrmap_capture[74];
   assign addrmap_capture__events__rx_crosses  = addrmap_capture[75];
-  assign addrmap_capture$171__addr  = \addrmap_capture$171 [47:0];
-  assign addrmap_capture$171__device  = \addrmap_capture$171 [52:48];
-  assign addrmap_capture$171__tile  = \addrmap_capture$171 [68:53];
+  assign addrmap_capture$159__addr  = \addrmap_capture$159 [47:0];
+  assign addrmap_capture$159__device  = \addrmap_capture$159 [52:48];
+  assign addrmap_capture$159__tile  = \addrmap_capture$159 [68:53];
+  assign status__tracker_busy  = status[0];
+  assign status__dma_busy  = status[1];
+  assign status__dma_idle  = status[2];
+  assign status__sweep  = status[3];
+  assign status__region_pending  = status[4];
+  assign status__desc_pending  = status[5];
+  assign status__track_pending  = status[6];
+  assign status__arb_pending  = status[7];
+  assign status__irq  = status[8];
   assign tracker_stats__writes_compute  = tracker_stats[31:0];
   assign tracker_stats__writes_dma  = tracker_stats[63:32];
   assign tracker_stats__writes_remote  = tracker_stats[95:64];
@@ -16229,123 +16795,160 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign arbiter_stats__stalls_dma  = arbiter_stats[223:192];
   assign arbiter_stats__stalls_remote  = arbiter_stats[255:224];
   assign arbiter_stats__starved  = arbiter_stats[287:256];
+  assign wp__data__valid  = wp__data[0];
+  assign wp__data__mode  = wp__data[2:1];
+  assign wp__data__device  = wp__data[7:3];
+  assign wp__data__base  = wp__data[55:8];
+  assign wp__data__size  = wp__data[103:56];
+  assign wp__data__remote_base  = wp__data[151:104];
+  assign wp__data$188__valid  = \wp__data$188 [0];
+  assign wp__data$188__op  = \wp__data$188 [1];
+  assign wp__data$188__device  = \wp__data$188 [6:2];
+  assign wp__data$188__tile  = \wp__data$188 [22:7];
+  assign wp__data$188__rows  = \wp__data$188 [34:23];
+  assign wp__data$188__row_bytes  = \wp__data$188 [50:35];
+  assign wp__data$188__pitch  = \wp__data$188 [74:51];
+  assign wp__data$188__src  = \wp__data$188 [122:75];
+  assign wp__data$188__dst  = \wp__data$188 [170:123];
+  assign tracker_clear__unprogrammed  = 1'h1;
+  assign tracker_clear__overcount  = 1'h1;
+  assign tracker_clear__reprogram  = 1'h1;
+  assign tracker_clear__bad_threshold  = 1'h1;
+  assign tracker_clear__overflow  = 1'h1;
+  assign tracker_clear__bad_op  = 1'h1;
+  assign dma_clear__bad_descriptor  = 1'h1;
+  assign dma_clear__bad_program  = 1'h1;
+  assign dma_clear__bad_response  = 1'h1;
+  assign dma_clear__bad_range  = 1'h1;
+  assign dma_clear__bad_pitch  = 1'h1;
+  assign dma_clear__desc_busy  = 1'h1;
+  assign dma_clear__read_error  = 1'h1;
+  assign addrmap_clear__bad_region  = 1'h1;
+  assign addrmap_clear__overlap  = 1'h1;
+  assign addrmap_clear__store_crosses  = 1'h1;
+  assign addrmap_clear__rx_misrouted  = 1'h1;
+  assign addrmap_clear__rx_remote  = 1'h1;
+  assign addrmap_clear__rx_unmapped  = 1'h1;
+  assign addrmap_clear__rx_crosses  = 1'h1;
+  assign arbiter_clear__bad_config  = 1'h1;
+  assign arbiter_clear__bad_response  = 1'h1;
   assign status[8] = irq;
-  assign status[7] = \$327 ;
-  assign status[6] = \$322 ;
-  assign status[5] = \$317 ;
-  assign status[4] = \$311 ;
+  assign status[7] = \$698 ;
+  assign status[6] = \$693 ;
+  assign status[5] = \$688 ;
+  assign status[4] = \$682 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$51 ;
+    set_err[1] = \$422 ;
   always @*
-    set_err[0] = \$3 ;
-  assign \$65  = \$64 ;
-  assign \$77  = \$76 ;
-  assign \$89  = \$88 ;
-  assign \$101  = \$100 ;
-  assign \$113  = \$112 ;
-  assign \$125  = \$124 ;
-  assign \$137  = \$136 ;
-  assign \$149  = \$148 ;
-  assign \$161  = \$160 ;
-  assign \$173  = \$172 ;
-  assign \$185  = \$184 ;
-  assign \$197  = \$196 ;
-  assign \$209  = \$208 ;
-  assign \$221  = \$220 ;
-  assign \$228  = tracker_program__valid;
-  assign \$229  = 1'h0;
-  assign \$230  = tracker_program__valid;
-  assign \$231  = tracker_program__valid;
-  assign \$236  = tracker_program__valid;
-  assign \$237  = 1'h0;
-  assign \$238  = tracker_program__valid;
-  assign \$239  = tracker_program__valid;
-  assign \$244  = arbiter_program__valid;
-  assign \$245  = 1'h0;
-  assign \$246  = arbiter_program__valid;
-  assign \$247  = arbiter_program__valid;
-  assign \$248  = arbiter_program__valid;
-  assign \$252  = arbiter_program__valid;
-  assign \$253  = 1'h0;
-  assign \$254  = arbiter_program__valid;
-  assign \$255  = arbiter_program__valid;
-  assign \$256  = arbiter_program__valid;
-  assign \$265  = \$264 ;
-  assign \$272  = \$271 ;
-  assign \$279  = \$278 ;
-  assign \$287  = \$286 ;
-  assign \$289  = tracker_program__valid;
-  assign \$290  = 1'h0;
-  assign \$291  = tracker_program__valid;
-  assign \$292  = tracker_program__valid;
-  assign \$295  = arbiter_program__valid;
-  assign \$296  = 1'h0;
-  assign \$297  = arbiter_program__valid;
-  assign \$298  = arbiter_program__valid;
-  assign \$299  = arbiter_program__valid;
-  assign \$300  = arbiter_program__valid;
-  assign \$311  = \$310 ;
-  assign \$317  = \$316 ;
-  assign \$318  = tracker_program__valid;
-  assign \$319  = 1'h0;
-  assign \$320  = tracker_program__valid;
-  assign \$321  = tracker_program__valid;
-  assign \$323  = arbiter_program__valid;
-  assign \$324  = 1'h0;
-  assign \$325  = arbiter_program__valid;
-  assign \$326  = arbiter_program__valid;
-  assign \$327  = arbiter_program__valid;
-  assign \$333  = arbiter_program__valid;
-  assign \$343  = \$342 ;
-  assign \$352  = \$351 ;
-  assign \$361  = \$360 ;
-  assign \$370  = \$369 ;
-  assign \$379  = \$378 ;
-  assign \$388  = \$387 ;
-  assign \$397  = \$396 ;
-  assign \$406  = \$405 ;
-  assign \$415  = \$414 ;
-  assign \$424  = \$423 ;
-  assign \$433  = \$432 ;
-  assign \$442  = \$441 ;
-  assign \$451  = \$450 ;
+    set_err[0] = \$374 ;
+  assign \$6  = arbiter_program__valid;
+  assign \$16  = \$15 ;
+  assign \$25  = \$24 ;
+  assign \$34  = \$33 ;
+  assign \$43  = \$42 ;
+  assign \$52  = \$51 ;
+  assign \$61  = \$60 ;
+  assign \$70  = \$69 ;
+  assign \$79  = \$78 ;
+  assign \$88  = \$87 ;
+  assign \$97  = \$96 ;
+  assign \$106  = \$105 ;
+  assign \$115  = \$114 ;
+  assign \$124  = \$123 ;
+  assign \$133  = \$132 ;
+  assign \$137  = tracker_program__valid;
+  assign \$138  = 1'h0;
+  assign \$139  = tracker_program__valid;
+  assign \$140  = tracker_program__valid;
+  assign \$145  = tracker_program__valid;
+  assign \$146  = 1'h0;
+  assign \$147  = tracker_program__valid;
+  assign \$148  = tracker_program__valid;
+  assign \$153  = arbiter_program__valid;
+  assign \$154  = 1'h0;
+  assign \$155  = arbiter_program__valid;
+  assign \$156  = arbiter_program__valid;
+  assign \$157  = arbiter_program__valid;
+  assign \$161  = arbiter_program__valid;
+  assign \$162  = 1'h0;
+  assign \$163  = arbiter_program__valid;
+  assign \$164  = arbiter_program__valid;
+  assign \$165  = arbiter_program__valid;
+  assign \$180  = \$179 ;
+  assign \$187  = \$186 ;
+  assign \$194  = \$193 ;
+  assign \$202  = \$201 ;
+  assign \$204  = tracker_program__valid;
+  assign \$205  = 1'h0;
+  assign \$206  = tracker_program__valid;
+  assign \$207  = tracker_program__valid;
+  assign \$210  = arbiter_program__valid;
+  assign \$211  = 1'h0;
+  assign \$212  = arbiter_program__valid;
+  assign \$213  = arbiter_program__valid;
+  assign \$214  = arbiter_program__valid;
+  assign \$215  = arbiter_program__valid;
+  assign \$682  = \$681 ;
+  assign \$688  = \$687 ;
+  assign \$689  = tracker_program__valid;
+  assign \$690  = 1'h0;
+  assign \$691  = tracker_program__valid;
+  assign \$692  = tracker_program__valid;
+  assign \$694  = arbiter_program__valid;
+  assign \$695  = 1'h0;
+  assign \$696  = arbiter_program__valid;
+  assign \$697  = arbiter_program__valid;
+  assign \$698  = arbiter_program__valid;
+  assign \$436  = \$435 ;
+  assign \$448  = \$447 ;
   assign \$460  = \$459 ;
-  assign \$464  = tracker_program__valid;
-  assign \$465  = 1'h0;
-  assign \$466  = tracker_program__valid;
-  assign \$467  = tracker_program__valid;
-  assign \$472  = tracker_program__valid;
-  assign \$473  = 1'h0;
-  assign \$474  = tracker_program__valid;
-  assign \$475  = tracker_program__valid;
-  assign \$480  = arbiter_program__valid;
-  assign \$481  = 1'h0;
-  assign \$482  = arbiter_program__valid;
-  assign \$483  = arbiter_program__valid;
-  assign \$484  = arbiter_program__valid;
-  assign \$488  = arbiter_program__valid;
-  assign \$489  = 1'h0;
-  assign \$490  = arbiter_program__valid;
-  assign \$491  = arbiter_program__valid;
-  assign \$492  = arbiter_program__valid;
-  assign \$507  = \$506 ;
-  assign \$514  = \$513 ;
-  assign \$521  = \$520 ;
-  assign \$529  = \$528 ;
-  assign \$531  = tracker_program__valid;
-  assign \$532  = 1'h0;
-  assign \$533  = tracker_program__valid;
-  assign \$534  = tracker_program__valid;
-  assign \$537  = arbiter_program__valid;
-  assign \$538  = 1'h0;
-  assign \$539  = arbiter_program__valid;
-  assign \$540  = arbiter_program__valid;
-  assign \$541  = arbiter_program__valid;
-  assign \$542  = arbiter_program__valid;
+  assign \$472  = \$471 ;
+  assign \$484  = \$483 ;
+  assign \$496  = \$495 ;
+  assign \$508  = \$507 ;
+  assign \$520  = \$519 ;
+  assign \$532  = \$531 ;
+  assign \$544  = \$543 ;
+  assign \$556  = \$555 ;
+  assign \$568  = \$567 ;
+  assign \$580  = \$579 ;
+  assign \$592  = \$591 ;
+  assign \$599  = tracker_program__valid;
+  assign \$600  = 1'h0;
+  assign \$601  = tracker_program__valid;
+  assign \$602  = tracker_program__valid;
+  assign \$607  = tracker_program__valid;
+  assign \$608  = 1'h0;
+  assign \$609  = tracker_program__valid;
+  assign \$610  = tracker_program__valid;
+  assign \$615  = arbiter_program__valid;
+  assign \$616  = 1'h0;
+  assign \$617  = arbiter_program__valid;
+  assign \$618  = arbiter_program__valid;
+  assign \$619  = arbiter_program__valid;
+  assign \$623  = arbiter_program__valid;
+  assign \$624  = 1'h0;
+  assign \$625  = arbiter_program__valid;
+  assign \$626  = arbiter_program__valid;
+  assign \$627  = arbiter_program__valid;
+  assign \$636  = \$635 ;
+  assign \$643  = \$642 ;
+  assign \$650  = \$649 ;
+  assign \$658  = \$657 ;
+  assign \$660  = tracker_program__valid;
+  assign \$661  = 1'h0;
+  assign \$662  = tracker_program__valid;
+  assign \$663  = tracker_program__valid;
+  assign \$666  = arbiter_program__valid;
+  assign \$667  = 1'h0;
+  assign \$668  = arbiter_program__valid;
+  assign \$669  = arbiter_program__valid;
+  assign \$670  = arbiter_program__valid;
+  assign \$671  = arbiter_program__valid;
 endmodule
 
 module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
@@ -16832,7 +17435,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
-  wire \$11 ;
+  wire [48:0] \$11 ;
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
@@ -16861,18 +17464,18 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire [3:0] \$38 ;
-  wire [12:0] \$39 ;
+  wire \$38 ;
+  wire [3:0] \$39 ;
   wire \$4 ;
-  wire [48:0] \$40 ;
+  wire [12:0] \$40 ;
   wire [48:0] \$41 ;
-  wire \$42 ;
-  wire [16:0] \$43 ;
+  wire [48:0] \$42 ;
+  wire \$43 ;
   wire [16:0] \$44 ;
-  wire \$45 ;
+  wire [16:0] \$45 ;
   wire \$46 ;
-  wire [4:0] \$47 ;
-  wire \$48 ;
+  wire \$47 ;
+  wire [4:0] \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
@@ -16882,29 +17485,30 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  reg \$57 ;
-  reg [57:0] \$58 ;
-  reg [2:0] \$59 ;
+  wire \$57 ;
+  reg \$58 ;
+  reg [57:0] \$59 ;
   wire \$6 ;
-  reg [15:0] \$60 ;
-  reg [11:0] \$61 ;
-  reg [47:0] \$62 ;
+  reg [2:0] \$60 ;
+  reg [15:0] \$61 ;
+  reg [11:0] \$62 ;
   reg [47:0] \$63 ;
-  reg [15:0] \$64 ;
-  reg \$65 ;
+  reg [47:0] \$64 ;
+  reg [15:0] \$65 ;
   reg \$66 ;
   reg \$67 ;
-  reg [170:0] \$68 ;
-  reg [7:0] \$69 ;
+  reg \$68 ;
+  reg [170:0] \$69 ;
   wire \$7 ;
-  reg [3:0] \$70 ;
-  reg \$71 ;
+  reg [7:0] \$70 ;
+  reg [3:0] \$71 ;
   reg \$72 ;
-  reg [76:0] \$73 ;
-  reg \$74 ;
-  reg [3:0] \$75 ;
+  reg \$73 ;
+  reg [76:0] \$74 ;
+  reg \$75 ;
+  reg [3:0] \$76 ;
   wire \$8 ;
-  wire [48:0] \$9 ;
+  wire \$9 ;
   reg \$signal  = 1'h0;
   wire \$signal$29 ;
   wire \$signal$31 ;
@@ -16912,7 +17516,6 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   output abort;
   wire abort;
   wire aborted;
-  wire accept;
   reg active = 1'h0;
   output bad_response;
   wire bad_response;
@@ -16971,6 +17574,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
   reg [47:0] dst_row = 48'h000000000000;
+  wire full;
   output idle;
   wire idle;
   reg [7:0] index = 8'h00;
@@ -17052,88 +17656,90 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   reg [47:0] src_row = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
-  assign \$18  = \$16  & \$17 ;
-  assign \$19  = o__payload[79:77] != response__payload[2:0];
-  assign \$20  = response__payload[3] | \$19 ;
-  assign \$21  = ~ \$20 ;
-  assign \$signal$31  = \$18  & \$21 ;
-  assign \$22  = response__valid & response__ready;
-  assign \$23  = \$22  & o__valid;
-  assign \$24  = ~ \$signal$29 ;
-  assign \$25  = \$23  & \$24 ;
-  assign \$26  = o__payload[79:77] != response__payload[2:0];
-  assign \$27  = response__payload[3] | \$26 ;
-  assign abort = \$25  & \$27 ;
-  assign \$28  = response__valid & response__ready;
-  assign \$29  = ~ o__valid;
-  assign \$30  = o__payload[79:77] != response__payload[2:0];
-  assign \$31  = \$29  | \$30 ;
-  assign bad_response = \$28  & \$31 ;
-  assign \$32  = response__valid & response__ready;
-  assign \$33  = \$32  & o__valid;
-  assign read_error = \$33  & response__payload[3];
-  assign \$34  = ~ active;
-  assign \$35  = ~ o__valid;
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = ~ packet__valid;
-  assign idle = \$36  & \$37 ;
-  assign \$38  = tag + 1'h1;
-  assign \$39  = rows_left - 1'h1;
-  assign \$40  = src_row + cur[74:51];
-  assign \$41  = dst_row + cur[74:51];
-  assign \$42  = rows_left == 2'h2;
-  assign \$43  = col + 7'h40;
-  assign \$44  = remaining - 7'h40;
-  assign \$45  = remaining <= 8'h80;
-  assign \$46  = descriptor__valid & descriptor__ready;
-  assign \$47  = run + 1'h1;
-  assign \$48  = descriptor__payload[58:43] <= 7'h40;
+  assign \$17  = \$16  & o__valid;
+  assign \$18  = ~ \$signal$29 ;
+  assign \$19  = \$17  & \$18 ;
+  assign \$20  = o__payload[79:77] != response__payload[2:0];
+  assign \$21  = response__payload[3] | \$20 ;
+  assign \$22  = ~ \$21 ;
+  assign \$signal$31  = \$19  & \$22 ;
+  assign \$23  = response__valid & response__ready;
+  assign \$24  = \$23  & o__valid;
+  assign \$25  = ~ \$signal$29 ;
+  assign \$26  = \$24  & \$25 ;
+  assign \$27  = o__payload[79:77] != response__payload[2:0];
+  assign \$28  = response__payload[3] | \$27 ;
+  assign abort = \$26  & \$28 ;
+  assign \$29  = response__valid & response__ready;
+  assign \$30  = ~ o__valid;
+  assign \$31  = o__payload[79:77] != response__payload[2:0];
+  assign \$32  = \$30  | \$31 ;
+  assign bad_response = \$29  & \$32 ;
+  assign \$33  = response__valid & response__ready;
+  assign \$34  = \$33  & o__valid;
+  assign read_error = \$34  & response__payload[3];
+  assign \$35  = ~ active;
+  assign \$36  = ~ o__valid;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = ~ packet__valid;
+  assign idle = \$37  & \$38 ;
+  assign \$39  = tag + 1'h1;
+  assign \$40  = rows_left - 1'h1;
+  assign \$41  = src_row + cur[74:51];
+  assign \$42  = dst_row + cur[74:51];
+  assign \$43  = rows_left == 2'h2;
+  assign \$44  = col + 7'h40;
+  assign \$45  = remaining - 7'h40;
+  assign \$46  = remaining <= 8'h80;
+  assign \$47  = descriptor__valid & descriptor__ready;
+  assign \$48  = run + 1'h1;
   assign \$49  = descriptor__payload[58:43] <= 7'h40;
-  assign \$50  = descriptor__payload[42:31] == 1'h1;
-  assign \$51  = response__valid & response__ready;
-  assign \$52  = \$51  & o__valid;
-  assign \$53  = ~ \$signal$29 ;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = o__payload[79:77] != response__payload[2:0];
-  assign \$56  = response__payload[3] | \$55 ;
+  assign \$50  = descriptor__payload[58:43] <= 7'h40;
+  assign \$51  = descriptor__payload[42:31] == 1'h1;
+  assign \$52  = response__valid & response__ready;
+  assign \$53  = \$52  & o__valid;
+  assign \$54  = ~ \$signal$29 ;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = o__payload[79:77] != response__payload[2:0];
+  assign \$57  = response__payload[3] | \$56 ;
   always @(posedge clk)
-    read__valid <= \$57 ;
+    read__valid <= \$58 ;
   always @(posedge clk)
-    read__payload <= \$58 ;
+    read__payload <= \$59 ;
   always @(posedge clk)
-    tag <= \$59 ;
+    tag <= \$60 ;
   always @(posedge clk)
-    col <= \$60 ;
+    col <= \$61 ;
   always @(posedge clk)
-    rows_left <= \$61 ;
+    rows_left <= \$62 ;
   always @(posedge clk)
-    src_row <= \$62 ;
+    src_row <= \$63 ;
   always @(posedge clk)
-    dst_row <= \$63 ;
+    dst_row <= \$64 ;
   always @(posedge clk)
-    remaining <= \$64 ;
+    remaining <= \$65 ;
   always @(posedge clk)
-    row_end <= \$65 ;
+    row_end <= \$66 ;
   always @(posedge clk)
-    one_row <= \$66 ;
+    one_row <= \$67 ;
   always @(posedge clk)
-    active <= \$67 ;
+    active <= \$68 ;
   always @(posedge clk)
-    cur <= \$68 ;
+    cur <= \$69 ;
   always @(posedge clk)
-    index <= \$69 ;
+    index <= \$70 ;
   always @(posedge clk)
-    run <= \$70 ;
+    run <= \$71 ;
   always @(posedge clk)
-    short_row <= \$71 ;
+    short_row <= \$72 ;
   always @(posedge clk)
-    packet__valid <= \$72 ;
+    packet__valid <= \$73 ;
   always @(posedge clk)
-    packet__payload <= \$73 ;
+    packet__payload <= \$74 ;
   always @(posedge clk)
-    \$signal  <= \$74 ;
+    \$signal  <= \$75 ;
   always @(posedge clk)
-    \$signal$8  <= \$75 ;
+    \$signal$8  <= \$76 ;
   assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
@@ -17144,23 +17750,22 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   assign \$6  = ~ read__valid;
   assign \$7  = \$6  | read__ready;
   assign \$8  = \$5  & \$7 ;
-  assign issue = \$8  & accept;
-  assign \$9  = dst_row + col;
-  assign \$10  = src_row + col;
-  assign \$11  = ~ active;
-  assign \$12  = issue & last;
-  assign descriptor__ready = \$11  | \$12 ;
-  assign \$13  = ~ packet__valid;
-  assign response__ready = \$13  | packet__ready;
+  assign \$9  = ~ full;
+  assign issue = \$8  & \$9 ;
+  assign \$10  = dst_row + col;
+  assign \$11  = src_row + col;
+  assign \$12  = ~ active;
+  assign \$13  = issue & last;
+  assign descriptor__ready = \$12  | \$13 ;
+  assign \$14  = ~ packet__valid;
+  assign response__ready = \$14  | packet__ready;
   assign o__ready = response__valid & response__ready;
-  assign \$14  = o__payload[83:80] == \$signal$8 ;
-  assign \$signal$29  = \$signal  & \$14 ;
-  assign \$15  = response__valid & response__ready;
-  assign \$16  = \$15  & o__valid;
-  assign \$17  = ~ \$signal$29 ;
+  assign \$15  = o__payload[83:80] == \$signal$8 ;
+  assign \$signal$29  = \$signal  & \$15 ;
+  assign \$16  = response__valid & response__ready;
   t3hw_engine__dma__engine__pending  pending (
-    .accept(accept),
     .clk(clk),
+    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -17179,227 +17784,227 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$57  = read__valid;
+    \$58  = read__valid;
     if (read__ready) begin
-      \$57  = 1'h0;
+      \$58  = 1'h0;
     end
     if (issue) begin
-      \$57  = 1'h1;
+      \$58  = 1'h1;
     end
     if (rst) begin
-      \$57  = 1'h0;
+      \$58  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$58  = read__payload;
+    \$59  = read__payload;
     if (issue) begin
-      \$58 [47:0] = meta[139:92];
-      \$58 [54:48] = \$1 [6:0];
-      \$58 [57:55] = tag;
+      \$59 [47:0] = meta[139:92];
+      \$59 [54:48] = \$1 [6:0];
+      \$59 [57:55] = tag;
     end
     if (rst) begin
-      \$58  = 58'h000000000000000;
+      \$59  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$59  = tag;
+    \$60  = tag;
     if (issue) begin
-      \$59  = \$38 [2:0];
+      \$60  = \$39 [2:0];
     end
     if (rst) begin
-      \$59  = 3'h0;
+      \$60  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$60  = col;
+    \$61  = col;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$60  = 16'h0000;
+        \$61  = 16'h0000;
       end else begin
-        \$60  = \$43 [15:0];
+        \$61  = \$44 [15:0];
       end
     end
-    if (\$46 ) begin
-      \$60  = 16'h0000;
+    if (\$47 ) begin
+      \$61  = 16'h0000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$61  = rows_left;
+    \$62  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$61  = \$39 [11:0];
+        \$62  = \$40 [11:0];
       end
     end
-    if (\$46 ) begin
-      \$61  = descriptor__payload[42:31];
+    if (\$47 ) begin
+      \$62  = descriptor__payload[42:31];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$62  = src_row;
-    if (issue) begin
-      if (row_end) begin
-        \$62  = \$40 [47:0];
-      end
-    end
-    if (\$46 ) begin
-      \$62  = descriptor__payload[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$63  = dst_row;
+    \$63  = src_row;
     if (issue) begin
       if (row_end) begin
         \$63  = \$41 [47:0];
       end
     end
-    if (\$46 ) begin
-      \$63  = descriptor__payload[178:131];
+    if (\$47 ) begin
+      \$63  = descriptor__payload[130:83];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$64  = remaining;
+    \$64  = dst_row;
+    if (issue) begin
+      if (row_end) begin
+        \$64  = \$42 [47:0];
+      end
+    end
+    if (\$47 ) begin
+      \$64  = descriptor__payload[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$65  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$64  = cur[50:35];
+        \$65  = cur[50:35];
       end else begin
-        \$64  = \$44 [15:0];
+        \$65  = \$45 [15:0];
       end
     end
-    if (\$46 ) begin
-      \$64  = descriptor__payload[58:43];
+    if (\$47 ) begin
+      \$65  = descriptor__payload[58:43];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$65  = row_end;
+    \$66  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$65  = short_row;
+        \$66  = short_row;
       end else begin
-        \$65  = \$45 ;
+        \$66  = \$46 ;
       end
     end
-    if (\$46 ) begin
-      \$65  = \$48 ;
+    if (\$47 ) begin
+      \$66  = \$49 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$66  = one_row;
+    \$67  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$66  = \$42 ;
+        \$67  = \$43 ;
       end
     end
-    if (\$46 ) begin
-      \$66  = \$50 ;
+    if (\$47 ) begin
+      \$67  = \$51 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$67  = active;
+    \$68  = active;
     if (issue) begin
       if (last) begin
-        \$67  = 1'h0;
+        \$68  = 1'h0;
       end
     end
     if (stop) begin
-      \$67  = 1'h0;
+      \$68  = 1'h0;
     end
-    if (\$46 ) begin
-      \$67  = 1'h1;
-    end
-    if (rst) begin
-      \$67  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$68  = cur;
-    if (\$46 ) begin
-      \$68 [0] = descriptor__payload[8];
-      \$68 [1] = descriptor__payload[9];
-      \$68 [6:2] = descriptor__payload[14:10];
-      \$68 [22:7] = descriptor__payload[30:15];
-      \$68 [34:23] = descriptor__payload[42:31];
-      \$68 [50:35] = descriptor__payload[58:43];
-      \$68 [74:51] = descriptor__payload[82:59];
-      \$68 [122:75] = descriptor__payload[130:83];
-      \$68 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$69  = index;
-    if (\$46 ) begin
-      \$69  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$70  = run;
-    if (\$46 ) begin
-      \$70  = \$47 [3:0];
+    if (\$47 ) begin
+      \$68  = 1'h1;
     end
     if (rst) begin
-      \$70  = 4'h0;
+      \$68  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$71  = short_row;
-    if (\$46 ) begin
-      \$71  = \$49 ;
+    \$69  = cur;
+    if (\$47 ) begin
+      \$69 [0] = descriptor__payload[8];
+      \$69 [1] = descriptor__payload[9];
+      \$69 [6:2] = descriptor__payload[14:10];
+      \$69 [22:7] = descriptor__payload[30:15];
+      \$69 [34:23] = descriptor__payload[42:31];
+      \$69 [50:35] = descriptor__payload[58:43];
+      \$69 [74:51] = descriptor__payload[82:59];
+      \$69 [122:75] = descriptor__payload[130:83];
+      \$69 [170:123] = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$72  = packet__valid;
+    \$70  = index;
+    if (\$47 ) begin
+      \$70  = descriptor__payload[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$71  = run;
+    if (\$47 ) begin
+      \$71  = \$48 [3:0];
+    end
+    if (rst) begin
+      \$71  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$72  = short_row;
+    if (\$47 ) begin
+      \$72  = \$50 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$73  = packet__valid;
     if (packet__ready) begin
-      \$72  = 1'h0;
+      \$73  = 1'h0;
     end
     if (\$signal$31 ) begin
-      \$72  = 1'h1;
+      \$73  = 1'h1;
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$73  = packet__payload;
-    if (\$signal$31 ) begin
-      \$73  = o__payload[76:0];
+    \$74  = packet__payload;
+    if (response__ready) begin
+      \$74  = o__payload[76:0];
     end
     if (rst) begin
-      \$73  = 77'h00000000000000000000;
+      \$74  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$74  = \$signal ;
-    if (\$54 ) begin
-      \$74  = \$56 ;
+    \$75  = \$signal ;
+    if (\$55 ) begin
+      \$75  = \$57 ;
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$75  = \$signal$8 ;
-    if (\$54 ) begin
-      \$75  = o__payload[83:80];
+    \$76  = \$signal$8 ;
+    if (\$55 ) begin
+      \$76  = o__payload[83:80];
     end
   end
   assign nbytes = \$1 [6:0];
@@ -17468,26 +18073,26 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   assign packet__payload__kind  = packet__payload[53];
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
-  assign meta[139:92] = \$10 [47:0];
+  assign meta[139:92] = \$11 [47:0];
   assign meta[91:84] = index;
   assign meta[83:80] = run;
   assign meta[79:77] = tag;
   assign meta[76:70] = \$1 [6:0];
   assign meta[69:54] = cur[22:7];
   assign meta[53] = cur[1];
-  assign meta[52:5] = \$9 [47:0];
+  assign meta[52:5] = \$10 [47:0];
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, wr__data, o__valid, o__payload, clk);
+module t3hw_engine__dma__engine__pending (rst, push, o__ready, o__payload, wr__data, o__valid, full, clk);
   reg _init_strobe_8  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire [4:0] \$13 ;
+  wire \$13 ;
   wire \$14 ;
-  wire [5:0] \$15 ;
+  wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -17514,57 +18119,27 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, wr__data,
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [4:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
+  wire [3:0] \$43 ;
+  wire [3:0] \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  wire [3:0] \$47 ;
+  wire [3:0] \$48 ;
+  reg [3:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [3:0] \$68 ;
-  wire [3:0] \$69 ;
+  reg \$50 ;
+  reg \$51 ;
+  reg \$52 ;
+  reg [2:0] \$53 ;
+  reg [2:0] \$54 ;
+  wire [5:0] \$6 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire [3:0] \$73 ;
-  wire [3:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [3:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [139:0] \$81 ;
-  reg [2:0] \$82 ;
-  reg [2:0] \$83 ;
   wire \$9 ;
-  output accept;
   wire accept;
   input clk;
   wire clk;
@@ -17582,27 +18157,13 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, wr__data,
   wire [3:0] data__run ;
   wire [47:0] data__src ;
   wire [2:0] data__tag ;
+  output full;
   reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
-  (* init = 140'h00000000000000000000000000000000000 *)
-  wire [139:0] head_reg;
-  wire [7:0] head_reg__index ;
-  wire [76:0] head_reg__packet ;
-  wire [47:0] head_reg__packet__addr ;
-  wire [6:0] head_reg__packet__bytes ;
-  wire [4:0] head_reg__packet__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire head_reg__packet__kind ;
-  wire [15:0] head_reg__packet__tile ;
-  wire [3:0] head_reg__run ;
-  wire [47:0] head_reg__src ;
-  wire [2:0] head_reg__tag ;
   reg [3:0] level = 4'h0;
   output [139:0] o__payload;
-  reg [139:0] o__payload = 140'h00000000000000000000000000000000000;
+  wire [139:0] o__payload;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -17659,7 +18220,7 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, wr__data,
   wire [47:0] wr__data__src ;
   wire [2:0] wr__data__tag ;
   wire wr__en;
-  reg [139:0] storage [6:0];
+  reg [139:0] storage [7:0];
   initial begin
     storage[0] = 140'h00000000000000000000000000000000000;
     storage[1] = 140'h00000000000000000000000000000000000;
@@ -17668,186 +18229,127 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, wr__data,
     storage[4] = 140'h00000000000000000000000000000000000;
     storage[5] = 140'h00000000000000000000000000000000000;
     storage[6] = 140'h00000000000000000000000000000000000;
+    storage[7] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
-  assign \$19  = \$16  & \$18 ;
-  assign \$20  = o__valid & o__ready;
-  assign \$21  = push & accept;
-  assign \$22  = ~ \$21 ;
-  assign \$23  = \$20  & \$22 ;
-  assign \$24  = \$23  ? waiting : o__valid;
-  assign \$25  = \$19  ? 1'h1 : \$24 ;
-  assign \$26  = push & accept;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = \$26  & \$28 ;
-  assign \$30  = level == 3'h7;
-  assign \$31  = o__valid & o__ready;
-  assign \$32  = push & accept;
-  assign \$33  = ~ \$32 ;
-  assign \$34  = \$31  & \$33 ;
-  assign \$35  = ~ \$34 ;
-  assign \$36  = \$35  & full;
-  assign \$37  = \$29  ? \$30  : \$36 ;
-  assign \$38  = push & accept;
-  assign \$39  = o__valid & o__ready;
-  assign \$40  = ~ \$39 ;
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = level >= 1'h1;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = push & accept;
-  assign \$45  = ~ \$44 ;
-  assign \$46  = \$43  & \$45 ;
-  assign \$47  = level >= 2'h3;
-  assign \$48  = \$46  ? \$47  : waiting;
-  assign \$49  = \$41  ? \$42  : \$48 ;
-  assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 3'h6;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 4'h0 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 3'h6;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 4'h0 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign o__payload = storage[rd__addr];
+  assign \$44  = \$42  ? 4'h0 : \$43 ;
+  assign \$45  = o__valid & o__ready;
+  assign \$46  = rd__addr == 3'h7;
+  assign \$47  = rd__addr + 1'h1;
+  assign \$48  = \$46  ? 4'h0 : \$47 ;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$49 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$50 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$51 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$52 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$53 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
-  always @(posedge clk)
-    rd__addr <= \$83 ;
+    rd__addr <= \$54 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
+  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = push & accept;
-  assign \$5  = ~ o__valid;
-  assign \$6  = o__valid & o__ready;
-  assign \$7  = ~ waiting;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = \$5  | \$8 ;
-  assign \$10  = \$4  & \$9 ;
-  assign \$11  = ~ \$10 ;
-  assign wr__en = \$3  & \$11 ;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = level + \$12 ;
-  assign \$14  = o__valid & o__ready;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 3'h7;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = wr__addr == 3'h7;
+  assign \$43  = wr__addr + 1'h1;
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$77  = \$15 [3:0];
+    \$49  = \$6 [3:0];
     if (rst) begin
-      \$77  = 4'h0;
+      \$49  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$78  = \$25 ;
+    \$50  = \$16 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$50  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$79  = \$37 ;
+    \$51  = \$28 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$51  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$80  = \$49 ;
+    \$52  = \$40 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$52  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_8 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [2:0];
+    \$53  = wr__addr;
+    if (\$41 ) begin
+      \$53  = \$44 [2:0];
     end
     if (rst) begin
-      \$82  = 3'h0;
+      \$53  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$83  = rd__addr;
-    if (\$71 ) begin
-      \$83  = \$74 [2:0];
+    \$54  = rd__addr;
+    if (\$45 ) begin
+      \$54  = \$48 [2:0];
     end
     if (rst) begin
-      \$83  = 3'h0;
+      \$54  = 3'h0;
     end
   end
-  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign o__payload__packet  = o__payload[76:0];
-  assign o__payload__packet__device  = o__payload[4:0];
-  assign o__payload__packet__addr  = o__payload[52:5];
-  assign o__payload__packet__kind  = o__payload[53];
-  assign o__payload__packet__tile  = o__payload[69:54];
-  assign o__payload__packet__bytes  = o__payload[76:70];
-  assign o__payload__tag  = o__payload[79:77];
-  assign o__payload__run  = o__payload[83:80];
-  assign o__payload__index  = o__payload[91:84];
-  assign o__payload__src  = o__payload[139:92];
-  assign head_reg__packet  = o__payload[76:0];
-  assign head_reg__packet__device  = o__payload[4:0];
-  assign head_reg__packet__addr  = o__payload[52:5];
-  assign head_reg__packet__kind  = o__payload[53];
-  assign head_reg__packet__tile  = o__payload[69:54];
-  assign head_reg__packet__bytes  = o__payload[76:70];
-  assign head_reg__tag  = o__payload[79:77];
-  assign head_reg__run  = o__payload[83:80];
-  assign head_reg__index  = o__payload[91:84];
-  assign head_reg__src  = o__payload[139:92];
+  assign rd__data = o__payload;
   assign wr__data__packet  = wr__data[76:0];
   assign wr__data__packet__device  = wr__data[4:0];
   assign wr__data__packet__addr  = wr__data[52:5];
@@ -17868,16 +18370,26 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, accept, wr__data,
   assign data__run  = wr__data[83:80];
   assign data__index  = wr__data[91:84];
   assign data__src  = wr__data[139:92];
-  assign rd__data__packet  = rd__data[76:0];
-  assign rd__data__packet__device  = rd__data[4:0];
-  assign rd__data__packet__addr  = rd__data[52:5];
-  assign rd__data__packet__kind  = rd__data[53];
-  assign rd__data__packet__tile  = rd__data[69:54];
-  assign rd__data__packet__bytes  = rd__data[76:70];
-  assign rd__data__tag  = rd__data[79:77];
-  assign rd__data__run  = rd__data[83:80];
-  assign rd__data__index  = rd__data[91:84];
-  assign rd__data__src  = rd__data[139:92];
+  assign o__payload__packet  = o__payload[76:0];
+  assign o__payload__packet__device  = o__payload[4:0];
+  assign o__payload__packet__addr  = o__payload[52:5];
+  assign o__payload__packet__kind  = o__payload[53];
+  assign o__payload__packet__tile  = o__payload[69:54];
+  assign o__payload__packet__bytes  = o__payload[76:70];
+  assign o__payload__tag  = o__payload[79:77];
+  assign o__payload__run  = o__payload[83:80];
+  assign o__payload__index  = o__payload[91:84];
+  assign o__payload__src  = o__payload[139:92];
+  assign rd__data__packet  = o__payload[76:0];
+  assign rd__data__packet__device  = o__payload[4:0];
+  assign rd__data__packet__addr  = o__payload[52:5];
+  assign rd__data__packet__kind  = o__payload[53];
+  assign rd__data__packet__tile  = o__payload[69:54];
+  assign rd__data__packet__bytes  = o__payload[76:70];
+  assign rd__data__tag  = o__payload[79:77];
+  assign rd__data__run  = o__payload[83:80];
+  assign rd__data__index  = o__payload[91:84];
+  assign rd__data__src  = o__payload[139:92];
 endmodule
 
 module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
@@ -21739,7 +22251,7 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__read
   assign data__bytes  = data[76:70];
 endmodule
 
-module t3hw_engine__slice_remote (rst, o__ready, i__ready, o__payload, i__valid, data, o__valid, clk);
+module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, o__payload, i__valid, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -21832,7 +22344,7 @@ module t3hw_engine__slice_remote (rst, o__ready, i__ready, o__payload, i__valid,
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
+module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
   reg _init_strobe_15  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -22093,7 +22605,7 @@ module t3hw_engine__slice_remote__queue (rst, o__ready, push, o__payload, data, 
   assign data__tracked  = data[72];
 endmodule
 
-module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
+module t3hw_engine__slice_store (rst, i__valid, data, o__ready, i__ready, o__payload, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -22186,7 +22698,7 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__payload, 
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
+module t3hw_engine__slice_store__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
   wire \$10 ;

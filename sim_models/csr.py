@@ -22,10 +22,11 @@ Register names, addresses and fields come from :class:`t3hw.spec.regmap.Register
 """
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from t3hw.spec.contract import (CSR_LOAD_CYCLES as LOAD_CYCLES, CSR_REFUSALS,
-                                csr_verdict_delay, addrmap_program_cycles, dma_program_cycles)
+from t3hw.spec.contract import (CSR_LOAD_CYCLES as LOAD_CYCLES, CSR_READ_LATENCY,
+                                CSR_REFUSALS, csr_verdict_delay, addrmap_program_cycles,
+                                dma_program_cycles)
 from t3hw.spec.layouts import (MCA_POLICIES, ArbPolicy, Codec, CsrCommand,
                           addrmap_errors_layout, arbiter_errors_layout, arbiter_stats_layout,
                           arbiter_status_layout, csr_status_layout, dma_descriptor_layout,
@@ -103,6 +104,10 @@ class CsrInputs:
     addrmap_capture: int = 0
 
 
+#: The bus fields of :class:`CsrInputs` with no access (the bus register after reset).
+_IDLE_BUS = {"addr": 0, "w_data": 0, "w_stb": 0, "r_stb": 0}
+
+
 class CsrModel:
     """The register block, cycle by cycle.
 
@@ -168,6 +173,11 @@ class CsrModel:
         self.shadowed = self.map.shadowed()
         self.shadow = dict.fromkeys(self.shadowed.values(), 0)
         self.irq = False
+        # The bus register: the access the block acts on this cycle is the one of the cycle
+        # before (``CSR_READ_LATENCY``: the RTL registers the bus as it enters).
+        self.bus = dict(_IDLE_BUS)
+        # The read multiplexer's first stage: the word read in the cycle before, or None.
+        self.read_part = None
 
     # -- state during the current cycle ----------------------------------------------------
     @property
@@ -187,8 +197,9 @@ class CsrModel:
                 or (group == "TRACK" and self.answer))
 
     def pending(self):
-        """Some command is pending (a load included)."""
-        return any(map(self.locked, STAGING))
+        """Some command is pending (a load included), or an access is in the bus register."""
+        return (any(map(self.locked, STAGING)) or bool(self.bus["w_stb"])
+                or bool(self.bus["r_stb"]) or self.read_part is not None)
 
     def status(self, ins):
         """The packed ``STATUS`` register this cycle."""
@@ -253,6 +264,8 @@ class CsrModel:
             The staging groups whose request the target took this cycle, with its payload.
         """
         rm = self.map
+        # The block acts on the bus access it registered the cycle before.
+        ins, self.bus = replace(ins, **self.bus), {k: getattr(ins, k) for k in _IDLE_BUS}
         ready = {**dict.fromkeys(ALWAYS_READY, True), "REGION": bool(ins.region_ready),
                  "DESC": bool(ins.dma_ready),
                  "TRACK": bool(ins.tracker_ready)}
@@ -263,10 +276,12 @@ class CsrModel:
             reg = rm.by_addr.get(ins.addr)
             if reg is None:
                 errs.add("unmapped")
-        r_data = self.r_data
+        # ``r_data`` loads the first stage's word of the cycle before (CSR_READ_LATENCY).
+        r_data = self.r_data if self.read_part is None else self.read_part
+        read_part = None
         shadow = dict(self.shadow)
         if ins.r_stb:
-            r_data = self.read(reg, ins) if reg else 0
+            read_part = self.read(reg, ins) if reg else 0
             if reg is not None and self.loading(reg.group):
                 errs.add("busy")
             if reg is not None and reg.name in self.shadowed:
@@ -330,7 +345,7 @@ class CsrModel:
         if ins.tracker_result is not None:
             self.result = ins.tracker_result
         self.answer = ins.tracker_result is None and (self.answer or "TRACK" in taken)
-        self.r_data, self.shadow, self.regs = r_data, shadow, regs
+        self.r_data, self.read_part, self.shadow, self.regs = r_data, read_part, shadow, regs
         self.staging, self.valid = staging, valid
         for g, loads in self.loads.items():
             self.loads[g] = [fetch[g], *loads[:-1]]
@@ -489,7 +504,9 @@ class Targets:
 class ModelBus:
     """A bus for :class:`t3hw.sw.driver.Driver` over :class:`CsrModel` and :class:`Targets`.
 
-    Each access is one clock of the model (a read returns the ``r_data`` it loaded). With
+    A write is one clock of the model, a read ``CSR_READ_LATENCY`` (its strobe, then the
+    clocks of the block's bus register and read stage; it returns the ``r_data`` that
+    loaded). With
     ``settle``, a write is followed by idle clocks until no command is pending and no error
     event is on its way, so the driver sees the models in their final state; without, the
     next access comes in the very next clock, the fastest a bus can go, and the driver must
@@ -530,4 +547,6 @@ class ModelBus:
     async def read(self, addr):
         """Read byte address ``addr``."""
         self._clock(addr=addr, r_stb=1)
+        for _ in range(CSR_READ_LATENCY - 1):    # the bus register, the multiplexer's stage
+            self._clock()
         return self.csr.r_data

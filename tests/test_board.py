@@ -27,6 +27,7 @@ from sim_models.csr import ModelBus
 from t3hw.tools.board import (BOARD_MAGIC, STATUS_TAG, BoardCore, BoardDriver, BoardMap,
                         BridgeError, Command, DramModel, EngineBoard, SerialBus, UARTBridge,
                         UARTRx, UARTTx, build, uart_divisor)
+from t3hw.spec.contract import CSR_READ_LATENCY
 from t3hw.sw.driver import Driver
 from t3hw.spec.layouts import RegionMode, TrackOp, WriteKind
 from t3hw.spec.params import EngineParams
@@ -279,7 +280,8 @@ def test_serial_bus_rejects():
 
 class _SimBus:
     """The register bus of a simulated :class:`BoardCore`, for the drivers (one cycle per
-    write, one per read: ``r_data`` is read right after the strobe's clock edge)."""
+    write, ``CSR_READ_LATENCY`` per read: ``r_data`` is read that many clock edges after
+    the strobe's)."""
 
     def __init__(self, ctx, bus):
         self.ctx, self.bus = ctx, bus
@@ -296,6 +298,8 @@ class _SimBus:
         self.ctx.set(self.bus.r_stb, 1)
         await self.ctx.tick()
         self.ctx.set(self.bus.r_stb, 0)
+        for _ in range(CSR_READ_LATENCY - 1):
+            await self.ctx.tick()
         return self.ctx.get(self.bus.r_data)
 
 

@@ -400,21 +400,24 @@ class Arbiter(wiring.Component):
                 for name, r in reqs.items()}
         # The payload is loaded in every issue slot, not by the grant: without a grant
         # ``dram.valid`` is 0 and the payload is not looked at, so the grant drives no enable
-        # of a payload register. Each class has its own register, loaded with the request
-        # its input select picks, and a one-bit register remembers the class the policy
-        # picked (``pick_c``): ``dram.payload`` is the multiplexer of the two registers. So
-        # the class decision, from every input's ``valid``, drives one flip-flop, not the
-        # select of every payload bit.
+        # of a payload register. Each input has its own register, loaded with its request,
+        # and one-bit registers remember the class the policy picked (``pick_c``) and the
+        # input inside each class (``sel_store``, ``sel_remote``): ``dram.payload`` is the
+        # 4:1 multiplexer of the four registers by those three bits. So neither the class
+        # decision nor an input select (which sees a write's ``tracked`` bit through
+        # ``track_hold``) lies between an input's payload and its register: each drives one
+        # flip-flop, not the select of every payload bit.
         width = len(full["load"])
-        comp_q, comm_q = Signal(width), Signal(width)
-        is_comm = Signal()
+        q = {name: Signal(width, name=f"{name}_q") for name in full}
+        is_comm, is_store, is_remote = Signal(), Signal(), Signal()
         with m.If(d.slot):
             m.d.sync += [self.dram.valid.eq(d.grant_c | d.grant_m), is_comm.eq(~d.pick_c),
-                         comp_q.eq(Mux(d.sel_store, full["store"], full["load"])),
-                         comm_q.eq(Mux(d.sel_remote, full["remote"], full["dma"]))]
+                         is_store.eq(d.sel_store), is_remote.eq(d.sel_remote),
+                         *(q[name].eq(value) for name, value in full.items())]
         out_tracked = Signal()
         m.d.comb += Cat(self.dram.payload.as_value(), out_tracked).eq(
-            Mux(is_comm, comm_q, comp_q))
+            Mux(is_comm, Mux(is_remote, q["remote"], q["dma"]),
+                Mux(is_store, q["store"], q["load"])))
         # The tracker sees each tracked write the DRAM takes, one cycle later.
         out = self.dram.payload
         m.d.sync += [

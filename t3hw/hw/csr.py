@@ -80,8 +80,14 @@ First errors, interrupt, counters
   read (0 after reset).
 * ``DEVICE_ID`` (read and write, reset 0) drives the ``device_id`` output.
 
-Timing: the bus read multiplexer is a tree of 2:1 multiplexers on the address bits, fed by
-registers only; each read-back table's read data goes into nothing but a register.
+Timing: the bus enters through a register (address, data, strobes, and the address decoded
+into one select per register), so the write enables and the read multiplexer start from
+flip-flops; the read multiplexer is two registered stages of 2:1 multiplexer trees on the
+address bits (the word in its 0x40-byte section, then the section), fed by registers only;
+each read-back table's read data goes into nothing but a register. So a read returns
+``r_data`` three cycles after its strobe (:data:`~t3hw.spec.contract.CSR_READ_LATENCY`),
+reading the registers as they are one cycle after the strobe, and a write, command or W1C
+clear acts one cycle after its strobe; the order of accesses is kept.
 
 The arbiter's rejection of a configuration (``ARBITER_ERRORS.bad_config``) is collected like
 the other targets' errors.
@@ -125,9 +131,10 @@ class Csr(wiring.Component):
     Members
     -------
     bus : In(BusSignature(addr_width))
-        The register bus (``addr_width`` is :attr:`RegisterMap.addr_width`). Writes take
-        effect at the end of the ``w_stb`` cycle; ``r_data`` is valid the cycle after
-        ``r_stb``. One access per cycle, no wait states; a read command keeps its group
+        The register bus (``addr_width`` is :attr:`RegisterMap.addr_width`), registered as
+        it enters: a write takes effect at the end of the cycle after its ``w_stb`` cycle;
+        ``r_data`` is valid three cycles after ``r_stb`` (``CSR_READ_LATENCY``). One access
+        per cycle, no wait states, accesses in order; a read command keeps its group
         pending for :data:`~t3hw.spec.contract.CSR_LOAD_CYCLES` cycles, a write command
         until its target took it and gave its verdict.
     region_program : Out(stream.Signature(region_program_layout))
@@ -241,30 +248,48 @@ class Csr(wiring.Component):
         # (``_read_mux``). ``set_err`` gathers this block's own error events from all of them.
         m = Module()
         set_err = Signal(csr_errors_layout(self._p))
-        sel, wr = self._decode(m, set_err)
+        bus = self._bus_register(m)
+        sel, wr = self._decode(m, bus, set_err)
         tabs = self._tables(m)
         grp = self._staging(tabs)
         self._table_ports(m, tabs, grp)
         result = self._track_result(m, grp)
-        regs = self._rw_access(m, sel, wr, grp, set_err)
-        self._commands(m, wr, tabs, grp, set_err)
-        sticky = self._sticky_errors(m, wr, set_err)
+        regs = self._rw_access(m, bus, sel, wr, grp, set_err)
+        self._commands(m, bus, wr, tabs, grp, set_err)
+        sticky = self._sticky_errors(m, bus, wr, set_err)
         captures = self._captures(m, sticky, regs)
-        self._read_mux(m, sel, tabs, grp, sticky,
+        self._read_mux(m, bus, sel, tabs, grp, sticky,
                        {**regs, **captures, "TRACK_RESULT": result.as_value()})
         return m
 
-    def _decode(self, m, set_err):
+    def _bus_register(self, m):
+        """The bus as it enters the block, registered (``addr``, ``w_data``, ``w_stb``,
+        ``r_stb``; the strobes reset to 0): everything else decodes and reads from it, so
+        that no path runs from the bus's initiator into the block's state (read latency
+        :data:`~t3hw.spec.contract.CSR_READ_LATENCY`)."""
+        bus = self.bus
+        req = SimpleNamespace(addr=Signal.like(bus.addr, name="req_addr"),
+                              w_data=Signal.like(bus.w_data, name="req_w_data"),
+                              w_stb=Signal(name="req_w_stb"), r_stb=Signal(name="req_r_stb"))
+        m.d.sync += [req.addr.eq(bus.addr), req.w_data.eq(bus.w_data),
+                     req.w_stb.eq(bus.w_stb), req.r_stb.eq(bus.r_stb)]
+        return req
+
+    def _decode(self, m, bus, set_err):
         """The address decode: one select per register (``sel``) and its write strobe
-        (``wr``); sets ``unmapped`` and ``read_only`` in ``set_err``."""
-        rm, bus = self._map, self.bus
+        (``wr``), from the registered bus; sets ``unmapped`` and ``read_only`` in
+        ``set_err``."""
+        rm = self._map
         # --- decode: one select per register ----------------------------------------------
+        # Decoded from the bus as it arrives and registered beside the bus register, so that
+        # a write enable is one gate over flip-flops (``req.w_stb & sel``).
         sel = {r.name: Signal(name=f"sel_{r.name.lower()}") for r in rm.registers}
         mapped = Signal()
-        with m.Switch(bus.addr):
+        m.d.sync += [s.eq(0) for s in sel.values()] + [mapped.eq(0)]
+        with m.Switch(self.bus.addr):
             for r in rm.registers:
                 with m.Case(r.addr):
-                    m.d.comb += [sel[r.name].eq(1), mapped.eq(1)]
+                    m.d.sync += [sel[r.name].eq(1), mapped.eq(1)]
         wr = {name: bus.w_stb & s for name, s in sel.items()}
         m.d.comb += [
             set_err.unmapped.eq((bus.r_stb | bus.w_stb) & ~mapped),
@@ -376,13 +401,13 @@ class Csr(wiring.Component):
             m.d.sync += grp.answer["TRACK"].eq(1)
         return result
 
-    def _rw_access(self, m, sel, wr, grp, set_err):
+    def _rw_access(self, m, bus, sel, wr, grp, set_err):
         """Bus writes to the read-write registers: the staging groups' (a write to a locked
         group is refused; a read of a loading group returns the staging register as it was,
         before the load; both set ``busy`` in ``set_err``) and the others' (``DEVICE_ID``, the
         interrupt enables), whose registers this makes. Returns ``{group: value}`` of the
         others; drives ``device_id``."""
-        rm, bus = self._map, self.bus
+        rm = self._map
         regs = {g: Signal(group.layout, init=rm.reset(g), name=g.lower())
                 for g, group in rm.groups.items()
                 if group.access == Access.RW and g not in grp.stage}
@@ -406,13 +431,13 @@ class Csr(wiring.Component):
         m.d.comb += self.device_id.eq(regs["DEVICE_ID"].device)
         return {g: reg.as_value() for g, reg in regs.items()}
 
-    def _commands(self, m, wr, tabs, grp, set_err):
+    def _commands(self, m, bus, wr, tabs, grp, set_err):
         """A write to ``COMMAND``: starts its group's write (the stream's ``valid``) or read
         (``fetch``), unless the group is locked or its target busy (``busy`` in
         ``set_err``); an unknown code sets ``bad_command``."""
         # --- commands -------------------------------------------------------------------------
         field = self._map.by_name["COMMAND"].fields[0]
-        code = self.bus.w_data[field.offset:field.offset + field.width]
+        code = bus.w_data[field.offset:field.offset + field.width]
         sweep = tabs.sweep
         commands = {
             CsrCommand.REGION_WRITE: ("REGION", sweep),
@@ -435,7 +460,7 @@ class Csr(wiring.Component):
                 with m.Default():
                     m.d.comb += set_err.bad_command.eq(1)
 
-    def _sticky_errors(self, m, wr, set_err):
+    def _sticky_errors(self, m, bus, wr, set_err):
         """The sticky error registers (W1C): this block's own (``errors``, from ``set_err``)
         and a copy of each target's, whose ``clear`` is held high. Returns ``{group name:
         (sticky bits, events, the bits software clears this cycle)}``."""
@@ -450,7 +475,7 @@ class Csr(wiring.Component):
             for r in self._map.groups[g].registers:
                 with m.If(wr[r.name]):
                     m.d.comb += [clear[f.bit:f.bit + f.width]
-                                 .eq(self.bus.w_data[f.offset:f.offset + f.width])
+                                 .eq(bus.w_data[f.offset:f.offset + f.width])
                                  for f in r.fields]
             sticky_errors(m, bits, clear, events)
             sticky[g] = (bits, events, clear)
@@ -474,11 +499,11 @@ class Csr(wiring.Component):
                                     for g, (bits, _, _) in sticky.items()).any())
         return captures
 
-    def _read_mux(self, m, sel, tabs, grp, sticky, more):
+    def _read_mux(self, m, bus, sel, tabs, grp, sticky, more):
         """The bus read: every register's word (:func:`register_word`) through a tree of
         2:1 multiplexers into ``r_data``; ``more`` gives the values of the groups made
         elsewhere. A counter's ``_HI`` register reads the shadow its ``_LO`` read loaded."""
-        p, rm, bus = self._p, self._map, self.bus
+        p, rm = self._p, self._map
         # --- reads ----------------------------------------------------------------------------
         locked = grp.locked
         status = Signal(csr_status_layout(p))
@@ -506,7 +531,7 @@ class Csr(wiring.Component):
             **{g: bits.as_value() for g, (bits, _, _) in sticky.items()},
             **more,
         }
-        # A tree of 2:1 multiplexers on the word address bits (no decoded selects), empty
+        # Trees of 2:1 multiplexers on the word address bits (no decoded selects), empty
         # words pruned; an address that is not a multiple of 4 reads 0.
         words = [None] * (1 << (rm.addr_width - 2))
         for r in rm.registers:
@@ -519,6 +544,23 @@ class Csr(wiring.Component):
                 m.d.sync += shadow.eq(value[rm.by_name[hi].group][f.bit:f.bit + f.width])
             words[rm.by_name[hi].addr >> 2] = register_word(rm.by_name[hi], Cat(
                 Const(0, f.bit), shadow))
-        data = mux_tree(words, bus.addr[2:])
+        # Two registered stages: the word inside its 16-word section of the map (sections are
+        # the map's 0x40-byte windows, each mostly one block's registers, so the first stage
+        # can sit beside the registers it reads), then the section.
+        lo = 4
+        parts, sec_q = [], Signal(len(bus.addr) - 2 - lo, name="read_section")
+        bad_q, read_q = Signal(name="read_unaligned"), Signal(name="read_pending")
+        for k in range(0, len(words), 1 << lo):
+            section = words[k:k + (1 << lo)]
+            if all(w is None for w in section):
+                parts.append(None)
+                continue
+            part = Signal(WORD_BITS, name=f"read_part{k >> lo}")
+            with m.If(bus.r_stb):
+                m.d.sync += part.eq(mux_tree(section, bus.addr[2:2 + lo]))
+            parts.append(part)
+        m.d.sync += read_q.eq(bus.r_stb)
         with m.If(bus.r_stb):
-            m.d.sync += bus.r_data.eq(Mux(bus.addr[:2].any(), 0, data))
+            m.d.sync += [sec_q.eq(bus.addr[2 + lo:]), bad_q.eq(bus.addr[:2].any())]
+        with m.If(read_q):
+            m.d.sync += self.bus.r_data.eq(Mux(bad_q, 0, mux_tree(parts, sec_q)))

@@ -33,10 +33,14 @@ class BusSignature(wiring.Signature):
     r_stb : Out(1)
         Read ``addr`` this cycle.
     r_data : In(32)
-        The register read in the previous cycle (fixed latency 1), held until the next read.
+        The register read three cycles before (fixed latency 3,
+        :data:`~t3hw.spec.contract.CSR_READ_LATENCY`: the target registers the bus as it
+        enters and reads through two registered stages), held until the next read's data.
 
-    One access per cycle, no wait states. ``r_stb`` and ``w_stb`` may be high together: the
-    read returns the register as it was before the write.
+    One access per cycle, no wait states; reads may follow each other back to back (each
+    read's data is on ``r_data`` in the third cycle after its strobe). ``r_stb`` and
+    ``w_stb`` may be high together: the read returns the register as it was before the
+    write.
     """
 
     def __init__(self, addr_width):

@@ -67,7 +67,8 @@ class DmaEngine(wiring.Component):
     a packet is valid the cycle after its response. Throughput: one read per cycle (also
     across descriptors, while ``descriptor`` has the next one waiting), as long as fewer than
     ``max_outstanding`` reads are requested and not returned (a read counts from the cycle
-    it appears on ``read``); one packet per cycle. Back-pressure on ``read`` holds the walk;
+    it appears on ``read``, and one whose response is taken while ``max_outstanding`` are
+    out frees its place from the cycle after); one packet per cycle. Back-pressure on ``read`` holds the walk;
     back-pressure on ``packet`` holds ``response``; nothing is lost.
     """
 
@@ -103,7 +104,10 @@ class DmaEngine(wiring.Component):
         # Every read from the cycle it is loaded into the `read` register until its response
         # holds one entry of `pending`: the queue's depth is the outstanding limit, and its
         # head is the packet of the next response.
-        m.submodules.pending = pending = Queue(meta_layout, depth=p.max_outstanding)
+        # Its items stay in LUT RAM read at the head pointer (``head="memory"``), so that a
+        # response's pop moves a pointer instead of enabling a register as wide as an item.
+        m.submodules.pending = pending = Queue(meta_layout, depth=p.max_outstanding,
+                                               head="memory")
         kill = SimpleNamespace(valid=Signal(), run=Signal(run_width, reset_less=True))
         active, run, stop = self._walk(m, pending, meta_layout, kill)
         send, abort, dead = self._respond(m, pending, active, kill)
@@ -149,9 +153,13 @@ class DmaEngine(wiring.Component):
         req = self.read
         stop  = Signal()                   # this descriptor was aborted: walk no further
         issue = Signal()                   # load the next burst into the `read` register
+        # ``issue`` enables every register of the walk (a few hundred bits), so it starts
+        # from flip-flops only: ``pending.full`` (a register), not ``pending.accept``, which
+        # follows the response handshake of the same cycle. A place freed in ``pending``
+        # while it is full counts from the cycle after.
         m.d.comb += [
             stop.eq(active & kill.valid & (kill.run == run)),
-            issue.eq(active & ~stop & (~req.valid | req.ready) & pending.accept),
+            issue.eq(active & ~stop & (~req.valid | req.ready) & ~pending.full),
         ]
 
         with m.If(req.ready):
@@ -239,10 +247,15 @@ class DmaEngine(wiring.Component):
             send.eq(got & ~dead & ~bad),
             abort.eq(got & ~dead & bad),
         ]
+        # The payload register loads the head whenever a response can be taken (``valid``
+        # alone waits for the verdict), so that the tag compare and the abort mark drive one
+        # flip-flop, not the enable of every payload bit.
         with m.If(pkt.ready):
             m.d.sync += pkt.valid.eq(0)
+        with m.If(resp.ready):
+            m.d.sync += pkt.payload.eq(head.packet)
         with m.If(send):
-            m.d.sync += [pkt.valid.eq(1), pkt.payload.eq(head.packet)]
+            m.d.sync += pkt.valid.eq(1)
         # A response of a live run sets or clears the mark; one of the aborted run leaves it.
         with m.If(got & ~dead):
             m.d.sync += [kill.valid.eq(bad), kill.run.eq(head.run)]

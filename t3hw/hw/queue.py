@@ -27,10 +27,12 @@ class Queue(wiring.Component):
     depth : int
         Items held, at least 1.
     head : str
-        Where the head item is kept: ``"register"`` (the default, below) or ``"select"``
+        Where the head item is kept: ``"register"`` (the default, below); ``"select"``
         (``depth`` 2 only): both items in registers, ``o.payload`` the one a read pointer
         selects, so that a pop toggles one flip-flop instead of enabling a register as wide
-        as an item.
+        as an item; ``"memory"``: every item in a memory of ``depth`` entries with an
+        asynchronous read port, ``o.payload`` the entry a read pointer addresses (a pop
+        moves the pointer, and enables no register as wide as an item).
 
     Members
     -------
@@ -52,15 +54,19 @@ class Queue(wiring.Component):
     come from flip-flops), the ``depth - 1`` items behind it in a memory with an asynchronous
     read port (LUT RAM on FPGAs; a register when ``depth`` is 2). ``head="select"``: two
     registers written in turn by the pushes and read in turn by the pops (``o.payload`` is
-    a 2:1 multiplexer of them by a flip-flop). Either way an item pushed in cycle t is valid
-    at ``o`` in cycle t + 1, and the cycle behaviour is the same.
+    a 2:1 multiplexer of them by a flip-flop). ``head="memory"``: a ring of ``depth`` entries
+    in a memory with an asynchronous read port (LUT RAM), written at a write pointer and read
+    at a read pointer (``o.payload`` is the read data; a full queue that pops and pushes in
+    the same cycle reads the leaving item and writes the new one over it at the clock edge).
+    Every way, an item pushed in cycle t is valid at ``o`` in cycle t + 1, and the cycle
+    behaviour is the same.
     """
 
     def __init__(self, shape, *, depth, head="register"):
         if not isinstance(depth, int) or depth < 1:
             raise ValueError(f"depth must be a positive integer, not {depth!r}")
-        if head not in ("register", "select"):
-            raise ValueError(f"head must be 'register' or 'select', not {head!r}")
+        if head not in ("register", "select", "memory"):
+            raise ValueError(f"head must be 'register', 'select' or 'memory', not {head!r}")
         if head == "select" and depth != 2:
             raise ValueError(f"head='select' needs depth 2, not {depth!r}")
         self._shape, self._depth, self._head = shape, depth, head
@@ -114,6 +120,20 @@ class Queue(wiring.Component):
             with m.If(pop):
                 m.d.sync += rd.eq(~rd)
             m.d.comb += self.o.payload.eq(Mux(rd, entries[1], entries[0]))
+            return m
+        if self._head == "memory":
+            m.submodules.storage = storage = memory.Memory(shape=self._shape, depth=depth,
+                                                           init=[])
+            wr = storage.write_port()
+            rd = storage.read_port(domain="comb")
+            head = Signal(range(depth))
+            tail = Signal(range(depth))
+            m.d.comb += [wr.addr.eq(tail), wr.data.eq(self.data), wr.en.eq(do_push),
+                         rd.addr.eq(head), self.o.payload.eq(rd.data)]
+            with m.If(do_push):
+                m.d.sync += tail.eq(Mux(tail == depth - 1, 0, tail + 1))
+            with m.If(pop):
+                m.d.sync += head.eq(Mux(head == depth - 1, 0, head + 1))
             return m
         # The head is a register (``o.payload``); the items behind it wait in a memory of
         # ``depth - 1`` entries with an asynchronous read port. An item pushed while the
@@ -200,13 +220,13 @@ class Queue(wiring.Component):
                                    "queue: the head is not the oldest item")
 
 
-def formal_spec(*, depth, width=2):
-    """The formal spec top of one :class:`Queue` of ``width``-bit items: every input free in
-    every cycle, :meth:`Queue.properties` asserted, and covers that it fills, passes an item
-    through while full, and drains."""
+def formal_spec(*, depth, width=2, head="register"):
+    """The formal spec top of one :class:`Queue` of ``width``-bit items (its ``head`` mode):
+    every input free in every cycle, :meth:`Queue.properties` asserted, and covers that it
+    fills, passes an item through while full, and drains."""
 
     def body(m, platform):
-        m.submodules.dut = dut = Queue(width, depth=depth)
+        m.submodules.dut = dut = Queue(width, depth=depth, head=head)
         drive_inputs(m, dut)
         dut.properties(m)
         full = dut.level == depth

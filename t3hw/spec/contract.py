@@ -15,7 +15,7 @@ from .params import EngineParams
 __all__ = ["addrmap_verdict_cycles", "addrmap_search_stages", "addrmap_program_cycles",
            "addrmap_latency",
            "addrmap_queue_depth", "dma_verdict_cycles", "dma_program_cycles",
-           "csr_verdict_delay", "CSR_REFUSALS", "CSR_LOAD_CYCLES",
+           "csr_verdict_delay", "CSR_REFUSALS", "CSR_LOAD_CYCLES", "CSR_READ_LATENCY",
            "ARBITER_FINISH_CYCLES", "MAX_WINDOW_LOG2", "arbiter_reset_config"]
 
 
@@ -93,6 +93,12 @@ CSR_REFUSALS = {"REGION": ("bad_region", "overlap"),
 #: Cycles after a ``REGION_READ`` or ``DESC_READ`` command's cycle in which its group is
 #: loading (pending): the table's data goes into a register, then into the staging registers.
 CSR_LOAD_CYCLES = 2
+
+#: The register bus's read latency: ``r_data`` holds the register read ``CSR_READ_LATENCY``
+#: cycles after the ``r_stb`` cycle. The block registers the bus (address, data, strobes) as
+#: it enters and reads from that register through two registered multiplexer stages; a write
+#: takes effect at the end of the cycle after its ``w_stb``.
+CSR_READ_LATENCY = 3
 
 
 # --- arbiter --------------------------------------------------------------------------------

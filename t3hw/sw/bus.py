@@ -20,6 +20,8 @@ The backends:
 
 from typing import Protocol, runtime_checkable
 
+from t3hw.spec.contract import CSR_READ_LATENCY
+
 
 __all__ = ["Bus", "CocotbBus"]
 
@@ -46,8 +48,9 @@ class CocotbBus:
     prefix : str
         Prepended to the port names: ``"e2__"`` is engine 2's bus in the system top.
 
-    A write takes one cycle. A read takes two: the strobe, then a cycle with the bus idle in
-    which ``r_data`` is sampled (the block's fixed read latency is one cycle). Every access
+    A write takes one cycle. A read takes ``CSR_READ_LATENCY + 1`` (4): the strobe, then
+    cycles with the bus idle, in the last of which ``r_data`` is sampled (the block's fixed
+    read latency, :data:`~t3hw.spec.contract.CSR_READ_LATENCY`, is three cycles). Every access
     starts right after a clock edge, so a monitor that samples the bus in the read-only phase
     of each cycle sees every access.
     """
@@ -75,6 +78,8 @@ class CocotbBus:
         self.r_stb.value = 1
         await RisingEdge(self.clk)
         self.r_stb.value = 0
+        for _ in range(CSR_READ_LATENCY - 1):
+            await RisingEdge(self.clk)
         await ReadOnly()
         value = self.r_data.value.to_unsigned()
         await RisingEdge(self.clk)

@@ -97,8 +97,8 @@ DMA_PARAMS = _params(tracker_entries=2, tile_width=1, cmd_width=1, addr_width=8,
                      rows_width=2, row_bytes_width=2, pitch_width=2, counter_width=8)
 
 
-def _queue(depth):
-    return queue.formal_spec(depth=depth)
+def _queue(depth, head="register"):
+    return queue.formal_spec(depth=depth, head=head)
 
 
 def _slice():
@@ -131,6 +131,9 @@ PROOFS = {proof.name: proof for proof in [
     Proof("queue_depth4", lambda: _queue(4), {"bmc": 12, "cover": 12},
           "the head register and 3 entries behind it (pointers that wrap at 3, not a power "
           "of two); 12 cycles fill it, pass items while full and drain it"),
+    Proof("queue_memory3", lambda: _queue(3, head="memory"), {"bmc": 10, "cover": 10},
+          "every item in a 3-entry ring read at its read pointer (pointers that wrap at 3); "
+          "10 cycles fill it, pass items while full, wrap both pointers and drain it"),
     Proof("slice", _slice, {"bmc": 10, "cover": 10},
           "two entries: 2 cycles fill it, and 10 cycles pass items through it full, "
           "stalled and flowing, with every pointer wrapped"),

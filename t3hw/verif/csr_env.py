@@ -17,8 +17,8 @@ Register names, addresses and fields come from :class:`t3hw.spec.regmap.Register
 from collections import deque
 from dataclasses import fields as dc_fields
 
-from t3hw.spec.contract import (CSR_LOAD_CYCLES as LOAD_CYCLES, addrmap_program_cycles,
-                                csr_verdict_delay)
+from t3hw.spec.contract import (CSR_LOAD_CYCLES as LOAD_CYCLES, CSR_READ_LATENCY,
+                                addrmap_program_cycles, csr_verdict_delay)
 from t3hw.spec.layouts import ArbPolicy, CsrCommand
 from t3hw.spec.regmap import MAGIC, Access
 
@@ -114,7 +114,8 @@ class CsrEnv(StreamEnv):
         self.scripted = deque()     # (addr, w_data or None, read?), None (idle) or
                                     # ("do", function, access): call it, then the access
         self.results = []           # data of every scripted read, in order
-        self._reading = False       # a scripted read was issued last cycle
+        # Per cycle of the read latency, oldest first: a scripted read was issued then.
+        self._reads = deque([False] * CSR_READ_LATENCY)
         self._access = None         # (addr, w_data or None, read?, scripted?) this cycle
         self.seen = {"commands": {}, "errors": set(), "reads": set(), "writes": set(),
                      "reads_while_loading": 0}
@@ -274,13 +275,13 @@ class CsrEnv(StreamEnv):
         for port, ones in self._clear_all.items():
             name = port.replace("errors", "clear")
             assert outs[name] == ones, f"cycle {cyc}: {name} {outs[name]:#x}"
-        if self._reading:
+        if self._reads.popleft():               # r_data is the read's, CSR_READ_LATENCY late
             self.results.append(outs["bus__r_data"])
         ins, (addr, w_data, read, scripted) = self._ins, self._access
         if self.external_bus:
             addr, read = outs["bus__addr"], bool(outs["bus__r_stb"])
             w_data = outs["bus__w_data"] if outs["bus__w_stb"] else None
-        self._reading = read and scripted
+        self._reads.append(read and scripted)
         self._note(addr, w_data, read)
         bus = dict(addr=addr, w_data=w_data or 0, w_stb=int(w_data is not None), r_stb=int(read))
         taken = self.model.step(CsrInputs(
@@ -312,6 +313,11 @@ class CsrEnv(StreamEnv):
         """Random and scripted accesses all issued, nothing pending or on its way."""
         return (not self.ops and not self.scripted and not self.model.pending()
                 and self.targets.quiet() and not self._reading)
+
+    @property
+    def _reading(self):
+        """A scripted read's data is still to come."""
+        return any(self._reads)
 
 
 # --- scenarios, shared by the amaranth.sim tests and the cocotb testbench ---------------------

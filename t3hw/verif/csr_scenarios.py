@@ -93,6 +93,14 @@ async def readback(env, cycle):
         assert env.targets.arbiter.config == cfg
 
 
+def _clear_as_event(env, target, errors, value, **bits):
+    """Scripted: a W1C write of ``value`` to ``errors`` whose clear acts in the cycle of an
+    error event of ``target`` with ``bits``: the block registers the bus, so a write acts in
+    the cycle after its strobe."""
+    env.write(errors, value)
+    env.event(target, **bits)
+
+
 async def first_errors(env, cycle):
     """Per target with a capture group: the first error event (all sticky bits clear) loads
     the target's ``capture`` input and the events; a later event, while a bit is set, does
@@ -121,13 +129,13 @@ async def first_errors(env, cycle):
         env.idle(1)
         assert await _read_group(env, cycle, g) == expect(details[0], names[0], names[-1])
         env.capture[port] = details[2]                              # cleared as it comes
-        env.event(target, access=(errors, ones, False), **{names[1]: 1})
+        _clear_as_event(env, target, errors, ones, **{names[1]: 1})
         env.idle(1)
         assert await _read_group(env, cycle, g) == expect(details[2], names[1])
         env.write(errors, ones)
         env.event(target, **{names[0]: 1, names[1]: 1})             # first again
-        env.event(target, access=(errors, mask[names[0]], False),   # names[1] stays set
-                  **{names[0]: 1})
+        _clear_as_event(env, target, errors, mask[names[0]],        # names[1] stays set
+                        **{names[0]: 1})
         env.idle(1)
         env.capture[port] = details[3]          # for the whole script: both events show it
         got = await _read_group(env, cycle, g)
@@ -221,10 +229,13 @@ async def atomic_counters(env, cycle):
                        if rm.by_name[lo].group == group):
             name = lo.fields[0].name
             before, after = codec.pack(**{name: 0xffffffff}), codec.pack(**{name: 1 << 32})
+            # The block reads the registers in the cycle after a strobe (its bus register),
+            # so the counter carries in the cycle after the _HI strobe: the _LO read sees it
+            # before the carry, the _HI read after.
             env.at(lambda v=before: env.stats.__setitem__(port, v))
             env.read(lo.name)
-            env.at(lambda v=after: env.stats.__setitem__(port, v), (hi.name, None, True))
-            env.read(lo.name)
+            env.read(hi.name)
+            env.at(lambda v=after: env.stats.__setitem__(port, v), (lo.name, None, True))
             env.read(hi.name)
             assert await run_script(env, cycle) == [0xffffffff, 0, 0, 1], (lo.name, hi.name)
 
@@ -252,7 +263,9 @@ async def refused_writes(env, cycle):
                 k += 1
                 env.stage(group, **staged)
                 env.command(CsrCommand[f"{group}_WRITE"])
-                env.idle(csr_verdict_delay(env.p)[group] - early)      # taken, then the wait
+                # the command acts a cycle after its strobe (the bus register), is taken,
+                # then the wait
+                env.idle(1 + csr_verdict_delay(env.p)[group] - early)
                 env.event(target, **{name: 1})
                 env.idle(2)
                 env.write(f"{target.upper()}_ERRORS", 0xffffffff)

@@ -32,6 +32,7 @@ from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from t3hw.hw.csr import BusSignature
+from t3hw.spec.contract import CSR_READ_LATENCY
 from t3hw.spec.layouts import Codec, WriteKind
 from t3hw.spec.params import EngineParams, check_params
 from t3hw.spec.regmap import Access, Group, RegisterMap, WORD_BITS, place_group
@@ -105,12 +106,12 @@ class UARTBridge(wiring.Component):
         Serial line to the host.
     bus : Out(BusSignature(addr_width))
         The register bus, as its initiator: one access per command, ``w_stb`` or ``r_stb``
-        for one cycle; a read's ``r_data`` is taken the cycle after.
+        for one cycle; a read's ``r_data`` is taken ``CSR_READ_LATENCY`` (3) cycles after.
     errors : Out(bridge_errors_layout())
         The sticky error bits (also in every status byte).
 
     A command strobes the bus 2 cycles after the middle of its last byte's stop bit, and its
-    reply's start bit begins 3 cycles after the strobe. One command at a time: of the bytes
+    reply's start bit begins 5 cycles after the strobe. One command at a time: of the bytes
     arriving while a reply is sent, the first is held (it is taken when the reply is done),
     any other is an ``overrun``. The sticky bits reset to 0.
     """
@@ -199,7 +200,10 @@ class UARTBridge(wiring.Component):
                     m.next = "IDLE"
             with m.State("ACCESS"):
                 m.d.comb += [self.bus.w_stb.eq(~is_read), self.bus.r_stb.eq(is_read)]
-                m.next = "REPLY"
+                m.next = "LATENCY0"
+            for i in range(CSR_READ_LATENCY - 1):   # r_data is due CSR_READ_LATENCY later
+                with m.State(f"LATENCY{i}"):
+                    m.next = f"LATENCY{i + 1}" if i < CSR_READ_LATENCY - 2 else "REPLY"
             with m.State("REPLY"):
                 with m.If(is_read):
                     m.d.sync += [reply.eq(Cat(self.bus.r_data, status)), left.eq(5)]

@@ -12,6 +12,7 @@ from amaranth.lib.wiring import In, Out, connect
 
 from t3hw.hw.csr import BusSignature, register_word
 from t3hw.hw.engine import Engine
+from t3hw.spec.contract import CSR_READ_LATENCY
 from t3hw.spec.layouts import MemOp, net_packet_layout
 from t3hw.spec.params import EngineParams, check_params
 from t3hw.spec.regmap import WORD_BITS
@@ -40,7 +41,8 @@ class BoardCore(wiring.Component):
     bus : In(BusSignature(BoardMap(params).addr_width))
         Addresses below :attr:`BoardMap.base` reach the engine's register block, the others
         the board registers (:data:`~t3hw.tools.board.bridge.BOARD_GROUPS`; unmapped ones
-        read 0, writes to read-only ones are ignored). Read latency 1, as the engine's.
+        read 0, writes to read-only ones are ignored). Read latency 3, as the engine's
+        (``CSR_READ_LATENCY``).
     leds : Out(6)
         Bits 0-3: packets sent around the ring, modulo 16; bit 4: the generator runs; bit 5:
         the DRAM model is busy.
@@ -101,13 +103,23 @@ class BoardCore(wiring.Component):
         bus, bm = self.bus, self._map
         board = bus.addr[bm.engine.addr_width]
         board_data = Signal(WORD_BITS)
+        # The engine answers a read CSR_READ_LATENCY cycles after its strobe; the board
+        # registers are read into ``board_data`` the cycle after, and reach ``r_data``
+        # through CSR_READ_LATENCY - 1 more registers, so both answer with the same latency,
+        # back to back.
         last_board = Signal()              # the last read went to the board registers
+        late_data, late_board = board_data, last_board
+        for i in range(CSR_READ_LATENCY - 1):
+            data_q = Signal(WORD_BITS, name=f"board_data_q{i}")
+            board_q = Signal(name=f"last_board_q{i}")
+            m.d.sync += [data_q.eq(late_data), board_q.eq(late_board)]
+            late_data, late_board = data_q, board_q
         m.d.comb += [
             engine.bus.addr.eq(bus.addr[:bm.engine.addr_width]),
             engine.bus.w_data.eq(bus.w_data),
             engine.bus.w_stb.eq(bus.w_stb & ~board),
             engine.bus.r_stb.eq(bus.r_stb & ~board),
-            bus.r_data.eq(Mux(last_board, board_data, engine.bus.r_data)),
+            bus.r_data.eq(Mux(late_board, late_data, engine.bus.r_data)),
         ]
         with m.If(bus.r_stb):
             m.d.sync += last_board.eq(board)
